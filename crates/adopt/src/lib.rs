@@ -1,0 +1,1 @@
+//! scaleset-adopt (work in progress).

@@ -1,0 +1,1 @@
+//! scaleset-github (work in progress).

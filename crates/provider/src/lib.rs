@@ -1,0 +1,1 @@
+//! scaleset-provider (work in progress).

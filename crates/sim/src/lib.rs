@@ -1,0 +1,1 @@
+//! scaleset-sim (work in progress).

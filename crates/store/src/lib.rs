@@ -1,0 +1,1 @@
+//! scaleset-store (work in progress).

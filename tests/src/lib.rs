@@ -1,0 +1,1 @@
+//! Helpers for scaleset's whole-system tests.
