@@ -1,0 +1,133 @@
+//! Commands the machine asks its driver to execute against GitHub.
+
+use std::fmt;
+
+use crate::scale_set::{RunnerGroupId, ScaleSetId, SessionId};
+
+/// One GitHub call for the driver to make; answer it with the matching [`Fact`](crate::Fact).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub enum Command {
+    /// `GET runnerscalesets/{id}`; answer `ScaleSet`, `NotFound`, `BadRequest` or `Transient`.
+    GetById {
+        /// The scale set to read.
+        id: ScaleSetId,
+    },
+    /// `GET runnerscalesets?runnerGroupId={group}&name={name}` (name percent-encoded); answer
+    /// `ScaleSets` with every item returned (unfiltered), `BadRequest` or `Transient`.
+    ListByName {
+        /// The runner group queried.
+        group: RunnerGroupId,
+        /// The exact desired name.
+        name: String,
+    },
+    /// `GET runnerscalesets?runnerGroupId={group}`; answer like [`Command::ListByName`].
+    ListGroup {
+        /// The runner group queried.
+        group: RunnerGroupId,
+    },
+    /// `POST runnerscalesets`; answer `ScaleSet` (the created set), `Exists` (a
+    /// `RunnerScaleSetExistsException`, also when nested), `BadRequest` or `Transient`.
+    Create(CreateSpec),
+    /// `POST runnerscalesets/{id}/sessions` with `ownerName = owner`; answer `Opened`,
+    /// `Conflict` (409), `NotFound`, `BadRequest` or `Transient`.
+    OpenSession {
+        /// The scale set.
+        id: ScaleSetId,
+        /// The `ownerName` to send.
+        owner: String,
+    },
+    /// `DELETE runnerscalesets/{id}/sessions/{session}`; answer `Closed`, `NotFound`,
+    /// `BadRequest` (an expired session counts as closed) or `Transient`.
+    CloseSession {
+        /// The scale set.
+        id: ScaleSetId,
+        /// The session opened earlier in this run.
+        session: SessionId,
+    },
+    /// `PATCH runnerscalesets/{id}` with the patch; answer `Updated`, `NotFound`, `BadRequest`
+    /// or `Transient`.
+    Update {
+        /// The scale set.
+        id: ScaleSetId,
+        /// The fields to set.
+        patch: Patch,
+    },
+}
+
+impl Command {
+    /// The command's kind, for logs and errors.
+    pub fn kind(&self) -> CommandKind {
+        match self {
+            Self::GetById { .. } => CommandKind::GetById,
+            Self::ListByName { .. } => CommandKind::ListByName,
+            Self::ListGroup { .. } => CommandKind::ListGroup,
+            Self::Create(_) => CommandKind::Create,
+            Self::OpenSession { .. } => CommandKind::OpenSession,
+            Self::CloseSession { .. } => CommandKind::CloseSession,
+            Self::Update { .. } => CommandKind::Update,
+        }
+    }
+}
+
+/// The body of a create: name, group, labels (the name, the configured labels, then our owner
+/// label) and `disableUpdate`. Labels are sent with `type: "System"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct CreateSpec {
+    /// Scale-set name.
+    pub name: String,
+    /// Runner group id.
+    pub runner_group_id: RunnerGroupId,
+    /// Label names, case-insensitively de-duplicated, first spelling kept.
+    pub labels: Vec<String>,
+    /// `runnerSetting.disableUpdate`.
+    pub disable_update: bool,
+}
+
+/// The body of a repair PATCH: the full label list (which replaces GitHub's) and
+/// `disableUpdate`, sent even when `false`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Patch {
+    /// Label names: the name, the configured labels and our owner label.
+    pub labels: Vec<String>,
+    /// `runnerSetting.disableUpdate`.
+    pub disable_update: bool,
+}
+
+/// The kind of a [`Command`], without its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub enum CommandKind {
+    /// [`Command::GetById`].
+    GetById,
+    /// [`Command::ListByName`].
+    ListByName,
+    /// [`Command::ListGroup`].
+    ListGroup,
+    /// [`Command::Create`].
+    Create,
+    /// [`Command::OpenSession`].
+    OpenSession,
+    /// [`Command::CloseSession`].
+    CloseSession,
+    /// [`Command::Update`].
+    Update,
+}
+
+impl fmt::Display for CommandKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::GetById => "get scale set by id",
+            Self::ListByName => "list scale sets by name",
+            Self::ListGroup => "list scale sets in group",
+            Self::Create => "create scale set",
+            Self::OpenSession => "open session",
+            Self::CloseSession => "close session",
+            Self::Update => "update scale set",
+        })
+    }
+}
