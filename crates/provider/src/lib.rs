@@ -1,1 +1,106 @@
-//! scaleset-provider (work in progress).
+//! Compute providers for scaleset: the machines ephemeral runners run on.
+//!
+//! One async trait, [`Provider`] (create, delete, get, list by pool key,
+//! remove all, start, stop, version), and two implementations:
+//!
+//! - [`ExternalProvider`] speaks the GARM external-provider executable
+//!   protocol (interface v0.1.0 and v0.1.1) unchanged, so the existing
+//!   `garm-provider-*` executables (LXD, Incus, OpenStack, AWS, Azure, GCP, OCI,
+//!   Kubernetes) work as they are: `GARM_*` variables in a cleared
+//!   environment, bootstrap JSON ([`BootstrapInstance`]) on stdin, instance
+//!   JSON ([`ProviderInstance`]) on stdout, exit code 30 for not found and 31
+//!   for duplicate. Each call has a timeout that kills the executable's whole
+//!   process group, bounded stdout/stderr buffers read concurrently, and a
+//!   per-provider concurrency limit.
+//! - [`FakeProvider`] is an in-process, deterministic cloud ([`FakeCloud`]) for
+//!   tests and the quick start, with switchable faults and a hook that
+//!   receives each runner's JIT config.
+//!
+//! Configuration: [`RawProviderConfig`] is one `[[provider]]` TOML table;
+//! [`ProviderConfig::from_raw_list`] validates them into [`ProviderConfig`]
+//! reporting every problem at once ([`ConfigError`]).
+//!
+//! What this crate deliberately does not do: decide anything. It does not
+//! retry, choose names, track state or log errors; callers (the `control`
+//! crate) do, using [`Error`]'s predicates. It does not serve the metadata URL
+//! that GARM providers' instances fetch their JIT config from, and it reads no
+//! environment itself: allowed variables come from an [`EnvSource`].
+//!
+//! # Example
+//!
+//! ```
+//! use scaleset_provider::{
+//!     BootstrapInstance, CreateRequest, FakeCloud, InstanceStatus, JitConfig, OsArch, OsType,
+//!     Pool, PoolKey, Provider, Secret, UserDataOptions,
+//! };
+//! use uuid::Uuid;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), scaleset_provider::Error> {
+//! let controller = Uuid::from_u128(1);
+//! let cloud = FakeCloud::new();
+//! cloud.on_create(|runner| println!("boot {} with its JIT config", runner.name));
+//! let provider = cloud.provider(controller);
+//!
+//! let pool = Pool::new(PoolKey::for_scale_set(controller, 7));
+//! let bootstrap = BootstrapInstance {
+//!     name: "ci-abcdefgh".into(),
+//!     tools: vec![],
+//!     repo_url: "https://github.com/acme".into(),
+//!     callback_url: "https://scaleset.example/callbacks".into(),
+//!     metadata_url: "https://scaleset.example/metadata".into(),
+//!     instance_token: Secret::new("token"),
+//!     ssh_keys: vec![],
+//!     extra_specs: None,
+//!     github_runner_group: "default".into(),
+//!     ca_cert_bundle: None,
+//!     arch: OsArch::Amd64,
+//!     os_type: OsType::Linux,
+//!     flavor: "small".into(),
+//!     image: "ubuntu-24.04".into(),
+//!     labels: vec![],
+//!     pool_id: pool.key.clone(),
+//!     user_data_options: UserDataOptions::default(),
+//!     jit_config_enabled: true,
+//!     proxy_config: None,
+//! };
+//! let request = CreateRequest { bootstrap, jit_config: Some(JitConfig::new("encoded")) };
+//! let created = provider.create(&request).await?;
+//! assert_eq!(created.status, InstanceStatus::Running);
+//!
+//! assert_eq!(provider.list(&pool).await?.len(), 1);
+//! provider.delete(&pool, &created.id()).await?;
+//! provider.delete(&pool, &created.id()).await?; // idempotent
+//! assert!(provider.list(&pool).await?.is_empty());
+//! # Ok(())
+//! # }
+//! ```
+
+mod bootstrap;
+mod command;
+mod config;
+mod duration;
+mod environment;
+mod error;
+mod external;
+mod fake;
+mod instance;
+mod pool;
+mod provider;
+
+pub use bootstrap::{
+    BootstrapInstance, CreateRequest, JitConfig, OsArch, OsType, ProxyConfig, RunnerTool, Secret,
+    UserDataOptions,
+};
+pub use command::Command;
+pub use config::{
+    ConfigError, ConfigProblem, ExternalConfig, InterfaceVersion, ProviderConfig, ProviderKind,
+    RawProviderConfig,
+};
+pub use environment::{EnvAllowList, EnvSource, ProcessEnv};
+pub use error::{Error, OutputProblem};
+pub use external::ExternalProvider;
+pub use fake::{CreatedRunner, FakeCloud, FakeInstance, FakeProvider};
+pub use instance::{Address, InstanceId, InstanceStatus, ProviderInstance};
+pub use pool::{InvalidPoolKey, Pool, PoolKey};
+pub use provider::Provider;

@@ -1,0 +1,220 @@
+//! What a provider needs to create an instance: the bootstrap parameters
+//! (serialized exactly as GARM's `BootstrapInstance`, the JSON GARM providers
+//! read on stdin), the secrets inside them, and the create request.
+
+use std::fmt;
+
+use base64::Engine as _;
+use serde::{Serialize, Serializer};
+
+use crate::pool::PoolKey;
+
+/// A secret string: serialized as itself, but never shown by `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The secret itself; do not log it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+/// A runner's just-in-time configuration (the encoded JIT config GitHub
+/// returned). It is a credential: whoever holds it can run as the runner.
+#[derive(Clone, PartialEq, Eq)]
+pub struct JitConfig(Secret);
+
+impl JitConfig {
+    /// Wraps an encoded JIT config.
+    pub fn new(encoded: impl Into<String>) -> Self {
+        Self(Secret::new(encoded))
+    }
+
+    /// The encoded JIT config; do not log it.
+    pub fn expose(&self) -> &str {
+        self.0.expose()
+    }
+}
+
+impl fmt::Debug for JitConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("JitConfig(<redacted>)")
+    }
+}
+
+/// Target operating system (GARM's `os_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum OsType {
+    /// Linux.
+    Linux,
+    /// Windows.
+    Windows,
+    /// Not known.
+    Unknown,
+}
+
+/// Target CPU architecture (GARM's `arch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum OsArch {
+    /// x86-64.
+    Amd64,
+    /// 32-bit x86.
+    I386,
+    /// 64-bit ARM.
+    Arm64,
+    /// 32-bit ARM.
+    Arm,
+}
+
+/// One downloadable runner package (GitHub's runner application download).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct RunnerTool {
+    /// `linux`, `win`, `osx`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub os: Option<String>,
+    /// `x64`, `arm64`, `arm`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub architecture: Option<String>,
+    /// Where to download the package.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub download_url: Option<String>,
+    /// The package's file name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+    /// A temporary token for the download, when GitHub requires one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temp_download_token: Option<Secret>,
+    /// SHA-256 of the package.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256_checksum: Option<String>,
+}
+
+/// Options for the user data providers generate (GARM's `user_data_options`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct UserDataOptions {
+    /// Skip OS updates on first boot.
+    pub disable_updates_on_boot: bool,
+    /// Extra packages to install.
+    pub extra_packages: Vec<String>,
+    /// Verbose boot logging.
+    pub enable_boot_debug: bool,
+}
+
+/// Proxy settings for the instance.
+///
+/// Newer GARM revisions send these as `proxy_config`; released providers
+/// ignore the field (unknown JSON fields are ignored by Go), so it is only sent
+/// when set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct ProxyConfig {
+    /// `http_proxy`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_proxy: Option<String>,
+    /// `https_proxy`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub https_proxy: Option<String>,
+    /// `no_proxy`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_proxy: Option<String>,
+}
+
+/// The bootstrap parameters, serialized with the exact JSON field names GARM
+/// providers read (note the dashes in `callback-url`, `metadata-url`,
+/// `instance-token`, `ssh-keys`, `github-runner-group`, `ca-cert-bundle`).
+///
+/// `Debug` redacts the instance token.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BootstrapInstance {
+    /// The instance (runner) name.
+    pub name: String,
+    /// Runner packages the instance may download.
+    pub tools: Vec<RunnerTool>,
+    /// The repository, organization or enterprise URL the runner registers with.
+    pub repo_url: String,
+    /// Where the instance reports status.
+    #[serde(rename = "callback-url")]
+    pub callback_url: String,
+    /// Where the instance fetches its setup data (including the JIT config).
+    #[serde(rename = "metadata-url")]
+    pub metadata_url: String,
+    /// Bearer token the instance uses for the callback and metadata URLs.
+    #[serde(rename = "instance-token")]
+    pub instance_token: Secret,
+    /// SSH public keys to install, if the provider supports it.
+    #[serde(rename = "ssh-keys")]
+    pub ssh_keys: Vec<String>,
+    /// Provider-specific JSON (omitted when none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extra_specs: Option<serde_json::Value>,
+    /// The GitHub runner group.
+    #[serde(rename = "github-runner-group")]
+    pub github_runner_group: String,
+    /// A CA bundle to trust, sent base64-encoded (Go `[]byte`), `null` when none.
+    #[serde(rename = "ca-cert-bundle", serialize_with = "as_base64")]
+    pub ca_cert_bundle: Option<Vec<u8>>,
+    /// CPU architecture.
+    pub arch: OsArch,
+    /// Operating system.
+    pub os_type: OsType,
+    /// Provider flavor (machine size, LXD profile, ...).
+    pub flavor: String,
+    /// Provider image.
+    pub image: String,
+    /// Runner labels.
+    pub labels: Vec<String>,
+    /// The pool key (`GARM_POOL_ID` carries the same value).
+    pub pool_id: PoolKey,
+    /// User-data options.
+    pub user_data_options: UserDataOptions,
+    /// Tell the instance to fetch a JIT config from the metadata URL instead of
+    /// a registration token.
+    pub jit_config_enabled: bool,
+    /// Proxy settings (omitted when none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy_config: Option<ProxyConfig>,
+}
+
+fn as_base64<S: Serializer>(bytes: &Option<Vec<u8>>, serializer: S) -> Result<S::Ok, S::Error> {
+    match bytes {
+        Some(bytes) => {
+            serializer.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
+        }
+        None => serializer.serialize_none(),
+    }
+}
+
+/// A request to create one instance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateRequest {
+    /// Sent to external executables on stdin.
+    pub bootstrap: BootstrapInstance,
+    /// The runner's JIT config. External executables never receive it (GARM
+    /// providers fetch it from `metadata-url` with the instance token); the
+    /// fake provider hands it to its hook so a simulated runner can boot.
+    pub jit_config: Option<JitConfig>,
+}
+
+#[cfg(test)]
+mod tests;

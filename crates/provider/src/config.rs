@@ -1,0 +1,383 @@
+//! `[[provider]]` configuration: the raw TOML shape (serde, unknown fields
+//! refused) and its validation into typed settings, reporting every problem at
+//! once. No filesystem checks happen here: a missing executable is reported
+//! when it is run ([`crate::Error::Spawn`]).
+
+use std::fmt;
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::duration::parse_duration;
+use crate::environment::EnvAllowList;
+
+/// One `[[provider]]` table as written by the operator.
+///
+/// Fields are public so environment overrides can be applied before
+/// validation.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawProviderConfig {
+    /// Unique provider name that scale sets refer to.
+    pub name: Option<String>,
+    /// `external` (a GARM provider executable) or `fake` (in-process, for tests
+    /// and the quick start).
+    pub kind: Option<String>,
+    /// Absolute path of the provider executable (external only).
+    pub executable: Option<PathBuf>,
+    /// Absolute path of the provider's own config file, passed as
+    /// `GARM_PROVIDER_CONFIG_FILE` (external only).
+    pub config_file: Option<PathBuf>,
+    /// `v0.1.0` (default, as in GARM) or `v0.1.1` (external only).
+    pub interface_version: Option<String>,
+    /// Operator variables passed through: exact names or `PREFIX*` (external only).
+    #[serde(default)]
+    pub environment: Vec<String>,
+    /// Per-call timeout, e.g. `"5m"` (external only; default 5m).
+    pub timeout: Option<String>,
+    /// Maximum simultaneous calls of the executable (external only; default 4).
+    pub concurrency: Option<i64>,
+}
+
+/// A validated provider configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderConfig {
+    /// The provider's name.
+    pub name: String,
+    /// What kind of provider it is.
+    pub kind: ProviderKind,
+}
+
+/// The kind of a provider and its settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProviderKind {
+    /// A GARM external-provider executable.
+    External(ExternalConfig),
+    /// The in-process fake provider.
+    Fake,
+}
+
+/// The GARM external-provider interface version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum InterfaceVersion {
+    /// v0.1.0: the original environment.
+    V010,
+    /// v0.1.1: adds `GARM_POOL_ID` and `GARM_POOL_EXTRASPECS` to instance commands.
+    V011,
+}
+
+impl InterfaceVersion {
+    /// The value passed in `GARM_INTERFACE_VERSION` (providers compare it
+    /// exactly, leading `v` included).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::V010 => "v0.1.0",
+            Self::V011 => "v0.1.1",
+        }
+    }
+}
+
+impl fmt::Display for InterfaceVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Settings of an external provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExternalConfig {
+    /// The executable (absolute path).
+    pub executable: PathBuf,
+    /// The provider's config file (absolute path), `GARM_PROVIDER_CONFIG_FILE`.
+    pub config_file: PathBuf,
+    /// The interface version spoken.
+    pub interface_version: InterfaceVersion,
+    /// Operator variables passed through.
+    pub environment: EnvAllowList,
+    /// Per-call timeout; on expiry the executable's process group is killed.
+    pub timeout: Duration,
+    /// Maximum simultaneous calls.
+    pub concurrency: NonZeroUsize,
+    /// Bound on stdout; more is [`crate::OutputProblem::TooLarge`].
+    pub stdout_limit: usize,
+    /// Bound on the stderr tail kept for errors.
+    pub stderr_limit: usize,
+}
+
+impl ExternalConfig {
+    /// Default per-call timeout.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+    /// Default concurrency.
+    pub const DEFAULT_CONCURRENCY: usize = 4;
+    /// Default stdout bound (a `ListInstances` of thousands of instances fits).
+    pub const DEFAULT_STDOUT_LIMIT: usize = 4 * 1024 * 1024;
+    /// Default stderr tail kept.
+    pub const DEFAULT_STDERR_LIMIT: usize = 16 * 1024;
+
+    /// Settings with defaults for everything but the two paths.
+    pub fn new(executable: impl Into<PathBuf>, config_file: impl Into<PathBuf>) -> Self {
+        Self {
+            executable: executable.into(),
+            config_file: config_file.into(),
+            interface_version: InterfaceVersion::V010,
+            environment: EnvAllowList::default(),
+            timeout: Self::DEFAULT_TIMEOUT,
+            concurrency: NonZeroUsize::new(Self::DEFAULT_CONCURRENCY).unwrap_or(NonZeroUsize::MIN),
+            stdout_limit: Self::DEFAULT_STDOUT_LIMIT,
+            stderr_limit: Self::DEFAULT_STDERR_LIMIT,
+        }
+    }
+}
+
+/// One thing wrong with a provider configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigProblem {
+    /// The provider's name, or `#<index>` when it has none.
+    pub provider: String,
+    /// The offending field.
+    pub field: &'static str,
+    /// What is wrong and what to write instead.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "provider {}: `{}`: {}",
+            self.provider, self.field, self.message
+        )
+    }
+}
+
+/// Every problem found in the `[[provider]]` tables.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid provider configuration: {}", list(.problems))]
+pub struct ConfigError {
+    /// The problems, in file order.
+    pub problems: Vec<ConfigProblem>,
+}
+
+fn list(problems: &[ConfigProblem]) -> String {
+    problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl ProviderConfig {
+    /// Validates all `[[provider]]` tables, including that names are unique.
+    pub fn from_raw_list(raws: Vec<RawProviderConfig>) -> Result<Vec<Self>, ConfigError> {
+        let mut problems = Vec::new();
+        let mut configs: Vec<Self> = Vec::new();
+        for (index, raw) in raws.into_iter().enumerate() {
+            match validate(index, raw) {
+                Ok(config) => {
+                    if configs.iter().any(|c| c.name == config.name) {
+                        problems.push(ConfigProblem {
+                            provider: config.name.clone(),
+                            field: "name",
+                            message: "another [[provider]] has the same name; names must be unique"
+                                .to_owned(),
+                        });
+                    } else {
+                        configs.push(config);
+                    }
+                }
+                Err(mut found) => problems.append(&mut found),
+            }
+        }
+        if problems.is_empty() {
+            Ok(configs)
+        } else {
+            Err(ConfigError { problems })
+        }
+    }
+}
+
+impl TryFrom<RawProviderConfig> for ProviderConfig {
+    type Error = ConfigError;
+    fn try_from(raw: RawProviderConfig) -> Result<Self, Self::Error> {
+        validate(0, raw).map_err(|problems| ConfigError { problems })
+    }
+}
+
+fn validate(index: usize, raw: RawProviderConfig) -> Result<ProviderConfig, Vec<ConfigProblem>> {
+    let label = raw
+        .name
+        .clone()
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| format!("#{}", index + 1));
+    let mut problems = Vec::new();
+    let mut problem = |field: &'static str, message: String| {
+        problems.push(ConfigProblem {
+            provider: label.clone(),
+            field,
+            message,
+        });
+    };
+
+    let name = match raw.name.as_deref() {
+        None | Some("") => {
+            problem(
+                "name",
+                "missing; give every provider a unique name".to_owned(),
+            );
+            None
+        }
+        Some(name)
+            if !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') =>
+        {
+            problem(
+                "name",
+                format!("{name:?} may only contain letters, digits, '-' and '_'"),
+            );
+            None
+        }
+        Some(name) => Some(name.to_owned()),
+    };
+
+    let kind = match raw.kind.as_deref() {
+        Some("external") => {
+            let executable = absolute(&mut problem, "executable", raw.executable);
+            let config_file = absolute(&mut problem, "config_file", raw.config_file);
+            let interface_version = match raw.interface_version.as_deref() {
+                None | Some("v0.1.0" | "0.1.0") => Some(InterfaceVersion::V010),
+                Some("v0.1.1" | "0.1.1") => Some(InterfaceVersion::V011),
+                Some(other) => {
+                    problem(
+                        "interface_version",
+                        format!("{other:?} is not supported; use \"v0.1.0\" or \"v0.1.1\""),
+                    );
+                    None
+                }
+            };
+            let environment = match EnvAllowList::parse(&raw.environment) {
+                Ok(list) => Some(list),
+                Err(found) => {
+                    for message in found {
+                        problem("environment", message);
+                    }
+                    None
+                }
+            };
+            let timeout = match raw.timeout.as_deref() {
+                None => Some(ExternalConfig::DEFAULT_TIMEOUT),
+                Some(text) => match parse_duration(text) {
+                    Ok(d) if d.is_zero() => {
+                        problem("timeout", "must be longer than zero".to_owned());
+                        None
+                    }
+                    Ok(d) => Some(d),
+                    Err(message) => {
+                        problem("timeout", message);
+                        None
+                    }
+                },
+            };
+            let concurrency = match raw.concurrency {
+                None => NonZeroUsize::new(ExternalConfig::DEFAULT_CONCURRENCY),
+                Some(n) => {
+                    let valid = usize::try_from(n).ok().and_then(NonZeroUsize::new);
+                    if valid.is_none() {
+                        problem("concurrency", format!("{n} is not a positive number"));
+                    }
+                    valid
+                }
+            };
+            match (
+                executable,
+                config_file,
+                interface_version,
+                environment,
+                timeout,
+                concurrency,
+            ) {
+                (
+                    Some(executable),
+                    Some(config_file),
+                    Some(interface_version),
+                    Some(environment),
+                    Some(timeout),
+                    Some(concurrency),
+                ) => Some(ProviderKind::External(ExternalConfig {
+                    executable,
+                    config_file,
+                    interface_version,
+                    environment,
+                    timeout,
+                    concurrency,
+                    stdout_limit: ExternalConfig::DEFAULT_STDOUT_LIMIT,
+                    stderr_limit: ExternalConfig::DEFAULT_STDERR_LIMIT,
+                })),
+                _ => None,
+            }
+        }
+        Some("fake") => {
+            let external_only = [
+                ("executable", raw.executable.is_some()),
+                ("config_file", raw.config_file.is_some()),
+                ("interface_version", raw.interface_version.is_some()),
+                ("environment", !raw.environment.is_empty()),
+                ("timeout", raw.timeout.is_some()),
+                ("concurrency", raw.concurrency.is_some()),
+            ];
+            for (field, present) in external_only {
+                if present {
+                    problem(
+                        field,
+                        "only applies to kind = \"external\"; remove it".to_owned(),
+                    );
+                }
+            }
+            Some(ProviderKind::Fake)
+        }
+        Some(other) => {
+            problem(
+                "kind",
+                format!("{other:?} is not a provider kind; use \"external\" or \"fake\""),
+            );
+            None
+        }
+        None => {
+            problem("kind", "missing; use \"external\" or \"fake\"".to_owned());
+            None
+        }
+    };
+
+    match (name, kind) {
+        (Some(name), Some(kind)) if problems.is_empty() => Ok(ProviderConfig { name, kind }),
+        _ => Err(problems),
+    }
+}
+
+fn absolute(
+    problem: &mut impl FnMut(&'static str, String),
+    field: &'static str,
+    path: Option<PathBuf>,
+) -> Option<PathBuf> {
+    match path {
+        None => {
+            problem(field, "missing; give an absolute path".to_owned());
+            None
+        }
+        Some(path) if !path.is_absolute() => {
+            problem(
+                field,
+                format!("{} must be an absolute path", path.display()),
+            );
+            None
+        }
+        Some(path) => Some(path),
+    }
+}
+
+#[cfg(test)]
+mod tests;

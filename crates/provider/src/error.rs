@@ -1,0 +1,146 @@
+//! The crate's error type: how a provider call fails, and the finer reasons an
+//! executable's output is rejected.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::command::Command;
+
+/// Why a provider call failed.
+///
+/// The GARM exit codes are mapped here once: 30 is [`Error::NotFound`], 31 is
+/// [`Error::Duplicate`], any other non-zero exit is [`Error::Failed`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The provider says the instance does not exist (GARM exit code 30).
+    #[error("{command}: the provider reports the instance does not exist (exit code 30)")]
+    NotFound {
+        /// The command that was run.
+        command: Command,
+    },
+    /// The provider says the instance already exists (GARM exit code 31).
+    #[error("{command}: the provider reports the instance already exists (exit code 31)")]
+    Duplicate {
+        /// The command that was run.
+        command: Command,
+    },
+    /// The executable did not finish in time; its whole process group was killed.
+    #[error(
+        "{command}: the provider did not finish within {after:?}; its process group was killed \
+         (raise `timeout` in the provider configuration if the cloud is slow)"
+    )]
+    Timeout {
+        /// The command that was run.
+        command: Command,
+        /// The configured timeout that elapsed.
+        after: Duration,
+    },
+    /// The executable exited unsuccessfully (or was killed by a signal).
+    #[error(
+        "{command}: the provider failed ({}); stderr ends with: {stderr_tail}",
+        exit_code.map_or_else(|| "killed by a signal".to_owned(), |code| format!("exit code {code}"))
+    )]
+    Failed {
+        /// The command that was run.
+        command: Command,
+        /// The exit code, or `None` when a signal ended the process.
+        exit_code: Option<i32>,
+        /// The last bytes the executable wrote to stderr (bounded, lossily UTF-8).
+        stderr_tail: String,
+    },
+    /// The executable succeeded but printed something we cannot accept.
+    #[error("{command}: the provider printed unusable output: {problem}")]
+    BadOutput {
+        /// The command that was run.
+        command: Command,
+        /// What is wrong with the output.
+        problem: OutputProblem,
+    },
+    /// The executable could not be started (missing, not executable, ...).
+    #[error(
+        "cannot run provider executable {}: {cause} (check `executable` in the provider \
+         configuration: it must exist and be executable)",
+        path.display()
+    )]
+    Spawn {
+        /// The executable's path.
+        path: PathBuf,
+        /// The operating-system error.
+        #[source]
+        cause: std::io::Error,
+    },
+    /// Talking to the running executable over its pipes failed.
+    #[error("{command}: reading the provider's output failed")]
+    Io {
+        /// The command that was run.
+        command: Command,
+        /// The operating-system error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// The provider reported that the instance does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Self::NotFound { .. })
+    }
+
+    /// The provider reported that the instance already exists.
+    pub fn is_duplicate(&self) -> bool {
+        matches!(self, Self::Duplicate { .. })
+    }
+
+    /// The call timed out.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Self::Timeout { .. })
+    }
+
+    /// Whether trying the same call again later may succeed.
+    ///
+    /// Timeouts, failures and pipe errors may be transient; a missing
+    /// executable, bad output, not-found and duplicate will not change by
+    /// retrying.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Self::Timeout { .. } | Self::Failed { .. } | Self::Io { .. }
+        )
+    }
+}
+
+/// What is wrong with an executable's stdout.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OutputProblem {
+    /// The output is not the JSON we expected.
+    #[error("not valid JSON for {expected}: {detail}")]
+    NotJson {
+        /// What we expected ("an instance", "a list of instances").
+        expected: &'static str,
+        /// The parser's message.
+        detail: String,
+    },
+    /// An instance has no `provider_id`.
+    #[error("an instance has no `provider_id`")]
+    MissingProviderId,
+    /// An instance has no `name`.
+    #[error("an instance has no `name`")]
+    MissingName,
+    /// An instance has a status GARM does not define.
+    #[error("an instance has the unknown status {status:?}")]
+    UnknownStatus {
+        /// The status as printed.
+        status: String,
+    },
+    /// The output exceeded the stdout bound.
+    #[error("more than {limit} bytes on stdout")]
+    TooLarge {
+        /// The bound in bytes.
+        limit: usize,
+    },
+    /// `GetVersion` printed nothing.
+    #[error("an empty version")]
+    EmptyVersion,
+}

@@ -1,0 +1,286 @@
+//! The external provider: runs a GARM provider executable (interface v0.1.0
+//! or v0.1.1) unchanged. Owns the environment each command gets, the mapping
+//! of exit codes and stdout to results, the concurrency limit and the
+//! per-call trace.
+
+mod process;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use base64::Engine as _;
+use tokio::sync::Semaphore;
+use tracing::Instrument as _;
+use uuid::Uuid;
+
+use crate::bootstrap::CreateRequest;
+use crate::command::Command;
+use crate::config::{ExternalConfig, InterfaceVersion};
+use crate::environment::EnvSource;
+use crate::error::{Error, OutputProblem};
+use crate::instance::{InstanceId, ProviderInstance, parse_instance, parse_instance_list};
+use crate::pool::{Pool, PoolKey};
+use crate::provider::Provider;
+
+/// GARM's "not found" exit code.
+const EXIT_NOT_FOUND: i32 = 30;
+/// GARM's "duplicate" exit code.
+const EXIT_DUPLICATE: i32 = 31;
+
+/// A GARM external-provider executable behind the [`Provider`] trait.
+///
+/// Each call runs the executable once with a cleared environment holding only
+/// the `GARM_*` variables of that command and the operator-allowed variables
+/// (captured when the provider is built). At most `concurrency` calls run at
+/// once; the rest wait for a slot (the timeout starts when the executable
+/// starts). Each call is traced as `provider.exec{provider, command,
+/// instance}` with its duration and exit code; the bootstrap JSON (which holds
+/// the instance token) is never logged.
+pub struct ExternalProvider {
+    name: String,
+    config: ExternalConfig,
+    controller_id: Uuid,
+    passthrough: Vec<(String, String)>,
+    slots: Arc<Semaphore>,
+}
+
+impl std::fmt::Debug for ExternalProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Passed-through values may be credentials (OS_PASSWORD, ...): names only.
+        let names: Vec<&str> = self.passthrough.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("ExternalProvider")
+            .field("name", &self.name)
+            .field("config", &self.config)
+            .field("controller_id", &self.controller_id)
+            .field("passthrough", &names)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ExternalProvider {
+    /// Builds the provider. `env` is where operator-allowed variables are read
+    /// from (the process environment in production, a map in tests).
+    pub fn new(
+        name: impl Into<String>,
+        config: ExternalConfig,
+        controller_id: Uuid,
+        env: &dyn EnvSource,
+    ) -> Self {
+        let passthrough = config.environment.select(env);
+        let slots = Arc::new(Semaphore::new(config.concurrency.get()));
+        Self {
+            name: name.into(),
+            config,
+            controller_id,
+            passthrough,
+            slots,
+        }
+    }
+
+    /// The provider's configured name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn environment(
+        &self,
+        command: Command,
+        pool: Option<&Pool>,
+        pool_key: Option<&PoolKey>,
+        instance: Option<&InstanceId>,
+    ) -> Vec<(String, String)> {
+        let mut env = vec![
+            ("GARM_COMMAND".to_owned(), command.as_str().to_owned()),
+            (
+                "GARM_CONTROLLER_ID".to_owned(),
+                self.controller_id.to_string(),
+            ),
+            (
+                "GARM_PROVIDER_CONFIG_FILE".to_owned(),
+                self.config.config_file.to_string_lossy().into_owned(),
+            ),
+            (
+                "GARM_INTERFACE_VERSION".to_owned(),
+                self.config.interface_version.as_str().to_owned(),
+            ),
+        ];
+        if let Some(key) = pool_key {
+            env.push(("GARM_POOL_ID".to_owned(), key.to_string()));
+        }
+        if let Some(instance) = instance {
+            env.push(("GARM_INSTANCE_ID".to_owned(), instance.to_string()));
+        }
+        if self.config.interface_version == InterfaceVersion::V011
+            && let Some(pool) = pool
+        {
+            let json = serde_json::to_vec(&pool.extra_specs).unwrap_or_else(|_| b"null".to_vec());
+            env.push((
+                "GARM_POOL_EXTRASPECS".to_owned(),
+                base64::engine::general_purpose::STANDARD.encode(json),
+            ));
+        }
+        env.extend(self.passthrough.iter().cloned());
+        env
+    }
+
+    /// Runs one command; returns stdout on exit code 0.
+    async fn call(
+        &self,
+        command: Command,
+        env: Vec<(String, String)>,
+        stdin: Option<Vec<u8>>,
+        instance: &str,
+    ) -> Result<Vec<u8>, Error> {
+        let span = tracing::debug_span!(
+            "provider.exec",
+            provider = %self.name,
+            command = command.as_str(),
+            instance = instance,
+        );
+        async {
+            // The semaphore is never closed, so acquiring only fails if it
+            // were; treat that as "no limit" rather than panicking.
+            let _slot = self.slots.acquire().await.ok();
+            let started = Instant::now();
+            let result = process::run(process::Invocation {
+                command,
+                executable: &self.config.executable,
+                env,
+                stdin,
+                timeout: self.config.timeout,
+                stdout_limit: self.config.stdout_limit,
+                stderr_limit: self.config.stderr_limit,
+            })
+            .await;
+            let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            match &result {
+                Ok(outcome) => tracing::debug!(
+                    duration_ms,
+                    exit_code = outcome.status.code(),
+                    stdout_bytes = outcome.stdout.len(),
+                    "provider call finished"
+                ),
+                Err(err) => {
+                    tracing::debug!(duration_ms, error = %err, "provider call did not finish")
+                }
+            }
+            let outcome = result?;
+            match outcome.status.code() {
+                Some(0) if outcome.stdout_overflowed => Err(Error::BadOutput {
+                    command,
+                    problem: OutputProblem::TooLarge {
+                        limit: self.config.stdout_limit,
+                    },
+                }),
+                Some(0) => Ok(outcome.stdout),
+                Some(EXIT_NOT_FOUND) => Err(Error::NotFound { command }),
+                Some(EXIT_DUPLICATE) => Err(Error::Duplicate { command }),
+                exit_code => Err(Error::Failed {
+                    command,
+                    exit_code,
+                    stderr_tail: String::from_utf8_lossy(&outcome.stderr_tail).into_owned(),
+                }),
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn instance_call(
+        &self,
+        command: Command,
+        pool: &Pool,
+        instance: &InstanceId,
+    ) -> Result<Vec<u8>, Error> {
+        // v0.1.0 sends no pool ID with instance commands (as GARM does);
+        // v0.1.1 sends it and the extra specs.
+        let pool_key = match self.config.interface_version {
+            InterfaceVersion::V010 => None,
+            InterfaceVersion::V011 => Some(&pool.key),
+        };
+        let env = self.environment(command, Some(pool), pool_key, Some(instance));
+        self.call(command, env, None, instance.as_str()).await
+    }
+}
+
+fn bad_output(command: Command) -> impl FnOnce(OutputProblem) -> Error {
+    move |problem| Error::BadOutput { command, problem }
+}
+
+#[async_trait]
+impl Provider for ExternalProvider {
+    async fn create(&self, request: &CreateRequest) -> Result<ProviderInstance, Error> {
+        let command = Command::CreateInstance;
+        let bootstrap = &request.bootstrap;
+        let stdin = serde_json::to_vec(bootstrap).map_err(|err| Error::Io {
+            command,
+            source: std::io::Error::other(err),
+        })?;
+        let pool = Pool {
+            key: bootstrap.pool_id.clone(),
+            extra_specs: bootstrap.extra_specs.clone(),
+        };
+        let env = self.environment(command, Some(&pool), Some(&pool.key), None);
+        let stdout = self
+            .call(command, env, Some(stdin), &bootstrap.name)
+            .await?;
+        parse_instance(&stdout).map_err(bad_output(command))
+    }
+
+    async fn delete(&self, pool: &Pool, instance: &InstanceId) -> Result<(), Error> {
+        match self
+            .instance_call(Command::DeleteInstance, pool, instance)
+            .await
+        {
+            Ok(_) | Err(Error::NotFound { .. }) => Ok(()),
+            Err(err) => Err(err),
+        }
+    }
+
+    async fn get(&self, pool: &Pool, instance: &InstanceId) -> Result<ProviderInstance, Error> {
+        let stdout = self
+            .instance_call(Command::GetInstance, pool, instance)
+            .await?;
+        parse_instance(&stdout).map_err(bad_output(Command::GetInstance))
+    }
+
+    async fn list(&self, pool: &Pool) -> Result<Vec<ProviderInstance>, Error> {
+        let command = Command::ListInstances;
+        let env = self.environment(command, Some(pool), Some(&pool.key), None);
+        let stdout = self.call(command, env, None, "").await?;
+        parse_instance_list(&stdout).map_err(bad_output(command))
+    }
+
+    async fn remove_all(&self) -> Result<(), Error> {
+        let command = Command::RemoveAllInstances;
+        let env = self.environment(command, None, None, None);
+        self.call(command, env, None, "").await.map(drop)
+    }
+
+    async fn start(&self, pool: &Pool, instance: &InstanceId) -> Result<(), Error> {
+        self.instance_call(Command::StartInstance, pool, instance)
+            .await
+            .map(drop)
+    }
+
+    async fn stop(&self, pool: &Pool, instance: &InstanceId) -> Result<(), Error> {
+        self.instance_call(Command::StopInstance, pool, instance)
+            .await
+            .map(drop)
+    }
+
+    async fn version(&self) -> Result<String, Error> {
+        let command = Command::GetVersion;
+        let env = self.environment(command, None, None, None);
+        let stdout = self.call(command, env, None, "").await?;
+        let version = String::from_utf8_lossy(&stdout).trim().to_owned();
+        if version.is_empty() {
+            return Err(Error::BadOutput {
+                command,
+                problem: OutputProblem::EmptyVersion,
+            });
+        }
+        Ok(version)
+    }
+}

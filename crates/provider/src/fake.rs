@@ -1,0 +1,338 @@
+//! The fake provider: an in-process, deterministic cloud for tests and the
+//! quick start. Instances are recorded with the controller ID and pool key
+//! they were created for; faults (failing creates and deletes, slowness, lost
+//! instances, lost create responses) are switched on at run time; a hook
+//! receives each created runner's JIT config so a simulator can boot it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use uuid::Uuid;
+
+use crate::bootstrap::{CreateRequest, JitConfig, OsType};
+use crate::command::Command;
+use crate::error::Error;
+use crate::instance::{InstanceId, InstanceStatus, ProviderInstance};
+use crate::pool::{Pool, PoolKey};
+use crate::provider::Provider;
+
+/// An instance held by the fake cloud, with the tags it was created with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FakeInstance {
+    /// The provider's view of it.
+    pub instance: ProviderInstance,
+    /// The controller that created it (`GARM_CONTROLLER_ID`).
+    pub controller_id: Uuid,
+    /// Its pool key (`GARM_POOL_ID`).
+    pub pool: PoolKey,
+}
+
+/// What the create hook receives for each created instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreatedRunner {
+    /// The instance (runner) name.
+    pub name: String,
+    /// The provider ID given to it.
+    pub provider_id: String,
+    /// Its pool key.
+    pub pool: PoolKey,
+    /// The controller that created it.
+    pub controller_id: Uuid,
+    /// The runner's JIT config, when the request carried one.
+    pub jit_config: Option<JitConfig>,
+}
+
+type CreateHook = Arc<dyn Fn(&CreatedRunner) + Send + Sync>;
+
+#[derive(Default)]
+struct Faults {
+    failing_creates: usize,
+    failing_deletes: usize,
+    lost_create_responses: usize,
+    delay: Duration,
+}
+
+#[derive(Default)]
+struct CloudState {
+    instances: BTreeMap<String, FakeInstance>,
+    next_id: u64,
+    faults: Faults,
+    hook: Option<CreateHook>,
+}
+
+/// The shared fake cloud. Several [`FakeProvider`]s (one per controller ID)
+/// can share one cloud, as controllers share a real one.
+#[derive(Clone, Default)]
+pub struct FakeCloud {
+    state: Arc<Mutex<CloudState>>,
+}
+
+impl fmt::Debug for FakeCloud {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FakeCloud")
+            .field("instances", &self.lock().instances.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl FakeCloud {
+    /// An empty cloud with no faults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A provider acting for `controller_id` in this cloud.
+    pub fn provider(&self, controller_id: Uuid) -> FakeProvider {
+        FakeProvider {
+            cloud: self.clone(),
+            controller_id,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, CloudState> {
+        // No code panics while holding the lock; recover the data regardless.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Every instance, ordered by provider ID (creation order).
+    pub fn instances(&self) -> Vec<FakeInstance> {
+        self.lock().instances.values().cloned().collect()
+    }
+
+    /// The next `count` creates fail (exit code 1) without creating anything.
+    pub fn fail_creates(&self, count: usize) {
+        self.lock().faults.failing_creates = count;
+    }
+
+    /// The next `count` deletes fail (exit code 1) without deleting anything.
+    pub fn fail_deletes(&self, count: usize) {
+        self.lock().faults.failing_deletes = count;
+    }
+
+    /// The next `count` creates create the instance but report a timeout, as
+    /// a call whose response was lost: look before you create again.
+    pub fn lose_create_responses(&self, count: usize) {
+        self.lock().faults.lost_create_responses = count;
+    }
+
+    /// Every call waits this long before acting (use paused tokio time in tests).
+    pub fn set_delay(&self, delay: Duration) {
+        self.lock().faults.delay = delay;
+    }
+
+    /// The instance disappears, as if deleted out of band (matched by provider
+    /// ID or name). Returns whether it existed.
+    pub fn lose_instance(&self, instance: &InstanceId) -> bool {
+        let mut state = self.lock();
+        match find(&state.instances, instance) {
+            Some(key) => state.instances.remove(&key).is_some(),
+            None => false,
+        }
+    }
+
+    /// Calls `hook` with every created runner (after the instance exists).
+    pub fn on_create(&self, hook: impl Fn(&CreatedRunner) + Send + Sync + 'static) {
+        self.lock().hook = Some(Arc::new(hook));
+    }
+
+    fn delay(&self) -> Duration {
+        self.lock().faults.delay
+    }
+}
+
+/// Finds an instance by provider ID, or by name (GARM passes the name when a
+/// create never returned a provider ID).
+fn find(instances: &BTreeMap<String, FakeInstance>, id: &InstanceId) -> Option<String> {
+    if instances.contains_key(id.as_str()) {
+        return Some(id.as_str().to_owned());
+    }
+    instances
+        .iter()
+        .find(|(_, i)| i.instance.name == id.as_str())
+        .map(|(key, _)| key.clone())
+}
+
+fn injected(command: Command, what: &str) -> Error {
+    Error::Failed {
+        command,
+        exit_code: Some(1),
+        stderr_tail: format!("fake provider: injected {what} failure"),
+    }
+}
+
+/// The fake cloud as seen by one controller.
+#[derive(Debug, Clone)]
+pub struct FakeProvider {
+    cloud: FakeCloud,
+    controller_id: Uuid,
+}
+
+impl FakeProvider {
+    /// A provider with its own, empty cloud.
+    pub fn new(controller_id: Uuid) -> Self {
+        FakeCloud::new().provider(controller_id)
+    }
+
+    /// The cloud, to inspect instances and switch faults.
+    pub fn cloud(&self) -> &FakeCloud {
+        &self.cloud
+    }
+
+    async fn pause(&self) {
+        let delay = self.cloud.delay();
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    fn set_status(
+        &self,
+        command: Command,
+        instance: &InstanceId,
+        status: InstanceStatus,
+    ) -> Result<(), Error> {
+        let mut state = self.cloud.lock();
+        let key = find(&state.instances, instance).ok_or(Error::NotFound { command })?;
+        if let Some(found) = state.instances.get_mut(&key) {
+            found.instance.status = status;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Provider for FakeProvider {
+    async fn create(&self, request: &CreateRequest) -> Result<ProviderInstance, Error> {
+        let command = Command::CreateInstance;
+        self.pause().await;
+        let bootstrap = &request.bootstrap;
+        let (instance, hook, lost) = {
+            let mut state = self.cloud.lock();
+            if state.faults.failing_creates > 0 {
+                state.faults.failing_creates -= 1;
+                return Err(injected(command, "create"));
+            }
+            if state
+                .instances
+                .values()
+                .any(|i| i.instance.name == bootstrap.name)
+            {
+                return Err(Error::Duplicate { command });
+            }
+            state.next_id += 1;
+            let provider_id = format!("fake-{:06}", state.next_id);
+            let instance = ProviderInstance {
+                provider_id: provider_id.clone(),
+                name: bootstrap.name.clone(),
+                os_type: Some(
+                    match bootstrap.os_type {
+                        OsType::Windows => "windows",
+                        OsType::Linux => "linux",
+                        _ => "unknown",
+                    }
+                    .to_owned(),
+                ),
+                os_name: Some("fake".to_owned()),
+                os_version: None,
+                os_arch: serde_json::to_value(bootstrap.arch)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned)),
+                addresses: Vec::new(),
+                status: InstanceStatus::Running,
+                provider_fault: None,
+            };
+            state.instances.insert(
+                provider_id,
+                FakeInstance {
+                    instance: instance.clone(),
+                    controller_id: self.controller_id,
+                    pool: bootstrap.pool_id.clone(),
+                },
+            );
+            let lost = state.faults.lost_create_responses > 0;
+            if lost {
+                state.faults.lost_create_responses -= 1;
+            }
+            (instance, state.hook.clone(), lost)
+        };
+        if let Some(hook) = hook {
+            hook(&CreatedRunner {
+                name: instance.name.clone(),
+                provider_id: instance.provider_id.clone(),
+                pool: bootstrap.pool_id.clone(),
+                controller_id: self.controller_id,
+                jit_config: request.jit_config.clone(),
+            });
+        }
+        if lost {
+            return Err(Error::Timeout {
+                command,
+                after: self.cloud.delay(),
+            });
+        }
+        Ok(instance)
+    }
+
+    async fn delete(&self, _pool: &Pool, instance: &InstanceId) -> Result<(), Error> {
+        self.pause().await;
+        let mut state = self.cloud.lock();
+        if state.faults.failing_deletes > 0 {
+            state.faults.failing_deletes -= 1;
+            return Err(injected(Command::DeleteInstance, "delete"));
+        }
+        if let Some(key) = find(&state.instances, instance) {
+            state.instances.remove(&key);
+        }
+        Ok(())
+    }
+
+    async fn get(&self, _pool: &Pool, instance: &InstanceId) -> Result<ProviderInstance, Error> {
+        self.pause().await;
+        let state = self.cloud.lock();
+        find(&state.instances, instance)
+            .and_then(|key| state.instances.get(&key))
+            .map(|i| i.instance.clone())
+            .ok_or(Error::NotFound {
+                command: Command::GetInstance,
+            })
+    }
+
+    async fn list(&self, pool: &Pool) -> Result<Vec<ProviderInstance>, Error> {
+        self.pause().await;
+        Ok(self
+            .cloud
+            .lock()
+            .instances
+            .values()
+            .filter(|i| i.pool == pool.key)
+            .map(|i| i.instance.clone())
+            .collect())
+    }
+
+    async fn remove_all(&self) -> Result<(), Error> {
+        self.pause().await;
+        let controller = self.controller_id;
+        self.cloud
+            .lock()
+            .instances
+            .retain(|_, i| i.controller_id != controller);
+        Ok(())
+    }
+
+    async fn start(&self, _pool: &Pool, instance: &InstanceId) -> Result<(), Error> {
+        self.pause().await;
+        self.set_status(Command::StartInstance, instance, InstanceStatus::Running)
+    }
+
+    async fn stop(&self, _pool: &Pool, instance: &InstanceId) -> Result<(), Error> {
+        self.pause().await;
+        self.set_status(Command::StopInstance, instance, InstanceStatus::Stopped)
+    }
+
+    async fn version(&self) -> Result<String, Error> {
+        Ok(format!("scaleset-fake-{}", env!("CARGO_PKG_VERSION")))
+    }
+}

@@ -1,0 +1,93 @@
+//! Pool identity: the key every provider instance is tagged with
+//! (`GARM_POOL_ID`), and the pool context passed with instance operations.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// The provider pool key: `<controller ID>:<GitHub scale-set ID>` (DESIGN §3).
+///
+/// Derived from configuration and GitHub only, so instances are found again
+/// after a database loss. It is passed to executables as `GARM_POOL_ID` and as
+/// the bootstrap `pool_id`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct PoolKey(String);
+
+impl PoolKey {
+    /// The key of a scale set owned by `controller`.
+    pub fn for_scale_set(controller: Uuid, scale_set_id: u64) -> Self {
+        Self(format!("{controller}:{scale_set_id}"))
+    }
+
+    /// Accepts any key read back from a provider or a store: non-empty, no
+    /// control characters (it travels in an environment variable).
+    pub fn parse(text: &str) -> Result<Self, InvalidPoolKey> {
+        if text.is_empty() || text.chars().any(char::is_control) {
+            return Err(InvalidPoolKey {
+                text: text.to_owned(),
+            });
+        }
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The key as a string.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for PoolKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for PoolKey {
+    type Error = InvalidPoolKey;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        Self::parse(&value)
+    }
+}
+
+impl From<PoolKey> for String {
+    fn from(key: PoolKey) -> Self {
+        key.0
+    }
+}
+
+/// A pool key that is empty or contains control characters.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid pool key {text:?}: it must be non-empty and free of control characters")]
+pub struct InvalidPoolKey {
+    /// The rejected text.
+    pub text: String,
+}
+
+/// The pool an operation is about: its key and, for interface v0.1.1, the
+/// extra specs passed base64-encoded in `GARM_POOL_EXTRASPECS`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pool {
+    /// The pool key.
+    pub key: PoolKey,
+    /// Provider-specific JSON the operator configured for this pool, if any.
+    pub extra_specs: Option<serde_json::Value>,
+}
+
+impl Pool {
+    /// A pool without extra specs.
+    pub fn new(key: PoolKey) -> Self {
+        Self {
+            key,
+            extra_specs: None,
+        }
+    }
+
+    /// Sets the extra specs.
+    #[must_use]
+    pub fn with_extra_specs(mut self, extra_specs: serde_json::Value) -> Self {
+        self.extra_specs = Some(extra_specs);
+        self
+    }
+}

@@ -1,0 +1,47 @@
+//! The `Provider` trait: what scaleset asks of any compute provider.
+
+use async_trait::async_trait;
+
+use crate::bootstrap::CreateRequest;
+use crate::error::Error;
+use crate::instance::{InstanceId, ProviderInstance};
+use crate::pool::Pool;
+
+/// A compute provider: creates, finds and removes the machines runners run on.
+///
+/// Contract, shared by every implementation:
+/// - every instance is tagged with the controller ID and its pool key, so
+///   [`Provider::list`] finds it again after a database loss;
+/// - [`Provider::delete`] is idempotent: an instance that does not exist is
+///   deleted successfully;
+/// - a call may be cancelled by dropping its future; an external provider then
+///   kills the executable's process group;
+/// - errors are typed ([`Error`]); the caller decides whether to retry
+///   ([`Error::is_retryable`]) and logs them, the provider does not.
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// Creates an instance from bootstrap parameters and returns the provider's
+    /// view of it. [`Error::Duplicate`] if the name is taken.
+    async fn create(&self, request: &CreateRequest) -> Result<ProviderInstance, Error>;
+
+    /// Deletes an instance; not found is success.
+    async fn delete(&self, pool: &Pool, instance: &InstanceId) -> Result<(), Error>;
+
+    /// Describes one instance. [`Error::NotFound`] if it does not exist.
+    async fn get(&self, pool: &Pool, instance: &InstanceId) -> Result<ProviderInstance, Error>;
+
+    /// Lists the instances tagged with the pool's key.
+    async fn list(&self, pool: &Pool) -> Result<Vec<ProviderInstance>, Error>;
+
+    /// Removes every instance tagged with this controller's ID.
+    async fn remove_all(&self) -> Result<(), Error>;
+
+    /// Starts a stopped instance.
+    async fn start(&self, pool: &Pool, instance: &InstanceId) -> Result<(), Error>;
+
+    /// Stops a running instance.
+    async fn stop(&self, pool: &Pool, instance: &InstanceId) -> Result<(), Error>;
+
+    /// The provider's version string.
+    async fn version(&self) -> Result<String, Error>;
+}
