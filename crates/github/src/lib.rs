@@ -1,1 +1,125 @@
-//! scaleset-github (work in progress).
+//! A protocol-faithful client for GitHub's runner scale-set service.
+//!
+//! It speaks the three HTTP surfaces described in `actions-protocol.md`:
+//! the GitHub REST API (App JWT → installation token → registration token →
+//! `runner-registration`), the Actions service "admin" API (runner groups, scale sets,
+//! sessions, JIT configs, runners, jobs) and the message queue (long-poll, ack).
+//!
+//! **What it does:** config-URL parsing ([`ConfigUrl`], hosted vs GHES), the whole token chain
+//! with an admin-token cache shared by all clones and refreshed single-flight from the token's
+//! `exp`, every endpoint of protocol §5 with tolerant decoding, retries with backoff and
+//! `Retry-After`, refresh-once-on-401 for queue calls, typed errors with predicates
+//! ([`Error::is_scale_set_exists`], [`Error::session_conflict_owner`], …) and a policy
+//! classification ([`Error::class`]).
+//!
+//! **What it deliberately does not do:** decide anything. It never adopts, creates-if-missing,
+//! retries a session conflict or scales; those are policies of `scaleset-adopt` and
+//! `scaleset-control`. It installs no tracing subscriber and no global rustls provider, and it
+//! reads no environment variable itself (pass an [`Environment`] to
+//! [`ClientConfig::with_force_ghes_from_env`]).
+//!
+//! **Main types:** [`ClientConfig`] → [`Client`] (cheap to clone, `Send + Sync`, one connection
+//! pool); [`Session`], [`Message`], [`JobMessage`]; [`RunnerScaleSet`]; [`Error`].
+//!
+//! # Example: a client for a PAT against a local server
+//!
+//! A config URL on any host other than github.com/`*.ghe.com` is GHES-style, so
+//! `http://127.0.0.1:PORT/<org>` uses the REST base `http://127.0.0.1:PORT/api/v3`.
+//! [`ClientConfig::with_api_base`] overrides the base explicitly.
+//!
+//! ```
+//! use scaleset_github::{Client, ClientConfig, ConfigUrl, Credentials, RetryPolicy, Scope};
+//! use std::time::Duration;
+//!
+//! # fn main() -> Result<(), scaleset_github::Error> {
+//! let url = ConfigUrl::parse("http://127.0.0.1:8080/my-org")?;
+//! assert_eq!(url.scope(), &Scope::Organization { org: "my-org".into() });
+//! let config = ClientConfig::new(url, Credentials::pat("ghp_example"))
+//!     .with_retry(RetryPolicy::new(5, Duration::from_millis(10), Duration::from_millis(100)));
+//! assert_eq!(config.api_base().as_str(), "http://127.0.0.1:8080/api/v3");
+//! let client = Client::new(config)?;
+//! assert_eq!(client.api_base().as_str(), "http://127.0.0.1:8080/api/v3");
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Example: the session and long-poll loop
+//!
+//! ```no_run
+//! use scaleset_github::{Client, JobMessage, NewRunnerScaleSet, Result};
+//!
+//! async fn listen(client: &Client) -> Result<()> {
+//!     let scale_set = match client.get_scale_set_by_name(1, "my-set").await? {
+//!         Some(existing) => existing,
+//!         None => client.create_scale_set(&NewRunnerScaleSet::new("my-set", 1)).await?,
+//!     };
+//!     let mut session = client.create_session(scale_set.id, "scaleset-owner").await?;
+//!     let mut last_message_id = 0;
+//!     loop {
+//!         // Holds for about 50 s; `None` means nothing happened (reconcile from statistics).
+//!         let Some(message) = client.get_message(&mut session, last_message_id, 10).await? else {
+//!             continue;
+//!         };
+//!         last_message_id = message.message_id;
+//!         client.delete_message(&mut session, message.message_id).await?;
+//!         let available: Vec<i64> = message
+//!             .jobs
+//!             .iter()
+//!             .filter_map(|job| match job {
+//!                 JobMessage::Available { job, .. } => Some(job.runner_request_id),
+//!                 _ => None,
+//!             })
+//!             .collect();
+//!         if !available.is_empty() {
+//!             client.acquire_jobs(&mut session, &available).await?;
+//!         }
+//!         let wanted = message.statistics.map(|s| s.total_assigned_jobs).unwrap_or(0);
+//!         let _ = wanted; // scale to min(max, min_idle + wanted) with generate_jit_config
+//!         # break;
+//!     }
+//!     client.delete_session(scale_set.id, &session.session_id).await
+//! }
+//! ```
+
+mod client;
+mod config;
+mod endpoint;
+mod error;
+mod exception;
+mod http;
+mod job;
+mod jwt;
+mod message;
+mod retry;
+mod runner;
+mod scale_set;
+mod secret;
+mod session;
+mod statistics;
+mod timestamp;
+mod token;
+mod wire;
+
+pub use crate::client::Client;
+pub use crate::config::{
+    ClientConfig, ConfigUrl, Credentials, Environment, FORCE_GHES_VAR, GitHubApp,
+    ProcessEnvironment, Scope, Timeouts,
+};
+pub use crate::endpoint::Endpoint;
+pub use crate::error::{Error, ErrorBody, ErrorClass, Refusal, Result, ServiceError};
+pub use crate::exception::{Exception, ExceptionKind, short_type_name};
+pub use crate::job::AcquirableJob;
+pub use crate::jwt::unverified_expiry;
+pub use crate::message::{JOB_MESSAGES_TYPE, JobInfo, JobMessage, Message};
+pub use crate::retry::{
+    RetryPolicy, Sleeper, TokioSleeper, is_retryable_status, parse_retry_after,
+};
+pub use crate::runner::{JitConfig, JitConfigRequest, RunnerReference};
+pub use crate::scale_set::{
+    Label, NewRunnerScaleSet, RunnerGroup, RunnerScaleSet, RunnerScaleSetPatch, RunnerSetting,
+};
+pub use crate::secret::Secret;
+pub use crate::session::Session;
+pub use crate::statistics::Statistics;
+pub use crate::timestamp::Timestamp;
+pub use crate::wire::List;

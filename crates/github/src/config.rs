@@ -1,0 +1,401 @@
+//! Client configuration: the config URL and its [`Scope`], hosted-vs-GHES REST base derivation
+//! (protocol §2), [`Credentials`], the custom CA bundle, timeouts and retry settings.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use url::Url;
+
+use crate::error::{Error, Result};
+use crate::retry::{RetryPolicy, SharedSleeper, Sleeper, TokioSleeper};
+use crate::secret::Secret;
+
+/// The environment variable that makes every host count as GHES.
+pub const FORCE_GHES_VAR: &str = "GITHUB_ACTIONS_FORCE_GHES";
+
+/// What a config URL points at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Scope {
+    /// `https://HOST/{owner}/{repo}`.
+    Repository {
+        /// The owner (user or organization).
+        owner: String,
+        /// The repository name.
+        repo: String,
+    },
+    /// `https://HOST/{org}`.
+    Organization {
+        /// The organization login.
+        org: String,
+    },
+    /// `https://HOST/enterprises/{enterprise}`.
+    Enterprise {
+        /// The enterprise slug.
+        enterprise: String,
+    },
+}
+
+/// A parsed, validated config URL (`https://github.com/org`, `https://ghes.example/owner/repo`,
+/// `https://github.com/enterprises/slug`, `http://127.0.0.1:PORT/org` …).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigUrl {
+    raw: String,
+    url: Url,
+    scope: Scope,
+    hosted: bool,
+}
+
+impl ConfigUrl {
+    /// Parses a config URL: trims leading and trailing `/`, then reads the scope from the path.
+    pub fn parse(input: &str) -> Result<Self> {
+        let invalid = |reason: &str| Error::InvalidConfigUrl {
+            url: input.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let raw = input.trim().trim_matches('/').to_owned();
+        let url = Url::parse(&raw).map_err(|e| invalid(&format!("not a url: {e}")))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(invalid("the scheme must be http or https"));
+        }
+        let host = url
+            .host_str()
+            .ok_or_else(|| invalid("the url has no host"))?
+            .to_ascii_lowercase();
+        let segments: Vec<String> = url
+            .path_segments()
+            .map(|segments| {
+                segments
+                    .filter(|s| !s.is_empty())
+                    .map(percent_decode)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let scope = match segments.as_slice() {
+            [org] => Scope::Organization { org: org.clone() },
+            [first, enterprise] if first.eq_ignore_ascii_case("enterprises") => Scope::Enterprise {
+                enterprise: enterprise.clone(),
+            },
+            [owner, repo] => Scope::Repository {
+                owner: owner.clone(),
+                repo: repo.clone(),
+            },
+            _ => {
+                return Err(invalid(
+                    "the url should point to an enterprise, org, or repository \
+                     (https://HOST/enterprises/SLUG, https://HOST/ORG or https://HOST/OWNER/REPO)",
+                ));
+            }
+        };
+        let hosted = matches!(
+            host.as_str(),
+            "github.com" | "www.github.com" | "github.localhost"
+        ) || host.ends_with(".ghe.com");
+        Ok(Self {
+            raw,
+            url,
+            scope,
+            hosted,
+        })
+    }
+
+    /// The URL exactly as configured, with leading and trailing slashes trimmed. This is what
+    /// `runner-registration` receives.
+    pub fn as_str(&self) -> &str {
+        &self.raw
+    }
+
+    /// The parsed URL.
+    pub fn url(&self) -> &Url {
+        &self.url
+    }
+
+    /// The repository, organization or enterprise the URL points at.
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// True for github.com, www.github.com, github.localhost and `*.ghe.com`.
+    pub fn is_hosted(&self) -> bool {
+        self.hosted
+    }
+
+    /// The REST API base: `scheme://api.HOST` when hosted (and not forced to GHES),
+    /// `scheme://HOST[:port]/api/v3` otherwise.
+    pub fn api_base(&self, force_ghes: bool) -> Url {
+        let mut base = self.url.clone();
+        base.set_query(None);
+        base.set_fragment(None);
+        if self.hosted && !force_ghes {
+            let host = self.url.host_str().unwrap_or_default().to_ascii_lowercase();
+            let api_host = if host == "www.github.com" {
+                "api.github.com".to_owned()
+            } else {
+                format!("api.{host}")
+            };
+            // Setting a host name derived from a valid host cannot fail; keep the original on error.
+            let _ = base.set_host(Some(&api_host));
+            base.set_path("");
+        } else {
+            base.set_path("/api/v3");
+        }
+        base
+    }
+}
+
+impl fmt::Display for ConfigUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.raw)
+    }
+}
+
+fn percent_decode(segment: &str) -> String {
+    percent_encoding::percent_decode_str(segment)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+/// A GitHub App installation used to mint installation tokens.
+#[derive(Clone)]
+pub struct GitHubApp {
+    /// The App's client ID (or App ID); the JWT's `iss`.
+    pub client_id: String,
+    /// The installation id on the organization or repository.
+    pub installation_id: i64,
+    /// The App's PEM private key (PKCS#1 `RSA PRIVATE KEY` or PKCS#8 `PRIVATE KEY`).
+    pub private_key: Secret,
+}
+
+impl fmt::Debug for GitHubApp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GitHubApp")
+            .field("client_id", &self.client_id)
+            .field("installation_id", &self.installation_id)
+            .field("private_key", &self.private_key)
+            .finish()
+    }
+}
+
+/// How the client authenticates to the GitHub REST API.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Credentials {
+    /// A personal access token (required for enterprise scope).
+    Pat(Secret),
+    /// A GitHub App installation (repository and organization scope only).
+    App(GitHubApp),
+}
+
+impl Credentials {
+    /// PAT credentials.
+    pub fn pat(token: impl Into<Secret>) -> Self {
+        Self::Pat(token.into())
+    }
+
+    /// GitHub App credentials.
+    pub fn app(
+        client_id: impl Into<String>,
+        installation_id: i64,
+        private_key_pem: impl Into<Secret>,
+    ) -> Self {
+        Self::App(GitHubApp {
+            client_id: client_id.into(),
+            installation_id,
+            private_key: private_key_pem.into(),
+        })
+    }
+}
+
+/// Reads environment variables; tests pass a map instead of touching the process environment.
+pub trait Environment {
+    /// The value of `name`, if set.
+    fn var(&self, name: &str) -> Option<String>;
+}
+
+/// The real process environment.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProcessEnvironment;
+
+impl Environment for ProcessEnvironment {
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var_os(name).map(|v| v.to_string_lossy().into_owned())
+    }
+}
+
+impl Environment for HashMap<String, String> {
+    fn var(&self, name: &str) -> Option<String> {
+        self.get(name).cloned()
+    }
+}
+
+/// Per-request timeouts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Timeouts {
+    /// Timeout of one attempt of an ordinary request (default 100 s).
+    pub request: Duration,
+    /// Timeout of one long-poll attempt; must exceed the server's hold of about 50 s
+    /// (default 5 min, as the official clients use).
+    pub long_poll: Duration,
+    /// TCP connect timeout (default 30 s).
+    pub connect: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            request: Duration::from_secs(100),
+            long_poll: Duration::from_secs(300),
+            connect: Duration::from_secs(30),
+        }
+    }
+}
+
+impl Timeouts {
+    /// Timeouts with the given request and long-poll values and the default connect timeout.
+    pub fn new(request: Duration, long_poll: Duration) -> Self {
+        Self {
+            request,
+            long_poll,
+            ..Self::default()
+        }
+    }
+}
+
+/// Everything a [`Client`](crate::Client) needs. Build with [`ClientConfig::new`] and the
+/// `with_*` methods.
+#[derive(Clone)]
+pub struct ClientConfig {
+    pub(crate) config_url: ConfigUrl,
+    pub(crate) credentials: Credentials,
+    pub(crate) api_base: Option<Url>,
+    pub(crate) force_ghes: bool,
+    pub(crate) ca_bundle_pem: Option<Vec<u8>>,
+    pub(crate) user_agent: String,
+    pub(crate) retry: RetryPolicy,
+    pub(crate) session_retry: Option<RetryPolicy>,
+    pub(crate) timeouts: Timeouts,
+    pub(crate) admin_token_margin: Duration,
+    pub(crate) admin_token_fallback_ttl: Duration,
+    pub(crate) sleeper: SharedSleeper,
+}
+
+impl fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientConfig")
+            .field("config_url", &self.config_url.as_str())
+            .field("credentials", &self.credentials)
+            .field("api_base", &self.api_base.as_ref().map(Url::as_str))
+            .field("force_ghes", &self.force_ghes)
+            .field("ca_bundle", &self.ca_bundle_pem.as_ref().map(|b| b.len()))
+            .field("user_agent", &self.user_agent)
+            .field("retry", &self.retry)
+            .field("timeouts", &self.timeouts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientConfig {
+    /// A configuration with defaults: derived REST base, public web PKI roots, 5 attempts with
+    /// 1-30 s backoff, 100 s request and 5 min long-poll timeouts, 60 s admin-token margin.
+    pub fn new(config_url: ConfigUrl, credentials: Credentials) -> Self {
+        Self {
+            config_url,
+            credentials,
+            api_base: None,
+            force_ghes: false,
+            ca_bundle_pem: None,
+            user_agent: format!("scaleset-github/{}", env!("CARGO_PKG_VERSION")),
+            retry: RetryPolicy::default(),
+            session_retry: None,
+            timeouts: Timeouts::default(),
+            admin_token_margin: Duration::from_secs(60),
+            admin_token_fallback_ttl: Duration::from_secs(300),
+            sleeper: Arc::new(TokioSleeper),
+        }
+    }
+
+    /// Uses this REST API base instead of deriving it from the config URL
+    /// (e.g. `http://127.0.0.1:PORT/api/v3`).
+    pub fn with_api_base(mut self, api_base: Url) -> Self {
+        self.api_base = Some(api_base);
+        self
+    }
+
+    /// Treats the host as GHES (`HOST/api/v3`) even when it looks hosted.
+    pub fn with_force_ghes(mut self, force: bool) -> Self {
+        self.force_ghes = force;
+        self
+    }
+
+    /// Sets "force GHES" when [`FORCE_GHES_VAR`] is set (to any value) in `env`.
+    pub fn with_force_ghes_from_env(mut self, env: &dyn Environment) -> Self {
+        if env.var(FORCE_GHES_VAR).is_some() {
+            self.force_ghes = true;
+        }
+        self
+    }
+
+    /// Trusts the CA certificates in this PEM bundle instead of the public web PKI roots.
+    pub fn with_ca_bundle_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.ca_bundle_pem = Some(pem.into());
+        self
+    }
+
+    /// Sets the `User-Agent` header.
+    pub fn with_user_agent(mut self, user_agent: impl Into<String>) -> Self {
+        self.user_agent = user_agent.into();
+        self
+    }
+
+    /// Sets the retry policy of every call.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Sets a separate retry policy for the message-queue calls (GET/DELETE message,
+    /// acquirejobs); by default they use the main policy.
+    pub fn with_session_retry(mut self, retry: RetryPolicy) -> Self {
+        self.session_retry = Some(retry);
+        self
+    }
+
+    /// Sets the per-request timeouts.
+    pub fn with_timeouts(mut self, timeouts: Timeouts) -> Self {
+        self.timeouts = timeouts;
+        self
+    }
+
+    /// Refresh the admin token when it expires within this margin (default 60 s).
+    pub fn with_admin_token_margin(mut self, margin: Duration) -> Self {
+        self.admin_token_margin = margin;
+        self
+    }
+
+    /// How long an admin token without a readable `exp` claim is used (default 5 min).
+    pub fn with_admin_token_fallback_ttl(mut self, ttl: Duration) -> Self {
+        self.admin_token_fallback_ttl = ttl;
+        self
+    }
+
+    /// Replaces how retry waits are performed (tests record the waits instead of sleeping).
+    pub fn with_sleeper(mut self, sleeper: Arc<dyn Sleeper>) -> Self {
+        self.sleeper = sleeper;
+        self
+    }
+
+    /// The config URL.
+    pub fn config_url(&self) -> &ConfigUrl {
+        &self.config_url
+    }
+
+    /// The REST API base in effect: the override, or the one derived from the config URL.
+    pub fn api_base(&self) -> Url {
+        self.api_base
+            .clone()
+            .unwrap_or_else(|| self.config_url.api_base(self.force_ghes))
+    }
+}

@@ -1,0 +1,117 @@
+//! Retry policy (protocol §9): which failures are retried, how long to wait between attempts,
+//! `Retry-After`, and the injectable [`Sleeper`] that lets tests observe waits without waiting.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// Attempts, backoff and `Retry-After` limits for every call.
+///
+/// Defaults follow the official clients: 5 attempts, waits of 1, 2, 4 and 8 s (doubling from
+/// `base_delay`, capped at `max_delay` = 30 s), and `Retry-After` honoured on 429 and 503.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RetryPolicy {
+    /// Total attempts per call, including the first (at least 1).
+    pub max_attempts: u32,
+    /// Wait before the second attempt; doubles for each further attempt.
+    pub base_delay: Duration,
+    /// Upper bound of the doubling backoff.
+    pub max_delay: Duration,
+    /// Upper bound applied to a server's `Retry-After`.
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_attempts: 5,
+            base_delay: Duration::from_secs(1),
+            max_delay: Duration::from_secs(30),
+            max_retry_after: Duration::from_secs(300),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// A policy with the given attempts and backoff bounds (`Retry-After` capped at `max_delay`
+    /// × 10).
+    pub fn new(max_attempts: u32, base_delay: Duration, max_delay: Duration) -> Self {
+        Self {
+            max_attempts: max_attempts.max(1),
+            base_delay,
+            max_delay,
+            max_retry_after: max_delay.saturating_mul(10),
+        }
+    }
+
+    /// A single attempt, no retries.
+    pub fn never() -> Self {
+        Self::new(1, Duration::ZERO, Duration::ZERO)
+    }
+
+    /// Sets the cap applied to `Retry-After`.
+    pub fn with_max_retry_after(mut self, max: Duration) -> Self {
+        self.max_retry_after = max;
+        self
+    }
+
+    /// The backoff after failed attempt number `attempt` (1-based): `base × 2^(attempt-1)`,
+    /// capped at `max_delay`.
+    pub fn backoff(&self, attempt: u32) -> Duration {
+        let exponent = attempt.saturating_sub(1).min(31);
+        self.base_delay
+            .saturating_mul(1u32 << exponent)
+            .min(self.max_delay)
+    }
+
+    /// The wait before the next attempt: `Retry-After` (capped) when the server sent one on a
+    /// 429 or 503, the backoff otherwise.
+    pub(crate) fn delay(
+        &self,
+        attempt: u32,
+        status: Option<u16>,
+        retry_after: Option<Duration>,
+    ) -> Duration {
+        match (status, retry_after) {
+            (Some(429 | 503), Some(wait)) => wait.min(self.max_retry_after),
+            _ => self.backoff(attempt),
+        }
+    }
+}
+
+/// True for statuses the client retries: 429 and every 5xx except 501.
+pub fn is_retryable_status(status: u16) -> bool {
+    status == 429 || ((500..600).contains(&status) && status != 501)
+}
+
+/// Parses a `Retry-After` value: delta seconds or an HTTP date (relative to `now`).
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let date = httpdate::parse_http_date(value).ok()?;
+    Some(date.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// Waits between retries. The default uses `tokio::time::sleep`; tests inject one that records
+/// the requested durations and returns at once.
+pub trait Sleeper: Send + Sync + 'static {
+    /// Returns a future that completes after `duration`.
+    fn sleep(&self, duration: Duration) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+}
+
+/// The default [`Sleeper`]: `tokio::time::sleep`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TokioSleeper;
+
+impl Sleeper for TokioSleeper {
+    fn sleep(&self, duration: Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(tokio::time::sleep(duration))
+    }
+}
+
+/// A shared sleeper handle.
+pub(crate) type SharedSleeper = Arc<dyn Sleeper>;

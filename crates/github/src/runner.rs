@@ -1,0 +1,186 @@
+//! Runners (agents): [`RunnerReference`], JIT configuration ([`JitConfigRequest`],
+//! [`JitConfig`]) and endpoints 14-17 and 16b of protocol §5.
+
+use http::Method;
+use serde::{Deserialize, Serialize};
+
+use crate::client::{Call, Client};
+use crate::endpoint::Endpoint;
+use crate::error::{Error, Result};
+use crate::scale_set::Label;
+use crate::secret::Secret;
+use crate::timestamp::Timestamp;
+use crate::wire::{List, decode, lenient_i64, lenient_timestamp, null_default};
+
+const AGENTS: &str = "_apis/distributedtask/pools/0/agents";
+
+/// A registered runner (protocol §6.8).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct RunnerReference {
+    /// Runner (agent) id.
+    #[serde(default, deserialize_with = "lenient_i64")]
+    pub id: i64,
+    /// Runner name.
+    #[serde(default, deserialize_with = "null_default")]
+    pub name: String,
+    /// The scale set it belongs to.
+    #[serde(default, deserialize_with = "lenient_i64")]
+    pub runner_scale_set_id: i64,
+    /// Operating system.
+    #[serde(default, deserialize_with = "null_default")]
+    pub os: String,
+    /// Registration time.
+    #[serde(default, deserialize_with = "lenient_timestamp")]
+    pub created_on: Option<Timestamp>,
+    /// Runner group id.
+    #[serde(default, deserialize_with = "lenient_i64")]
+    pub runner_group_id: i64,
+    /// Runner group name.
+    #[serde(default, deserialize_with = "null_default")]
+    pub runner_group_name: String,
+    /// Runner version.
+    #[serde(default, deserialize_with = "null_default")]
+    pub version: String,
+    /// Enabled flag, when sent.
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// Ephemeral flag, when sent.
+    #[serde(default)]
+    pub ephemeral: Option<bool>,
+    /// `online` / `offline`.
+    #[serde(default, deserialize_with = "null_default")]
+    pub status: String,
+    /// Updates disabled, when sent.
+    #[serde(default)]
+    pub disable_update: Option<bool>,
+    /// Provisioning state.
+    #[serde(default, deserialize_with = "null_default")]
+    pub provisioning_state: String,
+    /// Busy with a job, when sent.
+    #[serde(default)]
+    pub busy: Option<bool>,
+    /// Labels.
+    #[serde(default, deserialize_with = "null_default")]
+    pub labels: Vec<Label>,
+}
+
+/// The body of a generate-JIT-config request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JitConfigRequest {
+    /// Runner name (must be unique).
+    pub name: String,
+    /// Work folder; always sent (empty string when unset).
+    pub work_folder: String,
+}
+
+impl JitConfigRequest {
+    /// A request for a runner called `name` with an empty work folder.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            work_folder: String::new(),
+        }
+    }
+
+    /// Sets the work folder.
+    pub fn with_work_folder(mut self, work_folder: impl Into<String>) -> Self {
+        self.work_folder = work_folder.into();
+        self
+    }
+}
+
+/// A generated JIT configuration. `encoded_jit_config` is a secret: hand it to the runner
+/// (`run.sh --jitconfig` or `ACTIONS_RUNNER_INPUT_JITCONFIG`) and nowhere else.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct JitConfig {
+    /// The registered runner.
+    #[serde(default, deserialize_with = "null_default")]
+    pub runner: RunnerReference,
+    /// The base64 JIT blob.
+    #[serde(default, rename = "encodedJITConfig", alias = "encodedJitConfig")]
+    pub encoded_jit_config: Secret,
+}
+
+impl Client {
+    /// (14) `POST /_apis/runtime/runnerscalesets/{id}/generatejitconfig`; expects 200.
+    /// A duplicate runner name gives an error for which [`Error::is_agent_exists`] is true.
+    pub async fn generate_jit_config(
+        &self,
+        scale_set_id: i64,
+        request: &JitConfigRequest,
+    ) -> Result<JitConfig> {
+        let call = Call::service(
+            Endpoint::GenerateJitConfig,
+            Method::POST,
+            format!("_apis/runtime/runnerscalesets/{scale_set_id}/generatejitconfig"),
+            &[200],
+        )
+        .json(request)?;
+        let response = self.execute(&call).await?;
+        let config: JitConfig = decode(call.endpoint, response.status, &response.body)?;
+        if config.encoded_jit_config.is_empty() {
+            return Err(Error::UnexpectedResponse {
+                endpoint: call.endpoint,
+                status: response.status,
+                reason: "the response has no encodedJITConfig".to_owned(),
+            });
+        }
+        Ok(config)
+    }
+
+    /// (15) `GET /_apis/distributedtask/pools/0/agents/{id}`.
+    pub async fn get_runner(&self, runner_id: i64) -> Result<RunnerReference> {
+        let call = Call::service(
+            Endpoint::GetRunner,
+            Method::GET,
+            format!("{AGENTS}/{runner_id}"),
+            &[200],
+        );
+        let response = self.execute(&call).await?;
+        decode(call.endpoint, response.status, &response.body)
+    }
+
+    /// (16) `GET /_apis/distributedtask/pools/0/agents?agentName=<name>`: `None` when count is
+    /// 0, an error when more than one.
+    pub async fn get_runner_by_name(&self, name: &str) -> Result<Option<RunnerReference>> {
+        let call = Call::service(Endpoint::GetRunnerByName, Method::GET, AGENTS, &[200])
+            .query("agentName", name);
+        let response = self.execute(&call).await?;
+        let list: List<RunnerReference> = decode(call.endpoint, response.status, &response.body)?;
+        match list.count {
+            count if count <= 0 => Ok(None),
+            1 => Ok(list.value.into_iter().next()),
+            count => Err(Error::UnexpectedResponse {
+                endpoint: call.endpoint,
+                status: response.status,
+                reason: format!("{count} runners are named {name:?}, expected at most one"),
+            }),
+        }
+    }
+
+    /// (16b) `GET /_apis/distributedtask/pools/0/agents`.
+    pub async fn list_runners(&self) -> Result<Vec<RunnerReference>> {
+        let call = Call::service(Endpoint::ListRunners, Method::GET, AGENTS, &[200]);
+        let response = self.execute(&call).await?;
+        let list: List<RunnerReference> = decode(call.endpoint, response.status, &response.body)?;
+        Ok(list.value)
+    }
+
+    /// (17) `DELETE /_apis/distributedtask/pools/0/agents/{id}`; expects 204. A busy runner
+    /// gives an error for which [`Error::is_job_still_running`] is true.
+    pub async fn remove_runner(&self, runner_id: i64) -> Result<()> {
+        let call = Call::service(
+            Endpoint::RemoveRunner,
+            Method::DELETE,
+            format!("{AGENTS}/{runner_id}"),
+            &[204],
+        );
+        self.execute(&call).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,166 @@
+//! Message sessions: the [`Session`] type and endpoints 7-9 of protocol §5 (create, refresh,
+//! delete), plus the refresh-once-on-401 rule for queue calls (protocol §3.7).
+
+use http::Method;
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+use crate::client::{Call, Client};
+use crate::endpoint::Endpoint;
+use crate::error::{Error, Result};
+use crate::http::Incoming;
+use crate::scale_set::RunnerScaleSet;
+use crate::secret::Secret;
+use crate::statistics::Statistics;
+use crate::wire::{decode, null_default};
+
+/// A message session of one scale set (protocol §6.4).
+///
+/// The queue calls take `&mut Session`: when the queue answers 401 they refresh the session
+/// (replacing the token and possibly the queue URL in place) and retry once.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Session {
+    /// Session id (a UUID string).
+    #[serde(default, deserialize_with = "null_default")]
+    pub session_id: String,
+    /// The owner name given at creation.
+    #[serde(default, deserialize_with = "null_default")]
+    pub owner_name: String,
+    /// The scale set (at least `id` and `name`).
+    #[serde(default)]
+    pub runner_scale_set: Option<RunnerScaleSet>,
+    /// The absolute message-queue URL.
+    #[serde(default, deserialize_with = "null_default")]
+    pub message_queue_url: String,
+    /// The message-queue bearer token.
+    #[serde(default)]
+    pub message_queue_access_token: Secret,
+    /// Statistics at session creation/refresh.
+    #[serde(default)]
+    pub statistics: Option<Statistics>,
+    /// The scale set the session was created for (set by the client, not the wire).
+    #[serde(skip)]
+    pub(crate) scale_set_id: i64,
+}
+
+impl Session {
+    /// The scale-set id this session belongs to.
+    pub fn scale_set_id(&self) -> i64 {
+        if self.scale_set_id != 0 {
+            self.scale_set_id
+        } else {
+            self.runner_scale_set
+                .as_ref()
+                .map(|s| s.id)
+                .unwrap_or_default()
+        }
+    }
+
+    /// The parsed message-queue URL.
+    pub(crate) fn queue_url(&self, endpoint: Endpoint) -> Result<Url> {
+        Url::parse(self.message_queue_url.trim()).map_err(|_| Error::InvalidRequest {
+            endpoint,
+            reason: "the session has no valid message queue url; create a new session".to_owned(),
+        })
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CreateSessionRequest<'a> {
+    owner_name: &'a str,
+}
+
+fn sessions_path(scale_set_id: i64) -> String {
+    format!("_apis/runtime/runnerscalesets/{scale_set_id}/sessions")
+}
+
+impl Client {
+    /// (7) `POST /_apis/runtime/runnerscalesets/{id}/sessions` with `{"ownerName": owner}`;
+    /// expects 200. A session without a queue URL or token (seen during incidents) is an
+    /// [`Error::UnexpectedResponse`], which classifies as retryable.
+    pub async fn create_session(&self, scale_set_id: i64, owner_name: &str) -> Result<Session> {
+        let call = Call::service(
+            Endpoint::CreateSession,
+            Method::POST,
+            sessions_path(scale_set_id),
+            &[200],
+        )
+        .json(&CreateSessionRequest { owner_name })?;
+        let response = self.execute(&call).await?;
+        session_from(call.endpoint, scale_set_id, &response)
+    }
+
+    /// (8) `PATCH /_apis/runtime/runnerscalesets/{id}/sessions/{sessionId}`; expects 200 and
+    /// returns the new session (same id, new queue token). An evicted session gives an error for
+    /// which [`Error::is_session_expired_or_unknown`] is true.
+    pub async fn refresh_session(&self, session: &Session) -> Result<Session> {
+        let scale_set_id = session.scale_set_id();
+        let call = Call::service(
+            Endpoint::RefreshSession,
+            Method::PATCH,
+            format!("{}/{}", sessions_path(scale_set_id), session.session_id),
+            &[200],
+        );
+        let response = self.execute(&call).await?;
+        let mut refreshed = session_from(call.endpoint, scale_set_id, &response)?;
+        if refreshed.session_id.is_empty() {
+            refreshed.session_id = session.session_id.clone();
+        }
+        Ok(refreshed)
+    }
+
+    /// (9) `DELETE /_apis/runtime/runnerscalesets/{id}/sessions/{sessionId}`; expects 204.
+    pub async fn delete_session(&self, scale_set_id: i64, session_id: &str) -> Result<()> {
+        let call = Call::service(
+            Endpoint::DeleteSession,
+            Method::DELETE,
+            format!("{}/{session_id}", sessions_path(scale_set_id)),
+            &[204],
+        );
+        self.execute(&call).await?;
+        Ok(())
+    }
+
+    /// Runs a queue call; on 401 refreshes the session once (replacing it) and retries once.
+    pub(crate) async fn execute_queue(
+        &self,
+        session: &mut Session,
+        build: impl Fn(&Session) -> Result<Call>,
+    ) -> Result<Incoming> {
+        let call = build(session)?;
+        match self.execute(&call).await {
+            Err(error) if error.service_error().is_some_and(|s| s.status == 401) => {
+                tracing::debug!(endpoint = %call.endpoint, "queue token rejected, refreshing the session");
+                *session = self.refresh_session(session).await?;
+                let call = build(session)?;
+                self.execute(&call).await
+            }
+            other => other,
+        }
+    }
+}
+
+fn session_from(endpoint: Endpoint, scale_set_id: i64, response: &Incoming) -> Result<Session> {
+    let mut session: Session = decode(endpoint, response.status, &response.body)?;
+    session.scale_set_id = scale_set_id;
+    let unexpected = |reason: &str| Error::UnexpectedResponse {
+        endpoint,
+        status: response.status,
+        reason: reason.to_owned(),
+    };
+    if session.message_queue_url.trim().is_empty() {
+        return Err(unexpected("the session has an empty messageQueueUrl"));
+    }
+    if Url::parse(session.message_queue_url.trim()).is_err() {
+        return Err(unexpected(
+            "the session's messageQueueUrl is not a valid url",
+        ));
+    }
+    if session.message_queue_access_token.is_empty() {
+        return Err(unexpected("the session has no messageQueueAccessToken"));
+    }
+    Ok(session)
+}

@@ -1,0 +1,267 @@
+//! The token chain (protocol §3): App JWT → installation token → registration token →
+//! admin token and service URL, and the shared admin-token cache with single-flight refresh.
+
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, SystemTime};
+
+use http::Method;
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+use crate::client::{Auth, Call, Client, Expect, Target};
+use crate::config::{Credentials, Scope};
+use crate::endpoint::Endpoint;
+use crate::error::{Error, Result};
+use crate::jwt::unverified_expiry;
+use crate::secret::Secret;
+use crate::wire::decode;
+
+/// The admin token and Actions service URL returned by `runner-registration`.
+#[derive(Debug)]
+pub(crate) struct AdminConnection {
+    pub(crate) token: Secret,
+    pub(crate) service_url: Url,
+    /// When the token stops being used: its `exp`, or fetch time + fallback TTL.
+    pub(crate) expires_at: SystemTime,
+}
+
+/// The admin-token cache shared by all clones of a client.
+///
+/// Readers take a short `std` read lock (never held across `.await`). A refresh holds a tokio
+/// mutex, so N callers that find the token expired wait for one refresh instead of starting N.
+pub(crate) struct TokenCache {
+    current: RwLock<Option<Arc<AdminConnection>>>,
+    refresh: tokio::sync::Mutex<()>,
+}
+
+impl TokenCache {
+    pub(crate) fn new() -> Self {
+        Self {
+            current: RwLock::new(None),
+            refresh: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    fn fresh(&self, margin: Duration) -> Option<Arc<AdminConnection>> {
+        let guard = self
+            .current
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let connection = guard.as_ref()?;
+        let deadline = SystemTime::now().checked_add(margin)?;
+        (deadline < connection.expires_at).then(|| Arc::clone(connection))
+    }
+
+    fn store(&self, connection: Arc<AdminConnection>) {
+        *self
+            .current
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(connection);
+    }
+
+    /// Forgets the cached connection if it still holds `token` (it was rejected with 401).
+    pub(crate) fn invalidate(&self, token: &Secret) {
+        let mut guard = self
+            .current
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if guard.as_ref().is_some_and(|c| &c.token == token) {
+            *guard = None;
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct TokenResponse {
+    #[serde(default)]
+    token: Secret,
+}
+
+#[derive(Serialize)]
+struct RunnerRegistrationRequest<'a> {
+    url: &'a str,
+    runner_event: &'static str,
+}
+
+#[derive(Deserialize)]
+struct RunnerRegistrationResponse {
+    #[serde(default, deserialize_with = "crate::wire::null_default")]
+    url: String,
+    #[serde(default)]
+    token: Secret,
+}
+
+impl Client {
+    /// The cached admin connection, refreshed (once, for all concurrent callers) when missing
+    /// or within the margin of its `exp`. On failure the old connection is kept.
+    pub(crate) async fn admin_connection(&self) -> Result<Arc<AdminConnection>> {
+        let margin = self.inner.config.admin_token_margin;
+        if let Some(connection) = self.inner.tokens.fresh(margin) {
+            return Ok(connection);
+        }
+        let _refreshing = self.inner.tokens.refresh.lock().await;
+        if let Some(connection) = self.inner.tokens.fresh(margin) {
+            return Ok(connection);
+        }
+        let connection = Arc::new(self.fetch_admin_connection().await?);
+        tracing::info!(
+            service_url = %connection.service_url,
+            "github admin connection refreshed"
+        );
+        self.inner.tokens.store(Arc::clone(&connection));
+        Ok(connection)
+    }
+
+    /// Runs the whole chain once.
+    async fn fetch_admin_connection(&self) -> Result<AdminConnection> {
+        let rest_token = match &self.inner.config.credentials {
+            Credentials::Pat(token) => token.clone(),
+            Credentials::App(app) => {
+                self.installation_token(&app.client_id, app.installation_id)
+                    .await?
+            }
+        };
+        let registration = self.registration_token(&rest_token).await?;
+        self.runner_registration(&registration).await
+    }
+
+    fn rest_url(&self, segments: &[&str]) -> Url {
+        let mut url = self.inner.api_base.clone();
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.pop_if_empty().extend(segments);
+        }
+        url
+    }
+
+    /// `POST {api}/app/installations/{id}/access_tokens` with the App JWT; expects 201.
+    async fn installation_token(&self, client_id: &str, installation_id: i64) -> Result<Secret> {
+        let key = self
+            .inner
+            .app_key
+            .as_ref()
+            .ok_or_else(|| Error::InvalidConfig {
+                reason: "GitHub App credentials without a parsed private key".to_owned(),
+            })?;
+        let jwt = key.sign(client_id, SystemTime::now())?;
+        let id = installation_id.to_string();
+        let call = Call {
+            endpoint: Endpoint::InstallationToken,
+            method: Method::POST,
+            target: Target::Absolute(self.rest_url(&[
+                "app",
+                "installations",
+                &id,
+                "access_tokens",
+            ])),
+            auth: Auth::Bearer(jwt),
+            headers: Vec::new(),
+            content_type: Some("application/vnd.github+json"),
+            body: None,
+            expect: Expect::Status(&[201]),
+            long_poll: false,
+            also_retry: &[],
+        };
+        let response = self.execute_rest(&call).await?;
+        let decoded: TokenResponse = decode(call.endpoint, response.status, &response.body)?;
+        if decoded.token.is_empty() {
+            return Err(Error::UnexpectedResponse {
+                endpoint: call.endpoint,
+                status: response.status,
+                reason: "the installation token response has no token".to_owned(),
+            });
+        }
+        Ok(decoded.token)
+    }
+
+    /// `POST {api}/{repos/o/r|orgs/o|enterprises/e}/actions/runners/registration-token`;
+    /// expects 201.
+    async fn registration_token(&self, rest_token: &Secret) -> Result<Secret> {
+        let url = match self.config_url().scope() {
+            Scope::Repository { owner, repo } => self.rest_url(&[
+                "repos",
+                owner,
+                repo,
+                "actions",
+                "runners",
+                "registration-token",
+            ]),
+            Scope::Organization { org } => {
+                self.rest_url(&["orgs", org, "actions", "runners", "registration-token"])
+            }
+            Scope::Enterprise { enterprise } => self.rest_url(&[
+                "enterprises",
+                enterprise,
+                "actions",
+                "runners",
+                "registration-token",
+            ]),
+        };
+        let call = Call {
+            endpoint: Endpoint::RegistrationToken,
+            method: Method::POST,
+            target: Target::Absolute(url),
+            auth: Auth::Bearer(rest_token.clone()),
+            headers: Vec::new(),
+            content_type: Some("application/vnd.github.v3+json"),
+            body: None,
+            expect: Expect::Status(&[201]),
+            long_poll: false,
+            also_retry: &[],
+        };
+        let response = self.execute_rest(&call).await?;
+        let decoded: TokenResponse = decode(call.endpoint, response.status, &response.body)?;
+        if decoded.token.is_empty() {
+            return Err(Error::UnexpectedResponse {
+                endpoint: call.endpoint,
+                status: response.status,
+                reason: "the registration token response has no token".to_owned(),
+            });
+        }
+        Ok(decoded.token)
+    }
+
+    /// `POST {api}/actions/runner-registration` with `RemoteAuth`; any 2xx; 401/403 retried.
+    async fn runner_registration(&self, registration_token: &Secret) -> Result<AdminConnection> {
+        let body = RunnerRegistrationRequest {
+            url: self.config_url().as_str(),
+            runner_event: "register",
+        };
+        let call = Call {
+            endpoint: Endpoint::RunnerRegistration,
+            method: Method::POST,
+            target: Target::Absolute(self.rest_url(&["actions", "runner-registration"])),
+            auth: Auth::Remote(registration_token.clone()),
+            headers: Vec::new(),
+            content_type: Some("application/json"),
+            body: None,
+            expect: Expect::AnySuccess,
+            long_poll: false,
+            also_retry: &[401, 403],
+        }
+        .json(&body)?;
+        let response = self.execute_rest(&call).await?;
+        let decoded: RunnerRegistrationResponse =
+            decode(call.endpoint, response.status, &response.body)?;
+        let unexpected = |reason: &str| Error::UnexpectedResponse {
+            endpoint: Endpoint::RunnerRegistration,
+            status: response.status,
+            reason: reason.to_owned(),
+        };
+        if decoded.token.is_empty() {
+            return Err(unexpected("the response has no admin token"));
+        }
+        if decoded.url.trim().is_empty() {
+            return Err(unexpected("the response has no actions service url"));
+        }
+        let service_url = Url::parse(decoded.url.trim())
+            .map_err(|_| unexpected("the actions service url is not a valid url"))?;
+        let now = SystemTime::now();
+        let expires_at = unverified_expiry(decoded.token.expose())
+            .unwrap_or_else(|| now + self.inner.config.admin_token_fallback_ttl);
+        Ok(AdminConnection {
+            token: decoded.token,
+            service_url,
+            expires_at,
+        })
+    }
+}
