@@ -22,6 +22,9 @@ mod tests;
 /// the session with up to three tries.
 pub const MAX_COMMANDS: usize = 12;
 
+/// GitHub's exception for a duplicate create (rule 5).
+const EXISTS_EXCEPTION: &str = "RunnerScaleSetExistsException";
+
 /// How often a `CloseSession` is tried before the run reports the session as left open.
 const CLOSE_TRIES: u8 = 3;
 
@@ -327,8 +330,15 @@ impl Machine {
                     rollback: Rollback::MayDelete(DeletePermit::new(set.id)),
                 })
             }
-            // Rule 5: somebody (perhaps our own timed-out create) won the race.
+            // Rule 5: somebody (perhaps our own timed-out create) won the race. The client
+            // should report a nested `RunnerScaleSetExistsException` as `Exists`; one that
+            // slipped through as a plain bad request is recognised here as well.
             Fact::Exists => self.list_by_name(true),
+            Fact::BadRequest { exception, message }
+                if exception.contains(EXISTS_EXCEPTION) || message.contains(EXISTS_EXCEPTION) =>
+            {
+                self.list_by_name(true)
+            }
             other => self.fail_or_retry(CommandKind::Create, other),
         }
     }
