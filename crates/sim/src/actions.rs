@@ -1,0 +1,304 @@
+//! The Actions-service ("admin") endpoints: runner groups, scale sets, sessions, acquirable and
+//! acquired jobs, JIT configurations and agents, answered with the reference's exact statuses.
+
+use serde_json::{Value, json};
+
+use crate::exception::ApiError;
+use crate::fault::RaceCreate;
+use crate::protocol;
+use crate::route::Endpoint;
+use crate::scope::Scope;
+use crate::service::{Reply, Request, auto_assign, queue_grant, scale_set_input};
+use crate::simulator::{Shared, lock};
+use crate::state::{ScaleSetInput, Session, State};
+use crate::token::Grant;
+
+type Outcome = Result<Reply, ApiError>;
+
+/// Handles an authenticated Actions-service request for `scope`.
+pub(crate) fn handle(
+    shared: &Shared,
+    req: &Request,
+    endpoint: &Endpoint,
+    scope: &Scope,
+) -> Outcome {
+    if req.query("api-version").is_none() {
+        return Err(ApiError::exception(
+            400,
+            "VssVersionNotSpecifiedException",
+            "The API version must be specified (api-version=6.0-preview).",
+        ));
+    }
+    let base_url = format!("{}{}", req.origin, shared.mounts.actions_base);
+    let now = shared.clock.now();
+    match endpoint {
+        Endpoint::ListRunnerGroups => {
+            let state = lock(&shared.state);
+            let groups = state.groups(scope, req.query("groupName"));
+            let value = groups
+                .iter()
+                .map(|g| {
+                    let size = state.find_scale_sets(scope, Some(g.id), None).len();
+                    protocol::runner_group(g, size)
+                })
+                .collect();
+            Ok(Reply::json(200, protocol::envelope(value)))
+        }
+        Endpoint::ListScaleSets => {
+            let group = match req.query("runnerGroupId") {
+                None | Some("") => None,
+                Some(raw) => Some(raw.parse::<i64>().map_err(|_| {
+                    ApiError::exception(
+                        400,
+                        "ArgumentException",
+                        format!("runnerGroupId {raw:?} is not an integer."),
+                    )
+                })?),
+            };
+            let faults = lock(&shared.faults).clone();
+            let name = if faults.ignore_name_filter {
+                None
+            } else {
+                req.query("name")
+            };
+            let state = lock(&shared.state);
+            let value = state
+                .find_scale_sets(scope, group, name)
+                .into_iter()
+                .map(|s| {
+                    let mut item = render_set(&state, s.id, scope, &base_url);
+                    if group.is_some()
+                        && faults.omit_runner_group_id
+                        && let Some(object) = item.as_object_mut()
+                    {
+                        object.remove("runnerGroupId");
+                        object.remove("runnerGroupName");
+                    }
+                    item
+                })
+                .collect();
+            Ok(Reply::json(200, protocol::envelope(value)))
+        }
+        Endpoint::GetScaleSet(id) => {
+            let state = lock(&shared.state);
+            state.scale_set(scope, *id)?;
+            Ok(Reply::json(200, render_set(&state, *id, scope, &base_url)))
+        }
+        Endpoint::CreateScaleSet => {
+            let input = scale_set_input(req);
+            let race = lock(&shared.faults).race_create.take();
+            let mut state = lock(&shared.state);
+            if let Some(race) = race {
+                competitor_create(&mut state, scope, &input, &race, now);
+            }
+            let id = state.create_scale_set(scope, input, now)?;
+            Ok(Reply::json(200, render_set(&state, id, scope, &base_url)))
+        }
+        Endpoint::UpdateScaleSet(id) => {
+            let patch = scale_set_input(req);
+            let mut state = lock(&shared.state);
+            state.update_scale_set(scope, *id, patch)?;
+            Ok(Reply::json(200, render_set(&state, *id, scope, &base_url)))
+        }
+        Endpoint::DeleteScaleSet(id) => {
+            let mut state = lock(&shared.state);
+            state.scale_set(scope, *id)?;
+            state.delete_scale_set(*id);
+            Ok(Reply::empty(204))
+        }
+        Endpoint::CreateSession(id) => {
+            let body = req.json();
+            let owner = protocol::field(&body, "ownerName")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let names_owner = lock(&shared.faults).conflict_names_owner;
+            let mut state = lock(&shared.state);
+            let session = state.create_session(scope, *id, &owner, now, names_owner)?;
+            Ok(Reply::json(
+                200,
+                render_session(shared, &state, scope, *id, &session, &req.origin, &base_url),
+            ))
+        }
+        Endpoint::RefreshSession(id, sid) => {
+            let state = lock(&shared.state);
+            let session = state.refresh_session(scope, *id, sid)?;
+            Ok(Reply::json(
+                200,
+                render_session(shared, &state, scope, *id, &session, &req.origin, &base_url),
+            ))
+        }
+        Endpoint::DeleteSession(id, sid) => {
+            lock(&shared.state).delete_session(scope, *id, sid, now)?;
+            Ok(Reply::empty(204))
+        }
+        Endpoint::AcquirableJobs(id) => {
+            let jobs = lock(&shared.state).acquirable(scope, *id)?;
+            if jobs.is_empty() {
+                return Ok(Reply::empty(204));
+            }
+            let value = jobs
+                .iter()
+                .map(|j| {
+                    json!({
+                        "acquireJobUrl": format!("{base_url}_apis/runtime/runnerscalesets/{id}/acquirejobs"),
+                        "messageType": "JobAvailable",
+                        "runnerRequestId": j.request_id,
+                        "repositoryName": j.repository,
+                        "ownerName": j.owner,
+                        "jobWorkflowRef": j.workflow_ref,
+                        "eventName": j.event_name,
+                        "requestLabels": j.labels,
+                    })
+                })
+                .collect();
+            Ok(Reply::json(200, protocol::envelope(value)))
+        }
+        Endpoint::GenerateJitConfig(id) => generate_jit_config(shared, req, *id, scope),
+        Endpoint::GetAgent(rid) => {
+            let state = lock(&shared.state);
+            let agent = state.agent(scope, *rid)?;
+            Ok(Reply::json(200, render_agent(&state, agent)))
+        }
+        Endpoint::ListAgents => {
+            let state = lock(&shared.state);
+            let value = state
+                .find_agents(scope, req.query("agentName"))
+                .into_iter()
+                .map(|a| render_agent(&state, a))
+                .collect();
+            Ok(Reply::json(200, protocol::envelope(value)))
+        }
+        Endpoint::DeleteAgent(rid) => {
+            lock(&shared.state).remove_agent(scope, *rid)?;
+            Ok(Reply::empty(204))
+        }
+        _ => Err(ApiError::RouterNotFound),
+    }
+}
+
+/// `POST acquirejobs`: authorised by the queue token, not the admin token.
+pub(crate) fn acquire_jobs(shared: &Shared, req: &Request, id: i64) -> Outcome {
+    if auto_assign(shared) {
+        // github.com's broker has no such route.
+        return Err(ApiError::RouterNotFound);
+    }
+    let (scale_set, _) = queue_grant(shared, req)?;
+    if scale_set != id {
+        return Err(ApiError::Unauthorized);
+    }
+    let ids: Vec<i64> = match req.json() {
+        Value::Array(items) => items.iter().filter_map(Value::as_i64).collect(),
+        _ => {
+            return Err(ApiError::exception(
+                400,
+                "ArgumentException",
+                "The request body must be a JSON array of runner request ids.",
+            ));
+        }
+    };
+    let won = lock(&shared.state).acquire(id, &ids);
+    Ok(Reply::json(
+        200,
+        json!({ "count": won.len(), "value": won }),
+    ))
+}
+
+/// `POST generatejitconfig`: registers an agent and returns its JIT configuration.
+fn generate_jit_config(shared: &Shared, req: &Request, id: i64, scope: &Scope) -> Outcome {
+    let body = req.json();
+    let name = protocol::field(&body, "name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let work_folder = protocol::field(&body, "workFolder")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let now = shared.clock.now();
+    let mut state = lock(&shared.state);
+    let agent = state.register_agent(scope, id, &name, now)?;
+    let server_url = format!("{}{}", req.origin, shared.mounts.actions_base);
+    let encoded = protocol::encode_jit_config(&agent, &server_url, &work_folder);
+    Ok(Reply::json(
+        200,
+        json!({ "runner": render_agent(&state, &agent), "encodedJITConfig": encoded }),
+    ))
+}
+
+fn competitor_create(
+    state: &mut State,
+    scope: &Scope,
+    input: &ScaleSetInput,
+    race: &RaceCreate,
+    now: crate::clock::SimTime,
+) {
+    let competitor = ScaleSetInput {
+        name: input.name.clone(),
+        group_id: input.group_id,
+        ..ScaleSetInput::default()
+    };
+    if let Ok(id) = state.create_scale_set(scope, competitor, now)
+        && let Some(owner) = &race.owner_name
+    {
+        let _ = state.create_session(scope, id, owner, now, false);
+    }
+}
+
+fn render_set(state: &State, id: i64, scope: &Scope, base_url: &str) -> Value {
+    let Ok(set) = state.scale_set(scope, id) else {
+        return Value::Null;
+    };
+    let group = state
+        .groups(scope, None)
+        .into_iter()
+        .find(|g| g.id == set.group_id);
+    protocol::scale_set(
+        set,
+        group.as_ref().map(|g| g.name.as_str()),
+        &state.statistics(id),
+        base_url,
+    )
+}
+
+fn render_session(
+    shared: &Shared,
+    state: &State,
+    scope: &Scope,
+    id: i64,
+    session: &Session,
+    origin: &str,
+    base_url: &str,
+) -> Value {
+    let now = shared.clock.now();
+    let token = shared.signer.mint(
+        Grant::Queue {
+            scale_set: id,
+            session: session.id.clone(),
+        },
+        now,
+        shared.config.queue_token_ttl,
+    );
+    let queue_url = if lock(&shared.faults).empty_message_queue_url {
+        String::new()
+    } else {
+        format!("{origin}{}", shared.mounts.queue)
+    };
+    protocol::session(
+        session,
+        render_set(state, id, scope, base_url),
+        &queue_url,
+        &token,
+        &state.statistics(id),
+    )
+}
+
+fn render_agent(state: &State, agent: &crate::state::Agent) -> Value {
+    let group = state.scale_sets.get(&agent.scale_set_id).and_then(|s| {
+        state
+            .groups(&s.scope, None)
+            .into_iter()
+            .find(|g| g.id == s.group_id)
+    });
+    protocol::agent(agent, group.as_ref())
+}

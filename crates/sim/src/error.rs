@@ -1,0 +1,75 @@
+//! The library's error type: what can go wrong when building, serving or steering a simulator.
+
+/// An error of the simulator library.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The configuration has problems; every one is listed.
+    #[error("invalid simulator configuration: {}", problems.join("; "))]
+    InvalidConfig {
+        /// Each problem, in words that say what to change.
+        problems: Vec<String>,
+    },
+    /// A socket operation failed.
+    #[error("could not {action}")]
+    Io {
+        /// What was being done (e.g. `read the listener's address`).
+        action: &'static str,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A JIT configuration that this simulator did not issue (or that is corrupt).
+    #[error("the JIT configuration was not issued by this simulator (or is corrupt)")]
+    InvalidJitConfig,
+    /// A control operation named something that does not exist.
+    #[error("not found: {what}")]
+    NotFound {
+        /// What was looked for.
+        what: String,
+    },
+    /// A control operation conflicts with the current state.
+    #[error("conflict: {what}")]
+    Conflict {
+        /// What conflicts.
+        what: String,
+    },
+    /// A control request was malformed.
+    #[error("bad control request: {what}")]
+    BadRequest {
+        /// What is wrong with it.
+        what: String,
+    },
+}
+
+impl Error {
+    /// The HTTP status the control API answers for this error.
+    pub(crate) fn status(&self) -> u16 {
+        match self {
+            Self::NotFound { .. } => 404,
+            Self::Conflict { .. } => 409,
+            Self::InvalidJitConfig | Self::BadRequest { .. } | Self::InvalidConfig { .. } => 400,
+            Self::Io { .. } => 500,
+        }
+    }
+
+    /// Converts a control-API error raised inside the state model.
+    pub(crate) fn from_api(error: crate::exception::ApiError) -> Self {
+        use crate::exception::ApiError;
+        match error {
+            ApiError::Control {
+                status: 404,
+                message,
+            } => Self::NotFound { what: message },
+            ApiError::Control {
+                status: 409,
+                message,
+            } => Self::Conflict { what: message },
+            ApiError::Control { message, .. } => Self::BadRequest { what: message },
+            ApiError::Exception { message, .. } => Self::Conflict { what: message },
+            other => Self::BadRequest {
+                what: format!("{other:?}"),
+            },
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! Fault injection: the misbehaviours of GitHub that clients must survive, each switchable at run
+//! time through [`crate::Simulator::set_faults`] or `PUT /_sim/faults`.
+//!
+//! Counted faults (`remaining`) disarm themselves after firing that many times.
+
+use serde::{Deserialize, Serialize};
+
+/// Every fault the simulator can inject. The default injects none. Serialised in camelCase for
+/// the control API.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Faults {
+    /// Omit `runnerGroupId` (and `runnerGroupName`) from items of scale-set lists filtered by
+    /// group.
+    pub omit_runner_group_id: bool,
+    /// Ignore the `name` filter of the scale-set list: the whole group is returned.
+    pub ignore_name_filter: bool,
+    /// Wrap every Actions-service exception inside another error.
+    pub nested_exceptions: Option<NestedStyle>,
+    /// Prefix every JSON response body with a UTF-8 byte-order mark.
+    pub bom: bool,
+    /// Send Actions-service errors as `text/plain` (the message only) instead of JSON.
+    pub text_plain_errors: bool,
+    /// Answer the next requests with a server error, without acting on them.
+    pub server_errors: Option<Burst>,
+    /// Answer the next requests with 429 and a `Retry-After` header, without acting on them.
+    pub rate_limit: Option<RateLimit>,
+    /// Act on the next POSTs (commit), then answer them with a server error.
+    pub commit_then_fail: Option<Burst>,
+    /// Before the next scale-set create, a competitor creates a scale set with the same name in
+    /// the same group (so the create meets `RunnerScaleSetExistsException`).
+    pub race_create: Option<RaceCreate>,
+    /// Sessions are created and refreshed with an empty `messageQueueUrl`.
+    pub empty_message_queue_url: bool,
+    /// The next this-many message GETs answer 200 with an empty body.
+    pub empty_message_body: u32,
+    /// The next this-many `runner-registration` calls answer 401.
+    pub runner_registration_unauthorized: u32,
+    /// Real-time delay added before every request is handled, in milliseconds.
+    pub latency_ms: u64,
+    /// Whether a 409 session conflict names the active session's owner (starts from
+    /// [`crate::SimConfig::conflict_names_owner`]).
+    pub conflict_names_owner: bool,
+}
+
+/// How a nested exception is wrapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum NestedStyle {
+    /// The real exception sits in the outer error's `innerException`.
+    InnerException,
+    /// The real exception's JSON document is the outer error's `message` string.
+    Message,
+}
+
+/// A counted burst of error answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Burst {
+    /// How many more requests get the error.
+    pub remaining: u32,
+    /// The status to answer (e.g. 500, 502, 503).
+    pub status: u16,
+    /// Only requests to this endpoint (its request-count name, e.g. `create_scale_set`); any
+    /// endpoint when absent.
+    #[serde(default)]
+    pub endpoint: Option<String>,
+}
+
+impl Burst {
+    /// `remaining` errors with `status` on any endpoint.
+    pub fn new(remaining: u32, status: u16) -> Self {
+        Self {
+            remaining,
+            status,
+            endpoint: None,
+        }
+    }
+
+    /// Restricts the burst to one endpoint.
+    pub fn on(mut self, endpoint: &str) -> Self {
+        self.endpoint = Some(endpoint.to_owned());
+        self
+    }
+}
+
+/// A counted burst of 429 answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[non_exhaustive]
+pub struct RateLimit {
+    /// How many more requests get 429.
+    pub remaining: u32,
+    /// The `Retry-After` value in seconds.
+    pub retry_after_secs: u64,
+    /// Only requests to this endpoint; any endpoint when absent.
+    #[serde(default)]
+    pub endpoint: Option<String>,
+}
+
+impl RateLimit {
+    /// `remaining` 429s carrying `Retry-After: retry_after_secs` on any endpoint.
+    pub fn new(remaining: u32, retry_after_secs: u64) -> Self {
+        Self {
+            remaining,
+            retry_after_secs,
+            endpoint: None,
+        }
+    }
+
+    /// Restricts the burst to one endpoint.
+    pub fn on(mut self, endpoint: &str) -> Self {
+        self.endpoint = Some(endpoint.to_owned());
+        self
+    }
+}
+
+/// The competitor of a racing create.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[non_exhaustive]
+pub struct RaceCreate {
+    /// When set, the competitor also holds a session on its scale set under this owner name.
+    #[serde(default)]
+    pub owner_name: Option<String>,
+}
+
+impl RaceCreate {
+    /// A competitor that holds a session under `owner`.
+    pub fn with_owner(owner: &str) -> Self {
+        Self {
+            owner_name: Some(owner.to_owned()),
+        }
+    }
+}
+
+/// Takes one shot of a counted burst that matches `endpoint`; returns its status.
+pub(crate) fn take_burst(slot: &mut Option<Burst>, endpoint: &str) -> Option<u16> {
+    let burst = slot.as_mut()?;
+    if burst.remaining == 0 {
+        *slot = None;
+        return None;
+    }
+    if burst.endpoint.as_deref().is_some_and(|e| e != endpoint) {
+        return None;
+    }
+    let status = burst.status;
+    burst.remaining = burst.remaining.saturating_sub(1);
+    if burst.remaining == 0 {
+        *slot = None;
+    }
+    Some(status)
+}
+
+/// Takes one shot of a 429 burst that matches `endpoint`; returns its `Retry-After` seconds.
+pub(crate) fn take_rate_limit(slot: &mut Option<RateLimit>, endpoint: &str) -> Option<u64> {
+    let limit = slot.as_mut()?;
+    if limit.remaining == 0 {
+        *slot = None;
+        return None;
+    }
+    if limit.endpoint.as_deref().is_some_and(|e| e != endpoint) {
+        return None;
+    }
+    let secs = limit.retry_after_secs;
+    limit.remaining = limit.remaining.saturating_sub(1);
+    if limit.remaining == 0 {
+        *slot = None;
+    }
+    Some(secs)
+}
+
+/// Takes one shot of a counter fault.
+pub(crate) fn take_count(counter: &mut u32) -> bool {
+    if *counter == 0 {
+        return false;
+    }
+    *counter -= 1;
+    true
+}

@@ -1,0 +1,252 @@
+//! The simulator's own wire shapes, written from the protocol reference (never shared with the
+//! client): JSON rendering of scale sets, sessions, agents, groups, messages and list envelopes;
+//! case-insensitive decoding of request bodies; and the encoded JIT configuration.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Value, json};
+
+use crate::clock::SimTime;
+use crate::snapshot::Statistics;
+use crate::state::{Agent, Delivery, Label, RunnerGroup, ScaleSet, ScaleSetInput, Session};
+
+/// `{count, value}`, with `count == len(value)`.
+pub(crate) fn envelope(value: Vec<Value>) -> Value {
+    json!({ "count": value.len(), "value": value })
+}
+
+/// A runner group.
+pub(crate) fn runner_group(group: &RunnerGroup, size: usize) -> Value {
+    json!({
+        "id": group.id,
+        "name": group.name,
+        "size": size,
+        "isDefaultGroup": group.is_default,
+    })
+}
+
+/// Statistics as the service names them.
+pub(crate) fn statistics(stats: &Statistics) -> Value {
+    serde_json::to_value(stats).unwrap_or(Value::Null)
+}
+
+/// A scale set. `base_url` is the Actions service URL (ending in `/`).
+pub(crate) fn scale_set(
+    set: &ScaleSet,
+    group_name: Option<&str>,
+    stats: &Statistics,
+    base_url: &str,
+) -> Value {
+    let set_url = format!("{base_url}_apis/runtime/runnerscalesets/{}", set.id);
+    let mut runner_setting = json!({ "ephemeral": true, "isElastic": true });
+    if set.disable_update {
+        runner_setting["disableUpdate"] = json!(true);
+    }
+    let mut value = json!({
+        "id": set.id,
+        "name": set.name,
+        "runnerGroupId": set.group_id,
+        "labels": set.labels.iter().enumerate().map(|(i, l)| json!({
+            "id": i + 1,
+            "name": l.name,
+            "type": l.kind,
+        })).collect::<Vec<_>>(),
+        "runnerSetting": runner_setting,
+        "createdOn": set.created_on.to_dotnet(),
+        "runnerJitConfigUrl": format!("{set_url}/generatejitconfig"),
+        "getAcquirableJobsUrl": format!("{set_url}/acquirablejobs"),
+        "acquireJobsUrl": format!("{set_url}/acquirejobs"),
+        "createSessionUrl": format!("{set_url}/sessions"),
+        "statistics": statistics(stats),
+        "enabled": true,
+        "status": if set.session.is_some() { "online" } else { "offline" },
+    });
+    if let Some(name) = group_name {
+        value["runnerGroupName"] = json!(name);
+    }
+    value
+}
+
+/// A session; `scale_set` is the rendered scale set it belongs to.
+pub(crate) fn session(
+    session: &Session,
+    scale_set: Value,
+    queue_url: &str,
+    queue_token: &str,
+    stats: &Statistics,
+) -> Value {
+    json!({
+        "sessionId": session.id,
+        "ownerName": session.owner,
+        "runnerScaleSet": scale_set,
+        "messageQueueUrl": queue_url,
+        "messageQueueAccessToken": queue_token,
+        "statistics": statistics(stats),
+    })
+}
+
+/// A message envelope: `body` is the JSON array of job messages, as a string.
+pub(crate) fn message(delivery: &Delivery) -> Value {
+    json!({
+        "messageId": delivery.id,
+        "messageType": "RunnerScaleSetJobMessages",
+        "body": delivery.body,
+        "statistics": statistics(&delivery.statistics),
+    })
+}
+
+/// An agent (`RunnerReference`).
+pub(crate) fn agent(agent: &Agent, group: Option<&RunnerGroup>) -> Value {
+    let busy = matches!(agent.phase, crate::state::AgentPhase::Busy { .. });
+    let online = !matches!(agent.phase, crate::state::AgentPhase::Registered);
+    json!({
+        "id": agent.id,
+        "name": agent.name,
+        "runnerScaleSetId": agent.scale_set_id,
+        "runnerGroupId": group.map(|g| g.id),
+        "runnerGroupName": group.map(|g| g.name.clone()),
+        "os": "Linux",
+        "version": "2.330.0",
+        "enabled": true,
+        "ephemeral": true,
+        "status": if online { "online" } else { "offline" },
+        "busy": busy,
+        "createdOn": agent.created_on.to_dotnet(),
+        "disableUpdate": false,
+        "provisioningState": "Provisioned",
+    })
+}
+
+/// The JIT configuration handed out for an agent: base64 of a JSON object whose `.runner` entry
+/// (base64 JSON) names the agent and scale set, as the real blob's shape.
+pub(crate) fn encode_jit_config(agent: &Agent, server_url: &str, work_folder: &str) -> String {
+    let runner = json!({
+        "AgentId": agent.id,
+        "AgentName": agent.name,
+        "PoolId": 0,
+        "RunnerScaleSetId": agent.scale_set_id,
+        "ServerUrl": server_url,
+        "WorkFolder": if work_folder.is_empty() { "_work" } else { work_folder },
+        "Ephemeral": true,
+    });
+    let credentials = json!({ "Scheme": "OAuthAccessToken", "Data": { "clientId": uuid::Uuid::new_v4().to_string() } });
+    let blob = json!({
+        ".runner": STANDARD.encode(runner.to_string()),
+        ".credentials": STANDARD.encode(credentials.to_string()),
+        ".credentials_rsaparams": STANDARD.encode("{}"),
+    });
+    STANDARD.encode(blob.to_string())
+}
+
+/// The agent id inside a JIT configuration, if it is one this simulator issued.
+pub(crate) fn decode_jit_config(encoded: &str) -> Option<i64> {
+    let blob: Value = serde_json::from_slice(&STANDARD.decode(encoded.trim()).ok()?).ok()?;
+    let runner = blob.get(".runner")?.as_str()?;
+    let runner: Value = serde_json::from_slice(&STANDARD.decode(runner).ok()?).ok()?;
+    runner.get("AgentId")?.as_i64()
+}
+
+/// A field of a JSON object, matching the key case-insensitively (as the .NET service does).
+pub(crate) fn field<'a>(object: &'a Value, key: &str) -> Option<&'a Value> {
+    object
+        .as_object()?
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(key))
+        .map(|(_, v)| v)
+}
+
+/// Decodes a scale-set create or update body; absent and zero fields stay zero.
+pub(crate) fn scale_set_input(body: &Value) -> ScaleSetInput {
+    let name = field(body, "name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let group_id = field(body, "runnerGroupId")
+        .and_then(Value::as_i64)
+        .unwrap_or_default();
+    let labels = field(body, "labels")
+        .and_then(Value::as_array)
+        .map(|labels| {
+            labels
+                .iter()
+                .filter_map(|l| {
+                    let name = field(l, "name")?.as_str()?.to_owned();
+                    let kind = field(l, "type")
+                        .and_then(Value::as_str)
+                        .filter(|t| !t.is_empty())
+                        .unwrap_or("System")
+                        .to_owned();
+                    (!name.is_empty()).then_some(Label { name, kind })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let disable_update = field(body, "runnerSetting")
+        .and_then(|s| field(s, "disableUpdate"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    ScaleSetInput {
+        name,
+        group_id,
+        labels,
+        disable_update,
+    }
+}
+
+/// The current time as the REST API writes `expires_at`.
+pub(crate) fn expires_at(at: SimTime) -> String {
+    at.to_rfc3339()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_scale_set_keys_case_insensitively() {
+        let body = json!({
+            "Name": "linux",
+            "RUNNERGROUPID": 2,
+            "labels": [{"name": "linux"}, {"name": "gpu", "type": "User"}, {"name": ""}],
+            "RunnerSetting": {"DisableUpdate": true},
+            "createdOn": "0001-01-01T00:00:00Z",
+        });
+        let input = scale_set_input(&body);
+        assert_eq!(input.name, "linux");
+        assert_eq!(input.group_id, 2);
+        assert!(input.disable_update);
+        assert_eq!(
+            input.labels,
+            vec![
+                Label {
+                    name: "linux".to_owned(),
+                    kind: "System".to_owned()
+                },
+                Label {
+                    name: "gpu".to_owned(),
+                    kind: "User".to_owned()
+                }
+            ]
+        );
+        assert_eq!(
+            scale_set_input(&json!({"runnerSetting": {}})),
+            ScaleSetInput::default()
+        );
+    }
+
+    #[test]
+    fn jit_configs_round_trip_and_reject_garbage() {
+        let agent = Agent {
+            id: 42,
+            scope: crate::scope::Scope::Organization("acme".to_owned()),
+            name: "r1".to_owned(),
+            scale_set_id: 3,
+            created_on: SimTime::from_millis(0),
+            phase: crate::state::AgentPhase::Registered,
+        };
+        let blob = encode_jit_config(&agent, "http://x/", "");
+        assert_eq!(decode_jit_config(&blob), Some(42));
+        assert_eq!(decode_jit_config("not base64!"), None);
+        assert_eq!(decode_jit_config(&STANDARD.encode("{}")), None);
+    }
+}

@@ -1,0 +1,75 @@
+//! The message queue: the long-poll GET (held up to the configured time, answered 202 when
+//! nothing arrives) and the DELETE that acknowledges a message. Delivery is at least once and
+//! scale-set scoped: an un-deleted message is delivered again, to any session.
+
+use tokio::time::{Instant, sleep_until};
+
+use crate::exception::ApiError;
+use crate::fault::take_count;
+use crate::protocol;
+use crate::service::{PollGuard, Reply, Request, queue_grant};
+use crate::simulator::{Shared, lock};
+
+type Outcome = Result<Reply, ApiError>;
+
+/// `GET {messageQueueUrl}[?lastMessageId=M]` with `X-ScaleSetMaxCapacity`.
+pub(crate) async fn get_message(shared: &Shared, req: &Request) -> Outcome {
+    let (scale_set, session) = queue_grant(shared, req)?;
+    if take_count(&mut lock(&shared.faults).empty_message_body) {
+        return Ok(Reply::empty(200));
+    }
+    let last = match req.query("lastMessageId") {
+        None | Some("") => 0,
+        Some(raw) => raw.parse::<i64>().map_err(|_| {
+            ApiError::exception(
+                400,
+                "ArgumentException",
+                format!("lastMessageId {raw:?} is not an integer."),
+            )
+        })?,
+    };
+    let capacity = req
+        .headers
+        .get("X-ScaleSetMaxCapacity")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let deadline = Instant::now() + shared.config.long_poll_hold;
+    let _guard = PollGuard::new(shared);
+    loop {
+        shared.tick();
+        let notify = {
+            let state = lock(&shared.state);
+            match state.scale_sets.get(&scale_set) {
+                Some(set) => set.notify.clone(),
+                None => return Err(ApiError::Unauthorized),
+            }
+        };
+        let notified = notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        {
+            let mut state = lock(&shared.state);
+            if !state.session_active(scale_set, &session) {
+                return Err(ApiError::Unauthorized);
+            }
+            let now = shared.clock.now();
+            if let Some(delivery) =
+                state.poll(scale_set, last, capacity, shared.config.assignment, now)
+            {
+                return Ok(Reply::json(200, protocol::message(&delivery)));
+            }
+        }
+        tokio::select! {
+            () = &mut notified => {}
+            () = sleep_until(deadline) => return Ok(Reply::empty(202)),
+            () = shared.shutdown.cancelled() => return Ok(Reply::empty(202)),
+        }
+    }
+}
+
+/// `DELETE {messageQueueUrl}/{M}`: acknowledges message `M`.
+pub(crate) fn delete_message(shared: &Shared, req: &Request, message_id: i64) -> Outcome {
+    let (scale_set, _) = queue_grant(shared, req)?;
+    lock(&shared.state).ack(scale_set, message_id);
+    Ok(Reply::empty(204))
+}

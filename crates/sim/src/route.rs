@@ -1,0 +1,322 @@
+//! Routing: which endpoint a request addresses, from its method and path. Each endpoint has the
+//! stable name used in request counts, the request log and fault targeting.
+
+use http::Method;
+
+/// An endpoint of the simulated services (or the control API).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Endpoint {
+    InstallationToken(i64),
+    RegistrationToken(String),
+    RunnerRegistration,
+    ListRunnerGroups,
+    ListScaleSets,
+    GetScaleSet(i64),
+    CreateScaleSet,
+    UpdateScaleSet(i64),
+    DeleteScaleSet(i64),
+    CreateSession(i64),
+    RefreshSession(i64, String),
+    DeleteSession(i64, String),
+    GetMessage,
+    DeleteMessage(i64),
+    AcquirableJobs(i64),
+    AcquireJobs(i64),
+    GenerateJitConfig(i64),
+    GetAgent(i64),
+    ListAgents,
+    DeleteAgent(i64),
+    /// Anything under `/_sim/`: the rest of the path after the prefix.
+    Control(String),
+    /// No such route.
+    NotFound,
+}
+
+impl Endpoint {
+    /// The endpoint's stable name.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Self::InstallationToken(_) => "installation_token",
+            Self::RegistrationToken(_) => "registration_token",
+            Self::RunnerRegistration => "runner_registration",
+            Self::ListRunnerGroups => "list_runner_groups",
+            Self::ListScaleSets => "list_scale_sets",
+            Self::GetScaleSet(_) => "get_scale_set",
+            Self::CreateScaleSet => "create_scale_set",
+            Self::UpdateScaleSet(_) => "update_scale_set",
+            Self::DeleteScaleSet(_) => "delete_scale_set",
+            Self::CreateSession(_) => "create_session",
+            Self::RefreshSession(..) => "refresh_session",
+            Self::DeleteSession(..) => "delete_session",
+            Self::GetMessage => "get_message",
+            Self::DeleteMessage(_) => "delete_message",
+            Self::AcquirableJobs(_) => "acquirable_jobs",
+            Self::AcquireJobs(_) => "acquire_jobs",
+            Self::GenerateJitConfig(_) => "generate_jit_config",
+            Self::GetAgent(_) => "get_agent",
+            Self::ListAgents => "list_agents",
+            Self::DeleteAgent(_) => "delete_agent",
+            Self::Control(_) => "control",
+            Self::NotFound => "not_found",
+        }
+    }
+}
+
+/// Where the routes are mounted.
+#[derive(Debug, Clone)]
+pub(crate) struct Mounts {
+    /// Actions base path, with leading and trailing slash.
+    pub(crate) actions_base: String,
+    /// Queue path, with a leading slash and no trailing slash.
+    pub(crate) queue: String,
+}
+
+/// Resolves `method path` to an endpoint.
+pub(crate) fn route(method: &Method, path: &str, mounts: &Mounts) -> Endpoint {
+    if let Some(rest) = path.strip_prefix("/_sim/") {
+        return Endpoint::Control(rest.to_owned());
+    }
+    if let Some(rest) = path.strip_prefix("/api/v3/") {
+        return rest_route(method, rest);
+    }
+    if path == mounts.queue {
+        return if method == Method::GET {
+            Endpoint::GetMessage
+        } else {
+            Endpoint::NotFound
+        };
+    }
+    if let Some(rest) = path
+        .strip_prefix(mounts.queue.as_str())
+        .and_then(|r| r.strip_prefix('/'))
+    {
+        return match (method, rest.parse::<i64>()) {
+            (&Method::DELETE, Ok(id)) => Endpoint::DeleteMessage(id),
+            _ => Endpoint::NotFound,
+        };
+    }
+    if let Some(rest) = path.strip_prefix(mounts.actions_base.as_str()) {
+        return actions_route(method, rest);
+    }
+    Endpoint::NotFound
+}
+
+fn rest_route(method: &Method, rest: &str) -> Endpoint {
+    if method != Method::POST {
+        return Endpoint::NotFound;
+    }
+    let segs: Vec<&str> = rest.trim_end_matches('/').split('/').collect();
+    match segs.as_slice() {
+        ["app", "installations", id, "access_tokens"] => id
+            .parse()
+            .map_or(Endpoint::NotFound, Endpoint::InstallationToken),
+        [
+            "repos",
+            owner,
+            repo,
+            "actions",
+            "runners",
+            "registration-token",
+        ] => Endpoint::RegistrationToken(format!("{owner}/{repo}")),
+        ["orgs", org, "actions", "runners", "registration-token"] => {
+            Endpoint::RegistrationToken((*org).to_owned())
+        }
+        [
+            "enterprises",
+            ent,
+            "actions",
+            "runners",
+            "registration-token",
+        ] => Endpoint::RegistrationToken(format!("enterprises/{ent}")),
+        ["actions", "runner-registration"] => Endpoint::RunnerRegistration,
+        _ => Endpoint::NotFound,
+    }
+}
+
+fn actions_route(method: &Method, rest: &str) -> Endpoint {
+    let segs: Vec<&str> = rest.split('/').collect();
+    let id = |s: &str| s.parse::<i64>().ok();
+    match (method, segs.as_slice()) {
+        (
+            &Method::GET,
+            ["_apis", "runtime", "runnergroups"] | ["_apis", "runtime", "runnergroups", ""],
+        ) => Endpoint::ListRunnerGroups,
+        (&Method::GET, ["_apis", "runtime", "runnerscalesets"]) => Endpoint::ListScaleSets,
+        (&Method::POST, ["_apis", "runtime", "runnerscalesets"]) => Endpoint::CreateScaleSet,
+        (_, ["_apis", "runtime", "runnerscalesets", s, tail @ ..]) => {
+            let Some(s) = id(s) else {
+                return Endpoint::NotFound;
+            };
+            match (method, tail) {
+                (&Method::GET, []) => Endpoint::GetScaleSet(s),
+                (&Method::PATCH, []) => Endpoint::UpdateScaleSet(s),
+                (&Method::DELETE, []) => Endpoint::DeleteScaleSet(s),
+                (&Method::POST, ["sessions"]) => Endpoint::CreateSession(s),
+                (&Method::PATCH, ["sessions", sid]) => {
+                    Endpoint::RefreshSession(s, (*sid).to_owned())
+                }
+                (&Method::DELETE, ["sessions", sid]) => {
+                    Endpoint::DeleteSession(s, (*sid).to_owned())
+                }
+                (&Method::GET, ["acquirablejobs"]) => Endpoint::AcquirableJobs(s),
+                (&Method::POST, ["acquirejobs"]) => Endpoint::AcquireJobs(s),
+                (&Method::POST, ["generatejitconfig"]) => Endpoint::GenerateJitConfig(s),
+                _ => Endpoint::NotFound,
+            }
+        }
+        (&Method::GET, ["_apis", "distributedtask", "pools", "0", "agents"]) => {
+            Endpoint::ListAgents
+        }
+        (&Method::GET, ["_apis", "distributedtask", "pools", "0", "agents", r]) => {
+            id(r).map_or(Endpoint::NotFound, Endpoint::GetAgent)
+        }
+        (&Method::DELETE, ["_apis", "distributedtask", "pools", "0", "agents", r]) => {
+            id(r).map_or(Endpoint::NotFound, Endpoint::DeleteAgent)
+        }
+        _ => Endpoint::NotFound,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mounts() -> Mounts {
+        Mounts {
+            actions_base: "/tenant/1/".to_owned(),
+            queue: "/scalesets/message".to_owned(),
+        }
+    }
+
+    #[test]
+    fn routes_every_endpoint() {
+        let m = mounts();
+        let cases = [
+            (
+                Method::POST,
+                "/api/v3/app/installations/7/access_tokens",
+                Endpoint::InstallationToken(7),
+            ),
+            (
+                Method::POST,
+                "/api/v3/orgs/acme/actions/runners/registration-token",
+                Endpoint::RegistrationToken("acme".to_owned()),
+            ),
+            (
+                Method::POST,
+                "/api/v3/repos/acme/w/actions/runners/registration-token",
+                Endpoint::RegistrationToken("acme/w".to_owned()),
+            ),
+            (
+                Method::POST,
+                "/api/v3/enterprises/big/actions/runners/registration-token",
+                Endpoint::RegistrationToken("enterprises/big".to_owned()),
+            ),
+            (
+                Method::POST,
+                "/api/v3/actions/runner-registration",
+                Endpoint::RunnerRegistration,
+            ),
+            (
+                Method::GET,
+                "/tenant/1/_apis/runtime/runnergroups/",
+                Endpoint::ListRunnerGroups,
+            ),
+            (
+                Method::GET,
+                "/tenant/1/_apis/runtime/runnergroups",
+                Endpoint::ListRunnerGroups,
+            ),
+            (
+                Method::GET,
+                "/tenant/1/_apis/runtime/runnerscalesets",
+                Endpoint::ListScaleSets,
+            ),
+            (
+                Method::POST,
+                "/tenant/1/_apis/runtime/runnerscalesets",
+                Endpoint::CreateScaleSet,
+            ),
+            (
+                Method::GET,
+                "/tenant/1/_apis/runtime/runnerscalesets/3",
+                Endpoint::GetScaleSet(3),
+            ),
+            (
+                Method::PATCH,
+                "/tenant/1/_apis/runtime/runnerscalesets/3",
+                Endpoint::UpdateScaleSet(3),
+            ),
+            (
+                Method::DELETE,
+                "/tenant/1/_apis/runtime/runnerscalesets/3",
+                Endpoint::DeleteScaleSet(3),
+            ),
+            (
+                Method::POST,
+                "/tenant/1/_apis/runtime/runnerscalesets/3/sessions",
+                Endpoint::CreateSession(3),
+            ),
+            (
+                Method::PATCH,
+                "/tenant/1/_apis/runtime/runnerscalesets/3/sessions/x",
+                Endpoint::RefreshSession(3, "x".to_owned()),
+            ),
+            (
+                Method::DELETE,
+                "/tenant/1/_apis/runtime/runnerscalesets/3/sessions/x",
+                Endpoint::DeleteSession(3, "x".to_owned()),
+            ),
+            (
+                Method::GET,
+                "/tenant/1/_apis/runtime/runnerscalesets/3/acquirablejobs",
+                Endpoint::AcquirableJobs(3),
+            ),
+            (
+                Method::POST,
+                "/tenant/1/_apis/runtime/runnerscalesets/3/acquirejobs",
+                Endpoint::AcquireJobs(3),
+            ),
+            (
+                Method::POST,
+                "/tenant/1/_apis/runtime/runnerscalesets/3/generatejitconfig",
+                Endpoint::GenerateJitConfig(3),
+            ),
+            (
+                Method::GET,
+                "/tenant/1/_apis/distributedtask/pools/0/agents",
+                Endpoint::ListAgents,
+            ),
+            (
+                Method::GET,
+                "/tenant/1/_apis/distributedtask/pools/0/agents/9",
+                Endpoint::GetAgent(9),
+            ),
+            (
+                Method::DELETE,
+                "/tenant/1/_apis/distributedtask/pools/0/agents/9",
+                Endpoint::DeleteAgent(9),
+            ),
+            (Method::GET, "/scalesets/message", Endpoint::GetMessage),
+            (
+                Method::DELETE,
+                "/scalesets/message/12",
+                Endpoint::DeleteMessage(12),
+            ),
+            (
+                Method::GET,
+                "/_sim/state",
+                Endpoint::Control("state".to_owned()),
+            ),
+            (Method::GET, "/tenant/1/_apis/other", Endpoint::NotFound),
+            (
+                Method::GET,
+                "/tenant/1/_apis/runtime/runnerscalesets/abc",
+                Endpoint::NotFound,
+            ),
+        ];
+        for (method, path, want) in cases {
+            assert_eq!(route(&method, path, &m), want, "{method} {path}");
+        }
+    }
+}

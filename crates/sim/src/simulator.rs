@@ -1,0 +1,277 @@
+//! The [`Simulator`] handle: the shared state behind one simulated GitHub, and the Rust face of
+//! the control API (enqueue jobs, inspect, count requests, set faults, advance time, delete out
+//! of band, hold foreign sessions, start simulated runners).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::{Clock, SimTime};
+use crate::config::{SimConfig, normalize_base, normalize_queue};
+use crate::error::Error;
+use crate::fault::Faults;
+use crate::protocol;
+use crate::request_log::RequestLog;
+use crate::route::Mounts;
+use crate::scope::Scope;
+use crate::snapshot::{JobSpec, RequestRecord, StateSnapshot};
+use crate::state::{ScaleSetInput, State};
+use crate::token::Signer;
+
+/// Locks a mutex, recovering the data if a panicking thread poisoned it.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Everything one simulator shares between its connections and its handle.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) config: SimConfig,
+    pub(crate) mounts: Mounts,
+    pub(crate) clock: Clock,
+    pub(crate) signer: Signer,
+    pub(crate) state: Mutex<State>,
+    pub(crate) faults: Mutex<Faults>,
+    pub(crate) log: Mutex<RequestLog>,
+    pub(crate) shutdown: CancellationToken,
+    pub(crate) waiting_polls: AtomicUsize,
+}
+
+impl Shared {
+    /// Runs every timer that is due now.
+    pub(crate) fn tick(&self) {
+        let now = self.clock.now();
+        let deleted = lock(&self.state).process(&self.config, now);
+        for id in deleted {
+            tracing::info!(scale_set.id = id, "deleted dormant scale set");
+        }
+    }
+}
+
+/// A scale set created by [`Simulator::create_foreign_scale_set`], with the session it holds.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ForeignScaleSet {
+    /// The scale set's id.
+    pub scale_set_id: i64,
+    /// The id of the session held under the foreign owner name.
+    pub session_id: String,
+}
+
+/// One simulated GitHub. Cheap to clone; every clone steers the same simulator.
+///
+/// Serve it with [`Simulator::serve`] on an already-bound listener; steer it with the methods
+/// below (the same operations the `/_sim/` control API offers over HTTP).
+#[derive(Debug, Clone)]
+pub struct Simulator {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl Simulator {
+    /// A simulator seeded from `config`; fails if the configuration is invalid.
+    pub fn new(config: SimConfig) -> Result<Self, Error> {
+        config
+            .validate()
+            .map_err(|problems| Error::InvalidConfig { problems })?;
+        let mounts = Mounts {
+            actions_base: normalize_base(&config.actions_base_path),
+            queue: normalize_queue(&config.queue_path),
+        };
+        let faults = Faults {
+            conflict_names_owner: config.conflict_names_owner,
+            ..Faults::default()
+        };
+        let shared = Shared {
+            state: Mutex::new(State::new(&config)),
+            log: Mutex::new(RequestLog::new(config.request_log_capacity)),
+            faults: Mutex::new(faults),
+            mounts,
+            clock: Clock::default(),
+            signer: Signer::random(),
+            shutdown: CancellationToken::new(),
+            waiting_polls: AtomicUsize::new(0),
+            config,
+        };
+        Ok(Self {
+            shared: Arc::new(shared),
+        })
+    }
+
+    /// The configuration it was built from.
+    pub fn config(&self) -> &SimConfig {
+        &self.shared.config
+    }
+
+    /// A copy of the whole state: runner groups, scale sets (with sessions and unacknowledged
+    /// messages), jobs and agents.
+    pub fn state(&self) -> StateSnapshot {
+        self.shared.tick();
+        lock(&self.shared.state).snapshot()
+    }
+
+    /// Queues jobs for a scale set; returns their runner request ids. They are released to the
+    /// listener on its next poll, within its `X-ScaleSetMaxCapacity`.
+    pub fn enqueue_jobs(&self, scale_set_id: i64, spec: &JobSpec) -> Result<Vec<i64>, Error> {
+        let now = self.shared.clock.now();
+        lock(&self.shared.state)
+            .enqueue(scale_set_id, spec, self.shared.config.assignment, now)
+            .map_err(Error::from_api)
+    }
+
+    /// Requests answered per endpoint name (`create_scale_set`, `get_message`, …).
+    pub fn request_counts(&self) -> BTreeMap<String, u64> {
+        lock(&self.shared.log).counts()
+    }
+
+    /// Requests answered by one endpoint.
+    pub fn request_count(&self, endpoint: &str) -> u64 {
+        lock(&self.shared.log)
+            .counts()
+            .get(endpoint)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The most recent requests, oldest first (bounded by the configured capacity).
+    pub fn request_log(&self) -> Vec<RequestRecord> {
+        lock(&self.shared.log).records()
+    }
+
+    /// Forgets request counts and the request log.
+    pub fn clear_requests(&self) {
+        lock(&self.shared.log).clear();
+    }
+
+    /// The faults currently armed.
+    pub fn faults(&self) -> Faults {
+        lock(&self.shared.faults).clone()
+    }
+
+    /// Replaces the armed faults.
+    pub fn set_faults(&self, faults: Faults) {
+        *lock(&self.shared.faults) = faults;
+    }
+
+    /// Changes the armed faults in place.
+    pub fn update_faults(&self, change: impl FnOnce(&mut Faults)) {
+        change(&mut lock(&self.shared.faults));
+    }
+
+    /// The current simulated time.
+    pub fn now(&self) -> SimTime {
+        self.shared.clock.now()
+    }
+
+    /// How far simulated time has been advanced beyond the wall clock.
+    pub fn time_offset(&self) -> Duration {
+        self.shared.clock.offset()
+    }
+
+    /// Moves simulated time forward and runs every timer that became due (token expiry,
+    /// dormancy, reassignment, simulated runners finishing).
+    pub fn advance(&self, by: Duration) {
+        self.shared.clock.advance(by);
+        self.shared.tick();
+    }
+
+    /// Deletes a scale set out of band, as GitHub does to inactive ones.
+    pub fn delete_scale_set(&self, scale_set_id: i64) -> Result<(), Error> {
+        lock(&self.shared.state)
+            .delete_scale_set(scale_set_id)
+            .map(|_| ())
+            .ok_or_else(|| Error::NotFound {
+                what: format!("scale set {scale_set_id}"),
+            })
+    }
+
+    /// Drops a scale set's session as an eviction would: refreshing it then answers 404 and its
+    /// queue token 401.
+    pub fn evict_session(&self, scale_set_id: i64) -> Result<(), Error> {
+        let now = self.shared.clock.now();
+        if lock(&self.shared.state).evict_session(scale_set_id, now) {
+            Ok(())
+        } else {
+            Err(Error::NotFound {
+                what: format!("a session on scale set {scale_set_id}"),
+            })
+        }
+    }
+
+    /// Creates a scale set as another controller would, and holds its session under
+    /// `owner_name`. `scope` is a config-URL path (`acme`, `acme/widgets`, `enterprises/big`);
+    /// `runner_group_id` 0 means the default group.
+    pub fn create_foreign_scale_set(
+        &self,
+        scope: &str,
+        runner_group_id: i64,
+        name: &str,
+        owner_name: &str,
+    ) -> Result<ForeignScaleSet, Error> {
+        let scope = Scope::parse_path(scope).ok_or_else(|| Error::BadRequest {
+            what: format!("{scope:?} is not an organization, owner/repo or enterprises/slug"),
+        })?;
+        let now = self.shared.clock.now();
+        let mut state = lock(&self.shared.state);
+        if !state.has_scope(&scope) {
+            return Err(Error::NotFound {
+                what: format!("scope {scope}"),
+            });
+        }
+        let input = ScaleSetInput {
+            name: name.to_owned(),
+            group_id: runner_group_id,
+            ..ScaleSetInput::default()
+        };
+        let id = state
+            .create_scale_set(&scope, input, now)
+            .map_err(Error::from_api)?;
+        let session = state
+            .create_session(&scope, id, owner_name, now, false)
+            .map_err(Error::from_api)?;
+        Ok(ForeignScaleSet {
+            scale_set_id: id,
+            session_id: session.id,
+        })
+    }
+
+    /// Creates a runner group in `scope` (a config-URL path); returns its id.
+    pub fn create_runner_group(&self, scope: &str, name: &str) -> Result<i64, Error> {
+        let scope = Scope::parse_path(scope).ok_or_else(|| Error::BadRequest {
+            what: format!("{scope:?} is not an organization, owner/repo or enterprises/slug"),
+        })?;
+        if name.trim().is_empty() {
+            return Err(Error::BadRequest {
+                what: "a runner group needs a name".to_owned(),
+            });
+        }
+        lock(&self.shared.state)
+            .create_group(&scope, name)
+            .map_err(Error::from_api)
+    }
+
+    /// Boots a simulated runner from the JIT configuration `generatejitconfig` returned: it
+    /// connects, takes one job assigned to its scale set, is reported started, completes after
+    /// the configured (simulated) time and deregisters. Returns the agent id.
+    pub fn start_runner(&self, jit_config: &str) -> Result<i64, Error> {
+        let agent_id = protocol::decode_jit_config(jit_config).ok_or(Error::InvalidJitConfig)?;
+        lock(&self.shared.state)
+            .start_runner(agent_id)
+            .map_err(|e| match e {
+                crate::exception::ApiError::Control { status: 404, .. } => Error::InvalidJitConfig,
+                other => Error::from_api(other),
+            })?;
+        self.shared.tick();
+        Ok(agent_id)
+    }
+
+    /// How many message GETs are being held right now.
+    pub fn waiting_polls(&self) -> usize {
+        self.shared.waiting_polls.load(Ordering::SeqCst)
+    }
+}

@@ -1,0 +1,260 @@
+//! Unit tests of the state model: each pins one rule of the protocol reference.
+
+use super::*;
+
+fn org() -> Scope {
+    Scope::Organization("acme".to_owned())
+}
+
+fn t(secs: u64) -> SimTime {
+    SimTime::from_millis(1_800_000_000_000 + secs * 1000)
+}
+
+fn world() -> (State, SimConfig) {
+    let config = SimConfig::default();
+    (State::new(&config), config)
+}
+
+fn named(name: &str) -> ScaleSetInput {
+    ScaleSetInput {
+        name: name.to_owned(),
+        ..ScaleSetInput::default()
+    }
+}
+
+fn kinds(delivery: &Delivery) -> Vec<String> {
+    let events: Vec<Value> = serde_json::from_str(&delivery.body).unwrap_or_default();
+    events
+        .iter()
+        .map(|e| e["messageType"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn scale_set_names_are_unique_per_group_case_insensitively() {
+    let (mut s, _) = world();
+    let gpu = s.create_group(&org(), "gpu").unwrap_or_default();
+    assert!(s.create_scale_set(&org(), named("Linux"), t(0)).is_ok());
+    let dup = s.create_scale_set(&org(), named("linux"), t(0));
+    assert!(matches!(
+        dup,
+        Err(ApiError::Exception {
+            status: 400,
+            name: "RunnerScaleSetExistsException",
+            ..
+        })
+    ));
+    let other_group = ScaleSetInput {
+        group_id: gpu,
+        ..named("linux")
+    };
+    assert!(s.create_scale_set(&org(), other_group, t(0)).is_ok());
+    assert_eq!(s.find_scale_sets(&org(), None, Some("LINUX")).len(), 2);
+    assert_eq!(s.find_scale_sets(&org(), Some(1), Some("LINUX")).len(), 1);
+}
+
+#[test]
+fn default_group_is_id_one_in_every_scope() {
+    let (s, _) = world();
+    let groups = s.groups(&org(), Some("default"));
+    assert_eq!(groups.len(), 1);
+    assert_eq!(groups[0].id, 1);
+    assert!(groups[0].is_default);
+}
+
+#[test]
+fn one_session_per_scale_set_and_owner_named_when_configured() {
+    let (mut s, _) = world();
+    let id = s
+        .create_scale_set(&org(), named("a"), t(0))
+        .unwrap_or_default();
+    assert!(s.create_session(&org(), id, "first", t(0), false).is_ok());
+    let Err(ApiError::Exception {
+        status,
+        name,
+        message,
+    }) = s.create_session(&org(), id, "second", t(0), true)
+    else {
+        panic!("expected a conflict");
+    };
+    assert_eq!(
+        (status, name),
+        (409, "RunnerScaleSetSessionConflictException")
+    );
+    assert!(message.contains("for owner first"), "{message}");
+    let Err(ApiError::Exception { message, .. }) = s.create_session(&org(), id, "x", t(0), false)
+    else {
+        panic!("expected a conflict");
+    };
+    assert!(!message.contains("first"), "{message}");
+}
+
+#[test]
+fn unacknowledged_messages_are_redelivered_and_acknowledged_ones_never() {
+    let (mut s, c) = world();
+    let id = s
+        .create_scale_set(&org(), named("a"), t(0))
+        .unwrap_or_default();
+    assert!(
+        s.enqueue(id, &JobSpec::count(1), c.assignment, t(0))
+            .is_ok()
+    );
+    let first = s.poll(id, 0, Some(10), c.assignment, t(1));
+    let first = first.expect("a message");
+    assert_eq!(kinds(&first), vec!["JobAssigned"]);
+    // A new session polling from 0 gets the same message again.
+    let again = s
+        .poll(id, 0, Some(10), c.assignment, t(2))
+        .expect("redelivered");
+    assert_eq!(again.id, first.id);
+    // Past the cursor nothing is delivered.
+    assert!(s.poll(id, first.id, Some(10), c.assignment, t(2)).is_none());
+    s.ack(id, first.id);
+    assert!(s.poll(id, 0, Some(10), c.assignment, t(3)).is_none());
+}
+
+#[test]
+fn capacity_gates_releases_one_job_per_unit() {
+    let (mut s, c) = world();
+    let id = s
+        .create_scale_set(&org(), named("a"), t(0))
+        .unwrap_or_default();
+    assert!(
+        s.enqueue(id, &JobSpec::count(3), c.assignment, t(0))
+            .is_ok()
+    );
+    assert!(s.poll(id, 0, Some(0), c.assignment, t(1)).is_none());
+    assert_eq!(s.statistics(id).total_assigned_jobs, 0);
+    let one = s.poll(id, 0, Some(1), c.assignment, t(1)).expect("one job");
+    assert_eq!(kinds(&one), vec!["JobAssigned"]);
+    s.ack(id, one.id);
+    assert!(s.poll(id, one.id, Some(1), c.assignment, t(1)).is_none());
+    let two = s
+        .poll(id, one.id, Some(3), c.assignment, t(1))
+        .expect("the rest");
+    assert_eq!(kinds(&two).len(), 2);
+    assert_eq!(s.statistics(id).total_assigned_jobs, 3);
+}
+
+#[test]
+fn acquire_mode_offers_then_assigns_acquired_jobs() {
+    let (mut s, _) = world();
+    let mode = AssignmentMode::AvailableThenAcquire;
+    let id = s
+        .create_scale_set(&org(), named("a"), t(0))
+        .unwrap_or_default();
+    let ids = s
+        .enqueue(id, &JobSpec::count(2), mode, t(0))
+        .unwrap_or_default();
+    let offer = s.poll(id, 0, None, mode, t(1)).expect("offer");
+    assert_eq!(kinds(&offer), vec!["JobAvailable", "JobAvailable"]);
+    assert_eq!(s.statistics(id).total_available_jobs, 2);
+    assert_eq!(s.acquire(id, &[ids[0], 999]), vec![ids[0]]);
+    assert_eq!(s.statistics(id).total_acquired_jobs, 1);
+    let assigned = s.poll(id, offer.id, None, mode, t(2)).expect("assigned");
+    assert_eq!(kinds(&assigned), vec!["JobAssigned"]);
+    let stats = s.statistics(id);
+    assert_eq!(
+        (stats.total_available_jobs, stats.total_assigned_jobs),
+        (1, 1)
+    );
+}
+
+#[test]
+fn unattended_assignments_are_cancelled_and_requeued() {
+    let (mut s, mut c) = world();
+    c.reassign_after = Some(Duration::from_secs(60));
+    c.max_reassignments = 1;
+    let id = s
+        .create_scale_set(&org(), named("a"), t(0))
+        .unwrap_or_default();
+    assert!(
+        s.enqueue(id, &JobSpec::count(1), c.assignment, t(0))
+            .is_ok()
+    );
+    let m1 = s.poll(id, 0, None, c.assignment, t(0)).expect("assigned");
+    s.process(&c, t(61));
+    let m2 = s
+        .poll(id, m1.id, Some(0), c.assignment, t(61))
+        .expect("cancel");
+    assert_eq!(kinds(&m2), vec!["JobCompleted"]);
+    assert!(m2.body.contains("\"canceled\""));
+    let m3 = s
+        .poll(id, m2.id, None, c.assignment, t(62))
+        .expect("reassigned");
+    assert_eq!(kinds(&m3), vec!["JobAssigned"]);
+    s.process(&c, t(200));
+    let m4 = s
+        .poll(id, m3.id, None, c.assignment, t(200))
+        .expect("final cancel");
+    assert_eq!(kinds(&m4), vec!["JobCompleted"]);
+    assert!(s.poll(id, m4.id, None, c.assignment, t(300)).is_none());
+}
+
+#[test]
+fn dormant_scale_sets_are_deleted_but_not_while_a_session_is_open() {
+    let (mut s, mut c) = world();
+    c.dormancy = Some(Duration::from_secs(100));
+    let a = s
+        .create_scale_set(&org(), named("a"), t(0))
+        .unwrap_or_default();
+    let b = s
+        .create_scale_set(&org(), named("b"), t(0))
+        .unwrap_or_default();
+    assert!(s.create_session(&org(), b, "me", t(0), false).is_ok());
+    assert!(s.process(&c, t(99)).is_empty());
+    assert_eq!(s.process(&c, t(100)), vec![a]);
+    assert!(s.scale_sets.contains_key(&b));
+}
+
+#[test]
+fn a_simulated_runner_takes_one_job_reports_it_and_deregisters() {
+    let (mut s, mut c) = world();
+    c.runner_job_duration = Duration::from_secs(10);
+    let id = s
+        .create_scale_set(&org(), named("a"), t(0))
+        .unwrap_or_default();
+    let agent = s.register_agent(&org(), id, "r1", t(0)).expect("agent");
+    assert!(
+        s.enqueue(id, &JobSpec::count(2), c.assignment, t(0))
+            .is_ok()
+    );
+    let m1 = s.poll(id, 0, None, c.assignment, t(0)).expect("assigned");
+    assert!(s.start_runner(agent.id).is_ok());
+    s.process(&c, t(1));
+    let stats = s.statistics(id);
+    assert_eq!((stats.total_running_jobs, stats.total_busy_runners), (1, 1));
+    assert!(matches!(
+        s.remove_agent(&org(), agent.id),
+        Err(ApiError::Exception {
+            name: "JobStillRunningException",
+            ..
+        })
+    ));
+    s.process(&c, t(11));
+    let m2 = s
+        .poll(id, m1.id, None, c.assignment, t(11))
+        .expect("started+completed");
+    assert_eq!(kinds(&m2), vec!["JobStarted", "JobCompleted"]);
+    assert!(m2.body.contains("\"r1\""));
+    assert!(s.agents.is_empty(), "the runner deregistered");
+    // The second job waits: a runner takes only one.
+    assert_eq!(s.statistics(id).total_assigned_jobs, 1);
+}
+
+#[test]
+fn agent_names_are_unique_per_scope() {
+    let (mut s, _) = world();
+    let id = s
+        .create_scale_set(&org(), named("a"), t(0))
+        .unwrap_or_default();
+    assert!(s.register_agent(&org(), id, "r1", t(0)).is_ok());
+    assert!(matches!(
+        s.register_agent(&org(), id, "R1", t(0)),
+        Err(ApiError::Exception {
+            status: 409,
+            name: "AgentExistsException",
+            ..
+        })
+    ));
+}
