@@ -408,3 +408,6 @@ pub(crate) fn set_form_query(url: &mut Url, pairs: &[(String, String)]) {
         .finish();
     url.set_query(Some(&encoded));
 }
+
+#[cfg(test)]
+mod tests;

@@ -399,3 +399,6 @@ impl ClientConfig {
             .unwrap_or_else(|| self.config_url.api_base(self.force_ghes))
     }
 }
+
+#[cfg(test)]
+mod tests;

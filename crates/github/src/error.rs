@@ -460,3 +460,6 @@ fn truncate(text: &str) -> String {
         cut
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -175,3 +175,6 @@ pub(crate) fn session_conflict_owner(message: &str) -> Option<String> {
         Some(owner.to_owned())
     }
 }
+
+#[cfg(test)]
+mod tests;

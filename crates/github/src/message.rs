@@ -351,3 +351,6 @@ impl Client {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;

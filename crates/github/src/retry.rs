@@ -115,3 +115,6 @@ impl Sleeper for TokioSleeper {
 
 /// A shared sleeper handle.
 pub(crate) type SharedSleeper = Arc<dyn Sleeper>;
+
+#[cfg(test)]
+mod tests;

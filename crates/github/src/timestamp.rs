@@ -165,3 +165,6 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let y = yoe + era * 400 + i64::from(m <= 2);
     (y, m, d)
 }
+
+#[cfg(test)]
+mod tests;
