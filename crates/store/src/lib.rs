@@ -1,1 +1,193 @@
-//! scaleset-store (work in progress).
+//! Storage for scaleset: what the controller knows about its credentials, entities, scale
+//! sets, instances, leases, events and API tokens, behind one async trait per aggregate, with
+//! one diesel implementation over SQLite (the embedded default) and PostgreSQL (several
+//! worker processes sharing one database).
+//!
+//! What it guarantees: unique `(entity, runner group, name)` enforced by the database;
+//! optimistic concurrency on scale sets ([`Error::Stale`]); per-scale-set leases whose
+//! fencing token strictly increases on every change of hands, and fenced writes that fail
+//! with [`Error::LeaseLost`] once a lease was taken over; secrets sealed with AES-256-GCM
+//! before they reach the database, with a key id beside each ciphertext so keys can rotate;
+//! API tokens stored only as SHA-256 hashes; a refusal to run against another controller's
+//! database ([`Error::ControllerMismatch`]). Rows this version cannot read give
+//! [`Error::Corrupt`], never a panic.
+//!
+//! What it deliberately does not do: call GitHub or providers, or decide anything; the
+//! control crate does. It does not read configuration files or the environment either: the
+//! binaries parse `docs/configuration.md`'s settings into [`StoreOptions`].
+//!
+//! Async without blocking the runtime: diesel is blocking, so every operation runs in
+//! `tokio::task::spawn_blocking` on a pooled connection, inside the caller's tracing span.
+//!
+//! Main types: [`DieselStore`] (open it with [`DieselStore::open`]), the [`Store`] trait
+//! that bundles the per-aggregate traits ([`ControllerStore`], [`CredentialStore`],
+//! [`EntityStore`], [`ScaleSetStore`], [`InstanceStore`], [`LeaseStore`], [`EventStore`],
+//! [`ApiTokenStore`]) so the control crate can hold an `Arc<dyn Store>`, [`Keyring`] and
+//! [`Error`].
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use scaleset_store::{
+//!     Acquisition, Auth, DatabaseUrl, DieselStore, EncryptionKey, Endpoint, EntityKind,
+//!     Keyring, NewCredentials, NewEntity, SecretString, Store, StoreOptions,
+//! };
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let url = DatabaseUrl::parse(&format!("sqlite://{}", dir.path().join("scaleset.db").display()))?;
+//! // In production the key comes from a key file or the environment (docs/configuration.md).
+//! let key = EncryptionKey::from_base64("k1", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")?;
+//! let store: Arc<dyn Store> = Arc::new(DieselStore::open(StoreOptions::new(url, Keyring::new(key))).await?);
+//!
+//! let credentials = store
+//!     .create_credentials(NewCredentials {
+//!         name: "main".into(),
+//!         endpoint: Endpoint::github_com(),
+//!         auth: Auth::Pat { token: SecretString::new("ghp_example") },
+//!     })
+//!     .await?;
+//! let org = store
+//!     .create_entity(NewEntity {
+//!         kind: EntityKind::Organization { name: "acme".into() },
+//!         credentials_id: credentials.id,
+//!     })
+//!     .await?;
+//! assert_eq!(store.list_entities().await?, vec![org]);
+//! # let _ = (Duration::ZERO, None::<Acquisition>);
+//! # Ok(())
+//! # }
+//! ```
+
+mod api_token;
+mod clock;
+mod controller;
+mod credentials;
+mod database;
+mod entity;
+mod error;
+mod event;
+mod instance;
+mod keyring;
+mod lease;
+mod options;
+mod scale_set;
+
+pub use api_token::{API_TOKEN_PREFIX, ApiToken, ApiTokenId, ApiTokenSecret, ApiTokenStore};
+pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
+pub use controller::{ControllerBinding, ControllerStore};
+pub use credentials::{
+    Auth, CredentialStore, Credentials, CredentialsId, Endpoint, NewCredentials,
+};
+pub use database::DieselStore;
+pub use entity::{Entity, EntityId, EntityKind, EntityStore, NewEntity};
+pub use error::{Error, ErrorClass, Result};
+pub use event::{Event, EventStore};
+pub use instance::{Instance, InstanceStatus, InstanceStore, NewInstance};
+pub use keyring::{EncryptionKey, Keyring, SecretString};
+pub use lease::{Acquisition, Lease, LeaseRecord, LeaseStore};
+pub use options::{DatabaseUrl, StoreOptions};
+pub use scale_set::{
+    AdoptionPolicy, NewScaleSet, Provenance, RunnerGroup, ScaleSet, ScaleSetId, ScaleSetSpec,
+    ScaleSetState, ScaleSetStore,
+};
+
+/// Every aggregate's store in one object-safe trait, for `Arc<dyn Store>`.
+pub trait Store:
+    ControllerStore
+    + CredentialStore
+    + EntityStore
+    + ScaleSetStore
+    + InstanceStore
+    + LeaseStore
+    + EventStore
+    + ApiTokenStore
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<T> Store for T where
+    T: ControllerStore
+        + CredentialStore
+        + EntityStore
+        + ScaleSetStore
+        + InstanceStore
+        + LeaseStore
+        + EventStore
+        + ApiTokenStore
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// Declares a UUID id newtype.
+macro_rules! id_type {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(pub uuid::Uuid);
+
+        impl $name {
+            /// A new random id.
+            pub fn generate() -> Self {
+                Self(uuid::Uuid::new_v4())
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Display::fmt(&self.0, f)
+            }
+        }
+
+        impl From<uuid::Uuid> for $name {
+            fn from(id: uuid::Uuid) -> Self {
+                Self(id)
+            }
+        }
+    };
+}
+pub(crate) use id_type;
+
+/// Declares an enum stored as lowercase text.
+macro_rules! text_enum {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)+ }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)+
+        }
+
+        impl $name {
+            /// Every value.
+            pub const ALL: &'static [Self] = &[$(Self::$variant,)+];
+
+            /// The stored (and displayed) text.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $text,)+
+                }
+            }
+
+            /// Parses the stored text; `None` for text this version does not know.
+            pub fn from_stored(text: &str) -> Option<Self> {
+                match text {
+                    $($text => Some(Self::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+pub(crate) use text_enum;

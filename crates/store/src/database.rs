@@ -1,0 +1,251 @@
+//! [`DieselStore`]: the one diesel implementation of every store trait, over SQLite or
+//! PostgreSQL. Owns opening (connect, migrate, bind the controller id), running each
+//! operation on a pooled connection in `spawn_blocking`, and the row conversions shared by
+//! the per-aggregate impls in the submodules.
+
+mod api_token;
+mod connection;
+mod controller;
+mod credentials;
+mod entity;
+mod event;
+mod instance;
+mod lease;
+mod scale_set;
+mod schema;
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use diesel::connection::{AnsiTransactionManager, TransactionManager};
+use diesel::r2d2::Pool;
+use uuid::Uuid;
+
+use crate::clock::{Clock, Timestamp};
+use crate::controller::{ControllerBinding, ControllerStore as _};
+use crate::error::{Error, Result};
+use crate::keyring::Keyring;
+use crate::options::{DatabaseUrl, StoreOptions};
+
+use self::connection::{Connector, DbConnection};
+
+/// The diesel store over SQLite or PostgreSQL. Cheap to clone (clones share the pool).
+///
+/// Open it with [`DieselStore::open`]; it implements every store trait, so it can be held as
+/// an `Arc<dyn` [`crate::Store`]`>`.
+#[derive(Clone)]
+pub struct DieselStore {
+    pool: Pool<Connector>,
+    ctx: Arc<Context>,
+}
+
+/// What every operation may need besides the connection.
+#[derive(Debug)]
+struct Context {
+    keyring: Arc<Keyring>,
+    clock: Arc<dyn Clock>,
+    event_retention: u32,
+    pool_timeout: Duration,
+    url: DatabaseUrl,
+    binding: std::sync::OnceLock<ControllerBinding>,
+}
+
+impl fmt::Debug for DieselStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DieselStore")
+            .field("url", &self.ctx.url)
+            .field("pool", &self.pool.state())
+            .finish_non_exhaustive()
+    }
+}
+
+impl DieselStore {
+    /// Connects, applies the embedded migrations (idempotent; serialized between processes
+    /// on PostgreSQL by an advisory lock), builds the pool and binds the controller id
+    /// (see [`crate::ControllerStore::bind_controller`]): a database that belongs to another
+    /// controller is [`Error::ControllerMismatch`].
+    pub async fn open(options: StoreOptions) -> Result<Self> {
+        let connector = Connector::new(options.url.clone(), options.busy_timeout);
+        let migrate_with = connector.clone();
+        let span = tracing::Span::current();
+        tokio::task::spawn_blocking(move || {
+            let _entered = span.enter();
+            let mut conn = migrate_with.connect()?;
+            connection::migrate(&mut conn)
+        })
+        .await
+        .map_err(|source| Error::Task {
+            operation: "migrate",
+            source,
+        })??;
+
+        let pool = Pool::builder()
+            .max_size(options.pool_size)
+            .min_idle(Some(0))
+            .connection_timeout(options.connect_timeout)
+            .test_on_check_out(false)
+            .error_handler(Box::new(connection::LogErrors))
+            .build_unchecked(connector);
+        let store = Self {
+            pool,
+            ctx: Arc::new(Context {
+                keyring: options.keyring,
+                clock: options.clock,
+                event_retention: options.event_retention,
+                pool_timeout: options.connect_timeout,
+                url: options.url,
+                binding: std::sync::OnceLock::new(),
+            }),
+        };
+        let binding = store.bind_controller(options.controller_id).await?;
+        match binding {
+            ControllerBinding::Generated(id) => tracing::warn!(
+                controller_id = %id,
+                "no controller_id configured: generated one; pin it in the configuration"
+            ),
+            ControllerBinding::Stored(id) => tracing::warn!(
+                controller_id = %id,
+                "no controller_id configured: using the one in the database; pin it in the configuration"
+            ),
+            _ => tracing::info!(controller_id = %binding.id(), "store opened"),
+        }
+        // Set once here, before the store is shared.
+        let _ = store.ctx.binding.set(binding);
+        Ok(store)
+    }
+
+    /// How the controller id was bound when the store was opened.
+    pub fn controller_binding(&self) -> Option<ControllerBinding> {
+        self.ctx.binding.get().copied()
+    }
+
+    /// The database the store was opened on (password redacted when displayed).
+    pub fn url(&self) -> &DatabaseUrl {
+        &self.ctx.url
+    }
+
+    /// Runs `f` on a pooled connection in `spawn_blocking`, inside the caller's span.
+    async fn run<T, F>(&self, operation: &'static str, f: F) -> Result<T>
+    where
+        F: FnOnce(&mut DbConnection, &Context) -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let pool = self.pool.clone();
+        let ctx = Arc::clone(&self.ctx);
+        let span = tracing::Span::current();
+        tokio::task::spawn_blocking(move || {
+            let _entered = span.enter();
+            let mut conn = pool.get().map_err(|source| Error::Pool {
+                timeout: ctx.pool_timeout,
+                source,
+            })?;
+            f(&mut conn, &ctx)
+        })
+        .await
+        .map_err(|source| Error::Task { operation, source })?
+    }
+}
+
+impl Context {
+    fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+}
+
+/// Runs `f` in a write transaction: `BEGIN IMMEDIATE` on SQLite (the write lock is taken
+/// up front, waiting up to the busy timeout, so two read-then-write transactions cannot
+/// deadlock), a plain read-committed transaction on PostgreSQL.
+fn write_transaction<T>(
+    conn: &mut DbConnection,
+    operation: &'static str,
+    f: impl FnOnce(&mut DbConnection) -> Result<T>,
+) -> Result<T> {
+    match conn {
+        DbConnection::Sqlite(c) => {
+            AnsiTransactionManager::begin_transaction_sql(c, "BEGIN IMMEDIATE")
+        }
+        DbConnection::Postgres(c) => AnsiTransactionManager::begin_transaction(c),
+    }
+    .map_err(Error::backend(operation))?;
+    match f(conn) {
+        Ok(value) => {
+            match <DbConnection as diesel::Connection>::TransactionManager::commit_transaction(conn)
+            {
+                Ok(()) => Ok(value),
+                Err(source) => {
+                    // A failed commit may leave the transaction open; a failed rollback marks the
+                    // connection broken and the pool discards it.
+                    let _ = <DbConnection as diesel::Connection>::TransactionManager::rollback_transaction(conn);
+                    Err(Error::Backend { operation, source })
+                }
+            }
+        }
+        Err(error) => {
+            let _ = <DbConnection as diesel::Connection>::TransactionManager::rollback_transaction(
+                conn,
+            );
+            Err(error)
+        }
+    }
+}
+
+/// Parses a stored UUID column.
+fn parse_uuid(table: &'static str, key: &str, column: &'static str, text: &str) -> Result<Uuid> {
+    Uuid::from_str(text).map_err(|e| Error::Corrupt {
+        table,
+        key: key.to_owned(),
+        column,
+        reason: format!("{text:?} is not a UUID: {e}"),
+    })
+}
+
+/// Converts a stored count to `u32`.
+fn count_from_db(table: &'static str, key: &str, column: &'static str, value: i64) -> Result<u32> {
+    u32::try_from(value).map_err(|_| Error::Corrupt {
+        table,
+        key: key.to_owned(),
+        column,
+        reason: format!("{value} is not a count between 0 and {}", u32::MAX),
+    })
+}
+
+/// Parses a stored enum column.
+fn enum_from_db<T>(
+    table: &'static str,
+    key: &str,
+    column: &'static str,
+    text: &str,
+    parse: impl FnOnce(&str) -> Option<T>,
+) -> Result<T> {
+    parse(text).ok_or_else(|| Error::Corrupt {
+        table,
+        key: key.to_owned(),
+        column,
+        reason: format!("unknown value {text:?} (written by a newer version, or edited by hand)"),
+    })
+}
+
+/// Parses a stored JSON column.
+fn json_from_db<T: serde::de::DeserializeOwned>(
+    table: &'static str,
+    key: &str,
+    column: &'static str,
+    text: &str,
+) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| Error::Corrupt {
+        table,
+        key: key.to_owned(),
+        column,
+        reason: format!("invalid JSON: {e}"),
+    })
+}
+
+/// Converts a duration to whole seconds for storage.
+fn secs_to_db(field: &'static str, duration: Duration) -> Result<i64> {
+    i64::try_from(duration.as_secs()).map_err(|_| Error::Invalid {
+        field,
+        reason: format!("{duration:?} is too long"),
+    })
+}

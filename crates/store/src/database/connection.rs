@@ -1,0 +1,129 @@
+//! Connections: the [`DbConnection`] enum over both backends, the r2d2 [`Connector`] that
+//! opens and configures them (SQLite pragmas per connection), and the embedded migrations.
+
+use std::time::Duration;
+
+use diesel::connection::SimpleConnection as _;
+use diesel::r2d2::R2D2Connection as _;
+use diesel::{Connection as _, PgConnection, RunQueryDsl as _, SqliteConnection};
+use diesel_migrations::{EmbeddedMigrations, MigrationHarness as _, embed_migrations};
+
+use crate::error::{Error, Result};
+use crate::options::DatabaseUrl;
+
+const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/sqlite");
+const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/postgres");
+
+/// Key of the PostgreSQL advisory lock held while migrating, so that workers starting
+/// together do not race to apply the same migration ("scaleset" in ASCII).
+const MIGRATION_LOCK: i64 = 0x7363_616c_6573_6574;
+
+/// A connection to either backend; queries written once run on both.
+#[derive(diesel::MultiConnection)]
+pub(crate) enum DbConnection {
+    /// PostgreSQL.
+    Postgres(PgConnection),
+    /// SQLite.
+    Sqlite(SqliteConnection),
+}
+
+/// Opens and configures connections for the pool.
+#[derive(Debug, Clone)]
+pub(crate) struct Connector {
+    url: DatabaseUrl,
+    busy_timeout: Duration,
+}
+
+impl Connector {
+    pub(crate) fn new(url: DatabaseUrl, busy_timeout: Duration) -> Self {
+        Self { url, busy_timeout }
+    }
+
+    /// Opens one configured connection.
+    pub(crate) fn connect(&self) -> Result<DbConnection> {
+        match &self.url {
+            DatabaseUrl::Sqlite { path } => {
+                let connect_error = |source| Error::Connect {
+                    backend: "sqlite",
+                    target: path.clone(),
+                    source,
+                };
+                let mut conn = SqliteConnection::establish(path).map_err(connect_error)?;
+                // busy_timeout first, so that switching to WAL waits for other connections.
+                // synchronous = FULL: a committed write survives power loss, not only a crash.
+                let pragmas = format!(
+                    "PRAGMA busy_timeout = {}; PRAGMA foreign_keys = ON; \
+                     PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;",
+                    self.busy_timeout.as_millis()
+                );
+                conn.batch_execute(&pragmas).map_err(|e| {
+                    connect_error(diesel::ConnectionError::CouldntSetupConfiguration(e))
+                })?;
+                Ok(DbConnection::Sqlite(conn))
+            }
+            DatabaseUrl::Postgres { url } => PgConnection::establish(url)
+                .map(DbConnection::Postgres)
+                .map_err(|source| Error::Connect {
+                    backend: "postgres",
+                    target: self.url.redacted(),
+                    source,
+                }),
+        }
+    }
+}
+
+impl diesel::r2d2::ManageConnection for Connector {
+    type Connection = DbConnection;
+    type Error = Error;
+
+    fn connect(&self) -> Result<DbConnection> {
+        Self::connect(self)
+    }
+
+    fn is_valid(&self, conn: &mut DbConnection) -> Result<()> {
+        conn.ping().map_err(Error::backend("ping"))
+    }
+
+    fn has_broken(&self, conn: &mut DbConnection) -> bool {
+        conn.is_broken()
+    }
+}
+
+/// Logs pool connection failures (the caller gets the timeout error).
+#[derive(Debug)]
+pub(crate) struct LogErrors;
+
+impl diesel::r2d2::HandleError<Error> for LogErrors {
+    fn handle_error(&self, error: Error) {
+        tracing::warn!(error = %error, "database connection failed");
+    }
+}
+
+/// Applies the embedded migrations that are not applied yet.
+pub(crate) fn migrate(conn: &mut DbConnection) -> Result<()> {
+    match conn {
+        DbConnection::Sqlite(c) => c
+            .immediate_transaction(|c| c.run_pending_migrations(SQLITE_MIGRATIONS).map(|_| ()))
+            .map_err(|source| Error::Migration {
+                backend: "sqlite",
+                source,
+            }),
+        DbConnection::Postgres(c) => {
+            diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"))
+                .execute(c)
+                .map_err(Error::backend("lock for migration"))?;
+            let applied = c
+                .run_pending_migrations(POSTGRES_MIGRATIONS)
+                .map(|_| ())
+                .map_err(|source| Error::Migration {
+                    backend: "postgres",
+                    source,
+                });
+            let unlocked =
+                diesel::sql_query(format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"))
+                    .execute(c)
+                    .map_err(Error::backend("unlock after migration"));
+            applied.and(unlocked.map(|_| ()))
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! [`ControllerStore`] over diesel: the single `controller` row.
+
+use async_trait::async_trait;
+use diesel::prelude::*;
+use uuid::Uuid;
+
+use super::schema::controller;
+use super::{DieselStore, parse_uuid};
+use crate::controller::{ControllerBinding, ControllerStore};
+use crate::error::{Error, Result};
+
+fn read(conn: &mut super::DbConnection) -> Result<Option<Uuid>> {
+    let stored: Option<String> = controller::table
+        .select(controller::controller_id)
+        .filter(controller::singleton.eq(1))
+        .first(conn)
+        .optional()
+        .map_err(Error::backend("read controller id"))?;
+    stored
+        .map(|text| parse_uuid("controller", "1", "controller_id", &text))
+        .transpose()
+}
+
+#[async_trait]
+impl ControllerStore for DieselStore {
+    async fn controller_id(&self) -> Result<Option<Uuid>> {
+        self.run("read controller id", |conn, _| read(conn)).await
+    }
+
+    async fn bind_controller(&self, configured: Option<Uuid>) -> Result<ControllerBinding> {
+        self.run("bind controller id", move |conn, ctx| {
+            if let Some(stored) = read(conn)? {
+                return match configured {
+                    Some(configured) if configured == stored => {
+                        Ok(ControllerBinding::Matched(stored))
+                    }
+                    Some(configured) => Err(Error::ControllerMismatch { stored, configured }),
+                    None => Ok(ControllerBinding::Stored(stored)),
+                };
+            }
+            let candidate = configured.unwrap_or_else(Uuid::new_v4);
+            let inserted = diesel::insert_into(controller::table)
+                .values((
+                    controller::singleton.eq(1),
+                    controller::controller_id.eq(candidate.to_string()),
+                    controller::created_at.eq(ctx.now().unix_millis()),
+                ))
+                .execute(conn);
+            match inserted {
+                Ok(_) => Ok(match configured {
+                    Some(id) => ControllerBinding::Adopted(id),
+                    None => ControllerBinding::Generated(candidate),
+                }),
+                // Another process bound the database first: judge against its id.
+                Err(diesel::result::Error::DatabaseError(
+                    diesel::result::DatabaseErrorKind::UniqueViolation,
+                    _,
+                )) => {
+                    let stored = read(conn)?.ok_or_else(|| Error::NotFound {
+                        entity: "controller",
+                        key: "1".to_owned(),
+                    })?;
+                    match configured {
+                        Some(configured) if configured == stored => {
+                            Ok(ControllerBinding::Matched(stored))
+                        }
+                        Some(configured) => Err(Error::ControllerMismatch { stored, configured }),
+                        None => Ok(ControllerBinding::Stored(stored)),
+                    }
+                }
+                Err(source) => Err(Error::Backend {
+                    operation: "bind controller id",
+                    source,
+                }),
+            }
+        })
+        .await
+    }
+}

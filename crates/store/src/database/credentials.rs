@@ -1,0 +1,281 @@
+//! [`CredentialStore`] over diesel: the `credentials` table, secrets sealed by the keyring.
+
+use async_trait::async_trait;
+use diesel::prelude::*;
+
+use super::schema::credentials;
+use super::{Context, DbConnection, DieselStore, parse_uuid, write_transaction};
+use crate::clock::Timestamp;
+use crate::credentials::{
+    Auth, CredentialStore, Credentials, CredentialsId, Endpoint, NewCredentials,
+};
+use crate::error::{Error, Result};
+use crate::keyring::SecretString;
+
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = credentials)]
+struct Row {
+    id: String,
+    name: String,
+    kind: String,
+    app_id: Option<i64>,
+    installation_id: Option<i64>,
+    secret_key_id: String,
+    secret_ciphertext: Vec<u8>,
+    base_url: String,
+    api_base_url: String,
+    ca_bundle: Option<String>,
+    created_at: i64,
+    updated_at: i64,
+}
+
+/// Binds a ciphertext to its row: a ciphertext copied into another row does not open.
+fn aad(id: &str) -> String {
+    format!("scaleset/credentials/{id}/secret")
+}
+
+fn what(name: &str) -> String {
+    format!("the secret of credentials {name:?}")
+}
+
+/// Builds the row for `new`, sealing the secret with the primary key.
+fn to_row(
+    ctx: &Context,
+    id: CredentialsId,
+    new: &NewCredentials,
+    created_at: Timestamp,
+) -> Result<Row> {
+    let id = id.to_string();
+    let (kind, app_id, installation_id, secret) = match &new.auth {
+        Auth::Pat { token } => ("pat", None, None, token),
+        Auth::App {
+            app_id,
+            installation_id,
+            private_key,
+        } => ("app", Some(*app_id), Some(*installation_id), private_key),
+    };
+    let (key_id, ciphertext) =
+        ctx.keyring
+            .seal(&aad(&id), secret.expose().as_bytes(), &what(&new.name))?;
+    Ok(Row {
+        id,
+        name: new.name.clone(),
+        kind: kind.to_owned(),
+        app_id,
+        installation_id,
+        secret_key_id: key_id,
+        secret_ciphertext: ciphertext,
+        base_url: new.endpoint.base_url.clone(),
+        api_base_url: new.endpoint.api_base_url.clone(),
+        ca_bundle: new.endpoint.ca_bundle.clone(),
+        created_at: created_at.unix_millis(),
+        updated_at: ctx.now().unix_millis(),
+    })
+}
+
+fn from_row(ctx: &Context, row: Row) -> Result<Credentials> {
+    let id = CredentialsId(parse_uuid("credentials", &row.id, "id", &row.id)?);
+    let plaintext = ctx.keyring.open(
+        &row.secret_key_id,
+        &aad(&row.id),
+        &row.secret_ciphertext,
+        &what(&row.name),
+    )?;
+    let secret = String::from_utf8(plaintext)
+        .map(SecretString::new)
+        .map_err(|_| Error::Corrupt {
+            table: "credentials",
+            key: row.id.clone(),
+            column: "secret_ciphertext",
+            reason: "the decrypted secret is not UTF-8".to_owned(),
+        })?;
+    let missing = |column| Error::Corrupt {
+        table: "credentials",
+        key: row.id.clone(),
+        column,
+        reason: "NULL for a GitHub App".to_owned(),
+    };
+    let auth = match row.kind.as_str() {
+        "pat" => Auth::Pat { token: secret },
+        "app" => Auth::App {
+            app_id: row.app_id.ok_or_else(|| missing("app_id"))?,
+            installation_id: row
+                .installation_id
+                .ok_or_else(|| missing("installation_id"))?,
+            private_key: secret,
+        },
+        other => {
+            return Err(Error::Corrupt {
+                table: "credentials",
+                key: row.id,
+                column: "kind",
+                reason: format!("unknown kind {other:?}"),
+            });
+        }
+    };
+    Ok(Credentials {
+        id,
+        name: row.name,
+        endpoint: Endpoint {
+            base_url: row.base_url,
+            api_base_url: row.api_base_url,
+            ca_bundle: row.ca_bundle,
+        },
+        auth,
+        key_id: row.secret_key_id,
+        created_at: Timestamp::from_unix_millis(row.created_at),
+        updated_at: Timestamp::from_unix_millis(row.updated_at),
+    })
+}
+
+fn load_one(conn: &mut DbConnection, ctx: &Context, id: CredentialsId) -> Result<Credentials> {
+    let row = credentials::table
+        .find(id.to_string())
+        .select(Row::as_select())
+        .first(conn)
+        .optional()
+        .map_err(Error::backend("read credentials"))?
+        .ok_or_else(|| Error::NotFound {
+            entity: "credentials",
+            key: id.to_string(),
+        })?;
+    from_row(ctx, row)
+}
+
+fn store_row(conn: &mut DbConnection, row: &Row) -> Result<usize> {
+    diesel::update(credentials::table.find(&row.id))
+        .set((
+            credentials::name.eq(&row.name),
+            credentials::kind.eq(&row.kind),
+            credentials::app_id.eq(row.app_id),
+            credentials::installation_id.eq(row.installation_id),
+            credentials::secret_key_id.eq(&row.secret_key_id),
+            credentials::secret_ciphertext.eq(&row.secret_ciphertext),
+            credentials::base_url.eq(&row.base_url),
+            credentials::api_base_url.eq(&row.api_base_url),
+            credentials::ca_bundle.eq(&row.ca_bundle),
+            credentials::updated_at.eq(row.updated_at),
+        ))
+        .execute(conn)
+        .map_err(Error::write("credentials", "update credentials"))
+}
+
+#[async_trait]
+impl CredentialStore for DieselStore {
+    async fn create_credentials(&self, new: NewCredentials) -> Result<Credentials> {
+        self.run("create credentials", move |conn, ctx| {
+            let id = CredentialsId::generate();
+            let row = to_row(ctx, id, &new, ctx.now())?;
+            diesel::insert_into(credentials::table)
+                .values(&row)
+                .execute(conn)
+                .map_err(Error::write("credentials", "create credentials"))?;
+            from_row(ctx, row)
+        })
+        .await
+    }
+
+    async fn get_credentials(&self, id: CredentialsId) -> Result<Credentials> {
+        self.run("read credentials", move |conn, ctx| load_one(conn, ctx, id))
+            .await
+    }
+
+    async fn get_credentials_by_name(&self, name: &str) -> Result<Credentials> {
+        let name = name.to_owned();
+        self.run("read credentials", move |conn, ctx| {
+            let row = credentials::table
+                .filter(credentials::name.eq(&name))
+                .select(Row::as_select())
+                .first(conn)
+                .optional()
+                .map_err(Error::backend("read credentials"))?
+                .ok_or(Error::NotFound {
+                    entity: "credentials",
+                    key: name,
+                })?;
+            from_row(ctx, row)
+        })
+        .await
+    }
+
+    async fn list_credentials(&self) -> Result<Vec<Credentials>> {
+        self.run("list credentials", |conn, ctx| {
+            credentials::table
+                .order(credentials::name)
+                .select(Row::as_select())
+                .load(conn)
+                .map_err(Error::backend("list credentials"))?
+                .into_iter()
+                .map(|row| from_row(ctx, row))
+                .collect()
+        })
+        .await
+    }
+
+    async fn update_credentials(
+        &self,
+        id: CredentialsId,
+        new: NewCredentials,
+    ) -> Result<Credentials> {
+        self.run("update credentials", move |conn, ctx| {
+            write_transaction(conn, "update credentials", |conn| {
+                let created_at: i64 = credentials::table
+                    .find(id.to_string())
+                    .select(credentials::created_at)
+                    .first(conn)
+                    .optional()
+                    .map_err(Error::backend("read credentials"))?
+                    .ok_or_else(|| Error::NotFound {
+                        entity: "credentials",
+                        key: id.to_string(),
+                    })?;
+                let row = to_row(ctx, id, &new, Timestamp::from_unix_millis(created_at))?;
+                store_row(conn, &row)?;
+                from_row(ctx, row)
+            })
+        })
+        .await
+    }
+
+    async fn delete_credentials(&self, id: CredentialsId) -> Result<()> {
+        self.run("delete credentials", move |conn, _| {
+            let deleted = diesel::delete(credentials::table.find(id.to_string()))
+                .execute(conn)
+                .map_err(Error::write("credentials", "delete credentials"))?;
+            if deleted == 0 {
+                return Err(Error::NotFound {
+                    entity: "credentials",
+                    key: id.to_string(),
+                });
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn reseal_credentials(&self) -> Result<usize> {
+        self.run("reseal credentials", |conn, ctx| {
+            write_transaction(conn, "reseal credentials", |conn| {
+                let rows: Vec<Row> = credentials::table
+                    .filter(credentials::secret_key_id.ne(ctx.keyring.primary_id()))
+                    .select(Row::as_select())
+                    .load(conn)
+                    .map_err(Error::backend("read credentials"))?;
+                let count = rows.len();
+                for row in rows {
+                    let created_at = Timestamp::from_unix_millis(row.created_at);
+                    let current = from_row(ctx, row)?;
+                    let new = NewCredentials {
+                        name: current.name,
+                        endpoint: current.endpoint,
+                        auth: current.auth,
+                    };
+                    let resealed = to_row(ctx, current.id, &new, created_at)?;
+                    store_row(conn, &resealed)?;
+                }
+                Ok(count)
+            })
+        })
+        .await
+    }
+}

@@ -1,0 +1,119 @@
+//! [`EventStore`] over diesel: the append-only `events` table, trimmed on append to the
+//! newest `event_retention` rows per scale set.
+
+use async_trait::async_trait;
+use diesel::prelude::*;
+
+use super::schema::events;
+use super::{DieselStore, parse_uuid, write_transaction};
+use crate::clock::Timestamp;
+use crate::error::{Error, Result};
+use crate::event::{Event, EventStore};
+use crate::scale_set::ScaleSetId;
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = events)]
+struct Row {
+    id: i64,
+    scale_set_id: String,
+    kind: String,
+    reason: String,
+    at: i64,
+}
+
+fn from_row(row: Row) -> Result<Event> {
+    let key = row.id.to_string();
+    Ok(Event {
+        id: row.id,
+        scale_set_id: ScaleSetId(parse_uuid(
+            "events",
+            &key,
+            "scale_set_id",
+            &row.scale_set_id,
+        )?),
+        kind: row.kind,
+        reason: row.reason,
+        at: Timestamp::from_unix_millis(row.at),
+    })
+}
+
+#[async_trait]
+impl EventStore for DieselStore {
+    async fn append_event(
+        &self,
+        scale_set_id: ScaleSetId,
+        kind: &str,
+        reason: &str,
+    ) -> Result<Event> {
+        let (kind, reason) = (kind.to_owned(), reason.to_owned());
+        self.run("append event", move |conn, ctx| {
+            write_transaction(conn, "append event", |conn| {
+                let key = scale_set_id.to_string();
+                let at = ctx.now().unix_millis();
+                diesel::insert_into(events::table)
+                    .values((
+                        events::scale_set_id.eq(&key),
+                        events::kind.eq(&kind),
+                        events::reason.eq(&reason),
+                        events::at.eq(at),
+                    ))
+                    .execute(conn)
+                    .map_err(|e| match Error::write("event", "append event")(e) {
+                        Error::Conflict { .. } => Error::NotFound {
+                            entity: "scale set",
+                            key: key.clone(),
+                        },
+                        other => other,
+                    })?;
+                let newest: Vec<Row> = events::table
+                    .filter(events::scale_set_id.eq(&key))
+                    .order(events::id.desc())
+                    .limit(1)
+                    .select(Row::as_select())
+                    .load(conn)
+                    .map_err(Error::backend("read event"))?;
+                let event = newest.into_iter().next().ok_or_else(|| Error::NotFound {
+                    entity: "event",
+                    key: key.clone(),
+                })?;
+                // The oldest id to keep; everything older goes.
+                let keep_from: Option<i64> = events::table
+                    .filter(events::scale_set_id.eq(&key))
+                    .order(events::id.desc())
+                    .offset(i64::from(ctx.event_retention) - 1)
+                    .limit(1)
+                    .select(events::id)
+                    .first(conn)
+                    .optional()
+                    .map_err(Error::backend("trim events"))?;
+                if let Some(keep_from) = keep_from {
+                    diesel::delete(
+                        events::table
+                            .filter(events::scale_set_id.eq(&key))
+                            .filter(events::id.lt(keep_from)),
+                    )
+                    .execute(conn)
+                    .map_err(Error::backend("trim events"))?;
+                }
+                from_row(event)
+            })
+        })
+        .await
+    }
+
+    async fn list_events(&self, scale_set_id: ScaleSetId, limit: u32) -> Result<Vec<Event>> {
+        self.run("list events", move |conn, _| {
+            events::table
+                .filter(events::scale_set_id.eq(scale_set_id.to_string()))
+                .order(events::id.desc())
+                .limit(i64::from(limit))
+                .select(Row::as_select())
+                .load(conn)
+                .map_err(Error::backend("list events"))?
+                .into_iter()
+                .map(from_row)
+                .collect()
+        })
+        .await
+    }
+}

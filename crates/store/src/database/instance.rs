@@ -1,0 +1,230 @@
+//! [`InstanceStore`] over diesel: the `instances` table; every write is fenced by the scale
+//! set's lease and status moves are checked against the transition table.
+
+use async_trait::async_trait;
+use diesel::prelude::*;
+
+use super::lease::check_fence;
+use super::schema::instances;
+use super::{DbConnection, DieselStore, enum_from_db, parse_uuid, write_transaction};
+use crate::clock::Timestamp;
+use crate::error::{Error, Result};
+use crate::instance::{Instance, InstanceStatus, InstanceStore, NewInstance};
+use crate::lease::Lease;
+use crate::scale_set::ScaleSetId;
+
+const TABLE: &str = "instances";
+
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = instances)]
+struct Row {
+    name: String,
+    scale_set_id: String,
+    provider_id: Option<String>,
+    github_runner_id: Option<i64>,
+    pool_key: String,
+    status: String,
+    bootstrap_deadline: Option<i64>,
+    created_at: i64,
+    updated_at: i64,
+}
+
+fn from_row(row: Row) -> Result<Instance> {
+    let key = row.name.as_str();
+    Ok(Instance {
+        scale_set_id: ScaleSetId(parse_uuid(TABLE, key, "scale_set_id", &row.scale_set_id)?),
+        status: enum_from_db(
+            TABLE,
+            key,
+            "status",
+            &row.status,
+            InstanceStatus::from_stored,
+        )?,
+        provider_id: row.provider_id,
+        github_runner_id: row.github_runner_id,
+        pool_key: row.pool_key,
+        bootstrap_deadline: row.bootstrap_deadline.map(Timestamp::from_unix_millis),
+        created_at: Timestamp::from_unix_millis(row.created_at),
+        updated_at: Timestamp::from_unix_millis(row.updated_at),
+        name: row.name,
+    })
+}
+
+/// Reads an instance of the lease's scale set (another scale set's instance is not found:
+/// this lease does not cover it).
+fn load_fenced(conn: &mut DbConnection, lease: &Lease, name: &str) -> Result<Instance> {
+    let row = instances::table
+        .find(name)
+        .filter(instances::scale_set_id.eq(lease.scale_set_id.to_string()))
+        .select(Row::as_select())
+        .first(conn)
+        .optional()
+        .map_err(Error::backend("read instance"))?
+        .ok_or_else(|| Error::NotFound {
+            entity: "instance",
+            key: name.to_owned(),
+        })?;
+    from_row(row)
+}
+
+#[async_trait]
+impl InstanceStore for DieselStore {
+    async fn create_instance(&self, lease: &Lease, new: NewInstance) -> Result<Instance> {
+        let lease = lease.clone();
+        self.run("create instance", move |conn, ctx| {
+            write_transaction(conn, "create instance", |conn| {
+                check_fence(conn, &lease)?;
+                let now = ctx.now().unix_millis();
+                let row = Row {
+                    name: new.name,
+                    scale_set_id: lease.scale_set_id.to_string(),
+                    provider_id: None,
+                    github_runner_id: None,
+                    pool_key: new.pool_key,
+                    status: InstanceStatus::Pending.as_str().to_owned(),
+                    bootstrap_deadline: new.bootstrap_deadline.map(Timestamp::unix_millis),
+                    created_at: now,
+                    updated_at: now,
+                };
+                diesel::insert_into(instances::table)
+                    .values(&row)
+                    .execute(conn)
+                    .map_err(Error::write("instance", "create instance"))?;
+                from_row(row)
+            })
+        })
+        .await
+    }
+
+    async fn get_instance(&self, name: &str) -> Result<Instance> {
+        let name = name.to_owned();
+        self.run("read instance", move |conn, _| {
+            let row = instances::table
+                .find(&name)
+                .select(Row::as_select())
+                .first(conn)
+                .optional()
+                .map_err(Error::backend("read instance"))?
+                .ok_or(Error::NotFound {
+                    entity: "instance",
+                    key: name,
+                })?;
+            from_row(row)
+        })
+        .await
+    }
+
+    async fn list_instances(&self, scale_set_id: ScaleSetId) -> Result<Vec<Instance>> {
+        self.run("list instances", move |conn, _| {
+            instances::table
+                .filter(instances::scale_set_id.eq(scale_set_id.to_string()))
+                .order(instances::name)
+                .select(Row::as_select())
+                .load(conn)
+                .map_err(Error::backend("list instances"))?
+                .into_iter()
+                .map(from_row)
+                .collect()
+        })
+        .await
+    }
+
+    async fn transition_instance(
+        &self,
+        lease: &Lease,
+        name: &str,
+        to: InstanceStatus,
+    ) -> Result<Instance> {
+        let lease = lease.clone();
+        let name = name.to_owned();
+        self.run("transition instance", move |conn, ctx| {
+            write_transaction(conn, "transition instance", |conn| {
+                check_fence(conn, &lease)?;
+                let current = load_fenced(conn, &lease, &name)?;
+                if !current.status.can_move_to(to) {
+                    return Err(Error::InvalidTransition {
+                        instance: name,
+                        from: current.status,
+                        to,
+                    });
+                }
+                if current.status == to {
+                    return Ok(current);
+                }
+                let now = ctx.now();
+                diesel::update(instances::table.find(&name))
+                    .set((
+                        instances::status.eq(to.as_str()),
+                        instances::updated_at.eq(now.unix_millis()),
+                    ))
+                    .execute(conn)
+                    .map_err(Error::backend("transition instance"))?;
+                Ok(Instance {
+                    status: to,
+                    updated_at: now,
+                    ..current
+                })
+            })
+        })
+        .await
+    }
+
+    async fn set_instance_ids(
+        &self,
+        lease: &Lease,
+        name: &str,
+        provider_id: Option<&str>,
+        github_runner_id: Option<i64>,
+    ) -> Result<Instance> {
+        let lease = lease.clone();
+        let name = name.to_owned();
+        let provider_id = provider_id.map(str::to_owned);
+        self.run("set instance ids", move |conn, ctx| {
+            write_transaction(conn, "set instance ids", |conn| {
+                check_fence(conn, &lease)?;
+                let current = load_fenced(conn, &lease, &name)?;
+                let updated = Instance {
+                    provider_id: provider_id.or(current.provider_id),
+                    github_runner_id: github_runner_id.or(current.github_runner_id),
+                    updated_at: ctx.now(),
+                    ..current
+                };
+                diesel::update(instances::table.find(&name))
+                    .set((
+                        instances::provider_id.eq(&updated.provider_id),
+                        instances::github_runner_id.eq(updated.github_runner_id),
+                        instances::updated_at.eq(updated.updated_at.unix_millis()),
+                    ))
+                    .execute(conn)
+                    .map_err(Error::backend("set instance ids"))?;
+                Ok(updated)
+            })
+        })
+        .await
+    }
+
+    async fn delete_instance(&self, lease: &Lease, name: &str) -> Result<()> {
+        let lease = lease.clone();
+        let name = name.to_owned();
+        self.run("delete instance", move |conn, _| {
+            write_transaction(conn, "delete instance", |conn| {
+                check_fence(conn, &lease)?;
+                let deleted = diesel::delete(
+                    instances::table
+                        .find(&name)
+                        .filter(instances::scale_set_id.eq(lease.scale_set_id.to_string())),
+                )
+                .execute(conn)
+                .map_err(Error::backend("delete instance"))?;
+                if deleted == 0 {
+                    return Err(Error::NotFound {
+                        entity: "instance",
+                        key: name,
+                    });
+                }
+                Ok(())
+            })
+        })
+        .await
+    }
+}

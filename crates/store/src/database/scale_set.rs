@@ -1,0 +1,425 @@
+//! [`ScaleSetStore`] over diesel: the `scale_sets` table, generation-checked updates and
+//! fenced cursor writes.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use diesel::prelude::*;
+
+use super::lease::check_fence;
+use super::schema::scale_sets;
+use super::{
+    Context, DbConnection, DieselStore, count_from_db, enum_from_db, json_from_db, parse_uuid,
+    secs_to_db, write_transaction,
+};
+use crate::clock::Timestamp;
+use crate::entity::EntityId;
+use crate::error::{Error, Result};
+use crate::lease::Lease;
+use crate::scale_set::{
+    AdoptionPolicy, NewScaleSet, Provenance, RunnerGroup, ScaleSet, ScaleSetId, ScaleSetSpec,
+    ScaleSetState, ScaleSetStore,
+};
+
+const TABLE: &str = "scale_sets";
+
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = scale_sets)]
+struct Row {
+    id: String,
+    entity_id: String,
+    name: String,
+    runner_group_name: String,
+    runner_group_id: Option<i64>,
+    labels: String,
+    disable_update: bool,
+    provider: String,
+    image: String,
+    flavor: String,
+    min_idle: i64,
+    max_runners: i64,
+    bootstrap_timeout_secs: i64,
+    runner_prefix: String,
+    extra_specs: String,
+    enabled: bool,
+    adoption_policy: String,
+    repair: bool,
+    github_id: Option<i64>,
+    provenance: Option<String>,
+    evidence: String,
+    state: String,
+    state_reason: String,
+    last_message_id: i64,
+    session_id: Option<String>,
+    desired_runners: i64,
+    generation: i64,
+    created_at: i64,
+    updated_at: i64,
+}
+
+fn to_json(field: &'static str, value: &impl serde::Serialize) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| Error::Invalid {
+        field,
+        reason: format!("cannot be written as JSON: {e}"),
+    })
+}
+
+fn from_row(row: Row) -> Result<ScaleSet> {
+    let key = row.id.as_str();
+    let bootstrap_secs = u64::try_from(row.bootstrap_timeout_secs).map_err(|_| Error::Corrupt {
+        table: TABLE,
+        key: key.to_owned(),
+        column: "bootstrap_timeout_secs",
+        reason: format!("{} is negative", row.bootstrap_timeout_secs),
+    })?;
+    let provenance = row
+        .provenance
+        .as_deref()
+        .map(|text| enum_from_db(TABLE, key, "provenance", text, Provenance::from_stored))
+        .transpose()?;
+    Ok(ScaleSet {
+        id: ScaleSetId(parse_uuid(TABLE, key, "id", &row.id)?),
+        entity_id: EntityId(parse_uuid(TABLE, key, "entity_id", &row.entity_id)?),
+        spec: ScaleSetSpec {
+            runner_group: RunnerGroup {
+                name: row.runner_group_name,
+                id: row.runner_group_id,
+            },
+            labels: json_from_db(TABLE, key, "labels", &row.labels)?,
+            disable_update: row.disable_update,
+            provider: row.provider,
+            image: row.image,
+            flavor: row.flavor,
+            min_idle: count_from_db(TABLE, key, "min_idle", row.min_idle)?,
+            max_runners: count_from_db(TABLE, key, "max_runners", row.max_runners)?,
+            bootstrap_timeout: Duration::from_secs(bootstrap_secs),
+            runner_prefix: row.runner_prefix,
+            extra_specs: json_from_db(TABLE, key, "extra_specs", &row.extra_specs)?,
+            enabled: row.enabled,
+            adoption_policy: enum_from_db(
+                TABLE,
+                key,
+                "adoption_policy",
+                &row.adoption_policy,
+                AdoptionPolicy::from_stored,
+            )?,
+            repair: row.repair,
+            name: row.name,
+        },
+        github_id: row.github_id,
+        provenance,
+        evidence: json_from_db(TABLE, key, "evidence", &row.evidence)?,
+        state: enum_from_db(TABLE, key, "state", &row.state, ScaleSetState::from_stored)?,
+        state_reason: row.state_reason,
+        last_message_id: row.last_message_id,
+        session_id: row.session_id,
+        desired_runners: count_from_db(TABLE, key, "desired_runners", row.desired_runners)?,
+        generation: row.generation,
+        created_at: Timestamp::from_unix_millis(row.created_at),
+        updated_at: Timestamp::from_unix_millis(row.updated_at),
+    })
+}
+
+fn load(conn: &mut DbConnection, id: ScaleSetId) -> Result<ScaleSet> {
+    let row = scale_sets::table
+        .find(id.to_string())
+        .select(Row::as_select())
+        .first(conn)
+        .optional()
+        .map_err(Error::backend("read scale set"))?
+        .ok_or_else(|| Error::NotFound {
+            entity: "scale set",
+            key: id.to_string(),
+        })?;
+    from_row(row)
+}
+
+fn new_row(ctx: &Context, new: &NewScaleSet) -> Result<Row> {
+    let now = ctx.now().unix_millis();
+    let spec = &new.spec;
+    Ok(Row {
+        id: ScaleSetId::generate().to_string(),
+        entity_id: new.entity_id.to_string(),
+        name: spec.name.clone(),
+        runner_group_name: spec.runner_group.name.clone(),
+        runner_group_id: spec.runner_group.id,
+        labels: to_json("labels", &spec.labels)?,
+        disable_update: spec.disable_update,
+        provider: spec.provider.clone(),
+        image: spec.image.clone(),
+        flavor: spec.flavor.clone(),
+        min_idle: i64::from(spec.min_idle),
+        max_runners: i64::from(spec.max_runners),
+        bootstrap_timeout_secs: secs_to_db("bootstrap_timeout", spec.bootstrap_timeout)?,
+        runner_prefix: spec.runner_prefix.clone(),
+        extra_specs: to_json("extra_specs", &spec.extra_specs)?,
+        enabled: spec.enabled,
+        adoption_policy: spec.adoption_policy.as_str().to_owned(),
+        repair: spec.repair,
+        github_id: None,
+        provenance: None,
+        evidence: "null".to_owned(),
+        state: ScaleSetState::Pending.as_str().to_owned(),
+        state_reason: String::new(),
+        last_message_id: 0,
+        session_id: None,
+        desired_runners: 0,
+        generation: 1,
+        created_at: now,
+        updated_at: now,
+    })
+}
+
+/// Runs a fenced single-column write on the lease's scale set.
+fn fenced_update<F>(
+    conn: &mut DbConnection,
+    lease: &Lease,
+    operation: &'static str,
+    write: F,
+) -> Result<()>
+where
+    F: FnOnce(&mut DbConnection, String) -> QueryResult<usize>,
+{
+    write_transaction(conn, operation, |conn| {
+        check_fence(conn, lease)?;
+        let updated =
+            write(conn, lease.scale_set_id.to_string()).map_err(Error::backend(operation))?;
+        if updated == 0 {
+            return Err(Error::NotFound {
+                entity: "scale set",
+                key: lease.scale_set_id.to_string(),
+            });
+        }
+        Ok(())
+    })
+}
+
+#[async_trait]
+impl ScaleSetStore for DieselStore {
+    async fn create_scale_set(&self, new: NewScaleSet) -> Result<ScaleSet> {
+        self.run("create scale set", move |conn, ctx| {
+            let row = new_row(ctx, &new)?;
+            diesel::insert_into(scale_sets::table)
+                .values(&row)
+                .execute(conn)
+                .map_err(Error::write("scale set", "create scale set"))?;
+            from_row(row)
+        })
+        .await
+    }
+
+    async fn get_scale_set(&self, id: ScaleSetId) -> Result<ScaleSet> {
+        self.run("read scale set", move |conn, _| load(conn, id))
+            .await
+    }
+
+    async fn find_scale_set(
+        &self,
+        entity_id: EntityId,
+        runner_group: &str,
+        name: &str,
+    ) -> Result<Option<ScaleSet>> {
+        let (runner_group, name) = (runner_group.to_owned(), name.to_owned());
+        self.run("find scale set", move |conn, _| {
+            scale_sets::table
+                .filter(scale_sets::entity_id.eq(entity_id.to_string()))
+                .filter(scale_sets::runner_group_name.eq(&runner_group))
+                .filter(scale_sets::name.eq(&name))
+                .select(Row::as_select())
+                .first(conn)
+                .optional()
+                .map_err(Error::backend("find scale set"))?
+                .map(from_row)
+                .transpose()
+        })
+        .await
+    }
+
+    async fn list_scale_sets(&self, entity_id: Option<EntityId>) -> Result<Vec<ScaleSet>> {
+        self.run("list scale sets", move |conn, _| {
+            let mut query = scale_sets::table
+                .order((
+                    scale_sets::name,
+                    scale_sets::runner_group_name,
+                    scale_sets::id,
+                ))
+                .select(Row::as_select())
+                .into_boxed();
+            if let Some(entity_id) = entity_id {
+                query = query.filter(scale_sets::entity_id.eq(entity_id.to_string()));
+            }
+            query
+                .load(conn)
+                .map_err(Error::backend("list scale sets"))?
+                .into_iter()
+                .map(from_row)
+                .collect()
+        })
+        .await
+    }
+
+    async fn update_scale_set(&self, scale_set: &ScaleSet) -> Result<ScaleSet> {
+        let wanted = scale_set.clone();
+        self.run("update scale set", move |conn, ctx| {
+            write_transaction(conn, "update scale set", |conn| {
+                let id = wanted.id.to_string();
+                let stale = || Error::Stale {
+                    id: id.clone(),
+                    expected: wanted.generation,
+                };
+                let current: (Option<i64>, i64) = scale_sets::table
+                    .find(&id)
+                    .select((scale_sets::github_id, scale_sets::generation))
+                    .first(conn)
+                    .optional()
+                    .map_err(Error::backend("read scale set"))?
+                    .ok_or_else(|| Error::NotFound {
+                        entity: "scale set",
+                        key: id.clone(),
+                    })?;
+                if current.1 != wanted.generation {
+                    return Err(stale());
+                }
+                let spec = &wanted.spec;
+                let updated = diesel::update(
+                    scale_sets::table
+                        .find(&id)
+                        .filter(scale_sets::generation.eq(wanted.generation)),
+                )
+                .set((
+                    (
+                        scale_sets::name.eq(&spec.name),
+                        scale_sets::runner_group_name.eq(&spec.runner_group.name),
+                        scale_sets::runner_group_id.eq(spec.runner_group.id),
+                        scale_sets::labels.eq(to_json("labels", &spec.labels)?),
+                        scale_sets::disable_update.eq(spec.disable_update),
+                        scale_sets::provider.eq(&spec.provider),
+                        scale_sets::image.eq(&spec.image),
+                        scale_sets::flavor.eq(&spec.flavor),
+                        scale_sets::min_idle.eq(i64::from(spec.min_idle)),
+                        scale_sets::max_runners.eq(i64::from(spec.max_runners)),
+                        scale_sets::bootstrap_timeout_secs
+                            .eq(secs_to_db("bootstrap_timeout", spec.bootstrap_timeout)?),
+                        scale_sets::runner_prefix.eq(&spec.runner_prefix),
+                        scale_sets::extra_specs.eq(to_json("extra_specs", &spec.extra_specs)?),
+                        scale_sets::enabled.eq(spec.enabled),
+                        scale_sets::adoption_policy.eq(spec.adoption_policy.as_str()),
+                        scale_sets::repair.eq(spec.repair),
+                    ),
+                    (
+                        scale_sets::github_id.eq(wanted.github_id),
+                        scale_sets::provenance.eq(wanted.provenance.map(Provenance::as_str)),
+                        scale_sets::evidence.eq(to_json("evidence", &wanted.evidence)?),
+                        scale_sets::state.eq(wanted.state.as_str()),
+                        scale_sets::state_reason.eq(&wanted.state_reason),
+                        scale_sets::generation.eq(wanted.generation + 1),
+                        scale_sets::updated_at.eq(ctx.now().unix_millis()),
+                    ),
+                ))
+                .execute(conn)
+                .map_err(Error::write("scale set", "update scale set"))?;
+                if updated == 0 {
+                    return Err(stale());
+                }
+                if current.0 != wanted.github_id {
+                    // The cursor and session belonged to the previous GitHub scale set.
+                    diesel::update(scale_sets::table.find(&id))
+                        .set((
+                            scale_sets::last_message_id.eq(0_i64),
+                            scale_sets::session_id.eq(None::<String>),
+                        ))
+                        .execute(conn)
+                        .map_err(Error::backend("reset message cursor"))?;
+                }
+                load(conn, wanted.id)
+            })
+        })
+        .await
+    }
+
+    async fn set_message_cursor(&self, lease: &Lease, last_message_id: i64) -> Result<()> {
+        let lease = lease.clone();
+        self.run("set message cursor", move |conn, ctx| {
+            let now = ctx.now().unix_millis();
+            fenced_update(conn, &lease, "set message cursor", |conn, id| {
+                diesel::update(scale_sets::table.find(id))
+                    .set((
+                        scale_sets::last_message_id.eq(last_message_id),
+                        scale_sets::updated_at.eq(now),
+                    ))
+                    .execute(conn)
+            })
+        })
+        .await
+    }
+
+    async fn set_message_session(&self, lease: &Lease, session_id: Option<&str>) -> Result<()> {
+        let lease = lease.clone();
+        let session_id = session_id.map(str::to_owned);
+        self.run("set message session", move |conn, ctx| {
+            let now = ctx.now().unix_millis();
+            fenced_update(conn, &lease, "set message session", |conn, id| {
+                diesel::update(scale_sets::table.find(id))
+                    .set((
+                        scale_sets::session_id.eq(session_id),
+                        scale_sets::updated_at.eq(now),
+                    ))
+                    .execute(conn)
+            })
+        })
+        .await
+    }
+
+    async fn set_desired_runners(&self, lease: &Lease, desired: u32) -> Result<()> {
+        let lease = lease.clone();
+        self.run("set desired runners", move |conn, ctx| {
+            let now = ctx.now().unix_millis();
+            fenced_update(conn, &lease, "set desired runners", |conn, id| {
+                diesel::update(scale_sets::table.find(id))
+                    .set((
+                        scale_sets::desired_runners.eq(i64::from(desired)),
+                        scale_sets::updated_at.eq(now),
+                    ))
+                    .execute(conn)
+            })
+        })
+        .await
+    }
+
+    async fn delete_scale_set(&self, id: ScaleSetId, generation: i64) -> Result<()> {
+        self.run("delete scale set", move |conn, _| {
+            write_transaction(conn, "delete scale set", |conn| {
+                let key = id.to_string();
+                let deleted = diesel::delete(
+                    scale_sets::table
+                        .find(&key)
+                        .filter(scale_sets::generation.eq(generation)),
+                )
+                .execute(conn)
+                .map_err(Error::write("scale set", "delete scale set"))?;
+                if deleted == 1 {
+                    return Ok(());
+                }
+                let exists = scale_sets::table
+                    .find(&key)
+                    .select(scale_sets::id)
+                    .first::<String>(conn)
+                    .optional()
+                    .map_err(Error::backend("read scale set"))?
+                    .is_some();
+                Err(if exists {
+                    Error::Stale {
+                        id: key,
+                        expected: generation,
+                    }
+                } else {
+                    Error::NotFound {
+                        entity: "scale set",
+                        key,
+                    }
+                })
+            })
+        })
+        .await
+    }
+}

@@ -1,0 +1,130 @@
+//! The diesel table definitions, matching `migrations/*/up.sql` (the same for both backends).
+
+diesel::table! {
+    controller (singleton) {
+        singleton -> Integer,
+        controller_id -> Text,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    credentials (id) {
+        id -> Text,
+        name -> Text,
+        kind -> Text,
+        app_id -> Nullable<BigInt>,
+        installation_id -> Nullable<BigInt>,
+        secret_key_id -> Text,
+        secret_ciphertext -> Binary,
+        base_url -> Text,
+        api_base_url -> Text,
+        ca_bundle -> Nullable<Text>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    entities (id) {
+        id -> Text,
+        credentials_id -> Text,
+        kind -> Text,
+        path -> Text,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    scale_sets (id) {
+        id -> Text,
+        entity_id -> Text,
+        name -> Text,
+        runner_group_name -> Text,
+        runner_group_id -> Nullable<BigInt>,
+        labels -> Text,
+        disable_update -> Bool,
+        provider -> Text,
+        image -> Text,
+        flavor -> Text,
+        min_idle -> BigInt,
+        max_runners -> BigInt,
+        bootstrap_timeout_secs -> BigInt,
+        runner_prefix -> Text,
+        extra_specs -> Text,
+        enabled -> Bool,
+        adoption_policy -> Text,
+        repair -> Bool,
+        github_id -> Nullable<BigInt>,
+        provenance -> Nullable<Text>,
+        evidence -> Text,
+        state -> Text,
+        state_reason -> Text,
+        last_message_id -> BigInt,
+        session_id -> Nullable<Text>,
+        desired_runners -> BigInt,
+        generation -> BigInt,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    instances (name) {
+        name -> Text,
+        scale_set_id -> Text,
+        provider_id -> Nullable<Text>,
+        github_runner_id -> Nullable<BigInt>,
+        pool_key -> Text,
+        status -> Text,
+        bootstrap_deadline -> Nullable<BigInt>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    leases (scale_set_id) {
+        scale_set_id -> Text,
+        holder -> Text,
+        token -> BigInt,
+        expires_at -> BigInt,
+        acquired_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    events (id) {
+        id -> BigInt,
+        scale_set_id -> Text,
+        kind -> Text,
+        reason -> Text,
+        at -> BigInt,
+    }
+}
+
+diesel::table! {
+    api_tokens (id) {
+        id -> Text,
+        name -> Text,
+        token_hash -> Binary,
+        created_at -> BigInt,
+    }
+}
+
+diesel::joinable!(entities -> credentials (credentials_id));
+diesel::joinable!(scale_sets -> entities (entity_id));
+diesel::joinable!(instances -> scale_sets (scale_set_id));
+diesel::joinable!(leases -> scale_sets (scale_set_id));
+diesel::joinable!(events -> scale_sets (scale_set_id));
+
+diesel::allow_tables_to_appear_in_same_query!(
+    controller,
+    credentials,
+    entities,
+    scale_sets,
+    instances,
+    leases,
+    events,
+    api_tokens,
+);

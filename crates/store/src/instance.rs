@@ -1,0 +1,128 @@
+//! The instance aggregate: one provider instance running (or about to run) one ephemeral
+//! runner, with its status transition table. Every write carries the scale set's lease.
+
+use async_trait::async_trait;
+
+use crate::clock::Timestamp;
+use crate::error::Result;
+use crate::lease::Lease;
+use crate::scale_set::ScaleSetId;
+
+crate::text_enum! {
+    /// Where an instance is in its life.
+    ///
+    /// Allowed moves (anything else is [`crate::Error::InvalidTransition`]; moving to the
+    /// current status is an idempotent no-op):
+    ///
+    /// | from | to |
+    /// | --- | --- |
+    /// | pending | creating, deleting, failed |
+    /// | creating | running, deleting, failed |
+    /// | running | busy, deleting, failed |
+    /// | busy | deleting, failed |
+    /// | failed | deleting |
+    /// | deleting | deleted, failed |
+    /// | deleted | (none) |
+    InstanceStatus {
+        /// Intent recorded; the provider has not been asked yet.
+        Pending = "pending",
+        /// The provider is creating it.
+        Creating = "creating",
+        /// Running; the runner is booting or idle.
+        Running = "running",
+        /// The runner is running a job.
+        Busy = "busy",
+        /// Being deleted from the provider.
+        Deleting = "deleting",
+        /// Gone from the provider; the row can be removed.
+        Deleted = "deleted",
+        /// Failed; to be deleted.
+        Failed = "failed",
+    }
+}
+
+impl InstanceStatus {
+    /// Whether the transition table allows moving from `self` to `to`.
+    pub fn can_move_to(self, to: Self) -> bool {
+        use InstanceStatus::{Busy, Creating, Deleted, Deleting, Failed, Pending, Running};
+        self == to
+            || matches!(
+                (self, to),
+                (Pending, Creating | Deleting | Failed)
+                    | (Creating, Running | Deleting | Failed)
+                    | (Running, Busy | Deleting | Failed)
+                    | (Busy, Deleting | Failed)
+                    | (Failed, Deleting)
+                    | (Deleting, Deleted | Failed)
+            )
+    }
+}
+
+/// An instance to record (status pending), before the provider is asked to create it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewInstance {
+    /// The unique runner and instance name.
+    pub name: String,
+    /// The provider pool key (`<controller id>:<GitHub scale-set id>`).
+    pub pool_key: String,
+    /// When it must have registered by.
+    pub bootstrap_deadline: Option<Timestamp>,
+}
+
+/// A stored instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instance {
+    /// The unique name.
+    pub name: String,
+    /// The scale set it serves.
+    pub scale_set_id: ScaleSetId,
+    /// The provider's id for it, once known.
+    pub provider_id: Option<String>,
+    /// GitHub's runner id, once known.
+    pub github_runner_id: Option<i64>,
+    /// The provider pool key.
+    pub pool_key: String,
+    /// The status.
+    pub status: InstanceStatus,
+    /// When it must have registered by.
+    pub bootstrap_deadline: Option<Timestamp>,
+    /// When it was recorded.
+    pub created_at: Timestamp,
+    /// When it was last written.
+    pub updated_at: Timestamp,
+}
+
+/// Instances. Writes carry the lease of the instance's scale set and fail with
+/// [`crate::Error::LeaseLost`] once another holder has taken it over.
+#[async_trait]
+pub trait InstanceStore: Send + Sync {
+    /// Records a new instance of the lease's scale set. A duplicate name is
+    /// [`crate::Error::Conflict`].
+    async fn create_instance(&self, lease: &Lease, new: NewInstance) -> Result<Instance>;
+
+    /// Reads an instance by name.
+    async fn get_instance(&self, name: &str) -> Result<Instance>;
+
+    /// The instances of a scale set, by name.
+    async fn list_instances(&self, scale_set_id: ScaleSetId) -> Result<Vec<Instance>>;
+
+    /// Moves an instance to `to` if the transition table allows it.
+    async fn transition_instance(
+        &self,
+        lease: &Lease,
+        name: &str,
+        to: InstanceStatus,
+    ) -> Result<Instance>;
+
+    /// Records the provider id and GitHub runner id once known (`None` leaves a value as is).
+    async fn set_instance_ids(
+        &self,
+        lease: &Lease,
+        name: &str,
+        provider_id: Option<&str>,
+        github_runner_id: Option<i64>,
+    ) -> Result<Instance>;
+
+    /// Removes an instance row.
+    async fn delete_instance(&self, lease: &Lease, name: &str) -> Result<()>;
+}

@@ -1,0 +1,191 @@
+//! The scale-set aggregate: the desired spec, what adoption found on GitHub, the visible
+//! state, and the worker's message cursor. Spec and state are guarded by a generation
+//! (optimistic concurrency); the cursor, session and desired count by the lease's fencing
+//! token.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::clock::Timestamp;
+use crate::entity::EntityId;
+use crate::error::Result;
+use crate::lease::Lease;
+
+crate::id_type! {
+    /// The id of a scale-set row.
+    ScaleSetId
+}
+
+crate::text_enum! {
+    /// Which same-name scale sets found on GitHub may be adopted (DESIGN §4).
+    AdoptionPolicy {
+        /// A same-name scale set we hold no record of is a refusal.
+        Never = "never",
+        /// Adopt only on ownership evidence (the default).
+        Owned = "owned",
+        /// Adopt unless there is evidence of a live foreign owner.
+        Any = "any",
+    }
+}
+
+crate::text_enum! {
+    /// How this controller came to hold the GitHub scale set.
+    Provenance {
+        /// This controller created it (only this may be rolled back).
+        Created = "created",
+        /// The stored GitHub id was confirmed.
+        Known = "known",
+        /// Adopted on evidence or policy.
+        Adopted = "adopted",
+    }
+}
+
+crate::text_enum! {
+    /// The visible state of a scale set.
+    ScaleSetState {
+        /// Not yet ensured on GitHub.
+        Pending = "pending",
+        /// Ensured; being served.
+        Ready = "ready",
+        /// Adoption refused (see the reason).
+        Refused = "refused",
+        /// Adopted but its labels or settings differ from the spec, and repair is off.
+        Drifted = "drifted",
+        /// Another owner holds the message session.
+        ForeignSession = "foreign_session",
+        /// GitHub deleted it; waiting to be ensured again.
+        Dormant = "dormant",
+        /// Failing; being retried (see the reason).
+        Error = "error",
+    }
+}
+
+/// The runner group a scale set lives in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunnerGroup {
+    /// The group's name (part of the unique key).
+    pub name: String,
+    /// GitHub's id for the group, once resolved.
+    pub id: Option<i64>,
+}
+
+/// What the operator asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScaleSetSpec {
+    /// The scale set's name on GitHub.
+    pub name: String,
+    /// The runner group.
+    pub runner_group: RunnerGroup,
+    /// Labels (the owner label is added by the control crate, not stored here).
+    pub labels: Vec<String>,
+    /// GitHub's `disableUpdate`.
+    pub disable_update: bool,
+    /// The provider's name.
+    pub provider: String,
+    /// The provider image.
+    pub image: String,
+    /// The provider flavor.
+    pub flavor: String,
+    /// Idle runners kept warm.
+    pub min_idle: u32,
+    /// The most runners at once.
+    pub max_runners: u32,
+    /// How long an instance may take to register before it is deleted.
+    pub bootstrap_timeout: Duration,
+    /// The runner name prefix.
+    pub runner_prefix: String,
+    /// Provider-specific settings, passed through.
+    pub extra_specs: serde_json::Value,
+    /// Whether the scale set is served.
+    pub enabled: bool,
+    /// The adoption policy.
+    pub adoption_policy: AdoptionPolicy,
+    /// Whether adoption may repair drift.
+    pub repair: bool,
+}
+
+/// A scale set to create.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewScaleSet {
+    /// The entity it belongs to.
+    pub entity_id: EntityId,
+    /// The spec.
+    pub spec: ScaleSetSpec,
+}
+
+/// A stored scale set. Change it by editing the public fields and passing it to
+/// [`ScaleSetStore::update_scale_set`], which checks [`ScaleSet::generation`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScaleSet {
+    /// The id.
+    pub id: ScaleSetId,
+    /// The entity it belongs to (fixed at create).
+    pub entity_id: EntityId,
+    /// The spec.
+    pub spec: ScaleSetSpec,
+    /// GitHub's id, once ensured; `None` after GitHub deleted it.
+    pub github_id: Option<i64>,
+    /// How the GitHub scale set came to be ours.
+    pub provenance: Option<Provenance>,
+    /// The adoption evidence, as the control crate records it (opaque JSON).
+    pub evidence: serde_json::Value,
+    /// The visible state.
+    pub state: ScaleSetState,
+    /// Why it is in that state, for operators.
+    pub state_reason: String,
+    /// The last message id handled (fenced; see [`ScaleSetStore::set_message_cursor`]).
+    pub last_message_id: i64,
+    /// The message session id (fenced; see [`ScaleSetStore::set_message_session`]).
+    pub session_id: Option<String>,
+    /// The runner count the scaler wants (fenced; see [`ScaleSetStore::set_desired_runners`]).
+    pub desired_runners: u32,
+    /// Bumped by every [`ScaleSetStore::update_scale_set`].
+    pub generation: i64,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When it was last written.
+    pub updated_at: Timestamp,
+}
+
+/// Scale sets.
+#[async_trait]
+pub trait ScaleSetStore: Send + Sync {
+    /// Stores a new scale set (state pending, generation 1). A duplicate
+    /// (entity, runner group name, name) is [`crate::Error::Conflict`].
+    async fn create_scale_set(&self, new: NewScaleSet) -> Result<ScaleSet>;
+
+    /// Reads a scale set.
+    async fn get_scale_set(&self, id: ScaleSetId) -> Result<ScaleSet>;
+
+    /// Finds a scale set by its unique key.
+    async fn find_scale_set(
+        &self,
+        entity_id: EntityId,
+        runner_group: &str,
+        name: &str,
+    ) -> Result<Option<ScaleSet>>;
+
+    /// All scale sets, or those of one entity.
+    async fn list_scale_sets(&self, entity_id: Option<EntityId>) -> Result<Vec<ScaleSet>>;
+
+    /// Writes the spec, GitHub id, provenance, evidence, state and reason of `scale_set` if
+    /// its generation is still the stored one, and returns the row with the generation bumped.
+    /// Otherwise [`crate::Error::Stale`] and nothing is written. A changed GitHub id resets
+    /// the message cursor and session, which belonged to the old GitHub scale set.
+    async fn update_scale_set(&self, scale_set: &ScaleSet) -> Result<ScaleSet>;
+
+    /// Records the last handled message id, if `lease` is still current
+    /// ([`crate::Error::LeaseLost`] otherwise).
+    async fn set_message_cursor(&self, lease: &Lease, last_message_id: i64) -> Result<()>;
+
+    /// Records the message session id, if `lease` is still current.
+    async fn set_message_session(&self, lease: &Lease, session_id: Option<&str>) -> Result<()>;
+
+    /// Records the desired runner count, if `lease` is still current.
+    async fn set_desired_runners(&self, lease: &Lease, desired: u32) -> Result<()>;
+
+    /// Deletes a scale set at `generation` with its lease and events. Instances still
+    /// recorded are [`crate::Error::Conflict`]; a changed row is [`crate::Error::Stale`].
+    async fn delete_scale_set(&self, id: ScaleSetId, generation: i64) -> Result<()>;
+}
