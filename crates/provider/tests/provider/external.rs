@@ -1,0 +1,605 @@
+//! The external provider against real executables (recorder scripts): the
+//! GARM environment and nothing else, stdin, stdout parsing, exit codes,
+//! timeouts that kill the process group, bounded output, spawn errors, the
+//! concurrency limit and the call trace.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use scaleset_provider::{
+    Command, Error, InstanceId, InstanceStatus, InterfaceVersion, OutputProblem, Provider,
+};
+use tracing::instrument::WithSubscriber as _;
+
+use crate::helpers::{
+    CONTROLLER, JIT, Recorder, TOKEN, config, eventually, instance_json, pool, provider, request,
+    write_executable,
+};
+
+fn keys(call: &crate::helpers::Call) -> BTreeSet<&str> {
+    call.env.keys().map(String::as_str).collect()
+}
+
+fn set(items: &[&'static str]) -> BTreeSet<&'static str> {
+    items.iter().copied().collect()
+}
+
+fn instance_id(text: &str) -> InstanceId {
+    InstanceId::new(text).expect("instance id")
+}
+
+#[tokio::test]
+async fn create_v011_passes_exactly_the_garm_environment_and_bootstrap_on_stdin() {
+    let rec = Recorder::new();
+    let exe = rec.script(
+        "provider",
+        &format!("echo '{}'", instance_json("vm-1", "runner-1", "running")),
+    );
+    let provider = provider(config(&exe, InterfaceVersion::V011));
+    let pool = pool();
+    let request = request("runner-1", &pool);
+
+    let created = provider.create(&request).await.expect("create");
+    assert_eq!(created.provider_id, "vm-1");
+    assert_eq!(created.name, "runner-1");
+    assert_eq!(created.status, InstanceStatus::Running);
+    assert_eq!(created.addresses[0].address, "10.1.2.3");
+
+    let call = rec.only_call();
+    // Exactly these keys: no HOME, no PATH, no disallowed variable, no
+    // smuggled GARM_COMMAND from the operator's environment.
+    assert_eq!(
+        keys(&call),
+        set(&[
+            "GARM_COMMAND",
+            "GARM_CONTROLLER_ID",
+            "GARM_INTERFACE_VERSION",
+            "GARM_POOL_EXTRASPECS",
+            "GARM_POOL_ID",
+            "GARM_PROVIDER_CONFIG_FILE",
+            "HTTPS_PROXY",
+            "OS_AUTH_URL",
+            "OS_PASSWORD",
+        ])
+    );
+    assert_eq!(call.env["GARM_COMMAND"], "CreateInstance");
+    assert_eq!(call.env["GARM_CONTROLLER_ID"], CONTROLLER.to_string());
+    assert_eq!(call.env["GARM_INTERFACE_VERSION"], "v0.1.1");
+    assert_eq!(call.env["GARM_POOL_ID"], pool.key.as_str());
+    assert_eq!(
+        call.env["GARM_PROVIDER_CONFIG_FILE"],
+        "/etc/scaleset/provider.toml"
+    );
+    assert_eq!(call.env["HTTPS_PROXY"], "http://proxy.internal:3128");
+    let specs = base64::engine::general_purpose::STANDARD
+        .decode(&call.env["GARM_POOL_EXTRASPECS"])
+        .expect("base64");
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&specs).unwrap(),
+        serde_json::json!({"flavor_override": "big"})
+    );
+
+    let stdin: serde_json::Value = serde_json::from_slice(&call.stdin).expect("stdin is JSON");
+    assert_eq!(stdin, serde_json::to_value(&request.bootstrap).unwrap());
+    assert_eq!(stdin["name"], "runner-1");
+    assert_eq!(stdin["instance-token"], TOKEN);
+    assert_eq!(
+        stdin["callback-url"],
+        "https://scaleset.example/api/v1/callbacks"
+    );
+    assert_eq!(
+        stdin["metadata-url"],
+        "https://scaleset.example/api/v1/metadata"
+    );
+    assert_eq!(stdin["pool_id"], pool.key.as_str());
+    assert_eq!(stdin["jit_config_enabled"], true);
+    // The JIT config itself never goes to an executable.
+    assert!(!String::from_utf8_lossy(&call.stdin).contains(JIT));
+}
+
+#[tokio::test]
+async fn instance_commands_follow_the_interface_version() {
+    let rec = Recorder::new();
+    let exe = rec.script(
+        "provider",
+        &format!(
+            "case \"$GARM_COMMAND\" in\n\
+             GetInstance) echo '{}' ;;\n\
+             ListInstances) echo '[]' ;;\n\
+             GetVersion) echo 'v1.2.3' ;;\n\
+             esac",
+            instance_json("vm-1", "runner-1", "stopped")
+        ),
+    );
+    let pool = pool();
+    let id = instance_id("vm-1");
+    for version in [InterfaceVersion::V010, InterfaceVersion::V011] {
+        let provider = provider(config(&exe, version));
+        provider.get(&pool, &id).await.expect("get");
+        provider.delete(&pool, &id).await.expect("delete");
+        provider.start(&pool, &id).await.expect("start");
+        provider.stop(&pool, &id).await.expect("stop");
+        provider.list(&pool).await.expect("list");
+        provider.remove_all().await.expect("remove all");
+        assert_eq!(provider.version().await.expect("version"), "v1.2.3");
+    }
+
+    let base = [
+        "GARM_COMMAND",
+        "GARM_CONTROLLER_ID",
+        "GARM_INTERFACE_VERSION",
+        "GARM_PROVIDER_CONFIG_FILE",
+        "HTTPS_PROXY",
+        "OS_AUTH_URL",
+        "OS_PASSWORD",
+    ];
+    let with = |extra: &[&'static str]| {
+        let mut all = set(&base);
+        all.extend(extra.iter().copied());
+        all
+    };
+    let mut seen = 0;
+    for call in rec.calls() {
+        let version = call.env["GARM_INTERFACE_VERSION"].clone();
+        let command = call.env["GARM_COMMAND"].clone();
+        let expected = match (version.as_str(), command.as_str()) {
+            ("v0.1.0", "GetInstance" | "DeleteInstance" | "StartInstance" | "StopInstance") => {
+                with(&["GARM_INSTANCE_ID"])
+            }
+            ("v0.1.1", "GetInstance" | "DeleteInstance" | "StartInstance" | "StopInstance") => {
+                with(&["GARM_INSTANCE_ID", "GARM_POOL_ID", "GARM_POOL_EXTRASPECS"])
+            }
+            ("v0.1.0", "ListInstances") => with(&["GARM_POOL_ID"]),
+            ("v0.1.1", "ListInstances") => with(&["GARM_POOL_ID", "GARM_POOL_EXTRASPECS"]),
+            (_, "RemoveAllInstances" | "GetVersion") => with(&[]),
+            other => panic!("unexpected call {other:?}"),
+        };
+        assert_eq!(keys(&call), expected, "{version} {command}");
+        if let Some(id) = call.env.get("GARM_INSTANCE_ID") {
+            assert_eq!(id, "vm-1");
+        }
+        assert!(call.stdin.is_empty(), "{command} got stdin");
+        seen += 1;
+    }
+    assert_eq!(seen, 14);
+}
+
+#[tokio::test]
+async fn list_parses_an_array_and_get_parses_an_instance() {
+    let rec = Recorder::new();
+    let exe = rec.script(
+        "provider",
+        &format!(
+            "case \"$GARM_COMMAND\" in\n\
+             GetInstance) echo '{}' ;;\n\
+             ListInstances) echo '[{},{}]' ;;\n\
+             esac",
+            instance_json("vm-1", "runner-1", "error"),
+            instance_json("vm-1", "runner-1", "running"),
+            instance_json("vm-2", "runner-2", "pending_create"),
+        ),
+    );
+    let provider = provider(config(&exe, InterfaceVersion::V011));
+    let got = provider
+        .get(&pool(), &instance_id("vm-1"))
+        .await
+        .expect("get");
+    assert_eq!(got.status, InstanceStatus::Error);
+    assert_eq!(got.os_version.as_deref(), Some("24.04"));
+    let listed = provider.list(&pool()).await.expect("list");
+    let names: Vec<&str> = listed.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(names, ["runner-1", "runner-2"]);
+    assert_eq!(listed[1].status, InstanceStatus::PendingCreate);
+}
+
+#[tokio::test]
+async fn exit_code_30_is_not_found_and_delete_treats_it_as_success() {
+    let rec = Recorder::new();
+    let exe = rec.script("provider", "echo 'no such instance' >&2; exit 30");
+    let provider = provider(config(&exe, InterfaceVersion::V010));
+    let err = provider
+        .get(&pool(), &instance_id("gone"))
+        .await
+        .unwrap_err();
+    assert!(err.is_not_found(), "{err}");
+    assert!(matches!(
+        err,
+        Error::NotFound {
+            command: Command::GetInstance
+        }
+    ));
+    provider
+        .delete(&pool(), &instance_id("gone"))
+        .await
+        .expect("delete of a missing instance succeeds");
+    assert!(
+        provider
+            .start(&pool(), &instance_id("gone"))
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+}
+
+#[tokio::test]
+async fn exit_code_31_is_duplicate() {
+    let rec = Recorder::new();
+    let exe = rec.script("provider", "exit 31");
+    let provider = provider(config(&exe, InterfaceVersion::V011));
+    let err = provider
+        .create(&request("runner-1", &pool()))
+        .await
+        .unwrap_err();
+    assert!(err.is_duplicate(), "{err}");
+    assert!(!err.is_retryable());
+}
+
+#[tokio::test]
+async fn other_exit_codes_fail_with_the_code_and_stderr_tail() {
+    let rec = Recorder::new();
+    let exe = rec.script(
+        "provider",
+        "echo 'quota exceeded in project ci' >&2; exit 2",
+    );
+    let provider = provider(config(&exe, InterfaceVersion::V011));
+    let err = provider
+        .create(&request("runner-1", &pool()))
+        .await
+        .unwrap_err();
+    match &err {
+        Error::Failed {
+            command,
+            exit_code,
+            stderr_tail,
+        } => {
+            assert_eq!(*command, Command::CreateInstance);
+            assert_eq!(*exit_code, Some(2));
+            assert_eq!(stderr_tail.trim(), "quota exceeded in project ci");
+        }
+        other => panic!("expected Failed, got {other:?}"),
+    }
+    assert!(err.is_retryable());
+    assert!(err.to_string().contains("exit code 2"), "{err}");
+}
+
+#[tokio::test]
+async fn garbage_stdout_is_bad_output() {
+    let rec = Recorder::new();
+    let exe = rec.script("provider", "echo 'Creating VM... done!'");
+    let provider = provider(config(&exe, InterfaceVersion::V011));
+    let err = provider
+        .create(&request("runner-1", &pool()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::BadOutput {
+                command: Command::CreateInstance,
+                problem: OutputProblem::NotJson { .. }
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn missing_ids_and_unknown_statuses_are_bad_output() {
+    let rec = Recorder::new();
+    let exe = rec.script(
+        "provider",
+        "case \"$GARM_COMMAND\" in\n\
+         GetInstance) echo '{\"name\":\"runner-1\",\"status\":\"running\"}' ;;\n\
+         ListInstances) echo '[{\"provider_id\":\"vm-1\",\"status\":\"running\"}]' ;;\n\
+         CreateInstance) echo '{\"provider_id\":\"vm-1\",\"name\":\"runner-1\",\"status\":\"exploded\"}' ;;\n\
+         esac",
+    );
+    let provider = provider(config(&exe, InterfaceVersion::V011));
+    let problem = |err: Error| match err {
+        Error::BadOutput { problem, .. } => problem,
+        other => panic!("expected BadOutput, got {other:?}"),
+    };
+    assert_eq!(
+        problem(
+            provider
+                .get(&pool(), &instance_id("vm-1"))
+                .await
+                .unwrap_err()
+        ),
+        OutputProblem::MissingProviderId
+    );
+    assert_eq!(
+        problem(provider.list(&pool()).await.unwrap_err()),
+        OutputProblem::MissingName
+    );
+    assert_eq!(
+        problem(
+            provider
+                .create(&request("runner-1", &pool()))
+                .await
+                .unwrap_err()
+        ),
+        OutputProblem::UnknownStatus {
+            status: "exploded".into()
+        }
+    );
+}
+
+#[tokio::test]
+async fn an_empty_version_is_bad_output() {
+    let rec = Recorder::new();
+    let exe = rec.script("provider", "echo '   '");
+    let provider = provider(config(&exe, InterfaceVersion::V011));
+    let err = provider.version().await.unwrap_err();
+    assert!(matches!(
+        err,
+        Error::BadOutput {
+            problem: OutputProblem::EmptyVersion,
+            ..
+        }
+    ));
+}
+
+#[tokio::test]
+async fn huge_stderr_neither_deadlocks_nor_grows_memory_and_keeps_the_tail() {
+    let rec = Recorder::new();
+    // 8 MiB on stderr, far past any pipe buffer, then the interesting line.
+    let exe = rec.script(
+        "provider",
+        "head -c 8388608 /dev/zero | tr '\\0' 'x' >&2\n\
+         echo 'the real error is at the end' >&2\nexit 1",
+    );
+    let mut config = config(&exe, InterfaceVersion::V011);
+    config.stderr_limit = 1024;
+    let provider = provider(config);
+    let err = provider.list(&pool()).await.unwrap_err();
+    let Error::Failed { stderr_tail, .. } = err else {
+        panic!("expected Failed, got {err:?}");
+    };
+    assert!(
+        stderr_tail.len() <= 1024,
+        "kept {} bytes",
+        stderr_tail.len()
+    );
+    assert!(stderr_tail.ends_with("the real error is at the end\n"));
+    assert!(stderr_tail.starts_with("xxxx"));
+}
+
+#[tokio::test]
+async fn huge_stdout_is_bounded_and_reported() {
+    let rec = Recorder::new();
+    let exe = rec.script(
+        "provider",
+        "head -c 8388608 /dev/zero | tr '\\0' ' '\necho '[]'",
+    );
+    let mut config = config(&exe, InterfaceVersion::V011);
+    config.stdout_limit = 64 * 1024;
+    let provider = provider(config);
+    let err = provider.list(&pool()).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::BadOutput {
+                problem: OutputProblem::TooLarge { limit: 65536 },
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+fn process_is_gone(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // A killed process whose parent is gone may linger as a zombie until
+        // init reaps it; it no longer runs.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[tokio::test]
+async fn a_timeout_kills_the_child_and_its_grandchildren() {
+    let rec = Recorder::new();
+    let exe = rec.script(
+        "provider",
+        "sleep 1000 &\necho $! > \"$DIR/grandchild.pid\"\necho $$ > \"$DIR/child.pid\"\nsleep 1000",
+    );
+    let mut config = config(&exe, InterfaceVersion::V011);
+    config.timeout = Duration::from_secs(2);
+    let provider = provider(config);
+    let err = provider.list(&pool()).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Timeout {
+                command: Command::ListInstances,
+                after
+            } if after == Duration::from_secs(2)
+        ),
+        "{err:?}"
+    );
+    assert!(err.is_timeout());
+    let grandchild = std::fs::read_to_string(rec.path().join("grandchild.pid")).expect("pid");
+    let child = std::fs::read_to_string(rec.path().join("child.pid")).expect("pid");
+    eventually("the grandchild is killed", || {
+        process_is_gone(grandchild.trim())
+    })
+    .await;
+    eventually("the child is killed", || process_is_gone(child.trim())).await;
+}
+
+#[tokio::test]
+async fn a_background_straggler_does_not_hold_the_call_open() {
+    let rec = Recorder::new();
+    // The straggler keeps stdout open; the call must still end when the
+    // executable exits, and the straggler must not survive it.
+    let exe = rec.script(
+        "provider",
+        "sleep 1000 &\necho $! > \"$DIR/straggler.pid\"\necho '[]'\nexit 0",
+    );
+    let mut config = config(&exe, InterfaceVersion::V011);
+    config.timeout = Duration::from_secs(60);
+    let provider = provider(config);
+    let listed = provider.list(&pool()).await.expect("list");
+    assert!(listed.is_empty());
+    let straggler = std::fs::read_to_string(rec.path().join("straggler.pid")).expect("pid");
+    eventually("the straggler is killed", || {
+        process_is_gone(straggler.trim())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_missing_executable_is_a_spawn_error_naming_the_path() {
+    let rec = Recorder::new();
+    let missing = rec.path().join("garm-provider-nowhere");
+    let provider = provider(config(&missing, InterfaceVersion::V011));
+    let err = provider.list(&pool()).await.unwrap_err();
+    match &err {
+        Error::Spawn { path, cause } => {
+            assert_eq!(path, &missing);
+            assert_eq!(cause.kind(), std::io::ErrorKind::NotFound);
+        }
+        other => panic!("expected Spawn, got {other:?}"),
+    }
+    assert!(err.to_string().contains("garm-provider-nowhere"));
+}
+
+#[tokio::test]
+async fn a_non_executable_file_is_a_spawn_error() {
+    let rec = Recorder::new();
+    let path = rec.path().join("not-executable");
+    std::fs::write(&path, "#!/bin/bash\necho '[]'\n").unwrap();
+    let provider = provider(config(&path, InterfaceVersion::V011));
+    let err = provider.list(&pool()).await.unwrap_err();
+    match err {
+        Error::Spawn { path: p, cause } => {
+            assert_eq!(p, path);
+            assert_eq!(cause.kind(), std::io::ErrorKind::PermissionDenied);
+        }
+        other => panic!("expected Spawn, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_concurrency_limit_holds() {
+    let rec = Recorder::new();
+    let gate = rec.path().join("gate");
+    std::fs::create_dir(&gate).unwrap();
+    // Each invocation registers itself, records how many are running, and
+    // waits for the test's "go" before finishing.
+    let exe = rec.script(
+        "provider",
+        "touch \"$DIR/gate/running.$$\"\n\
+         ls \"$DIR/gate\" | grep -c '^running\\.' >> \"$DIR/counts\"\n\
+         while [ ! -e \"$DIR/go\" ]; do sleep 0.01; done\n\
+         rm \"$DIR/gate/running.$$\"\necho '[]'",
+    );
+    let mut config = config(&exe, InterfaceVersion::V011);
+    config.concurrency = std::num::NonZeroUsize::new(2).unwrap();
+    let provider = Arc::new(provider(config));
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..6 {
+        let provider = Arc::clone(&provider);
+        calls.spawn(async move { provider.list(&pool()).await });
+    }
+    let running = || {
+        std::fs::read_dir(&gate)
+            .map(|d| d.filter_map(Result::ok).count())
+            .unwrap_or(0)
+    };
+    eventually("two calls are running", || running() >= 2).await;
+    std::fs::write(rec.path().join("go"), "").unwrap();
+    while let Some(result) = calls.join_next().await {
+        result.expect("task").expect("list");
+    }
+    let counts: Vec<usize> = std::fs::read_to_string(rec.path().join("counts"))
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    assert_eq!(counts.len(), 6);
+    assert_eq!(counts.iter().max(), Some(&2), "{counts:?}");
+}
+
+#[tokio::test]
+async fn a_busy_executable_is_retried_not_failed() {
+    // Writing a script while another thread forks can leave it briefly
+    // "text file busy"; simulate by holding it open for writing, release soon.
+    let rec = Recorder::new();
+    let path = rec.path().join("busy");
+    write_executable(&path, "#!/bin/bash\necho '[]'\n");
+    let holder = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    let provider = provider(config(&path, InterfaceVersion::V011));
+    let release = async {
+        tokio::task::yield_now().await;
+        drop(holder);
+    };
+    let pool = pool();
+    let (listed, ()) = tokio::join!(provider.list(&pool), release);
+    assert!(listed.expect("list after retry").is_empty());
+}
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn each_call_is_traced_with_command_duration_and_exit_code_but_no_secrets() {
+    let rec = Recorder::new();
+    let exe = rec.script(
+        "provider",
+        &format!("echo '{}'", instance_json("vm-1", "runner-1", "running")),
+    );
+    let provider = provider(config(&exe, InterfaceVersion::V011));
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    provider
+        .create(&request("runner-1", &pool()))
+        .with_subscriber(subscriber)
+        .await
+        .expect("create");
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(log.contains("provider.exec"), "{log}");
+    assert!(log.contains("CreateInstance"), "{log}");
+    assert!(log.contains("runner-1"), "{log}");
+    assert!(log.contains("duration_ms="), "{log}");
+    assert!(log.contains("exit_code=0"), "{log}");
+    assert!(!log.contains(TOKEN), "the instance token leaked: {log}");
+    assert!(!log.contains(JIT), "the JIT config leaked: {log}");
+    assert!(
+        !log.contains("hunter2"),
+        "a passed-through secret leaked: {log}"
+    );
+}
+
+#[tokio::test]
+async fn debug_of_the_provider_shows_no_passed_through_values() {
+    let rec = Recorder::new();
+    let exe = rec.script("provider", "true");
+    let provider = provider(config(&exe, InterfaceVersion::V011));
+    let shown = format!("{provider:?}");
+    assert!(shown.contains("OS_PASSWORD"), "{shown}");
+    assert!(!shown.contains("hunter2"), "{shown}");
+}
