@@ -409,7 +409,7 @@ async fn a_timeout_kills_the_child_and_its_grandchildren() {
         "sleep 1000 &\necho $! > \"$DIR/grandchild.pid\"\necho $$ > \"$DIR/child.pid\"\nsleep 1000",
     );
     let mut config = config(&exe, InterfaceVersion::V011);
-    config.timeout = Duration::from_secs(2);
+    config.timeout = Duration::from_secs(3);
     let provider = provider(config);
     let err = provider.list(&pool()).await.unwrap_err();
     assert!(
@@ -418,13 +418,44 @@ async fn a_timeout_kills_the_child_and_its_grandchildren() {
             Error::Timeout {
                 command: Command::ListInstances,
                 after
-            } if after == Duration::from_secs(2)
+            } if after == Duration::from_secs(3)
         ),
         "{err:?}"
     );
     assert!(err.is_timeout());
     let grandchild = std::fs::read_to_string(rec.path().join("grandchild.pid")).expect("pid");
     let child = std::fs::read_to_string(rec.path().join("child.pid")).expect("pid");
+    eventually("the grandchild is killed", || {
+        process_is_gone(grandchild.trim())
+    })
+    .await;
+    eventually("the child is killed", || process_is_gone(child.trim())).await;
+}
+
+#[tokio::test]
+async fn a_cancelled_call_kills_the_process_group() {
+    let rec = Recorder::new();
+    let exe = rec.script(
+        "provider",
+        "sleep 1000 &\necho $! > \"$DIR/grandchild.pid\"\necho $$ > \"$DIR/child.pid\"\nsleep 1000",
+    );
+    let mut config = config(&exe, InterfaceVersion::V011);
+    config.timeout = Duration::from_secs(600);
+    let provider = Arc::new(provider(config));
+    let call = {
+        let provider = Arc::clone(&provider);
+        tokio::spawn(async move { provider.list(&pool()).await })
+    };
+    let pid_file = |name: &str| std::fs::read_to_string(rec.path().join(name)).ok();
+    eventually("the executable started its grandchild", || {
+        pid_file("grandchild.pid").is_some_and(|p| p.ends_with('\n'))
+            && pid_file("child.pid").is_some_and(|p| p.ends_with('\n'))
+    })
+    .await;
+    call.abort();
+    assert!(call.await.unwrap_err().is_cancelled());
+    let grandchild = pid_file("grandchild.pid").expect("pid");
+    let child = pid_file("child.pid").expect("pid");
     eventually("the grandchild is killed", || {
         process_is_gone(grandchild.trim())
     })

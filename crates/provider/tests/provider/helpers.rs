@@ -181,11 +181,12 @@ pub(crate) fn instance_json(provider_id: &str, name: &str, status: &str) -> Stri
 
 /// Polls `check` until it holds, for at most ten seconds.
 pub(crate) async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let mut tick = tokio::time::interval(Duration::from_millis(10));
     for _ in 0..1000 {
+        tick.tick().await;
         if check() {
             return;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
     }
     panic!("timed out waiting for: {what}");
 }
