@@ -62,6 +62,8 @@ pub(crate) struct Quirks {
     pub(crate) ignore_group_filter: bool,
     /// Lists lag: scale sets created during the test are not listed yet.
     pub(crate) lists_lag: bool,
+    /// Reads by id omit `runnerGroupId` too.
+    pub(crate) by_id_omits_group: bool,
     /// Names are unique per group ignoring case, so creating `ci` beside `CI` is `Exists`.
     pub(crate) unique_ignoring_case: bool,
 }
@@ -211,7 +213,13 @@ impl GitHub {
     fn apply(&mut self, command: &Command) -> Fact {
         match command {
             Command::GetById { id } => match self.sets.get(&id.0) {
-                Some(record) => Fact::ScaleSet(full(id.0, record)),
+                Some(record) => {
+                    let mut set = full(id.0, record);
+                    if self.quirks.by_id_omits_group {
+                        set.runner_group_id = None;
+                    }
+                    Fact::ScaleSet(set)
+                }
                 None => Fact::NotFound,
             },
             Command::ListByName { group, name } => {

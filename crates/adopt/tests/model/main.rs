@@ -108,11 +108,12 @@ fn quirks() -> impl Strategy<Value = Quirks> {
     let rare = || prop::bool::weighted(0.15);
     (
         (any::<bool>(), any::<bool>(), filter, any::<bool>()),
-        (rare(), rare(), rare(), rare()),
+        (rare(), rare(), rare(), rare(), rare()),
     )
         .prop_map(|(common, rare)| {
             let (omit_group, thin_items, name_filter, conflict_names_owner) = common;
-            let (drops_custom_labels, ignore_group_filter, lists_lag, unique_ignoring_case) = rare;
+            let (drops_custom_labels, ignore_group_filter, lists_lag, unique_ignoring_case, by_id) =
+                rare;
             Quirks {
                 omit_group,
                 thin_items,
@@ -122,6 +123,7 @@ fn quirks() -> impl Strategy<Value = Quirks> {
                 ignore_group_filter,
                 lists_lag,
                 unique_ignoring_case,
+                by_id_omits_group: by_id,
             }
         })
 }
@@ -274,11 +276,17 @@ struct Trace {
     foreign_session: BTreeSet<u64>,
     opened: Vec<(u64, String)>,
     closes: BTreeSet<String>,
+    /// The stored id this run started from.
+    stored: Option<ScaleSetId>,
+    /// GitHub answered 404 to the first read, of the stored id.
+    stored_gone: bool,
 }
 
 impl Trace {
     fn view(&mut self, set: &scaleset_adopt::ScaleSet, queried: Option<u64>, identity: &Identity) {
-        let group = set.runner_group_id.map(|g| g.0).or(queried);
+        // A read that shows no group keeps the group the last group-scoped list showed.
+        let previous = self.last_view.get(&set.id.0).and_then(|(_, group)| *group);
+        let group = set.runner_group_id.map(|g| g.0).or(queried).or(previous);
         self.last_view.insert(set.id.0, (set.name.clone(), group));
         if set.labels.iter().any(|l| identity.is_our_owner_label(l)) {
             self.our_label.insert(set.id.0);
@@ -299,7 +307,12 @@ impl Trace {
                 self.shows_desired =
                     set.name == NAME && set.runner_group_id == Some(RunnerGroupId(GROUP));
             }
-            (Command::GetById { .. }, Fact::NotFound) => self.shows_desired = false,
+            (Command::GetById { id }, Fact::NotFound) => {
+                self.shows_desired = false;
+                if self.last_view.is_empty() && Some(*id) == self.stored {
+                    self.stored_gone = true;
+                }
+            }
             (
                 Command::ListByName { group, .. } | Command::ListGroup { group },
                 Fact::ScaleSets(items),
@@ -341,7 +354,10 @@ fn run(
     clock: &mut usize,
 ) -> Result<(Outcome, Trace), TestCaseError> {
     let mut machine = Machine::new(input.clone());
-    let mut trace = Trace::default();
+    let mut trace = Trace {
+        stored: input.known_id,
+        ..Trace::default()
+    };
     let mut step = machine.start();
     let mut commands = 0;
     loop {
@@ -389,7 +405,7 @@ fn check(
             evidence,
             session,
             rollback,
-            ..
+            reset_cursor,
         } => {
             let (name, group) = trace
                 .last_view
@@ -405,6 +421,29 @@ fn check(
             prop_assert!(
                 !trace.foreign_session.contains(&id.0),
                 "ready despite a foreign session"
+            );
+            if let Some(record) = github.sets.get(&id.0) {
+                let identity = &input.identity;
+                prop_assert!(
+                    !record
+                        .labels
+                        .iter()
+                        .any(|l| identity.is_foreign_owner_label(l)),
+                    "ready for a scale set with a foreign owner label"
+                );
+            }
+            if let Some(stored) = input.known_id.filter(|stored| stored != id) {
+                prop_assert!(
+                    trace.stored_gone,
+                    "ready for {} although stored id {} was not gone",
+                    id,
+                    stored
+                );
+            }
+            prop_assert_eq!(
+                *reset_cursor,
+                trace.stored_gone,
+                "reset_cursor iff the stored id was gone"
             );
             prop_assert_eq!(
                 rollback.permit().is_some(),
@@ -430,6 +469,10 @@ fn check(
                 Provenance::Known => prop_assert_eq!(input.known_id, Some(*id)),
                 Provenance::Adopted => {
                     prop_assert!(input.policy != Policy::Never, "adopted under never");
+                    prop_assert!(
+                        !evidence.is_empty() || session.is_some(),
+                        "adopted without evidence and without the probe session"
+                    );
                     if input.policy == Policy::Owned {
                         prop_assert!(!evidence.is_empty(), "adopted under owned without evidence");
                         prop_assert!(
