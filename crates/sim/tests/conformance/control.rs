@@ -1,0 +1,256 @@
+//! The `/_sim/` control API over raw HTTP, and wire details the client does not expose
+//! (casing, query decoding, zero session ids, api-version, router 404s).
+
+use anyhow::Result;
+use serde_json::{Value, json};
+
+use crate::helpers::{TestSim, admin_token, create_set, raw};
+
+async fn control(
+    sim: &TestSim,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> Result<(u16, Value)> {
+    let body = body.map(|b| b.to_string());
+    let answer = raw(
+        method,
+        &sim.url(&format!("/_sim/{path}")),
+        &[("content-type", "application/json")],
+        body.as_deref(),
+    )
+    .await?;
+    let json = if answer.body.is_empty() {
+        Value::Null
+    } else {
+        answer.json()?
+    };
+    Ok((answer.status, json))
+}
+
+#[tokio::test]
+async fn control_api_drives_every_operation() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+
+    let (status, group) = control(
+        &sim,
+        "POST",
+        "runner-groups",
+        Some(json!({"scope": "acme", "name": "gpu"})),
+    )
+    .await?;
+    assert_eq!((status, group["id"].as_i64()), (200, Some(2)));
+
+    let (status, foreign) = control(
+        &sim,
+        "POST",
+        "foreign",
+        Some(json!({"scope": "acme", "name": "theirs", "ownerName": "other-host", "runnerGroupId": 2})),
+    )
+    .await?;
+    assert_eq!(status, 200);
+    let foreign_id = foreign["scaleSetId"].as_i64().unwrap_or_default();
+    let err = client
+        .create_session(foreign_id, "me")
+        .await
+        .expect_err("held");
+    assert!(err.is_session_conflict(), "{err:#}");
+
+    let (status, jobs) = control(
+        &sim,
+        "POST",
+        "jobs",
+        Some(json!({"scaleSetId": foreign_id, "count": 2, "result": "failed"})),
+    )
+    .await?;
+    assert_eq!(status, 200);
+    assert_eq!(jobs["runnerRequestIds"].as_array().map(Vec::len), Some(2));
+
+    let (status, state) = control(&sim, "GET", "state", None).await?;
+    assert_eq!(status, 200);
+    assert_eq!(state["scaleSets"][0]["session"]["ownerName"], "other-host");
+    assert_eq!(state["jobs"].as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        state["runnerGroups"]
+            .as_array()
+            .map(Vec::len)
+            .map(|n| n >= 2),
+        Some(true)
+    );
+
+    let (status, faults) = control(
+        &sim,
+        "PUT",
+        "faults",
+        Some(json!({"bom": true, "serverErrors": {"remaining": 1, "status": 502}})),
+    )
+    .await?;
+    assert_eq!((status, faults["bom"].as_bool()), (200, Some(true)));
+    assert!(sim.sim.faults().bom);
+    let (status, _) = control(&sim, "PUT", "faults", Some(json!({"noSuchFault": true}))).await?;
+    assert_eq!(status, 400);
+    let (_, faults) = control(&sim, "GET", "faults", None).await?;
+    assert_eq!(faults["serverErrors"]["status"], 502);
+    control(&sim, "PUT", "faults", Some(json!({}))).await?;
+
+    let (status, time) =
+        control(&sim, "POST", "time/advance", Some(json!({"seconds": 90}))).await?;
+    assert_eq!((status, time["offsetSeconds"].as_f64()), (200, Some(90.0)));
+
+    let (status, _) = control(
+        &sim,
+        "POST",
+        &format!("scalesets/{foreign_id}/evict-session"),
+        None,
+    )
+    .await?;
+    assert_eq!(status, 204);
+    let (status, _) = control(
+        &sim,
+        "POST",
+        &format!("scalesets/{foreign_id}/evict-session"),
+        None,
+    )
+    .await?;
+    assert_eq!(status, 404);
+    let (status, _) = control(&sim, "DELETE", &format!("scalesets/{foreign_id}"), None).await?;
+    assert_eq!(status, 204);
+    assert!(sim.sim.state().scale_set(foreign_id).is_none());
+
+    let (status, err) =
+        control(&sim, "POST", "runners", Some(json!({"jitConfig": "bogus"}))).await?;
+    assert_eq!(status, 400, "{err}");
+
+    let (status, requests) = control(&sim, "GET", "requests", None).await?;
+    assert_eq!(status, 200);
+    assert!(requests["counts"]["create_session"].as_u64() >= Some(1));
+    assert!(requests["log"].as_array().is_some_and(|l| !l.is_empty()));
+    let (status, _) = control(&sim, "DELETE", "requests", None).await?;
+    assert_eq!(status, 204);
+    assert!(!sim.sim.request_counts().contains_key("create_session"));
+    let (status, _) = control(&sim, "GET", "nope", None).await?;
+    assert_eq!(status, 404);
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn input_keys_are_case_insensitive_and_zero_session_ids_ignored() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let (token, base) = admin_token(&sim, "acme", "orgs/acme").await?;
+    let auth = format!("Bearer {token}");
+    let headers = [
+        ("authorization", auth.as_str()),
+        ("content-type", "application/json"),
+    ];
+    let created = raw(
+        "POST",
+        &format!("{base}_apis/runtime/runnerscalesets?api-version=6.0-preview"),
+        &headers,
+        Some(r#"{"NAME":"cased","RunnerGroupId":1,"RunnerSetting":{"disableUpdate":true},"createdOn":"0001-01-01T00:00:00Z"}"#),
+    )
+    .await?;
+    assert_eq!(created.status, 200, "create answers 200, not 201");
+    let body = created.json()?;
+    assert_eq!(body["name"], "cased");
+    assert_eq!(
+        body["runnerSetting"]["disableUpdate"], true,
+        "camelCase out"
+    );
+    assert!(body.get("RunnerSetting").is_none());
+    let id = body["id"].as_i64().unwrap_or_default();
+
+    let session = raw(
+        "POST",
+        &format!("{base}_apis/runtime/runnerscalesets/{id}/sessions?api-version=6.0-preview"),
+        &headers,
+        Some(r#"{"sessionId":"00000000-0000-0000-0000-000000000000","ownerName":"me"}"#),
+    )
+    .await?;
+    assert_eq!(session.status, 200);
+    assert_ne!(
+        session.json()?["sessionId"],
+        "00000000-0000-0000-0000-000000000000"
+    );
+
+    // PATCH ignores zero values: an empty name and group 0 change nothing.
+    let patched = raw(
+        "PATCH",
+        &format!("{base}_apis/runtime/runnerscalesets/{id}?api-version=6.0-preview"),
+        &headers,
+        Some(r#"{"name":"","runnerGroupId":0,"labels":[],"RunnerSetting":{},"createdOn":"0001-01-01T00:00:00Z"}"#),
+    )
+    .await?;
+    assert_eq!(patched.status, 200);
+    assert_eq!(patched.json()?["name"], "cased");
+
+    // Query values are form-decoded: `+` is a space.
+    sim.sim.create_runner_group("acme", "my group")?;
+    let groups = raw(
+        "GET",
+        &format!("{base}_apis/runtime/runnergroups/?groupName=my+group&api-version=6.0-preview"),
+        &headers,
+        None,
+    )
+    .await?;
+    assert_eq!(groups.json()?["count"], 1);
+
+    // Without api-version the service refuses.
+    let unversioned = raw(
+        "GET",
+        &format!("{base}_apis/runtime/runnerscalesets"),
+        &headers,
+        None,
+    )
+    .await?;
+    assert_eq!(unversioned.status, 400);
+    // Unknown routes are router-level text/plain 404s.
+    let unknown = raw("GET", &sim.url("/nowhere"), &[], None).await?;
+    assert_eq!(unknown.status, 404);
+    assert_eq!(&unknown.body[..], b"404 page not found\n");
+    // A missing admin token is 401 InvalidTokenException.
+    let anonymous = raw(
+        "GET",
+        &format!("{base}_apis/runtime/runnerscalesets?api-version=6.0-preview"),
+        &[],
+        None,
+    )
+    .await?;
+    assert_eq!(anonymous.status, 401);
+    assert!(
+        anonymous.json()?["typeName"]
+            .as_str()
+            .is_some_and(|t| t.contains("InvalidTokenException"))
+    );
+    assert!(anonymous.headers.contains_key("activityid"));
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn shutdown_answers_held_polls_and_returns() -> Result<()> {
+    let mut cfg = crate::helpers::config();
+    cfg.long_poll_hold = std::time::Duration::from_secs(3600);
+    let sim = TestSim::start(cfg).await?;
+    let client = sim.client("acme")?;
+    let (_, mut session) = crate::helpers::set_with_session(&client, "shutdown").await?;
+    let poll = tokio::spawn(async move { client.get_message(&mut session, 0, 1).await });
+    let handle = sim.sim.clone();
+    crate::helpers::eventually("a held poll", || handle.waiting_polls() == 1).await?;
+    sim.stop().await?;
+    assert!(poll.await??.is_none(), "the held poll got its 202");
+    Ok(())
+}
+
+#[tokio::test]
+async fn created_scale_set_is_visible_in_state() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme/widgets")?;
+    let set = create_set(&client, "repo-set").await?;
+    let state = sim.sim.state();
+    let info = state.scale_set(set.id).expect("in state");
+    assert_eq!(
+        (info.scope.as_str(), info.name.as_str()),
+        ("acme/widgets", "repo-set")
+    );
+    sim.stop().await
+}

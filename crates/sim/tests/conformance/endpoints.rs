@@ -1,0 +1,404 @@
+//! Every endpoint of the protocol reference, driven through the real `scaleset-github` client.
+
+use anyhow::Result;
+use scaleset_github::{
+    Credentials, JitConfigRequest, JobMessage, Label, NewRunnerScaleSet, RunnerScaleSetPatch,
+};
+use scaleset_sim::{AssignmentMode, JobSpec};
+
+use crate::helpers::{TestSim, config, create_set, fast_retry, set_with_session};
+
+#[tokio::test]
+async fn pat_token_chain_reaches_the_actions_service_for_every_scope() -> Result<()> {
+    let sim = TestSim::default().await?;
+    for scope in ["acme", "acme/widgets", "enterprises/acme-corp"] {
+        let client = sim.client(scope)?;
+        let url = client.service_url().await?;
+        assert_eq!(url.as_str(), sim.url("/tenant/1/"), "{scope}");
+    }
+    assert_eq!(sim.sim.request_count("registration_token"), 3);
+    assert_eq!(sim.sim.request_count("runner_registration"), 3);
+    // Tenants are separate: a scale set of the org is not visible to the repository.
+    let org = sim.client("acme")?;
+    let repo = sim.client("acme/widgets")?;
+    create_set(&org, "shared-name").await?;
+    assert!(
+        repo.get_scale_set_by_name(1, "shared-name")
+            .await?
+            .is_none()
+    );
+    create_set(&repo, "shared-name").await?;
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn unknown_pat_and_unseeded_org_are_refused() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let bad = sim.client_with("acme", Credentials::pat("ghp_wrong"), fast_retry())?;
+    let err = bad.service_url().await.expect_err("bad PAT");
+    assert_eq!(err.status(), Some(401), "{err:#}");
+    let nowhere = sim.client("no-such-org")?;
+    let err = nowhere.service_url().await.expect_err("unseeded org");
+    assert_eq!(err.status(), Some(404), "{err:#}");
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn github_app_token_chain_mints_an_installation_token() -> Result<()> {
+    let mut cfg = config();
+    cfg.organizations.push("other".to_owned());
+    let sim = TestSim::start(cfg).await?;
+    let key = include_str!("app-key.pem");
+    let client = sim.client_with("acme", Credentials::app("1", 1, key), fast_retry())?;
+    client.service_url().await?;
+    assert_eq!(sim.sim.request_count("installation_token"), 1);
+    // The installation covers `acme` only.
+    let other = sim.client_with("other", Credentials::app("1", 1, key), fast_retry())?;
+    let err = other.service_url().await.expect_err("not covered");
+    assert_eq!(err.status(), Some(403), "{err:#}");
+    // Wrong App id for the installation.
+    let wrong = sim.client_with("acme", Credentials::app("2", 1, key), fast_retry())?;
+    let err = wrong.service_url().await.expect_err("wrong app");
+    assert_eq!(err.status(), Some(401), "{err:#}");
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn runner_groups_by_name_default_and_spaces() -> Result<()> {
+    let sim = TestSim::default().await?;
+    sim.sim.create_runner_group("acme", "GPU runners & co")?;
+    let client = sim.client("acme")?;
+    let default = client.get_runner_group_by_name("default").await?;
+    assert_eq!(
+        default.as_ref().map(|g| (g.id, g.is_default_group)),
+        Some((1, true))
+    );
+    let gpu = client.get_runner_group_by_name("GPU runners & co").await?;
+    assert_eq!(gpu.map(|g| g.id), Some(2));
+    assert!(client.get_runner_group_by_name("nope").await?.is_none());
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn scale_set_create_get_list_update_delete() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let group = sim.sim.create_runner_group("acme", "second")?;
+    let client = sim.client("acme")?;
+    let created = create_set(&client, "Linux x64").await?;
+    assert!(created.id > 0);
+    assert_eq!(created.runner_group_id, 1);
+    assert_eq!(created.runner_group_name, "Default");
+    assert_eq!(
+        created.labels,
+        vec![Label {
+            id: Some(1),
+            ..Label::system("Linux x64")
+        }]
+    );
+    assert!(created.runner_setting.disable_update);
+    assert!(created.statistics.is_some());
+
+    let by_id = client.get_scale_set(created.id).await?;
+    assert_eq!(by_id.name, "Linux x64");
+    // Names match case-insensitively (the simulator's documented choice).
+    let by_name = client.get_scale_set_by_name(1, "linux X64").await?;
+    assert_eq!(by_name.map(|s| s.id), Some(created.id));
+    assert!(
+        client
+            .get_scale_set_by_name(group, "Linux x64")
+            .await?
+            .is_none()
+    );
+    assert_eq!(client.list_scale_sets(None).await?.len(), 1);
+    assert_eq!(client.list_scale_sets(Some(group)).await?.len(), 0);
+
+    // A partial PATCH keeps every field it does not name.
+    let moved = client
+        .update_scale_set(
+            created.id,
+            &RunnerScaleSetPatch {
+                runner_group_id: Some(group),
+                ..RunnerScaleSetPatch::default()
+            },
+        )
+        .await?;
+    assert_eq!(
+        (moved.runner_group_id, moved.name.as_str()),
+        (group, "Linux x64")
+    );
+    let renamed = client
+        .update_scale_set(
+            created.id,
+            &RunnerScaleSetPatch {
+                name: Some("renamed".to_owned()),
+                ..RunnerScaleSetPatch::default()
+            },
+        )
+        .await?;
+    assert_eq!(
+        (renamed.runner_group_id, renamed.name.as_str()),
+        (group, "renamed")
+    );
+    assert_eq!(renamed.labels.len(), 1);
+
+    client.delete_scale_set(created.id).await?;
+    let err = client.get_scale_set(created.id).await.expect_err("deleted");
+    assert!(err.is_scale_set_not_found(), "{err:#}");
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn duplicate_scale_set_names_in_a_group_get_exists() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    create_set(&client, "dup").await?;
+    let err = create_set(&client, "DUP").await.expect_err("duplicate");
+    let err = err.downcast::<scaleset_github::Error>()?;
+    assert!(err.is_scale_set_exists(), "{err:#}");
+    assert_eq!(err.status(), Some(400));
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn sessions_conflict_refresh_and_delete() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    let (set, session) = set_with_session(&client, "s").await?;
+    assert_eq!(session.message_queue_url, sim.url("/scalesets/message"));
+    assert_eq!(session.owner_name, "test-owner");
+    assert!(session.statistics.is_some());
+
+    let err = client
+        .create_session(set.id, "other")
+        .await
+        .expect_err("conflict");
+    assert!(err.is_session_conflict(), "{err:#}");
+    assert_eq!(err.status(), Some(409));
+    assert_eq!(err.session_conflict_owner(), None);
+    sim.sim.update_faults(|f| f.conflict_names_owner = true);
+    let err = client
+        .create_session(set.id, "other")
+        .await
+        .expect_err("conflict");
+    assert_eq!(err.session_conflict_owner().as_deref(), Some("test-owner"));
+
+    let refreshed = client.refresh_session(&session).await?;
+    assert_eq!(refreshed.session_id, session.session_id);
+    client.delete_session(set.id, &session.session_id).await?;
+    let err = client
+        .delete_session(set.id, &session.session_id)
+        .await
+        .expect_err("gone");
+    assert!(err.is_session_expired_or_unknown(), "{err:#}");
+    // The set is free again.
+    client.create_session(set.id, "next").await?;
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn session_on_a_deleted_scale_set_is_not_found() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    let set = create_set(&client, "gone").await?;
+    sim.sim.delete_scale_set(set.id)?;
+    let err = client
+        .create_session(set.id, "me")
+        .await
+        .expect_err("deleted");
+    assert!(err.is_scale_set_not_found(), "{err:#}");
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn auto_assign_delivers_assigned_jobs_and_202_when_idle() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    let (set, mut session) = set_with_session(&client, "auto").await?;
+    assert!(client.get_message(&mut session, 0, 10).await?.is_none());
+    sim.sim.enqueue_jobs(set.id, &JobSpec::count(2))?;
+    let message = client
+        .get_message(&mut session, 0, 10)
+        .await?
+        .expect("a message");
+    assert_eq!(message.jobs.len(), 2);
+    for job in &message.jobs {
+        let JobMessage::Assigned { job } = job else {
+            panic!("expected JobAssigned, got {job:?}");
+        };
+        assert_eq!(job.runner_request_id, 0, "github.com sends 0");
+        assert!(!job.job_id.is_empty());
+        assert!(job.queue_time.is_some());
+    }
+    assert_eq!(message.statistics.map(|s| s.total_assigned_jobs), Some(2));
+    client
+        .delete_message(&mut session, message.message_id)
+        .await?;
+    assert!(
+        client
+            .get_message(&mut session, message.message_id, 10)
+            .await?
+            .is_none()
+    );
+    // Acquire does not exist on the github.com broker: a router 404.
+    let err = client
+        .acquire_jobs(&mut session, &[1])
+        .await
+        .expect_err("no route");
+    assert_eq!(err.status(), Some(404), "{err:#}");
+    assert_eq!(
+        err.service_error().map(|s| s.body),
+        Some(scaleset_github::ErrorBody::Text)
+    );
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn available_then_acquire_mode() -> Result<()> {
+    let mut cfg = config();
+    cfg.assignment = AssignmentMode::AvailableThenAcquire;
+    let sim = TestSim::start(cfg).await?;
+    let client = sim.client("acme")?;
+    let (set, mut session) = set_with_session(&client, "ghes").await?;
+    assert!(
+        client.get_acquirable_jobs(set.id).await?.is_empty(),
+        "204 = empty"
+    );
+    let ids = sim.sim.enqueue_jobs(set.id, &JobSpec::count(2))?;
+    let offer = client
+        .get_message(&mut session, 0, 10)
+        .await?
+        .expect("offer");
+    let offered: Vec<i64> = offer
+        .jobs
+        .iter()
+        .filter_map(|j| match j {
+            JobMessage::Available { job, .. } => Some(job.runner_request_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(offered, ids);
+    client
+        .delete_message(&mut session, offer.message_id)
+        .await?;
+    let acquirable = client.get_acquirable_jobs(set.id).await?;
+    assert_eq!(acquirable.len(), 2);
+    let won = client
+        .acquire_jobs(&mut session, &[ids[0], 424_242])
+        .await?;
+    assert_eq!(won, vec![ids[0]]);
+    let next = client
+        .get_message(&mut session, offer.message_id, 10)
+        .await?
+        .expect("assigned");
+    assert!(
+        matches!(&next.jobs[..], [JobMessage::Assigned { job }] if job.runner_request_id == ids[0])
+    );
+    let stats = next.statistics.unwrap_or_default();
+    assert_eq!(
+        (stats.total_available_jobs, stats.total_assigned_jobs),
+        (1, 1)
+    );
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn jit_configs_and_agents() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    let set = create_set(&client, "jit").await?;
+    let jit = client
+        .generate_jit_config(
+            set.id,
+            &JitConfigRequest::new("runner 1").with_work_folder("_work"),
+        )
+        .await?;
+    assert_eq!(jit.runner.name, "runner 1");
+    assert_eq!(jit.runner.runner_scale_set_id, set.id);
+    assert!(!jit.encoded_jit_config.is_empty());
+    let err = client
+        .generate_jit_config(set.id, &JitConfigRequest::new("runner 1"))
+        .await
+        .expect_err("duplicate");
+    assert!(err.is_agent_exists(), "{err:#}");
+    assert_eq!(err.status(), Some(409));
+
+    let by_id = client.get_runner(jit.runner.id).await?;
+    assert_eq!(by_id.name, "runner 1");
+    let by_name = client.get_runner_by_name("runner 1").await?;
+    assert_eq!(by_name.map(|r| r.id), Some(jit.runner.id));
+    assert!(client.get_runner_by_name("nobody").await?.is_none());
+    assert_eq!(client.list_runners().await?.len(), 1);
+    client.remove_runner(jit.runner.id).await?;
+    let err = client.get_runner(jit.runner.id).await.expect_err("removed");
+    assert!(err.is_agent_not_found(), "{err:#}");
+    let err = client
+        .remove_runner(jit.runner.id)
+        .await
+        .expect_err("removed");
+    assert!(err.is_agent_not_found(), "{err:#}");
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn a_simulated_runner_runs_one_job_through_the_queue() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    let (set, mut session) = set_with_session(&client, "loop").await?;
+    sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;
+    let assigned = client
+        .get_message(&mut session, 0, 1)
+        .await?
+        .expect("assigned");
+    client
+        .delete_message(&mut session, assigned.message_id)
+        .await?;
+    let jit = client
+        .generate_jit_config(set.id, &JitConfigRequest::new("runner-0001"))
+        .await?;
+    let agent = sim.sim.start_runner(jit.encoded_jit_config.expose())?;
+    assert_eq!(agent, jit.runner.id);
+
+    let started = client
+        .get_message(&mut session, assigned.message_id, 1)
+        .await?
+        .expect("started");
+    assert!(
+        matches!(&started.jobs[..], [JobMessage::Started { runner_name, .. }] if runner_name == "runner-0001")
+    );
+    let err = client.remove_runner(agent).await.expect_err("busy");
+    assert!(err.is_job_still_running(), "{err:#}");
+    client
+        .delete_message(&mut session, started.message_id)
+        .await?;
+
+    sim.sim.advance(sim.sim.config().runner_job_duration);
+    let done = client
+        .get_message(&mut session, started.message_id, 1)
+        .await?
+        .expect("completed");
+    assert!(
+        matches!(&done.jobs[..], [JobMessage::Completed { result, runner_name, .. }] if result == "succeeded" && runner_name == "runner-0001")
+    );
+    assert!(
+        client.get_runner_by_name("runner-0001").await?.is_none(),
+        "deregistered"
+    );
+    assert!(sim.sim.start_runner("garbage").is_err());
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn labels_and_setting_round_trip() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    let created = client
+        .create_scale_set(
+            &NewRunnerScaleSet::new("labelled", 1)
+                .with_labels(vec![Label::system("labelled"), Label::system("gpu")]),
+        )
+        .await?;
+    let names: Vec<&str> = created.labels.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["labelled", "gpu"]);
+    assert!(created.labels.iter().all(|l| l.kind == "System"));
+    sim.stop().await
+}

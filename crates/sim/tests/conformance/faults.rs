@@ -1,0 +1,323 @@
+//! Every fault, switched on at run time, and what the real client observes.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use scaleset_github::{Credentials, ErrorBody, RetryPolicy, Timeouts};
+use scaleset_sim::{Burst, NestedStyle, RaceCreate, RateLimit};
+
+use crate::helpers::{PAT, TestSim, admin_token, create_set, raw, set_with_session};
+
+#[tokio::test]
+async fn omitted_runner_group_id_in_group_scoped_lists() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    let set = create_set(&client, "omit").await?;
+    sim.sim.update_faults(|f| f.omit_runner_group_id = true);
+    let found = client
+        .get_scale_set_by_name(1, "omit")
+        .await?
+        .expect("found");
+    assert_eq!(found.id, set.id);
+    assert_eq!(found.runner_group_id, 0, "the field was absent on the wire");
+    // Unfiltered lists and GET by id keep it.
+    assert_eq!(client.list_scale_sets(None).await?[0].runner_group_id, 1);
+    assert_eq!(client.get_scale_set(set.id).await?.runner_group_id, 1);
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn ignored_name_filter_returns_the_whole_group() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    create_set(&client, "a").await?;
+    create_set(&client, "b").await?;
+    sim.sim.update_faults(|f| f.ignore_name_filter = true);
+    let (_, list) = client.query_scale_sets_by_name(1, "a").await?;
+    assert_eq!(list.count, 2);
+    let err = client
+        .get_scale_set_by_name(1, "a")
+        .await
+        .expect_err("ambiguous");
+    assert!(!err.is_scale_set_exists(), "{err:#}");
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn nested_exceptions_are_still_recognised() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    create_set(&client, "n").await?;
+    for style in [NestedStyle::InnerException, NestedStyle::Message] {
+        sim.sim.update_faults(|f| f.nested_exceptions = Some(style));
+        let err = create_set(&client, "n").await.expect_err("duplicate");
+        let err = err.downcast::<scaleset_github::Error>()?;
+        assert!(err.is_scale_set_exists(), "{style:?}: {err:#}");
+        assert_ne!(
+            err.exception_name(),
+            Some("RunnerScaleSetExistsException"),
+            "{style:?}: the outer exception is the wrapper"
+        );
+    }
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn bom_prefixed_bodies_decode() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    sim.sim.update_faults(|f| f.bom = true);
+    let set = create_set(&client, "bom").await?;
+    assert_eq!(client.get_scale_set(set.id).await?.name, "bom");
+    let err = create_set(&client, "bom").await.expect_err("duplicate");
+    let err = err.downcast::<scaleset_github::Error>()?;
+    assert!(err.is_scale_set_exists(), "{err:#}");
+    let (token, base) = admin_token(&sim, "acme", "orgs/acme").await?;
+    let answer = raw(
+        "GET",
+        &format!(
+            "{base}_apis/runtime/runnerscalesets/{}?api-version=6.0-preview",
+            set.id
+        ),
+        &[("authorization", &format!("Bearer {token}"))],
+        None,
+    )
+    .await?;
+    assert!(answer.body.starts_with(&[0xEF, 0xBB, 0xBF]));
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn text_plain_errors_lose_the_exception_type() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    create_set(&client, "t").await?;
+    sim.sim.update_faults(|f| f.text_plain_errors = true);
+    let err = create_set(&client, "t").await.expect_err("duplicate");
+    let err = err.downcast::<scaleset_github::Error>()?;
+    let service = err.service_error().expect("a service error");
+    assert_eq!((service.status, service.body), (400, ErrorBody::Text));
+    assert!(service.message.contains("already exists"), "{err:#}");
+    assert!(!err.is_scale_set_exists(), "no typeName to match on");
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn server_error_bursts_are_retried_then_exhausted() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    let set = create_set(&client, "burst").await?;
+    sim.sim
+        .update_faults(|f| f.server_errors = Some(Burst::new(2, 503).on("get_scale_set")));
+    assert_eq!(client.get_scale_set(set.id).await?.id, set.id);
+    assert_eq!(sim.sim.request_count("get_scale_set"), 3);
+    sim.sim
+        .update_faults(|f| f.server_errors = Some(Burst::new(10, 500).on("get_scale_set")));
+    let err = client.get_scale_set(set.id).await.expect_err("exhausted");
+    assert!(
+        matches!(
+            err,
+            scaleset_github::Error::RetriesExhausted { attempts: 5, .. }
+        ),
+        "{err:#}"
+    );
+    assert_eq!(sim.sim.request_count("get_scale_set"), 8);
+    assert!(sim.sim.faults().server_errors.is_some(), "5 of 10 left");
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn rate_limits_carry_retry_after() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    let set = create_set(&client, "rl").await?;
+    sim.sim
+        .update_faults(|f| f.rate_limit = Some(RateLimit::new(1, 7).on("get_scale_set")));
+    assert_eq!(client.get_scale_set(set.id).await?.id, set.id);
+    assert_eq!(sim.sim.request_count("get_scale_set"), 2);
+    sim.sim
+        .update_faults(|f| f.rate_limit = Some(RateLimit::new(1, 7)));
+    let answer = raw(
+        "GET",
+        &sim.url("/tenant/1/_apis/runtime/runnerscalesets"),
+        &[],
+        None,
+    )
+    .await?;
+    assert_eq!(answer.status, 429);
+    assert_eq!(
+        answer
+            .headers
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some("7")
+    );
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn a_committed_create_answered_5xx_meets_exists_on_retry() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    sim.sim
+        .update_faults(|f| f.commit_then_fail = Some(Burst::new(1, 500).on("create_scale_set")));
+    let err = create_set(&client, "committed")
+        .await
+        .expect_err("retried into exists");
+    let err = err.downcast::<scaleset_github::Error>()?;
+    assert!(err.is_scale_set_exists(), "{err:#}");
+    assert_eq!(sim.sim.request_count("create_scale_set"), 2);
+    let found = client.get_scale_set_by_name(1, "committed").await?;
+    assert!(found.is_some(), "exactly one was created");
+    // The same happens to generatejitconfig: the retry meets AgentExists.
+    let set = found.expect("found");
+    sim.sim.update_faults(|f| {
+        f.commit_then_fail = Some(Burst::new(1, 502).on("generate_jit_config"));
+    });
+    let err = client
+        .generate_jit_config(set.id, &scaleset_github::JitConfigRequest::new("r"))
+        .await
+        .expect_err("retried into agent exists");
+    assert!(err.is_agent_exists(), "{err:#}");
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn a_competitor_creates_the_same_name_between_lookup_and_create() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    sim.sim.update_faults(|f| {
+        f.race_create = Some(RaceCreate::with_owner("rival-controller"));
+        f.conflict_names_owner = true;
+    });
+    assert!(client.get_scale_set_by_name(1, "raced").await?.is_none());
+    let err = create_set(&client, "raced")
+        .await
+        .expect_err("lost the race");
+    let err = err.downcast::<scaleset_github::Error>()?;
+    assert!(err.is_scale_set_exists(), "{err:#}");
+    let theirs = client
+        .get_scale_set_by_name(1, "raced")
+        .await?
+        .expect("theirs");
+    let err = client
+        .create_session(theirs.id, "me")
+        .await
+        .expect_err("held");
+    assert_eq!(
+        err.session_conflict_owner().as_deref(),
+        Some("rival-controller")
+    );
+    assert!(sim.sim.faults().race_create.is_none(), "one shot");
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn session_eviction_gives_404_on_refresh() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    let (set, mut session) = set_with_session(&client, "evict").await?;
+    sim.sim.evict_session(set.id)?;
+    let err = client.refresh_session(&session).await.expect_err("evicted");
+    assert_eq!(err.status(), Some(404), "{err:#}");
+    assert!(err.is_session_expired_or_unknown(), "{err:#}");
+    // The queue token died with the session: 401, one refresh, which 404s.
+    let before = sim.sim.request_count("refresh_session");
+    let err = client
+        .get_message(&mut session, 0, 1)
+        .await
+        .expect_err("evicted");
+    assert_eq!(
+        sim.sim.request_count("refresh_session"),
+        before + 1,
+        "{err:#}"
+    );
+    // A new session can be created.
+    client.create_session(set.id, "again").await?;
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn empty_message_queue_url_is_an_error() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    let set = create_set(&client, "nourl").await?;
+    sim.sim.update_faults(|f| f.empty_message_queue_url = true);
+    let err = client
+        .create_session(set.id, "me")
+        .await
+        .expect_err("empty url");
+    assert!(
+        matches!(err, scaleset_github::Error::UnexpectedResponse { .. }),
+        "{err:#}"
+    );
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn empty_200_on_message_get_is_an_error_once() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    let (_, mut session) = set_with_session(&client, "empty").await?;
+    sim.sim.update_faults(|f| f.empty_message_body = 1);
+    let err = client
+        .get_message(&mut session, 0, 1)
+        .await
+        .expect_err("empty 200");
+    assert_eq!(err.status().unwrap_or(200), 200, "{err:#}");
+    assert!(client.get_message(&mut session, 0, 1).await?.is_none());
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn runner_registration_401s_are_retried() -> Result<()> {
+    let sim = TestSim::default().await?;
+    sim.sim
+        .update_faults(|f| f.runner_registration_unauthorized = 2);
+    let client = sim.client("acme")?;
+    client.service_url().await?;
+    assert_eq!(sim.sim.request_count("runner_registration"), 3);
+    sim.sim
+        .update_faults(|f| f.runner_registration_unauthorized = 9);
+    let never = sim.client_with("acme", Credentials::pat(PAT), RetryPolicy::never())?;
+    let err = never.service_url().await.expect_err("401");
+    assert_eq!(err.status(), Some(401), "{err:#}");
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn added_latency_delays_answers() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    let set = create_set(&client, "slow").await?;
+    sim.sim.update_faults(|f| f.latency_ms = 300);
+    // A client whose timeout is below the latency times out…
+    let url = scaleset_github::ConfigUrl::parse(&sim.url("/acme"))?;
+    let impatient = scaleset_github::Client::new(
+        scaleset_github::ClientConfig::new(url, Credentials::pat(PAT))
+            .with_retry(RetryPolicy::never())
+            .with_timeouts(Timeouts::new(
+                Duration::from_millis(50),
+                Duration::from_secs(5),
+            )),
+    )?;
+    let err = impatient.get_scale_set(set.id).await.expect_err("timeout");
+    let chain = format!("{:#}", anyhow::Error::from(err));
+    assert!(chain.contains("no response within"), "{chain}");
+    // …a patient one gets the answer.
+    assert_eq!(client.get_scale_set(set.id).await?.id, set.id);
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn expired_admin_token_gets_invalid_token_exception() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    let set = create_set(&client, "exp").await?;
+    // The client checks `exp` against its own clock; the simulator's clock moves on.
+    sim.sim.advance(Duration::from_secs(2 * 3600));
+    let err = client.get_scale_set(set.id).await.expect_err("expired");
+    assert!(err.is_admin_token_rejected(), "{err:#}");
+    assert_eq!(err.exception_name(), Some("InvalidTokenException"));
+    sim.stop().await
+}

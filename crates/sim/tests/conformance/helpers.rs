@@ -1,0 +1,217 @@
+//! Test helpers: a simulator on 127.0.0.1:0 per test, real `scaleset-github` clients pointed at
+//! it with millisecond retry delays, and a raw HTTP helper for checking exact wire details.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::rt::TokioExecutor;
+use scaleset_github::{
+    Client, ClientConfig, ConfigUrl, Credentials, NewRunnerScaleSet, RetryPolicy, RunnerScaleSet,
+    Session, Timeouts,
+};
+use scaleset_sim::{SimConfig, Simulator};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// The PAT of the default seed.
+pub(crate) const PAT: &str = "ghp_simulator";
+
+/// A test configuration: the default seed with a short long-poll hold.
+pub(crate) fn config() -> SimConfig {
+    let mut config = SimConfig::default();
+    config.long_poll_hold = Duration::from_millis(100);
+    config.tick_interval = Duration::from_millis(20);
+    config
+}
+
+/// A simulator serving on a loopback port for the duration of a test.
+pub(crate) struct TestSim {
+    pub(crate) sim: Simulator,
+    pub(crate) addr: SocketAddr,
+    stop: CancellationToken,
+    task: Option<JoinHandle<Result<(), scaleset_sim::Error>>>,
+}
+
+impl TestSim {
+    /// Starts a simulator with `config`.
+    pub(crate) async fn start(config: SimConfig) -> Result<Self> {
+        let sim = Simulator::new(config)?;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let stop = CancellationToken::new();
+        let task = tokio::spawn({
+            let (sim, stop) = (sim.clone(), stop.clone());
+            async move { sim.serve(listener, stop.cancelled_owned()).await }
+        });
+        Ok(Self {
+            sim,
+            addr,
+            stop,
+            task: Some(task),
+        })
+    }
+
+    /// Starts a simulator with [`config`].
+    pub(crate) async fn default() -> Result<Self> {
+        Self::start(config()).await
+    }
+
+    /// `http://ADDR{path}`.
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// A client for `scope` (e.g. `acme`) with the default PAT and fast retries.
+    pub(crate) fn client(&self, scope: &str) -> Result<Client> {
+        self.client_with(scope, Credentials::pat(PAT), fast_retry())
+    }
+
+    /// A client with explicit credentials and retry policy.
+    pub(crate) fn client_with(
+        &self,
+        scope: &str,
+        credentials: Credentials,
+        retry: RetryPolicy,
+    ) -> Result<Client> {
+        let url = ConfigUrl::parse(&self.url(&format!("/{scope}")))?;
+        let config = ClientConfig::new(url, credentials)
+            .with_retry(retry)
+            .with_timeouts(Timeouts::new(
+                Duration::from_secs(20),
+                Duration::from_secs(60),
+            ));
+        Ok(Client::new(config)?)
+    }
+
+    /// Stops the server and waits for it to return.
+    pub(crate) async fn stop(mut self) -> Result<()> {
+        self.stop.cancel();
+        if let Some(task) = self.task.take() {
+            task.await.context("server task panicked")??;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for TestSim {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// Five attempts with millisecond waits (and `Retry-After` capped to milliseconds).
+pub(crate) fn fast_retry() -> RetryPolicy {
+    RetryPolicy::new(5, Duration::from_millis(1), Duration::from_millis(5))
+        .with_max_retry_after(Duration::from_millis(5))
+}
+
+/// Creates a scale set in the default group.
+pub(crate) async fn create_set(client: &Client, name: &str) -> Result<RunnerScaleSet> {
+    Ok(client
+        .create_scale_set(&NewRunnerScaleSet::new(name, 1))
+        .await?)
+}
+
+/// Creates a scale set and opens its session.
+pub(crate) async fn set_with_session(
+    client: &Client,
+    name: &str,
+) -> Result<(RunnerScaleSet, Session)> {
+    let set = create_set(client, name).await?;
+    let session = client.create_session(set.id, "test-owner").await?;
+    Ok((set, session))
+}
+
+/// A raw HTTP answer.
+pub(crate) struct Raw {
+    pub(crate) status: u16,
+    pub(crate) headers: http::HeaderMap,
+    pub(crate) body: Bytes,
+}
+
+impl Raw {
+    /// The body as JSON (after an optional BOM).
+    pub(crate) fn json(&self) -> Result<serde_json::Value> {
+        let body = self
+            .body
+            .strip_prefix(&[0xEF, 0xBB, 0xBF][..])
+            .unwrap_or(&self.body);
+        serde_json::from_slice(body).context("response body is not JSON")
+    }
+}
+
+/// Sends one raw request.
+pub(crate) async fn raw(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> Result<Raw> {
+    let client: HyperClient<_, Full<Bytes>> =
+        HyperClient::builder(TokioExecutor::new()).build_http();
+    let mut request = http::Request::builder().method(method).uri(url);
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let request = request.body(Full::new(Bytes::from(body.unwrap_or_default().to_owned())))?;
+    let response = client.request(request).await?;
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect().await?.to_bytes();
+    Ok(Raw {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// Polls `check` until it is true, at most ~5 s; fails otherwise.
+pub(crate) async fn eventually(what: &str, mut check: impl FnMut() -> bool) -> Result<()> {
+    for _ in 0..500 {
+        if check() {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    anyhow::bail!("timed out waiting for {what}")
+}
+
+/// Runs the token chain with a raw client and returns (admin token, actions base URL).
+pub(crate) async fn admin_token(
+    sim: &TestSim,
+    scope_path: &str,
+    rest_path: &str,
+) -> Result<(String, String)> {
+    let reg = raw(
+        "POST",
+        &sim.url(&format!(
+            "/api/v3/{rest_path}/actions/runners/registration-token"
+        )),
+        &[("authorization", &format!("Bearer {PAT}"))],
+        None,
+    )
+    .await?;
+    anyhow::ensure!(reg.status == 201, "registration token: {}", reg.status);
+    let token = reg.json()?["token"].as_str().unwrap_or_default().to_owned();
+    let body = serde_json::json!({ "url": sim.url(&format!("/{scope_path}")), "runner_event": "register" });
+    let admin = raw(
+        "POST",
+        &sim.url("/api/v3/actions/runner-registration"),
+        &[
+            ("authorization", &format!("RemoteAuth {token}")),
+            ("content-type", "application/json"),
+        ],
+        Some(&body.to_string()),
+    )
+    .await?;
+    anyhow::ensure!(admin.status == 200, "runner-registration: {}", admin.status);
+    let json = admin.json()?;
+    Ok((
+        json["token"].as_str().unwrap_or_default().to_owned(),
+        json["url"].as_str().unwrap_or_default().to_owned(),
+    ))
+}

@@ -1,0 +1,9 @@
+//! Conformance of the simulator: every endpoint and fault driven through the real
+//! `scaleset-github` client over loopback HTTP, plus raw-HTTP checks of wire details and the
+//! control API.
+
+mod control;
+mod endpoints;
+mod faults;
+mod helpers;
+mod queue;

@@ -1,0 +1,203 @@
+//! Queue semantics through the real client: at-least-once scale-set-scoped delivery, capacity
+//! gating, queue-token expiry, reassignment, dormancy, and 1,000 concurrent long-polls.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use scaleset_github::JobMessage;
+use scaleset_sim::JobSpec;
+
+use crate::helpers::{TestSim, config, create_set, eventually, raw, set_with_session};
+
+#[tokio::test]
+async fn unacknowledged_messages_reach_a_new_session_and_acknowledged_ones_never() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    let (set, mut first) = set_with_session(&client, "alo").await?;
+    sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;
+    let unacked = client
+        .get_message(&mut first, 0, 5)
+        .await?
+        .expect("message");
+    client.delete_session(set.id, &first.session_id).await?;
+
+    let mut second = client.create_session(set.id, "second").await?;
+    let again = client
+        .get_message(&mut second, 0, 5)
+        .await?
+        .expect("redelivered");
+    assert_eq!(again.message_id, unacked.message_id);
+    assert_eq!(again.jobs, unacked.jobs);
+    client.delete_message(&mut second, again.message_id).await?;
+    client.delete_session(set.id, &second.session_id).await?;
+
+    let mut third = client.create_session(set.id, "third").await?;
+    assert!(
+        client.get_message(&mut third, 0, 5).await?.is_none(),
+        "acked: never again"
+    );
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn message_ids_increase_and_the_cursor_skips_seen_ones() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    let (set, mut session) = set_with_session(&client, "ids").await?;
+    sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;
+    let m1 = client.get_message(&mut session, 0, 5).await?.expect("m1");
+    sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;
+    let m2 = client
+        .get_message(&mut session, m1.message_id, 5)
+        .await?
+        .expect("m2");
+    assert!(m2.message_id > m1.message_id);
+    // Not acknowledged: polling from 0 starts over at m1.
+    let from_zero = client
+        .get_message(&mut session, 0, 5)
+        .await?
+        .expect("m1 again");
+    assert_eq!(from_zero.message_id, m1.message_id);
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn capacity_zero_holds_jobs_and_each_unit_releases_one() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    let (set, mut session) = set_with_session(&client, "cap").await?;
+    sim.sim.enqueue_jobs(set.id, &JobSpec::count(3))?;
+    assert!(
+        client.get_message(&mut session, 0, 0).await?.is_none(),
+        "202 at capacity 0"
+    );
+    let one = client.get_message(&mut session, 0, 1).await?.expect("one");
+    assert_eq!(one.jobs.len(), 1);
+    client.delete_message(&mut session, one.message_id).await?;
+    let two = client
+        .get_message(&mut session, one.message_id, 2)
+        .await?
+        .expect("one more");
+    assert_eq!(two.jobs.len(), 1);
+    assert_eq!(two.statistics.map(|s| s.total_assigned_jobs), Some(2));
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn expired_queue_token_gets_a_bodyless_401_and_the_client_refreshes_once() -> Result<()> {
+    let mut cfg = config();
+    cfg.queue_token_ttl = Duration::from_secs(600);
+    cfg.admin_token_ttl = Duration::from_secs(24 * 3600);
+    let sim = TestSim::start(cfg).await?;
+    let client = sim.client("acme")?;
+    let (_, mut session) = set_with_session(&client, "qexp").await?;
+    let old_token = session.message_queue_access_token.expose().to_owned();
+    sim.sim.advance(Duration::from_secs(601));
+
+    let answer = raw(
+        "GET",
+        &session.message_queue_url,
+        &[("authorization", &format!("Bearer {old_token}"))],
+        None,
+    )
+    .await?;
+    assert_eq!(answer.status, 401);
+    assert!(answer.body.is_empty(), "body-less 401");
+
+    assert!(client.get_message(&mut session, 0, 1).await?.is_none());
+    assert_eq!(sim.sim.request_count("refresh_session"), 1);
+    assert_ne!(session.message_queue_access_token.expose(), old_token);
+    let statuses: Vec<u16> = sim
+        .sim
+        .request_log()
+        .iter()
+        .filter(|r| r.endpoint == "get_message")
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(statuses, [401, 401, 202]);
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn unattended_assignment_is_cancelled_then_reassigned() -> Result<()> {
+    let mut cfg = config();
+    cfg.reassign_after = Some(Duration::from_secs(120));
+    let sim = TestSim::start(cfg).await?;
+    let client = sim.client("acme")?;
+    let (set, mut session) = set_with_session(&client, "reassign").await?;
+    sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;
+    let assigned = client
+        .get_message(&mut session, 0, 1)
+        .await?
+        .expect("assigned");
+    client
+        .delete_message(&mut session, assigned.message_id)
+        .await?;
+    sim.sim.advance(Duration::from_secs(121));
+    let next = client
+        .get_message(&mut session, assigned.message_id, 1)
+        .await?
+        .expect("cancel + reassign");
+    let kinds: Vec<&str> = next
+        .jobs
+        .iter()
+        .map(|j| match j {
+            JobMessage::Completed { result, .. } if result == "canceled" => "canceled",
+            JobMessage::Assigned { .. } => "assigned",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["canceled", "assigned"]);
+    assert_eq!(sim.sim.state().jobs[0].reassignments, 1);
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn dormant_scale_sets_are_deleted_after_the_configured_time() -> Result<()> {
+    let mut cfg = config();
+    cfg.dormancy = Some(Duration::from_secs(3600));
+    cfg.admin_token_ttl = Duration::from_secs(30 * 24 * 3600);
+    let sim = TestSim::start(cfg).await?;
+    let client = sim.client("acme")?;
+    let idle = create_set(&client, "idle").await?;
+    let (busy, _session) = set_with_session(&client, "busy").await?;
+    sim.sim.advance(Duration::from_secs(3600));
+    let err = client.get_scale_set(idle.id).await.expect_err("dormant");
+    assert!(err.is_scale_set_not_found(), "{err:#}");
+    assert_eq!(client.get_scale_set(busy.id).await?.id, busy.id);
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn a_thousand_concurrent_long_polls_are_all_answered() -> Result<()> {
+    let mut cfg = config();
+    cfg.long_poll_hold = Duration::from_secs(60);
+    let sim = TestSim::start(cfg).await?;
+    let client = sim.client("acme")?;
+    let mut sets = Vec::new();
+    for i in 0..10 {
+        sets.push(set_with_session(&client, &format!("load-{i}")).await?);
+    }
+    let mut polls = tokio::task::JoinSet::new();
+    for n in 0..1000 {
+        let (set, session) = &sets[n % sets.len()];
+        let (client, mut session, id) = (client.clone(), session.clone(), set.id);
+        polls.spawn(async move { (id, client.get_message(&mut session, 0, 10).await) });
+    }
+    let sim_handle = sim.sim.clone();
+    eventually("1000 held polls", || sim_handle.waiting_polls() == 1000).await?;
+    for (set, _) in &sets {
+        sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;
+    }
+    let mut answered = 0;
+    while let Some(joined) = polls.join_next().await {
+        let (id, result) = joined?;
+        let message = result?.expect("a message, not a 202");
+        assert_eq!(message.jobs.len(), 1);
+        let expected = sim.sim.state().jobs_of(id).next().map(|j| j.job_id.clone());
+        assert_eq!(Some(message.jobs[0].job().job_id.clone()), expected);
+        answered += 1;
+    }
+    assert_eq!(answered, 1000);
+    sim.stop().await
+}
