@@ -1,0 +1,219 @@
+//! Credentials: round trip, sealed secrets, wrong keys, rotation.
+
+use scaleset_store::{
+    Auth, CredentialStore as _, DieselStore, Endpoint, EntityKind, EntityStore as _, Error,
+    Keyring, NewCredentials, NewEntity, SecretString,
+};
+
+use crate::helpers::{TestDb, pat, store_tests, test_key};
+
+store_tests!(
+    credentials_round_trip,
+    duplicate_credentials_name_is_a_conflict,
+    credentials_in_use_cannot_be_deleted,
+    wrong_key_is_a_crypto_error,
+    rotated_keys_read_old_rows_and_reseal,
+    secrets_are_redacted_in_debug,
+);
+
+fn app(name: &str) -> NewCredentials {
+    NewCredentials {
+        name: name.to_owned(),
+        endpoint: Endpoint {
+            base_url: "https://ghes.example".to_owned(),
+            api_base_url: "https://ghes.example/api/v3".to_owned(),
+            ca_bundle: Some(
+                "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".to_owned(),
+            ),
+        },
+        auth: Auth::App {
+            app_id: 12345,
+            installation_id: 67890,
+            private_key: SecretString::new(
+                "-----BEGIN PRIVATE KEY-----\nsecret-app-key\n-----END PRIVATE KEY-----\n",
+            ),
+        },
+    }
+}
+
+async fn credentials_round_trip(db: TestDb) {
+    let store = db.open().await;
+    let token = store
+        .create_credentials(pat("pat", "ghp_round_trip"))
+        .await
+        .unwrap();
+    let app_creds = store.create_credentials(app("app")).await.unwrap();
+    assert_eq!(token.auth, pat("pat", "ghp_round_trip").auth);
+    assert_eq!(token.key_id, "k1");
+    assert_eq!(store.get_credentials(token.id).await.unwrap(), token);
+    assert_eq!(
+        store.get_credentials_by_name("app").await.unwrap(),
+        app_creds
+    );
+    assert_eq!(app_creds.endpoint, app("app").endpoint);
+    assert_eq!(app_creds.auth, app("app").auth);
+    assert_eq!(
+        store.list_credentials().await.unwrap(),
+        vec![app_creds.clone(), token.clone()]
+    );
+
+    db.clock.advance(std::time::Duration::from_secs(5));
+    let replaced = store
+        .update_credentials(token.id, pat("pat-renamed", "ghp_rotated"))
+        .await
+        .unwrap();
+    assert_eq!(replaced.name, "pat-renamed");
+    assert_eq!(replaced.created_at, token.created_at);
+    assert!(replaced.updated_at > token.updated_at);
+    assert_eq!(store.get_credentials(token.id).await.unwrap(), replaced);
+
+    store.delete_credentials(token.id).await.unwrap();
+    assert!(
+        store
+            .get_credentials(token.id)
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+    assert!(
+        store
+            .delete_credentials(token.id)
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+    assert!(
+        store
+            .get_credentials_by_name("nope")
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+}
+
+async fn duplicate_credentials_name_is_a_conflict(db: TestDb) {
+    let store = db.open().await;
+    store.create_credentials(pat("same", "a")).await.unwrap();
+    let err = store
+        .create_credentials(pat("same", "b"))
+        .await
+        .unwrap_err();
+    assert!(err.is_conflict(), "{err:?}");
+}
+
+async fn credentials_in_use_cannot_be_deleted(db: TestDb) {
+    let store = db.open().await;
+    let creds = store.create_credentials(pat("used", "a")).await.unwrap();
+    store
+        .create_entity(NewEntity {
+            kind: EntityKind::Organization {
+                name: "acme".into(),
+            },
+            credentials_id: creds.id,
+        })
+        .await
+        .unwrap();
+    let err = store.delete_credentials(creds.id).await.unwrap_err();
+    assert!(err.is_conflict(), "{err:?}");
+    assert_eq!(store.get_credentials(creds.id).await.unwrap(), creds);
+}
+
+async fn wrong_key_is_a_crypto_error(db: TestDb) {
+    let store = db.open().await;
+    let creds = store
+        .create_credentials(pat("main", "ghp_secret"))
+        .await
+        .unwrap();
+    drop(store);
+
+    // Same key id, different key material.
+    let wrong = DieselStore::open(db.options_with(Keyring::new(test_key("k1", 2))))
+        .await
+        .unwrap();
+    let err = wrong.get_credentials(creds.id).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Crypto {
+                operation: "decrypt",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains("authentication failed with key id \"k1\""),
+        "{err}"
+    );
+
+    // A keyring without the key id at all.
+    let missing = DieselStore::open(db.options_with(Keyring::new(test_key("k9", 1))))
+        .await
+        .unwrap();
+    let err = missing.list_credentials().await.unwrap_err();
+    assert!(matches!(err, Error::Crypto { .. }), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains("key id \"k1\", which is not in the keyring"),
+        "{err}"
+    );
+    assert_eq!(err.class(), scaleset_store::ErrorClass::Fatal);
+}
+
+async fn rotated_keys_read_old_rows_and_reseal(db: TestDb) {
+    let store = db.open().await;
+    let old = store
+        .create_credentials(pat("old", "ghp_old"))
+        .await
+        .unwrap();
+    assert_eq!(old.key_id, "k1");
+    drop(store);
+
+    let rotated_ring = || {
+        Keyring::new(test_key("k2", 2))
+            .with_older_key(test_key("k1", 1))
+            .unwrap()
+    };
+    let rotated = DieselStore::open(db.options_with(rotated_ring()))
+        .await
+        .unwrap();
+    // Old rows still read, new rows use the new primary key.
+    assert_eq!(
+        rotated.get_credentials(old.id).await.unwrap().auth,
+        old.auth
+    );
+    let new = rotated
+        .create_credentials(pat("new", "ghp_new"))
+        .await
+        .unwrap();
+    assert_eq!(new.key_id, "k2");
+    // Reseal moves the old row to k2; a second run has nothing left to do.
+    assert_eq!(rotated.reseal_credentials().await.unwrap(), 1);
+    assert_eq!(rotated.reseal_credentials().await.unwrap(), 0);
+    drop(rotated);
+
+    // The old key can now be removed.
+    let only_new = DieselStore::open(db.options_with(Keyring::new(test_key("k2", 2))))
+        .await
+        .unwrap();
+    let resealed = only_new.get_credentials(old.id).await.unwrap();
+    assert_eq!(resealed.key_id, "k2");
+    assert_eq!(resealed.auth, old.auth);
+}
+
+async fn secrets_are_redacted_in_debug(db: TestDb) {
+    let store = db.open().await;
+    let token = store
+        .create_credentials(pat("pat", "ghp_debug_visible"))
+        .await
+        .unwrap();
+    let app_creds = store.create_credentials(app("app")).await.unwrap();
+    let text = format!(
+        "{token:?} {app_creds:?} {:?}",
+        store.list_credentials().await.unwrap()
+    );
+    assert!(!text.contains("ghp_debug_visible"), "{text}");
+    assert!(!text.contains("secret-app-key"), "{text}");
+    assert!(text.contains("[redacted]"));
+}

@@ -1,0 +1,170 @@
+//! Instances: round trip, unique names and the status transition table.
+
+use scaleset_store::{Error, InstanceStatus, InstanceStore as _, NewInstance, Timestamp};
+
+use crate::helpers::{TestDb, lease, store_tests};
+
+store_tests!(
+    instance_round_trip,
+    duplicate_instance_name_is_a_conflict,
+    transition_table_is_enforced
+);
+
+fn new(name: &str) -> NewInstance {
+    NewInstance {
+        name: name.to_owned(),
+        pool_key: "controller:7".to_owned(),
+        bootstrap_deadline: Some(Timestamp::from_unix_millis(1_800_000_600_000)),
+    }
+}
+
+async fn instance_round_trip(db: TestDb) {
+    let store = db.open().await;
+    let scale_set = crate::helpers::scale_set(&store, "inst").await;
+    let held = lease(&store, scale_set.id, "w").await;
+    let created = store.create_instance(&held, new("inst-abc")).await.unwrap();
+    assert_eq!(created.status, InstanceStatus::Pending);
+    assert_eq!(created.scale_set_id, scale_set.id);
+    assert_eq!(created.bootstrap_deadline, new("x").bootstrap_deadline);
+    assert_eq!(store.get_instance("inst-abc").await.unwrap(), created);
+
+    let with_ids = store
+        .set_instance_ids(&held, "inst-abc", Some("prov-1"), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        (with_ids.provider_id.as_deref(), with_ids.github_runner_id),
+        (Some("prov-1"), None)
+    );
+    let with_ids = store
+        .set_instance_ids(&held, "inst-abc", None, Some(77))
+        .await
+        .unwrap();
+    assert_eq!(
+        (with_ids.provider_id.as_deref(), with_ids.github_runner_id),
+        (Some("prov-1"), Some(77))
+    );
+    for to in [
+        InstanceStatus::Creating,
+        InstanceStatus::Running,
+        InstanceStatus::Busy,
+    ] {
+        assert_eq!(
+            store
+                .transition_instance(&held, "inst-abc", to)
+                .await
+                .unwrap()
+                .status,
+            to
+        );
+    }
+    let stored = store.get_instance("inst-abc").await.unwrap();
+    assert_eq!(
+        (stored.status, stored.github_runner_id),
+        (InstanceStatus::Busy, Some(77))
+    );
+    assert_eq!(
+        store.list_instances(scale_set.id).await.unwrap(),
+        vec![stored]
+    );
+    store.delete_instance(&held, "inst-abc").await.unwrap();
+    assert!(
+        store
+            .get_instance("inst-abc")
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+    assert!(
+        store
+            .delete_instance(&held, "inst-abc")
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+}
+
+async fn duplicate_instance_name_is_a_conflict(db: TestDb) {
+    let store = db.open().await;
+    let scale_set = crate::helpers::scale_set(&store, "dupinst").await;
+    let held = lease(&store, scale_set.id, "w").await;
+    store.create_instance(&held, new("same")).await.unwrap();
+    assert!(
+        store
+            .create_instance(&held, new("same"))
+            .await
+            .unwrap_err()
+            .is_conflict()
+    );
+}
+
+/// A path from pending to each status.
+fn path_to(status: InstanceStatus) -> Vec<InstanceStatus> {
+    use InstanceStatus::*;
+    match status {
+        Pending => vec![],
+        Creating => vec![Creating],
+        Running => vec![Creating, Running],
+        Busy => vec![Creating, Running, Busy],
+        Deleting => vec![Deleting],
+        Deleted => vec![Deleting, Deleted],
+        Failed => vec![Failed],
+        other => panic!("no path to {other}"),
+    }
+}
+
+async fn transition_table_is_enforced(db: TestDb) {
+    use InstanceStatus::*;
+    let allowed = [
+        (Pending, Creating),
+        (Pending, Deleting),
+        (Pending, Failed),
+        (Creating, Running),
+        (Creating, Deleting),
+        (Creating, Failed),
+        (Running, Busy),
+        (Running, Deleting),
+        (Running, Failed),
+        (Busy, Deleting),
+        (Busy, Failed),
+        (Failed, Deleting),
+        (Deleting, Deleted),
+        (Deleting, Failed),
+    ];
+    let store = db.open().await;
+    let scale_set = crate::helpers::scale_set(&store, "table").await;
+    let held = lease(&store, scale_set.id, "w").await;
+    let mut n = 0;
+    for &from in InstanceStatus::ALL {
+        for &to in InstanceStatus::ALL {
+            n += 1;
+            let name = format!("t-{n}");
+            store.create_instance(&held, new(&name)).await.unwrap();
+            for step in path_to(from) {
+                store.transition_instance(&held, &name, step).await.unwrap();
+            }
+            let expected = from == to || allowed.contains(&(from, to));
+            assert_eq!(from.can_move_to(to), expected, "{from} -> {to}");
+            match store.transition_instance(&held, &name, to).await {
+                Ok(instance) => {
+                    assert!(expected, "{from} -> {to} was allowed");
+                    assert_eq!(instance.status, to);
+                }
+                Err(Error::InvalidTransition {
+                    instance,
+                    from: f,
+                    to: t,
+                }) => {
+                    assert!(!expected, "{from} -> {to} was refused");
+                    assert_eq!((instance.as_str(), f, t), (name.as_str(), from, to));
+                    assert_eq!(
+                        store.get_instance(&name).await.unwrap().status,
+                        from,
+                        "unchanged"
+                    );
+                }
+                Err(other) => panic!("{from} -> {to}: {other:?}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! Leases: one winner per race, take-over after expiry with a greater fencing token, and
+//! fenced writes refused once the lease moved on.
+
+use std::time::Duration;
+
+use scaleset_store::{
+    Acquisition, InstanceStatus, InstanceStore as _, LeaseStore as _, NewInstance, ScaleSetId,
+    ScaleSetStore as _,
+};
+
+use crate::helpers::{TestDb, lease, store_tests};
+
+store_tests!(
+    racing_holders_have_exactly_one_winner,
+    expired_lease_is_taken_over_with_a_greater_token,
+    released_lease_is_retaken_with_a_greater_token,
+    renewal_extends_and_keeps_the_token,
+    stale_token_writes_are_lease_lost,
+    lease_on_unknown_scale_set_is_not_found,
+);
+
+const TTL: Duration = Duration::from_secs(30);
+
+async fn racing_holders_have_exactly_one_winner(db: TestDb) {
+    // Two stores (two pools, as two processes would have), eight holders racing.
+    let stores = [db.open().await, db.open().await];
+    let scale_set = crate::helpers::scale_set(&stores[0], "race").await;
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(8));
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let store = stores[i % 2].clone();
+        let barrier = barrier.clone();
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            store
+                .acquire_lease(scale_set.id, &format!("worker-{i}"), TTL)
+                .await
+        }));
+    }
+    let mut winners = Vec::new();
+    let mut holders_seen = Vec::new();
+    for task in tasks {
+        match task.await.unwrap().unwrap() {
+            Acquisition::Acquired(lease) => winners.push(lease),
+            Acquisition::Held { holder, .. } => holders_seen.push(holder),
+            other => panic!("unexpected outcome {other:?}"),
+        }
+    }
+    assert_eq!(winners.len(), 1, "exactly one winner: {winners:?}");
+    let winner = &winners[0];
+    assert_eq!(winner.token(), 1);
+    assert_eq!(holders_seen.len(), 7);
+    assert!(
+        holders_seen.iter().all(|h| h == winner.holder()),
+        "{holders_seen:?}"
+    );
+    let stored = stores[1].get_lease(scale_set.id).await.unwrap().unwrap();
+    assert_eq!((stored.holder.as_str(), stored.token), (winner.holder(), 1));
+}
+
+async fn expired_lease_is_taken_over_with_a_greater_token(db: TestDb) {
+    let store = db.open().await;
+    let scale_set = crate::helpers::scale_set(&store, "expire").await;
+    let a = lease(&store, scale_set.id, "worker-a").await;
+    match store
+        .acquire_lease(scale_set.id, "worker-b", TTL)
+        .await
+        .unwrap()
+    {
+        Acquisition::Held { holder, expires_at } => {
+            assert_eq!((holder.as_str(), expires_at), ("worker-a", a.expires_at()));
+        }
+        other => panic!("expected Held, got {other:?}"),
+    }
+    db.clock.advance(TTL + Duration::from_millis(1));
+    let b = lease(&store, scale_set.id, "worker-b").await;
+    assert!(b.token() > a.token(), "{} > {}", b.token(), a.token());
+    // A's lease is gone for good: renew and release fail, B's stays.
+    assert!(
+        store
+            .renew_lease(&a, TTL)
+            .await
+            .unwrap_err()
+            .is_lease_lost()
+    );
+    assert!(store.release_lease(&a).await.unwrap_err().is_lease_lost());
+    db.clock.advance(TTL + Duration::from_millis(1));
+    // And again: every change of hands increases the token, even back to an old holder.
+    let a2 = lease(&store, scale_set.id, "worker-a").await;
+    assert!(a2.token() > b.token());
+}
+
+async fn released_lease_is_retaken_with_a_greater_token(db: TestDb) {
+    let store = db.open().await;
+    let scale_set = crate::helpers::scale_set(&store, "release").await;
+    let a = lease(&store, scale_set.id, "worker-a").await;
+    store.release_lease(&a).await.unwrap();
+    // No waiting for expiry after a release.
+    let b = lease(&store, scale_set.id, "worker-b").await;
+    assert!(b.token() > a.token());
+    store.release_lease(&b).await.unwrap();
+    let b2 = lease(&store, scale_set.id, "worker-b").await;
+    assert!(
+        b2.token() > b.token(),
+        "a re-acquire after release is a new tenure"
+    );
+}
+
+async fn renewal_extends_and_keeps_the_token(db: TestDb) {
+    let store = db.open().await;
+    let scale_set = crate::helpers::scale_set(&store, "renew").await;
+    let a = lease(&store, scale_set.id, "worker-a").await;
+    db.clock.advance(Duration::from_secs(20));
+    let renewed = store.renew_lease(&a, TTL).await.unwrap();
+    assert_eq!(renewed.token(), a.token());
+    assert!(renewed.expires_at() > a.expires_at());
+    // Past the original expiry but within the renewed one, B still cannot take it.
+    db.clock.advance(Duration::from_secs(20));
+    assert!(matches!(
+        store
+            .acquire_lease(scale_set.id, "worker-b", TTL)
+            .await
+            .unwrap(),
+        Acquisition::Held { .. }
+    ));
+    // Re-acquiring while holding it extends it and keeps the token.
+    let again = lease(&store, scale_set.id, "worker-a").await;
+    assert_eq!(again.token(), a.token());
+}
+
+async fn stale_token_writes_are_lease_lost(db: TestDb) {
+    let store = db.open().await;
+    let scale_set = crate::helpers::scale_set(&store, "fence").await;
+    let old = lease(&store, scale_set.id, "worker-a").await;
+    store
+        .create_instance(
+            &old,
+            NewInstance {
+                name: "fence-1".into(),
+                pool_key: "c:1".into(),
+                bootstrap_deadline: None,
+            },
+        )
+        .await
+        .unwrap();
+    store.set_message_cursor(&old, 10).await.unwrap();
+    db.clock.advance(TTL + Duration::from_secs(1));
+    let new = lease(&store, scale_set.id, "worker-b").await;
+
+    assert!(
+        store
+            .set_message_cursor(&old, 11)
+            .await
+            .unwrap_err()
+            .is_lease_lost()
+    );
+    assert!(
+        store
+            .set_message_session(&old, Some("s"))
+            .await
+            .unwrap_err()
+            .is_lease_lost()
+    );
+    assert!(
+        store
+            .set_desired_runners(&old, 5)
+            .await
+            .unwrap_err()
+            .is_lease_lost()
+    );
+    let new_instance = NewInstance {
+        name: "fence-2".into(),
+        pool_key: "c:1".into(),
+        bootstrap_deadline: None,
+    };
+    assert!(
+        store
+            .create_instance(&old, new_instance.clone())
+            .await
+            .unwrap_err()
+            .is_lease_lost()
+    );
+    assert!(
+        store
+            .transition_instance(&old, "fence-1", InstanceStatus::Creating)
+            .await
+            .unwrap_err()
+            .is_lease_lost()
+    );
+    assert!(
+        store
+            .set_instance_ids(&old, "fence-1", Some("p"), Some(1))
+            .await
+            .unwrap_err()
+            .is_lease_lost()
+    );
+    assert!(
+        store
+            .delete_instance(&old, "fence-1")
+            .await
+            .unwrap_err()
+            .is_lease_lost()
+    );
+
+    // Nothing the old holder tried landed; the new holder's writes do.
+    let row = store.get_scale_set(scale_set.id).await.unwrap();
+    assert_eq!(
+        (row.last_message_id, row.session_id, row.desired_runners),
+        (10, None, 0)
+    );
+    assert_eq!(store.list_instances(scale_set.id).await.unwrap().len(), 1);
+    assert_eq!(
+        store.get_instance("fence-1").await.unwrap().status,
+        InstanceStatus::Pending
+    );
+    store.set_message_cursor(&new, 11).await.unwrap();
+    store
+        .transition_instance(&new, "fence-1", InstanceStatus::Creating)
+        .await
+        .unwrap();
+    store.create_instance(&new, new_instance).await.unwrap();
+    assert_eq!(
+        store
+            .get_scale_set(scale_set.id)
+            .await
+            .unwrap()
+            .last_message_id,
+        11
+    );
+}
+
+async fn lease_on_unknown_scale_set_is_not_found(db: TestDb) {
+    let store = db.open().await;
+    let err = store
+        .acquire_lease(ScaleSetId::generate(), "w", TTL)
+        .await
+        .unwrap_err();
+    assert!(err.is_not_found(), "{err:?}");
+}

@@ -1,0 +1,16 @@
+//! The store suite, written once and run per backend: every test below runs on SQLite
+//! always and on PostgreSQL when `SCALESET_TEST_DATABASE_URL` is set (each test in its own
+//! database). `sqlite_file` holds the checks that only make sense for a database file.
+
+mod helpers;
+
+mod api_token;
+mod concurrency;
+mod controller;
+mod credentials;
+mod entity;
+mod event;
+mod instance;
+mod lease;
+mod scale_set;
+mod sqlite_file;
