@@ -175,25 +175,30 @@ impl Transport {
 }
 
 /// True when the error chain holds a rustls certificate error (not worth retrying).
+///
+/// `io::Error::source` skips the wrapped error itself, so wrapped errors are entered through
+/// `get_ref` (hyper-util nests rustls errors two `io::Error`s deep).
 fn is_certificate_error(error: &(dyn std::error::Error + 'static)) -> bool {
     let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    let mut depth = 0;
     while let Some(err) = current {
+        depth += 1;
+        if depth > 16 {
+            return false;
+        }
         if let Some(tls) = err.downcast_ref::<rustls::Error>() {
             return matches!(
                 tls,
                 rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented
             );
         }
-        if let Some(io) = err.downcast_ref::<std::io::Error>()
-            && let Some(inner) = io.get_ref()
-            && let Some(tls) = inner.downcast_ref::<rustls::Error>()
+        current = match err
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
         {
-            return matches!(
-                tls,
-                rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented
-            );
-        }
-        current = err.source();
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => err.source(),
+        };
     }
     false
 }

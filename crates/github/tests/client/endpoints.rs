@@ -1,0 +1,820 @@
+//! Every endpoint of protocol §5 (1-17, 2b, 16b) and the REST token chain: method, path,
+//! query, headers and body asserted; typed responses decoded.
+
+use std::sync::Arc;
+
+use mockito::Matcher;
+use ring::signature::{RSA_PKCS1_2048_8192_SHA256, UnparsedPublicKey};
+use scaleset_github::{
+    Client, Credentials, JitConfigRequest, Label, NewRunnerScaleSet, RunnerScaleSetPatch,
+    RunnerSetting,
+};
+
+use crate::helpers::{RecordingSleeper, admin_jwt, config_for, harness, session_json};
+
+const API: &str = "api-version=6.0-preview";
+
+#[tokio::test]
+async fn pat_chain_then_get_scale_set_by_id() {
+    let mut h = harness().await;
+    let mock = h
+        .service_mock("GET", "_apis/runtime/runnerscalesets/5", API)
+        .with_body(r#"{"id":5,"name":"set","runnerGroupId":1,"runnerSetting":{"disableUpdate":true},"createdOn":"2024-05-06T07:08:09.1234567Z"}"#)
+        .create_async()
+        .await;
+    let set = h.client.get_scale_set(5).await.unwrap();
+    assert_eq!(set.id, 5);
+    assert_eq!(set.name, "set");
+    assert!(set.runner_setting.disable_update);
+    assert_eq!(set.created_on.unwrap().subsec_nanos(), 123_456_700);
+    mock.assert_async().await;
+    for m in &h.chain {
+        m.assert_async().await;
+    }
+    assert_eq!(
+        h.client.service_url().await.unwrap().as_str(),
+        h.service_url()
+    );
+}
+
+#[tokio::test]
+async fn registration_token_paths_for_repository_and_enterprise() {
+    for (path, rest) in [
+        (
+            "owner/repo",
+            "/api/v3/repos/owner/repo/actions/runners/registration-token",
+        ),
+        (
+            "enterprises/big-ent",
+            "/api/v3/enterprises/big-ent/actions/runners/registration-token",
+        ),
+    ] {
+        let mut server = mockito::Server::new_async().await;
+        let reg = server
+            .mock("POST", rest)
+            .match_header("authorization", "Bearer pat")
+            .with_status(201)
+            .with_body(r#"{"token":"r"}"#)
+            .create_async()
+            .await;
+        let config_url = format!("{}/{path}", server.url());
+        let service = format!("{}/rest", server.url());
+        let rr = server
+            .mock("POST", "/api/v3/actions/runner-registration")
+            .match_header("authorization", "RemoteAuth r")
+            .match_body(Matcher::Json(
+                serde_json::json!({"url": config_url, "runner_event": "register"}),
+            ))
+            .with_status(200)
+            .with_body(
+                serde_json::json!({"url": service, "token": admin_jwt("x", 3600)}).to_string(),
+            )
+            .create_async()
+            .await;
+        let client = Client::new(config_for(
+            &server,
+            path,
+            Credentials::pat("pat"),
+            Arc::new(RecordingSleeper::default()),
+        ))
+        .unwrap();
+        let url = client.service_url().await.unwrap();
+        assert_eq!(url.as_str(), service);
+        reg.assert_async().await;
+        rr.assert_async().await;
+    }
+}
+
+#[tokio::test]
+async fn github_app_chain_signs_a_valid_rs256_jwt() {
+    let mut server = mockito::Server::new_async().await;
+    let public_key = include_bytes!("data/test-app-key.pub.der").to_vec();
+    let install = server
+        .mock("POST", "/api/v3/app/installations/4242/access_tokens")
+        .match_header("content-type", "application/vnd.github+json")
+        .match_request(move |request| {
+            let Some(auth) = request
+                .header("authorization")
+                .first()
+                .and_then(|v| v.to_str().ok())
+            else {
+                return false;
+            };
+            let Some(jwt) = auth.strip_prefix("Bearer ") else {
+                return false;
+            };
+            let parts: Vec<&str> = jwt.split('.').collect();
+            if parts.len() != 3 {
+                return false;
+            }
+            use base64::Engine as _;
+            let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+            let (Ok(claims), Ok(signature)) = (b64.decode(parts[1]), b64.decode(parts[2])) else {
+                return false;
+            };
+            let signed = format!("{}.{}", parts[0], parts[1]);
+            let key = UnparsedPublicKey::new(&RSA_PKCS1_2048_8192_SHA256, &public_key);
+            if key.verify(signed.as_bytes(), &signature).is_err() {
+                return false;
+            }
+            let claims: serde_json::Value = serde_json::from_slice(&claims).unwrap_or_default();
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs() as i64;
+            let iat = claims["iat"].as_i64().unwrap_or_default();
+            let exp = claims["exp"].as_i64().unwrap_or_default();
+            claims["iss"] == "Iv1.client"
+                && (now - 70..=now - 50).contains(&iat)
+                && exp - iat == 540
+        })
+        .with_status(201)
+        .with_body(
+            r#"{"token":"ghs_installation","expires_at":"2030-01-01T00:00:00Z","permissions":{}}"#,
+        )
+        .create_async()
+        .await;
+    let reg = server
+        .mock(
+            "POST",
+            "/api/v3/repos/o/r/actions/runners/registration-token",
+        )
+        .match_header("authorization", "Bearer ghs_installation")
+        .with_status(201)
+        .with_body(r#"{"token":"reg"}"#)
+        .create_async()
+        .await;
+    let service = format!("{}/tenant/1/", server.url());
+    let rr = server
+        .mock("POST", "/api/v3/actions/runner-registration")
+        .match_header("authorization", "RemoteAuth reg")
+        .with_status(201)
+        .with_body(serde_json::json!({"url": service, "token": admin_jwt("x", 3600)}).to_string())
+        .create_async()
+        .await;
+    let key = include_str!("data/test-app-key.pem");
+    let client = Client::new(config_for(
+        &server,
+        "o/r",
+        Credentials::app("Iv1.client", 4242, key),
+        Arc::new(RecordingSleeper::default()),
+    ))
+    .unwrap();
+    client.service_url().await.unwrap();
+    install.assert_async().await;
+    reg.assert_async().await;
+    rr.assert_async().await;
+}
+
+#[tokio::test]
+async fn installation_token_must_be_201() {
+    let mut server = mockito::Server::new_async().await;
+    let install = server
+        .mock("POST", "/api/v3/app/installations/1/access_tokens")
+        .with_status(200)
+        .with_body(r#"{"token":"t"}"#)
+        .expect(1)
+        .create_async()
+        .await;
+    let client = Client::new(config_for(
+        &server,
+        "org",
+        Credentials::app("1", 1, include_str!("data/test-app-key.pem")),
+        Arc::new(RecordingSleeper::default()),
+    ))
+    .unwrap();
+    let err = client.get_scale_set(1).await.unwrap_err();
+    assert_eq!(err.status(), Some(200));
+    install.assert_async().await;
+}
+
+#[tokio::test]
+async fn app_credentials_are_refused_for_enterprise_scope() {
+    let server = mockito::Server::new_async().await;
+    let err = Client::new(config_for(
+        &server,
+        "enterprises/e",
+        Credentials::app("1", 1, include_str!("data/test-app-key.pem")),
+        Arc::new(RecordingSleeper::default()),
+    ))
+    .unwrap_err();
+    assert!(err.to_string().contains("enterprise"), "{err}");
+}
+
+#[tokio::test]
+async fn get_runner_group_by_name() {
+    let mut h = harness().await;
+    let mock = h
+        .service_mock(
+            "GET",
+            "_apis/runtime/runnergroups/",
+            "api-version=6.0-preview&groupName=my+group",
+        )
+        .with_body(
+            r#"{"count":1,"value":[{"id":3,"name":"my group","size":2,"isDefaultGroup":false}]}"#,
+        )
+        .create_async()
+        .await;
+    let group = h
+        .client
+        .get_runner_group_by_name("my group")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (group.id, group.name.as_str(), group.size),
+        (3, "my group", 2)
+    );
+    mock.assert_async().await;
+
+    let none = h
+        .service_mock(
+            "GET",
+            "_apis/runtime/runnergroups/",
+            "api-version=6.0-preview&groupName=nope",
+        )
+        .with_body(r#"{"count":0,"value":[]}"#)
+        .create_async()
+        .await;
+    assert!(
+        h.client
+            .get_runner_group_by_name("nope")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    none.assert_async().await;
+}
+
+#[tokio::test]
+async fn get_scale_set_by_name_decides_on_count() {
+    let mut h = harness().await;
+    let one = h
+        .service_mock(
+            "GET",
+            "_apis/runtime/runnerscalesets",
+            "api-version=6.0-preview&name=set&runnerGroupId=1",
+        )
+        .with_body(r#"{"count":1,"value":[{"id":5,"name":"set"}]}"#)
+        .create_async()
+        .await;
+    assert_eq!(
+        h.client
+            .get_scale_set_by_name(1, "set")
+            .await
+            .unwrap()
+            .unwrap()
+            .id,
+        5
+    );
+    one.assert_async().await;
+
+    let zero = h
+        .service_mock(
+            "GET",
+            "_apis/runtime/runnerscalesets",
+            "api-version=6.0-preview&name=gone&runnerGroupId=1",
+        )
+        .with_body(r#"{"count":0,"value":[{"id":5,"name":"set"}]}"#)
+        .create_async()
+        .await;
+    assert!(
+        h.client
+            .get_scale_set_by_name(1, "gone")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    zero.assert_async().await;
+
+    let many = h
+        .service_mock(
+            "GET",
+            "_apis/runtime/runnerscalesets",
+            "api-version=6.0-preview&name=dup&runnerGroupId=2",
+        )
+        .with_body(r#"{"count":2,"value":[{"id":5},{"id":6}]}"#)
+        .expect(2)
+        .create_async()
+        .await;
+    assert!(h.client.get_scale_set_by_name(2, "dup").await.is_err());
+    let (_, raw) = h.client.query_scale_sets_by_name(2, "dup").await.unwrap();
+    assert_eq!(raw.value.len(), 2);
+    many.assert_async().await;
+}
+
+#[tokio::test]
+async fn escaped_names_survive_every_query() {
+    let mut h = harness().await;
+    for (name, encoded) in [
+        ("example+garm&123", "example%2Bgarm%26123"),
+        ("a b", "a+b"),
+        ("x#y", "x%23y"),
+        ("50%", "50%25"),
+        ("a;b", "a%3Bb"),
+        ("grüße", "gr%C3%BC%C3%9Fe"),
+    ] {
+        let set = h
+            .service_mock(
+                "GET",
+                "_apis/runtime/runnerscalesets",
+                &format!("api-version=6.0-preview&name={encoded}&runnerGroupId=1"),
+            )
+            .with_body(r#"{"count":0,"value":[]}"#)
+            .create_async()
+            .await;
+        let group = h
+            .service_mock(
+                "GET",
+                "_apis/runtime/runnergroups/",
+                &format!("api-version=6.0-preview&groupName={encoded}"),
+            )
+            .with_body(r#"{"count":0,"value":[]}"#)
+            .create_async()
+            .await;
+        let agent = h
+            .service_mock(
+                "GET",
+                "_apis/distributedtask/pools/0/agents",
+                &format!("agentName={encoded}&api-version=6.0-preview"),
+            )
+            .with_body(r#"{"count":0,"value":[]}"#)
+            .create_async()
+            .await;
+        assert!(
+            h.client
+                .get_scale_set_by_name(1, name)
+                .await
+                .unwrap()
+                .is_none(),
+            "{name}"
+        );
+        assert!(
+            h.client
+                .get_runner_group_by_name(name)
+                .await
+                .unwrap()
+                .is_none(),
+            "{name}"
+        );
+        assert!(
+            h.client.get_runner_by_name(name).await.unwrap().is_none(),
+            "{name}"
+        );
+        set.assert_async().await;
+        group.assert_async().await;
+        agent.assert_async().await;
+    }
+}
+
+#[tokio::test]
+async fn list_scale_sets_with_and_without_group() {
+    let mut h = harness().await;
+    let all = h
+        .service_mock("GET", "_apis/runtime/runnerscalesets", API)
+        .with_body(r#"{"count":2,"value":[{"id":1,"name":"a"},{"id":2,"name":"b","RunnerSetting":{"disableUpdate":true}}]}"#)
+        .create_async()
+        .await;
+    let sets = h.client.list_scale_sets(None).await.unwrap();
+    assert_eq!(sets.len(), 2);
+    assert!(sets[1].runner_setting.disable_update);
+    all.assert_async().await;
+    let grouped = h
+        .service_mock(
+            "GET",
+            "_apis/runtime/runnerscalesets",
+            "api-version=6.0-preview&runnerGroupId=7",
+        )
+        .with_body(r#"{"count":0,"value":null}"#)
+        .create_async()
+        .await;
+    assert!(h.client.list_scale_sets(Some(7)).await.unwrap().is_empty());
+    grouped.assert_async().await;
+}
+
+#[tokio::test]
+async fn create_scale_set_sends_runner_setting_and_default_label() {
+    let mut h = harness().await;
+    let mock = h
+        .service_mock("POST", "_apis/runtime/runnerscalesets", API)
+        .match_body(Matcher::Json(serde_json::json!({
+            "name": "set",
+            "runnerGroupId": 1,
+            "labels": [{"type": "System", "name": "set"}],
+            "RunnerSetting": {"disableUpdate": true}
+        })))
+        .with_status(200)
+        .with_body(r#"{"id":11,"name":"set","runnerGroupId":1,"labels":[{"id":1,"type":"System","name":"set"}],"runnerSetting":{"disableUpdate":true,"ephemeral":true,"status":0}}"#)
+        .create_async()
+        .await;
+    let created = h
+        .client
+        .create_scale_set(&NewRunnerScaleSet::new("set", 1))
+        .await
+        .unwrap();
+    assert_eq!(created.id, 11);
+    assert_eq!(created.labels[0].id, Some(1));
+    assert_eq!(created.runner_setting.ephemeral, Some(true));
+    mock.assert_async().await;
+
+    let labelled = h
+        .service_mock("POST", "_apis/runtime/runnerscalesets", API)
+        .match_body(Matcher::Json(serde_json::json!({
+            "name": "l",
+            "runnerGroupId": 2,
+            "labels": [{"type": "System", "name": "gpu"}, {"type": "User", "name": "x"}],
+            "RunnerSetting": {}
+        })))
+        .with_body(r#"{"id":12}"#)
+        .create_async()
+        .await;
+    let request = NewRunnerScaleSet::new("l", 2)
+        .with_labels(vec![
+            Label {
+                kind: String::new(),
+                name: "gpu".into(),
+                id: None,
+            },
+            Label {
+                kind: "User".into(),
+                name: "x".into(),
+                id: None,
+            },
+        ])
+        .with_runner_setting(RunnerSetting::default());
+    assert_eq!(h.client.create_scale_set(&request).await.unwrap().id, 12);
+    labelled.assert_async().await;
+}
+
+#[tokio::test]
+async fn create_scale_set_expects_exactly_200() {
+    let mut h = harness().await;
+    let mock = h
+        .service_mock("POST", "_apis/runtime/runnerscalesets", API)
+        .with_status(201)
+        .with_body(r#"{"id":11}"#)
+        .expect(1)
+        .create_async()
+        .await;
+    let err = h
+        .client
+        .create_scale_set(&NewRunnerScaleSet::new("set", 1))
+        .await
+        .unwrap_err();
+    assert_eq!(err.status(), Some(201));
+    mock.assert_async().await;
+}
+
+#[tokio::test]
+async fn update_scale_set_sends_only_set_fields() {
+    let mut h = harness().await;
+    let mock = h
+        .service_mock("PATCH", "_apis/runtime/runnerscalesets/5", API)
+        .match_body(Matcher::Json(serde_json::json!({"runnerGroupId": 3})))
+        .with_body(r#"{"id":5,"runnerGroupId":3}"#)
+        .create_async()
+        .await;
+    let patch = RunnerScaleSetPatch {
+        runner_group_id: Some(3),
+        ..RunnerScaleSetPatch::default()
+    };
+    assert_eq!(
+        h.client
+            .update_scale_set(5, &patch)
+            .await
+            .unwrap()
+            .runner_group_id,
+        3
+    );
+    mock.assert_async().await;
+
+    let settings = h
+        .service_mock("PATCH", "_apis/runtime/runnerscalesets/5", API)
+        .match_body(Matcher::Json(serde_json::json!({
+            "labels": [{"type": "System", "name": "n"}],
+            "RunnerSetting": {"disableUpdate": true}
+        })))
+        .with_body(r#"{"id":5}"#)
+        .create_async()
+        .await;
+    let patch = RunnerScaleSetPatch {
+        labels: Some(vec![Label {
+            kind: String::new(),
+            name: "n".into(),
+            id: None,
+        }]),
+        runner_setting: Some(RunnerSetting {
+            disable_update: true,
+            ..RunnerSetting::default()
+        }),
+        ..RunnerScaleSetPatch::default()
+    };
+    h.client.update_scale_set(5, &patch).await.unwrap();
+    settings.assert_async().await;
+}
+
+#[tokio::test]
+async fn delete_scale_set_expects_204() {
+    let mut h = harness().await;
+    let mock = h
+        .service_mock("DELETE", "_apis/runtime/runnerscalesets/5", API)
+        .with_status(204)
+        .create_async()
+        .await;
+    h.client.delete_scale_set(5).await.unwrap();
+    mock.assert_async().await;
+    let wrong = h
+        .service_mock("DELETE", "_apis/runtime/runnerscalesets/6", API)
+        .with_status(200)
+        .create_async()
+        .await;
+    assert_eq!(
+        h.client.delete_scale_set(6).await.unwrap_err().status(),
+        Some(200)
+    );
+    wrong.assert_async().await;
+}
+
+#[tokio::test]
+async fn session_create_refresh_delete() {
+    let mut h = harness().await;
+    let queue = format!("{}/scalesets/message", h.server.url());
+    let create = h
+        .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
+        .match_body(Matcher::Json(
+            serde_json::json!({"ownerName": "scaleset-owner"}),
+        ))
+        .with_body(session_json(&queue, "queue-1"))
+        .create_async()
+        .await;
+    let session = h.client.create_session(5, "scaleset-owner").await.unwrap();
+    assert_eq!(session.session_id, "8e1f2b4c-0000-4000-8000-000000000001");
+    assert_eq!(session.message_queue_access_token.expose(), "queue-1");
+    assert_eq!(session.statistics.unwrap().total_assigned_jobs, 2);
+    assert_eq!(session.scale_set_id(), 5);
+    create.assert_async().await;
+
+    let refresh = h
+        .service_mock(
+            "PATCH",
+            "_apis/runtime/runnerscalesets/5/sessions/8e1f2b4c-0000-4000-8000-000000000001",
+            API,
+        )
+        .match_body(Matcher::Missing)
+        .with_body(session_json(&queue, "queue-2"))
+        .create_async()
+        .await;
+    let refreshed = h.client.refresh_session(&session).await.unwrap();
+    assert_eq!(refreshed.message_queue_access_token.expose(), "queue-2");
+    refresh.assert_async().await;
+
+    let delete = h
+        .service_mock(
+            "DELETE",
+            "_apis/runtime/runnerscalesets/5/sessions/8e1f2b4c-0000-4000-8000-000000000001",
+            API,
+        )
+        .with_status(204)
+        .create_async()
+        .await;
+    h.client
+        .delete_session(5, &refreshed.session_id)
+        .await
+        .unwrap();
+    delete.assert_async().await;
+}
+
+#[tokio::test]
+async fn get_message_long_poll_and_delete_message() {
+    let mut h = harness().await;
+    let queue = format!("{}/scalesets/message", h.server.url());
+    let create = h
+        .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
+        .with_body(session_json(&queue, "queue-1"))
+        .create_async()
+        .await;
+    let mut session = h.client.create_session(5, "o").await.unwrap();
+    create.assert_async().await;
+
+    let empty = h
+        .server
+        .mock("GET", "/scalesets/message")
+        .match_header("authorization", "Bearer queue-1")
+        .match_header("accept", "application/json; api-version=6.0-preview")
+        .match_header("x-scalesetmaxcapacity", "10")
+        .match_header("content-type", Matcher::Missing)
+        .with_status(202)
+        .create_async()
+        .await;
+    assert!(
+        h.client
+            .get_message(&mut session, 0, 10)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    empty.assert_async().await;
+
+    let body = r#"[{"messageType":"JobAssigned","jobId":"j"}]"#;
+    let message = h
+        .server
+        .mock("GET", "/scalesets/message")
+        .match_query(Matcher::Exact("lastMessageId=100006141".into()))
+        .match_header("authorization", "Bearer queue-1")
+        .match_header("x-scalesetmaxcapacity", "3")
+        .with_body(
+            serde_json::json!({"messageId": 100006142i64, "messageType": "RunnerScaleSetJobMessages", "body": body})
+                .to_string(),
+        )
+        .create_async()
+        .await;
+    let msg = h
+        .client
+        .get_message(&mut session, 100_006_141, 3)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(msg.message_id, 100_006_142);
+    assert_eq!(msg.jobs.len(), 1);
+    message.assert_async().await;
+
+    let ack = h
+        .server
+        .mock("DELETE", "/scalesets/message/100006142")
+        .match_header("authorization", "Bearer queue-1")
+        .match_header("content-type", "application/json")
+        .with_status(204)
+        .create_async()
+        .await;
+    h.client
+        .delete_message(&mut session, msg.message_id)
+        .await
+        .unwrap();
+    ack.assert_async().await;
+}
+
+#[tokio::test]
+async fn queue_url_query_is_kept() {
+    let mut h = harness().await;
+    let queue = format!("{}/scalesets/message?tenant=a+b", h.server.url());
+    let create = h
+        .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
+        .with_body(session_json(&queue, "q"))
+        .create_async()
+        .await;
+    let mut session = h.client.create_session(5, "o").await.unwrap();
+    create.assert_async().await;
+    let poll = h
+        .server
+        .mock("GET", "/scalesets/message")
+        .match_query(Matcher::Exact("tenant=a+b&lastMessageId=4".into()))
+        .with_status(202)
+        .create_async()
+        .await;
+    h.client.get_message(&mut session, 4, 1).await.unwrap();
+    poll.assert_async().await;
+    let ack = h
+        .server
+        .mock("DELETE", "/scalesets/message/4")
+        .match_query(Matcher::Exact("tenant=a+b".into()))
+        .with_status(204)
+        .create_async()
+        .await;
+    h.client.delete_message(&mut session, 4).await.unwrap();
+    ack.assert_async().await;
+}
+
+#[tokio::test]
+async fn acquirable_jobs_and_acquire_jobs() {
+    let mut h = harness().await;
+    let none = h
+        .service_mock("GET", "_apis/runtime/runnerscalesets/5/acquirablejobs", API)
+        .with_status(204)
+        .create_async()
+        .await;
+    assert!(h.client.get_acquirable_jobs(5).await.unwrap().is_empty());
+    none.assert_async().await;
+    let some = h
+        .service_mock("GET", "_apis/runtime/runnerscalesets/6/acquirablejobs", API)
+        .with_body(r#"{"count":1,"value":[{"runnerRequestId":7848922,"messageType":"JobAvailable","requestLabels":["x"]}]}"#)
+        .create_async()
+        .await;
+    let jobs = h.client.get_acquirable_jobs(6).await.unwrap();
+    assert_eq!(jobs[0].runner_request_id, 7_848_922);
+    some.assert_async().await;
+
+    let queue = format!("{}/scalesets/message", h.server.url());
+    let create = h
+        .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
+        .with_body(session_json(&queue, "queue-1"))
+        .create_async()
+        .await;
+    let mut session = h.client.create_session(5, "o").await.unwrap();
+    create.assert_async().await;
+    let acquire = h
+        .server
+        .mock(
+            "POST",
+            "/tenant/123/_apis/runtime/runnerscalesets/5/acquirejobs",
+        )
+        .match_query(Matcher::Exact(API.into()))
+        .match_header("authorization", "Bearer queue-1")
+        .match_header("content-type", "application/json")
+        .match_body(Matcher::Exact("[1,2]".into()))
+        .with_body(r#"{"count":1,"value":[2]}"#)
+        .create_async()
+        .await;
+    assert_eq!(
+        h.client.acquire_jobs(&mut session, &[1, 2]).await.unwrap(),
+        vec![2]
+    );
+    acquire.assert_async().await;
+}
+
+#[tokio::test]
+async fn runners_jit_get_list_remove() {
+    let mut h = harness().await;
+    let jit = h
+        .service_mock("POST", "_apis/runtime/runnerscalesets/5/generatejitconfig", API)
+        .match_body(Matcher::Json(serde_json::json!({"name": "runner-1", "workFolder": ""})))
+        .with_body(r#"{"runner":{"id":9,"name":"runner-1","runnerScaleSetId":5},"encodedJITConfig":"eyJqaXQiOiJibG9iIn0="}"#)
+        .create_async()
+        .await;
+    let config = h
+        .client
+        .generate_jit_config(5, &JitConfigRequest::new("runner-1"))
+        .await
+        .unwrap();
+    assert_eq!(config.runner.id, 9);
+    assert_eq!(config.encoded_jit_config.expose(), "eyJqaXQiOiJibG9iIn0=");
+    jit.assert_async().await;
+
+    let work = h
+        .service_mock(
+            "POST",
+            "_apis/runtime/runnerscalesets/5/generatejitconfig",
+            API,
+        )
+        .match_body(Matcher::Json(
+            serde_json::json!({"name": "runner-2", "workFolder": "_work"}),
+        ))
+        .with_body(r#"{"runner":{"id":10},"encodedJITConfig":"x"}"#)
+        .create_async()
+        .await;
+    h.client
+        .generate_jit_config(
+            5,
+            &JitConfigRequest::new("runner-2").with_work_folder("_work"),
+        )
+        .await
+        .unwrap();
+    work.assert_async().await;
+
+    let by_id = h
+        .service_mock("GET", "_apis/distributedtask/pools/0/agents/9", API)
+        .with_body(r#"{"id":9,"name":"runner-1","runnerScaleSetId":5,"status":"online","busy":true,"labels":[{"name":"x","type":"System"}]}"#)
+        .create_async()
+        .await;
+    let runner = h.client.get_runner(9).await.unwrap();
+    assert_eq!(
+        (runner.id, runner.runner_scale_set_id, runner.busy),
+        (9, 5, Some(true))
+    );
+    by_id.assert_async().await;
+
+    let by_name = h
+        .service_mock(
+            "GET",
+            "_apis/distributedtask/pools/0/agents",
+            "agentName=runner-1&api-version=6.0-preview",
+        )
+        .with_body(r#"{"count":1,"value":[{"id":9,"name":"runner-1"}]}"#)
+        .create_async()
+        .await;
+    assert_eq!(
+        h.client
+            .get_runner_by_name("runner-1")
+            .await
+            .unwrap()
+            .unwrap()
+            .id,
+        9
+    );
+    by_name.assert_async().await;
+
+    let list = h
+        .service_mock("GET", "_apis/distributedtask/pools/0/agents", API)
+        .with_body(r#"{"count":2,"value":[{"id":9},{"id":10}]}"#)
+        .create_async()
+        .await;
+    assert_eq!(h.client.list_runners().await.unwrap().len(), 2);
+    list.assert_async().await;
+
+    let remove = h
+        .service_mock("DELETE", "_apis/distributedtask/pools/0/agents/9", API)
+        .with_status(204)
+        .create_async()
+        .await;
+    h.client.remove_runner(9).await.unwrap();
+    remove.assert_async().await;
+}

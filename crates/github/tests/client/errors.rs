@@ -1,0 +1,316 @@
+//! Error mapping: exception names (exact, nested), predicates, diagnostic headers, BOM,
+//! text/plain and empty bodies, and unusable success responses.
+
+use scaleset_github::{Error, ErrorBody, ErrorClass, ExceptionKind, NewRunnerScaleSet, Refusal};
+
+use crate::helpers::{harness, session_json};
+
+const API: &str = "api-version=6.0-preview";
+
+async fn create_error(status: usize, body: &str) -> Error {
+    let mut h = harness().await;
+    let mock = h
+        .service_mock("POST", "_apis/runtime/runnerscalesets", API)
+        .with_status(status)
+        .with_header("ActivityId", "act-1")
+        .with_header("X-GitHub-Request-Id", "req-1")
+        .with_body(body)
+        .expect(1)
+        .create_async()
+        .await;
+    let err = h
+        .client
+        .create_scale_set(&NewRunnerScaleSet::new("set", 1))
+        .await
+        .unwrap_err();
+    mock.assert_async().await;
+    err
+}
+
+#[tokio::test]
+async fn duplicate_scale_set_is_recognised_with_headers() {
+    let err = create_error(
+        400,
+        r#"{"$id":"1","innerException":null,"message":"exists","typeName":"GitHub.Actions.Runtime.WebApi.RunnerScaleSetExistsException, GitHub.Actions.Runtime.WebApi","typeKey":"RunnerScaleSetExistsException","errorCode":0,"eventId":3000}"#,
+    )
+    .await;
+    assert!(err.is_scale_set_exists());
+    assert_eq!(err.status(), Some(400));
+    assert_eq!(err.exception_name(), Some("RunnerScaleSetExistsException"));
+    assert_eq!(err.activity_id(), Some("act-1"));
+    assert_eq!(err.request_id(), Some("req-1"));
+    assert_eq!(err.class(), ErrorClass::Refusal(Refusal::ScaleSetExists));
+    let text = err.to_string();
+    assert!(
+        text.contains("status 400") && text.contains("act-1") && text.contains("req-1"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn nested_duplicate_through_inner_exception() {
+    let err = create_error(
+        400,
+        r#"{"typeName":"GitHub.Services.WebApi.VssServiceException, GitHub.Services.WebApi","message":"wrapped",
+            "innerException":{"typeName":"GitHub.Actions.Runtime.WebApi.RunnerScaleSetExistsException, GitHub.Actions.Runtime.WebApi","message":"exists"}}"#,
+    )
+    .await;
+    assert!(err.is_scale_set_exists(), "{err:?}");
+}
+
+#[tokio::test]
+async fn nested_duplicate_inside_the_message_string() {
+    let inner = r#"{"typeName":"GitHub.Actions.Runtime.WebApi.RunnerScaleSetExistsException, GitHub.Actions.Runtime.WebApi","message":"exists"}"#;
+    let outer = serde_json::json!({
+        "typeName": "GitHub.Actions.Runtime.WebApi.RunnerScaleSetCreateException, GitHub.Actions.Runtime.WebApi",
+        "message": format!("create failed: {inner}")
+    });
+    let err = create_error(400, &outer.to_string()).await;
+    assert!(err.is_scale_set_exists());
+    assert_eq!(err.exception_name(), Some("RunnerScaleSetCreateException"));
+}
+
+#[tokio::test]
+async fn unrelated_400_is_not_exists() {
+    let err = create_error(
+        400,
+        r#"{"typeName":"GitHub.Actions.Runtime.WebApi.InvalidRunnerScaleSetException, GitHub.Actions.Runtime.WebApi","message":"labels are invalid"}"#,
+    )
+    .await;
+    assert!(!err.is_scale_set_exists());
+    assert_eq!(err.exception_name(), Some("InvalidRunnerScaleSetException"));
+    assert!(
+        err.service_error()
+            .unwrap()
+            .has_exception(&ExceptionKind::InvalidRunnerScaleSet)
+    );
+    assert_eq!(err.class(), ErrorClass::Fatal);
+}
+
+#[tokio::test]
+async fn short_name_matching_is_exact() {
+    let err = create_error(
+        400,
+        r#"{"typeName":"Evil.FooRunnerScaleSetExistsException, Evil","message":"not really"}"#,
+    )
+    .await;
+    assert!(!err.is_scale_set_exists());
+    assert_eq!(
+        err.exception_name(),
+        Some("FooRunnerScaleSetExistsException")
+    );
+}
+
+#[tokio::test]
+async fn text_plain_and_empty_bodies_give_clear_errors() {
+    let mut h = harness().await;
+    let text = h
+        .service_mock("GET", "_apis/runtime/runnerscalesets/1", API)
+        .with_status(404)
+        .with_header("content-type", "text/plain; charset=utf-8")
+        .with_body("404 page not found")
+        .create_async()
+        .await;
+    let err = h.client.get_scale_set(1).await.unwrap_err();
+    let service = err.service_error().unwrap();
+    assert_eq!((service.status, service.body), (404, ErrorBody::Text));
+    assert_eq!(service.message, "404 page not found");
+    assert!(err.to_string().contains("404 page not found"));
+    text.assert_async().await;
+
+    let empty = h
+        .service_mock("GET", "_apis/runtime/runnerscalesets/2", API)
+        .with_status(403)
+        .create_async()
+        .await;
+    let err = h.client.get_scale_set(2).await.unwrap_err();
+    let service = err.service_error().unwrap();
+    assert_eq!((service.status, service.body), (403, ErrorBody::Empty));
+    assert!(err.to_string().contains("empty response body"), "{err}");
+    empty.assert_async().await;
+
+    let empty_ok = h
+        .service_mock("GET", "_apis/runtime/runnerscalesets/3", API)
+        .with_status(200)
+        .create_async()
+        .await;
+    let err = h.client.get_scale_set(3).await.unwrap_err();
+    assert!(
+        matches!(err, Error::UnexpectedResponse { status: 200, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("empty"), "{err}");
+    empty_ok.assert_async().await;
+}
+
+#[tokio::test]
+async fn bom_is_stripped_from_success_and_error_bodies() {
+    let mut h = harness().await;
+    let mut ok = b"\xEF\xBB\xBF".to_vec();
+    ok.extend_from_slice(br#"{"id":5,"name":"bom"}"#);
+    let good = h
+        .service_mock("GET", "_apis/runtime/runnerscalesets/5", API)
+        .with_body(ok)
+        .create_async()
+        .await;
+    assert_eq!(h.client.get_scale_set(5).await.unwrap().name, "bom");
+    good.assert_async().await;
+
+    let mut bad = b"\xEF\xBB\xBF".to_vec();
+    bad.extend_from_slice(
+        br#"{"typeName":"X.RunnerScaleSetNotFoundException, X","message":"gone"}"#,
+    );
+    let missing = h
+        .service_mock("GET", "_apis/runtime/runnerscalesets/6", API)
+        .with_status(404)
+        .with_body(bad)
+        .create_async()
+        .await;
+    let err = h.client.get_scale_set(6).await.unwrap_err();
+    assert!(err.is_scale_set_not_found());
+    assert_eq!(err.class(), ErrorClass::Refusal(Refusal::ScaleSetNotFound));
+    missing.assert_async().await;
+}
+
+#[tokio::test]
+async fn session_predicates() {
+    let mut h = harness().await;
+    let conflict = h
+        .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
+        .with_status(409)
+        .with_body(r#"{"typeName":"GitHub.Actions.Runtime.WebApi.RunnerScaleSetSessionConflictException, GitHub.Actions.Runtime.WebApi","message":"The actions runner scaleset set already has an active session for owner scaleset-abc."}"#)
+        .expect(1)
+        .create_async()
+        .await;
+    let err = h.client.create_session(5, "me").await.unwrap_err();
+    assert!(err.is_session_conflict());
+    assert_eq!(
+        err.session_conflict_owner().as_deref(),
+        Some("scaleset-abc")
+    );
+    conflict.assert_async().await;
+
+    let anonymous = h
+        .service_mock("POST", "_apis/runtime/runnerscalesets/6/sessions", API)
+        .with_status(409)
+        .with_body(r#"{"typeName":"X.RunnerScaleSetSessionConflictException, X","message":"The actions runner scaleset set already has an active session."}"#)
+        .create_async()
+        .await;
+    let err = h.client.create_session(6, "me").await.unwrap_err();
+    assert!(err.is_session_conflict());
+    assert_eq!(err.session_conflict_owner(), None);
+    anonymous.assert_async().await;
+
+    let expired = h
+        .service_mock("DELETE", "_apis/runtime/runnerscalesets/5/sessions/s-1", API)
+        .with_status(400)
+        .with_body(r#"{"typeName":"X.RunnerScaleSetSessionExpiredException, X","message":"The session identifier s-1 is not valid."}"#)
+        .create_async()
+        .await;
+    let err = h.client.delete_session(5, "s-1").await.unwrap_err();
+    assert!(err.is_session_expired_or_unknown());
+    expired.assert_async().await;
+
+    let queue = format!("{}/q", h.server.url());
+    let create = h
+        .service_mock("POST", "_apis/runtime/runnerscalesets/7/sessions", API)
+        .with_body(session_json(&queue, "t"))
+        .create_async()
+        .await;
+    let session = h.client.create_session(7, "me").await.unwrap();
+    create.assert_async().await;
+    let evicted = h
+        .service_mock(
+            "PATCH",
+            &format!("_apis/runtime/runnerscalesets/7/sessions/{}", session.session_id),
+            API,
+        )
+        .with_status(404)
+        .with_body(r#"{"typeName":"X.RunnerAdminException, X","message":"Attempted to refresh a session ID that doesn't exist."}"#)
+        .create_async()
+        .await;
+    let err = h.client.refresh_session(&session).await.unwrap_err();
+    assert!(err.is_session_expired_or_unknown());
+    assert!(!err.is_scale_set_not_found());
+    evicted.assert_async().await;
+}
+
+#[tokio::test]
+async fn runner_predicates() {
+    let mut h = harness().await;
+    let exists = h
+        .service_mock("POST", "_apis/runtime/runnerscalesets/5/generatejitconfig", API)
+        .with_status(409)
+        .with_body(r#"{"typeName":"GitHub.DistributedTask.WebApi.AgentExistsException, GitHub.DistributedTask.WebApi","message":"runner already exists"}"#)
+        .create_async()
+        .await;
+    let err = h
+        .client
+        .generate_jit_config(5, &scaleset_github::JitConfigRequest::new("r"))
+        .await
+        .unwrap_err();
+    assert!(err.is_agent_exists());
+    assert_eq!(err.class(), ErrorClass::Refusal(Refusal::AgentExists));
+    exists.assert_async().await;
+
+    let busy = h
+        .service_mock("DELETE", "_apis/distributedtask/pools/0/agents/9", API)
+        .with_status(400)
+        .with_body(r#"{"typeName":"GitHub.DistributedTask.WebApi.JobStillRunningException, GitHub.DistributedTask.WebApi","message":"still running"}"#)
+        .create_async()
+        .await;
+    let err = h.client.remove_runner(9).await.unwrap_err();
+    assert!(err.is_job_still_running());
+    assert!(!err.is_agent_not_found());
+    busy.assert_async().await;
+
+    let missing = h
+        .service_mock("GET", "_apis/distributedtask/pools/0/agents/10", API)
+        .with_status(404)
+        .with_body(r#"{"typeName":"GitHub.DistributedTask.WebApi.AgentNotFoundException, GitHub.DistributedTask.WebApi","message":"no agent"}"#)
+        .create_async()
+        .await;
+    let err = h.client.get_runner(10).await.unwrap_err();
+    assert!(err.is_agent_not_found());
+    missing.assert_async().await;
+}
+
+#[tokio::test]
+async fn session_without_queue_url_is_a_retryable_error() {
+    let mut h = harness().await;
+    let mock = h
+        .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
+        .with_body(session_json("", "t"))
+        .create_async()
+        .await;
+    let err = h.client.create_session(5, "me").await.unwrap_err();
+    assert!(matches!(err, Error::UnexpectedResponse { .. }), "{err}");
+    assert!(err.to_string().contains("messageQueueUrl"), "{err}");
+    assert_eq!(err.class(), ErrorClass::Retryable);
+    mock.assert_async().await;
+}
+
+#[tokio::test]
+async fn empty_200_on_get_message_is_an_error() {
+    let mut h = harness().await;
+    let queue = format!("{}/scalesets/message", h.server.url());
+    let create = h
+        .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
+        .with_body(session_json(&queue, "q"))
+        .create_async()
+        .await;
+    let mut session = h.client.create_session(5, "me").await.unwrap();
+    create.assert_async().await;
+    let poll = h
+        .server
+        .mock("GET", "/scalesets/message")
+        .with_status(200)
+        .create_async()
+        .await;
+    let err = h.client.get_message(&mut session, 0, 1).await.unwrap_err();
+    assert!(
+        matches!(err, Error::UnexpectedResponse { status: 200, .. }),
+        "{err}"
+    );
+    poll.assert_async().await;
+}

@@ -1,0 +1,309 @@
+//! Retry policy over the wire: 5xx/429 retried with 1-2-4-8 s waits (recorded, not slept),
+//! `Retry-After`, exhaustion, 501 and other 4xx not retried, transport errors and timeouts
+//! retried, runner-registration retried on 401/403.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use scaleset_github::{Client, Credentials, Error, RetryPolicy, Timeouts};
+use tokio::io::AsyncReadExt as _;
+
+use crate::helpers::{ORG, PAT, RecordingSleeper, admin_jwt, config_for, harness};
+
+const API: &str = "api-version=6.0-preview";
+
+#[tokio::test]
+async fn server_errors_are_retried_then_succeed() {
+    let mut h = harness().await;
+    let failing = h
+        .service_mock("GET", "_apis/runtime/runnerscalesets/5", API)
+        .with_status(503)
+        .expect(2)
+        .create_async()
+        .await;
+    let ok = h
+        .service_mock("GET", "_apis/runtime/runnerscalesets/5", API)
+        .with_body(r#"{"id":5}"#)
+        .expect(1)
+        .create_async()
+        .await;
+    assert_eq!(h.client.get_scale_set(5).await.unwrap().id, 5);
+    failing.assert_async().await;
+    ok.assert_async().await;
+    assert_eq!(
+        h.sleeper.waits(),
+        vec![Duration::from_secs(1), Duration::from_secs(2)]
+    );
+}
+
+#[tokio::test]
+async fn retries_are_exhausted_after_five_attempts() {
+    let mut h = harness().await;
+    let failing = h
+        .service_mock("POST", "_apis/runtime/runnerscalesets", API)
+        .with_status(500)
+        .with_body(r#"{"typeName":"X.InternalException, X","message":"boom"}"#)
+        .expect(5)
+        .create_async()
+        .await;
+    let err = h
+        .client
+        .create_scale_set(&scaleset_github::NewRunnerScaleSet::new("s", 1))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::RetriesExhausted { attempts: 5, .. }),
+        "{err}"
+    );
+    assert_eq!(err.status(), Some(500));
+    assert_eq!(err.exception_name(), Some("InternalException"));
+    assert!(
+        err.to_string().contains("giving up after 5 attempt(s)"),
+        "{err}"
+    );
+    failing.assert_async().await;
+    let secs: Vec<u64> = h.sleeper.waits().iter().map(Duration::as_secs).collect();
+    assert_eq!(secs, vec![1, 2, 4, 8]);
+}
+
+#[tokio::test]
+async fn retry_after_seconds_and_dates_are_honoured() {
+    let mut h = harness().await;
+    let limited = h
+        .service_mock("GET", "_apis/runtime/runnerscalesets/5", API)
+        .with_status(429)
+        .with_header("Retry-After", "7")
+        .expect(1)
+        .create_async()
+        .await;
+    let date = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(120));
+    let unavailable = h
+        .service_mock("GET", "_apis/runtime/runnerscalesets/5", API)
+        .with_status(503)
+        .with_header("Retry-After", &date)
+        .expect(1)
+        .create_async()
+        .await;
+    let ok = h
+        .service_mock("GET", "_apis/runtime/runnerscalesets/5", API)
+        .with_body(r#"{"id":5}"#)
+        .create_async()
+        .await;
+    h.client.get_scale_set(5).await.unwrap();
+    limited.assert_async().await;
+    unavailable.assert_async().await;
+    ok.assert_async().await;
+    let waits = h.sleeper.waits();
+    assert_eq!(waits.len(), 2);
+    assert_eq!(waits[0], Duration::from_secs(7));
+    assert!(
+        (Duration::from_secs(100)..=Duration::from_secs(120)).contains(&waits[1]),
+        "{waits:?}"
+    );
+}
+
+#[tokio::test]
+async fn other_4xx_and_501_are_not_retried() {
+    let mut h = harness().await;
+    for (id, status) in [
+        (1, 400),
+        (2, 401),
+        (3, 403),
+        (4, 404),
+        (5, 409),
+        (6, 422),
+        (7, 501),
+    ] {
+        let mock = h
+            .service_mock("GET", &format!("_apis/runtime/runnerscalesets/{id}"), API)
+            .with_status(status)
+            .expect(1)
+            .create_async()
+            .await;
+        let err = h.client.get_scale_set(id).await.unwrap_err();
+        assert!(matches!(err, Error::Service(_)), "{status}: {err}");
+        assert_eq!(err.status(), Some(status as u16));
+        mock.assert_async().await;
+    }
+    assert!(h.sleeper.waits().is_empty());
+}
+
+#[tokio::test]
+async fn registration_token_401_is_not_retried() {
+    let mut server = mockito::Server::new_async().await;
+    let reg = server
+        .mock(
+            "POST",
+            format!("/api/v3/orgs/{ORG}/actions/runners/registration-token").as_str(),
+        )
+        .with_status(401)
+        .with_body(r#"{"message":"Bad credentials"}"#)
+        .expect(1)
+        .create_async()
+        .await;
+    let sleeper = Arc::new(RecordingSleeper::default());
+    let client = Client::new(config_for(
+        &server,
+        ORG,
+        Credentials::pat(PAT),
+        sleeper.clone(),
+    ))
+    .unwrap();
+    let err = client.get_scale_set(1).await.unwrap_err();
+    assert_eq!(err.status(), Some(401));
+    assert_eq!(
+        err.endpoint(),
+        Some(scaleset_github::Endpoint::RegistrationToken)
+    );
+    reg.assert_async().await;
+    assert!(sleeper.waits().is_empty());
+}
+
+#[tokio::test]
+async fn runner_registration_retries_401_and_403() {
+    let mut server = mockito::Server::new_async().await;
+    let reg = server
+        .mock(
+            "POST",
+            format!("/api/v3/orgs/{ORG}/actions/runners/registration-token").as_str(),
+        )
+        .with_status(201)
+        .with_body(r#"{"token":"reg"}"#)
+        .expect(1)
+        .create_async()
+        .await;
+    let unauthorized = server
+        .mock("POST", "/api/v3/actions/runner-registration")
+        .with_status(401)
+        .expect(1)
+        .create_async()
+        .await;
+    let forbidden = server
+        .mock("POST", "/api/v3/actions/runner-registration")
+        .with_status(403)
+        .expect(1)
+        .create_async()
+        .await;
+    let service = format!("{}/rest", server.url());
+    let ok = server
+        .mock("POST", "/api/v3/actions/runner-registration")
+        .with_status(200)
+        .with_body(serde_json::json!({"url": service, "token": admin_jwt("a", 3600)}).to_string())
+        .expect(1)
+        .create_async()
+        .await;
+    let sleeper = Arc::new(RecordingSleeper::default());
+    let client = Client::new(config_for(
+        &server,
+        ORG,
+        Credentials::pat(PAT),
+        sleeper.clone(),
+    ))
+    .unwrap();
+    assert_eq!(client.service_url().await.unwrap().as_str(), service);
+    reg.assert_async().await;
+    unauthorized.assert_async().await;
+    forbidden.assert_async().await;
+    ok.assert_async().await;
+    assert_eq!(
+        sleeper.waits(),
+        vec![Duration::from_secs(1), Duration::from_secs(2)]
+    );
+}
+
+#[tokio::test]
+async fn runner_registration_without_token_or_url_is_an_error() {
+    let mut server = mockito::Server::new_async().await;
+    let _reg = server
+        .mock(
+            "POST",
+            format!("/api/v3/orgs/{ORG}/actions/runners/registration-token").as_str(),
+        )
+        .with_status(201)
+        .with_body(r#"{"token":"reg"}"#)
+        .create_async()
+        .await;
+    let rr = server
+        .mock("POST", "/api/v3/actions/runner-registration")
+        .with_status(201)
+        .with_body(r#"{"url":"","token":"t"}"#)
+        .create_async()
+        .await;
+    let client = Client::new(config_for(
+        &server,
+        ORG,
+        Credentials::pat(PAT),
+        Arc::new(RecordingSleeper::default()),
+    ))
+    .unwrap();
+    let err = client.service_url().await.unwrap_err();
+    assert!(err.to_string().contains("no actions service url"), "{err}");
+    rr.assert_async().await;
+}
+
+#[tokio::test]
+async fn transport_errors_are_retried_and_exhausted() {
+    // A port that was just free: connections are refused.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let sleeper = Arc::new(RecordingSleeper::default());
+    let url = scaleset_github::ConfigUrl::parse(&format!("http://127.0.0.1:{port}/{ORG}")).unwrap();
+    let client = Client::new(
+        scaleset_github::ClientConfig::new(url, Credentials::pat(PAT))
+            .with_sleeper(sleeper.clone()),
+    )
+    .unwrap();
+    let err = client.get_scale_set(1).await.unwrap_err();
+    let Error::RetriesExhausted { attempts, last, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(*attempts, 5);
+    assert!(matches!(**last, Error::Transport { .. }), "{last:?}");
+    assert_eq!(sleeper.waits().len(), 4);
+    assert_eq!(err.class(), scaleset_github::ErrorClass::Retryable);
+}
+
+#[tokio::test]
+async fn per_request_timeouts_apply_and_are_retried() {
+    // A server that accepts and reads but never answers.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = tokio::spawn(async move {
+        let mut held = Vec::new();
+        loop {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                break;
+            };
+            let mut buf = [0u8; 1024];
+            let _ = stream.read(&mut buf).await;
+            held.push(stream);
+        }
+    });
+    let sleeper = Arc::new(RecordingSleeper::default());
+    let url = scaleset_github::ConfigUrl::parse(&format!("http://127.0.0.1:{port}/{ORG}")).unwrap();
+    let config = scaleset_github::ClientConfig::new(url, Credentials::pat(PAT))
+        .with_sleeper(sleeper.clone())
+        .with_retry(RetryPolicy::new(
+            2,
+            Duration::from_millis(1),
+            Duration::from_millis(1),
+        ))
+        .with_timeouts(Timeouts::new(
+            Duration::from_millis(50),
+            Duration::from_millis(50),
+        ));
+    let client = Client::new(config).unwrap();
+    let err = client.get_scale_set(1).await.unwrap_err();
+    let Error::RetriesExhausted {
+        attempts: 2, last, ..
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
+    assert!(
+        matches!(**last, Error::Timeout { timeout, .. } if timeout == Duration::from_millis(50)),
+        "{last:?}"
+    );
+    server.abort();
+}

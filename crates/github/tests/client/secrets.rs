@@ -1,0 +1,77 @@
+//! Secrets never appear in `Debug` output or error text.
+
+use scaleset_github::{ClientConfig, ConfigUrl, Credentials, Secret};
+
+use crate::helpers::{PAT, REGISTRATION_TOKEN, harness, session_json};
+
+#[tokio::test]
+async fn secrets_are_absent_from_debug_output() {
+    let key = include_str!("data/test-app-key.pem");
+    let app = Credentials::app("Iv1.x", 1, key);
+    let debug = format!("{app:?}");
+    assert!(
+        !debug.contains("PRIVATE KEY") && !debug.contains(&key[40..80]),
+        "{debug}"
+    );
+
+    let mut h = harness().await;
+    let client_debug = format!("{:?}", h.client);
+    assert!(!client_debug.contains(PAT), "{client_debug}");
+    let config = ClientConfig::new(
+        ConfigUrl::parse("https://github.com/org").unwrap(),
+        Credentials::pat(PAT),
+    );
+    assert!(!format!("{config:?}").contains(PAT));
+    assert_eq!(format!("{:?}", Secret::new(PAT)), "Secret(***)");
+    assert_eq!(format!("{}", Secret::new(PAT)), "***");
+
+    let queue = format!("{}/q", h.server.url());
+    let create = h
+        .service_mock(
+            "POST",
+            "_apis/runtime/runnerscalesets/5/sessions",
+            "api-version=6.0-preview",
+        )
+        .with_body(session_json(&queue, "queue-token-secret"))
+        .create_async()
+        .await;
+    let session = h.client.create_session(5, "o").await.unwrap();
+    create.assert_async().await;
+    assert!(!format!("{session:?}").contains("queue-token-secret"));
+
+    let jit = h
+        .service_mock(
+            "POST",
+            "_apis/runtime/runnerscalesets/5/generatejitconfig",
+            "api-version=6.0-preview",
+        )
+        .with_body(r#"{"runner":{"id":1},"encodedJITConfig":"jit-config-secret"}"#)
+        .create_async()
+        .await;
+    let config = h
+        .client
+        .generate_jit_config(5, &scaleset_github::JitConfigRequest::new("r"))
+        .await
+        .unwrap();
+    jit.assert_async().await;
+    assert!(!format!("{config:?}").contains("jit-config-secret"));
+
+    // Error text and Debug of an error from a call made with these secrets.
+    let failing = h
+        .service_mock(
+            "GET",
+            "_apis/runtime/runnerscalesets/9",
+            "api-version=6.0-preview",
+        )
+        .with_status(400)
+        .with_body(r#"{"typeName":"X.BadException, X","message":"no"}"#)
+        .create_async()
+        .await;
+    let err = h.client.get_scale_set(9).await.unwrap_err();
+    failing.assert_async().await;
+    for text in [format!("{err}"), format!("{err:?}")] {
+        for secret in [PAT, REGISTRATION_TOKEN, h.admin_token.as_str()] {
+            assert!(!text.contains(secret), "{text}");
+        }
+    }
+}

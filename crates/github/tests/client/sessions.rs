@@ -1,0 +1,211 @@
+//! Refresh-once-on-401 for the queue calls (GET message, DELETE message, acquirejobs).
+
+use mockito::Matcher;
+use scaleset_github::{ErrorClass, Refusal, Session};
+
+use crate::helpers::{Harness, harness, session_json};
+
+const API: &str = "api-version=6.0-preview";
+const SESSION: &str = "8e1f2b4c-0000-4000-8000-000000000001";
+
+async fn open(h: &mut Harness, queue_path: &str) -> Session {
+    let queue = format!("{}{queue_path}", h.server.url());
+    let create = h
+        .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
+        .with_body(session_json(&queue, "queue-1"))
+        .create_async()
+        .await;
+    let session = h.client.create_session(5, "o").await.unwrap();
+    create.assert_async().await;
+    session
+}
+
+#[tokio::test]
+async fn a_401_on_get_message_refreshes_the_session_once_and_retries() {
+    let mut h = harness().await;
+    let mut session = open(&mut h, "/q1").await;
+    let new_queue = format!("{}/q2", h.server.url());
+    let rejected = h
+        .server
+        .mock("GET", "/q1")
+        .match_header("authorization", "Bearer queue-1")
+        .with_status(401)
+        .expect(1)
+        .create_async()
+        .await;
+    let refresh = h
+        .service_mock(
+            "PATCH",
+            &format!("_apis/runtime/runnerscalesets/5/sessions/{SESSION}"),
+            API,
+        )
+        .with_body(session_json(&new_queue, "queue-2"))
+        .expect(1)
+        .create_async()
+        .await;
+    let accepted = h
+        .server
+        .mock("GET", "/q2")
+        .match_header("authorization", "Bearer queue-2")
+        .with_status(202)
+        .expect(1)
+        .create_async()
+        .await;
+    assert!(
+        h.client
+            .get_message(&mut session, 0, 1)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(session.message_queue_access_token.expose(), "queue-2");
+    assert_eq!(session.message_queue_url, new_queue);
+    rejected.assert_async().await;
+    refresh.assert_async().await;
+    accepted.assert_async().await;
+}
+
+#[tokio::test]
+async fn a_second_401_is_returned() {
+    let mut h = harness().await;
+    let mut session = open(&mut h, "/q").await;
+    let queue = format!("{}/q", h.server.url());
+    let rejected = h
+        .server
+        .mock("GET", "/q")
+        .with_status(401)
+        .expect(2)
+        .create_async()
+        .await;
+    let refresh = h
+        .service_mock(
+            "PATCH",
+            &format!("_apis/runtime/runnerscalesets/5/sessions/{SESSION}"),
+            API,
+        )
+        .with_body(session_json(&queue, "queue-2"))
+        .expect(1)
+        .create_async()
+        .await;
+    let err = h.client.get_message(&mut session, 0, 1).await.unwrap_err();
+    assert!(err.is_queue_token_expired());
+    assert_eq!(err.class(), ErrorClass::Refusal(Refusal::QueueTokenExpired));
+    rejected.assert_async().await;
+    refresh.assert_async().await;
+}
+
+#[tokio::test]
+async fn a_401_on_delete_message_refreshes_the_session() {
+    let mut h = harness().await;
+    let mut session = open(&mut h, "/q").await;
+    let queue = format!("{}/q", h.server.url());
+    let rejected = h
+        .server
+        .mock("DELETE", "/q/3")
+        .match_header("authorization", "Bearer queue-1")
+        .with_status(401)
+        .expect(1)
+        .create_async()
+        .await;
+    let refresh = h
+        .service_mock(
+            "PATCH",
+            &format!("_apis/runtime/runnerscalesets/5/sessions/{SESSION}"),
+            API,
+        )
+        .with_body(session_json(&queue, "queue-2"))
+        .expect(1)
+        .create_async()
+        .await;
+    let accepted = h
+        .server
+        .mock("DELETE", "/q/3")
+        .match_header("authorization", "Bearer queue-2")
+        .with_status(204)
+        .expect(1)
+        .create_async()
+        .await;
+    h.client.delete_message(&mut session, 3).await.unwrap();
+    rejected.assert_async().await;
+    refresh.assert_async().await;
+    accepted.assert_async().await;
+}
+
+#[tokio::test]
+async fn a_401_on_acquire_jobs_refreshes_the_session() {
+    let mut h = harness().await;
+    let mut session = open(&mut h, "/q").await;
+    let queue = format!("{}/q", h.server.url());
+    let rejected = h
+        .server
+        .mock(
+            "POST",
+            "/tenant/123/_apis/runtime/runnerscalesets/5/acquirejobs",
+        )
+        .match_query(Matcher::Exact(API.into()))
+        .match_header("authorization", "Bearer queue-1")
+        .with_status(401)
+        .expect(1)
+        .create_async()
+        .await;
+    let refresh = h
+        .service_mock(
+            "PATCH",
+            &format!("_apis/runtime/runnerscalesets/5/sessions/{SESSION}"),
+            API,
+        )
+        .with_body(session_json(&queue, "queue-2"))
+        .expect(1)
+        .create_async()
+        .await;
+    let accepted = h
+        .server
+        .mock(
+            "POST",
+            "/tenant/123/_apis/runtime/runnerscalesets/5/acquirejobs",
+        )
+        .match_query(Matcher::Exact(API.into()))
+        .match_header("authorization", "Bearer queue-2")
+        .match_body(Matcher::Exact("[7]".into()))
+        .with_body(r#"{"count":1,"value":[7]}"#)
+        .expect(1)
+        .create_async()
+        .await;
+    assert_eq!(
+        h.client.acquire_jobs(&mut session, &[7]).await.unwrap(),
+        vec![7]
+    );
+    rejected.assert_async().await;
+    refresh.assert_async().await;
+    accepted.assert_async().await;
+}
+
+#[tokio::test]
+async fn a_failed_refresh_is_returned_with_its_own_error() {
+    let mut h = harness().await;
+    let mut session = open(&mut h, "/q").await;
+    let rejected = h
+        .server
+        .mock("GET", "/q")
+        .with_status(401)
+        .expect(1)
+        .create_async()
+        .await;
+    let evicted = h
+        .service_mock(
+            "PATCH",
+            &format!("_apis/runtime/runnerscalesets/5/sessions/{SESSION}"),
+            API,
+        )
+        .with_status(404)
+        .with_body(
+            r#"{"typeName":"X.RunnerAdminException, X","message":"session ID that doesn't exist"}"#,
+        )
+        .expect(1)
+        .create_async()
+        .await;
+    let err = h.client.get_message(&mut session, 0, 1).await.unwrap_err();
+    assert!(err.is_session_expired_or_unknown(), "{err}");
+    rejected.assert_async().await;
+    evicted.assert_async().await;
+}
