@@ -38,16 +38,21 @@ pub enum Error {
     },
     /// The executable exited unsuccessfully (or was killed by a signal).
     #[error(
-        "{command}: the provider failed ({}); stderr ends with: {stderr_tail}",
-        exit_code.map_or_else(|| "killed by a signal".to_owned(), |code| format!("exit code {code}"))
+        "{command}: the provider failed ({}){}; stderr ends with: {stderr_tail}",
+        exit_code.map_or_else(|| "killed by a signal".to_owned(), |code| format!("exit code {code}")),
+        provider_fault.as_deref().map(|fault| format!(", reporting: {fault}")).unwrap_or_default()
     )]
     Failed {
         /// The command that was run.
         command: Command,
         /// The exit code, or `None` when a signal ended the process.
         exit_code: Option<i32>,
-        /// The last bytes the executable wrote to stderr (bounded, lossily UTF-8).
+        /// The last bytes the executable wrote to stderr (bounded, lossily
+        /// UTF-8, with the call's secrets redacted).
         stderr_tail: String,
+        /// The `provider_fault` of an instance JSON the executable printed
+        /// while failing, as GARM asks providers to do, if any.
+        provider_fault: Option<String>,
     },
     /// The executable succeeded but printed something we cannot accept.
     #[error("{command}: the provider printed unusable output: {problem}")]

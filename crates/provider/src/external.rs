@@ -19,7 +19,9 @@ use crate::command::Command;
 use crate::config::{ExternalConfig, InterfaceVersion};
 use crate::environment::EnvSource;
 use crate::error::{Error, OutputProblem};
-use crate::instance::{InstanceId, ProviderInstance, parse_instance, parse_instance_list};
+use crate::instance::{
+    InstanceId, ProviderInstance, fault_of, parse_instance, parse_instance_list,
+};
 use crate::pool::{Pool, PoolKey};
 use crate::provider::Provider;
 
@@ -131,6 +133,7 @@ impl ExternalProvider {
         env: Vec<(String, String)>,
         stdin: Option<Vec<u8>>,
         instance: &str,
+        secrets: &[&str],
     ) -> Result<Vec<u8>, Error> {
         let span = tracing::debug_span!(
             "provider.exec",
@@ -179,7 +182,11 @@ impl ExternalProvider {
                 exit_code => Err(Error::Failed {
                     command,
                     exit_code,
-                    stderr_tail: String::from_utf8_lossy(&outcome.stderr_tail).into_owned(),
+                    stderr_tail: redact(
+                        String::from_utf8_lossy(&outcome.stderr_tail).into_owned(),
+                        secrets,
+                    ),
+                    provider_fault: fault_of(&outcome.stdout).map(|f| redact(f, secrets)),
                 }),
             }
         }
@@ -200,8 +207,18 @@ impl ExternalProvider {
             InterfaceVersion::V011 => Some(&pool.key),
         };
         let env = self.environment(command, Some(pool), pool_key, Some(instance));
-        self.call(command, env, None, instance.as_str()).await
+        self.call(command, env, None, instance.as_str(), &[]).await
     }
+}
+
+/// Replaces every occurrence of a secret with `<redacted>`.
+fn redact(mut text: String, secrets: &[&str]) -> String {
+    for secret in secrets.iter().filter(|s| !s.is_empty()) {
+        if text.contains(secret) {
+            text = text.replace(secret, "<redacted>");
+        }
+    }
+    text
 }
 
 fn bad_output(command: Command) -> impl FnOnce(OutputProblem) -> Error {
@@ -222,8 +239,11 @@ impl Provider for ExternalProvider {
             extra_specs: bootstrap.extra_specs.clone(),
         };
         let env = self.environment(command, Some(&pool), Some(&pool.key), None);
+        // A provider that echoes its input on failure must not leak the token
+        // through our error messages.
+        let secrets = [bootstrap.instance_token.expose()];
         let stdout = self
-            .call(command, env, Some(stdin), &bootstrap.name)
+            .call(command, env, Some(stdin), &bootstrap.name, &secrets)
             .await?;
         parse_instance(&stdout).map_err(bad_output(command))
     }
@@ -248,14 +268,14 @@ impl Provider for ExternalProvider {
     async fn list(&self, pool: &Pool) -> Result<Vec<ProviderInstance>, Error> {
         let command = Command::ListInstances;
         let env = self.environment(command, Some(pool), Some(&pool.key), None);
-        let stdout = self.call(command, env, None, "").await?;
+        let stdout = self.call(command, env, None, "", &[]).await?;
         parse_instance_list(&stdout).map_err(bad_output(command))
     }
 
     async fn remove_all(&self) -> Result<(), Error> {
         let command = Command::RemoveAllInstances;
         let env = self.environment(command, None, None, None);
-        self.call(command, env, None, "").await.map(drop)
+        self.call(command, env, None, "", &[]).await.map(drop)
     }
 
     async fn start(&self, pool: &Pool, instance: &InstanceId) -> Result<(), Error> {
@@ -273,7 +293,7 @@ impl Provider for ExternalProvider {
     async fn version(&self) -> Result<String, Error> {
         let command = Command::GetVersion;
         let env = self.environment(command, None, None, None);
-        let stdout = self.call(command, env, None, "").await?;
+        let stdout = self.call(command, env, None, "", &[]).await?;
         let version = String::from_utf8_lossy(&stdout).trim().to_owned();
         if version.is_empty() {
             return Err(Error::BadOutput {

@@ -160,6 +160,7 @@ fn injected(command: Command, what: &str) -> Error {
         command,
         exit_code: Some(1),
         stderr_tail: format!("fake provider: injected {what} failure"),
+        provider_fault: None,
     }
 }
 

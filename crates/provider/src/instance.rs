@@ -221,6 +221,19 @@ fn decode_fault(text: String) -> String {
     }
 }
 
+/// The `provider_fault` of whatever instance-like JSON a failing executable
+/// printed (GARM asks providers to print one with `status: error`); lenient,
+/// since the rest of the object may be incomplete.
+pub(crate) fn fault_of(stdout: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Fault {
+        #[serde(default)]
+        provider_fault: Option<String>,
+    }
+    let fault: Fault = serde_json::from_slice(stdout).ok()?;
+    non_empty(fault.provider_fault).map(decode_fault)
+}
+
 /// Parses and validates the stdout of `CreateInstance` / `GetInstance`.
 pub(crate) fn parse_instance(stdout: &[u8]) -> Result<ProviderInstance, OutputProblem> {
     let raw: RawInstance =

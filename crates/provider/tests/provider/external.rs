@@ -253,15 +253,52 @@ async fn other_exit_codes_fail_with_the_code_and_stderr_tail() {
             command,
             exit_code,
             stderr_tail,
+            provider_fault,
         } => {
             assert_eq!(*command, Command::CreateInstance);
             assert_eq!(*exit_code, Some(2));
             assert_eq!(stderr_tail.trim(), "quota exceeded in project ci");
+            assert_eq!(*provider_fault, None);
         }
         other => panic!("expected Failed, got {other:?}"),
     }
     assert!(err.is_retryable());
     assert!(err.to_string().contains("exit code 2"), "{err}");
+}
+
+#[tokio::test]
+async fn a_failing_create_reports_its_fault_and_never_echoes_the_token() {
+    let rec = Recorder::new();
+    // Echo the bootstrap JSON (with the instance token) to stderr, print the
+    // error instance GARM asks for (fault base64-encoded, as Go prints []byte).
+    let exe = rec.script(
+        "provider",
+        "cat \"$REC/$$.stdin\" >&2\n\
+         echo '{\"name\":\"runner-1\",\"status\":\"error\",\"provider_fault\":\"aW1hZ2Ugbm90IGZvdW5k\"}'\n\
+         exit 1",
+    );
+    let provider = provider(config(&exe, InterfaceVersion::V011));
+    let err = provider
+        .create(&request("runner-1", &pool()))
+        .await
+        .unwrap_err();
+    let shown = err.to_string();
+    let Error::Failed {
+        stderr_tail,
+        provider_fault,
+        ..
+    } = err
+    else {
+        panic!("expected Failed, got {err:?}");
+    };
+    assert_eq!(provider_fault.as_deref(), Some("image not found"));
+    assert!(
+        stderr_tail.contains("\"instance-token\":\"<redacted>\""),
+        "{stderr_tail}"
+    );
+    assert!(!stderr_tail.contains(TOKEN));
+    assert!(!shown.contains(TOKEN), "{shown}");
+    assert!(shown.contains("image not found"), "{shown}");
 }
 
 #[tokio::test]
