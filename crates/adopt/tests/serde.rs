@@ -1,0 +1,76 @@
+//! With the `serde` feature: inputs, commands, facts and outcomes survive a JSON round trip,
+//! and ids serialise as plain numbers/strings.
+#![cfg(feature = "serde")]
+
+use scaleset_adopt::{
+    Command, Desired, Fact, Identity, Input, Machine, Outcome, Policy, RetryBounds, RunnerGroupId,
+    ScaleSet, ScaleSetId, Step,
+};
+
+fn input() -> Input {
+    Input {
+        desired: Desired {
+            name: "ci".into(),
+            runner_group_id: RunnerGroupId(1),
+            labels: vec!["linux".into()],
+            disable_update: true,
+        },
+        known_id: Some(ScaleSetId(7)),
+        policy: Policy::Any,
+        repair: true,
+        identity: Identity::from_controller_id("0123abcd-4567-89ef-0123-456789abcdef"),
+        retry: RetryBounds::default(),
+    }
+}
+
+fn round_trip<T>(value: &T) -> T
+where
+    T: serde::Serialize + serde::de::DeserializeOwned,
+{
+    let json = serde_json::to_string(value).expect("serialises");
+    serde_json::from_str(&json).expect("deserialises")
+}
+
+#[test]
+fn public_types_round_trip_through_json() {
+    let input = input();
+    assert_eq!(round_trip(&input), input);
+    assert_eq!(serde_json::to_value(input.policy).expect("policy"), "any");
+
+    let mut machine = Machine::new(input);
+    let Step::Do(command) = machine.start() else {
+        panic!("expected a command");
+    };
+    assert_eq!(round_trip(&command), command);
+    assert_eq!(
+        serde_json::to_value(&command).expect("command"),
+        serde_json::json!({"GetById": {"id": 7}})
+    );
+
+    let set = ScaleSet {
+        id: ScaleSetId(7),
+        name: "ci".into(),
+        runner_group_id: Some(RunnerGroupId(1)),
+        labels: vec![
+            "ci".into(),
+            "linux".into(),
+            "scaleset-owner-0123abcd4567".into(),
+        ],
+        disable_update: true,
+    };
+    let fact = Fact::ScaleSet(set);
+    assert_eq!(round_trip(&fact), fact);
+    let Ok(Step::Done(outcome)) = machine.next(fact) else {
+        panic!("expected an outcome");
+    };
+    assert!(matches!(outcome, Outcome::Ready { .. }));
+    assert_eq!(round_trip(&outcome), outcome);
+    assert_eq!(
+        round_trip(&Command::ListGroup {
+            group: RunnerGroupId(2)
+        }),
+        Command::ListGroup {
+            group: RunnerGroupId(2)
+        }
+    );
+}
