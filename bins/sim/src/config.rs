@@ -1,0 +1,305 @@
+//! Configuration of `scaleset-sim`: the optional TOML file (`RawConfig`, unknown keys refused)
+//! merged with the flags, validated into a `SimConfig`, every problem reported at once.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use scaleset_sim::{AssignmentMode, InstallationSeed, PatSeed, RunnerGroupSeed, SimConfig};
+use serde::Deserialize;
+
+use crate::cli::Cli;
+
+/// The TOML file as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawConfig {
+    default_seed: Option<bool>,
+    #[serde(default)]
+    organizations: Vec<String>,
+    #[serde(default)]
+    repositories: Vec<String>,
+    #[serde(default)]
+    enterprises: Vec<String>,
+    #[serde(default)]
+    pats: Vec<RawPat>,
+    #[serde(default)]
+    installations: Vec<RawInstallation>,
+    #[serde(default)]
+    runner_groups: Vec<RawGroup>,
+    #[serde(default)]
+    behaviour: RawBehaviour,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPat {
+    token: String,
+    #[serde(default)]
+    scopes: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawInstallation {
+    id: i64,
+    app_id: String,
+    #[serde(default)]
+    accounts: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGroup {
+    scope: String,
+    name: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBehaviour {
+    actions_base_path: Option<String>,
+    queue_path: Option<String>,
+    long_poll_hold: Option<String>,
+    admin_token_ttl: Option<String>,
+    queue_token_ttl: Option<String>,
+    assignment: Option<String>,
+    reassign_after: Option<String>,
+    dormancy: Option<String>,
+    runner_job_duration: Option<String>,
+    conflict_names_owner: Option<bool>,
+}
+
+/// Reads the file named by `--config` (if any).
+pub(crate) fn read_file(path: Option<&Path>) -> Result<RawConfig> {
+    let Some(path) = path else {
+        return Ok(RawConfig::default());
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the configuration file {}", path.display()))?;
+    toml::from_str(&text).with_context(|| format!("invalid configuration file {}", path.display()))
+}
+
+/// Merges the file and the flags into a validated simulator configuration.
+pub(crate) fn build(raw: RawConfig, cli: &Cli) -> Result<SimConfig> {
+    let mut problems = Vec::new();
+    let default_seed = !cli.no_default_seed && raw.default_seed.unwrap_or(true);
+    let mut config = if default_seed {
+        SimConfig::default()
+    } else {
+        SimConfig::empty()
+    };
+    config.organizations.extend(raw.organizations);
+    config.organizations.extend(cli.orgs.iter().cloned());
+    config.repositories.extend(raw.repositories);
+    config.repositories.extend(cli.repos.iter().cloned());
+    config.enterprises.extend(raw.enterprises);
+    config.enterprises.extend(cli.enterprises.iter().cloned());
+    config.pats.extend(raw.pats.into_iter().map(|p| PatSeed {
+        token: p.token,
+        scopes: p.scopes,
+    }));
+    config.pats.extend(cli.pats.iter().map(|token| PatSeed {
+        token: token.clone(),
+        scopes: Vec::new(),
+    }));
+    config
+        .installations
+        .extend(raw.installations.into_iter().map(|i| InstallationSeed {
+            id: i.id,
+            app_id: i.app_id,
+            accounts: i.accounts,
+        }));
+    config
+        .runner_groups
+        .extend(raw.runner_groups.into_iter().map(|g| RunnerGroupSeed {
+            scope: g.scope,
+            name: g.name,
+        }));
+    for spec in &cli.runner_groups {
+        match spec.split_once('=') {
+            Some((scope, name)) => config.runner_groups.push(RunnerGroupSeed {
+                scope: scope.to_owned(),
+                name: name.to_owned(),
+            }),
+            None => problems.push(format!(
+                "--runner-group {spec:?} must be written SCOPE=NAME"
+            )),
+        }
+    }
+
+    let b = raw.behaviour;
+    if let Some(path) = cli.actions_base_path.clone().or(b.actions_base_path) {
+        config.actions_base_path = path;
+    }
+    if let Some(path) = cli.queue_path.clone().or(b.queue_path) {
+        config.queue_path = path;
+    }
+    let mut duration = |name: &str, value: Option<String>, slot: &mut Duration| {
+        if let Some(text) = value {
+            match parse_duration(&text) {
+                Ok(d) => *slot = d,
+                Err(e) => problems.push(format!("{name}: {e}")),
+            }
+        }
+    };
+    duration(
+        "long_poll_hold",
+        cli.long_poll_hold.clone().or(b.long_poll_hold),
+        &mut config.long_poll_hold,
+    );
+    duration(
+        "admin_token_ttl",
+        cli.admin_token_ttl.clone().or(b.admin_token_ttl),
+        &mut config.admin_token_ttl,
+    );
+    duration(
+        "queue_token_ttl",
+        cli.queue_token_ttl.clone().or(b.queue_token_ttl),
+        &mut config.queue_token_ttl,
+    );
+    duration(
+        "runner_job_duration",
+        cli.runner_job_duration.clone().or(b.runner_job_duration),
+        &mut config.runner_job_duration,
+    );
+    let mut optional = |name: &str, value: Option<String>, slot: &mut Option<Duration>| {
+        if let Some(text) = value {
+            if text.trim().eq_ignore_ascii_case("off") {
+                *slot = None;
+            } else {
+                match parse_duration(&text) {
+                    Ok(d) => *slot = Some(d),
+                    Err(e) => problems.push(format!("{name}: {e}")),
+                }
+            }
+        }
+    };
+    optional(
+        "reassign_after",
+        cli.reassign_after.clone().or(b.reassign_after),
+        &mut config.reassign_after,
+    );
+    optional(
+        "dormancy",
+        cli.dormancy.clone().or(b.dormancy),
+        &mut config.dormancy,
+    );
+    if let Some(mode) = cli.assignment.clone().or(b.assignment) {
+        match mode.trim().to_ascii_lowercase().as_str() {
+            "auto" => config.assignment = AssignmentMode::AutoAssign,
+            "acquire" => config.assignment = AssignmentMode::AvailableThenAcquire,
+            other => problems.push(format!("assignment {other:?} must be `auto` or `acquire`")),
+        }
+    }
+    config.conflict_names_owner =
+        cli.conflict_names_owner || b.conflict_names_owner.unwrap_or(false);
+    if !problems.is_empty() {
+        bail!("invalid configuration: {}", problems.join("; "));
+    }
+    Ok(config)
+}
+
+/// `250ms`, `50s`, `5m`, `1h`, `7d`; a bare number is seconds.
+pub(crate) fn parse_duration(text: &str) -> Result<Duration> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number
+        .parse()
+        .with_context(|| format!("{text:?} is not a duration such as 200ms, 50s, 5m, 1h or 7d"))?;
+    let seconds = match unit.trim() {
+        "ms" => value / 1000.0,
+        "" | "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        "d" => value * 86_400.0,
+        other => bail!("{text:?} has an unknown unit {other:?} (use ms, s, m, h or d)"),
+    };
+    Duration::try_from_secs_f64(seconds)
+        .with_context(|| format!("{text:?} is not a representable duration"))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[test]
+    fn durations_take_the_documented_units() {
+        assert_eq!(
+            parse_duration("200ms").ok(),
+            Some(Duration::from_millis(200))
+        );
+        assert_eq!(parse_duration("50s").ok(), Some(Duration::from_secs(50)));
+        assert_eq!(parse_duration("50").ok(), Some(Duration::from_secs(50)));
+        assert_eq!(parse_duration("5m").ok(), Some(Duration::from_secs(300)));
+        assert_eq!(
+            parse_duration("7d").ok(),
+            Some(Duration::from_secs(7 * 86_400))
+        );
+        assert!(parse_duration("5 weeks").is_err());
+        assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn file_and_flags_merge_and_every_problem_is_reported() {
+        let raw: RawConfig = toml::from_str(
+            r#"
+            default_seed = false
+            organizations = ["zeta"]
+            [[pats]]
+            token = "ghp_zeta"
+            scopes = ["zeta"]
+            [[runner_groups]]
+            scope = "zeta"
+            name = "gpu"
+            [behaviour]
+            long_poll_hold = "2s"
+            assignment = "acquire"
+            dormancy = "off"
+            "#,
+        )
+        .expect("valid toml");
+        let cli = Cli::parse_from([
+            "scaleset-sim",
+            "--org",
+            "omega",
+            "--long-poll-hold",
+            "150ms",
+        ]);
+        let config = build(raw, &cli).expect("valid");
+        assert_eq!(config.organizations, ["zeta", "omega"]);
+        assert_eq!(config.pats.len(), 1);
+        assert_eq!(
+            config.long_poll_hold,
+            Duration::from_millis(150),
+            "flags win"
+        );
+        assert_eq!(config.assignment, AssignmentMode::AvailableThenAcquire);
+        assert_eq!(config.dormancy, None);
+
+        let cli = Cli::parse_from([
+            "scaleset-sim",
+            "--long-poll-hold",
+            "soon",
+            "--assignment",
+            "random",
+            "--runner-group",
+            "nogroup",
+        ]);
+        let err = build(RawConfig::default(), &cli).expect_err("invalid");
+        let text = err.to_string();
+        assert!(text.contains("long_poll_hold"), "{text}");
+        assert!(text.contains("random"), "{text}");
+        assert!(text.contains("SCOPE=NAME"), "{text}");
+    }
+
+    #[test]
+    fn unknown_keys_in_the_file_are_refused() {
+        assert!(toml::from_str::<RawConfig>("organisations = [\"typo\"]").is_err());
+    }
+}

@@ -1,0 +1,192 @@
+//! Runs the real `scaleset-sim` binary: the ready line, the real client against it, the control
+//! API, the TOML seed, `--help`, bad configuration, and SIGTERM shutdown.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use scaleset_github::{
+    Client, ClientConfig, ConfigUrl, Credentials, JobMessage, NewRunnerScaleSet, RetryPolicy,
+};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdout, Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_scaleset-sim");
+
+struct Running {
+    child: Child,
+    stdout: BufReader<ChildStdout>,
+    addr: String,
+}
+
+/// Starts the binary and waits (bounded) for its ready line; stderr is drained concurrently.
+async fn start(args: &[&str]) -> Result<Running> {
+    let mut child = Command::new(BIN)
+        .args(["--listen", "127.0.0.1:0", "--long-poll-hold", "100ms"])
+        .args(args)
+        .env_clear()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .context("cannot spawn scaleset-sim")?;
+    let mut stderr = child.stderr.take().context("no stderr")?;
+    tokio::spawn(async move {
+        let mut sink = Vec::new();
+        let _ = stderr.read_to_end(&mut sink).await;
+    });
+    let mut stdout = BufReader::new(child.stdout.take().context("no stdout")?);
+    let mut line = String::new();
+    tokio::time::timeout(Duration::from_secs(60), stdout.read_line(&mut line))
+        .await
+        .context("no ready line within 60 s")??;
+    let Some(addr) = line
+        .trim()
+        .strip_prefix("scaleset-sim listening on http://")
+    else {
+        bail!("unexpected ready line {line:?}");
+    };
+    Ok(Running {
+        addr: addr.to_owned(),
+        child,
+        stdout,
+    })
+}
+
+fn client(addr: &str, scope: &str, pat: &str) -> Result<Client> {
+    let url = ConfigUrl::parse(&format!("http://{addr}/{scope}"))?;
+    Ok(Client::new(
+        ClientConfig::new(url, Credentials::pat(pat)).with_retry(RetryPolicy::new(
+            3,
+            Duration::from_millis(1),
+            Duration::from_millis(5),
+        )),
+    )?)
+}
+
+/// A minimal HTTP/1.1 POST for the control API.
+async fn post(addr: &str, path: &str, body: &str) -> Result<String> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await?;
+    Ok(answer)
+}
+
+async fn terminate(mut running: Running) -> Result<()> {
+    let pid = running.child.id().context("no pid")?;
+    let status = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .await?;
+    assert!(status.success(), "kill -TERM failed");
+    let exit = tokio::time::timeout(Duration::from_secs(30), running.child.wait())
+        .await
+        .context("no exit within 30 s of SIGTERM")??;
+    assert!(exit.success(), "exit status {exit:?}");
+    let mut rest = String::new();
+    running.stdout.read_to_string(&mut rest).await?;
+    assert_eq!(rest, "", "exactly one line on stdout");
+    Ok(())
+}
+
+#[tokio::test]
+async fn serves_the_real_client_and_stops_on_sigterm() -> Result<()> {
+    let running = start(&[]).await?;
+    let client = client(&running.addr, "acme", "ghp_simulator")?;
+    let set = client
+        .create_scale_set(&NewRunnerScaleSet::new("bin-set", 1))
+        .await?;
+    let mut session = client.create_session(set.id, "bin-test").await?;
+    let answer = post(
+        &running.addr,
+        "/_sim/jobs",
+        &format!(r#"{{"scaleSetId": {}, "count": 1}}"#, set.id),
+    )
+    .await?;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let message = client
+        .get_message(&mut session, 0, 5)
+        .await?
+        .context("a message")?;
+    assert!(matches!(&message.jobs[..], [JobMessage::Assigned { .. }]));
+    terminate(running).await
+}
+
+#[tokio::test]
+async fn seeds_from_a_toml_file_and_flags() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("sim.toml");
+    std::fs::write(
+        &path,
+        r#"
+default_seed = false
+organizations = ["zeta"]
+[[pats]]
+token = "ghp_zeta"
+[[runner_groups]]
+scope = "zeta"
+name = "big machines"
+[behaviour]
+assignment = "acquire"
+"#,
+    )?;
+    let config_path = path.to_string_lossy().into_owned();
+    let running = start(&["--config", &config_path, "--org", "omega"]).await?;
+    let zeta = client(&running.addr, "zeta", "ghp_zeta")?;
+    let group = zeta.get_runner_group_by_name("big machines").await?;
+    assert_eq!(group.map(|g| g.id), Some(2));
+    let omega = client(&running.addr, "omega", "ghp_zeta")?;
+    omega.service_url().await?;
+    let acme = client(&running.addr, "acme", "ghp_simulator")?;
+    assert!(acme.service_url().await.is_err(), "no default seed");
+    terminate(running).await
+}
+
+#[tokio::test]
+async fn help_documents_every_option() -> Result<()> {
+    let output = Command::new(BIN).arg("--help").output().await?;
+    assert!(output.status.success());
+    let help = String::from_utf8(output.stdout)?;
+    for flag in [
+        "--listen",
+        "--config",
+        "--no-default-seed",
+        "--org",
+        "--repo",
+        "--enterprise",
+        "--pat",
+        "--runner-group",
+        "--actions-base-path",
+        "--queue-path",
+        "--long-poll-hold",
+        "--admin-token-ttl",
+        "--queue-token-ttl",
+        "--assignment",
+        "--reassign-after",
+        "--dormancy",
+        "--runner-job-duration",
+        "--conflict-names-owner",
+        "--log-json",
+    ] {
+        assert!(help.contains(flag), "--help does not mention {flag}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn bad_configuration_exits_2_before_listening() -> Result<()> {
+    let output = Command::new(BIN)
+        .args(["--listen", "127.0.0.1:0", "--long-poll-hold", "soon"])
+        .output()
+        .await?;
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty(), "no ready line");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("long_poll_hold"), "{stderr}");
+    Ok(())
+}
