@@ -48,14 +48,46 @@ where
 
 /// The `{ "count": n, "value": [...] }` envelope of list responses.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(bound(deserialize = "T: Deserialize<'de>"))]
+#[serde(bound(deserialize = "T: Deserialize<'de>"), from = "ListWire<T>")]
 pub struct List<T> {
-    /// The server's `count` (official clients decide on this, not on `value.len()`).
-    #[serde(default, deserialize_with = "lenient_i64")]
+    /// The server's `count` (official clients decide on this, not on `value.len()`); when the
+    /// server omits it, the number of items.
     pub count: i64,
     /// The items.
-    #[serde(default = "Vec::new", deserialize_with = "null_default")]
     pub value: Vec<T>,
+}
+
+#[derive(Deserialize)]
+#[serde(bound(deserialize = "T: Deserialize<'de>"))]
+struct ListWire<T> {
+    #[serde(default, deserialize_with = "lenient_opt_i64")]
+    count: Option<i64>,
+    #[serde(default = "Vec::new", deserialize_with = "null_default")]
+    value: Vec<T>,
+}
+
+impl<T> From<ListWire<T>> for List<T> {
+    fn from(wire: ListWire<T>) -> Self {
+        let count = wire
+            .count
+            .unwrap_or_else(|| i64::try_from(wire.value.len()).unwrap_or(i64::MAX));
+        Self {
+            count,
+            value: wire.value,
+        }
+    }
+}
+
+fn lenient_opt_i64<'de, D>(deserializer: D) -> Result<Option<i64>, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    let value = Option::<serde_json::Value>::deserialize(deserializer)?;
+    Ok(match value {
+        Some(serde_json::Value::Number(n)) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
+        Some(serde_json::Value::String(s)) => s.trim().parse().ok(),
+        _ => None,
+    })
 }
 
 impl<T> Default for List<T> {
@@ -87,3 +119,6 @@ pub(crate) fn decode<T: DeserializeOwned>(
         source,
     })
 }
+
+#[cfg(test)]
+mod tests;

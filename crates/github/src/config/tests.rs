@@ -109,3 +109,20 @@ fn percent_encoded_segments_are_decoded() {
         }
     );
 }
+
+proptest::proptest! {
+    #[test]
+    fn parsing_never_panics(input in ".{0,80}") {
+        if let Ok(url) = ConfigUrl::parse(&input) {
+            let _ = url.api_base(false);
+            let _ = url.api_base(true);
+        }
+    }
+
+    #[test]
+    fn org_urls_round_trip(org in "[A-Za-z0-9][A-Za-z0-9-]{0,20}") {
+        let url = ConfigUrl::parse(&format!("https://ghes.example/{org}/")).unwrap();
+        proptest::prop_assert_eq!(url.scope(), &Scope::Organization { org: org.clone() });
+        proptest::prop_assert_eq!(url.as_str(), format!("https://ghes.example/{org}"));
+    }
+}
