@@ -3,7 +3,11 @@
 
 use std::time::Duration;
 
-use scaleset_provider::{InterfaceVersion, ProviderConfig, ProviderKind, RawProviderConfig};
+use scaleset_provider::{
+    FakeCloud, InterfaceVersion, Pool, PoolKey, ProviderConfig, ProviderKind, RawProviderConfig,
+};
+
+use crate::helpers::{CONTROLLER, Recorder, operator_env, request};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -98,4 +102,48 @@ fn the_documented_examples_parse() {
     }
     assert!(names.contains(&"lxd".to_owned()), "{names:?}");
     assert!(names.contains(&"openstack".to_owned()), "{names:?}");
+}
+
+#[tokio::test]
+async fn configurations_build_working_providers() {
+    let rec = Recorder::new();
+    let exe = rec.script("provider", "echo 'v9.9.9'");
+    let configs = parse(&format!(
+        r#"
+        [[provider]]
+        name = "script"
+        kind = "external"
+        executable = "{}"
+        config_file = "/etc/scaleset/script.toml"
+        interface_version = "v0.1.1"
+        environment = ["OS_*"]
+
+        [[provider]]
+        name = "fake"
+        kind = "fake"
+        "#,
+        exe.display()
+    ))
+    .expect("valid");
+    let cloud = FakeCloud::new();
+    let external = configs[0].build(CONTROLLER, &operator_env(), &cloud);
+    assert_eq!(external.version().await.expect("version"), "v9.9.9");
+    let call = rec.only_call();
+    assert_eq!(call.env["GARM_INTERFACE_VERSION"], "v0.1.1");
+    assert_eq!(
+        call.env["GARM_PROVIDER_CONFIG_FILE"],
+        "/etc/scaleset/script.toml"
+    );
+    assert_eq!(call.env["OS_PASSWORD"], "hunter2");
+
+    let fake = configs[1].build(CONTROLLER, &operator_env(), &cloud);
+    let pool = Pool::new(PoolKey::for_scale_set(CONTROLLER, 1));
+    fake.create(&request("runner-a", &pool))
+        .await
+        .expect("create");
+    assert_eq!(
+        cloud.instances().len(),
+        1,
+        "the fake lives in the given cloud"
+    );
 }
