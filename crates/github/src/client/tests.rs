@@ -1,3 +1,5 @@
+//! Unit tests of URL building and query encoding, and of the client's thread-safety bounds.
+
 use super::*;
 
 fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {

@@ -1,3 +1,5 @@
+//! Unit tests of config URLs: the protocol §2 examples, scopes, hosted vs GHES, force-GHES, overrides.
+
 use std::collections::HashMap;
 
 use super::*;

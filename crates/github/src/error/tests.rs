@@ -1,3 +1,5 @@
+//! Unit tests of error classification and non-JSON error bodies.
+
 use proptest::prelude::*;
 
 use super::*;

@@ -1,3 +1,5 @@
+//! Unit tests of exception parsing: short names, exact matching, nesting, conflict owners.
+
 use serde_json::json;
 
 use super::*;

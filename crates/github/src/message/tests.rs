@@ -1,3 +1,5 @@
+//! Unit tests of message decoding: double-encoded bodies, unknown job types, BOM, malformed input.
+
 use proptest::prelude::*;
 
 use super::*;

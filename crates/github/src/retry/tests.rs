@@ -1,3 +1,5 @@
+//! Unit tests of the retry policy: backoff, Retry-After, retryable statuses.
+
 use std::time::{Duration, SystemTime};
 
 use super::*;

@@ -1,3 +1,5 @@
+//! Unit tests of date parsing: .NET seven-digit fractions, offsets, the zero date, round trips.
+
 use proptest::prelude::*;
 
 use super::*;

@@ -1,3 +1,5 @@
+//! Unit tests of tolerant decoding: list counts, nulls, both RunnerSetting spellings, BOM.
+
 use super::*;
 
 #[test]

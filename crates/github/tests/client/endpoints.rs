@@ -818,3 +818,43 @@ async fn runners_jit_get_list_remove() {
     h.client.remove_runner(9).await.unwrap();
     remove.assert_async().await;
 }
+
+#[tokio::test]
+async fn an_explicit_api_base_overrides_the_derived_one() {
+    let mut server = mockito::Server::new_async().await;
+    let reg = server
+        .mock(
+            "POST",
+            "/orgs/hosted-org/actions/runners/registration-token",
+        )
+        .with_status(201)
+        .with_body(r#"{"token":"r"}"#)
+        .create_async()
+        .await;
+    let service = format!("{}/rest", server.url());
+    let rr = server
+        .mock("POST", "/actions/runner-registration")
+        .match_body(Matcher::Json(
+            serde_json::json!({"url": "https://github.com/hosted-org", "runner_event": "register"}),
+        ))
+        .with_status(201)
+        .with_body(serde_json::json!({"url": service, "token": admin_jwt("x", 3600)}).to_string())
+        .create_async()
+        .await;
+    let get = server
+        .mock("GET", "/rest/_apis/runtime/runnerscalesets/1")
+        .match_query(Matcher::Exact(API.into()))
+        .with_body(r#"{"id":1}"#)
+        .create_async()
+        .await;
+    let url = scaleset_github::ConfigUrl::parse("https://github.com/hosted-org/").unwrap();
+    assert_eq!(url.api_base(false).as_str(), "https://api.github.com/");
+    let config = scaleset_github::ClientConfig::new(url, Credentials::pat("pat"))
+        .with_api_base(url::Url::parse(&server.url()).unwrap())
+        .with_sleeper(Arc::new(RecordingSleeper::default()));
+    let client = Client::new(config).unwrap();
+    client.get_scale_set(1).await.unwrap();
+    reg.assert_async().await;
+    rr.assert_async().await;
+    get.assert_async().await;
+}
