@@ -44,6 +44,7 @@ pub struct Desired {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
 pub enum Policy {
     /// Never adopt: such a scale set is refused (`ScaleSetExists`).
     Never,

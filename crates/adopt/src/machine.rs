@@ -57,7 +57,7 @@ pub struct Machine {
     /// GitHub's by-id answer for the stored id, when it omitted the group (rule 1, unconfirmed).
     known_read: Option<ScaleSetRef>,
     reset_cursor: bool,
-    /// A session opened by the `any` probe: handed over on `Ready`, closed otherwise.
+    /// A session the probe opened: handed over on `Ready` (policy `any`), closed otherwise.
     held_session: Option<(ScaleSetId, SessionId)>,
     pending: Option<Command>,
     issued: usize,

@@ -48,6 +48,32 @@ pub enum Outcome {
     },
 }
 
+impl Outcome {
+    /// The scale set's id when the outcome is [`Outcome::Ready`].
+    pub fn ready_id(&self) -> Option<ScaleSetId> {
+        match self {
+            Self::Ready { id, .. } => Some(*id),
+            Self::Refused { .. } | Self::Failed { .. } | Self::Retry { .. } => None,
+        }
+    }
+
+    /// The delete permit, present only for a scale set created by this run.
+    pub fn delete_permit(&self) -> Option<&DeletePermit> {
+        match self {
+            Self::Ready { rollback, .. } => rollback.permit(),
+            Self::Refused { .. } | Self::Failed { .. } | Self::Retry { .. } => None,
+        }
+    }
+
+    /// The refusal, when the outcome is [`Outcome::Refused`].
+    pub fn refusal(&self) -> Option<&Refusal> {
+        match self {
+            Self::Refused { reason } => Some(reason),
+            Self::Ready { .. } | Self::Failed { .. } | Self::Retry { .. } => None,
+        }
+    }
+}
+
 /// How a ready scale set came to be ours.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]

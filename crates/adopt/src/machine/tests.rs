@@ -1193,3 +1193,60 @@ fn every_refusal_has_a_remediation_naming_the_scale_set() {
         assert!(reason.to_string().contains("77"), "{reason}");
     }
 }
+
+#[test]
+fn longest_path_stays_within_the_bound() {
+    let mut input = Input {
+        policy: Policy::Any,
+        repair: true,
+        ..known(7)
+    };
+    input.desired.labels = vec!["linux".into(), "x64".into()];
+    let mut theirs = set(4, &[]);
+    theirs.disable_update = false;
+    let update = Command::Update {
+        id: ScaleSetId(4),
+        patch: Patch {
+            labels: vec!["ci".into(), "linux".into(), "x64".into(), OUR_LABEL.into()],
+            disable_update: true,
+        },
+    };
+    let close = Command::CloseSession {
+        id: ScaleSetId(4),
+        session: session("s-4"),
+    };
+    let mut spec = Machine::new(input.clone()).create_spec();
+    spec.labels = vec!["ci".into(), "linux".into(), "x64".into(), OUR_LABEL.into()];
+    let script = vec![
+        (get(7), Fact::NotFound),
+        (list_by_name(), Fact::ScaleSets(vec![])),
+        (Command::Create(spec), Fact::Exists),
+        (list_by_name(), Fact::ScaleSets(vec![])),
+        (
+            Command::ListGroup {
+                group: RunnerGroupId(1),
+            },
+            Fact::ScaleSets(vec![theirs.clone()]),
+        ),
+        (get(4), Fact::ScaleSet(theirs.clone())),
+        (
+            Command::OpenSession {
+                id: ScaleSetId(4),
+                owner: identity().session_owner,
+            },
+            Fact::Opened(session("s-4")),
+        ),
+        (update, Fact::Updated),
+        (get(4), Fact::ScaleSet(theirs)),
+        (close.clone(), transient()),
+        (close.clone(), transient()),
+        (close, Fact::Closed),
+    ];
+    assert_eq!(script.len(), MAX_COMMANDS);
+    let outcome = drive(input, script);
+    assert_eq!(
+        outcome.refusal().map(Refusal::code),
+        Some("RepairDidNotTake")
+    );
+    assert_eq!(outcome.ready_id(), None);
+}
