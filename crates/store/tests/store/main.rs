@@ -12,5 +12,6 @@ mod entity;
 mod event;
 mod instance;
 mod lease;
+mod open;
 mod scale_set;
 mod sqlite_file;

@@ -91,30 +91,3 @@ async fn connections_use_wal_and_enforce_foreign_keys() {
     .unwrap_err();
     assert!(err.is_conflict(), "{err:?}");
 }
-
-#[test]
-fn database_urls_parse_and_redact() {
-    use scaleset_store::DatabaseUrl;
-    assert_eq!(
-        DatabaseUrl::parse("sqlite:///var/lib/scaleset/db.sqlite").unwrap(),
-        DatabaseUrl::Sqlite {
-            path: "/var/lib/scaleset/db.sqlite".into()
-        }
-    );
-    assert_eq!(
-        DatabaseUrl::parse("sqlite:rel.db").unwrap(),
-        DatabaseUrl::Sqlite {
-            path: "rel.db".into()
-        }
-    );
-    assert!(DatabaseUrl::parse("sqlite::memory:").is_err());
-    assert!(DatabaseUrl::parse("mysql://x").is_err());
-    let pg = DatabaseUrl::parse("postgresql://user:hunter2@db:5432/scaleset").unwrap();
-    assert_eq!(pg.backend(), "postgres");
-    assert_eq!(pg.to_string(), "postgresql://user:***@db:5432/scaleset");
-    assert!(!format!("{pg:?}").contains("hunter2"));
-    let err = DatabaseUrl::parse("mysql://user:hunter2@db/x")
-        .unwrap_err()
-        .to_string();
-    assert!(!err.contains("hunter2"), "{err}");
-}
