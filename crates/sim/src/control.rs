@@ -96,6 +96,9 @@ pub(crate) fn handle(shared: &std::sync::Arc<Shared>, req: &Request) -> Outcome 
             sim.set_faults(faults);
             Ok(Reply::json(200, to_json(&sim.faults())))
         }
+        (&Method::GET, ["polls"]) => {
+            Ok(Reply::json(200, json!({ "waiting": sim.waiting_polls() })))
+        }
         (&Method::GET, ["time"]) => Ok(Reply::json(200, time(&sim))),
         (&Method::POST, ["time", "advance"]) => {
             let body: AdvanceBody = parse(req)?;
