@@ -104,8 +104,9 @@ impl Client {
             return Ok(connection);
         }
         let connection = Arc::new(self.fetch_admin_connection().await?);
+        // Only the host: older service URLs carry a tenant token in the path.
         tracing::info!(
-            service_url = %connection.service_url,
+            service_host = connection.service_url.host_str().unwrap_or_default(),
             "github admin connection refreshed"
         );
         self.inner.tokens.store(Arc::clone(&connection));

@@ -75,3 +75,102 @@ async fn secrets_are_absent_from_debug_output() {
         }
     }
 }
+
+/// Collects everything a `fmt` subscriber writes.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn secrets_are_absent_from_trace_logs() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    // current-thread runtime: every poll happens on this thread, under this default.
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let mut h = harness().await;
+    let queue = format!("{}/q", h.server.url());
+    let create = h
+        .service_mock(
+            "POST",
+            "_apis/runtime/runnerscalesets/5/sessions",
+            "api-version=6.0-preview",
+        )
+        .with_body(session_json(&queue, "queue-token-1"))
+        .create_async()
+        .await;
+    let mut session = h.client.create_session(5, "o").await.unwrap();
+    create.assert_async().await;
+    let rejected = h
+        .server
+        .mock("GET", "/q")
+        .with_status(401)
+        .expect(1)
+        .create_async()
+        .await;
+    let refresh = h
+        .service_mock(
+            "PATCH",
+            &format!(
+                "_apis/runtime/runnerscalesets/5/sessions/{}",
+                session.session_id
+            ),
+            "api-version=6.0-preview",
+        )
+        .with_body(session_json(&queue, "queue-token-2"))
+        .create_async()
+        .await;
+    let flaky = h
+        .server
+        .mock("GET", "/q")
+        .match_header("authorization", "Bearer queue-token-2")
+        .with_status(503)
+        .expect(1)
+        .create_async()
+        .await;
+    let accepted = h
+        .server
+        .mock("GET", "/q")
+        .match_header("authorization", "Bearer queue-token-2")
+        .with_status(202)
+        .create_async()
+        .await;
+    assert!(
+        h.client
+            .get_message(&mut session, 0, 1)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    for mock in [rejected, refresh, flaky, accepted] {
+        mock.assert_async().await;
+    }
+
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(logs.contains("github.call"), "nothing was logged: {logs}");
+    assert!(logs.contains("retrying"), "{logs}");
+    for secret in [
+        PAT,
+        REGISTRATION_TOKEN,
+        h.admin_token.as_str(),
+        "queue-token-1",
+        "queue-token-2",
+    ] {
+        assert!(!logs.contains(secret), "{secret} leaked into logs:\n{logs}");
+    }
+}
