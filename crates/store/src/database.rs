@@ -85,7 +85,7 @@ impl DieselStore {
             .max_size(options.pool_size)
             .min_idle(Some(0))
             .connection_timeout(options.connect_timeout)
-            .test_on_check_out(false)
+            .test_on_check_out(true)
             .error_handler(Box::new(connection::LogErrors))
             .build_unchecked(connector);
         let store = Self {

@@ -191,3 +191,6 @@ macro_rules! text_enum {
     };
 }
 pub(crate) use text_enum;
+
+#[cfg(test)]
+mod tests;

@@ -10,6 +10,7 @@ store_tests!(
     configured_id_mismatch_is_refused,
     unconfigured_id_is_generated_once_and_kept,
     opening_twice_migrates_once,
+    concurrent_first_starts_bind_exactly_one_id,
 );
 
 async fn empty_database_adopts_the_configured_id(db: TestDb) {
@@ -82,4 +83,42 @@ async fn opening_twice_migrates_once(db: TestDb) {
     assert_eq!(second.list_credentials().await.unwrap().len(), 1);
     let third = db.open().await;
     assert_eq!(third.list_scale_sets(None).await.unwrap().len(), 1);
+}
+
+async fn concurrent_first_starts_bind_exactly_one_id(db: TestDb) {
+    // Four processes start together on an empty database (migrations race too): two with our
+    // id, two with another. Exactly one id is stored, and the others are refused.
+    let ours = Uuid::new_v4();
+    let theirs = Uuid::new_v4();
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(4));
+    let mut tasks = Vec::new();
+    for id in [ours, theirs, ours, theirs] {
+        let options = db.options().controller_id(Some(id));
+        let barrier = barrier.clone();
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            DieselStore::open(options)
+                .await
+                .map(|s| s.controller_binding())
+        }));
+    }
+    let mut bound = Vec::new();
+    let mut refused = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(Some(binding)) => bound.push(binding),
+            Err(Error::ControllerMismatch { .. }) => refused += 1,
+            other => panic!("unexpected open outcome {other:?}"),
+        }
+    }
+    assert_eq!((bound.len(), refused), (2, 2), "{bound:?}");
+    let winner = bound[0].id();
+    assert!(bound.iter().all(|b| b.id() == winner));
+    let adopted = bound
+        .iter()
+        .filter(|b| matches!(b, ControllerBinding::Adopted(_)))
+        .count();
+    assert_eq!(adopted, 1, "exactly one start stored its id: {bound:?}");
+    let store = db.open().await;
+    assert_eq!(store.controller_id().await.unwrap(), Some(winner));
 }

@@ -56,6 +56,30 @@ async fn racing_holders_have_exactly_one_winner(db: TestDb) {
     );
     let stored = stores[1].get_lease(scale_set.id).await.unwrap().unwrap();
     assert_eq!((stored.holder.as_str(), stored.token), (winner.holder(), 1));
+
+    // Once it expires, eight new holders race to take it over: again exactly one wins, with
+    // the next token.
+    db.clock.advance(TTL + Duration::from_millis(1));
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(8));
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let store = stores[i % 2].clone();
+        let barrier = barrier.clone();
+        tasks.push(tokio::spawn(async move {
+            barrier.wait().await;
+            store
+                .acquire_lease(scale_set.id, &format!("next-{i}"), TTL)
+                .await
+        }));
+    }
+    let mut takers = Vec::new();
+    for task in tasks {
+        if let Acquisition::Acquired(lease) = task.await.unwrap().unwrap() {
+            takers.push(lease);
+        }
+    }
+    assert_eq!(takers.len(), 1, "exactly one take-over: {takers:?}");
+    assert_eq!(takers[0].token(), 2);
 }
 
 async fn expired_lease_is_taken_over_with_a_greater_token(db: TestDb) {

@@ -1,0 +1,130 @@
+//! Unit tests of the pure parts: stored text forms, timestamps, the transition table and
+//! error classification.
+
+use std::time::{Duration, UNIX_EPOCH};
+
+use super::*;
+
+#[test]
+fn stored_enum_text_round_trips_and_unknown_text_is_none() {
+    for &status in InstanceStatus::ALL {
+        assert_eq!(InstanceStatus::from_stored(status.as_str()), Some(status));
+    }
+    for &state in ScaleSetState::ALL {
+        assert_eq!(ScaleSetState::from_stored(state.as_str()), Some(state));
+    }
+    for &policy in AdoptionPolicy::ALL {
+        assert_eq!(AdoptionPolicy::from_stored(policy.as_str()), Some(policy));
+    }
+    for &provenance in Provenance::ALL {
+        assert_eq!(
+            Provenance::from_stored(provenance.as_str()),
+            Some(provenance)
+        );
+    }
+    assert_eq!(InstanceStatus::from_stored("Running"), None);
+    assert_eq!(ScaleSetState::from_stored(""), None);
+    assert_eq!(ScaleSetState::ForeignSession.to_string(), "foreign_session");
+}
+
+#[test]
+fn entity_kinds_round_trip_through_their_stored_form() {
+    let kinds = [
+        EntityKind::Repository {
+            owner: "acme".into(),
+            name: "widgets".into(),
+        },
+        EntityKind::Organization {
+            name: "acme".into(),
+        },
+        EntityKind::Enterprise {
+            slug: "acme-corp".into(),
+        },
+    ];
+    for kind in kinds {
+        assert_eq!(
+            EntityKind::from_stored(kind.kind_str(), &kind.path()),
+            Some(kind)
+        );
+    }
+    assert_eq!(EntityKind::from_stored("repository", "no-slash"), None);
+    assert_eq!(EntityKind::from_stored("team", "x"), None);
+}
+
+#[test]
+fn no_status_leaves_deleted_and_every_status_is_reachable() {
+    for &to in InstanceStatus::ALL {
+        assert_eq!(
+            InstanceStatus::Deleted.can_move_to(to),
+            to == InstanceStatus::Deleted
+        );
+        let reachable = InstanceStatus::ALL
+            .iter()
+            .any(|&from| from != to && from.can_move_to(to));
+        assert!(
+            reachable || to == InstanceStatus::Pending,
+            "{to} unreachable"
+        );
+    }
+    assert!(!InstanceStatus::Pending.can_move_to(InstanceStatus::Running));
+    assert!(!InstanceStatus::Busy.can_move_to(InstanceStatus::Running));
+}
+
+#[test]
+fn timestamps_convert_and_saturate() {
+    let t = Timestamp::from_system_time(UNIX_EPOCH + Duration::from_millis(1_500));
+    assert_eq!(t.unix_millis(), 1_500);
+    assert_eq!(
+        t.to_system_time(),
+        UNIX_EPOCH + Duration::from_millis(1_500)
+    );
+    let before = Timestamp::from_system_time(UNIX_EPOCH - Duration::from_millis(20));
+    assert_eq!(before.unix_millis(), -20);
+    assert_eq!(
+        before.to_system_time(),
+        UNIX_EPOCH - Duration::from_millis(20)
+    );
+    assert_eq!(
+        t.saturating_add(Duration::from_secs(1)).unix_millis(),
+        2_500
+    );
+    assert_eq!(
+        Timestamp::from_unix_millis(i64::MAX)
+            .saturating_add(Duration::MAX)
+            .unix_millis(),
+        i64::MAX
+    );
+    let clock = ManualClock::new(t);
+    clock.advance(Duration::from_millis(5));
+    assert_eq!(clock.now().unix_millis(), 1_505);
+}
+
+#[test]
+fn errors_classify_for_retry_policy() {
+    let stale = Error::Stale {
+        id: "x".into(),
+        expected: 1,
+    };
+    assert_eq!(stale.class(), ErrorClass::Retryable);
+    assert!(stale.is_stale());
+    let lost = Error::LeaseLost {
+        scale_set: "x".into(),
+        holder: "w".into(),
+        token: 3,
+    };
+    assert_eq!(lost.class(), ErrorClass::Refusal);
+    assert!(lost.is_lease_lost());
+    let mismatch = Error::ControllerMismatch {
+        stored: uuid::Uuid::nil(),
+        configured: uuid::Uuid::max(),
+    };
+    assert_eq!(mismatch.class(), ErrorClass::Fatal);
+}
+
+#[test]
+fn public_types_are_thread_safe_and_the_store_is_object_safe() {
+    fn assert_send_sync<T: Send + Sync + 'static>() {}
+    assert_send_sync::<Error>();
+    assert_send_sync::<DieselStore>();
+    assert_send_sync::<std::sync::Arc<dyn Store>>();
+}
