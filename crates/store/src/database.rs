@@ -126,7 +126,8 @@ impl DieselStore {
         &self.ctx.url
     }
 
-    /// Runs `f` on a pooled connection in `spawn_blocking`, inside the caller's span.
+    /// Runs `f` on a pooled connection in `spawn_blocking`, in a `store{operation}` span
+    /// whose parent is the caller's span.
     async fn run<T, F>(&self, operation: &'static str, f: F) -> Result<T>
     where
         F: FnOnce(&mut DbConnection, &Context) -> Result<T> + Send + 'static,
@@ -134,7 +135,7 @@ impl DieselStore {
     {
         let pool = self.pool.clone();
         let ctx = Arc::clone(&self.ctx);
-        let span = tracing::Span::current();
+        let span = tracing::debug_span!("store", operation);
         tokio::task::spawn_blocking(move || {
             let _entered = span.enter();
             let mut conn = pool.get().map_err(|source| Error::Pool {

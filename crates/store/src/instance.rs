@@ -58,15 +58,41 @@ impl InstanceStatus {
     }
 }
 
-/// An instance to record (status pending), before the provider is asked to create it.
+/// An instance to record: usually [`NewInstance::pending`], before the provider is asked to
+/// create it; reconciliation re-records an instance found at the provider with the status
+/// and ids it found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewInstance {
     /// The unique runner and instance name.
     pub name: String,
     /// The provider pool key (`<controller id>:<GitHub scale-set id>`).
     pub pool_key: String,
+    /// The initial status (no transition check applies to it).
+    pub status: InstanceStatus,
+    /// The provider's id, if already known.
+    pub provider_id: Option<String>,
+    /// GitHub's runner id, if already known.
+    pub github_runner_id: Option<i64>,
     /// When it must have registered by.
     pub bootstrap_deadline: Option<Timestamp>,
+}
+
+impl NewInstance {
+    /// A pending instance with no ids yet.
+    pub fn pending(
+        name: impl Into<String>,
+        pool_key: impl Into<String>,
+        bootstrap_deadline: Option<Timestamp>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            pool_key: pool_key.into(),
+            status: InstanceStatus::Pending,
+            provider_id: None,
+            github_runner_id: None,
+            bootstrap_deadline,
+        }
+    }
 }
 
 /// A stored instance.

@@ -78,10 +78,10 @@ impl InstanceStore for DieselStore {
                 let row = Row {
                     name: new.name,
                     scale_set_id: lease.scale_set_id.to_string(),
-                    provider_id: None,
-                    github_runner_id: None,
+                    provider_id: new.provider_id,
+                    github_runner_id: new.github_runner_id,
                     pool_key: new.pool_key,
-                    status: InstanceStatus::Pending.as_str().to_owned(),
+                    status: new.status.as_str().to_owned(),
                     bootstrap_deadline: new.bootstrap_deadline.map(Timestamp::unix_millis),
                     created_at: now,
                     updated_at: now,

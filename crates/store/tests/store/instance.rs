@@ -11,11 +11,11 @@ store_tests!(
 );
 
 fn new(name: &str) -> NewInstance {
-    NewInstance {
-        name: name.to_owned(),
-        pool_key: "controller:7".to_owned(),
-        bootstrap_deadline: Some(Timestamp::from_unix_millis(1_800_000_600_000)),
-    }
+    NewInstance::pending(
+        name,
+        "controller:7",
+        Some(Timestamp::from_unix_millis(1_800_000_600_000)),
+    )
 }
 
 async fn instance_round_trip(db: TestDb) {

@@ -157,14 +157,7 @@ async fn stale_token_writes_are_lease_lost(db: TestDb) {
     let scale_set = crate::helpers::scale_set(&store, "fence").await;
     let old = lease(&store, scale_set.id, "worker-a").await;
     store
-        .create_instance(
-            &old,
-            NewInstance {
-                name: "fence-1".into(),
-                pool_key: "c:1".into(),
-                bootstrap_deadline: None,
-            },
-        )
+        .create_instance(&old, NewInstance::pending("fence-1", "c:1", None))
         .await
         .unwrap();
     store.set_message_cursor(&old, 10).await.unwrap();
@@ -192,11 +185,7 @@ async fn stale_token_writes_are_lease_lost(db: TestDb) {
             .unwrap_err()
             .is_lease_lost()
     );
-    let new_instance = NewInstance {
-        name: "fence-2".into(),
-        pool_key: "c:1".into(),
-        bootstrap_deadline: None,
-    };
+    let new_instance = NewInstance::pending("fence-2", "c:1", None);
     assert!(
         store
             .create_instance(&old, new_instance.clone())

@@ -186,14 +186,7 @@ async fn delete_checks_generation_and_instances(db: TestDb) {
         .await
         .unwrap();
     store
-        .create_instance(
-            &held,
-            NewInstance {
-                name: "del-1".into(),
-                pool_key: "c:1".into(),
-                bootstrap_deadline: None,
-            },
-        )
+        .create_instance(&held, NewInstance::pending("del-1", "c:1", None))
         .await
         .unwrap();
     assert!(
