@@ -1,7 +1,7 @@
 //! Measures the simulator's memory per idle long-poll.
 //!
 //! ```sh
-//! ulimit -n 25000   # 10,000 polls need 10,000 sockets in each process
+//! ulimit -n 12000   # 10,000 polls need 10,000 sockets in each of the two processes
 //! cargo run --release -p scaleset-sim --example longpoll_memory -- 10000
 //! ```
 //!

@@ -18,7 +18,9 @@ use crate::simulator::Shared;
 impl Simulator {
     /// Serves the simulated GitHub (REST under `/api/v3/`, the Actions service under the
     /// configured base path, the queue on its path, the control API under `/_sim/`) on
-    /// `listener` until `shutdown` completes, then closes every connection and returns.
+    /// `listener` until `shutdown` completes, then answers held long-polls with 202, closes
+    /// every connection and returns. A simulator is served once: after shutdown its long-polls
+    /// no longer wait.
     pub async fn serve(
         &self,
         listener: TcpListener,

@@ -129,6 +129,8 @@ async fn control_api_drives_every_operation() -> Result<()> {
     let (status, _) = control(&sim, "DELETE", "requests", None).await?;
     assert_eq!(status, 204);
     assert!(!sim.sim.request_counts().contains_key("create_session"));
+    let (status, polls) = control(&sim, "GET", "polls", None).await?;
+    assert_eq!((status, polls["waiting"].as_u64()), (200, Some(0)));
     let (status, _) = control(&sim, "GET", "nope", None).await?;
     assert_eq!(status, 404);
     sim.stop().await
