@@ -91,3 +91,53 @@ async fn connections_use_wal_and_enforce_foreign_keys() {
     .unwrap_err();
     assert!(err.is_conflict(), "{err:?}");
 }
+
+/// While a write waits for another writer's lock, the runtime keeps running other tasks: the
+/// diesel call runs on a blocking thread. Were it run on the (single) runtime thread, the
+/// write would be polled first, block that thread until the busy timeout, and fail with
+/// "database is locked" before the lock is ever released.
+#[tokio::test(flavor = "current_thread")]
+async fn waiting_writes_do_not_block_the_runtime() {
+    use scaleset_store::EventStore as _;
+    let db = TestDb::create(Backend::Sqlite, "waiting_writes_do_not_block_the_runtime")
+        .await
+        .unwrap();
+    let store = db.open().await;
+    let scale_set = crate::helpers::scale_set(&store, "lock").await;
+
+    let path = db.sqlite_path.clone().unwrap();
+    let (locked_tx, locked_rx) = tokio::sync::oneshot::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let holder = std::thread::spawn(move || {
+        use diesel::connection::SimpleConnection as _;
+        let mut conn = diesel::SqliteConnection::establish(path.to_str().unwrap()).unwrap();
+        conn.batch_execute("BEGIN IMMEDIATE").unwrap();
+        locked_tx.send(()).unwrap();
+        release_rx.recv().unwrap();
+        conn.batch_execute("COMMIT").unwrap();
+    });
+    locked_rx.await.unwrap();
+
+    let write = tokio::spawn({
+        let store = store.clone();
+        async move {
+            store
+                .append_event(scale_set.id, "waited", "for the lock")
+                .await
+        }
+    });
+    // This task runs only if the runtime thread is free while the write waits.
+    let other = tokio::spawn(async { "ran" });
+    assert_eq!(other.await.unwrap(), "ran");
+    assert!(
+        !write.is_finished(),
+        "the write cannot finish while the lock is held"
+    );
+    release_tx.send(()).unwrap();
+    let event = write
+        .await
+        .unwrap()
+        .expect("the write succeeds once the lock is released");
+    assert_eq!(event.kind, "waited");
+    holder.join().unwrap();
+}
