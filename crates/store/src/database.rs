@@ -39,6 +39,7 @@ use self::connection::{Connector, DbConnection};
 pub struct DieselStore {
     pool: Pool<Connector>,
     ctx: Arc<Context>,
+    binding: ControllerBinding,
 }
 
 /// What every operation may need besides the connection.
@@ -49,7 +50,6 @@ struct Context {
     event_retention: u32,
     pool_timeout: Duration,
     url: DatabaseUrl,
-    binding: std::sync::OnceLock<ControllerBinding>,
 }
 
 impl fmt::Debug for DieselStore {
@@ -57,6 +57,7 @@ impl fmt::Debug for DieselStore {
         f.debug_struct("DieselStore")
             .field("url", &self.ctx.url)
             .field("pool", &self.pool.state())
+            .field("controller", &self.binding)
             .finish_non_exhaustive()
     }
 }
@@ -88,7 +89,7 @@ impl DieselStore {
             .test_on_check_out(true)
             .error_handler(Box::new(connection::LogErrors))
             .build_unchecked(connector);
-        let store = Self {
+        let mut store = Self {
             pool,
             ctx: Arc::new(Context {
                 keyring: options.keyring,
@@ -96,8 +97,9 @@ impl DieselStore {
                 event_retention: options.event_retention,
                 pool_timeout: options.connect_timeout,
                 url: options.url,
-                binding: std::sync::OnceLock::new(),
             }),
+            // Replaced below, before the store is returned.
+            binding: ControllerBinding::Generated(Uuid::nil()),
         };
         let binding = store.bind_controller(options.controller_id).await?;
         match binding {
@@ -111,14 +113,13 @@ impl DieselStore {
             ),
             _ => tracing::info!(controller_id = %binding.id(), "store opened"),
         }
-        // Set once here, before the store is shared.
-        let _ = store.ctx.binding.set(binding);
+        store.binding = binding;
         Ok(store)
     }
 
     /// How the controller id was bound when the store was opened.
-    pub fn controller_binding(&self) -> Option<ControllerBinding> {
-        self.ctx.binding.get().copied()
+    pub fn controller_binding(&self) -> ControllerBinding {
+        self.binding
     }
 
     /// The database the store was opened on (password redacted when displayed).

@@ -18,19 +18,13 @@ async fn empty_database_adopts_the_configured_id(db: TestDb) {
     let store = DieselStore::open(db.options().controller_id(Some(id)))
         .await
         .unwrap();
-    assert_eq!(
-        store.controller_binding(),
-        Some(ControllerBinding::Adopted(id))
-    );
+    assert_eq!(store.controller_binding(), ControllerBinding::Adopted(id));
     assert_eq!(store.controller_id().await.unwrap(), Some(id));
     drop(store);
     let again = DieselStore::open(db.options().controller_id(Some(id)))
         .await
         .unwrap();
-    assert_eq!(
-        again.controller_binding(),
-        Some(ControllerBinding::Matched(id))
-    );
+    assert_eq!(again.controller_binding(), ControllerBinding::Matched(id));
 }
 
 async fn configured_id_mismatch_is_refused(db: TestDb) {
@@ -56,17 +50,14 @@ async fn configured_id_mismatch_is_refused(db: TestDb) {
 
 async fn unconfigured_id_is_generated_once_and_kept(db: TestDb) {
     let first = DieselStore::open(db.options()).await.unwrap();
-    let Some(ControllerBinding::Generated(id)) = first.controller_binding() else {
+    let ControllerBinding::Generated(id) = first.controller_binding() else {
         panic!(
             "expected a generated id, got {:?}",
             first.controller_binding()
         );
     };
     let second = DieselStore::open(db.options()).await.unwrap();
-    assert_eq!(
-        second.controller_binding(),
-        Some(ControllerBinding::Stored(id))
-    );
+    assert_eq!(second.controller_binding(), ControllerBinding::Stored(id));
     assert_eq!(
         second.bind_controller(Some(id)).await.unwrap(),
         ControllerBinding::Matched(id)
@@ -106,7 +97,7 @@ async fn concurrent_first_starts_bind_exactly_one_id(db: TestDb) {
     let mut refused = 0;
     for task in tasks {
         match task.await.unwrap() {
-            Ok(Some(binding)) => bound.push(binding),
+            Ok(binding) => bound.push(binding),
             Err(Error::ControllerMismatch { .. }) => refused += 1,
             other => panic!("unexpected open outcome {other:?}"),
         }
