@@ -84,6 +84,11 @@ pub(crate) struct Cli {
     #[arg(long, value_name = "DURATION|off")]
     pub(crate) dormancy: Option<String>,
 
+    /// Drop a session neither polled nor refreshed for this simulated time, or `off`
+    /// [default: off].
+    #[arg(long, value_name = "DURATION|off")]
+    pub(crate) session_expiry: Option<String>,
+
     /// How long a simulated runner's job runs, in simulated time [default: 30s].
     #[arg(long, value_name = "DURATION")]
     pub(crate) runner_job_duration: Option<String>,

@@ -66,6 +66,7 @@ struct RawBehaviour {
     assignment: Option<String>,
     reassign_after: Option<String>,
     dormancy: Option<String>,
+    session_expiry: Option<String>,
     runner_job_duration: Option<String>,
     conflict_names_owner: Option<bool>,
 }
@@ -185,6 +186,11 @@ pub(crate) fn build(raw: RawConfig, cli: &Cli) -> Result<SimConfig> {
         cli.dormancy.clone().or(b.dormancy),
         &mut config.dormancy,
     );
+    optional(
+        "session_expiry",
+        cli.session_expiry.clone().or(b.session_expiry),
+        &mut config.session_expiry,
+    );
     if let Some(mode) = cli.assignment.clone().or(b.assignment) {
         match mode.trim().to_ascii_lowercase().as_str() {
             "auto" => config.assignment = AssignmentMode::AutoAssign,
@@ -261,6 +267,7 @@ mod tests {
             long_poll_hold = "2s"
             assignment = "acquire"
             dormancy = "off"
+            session_expiry = "10m"
             "#,
         )
         .expect("valid toml");
@@ -281,6 +288,7 @@ mod tests {
         );
         assert_eq!(config.assignment, AssignmentMode::AvailableThenAcquire);
         assert_eq!(config.dormancy, None);
+        assert_eq!(config.session_expiry, Some(Duration::from_secs(600)));
 
         let cli = Cli::parse_from([
             "scaleset-sim",

@@ -169,6 +169,7 @@ async fn help_documents_every_option() -> Result<()> {
         "--assignment",
         "--reassign-after",
         "--dormancy",
+        "--session-expiry",
         "--runner-job-duration",
         "--conflict-names-owner",
         "--log-json",

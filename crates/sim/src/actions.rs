@@ -92,6 +92,7 @@ pub(crate) fn handle(
                 competitor_create(&mut state, scope, &input, &race, now);
             }
             let id = state.create_scale_set(scope, input, now)?;
+            tracing::info!(scale_set.id = id, %scope, "scale set created");
             Ok(Reply::json(200, render_set(&state, id, scope, &base_url)))
         }
         Endpoint::UpdateScaleSet(id) => {
@@ -104,6 +105,7 @@ pub(crate) fn handle(
             let mut state = lock(&shared.state);
             state.scale_set(scope, *id)?;
             state.delete_scale_set(*id);
+            tracing::info!(scale_set.id = id, %scope, "scale set deleted");
             Ok(Reply::empty(204))
         }
         Endpoint::CreateSession(id) => {
@@ -115,14 +117,15 @@ pub(crate) fn handle(
             let names_owner = lock(&shared.faults).conflict_names_owner;
             let mut state = lock(&shared.state);
             let session = state.create_session(scope, *id, &owner, now, names_owner)?;
+            tracing::info!(scale_set.id = id, owner = %owner, "session opened");
             Ok(Reply::json(
                 200,
                 render_session(shared, &state, scope, *id, &session, &req.origin, &base_url),
             ))
         }
         Endpoint::RefreshSession(id, sid) => {
-            let state = lock(&shared.state);
-            let session = state.refresh_session(scope, *id, sid)?;
+            let mut state = lock(&shared.state);
+            let session = state.refresh_session(scope, *id, sid, now)?;
             Ok(Reply::json(
                 200,
                 render_session(shared, &state, scope, *id, &session, &req.origin, &base_url),
@@ -130,6 +133,7 @@ pub(crate) fn handle(
         }
         Endpoint::DeleteSession(id, sid) => {
             lock(&shared.state).delete_session(scope, *id, sid, now)?;
+            tracing::info!(scale_set.id = id, "session closed");
             Ok(Reply::empty(204))
         }
         Endpoint::AcquirableJobs(id) => {

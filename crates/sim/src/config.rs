@@ -20,14 +20,23 @@ pub enum AssignmentMode {
     AvailableThenAcquire,
 }
 
-/// A personal access token seeded into the simulator.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A personal access token seeded into the simulator (its `Debug` output hides the token).
+#[derive(Clone, PartialEq, Eq)]
 pub struct PatSeed {
     /// The token text clients send as `Authorization: Bearer <token>`.
     pub token: String,
     /// The scopes (config-URL paths such as `acme`, `acme/widgets`, `enterprises/big`) the token
     /// may register runners for; empty means every seeded scope.
     pub scopes: Vec<String>,
+}
+
+impl std::fmt::Debug for PatSeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PatSeed")
+            .field("token", &"[redacted]")
+            .field("scopes", &self.scopes)
+            .finish()
+    }
 }
 
 /// A GitHub App installation seeded into the simulator.
@@ -93,6 +102,10 @@ pub struct SimConfig {
     /// A scale set with no session for this simulated time is deleted (default 7 days;
     /// `None` disables dormancy).
     pub dormancy: Option<Duration>,
+    /// A session neither polled nor refreshed for this simulated time is dropped, as a leaked
+    /// session eventually is on GitHub (`None`, the default: sessions never expire; the real
+    /// expiry time is unverified).
+    pub session_expiry: Option<Duration>,
     /// How long a simulated runner's job runs, in simulated time (default 30 s).
     pub runner_job_duration: Duration,
     /// Whether a 409 session conflict names the owner of the active session (default `false`,
@@ -132,6 +145,7 @@ impl Default for SimConfig {
             reassign_after: None,
             max_reassignments: 3,
             dormancy: Some(Duration::from_secs(7 * 24 * 3600)),
+            session_expiry: None,
             runner_job_duration: Duration::from_secs(30),
             conflict_names_owner: false,
             tick_interval: Duration::from_millis(100),

@@ -53,6 +53,7 @@ pub(crate) async fn get_message(shared: &Shared, req: &Request) -> Outcome {
                 return Err(ApiError::Unauthorized);
             }
             let now = shared.clock.now();
+            state.touch_session(scale_set, now);
             if let Some(delivery) =
                 state.poll(scale_set, last, capacity, shared.config.assignment, now)
             {
@@ -61,7 +62,10 @@ pub(crate) async fn get_message(shared: &Shared, req: &Request) -> Outcome {
         }
         tokio::select! {
             () = &mut notified => {}
-            () = sleep_until(deadline) => return Ok(Reply::empty(202)),
+            () = sleep_until(deadline) => {
+                lock(&shared.state).touch_session(scale_set, shared.clock.now());
+                return Ok(Reply::empty(202));
+            }
             () = shared.shutdown.cancelled() => return Ok(Reply::empty(202)),
         }
     }
@@ -70,6 +74,9 @@ pub(crate) async fn get_message(shared: &Shared, req: &Request) -> Outcome {
 /// `DELETE {messageQueueUrl}/{M}`: acknowledges message `M`.
 pub(crate) fn delete_message(shared: &Shared, req: &Request, message_id: i64) -> Outcome {
     let (scale_set, _) = queue_grant(shared, req)?;
-    lock(&shared.state).ack(scale_set, message_id);
+    let now = shared.clock.now();
+    let mut state = lock(&shared.state);
+    state.touch_session(scale_set, now);
+    state.ack(scale_set, message_id);
     Ok(Reply::empty(204))
 }

@@ -86,15 +86,34 @@ impl Request {
 
 type Outcome = Result<Reply, ApiError>;
 
-/// Handles one HTTP request end to end.
+/// Handles one HTTP request end to end, inside an `http.request` span.
 pub(crate) async fn handle(
     shared: Arc<Shared>,
     req: hyper::Request<Incoming>,
 ) -> Response<Full<Bytes>> {
+    use tracing::Instrument as _;
+    let endpoint = route(req.method(), req.uri().path(), &shared.mounts);
+    let request_id = uuid::Uuid::new_v4().to_string();
+    let span = tracing::debug_span!(
+        "http.request",
+        method = %req.method(),
+        route = endpoint.name(),
+        request_id = %request_id,
+    );
+    answer(shared, req, endpoint, request_id)
+        .instrument(span)
+        .await
+}
+
+async fn answer(
+    shared: Arc<Shared>,
+    req: hyper::Request<Incoming>,
+    endpoint: Endpoint,
+    request_id: String,
+) -> Response<Full<Bytes>> {
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let raw_query = req.uri().query().map(str::to_owned);
-    let endpoint = route(&method, &path, &shared.mounts);
     let origin = format!(
         "http://{}",
         req.headers()
@@ -146,6 +165,7 @@ pub(crate) async fn handle(
         }
     };
     lock(&shared.log).record(method.as_str(), &path, raw_query.as_deref(), name, status);
+    tracing::trace!(status, "answered");
     let mut response = Response::new(Full::new(Bytes::from(bytes)));
     *response.status_mut() =
         StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -158,12 +178,9 @@ pub(crate) async fn handle(
     {
         headers.insert(RETRY_AFTER, v);
     }
-    if !is_control {
-        let id = uuid::Uuid::new_v4().to_string();
-        if let Ok(v) = http::HeaderValue::from_str(&id) {
-            headers.insert("ActivityId", v.clone());
-            headers.insert("X-GitHub-Request-Id", v);
-        }
+    if !is_control && let Ok(v) = http::HeaderValue::from_str(&request_id) {
+        headers.insert("ActivityId", v.clone());
+        headers.insert("X-GitHub-Request-Id", v);
     }
     response
 }

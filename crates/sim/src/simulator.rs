@@ -28,8 +28,8 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Everything one simulator shares between its connections and its handle.
-#[derive(Debug)]
+/// Everything one simulator shares between its connections and its handle. Its `Debug` output
+/// leaves out the state (which holds tokens).
 pub(crate) struct Shared {
     pub(crate) config: SimConfig,
     pub(crate) mounts: Mounts,
@@ -40,6 +40,16 @@ pub(crate) struct Shared {
     pub(crate) log: Mutex<RequestLog>,
     pub(crate) shutdown: CancellationToken,
     pub(crate) waiting_polls: AtomicUsize,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("config", &self.config)
+            .field("mounts", &self.mounts)
+            .field("now", &self.clock.now())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Shared {

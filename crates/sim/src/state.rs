@@ -69,6 +69,8 @@ pub(crate) struct Session {
     pub(crate) id: String,
     pub(crate) owner: String,
     pub(crate) created: SimTime,
+    /// Last poll, acknowledgement or refresh.
+    pub(crate) last_seen: SimTime,
 }
 
 /// A message in a scale set's log, kept until it is deleted (acknowledged).
@@ -510,6 +512,7 @@ impl State {
             id: uuid::Uuid::new_v4().to_string(),
             owner: owner.to_owned(),
             created: now,
+            last_seen: now,
         };
         set.session = Some(session.clone());
         Ok(session)
@@ -517,16 +520,20 @@ impl State {
 
     /// The active session `sid` of scale set `id`; 404 `RunnerAdminException` if unknown.
     pub(crate) fn refresh_session(
-        &self,
+        &mut self,
         scope: &Scope,
         id: i64,
         sid: &str,
+        now: SimTime,
     ) -> Result<Session, ApiError> {
-        let set = self.scale_set(scope, id)?;
+        let set = self.scale_set_mut(scope, id)?;
         set.session
-            .as_ref()
+            .as_mut()
             .filter(|s| s.id.eq_ignore_ascii_case(sid))
-            .cloned()
+            .map(|s| {
+                s.last_seen = now;
+                s.clone()
+            })
             .ok_or_else(|| {
                 ApiError::exception(
                     404,
@@ -583,6 +590,17 @@ impl State {
             .get(&id)
             .and_then(|s| s.session.as_ref())
             .is_some_and(|s| s.id == session)
+    }
+
+    /// Records activity (a poll or an acknowledgement) on the session of scale set `id`.
+    pub(crate) fn touch_session(&mut self, id: i64, now: SimTime) {
+        if let Some(session) = self
+            .scale_sets
+            .get_mut(&id)
+            .and_then(|s| s.session.as_mut())
+        {
+            session.last_seen = now;
+        }
     }
 
     // ----- message queue -------------------------------------------------------------------
@@ -866,6 +884,19 @@ impl State {
         if let Some(after) = config.reassign_after {
             for set in self.scale_sets.values_mut() {
                 set.reassign(after, config.max_reassignments, now);
+            }
+        }
+        if let Some(expiry) = config.session_expiry {
+            for set in self.scale_sets.values_mut() {
+                if set
+                    .session
+                    .as_ref()
+                    .is_some_and(|s| now.since(s.last_seen) >= expiry)
+                {
+                    set.session = None;
+                    set.idle_since = now;
+                    set.notify.notify_waiters();
+                }
             }
         }
         let mut deleted = Vec::new();

@@ -258,3 +258,30 @@ fn agent_names_are_unique_per_scope() {
         })
     ));
 }
+
+#[test]
+fn a_leaked_session_blocks_until_it_expires_when_expiry_is_configured() {
+    let (mut s, mut c) = world();
+    c.session_expiry = Some(Duration::from_secs(300));
+    let id = s
+        .create_scale_set(&org(), named("a"), t(0))
+        .unwrap_or_default();
+    assert!(s.create_session(&org(), id, "crashed", t(0), false).is_ok());
+    s.touch_session(id, t(200));
+    s.process(&c, t(499));
+    assert!(
+        s.create_session(&org(), id, "next", t(499), false).is_err(),
+        "still held"
+    );
+    s.process(&c, t(500));
+    assert!(
+        s.create_session(&org(), id, "next", t(500), false).is_ok(),
+        "expired"
+    );
+    c.session_expiry = None;
+    s.process(&c, t(10_000));
+    assert!(
+        s.scale_sets.get(&id).is_some_and(|x| x.session.is_some()),
+        "no expiry by default"
+    );
+}

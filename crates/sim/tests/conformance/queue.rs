@@ -153,6 +153,23 @@ async fn unattended_assignment_is_cancelled_then_reassigned() -> Result<()> {
 }
 
 #[tokio::test]
+async fn a_leaked_session_conflicts_until_it_expires() -> Result<()> {
+    let mut cfg = config();
+    cfg.session_expiry = Some(Duration::from_secs(600));
+    let sim = TestSim::start(cfg).await?;
+    let client = sim.client("acme")?;
+    let (set, _leaked) = set_with_session(&client, "leak").await?;
+    let err = client
+        .create_session(set.id, "restarted")
+        .await
+        .expect_err("held");
+    assert!(err.is_session_conflict(), "{err:#}");
+    sim.sim.advance(Duration::from_secs(600));
+    client.create_session(set.id, "restarted").await?;
+    sim.stop().await
+}
+
+#[tokio::test]
 async fn dormant_scale_sets_are_deleted_after_the_configured_time() -> Result<()> {
     let mut cfg = config();
     cfg.dormancy = Some(Duration::from_secs(3600));
