@@ -234,6 +234,22 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        #[test]
+        fn decoders_never_panic_on_arbitrary_input(text in ".*", bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)) {
+            let _ = decode_jit_config(&text);
+            let _ = decode_jit_config(&STANDARD.encode(&bytes));
+            let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::String(text.clone()));
+            let _ = scale_set_input(&value);
+            let _ = crate::scope::Scope::parse_path(&text);
+            let _ = crate::scope::Scope::parse_url(&text);
+            let _ = crate::token::decode_app_jwt(&text);
+            let mounts = crate::route::Mounts { actions_base: "/tenant/1/".to_owned(), queue: "/scalesets/message".to_owned() };
+            let _ = crate::route::route(&http::Method::GET, &text, &mounts);
+            let _ = crate::route::route(&http::Method::POST, &format!("/tenant/1/{text}"), &mounts);
+        }
+    }
+
     #[test]
     fn jit_configs_round_trip_and_reject_garbage() {
         let agent = Agent {
