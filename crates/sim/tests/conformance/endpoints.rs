@@ -402,3 +402,20 @@ async fn labels_and_setting_round_trip() -> Result<()> {
     assert!(created.labels.iter().all(|l| l.kind == "System"));
     sim.stop().await
 }
+
+#[tokio::test]
+async fn awkward_names_survive_the_query_string() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    for name in ["example+garm&123", "a b", "x#y", "50%", "a;b", "größe"] {
+        let set = create_set(&client, name).await?;
+        let found = client.get_scale_set_by_name(1, name).await?;
+        assert_eq!(found.map(|s| s.id), Some(set.id), "{name}");
+        let jit = client
+            .generate_jit_config(set.id, &JitConfigRequest::new(format!("runner {name}")))
+            .await?;
+        let runner = client.get_runner_by_name(&format!("runner {name}")).await?;
+        assert_eq!(runner.map(|r| r.id), Some(jit.runner.id), "{name}");
+    }
+    sim.stop().await
+}
