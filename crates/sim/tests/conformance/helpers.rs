@@ -169,9 +169,10 @@ pub(crate) async fn raw(
     })
 }
 
-/// Polls `check` until it is true, at most ~5 s; fails otherwise.
+/// Polls `check` until it is true, at most ~30 s (a bound for loaded CI machines, not a timing
+/// assertion); fails otherwise.
 pub(crate) async fn eventually(what: &str, mut check: impl FnMut() -> bool) -> Result<()> {
-    for _ in 0..500 {
+    for _ in 0..3000 {
         if check() {
             return Ok(());
         }

@@ -218,3 +218,27 @@ async fn a_thousand_concurrent_long_polls_are_all_answered() -> Result<()> {
     assert_eq!(answered, 1000);
     sim.stop().await
 }
+
+#[tokio::test]
+async fn a_poll_whose_client_hung_up_is_released() -> Result<()> {
+    use tokio::io::AsyncWriteExt as _;
+    let mut cfg = config();
+    cfg.long_poll_hold = Duration::from_secs(3600);
+    let sim = TestSim::start(cfg).await?;
+    let client = sim.client("acme")?;
+    let (_, session) = set_with_session(&client, "hangup").await?;
+    let url = url::Url::parse(&session.message_queue_url)?;
+    let mut stream = tokio::net::TcpStream::connect(sim.addr).await?;
+    let request = format!(
+        "GET {} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\r\n",
+        url.path(),
+        sim.addr,
+        session.message_queue_access_token.expose()
+    );
+    stream.write_all(request.as_bytes()).await?;
+    let handle = sim.sim.clone();
+    eventually("the poll is held", || handle.waiting_polls() == 1).await?;
+    drop(stream);
+    eventually("the poll is released", || handle.waiting_polls() == 0).await?;
+    sim.stop().await
+}
