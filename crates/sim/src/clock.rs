@@ -102,7 +102,12 @@ impl Clock {
     /// Moves simulated time forward by `by`.
     pub(crate) fn advance(&self, by: Duration) {
         let ms = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);
-        self.offset_ms.fetch_add(ms, Ordering::SeqCst);
+        // Saturating: a huge advance must not wrap simulated time around.
+        let _ = self
+            .offset_ms
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |o| {
+                Some(o.saturating_add(ms))
+            });
     }
 
     /// How far simulated time is ahead of the wall clock.
@@ -135,5 +140,8 @@ mod tests {
         clock.advance(Duration::from_secs(3600));
         assert!(clock.now().since(before) >= Duration::from_secs(3600));
         assert_eq!(clock.offset(), Duration::from_secs(3600));
+        clock.advance(Duration::MAX);
+        clock.advance(Duration::MAX);
+        assert!(clock.now() >= before, "saturates instead of wrapping");
     }
 }

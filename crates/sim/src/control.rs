@@ -102,13 +102,10 @@ pub(crate) fn handle(shared: &std::sync::Arc<Shared>, req: &Request) -> Outcome 
         (&Method::GET, ["time"]) => Ok(Reply::json(200, time(&sim))),
         (&Method::POST, ["time", "advance"]) => {
             let body: AdvanceBody = parse(req)?;
-            if !body.seconds.is_finite() || body.seconds < 0.0 {
-                return Err(ApiError::control(
-                    400,
-                    "seconds must be a non-negative number",
-                ));
-            }
-            sim.advance(Duration::from_secs_f64(body.seconds));
+            let by = Duration::try_from_secs_f64(body.seconds).map_err(|_| {
+                ApiError::control(400, "seconds must be a non-negative, representable number")
+            })?;
+            sim.advance(by);
             Ok(Reply::json(200, time(&sim)))
         }
         (&Method::DELETE, ["scalesets", id]) => {

@@ -66,6 +66,11 @@ impl Error {
                 message,
             } => Self::Conflict { what: message },
             ApiError::Control { message, .. } => Self::BadRequest { what: message },
+            ApiError::Exception {
+                status: 404,
+                message,
+                ..
+            } => Self::NotFound { what: message },
             ApiError::Exception { message, .. } => Self::Conflict { what: message },
             other => Self::BadRequest {
                 what: format!("{other:?}"),

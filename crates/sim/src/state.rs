@@ -701,6 +701,15 @@ impl State {
             let owner = spec.owner.clone().unwrap_or(default_owner);
             (owner, repository)
         };
+        let run_for = match spec.run_seconds {
+            None => None,
+            Some(secs) => Some(Duration::try_from_secs_f64(secs).map_err(|_| {
+                ApiError::control(
+                    400,
+                    format!("runSeconds {secs} must be a non-negative, representable number"),
+                )
+            })?),
+        };
         let mut ids = Vec::new();
         for _ in 0..spec.count.max(1) {
             let request_id = self.next_request_id;
@@ -741,7 +750,7 @@ impl State {
                         .result
                         .clone()
                         .unwrap_or_else(|| "succeeded".to_owned()),
-                    run_for: spec.run_seconds.map(Duration::from_secs_f64),
+                    run_for,
                     queue_time: now,
                     assigned_at: None,
                     runner_assigned_at: None,
