@@ -2,6 +2,8 @@
 //! nothing arrives) and the DELETE that acknowledges a message. Delivery is at least once and
 //! scale-set scoped: an un-deleted message is delivered again, to any session.
 
+use std::time::Duration;
+
 use tokio::time::{Instant, sleep_until};
 
 use crate::exception::ApiError;
@@ -33,7 +35,10 @@ pub(crate) async fn get_message(shared: &Shared, req: &Request) -> Outcome {
         .get("X-ScaleSetMaxCapacity")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    let deadline = Instant::now() + shared.config.long_poll_hold;
+    let now = Instant::now();
+    let deadline = now
+        .checked_add(shared.config.long_poll_hold)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400));
     let _guard = PollGuard::new(shared);
     loop {
         shared.tick();
