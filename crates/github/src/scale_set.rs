@@ -9,7 +9,7 @@ use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
 use crate::statistics::Statistics;
 use crate::timestamp::Timestamp;
-use crate::wire::{List, decode, lenient_i64, lenient_timestamp, null_default};
+use crate::wire::{List, decode, lenient_i64, lenient_opt_i64, lenient_timestamp, null_default};
 
 const SCALE_SETS: &str = "_apis/runtime/runnerscalesets";
 
@@ -90,8 +90,12 @@ pub struct RunnerScaleSet {
     pub id: i64,
     /// Name (also the default `runs-on` label).
     pub name: String,
-    /// Runner group id (0 when omitted; take the group from the query then).
-    pub runner_group_id: i64,
+    /// Runner group id, or `None` when the response omitted `runnerGroupId`.
+    ///
+    /// The reference (§6.1) found no evidence that group-scoped lists drop it, but clients must
+    /// tolerate any field being absent: a caller that scoped the query by group takes the group
+    /// from its query, so "omitted" must stay distinguishable from a real id.
+    pub runner_group_id: Option<i64>,
     /// Runner group name.
     pub runner_group_name: String,
     /// Labels.
@@ -125,8 +129,8 @@ struct RunnerScaleSetWire {
     id: i64,
     #[serde(default, deserialize_with = "null_default")]
     name: String,
-    #[serde(default, deserialize_with = "lenient_i64")]
-    runner_group_id: i64,
+    #[serde(default, deserialize_with = "lenient_opt_i64")]
+    runner_group_id: Option<i64>,
     #[serde(default, deserialize_with = "null_default")]
     runner_group_name: String,
     #[serde(default, deserialize_with = "null_default")]

@@ -35,14 +35,20 @@ pub(crate) fn lenient_i64<'de, D>(deserializer: D) -> Result<i64, D::Error>
 where
     D: Deserializer<'de>,
 {
+    Ok(lenient_opt_i64(deserializer)?.unwrap_or_default())
+}
+
+/// Like [`lenient_i64`], but keeps "absent, null or unreadable" apart from a real number, for
+/// fields whose absence means something (a list's `count`, a list item's `runnerGroupId`).
+pub(crate) fn lenient_opt_i64<'de, D>(deserializer: D) -> Result<Option<i64>, D::Error>
+where
+    D: Deserializer<'de>,
+{
     let value = Option::<serde_json::Value>::deserialize(deserializer)?;
     Ok(match value {
-        Some(serde_json::Value::Number(n)) => n
-            .as_i64()
-            .or_else(|| n.as_f64().map(|f| f as i64))
-            .unwrap_or_default(),
-        Some(serde_json::Value::String(s)) => s.trim().parse().unwrap_or_default(),
-        _ => 0,
+        Some(serde_json::Value::Number(n)) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
+        Some(serde_json::Value::String(s)) => s.trim().parse().ok(),
+        _ => None,
     })
 }
 
@@ -76,18 +82,6 @@ impl<T> From<ListWire<T>> for List<T> {
             value: wire.value,
         }
     }
-}
-
-fn lenient_opt_i64<'de, D>(deserializer: D) -> Result<Option<i64>, D::Error>
-where
-    D: Deserializer<'de>,
-{
-    let value = Option::<serde_json::Value>::deserialize(deserializer)?;
-    Ok(match value {
-        Some(serde_json::Value::Number(n)) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
-        Some(serde_json::Value::String(s)) => s.trim().parse().ok(),
-        _ => None,
-    })
 }
 
 impl<T> Default for List<T> {

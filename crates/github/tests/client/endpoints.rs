@@ -258,15 +258,16 @@ async fn get_scale_set_by_name_decides_on_count() {
         .with_body(r#"{"count":1,"value":[{"id":5,"name":"set"}]}"#)
         .create_async()
         .await;
-    assert_eq!(
-        h.client
-            .get_scale_set_by_name(1, "set")
-            .await
-            .unwrap()
-            .unwrap()
-            .id,
-        5
-    );
+    let found = h
+        .client
+        .get_scale_set_by_name(1, "set")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(found.id, 5);
+    // The item omitted `runnerGroupId`: that must read as "omitted", never as a group id, so
+    // the adoption rules can count it as in the queried group.
+    assert_eq!(found.runner_group_id, None);
     one.assert_async().await;
 
     let zero = h
@@ -484,7 +485,7 @@ async fn update_scale_set_sends_only_set_fields() {
             .await
             .unwrap()
             .runner_group_id,
-        3
+        Some(3)
     );
     mock.assert_async().await;
 

@@ -86,7 +86,7 @@ async fn scale_set_create_get_list_update_delete() -> Result<()> {
     let client = sim.client("acme")?;
     let created = create_set(&client, "Linux x64").await?;
     assert!(created.id > 0);
-    assert_eq!(created.runner_group_id, 1);
+    assert_eq!(created.runner_group_id, Some(1));
     assert_eq!(created.runner_group_name, "Default");
     assert_eq!(
         created.labels,
@@ -124,7 +124,7 @@ async fn scale_set_create_get_list_update_delete() -> Result<()> {
         .await?;
     assert_eq!(
         (moved.runner_group_id, moved.name.as_str()),
-        (group, "Linux x64")
+        (Some(group), "Linux x64")
     );
     let renamed = client
         .update_scale_set(
@@ -137,7 +137,7 @@ async fn scale_set_create_get_list_update_delete() -> Result<()> {
         .await?;
     assert_eq!(
         (renamed.runner_group_id, renamed.name.as_str()),
-        (group, "renamed")
+        (Some(group), "renamed")
     );
     assert_eq!(renamed.labels.len(), 1);
 

@@ -30,16 +30,20 @@ async fn omitted_runner_group_id_in_group_scoped_lists() -> Result<()> {
     assert_eq!(listed["count"], 1);
     assert!(listed["value"][0].get("runnerGroupId").is_none());
     assert!(listed["value"][0].get("runnerGroupName").is_none());
-    // …and the client still finds the set. (The reference asks clients to take the group from
-    // the query then; whether this client does is its own concern, so it is not asserted.)
+    // …and the client still finds the set, reporting the group as omitted (not as a group id
+    // that does not exist), so the caller can take the group from its query.
     let found = client
         .get_scale_set_by_name(1, "omit")
         .await?
         .expect("found");
     assert_eq!(found.id, set.id);
+    assert_eq!(found.runner_group_id, None);
     // Unfiltered lists and GET by id keep the field.
-    assert_eq!(client.list_scale_sets(None).await?[0].runner_group_id, 1);
-    assert_eq!(client.get_scale_set(set.id).await?.runner_group_id, 1);
+    assert_eq!(
+        client.list_scale_sets(None).await?[0].runner_group_id,
+        Some(1)
+    );
+    assert_eq!(client.get_scale_set(set.id).await?.runner_group_id, Some(1));
     sim.stop().await
 }
 
