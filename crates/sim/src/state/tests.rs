@@ -231,6 +231,10 @@ fn a_simulated_runner_takes_one_job_reports_it_and_deregisters() {
             ..
         })
     ));
+    // It runs for the configured time (started at 1 s, 10 s of work): still busy at 10 s.
+    s.process(&c, t(10));
+    let stats = s.statistics(id);
+    assert_eq!((stats.total_running_jobs, stats.total_busy_runners), (1, 1));
     s.process(&c, t(11));
     let m2 = s
         .poll(id, m1.id, None, c.assignment, t(11))
@@ -239,7 +243,12 @@ fn a_simulated_runner_takes_one_job_reports_it_and_deregisters() {
     assert!(m2.body.contains("\"r1\""));
     assert!(s.agents.is_empty(), "the runner deregistered");
     // The second job waits: a runner takes only one.
-    assert_eq!(s.statistics(id).total_assigned_jobs, 1);
+    s.process(&c, t(12));
+    let stats = s.statistics(id);
+    assert_eq!(
+        (stats.total_assigned_jobs, stats.total_running_jobs),
+        (1, 0)
+    );
 }
 
 #[test]

@@ -242,6 +242,12 @@ async fn session_eviction_gives_404_on_refresh() -> Result<()> {
     let err = client.refresh_session(&session).await.expect_err("evicted");
     assert_eq!(err.status(), Some(404), "{err:#}");
     assert!(err.is_session_expired_or_unknown(), "{err:#}");
+    assert_eq!(err.exception_name(), Some("RunnerAdminException"));
+    assert!(
+        err.service_error()
+            .is_some_and(|s| s.message.contains("session ID that doesn't exist")),
+        "{err:#}"
+    );
     // The queue token died with the session: 401, one refresh, which 404s.
     let before = sim.sim.request_count("refresh_session");
     let err = client
