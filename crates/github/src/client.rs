@@ -287,7 +287,9 @@ impl Client {
                 Err(AttemptError::Build(error)) => return Err(error),
                 Err(AttemptError::Transport { error, retryable }) => (error, None, None, retryable),
             };
-            if !retryable {
+            // A single attempt (no retry was ever allowed) reports the failure itself: wrapping
+            // it as "giving up after 1 attempt(s)" would only hide the cause one level down.
+            if !retryable || policy.max_attempts <= 1 {
                 return Err(failure);
             }
             if attempt >= policy.max_attempts {

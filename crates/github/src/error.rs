@@ -63,17 +63,25 @@ pub enum Error {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// No complete response arrived within the per-request timeout.
-    #[error("{endpoint}: no response within {timeout:?}")]
+    #[error(
+        "{endpoint}: no response from {host} within {timeout:?} \
+         (the per-request timeout; raise it with ClientConfig::with_timeouts if the service is slow)"
+    )]
     Timeout {
         /// The call that timed out.
         endpoint: Endpoint,
+        /// The host that was contacted.
+        host: String,
         /// The timeout that elapsed.
         timeout: Duration,
     },
     /// The server answered with a status the call does not accept.
     #[error(transparent)]
     Service(Box<ServiceError>),
-    /// A retryable failure persisted through every attempt; `last` is the final failure.
+    /// A retryable failure persisted through every attempt (at least two); `last` is the final
+    /// failure. The predicates ([`Error::status`], [`Error::is_timeout`], …) and
+    /// [`Error::class`] look through it to `last`. With a single-attempt policy
+    /// ([`RetryPolicy::never`](crate::RetryPolicy::never)) the failure is returned unwrapped.
     #[error("{endpoint}: giving up after {attempts} attempt(s)")]
     RetriesExhausted {
         /// The call that was retried.
@@ -285,6 +293,27 @@ impl Error {
             Self::Decode { status, .. } | Self::UnexpectedResponse { status, .. } => Some(*status),
             _ => self.service_error().map(|s| s.status),
         }
+    }
+
+    /// The failure of the last attempt: `last` of [`Error::RetriesExhausted`], `self` otherwise.
+    pub fn last_attempt(&self) -> &Self {
+        match self {
+            Self::RetriesExhausted { last, .. } => last.last_attempt(),
+            other => other,
+        }
+    }
+
+    /// True when no complete response arrived within the per-request timeout (on the last
+    /// attempt, looking through [`Error::RetriesExhausted`]). A create that timed out may still
+    /// have succeeded on the server: look before retrying it.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self.last_attempt(), Self::Timeout { .. })
+    }
+
+    /// True when the request could not be sent or its response not read (connection, TLS,
+    /// protocol), on the last attempt, looking through [`Error::RetriesExhausted`].
+    pub fn is_transport(&self) -> bool {
+        matches!(self.last_attempt(), Self::Transport { .. })
     }
 
     /// The call that failed, when the error came from a call.

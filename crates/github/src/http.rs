@@ -167,7 +167,11 @@ impl Transport {
         match tokio::time::timeout(timeout, exchange).await {
             Ok(result) => result,
             Err(_) => Err(AttemptError::Transport {
-                error: Error::Timeout { endpoint, timeout },
+                error: Error::Timeout {
+                    endpoint,
+                    host,
+                    timeout,
+                },
                 retryable: true,
             }),
         }

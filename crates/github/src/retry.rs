@@ -46,7 +46,9 @@ impl RetryPolicy {
         }
     }
 
-    /// A single attempt, no retries.
+    /// A single attempt, no retries. A failure is then returned as itself (e.g.
+    /// [`Error::Timeout`](crate::Error::Timeout) or [`Error::Service`](crate::Error::Service)),
+    /// never wrapped in [`Error::RetriesExhausted`](crate::Error::RetriesExhausted).
     pub fn never() -> Self {
         Self::new(1, Duration::ZERO, Duration::ZERO)
     }

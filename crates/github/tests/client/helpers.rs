@@ -157,3 +157,20 @@ pub(crate) fn session_json(queue_url: &str, queue_token: &str) -> String {
     })
     .to_string()
 }
+
+/// A server that accepts connections and reads each request but never answers. Returns its
+/// base URL (`http://127.0.0.1:PORT`) and its task (abort it when done).
+pub(crate) async fn silent_server() -> (String, tokio::task::JoinHandle<()>) {
+    use tokio::io::AsyncReadExt as _;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut buf = [0u8; 1024];
+            let _ = stream.read(&mut buf).await;
+            held.push(stream);
+        }
+    });
+    (format!("http://127.0.0.1:{port}"), task)
+}

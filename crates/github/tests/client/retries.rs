@@ -5,10 +5,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use scaleset_github::{Client, Credentials, Error, RetryPolicy, Timeouts};
-use tokio::io::AsyncReadExt as _;
+use scaleset_github::{
+    Client, ClientConfig, ConfigUrl, Credentials, Endpoint, Error, ErrorClass, RetryPolicy,
+    Session, Timeouts,
+};
 
-use crate::helpers::{ORG, PAT, RecordingSleeper, admin_jwt, config_for, harness};
+use crate::helpers::{
+    ORG, PAT, RecordingSleeper, admin_jwt, config_for, harness, session_json, silent_server,
+};
 
 const API: &str = "api-version=6.0-preview";
 
@@ -211,6 +215,75 @@ async fn runner_registration_retries_401_and_403() {
     );
 }
 
+/// A registration-token mock (201) and a client for the org with a recording sleeper.
+async fn registration_client(
+    server: &mut mockito::ServerGuard,
+) -> (Client, Arc<RecordingSleeper>, mockito::Mock) {
+    let reg = server
+        .mock(
+            "POST",
+            format!("/api/v3/orgs/{ORG}/actions/runners/registration-token").as_str(),
+        )
+        .with_status(201)
+        .with_body(r#"{"token":"reg"}"#)
+        .expect(1)
+        .create_async()
+        .await;
+    let sleeper = Arc::new(RecordingSleeper::default());
+    let client = Client::new(config_for(
+        server,
+        ORG,
+        Credentials::pat(PAT),
+        sleeper.clone(),
+    ))
+    .unwrap();
+    (client, sleeper, reg)
+}
+
+#[tokio::test]
+async fn runner_registration_401s_use_the_normal_retry_budget() {
+    let mut server = mockito::Server::new_async().await;
+    let (client, sleeper, reg) = registration_client(&mut server).await;
+    let unauthorized = server
+        .mock("POST", "/api/v3/actions/runner-registration")
+        .with_status(401)
+        .with_body(r#"{"message":"Bad credentials"}"#)
+        .expect(5)
+        .create_async()
+        .await;
+    let err = client.service_url().await.unwrap_err();
+    assert!(
+        matches!(err, Error::RetriesExhausted { attempts: 5, .. }),
+        "{err:?}"
+    );
+    assert_eq!(err.status(), Some(401));
+    assert_eq!(err.endpoint(), Some(Endpoint::RunnerRegistration));
+    reg.assert_async().await;
+    unauthorized.assert_async().await;
+    let secs: Vec<u64> = sleeper.waits().iter().map(Duration::as_secs).collect();
+    assert_eq!(secs, vec![1, 2, 4, 8]);
+}
+
+#[tokio::test]
+async fn runner_registration_other_4xx_are_not_retried() {
+    for status in [400, 404, 422] {
+        let mut server = mockito::Server::new_async().await;
+        let (client, sleeper, reg) = registration_client(&mut server).await;
+        let refused = server
+            .mock("POST", "/api/v3/actions/runner-registration")
+            .with_status(status)
+            .expect(1)
+            .create_async()
+            .await;
+        let err = client.service_url().await.unwrap_err();
+        assert!(matches!(err, Error::Service(_)), "{status}: {err:?}");
+        assert_eq!(err.status(), Some(status as u16));
+        reg.assert_async().await;
+        refused.assert_async().await;
+        assert!(sleeper.waits().is_empty(), "{status}");
+    }
+}
+
 #[tokio::test]
 async fn runner_registration_without_token_or_url_is_an_error() {
     let mut server = mockito::Server::new_async().await;
@@ -266,23 +339,10 @@ async fn transport_errors_are_retried_and_exhausted() {
 
 #[tokio::test]
 async fn per_request_timeouts_apply_and_are_retried() {
-    // A server that accepts and reads but never answers.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let server = tokio::spawn(async move {
-        let mut held = Vec::new();
-        loop {
-            let Ok((mut stream, _)) = listener.accept().await else {
-                break;
-            };
-            let mut buf = [0u8; 1024];
-            let _ = stream.read(&mut buf).await;
-            held.push(stream);
-        }
-    });
+    let (base, server) = silent_server().await;
     let sleeper = Arc::new(RecordingSleeper::default());
-    let url = scaleset_github::ConfigUrl::parse(&format!("http://127.0.0.1:{port}/{ORG}")).unwrap();
-    let config = scaleset_github::ClientConfig::new(url, Credentials::pat(PAT))
+    let url = ConfigUrl::parse(&format!("{base}/{ORG}")).unwrap();
+    let config = ClientConfig::new(url, Credentials::pat(PAT))
         .with_sleeper(sleeper.clone())
         .with_retry(RetryPolicy::new(
             2,
@@ -305,5 +365,102 @@ async fn per_request_timeouts_apply_and_are_retried() {
         matches!(**last, Error::Timeout { timeout, .. } if timeout == Duration::from_millis(50)),
         "{last:?}"
     );
+    assert!(err.is_timeout(), "predicates see through the exhaustion");
+    assert!(!err.is_transport());
+    assert_eq!(err.class(), ErrorClass::Retryable);
     server.abort();
+}
+
+#[tokio::test]
+async fn a_single_attempt_policy_returns_the_timeout_itself() {
+    let (base, server) = silent_server().await;
+    let url = ConfigUrl::parse(&format!("{base}/{ORG}")).unwrap();
+    let config = ClientConfig::new(url, Credentials::pat(PAT))
+        .with_sleeper(Arc::new(RecordingSleeper::default()))
+        .with_retry(RetryPolicy::never())
+        .with_timeouts(Timeouts::new(
+            Duration::from_millis(50),
+            Duration::from_millis(50),
+        ));
+    let client = Client::new(config).unwrap();
+    let err = client.get_scale_set(1).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Timeout { timeout, host, .. }
+            if *timeout == Duration::from_millis(50) && host == "127.0.0.1"),
+        "{err:?}"
+    );
+    assert!(err.is_timeout());
+    assert_eq!(err.class(), ErrorClass::Retryable);
+    assert_eq!(err.endpoint(), Some(Endpoint::RegistrationToken));
+    let text = err.to_string();
+    assert!(
+        text.contains("registration_token: no response from 127.0.0.1 within 50ms")
+            && text.contains("with_timeouts")
+            && !text.contains("giving up"),
+        "{text}"
+    );
+    server.abort();
+}
+
+#[tokio::test]
+async fn a_single_attempt_policy_returns_the_service_error_itself() {
+    let mut h = harness().await;
+    let client = Client::new(
+        config_for(&h.server, ORG, Credentials::pat(PAT), h.sleeper.clone())
+            .with_retry(RetryPolicy::never()),
+    )
+    .unwrap();
+    let failing = h
+        .service_mock("GET", "_apis/runtime/runnerscalesets/5", API)
+        .with_status(503)
+        .with_body(r#"{"typeName":"X.ServiceUnavailableException, X","message":"down"}"#)
+        .expect(1)
+        .create_async()
+        .await;
+    let err = client.get_scale_set(5).await.unwrap_err();
+    assert!(matches!(err, Error::Service(_)), "{err:?}");
+    assert_eq!(err.status(), Some(503));
+    assert_eq!(err.exception_name(), Some("ServiceUnavailableException"));
+    assert_eq!(err.class(), ErrorClass::Retryable);
+    assert!(!err.to_string().contains("giving up"), "{err}");
+    failing.assert_async().await;
+    assert!(h.sleeper.waits().is_empty());
+}
+
+#[tokio::test]
+async fn the_long_poll_uses_its_own_timeout() {
+    let (base, server) = silent_server().await;
+    let url = ConfigUrl::parse(&format!("{base}/{ORG}")).unwrap();
+    let config = ClientConfig::new(url, Credentials::pat(PAT))
+        .with_sleeper(Arc::new(RecordingSleeper::default()))
+        .with_retry(RetryPolicy::never())
+        .with_timeouts(Timeouts::new(
+            Duration::from_millis(300),
+            Duration::from_millis(40),
+        ));
+    let client = Client::new(config).unwrap();
+    let mut session: Session =
+        serde_json::from_str(&session_json(&format!("{base}/scalesets/message"), "q")).unwrap();
+    let poll = client.get_message(&mut session, 0, 1).await.unwrap_err();
+    assert!(
+        matches!(poll, Error::Timeout { timeout, .. } if timeout == Duration::from_millis(40)),
+        "{poll:?}"
+    );
+    let ack = client.delete_message(&mut session, 1).await.unwrap_err();
+    assert!(
+        matches!(ack, Error::Timeout { timeout, .. } if timeout == Duration::from_millis(300)),
+        "{ack:?}"
+    );
+    server.abort();
+}
+
+#[test]
+fn the_default_long_poll_timeout_exceeds_the_servers_hold() {
+    // The service holds a poll for about 50 s (51 s measured) before answering 202.
+    let defaults = Timeouts::default();
+    assert!(
+        defaults.long_poll >= Duration::from_secs(2 * 51),
+        "{defaults:?}"
+    );
+    assert_eq!(defaults.long_poll, Duration::from_secs(300));
 }
