@@ -1,5 +1,5 @@
 //! Runs the real `scaleset-sim` binary: the ready line, the real client against it, the control
-//! API, the TOML seed, `--help`, bad configuration, and SIGTERM shutdown.
+//! API, the TOML seed, `--help`, bad configuration, and SIGTERM and SIGINT shutdown.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -21,8 +21,14 @@ struct Running {
 
 /// Starts the binary and waits (bounded) for its ready line; stderr is drained concurrently.
 async fn start(args: &[&str]) -> Result<Running> {
+    let hold: &[&str] = if args.contains(&"--long-poll-hold") {
+        &[]
+    } else {
+        &["--long-poll-hold", "100ms"]
+    };
     let mut child = Command::new(BIN)
-        .args(["--listen", "127.0.0.1:0", "--long-poll-hold", "100ms"])
+        .args(["--listen", "127.0.0.1:0"])
+        .args(hold)
         .args(args)
         .env_clear()
         .stdout(Stdio::piped())
@@ -77,16 +83,44 @@ async fn post(addr: &str, path: &str, body: &str) -> Result<String> {
     Ok(answer)
 }
 
-async fn terminate(mut running: Running) -> Result<()> {
+/// A minimal HTTP/1.1 GET (for the control API); returns the whole answer.
+async fn get(addr: &str, path: &str) -> Result<String> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await?;
+    Ok(answer)
+}
+
+/// Polls `GET /_sim/polls` until `waiting` polls are held, at most ~30 s (a bound for loaded
+/// CI machines, not a timing assertion).
+async fn await_held_polls(addr: &str, waiting: u64) -> Result<()> {
+    let want = format!(r#""waiting":{waiting}"#);
+    for _ in 0..3000 {
+        if get(addr, "/_sim/polls").await?.contains(&want) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    bail!("never saw {waiting} held polls")
+}
+
+async fn terminate(running: Running) -> Result<()> {
+    stop_with(running, "TERM").await
+}
+
+/// Sends `SIG{signal}`, waits (bounded) for a clean exit, and checks nothing more was printed.
+async fn stop_with(mut running: Running, signal: &str) -> Result<()> {
     let pid = running.child.id().context("no pid")?;
     let status = Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
+        .args([&format!("-{signal}"), &pid.to_string()])
         .status()
         .await?;
-    assert!(status.success(), "kill -TERM failed");
+    assert!(status.success(), "kill -{signal} failed");
     let exit = tokio::time::timeout(Duration::from_secs(30), running.child.wait())
         .await
-        .context("no exit within 30 s of SIGTERM")??;
+        .with_context(|| format!("no exit within 30 s of SIG{signal}"))??;
     assert!(exit.success(), "exit status {exit:?}");
     let mut rest = String::new();
     running.stdout.read_to_string(&mut rest).await?;
@@ -115,6 +149,24 @@ async fn serves_the_real_client_and_stops_on_sigterm() -> Result<()> {
         .context("a message")?;
     assert!(matches!(&message.jobs[..], [JobMessage::Assigned { .. }]));
     terminate(running).await
+}
+
+#[tokio::test]
+async fn stops_on_sigint_with_a_held_poll() -> Result<()> {
+    let running = start(&["--long-poll-hold", "1h"]).await?;
+    let client = client(&running.addr, "acme", "ghp_simulator")?;
+    let set = client
+        .create_scale_set(&NewRunnerScaleSet::new("sigint-set", 1))
+        .await?;
+    let mut session = client.create_session(set.id, "bin-test").await?;
+    let poll = tokio::spawn(async move { client.get_message(&mut session, 0, 5).await });
+    await_held_polls(&running.addr, 1).await?;
+    stop_with(running, "INT").await?;
+    let answer = tokio::time::timeout(Duration::from_secs(30), poll)
+        .await
+        .context("the held poll was not answered within 30 s of SIGINT")??;
+    assert!(answer?.is_none(), "a held poll gets its 202 on shutdown");
+    Ok(())
 }
 
 #[tokio::test]
