@@ -469,6 +469,101 @@ impl Error {
     }
 }
 
+impl Error {
+    /// A copy for a second receiver of the same failure (callers that waited on one shared
+    /// admin-token refresh). Variants, fields and statuses are kept, so every predicate answers
+    /// the same; a source that cannot be cloned is replaced by an error carrying its text.
+    pub(crate) fn duplicate(&self) -> Self {
+        match self {
+            Self::InvalidConfigUrl { url, reason } => Self::InvalidConfigUrl {
+                url: url.clone(),
+                reason: reason.clone(),
+            },
+            Self::InvalidConfig { reason } => Self::InvalidConfig {
+                reason: reason.clone(),
+            },
+            Self::InvalidCaBundle { reason } => Self::InvalidCaBundle {
+                reason: reason.clone(),
+            },
+            Self::InvalidPrivateKey { reason } => Self::InvalidPrivateKey {
+                reason: reason.clone(),
+            },
+            Self::InvalidRequest { endpoint, reason } => Self::InvalidRequest {
+                endpoint: *endpoint,
+                reason: reason.clone(),
+            },
+            Self::JwtSigning => Self::JwtSigning,
+            Self::Transport {
+                endpoint,
+                host,
+                source,
+            } => Self::Transport {
+                endpoint: *endpoint,
+                host: host.clone(),
+                source: Box::new(std::io::Error::other(chain_text(source.as_ref()))),
+            },
+            Self::Timeout {
+                endpoint,
+                host,
+                timeout,
+            } => Self::Timeout {
+                endpoint: *endpoint,
+                host: host.clone(),
+                timeout: *timeout,
+            },
+            Self::Service(service) => Self::Service(service.clone()),
+            Self::RetriesExhausted {
+                endpoint,
+                attempts,
+                last,
+            } => Self::RetriesExhausted {
+                endpoint: *endpoint,
+                attempts: *attempts,
+                last: Box::new(last.duplicate()),
+            },
+            Self::Decode {
+                endpoint,
+                status,
+                source,
+            } => Self::Decode {
+                endpoint: *endpoint,
+                status: *status,
+                source: serde::de::Error::custom(source),
+            },
+            Self::Encode { endpoint, source } => Self::Encode {
+                endpoint: *endpoint,
+                source: serde::ser::Error::custom(source),
+            },
+            Self::UnexpectedResponse {
+                endpoint,
+                status,
+                reason,
+            } => Self::UnexpectedResponse {
+                endpoint: *endpoint,
+                status: *status,
+                reason: reason.clone(),
+            },
+        }
+    }
+}
+
+/// An error and its sources joined with `: ` (bounded depth).
+fn chain_text(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut current = error.source();
+    let mut depth = 0;
+    while let Some(source) = current {
+        depth += 1;
+        if depth > 16 {
+            break;
+        }
+        text.push_str(": ");
+        text.push_str(&source.to_string());
+        current = source.source();
+    }
+    text
+}
+
 impl From<ServiceError> for Error {
     fn from(value: ServiceError) -> Self {
         Self::Service(Box::new(value))

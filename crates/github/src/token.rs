@@ -1,6 +1,7 @@
 //! The token chain (protocol §3): App JWT → installation token → registration token →
 //! admin token and service URL, and the shared admin-token cache with single-flight refresh.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
 
@@ -29,16 +30,22 @@ pub(crate) struct AdminConnection {
 ///
 /// Readers take a short `std` read lock (never held across `.await`). A refresh holds a tokio
 /// mutex, so N callers that find the token expired wait for one refresh instead of starting N.
+/// When that refresh fails, the callers that waited for it get a copy of its error instead of
+/// each running the whole chain (and its retry budget) again, one after another.
 pub(crate) struct TokenCache {
     current: RwLock<Option<Arc<AdminConnection>>>,
-    refresh: tokio::sync::Mutex<()>,
+    /// Held for the duration of a refresh; holds the failure of the last refresh, if it failed.
+    refresh: tokio::sync::Mutex<Option<Error>>,
+    /// How many refreshes have finished (successfully or not).
+    finished: AtomicU64,
 }
 
 impl TokenCache {
     pub(crate) fn new() -> Self {
         Self {
             current: RwLock::new(None),
-            refresh: tokio::sync::Mutex::new(()),
+            refresh: tokio::sync::Mutex::new(None),
+            finished: AtomicU64::new(0),
         }
     }
 
@@ -99,11 +106,30 @@ impl Client {
         if let Some(connection) = self.inner.tokens.fresh(margin) {
             return Ok(connection);
         }
-        let _refreshing = self.inner.tokens.refresh.lock().await;
-        if let Some(connection) = self.inner.tokens.fresh(margin) {
+        let tokens = &self.inner.tokens;
+        let seen = tokens.finished.load(Ordering::Acquire);
+        let mut last_failure = tokens.refresh.lock().await;
+        if let Some(connection) = tokens.fresh(margin) {
             return Ok(connection);
         }
-        let connection = Arc::new(self.fetch_admin_connection().await?);
+        if tokens.finished.load(Ordering::Acquire) != seen
+            && let Some(failure) = last_failure.as_ref()
+        {
+            // The refresh this caller waited for failed: share its outcome.
+            return Err(failure.duplicate());
+        }
+        let fetched = self.fetch_admin_connection().await;
+        tokens.finished.fetch_add(1, Ordering::AcqRel);
+        let connection = match fetched {
+            Ok(connection) => {
+                *last_failure = None;
+                Arc::new(connection)
+            }
+            Err(error) => {
+                *last_failure = Some(error.duplicate());
+                return Err(error);
+            }
+        };
         // Only the host: older service URLs carry a tenant token in the path.
         tracing::info!(
             service_host = connection.service_url.host_str().unwrap_or_default(),
@@ -257,8 +283,10 @@ impl Client {
         let service_url = Url::parse(decoded.url.trim())
             .map_err(|_| unexpected("the actions service url is not a valid url"))?;
         let now = SystemTime::now();
-        let expires_at = unverified_expiry(decoded.token.expose())
-            .unwrap_or_else(|| now + self.inner.config.admin_token_fallback_ttl);
+        let expires_at = unverified_expiry(decoded.token.expose()).unwrap_or_else(|| {
+            now.checked_add(self.inner.config.admin_token_fallback_ttl)
+                .unwrap_or(now)
+        });
         Ok(AdminConnection {
             token: decoded.token,
             service_url,

@@ -65,3 +65,36 @@ proptest! {
         let _ = err.to_string();
     }
 }
+
+#[test]
+fn a_duplicate_answers_every_predicate_like_the_original() {
+    let timeout = Error::RetriesExhausted {
+        endpoint: Endpoint::RunnerRegistration,
+        attempts: 5,
+        last: Box::new(Error::Timeout {
+            endpoint: Endpoint::RunnerRegistration,
+            host: "h".into(),
+            timeout: Duration::from_secs(1),
+        }),
+    };
+    let copy = timeout.duplicate();
+    assert!(copy.is_timeout());
+    assert_eq!(copy.to_string(), timeout.to_string());
+    assert_eq!(copy.endpoint(), Some(Endpoint::RunnerRegistration));
+
+    let conflict = service(
+        409,
+        r#"{"typeName":"X.RunnerScaleSetSessionConflictException, X","message":"... for owner me."}"#,
+    );
+    assert_eq!(conflict.duplicate().class(), conflict.class());
+
+    let transport = Error::Transport {
+        endpoint: Endpoint::GetScaleSet,
+        host: "h".into(),
+        source: Box::new(std::io::Error::other("connection refused")),
+    };
+    let copy = transport.duplicate();
+    assert!(copy.is_transport());
+    let source = std::error::Error::source(&copy).map(ToString::to_string);
+    assert_eq!(source.as_deref(), Some("connection refused"));
+}

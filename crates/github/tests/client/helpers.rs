@@ -174,3 +174,70 @@ pub(crate) async fn silent_server() -> (String, tokio::task::JoinHandle<()>) {
     });
     (format!("http://127.0.0.1:{port}"), task)
 }
+
+/// A tiny HTTP/1.1 server whose answers to requests whose path starts with `held_prefix` wait
+/// until [`HoldingServer::release`]; every other request gets `200 {"id":2}` at once. Each
+/// held request is announced on `arrived` when it reaches the server.
+pub(crate) struct HoldingServer {
+    pub(crate) base: String,
+    pub(crate) arrived: tokio::sync::mpsc::UnboundedReceiver<String>,
+    release: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl HoldingServer {
+    pub(crate) async fn start(held_prefixes: &'static [&'static str]) -> Self {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (arrived_tx, arrived) = tokio::sync::mpsc::unbounded_channel();
+        let (release, released) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let arrived_tx = arrived_tx.clone();
+                let mut released = released.clone();
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let head = String::from_utf8_lossy(&head).into_owned();
+                    let path = head.split(' ').nth(1).unwrap_or_default().to_owned();
+                    let body = if held_prefixes.iter().any(|p| path.starts_with(p)) {
+                        let _ = arrived_tx.send(path);
+                        let _ = released.wait_for(|r| *r).await;
+                        r#"{"id":1}"#
+                    } else {
+                        r#"{"id":2}"#
+                    };
+                    let response = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(response.as_bytes()).await;
+                });
+            }
+        });
+        Self {
+            base,
+            arrived,
+            release,
+            task,
+        }
+    }
+
+    pub(crate) fn release(&self) {
+        let _ = self.release.send(true);
+    }
+}
+
+impl Drop for HoldingServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

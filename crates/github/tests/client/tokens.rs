@@ -5,9 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mockito::{Matcher, Mock, ServerGuard};
-use scaleset_github::{Client, Credentials};
+use scaleset_github::{Client, Credentials, Session};
 
-use crate::helpers::{ORG, PAT, RecordingSleeper, admin_jwt, config_for};
+use crate::helpers::{
+    HoldingServer, ORG, PAT, RecordingSleeper, admin_jwt, config_for, session_json,
+};
 
 const API: &str = "api-version=6.0-preview";
 
@@ -204,4 +206,126 @@ async fn a_rejected_admin_token_is_fetched_again_on_the_next_call() {
     }
     rejected.assert_async().await;
     ok.assert_async().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn independent_calls_are_not_serialized_behind_one_in_flight() {
+    // The Actions service and the queue live on a server that holds a long-poll and one admin
+    // call until released; a third, independent call must complete while both are in flight.
+    let mut held =
+        HoldingServer::start(&["/scalesets/message", "/t/_apis/runtime/runnerscalesets/1?"]).await;
+    let mut server = mockito::Server::new_async().await;
+    let token = admin_jwt("parallel", 3600);
+    let reg = server
+        .mock(
+            "POST",
+            format!("/api/v3/orgs/{ORG}/actions/runners/registration-token").as_str(),
+        )
+        .with_status(201)
+        .with_body(r#"{"token":"reg"}"#)
+        .expect(1)
+        .create_async()
+        .await;
+    let rr = server
+        .mock("POST", "/api/v3/actions/runner-registration")
+        .with_status(201)
+        .with_body(
+            serde_json::json!({"url": format!("{}/t/", held.base), "token": token}).to_string(),
+        )
+        .expect(1)
+        .create_async()
+        .await;
+    let client = client(&server);
+    let mut session: Session = serde_json::from_str(&session_json(
+        &format!("{}/scalesets/message", held.base),
+        "q",
+    ))
+    .unwrap();
+
+    let poll = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            client
+                .get_message(&mut session, 0, 1)
+                .await
+                .map(|m| m.is_some())
+        })
+    };
+    let admin = {
+        let client = client.clone();
+        tokio::spawn(async move { client.get_scale_set(1).await.map(|s| s.id) })
+    };
+    let mut arrived = vec![
+        held.arrived.recv().await.unwrap(),
+        held.arrived.recv().await.unwrap(),
+    ];
+    arrived.sort();
+    assert!(arrived[0].starts_with("/scalesets/message"), "{arrived:?}");
+    assert!(
+        arrived[1].starts_with("/t/_apis/runtime/runnerscalesets/1?"),
+        "{arrived:?}"
+    );
+
+    // Both calls are in flight; this one must not wait for either (bounded, not timed).
+    let independent = tokio::time::timeout(Duration::from_secs(60), client.get_scale_set(2))
+        .await
+        .expect("an independent call waited behind an in-flight call")
+        .unwrap();
+    assert_eq!(independent.id, 2);
+
+    held.release();
+    assert!(poll.await.unwrap().unwrap());
+    assert_eq!(admin.await.unwrap().unwrap(), 1);
+    reg.assert_async().await;
+    rr.assert_async().await;
+}
+
+/// Single-threaded on purpose: every spawned caller runs (and queues on the refresh) before the
+/// runtime next polls for I/O, so all of them wait for the one refresh that is in flight.
+/// A caller that starts after a refresh failed tries again (checked at the end).
+#[tokio::test]
+async fn concurrent_callers_share_one_failed_refresh() {
+    const CALLERS: usize = 16;
+    let mut server = mockito::Server::new_async().await;
+    // Not retried (a plain 401 from the REST API): one refresh is exactly one request.
+    let reg = server
+        .mock(
+            "POST",
+            format!("/api/v3/orgs/{ORG}/actions/runners/registration-token").as_str(),
+        )
+        .with_status(401)
+        .with_body(r#"{"message":"Bad credentials"}"#)
+        .expect(1)
+        .create_async()
+        .await;
+    let client = client(&server);
+    let tasks: Vec<_> = (0..CALLERS)
+        .map(|_| {
+            let client = client.clone();
+            tokio::spawn(async move { client.get_scale_set(1).await })
+        })
+        .collect();
+    for task in tasks {
+        let err = task.await.unwrap().unwrap_err();
+        assert_eq!(err.status(), Some(401), "{err}");
+        assert_eq!(
+            err.endpoint(),
+            Some(scaleset_github::Endpoint::RegistrationToken)
+        );
+        assert!(err.to_string().contains("Bad credentials"), "{err}");
+    }
+    reg.assert_async().await;
+
+    // A later call (not one that waited) tries again.
+    let again = server
+        .mock(
+            "POST",
+            format!("/api/v3/orgs/{ORG}/actions/runners/registration-token").as_str(),
+        )
+        .with_status(401)
+        .expect(1)
+        .create_async()
+        .await;
+    client.get_scale_set(1).await.unwrap_err();
+    again.assert_async().await;
 }
