@@ -613,37 +613,46 @@ fn foreign_owner_label() {
     assert_eq!(reason.code(), "ForeignOwner");
 }
 
+/// The owner name the ownership probe sends under `policy`.
+fn probe_owner(policy: Policy) -> String {
+    match policy {
+        Policy::Any => identity().session_owner,
+        _ => identity().probe_owner,
+    }
+}
+
 #[test]
 fn own_stale_session() {
-    let outcome = drive(
-        input(Policy::Owned),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![set(5, &[])])),
-            (get(5), Fact::ScaleSet(set(5, &[]))),
-            (
-                Command::OpenSession {
-                    id: ScaleSetId(5),
-                    owner: identity().probe_owner,
-                },
-                Fact::Conflict {
-                    owner: Some(identity().session_owner),
-                },
-            ),
-        ],
-    );
-    let (id, provenance, evidence, rollback) = ready(&outcome);
-    assert_eq!((id, provenance), (ScaleSetId(5), Provenance::Adopted));
-    assert_eq!(evidence, [Evidence::OwnSession]);
-    assert_eq!(rollback, &Rollback::DetachOnly);
+    for policy in [Policy::Owned, Policy::Any] {
+        let outcome = drive(
+            input(policy),
+            vec![
+                (list_by_name(), Fact::ScaleSets(vec![set(5, &[])])),
+                (get(5), Fact::ScaleSet(set(5, &[]))),
+                (
+                    Command::OpenSession {
+                        id: ScaleSetId(5),
+                        owner: probe_owner(policy),
+                    },
+                    Fact::Conflict {
+                        owner: Some(identity().session_owner),
+                    },
+                ),
+            ],
+        );
+        let (id, provenance, evidence, rollback) = ready(&outcome);
+        assert_eq!((id, provenance), (ScaleSetId(5), Provenance::Adopted));
+        assert_eq!(evidence, [Evidence::OwnSession], "{policy:?}");
+        assert_eq!(rollback, &Rollback::DetachOnly);
+        // Nothing was opened, so nothing is handed over.
+        assert!(matches!(outcome, Outcome::Ready { session: None, .. }));
+    }
 }
 
 #[test]
 fn foreign_session() {
     for policy in [Policy::Owned, Policy::Any] {
-        let owner = match policy {
-            Policy::Any => identity().session_owner,
-            _ => identity().probe_owner,
-        };
+        let owner = probe_owner(policy);
         let reason = refusal(drive(
             input(policy),
             vec![
@@ -672,27 +681,32 @@ fn foreign_session() {
 
 #[test]
 fn unnamed_session_holder() {
-    let outcome = drive(
-        input(Policy::Owned),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![set(5, &[])])),
-            (get(5), Fact::ScaleSet(set(5, &[]))),
-            (
-                Command::OpenSession {
-                    id: ScaleSetId(5),
-                    owner: identity().probe_owner,
-                },
-                Fact::Conflict { owner: None },
+    for policy in [Policy::Owned, Policy::Any] {
+        let outcome = drive(
+            input(policy),
+            vec![
+                (list_by_name(), Fact::ScaleSets(vec![set(5, &[])])),
+                (get(5), Fact::ScaleSet(set(5, &[]))),
+                (
+                    Command::OpenSession {
+                        id: ScaleSetId(5),
+                        owner: probe_owner(policy),
+                    },
+                    Fact::Conflict { owner: None },
+                ),
+            ],
+        );
+        assert!(
+            matches!(
+                outcome,
+                Outcome::Retry {
+                    reason: RetryReason::SessionHeld { owner: None, .. },
+                    ..
+                }
             ),
-        ],
-    );
-    assert!(matches!(
-        outcome,
-        Outcome::Retry {
-            reason: RetryReason::SessionHeld { owner: None, .. },
-            ..
-        }
-    ));
+            "{policy:?}: {outcome:?}"
+        );
+    }
 }
 
 #[test]
