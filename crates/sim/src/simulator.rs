@@ -126,7 +126,9 @@ impl Simulator {
     }
 
     /// Queues jobs for a scale set; returns their runner request ids. They are released to the
-    /// listener on its next poll, within its `X-ScaleSetMaxCapacity`.
+    /// listener on its next poll, within its `X-ScaleSetMaxCapacity`. Fails with
+    /// [`Error::NotFound`] for an unknown scale set and [`Error::BadRequest`] for more than
+    /// 10,000 jobs at once or an unrepresentable `run_seconds`.
     pub fn enqueue_jobs(&self, scale_set_id: i64, spec: &JobSpec) -> Result<Vec<i64>, Error> {
         let now = self.shared.clock.now();
         lock(&self.shared.state)

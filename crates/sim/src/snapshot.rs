@@ -30,7 +30,7 @@ pub struct Statistics {
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct JobSpec {
-    /// How many jobs (at least 1).
+    /// How many jobs (at least 1, at most 10,000 per enqueue).
     pub count: u32,
     /// `repositoryName` (default: the scope's repository, or `app`).
     pub repository: Option<String>,

@@ -23,6 +23,9 @@ use crate::snapshot::{
 /// The most job messages one queue message carries.
 const MAX_JOBS_PER_MESSAGE: usize = 50;
 
+/// The most jobs one enqueue may add, so that a huge `count` cannot exhaust memory.
+pub(crate) const MAX_JOBS_PER_ENQUEUE: u32 = 10_000;
+
 /// A runner group of one tenant.
 #[derive(Debug, Clone)]
 pub(crate) struct RunnerGroup {
@@ -683,6 +686,15 @@ impl State {
         mode: AssignmentMode,
         now: SimTime,
     ) -> Result<Vec<i64>, ApiError> {
+        if spec.count > MAX_JOBS_PER_ENQUEUE {
+            return Err(ApiError::control(
+                400,
+                format!(
+                    "count {} is more than the {MAX_JOBS_PER_ENQUEUE} jobs one enqueue may add; enqueue in several calls",
+                    spec.count
+                ),
+            ));
+        }
         let (owner, repository) = {
             let set = self
                 .scale_sets

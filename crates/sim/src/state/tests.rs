@@ -294,3 +294,23 @@ fn a_leaked_session_blocks_until_it_expires_when_expiry_is_configured() {
         "no expiry by default"
     );
 }
+
+#[test]
+fn a_huge_enqueue_is_refused_instead_of_exhausting_memory() {
+    let (mut s, c) = world();
+    let id = s
+        .create_scale_set(&org(), named("a"), t(0))
+        .unwrap_or_default();
+    let too_many = JobSpec::count(super::MAX_JOBS_PER_ENQUEUE + 1);
+    assert!(matches!(
+        s.enqueue(id, &too_many, c.assignment, t(0)),
+        Err(ApiError::Control { status: 400, .. })
+    ));
+    assert!(s.scale_sets.get(&id).is_some_and(|x| x.jobs.is_empty()));
+    let most = JobSpec::count(super::MAX_JOBS_PER_ENQUEUE);
+    assert_eq!(
+        s.enqueue(id, &most, c.assignment, t(0))
+            .map(|ids| ids.len()),
+        Ok(10_000)
+    );
+}

@@ -6,4 +6,5 @@ mod control;
 mod endpoints;
 mod faults;
 mod helpers;
+mod malformed;
 mod queue;
