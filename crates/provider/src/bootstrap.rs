@@ -124,9 +124,11 @@ pub struct UserDataOptions {
 
 /// Proxy settings for the instance.
 ///
-/// Newer GARM revisions send these as `proxy_config`; released providers
-/// ignore the field (unknown JSON fields are ignored by Go), so it is only sent
-/// when set.
+/// A scaleset extension: GARM's `BootstrapInstance` (garm-provider-common
+/// `params`) has no proxy field, so GARM providers ignore `proxy_config` (Go's
+/// JSON decoder skips unknown fields). It is only sent when set, for
+/// providers written to read it; to give a GARM provider's instances a proxy,
+/// use that provider's own configuration or extra specs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct ProxyConfig {
     /// `http_proxy`.
@@ -140,7 +142,8 @@ pub struct ProxyConfig {
     pub no_proxy: Option<String>,
 }
 
-/// The bootstrap parameters, serialized with the exact JSON field names GARM
+/// The bootstrap parameters, serialized with the exact JSON field names of
+/// GARM's `BootstrapInstance` (garm-provider-common `params`), which GARM
 /// providers read (note the dashes in `callback-url`, `metadata-url`,
 /// `instance-token`, `ssh-keys`, `github-runner-group`, `ca-cert-bundle`).
 ///
@@ -191,7 +194,7 @@ pub struct BootstrapInstance {
     /// Tell the instance to fetch a JIT config from the metadata URL instead of
     /// a registration token.
     pub jit_config_enabled: bool,
-    /// Proxy settings (omitted when none).
+    /// Proxy settings (omitted when none; not a GARM field, see [`ProxyConfig`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proxy_config: Option<ProxyConfig>,
 }

@@ -14,7 +14,7 @@ use tokio::sync::Semaphore;
 use tracing::Instrument as _;
 use uuid::Uuid;
 
-use crate::bootstrap::CreateRequest;
+use crate::bootstrap::{CreateRequest, Secret};
 use crate::command::Command;
 use crate::config::{ExternalConfig, InterfaceVersion};
 use crate::environment::EnvSource;
@@ -85,6 +85,10 @@ impl ExternalProvider {
         &self.name
     }
 
+    /// The variables of one call: the `GARM_*` ones for `command`, then the
+    /// operator-allowed ones. `pool` carries the extra specs sent as
+    /// `GARM_POOL_EXTRASPECS` (v0.1.1 only; `None` for commands GARM sends
+    /// none with).
     fn environment(
         &self,
         command: Command,
@@ -234,14 +238,21 @@ impl Provider for ExternalProvider {
             command,
             source: std::io::Error::other(err),
         })?;
-        let pool = Pool {
-            key: bootstrap.pool_id.clone(),
-            extra_specs: bootstrap.extra_specs.clone(),
-        };
-        let env = self.environment(command, Some(&pool), Some(&pool.key), None);
-        // A provider that echoes its input on failure must not leak the token
-        // through our error messages.
-        let secrets = [bootstrap.instance_token.expose()];
+        // As GARM does, CreateInstance gets `GARM_POOL_ID` but no
+        // `GARM_POOL_EXTRASPECS` with either interface version: the extra
+        // specs travel in the bootstrap JSON.
+        let env = self.environment(command, None, Some(&bootstrap.pool_id), None);
+        // A provider that echoes its input on failure must not leak the
+        // credentials in it through our error messages.
+        let secrets: Vec<&str> = std::iter::once(bootstrap.instance_token.expose())
+            .chain(
+                bootstrap
+                    .tools
+                    .iter()
+                    .filter_map(|tool| tool.temp_download_token.as_ref())
+                    .map(Secret::expose),
+            )
+            .collect();
         let stdout = self
             .call(command, env, Some(stdin), &bootstrap.name, &secrets)
             .await?;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use scaleset_provider::{
-    Command, Error, InstanceId, InstanceStatus, InterfaceVersion, OutputProblem, Provider,
+    Command, Error, InstanceId, InstanceStatus, InterfaceVersion, OutputProblem, Provider, Secret,
 };
 use tracing::instrument::WithSubscriber as _;
 
@@ -17,6 +17,9 @@ use crate::helpers::{
     CONTROLLER, JIT, Recorder, TOKEN, config, eventually, instance_json, pool, provider, request,
     write_executable,
 };
+
+/// A runner-download token, as GitHub returns for some runner packages.
+const DOWNLOAD_TOKEN: &str = "temp-download-token-do-not-log";
 
 fn keys(call: &crate::helpers::Call) -> BTreeSet<&str> {
     call.env.keys().map(String::as_str).collect()
@@ -49,14 +52,14 @@ async fn create_v011_passes_exactly_the_garm_environment_and_bootstrap_on_stdin(
 
     let call = rec.only_call();
     // Exactly these keys: no HOME, no PATH, no disallowed variable, no
-    // smuggled GARM_COMMAND from the operator's environment.
+    // smuggled GARM_COMMAND from the operator's environment, and (as GARM)
+    // no GARM_POOL_EXTRASPECS: the extra specs are in the bootstrap JSON.
     assert_eq!(
         keys(&call),
         set(&[
             "GARM_COMMAND",
             "GARM_CONTROLLER_ID",
             "GARM_INTERFACE_VERSION",
-            "GARM_POOL_EXTRASPECS",
             "GARM_POOL_ID",
             "GARM_PROVIDER_CONFIG_FILE",
             "HTTPS_PROXY",
@@ -73,15 +76,12 @@ async fn create_v011_passes_exactly_the_garm_environment_and_bootstrap_on_stdin(
         "/etc/scaleset/provider.toml"
     );
     assert_eq!(call.env["HTTPS_PROXY"], "http://proxy.internal:3128");
-    let specs = base64::engine::general_purpose::STANDARD
-        .decode(&call.env["GARM_POOL_EXTRASPECS"])
-        .expect("base64");
-    assert_eq!(
-        serde_json::from_slice::<serde_json::Value>(&specs).unwrap(),
-        serde_json::json!({"flavor_override": "big"})
-    );
 
     let stdin: serde_json::Value = serde_json::from_slice(&call.stdin).expect("stdin is JSON");
+    assert_eq!(
+        stdin["extra_specs"],
+        serde_json::json!({"flavor_override": "big"})
+    );
     assert_eq!(stdin, serde_json::to_value(&request.bootstrap).unwrap());
     assert_eq!(stdin["name"], "runner-1");
     assert_eq!(stdin["instance-token"], TOKEN);
@@ -97,6 +97,37 @@ async fn create_v011_passes_exactly_the_garm_environment_and_bootstrap_on_stdin(
     assert_eq!(stdin["jit_config_enabled"], true);
     // The JIT config itself never goes to an executable.
     assert!(!String::from_utf8_lossy(&call.stdin).contains(JIT));
+}
+
+#[tokio::test]
+async fn create_v010_passes_the_same_variables_as_garm() {
+    let rec = Recorder::new();
+    let exe = rec.script(
+        "provider",
+        &format!("echo '{}'", instance_json("vm-1", "runner-1", "running")),
+    );
+    let provider = provider(config(&exe, InterfaceVersion::V010));
+    let pool = pool();
+    provider
+        .create(&request("runner-1", &pool))
+        .await
+        .expect("create");
+    let call = rec.only_call();
+    assert_eq!(
+        keys(&call),
+        set(&[
+            "GARM_COMMAND",
+            "GARM_CONTROLLER_ID",
+            "GARM_INTERFACE_VERSION",
+            "GARM_POOL_ID",
+            "GARM_PROVIDER_CONFIG_FILE",
+            "HTTPS_PROXY",
+            "OS_AUTH_URL",
+            "OS_PASSWORD",
+        ])
+    );
+    assert_eq!(call.env["GARM_INTERFACE_VERSION"], "v0.1.0");
+    assert_eq!(call.env["GARM_POOL_ID"], pool.key.as_str());
 }
 
 #[tokio::test]
@@ -159,6 +190,16 @@ async fn instance_commands_follow_the_interface_version() {
         assert_eq!(keys(&call), expected, "{version} {command}");
         if let Some(id) = call.env.get("GARM_INSTANCE_ID") {
             assert_eq!(id, "vm-1");
+        }
+        if let Some(specs) = call.env.get("GARM_POOL_EXTRASPECS") {
+            let specs = base64::engine::general_purpose::STANDARD
+                .decode(specs)
+                .expect("base64");
+            assert_eq!(
+                serde_json::from_slice::<serde_json::Value>(&specs).expect("JSON"),
+                serde_json::json!({"flavor_override": "big"}),
+                "{command}"
+            );
         }
         assert!(call.stdin.is_empty(), "{command} got stdin");
         seen += 1;
@@ -278,10 +319,9 @@ async fn a_failing_create_reports_its_fault_and_never_echoes_the_token() {
          exit 1",
     );
     let provider = provider(config(&exe, InterfaceVersion::V011));
-    let err = provider
-        .create(&request("runner-1", &pool()))
-        .await
-        .unwrap_err();
+    let mut request = request("runner-1", &pool());
+    request.bootstrap.tools[0].temp_download_token = Some(Secret::new(DOWNLOAD_TOKEN));
+    let err = provider.create(&request).await.unwrap_err();
     let shown = err.to_string();
     let Error::Failed {
         stderr_tail,
@@ -298,6 +338,11 @@ async fn a_failing_create_reports_its_fault_and_never_echoes_the_token() {
     );
     assert!(!stderr_tail.contains(TOKEN));
     assert!(!shown.contains(TOKEN), "{shown}");
+    assert!(
+        stderr_tail.contains("\"temp_download_token\":\"<redacted>\""),
+        "{stderr_tail}"
+    );
+    assert!(!shown.contains(DOWNLOAD_TOKEN), "{shown}");
     assert!(shown.contains("image not found"), "{shown}");
 }
 
