@@ -540,6 +540,21 @@ fn populated_group_mismatch() {
         (Some(RunnerGroupId(3)), RunnerGroupId(1))
     );
     assert!(reason.remediation().contains("runner group 1"));
+    // Names are unique per group: a lookup that also shows the name in another group ignored
+    // its filter and is not trusted, even beside an in-group match.
+    let mut elsewhere = set(6, &[]);
+    elsewhere.runner_group_id = Some(RunnerGroupId(3));
+    let reason = refusal(drive(
+        input(Policy::Owned),
+        vec![(
+            list_by_name(),
+            Fact::ScaleSets(vec![set(2, &[OUR_LABEL]), elsewhere]),
+        )],
+    ));
+    assert!(
+        matches!(&reason, Refusal::GroupMismatch { found, .. } if found.len() == 1 && found[0].id == ScaleSetId(6)),
+        "{reason:?}"
+    );
 }
 
 #[test]
@@ -569,6 +584,17 @@ fn name_case_collision() {
         vec![(list_by_name(), Fact::ScaleSets(vec![upper.clone()]))],
     ));
     assert_eq!(reason.code(), "NameCaseCollision");
+    // A case-only match in another (populated) group does not collide.
+    let mut upper_elsewhere = upper.clone();
+    upper_elsewhere.runner_group_id = Some(RunnerGroupId(2));
+    let outcome = drive(
+        input(Policy::Owned),
+        vec![
+            (list_by_name(), Fact::ScaleSets(vec![upper_elsewhere])),
+            (create(), Fact::ScaleSet(set(4, &[OUR_LABEL]))),
+        ],
+    );
+    assert_eq!(ready(&outcome).1, Provenance::Created);
     // An exact match wins over a case-only one.
     let outcome = drive(
         input(Policy::Owned),
