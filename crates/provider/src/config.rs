@@ -71,7 +71,8 @@ pub enum ProviderKind {
 pub enum InterfaceVersion {
     /// v0.1.0: the original environment.
     V010,
-    /// v0.1.1: adds `GARM_POOL_ID` and `GARM_POOL_EXTRASPECS` to instance commands.
+    /// v0.1.1: adds `GARM_POOL_ID` and `GARM_POOL_EXTRASPECS` to the single-instance
+    /// commands, and `GARM_POOL_EXTRASPECS` to `ListInstances`.
     V011,
 }
 
