@@ -215,7 +215,8 @@ impl Keyring {
             .map_err(|_| {
                 fail(format!(
                     "authentication failed with key id {key_id:?}: the configured key with that \
-                     id is not the one the secret was encrypted with, or the row was altered"
+                     id is not the one the secret was encrypted with, or the row was altered; \
+                     configure the original key under id {key_id:?}, or replace these credentials"
                 ))
             })?;
         Ok(plaintext.to_vec())

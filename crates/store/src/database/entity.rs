@@ -28,9 +28,19 @@ fn from_row(row: Row) -> Result<Entity> {
         "credentials_id",
         &row.credentials_id,
     )?);
-    let kind = enum_from_db("entities", &row.id, "kind", &row.kind, |kind| {
-        EntityKind::from_stored(kind, &row.path)
-    })?;
+    let kind = match EntityKind::from_stored(&row.kind, &row.path) {
+        Some(kind) => kind,
+        // A known kind with a path it cannot have (a repository path must be owner/name).
+        None if EntityKind::from_stored(&row.kind, "owner/name").is_some() => {
+            return Err(Error::Corrupt {
+                table: "entities",
+                key: row.id,
+                column: "path",
+                reason: format!("{:?} is not a valid {} path", row.path, row.kind),
+            });
+        }
+        None => enum_from_db("entities", &row.id, "kind", &row.kind, |_| None)?,
+    };
     Ok(Entity {
         id,
         kind,

@@ -146,6 +146,15 @@ async fn wrong_key_is_a_crypto_error(db: TestDb) {
             .contains("authentication failed with key id \"k1\""),
         "{err}"
     );
+    assert!(
+        err.to_string()
+            .contains("configure the original key under id \"k1\", or replace these credentials"),
+        "says what to do: {err}"
+    );
+    assert!(
+        err.to_string().contains("\"main\""),
+        "names the credentials: {err}"
+    );
 
     // A keyring without the key id at all.
     let missing = DieselStore::open(db.options_with(Keyring::new(test_key("k9", 1))))
@@ -157,6 +166,10 @@ async fn wrong_key_is_a_crypto_error(db: TestDb) {
         err.to_string()
             .contains("key id \"k1\", which is not in the keyring"),
         "{err}"
+    );
+    assert!(
+        err.to_string().contains("add that key as an older key"),
+        "says what to do: {err}"
     );
     assert_eq!(err.class(), scaleset_store::ErrorClass::Fatal);
 }

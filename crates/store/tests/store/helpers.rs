@@ -113,8 +113,12 @@ struct PgDatabase {
 
 impl PgDatabase {
     fn create(admin: &str) -> Self {
+        let shown = DatabaseUrl::parse(admin).map_or_else(|_| admin.to_owned(), |u| u.redacted());
         let mut conn = PgConnection::establish(admin).unwrap_or_else(|e| {
-            panic!("{PG_VAR} is set but PostgreSQL at {admin} is unreachable: {e}")
+            panic!(
+                "{PG_VAR} is set but PostgreSQL at {shown} is unreachable: {e}\n\
+                 start PostgreSQL there, or unset {PG_VAR} to skip the PostgreSQL half"
+            )
         });
         let name = format!("scaleset_test_{}", uuid::Uuid::new_v4().simple());
         diesel::sql_query(format!("CREATE DATABASE {name}"))

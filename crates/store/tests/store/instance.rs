@@ -82,6 +82,34 @@ async fn instance_round_trip(db: TestDb) {
             .unwrap_err()
             .is_not_found()
     );
+
+    // Re-recording an instance found at the provider keeps its status and ids.
+    let found = NewInstance {
+        name: "inst-found".to_owned(),
+        pool_key: "controller:7".to_owned(),
+        status: InstanceStatus::Running,
+        provider_id: Some("prov-9".to_owned()),
+        github_runner_id: Some(9),
+        bootstrap_deadline: None,
+    };
+    let recorded = store.create_instance(&held, found).await.unwrap();
+    assert_eq!(
+        (
+            recorded.status,
+            recorded.provider_id.as_deref(),
+            recorded.github_runner_id,
+            recorded.bootstrap_deadline,
+            recorded.pool_key.as_str()
+        ),
+        (
+            InstanceStatus::Running,
+            Some("prov-9"),
+            Some(9),
+            None,
+            "controller:7"
+        )
+    );
+    assert_eq!(store.get_instance("inst-found").await.unwrap(), recorded);
 }
 
 async fn duplicate_instance_name_is_a_conflict(db: TestDb) {

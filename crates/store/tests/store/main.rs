@@ -7,6 +7,7 @@ mod helpers;
 mod api_token;
 mod concurrency;
 mod controller;
+mod corrupt_row;
 mod credentials;
 mod entity;
 mod event;
