@@ -79,19 +79,35 @@ impl DatabaseUrl {
         }
     }
 
+    /// Replaces the password in the user info and in a `password=` query parameter (libpq
+    /// accepts both) by `***`.
     fn redact(url: &str) -> String {
         let Some((scheme, rest)) = url.split_once("://") else {
             return url.to_owned();
         };
-        let authority_end = rest.find('/').unwrap_or(rest.len());
+        let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
         let (authority, tail) = rest.split_at(authority_end);
-        match authority.rsplit_once('@') {
+        let authority = match authority.rsplit_once('@') {
             Some((userinfo, host)) => match userinfo.split_once(':') {
-                Some((user, _password)) => format!("{scheme}://{user}:***@{host}{tail}"),
-                None => url.to_owned(),
+                Some((user, _password)) => format!("{user}:***@{host}"),
+                None => authority.to_owned(),
             },
-            None => url.to_owned(),
-        }
+            None => authority.to_owned(),
+        };
+        let tail = match tail.split_once('?') {
+            Some((path, query)) => {
+                let params: Vec<&str> = query
+                    .split('&')
+                    .map(|param| match param.split_once('=') {
+                        Some(("password", _)) => "password=***",
+                        _ => param,
+                    })
+                    .collect();
+                format!("{path}?{}", params.join("&"))
+            }
+            None => tail.to_owned(),
+        };
+        format!("{scheme}://{authority}{tail}")
     }
 }
 

@@ -280,6 +280,16 @@ impl ScaleSetStore for DieselStore {
                 if current.1 != wanted.generation {
                     return Err(stale());
                 }
+                let next_generation =
+                    wanted
+                        .generation
+                        .checked_add(1)
+                        .ok_or_else(|| Error::Corrupt {
+                            table: TABLE,
+                            key: id.clone(),
+                            column: "generation",
+                            reason: format!("{} cannot be incremented", wanted.generation),
+                        })?;
                 let spec = &wanted.spec;
                 let updated = diesel::update(
                     scale_sets::table
@@ -312,7 +322,7 @@ impl ScaleSetStore for DieselStore {
                         scale_sets::evidence.eq(to_json("evidence", &wanted.evidence)?),
                         scale_sets::state.eq(wanted.state.as_str()),
                         scale_sets::state_reason.eq(&wanted.state_reason),
-                        scale_sets::generation.eq(wanted.generation + 1),
+                        scale_sets::generation.eq(next_generation),
                         scale_sets::updated_at.eq(ctx.now().unix_millis()),
                     ),
                 ))

@@ -3,7 +3,7 @@
 
 use scaleset_store::{
     ControllerStore as _, CredentialStore as _, DieselStore, EntityKind, EntityStore as _, Error,
-    InstanceStore as _, NewEntity, NewInstance,
+    InstanceStore as _, NewEntity, NewInstance, ScaleSetStore as _,
 };
 
 use crate::helpers::{TestDb, lease, pat, raw_sql, store_tests};
@@ -128,6 +128,23 @@ async fn corrupt_rows_are_errors_naming_the_column(db: TestDb) {
         "credentials",
         "app_id",
         "NULL",
+    );
+
+    // A generation at the end of its range is refused, not overflowed.
+    raw_sql(
+        &db,
+        &format!(
+            "UPDATE scale_sets SET generation = 9223372036854775807 WHERE id = '{}'",
+            scale_set.id
+        ),
+    )
+    .await;
+    let at_end = store.get_scale_set(scale_set.id).await.unwrap();
+    assert_corrupt(
+        store.update_scale_set(&at_end).await,
+        "scale_sets",
+        "generation",
+        "9223372036854775807",
     );
 
     raw_sql(&db, "UPDATE controller SET controller_id = 'not-a-uuid'").await;

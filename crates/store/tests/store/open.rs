@@ -25,6 +25,22 @@ fn database_urls_parse_and_redact() {
     assert_eq!(pg.backend(), "postgres");
     assert_eq!(pg.to_string(), "postgresql://user:***@db:5432/scaleset");
     assert!(!format!("{pg:?}").contains("hunter2"));
+    // libpq also takes the password as a query parameter.
+    let query = DatabaseUrl::parse(
+        "postgres://user@db/scaleset?sslmode=require&password=hunter2&connect_timeout=5",
+    )
+    .unwrap();
+    assert_eq!(
+        query.to_string(),
+        "postgres://user@db/scaleset?sslmode=require&password=***&connect_timeout=5"
+    );
+    assert!(!format!("{query:?}").contains("hunter2"));
+    assert_eq!(
+        DatabaseUrl::parse("postgres://u:hunter2@db?password=hunter2")
+            .unwrap()
+            .to_string(),
+        "postgres://u:***@db?password=***"
+    );
     let err = DatabaseUrl::parse("mysql://user:hunter2@db/x")
         .unwrap_err()
         .to_string();
