@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 
 use super::lease::check_fence;
-use super::schema::scale_sets;
+use super::schema::{leases, scale_sets};
 use super::{
     Context, DbConnection, DieselStore, count_from_db, enum_from_db, json_from_db, parse_uuid,
     secs_to_db, write_transaction,
@@ -400,6 +400,13 @@ impl ScaleSetStore for DieselStore {
         self.run("delete scale set", move |conn, _| {
             write_transaction(conn, "delete scale set", |conn| {
                 let key = id.to_string();
+                // Lock the lease row first, as fenced writes do: deleting the scale set row
+                // first and then cascading to its lease would take the two locks in the
+                // opposite order and deadlock (PostgreSQL) against a fenced write in flight.
+                diesel::update(leases::table.find(&key))
+                    .set(leases::token.eq(leases::token))
+                    .execute(conn)
+                    .map_err(Error::backend("lock lease"))?;
                 let deleted = diesel::delete(
                     scale_sets::table
                         .find(&key)

@@ -14,6 +14,7 @@ store_tests!(
     new_github_id_resets_cursor_and_session,
     delete_checks_generation_and_instances,
     unknown_enum_text_is_a_corrupt_row_error,
+    delete_during_a_fenced_write_does_not_deadlock,
 );
 
 async fn scale_set_round_trip(db: TestDb) {
@@ -305,5 +306,92 @@ async fn unknown_enum_text_is_a_corrupt_row_error(db: TestDb) {
             }
         ),
         "{err:?}"
+    );
+}
+
+/// A fenced write locks the lease row, then writes the scale set; a delete must take its locks
+/// in the same order. Deleting the scale set row first and then cascading to the lease row
+/// would deadlock on PostgreSQL against a fenced write between its two steps.
+async fn delete_during_a_fenced_write_does_not_deadlock(db: TestDb) {
+    use diesel::connection::SimpleConnection as _;
+    use diesel::{Connection as _, RunQueryDsl as _};
+
+    let store = db.open().await;
+    let scale_set = crate::helpers::scale_set(&store, "order").await;
+    lease(&store, scale_set.id, "w").await;
+    let id = scale_set.id.to_string();
+
+    // A second connection stands for a worker's fenced write, paused after its fence check.
+    let (checked_tx, checked_rx) = tokio::sync::oneshot::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let url = db.url.clone();
+    let writer = std::thread::spawn(move || -> Result<(), String> {
+        let fence = format!("UPDATE leases SET token = token WHERE scale_set_id = '{id}'");
+        let write = format!("UPDATE scale_sets SET last_message_id = 5 WHERE id = '{id}'");
+        let run = |conn: &mut dyn FnMut(&str) -> Result<(), String>| {
+            conn(&fence)?;
+            checked_tx.send(()).map_err(|()| "test gone".to_owned())?;
+            go_rx.recv().map_err(|e| e.to_string())?;
+            conn(&write)?;
+            conn("COMMIT")
+        };
+        match &url {
+            scaleset_store::DatabaseUrl::Sqlite { path } => {
+                let mut conn = diesel::SqliteConnection::establish(path).unwrap();
+                conn.batch_execute("BEGIN IMMEDIATE").unwrap();
+                run(&mut |sql| conn.batch_execute(sql).map_err(|e| e.to_string()))
+            }
+            scaleset_store::DatabaseUrl::Postgres { url } => {
+                let mut conn = diesel::PgConnection::establish(url).unwrap();
+                conn.batch_execute("BEGIN").unwrap();
+                run(&mut |sql| {
+                    diesel::sql_query(sql)
+                        .execute(&mut conn)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                })
+            }
+            other => panic!("unexpected database url {other}"),
+        }
+    });
+    checked_rx.await.unwrap();
+
+    let delete = tokio::spawn({
+        let store = store.clone();
+        async move {
+            store
+                .delete_scale_set(scale_set.id, scale_set.generation)
+                .await
+        }
+    });
+    if db.backend == crate::helpers::Backend::Postgres {
+        // Let the delete reach its lock wait before the writer continues.
+        let mut waiting = false;
+        for _ in 0..250 {
+            let sql = "SELECT COUNT(*) AS n FROM pg_stat_activity \
+                       WHERE datname = current_database() AND wait_event_type = 'Lock'";
+            if crate::helpers::count_rows(&db, sql).await > 0 {
+                waiting = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert!(
+            waiting,
+            "the delete never waited for the fenced write's lock"
+        );
+    }
+    go_tx.send(()).unwrap();
+    let written = tokio::task::spawn_blocking(move || writer.join().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(written, Ok(()), "the fenced write commits");
+    delete.await.unwrap().expect("the delete runs after it");
+    assert!(
+        store
+            .get_scale_set(scale_set.id)
+            .await
+            .unwrap_err()
+            .is_not_found()
     );
 }
