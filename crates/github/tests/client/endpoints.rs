@@ -10,7 +10,7 @@ use scaleset_github::{
     RunnerSetting,
 };
 
-use crate::helpers::{RecordingSleeper, admin_jwt, config_for, harness, session_json};
+use crate::helpers::{RecordingSleeper, USER_AGENT, admin_jwt, config_for, harness, session_json};
 
 const API: &str = "api-version=6.0-preview";
 
@@ -53,6 +53,9 @@ async fn registration_token_paths_for_repository_and_enterprise() {
         let reg = server
             .mock("POST", rest)
             .match_header("authorization", "Bearer pat")
+            .match_header("content-type", "application/vnd.github.v3+json")
+            .match_header("user-agent", USER_AGENT)
+            .match_body(Matcher::Missing)
             .with_status(201)
             .with_body(r#"{"token":"r"}"#)
             .create_async()
@@ -62,6 +65,8 @@ async fn registration_token_paths_for_repository_and_enterprise() {
         let rr = server
             .mock("POST", "/api/v3/actions/runner-registration")
             .match_header("authorization", "RemoteAuth r")
+            .match_header("content-type", "application/json")
+            .match_header("user-agent", USER_AGENT)
             .match_body(Matcher::Json(
                 serde_json::json!({"url": config_url, "runner_event": "register"}),
             ))
@@ -92,6 +97,8 @@ async fn github_app_chain_signs_a_valid_rs256_jwt() {
     let install = server
         .mock("POST", "/api/v3/app/installations/4242/access_tokens")
         .match_header("content-type", "application/vnd.github+json")
+        .match_header("user-agent", USER_AGENT)
+        .match_body(Matcher::Missing)
         .match_request(move |request| {
             let Some(auth) = request
                 .header("authorization")
@@ -140,6 +147,8 @@ async fn github_app_chain_signs_a_valid_rs256_jwt() {
             "/api/v3/repos/o/r/actions/runners/registration-token",
         )
         .match_header("authorization", "Bearer ghs_installation")
+        .match_header("content-type", "application/vnd.github.v3+json")
+        .match_body(Matcher::Missing)
         .with_status(201)
         .with_body(r#"{"token":"reg"}"#)
         .create_async()
@@ -148,6 +157,10 @@ async fn github_app_chain_signs_a_valid_rs256_jwt() {
     let rr = server
         .mock("POST", "/api/v3/actions/runner-registration")
         .match_header("authorization", "RemoteAuth reg")
+        .match_body(Matcher::Json(serde_json::json!({
+            "url": format!("{}/o/r", server.url()),
+            "runner_event": "register"
+        })))
         .with_status(201)
         .with_body(serde_json::json!({"url": service, "token": admin_jwt("x", 3600)}).to_string())
         .create_async()
@@ -604,6 +617,8 @@ async fn get_message_long_poll_and_delete_message() {
         .match_header("accept", "application/json; api-version=6.0-preview")
         .match_header("x-scalesetmaxcapacity", "10")
         .match_header("content-type", Matcher::Missing)
+        .match_header("user-agent", USER_AGENT)
+        .match_body(Matcher::Missing)
         .with_status(202)
         .create_async()
         .await;
@@ -622,7 +637,11 @@ async fn get_message_long_poll_and_delete_message() {
         .mock("GET", "/scalesets/message")
         .match_query(Matcher::Exact("lastMessageId=100006141".into()))
         .match_header("authorization", "Bearer queue-1")
+        .match_header("accept", "application/json; api-version=6.0-preview")
         .match_header("x-scalesetmaxcapacity", "3")
+        .match_header("content-type", Matcher::Missing)
+        .match_header("user-agent", USER_AGENT)
+        .match_body(Matcher::Missing)
         .with_body(
             serde_json::json!({"messageId": 100006142i64, "messageType": "RunnerScaleSetJobMessages", "body": body})
                 .to_string(),
@@ -644,6 +663,8 @@ async fn get_message_long_poll_and_delete_message() {
         .mock("DELETE", "/scalesets/message/100006142")
         .match_header("authorization", "Bearer queue-1")
         .match_header("content-type", "application/json")
+        .match_header("user-agent", USER_AGENT)
+        .match_body(Matcher::Missing)
         .with_status(204)
         .create_async()
         .await;
@@ -721,6 +742,7 @@ async fn acquirable_jobs_and_acquire_jobs() {
         .match_query(Matcher::Exact(API.into()))
         .match_header("authorization", "Bearer queue-1")
         .match_header("content-type", "application/json")
+        .match_header("user-agent", USER_AGENT)
         .match_body(Matcher::Exact("[1,2]".into()))
         .with_body(r#"{"count":1,"value":[2]}"#)
         .create_async()
@@ -845,6 +867,9 @@ async fn an_explicit_api_base_overrides_the_derived_one() {
     let get = server
         .mock("GET", "/rest/_apis/runtime/runnerscalesets/1")
         .match_query(Matcher::Exact(API.into()))
+        .match_header("content-type", "application/json")
+        .match_header("user-agent", USER_AGENT)
+        .match_body(Matcher::Missing)
         .with_body(r#"{"id":1}"#)
         .create_async()
         .await;

@@ -15,6 +15,8 @@ pub(crate) const PAT: &str = "ghp_test_pat_secret";
 pub(crate) const REGISTRATION_TOKEN: &str = "reg-token-secret";
 pub(crate) const ORG: &str = "my-org";
 pub(crate) const SERVICE_PATH: &str = "/tenant/123";
+/// The default `User-Agent` every request carries.
+pub(crate) const USER_AGENT: &str = concat!("scaleset-github/", env!("CARGO_PKG_VERSION"));
 
 /// Records every requested wait and returns immediately.
 #[derive(Default)]
@@ -63,16 +65,23 @@ impl Harness {
         format!("{}{SERVICE_PATH}/", self.server.url())
     }
 
-    /// A mock of an Actions-service call: path under the service base, exact query, admin bearer
-    /// and JSON content type asserted.
+    /// A mock of an Actions-service call: path under the service base, exact query, admin bearer,
+    /// JSON content type and user agent asserted; GET and DELETE must carry no body (calls with
+    /// a body assert it with `match_body`).
     pub(crate) fn service_mock(&mut self, method: &str, path: &str, query: &str) -> Mock {
         let token = self.admin_token.clone();
-        self.server
+        let mock = self
+            .server
             .mock(method, format!("{SERVICE_PATH}/{path}").as_str())
             .match_query(Matcher::Exact(query.to_owned()))
             .match_header("authorization", format!("Bearer {token}").as_str())
             .match_header("content-type", "application/json")
-            .match_header("user-agent", Matcher::Regex("scaleset-github/".to_owned()))
+            .match_header("user-agent", USER_AGENT);
+        if matches!(method, "GET" | "DELETE") {
+            mock.match_body(Matcher::Missing)
+        } else {
+            mock
+        }
     }
 }
 
@@ -97,6 +106,8 @@ pub(crate) async fn pat_chain(server: &mut ServerGuard, admin_token: &str) -> Ve
         .match_header("authorization", format!("Bearer {PAT}").as_str())
         .match_header("content-type", "application/vnd.github.v3+json")
         .match_header("accept", Matcher::Missing)
+        .match_header("user-agent", USER_AGENT)
+        .match_body(Matcher::Missing)
         .with_status(201)
         .with_body(format!(
             r#"{{"token":"{REGISTRATION_TOKEN}","expires_at":"2030-01-01T00:00:00Z"}}"#
@@ -112,6 +123,7 @@ pub(crate) async fn pat_chain(server: &mut ServerGuard, admin_token: &str) -> Ve
             format!("RemoteAuth {REGISTRATION_TOKEN}").as_str(),
         )
         .match_header("content-type", "application/json")
+        .match_header("user-agent", USER_AGENT)
         .match_body(Matcher::Json(
             serde_json::json!({"url": config_url, "runner_event": "register"}),
         ))
