@@ -64,7 +64,7 @@ pub enum Error {
     },
     /// No complete response arrived within the per-request timeout.
     #[error(
-        "{endpoint}: no response from {host} within {timeout:?} \
+        "{endpoint}: no response within {timeout:?} from {host} \
          (the per-request timeout; raise it with ClientConfig::with_timeouts if the service is slow)"
     )]
     Timeout {

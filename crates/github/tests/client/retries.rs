@@ -394,7 +394,7 @@ async fn a_single_attempt_policy_returns_the_timeout_itself() {
     assert_eq!(err.endpoint(), Some(Endpoint::RegistrationToken));
     let text = err.to_string();
     assert!(
-        text.contains("registration_token: no response from 127.0.0.1 within 50ms")
+        text.contains("registration_token: no response within 50ms from 127.0.0.1")
             && text.contains("with_timeouts")
             && !text.contains("giving up"),
         "{text}"
