@@ -174,3 +174,92 @@ async fn secrets_are_absent_from_trace_logs() {
         assert!(!logs.contains(secret), "{secret} leaked into logs:\n{logs}");
     }
 }
+
+#[tokio::test]
+async fn app_chain_secrets_are_absent_from_trace_logs_and_errors() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let mut server = mockito::Server::new_async().await;
+    let jwt_seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let seen = jwt_seen.clone();
+    let install = server
+        .mock("POST", "/api/v3/app/installations/7/access_tokens")
+        .match_request(move |request| {
+            let auth = request
+                .header("authorization")
+                .first()
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .trim_start_matches("Bearer ")
+                .to_owned();
+            *seen.lock().unwrap() = auth;
+            true
+        })
+        .with_status(201)
+        .with_body(r#"{"token":"ghs_installation_secret"}"#)
+        .create_async()
+        .await;
+    let reg = server
+        .mock(
+            "POST",
+            "/api/v3/orgs/org/actions/runners/registration-token",
+        )
+        .with_status(201)
+        .with_body(r#"{"token":"registration_secret"}"#)
+        .create_async()
+        .await;
+    // runner-registration keeps failing: retries are logged with their errors.
+    let rr = server
+        .mock("POST", "/api/v3/actions/runner-registration")
+        .with_status(503)
+        .with_body("service unavailable")
+        .expect(2)
+        .create_async()
+        .await;
+    let key = include_str!("data/test-app-key.pem");
+    let url = ConfigUrl::parse(&format!("{}/org", server.url())).unwrap();
+    let client = scaleset_github::Client::new(
+        ClientConfig::new(url, Credentials::app("Iv1.app", 7, key))
+            .with_sleeper(std::sync::Arc::new(
+                crate::helpers::RecordingSleeper::default(),
+            ))
+            .with_retry(scaleset_github::RetryPolicy::new(
+                2,
+                std::time::Duration::from_millis(1),
+                std::time::Duration::from_millis(1),
+            )),
+    )
+    .unwrap();
+    let err = client.service_url().await.unwrap_err();
+    for mock in [install, reg, rr] {
+        mock.assert_async().await;
+    }
+
+    let jwt = jwt_seen.lock().unwrap().clone();
+    assert!(jwt.len() > 100, "the App JWT was sent: {jwt}");
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(logs.contains("retrying"), "{logs}");
+    let texts = [
+        logs,
+        format!("{err}"),
+        format!("{err:?}"),
+        format!("{client:?}"),
+    ];
+    for text in &texts {
+        for secret in [
+            jwt.as_str(),
+            "ghs_installation_secret",
+            "registration_secret",
+            &key[40..80],
+        ] {
+            assert!(!text.contains(secret), "{secret} leaked:\n{text}");
+        }
+    }
+}
