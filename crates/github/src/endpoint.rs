@@ -83,6 +83,15 @@ impl Endpoint {
         }
     }
 
+    /// Statuses this call retries in addition to 429 and 5xx: `runner-registration` also retries
+    /// 401 and 403 (a fresh registration token can take a moment to become valid, protocol §3.5).
+    pub(crate) fn also_retried_statuses(self) -> &'static [u16] {
+        match self {
+            Self::RunnerRegistration => &[401, 403],
+            _ => &[],
+        }
+    }
+
     /// True for the calls authorised by the message-queue token, whose 401 means
     /// "refresh the session" (GET message, DELETE message, acquirejobs).
     pub fn uses_queue_token(self) -> bool {

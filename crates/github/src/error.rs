@@ -269,7 +269,8 @@ pub enum Refusal {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ErrorClass {
-    /// Transient (transport, timeout, 429, 5xx, rejected admin token): try again later.
+    /// Transient (transport, timeout, 429, 5xx, rejected admin token, 401/403 from
+    /// `runner-registration`): try again later.
     Retryable,
     /// GitHub said no for a reason the caller can act on.
     Refusal(Refusal),
@@ -460,6 +461,10 @@ impl Error {
             | Self::UnexpectedResponse { .. } => ErrorClass::Retryable,
             Self::Service(service)
                 if crate::retry::is_retryable_status(service.status)
+                    || service
+                        .endpoint
+                        .also_retried_statuses()
+                        .contains(&service.status)
                     || self.is_admin_token_rejected() =>
             {
                 ErrorClass::Retryable

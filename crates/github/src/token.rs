@@ -263,7 +263,7 @@ impl Client {
             body: None,
             expect: Expect::AnySuccess,
             long_poll: false,
-            also_retry: &[401, 403],
+            also_retry: Endpoint::RunnerRegistration.also_retried_statuses(),
         }
         .json(&body)?;
         let response = self.execute_rest(&call).await?;

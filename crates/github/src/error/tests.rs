@@ -98,3 +98,24 @@ fn a_duplicate_answers_every_predicate_like_the_original() {
     let source = std::error::Error::source(&copy).map(ToString::to_string);
     assert_eq!(source.as_deref(), Some("connection refused"));
 }
+
+#[test]
+fn runner_registration_401_and_403_classify_as_retryable_even_unwrapped() {
+    let at = |endpoint: Endpoint, status: u16| -> Error {
+        ServiceError::from_response(endpoint, status, b"", None, None).into()
+    };
+    for status in [401, 403] {
+        assert_eq!(
+            at(Endpoint::RunnerRegistration, status).class(),
+            ErrorClass::Retryable
+        );
+        assert_eq!(
+            at(Endpoint::RegistrationToken, status).class(),
+            ErrorClass::Fatal
+        );
+    }
+    assert_eq!(
+        at(Endpoint::RunnerRegistration, 404).class(),
+        ErrorClass::Fatal
+    );
+}

@@ -278,10 +278,47 @@ async fn runner_registration_other_4xx_are_not_retried() {
         let err = client.service_url().await.unwrap_err();
         assert!(matches!(err, Error::Service(_)), "{status}: {err:?}");
         assert_eq!(err.status(), Some(status as u16));
+        assert_eq!(err.class(), ErrorClass::Fatal, "{status}");
         reg.assert_async().await;
         refused.assert_async().await;
         assert!(sleeper.waits().is_empty(), "{status}");
     }
+}
+
+#[tokio::test]
+async fn a_single_attempt_runner_registration_401_is_still_retryable() {
+    let mut server = mockito::Server::new_async().await;
+    let reg = server
+        .mock(
+            "POST",
+            format!("/api/v3/orgs/{ORG}/actions/runners/registration-token").as_str(),
+        )
+        .with_status(201)
+        .with_body(r#"{"token":"reg"}"#)
+        .create_async()
+        .await;
+    let unauthorized = server
+        .mock("POST", "/api/v3/actions/runner-registration")
+        .with_status(401)
+        .expect(1)
+        .create_async()
+        .await;
+    let client = Client::new(
+        config_for(
+            &server,
+            ORG,
+            Credentials::pat(PAT),
+            Arc::new(RecordingSleeper::default()),
+        )
+        .with_retry(RetryPolicy::never()),
+    )
+    .unwrap();
+    let err = client.service_url().await.unwrap_err();
+    assert!(matches!(err, Error::Service(_)), "{err:?}");
+    assert_eq!(err.status(), Some(401));
+    assert_eq!(err.class(), ErrorClass::Retryable);
+    reg.assert_async().await;
+    unauthorized.assert_async().await;
 }
 
 #[tokio::test]
