@@ -252,7 +252,9 @@ impl Simulator {
         })
     }
 
-    /// Creates a runner group in `scope` (a config-URL path); returns its id.
+    /// Creates a runner group in the seeded `scope` (a config-URL path); returns its id. Fails
+    /// with [`Error::NotFound`] for an unseeded scope and [`Error::Conflict`] for a name the
+    /// scope already has (case-insensitively).
     pub fn create_runner_group(&self, scope: &str, name: &str) -> Result<i64, Error> {
         let scope = Scope::parse_path(scope).ok_or_else(|| Error::BadRequest {
             what: format!("{scope:?} is not an organization, owner/repo or enterprises/slug"),
@@ -262,9 +264,13 @@ impl Simulator {
                 what: "a runner group needs a name".to_owned(),
             });
         }
-        lock(&self.shared.state)
-            .create_group(&scope, name)
-            .map_err(Error::from_api)
+        let mut state = lock(&self.shared.state);
+        if !state.has_scope(&scope) {
+            return Err(Error::NotFound {
+                what: format!("scope {scope} (seed it first)"),
+            });
+        }
+        state.create_group(&scope, name).map_err(Error::from_api)
     }
 
     /// Boots a simulated runner from the JIT configuration `generatejitconfig` returned: it

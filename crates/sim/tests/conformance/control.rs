@@ -41,6 +41,22 @@ async fn control_api_drives_every_operation() -> Result<()> {
     )
     .await?;
     assert_eq!((status, group["id"].as_i64()), (200, Some(2)));
+    // An unseeded scope is not created behind the operator's back.
+    let (status, _) = control(
+        &sim,
+        "POST",
+        "runner-groups",
+        Some(json!({"scope": "not-seeded", "name": "gpu"})),
+    )
+    .await?;
+    assert_eq!(status, 404);
+    assert!(
+        !sim.sim
+            .state()
+            .runner_groups
+            .iter()
+            .any(|g| g.scope == "not-seeded")
+    );
 
     let (status, foreign) = control(
         &sim,
