@@ -291,7 +291,14 @@ async fn empty_200_on_message_get_is_an_error_once() -> Result<()> {
         .get_message(&mut session, 0, 1)
         .await
         .expect_err("empty 200");
-    assert_eq!(err.status().unwrap_or(200), 200, "{err:#}");
+    assert!(
+        matches!(
+            err,
+            scaleset_github::Error::UnexpectedResponse { status: 200, .. }
+        ),
+        "{err:#}"
+    );
+    assert_eq!(sim.sim.request_count("get_message"), 1, "not retried");
     assert!(client.get_message(&mut session, 0, 1).await?.is_none());
     sim.stop().await
 }
