@@ -6,7 +6,7 @@ use scaleset_github::{
 };
 use scaleset_sim::{AssignmentMode, JobSpec};
 
-use crate::helpers::{TestSim, config, create_set, fast_retry, set_with_session};
+use crate::helpers::{TestSim, config, create_set, fast_retry, raw, set_with_session};
 
 #[tokio::test]
 async fn pat_token_chain_reaches_the_actions_service_for_every_scope() -> Result<()> {
@@ -47,6 +47,7 @@ async fn unknown_pat_and_unseeded_org_are_refused() -> Result<()> {
 async fn github_app_token_chain_mints_an_installation_token() -> Result<()> {
     let mut cfg = config();
     cfg.organizations.push("other".to_owned());
+    cfg.installations[0].accounts.push("acme-corp".to_owned());
     let sim = TestSim::start(cfg).await?;
     let key = include_str!("app-key.pem");
     let client = sim.client_with("acme", Credentials::app("1", 1, key), fast_retry())?;
@@ -60,6 +61,46 @@ async fn github_app_token_chain_mints_an_installation_token() -> Result<()> {
     let wrong = sim.client_with("acme", Credentials::app("2", 1, key), fast_retry())?;
     let err = wrong.service_url().await.expect_err("wrong app");
     assert_eq!(err.status(), Some(401), "{err:#}");
+    // Enterprise scope is PAT-only, even for an installation that names the enterprise (the
+    // client refuses App credentials for it, so this goes over raw HTTP; the simulator checks
+    // only the JWT's `iss` and `exp`).
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs()
+        + 600;
+    let b64 = |v: serde_json::Value| {
+        use base64::Engine as _;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
+    };
+    let jwt = format!(
+        "{}.{}.unsigned",
+        b64(serde_json::json!({"alg": "RS256", "typ": "JWT"})),
+        b64(serde_json::json!({"iss": "1", "exp": exp}))
+    );
+    let minted = raw(
+        "POST",
+        &sim.url("/api/v3/app/installations/1/access_tokens"),
+        &[("authorization", &format!("Bearer {jwt}"))],
+        None,
+    )
+    .await?;
+    assert_eq!(minted.status, 201);
+    let installation = format!(
+        "Bearer {}",
+        minted.json()?["token"].as_str().unwrap_or_default()
+    );
+    for (path, status) in [("orgs/acme", 201), ("enterprises/acme-corp", 403)] {
+        let answer = raw(
+            "POST",
+            &sim.url(&format!(
+                "/api/v3/{path}/actions/runners/registration-token"
+            )),
+            &[("authorization", &installation)],
+            None,
+        )
+        .await?;
+        assert_eq!(answer.status, status, "{path}");
+    }
     sim.stop().await
 }
 
