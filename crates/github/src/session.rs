@@ -77,6 +77,23 @@ fn sessions_path(scale_set_id: i64) -> String {
     format!("_apis/runtime/runnerscalesets/{scale_set_id}/sessions")
 }
 
+/// The path of one session. The session id comes from the server and is a UUID in practice,
+/// but it is escaped as one path segment so that a `/`, `?` or `#` in it can never address
+/// another resource.
+fn session_path(scale_set_id: i64, session_id: &str) -> String {
+    /// Everything but RFC 3986 unreserved characters is escaped.
+    const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'_')
+        .remove(b'.')
+        .remove(b'~');
+    format!(
+        "{}/{}",
+        sessions_path(scale_set_id),
+        percent_encoding::utf8_percent_encode(session_id, SEGMENT)
+    )
+}
+
 impl Client {
     /// (7) `POST /_apis/runtime/runnerscalesets/{id}/sessions` with `{"ownerName": owner}`;
     /// expects 200. A session without a queue URL or token (seen during incidents) is an
@@ -101,7 +118,7 @@ impl Client {
         let call = Call::service(
             Endpoint::RefreshSession,
             Method::PATCH,
-            format!("{}/{}", sessions_path(scale_set_id), session.session_id),
+            session_path(scale_set_id, &session.session_id),
             &[200],
         );
         let response = self.execute(&call).await?;
@@ -117,7 +134,7 @@ impl Client {
         let call = Call::service(
             Endpoint::DeleteSession,
             Method::DELETE,
-            format!("{}/{session_id}", sessions_path(scale_set_id)),
+            session_path(scale_set_id, session_id),
             &[204],
         );
         self.execute(&call).await?;

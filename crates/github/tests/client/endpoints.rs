@@ -599,6 +599,22 @@ async fn session_create_refresh_delete() {
 }
 
 #[tokio::test]
+async fn session_ids_are_escaped_as_one_path_segment() {
+    let mut h = harness().await;
+    let delete = h
+        .service_mock(
+            "DELETE",
+            "_apis/runtime/runnerscalesets/5/sessions/a%2Fb%3Fc%23d",
+            API,
+        )
+        .with_status(204)
+        .create_async()
+        .await;
+    h.client.delete_session(5, "a/b?c#d").await.unwrap();
+    delete.assert_async().await;
+}
+
+#[tokio::test]
 async fn get_message_long_poll_and_delete_message() {
     let mut h = harness().await;
     let queue = format!("{}/scalesets/message", h.server.url());
