@@ -201,6 +201,11 @@ impl Error {
                     _,
                 )
                 | diesel::result::Error::BrokenTransactionManager => ErrorClass::Retryable,
+                diesel::result::Error::DatabaseError(_, info)
+                    if is_lock_contention(info.message()) =>
+                {
+                    ErrorClass::Retryable
+                }
                 _ => ErrorClass::Fatal,
             },
             Self::NotFound { .. }
@@ -249,6 +254,25 @@ impl Error {
     pub(crate) fn backend(operation: &'static str) -> impl FnOnce(diesel::result::Error) -> Self {
         move |source| Self::Backend { operation, source }
     }
+}
+
+/// Whether a database error's message reports lock contention that a retry resolves: a
+/// PostgreSQL deadlock victim (SQLSTATE 40P01) or lock timeout (55P03), or SQLite's busy/locked
+/// after the busy timeout ran out.
+///
+/// diesel reports these as `DatabaseErrorKind::Unknown` and does not expose the SQLSTATE, so the
+/// message is the only signal; this is the one place it is read. The PostgreSQL texts are the
+/// server's English defaults (`lc_messages`); under another locale these stay `Fatal`, which is
+/// the safe side (the operator sees them).
+fn is_lock_contention(message: &str) -> bool {
+    const MARKERS: [&str; 4] = [
+        "deadlock detected",
+        "could not obtain lock",
+        "database is locked",
+        "database is busy",
+    ];
+    let message = message.to_ascii_lowercase();
+    MARKERS.iter().any(|marker| message.contains(marker))
 }
 
 /// The store's result type.

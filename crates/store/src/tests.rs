@@ -121,6 +121,64 @@ fn errors_classify_for_retry_policy() {
     assert_eq!(mismatch.class(), ErrorClass::Fatal);
 }
 
+/// A database error as diesel reports one, with only a message.
+#[derive(Debug)]
+struct DatabaseMessage(&'static str);
+
+impl diesel::result::DatabaseErrorInformation for DatabaseMessage {
+    fn message(&self) -> &str {
+        self.0
+    }
+    fn details(&self) -> Option<&str> {
+        None
+    }
+    fn hint(&self) -> Option<&str> {
+        None
+    }
+    fn table_name(&self) -> Option<&str> {
+        None
+    }
+    fn column_name(&self) -> Option<&str> {
+        None
+    }
+    fn constraint_name(&self) -> Option<&str> {
+        None
+    }
+    fn statement_position(&self) -> Option<i32> {
+        None
+    }
+}
+
+fn backend_error(message: &'static str) -> Error {
+    Error::Backend {
+        operation: "test",
+        source: diesel::result::Error::DatabaseError(
+            diesel::result::DatabaseErrorKind::Unknown,
+            Box::new(DatabaseMessage(message)),
+        ),
+    }
+}
+
+#[test]
+fn lock_contention_is_retryable_and_other_backend_errors_are_fatal() {
+    for message in [
+        "deadlock detected",
+        "could not obtain lock on row in relation \"leases\"",
+        "database is locked",
+        "database is busy",
+    ] {
+        assert_eq!(
+            backend_error(message).class(),
+            ErrorClass::Retryable,
+            "{message}"
+        );
+    }
+    assert_eq!(
+        backend_error("relation \"leases\" does not exist").class(),
+        ErrorClass::Fatal
+    );
+}
+
 #[test]
 fn public_types_are_thread_safe_and_the_store_is_object_safe() {
     fn assert_send_sync<T: Send + Sync + 'static>() {}
