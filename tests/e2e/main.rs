@@ -2,6 +2,8 @@
 //! simulator through the full loop a controller runs (look up or create, session, long-poll,
 //! acknowledge, JIT runners booted by a fake provider, jobs started and completed).
 
+mod adoption;
+
 use std::collections::BTreeSet;
 use std::time::Duration;
 

@@ -1,6 +1,9 @@
 //! Helpers for scaleset's whole-system tests: a GitHub simulator serving on a loopback port for
 //! the duration of a test, stopped (and awaited) when the test is done.
 //!
+//! It also holds [`adoption_driver`], the small driver that runs the adoption machine of
+//! `scaleset-adopt` against the simulator through the real `scaleset-github` client.
+//!
 //! It deliberately holds no test logic; the tests live in `e2e/`.
 //!
 //! ```
@@ -11,6 +14,8 @@
 //! github.stop().await
 //! # }
 //! ```
+
+pub mod adoption_driver;
 
 use std::net::SocketAddr;
 

@@ -1,0 +1,707 @@
+//! End-to-end adoption: the pure machine of `scaleset-adopt`, driven through the real
+//! `scaleset-github` client (`scaleset_e2e::adoption_driver`) against the real simulator.
+//!
+//! Each test checks scaleset's promise from both sides, the machine's outcome and GitHub's
+//! state: lose the database or crash, converge again with no duplicates, no orphans, and no
+//! harm to what it cannot prove it owns.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use scaleset_adopt::{
+    CommandKind, Desired, Evidence, Failure, Identity, Input, Outcome, Policy, Provenance,
+    Refusal, RetryBounds, RetryReason, RunnerGroupId, ScaleSetId, SessionId,
+};
+use scaleset_e2e::RunningSim;
+use scaleset_e2e::adoption_driver::{Run, ensure, run_once};
+use scaleset_github::{
+    Client, ClientConfig, ConfigUrl, Credentials, Label, RetryPolicy, RunnerScaleSetPatch,
+};
+use scaleset_sim::{Burst, RaceCreate, ScaleSetInfo, SimConfig};
+
+/// Our controller.
+const OURS: &str = "3f2a9c1e-77b0-4d4e-9a55-0123456789ab";
+/// Another scaleset controller sharing the organization.
+const OTHER: &str = "9b1d7e20-0c4a-4f6e-8d21-fedcba987654";
+/// A non-scaleset listener (e.g. ARC) holding a session.
+const RIVAL: &str = "arc-listener-7f9c";
+const NAME: &str = "linux-x64";
+
+const POLICIES: [Policy; 3] = [Policy::Never, Policy::Owned, Policy::Any];
+
+async fn sim(config: SimConfig) -> Result<RunningSim> {
+    RunningSim::start(config).await
+}
+
+/// A simulator whose session conflicts name the holder (`conflictNamesOwner`, the older wording).
+async fn sim_naming_owners() -> Result<RunningSim> {
+    let mut config = SimConfig::default();
+    config.conflict_names_owner = true;
+    sim(config).await
+}
+
+fn client_with(github: &RunningSim, retry: RetryPolicy) -> Result<Client> {
+    let url = ConfigUrl::parse(&github.url("/acme"))?;
+    Ok(Client::new(
+        ClientConfig::new(url, Credentials::pat("ghp_simulator")).with_retry(retry),
+    )?)
+}
+
+fn client(github: &RunningSim) -> Result<Client> {
+    client_with(
+        github,
+        RetryPolicy::new(5, Duration::from_millis(1), Duration::from_millis(5)),
+    )
+}
+
+fn input(controller: &str, known_id: Option<ScaleSetId>, policy: Policy) -> Input {
+    Input {
+        desired: Desired {
+            name: NAME.to_owned(),
+            runner_group_id: RunnerGroupId(1),
+            labels: vec!["linux".to_owned()],
+            disable_update: true,
+        },
+        known_id,
+        policy,
+        repair: false,
+        identity: Identity::from_controller_id(controller),
+        retry: RetryBounds {
+            attempt: 0,
+            max_attempts: 3,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(5),
+        },
+    }
+}
+
+fn owner_label(controller: &str) -> Result<String> {
+    Identity::from_controller_id(controller)
+        .owner_label
+        .context("owner labels are on by default")
+}
+
+/// The fields of a `Ready` outcome the tests look at.
+#[derive(Debug)]
+struct Ready {
+    id: ScaleSetId,
+    provenance: Provenance,
+    evidence: Vec<Evidence>,
+    session: Option<SessionId>,
+    reset_cursor: bool,
+    permit: Option<ScaleSetId>,
+}
+
+fn expect_ready(run: &Run) -> Result<Ready> {
+    let Outcome::Ready {
+        id,
+        provenance,
+        evidence,
+        session,
+        reset_cursor,
+        rollback,
+    } = &run.outcome
+    else {
+        bail!("expected ready, got {:?}", run.outcome);
+    };
+    Ok(Ready {
+        id: *id,
+        provenance: *provenance,
+        evidence: evidence.clone(),
+        session: session.clone(),
+        reset_cursor: *reset_cursor,
+        permit: rollback.permit().map(|permit| permit.id()),
+    })
+}
+
+fn refusal(run: &Run) -> Result<&Refusal> {
+    run.outcome
+        .refusal()
+        .with_context(|| format!("expected a refusal, got {:?}", run.outcome))
+}
+
+fn kinds(run: &Run) -> Vec<CommandKind> {
+    run.commands.iter().map(|c| c.kind()).collect()
+}
+
+/// Every scale set on the simulator with the desired name (any case, any group, any scope).
+fn named(github: &RunningSim) -> Vec<ScaleSetInfo> {
+    github
+        .sim
+        .state()
+        .scale_sets
+        .into_iter()
+        .filter(|set| set.name.eq_ignore_ascii_case(NAME))
+        .collect()
+}
+
+fn only_one(github: &RunningSim) -> Result<ScaleSetInfo> {
+    let mut sets = named(github);
+    if sets.len() != 1 {
+        bail!("expected exactly one scale set named {NAME}, found {sets:?}");
+    }
+    sets.pop().context("one scale set")
+}
+
+fn sim_id(id: ScaleSetId) -> Result<i64> {
+    Ok(i64::try_from(id.0)?)
+}
+
+fn adopt_id(id: i64) -> Result<ScaleSetId> {
+    Ok(ScaleSetId(u64::try_from(id)?))
+}
+
+/// Requests that change GitHub (create, update, delete, sessions).
+fn writes(github: &RunningSim) -> u64 {
+    [
+        "create_scale_set",
+        "update_scale_set",
+        "delete_scale_set",
+        "create_session",
+        "delete_session",
+    ]
+    .iter()
+    .map(|endpoint| github.sim.request_count(endpoint))
+    .sum()
+}
+
+/// Creates the scale set as controller `OURS` on a fresh simulator state.
+async fn created_by_us(client: &Client) -> Result<ScaleSetId> {
+    let run = run_once(client, input(OURS, None, Policy::Owned)).await?;
+    Ok(expect_ready(&run)?.id)
+}
+
+/// Scenario 1: nothing stored, nothing on GitHub.
+#[tokio::test]
+async fn a_fresh_ensure_creates_one_scale_set_with_a_delete_permit() -> Result<()> {
+    let github = sim(SimConfig::default()).await?;
+    let client = client(&github)?;
+
+    let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
+    let ready = expect_ready(&run)?;
+    assert_eq!(ready.provenance, Provenance::Created);
+    assert_eq!(ready.evidence, vec![Evidence::CreatedThisRun]);
+    assert_eq!(ready.permit, Some(ready.id), "only a created set may be deleted");
+    assert!(!ready.reset_cursor);
+    assert_eq!(kinds(&run), [CommandKind::ListByName, CommandKind::Create]);
+
+    let set = only_one(&github)?;
+    assert_eq!(set.id, sim_id(ready.id)?);
+    assert_eq!(
+        set.labels,
+        [NAME.to_owned(), "linux".to_owned(), owner_label(OURS)?],
+        "the name, the configured labels and our owner label"
+    );
+    assert!(set.session.is_none(), "the machine leaves no session behind");
+    assert_eq!(github.sim.request_count("create_scale_set"), 1);
+    let on_github = client.get_scale_set(set.id).await?;
+    assert!(on_github.runner_setting.disable_update);
+    github.stop().await
+}
+
+/// Scenario 2: a restart with the stored id reads it and creates nothing.
+#[tokio::test]
+async fn a_restart_with_the_stored_id_is_known_and_creates_nothing() -> Result<()> {
+    let github = sim(SimConfig::default()).await?;
+    let client = client(&github)?;
+    let id = created_by_us(&client).await?;
+    github.sim.clear_requests();
+
+    let run = run_once(&client, input(OURS, Some(id), Policy::Owned)).await?;
+    let ready = expect_ready(&run)?;
+    assert_eq!((ready.id, ready.provenance), (id, Provenance::Known));
+    assert_eq!(
+        ready.evidence,
+        vec![Evidence::StoredId, Evidence::OwnerLabel]
+    );
+    assert_eq!(ready.permit, None, "a known scale set may only be detached");
+    assert!(!ready.reset_cursor);
+    assert_eq!(kinds(&run), [CommandKind::GetById]);
+    assert_eq!(github.sim.request_count("create_scale_set"), 0);
+    assert_eq!(writes(&github), 0);
+    only_one(&github)?;
+    github.stop().await
+}
+
+/// Scenario 3: the database is lost; the owner label proves the scale set is ours.
+#[tokio::test]
+async fn a_lost_database_adopts_our_scale_set_by_its_owner_label() -> Result<()> {
+    let github = sim(SimConfig::default()).await?;
+    let client = client(&github)?;
+    let id = created_by_us(&client).await?;
+    github.sim.clear_requests();
+
+    let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
+    let ready = expect_ready(&run)?;
+    assert_eq!((ready.id, ready.provenance), (id, Provenance::Adopted));
+    assert_eq!(ready.evidence, vec![Evidence::OwnerLabel]);
+    assert_eq!(ready.permit, None, "an adopted scale set is never deleted");
+    assert_eq!(kinds(&run), [CommandKind::ListByName, CommandKind::GetById]);
+    assert_eq!(writes(&github), 0, "no create, no probe session");
+    assert_eq!(only_one(&github)?.id, sim_id(id)?, "no duplicate");
+
+    // Policy `never` accepts only the stored id, so the same loss is a refusal there.
+    let run = run_once(&client, input(OURS, None, Policy::Never)).await?;
+    assert!(matches!(refusal(&run)?, Refusal::ScaleSetExists { .. }));
+    github.stop().await
+}
+
+/// Scenario 4: another controller (another owner label) loses its database and looks for the
+/// same name: it must not take our scale set, under any policy.
+#[tokio::test]
+async fn another_controller_is_refused_our_scale_set_under_every_policy() -> Result<()> {
+    let github = sim(SimConfig::default()).await?;
+    let client = client(&github)?;
+    let id = created_by_us(&client).await?;
+    let before = github.sim.state().scale_sets;
+    github.sim.clear_requests();
+
+    for policy in POLICIES {
+        let run = run_once(&client, input(OTHER, None, policy)).await?;
+        let Refusal::ForeignOwner { scale_set, labels } = refusal(&run)? else {
+            bail!("{policy:?}: expected ForeignOwner, got {:?}", run.outcome);
+        };
+        assert_eq!(scale_set.id, id, "{policy:?}");
+        assert_eq!(labels, &[owner_label(OURS)?], "{policy:?}");
+        assert!(
+            !kinds(&run).contains(&CommandKind::OpenSession),
+            "{policy:?}: no probe on a foreign-owned set"
+        );
+    }
+    assert_eq!(writes(&github), 0, "nothing created, modified or deleted");
+    assert_eq!(github.sim.state().scale_sets, before);
+    github.stop().await
+}
+
+/// Scenario 5: a scale set somebody else created (no owner label), whose session another
+/// listener holds. The conflict names the holder here (the simulator's older wording).
+#[tokio::test]
+async fn a_foreign_scale_set_with_a_live_session_is_never_taken() -> Result<()> {
+    let github = sim_naming_owners().await?;
+    let client = client(&github)?;
+    let foreign = github
+        .sim
+        .create_foreign_scale_set("acme", 1, NAME, RIVAL)?;
+    let before = github.sim.state().scale_sets;
+    github.sim.clear_requests();
+
+    for policy in POLICIES {
+        let run = run_once(&client, input(OURS, None, policy)).await?;
+        match (policy, refusal(&run)?) {
+            (Policy::Never, Refusal::ScaleSetExists { scale_set }) => {
+                assert_eq!(sim_id(scale_set.id)?, foreign.scale_set_id);
+                assert!(!kinds(&run).contains(&CommandKind::OpenSession));
+            }
+            (Policy::Owned | Policy::Any, Refusal::ForeignSession { scale_set, owner }) => {
+                assert_eq!(sim_id(scale_set.id)?, foreign.scale_set_id);
+                assert_eq!(owner, RIVAL);
+            }
+            (policy, other) => bail!("{policy:?}: unexpected refusal {other:?}"),
+        }
+    }
+    // Two probes met the 409; nothing else was written.
+    assert_eq!(github.sim.request_count("create_session"), 2);
+    assert_eq!(writes(&github), 2);
+    assert_eq!(github.sim.state().scale_sets, before, "the rival's session is intact");
+    github.stop().await
+}
+
+/// Scenario 5 with today's wording: the 409 does not name the holder, so nothing can be
+/// proven either way. The machine retries (`SessionHeld`) and then gives up; it never adopts.
+#[tokio::test]
+async fn an_unnamed_session_holder_is_waited_for_then_given_up_on() -> Result<()> {
+    let github = sim(SimConfig::default()).await?;
+    let client = client(&github)?;
+    let foreign = github
+        .sim
+        .create_foreign_scale_set("acme", 1, NAME, RIVAL)?;
+    let before = github.sim.state().scale_sets;
+
+    for policy in [Policy::Owned, Policy::Any] {
+        let runs = ensure(&client, input(OURS, None, policy)).await?;
+        assert_eq!(runs.len(), 3, "{policy:?}: max_attempts runs");
+        for run in &runs[..2] {
+            let Outcome::Retry {
+                reason: RetryReason::SessionHeld { scale_set, owner },
+                ..
+            } = &run.outcome
+            else {
+                bail!("{policy:?}: expected SessionHeld, got {:?}", run.outcome);
+            };
+            assert_eq!(sim_id(scale_set.id)?, foreign.scale_set_id);
+            assert_eq!(owner, &None);
+        }
+        let last = runs.last().context("a last run")?;
+        let Outcome::Failed {
+            reason: Failure::AttemptsExhausted { attempts, last },
+        } = &last.outcome
+        else {
+            bail!("{policy:?}: expected AttemptsExhausted, got {:?}", last.outcome);
+        };
+        assert_eq!(*attempts, 3);
+        assert!(matches!(last, RetryReason::SessionHeld { owner: None, .. }));
+    }
+    assert_eq!(github.sim.request_count("create_scale_set"), 0);
+    assert_eq!(github.sim.state().scale_sets, before);
+    github.stop().await
+}
+
+/// Scenario 5 without a holder: `owned` probes, proves nothing and closes the probe;
+/// `any` adopts, repairs the settings (adding our owner label) and hands the probe's session to
+/// the listener. Afterwards the owner label is evidence even for `owned`.
+#[tokio::test]
+async fn a_foreign_scale_set_without_a_session_is_adopted_only_under_any() -> Result<()> {
+    let github = sim(SimConfig::default()).await?;
+    let client = client(&github)?;
+    let foreign = github
+        .sim
+        .create_foreign_scale_set("acme", 1, NAME, RIVAL)?;
+    github.sim.evict_session(foreign.scale_set_id)?;
+    let id = adopt_id(foreign.scale_set_id)?;
+
+    let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
+    assert!(matches!(
+        refusal(&run)?,
+        Refusal::OwnershipUnproven { .. }
+    ));
+    assert_eq!(
+        kinds(&run),
+        [
+            CommandKind::ListByName,
+            CommandKind::GetById,
+            CommandKind::OpenSession,
+            CommandKind::CloseSession
+        ]
+    );
+    let set = only_one(&github)?;
+    assert!(set.session.is_none(), "the probe session was closed");
+    assert_eq!(set.labels, [NAME], "untouched");
+
+    let identity = Identity::from_controller_id(OURS);
+    let mut any = input(OURS, None, Policy::Any);
+    any.repair = true;
+    let run = run_once(&client, any).await?;
+    let ready = expect_ready(&run)?;
+    assert_eq!((ready.id, ready.provenance), (id, Provenance::Adopted));
+    assert!(ready.evidence.is_empty(), "adopted on policy alone");
+    assert_eq!(ready.permit, None);
+    let session = run.session.as_ref().context("the session is handed over")?;
+    assert_eq!(ready.session, Some(SessionId(session.session_id.clone())));
+    assert_eq!(session.owner_name, identity.session_owner);
+    let set = only_one(&github)?;
+    assert_eq!(
+        set.session.map(|s| s.owner_name),
+        Some(identity.session_owner.clone()),
+        "the listener holds it now"
+    );
+    assert_eq!(
+        set.labels,
+        [NAME.to_owned(), "linux".to_owned(), owner_label(OURS)?]
+    );
+    client
+        .delete_session(foreign.scale_set_id, &session.session_id)
+        .await?;
+
+    let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
+    assert_eq!(expect_ready(&run)?.evidence, vec![Evidence::OwnerLabel]);
+    github.stop().await
+}
+
+/// Scenario 6a: a competitor creates the same name between our lookup and our create. The
+/// machine looks again and judges the winner by rule 3: without evidence it is not ours.
+#[tokio::test]
+async fn a_competitor_that_wins_the_create_race_is_not_adopted() -> Result<()> {
+    let github = sim_naming_owners().await?;
+    let client = client(&github)?;
+
+    // The competitor holds its session.
+    github
+        .sim
+        .update_faults(|f| f.race_create = Some(RaceCreate::with_owner(RIVAL)));
+    let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
+    let Refusal::ForeignSession { scale_set, owner } = refusal(&run)? else {
+        bail!("expected ForeignSession, got {:?}", run.outcome);
+    };
+    assert_eq!(owner, RIVAL);
+    assert_eq!(
+        kinds(&run),
+        [
+            CommandKind::ListByName,
+            CommandKind::Create,
+            CommandKind::ListByName,
+            CommandKind::GetById,
+            CommandKind::OpenSession
+        ]
+    );
+    let theirs = only_one(&github)?;
+    assert_eq!(theirs.id, sim_id(scale_set.id)?);
+    assert_eq!(theirs.labels, [NAME], "no owner label of ours");
+    assert_eq!(
+        theirs.session.map(|s| s.owner_name).as_deref(),
+        Some(RIVAL)
+    );
+    assert_eq!(github.sim.request_count("create_scale_set"), 1, "created once");
+    github.sim.delete_scale_set(theirs.id)?;
+
+    // The competitor holds no session: the probe opens, proves nothing and is closed.
+    github
+        .sim
+        .update_faults(|f| f.race_create = Some(RaceCreate::default()));
+    let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
+    assert!(matches!(
+        refusal(&run)?,
+        Refusal::OwnershipUnproven { .. }
+    ));
+    assert_eq!(run.outcome.delete_permit(), None);
+    let theirs = only_one(&github)?;
+    assert!(theirs.session.is_none(), "the probe was closed");
+    github.sim.delete_scale_set(theirs.id)?;
+
+    // Under `never` the winner is refused without a probe.
+    github
+        .sim
+        .update_faults(|f| f.race_create = Some(RaceCreate::default()));
+    let run = run_once(&client, input(OURS, None, Policy::Never)).await?;
+    assert!(matches!(refusal(&run)?, Refusal::ScaleSetExists { .. }));
+    assert!(!kinds(&run).contains(&CommandKind::OpenSession));
+    only_one(&github)?;
+    github.stop().await
+}
+
+/// Scenario 6b: our create commits on GitHub but answers 5xx. The client's retry meets
+/// `RunnerScaleSetExistsException`; the machine looks again and finds our own owner label.
+#[tokio::test]
+async fn a_create_committed_behind_a_5xx_is_found_again_by_its_owner_label() -> Result<()> {
+    let github = sim(SimConfig::default()).await?;
+    let client = client(&github)?;
+    github.sim.update_faults(|f| {
+        f.commit_then_fail = Some(Burst::new(1, 503).on("create_scale_set"));
+    });
+
+    let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
+    let ready = expect_ready(&run)?;
+    assert_eq!(ready.provenance, Provenance::Adopted);
+    assert_eq!(ready.evidence, vec![Evidence::OwnerLabel]);
+    // Our own set, but this run cannot prove it created it: no delete permit.
+    assert_eq!(ready.permit, None);
+    assert_eq!(
+        kinds(&run),
+        [
+            CommandKind::ListByName,
+            CommandKind::Create,
+            CommandKind::ListByName,
+            CommandKind::GetById
+        ]
+    );
+    assert_eq!(github.sim.request_count("create_scale_set"), 2, "one retry");
+    assert_eq!(only_one(&github)?.id, sim_id(ready.id)?, "no duplicate");
+    github.stop().await
+}
+
+/// Scenario 6b with a client that does not retry: the 5xx ends the attempt in
+/// `Retry (Transient)`, and the next attempt starts at the lookup and adopts our set.
+#[tokio::test]
+async fn a_retried_ensure_after_a_committed_5xx_adopts_instead_of_duplicating() -> Result<()> {
+    let github = sim(SimConfig::default()).await?;
+    let client = client_with(&github, RetryPolicy::never())?;
+    github.sim.update_faults(|f| {
+        f.commit_then_fail = Some(Burst::new(1, 503).on("create_scale_set"));
+    });
+
+    let runs = ensure(&client, input(OURS, None, Policy::Owned)).await?;
+    let [first, second] = runs.as_slice() else {
+        bail!("expected two attempts, got {runs:?}");
+    };
+    assert!(
+        matches!(
+            &first.outcome,
+            Outcome::Retry {
+                reason: RetryReason::Transient {
+                    command: CommandKind::Create,
+                    ..
+                },
+                ..
+            }
+        ),
+        "{:?}",
+        first.outcome
+    );
+    let ready = expect_ready(second)?;
+    assert_eq!(ready.provenance, Provenance::Adopted);
+    assert_eq!(ready.evidence, vec![Evidence::OwnerLabel]);
+    assert_eq!(ready.permit, None);
+    assert_eq!(second.count(CommandKind::Create), 0);
+    assert_eq!(github.sim.request_count("create_scale_set"), 1);
+    assert_eq!(only_one(&github)?.id, sim_id(ready.id)?, "no duplicate");
+    github.stop().await
+}
+
+/// A crash leaves our listener's session open, the database is lost, and owner labels are
+/// off: the probe's 409 names our own session owner, which is evidence.
+#[tokio::test]
+async fn a_crashed_listeners_session_proves_ownership_without_owner_labels() -> Result<()> {
+    let github = sim_naming_owners().await?;
+    let client = client(&github)?;
+    let mut unlabelled = input(OURS, None, Policy::Owned);
+    unlabelled.identity.owner_label = None;
+    let created = run_once(&client, unlabelled.clone()).await?;
+    let id = expect_ready(&created)?.id;
+    assert_eq!(only_one(&github)?.labels, [NAME, "linux"]);
+    // The listener opened its session and crashed without closing it.
+    let identity = Identity::from_controller_id(OURS);
+    client
+        .create_session(sim_id(id)?, &identity.session_owner)
+        .await?;
+
+    let run = run_once(&client, unlabelled).await?;
+    let ready = expect_ready(&run)?;
+    assert_eq!((ready.id, ready.provenance), (id, Provenance::Adopted));
+    assert_eq!(ready.evidence, vec![Evidence::OwnSession]);
+    assert_eq!(ready.permit, None);
+    assert_eq!(ready.session, None, "the stale session is the listener's to replace");
+    let set = only_one(&github)?;
+    assert_eq!(
+        set.session.map(|s| s.owner_name),
+        Some(identity.session_owner)
+    );
+    github.stop().await
+}
+
+/// Scenario 7a: GitHub deleted the scale set out of band; the stored id reads 404.
+#[tokio::test]
+async fn a_scale_set_deleted_out_of_band_is_created_again_with_a_cursor_reset() -> Result<()> {
+    let github = sim(SimConfig::default()).await?;
+    let client = client(&github)?;
+    let old = created_by_us(&client).await?;
+    github.sim.delete_scale_set(sim_id(old)?)?;
+
+    let run = run_once(&client, input(OURS, Some(old), Policy::Owned)).await?;
+    let ready = expect_ready(&run)?;
+    assert_eq!(ready.provenance, Provenance::Created);
+    assert!(ready.reset_cursor, "the old message cursor is meaningless");
+    assert_ne!(ready.id, old);
+    assert_eq!(ready.permit, Some(ready.id));
+    assert_eq!(
+        kinds(&run),
+        [
+            CommandKind::GetById,
+            CommandKind::ListByName,
+            CommandKind::Create
+        ]
+    );
+    assert_eq!(only_one(&github)?.id, sim_id(ready.id)?);
+    github.stop().await
+}
+
+/// Scenario 7b: the same through dormancy, by moving simulated time past it.
+///
+/// The admin token the client cached expires with the jump (the client judges `exp` by its own
+/// clock, the simulator by simulated time): the first read answers 401, which the client
+/// classifies as retryable after dropping the token, so the first attempt ends in
+/// `Retry (Transient)` and the next one, with a fresh token, converges.
+#[tokio::test]
+async fn a_dormant_scale_set_removed_by_github_is_created_again() -> Result<()> {
+    let github = sim(SimConfig::default()).await?;
+    let client = client(&github)?;
+    let old = created_by_us(&client).await?;
+    github.sim.advance(Duration::from_secs(8 * 24 * 3600));
+    assert!(named(&github).is_empty(), "dormancy removed it");
+
+    let runs = ensure(&client, input(OURS, Some(old), Policy::Owned)).await?;
+    let [expired, run] = runs.as_slice() else {
+        bail!("expected two attempts, got {runs:?}");
+    };
+    let Outcome::Retry {
+        reason: RetryReason::Transient { command, message },
+        ..
+    } = &expired.outcome
+    else {
+        bail!("expected a transient 401, got {:?}", expired.outcome);
+    };
+    assert_eq!(*command, CommandKind::GetById);
+    assert!(message.contains("InvalidTokenException"), "{message}");
+    let ready = expect_ready(run)?;
+    assert_eq!(ready.provenance, Provenance::Created);
+    assert!(ready.reset_cursor);
+    assert_ne!(ready.id, old);
+    assert_eq!(only_one(&github)?.id, sim_id(ready.id)?);
+    github.stop().await
+}
+
+/// Scenario 8: labels changed out of band. Without repair: refused, untouched. With repair:
+/// patched and verified by a read-back.
+#[tokio::test]
+async fn drifted_labels_are_refused_or_repaired_and_verified() -> Result<()> {
+    let github = sim(SimConfig::default()).await?;
+    let client = client(&github)?;
+    let id = created_by_us(&client).await?;
+    // Somebody replaces the labels, dropping ours.
+    let patch = RunnerScaleSetPatch {
+        labels: Some(vec![Label::system(NAME), Label::system("gpu")]),
+        ..RunnerScaleSetPatch::default()
+    };
+    client.update_scale_set(sim_id(id)?, &patch).await?;
+    github.sim.clear_requests();
+
+    let run = run_once(&client, input(OURS, Some(id), Policy::Owned)).await?;
+    let Refusal::Drifted { ours, theirs, .. } = refusal(&run)? else {
+        bail!("expected Drifted, got {:?}", run.outcome);
+    };
+    assert_eq!(ours.labels, ["linux", NAME]);
+    assert_eq!(theirs.labels, ["gpu", NAME]);
+    assert_eq!(writes(&github), 0, "no repair without repair = true");
+    assert_eq!(only_one(&github)?.labels, [NAME, "gpu"]);
+
+    let mut repair = input(OURS, Some(id), Policy::Owned);
+    repair.repair = true;
+    let run = run_once(&client, repair).await?;
+    let ready = expect_ready(&run)?;
+    assert_eq!((ready.id, ready.provenance), (id, Provenance::Known));
+    assert_eq!(ready.evidence, vec![Evidence::StoredId]);
+    assert_eq!(
+        kinds(&run),
+        [
+            CommandKind::GetById,
+            CommandKind::Update,
+            CommandKind::GetById
+        ]
+    );
+    assert_eq!(
+        only_one(&github)?.labels,
+        [NAME.to_owned(), "linux".to_owned(), owner_label(OURS)?],
+        "the owner label is back too"
+    );
+    assert_eq!(github.sim.request_count("update_scale_set"), 1);
+    github.stop().await
+}
+
+/// Scenario 8 for `disableUpdate`. Turning it on repairs; turning it off cannot: the client
+/// omits `disableUpdate: false` (as the official clients do, protocol §6.1) and a PATCH
+/// ignores zero values (protocol §5 (5)), so the read-back still shows `true`. The machine
+/// reports `RepairDidNotTake` rather than claiming success.
+#[tokio::test]
+async fn disable_update_repairs_to_true_but_cannot_be_turned_off() -> Result<()> {
+    let github = sim(SimConfig::default()).await?;
+    let client = client(&github)?;
+    let mut off = input(OURS, None, Policy::Owned);
+    off.desired.disable_update = false;
+    let id = expect_ready(&run_once(&client, off.clone()).await?)?.id;
+    assert!(!client.get_scale_set(sim_id(id)?).await?.runner_setting.disable_update);
+
+    let mut on = input(OURS, Some(id), Policy::Owned);
+    on.repair = true;
+    let run = run_once(&client, on).await?;
+    assert_eq!(expect_ready(&run)?.provenance, Provenance::Known);
+    assert!(client.get_scale_set(sim_id(id)?).await?.runner_setting.disable_update);
+
+    let mut back_off = off;
+    back_off.known_id = Some(id);
+    back_off.repair = true;
+    let run = run_once(&client, back_off).await?;
+    let Refusal::RepairDidNotTake { ours, theirs, .. } = refusal(&run)? else {
+        bail!("expected RepairDidNotTake, got {:?}", run.outcome);
+    };
+    assert!(!ours.disable_update);
+    assert!(theirs.disable_update);
+    github.stop().await
+}
