@@ -9,15 +9,15 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use scaleset_adopt::{
-    CommandKind, Desired, Evidence, Failure, Identity, Input, Outcome, Policy, Provenance,
-    Refusal, RetryBounds, RetryReason, RunnerGroupId, ScaleSetId, SessionId,
+    CommandKind, Desired, Evidence, Failure, Identity, Input, Outcome, Policy, Provenance, Refusal,
+    RetryBounds, RetryReason, RunnerGroupId, ScaleSetId, SessionId,
 };
 use scaleset_e2e::RunningSim;
 use scaleset_e2e::adoption_driver::{Run, ensure, run_once};
 use scaleset_github::{
     Client, ClientConfig, ConfigUrl, Credentials, Label, RetryPolicy, RunnerScaleSetPatch,
 };
-use scaleset_sim::{Burst, RaceCreate, ScaleSetInfo, SimConfig};
+use scaleset_sim::{Burst, NestedStyle, RaceCreate, ScaleSetInfo, SimConfig};
 
 /// Our controller.
 const OURS: &str = "3f2a9c1e-77b0-4d4e-9a55-0123456789ab";
@@ -181,7 +181,11 @@ async fn a_fresh_ensure_creates_one_scale_set_with_a_delete_permit() -> Result<(
     let ready = expect_ready(&run)?;
     assert_eq!(ready.provenance, Provenance::Created);
     assert_eq!(ready.evidence, vec![Evidence::CreatedThisRun]);
-    assert_eq!(ready.permit, Some(ready.id), "only a created set may be deleted");
+    assert_eq!(
+        ready.permit,
+        Some(ready.id),
+        "only a created set may be deleted"
+    );
     assert!(!ready.reset_cursor);
     assert_eq!(kinds(&run), [CommandKind::ListByName, CommandKind::Create]);
 
@@ -192,7 +196,10 @@ async fn a_fresh_ensure_creates_one_scale_set_with_a_delete_permit() -> Result<(
         [NAME.to_owned(), "linux".to_owned(), owner_label(OURS)?],
         "the name, the configured labels and our owner label"
     );
-    assert!(set.session.is_none(), "the machine leaves no session behind");
+    assert!(
+        set.session.is_none(),
+        "the machine leaves no session behind"
+    );
     assert_eq!(github.sim.request_count("create_scale_set"), 1);
     let on_github = client.get_scale_set(set.id).await?;
     assert!(on_github.runner_setting.disable_update);
@@ -302,7 +309,11 @@ async fn a_foreign_scale_set_with_a_live_session_is_never_taken() -> Result<()> 
     // Two probes met the 409; nothing else was written.
     assert_eq!(github.sim.request_count("create_session"), 2);
     assert_eq!(writes(&github), 2);
-    assert_eq!(github.sim.state().scale_sets, before, "the rival's session is intact");
+    assert_eq!(
+        github.sim.state().scale_sets,
+        before,
+        "the rival's session is intact"
+    );
     github.stop().await
 }
 
@@ -336,7 +347,10 @@ async fn an_unnamed_session_holder_is_waited_for_then_given_up_on() -> Result<()
             reason: Failure::AttemptsExhausted { attempts, last },
         } = &last.outcome
         else {
-            bail!("{policy:?}: expected AttemptsExhausted, got {:?}", last.outcome);
+            bail!(
+                "{policy:?}: expected AttemptsExhausted, got {:?}",
+                last.outcome
+            );
         };
         assert_eq!(*attempts, 3);
         assert!(matches!(last, RetryReason::SessionHeld { owner: None, .. }));
@@ -360,10 +374,7 @@ async fn a_foreign_scale_set_without_a_session_is_adopted_only_under_any() -> Re
     let id = adopt_id(foreign.scale_set_id)?;
 
     let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
-    assert!(matches!(
-        refusal(&run)?,
-        Refusal::OwnershipUnproven { .. }
-    ));
+    assert!(matches!(refusal(&run)?, Refusal::OwnershipUnproven { .. }));
     assert_eq!(
         kinds(&run),
         [
@@ -436,11 +447,12 @@ async fn a_competitor_that_wins_the_create_race_is_not_adopted() -> Result<()> {
     let theirs = only_one(&github)?;
     assert_eq!(theirs.id, sim_id(scale_set.id)?);
     assert_eq!(theirs.labels, [NAME], "no owner label of ours");
+    assert_eq!(theirs.session.map(|s| s.owner_name).as_deref(), Some(RIVAL));
     assert_eq!(
-        theirs.session.map(|s| s.owner_name).as_deref(),
-        Some(RIVAL)
+        github.sim.request_count("create_scale_set"),
+        1,
+        "created once"
     );
-    assert_eq!(github.sim.request_count("create_scale_set"), 1, "created once");
     github.sim.delete_scale_set(theirs.id)?;
 
     // The competitor holds no session: the probe opens, proves nothing and is closed.
@@ -448,10 +460,7 @@ async fn a_competitor_that_wins_the_create_race_is_not_adopted() -> Result<()> {
         .sim
         .update_faults(|f| f.race_create = Some(RaceCreate::default()));
     let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
-    assert!(matches!(
-        refusal(&run)?,
-        Refusal::OwnershipUnproven { .. }
-    ));
+    assert!(matches!(refusal(&run)?, Refusal::OwnershipUnproven { .. }));
     assert_eq!(run.outcome.delete_permit(), None);
     let theirs = only_one(&github)?;
     assert!(theirs.session.is_none(), "the probe was closed");
@@ -558,7 +567,10 @@ async fn a_crashed_listeners_session_proves_ownership_without_owner_labels() -> 
     assert_eq!((ready.id, ready.provenance), (id, Provenance::Adopted));
     assert_eq!(ready.evidence, vec![Evidence::OwnSession]);
     assert_eq!(ready.permit, None);
-    assert_eq!(ready.session, None, "the stale session is the listener's to replace");
+    assert_eq!(
+        ready.session, None,
+        "the stale session is the listener's to replace"
+    );
     let set = only_one(&github)?;
     assert_eq!(
         set.session.map(|s| s.owner_name),
@@ -686,13 +698,25 @@ async fn disable_update_repairs_to_true_but_cannot_be_turned_off() -> Result<()>
     let mut off = input(OURS, None, Policy::Owned);
     off.desired.disable_update = false;
     let id = expect_ready(&run_once(&client, off.clone()).await?)?.id;
-    assert!(!client.get_scale_set(sim_id(id)?).await?.runner_setting.disable_update);
+    assert!(
+        !client
+            .get_scale_set(sim_id(id)?)
+            .await?
+            .runner_setting
+            .disable_update
+    );
 
     let mut on = input(OURS, Some(id), Policy::Owned);
     on.repair = true;
     let run = run_once(&client, on).await?;
     assert_eq!(expect_ready(&run)?.provenance, Provenance::Known);
-    assert!(client.get_scale_set(sim_id(id)?).await?.runner_setting.disable_update);
+    assert!(
+        client
+            .get_scale_set(sim_id(id)?)
+            .await?
+            .runner_setting
+            .disable_update
+    );
 
     let mut back_off = off;
     back_off.known_id = Some(id);
@@ -703,5 +727,118 @@ async fn disable_update_repairs_to_true_but_cannot_be_turned_off() -> Result<()>
     };
     assert!(!ours.disable_update);
     assert!(theirs.disable_update);
+    github.stop().await
+}
+
+/// Names are matched exactly, but GitHub (the simulator, case-insensitively unique) returns a
+/// case variant for the name filter: the machine refuses instead of creating a near-duplicate.
+#[tokio::test]
+async fn a_name_differing_only_in_case_is_refused_not_duplicated() -> Result<()> {
+    let github = sim(SimConfig::default()).await?;
+    let client = client(&github)?;
+    let variant = NAME.to_uppercase();
+    github
+        .sim
+        .create_foreign_scale_set("acme", 1, &variant, RIVAL)?;
+
+    for policy in POLICIES {
+        let run = run_once(&client, input(OURS, None, policy)).await?;
+        let Refusal::NameCaseCollision { existing, .. } = refusal(&run)? else {
+            bail!(
+                "{policy:?}: expected NameCaseCollision, got {:?}",
+                run.outcome
+            );
+        };
+        assert_eq!(
+            existing.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+            [variant.as_str()]
+        );
+    }
+    assert_eq!(writes(&github), 0);
+    assert_eq!(only_one(&github)?.name, variant);
+    github.stop().await
+}
+
+/// GitHub's quirks that the simulator can inject (group ids omitted from group-scoped lists,
+/// the name filter ignored, exceptions nested either way, BOM-prefixed bodies) change no
+/// verdict: create, adopt after a lost database, and a lost race are decided as without them.
+#[tokio::test]
+async fn githubs_quirks_do_not_change_the_verdicts() -> Result<()> {
+    for style in [NestedStyle::InnerException, NestedStyle::Message] {
+        let github = sim_naming_owners().await?;
+        let client = client(&github)?;
+        github.sim.update_faults(|f| {
+            f.omit_runner_group_id = true;
+            f.ignore_name_filter = true;
+            f.nested_exceptions = Some(style);
+            f.bom = true;
+        });
+        // A neighbour in the same group, listed by every name lookup.
+        github
+            .sim
+            .create_foreign_scale_set("acme", 1, "windows", RIVAL)?;
+
+        let id = created_by_us(&client).await?;
+        let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
+        let ready = expect_ready(&run)?;
+        assert_eq!(
+            (ready.id, ready.provenance),
+            (id, Provenance::Adopted),
+            "{style:?}"
+        );
+        assert_eq!(ready.evidence, vec![Evidence::OwnerLabel], "{style:?}");
+
+        github.sim.delete_scale_set(sim_id(id)?)?;
+        github
+            .sim
+            .update_faults(|f| f.race_create = Some(RaceCreate::with_owner(RIVAL)));
+        let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
+        let Refusal::ForeignSession { owner, .. } = refusal(&run)? else {
+            bail!("{style:?}: expected ForeignSession, got {:?}", run.outcome);
+        };
+        assert_eq!(owner, RIVAL, "{style:?}");
+        assert!(
+            only_one(&github)?.labels.iter().all(|l| l == NAME),
+            "{style:?}: theirs"
+        );
+        assert_eq!(github.sim.state().scale_sets.len(), 2, "{style:?}");
+        github.stop().await?;
+    }
+    Ok(())
+}
+
+/// With `text/plain` error bodies the exception names are lost. A 404 is still a 404, so a
+/// dormant scale set is still replaced; but a lost create race can no longer be recognised
+/// (`RunnerScaleSetExistsException` is gone from the body), and the run fails on the 400
+/// instead of adopting or creating twice.
+#[tokio::test]
+async fn text_plain_errors_still_replace_a_deleted_set_and_fail_a_lost_race_safely() -> Result<()> {
+    let github = sim(SimConfig::default()).await?;
+    let client = client(&github)?;
+    github.sim.update_faults(|f| f.text_plain_errors = true);
+    let old = created_by_us(&client).await?;
+    github.sim.delete_scale_set(sim_id(old)?)?;
+
+    let run = run_once(&client, input(OURS, Some(old), Policy::Owned)).await?;
+    let ready = expect_ready(&run)?;
+    assert_eq!(ready.provenance, Provenance::Created);
+    assert!(ready.reset_cursor);
+    github.sim.delete_scale_set(sim_id(ready.id)?)?;
+
+    github
+        .sim
+        .update_faults(|f| f.race_create = Some(RaceCreate::default()));
+    let run = run_once(&client, input(OURS, None, Policy::Any)).await?;
+    let Outcome::Failed {
+        reason: Failure::BadRequest {
+            command, message, ..
+        },
+    } = &run.outcome
+    else {
+        bail!("expected a failed create, got {:?}", run.outcome);
+    };
+    assert_eq!(*command, CommandKind::Create);
+    assert!(message.contains("already exists"), "{message}");
+    assert_eq!(only_one(&github)?.labels, [NAME], "only the competitor's");
     github.stop().await
 }

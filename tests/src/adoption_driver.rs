@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context, Result, bail};
 use scaleset_adopt::{
-    Command, CreateSpec, Fact, Input, Machine, Outcome, Patch, RunnerGroupId, ScaleSet,
-    ScaleSetId, SessionId, Step,
+    Command, CreateSpec, Fact, Input, Machine, Outcome, Patch, RunnerGroupId, ScaleSet, ScaleSetId,
+    SessionId, Step,
 };
 use scaleset_github::{
     Client, Error, ErrorClass, Label, NewRunnerScaleSet, RunnerScaleSet, RunnerScaleSetPatch,
@@ -66,17 +66,16 @@ pub async fn run_once(client: &Client, input: Input) -> Result<Run> {
                     .with_context(|| format!("feeding the answer to {}", command.kind()))?;
             }
             Step::Done(outcome) => {
-                let session = match &outcome {
-                    Outcome::Ready {
-                        session: Some(SessionId(id)),
-                        ..
-                    } => Some(
-                        opened
-                            .remove(id)
-                            .with_context(|| format!("handed-over session {id} was never opened"))?,
-                    ),
-                    _ => None,
-                };
+                let session =
+                    match &outcome {
+                        Outcome::Ready {
+                            session: Some(SessionId(id)),
+                            ..
+                        } => Some(opened.remove(id).with_context(|| {
+                            format!("handed-over session {id} was never opened")
+                        })?),
+                        _ => None,
+                    };
                 return Ok(Run {
                     outcome,
                     commands,
@@ -119,7 +118,7 @@ async fn execute(
     Ok(match command {
         Command::GetById { id } => match client.get_scale_set(github_id(*id)?).await {
             Ok(set) => Fact::ScaleSet(observed(&set)?),
-            Err(e) if e.is_scale_set_not_found() => Fact::NotFound,
+            Err(e) if is_gone(&e) => Fact::NotFound,
             Err(e) => failure(e)?,
         },
         Command::ListByName { group, name } => {
@@ -152,7 +151,7 @@ async fn execute(
                 Err(e) if e.is_session_conflict() => Fact::Conflict {
                     owner: e.session_conflict_owner(),
                 },
-                Err(e) if e.is_scale_set_not_found() => Fact::NotFound,
+                Err(e) if is_gone(&e) => Fact::NotFound,
                 Err(e) => failure(e)?,
             }
         }
@@ -162,7 +161,7 @@ async fn execute(
                     opened.remove(&session.0);
                     Fact::Closed
                 }
-                Err(e) if e.is_scale_set_not_found() => Fact::NotFound,
+                Err(e) if is_gone(&e) => Fact::NotFound,
                 Err(e) => failure(e)?,
             }
         }
@@ -172,12 +171,18 @@ async fn execute(
                 .await
             {
                 Ok(_) => Fact::Updated,
-                Err(e) if e.is_scale_set_not_found() => Fact::NotFound,
+                Err(e) if is_gone(&e) => Fact::NotFound,
                 Err(e) => failure(e)?,
             }
         }
         other => bail!("this driver does not know the command {:?}", other.kind()),
     })
+}
+
+/// 404 on a command that accepts `NotFound`: `RunnerScaleSetNotFoundException`, also nested,
+/// or any 404 (a `text/plain` error body loses the exception name, not the status).
+fn is_gone(error: &Error) -> bool {
+    error.is_scale_set_not_found() || error.status() == Some(404)
 }
 
 /// Rule 6's translation of any other client error: retryable → `Transient`, any other HTTP
