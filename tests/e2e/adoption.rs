@@ -842,3 +842,60 @@ async fn text_plain_errors_still_replace_a_deleted_set_and_fail_a_lost_race_safe
     assert_eq!(only_one(&github)?.labels, [NAME], "only the competitor's");
     github.stop().await
 }
+
+/// GitHub fails every delete of the ownership probe's session: the run reports the leak
+/// (`Retry (SessionNotClosed)`) rather than hiding it, the leaked probe is never mistaken for
+/// our own stale session (it answers `SessionHeld`, not evidence), and once the driver has
+/// deleted it the next attempt decides as before.
+#[tokio::test]
+async fn a_leaked_probe_session_is_reported_and_never_counts_as_evidence() -> Result<()> {
+    let github = sim_naming_owners().await?;
+    let client = client(&github)?;
+    let foreign = github
+        .sim
+        .create_foreign_scale_set("acme", 1, NAME, RIVAL)?;
+    github.sim.evict_session(foreign.scale_set_id)?;
+    // Three closes, five client attempts each.
+    github.sim.update_faults(|f| {
+        f.server_errors = Some(Burst::new(15, 503).on("delete_session"));
+    });
+    let identity = Identity::from_controller_id(OURS);
+
+    let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
+    let Outcome::Retry {
+        reason: RetryReason::SessionNotClosed { session, .. },
+        ..
+    } = &run.outcome
+    else {
+        bail!("expected SessionNotClosed, got {:?}", run.outcome);
+    };
+    assert_eq!(run.count(CommandKind::CloseSession), 3);
+    let leaked = only_one(&github)?
+        .session
+        .context("the probe is still open")?;
+    assert_eq!(leaked.session_id, session.0);
+    assert_eq!(leaked.owner_name, identity.probe_owner);
+
+    let mut next = input(OURS, None, Policy::Owned);
+    next.retry.attempt = 1;
+    let run = run_once(&client, next.clone()).await?;
+    let Outcome::Retry {
+        reason: RetryReason::SessionHeld { owner, .. },
+        ..
+    } = &run.outcome
+    else {
+        bail!("expected SessionHeld, got {:?}", run.outcome);
+    };
+    assert_eq!(owner.as_deref(), Some(identity.probe_owner.as_str()));
+
+    // The driver deletes what the machine reported; the next attempt probes afresh.
+    client
+        .delete_session(foreign.scale_set_id, &session.0)
+        .await?;
+    next.retry.attempt = 2;
+    let run = run_once(&client, next).await?;
+    assert!(matches!(refusal(&run)?, Refusal::OwnershipUnproven { .. }));
+    assert!(only_one(&github)?.session.is_none());
+    assert_eq!(github.sim.request_count("create_scale_set"), 0);
+    github.stop().await
+}
