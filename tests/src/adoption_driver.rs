@@ -7,9 +7,9 @@
 //! [`Session`] of every session it opened, so a session the outcome hands over (policy `any`)
 //! comes back with its queue token.
 //!
-//! It deliberately does not persist anything, log, or wait for a retry by itself:
-//! [`ensure`] runs attempt after attempt only for tests that need the retry loop, and waits the
-//! machine's (millisecond) backoff hint between them.
+//! It deliberately does not persist anything, log, or wait: [`ensure`] runs attempt after
+//! attempt for tests that need the retry loop, back to back. The backoff hint stays in each
+//! run's outcome; the simulator's state, not time, is what changes between attempts here.
 
 use std::collections::BTreeMap;
 
@@ -86,25 +86,20 @@ pub async fn run_once(client: &Client, input: Input) -> Result<Run> {
     }
 }
 
-/// Runs attempts until one does not end in [`Outcome::Retry`], waiting each backoff hint
-/// (the tests set millisecond bounds) and bumping `attempt` as the machine's contract says.
-/// Returns every run, the last one deciding.
+/// Runs attempts until one does not end in [`Outcome::Retry`], bumping `attempt` as the
+/// machine's contract says (without waiting the hint). Returns every run, the last one deciding.
 pub async fn ensure(client: &Client, mut input: Input) -> Result<Vec<Run>> {
     let mut runs = Vec::new();
     loop {
         let run = run_once(client, input.clone()).await?;
-        let after = match &run.outcome {
-            Outcome::Retry { after, .. } => Some(*after),
-            _ => None,
-        };
+        let retry = matches!(run.outcome, Outcome::Retry { .. });
         runs.push(run);
-        let Some(after) = after else {
+        if !retry {
             return Ok(runs);
-        };
+        }
         if runs.len() > usize::try_from(input.retry.max_attempts).unwrap_or(usize::MAX) {
             bail!("the machine kept retrying beyond max_attempts");
         }
-        tokio::time::sleep(after).await;
         input.retry.attempt += 1;
     }
 }
