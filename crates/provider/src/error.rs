@@ -48,10 +48,12 @@ pub enum Error {
         /// The exit code, or `None` when a signal ended the process.
         exit_code: Option<i32>,
         /// The last bytes the executable wrote to stderr (bounded, lossily
-        /// UTF-8, with the call's secrets redacted).
+        /// UTF-8, with the call's tokens and the passed-through values of
+        /// eight or more characters redacted).
         stderr_tail: String,
         /// The `provider_fault` of an instance JSON the executable printed
-        /// while failing, as GARM asks providers to do, if any.
+        /// while failing, as GARM asks providers to do, if any (redacted as
+        /// `stderr_tail` is).
         provider_fault: Option<String>,
     },
     /// The executable succeeded but printed something we cannot accept.

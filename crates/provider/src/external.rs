@@ -30,6 +30,15 @@ const EXIT_NOT_FOUND: i32 = 30;
 /// GARM's "duplicate" exit code.
 const EXIT_DUPLICATE: i32 = 31;
 
+/// Passed-through values at least this many characters long are redacted from
+/// error text. Credentials (`OS_PASSWORD`, `AWS_SECRET_ACCESS_KEY`, API
+/// tokens) are practically always this long, while the short values operators
+/// also pass through (`"1"`, `"true"`, `"443"`, `"v3"`) occur everywhere in
+/// ordinary text: replacing those would shred the message and hide the real
+/// error. Over-redacting a long non-secret (a proxy URL) only costs
+/// readability, so the bar is low rather than high.
+const MIN_REDACTED_LEN: usize = 8;
+
 /// A GARM external-provider executable behind the [`Provider`] trait.
 ///
 /// Each call runs the executable once with a cleared environment holding only
@@ -38,7 +47,9 @@ const EXIT_DUPLICATE: i32 = 31;
 /// once; the rest wait for a slot (the timeout starts when the executable
 /// starts). Each call is traced as `provider.exec{provider, command,
 /// instance}` with its duration and exit code; the bootstrap JSON (which holds
-/// the instance token) is never logged.
+/// the instance token) is never logged. The stderr tail and provider fault of
+/// a failed call have the call's tokens and every passed-through value of at
+/// least eight characters replaced by `<redacted>`.
 pub struct ExternalProvider {
     name: String,
     config: ExternalConfig,
@@ -145,6 +156,20 @@ impl ExternalProvider {
             command = command.as_str(),
             instance = instance,
         );
+        // A provider may echo its environment (credentials the operator let
+        // through) as well as its input: redact both, longest first so that a
+        // secret containing another is not left half-visible.
+        let mut secrets: Vec<&str> = secrets
+            .iter()
+            .copied()
+            .chain(
+                self.passthrough
+                    .iter()
+                    .map(|(_, value)| value.as_str())
+                    .filter(|value| value.chars().count() >= MIN_REDACTED_LEN),
+            )
+            .collect();
+        secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
         async {
             // The semaphore is never closed, so acquiring only fails if it
             // were; treat that as "no limit" rather than panicking.
@@ -188,9 +213,9 @@ impl ExternalProvider {
                     exit_code,
                     stderr_tail: redact(
                         String::from_utf8_lossy(&outcome.stderr_tail).into_owned(),
-                        secrets,
+                        &secrets,
                     ),
-                    provider_fault: fault_of(&outcome.stdout).map(|f| redact(f, secrets)),
+                    provider_fault: fault_of(&outcome.stdout).map(|f| redact(f, &secrets)),
                 }),
             }
         }

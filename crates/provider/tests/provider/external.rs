@@ -3,13 +3,14 @@
 //! timeouts that kill the process group, bounded output, spawn errors, the
 //! concurrency limit and the call trace.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine as _;
 use scaleset_provider::{
-    Command, Error, InstanceId, InstanceStatus, InterfaceVersion, OutputProblem, Provider, Secret,
+    Command, EnvAllowList, Error, ExternalProvider, InstanceId, InstanceStatus, InterfaceVersion,
+    OutputProblem, Provider, Secret,
 };
 use tracing::instrument::WithSubscriber as _;
 
@@ -344,6 +345,67 @@ async fn a_failing_create_reports_its_fault_and_never_echoes_the_token() {
     );
     assert!(!shown.contains(DOWNLOAD_TOKEN), "{shown}");
     assert!(shown.contains("image not found"), "{shown}");
+}
+
+#[tokio::test]
+async fn a_failing_call_never_echoes_passed_through_credentials() {
+    const PASSWORD: &str = "openstack-password-do-not-log";
+    const AWS_SECRET: &str = "aws-secret-key-do-not-log";
+    let rec = Recorder::new();
+    // A provider that dumps its environment to stderr and puts a credential
+    // into its fault (base64 of "auth failed for openstack-password-do-not-log").
+    let exe = rec.script(
+        "provider",
+        "echo \"password=$OS_PASSWORD secret=$AWS_SECRET_ACCESS_KEY debug=$OS_DEBUG\" >&2\n\
+         echo '{\"name\":\"runner-1\",\"status\":\"error\",\"provider_fault\":\"YXV0aCBmYWlsZWQgZm9yIG9wZW5zdGFjay1wYXNzd29yZC1kby1ub3QtbG9n\"}'\n\
+         exit 1",
+    );
+    let mut config = config(&exe, InterfaceVersion::V011);
+    config.environment =
+        EnvAllowList::parse(&["OS_*", "AWS_SECRET_ACCESS_KEY"]).expect("allow-list");
+    let env: BTreeMap<String, String> = [
+        ("OS_PASSWORD", PASSWORD),
+        ("AWS_SECRET_ACCESS_KEY", AWS_SECRET),
+        ("OS_DEBUG", "true"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    let provider = ExternalProvider::new("test", config, CONTROLLER, &env);
+
+    // Every command redacts, not only CreateInstance.
+    let errors = [
+        provider
+            .create(&request("runner-1", &pool()))
+            .await
+            .unwrap_err(),
+        provider
+            .get(&pool(), &instance_id("vm-1"))
+            .await
+            .unwrap_err(),
+    ];
+    for err in errors {
+        let shown = err.to_string();
+        let Error::Failed {
+            stderr_tail,
+            provider_fault,
+            ..
+        } = err
+        else {
+            panic!("expected Failed, got {err:?}");
+        };
+        assert_eq!(
+            stderr_tail.trim(),
+            "password=<redacted> secret=<redacted> debug=true",
+            "credentials redacted, short values readable"
+        );
+        assert_eq!(
+            provider_fault.as_deref(),
+            Some("auth failed for <redacted>")
+        );
+        assert!(!shown.contains(PASSWORD), "{shown}");
+        assert!(!shown.contains(AWS_SECRET), "{shown}");
+    }
 }
 
 #[tokio::test]
