@@ -722,11 +722,18 @@ async fn disable_update_repairs_to_true_but_cannot_be_turned_off() -> Result<()>
     back_off.known_id = Some(id);
     back_off.repair = true;
     let run = run_once(&client, back_off).await?;
-    let Refusal::RepairDidNotTake { ours, theirs, .. } = refusal(&run)? else {
+    let reason = refusal(&run)?;
+    let Refusal::RepairDidNotTake { ours, theirs, .. } = reason else {
         bail!("expected RepairDidNotTake, got {:?}", run.outcome);
     };
     assert!(!ours.disable_update);
     assert!(theirs.disable_update);
+    // The operator is told what differs and what to do about it.
+    let remediation = reason.remediation();
+    assert!(
+        remediation.contains("set `disable_update = true` in the configuration"),
+        "{remediation}"
+    );
     github.stop().await
 }
 

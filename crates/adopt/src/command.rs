@@ -87,7 +87,12 @@ pub struct CreateSpec {
 }
 
 /// The body of a repair PATCH: the full label list (which replaces GitHub's) and
-/// `disableUpdate`, sent even when `false`.
+/// `disableUpdate`.
+///
+/// The machine cannot know what the client puts on the wire: a client may omit
+/// `disableUpdate: false` (the official clients do), and GitHub ignores zero-value fields in
+/// a PATCH, so a repair from `true` to `false` may not take. The read-back after every repair
+/// catches that and ends in [`Refusal::RepairDidNotTake`](crate::Refusal::RepairDidNotTake).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Patch {

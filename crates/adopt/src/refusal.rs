@@ -85,7 +85,10 @@ pub enum Refusal {
         /// What GitHub has.
         theirs: Settings,
     },
-    /// `repair` patched the scale set, but reading it back still shows a difference.
+    /// `repair` patched the scale set, but reading it back still shows a difference: labels
+    /// GitHub dropped (GHES without custom labels), or `disableUpdate` still `true` when the
+    /// configuration asks for `false` (a client may omit `false` in a PATCH and GitHub ignores
+    /// zero values there, so that repair can never take).
     RepairDidNotTake {
         /// The scale set.
         scale_set: ScaleSetRef,
@@ -173,9 +176,8 @@ impl Refusal {
                 ours,
                 theirs,
             } => format!(
-                "GitHub kept {theirs} on {scale_set} after patching it to {ours}: GHES without custom \
-                 labels drops extra labels, so reduce the labels to the name or enable \
-                 DistributedTask.AllowRunnerScaleSetCustomLabels"
+                "GitHub kept {theirs} on {scale_set} after patching it to {ours}: {}",
+                repair_advice(ours, theirs)
             ),
         }
     }
@@ -252,10 +254,83 @@ impl fmt::Display for Refusal {
                 theirs,
             } => write!(
                 f,
-                "repair of {scale_set} did not take: ours {ours}; theirs after patch {theirs}"
+                "repair of {scale_set} did not take ({}): ours {ours}; theirs after patch {theirs}",
+                Difference::between(ours, theirs)
             ),
         }
     }
+}
+
+/// Which of the compared settings differ.
+struct Difference {
+    labels: bool,
+    disable_update: bool,
+}
+
+impl Difference {
+    fn between(ours: &Settings, theirs: &Settings) -> Self {
+        Self {
+            labels: ours.labels != theirs.labels,
+            disable_update: ours.disable_update != theirs.disable_update,
+        }
+    }
+}
+
+impl fmt::Display for Difference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match (self.labels, self.disable_update) {
+            (true, true) => "labels and disableUpdate differ",
+            (true, false) => "labels differ",
+            (false, true) => "disableUpdate differs",
+            (false, false) => "no difference in the read-back",
+        })
+    }
+}
+
+/// The remediation of [`Refusal::RepairDidNotTake`]: one clause per setting that still
+/// differs.
+fn repair_advice(ours: &Settings, theirs: &Settings) -> String {
+    let difference = Difference::between(ours, theirs);
+    let mut advice = Vec::new();
+    if difference.labels {
+        let dropped = ours.labels_missing_from(theirs);
+        let extra = theirs.labels_missing_from(ours);
+        let mut which = Vec::new();
+        if !dropped.is_empty() {
+            which.push(format!("GitHub lacks [{}]", dropped.join(", ")));
+        }
+        if !extra.is_empty() {
+            which.push(format!("GitHub has extra [{}]", extra.join(", ")));
+        }
+        advice.push(format!(
+            "the labels still differ ({}); GHES without custom labels drops extra labels, so \
+             reduce the labels to the name or enable \
+             DistributedTask.AllowRunnerScaleSetCustomLabels",
+            which.join("; ")
+        ));
+    }
+    if difference.disable_update {
+        advice.push(if ours.disable_update {
+            "disableUpdate is still false although the patch set it to true: check that the \
+             GitHub account may update the scale set, or set `disable_update = false` in the \
+             configuration to match"
+                .to_owned()
+        } else {
+            "disableUpdate is still true and a repair cannot turn it off (a client may omit \
+             `disableUpdate: false` from the PATCH, and GitHub ignores zero values there): set \
+             `disable_update = true` in the configuration to match, or delete the scale set on \
+             GitHub and re-apply so it is recreated with disableUpdate false"
+                .to_owned()
+        });
+    }
+    if advice.is_empty() {
+        // The machine only refuses on a difference; keep a sentence for hand-built values.
+        advice.push(
+            "re-apply; if it recurs, compare the scale set on GitHub with the configuration"
+                .to_owned(),
+        );
+    }
+    advice.join("; also, ")
 }
 
 fn refs(sets: &[ScaleSetRef]) -> String {

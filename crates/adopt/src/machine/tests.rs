@@ -1063,6 +1063,99 @@ fn repair_did_not_take() {
         panic!("expected repair failure, got {reason:?}");
     };
     assert_eq!(ours.labels_missing_from(theirs), ["linux", "x64"]);
+    let remediation = reason.remediation();
+    assert!(
+        remediation.contains("GitHub lacks [linux, x64]"),
+        "{remediation}"
+    );
+    assert!(
+        remediation.contains("AllowRunnerScaleSetCustomLabels"),
+        "{remediation}"
+    );
+    assert!(!remediation.contains("disable_update"), "{remediation}");
+    assert!(
+        !remediation.contains("disableUpdate is still"),
+        "{remediation}"
+    );
+    assert!(reason.to_string().contains("(labels differ)"), "{reason}");
+}
+
+#[test]
+fn a_repair_that_cannot_turn_disable_update_off_names_it_in_the_remediation() {
+    // The client omits `disableUpdate: false` and GitHub ignores zero values in a PATCH, so
+    // the read-back still shows `true`.
+    let mut input = repair_input();
+    input.desired.disable_update = false;
+    let unchanged = set(5, &[OUR_LABEL]);
+    let reason = refusal(drive(
+        input,
+        vec![
+            (get(5), Fact::ScaleSet(unchanged.clone())),
+            (
+                Command::Update {
+                    id: ScaleSetId(5),
+                    patch: Patch {
+                        disable_update: false,
+                        ..patch()
+                    },
+                },
+                Fact::Updated,
+            ),
+            (get(5), Fact::ScaleSet(unchanged)),
+        ],
+    ));
+    assert_eq!(reason.code(), "RepairDidNotTake");
+    let remediation = reason.remediation();
+    assert!(
+        remediation.contains("disableUpdate is still true"),
+        "{remediation}"
+    );
+    assert!(
+        remediation.contains("set `disable_update = true` in the configuration"),
+        "{remediation}"
+    );
+    assert!(remediation.contains("recreated"), "{remediation}");
+    assert!(
+        !remediation.contains("labels still differ"),
+        "{remediation}"
+    );
+    assert!(!remediation.contains("GHES"), "{remediation}");
+    assert!(
+        reason.to_string().contains("(disableUpdate differs)"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_repair_leaving_labels_and_disable_update_names_both() {
+    let scale_set = set(5, &[]).to_ref();
+    let reason = Refusal::RepairDidNotTake {
+        scale_set,
+        ours: Settings {
+            labels: vec!["ci".into(), "gpu".into()],
+            disable_update: false,
+        },
+        theirs: Settings {
+            labels: vec!["ci".into(), "old".into()],
+            disable_update: true,
+        },
+    };
+    let remediation = reason.remediation();
+    assert!(remediation.contains("GitHub lacks [gpu]"), "{remediation}");
+    assert!(
+        remediation.contains("GitHub has extra [old]"),
+        "{remediation}"
+    );
+    assert!(
+        remediation.contains("set `disable_update = true`"),
+        "{remediation}"
+    );
+    assert!(
+        reason
+            .to_string()
+            .contains("(labels and disableUpdate differ)"),
+        "{reason}"
+    );
 }
 
 // Sessions are closed even when closing is hard.
