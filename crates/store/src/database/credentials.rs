@@ -255,27 +255,53 @@ impl CredentialStore for DieselStore {
 
     async fn reseal_credentials(&self) -> Result<usize> {
         self.run("reseal credentials", |conn, ctx| {
-            write_transaction(conn, "reseal credentials", |conn| {
-                let rows: Vec<Row> = credentials::table
-                    .filter(credentials::secret_key_id.ne(ctx.keyring.primary_id()))
-                    .select(Row::as_select())
-                    .load(conn)
-                    .map_err(Error::backend("read credentials"))?;
-                let count = rows.len();
-                for row in rows {
-                    let created_at = Timestamp::from_unix_millis(row.created_at);
-                    let current = from_row(ctx, row)?;
-                    let new = NewCredentials {
-                        name: current.name,
-                        endpoint: current.endpoint,
-                        auth: current.auth,
-                    };
-                    let resealed = to_row(ctx, current.id, &new, created_at)?;
-                    store_row(conn, &resealed)?;
-                }
-                Ok(count)
-            })
+            write_transaction(conn, "reseal credentials", |conn| reseal(conn, ctx))
         })
         .await
     }
+}
+
+/// Re-seals, in one transaction, every secret not sealed with the primary key; returns how
+/// many rows this call changed.
+///
+/// Rows are written in `id` order, so two reseals running at once (two processes, or a retry
+/// overlapping a slow first run) take their PostgreSQL row locks in the same order and cannot
+/// deadlock: the second waits behind the first. Each write is a compare-and-set on the key id
+/// and ciphertext that were read, and touches only the secret columns: a row resealed (or
+/// replaced by `update_credentials`) since the read is left alone and not counted, so
+/// concurrent reseals together count every row once and never undo a concurrent update.
+/// SQLite runs one write transaction at a time, so there the second simply finds nothing left.
+fn reseal(conn: &mut DbConnection, ctx: &Context) -> Result<usize> {
+    let rows: Vec<Row> = credentials::table
+        .filter(credentials::secret_key_id.ne(ctx.keyring.primary_id()))
+        .order(credentials::id)
+        .select(Row::as_select())
+        .load(conn)
+        .map_err(Error::backend("read credentials"))?;
+    let mut resealed = 0;
+    for row in rows {
+        let plaintext = ctx.keyring.open(
+            &row.secret_key_id,
+            &aad(&row.id),
+            &row.secret_ciphertext,
+            &what(&row.name),
+        )?;
+        let (key_id, ciphertext) = ctx
+            .keyring
+            .seal(&aad(&row.id), &plaintext, &what(&row.name))?;
+        resealed += diesel::update(
+            credentials::table
+                .find(&row.id)
+                .filter(credentials::secret_key_id.eq(&row.secret_key_id))
+                .filter(credentials::secret_ciphertext.eq(&row.secret_ciphertext)),
+        )
+        .set((
+            credentials::secret_key_id.eq(key_id),
+            credentials::secret_ciphertext.eq(ciphertext),
+            credentials::updated_at.eq(ctx.now().unix_millis()),
+        ))
+        .execute(conn)
+        .map_err(Error::write("credentials", "reseal credentials"))?;
+    }
+    Ok(resealed)
 }

@@ -5,7 +5,9 @@ use scaleset_store::{
     Keyring, NewCredentials, NewEntity, SecretString,
 };
 
-use crate::helpers::{TestDb, pat, store_tests, test_key};
+use crate::helpers::{
+    Backend, HeldTransaction, TestDb, lock_waiter_seen, pat, store_tests, test_key,
+};
 
 store_tests!(
     credentials_round_trip,
@@ -13,6 +15,8 @@ store_tests!(
     credentials_in_use_cannot_be_deleted,
     wrong_key_is_a_crypto_error,
     rotated_keys_read_old_rows_and_reseal,
+    concurrent_reseals_reseal_every_row_once,
+    reseal_keeps_a_concurrent_update,
     secrets_are_redacted_in_debug,
 );
 
@@ -213,6 +217,136 @@ async fn rotated_keys_read_old_rows_and_reseal(db: TestDb) {
     let resealed = only_new.get_credentials(old.id).await.unwrap();
     assert_eq!(resealed.key_id, "k2");
     assert_eq!(resealed.auth, old.auth);
+}
+
+/// Credentials sealed under the old key before the concurrent reseals.
+const RESEAL_ROWS: usize = 24;
+/// Reseals per store; two stores (pools) stand for two processes.
+const RESEALS_PER_STORE: usize = 2;
+
+/// Reseals running at once all succeed, together re-seal every row exactly once, and leave
+/// every secret readable with the new key alone.
+///
+/// The old code wrote rows in no fixed order, which on PostgreSQL could deadlock two reseals
+/// (each holding a row the other wants next); rows are now written in `id` order. Whether a
+/// run provokes the unordered interleaving depends on scan order and scheduling, so this test
+/// cannot deterministically show the old deadlock; it proves the concurrent path correct: no
+/// error (a deadlock would surface as a backend error), no row counted twice or skipped.
+async fn concurrent_reseals_reseal_every_row_once(db: TestDb) {
+    let store = db.open().await;
+    let mut originals = Vec::new();
+    for i in 0..RESEAL_ROWS {
+        originals.push(
+            store
+                .create_credentials(pat(&format!("creds-{i:02}"), &format!("ghp_secret_{i}")))
+                .await
+                .unwrap(),
+        );
+    }
+    drop(store);
+
+    let rotated_ring = || {
+        Keyring::new(test_key("k2", 2))
+            .with_older_key(test_key("k1", 1))
+            .unwrap()
+    };
+    let stores = [
+        DieselStore::open(db.options_with(rotated_ring()))
+            .await
+            .unwrap(),
+        DieselStore::open(db.options_with(rotated_ring()))
+            .await
+            .unwrap(),
+    ];
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(2 * RESEALS_PER_STORE));
+    let mut tasks = Vec::new();
+    for store in &stores {
+        for _ in 0..RESEALS_PER_STORE {
+            let (store, barrier) = (store.clone(), barrier.clone());
+            tasks.push(tokio::spawn(async move {
+                barrier.wait().await;
+                store.reseal_credentials().await
+            }));
+        }
+    }
+    let mut counts = Vec::new();
+    for task in tasks {
+        counts.push(
+            task.await
+                .unwrap()
+                .expect("every concurrent reseal succeeds"),
+        );
+    }
+    assert_eq!(
+        counts.iter().sum::<usize>(),
+        RESEAL_ROWS,
+        "every row resealed exactly once across the concurrent runs: {counts:?}"
+    );
+    assert_eq!(stores[0].reseal_credentials().await.unwrap(), 0);
+    drop(stores);
+
+    // The old key is no longer needed for any row.
+    let only_new = DieselStore::open(db.options_with(Keyring::new(test_key("k2", 2))))
+        .await
+        .unwrap();
+    let resealed = only_new.list_credentials().await.unwrap();
+    assert_eq!(resealed.len(), RESEAL_ROWS);
+    for (after, before) in resealed.iter().zip(&originals) {
+        assert_eq!((after.id, &after.name), (before.id, &before.name));
+        assert_eq!(after.key_id, "k2");
+        assert_eq!(
+            after.auth, before.auth,
+            "{} decrypts to its secret",
+            after.name
+        );
+    }
+}
+
+/// A reseal writes only the secret, compared against what it read: an update that lands
+/// between its read and its write is kept. A raw transaction renames the row and holds its
+/// lock; on PostgreSQL the reseal reads the committed row, waits on that lock, and must then
+/// leave the new name in place (the old reseal rewrote every column from its stale read and
+/// lost the rename). On SQLite the reseal waits for the write lock before reading.
+async fn reseal_keeps_a_concurrent_update(db: TestDb) {
+    let store = db.open().await;
+    let creds = store
+        .create_credentials(pat("before", "ghp_before"))
+        .await
+        .unwrap();
+    drop(store);
+    let rotated = DieselStore::open(
+        db.options_with(
+            Keyring::new(test_key("k2", 2))
+                .with_older_key(test_key("k1", 1))
+                .unwrap(),
+        ),
+    )
+    .await
+    .unwrap();
+    let rename = HeldTransaction::begin(
+        &db,
+        &format!(
+            "UPDATE credentials SET name = 'after' WHERE id = '{}'",
+            creds.id
+        ),
+    )
+    .await;
+    let reseal = tokio::spawn({
+        let rotated = rotated.clone();
+        async move { rotated.reseal_credentials().await }
+    });
+    if db.backend == Backend::Postgres {
+        assert!(
+            lock_waiter_seen(&db, || reseal.is_finished()).await,
+            "the reseal never waited for the rename's row lock"
+        );
+    }
+    rename.commit().await;
+    assert_eq!(reseal.await.unwrap().unwrap(), 1);
+    let now = rotated.get_credentials(creds.id).await.unwrap();
+    assert_eq!(now.name, "after", "the concurrent rename is kept");
+    assert_eq!(now.auth, creds.auth);
+    assert_eq!(now.key_id, "k2");
 }
 
 async fn secrets_are_redacted_in_debug(db: TestDb) {

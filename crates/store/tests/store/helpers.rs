@@ -307,3 +307,93 @@ pub(crate) async fn count_rows(db: &TestDb, sql: &str) -> i64 {
     .await
     .expect("count task")
 }
+
+/// Runs one SQL batch on a raw connection.
+type RawExec = Box<dyn FnMut(&str) -> Result<(), String> + Send>;
+
+/// A write transaction on a raw connection of its own, held open (with its locks) until
+/// [`HeldTransaction::commit`]; dropped without commit, it rolls back. Stands for another
+/// process caught in the middle of a write.
+pub(crate) struct HeldTransaction {
+    commit: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<Result<(), String>>,
+}
+
+impl HeldTransaction {
+    /// Begins (`BEGIN IMMEDIATE` on SQLite) and runs `sql`; returns once `sql` ran.
+    pub(crate) async fn begin(db: &TestDb, sql: &str) -> Self {
+        let (ran_tx, ran_rx) = tokio::sync::oneshot::channel();
+        let (commit, commit_rx) = std::sync::mpsc::channel::<()>();
+        let (url, statement) = (db.url.clone(), sql.to_owned());
+        let thread = std::thread::spawn(move || -> Result<(), String> {
+            let mut conn: RawExec = match &url {
+                DatabaseUrl::Sqlite { path } => {
+                    let mut c =
+                        diesel::SqliteConnection::establish(path).map_err(|e| e.to_string())?;
+                    Box::new(move |sql| {
+                        diesel::connection::SimpleConnection::batch_execute(&mut c, sql)
+                            .map_err(|e| e.to_string())
+                    })
+                }
+                DatabaseUrl::Postgres { url } => {
+                    let mut c = PgConnection::establish(url).map_err(|e| e.to_string())?;
+                    Box::new(move |sql| {
+                        diesel::connection::SimpleConnection::batch_execute(&mut c, sql)
+                            .map_err(|e| e.to_string())
+                    })
+                }
+                other => return Err(format!("unexpected database url {other}")),
+            };
+            let begin = if matches!(url, DatabaseUrl::Sqlite { .. }) {
+                "BEGIN IMMEDIATE"
+            } else {
+                "BEGIN"
+            };
+            let ran = conn(begin).and_then(|()| conn(&statement));
+            let failed = ran.is_err();
+            let _ = ran_tx.send(ran);
+            if failed {
+                return Ok(());
+            }
+            // No commit signal (the test failed and dropped us): drop the connection, which
+            // rolls back.
+            match commit_rx.recv() {
+                Ok(()) => conn("COMMIT"),
+                Err(_) => Ok(()),
+            }
+        });
+        let ran = ran_rx.await.expect("held transaction thread");
+        if let Err(e) = ran {
+            panic!("held transaction failed to run {sql:?}: {e}");
+        }
+        Self { commit, thread }
+    }
+
+    /// Commits, releasing the locks.
+    pub(crate) async fn commit(self) {
+        self.commit.send(()).expect("held transaction thread alive");
+        let thread = self.thread;
+        let committed = tokio::task::spawn_blocking(move || thread.join().expect("no panic"))
+            .await
+            .expect("join task");
+        assert_eq!(committed, Ok(()), "the held transaction commits");
+    }
+}
+
+/// On PostgreSQL: polls (bounded, about ten seconds) until some session of the test database
+/// waits on a lock, and says whether one did; stops early, with `false`, once `finished`
+/// says the operation expected to wait has completed without waiting.
+pub(crate) async fn lock_waiter_seen(db: &TestDb, finished: impl Fn() -> bool) -> bool {
+    let sql = "SELECT COUNT(*) AS n FROM pg_stat_activity \
+               WHERE datname = current_database() AND wait_event_type = 'Lock'";
+    for _ in 0..500 {
+        if count_rows(db, sql).await > 0 {
+            return true;
+        }
+        if finished() {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}

@@ -8,7 +8,7 @@ use scaleset_store::{
     ScaleSetStore as _,
 };
 
-use crate::helpers::{TestDb, lease, store_tests};
+use crate::helpers::{Backend, HeldTransaction, TestDb, lease, lock_waiter_seen, store_tests};
 
 store_tests!(
     racing_holders_have_exactly_one_winner,
@@ -16,6 +16,7 @@ store_tests!(
     released_lease_is_retaken_with_a_greater_token,
     renewal_extends_and_keeps_the_token,
     stale_token_writes_are_lease_lost,
+    fenced_write_waits_for_a_take_over_in_flight,
     lease_on_unknown_scale_set_is_not_found,
 );
 
@@ -249,6 +250,55 @@ async fn stale_token_writes_are_lease_lost(db: TestDb) {
             .unwrap()
             .last_message_id,
         11
+    );
+}
+
+/// A fenced write locks the lease row (a no-op `UPDATE` matching holder and token), it does not
+/// merely read it: a take-over in flight makes it wait, and once the take-over commits it is
+/// `LeaseLost` and writes nothing. A raw transaction takes the lease over and stays open; on
+/// PostgreSQL the fenced write must be seen waiting on a lock. Were the fence a plain `SELECT`,
+/// it would read the committed (old) token without waiting and the write would land under a
+/// lease that is already gone. On SQLite the write waits for the write lock instead.
+async fn fenced_write_waits_for_a_take_over_in_flight(db: TestDb) {
+    let store = db.open().await;
+    let scale_set = crate::helpers::scale_set(&store, "in-flight").await;
+    let a = lease(&store, scale_set.id, "worker-a").await;
+    store.set_message_cursor(&a, 10).await.unwrap();
+
+    let take_over = HeldTransaction::begin(
+        &db,
+        &format!(
+            "UPDATE leases SET holder = 'worker-b', token = token + 1 WHERE scale_set_id = '{}'",
+            scale_set.id
+        ),
+    )
+    .await;
+    let write = tokio::spawn({
+        let (store, a) = (store.clone(), a.clone());
+        async move { store.set_message_cursor(&a, 11).await }
+    });
+    if db.backend == Backend::Postgres {
+        assert!(
+            lock_waiter_seen(&db, || write.is_finished()).await,
+            "the fenced write never waited for the take-over's lock on the lease row"
+        );
+    }
+    take_over.commit().await;
+    let err = write.await.unwrap().unwrap_err();
+    assert!(err.is_lease_lost(), "{err:?}");
+    assert_eq!(
+        store
+            .get_scale_set(scale_set.id)
+            .await
+            .unwrap()
+            .last_message_id,
+        10,
+        "nothing written under the lost lease"
+    );
+    let record = store.get_lease(scale_set.id).await.unwrap().unwrap();
+    assert_eq!(
+        (record.holder.as_str(), record.token),
+        ("worker-b", a.token() + 1)
     );
 }
 
