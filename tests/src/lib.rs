@@ -4,7 +4,11 @@
 //! It also holds [`adoption_driver`], the small driver that runs the adoption machine of
 //! `scaleset-adopt` against the simulator through the real `scaleset-github` client.
 //!
-//! It deliberately holds no test logic; the tests live in `e2e/`.
+//! It deliberately holds no test logic; the tests live in `e2e/`. It is a test-only package:
+//! nothing depends on it, which is why it may use our crates as normal dependencies.
+//!
+//! Main types: [`RunningSim`], and [`adoption_driver::ensure`] / [`adoption_driver::run_once`]
+//! with their [`adoption_driver::Run`].
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]

@@ -45,6 +45,9 @@
 //!
 //! # Example: the session and long-poll loop
 //!
+//! Not run as a doctest because it needs a GitHub to talk to; `crates/sim`'s conformance tests
+//! and `tests/e2e` run this loop against the simulator.
+//!
 //! ```no_run
 //! use scaleset_github::{Client, JobMessage, NewRunnerScaleSet, Result};
 //!

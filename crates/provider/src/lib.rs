@@ -26,6 +26,10 @@
 //! that GARM providers' instances fetch their JIT config from, and it reads no
 //! environment itself: allowed variables come from an [`EnvSource`].
 //!
+//! Main types: [`Provider`], [`ExternalProvider`], [`FakeProvider`]/[`FakeCloud`],
+//! [`CreateRequest`] (a [`BootstrapInstance`] plus the runner's [`JitConfig`]),
+//! [`ProviderInstance`], [`Pool`]/[`PoolKey`], [`ProviderConfig`] and [`Error`].
+//!
 //! # Example
 //!
 //! ```

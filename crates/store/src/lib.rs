@@ -27,9 +27,8 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use std::time::Duration;
 //! use scaleset_store::{
-//!     Acquisition, Auth, DatabaseUrl, DieselStore, EncryptionKey, Endpoint, EntityKind,
+//!     Auth, DatabaseUrl, DieselStore, EncryptionKey, Endpoint, EntityKind,
 //!     Keyring, NewCredentials, NewEntity, SecretString, Store, StoreOptions,
 //! };
 //!
@@ -55,7 +54,6 @@
 //!     })
 //!     .await?;
 //! assert_eq!(store.list_entities().await?, vec![org]);
-//! # let _ = (Duration::ZERO, None::<Acquisition>);
 //! # Ok(())
 //! # }
 //! ```
