@@ -171,33 +171,14 @@ impl Client {
             })?;
         let jwt = key.sign(client_id, SystemTime::now())?;
         let id = installation_id.to_string();
-        let call = Call {
-            endpoint: Endpoint::InstallationToken,
-            method: Method::POST,
-            target: Target::Absolute(self.rest_url(&[
-                "app",
-                "installations",
-                &id,
-                "access_tokens",
-            ])),
-            auth: Auth::Bearer(jwt),
-            headers: Vec::new(),
-            content_type: Some("application/vnd.github+json"),
-            body: None,
-            expect: Expect::Status(&[201]),
-            long_poll: false,
-            also_retry: &[],
-        };
-        let response = self.execute_rest(&call).await?;
-        let decoded: TokenResponse = decode(call.endpoint, response.status, &response.body)?;
-        if decoded.token.is_empty() {
-            return Err(Error::UnexpectedResponse {
-                endpoint: call.endpoint,
-                status: response.status,
-                reason: "the installation token response has no token".to_owned(),
-            });
-        }
-        Ok(decoded.token)
+        let url = self.rest_url(&["app", "installations", &id, "access_tokens"]);
+        self.post_for_token(
+            Endpoint::InstallationToken,
+            url,
+            Auth::Bearer(jwt),
+            "application/vnd.github+json",
+        )
+        .await
     }
 
     /// `POST {api}/{repos/o/r|orgs/o|enterprises/e}/actions/runners/registration-token`;
@@ -223,25 +204,44 @@ impl Client {
                 "registration-token",
             ]),
         };
+        // Sent as Content-Type, with no Accept header, as the official clients do (§3.4).
+        self.post_for_token(
+            Endpoint::RegistrationToken,
+            url,
+            Auth::Bearer(rest_token.clone()),
+            "application/vnd.github.v3+json",
+        )
+        .await
+    }
+
+    /// The shared shape of the installation- and registration-token calls: a body-less POST
+    /// that must answer 201 with a non-empty `token`.
+    async fn post_for_token(
+        &self,
+        endpoint: Endpoint,
+        url: Url,
+        auth: Auth,
+        content_type: &'static str,
+    ) -> Result<Secret> {
         let call = Call {
-            endpoint: Endpoint::RegistrationToken,
+            endpoint,
             method: Method::POST,
             target: Target::Absolute(url),
-            auth: Auth::Bearer(rest_token.clone()),
+            auth,
             headers: Vec::new(),
-            content_type: Some("application/vnd.github.v3+json"),
+            content_type: Some(content_type),
             body: None,
             expect: Expect::Status(&[201]),
             long_poll: false,
             also_retry: &[],
         };
         let response = self.execute_rest(&call).await?;
-        let decoded: TokenResponse = decode(call.endpoint, response.status, &response.body)?;
+        let decoded: TokenResponse = decode(endpoint, response.status, &response.body)?;
         if decoded.token.is_empty() {
             return Err(Error::UnexpectedResponse {
-                endpoint: call.endpoint,
+                endpoint,
                 status: response.status,
-                reason: "the registration token response has no token".to_owned(),
+                reason: format!("the {endpoint} response has no token"),
             });
         }
         Ok(decoded.token)
