@@ -1,0 +1,40 @@
+//! Observable points of the control loop where a crash matters: each is reached right after a
+//! durable step (intent recorded, JIT config generated, instance created, cursor persisted).
+//! Tests stop the controller at one of them and start another on the same store.
+
+use async_trait::async_trait;
+
+/// A point just after a durable step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Checkpoint {
+    /// The intent to create the scale set on GitHub was recorded; the POST comes next.
+    ScaleSetCreateIntent,
+    /// A runner's intent (a pending instance row) was recorded; the JIT POST comes next.
+    RunnerIntentRecorded,
+    /// The runner's JIT config was generated and its GitHub id recorded; the provider create
+    /// comes next.
+    JitConfigGenerated,
+    /// The provider created the instance and the store recorded it.
+    InstanceCreated,
+    /// A message's cursor was persisted; its ack comes next.
+    CursorPersisted,
+}
+
+/// Told about every [`Checkpoint`] reached, in the scale set's task. The default does nothing.
+/// A test can record the point, or never return to freeze the task there before dropping the
+/// controller (a crash at exactly that point).
+#[async_trait]
+pub trait Checkpoints: Send + Sync + std::fmt::Debug {
+    /// Called when `point` is reached for the scale set named `scale_set`.
+    async fn reached(&self, point: Checkpoint, scale_set: &str);
+}
+
+/// No observer.
+#[derive(Debug, Default)]
+pub(crate) struct NoCheckpoints;
+
+#[async_trait]
+impl Checkpoints for NoCheckpoints {
+    async fn reached(&self, _point: Checkpoint, _scale_set: &str) {}
+}

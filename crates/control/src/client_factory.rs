@@ -1,0 +1,122 @@
+//! Where a scale set's GitHub client comes from: a [`ClientFactory`] the embedder provides, or
+//! [`StoreClientFactory`], which builds one from the entity and credentials in the store.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use scaleset_github::{Client, ClientConfig, ConfigUrl, Credentials};
+use scaleset_store::{Auth, EntityId, EntityKind, ScaleSet, Store};
+
+use crate::error::{Error, store};
+
+/// Gives the GitHub client for a scale set (one per entity, shared by its scale sets).
+#[async_trait]
+pub trait ClientFactory: Send + Sync {
+    /// The client serving `scale_set`'s entity.
+    async fn client(&self, scale_set: &ScaleSet) -> Result<Client, Error>;
+}
+
+type Configure = Arc<dyn Fn(ClientConfig) -> ClientConfig + Send + Sync>;
+
+/// Builds clients from the store: the entity's config URL under its credentials' endpoint, and
+/// the credentials' PAT or GitHub App. Clients are cached per entity.
+pub struct StoreClientFactory {
+    store: Arc<dyn Store>,
+    configure: Configure,
+    cache: Mutex<HashMap<EntityId, Client>>,
+}
+
+impl std::fmt::Debug for StoreClientFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreClientFactory").finish_non_exhaustive()
+    }
+}
+
+impl StoreClientFactory {
+    /// A factory reading `store`.
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Self {
+            store,
+            configure: Arc::new(|config| config),
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Adjusts every client configuration before the client is built (retry policy,
+    /// timeouts, user agent).
+    #[must_use]
+    pub fn with_config(
+        mut self,
+        configure: impl Fn(ClientConfig) -> ClientConfig + Send + Sync + 'static,
+    ) -> Self {
+        self.configure = Arc::new(configure);
+        self
+    }
+}
+
+#[async_trait]
+impl ClientFactory for StoreClientFactory {
+    async fn client(&self, scale_set: &ScaleSet) -> Result<Client, Error> {
+        if let Some(client) = self
+            .cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&scale_set.entity_id)
+        {
+            return Ok(client.clone());
+        }
+        let entity = self
+            .store
+            .get_entity(scale_set.entity_id)
+            .await
+            .map_err(store("reading the scale set's entity"))?;
+        let credentials = self
+            .store
+            .get_credentials(entity.credentials_id)
+            .await
+            .map_err(store("reading the entity's credentials"))?;
+        let path = match &entity.kind {
+            EntityKind::Enterprise { slug } => format!("enterprises/{slug}"),
+            other => other.path(),
+        };
+        let base = credentials.endpoint.base_url.trim_end_matches('/');
+        let config_error = |reason: String| Error::Config {
+            what: format!("credentials {:?}", credentials.name),
+            reason,
+        };
+        let url = ConfigUrl::parse(&format!("{base}/{path}"))
+            .map_err(|e| config_error(format!("the config URL is invalid: {e}")))?;
+        let github_credentials = match &credentials.auth {
+            Auth::Pat { token } => Credentials::pat(token.expose()),
+            Auth::App {
+                app_id,
+                installation_id,
+                private_key,
+            } => Credentials::app(app_id.to_string(), *installation_id, private_key.expose()),
+            _ => {
+                return Err(config_error(
+                    "this kind of credentials is not supported".to_owned(),
+                ));
+            }
+        };
+        let mut config = ClientConfig::new(url, github_credentials);
+        let api = url_parse(&credentials.endpoint.api_base_url)
+            .map_err(|e| config_error(format!("the API base URL is invalid: {e}")))?;
+        config = config.with_api_base(api);
+        if let Some(bundle) = &credentials.endpoint.ca_bundle {
+            config = config.with_ca_bundle_pem(bundle.as_bytes().to_vec());
+        }
+        let client = Client::new((self.configure)(config))
+            .map_err(|e| config_error(format!("cannot build a GitHub client: {e}")))?;
+        self.cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(scale_set.entity_id, client.clone());
+        Ok(client)
+    }
+}
+
+fn url_parse(text: &str) -> Result<url::Url, url::ParseError> {
+    url::Url::parse(text)
+}

@@ -1,0 +1,120 @@
+//! The control crate's error: what failed, for which scale set, and during what.
+
+/// A failure of the control loop. Every variant names the thing, the cause and, through its
+/// message, what to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A configuration value is invalid.
+    #[error("invalid configuration: {what}: {reason}")]
+    Config {
+        /// What is invalid.
+        what: String,
+        /// Why, and what to do.
+        reason: String,
+    },
+    /// A GitHub call failed.
+    #[error("github call failed while {during} (scale set {scale_set})")]
+    GitHub {
+        /// The scale set's name.
+        scale_set: String,
+        /// What the controller was doing.
+        during: &'static str,
+        /// The client's error.
+        #[source]
+        source: scaleset_github::Error,
+    },
+    /// A store call failed.
+    #[error("store call failed while {during}")]
+    Store {
+        /// What the controller was doing.
+        during: &'static str,
+        /// The store's error.
+        #[source]
+        source: scaleset_store::Error,
+    },
+    /// A provider call failed.
+    #[error("provider {provider:?} failed while {during}")]
+    Provider {
+        /// The provider's name.
+        provider: String,
+        /// What the controller was doing.
+        during: &'static str,
+        /// The provider's error.
+        #[source]
+        source: scaleset_provider::Error,
+    },
+    /// A scale set names a provider the controller was not given.
+    #[error(
+        "scale set {scale_set} names provider {provider:?}, which is not configured; add it to \
+         the providers or change the scale set"
+    )]
+    UnknownProvider {
+        /// The scale set's name.
+        scale_set: String,
+        /// The provider name.
+        provider: String,
+    },
+    /// The runner group named by a scale set does not exist on GitHub.
+    #[error(
+        "runner group {group:?} of scale set {scale_set} does not exist on GitHub; create it or \
+         correct the scale set"
+    )]
+    UnknownRunnerGroup {
+        /// The scale set's name.
+        scale_set: String,
+        /// The group's name.
+        group: String,
+    },
+    /// GitHub answered something the adoption machine has no fact for, or the machine was fed
+    /// a fact that does not fit (a driver bug).
+    #[error("adoption of scale set {scale_set} stopped: {reason}")]
+    Adoption {
+        /// The scale set's name.
+        scale_set: String,
+        /// What happened.
+        reason: String,
+    },
+    /// Another worker took the scale set's lease over.
+    #[error("the lease of scale set {scale_set} was taken over by another worker")]
+    LeaseLost {
+        /// The scale set's name.
+        scale_set: String,
+    },
+}
+
+impl Error {
+    /// Whether the fenced write failed because the lease was taken over.
+    pub fn is_lease_lost(&self) -> bool {
+        match self {
+            Self::LeaseLost { .. } => true,
+            Self::Store { source, .. } => source.is_lease_lost(),
+            _ => false,
+        }
+    }
+
+    /// The GitHub error behind this one, if any.
+    pub fn github(&self) -> Option<&scaleset_github::Error> {
+        match self {
+            Self::GitHub { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// A store error in context.
+pub(crate) fn store(during: &'static str) -> impl FnOnce(scaleset_store::Error) -> Error {
+    move |source| Error::Store { during, source }
+}
+
+/// The whole chain of an error, for state reasons and logs.
+pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,181 @@
+//! Who this controller is on GitHub and at the providers (DESIGN §3): the validated controller
+//! id and every name derived from it, so a rebuilt database finds the same sessions, scale sets
+//! and instances again. The pool key and runner names are built here and nowhere else.
+
+use scaleset_adopt::OWNER_LABEL_PREFIX;
+use scaleset_provider::PoolKey;
+use uuid::Uuid;
+
+use crate::error::Error;
+
+/// The controller's identity: its id and the names derived from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerIdentity {
+    id: Uuid,
+    owner_label: bool,
+}
+
+impl ControllerIdentity {
+    /// An identity for a controller id, with the owner label on.
+    pub fn new(id: Uuid) -> Self {
+        Self {
+            id,
+            owner_label: true,
+        }
+    }
+
+    /// Parses a configured controller id; anything but a UUID is a configuration error.
+    pub fn parse(text: &str) -> Result<Self, Error> {
+        Uuid::parse_str(text.trim())
+            .map(Self::new)
+            .map_err(|_| Error::Config {
+                what: "controller_id".to_owned(),
+                reason: format!(
+                    "{text:?} is not a UUID; set controller_id to the UUID this controller was \
+                 first started with (it names our sessions, scale sets and instances)"
+                ),
+            })
+    }
+
+    /// Turns the owner label added to created scale sets on or off.
+    #[must_use]
+    pub fn with_owner_label(mut self, on: bool) -> Self {
+        self.owner_label = on;
+        self
+    }
+
+    /// The controller id.
+    pub fn id(&self) -> Uuid {
+        self.id
+    }
+
+    /// `ownerName` of every message session: `scaleset-<controller id>`.
+    pub fn session_owner(&self) -> String {
+        format!("scaleset-{}", self.id)
+    }
+
+    /// The identity the adoption machine works with.
+    pub fn adoption(&self) -> scaleset_adopt::Identity {
+        let mut identity = scaleset_adopt::Identity::from_controller_id(&self.id.to_string());
+        if !self.owner_label {
+            identity.owner_label = None;
+        }
+        identity
+    }
+
+    /// The provider pool key of one GitHub scale set.
+    pub fn pool_key(&self, github_scale_set_id: i64) -> PoolKey {
+        pool_key(self.id, github_scale_set_id)
+    }
+}
+
+/// The provider pool key: `<controller id>_<GitHub scale-set id>`. An underscore, because GCP
+/// label values and Kubernetes label values reject `:`. Every instance carries it, and nothing
+/// without it is ever touched.
+///
+/// ```
+/// let key = scaleset_control::pool_key(uuid::Uuid::nil(), 42);
+/// assert_eq!(key.as_str(), "00000000-0000-0000-0000-000000000000_42");
+/// ```
+pub fn pool_key(controller: Uuid, github_scale_set_id: i64) -> PoolKey {
+    // Built from a UUID and an integer: never empty, never a control character.
+    match PoolKey::parse(&format!("{controller}_{github_scale_set_id}")) {
+        Ok(key) => key,
+        Err(_) => unreachable!("a UUID and an integer form a valid pool key"),
+    }
+}
+
+/// Checks a desired scale-set name: not empty, and not starting with the owner-label prefix
+/// (such a name would read as another controller's ownership claim).
+pub fn validate_scale_set_name(name: &str) -> Result<(), Error> {
+    if name.trim().is_empty() {
+        return Err(Error::Config {
+            what: "scale set name".to_owned(),
+            reason: "the name is empty; give the scale set a name".to_owned(),
+        });
+    }
+    let prefix = OWNER_LABEL_PREFIX;
+    if name
+        .get(..prefix.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
+    {
+        return Err(Error::Config {
+            what: format!("scale set name {name:?}"),
+            reason: format!(
+                "names starting with {prefix:?} are reserved for owner labels (the name is also \
+                 a label, and would read as another controller's ownership claim); rename it"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The RFC 4648 base32 alphabet, lower-cased (runner names are case-insensitive on GitHub).
+const BASE32: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
+
+/// A runner name: `<prefix>-<8 base32 chars>`, random from `rng`.
+///
+/// ```
+/// let mut rng = fastrand::Rng::with_seed(7);
+/// let name = scaleset_control::runner_name("linux", &mut rng);
+/// assert!(name.starts_with("linux-") && name.len() == "linux-".len() + 8);
+/// ```
+pub fn runner_name(prefix: &str, rng: &mut fastrand::Rng) -> String {
+    let mut name = String::with_capacity(prefix.len() + 9);
+    name.push_str(prefix);
+    name.push('-');
+    for _ in 0..8 {
+        name.push(char::from(BASE32[rng.usize(..BASE32.len())]));
+    }
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_controller_id_must_be_a_uuid() {
+        assert!(ControllerIdentity::parse("not-a-uuid").is_err());
+        let id = ControllerIdentity::parse("3f2a9c1e-77b0-4d4e-9a55-0123456789ab").unwrap();
+        assert_eq!(
+            id.session_owner(),
+            "scaleset-3f2a9c1e-77b0-4d4e-9a55-0123456789ab"
+        );
+    }
+
+    #[test]
+    fn the_pool_key_uses_an_underscore() {
+        let id = ControllerIdentity::new(Uuid::from_u128(1));
+        let key = id.pool_key(7);
+        assert_eq!(key.as_str(), "00000000-0000-0000-0000-000000000001_7");
+        assert!(!key.as_str().contains(':'));
+    }
+
+    #[test]
+    fn owner_label_prefixed_names_are_refused() {
+        assert!(validate_scale_set_name("scaleset-owner-abc").is_err());
+        assert!(validate_scale_set_name("ScaleSet-Owner-abc").is_err());
+        assert!(validate_scale_set_name("").is_err());
+        assert!(validate_scale_set_name("linux").is_ok());
+        assert!(validate_scale_set_name("scaleset-linux").is_ok());
+    }
+
+    #[test]
+    fn runner_names_are_prefix_dash_eight_base32() {
+        let mut rng = fastrand::Rng::with_seed(1);
+        for _ in 0..100 {
+            let name = runner_name("ci", &mut rng);
+            let suffix = name.strip_prefix("ci-").unwrap();
+            assert_eq!(suffix.len(), 8);
+            assert!(suffix.bytes().all(|b| BASE32.contains(&b)), "{name}");
+        }
+    }
+
+    #[test]
+    fn turning_the_owner_label_off_reaches_the_machine() {
+        let id = ControllerIdentity::new(Uuid::from_u128(1));
+        assert!(id.adoption().owner_label.is_some());
+        assert!(id.with_owner_label(false).adoption().owner_label.is_none());
+    }
+}

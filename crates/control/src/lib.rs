@@ -1,0 +1,41 @@
+//! The autoscaling loop of scaleset: it turns a desired scale set in the store into a GitHub
+//! runner scale set served by ephemeral runners on a compute provider.
+//!
+//! Per scale set, one supervised task (its own `scale_set` span; a failure in one never stops
+//! another) runs, level-triggered: **ensure** (runner group by name, then the adoption machine
+//! of `scaleset-adopt` through the real client, intent and outcome recorded in the store) →
+//! **session** (owner `scaleset-<controller id>`; our stale session deleted first) →
+//! **long-poll** → **handle** (acquire, busy, retire) → **scale** (the pure [`plan`]) →
+//! **persist the cursor** (a fenced store write) → **ack**.
+//!
+//! What it deliberately does not do: parse configuration files, serve HTTP or expose metrics
+//! (the binaries do, from [`Metrics`]' registry), or delete anything it cannot attribute to
+//! itself: instances are touched only through their pool key ([`pool_key`]), runners only by
+//! the names and ids it recorded.
+//!
+//! Main types: [`Controller`] (built from a store, a [`ClientFactory`], providers, the
+//! [`ControllerIdentity`] and [`Settings`]; runs until a `CancellationToken` fires), the pure
+//! [`plan`] with [`PlanInput`]/[`Plan`], [`Metrics`] and [`Error`]. Crash points for tests are
+//! observable through [`Checkpoints`].
+
+mod checkpoint;
+mod client_factory;
+mod controller;
+mod ensure;
+mod error;
+mod identity;
+mod listener;
+mod metrics;
+mod planner;
+mod scaler;
+mod settings;
+mod task;
+
+pub use checkpoint::{Checkpoint, Checkpoints};
+pub use client_factory::{ClientFactory, StoreClientFactory};
+pub use controller::Controller;
+pub use error::Error;
+pub use identity::{ControllerIdentity, pool_key, runner_name, validate_scale_set_name};
+pub use metrics::{CallLabels, KindLabel, Metrics, StateLabel, StatusLabel};
+pub use planner::{Plan, PlanInput, RunnerPhase, RunnerView, plan};
+pub use settings::Settings;

@@ -1,0 +1,434 @@
+//! The listener: the message session of one scale set, the long-poll, the handling of each
+//! batch, the fenced cursor write and the ack.
+//!
+//! Session rules: our stored session id is deleted first (our own stale session after a
+//! crash); a 409 naming our owner backs off and retries; a 409 naming another owner, or none
+//! after ours was cleared, is `foreign_session` (visible, rechecked slowly, and nothing is
+//! deleted); an unnamed 409 right after our own create failed may be our leaked session and is
+//! retried with bounded backoff. A rejected queue token is refreshed by the client (once per
+//! call); an unknown session is recreated keeping the cursor; a scale set GitHub deleted is
+//! re-ensured (dormancy: the cursor is reset by the ensure).
+
+use std::time::SystemTime;
+
+use scaleset_github::{Client, JobMessage, Message, Session, Statistics};
+use scaleset_store::{Lease, ScaleSetState};
+use tokio_util::sync::CancellationToken;
+
+use crate::checkpoint::Checkpoint;
+use crate::ensure::record;
+use crate::error::{Error, chain, store};
+use crate::metrics::KindLabel;
+use crate::scaler::Runners;
+use crate::task::Shared;
+
+/// How a listener stopped.
+#[derive(Debug)]
+pub(crate) enum ListenEnd {
+    /// Cancelled; the session was deleted.
+    Cancelled,
+    /// GitHub no longer has the scale set: ensure it again.
+    Reensure,
+    /// Another owner holds the session.
+    ForeignSession,
+}
+
+/// How many poll failures in a row are absorbed before the task backs off as a whole.
+const MAX_POLL_FAILURES: u32 = 8;
+
+/// One scale set's listener.
+pub(crate) struct Listener<'a> {
+    pub(crate) shared: &'a Shared,
+    pub(crate) client: &'a Client,
+    pub(crate) lease: Lease,
+    pub(crate) runners: Runners<'a>,
+    pub(crate) github_id: i64,
+    pub(crate) last_message_id: i64,
+    pub(crate) statistics: Option<Statistics>,
+}
+
+enum Opened {
+    Session(Session),
+    Foreign,
+    Reensure,
+}
+
+impl Listener<'_> {
+    fn name(&self) -> &str {
+        &self.runners.scale_set.spec.name
+    }
+
+    fn github_error(&self, during: &'static str) -> impl FnOnce(scaleset_github::Error) -> Error {
+        let scale_set = self.name().to_owned();
+        move |source| Error::GitHub {
+            scale_set,
+            during,
+            source,
+        }
+    }
+
+    /// Serves until cancelled, until GitHub loses the scale set, or until another owner holds
+    /// its session. `handed` is a session the ensure opened for us.
+    pub(crate) async fn run(
+        &mut self,
+        handed: Option<Session>,
+        cancel: &CancellationToken,
+    ) -> Result<ListenEnd, Error> {
+        let mut session = match handed {
+            Some(session) => {
+                self.store_session(Some(&session.session_id)).await?;
+                session
+            }
+            None => match self.open_session(true).await? {
+                Opened::Session(session) => session,
+                Opened::Foreign => return Ok(ListenEnd::ForeignSession),
+                Opened::Reensure => return Ok(ListenEnd::Reensure),
+            },
+        };
+        self.statistics = session.statistics.or(self.statistics);
+        let end = self.serve(&mut session, cancel).await;
+        if matches!(end, Ok(ListenEnd::Cancelled)) {
+            self.close(&session).await;
+        }
+        end
+    }
+
+    async fn serve(
+        &mut self,
+        session: &mut Session,
+        cancel: &CancellationToken,
+    ) -> Result<ListenEnd, Error> {
+        self.runners.recover().await?;
+        self.scale().await?;
+        let capacity = self.runners.scale_set.spec.max_runners;
+        let renew_every = self.shared.settings.lease_ttl / 3;
+        let mut failures = 0u32;
+        loop {
+            let poll = {
+                let client = self.client;
+                let last = self.last_message_id;
+                let poll = client.get_message(session, last, capacity);
+                tokio::pin!(poll);
+                loop {
+                    tokio::select! {
+                        () = cancel.cancelled() => return Ok(ListenEnd::Cancelled),
+                        result = &mut poll => break result,
+                        () = tokio::time::sleep(renew_every) => {
+                            self.lease = self
+                                .shared
+                                .store
+                                .renew_lease(&self.lease, self.shared.settings.lease_ttl)
+                                .await
+                                .map_err(store("renewing the lease"))?;
+                        }
+                    }
+                }
+            };
+            self.shared.metrics.github("get_message", &poll);
+            match poll {
+                Ok(None) => {
+                    failures = 0;
+                    self.scale().await?;
+                    self.runners.check_deadlines().await?;
+                }
+                Ok(Some(message)) => {
+                    failures = 0;
+                    self.handle(session, &message).await?;
+                    self.shared
+                        .store
+                        .set_message_cursor(&self.lease, message.message_id)
+                        .await
+                        .map_err(store("persisting the message cursor"))?;
+                    self.last_message_id = message.message_id;
+                    self.shared
+                        .checkpoints
+                        .reached(Checkpoint::CursorPersisted, self.name())
+                        .await;
+                    let ack = self
+                        .client
+                        .delete_message(session, message.message_id)
+                        .await;
+                    self.shared.metrics.github("delete_message", &ack);
+                    if let Err(e) = ack {
+                        // Handling is idempotent and the cursor moved on: an unacked message
+                        // is skipped by the next poll.
+                        tracing::warn!(message_id = message.message_id, error = %chain(&e), "message ack failed");
+                    }
+                }
+                Err(e) if e.is_scale_set_not_found() => {
+                    let reason = "GitHub no longer has the scale set (deleted out of band or \
+                                  for dormancy); ensuring it again with the cursor reset";
+                    tracing::warn!("{reason}");
+                    record(
+                        self.shared,
+                        self.runners.scale_set.id,
+                        "dormant",
+                        reason,
+                        |s| {
+                            s.state = ScaleSetState::Dormant;
+                        },
+                    )
+                    .await?;
+                    return Ok(ListenEnd::Reensure);
+                }
+                Err(e)
+                    if e.is_session_expired_or_unknown()
+                        || e.is_queue_token_expired()
+                        || e.status() == Some(404) =>
+                {
+                    tracing::info!(error = %chain(&e), "session lost; creating a new one, keeping the cursor");
+                    match self.open_session(false).await? {
+                        Opened::Session(new) => {
+                            self.statistics = new.statistics.or(self.statistics);
+                            *session = new;
+                        }
+                        Opened::Foreign => return Ok(ListenEnd::ForeignSession),
+                        Opened::Reensure => return Ok(ListenEnd::Reensure),
+                    }
+                }
+                Err(e) => {
+                    failures += 1;
+                    if matches!(
+                        e,
+                        scaleset_github::Error::Decode { .. }
+                            | scaleset_github::Error::UnexpectedResponse { .. }
+                    ) {
+                        self.shared.metrics.undecodable_messages.inc();
+                        tracing::warn!(last_message_id = self.last_message_id, error = %chain(&e), "a message could not be decoded; it is not acknowledged, polling again");
+                    } else {
+                        tracing::warn!(error = %chain(&e), failures, "polling failed");
+                    }
+                    if failures > MAX_POLL_FAILURES {
+                        return Err(self.github_error("polling for messages")(e));
+                    }
+                    tokio::select! {
+                        () = cancel.cancelled() => return Ok(ListenEnd::Cancelled),
+                        () = tokio::time::sleep(self.shared.settings.backoff(failures)) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Handles one batch; idempotent, so a redelivered message changes nothing twice.
+    async fn handle(&mut self, session: &mut Session, message: &Message) -> Result<(), Error> {
+        let mut available = Vec::new();
+        let now = SystemTime::now();
+        for job in &message.jobs {
+            let kind = match job {
+                JobMessage::Available { job, .. } => {
+                    available.push(job.runner_request_id);
+                    "available"
+                }
+                JobMessage::Assigned { .. } => "assigned",
+                JobMessage::Started { runner_name, .. } => {
+                    self.runners.started(runner_name).await?;
+                    "started"
+                }
+                JobMessage::Completed { runner_name, .. } => {
+                    if !runner_name.is_empty() {
+                        self.runners.completed(runner_name).await?;
+                    }
+                    "completed"
+                }
+                _ => "other",
+            };
+            self.shared
+                .metrics
+                .jobs_seen
+                .get_or_create(&KindLabel {
+                    kind: kind.to_owned(),
+                })
+                .inc();
+            let since = job
+                .job()
+                .scale_set_assign_time
+                .or(job.job().queue_time)
+                .and_then(|t| t.to_system_time());
+            if let Some(lag) = since.and_then(|t| now.duration_since(t).ok()) {
+                self.shared.metrics.message_lag.observe(lag.as_secs_f64());
+            }
+        }
+        if message.skipped_job_messages > 0 {
+            self.shared.metrics.undecodable_messages.inc();
+            tracing::warn!(
+                message_id = message.message_id,
+                skipped = message.skipped_job_messages,
+                "job messages that did not decode were skipped; acquirable jobs are read instead"
+            );
+            let result = self.client.get_acquirable_jobs(self.github_id).await;
+            self.shared.metrics.github("get_acquirable_jobs", &result);
+            match result {
+                Ok(jobs) => available.extend(jobs.iter().map(|j| j.runner_request_id)),
+                Err(e) if e.status() == Some(404) => {}
+                Err(e) => return Err(self.github_error("reading acquirable jobs")(e)),
+            }
+        }
+        available.retain(|id| *id > 0);
+        available.sort_unstable();
+        available.dedup();
+        if !available.is_empty() {
+            let result = self.client.acquire_jobs(session, &available).await;
+            self.shared.metrics.github("acquire_jobs", &result);
+            let acquired = result.map_err(self.github_error("acquiring jobs"))?;
+            self.shared
+                .metrics
+                .jobs_acquired
+                .inc_by(u64::try_from(acquired.len()).unwrap_or(0));
+            tracing::info!(
+                offered = available.len(),
+                acquired = acquired.len(),
+                "jobs acquired"
+            );
+        }
+        if message.statistics.is_some() {
+            self.statistics = message.statistics;
+        }
+        self.scale().await?;
+        self.runners.check_deadlines().await
+    }
+
+    async fn scale(&mut self) -> Result<(), Error> {
+        let assigned = self.statistics.map_or(0, |s| s.total_assigned_jobs);
+        self.runners.scale(assigned).await
+    }
+
+    async fn store_session(&self, session_id: Option<&str>) -> Result<(), Error> {
+        self.shared
+            .store
+            .set_message_session(&self.lease, session_id)
+            .await
+            .map_err(store("recording the session id"))
+    }
+
+    /// Deletes our stored session (if `stale_first`), then creates ours.
+    async fn open_session(&mut self, stale_first: bool) -> Result<Opened, Error> {
+        let id = self.runners.scale_set.id;
+        if stale_first {
+            let stored = self
+                .shared
+                .store
+                .get_scale_set(id)
+                .await
+                .map_err(store("reading the stored session"))?
+                .session_id;
+            if let Some(stale) = stored {
+                let result = self.client.delete_session(self.github_id, &stale).await;
+                self.shared.metrics.github("delete_session", &result);
+                match result {
+                    Ok(()) => {}
+                    Err(e)
+                        if e.is_session_expired_or_unknown()
+                            || e.status() == Some(404)
+                            || e.status() == Some(400) => {}
+                    Err(e) if e.is_scale_set_not_found() => return Ok(Opened::Reensure),
+                    Err(e) => return Err(self.github_error("deleting our stale session")(e)),
+                }
+                self.store_session(None).await?;
+                self.shared
+                    .store
+                    .append_event(
+                        id,
+                        "stale_session_deleted",
+                        &format!("deleted our stale session {stale}"),
+                    )
+                    .await
+                    .map_err(store("appending an event"))?;
+            }
+        }
+        let owner = self.shared.identity.session_owner();
+        let mut own_create_failed = false;
+        let mut tries = 0u32;
+        loop {
+            tries += 1;
+            let result = self.client.create_session(self.github_id, &owner).await;
+            self.shared.metrics.github("create_session", &result);
+            match result {
+                Ok(session) => {
+                    self.store_session(Some(&session.session_id)).await?;
+                    let scale_set = self
+                        .shared
+                        .store
+                        .get_scale_set(id)
+                        .await
+                        .map_err(store("reading the scale set"))?;
+                    if scale_set.state != ScaleSetState::Ready {
+                        record(self.shared, id, "session_opened", "ready: listening", |s| {
+                            s.state = ScaleSetState::Ready;
+                        })
+                        .await?;
+                    }
+                    tracing::info!(session_id = %session.session_id, "session opened");
+                    return Ok(Opened::Session(session));
+                }
+                Err(e) if e.is_session_conflict() => {
+                    let holder = e.session_conflict_owner();
+                    let ours = holder.as_deref() == Some(owner.as_str());
+                    let maybe_leaked = holder.is_none() && own_create_failed;
+                    if (ours || maybe_leaked) && tries <= self.shared.settings.own_session_retries {
+                        tracing::info!(
+                            ?holder,
+                            tries,
+                            "our own session is still active; waiting for it to end"
+                        );
+                        tokio::time::sleep(self.shared.settings.backoff(tries)).await;
+                        continue;
+                    }
+                    let reason = match holder {
+                        Some(other) if !ours => format!(
+                            "another listener ({other:?}) holds the message session; stop it, or \
+                             choose another scale-set name. Nothing was deleted"
+                        ),
+                        Some(_) => "our own earlier session is still active and did not end; \
+                                    it expires on GitHub, then serving resumes"
+                            .to_owned(),
+                        None => "a listener that GitHub does not name holds the message session \
+                                 (not ours: our stored session was cleared first); stop it, or \
+                                 wait for it to expire. Nothing was deleted"
+                            .to_owned(),
+                    };
+                    tracing::warn!(%reason, "foreign session");
+                    record(self.shared, id, "foreign_session", &reason, |s| {
+                        s.state = ScaleSetState::ForeignSession;
+                    })
+                    .await?;
+                    return Ok(Opened::Foreign);
+                }
+                Err(e) if e.is_scale_set_not_found() || e.status() == Some(404) => {
+                    return Ok(Opened::Reensure);
+                }
+                Err(e)
+                    if (e.class() == scaleset_github::ErrorClass::Retryable
+                        || matches!(e, scaleset_github::Error::UnexpectedResponse { .. }))
+                        && tries <= self.shared.settings.own_session_retries =>
+                {
+                    // The create may have succeeded on GitHub: an unnamed 409 next is ours.
+                    own_create_failed = true;
+                    tracing::warn!(error = %chain(&e), "session create failed; retrying");
+                    tokio::time::sleep(self.shared.settings.backoff(tries)).await;
+                }
+                Err(e) => return Err(self.github_error("creating the message session")(e)),
+            }
+        }
+    }
+
+    /// Deletes the session on clean shutdown.
+    async fn close(&self, session: &Session) {
+        let result = self
+            .client
+            .delete_session(self.github_id, &session.session_id)
+            .await;
+        self.shared.metrics.github("delete_session", &result);
+        match result {
+            Ok(()) => {
+                if let Err(e) = self.store_session(None).await {
+                    tracing::warn!(error = %chain(&e), "could not clear the stored session id");
+                }
+                tracing::info!("session deleted on shutdown");
+            }
+            Err(e) => {
+                tracing::warn!(error = %chain(&e), "could not delete the session on shutdown; the next start deletes it")
+            }
+        }
+    }
+}

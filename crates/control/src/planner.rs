@@ -1,0 +1,96 @@
+//! The scale planner: pure arithmetic from statistics and the runners we know to runners to
+//! create and idle runners to retire. No I/O and no clock (quinn-proto style); the scaler
+//! executes the plan and feeds the world back in on the next call.
+
+/// Where one of our runners is, as the planner sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RunnerPhase {
+    /// Being made: intent recorded, JIT config asked for, or the provider creating it.
+    Pending,
+    /// Created and not running a job (booting or idle): may be retired.
+    Idle,
+    /// Running a job: never retired by the planner.
+    Busy,
+    /// Being removed; counts for nothing.
+    Leaving,
+}
+
+/// One runner the planner knows about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunnerView {
+    /// The runner name.
+    pub name: String,
+    /// Its phase.
+    pub phase: RunnerPhase,
+}
+
+/// What the planner decides from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanInput<'a> {
+    /// Idle runners kept warm.
+    pub min_idle: u32,
+    /// The most runners at once.
+    pub max_runners: u32,
+    /// `totalAssignedJobs` from the latest statistics (negative counts as 0).
+    pub assigned_jobs: i64,
+    /// Every runner we know for the scale set.
+    pub runners: &'a [RunnerView],
+}
+
+/// What to do.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Plan {
+    /// `min(max_runners, min_idle + totalAssignedJobs)`.
+    pub desired: u32,
+    /// How many runners to create.
+    pub create: u32,
+    /// Idle runners to retire, by name.
+    pub retire: Vec<String>,
+}
+
+/// Plans one step: desired = `min(max_runners, min_idle + totalAssignedJobs)`; runners that
+/// are pending, idle or busy count towards it. Short of it: create the difference. Above it:
+/// retire idle surplus (the newest names last in sort order go first), never a busy or pending
+/// runner.
+pub fn plan(input: &PlanInput<'_>) -> Plan {
+    let assigned = u32::try_from(input.assigned_jobs.max(0)).unwrap_or(u32::MAX);
+    let desired = input
+        .min_idle
+        .saturating_add(assigned)
+        .min(input.max_runners);
+    let count = |phase| {
+        u32::try_from(input.runners.iter().filter(|r| r.phase == phase).count()).unwrap_or(u32::MAX)
+    };
+    let live = count(RunnerPhase::Pending)
+        .saturating_add(count(RunnerPhase::Idle))
+        .saturating_add(count(RunnerPhase::Busy));
+    if live < desired {
+        return Plan {
+            desired,
+            create: desired - live,
+            retire: Vec::new(),
+        };
+    }
+    let surplus = usize::try_from(live - desired).unwrap_or(usize::MAX);
+    let mut idle: Vec<&str> = input
+        .runners
+        .iter()
+        .filter(|r| r.phase == RunnerPhase::Idle)
+        .map(|r| r.name.as_str())
+        .collect();
+    idle.sort_unstable();
+    let retire = idle
+        .iter()
+        .rev()
+        .take(surplus)
+        .map(|name| (*name).to_owned())
+        .collect();
+    Plan {
+        desired,
+        create: 0,
+        retire,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,148 @@
+use proptest::prelude::*;
+
+use super::*;
+
+fn runners(phases: &[(&str, RunnerPhase)]) -> Vec<RunnerView> {
+    phases
+        .iter()
+        .map(|(name, phase)| RunnerView {
+            name: (*name).to_owned(),
+            phase: *phase,
+        })
+        .collect()
+}
+
+fn input(min_idle: u32, max: u32, assigned: i64, runners: &[RunnerView]) -> PlanInput<'_> {
+    PlanInput {
+        min_idle,
+        max_runners: max,
+        assigned_jobs: assigned,
+        runners,
+    }
+}
+
+#[test]
+fn creates_one_runner_per_assigned_job_plus_min_idle() {
+    let plan = plan(&input(1, 10, 5, &[]));
+    assert_eq!(plan.desired, 6);
+    assert_eq!(plan.create, 6);
+    assert!(plan.retire.is_empty());
+}
+
+#[test]
+fn never_above_max_runners() {
+    assert_eq!(plan(&input(2, 4, 100, &[])).create, 4);
+    let known = runners(&[("a", RunnerPhase::Busy), ("b", RunnerPhase::Pending)]);
+    assert_eq!(plan(&input(0, 3, 100, &known)).create, 1);
+}
+
+#[test]
+fn pending_idle_and_busy_runners_count() {
+    let known = runners(&[
+        ("a", RunnerPhase::Pending),
+        ("b", RunnerPhase::Idle),
+        ("c", RunnerPhase::Busy),
+        ("d", RunnerPhase::Leaving),
+    ]);
+    let plan = plan(&input(0, 10, 5, &known));
+    assert_eq!(plan.create, 2);
+}
+
+#[test]
+fn retires_idle_surplus_never_busy_or_pending() {
+    let known = runners(&[
+        ("a", RunnerPhase::Idle),
+        ("b", RunnerPhase::Busy),
+        ("c", RunnerPhase::Idle),
+        ("d", RunnerPhase::Pending),
+    ]);
+    let plan = plan(&input(0, 10, 0, &known));
+    assert_eq!(plan.create, 0);
+    assert_eq!(plan.retire, vec!["c".to_owned(), "a".to_owned()]);
+}
+
+#[test]
+fn keeps_min_idle() {
+    let known = runners(&[("a", RunnerPhase::Idle), ("b", RunnerPhase::Idle)]);
+    assert_eq!(plan(&input(1, 10, 0, &known)).retire, vec!["b".to_owned()]);
+}
+
+#[test]
+fn negative_statistics_count_as_zero() {
+    assert_eq!(plan(&input(1, 10, -5, &[])).create, 1);
+}
+
+fn phase() -> impl Strategy<Value = RunnerPhase> {
+    prop_oneof![
+        Just(RunnerPhase::Pending),
+        Just(RunnerPhase::Idle),
+        Just(RunnerPhase::Busy),
+        Just(RunnerPhase::Leaving),
+    ]
+}
+
+/// Applies a plan as the scaler would: new runners start pending, retired ones leave.
+fn apply(known: &mut Vec<RunnerView>, plan: &Plan, next: &mut u32) {
+    for view in known.iter_mut() {
+        if plan.retire.contains(&view.name) {
+            view.phase = RunnerPhase::Leaving;
+        }
+    }
+    for _ in 0..plan.create {
+        *next += 1;
+        known.push(RunnerView {
+            name: format!("new-{next:04}"),
+            phase: RunnerPhase::Pending,
+        });
+    }
+}
+
+fn live(known: &[RunnerView]) -> usize {
+    known
+        .iter()
+        .filter(|r| r.phase != RunnerPhase::Leaving)
+        .count()
+}
+
+proptest! {
+    #[test]
+    fn invariants_hold(
+        min_idle in 0u32..20,
+        max in 0u32..30,
+        assigned in -5i64..60,
+        phases in proptest::collection::vec(phase(), 0..40),
+    ) {
+        let mut known: Vec<RunnerView> = phases
+            .iter()
+            .enumerate()
+            .map(|(i, phase)| RunnerView { name: format!("r-{i:04}"), phase: *phase })
+            .collect();
+        let before_live = live(&known);
+        let step = plan(&input(min_idle, max, assigned, &known));
+        // Never plans above max_runners.
+        prop_assert!(step.create == 0 || before_live + step.create as usize <= max as usize);
+        prop_assert!(step.desired <= max);
+        // Never both creates and retires.
+        prop_assert!(step.create == 0 || step.retire.is_empty());
+        // Only idle runners are retired, each once.
+        for name in &step.retire {
+            let view = known.iter().find(|r| &r.name == name);
+            prop_assert_eq!(view.map(|r| r.phase), Some(RunnerPhase::Idle));
+        }
+        let mut unique = step.retire.clone();
+        unique.dedup();
+        prop_assert_eq!(unique.len(), step.retire.len());
+        // Converges: applying the plan leaves nothing more to do.
+        let mut next = 0;
+        apply(&mut known, &step, &mut next);
+        let again = plan(&input(min_idle, max, assigned, &known));
+        prop_assert_eq!(again.create, 0);
+        prop_assert!(again.retire.is_empty());
+        // And it reaches desired unless busy or pending runners alone exceed it.
+        let stuck = known
+            .iter()
+            .filter(|r| matches!(r.phase, RunnerPhase::Busy | RunnerPhase::Pending))
+            .count();
+        prop_assert_eq!(live(&known), (step.desired as usize).max(stuck));
+    }
+}

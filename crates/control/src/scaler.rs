@@ -1,0 +1,447 @@
+//! The scaler: executes the planner's decisions and the message handler's retirements with the
+//! client, the store and the provider.
+//!
+//! Order of a scale-up, each step durable before the next: a pending instance row (intent) →
+//! JIT config (the GitHub runner id recorded) → `creating` → provider create with the pool key
+//! → `running`. [`Runners::recover`] finishes or undoes whatever a crash interrupted: a runner
+//! whose instance was never created is removed from GitHub, an instance whose runner is gone is
+//! deleted, so nothing is duplicated or orphaned.
+
+use std::sync::Arc;
+
+use scaleset_github::{Client, JitConfigRequest};
+use scaleset_provider::{
+    BootstrapInstance, CreateRequest, InstanceId, OsArch, OsType, Pool, Provider,
+    Secret as ProviderSecret, UserDataOptions,
+};
+use scaleset_store::{Instance, InstanceStatus, Lease, NewInstance, ScaleSet};
+
+use crate::checkpoint::Checkpoint;
+use crate::error::{Error, chain, store};
+use crate::identity::runner_name;
+use crate::planner::{PlanInput, RunnerPhase, RunnerView, plan};
+use crate::task::Shared;
+
+/// The runners of one scale set, as one task serves them.
+pub(crate) struct Runners<'a> {
+    pub(crate) shared: &'a Shared,
+    pub(crate) client: &'a Client,
+    pub(crate) provider: Arc<dyn Provider>,
+    pub(crate) lease: &'a Lease,
+    pub(crate) scale_set: &'a ScaleSet,
+    pub(crate) github_id: i64,
+    pub(crate) pool: Pool,
+    pub(crate) rng: fastrand::Rng,
+}
+
+fn phase(status: InstanceStatus) -> RunnerPhase {
+    match status {
+        InstanceStatus::Pending | InstanceStatus::Creating => RunnerPhase::Pending,
+        InstanceStatus::Running => RunnerPhase::Idle,
+        InstanceStatus::Busy => RunnerPhase::Busy,
+        _ => RunnerPhase::Leaving,
+    }
+}
+
+impl Runners<'_> {
+    fn name(&self) -> &str {
+        &self.scale_set.spec.name
+    }
+
+    fn github_error(&self, during: &'static str) -> impl FnOnce(scaleset_github::Error) -> Error {
+        let scale_set = self.name().to_owned();
+        move |source| Error::GitHub {
+            scale_set,
+            during,
+            source,
+        }
+    }
+
+    fn provider_error(
+        &self,
+        during: &'static str,
+    ) -> impl FnOnce(scaleset_provider::Error) -> Error {
+        let provider = self.scale_set.spec.provider.clone();
+        move |source| Error::Provider {
+            provider,
+            during,
+            source,
+        }
+    }
+
+    async fn instances(&self) -> Result<Vec<Instance>, Error> {
+        self.shared
+            .store
+            .list_instances(self.scale_set.id)
+            .await
+            .map_err(store("listing instances"))
+    }
+
+    async fn transition(&self, name: &str, to: InstanceStatus) -> Result<(), Error> {
+        self.shared
+            .store
+            .transition_instance(self.lease, name, to)
+            .await
+            .map_err(store("moving an instance"))?;
+        Ok(())
+    }
+
+    /// Finishes or undoes what a crash interrupted, and drops runners GitHub no longer has.
+    pub(crate) async fn recover(&mut self) -> Result<(), Error> {
+        for instance in self.instances().await? {
+            match instance.status {
+                InstanceStatus::Pending => {
+                    // The provider was never asked: a registered runner has no machine.
+                    self.remove_everywhere(&instance).await?;
+                }
+                InstanceStatus::Creating => {
+                    match self
+                        .provider
+                        .get(&self.pool, &instance_id(&instance)?)
+                        .await
+                    {
+                        Ok(found) => {
+                            self.shared
+                                .store
+                                .set_instance_ids(
+                                    self.lease,
+                                    &instance.name,
+                                    Some(&found.provider_id),
+                                    None,
+                                )
+                                .await
+                                .map_err(store("recording the provider id"))?;
+                            self.transition(&instance.name, InstanceStatus::Running)
+                                .await?;
+                        }
+                        Err(e) if e.is_not_found() => self.remove_everywhere(&instance).await?,
+                        Err(e) => return Err(self.provider_error("looking up an instance")(e)),
+                    }
+                }
+                InstanceStatus::Running | InstanceStatus::Busy => {
+                    if let Some(runner) = instance.github_runner_id {
+                        let result = self.client.get_runner(runner).await;
+                        self.shared.metrics.github("get_runner", &result);
+                        match result {
+                            Ok(_) => {}
+                            Err(e) if e.is_agent_not_found() || e.status() == Some(404) => {
+                                // It finished (ephemeral) while nobody was listening.
+                                self.remove_everywhere(&instance).await?;
+                            }
+                            Err(e) => return Err(self.github_error("reading a runner")(e)),
+                        }
+                    }
+                }
+                _ => self.remove_everywhere(&instance).await?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Plans and executes one scaling step from `assigned_jobs`.
+    pub(crate) async fn scale(&mut self, assigned_jobs: i64) -> Result<(), Error> {
+        let instances = self.instances().await?;
+        let views: Vec<RunnerView> = instances
+            .iter()
+            .map(|i| RunnerView {
+                name: i.name.clone(),
+                phase: phase(i.status),
+            })
+            .collect();
+        let spec = &self.scale_set.spec;
+        let step = plan(&PlanInput {
+            min_idle: spec.min_idle,
+            max_runners: spec.max_runners,
+            assigned_jobs,
+            runners: &views,
+        });
+        if step.create > 0 || !step.retire.is_empty() {
+            tracing::info!(
+                desired = step.desired,
+                create = step.create,
+                retire = step.retire.len(),
+                "scaling"
+            );
+        }
+        let _ = self
+            .shared
+            .store
+            .set_desired_runners(self.lease, step.desired)
+            .await;
+        for _ in 0..step.create {
+            self.create_runner().await?;
+        }
+        for name in &step.retire {
+            if let Some(instance) = instances.iter().find(|i| &i.name == name) {
+                self.retire(instance).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates one runner: intent, JIT config, provider instance.
+    async fn create_runner(&mut self) -> Result<(), Error> {
+        let spec = &self.scale_set.spec;
+        let prefix = if spec.runner_prefix.is_empty() {
+            spec.name.as_str()
+        } else {
+            spec.runner_prefix.as_str()
+        };
+        let name = runner_name(prefix, &mut self.rng);
+        let timeout = if spec.bootstrap_timeout.is_zero() {
+            self.shared.settings.default_bootstrap_timeout
+        } else {
+            spec.bootstrap_timeout
+        };
+        let deadline = self.shared.clock.now().saturating_add(timeout);
+        let pool_key = self.pool.key.as_str().to_owned();
+        let instance = self
+            .shared
+            .store
+            .create_instance(
+                self.lease,
+                NewInstance::pending(&name, pool_key, Some(deadline)),
+            )
+            .await
+            .map_err(store("recording a runner's intent"))?;
+        self.shared
+            .checkpoints
+            .reached(Checkpoint::RunnerIntentRecorded, self.name())
+            .await;
+        let result = self
+            .client
+            .generate_jit_config(self.github_id, &JitConfigRequest::new(&name))
+            .await;
+        self.shared.metrics.github("generate_jit_config", &result);
+        let jit = match result {
+            Ok(jit) => jit,
+            Err(e) => {
+                // A committed-then-failed POST leaves a runner by this name: remove it with
+                // the intent, so the next step starts clean.
+                self.remove_everywhere(&instance).await?;
+                return Err(self.github_error("generating a JIT config")(e));
+            }
+        };
+        let runner_id = jit.runner.id;
+        self.shared
+            .store
+            .set_instance_ids(self.lease, &name, None, Some(runner_id))
+            .await
+            .map_err(store("recording a runner's GitHub id"))?;
+        self.shared
+            .checkpoints
+            .reached(Checkpoint::JitConfigGenerated, self.name())
+            .await;
+        self.transition(&name, InstanceStatus::Creating).await?;
+        let request = CreateRequest {
+            bootstrap: self.bootstrap(&name),
+            jit_config: Some(scaleset_provider::JitConfig::new(
+                jit.encoded_jit_config.expose(),
+            )),
+        };
+        let created = match self.provider.create(&request).await {
+            Ok(created) => created,
+            Err(e) => {
+                // A lost response may hide a created instance: look before giving up.
+                match self.provider.get(&self.pool, &instance_id_of(&name)?).await {
+                    Ok(found) => found,
+                    Err(_) => {
+                        tracing::warn!(runner = %name, error = %chain(&e), "instance create failed; removing the runner from GitHub");
+                        let instance = self
+                            .shared
+                            .store
+                            .get_instance(&name)
+                            .await
+                            .map_err(store("reading an instance"))?;
+                        self.remove_everywhere(&instance).await?;
+                        return Err(self.provider_error("creating an instance")(e));
+                    }
+                }
+            }
+        };
+        self.shared
+            .store
+            .set_instance_ids(self.lease, &name, Some(&created.provider_id), None)
+            .await
+            .map_err(store("recording the provider id"))?;
+        self.transition(&name, InstanceStatus::Running).await?;
+        tracing::info!(runner = %name, runner_id, provider_id = %created.provider_id, "runner created");
+        self.shared
+            .checkpoints
+            .reached(Checkpoint::InstanceCreated, self.name())
+            .await;
+        Ok(())
+    }
+
+    fn bootstrap(&self, name: &str) -> BootstrapInstance {
+        let spec = &self.scale_set.spec;
+        BootstrapInstance {
+            name: name.to_owned(),
+            tools: vec![],
+            repo_url: self.client.config_url().as_str().to_owned(),
+            callback_url: String::new(),
+            metadata_url: String::new(),
+            instance_token: ProviderSecret::new(""),
+            ssh_keys: vec![],
+            extra_specs: (!spec.extra_specs.is_null()).then(|| spec.extra_specs.clone()),
+            github_runner_group: spec.runner_group.name.clone(),
+            ca_cert_bundle: None,
+            arch: OsArch::Amd64,
+            os_type: OsType::Linux,
+            flavor: spec.flavor.clone(),
+            image: spec.image.clone(),
+            labels: spec.labels.clone(),
+            pool_id: self.pool.key.clone(),
+            user_data_options: UserDataOptions::default(),
+            jit_config_enabled: true,
+            proxy_config: None,
+        }
+    }
+
+    /// Marks the runner busy (a `JobStarted` named it).
+    pub(crate) async fn started(&self, runner: &str) -> Result<(), Error> {
+        match self.shared.store.get_instance(runner).await {
+            Ok(i) if i.scale_set_id == self.scale_set.id && i.status == InstanceStatus::Running => {
+                self.transition(runner, InstanceStatus::Busy).await
+            }
+            Ok(_) => Ok(()),
+            Err(e) if e.is_not_found() => Ok(()),
+            Err(e) => Err(store("reading an instance")(e)),
+        }
+    }
+
+    /// Retires the runner a `JobCompleted` named (ephemeral: it is done).
+    pub(crate) async fn completed(&self, runner: &str) -> Result<(), Error> {
+        match self.shared.store.get_instance(runner).await {
+            Ok(i) if i.scale_set_id == self.scale_set.id => self.remove_everywhere(&i).await,
+            Ok(_) => Ok(()),
+            Err(e) if e.is_not_found() => Ok(()),
+            Err(e) => Err(store("reading an instance")(e)),
+        }
+    }
+
+    /// Retires an idle runner; a runner GitHub says is busy is marked busy and kept.
+    async fn retire(&self, instance: &Instance) -> Result<(), Error> {
+        if let Some(runner) = instance.github_runner_id {
+            let result = self.client.remove_runner(runner).await;
+            self.shared.metrics.github("remove_runner", &result);
+            match result {
+                Ok(()) => {}
+                Err(e) if e.is_job_still_running() => {
+                    // It took a job meanwhile: later, not a failure.
+                    self.transition(&instance.name, InstanceStatus::Busy)
+                        .await?;
+                    return Ok(());
+                }
+                Err(e) if e.is_agent_not_found() || e.status() == Some(404) => {}
+                Err(e) => return Err(self.github_error("removing an idle runner")(e)),
+            }
+        }
+        self.remove_everywhere(instance).await
+    }
+
+    /// Removes runners that did not come online by their bootstrap deadline.
+    pub(crate) async fn check_deadlines(&self) -> Result<(), Error> {
+        let now = self.shared.clock.now();
+        for instance in self.instances().await? {
+            if instance.status != InstanceStatus::Running
+                || instance.bootstrap_deadline.is_none_or(|d| d > now)
+            {
+                continue;
+            }
+            let online = match instance.github_runner_id {
+                Some(runner) => {
+                    let result = self.client.get_runner(runner).await;
+                    self.shared.metrics.github("get_runner", &result);
+                    match result {
+                        Ok(r) => r.status.eq_ignore_ascii_case("online") || r.busy == Some(true),
+                        Err(e) if e.is_agent_not_found() || e.status() == Some(404) => false,
+                        Err(e) => return Err(self.github_error("reading a runner")(e)),
+                    }
+                }
+                None => false,
+            };
+            if !online {
+                tracing::warn!(runner = %instance.name, "runner not online by its bootstrap deadline; removing it");
+                self.shared
+                    .store
+                    .append_event(
+                        self.scale_set.id,
+                        "bootstrap_timeout",
+                        &format!(
+                            "runner {} was not online by its bootstrap deadline; removed",
+                            instance.name
+                        ),
+                    )
+                    .await
+                    .map_err(store("appending an event"))?;
+                self.remove_everywhere(&instance).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes a runner from GitHub (a busy one stays, marked busy), its instance from the
+    /// provider, and its row from the store.
+    async fn remove_everywhere(&self, instance: &Instance) -> Result<(), Error> {
+        let runner_id = match instance.github_runner_id {
+            Some(id) => Some(id),
+            None => {
+                // An interrupted JIT POST may have registered it: find it by its unique name.
+                let result = self.client.get_runner_by_name(&instance.name).await;
+                self.shared.metrics.github("get_runner_by_name", &result);
+                result
+                    .map_err(self.github_error("looking up a runner by name"))?
+                    .filter(|r| {
+                        r.runner_scale_set_id == self.github_id || r.runner_scale_set_id == 0
+                    })
+                    .map(|r| r.id)
+            }
+        };
+        if let Some(runner) = runner_id {
+            let result = self.client.remove_runner(runner).await;
+            self.shared.metrics.github("remove_runner", &result);
+            match result {
+                Ok(()) => {}
+                Err(e) if e.is_job_still_running() => {
+                    if instance.status == InstanceStatus::Running {
+                        self.transition(&instance.name, InstanceStatus::Busy)
+                            .await?;
+                    }
+                    return Ok(());
+                }
+                Err(e) if e.is_agent_not_found() || e.status() == Some(404) => {}
+                Err(e) => return Err(self.github_error("removing a runner")(e)),
+            }
+        }
+        if instance.status != InstanceStatus::Deleting && instance.status != InstanceStatus::Deleted
+        {
+            self.transition(&instance.name, InstanceStatus::Deleting)
+                .await?;
+        }
+        if instance.status != InstanceStatus::Deleted {
+            self.provider
+                .delete(&self.pool, &instance_id(instance)?)
+                .await
+                .map_err(self.provider_error("deleting an instance"))?;
+        }
+        self.shared
+            .store
+            .delete_instance(self.lease, &instance.name)
+            .await
+            .map_err(store("removing an instance row"))?;
+        tracing::info!(runner = %instance.name, "runner removed");
+        Ok(())
+    }
+}
+
+fn instance_id(instance: &Instance) -> Result<InstanceId, Error> {
+    instance_id_of(instance.provider_id.as_deref().unwrap_or(&instance.name))
+}
+
+fn instance_id_of(text: &str) -> Result<InstanceId, Error> {
+    InstanceId::new(text).ok_or_else(|| Error::Config {
+        what: format!("instance {text:?}"),
+        reason: "not a valid provider instance id".to_owned(),
+    })
+}

@@ -1,0 +1,80 @@
+//! How the control loop behaves: lease timing, backoff, how often it re-checks refused and
+//! foreign-held scale sets, and the adoption machine's retry bounds.
+
+use std::time::Duration;
+
+use scaleset_adopt::RetryBounds;
+
+/// The control loop's settings. [`Settings::default`] suits production; tests shorten the
+/// durations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Settings {
+    /// This worker's name, the holder of its leases.
+    pub worker: String,
+    /// How long a lease lasts unless renewed (renewed at a third of it).
+    pub lease_ttl: Duration,
+    /// How often the supervisor re-reads the store for added, changed and removed scale sets.
+    pub watch_interval: Duration,
+    /// The first wait after a failure of a scale set's task; doubles per failure.
+    pub backoff_base: Duration,
+    /// The longest wait after failures.
+    pub backoff_max: Duration,
+    /// How long a refused, drifted or misconfigured scale set waits before it is ensured again
+    /// (a changed spec restarts it at once).
+    pub refused_recheck: Duration,
+    /// How long a scale set whose session another owner holds waits before trying again.
+    pub foreign_session_recheck: Duration,
+    /// How many times a 409 that may be our own leaked session is retried with backoff before
+    /// the scale set is shown as `foreign_session`.
+    pub own_session_retries: u32,
+    /// The adoption machine's retry bounds (attempt is set by the driver).
+    pub adoption_retry: RetryBounds,
+    /// How long a new runner may take to come online before it is removed.
+    pub default_bootstrap_timeout: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            worker: "scaleset-worker".to_owned(),
+            lease_ttl: Duration::from_secs(120),
+            watch_interval: Duration::from_secs(10),
+            backoff_base: Duration::from_secs(1),
+            backoff_max: Duration::from_secs(120),
+            refused_recheck: Duration::from_secs(300),
+            foreign_session_recheck: Duration::from_secs(300),
+            own_session_retries: 6,
+            adoption_retry: RetryBounds::default(),
+            default_bootstrap_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+impl Settings {
+    /// The wait after `failures` consecutive failures: `backoff_base × 2^(failures-1)`, capped.
+    pub fn backoff(&self, failures: u32) -> Duration {
+        let exponent = failures.saturating_sub(1).min(20);
+        self.backoff_base
+            .saturating_mul(1u32 << exponent)
+            .min(self.backoff_max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_and_caps() {
+        let settings = Settings {
+            backoff_base: Duration::from_millis(10),
+            backoff_max: Duration::from_millis(50),
+            ..Settings::default()
+        };
+        assert_eq!(settings.backoff(1), Duration::from_millis(10));
+        assert_eq!(settings.backoff(2), Duration::from_millis(20));
+        assert_eq!(settings.backoff(4), Duration::from_millis(50));
+        assert_eq!(settings.backoff(u32::MAX), Duration::from_millis(50));
+    }
+}
