@@ -1,1 +1,6 @@
-//! Integration tests of the control loop.
+//! Integration tests of the control loop: the real client against the simulator over
+//! loopback, the fake provider, and the store on SQLite (always) and PostgreSQL (when
+//! `SCALESET_TEST_DATABASE_URL` is set).
+
+mod helpers;
+mod scaling;

@@ -1,0 +1,504 @@
+//! The harness: a fresh database per test and backend (a temp SQLite file, or a PostgreSQL
+//! database created through `SCALESET_TEST_DATABASE_URL`, as the store suite does), a
+//! simulator on a loopback port, a fake cloud whose created runners boot in the simulator, and
+//! a controller to start, stop cleanly or drop (crash).
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use diesel::{Connection as _, PgConnection, RunQueryDsl as _};
+use prometheus_client::registry::Registry;
+use scaleset_control::{
+    Checkpoint, Checkpoints, Controller, ControllerIdentity, Metrics, Settings, StoreClientFactory,
+};
+use scaleset_github::RetryPolicy;
+use scaleset_provider::{CreatedRunner, FakeCloud, Provider};
+use scaleset_sim::{SimConfig, Simulator};
+use scaleset_store::{
+    AdoptionPolicy, Auth, CredentialStore, DatabaseUrl, DieselStore, EncryptionKey, Endpoint,
+    EntityKind, EntityStore, EventStore, Instance, InstanceStore, Keyring, ManualClock,
+    NewCredentials, NewEntity, NewScaleSet, RunnerGroup, ScaleSet, ScaleSetSpec, ScaleSetStore,
+    SecretString, Store, StoreOptions, Timestamp,
+};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+pub(crate) const PG_VAR: &str = "SCALESET_TEST_DATABASE_URL";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// One test's own database.
+pub(crate) struct TestDb {
+    url: DatabaseUrl,
+    _dir: Option<tempfile::TempDir>,
+    _pg: Option<PgDatabase>,
+}
+
+impl TestDb {
+    async fn create(backend: Backend, test: &str) -> Option<Self> {
+        match backend {
+            Backend::Sqlite => {
+                let dir = tempfile::tempdir().expect("temp dir");
+                let path = dir.path().join("scaleset.db");
+                let url = DatabaseUrl::parse(&format!("sqlite://{}", path.display()))
+                    .expect("sqlite url");
+                Some(Self {
+                    url,
+                    _dir: Some(dir),
+                    _pg: None,
+                })
+            }
+            Backend::Postgres => {
+                let Some(admin) = std::env::var_os(PG_VAR) else {
+                    eprintln!(
+                        "skipped the PostgreSQL half of {test}: {PG_VAR} is unset \
+                         (set it to e.g. postgres://postgres@127.0.0.1:5432/test to run it; CI does)"
+                    );
+                    return None;
+                };
+                let admin = admin
+                    .into_string()
+                    .expect("SCALESET_TEST_DATABASE_URL is UTF-8");
+                let pg = tokio::task::spawn_blocking(move || PgDatabase::create(&admin))
+                    .await
+                    .expect("create database task");
+                let url = DatabaseUrl::parse(&pg.url).expect("postgres url");
+                Some(Self {
+                    url,
+                    _dir: None,
+                    _pg: Some(pg),
+                })
+            }
+        }
+    }
+}
+
+struct PgDatabase {
+    admin: String,
+    name: String,
+    url: String,
+}
+
+impl PgDatabase {
+    fn create(admin: &str) -> Self {
+        let shown = DatabaseUrl::parse(admin).map_or_else(|_| admin.to_owned(), |u| u.redacted());
+        let mut conn = PgConnection::establish(admin).unwrap_or_else(|e| {
+            panic!(
+                "{PG_VAR} is set but PostgreSQL at {shown} is unreachable: {e}\n\
+                 start PostgreSQL there, or unset {PG_VAR} to skip the PostgreSQL half"
+            )
+        });
+        let name = format!("scaleset_test_{}", Uuid::new_v4().simple());
+        diesel::sql_query(format!("CREATE DATABASE {name}"))
+            .execute(&mut conn)
+            .unwrap_or_else(|e| panic!("cannot create test database {name}: {e}"));
+        let mut url = url::Url::parse(admin).expect("SCALESET_TEST_DATABASE_URL is a URL");
+        url.set_path(&format!("/{name}"));
+        Self {
+            admin: admin.to_owned(),
+            name,
+            url: url.to_string(),
+        }
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        let dropped = PgConnection::establish(&self.admin).and_then(|mut conn| {
+            diesel::sql_query(format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ))
+            .execute(&mut conn)
+            .map_err(|e| diesel::ConnectionError::BadConnection(e.to_string()))
+        });
+        if let Err(e) = dropped {
+            eprintln!("could not drop test database {}: {e}", self.name);
+        }
+    }
+}
+
+/// Runs `test` against a fresh database of `backend` (or reports the skip).
+pub(crate) async fn run<F, Fut>(backend: Backend, name: &str, test: F)
+where
+    F: FnOnce(TestDb) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    if let Some(db) = TestDb::create(backend, name).await {
+        test(db).await;
+    }
+}
+
+/// Declares `mod <test> { sqlite(), postgres() }` for each named `async fn <test>(TestDb)`.
+macro_rules! backend_tests {
+    ($($name:ident),+ $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn sqlite() {
+                    $crate::helpers::run($crate::helpers::Backend::Sqlite, stringify!($name), super::$name).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn postgres() {
+                    $crate::helpers::run($crate::helpers::Backend::Postgres, stringify!($name), super::$name).await;
+                }
+            }
+        )+
+    };
+}
+pub(crate) use backend_tests;
+
+/// A simulator serving on `127.0.0.1:0`.
+pub(crate) struct RunningSim {
+    pub(crate) sim: Simulator,
+    pub(crate) addr: SocketAddr,
+    stop: CancellationToken,
+}
+
+impl RunningSim {
+    async fn start(config: SimConfig) -> Self {
+        let sim = Simulator::new(config).expect("simulator config");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let stop = CancellationToken::new();
+        tokio::spawn({
+            let (sim, stop) = (sim.clone(), stop.clone());
+            async move { sim.serve(listener, stop.cancelled_owned()).await }
+        });
+        Self { sim, addr, stop }
+    }
+}
+
+impl Drop for RunningSim {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// A simulator configured for fast tests: short long-poll holds.
+pub(crate) fn sim_config() -> SimConfig {
+    let mut config = SimConfig::default();
+    config.long_poll_hold = Duration::from_millis(100);
+    config.tick_interval = Duration::from_millis(20);
+    config
+}
+
+/// Settings with every wait in milliseconds.
+pub(crate) fn settings() -> Settings {
+    let mut settings = Settings::default();
+    settings.worker = "test-worker".to_owned();
+    settings.lease_ttl = Duration::from_secs(30);
+    settings.watch_interval = Duration::from_millis(50);
+    settings.backoff_base = Duration::from_millis(10);
+    settings.backoff_max = Duration::from_millis(200);
+    settings.refused_recheck = Duration::from_millis(300);
+    settings.foreign_session_recheck = Duration::from_millis(300);
+    settings.adoption_retry.base_delay = Duration::from_millis(5);
+    settings.adoption_retry.max_delay = Duration::from_millis(50);
+    settings
+}
+
+/// Everything one test runs against.
+pub(crate) struct Harness {
+    _db: TestDb,
+    pub(crate) store: Arc<DieselStore>,
+    pub(crate) github: RunningSim,
+    pub(crate) cloud: FakeCloud,
+    pub(crate) identity: ControllerIdentity,
+    pub(crate) scale_set: ScaleSet,
+    pub(crate) clock: ManualClock,
+    /// Whether created instances boot their runner in the simulator.
+    pub(crate) boot: Arc<AtomicBool>,
+    /// Every runner the fake cloud created, in order.
+    pub(crate) created: Arc<Mutex<Vec<CreatedRunner>>>,
+}
+
+impl Harness {
+    /// A store, a simulator built from `config` and one scale set `linux` (provider `fake`,
+    /// group `Default`, max 10 runners) adjusted by `spec`.
+    pub(crate) async fn new(
+        db: TestDb,
+        config: SimConfig,
+        spec: impl FnOnce(&mut ScaleSetSpec),
+    ) -> Self {
+        let clock = ManualClock::new(Timestamp::from_unix_millis(1_800_000_000_000));
+        let key = EncryptionKey::from_bytes("k1", &[1; 32]).expect("key");
+        let options = StoreOptions::new(db.url.clone(), Keyring::new(key))
+            .pool_size(4)
+            .busy_timeout(Duration::from_secs(20))
+            .connect_timeout(Duration::from_secs(20));
+        let store = Arc::new(DieselStore::open(options).await.expect("open the store"));
+        let github = RunningSim::start(config).await;
+        let base = format!("http://{}", github.addr);
+        let credentials = store
+            .create_credentials(NewCredentials {
+                name: "sim".into(),
+                endpoint: Endpoint {
+                    base_url: base.clone(),
+                    api_base_url: format!("{base}/api/v3"),
+                    ca_bundle: None,
+                },
+                auth: Auth::Pat {
+                    token: SecretString::new("ghp_simulator"),
+                },
+            })
+            .await
+            .expect("credentials");
+        let entity = store
+            .create_entity(NewEntity {
+                kind: EntityKind::Organization {
+                    name: "acme".into(),
+                },
+                credentials_id: credentials.id,
+            })
+            .await
+            .expect("entity");
+        let mut wanted = ScaleSetSpec {
+            name: "linux".into(),
+            runner_group: RunnerGroup {
+                name: "Default".into(),
+                id: None,
+            },
+            labels: vec![],
+            disable_update: true,
+            provider: "fake".into(),
+            image: "ubuntu".into(),
+            flavor: "small".into(),
+            min_idle: 0,
+            max_runners: 10,
+            bootstrap_timeout: Duration::from_secs(600),
+            runner_prefix: String::new(),
+            extra_specs: serde_json::Value::Null,
+            enabled: true,
+            adoption_policy: AdoptionPolicy::Owned,
+            repair: false,
+        };
+        spec(&mut wanted);
+        let scale_set = store
+            .create_scale_set(NewScaleSet {
+                entity_id: entity.id,
+                spec: wanted,
+            })
+            .await
+            .expect("scale set");
+        let cloud = FakeCloud::new();
+        let boot = Arc::new(AtomicBool::new(true));
+        let created = Arc::new(Mutex::new(Vec::new()));
+        cloud.on_create({
+            let (sim, boot, created) = (github.sim.clone(), boot.clone(), created.clone());
+            move |runner: &CreatedRunner| {
+                created.lock().expect("created list").push(runner.clone());
+                if boot.load(Ordering::SeqCst)
+                    && let Some(jit) = &runner.jit_config
+                {
+                    sim.start_runner(jit.expose())
+                        .expect("the simulator boots the runner");
+                }
+            }
+        });
+        Self {
+            _db: db,
+            store,
+            github,
+            cloud,
+            identity: ControllerIdentity::new(Uuid::from_u128(0x5ca1_e5e7)),
+            scale_set,
+            clock,
+            boot,
+            created,
+        }
+    }
+
+    pub(crate) fn sim(&self) -> &Simulator {
+        &self.github.sim
+    }
+
+    /// Starts a controller (with `checkpoints`, if any).
+    pub(crate) fn start(&self, checkpoints: Option<Arc<dyn Checkpoints>>) -> RunningController {
+        let store: Arc<dyn Store> = self.store.clone();
+        let clients = StoreClientFactory::new(store.clone()).with_config(|config| {
+            config
+                .with_retry(RetryPolicy::new(
+                    4,
+                    Duration::from_millis(2),
+                    Duration::from_millis(20),
+                ))
+                .with_session_retry(RetryPolicy::new(
+                    4,
+                    Duration::from_millis(2),
+                    Duration::from_millis(20),
+                ))
+        });
+        let provider: Arc<dyn Provider> = Arc::new(self.cloud.provider(self.identity.id()));
+        let providers = BTreeMap::from([("fake".to_owned(), provider)]);
+        let mut registry = Registry::default();
+        let mut controller = Controller::new(
+            store,
+            Arc::new(clients),
+            providers,
+            self.identity.clone(),
+            settings(),
+            &mut registry,
+        )
+        .with_clock(Arc::new(self.clock.clone()));
+        if let Some(checkpoints) = checkpoints {
+            controller = controller.with_checkpoints(checkpoints);
+        }
+        let metrics = controller.metrics();
+        let cancel = CancellationToken::new();
+        let handle = tokio::spawn(controller.run(cancel.clone()));
+        RunningController {
+            cancel,
+            handle: Some(handle),
+            metrics,
+            registry,
+        }
+    }
+
+    /// The stored scale set.
+    pub(crate) async fn stored(&self) -> ScaleSet {
+        self.store
+            .get_scale_set(self.scale_set.id)
+            .await
+            .expect("scale set")
+    }
+
+    /// The stored instances.
+    pub(crate) async fn instances(&self) -> Vec<Instance> {
+        self.store
+            .list_instances(self.scale_set.id)
+            .await
+            .expect("instances")
+    }
+
+    /// Waits until the scale set is ready with a session, and returns its GitHub id.
+    pub(crate) async fn ready(&self) -> i64 {
+        eventually("the scale set is ready and listening", || async {
+            let stored = self.stored().await;
+            let id = stored.github_id?;
+            let state = self.sim().state();
+            state.scale_set(id)?.session.as_ref()?;
+            (stored.state == scaleset_store::ScaleSetState::Ready).then_some(id)
+        })
+        .await
+    }
+
+    /// The states of the simulator's jobs for `github_id`.
+    pub(crate) fn job_states(&self, github_id: i64) -> Vec<String> {
+        self.sim()
+            .state()
+            .jobs_of(github_id)
+            .map(|j| j.state.clone())
+            .collect()
+    }
+
+    /// Event kinds of the scale set, newest first.
+    pub(crate) async fn events(&self) -> Vec<String> {
+        self.store
+            .list_events(self.scale_set.id, 200)
+            .await
+            .expect("events")
+            .into_iter()
+            .map(|e| e.kind)
+            .collect()
+    }
+}
+
+/// A controller running in the background.
+pub(crate) struct RunningController {
+    cancel: CancellationToken,
+    handle: Option<JoinHandle<Result<(), scaleset_control::Error>>>,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) registry: Registry,
+}
+
+impl RunningController {
+    /// Cancels and waits for a clean stop.
+    pub(crate) async fn stop(mut self) {
+        self.cancel.cancel();
+        if let Some(handle) = self.handle.take() {
+            tokio::time::timeout(Duration::from_secs(30), handle)
+                .await
+                .expect("the controller stops within 30 s")
+                .expect("the controller task did not panic")
+                .expect("the controller ran without error");
+        }
+    }
+
+    /// Drops the controller mid-flight, as a crash would: every task is aborted where it is.
+    pub(crate) async fn crash(mut self) {
+        if let Some(handle) = self.handle.take() {
+            handle.abort();
+            let _ = handle.await;
+        }
+    }
+}
+
+impl Drop for RunningController {
+    fn drop(&mut self) {
+        if let Some(handle) = self.handle.take() {
+            handle.abort();
+        }
+    }
+}
+
+/// Polls `check` until it returns `Some`, for at most 60 s (a bound, never a timing claim).
+pub(crate) async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Freezes the task that first reaches `point` (it never returns), so the test can drop the
+/// controller exactly there.
+#[derive(Debug)]
+pub(crate) struct FreezeAt {
+    pub(crate) point: Checkpoint,
+    pub(crate) reached: AtomicBool,
+}
+
+impl FreezeAt {
+    pub(crate) fn new(point: Checkpoint) -> Arc<Self> {
+        Arc::new(Self {
+            point,
+            reached: AtomicBool::new(false),
+        })
+    }
+
+    pub(crate) fn was_reached(&self) -> bool {
+        self.reached.load(Ordering::SeqCst)
+    }
+}
+
+#[async_trait::async_trait]
+impl Checkpoints for FreezeAt {
+    async fn reached(&self, point: Checkpoint, _scale_set: &str) {
+        if point == self.point && !self.reached.swap(true, Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
+    }
+}

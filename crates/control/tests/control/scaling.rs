@@ -1,0 +1,126 @@
+//! The whole loop: jobs queued → runners created through the fake provider with JIT configs →
+//! jobs complete → runners retired → back to `min_idle`, in both assignment modes.
+
+use std::time::Duration;
+
+use scaleset_sim::{AssignmentMode, JobSpec};
+
+use crate::helpers::{Harness, TestDb, backend_tests, eventually, sim_config};
+
+backend_tests!(whole_loop_auto_assign, whole_loop_acquire, back_to_min_idle);
+
+async fn whole_loop(db: TestDb, mode: AssignmentMode) -> Harness {
+    let mut config = sim_config();
+    config.assignment = mode;
+    let h = Harness::new(db, config, |_| {}).await;
+    let controller = h.start(None);
+    let github_id = h.ready().await;
+    assert!(
+        h.instances().await.is_empty(),
+        "min_idle 0 starts no runner"
+    );
+
+    h.sim()
+        .enqueue_jobs(github_id, &JobSpec::count(5))
+        .expect("enqueue");
+    eventually("every job runs on its own runner", || async {
+        let states = h.job_states(github_id);
+        (states.len() == 5 && states.iter().all(|s| s == "running")).then_some(())
+    })
+    .await;
+    {
+        let created = h.created.lock().unwrap();
+        assert_eq!(created.len(), 5, "one runner per job");
+        assert!(
+            created.iter().all(|r| r.jit_config.is_some()),
+            "each runner got a JIT config"
+        );
+        let key = h.identity.pool_key(github_id);
+        assert!(
+            created.iter().all(|r| r.pool == key),
+            "every instance carries the pool key"
+        );
+        assert!(created.iter().all(|r| r.name.starts_with("linux-")));
+    }
+    assert_eq!(h.instances().await.len(), 5);
+
+    h.sim().advance(Duration::from_secs(60));
+    eventually(
+        "every job completed and every runner is retired",
+        || async {
+            let states = h.job_states(github_id);
+            let done = states.iter().all(|s| s == "completed");
+            (done && h.cloud.instances().is_empty() && h.instances().await.is_empty()).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(
+        h.created.lock().unwrap().len(),
+        5,
+        "no runner beyond the five"
+    );
+    let state = h.sim().state();
+    assert!(
+        state.agents.is_empty(),
+        "no runner left registered on GitHub"
+    );
+    assert!(
+        state
+            .jobs_of(github_id)
+            .all(|j| j.result.as_deref() == Some("succeeded"))
+    );
+
+    controller.stop().await;
+    assert!(
+        h.sim()
+            .state()
+            .scale_set(github_id)
+            .unwrap()
+            .session
+            .is_none(),
+        "the session is deleted on clean shutdown"
+    );
+    assert_eq!(h.stored().await.session_id, None);
+    h
+}
+
+async fn whole_loop_auto_assign(db: TestDb) {
+    whole_loop(db, AssignmentMode::AutoAssign).await;
+}
+
+async fn whole_loop_acquire(db: TestDb) {
+    let h = whole_loop(db, AssignmentMode::AvailableThenAcquire).await;
+    assert!(
+        h.sim().request_count("acquire_jobs") >= 1,
+        "jobs were acquired"
+    );
+}
+
+async fn back_to_min_idle(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |spec| spec.min_idle = 1).await;
+    let controller = h.start(None);
+    let github_id = h.ready().await;
+    eventually("one idle runner is kept warm", || async {
+        (h.instances().await.len() == 1).then_some(())
+    })
+    .await;
+    h.sim()
+        .enqueue_jobs(github_id, &JobSpec::count(3))
+        .expect("enqueue");
+    eventually("every job runs", || async {
+        let states = h.job_states(github_id);
+        (states.len() == 3 && states.iter().all(|s| s == "running")).then_some(())
+    })
+    .await;
+    h.sim().advance(Duration::from_secs(60));
+    eventually("jobs completed and one idle runner remains", || async {
+        let done = h.job_states(github_id).iter().all(|s| s == "completed");
+        let instances = h.instances().await;
+        let idle = instances.len() == 1
+            && instances[0].status == scaleset_store::InstanceStatus::Running
+            && h.cloud.instances().len() == 1;
+        (done && idle).then_some(())
+    })
+    .await;
+    controller.stop().await;
+}
