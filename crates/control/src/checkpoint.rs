@@ -10,6 +10,8 @@ use async_trait::async_trait;
 pub enum Checkpoint {
     /// The intent to create the scale set on GitHub was recorded; the POST comes next.
     ScaleSetCreateIntent,
+    /// GitHub answered the create POST with the new scale set; the outcome is not recorded yet.
+    ScaleSetCreated,
     /// A runner's intent (a pending instance row) was recorded; the JIT POST comes next.
     RunnerIntentRecorded,
     /// The runner's JIT config was generated and its GitHub id recorded; the provider create

@@ -400,7 +400,13 @@ async fn execute(
             let result = client.create_scale_set(&new_scale_set(spec)?).await;
             metrics.github("create_scale_set", &result);
             match result {
-                Ok(set) => Fact::ScaleSet(observed(&set)?),
+                Ok(set) => {
+                    shared
+                        .checkpoints
+                        .reached(Checkpoint::ScaleSetCreated, &spec.name)
+                        .await;
+                    Fact::ScaleSet(observed(&set)?)
+                }
                 Err(e) if e.is_scale_set_exists() => Fact::Exists,
                 Err(e) => failure(e)?,
             }

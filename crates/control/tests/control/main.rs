@@ -3,4 +3,5 @@
 //! `SCALESET_TEST_DATABASE_URL` is set).
 
 mod helpers;
+mod recovery;
 mod scaling;
