@@ -233,6 +233,10 @@ impl Harness {
         config: SimConfig,
         spec: impl FnOnce(&mut ScaleSetSpec),
     ) -> Self {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
         let clock = ManualClock::new(Timestamp::from_unix_millis(1_800_000_000_000));
         let key = EncryptionKey::from_bytes("k1", &[1; 32]).expect("key");
         let options = StoreOptions::new(db.url.clone(), Keyring::new(key))

@@ -5,3 +5,4 @@
 mod helpers;
 mod recovery;
 mod scaling;
+mod sessions;

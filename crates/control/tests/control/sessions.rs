@@ -1,0 +1,155 @@
+//! Sessions: a foreign session is shown as `foreign_session` and never deleted; our own
+//! session that is still active is waited for, not deleted; a scale set GitHub deleted is
+//! ensured again with the cursor reset.
+
+use std::time::Duration;
+
+use scaleset_sim::JobSpec;
+use scaleset_store::{EventStore as _, ScaleSetState, ScaleSetStore as _};
+
+use crate::helpers::{Harness, TestDb, backend_tests, eventually, sim_config};
+
+backend_tests!(
+    foreign_session_is_visible_and_untouched,
+    foreign_named_session_is_visible_and_untouched,
+    own_active_session_is_waited_for,
+    dormancy_recreates_with_cursor_reset,
+);
+
+async fn foreign_session(db: TestDb, names_owner: bool) {
+    let mut config = sim_config();
+    config.conflict_names_owner = names_owner;
+    let h = Harness::new(db, config, |spec| spec.disable_update = false).await;
+    let foreign = h
+        .sim()
+        .create_foreign_scale_set("acme", 1, "linux", "another-autoscaler")
+        .expect("foreign scale set");
+    // The store knows the id (e.g. the other listener is a rogue copy): ensure accepts it,
+    // and the listener meets the foreign session.
+    let mut stored = h.stored().await;
+    stored.github_id = Some(foreign.scale_set_id);
+    h.store
+        .update_scale_set(&stored)
+        .await
+        .expect("store the id");
+    let controller = h.start(None);
+    let reason = eventually("the scale set shows foreign_session", || async {
+        let stored = h.stored().await;
+        (stored.state == ScaleSetState::ForeignSession).then_some(stored.state_reason)
+    })
+    .await;
+    assert!(reason.contains("Nothing was deleted"), "{reason}");
+    if names_owner {
+        assert!(reason.contains("another-autoscaler"), "{reason}");
+    }
+    let creates = h.sim().request_count("create_session");
+    controller.stop().await;
+    assert_eq!(h.sim().request_count("delete_session"), 0, "zero deletes");
+    let session = h
+        .sim()
+        .state()
+        .scale_set(foreign.scale_set_id)
+        .unwrap()
+        .session
+        .clone();
+    assert_eq!(
+        session.map(|s| (s.session_id, s.owner_name)),
+        Some((foreign.session_id, "another-autoscaler".to_owned())),
+        "the foreign session is untouched"
+    );
+    assert!(creates <= 3, "no retry storm: {creates} session creates");
+}
+
+async fn foreign_session_is_visible_and_untouched(db: TestDb) {
+    foreign_session(db, false).await;
+}
+
+async fn foreign_named_session_is_visible_and_untouched(db: TestDb) {
+    foreign_session(db, true).await;
+}
+
+async fn own_active_session_is_waited_for(db: TestDb) {
+    let mut config = sim_config();
+    config.conflict_names_owner = true;
+    let h = Harness::new(db, config, |spec| spec.disable_update = false).await;
+    // A session of ours the store does not know (a create whose answer was lost).
+    let ours = h
+        .sim()
+        .create_foreign_scale_set("acme", 1, "linux", &h.identity.session_owner())
+        .expect("scale set");
+    let controller = h.start(None);
+    eventually(
+        "the listener is retrying against our own session",
+        || async { (h.sim().request_count("create_session") >= 3).then_some(()) },
+    )
+    .await;
+    h.sim()
+        .evict_session(ours.scale_set_id)
+        .expect("the session expires");
+    let github_id = h.ready().await;
+    assert_eq!(
+        github_id, ours.scale_set_id,
+        "adopted on the evidence of our own session"
+    );
+    assert_eq!(h.sim().request_count("delete_session"), 0, "never deleted");
+    controller.stop().await;
+}
+
+async fn dormancy_recreates_with_cursor_reset(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    let controller = h.start(None);
+    let first = h.ready().await;
+    h.sim()
+        .enqueue_jobs(first, &JobSpec::count(1))
+        .expect("enqueue");
+    eventually("a message was handled", || async {
+        (h.stored().await.last_message_id > 0).then_some(())
+    })
+    .await;
+    h.sim().advance(Duration::from_secs(60));
+    eventually("the job completed", || async {
+        h.job_states(first)
+            .iter()
+            .all(|s| s == "completed")
+            .then_some(())
+    })
+    .await;
+
+    h.sim().delete_scale_set(first).expect("GitHub deletes it");
+    let second = eventually("a new scale set is ensured", || async {
+        let stored = h.stored().await;
+        let id = stored.github_id.filter(|id| *id != first)?;
+        (stored.state == ScaleSetState::Ready).then_some(id)
+    })
+    .await;
+    let events = h
+        .store
+        .list_events(h.scale_set.id, 100)
+        .await
+        .expect("events");
+    assert!(events.iter().any(|e| e.kind == "dormant"));
+    assert!(
+        events
+            .iter()
+            .any(|e| e.kind == "ready" && e.reason.contains("cursor reset")),
+        "the ensure reset the cursor: {events:?}"
+    );
+    h.ready().await;
+    h.sim()
+        .enqueue_jobs(second, &JobSpec::count(1))
+        .expect("enqueue");
+    eventually("the new scale set's job runs", || async {
+        h.job_states(second)
+            .iter()
+            .all(|s| s == "running")
+            .then_some(())
+    })
+    .await;
+    h.sim().advance(Duration::from_secs(60));
+    eventually("it completes and its runner is retired", || async {
+        let done = h.job_states(second).iter().all(|s| s == "completed");
+        (done && h.instances().await.is_empty()).then_some(())
+    })
+    .await;
+    controller.stop().await;
+}
