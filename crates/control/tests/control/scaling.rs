@@ -70,6 +70,17 @@ async fn whole_loop(db: TestDb, mode: AssignmentMode) -> Harness {
             .all(|j| j.result.as_deref() == Some("succeeded"))
     );
 
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &controller.registry).expect("encode");
+    for expected in [
+        "scaleset_scale_sets{state=\"ready\"} 1",
+        "scaleset_jobs_seen_total{kind=\"completed\"} 5",
+        "scaleset_github_calls_total{endpoint=\"generate_jit_config\",class=\"ok\"} 5",
+        "scaleset_message_lag_seconds_count",
+        "scaleset_runners{status=\"running\"}",
+    ] {
+        assert!(text.contains(expected), "metrics lack {expected}:\n{text}");
+    }
     controller.stop().await;
     assert!(
         h.sim()

@@ -122,18 +122,22 @@ async fn dormancy_recreates_with_cursor_reset(db: TestDb) {
         (stored.state == ScaleSetState::Ready).then_some(id)
     })
     .await;
-    let events = h
-        .store
-        .list_events(h.scale_set.id, 100)
-        .await
-        .expect("events");
+    let events = eventually(
+        "the re-ensure is recorded with the cursor reset",
+        || async {
+            let events = h
+                .store
+                .list_events(h.scale_set.id, 100)
+                .await
+                .expect("events");
+            events
+                .iter()
+                .any(|e| e.kind == "ready" && e.reason.contains("cursor reset"))
+                .then_some(events)
+        },
+    )
+    .await;
     assert!(events.iter().any(|e| e.kind == "dormant"));
-    assert!(
-        events
-            .iter()
-            .any(|e| e.kind == "ready" && e.reason.contains("cursor reset")),
-        "the ensure reset the cursor: {events:?}"
-    );
     h.ready().await;
     h.sim()
         .enqueue_jobs(second, &JobSpec::count(1))

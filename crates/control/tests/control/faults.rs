@@ -1,0 +1,200 @@
+//! Faults and bad input: injected 5xx/429 bursts, undecodable messages, a provider that fails
+//! to create, runners that never come online, and misconfiguration. The loop converges or
+//! shows a clear state; nothing panics.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use scaleset_sim::{Burst, JobSpec, RateLimit};
+use scaleset_store::{ScaleSetState, ScaleSetStore as _};
+
+use crate::helpers::{Harness, TestDb, backend_tests, eventually, sim_config};
+
+backend_tests!(
+    converges_under_injected_server_errors_and_rate_limits,
+    undecodable_messages_are_skipped_without_losing_jobs,
+    failed_instance_create_removes_the_runner_from_github,
+    runner_never_online_is_removed_at_its_bootstrap_deadline,
+    owner_label_prefixed_name_is_a_config_error,
+);
+
+/// Serves five jobs; returns when all completed and nothing is left.
+async fn serve_five(h: &Harness, github_id: i64) {
+    h.sim()
+        .enqueue_jobs(github_id, &JobSpec::count(5))
+        .expect("enqueue");
+    eventually("every job runs", || async {
+        let states = h.job_states(github_id);
+        (states.len() == 5 && states.iter().all(|s| s == "running")).then_some(())
+    })
+    .await;
+    h.sim().advance(Duration::from_secs(60));
+    eventually("every job completed and nothing is left", || async {
+        let done = h.job_states(github_id).iter().all(|s| s == "completed");
+        let clean = h.cloud.instances().is_empty()
+            && h.instances().await.is_empty()
+            && h.sim().state().agents.is_empty();
+        (done && clean).then_some(())
+    })
+    .await;
+}
+
+async fn converges_under_injected_server_errors_and_rate_limits(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    // Re-arms a fault whenever the last one was consumed: a steady share of failing calls.
+    let injector = tokio::spawn({
+        let (sim, stop) = (h.sim().clone(), stop.clone());
+        async move {
+            let mut turn = 0u32;
+            while !stop.load(Ordering::SeqCst) {
+                sim.update_faults(|f| {
+                    if f.server_errors.is_none() && f.rate_limit.is_none() {
+                        turn += 1;
+                        match turn % 3 {
+                            0 => f.rate_limit = Some(RateLimit::new(1, 0)),
+                            1 => f.server_errors = Some(Burst::new(1, 503)),
+                            _ => f.server_errors = Some(Burst::new(2, 500)),
+                        }
+                    }
+                });
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    });
+    let controller = h.start(None);
+    let github_id = h.ready().await;
+    serve_five(&h, github_id).await;
+    stop.store(true, Ordering::SeqCst);
+    injector.await.expect("injector");
+    let log = h.sim().request_log();
+    let failed = log
+        .iter()
+        .filter(|r| r.status == 429 || r.status >= 500)
+        .count();
+    assert!(
+        failed * 10 >= log.len(),
+        "at least a tenth of the calls failed: {failed} of {}",
+        log.len()
+    );
+    assert!(
+        controller.metrics.github_call_count("get_message", "ok") > 0,
+        "polls succeeded between the faults"
+    );
+    let named = h
+        .sim()
+        .state()
+        .scale_sets
+        .iter()
+        .filter(|s| s.name == "linux")
+        .count();
+    assert_eq!(named, 1, "no duplicate scale set under faults");
+    assert_eq!(
+        h.created.lock().unwrap().len(),
+        5,
+        "no duplicate runner under faults"
+    );
+    controller.stop().await;
+}
+
+async fn undecodable_messages_are_skipped_without_losing_jobs(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    let controller = h.start(None);
+    let github_id = h.ready().await;
+    h.sim().update_faults(|f| f.empty_message_body = 2);
+    serve_five(&h, github_id).await;
+    assert!(
+        controller.metrics.undecodable_messages.get() >= 1,
+        "the bad messages were counted"
+    );
+    controller.stop().await;
+}
+
+async fn failed_instance_create_removes_the_runner_from_github(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    let controller = h.start(None);
+    let github_id = h.ready().await;
+    h.cloud.fail_creates(1);
+    h.sim()
+        .enqueue_jobs(github_id, &JobSpec::count(1))
+        .expect("enqueue");
+    eventually("the job runs on a second runner", || async {
+        h.job_states(github_id)
+            .iter()
+            .all(|s| s == "running")
+            .then_some(())
+    })
+    .await;
+    let state = h.sim().state();
+    assert_eq!(
+        state.agents.len(),
+        1,
+        "the runner without an instance was removed: {:?}",
+        state.agents
+    );
+    assert!(h.sim().request_count("delete_agent") >= 1);
+    h.sim().advance(Duration::from_secs(60));
+    eventually("done and clean", || async {
+        let done = h.job_states(github_id).iter().all(|s| s == "completed");
+        (done && h.sim().state().agents.is_empty() && h.instances().await.is_empty()).then_some(())
+    })
+    .await;
+    controller.stop().await;
+}
+
+async fn runner_never_online_is_removed_at_its_bootstrap_deadline(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |spec| {
+        spec.min_idle = 1;
+        spec.bootstrap_timeout = Duration::from_secs(300);
+    })
+    .await;
+    h.boot.store(false, Ordering::SeqCst);
+    let controller = h.start(None);
+    h.ready().await;
+    let first = eventually("one idle runner is created", || async {
+        let instances = h.instances().await;
+        (instances.len() == 1 && instances[0].status == scaleset_store::InstanceStatus::Running)
+            .then(|| instances[0].name.clone())
+    })
+    .await;
+    // Not yet due: it stays.
+    h.clock.advance(Duration::from_secs(200));
+    assert_eq!(h.sim().state().agents.len(), 1);
+    h.clock.advance(Duration::from_secs(200));
+    eventually(
+        "the runner is removed from GitHub and the provider",
+        || async {
+            let state = h.sim().state();
+            let gone_github = state.agents.iter().all(|a| a.name != first);
+            let gone_cloud = h.cloud.instances().iter().all(|i| i.instance.name != first);
+            let gone_store = h.instances().await.iter().all(|i| i.name != first);
+            (gone_github && gone_cloud && gone_store).then_some(())
+        },
+    )
+    .await;
+    assert!(h.events().await.iter().any(|k| k == "bootstrap_timeout"));
+    controller.stop().await;
+}
+
+async fn owner_label_prefixed_name_is_a_config_error(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |spec| {
+        spec.name = "scaleset-owner-linux".into()
+    })
+    .await;
+    let controller = h.start(None);
+    let reason = eventually("the scale set shows a configuration error", || async {
+        let stored = h.stored().await;
+        (stored.state == ScaleSetState::Error).then_some(stored.state_reason)
+    })
+    .await;
+    assert!(reason.contains("reserved for owner labels"), "{reason}");
+    assert_eq!(h.sim().request_count("create_scale_set"), 0);
+    assert!(h.sim().state().scale_sets.is_empty());
+    controller.stop().await;
+    let _ = h
+        .store
+        .list_scale_sets(None)
+        .await
+        .expect("store still readable");
+}
