@@ -36,7 +36,7 @@ pub(crate) enum Ensured {
         /// GitHub's id.
         github_id: i64,
         /// A session the machine opened under our owner and handed over (policy `any`).
-        session: Option<Session>,
+        session: Option<Box<Session>>,
     },
     /// Not servable now (refused, misconfigured, failed); the state says why. Try again
     /// after this long (a changed spec restarts the task sooner).
@@ -149,7 +149,7 @@ pub(crate) async fn ensure(
                 tracing::info!(github_id, %reason, "scale set ensured");
                 return Ok(Ensured::Ready {
                     github_id,
-                    session: run.session,
+                    session: run.session.map(Box::new),
                 });
             }
             Outcome::Refused { reason } => {

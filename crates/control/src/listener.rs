@@ -9,9 +9,9 @@
 //! call); an unknown session is recreated keeping the cursor; a scale set GitHub deleted is
 //! re-ensured (dormancy: the cursor is reset by the ensure).
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
-use scaleset_github::{Client, JobMessage, Message, Session, Statistics};
+use scaleset_github::{Client, JobMessage, Message, Session, Statistics, unverified_expiry};
 use scaleset_store::{Lease, ScaleSetState};
 use tokio_util::sync::CancellationToken;
 
@@ -33,6 +33,9 @@ pub(crate) enum ListenEnd {
     ForeignSession,
 }
 
+/// A queue token expiring within this margin is refreshed before the next poll.
+const QUEUE_TOKEN_MARGIN: Duration = Duration::from_secs(60);
+
 /// How many poll failures in a row are absorbed before the task backs off as a whole.
 const MAX_POLL_FAILURES: u32 = 8;
 
@@ -48,7 +51,7 @@ pub(crate) struct Listener<'a> {
 }
 
 enum Opened {
-    Session(Session),
+    Session(Box<Session>),
     Foreign,
     Reensure,
 }
@@ -71,16 +74,16 @@ impl Listener<'_> {
     /// its session. `handed` is a session the ensure opened for us.
     pub(crate) async fn run(
         &mut self,
-        handed: Option<Session>,
+        handed: Option<Box<Session>>,
         cancel: &CancellationToken,
     ) -> Result<ListenEnd, Error> {
         let mut session = match handed {
             Some(session) => {
                 self.store_session(Some(&session.session_id)).await?;
-                session
+                *session
             }
             None => match self.open_session(true).await? {
-                Opened::Session(session) => session,
+                Opened::Session(session) => *session,
                 Opened::Foreign => return Ok(ListenEnd::ForeignSession),
                 Opened::Reensure => return Ok(ListenEnd::Reensure),
             },
@@ -104,6 +107,7 @@ impl Listener<'_> {
         let renew_every = self.shared.settings.lease_ttl / 3;
         let mut failures = 0u32;
         loop {
+            self.refresh_if_expiring(session).await;
             let poll = {
                 let client = self.client;
                 let last = self.last_message_id;
@@ -180,7 +184,7 @@ impl Listener<'_> {
                     match self.open_session(false).await? {
                         Opened::Session(new) => {
                             self.statistics = new.statistics.or(self.statistics);
-                            *session = new;
+                            *session = *new;
                         }
                         Opened::Foreign => return Ok(ListenEnd::ForeignSession),
                         Opened::Reensure => return Ok(ListenEnd::Reensure),
@@ -206,6 +210,29 @@ impl Listener<'_> {
                         () = tokio::time::sleep(self.shared.settings.backoff(failures)) => {}
                     }
                 }
+            }
+        }
+    }
+
+    /// Refreshes the session when its queue token expires soon (read from the token's `exp`),
+    /// so polls do not run into a 401; a failure is only logged, the client still refreshes
+    /// once on a 401.
+    async fn refresh_if_expiring(&self, session: &mut Session) {
+        let Some(expiry) = unverified_expiry(session.message_queue_access_token.expose()) else {
+            return;
+        };
+        if expiry
+            .duration_since(SystemTime::now())
+            .is_ok_and(|left| left > QUEUE_TOKEN_MARGIN)
+        {
+            return;
+        }
+        let result = self.client.refresh_session(session).await;
+        self.shared.metrics.github("refresh_session", &result);
+        match result {
+            Ok(refreshed) => *session = refreshed,
+            Err(e) => {
+                tracing::warn!(error = %chain(&e), "refreshing the session before its queue token expires failed")
             }
         }
     }
@@ -359,7 +386,7 @@ impl Listener<'_> {
                         .await?;
                     }
                     tracing::info!(session_id = %session.session_id, "session opened");
-                    return Ok(Opened::Session(session));
+                    return Ok(Opened::Session(Box::new(session)));
                 }
                 Err(e) if e.is_session_conflict() => {
                     let holder = e.session_conflict_owner();

@@ -7,6 +7,7 @@
 //! whose instance was never created is removed from GitHub, an instance whose runner is gone is
 //! deleted, so nothing is duplicated or orphaned.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use scaleset_github::{Client, JitConfigRequest};
@@ -120,7 +121,7 @@ impl Runners<'_> {
                 }
                 InstanceStatus::Running | InstanceStatus::Busy => {
                     if let Some(runner) = instance.github_runner_id {
-                        let result = self.client.get_runner(runner).await;
+                        let result = again_on_token(|| self.client.get_runner(runner)).await;
                         self.shared.metrics.github("get_runner", &result);
                         match result {
                             Ok(_) => {}
@@ -208,10 +209,9 @@ impl Runners<'_> {
             .checkpoints
             .reached(Checkpoint::RunnerIntentRecorded, self.name())
             .await;
-        let result = self
-            .client
-            .generate_jit_config(self.github_id, &JitConfigRequest::new(&name))
-            .await;
+        let request = JitConfigRequest::new(&name);
+        let result =
+            again_on_token(|| self.client.generate_jit_config(self.github_id, &request)).await;
         self.shared.metrics.github("generate_jit_config", &result);
         let jit = match result {
             Ok(jit) => jit,
@@ -323,7 +323,7 @@ impl Runners<'_> {
     /// Retires an idle runner; a runner GitHub says is busy is marked busy and kept.
     async fn retire(&self, instance: &Instance) -> Result<(), Error> {
         if let Some(runner) = instance.github_runner_id {
-            let result = self.client.remove_runner(runner).await;
+            let result = again_on_token(|| self.client.remove_runner(runner)).await;
             self.shared.metrics.github("remove_runner", &result);
             match result {
                 Ok(()) => {}
@@ -351,7 +351,7 @@ impl Runners<'_> {
             }
             let online = match instance.github_runner_id {
                 Some(runner) => {
-                    let result = self.client.get_runner(runner).await;
+                    let result = again_on_token(|| self.client.get_runner(runner)).await;
                     self.shared.metrics.github("get_runner", &result);
                     match result {
                         Ok(r) => r.status.eq_ignore_ascii_case("online") || r.busy == Some(true),
@@ -388,7 +388,8 @@ impl Runners<'_> {
             Some(id) => Some(id),
             None => {
                 // An interrupted JIT POST may have registered it: find it by its unique name.
-                let result = self.client.get_runner_by_name(&instance.name).await;
+                let result =
+                    again_on_token(|| self.client.get_runner_by_name(&instance.name)).await;
                 self.shared.metrics.github("get_runner_by_name", &result);
                 result
                     .map_err(self.github_error("looking up a runner by name"))?
@@ -399,7 +400,7 @@ impl Runners<'_> {
             }
         };
         if let Some(runner) = runner_id {
-            let result = self.client.remove_runner(runner).await;
+            let result = again_on_token(|| self.client.remove_runner(runner)).await;
             self.shared.metrics.github("remove_runner", &result);
             match result {
                 Ok(()) => {}
@@ -432,6 +433,19 @@ impl Runners<'_> {
             .map_err(store("removing an instance row"))?;
         tracing::info!(runner = %instance.name, "runner removed");
         Ok(())
+    }
+}
+
+/// Runs a call again once when GitHub rejected the admin token: the client has dropped it,
+/// so the second attempt runs the token chain anew (an expired token is not a failure).
+async fn again_on_token<T, F, Fut>(call: F) -> Result<T, scaleset_github::Error>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<T, scaleset_github::Error>>,
+{
+    match call().await {
+        Err(e) if e.is_admin_token_rejected() => call().await,
+        other => other,
     }
 }
 

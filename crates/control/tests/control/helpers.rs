@@ -393,8 +393,11 @@ impl Harness {
             let stored = self.stored().await;
             let id = stored.github_id?;
             let state = self.sim().state();
-            state.scale_set(id)?.session.as_ref()?;
-            (stored.state == scaleset_store::ScaleSetState::Ready).then_some(id)
+            let live = state.scale_set(id)?.session.as_ref()?;
+            let stored_session = stored.session_id.as_deref()?;
+            (stored.state == scaleset_store::ScaleSetState::Ready
+                && stored_session == live.session_id)
+                .then_some(id)
         })
         .await
     }

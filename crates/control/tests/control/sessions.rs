@@ -157,3 +157,100 @@ async fn dormancy_recreates_with_cursor_reset(db: TestDb) {
     .await;
     controller.stop().await;
 }
+
+backend_tests!(
+    queue_token_is_refreshed_before_expiry,
+    expired_tokens_are_refreshed_on_401,
+    evicted_session_is_recreated_keeping_the_cursor,
+);
+
+/// Serves `count` jobs of `github_id` to completion.
+async fn serve(h: &Harness, github_id: i64, count: u32) {
+    h.sim()
+        .enqueue_jobs(github_id, &JobSpec::count(count))
+        .expect("enqueue");
+    eventually("the jobs run", || async {
+        let running = h
+            .sim()
+            .state()
+            .jobs_of(github_id)
+            .filter(|j| j.state == "running")
+            .count();
+        (running == count as usize).then_some(())
+    })
+    .await;
+    h.sim().advance(Duration::from_secs(60));
+    eventually("the jobs completed and the runners are retired", || async {
+        let done = h.job_states(github_id).iter().all(|s| s == "completed");
+        (done && h.instances().await.is_empty()).then_some(())
+    })
+    .await;
+}
+
+async fn queue_token_is_refreshed_before_expiry(db: TestDb) {
+    let mut config = sim_config();
+    config.queue_token_ttl = Duration::from_secs(30);
+    let h = Harness::new(db, config, |_| {}).await;
+    let controller = h.start(None);
+    let github_id = h.ready().await;
+    serve(&h, github_id, 1).await;
+    assert!(h.sim().request_count("refresh_session") >= 1);
+    let rejected = h
+        .sim()
+        .request_log()
+        .iter()
+        .filter(|r| r.endpoint == "get_message" && r.status == 401)
+        .count();
+    assert_eq!(rejected, 0, "no poll ran into an expired queue token");
+    controller.stop().await;
+}
+
+async fn expired_tokens_are_refreshed_on_401(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    let controller = h.start(None);
+    let github_id = h.ready().await;
+    let session = h.stored().await.session_id;
+    // Past the queue and admin token lifetimes (1 h) in simulated time.
+    h.sim().advance(Duration::from_secs(2 * 3600));
+    serve(&h, github_id, 2).await;
+    let log = h.sim().request_log();
+    assert!(
+        log.iter()
+            .any(|r| r.endpoint == "get_message" && r.status == 401),
+        "a poll met the expired queue token"
+    );
+    assert!(h.sim().request_count("refresh_session") >= 1);
+    assert_eq!(
+        h.stored().await.session_id,
+        session,
+        "the same session was kept"
+    );
+    controller.stop().await;
+}
+
+async fn evicted_session_is_recreated_keeping_the_cursor(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    let controller = h.start(None);
+    let github_id = h.ready().await;
+    serve(&h, github_id, 1).await;
+    let before = h.stored().await;
+    assert!(before.last_message_id > 0);
+    h.sim().evict_session(github_id).expect("evict");
+    let new_session = eventually("a new session is created", || async {
+        let stored = h.stored().await;
+        let sid = stored
+            .session_id
+            .filter(|s| Some(s) != before.session_id.as_ref())?;
+        let live = h.sim().state().scale_set(github_id)?.session.clone()?;
+        (live.session_id == sid).then_some(sid)
+    })
+    .await;
+    assert!(!new_session.is_empty());
+    assert!(
+        h.stored().await.last_message_id >= before.last_message_id,
+        "the cursor was kept"
+    );
+    assert_eq!(h.stored().await.github_id, Some(github_id), "no re-ensure");
+    serve(&h, github_id, 1).await;
+    controller.stop().await;
+}
