@@ -7,3 +7,4 @@ mod helpers;
 mod recovery;
 mod scaling;
 mod sessions;
+mod supervisor;

@@ -254,3 +254,32 @@ async fn evicted_session_is_recreated_keeping_the_cursor(db: TestDb) {
     serve(&h, github_id, 1).await;
     controller.stop().await;
 }
+
+backend_tests!(leaked_own_session_after_an_unusable_create_is_recovered);
+
+async fn leaked_own_session_after_an_unusable_create_is_recovered(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    // Session creates succeed on GitHub but answer without a queue URL: the session leaks.
+    h.sim().update_faults(|f| f.empty_message_queue_url = true);
+    let controller = h.start(None);
+    eventually(
+        "the listener retries against its own leaked session",
+        || async { (h.sim().request_count("create_session") >= 2).then_some(()) },
+    )
+    .await;
+    h.sim().update_faults(|f| f.empty_message_queue_url = false);
+    let github_id = h.stored().await.github_id.expect("ensured");
+    // The leaked session expires on GitHub.
+    h.sim().evict_session(github_id).expect("evict");
+    h.ready().await;
+    assert!(
+        !h.events().await.iter().any(|k| k == "foreign_session"),
+        "our own leaked session was never shown as foreign"
+    );
+    assert_eq!(
+        h.sim().request_count("delete_session"),
+        0,
+        "nothing deleted"
+    );
+    controller.stop().await;
+}
