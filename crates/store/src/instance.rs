@@ -65,7 +65,7 @@ impl InstanceStatus {
 pub struct NewInstance {
     /// The unique runner and instance name.
     pub name: String,
-    /// The provider pool key (`<controller id>:<GitHub scale-set id>`).
+    /// The provider pool key (`<controller id>_<GitHub scale-set id>`, built by the control crate).
     pub pool_key: String,
     /// The initial status (no transition check applies to it).
     pub status: InstanceStatus,
