@@ -164,11 +164,11 @@ impl Runners<'_> {
                 "scaling"
             );
         }
-        let _ = self
-            .shared
+        self.shared
             .store
             .set_desired_runners(self.lease, step.desired)
-            .await;
+            .await
+            .map_err(store("recording the desired runner count"))?;
         for _ in 0..step.create {
             self.create_runner().await?;
         }
