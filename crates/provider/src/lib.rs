@@ -68,7 +68,11 @@
 //!     jit_config_enabled: true,
 //!     proxy_config: None,
 //! };
-//! let request = CreateRequest { bootstrap, jit_config: Some(JitConfig::new("encoded")) };
+//! let request = CreateRequest {
+//!     bootstrap,
+//!     jit_config: Some(JitConfig::new("encoded")),
+//!     bootstrap_timeout: None,
+//! };
 //! let created = provider.create(&request).await?;
 //! assert_eq!(created.status, InstanceStatus::Running);
 //!
@@ -101,7 +105,7 @@ pub use config::{
     ConfigError, ConfigProblem, ExternalConfig, InterfaceVersion, ProviderConfig, ProviderKind,
     RawProviderConfig,
 };
-pub use environment::{EnvAllowList, EnvSource, ProcessEnv};
+pub use environment::{EnvAllowList, EnvSource, PROXY_VARIABLES, ProcessEnv};
 pub use error::{Error, OutputProblem};
 pub use external::ExternalProvider;
 pub use fake::{CreatedRunner, FakeCloud, FakeInstance, FakeProvider};

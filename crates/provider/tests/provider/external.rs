@@ -34,6 +34,13 @@ fn instance_id(text: &str) -> InstanceId {
     InstanceId::new(text).expect("instance id")
 }
 
+fn decode_specs(value: &str) -> serde_json::Value {
+    let json = base64::engine::general_purpose::STANDARD
+        .decode(value)
+        .expect("base64");
+    serde_json::from_slice(&json).expect("JSON")
+}
+
 #[tokio::test]
 async fn create_v011_passes_exactly_the_garm_environment_and_bootstrap_on_stdin() {
     let rec = Recorder::new();
@@ -53,20 +60,25 @@ async fn create_v011_passes_exactly_the_garm_environment_and_bootstrap_on_stdin(
 
     let call = rec.only_call();
     // Exactly these keys: no HOME, no PATH, no disallowed variable, no
-    // smuggled GARM_COMMAND from the operator's environment, and (as GARM)
-    // no GARM_POOL_EXTRASPECS: the extra specs are in the bootstrap JSON.
+    // smuggled GARM_COMMAND from the operator's environment, and (as GARM's
+    // v0.1.1 does) GARM_POOL_EXTRASPECS with the bootstrap's extra specs.
     assert_eq!(
         keys(&call),
         set(&[
             "GARM_COMMAND",
             "GARM_CONTROLLER_ID",
             "GARM_INTERFACE_VERSION",
+            "GARM_POOL_EXTRASPECS",
             "GARM_POOL_ID",
             "GARM_PROVIDER_CONFIG_FILE",
             "HTTPS_PROXY",
             "OS_AUTH_URL",
             "OS_PASSWORD",
         ])
+    );
+    assert_eq!(
+        decode_specs(&call.env["GARM_POOL_EXTRASPECS"]),
+        serde_json::json!({"flavor_override": "big"})
     );
     assert_eq!(call.env["GARM_COMMAND"], "CreateInstance");
     assert_eq!(call.env["GARM_CONTROLLER_ID"], CONTROLLER.to_string());
@@ -98,6 +110,25 @@ async fn create_v011_passes_exactly_the_garm_environment_and_bootstrap_on_stdin(
     assert_eq!(stdin["jit_config_enabled"], true);
     // The JIT config itself never goes to an executable.
     assert!(!String::from_utf8_lossy(&call.stdin).contains(JIT));
+}
+
+#[tokio::test]
+async fn create_v011_without_extra_specs_sends_null_as_garm() {
+    let rec = Recorder::new();
+    let exe = rec.script(
+        "provider",
+        &format!("echo '{}'", instance_json("vm-1", "runner-1", "running")),
+    );
+    let provider = provider(config(&exe, InterfaceVersion::V011));
+    let mut request = request("runner-1", &pool());
+    request.bootstrap.extra_specs = None;
+    provider.create(&request).await.expect("create");
+    let call = rec.only_call();
+    assert_eq!(call.env["GARM_POOL_EXTRASPECS"], "bnVsbA==");
+    assert_eq!(
+        decode_specs(&call.env["GARM_POOL_EXTRASPECS"]),
+        serde_json::Value::Null
+    );
 }
 
 #[tokio::test]
@@ -237,38 +268,103 @@ async fn list_parses_an_array_and_get_parses_an_instance() {
 }
 
 #[tokio::test]
-async fn exit_code_30_is_not_found_and_delete_treats_it_as_success() {
+async fn exit_code_30_is_not_found_for_get_and_success_for_delete_keeping_stderr() {
     let rec = Recorder::new();
-    let exe = rec.script("provider", "echo 'no such instance' >&2; exit 30");
-    let provider = provider(config(&exe, InterfaceVersion::V010));
+    let exe = rec.script(
+        "provider",
+        "echo \"no such instance $GARM_INSTANCE_ID password=$OS_PASSWORD\" >&2; exit 30",
+    );
+    let mut config = config(&exe, InterfaceVersion::V010);
+    config.environment = EnvAllowList::parse(&["OS_"]).expect("allow-list");
+    let env: BTreeMap<String, String> = [(
+        "OS_PASSWORD".to_owned(),
+        "openstack-password-do-not-log".to_owned(),
+    )]
+    .into();
+    let provider = ExternalProvider::new("test", config, CONTROLLER, &env);
     let err = provider
         .get(&pool(), &instance_id("gone"))
         .await
         .unwrap_err();
     assert!(err.is_not_found(), "{err}");
-    assert!(matches!(
-        err,
+    match &err {
         Error::NotFound {
-            command: Command::GetInstance
-        }
-    ));
+            command: Command::GetInstance,
+            stderr_tail,
+        } => assert_eq!(
+            stderr_tail.trim(),
+            "no such instance gone password=<redacted>"
+        ),
+        other => panic!("expected NotFound, got {other:?}"),
+    }
+    assert!(err.to_string().contains("no such instance gone"), "{err}");
+    assert!(!err.to_string().contains("do-not-log"), "{err}");
     provider
         .delete(&pool(), &instance_id("gone"))
         .await
         .expect("delete of a missing instance succeeds");
-    assert!(
-        provider
-            .start(&pool(), &instance_id("gone"))
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
 }
 
 #[tokio::test]
-async fn exit_code_31_is_duplicate() {
+async fn exit_code_30_elsewhere_is_a_failure_with_its_reason() {
+    // LXD exits 30 from a create whose image is missing: the operator must
+    // read that, not "the instance does not exist".
     let rec = Recorder::new();
-    let exe = rec.script("provider", "exit 31");
+    let exe = rec.script(
+        "provider",
+        "echo \"$GARM_COMMAND: image ubuntu:24.04 not found on remote\" >&2; exit 30",
+    );
+    let provider = provider(config(&exe, InterfaceVersion::V011));
+    let pool = pool();
+    let id = instance_id("vm-1");
+    let errors = vec![
+        provider.create(&request("runner-1", &pool)).await.map(drop),
+        provider.start(&pool, &id).await,
+        provider.stop(&pool, &id).await,
+        provider.list(&pool).await.map(drop),
+        provider.remove_all().await,
+        provider.version().await.map(drop),
+    ];
+    let expected = [
+        Command::CreateInstance,
+        Command::StartInstance,
+        Command::StopInstance,
+        Command::ListInstances,
+        Command::RemoveAllInstances,
+        Command::GetVersion,
+    ];
+    for (result, expected) in errors.into_iter().zip(expected) {
+        let err = result.expect_err("exit code 30 fails the call");
+        assert!(!err.is_not_found(), "{err:?}");
+        match &err {
+            Error::Failed {
+                command,
+                exit_code: Some(30),
+                stderr_tail,
+                ..
+            } => {
+                assert_eq!(*command, expected);
+                assert_eq!(
+                    stderr_tail.trim(),
+                    format!("{expected}: image ubuntu:24.04 not found on remote")
+                );
+            }
+            other => panic!("{expected}: expected Failed, got {other:?}"),
+        }
+        assert!(
+            err.to_string().contains("image ubuntu:24.04 not found"),
+            "{err}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn exit_code_31_is_duplicate_for_create_only_keeping_stderr() {
+    let rec = Recorder::new();
+    let exe = rec.script(
+        "provider",
+        "echo \"$GARM_COMMAND: instance runner-1 already exists\" >&2; exit 31",
+    );
     let provider = provider(config(&exe, InterfaceVersion::V011));
     let err = provider
         .create(&request("runner-1", &pool()))
@@ -276,6 +372,37 @@ async fn exit_code_31_is_duplicate() {
         .unwrap_err();
     assert!(err.is_duplicate(), "{err}");
     assert!(!err.is_retryable());
+    match &err {
+        Error::Duplicate {
+            command: Command::CreateInstance,
+            stderr_tail,
+        } => assert_eq!(
+            stderr_tail.trim(),
+            "CreateInstance: instance runner-1 already exists"
+        ),
+        other => panic!("expected Duplicate, got {other:?}"),
+    }
+    assert!(err.to_string().contains("already exists"), "{err}");
+
+    for err in [
+        provider.list(&pool()).await.map(drop).unwrap_err(),
+        provider
+            .get(&pool(), &instance_id("vm-1"))
+            .await
+            .map(drop)
+            .unwrap_err(),
+        provider
+            .delete(&pool(), &instance_id("vm-1"))
+            .await
+            .unwrap_err(),
+    ] {
+        assert!(!err.is_duplicate(), "{err:?}");
+        assert!(
+            matches!(&err, Error::Failed { exit_code: Some(31), stderr_tail, .. }
+                if stderr_tail.contains("already exists")),
+            "{err:?}"
+        );
+    }
 }
 
 #[tokio::test]
