@@ -905,3 +905,266 @@ async fn debug_of_the_provider_shows_no_passed_through_values() {
     assert!(shown.contains("OS_PASSWORD"), "{shown}");
     assert!(!shown.contains("hunter2"), "{shown}");
 }
+
+/// An operator environment behind a proxy, with variables GARM-style
+/// prefixes select.
+fn proxied_env() -> BTreeMap<String, String> {
+    [
+        ("http_proxy", "http://proxy.internal:3128"),
+        ("https_proxy", "http://proxy.internal:3128"),
+        ("no_proxy", "localhost,.internal"),
+        ("HTTP_PROXY", "http://proxy.internal:3128"),
+        ("HTTPS_PROXY", "http://proxy.internal:3128"),
+        ("NO_PROXY", "localhost,.internal"),
+        ("ALL_PROXY", "socks5://proxy.internal:1080"),
+        ("OS_AUTH_URL", "https://keystone.internal:5000/v3"),
+        ("OS_CLOUD", "ci"),
+        ("AWS_REGION", "eu-west-1"),
+        ("AWS_REGION_EXTRA", "x"),
+        ("HOME", "/root"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
+}
+
+fn passed_through(call: &crate::helpers::Call) -> BTreeSet<&str> {
+    keys(call)
+        .into_iter()
+        .filter(|k| !k.starts_with("GARM_"))
+        .collect()
+}
+
+#[tokio::test]
+async fn proxy_variables_reach_the_executable_by_default_as_in_garm() {
+    let rec = Recorder::new();
+    let exe = rec.script("provider", "echo '[]'");
+    let mut config = config(&exe, InterfaceVersion::V010);
+    config.environment = EnvAllowList::default();
+    let provider = ExternalProvider::new("test", config, CONTROLLER, &proxied_env());
+    provider.list(&pool()).await.expect("list");
+    let call = rec.only_call();
+    assert_eq!(
+        passed_through(&call),
+        set(&[
+            "HTTPS_PROXY",
+            "HTTP_PROXY",
+            "NO_PROXY",
+            "http_proxy",
+            "https_proxy",
+            "no_proxy"
+        ]),
+        "the six proxy variables and nothing else (no ALL_PROXY, no HOME)"
+    );
+    assert_eq!(call.env["https_proxy"], "http://proxy.internal:3128");
+    assert_eq!(call.env["NO_PROXY"], "localhost,.internal");
+}
+
+#[tokio::test]
+async fn proxy_forwarding_can_be_turned_off() {
+    let rec = Recorder::new();
+    let exe = rec.script("provider", "echo '[]'");
+    let mut config = config(&exe, InterfaceVersion::V010);
+    config.environment = EnvAllowList::parse(&["OS_"]).expect("allow-list");
+    config.forward_proxy_variables = false;
+    let provider = ExternalProvider::new("test", config, CONTROLLER, &proxied_env());
+    provider.list(&pool()).await.expect("list");
+    assert_eq!(
+        passed_through(&rec.only_call()),
+        set(&["OS_AUTH_URL", "OS_CLOUD"])
+    );
+}
+
+#[tokio::test]
+async fn environment_entries_are_garm_prefixes_unless_they_end_in_equals() {
+    let rec = Recorder::new();
+    let exe = rec.script("provider", "echo '[]'");
+    let mut config = config(&exe, InterfaceVersion::V010);
+    config.forward_proxy_variables = false;
+    // As copied from a GARM block: `OS_` and a full name are both prefixes.
+    config.environment = EnvAllowList::parse(&["OS_", "AWS_REGION"]).expect("allow-list");
+    ExternalProvider::new("garm-style", config.clone(), CONTROLLER, &proxied_env())
+        .list(&pool())
+        .await
+        .expect("list");
+    // `NAME=` asks for that one variable.
+    config.environment = EnvAllowList::parse(&["AWS_REGION="]).expect("allow-list");
+    ExternalProvider::new("exact", config, CONTROLLER, &proxied_env())
+        .list(&pool())
+        .await
+        .expect("list");
+    let calls = rec.calls();
+    let mut seen: Vec<BTreeSet<&str>> = calls.iter().map(passed_through).collect();
+    seen.sort();
+    let mut expected = vec![
+        set(&["AWS_REGION", "AWS_REGION_EXTRA", "OS_AUTH_URL", "OS_CLOUD"]),
+        set(&["AWS_REGION"]),
+    ];
+    expected.sort();
+    assert_eq!(seen, expected);
+}
+
+#[tokio::test(start_paused = true)]
+async fn create_is_bounded_by_the_scale_sets_bootstrap_timeout() {
+    // Paused time: the executable never finishes, the runtime's clock jumps
+    // to the limit, and the error says which limit was applied.
+    let rec = Recorder::new();
+    let exe = rec.script("provider", "exec sleep 1000");
+    let mut request = request("runner-1", &pool());
+    request.bootstrap_timeout = Some(Duration::from_secs(7 * 60));
+    let provider = provider(config(&exe, InterfaceVersion::V010));
+    let err = provider.create(&request).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Timeout {
+                command: Command::CreateInstance,
+                after
+            } if after == Duration::from_secs(7 * 60)
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("bootstrap timeout"), "{err}");
+
+    // Without a bootstrap timeout in the request: GARM's default, 20 minutes.
+    request.bootstrap_timeout = None;
+    let err = provider.create(&request).await.unwrap_err();
+    assert!(
+        matches!(err, Error::Timeout { after, .. } if after == Duration::from_secs(20 * 60)),
+        "{err:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn create_timeout_overrides_and_other_calls_use_timeout() {
+    let rec = Recorder::new();
+    let exe = rec.script("provider", "exec sleep 1000");
+    let mut config = config(&exe, InterfaceVersion::V010);
+    config.create_timeout = Some(Duration::from_secs(45 * 60));
+    config.timeout = Duration::from_secs(90);
+    let provider = provider(config);
+    let mut request = request("runner-1", &pool());
+    request.bootstrap_timeout = Some(Duration::from_secs(60));
+    let err = provider.create(&request).await.unwrap_err();
+    assert!(
+        matches!(err, Error::Timeout { command: Command::CreateInstance, after }
+            if after == Duration::from_secs(45 * 60)),
+        "{err:?}"
+    );
+    let err = provider.list(&pool()).await.unwrap_err();
+    assert!(
+        matches!(err, Error::Timeout { command: Command::ListInstances, after }
+            if after == Duration::from_secs(90)),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("raise `timeout`"), "{err}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn other_calls_default_to_a_generous_limit() {
+    let rec = Recorder::new();
+    let exe = rec.script("provider", "exec sleep 1000");
+    let config = scaleset_provider::ExternalConfig::new(&exe, "/etc/scaleset/provider.toml");
+    let provider = provider(config);
+    let err = provider
+        .delete(&pool(), &instance_id("vm-1"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Timeout { command: Command::DeleteInstance, after }
+            if after == Duration::from_secs(20 * 60)),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_helper_in_its_own_session_holding_stdout_does_not_hold_the_call() {
+    // The helper escapes the process group (setsid), so it is not killed when
+    // the executable exits, and keeps stdout and stderr open. The call still
+    // ends with what the executable printed, long before the timeout.
+    let rec = Recorder::new();
+    let exe = rec.script(
+        "provider",
+        "setsid sleep 600 &\necho $! > \"$DIR/helper.pid\"\necho 'about to list' >&2\necho '[]'\nexit 0",
+    );
+    let mut config = config(&exe, InterfaceVersion::V010);
+    config.timeout = Duration::from_secs(120);
+    let provider = provider(config);
+    let listed = provider.list(&pool()).await;
+    // The helper is ours to clean up: it left the group on purpose.
+    let helper = std::fs::read_to_string(rec.path().join("helper.pid")).expect("pid");
+    let helper = nix::unistd::Pid::from_raw(helper.trim().parse().expect("pid number"));
+    let _ = nix::sys::signal::kill(helper, nix::sys::signal::Signal::SIGKILL);
+    assert!(
+        listed
+            .expect("list ends at the executable's exit")
+            .is_empty()
+    );
+
+    // A failing call keeps the stderr the executable wrote before exiting.
+    let exe = rec.script(
+        "failing",
+        "setsid sleep 600 &\necho $! > \"$DIR/helper2.pid\"\necho 'quota exceeded' >&2\nexit 2",
+    );
+    let mut config = crate::helpers::config(&exe, InterfaceVersion::V010);
+    config.timeout = Duration::from_secs(120);
+    let err = crate::helpers::provider(config)
+        .list(&pool())
+        .await
+        .unwrap_err();
+    let helper = std::fs::read_to_string(rec.path().join("helper2.pid")).expect("pid");
+    let helper = nix::unistd::Pid::from_raw(helper.trim().parse().expect("pid number"));
+    let _ = nix::sys::signal::kill(helper, nix::sys::signal::Signal::SIGKILL);
+    assert!(
+        matches!(&err, Error::Failed { exit_code: Some(2), stderr_tail, .. }
+            if stderr_tail.trim() == "quota exceeded"),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_provider_that_rejects_get_version_still_serves_every_other_call() {
+    // Older garm-provider-k8s releases reject GetVersion. Nothing but an
+    // explicit `version()` runs it, so the provider works regardless.
+    let rec = Recorder::new();
+    let exe = rec.script(
+        "provider",
+        &format!(
+            "case \"$GARM_COMMAND\" in\n\
+             GetVersion) echo 'unknown command GetVersion' >&2; exit 1 ;;\n\
+             CreateInstance|GetInstance) echo '{}' ;;\n\
+             ListInstances) echo '[]' ;;\n\
+             esac",
+            instance_json("vm-1", "runner-1", "running")
+        ),
+    );
+    let provider = provider(config(&exe, InterfaceVersion::V010));
+    let pool = pool();
+    let created = provider
+        .create(&request("runner-1", &pool))
+        .await
+        .expect("create");
+    provider.get(&pool, &created.id()).await.expect("get");
+    provider.list(&pool).await.expect("list");
+    provider.stop(&pool, &created.id()).await.expect("stop");
+    provider.start(&pool, &created.id()).await.expect("start");
+    provider.delete(&pool, &created.id()).await.expect("delete");
+    provider.remove_all().await.expect("remove all");
+    let commands: Vec<String> = rec
+        .calls()
+        .iter()
+        .map(|c| c.env["GARM_COMMAND"].clone())
+        .collect();
+    assert!(
+        !commands.iter().any(|c| c == "GetVersion"),
+        "no call ran GetVersion: {commands:?}"
+    );
+    assert_eq!(commands.len(), 7);
+    // Asked explicitly, it fails as an ordinary failure, with the reason.
+    let err = provider.version().await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Failed { command: Command::GetVersion, stderr_tail, .. }
+            if stderr_tail.contains("unknown command")),
+        "{err:?}"
+    );
+}
