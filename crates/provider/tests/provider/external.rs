@@ -1077,6 +1077,18 @@ async fn other_calls_default_to_a_generous_limit() {
     );
 }
 
+/// Kills the detached helpers a test's executables started: they left the
+/// process group on purpose, so nothing else will.
+fn kill_helpers(rec: &Recorder) {
+    let pids = std::fs::read_to_string(rec.path().join("helpers.pid")).unwrap_or_default();
+    for pid in pids.lines().filter_map(|line| line.trim().parse().ok()) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_helper_in_its_own_session_holding_stdout_does_not_hold_the_call() {
     // The helper escapes the process group (setsid), so it is not killed when
@@ -1085,16 +1097,13 @@ async fn a_helper_in_its_own_session_holding_stdout_does_not_hold_the_call() {
     let rec = Recorder::new();
     let exe = rec.script(
         "provider",
-        "setsid sleep 600 &\necho $! > \"$DIR/helper.pid\"\necho 'about to list' >&2\necho '[]'\nexit 0",
+        "setsid sleep 600 &\necho $! >> \"$DIR/helpers.pid\"\necho 'about to list' >&2\necho '[]'\nexit 0",
     );
     let mut config = config(&exe, InterfaceVersion::V010);
     config.timeout = Duration::from_secs(120);
     let provider = provider(config);
     let listed = provider.list(&pool()).await;
-    // The helper is ours to clean up: it left the group on purpose.
-    let helper = std::fs::read_to_string(rec.path().join("helper.pid")).expect("pid");
-    let helper = nix::unistd::Pid::from_raw(helper.trim().parse().expect("pid number"));
-    let _ = nix::sys::signal::kill(helper, nix::sys::signal::Signal::SIGKILL);
+    kill_helpers(&rec);
     assert!(
         listed
             .expect("list ends at the executable's exit")
@@ -1104,7 +1113,7 @@ async fn a_helper_in_its_own_session_holding_stdout_does_not_hold_the_call() {
     // A failing call keeps the stderr the executable wrote before exiting.
     let exe = rec.script(
         "failing",
-        "setsid sleep 600 &\necho $! > \"$DIR/helper2.pid\"\necho 'quota exceeded' >&2\nexit 2",
+        "setsid sleep 600 &\necho $! >> \"$DIR/helpers.pid\"\necho 'quota exceeded' >&2\nexit 2",
     );
     let mut config = crate::helpers::config(&exe, InterfaceVersion::V010);
     config.timeout = Duration::from_secs(120);
@@ -1112,9 +1121,7 @@ async fn a_helper_in_its_own_session_holding_stdout_does_not_hold_the_call() {
         .list(&pool())
         .await
         .unwrap_err();
-    let helper = std::fs::read_to_string(rec.path().join("helper2.pid")).expect("pid");
-    let helper = nix::unistd::Pid::from_raw(helper.trim().parse().expect("pid number"));
-    let _ = nix::sys::signal::kill(helper, nix::sys::signal::Signal::SIGKILL);
+    kill_helpers(&rec);
     assert!(
         matches!(&err, Error::Failed { exit_code: Some(2), stderr_tail, .. }
             if stderr_tail.trim() == "quota exceeded"),
