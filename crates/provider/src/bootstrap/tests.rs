@@ -102,6 +102,7 @@ fn debug_never_shows_secrets() {
     let request = CreateRequest {
         bootstrap,
         jit_config: Some(JitConfig::new("jit-secret")),
+        bootstrap_timeout: None,
     };
     let shown = format!("{request:?}");
     assert!(!shown.contains("instance-token-secret"), "{shown}");
