@@ -66,8 +66,10 @@ mod exception;
 mod fault;
 mod protocol;
 mod queue;
+mod quota;
 mod request_log;
 mod route;
+mod runner_download;
 mod scope;
 mod server;
 mod service;
@@ -79,7 +81,9 @@ mod token;
 pub use clock::SimTime;
 pub use config::{AssignmentMode, InstallationSeed, PatSeed, RunnerGroupSeed, SimConfig};
 pub use error::Error;
-pub use fault::{Burst, Faults, NestedStyle, RaceCreate, RateLimit};
+pub use fault::{
+    Burst, Faults, NestedStyle, RaceCreate, RateLimit, RestRateLimit, RestRateLimitAnswer,
+};
 pub use simulator::{ForeignScaleSet, Simulator};
 pub use snapshot::{
     AgentInfo, JobInfo, JobSpec, RequestRecord, RunnerGroupInfo, ScaleSetInfo, SessionInfo,

@@ -7,6 +7,8 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
 use crate::clock::SimTime;
+use crate::quota::QuotaStatus;
+use crate::runner_download::{Archive, release_path};
 use crate::snapshot::Statistics;
 use crate::state::{Agent, Delivery, Label, RunnerGroup, ScaleSet, ScaleSetInput, Session};
 
@@ -106,7 +108,7 @@ pub(crate) fn agent(agent: &Agent, group: Option<&RunnerGroup>) -> Value {
         "runnerGroupId": group.map(|g| g.id),
         "runnerGroupName": group.map(|g| g.name.clone()),
         "os": "Linux",
-        "version": "2.330.0",
+        "version": crate::runner_download::RUNNER_VERSION,
         "enabled": true,
         "ephemeral": true,
         "status": if online { "online" } else { "offline" },
@@ -191,6 +193,70 @@ pub(crate) fn scale_set_input(body: &Value) -> ScaleSetInput {
         labels,
         disable_update,
     }
+}
+
+/// The runner application downloads (`GET …/actions/runners/downloads`), with URLs under
+/// `origin` (`http://HOST`). No `temp_download_token`: github.com sends none for its public
+/// release downloads, and the simulator's archives need no credential either.
+pub(crate) fn runner_downloads(archives: &[Archive], origin: &str) -> Value {
+    Value::Array(
+        archives
+            .iter()
+            .map(|a| {
+                json!({
+                    "os": a.os,
+                    "architecture": a.architecture,
+                    "download_url": format!("{origin}{}", release_path(&a.filename)),
+                    "filename": a.filename,
+                    "sha256_checksum": a.sha256,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// One resource of `GET /rate_limit`.
+fn rate_resource(quota: &QuotaStatus, resource: &str) -> Value {
+    json!({
+        "limit": quota.limit,
+        "remaining": quota.remaining,
+        "reset": quota.reset,
+        "used": quota.used,
+        "resource": resource,
+    })
+}
+
+/// `GET /rate_limit`: `resources.core` (and the deprecated top-level `rate`, its copy) carry the
+/// simulated quota; the other resources are reported untouched.
+pub(crate) fn rate_limit(core: &QuotaStatus, now: SimTime) -> Value {
+    let fresh = |limit: u64, window_secs: u64| QuotaStatus {
+        limit,
+        remaining: limit,
+        reset: now.as_secs().saturating_add(window_secs),
+        used: 0,
+    };
+    json!({
+        "resources": {
+            "core": rate_resource(core, "core"),
+            "search": rate_resource(&fresh(30, 60), "search"),
+            "code_search": rate_resource(&fresh(10, 60), "code_search"),
+            "graphql": rate_resource(&fresh(5000, 3600), "graphql"),
+            "integration_manifest": rate_resource(&fresh(5000, 3600), "integration_manifest"),
+            "actions_runner_registration": rate_resource(&fresh(10_000, 3600), "actions_runner_registration"),
+        },
+        "rate": rate_resource(core, "core"),
+    })
+}
+
+/// The `x-ratelimit-*` headers GitHub sends with a REST answer.
+pub(crate) fn rate_limit_headers(quota: &QuotaStatus) -> Vec<(&'static str, String)> {
+    vec![
+        ("x-ratelimit-limit", quota.limit.to_string()),
+        ("x-ratelimit-remaining", quota.remaining.to_string()),
+        ("x-ratelimit-reset", quota.reset.to_string()),
+        ("x-ratelimit-used", quota.used.to_string()),
+        ("x-ratelimit-resource", "core".to_owned()),
+    ]
 }
 
 /// The current time as the REST API writes `expires_at`.

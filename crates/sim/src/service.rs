@@ -15,8 +15,11 @@ use serde_json::{Value, json};
 
 use crate::config::AssignmentMode;
 use crate::exception::{self, ApiError};
-use crate::fault::{take_burst, take_count, take_rate_limit};
+use crate::fault::{
+    RestRateLimitAnswer, take_burst, take_count, take_rate_limit, take_rest_rate_limit,
+};
 use crate::protocol;
+use crate::quota::QuotaStatus;
 use crate::route::{Endpoint, route};
 use crate::scope::Scope;
 use crate::simulator::{Shared, lock};
@@ -30,21 +33,51 @@ const MAX_BODY: usize = 1 << 20;
 #[derive(Debug)]
 pub(crate) struct Reply {
     pub(crate) status: u16,
-    pub(crate) body: Option<Value>,
+    pub(crate) body: Body,
+}
+
+/// The body of a successful answer.
+#[derive(Debug)]
+pub(crate) enum Body {
+    /// No body.
+    Empty,
+    /// A JSON document (`application/json; charset=utf-8`).
+    Json(Value),
+    /// Opaque bytes of the given content type.
+    Bytes {
+        content_type: &'static str,
+        bytes: Bytes,
+    },
 }
 
 impl Reply {
     pub(crate) fn json(status: u16, body: Value) -> Self {
         Self {
             status,
-            body: Some(body),
+            body: Body::Json(body),
         }
     }
 
     pub(crate) fn empty(status: u16) -> Self {
-        Self { status, body: None }
+        Self {
+            status,
+            body: Body::Empty,
+        }
+    }
+
+    pub(crate) fn bytes(status: u16, content_type: &'static str, bytes: Bytes) -> Self {
+        Self {
+            status,
+            body: Body::Bytes {
+                content_type,
+                bytes,
+            },
+        }
     }
 }
+
+/// Response headers a fault or the rate limit adds to an answer.
+type ExtraHeaders = Vec<(&'static str, String)>;
 
 /// One parsed request.
 pub(crate) struct Request {
@@ -67,10 +100,20 @@ impl Request {
     }
 
     fn bearer(&self) -> Option<&str> {
+        self.credential(&["bearer"])
+    }
+
+    /// The token of a GitHub REST call: GitHub takes `Bearer` and the older `token` scheme.
+    fn rest_token(&self) -> Option<&str> {
+        self.credential(&["bearer", "token"])
+    }
+
+    fn credential(&self, schemes: &[&str]) -> Option<&str> {
         let value = self.headers.get(AUTHORIZATION)?.to_str().ok()?;
         let (scheme, token) = value.split_once(' ')?;
-        scheme
-            .eq_ignore_ascii_case("bearer")
+        schemes
+            .iter()
+            .any(|s| scheme.eq_ignore_ascii_case(s))
             .then_some(token.trim())
     }
 
@@ -143,8 +186,8 @@ async fn answer(
         origin,
     };
     let name = request.endpoint.name();
-    let (outcome, retry_after) = if matches!(request.endpoint, Endpoint::Control(_)) {
-        (crate::control::handle(&shared, &request), None)
+    let (outcome, extra_headers) = if matches!(request.endpoint, Endpoint::Control(_)) {
+        (crate::control::handle(&shared, &request), Vec::new())
     } else {
         serve_simulated(&shared, &request).await
     };
@@ -152,12 +195,16 @@ async fn answer(
     let is_control = matches!(request.endpoint, Endpoint::Control(_));
     let (status, content_type, bytes) = match &outcome {
         Ok(reply) => match &reply.body {
-            Some(body) => (
+            Body::Json(body) => (
                 reply.status,
                 Some("application/json; charset=utf-8"),
                 exception::json_bytes(body, faults.bom && !is_control),
             ),
-            None => (reply.status, None, Vec::new()),
+            Body::Bytes {
+                content_type,
+                bytes,
+            } => (reply.status, Some(*content_type), bytes.to_vec()),
+            Body::Empty => (reply.status, None, Vec::new()),
         },
         Err(error) => {
             let rendered = exception::render(error, &faults);
@@ -173,10 +220,10 @@ async fn answer(
     if let Some(ct) = content_type {
         headers.insert(CONTENT_TYPE, http::HeaderValue::from_static(ct));
     }
-    if let Some(secs) = retry_after
-        && let Ok(v) = http::HeaderValue::from_str(&secs.to_string())
-    {
-        headers.insert(RETRY_AFTER, v);
+    for (name, value) in extra_headers {
+        if let Ok(v) = http::HeaderValue::from_str(&value) {
+            headers.insert(name, v);
+        }
     }
     if !is_control && let Ok(v) = http::HeaderValue::from_str(&request_id) {
         headers.insert("ActivityId", v.clone());
@@ -185,12 +232,17 @@ async fn answer(
     response
 }
 
-/// Applies the request-level faults, then dispatches to the endpoint.
-async fn serve_simulated(shared: &Arc<Shared>, req: &Request) -> (Outcome, Option<u64>) {
+/// Counts REST calls against the simulated quota, applies the request-level faults, then
+/// dispatches to the endpoint.
+async fn serve_simulated(shared: &Arc<Shared>, req: &Request) -> (Outcome, ExtraHeaders) {
     let name = req.endpoint.name();
     let latency = lock(&shared.faults).latency_ms;
     if latency > 0 {
         tokio::time::sleep(std::time::Duration::from_millis(latency)).await;
+    }
+    // GitHub does not count `/rate_limit` itself against the limit.
+    if req.endpoint.is_rest() && req.endpoint != Endpoint::RateLimit {
+        lock(&shared.quota).record(shared.clock.now());
     }
     {
         let mut faults = lock(&shared.faults);
@@ -200,11 +252,16 @@ async fn serve_simulated(shared: &Arc<Shared>, req: &Request) -> (Outcome, Optio
                     status: 429,
                     message: "API rate limit exceeded",
                 }),
-                Some(secs),
+                vec![(RETRY_AFTER.as_str(), secs.to_string())],
             );
         }
+        if req.endpoint.is_token_chain()
+            && let Some((answer, wait)) = take_rest_rate_limit(&mut faults.rest_rate_limit, name)
+        {
+            return rest_rate_limited(answer, wait, shared.clock.now());
+        }
         if let Some(status) = take_burst(&mut faults.server_errors, name) {
-            return (Err(server_error(status)), None);
+            return (Err(server_error(status)), Vec::new());
         }
     }
     if req.endpoint != Endpoint::GetMessage {
@@ -215,9 +272,45 @@ async fn serve_simulated(shared: &Arc<Shared>, req: &Request) -> (Outcome, Optio
         && outcome.is_ok()
         && let Some(status) = take_burst(&mut lock(&shared.faults).commit_then_fail, name)
     {
-        return (Err(server_error(status)), None);
+        return (Err(server_error(status)), Vec::new());
     }
-    (outcome, None)
+    (outcome, Vec::new())
+}
+
+/// One of GitHub's REST rate-limit answers, telling the client to wait `wait` seconds.
+fn rest_rate_limited(
+    answer: RestRateLimitAnswer,
+    wait: u64,
+    now: crate::clock::SimTime,
+) -> (Outcome, ExtraHeaders) {
+    const SECONDARY: &str =
+        "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.";
+    match answer {
+        RestRateLimitAnswer::RetryAfter403 | RestRateLimitAnswer::RetryAfter429 => {
+            let status = if answer == RestRateLimitAnswer::RetryAfter403 {
+                403
+            } else {
+                429
+            };
+            (
+                Err(ApiError::Rest {
+                    status,
+                    message: SECONDARY,
+                }),
+                vec![(RETRY_AFTER.as_str(), wait.to_string())],
+            )
+        }
+        RestRateLimitAnswer::RemainingZero403 => {
+            let quota = QuotaStatus::exhausted(now.as_secs().saturating_add(wait));
+            (
+                Err(ApiError::Rest {
+                    status: 403,
+                    message: "API rate limit exceeded for user ID 1.",
+                }),
+                protocol::rate_limit_headers(&quota),
+            )
+        }
+    }
 }
 
 fn server_error(status: u16) -> ApiError {
@@ -233,6 +326,13 @@ async fn dispatch(shared: &Arc<Shared>, req: &Request) -> Outcome {
         Endpoint::InstallationToken(id) => installation_token(shared, req, *id),
         Endpoint::RegistrationToken(path) => registration_token(shared, req, path),
         Endpoint::RunnerRegistration => runner_registration(shared, req),
+        Endpoint::RunnerDownloads(path) => runner_downloads(shared, req, path),
+        Endpoint::RateLimit => rate_limit(shared, req),
+        Endpoint::RunnerArchive { tag, filename } => shared
+            .downloads
+            .find(tag, filename)
+            .map(|a| Reply::bytes(200, "application/octet-stream", a.bytes.clone()))
+            .ok_or(ApiError::RouterNotFound),
         Endpoint::GetMessage => crate::queue::get_message(shared, req).await,
         Endpoint::DeleteMessage(id) => crate::queue::delete_message(shared, req, *id),
         Endpoint::AcquireJobs(id) => crate::actions::acquire_jobs(shared, req, *id),
@@ -354,62 +454,120 @@ fn installation_token(shared: &Shared, req: &Request, id: i64) -> Outcome {
     ))
 }
 
-fn registration_token(shared: &Shared, req: &Request, path: &str) -> Outcome {
-    let bearer = req.bearer().ok_or(ApiError::Rest {
+/// Checks that the caller's PAT or installation token may manage runners of `scope` (GitHub's
+/// answers: 401 without or with an unknown token, 404 for an unknown scope, 403 when the token
+/// does not cover it).
+fn authorize_runner_admin(shared: &Shared, req: &Request, scope: &Scope) -> Result<(), ApiError> {
+    let token = req.rest_token().ok_or(ApiError::Rest {
         status: 401,
         message: "Requires authentication",
     })?;
-    let scope = Scope::parse_path(path).ok_or_else(not_found)?;
     let now = shared.clock.now();
-    let mut state = lock(&shared.state);
-    if let Some(pat) = shared.config.pats.iter().find(|p| p.token == bearer) {
-        if !state.has_scope(&scope) {
+    let state = lock(&shared.state);
+    if let Some(pat) = shared.config.pats.iter().find(|p| p.token == token) {
+        if !state.has_scope(scope) {
             return Err(not_found());
         }
         let allowed = pat.scopes.is_empty()
             || pat
                 .scopes
                 .iter()
-                .any(|s| Scope::parse_path(s).as_ref() == Some(&scope));
+                .any(|s| Scope::parse_path(s).as_ref() == Some(scope));
         if !allowed {
             return Err(ApiError::Rest {
                 status: 403,
                 message: "Resource not accessible by personal access token",
             });
         }
-    } else if let Some((installation, expires)) = state.installation_tokens.get(bearer).cloned() {
-        if expires <= now {
-            return Err(bad_credentials());
-        }
-        if !state.has_scope(&scope) {
-            return Err(not_found());
-        }
-        let seed = shared
-            .config
-            .installations
-            .iter()
-            .find(|i| i.id == installation);
-        let covered = scope.account().is_some_and(|account| {
-            seed.is_some_and(|s| s.accounts.iter().any(|a| a.eq_ignore_ascii_case(account)))
-        });
-        if !covered {
-            return Err(ApiError::Rest {
-                status: 403,
-                message: "Resource not accessible by integration",
-            });
-        }
-    } else {
+        return Ok(());
+    }
+    let Some((installation, expires)) = state.installation_tokens.get(token).cloned() else {
+        return Err(bad_credentials());
+    };
+    if expires <= now {
         return Err(bad_credentials());
     }
+    if !state.has_scope(scope) {
+        return Err(not_found());
+    }
+    let seed = shared
+        .config
+        .installations
+        .iter()
+        .find(|i| i.id == installation);
+    let covered = scope.account().is_some_and(|account| {
+        seed.is_some_and(|s| s.accounts.iter().any(|a| a.eq_ignore_ascii_case(account)))
+    });
+    if covered {
+        Ok(())
+    } else {
+        Err(ApiError::Rest {
+            status: 403,
+            message: "Resource not accessible by integration",
+        })
+    }
+}
+
+fn registration_token(shared: &Shared, req: &Request, path: &str) -> Outcome {
+    if req.rest_token().is_none() {
+        return Err(ApiError::Rest {
+            status: 401,
+            message: "Requires authentication",
+        });
+    }
+    let scope = Scope::parse_path(path).ok_or_else(not_found)?;
+    authorize_runner_admin(shared, req, &scope)?;
+    let now = shared.clock.now();
     let token = random_token("AREG", 29);
     let expires = now.plus(shared.config.registration_token_ttl);
-    state
+    lock(&shared.state)
         .registration_tokens
         .insert(token.clone(), (scope, expires));
     Ok(Reply::json(
         201,
         json!({ "token": token, "expires_at": protocol::expires_at(expires) }),
     ))
+}
+
+/// `GET …/actions/runners/downloads`: the runner application of every usual platform, served
+/// by the simulator itself.
+fn runner_downloads(shared: &Shared, req: &Request, path: &str) -> Outcome {
+    if req.rest_token().is_none() {
+        return Err(ApiError::Rest {
+            status: 401,
+            message: "Requires authentication",
+        });
+    }
+    let scope = Scope::parse_path(path).ok_or_else(not_found)?;
+    authorize_runner_admin(shared, req, &scope)?;
+    Ok(Reply::json(
+        200,
+        protocol::runner_downloads(shared.downloads.archives(), &req.origin),
+    ))
+}
+
+/// `GET /rate_limit`: the simulated `core` quota (exhausted while `restRateLimit` is armed).
+/// Unauthenticated calls are answered too, as GitHub does; an unknown token is refused.
+fn rate_limit(shared: &Shared, req: &Request) -> Outcome {
+    let now = shared.clock.now();
+    if req.headers.contains_key(AUTHORIZATION) {
+        let token = req.rest_token().ok_or_else(bad_credentials)?;
+        let known = shared.config.pats.iter().any(|p| p.token == token)
+            || lock(&shared.state)
+                .installation_tokens
+                .get(token)
+                .is_some_and(|(_, expires)| *expires > now);
+        if !known {
+            return Err(bad_credentials());
+        }
+    }
+    let exhausted = lock(&shared.faults)
+        .rest_rate_limit
+        .as_ref()
+        .filter(|f| f.armed())
+        .map(|f| QuotaStatus::exhausted(now.as_secs().saturating_add(f.wait_secs)));
+    let quota = exhausted.unwrap_or_else(|| lock(&shared.quota).status(now));
+    Ok(Reply::json(200, protocol::rate_limit(&quota, now)))
 }
 
 fn runner_registration(shared: &Shared, req: &Request) -> Outcome {

@@ -14,8 +14,10 @@ use crate::config::{SimConfig, normalize_base, normalize_queue};
 use crate::error::Error;
 use crate::fault::Faults;
 use crate::protocol;
+use crate::quota::RestQuota;
 use crate::request_log::RequestLog;
 use crate::route::Mounts;
+use crate::runner_download::RunnerDownloads;
 use crate::scope::Scope;
 use crate::snapshot::{JobSpec, RequestRecord, StateSnapshot};
 use crate::state::{ScaleSetInput, State};
@@ -38,6 +40,10 @@ pub(crate) struct Shared {
     pub(crate) state: Mutex<State>,
     pub(crate) faults: Mutex<Faults>,
     pub(crate) log: Mutex<RequestLog>,
+    /// REST calls counted for `GET /api/v3/rate_limit`.
+    pub(crate) quota: Mutex<RestQuota>,
+    /// The placeholder runner archives `…/actions/runners/downloads` lists.
+    pub(crate) downloads: RunnerDownloads,
     pub(crate) shutdown: CancellationToken,
     pub(crate) waiting_polls: AtomicUsize,
 }
@@ -100,6 +106,8 @@ impl Simulator {
         let shared = Shared {
             state: Mutex::new(State::new(&config)),
             log: Mutex::new(RequestLog::new(config.request_log_capacity)),
+            quota: Mutex::new(RestQuota::default()),
+            downloads: RunnerDownloads::new(),
             faults: Mutex::new(faults),
             mounts,
             clock: Clock::default(),

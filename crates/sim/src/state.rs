@@ -160,9 +160,26 @@ pub(crate) struct ScaleSet {
     /// When the scale set last became session-less (or was created).
     pub(crate) idle_since: SimTime,
     pub(crate) log: VecDeque<LoggedMessage>,
-    pending: Vec<Value>,
+    pending: Vec<PendingEvent>,
     pub(crate) jobs: BTreeMap<i64, Job>,
     pub(crate) notify: Arc<Notify>,
+}
+
+/// A job event not yet turned into a message.
+#[derive(Debug, Clone)]
+struct PendingEvent {
+    /// The job message.
+    event: Value,
+    /// From when it may go out on its own; before that it only rides along with a message
+    /// made for another event (github.com's `JobStarted` timing).
+    due: SimTime,
+}
+
+impl PendingEvent {
+    /// An event that goes out with the next poll.
+    fn now(event: Value, now: SimTime) -> Self {
+        Self { event, due: now }
+    }
 }
 
 /// What an agent (runner) is doing.
@@ -620,9 +637,11 @@ impl State {
     ) -> Option<Delivery> {
         let set = self.scale_sets.get_mut(&id)?;
         set.release(capacity, mode, now);
-        while !set.pending.is_empty() {
+        // Events not yet due wait, unless a due one makes a message they can ride along with.
+        let any_due = set.pending.iter().any(|p| p.due <= now);
+        while any_due && !set.pending.is_empty() {
             let take = set.pending.len().min(MAX_JOBS_PER_MESSAGE);
-            let batch: Vec<Value> = set.pending.drain(..take).collect();
+            let batch: Vec<Value> = set.pending.drain(..take).map(|p| p.event).collect();
             let msg_id = self.next_message_id;
             self.next_message_id += 1;
             set.log.push_back(LoggedMessage {
@@ -902,6 +921,12 @@ impl State {
     /// Returns the ids of the scale sets deleted for dormancy.
     pub(crate) fn process(&mut self, config: &SimConfig, now: SimTime) -> Vec<i64> {
         self.run_runners(config, now);
+        for set in self.scale_sets.values() {
+            // A delayed `JobStarted` that came due wakes the held polls to go out on its own.
+            if set.pending.iter().any(|p| p.due <= now) {
+                set.notify.notify_waiters();
+            }
+        }
         if let Some(after) = config.reassign_after {
             for set in self.scale_sets.values_mut() {
                 set.reassign(after, config.max_reassignments, now);
@@ -961,8 +986,13 @@ impl State {
                     let until = now.plus(job.run_for.unwrap_or(config.runner_job_duration));
                     let event = job_event("JobStarted", job, Some((agent.id, &agent.name)), None);
                     let request_id = job.request_id;
-                    set.pending.push(event);
-                    set.notify.notify_waiters();
+                    set.pending.push(PendingEvent {
+                        event,
+                        due: now.plus(config.job_started_delay),
+                    });
+                    if config.job_started_delay.is_zero() {
+                        set.notify.notify_waiters();
+                    }
                     if let Some(a) = self.agents.get_mut(&agent_id) {
                         a.phase = AgentPhase::Busy { request_id, until };
                     }
@@ -981,7 +1011,7 @@ impl State {
                             Some((agent.id, &agent.name)),
                             Some(&result),
                         );
-                        set.pending.push(event);
+                        set.pending.push(PendingEvent::now(event, now));
                         set.notify.notify_waiters();
                     }
                     // An ephemeral runner deregisters itself when its job is done.
@@ -1106,7 +1136,8 @@ impl ScaleSet {
                 }
             }
         }
-        self.pending.extend(events);
+        self.pending
+            .extend(events.into_iter().map(|e| PendingEvent::now(e, now)));
     }
 
     /// Cancels assignments no runner took within `after`, requeueing up to `max` times.
@@ -1129,7 +1160,8 @@ impl ScaleSet {
             }
         }
         if !events.is_empty() {
-            self.pending.extend(events);
+            self.pending
+                .extend(events.into_iter().map(|e| PendingEvent::now(e, now)));
             self.notify.notify_waiters();
         }
     }

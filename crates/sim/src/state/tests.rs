@@ -251,6 +251,57 @@ fn a_simulated_runner_takes_one_job_reports_it_and_deregisters() {
     );
 }
 
+/// A scale set with one assigned (and acknowledged) job that runner `r1` has just taken at 1 s.
+fn started_job(s: &mut State, c: &SimConfig, name: &str) -> (i64, i64) {
+    let id = s
+        .create_scale_set(&org(), named(name), t(0))
+        .unwrap_or_default();
+    let agent = s
+        .register_agent(&org(), id, &format!("{name}-r1"), t(0))
+        .expect("agent");
+    assert!(
+        s.enqueue(id, &JobSpec::count(1), c.assignment, t(0))
+            .is_ok()
+    );
+    let assigned = s.poll(id, 0, None, c.assignment, t(0)).expect("assigned");
+    s.ack(id, assigned.id);
+    assert!(s.start_runner(agent.id).is_ok());
+    s.process(c, t(1));
+    (id, assigned.id)
+}
+
+#[test]
+fn job_started_goes_out_with_the_next_batch_or_once_its_delay_has_passed() {
+    let (mut s, mut c) = world();
+    assert_eq!(c.job_started_delay, Duration::from_secs(50), "github.com");
+    c.runner_job_duration = Duration::from_secs(3600);
+    // On its own: not before the delay, then alone.
+    let (alone, cursor) = started_job(&mut s, &c, "alone");
+    assert!(s.poll(alone, cursor, None, c.assignment, t(2)).is_none());
+    assert!(s.poll(alone, cursor, None, c.assignment, t(50)).is_none());
+    let started = s
+        .poll(alone, cursor, None, c.assignment, t(51))
+        .expect("due");
+    assert_eq!(kinds(&started), vec!["JobStarted"]);
+    // With the next batch: another job event makes a message, and it rides along, first.
+    let (batched, cursor) = started_job(&mut s, &c, "batched");
+    assert!(
+        s.enqueue(batched, &JobSpec::count(1), c.assignment, t(2))
+            .is_ok()
+    );
+    let both = s
+        .poll(batched, cursor, None, c.assignment, t(2))
+        .expect("a batch");
+    assert_eq!(kinds(&both), vec!["JobStarted", "JobAssigned"]);
+    // Immediate mode: out with the very next poll.
+    c.job_started_delay = Duration::ZERO;
+    let (fast, cursor) = started_job(&mut s, &c, "fast");
+    let started = s
+        .poll(fast, cursor, None, c.assignment, t(1))
+        .expect("immediate");
+    assert_eq!(kinds(&started), vec!["JobStarted"]);
+}
+
 #[test]
 fn agent_names_are_unique_per_scope() {
     let (mut s, _) = world();
