@@ -56,6 +56,22 @@ impl ApiError {
         }
     }
 
+    /// GitHub REST's 401 for an unknown or expired credential.
+    pub(crate) fn bad_credentials() -> Self {
+        Self::Rest {
+            status: 401,
+            message: "Bad credentials",
+        }
+    }
+
+    /// GitHub REST's 404.
+    pub(crate) fn rest_not_found() -> Self {
+        Self::Rest {
+            status: 404,
+            message: "Not Found",
+        }
+    }
+
     /// 404 `RunnerScaleSetNotFoundException` for scale set `id`.
     pub(crate) fn scale_set_not_found(id: i64) -> Self {
         Self::exception(

@@ -60,6 +60,7 @@
 //! ```
 
 mod actions;
+mod auth;
 mod clock;
 mod config;
 mod control;
@@ -69,7 +70,9 @@ mod fault;
 mod protocol;
 mod queue;
 mod quota;
+mod request;
 mod request_log;
+mod rest;
 mod route;
 mod runner_download;
 mod scope;
