@@ -141,7 +141,7 @@ impl Simulator {
         let now = self.shared.clock.now();
         lock(&self.shared.state)
             .enqueue(scale_set_id, spec, self.shared.config.assignment, now)
-            .map_err(Error::from_api)
+            .map_err(Error::from_state)
     }
 
     /// Requests answered per endpoint name (`create_scale_set`, `get_message`, …).
@@ -250,10 +250,10 @@ impl Simulator {
         };
         let id = state
             .create_scale_set(&scope, input, now)
-            .map_err(Error::from_api)?;
+            .map_err(Error::from_state)?;
         let session = state
             .create_session(&scope, id, owner_name, now, false)
-            .map_err(Error::from_api)?;
+            .map_err(Error::from_state)?;
         Ok(ForeignScaleSet {
             scale_set_id: id,
             session_id: session.id,
@@ -278,7 +278,7 @@ impl Simulator {
                 what: format!("scope {scope} (seed it first)"),
             });
         }
-        state.create_group(&scope, name).map_err(Error::from_api)
+        state.create_group(&scope, name).map_err(Error::from_state)
     }
 
     /// Boots a simulated runner from the JIT configuration `generatejitconfig` returned: it
@@ -288,10 +288,7 @@ impl Simulator {
         let agent_id = protocol::decode_jit_config(jit_config).ok_or(Error::InvalidJitConfig)?;
         lock(&self.shared.state)
             .start_runner(agent_id)
-            .map_err(|e| match e {
-                crate::exception::ApiError::Control { status: 404, .. } => Error::InvalidJitConfig,
-                other => Error::from_api(other),
-            })?;
+            .map_err(Error::from_state)?;
         self.shared.tick();
         Ok(agent_id)
     }

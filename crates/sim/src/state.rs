@@ -13,7 +13,6 @@ use tokio::sync::Notify;
 
 use crate::clock::SimTime;
 use crate::config::{AssignmentMode, SimConfig};
-use crate::exception::ApiError;
 use crate::scope::Scope;
 use crate::snapshot::{
     AgentInfo, JobInfo, JobSpec, RunnerGroupInfo, ScaleSetInfo, SessionInfo, StateSnapshot,
@@ -307,16 +306,16 @@ impl State {
     }
 
     /// Creates a runner group; names are unique per tenant, case-insensitively.
-    pub(crate) fn create_group(&mut self, scope: &Scope, name: &str) -> Result<i64, ApiError> {
+    pub(crate) fn create_group(&mut self, scope: &Scope, name: &str) -> Result<i64, StateError> {
         let tenant = self
             .tenants
             .entry(scope.clone())
             .or_insert_with(Tenant::new);
         if tenant.groups.values().any(|g| same_name(&g.name, name)) {
-            return Err(ApiError::control(
-                409,
-                format!("runner group {name:?} already exists in {scope}"),
-            ));
+            return Err(StateError::RunnerGroupExists {
+                scope: scope.clone(),
+                name: name.to_owned(),
+            });
         }
         let id = tenant.next_group_id;
         tenant.next_group_id += 1;
@@ -341,18 +340,18 @@ impl State {
     // ----- scale sets ----------------------------------------------------------------------
 
     /// The scale set `id` if it belongs to `scope`.
-    pub(crate) fn scale_set(&self, scope: &Scope, id: i64) -> Result<&ScaleSet, ApiError> {
+    pub(crate) fn scale_set(&self, scope: &Scope, id: i64) -> Result<&ScaleSet, StateError> {
         self.scale_sets
             .get(&id)
             .filter(|s| &s.scope == scope)
-            .ok_or_else(|| ApiError::scale_set_not_found(id))
+            .ok_or(StateError::ScaleSetNotFound(id))
     }
 
-    fn scale_set_mut(&mut self, scope: &Scope, id: i64) -> Result<&mut ScaleSet, ApiError> {
+    fn scale_set_mut(&mut self, scope: &Scope, id: i64) -> Result<&mut ScaleSet, StateError> {
         self.scale_sets
             .get_mut(&id)
             .filter(|s| &s.scope == scope)
-            .ok_or_else(|| ApiError::scale_set_not_found(id))
+            .ok_or(StateError::ScaleSetNotFound(id))
     }
 
     /// Scale sets of `scope`, optionally filtered by group and (case-insensitive) name.
@@ -376,14 +375,10 @@ impl State {
         scope: &Scope,
         input: ScaleSetInput,
         now: SimTime,
-    ) -> Result<i64, ApiError> {
+    ) -> Result<i64, StateError> {
         let name = input.name.trim().to_owned();
         if name.is_empty() {
-            return Err(ApiError::exception(
-                400,
-                "InvalidRunnerScaleSetException",
-                "The runner scale set name must not be empty.",
-            ));
+            return Err(StateError::EmptyScaleSetName);
         }
         let group_id = if input.group_id == 0 {
             1
@@ -391,23 +386,13 @@ impl State {
             input.group_id
         };
         if self.group_name(scope, group_id).is_none() {
-            return Err(ApiError::exception(
-                404,
-                "RunnerGroupNotFoundException",
-                format!("Runner group with id {group_id} was not found."),
-            ));
+            return Err(StateError::RunnerGroupNotFound(group_id));
         }
         if !self
             .find_scale_sets(scope, Some(group_id), Some(&name))
             .is_empty()
         {
-            return Err(ApiError::exception(
-                400,
-                "RunnerScaleSetExistsException",
-                format!(
-                    "A runner scale set with name '{name}' already exists in this runner group."
-                ),
-            ));
+            return Err(StateError::ScaleSetExists { name });
         }
         let labels = if input.labels.is_empty() {
             vec![Label {
@@ -446,7 +431,7 @@ impl State {
         scope: &Scope,
         id: i64,
         patch: ScaleSetInput,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), StateError> {
         let current = self.scale_set(scope, id)?;
         let name = if patch.name.trim().is_empty() {
             current.name.clone()
@@ -459,24 +444,14 @@ impl State {
             patch.group_id
         };
         if self.group_name(scope, group_id).is_none() {
-            return Err(ApiError::exception(
-                404,
-                "RunnerGroupNotFoundException",
-                format!("Runner group with id {group_id} was not found."),
-            ));
+            return Err(StateError::RunnerGroupNotFound(group_id));
         }
         if self
             .find_scale_sets(scope, Some(group_id), Some(&name))
             .iter()
             .any(|s| s.id != id)
         {
-            return Err(ApiError::exception(
-                400,
-                "RunnerScaleSetExistsException",
-                format!(
-                    "A runner scale set with name '{name}' already exists in this runner group."
-                ),
-            ));
+            return Err(StateError::ScaleSetExists { name });
         }
         let set = self.scale_set_mut(scope, id)?;
         set.name = name;
@@ -508,25 +483,13 @@ impl State {
         owner: &str,
         now: SimTime,
         conflict_names_owner: bool,
-    ) -> Result<Session, ApiError> {
+    ) -> Result<Session, StateError> {
         let set = self.scale_set_mut(scope, id)?;
         if let Some(active) = &set.session {
-            let message = if conflict_names_owner {
-                format!(
-                    "The actions runner scaleset {} already has an active session for owner {}.",
-                    set.name, active.owner
-                )
-            } else {
-                format!(
-                    "The actions runner scaleset {} already has an active session.",
-                    set.name
-                )
-            };
-            return Err(ApiError::exception(
-                409,
-                "RunnerScaleSetSessionConflictException",
-                message,
-            ));
+            return Err(StateError::SessionConflict {
+                scale_set: set.name.clone(),
+                owner: conflict_names_owner.then(|| active.owner.clone()),
+            });
         }
         let session = Session {
             id: uuid::Uuid::new_v4().to_string(),
@@ -545,7 +508,7 @@ impl State {
         id: i64,
         sid: &str,
         now: SimTime,
-    ) -> Result<Session, ApiError> {
+    ) -> Result<Session, StateError> {
         let set = self.scale_set_mut(scope, id)?;
         set.session
             .as_mut()
@@ -554,14 +517,8 @@ impl State {
                 s.last_seen = now;
                 s.clone()
             })
-            .ok_or_else(|| {
-                ApiError::exception(
-                    404,
-                    "RunnerAdminException",
-                    format!(
-                        "The runner scale set session was requested with a session ID that doesn't exist: {sid}."
-                    ),
-                )
+            .ok_or_else(|| StateError::SessionNotFound {
+                session: sid.to_owned(),
             })
     }
 
@@ -572,18 +529,16 @@ impl State {
         id: i64,
         sid: &str,
         now: SimTime,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), StateError> {
         let set = self.scale_set_mut(scope, id)?;
         if set
             .session
             .as_ref()
             .is_none_or(|s| !s.id.eq_ignore_ascii_case(sid))
         {
-            return Err(ApiError::exception(
-                400,
-                "RunnerScaleSetSessionExpiredException",
-                format!("The session identifier {sid} is not valid."),
-            ));
+            return Err(StateError::SessionExpired {
+                session: sid.to_owned(),
+            });
         }
         set.session = None;
         set.idle_since = now;
@@ -665,7 +620,7 @@ impl State {
     }
 
     /// Jobs of scale set `id` that are offered and not yet acquired.
-    pub(crate) fn acquirable(&self, scope: &Scope, id: i64) -> Result<Vec<Job>, ApiError> {
+    pub(crate) fn acquirable(&self, scope: &Scope, id: i64) -> Result<Vec<Job>, StateError> {
         let set = self.scale_set(scope, id)?;
         Ok(set
             .jobs
@@ -704,21 +659,15 @@ impl State {
         spec: &JobSpec,
         mode: AssignmentMode,
         now: SimTime,
-    ) -> Result<Vec<i64>, ApiError> {
+    ) -> Result<Vec<i64>, StateError> {
         if spec.count > MAX_JOBS_PER_ENQUEUE {
-            return Err(ApiError::control(
-                400,
-                format!(
-                    "count {} is more than the {MAX_JOBS_PER_ENQUEUE} jobs one enqueue may add; enqueue in several calls",
-                    spec.count
-                ),
-            ));
+            return Err(StateError::TooManyJobs { count: spec.count });
         }
         let (owner, repository) = {
             let set = self
                 .scale_sets
                 .get(&id)
-                .ok_or_else(|| ApiError::control(404, format!("no scale set with id {id}")))?;
+                .ok_or(StateError::EnqueueTargetNotFound(id))?;
             let default_owner = match &set.scope {
                 Scope::Organization(o) => o.clone(),
                 Scope::Repository { owner, .. } => owner.clone(),
@@ -734,12 +683,9 @@ impl State {
         };
         let run_for = match spec.run_seconds {
             None => None,
-            Some(secs) => Some(Duration::try_from_secs_f64(secs).map_err(|_| {
-                ApiError::control(
-                    400,
-                    format!("runSeconds {secs} must be a non-negative, representable number"),
-                )
-            })?),
+            Some(secs) => Some(
+                Duration::try_from_secs_f64(secs).map_err(|_| StateError::BadRunSeconds(secs))?,
+            ),
         };
         let mut ids = Vec::new();
         for _ in 0..spec.count.max(1) {
@@ -750,7 +696,7 @@ impl State {
             let set = self
                 .scale_sets
                 .get_mut(&id)
-                .ok_or_else(|| ApiError::control(404, format!("no scale set with id {id}")))?;
+                .ok_or(StateError::EnqueueTargetNotFound(id))?;
             let labels = if spec.labels.is_empty() {
                 vec![set.name.clone()]
             } else {
@@ -834,25 +780,19 @@ impl State {
         id: i64,
         name: &str,
         now: SimTime,
-    ) -> Result<Agent, ApiError> {
+    ) -> Result<Agent, StateError> {
         self.scale_set(scope, id)?;
         if name.trim().is_empty() {
-            return Err(ApiError::exception(
-                400,
-                "ArgumentException",
-                "The runner name must not be empty.",
-            ));
+            return Err(StateError::EmptyRunnerName);
         }
         if self
             .agents
             .values()
             .any(|a| &a.scope == scope && same_name(&a.name, name))
         {
-            return Err(ApiError::exception(
-                409,
-                "AgentExistsException",
-                format!("Agent with name {name} already exists."),
-            ));
+            return Err(StateError::AgentExists {
+                name: name.to_owned(),
+            });
         }
         let agent = Agent {
             id: self.next_agent_id,
@@ -868,11 +808,11 @@ impl State {
     }
 
     /// Agent `id` of `scope`; 404 `AgentNotFoundException` if unknown.
-    pub(crate) fn agent(&self, scope: &Scope, id: i64) -> Result<&Agent, ApiError> {
+    pub(crate) fn agent(&self, scope: &Scope, id: i64) -> Result<&Agent, StateError> {
         self.agents
             .get(&id)
             .filter(|a| &a.scope == scope)
-            .ok_or_else(|| agent_not_found(id))
+            .ok_or(StateError::AgentNotFound(id))
     }
 
     /// Agents of `scope`, filtered by name (case-insensitive) when given.
@@ -885,30 +825,25 @@ impl State {
     }
 
     /// Removes agent `id`; 400 `JobStillRunningException` while it runs a job.
-    pub(crate) fn remove_agent(&mut self, scope: &Scope, id: i64) -> Result<(), ApiError> {
+    pub(crate) fn remove_agent(&mut self, scope: &Scope, id: i64) -> Result<(), StateError> {
         let agent = self.agent(scope, id)?;
         if matches!(agent.phase, AgentPhase::Busy { .. }) {
-            return Err(ApiError::exception(
-                400,
-                "JobStillRunningException",
-                format!("Agent {id} is running a job and cannot be removed."),
-            ));
+            return Err(StateError::JobStillRunning(id));
         }
         self.agents.remove(&id);
         Ok(())
     }
 
     /// Connects a simulated runner as agent `id`; it then takes one assigned job.
-    pub(crate) fn start_runner(&mut self, id: i64) -> Result<(), ApiError> {
+    pub(crate) fn start_runner(&mut self, id: i64) -> Result<(), StateError> {
         let agent = self
             .agents
             .get_mut(&id)
-            .ok_or_else(|| ApiError::control(404, format!("no registered runner with id {id}")))?;
+            .ok_or(StateError::RunnerNotRegistered(id))?;
         if agent.phase != AgentPhase::Registered {
-            return Err(ApiError::control(
-                409,
-                format!("runner {} has already been started", agent.name),
-            ));
+            return Err(StateError::RunnerAlreadyStarted {
+                name: agent.name.clone(),
+            });
         }
         agent.phase = AgentPhase::Idle;
         Ok(())
@@ -1167,14 +1102,6 @@ impl ScaleSet {
     }
 }
 
-fn agent_not_found(id: i64) -> ApiError {
-    ApiError::exception(
-        404,
-        "AgentNotFoundException",
-        format!("No agent found in pool 0 with identifier {id}."),
-    )
-}
-
 /// One job message (an element of a queue message's `body` array).
 fn job_event(kind: &str, job: &Job, runner: Option<(i64, &str)>, result: Option<&str>) -> Value {
     let unset = "0001-01-01T00:00:00Z".to_owned();
@@ -1208,6 +1135,10 @@ fn job_event(kind: &str, job: &Job, runner: Option<(i64, &str)>, result: Option<
     }
     event
 }
+
+mod error;
+
+pub(crate) use error::StateError;
 
 #[cfg(test)]
 mod tests;

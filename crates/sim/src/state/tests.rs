@@ -1,6 +1,7 @@
 //! Unit tests of the state model: each pins one rule of the protocol reference.
 
 use super::*;
+use crate::exception::ApiError;
 
 fn org() -> Scope {
     Scope::Organization("acme".to_owned())
@@ -35,7 +36,9 @@ fn scale_set_names_are_unique_per_group_case_insensitively() {
     let (mut s, _) = world();
     let gpu = s.create_group(&org(), "gpu").unwrap_or_default();
     assert!(s.create_scale_set(&org(), named("Linux"), t(0)).is_ok());
-    let dup = s.create_scale_set(&org(), named("linux"), t(0));
+    let dup = s
+        .create_scale_set(&org(), named("linux"), t(0))
+        .map_err(ApiError::from);
     assert!(matches!(
         dup,
         Err(ApiError::Exception {
@@ -73,7 +76,9 @@ fn one_session_per_scale_set_and_owner_named_when_configured() {
         status,
         name,
         message,
-    }) = s.create_session(&org(), id, "second", t(0), true)
+    }) = s
+        .create_session(&org(), id, "second", t(0), true)
+        .map_err(ApiError::from)
     else {
         panic!("expected a conflict");
     };
@@ -82,7 +87,9 @@ fn one_session_per_scale_set_and_owner_named_when_configured() {
         (409, "RunnerScaleSetSessionConflictException")
     );
     assert!(message.contains("for owner first"), "{message}");
-    let Err(ApiError::Exception { message, .. }) = s.create_session(&org(), id, "x", t(0), false)
+    let Err(ApiError::Exception { message, .. }) = s
+        .create_session(&org(), id, "x", t(0), false)
+        .map_err(ApiError::from)
     else {
         panic!("expected a conflict");
     };
@@ -225,7 +232,7 @@ fn a_simulated_runner_takes_one_job_reports_it_and_deregisters() {
     let stats = s.statistics(id);
     assert_eq!((stats.total_running_jobs, stats.total_busy_runners), (1, 1));
     assert!(matches!(
-        s.remove_agent(&org(), agent.id),
+        s.remove_agent(&org(), agent.id).map_err(ApiError::from),
         Err(ApiError::Exception {
             name: "JobStillRunningException",
             ..
@@ -310,7 +317,8 @@ fn agent_names_are_unique_per_scope() {
         .unwrap_or_default();
     assert!(s.register_agent(&org(), id, "r1", t(0)).is_ok());
     assert!(matches!(
-        s.register_agent(&org(), id, "R1", t(0)),
+        s.register_agent(&org(), id, "R1", t(0))
+            .map_err(ApiError::from),
         Err(ApiError::Exception {
             status: 409,
             name: "AgentExistsException",
@@ -354,7 +362,8 @@ fn a_huge_enqueue_is_refused_instead_of_exhausting_memory() {
         .unwrap_or_default();
     let too_many = JobSpec::count(super::MAX_JOBS_PER_ENQUEUE + 1);
     assert!(matches!(
-        s.enqueue(id, &too_many, c.assignment, t(0)),
+        s.enqueue(id, &too_many, c.assignment, t(0))
+            .map_err(ApiError::from),
         Err(ApiError::Control { status: 400, .. })
     ));
     assert!(s.scale_sets.get(&id).is_some_and(|x| x.jobs.is_empty()));
