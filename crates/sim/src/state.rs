@@ -8,7 +8,6 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use crate::clock::SimTime;
@@ -79,8 +78,8 @@ pub(crate) struct Session {
 #[derive(Debug, Clone)]
 pub(crate) struct LoggedMessage {
     pub(crate) id: i64,
-    /// The JSON array of job messages, as the string that becomes `body`.
-    pub(crate) body: String,
+    /// The job messages it carries (the `body` array on the wire).
+    pub(crate) events: Vec<JobEvent>,
 }
 
 /// Where a job is in its life.
@@ -118,6 +117,32 @@ impl JobState {
             Self::Available | Self::Acquired | Self::Assigned | Self::Running
         )
     }
+}
+
+/// A job message of the queue: what happened to a job, with the job as it was then. The
+/// protocol module renders it.
+#[derive(Debug, Clone)]
+pub(crate) enum JobEvent {
+    /// Offered to the scale set (acquire mode).
+    Available(Job),
+    /// Assigned to the scale set.
+    Assigned(Job),
+    /// A runner took it.
+    Started {
+        /// The job.
+        job: Job,
+        /// The runner's agent id and name.
+        runner: (i64, String),
+    },
+    /// It finished (or its assignment was cancelled, with no runner).
+    Completed {
+        /// The job.
+        job: Job,
+        /// The runner's agent id and name, if one ran it.
+        runner: Option<(i64, String)>,
+        /// `succeeded`, `failed`, `canceled`, ….
+        result: String,
+    },
 }
 
 /// A job queued for a scale set.
@@ -168,7 +193,7 @@ pub(crate) struct ScaleSet {
 #[derive(Debug, Clone)]
 struct PendingEvent {
     /// The job message.
-    event: Value,
+    event: JobEvent,
     /// From when it may go out on its own; before that it only rides along with a message
     /// made for another event (github.com's `JobStarted` timing).
     due: SimTime,
@@ -176,7 +201,7 @@ struct PendingEvent {
 
 impl PendingEvent {
     /// An event that goes out with the next poll.
-    fn now(event: Value, now: SimTime) -> Self {
+    fn now(event: JobEvent, now: SimTime) -> Self {
         Self { event, due: now }
     }
 }
@@ -216,7 +241,7 @@ pub(crate) struct ScaleSetInput {
 #[derive(Debug, Clone)]
 pub(crate) struct Delivery {
     pub(crate) id: i64,
-    pub(crate) body: String,
+    pub(crate) events: Vec<JobEvent>,
     pub(crate) statistics: Statistics,
 }
 
@@ -596,18 +621,18 @@ impl State {
         let any_due = set.pending.iter().any(|p| p.due <= now);
         while any_due && !set.pending.is_empty() {
             let take = set.pending.len().min(MAX_JOBS_PER_MESSAGE);
-            let batch: Vec<Value> = set.pending.drain(..take).map(|p| p.event).collect();
+            let batch: Vec<JobEvent> = set.pending.drain(..take).map(|p| p.event).collect();
             let msg_id = self.next_message_id;
             self.next_message_id += 1;
             set.log.push_back(LoggedMessage {
                 id: msg_id,
-                body: Value::Array(batch).to_string(),
+                events: batch,
             });
         }
         let message = set.log.iter().find(|m| m.id > last_message_id)?.clone();
         Some(Delivery {
             id: message.id,
-            body: message.body,
+            events: message.events,
             statistics: self.statistics(id),
         })
     }
@@ -919,7 +944,10 @@ impl State {
                     job.runner_assigned_at = Some(now);
                     job.runner = Some((agent.id, agent.name.clone()));
                     let until = now.plus(job.run_for.unwrap_or(config.runner_job_duration));
-                    let event = job_event("JobStarted", job, Some((agent.id, &agent.name)), None);
+                    let event = JobEvent::Started {
+                        job: job.clone(),
+                        runner: (agent.id, agent.name.clone()),
+                    };
                     let request_id = job.request_id;
                     set.pending.push(PendingEvent {
                         event,
@@ -940,12 +968,11 @@ impl State {
                         job.finished_at = Some(now);
                         job.state = JobState::Completed(job.result.clone());
                         let result = job.result.clone();
-                        let event = job_event(
-                            "JobCompleted",
-                            job,
-                            Some((agent.id, &agent.name)),
-                            Some(&result),
-                        );
+                        let event = JobEvent::Completed {
+                            job: job.clone(),
+                            runner: Some((agent.id, agent.name.clone())),
+                            result,
+                        };
                         set.pending.push(PendingEvent::now(event, now));
                         set.notify.notify_waiters();
                     }
@@ -1046,7 +1073,7 @@ impl ScaleSet {
             if job.state == JobState::Acquired {
                 job.state = JobState::Assigned;
                 job.assigned_at = Some(now);
-                events.push(job_event("JobAssigned", job, None, None));
+                events.push(JobEvent::Assigned(job.clone()));
             }
         }
         let in_flight = self.jobs.values().filter(|j| j.state.in_flight()).count() as u64;
@@ -1062,12 +1089,12 @@ impl ScaleSet {
             match mode {
                 AssignmentMode::AvailableThenAcquire => {
                     job.state = JobState::Available;
-                    events.push(job_event("JobAvailable", job, None, None));
+                    events.push(JobEvent::Available(job.clone()));
                 }
                 AssignmentMode::AutoAssign => {
                     job.state = JobState::Assigned;
                     job.assigned_at = Some(now);
-                    events.push(job_event("JobAssigned", job, None, None));
+                    events.push(JobEvent::Assigned(job.clone()));
                 }
             }
         }
@@ -1084,7 +1111,11 @@ impl ScaleSet {
             if !due {
                 continue;
             }
-            events.push(job_event("JobCompleted", job, None, Some("canceled")));
+            events.push(JobEvent::Completed {
+                job: job.clone(),
+                runner: None,
+                result: "canceled".to_owned(),
+            });
             if job.reassignments < max {
                 job.reassignments += 1;
                 job.state = JobState::Queued;
@@ -1100,40 +1131,6 @@ impl ScaleSet {
             self.notify.notify_waiters();
         }
     }
-}
-
-/// One job message (an element of a queue message's `body` array).
-fn job_event(kind: &str, job: &Job, runner: Option<(i64, &str)>, result: Option<&str>) -> Value {
-    let unset = "0001-01-01T00:00:00Z".to_owned();
-    let time = |t: Option<SimTime>| t.map_or_else(|| unset.clone(), SimTime::to_dotnet);
-    let mut event = json!({
-        "messageType": kind,
-        "runnerRequestId": job.wire_request_id,
-        "jobId": job.job_id,
-        "repositoryName": job.repository,
-        "ownerName": job.owner,
-        "jobWorkflowRef": job.workflow_ref,
-        "jobDisplayName": job.display_name,
-        "workflowRunId": job.run_id,
-        "eventName": job.event_name,
-        "requestLabels": job.labels,
-        "queueTime": job.queue_time.to_dotnet(),
-        "scaleSetAssignTime": time(job.assigned_at),
-        "runnerAssignTime": time(job.runner_assigned_at),
-        "finishTime": time(job.finished_at),
-    });
-    if kind == "JobAvailable" {
-        event["acquireJobUrl"] = json!(format!("acquirejobs/{}", job.request_id));
-    }
-    if kind == "JobStarted" || kind == "JobCompleted" {
-        let (id, name) = runner.unwrap_or((0, ""));
-        event["runnerId"] = json!(id);
-        event["runnerName"] = json!(name);
-    }
-    if let Some(result) = result {
-        event["result"] = json!(result);
-    }
-    event
 }
 
 mod error;
