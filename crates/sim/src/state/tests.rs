@@ -1,7 +1,11 @@
 //! Unit tests of the state model: each pins one rule of the protocol reference.
 
+use std::time::Duration;
+
 use super::*;
+use crate::config::AssignmentMode;
 use crate::exception::ApiError;
+use crate::snapshot::JobSpec;
 
 fn org() -> Scope {
     Scope::Organization("acme".to_owned())
