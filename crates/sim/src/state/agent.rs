@@ -1,8 +1,9 @@
-//! Agents: runners registered by `generatejitconfig` (names unique per tenant), and the
-//! simulated runners that take one job, run it in simulated time and deregister.
+//! Agents: runners registered by `generatejitconfig`, and the simulated runner that connects
+//! with an agent's JIT configuration, takes one job of its scale set, runs it in simulated time
+//! and deregisters.
 
-use super::job::{JobEvent, JobState, PendingEvent};
-use super::{State, StateError, same_name};
+use super::error::StateError;
+use super::scale_set::ScaleSet;
 use crate::clock::SimTime;
 use crate::config::SimConfig;
 use crate::scope::Scope;
@@ -29,141 +30,51 @@ pub(crate) struct Agent {
     pub(crate) phase: AgentPhase,
 }
 
-impl State {
-    /// Registers an agent for scale set `id`; 409 `AgentExistsException` on a duplicate name.
-    pub(crate) fn register_agent(
-        &mut self,
-        scope: &Scope,
-        id: i64,
-        name: &str,
-        now: SimTime,
-    ) -> Result<Agent, StateError> {
-        self.scale_set(scope, id)?;
-        if name.trim().is_empty() {
-            return Err(StateError::EmptyRunnerName);
-        }
-        if self
-            .agents
-            .values()
-            .any(|a| &a.scope == scope && same_name(&a.name, name))
-        {
-            return Err(StateError::AgentExists {
-                name: name.to_owned(),
-            });
-        }
-        let agent = Agent {
-            id: self.next_agent_id,
-            scope: scope.clone(),
-            name: name.to_owned(),
-            scale_set_id: id,
-            created_on: now,
-            phase: AgentPhase::Registered,
-        };
-        self.next_agent_id += 1;
-        self.agents.insert(agent.id, agent.clone());
-        Ok(agent)
+/// What a runner's step left it as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Still registered.
+    Stays,
+    /// Its job is done: an ephemeral runner deregisters itself.
+    Deregisters,
+}
+
+impl Agent {
+    /// Whether it runs a job.
+    pub(crate) fn is_busy(&self) -> bool {
+        matches!(self.phase, AgentPhase::Busy { .. })
     }
 
-    /// Agent `id` of `scope`; 404 `AgentNotFoundException` if unknown.
-    pub(crate) fn agent(&self, scope: &Scope, id: i64) -> Result<&Agent, StateError> {
-        self.agents
-            .get(&id)
-            .filter(|a| &a.scope == scope)
-            .ok_or(StateError::AgentNotFound(id))
-    }
-
-    /// Agents of `scope`, filtered by name (case-insensitive) when given.
-    pub(crate) fn find_agents(&self, scope: &Scope, name: Option<&str>) -> Vec<&Agent> {
-        self.agents
-            .values()
-            .filter(|a| &a.scope == scope)
-            .filter(|a| name.is_none_or(|n| same_name(&a.name, n)))
-            .collect()
-    }
-
-    /// Removes agent `id`; 400 `JobStillRunningException` while it runs a job.
-    pub(crate) fn remove_agent(&mut self, scope: &Scope, id: i64) -> Result<(), StateError> {
-        let agent = self.agent(scope, id)?;
-        if matches!(agent.phase, AgentPhase::Busy { .. }) {
-            return Err(StateError::JobStillRunning(id));
-        }
-        self.agents.remove(&id);
-        Ok(())
-    }
-
-    /// Connects a simulated runner as agent `id`; it then takes one assigned job.
-    pub(crate) fn start_runner(&mut self, id: i64) -> Result<(), StateError> {
-        let agent = self
-            .agents
-            .get_mut(&id)
-            .ok_or(StateError::RunnerNotRegistered(id))?;
-        if agent.phase != AgentPhase::Registered {
+    /// Connects a simulated runner; refused if one already started with this agent.
+    pub(crate) fn start(&mut self) -> Result<(), StateError> {
+        if self.phase != AgentPhase::Registered {
             return Err(StateError::RunnerAlreadyStarted {
-                name: agent.name.clone(),
+                name: self.name.clone(),
             });
         }
-        agent.phase = AgentPhase::Idle;
+        self.phase = AgentPhase::Idle;
         Ok(())
     }
 
-    pub(super) fn run_runners(&mut self, config: &SimConfig, now: SimTime) {
-        let agent_ids: Vec<i64> = self.agents.keys().copied().collect();
-        for agent_id in agent_ids {
-            let Some(agent) = self.agents.get(&agent_id).cloned() else {
-                continue;
-            };
-            let Some(set) = self.scale_sets.get_mut(&agent.scale_set_id) else {
-                continue;
-            };
-            match agent.phase {
-                AgentPhase::Registered => {}
-                AgentPhase::Idle => {
-                    let Some(job) = set
-                        .jobs
-                        .values_mut()
-                        .find(|j| j.state == JobState::Assigned)
-                    else {
-                        continue;
-                    };
-                    job.state = JobState::Running;
-                    job.runner_assigned_at = Some(now);
-                    job.runner = Some((agent.id, agent.name.clone()));
-                    let until = now.plus(job.run_for.unwrap_or(config.runner_job_duration));
-                    let event = JobEvent::Started {
-                        job: job.clone(),
-                        runner: (agent.id, agent.name.clone()),
-                    };
-                    let request_id = job.request_id;
-                    set.pending.push(PendingEvent {
-                        event,
-                        due: now.plus(config.job_started_delay),
-                    });
-                    if config.job_started_delay.is_zero() {
-                        set.notify.notify_waiters();
-                    }
-                    if let Some(a) = self.agents.get_mut(&agent_id) {
-                        a.phase = AgentPhase::Busy { request_id, until };
-                    }
+    /// One step of the simulated runner on its scale set at `now`: an idle runner takes an
+    /// assigned job, a busy one finishes it when its time has come.
+    pub(crate) fn work(&mut self, set: &mut ScaleSet, config: &SimConfig, now: SimTime) -> Step {
+        match self.phase {
+            AgentPhase::Registered => Step::Stays,
+            AgentPhase::Idle => {
+                if let Some((request_id, until)) =
+                    set.start_job((self.id, self.name.clone()), config, now)
+                {
+                    self.phase = AgentPhase::Busy { request_id, until };
                 }
-                AgentPhase::Busy { request_id, until } => {
-                    if now < until {
-                        continue;
-                    }
-                    if let Some(job) = set.jobs.get_mut(&request_id) {
-                        job.finished_at = Some(now);
-                        job.state = JobState::Completed(job.result.clone());
-                        let result = job.result.clone();
-                        let event = JobEvent::Completed {
-                            job: job.clone(),
-                            runner: Some((agent.id, agent.name.clone())),
-                            result,
-                        };
-                        set.pending.push(PendingEvent::now(event, now));
-                        set.notify.notify_waiters();
-                    }
-                    // An ephemeral runner deregisters itself when its job is done.
-                    self.agents.remove(&agent_id);
+                Step::Stays
+            }
+            AgentPhase::Busy { request_id, until } => {
+                if now < until {
+                    return Step::Stays;
                 }
+                set.finish_job(request_id, (self.id, self.name.clone()), now);
+                Step::Deregisters
             }
         }
     }

@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{State, StateError, same_name};
+use super::error::StateError;
+use super::name::same_name;
 use crate::scope::Scope;
 
 /// A runner group of one tenant.
@@ -22,7 +23,8 @@ pub(crate) struct Tenant {
 }
 
 impl Tenant {
-    pub(super) fn new() -> Self {
+    /// A tenant with only the default group.
+    pub(crate) fn new() -> Self {
         let mut groups = BTreeMap::new();
         groups.insert(
             1,
@@ -37,38 +39,32 @@ impl Tenant {
             next_group_id: 2,
         }
     }
-}
 
-impl State {
-    /// Runner groups of `scope`, filtered by name (case-insensitive) when given.
-    pub(crate) fn groups(&self, scope: &Scope, name: Option<&str>) -> Vec<RunnerGroup> {
-        self.tenants
-            .get(scope)
-            .map(|t| {
-                t.groups
-                    .values()
-                    .filter(|g| name.is_none_or(|n| same_name(&g.name, n)))
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default()
+    /// The runner groups, filtered by name (case-insensitive) when given.
+    pub(crate) fn groups(&self, name: Option<&str>) -> Vec<RunnerGroup> {
+        self.groups
+            .values()
+            .filter(|g| name.is_none_or(|n| same_name(&g.name, n)))
+            .cloned()
+            .collect()
     }
 
-    /// Creates a runner group; names are unique per tenant, case-insensitively.
+    /// Runner group `id`, if the tenant has it.
+    pub(crate) fn group(&self, id: i64) -> Option<&RunnerGroup> {
+        self.groups.get(&id)
+    }
+
+    /// Creates a runner group of this tenant (`scope`); names are unique, case-insensitively.
     pub(crate) fn create_group(&mut self, scope: &Scope, name: &str) -> Result<i64, StateError> {
-        let tenant = self
-            .tenants
-            .entry(scope.clone())
-            .or_insert_with(Tenant::new);
-        if tenant.groups.values().any(|g| same_name(&g.name, name)) {
+        if self.groups.values().any(|g| same_name(&g.name, name)) {
             return Err(StateError::RunnerGroupExists {
                 scope: scope.clone(),
                 name: name.to_owned(),
             });
         }
-        let id = tenant.next_group_id;
-        tenant.next_group_id += 1;
-        tenant.groups.insert(
+        let id = self.next_group_id;
+        self.next_group_id += 1;
+        self.groups.insert(
             id,
             RunnerGroup {
                 id,
@@ -77,12 +73,5 @@ impl State {
             },
         );
         Ok(id)
-    }
-
-    pub(super) fn group_name(&self, scope: &Scope, id: i64) -> Option<String> {
-        self.tenants
-            .get(scope)
-            .and_then(|t| t.groups.get(&id))
-            .map(|g| g.name.clone())
     }
 }
