@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use scaleset_adopt::{
-    CommandKind, Desired, Evidence, Failure, Identity, Input, Outcome, Policy, Provenance, Refusal,
+    CommandKind, ControllerId, Desired, Evidence, Failure, Identity, Input, Outcome, Policy, Provenance, Refusal,
     RetryBounds, RetryReason, RunnerGroupId, ScaleSetId, SessionId,
 };
 use scaleset_e2e::RunningSim;
@@ -65,7 +65,8 @@ fn input(controller: &str, known_id: Option<ScaleSetId>, policy: Policy) -> Inpu
         known_id,
         policy,
         repair: false,
-        identity: Identity::from_controller_id(controller),
+        probe: false,
+        identity: identity(controller),
         retry: RetryBounds {
             attempt: 0,
             max_attempts: 3,
@@ -75,9 +76,14 @@ fn input(controller: &str, known_id: Option<ScaleSetId>, policy: Policy) -> Inpu
     }
 }
 
+/// The identity of one of the test's controllers (constants that parse as UUIDs).
+fn identity(controller: &str) -> Identity {
+    Identity::new(ControllerId::parse(controller).expect("the test's controller ids are UUIDs"))
+}
+
 fn owner_label(controller: &str) -> Result<String> {
-    Identity::from_controller_id(controller)
-        .owner_label
+    identity(controller)
+        .owner_label()
         .context("owner labels are on by default")
 }
 
@@ -100,6 +106,7 @@ fn expect_ready(run: &Run) -> Result<Ready> {
         session,
         reset_cursor,
         rollback,
+        ..
     } = &run.outcome
     else {
         bail!("expected ready, got {:?}", run.outcome);
@@ -388,7 +395,7 @@ async fn a_foreign_scale_set_without_a_session_is_adopted_only_under_any() -> Re
     assert!(set.session.is_none(), "the probe session was closed");
     assert_eq!(set.labels, [NAME], "untouched");
 
-    let identity = Identity::from_controller_id(OURS);
+    let identity = identity(OURS);
     let mut any = input(OURS, None, Policy::Any);
     any.repair = true;
     let run = run_once(&client, any).await?;
@@ -398,11 +405,11 @@ async fn a_foreign_scale_set_without_a_session_is_adopted_only_under_any() -> Re
     assert_eq!(ready.permit, None);
     let session = run.session.as_ref().context("the session is handed over")?;
     assert_eq!(ready.session, Some(SessionId(session.session_id.clone())));
-    assert_eq!(session.owner_name, identity.session_owner);
+    assert_eq!(session.owner_name, identity.session_owner());
     let set = only_one(&github)?;
     assert_eq!(
         set.session.map(|s| s.owner_name),
-        Some(identity.session_owner.clone()),
+        Some(identity.session_owner()),
         "the listener holds it now"
     );
     assert_eq!(
@@ -552,14 +559,14 @@ async fn a_crashed_listeners_session_proves_ownership_without_owner_labels() -> 
     let github = sim_naming_owners().await?;
     let client = client(&github)?;
     let mut unlabelled = input(OURS, None, Policy::Owned);
-    unlabelled.identity.owner_label = None;
+    unlabelled.identity = identity(OURS).without_owner_label();
     let created = run_once(&client, unlabelled.clone()).await?;
     let id = expect_ready(&created)?.id;
     assert_eq!(only_one(&github)?.labels, [NAME, "linux"]);
     // The listener opened its session and crashed without closing it.
-    let identity = Identity::from_controller_id(OURS);
+    let identity = identity(OURS);
     client
-        .create_session(sim_id(id)?, &identity.session_owner)
+        .create_session(sim_id(id)?, &identity.session_owner())
         .await?;
 
     let run = run_once(&client, unlabelled).await?;
@@ -574,7 +581,7 @@ async fn a_crashed_listeners_session_proves_ownership_without_owner_labels() -> 
     let set = only_one(&github)?;
     assert_eq!(
         set.session.map(|s| s.owner_name),
-        Some(identity.session_owner)
+        Some(identity.session_owner())
     );
     github.stop().await
 }
@@ -866,7 +873,7 @@ async fn a_leaked_probe_session_is_reported_and_never_counts_as_evidence() -> Re
     github.sim.update_faults(|f| {
         f.server_errors = Some(Burst::new(15, 503).on("delete_session"));
     });
-    let identity = Identity::from_controller_id(OURS);
+    let identity = identity(OURS);
 
     let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
     let Outcome::Retry {
@@ -881,7 +888,7 @@ async fn a_leaked_probe_session_is_reported_and_never_counts_as_evidence() -> Re
         .session
         .context("the probe is still open")?;
     assert_eq!(leaked.session_id, session.0);
-    assert_eq!(leaked.owner_name, identity.probe_owner);
+    assert_eq!(leaked.owner_name, identity.probe_owner());
 
     let mut next = input(OURS, None, Policy::Owned);
     next.retry.attempt = 1;
@@ -893,7 +900,7 @@ async fn a_leaked_probe_session_is_reported_and_never_counts_as_evidence() -> Re
     else {
         bail!("expected SessionHeld, got {:?}", run.outcome);
     };
-    assert_eq!(owner.as_deref(), Some(identity.probe_owner.as_str()));
+    assert_eq!(owner.as_deref(), Some(identity.probe_owner().as_str()));
 
     // The driver deletes what the machine reported; the next attempt probes afresh.
     client
