@@ -41,6 +41,14 @@ pub struct Run {
 }
 
 impl Run {
+    /// The notices of a `Ready` outcome (empty for any other).
+    pub fn outcome_notices(&self) -> &[scaleset_adopt::Notice] {
+        match &self.outcome {
+            Outcome::Ready { notices, .. } => notices,
+            _ => &[],
+        }
+    }
+
     /// How many commands of this kind the run issued.
     pub fn count(&self, kind: scaleset_adopt::CommandKind) -> usize {
         self.commands.iter().filter(|c| c.kind() == kind).count()

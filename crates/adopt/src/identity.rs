@@ -77,7 +77,7 @@ impl ControllerId {
             let (Some(high), Some(low)) = (hex_value(pair[0]), hex_value(pair[1])) else {
                 return Err(not("only hex digits 0-9 and a-f are allowed"));
             };
-            *byte = (high << 4) | low;
+            *byte = high * 16 + low;
         }
         Ok(Self(bytes))
     }
