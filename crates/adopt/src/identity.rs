@@ -294,8 +294,25 @@ mod tests {
         let ours = Identity::new(first);
         assert!(!ours.is_our_owner_label(&second.owner_label()));
         assert!(ours.is_foreign_owner_label(&second.owner_label()));
-        assert_eq!(first.pool_key(ScaleSetId(7)), format!("{first}_7"));
-        assert_eq!(first.probe_owner(), format!("scaleset-{first}-probe"));
+        assert_eq!(
+            first.pool_key(ScaleSetId(7)),
+            "01890a5d-ac96-7000-8000-000000000001_7"
+        );
+        assert_eq!(
+            (ours.session_owner(), ours.probe_owner()),
+            (
+                "scaleset-01890a5d-ac96-7000-8000-000000000001".to_owned(),
+                "scaleset-01890a5d-ac96-7000-8000-000000000001-probe".to_owned()
+            )
+        );
+        assert_eq!(
+            (first.session_owner(), first.probe_owner()),
+            (ours.session_owner(), ours.probe_owner())
+        );
+        assert_eq!(
+            "01890A5D-AC96-7000-8000-000000000001".parse::<ControllerId>(),
+            Ok(first)
+        );
     }
 
     #[test]

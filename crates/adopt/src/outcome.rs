@@ -567,5 +567,13 @@ mod tests {
         assert_eq!(distinct.len(), facts.len(), "{facts:?}");
         assert!(facts.iter().all(|name| !name.is_empty()));
         assert_eq!(SessionId("s-9".into()).to_string(), "s-9");
+        let thin = ScaleSetRef {
+            runner_group_id: None,
+            ..set()
+        };
+        assert_eq!(
+            thin.to_string(),
+            "scale set 7 \"ci\" (runner group not returned)"
+        );
     }
 }

@@ -322,6 +322,15 @@ fn plain(id: u64, provenance: Provenance, evidence: &[Evidence]) -> Ready {
     }
 }
 
+/// Ready from the stored id, which carries our owner label.
+fn known_ours(id: u64) -> Ready {
+    plain(
+        id,
+        Provenance::Known,
+        &[Evidence::StoredId, Evidence::OwnerLabel],
+    )
+}
+
 fn refusal(outcome: Outcome) -> Refusal {
     assert_eq!(outcome.ready_id(), None);
     assert_eq!(outcome.delete_permit(), None);
@@ -354,18 +363,82 @@ fn failure(outcome: Outcome) -> Failure {
     }
 }
 
+/// The scenario retries for `reason`, and on the last attempt gives up naming it.
+fn retries_then_gives_up(scenario: impl Fn() -> Scenario, reason: RetryReason) {
+    assert_eq!(retry_reason(scenario().outcome()), reason);
+    let exhausted = failure(scenario().last_attempt().outcome());
+    assert_eq!(
+        exhausted,
+        Failure::AttemptsExhausted {
+            attempts: 3,
+            last: reason
+        }
+    );
+}
+
 fn changed(id: u64) -> RetryReason {
     RetryReason::ChangedWhileReading { id: ScaleSetId(id) }
+}
+
+// Scenario starts shared by several tests.
+
+/// Nothing found, so the machine creates; GitHub answers the create with `answer`.
+fn created(answer: Fact) -> Outcome {
+    ensure().lookup(vec![]).create(answer).outcome()
+}
+
+/// Nothing found, and the create meets `Exists` (rule 5).
+fn race() -> Scenario {
+    ensure().lookup(vec![]).create(Fact::Exists)
+}
+
+/// Stored id 7, whose read omits the runner group.
+fn unconfirmed() -> Scenario {
+    ensure().known(7).read_set(ours(7).no_group())
+}
+
+/// Stored id 7, which GitHub answers as not found.
+fn gone(scenario: Scenario) -> Scenario {
+    scenario.known(7).read(7, Fact::NotFound)
+}
+
+/// The lookup lists scale set `id` of ours as a thin item.
+fn thin_match(id: u64) -> Scenario {
+    ensure().lookup(vec![ours(id).thin()])
+}
+
+/// Policy `owned` with the opt-in probe on a set without evidence; the probe meets `fact`.
+fn owned_probe(fact: Fact) -> Scenario {
+    ensure().probing().lookup(vec![bare(3)]).probe(3, fact)
+}
+
+/// Policy `any` with repair on a drifted set without evidence; the probe opens `s-5`.
+fn any_repairing() -> Scenario {
+    ensure()
+        .policy(Policy::Any)
+        .repair()
+        .lookup(vec![bare(5).updates(false)])
+        .probe(5, opened("s-5"))
+}
+
+/// Repair on: `found` is found by name and patched.
+fn repairing(found: ScaleSet) -> Scenario {
+    ensure()
+        .repair()
+        .lookup(vec![found])
+        .patch(5, Fact::Updated)
+}
+
+/// Stored id 9 reads as `before` and is patched to the configuration.
+fn known_patched(before: ScaleSet) -> Scenario {
+    ensure().known(9).read_set(before).patch(9, Fact::Updated)
 }
 
 // Rule 4.
 
 #[test]
 fn missing_scale_set_is_created_with_a_delete_permit() {
-    let outcome = ensure()
-        .lookup(vec![])
-        .create(Fact::ScaleSet(ours(5)))
-        .outcome();
+    let outcome = created(Fact::ScaleSet(ours(5)));
     assert_eq!(
         ready(&outcome),
         Ready {
@@ -410,10 +483,7 @@ fn create_without_owner_label_when_turned_off() {
 #[test]
 fn a_created_set_without_our_owner_label_is_reported() {
     // Some GHES versions drop custom labels: the create answer lacks ours.
-    let outcome = ensure()
-        .lookup(vec![])
-        .create(Fact::ScaleSet(bare(5)))
-        .outcome();
+    let outcome = created(Fact::ScaleSet(bare(5)));
     let notices = ready(&outcome).notices;
     assert!(matches!(
         notices.as_slice(),
@@ -431,10 +501,7 @@ fn a_created_set_without_our_owner_label_is_reported() {
 #[test]
 fn a_create_answer_with_another_name_or_group_fails_without_a_permit() {
     for answer in [ours(5).named("other"), ours(5).in_group(2)] {
-        let outcome = ensure()
-            .lookup(vec![])
-            .create(Fact::ScaleSet(answer.clone()))
-            .outcome();
+        let outcome = created(Fact::ScaleSet(answer.clone()));
         assert_eq!(
             failure(outcome),
             Failure::UnexpectedCreateResponse {
@@ -443,19 +510,13 @@ fn a_create_answer_with_another_name_or_group_fails_without_a_permit() {
         );
     }
     // An answer that omits the group is the desired set.
-    let omitted = ensure()
-        .lookup(vec![])
-        .create(Fact::ScaleSet(ours(5).no_group()))
-        .outcome();
+    let omitted = created(Fact::ScaleSet(ours(5).no_group()));
     assert_eq!(ready(&omitted).provenance, Provenance::Created);
 }
 
 #[test]
 fn a_create_answer_with_a_foreign_owner_label_is_refused() {
-    let outcome = ensure()
-        .lookup(vec![])
-        .create(Fact::ScaleSet(theirs(5)))
-        .outcome();
+    let outcome = created(Fact::ScaleSet(theirs(5)));
     assert_eq!(code(outcome), "ForeignOwner");
 }
 
@@ -464,12 +525,7 @@ fn a_create_answer_with_a_foreign_owner_label_is_refused() {
 #[test]
 fn a_create_race_won_by_our_timed_out_create_is_adopted_not_deletable() {
     // The name filter lags; the group listing shows our own set (full record: no re-read).
-    let outcome = ensure()
-        .lookup(vec![])
-        .create(Fact::Exists)
-        .lookup(vec![])
-        .group_list(vec![ours(3)])
-        .outcome();
+    let outcome = race().lookup(vec![]).group_list(vec![ours(3)]).outcome();
     assert_eq!(
         ready(&outcome),
         plain(3, Provenance::Adopted, &[Evidence::OwnerLabel])
@@ -478,28 +534,15 @@ fn a_create_race_won_by_our_timed_out_create_is_adopted_not_deletable() {
 
 #[test]
 fn a_create_race_winner_without_evidence_is_not_ours() {
-    let outcome = ensure()
-        .lookup(vec![])
-        .create(Fact::Exists)
-        .lookup(vec![bare(4)])
-        .outcome();
+    let outcome = race().lookup(vec![bare(4)]).outcome();
     assert_eq!(code(outcome), "OwnershipUnproven");
-    let foreign = ensure()
-        .lookup(vec![])
-        .create(Fact::Exists)
-        .lookup(vec![theirs(8)])
-        .outcome();
+    let foreign = race().lookup(vec![theirs(8)]).outcome();
     assert_eq!(code(foreign), "ForeignOwner");
 }
 
 #[test]
 fn an_unresolved_create_race_retries_without_a_second_create() {
-    let outcome = ensure()
-        .lookup(vec![])
-        .create(Fact::Exists)
-        .lookup(vec![])
-        .group_list(vec![])
-        .outcome();
+    let outcome = race().lookup(vec![]).group_list(vec![]).outcome();
     assert!(matches!(
         retry_reason(outcome),
         RetryReason::CreateRaceUnresolved {
@@ -513,10 +556,7 @@ fn an_unresolved_create_race_retries_without_a_second_create() {
 fn the_machine_does_not_read_exception_names_in_a_bad_request() {
     // Typed facts only: the driver maps a nested exists exception to `Exists`.
     let text = "wrapped: GitHub.Actions.Runtime.WebApi.RunnerScaleSetExistsException";
-    let outcome = ensure()
-        .lookup(vec![])
-        .create(bad_request("RunnerScaleSetExistsException", text))
-        .outcome();
+    let outcome = created(bad_request("RunnerScaleSetExistsException", text));
     assert!(matches!(
         failure(outcome),
         Failure::BadRequest {
@@ -530,13 +570,10 @@ fn the_machine_does_not_read_exception_names_in_a_bad_request() {
 
 #[test]
 fn another_bad_request_fails_naming_the_command_and_exception() {
-    let outcome = ensure()
-        .lookup(vec![])
-        .create(bad_request(
-            "InvalidRunnerScaleSetException",
-            "labels invalid",
-        ))
-        .outcome();
+    let outcome = created(bad_request(
+        "InvalidRunnerScaleSetException",
+        "labels invalid",
+    ));
     assert_eq!(
         failure(outcome),
         Failure::BadRequest {
@@ -549,25 +586,11 @@ fn another_bad_request_fails_naming_the_command_and_exception() {
 
 #[test]
 fn a_transient_failure_retries_and_the_last_attempt_gives_up() {
-    let reason = retry_reason(ensure().lookup_answers(transient()).outcome());
-    assert_eq!(
-        reason,
-        RetryReason::Transient {
-            command: CommandKind::ListByName,
-            message: "503 after 5 attempts".into(),
-        }
-    );
-    let exhausted = ensure()
-        .last_attempt()
-        .lookup_answers(transient())
-        .outcome();
-    assert_eq!(
-        failure(exhausted),
-        Failure::AttemptsExhausted {
-            attempts: 3,
-            last: reason
-        }
-    );
+    let reason = RetryReason::Transient {
+        command: CommandKind::ListByName,
+        message: "503 after 5 attempts".into(),
+    };
+    retries_then_gives_up(|| ensure().lookup_answers(transient()), reason);
 }
 
 #[test]
@@ -589,14 +612,7 @@ fn the_backoff_hint_doubles_and_caps() {
 #[test]
 fn a_known_set_is_ready_after_one_read() {
     let outcome = ensure().known(9).read_set(ours(9)).outcome();
-    assert_eq!(
-        ready(&outcome),
-        plain(
-            9,
-            Provenance::Known,
-            &[Evidence::StoredId, Evidence::OwnerLabel]
-        )
-    );
+    assert_eq!(ready(&outcome), known_ours(9));
 }
 
 #[test]
@@ -622,30 +638,13 @@ fn a_known_set_with_a_foreign_owner_label_is_refused() {
 
 #[test]
 fn a_known_set_read_without_its_group_is_confirmed_by_the_lookup_without_a_second_read() {
-    let outcome = ensure()
-        .known(7)
-        .read_set(ours(7).no_group())
-        .lookup(vec![ours(7).thin()])
-        .outcome();
-    assert_eq!(
-        ready(&outcome),
-        plain(
-            7,
-            Provenance::Known,
-            &[Evidence::StoredId, Evidence::OwnerLabel]
-        )
-    );
+    let outcome = unconfirmed().lookup(vec![ours(7).thin()]).outcome();
+    assert_eq!(ready(&outcome), known_ours(7));
 }
 
 #[test]
 fn a_known_set_whose_lookup_shows_another_id_is_a_conflict() {
-    let reason = refusal(
-        ensure()
-            .known(7)
-            .read_set(ours(7).no_group())
-            .lookup(vec![ours(42)])
-            .outcome(),
-    );
+    let reason = refusal(unconfirmed().lookup(vec![ours(42)]).outcome());
     assert!(matches!(
         &reason,
         Refusal::KnownIdConflict {
@@ -662,28 +661,14 @@ fn a_known_set_whose_lookup_shows_another_id_is_a_conflict() {
 
 #[test]
 fn a_known_set_missing_from_a_lagging_lookup_is_a_bounded_retry() {
-    let scenario = || {
-        ensure()
-            .known(7)
-            .read_set(ours(7).no_group())
-            .lookup(vec![])
-    };
+    let scenario = || unconfirmed().lookup(vec![]);
     let reason = RetryReason::KnownIdUnconfirmed { id: ScaleSetId(7) };
-    assert_eq!(retry_reason(scenario().outcome()), reason);
-    assert_eq!(
-        failure(scenario().last_attempt().outcome()),
-        Failure::AttemptsExhausted {
-            attempts: 3,
-            last: reason
-        }
-    );
+    retries_then_gives_up(scenario, reason);
 }
 
 #[test]
 fn a_known_set_gone_on_github_is_created_again_with_a_cursor_reset() {
-    let outcome = ensure()
-        .known(7)
-        .read(7, Fact::NotFound)
+    let outcome = gone(ensure())
         .lookup(vec![])
         .create(Fact::ScaleSet(ours(8)))
         .outcome();
@@ -699,11 +684,7 @@ fn a_known_set_gone_on_github_is_created_again_with_a_cursor_reset() {
 
 #[test]
 fn a_404_by_stored_id_contradicted_by_the_lookup_is_still_known() {
-    let listed = ensure()
-        .known(7)
-        .read(7, Fact::NotFound)
-        .lookup(vec![ours(7)])
-        .outcome();
+    let listed = gone(ensure()).lookup(vec![ours(7)]).outcome();
     let known = plain(
         7,
         Provenance::Known,
@@ -711,10 +692,7 @@ fn a_404_by_stored_id_contradicted_by_the_lookup_is_still_known() {
     );
     assert_eq!(ready(&listed), known);
     // Even without an owner label, and under `never`.
-    let never = ensure()
-        .policy(Policy::Never)
-        .known(7)
-        .read(7, Fact::NotFound)
+    let never = gone(ensure().policy(Policy::Never))
         .lookup(vec![bare(7).thin()])
         .read_set(bare(7))
         .outcome();
@@ -726,11 +704,7 @@ fn a_404_by_stored_id_contradicted_by_the_lookup_is_still_known() {
 
 #[test]
 fn a_404_by_stored_id_then_another_set_of_ours_adopts_it_with_a_cursor_reset() {
-    let outcome = ensure()
-        .known(7)
-        .read(7, Fact::NotFound)
-        .lookup(vec![ours(8)])
-        .outcome();
+    let outcome = gone(ensure()).lookup(vec![ours(8)]).outcome();
     assert_eq!(
         ready(&outcome),
         Ready {
@@ -764,15 +738,9 @@ fn a_thin_list_match_is_read_by_id_first() {
 
 #[test]
 fn a_thin_match_that_changes_or_vanishes_while_read_retries() {
-    let renamed = ensure()
-        .lookup(vec![ours(6).thin()])
-        .read_set(ours(6).named("other"))
-        .outcome();
+    let renamed = thin_match(6).read_set(ours(6).named("other")).outcome();
     assert_eq!(retry_reason(renamed), changed(6));
-    let gone = ensure()
-        .lookup(vec![ours(6).thin()])
-        .read(6, Fact::NotFound)
-        .outcome();
+    let gone = thin_match(6).read(6, Fact::NotFound).outcome();
     assert_eq!(retry_reason(gone), changed(6));
 }
 
@@ -795,10 +763,7 @@ fn a_same_name_set_in_another_group_is_a_group_mismatch() {
         &listed,
         Refusal::GroupMismatch { found, .. } if found == &[ours(4).in_group(2).to_ref()]
     ));
-    let read = ensure()
-        .lookup(vec![ours(4).thin()])
-        .read_set(ours(4).in_group(2))
-        .outcome();
+    let read = thin_match(4).read_set(ours(4).in_group(2)).outcome();
     assert_eq!(code(read), "GroupMismatch");
 }
 
@@ -819,9 +784,9 @@ fn a_name_differing_only_in_case_is_a_collision_not_a_create() {
         &reason,
         Refusal::NameCaseCollision { existing, .. } if existing == &[ours(3).named("CI").to_ref()]
     ));
-    // Only in another group: no collision, so it is created.
+    // Only in another group, or another name altogether: no collision, so it is created.
     let elsewhere = ensure()
-        .lookup(vec![ours(4).named("Ci").in_group(2)])
+        .lookup(vec![ours(4).named("Ci").in_group(2), ours(6).named("ci-2")])
         .create(Fact::ScaleSet(ours(5)))
         .outcome();
     assert_eq!(ready(&elsewhere).provenance, Provenance::Created);
@@ -870,14 +835,7 @@ fn with_owner_labels_off_our_earlier_label_is_still_ours() {
         .known(9)
         .read_set(ours(9))
         .outcome();
-    assert_eq!(
-        ready(&known),
-        plain(
-            9,
-            Provenance::Known,
-            &[Evidence::StoredId, Evidence::OwnerLabel]
-        )
-    );
+    assert_eq!(ready(&known), known_ours(9));
     let found = ensure().owner_labels_off().lookup(vec![ours(9)]).outcome();
     assert_eq!(ready(&found).evidence, [Evidence::OwnerLabel]);
 }
@@ -885,11 +843,7 @@ fn with_owner_labels_off_our_earlier_label_is_still_ours() {
 #[test]
 fn an_opt_in_probe_conflict_naming_our_session_owner_is_evidence() {
     let own = identity().session_owner();
-    let outcome = ensure()
-        .probing()
-        .lookup(vec![bare(3)])
-        .probe(3, conflict(Some(&own)))
-        .outcome();
+    let outcome = owned_probe(conflict(Some(&own))).outcome();
     assert_eq!(
         ready(&outcome),
         plain(3, Provenance::Adopted, &[Evidence::OwnSession])
@@ -898,10 +852,7 @@ fn an_opt_in_probe_conflict_naming_our_session_owner_is_evidence() {
 
 #[test]
 fn an_opt_in_probe_that_opens_proves_nothing_and_is_closed() {
-    let outcome = ensure()
-        .probing()
-        .lookup(vec![bare(3)])
-        .probe(3, opened("s-1"))
+    let outcome = owned_probe(opened("s-1"))
         .close(3, "s-1", Fact::Closed)
         .outcome();
     assert_eq!(code(outcome), "OwnershipUnproven");
@@ -1038,11 +989,7 @@ fn a_repair_patches_reads_back_and_reports_what_it_applied() {
 
 #[test]
 fn a_repair_read_back_with_a_foreign_owner_label_is_refused_and_the_session_closed() {
-    let outcome = ensure()
-        .policy(Policy::Any)
-        .repair()
-        .lookup(vec![bare(5).updates(false)])
-        .probe(5, opened("s-5"))
+    let outcome = any_repairing()
         .patch(5, Fact::Updated)
         .read_set(theirs(5))
         .close(5, "s-5", Fact::Closed)
@@ -1052,10 +999,7 @@ fn a_repair_read_back_with_a_foreign_owner_label_is_refused_and_the_session_clos
 
 #[test]
 fn a_repair_read_back_without_our_owner_label_is_reported() {
-    let outcome = ensure()
-        .repair()
-        .lookup(vec![ours(5).updates(false)])
-        .patch(5, Fact::Updated)
+    let outcome = repairing(ours(5).updates(false))
         .read_set(bare(5))
         .outcome();
     let notices = ready(&outcome).notices;
@@ -1068,31 +1012,19 @@ fn a_repair_read_back_without_our_owner_label_is_reported() {
 #[test]
 fn a_repair_read_back_with_another_name_or_group_retries() {
     for answer in [ours(5).named("other"), ours(5).in_group(2)] {
-        let outcome = ensure()
-            .repair()
-            .lookup(vec![ours(5).updates(false)])
-            .patch(5, Fact::Updated)
-            .read_set(answer)
-            .outcome();
+        let outcome = repairing(ours(5).updates(false)).read_set(answer).outcome();
         assert_eq!(retry_reason(outcome), changed(5));
     }
 }
 
 #[test]
 fn a_repair_whose_set_vanishes_retries_and_closes_the_session() {
-    let patch_gone = ensure()
-        .policy(Policy::Any)
-        .repair()
-        .lookup(vec![bare(5).updates(false)])
-        .probe(5, opened("s-5"))
+    let patch_gone = any_repairing()
         .patch(5, Fact::NotFound)
         .close(5, "s-5", Fact::Closed)
         .outcome();
     assert_eq!(retry_reason(patch_gone), changed(5));
-    let read_gone = ensure()
-        .repair()
-        .lookup(vec![ours(5).updates(false)])
-        .patch(5, Fact::Updated)
+    let read_gone = repairing(ours(5).updates(false))
         .read(5, Fact::NotFound)
         .outcome();
     assert_eq!(retry_reason(read_gone), changed(5));
@@ -1100,11 +1032,7 @@ fn a_repair_whose_set_vanishes_retries_and_closes_the_session() {
 
 #[test]
 fn a_rejected_repair_fails_and_closes_the_session() {
-    let outcome = ensure()
-        .policy(Policy::Any)
-        .repair()
-        .lookup(vec![bare(5).updates(false)])
-        .probe(5, opened("s-5"))
+    let outcome = any_repairing()
         .patch(5, bad_request("InvalidRunnerScaleSetException", "no"))
         .close(5, "s-5", Fact::Closed)
         .outcome();
@@ -1121,14 +1049,7 @@ fn a_rejected_repair_fails_and_closes_the_session() {
 fn a_repair_that_did_not_take_is_refused_naming_what_differs() {
     // GHES without custom labels drops the extra labels again.
     let dropped = ours(5).labelled(&["ci", OUR_LABEL]);
-    let reason = refusal(
-        ensure()
-            .repair()
-            .lookup(vec![dropped.clone()])
-            .patch(5, Fact::Updated)
-            .read_set(dropped)
-            .outcome(),
-    );
+    let reason = refusal(repairing(dropped.clone()).read_set(dropped).outcome());
     assert_eq!(reason.code(), "RepairDidNotTake");
     assert!(reason.to_string().contains("labels differ"), "{reason}");
     assert!(reason.remediation().contains("GitHub lacks [linux, x64]"));
@@ -1156,12 +1077,7 @@ fn a_repair_that_cannot_turn_disable_update_off_names_it() {
 #[test]
 fn a_known_set_whose_configuration_changed_is_patched_without_repair() {
     let before = ours(9).updates(false).in_group(2);
-    let outcome = ensure()
-        .known(9)
-        .read_set(before.clone())
-        .patch(9, Fact::Updated)
-        .read_set(ours(9))
-        .outcome();
+    let outcome = known_patched(before.clone()).read_set(ours(9)).outcome();
     let identity = identity();
     assert_eq!(
         ready(&outcome).notices,
@@ -1175,14 +1091,20 @@ fn a_known_set_whose_configuration_changed_is_patched_without_repair() {
 }
 
 #[test]
+fn a_known_set_moved_to_another_group_is_moved_back() {
+    let outcome = known_patched(ours(9).in_group(2))
+        .read_set(ours(9))
+        .outcome();
+    assert!(matches!(
+        ready(&outcome).notices.as_slice(),
+        [Notice::SpecApplied { moved_from: Some(RunnerGroupId(2)), before, after, .. }] if before == after
+    ));
+}
+
+#[test]
 fn a_known_set_whose_patch_did_not_take_stays_served_with_a_warning() {
     let dropped = ours(9).labelled(&["ci", OUR_LABEL]);
-    let outcome = ensure()
-        .known(9)
-        .read_set(dropped.clone())
-        .patch(9, Fact::Updated)
-        .read_set(dropped)
-        .outcome();
+    let outcome = known_patched(dropped.clone()).read_set(dropped).outcome();
     let notices = ready(&outcome).notices;
     assert!(matches!(
         notices.as_slice(),
@@ -1195,10 +1117,7 @@ fn a_known_set_whose_patch_did_not_take_stays_served_with_a_warning() {
 #[test]
 fn a_session_that_cannot_be_closed_is_tried_three_times_then_reported() {
     let scenario = || {
-        ensure()
-            .probing()
-            .lookup(vec![bare(3)])
-            .probe(3, opened("s-1"))
+        owned_probe(opened("s-1"))
             .close(3, "s-1", transient())
             .close(3, "s-1", bad_request("", "session s-1 is not valid"))
             .close(3, "s-1", transient())
@@ -1207,25 +1126,13 @@ fn a_session_that_cannot_be_closed_is_tried_three_times_then_reported() {
         id: ScaleSetId(3),
         session: SessionId("s-1".into()),
     };
-    assert_eq!(retry_reason(scenario().outcome()), reason);
-    assert_eq!(
-        failure(scenario().last_attempt().outcome()),
-        Failure::AttemptsExhausted {
-            attempts: 3,
-            last: reason
-        }
-    );
+    retries_then_gives_up(scenario, reason);
 }
 
 #[test]
 fn a_gone_session_or_scale_set_counts_as_closed() {
     for answer in [Fact::Closed, Fact::SessionGone, Fact::NotFound] {
-        let outcome = ensure()
-            .probing()
-            .lookup(vec![bare(3)])
-            .probe(3, opened("s-1"))
-            .close(3, "s-1", answer)
-            .outcome();
+        let outcome = owned_probe(opened("s-1")).close(3, "s-1", answer).outcome();
         assert_eq!(code(outcome), "OwnershipUnproven");
     }
 }
