@@ -1009,7 +1009,7 @@ async fn a_leaked_probe_session_is_reported_and_never_counts_as_evidence() -> Re
     else {
         bail!("expected SessionNotClosed, got {:?}", run.outcome);
     };
-    assert_eq!(run.deleted_leaks, [session.0.clone()]);
+    assert_eq!(run.deleted_leaks, std::slice::from_ref(&session.0));
     assert!(
         only_one(&github)?.session.is_none(),
         "the driver deleted it"

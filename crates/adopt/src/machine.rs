@@ -596,7 +596,7 @@ impl Machine {
             return self.end(Outcome::Refused { reason }, adoption.held);
         }
         notices.extend(self.missing_owner_label(&set));
-        self.ready(Adoption { set, ..adoption }, notices)
+        self.ready(adoption, notices)
     }
 
     /// The answer to closing a session we will not hand over.
