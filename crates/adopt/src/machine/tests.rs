@@ -334,8 +334,12 @@ fn known_ours(id: u64) -> Ready {
 fn refusal(outcome: Outcome) -> Refusal {
     assert_eq!(outcome.ready_id(), None);
     assert_eq!(outcome.delete_permit(), None);
+    let reason = outcome.refusal().cloned();
     match outcome {
-        Outcome::Refused { reason } => reason,
+        Outcome::Refused { reason: refused } => {
+            assert_eq!(reason.as_ref(), Some(&refused));
+            refused
+        }
         other => panic!("expected a refusal, got {other:?}"),
     }
 }
@@ -1052,7 +1056,9 @@ fn a_repair_that_did_not_take_is_refused_naming_what_differs() {
     let reason = refusal(repairing(dropped.clone()).read_set(dropped).outcome());
     assert_eq!(reason.code(), "RepairDidNotTake");
     assert!(reason.to_string().contains("labels differ"), "{reason}");
-    assert!(reason.remediation().contains("GitHub lacks [linux, x64]"));
+    let remediation = reason.remediation();
+    assert!(remediation.contains("the labels still differ (GitHub lacks [linux, x64]);"));
+    assert!(!remediation.contains("GitHub has extra"), "{remediation}");
 }
 
 #[test]
