@@ -293,6 +293,38 @@ async fn each_scenario_costs_the_fewest_actions_calls() -> Result<()> {
     github.stop().await
 }
 
+/// A 404 that is not GitHub's scale-set-not-found answer (here a `VssServiceException`, as a
+/// router or proxy might answer) is no proof the stored scale set is gone: the run fails on
+/// it instead of forgetting the id, resetting the cursor or creating anything, and the next
+/// run finds the set Known.
+#[tokio::test]
+async fn a_404_that_is_not_githubs_not_found_never_forgets_the_stored_id() -> Result<()> {
+    let github = sim(SimConfig::default()).await?;
+    let client = client(&github)?;
+    let id = created_by_us(&client).await?;
+    github.sim.clear_requests();
+    github.sim.update_faults(|f| {
+        f.server_errors = Some(Burst::new(1, 404).on("get_scale_set"));
+    });
+
+    let run = run_once(&client, input(OURS, Some(id), Policy::Owned)).await?;
+    let Outcome::Failed {
+        reason: Failure::BadRequest { command, .. },
+    } = &run.outcome
+    else {
+        bail!("expected a failed read, got {:?}", run.outcome);
+    };
+    assert_eq!(*command, CommandKind::GetById);
+    assert_eq!(kinds(&run), [CommandKind::GetById], "no lookup, no create");
+    assert_eq!(writes(&github), 0);
+
+    let run = run_once(&client, input(OURS, Some(id), Policy::Owned)).await?;
+    let ready = expect_ready(&run)?;
+    assert_eq!((ready.id, ready.provenance), (id, Provenance::Known));
+    assert!(!ready.reset_cursor);
+    github.stop().await
+}
+
 /// Scenario 3: the database is lost; the owner label proves the scale set is ours.
 #[tokio::test]
 async fn a_lost_database_adopts_our_scale_set_by_its_owner_label() -> Result<()> {
