@@ -22,7 +22,8 @@ pub struct Input {
     /// ours (off by default). Only a session conflict naming our session owner is evidence,
     /// and today's GitHub names no owner in that conflict, so the probe mostly opens a session
     /// on a scale set not proven ours. Policy `any` always probes: it must see a foreign
-    /// listener before adopting.
+    /// listener before adopting. Absent in serialised input: off.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub probe: bool,
     /// Who we are on GitHub.
     pub identity: Identity,

@@ -18,7 +18,7 @@ fn input() -> Input {
         known_id: Some(ScaleSetId(7)),
         policy: Policy::Any,
         repair: true,
-        probe: false,
+        probe: true,
         identity: Identity::new(
             ControllerId::parse("0123abcd-4567-89ef-0123-456789abcdef").expect("a uuid"),
         ),
@@ -43,6 +43,13 @@ fn public_types_round_trip_through_json() {
         identity["controller_id"], "0123abcd-4567-89ef-0123-456789abcdef",
         "the controller id serialises as its canonical text"
     );
+    let mut without_probe = serde_json::to_value(&input).expect("input");
+    without_probe
+        .as_object_mut()
+        .expect("an object")
+        .remove("probe");
+    let read: Input = serde_json::from_value(without_probe).expect("probe defaults");
+    assert!(!read.probe, "the probe is off unless asked for");
     let mut forged = identity.clone();
     forged["controller_id"] = "not-a-uuid".into();
     assert!(
