@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use scaleset_adopt::{
-    CommandKind, Desired, Evidence, Failure, Identity, Input, Outcome, Policy, Provenance, Refusal,
-    RetryBounds, RetryReason, RunnerGroupId, ScaleSetId, SessionId,
+    CommandKind, ControllerId, Desired, Evidence, Failure, Identity, Input, Notice, Outcome,
+    Policy, Provenance, Refusal, RetryBounds, RetryReason, RunnerGroupId, ScaleSetId, SessionId,
 };
 use scaleset_e2e::RunningSim;
 use scaleset_e2e::adoption_driver::{Run, ensure, run_once};
@@ -65,7 +65,8 @@ fn input(controller: &str, known_id: Option<ScaleSetId>, policy: Policy) -> Inpu
         known_id,
         policy,
         repair: false,
-        identity: Identity::from_controller_id(controller),
+        probe: false,
+        identity: identity(controller),
         retry: RetryBounds {
             attempt: 0,
             max_attempts: 3,
@@ -75,9 +76,24 @@ fn input(controller: &str, known_id: Option<ScaleSetId>, policy: Policy) -> Inpu
     }
 }
 
+/// `input` with the opt-in ownership probe (a session) under policy `owned`, and `repair` on:
+/// drift is decided before probing, and these scenarios are about what the probe meets.
+fn probing(controller: &str, policy: Policy) -> Input {
+    Input {
+        probe: true,
+        repair: true,
+        ..input(controller, None, policy)
+    }
+}
+
+/// The identity of one of the test's controllers (constants that parse as UUIDs).
+fn identity(controller: &str) -> Identity {
+    Identity::new(ControllerId::parse(controller).expect("the test's controller ids are UUIDs"))
+}
+
 fn owner_label(controller: &str) -> Result<String> {
-    Identity::from_controller_id(controller)
-        .owner_label
+    identity(controller)
+        .owner_label()
         .context("owner labels are on by default")
 }
 
@@ -100,6 +116,7 @@ fn expect_ready(run: &Run) -> Result<Ready> {
         session,
         reset_cursor,
         rollback,
+        ..
     } = &run.outcome
     else {
         bail!("expected ready, got {:?}", run.outcome);
@@ -230,6 +247,84 @@ async fn a_restart_with_the_stored_id_is_known_and_creates_nothing() -> Result<(
     github.stop().await
 }
 
+/// Requests the simulator answered on the Actions service's scale-set and session endpoints
+/// (the token chain not counted).
+fn actions_calls(github: &RunningSim) -> u64 {
+    [
+        "get_scale_set",
+        "list_scale_sets",
+        "create_scale_set",
+        "update_scale_set",
+        "delete_scale_set",
+        "create_session",
+        "delete_session",
+    ]
+    .iter()
+    .map(|endpoint| github.sim.request_count(endpoint))
+    .sum()
+}
+
+/// One Actions call per adoption, counted on GitHub's side: a create costs the lookup and the
+/// create (2), a restart from the stored id one read (1), and a lost database one lookup whose
+/// full record carries the owner label (1, no re-read by id).
+#[tokio::test]
+async fn each_scenario_costs_the_fewest_actions_calls() -> Result<()> {
+    let github = sim(SimConfig::default()).await?;
+    let client = client(&github)?;
+    github.sim.clear_requests();
+    let created = run_once(&client, input(OURS, None, Policy::Owned)).await?;
+    let id = expect_ready(&created)?.id;
+    let mut counts = vec![("create", actions_calls(&github))];
+
+    github.sim.clear_requests();
+    let known = run_once(&client, input(OURS, Some(id), Policy::Owned)).await?;
+    assert_eq!(expect_ready(&known)?.provenance, Provenance::Known);
+    counts.push(("known", actions_calls(&github)));
+
+    github.sim.clear_requests();
+    let adopted = run_once(&client, input(OURS, None, Policy::Owned)).await?;
+    assert_eq!(expect_ready(&adopted)?.provenance, Provenance::Adopted);
+    counts.push(("adopted by owner label", actions_calls(&github)));
+
+    assert_eq!(
+        counts,
+        [("create", 2), ("known", 1), ("adopted by owner label", 1)]
+    );
+    github.stop().await
+}
+
+/// A 404 that is not GitHub's scale-set-not-found answer (here a `VssServiceException`, as a
+/// router or proxy might answer) is no proof the stored scale set is gone: the run fails on
+/// it instead of forgetting the id, resetting the cursor or creating anything, and the next
+/// run finds the set Known.
+#[tokio::test]
+async fn a_404_that_is_not_githubs_not_found_never_forgets_the_stored_id() -> Result<()> {
+    let github = sim(SimConfig::default()).await?;
+    let client = client(&github)?;
+    let id = created_by_us(&client).await?;
+    github.sim.clear_requests();
+    github.sim.update_faults(|f| {
+        f.server_errors = Some(Burst::new(1, 404).on("get_scale_set"));
+    });
+
+    let run = run_once(&client, input(OURS, Some(id), Policy::Owned)).await?;
+    let Outcome::Failed {
+        reason: Failure::BadRequest { command, .. },
+    } = &run.outcome
+    else {
+        bail!("expected a failed read, got {:?}", run.outcome);
+    };
+    assert_eq!(*command, CommandKind::GetById);
+    assert_eq!(kinds(&run), [CommandKind::GetById], "no lookup, no create");
+    assert_eq!(writes(&github), 0);
+
+    let run = run_once(&client, input(OURS, Some(id), Policy::Owned)).await?;
+    let ready = expect_ready(&run)?;
+    assert_eq!((ready.id, ready.provenance), (id, Provenance::Known));
+    assert!(!ready.reset_cursor);
+    github.stop().await
+}
+
 /// Scenario 3: the database is lost; the owner label proves the scale set is ours.
 #[tokio::test]
 async fn a_lost_database_adopts_our_scale_set_by_its_owner_label() -> Result<()> {
@@ -243,7 +338,11 @@ async fn a_lost_database_adopts_our_scale_set_by_its_owner_label() -> Result<()>
     assert_eq!((ready.id, ready.provenance), (id, Provenance::Adopted));
     assert_eq!(ready.evidence, vec![Evidence::OwnerLabel]);
     assert_eq!(ready.permit, None, "an adopted scale set is never deleted");
-    assert_eq!(kinds(&run), [CommandKind::ListByName, CommandKind::GetById]);
+    assert_eq!(
+        kinds(&run),
+        [CommandKind::ListByName],
+        "the list item is a full record: no re-read"
+    );
     assert_eq!(writes(&github), 0, "no create, no probe session");
     assert_eq!(only_one(&github)?.id, sim_id(id)?, "no duplicate");
 
@@ -293,7 +392,7 @@ async fn a_foreign_scale_set_with_a_live_session_is_never_taken() -> Result<()> 
     github.sim.clear_requests();
 
     for policy in POLICIES {
-        let run = run_once(&client, input(OURS, None, policy)).await?;
+        let run = run_once(&client, probing(OURS, policy)).await?;
         match (policy, refusal(&run)?) {
             (Policy::Never, Refusal::ScaleSetExists { scale_set }) => {
                 assert_eq!(sim_id(scale_set.id)?, foreign.scale_set_id);
@@ -329,7 +428,7 @@ async fn an_unnamed_session_holder_is_waited_for_then_given_up_on() -> Result<()
     let before = github.sim.state().scale_sets;
 
     for policy in [Policy::Owned, Policy::Any] {
-        let runs = ensure(&client, input(OURS, None, policy)).await?;
+        let runs = ensure(&client, probing(OURS, policy)).await?;
         assert_eq!(runs.len(), 3, "{policy:?}: max_attempts runs");
         for run in &runs[..2] {
             let Outcome::Retry {
@@ -360,7 +459,8 @@ async fn an_unnamed_session_holder_is_waited_for_then_given_up_on() -> Result<()
     github.stop().await
 }
 
-/// Scenario 5 without a holder: `owned` probes, proves nothing and closes the probe;
+/// Scenario 5 without a holder: `owned` refuses without opening a session (the probe is
+/// opt-in); with the probe on it opens one, proves nothing and closes it;
 /// `any` adopts, repairs the settings (adding our owner label) and hands the probe's session to
 /// the listener. Afterwards the owner label is evidence even for `owned`.
 #[tokio::test]
@@ -373,13 +473,18 @@ async fn a_foreign_scale_set_without_a_session_is_adopted_only_under_any() -> Re
     github.sim.evict_session(foreign.scale_set_id)?;
     let id = adopt_id(foreign.scale_set_id)?;
 
+    github.sim.clear_requests();
     let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
+    assert!(matches!(refusal(&run)?, Refusal::OwnershipUnproven { .. }));
+    assert_eq!(kinds(&run), [CommandKind::ListByName]);
+    assert_eq!(writes(&github), 0, "no probe session by default");
+
+    let run = run_once(&client, probing(OURS, Policy::Owned)).await?;
     assert!(matches!(refusal(&run)?, Refusal::OwnershipUnproven { .. }));
     assert_eq!(
         kinds(&run),
         [
             CommandKind::ListByName,
-            CommandKind::GetById,
             CommandKind::OpenSession,
             CommandKind::CloseSession
         ]
@@ -388,7 +493,7 @@ async fn a_foreign_scale_set_without_a_session_is_adopted_only_under_any() -> Re
     assert!(set.session.is_none(), "the probe session was closed");
     assert_eq!(set.labels, [NAME], "untouched");
 
-    let identity = Identity::from_controller_id(OURS);
+    let identity = identity(OURS);
     let mut any = input(OURS, None, Policy::Any);
     any.repair = true;
     let run = run_once(&client, any).await?;
@@ -398,11 +503,11 @@ async fn a_foreign_scale_set_without_a_session_is_adopted_only_under_any() -> Re
     assert_eq!(ready.permit, None);
     let session = run.session.as_ref().context("the session is handed over")?;
     assert_eq!(ready.session, Some(SessionId(session.session_id.clone())));
-    assert_eq!(session.owner_name, identity.session_owner);
+    assert_eq!(session.owner_name, identity.session_owner());
     let set = only_one(&github)?;
     assert_eq!(
         set.session.map(|s| s.owner_name),
-        Some(identity.session_owner.clone()),
+        Some(identity.session_owner()),
         "the listener holds it now"
     );
     assert_eq!(
@@ -429,7 +534,7 @@ async fn a_competitor_that_wins_the_create_race_is_not_adopted() -> Result<()> {
     github
         .sim
         .update_faults(|f| f.race_create = Some(RaceCreate::with_owner(RIVAL)));
-    let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
+    let run = run_once(&client, probing(OURS, Policy::Owned)).await?;
     let Refusal::ForeignSession { scale_set, owner } = refusal(&run)? else {
         bail!("expected ForeignSession, got {:?}", run.outcome);
     };
@@ -440,7 +545,6 @@ async fn a_competitor_that_wins_the_create_race_is_not_adopted() -> Result<()> {
             CommandKind::ListByName,
             CommandKind::Create,
             CommandKind::ListByName,
-            CommandKind::GetById,
             CommandKind::OpenSession
         ]
     );
@@ -459,7 +563,7 @@ async fn a_competitor_that_wins_the_create_race_is_not_adopted() -> Result<()> {
     github
         .sim
         .update_faults(|f| f.race_create = Some(RaceCreate::default()));
-    let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
+    let run = run_once(&client, probing(OURS, Policy::Owned)).await?;
     assert!(matches!(refusal(&run)?, Refusal::OwnershipUnproven { .. }));
     assert_eq!(run.outcome.delete_permit(), None);
     let theirs = only_one(&github)?;
@@ -498,8 +602,7 @@ async fn a_create_committed_behind_a_5xx_is_found_again_by_its_owner_label() -> 
         [
             CommandKind::ListByName,
             CommandKind::Create,
-            CommandKind::ListByName,
-            CommandKind::GetById
+            CommandKind::ListByName
         ]
     );
     assert_eq!(github.sim.request_count("create_scale_set"), 2, "one retry");
@@ -552,16 +655,20 @@ async fn a_crashed_listeners_session_proves_ownership_without_owner_labels() -> 
     let github = sim_naming_owners().await?;
     let client = client(&github)?;
     let mut unlabelled = input(OURS, None, Policy::Owned);
-    unlabelled.identity.owner_label = None;
+    unlabelled.identity = identity(OURS).without_owner_label();
     let created = run_once(&client, unlabelled.clone()).await?;
     let id = expect_ready(&created)?.id;
     assert_eq!(only_one(&github)?.labels, [NAME, "linux"]);
     // The listener opened its session and crashed without closing it.
-    let identity = Identity::from_controller_id(OURS);
+    let identity = identity(OURS);
     client
-        .create_session(sim_id(id)?, &identity.session_owner)
+        .create_session(sim_id(id)?, &identity.session_owner())
         .await?;
 
+    // Without the opt-in probe nothing proves it ours.
+    let run = run_once(&client, unlabelled.clone()).await?;
+    assert!(matches!(refusal(&run)?, Refusal::OwnershipUnproven { .. }));
+    unlabelled.probe = true;
     let run = run_once(&client, unlabelled).await?;
     let ready = expect_ready(&run)?;
     assert_eq!((ready.id, ready.provenance), (id, Provenance::Adopted));
@@ -574,7 +681,7 @@ async fn a_crashed_listeners_session_proves_ownership_without_owner_labels() -> 
     let set = only_one(&github)?;
     assert_eq!(
         set.session.map(|s| s.owner_name),
-        Some(identity.session_owner)
+        Some(identity.session_owner())
     );
     github.stop().await
 }
@@ -640,36 +747,75 @@ async fn a_dormant_scale_set_removed_by_github_is_created_again() -> Result<()> 
     github.stop().await
 }
 
-/// Scenario 8: labels changed out of band. Without repair: refused, untouched. With repair:
-/// patched and verified by a read-back.
+/// Scenario 8: labels changed out of band. Found by name without repair: refused, untouched.
+/// With repair: patched and verified by a read-back. Known by its stored id: a configuration
+/// change to apply, patched without `repair` (our own sets keep being served).
 #[tokio::test]
 async fn drifted_labels_are_refused_or_repaired_and_verified() -> Result<()> {
     let github = sim(SimConfig::default()).await?;
     let client = client(&github)?;
     let id = created_by_us(&client).await?;
-    // Somebody replaces the labels, dropping ours.
-    let patch = RunnerScaleSetPatch {
-        labels: Some(vec![Label::system(NAME), Label::system("gpu")]),
+    let relabel = |labels: Vec<Label>| RunnerScaleSetPatch {
+        labels: Some(labels),
         ..RunnerScaleSetPatch::default()
     };
-    client.update_scale_set(sim_id(id)?, &patch).await?;
+    // Somebody replaces the labels, keeping ours.
+    let ours_and_gpu = vec![
+        Label::system(NAME),
+        Label::system("gpu"),
+        Label::system(owner_label(OURS)?),
+    ];
+    client
+        .update_scale_set(sim_id(id)?, &relabel(ours_and_gpu))
+        .await?;
     github.sim.clear_requests();
 
-    let run = run_once(&client, input(OURS, Some(id), Policy::Owned)).await?;
+    let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
     let Refusal::Drifted { ours, theirs, .. } = refusal(&run)? else {
         bail!("expected Drifted, got {:?}", run.outcome);
     };
     assert_eq!(ours.labels, ["linux", NAME]);
     assert_eq!(theirs.labels, ["gpu", NAME]);
     assert_eq!(writes(&github), 0, "no repair without repair = true");
-    assert_eq!(only_one(&github)?.labels, [NAME, "gpu"]);
 
-    let mut repair = input(OURS, Some(id), Policy::Owned);
+    let mut repair = input(OURS, None, Policy::Owned);
     repair.repair = true;
     let run = run_once(&client, repair).await?;
     let ready = expect_ready(&run)?;
+    assert_eq!((ready.id, ready.provenance), (id, Provenance::Adopted));
+    assert!(matches!(
+        run.outcome_notices(),
+        [Notice::SpecApplied {
+            moved_from: None,
+            ..
+        }]
+    ));
+    assert_eq!(
+        kinds(&run),
+        [
+            CommandKind::ListByName,
+            CommandKind::Update,
+            CommandKind::GetById
+        ]
+    );
+
+    // Now the labels are replaced, dropping ours; the worker restarts from the stored id.
+    client
+        .update_scale_set(
+            sim_id(id)?,
+            &relabel(vec![Label::system(NAME), Label::system("gpu")]),
+        )
+        .await?;
+    github.sim.clear_requests();
+    let run = run_once(&client, input(OURS, Some(id), Policy::Owned)).await?;
+    let ready = expect_ready(&run)?;
     assert_eq!((ready.id, ready.provenance), (id, Provenance::Known));
     assert_eq!(ready.evidence, vec![Evidence::StoredId]);
+    let [Notice::SpecApplied { before, after, .. }] = run.outcome_notices() else {
+        bail!("expected one SpecApplied, got {:?}", run.outcome);
+    };
+    assert_eq!(before.labels, ["gpu", NAME]);
+    assert_eq!(after.labels, ["linux", NAME]);
     assert_eq!(
         kinds(&run),
         [
@@ -687,10 +833,11 @@ async fn drifted_labels_are_refused_or_repaired_and_verified() -> Result<()> {
     github.stop().await
 }
 
-/// Scenario 8 for `disableUpdate`. Turning it on repairs; turning it off cannot: the client
+/// Scenario 8 for `disableUpdate`. Turning it on applies; turning it off cannot: the client
 /// omits `disableUpdate: false` (as the official clients do, protocol §6.1) and a PATCH
-/// ignores zero values (protocol §5 (5)), so the read-back still shows `true`. The machine
-/// reports `RepairDidNotTake` rather than claiming success.
+/// ignores zero values (protocol §5 (5)), so the read-back still shows `true`. A known set
+/// stays served with a `SpecNotApplied` warning; a repair of a found one is refused
+/// (`RepairDidNotTake`) rather than claiming success.
 #[tokio::test]
 async fn disable_update_repairs_to_true_but_cannot_be_turned_off() -> Result<()> {
     let github = sim(SimConfig::default()).await?;
@@ -706,10 +853,12 @@ async fn disable_update_repairs_to_true_but_cannot_be_turned_off() -> Result<()>
             .disable_update
     );
 
-    let mut on = input(OURS, Some(id), Policy::Owned);
-    on.repair = true;
-    let run = run_once(&client, on).await?;
+    let run = run_once(&client, input(OURS, Some(id), Policy::Owned)).await?;
     assert_eq!(expect_ready(&run)?.provenance, Provenance::Known);
+    assert!(matches!(
+        run.outcome_notices(),
+        [Notice::SpecApplied { .. }]
+    ));
     assert!(
         client
             .get_scale_set(sim_id(id)?)
@@ -718,8 +867,17 @@ async fn disable_update_repairs_to_true_but_cannot_be_turned_off() -> Result<()>
             .disable_update
     );
 
+    let mut known_off = off.clone();
+    known_off.known_id = Some(id);
+    let run = run_once(&client, known_off).await?;
+    assert_eq!(expect_ready(&run)?.provenance, Provenance::Known);
+    let [notice @ Notice::SpecNotApplied { ours, theirs, .. }] = run.outcome_notices() else {
+        bail!("expected SpecNotApplied, got {:?}", run.outcome);
+    };
+    assert!(notice.is_warning());
+    assert!((!ours.disable_update, theirs.disable_update) == (true, true));
+
     let mut back_off = off;
-    back_off.known_id = Some(id);
     back_off.repair = true;
     let run = run_once(&client, back_off).await?;
     let reason = refusal(&run)?;
@@ -799,7 +957,7 @@ async fn githubs_quirks_do_not_change_the_verdicts() -> Result<()> {
         github
             .sim
             .update_faults(|f| f.race_create = Some(RaceCreate::with_owner(RIVAL)));
-        let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
+        let run = run_once(&client, probing(OURS, Policy::Owned)).await?;
         let Refusal::ForeignSession { owner, .. } = refusal(&run)? else {
             bail!("{style:?}: expected ForeignSession, got {:?}", run.outcome);
         };
@@ -814,23 +972,30 @@ async fn githubs_quirks_do_not_change_the_verdicts() -> Result<()> {
     Ok(())
 }
 
-/// With `text/plain` error bodies the exception names are lost. A 404 is still a 404, so a
-/// dormant scale set is still replaced; but a lost create race can no longer be recognised
-/// (`RunnerScaleSetExistsException` is gone from the body), and the run fails on the 400
-/// instead of adopting or creating twice.
+/// With `text/plain` error bodies the exception names are lost. A bare 404 is not GitHub's
+/// scale-set-not-found answer (a router or proxy answers 404 too), so a deleted scale set is
+/// not replaced on it: the run fails and creates nothing. A lost create race can no longer be
+/// recognised either (`RunnerScaleSetExistsException` is gone from the body), and the run
+/// fails on the 400 instead of adopting or creating twice.
 #[tokio::test]
-async fn text_plain_errors_still_replace_a_deleted_set_and_fail_a_lost_race_safely() -> Result<()> {
+async fn text_plain_errors_fail_safely_instead_of_replacing_or_adopting() -> Result<()> {
     let github = sim(SimConfig::default()).await?;
     let client = client(&github)?;
     github.sim.update_faults(|f| f.text_plain_errors = true);
     let old = created_by_us(&client).await?;
     github.sim.delete_scale_set(sim_id(old)?)?;
+    github.sim.clear_requests();
 
     let run = run_once(&client, input(OURS, Some(old), Policy::Owned)).await?;
-    let ready = expect_ready(&run)?;
-    assert_eq!(ready.provenance, Provenance::Created);
-    assert!(ready.reset_cursor);
-    github.sim.delete_scale_set(sim_id(ready.id)?)?;
+    let Outcome::Failed {
+        reason: Failure::BadRequest { command, .. },
+    } = &run.outcome
+    else {
+        bail!("expected a failed read, got {:?}", run.outcome);
+    };
+    assert_eq!(*command, CommandKind::GetById);
+    assert_eq!(writes(&github), 0, "nothing created on a bare 404");
+    assert!(named(&github).is_empty());
 
     github
         .sim
@@ -850,10 +1015,11 @@ async fn text_plain_errors_still_replace_a_deleted_set_and_fail_a_lost_race_safe
     github.stop().await
 }
 
-/// GitHub fails every delete of the ownership probe's session: the run reports the leak
-/// (`Retry (SessionNotClosed)`) rather than hiding it, the leaked probe is never mistaken for
-/// our own stale session (it answers `SessionHeld`, not evidence), and once the driver has
-/// deleted it the next attempt decides as before.
+/// GitHub fails the deletes of the (opt-in) ownership probe's session: the run reports the
+/// leak (`Retry (SessionNotClosed)`) rather than hiding it and the driver deletes it once more.
+/// When that fails too, the leaked probe is never mistaken for our own stale session (it
+/// answers `SessionHeld`, not evidence), and once it is deleted the next attempt decides as
+/// before.
 #[tokio::test]
 async fn a_leaked_probe_session_is_reported_and_never_counts_as_evidence() -> Result<()> {
     let github = sim_naming_owners().await?;
@@ -862,13 +1028,31 @@ async fn a_leaked_probe_session_is_reported_and_never_counts_as_evidence() -> Re
         .sim
         .create_foreign_scale_set("acme", 1, NAME, RIVAL)?;
     github.sim.evict_session(foreign.scale_set_id)?;
-    // Three closes, five client attempts each.
+    let identity = identity(OURS);
+    // Three closes, five client attempts each; the driver's own delete succeeds.
     github.sim.update_faults(|f| {
         f.server_errors = Some(Burst::new(15, 503).on("delete_session"));
     });
-    let identity = Identity::from_controller_id(OURS);
+    let run = run_once(&client, probing(OURS, Policy::Owned)).await?;
+    let Outcome::Retry {
+        reason: RetryReason::SessionNotClosed { session, .. },
+        ..
+    } = &run.outcome
+    else {
+        bail!("expected SessionNotClosed, got {:?}", run.outcome);
+    };
+    assert_eq!(run.deleted_leaks, std::slice::from_ref(&session.0));
+    assert!(
+        only_one(&github)?.session.is_none(),
+        "the driver deleted it"
+    );
 
-    let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
+    // The driver's delete fails as well (5 more attempts).
+    github.sim.update_faults(|f| {
+        f.server_errors = Some(Burst::new(20, 503).on("delete_session"));
+    });
+    let run = run_once(&client, probing(OURS, Policy::Owned)).await?;
+    assert!(run.deleted_leaks.is_empty());
     let Outcome::Retry {
         reason: RetryReason::SessionNotClosed { session, .. },
         ..
@@ -881,9 +1065,9 @@ async fn a_leaked_probe_session_is_reported_and_never_counts_as_evidence() -> Re
         .session
         .context("the probe is still open")?;
     assert_eq!(leaked.session_id, session.0);
-    assert_eq!(leaked.owner_name, identity.probe_owner);
+    assert_eq!(leaked.owner_name, identity.probe_owner());
 
-    let mut next = input(OURS, None, Policy::Owned);
+    let mut next = probing(OURS, Policy::Owned);
     next.retry.attempt = 1;
     let run = run_once(&client, next.clone()).await?;
     let Outcome::Retry {
@@ -893,7 +1077,7 @@ async fn a_leaked_probe_session_is_reported_and_never_counts_as_evidence() -> Re
     else {
         bail!("expected SessionHeld, got {:?}", run.outcome);
     };
-    assert_eq!(owner.as_deref(), Some(identity.probe_owner.as_str()));
+    assert_eq!(owner.as_deref(), Some(identity.probe_owner().as_str()));
 
     // The driver deletes what the machine reported; the next attempt probes afresh.
     client

@@ -7,6 +7,10 @@
 //! [`Session`] of every session it opened, so a session the outcome hands over (policy `any`)
 //! comes back with its queue token.
 //!
+//! A session the outcome neither hands over nor reports closed (a `SessionNotClosed` retry)
+//! is deleted by the driver once more, best effort, so a leaked session opened under our
+//! session owner can never later read as our own stale session.
+//!
 //! It deliberately does not persist anything, log, or wait: [`ensure`] runs attempt after
 //! attempt for tests that need the retry loop, back to back. The backoff hint stays in each
 //! run's outcome; the simulator's state, not time, is what changes between attempts here.
@@ -15,12 +19,12 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context, Result, bail};
 use scaleset_adopt::{
-    Command, CreateSpec, Fact, Input, Machine, Outcome, Patch, RunnerGroupId, ScaleSet, ScaleSetId,
-    SessionId, Step,
+    Command, CreateSpec, Fact, Failure, Input, Machine, Outcome, Patch, RetryReason, RunnerGroupId,
+    ScaleSet, ScaleSetId, SessionId, Step,
 };
 use scaleset_github::{
-    Client, Error, ErrorClass, Label, NewRunnerScaleSet, RunnerScaleSet, RunnerScaleSetPatch,
-    RunnerSetting, Session,
+    Client, Error, ErrorClass, ExceptionKind, Label, NewRunnerScaleSet, RunnerScaleSet,
+    RunnerScaleSetPatch, RunnerSetting, Session,
 };
 
 /// What one run of the machine did and how it ended.
@@ -32,9 +36,19 @@ pub struct Run {
     pub commands: Vec<Command>,
     /// The full session behind `Outcome::Ready { session: Some(..) }`, when one was handed over.
     pub session: Option<Session>,
+    /// Sessions the machine reported not closed that the driver deleted afterwards.
+    pub deleted_leaks: Vec<String>,
 }
 
 impl Run {
+    /// The notices of a `Ready` outcome (empty for any other).
+    pub fn outcome_notices(&self) -> &[scaleset_adopt::Notice] {
+        match &self.outcome {
+            Outcome::Ready { notices, .. } => notices,
+            _ => &[],
+        }
+    }
+
     /// How many commands of this kind the run issued.
     pub fn count(&self, kind: scaleset_adopt::CommandKind) -> usize {
         self.commands.iter().filter(|c| c.kind() == kind).count()
@@ -76,10 +90,12 @@ pub async fn run_once(client: &Client, input: Input) -> Result<Run> {
                         })?),
                         _ => None,
                     };
+                let deleted_leaks = delete_leaked(client, &outcome).await;
                 return Ok(Run {
                     outcome,
                     commands,
                     session,
+                    deleted_leaks,
                 });
             }
         }
@@ -104,6 +120,30 @@ pub async fn ensure(client: &Client, mut input: Input) -> Result<Vec<Run>> {
     }
 }
 
+/// Deletes the session an outcome reports as not closed, once; a failure leaves it to expire
+/// on GitHub (the outcome already says so).
+async fn delete_leaked(client: &Client, outcome: &Outcome) -> Vec<String> {
+    let leaked = match outcome {
+        Outcome::Retry {
+            reason: RetryReason::SessionNotClosed { id, session },
+            ..
+        }
+        | Outcome::Failed {
+            reason:
+                Failure::AttemptsExhausted {
+                    last: RetryReason::SessionNotClosed { id, session },
+                    ..
+                },
+        } => (*id, session.clone()),
+        _ => return Vec::new(),
+    };
+    let (id, SessionId(session)) = leaked;
+    match github_id(id) {
+        Ok(id) if client.delete_session(id, &session).await.is_ok() => vec![session],
+        _ => Vec::new(),
+    }
+}
+
 /// Executes one command and translates its answer into the fact the command documents.
 async fn execute(
     client: &Client,
@@ -113,7 +153,7 @@ async fn execute(
     Ok(match command {
         Command::GetById { id } => match client.get_scale_set(github_id(*id)?).await {
             Ok(set) => Fact::ScaleSet(observed(&set)?),
-            Err(e) if is_gone(&e) => Fact::NotFound,
+            Err(e) if e.is_scale_set_not_found() => Fact::NotFound,
             Err(e) => failure(e)?,
         },
         Command::ListByName { group, name } => {
@@ -146,7 +186,7 @@ async fn execute(
                 Err(e) if e.is_session_conflict() => Fact::Conflict {
                     owner: e.session_conflict_owner(),
                 },
-                Err(e) if is_gone(&e) => Fact::NotFound,
+                Err(e) if e.is_scale_set_not_found() => Fact::NotFound,
                 Err(e) => failure(e)?,
             }
         }
@@ -156,17 +196,24 @@ async fn execute(
                     opened.remove(&session.0);
                     Fact::Closed
                 }
-                Err(e) if is_gone(&e) => Fact::NotFound,
+                Err(e) if is_session_gone(&e, &session.0) => {
+                    opened.remove(&session.0);
+                    Fact::SessionGone
+                }
+                Err(e) if e.is_scale_set_not_found() => {
+                    opened.remove(&session.0);
+                    Fact::NotFound
+                }
                 Err(e) => failure(e)?,
             }
         }
         Command::Update { id, patch } => {
             match client
-                .update_scale_set(github_id(*id)?, &github_patch(patch))
+                .update_scale_set(github_id(*id)?, &github_patch(patch)?)
                 .await
             {
                 Ok(_) => Fact::Updated,
-                Err(e) if is_gone(&e) => Fact::NotFound,
+                Err(e) if e.is_scale_set_not_found() => Fact::NotFound,
                 Err(e) => failure(e)?,
             }
         }
@@ -174,10 +221,18 @@ async fn execute(
     })
 }
 
-/// 404 on a command that accepts `NotFound`: `RunnerScaleSetNotFoundException`, also nested,
-/// or any 404 (a `text/plain` error body loses the exception name, not the status).
-fn is_gone(error: &Error) -> bool {
-    error.is_scale_set_not_found() || error.status() == Some(404)
+/// Closing `session`: GitHub says it expired (`RunnerScaleSetSessionExpiredException`, outer
+/// or nested), or a 400/404 message names that very session id. A bare 404 or a 403 that merely
+/// says "is not valid" is not proof: it stays a `BadRequest`, so the close is tried again and
+/// reported, never silently leaked.
+fn is_session_gone(error: &Error, session: &str) -> bool {
+    let Some(service) = error.service_error() else {
+        return false;
+    };
+    service.has_exception(&ExceptionKind::RunnerScaleSetSessionExpired)
+        || (matches!(service.status, 400 | 404)
+            && !session.is_empty()
+            && service.message.contains(session))
 }
 
 /// Rule 6's translation of any other client error: retryable → `Transient`, any other HTTP
@@ -262,10 +317,11 @@ fn new_scale_set(spec: &CreateSpec) -> Result<NewRunnerScaleSet> {
     )
 }
 
-fn github_patch(patch: &Patch) -> RunnerScaleSetPatch {
-    RunnerScaleSetPatch {
+fn github_patch(patch: &Patch) -> Result<RunnerScaleSetPatch> {
+    Ok(RunnerScaleSetPatch {
         labels: Some(patch.labels.iter().map(Label::system).collect()),
         runner_setting: Some(setting(patch.disable_update)),
+        runner_group_id: Some(github_group(patch.runner_group_id)?),
         ..RunnerScaleSetPatch::default()
-    }
+    })
 }

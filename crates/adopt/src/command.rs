@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::error::Error;
+use crate::fact::Fact;
 use crate::scale_set::{RunnerGroupId, ScaleSetId, SessionId};
 
 /// One GitHub call for the driver to make; answer it with the matching [`Fact`](crate::Fact).
@@ -38,8 +40,9 @@ pub enum Command {
         /// The `ownerName` to send.
         owner: String,
     },
-    /// `DELETE runnerscalesets/{id}/sessions/{session}`; answer `Closed`, `NotFound`,
-    /// `BadRequest` (an expired session counts as closed) or `Transient`.
+    /// `DELETE runnerscalesets/{id}/sessions/{session}`; answer `Closed`, `SessionGone` (the
+    /// session expired or is unknown: closed too), `NotFound` (the scale set is gone, and its
+    /// sessions with it), `BadRequest` or `Transient`.
     CloseSession {
         /// The scale set.
         id: ScaleSetId,
@@ -69,6 +72,43 @@ impl Command {
             Self::Update { .. } => CommandKind::Update,
         }
     }
+
+    /// Whether `fact` answers this command (as each variant documents) and, for a read by
+    /// id, names the scale set read.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnexpectedFact`] for a fact of another kind, [`Error::WrongScaleSet`] for a
+    /// read by id that returned another id.
+    pub fn fits(&self, fact: &Fact) -> Result<(), Error> {
+        let fits = match (self, fact) {
+            (_, Fact::BadRequest { .. } | Fact::Transient { .. }) => true,
+            (Self::GetById { id }, Fact::ScaleSet(set)) if set.id != *id => {
+                return Err(Error::WrongScaleSet {
+                    expected: *id,
+                    got: set.id,
+                });
+            }
+            (Self::GetById { .. }, Fact::ScaleSet(_) | Fact::NotFound)
+            | (Self::ListByName { .. } | Self::ListGroup { .. }, Fact::ScaleSets(_))
+            | (Self::Create(_), Fact::ScaleSet(_) | Fact::Exists)
+            | (
+                Self::OpenSession { .. },
+                Fact::Opened(_) | Fact::Conflict { .. } | Fact::NotFound,
+            )
+            | (Self::CloseSession { .. }, Fact::Closed | Fact::SessionGone | Fact::NotFound)
+            | (Self::Update { .. }, Fact::Updated | Fact::NotFound) => true,
+            _ => false,
+        };
+        if fits {
+            Ok(())
+        } else {
+            Err(Error::UnexpectedFact {
+                command: self.kind(),
+                fact: fact.kind(),
+            })
+        }
+    }
 }
 
 /// The body of a create: name, group, labels (the name, the configured labels, then our owner
@@ -86,8 +126,8 @@ pub struct CreateSpec {
     pub disable_update: bool,
 }
 
-/// The body of a repair PATCH: the full label list (which replaces GitHub's) and
-/// `disableUpdate`.
+/// The body of a PATCH (a repair, or a spec change of a known scale set): the full label list
+/// (which replaces GitHub's), `disableUpdate` and the runner group.
 ///
 /// The machine cannot know what the client puts on the wire: a client may omit
 /// `disableUpdate: false` (the official clients do), and GitHub ignores zero-value fields in
@@ -100,6 +140,8 @@ pub struct Patch {
     pub labels: Vec<String>,
     /// `runnerSetting.disableUpdate`.
     pub disable_update: bool,
+    /// `runnerGroupId`: the configured group (moves a known scale set whose group changed).
+    pub runner_group_id: RunnerGroupId,
 }
 
 /// The kind of a [`Command`], without its data.

@@ -14,12 +14,17 @@ pub enum Fact {
     ScaleSet(ScaleSet),
     /// Every item of a list response, unfiltered (the machine does the matching).
     ScaleSets(Vec<ScaleSet>),
-    /// 404: the scale set (or session) does not exist.
+    /// GitHub's `RunnerScaleSetNotFoundException` for the scale set the command names. A
+    /// bare 404 without it (a router, a proxy) is not this fact: report it as `BadRequest`.
     NotFound,
     /// The create failed with `RunnerScaleSetExistsException`, also when the client found it
     /// nested inside another error's message or inner exception.
     Exists,
-    /// Any other 4xx. `exception` is the short exception name when GitHub sent one.
+    /// Closing a session: GitHub says the session is gone (`RunnerScaleSetSessionExpiredException`
+    /// or an error naming that session id as unknown). Nobody can use it any more.
+    SessionGone,
+    /// Any other 4xx. `exception` is the short exception name when GitHub sent one. Only
+    /// reported to the operator: the machine never decides on its text.
     BadRequest {
         /// Exception type name, e.g. `InvalidRunnerScaleSetException` (may be empty).
         exception: String,
@@ -54,6 +59,7 @@ impl Fact {
             Self::ScaleSets(_) => FactKind::ScaleSets,
             Self::NotFound => FactKind::NotFound,
             Self::Exists => FactKind::Exists,
+            Self::SessionGone => FactKind::SessionGone,
             Self::BadRequest { .. } => FactKind::BadRequest,
             Self::Transient { .. } => FactKind::Transient,
             Self::Opened(_) => FactKind::Opened,
@@ -77,6 +83,8 @@ pub enum FactKind {
     NotFound,
     /// [`Fact::Exists`].
     Exists,
+    /// [`Fact::SessionGone`].
+    SessionGone,
     /// [`Fact::BadRequest`].
     BadRequest,
     /// [`Fact::Transient`].
@@ -98,6 +106,7 @@ impl fmt::Display for FactKind {
             Self::ScaleSets => "scale-set list",
             Self::NotFound => "not found",
             Self::Exists => "scale set exists",
+            Self::SessionGone => "session gone",
             Self::BadRequest => "bad request",
             Self::Transient => "transient failure",
             Self::Opened => "session opened",

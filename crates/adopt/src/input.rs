@@ -1,12 +1,9 @@
 //! What one ensure run starts from: the desired scale set, the stored GitHub id, the adoption
 //! policy, the controller identity and the retry bounds.
 
+use crate::identity::Identity;
 use crate::retry::RetryBounds;
-use crate::scale_set::{RunnerGroupId, ScaleSetId};
-
-/// Prefix of every scaleset owner label; a label with this prefix that is not ours is another
-/// controller's ownership claim (evidence against adoption).
-pub const OWNER_LABEL_PREFIX: &str = "scaleset-owner-";
+use crate::scale_set::{RunnerGroupId, ScaleSet, ScaleSetId};
 
 /// Everything one run of the machine needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,8 +15,16 @@ pub struct Input {
     pub known_id: Option<ScaleSetId>,
     /// When a same-name scale set we hold no record of may be adopted.
     pub policy: Policy,
-    /// Whether drifted settings are patched (`true`) or refused (`false`).
+    /// Whether drifted settings of a scale set found by name are patched (`true`) or refused
+    /// (`false`). A scale set known by its stored id is always patched to the configuration.
     pub repair: bool,
+    /// Under [`Policy::Owned`], open a probe session when nothing else proves a found scale set
+    /// ours (off by default). Only a session conflict naming our session owner is evidence,
+    /// and today's GitHub names no owner in that conflict, so the probe mostly opens a session
+    /// on a scale set not proven ours. Policy `any` always probes: it must see a foreign
+    /// listener before adopting. Absent in serialised input: off.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub probe: bool,
     /// Who we are on GitHub.
     pub identity: Identity,
     /// Which attempt this is and how retries back off.
@@ -40,6 +45,17 @@ pub struct Desired {
     pub disable_update: bool,
 }
 
+impl Desired {
+    /// Whether `set` is the desired scale set by name (exactly) and runner group (a group the
+    /// response omitted counts as the desired one).
+    pub fn admits(&self, set: &ScaleSet) -> bool {
+        set.name == self.name
+            && set
+                .runner_group_id
+                .is_none_or(|group| group == self.runner_group_id)
+    }
+}
+
 /// Adoption policy for a same-name scale set that the store has no id for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -53,70 +69,4 @@ pub enum Policy {
     Owned,
     /// Adopt unless there is evidence of a live foreign owner (explicit operator choice).
     Any,
-}
-
-/// The controller identity on GitHub (DESIGN §3), derived from the controller id.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct Identity {
-    /// The controller id (a UUID string).
-    pub controller_id: String,
-    /// `ownerName` of every message session we open: `scaleset-<controller id>`. A session
-    /// conflict naming it is our own stale session, which is evidence of ownership.
-    pub session_owner: String,
-    /// `ownerName` of ownership probes under [`Policy::Owned`]: `scaleset-<controller id>-probe`.
-    /// A probe session is never handed over, and a leaked probe must not later read as our own
-    /// stale session, so it carries a name that is never evidence.
-    pub probe_owner: String,
-    /// The owner label added at create and read back as evidence, or `None` when the operator
-    /// turned owner labels off.
-    pub owner_label: Option<String>,
-}
-
-impl Identity {
-    /// Derives the identity from a controller id, with the owner label on:
-    /// `scaleset-owner-<first 12 hex digits of the controller id>`.
-    ///
-    /// ```
-    /// let id = scaleset_adopt::Identity::from_controller_id("3F2A9C1E-77B0-4d4e-9a55-0123456789ab");
-    /// assert_eq!(id.session_owner, "scaleset-3F2A9C1E-77B0-4d4e-9a55-0123456789ab");
-    /// assert_eq!(id.owner_label.as_deref(), Some("scaleset-owner-3f2a9c1e77b0"));
-    /// ```
-    pub fn from_controller_id(controller_id: &str) -> Self {
-        let hex: String = controller_id
-            .chars()
-            .filter(char::is_ascii_hexdigit)
-            .take(12)
-            .map(|c| c.to_ascii_lowercase())
-            .collect();
-        Self {
-            controller_id: controller_id.to_owned(),
-            session_owner: format!("scaleset-{controller_id}"),
-            probe_owner: format!("scaleset-{controller_id}-probe"),
-            owner_label: Some(format!("{OWNER_LABEL_PREFIX}{hex}")),
-        }
-    }
-
-    /// Whether `label` is our owner label (case-insensitive).
-    pub fn is_our_owner_label(&self, label: &str) -> bool {
-        self.owner_label
-            .as_deref()
-            .is_some_and(|ours| ours.eq_ignore_ascii_case(label))
-    }
-
-    /// Whether `label` is any owner label: ours, or one carrying [`OWNER_LABEL_PREFIX`].
-    pub fn is_owner_label(&self, label: &str) -> bool {
-        self.is_our_owner_label(label) || has_owner_prefix(label)
-    }
-
-    /// Whether `label` is another controller's owner label.
-    pub fn is_foreign_owner_label(&self, label: &str) -> bool {
-        has_owner_prefix(label) && !self.is_our_owner_label(label)
-    }
-}
-
-fn has_owner_prefix(label: &str) -> bool {
-    label
-        .get(..OWNER_LABEL_PREFIX.len())
-        .is_some_and(|head| head.eq_ignore_ascii_case(OWNER_LABEL_PREFIX))
 }

@@ -10,9 +10,10 @@
 //! feeds it back. Time enters only as the retry bounds in the [`Input`]; the machine answers
 //! with a backoff *hint* ([`Outcome::Retry`]) and never waits itself.
 //!
-//! **Main types:** [`Input`] (desired [`Desired`] spec, stored id, [`Policy`], repair flag,
-//! [`Identity`], [`RetryBounds`]), [`Machine`], [`Step`], [`Command`], [`Fact`] and
-//! [`Outcome`], whose [`Refusal`]s carry every detail and a
+//! **Main types:** [`Input`] (desired [`Desired`] spec, stored id, [`Policy`], repair and
+//! probe flags, [`Identity`] built from a parsed [`ControllerId`], [`RetryBounds`]), [`Machine`], [`Step`], [`Command`], [`Fact`] and
+//! [`Outcome`] (a ready one carries [`Notice`]s for the event log), whose [`Refusal`]s carry
+//! every detail and a
 //! [`remediation`](Refusal::remediation). Only a scale set created by this very run comes with
 //! a [`DeletePermit`] ([`Rollback::MayDelete`]); everything else may only be detached.
 //!
@@ -22,8 +23,8 @@
 //!
 //! ```
 //! use scaleset_adopt::{
-//!     Command, Desired, Fact, Identity, Input, Machine, Outcome, Policy, Provenance,
-//!     RetryBounds, RunnerGroupId, ScaleSet, ScaleSetId, Step,
+//!     Command, ControllerId, Desired, Fact, Identity, Input, Machine, Outcome, Policy,
+//!     Provenance, RetryBounds, RunnerGroupId, ScaleSet, ScaleSetId, Step,
 //! };
 //!
 //! /// A GitHub that holds scale sets in memory.
@@ -92,7 +93,8 @@
 //!     known_id: None,
 //!     policy: Policy::Owned,
 //!     repair: false,
-//!     identity: Identity::from_controller_id("3f2a9c1e-77b0-4d4e-9a55-0123456789ab"),
+//!     probe: false,
+//!     identity: Identity::new(ControllerId::parse("3f2a9c1e-77b0-4d4e-9a55-0123456789ab")?),
 //!     retry: RetryBounds::default(),
 //! };
 //!
@@ -111,11 +113,13 @@
 //! assert_eq!((again, provenance), (id, Provenance::Adopted));
 //! assert!(rollback.permit().is_none());
 //! assert_eq!(github.sets.len(), 1);
+//! # Ok::<(), scaleset_adopt::ControllerIdError>(())
 //! ```
 
 mod command;
 mod error;
 mod fact;
+mod identity;
 mod input;
 mod machine;
 mod outcome;
@@ -127,9 +131,12 @@ mod settings;
 pub use command::{Command, CommandKind, CreateSpec, Patch};
 pub use error::Error;
 pub use fact::{Fact, FactKind};
-pub use input::{Desired, Identity, Input, OWNER_LABEL_PREFIX, Policy};
+pub use identity::{ControllerId, ControllerIdError, Identity, OWNER_LABEL_PREFIX};
+pub use input::{Desired, Input, Policy};
 pub use machine::{MAX_COMMANDS, Machine, Step};
-pub use outcome::{DeletePermit, Evidence, Failure, Outcome, Provenance, RetryReason, Rollback};
+pub use outcome::{
+    DeletePermit, Evidence, Failure, Notice, Outcome, Provenance, RetryReason, Rollback,
+};
 pub use refusal::Refusal;
 pub use retry::RetryBounds;
 pub use scale_set::{RunnerGroupId, ScaleSet, ScaleSetId, ScaleSetRef, SessionId};

@@ -1,5 +1,6 @@
-//! The adoption machine: states named after what they wait for, transitions implementing
-//! rules 1-8 of DESIGN §4, and the `Step` protocol between the machine and its driver.
+//! The adoption machine: states named after what they wait for, each holding the data it
+//! needs, transitions implementing rules 1-8 of DESIGN §4, and the `Step` protocol between the
+//! machine and its driver.
 
 use std::mem;
 
@@ -7,7 +8,9 @@ use crate::Error;
 use crate::command::{Command, CommandKind, CreateSpec, Patch};
 use crate::fact::Fact;
 use crate::input::{Input, Policy};
-use crate::outcome::{DeletePermit, Evidence, Failure, Outcome, Provenance, RetryReason, Rollback};
+use crate::outcome::{
+    DeletePermit, Evidence, Failure, Notice, Outcome, Provenance, RetryReason, Rollback,
+};
 use crate::refusal::Refusal;
 use crate::scale_set::{ScaleSet, ScaleSetId, ScaleSetRef, SessionId};
 use crate::settings::Settings;
@@ -21,9 +24,6 @@ mod tests;
 /// `Exists`, list the group, read the match, probe with a session, patch, read back, and close
 /// the session with up to three tries.
 pub const MAX_COMMANDS: usize = 12;
-
-/// GitHub's exception for a duplicate create (rule 5).
-const EXISTS_EXCEPTION: &str = "RunnerScaleSetExistsException";
 
 /// How often a `CloseSession` is tried before the run reports the session as left open.
 const CLOSE_TRIES: u8 = 3;
@@ -52,14 +52,6 @@ pub enum Step {
 #[derive(Debug, Clone)]
 pub struct Machine {
     input: Input,
-    /// The stored id while it is still believed; cleared when GitHub says it is gone.
-    known_id: Option<ScaleSetId>,
-    /// GitHub's by-id answer for the stored id, when it omitted the group (rule 1, unconfirmed).
-    known_read: Option<ScaleSetRef>,
-    reset_cursor: bool,
-    /// A session the probe opened: handed over on `Ready` (policy `any`), closed otherwise.
-    held_session: Option<(ScaleSetId, SessionId)>,
-    pending: Option<Command>,
     issued: usize,
     phase: Phase,
 }
@@ -68,31 +60,73 @@ pub struct Machine {
 #[derive(Debug, Clone)]
 enum Phase {
     Unstarted,
-    Waiting(State),
+    /// `command` was issued; `state` says what its answer means.
+    Waiting {
+        command: Command,
+        state: State,
+    },
     Finished(Outcome),
 }
 
-/// Each state is named after the answer it waits for.
+/// Each state is named after the answer it waits for, and holds what the run learned so far.
 #[derive(Debug, Clone)]
 enum State {
     /// Rule 1: `GetById` of the stored id.
-    KnownRead,
+    KnownRead { id: ScaleSetId },
     /// Rule 2 (and rule 5 when `race`): `ListByName`.
-    NameList { race: bool },
+    NameList { stored: Stored, race: bool },
     /// Rule 5: `ListGroup` after the name filter found nothing.
-    GroupList,
-    /// The full record of the single match `id`, before judging it.
-    MatchRead { id: ScaleSetId },
+    GroupList { stored: Stored },
+    /// The full record of the single match, when the list item was thin.
+    MatchRead { id: ScaleSetId, basis: Basis },
     /// Rule 4: the answer to `Create`.
-    CreateAnswer,
+    CreateAnswer { stored: Stored },
     /// Rule 3: the answer to the ownership probe.
-    ProbeAnswer { set: ScaleSet },
-    /// Rule 7: the answer to the repair `Update`.
+    ProbeAnswer { set: ScaleSet, basis: Basis },
+    /// Rule 7: the answer to the `Update`.
     UpdateAnswer { adoption: Adoption },
-    /// Rule 7: the read-back after the repair.
-    RepairRead { adoption: Adoption },
+    /// Rule 7: the read-back after the `Update`.
+    PatchRead { adoption: Adoption },
     /// Closing a session this run opened and will not hand over, then ending with `then`.
-    CloseAnswer { then: Outcome, tries: u8 },
+    CloseAnswer {
+        then: Outcome,
+        held: Held,
+        tries: u8,
+    },
+}
+
+/// What the run knows about the stored id while it looks up by name.
+#[derive(Debug, Clone)]
+enum Stored {
+    /// No id stored (or we are past it).
+    Nothing,
+    /// The by-id read omitted the group: the group-scoped lookup must list this id.
+    Unconfirmed(ScaleSet),
+    /// The by-id read answered not found: gone, unless the lookup still lists the id.
+    Missing(ScaleSetId),
+}
+
+impl Stored {
+    /// A stored id that GitHub no longer has means the message cursor is stale.
+    fn reset_cursor(&self) -> bool {
+        matches!(self, Self::Missing(_))
+    }
+}
+
+/// What a found scale set is judged on besides its record.
+#[derive(Debug, Clone, Copy)]
+struct Basis {
+    /// It is the stored id.
+    stored: bool,
+    /// The stored id vanished on the way here: discard the message cursor.
+    reset_cursor: bool,
+}
+
+/// A session a probe opened: handed over on `Ready`, closed otherwise.
+#[derive(Debug, Clone)]
+struct Held {
+    id: ScaleSetId,
+    session: SessionId,
 }
 
 /// A scale set about to become ready, pending the settings check.
@@ -101,11 +135,13 @@ struct Adoption {
     set: ScaleSet,
     provenance: Provenance,
     evidence: Vec<Evidence>,
+    reset_cursor: bool,
+    held: Option<Held>,
 }
 
 /// Result of matching a list response against the desired name.
 enum Matched {
-    One(ScaleSetId),
+    One(ScaleSet),
     Nothing,
     Refuse(Refusal),
 }
@@ -114,12 +150,7 @@ impl Machine {
     /// A machine for one attempt at ensuring `input.desired`.
     pub fn new(input: Input) -> Self {
         Self {
-            known_id: input.known_id,
             input,
-            known_read: None,
-            reset_cursor: false,
-            held_session: None,
-            pending: None,
             issued: 0,
             phase: Phase::Unstarted,
         }
@@ -128,15 +159,13 @@ impl Machine {
     /// The first step: `GetById` when an id is stored (rule 1), otherwise `ListByName`
     /// (rule 2). Calling it again returns the current step unchanged.
     pub fn start(&mut self) -> Step {
-        if let Phase::Finished(outcome) = &self.phase {
-            return Step::Done(outcome.clone());
-        }
-        if let Some(command) = &self.pending {
-            return Step::Do(command.clone());
-        }
-        match self.known_id {
-            Some(id) => self.issue(State::KnownRead, Command::GetById { id }),
-            None => self.list_by_name(false),
+        match &self.phase {
+            Phase::Finished(outcome) => Step::Done(outcome.clone()),
+            Phase::Waiting { command, .. } => Step::Do(command.clone()),
+            Phase::Unstarted => match self.input.known_id {
+                Some(id) => self.issue(State::KnownRead { id }, Command::GetById { id }),
+                None => self.list_by_name(Stored::Nothing, false),
+            },
         }
     }
 
@@ -145,36 +174,40 @@ impl Machine {
     /// # Errors
     ///
     /// [`Error::NotStarted`] before [`start`](Self::start), [`Error::Finished`] after the
-    /// outcome, [`Error::UnexpectedFact`] when the fact does not answer the pending command and
-    /// [`Error::WrongScaleSet`] when a read by id returns another id. The machine is unchanged
-    /// by an error.
+    /// outcome, and the errors of [`Command::fits`] when the fact does not answer the pending
+    /// command. The machine is unchanged by an error.
     pub fn next(&mut self, fact: Fact) -> Result<Step, Error> {
-        let Some(pending) = &self.pending else {
-            return Err(match self.phase {
-                Phase::Finished(_) => Error::Finished,
-                Phase::Unstarted | Phase::Waiting(_) => Error::NotStarted,
-            });
-        };
-        check_fits(pending, &fact)?;
-        match mem::replace(&mut self.phase, Phase::Unstarted) {
-            Phase::Waiting(state) => Ok(self.transition(state, fact)),
+        let (command, state) = match mem::replace(&mut self.phase, Phase::Unstarted) {
+            Phase::Waiting { command, state } => (command, state),
             other => {
+                let error = match other {
+                    Phase::Finished(_) => Error::Finished,
+                    Phase::Unstarted | Phase::Waiting { .. } => Error::NotStarted,
+                };
                 self.phase = other;
-                Err(Error::NotStarted)
+                return Err(error);
             }
+        };
+        if let Err(error) = command.fits(&fact) {
+            self.phase = Phase::Waiting { command, state };
+            return Err(error);
         }
+        Ok(self.transition(state, fact))
     }
 
     /// The command waiting for its fact, if any.
     pub fn pending(&self) -> Option<&Command> {
-        self.pending.as_ref()
+        match &self.phase {
+            Phase::Waiting { command, .. } => Some(command),
+            Phase::Unstarted | Phase::Finished(_) => None,
+        }
     }
 
     /// The outcome, once the run is done.
     pub fn outcome(&self) -> Option<&Outcome> {
         match &self.phase {
             Phase::Finished(outcome) => Some(outcome),
-            Phase::Unstarted | Phase::Waiting(_) => None,
+            Phase::Unstarted | Phase::Waiting { .. } => None,
         }
     }
 
@@ -196,413 +229,436 @@ impl Machine {
 
     fn transition(&mut self, state: State, fact: Fact) -> Step {
         match state {
-            State::KnownRead => self.on_known_read(fact),
-            State::NameList { race } => self.on_name_list(race, fact),
-            State::GroupList => self.on_group_list(fact),
-            State::MatchRead { id } => self.on_match_read(id, fact),
-            State::CreateAnswer => self.on_create(fact),
-            State::ProbeAnswer { set } => self.on_probe(set, fact),
+            State::KnownRead { id } => self.on_known_read(id, fact),
+            State::NameList { stored, race } => self.on_name_list(stored, race, fact),
+            State::GroupList { stored } => self.on_group_list(stored, fact),
+            State::MatchRead { id, basis } => self.on_match_read(id, basis, fact),
+            State::CreateAnswer { stored } => self.on_create(stored, fact),
+            State::ProbeAnswer { set, basis } => self.on_probe(set, basis, fact),
             State::UpdateAnswer { adoption } => self.on_update(adoption, fact),
-            State::RepairRead { adoption } => self.on_repair_read(adoption, fact),
-            State::CloseAnswer { then, tries } => self.on_close(then, tries, fact),
+            State::PatchRead { adoption } => self.on_patch_read(adoption, fact),
+            State::CloseAnswer { then, held, tries } => self.on_close(then, held, tries, fact),
         }
     }
 
     /// Rule 1.
-    fn on_known_read(&mut self, fact: Fact) -> Step {
+    fn on_known_read(&mut self, id: ScaleSetId, fact: Fact) -> Step {
         match fact {
-            Fact::ScaleSet(set) => {
-                let desired = &self.input.desired;
-                let stored = set.id;
-                let group_differs = set
-                    .runner_group_id
-                    .is_some_and(|group| group != desired.runner_group_id);
-                if set.name != desired.name || group_differs {
-                    let reason = self.known_id_conflict(stored, set.to_ref());
-                    return self.finish(Outcome::Refused { reason });
-                }
-                if set.runner_group_id.is_none() {
-                    // The group cannot be confirmed from this read: let the group-scoped
-                    // name lookup confirm it (it still judges the match against the stored id).
-                    self.known_read = Some(set.to_ref());
-                    return self.list_by_name(false);
-                }
-                self.judge(set)
+            Fact::ScaleSet(set) if set.name != self.input.desired.name => {
+                let reason = self.known_id_conflict(id, set.to_ref());
+                self.refuse(reason)
             }
-            Fact::NotFound => {
-                // Dormancy: GitHub deleted it. Forget the id and the message cursor.
-                self.known_id = None;
-                self.reset_cursor = true;
-                self.list_by_name(false)
+            // The group cannot be confirmed from this read: the group-scoped name lookup
+            // confirms it by listing the stored id.
+            Fact::ScaleSet(set) if set.runner_group_id.is_none() => {
+                self.list_by_name(Stored::Unconfirmed(set), false)
             }
-            other => self.fail_or_retry(CommandKind::GetById, other),
+            Fact::ScaleSet(set) => self.judge(
+                set,
+                Basis {
+                    stored: true,
+                    reset_cursor: false,
+                },
+            ),
+            // Gone, unless the lookup still lists it (a 404 alone is no proof).
+            Fact::NotFound => self.list_by_name(Stored::Missing(id), false),
+            other => self.fail_or_retry(CommandKind::GetById, other, None),
         }
     }
 
     /// Rule 2, and rule 5's second lookup when `race`.
-    fn on_name_list(&mut self, race: bool, fact: Fact) -> Step {
-        match fact {
-            Fact::ScaleSets(items) => match self.match_items(&items) {
-                Matched::One(id) => self.issue(State::MatchRead { id }, Command::GetById { id }),
-                Matched::Refuse(reason) => self.finish(Outcome::Refused { reason }),
-                Matched::Nothing => {
-                    if let (Some(stored), Some(github)) = (self.known_id, self.known_read.clone()) {
-                        let reason = self.known_id_conflict(stored, github);
-                        self.finish(Outcome::Refused { reason })
-                    } else if race {
-                        let group = self.input.desired.runner_group_id;
-                        self.issue(State::GroupList, Command::ListGroup { group })
-                    } else {
-                        let spec = self.create_spec();
-                        self.issue(State::CreateAnswer, Command::Create(spec))
-                    }
+    fn on_name_list(&mut self, stored: Stored, race: bool, fact: Fact) -> Step {
+        let Fact::ScaleSets(items) = fact else {
+            return self.fail_or_retry(CommandKind::ListByName, fact, None);
+        };
+        match self.match_items(&items) {
+            Matched::One(item) => self.on_match(stored, item),
+            Matched::Refuse(reason) => self.refuse(reason),
+            Matched::Nothing => match stored {
+                Stored::Unconfirmed(read) => {
+                    self.retry(RetryReason::KnownIdUnconfirmed { id: read.id }, None)
+                }
+                stored if race => {
+                    let group = self.input.desired.runner_group_id;
+                    self.issue(State::GroupList { stored }, Command::ListGroup { group })
+                }
+                stored => {
+                    let spec = self.create_spec();
+                    self.issue(State::CreateAnswer { stored }, Command::Create(spec))
                 }
             },
-            other => self.fail_or_retry(CommandKind::ListByName, other),
         }
     }
 
     /// Rule 5: the group listing after the name filter found nothing.
-    fn on_group_list(&mut self, fact: Fact) -> Step {
-        match fact {
-            Fact::ScaleSets(items) => match self.match_items(&items) {
-                Matched::One(id) => self.issue(State::MatchRead { id }, Command::GetById { id }),
-                Matched::Refuse(reason) => self.finish(Outcome::Refused { reason }),
-                Matched::Nothing => {
-                    let desired = &self.input.desired;
-                    let reason = RetryReason::CreateRaceUnresolved {
-                        desired_name: desired.name.clone(),
-                        desired_group: desired.runner_group_id,
-                    };
-                    self.retry(reason)
-                }
-            },
-            other => self.fail_or_retry(CommandKind::ListGroup, other),
+    fn on_group_list(&mut self, stored: Stored, fact: Fact) -> Step {
+        let Fact::ScaleSets(items) = fact else {
+            return self.fail_or_retry(CommandKind::ListGroup, fact, None);
+        };
+        match self.match_items(&items) {
+            Matched::One(item) => self.on_match(stored, item),
+            Matched::Refuse(reason) => self.refuse(reason),
+            Matched::Nothing => {
+                let desired = &self.input.desired;
+                let reason = RetryReason::CreateRaceUnresolved {
+                    desired_name: desired.name.clone(),
+                    desired_group: desired.runner_group_id,
+                };
+                self.retry(reason, None)
+            }
         }
     }
 
-    /// The full record of the single list match.
-    fn on_match_read(&mut self, id: ScaleSetId, fact: Fact) -> Step {
-        match fact {
-            Fact::ScaleSet(set) => {
-                let desired = &self.input.desired;
-                if set.name != desired.name {
-                    return self.retry(RetryReason::ChangedWhileReading { id: set.id });
-                }
-                if set
-                    .runner_group_id
-                    .is_some_and(|group| group != desired.runner_group_id)
-                {
-                    let reason = Refusal::GroupMismatch {
-                        desired_name: desired.name.clone(),
-                        desired_group: desired.runner_group_id,
-                        found: vec![set.to_ref()],
-                    };
-                    return self.finish(Outcome::Refused { reason });
-                }
-                self.judge(set)
+    /// Rule 3: the single match of a lookup, against what the stored id showed.
+    fn on_match(&mut self, stored: Stored, item: ScaleSet) -> Step {
+        let basis = match stored {
+            // The lookup lists the stored id: the by-id read is the full record, confirmed
+            // in the group; it is not read again.
+            Stored::Unconfirmed(read) if read.id == item.id => {
+                return self.judge(
+                    read,
+                    Basis {
+                        stored: true,
+                        reset_cursor: false,
+                    },
+                );
             }
-            Fact::NotFound => self.retry(RetryReason::ChangedWhileReading { id }),
-            other => self.fail_or_retry(CommandKind::GetById, other),
+            Stored::Unconfirmed(read) => {
+                let reason = self.known_id_conflict(read.id, item.to_ref());
+                return self.refuse(reason);
+            }
+            // The by-id 404 is contradicted by the lookup: still ours by the stored id.
+            Stored::Missing(id) if id == item.id => Basis {
+                stored: true,
+                reset_cursor: false,
+            },
+            other => Basis {
+                stored: false,
+                reset_cursor: other.reset_cursor(),
+            },
+        };
+        if item.is_complete() {
+            self.judge(item, basis)
+        } else {
+            let id = item.id;
+            self.issue(State::MatchRead { id, basis }, Command::GetById { id })
+        }
+    }
+
+    /// The full record of a thin list match.
+    fn on_match_read(&mut self, id: ScaleSetId, basis: Basis, fact: Fact) -> Step {
+        match fact {
+            Fact::ScaleSet(set) if set.name != self.input.desired.name => {
+                self.retry(RetryReason::ChangedWhileReading { id }, None)
+            }
+            Fact::ScaleSet(set) if !self.input.desired.admits(&set) => {
+                let desired = &self.input.desired;
+                let reason = Refusal::GroupMismatch {
+                    desired_name: desired.name.clone(),
+                    desired_group: desired.runner_group_id,
+                    found: vec![set.to_ref()],
+                };
+                self.refuse(reason)
+            }
+            Fact::ScaleSet(set) => self.judge(set, basis),
+            Fact::NotFound => self.retry(RetryReason::ChangedWhileReading { id }, None),
+            other => self.fail_or_retry(CommandKind::GetById, other, None),
         }
     }
 
     /// Rule 4.
-    fn on_create(&mut self, fact: Fact) -> Step {
+    fn on_create(&mut self, stored: Stored, fact: Fact) -> Step {
         match fact {
+            Fact::ScaleSet(set) if !self.input.desired.admits(&set) => {
+                let reason = Failure::UnexpectedCreateResponse {
+                    created: set.to_ref(),
+                };
+                self.finish(Outcome::Failed { reason })
+            }
             Fact::ScaleSet(set) => {
-                let desired = &self.input.desired;
-                let group_differs = set
-                    .runner_group_id
-                    .is_some_and(|group| group != desired.runner_group_id);
-                if set.name != desired.name || group_differs {
-                    let reason = Failure::UnexpectedCreateResponse {
-                        created: set.to_ref(),
-                    };
-                    return self.finish(Outcome::Failed { reason });
+                if let Some(refusal) = self.foreign_owner(&set) {
+                    return self.refuse(refusal);
                 }
+                let notices = self.missing_owner_label(&set).into_iter().collect();
                 self.finish(Outcome::Ready {
                     id: set.id,
                     provenance: Provenance::Created,
                     evidence: vec![Evidence::CreatedThisRun],
                     session: None,
-                    reset_cursor: self.reset_cursor,
+                    reset_cursor: stored.reset_cursor(),
                     rollback: Rollback::MayDelete(DeletePermit::new(set.id)),
+                    notices,
                 })
             }
-            // Rule 5: somebody (perhaps our own timed-out create) won the race. The client
-            // should report a nested `RunnerScaleSetExistsException` as `Exists`; one that
-            // slipped through as a plain bad request is recognised here as well.
-            Fact::Exists => self.list_by_name(true),
-            Fact::BadRequest { exception, message }
-                if exception.contains(EXISTS_EXCEPTION) || message.contains(EXISTS_EXCEPTION) =>
-            {
-                self.list_by_name(true)
-            }
-            other => self.fail_or_retry(CommandKind::Create, other),
+            // Rule 5: somebody (perhaps our own timed-out create) won the race.
+            Fact::Exists => self.list_by_name(stored, true),
+            other => self.fail_or_retry(CommandKind::Create, other, None),
         }
     }
 
     /// Rule 3: the decision on one confirmed match.
-    fn judge(&mut self, set: ScaleSet) -> Step {
-        if let Some(stored) = self.known_id.filter(|stored| *stored != set.id) {
-            let reason = self.known_id_conflict(stored, set.to_ref());
-            return self.finish(Outcome::Refused { reason });
+    fn judge(&mut self, set: ScaleSet, basis: Basis) -> Step {
+        if let Some(refusal) = self.foreign_owner(&set) {
+            return self.refuse(refusal);
         }
         let identity = &self.input.identity;
-        let foreign: Vec<String> = set
-            .labels
-            .iter()
-            .filter(|label| identity.is_foreign_owner_label(label))
-            .cloned()
-            .collect();
-        if !foreign.is_empty() {
-            let reason = Refusal::ForeignOwner {
-                scale_set: set.to_ref(),
-                labels: foreign,
-            };
-            return self.finish(Outcome::Refused { reason });
-        }
         let mut evidence = Vec::new();
-        if self.known_id == Some(set.id) {
+        if basis.stored {
             evidence.push(Evidence::StoredId);
         }
-        if set
-            .labels
-            .iter()
-            .any(|label| identity.is_our_owner_label(label))
-        {
+        if identity.labelled_ours(&set) {
             evidence.push(Evidence::OwnerLabel);
         }
-        let provenance = if evidence.contains(&Evidence::StoredId) {
+        let provenance = if basis.stored {
             Provenance::Known
         } else {
             Provenance::Adopted
         };
         let policy = self.input.policy;
-        if policy == Policy::Never && provenance != Provenance::Known {
-            let reason = Refusal::ScaleSetExists {
+        if !basis.stored && policy == Policy::Never {
+            return self.refuse(Refusal::ScaleSetExists {
                 scale_set: set.to_ref(),
-            };
-            return self.finish(Outcome::Refused { reason });
+            });
         }
         if !evidence.is_empty() {
             return self.settle(Adoption {
                 set,
                 provenance,
                 evidence,
+                reset_cursor: basis.reset_cursor,
+                held: None,
             });
         }
-        // Owned or Any without evidence: probe with a session.
         let owner = match policy {
-            Policy::Any => identity.session_owner.clone(),
-            Policy::Owned | Policy::Never => identity.probe_owner.clone(),
+            Policy::Any => identity.session_owner(),
+            Policy::Owned if self.input.probe => identity.probe_owner(),
+            Policy::Owned | Policy::Never => {
+                return self.refuse(Refusal::OwnershipUnproven {
+                    scale_set: set.to_ref(),
+                });
+            }
         };
+        // Drift is decided before probing: a refusal needs no session.
+        if let Some(reason) = self.drift_refusal(&set) {
+            return self.refuse(reason);
+        }
         let id = set.id;
         self.issue(
-            State::ProbeAnswer { set },
+            State::ProbeAnswer { set, basis },
             Command::OpenSession { id, owner },
         )
     }
 
     /// Rule 3: the probe's answer.
-    fn on_probe(&mut self, set: ScaleSet, fact: Fact) -> Step {
+    fn on_probe(&mut self, set: ScaleSet, basis: Basis, fact: Fact) -> Step {
         let identity = &self.input.identity;
+        let adoption = |evidence, held| Adoption {
+            set: set.clone(),
+            provenance: Provenance::Adopted,
+            evidence,
+            reset_cursor: basis.reset_cursor,
+            held,
+        };
         match fact {
-            Fact::Opened(session) => match self.input.policy {
-                Policy::Any => {
-                    self.held_session = Some((set.id, session));
-                    let adoption = Adoption {
-                        set,
-                        provenance: Provenance::Adopted,
-                        evidence: vec![],
-                    };
-                    self.settle(adoption)
-                }
-                Policy::Owned | Policy::Never => {
-                    self.held_session = Some((set.id, session));
+            Fact::Opened(session) => {
+                let held = Held {
+                    id: set.id,
+                    session,
+                };
+                if self.input.policy == Policy::Any {
+                    self.settle(adoption(vec![], Some(held)))
+                } else {
                     let reason = Refusal::OwnershipUnproven {
                         scale_set: set.to_ref(),
                     };
-                    self.finish(Outcome::Refused { reason })
+                    self.end(Outcome::Refused { reason }, Some(held))
                 }
-            },
-            Fact::Conflict { owner: Some(owner) } if owner == identity.session_owner => {
-                let adoption = Adoption {
-                    set,
-                    provenance: Provenance::Adopted,
-                    evidence: vec![Evidence::OwnSession],
-                };
-                self.settle(adoption)
             }
-            Fact::Conflict { owner: Some(owner) } if owner == identity.probe_owner => {
+            Fact::Conflict { owner: Some(owner) } if owner == identity.session_owner() => {
+                self.settle(adoption(vec![Evidence::OwnSession], None))
+            }
+            Fact::Conflict { owner: Some(owner) } if owner == identity.probe_owner() => {
                 let reason = RetryReason::SessionHeld {
                     scale_set: set.to_ref(),
                     owner: Some(owner),
                 };
-                self.retry(reason)
+                self.retry(reason, None)
             }
-            Fact::Conflict { owner: Some(owner) } => {
-                let reason = Refusal::ForeignSession {
-                    scale_set: set.to_ref(),
-                    owner,
-                };
-                self.finish(Outcome::Refused { reason })
-            }
+            Fact::Conflict { owner: Some(owner) } => self.refuse(Refusal::ForeignSession {
+                scale_set: set.to_ref(),
+                owner,
+            }),
             Fact::Conflict { owner: None } => {
                 let reason = RetryReason::SessionHeld {
                     scale_set: set.to_ref(),
                     owner: None,
                 };
-                self.retry(reason)
+                self.retry(reason, None)
             }
-            Fact::NotFound => self.retry(RetryReason::ChangedWhileReading { id: set.id }),
-            other => self.fail_or_retry(CommandKind::OpenSession, other),
+            Fact::NotFound => self.retry(RetryReason::ChangedWhileReading { id: set.id }, None),
+            other => self.fail_or_retry(CommandKind::OpenSession, other, None),
         }
     }
 
-    /// Rule 7: compare settings, then refuse, repair or finish.
+    /// Rule 7: compare settings, then finish, patch or refuse. A known scale set (ours by its
+    /// stored id) is patched to the configuration; a found one only with `repair`.
     fn settle(&mut self, adoption: Adoption) -> Step {
-        let identity = &self.input.identity;
-        let ours = Settings::desired(&self.input.desired, identity);
-        let theirs = Settings::observed(&adoption.set, identity);
-        if ours == theirs {
-            return self.ready(adoption);
+        let desired = &self.input.desired;
+        let moved = adoption
+            .set
+            .runner_group_id
+            .is_some_and(|group| group != desired.runner_group_id);
+        let drift = self.drift(&adoption.set);
+        if !moved && drift.is_none() {
+            return self.ready(adoption, Vec::new());
         }
-        if self.input.repair {
+        if adoption.provenance == Provenance::Known || self.input.repair {
             let id = adoption.set.id;
             let patch = Patch {
                 labels: self.wanted_labels(),
-                disable_update: self.input.desired.disable_update,
+                disable_update: desired.disable_update,
+                runner_group_id: desired.runner_group_id,
             };
             return self.issue(
                 State::UpdateAnswer { adoption },
                 Command::Update { id, patch },
             );
         }
-        let reason = Refusal::Drifted {
-            scale_set: adoption.set.to_ref(),
-            ours,
-            theirs,
-        };
-        self.finish(Outcome::Refused { reason })
+        // Only a drift gets here: a found set in another group was refused as GroupMismatch.
+        match drift {
+            Some((ours, theirs)) => {
+                let reason = Refusal::Drifted {
+                    scale_set: adoption.set.to_ref(),
+                    ours,
+                    theirs,
+                };
+                self.end(Outcome::Refused { reason }, adoption.held)
+            }
+            None => self.ready(adoption, Vec::new()),
+        }
     }
 
-    /// Rule 7: the repair's answer.
+    /// Rule 7: the patch's answer.
     fn on_update(&mut self, adoption: Adoption, fact: Fact) -> Step {
         let id = adoption.set.id;
         match fact {
-            Fact::Updated => self.issue(State::RepairRead { adoption }, Command::GetById { id }),
-            Fact::NotFound => self.retry(RetryReason::ChangedWhileReading { id }),
-            other => self.fail_or_retry(CommandKind::Update, other),
+            Fact::Updated => self.issue(State::PatchRead { adoption }, Command::GetById { id }),
+            Fact::NotFound => self.retry(RetryReason::ChangedWhileReading { id }, adoption.held),
+            other => self.fail_or_retry(CommandKind::Update, other, adoption.held),
         }
     }
 
-    /// Rule 7: verify the repair by reading the scale set back.
-    fn on_repair_read(&mut self, adoption: Adoption, fact: Fact) -> Step {
-        match fact {
-            Fact::ScaleSet(set) => {
-                let desired = &self.input.desired;
-                let group_differs = set
-                    .runner_group_id
-                    .is_some_and(|group| group != desired.runner_group_id);
-                if set.name != desired.name || group_differs {
-                    return self.retry(RetryReason::ChangedWhileReading { id: set.id });
-                }
-                let identity = &self.input.identity;
-                let ours = Settings::desired(desired, identity);
-                let theirs = Settings::observed(&set, identity);
-                if ours != theirs {
-                    let reason = Refusal::RepairDidNotTake {
-                        scale_set: set.to_ref(),
-                        ours,
-                        theirs,
-                    };
-                    return self.finish(Outcome::Refused { reason });
-                }
-                self.ready(Adoption { set, ..adoption })
+    /// Rule 7: verify the patch by reading the scale set back, with the same evidence checks
+    /// as every read before `Ready`.
+    fn on_patch_read(&mut self, adoption: Adoption, fact: Fact) -> Step {
+        let id = adoption.set.id;
+        let set = match fact {
+            Fact::ScaleSet(set) => set,
+            Fact::NotFound => {
+                return self.retry(RetryReason::ChangedWhileReading { id }, adoption.held);
             }
-            Fact::NotFound => self.retry(RetryReason::ChangedWhileReading {
-                id: adoption.set.id,
-            }),
-            other => self.fail_or_retry(CommandKind::GetById, other),
+            other => return self.fail_or_retry(CommandKind::GetById, other, adoption.held),
+        };
+        if !self.input.desired.admits(&set) {
+            return self.retry(RetryReason::ChangedWhileReading { id }, adoption.held);
         }
+        if let Some(refusal) = self.foreign_owner(&set) {
+            return self.end(Outcome::Refused { reason: refusal }, adoption.held);
+        }
+        let identity = &self.input.identity;
+        let ours = Settings::desired(&self.input.desired, identity);
+        let before = Settings::observed(&adoption.set, identity);
+        let after = Settings::observed(&set, identity);
+        let mut notices = Vec::new();
+        if ours == after {
+            let moved_from = adoption
+                .set
+                .runner_group_id
+                .filter(|group| *group != self.input.desired.runner_group_id);
+            notices.push(Notice::SpecApplied {
+                scale_set: set.to_ref(),
+                before,
+                after,
+                moved_from,
+            });
+        } else if adoption.provenance == Provenance::Known {
+            notices.push(Notice::SpecNotApplied {
+                scale_set: set.to_ref(),
+                ours,
+                theirs: after,
+            });
+        } else {
+            let reason = Refusal::RepairDidNotTake {
+                scale_set: set.to_ref(),
+                ours,
+                theirs: after,
+            };
+            return self.end(Outcome::Refused { reason }, adoption.held);
+        }
+        notices.extend(self.missing_owner_label(&set));
+        self.ready(adoption, notices)
     }
 
     /// The answer to closing a session we will not hand over.
-    fn on_close(&mut self, then: Outcome, tries: u8, fact: Fact) -> Step {
-        let closed = match &fact {
-            Fact::Closed | Fact::NotFound => true,
-            Fact::BadRequest { exception, message } => {
-                // An expired session cannot be used by anyone any more.
-                exception.contains("SessionExpired") || message.contains("is not valid")
+    fn on_close(&mut self, then: Outcome, held: Held, tries: u8, fact: Fact) -> Step {
+        match fact {
+            // Closed, expired, or its scale set is gone: nobody can use it any more.
+            Fact::Closed | Fact::SessionGone | Fact::NotFound => self.finish(then),
+            _ if tries < CLOSE_TRIES => self.close(then, held, tries + 1),
+            _ => {
+                let Held { id, session } = held;
+                let outcome = self.retry_outcome(RetryReason::SessionNotClosed { id, session });
+                self.finish(outcome)
             }
-            _ => false,
-        };
-        if closed {
-            self.held_session = None;
-            return self.done(then);
         }
-        let Some((id, session)) = self.held_session.clone() else {
-            return self.done(then);
-        };
-        if tries < CLOSE_TRIES {
-            let command = Command::CloseSession { id, session };
-            return self.issue(
-                State::CloseAnswer {
-                    then,
-                    tries: tries + 1,
-                },
-                command,
-            );
-        }
-        self.held_session = None;
-        let outcome = self.retry_outcome(RetryReason::SessionNotClosed { id, session });
-        self.done(outcome)
     }
 
-    fn ready(&mut self, adoption: Adoption) -> Step {
-        let session = self.held_session.take().map(|(_, session)| session);
-        let mut evidence = adoption.evidence;
-        evidence.sort();
-        evidence.dedup();
+    fn ready(&mut self, adoption: Adoption, notices: Vec<Notice>) -> Step {
         self.finish(Outcome::Ready {
             id: adoption.set.id,
             provenance: adoption.provenance,
-            evidence,
-            session,
-            reset_cursor: self.reset_cursor,
+            evidence: adoption.evidence,
+            session: adoption.held.map(|held| held.session),
+            reset_cursor: adoption.reset_cursor,
             rollback: Rollback::DetachOnly,
+            notices,
         })
     }
 
     /// Rule 6 for every command: other 4xx fail, transient failures retry.
-    fn fail_or_retry(&mut self, command: CommandKind, fact: Fact) -> Step {
+    fn fail_or_retry(&mut self, command: CommandKind, fact: Fact, held: Option<Held>) -> Step {
         match fact {
+            Fact::Transient { message } => {
+                self.retry(RetryReason::Transient { command, message }, held)
+            }
             Fact::BadRequest { exception, message } => {
                 let reason = Failure::BadRequest {
                     command,
                     exception,
                     message,
                 };
-                self.finish(Outcome::Failed { reason })
+                self.end(Outcome::Failed { reason }, held)
             }
-            Fact::Transient { message } => self.retry(RetryReason::Transient { command, message }),
-            // `check_fits` admits only the facts each state handles.
+            // `Command::fits` admits only the facts each state handles; should one slip
+            // through, the run fails naming it rather than guessing.
             other => {
                 let reason = Failure::BadRequest {
                     command,
                     exception: String::new(),
                     message: format!("unhandled answer {}", other.kind()),
                 };
-                self.finish(Outcome::Failed { reason })
+                self.end(Outcome::Failed { reason }, held)
             }
         }
     }
 
-    fn retry(&mut self, reason: RetryReason) -> Step {
+    fn refuse(&mut self, reason: Refusal) -> Step {
+        self.finish(Outcome::Refused { reason })
+    }
+
+    fn retry(&mut self, reason: RetryReason, held: Option<Held>) -> Step {
         let outcome = self.retry_outcome(reason);
-        self.finish(outcome)
+        self.end(outcome, held)
     }
 
     fn retry_outcome(&self, reason: RetryReason) -> Outcome {
@@ -621,44 +677,44 @@ impl Machine {
         }
     }
 
-    /// Ends the run, first closing a session this run opened (it is handed over only by
-    /// `ready`, which takes it out).
-    fn finish(&mut self, outcome: Outcome) -> Step {
-        match self.held_session.clone() {
-            Some((id, session)) => {
-                let command = Command::CloseSession { id, session };
-                self.issue(
-                    State::CloseAnswer {
-                        then: outcome,
-                        tries: 1,
-                    },
-                    command,
-                )
-            }
-            None => self.done(outcome),
+    /// Ends the run with `outcome`, first closing a session this run opened and does not hand
+    /// over.
+    fn end(&mut self, outcome: Outcome, held: Option<Held>) -> Step {
+        match held {
+            Some(held) => self.close(outcome, held, 1),
+            None => self.finish(outcome),
         }
     }
 
-    fn done(&mut self, outcome: Outcome) -> Step {
-        self.pending = None;
+    fn close(&mut self, then: Outcome, held: Held, tries: u8) -> Step {
+        let command = Command::CloseSession {
+            id: held.id,
+            session: held.session.clone(),
+        };
+        self.issue(State::CloseAnswer { then, held, tries }, command)
+    }
+
+    fn finish(&mut self, outcome: Outcome) -> Step {
         self.phase = Phase::Finished(outcome.clone());
         Step::Done(outcome)
     }
 
     fn issue(&mut self, state: State, command: Command) -> Step {
-        self.phase = Phase::Waiting(state);
-        self.pending = Some(command.clone());
+        self.phase = Phase::Waiting {
+            command: command.clone(),
+            state,
+        };
         self.issued += 1;
         Step::Do(command)
     }
 
-    fn list_by_name(&mut self, race: bool) -> Step {
+    fn list_by_name(&mut self, stored: Stored, race: bool) -> Step {
         let desired = &self.input.desired;
         let command = Command::ListByName {
             group: desired.runner_group_id,
             name: desired.name.clone(),
         };
-        self.issue(State::NameList { race }, command)
+        self.issue(State::NameList { stored, race }, command)
     }
 
     fn known_id_conflict(&self, stored: ScaleSetId, github: ScaleSetRef) -> Refusal {
@@ -668,6 +724,45 @@ impl Machine {
             desired_name: self.input.desired.name.clone(),
             desired_group: self.input.desired.runner_group_id,
         }
+    }
+
+    /// Evidence against, on any read before `Ready`: another controller's owner label.
+    fn foreign_owner(&self, set: &ScaleSet) -> Option<Refusal> {
+        let labels = self.input.identity.foreign_labels(set);
+        (!labels.is_empty()).then(|| Refusal::ForeignOwner {
+            scale_set: set.to_ref(),
+            labels,
+        })
+    }
+
+    /// Our owner label, when we add one and GitHub does not show it.
+    fn missing_owner_label(&self, set: &ScaleSet) -> Option<Notice> {
+        let identity = &self.input.identity;
+        let label = identity.owner_label()?;
+        (!identity.labelled_ours(set)).then(|| Notice::OwnerLabelMissing {
+            scale_set: set.to_ref(),
+            label,
+        })
+    }
+
+    /// Our settings and GitHub's, when they differ.
+    fn drift(&self, set: &ScaleSet) -> Option<(Settings, Settings)> {
+        let identity = &self.input.identity;
+        let ours = Settings::desired(&self.input.desired, identity);
+        let theirs = Settings::observed(set, identity);
+        (ours != theirs).then_some((ours, theirs))
+    }
+
+    /// `Drifted`, when the settings differ and `repair` is off.
+    fn drift_refusal(&self, set: &ScaleSet) -> Option<Refusal> {
+        if self.input.repair {
+            return None;
+        }
+        self.drift(set).map(|(ours, theirs)| Refusal::Drifted {
+            scale_set: set.to_ref(),
+            ours,
+            theirs,
+        })
     }
 
     /// Rule 2: exact-name matches in the queried group.
@@ -692,7 +787,7 @@ impl Machine {
             });
         }
         match exact.as_slice() {
-            [one] => return Matched::One(one.id),
+            [one] => return Matched::One((*one).clone()),
             [] => {}
             many => {
                 return Matched::Refuse(Refusal::Ambiguous {
@@ -735,40 +830,7 @@ impl Machine {
                 labels.push(label.clone());
             }
         }
-        labels.extend(identity.owner_label.clone());
+        labels.extend(identity.owner_label());
         labels
-    }
-}
-
-/// Whether `fact` can answer `command` (and names the right scale set).
-fn check_fits(command: &Command, fact: &Fact) -> Result<(), Error> {
-    let fits = match (command, fact) {
-        (_, Fact::BadRequest { .. } | Fact::Transient { .. }) => true,
-        (Command::GetById { id }, Fact::ScaleSet(set)) => {
-            if set.id != *id {
-                return Err(Error::WrongScaleSet {
-                    expected: *id,
-                    got: set.id,
-                });
-            }
-            true
-        }
-        (Command::GetById { .. }, Fact::NotFound) => true,
-        (Command::ListByName { .. } | Command::ListGroup { .. }, Fact::ScaleSets(_)) => true,
-        (Command::Create(_), Fact::ScaleSet(_) | Fact::Exists) => true,
-        (Command::OpenSession { .. }, Fact::Opened(_) | Fact::Conflict { .. } | Fact::NotFound) => {
-            true
-        }
-        (Command::CloseSession { .. }, Fact::Closed | Fact::NotFound) => true,
-        (Command::Update { .. }, Fact::Updated | Fact::NotFound) => true,
-        _ => false,
-    };
-    if fits {
-        Ok(())
-    } else {
-        Err(Error::UnexpectedFact {
-            command: command.kind(),
-            fact: fact.kind(),
-        })
     }
 }

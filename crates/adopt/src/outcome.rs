@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::command::CommandKind;
 use crate::refusal::Refusal;
 use crate::scale_set::{RunnerGroupId, ScaleSetId, ScaleSetRef, SessionId};
+use crate::settings::Settings;
 
 /// How a run of the machine ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +29,9 @@ pub enum Outcome {
         reset_cursor: bool,
         /// Whether a rollback of the surrounding operation may delete this scale set.
         rollback: Rollback,
+        /// What the run changed or noticed on the way (a spec applied, an owner label GitHub
+        /// dropped): the driver records each as an event, a warning where it says so.
+        notices: Vec<Notice>,
     },
     /// The machine will not use any scale set for this configuration.
     Refused {
@@ -70,6 +74,88 @@ impl Outcome {
         match self {
             Self::Refused { reason } => Some(reason),
             Self::Ready { .. } | Self::Failed { .. } | Self::Retry { .. } => None,
+        }
+    }
+}
+
+/// Something a ready run did or saw that the operator should hear about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub enum Notice {
+    /// The scale set's settings were patched to the configuration (a known scale set whose
+    /// configuration changed, or a repair): an event.
+    SpecApplied {
+        /// The scale set after the patch.
+        scale_set: ScaleSetRef,
+        /// Its settings before.
+        before: Settings,
+        /// Its settings now.
+        after: Settings,
+        /// The runner group it was moved from, when the group changed.
+        moved_from: Option<RunnerGroupId>,
+    },
+    /// A known scale set kept other settings after the PATCH (e.g. GHES without custom labels
+    /// drops extra labels). It is ours and stays served: a warning.
+    SpecNotApplied {
+        /// The scale set.
+        scale_set: ScaleSetRef,
+        /// What the configuration asks for.
+        ours: Settings,
+        /// What GitHub kept.
+        theirs: Settings,
+    },
+    /// After create or repair, GitHub does not show our owner label (some GHES versions drop
+    /// custom labels): a warning. After a database loss the scale set cannot be proven ours by
+    /// its label.
+    OwnerLabelMissing {
+        /// The scale set.
+        scale_set: ScaleSetRef,
+        /// The label we sent.
+        label: String,
+    },
+}
+
+impl Notice {
+    /// Whether the operator should look (a warning) rather than just read it (an event).
+    pub fn is_warning(&self) -> bool {
+        match self {
+            Self::SpecApplied { .. } => false,
+            Self::SpecNotApplied { .. } | Self::OwnerLabelMissing { .. } => true,
+        }
+    }
+}
+
+impl fmt::Display for Notice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::SpecApplied {
+                scale_set,
+                before,
+                after,
+                moved_from,
+            } => {
+                write!(f, "patched {scale_set} from {before} to {after}")?;
+                match moved_from {
+                    Some(group) => write!(f, ", moved from runner group {group}"),
+                    None => Ok(()),
+                }
+            }
+            Self::SpecNotApplied {
+                scale_set,
+                ours,
+                theirs,
+            } => write!(
+                f,
+                "{scale_set} kept {theirs} after a patch to {ours}; it is still served: reduce \
+                 the labels to the name on GHES without custom labels, or recreate it to turn \
+                 disableUpdate off"
+            ),
+            Self::OwnerLabelMissing { scale_set, label } => write!(
+                f,
+                "GitHub dropped our owner label {label} from {scale_set}: after a database loss \
+                 only its stored id shows it is ours; enable custom labels on GHES"
+            ),
         }
     }
 }
@@ -232,6 +318,12 @@ pub enum RetryReason {
         /// The scale set.
         id: ScaleSetId,
     },
+    /// The stored id's read omitted the runner group and the group-scoped lookup does not list
+    /// it yet (GitHub's lists lag): it is not confirmed in the desired group.
+    KnownIdUnconfirmed {
+        /// The stored id.
+        id: ScaleSetId,
+    },
     /// A session this run opened could not be closed; the driver should delete it.
     SessionNotClosed {
         /// The scale set.
@@ -271,9 +363,217 @@ impl fmt::Display for RetryReason {
             Self::ChangedWhileReading { id } => {
                 write!(f, "scale set {id} changed or vanished between reads")
             }
+            Self::KnownIdUnconfirmed { id } => write!(
+                f,
+                "stored scale set {id} did not list its runner group and the group's lookup \
+                 does not show it yet"
+            ),
             Self::SessionNotClosed { id, session } => {
                 write!(f, "session {session} on scale set {id} could not be closed")
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The messages operators read: each names what happened and the ids involved.
+
+    use super::*;
+    use crate::command::CommandKind;
+    use crate::fact::FactKind;
+
+    fn set() -> ScaleSetRef {
+        ScaleSetRef {
+            id: ScaleSetId(7),
+            name: "ci".into(),
+            runner_group_id: Some(RunnerGroupId(1)),
+        }
+    }
+
+    fn settings(disable_update: bool) -> Settings {
+        Settings {
+            labels: vec!["ci".into(), "linux".into()],
+            disable_update,
+        }
+    }
+
+    #[test]
+    fn failures_retry_reasons_and_notices_read_as_sentences() {
+        let session = SessionId("s-1".into());
+        let cases: Vec<(String, &str)> = vec![
+            (
+                Failure::BadRequest {
+                    command: CommandKind::Create,
+                    exception: "InvalidRunnerScaleSetException".into(),
+                    message: "bad labels".into(),
+                }
+                .to_string(),
+                "github rejected create scale set: InvalidRunnerScaleSetException: bad labels",
+            ),
+            (
+                Failure::AttemptsExhausted {
+                    attempts: 3,
+                    last: RetryReason::ChangedWhileReading { id: ScaleSetId(7) },
+                }
+                .to_string(),
+                "gave up after 3 attempts; last: scale set 7 changed or vanished between reads",
+            ),
+            (
+                Failure::UnexpectedCreateResponse { created: set() }.to_string(),
+                "create returned scale set 7 \"ci\" in runner group 1, not the desired name and group",
+            ),
+            (
+                RetryReason::Transient {
+                    command: CommandKind::GetById,
+                    message: "503".into(),
+                }
+                .to_string(),
+                "get scale set by id failed: 503",
+            ),
+            (
+                RetryReason::SessionHeld {
+                    scale_set: set(),
+                    owner: Some("p".into()),
+                }
+                .to_string(),
+                "scale set 7 \"ci\" in runner group 1 has an active session of our probe \"p\"",
+            ),
+            (
+                RetryReason::SessionHeld {
+                    scale_set: set(),
+                    owner: None,
+                }
+                .to_string(),
+                "scale set 7 \"ci\" in runner group 1 has an active session of an unnamed owner",
+            ),
+            (
+                RetryReason::CreateRaceUnresolved {
+                    desired_name: "ci".into(),
+                    desired_group: RunnerGroupId(1),
+                }
+                .to_string(),
+                "create reported \"ci\" exists in runner group 1, but no lookup finds it",
+            ),
+            (
+                RetryReason::KnownIdUnconfirmed { id: ScaleSetId(7) }.to_string(),
+                "stored scale set 7 did not list its runner group and the group's lookup does \
+                 not show it yet",
+            ),
+            (
+                RetryReason::SessionNotClosed {
+                    id: ScaleSetId(7),
+                    session,
+                }
+                .to_string(),
+                "session s-1 on scale set 7 could not be closed",
+            ),
+            (
+                Notice::SpecApplied {
+                    scale_set: set(),
+                    before: settings(false),
+                    after: settings(true),
+                    moved_from: Some(RunnerGroupId(2)),
+                }
+                .to_string(),
+                "patched scale set 7 \"ci\" in runner group 1 from labels [ci, linux], \
+                 disableUpdate false to labels [ci, linux], disableUpdate true, moved from \
+                 runner group 2",
+            ),
+            (
+                Notice::SpecApplied {
+                    scale_set: set(),
+                    before: settings(false),
+                    after: settings(true),
+                    moved_from: None,
+                }
+                .to_string(),
+                "patched scale set 7 \"ci\" in runner group 1 from labels [ci, linux], \
+                 disableUpdate false to labels [ci, linux], disableUpdate true",
+            ),
+            (FactKind::SessionGone.to_string(), "session gone"),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(text, expected);
+        }
+        let not_applied = Notice::SpecNotApplied {
+            scale_set: set(),
+            ours: settings(false),
+            theirs: settings(true),
+        };
+        assert!(not_applied.to_string().starts_with(
+            "scale set 7 \"ci\" in runner group 1 kept labels [ci, linux], disableUpdate true \
+             after a patch to labels [ci, linux], disableUpdate false"
+        ));
+        let missing = Notice::OwnerLabelMissing {
+            scale_set: set(),
+            label: "scaleset-owner-x".into(),
+        };
+        assert!(missing.to_string().starts_with(
+            "GitHub dropped our owner label scaleset-owner-x from scale set 7 \"ci\""
+        ));
+        assert!(
+            !Notice::SpecApplied {
+                scale_set: set(),
+                before: settings(true),
+                after: settings(true),
+                moved_from: None
+            }
+            .is_warning()
+        );
+    }
+
+    #[test]
+    fn every_command_and_fact_kind_has_a_name() {
+        let commands = [
+            CommandKind::GetById,
+            CommandKind::ListByName,
+            CommandKind::ListGroup,
+            CommandKind::Create,
+            CommandKind::OpenSession,
+            CommandKind::CloseSession,
+            CommandKind::Update,
+        ]
+        .map(|kind| kind.to_string());
+        assert_eq!(
+            commands,
+            [
+                "get scale set by id",
+                "list scale sets by name",
+                "list scale sets in group",
+                "create scale set",
+                "open session",
+                "close session",
+                "update scale set"
+            ]
+        );
+        let facts = [
+            FactKind::ScaleSet,
+            FactKind::ScaleSets,
+            FactKind::NotFound,
+            FactKind::Exists,
+            FactKind::SessionGone,
+            FactKind::BadRequest,
+            FactKind::Transient,
+            FactKind::Opened,
+            FactKind::Conflict,
+            FactKind::Updated,
+            FactKind::Closed,
+        ]
+        .map(|kind| kind.to_string());
+        let mut distinct = facts.to_vec();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), facts.len(), "{facts:?}");
+        assert!(facts.iter().all(|name| !name.is_empty()));
+        assert_eq!(SessionId("s-9".into()).to_string(), "s-9");
+        let thin = ScaleSetRef {
+            runner_group_id: None,
+            ..set()
+        };
+        assert_eq!(
+            thin.to_string(),
+            "scale set 7 \"ci\" (runner group not returned)"
+        );
     }
 }

@@ -62,6 +62,13 @@ pub struct ScaleSet {
 }
 
 impl ScaleSet {
+    /// Whether this record carries what adoption judges (labels and `runnerGroupId`), so a
+    /// list item needs no re-read by id. The real service lists full records; an item with
+    /// no labels at all is taken as a thin one (as in the official fixtures) and re-read.
+    pub fn is_complete(&self) -> bool {
+        self.runner_group_id.is_some() && !self.labels.is_empty()
+    }
+
     /// A short reference to this scale set for refusals and logs.
     pub fn to_ref(&self) -> ScaleSetRef {
         ScaleSetRef {

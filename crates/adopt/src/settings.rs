@@ -4,7 +4,8 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use crate::input::{Desired, Identity};
+use crate::identity::Identity;
+use crate::input::Desired;
 use crate::scale_set::ScaleSet;
 
 /// Normalised settings: labels lower-cased, de-duplicated and sorted, owner labels removed.

@@ -3,8 +3,8 @@
 #![cfg(feature = "serde")]
 
 use scaleset_adopt::{
-    Command, Desired, Fact, Identity, Input, Machine, Outcome, Policy, RetryBounds, RunnerGroupId,
-    ScaleSet, ScaleSetId, Step,
+    Command, ControllerId, Desired, Fact, Identity, Input, Machine, Outcome, Policy, RetryBounds,
+    RunnerGroupId, ScaleSet, ScaleSetId, Step,
 };
 
 fn input() -> Input {
@@ -18,7 +18,10 @@ fn input() -> Input {
         known_id: Some(ScaleSetId(7)),
         policy: Policy::Any,
         repair: true,
-        identity: Identity::from_controller_id("0123abcd-4567-89ef-0123-456789abcdef"),
+        probe: true,
+        identity: Identity::new(
+            ControllerId::parse("0123abcd-4567-89ef-0123-456789abcdef").expect("a uuid"),
+        ),
         retry: RetryBounds::default(),
     }
 }
@@ -35,6 +38,24 @@ where
 fn public_types_round_trip_through_json() {
     let input = input();
     assert_eq!(round_trip(&input), input);
+    let identity = serde_json::to_value(&input.identity).expect("identity");
+    assert_eq!(
+        identity["controller_id"], "0123abcd-4567-89ef-0123-456789abcdef",
+        "the controller id serialises as its canonical text"
+    );
+    let mut without_probe = serde_json::to_value(&input).expect("input");
+    without_probe
+        .as_object_mut()
+        .expect("an object")
+        .remove("probe");
+    let read: Input = serde_json::from_value(without_probe).expect("probe defaults");
+    assert!(!read.probe, "the probe is off unless asked for");
+    let mut forged = identity.clone();
+    forged["controller_id"] = "not-a-uuid".into();
+    assert!(
+        serde_json::from_value::<Identity>(forged).is_err(),
+        "an identity cannot be deserialised from arbitrary text"
+    );
     assert_eq!(serde_json::to_value(input.policy).expect("policy"), "any");
 
     let mut machine = Machine::new(input);
@@ -54,7 +75,7 @@ fn public_types_round_trip_through_json() {
         labels: vec![
             "ci".into(),
             "linux".into(),
-            "scaleset-owner-0123abcd4567".into(),
+            "scaleset-owner-0123abcd456789ef0123456789abcdef".into(),
         ],
         disable_update: true,
     };

@@ -1,75 +1,96 @@
-//! Unit tests of the machine, one or more per rule, named after the cases of issue #4.
+//! Unit tests of the machine, one or more per rule, each written as the scenario it names:
+//! `ensure()` builds the input, each `.lookup(..)`, `.read(..)`, `.create(..)` … step is the
+//! command the machine must issue next with GitHub's answer, and `.outcome()` runs it,
+//! asserting the exact commands and their count.
 
 use std::time::Duration;
 
 use super::*;
-use crate::input::{Desired, Identity};
+use crate::fact::FactKind;
+use crate::identity::{ControllerId, Identity};
+use crate::input::Desired;
 use crate::retry::RetryBounds;
 use crate::scale_set::RunnerGroupId;
 
 const CONTROLLER: &str = "0123abcd-4567-89ef-0123-456789abcdef";
-const OUR_LABEL: &str = "scaleset-owner-0123abcd4567";
-const FOREIGN_LABEL: &str = "scaleset-owner-ffffeeeedddd";
+const OUR_LABEL: &str = "scaleset-owner-0123abcd456789ef0123456789abcdef";
+/// A controller made in the same millisecond (UUIDv7): the same first 12 hex digits.
+const FOREIGN_LABEL: &str = "scaleset-owner-0123abcd456789ef0123456789abcde0";
+const RIVAL: &str = "arc-listener-1";
 
 fn identity() -> Identity {
-    Identity::from_controller_id(CONTROLLER)
+    Identity::new(ControllerId::parse(CONTROLLER).expect("a uuid"))
 }
 
-fn input(policy: Policy) -> Input {
-    Input {
-        desired: Desired {
-            name: "ci".into(),
-            runner_group_id: RunnerGroupId(1),
-            labels: vec!["linux".into(), "X64".into()],
-            disable_update: true,
-        },
-        known_id: None,
-        policy,
-        repair: false,
-        identity: identity(),
-        retry: RetryBounds {
-            attempt: 0,
-            max_attempts: 3,
-            base_delay: Duration::from_millis(10),
-            max_delay: Duration::from_millis(100),
-        },
-    }
+// Scale sets as GitHub shows them.
+
+/// Exactly as desired, in group 1, with our owner label: a full record.
+fn ours(id: u64) -> ScaleSet {
+    bare(id).with(&[OUR_LABEL])
 }
 
-fn known(id: u64) -> Input {
-    Input {
-        known_id: Some(ScaleSetId(id)),
-        ..input(Policy::Owned)
-    }
-}
-
-/// A scale set exactly as desired, in group 1, with the given extra labels.
-fn set(id: u64, extra: &[&str]) -> ScaleSet {
-    let mut labels = vec!["ci".to_owned(), "linux".to_owned(), "x64".to_owned()];
-    labels.extend(extra.iter().map(|label| (*label).to_owned()));
+/// Exactly as desired, in group 1, without any owner label.
+fn bare(id: u64) -> ScaleSet {
     ScaleSet {
         id: ScaleSetId(id),
         name: "ci".into(),
         runner_group_id: Some(RunnerGroupId(1)),
-        labels,
+        labels: vec!["ci".into(), "linux".into(), "x64".into()],
         disable_update: true,
     }
 }
 
-fn list_by_name() -> Command {
-    Command::ListByName {
-        group: RunnerGroupId(1),
-        name: "ci".into(),
+/// Exactly as desired, carrying another controller's owner label.
+fn theirs(id: u64) -> ScaleSet {
+    bare(id).with(&[FOREIGN_LABEL])
+}
+
+trait Shape: Sized {
+    fn set(self) -> ScaleSet;
+    fn with(self, labels: &[&str]) -> ScaleSet {
+        let mut set = self.set();
+        set.labels
+            .extend(labels.iter().map(|label| (*label).to_owned()));
+        set
+    }
+    fn labelled(self, labels: &[&str]) -> ScaleSet {
+        let mut set = self.set();
+        set.labels = labels.iter().map(|label| (*label).to_owned()).collect();
+        set
+    }
+    /// A list item as the official fixtures show it: no group, no labels.
+    fn thin(self) -> ScaleSet {
+        self.no_group().labelled(&[])
+    }
+    fn no_group(self) -> ScaleSet {
+        let mut set = self.set();
+        set.runner_group_id = None;
+        set
+    }
+    fn in_group(self, group: u64) -> ScaleSet {
+        let mut set = self.set();
+        set.runner_group_id = Some(RunnerGroupId(group));
+        set
+    }
+    fn named(self, name: &str) -> ScaleSet {
+        let mut set = self.set();
+        set.name = name.into();
+        set
+    }
+    fn updates(self, disable_update: bool) -> ScaleSet {
+        let mut set = self.set();
+        set.disable_update = disable_update;
+        set
     }
 }
 
-fn get(id: u64) -> Command {
-    Command::GetById { id: ScaleSetId(id) }
+impl Shape for ScaleSet {
+    fn set(self) -> ScaleSet {
+        self
+    }
 }
 
-fn session(id: &str) -> SessionId {
-    SessionId(id.into())
-}
+// Facts.
 
 fn transient() -> Fact {
     Fact::Transient {
@@ -77,330 +98,559 @@ fn transient() -> Fact {
     }
 }
 
-/// Drives a machine: `script` pairs each expected command with the fact to answer it.
-/// Returns the outcome, asserting the machine issued exactly the expected commands.
-fn drive(input: Input, script: Vec<(Command, Fact)>) -> Outcome {
-    let mut machine = Machine::new(input);
-    let mut step = machine.start();
-    for (n, (expected, fact)) in script.into_iter().enumerate() {
+fn bad_request(exception: &str, message: &str) -> Fact {
+    Fact::BadRequest {
+        exception: exception.into(),
+        message: message.into(),
+    }
+}
+
+fn opened(session: &str) -> Fact {
+    Fact::Opened(SessionId(session.into()))
+}
+
+fn conflict(owner: Option<&str>) -> Fact {
+    Fact::Conflict {
+        owner: owner.map(str::to_owned),
+    }
+}
+
+/// One ensure run: its input and the exchange the machine must have with GitHub.
+struct Scenario {
+    input: Input,
+    script: Vec<(Command, Fact)>,
+}
+
+/// An ensure of scale set `ci` (labels `linux`, `X64`, `disableUpdate`) in group 1 under
+/// policy `owned`, first of three attempts, no stored id.
+fn ensure() -> Scenario {
+    Scenario {
+        input: Input {
+            desired: Desired {
+                name: "ci".into(),
+                runner_group_id: RunnerGroupId(1),
+                labels: vec!["linux".into(), "X64".into()],
+                disable_update: true,
+            },
+            known_id: None,
+            policy: Policy::Owned,
+            repair: false,
+            probe: false,
+            identity: identity(),
+            retry: RetryBounds {
+                attempt: 0,
+                max_attempts: 3,
+                base_delay: Duration::from_millis(10),
+                max_delay: Duration::from_millis(100),
+            },
+        },
+        script: Vec::new(),
+    }
+}
+
+impl Scenario {
+    fn policy(mut self, policy: Policy) -> Self {
+        self.input.policy = policy;
+        self
+    }
+    fn known(mut self, id: u64) -> Self {
+        self.input.known_id = Some(ScaleSetId(id));
+        self
+    }
+    fn repair(mut self) -> Self {
+        self.input.repair = true;
+        self
+    }
+    fn probing(mut self) -> Self {
+        self.input.probe = true;
+        self
+    }
+    fn owner_labels_off(mut self) -> Self {
+        self.input.identity = identity().without_owner_label();
+        self
+    }
+    fn last_attempt(mut self) -> Self {
+        self.input.retry.attempt = 2;
+        self
+    }
+    fn desired(mut self, change: impl FnOnce(&mut Desired)) -> Self {
+        change(&mut self.input.desired);
+        self
+    }
+
+    /// The machine must issue `command`; GitHub answers `fact`.
+    fn then(mut self, command: Command, fact: Fact) -> Self {
+        self.script.push((command, fact));
+        self
+    }
+    fn read(self, id: u64, fact: Fact) -> Self {
+        self.then(Command::GetById { id: ScaleSetId(id) }, fact)
+    }
+    fn read_set(self, set: ScaleSet) -> Self {
+        let id = set.id.0;
+        self.read(id, Fact::ScaleSet(set))
+    }
+    fn lookup(self, items: Vec<ScaleSet>) -> Self {
+        self.lookup_answers(Fact::ScaleSets(items))
+    }
+    fn lookup_answers(self, fact: Fact) -> Self {
+        let command = Command::ListByName {
+            group: RunnerGroupId(1),
+            name: "ci".into(),
+        };
+        self.then(command, fact)
+    }
+    fn group_list(self, items: Vec<ScaleSet>) -> Self {
+        let command = Command::ListGroup {
+            group: RunnerGroupId(1),
+        };
+        self.then(command, Fact::ScaleSets(items))
+    }
+    fn create(self, fact: Fact) -> Self {
+        let spec = Machine::new(self.input.clone()).create_spec();
+        self.then(Command::Create(spec), fact)
+    }
+    fn probe(self, id: u64, fact: Fact) -> Self {
+        let owner = match self.input.policy {
+            Policy::Any => identity().session_owner(),
+            _ => identity().probe_owner(),
+        };
+        let command = Command::OpenSession {
+            id: ScaleSetId(id),
+            owner,
+        };
+        self.then(command, fact)
+    }
+    fn patch(self, id: u64, fact: Fact) -> Self {
+        let machine = Machine::new(self.input.clone());
+        let patch = Patch {
+            labels: machine.wanted_labels(),
+            disable_update: self.input.desired.disable_update,
+            runner_group_id: RunnerGroupId(1),
+        };
+        let command = Command::Update {
+            id: ScaleSetId(id),
+            patch,
+        };
+        self.then(command, fact)
+    }
+    fn close(self, id: u64, session: &str, fact: Fact) -> Self {
+        let command = Command::CloseSession {
+            id: ScaleSetId(id),
+            session: SessionId(session.into()),
+        };
+        self.then(command, fact)
+    }
+
+    /// Runs the machine through the script: it must issue exactly the scripted commands, no
+    /// more, and count each.
+    fn outcome(self) -> Outcome {
+        let expected = self.script.len();
+        let mut machine = Machine::new(self.input);
+        let mut step = machine.start();
+        for (n, (command, fact)) in self.script.into_iter().enumerate() {
+            match step {
+                Step::Do(asked) => assert_eq!(asked, command, "command #{n}"),
+                Step::Done(outcome) => panic!("done before command #{n} {command:?}: {outcome:?}"),
+            }
+            assert_eq!(machine.pending(), Some(&command));
+            step = machine.next(fact).expect("scripted facts fit");
+        }
         match step {
-            Step::Do(command) => assert_eq!(command, expected, "command #{n}"),
-            Step::Done(outcome) => panic!("done before command #{n} {expected:?}: {outcome:?}"),
+            Step::Done(outcome) => {
+                assert_eq!(machine.commands_issued(), expected);
+                assert!(expected <= MAX_COMMANDS);
+                assert_eq!(machine.outcome(), Some(&outcome));
+                assert_eq!(machine.pending(), None);
+                outcome
+            }
+            Step::Do(command) => panic!("script ended but the machine asks for {command:?}"),
         }
-        step = machine.next(fact).expect("scripted facts fit");
-    }
-    match step {
-        Step::Done(outcome) => {
-            assert!(machine.commands_issued() <= MAX_COMMANDS);
-            outcome
-        }
-        Step::Do(command) => panic!("script ended but the machine asks for {command:?}"),
     }
 }
 
-fn create() -> Command {
-    Command::Create(Machine::new(input(Policy::Owned)).create_spec())
+// What an outcome says.
+
+#[derive(Debug, PartialEq)]
+struct Ready {
+    id: u64,
+    provenance: Provenance,
+    evidence: Vec<Evidence>,
+    session: Option<SessionId>,
+    reset_cursor: bool,
+    permit: Option<ScaleSetId>,
+    notices: Vec<Notice>,
 }
 
-fn ready(outcome: &Outcome) -> (ScaleSetId, Provenance, &[Evidence], &Rollback) {
-    match outcome {
-        Outcome::Ready {
-            id,
-            provenance,
-            evidence,
-            rollback,
-            ..
-        } => (*id, *provenance, evidence, rollback),
-        other => panic!("expected ready, got {other:?}"),
+fn ready(outcome: &Outcome) -> Ready {
+    let Outcome::Ready {
+        id,
+        provenance,
+        evidence,
+        session,
+        reset_cursor,
+        rollback,
+        notices,
+    } = outcome
+    else {
+        panic!("expected ready, got {outcome:?}");
+    };
+    assert_eq!(outcome.ready_id(), Some(*id));
+    assert_eq!(outcome.delete_permit(), rollback.permit());
+    assert_eq!(outcome.refusal(), None);
+    Ready {
+        id: id.0,
+        provenance: *provenance,
+        evidence: evidence.clone(),
+        session: session.clone(),
+        reset_cursor: *reset_cursor,
+        permit: rollback.permit().map(DeletePermit::id),
+        notices: notices.clone(),
     }
+}
+
+/// A ready scale set with the given provenance and evidence, and nothing else to say.
+fn plain(id: u64, provenance: Provenance, evidence: &[Evidence]) -> Ready {
+    Ready {
+        id,
+        provenance,
+        evidence: evidence.to_vec(),
+        session: None,
+        reset_cursor: false,
+        permit: None,
+        notices: Vec::new(),
+    }
+}
+
+/// Ready from the stored id, which carries our owner label.
+fn known_ours(id: u64) -> Ready {
+    plain(
+        id,
+        Provenance::Known,
+        &[Evidence::StoredId, Evidence::OwnerLabel],
+    )
 }
 
 fn refusal(outcome: Outcome) -> Refusal {
+    assert_eq!(outcome.ready_id(), None);
+    assert_eq!(outcome.delete_permit(), None);
+    let reason = outcome.refusal().cloned();
     match outcome {
-        Outcome::Refused { reason } => reason,
+        Outcome::Refused { reason: refused } => {
+            assert_eq!(reason.as_ref(), Some(&refused));
+            refused
+        }
         other => panic!("expected a refusal, got {other:?}"),
     }
+}
+
+fn code(outcome: Outcome) -> &'static str {
+    refusal(outcome).code()
+}
+
+fn retry_reason(outcome: Outcome) -> RetryReason {
+    assert_eq!(outcome.refusal(), None);
+    match outcome {
+        Outcome::Retry { after, reason } => {
+            assert_eq!(after, Duration::from_millis(10), "first attempt's backoff");
+            reason
+        }
+        other => panic!("expected a retry, got {other:?}"),
+    }
+}
+
+fn failure(outcome: Outcome) -> Failure {
+    assert_eq!((outcome.ready_id(), outcome.refusal()), (None, None));
+    match outcome {
+        Outcome::Failed { reason } => reason,
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+/// The scenario retries for `reason`, and on the last attempt gives up naming it.
+fn retries_then_gives_up(scenario: impl Fn() -> Scenario, reason: RetryReason) {
+    assert_eq!(retry_reason(scenario().outcome()), reason);
+    let exhausted = failure(scenario().last_attempt().outcome());
+    assert_eq!(
+        exhausted,
+        Failure::AttemptsExhausted {
+            attempts: 3,
+            last: reason
+        }
+    );
+}
+
+fn changed(id: u64) -> RetryReason {
+    RetryReason::ChangedWhileReading { id: ScaleSetId(id) }
+}
+
+// Scenario starts shared by several tests.
+
+/// Nothing found, so the machine creates; GitHub answers the create with `answer`.
+fn created(answer: Fact) -> Outcome {
+    ensure().lookup(vec![]).create(answer).outcome()
+}
+
+/// Nothing found, and the create meets `Exists` (rule 5).
+fn race() -> Scenario {
+    ensure().lookup(vec![]).create(Fact::Exists)
+}
+
+/// Stored id 7, whose read omits the runner group.
+fn unconfirmed() -> Scenario {
+    ensure().known(7).read_set(ours(7).no_group())
+}
+
+/// Stored id 7, which GitHub answers as not found.
+fn gone(scenario: Scenario) -> Scenario {
+    scenario.known(7).read(7, Fact::NotFound)
+}
+
+/// The lookup lists scale set `id` of ours as a thin item.
+fn thin_match(id: u64) -> Scenario {
+    ensure().lookup(vec![ours(id).thin()])
+}
+
+/// Policy `owned` with the opt-in probe on a set without evidence; the probe meets `fact`.
+fn owned_probe(fact: Fact) -> Scenario {
+    ensure().probing().lookup(vec![bare(3)]).probe(3, fact)
+}
+
+/// Policy `any` with repair on a drifted set without evidence; the probe opens `s-5`.
+fn any_repairing() -> Scenario {
+    ensure()
+        .policy(Policy::Any)
+        .repair()
+        .lookup(vec![bare(5).updates(false)])
+        .probe(5, opened("s-5"))
+}
+
+/// Repair on: `found` is found by name and patched.
+fn repairing(found: ScaleSet) -> Scenario {
+    ensure()
+        .repair()
+        .lookup(vec![found])
+        .patch(5, Fact::Updated)
+}
+
+/// Stored id 9 reads as `before` and is patched to the configuration.
+fn known_patched(before: ScaleSet) -> Scenario {
+    ensure().known(9).read_set(before).patch(9, Fact::Updated)
 }
 
 // Rule 4.
 
 #[test]
-fn missing_scale_set_is_created() {
-    let outcome = drive(
-        input(Policy::Owned),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![])),
-            (create(), Fact::ScaleSet(set(5, &[OUR_LABEL]))),
-        ],
+fn missing_scale_set_is_created_with_a_delete_permit() {
+    let outcome = created(Fact::ScaleSet(ours(5)));
+    assert_eq!(
+        ready(&outcome),
+        Ready {
+            permit: Some(ScaleSetId(5)),
+            ..plain(5, Provenance::Created, &[Evidence::CreatedThisRun])
+        }
     );
-    let (id, provenance, evidence, rollback) = ready(&outcome);
-    assert_eq!((id, provenance), (ScaleSetId(5), Provenance::Created));
-    assert_eq!(evidence, [Evidence::CreatedThisRun]);
-    assert_eq!(rollback.permit().map(DeletePermit::id), Some(ScaleSetId(5)));
 }
 
 #[test]
-fn create_spec_carries_name_labels_and_owner_label() {
-    let mut input = input(Policy::Owned);
-    input.desired.labels = vec![
-        "linux".into(),
-        "LINUX".into(),
-        "ci".into(),
-        FOREIGN_LABEL.into(),
-    ];
-    let spec = Machine::new(input).create_spec();
+fn create_spec_carries_name_labels_and_all_32_hex_of_the_owner_label() {
+    let spec = Machine::new(
+        ensure()
+            .desired(|d| {
+                d.labels = vec![
+                    "linux".into(),
+                    "LINUX".into(),
+                    "ci".into(),
+                    FOREIGN_LABEL.into(),
+                ]
+            })
+            .input,
+    )
+    .create_spec();
     assert_eq!(spec.labels, ["ci", "linux", OUR_LABEL]);
     assert_eq!(
-        (spec.name.as_str(), spec.runner_group_id),
-        ("ci", RunnerGroupId(1))
+        (
+            spec.name.as_str(),
+            spec.runner_group_id,
+            spec.disable_update
+        ),
+        ("ci", RunnerGroupId(1), true)
     );
-    assert!(spec.disable_update);
 }
 
 #[test]
 fn create_without_owner_label_when_turned_off() {
-    let mut input = input(Policy::Owned);
-    input.identity.owner_label = None;
-    assert_eq!(
-        Machine::new(input).create_spec().labels,
-        ["ci", "linux", "X64"]
-    );
-}
-
-// The original request's cases.
-
-#[test]
-fn api_and_worker_adoption() {
-    // The API creates the scale set (no stored id yet).
-    let created = drive(
-        input(Policy::Owned),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![])),
-            (create(), Fact::ScaleSet(set(9, &[OUR_LABEL]))),
-        ],
-    );
-    assert_eq!(ready(&created).1, Provenance::Created);
-    // The worker starts from the stored id: confirmed by id, no lookup, no create.
-    let worker = drive(
-        known(9),
-        vec![(get(9), Fact::ScaleSet(set(9, &[OUR_LABEL])))],
-    );
-    let (id, provenance, evidence, rollback) = ready(&worker);
-    assert_eq!((id, provenance), (ScaleSetId(9), Provenance::Known));
-    assert_eq!(evidence, [Evidence::StoredId, Evidence::OwnerLabel]);
-    assert_eq!(rollback, &Rollback::DetachOnly);
-    // After a database loss, the API finds it by name and adopts it on our owner label.
-    let adopted = drive(
-        input(Policy::Owned),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![set(9, &[OUR_LABEL])])),
-            (get(9), Fact::ScaleSet(set(9, &[OUR_LABEL]))),
-        ],
-    );
-    let (id, provenance, evidence, rollback) = ready(&adopted);
-    assert_eq!((id, provenance), (ScaleSetId(9), Provenance::Adopted));
-    assert_eq!(evidence, [Evidence::OwnerLabel]);
-    assert_eq!(rollback, &Rollback::DetachOnly);
+    let spec = Machine::new(ensure().owner_labels_off().input).create_spec();
+    assert_eq!(spec.labels, ["ci", "linux", "X64"]);
 }
 
 #[test]
-fn duplicate_create_recovery() {
-    // Create conflicts; the name filter lags, the group listing shows our own set (a create
-    // of ours that timed out but succeeded): adopted, not created, so not deletable.
-    let outcome = drive(
-        input(Policy::Owned),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![])),
-            (create(), Fact::Exists),
-            (list_by_name(), Fact::ScaleSets(vec![])),
-            (
-                Command::ListGroup {
-                    group: RunnerGroupId(1),
-                },
-                Fact::ScaleSets(vec![set(3, &[OUR_LABEL])]),
-            ),
-            (get(3), Fact::ScaleSet(set(3, &[OUR_LABEL]))),
-        ],
-    );
-    let (id, provenance, _, rollback) = ready(&outcome);
-    assert_eq!((id, provenance), (ScaleSetId(3), Provenance::Adopted));
-    assert_eq!(rollback, &Rollback::DetachOnly);
-}
-
-#[test]
-fn duplicate_create_race_winner_without_evidence_is_probed() {
-    // Rule 5 judges the winner by rule 3: a concurrent creator's set is not ours.
-    let outcome = drive(
-        input(Policy::Owned),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![])),
-            (create(), Fact::Exists),
-            (list_by_name(), Fact::ScaleSets(vec![set(4, &[])])),
-            (get(4), Fact::ScaleSet(set(4, &[]))),
-            (
-                Command::OpenSession {
-                    id: ScaleSetId(4),
-                    owner: identity().probe_owner,
-                },
-                Fact::Conflict {
-                    owner: Some("arc-listener-1".into()),
-                },
-            ),
-        ],
-    );
-    assert_eq!(refusal(outcome).code(), "ForeignSession");
-}
-
-#[test]
-fn duplicate_create_unresolved_retries_without_a_second_create() {
-    let outcome = drive(
-        input(Policy::Owned),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![])),
-            (create(), Fact::Exists),
-            (list_by_name(), Fact::ScaleSets(vec![])),
-            (
-                Command::ListGroup {
-                    group: RunnerGroupId(1),
-                },
-                Fact::ScaleSets(vec![]),
-            ),
-        ],
-    );
+fn a_created_set_without_our_owner_label_is_reported() {
+    // Some GHES versions drop custom labels: the create answer lacks ours.
+    let outcome = created(Fact::ScaleSet(bare(5)));
+    let notices = ready(&outcome).notices;
     assert!(matches!(
-        outcome,
-        Outcome::Retry { after, reason: RetryReason::CreateRaceUnresolved { .. } }
-            if after == Duration::from_millis(10)
+        notices.as_slice(),
+        [notice @ Notice::OwnerLabelMissing { label, .. }] if label == OUR_LABEL && notice.is_warning()
+    ));
+    // With owner labels off nothing is missing.
+    let off = ensure()
+        .owner_labels_off()
+        .lookup(vec![])
+        .create(Fact::ScaleSet(bare(5)))
+        .outcome();
+    assert_eq!(ready(&off).notices, []);
+}
+
+#[test]
+fn a_create_answer_with_another_name_or_group_fails_without_a_permit() {
+    for answer in [ours(5).named("other"), ours(5).in_group(2)] {
+        let outcome = created(Fact::ScaleSet(answer.clone()));
+        assert_eq!(
+            failure(outcome),
+            Failure::UnexpectedCreateResponse {
+                created: answer.to_ref()
+            }
+        );
+    }
+    // An answer that omits the group is the desired set.
+    let omitted = created(Fact::ScaleSet(ours(5).no_group()));
+    assert_eq!(ready(&omitted).provenance, Provenance::Created);
+}
+
+#[test]
+fn a_create_answer_with_a_foreign_owner_label_is_refused() {
+    let outcome = created(Fact::ScaleSet(theirs(5)));
+    assert_eq!(code(outcome), "ForeignOwner");
+}
+
+// Rule 5.
+
+#[test]
+fn a_create_race_won_by_our_timed_out_create_is_adopted_not_deletable() {
+    // The name filter lags; the group listing shows our own set (full record: no re-read).
+    let outcome = race().lookup(vec![]).group_list(vec![ours(3)]).outcome();
+    assert_eq!(
+        ready(&outcome),
+        plain(3, Provenance::Adopted, &[Evidence::OwnerLabel])
+    );
+}
+
+#[test]
+fn a_create_race_winner_without_evidence_is_not_ours() {
+    let outcome = race().lookup(vec![bare(4)]).outcome();
+    assert_eq!(code(outcome), "OwnershipUnproven");
+    let foreign = race().lookup(vec![theirs(8)]).outcome();
+    assert_eq!(code(foreign), "ForeignOwner");
+}
+
+#[test]
+fn an_unresolved_create_race_retries_without_a_second_create() {
+    let outcome = race().lookup(vec![]).group_list(vec![]).outcome();
+    assert!(matches!(
+        retry_reason(outcome),
+        RetryReason::CreateRaceUnresolved {
+            desired_group: RunnerGroupId(1),
+            ..
+        }
     ));
 }
 
 #[test]
-fn nested_duplicate_error_as_exists_fact() {
-    // The client reports a nested RunnerScaleSetExistsException as `Exists`; either way
-    // the machine looks again instead of failing.
-    let nested = Fact::BadRequest {
-        exception: "VssServiceException".into(),
-        message: "wrapped: GitHub.Actions.Runtime.WebApi.RunnerScaleSetExistsException".into(),
-    };
-    for fact in [Fact::Exists, nested] {
-        let outcome = drive(
-            input(Policy::Owned),
-            vec![
-                (list_by_name(), Fact::ScaleSets(vec![])),
-                (create(), fact),
-                (
-                    list_by_name(),
-                    Fact::ScaleSets(vec![set(8, &[FOREIGN_LABEL])]),
-                ),
-                (get(8), Fact::ScaleSet(set(8, &[FOREIGN_LABEL]))),
-            ],
-        );
-        assert_eq!(refusal(outcome).code(), "ForeignOwner");
-    }
-}
-
-#[test]
-fn cleanup_ownership() {
-    // Only a set created by this run carries a delete permit.
-    let created = drive(
-        input(Policy::Owned),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![])),
-            (create(), Fact::ScaleSet(set(1, &[OUR_LABEL]))),
-        ],
-    );
-    assert!(ready(&created).3.permit().is_some());
-    let known = drive(
-        known(1),
-        vec![(get(1), Fact::ScaleSet(set(1, &[OUR_LABEL])))],
-    );
-    assert!(ready(&known).3.permit().is_none());
-    let adopted = drive(
-        input(Policy::Owned),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![set(1, &[OUR_LABEL])])),
-            (get(1), Fact::ScaleSet(set(1, &[OUR_LABEL]))),
-        ],
-    );
-    assert!(ready(&adopted).3.permit().is_none());
-    let any = drive(
-        input(Policy::Any),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![set(1, &[])])),
-            (get(1), Fact::ScaleSet(set(1, &[]))),
-            (
-                Command::OpenSession {
-                    id: ScaleSetId(1),
-                    owner: identity().session_owner,
-                },
-                Fact::Opened(session("s-1")),
-            ),
-        ],
-    );
-    assert!(ready(&any).3.permit().is_none());
-}
-
-#[test]
-fn unrelated_bad_request_fails() {
-    let outcome = drive(
-        input(Policy::Any),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![])),
-            (
-                create(),
-                Fact::BadRequest {
-                    exception: "InvalidRunnerScaleSetException".into(),
-                    message: "labels invalid".into(),
-                },
-            ),
-        ],
-    );
-    match outcome {
-        Outcome::Failed {
-            reason: Failure::BadRequest {
-                command, exception, ..
-            },
-        } => {
-            assert_eq!(command, CommandKind::Create);
-            assert_eq!(exception, "InvalidRunnerScaleSetException");
+fn the_machine_does_not_read_exception_names_in_a_bad_request() {
+    // Typed facts only: the driver maps a nested exists exception to `Exists`.
+    let text = "wrapped: GitHub.Actions.Runtime.WebApi.RunnerScaleSetExistsException";
+    let outcome = created(bad_request("RunnerScaleSetExistsException", text));
+    assert!(matches!(
+        failure(outcome),
+        Failure::BadRequest {
+            command: CommandKind::Create,
+            ..
         }
-        other => panic!("expected failure, got {other:?}"),
-    }
+    ));
+}
+
+// Rule 6.
+
+#[test]
+fn another_bad_request_fails_naming_the_command_and_exception() {
+    let outcome = created(bad_request(
+        "InvalidRunnerScaleSetException",
+        "labels invalid",
+    ));
+    assert_eq!(
+        failure(outcome),
+        Failure::BadRequest {
+            command: CommandKind::Create,
+            exception: "InvalidRunnerScaleSetException".into(),
+            message: "labels invalid".into(),
+        }
+    );
+}
+
+#[test]
+fn a_transient_failure_retries_and_the_last_attempt_gives_up() {
+    let reason = RetryReason::Transient {
+        command: CommandKind::ListByName,
+        message: "503 after 5 attempts".into(),
+    };
+    retries_then_gives_up(|| ensure().lookup_answers(transient()), reason);
+}
+
+#[test]
+fn the_backoff_hint_doubles_and_caps() {
+    let mut input = ensure().input;
+    let hints: Vec<Duration> = (0..5)
+        .map(|attempt| {
+            input.retry.attempt = attempt;
+            input.retry.max_attempts = 10;
+            input.retry.backoff()
+        })
+        .collect();
+    let ms = Duration::from_millis;
+    assert_eq!(hints, [ms(10), ms(20), ms(40), ms(80), ms(100)]);
 }
 
 // Rule 1.
 
 #[test]
-fn known_id_conflict() {
-    // Rule 1: the stored id now names another scale set.
-    let mut renamed = set(7, &[OUR_LABEL]);
-    renamed.name = "other".into();
-    let reason = refusal(drive(known(7), vec![(get(7), Fact::ScaleSet(renamed))]));
+fn a_known_set_is_ready_after_one_read() {
+    let outcome = ensure().known(9).read_set(ours(9)).outcome();
+    assert_eq!(ready(&outcome), known_ours(9));
+}
+
+#[test]
+fn a_stored_id_naming_another_set_is_a_known_id_conflict() {
+    let reason = refusal(ensure().known(7).read_set(ours(7).named("other")).outcome());
     assert!(matches!(
         &reason,
         Refusal::KnownIdConflict { stored: ScaleSetId(7), github, .. } if github.name == "other"
     ));
-    // Rule 1: same name, another group.
-    let mut moved = set(7, &[]);
-    moved.runner_group_id = Some(RunnerGroupId(2));
-    assert_eq!(
-        refusal(drive(known(7), vec![(get(7), Fact::ScaleSet(moved))])).code(),
-        "KnownIdConflict"
-    );
-    // Rule 3: local 7, GitHub 42 (the group was unconfirmed by the id read, the lookup
-    // finds another id).
-    let mut unconfirmed = set(7, &[]);
-    unconfirmed.runner_group_id = None;
-    let reason = refusal(drive(
-        known(7),
-        vec![
-            (get(7), Fact::ScaleSet(unconfirmed)),
-            (list_by_name(), Fact::ScaleSets(vec![set(42, &[OUR_LABEL])])),
-            (get(42), Fact::ScaleSet(set(42, &[OUR_LABEL]))),
-        ],
-    ));
+}
+
+#[test]
+fn a_known_set_with_a_foreign_owner_label_is_refused() {
+    for policy in [Policy::Never, Policy::Owned, Policy::Any] {
+        let outcome = ensure()
+            .policy(policy)
+            .known(7)
+            .read_set(theirs(7))
+            .outcome();
+        assert_eq!(code(outcome), "ForeignOwner");
+    }
+}
+
+#[test]
+fn a_known_set_read_without_its_group_is_confirmed_by_the_lookup_without_a_second_read() {
+    let outcome = unconfirmed().lookup(vec![ours(7).thin()]).outcome();
+    assert_eq!(ready(&outcome), known_ours(7));
+}
+
+#[test]
+fn a_known_set_whose_lookup_shows_another_id_is_a_conflict() {
+    let reason = refusal(unconfirmed().lookup(vec![ours(42)]).outcome());
     assert!(matches!(
-        reason,
+        &reason,
         Refusal::KnownIdConflict {
             stored: ScaleSetId(7),
             github: ScaleSetRef {
@@ -414,881 +664,619 @@ fn known_id_conflict() {
 }
 
 #[test]
-fn known_id_with_omitted_group_is_confirmed_by_lookup() {
-    let mut unconfirmed = set(7, &[]);
-    unconfirmed.runner_group_id = None;
-    let outcome = drive(
-        known(7),
-        vec![
-            (get(7), Fact::ScaleSet(unconfirmed.clone())),
-            (list_by_name(), Fact::ScaleSets(vec![unconfirmed.clone()])),
-            (get(7), Fact::ScaleSet(unconfirmed.clone())),
-        ],
-    );
-    assert_eq!(ready(&outcome).1, Provenance::Known);
-    // Not in the group's lookup: refused, not created.
-    let reason = refusal(drive(
-        known(7),
-        vec![
-            (get(7), Fact::ScaleSet(unconfirmed)),
-            (list_by_name(), Fact::ScaleSets(vec![])),
-        ],
-    ));
-    assert_eq!(reason.code(), "KnownIdConflict");
+fn a_known_set_missing_from_a_lagging_lookup_is_a_bounded_retry() {
+    let scenario = || unconfirmed().lookup(vec![]);
+    let reason = RetryReason::KnownIdUnconfirmed { id: ScaleSetId(7) };
+    retries_then_gives_up(scenario, reason);
 }
 
 #[test]
-fn dormancy_404_by_id() {
-    let outcome = drive(
-        known(7),
-        vec![
-            (get(7), Fact::NotFound),
-            (list_by_name(), Fact::ScaleSets(vec![])),
-            (create(), Fact::ScaleSet(set(8, &[OUR_LABEL]))),
-        ],
-    );
-    let Outcome::Ready {
-        id,
-        provenance,
-        reset_cursor,
-        ..
-    } = outcome
-    else {
-        panic!("expected ready, got {outcome:?}");
-    };
+fn a_known_set_gone_on_github_is_created_again_with_a_cursor_reset() {
+    let outcome = gone(ensure())
+        .lookup(vec![])
+        .create(Fact::ScaleSet(ours(8)))
+        .outcome();
     assert_eq!(
-        (id, provenance, reset_cursor),
-        (ScaleSetId(8), Provenance::Created, true)
+        ready(&outcome),
+        Ready {
+            reset_cursor: true,
+            permit: Some(ScaleSetId(8)),
+            ..plain(8, Provenance::Created, &[Evidence::CreatedThisRun])
+        }
     );
 }
 
 #[test]
-fn dormancy_forgets_the_id_before_judging_a_same_name_set() {
-    // After the 404 the stored id is no evidence and no conflict.
-    let outcome = drive(
-        known(7),
-        vec![
-            (get(7), Fact::NotFound),
-            (list_by_name(), Fact::ScaleSets(vec![set(8, &[OUR_LABEL])])),
-            (get(8), Fact::ScaleSet(set(8, &[OUR_LABEL]))),
-        ],
+fn a_404_by_stored_id_contradicted_by_the_lookup_is_still_known() {
+    let listed = gone(ensure()).lookup(vec![ours(7)]).outcome();
+    let known = plain(
+        7,
+        Provenance::Known,
+        &[Evidence::StoredId, Evidence::OwnerLabel],
     );
-    let Outcome::Ready {
-        provenance,
-        evidence,
-        reset_cursor,
-        ..
-    } = outcome
-    else {
-        panic!("expected ready, got {outcome:?}");
-    };
+    assert_eq!(ready(&listed), known);
+    // Even without an owner label, and under `never`.
+    let never = gone(ensure().policy(Policy::Never))
+        .lookup(vec![bare(7).thin()])
+        .read_set(bare(7))
+        .outcome();
     assert_eq!(
-        (provenance, evidence, reset_cursor),
-        (Provenance::Adopted, vec![Evidence::OwnerLabel], true)
+        ready(&never),
+        plain(7, Provenance::Known, &[Evidence::StoredId])
+    );
+}
+
+#[test]
+fn a_404_by_stored_id_then_another_set_of_ours_adopts_it_with_a_cursor_reset() {
+    let outcome = gone(ensure()).lookup(vec![ours(8)]).outcome();
+    assert_eq!(
+        ready(&outcome),
+        Ready {
+            reset_cursor: true,
+            ..plain(8, Provenance::Adopted, &[Evidence::OwnerLabel])
+        }
     );
 }
 
 // Rule 2.
 
 #[test]
-fn omitted_runner_group_id() {
-    let mut thin = set(6, &[]);
-    thin.runner_group_id = None;
-    thin.labels.clear();
-    let outcome = drive(
-        input(Policy::Owned),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![thin])),
-            (get(6), Fact::ScaleSet(set(6, &[OUR_LABEL]))),
-        ],
-    );
-    assert_eq!(ready(&outcome).0, ScaleSetId(6));
-}
-
-#[test]
-fn list_ignoring_the_name_filter_is_matched_exactly() {
-    let mut other = set(2, &[]);
-    other.name = "ci-large".into();
-    let outcome = drive(
-        input(Policy::Owned),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![other])),
-            (create(), Fact::ScaleSet(set(3, &[OUR_LABEL]))),
-        ],
-    );
-    assert_eq!(ready(&outcome).1, Provenance::Created);
-}
-
-#[test]
-fn populated_group_mismatch() {
-    let mut elsewhere = set(6, &[]);
-    elsewhere.runner_group_id = Some(RunnerGroupId(3));
-    let reason = refusal(drive(
-        input(Policy::Any),
-        vec![(list_by_name(), Fact::ScaleSets(vec![elsewhere]))],
-    ));
-    let Refusal::GroupMismatch {
-        found,
-        desired_group,
-        ..
-    } = &reason
-    else {
-        panic!("expected a group mismatch, got {reason:?}");
-    };
+fn a_complete_list_match_is_judged_without_a_read() {
+    let outcome = ensure().lookup(vec![ours(9)]).outcome();
     assert_eq!(
-        (found[0].runner_group_id, *desired_group),
-        (Some(RunnerGroupId(3)), RunnerGroupId(1))
-    );
-    assert!(reason.remediation().contains("runner group 1"));
-    // Names are unique per group: a lookup that also shows the name in another group ignored
-    // its filter and is not trusted, even beside an in-group match.
-    let mut elsewhere = set(6, &[]);
-    elsewhere.runner_group_id = Some(RunnerGroupId(3));
-    let reason = refusal(drive(
-        input(Policy::Owned),
-        vec![(
-            list_by_name(),
-            Fact::ScaleSets(vec![set(2, &[OUR_LABEL]), elsewhere]),
-        )],
-    ));
-    assert!(
-        matches!(&reason, Refusal::GroupMismatch { found, .. } if found.len() == 1 && found[0].id == ScaleSetId(6)),
-        "{reason:?}"
+        ready(&outcome),
+        plain(9, Provenance::Adopted, &[Evidence::OwnerLabel])
     );
 }
 
 #[test]
-fn ambiguous_matches() {
-    let reason = refusal(drive(
-        input(Policy::Any),
-        vec![(
-            list_by_name(),
-            Fact::ScaleSets(vec![set(1, &[OUR_LABEL]), set(2, &[])]),
-        )],
-    ));
-    let Refusal::Ambiguous { matches, .. } = &reason else {
-        panic!("expected ambiguous, got {reason:?}");
-    };
-    assert_eq!(
-        matches.iter().map(|m| m.id).collect::<Vec<_>>(),
-        [ScaleSetId(1), ScaleSetId(2)]
-    );
+fn a_thin_list_match_is_read_by_id_first() {
+    for thin in [ours(6).thin(), ours(6).no_group(), ours(6).labelled(&[])] {
+        let outcome = ensure().lookup(vec![thin]).read_set(ours(6)).outcome();
+        assert_eq!(
+            ready(&outcome),
+            plain(6, Provenance::Adopted, &[Evidence::OwnerLabel])
+        );
+    }
 }
 
 #[test]
-fn name_case_collision() {
-    let mut upper = set(2, &[]);
-    upper.name = "CI".into();
-    let reason = refusal(drive(
-        input(Policy::Any),
-        vec![(list_by_name(), Fact::ScaleSets(vec![upper.clone()]))],
+fn a_thin_match_that_changes_or_vanishes_while_read_retries() {
+    let renamed = thin_match(6).read_set(ours(6).named("other")).outcome();
+    assert_eq!(retry_reason(renamed), changed(6));
+    let gone = thin_match(6).read(6, Fact::NotFound).outcome();
+    assert_eq!(retry_reason(gone), changed(6));
+}
+
+#[test]
+fn a_list_ignoring_the_name_filter_is_matched_exactly() {
+    let outcome = ensure()
+        .lookup(vec![ours(1).named("ci-2"), ours(2), ours(3).named("c")])
+        .outcome();
+    assert_eq!(ready(&outcome).id, 2);
+}
+
+#[test]
+fn a_same_name_set_in_another_group_is_a_group_mismatch() {
+    let listed = refusal(
+        ensure()
+            .lookup(vec![ours(3), ours(4).in_group(2)])
+            .outcome(),
+    );
+    assert!(matches!(
+        &listed,
+        Refusal::GroupMismatch { found, .. } if found == &[ours(4).in_group(2).to_ref()]
     ));
-    assert_eq!(reason.code(), "NameCaseCollision");
-    // A case-only match in another (populated) group does not collide.
-    let mut upper_elsewhere = upper.clone();
-    upper_elsewhere.runner_group_id = Some(RunnerGroupId(2));
-    let outcome = drive(
-        input(Policy::Owned),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![upper_elsewhere])),
-            (create(), Fact::ScaleSet(set(4, &[OUR_LABEL]))),
-        ],
+    let read = thin_match(4).read_set(ours(4).in_group(2)).outcome();
+    assert_eq!(code(read), "GroupMismatch");
+}
+
+#[test]
+fn two_matches_are_ambiguous() {
+    let reason = refusal(ensure().lookup(vec![ours(3), bare(4).no_group()]).outcome());
+    assert!(matches!(&reason, Refusal::Ambiguous { matches, .. } if matches.len() == 2));
+}
+
+#[test]
+fn a_name_differing_only_in_case_is_a_collision_not_a_create() {
+    let reason = refusal(
+        ensure()
+            .lookup(vec![ours(3).named("CI"), ours(4).named("Ci").in_group(2)])
+            .outcome(),
     );
-    assert_eq!(ready(&outcome).1, Provenance::Created);
-    // An exact match wins over a case-only one.
-    let outcome = drive(
-        input(Policy::Owned),
-        vec![
-            (
-                list_by_name(),
-                Fact::ScaleSets(vec![upper, set(3, &[OUR_LABEL])]),
-            ),
-            (get(3), Fact::ScaleSet(set(3, &[OUR_LABEL]))),
-        ],
-    );
-    assert_eq!(ready(&outcome).0, ScaleSetId(3));
+    assert!(matches!(
+        &reason,
+        Refusal::NameCaseCollision { existing, .. } if existing == &[ours(3).named("CI").to_ref()]
+    ));
+    // Only in another group, or another name altogether: no collision, so it is created.
+    let elsewhere = ensure()
+        .lookup(vec![ours(4).named("Ci").in_group(2), ours(6).named("ci-2")])
+        .create(Fact::ScaleSet(ours(5)))
+        .outcome();
+    assert_eq!(ready(&elsewhere).provenance, Provenance::Created);
 }
 
 // Rule 3.
 
 #[test]
-fn foreign_owner_label() {
+fn a_foreign_owner_label_is_refused_under_every_policy() {
     for policy in [Policy::Never, Policy::Owned, Policy::Any] {
-        let mut with_both = set(5, &[FOREIGN_LABEL]);
-        with_both.labels.push(OUR_LABEL.into());
-        let reason = refusal(drive(
-            input(policy),
-            vec![
-                (list_by_name(), Fact::ScaleSets(vec![with_both.clone()])),
-                (get(5), Fact::ScaleSet(with_both)),
-            ],
-        ));
+        let reason = refusal(ensure().policy(policy).lookup(vec![theirs(8)]).outcome());
         assert_eq!(
             reason,
             Refusal::ForeignOwner {
-                scale_set: set(5, &[]).to_ref(),
-                labels: vec![FOREIGN_LABEL.into()]
-            }
-        );
-    }
-    // Also on the stored id.
-    let reason = refusal(drive(
-        known(5),
-        vec![(get(5), Fact::ScaleSet(set(5, &[FOREIGN_LABEL])))],
-    ));
-    assert_eq!(reason.code(), "ForeignOwner");
-}
-
-/// The owner name the ownership probe sends under `policy`.
-fn probe_owner(policy: Policy) -> String {
-    match policy {
-        Policy::Any => identity().session_owner,
-        _ => identity().probe_owner,
-    }
-}
-
-#[test]
-fn own_stale_session() {
-    for policy in [Policy::Owned, Policy::Any] {
-        let outcome = drive(
-            input(policy),
-            vec![
-                (list_by_name(), Fact::ScaleSets(vec![set(5, &[])])),
-                (get(5), Fact::ScaleSet(set(5, &[]))),
-                (
-                    Command::OpenSession {
-                        id: ScaleSetId(5),
-                        owner: probe_owner(policy),
-                    },
-                    Fact::Conflict {
-                        owner: Some(identity().session_owner),
-                    },
-                ),
-            ],
-        );
-        let (id, provenance, evidence, rollback) = ready(&outcome);
-        assert_eq!((id, provenance), (ScaleSetId(5), Provenance::Adopted));
-        assert_eq!(evidence, [Evidence::OwnSession], "{policy:?}");
-        assert_eq!(rollback, &Rollback::DetachOnly);
-        // Nothing was opened, so nothing is handed over.
-        assert!(matches!(outcome, Outcome::Ready { session: None, .. }));
-    }
-}
-
-#[test]
-fn foreign_session() {
-    for policy in [Policy::Owned, Policy::Any] {
-        let owner = probe_owner(policy);
-        let reason = refusal(drive(
-            input(policy),
-            vec![
-                (list_by_name(), Fact::ScaleSets(vec![set(5, &[])])),
-                (get(5), Fact::ScaleSet(set(5, &[]))),
-                (
-                    Command::OpenSession {
-                        id: ScaleSetId(5),
-                        owner,
-                    },
-                    Fact::Conflict {
-                        owner: Some("runner-host-1".into()),
-                    },
-                ),
-            ],
-        ));
-        assert_eq!(
-            reason,
-            Refusal::ForeignSession {
-                scale_set: set(5, &[]).to_ref(),
-                owner: "runner-host-1".into()
+                scale_set: theirs(8).to_ref(),
+                labels: vec![FOREIGN_LABEL.into()],
             }
         );
     }
 }
 
 #[test]
-fn unnamed_session_holder() {
-    for policy in [Policy::Owned, Policy::Any] {
-        let outcome = drive(
-            input(policy),
-            vec![
-                (list_by_name(), Fact::ScaleSets(vec![set(5, &[])])),
-                (get(5), Fact::ScaleSet(set(5, &[]))),
-                (
-                    Command::OpenSession {
-                        id: ScaleSetId(5),
-                        owner: probe_owner(policy),
-                    },
-                    Fact::Conflict { owner: None },
-                ),
-            ],
-        );
-        assert!(
-            matches!(
-                outcome,
-                Outcome::Retry {
-                    reason: RetryReason::SessionHeld { owner: None, .. },
-                    ..
-                }
-            ),
-            "{policy:?}: {outcome:?}"
-        );
-    }
+fn policy_never_refuses_an_unrecorded_set_even_with_our_label() {
+    let outcome = ensure()
+        .policy(Policy::Never)
+        .lookup(vec![ours(3)])
+        .outcome();
+    assert_eq!(code(outcome), "ScaleSetExists");
 }
 
 #[test]
-fn leaked_probe_session_is_not_evidence() {
-    let outcome = drive(
-        input(Policy::Owned),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![set(5, &[])])),
-            (get(5), Fact::ScaleSet(set(5, &[]))),
-            (
-                Command::OpenSession {
-                    id: ScaleSetId(5),
-                    owner: identity().probe_owner,
-                },
-                Fact::Conflict {
-                    owner: Some(identity().probe_owner),
-                },
-            ),
-        ],
-    );
-    assert!(matches!(
-        outcome,
-        Outcome::Retry {
-            reason: RetryReason::SessionHeld { owner: Some(_), .. },
-            ..
-        }
-    ));
-}
-
-#[test]
-fn owned_probe_that_opens_is_closed_and_unproven() {
-    let probe = Command::OpenSession {
-        id: ScaleSetId(5),
-        owner: identity().probe_owner,
-    };
-    let close = Command::CloseSession {
-        id: ScaleSetId(5),
-        session: session("p-1"),
-    };
-    let reason = refusal(drive(
-        input(Policy::Owned),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![set(5, &[])])),
-            (get(5), Fact::ScaleSet(set(5, &[]))),
-            (probe, Fact::Opened(session("p-1"))),
-            (close, Fact::Closed),
-        ],
-    ));
+fn policy_owned_without_evidence_refuses_without_opening_a_session() {
+    let outcome = ensure().lookup(vec![bare(3)]).outcome();
     assert_eq!(
-        reason,
+        refusal(outcome),
         Refusal::OwnershipUnproven {
-            scale_set: set(5, &[]).to_ref()
+            scale_set: bare(3).to_ref()
         }
     );
 }
 
 #[test]
-fn never_policy_refuses_an_unrecorded_scale_set() {
-    let reason = refusal(drive(
-        input(Policy::Never),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![set(5, &[OUR_LABEL])])),
-            (get(5), Fact::ScaleSet(set(5, &[OUR_LABEL]))),
-        ],
-    ));
+fn with_owner_labels_off_our_earlier_label_is_still_ours() {
+    let known = ensure()
+        .owner_labels_off()
+        .known(9)
+        .read_set(ours(9))
+        .outcome();
+    assert_eq!(ready(&known), known_ours(9));
+    let found = ensure().owner_labels_off().lookup(vec![ours(9)]).outcome();
+    assert_eq!(ready(&found).evidence, [Evidence::OwnerLabel]);
+}
+
+#[test]
+fn an_opt_in_probe_conflict_naming_our_session_owner_is_evidence() {
+    let own = identity().session_owner();
+    let outcome = owned_probe(conflict(Some(&own))).outcome();
     assert_eq!(
-        reason,
-        Refusal::ScaleSetExists {
-            scale_set: set(5, &[]).to_ref()
-        }
-    );
-    assert!(reason.remediation().contains("scale set 5"));
-    // With the stored id it is Known.
-    let never_known = Input {
-        policy: Policy::Never,
-        ..known(5)
-    };
-    assert_eq!(
-        ready(&drive(
-            never_known,
-            vec![(get(5), Fact::ScaleSet(set(5, &[])))]
-        ))
-        .1,
-        Provenance::Known
+        ready(&outcome),
+        plain(3, Provenance::Adopted, &[Evidence::OwnSession])
     );
 }
 
 #[test]
-fn any_policy_hands_over_the_probe_session() {
-    let outcome = drive(
-        input(Policy::Any),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![set(5, &[])])),
-            (get(5), Fact::ScaleSet(set(5, &[]))),
-            (
-                Command::OpenSession {
-                    id: ScaleSetId(5),
-                    owner: identity().session_owner,
-                },
-                Fact::Opened(session("s-9")),
-            ),
-        ],
-    );
-    let Outcome::Ready {
-        provenance,
-        evidence,
-        session: handed,
-        ..
-    } = outcome
-    else {
-        panic!("expected ready, got {outcome:?}");
-    };
-    assert_eq!(
-        (provenance, evidence, handed),
-        (Provenance::Adopted, vec![], Some(session("s-9")))
-    );
+fn an_opt_in_probe_that_opens_proves_nothing_and_is_closed() {
+    let outcome = owned_probe(opened("s-1"))
+        .close(3, "s-1", Fact::Closed)
+        .outcome();
+    assert_eq!(code(outcome), "OwnershipUnproven");
 }
 
 #[test]
-fn any_policy_skips_the_probe_with_evidence() {
-    let outcome = drive(
-        input(Policy::Any),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![set(5, &[OUR_LABEL])])),
-            (get(5), Fact::ScaleSet(set(5, &[OUR_LABEL]))),
-        ],
-    );
-    assert!(matches!(outcome, Outcome::Ready { session: None, .. }));
-}
-
-// Rule 6.
-
-#[test]
-fn transient_retries_and_the_next_attempt_starts_at_rule_1() {
-    let outcome = drive(
-        known(7),
-        vec![
-            (get(7), Fact::NotFound),
-            (list_by_name(), Fact::ScaleSets(vec![])),
-            (create(), transient()),
-        ],
-    );
-    let Outcome::Retry { after, reason } = outcome else {
-        panic!("expected retry, got {outcome:?}");
-    };
-    assert_eq!(after, Duration::from_millis(10));
-    assert!(matches!(
-        reason,
-        RetryReason::Transient {
-            command: CommandKind::Create,
-            ..
-        }
-    ));
-    // The next attempt (the store still holds its id) looks before it writes.
-    let mut next = known(7);
-    next.retry.attempt = 1;
-    assert_eq!(Machine::new(next.clone()).start(), Step::Do(get(7)));
-    next.known_id = None;
-    assert_eq!(Machine::new(next).start(), Step::Do(list_by_name()));
-}
-
-#[test]
-fn attempts_exhausted_fail() {
-    let mut last = input(Policy::Owned);
-    last.retry.attempt = 2;
-    let outcome = drive(last, vec![(list_by_name(), transient())]);
-    assert!(matches!(
-        outcome,
-        Outcome::Failed {
-            reason: Failure::AttemptsExhausted {
-                attempts: 3,
-                last: RetryReason::Transient { .. }
+fn a_probe_conflict_of_another_owner_is_a_foreign_session() {
+    for policy in [Policy::Owned, Policy::Any] {
+        let outcome = ensure()
+            .policy(policy)
+            .probing()
+            .lookup(vec![bare(4)])
+            .probe(4, conflict(Some(RIVAL)))
+            .outcome();
+        assert_eq!(
+            refusal(outcome),
+            Refusal::ForeignSession {
+                scale_set: bare(4).to_ref(),
+                owner: RIVAL.into()
             }
-        }
-    ));
+        );
+    }
 }
 
 #[test]
-fn backoff_hint_doubles_and_caps() {
-    let mut bounds = input(Policy::Owned).retry;
-    let hints: Vec<_> = (0..6)
-        .map(|attempt| {
-            bounds.attempt = attempt;
-            bounds.backoff()
-        })
-        .collect();
-    assert_eq!(hints, [10, 20, 40, 80, 100, 100].map(Duration::from_millis));
-    bounds.attempt = u32::MAX;
-    assert_eq!(bounds.backoff(), Duration::from_millis(100));
+fn an_unnamed_holder_or_our_leaked_probe_is_waited_for_never_evidence() {
+    for holder in [None, Some(identity().probe_owner())] {
+        let outcome = ensure()
+            .probing()
+            .lookup(vec![bare(4)])
+            .probe(4, conflict(holder.as_deref()))
+            .outcome();
+        assert_eq!(
+            retry_reason(outcome),
+            RetryReason::SessionHeld {
+                scale_set: bare(4).to_ref(),
+                owner: holder
+            }
+        );
+    }
+}
+
+#[test]
+fn a_probe_on_a_vanished_set_retries() {
+    let outcome = ensure()
+        .policy(Policy::Any)
+        .lookup(vec![bare(4)])
+        .probe(4, Fact::NotFound)
+        .outcome();
+    assert_eq!(retry_reason(outcome), changed(4));
+}
+
+#[test]
+fn policy_any_hands_over_the_probe_session() {
+    let outcome = ensure()
+        .policy(Policy::Any)
+        .lookup(vec![bare(1)])
+        .probe(1, opened("s-1"))
+        .outcome();
+    assert_eq!(
+        ready(&outcome),
+        Ready {
+            session: Some(SessionId("s-1".into())),
+            ..plain(1, Provenance::Adopted, &[])
+        }
+    );
+}
+
+#[test]
+fn policy_any_skips_the_probe_with_evidence() {
+    let outcome = ensure().policy(Policy::Any).lookup(vec![ours(1)]).outcome();
+    assert_eq!(ready(&outcome).evidence, [Evidence::OwnerLabel]);
+}
+
+#[test]
+fn policy_any_decides_drift_before_probing() {
+    let outcome = ensure()
+        .policy(Policy::Any)
+        .lookup(vec![bare(1).updates(false)])
+        .outcome();
+    assert_eq!(code(outcome), "Drifted");
 }
 
 // Rule 7.
 
 #[test]
 fn labels_compare_ignoring_order_case_duplicates_and_owner_labels() {
-    let mut theirs = set(5, &[]);
-    theirs.labels = vec![
-        "X64".into(),
-        "linux".into(),
-        "LINUX".into(),
-        "CI".into(),
-        OUR_LABEL.into(),
-    ];
-    let outcome = drive(
-        input(Policy::Owned),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![theirs.clone()])),
-            (get(5), Fact::ScaleSet(theirs)),
-        ],
+    let shuffled = ours(2).labelled(&["X64", FOREIGN_LABEL, "ci", "LINUX", "linux", OUR_LABEL]);
+    let identity = identity();
+    let desired = ensure().input.desired;
+    assert_eq!(
+        Settings::observed(&shuffled, &identity),
+        Settings::desired(&desired, &identity)
     );
-    assert_eq!(ready(&outcome).1, Provenance::Adopted);
 }
 
 #[test]
-fn drift_refused() {
-    let mut theirs = set(5, &[OUR_LABEL]);
-    theirs.labels.retain(|label| label != "x64");
-    theirs.labels.push("gpu".into());
-    theirs.disable_update = false;
-    let reason = refusal(drive(
-        input(Policy::Owned),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![theirs.clone()])),
-            (get(5), Fact::ScaleSet(theirs)),
-        ],
-    ));
-    let Refusal::Drifted { ours, theirs, .. } = &reason else {
-        panic!("expected drift, got {reason:?}");
-    };
-    assert_eq!(ours.labels, ["ci", "linux", "x64"]);
-    assert_eq!(theirs.labels, ["ci", "gpu", "linux"]);
-    assert_eq!((ours.disable_update, theirs.disable_update), (true, false));
-    assert_eq!(ours.labels_missing_from(theirs), ["x64"]);
-    assert!(reason.remediation().contains("repair = true"));
-}
-
-#[test]
-fn missing_name_label_is_drift() {
-    let mut theirs = set(5, &[OUR_LABEL]);
-    theirs.labels.retain(|label| label != "ci");
-    let reason = refusal(drive(known(5), vec![(get(5), Fact::ScaleSet(theirs))]));
-    assert_eq!(reason.code(), "Drifted");
-}
-
-#[test]
-fn drift_refused_under_any_closes_the_probe_session() {
-    let mut theirs = set(5, &[]);
-    theirs.disable_update = false;
-    let reason = refusal(drive(
-        input(Policy::Any),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![theirs.clone()])),
-            (get(5), Fact::ScaleSet(theirs)),
-            (
-                Command::OpenSession {
-                    id: ScaleSetId(5),
-                    owner: identity().session_owner,
-                },
-                Fact::Opened(session("s-2")),
-            ),
-            (
-                Command::CloseSession {
-                    id: ScaleSetId(5),
-                    session: session("s-2"),
-                },
-                Fact::Closed,
-            ),
-        ],
-    ));
-    assert_eq!(reason.code(), "Drifted");
-}
-
-fn repair_input() -> Input {
-    Input {
-        repair: true,
-        ..known(5)
-    }
-}
-
-fn patch() -> Patch {
-    Patch {
-        labels: vec!["ci".into(), "linux".into(), "X64".into(), OUR_LABEL.into()],
-        disable_update: true,
+fn drift_of_a_found_set_is_refused_without_repair() {
+    for drifted in [
+        ours(2).updates(false),
+        ours(2).labelled(&["linux", "x64", OUR_LABEL]),
+    ] {
+        let reason = refusal(ensure().lookup(vec![drifted.clone()]).outcome());
+        assert!(matches!(reason, Refusal::Drifted { .. }), "{drifted:?}");
     }
 }
 
 #[test]
-fn repair_verified() {
-    let mut drifted = set(5, &[OUR_LABEL]);
-    drifted.disable_update = false;
-    let outcome = drive(
-        repair_input(),
-        vec![
-            (get(5), Fact::ScaleSet(drifted)),
-            (
-                Command::Update {
-                    id: ScaleSetId(5),
-                    patch: patch(),
-                },
-                Fact::Updated,
-            ),
-            (get(5), Fact::ScaleSet(set(5, &[OUR_LABEL]))),
-        ],
+fn a_repair_patches_reads_back_and_reports_what_it_applied() {
+    let before = bare(5).updates(false);
+    let outcome = ensure()
+        .policy(Policy::Any)
+        .repair()
+        .lookup(vec![before.clone()])
+        .probe(5, opened("s-5"))
+        .patch(5, Fact::Updated)
+        .read_set(ours(5))
+        .outcome();
+    let identity = identity();
+    assert_eq!(
+        ready(&outcome),
+        Ready {
+            session: Some(SessionId("s-5".into())),
+            notices: vec![Notice::SpecApplied {
+                scale_set: ours(5).to_ref(),
+                before: Settings::observed(&before, &identity),
+                after: Settings::observed(&ours(5), &identity),
+                moved_from: None,
+            }],
+            ..plain(5, Provenance::Adopted, &[])
+        }
     );
-    assert_eq!(ready(&outcome).1, Provenance::Known);
 }
 
 #[test]
-fn repair_did_not_take() {
+fn a_repair_read_back_with_a_foreign_owner_label_is_refused_and_the_session_closed() {
+    let outcome = any_repairing()
+        .patch(5, Fact::Updated)
+        .read_set(theirs(5))
+        .close(5, "s-5", Fact::Closed)
+        .outcome();
+    assert_eq!(code(outcome), "ForeignOwner");
+}
+
+#[test]
+fn a_repair_read_back_without_our_owner_label_is_reported() {
+    let outcome = repairing(ours(5).updates(false))
+        .read_set(bare(5))
+        .outcome();
+    let notices = ready(&outcome).notices;
+    assert!(matches!(
+        notices.as_slice(),
+        [Notice::SpecApplied { .. }, Notice::OwnerLabelMissing { .. }]
+    ));
+}
+
+#[test]
+fn a_repair_read_back_with_another_name_or_group_retries() {
+    for answer in [ours(5).named("other"), ours(5).in_group(2)] {
+        let outcome = repairing(ours(5).updates(false)).read_set(answer).outcome();
+        assert_eq!(retry_reason(outcome), changed(5));
+    }
+}
+
+#[test]
+fn a_repair_whose_set_vanishes_retries_and_closes_the_session() {
+    let patch_gone = any_repairing()
+        .patch(5, Fact::NotFound)
+        .close(5, "s-5", Fact::Closed)
+        .outcome();
+    assert_eq!(retry_reason(patch_gone), changed(5));
+    let read_gone = repairing(ours(5).updates(false))
+        .read(5, Fact::NotFound)
+        .outcome();
+    assert_eq!(retry_reason(read_gone), changed(5));
+}
+
+#[test]
+fn a_rejected_repair_fails_and_closes_the_session() {
+    let outcome = any_repairing()
+        .patch(5, bad_request("InvalidRunnerScaleSetException", "no"))
+        .close(5, "s-5", Fact::Closed)
+        .outcome();
+    assert!(matches!(
+        failure(outcome),
+        Failure::BadRequest {
+            command: CommandKind::Update,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn a_repair_that_did_not_take_is_refused_naming_what_differs() {
     // GHES without custom labels drops the extra labels again.
-    let mut dropped = set(5, &[]);
-    dropped.labels = vec!["ci".into()];
-    let reason = refusal(drive(
-        repair_input(),
-        vec![
-            (get(5), Fact::ScaleSet(dropped.clone())),
-            (
-                Command::Update {
-                    id: ScaleSetId(5),
-                    patch: patch(),
-                },
-                Fact::Updated,
-            ),
-            (get(5), Fact::ScaleSet(dropped)),
-        ],
-    ));
-    let Refusal::RepairDidNotTake { ours, theirs, .. } = &reason else {
-        panic!("expected repair failure, got {reason:?}");
-    };
-    assert_eq!(ours.labels_missing_from(theirs), ["linux", "x64"]);
-    let remediation = reason.remediation();
-    assert!(
-        remediation.contains("GitHub lacks [linux, x64]"),
-        "{remediation}"
-    );
-    assert!(
-        remediation.contains("AllowRunnerScaleSetCustomLabels"),
-        "{remediation}"
-    );
-    assert!(!remediation.contains("disable_update"), "{remediation}");
-    assert!(
-        !remediation.contains("disableUpdate is still"),
-        "{remediation}"
-    );
-    assert!(reason.to_string().contains("(labels differ)"), "{reason}");
-}
-
-#[test]
-fn a_repair_that_cannot_turn_disable_update_off_names_it_in_the_remediation() {
-    // The client omits `disableUpdate: false` and GitHub ignores zero values in a PATCH, so
-    // the read-back still shows `true`.
-    let mut input = repair_input();
-    input.desired.disable_update = false;
-    let unchanged = set(5, &[OUR_LABEL]);
-    let reason = refusal(drive(
-        input,
-        vec![
-            (get(5), Fact::ScaleSet(unchanged.clone())),
-            (
-                Command::Update {
-                    id: ScaleSetId(5),
-                    patch: Patch {
-                        disable_update: false,
-                        ..patch()
-                    },
-                },
-                Fact::Updated,
-            ),
-            (get(5), Fact::ScaleSet(unchanged)),
-        ],
-    ));
+    let dropped = ours(5).labelled(&["ci", OUR_LABEL]);
+    let reason = refusal(repairing(dropped.clone()).read_set(dropped).outcome());
     assert_eq!(reason.code(), "RepairDidNotTake");
+    assert!(reason.to_string().contains("labels differ"), "{reason}");
     let remediation = reason.remediation();
-    assert!(
-        remediation.contains("disableUpdate is still true"),
-        "{remediation}"
+    assert!(remediation.contains("the labels still differ (GitHub lacks [linux, x64]);"));
+    assert!(!remediation.contains("GitHub has extra"), "{remediation}");
+}
+
+#[test]
+fn a_repair_that_cannot_turn_disable_update_off_names_it() {
+    let stuck = ours(5);
+    let reason = refusal(
+        ensure()
+            .repair()
+            .desired(|d| d.disable_update = false)
+            .lookup(vec![stuck.clone()])
+            .patch(5, Fact::Updated)
+            .read_set(stuck)
+            .outcome(),
     );
     assert!(
-        remediation.contains("set `disable_update = true` in the configuration"),
-        "{remediation}"
-    );
-    assert!(remediation.contains("recreated"), "{remediation}");
-    assert!(
-        !remediation.contains("labels still differ"),
-        "{remediation}"
-    );
-    assert!(!remediation.contains("GHES"), "{remediation}");
-    assert!(
-        reason.to_string().contains("(disableUpdate differs)"),
+        reason.to_string().contains("disableUpdate differs"),
         "{reason}"
+    );
+    assert!(reason.remediation().contains("cannot turn it off"));
+}
+
+#[test]
+fn a_known_set_whose_configuration_changed_is_patched_without_repair() {
+    let before = ours(9).updates(false).in_group(2);
+    let outcome = known_patched(before.clone()).read_set(ours(9)).outcome();
+    let identity = identity();
+    assert_eq!(
+        ready(&outcome).notices,
+        [Notice::SpecApplied {
+            scale_set: ours(9).to_ref(),
+            before: Settings::observed(&before, &identity),
+            after: Settings::observed(&ours(9), &identity),
+            moved_from: Some(RunnerGroupId(2)),
+        }]
     );
 }
 
 #[test]
-fn a_repair_leaving_labels_and_disable_update_names_both() {
-    let scale_set = set(5, &[]).to_ref();
-    let reason = Refusal::RepairDidNotTake {
-        scale_set,
-        ours: Settings {
-            labels: vec!["ci".into(), "gpu".into()],
-            disable_update: false,
-        },
-        theirs: Settings {
-            labels: vec!["ci".into(), "old".into()],
-            disable_update: true,
-        },
-    };
-    let remediation = reason.remediation();
-    assert!(remediation.contains("GitHub lacks [gpu]"), "{remediation}");
-    assert!(
-        remediation.contains("GitHub has extra [old]"),
-        "{remediation}"
-    );
-    assert!(
-        remediation.contains("set `disable_update = true`"),
-        "{remediation}"
-    );
-    assert!(
-        reason
-            .to_string()
-            .contains("(labels and disableUpdate differ)"),
-        "{reason}"
-    );
+fn a_known_set_moved_to_another_group_is_moved_back() {
+    let outcome = known_patched(ours(9).in_group(2))
+        .read_set(ours(9))
+        .outcome();
+    assert!(matches!(
+        ready(&outcome).notices.as_slice(),
+        [Notice::SpecApplied { moved_from: Some(RunnerGroupId(2)), before, after, .. }] if before == after
+    ));
+}
+
+#[test]
+fn a_known_set_whose_patch_did_not_take_stays_served_with_a_warning() {
+    let dropped = ours(9).labelled(&["ci", OUR_LABEL]);
+    let outcome = known_patched(dropped.clone()).read_set(dropped).outcome();
+    let notices = ready(&outcome).notices;
+    assert!(matches!(
+        notices.as_slice(),
+        [notice @ Notice::SpecNotApplied { .. }] if notice.is_warning()
+    ));
 }
 
 // Sessions are closed even when closing is hard.
 
 #[test]
-fn session_close_failure_is_retried_then_reported() {
-    let probe = Command::OpenSession {
-        id: ScaleSetId(5),
-        owner: identity().probe_owner,
+fn a_session_that_cannot_be_closed_is_tried_three_times_then_reported() {
+    let scenario = || {
+        owned_probe(opened("s-1"))
+            .close(3, "s-1", transient())
+            .close(3, "s-1", bad_request("", "session s-1 is not valid"))
+            .close(3, "s-1", transient())
     };
-    let close = Command::CloseSession {
-        id: ScaleSetId(5),
-        session: session("p-1"),
+    let reason = RetryReason::SessionNotClosed {
+        id: ScaleSetId(3),
+        session: SessionId("s-1".into()),
     };
-    let outcome = drive(
-        input(Policy::Owned),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![set(5, &[])])),
-            (get(5), Fact::ScaleSet(set(5, &[]))),
-            (probe, Fact::Opened(session("p-1"))),
-            (close.clone(), transient()),
-            (
-                close.clone(),
-                Fact::BadRequest {
-                    exception: "Other".into(),
-                    message: "no".into(),
-                },
-            ),
-            (close, transient()),
-        ],
-    );
-    assert!(matches!(
-        outcome,
-        Outcome::Retry { reason: RetryReason::SessionNotClosed { session: s, .. }, .. } if s == session("p-1")
-    ));
+    retries_then_gives_up(scenario, reason);
 }
 
 #[test]
-fn expired_session_counts_as_closed() {
-    let probe = Command::OpenSession {
-        id: ScaleSetId(5),
-        owner: identity().probe_owner,
-    };
-    let close = Command::CloseSession {
-        id: ScaleSetId(5),
-        session: session("p-1"),
-    };
-    let expired = Fact::BadRequest {
-        exception: "RunnerScaleSetSessionExpiredException".into(),
-        message: "The session identifier p-1 is not valid.".into(),
-    };
-    let reason = refusal(drive(
-        input(Policy::Owned),
-        vec![
-            (list_by_name(), Fact::ScaleSets(vec![set(5, &[])])),
-            (get(5), Fact::ScaleSet(set(5, &[]))),
-            (probe, Fact::Opened(session("p-1"))),
-            (close, expired),
-        ],
-    ));
-    assert_eq!(reason.code(), "OwnershipUnproven");
+fn a_gone_session_or_scale_set_counts_as_closed() {
+    for answer in [Fact::Closed, Fact::SessionGone, Fact::NotFound] {
+        let outcome = owned_probe(opened("s-1")).close(3, "s-1", answer).outcome();
+        assert_eq!(code(outcome), "OwnershipUnproven");
+    }
 }
 
 // Rule 8 and the driver contract.
 
 #[test]
-fn wrong_fact_is_a_typed_error_and_changes_nothing() {
-    let mut machine = Machine::new(input(Policy::Owned));
-    assert_eq!(machine.next(Fact::NotFound), Err(Error::NotStarted));
-    assert_eq!(machine.start(), Step::Do(list_by_name()));
-    assert_eq!(machine.start(), Step::Do(list_by_name()));
+fn a_fact_that_does_not_answer_the_command_is_a_typed_error_and_changes_nothing() {
+    let mut machine = Machine::new(ensure().known(7).input);
+    assert_eq!(machine.next(Fact::Updated), Err(Error::NotStarted));
+    let first = machine.start();
+    assert_eq!(machine.start(), first);
+    for (fact, kind) in [
+        (Fact::Updated, FactKind::Updated),
+        (Fact::SessionGone, FactKind::SessionGone),
+        (Fact::Exists, FactKind::Exists),
+    ] {
+        assert_eq!(
+            machine.next(fact),
+            Err(Error::UnexpectedFact {
+                command: CommandKind::GetById,
+                fact: kind
+            })
+        );
+    }
     assert_eq!(
-        machine.next(Fact::Exists),
-        Err(Error::UnexpectedFact {
-            command: CommandKind::ListByName,
-            fact: crate::FactKind::Exists
-        })
-    );
-    assert_eq!(machine.pending(), Some(&list_by_name()));
-    assert_eq!(
-        machine.next(Fact::ScaleSets(vec![])),
-        Ok(Step::Do(create()))
-    );
-    let created = Fact::ScaleSet(set(1, &[]));
-    assert!(matches!(
-        machine.next(created.clone()),
-        Ok(Step::Done(Outcome::Ready { .. }))
-    ));
-    assert_eq!(machine.next(created), Err(Error::Finished));
-    assert!(machine.outcome().is_some());
-    assert!(matches!(machine.start(), Step::Done(Outcome::Ready { .. })));
-}
-
-#[test]
-fn read_of_another_id_is_a_typed_error() {
-    let mut machine = Machine::new(known(7));
-    machine.start();
-    assert_eq!(
-        machine.next(Fact::ScaleSet(set(8, &[]))),
+        machine.next(Fact::ScaleSet(ours(8))),
         Err(Error::WrongScaleSet {
             expected: ScaleSetId(7),
             got: ScaleSetId(8)
         })
     );
+    assert_eq!(machine.commands_issued(), 1);
+    let done = machine.next(Fact::ScaleSet(ours(7))).expect("fits");
+    assert!(matches!(&done, Step::Done(Outcome::Ready { .. })));
+    assert_eq!(machine.start(), done);
+    assert_eq!(machine.next(Fact::Updated), Err(Error::Finished));
+}
+
+#[test]
+fn each_command_admits_exactly_its_documented_facts() {
+    let set = Fact::ScaleSet(ours(1));
+    let list = Fact::ScaleSets(vec![]);
+    let session = opened("s");
+    let all = [
+        set.clone(),
+        list.clone(),
+        Fact::NotFound,
+        Fact::Exists,
+        Fact::SessionGone,
+        session.clone(),
+        conflict(None),
+        Fact::Updated,
+        Fact::Closed,
+    ];
+    let id = ScaleSetId(1);
+    let patch = Patch {
+        labels: vec![],
+        disable_update: false,
+        runner_group_id: RunnerGroupId(1),
+    };
+    let table: [(Command, Vec<Fact>); 7] = [
+        (Command::GetById { id }, vec![set.clone(), Fact::NotFound]),
+        (
+            Command::ListByName {
+                group: RunnerGroupId(1),
+                name: "ci".into(),
+            },
+            vec![list.clone()],
+        ),
+        (
+            Command::ListGroup {
+                group: RunnerGroupId(1),
+            },
+            vec![list],
+        ),
+        (Command::Create(ensure_spec()), vec![set, Fact::Exists]),
+        (
+            Command::OpenSession {
+                id,
+                owner: "o".into(),
+            },
+            vec![session, conflict(None), Fact::NotFound],
+        ),
+        (
+            Command::CloseSession {
+                id,
+                session: SessionId("s".into()),
+            },
+            vec![Fact::Closed, Fact::SessionGone, Fact::NotFound],
+        ),
+        (
+            Command::Update { id, patch },
+            vec![Fact::Updated, Fact::NotFound],
+        ),
+    ];
+    for (command, admitted) in table {
+        for fact in &all {
+            assert_eq!(
+                command.fits(fact).is_ok(),
+                admitted.contains(fact),
+                "{command:?} {fact:?}"
+            );
+        }
+        assert_eq!(command.fits(&transient()), Ok(()));
+        assert_eq!(command.fits(&bad_request("", "")), Ok(()));
+    }
+}
+
+fn ensure_spec() -> CreateSpec {
+    Machine::new(ensure().input).create_spec()
 }
 
 #[test]
 fn every_refusal_has_a_remediation_naming_the_scale_set() {
-    let scale_set = set(77, &[]).to_ref();
-    let settings = Settings {
-        labels: vec!["ci".into()],
-        disable_update: false,
-    };
+    let scale_set = bare(77).to_ref();
+    let settings = Settings::desired(&ensure().input.desired, &identity());
+    let (name, group) = (String::from("ci"), RunnerGroupId(1));
     let reasons = [
         Refusal::KnownIdConflict {
             stored: ScaleSetId(7),
             github: scale_set.clone(),
-            desired_name: "ci".into(),
-            desired_group: RunnerGroupId(1),
+            desired_name: name.clone(),
+            desired_group: group,
         },
         Refusal::NameCaseCollision {
-            desired_name: "ci".into(),
-            desired_group: RunnerGroupId(1),
+            desired_name: name.clone(),
+            desired_group: group,
             existing: vec![scale_set.clone()],
         },
         Refusal::GroupMismatch {
-            desired_name: "ci".into(),
-            desired_group: RunnerGroupId(1),
+            desired_name: name.clone(),
+            desired_group: group,
             found: vec![scale_set.clone()],
         },
         Refusal::Ambiguous {
-            desired_name: "ci".into(),
-            desired_group: RunnerGroupId(1),
+            desired_name: name,
+            desired_group: group,
             matches: vec![scale_set.clone()],
         },
         Refusal::ForeignOwner {
@@ -1317,69 +1305,35 @@ fn every_refusal_has_a_remediation_naming_the_scale_set() {
         },
     ];
     for reason in reasons {
+        let (remediation, text) = (reason.remediation(), reason.to_string());
         assert!(
-            reason.remediation().contains("77"),
-            "{}: {}",
-            reason.code(),
-            reason.remediation()
+            remediation.contains("77"),
+            "{}: {remediation}",
+            reason.code()
         );
-        assert!(reason.to_string().contains("77"), "{reason}");
+        assert!(text.contains("77"), "{text}");
     }
 }
 
 #[test]
-fn longest_path_stays_within_the_bound() {
-    let mut input = Input {
-        policy: Policy::Any,
-        repair: true,
-        ..known(7)
-    };
-    input.desired.labels = vec!["linux".into(), "x64".into()];
-    let mut theirs = set(4, &[]);
-    theirs.disable_update = false;
-    let update = Command::Update {
-        id: ScaleSetId(4),
-        patch: Patch {
-            labels: vec!["ci".into(), "linux".into(), "x64".into(), OUR_LABEL.into()],
-            disable_update: true,
-        },
-    };
-    let close = Command::CloseSession {
-        id: ScaleSetId(4),
-        session: session("s-4"),
-    };
-    let mut spec = Machine::new(input.clone()).create_spec();
-    spec.labels = vec!["ci".into(), "linux".into(), "x64".into(), OUR_LABEL.into()];
-    let script = vec![
-        (get(7), Fact::NotFound),
-        (list_by_name(), Fact::ScaleSets(vec![])),
-        (Command::Create(spec), Fact::Exists),
-        (list_by_name(), Fact::ScaleSets(vec![])),
-        (
-            Command::ListGroup {
-                group: RunnerGroupId(1),
-            },
-            Fact::ScaleSets(vec![theirs.clone()]),
-        ),
-        (get(4), Fact::ScaleSet(theirs.clone())),
-        (
-            Command::OpenSession {
-                id: ScaleSetId(4),
-                owner: identity().session_owner,
-            },
-            Fact::Opened(session("s-4")),
-        ),
-        (update, Fact::Updated),
-        (get(4), Fact::ScaleSet(theirs)),
-        (close.clone(), transient()),
-        (close.clone(), transient()),
-        (close, Fact::Closed),
-    ];
-    assert_eq!(script.len(), MAX_COMMANDS);
-    let outcome = drive(input, script);
-    assert_eq!(
-        outcome.refusal().map(Refusal::code),
-        Some("RepairDidNotTake")
-    );
-    assert_eq!(outcome.ready_id(), None);
+fn the_longest_path_issues_exactly_max_commands() {
+    let drifted = bare(4).updates(false);
+    let outcome = ensure()
+        .policy(Policy::Any)
+        .repair()
+        .known(7)
+        .read(7, Fact::NotFound)
+        .lookup(vec![])
+        .create(Fact::Exists)
+        .lookup(vec![])
+        .group_list(vec![drifted.clone().thin()])
+        .read_set(drifted.clone())
+        .probe(4, opened("s-4"))
+        .patch(4, Fact::Updated)
+        .read_set(drifted)
+        .close(4, "s-4", transient())
+        .close(4, "s-4", transient())
+        .close(4, "s-4", Fact::Closed);
+    assert_eq!(outcome.script.len(), MAX_COMMANDS);
+    assert_eq!(code(outcome.outcome()), "RepairDidNotTake");
 }

@@ -271,13 +271,28 @@ impl GitHub {
                 _ => Fact::NotFound,
             },
             Command::Update { id, patch } => {
-                let labels = match self.sets.get(&id.0) {
-                    Some(record) => self.kept_labels(&record.name, &patch.labels),
+                let (labels, name) = match self.sets.get(&id.0) {
+                    Some(record) => (
+                        self.kept_labels(&record.name, &patch.labels),
+                        record.name.clone(),
+                    ),
                     None => return Fact::NotFound,
                 };
+                let group = patch.runner_group_id.0;
+                let taken = self
+                    .sets
+                    .iter()
+                    .any(|(other, r)| *other != id.0 && r.group == group && r.name == name);
+                if taken {
+                    return Fact::BadRequest {
+                        exception: "RunnerScaleSetExistsException".into(),
+                        message: format!("{name} exists in runner group {group}"),
+                    };
+                }
                 if let Some(record) = self.sets.get_mut(&id.0) {
                     record.labels = labels;
                     record.disable_update = patch.disable_update;
+                    record.group = group;
                 }
                 Fact::Updated
             }

@@ -16,8 +16,8 @@ use github::{
     COMPETITOR_OWNER, Competitor, Creator, FOREIGN_LABEL, Fault, GitHub, NameFilter, Quirks, Record,
 };
 use scaleset_adopt::{
-    Command, Desired, Fact, Failure, Identity, Input, MAX_COMMANDS, Machine, Outcome, Policy,
-    Provenance, RetryBounds, RetryReason, RunnerGroupId, ScaleSetId, Step,
+    Command, ControllerId, Desired, Fact, Failure, Identity, Input, MAX_COMMANDS, Machine, Outcome,
+    Policy, Provenance, RetryBounds, RetryReason, RunnerGroupId, ScaleSetId, Step,
 };
 
 const CONTROLLER: &str = "0123abcd-4567-89ef-0123-456789abcdef";
@@ -63,6 +63,7 @@ struct Scenario {
     labels: Vec<String>,
     disable_update: bool,
     owner_label: bool,
+    probe: bool,
     initial: Vec<Initial>,
     known: Known,
     quirks: Quirks,
@@ -156,6 +157,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
             prop::sample::subsequence(vec!["linux", "X64", "gpu"], 0..=3),
             any::<bool>(),
             prop::bool::weighted(0.85),
+            any::<bool>(),
         ),
         prop::collection::vec(initial(), 0..4),
         prop_oneof![2 => Just(Known::None), 2 => (0..4usize).prop_map(Known::Initial), 1 => Just(Known::Stale)],
@@ -165,13 +167,14 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         any::<bool>(),
     )
         .prop_map(
-            |((policy, repair, labels, disable_update, owner_label), initial, known, quirks, schedule, max_attempts, follow_up)| {
+            |((policy, repair, labels, disable_update, owner_label, probe), initial, known, quirks, schedule, max_attempts, follow_up)| {
                 Scenario {
                     policy,
                     repair,
                     labels: labels.into_iter().map(str::to_owned).collect(),
                     disable_update,
                     owner_label,
+                    probe,
                     initial,
                     known,
                     quirks,
@@ -183,21 +186,24 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         )
 }
 
+fn controller() -> ControllerId {
+    ControllerId::parse(CONTROLLER).expect("a uuid")
+}
+
 fn identity(scenario: &Scenario) -> Identity {
-    let mut identity = Identity::from_controller_id(CONTROLLER);
-    if !scenario.owner_label {
-        identity.owner_label = None;
+    let identity = Identity::new(controller());
+    if scenario.owner_label {
+        identity
+    } else {
+        identity.without_owner_label()
     }
-    identity
 }
 
 /// Builds the initial world and the first input.
 fn setup(scenario: &Scenario) -> (GitHub, Input) {
     let identity = identity(scenario);
     let mut github = GitHub::new(scenario.quirks.clone());
-    let our_label = Identity::from_controller_id(CONTROLLER)
-        .owner_label
-        .unwrap_or_default();
+    let our_label = controller().owner_label();
     let mut ids = Vec::new();
     for init in &scenario.initial {
         let mut labels = vec![init.name.to_owned()];
@@ -210,7 +216,7 @@ fn setup(scenario: &Scenario) -> (GitHub, Input) {
             Owner::Ours { label, session } => (
                 true,
                 label.then(|| our_label.clone()),
-                session.then(|| identity.session_owner.clone()),
+                session.then(|| identity.session_owner()),
             ),
             Owner::Foreign { label, session } => (
                 false,
@@ -250,6 +256,7 @@ fn setup(scenario: &Scenario) -> (GitHub, Input) {
         known_id,
         policy: scenario.policy,
         repair: scenario.repair,
+        probe: scenario.probe,
         identity,
         retry: RetryBounds {
             attempt: 0,
@@ -322,6 +329,10 @@ impl Trace {
                     self.view(item, Some(group.0), identity);
                     let in_group = item.runner_group_id.is_none_or(|g| g.0 == GROUP);
                     self.shows_desired |= item.name == NAME && in_group;
+                    // A lookup that still lists the stored id contradicts its 404.
+                    if Some(item.id) == self.stored && item.name == NAME && in_group {
+                        self.stored_gone = false;
+                    }
                 }
             }
             (Command::Create(_), Fact::ScaleSet(set)) => {
@@ -332,9 +343,9 @@ impl Trace {
                 self.opened.push((id.0, session.0.clone()))
             }
             (Command::OpenSession { id, .. }, Fact::Conflict { owner: Some(owner) }) => {
-                if *owner == identity.session_owner {
+                if *owner == identity.session_owner() {
                     self.own_session.insert(id.0);
-                } else if *owner != identity.probe_owner {
+                } else if *owner != identity.probe_owner() {
                     self.foreign_session.insert(id.0);
                 }
             }
@@ -406,6 +417,7 @@ fn check(
             session,
             rollback,
             reset_cursor,
+            ..
         } => {
             let (name, group) = trace
                 .last_view
@@ -607,6 +619,7 @@ fn label(outcome: &Outcome) -> String {
                 RetryReason::CreateRaceUnresolved { .. } => "CreateRaceUnresolved",
                 RetryReason::ChangedWhileReading { .. } => "ChangedWhileReading",
                 RetryReason::SessionNotClosed { .. } => "SessionNotClosed",
+                RetryReason::KnownIdUnconfirmed { .. } => "KnownIdUnconfirmed",
                 _ => "other",
             }
         ),
