@@ -82,6 +82,17 @@ impl ControllerId {
         Ok(Self(bytes))
     }
 
+    /// The id from its 16 bytes (as `uuid::Uuid::as_bytes` gives them), for callers that hold
+    /// an already validated UUID.
+    pub const fn from_bytes(bytes: [u8; 16]) -> Self {
+        Self(bytes)
+    }
+
+    /// The id's 16 bytes (for `uuid::Uuid::from_bytes`).
+    pub const fn to_bytes(self) -> [u8; 16] {
+        self.0
+    }
+
     /// The 32 lower-case hex digits, without hyphens.
     pub fn hex(&self) -> String {
         self.0.iter().map(|byte| format!("{byte:02x}")).collect()
@@ -249,6 +260,16 @@ mod tests {
     use super::*;
 
     const TEXT: &str = "0123abcd-4567-89ef-0123-456789abcdef";
+
+    #[test]
+    fn bytes_round_trip_in_uuid_byte_order() {
+        let id = ControllerId::parse(TEXT).expect("hyphenated");
+        let bytes = id.to_bytes();
+        assert_eq!(bytes[0], 0x01);
+        assert_eq!(bytes[15], 0xef);
+        assert_eq!(ControllerId::from_bytes(bytes), id);
+        assert_eq!(ControllerId::from_bytes(bytes).to_string(), TEXT);
+    }
 
     #[test]
     fn a_uuid_parses_in_both_spellings_and_any_case() {

@@ -16,7 +16,7 @@ use scaleset_adopt::{
     RunnerGroupId, ScaleSet as AdoptScaleSet, ScaleSetId as AdoptId, SessionId, Step,
 };
 use scaleset_github::{
-    Client, Error as GitHubError, ErrorClass, Label, NewRunnerScaleSet, RunnerScaleSet,
+    Client, Error as GitHubError, ErrorClass, ExceptionKind, Label, NewRunnerScaleSet, RunnerScaleSet,
     RunnerScaleSetPatch, RunnerSetting, Session,
 };
 use scaleset_store::{
@@ -99,6 +99,9 @@ pub(crate) async fn ensure(
             _ => Policy::Owned,
         },
         repair: scale_set.spec.repair,
+        // The ownership probe stays off under `owned` (docs/adoption.md: GitHub's 409 names no
+        // owner, so a probe only opens a session on a set not proven ours); `any` probes anyway.
+        probe: false,
         identity: shared.identity.adoption(),
         retry: shared.settings.adoption_retry,
     };
@@ -111,6 +114,7 @@ pub(crate) async fn ensure(
                 provenance,
                 evidence,
                 reset_cursor,
+                notices,
                 ..
             } => {
                 let github_id = i64::try_from(github.0).map_err(|_| Error::Adoption {
@@ -146,6 +150,22 @@ pub(crate) async fn ensure(
                         .await
                         .map_err(store("resetting the message cursor"))?;
                 }
+                for notice in &notices {
+                    // Operators see these in the scale set's events: a warning (say, a GHES that
+                    // dropped our owner label) is worth acting on, the rest is a record.
+                    let kind = if notice.is_warning() {
+                        tracing::warn!(github_id, %notice, "scale set ensured with a warning");
+                        "warning"
+                    } else {
+                        tracing::info!(github_id, %notice, "scale set spec applied");
+                        "notice"
+                    };
+                    shared
+                        .store
+                        .append_event(id, kind, &notice.to_string())
+                        .await
+                        .map_err(store("appending an adoption notice"))?;
+                }
                 tracing::info!(github_id, %reason, "scale set ensured");
                 return Ok(Ensured::Ready {
                     github_id,
@@ -173,6 +193,17 @@ pub(crate) async fn ensure(
                 return Ok(Ensured::Wait { after });
             }
             Outcome::Failed { reason } => {
+                if let scaleset_adopt::Failure::AttemptsExhausted {
+                    last: scaleset_adopt::RetryReason::SessionNotClosed { id: set, session },
+                    ..
+                } = &reason
+                    && let Ok(set) = i64::try_from(set.0)
+                {
+                    // The last attempt left a session open under our owner: delete it once
+                    // more, so it can never later read as our own stale session.
+                    let result = client.delete_session(set, &session.0).await;
+                    shared.metrics.github("delete_session", &result);
+                }
                 let text = format!("adoption failed: {reason}");
                 tracing::warn!(reason = %text, "scale set ensure failed");
                 record(shared, id, "failed", &text, |s| {
@@ -374,7 +405,7 @@ async fn execute(
             metrics.github("get_scale_set", &result);
             match result {
                 Ok(set) => Fact::ScaleSet(observed(&set)?),
-                Err(e) if is_gone(&e) => Fact::NotFound,
+                Err(e) if e.is_scale_set_not_found() => Fact::NotFound,
                 Err(e) => failure(e)?,
             }
         }
@@ -423,7 +454,7 @@ async fn execute(
                 Err(e) if e.is_session_conflict() => Fact::Conflict {
                     owner: e.session_conflict_owner(),
                 },
-                Err(e) if is_gone(&e) => Fact::NotFound,
+                Err(e) if e.is_scale_set_not_found() => Fact::NotFound,
                 Err(e) => failure(e)?,
             }
         }
@@ -435,18 +466,25 @@ async fn execute(
                     opened.remove(&session.0);
                     Fact::Closed
                 }
-                Err(e) if is_gone(&e) => Fact::NotFound,
+                Err(e) if is_session_gone(&e, &session.0) => {
+                    opened.remove(&session.0);
+                    Fact::SessionGone
+                }
+                Err(e) if e.is_scale_set_not_found() => {
+                    opened.remove(&session.0);
+                    Fact::NotFound
+                }
                 Err(e) => failure(e)?,
             }
         }
         Command::Update { id, patch } => {
             let result = client
-                .update_scale_set(github_id(*id)?, &github_patch(patch))
+                .update_scale_set(github_id(*id)?, &github_patch(patch)?)
                 .await;
             metrics.github("update_scale_set", &result);
             match result {
                 Ok(_) => Fact::Updated,
-                Err(e) if is_gone(&e) => Fact::NotFound,
+                Err(e) if e.is_scale_set_not_found() => Fact::NotFound,
                 Err(e) => failure(e)?,
             }
         }
@@ -459,10 +497,18 @@ async fn execute(
     })
 }
 
-/// 404 on a command that accepts `NotFound`: `RunnerScaleSetNotFoundException`, also nested,
-/// or any 404 (a `text/plain` error body loses the exception name, not the status).
-fn is_gone(error: &GitHubError) -> bool {
-    error.is_scale_set_not_found() || error.status() == Some(404)
+/// Closing `session`: GitHub says it expired (`RunnerScaleSetSessionExpiredException`, outer
+/// or nested), or a 400/404 message names that very session id. A bare 404 (a router's, or a
+/// `text/plain` body) or a 403 that merely says "is not valid" is not proof: it stays a
+/// `BadRequest`, so the close is tried again and reported, never silently leaked.
+fn is_session_gone(error: &GitHubError, session: &str) -> bool {
+    let Some(service) = error.service_error() else {
+        return false;
+    };
+    service.has_exception(&ExceptionKind::RunnerScaleSetSessionExpired)
+        || (matches!(service.status, 400 | 404)
+            && !session.is_empty()
+            && service.message.contains(session))
 }
 
 /// Rule 6's translation of any other client error: retryable → `Transient`, any other HTTP
@@ -538,10 +584,11 @@ fn new_scale_set(spec: &CreateSpec) -> Result<NewRunnerScaleSet, String> {
     )
 }
 
-fn github_patch(patch: &Patch) -> RunnerScaleSetPatch {
-    RunnerScaleSetPatch {
+fn github_patch(patch: &Patch) -> Result<RunnerScaleSetPatch, String> {
+    Ok(RunnerScaleSetPatch {
         labels: Some(patch.labels.iter().map(Label::system).collect()),
         runner_setting: Some(setting(patch.disable_update)),
+        runner_group_id: Some(github_group(patch.runner_group_id)?),
         ..RunnerScaleSetPatch::default()
-    }
+    })
 }

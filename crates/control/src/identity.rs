@@ -2,22 +2,28 @@
 //! id and every name derived from it, so a rebuilt database finds the same sessions, scale sets
 //! and instances again. The pool key and runner names are built here and nowhere else.
 
-use scaleset_adopt::OWNER_LABEL_PREFIX;
+use scaleset_adopt::{ControllerId, OWNER_LABEL_PREFIX, ScaleSetId};
 use scaleset_provider::PoolKey;
 use uuid::Uuid;
 
 use crate::error::Error;
 
-/// The controller's identity: its id and the names derived from it.
+/// The controller's identity: its id and the names derived from it. The names themselves come
+/// from [`scaleset_adopt::ControllerId`], the one place that derives them for every crate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ControllerIdentity {
-    id: Uuid,
+    id: ControllerId,
     owner_label: bool,
 }
 
 impl ControllerIdentity {
     /// An identity for a controller id, with the owner label on.
     pub fn new(id: Uuid) -> Self {
+        Self::from_controller_id(ControllerId::from_bytes(id.into_bytes()))
+    }
+
+    /// An identity for an already parsed controller id, with the owner label on.
+    pub fn from_controller_id(id: ControllerId) -> Self {
         Self {
             id,
             owner_label: true,
@@ -26,13 +32,13 @@ impl ControllerIdentity {
 
     /// Parses a configured controller id; anything but a UUID is a configuration error.
     pub fn parse(text: &str) -> Result<Self, Error> {
-        Uuid::parse_str(text.trim())
-            .map(Self::new)
-            .map_err(|_| Error::Config {
+        ControllerId::parse(text.trim())
+            .map(Self::from_controller_id)
+            .map_err(|e| Error::Config {
                 what: "controller_id".to_owned(),
                 reason: format!(
-                    "{text:?} is not a UUID; set controller_id to the UUID this controller was \
-                 first started with (it names our sessions, scale sets and instances)"
+                    "{e}; it names our sessions, scale sets and instances, so keep the id this \
+                     controller was first started with"
                 ),
             })
     }
@@ -44,28 +50,29 @@ impl ControllerIdentity {
         self
     }
 
-    /// The controller id.
+    /// The controller id, as the store and the providers keep it.
     pub fn id(&self) -> Uuid {
-        self.id
+        Uuid::from_bytes(self.id.to_bytes())
     }
 
     /// `ownerName` of every message session: `scaleset-<controller id>`.
     pub fn session_owner(&self) -> String {
-        format!("scaleset-{}", self.id)
+        self.id.session_owner()
     }
 
     /// The identity the adoption machine works with.
     pub fn adoption(&self) -> scaleset_adopt::Identity {
-        let mut identity = scaleset_adopt::Identity::from_controller_id(&self.id.to_string());
-        if !self.owner_label {
-            identity.owner_label = None;
+        let identity = scaleset_adopt::Identity::new(self.id);
+        if self.owner_label {
+            identity
+        } else {
+            identity.without_owner_label()
         }
-        identity
     }
 
     /// The provider pool key of one GitHub scale set.
     pub fn pool_key(&self, github_scale_set_id: i64) -> PoolKey {
-        pool_key(self.id, github_scale_set_id)
+        pool_key_of(self.id, github_scale_set_id)
     }
 }
 
@@ -78,8 +85,21 @@ impl ControllerIdentity {
 /// assert_eq!(key.as_str(), "00000000-0000-0000-0000-000000000000_42");
 /// ```
 pub fn pool_key(controller: Uuid, github_scale_set_id: i64) -> PoolKey {
+    pool_key_of(
+        ControllerId::from_bytes(controller.into_bytes()),
+        github_scale_set_id,
+    )
+}
+
+fn pool_key_of(controller: ControllerId, github_scale_set_id: i64) -> PoolKey {
+    // GitHub ids are positive; a negative one (never seen) keeps its sign in the text rather
+    // than wrapping, so it can never collide with a real scale set's key.
+    let text = match u64::try_from(github_scale_set_id) {
+        Ok(id) => controller.pool_key(ScaleSetId(id)),
+        Err(_) => format!("{controller}_{github_scale_set_id}"),
+    };
     // Built from a UUID and an integer: never empty, never a control character.
-    match PoolKey::parse(&format!("{controller}_{github_scale_set_id}")) {
+    match PoolKey::parse(&text) {
         Ok(key) => key,
         Err(_) => unreachable!("a UUID and an integer form a valid pool key"),
     }
@@ -175,7 +195,19 @@ mod tests {
     #[test]
     fn turning_the_owner_label_off_reaches_the_machine() {
         let id = ControllerIdentity::new(Uuid::from_u128(1));
-        assert!(id.adoption().owner_label.is_some());
-        assert!(id.with_owner_label(false).adoption().owner_label.is_none());
+        assert!(id.adoption().owner_label().is_some());
+        assert!(id.with_owner_label(false).adoption().owner_label().is_none());
+    }
+
+    #[test]
+    fn the_pool_key_is_the_one_the_adoption_identity_and_the_provider_derive() {
+        let uuid = Uuid::parse_str("3f2a9c1e-77b0-4d4e-9a55-0123456789ab").unwrap();
+        let id = ControllerIdentity::new(uuid);
+        assert_eq!(
+            id.pool_key(42).as_str(),
+            ControllerId::from_bytes(uuid.into_bytes()).pool_key(ScaleSetId(42))
+        );
+        assert_eq!(id.pool_key(42), PoolKey::for_scale_set(uuid, 42));
+        assert_eq!(id.id(), uuid);
     }
 }

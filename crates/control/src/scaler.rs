@@ -241,6 +241,10 @@ impl Runners<'_> {
             jit_config: Some(scaleset_provider::JitConfig::new(
                 jit.encoded_jit_config.expose(),
             )),
+            // CreateInstance is bounded by the scale set's bootstrap timeout, as in GARM
+            // (the provider falls back to its own default when this is unset or zero).
+            bootstrap_timeout: Some(self.scale_set.spec.bootstrap_timeout)
+                .filter(|timeout| !timeout.is_zero()),
         };
         let created = match self.provider.create(&request).await {
             Ok(created) => created,
