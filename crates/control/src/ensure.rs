@@ -16,8 +16,8 @@ use scaleset_adopt::{
     RunnerGroupId, ScaleSet as AdoptScaleSet, ScaleSetId as AdoptId, SessionId, Step,
 };
 use scaleset_github::{
-    Client, Error as GitHubError, ErrorClass, ExceptionKind, Label, NewRunnerScaleSet, RunnerScaleSet,
-    RunnerScaleSetPatch, RunnerSetting, Session,
+    Client, Error as GitHubError, ErrorClass, ExceptionKind, Label, NewRunnerScaleSet,
+    RunnerScaleSet, RunnerScaleSetPatch, RunnerSetting, Session,
 };
 use scaleset_store::{
     AdoptionPolicy, Lease, Provenance, ScaleSet, ScaleSetId, ScaleSetState, Store,

@@ -196,7 +196,12 @@ mod tests {
     fn turning_the_owner_label_off_reaches_the_machine() {
         let id = ControllerIdentity::new(Uuid::from_u128(1));
         assert!(id.adoption().owner_label().is_some());
-        assert!(id.with_owner_label(false).adoption().owner_label().is_none());
+        assert!(
+            id.with_owner_label(false)
+                .adoption()
+                .owner_label()
+                .is_none()
+        );
     }
 
     #[test]
