@@ -112,6 +112,28 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// Session create answered 2xx with a session the queue calls cannot use (no valid queue
+    /// URL or token), and deleting that session failed: it is still open on the server, and
+    /// the next create would meet it as a session conflict. Delete it (see
+    /// [`Error::open_session`]) before creating another. Classified as retryable.
+    #[error(
+        "create session: unexpected {status} response: {reason}; the session {session_id} it \
+         opened on scale set {scale_set_id} could not be deleted and is still open: delete it \
+         with Client::delete_session before creating another"
+    )]
+    UnusableSessionLeftOpen {
+        /// The HTTP status of the create response.
+        status: u16,
+        /// The scale set the session belongs to.
+        scale_set_id: i64,
+        /// The id of the session left open.
+        session_id: String,
+        /// What is wrong with the session.
+        reason: String,
+        /// Why deleting it failed.
+        #[source]
+        cleanup: Box<Self>,
+    },
     /// A success response that is unusable (empty body, missing token or URL, several matches).
     #[error("{endpoint}: unexpected {status} response: {reason}")]
     UnexpectedResponse {
@@ -291,7 +313,9 @@ impl Error {
     /// The HTTP status of an error response, if there was one.
     pub fn status(&self) -> Option<u16> {
         match self {
-            Self::Decode { status, .. } | Self::UnexpectedResponse { status, .. } => Some(*status),
+            Self::Decode { status, .. }
+            | Self::UnexpectedResponse { status, .. }
+            | Self::UnusableSessionLeftOpen { status, .. } => Some(*status),
             _ => self.service_error().map(|s| s.status),
         }
     }
@@ -328,6 +352,20 @@ impl Error {
             | Self::InvalidRequest { endpoint, .. }
             | Self::UnexpectedResponse { endpoint, .. } => Some(*endpoint),
             Self::Service(service) => Some(service.endpoint),
+            Self::UnusableSessionLeftOpen { .. } => Some(Endpoint::CreateSession),
+            _ => None,
+        }
+    }
+
+    /// The session a create left open on the server ([`Error::UnusableSessionLeftOpen`]), as
+    /// `(scale_set_id, session_id)`: delete it before creating another.
+    pub fn open_session(&self) -> Option<(i64, &str)> {
+        match self {
+            Self::UnusableSessionLeftOpen {
+                scale_set_id,
+                session_id,
+                ..
+            } => Some((*scale_set_id, session_id.as_str())),
             _ => None,
         }
     }
@@ -458,7 +496,8 @@ impl Error {
             Self::Transport { .. }
             | Self::Timeout { .. }
             | Self::RetriesExhausted { .. }
-            | Self::UnexpectedResponse { .. } => ErrorClass::Retryable,
+            | Self::UnexpectedResponse { .. }
+            | Self::UnusableSessionLeftOpen { .. } => ErrorClass::Retryable,
             Self::Service(service)
                 if crate::retry::is_retryable_status(service.status)
                     || service
@@ -547,6 +586,19 @@ impl Error {
                 endpoint: *endpoint,
                 status: *status,
                 reason: reason.clone(),
+            },
+            Self::UnusableSessionLeftOpen {
+                status,
+                scale_set_id,
+                session_id,
+                reason,
+                cleanup,
+            } => Self::UnusableSessionLeftOpen {
+                status: *status,
+                scale_set_id: *scale_set_id,
+                session_id: session_id.clone(),
+                reason: reason.clone(),
+                cleanup: Box::new(cleanup.duplicate()),
             },
         }
     }

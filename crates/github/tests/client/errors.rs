@@ -275,20 +275,6 @@ async fn runner_predicates() {
     missing.assert_async().await;
 }
 
-#[tokio::test]
-async fn session_without_queue_url_is_a_retryable_error() {
-    let mut h = harness().await;
-    let mock = h
-        .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
-        .with_body(session_json("", "t"))
-        .create_async()
-        .await;
-    let err = h.client.create_session(5, "me").await.unwrap_err();
-    assert!(matches!(err, Error::UnexpectedResponse { .. }), "{err}");
-    assert!(err.to_string().contains("messageQueueUrl"), "{err}");
-    assert_eq!(err.class(), ErrorClass::Retryable);
-    mock.assert_async().await;
-}
 
 #[tokio::test]
 async fn empty_200_on_get_message_is_an_error() {
