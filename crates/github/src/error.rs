@@ -399,9 +399,18 @@ impl Error {
         self.has(&ExceptionKind::RunnerScaleSetNotFound)
     }
 
-    /// `RunnerScaleSetSessionConflictException` (another session is active).
+    /// `RunnerScaleSetSessionConflictException` (another session is active), or a 409 from
+    /// session create whose body names no exception (text/plain or empty).
     pub fn is_session_conflict(&self) -> bool {
         self.has(&ExceptionKind::RunnerScaleSetSessionConflict)
+            || self.is_bare_409(Endpoint::CreateSession)
+    }
+
+    /// A 409 from `endpoint` whose body carries no exception: the status is all there is to go
+    /// on, and on these endpoints a conflict has one meaning.
+    fn is_bare_409(&self, endpoint: Endpoint) -> bool {
+        self.service_error()
+            .is_some_and(|s| s.status == 409 && s.endpoint == endpoint && s.exceptions.is_empty())
     }
 
     /// The owner named by a session-conflict message ("…active session for owner X").
@@ -427,9 +436,10 @@ impl Error {
         })
     }
 
-    /// `AgentExistsException`: a runner with that name is registered.
+    /// `AgentExistsException`: a runner with that name is registered; also a 409 from the JIT
+    /// config call whose body names no exception (text/plain or empty).
     pub fn is_agent_exists(&self) -> bool {
-        self.has(&ExceptionKind::AgentExists)
+        self.has(&ExceptionKind::AgentExists) || self.is_bare_409(Endpoint::GenerateJitConfig)
     }
 
     /// `AgentNotFoundException`: no such runner.
