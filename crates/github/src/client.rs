@@ -16,7 +16,7 @@ use crate::endpoint::Endpoint;
 use crate::error::{Error, Result, ServiceError};
 use crate::http::{AttemptError, Incoming, Outgoing, Transport};
 use crate::jwt::AppKey;
-use crate::retry::{RetryPolicy, is_retryable_status, parse_retry_after};
+use crate::retry::{RetryPolicy, is_retryable_status, parse_retry_after, rate_limit_wait};
 use crate::secret::Secret;
 use crate::token::{AdminConnection, TokenCache};
 
@@ -90,6 +90,14 @@ impl Expect {
             Self::AnySuccess => (200..300).contains(&status),
         }
     }
+}
+
+/// What a failed attempt says about the wait before the next one.
+enum Wait {
+    /// A rate-limit answer's advertised wait (capped, whatever the status).
+    Advertised(std::time::Duration),
+    /// The `Retry-After` header, if any (honoured on 429 and 503 only).
+    RetryAfter(Option<std::time::Duration>),
 }
 
 /// One call, described independently of its attempts.
@@ -252,7 +260,7 @@ impl Client {
                 .send(call.endpoint, outgoing)
                 .instrument(span.clone())
                 .await;
-            let (failure, status, retry_after, retryable) = match result {
+            let (failure, status, wait, retryable) = match result {
                 Ok(response) => {
                     let request_id = response.header("x-github-request-id");
                     let activity_id = response.header("activityid");
@@ -270,22 +278,42 @@ impl Client {
                         // The admin token was rejected: make the next call fetch a new one.
                         self.inner.tokens.invalidate(token);
                     }
-                    let retry_after = response
-                        .header("retry-after")
-                        .and_then(|v| parse_retry_after(&v, SystemTime::now()));
-                    let error = ServiceError::from_response(
+                    let now = SystemTime::now();
+                    let retry_after = response.header("retry-after");
+                    let rate_limit_wait = (call.endpoint.is_token_chain()
+                        && matches!(status, 403 | 429))
+                    .then(|| {
+                        rate_limit_wait(
+                            retry_after.as_deref(),
+                            response.header("x-ratelimit-remaining").as_deref(),
+                            response.header("x-ratelimit-reset").as_deref(),
+                            now,
+                        )
+                    })
+                    .flatten();
+                    let mut error = ServiceError::from_response(
                         call.endpoint,
                         status,
                         &response.body,
                         activity_id,
                         request_id,
                     );
-                    let retryable =
-                        is_retryable_status(status) || call.also_retry.contains(&status);
-                    (Error::from(error), Some(status), retry_after, retryable)
+                    error.rate_limit_wait = rate_limit_wait;
+                    let retryable = is_retryable_status(status)
+                        || call.also_retry.contains(&status)
+                        || rate_limit_wait.is_some();
+                    let wait = match rate_limit_wait {
+                        Some(wait) => Wait::Advertised(wait),
+                        None => Wait::RetryAfter(
+                            retry_after.and_then(|v| parse_retry_after(&v, now)),
+                        ),
+                    };
+                    (Error::from(error), Some(status), wait, retryable)
                 }
                 Err(AttemptError::Build(error)) => return Err(error),
-                Err(AttemptError::Transport { error, retryable }) => (error, None, None, retryable),
+                Err(AttemptError::Transport { error, retryable }) => {
+                    (error, None, Wait::RetryAfter(None), retryable)
+                }
             };
             // A single attempt (no retry was ever allowed) reports the failure itself: wrapping
             // it as "giving up after 1 attempt(s)" would only hide the cause one level down.
@@ -299,7 +327,10 @@ impl Client {
                     last: Box::new(failure),
                 });
             }
-            let delay = policy.delay(attempt, status, retry_after);
+            let delay = match wait {
+                Wait::Advertised(wait) => policy.advertised(wait),
+                Wait::RetryAfter(retry_after) => policy.delay(attempt, status, retry_after),
+            };
             span.in_scope(|| {
                 tracing::debug!(error = %failure, delay_ms = delay.as_millis() as u64, "retrying");
             });

@@ -178,6 +178,10 @@ pub struct ServiceError {
     pub request_id: Option<String>,
     /// What kind of body the response had.
     pub body: ErrorBody,
+    /// The wait a rate-limit answer on the REST token chain advertised (a 403 or 429 with
+    /// `Retry-After`, or with `x-ratelimit-remaining: 0` and `x-ratelimit-reset`): such an
+    /// answer is retryable, not a refusal.
+    pub rate_limit_wait: Option<Duration>,
 }
 
 impl ServiceError {
@@ -220,6 +224,7 @@ impl ServiceError {
             activity_id,
             request_id,
             body: kind,
+            rate_limit_wait: None,
         }
     }
 
@@ -510,6 +515,7 @@ impl Error {
             | Self::UnusableSessionLeftOpen { .. } => ErrorClass::Retryable,
             Self::Service(service)
                 if crate::retry::is_retryable_status(service.status)
+                    || service.rate_limit_wait.is_some()
                     || service
                         .endpoint
                         .also_retried_statuses()
