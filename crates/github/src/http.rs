@@ -52,7 +52,7 @@ impl Incoming {
 /// Why a single attempt failed before a response arrived.
 #[derive(Debug)]
 pub(crate) enum AttemptError {
-    /// A connection, TLS or protocol error; `retryable` is false for certificate errors.
+    /// A connection, TLS or protocol error; `retryable` is false for TLS errors.
     Transport { error: Error, retryable: bool },
     /// The request could not even be built (bad header value); never retried.
     Build(Error),
@@ -135,14 +135,24 @@ impl Transport {
             })?;
         let exchange = async {
             let response = self.client.request(request).await.map_err(|e| {
-                let retryable = !is_certificate_error(&e);
-                AttemptError::Transport {
-                    error: Error::Transport {
-                        endpoint,
-                        host: host.clone(),
-                        source: Box::new(e),
-                    },
-                    retryable,
+                if is_tls_error(&e) {
+                    AttemptError::Transport {
+                        error: Error::Tls {
+                            endpoint,
+                            host: host.clone(),
+                            source: Box::new(e),
+                        },
+                        retryable: false,
+                    }
+                } else {
+                    AttemptError::Transport {
+                        error: Error::Transport {
+                            endpoint,
+                            host: host.clone(),
+                            source: Box::new(e),
+                        },
+                        retryable: true,
+                    }
                 }
             })?;
             let (parts, body) = response.into_parts();
@@ -178,11 +188,12 @@ impl Transport {
     }
 }
 
-/// True when the error chain holds a rustls certificate error (not worth retrying).
+/// True when the error chain holds a rustls error (an untrusted or missing certificate, a
+/// refused handshake): a configuration problem, not worth retrying.
 ///
 /// `io::Error::source` skips the wrapped error itself, so wrapped errors are entered through
 /// `get_ref` (hyper-util nests rustls errors two `io::Error`s deep).
-fn is_certificate_error(error: &(dyn std::error::Error + 'static)) -> bool {
+fn is_tls_error(error: &(dyn std::error::Error + 'static)) -> bool {
     let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
     let mut depth = 0;
     while let Some(err) = current {
@@ -190,11 +201,8 @@ fn is_certificate_error(error: &(dyn std::error::Error + 'static)) -> bool {
         if depth > 16 {
             return false;
         }
-        if let Some(tls) = err.downcast_ref::<rustls::Error>() {
-            return matches!(
-                tls,
-                rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented
-            );
+        if err.downcast_ref::<rustls::Error>().is_some() {
+            return true;
         }
         current = match err
             .downcast_ref::<std::io::Error>()

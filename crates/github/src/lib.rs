@@ -52,9 +52,20 @@
 //! use scaleset_github::{Client, JobMessage, NewRunnerScaleSet, Result};
 //!
 //! async fn listen(client: &Client) -> Result<()> {
+//!     // Look before you write (DESIGN §4): a create always follows a lookup, and a create
+//!     // that lost a race to the same name is answered by looking again, never by a second
+//!     // create. Whether an existing set may be used is `scaleset-adopt`'s decision; this
+//!     // sketch takes it as is.
 //!     let scale_set = match client.get_scale_set_by_name(1, "my-set").await? {
 //!         Some(existing) => existing,
-//!         None => client.create_scale_set(&NewRunnerScaleSet::new("my-set", 1)).await?,
+//!         None => match client.create_scale_set(&NewRunnerScaleSet::new("my-set", 1)).await {
+//!             Ok(created) => created,
+//!             Err(error) if error.is_scale_set_exists() => client
+//!                 .get_scale_set_by_name(1, "my-set")
+//!                 .await?
+//!                 .ok_or(error)?,
+//!             Err(error) => return Err(error),
+//!         },
 //!     };
 //!     let mut session = client.create_session(scale_set.id, "scaleset-owner").await?;
 //!     let mut last_message_id = 0;
@@ -84,6 +95,7 @@
 //! }
 //! ```
 
+mod call;
 mod client;
 mod config;
 mod endpoint;

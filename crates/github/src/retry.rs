@@ -104,7 +104,8 @@ pub(crate) fn rate_limit_wait(
     if remaining?.trim() != "0" {
         return None;
     }
-    let reset = SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(reset?.trim().parse().ok()?))?;
+    let reset =
+        SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(reset?.trim().parse().ok()?))?;
     Some(reset.duration_since(now).unwrap_or(Duration::ZERO))
 }
 

@@ -5,7 +5,8 @@ use http::Method;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use crate::client::{Call, Client};
+use crate::call::Call;
+use crate::client::Client;
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
 use crate::http::Incoming;
@@ -129,10 +130,7 @@ impl Client {
             error = %unusable,
             "session create returned an unusable session; deleting it"
         );
-        match self
-            .delete_session(scale_set_id, &session.session_id)
-            .await
-        {
+        match self.delete_session(scale_set_id, &session.session_id).await {
             Ok(()) => Err(unusable),
             Err(cleanup) if cleanup.is_session_expired_or_unknown() => Err(unusable),
             Err(cleanup) => Err(Error::UnusableSessionLeftOpen {

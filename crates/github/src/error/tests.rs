@@ -66,9 +66,12 @@ proptest! {
     }
 }
 
+/// Callers that waited on one failed admin-token refresh all get that failure, shared: every
+/// predicate, the class, the message and the source chain are those of the original.
 #[test]
-fn a_duplicate_answers_every_predicate_like_the_original() {
-    let timeout = Error::RetriesExhausted {
+fn a_shared_refresh_failure_answers_like_the_original() {
+    let shared = |error: Error| Error::SharedRefresh(std::sync::Arc::new(error));
+    let timeout = shared(Error::RetriesExhausted {
         endpoint: Endpoint::RunnerRegistration,
         attempts: 5,
         last: Box::new(Error::Timeout {
@@ -76,27 +79,40 @@ fn a_duplicate_answers_every_predicate_like_the_original() {
             host: "h".into(),
             timeout: Duration::from_secs(1),
         }),
-    };
-    let copy = timeout.duplicate();
-    assert!(copy.is_timeout());
-    assert_eq!(copy.to_string(), timeout.to_string());
-    assert_eq!(copy.endpoint(), Some(Endpoint::RunnerRegistration));
+    });
+    assert!(timeout.is_timeout());
+    assert!(timeout.to_string().contains("giving up after 5 attempt(s)"));
+    assert_eq!(timeout.endpoint(), Some(Endpoint::RunnerRegistration));
+    assert_eq!(timeout.class(), ErrorClass::Retryable);
 
-    let conflict = service(
-        409,
-        r#"{"typeName":"X.RunnerScaleSetSessionConflictException, X","message":"... for owner me."}"#,
+    let conflict_body = r#"{"typeName":"X.RunnerScaleSetSessionConflictException, X","message":"... for owner me."}"#;
+    let conflict = shared(service(409, conflict_body));
+    assert_eq!(conflict.class(), service(409, conflict_body).class());
+    assert_eq!(conflict.status(), Some(409));
+
+    let rejected = shared(
+        ServiceError::from_response(Endpoint::RegistrationToken, 401, b"", None, None).into(),
     );
-    assert_eq!(conflict.duplicate().class(), conflict.class());
+    assert_eq!(rejected.status(), Some(401));
+    assert_eq!(rejected.class(), ErrorClass::Fatal);
 
-    let transport = Error::Transport {
+    let transport = shared(Error::Transport {
         endpoint: Endpoint::GetScaleSet,
         host: "h".into(),
         source: Box::new(std::io::Error::other("connection refused")),
-    };
-    let copy = transport.duplicate();
-    assert!(copy.is_transport());
-    let source = std::error::Error::source(&copy).map(ToString::to_string);
+    });
+    assert!(transport.is_transport());
+    assert_eq!(transport.class(), ErrorClass::Retryable);
+    let source = std::error::Error::source(&transport).map(ToString::to_string);
     assert_eq!(source.as_deref(), Some("connection refused"));
+
+    let unusable = shared(Error::UnexpectedResponse {
+        endpoint: Endpoint::RunnerRegistration,
+        status: 200,
+        reason: "no token".into(),
+    });
+    assert_eq!(unusable.status(), Some(200));
+    assert_eq!(unusable.endpoint(), Some(Endpoint::RunnerRegistration));
 }
 
 #[test]

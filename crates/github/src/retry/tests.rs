@@ -71,7 +71,10 @@ fn a_rate_limit_answer_advertises_its_wait() {
         "a reset in the past means retry now"
     );
     // Budget left, no reset, or an unreadable reset: nothing advertised.
-    assert_eq!(rate_limit_wait(None, Some("12"), Some(reset_in_40), now), None);
+    assert_eq!(
+        rate_limit_wait(None, Some("12"), Some(reset_in_40), now),
+        None
+    );
     assert_eq!(rate_limit_wait(None, Some("0"), None, now), None);
     assert_eq!(rate_limit_wait(None, None, Some(reset_in_40), now), None);
     assert_eq!(rate_limit_wait(None, Some("0"), Some("soon"), now), None);
@@ -81,6 +84,12 @@ fn a_rate_limit_answer_advertises_its_wait() {
 #[test]
 fn an_advertised_wait_is_capped() {
     let policy = RetryPolicy::default().with_max_retry_after(Duration::from_secs(60));
-    assert_eq!(policy.advertised(Duration::from_secs(59)), Duration::from_secs(59));
-    assert_eq!(policy.advertised(Duration::from_secs(61)), Duration::from_secs(60));
+    assert_eq!(
+        policy.advertised(Duration::from_secs(59)),
+        Duration::from_secs(59)
+    );
+    assert_eq!(
+        policy.advertised(Duration::from_secs(61)),
+        Duration::from_secs(60)
+    );
 }

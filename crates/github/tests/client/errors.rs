@@ -275,7 +275,6 @@ async fn runner_predicates() {
     missing.assert_async().await;
 }
 
-
 #[tokio::test]
 async fn empty_200_on_get_message_is_an_error() {
     let mut h = harness().await;
@@ -357,7 +356,11 @@ async fn a_409_without_an_exception_is_a_conflict_on_session_create_and_jit_conf
             );
         }
         if exists {
-            assert_eq!(err.class(), ErrorClass::Refusal(Refusal::AgentExists), "{case}");
+            assert_eq!(
+                err.class(),
+                ErrorClass::Refusal(Refusal::AgentExists),
+                "{case}"
+            );
         }
         mock.assert_async().await;
     }

@@ -126,7 +126,9 @@ async fn an_untrusted_certificate_fails_without_retries() {
         Client::new(ClientConfig::new(url, Credentials::pat("pat")).with_sleeper(sleeper.clone()))
             .unwrap();
     let err = client.get_scale_set(5).await.unwrap_err();
-    assert!(matches!(err, Error::Transport { .. }), "{err:?}");
+    assert!(matches!(err.unshared(), Error::Tls { .. }), "{err:?}");
+    assert!(err.to_string().contains("with_ca_bundle_pem"), "{err}");
+    assert_eq!(err.class(), scaleset_github::ErrorClass::Fatal);
     assert!(sleeper.waits().is_empty());
     server.task.abort();
 }

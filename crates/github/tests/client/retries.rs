@@ -56,7 +56,7 @@ async fn retries_are_exhausted_after_five_attempts() {
         .await
         .unwrap_err();
     assert!(
-        matches!(err, Error::RetriesExhausted { attempts: 5, .. }),
+        matches!(err.unshared(), Error::RetriesExhausted { attempts: 5, .. }),
         "{err}"
     );
     assert_eq!(err.status(), Some(500));
@@ -125,7 +125,10 @@ async fn other_4xx_and_501_are_not_retried() {
             .create_async()
             .await;
         let err = h.client.get_scale_set(id).await.unwrap_err();
-        assert!(matches!(err, Error::Service(_)), "{status}: {err}");
+        assert!(
+            matches!(err.unshared(), Error::Service(_)),
+            "{status}: {err}"
+        );
         assert_eq!(err.status(), Some(status as u16));
         mock.assert_async().await;
     }
@@ -253,7 +256,7 @@ async fn runner_registration_401s_use_the_normal_retry_budget() {
         .await;
     let err = client.service_url().await.unwrap_err();
     assert!(
-        matches!(err, Error::RetriesExhausted { attempts: 5, .. }),
+        matches!(err.unshared(), Error::RetriesExhausted { attempts: 5, .. }),
         "{err:?}"
     );
     assert_eq!(err.status(), Some(401));
@@ -276,7 +279,10 @@ async fn runner_registration_other_4xx_are_not_retried() {
             .create_async()
             .await;
         let err = client.service_url().await.unwrap_err();
-        assert!(matches!(err, Error::Service(_)), "{status}: {err:?}");
+        assert!(
+            matches!(err.unshared(), Error::Service(_)),
+            "{status}: {err:?}"
+        );
         assert_eq!(err.status(), Some(status as u16));
         assert_eq!(err.class(), ErrorClass::Fatal, "{status}");
         reg.assert_async().await;
@@ -314,7 +320,7 @@ async fn a_single_attempt_runner_registration_401_is_still_retryable() {
     )
     .unwrap();
     let err = client.service_url().await.unwrap_err();
-    assert!(matches!(err, Error::Service(_)), "{err:?}");
+    assert!(matches!(err.unshared(), Error::Service(_)), "{err:?}");
     assert_eq!(err.status(), Some(401));
     assert_eq!(err.class(), ErrorClass::Retryable);
     reg.assert_async().await;
@@ -365,7 +371,7 @@ async fn transport_errors_are_retried_and_exhausted() {
     )
     .unwrap();
     let err = client.get_scale_set(1).await.unwrap_err();
-    let Error::RetriesExhausted { attempts, last, .. } = &err else {
+    let Error::RetriesExhausted { attempts, last, .. } = err.unshared() else {
         panic!("{err:?}")
     };
     assert_eq!(*attempts, 5);
@@ -394,7 +400,7 @@ async fn per_request_timeouts_apply_and_are_retried() {
     let err = client.get_scale_set(1).await.unwrap_err();
     let Error::RetriesExhausted {
         attempts: 2, last, ..
-    } = &err
+    } = err.unshared()
     else {
         panic!("{err:?}")
     };
@@ -422,7 +428,7 @@ async fn a_single_attempt_policy_returns_the_timeout_itself() {
     let client = Client::new(config).unwrap();
     let err = client.get_scale_set(1).await.unwrap_err();
     assert!(
-        matches!(&err, Error::Timeout { timeout, host, .. }
+        matches!(err.unshared(), Error::Timeout { timeout, host, .. }
             if *timeout == Duration::from_millis(50) && host == "127.0.0.1"),
         "{err:?}"
     );
@@ -455,7 +461,7 @@ async fn a_single_attempt_policy_returns_the_service_error_itself() {
         .create_async()
         .await;
     let err = client.get_scale_set(5).await.unwrap_err();
-    assert!(matches!(err, Error::Service(_)), "{err:?}");
+    assert!(matches!(err.unshared(), Error::Service(_)), "{err:?}");
     assert_eq!(err.status(), Some(503));
     assert_eq!(err.exception_name(), Some("ServiceUnavailableException"));
     assert_eq!(err.class(), ErrorClass::Retryable);
@@ -669,14 +675,16 @@ async fn rate_limited_installation_token_and_runner_registration_wait_too() {
         .create_async()
         .await;
     let sleeper = Arc::new(RecordingSleeper::default());
-    let credentials =
-        Credentials::app("Iv1.client", 4242, include_str!("data/test-app-key.pem"));
+    let credentials = Credentials::app("Iv1.client", 4242, include_str!("data/test-app-key.pem"));
     let client = Client::new(config_for(&server, ORG, credentials, sleeper.clone())).unwrap();
     assert_eq!(client.service_url().await.unwrap().as_str(), service);
     limited_installation.assert_async().await;
     limited_registration.assert_async().await;
     // A reset long past means retry at once; runner-registration's Retry-After is exact.
-    assert_eq!(sleeper.waits(), vec![Duration::ZERO, Duration::from_secs(23)]);
+    assert_eq!(
+        sleeper.waits(),
+        vec![Duration::ZERO, Duration::from_secs(23)]
+    );
 }
 
 #[tokio::test]

@@ -215,7 +215,11 @@ async fn a_failed_refresh_is_returned_with_its_own_error() {
 
 const UNUSABLE_SESSIONS: &[(&str, &str, &str)] = &[
     ("no queue url", "", "messageQueueUrl"),
-    ("a queue url that is not a url", "not a url", "messageQueueUrl"),
+    (
+        "a queue url that is not a url",
+        "not a url",
+        "messageQueueUrl",
+    ),
     ("no queue token", "QUEUE", "messageQueueAccessToken"),
 ];
 
@@ -224,7 +228,11 @@ async fn an_unusable_created_session_is_deleted_before_the_error_returns() {
     for (case, queue_url, named) in UNUSABLE_SESSIONS {
         let mut h = harness().await;
         let queue_url = queue_url.replace("QUEUE", &format!("{}/q", h.server.url()));
-        let token = if *named == "messageQueueAccessToken" { "" } else { "t" };
+        let token = if *named == "messageQueueAccessToken" {
+            ""
+        } else {
+            "t"
+        };
         let create = h
             .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
             .with_body(session_json(&queue_url, token))
@@ -281,11 +289,17 @@ async fn an_unusable_session_that_cannot_be_deleted_is_named_in_the_error() {
         "{err}"
     );
     let text = err.to_string();
-    assert!(text.contains(SESSION) && text.contains("delete_session"), "{text}");
+    assert!(
+        text.contains(SESSION) && text.contains("delete_session"),
+        "{text}"
+    );
     let cleanup = std::error::Error::source(&err).expect("the delete failure is the source");
     assert!(cleanup.to_string().contains("403"), "{cleanup}");
     assert_eq!(err.status(), Some(200));
-    assert_eq!(err.endpoint(), Some(scaleset_github::Endpoint::CreateSession));
+    assert_eq!(
+        err.endpoint(),
+        Some(scaleset_github::Endpoint::CreateSession)
+    );
     assert_eq!(err.class(), ErrorClass::Retryable);
     create.assert_async().await;
     delete.assert_async().await;
