@@ -135,3 +135,115 @@ fn runner_registration_401_and_403_classify_as_retryable_even_unwrapped() {
         ErrorClass::Fatal
     );
 }
+
+#[test]
+fn an_exception_is_named_by_its_exact_short_name_outer_or_nested() {
+    let err = ServiceError::from_response(
+        Endpoint::CreateScaleSet,
+        400,
+        br#"{"typeName":"Ns.WrapperException, Asm","message":"m","innerException":{"typeName":"Ns.CustomQuotaException, Asm"}}"#,
+        None,
+        None,
+    );
+    assert!(err.has_exception_named("WrapperException"));
+    assert!(err.has_exception_named("CustomQuotaException"), "nested");
+    assert!(
+        !err.has_exception_named("QuotaException"),
+        "a suffix is not the name"
+    );
+    assert!(
+        !err.has_exception_named("Ns.CustomQuotaException"),
+        "short names only"
+    );
+    let text = ServiceError::from_response(Endpoint::CreateScaleSet, 400, b"Quota", None, None);
+    assert!(
+        !text.has_exception_named("Quota"),
+        "a text body names no exception"
+    );
+}
+
+/// `is_timeout` decides whether a create must be looked up before it is retried: only a real
+/// timeout (possibly the last of several attempts) says "it may have happened".
+#[test]
+fn only_a_timeout_is_a_timeout() {
+    let timeout = Error::Timeout {
+        endpoint: Endpoint::CreateScaleSet,
+        host: "h".into(),
+        timeout: Duration::from_secs(1),
+    };
+    let transport = Error::Transport {
+        endpoint: Endpoint::CreateScaleSet,
+        host: "h".into(),
+        source: Box::new(std::io::Error::other("reset")),
+    };
+    assert!(timeout.is_timeout());
+    assert!(!timeout.is_transport());
+    assert!(transport.is_transport());
+    assert!(!transport.is_timeout());
+    assert!(!service(503, "").is_timeout());
+    assert!(!service(503, "").is_transport());
+    let exhausted = |last: Error| Error::RetriesExhausted {
+        endpoint: Endpoint::CreateScaleSet,
+        attempts: 5,
+        last: Box::new(last),
+    };
+    assert!(exhausted(timeout).is_timeout());
+    assert!(!exhausted(transport).is_timeout());
+}
+
+#[test]
+fn unusable_success_responses_report_their_status() {
+    let decode = Error::Decode {
+        endpoint: Endpoint::GetScaleSet,
+        status: 200,
+        source: serde_json::from_str::<u8>("x").unwrap_err(),
+    };
+    assert_eq!(decode.status(), Some(200));
+    assert_eq!(decode.endpoint(), Some(Endpoint::GetScaleSet));
+    assert_eq!(decode.class(), ErrorClass::Fatal);
+    let unexpected = Error::UnexpectedResponse {
+        endpoint: Endpoint::GetMessage,
+        status: 202,
+        reason: "r".into(),
+    };
+    assert_eq!(unexpected.status(), Some(202));
+    assert_eq!(unexpected.endpoint(), Some(Endpoint::GetMessage));
+    assert_eq!(unexpected.class(), ErrorClass::Retryable);
+    let left_open = Error::UnusableSessionLeftOpen {
+        status: 201,
+        scale_set_id: 5,
+        session_id: "s-1".into(),
+        reason: "no token".into(),
+        cleanup: Box::new(service(500, "")),
+    };
+    assert_eq!(left_open.status(), Some(201));
+    assert_eq!(left_open.endpoint(), Some(Endpoint::CreateSession));
+    assert_eq!(left_open.open_session(), Some((5, "s-1")));
+    assert_eq!(unexpected.open_session(), None);
+    assert_eq!(Error::JwtSigning.status(), None);
+    assert_eq!(Error::JwtSigning.endpoint(), None);
+}
+
+#[test]
+fn tls_failures_and_ambiguous_names_are_fatal() {
+    let tls = Error::Tls {
+        endpoint: Endpoint::RegistrationToken,
+        host: "ghes.local".into(),
+        source: Box::new(std::io::Error::other("UnknownIssuer")),
+    };
+    assert_eq!(tls.class(), ErrorClass::Fatal);
+    assert_eq!(tls.endpoint(), Some(Endpoint::RegistrationToken));
+    assert!(!tls.is_transport());
+    let ambiguous = Error::Ambiguous {
+        endpoint: Endpoint::GetScaleSetByName,
+        name: "set".into(),
+        count: 2,
+    };
+    assert_eq!(ambiguous.class(), ErrorClass::Fatal);
+    assert_eq!(ambiguous.endpoint(), Some(Endpoint::GetScaleSetByName));
+    assert!(
+        ambiguous
+            .to_string()
+            .contains("2 items are named exactly \"set\"")
+    );
+}
