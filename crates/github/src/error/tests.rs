@@ -247,3 +247,46 @@ fn tls_failures_and_ambiguous_names_are_fatal() {
             .contains("2 items are named exactly \"set\"")
     );
 }
+
+/// Operators read this line in logs: endpoint, status, exception, message and both ids.
+#[test]
+fn a_service_error_reads_as_one_diagnostic_line() {
+    let err = ServiceError::from_response(
+        Endpoint::CreateScaleSet,
+        400,
+        br#"{"typeName":"X.RunnerScaleSetExistsException, X","message":"dup"}"#,
+        Some("act-1".into()),
+        None,
+    );
+    assert_eq!(
+        err.to_string(),
+        "create_scale_set: status 400: RunnerScaleSetExistsException: dup \
+         (activity_id=act-1, github_request_id=-)"
+    );
+    let text = ServiceError::from_response(
+        Endpoint::GetScaleSet,
+        502,
+        b"bad gateway",
+        None,
+        Some("r-1".into()),
+    );
+    assert_eq!(
+        text.to_string(),
+        "get_scale_set: status 502: bad gateway (activity_id=-, github_request_id=r-1)"
+    );
+}
+
+#[test]
+fn a_text_body_is_cut_after_exactly_the_limit() {
+    let at_limit = "x".repeat(MAX_MESSAGE_CHARS);
+    let err =
+        ServiceError::from_response(Endpoint::AcquireJobs, 500, at_limit.as_bytes(), None, None);
+    assert_eq!(
+        err.message, at_limit,
+        "a message at the limit is kept whole"
+    );
+    let over = "é".repeat(MAX_MESSAGE_CHARS + 1);
+    let err = ServiceError::from_response(Endpoint::AcquireJobs, 500, over.as_bytes(), None, None);
+    assert_eq!(err.message.chars().count(), MAX_MESSAGE_CHARS + 1);
+    assert!(err.message.ends_with("é…"), "cut on characters, marked");
+}

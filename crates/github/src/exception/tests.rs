@@ -198,3 +198,51 @@ fn text_around_an_embedded_document_is_ignored_but_a_broken_span_is_not_a_docume
     assert!(embedded_document("[1, 2]").is_none());
     assert!(embedded_document("{not json}").is_none());
 }
+
+#[test]
+fn every_known_short_name_has_its_kind() {
+    let table = [
+        (
+            "RunnerScaleSetExistsException",
+            ExceptionKind::RunnerScaleSetExists,
+        ),
+        (
+            "RunnerScaleSetNotFoundException",
+            ExceptionKind::RunnerScaleSetNotFound,
+        ),
+        (
+            "RunnerScaleSetSessionConflictException",
+            ExceptionKind::RunnerScaleSetSessionConflict,
+        ),
+        (
+            "RunnerScaleSetSessionExpiredException",
+            ExceptionKind::RunnerScaleSetSessionExpired,
+        ),
+        ("RunnerAdminException", ExceptionKind::RunnerAdmin),
+        ("AgentExistsException", ExceptionKind::AgentExists),
+        ("AgentNotFoundException", ExceptionKind::AgentNotFound),
+        ("JobStillRunningException", ExceptionKind::JobStillRunning),
+        ("InvalidTokenException", ExceptionKind::InvalidToken),
+        (
+            "InvalidRunnerScaleSetException",
+            ExceptionKind::InvalidRunnerScaleSet,
+        ),
+        ("VssServiceException", ExceptionKind::Other),
+    ];
+    for (name, kind) in table {
+        assert_eq!(ExceptionKind::from_short_name(name), kind, "{name}");
+    }
+}
+
+#[test]
+fn a_blank_type_name_falls_back_to_the_type_key() {
+    let found = collect_exceptions(&json!({
+        "typeName": "  ",
+        "typeKey": "AgentNotFoundException",
+        "message": "m"
+    }));
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].kind, ExceptionKind::AgentNotFound);
+    assert_eq!(found[0].type_name, "AgentNotFoundException");
+    assert_eq!(found[0].message, "m");
+}
