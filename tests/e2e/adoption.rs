@@ -1,5 +1,6 @@
 //! End-to-end adoption: the pure machine of `scaleset-adopt`, driven through the real
-//! `scaleset-github` client (`scaleset_e2e::adoption_driver`) against the real simulator.
+//! `scaleset-github` client by the one adoption driver, `scaleset_control::adoption` (the
+//! controller's own, through `scaleset_e2e::adoption_driver`), against the real simulator.
 //!
 //! Each test checks scaleset's promise from both sides, the machine's outcome and GitHub's
 //! state: lose the database or crash, converge again with no duplicates, no orphans, and no
@@ -9,9 +10,11 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use scaleset_adopt::{
-    CommandKind, ControllerId, Desired, Evidence, Failure, Identity, Input, Notice, Outcome,
-    Policy, Provenance, Refusal, RetryBounds, RetryReason, RunnerGroupId, ScaleSetId, SessionId,
+    CommandKind, ControllerId, CreateSpec, Desired, Evidence, Failure, Identity, Input, Notice,
+    Outcome, Policy, Provenance, Refusal, RetryBounds, RetryReason, RunnerGroupId, ScaleSetId,
+    SessionId,
 };
+use scaleset_control::adoption::Hooks;
 use scaleset_e2e::RunningSim;
 use scaleset_e2e::adoption_driver::{Run, ensure, run_once};
 use scaleset_github::{
@@ -1089,4 +1092,107 @@ async fn a_leaked_probe_session_is_reported_and_never_counts_as_evidence() -> Re
     assert!(only_one(&github)?.session.is_none());
     assert_eq!(github.sim.request_count("create_scale_set"), 0);
     github.stop().await
+}
+
+/// What the shared driver told a recording embedder, in order.
+#[derive(Debug, Default)]
+struct Recorder {
+    seen: std::sync::Mutex<Vec<String>>,
+    refuse_intent: bool,
+}
+
+impl Recorder {
+    fn push(&self, what: String) {
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.push(what);
+        }
+    }
+
+    fn seen(&self) -> Vec<String> {
+        self.seen
+            .lock()
+            .map(|seen| seen.clone())
+            .unwrap_or_default()
+    }
+}
+
+#[async_trait::async_trait]
+impl Hooks for Recorder {
+    async fn before_create(&self, spec: &CreateSpec) -> Result<(), scaleset_control::Error> {
+        self.push(format!("intent {}", spec.name));
+        if self.refuse_intent {
+            return Err(scaleset_control::Error::Adoption {
+                scale_set: spec.name.clone(),
+                reason: "the intent could not be recorded".to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    async fn created(&self, spec: &CreateSpec) {
+        self.push(format!("created {}", spec.name));
+    }
+
+    fn github_call<T>(&self, endpoint: &'static str, result: &Result<T, scaleset_github::Error>) {
+        self.push(format!(
+            "{endpoint} {}",
+            if result.is_ok() { "ok" } else { "err" }
+        ));
+    }
+}
+
+/// The controller records its create intent in a hook: the hook runs before the POST, learns
+/// of the answer after it, and sees every GitHub call the run makes (the metrics).
+#[tokio::test]
+async fn the_embedder_hears_of_the_intent_before_the_create_and_of_every_call() -> Result<()> {
+    let github = sim(SimConfig::default()).await?;
+    let client = client(&github)?;
+    let hooks = Recorder::default();
+
+    let run =
+        scaleset_control::adoption::run_once(&client, input(OURS, None, Policy::Owned), &hooks)
+            .await?;
+    expect_ready(&run)?;
+
+    let seen = hooks.seen();
+    let intent = seen.iter().position(|s| *s == format!("intent {NAME}"));
+    let post = seen.iter().position(|s| s == "create_scale_set ok");
+    let created = seen.iter().position(|s| *s == format!("created {NAME}"));
+    assert!(
+        matches!((intent, post, created), (Some(i), Some(p), Some(c)) if i < p && p < c),
+        "intent, POST, created in that order: {seen:?}"
+    );
+    let calls = seen
+        .iter()
+        .filter(|s| s.ends_with(" ok") || s.ends_with(" err"))
+        .count();
+    assert_eq!(calls, run.commands.len(), "one call per command: {seen:?}");
+    Ok(())
+}
+
+/// An intent that cannot be recorded stops the run before the POST: nothing is created that
+/// the store does not know it may have created.
+#[tokio::test]
+async fn an_intent_that_cannot_be_recorded_creates_nothing() -> Result<()> {
+    let github = sim(SimConfig::default()).await?;
+    let client = client(&github)?;
+    let hooks = Recorder {
+        refuse_intent: true,
+        ..Recorder::default()
+    };
+
+    let result =
+        scaleset_control::adoption::run_once(&client, input(OURS, None, Policy::Owned), &hooks)
+            .await;
+    let Err(error) = result else {
+        bail!("expected the run to stop on the hook's error");
+    };
+    assert!(
+        error
+            .to_string()
+            .contains("the intent could not be recorded")
+    );
+    assert_eq!(github.sim.request_count("create_scale_set"), 0);
+    assert!(named(&github).is_empty());
+    Ok(())
 }

@@ -1,8 +1,9 @@
 //! Helpers for scaleset's whole-system tests: a GitHub simulator serving on a loopback port for
 //! the duration of a test, stopped (and awaited) when the test is done.
 //!
-//! It also holds [`adoption_driver`], the small driver that runs the adoption machine of
-//! `scaleset-adopt` against the simulator through the real `scaleset-github` client.
+//! It also holds [`adoption_driver`], the adoption tests' back-to-back retry loop around the one
+//! adoption driver, `scaleset_control::adoption::run_once` (the controller's own), which runs
+//! the machine of `scaleset-adopt` through the real `scaleset-github` client.
 //!
 //! It deliberately holds no test logic; the tests live in `e2e/`. It is a test-only package:
 //! nothing depends on it, which is why it may use our crates as normal dependencies.

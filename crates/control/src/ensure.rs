@@ -4,25 +4,24 @@
 //! reason, an event), so a crash in between converges on the next run (whose lookup finds the
 //! created scale set by its owner label) without a duplicate.
 //!
-//! The translation of commands to calls and answers to facts is the one the e2e adoption
-//! driver (`tests/src/adoption_driver.rs`) proved against the simulator; every `if` here is a
-//! translation, never a policy.
+//! Commands become calls and answers become facts in the one shared driver,
+//! [`crate::adoption`] (the e2e adoption tests run the same code against the simulator);
+//! this module adds what only the controller does around it, through its hooks: the store
+//! records, the crash checkpoints and the metrics. A session an attempt reports not closed is
+//! deleted once more by that driver.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use scaleset_adopt::{
-    Command, CreateSpec, Desired, Fact, Input, Machine, Outcome, Patch, Policy, Refusal,
-    RunnerGroupId, ScaleSet as AdoptScaleSet, ScaleSetId as AdoptId, SessionId, Step,
+    CreateSpec, Desired, Input, Outcome, Policy, Refusal, RunnerGroupId, ScaleSetId as AdoptId,
 };
-use scaleset_github::{
-    Client, Error as GitHubError, ErrorClass, ExceptionKind, Label, NewRunnerScaleSet,
-    RunnerScaleSet, RunnerScaleSetPatch, RunnerSetting, Session,
-};
+use scaleset_github::{Client, Error as GitHubError, Session};
 use scaleset_store::{
     AdoptionPolicy, Lease, Provenance, ScaleSet, ScaleSetId, ScaleSetState, Store,
 };
 
+use crate::adoption::{Hooks, run_once};
 use crate::checkpoint::Checkpoint;
 use crate::error::{Error, chain, store};
 use crate::identity::validate_scale_set_name;
@@ -107,7 +106,7 @@ pub(crate) async fn ensure(
     };
     input.retry.attempt = 0;
     loop {
-        let run = run_once(shared, client, id, &name, input.clone()).await?;
+        let run = run_once(client, input.clone(), &EnsureHooks { shared, id }).await?;
         match run.outcome {
             Outcome::Ready {
                 id: github,
@@ -193,17 +192,6 @@ pub(crate) async fn ensure(
                 return Ok(Ensured::Wait { after });
             }
             Outcome::Failed { reason } => {
-                if let scaleset_adopt::Failure::AttemptsExhausted {
-                    last: scaleset_adopt::RetryReason::SessionNotClosed { id: set, session },
-                    ..
-                } = &reason
-                    && let Ok(set) = i64::try_from(set.0)
-                {
-                    // The last attempt left a session open under our owner: delete it once
-                    // more, so it can never later read as our own stale session.
-                    let result = client.delete_session(set, &session.0).await;
-                    shared.metrics.github("delete_session", &result);
-                }
                 let text = format!("adoption failed: {reason}");
                 tracing::warn!(reason = %text, "scale set ensure failed");
                 record(shared, id, "failed", &text, |s| {
@@ -215,12 +203,6 @@ pub(crate) async fn ensure(
                 });
             }
             Outcome::Retry { after, reason } => {
-                if let scaleset_adopt::RetryReason::SessionNotClosed { id: set, session } = &reason
-                    && let Ok(set) = i64::try_from(set.0)
-                {
-                    let result = client.delete_session(set, &session.0).await;
-                    shared.metrics.github("delete_session", &result);
-                }
                 let text = format!("ensure retrying: {reason}");
                 tracing::info!(reason = %text, ?after, "ensure will retry");
                 record(shared, id, "retry", &text, |s| {
@@ -321,274 +303,46 @@ fn store_err(during: &'static str) -> impl FnOnce(scaleset_store::Error) -> Erro
     store(during)
 }
 
-/// What one machine run did.
-struct Run {
-    outcome: Outcome,
-    session: Option<Session>,
-}
-
-/// Runs one attempt: a fresh machine for `input`, driven until it is done.
-async fn run_once(
-    shared: &Shared,
-    client: &Client,
+/// The controller's side of the shared driver: the create intent recorded in the store before
+/// the POST, the crash checkpoints around it, and every GitHub call counted.
+struct EnsureHooks<'a> {
+    shared: &'a Shared,
     id: ScaleSetId,
-    name: &str,
-    input: Input,
-) -> Result<Run, Error> {
-    let mut machine = Machine::new(input);
-    let mut step = machine.start();
-    let mut opened: BTreeMap<String, Session> = BTreeMap::new();
-    let adoption = |reason: String| Error::Adoption {
-        scale_set: name.to_owned(),
-        reason,
-    };
-    loop {
-        match step {
-            Step::Do(command) => {
-                tracing::debug!(command = %command.kind(), "adoption command");
-                if let Command::Create(spec) = &command {
-                    record(
-                        shared,
-                        id,
-                        "create_intent",
-                        &format!(
-                            "creating scale set {:?} in runner group {} on GitHub",
-                            spec.name, spec.runner_group_id
-                        ),
-                        |s| {
-                            if s.state != ScaleSetState::Ready {
-                                s.state = ScaleSetState::Pending;
-                            }
-                        },
-                    )
-                    .await?;
-                    shared
-                        .checkpoints
-                        .reached(Checkpoint::ScaleSetCreateIntent, name)
-                        .await;
+}
+
+#[async_trait]
+impl Hooks for EnsureHooks<'_> {
+    async fn before_create(&self, spec: &CreateSpec) -> Result<(), Error> {
+        record(
+            self.shared,
+            self.id,
+            "create_intent",
+            &format!(
+                "creating scale set {:?} in runner group {} on GitHub",
+                spec.name, spec.runner_group_id
+            ),
+            |s| {
+                if s.state != ScaleSetState::Ready {
+                    s.state = ScaleSetState::Pending;
                 }
-                let fact = execute(shared, client, &command, &mut opened)
-                    .await
-                    .map_err(|e| adoption(format!("executing {}: {e}", command.kind())))?;
-                tracing::debug!(fact = %fact.kind(), "adoption fact");
-                step = machine.next(fact).map_err(|e| {
-                    adoption(format!("feeding the answer to {}: {e}", command.kind()))
-                })?;
-            }
-            Step::Done(outcome) => {
-                let session = match &outcome {
-                    Outcome::Ready {
-                        session: Some(SessionId(sid)),
-                        ..
-                    } => Some(opened.remove(sid).ok_or_else(|| {
-                        adoption(format!("handed-over session {sid} was never opened"))
-                    })?),
-                    _ => None,
-                };
-                return Ok(Run { outcome, session });
-            }
-        }
+            },
+        )
+        .await?;
+        self.shared
+            .checkpoints
+            .reached(Checkpoint::ScaleSetCreateIntent, &spec.name)
+            .await;
+        Ok(())
     }
-}
 
-/// Executes one command and translates its answer into the fact the command documents.
-async fn execute(
-    shared: &Shared,
-    client: &Client,
-    command: &Command,
-    opened: &mut BTreeMap<String, Session>,
-) -> Result<Fact, String> {
-    let metrics = &shared.metrics;
-    Ok(match command {
-        Command::GetById { id } => {
-            let result = client.get_scale_set(github_id(*id)?).await;
-            metrics.github("get_scale_set", &result);
-            match result {
-                Ok(set) => Fact::ScaleSet(observed(&set)?),
-                Err(e) if e.is_scale_set_not_found() => Fact::NotFound,
-                Err(e) => failure(e)?,
-            }
-        }
-        Command::ListByName { group, name } => {
-            let result = client
-                .query_scale_sets_by_name(github_group(*group)?, name)
-                .await;
-            metrics.github("get_scale_set_by_name", &result);
-            match result {
-                Ok((_, list)) => Fact::ScaleSets(observed_all(&list.value)?),
-                Err(e) => failure(e)?,
-            }
-        }
-        Command::ListGroup { group } => {
-            let result = client.list_scale_sets(Some(github_group(*group)?)).await;
-            metrics.github("list_scale_sets", &result);
-            match result {
-                Ok(sets) => Fact::ScaleSets(observed_all(&sets)?),
-                Err(e) => failure(e)?,
-            }
-        }
-        Command::Create(spec) => {
-            let result = client.create_scale_set(&new_scale_set(spec)?).await;
-            metrics.github("create_scale_set", &result);
-            match result {
-                Ok(set) => {
-                    shared
-                        .checkpoints
-                        .reached(Checkpoint::ScaleSetCreated, &spec.name)
-                        .await;
-                    Fact::ScaleSet(observed(&set)?)
-                }
-                Err(e) if e.is_scale_set_exists() => Fact::Exists,
-                Err(e) => failure(e)?,
-            }
-        }
-        Command::OpenSession { id, owner } => {
-            let result = client.create_session(github_id(*id)?, owner).await;
-            metrics.github("create_session", &result);
-            match result {
-                Ok(session) => {
-                    let sid = session.session_id.clone();
-                    opened.insert(sid.clone(), session);
-                    Fact::Opened(SessionId(sid))
-                }
-                Err(e) if e.is_session_conflict() => Fact::Conflict {
-                    owner: e.session_conflict_owner(),
-                },
-                Err(e) if e.is_scale_set_not_found() => Fact::NotFound,
-                Err(e) => failure(e)?,
-            }
-        }
-        Command::CloseSession { id, session } => {
-            let result = client.delete_session(github_id(*id)?, &session.0).await;
-            metrics.github("delete_session", &result);
-            match result {
-                Ok(()) => {
-                    opened.remove(&session.0);
-                    Fact::Closed
-                }
-                Err(e) if is_session_gone(&e, &session.0) => {
-                    opened.remove(&session.0);
-                    Fact::SessionGone
-                }
-                Err(e) if e.is_scale_set_not_found() => {
-                    opened.remove(&session.0);
-                    Fact::NotFound
-                }
-                Err(e) => failure(e)?,
-            }
-        }
-        Command::Update { id, patch } => {
-            let result = client
-                .update_scale_set(github_id(*id)?, &github_patch(patch)?)
-                .await;
-            metrics.github("update_scale_set", &result);
-            match result {
-                Ok(_) => Fact::Updated,
-                Err(e) if e.is_scale_set_not_found() => Fact::NotFound,
-                Err(e) => failure(e)?,
-            }
-        }
-        other => {
-            return Err(format!(
-                "this driver does not know the command {:?}",
-                other.kind()
-            ));
-        }
-    })
-}
-
-/// Closing `session`: GitHub says it expired (`RunnerScaleSetSessionExpiredException`, outer
-/// or nested), or a 400/404 message names that very session id. A bare 404 (a router's, or a
-/// `text/plain` body) or a 403 that merely says "is not valid" is not proof: it stays a
-/// `BadRequest`, so the close is tried again and reported, never silently leaked.
-fn is_session_gone(error: &GitHubError, session: &str) -> bool {
-    let Some(service) = error.service_error() else {
-        return false;
-    };
-    service.has_exception(&ExceptionKind::RunnerScaleSetSessionExpired)
-        || (matches!(service.status, 400 | 404)
-            && !session.is_empty()
-            && service.message.contains(session))
-}
-
-/// Rule 6's translation of any other client error: retryable → `Transient`, any other HTTP
-/// 4xx → `BadRequest`. Errors without a GitHub answer behind them (undecodable 2xx bodies,
-/// invalid requests) have no fact: the run stops with an error, never an adoption.
-fn failure(error: GitHubError) -> Result<Fact, String> {
-    if error.class() == ErrorClass::Retryable {
-        return Ok(Fact::Transient {
-            message: chain(&error),
-        });
+    async fn created(&self, spec: &CreateSpec) {
+        self.shared
+            .checkpoints
+            .reached(Checkpoint::ScaleSetCreated, &spec.name)
+            .await;
     }
-    match error.status() {
-        Some(status) if (400..500).contains(&status) => Ok(Fact::BadRequest {
-            exception: error.exception_name().unwrap_or_default().to_owned(),
-            message: error
-                .service_error()
-                .map_or_else(|| chain(&error), |s| s.message.clone()),
-        }),
-        _ => Err(format!(
-            "a client error with no adoption fact: {}",
-            chain(&error)
-        )),
+
+    fn github_call<T>(&self, endpoint: &'static str, result: &Result<T, GitHubError>) {
+        self.shared.metrics.github(endpoint, result);
     }
-}
-
-/// The machine's view of a scale set; a missing `runnerGroupId` stays `None`.
-fn observed(set: &RunnerScaleSet) -> Result<AdoptScaleSet, String> {
-    let id = u64::try_from(set.id)
-        .map_err(|_| format!("github returned scale set id {} (negative)", set.id))?;
-    let runner_group_id = set
-        .runner_group_id
-        .map(|group| {
-            u64::try_from(group)
-                .map(RunnerGroupId)
-                .map_err(|_| format!("github returned runner group id {group} (negative)"))
-        })
-        .transpose()?;
-    Ok(AdoptScaleSet {
-        id: AdoptId(id),
-        name: set.name.clone(),
-        runner_group_id,
-        labels: set.labels.iter().map(|label| label.name.clone()).collect(),
-        disable_update: set.runner_setting.disable_update,
-    })
-}
-
-fn observed_all(sets: &[RunnerScaleSet]) -> Result<Vec<AdoptScaleSet>, String> {
-    sets.iter().map(observed).collect()
-}
-
-fn github_id(id: AdoptId) -> Result<i64, String> {
-    i64::try_from(id.0).map_err(|_| format!("scale set id {id} does not fit github's i64"))
-}
-
-fn github_group(group: RunnerGroupId) -> Result<i64, String> {
-    i64::try_from(group.0).map_err(|_| format!("runner group id {group} does not fit github's i64"))
-}
-
-fn setting(disable_update: bool) -> RunnerSetting {
-    RunnerSetting {
-        disable_update,
-        ..RunnerSetting::default()
-    }
-}
-
-/// The create body: exactly the spec's labels (the name, the configured labels, the owner
-/// label), each `System`, and `disableUpdate`.
-fn new_scale_set(spec: &CreateSpec) -> Result<NewRunnerScaleSet, String> {
-    Ok(
-        NewRunnerScaleSet::new(spec.name.clone(), github_group(spec.runner_group_id)?)
-            .with_labels(spec.labels.iter().map(Label::system).collect())
-            .with_runner_setting(setting(spec.disable_update)),
-    )
-}
-
-fn github_patch(patch: &Patch) -> Result<RunnerScaleSetPatch, String> {
-    Ok(RunnerScaleSetPatch {
-        labels: Some(patch.labels.iter().map(Label::system).collect()),
-        runner_setting: Some(setting(patch.disable_update)),
-        runner_group_id: Some(github_group(patch.runner_group_id)?),
-        ..RunnerScaleSetPatch::default()
-    })
 }

@@ -14,10 +14,12 @@
 //! the names and ids it recorded.
 //!
 //! Main types: [`Controller`] (built from a store, a [`ClientFactory`], providers, the
-//! [`ControllerIdentity`] and [`Settings`]; runs until a `CancellationToken` fires), the pure
-//! [`plan`] with [`PlanInput`]/[`Plan`], [`Metrics`] and [`Error`]. Crash points for tests are
-//! observable through [`Checkpoints`].
+//! [`ControllerIdentity`] and [`Settings`]; runs until a `CancellationToken` fires), the one
+//! adoption driver [`adoption::run_once`] (store-free; the ensure step and the whole-system
+//! tests both run it), the pure [`plan`] with [`PlanInput`]/[`Plan`], [`Metrics`] and
+//! [`Error`]. Crash points for tests are observable through [`Checkpoints`].
 
+pub mod adoption;
 mod checkpoint;
 mod client_factory;
 mod controller;

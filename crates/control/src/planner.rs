@@ -64,14 +64,10 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     let live = count(RunnerPhase::Pending)
         .saturating_add(count(RunnerPhase::Idle))
         .saturating_add(count(RunnerPhase::Busy));
-    if live < desired {
-        return Plan {
-            desired,
-            create: desired - live,
-            retire: Vec::new(),
-        };
-    }
-    let surplus = usize::try_from(live - desired).unwrap_or(usize::MAX);
+    // One of the two is zero: short of desired creates, above it retires. No branch on
+    // `live < desired`, whose `<=` twin would plan the same (nothing) at exactly desired.
+    let create = desired.saturating_sub(live);
+    let surplus = usize::try_from(live.saturating_sub(desired)).unwrap_or(usize::MAX);
     let mut idle: Vec<&str> = input
         .runners
         .iter()
@@ -87,7 +83,7 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
         .collect();
     Plan {
         desired,
-        create: 0,
+        create,
         retire,
     }
 }

@@ -68,6 +68,27 @@ fn keeps_min_idle() {
 }
 
 #[test]
+fn exactly_at_desired_nothing_is_created_or_retired() {
+    let known = runners(&[
+        ("a", RunnerPhase::Idle),
+        ("b", RunnerPhase::Busy),
+        ("c", RunnerPhase::Pending),
+    ]);
+    let plan = plan(&input(1, 10, 2, &known));
+    assert_eq!(plan.desired, 3);
+    assert_eq!(plan.create, 0);
+    assert!(plan.retire.is_empty());
+}
+
+#[test]
+fn one_short_creates_exactly_one() {
+    let known = runners(&[("a", RunnerPhase::Busy), ("b", RunnerPhase::Idle)]);
+    let plan = plan(&input(1, 10, 2, &known));
+    assert_eq!(plan.create, 1);
+    assert!(plan.retire.is_empty());
+}
+
+#[test]
 fn negative_statistics_count_as_zero() {
     assert_eq!(plan(&input(1, 10, -5, &[])).create, 1);
 }

@@ -1,0 +1,370 @@
+//! The one adoption driver: it runs one `scaleset_adopt::Machine` to its outcome through the
+//! real `scaleset-github` client, translating each [`Command`] into one client call and each
+//! answer into a [`Fact`]. It is store-free: the controller's ensure step records intent,
+//! outcome, checkpoints and metrics through [`Hooks`]; the whole-system tests run it against
+//! the simulator with [`NoHooks`].
+//!
+//! It makes no decisions: every `if` here is a translation (which client error is which fact),
+//! never a policy. It keeps the full [`Session`] of every session it opened, so a session the
+//! outcome hands over (policy `any`) comes back with its queue token. A session the outcome
+//! reports not closed (a `SessionNotClosed` retry, or attempts exhausted on one) is deleted
+//! once more, best effort, so a leaked session under our owner can never later read as our
+//! own stale session.
+//!
+//! It does not wait or retry: one [`run_once`] is one attempt. The caller bumps
+//! `input.retry.attempt` and waits the outcome's hint between attempts.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use scaleset_adopt::{
+    Command, CommandKind, CreateSpec, Fact, Failure, Input, Machine, Notice, Outcome, Patch,
+    RetryReason, RunnerGroupId, ScaleSet as AdoptScaleSet, ScaleSetId as AdoptId, SessionId, Step,
+};
+use scaleset_github::{
+    Client, Error as GitHubError, ErrorClass, ExceptionKind, Label, NewRunnerScaleSet,
+    RunnerScaleSet, RunnerScaleSetPatch, RunnerSetting, Session,
+};
+
+use crate::error::{Error, chain};
+
+/// What the embedder does around the driver's GitHub calls. Every method has a default that
+/// does nothing, so [`NoHooks`] is the store-free driver.
+#[async_trait]
+pub trait Hooks: Send + Sync {
+    /// Called right before the create POST for `spec`. The controller records its intent here,
+    /// so a crash after the POST converges on the next run without a duplicate. An error stops
+    /// the run before anything is created.
+    async fn before_create(&self, _spec: &CreateSpec) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// Called when GitHub answered the create POST for `spec` with the new scale set, before
+    /// the machine sees it.
+    async fn created(&self, _spec: &CreateSpec) {}
+
+    /// Called after every GitHub call with the endpoint's name (`get_scale_set`,
+    /// `create_session`, ...) and its result.
+    fn github_call<T>(&self, _endpoint: &'static str, _result: &Result<T, GitHubError>) {}
+}
+
+/// No hooks: the driver alone, with nothing recorded.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoHooks;
+
+impl Hooks for NoHooks {}
+
+/// What one run of the machine did and how it ended.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Run {
+    /// The machine's outcome.
+    pub outcome: Outcome,
+    /// Every command the machine issued, in order.
+    pub commands: Vec<Command>,
+    /// The full session behind `Outcome::Ready { session: Some(..) }`, when one was handed over.
+    pub session: Option<Session>,
+    /// Sessions the outcome reported not closed that the driver deleted afterwards.
+    pub deleted_leaks: Vec<String>,
+}
+
+impl Run {
+    /// The notices of a `Ready` outcome (empty for any other).
+    pub fn outcome_notices(&self) -> &[Notice] {
+        match &self.outcome {
+            Outcome::Ready { notices, .. } => notices,
+            _ => &[],
+        }
+    }
+
+    /// How many commands of this kind the run issued.
+    pub fn count(&self, kind: CommandKind) -> usize {
+        self.commands.iter().filter(|c| c.kind() == kind).count()
+    }
+}
+
+/// Runs one attempt: a fresh [`Machine`] for `input`, driven until it is done, through
+/// `client`, telling `hooks` about the create and every call.
+///
+/// # Errors
+///
+/// [`Error::Adoption`] naming the command for a client failure that is not an answer from
+/// GitHub (invalid configuration, a request that cannot be encoded, a 2xx body that cannot be
+/// decoded, an id out of range): the machine has no fact for those, so the run stops, never
+/// adopting or creating on them. Also any misuse the machine reports (a fact that does not
+/// fit, a driver bug), and whatever [`Hooks::before_create`] returns.
+pub async fn run_once<H: Hooks>(client: &Client, input: Input, hooks: &H) -> Result<Run, Error> {
+    let name = input.desired.name.clone();
+    let adoption = |reason: String| Error::Adoption {
+        scale_set: name.clone(),
+        reason,
+    };
+    let mut machine = Machine::new(input);
+    let mut step = machine.start();
+    let mut commands = Vec::new();
+    let mut opened: BTreeMap<String, Session> = BTreeMap::new();
+    loop {
+        match step {
+            Step::Do(command) => {
+                tracing::debug!(command = %command.kind(), "adoption command");
+                commands.push(command.clone());
+                if let Command::Create(spec) = &command {
+                    hooks.before_create(spec).await?;
+                }
+                let fact = execute(client, &command, &mut opened, hooks)
+                    .await
+                    .map_err(|e| adoption(format!("executing {}: {e}", command.kind())))?;
+                tracing::debug!(fact = %fact.kind(), "adoption fact");
+                step = machine.next(fact).map_err(|e| {
+                    adoption(format!("feeding the answer to {}: {e}", command.kind()))
+                })?;
+            }
+            Step::Done(outcome) => {
+                let session = match &outcome {
+                    Outcome::Ready {
+                        session: Some(SessionId(sid)),
+                        ..
+                    } => Some(opened.remove(sid).ok_or_else(|| {
+                        adoption(format!("handed-over session {sid} was never opened"))
+                    })?),
+                    _ => None,
+                };
+                let deleted_leaks = delete_leaked(client, &outcome, hooks).await;
+                return Ok(Run {
+                    outcome,
+                    commands,
+                    session,
+                    deleted_leaks,
+                });
+            }
+        }
+    }
+}
+
+/// Deletes the session an outcome reports as not closed, once; a failure leaves it to expire
+/// on GitHub (the outcome already says so).
+async fn delete_leaked<H: Hooks>(client: &Client, outcome: &Outcome, hooks: &H) -> Vec<String> {
+    let (id, SessionId(session)) = match outcome {
+        Outcome::Retry {
+            reason: RetryReason::SessionNotClosed { id, session },
+            ..
+        }
+        | Outcome::Failed {
+            reason:
+                Failure::AttemptsExhausted {
+                    last: RetryReason::SessionNotClosed { id, session },
+                    ..
+                },
+        } => (*id, session.clone()),
+        _ => return Vec::new(),
+    };
+    let Ok(id) = github_id(id) else {
+        return Vec::new();
+    };
+    let result = client.delete_session(id, &session).await;
+    hooks.github_call("delete_session", &result);
+    if result.is_ok() {
+        vec![session]
+    } else {
+        Vec::new()
+    }
+}
+
+/// Executes one command and translates its answer into the fact the command documents.
+async fn execute<H: Hooks>(
+    client: &Client,
+    command: &Command,
+    opened: &mut BTreeMap<String, Session>,
+    hooks: &H,
+) -> Result<Fact, String> {
+    Ok(match command {
+        Command::GetById { id } => {
+            let result = client.get_scale_set(github_id(*id)?).await;
+            hooks.github_call("get_scale_set", &result);
+            match result {
+                Ok(set) => Fact::ScaleSet(observed(&set)?),
+                Err(e) if e.is_scale_set_not_found() => Fact::NotFound,
+                Err(e) => failure(e)?,
+            }
+        }
+        Command::ListByName { group, name } => {
+            let result = client
+                .query_scale_sets_by_name(github_group(*group)?, name)
+                .await;
+            hooks.github_call("get_scale_set_by_name", &result);
+            match result {
+                Ok((_, list)) => Fact::ScaleSets(observed_all(&list.value)?),
+                Err(e) => failure(e)?,
+            }
+        }
+        Command::ListGroup { group } => {
+            let result = client.list_scale_sets(Some(github_group(*group)?)).await;
+            hooks.github_call("list_scale_sets", &result);
+            match result {
+                Ok(sets) => Fact::ScaleSets(observed_all(&sets)?),
+                Err(e) => failure(e)?,
+            }
+        }
+        Command::Create(spec) => {
+            let result = client.create_scale_set(&new_scale_set(spec)?).await;
+            hooks.github_call("create_scale_set", &result);
+            match result {
+                Ok(set) => {
+                    hooks.created(spec).await;
+                    Fact::ScaleSet(observed(&set)?)
+                }
+                Err(e) if e.is_scale_set_exists() => Fact::Exists,
+                Err(e) => failure(e)?,
+            }
+        }
+        Command::OpenSession { id, owner } => {
+            let result = client.create_session(github_id(*id)?, owner).await;
+            hooks.github_call("create_session", &result);
+            match result {
+                Ok(session) => {
+                    let sid = session.session_id.clone();
+                    opened.insert(sid.clone(), session);
+                    Fact::Opened(SessionId(sid))
+                }
+                Err(e) if e.is_session_conflict() => Fact::Conflict {
+                    owner: e.session_conflict_owner(),
+                },
+                Err(e) if e.is_scale_set_not_found() => Fact::NotFound,
+                Err(e) => failure(e)?,
+            }
+        }
+        Command::CloseSession { id, session } => {
+            let result = client.delete_session(github_id(*id)?, &session.0).await;
+            hooks.github_call("delete_session", &result);
+            match result {
+                Ok(()) => {
+                    opened.remove(&session.0);
+                    Fact::Closed
+                }
+                Err(e) if is_session_gone(&e, &session.0) => {
+                    opened.remove(&session.0);
+                    Fact::SessionGone
+                }
+                Err(e) if e.is_scale_set_not_found() => {
+                    opened.remove(&session.0);
+                    Fact::NotFound
+                }
+                Err(e) => failure(e)?,
+            }
+        }
+        Command::Update { id, patch } => {
+            let result = client
+                .update_scale_set(github_id(*id)?, &github_patch(patch)?)
+                .await;
+            hooks.github_call("update_scale_set", &result);
+            match result {
+                Ok(_) => Fact::Updated,
+                Err(e) if e.is_scale_set_not_found() => Fact::NotFound,
+                Err(e) => failure(e)?,
+            }
+        }
+        other => {
+            return Err(format!(
+                "this driver does not know the command {:?}",
+                other.kind()
+            ));
+        }
+    })
+}
+
+/// Closing `session`: GitHub says it expired (`RunnerScaleSetSessionExpiredException`, outer
+/// or nested), or a 400/404 message names that very session id. A bare 404 (a router's, or a
+/// `text/plain` body) or a 403 that merely says "is not valid" is not proof: it stays a
+/// `BadRequest`, so the close is tried again and reported, never silently leaked.
+fn is_session_gone(error: &GitHubError, session: &str) -> bool {
+    let Some(service) = error.service_error() else {
+        return false;
+    };
+    service.has_exception(&ExceptionKind::RunnerScaleSetSessionExpired)
+        || (matches!(service.status, 400 | 404)
+            && !session.is_empty()
+            && service.message.contains(session))
+}
+
+/// Rule 6's translation of any other client error: retryable → `Transient`, any other HTTP
+/// 4xx → `BadRequest` with the exception's short name. Errors without a GitHub answer behind
+/// them (undecodable 2xx bodies, invalid requests) have no fact: the run stops with an error,
+/// never an adoption.
+fn failure(error: GitHubError) -> Result<Fact, String> {
+    if error.class() == ErrorClass::Retryable {
+        return Ok(Fact::Transient {
+            message: chain(&error),
+        });
+    }
+    match error.status() {
+        Some(status) if (400..500).contains(&status) => Ok(Fact::BadRequest {
+            exception: error.exception_name().unwrap_or_default().to_owned(),
+            message: error
+                .service_error()
+                .map_or_else(|| chain(&error), |s| s.message.clone()),
+        }),
+        _ => Err(format!(
+            "a client error with no adoption fact: {}",
+            chain(&error)
+        )),
+    }
+}
+
+/// The machine's view of a scale set; a missing `runnerGroupId` stays `None`.
+fn observed(set: &RunnerScaleSet) -> Result<AdoptScaleSet, String> {
+    let id = u64::try_from(set.id)
+        .map_err(|_| format!("github returned scale set id {} (negative)", set.id))?;
+    let runner_group_id = set
+        .runner_group_id
+        .map(|group| {
+            u64::try_from(group)
+                .map(RunnerGroupId)
+                .map_err(|_| format!("github returned runner group id {group} (negative)"))
+        })
+        .transpose()?;
+    Ok(AdoptScaleSet {
+        id: AdoptId(id),
+        name: set.name.clone(),
+        runner_group_id,
+        labels: set.labels.iter().map(|label| label.name.clone()).collect(),
+        disable_update: set.runner_setting.disable_update,
+    })
+}
+
+fn observed_all(sets: &[RunnerScaleSet]) -> Result<Vec<AdoptScaleSet>, String> {
+    sets.iter().map(observed).collect()
+}
+
+fn github_id(id: AdoptId) -> Result<i64, String> {
+    i64::try_from(id.0).map_err(|_| format!("scale set id {id} does not fit github's i64"))
+}
+
+fn github_group(group: RunnerGroupId) -> Result<i64, String> {
+    i64::try_from(group.0).map_err(|_| format!("runner group id {group} does not fit github's i64"))
+}
+
+fn setting(disable_update: bool) -> RunnerSetting {
+    RunnerSetting {
+        disable_update,
+        ..RunnerSetting::default()
+    }
+}
+
+/// The create body: exactly the spec's labels (the name, the configured labels, the owner
+/// label), each `System`, and `disableUpdate`.
+fn new_scale_set(spec: &CreateSpec) -> Result<NewRunnerScaleSet, String> {
+    Ok(
+        NewRunnerScaleSet::new(spec.name.clone(), github_group(spec.runner_group_id)?)
+            .with_labels(spec.labels.iter().map(Label::system).collect())
+            .with_runner_setting(setting(spec.disable_update)),
+    )
+}
+
+fn github_patch(patch: &Patch) -> Result<RunnerScaleSetPatch, String> {
+    Ok(RunnerScaleSetPatch {
+        labels: Some(patch.labels.iter().map(Label::system).collect()),
+        runner_setting: Some(setting(patch.disable_update)),
+        runner_group_id: Some(github_group(patch.runner_group_id)?),
+        ..RunnerScaleSetPatch::default()
+    })
+}
