@@ -46,6 +46,8 @@ pub(crate) struct Shared {
     pub(crate) downloads: RunnerDownloads,
     pub(crate) shutdown: CancellationToken,
     pub(crate) waiting_polls: AtomicUsize,
+    /// The TLS handshake side when serving HTTPS.
+    pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -99,6 +101,14 @@ impl Simulator {
             actions_base: normalize_base(&config.actions_base_path),
             queue: normalize_queue(&config.queue_path),
         };
+        let tls = match &config.tls {
+            Some(identity) => Some(tokio_rustls::TlsAcceptor::from(
+                crate::tls::server_config(identity).map_err(|problem| Error::InvalidConfig {
+                    problems: vec![problem],
+                })?,
+            )),
+            None => None,
+        };
         let faults = Faults {
             conflict_names_owner: config.conflict_names_owner,
             ..Faults::default()
@@ -114,6 +124,7 @@ impl Simulator {
             signer: Signer::random(),
             shutdown: CancellationToken::new(),
             waiting_polls: AtomicUsize::new(0),
+            tls,
             config,
         };
         Ok(Self {
