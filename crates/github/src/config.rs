@@ -230,6 +230,125 @@ impl Environment for HashMap<String, String> {
     }
 }
 
+/// Which certificate authorities the client trusts for `https://` URLs.
+#[derive(Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TrustRoots {
+    /// The public web PKI roots built into the binary (`webpki-roots`): github.com and
+    /// GHE.com, independent of the machine.
+    #[default]
+    BuiltIn,
+    /// The operating system's trust store (read once, when the client is built): for a GHES
+    /// whose CA the machine's administrators already installed.
+    System,
+    /// Only the CA certificates in this PEM bundle (a GHES with a private CA).
+    CaBundle(Vec<u8>),
+}
+
+impl fmt::Debug for TrustRoots {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::BuiltIn => f.write_str("BuiltIn"),
+            Self::System => f.write_str("System"),
+            Self::CaBundle(pem) => write!(f, "CaBundle({} bytes)", pem.len()),
+        }
+    }
+}
+
+/// The HTTP proxies requests go through, and the hosts that bypass them.
+///
+/// A request to a host matched by `no_proxy` goes direct; otherwise an `https://` request goes
+/// through `https` and an `http://` request through `http`, when set. Both are tunnelled with
+/// `CONNECT` (TLS stays end to end). A proxy is an `http://[user:password@]host:port` URL
+/// (`http://` is assumed when the scheme is missing); `user:password` is sent as
+/// `Proxy-Authorization: Basic`. `no_proxy` is a comma-separated list of host names (each also
+/// matching its subdomains, a leading `.` allowed), IP addresses, CIDR ranges, or `*` for all.
+#[derive(Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ProxyConfig {
+    /// The proxy for `http://` URLs.
+    pub http: Option<String>,
+    /// The proxy for `https://` URLs.
+    pub https: Option<String>,
+    /// Hosts that bypass the proxies.
+    pub no_proxy: String,
+}
+
+impl ProxyConfig {
+    /// No proxy: every request goes direct.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Reads `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY` (each also lower-case; the upper-case
+    /// name wins, as in Go's `httpproxy.FromEnvironment`). Empty values count as unset. Like
+    /// Go, `HTTP_PROXY` is ignored when `REQUEST_METHOD` is set (a CGI request could set it).
+    pub fn from_env(env: &dyn Environment) -> Self {
+        let first = |names: &[&str]| {
+            names
+                .iter()
+                .find_map(|name| env.var(name).filter(|v| !v.trim().is_empty()))
+        };
+        let cgi = env.var("REQUEST_METHOD").is_some();
+        Self {
+            http: if cgi {
+                None
+            } else {
+                first(&["HTTP_PROXY", "http_proxy"])
+            },
+            https: first(&["HTTPS_PROXY", "https_proxy"]),
+            no_proxy: first(&["NO_PROXY", "no_proxy"]).unwrap_or_default(),
+        }
+    }
+
+    /// Sets the proxy for `https://` URLs.
+    pub fn with_https(mut self, proxy: impl Into<String>) -> Self {
+        self.https = Some(proxy.into());
+        self
+    }
+
+    /// Sets the proxy for `http://` URLs.
+    pub fn with_http(mut self, proxy: impl Into<String>) -> Self {
+        self.http = Some(proxy.into());
+        self
+    }
+
+    /// Sets the hosts that bypass the proxies.
+    pub fn with_no_proxy(mut self, no_proxy: impl Into<String>) -> Self {
+        self.no_proxy = no_proxy.into();
+        self
+    }
+
+    /// True when no proxy is set.
+    pub fn is_none(&self) -> bool {
+        self.http.is_none() && self.https.is_none()
+    }
+}
+
+/// A proxy URL for logs and `Debug`: the password (and user) are replaced.
+pub(crate) fn redacted_proxy(proxy: &str) -> String {
+    match proxy.rsplit_once('@') {
+        Some((before, host)) => {
+            let scheme = before.split_once("://").map(|(s, _)| s);
+            match scheme {
+                Some(scheme) => format!("{scheme}://***@{host}"),
+                None => format!("***@{host}"),
+            }
+        }
+        None => proxy.to_owned(),
+    }
+}
+
+impl fmt::Debug for ProxyConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProxyConfig")
+            .field("http", &self.http.as_deref().map(redacted_proxy))
+            .field("https", &self.https.as_deref().map(redacted_proxy))
+            .field("no_proxy", &self.no_proxy)
+            .finish()
+    }
+}
+
 /// Per-request timeouts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -272,7 +391,8 @@ pub struct ClientConfig {
     pub(crate) credentials: Credentials,
     pub(crate) api_base: Option<Url>,
     pub(crate) force_ghes: bool,
-    pub(crate) ca_bundle_pem: Option<Vec<u8>>,
+    pub(crate) trust_roots: TrustRoots,
+    pub(crate) proxy: ProxyConfig,
     pub(crate) user_agent: String,
     pub(crate) retry: RetryPolicy,
     pub(crate) session_retry: Option<RetryPolicy>,
@@ -289,7 +409,8 @@ impl fmt::Debug for ClientConfig {
             .field("credentials", &self.credentials)
             .field("api_base", &self.api_base.as_ref().map(Url::as_str))
             .field("force_ghes", &self.force_ghes)
-            .field("ca_bundle", &self.ca_bundle_pem.as_ref().map(|b| b.len()))
+            .field("trust_roots", &self.trust_roots)
+            .field("proxy", &self.proxy)
             .field("user_agent", &self.user_agent)
             .field("retry", &self.retry)
             .field("timeouts", &self.timeouts)
@@ -298,15 +419,17 @@ impl fmt::Debug for ClientConfig {
 }
 
 impl ClientConfig {
-    /// A configuration with defaults: derived REST base, public web PKI roots, 5 attempts with
-    /// 1-30 s backoff, 100 s request and 5 min long-poll timeouts, 60 s admin-token margin.
+    /// A configuration with defaults: derived REST base, public web PKI roots, no proxy,
+    /// 5 attempts with 1-30 s backoff, 100 s request and 5 min long-poll timeouts, 60 s
+    /// admin-token margin.
     pub fn new(config_url: ConfigUrl, credentials: Credentials) -> Self {
         Self {
             config_url,
             credentials,
             api_base: None,
             force_ghes: false,
-            ca_bundle_pem: None,
+            trust_roots: TrustRoots::default(),
+            proxy: ProxyConfig::default(),
             user_agent: format!("scaleset-github/{}", env!("CARGO_PKG_VERSION")),
             retry: RetryPolicy::default(),
             session_retry: None,
@@ -338,10 +461,30 @@ impl ClientConfig {
         self
     }
 
-    /// Trusts the CA certificates in this PEM bundle instead of the public web PKI roots.
+    /// Trusts the CA certificates in this PEM bundle instead of the public web PKI roots
+    /// (the same as `with_trust_roots(TrustRoots::CaBundle(pem))`).
     pub fn with_ca_bundle_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
-        self.ca_bundle_pem = Some(pem.into());
+        self.trust_roots = TrustRoots::CaBundle(pem.into());
         self
+    }
+
+    /// Chooses which certificate authorities are trusted (default: the built-in web PKI roots).
+    pub fn with_trust_roots(mut self, roots: TrustRoots) -> Self {
+        self.trust_roots = roots;
+        self
+    }
+
+    /// Sends requests through these proxies (default: none, every request goes direct).
+    pub fn with_proxy(mut self, proxy: ProxyConfig) -> Self {
+        self.proxy = proxy;
+        self
+    }
+
+    /// Sends requests through the proxies named by `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY`
+    /// in `env`, as the official (Go) client does by default; see [`ProxyConfig::from_env`].
+    /// Pass [`ProcessEnvironment`] for the real environment.
+    pub fn with_proxy_from_env(self, env: &dyn Environment) -> Self {
+        self.with_proxy(ProxyConfig::from_env(env))
     }
 
     /// Sets the `User-Agent` header.

@@ -92,6 +92,15 @@ impl Endpoint {
         }
     }
 
+    /// True for the REST token-chain calls (installation token, registration token,
+    /// `runner-registration`), whose 403/429 with rate-limit headers means "wait and retry".
+    pub fn is_token_chain(self) -> bool {
+        matches!(
+            self,
+            Self::InstallationToken | Self::RegistrationToken | Self::RunnerRegistration
+        )
+    }
+
     /// True for the calls authorised by the message-queue token, whose 401 means
     /// "refresh the session" (GET message, DELETE message, acquirejobs).
     pub fn uses_queue_token(self) -> bool {

@@ -112,6 +112,59 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// Session create answered 2xx with a session the queue calls cannot use (no valid queue
+    /// URL or token), and deleting that session failed: it is still open on the server, and
+    /// the next create would meet it as a session conflict. Delete it (see
+    /// [`Error::open_session`]) before creating another. Classified as retryable.
+    #[error(
+        "create session: unexpected {status} response: {reason}; the session {session_id} it \
+         opened on scale set {scale_set_id} could not be deleted and is still open: delete it \
+         with Client::delete_session before creating another"
+    )]
+    UnusableSessionLeftOpen {
+        /// The HTTP status of the create response.
+        status: u16,
+        /// The scale set the session belongs to.
+        scale_set_id: i64,
+        /// The id of the session left open.
+        session_id: String,
+        /// What is wrong with the session.
+        reason: String,
+        /// Why deleting it failed.
+        #[source]
+        cleanup: Box<Self>,
+    },
+    /// The TLS connection failed: the server's certificate is not trusted (or missing), or the
+    /// handshake was refused. Retrying will not change that; fix the trust roots.
+    #[error(
+        "{endpoint}: TLS with {host} failed (is its certificate signed by a CA this client \
+         trusts? give that CA with ClientConfig::with_ca_bundle_pem or use the system trust \
+         store with ClientConfig::with_trust_roots)"
+    )]
+    Tls {
+        /// The call that failed.
+        endpoint: Endpoint,
+        /// The host that was contacted.
+        host: String,
+        /// The TLS error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A lookup by name found more than one item with exactly that name: which one is meant
+    /// is not for the client to guess. Remove or rename the extra ones.
+    #[error("{endpoint}: {count} items are named exactly {name:?}, expected at most one")]
+    Ambiguous {
+        /// The lookup.
+        endpoint: Endpoint,
+        /// The name looked up.
+        name: String,
+        /// How many items carry exactly that name.
+        count: usize,
+    },
+    /// The admin-token refresh this call waited for failed; every caller that waited for the
+    /// same refresh gets the same failure. Predicates and [`Error::class`] look through it.
+    #[error(transparent)]
+    SharedRefresh(std::sync::Arc<Self>),
     /// A success response that is unusable (empty body, missing token or URL, several matches).
     #[error("{endpoint}: unexpected {status} response: {reason}")]
     UnexpectedResponse {
@@ -156,6 +209,10 @@ pub struct ServiceError {
     pub request_id: Option<String>,
     /// What kind of body the response had.
     pub body: ErrorBody,
+    /// The wait a rate-limit answer on the REST token chain advertised (a 403 or 429 with
+    /// `Retry-After`, or with `x-ratelimit-remaining: 0` and `x-ratelimit-reset`): such an
+    /// answer is retryable, not a refusal.
+    pub rate_limit_wait: Option<Duration>,
 }
 
 impl ServiceError {
@@ -198,6 +255,7 @@ impl ServiceError {
             activity_id,
             request_id,
             body: kind,
+            rate_limit_wait: None,
         }
     }
 
@@ -279,9 +337,19 @@ pub enum ErrorClass {
 }
 
 impl Error {
-    /// The HTTP error details, looking through [`Error::RetriesExhausted`].
-    pub fn service_error(&self) -> Option<&ServiceError> {
+    /// The failure itself, looking through [`Error::SharedRefresh`] (a failed admin-token
+    /// refresh shared by every caller that waited for it); match variants on this.
+    pub fn unshared(&self) -> &Self {
         match self {
+            Self::SharedRefresh(shared) => shared.unshared(),
+            other => other,
+        }
+    }
+
+    /// The HTTP error details, looking through [`Error::RetriesExhausted`] and
+    /// [`Error::SharedRefresh`].
+    pub fn service_error(&self) -> Option<&ServiceError> {
+        match self.unshared() {
             Self::Service(service) => Some(service),
             Self::RetriesExhausted { last, .. } => last.service_error(),
             _ => None,
@@ -290,15 +358,17 @@ impl Error {
 
     /// The HTTP status of an error response, if there was one.
     pub fn status(&self) -> Option<u16> {
-        match self {
-            Self::Decode { status, .. } | Self::UnexpectedResponse { status, .. } => Some(*status),
+        match self.unshared() {
+            Self::Decode { status, .. }
+            | Self::UnexpectedResponse { status, .. }
+            | Self::UnusableSessionLeftOpen { status, .. } => Some(*status),
             _ => self.service_error().map(|s| s.status),
         }
     }
 
     /// The failure of the last attempt: `last` of [`Error::RetriesExhausted`], `self` otherwise.
     pub fn last_attempt(&self) -> &Self {
-        match self {
+        match self.unshared() {
             Self::RetriesExhausted { last, .. } => last.last_attempt(),
             other => other,
         }
@@ -319,8 +389,10 @@ impl Error {
 
     /// The call that failed, when the error came from a call.
     pub fn endpoint(&self) -> Option<Endpoint> {
-        match self {
+        match self.unshared() {
             Self::Transport { endpoint, .. }
+            | Self::Tls { endpoint, .. }
+            | Self::Ambiguous { endpoint, .. }
             | Self::Timeout { endpoint, .. }
             | Self::RetriesExhausted { endpoint, .. }
             | Self::Decode { endpoint, .. }
@@ -328,6 +400,20 @@ impl Error {
             | Self::InvalidRequest { endpoint, .. }
             | Self::UnexpectedResponse { endpoint, .. } => Some(*endpoint),
             Self::Service(service) => Some(service.endpoint),
+            Self::UnusableSessionLeftOpen { .. } => Some(Endpoint::CreateSession),
+            _ => None,
+        }
+    }
+
+    /// The session a create left open on the server ([`Error::UnusableSessionLeftOpen`]), as
+    /// `(scale_set_id, session_id)`: delete it before creating another.
+    pub fn open_session(&self) -> Option<(i64, &str)> {
+        match self.unshared() {
+            Self::UnusableSessionLeftOpen {
+                scale_set_id,
+                session_id,
+                ..
+            } => Some((*scale_set_id, session_id.as_str())),
             _ => None,
         }
     }
@@ -361,9 +447,18 @@ impl Error {
         self.has(&ExceptionKind::RunnerScaleSetNotFound)
     }
 
-    /// `RunnerScaleSetSessionConflictException` (another session is active).
+    /// `RunnerScaleSetSessionConflictException` (another session is active), or a 409 from
+    /// session create whose body names no exception (text/plain or empty).
     pub fn is_session_conflict(&self) -> bool {
         self.has(&ExceptionKind::RunnerScaleSetSessionConflict)
+            || self.is_bare_409(Endpoint::CreateSession)
+    }
+
+    /// A 409 from `endpoint` whose body carries no exception: the status is all there is to go
+    /// on, and on these endpoints a conflict has one meaning.
+    fn is_bare_409(&self, endpoint: Endpoint) -> bool {
+        self.service_error()
+            .is_some_and(|s| s.status == 409 && s.endpoint == endpoint && s.exceptions.is_empty())
     }
 
     /// The owner named by a session-conflict message ("…active session for owner X").
@@ -389,9 +484,10 @@ impl Error {
         })
     }
 
-    /// `AgentExistsException`: a runner with that name is registered.
+    /// `AgentExistsException`: a runner with that name is registered; also a 409 from the JIT
+    /// config call whose body names no exception (text/plain or empty).
     pub fn is_agent_exists(&self) -> bool {
-        self.has(&ExceptionKind::AgentExists)
+        self.has(&ExceptionKind::AgentExists) || self.is_bare_409(Endpoint::GenerateJitConfig)
     }
 
     /// `AgentNotFoundException`: no such runner.
@@ -454,13 +550,15 @@ impl Error {
         if let Some(refusal) = self.refusal() {
             return ErrorClass::Refusal(refusal);
         }
-        match self {
+        match self.unshared() {
             Self::Transport { .. }
             | Self::Timeout { .. }
             | Self::RetriesExhausted { .. }
-            | Self::UnexpectedResponse { .. } => ErrorClass::Retryable,
+            | Self::UnexpectedResponse { .. }
+            | Self::UnusableSessionLeftOpen { .. } => ErrorClass::Retryable,
             Self::Service(service)
                 if crate::retry::is_retryable_status(service.status)
+                    || service.rate_limit_wait.is_some()
                     || service
                         .endpoint
                         .also_retried_statuses()
@@ -472,101 +570,6 @@ impl Error {
             _ => ErrorClass::Fatal,
         }
     }
-}
-
-impl Error {
-    /// A copy for a second receiver of the same failure (callers that waited on one shared
-    /// admin-token refresh). Variants, fields and statuses are kept, so every predicate answers
-    /// the same; a source that cannot be cloned is replaced by an error carrying its text.
-    pub(crate) fn duplicate(&self) -> Self {
-        match self {
-            Self::InvalidConfigUrl { url, reason } => Self::InvalidConfigUrl {
-                url: url.clone(),
-                reason: reason.clone(),
-            },
-            Self::InvalidConfig { reason } => Self::InvalidConfig {
-                reason: reason.clone(),
-            },
-            Self::InvalidCaBundle { reason } => Self::InvalidCaBundle {
-                reason: reason.clone(),
-            },
-            Self::InvalidPrivateKey { reason } => Self::InvalidPrivateKey {
-                reason: reason.clone(),
-            },
-            Self::InvalidRequest { endpoint, reason } => Self::InvalidRequest {
-                endpoint: *endpoint,
-                reason: reason.clone(),
-            },
-            Self::JwtSigning => Self::JwtSigning,
-            Self::Transport {
-                endpoint,
-                host,
-                source,
-            } => Self::Transport {
-                endpoint: *endpoint,
-                host: host.clone(),
-                source: Box::new(std::io::Error::other(chain_text(source.as_ref()))),
-            },
-            Self::Timeout {
-                endpoint,
-                host,
-                timeout,
-            } => Self::Timeout {
-                endpoint: *endpoint,
-                host: host.clone(),
-                timeout: *timeout,
-            },
-            Self::Service(service) => Self::Service(service.clone()),
-            Self::RetriesExhausted {
-                endpoint,
-                attempts,
-                last,
-            } => Self::RetriesExhausted {
-                endpoint: *endpoint,
-                attempts: *attempts,
-                last: Box::new(last.duplicate()),
-            },
-            Self::Decode {
-                endpoint,
-                status,
-                source,
-            } => Self::Decode {
-                endpoint: *endpoint,
-                status: *status,
-                source: serde::de::Error::custom(source),
-            },
-            Self::Encode { endpoint, source } => Self::Encode {
-                endpoint: *endpoint,
-                source: serde::ser::Error::custom(source),
-            },
-            Self::UnexpectedResponse {
-                endpoint,
-                status,
-                reason,
-            } => Self::UnexpectedResponse {
-                endpoint: *endpoint,
-                status: *status,
-                reason: reason.clone(),
-            },
-        }
-    }
-}
-
-/// An error and its sources joined with `: ` (bounded depth).
-fn chain_text(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut current = error.source();
-    let mut depth = 0;
-    while let Some(source) = current {
-        depth += 1;
-        if depth > 16 {
-            break;
-        }
-        text.push_str(": ");
-        text.push_str(&source.to_string());
-        current = source.source();
-    }
-    text
 }
 
 impl From<ServiceError> for Error {

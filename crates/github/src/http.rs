@@ -1,5 +1,6 @@
-//! The HTTP transport: one pooled hyper client over rustls (ring provider, web PKI roots or a
-//! custom CA bundle; plain `http://` allowed), single attempts with a timeout and a body limit.
+//! The HTTP transport: pooled hyper clients over rustls (ring provider; built-in web PKI roots,
+//! the system trust store or a CA bundle; plain `http://` allowed), direct or tunnelled through
+//! an HTTP proxy with `CONNECT`, single attempts with a timeout and a body limit.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,14 +8,18 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request};
 use http_body_util::{BodyExt as _, Full, Limited};
+use hyper_rustls::ConfigBuilderExt as _;
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::connect::proxy::Tunnel;
+use hyper_util::client::proxy::matcher::{Intercept, Matcher};
 use hyper_util::rt::TokioExecutor;
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject as _;
 use url::Url;
 
+use crate::config::{ProxyConfig, TrustRoots, redacted_proxy};
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
 
@@ -52,64 +57,89 @@ impl Incoming {
 /// Why a single attempt failed before a response arrived.
 #[derive(Debug)]
 pub(crate) enum AttemptError {
-    /// A connection, TLS or protocol error; `retryable` is false for certificate errors.
+    /// A connection, TLS or protocol error; `retryable` is false for TLS errors.
     Transport { error: Error, retryable: bool },
     /// The request could not even be built (bad header value); never retried.
     Build(Error),
 }
 
-/// The shared, pooled HTTP client.
+type Direct = HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>;
+type Tunnelled = HyperClient<HttpsConnector<Tunnel<HttpConnector>>, Full<Bytes>>;
+
+/// The shared, pooled HTTP clients: one direct, and one per configured proxy.
 #[derive(Clone)]
 pub(crate) struct Transport {
-    client: HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    direct: Direct,
+    proxies: Option<Proxies>,
+}
+
+/// The proxy route: which destinations are intercepted, and the tunnelling client per scheme.
+#[derive(Clone)]
+struct Proxies {
+    matcher: Arc<Matcher>,
+    http: Option<Tunnelled>,
+    https: Option<Tunnelled>,
 }
 
 impl Transport {
-    pub(crate) fn new(ca_bundle_pem: Option<&[u8]>, connect_timeout: Duration) -> Result<Self> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+    pub(crate) fn new(
+        trust: &TrustRoots,
+        proxy: &ProxyConfig,
+        connect_timeout: Duration,
+    ) -> Result<Self> {
+        let tls = tls_config(trust)?;
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_connect_timeout(Some(connect_timeout));
         http.set_nodelay(true);
-        let builder = HttpsConnectorBuilder::new();
-        let builder = match ca_bundle_pem {
-            Some(pem) => {
-                let mut roots = rustls::RootCertStore::empty();
-                let mut added = 0usize;
-                for cert in CertificateDer::pem_slice_iter(pem) {
-                    let cert = cert.map_err(|e| Error::InvalidCaBundle {
-                        reason: format!("cannot read a PEM certificate: {e}"),
-                    })?;
-                    roots.add(cert).map_err(|e| Error::InvalidCaBundle {
-                        reason: format!("certificate rejected as a trust anchor: {e}"),
-                    })?;
-                    added += 1;
+        let direct = pooled(&tls, http.clone());
+        // `*` means "no proxy for any host", IP addresses included (hyper-util's matcher
+        // applies it to host names only).
+        let bypass_all = proxy.no_proxy.split(',').any(|entry| entry.trim() == "*");
+        let proxies = if proxy.is_none() || bypass_all {
+            None
+        } else {
+            let tunnelled = |value: &Option<String>| -> Result<Option<Tunnelled>> {
+                let Some(value) = value else { return Ok(None) };
+                let intercept = proxy_intercept(value)?;
+                let mut tunnel = Tunnel::new(intercept.uri().clone(), http.clone());
+                if let Some(auth) = intercept.basic_auth() {
+                    tunnel = tunnel.with_auth(auth.clone());
                 }
-                if added == 0 {
-                    return Err(Error::InvalidCaBundle {
-                        reason: "the bundle contains no PEM certificate".to_owned(),
-                    });
-                }
-                let tls = rustls::ClientConfig::builder_with_provider(provider)
-                    .with_safe_default_protocol_versions()
-                    .map_err(|e| Error::InvalidCaBundle {
-                        reason: format!("tls setup failed: {e}"),
-                    })?
-                    .with_root_certificates(roots)
-                    .with_no_client_auth();
-                builder.with_tls_config(tls)
+                Ok(Some(pooled(&tls, tunnel)))
+            };
+            let mut matcher = Matcher::builder().no(proxy.no_proxy.as_str());
+            if let Some(value) = &proxy.http {
+                matcher = matcher.http(value.as_str());
             }
-            None => builder
-                .with_provider_and_webpki_roots(provider)
-                .map_err(|e| Error::InvalidConfig {
-                    reason: format!("tls setup failed: {e}"),
-                })?,
+            if let Some(value) = &proxy.https {
+                matcher = matcher.https(value.as_str());
+            }
+            Some(Proxies {
+                matcher: Arc::new(matcher.build()),
+                http: tunnelled(&proxy.http)?,
+                https: tunnelled(&proxy.https)?,
+            })
         };
-        let connector = builder.https_or_http().enable_http1().wrap_connector(http);
-        let client = HyperClient::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(90))
-            .build(connector);
-        Ok(Self { client })
+        Ok(Self { direct, proxies })
+    }
+
+    /// Sends through the proxy that intercepts `uri`, or direct.
+    async fn request(
+        &self,
+        request: Request<Full<Bytes>>,
+    ) -> Result<http::Response<hyper::body::Incoming>, hyper_util::client::legacy::Error> {
+        let via = self.proxies.as_ref().and_then(|proxies| {
+            proxies.matcher.intercept(request.uri())?;
+            match request.uri().scheme_str() {
+                Some("https") => proxies.https.as_ref(),
+                _ => proxies.http.as_ref(),
+            }
+        });
+        match via {
+            Some(client) => client.request(request).await,
+            None => self.direct.request(request).await,
+        }
     }
 
     /// Sends one attempt and reads the whole body, bounded by `outgoing.timeout`.
@@ -134,15 +164,25 @@ impl Transport {
                 })
             })?;
         let exchange = async {
-            let response = self.client.request(request).await.map_err(|e| {
-                let retryable = !is_certificate_error(&e);
-                AttemptError::Transport {
-                    error: Error::Transport {
-                        endpoint,
-                        host: host.clone(),
-                        source: Box::new(e),
-                    },
-                    retryable,
+            let response = self.request(request).await.map_err(|e| {
+                if is_tls_error(&e) {
+                    AttemptError::Transport {
+                        error: Error::Tls {
+                            endpoint,
+                            host: host.clone(),
+                            source: Box::new(e),
+                        },
+                        retryable: false,
+                    }
+                } else {
+                    AttemptError::Transport {
+                        error: Error::Transport {
+                            endpoint,
+                            host: host.clone(),
+                            source: Box::new(e),
+                        },
+                        retryable: true,
+                    }
                 }
             })?;
             let (parts, body) = response.into_parts();
@@ -178,11 +218,99 @@ impl Transport {
     }
 }
 
-/// True when the error chain holds a rustls certificate error (not worth retrying).
+/// One pooled client over `connector`, speaking `http://` and `https://` with `tls`.
+fn pooled<C>(
+    tls: &rustls::ClientConfig,
+    connector: C,
+) -> HyperClient<HttpsConnector<C>, Full<Bytes>>
+where
+    HttpsConnector<C>: hyper_util::client::legacy::connect::Connect + Clone + Send + Sync + 'static,
+{
+    let connector = HttpsConnectorBuilder::new()
+        .with_tls_config(tls.clone())
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(connector);
+    HyperClient::builder(TokioExecutor::new())
+        .pool_idle_timeout(Duration::from_secs(90))
+        .build(connector)
+}
+
+/// The rustls configuration for the chosen trust roots (ring provider).
+fn tls_config(trust: &TrustRoots) -> Result<rustls::ClientConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Error::InvalidConfig {
+            reason: format!("tls setup failed: {e}"),
+        })?;
+    let builder = match trust {
+        TrustRoots::BuiltIn => builder.with_webpki_roots(),
+        TrustRoots::System => builder
+            .with_native_roots()
+            .map_err(|e| Error::InvalidConfig {
+                reason: format!(
+                    "cannot use the system trust store: {e}; install the CA certificates \
+                 (e.g. the ca-certificates package) or give a CA bundle"
+                ),
+            })?,
+        TrustRoots::CaBundle(pem) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in CertificateDer::pem_slice_iter(pem) {
+                let cert = cert.map_err(|e| Error::InvalidCaBundle {
+                    reason: format!("cannot read a PEM certificate: {e}"),
+                })?;
+                roots.add(cert).map_err(|e| Error::InvalidCaBundle {
+                    reason: format!("certificate rejected as a trust anchor: {e}"),
+                })?;
+            }
+            if roots.is_empty() {
+                return Err(Error::InvalidCaBundle {
+                    reason: "the bundle contains no PEM certificate".to_owned(),
+                });
+            }
+            builder.with_root_certificates(roots)
+        }
+    };
+    Ok(builder.with_no_client_auth())
+}
+
+/// Where one configured proxy is and how to authenticate to it; only `http://` proxies (the
+/// tunnel to the proxy itself is plain TCP).
+fn proxy_intercept(value: &str) -> Result<Intercept> {
+    let shown = redacted_proxy(value);
+    let invalid = |why: &str| Error::InvalidConfig {
+        reason: format!("invalid proxy {shown:?}: {why}"),
+    };
+    let url = if value.contains("://") {
+        value.trim().to_owned()
+    } else {
+        format!("http://{}", value.trim())
+    };
+    let parsed = Url::parse(&url).map_err(|e| invalid(&e.to_string()))?;
+    if parsed.scheme() != "http" {
+        return Err(invalid(
+            "only http:// proxies are supported (requests are tunnelled with CONNECT, TLS stays \
+             end to end)",
+        ));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(invalid("no host"));
+    }
+    // The matcher parses the same text; a catch-all one yields its intercept.
+    Matcher::builder()
+        .all(url)
+        .build()
+        .intercept(&http::Uri::from_static("http://proxy.check/"))
+        .ok_or_else(|| invalid("not a proxy URL"))
+}
+
+/// True when the error chain holds a rustls error (an untrusted or missing certificate, a
+/// refused handshake): a configuration problem, not worth retrying.
 ///
 /// `io::Error::source` skips the wrapped error itself, so wrapped errors are entered through
 /// `get_ref` (hyper-util nests rustls errors two `io::Error`s deep).
-fn is_certificate_error(error: &(dyn std::error::Error + 'static)) -> bool {
+fn is_tls_error(error: &(dyn std::error::Error + 'static)) -> bool {
     let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
     let mut depth = 0;
     while let Some(err) = current {
@@ -190,11 +318,8 @@ fn is_certificate_error(error: &(dyn std::error::Error + 'static)) -> bool {
         if depth > 16 {
             return false;
         }
-        if let Some(tls) = err.downcast_ref::<rustls::Error>() {
-            return matches!(
-                tls,
-                rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented
-            );
+        if err.downcast_ref::<rustls::Error>().is_some() {
+            return true;
         }
         current = match err
             .downcast_ref::<std::io::Error>()

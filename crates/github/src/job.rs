@@ -3,7 +3,8 @@
 use http::Method;
 use serde::Deserialize;
 
-use crate::client::{Auth, Call, Client};
+use crate::call::{Auth, Call};
+use crate::client::Client;
 use crate::endpoint::Endpoint;
 use crate::error::Result;
 use crate::session::Session;

@@ -8,9 +8,11 @@
 //! **What it does:** config-URL parsing ([`ConfigUrl`], hosted vs GHES), the whole token chain
 //! with an admin-token cache shared by all clones and refreshed single-flight from the token's
 //! `exp`, every endpoint of protocol §5 with tolerant decoding, retries with backoff and
-//! `Retry-After`, refresh-once-on-401 for queue calls, typed errors with predicates
-//! ([`Error::is_scale_set_exists`], [`Error::session_conflict_owner`], …) and a policy
-//! classification ([`Error::class`]).
+//! `Retry-After` (and REST rate-limit answers on the token chain waited out), refresh-once-on-401
+//! for queue calls, a session create that never loses the session it opened, typed errors with
+//! predicates ([`Error::is_scale_set_exists`], [`Error::session_conflict_owner`], …, falling back
+//! on the status when a 409 body names no exception) and a policy classification
+//! ([`Error::class`]); trust roots ([`TrustRoots`]) and HTTP proxies ([`ProxyConfig`]).
 //!
 //! **What it deliberately does not do:** decide anything. It never adopts, creates-if-missing,
 //! retries a session conflict or scales; those are policies of `scaleset-adopt` and
@@ -52,9 +54,20 @@
 //! use scaleset_github::{Client, JobMessage, NewRunnerScaleSet, Result};
 //!
 //! async fn listen(client: &Client) -> Result<()> {
+//!     // Look before you write (DESIGN §4): a create always follows a lookup, and a create
+//!     // that lost a race to the same name is answered by looking again, never by a second
+//!     // create. Whether an existing set may be used is `scaleset-adopt`'s decision; this
+//!     // sketch takes it as is.
 //!     let scale_set = match client.get_scale_set_by_name(1, "my-set").await? {
 //!         Some(existing) => existing,
-//!         None => client.create_scale_set(&NewRunnerScaleSet::new("my-set", 1)).await?,
+//!         None => match client.create_scale_set(&NewRunnerScaleSet::new("my-set", 1)).await {
+//!             Ok(created) => created,
+//!             Err(error) if error.is_scale_set_exists() => client
+//!                 .get_scale_set_by_name(1, "my-set")
+//!                 .await?
+//!                 .ok_or(error)?,
+//!             Err(error) => return Err(error),
+//!         },
 //!     };
 //!     let mut session = client.create_session(scale_set.id, "scaleset-owner").await?;
 //!     let mut last_message_id = 0;
@@ -84,6 +97,7 @@
 //! }
 //! ```
 
+mod call;
 mod client;
 mod config;
 mod endpoint;
@@ -106,7 +120,7 @@ mod wire;
 pub use crate::client::Client;
 pub use crate::config::{
     ClientConfig, ConfigUrl, Credentials, Environment, FORCE_GHES_VAR, GitHubApp,
-    ProcessEnvironment, Scope, Timeouts,
+    ProcessEnvironment, ProxyConfig, Scope, Timeouts, TrustRoots,
 };
 pub use crate::endpoint::Endpoint;
 pub use crate::error::{Error, ErrorBody, ErrorClass, Refusal, Result, ServiceError};

@@ -4,7 +4,8 @@
 use http::{HeaderValue, Method};
 use serde::Deserialize;
 
-use crate::client::{Auth, Call, Client, Expect, Target, set_form_query};
+use crate::call::{Auth, Call, Expect, Target, set_form_query};
+use crate::client::Client;
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
 use crate::session::Session;

@@ -68,6 +68,11 @@ impl RetryPolicy {
             .min(self.max_delay)
     }
 
+    /// A wait the server advertised, capped at `max_retry_after`.
+    pub(crate) fn advertised(&self, wait: Duration) -> Duration {
+        wait.min(self.max_retry_after)
+    }
+
     /// The wait before the next attempt: `Retry-After` (capped) when the server sent one on a
     /// 429 or 503, the backoff otherwise.
     pub(crate) fn delay(
@@ -77,10 +82,31 @@ impl RetryPolicy {
         retry_after: Option<Duration>,
     ) -> Duration {
         match (status, retry_after) {
-            (Some(429 | 503), Some(wait)) => wait.min(self.max_retry_after),
+            (Some(429 | 503), Some(wait)) => self.advertised(wait),
             _ => self.backoff(attempt),
         }
     }
+}
+
+/// The wait a GitHub REST rate-limit answer advertises: its `Retry-After` (seconds or date),
+/// or, when `x-ratelimit-remaining` is `0`, the time until `x-ratelimit-reset` (epoch seconds;
+/// zero when already past). `None` when the answer advertises neither, which makes a 403 an
+/// ordinary refusal.
+pub(crate) fn rate_limit_wait(
+    retry_after: Option<&str>,
+    remaining: Option<&str>,
+    reset: Option<&str>,
+    now: SystemTime,
+) -> Option<Duration> {
+    if let Some(wait) = retry_after.and_then(|value| parse_retry_after(value, now)) {
+        return Some(wait);
+    }
+    if remaining?.trim() != "0" {
+        return None;
+    }
+    let reset =
+        SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(reset?.trim().parse().ok()?))?;
+    Some(reset.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 /// True for statuses the client retries: 429 and every 5xx except 501.

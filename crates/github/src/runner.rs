@@ -4,7 +4,8 @@
 use http::Method;
 use serde::{Deserialize, Serialize};
 
-use crate::client::{Call, Client};
+use crate::call::Call;
+use crate::client::Client;
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
 use crate::scale_set::Label;
@@ -146,7 +147,7 @@ impl Client {
     }
 
     /// (16) `GET /_apis/distributedtask/pools/0/agents?agentName=<name>`: `None` when count is
-    /// 0, an error when more than one.
+    /// 0, [`Error::Ambiguous`] when more than one.
     pub async fn get_runner_by_name(&self, name: &str) -> Result<Option<RunnerReference>> {
         let call = Call::service(Endpoint::GetRunnerByName, Method::GET, AGENTS, &[200])
             .query("agentName", name);
@@ -155,10 +156,10 @@ impl Client {
         match list.count {
             count if count <= 0 => Ok(None),
             1 => Ok(list.value.into_iter().next()),
-            count => Err(Error::UnexpectedResponse {
+            count => Err(Error::Ambiguous {
                 endpoint: call.endpoint,
-                status: response.status,
-                reason: format!("{count} runners are named {name:?}, expected at most one"),
+                name: name.to_owned(),
+                count: usize::try_from(count).unwrap_or(usize::MAX),
             }),
         }
     }

@@ -4,7 +4,8 @@
 use http::Method;
 use serde::{Deserialize, Serialize};
 
-use crate::client::{Call, Client};
+use crate::call::Call;
+use crate::client::Client;
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
 use crate::statistics::Statistics;
@@ -263,22 +264,43 @@ fn default_label_types(labels: &mut [Label]) {
     }
 }
 
-fn single<T>(endpoint: Endpoint, status: u16, list: List<T>) -> Result<Option<T>> {
+/// At most one item by count, as the official client decides for runner groups: more than one
+/// is [`Error::Ambiguous`].
+fn single<T>(endpoint: Endpoint, name: &str, list: List<T>) -> Result<Option<T>> {
     match list.count {
-        0 => Ok(None),
+        count if count <= 0 => Ok(None),
         1 => Ok(list.value.into_iter().next()),
-        count if count < 0 => Ok(None),
-        count => Err(Error::UnexpectedResponse {
+        count => Err(Error::Ambiguous {
             endpoint,
-            status,
-            reason: format!("{count} items match, expected at most one"),
+            name: name.to_owned(),
+            count: usize::try_from(count).unwrap_or(usize::MAX),
+        }),
+    }
+}
+
+/// The one scale set named exactly `name` (DESIGN §4 rule 2): items the server's filter let
+/// through with another name (case, prefix, an ignored filter) are dropped; two or more exact
+/// matches are [`Error::Ambiguous`].
+fn exactly_named(
+    endpoint: Endpoint,
+    name: &str,
+    list: List<RunnerScaleSet>,
+) -> Result<Option<RunnerScaleSet>> {
+    let mut matches: Vec<RunnerScaleSet> =
+        list.value.into_iter().filter(|s| s.name == name).collect();
+    match matches.len() {
+        0 | 1 => Ok(matches.pop()),
+        count => Err(Error::Ambiguous {
+            endpoint,
+            name: name.to_owned(),
+            count,
         }),
     }
 }
 
 impl Client {
     /// (1) `GET /_apis/runtime/runnergroups/?groupName=<name>`: `None` when no group has this
-    /// name, an error when several do. Callers use id 1 for `default` without calling this.
+    /// name, [`Error::Ambiguous`] when several do. Callers use id 1 for `default` without calling this.
     pub async fn get_runner_group_by_name(&self, name: &str) -> Result<Option<RunnerGroup>> {
         let call = Call::service(
             Endpoint::GetRunnerGroupByName,
@@ -289,18 +311,20 @@ impl Client {
         .query("groupName", name);
         let response = self.execute(&call).await?;
         let list: List<RunnerGroup> = decode(call.endpoint, response.status, &response.body)?;
-        single(call.endpoint, response.status, list)
+        single(call.endpoint, name, list)
     }
 
-    /// (2) `GET /_apis/runtime/runnerscalesets?runnerGroupId=<id>&name=<name>`, decided on
-    /// `count` like the official client: 0 → `None`, 1 → the set, more → error.
+    /// (2) `GET /_apis/runtime/runnerscalesets?runnerGroupId=<id>&name=<name>`, keeping only
+    /// the items named exactly `name` (case-sensitive; the service's filter may be looser):
+    /// none → `None`, one → the set, more → [`Error::Ambiguous`] (fatal: an operator must
+    /// remove or rename one).
     pub async fn get_scale_set_by_name(
         &self,
         runner_group_id: i64,
         name: &str,
     ) -> Result<Option<RunnerScaleSet>> {
-        let (status, list) = self.query_scale_sets_by_name(runner_group_id, name).await?;
-        single(Endpoint::GetScaleSetByName, status, list)
+        let (_, list) = self.query_scale_sets_by_name(runner_group_id, name).await?;
+        exactly_named(Endpoint::GetScaleSetByName, name, list)
     }
 
     /// (2) The raw list envelope of the by-name query, for callers that apply their own

@@ -5,7 +5,8 @@ use http::Method;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use crate::client::{Call, Client};
+use crate::call::Call;
+use crate::client::Client;
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
 use crate::http::Incoming;
@@ -96,8 +97,13 @@ fn session_path(scale_set_id: i64, session_id: &str) -> String {
 
 impl Client {
     /// (7) `POST /_apis/runtime/runnerscalesets/{id}/sessions` with `{"ownerName": owner}`;
-    /// expects 200. A session without a queue URL or token (seen during incidents) is an
-    /// [`Error::UnexpectedResponse`], which classifies as retryable.
+    /// expects 200.
+    ///
+    /// A session without a usable queue URL or token (seen during incidents) is still open on
+    /// the server, and a retry would meet it as a session conflict on our own session. So the
+    /// client deletes it by its id first and returns [`Error::UnexpectedResponse`] (retryable).
+    /// When that delete fails too, the error is [`Error::UnusableSessionLeftOpen`], which names
+    /// the session ([`Error::open_session`]) so the caller can delete it.
     pub async fn create_session(&self, scale_set_id: i64, owner_name: &str) -> Result<Session> {
         let call = Call::service(
             Endpoint::CreateSession,
@@ -107,7 +113,34 @@ impl Client {
         )
         .json(&CreateSessionRequest { owner_name })?;
         let response = self.execute(&call).await?;
-        session_from(call.endpoint, scale_set_id, &response)
+        let session: Session = decode(call.endpoint, response.status, &response.body)?;
+        let Err(unusable) = check_session(call.endpoint, response.status, &session) else {
+            return Ok(Session {
+                scale_set_id,
+                ..session
+            });
+        };
+        if session.session_id.trim().is_empty() {
+            // Nothing names the session: there is nothing to delete.
+            return Err(unusable);
+        }
+        tracing::warn!(
+            scale_set_id,
+            session_id = %session.session_id,
+            error = %unusable,
+            "session create returned an unusable session; deleting it"
+        );
+        match self.delete_session(scale_set_id, &session.session_id).await {
+            Ok(()) => Err(unusable),
+            Err(cleanup) if cleanup.is_session_expired_or_unknown() => Err(unusable),
+            Err(cleanup) => Err(Error::UnusableSessionLeftOpen {
+                status: response.status,
+                scale_set_id,
+                session_id: session.session_id,
+                reason: unusable_reason(unusable),
+                cleanup: Box::new(cleanup),
+            }),
+        }
     }
 
     /// (8) `PATCH /_apis/runtime/runnerscalesets/{id}/sessions/{sessionId}`; expects 200 and
@@ -163,9 +196,23 @@ impl Client {
 fn session_from(endpoint: Endpoint, scale_set_id: i64, response: &Incoming) -> Result<Session> {
     let mut session: Session = decode(endpoint, response.status, &response.body)?;
     session.scale_set_id = scale_set_id;
+    check_session(endpoint, response.status, &session)?;
+    Ok(session)
+}
+
+/// The reason text of an [`Error::UnexpectedResponse`] (the only error `check_session` gives).
+fn unusable_reason(error: Error) -> String {
+    match error {
+        Error::UnexpectedResponse { reason, .. } => reason,
+        other => other.to_string(),
+    }
+}
+
+/// A session the queue calls can use: a valid queue URL and a token.
+fn check_session(endpoint: Endpoint, status: u16, session: &Session) -> Result<()> {
     let unexpected = |reason: &str| Error::UnexpectedResponse {
         endpoint,
-        status: response.status,
+        status,
         reason: reason.to_owned(),
     };
     if session.message_queue_url.trim().is_empty() {
@@ -179,5 +226,5 @@ fn session_from(endpoint: Endpoint, scale_set_id: i64, response: &Incoming) -> R
     if session.message_queue_access_token.is_empty() {
         return Err(unexpected("the session has no messageQueueAccessToken"));
     }
-    Ok(session)
+    Ok(())
 }

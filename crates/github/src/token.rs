@@ -9,40 +9,35 @@ use http::Method;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use crate::client::{Auth, Call, Client, Expect, Target};
-use crate::config::{Credentials, Scope};
+use crate::call::{AdminConnection, AdminSource, Auth, Call, Caller, Expect, Target};
+use crate::config::{ConfigUrl, Credentials, Scope};
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
-use crate::jwt::unverified_expiry;
+use crate::jwt::{AppKey, unverified_expiry};
 use crate::secret::Secret;
 use crate::wire::decode;
-
-/// The admin token and Actions service URL returned by `runner-registration`.
-#[derive(Debug)]
-pub(crate) struct AdminConnection {
-    pub(crate) token: Secret,
-    pub(crate) service_url: Url,
-    /// When the token stops being used: its `exp`, or fetch time + fallback TTL.
-    pub(crate) expires_at: SystemTime,
-}
 
 /// The admin-token cache shared by all clones of a client.
 ///
 /// Readers take a short `std` read lock (never held across `.await`). A refresh holds a tokio
 /// mutex, so N callers that find the token expired wait for one refresh instead of starting N.
-/// When that refresh fails, the callers that waited for it get a copy of its error instead of
-/// each running the whole chain (and its retry budget) again, one after another.
-pub(crate) struct TokenCache {
+/// When that refresh fails, every caller that waited for it gets the same failure
+/// ([`Error::SharedRefresh`]) instead of each running the whole chain (and its retry budget)
+/// again, one after another.
+pub(crate) struct TokenChain {
+    /// The parsed GitHub App key (App credentials only).
+    app_key: Option<AppKey>,
     current: RwLock<Option<Arc<AdminConnection>>>,
     /// Held for the duration of a refresh; holds the failure of the last refresh, if it failed.
-    refresh: tokio::sync::Mutex<Option<Error>>,
+    refresh: tokio::sync::Mutex<Option<Arc<Error>>>,
     /// How many refreshes have finished (successfully or not).
     finished: AtomicU64,
 }
 
-impl TokenCache {
-    pub(crate) fn new() -> Self {
+impl TokenChain {
+    pub(crate) fn new(app_key: Option<AppKey>) -> Self {
         Self {
+            app_key,
             current: RwLock::new(None),
             refresh: tokio::sync::Mutex::new(None),
             finished: AtomicU64::new(0),
@@ -98,15 +93,35 @@ struct RunnerRegistrationResponse {
     token: Secret,
 }
 
-impl Client {
+/// The token chain at work: its cache and the caller its REST calls go through.
+pub(crate) struct AdminTokens<'a> {
+    pub(crate) chain: &'a TokenChain,
+    pub(crate) caller: &'a Caller,
+}
+
+impl AdminSource for AdminTokens<'_> {
+    async fn connection(&self) -> Result<Arc<AdminConnection>> {
+        self.connection_now().await
+    }
+
+    fn rejected(&self, token: &Secret) {
+        self.chain.invalidate(token);
+    }
+}
+
+impl AdminTokens<'_> {
+    fn config_url(&self) -> &ConfigUrl {
+        &self.caller.config.config_url
+    }
+
     /// The cached admin connection, refreshed (once, for all concurrent callers) when missing
     /// or within the margin of its `exp`. On failure the old connection is kept.
-    pub(crate) async fn admin_connection(&self) -> Result<Arc<AdminConnection>> {
-        let margin = self.inner.config.admin_token_margin;
-        if let Some(connection) = self.inner.tokens.fresh(margin) {
+    pub(crate) async fn connection_now(&self) -> Result<Arc<AdminConnection>> {
+        let margin = self.caller.config.admin_token_margin;
+        if let Some(connection) = self.chain.fresh(margin) {
             return Ok(connection);
         }
-        let tokens = &self.inner.tokens;
+        let tokens = self.chain;
         let seen = tokens.finished.load(Ordering::Acquire);
         let mut last_failure = tokens.refresh.lock().await;
         if let Some(connection) = tokens.fresh(margin) {
@@ -116,7 +131,7 @@ impl Client {
             && let Some(failure) = last_failure.as_ref()
         {
             // The refresh this caller waited for failed: share its outcome.
-            return Err(failure.duplicate());
+            return Err(Error::SharedRefresh(Arc::clone(failure)));
         }
         let fetched = self.fetch_admin_connection().await;
         tokens.finished.fetch_add(1, Ordering::AcqRel);
@@ -126,8 +141,9 @@ impl Client {
                 Arc::new(connection)
             }
             Err(error) => {
-                *last_failure = Some(error.duplicate());
-                return Err(error);
+                let shared = Arc::new(error);
+                *last_failure = Some(Arc::clone(&shared));
+                return Err(Error::SharedRefresh(shared));
             }
         };
         // Only the host: older service URLs carry a tenant token in the path.
@@ -135,13 +151,13 @@ impl Client {
             service_host = connection.service_url.host_str().unwrap_or_default(),
             "github admin connection refreshed"
         );
-        self.inner.tokens.store(Arc::clone(&connection));
+        tokens.store(Arc::clone(&connection));
         Ok(connection)
     }
 
     /// Runs the whole chain once.
     async fn fetch_admin_connection(&self) -> Result<AdminConnection> {
-        let rest_token = match &self.inner.config.credentials {
+        let rest_token = match &self.caller.config.credentials {
             Credentials::Pat(token) => token.clone(),
             Credentials::App(app) => {
                 self.installation_token(&app.client_id, app.installation_id)
@@ -153,7 +169,7 @@ impl Client {
     }
 
     fn rest_url(&self, segments: &[&str]) -> Url {
-        let mut url = self.inner.api_base.clone();
+        let mut url = self.caller.api_base.clone();
         if let Ok(mut path) = url.path_segments_mut() {
             path.pop_if_empty().extend(segments);
         }
@@ -163,7 +179,7 @@ impl Client {
     /// `POST {api}/app/installations/{id}/access_tokens` with the App JWT; expects 201.
     async fn installation_token(&self, client_id: &str, installation_id: i64) -> Result<Secret> {
         let key = self
-            .inner
+            .chain
             .app_key
             .as_ref()
             .ok_or_else(|| Error::InvalidConfig {
@@ -235,7 +251,7 @@ impl Client {
             long_poll: false,
             also_retry: &[],
         };
-        let response = self.execute_rest(&call).await?;
+        let response = self.caller.execute_rest(&call).await?;
         let decoded: TokenResponse = decode(endpoint, response.status, &response.body)?;
         if decoded.token.is_empty() {
             return Err(Error::UnexpectedResponse {
@@ -266,7 +282,7 @@ impl Client {
             also_retry: Endpoint::RunnerRegistration.also_retried_statuses(),
         }
         .json(&body)?;
-        let response = self.execute_rest(&call).await?;
+        let response = self.caller.execute_rest(&call).await?;
         let decoded: RunnerRegistrationResponse =
             decode(call.endpoint, response.status, &response.body)?;
         let unexpected = |reason: &str| Error::UnexpectedResponse {
@@ -284,7 +300,7 @@ impl Client {
             .map_err(|_| unexpected("the actions service url is not a valid url"))?;
         let now = SystemTime::now();
         let expires_at = unverified_expiry(decoded.token.expose()).unwrap_or_else(|| {
-            now.checked_add(self.inner.config.admin_token_fallback_ttl)
+            now.checked_add(self.caller.config.admin_token_fallback_ttl)
                 .unwrap_or(now)
         });
         Ok(AdminConnection {

@@ -66,9 +66,12 @@ proptest! {
     }
 }
 
+/// Callers that waited on one failed admin-token refresh all get that failure, shared: every
+/// predicate, the class, the message and the source chain are those of the original.
 #[test]
-fn a_duplicate_answers_every_predicate_like_the_original() {
-    let timeout = Error::RetriesExhausted {
+fn a_shared_refresh_failure_answers_like_the_original() {
+    let shared = |error: Error| Error::SharedRefresh(std::sync::Arc::new(error));
+    let timeout = shared(Error::RetriesExhausted {
         endpoint: Endpoint::RunnerRegistration,
         attempts: 5,
         last: Box::new(Error::Timeout {
@@ -76,27 +79,40 @@ fn a_duplicate_answers_every_predicate_like_the_original() {
             host: "h".into(),
             timeout: Duration::from_secs(1),
         }),
-    };
-    let copy = timeout.duplicate();
-    assert!(copy.is_timeout());
-    assert_eq!(copy.to_string(), timeout.to_string());
-    assert_eq!(copy.endpoint(), Some(Endpoint::RunnerRegistration));
+    });
+    assert!(timeout.is_timeout());
+    assert!(timeout.to_string().contains("giving up after 5 attempt(s)"));
+    assert_eq!(timeout.endpoint(), Some(Endpoint::RunnerRegistration));
+    assert_eq!(timeout.class(), ErrorClass::Retryable);
 
-    let conflict = service(
-        409,
-        r#"{"typeName":"X.RunnerScaleSetSessionConflictException, X","message":"... for owner me."}"#,
+    let conflict_body = r#"{"typeName":"X.RunnerScaleSetSessionConflictException, X","message":"... for owner me."}"#;
+    let conflict = shared(service(409, conflict_body));
+    assert_eq!(conflict.class(), service(409, conflict_body).class());
+    assert_eq!(conflict.status(), Some(409));
+
+    let rejected = shared(
+        ServiceError::from_response(Endpoint::RegistrationToken, 401, b"", None, None).into(),
     );
-    assert_eq!(conflict.duplicate().class(), conflict.class());
+    assert_eq!(rejected.status(), Some(401));
+    assert_eq!(rejected.class(), ErrorClass::Fatal);
 
-    let transport = Error::Transport {
+    let transport = shared(Error::Transport {
         endpoint: Endpoint::GetScaleSet,
         host: "h".into(),
         source: Box::new(std::io::Error::other("connection refused")),
-    };
-    let copy = transport.duplicate();
-    assert!(copy.is_transport());
-    let source = std::error::Error::source(&copy).map(ToString::to_string);
+    });
+    assert!(transport.is_transport());
+    assert_eq!(transport.class(), ErrorClass::Retryable);
+    let source = std::error::Error::source(&transport).map(ToString::to_string);
     assert_eq!(source.as_deref(), Some("connection refused"));
+
+    let unusable = shared(Error::UnexpectedResponse {
+        endpoint: Endpoint::RunnerRegistration,
+        status: 200,
+        reason: "no token".into(),
+    });
+    assert_eq!(unusable.status(), Some(200));
+    assert_eq!(unusable.endpoint(), Some(Endpoint::RunnerRegistration));
 }
 
 #[test]
@@ -118,4 +134,159 @@ fn runner_registration_401_and_403_classify_as_retryable_even_unwrapped() {
         at(Endpoint::RunnerRegistration, 404).class(),
         ErrorClass::Fatal
     );
+}
+
+#[test]
+fn an_exception_is_named_by_its_exact_short_name_outer_or_nested() {
+    let err = ServiceError::from_response(
+        Endpoint::CreateScaleSet,
+        400,
+        br#"{"typeName":"Ns.WrapperException, Asm","message":"m","innerException":{"typeName":"Ns.CustomQuotaException, Asm"}}"#,
+        None,
+        None,
+    );
+    assert!(err.has_exception_named("WrapperException"));
+    assert!(err.has_exception_named("CustomQuotaException"), "nested");
+    assert!(
+        !err.has_exception_named("QuotaException"),
+        "a suffix is not the name"
+    );
+    assert!(
+        !err.has_exception_named("Ns.CustomQuotaException"),
+        "short names only"
+    );
+    let text = ServiceError::from_response(Endpoint::CreateScaleSet, 400, b"Quota", None, None);
+    assert!(
+        !text.has_exception_named("Quota"),
+        "a text body names no exception"
+    );
+}
+
+/// `is_timeout` decides whether a create must be looked up before it is retried: only a real
+/// timeout (possibly the last of several attempts) says "it may have happened".
+#[test]
+fn only_a_timeout_is_a_timeout() {
+    let timeout = Error::Timeout {
+        endpoint: Endpoint::CreateScaleSet,
+        host: "h".into(),
+        timeout: Duration::from_secs(1),
+    };
+    let transport = Error::Transport {
+        endpoint: Endpoint::CreateScaleSet,
+        host: "h".into(),
+        source: Box::new(std::io::Error::other("reset")),
+    };
+    assert!(timeout.is_timeout());
+    assert!(!timeout.is_transport());
+    assert!(transport.is_transport());
+    assert!(!transport.is_timeout());
+    assert!(!service(503, "").is_timeout());
+    assert!(!service(503, "").is_transport());
+    let exhausted = |last: Error| Error::RetriesExhausted {
+        endpoint: Endpoint::CreateScaleSet,
+        attempts: 5,
+        last: Box::new(last),
+    };
+    assert!(exhausted(timeout).is_timeout());
+    assert!(!exhausted(transport).is_timeout());
+}
+
+#[test]
+fn unusable_success_responses_report_their_status() {
+    let decode = Error::Decode {
+        endpoint: Endpoint::GetScaleSet,
+        status: 200,
+        source: serde_json::from_str::<u8>("x").unwrap_err(),
+    };
+    assert_eq!(decode.status(), Some(200));
+    assert_eq!(decode.endpoint(), Some(Endpoint::GetScaleSet));
+    assert_eq!(decode.class(), ErrorClass::Fatal);
+    let unexpected = Error::UnexpectedResponse {
+        endpoint: Endpoint::GetMessage,
+        status: 202,
+        reason: "r".into(),
+    };
+    assert_eq!(unexpected.status(), Some(202));
+    assert_eq!(unexpected.endpoint(), Some(Endpoint::GetMessage));
+    assert_eq!(unexpected.class(), ErrorClass::Retryable);
+    let left_open = Error::UnusableSessionLeftOpen {
+        status: 201,
+        scale_set_id: 5,
+        session_id: "s-1".into(),
+        reason: "no token".into(),
+        cleanup: Box::new(service(500, "")),
+    };
+    assert_eq!(left_open.status(), Some(201));
+    assert_eq!(left_open.endpoint(), Some(Endpoint::CreateSession));
+    assert_eq!(left_open.open_session(), Some((5, "s-1")));
+    assert_eq!(unexpected.open_session(), None);
+    assert_eq!(Error::JwtSigning.status(), None);
+    assert_eq!(Error::JwtSigning.endpoint(), None);
+}
+
+#[test]
+fn tls_failures_and_ambiguous_names_are_fatal() {
+    let tls = Error::Tls {
+        endpoint: Endpoint::RegistrationToken,
+        host: "ghes.local".into(),
+        source: Box::new(std::io::Error::other("UnknownIssuer")),
+    };
+    assert_eq!(tls.class(), ErrorClass::Fatal);
+    assert_eq!(tls.endpoint(), Some(Endpoint::RegistrationToken));
+    assert!(!tls.is_transport());
+    let ambiguous = Error::Ambiguous {
+        endpoint: Endpoint::GetScaleSetByName,
+        name: "set".into(),
+        count: 2,
+    };
+    assert_eq!(ambiguous.class(), ErrorClass::Fatal);
+    assert_eq!(ambiguous.endpoint(), Some(Endpoint::GetScaleSetByName));
+    assert!(
+        ambiguous
+            .to_string()
+            .contains("2 items are named exactly \"set\"")
+    );
+}
+
+/// Operators read this line in logs: endpoint, status, exception, message and both ids.
+#[test]
+fn a_service_error_reads_as_one_diagnostic_line() {
+    let err = ServiceError::from_response(
+        Endpoint::CreateScaleSet,
+        400,
+        br#"{"typeName":"X.RunnerScaleSetExistsException, X","message":"dup"}"#,
+        Some("act-1".into()),
+        None,
+    );
+    assert_eq!(
+        err.to_string(),
+        "create_scale_set: status 400: RunnerScaleSetExistsException: dup \
+         (activity_id=act-1, github_request_id=-)"
+    );
+    let text = ServiceError::from_response(
+        Endpoint::GetScaleSet,
+        502,
+        b"bad gateway",
+        None,
+        Some("r-1".into()),
+    );
+    assert_eq!(
+        text.to_string(),
+        "get_scale_set: status 502: bad gateway (activity_id=-, github_request_id=r-1)"
+    );
+}
+
+#[test]
+fn a_text_body_is_cut_after_exactly_the_limit() {
+    let at_limit = "x".repeat(MAX_MESSAGE_CHARS);
+    let err =
+        ServiceError::from_response(Endpoint::AcquireJobs, 500, at_limit.as_bytes(), None, None);
+    assert_eq!(
+        err.message, at_limit,
+        "a message at the limit is kept whole"
+    );
+    let over = "é".repeat(MAX_MESSAGE_CHARS + 1);
+    let err = ServiceError::from_response(Endpoint::AcquireJobs, 500, over.as_bytes(), None, None);
+    assert_eq!(err.message.chars().count(), MAX_MESSAGE_CHARS + 1);
+    assert!(err.message.ends_with("é…"), "cut on characters, marked");
 }

@@ -51,3 +51,45 @@ fn retry_after_parses_seconds_and_http_dates() {
     assert_eq!(parse_retry_after(&earlier, now), Some(Duration::ZERO));
     assert_eq!(parse_retry_after("soon", now), None);
 }
+
+#[test]
+fn a_rate_limit_answer_advertises_its_wait() {
+    let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    let reset_in_40 = "1700000040";
+    // Retry-After wins over the reset time.
+    assert_eq!(
+        rate_limit_wait(Some("7"), Some("0"), Some(reset_in_40), now),
+        Some(Duration::from_secs(7))
+    );
+    assert_eq!(
+        rate_limit_wait(None, Some("0"), Some(reset_in_40), now),
+        Some(Duration::from_secs(40))
+    );
+    assert_eq!(
+        rate_limit_wait(None, Some(" 0 "), Some("1699999990"), now),
+        Some(Duration::ZERO),
+        "a reset in the past means retry now"
+    );
+    // Budget left, no reset, or an unreadable reset: nothing advertised.
+    assert_eq!(
+        rate_limit_wait(None, Some("12"), Some(reset_in_40), now),
+        None
+    );
+    assert_eq!(rate_limit_wait(None, Some("0"), None, now), None);
+    assert_eq!(rate_limit_wait(None, None, Some(reset_in_40), now), None);
+    assert_eq!(rate_limit_wait(None, Some("0"), Some("soon"), now), None);
+    assert_eq!(rate_limit_wait(Some("soon"), None, None, now), None);
+}
+
+#[test]
+fn an_advertised_wait_is_capped() {
+    let policy = RetryPolicy::default().with_max_retry_after(Duration::from_secs(60));
+    assert_eq!(
+        policy.advertised(Duration::from_secs(59)),
+        Duration::from_secs(59)
+    );
+    assert_eq!(
+        policy.advertised(Duration::from_secs(61)),
+        Duration::from_secs(60)
+    );
+}

@@ -307,14 +307,58 @@ async fn get_scale_set_by_name_decides_on_count() {
             "_apis/runtime/runnerscalesets",
             "api-version=6.0-preview&name=dup&runnerGroupId=2",
         )
-        .with_body(r#"{"count":2,"value":[{"id":5},{"id":6}]}"#)
+        .with_body(r#"{"count":2,"value":[{"id":5,"name":"dup"},{"id":6,"name":"dup"}]}"#)
         .expect(2)
         .create_async()
         .await;
-    assert!(h.client.get_scale_set_by_name(2, "dup").await.is_err());
+    let err = h.client.get_scale_set_by_name(2, "dup").await.unwrap_err();
+    assert!(
+        matches!(&err, scaleset_github::Error::Ambiguous { name, count: 2, .. } if name == "dup"),
+        "{err}"
+    );
+    assert_eq!(err.class(), scaleset_github::ErrorClass::Fatal);
     let (_, raw) = h.client.query_scale_sets_by_name(2, "dup").await.unwrap();
     assert_eq!(raw.value.len(), 2);
     many.assert_async().await;
+}
+
+/// The service's name filter may be looser than ours (case, prefixes, a filter it ignores):
+/// only an item named exactly as asked is the scale set.
+#[tokio::test]
+async fn get_scale_set_by_name_keeps_only_the_exact_name() {
+    let mut h = harness().await;
+    let loose = h
+        .service_mock(
+            "GET",
+            "_apis/runtime/runnerscalesets",
+            "api-version=6.0-preview&name=set&runnerGroupId=1",
+        )
+        .with_body(
+            r#"{"count":3,"value":[{"id":5,"name":"Set"},{"id":6,"name":"set-2"},{"id":7,"name":"set"}]}"#,
+        )
+        .create_async()
+        .await;
+    let found = h.client.get_scale_set_by_name(1, "set").await.unwrap();
+    assert_eq!(found.map(|s| s.id), Some(7));
+    loose.assert_async().await;
+
+    let other_case = h
+        .service_mock(
+            "GET",
+            "_apis/runtime/runnerscalesets",
+            "api-version=6.0-preview&name=linux&runnerGroupId=1",
+        )
+        .with_body(r#"{"count":1,"value":[{"id":5,"name":"Linux"}]}"#)
+        .create_async()
+        .await;
+    assert!(
+        h.client
+            .get_scale_set_by_name(1, "linux")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    other_case.assert_async().await;
 }
 
 #[tokio::test]

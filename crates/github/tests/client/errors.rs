@@ -276,21 +276,6 @@ async fn runner_predicates() {
 }
 
 #[tokio::test]
-async fn session_without_queue_url_is_a_retryable_error() {
-    let mut h = harness().await;
-    let mock = h
-        .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
-        .with_body(session_json("", "t"))
-        .create_async()
-        .await;
-    let err = h.client.create_session(5, "me").await.unwrap_err();
-    assert!(matches!(err, Error::UnexpectedResponse { .. }), "{err}");
-    assert!(err.to_string().contains("messageQueueUrl"), "{err}");
-    assert_eq!(err.class(), ErrorClass::Retryable);
-    mock.assert_async().await;
-}
-
-#[tokio::test]
 async fn empty_200_on_get_message_is_an_error() {
     let mut h = harness().await;
     let queue = format!("{}/scalesets/message", h.server.url());
@@ -313,4 +298,70 @@ async fn empty_200_on_get_message_is_an_error() {
         "{err}"
     );
     poll.assert_async().await;
+}
+
+/// What a 409 means when its body names no exception: the status alone decides, and only on
+/// the endpoint where a conflict has one meaning.
+#[tokio::test]
+async fn a_409_without_an_exception_is_a_conflict_on_session_create_and_jit_config() {
+    const OTHER: &str = r#"{"typeName":"X.InvalidRunnerScaleSetException, X","message":"bad"}"#;
+    // (what is called, status, content type, body, session conflict?, agent exists?)
+    let cases: &[(&str, usize, &str, &str, bool, bool)] = &[
+        ("session", 409, "text/plain", "conflict", true, false),
+        ("session", 409, "text/plain", "", true, false),
+        ("session", 409, "application/json", OTHER, false, false),
+        ("session", 400, "text/plain", "conflict", false, false),
+        ("jit", 409, "text/plain", "conflict", false, true),
+        ("jit", 409, "text/plain", "", false, true),
+        ("jit", 409, "application/json", OTHER, false, false),
+        ("jit", 400, "text/plain", "conflict", false, false),
+        ("scale set", 409, "text/plain", "", false, false),
+    ];
+    for &(call, status, content_type, body, conflict, exists) in cases {
+        let mut h = harness().await;
+        let path = match call {
+            "session" => "_apis/runtime/runnerscalesets/5/sessions",
+            "jit" => "_apis/runtime/runnerscalesets/5/generatejitconfig",
+            _ => "_apis/runtime/runnerscalesets",
+        };
+        let mock = h
+            .service_mock("POST", path, API)
+            .with_status(status)
+            .with_header("content-type", content_type)
+            .with_body(body)
+            .expect(1)
+            .create_async()
+            .await;
+        let err = match call {
+            "session" => h.client.create_session(5, "me").await.unwrap_err(),
+            "jit" => h
+                .client
+                .generate_jit_config(5, &scaleset_github::JitConfigRequest::new("r"))
+                .await
+                .unwrap_err(),
+            _ => h
+                .client
+                .create_scale_set(&NewRunnerScaleSet::new("set", 1))
+                .await
+                .unwrap_err(),
+        };
+        let case = format!("{call} {status} {content_type} {body:?}");
+        assert_eq!(err.is_session_conflict(), conflict, "{case}: {err}");
+        assert_eq!(err.is_agent_exists(), exists, "{case}: {err}");
+        if conflict {
+            assert_eq!(
+                err.class(),
+                ErrorClass::Refusal(Refusal::SessionConflict { owner: None }),
+                "{case}"
+            );
+        }
+        if exists {
+            assert_eq!(
+                err.class(),
+                ErrorClass::Refusal(Refusal::AgentExists),
+                "{case}"
+            );
+        }
+        mock.assert_async().await;
+    }
 }

@@ -20,10 +20,10 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::helpers::{RecordingSleeper, admin_jwt};
 
-struct TlsServer {
-    port: u16,
-    ca_pem: String,
-    task: tokio::task::JoinHandle<()>,
+pub(crate) struct TlsServer {
+    pub(crate) port: u16,
+    pub(crate) ca_pem: String,
+    pub(crate) task: tokio::task::JoinHandle<()>,
 }
 
 async fn respond(
@@ -45,7 +45,7 @@ async fn respond(
     Ok(response)
 }
 
-async fn tls_server() -> TlsServer {
+pub(crate) async fn tls_server() -> TlsServer {
     let ca_key = KeyPair::generate().unwrap();
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -126,7 +126,9 @@ async fn an_untrusted_certificate_fails_without_retries() {
         Client::new(ClientConfig::new(url, Credentials::pat("pat")).with_sleeper(sleeper.clone()))
             .unwrap();
     let err = client.get_scale_set(5).await.unwrap_err();
-    assert!(matches!(err, Error::Transport { .. }), "{err:?}");
+    assert!(matches!(err.unshared(), Error::Tls { .. }), "{err:?}");
+    assert!(err.to_string().contains("with_ca_bundle_pem"), "{err}");
+    assert_eq!(err.class(), scaleset_github::ErrorClass::Fatal);
     assert!(sleeper.waits().is_empty());
     server.task.abort();
 }
@@ -138,4 +140,39 @@ fn an_invalid_ca_bundle_is_refused() {
         Client::new(ClientConfig::new(url, Credentials::pat("p")).with_ca_bundle_pem("not pem"))
             .unwrap_err();
     assert!(matches!(err, Error::InvalidCaBundle { .. }), "{err}");
+}
+
+/// The system trust store is a choice of its own: it does not contain the test CA, so the
+/// server is refused as untrusted (on a machine without a store, building says so instead).
+#[tokio::test]
+async fn the_system_trust_store_is_offered_and_does_not_trust_a_private_ca() {
+    let server = tls_server().await;
+    let url = ConfigUrl::parse(&format!("https://127.0.0.1:{}/tls-org", server.port)).unwrap();
+    let config = ClientConfig::new(url, Credentials::pat("pat"))
+        .with_trust_roots(scaleset_github::TrustRoots::System)
+        .with_sleeper(Arc::new(RecordingSleeper::default()));
+    assert!(format!("{config:?}").contains("System"));
+    match Client::new(config) {
+        Ok(client) => {
+            let err = client.get_scale_set(5).await.unwrap_err();
+            assert!(matches!(err.unshared(), Error::Tls { .. }), "{err:?}");
+        }
+        Err(err) => assert!(
+            matches!(&err, Error::InvalidConfig { reason } if reason.contains("system trust store")),
+            "{err}"
+        ),
+    }
+    // Trusting the bundle instead reaches the server, and Debug shows only the bundle's size.
+    let config = ClientConfig::new(
+        ConfigUrl::parse(&format!("https://127.0.0.1:{}/tls-org", server.port)).unwrap(),
+        Credentials::pat("pat"),
+    )
+    .with_trust_roots(scaleset_github::TrustRoots::CaBundle(
+        server.ca_pem.clone().into(),
+    ))
+    .with_sleeper(Arc::new(RecordingSleeper::default()));
+    assert!(!format!("{config:?}").contains("BEGIN CERTIFICATE"));
+    let client = Client::new(config).unwrap();
+    assert_eq!(client.get_scale_set(5).await.unwrap().name, "over-tls");
+    server.task.abort();
 }

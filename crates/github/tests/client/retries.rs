@@ -56,7 +56,7 @@ async fn retries_are_exhausted_after_five_attempts() {
         .await
         .unwrap_err();
     assert!(
-        matches!(err, Error::RetriesExhausted { attempts: 5, .. }),
+        matches!(err.unshared(), Error::RetriesExhausted { attempts: 5, .. }),
         "{err}"
     );
     assert_eq!(err.status(), Some(500));
@@ -125,7 +125,10 @@ async fn other_4xx_and_501_are_not_retried() {
             .create_async()
             .await;
         let err = h.client.get_scale_set(id).await.unwrap_err();
-        assert!(matches!(err, Error::Service(_)), "{status}: {err}");
+        assert!(
+            matches!(err.unshared(), Error::Service(_)),
+            "{status}: {err}"
+        );
         assert_eq!(err.status(), Some(status as u16));
         mock.assert_async().await;
     }
@@ -253,7 +256,7 @@ async fn runner_registration_401s_use_the_normal_retry_budget() {
         .await;
     let err = client.service_url().await.unwrap_err();
     assert!(
-        matches!(err, Error::RetriesExhausted { attempts: 5, .. }),
+        matches!(err.unshared(), Error::RetriesExhausted { attempts: 5, .. }),
         "{err:?}"
     );
     assert_eq!(err.status(), Some(401));
@@ -276,7 +279,10 @@ async fn runner_registration_other_4xx_are_not_retried() {
             .create_async()
             .await;
         let err = client.service_url().await.unwrap_err();
-        assert!(matches!(err, Error::Service(_)), "{status}: {err:?}");
+        assert!(
+            matches!(err.unshared(), Error::Service(_)),
+            "{status}: {err:?}"
+        );
         assert_eq!(err.status(), Some(status as u16));
         assert_eq!(err.class(), ErrorClass::Fatal, "{status}");
         reg.assert_async().await;
@@ -314,7 +320,7 @@ async fn a_single_attempt_runner_registration_401_is_still_retryable() {
     )
     .unwrap();
     let err = client.service_url().await.unwrap_err();
-    assert!(matches!(err, Error::Service(_)), "{err:?}");
+    assert!(matches!(err.unshared(), Error::Service(_)), "{err:?}");
     assert_eq!(err.status(), Some(401));
     assert_eq!(err.class(), ErrorClass::Retryable);
     reg.assert_async().await;
@@ -365,7 +371,7 @@ async fn transport_errors_are_retried_and_exhausted() {
     )
     .unwrap();
     let err = client.get_scale_set(1).await.unwrap_err();
-    let Error::RetriesExhausted { attempts, last, .. } = &err else {
+    let Error::RetriesExhausted { attempts, last, .. } = err.unshared() else {
         panic!("{err:?}")
     };
     assert_eq!(*attempts, 5);
@@ -394,7 +400,7 @@ async fn per_request_timeouts_apply_and_are_retried() {
     let err = client.get_scale_set(1).await.unwrap_err();
     let Error::RetriesExhausted {
         attempts: 2, last, ..
-    } = &err
+    } = err.unshared()
     else {
         panic!("{err:?}")
     };
@@ -422,7 +428,7 @@ async fn a_single_attempt_policy_returns_the_timeout_itself() {
     let client = Client::new(config).unwrap();
     let err = client.get_scale_set(1).await.unwrap_err();
     assert!(
-        matches!(&err, Error::Timeout { timeout, host, .. }
+        matches!(err.unshared(), Error::Timeout { timeout, host, .. }
             if *timeout == Duration::from_millis(50) && host == "127.0.0.1"),
         "{err:?}"
     );
@@ -455,7 +461,7 @@ async fn a_single_attempt_policy_returns_the_service_error_itself() {
         .create_async()
         .await;
     let err = client.get_scale_set(5).await.unwrap_err();
-    assert!(matches!(err, Error::Service(_)), "{err:?}");
+    assert!(matches!(err.unshared(), Error::Service(_)), "{err:?}");
     assert_eq!(err.status(), Some(503));
     assert_eq!(err.exception_name(), Some("ServiceUnavailableException"));
     assert_eq!(err.class(), ErrorClass::Retryable);
@@ -500,4 +506,199 @@ fn the_default_long_poll_timeout_exceeds_the_servers_hold() {
         "{defaults:?}"
     );
     assert_eq!(defaults.long_poll, Duration::from_secs(300));
+}
+
+// REST rate limits on the token chain: a 403 or 429 that advertises a wait (`Retry-After`, or
+// `x-ratelimit-remaining: 0` with `x-ratelimit-reset`) is waited out and retried.
+
+fn epoch_secs_from_now(secs: u64) -> String {
+    (std::time::SystemTime::now() + Duration::from_secs(secs))
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        .to_string()
+}
+
+/// The PAT chain where the registration-token call first answers `status` with `headers`,
+/// then 201. Returns the recorded waits and how the chain ended.
+async fn rate_limited_registration(
+    status: usize,
+    headers: &[(&str, String)],
+    retry: RetryPolicy,
+) -> (Vec<Duration>, Result<url::Url, Error>) {
+    let mut server = mockito::Server::new_async().await;
+    let path = format!("/api/v3/orgs/{ORG}/actions/runners/registration-token");
+    let mut limited = server
+        .mock("POST", path.as_str())
+        .with_status(status)
+        .with_body(r#"{"message":"API rate limit exceeded"}"#)
+        .expect(1);
+    for (name, value) in headers {
+        limited = limited.with_header(*name, value);
+    }
+    let limited = limited.create_async().await;
+    let _ok = server
+        .mock("POST", path.as_str())
+        .with_status(201)
+        .with_body(r#"{"token":"reg"}"#)
+        .create_async()
+        .await;
+    let service = format!("{}/rest", server.url());
+    let _registration = server
+        .mock("POST", "/api/v3/actions/runner-registration")
+        .with_status(201)
+        .with_body(serde_json::json!({"url": service, "token": admin_jwt("a", 3600)}).to_string())
+        .create_async()
+        .await;
+    let sleeper = Arc::new(RecordingSleeper::default());
+    let config = config_for(&server, ORG, Credentials::pat(PAT), sleeper.clone()).with_retry(retry);
+    let client = Client::new(config).unwrap();
+    let result = client.service_url().await;
+    limited.assert_async().await;
+    (sleeper.waits(), result)
+}
+
+#[tokio::test]
+async fn a_rate_limited_registration_token_waits_the_advertised_retry_after() {
+    for status in [403, 429] {
+        let (waits, result) = rate_limited_registration(
+            status,
+            &[("Retry-After", "17".to_owned())],
+            RetryPolicy::default(),
+        )
+        .await;
+        assert!(result.is_ok(), "{status}: {result:?}");
+        assert_eq!(waits, vec![Duration::from_secs(17)], "{status}");
+    }
+}
+
+#[tokio::test]
+async fn a_spent_rate_limit_waits_until_its_reset() {
+    let headers = [
+        ("x-ratelimit-remaining", "0".to_owned()),
+        ("x-ratelimit-reset", epoch_secs_from_now(40)),
+    ];
+    let (waits, result) = rate_limited_registration(403, &headers, RetryPolicy::default()).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(waits.len(), 1);
+    // The reset is whole seconds since the epoch, read a moment after it was written.
+    assert!(
+        (Duration::from_secs(38)..=Duration::from_secs(40)).contains(&waits[0]),
+        "{waits:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_advertised_wait_is_bounded_by_the_retry_after_cap() {
+    let policy = RetryPolicy::default().with_max_retry_after(Duration::from_secs(90));
+    let headers = [
+        ("x-ratelimit-remaining", "0".to_owned()),
+        ("x-ratelimit-reset", epoch_secs_from_now(3600)),
+    ];
+    let (waits, result) = rate_limited_registration(429, &headers, policy.clone()).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(waits, vec![Duration::from_secs(90)]);
+    let (waits, _) =
+        rate_limited_registration(403, &[("Retry-After", "600".to_owned())], policy).await;
+    assert_eq!(waits, vec![Duration::from_secs(90)]);
+}
+
+#[tokio::test]
+async fn a_403_that_advertises_no_wait_stays_fatal() {
+    let headers = [
+        ("x-ratelimit-remaining", "4999".to_owned()),
+        ("x-ratelimit-reset", epoch_secs_from_now(40)),
+    ];
+    let (waits, result) = rate_limited_registration(403, &headers, RetryPolicy::default()).await;
+    let err = result.unwrap_err();
+    assert!(waits.is_empty(), "{waits:?}");
+    assert_eq!(err.status(), Some(403));
+    assert_eq!(err.service_error().unwrap().rate_limit_wait, None);
+    assert_eq!(err.class(), ErrorClass::Fatal);
+}
+
+#[tokio::test]
+async fn a_rate_limit_answer_is_retryable_even_without_retries() {
+    let (waits, result) = rate_limited_registration(
+        403,
+        &[("Retry-After", "17".to_owned())],
+        RetryPolicy::never(),
+    )
+    .await;
+    let err = result.unwrap_err();
+    assert!(waits.is_empty());
+    assert_eq!(
+        err.service_error().unwrap().rate_limit_wait,
+        Some(Duration::from_secs(17))
+    );
+    assert_eq!(err.class(), ErrorClass::Retryable);
+}
+
+#[tokio::test]
+async fn rate_limited_installation_token_and_runner_registration_wait_too() {
+    let mut server = mockito::Server::new_async().await;
+    let limited_installation = server
+        .mock("POST", "/api/v3/app/installations/4242/access_tokens")
+        .with_status(403)
+        .with_header("x-ratelimit-remaining", "0")
+        .with_header("x-ratelimit-reset", "1")
+        .expect(1)
+        .create_async()
+        .await;
+    let _installation = server
+        .mock("POST", "/api/v3/app/installations/4242/access_tokens")
+        .with_status(201)
+        .with_body(r#"{"token":"ghs_installation"}"#)
+        .create_async()
+        .await;
+    let _reg = server
+        .mock(
+            "POST",
+            format!("/api/v3/orgs/{ORG}/actions/runners/registration-token").as_str(),
+        )
+        .with_status(201)
+        .with_body(r#"{"token":"reg"}"#)
+        .create_async()
+        .await;
+    let limited_registration = server
+        .mock("POST", "/api/v3/actions/runner-registration")
+        .with_status(429)
+        .with_header("Retry-After", "23")
+        .expect(1)
+        .create_async()
+        .await;
+    let service = format!("{}/rest", server.url());
+    let _registration = server
+        .mock("POST", "/api/v3/actions/runner-registration")
+        .with_status(201)
+        .with_body(serde_json::json!({"url": service, "token": admin_jwt("a", 3600)}).to_string())
+        .create_async()
+        .await;
+    let sleeper = Arc::new(RecordingSleeper::default());
+    let credentials = Credentials::app("Iv1.client", 4242, include_str!("data/test-app-key.pem"));
+    let client = Client::new(config_for(&server, ORG, credentials, sleeper.clone())).unwrap();
+    assert_eq!(client.service_url().await.unwrap().as_str(), service);
+    limited_installation.assert_async().await;
+    limited_registration.assert_async().await;
+    // A reset long past means retry at once; runner-registration's Retry-After is exact.
+    assert_eq!(
+        sleeper.waits(),
+        vec![Duration::ZERO, Duration::from_secs(23)]
+    );
+}
+
+#[tokio::test]
+async fn a_rate_limit_header_off_the_token_chain_changes_nothing() {
+    let mut h = harness().await;
+    let forbidden = h
+        .service_mock("GET", "_apis/runtime/runnerscalesets/5", API)
+        .with_status(403)
+        .with_header("Retry-After", "17")
+        .expect(1)
+        .create_async()
+        .await;
+    let err = h.client.get_scale_set(5).await.unwrap_err();
+    assert_eq!(err.class(), ErrorClass::Fatal);
+    assert!(h.sleeper.waits().is_empty());
+    forbidden.assert_async().await;
 }

@@ -1,7 +1,7 @@
 //! Refresh-once-on-401 for the queue calls (GET message, DELETE message, acquirejobs).
 
 use mockito::Matcher;
-use scaleset_github::{ErrorClass, Refusal, Session};
+use scaleset_github::{Error, ErrorClass, Refusal, Session};
 
 use crate::helpers::{Harness, harness, session_json};
 
@@ -208,4 +208,142 @@ async fn a_failed_refresh_is_returned_with_its_own_error() {
     assert!(err.is_session_expired_or_unknown(), "{err}");
     rejected.assert_async().await;
     evicted.assert_async().await;
+}
+
+// A created session is never lost: a 2xx create whose session cannot be used is deleted by its
+// id before the error returns, or the error names it so the caller can delete it.
+
+const UNUSABLE_SESSIONS: &[(&str, &str, &str)] = &[
+    ("no queue url", "", "messageQueueUrl"),
+    (
+        "a queue url that is not a url",
+        "not a url",
+        "messageQueueUrl",
+    ),
+    ("no queue token", "QUEUE", "messageQueueAccessToken"),
+];
+
+#[tokio::test]
+async fn an_unusable_created_session_is_deleted_before_the_error_returns() {
+    for (case, queue_url, named) in UNUSABLE_SESSIONS {
+        let mut h = harness().await;
+        let queue_url = queue_url.replace("QUEUE", &format!("{}/q", h.server.url()));
+        let token = if *named == "messageQueueAccessToken" {
+            ""
+        } else {
+            "t"
+        };
+        let create = h
+            .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
+            .with_body(session_json(&queue_url, token))
+            .expect(1)
+            .create_async()
+            .await;
+        let delete = h
+            .service_mock(
+                "DELETE",
+                &format!("_apis/runtime/runnerscalesets/5/sessions/{SESSION}"),
+                API,
+            )
+            .with_status(204)
+            .expect(1)
+            .create_async()
+            .await;
+        let err = h.client.create_session(5, "me").await.unwrap_err();
+        assert!(
+            matches!(err, Error::UnexpectedResponse { status: 200, .. }),
+            "{case}: {err}"
+        );
+        assert!(err.to_string().contains(named), "{case}: {err}");
+        assert_eq!(err.class(), ErrorClass::Retryable, "{case}");
+        assert_eq!(err.open_session(), None, "{case}");
+        create.assert_async().await;
+        delete.assert_async().await;
+    }
+}
+
+#[tokio::test]
+async fn an_unusable_session_that_cannot_be_deleted_is_named_in_the_error() {
+    let mut h = harness().await;
+    let create = h
+        .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
+        .with_body(session_json("", "t"))
+        .expect(1)
+        .create_async()
+        .await;
+    let delete = h
+        .service_mock(
+            "DELETE",
+            &format!("_apis/runtime/runnerscalesets/5/sessions/{SESSION}"),
+            API,
+        )
+        .with_status(403)
+        .expect(1)
+        .create_async()
+        .await;
+    let err = h.client.create_session(5, "me").await.unwrap_err();
+    assert_eq!(err.open_session(), Some((5, SESSION)), "{err}");
+    assert!(
+        matches!(&err, Error::UnusableSessionLeftOpen { status: 200, reason, .. }
+            if reason.contains("messageQueueUrl")),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains(SESSION) && text.contains("delete_session"),
+        "{text}"
+    );
+    let cleanup = std::error::Error::source(&err).expect("the delete failure is the source");
+    assert!(cleanup.to_string().contains("403"), "{cleanup}");
+    assert_eq!(err.status(), Some(200));
+    assert_eq!(
+        err.endpoint(),
+        Some(scaleset_github::Endpoint::CreateSession)
+    );
+    assert_eq!(err.class(), ErrorClass::Retryable);
+    create.assert_async().await;
+    delete.assert_async().await;
+}
+
+#[tokio::test]
+async fn an_unusable_session_already_gone_on_delete_is_not_left_open() {
+    let mut h = harness().await;
+    let _create = h
+        .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
+        .with_body(session_json("", "t"))
+        .create_async()
+        .await;
+    let delete = h
+        .service_mock(
+            "DELETE",
+            &format!("_apis/runtime/runnerscalesets/5/sessions/{SESSION}"),
+            API,
+        )
+        .with_status(404)
+        .expect(1)
+        .create_async()
+        .await;
+    let err = h.client.create_session(5, "me").await.unwrap_err();
+    assert!(matches!(err, Error::UnexpectedResponse { .. }), "{err}");
+    assert_eq!(err.open_session(), None);
+    delete.assert_async().await;
+}
+
+#[tokio::test]
+async fn an_unusable_session_without_an_id_has_nothing_to_delete() {
+    let mut h = harness().await;
+    let _create = h
+        .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
+        .with_body(r#"{"sessionId":"","messageQueueUrl":"","messageQueueAccessToken":"t"}"#)
+        .create_async()
+        .await;
+    let delete = h
+        .server
+        .mock("DELETE", mockito::Matcher::Any)
+        .expect(0)
+        .create_async()
+        .await;
+    let err = h.client.create_session(5, "me").await.unwrap_err();
+    assert!(matches!(err, Error::UnexpectedResponse { .. }), "{err}");
+    delete.assert_async().await;
 }

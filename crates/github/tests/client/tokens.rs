@@ -311,8 +311,15 @@ async fn concurrent_callers_share_one_failed_refresh() {
             tokio::spawn(async move { client.get_scale_set(1).await })
         })
         .collect();
+    let mut first: Option<std::sync::Arc<scaleset_github::Error>> = None;
     for task in tasks {
         let err = task.await.unwrap().unwrap_err();
+        // One failure, shared: every caller holds the same error.
+        let scaleset_github::Error::SharedRefresh(shared) = &err else {
+            panic!("{err:?}")
+        };
+        let first = first.get_or_insert_with(|| shared.clone());
+        assert!(std::sync::Arc::ptr_eq(first, shared));
         assert_eq!(err.status(), Some(401), "{err}");
         assert_eq!(
             err.endpoint(),
@@ -334,4 +341,25 @@ async fn concurrent_callers_share_one_failed_refresh() {
         .await;
     client.get_scale_set(1).await.unwrap_err();
     again.assert_async().await;
+}
+
+#[test]
+fn a_pat_that_cannot_be_a_header_is_refused_at_build_time() {
+    for pat in ["ghp_abc\n", "ghp_a\rb", "ghp_\u{7f}"] {
+        let url = scaleset_github::ConfigUrl::parse("https://github.com/org").unwrap();
+        let err = Client::new(scaleset_github::ClientConfig::new(
+            url,
+            scaleset_github::Credentials::pat(pat),
+        ))
+        .unwrap_err();
+        assert!(
+            matches!(&err, scaleset_github::Error::InvalidConfig { reason } if reason.contains("header")),
+            "{pat:?}: {err}"
+        );
+        assert_eq!(err.class(), scaleset_github::ErrorClass::Fatal);
+        assert!(
+            !err.to_string().contains("ghp_"),
+            "the token stays secret: {err}"
+        );
+    }
 }
