@@ -7,6 +7,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -69,6 +70,22 @@ async fn ticker(shared: Arc<Shared>) {
     }
 }
 
+/// Counts one open connection for the lifetime of the guard.
+struct OpenConnection(Arc<Shared>);
+
+impl OpenConnection {
+    fn new(shared: &Arc<Shared>) -> Self {
+        shared.open_connections.fetch_add(1, Ordering::SeqCst);
+        Self(shared.clone())
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.open_connections.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// How long a client may take over the TLS handshake before its connection is dropped.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -84,6 +101,7 @@ enum Versions {
 }
 
 async fn connection(shared: Arc<Shared>, stream: tokio::net::TcpStream) {
+    let _open = OpenConnection::new(&shared);
     let Some(acceptor) = shared.tls.clone() else {
         serve_http(shared, TokioIo::new(stream), "http", Versions::Either).await;
         return;
@@ -123,6 +141,9 @@ where
     let handler = shared.clone();
     let service = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
         let shared = handler.clone();
+        if req.version() == http::Version::HTTP_2 {
+            shared.http2_requests.fetch_add(1, Ordering::SeqCst);
+        }
         req.extensions_mut().insert(context.clone());
         async move { Ok::<_, Infallible>(crate::service::handle(shared, req).await) }
     });

@@ -46,6 +46,10 @@ pub(crate) struct Shared {
     pub(crate) downloads: RunnerDownloads,
     pub(crate) shutdown: CancellationToken,
     pub(crate) waiting_polls: AtomicUsize,
+    /// Client connections open right now.
+    pub(crate) open_connections: AtomicUsize,
+    /// Requests that arrived over HTTP/2, ever.
+    pub(crate) http2_requests: AtomicUsize,
     /// The TLS handshake side when serving HTTPS.
     pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
 }
@@ -124,6 +128,8 @@ impl Simulator {
             signer: Signer::random(),
             shutdown: CancellationToken::new(),
             waiting_polls: AtomicUsize::new(0),
+            open_connections: AtomicUsize::new(0),
+            http2_requests: AtomicUsize::new(0),
             tls,
             config,
         };
@@ -307,5 +313,15 @@ impl Simulator {
     /// How many message GETs are being held right now.
     pub fn waiting_polls(&self) -> usize {
         self.shared.waiting_polls.load(Ordering::SeqCst)
+    }
+
+    /// How many client connections are open right now (HTTP/1.1 and HTTP/2 alike).
+    pub fn open_connections(&self) -> usize {
+        self.shared.open_connections.load(Ordering::SeqCst)
+    }
+
+    /// How many requests have arrived over HTTP/2 since the simulator was built.
+    pub fn http2_requests(&self) -> usize {
+        self.shared.http2_requests.load(Ordering::SeqCst)
     }
 }

@@ -4,6 +4,7 @@
 //! connection-level clients over real loopback sockets.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use bytes::Bytes;
@@ -11,12 +12,15 @@ use http_body_util::{BodyExt, Empty};
 use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::{CertificateDer, ServerName};
-use scaleset_sim::{JobSpec, TlsIdentity};
+use scaleset_github::{
+    Client, ClientConfig, ConfigUrl, Credentials, Http2Config, RetryPolicy, Timeouts,
+};
+use scaleset_sim::{JobSpec, SimConfig, TlsIdentity};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-use crate::helpers::{PAT, TestSim, config, eventually, set_with_session};
+use crate::helpers::{PAT, TestSim, config, eventually, fast_retry, set_with_session};
 
 /// A self-signed certificate for `localhost`: (identity for the simulator, DER for the client).
 fn identity() -> Result<(TlsIdentity, CertificateDer<'static>)> {
@@ -221,7 +225,7 @@ async fn a_zero_stream_limit_is_a_config_error() {
 #[tokio::test]
 async fn goaway_closes_the_connection_mid_poll_and_no_message_is_lost() -> Result<()> {
     let mut config = config();
-    config.long_poll_hold = std::time::Duration::from_secs(60);
+    config.long_poll_hold = Duration::from_secs(60);
     let sim = TestSim::start(config).await?;
     let client = sim.client("acme")?;
     let (set, session) = set_with_session(&client, "goaway").await?;
@@ -275,7 +279,7 @@ async fn goaway_closes_the_connection_mid_poll_and_no_message_is_lost() -> Resul
 #[tokio::test]
 async fn goaway_over_http1_closes_the_connection_after_the_answer() -> Result<()> {
     let mut config = config();
-    config.long_poll_hold = std::time::Duration::from_secs(60);
+    config.long_poll_hold = Duration::from_secs(60);
     let sim = TestSim::start(config).await?;
     let client = sim.client("acme")?;
     let (_, session) = set_with_session(&client, "goaway1").await?;
@@ -297,5 +301,227 @@ async fn goaway_over_http1_closes_the_connection_after_the_answer() -> Result<()
     assert_eq!(response.status(), 202);
     // The server closes its side: the client's connection task ends.
     conn.await??;
+    sim.stop().await
+}
+
+// The real client over HTTP/2.
+
+/// A client for `acme` at `base` (`https://localhost:PORT` or `http://ADDR`) trusting `ca_pem`.
+fn h2_client(
+    base: &str,
+    ca_pem: Option<&str>,
+    http2: Http2Config,
+    retry: RetryPolicy,
+) -> Result<Client> {
+    let mut config = ClientConfig::new(
+        ConfigUrl::parse(&format!("{base}/acme"))?,
+        Credentials::pat(PAT),
+    )
+    .with_http2(http2)
+    .with_retry(retry)
+    .with_timeouts(Timeouts::new(
+        Duration::from_secs(20),
+        Duration::from_secs(120),
+    ));
+    if let Some(pem) = ca_pem {
+        config = config.with_ca_bundle_pem(pem.as_bytes().to_vec());
+    }
+    Ok(Client::new(config)?)
+}
+
+/// A simulator serving HTTPS for `localhost`; returns it with the CA PEM and the base URL.
+async fn https_sim(mut config: SimConfig, offer_h2: bool) -> Result<(TestSim, String, String)> {
+    let (identity, _) = identity()?;
+    let ca = identity.cert_chain_pem.clone();
+    config.tls = Some(if offer_h2 {
+        identity
+    } else {
+        identity.without_h2()
+    });
+    let sim = TestSim::start(config).await?;
+    let base = format!("https://localhost:{}", sim.addr.port());
+    Ok((sim, ca, base))
+}
+
+#[tokio::test]
+async fn a_thousand_long_polls_over_h2_with_a_stream_limit_of_10_are_all_answered() -> Result<()> {
+    let mut cfg = config();
+    cfg.long_poll_hold = Duration::from_secs(120);
+    cfg.http2_max_concurrent_streams = 10;
+    let (sim, ca, base) = https_sim(cfg, true).await?;
+    let client = h2_client(&base, Some(&ca), Http2Config::default(), fast_retry())?;
+    let mut sets = Vec::new();
+    for i in 0..10 {
+        sets.push(set_with_session(&client, &format!("h2-load-{i}")).await?);
+    }
+    let mut polls = tokio::task::JoinSet::new();
+    for n in 0..1000 {
+        let (set, session) = &sets[n % sets.len()];
+        let (client, mut session, id) = (client.clone(), session.clone(), set.id);
+        polls.spawn(async move { (id, client.get_message(&mut session, 0, 10).await) });
+    }
+    let handle = sim.sim.clone();
+    // Held at once, not queued behind the first connection's 10 streams.
+    eventually("1000 held polls", || handle.waiting_polls() == 1000).await?;
+    let open = sim.sim.open_connections();
+    assert!(
+        (100..=110).contains(&open),
+        "1000 streams at 10 per connection need about 100 connections, not {open}"
+    );
+    assert!(
+        sim.sim.http2_requests() >= 1000,
+        "the polls went over HTTP/2"
+    );
+    for (set, _) in &sets {
+        sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;
+    }
+    let mut answered = 0;
+    while let Some(joined) = polls.join_next().await {
+        let (id, result) = joined?;
+        let message = result?.context("a message, not a 202")?;
+        assert_eq!(message.jobs.len(), 1);
+        let expected = sim.sim.state().jobs_of(id).next().map(|j| j.job_id.clone());
+        assert_eq!(Some(message.jobs[0].job().job_id.clone()), expected);
+        answered += 1;
+    }
+    assert_eq!(answered, 1000);
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn goaway_mid_poll_loses_no_message_and_needs_no_retry() -> Result<()> {
+    let mut cfg = config();
+    cfg.long_poll_hold = Duration::from_secs(120);
+    cfg.http2_max_concurrent_streams = 10;
+    let (sim, ca, base) = https_sim(cfg, true).await?;
+    // One attempt per call: a request lost to GOAWAY must be resent by the pool itself.
+    let client = h2_client(
+        &base,
+        Some(&ca),
+        Http2Config::default(),
+        RetryPolicy::new(1, Duration::from_millis(1), Duration::from_millis(1)),
+    )?;
+    let mut sets = Vec::new();
+    for i in 0..20 {
+        sets.push(set_with_session(&client, &format!("goaway-{i}")).await?);
+    }
+    // The first poll held closes its connection with GOAWAY while the others are on their
+    // way: polls held there answer empty, polls sent after the GOAWAY are refused unprocessed
+    // and must be resent on another connection.
+    sim.sim.update_faults(|f| f.goaway = 1);
+    let mut listeners = tokio::task::JoinSet::new();
+    for (set, session) in &sets {
+        let (client, mut session, id) = (client.clone(), session.clone(), set.id);
+        listeners.spawn(async move {
+            loop {
+                match client.get_message(&mut session, 0, 10).await {
+                    Ok(Some(message)) => return Ok::<_, scaleset_github::Error>((id, message)),
+                    // A poll cut by GOAWAY answers empty: poll again.
+                    Ok(None) => {}
+                    Err(error) => return Err(error),
+                }
+            }
+        });
+    }
+    let handle = sim.sim.clone();
+    eventually("the GOAWAY fault to fire", || handle.faults().goaway == 0).await?;
+    eventually("20 held polls after the GOAWAY", || {
+        handle.waiting_polls() == 20
+    })
+    .await?;
+    for (set, _) in &sets {
+        sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;
+    }
+    let mut delivered = Vec::new();
+    while let Some(joined) = listeners.join_next().await {
+        let (id, message) = joined??;
+        assert_eq!(message.jobs.len(), 1, "scale set {id}");
+        delivered.push(id);
+    }
+    delivered.sort_unstable();
+    let mut expected: Vec<i64> = sets.iter().map(|(s, _)| s.id).collect();
+    expected.sort_unstable();
+    assert_eq!(delivered, expected, "every scale set got its job");
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn alpn_offering_only_http1_falls_back_to_http1() -> Result<()> {
+    let (sim, ca, base) = https_sim(config(), false).await?;
+    let client = h2_client(&base, Some(&ca), Http2Config::default(), fast_retry())?;
+    let (set, mut session) = set_with_session(&client, "fallback").await?;
+    sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;
+    let message = client.get_message(&mut session, 0, 10).await?;
+    assert!(message.is_some(), "the job arrives over HTTP/1.1");
+    assert_eq!(sim.sim.http2_requests(), 0, "no request went over HTTP/2");
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn https_uses_h2_when_offered_and_plain_http_only_with_prior_knowledge() -> Result<()> {
+    let (sim, ca, base) = https_sim(config(), true).await?;
+    let client = h2_client(&base, Some(&ca), Http2Config::default(), fast_retry())?;
+    set_with_session(&client, "negotiated").await?;
+    let over_h2 = sim.sim.http2_requests();
+    assert!(
+        over_h2 >= 4,
+        "token chain, create and session over h2: {over_h2}"
+    );
+    sim.stop().await?;
+
+    let sim = TestSim::default().await?;
+    let base = format!("http://{}", sim.addr);
+    let plain = h2_client(&base, None, Http2Config::default(), fast_retry())?;
+    set_with_session(&plain, "plain").await?;
+    assert_eq!(
+        sim.sim.http2_requests(),
+        0,
+        "plain http stays on HTTP/1.1 by default"
+    );
+    let h2c = h2_client(
+        &base,
+        None,
+        Http2Config::default().with_prior_knowledge(),
+        fast_retry(),
+    )?;
+    set_with_session(&h2c, "h2c").await?;
+    assert!(
+        sim.sim.http2_requests() >= 4,
+        "h2c by prior knowledge when configured"
+    );
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn connections_per_host_are_bounded_and_extra_polls_wait_for_a_stream() -> Result<()> {
+    let mut cfg = config();
+    cfg.long_poll_hold = Duration::from_secs(120);
+    cfg.http2_max_concurrent_streams = 10;
+    let (sim, ca, base) = https_sim(cfg, true).await?;
+    let http2 = Http2Config::default().with_max_connections_per_host(2);
+    let client = h2_client(&base, Some(&ca), http2, fast_retry())?;
+    let (set, session) = set_with_session(&client, "bounded").await?;
+    let mut polls = tokio::task::JoinSet::new();
+    for _ in 0..30 {
+        let (client, mut session) = (client.clone(), session.clone());
+        polls.spawn(async move { client.get_message(&mut session, 0, 10).await });
+    }
+    let handle = sim.sim.clone();
+    eventually("20 held polls", || handle.waiting_polls() == 20).await?;
+    sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;
+    let mut answered = 0;
+    while let Some(joined) = polls.join_next().await {
+        assert!(joined??.is_some(), "every poll gets the unacknowledged job");
+        answered += 1;
+    }
+    assert_eq!(
+        answered, 30,
+        "the 10 polls beyond the bound waited for a stream"
+    );
+    assert_eq!(
+        sim.sim.open_connections(),
+        2,
+        "never more than 2 connections"
+    );
     sim.stop().await
 }
