@@ -175,7 +175,13 @@ impl H2Pool {
     ) -> Result<Option<Answer>, PoolError> {
         let key = HostKey {
             https: url.scheme() == "https",
-            host: url.host_str().unwrap_or_default().to_owned(),
+            // `[::1]` in a URL is `::1` to the resolver and to TLS.
+            host: url
+                .host_str()
+                .unwrap_or_default()
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned(),
             port: url.port_or_known_default().unwrap_or(443),
         };
         let host = {
