@@ -492,4 +492,99 @@ mod tests {
         assert!(!off.wants(&https));
         assert!(!off.wants(&http));
     }
+
+    /// An h2c server on loopback answering every request 200; `freeze` makes every connection
+    /// open at that moment stop reading (no answer to pings) without closing its socket.
+    async fn h2c_server() -> (SocketAddr, Arc<tokio::sync::Notify>, Arc<AtomicUsize>) {
+        let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
+            Ok(listener) => listener,
+            Err(error) => panic!("cannot bind loopback: {error}"),
+        };
+        let addr = match listener.local_addr() {
+            Ok(addr) => addr,
+            Err(error) => panic!("no local address: {error}"),
+        };
+        let freeze = Arc::new(tokio::sync::Notify::new());
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let (f, a) = (freeze.clone(), accepted.clone());
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                a.fetch_add(1, Ordering::SeqCst);
+                let freeze = f.clone();
+                tokio::spawn(async move {
+                    let Ok(mut conn) = h2::server::handshake(socket).await else {
+                        return;
+                    };
+                    loop {
+                        tokio::select! {
+                            next = conn.accept() => match next {
+                                Some(Ok((_, mut respond))) => {
+                                    let _ = respond.send_response(http::Response::new(()), true);
+                                }
+                                _ => return,
+                            },
+                            () = freeze.notified() => {
+                                // Keep the socket open, read nothing more.
+                                std::future::pending::<()>().await;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        (addr, freeze, accepted)
+    }
+
+    #[tokio::test]
+    async fn a_connection_that_misses_a_keepalive_ping_is_replaced() {
+        let (addr, freeze, accepted) = h2c_server().await;
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .map(|b| {
+            b.with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth()
+        });
+        let Ok(tls) = tls else {
+            panic!("ring offers the default protocol versions");
+        };
+        let config = Http2Config::default()
+            .with_prior_knowledge()
+            .with_keepalive(Duration::from_millis(20), Duration::from_millis(50));
+        let pool = H2Pool::new(config, &tls, Duration::from_secs(5));
+        let Ok(url) = url::Url::parse(&format!("http://{addr}/x")) else {
+            panic!("a loopback URL parses");
+        };
+        let request = || {
+            http::Request::get(url.as_str())
+                .body(())
+                .unwrap_or_else(|e| panic!("a GET builds: {e}"))
+        };
+        let first = pool.send(&url, request(), Bytes::new(), 1024).await;
+        assert!(matches!(first, Ok(Some((ref parts, _))) if parts.status == 200));
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+
+        freeze.notify_waiters();
+        // Bounded wait for the keep-alive to give up on the frozen connection.
+        let mut dropped = false;
+        for _ in 0..3000 {
+            let hosts = lock(&pool.hosts);
+            dropped = hosts
+                .values()
+                .all(|host| lock(&host.conns).iter().all(|c| !c.usable()));
+            drop(hosts);
+            if dropped {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(
+            dropped,
+            "the frozen connection was dropped after a missed ping"
+        );
+        let second = pool.send(&url, request(), Bytes::new(), 1024).await;
+        assert!(matches!(second, Ok(Some((ref parts, _))) if parts.status == 200));
+        assert_eq!(accepted.load(Ordering::SeqCst), 2, "a new connection");
+    }
 }
