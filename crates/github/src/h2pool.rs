@@ -569,11 +569,9 @@ mod tests {
         // Bounded wait for the keep-alive to give up on the frozen connection.
         let mut dropped = false;
         for _ in 0..3000 {
-            let hosts = lock(&pool.hosts);
-            dropped = hosts
+            dropped = lock(&pool.hosts)
                 .values()
                 .all(|host| lock(&host.conns).iter().all(|c| !c.usable()));
-            drop(hosts);
             if dropped {
                 break;
             }
