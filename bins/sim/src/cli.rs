@@ -99,6 +99,23 @@ pub(crate) struct Cli {
     #[arg(long, value_name = "DURATION")]
     pub(crate) job_started_delay: Option<String>,
 
+    /// Serve HTTPS with this PEM certificate chain (leaf first); needs --tls-key. ALPN offers
+    /// `h2` and `http/1.1`.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub(crate) tls_cert: Option<PathBuf>,
+
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub(crate) tls_key: Option<PathBuf>,
+
+    /// With TLS, offer only `http/1.1` through ALPN (to exercise a client's fallback).
+    #[arg(long)]
+    pub(crate) tls_no_h2: bool,
+
+    /// SETTINGS_MAX_CONCURRENT_STREAMS advertised on HTTP/2 connections [default: 200].
+    #[arg(long, value_name = "N")]
+    pub(crate) http2_max_concurrent_streams: Option<u32>,
+
     /// Name the active session's owner in 409 session-conflict messages.
     #[arg(long)]
     pub(crate) conflict_names_owner: bool,

@@ -1,11 +1,13 @@
 //! Configuration of `scaleset-sim`: the optional TOML file (`RawConfig`, unknown keys refused)
 //! merged with the flags, validated into a `SimConfig`, every problem reported at once.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use scaleset_sim::{AssignmentMode, InstallationSeed, PatSeed, RunnerGroupSeed, SimConfig};
+use scaleset_sim::{
+    AssignmentMode, InstallationSeed, PatSeed, RunnerGroupSeed, SimConfig, TlsIdentity,
+};
 use serde::Deserialize;
 
 use crate::cli::Cli;
@@ -29,6 +31,21 @@ pub(crate) struct RawConfig {
     runner_groups: Vec<RawGroup>,
     #[serde(default)]
     behaviour: RawBehaviour,
+    tls: Option<RawTls>,
+}
+
+/// `[tls]`: serve HTTPS.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTls {
+    cert_file: PathBuf,
+    key_file: PathBuf,
+    #[serde(default = "yes")]
+    offer_h2: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Debug, Deserialize)]
@@ -70,6 +87,7 @@ struct RawBehaviour {
     runner_job_duration: Option<String>,
     job_started_delay: Option<String>,
     conflict_names_owner: Option<bool>,
+    http2_max_concurrent_streams: Option<u32>,
 }
 
 /// Reads the file named by `--config` (if any).
@@ -206,6 +224,35 @@ pub(crate) fn build(raw: RawConfig, cli: &Cli) -> Result<SimConfig> {
     }
     config.conflict_names_owner =
         cli.conflict_names_owner || b.conflict_names_owner.unwrap_or(false);
+    if let Some(limit) = cli
+        .http2_max_concurrent_streams
+        .or(b.http2_max_concurrent_streams)
+    {
+        config.http2_max_concurrent_streams = limit;
+    }
+    let tls = match (&cli.tls_cert, &cli.tls_key) {
+        (Some(cert), Some(key)) => Some((cert.clone(), key.clone(), !cli.tls_no_h2)),
+        _ => raw
+            .tls
+            .map(|t| (t.cert_file, t.key_file, t.offer_h2 && !cli.tls_no_h2)),
+    };
+    if let Some((cert, key, offer_h2)) = tls {
+        let read = |path: &Path, what: &str| {
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read the TLS {what} {}: {e}", path.display()))
+        };
+        match (read(&cert, "certificate"), read(&key, "key")) {
+            (Ok(cert), Ok(key)) => {
+                let identity = TlsIdentity::new(cert, key);
+                config.tls = Some(if offer_h2 {
+                    identity
+                } else {
+                    identity.without_h2()
+                });
+            }
+            (cert, key) => problems.extend(cert.err().into_iter().chain(key.err())),
+        }
+    }
     if !problems.is_empty() {
         bail!("invalid configuration: {}", problems.join("; "));
     }

@@ -41,6 +41,11 @@ fn run(cli: cli::Cli) -> Result<()> {
     // Load and validate everything before binding.
     let raw = config::read_file(cli.config.as_deref())?;
     let sim_config = config::build(raw, &cli)?;
+    let scheme = if sim_config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     let simulator = Simulator::new(sim_config)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     runtime.block_on(async move {
@@ -51,7 +56,7 @@ fn run(cli: cli::Cli) -> Result<()> {
             .local_addr()
             .context("cannot read the listener's address")?;
         let mut stdout = std::io::stdout();
-        writeln!(stdout, "scaleset-sim listening on http://{addr}")
+        writeln!(stdout, "scaleset-sim listening on {scheme}://{addr}")
             .and_then(|()| stdout.flush())
             .context("cannot write the ready line")?;
         tracing::info!(%addr, "serving");

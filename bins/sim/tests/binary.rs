@@ -17,6 +17,8 @@ struct Running {
     child: Child,
     stdout: BufReader<ChildStdout>,
     addr: String,
+    /// Whether the ready line named `https://`.
+    https: bool,
 }
 
 /// Starts the binary and waits (bounded) for its ready line; stderr is drained concurrently.
@@ -48,11 +50,16 @@ async fn start(args: &[&str]) -> Result<Running> {
         .context("no ready line within 60 s")??;
     let Some(addr) = line
         .trim()
-        .strip_prefix("scaleset-sim listening on http://")
+        .strip_prefix("scaleset-sim listening on ")
+        .and_then(|url| {
+            url.strip_prefix("http://")
+                .or_else(|| url.strip_prefix("https://"))
+        })
     else {
         bail!("unexpected ready line {line:?}");
     };
     Ok(Running {
+        https: line.contains("https://"),
         addr: addr.to_owned(),
         child,
         stdout,
@@ -225,6 +232,10 @@ async fn help_documents_every_option() -> Result<()> {
         "--runner-job-duration",
         "--job-started-delay",
         "--conflict-names-owner",
+        "--tls-cert",
+        "--tls-key",
+        "--tls-no-h2",
+        "--http2-max-concurrent-streams",
         "--log-json",
     ] {
         assert!(help.contains(flag), "--help does not mention {flag}");
@@ -242,5 +253,40 @@ async fn bad_configuration_exits_2_before_listening() -> Result<()> {
     assert!(output.stdout.is_empty(), "no ready line");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("long_poll_hold"), "{stderr}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn serves_https_from_pem_files_and_says_so() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])?;
+    let (cert_path, key_path) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert_path, cert.cert.pem())?;
+    std::fs::write(&key_path, cert.signing_key.serialize_pem())?;
+    let (cert_path, key_path) = (
+        cert_path.to_string_lossy().into_owned(),
+        key_path.to_string_lossy().into_owned(),
+    );
+    let running = start(&["--tls-cert", &cert_path, "--tls-key", &key_path]).await?;
+    assert!(running.https, "the ready line names https://");
+    // A plain-HTTP request to an HTTPS listener gets no HTTP answer.
+    let answer = get(&running.addr, "/_sim/polls").await.unwrap_or_default();
+    assert!(!answer.starts_with("HTTP/"), "{answer:?}");
+    terminate(running).await?;
+
+    let output = Command::new(BIN)
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            &cert_path,
+            "--tls-key",
+            "/nonexistent.pem",
+        ])
+        .output()
+        .await?;
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("TLS key"), "{stderr}");
     Ok(())
 }

@@ -195,8 +195,12 @@ impl Caller {
             HeaderValue::from_str(&config.user_agent).map_err(|_| Error::InvalidConfig {
                 reason: "the user agent contains characters not allowed in a header".to_owned(),
             })?;
-        let transport =
-            Transport::new(&config.trust_roots, &config.proxy, config.timeouts.connect)?;
+        let transport = Transport::new(
+            &config.trust_roots,
+            &config.proxy,
+            &config.http2,
+            config.timeouts.connect,
+        )?;
         let api_base = config.api_base();
         Ok(Self {
             config,

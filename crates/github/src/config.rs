@@ -383,6 +383,71 @@ impl Timeouts {
     }
 }
 
+/// How the client uses HTTP/2.
+///
+/// By default `https://` hosts are asked for `h2` through ALPN (falling back to HTTP/1.1 when
+/// they offer only `http/1.1`) and calls to a host that speaks it are multiplexed over a few
+/// connections: a new one is opened when every connection carries as many streams as the server
+/// allows (`SETTINGS_MAX_CONCURRENT_STREAMS`), up to `max_connections_per_host`. `http://` hosts
+/// stay on HTTP/1.1 unless `prior_knowledge` is set (h2c). Calls through a proxy use HTTP/1.1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Http2Config {
+    /// Whether HTTP/2 is used at all (default `true`).
+    pub enabled: bool,
+    /// Speak HTTP/2 to `http://` hosts without negotiation (h2c by prior knowledge; default
+    /// `false`). The server must support it.
+    pub prior_knowledge: bool,
+    /// The most HTTP/2 connections opened to one host (default 128); beyond it, requests wait
+    /// for a free stream.
+    pub max_connections_per_host: usize,
+    /// How often an HTTP/2 connection is pinged (default 30 s).
+    pub keepalive_interval: Duration,
+    /// How long a ping may go unanswered before the connection is dropped (default 20 s).
+    pub keepalive_timeout: Duration,
+}
+
+impl Default for Http2Config {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            prior_knowledge: false,
+            max_connections_per_host: 128,
+            keepalive_interval: Duration::from_secs(30),
+            keepalive_timeout: Duration::from_secs(20),
+        }
+    }
+}
+
+impl Http2Config {
+    /// HTTP/1.1 only.
+    pub fn disabled() -> Self {
+        Self {
+            enabled: false,
+            ..Self::default()
+        }
+    }
+
+    /// Also speaks h2c (HTTP/2 by prior knowledge) to `http://` hosts.
+    pub fn with_prior_knowledge(mut self) -> Self {
+        self.prior_knowledge = true;
+        self
+    }
+
+    /// Bounds the HTTP/2 connections per host (at least 1).
+    pub fn with_max_connections_per_host(mut self, max: usize) -> Self {
+        self.max_connections_per_host = max.max(1);
+        self
+    }
+
+    /// The keep-alive ping interval and how long a ping may go unanswered.
+    pub fn with_keepalive(mut self, interval: Duration, timeout: Duration) -> Self {
+        self.keepalive_interval = interval;
+        self.keepalive_timeout = timeout;
+        self
+    }
+}
+
 /// Everything a [`Client`](crate::Client) needs. Build with [`ClientConfig::new`] and the
 /// `with_*` methods.
 #[derive(Clone)]
@@ -393,6 +458,7 @@ pub struct ClientConfig {
     pub(crate) force_ghes: bool,
     pub(crate) trust_roots: TrustRoots,
     pub(crate) proxy: ProxyConfig,
+    pub(crate) http2: Http2Config,
     pub(crate) user_agent: String,
     pub(crate) retry: RetryPolicy,
     pub(crate) session_retry: Option<RetryPolicy>,
@@ -411,6 +477,7 @@ impl fmt::Debug for ClientConfig {
             .field("force_ghes", &self.force_ghes)
             .field("trust_roots", &self.trust_roots)
             .field("proxy", &self.proxy)
+            .field("http2", &self.http2)
             .field("user_agent", &self.user_agent)
             .field("retry", &self.retry)
             .field("timeouts", &self.timeouts)
@@ -430,6 +497,7 @@ impl ClientConfig {
             force_ghes: false,
             trust_roots: TrustRoots::default(),
             proxy: ProxyConfig::default(),
+            http2: Http2Config::default(),
             user_agent: format!("scaleset-github/{}", env!("CARGO_PKG_VERSION")),
             retry: RetryPolicy::default(),
             session_retry: None,
@@ -471,6 +539,13 @@ impl ClientConfig {
     /// Chooses which certificate authorities are trusted (default: the built-in web PKI roots).
     pub fn with_trust_roots(mut self, roots: TrustRoots) -> Self {
         self.trust_roots = roots;
+        self
+    }
+
+    /// How HTTP/2 is used (default: negotiated through ALPN on `https://`, see
+    /// [`Http2Config`]).
+    pub fn with_http2(mut self, http2: Http2Config) -> Self {
+        self.http2 = http2;
         self
     }
 

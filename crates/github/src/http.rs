@@ -19,9 +19,10 @@ use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject as _;
 use url::Url;
 
-use crate::config::{ProxyConfig, TrustRoots, redacted_proxy};
+use crate::config::{Http2Config, ProxyConfig, TrustRoots, redacted_proxy};
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
+use crate::h2pool::{H2Pool, PoolError};
 
 /// Response bodies larger than this are refused.
 const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
@@ -71,6 +72,8 @@ type Tunnelled = HyperClient<HttpsConnector<Tunnel<HttpConnector>>, Full<Bytes>>
 pub(crate) struct Transport {
     direct: Direct,
     proxies: Option<Proxies>,
+    /// Calls to hosts that speak HTTP/2 (not through a proxy).
+    h2: Arc<H2Pool>,
 }
 
 /// The proxy route: which destinations are intercepted, and the tunnelling client per scheme.
@@ -85,9 +88,11 @@ impl Transport {
     pub(crate) fn new(
         trust: &TrustRoots,
         proxy: &ProxyConfig,
+        http2: &Http2Config,
         connect_timeout: Duration,
     ) -> Result<Self> {
         let tls = tls_config(trust)?;
+        let h2 = Arc::new(H2Pool::new(http2.clone(), &tls, connect_timeout));
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_connect_timeout(Some(connect_timeout));
@@ -121,7 +126,18 @@ impl Transport {
                 https: tunnelled(&proxy.https)?,
             })
         };
-        Ok(Self { direct, proxies })
+        Ok(Self {
+            direct,
+            proxies,
+            h2,
+        })
+    }
+
+    /// Whether a call to `uri` goes through a proxy.
+    fn proxied(&self, uri: &http::Uri) -> bool {
+        self.proxies
+            .as_ref()
+            .is_some_and(|proxies| proxies.matcher.intercept(uri).is_some())
     }
 
     /// Sends through the proxy that intercepts `uri`, or direct.
@@ -142,7 +158,8 @@ impl Transport {
         }
     }
 
-    /// Sends one attempt and reads the whole body, bounded by `outgoing.timeout`.
+    /// Sends one attempt and reads the whole body, bounded by `outgoing.timeout`: over HTTP/2
+    /// when the host speaks it (and no proxy is in the way), else over HTTP/1.1.
     pub(crate) async fn send(
         &self,
         endpoint: Endpoint,
@@ -156,53 +173,35 @@ impl Transport {
         for (name, value) in outgoing.headers {
             builder = builder.header(name, value);
         }
-        let request = builder
-            .body(Full::new(outgoing.body.unwrap_or_default()))
-            .map_err(|e| {
-                AttemptError::Build(Error::InvalidConfig {
-                    reason: format!("cannot build the {endpoint} request: {e}"),
-                })
-            })?;
-        let exchange = async {
-            let response = self.request(request).await.map_err(|e| {
-                if is_tls_error(&e) {
-                    AttemptError::Transport {
-                        error: Error::Tls {
-                            endpoint,
-                            host: host.clone(),
-                            source: Box::new(e),
-                        },
-                        retryable: false,
-                    }
-                } else {
-                    AttemptError::Transport {
-                        error: Error::Transport {
-                            endpoint,
-                            host: host.clone(),
-                            source: Box::new(e),
-                        },
-                        retryable: true,
-                    }
-                }
-            })?;
-            let (parts, body) = response.into_parts();
-            let body = Limited::new(body, MAX_BODY_BYTES)
-                .collect()
-                .await
-                .map_err(|e| AttemptError::Transport {
-                    error: Error::Transport {
-                        endpoint,
-                        host: host.clone(),
-                        source: e,
-                    },
-                    retryable: true,
-                })?
-                .to_bytes();
-            Ok(Incoming {
-                status: parts.status.as_u16(),
-                headers: parts.headers,
-                body,
+        let head = builder.body(()).map_err(|e| {
+            AttemptError::Build(Error::InvalidConfig {
+                reason: format!("cannot build the {endpoint} request: {e}"),
             })
+        })?;
+        let body = outgoing.body.unwrap_or_default();
+        let url = outgoing.url;
+        let exchange = async {
+            if self.h2.wants(&url) && !self.proxied(head.uri()) {
+                match self
+                    .h2
+                    .send(&url, head.clone(), body.clone(), MAX_BODY_BYTES)
+                    .await
+                {
+                    Ok(Some((parts, body))) => {
+                        return Ok(Incoming {
+                            status: parts.status.as_u16(),
+                            headers: parts.headers,
+                            body,
+                        });
+                    }
+                    // The host offered only HTTP/1.1 through ALPN.
+                    Ok(None) => {}
+                    Err(error) => return Err(pool_error(endpoint, &host, error)),
+                }
+            }
+            let (parts, ()) = head.into_parts();
+            self.http1(endpoint, &host, Request::from_parts(parts, Full::new(body)))
+                .await
         };
         match tokio::time::timeout(timeout, exchange).await {
             Ok(result) => result,
@@ -215,6 +214,85 @@ impl Transport {
                 retryable: true,
             }),
         }
+    }
+
+    /// One exchange through the HTTP/1.1 pool (hyper-util's legacy client).
+    async fn http1(
+        &self,
+        endpoint: Endpoint,
+        host: &str,
+        request: Request<Full<Bytes>>,
+    ) -> Result<Incoming, AttemptError> {
+        let response = self.request(request).await.map_err(|e| {
+            if is_tls_error(&e) {
+                AttemptError::Transport {
+                    error: Error::Tls {
+                        endpoint,
+                        host: host.to_owned(),
+                        source: Box::new(e),
+                    },
+                    retryable: false,
+                }
+            } else {
+                AttemptError::Transport {
+                    error: Error::Transport {
+                        endpoint,
+                        host: host.to_owned(),
+                        source: Box::new(e),
+                    },
+                    retryable: true,
+                }
+            }
+        })?;
+        let (parts, body) = response.into_parts();
+        let body = Limited::new(body, MAX_BODY_BYTES)
+            .collect()
+            .await
+            .map_err(|e| AttemptError::Transport {
+                error: Error::Transport {
+                    endpoint,
+                    host: host.to_owned(),
+                    source: e,
+                },
+                retryable: true,
+            })?
+            .to_bytes();
+        Ok(Incoming {
+            status: parts.status.as_u16(),
+            headers: parts.headers,
+            body,
+        })
+    }
+}
+
+/// The attempt error of a failed HTTP/2 exchange.
+fn pool_error(endpoint: Endpoint, host: &str, error: PoolError) -> AttemptError {
+    let host = host.to_owned();
+    match error {
+        PoolError::Tls(source) => AttemptError::Transport {
+            error: Error::Tls {
+                endpoint,
+                host,
+                source: Box::new(source),
+            },
+            retryable: false,
+        },
+        PoolError::Transport(source) => AttemptError::Transport {
+            error: Error::Transport {
+                endpoint,
+                host,
+                source,
+            },
+            retryable: true,
+        },
+        PoolError::TooLarge(limit) => AttemptError::Transport {
+            error: Error::Transport {
+                endpoint,
+                host,
+                source: format!("the response body exceeds {limit} bytes").into(),
+            },
+            retryable: true,
+        },
     }
 }
 

@@ -12,7 +12,8 @@
 //! for queue calls, a session create that never loses the session it opened, typed errors with
 //! predicates ([`Error::is_scale_set_exists`], [`Error::session_conflict_owner`], …, falling back
 //! on the status when a 409 body names no exception) and a policy classification
-//! ([`Error::class`]); trust roots ([`TrustRoots`]) and HTTP proxies ([`ProxyConfig`]).
+//! ([`Error::class`]); trust roots ([`TrustRoots`]), HTTP proxies ([`ProxyConfig`]) and HTTP/2
+//! ([`Http2Config`]: negotiated through ALPN, calls multiplexed over a few connections per host).
 //!
 //! **What it deliberately does not do:** decide anything. It never adopts, creates-if-missing,
 //! retries a session conflict or scales; those are policies of `scaleset-adopt` and
@@ -103,6 +104,7 @@ mod config;
 mod endpoint;
 mod error;
 mod exception;
+mod h2pool;
 mod http;
 mod job;
 mod jwt;
@@ -119,7 +121,7 @@ mod wire;
 
 pub use crate::client::Client;
 pub use crate::config::{
-    ClientConfig, ConfigUrl, Credentials, Environment, FORCE_GHES_VAR, GitHubApp,
+    ClientConfig, ConfigUrl, Credentials, Environment, FORCE_GHES_VAR, GitHubApp, Http2Config,
     ProcessEnvironment, ProxyConfig, Scope, Timeouts, TrustRoots,
 };
 pub use crate::endpoint::Endpoint;

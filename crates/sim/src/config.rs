@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use crate::scope::Scope;
+use crate::tls::TlsIdentity;
 
 /// How jobs reach a scale set's listener.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -121,6 +122,13 @@ pub struct SimConfig {
     pub tick_interval: Duration,
     /// How many requests the request log keeps (default 10 000).
     pub request_log_capacity: usize,
+    /// Serve HTTPS with this certificate (ALPN `h2` and `http/1.1`) instead of plain HTTP
+    /// (default `None`: plain HTTP, HTTP/1.1 or h2c by prior knowledge).
+    pub tls: Option<TlsIdentity>,
+    /// The `SETTINGS_MAX_CONCURRENT_STREAMS` advertised on HTTP/2 connections: how many
+    /// requests (held long-polls included) one connection carries at once (default 200; tests
+    /// use a low limit to make clients open more connections).
+    pub http2_max_concurrent_streams: u32,
 }
 
 impl Default for SimConfig {
@@ -156,6 +164,8 @@ impl Default for SimConfig {
             conflict_names_owner: false,
             tick_interval: Duration::from_millis(100),
             request_log_capacity: 10_000,
+            tls: None,
+            http2_max_concurrent_streams: 200,
         }
     }
 }
@@ -217,6 +227,17 @@ impl SimConfig {
             if pat.token.is_empty() {
                 problems.push("a PAT has an empty token".to_owned());
             }
+        }
+        if self.http2_max_concurrent_streams == 0 {
+            problems.push(
+                "http2_max_concurrent_streams must be at least 1 (0 would refuse every HTTP/2 request)"
+                    .to_owned(),
+            );
+        }
+        if let Some(identity) = &self.tls
+            && let Err(problem) = crate::tls::server_config(identity)
+        {
+            problems.push(problem);
         }
         if self.tick_interval.is_zero() {
             problems.push("tick interval must be above zero".to_owned());

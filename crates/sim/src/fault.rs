@@ -41,6 +41,11 @@ pub struct Faults {
     pub empty_message_body: u32,
     /// The next this-many `runner-registration` calls answer 401.
     pub runner_registration_unauthorized: u32,
+    /// The next this-many message GETs that are held (nothing to deliver yet) close their
+    /// connection gracefully mid-poll: HTTP/2 `GOAWAY` (HTTP/1.1: the connection closes after
+    /// the answer); every poll held on that connection answers 202 at once, requests already
+    /// sent on it are answered, and the client must carry on over a new connection.
+    pub goaway: u32,
     /// Real-time delay added before every request is handled, in milliseconds.
     pub latency_ms: u64,
     /// Whether a 409 session conflict names the active session's owner (starts from

@@ -23,7 +23,8 @@
 //!
 //! **What it deliberately does not do.** It depends on no crate of this workspace: its wire
 //! shapes are written from the protocol reference, so a mistake in the client's types cannot
-//! hide behind a shared definition. It speaks plain HTTP only (no TLS), verifies no GitHub App
+//! hide behind a shared definition. It speaks HTTP/1.1 and HTTP/2: plain HTTP (h2c by prior
+//! knowledge) or, with [`SimConfig::tls`], HTTPS with ALPN; it verifies no GitHub App
 //! signatures (only the JWT's `iss` and `exp`), and runs no real runner: a simulated runner is
 //! a state transition.
 //!
@@ -81,6 +82,7 @@ mod service;
 mod simulator;
 mod snapshot;
 mod state;
+mod tls;
 mod token;
 
 pub use clock::SimTime;
@@ -94,3 +96,4 @@ pub use snapshot::{
     AgentInfo, JobInfo, JobSpec, RequestRecord, RunnerGroupInfo, ScaleSetInfo, SessionInfo,
     StateSnapshot, Statistics,
 };
+pub use tls::TlsIdentity;

@@ -40,6 +40,8 @@ pub(crate) async fn get_message(shared: &Shared, req: &Request) -> Outcome {
         .checked_add(shared.config.long_poll_hold)
         .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400));
     let _guard = PollGuard::new(shared);
+    let goaway = &req.connection.goaway;
+    let mut held = false;
     loop {
         shared.tick();
         let notify = {
@@ -65,8 +67,16 @@ pub(crate) async fn get_message(shared: &Shared, req: &Request) -> Outcome {
                 return Ok(Reply::json(200, protocol::message(&delivery)));
             }
         }
+        if !held {
+            held = true;
+            if take_count(&mut lock(&shared.faults).goaway) {
+                tracing::debug!("goaway fault: closing the connection of a held poll");
+                goaway.cancel();
+            }
+        }
         tokio::select! {
             () = &mut notified => {}
+            () = goaway.cancelled() => return Ok(Reply::empty(202)),
             () = sleep_until(deadline) => {
                 lock(&shared.state).touch_session(scale_set, shared.clock.now());
                 return Ok(Reply::empty(202));

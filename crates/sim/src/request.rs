@@ -71,8 +71,19 @@ pub(crate) struct Request {
     pub(crate) query: HashMap<String, String>,
     pub(crate) headers: HeaderMap,
     pub(crate) body: Bytes,
-    /// `http://HOST` as the client addressed us.
+    /// `http://HOST` or `https://HOST` as the client addressed us.
     pub(crate) origin: String,
+    /// The connection the request came on.
+    pub(crate) connection: Connection,
+}
+
+/// What a request knows of the connection that carries it.
+#[derive(Debug, Clone)]
+pub(crate) struct Connection {
+    /// `http` or `https`.
+    pub(crate) scheme: &'static str,
+    /// Cancelled to close the connection gracefully (the `goaway` fault).
+    pub(crate) goaway: tokio_util::sync::CancellationToken,
 }
 
 impl Request {

@@ -12,7 +12,7 @@ use hyper::body::Incoming;
 
 use crate::exception::{self, ApiError};
 use crate::fault::{take_burst, take_rate_limit, take_rest_rate_limit};
-use crate::request::{Body, Outcome, Request};
+use crate::request::{Body, Connection, Outcome, Request};
 use crate::rest::{self, ExtraHeaders};
 use crate::route::{Endpoint, route};
 use crate::simulator::{Shared, lock};
@@ -48,13 +48,23 @@ async fn answer(
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let raw_query = req.uri().query().map(str::to_owned);
-    let origin = format!(
-        "http://{}",
-        req.headers()
-            .get(HOST)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or("127.0.0.1")
-    );
+    let connection = req
+        .extensions()
+        .get::<Connection>()
+        .cloned()
+        .unwrap_or_else(|| Connection {
+            scheme: "http",
+            goaway: tokio_util::sync::CancellationToken::new(),
+        });
+    // HTTP/2 carries the host in `:authority`, not in a Host header.
+    let host = req
+        .headers()
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| req.uri().authority().map(|a| a.as_str().to_owned()))
+        .unwrap_or_else(|| "127.0.0.1".to_owned());
+    let origin = format!("{}://{host}", connection.scheme);
     let headers = req.headers().clone();
     let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
         Ok(collected) => collected.to_bytes(),
@@ -75,6 +85,7 @@ async fn answer(
         headers,
         body,
         origin,
+        connection,
     };
     let name = request.endpoint.name();
     let (outcome, extra_headers) = if matches!(request.endpoint, Endpoint::Control(_)) {

@@ -46,6 +46,12 @@ pub(crate) struct Shared {
     pub(crate) downloads: RunnerDownloads,
     pub(crate) shutdown: CancellationToken,
     pub(crate) waiting_polls: AtomicUsize,
+    /// Client connections open right now.
+    pub(crate) open_connections: AtomicUsize,
+    /// Requests that arrived over HTTP/2, ever.
+    pub(crate) http2_requests: AtomicUsize,
+    /// The TLS handshake side when serving HTTPS.
+    pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -99,6 +105,14 @@ impl Simulator {
             actions_base: normalize_base(&config.actions_base_path),
             queue: normalize_queue(&config.queue_path),
         };
+        let tls = match &config.tls {
+            Some(identity) => Some(tokio_rustls::TlsAcceptor::from(
+                crate::tls::server_config(identity).map_err(|problem| Error::InvalidConfig {
+                    problems: vec![problem],
+                })?,
+            )),
+            None => None,
+        };
         let faults = Faults {
             conflict_names_owner: config.conflict_names_owner,
             ..Faults::default()
@@ -114,6 +128,9 @@ impl Simulator {
             signer: Signer::random(),
             shutdown: CancellationToken::new(),
             waiting_polls: AtomicUsize::new(0),
+            open_connections: AtomicUsize::new(0),
+            http2_requests: AtomicUsize::new(0),
+            tls,
             config,
         };
         Ok(Self {
@@ -296,5 +313,15 @@ impl Simulator {
     /// How many message GETs are being held right now.
     pub fn waiting_polls(&self) -> usize {
         self.shared.waiting_polls.load(Ordering::SeqCst)
+    }
+
+    /// How many client connections are open right now (HTTP/1.1 and HTTP/2 alike).
+    pub fn open_connections(&self) -> usize {
+        self.shared.open_connections.load(Ordering::SeqCst)
+    }
+
+    /// How many requests have arrived over HTTP/2 since the simulator was built.
+    pub fn http2_requests(&self) -> usize {
+        self.shared.http2_requests.load(Ordering::SeqCst)
     }
 }

@@ -141,14 +141,21 @@ async fn scale_set_create_get_list_update_delete() -> Result<()> {
 
     let by_id = client.get_scale_set(created.id).await?;
     assert_eq!(by_id.name, "Linux x64");
-    // The simulator's name filter matches case-insensitively (its documented choice); the
-    // client's by-name lookup then keeps only the exact name (DESIGN §4 rule 2).
-    let (_, listed) = client.query_scale_sets_by_name(1, "linux X64").await?;
+    // The server matches names case-insensitively (the simulator's documented choice); the
+    // client keeps only the exact name.
+    let (_, loose) = client.query_scale_sets_by_name(1, "linux X64").await?;
     assert_eq!(
-        listed.value.iter().map(|s| s.id).collect::<Vec<_>>(),
-        vec![created.id]
+        loose.value.iter().map(|s| s.id).collect::<Vec<_>>(),
+        [created.id]
     );
-    assert_eq!(client.get_scale_set_by_name(1, "linux X64").await?, None);
+    assert!(
+        client
+            .get_scale_set_by_name(1, "linux X64")
+            .await?
+            .is_none()
+    );
+    let by_name = client.get_scale_set_by_name(1, "Linux x64").await?;
+    assert_eq!(by_name.map(|s| s.id), Some(created.id));
     assert!(
         client
             .get_scale_set_by_name(group, "Linux x64")

@@ -56,7 +56,7 @@ async fn ignored_name_filter_returns_the_whole_group() -> Result<()> {
     sim.sim.update_faults(|f| f.ignore_name_filter = true);
     let (_, list) = client.query_scale_sets_by_name(1, "a").await?;
     assert_eq!(list.count, 2);
-    // The client keeps only the exact name from the whole group it was sent.
+    // The client keeps only the exact name, so the ignored filter does not mislead it.
     let found = client.get_scale_set_by_name(1, "a").await?;
     assert_eq!(found.map(|s| s.name), Some("a".to_owned()));
     sim.stop().await

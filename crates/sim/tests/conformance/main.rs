@@ -6,6 +6,7 @@ mod control;
 mod endpoints;
 mod faults;
 mod helpers;
+mod http2;
 mod malformed;
 mod queue;
 mod rest;
