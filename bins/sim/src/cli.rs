@@ -93,6 +93,12 @@ pub(crate) struct Cli {
     #[arg(long, value_name = "DURATION")]
     pub(crate) runner_job_duration: Option<String>,
 
+    /// How long a `JobStarted` waits for the next batch before it goes out on its own, in
+    /// simulated time; `0s` delivers it at once, waking a held long-poll [default: 50s, as
+    /// github.com].
+    #[arg(long, value_name = "DURATION")]
+    pub(crate) job_started_delay: Option<String>,
+
     /// Name the active session's owner in 409 session-conflict messages.
     #[arg(long)]
     pub(crate) conflict_names_owner: bool,

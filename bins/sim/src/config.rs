@@ -68,6 +68,7 @@ struct RawBehaviour {
     dormancy: Option<String>,
     session_expiry: Option<String>,
     runner_job_duration: Option<String>,
+    job_started_delay: Option<String>,
     conflict_names_owner: Option<bool>,
 }
 
@@ -163,6 +164,11 @@ pub(crate) fn build(raw: RawConfig, cli: &Cli) -> Result<SimConfig> {
         "runner_job_duration",
         cli.runner_job_duration.clone().or(b.runner_job_duration),
         &mut config.runner_job_duration,
+    );
+    duration(
+        "job_started_delay",
+        cli.job_started_delay.clone().or(b.job_started_delay),
+        &mut config.job_started_delay,
     );
     let mut optional = |name: &str, value: Option<String>, slot: &mut Option<Duration>| {
         if let Some(text) = value {
@@ -268,6 +274,7 @@ mod tests {
             assignment = "acquire"
             dormancy = "off"
             session_expiry = "10m"
+            job_started_delay = "0s"
             "#,
         )
         .expect("valid toml");
@@ -289,6 +296,10 @@ mod tests {
         assert_eq!(config.assignment, AssignmentMode::AvailableThenAcquire);
         assert_eq!(config.dormancy, None);
         assert_eq!(config.session_expiry, Some(Duration::from_secs(600)));
+        assert_eq!(config.job_started_delay, Duration::ZERO, "immediate mode");
+        let defaults =
+            build(RawConfig::default(), &Cli::parse_from(["scaleset-sim"])).expect("valid");
+        assert_eq!(defaults.job_started_delay, Duration::from_secs(50));
 
         let cli = Cli::parse_from([
             "scaleset-sim",
@@ -298,12 +309,15 @@ mod tests {
             "random",
             "--runner-group",
             "nogroup",
+            "--job-started-delay",
+            "later",
         ]);
         let err = build(RawConfig::default(), &cli).expect_err("invalid");
         let text = err.to_string();
         assert!(text.contains("long_poll_hold"), "{text}");
         assert!(text.contains("random"), "{text}");
         assert!(text.contains("SCOPE=NAME"), "{text}");
+        assert!(text.contains("job_started_delay"), "{text}");
     }
 
     #[test]

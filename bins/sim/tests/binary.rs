@@ -223,6 +223,7 @@ async fn help_documents_every_option() -> Result<()> {
         "--dormancy",
         "--session-expiry",
         "--runner-job-duration",
+        "--job-started-delay",
         "--conflict-names-owner",
         "--log-json",
     ] {

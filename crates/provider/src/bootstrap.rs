@@ -3,6 +3,7 @@
 //! read on stdin), the secrets inside them, and the create request.
 
 use std::fmt;
+use std::time::Duration;
 
 use base64::Engine as _;
 use serde::{Serialize, Serializer};
@@ -217,6 +218,11 @@ pub struct CreateRequest {
     /// providers fetch it from `metadata-url` with the instance token); the
     /// fake provider hands it to its hook so a simulated runner can boot.
     pub jit_config: Option<JitConfig>,
+    /// The scale set's bootstrap timeout. As GARM bounds a create by it, an
+    /// external provider's `CreateInstance` is killed after this long unless
+    /// the provider configures `create_timeout`; `None` means GARM's default,
+    /// [`crate::ExternalConfig::DEFAULT_BOOTSTRAP_TIMEOUT`].
+    pub bootstrap_timeout: Option<Duration>,
 }
 
 #[cfg(test)]

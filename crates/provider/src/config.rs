@@ -37,11 +37,21 @@ pub struct RawProviderConfig {
     pub config_file: Option<PathBuf>,
     /// `v0.1.0` (default, as in GARM) or `v0.1.1` (external only).
     pub interface_version: Option<String>,
-    /// Operator variables passed through: exact names or `PREFIX*` (external only).
+    /// Operator variables passed through, GARM's `environment_variables`:
+    /// every entry is a prefix (`OS_`, `OS_*`), `NAME=` one exact name
+    /// (external only).
     #[serde(default)]
     pub environment: Vec<String>,
-    /// Per-call timeout, e.g. `"5m"` (external only; default 5m).
+    /// Whether `http_proxy`, `https_proxy`, `no_proxy` and their upper-case
+    /// forms are passed through when set, as GARM always does (external only;
+    /// default true).
+    pub forward_proxy_variables: Option<bool>,
+    /// Limit of every call but `CreateInstance`, e.g. `"20m"` (external only;
+    /// default 20m).
     pub timeout: Option<String>,
+    /// Limit of `CreateInstance` (external only; default: the scale set's
+    /// bootstrap timeout, as GARM bounds a create by it).
+    pub create_timeout: Option<String>,
     /// Maximum simultaneous calls of the executable (external only; default 4).
     pub concurrency: Option<i64>,
 }
@@ -69,10 +79,13 @@ pub enum ProviderKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum InterfaceVersion {
-    /// v0.1.0: the original environment.
+    /// v0.1.0: the original environment. The default, and what the current
+    /// releases of the GARM providers implement.
     V010,
-    /// v0.1.1: adds `GARM_POOL_ID` and `GARM_POOL_EXTRASPECS` to the single-instance
-    /// commands, and `GARM_POOL_EXTRASPECS` to `ListInstances`.
+    /// v0.1.1: adds `GARM_POOL_ID` and `GARM_POOL_EXTRASPECS` to the
+    /// single-instance commands, and `GARM_POOL_EXTRASPECS` to `ListInstances`
+    /// and `CreateInstance`. Only for a provider built to accept it: one that
+    /// implements only v0.1.0 fails every call.
     V011,
 }
 
@@ -104,8 +117,16 @@ pub struct ExternalConfig {
     pub interface_version: InterfaceVersion,
     /// Operator variables passed through.
     pub environment: EnvAllowList,
-    /// Per-call timeout; on expiry the executable's process group is killed.
+    /// Whether the proxy variables ([`crate::PROXY_VARIABLES`]) are passed
+    /// through when set, whatever `environment` says (GARM always does).
+    pub forward_proxy_variables: bool,
+    /// Limit of every call but `CreateInstance`; on expiry the executable's
+    /// process group is killed.
     pub timeout: Duration,
+    /// Limit of `CreateInstance`. `None`: the request's bootstrap timeout
+    /// ([`crate::CreateRequest::bootstrap_timeout`]), or
+    /// [`ExternalConfig::DEFAULT_BOOTSTRAP_TIMEOUT`] when it has none.
+    pub create_timeout: Option<Duration>,
     /// Maximum simultaneous calls.
     pub concurrency: NonZeroUsize,
     /// Bound on stdout; more is [`crate::OutputProblem::TooLarge`].
@@ -115,8 +136,14 @@ pub struct ExternalConfig {
 }
 
 impl ExternalConfig {
-    /// Default per-call timeout.
-    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+    /// Default limit of every call but `CreateInstance`. GARM sets none; a
+    /// limit still ends a hung executable, and 20 minutes is far above what
+    /// the slow paths of real providers take (Azure's chained deletes,
+    /// OpenStack's waits for a server to go away).
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20 * 60);
+    /// Limit of `CreateInstance` when neither `create_timeout` nor the
+    /// request gives one: GARM's default pool bootstrap timeout.
+    pub const DEFAULT_BOOTSTRAP_TIMEOUT: Duration = Duration::from_secs(20 * 60);
     /// Default concurrency.
     pub const DEFAULT_CONCURRENCY: usize = 4;
     /// Default stdout bound (a `ListInstances` of thousands of instances fits).
@@ -131,11 +158,24 @@ impl ExternalConfig {
             config_file: config_file.into(),
             interface_version: InterfaceVersion::V010,
             environment: EnvAllowList::default(),
+            forward_proxy_variables: true,
             timeout: Self::DEFAULT_TIMEOUT,
+            create_timeout: None,
             concurrency: NonZeroUsize::new(Self::DEFAULT_CONCURRENCY).unwrap_or(NonZeroUsize::MIN),
             stdout_limit: Self::DEFAULT_STDOUT_LIMIT,
             stderr_limit: Self::DEFAULT_STDERR_LIMIT,
         }
+    }
+}
+
+impl ExternalConfig {
+    /// The limit of one `CreateInstance`: `create_timeout` when configured,
+    /// else the scale set's bootstrap timeout carried by the request, else
+    /// [`ExternalConfig::DEFAULT_BOOTSTRAP_TIMEOUT`].
+    pub fn create_timeout_for(&self, bootstrap_timeout: Option<Duration>) -> Duration {
+        self.create_timeout
+            .or(bootstrap_timeout)
+            .unwrap_or(Self::DEFAULT_BOOTSTRAP_TIMEOUT)
     }
 }
 
@@ -299,17 +339,11 @@ fn validate(index: usize, raw: RawProviderConfig) -> Result<ProviderConfig, Vec<
             };
             let timeout = match raw.timeout.as_deref() {
                 None => Some(ExternalConfig::DEFAULT_TIMEOUT),
-                Some(text) => match parse_duration(text) {
-                    Ok(d) if d.is_zero() => {
-                        problem("timeout", "must be longer than zero".to_owned());
-                        None
-                    }
-                    Ok(d) => Some(d),
-                    Err(message) => {
-                        problem("timeout", message);
-                        None
-                    }
-                },
+                Some(text) => positive_duration(&mut problem, "timeout", text),
+            };
+            let create_timeout = match raw.create_timeout.as_deref() {
+                None => Some(None),
+                Some(text) => positive_duration(&mut problem, "create_timeout", text).map(Some),
             };
             let concurrency = match raw.concurrency {
                 None => NonZeroUsize::new(ExternalConfig::DEFAULT_CONCURRENCY),
@@ -327,6 +361,7 @@ fn validate(index: usize, raw: RawProviderConfig) -> Result<ProviderConfig, Vec<
                 interface_version,
                 environment,
                 timeout,
+                create_timeout,
                 concurrency,
             ) {
                 (
@@ -335,13 +370,16 @@ fn validate(index: usize, raw: RawProviderConfig) -> Result<ProviderConfig, Vec<
                     Some(interface_version),
                     Some(environment),
                     Some(timeout),
+                    Some(create_timeout),
                     Some(concurrency),
                 ) => Some(ProviderKind::External(ExternalConfig {
                     executable,
                     config_file,
                     interface_version,
                     environment,
+                    forward_proxy_variables: raw.forward_proxy_variables.unwrap_or(true),
                     timeout,
+                    create_timeout,
                     concurrency,
                     stdout_limit: ExternalConfig::DEFAULT_STDOUT_LIMIT,
                     stderr_limit: ExternalConfig::DEFAULT_STDERR_LIMIT,
@@ -355,7 +393,12 @@ fn validate(index: usize, raw: RawProviderConfig) -> Result<ProviderConfig, Vec<
                 ("config_file", raw.config_file.is_some()),
                 ("interface_version", raw.interface_version.is_some()),
                 ("environment", !raw.environment.is_empty()),
+                (
+                    "forward_proxy_variables",
+                    raw.forward_proxy_variables.is_some(),
+                ),
                 ("timeout", raw.timeout.is_some()),
+                ("create_timeout", raw.create_timeout.is_some()),
                 ("concurrency", raw.concurrency.is_some()),
             ];
             for (field, present) in external_only {
@@ -384,6 +427,24 @@ fn validate(index: usize, raw: RawProviderConfig) -> Result<ProviderConfig, Vec<
     match (name, kind) {
         (Some(name), Some(kind)) if problems.is_empty() => Ok(ProviderConfig { name, kind }),
         _ => Err(problems),
+    }
+}
+
+fn positive_duration(
+    problem: &mut impl FnMut(&'static str, String),
+    field: &'static str,
+    text: &str,
+) -> Option<Duration> {
+    match parse_duration(text) {
+        Ok(d) if d.is_zero() => {
+            problem(field, "must be longer than zero".to_owned());
+            None
+        }
+        Ok(d) => Some(d),
+        Err(message) => {
+            problem(field, message);
+            None
+        }
     }
 }
 

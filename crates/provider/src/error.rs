@@ -8,27 +8,47 @@ use crate::command::Command;
 
 /// Why a provider call failed.
 ///
-/// The GARM exit codes are mapped here once: 30 is [`Error::NotFound`], 31 is
-/// [`Error::Duplicate`], any other non-zero exit is [`Error::Failed`].
+/// The GARM exit codes are mapped where GARM gives them a meaning, and nowhere
+/// else: 30 is [`Error::NotFound`] for `GetInstance` (and success for
+/// `DeleteInstance`), 31 is [`Error::Duplicate`] for `CreateInstance`. Any
+/// other non-zero exit, and 30 or 31 from any other command, is
+/// [`Error::Failed`] with the exit code and its reason (providers exit 30 for
+/// other things than a missing instance: LXD does when a create's image or
+/// profile is missing).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The provider says the instance does not exist (GARM exit code 30).
-    #[error("{command}: the provider reports the instance does not exist (exit code 30)")]
+    /// The provider says the instance does not exist (GARM exit code 30 from
+    /// `GetInstance`).
+    #[error(
+        "{command}: the provider reports the instance does not exist (exit code 30); stderr ends \
+         with: {stderr_tail}"
+    )]
     NotFound {
         /// The command that was run.
         command: Command,
+        /// The last bytes the executable wrote to stderr, redacted as in
+        /// [`Error::Failed`] (empty for the fake provider).
+        stderr_tail: String,
     },
-    /// The provider says the instance already exists (GARM exit code 31).
-    #[error("{command}: the provider reports the instance already exists (exit code 31)")]
+    /// The provider says the instance already exists (GARM exit code 31 from
+    /// `CreateInstance`).
+    #[error(
+        "{command}: the provider reports the instance already exists (exit code 31); stderr ends \
+         with: {stderr_tail}"
+    )]
     Duplicate {
         /// The command that was run.
         command: Command,
+        /// The last bytes the executable wrote to stderr, redacted as in
+        /// [`Error::Failed`] (empty for the fake provider).
+        stderr_tail: String,
     },
     /// The executable did not finish in time; its whole process group was killed.
     #[error(
         "{command}: the provider did not finish within {after:?}; its process group was killed \
-         (raise `timeout` in the provider configuration if the cloud is slow)"
+         ({})",
+        timeout_advice(*command)
     )]
     Timeout {
         /// The command that was run.
@@ -86,6 +106,17 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// Which setting bounds `command`, so a timeout message says what to raise.
+fn timeout_advice(command: Command) -> &'static str {
+    match command {
+        Command::CreateInstance => {
+            "if the cloud is slow, raise the scale set's bootstrap timeout or `create_timeout` in \
+             the provider configuration"
+        }
+        _ => "if the cloud is slow, raise `timeout` in the provider configuration",
+    }
 }
 
 impl Error {

@@ -6,7 +6,7 @@
 mod process;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use base64::Engine as _;
@@ -17,7 +17,7 @@ use uuid::Uuid;
 use crate::bootstrap::{CreateRequest, Secret};
 use crate::command::Command;
 use crate::config::{ExternalConfig, InterfaceVersion};
-use crate::environment::EnvSource;
+use crate::environment::{EnvSource, passthrough};
 use crate::error::{Error, OutputProblem};
 use crate::instance::{
     InstanceId, ProviderInstance, fault_of, parse_instance, parse_instance_list,
@@ -25,9 +25,10 @@ use crate::instance::{
 use crate::pool::{Pool, PoolKey};
 use crate::provider::Provider;
 
-/// GARM's "not found" exit code.
+/// GARM's "not found" exit code. It means "not found" only for the commands
+/// about one existing instance that GARM reads it from (see [`exit_error`]).
 const EXIT_NOT_FOUND: i32 = 30;
-/// GARM's "duplicate" exit code.
+/// GARM's "duplicate" exit code; it means "duplicate" only for a create.
 const EXIT_DUPLICATE: i32 = 31;
 
 /// Passed-through values at least this many characters long are redacted from
@@ -42,8 +43,10 @@ const MIN_REDACTED_LEN: usize = 8;
 /// A GARM external-provider executable behind the [`Provider`] trait.
 ///
 /// Each call runs the executable once with a cleared environment holding only
-/// the `GARM_*` variables of that command and the operator-allowed variables
-/// (captured when the provider is built). At most `concurrency` calls run at
+/// the `GARM_*` variables of that command, the operator-allowed variables and,
+/// unless turned off, the proxy variables (captured when the provider is
+/// built). `CreateInstance` is bounded by `create_timeout` or the request's
+/// bootstrap timeout, every other call by `timeout`. At most `concurrency` calls run at
 /// once; the rest wait for a slot (the timeout starts when the executable
 /// starts). Each call is traced as `provider.exec{provider, command,
 /// instance}` with its duration and exit code; the bootstrap JSON (which holds
@@ -80,7 +83,7 @@ impl ExternalProvider {
         controller_id: Uuid,
         env: &dyn EnvSource,
     ) -> Self {
-        let passthrough = config.environment.select(env);
+        let passthrough = passthrough(&config.environment, config.forward_proxy_variables, env);
         let slots = Arc::new(Semaphore::new(config.concurrency.get()));
         Self {
             name: name.into(),
@@ -97,13 +100,13 @@ impl ExternalProvider {
     }
 
     /// The variables of one call: the `GARM_*` ones for `command`, then the
-    /// operator-allowed ones. `pool` carries the extra specs sent as
-    /// `GARM_POOL_EXTRASPECS` (v0.1.1 only; `None` for commands GARM sends
-    /// none with).
+    /// passed-through ones. `extra_specs` are sent as `GARM_POOL_EXTRASPECS`
+    /// (v0.1.1 only; `None` for commands GARM sends none with, `Some(None)`
+    /// sends JSON `null` as GARM does for a pool without extra specs).
     fn environment(
         &self,
         command: Command,
-        pool: Option<&Pool>,
+        extra_specs: Option<Option<&serde_json::Value>>,
         pool_key: Option<&PoolKey>,
         instance: Option<&InstanceId>,
     ) -> Vec<(String, String)> {
@@ -129,9 +132,9 @@ impl ExternalProvider {
             env.push(("GARM_INSTANCE_ID".to_owned(), instance.to_string()));
         }
         if self.config.interface_version == InterfaceVersion::V011
-            && let Some(pool) = pool
+            && let Some(extra_specs) = extra_specs
         {
-            let json = serde_json::to_vec(&pool.extra_specs).unwrap_or_else(|_| b"null".to_vec());
+            let json = serde_json::to_vec(&extra_specs).unwrap_or_else(|_| b"null".to_vec());
             env.push((
                 "GARM_POOL_EXTRASPECS".to_owned(),
                 base64::engine::general_purpose::STANDARD.encode(json),
@@ -141,7 +144,8 @@ impl ExternalProvider {
         env
     }
 
-    /// Runs one command; returns stdout on exit code 0.
+    /// Runs one command, killing it after `timeout`; returns stdout on exit
+    /// code 0.
     async fn call(
         &self,
         command: Command,
@@ -149,6 +153,7 @@ impl ExternalProvider {
         stdin: Option<Vec<u8>>,
         instance: &str,
         secrets: &[&str],
+        timeout: Duration,
     ) -> Result<Vec<u8>, Error> {
         let span = tracing::debug_span!(
             "provider.exec",
@@ -180,7 +185,7 @@ impl ExternalProvider {
                 executable: &self.config.executable,
                 env,
                 stdin,
-                timeout: self.config.timeout,
+                timeout,
                 stdout_limit: self.config.stdout_limit,
                 stderr_limit: self.config.stderr_limit,
             })
@@ -206,17 +211,15 @@ impl ExternalProvider {
                     },
                 }),
                 Some(0) => Ok(outcome.stdout),
-                Some(EXIT_NOT_FOUND) => Err(Error::NotFound { command }),
-                Some(EXIT_DUPLICATE) => Err(Error::Duplicate { command }),
-                exit_code => Err(Error::Failed {
+                exit_code => Err(exit_error(
                     command,
                     exit_code,
-                    stderr_tail: redact(
+                    redact(
                         String::from_utf8_lossy(&outcome.stderr_tail).into_owned(),
                         &secrets,
                     ),
-                    provider_fault: fault_of(&outcome.stdout).map(|f| redact(f, &secrets)),
-                }),
+                    fault_of(&outcome.stdout).map(|f| redact(f, &secrets)),
+                )),
             }
         }
         .instrument(span)
@@ -235,8 +238,50 @@ impl ExternalProvider {
             InterfaceVersion::V010 => None,
             InterfaceVersion::V011 => Some(&pool.key),
         };
-        let env = self.environment(command, Some(pool), pool_key, Some(instance));
-        self.call(command, env, None, instance.as_str(), &[]).await
+        let env = self.environment(
+            command,
+            Some(pool.extra_specs.as_ref()),
+            pool_key,
+            Some(instance),
+        );
+        self.call(
+            command,
+            env,
+            None,
+            instance.as_str(),
+            &[],
+            self.config.timeout,
+        )
+        .await
+    }
+}
+
+/// The error of a non-zero exit. Exit codes 30 and 31 get GARM's meaning only
+/// where GARM reads one: 30 from `GetInstance` and `DeleteInstance` (whose
+/// caller treats it as done), 31 from `CreateInstance`. Elsewhere they are
+/// failures like any other: LXD exits 30 from a create whose image or
+/// profile is missing, and "instance does not exist" would hide that.
+fn exit_error(
+    command: Command,
+    exit_code: Option<i32>,
+    stderr_tail: String,
+    provider_fault: Option<String>,
+) -> Error {
+    match (exit_code, command) {
+        (Some(EXIT_NOT_FOUND), Command::GetInstance | Command::DeleteInstance) => Error::NotFound {
+            command,
+            stderr_tail,
+        },
+        (Some(EXIT_DUPLICATE), Command::CreateInstance) => Error::Duplicate {
+            command,
+            stderr_tail,
+        },
+        _ => Error::Failed {
+            command,
+            exit_code,
+            stderr_tail,
+            provider_fault,
+        },
     }
 }
 
@@ -263,10 +308,14 @@ impl Provider for ExternalProvider {
             command,
             source: std::io::Error::other(err),
         })?;
-        // As GARM does, CreateInstance gets `GARM_POOL_ID` but no
-        // `GARM_POOL_EXTRASPECS` with either interface version: the extra
-        // specs travel in the bootstrap JSON.
-        let env = self.environment(command, None, Some(&bootstrap.pool_id), None);
+        // As GARM does, v0.1.1 sends the bootstrap's extra specs in
+        // `GARM_POOL_EXTRASPECS` too (they are also in the bootstrap JSON).
+        let env = self.environment(
+            command,
+            Some(bootstrap.extra_specs.as_ref()),
+            Some(&bootstrap.pool_id),
+            None,
+        );
         // A provider that echoes its input on failure must not leak the
         // credentials in it through our error messages.
         let secrets: Vec<&str> = std::iter::once(bootstrap.instance_token.expose())
@@ -278,8 +327,16 @@ impl Provider for ExternalProvider {
                     .map(Secret::expose),
             )
             .collect();
+        let timeout = self.config.create_timeout_for(request.bootstrap_timeout);
         let stdout = self
-            .call(command, env, Some(stdin), &bootstrap.name, &secrets)
+            .call(
+                command,
+                env,
+                Some(stdin),
+                &bootstrap.name,
+                &secrets,
+                timeout,
+            )
             .await?;
         parse_instance(&stdout).map_err(bad_output(command))
     }
@@ -303,15 +360,24 @@ impl Provider for ExternalProvider {
 
     async fn list(&self, pool: &Pool) -> Result<Vec<ProviderInstance>, Error> {
         let command = Command::ListInstances;
-        let env = self.environment(command, Some(pool), Some(&pool.key), None);
-        let stdout = self.call(command, env, None, "", &[]).await?;
+        let env = self.environment(
+            command,
+            Some(pool.extra_specs.as_ref()),
+            Some(&pool.key),
+            None,
+        );
+        let stdout = self
+            .call(command, env, None, "", &[], self.config.timeout)
+            .await?;
         parse_instance_list(&stdout).map_err(bad_output(command))
     }
 
     async fn remove_all(&self) -> Result<(), Error> {
         let command = Command::RemoveAllInstances;
         let env = self.environment(command, None, None, None);
-        self.call(command, env, None, "", &[]).await.map(drop)
+        self.call(command, env, None, "", &[], self.config.timeout)
+            .await
+            .map(drop)
     }
 
     async fn start(&self, pool: &Pool, instance: &InstanceId) -> Result<(), Error> {
@@ -329,7 +395,9 @@ impl Provider for ExternalProvider {
     async fn version(&self) -> Result<String, Error> {
         let command = Command::GetVersion;
         let env = self.environment(command, None, None, None);
-        let stdout = self.call(command, env, None, "", &[]).await?;
+        let stdout = self
+            .call(command, env, None, "", &[], self.config.timeout)
+            .await?;
         let version = String::from_utf8_lossy(&stdout).trim().to_owned();
         if version.is_empty() {
             return Err(Error::BadOutput {

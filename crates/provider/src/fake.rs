@@ -196,7 +196,14 @@ impl FakeProvider {
         status: InstanceStatus,
     ) -> Result<(), Error> {
         let mut state = self.cloud.lock();
-        let key = find(&state.instances, instance).ok_or(Error::NotFound { command })?;
+        // As an external provider's exit code 30 from a start or stop now is:
+        // a failure with its reason, not "not found" (only `get` says that).
+        let key = find(&state.instances, instance).ok_or_else(|| Error::Failed {
+            command,
+            exit_code: Some(30),
+            stderr_tail: format!("fake provider: no instance {instance}"),
+            provider_fault: None,
+        })?;
         if let Some(found) = state.instances.get_mut(&key) {
             found.instance.status = status;
         }
@@ -221,7 +228,10 @@ impl Provider for FakeProvider {
                 .values()
                 .any(|i| i.instance.name == bootstrap.name)
             {
-                return Err(Error::Duplicate { command });
+                return Err(Error::Duplicate {
+                    command,
+                    stderr_tail: String::new(),
+                });
             }
             state.next_id += 1;
             let provider_id = format!("fake-{:06}", state.next_id);
@@ -298,6 +308,7 @@ impl Provider for FakeProvider {
             .map(|i| i.instance.clone())
             .ok_or(Error::NotFound {
                 command: Command::GetInstance,
+                stderr_tail: String::new(),
             })
     }
 

@@ -7,11 +7,17 @@
 //!   protocol (interface v0.1.0 and v0.1.1) unchanged, so the existing
 //!   `garm-provider-*` executables (LXD, Incus, OpenStack, AWS, Azure, GCP, OCI,
 //!   Kubernetes) work as they are: `GARM_*` variables in a cleared
-//!   environment, bootstrap JSON ([`BootstrapInstance`]) on stdin, instance
-//!   JSON ([`ProviderInstance`]) on stdout, exit code 30 for not found and 31
-//!   for duplicate. Each call has a timeout that kills the executable's whole
-//!   process group, bounded stdout/stderr buffers read concurrently, and a
-//!   per-provider concurrency limit.
+//!   environment (plus the variables the operator allows, matched as GARM
+//!   matches them, and the proxy variables, as GARM passes them), bootstrap
+//!   JSON ([`BootstrapInstance`]) on stdin, instance JSON
+//!   ([`ProviderInstance`]) on stdout, exit code 30 for "not found" from
+//!   `GetInstance`/`DeleteInstance` and 31 for "duplicate" from
+//!   `CreateInstance`. Each call has a limit that kills the executable's whole
+//!   process group (a create's is the scale set's bootstrap timeout), ends
+//!   when the executable exits, reads bounded stdout/stderr buffers
+//!   concurrently, and waits for a slot under a per-provider concurrency
+//!   limit. Interface v0.1.0 is the default: it is what the current GARM
+//!   providers implement.
 //! - [`FakeProvider`] is an in-process, deterministic cloud ([`FakeCloud`]) for
 //!   tests and the quick start, with switchable faults and a hook that
 //!   receives each runner's JIT config.
@@ -68,7 +74,11 @@
 //!     jit_config_enabled: true,
 //!     proxy_config: None,
 //! };
-//! let request = CreateRequest { bootstrap, jit_config: Some(JitConfig::new("encoded")) };
+//! let request = CreateRequest {
+//!     bootstrap,
+//!     jit_config: Some(JitConfig::new("encoded")),
+//!     bootstrap_timeout: None,
+//! };
 //! let created = provider.create(&request).await?;
 //! assert_eq!(created.status, InstanceStatus::Running);
 //!
@@ -101,7 +111,7 @@ pub use config::{
     ConfigError, ConfigProblem, ExternalConfig, InterfaceVersion, ProviderConfig, ProviderKind,
     RawProviderConfig,
 };
-pub use environment::{EnvAllowList, EnvSource, ProcessEnv};
+pub use environment::{EnvAllowList, EnvSource, PROXY_VARIABLES, ProcessEnv};
 pub use error::{Error, OutputProblem};
 pub use external::ExternalProvider;
 pub use fake::{CreatedRunner, FakeCloud, FakeInstance, FakeProvider};

@@ -6,7 +6,10 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-/// The provider pool key: `<controller ID>:<GitHub scale-set ID>` (DESIGN §3).
+/// The provider pool key: `<controller ID>_<GitHub scale-set ID>` (DESIGN §3).
+///
+/// The separator is `_` because providers store the key where `:` is refused: GCP label values
+/// (lowercase letters, digits, `_`, `-`) and Kubernetes label values/selectors.
 ///
 /// Derived from configuration and GitHub only, so instances are found again
 /// after a database loss. It is passed to executables as `GARM_POOL_ID` and as
@@ -18,7 +21,7 @@ pub struct PoolKey(String);
 impl PoolKey {
     /// The key of a scale set owned by `controller`.
     pub fn for_scale_set(controller: Uuid, scale_set_id: u64) -> Self {
-        Self(format!("{controller}:{scale_set_id}"))
+        Self(format!("{controller}_{scale_set_id}"))
     }
 
     /// Accepts any key read back from a provider or a store: non-empty, no
@@ -89,5 +92,32 @@ impl Pool {
     pub fn with_extra_specs(mut self, extra_specs: serde_json::Value) -> Self {
         self.extra_specs = Some(extra_specs);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_joins_the_lowercase_controller_id_and_scale_set_id_with_an_underscore() {
+        let controller = Uuid::parse_str("0C0FFEE0-0000-4000-8000-000000000001").unwrap();
+        let key = PoolKey::for_scale_set(controller, 42);
+        assert_eq!(key.as_str(), "0c0ffee0-0000-4000-8000-000000000001_42");
+    }
+
+    #[test]
+    fn the_key_fits_gcp_label_values_and_kubernetes_label_values() {
+        let key = PoolKey::for_scale_set(Uuid::from_u128(u128::MAX), u64::MAX);
+        let text = key.as_str();
+        // GCP: at most 63 of [a-z0-9_-]; Kubernetes: at most 63, alphanumeric at both ends.
+        assert!(text.len() <= 63, "{text} is {} characters", text.len());
+        assert!(
+            text.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-'),
+            "{text}"
+        );
+        assert!(text.starts_with(|c: char| c.is_ascii_alphanumeric()));
+        assert!(text.ends_with(|c: char| c.is_ascii_alphanumeric()));
     }
 }

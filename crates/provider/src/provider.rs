@@ -21,7 +21,9 @@ use crate::pool::Pool;
 #[async_trait]
 pub trait Provider: Send + Sync {
     /// Creates an instance from bootstrap parameters and returns the provider's
-    /// view of it. [`Error::Duplicate`] if the name is taken.
+    /// view of it. [`Error::Duplicate`] if the name is taken; any other
+    /// refusal (including an external provider's exit code 30, which LXD uses
+    /// for a missing image or profile) is [`Error::Failed`] with its reason.
     async fn create(&self, request: &CreateRequest) -> Result<ProviderInstance, Error>;
 
     /// Deletes an instance; not found is success.
@@ -42,6 +44,11 @@ pub trait Provider: Send + Sync {
     /// Stops a running instance.
     async fn stop(&self, pool: &Pool, instance: &InstanceId) -> Result<(), Error>;
 
-    /// The provider's version string.
+    /// The provider's version string, for display only.
+    ///
+    /// Not every provider implements `GetVersion` (older releases of the
+    /// Kubernetes provider reject it), so a failure here means "version
+    /// unknown", never "provider unhealthy": callers must not gate anything on
+    /// it, and no other method of this crate calls it.
     async fn version(&self) -> Result<String, Error>;
 }

@@ -3,25 +3,22 @@
 
 use serde_json::{Value, json};
 
+use crate::auth::{admin_scope, queue_grant};
+use crate::config::AssignmentMode;
 use crate::exception::ApiError;
 use crate::fault::RaceCreate;
 use crate::protocol;
-use crate::route::Endpoint;
+use crate::request::{Outcome, Reply, Request};
 use crate::scope::Scope;
-use crate::service::{Reply, Request, auto_assign, queue_grant, scale_set_input};
 use crate::simulator::{Shared, lock};
 use crate::state::{ScaleSetInput, Session, State};
 use crate::token::Grant;
 
-type Outcome = Result<Reply, ApiError>;
-
-/// Handles an authenticated Actions-service request for `scope`.
-pub(crate) fn handle(
-    shared: &Shared,
-    req: &Request,
-    endpoint: &Endpoint,
-    scope: &Scope,
-) -> Outcome {
+/// The tenant of an Actions-service call: its admin token's scope (401
+/// `InvalidTokenException` otherwise), once the call names an `api-version` (400
+/// `VssVersionNotSpecifiedException` otherwise).
+pub(crate) fn tenant(shared: &Shared, req: &Request) -> Result<Scope, ApiError> {
+    let scope = admin_scope(shared, req)?;
     if req.query("api-version").is_none() {
         return Err(ApiError::exception(
             400,
@@ -29,161 +26,204 @@ pub(crate) fn handle(
             "The API version must be specified (api-version=6.0-preview).",
         ));
     }
-    let base_url = format!("{}{}", req.origin, shared.mounts.actions_base);
+    Ok(scope)
+}
+
+/// The Actions service URL as the client addressed it (ending in `/`).
+fn base_url(shared: &Shared, req: &Request) -> String {
+    format!("{}{}", req.origin, shared.mounts.actions_base)
+}
+
+/// `GET runnergroups/[?groupName=]`.
+pub(crate) fn list_runner_groups(shared: &Shared, req: &Request, scope: &Scope) -> Outcome {
+    let state = lock(&shared.state);
+    let groups = state.groups(scope, req.query("groupName"));
+    let value = groups
+        .iter()
+        .map(|g| {
+            let size = state.find_scale_sets(scope, Some(g.id), None).len();
+            protocol::runner_group(g, size)
+        })
+        .collect();
+    Ok(Reply::json(200, protocol::envelope(value)))
+}
+
+/// `GET runnerscalesets[?runnerGroupId=&name=]`.
+pub(crate) fn list_scale_sets(shared: &Shared, req: &Request, scope: &Scope) -> Outcome {
+    let base_url = base_url(shared, req);
+    let group = match req.query("runnerGroupId") {
+        None | Some("") => None,
+        Some(raw) => Some(raw.parse::<i64>().map_err(|_| {
+            ApiError::exception(
+                400,
+                "ArgumentException",
+                format!("runnerGroupId {raw:?} is not an integer."),
+            )
+        })?),
+    };
+    let faults = lock(&shared.faults).clone();
+    let name = if faults.ignore_name_filter {
+        None
+    } else {
+        req.query("name")
+    };
+    let state = lock(&shared.state);
+    let value = state
+        .find_scale_sets(scope, group, name)
+        .into_iter()
+        .map(|s| {
+            let mut item = render_set(&state, s.id, scope, &base_url);
+            if group.is_some()
+                && faults.omit_runner_group_id
+                && let Some(object) = item.as_object_mut()
+            {
+                object.remove("runnerGroupId");
+                object.remove("runnerGroupName");
+            }
+            item
+        })
+        .collect();
+    Ok(Reply::json(200, protocol::envelope(value)))
+}
+
+/// `GET runnerscalesets/{id}`.
+pub(crate) fn get_scale_set(shared: &Shared, req: &Request, scope: &Scope, id: i64) -> Outcome {
+    let base_url = base_url(shared, req);
+    let state = lock(&shared.state);
+    state.scale_set(scope, id)?;
+    Ok(Reply::json(200, render_set(&state, id, scope, &base_url)))
+}
+
+/// `POST runnerscalesets` (200, as the service answers).
+pub(crate) fn create_scale_set(shared: &Shared, req: &Request, scope: &Scope) -> Outcome {
+    let base_url = base_url(shared, req);
     let now = shared.clock.now();
-    match endpoint {
-        Endpoint::ListRunnerGroups => {
-            let state = lock(&shared.state);
-            let groups = state.groups(scope, req.query("groupName"));
-            let value = groups
-                .iter()
-                .map(|g| {
-                    let size = state.find_scale_sets(scope, Some(g.id), None).len();
-                    protocol::runner_group(g, size)
-                })
-                .collect();
-            Ok(Reply::json(200, protocol::envelope(value)))
-        }
-        Endpoint::ListScaleSets => {
-            let group = match req.query("runnerGroupId") {
-                None | Some("") => None,
-                Some(raw) => Some(raw.parse::<i64>().map_err(|_| {
-                    ApiError::exception(
-                        400,
-                        "ArgumentException",
-                        format!("runnerGroupId {raw:?} is not an integer."),
-                    )
-                })?),
-            };
-            let faults = lock(&shared.faults).clone();
-            let name = if faults.ignore_name_filter {
-                None
-            } else {
-                req.query("name")
-            };
-            let state = lock(&shared.state);
-            let value = state
-                .find_scale_sets(scope, group, name)
-                .into_iter()
-                .map(|s| {
-                    let mut item = render_set(&state, s.id, scope, &base_url);
-                    if group.is_some()
-                        && faults.omit_runner_group_id
-                        && let Some(object) = item.as_object_mut()
-                    {
-                        object.remove("runnerGroupId");
-                        object.remove("runnerGroupName");
-                    }
-                    item
-                })
-                .collect();
-            Ok(Reply::json(200, protocol::envelope(value)))
-        }
-        Endpoint::GetScaleSet(id) => {
-            let state = lock(&shared.state);
-            state.scale_set(scope, *id)?;
-            Ok(Reply::json(200, render_set(&state, *id, scope, &base_url)))
-        }
-        Endpoint::CreateScaleSet => {
-            let input = scale_set_input(req);
-            let race = lock(&shared.faults).race_create.take();
-            let mut state = lock(&shared.state);
-            if let Some(race) = race {
-                competitor_create(&mut state, scope, &input, &race, now);
-            }
-            let id = state.create_scale_set(scope, input, now)?;
-            tracing::info!(scale_set.id = id, %scope, "scale set created");
-            Ok(Reply::json(200, render_set(&state, id, scope, &base_url)))
-        }
-        Endpoint::UpdateScaleSet(id) => {
-            let patch = scale_set_input(req);
-            let mut state = lock(&shared.state);
-            state.update_scale_set(scope, *id, patch)?;
-            Ok(Reply::json(200, render_set(&state, *id, scope, &base_url)))
-        }
-        Endpoint::DeleteScaleSet(id) => {
-            let mut state = lock(&shared.state);
-            state.scale_set(scope, *id)?;
-            state.delete_scale_set(*id);
-            tracing::info!(scale_set.id = id, %scope, "scale set deleted");
-            Ok(Reply::empty(204))
-        }
-        Endpoint::CreateSession(id) => {
-            let body = req.json();
-            let owner = protocol::field(&body, "ownerName")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            let names_owner = lock(&shared.faults).conflict_names_owner;
-            let mut state = lock(&shared.state);
-            let session = state.create_session(scope, *id, &owner, now, names_owner)?;
-            tracing::info!(scale_set.id = id, owner = %owner, "session opened");
-            Ok(Reply::json(
-                200,
-                render_session(shared, &state, scope, *id, &session, &req.origin, &base_url),
-            ))
-        }
-        Endpoint::RefreshSession(id, sid) => {
-            let mut state = lock(&shared.state);
-            let session = state.refresh_session(scope, *id, sid, now)?;
-            Ok(Reply::json(
-                200,
-                render_session(shared, &state, scope, *id, &session, &req.origin, &base_url),
-            ))
-        }
-        Endpoint::DeleteSession(id, sid) => {
-            lock(&shared.state).delete_session(scope, *id, sid, now)?;
-            tracing::info!(scale_set.id = id, "session closed");
-            Ok(Reply::empty(204))
-        }
-        Endpoint::AcquirableJobs(id) => {
-            let jobs = lock(&shared.state).acquirable(scope, *id)?;
-            if jobs.is_empty() {
-                return Ok(Reply::empty(204));
-            }
-            let value = jobs
-                .iter()
-                .map(|j| {
-                    json!({
-                        "acquireJobUrl": format!("{base_url}_apis/runtime/runnerscalesets/{id}/acquirejobs"),
-                        "messageType": "JobAvailable",
-                        "runnerRequestId": j.request_id,
-                        "repositoryName": j.repository,
-                        "ownerName": j.owner,
-                        "jobWorkflowRef": j.workflow_ref,
-                        "eventName": j.event_name,
-                        "requestLabels": j.labels,
-                    })
-                })
-                .collect();
-            Ok(Reply::json(200, protocol::envelope(value)))
-        }
-        Endpoint::GenerateJitConfig(id) => generate_jit_config(shared, req, *id, scope),
-        Endpoint::GetAgent(rid) => {
-            let state = lock(&shared.state);
-            let agent = state.agent(scope, *rid)?;
-            Ok(Reply::json(200, render_agent(&state, agent)))
-        }
-        Endpoint::ListAgents => {
-            let state = lock(&shared.state);
-            let value = state
-                .find_agents(scope, req.query("agentName"))
-                .into_iter()
-                .map(|a| render_agent(&state, a))
-                .collect();
-            Ok(Reply::json(200, protocol::envelope(value)))
-        }
-        Endpoint::DeleteAgent(rid) => {
-            lock(&shared.state).remove_agent(scope, *rid)?;
-            Ok(Reply::empty(204))
-        }
-        _ => Err(ApiError::RouterNotFound),
+    let input = protocol::scale_set_input(&req.json());
+    let race = lock(&shared.faults).race_create.take();
+    let mut state = lock(&shared.state);
+    if let Some(race) = race {
+        competitor_create(&mut state, scope, &input, &race, now);
     }
+    let id = state.create_scale_set(scope, input, now)?;
+    tracing::info!(scale_set.id = id, %scope, "scale set created");
+    Ok(Reply::json(200, render_set(&state, id, scope, &base_url)))
+}
+
+/// `PATCH runnerscalesets/{id}`: zero values keep the current ones.
+pub(crate) fn update_scale_set(shared: &Shared, req: &Request, scope: &Scope, id: i64) -> Outcome {
+    let base_url = base_url(shared, req);
+    let patch = protocol::scale_set_input(&req.json());
+    let mut state = lock(&shared.state);
+    state.update_scale_set(scope, id, patch)?;
+    Ok(Reply::json(200, render_set(&state, id, scope, &base_url)))
+}
+
+/// `DELETE runnerscalesets/{id}` (204).
+pub(crate) fn delete_scale_set(shared: &Shared, scope: &Scope, id: i64) -> Outcome {
+    let mut state = lock(&shared.state);
+    state.scale_set(scope, id)?;
+    state.delete_scale_set(id);
+    tracing::info!(scale_set.id = id, %scope, "scale set deleted");
+    Ok(Reply::empty(204))
+}
+
+/// `POST runnerscalesets/{id}/sessions`: the one session of the scale set.
+pub(crate) fn create_session(shared: &Shared, req: &Request, scope: &Scope, id: i64) -> Outcome {
+    let base_url = base_url(shared, req);
+    let now = shared.clock.now();
+    let body = req.json();
+    let owner = protocol::field(&body, "ownerName")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let names_owner = lock(&shared.faults).conflict_names_owner;
+    let mut state = lock(&shared.state);
+    let session = state.create_session(scope, id, &owner, now, names_owner)?;
+    tracing::info!(scale_set.id = id, owner = %owner, "session opened");
+    Ok(Reply::json(
+        200,
+        render_session(shared, &state, scope, id, &session, &req.origin, &base_url),
+    ))
+}
+
+/// `PATCH runnerscalesets/{id}/sessions/{sid}`.
+pub(crate) fn refresh_session(
+    shared: &Shared,
+    req: &Request,
+    scope: &Scope,
+    id: i64,
+    sid: &str,
+) -> Outcome {
+    let base_url = base_url(shared, req);
+    let now = shared.clock.now();
+    let mut state = lock(&shared.state);
+    let session = state.refresh_session(scope, id, sid, now)?;
+    Ok(Reply::json(
+        200,
+        render_session(shared, &state, scope, id, &session, &req.origin, &base_url),
+    ))
+}
+
+/// `DELETE runnerscalesets/{id}/sessions/{sid}` (204).
+pub(crate) fn delete_session(shared: &Shared, scope: &Scope, id: i64, sid: &str) -> Outcome {
+    let now = shared.clock.now();
+    lock(&shared.state).delete_session(scope, id, sid, now)?;
+    tracing::info!(scale_set.id = id, "session closed");
+    Ok(Reply::empty(204))
+}
+
+/// `GET runnerscalesets/{id}/acquirablejobs` (204 when empty).
+pub(crate) fn acquirable_jobs(shared: &Shared, req: &Request, scope: &Scope, id: i64) -> Outcome {
+    let base_url = base_url(shared, req);
+    let jobs = lock(&shared.state).acquirable(scope, id)?;
+    if jobs.is_empty() {
+        return Ok(Reply::empty(204));
+    }
+    let value = jobs
+        .iter()
+        .map(|j| {
+            json!({
+                "acquireJobUrl": format!("{base_url}_apis/runtime/runnerscalesets/{id}/acquirejobs"),
+                "messageType": "JobAvailable",
+                "runnerRequestId": j.request_id,
+                "repositoryName": j.repository,
+                "ownerName": j.owner,
+                "jobWorkflowRef": j.workflow_ref,
+                "eventName": j.event_name,
+                "requestLabels": j.labels,
+            })
+        })
+        .collect();
+    Ok(Reply::json(200, protocol::envelope(value)))
+}
+
+/// `GET agents/{id}`.
+pub(crate) fn get_agent(shared: &Shared, scope: &Scope, rid: i64) -> Outcome {
+    let state = lock(&shared.state);
+    let agent = state.agent(scope, rid)?;
+    Ok(Reply::json(200, render_agent(&state, agent)))
+}
+
+/// `GET agents[?agentName=]`.
+pub(crate) fn list_agents(shared: &Shared, req: &Request, scope: &Scope) -> Outcome {
+    let state = lock(&shared.state);
+    let value = state
+        .find_agents(scope, req.query("agentName"))
+        .into_iter()
+        .map(|a| render_agent(&state, a))
+        .collect();
+    Ok(Reply::json(200, protocol::envelope(value)))
+}
+
+/// `DELETE agents/{id}` (204): refused while the agent runs a job.
+pub(crate) fn delete_agent(shared: &Shared, scope: &Scope, rid: i64) -> Outcome {
+    lock(&shared.state).remove_agent(scope, rid)?;
+    Ok(Reply::empty(204))
 }
 
 /// `POST acquirejobs`: authorised by the queue token, not the admin token.
 pub(crate) fn acquire_jobs(shared: &Shared, req: &Request, id: i64) -> Outcome {
-    if auto_assign(shared) {
+    if shared.config.assignment == AssignmentMode::AutoAssign {
         // github.com's broker has no such route.
         return Err(ApiError::RouterNotFound);
     }
@@ -208,8 +248,14 @@ pub(crate) fn acquire_jobs(shared: &Shared, req: &Request, id: i64) -> Outcome {
     ))
 }
 
-/// `POST generatejitconfig`: registers an agent and returns its JIT configuration.
-fn generate_jit_config(shared: &Shared, req: &Request, id: i64, scope: &Scope) -> Outcome {
+/// `POST runnerscalesets/{id}/generatejitconfig`: registers an agent and returns its JIT
+/// configuration.
+pub(crate) fn generate_jit_config(
+    shared: &Shared,
+    req: &Request,
+    scope: &Scope,
+    id: i64,
+) -> Outcome {
     let body = req.json();
     let name = protocol::field(&body, "name")
         .and_then(Value::as_str)

@@ -108,6 +108,11 @@ pub struct SimConfig {
     pub session_expiry: Option<Duration>,
     /// How long a simulated runner's job runs, in simulated time (default 30 s).
     pub runner_job_duration: Duration,
+    /// How `JobStarted` reaches the listener. Above zero (the default, 50 s, as github.com):
+    /// it wakes no held long-poll; it goes out with the next message the scale set gets for
+    /// another job event, or on its own once it is this old in simulated time. Zero: it wakes a
+    /// held long-poll at once (fast tests).
+    pub job_started_delay: Duration,
     /// Whether a 409 session conflict names the owner of the active session (default `false`,
     /// today's wording).
     pub conflict_names_owner: bool,
@@ -147,6 +152,7 @@ impl Default for SimConfig {
             dormancy: Some(Duration::from_secs(7 * 24 * 3600)),
             session_expiry: None,
             runner_job_duration: Duration::from_secs(30),
+            job_started_delay: Duration::from_secs(50),
             conflict_names_owner: false,
             tick_interval: Duration::from_millis(100),
             request_log_capacity: 10_000,

@@ -11,12 +11,10 @@ use crate::Simulator;
 use crate::error::Error;
 use crate::exception::ApiError;
 use crate::fault::Faults;
+use crate::request::{Outcome, Reply, Request};
 use crate::route::Endpoint;
-use crate::service::{Reply, Request};
 use crate::simulator::Shared;
 use crate::snapshot::JobSpec;
-
-type Outcome = Result<Reply, ApiError>;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

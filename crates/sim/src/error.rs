@@ -53,10 +53,14 @@ impl Error {
         }
     }
 
-    /// Converts a control-API error raised inside the state model.
-    pub(crate) fn from_api(error: crate::exception::ApiError) -> Self {
+    /// The error of a control operation the simulated world refused, with the message GitHub
+    /// (or the control API) gives for the refusal.
+    pub(crate) fn from_state(error: crate::state::StateError) -> Self {
         use crate::exception::ApiError;
-        match error {
+        if let crate::state::StateError::RunnerNotRegistered(_) = error {
+            return Self::InvalidJitConfig;
+        }
+        match ApiError::from(error) {
             ApiError::Control {
                 status: 404,
                 message,

@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::fault::{Faults, NestedStyle};
+use crate::state::StateError;
 
 /// An error answer of the simulated GitHub.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,13 +57,119 @@ impl ApiError {
         }
     }
 
-    /// 404 `RunnerScaleSetNotFoundException` for scale set `id`.
-    pub(crate) fn scale_set_not_found(id: i64) -> Self {
-        Self::exception(
-            404,
-            "RunnerScaleSetNotFoundException",
-            format!("No RunnerScaleSet found with identifier: {id}."),
-        )
+    /// GitHub REST's 401 for an unknown or expired credential.
+    pub(crate) fn bad_credentials() -> Self {
+        Self::Rest {
+            status: 401,
+            message: "Bad credentials",
+        }
+    }
+
+    /// GitHub REST's 404.
+    pub(crate) fn rest_not_found() -> Self {
+        Self::Rest {
+            status: 404,
+            message: "Not Found",
+        }
+    }
+}
+
+impl From<StateError> for ApiError {
+    /// GitHub's answer to each refusal of the simulated world (the control API's for the
+    /// refusals only control operations meet).
+    fn from(error: StateError) -> Self {
+        match error {
+            StateError::RunnerGroupExists { scope, name } => Self::control(
+                409,
+                format!("runner group {name:?} already exists in {scope}"),
+            ),
+            StateError::RunnerGroupNotFound(id) => Self::exception(
+                404,
+                "RunnerGroupNotFoundException",
+                format!("Runner group with id {id} was not found."),
+            ),
+            StateError::ScaleSetNotFound(id) => Self::exception(
+                404,
+                "RunnerScaleSetNotFoundException",
+                format!("No RunnerScaleSet found with identifier: {id}."),
+            ),
+            StateError::EmptyScaleSetName => Self::exception(
+                400,
+                "InvalidRunnerScaleSetException",
+                "The runner scale set name must not be empty.",
+            ),
+            StateError::ScaleSetExists { name } => Self::exception(
+                400,
+                "RunnerScaleSetExistsException",
+                format!(
+                    "A runner scale set with name '{name}' already exists in this runner group."
+                ),
+            ),
+            StateError::SessionConflict { scale_set, owner } => Self::exception(
+                409,
+                "RunnerScaleSetSessionConflictException",
+                match owner {
+                    Some(owner) => format!(
+                        "The actions runner scaleset {scale_set} already has an active session for owner {owner}."
+                    ),
+                    None => format!(
+                        "The actions runner scaleset {scale_set} already has an active session."
+                    ),
+                },
+            ),
+            StateError::SessionNotFound { session } => Self::exception(
+                404,
+                "RunnerAdminException",
+                format!(
+                    "The runner scale set session was requested with a session ID that doesn't exist: {session}."
+                ),
+            ),
+            StateError::SessionExpired { session } => Self::exception(
+                400,
+                "RunnerScaleSetSessionExpiredException",
+                format!("The session identifier {session} is not valid."),
+            ),
+            StateError::TooManyJobs { count } => Self::control(
+                400,
+                format!(
+                    "count {count} is more than the {} jobs one enqueue may add; enqueue in several calls",
+                    crate::state::MAX_JOBS_PER_ENQUEUE
+                ),
+            ),
+            StateError::EnqueueTargetNotFound(id) => {
+                Self::control(404, format!("no scale set with id {id}"))
+            }
+            StateError::BadRunSeconds(secs) => Self::control(
+                400,
+                format!("runSeconds {secs} must be a non-negative, representable number"),
+            ),
+            StateError::EmptyRunnerName => Self::exception(
+                400,
+                "ArgumentException",
+                "The runner name must not be empty.",
+            ),
+            StateError::AgentExists { name } => Self::exception(
+                409,
+                "AgentExistsException",
+                format!("Agent with name {name} already exists."),
+            ),
+            StateError::AgentNotFound(id) => Self::exception(
+                404,
+                "AgentNotFoundException",
+                format!("No agent found in pool 0 with identifier {id}."),
+            ),
+            StateError::JobStillRunning(id) => Self::exception(
+                400,
+                "JobStillRunningException",
+                format!("Agent {id} is running a job and cannot be removed."),
+            ),
+            StateError::RunnerNotRegistered(id) => {
+                Self::control(404, format!("no registered runner with id {id}"))
+            }
+            StateError::RunnerAlreadyStarted { name } => {
+                Self::control(409, format!("runner {name} has already been started"))
+            }
+        }
     }
 }
 
@@ -169,4 +276,113 @@ pub(crate) fn json_bytes(doc: &Value, bom: bool) -> Vec<u8> {
     };
     body.extend_from_slice(doc.to_string().as_bytes());
     body
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scope::Scope;
+
+    #[test]
+    fn every_refusal_maps_to_githubs_status_and_exception() {
+        let name = |n: &str| n.to_owned();
+        let cases = [
+            (
+                StateError::RunnerGroupExists {
+                    scope: Scope::Organization(name("acme")),
+                    name: name("gpu"),
+                },
+                409,
+                None,
+            ),
+            (
+                StateError::RunnerGroupNotFound(3),
+                404,
+                Some("RunnerGroupNotFoundException"),
+            ),
+            (
+                StateError::ScaleSetNotFound(3),
+                404,
+                Some("RunnerScaleSetNotFoundException"),
+            ),
+            (
+                StateError::EmptyScaleSetName,
+                400,
+                Some("InvalidRunnerScaleSetException"),
+            ),
+            (
+                StateError::ScaleSetExists { name: name("a") },
+                400,
+                Some("RunnerScaleSetExistsException"),
+            ),
+            (
+                StateError::SessionConflict {
+                    scale_set: name("a"),
+                    owner: None,
+                },
+                409,
+                Some("RunnerScaleSetSessionConflictException"),
+            ),
+            (
+                StateError::SessionNotFound { session: name("s") },
+                404,
+                Some("RunnerAdminException"),
+            ),
+            (
+                StateError::SessionExpired { session: name("s") },
+                400,
+                Some("RunnerScaleSetSessionExpiredException"),
+            ),
+            (StateError::TooManyJobs { count: 10_001 }, 400, None),
+            (StateError::EnqueueTargetNotFound(3), 404, None),
+            (StateError::BadRunSeconds(-1.0), 400, None),
+            (StateError::EmptyRunnerName, 400, Some("ArgumentException")),
+            (
+                StateError::AgentExists { name: name("r") },
+                409,
+                Some("AgentExistsException"),
+            ),
+            (
+                StateError::AgentNotFound(3),
+                404,
+                Some("AgentNotFoundException"),
+            ),
+            (
+                StateError::JobStillRunning(3),
+                400,
+                Some("JobStillRunningException"),
+            ),
+            (StateError::RunnerNotRegistered(3), 404, None),
+            (
+                StateError::RunnerAlreadyStarted { name: name("r") },
+                409,
+                None,
+            ),
+        ];
+        for (error, status, exception) in cases {
+            let what = format!("{error:?}");
+            match (ApiError::from(error), exception) {
+                (
+                    ApiError::Exception {
+                        status: s, name, ..
+                    },
+                    Some(want),
+                ) => {
+                    assert_eq!((s, name), (status, want), "{what}");
+                }
+                (ApiError::Control { status: s, .. }, None) => assert_eq!(s, status, "{what}"),
+                (other, _) => panic!("{what} mapped to {other:?}"),
+            }
+        }
+        let ApiError::Exception { message, .. } = ApiError::from(StateError::SessionConflict {
+            scale_set: name("linux"),
+            owner: Some(name("me")),
+        }) else {
+            panic!("a conflict is an exception");
+        };
+        assert_eq!(
+            message,
+            "The actions runner scaleset linux already has an active session for owner me."
+        );
+    }
 }

@@ -26,6 +26,10 @@ pub struct Faults {
     pub server_errors: Option<Burst>,
     /// Answer the next requests with 429 and a `Retry-After` header, without acting on them.
     pub rate_limit: Option<RateLimit>,
+    /// Answer the next REST token-chain calls (installation token, registration token,
+    /// runner-registration) with one of GitHub's REST rate-limit answers, without acting on
+    /// them; `GET /api/v3/rate_limit` reports the quota exhausted while it is armed.
+    pub rest_rate_limit: Option<RestRateLimit>,
     /// Act on the next POSTs (commit), then answer them with a server error.
     pub commit_then_fail: Option<Burst>,
     /// Before the next scale-set create, a competitor creates a scale set with the same name in
@@ -116,6 +120,82 @@ impl RateLimit {
         self.endpoint = Some(endpoint.to_owned());
         self
     }
+}
+
+/// How GitHub's REST API refuses a rate-limited call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum RestRateLimitAnswer {
+    /// 403 with `Retry-After` (a secondary rate limit).
+    RetryAfter403,
+    /// 429 with `Retry-After` (a secondary rate limit).
+    RetryAfter429,
+    /// 403 with `x-ratelimit-remaining: 0` and `x-ratelimit-reset` (the primary limit used up).
+    RemainingZero403,
+}
+
+/// A counted burst of REST rate-limit answers on the token-chain calls.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[non_exhaustive]
+pub struct RestRateLimit {
+    /// How many more token-chain calls are refused.
+    pub remaining: u32,
+    /// Which of GitHub's answers they get.
+    pub answer: RestRateLimitAnswer,
+    /// How long the client is told to wait, in seconds: the `Retry-After` value, or how far
+    /// after the (simulated) time of the answer `x-ratelimit-reset` lies.
+    pub wait_secs: u64,
+    /// Only this token-chain endpoint (`installation_token`, `registration_token` or
+    /// `runner_registration`); all three when absent. Other endpoints are never refused.
+    #[serde(default)]
+    pub endpoint: Option<String>,
+}
+
+impl RestRateLimit {
+    /// `remaining` refusals of every token-chain call with `answer`, telling the client to wait
+    /// `wait_secs`.
+    pub fn new(remaining: u32, answer: RestRateLimitAnswer, wait_secs: u64) -> Self {
+        Self {
+            remaining,
+            answer,
+            wait_secs,
+            endpoint: None,
+        }
+    }
+
+    /// Restricts the refusals to one token-chain endpoint.
+    pub fn on(mut self, endpoint: &str) -> Self {
+        self.endpoint = Some(endpoint.to_owned());
+        self
+    }
+
+    /// Whether it still refuses calls.
+    pub(crate) fn armed(&self) -> bool {
+        self.remaining > 0
+    }
+}
+
+/// Takes one shot of a REST rate-limit burst that matches the token-chain `endpoint`.
+pub(crate) fn take_rest_rate_limit(
+    slot: &mut Option<RestRateLimit>,
+    endpoint: &str,
+) -> Option<(RestRateLimitAnswer, u64)> {
+    let limit = slot.as_mut()?;
+    if !limit.armed() {
+        *slot = None;
+        return None;
+    }
+    if limit.endpoint.as_deref().is_some_and(|e| e != endpoint) {
+        return None;
+    }
+    let shot = (limit.answer, limit.wait_secs);
+    limit.remaining -= 1;
+    if !limit.armed() {
+        *slot = None;
+    }
+    Some(shot)
 }
 
 /// The competitor of a racing create.

@@ -3,8 +3,10 @@
 //!
 //! One HTTP listener serves:
 //! - the GitHub REST surface under `/api/v3/` (as a GHES host would): installation tokens,
-//!   registration tokens for repositories, organizations and enterprises, and
-//!   `actions/runner-registration`;
+//!   registration tokens for repositories, organizations and enterprises,
+//!   `actions/runner-registration` (also at the root path), the runner application downloads
+//!   (with placeholder archives) and `rate_limit`, so that other runner tools run against it
+//!   unchanged;
 //! - the Actions service under a configurable base path (default `/tenant/1/`): runner groups,
 //!   scale sets, sessions, acquirable jobs, acquire, JIT configurations and agents;
 //! - the message queue on its own path (default `/scalesets/message`), with a real-time
@@ -58,6 +60,7 @@
 //! ```
 
 mod actions;
+mod auth;
 mod clock;
 mod config;
 mod control;
@@ -66,8 +69,12 @@ mod exception;
 mod fault;
 mod protocol;
 mod queue;
+mod quota;
+mod request;
 mod request_log;
+mod rest;
 mod route;
+mod runner_download;
 mod scope;
 mod server;
 mod service;
@@ -79,7 +86,9 @@ mod token;
 pub use clock::SimTime;
 pub use config::{AssignmentMode, InstallationSeed, PatSeed, RunnerGroupSeed, SimConfig};
 pub use error::Error;
-pub use fault::{Burst, Faults, NestedStyle, RaceCreate, RateLimit};
+pub use fault::{
+    Burst, Faults, NestedStyle, RaceCreate, RateLimit, RestRateLimit, RestRateLimitAnswer,
+};
 pub use simulator::{ForeignScaleSet, Simulator};
 pub use snapshot::{
     AgentInfo, JobInfo, JobSpec, RequestRecord, RunnerGroupInfo, ScaleSetInfo, SessionInfo,

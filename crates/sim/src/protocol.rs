@@ -7,8 +7,12 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
 use crate::clock::SimTime;
+use crate::quota::QuotaStatus;
+use crate::runner_download::{Archive, release_path};
 use crate::snapshot::Statistics;
-use crate::state::{Agent, Delivery, Label, RunnerGroup, ScaleSet, ScaleSetInput, Session};
+use crate::state::{
+    Agent, Delivery, Job, JobEvent, Label, RunnerGroup, ScaleSet, ScaleSetInput, Session,
+};
 
 /// `{count, value}`, with `count == len(value)`.
 pub(crate) fn envelope(value: Vec<Value>) -> Value {
@@ -90,9 +94,70 @@ pub(crate) fn message(delivery: &Delivery) -> Value {
     json!({
         "messageId": delivery.id,
         "messageType": "RunnerScaleSetJobMessages",
-        "body": delivery.body,
+        "body": Value::Array(delivery.events.iter().map(job_event).collect()).to_string(),
         "statistics": statistics(&delivery.statistics),
     })
+}
+
+/// The `messageType` of a job message.
+pub(crate) fn message_type(event: &JobEvent) -> &'static str {
+    match event {
+        JobEvent::Available(_) => "JobAvailable",
+        JobEvent::Assigned(_) => "JobAssigned",
+        JobEvent::Started { .. } => "JobStarted",
+        JobEvent::Completed { .. } => "JobCompleted",
+    }
+}
+
+/// One job message (an element of a queue message's `body` array). Unset times are .NET's
+/// zero date, as the service writes them.
+pub(crate) fn job_event(event: &JobEvent) -> Value {
+    let (job, runner, result): (&Job, Option<(i64, &str)>, Option<&str>) = match event {
+        JobEvent::Available(job) | JobEvent::Assigned(job) => (job, None, None),
+        JobEvent::Started { job, runner } => (job, Some((runner.0, runner.1.as_str())), None),
+        JobEvent::Completed {
+            job,
+            runner,
+            result,
+        } => (
+            job,
+            Some(
+                runner
+                    .as_ref()
+                    .map_or((0, ""), |(id, name)| (*id, name.as_str())),
+            ),
+            Some(result.as_str()),
+        ),
+    };
+    let unset = "0001-01-01T00:00:00Z".to_owned();
+    let time = |t: Option<SimTime>| t.map_or_else(|| unset.clone(), SimTime::to_dotnet);
+    let mut value = json!({
+        "messageType": message_type(event),
+        "runnerRequestId": job.wire_request_id,
+        "jobId": job.job_id,
+        "repositoryName": job.repository,
+        "ownerName": job.owner,
+        "jobWorkflowRef": job.workflow_ref,
+        "jobDisplayName": job.display_name,
+        "workflowRunId": job.run_id,
+        "eventName": job.event_name,
+        "requestLabels": job.labels,
+        "queueTime": job.queue_time.to_dotnet(),
+        "scaleSetAssignTime": time(job.assigned_at),
+        "runnerAssignTime": time(job.runner_assigned_at),
+        "finishTime": time(job.finished_at),
+    });
+    if let JobEvent::Available(job) = event {
+        value["acquireJobUrl"] = json!(format!("acquirejobs/{}", job.request_id));
+    }
+    if let Some((id, name)) = runner {
+        value["runnerId"] = json!(id);
+        value["runnerName"] = json!(name);
+    }
+    if let Some(result) = result {
+        value["result"] = json!(result);
+    }
+    value
 }
 
 /// An agent (`RunnerReference`).
@@ -106,7 +171,7 @@ pub(crate) fn agent(agent: &Agent, group: Option<&RunnerGroup>) -> Value {
         "runnerGroupId": group.map(|g| g.id),
         "runnerGroupName": group.map(|g| g.name.clone()),
         "os": "Linux",
-        "version": "2.330.0",
+        "version": crate::runner_download::RUNNER_VERSION,
         "enabled": true,
         "ephemeral": true,
         "status": if online { "online" } else { "offline" },
@@ -193,6 +258,70 @@ pub(crate) fn scale_set_input(body: &Value) -> ScaleSetInput {
     }
 }
 
+/// The runner application downloads (`GET …/actions/runners/downloads`), with URLs under
+/// `origin` (`http://HOST`). No `temp_download_token`: github.com sends none for its public
+/// release downloads, and the simulator's archives need no credential either.
+pub(crate) fn runner_downloads(archives: &[Archive], origin: &str) -> Value {
+    Value::Array(
+        archives
+            .iter()
+            .map(|a| {
+                json!({
+                    "os": a.os,
+                    "architecture": a.architecture,
+                    "download_url": format!("{origin}{}", release_path(&a.filename)),
+                    "filename": a.filename,
+                    "sha256_checksum": a.sha256,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// One resource of `GET /rate_limit`.
+fn rate_resource(quota: &QuotaStatus, resource: &str) -> Value {
+    json!({
+        "limit": quota.limit,
+        "remaining": quota.remaining,
+        "reset": quota.reset,
+        "used": quota.used,
+        "resource": resource,
+    })
+}
+
+/// `GET /rate_limit`: `resources.core` (and the deprecated top-level `rate`, its copy) carry the
+/// simulated quota; the other resources are reported untouched.
+pub(crate) fn rate_limit(core: &QuotaStatus, now: SimTime) -> Value {
+    let fresh = |limit: u64, window_secs: u64| QuotaStatus {
+        limit,
+        remaining: limit,
+        reset: now.as_secs().saturating_add(window_secs),
+        used: 0,
+    };
+    json!({
+        "resources": {
+            "core": rate_resource(core, "core"),
+            "search": rate_resource(&fresh(30, 60), "search"),
+            "code_search": rate_resource(&fresh(10, 60), "code_search"),
+            "graphql": rate_resource(&fresh(5000, 3600), "graphql"),
+            "integration_manifest": rate_resource(&fresh(5000, 3600), "integration_manifest"),
+            "actions_runner_registration": rate_resource(&fresh(10_000, 3600), "actions_runner_registration"),
+        },
+        "rate": rate_resource(core, "core"),
+    })
+}
+
+/// The `x-ratelimit-*` headers GitHub sends with a REST answer.
+pub(crate) fn rate_limit_headers(quota: &QuotaStatus) -> Vec<(&'static str, String)> {
+    vec![
+        ("x-ratelimit-limit", quota.limit.to_string()),
+        ("x-ratelimit-remaining", quota.remaining.to_string()),
+        ("x-ratelimit-reset", quota.reset.to_string()),
+        ("x-ratelimit-used", quota.used.to_string()),
+        ("x-ratelimit-resource", "core".to_owned()),
+    ]
+}
+
 /// The current time as the REST API writes `expires_at`.
 pub(crate) fn expires_at(at: SimTime) -> String {
     at.to_rfc3339()
@@ -248,6 +377,65 @@ mod tests {
             let _ = crate::route::route(&http::Method::GET, &text, &mounts);
             let _ = crate::route::route(&http::Method::POST, &format!("/tenant/1/{text}"), &mounts);
         }
+    }
+
+    #[test]
+    fn job_events_render_as_the_service_writes_them() {
+        let job = Job {
+            request_id: 7,
+            wire_request_id: 0,
+            job_id: "j-7".to_owned(),
+            repository: "widgets".to_owned(),
+            owner: "acme".to_owned(),
+            workflow_ref: "acme/widgets/.github/workflows/ci.yml@refs/heads/main".to_owned(),
+            display_name: "job 7".to_owned(),
+            run_id: 1000,
+            event_name: "push".to_owned(),
+            labels: vec!["linux".to_owned()],
+            result: "succeeded".to_owned(),
+            run_for: None,
+            queue_time: SimTime::from_millis(1_796_205_600_123),
+            assigned_at: None,
+            runner_assigned_at: None,
+            finished_at: None,
+            state: crate::state::JobState::Queued,
+            reassignments: 0,
+            runner: None,
+        };
+        let available = job_event(&JobEvent::Available(job.clone()));
+        assert_eq!(available["messageType"], "JobAvailable");
+        assert_eq!(available["acquireJobUrl"], "acquirejobs/7");
+        assert_eq!(available["runnerRequestId"], 0);
+        assert_eq!(available["queueTime"], "2026-12-02T10:00:00.1230000Z");
+        assert_eq!(available["finishTime"], "0001-01-01T00:00:00Z");
+        assert!(available.get("runnerId").is_none());
+        let started = job_event(&JobEvent::Started {
+            job: job.clone(),
+            runner: (3, "r-3".to_owned()),
+        });
+        assert_eq!(
+            (
+                &started["messageType"],
+                &started["runnerId"],
+                &started["runnerName"]
+            ),
+            (&json!("JobStarted"), &json!(3), &json!("r-3"))
+        );
+        assert!(started.get("acquireJobUrl").is_none());
+        assert!(started.get("result").is_none());
+        let canceled = job_event(&JobEvent::Completed {
+            job,
+            runner: None,
+            result: "canceled".to_owned(),
+        });
+        assert_eq!(
+            (
+                &canceled["runnerId"],
+                &canceled["runnerName"],
+                &canceled["result"]
+            ),
+            (&json!(0), &json!(""), &json!("canceled"))
+        );
     }
 
     #[test]

@@ -2,17 +2,17 @@
 //! nothing arrives) and the DELETE that acknowledges a message. Delivery is at least once and
 //! scale-set scoped: an un-deleted message is delivered again, to any session.
 
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::time::{Instant, sleep_until};
 
+use crate::auth::queue_grant;
 use crate::exception::ApiError;
 use crate::fault::take_count;
 use crate::protocol;
-use crate::service::{PollGuard, Reply, Request, queue_grant};
+use crate::request::{Outcome, Reply, Request};
 use crate::simulator::{Shared, lock};
-
-type Outcome = Result<Reply, ApiError>;
 
 /// `GET {messageQueueUrl}[?lastMessageId=M]` with `X-ScaleSetMaxCapacity`.
 pub(crate) async fn get_message(shared: &Shared, req: &Request) -> Outcome {
@@ -84,4 +84,20 @@ pub(crate) fn delete_message(shared: &Shared, req: &Request, message_id: i64) ->
     state.touch_session(scale_set, now);
     state.ack(scale_set, message_id);
     Ok(Reply::empty(204))
+}
+
+/// Marks one more held poll for the lifetime of the guard.
+pub(crate) struct PollGuard<'a>(&'a Shared);
+
+impl<'a> PollGuard<'a> {
+    pub(crate) fn new(shared: &'a Shared) -> Self {
+        shared.waiting_polls.fetch_add(1, Ordering::SeqCst);
+        Self(shared)
+    }
+}
+
+impl Drop for PollGuard<'_> {
+    fn drop(&mut self) {
+        self.0.waiting_polls.fetch_sub(1, Ordering::SeqCst);
+    }
 }

@@ -9,6 +9,17 @@ pub(crate) enum Endpoint {
     InstallationToken(i64),
     RegistrationToken(String),
     RunnerRegistration,
+    /// `GET …/actions/runners/downloads` for a scope path (`acme`, `acme/w`, `enterprises/e`).
+    RunnerDownloads(String),
+    /// `GET /api/v3/rate_limit`.
+    RateLimit,
+    /// `GET /actions/runner/releases/download/{tag}/{filename}`: a placeholder runner archive.
+    RunnerArchive {
+        /// The release tag, `v` and the runner version.
+        tag: String,
+        /// The archive's file name.
+        filename: String,
+    },
     ListRunnerGroups,
     ListScaleSets,
     GetScaleSet(i64),
@@ -39,6 +50,9 @@ impl Endpoint {
             Self::InstallationToken(_) => "installation_token",
             Self::RegistrationToken(_) => "registration_token",
             Self::RunnerRegistration => "runner_registration",
+            Self::RunnerDownloads(_) => "runner_downloads",
+            Self::RateLimit => "rate_limit",
+            Self::RunnerArchive { .. } => "runner_archive",
             Self::ListRunnerGroups => "list_runner_groups",
             Self::ListScaleSets => "list_scale_sets",
             Self::GetScaleSet(_) => "get_scale_set",
@@ -60,6 +74,28 @@ impl Endpoint {
             Self::NotFound => "not_found",
         }
     }
+
+    /// Whether this is a GitHub REST call (counted against the simulated REST rate limit and
+    /// answered with `x-ratelimit-*` headers).
+    pub(crate) fn is_rest(&self) -> bool {
+        matches!(
+            self,
+            Self::InstallationToken(_)
+                | Self::RegistrationToken(_)
+                | Self::RunnerRegistration
+                | Self::RunnerDownloads(_)
+                | Self::RateLimit
+        )
+    }
+
+    /// Whether this is one of the REST token-chain calls a controller makes to reach the
+    /// Actions service (installation token, registration token, runner-registration).
+    pub(crate) fn is_token_chain(&self) -> bool {
+        matches!(
+            self,
+            Self::InstallationToken(_) | Self::RegistrationToken(_) | Self::RunnerRegistration
+        )
+    }
 }
 
 /// Where the routes are mounted.
@@ -71,13 +107,47 @@ pub(crate) struct Mounts {
     pub(crate) queue: String,
 }
 
-/// Resolves `method path` to an endpoint.
+/// `path` with every run of slashes collapsed into one, as github.com normalises request paths
+/// (one older client builds its acquire URL with `//`).
+pub(crate) fn collapse_slashes(path: &str) -> std::borrow::Cow<'_, str> {
+    if !path.contains("//") {
+        return std::borrow::Cow::Borrowed(path);
+    }
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        if c == '/' && out.ends_with('/') {
+            continue;
+        }
+        out.push(c);
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Resolves `method path` to an endpoint. Repeated slashes in `path` are collapsed first.
 pub(crate) fn route(method: &Method, path: &str, mounts: &Mounts) -> Endpoint {
+    let path = collapse_slashes(path);
+    let path = path.as_ref();
     if let Some(rest) = path.strip_prefix("/_sim/") {
         return Endpoint::Control(rest.to_owned());
     }
     if let Some(rest) = path.strip_prefix("/api/v3/") {
         return rest_route(method, rest);
+    }
+    // GARM derives the registration URL from a GHES base without `/api/v3`; the reference
+    // leaves open which path a real GHES answers, so both are served.
+    if method == Method::POST && path.trim_end_matches('/') == "/actions/runner-registration" {
+        return Endpoint::RunnerRegistration;
+    }
+    if let Some(rest) = path.strip_prefix("/actions/runner/releases/download/") {
+        return match (method, rest.split('/').collect::<Vec<_>>().as_slice()) {
+            (&Method::GET, [tag, filename]) if !tag.is_empty() && !filename.is_empty() => {
+                Endpoint::RunnerArchive {
+                    tag: (*tag).to_owned(),
+                    filename: (*filename).to_owned(),
+                }
+            }
+            _ => Endpoint::NotFound,
+        };
     }
     if path == mounts.queue {
         return if method == Method::GET {
@@ -102,35 +172,38 @@ pub(crate) fn route(method: &Method, path: &str, mounts: &Mounts) -> Endpoint {
 }
 
 fn rest_route(method: &Method, rest: &str) -> Endpoint {
+    let segs: Vec<&str> = rest.trim_end_matches('/').split('/').collect();
+    if method == Method::GET {
+        return match segs.as_slice() {
+            ["rate_limit"] => Endpoint::RateLimit,
+            _ => match runner_scope(&segs, "downloads") {
+                Some(scope) => Endpoint::RunnerDownloads(scope),
+                None => Endpoint::NotFound,
+            },
+        };
+    }
     if method != Method::POST {
         return Endpoint::NotFound;
     }
-    let segs: Vec<&str> = rest.trim_end_matches('/').split('/').collect();
     match segs.as_slice() {
         ["app", "installations", id, "access_tokens"] => id
             .parse()
             .map_or(Endpoint::NotFound, Endpoint::InstallationToken),
-        [
-            "repos",
-            owner,
-            repo,
-            "actions",
-            "runners",
-            "registration-token",
-        ] => Endpoint::RegistrationToken(format!("{owner}/{repo}")),
-        ["orgs", org, "actions", "runners", "registration-token"] => {
-            Endpoint::RegistrationToken((*org).to_owned())
-        }
-        [
-            "enterprises",
-            ent,
-            "actions",
-            "runners",
-            "registration-token",
-        ] => Endpoint::RegistrationToken(format!("enterprises/{ent}")),
         ["actions", "runner-registration"] => Endpoint::RunnerRegistration,
-        _ => Endpoint::NotFound,
+        _ => runner_scope(&segs, "registration-token")
+            .map_or(Endpoint::NotFound, Endpoint::RegistrationToken),
     }
+}
+
+/// The scope path of `{repos/{o}/{r}|orgs/{o}|enterprises/{e}}/actions/runners/{leaf}`.
+fn runner_scope(segs: &[&str], leaf: &str) -> Option<String> {
+    let (scope, tail) = match segs {
+        ["repos", owner, repo, tail @ ..] => (format!("{owner}/{repo}"), tail),
+        ["orgs", org, tail @ ..] => ((*org).to_owned(), tail),
+        ["enterprises", ent, tail @ ..] => (format!("enterprises/{ent}"), tail),
+        _ => return None,
+    };
+    (tail == ["actions", "runners", leaf]).then_some(scope)
 }
 
 fn actions_route(method: &Method, rest: &str) -> Endpoint {
@@ -217,6 +290,68 @@ mod tests {
                 "/api/v3/actions/runner-registration",
                 Endpoint::RunnerRegistration,
             ),
+            (
+                Method::POST,
+                "/actions/runner-registration",
+                Endpoint::RunnerRegistration,
+            ),
+            (
+                Method::GET,
+                "/actions/runner-registration",
+                Endpoint::NotFound,
+            ),
+            (Method::GET, "/api/v3/rate_limit", Endpoint::RateLimit),
+            (Method::POST, "/api/v3/rate_limit", Endpoint::NotFound),
+            (
+                Method::GET,
+                "/api/v3/orgs/acme/actions/runners/downloads",
+                Endpoint::RunnerDownloads("acme".to_owned()),
+            ),
+            (
+                Method::GET,
+                "/api/v3/repos/acme/w/actions/runners/downloads",
+                Endpoint::RunnerDownloads("acme/w".to_owned()),
+            ),
+            (
+                Method::GET,
+                "/api/v3/enterprises/big/actions/runners/downloads",
+                Endpoint::RunnerDownloads("enterprises/big".to_owned()),
+            ),
+            (
+                Method::POST,
+                "/api/v3/orgs/acme/actions/runners/downloads",
+                Endpoint::NotFound,
+            ),
+            (
+                Method::GET,
+                "/api/v3/orgs/acme/actions/runners/registration-token",
+                Endpoint::NotFound,
+            ),
+            (
+                Method::GET,
+                "/actions/runner/releases/download/v2.330.0/actions-runner-linux-x64-2.330.0.tar.gz",
+                Endpoint::RunnerArchive {
+                    tag: "v2.330.0".to_owned(),
+                    filename: "actions-runner-linux-x64-2.330.0.tar.gz".to_owned(),
+                },
+            ),
+            (
+                Method::GET,
+                "/actions/runner/releases/download/v2.330.0/",
+                Endpoint::NotFound,
+            ),
+            // Repeated slashes are collapsed before routing, as github.com does.
+            (
+                Method::POST,
+                "/tenant/1//_apis/runtime/runnerscalesets/3//acquirejobs",
+                Endpoint::AcquireJobs(3),
+            ),
+            (
+                Method::POST,
+                "//api/v3//orgs/acme/actions/runners/registration-token",
+                Endpoint::RegistrationToken("acme".to_owned()),
+            ),
+            (Method::GET, "/scalesets//message", Endpoint::GetMessage),
             (
                 Method::GET,
                 "/tenant/1/_apis/runtime/runnergroups/",

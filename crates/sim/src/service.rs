@@ -1,90 +1,24 @@
-//! Request handling for the simulated GitHub: authentication, the REST token endpoints, the
-//! Actions service, the message queue (with its long-poll), fault application, and the request
-//! log. The control API's routes live in `control.rs`.
+//! Request handling end to end: reads the HTTP request, applies the request-level faults and
+//! the REST quota, dispatches each endpoint to its handler (`rest`, `actions`, `queue`,
+//! `control`), renders the answer and records it in the request log.
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
-use http::header::{AUTHORIZATION, CONTENT_TYPE, HOST, RETRY_AFTER};
-use http::{HeaderMap, Method, Response, StatusCode};
+use http::header::{CONTENT_TYPE, HOST, RETRY_AFTER};
+use http::{Method, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use serde_json::{Value, json};
 
-use crate::config::AssignmentMode;
 use crate::exception::{self, ApiError};
-use crate::fault::{take_burst, take_count, take_rate_limit};
-use crate::protocol;
+use crate::fault::{take_burst, take_rate_limit, take_rest_rate_limit};
+use crate::request::{Body, Outcome, Request};
+use crate::rest::{self, ExtraHeaders};
 use crate::route::{Endpoint, route};
-use crate::scope::Scope;
 use crate::simulator::{Shared, lock};
-use crate::state::ScaleSetInput;
-use crate::token::{Grant, Refusal, decode_app_jwt};
 
 /// The largest request body accepted.
 const MAX_BODY: usize = 1 << 20;
-
-/// A successful answer before rendering.
-#[derive(Debug)]
-pub(crate) struct Reply {
-    pub(crate) status: u16,
-    pub(crate) body: Option<Value>,
-}
-
-impl Reply {
-    pub(crate) fn json(status: u16, body: Value) -> Self {
-        Self {
-            status,
-            body: Some(body),
-        }
-    }
-
-    pub(crate) fn empty(status: u16) -> Self {
-        Self { status, body: None }
-    }
-}
-
-/// One parsed request.
-pub(crate) struct Request {
-    pub(crate) method: Method,
-    pub(crate) endpoint: Endpoint,
-    pub(crate) query: HashMap<String, String>,
-    pub(crate) headers: HeaderMap,
-    pub(crate) body: Bytes,
-    /// `http://HOST` as the client addressed us.
-    pub(crate) origin: String,
-}
-
-impl Request {
-    /// A query value, form-decoded (`+` is a space), matching the key case-insensitively.
-    pub(crate) fn query(&self, key: &str) -> Option<&str> {
-        self.query
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(key))
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn bearer(&self) -> Option<&str> {
-        let value = self.headers.get(AUTHORIZATION)?.to_str().ok()?;
-        let (scheme, token) = value.split_once(' ')?;
-        scheme
-            .eq_ignore_ascii_case("bearer")
-            .then_some(token.trim())
-    }
-
-    /// The body as JSON (`Null` when empty or not JSON).
-    pub(crate) fn json(&self) -> Value {
-        let body = self
-            .body
-            .strip_prefix(&[0xEF, 0xBB, 0xBF][..])
-            .unwrap_or(&self.body);
-        serde_json::from_slice(body).unwrap_or(Value::Null)
-    }
-}
-
-type Outcome = Result<Reply, ApiError>;
 
 /// Handles one HTTP request end to end, inside an `http.request` span.
 pub(crate) async fn handle(
@@ -143,8 +77,8 @@ async fn answer(
         origin,
     };
     let name = request.endpoint.name();
-    let (outcome, retry_after) = if matches!(request.endpoint, Endpoint::Control(_)) {
-        (crate::control::handle(&shared, &request), None)
+    let (outcome, extra_headers) = if matches!(request.endpoint, Endpoint::Control(_)) {
+        (crate::control::handle(&shared, &request), Vec::new())
     } else {
         serve_simulated(&shared, &request).await
     };
@@ -152,12 +86,16 @@ async fn answer(
     let is_control = matches!(request.endpoint, Endpoint::Control(_));
     let (status, content_type, bytes) = match &outcome {
         Ok(reply) => match &reply.body {
-            Some(body) => (
+            Body::Json(body) => (
                 reply.status,
                 Some("application/json; charset=utf-8"),
                 exception::json_bytes(body, faults.bom && !is_control),
             ),
-            None => (reply.status, None, Vec::new()),
+            Body::Bytes {
+                content_type,
+                bytes,
+            } => (reply.status, Some(*content_type), bytes.to_vec()),
+            Body::Empty => (reply.status, None, Vec::new()),
         },
         Err(error) => {
             let rendered = exception::render(error, &faults);
@@ -173,10 +111,10 @@ async fn answer(
     if let Some(ct) = content_type {
         headers.insert(CONTENT_TYPE, http::HeaderValue::from_static(ct));
     }
-    if let Some(secs) = retry_after
-        && let Ok(v) = http::HeaderValue::from_str(&secs.to_string())
-    {
-        headers.insert(RETRY_AFTER, v);
+    for (name, value) in extra_headers {
+        if let Ok(v) = http::HeaderValue::from_str(&value) {
+            headers.insert(name, v);
+        }
     }
     if !is_control && let Ok(v) = http::HeaderValue::from_str(&request_id) {
         headers.insert("ActivityId", v.clone());
@@ -185,12 +123,17 @@ async fn answer(
     response
 }
 
-/// Applies the request-level faults, then dispatches to the endpoint.
-async fn serve_simulated(shared: &Arc<Shared>, req: &Request) -> (Outcome, Option<u64>) {
+/// Counts REST calls against the simulated quota, applies the request-level faults, then
+/// dispatches to the endpoint.
+async fn serve_simulated(shared: &Arc<Shared>, req: &Request) -> (Outcome, ExtraHeaders) {
     let name = req.endpoint.name();
     let latency = lock(&shared.faults).latency_ms;
     if latency > 0 {
         tokio::time::sleep(std::time::Duration::from_millis(latency)).await;
+    }
+    // GitHub does not count `/rate_limit` itself against the limit.
+    if req.endpoint.is_rest() && req.endpoint != Endpoint::RateLimit {
+        lock(&shared.quota).record(shared.clock.now());
     }
     {
         let mut faults = lock(&shared.faults);
@@ -200,11 +143,16 @@ async fn serve_simulated(shared: &Arc<Shared>, req: &Request) -> (Outcome, Optio
                     status: 429,
                     message: "API rate limit exceeded",
                 }),
-                Some(secs),
+                vec![(RETRY_AFTER.as_str(), secs.to_string())],
             );
         }
+        if req.endpoint.is_token_chain()
+            && let Some((answer, wait)) = take_rest_rate_limit(&mut faults.rest_rate_limit, name)
+        {
+            return rest::rate_limited(answer, wait, shared.clock.now());
+        }
         if let Some(status) = take_burst(&mut faults.server_errors, name) {
-            return (Err(server_error(status)), None);
+            return (Err(server_error(status)), Vec::new());
         }
     }
     if req.endpoint != Endpoint::GetMessage {
@@ -215,9 +163,9 @@ async fn serve_simulated(shared: &Arc<Shared>, req: &Request) -> (Outcome, Optio
         && outcome.is_ok()
         && let Some(status) = take_burst(&mut lock(&shared.faults).commit_then_fail, name)
     {
-        return (Err(server_error(status)), None);
+        return (Err(server_error(status)), Vec::new());
     }
-    (outcome, None)
+    (outcome, Vec::new())
 }
 
 fn server_error(status: u16) -> ApiError {
@@ -229,263 +177,50 @@ fn server_error(status: u16) -> ApiError {
 }
 
 async fn dispatch(shared: &Arc<Shared>, req: &Request) -> Outcome {
+    use crate::actions::{self, tenant};
+    use crate::queue;
     match &req.endpoint {
-        Endpoint::InstallationToken(id) => installation_token(shared, req, *id),
-        Endpoint::RegistrationToken(path) => registration_token(shared, req, path),
-        Endpoint::RunnerRegistration => runner_registration(shared, req),
-        Endpoint::GetMessage => crate::queue::get_message(shared, req).await,
-        Endpoint::DeleteMessage(id) => crate::queue::delete_message(shared, req, *id),
-        Endpoint::AcquireJobs(id) => crate::actions::acquire_jobs(shared, req, *id),
+        Endpoint::InstallationToken(id) => rest::installation_token(shared, req, *id),
+        Endpoint::RegistrationToken(path) => rest::registration_token(shared, req, path),
+        Endpoint::RunnerRegistration => rest::runner_registration(shared, req),
+        Endpoint::RunnerDownloads(path) => rest::runner_downloads(shared, req, path),
+        Endpoint::RateLimit => rest::rate_limit(shared, req),
+        Endpoint::RunnerArchive { tag, filename } => rest::runner_archive(shared, tag, filename),
+        Endpoint::GetMessage => queue::get_message(shared, req).await,
+        Endpoint::DeleteMessage(id) => queue::delete_message(shared, req, *id),
+        Endpoint::AcquireJobs(id) => actions::acquire_jobs(shared, req, *id),
+        Endpoint::ListRunnerGroups => {
+            actions::list_runner_groups(shared, req, &tenant(shared, req)?)
+        }
+        Endpoint::ListScaleSets => actions::list_scale_sets(shared, req, &tenant(shared, req)?),
+        Endpoint::GetScaleSet(id) => {
+            actions::get_scale_set(shared, req, &tenant(shared, req)?, *id)
+        }
+        Endpoint::CreateScaleSet => actions::create_scale_set(shared, req, &tenant(shared, req)?),
+        Endpoint::UpdateScaleSet(id) => {
+            actions::update_scale_set(shared, req, &tenant(shared, req)?, *id)
+        }
+        Endpoint::DeleteScaleSet(id) => {
+            actions::delete_scale_set(shared, &tenant(shared, req)?, *id)
+        }
+        Endpoint::CreateSession(id) => {
+            actions::create_session(shared, req, &tenant(shared, req)?, *id)
+        }
+        Endpoint::RefreshSession(id, sid) => {
+            actions::refresh_session(shared, req, &tenant(shared, req)?, *id, sid)
+        }
+        Endpoint::DeleteSession(id, sid) => {
+            actions::delete_session(shared, &tenant(shared, req)?, *id, sid)
+        }
+        Endpoint::AcquirableJobs(id) => {
+            actions::acquirable_jobs(shared, req, &tenant(shared, req)?, *id)
+        }
+        Endpoint::GenerateJitConfig(id) => {
+            actions::generate_jit_config(shared, req, &tenant(shared, req)?, *id)
+        }
+        Endpoint::GetAgent(id) => actions::get_agent(shared, &tenant(shared, req)?, *id),
+        Endpoint::ListAgents => actions::list_agents(shared, req, &tenant(shared, req)?),
+        Endpoint::DeleteAgent(id) => actions::delete_agent(shared, &tenant(shared, req)?, *id),
         Endpoint::NotFound | Endpoint::Control(_) => Err(ApiError::RouterNotFound),
-        actions => {
-            let scope = admin_scope(shared, req)?;
-            crate::actions::handle(shared, req, actions, &scope)
-        }
-    }
-}
-
-/// The tenant an admin bearer token grants; 401 `InvalidTokenException` otherwise.
-fn admin_scope(shared: &Shared, req: &Request) -> Result<Scope, ApiError> {
-    let token = req.bearer().ok_or_else(|| {
-        ApiError::exception(
-            401,
-            "InvalidTokenException",
-            "No access token was presented.",
-        )
-    })?;
-    match shared.signer.verify(token, shared.clock.now()) {
-        Ok(Grant::Admin { scope }) => Scope::parse_path(&scope).ok_or_else(|| {
-            ApiError::exception(
-                401,
-                "InvalidTokenException",
-                "The access token is not valid.",
-            )
-        }),
-        Ok(Grant::Queue { .. }) | Err(Refusal::Invalid) => Err(ApiError::exception(
-            401,
-            "InvalidTokenException",
-            "The access token is not valid.",
-        )),
-        Err(Refusal::Expired) => Err(ApiError::exception(
-            401,
-            "InvalidTokenException",
-            "The user 'System:PublicAccess' is not authorized to access this resource: the access token has expired.",
-        )),
-    }
-}
-
-/// The session a queue bearer token grants, if it is valid and the session still active.
-pub(crate) fn queue_grant(shared: &Shared, req: &Request) -> Result<(i64, String), ApiError> {
-    let token = req.bearer().ok_or(ApiError::Unauthorized)?;
-    match shared.signer.verify(token, shared.clock.now()) {
-        Ok(Grant::Queue { scale_set, session }) => {
-            if lock(&shared.state).session_active(scale_set, &session) {
-                Ok((scale_set, session))
-            } else {
-                Err(ApiError::Unauthorized)
-            }
-        }
-        _ => Err(ApiError::Unauthorized),
-    }
-}
-
-fn random_token(prefix: &str, len: usize) -> String {
-    let alphabet: Vec<char> = ('A'..='Z').chain('0'..='9').collect();
-    let tail: String = (0..len)
-        .map(|_| alphabet[fastrand::usize(..alphabet.len())])
-        .collect();
-    format!("{prefix}{tail}")
-}
-
-fn bad_credentials() -> ApiError {
-    ApiError::Rest {
-        status: 401,
-        message: "Bad credentials",
-    }
-}
-
-fn not_found() -> ApiError {
-    ApiError::Rest {
-        status: 404,
-        message: "Not Found",
-    }
-}
-
-fn installation_token(shared: &Shared, req: &Request, id: i64) -> Outcome {
-    let jwt = req
-        .bearer()
-        .and_then(decode_app_jwt)
-        .ok_or(ApiError::Rest {
-            status: 401,
-            message: "A JSON web token could not be decoded",
-        })?;
-    let now = shared.clock.now();
-    if jwt.expires <= now.as_secs() {
-        return Err(ApiError::Rest {
-            status: 401,
-            message: "'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires",
-        });
-    }
-    let seed = shared
-        .config
-        .installations
-        .iter()
-        .find(|i| i.id == id)
-        .ok_or_else(not_found)?;
-    if seed.app_id != jwt.issuer {
-        return Err(ApiError::Rest {
-            status: 401,
-            message: "Integration not found",
-        });
-    }
-    let token = random_token("ghs_", 36);
-    let expires = now.plus(shared.config.installation_token_ttl);
-    lock(&shared.state)
-        .installation_tokens
-        .insert(token.clone(), (id, expires));
-    Ok(Reply::json(
-        201,
-        json!({
-            "token": token,
-            "expires_at": protocol::expires_at(expires),
-            "permissions": { "organization_self_hosted_runners": "write", "administration": "write", "metadata": "read" },
-            "repository_selection": "all",
-        }),
-    ))
-}
-
-fn registration_token(shared: &Shared, req: &Request, path: &str) -> Outcome {
-    let bearer = req.bearer().ok_or(ApiError::Rest {
-        status: 401,
-        message: "Requires authentication",
-    })?;
-    let scope = Scope::parse_path(path).ok_or_else(not_found)?;
-    let now = shared.clock.now();
-    let mut state = lock(&shared.state);
-    if let Some(pat) = shared.config.pats.iter().find(|p| p.token == bearer) {
-        if !state.has_scope(&scope) {
-            return Err(not_found());
-        }
-        let allowed = pat.scopes.is_empty()
-            || pat
-                .scopes
-                .iter()
-                .any(|s| Scope::parse_path(s).as_ref() == Some(&scope));
-        if !allowed {
-            return Err(ApiError::Rest {
-                status: 403,
-                message: "Resource not accessible by personal access token",
-            });
-        }
-    } else if let Some((installation, expires)) = state.installation_tokens.get(bearer).cloned() {
-        if expires <= now {
-            return Err(bad_credentials());
-        }
-        if !state.has_scope(&scope) {
-            return Err(not_found());
-        }
-        let seed = shared
-            .config
-            .installations
-            .iter()
-            .find(|i| i.id == installation);
-        let covered = scope.account().is_some_and(|account| {
-            seed.is_some_and(|s| s.accounts.iter().any(|a| a.eq_ignore_ascii_case(account)))
-        });
-        if !covered {
-            return Err(ApiError::Rest {
-                status: 403,
-                message: "Resource not accessible by integration",
-            });
-        }
-    } else {
-        return Err(bad_credentials());
-    }
-    let token = random_token("AREG", 29);
-    let expires = now.plus(shared.config.registration_token_ttl);
-    state
-        .registration_tokens
-        .insert(token.clone(), (scope, expires));
-    Ok(Reply::json(
-        201,
-        json!({ "token": token, "expires_at": protocol::expires_at(expires) }),
-    ))
-}
-
-fn runner_registration(shared: &Shared, req: &Request) -> Outcome {
-    if take_count(&mut lock(&shared.faults).runner_registration_unauthorized) {
-        return Err(bad_credentials());
-    }
-    let token = req
-        .headers
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("RemoteAuth"))
-        .map(|(_, t)| t.trim().to_owned())
-        .ok_or_else(bad_credentials)?;
-    let now = shared.clock.now();
-    let (scope, expires) = lock(&shared.state)
-        .registration_tokens
-        .get(&token)
-        .cloned()
-        .ok_or_else(bad_credentials)?;
-    if expires <= now {
-        return Err(bad_credentials());
-    }
-    let body = req.json();
-    let wanted = protocol::field(&body, "url")
-        .and_then(Value::as_str)
-        .and_then(Scope::parse_url)
-        .ok_or(ApiError::Rest {
-            status: 400,
-            message: "Invalid request: 'url' must be a GitHub URL of a repository, organization or enterprise",
-        })?;
-    if wanted != scope {
-        return Err(ApiError::Rest {
-            status: 403,
-            message: "The registration token does not grant access to this URL",
-        });
-    }
-    let admin = shared.signer.mint(
-        Grant::Admin {
-            scope: scope.to_string(),
-        },
-        now,
-        shared.config.admin_token_ttl,
-    );
-    Ok(Reply::json(
-        200,
-        json!({
-            "url": format!("{}{}", req.origin, shared.mounts.actions_base),
-            "token": admin,
-            "token_schema": "OAuthAccessToken",
-        }),
-    ))
-}
-
-/// Builds a scale-set input from a request body.
-pub(crate) fn scale_set_input(req: &Request) -> ScaleSetInput {
-    protocol::scale_set_input(&req.json())
-}
-
-/// Whether the simulator runs in auto-assign mode.
-pub(crate) fn auto_assign(shared: &Shared) -> bool {
-    shared.config.assignment == AssignmentMode::AutoAssign
-}
-
-/// Marks one more held poll for the lifetime of the guard.
-pub(crate) struct PollGuard<'a>(&'a Shared);
-
-impl<'a> PollGuard<'a> {
-    pub(crate) fn new(shared: &'a Shared) -> Self {
-        shared.waiting_polls.fetch_add(1, Ordering::SeqCst);
-        Self(shared)
-    }
-}
-
-impl Drop for PollGuard<'_> {
-    fn drop(&mut self) {
-        self.0.waiting_polls.fetch_sub(1, Ordering::SeqCst);
     }
 }

@@ -14,8 +14,10 @@ use crate::config::{SimConfig, normalize_base, normalize_queue};
 use crate::error::Error;
 use crate::fault::Faults;
 use crate::protocol;
+use crate::quota::RestQuota;
 use crate::request_log::RequestLog;
 use crate::route::Mounts;
+use crate::runner_download::RunnerDownloads;
 use crate::scope::Scope;
 use crate::snapshot::{JobSpec, RequestRecord, StateSnapshot};
 use crate::state::{ScaleSetInput, State};
@@ -38,6 +40,10 @@ pub(crate) struct Shared {
     pub(crate) state: Mutex<State>,
     pub(crate) faults: Mutex<Faults>,
     pub(crate) log: Mutex<RequestLog>,
+    /// REST calls counted for `GET /api/v3/rate_limit`.
+    pub(crate) quota: Mutex<RestQuota>,
+    /// The placeholder runner archives `…/actions/runners/downloads` lists.
+    pub(crate) downloads: RunnerDownloads,
     pub(crate) shutdown: CancellationToken,
     pub(crate) waiting_polls: AtomicUsize,
 }
@@ -100,6 +106,8 @@ impl Simulator {
         let shared = Shared {
             state: Mutex::new(State::new(&config)),
             log: Mutex::new(RequestLog::new(config.request_log_capacity)),
+            quota: Mutex::new(RestQuota::default()),
+            downloads: RunnerDownloads::new(),
             faults: Mutex::new(faults),
             mounts,
             clock: Clock::default(),
@@ -133,7 +141,7 @@ impl Simulator {
         let now = self.shared.clock.now();
         lock(&self.shared.state)
             .enqueue(scale_set_id, spec, self.shared.config.assignment, now)
-            .map_err(Error::from_api)
+            .map_err(Error::from_state)
     }
 
     /// Requests answered per endpoint name (`create_scale_set`, `get_message`, …).
@@ -242,10 +250,10 @@ impl Simulator {
         };
         let id = state
             .create_scale_set(&scope, input, now)
-            .map_err(Error::from_api)?;
+            .map_err(Error::from_state)?;
         let session = state
             .create_session(&scope, id, owner_name, now, false)
-            .map_err(Error::from_api)?;
+            .map_err(Error::from_state)?;
         Ok(ForeignScaleSet {
             scale_set_id: id,
             session_id: session.id,
@@ -270,7 +278,7 @@ impl Simulator {
                 what: format!("scope {scope} (seed it first)"),
             });
         }
-        state.create_group(&scope, name).map_err(Error::from_api)
+        state.create_group(&scope, name).map_err(Error::from_state)
     }
 
     /// Boots a simulated runner from the JIT configuration `generatejitconfig` returned: it
@@ -280,10 +288,7 @@ impl Simulator {
         let agent_id = protocol::decode_jit_config(jit_config).ok_or(Error::InvalidJitConfig)?;
         lock(&self.shared.state)
             .start_runner(agent_id)
-            .map_err(|e| match e {
-                crate::exception::ApiError::Control { status: 404, .. } => Error::InvalidJitConfig,
-                other => Error::from_api(other),
-            })?;
+            .map_err(Error::from_state)?;
         self.shared.tick();
         Ok(agent_id)
     }

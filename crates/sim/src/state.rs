@@ -3,206 +3,40 @@
 //! reference that is about state (uniqueness, one session per scale set, at-least-once delivery,
 //! capacity gating, assignment modes, reassignment, dormancy, simulated runners) lives here, as
 //! plain synchronous methods that take the current simulated time as an argument.
+//!
+//! Each concern has its module, and its behaviour sits on its own type: `tenant` (runner
+//! groups), `scale_set` (a scale set's session, jobs and message log), `session`, `job` (job
+//! states, events and messages), `agent` (registered and simulated runners), `error` (what the
+//! world refuses). `State` owns them all, finds the one a call is about and hands the call to
+//! it; the modules never reach back into `State`.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
-
-use serde_json::{Value, json};
-use tokio::sync::Notify;
 
 use crate::clock::SimTime;
 use crate::config::{AssignmentMode, SimConfig};
-use crate::exception::ApiError;
 use crate::scope::Scope;
 use crate::snapshot::{
     AgentInfo, JobInfo, JobSpec, RunnerGroupInfo, ScaleSetInfo, SessionInfo, StateSnapshot,
     Statistics,
 };
 
-/// The most job messages one queue message carries.
-const MAX_JOBS_PER_MESSAGE: usize = 50;
+mod agent;
+mod error;
+mod job;
+mod name;
+mod scale_set;
+mod session;
+mod tenant;
 
-/// The most jobs one enqueue may add, so that a huge `count` cannot exhaust memory.
-pub(crate) const MAX_JOBS_PER_ENQUEUE: u32 = 10_000;
-
-/// A runner group of one tenant.
-#[derive(Debug, Clone)]
-pub(crate) struct RunnerGroup {
-    pub(crate) id: i64,
-    pub(crate) name: String,
-    pub(crate) is_default: bool,
-}
-
-/// One tenant's own namespace.
-#[derive(Debug)]
-pub(crate) struct Tenant {
-    pub(crate) groups: BTreeMap<i64, RunnerGroup>,
-    next_group_id: i64,
-}
-
-impl Tenant {
-    fn new() -> Self {
-        let mut groups = BTreeMap::new();
-        groups.insert(
-            1,
-            RunnerGroup {
-                id: 1,
-                name: "Default".to_owned(),
-                is_default: true,
-            },
-        );
-        Self {
-            groups,
-            next_group_id: 2,
-        }
-    }
-}
-
-/// A label of a scale set.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Label {
-    pub(crate) name: String,
-    pub(crate) kind: String,
-}
-
-/// The active message session of a scale set.
-#[derive(Debug, Clone)]
-pub(crate) struct Session {
-    pub(crate) id: String,
-    pub(crate) owner: String,
-    pub(crate) created: SimTime,
-    /// Last poll, acknowledgement or refresh.
-    pub(crate) last_seen: SimTime,
-}
-
-/// A message in a scale set's log, kept until it is deleted (acknowledged).
-#[derive(Debug, Clone)]
-pub(crate) struct LoggedMessage {
-    pub(crate) id: i64,
-    /// The JSON array of job messages, as the string that becomes `body`.
-    pub(crate) body: String,
-}
-
-/// Where a job is in its life.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum JobState {
-    /// Waiting on the server side (beyond capacity, or no listener polled yet).
-    Queued,
-    /// Offered to the scale set as `JobAvailable` (acquire mode).
-    Available,
-    /// Acquired by the listener, not yet assigned (acquire mode).
-    Acquired,
-    /// Assigned to the scale set (`JobAssigned` sent), waiting for a runner.
-    Assigned,
-    /// Taken by a runner (`JobStarted` sent).
-    Running,
-    /// Finished with this result (`JobCompleted` sent).
-    Completed(String),
-}
-
-impl JobState {
-    fn name(&self) -> &str {
-        match self {
-            Self::Queued => "queued",
-            Self::Available => "available",
-            Self::Acquired => "acquired",
-            Self::Assigned => "assigned",
-            Self::Running => "running",
-            Self::Completed(_) => "completed",
-        }
-    }
-
-    fn in_flight(&self) -> bool {
-        matches!(
-            self,
-            Self::Available | Self::Acquired | Self::Assigned | Self::Running
-        )
-    }
-}
-
-/// A job queued for a scale set.
-#[derive(Debug, Clone)]
-pub(crate) struct Job {
-    pub(crate) request_id: i64,
-    /// The `runnerRequestId` job messages carry: 0 in auto-assign mode, as on github.com.
-    pub(crate) wire_request_id: i64,
-    pub(crate) job_id: String,
-    pub(crate) repository: String,
-    pub(crate) owner: String,
-    pub(crate) workflow_ref: String,
-    pub(crate) display_name: String,
-    pub(crate) run_id: i64,
-    pub(crate) event_name: String,
-    pub(crate) labels: Vec<String>,
-    pub(crate) result: String,
-    pub(crate) run_for: Option<Duration>,
-    pub(crate) queue_time: SimTime,
-    pub(crate) assigned_at: Option<SimTime>,
-    pub(crate) runner_assigned_at: Option<SimTime>,
-    pub(crate) finished_at: Option<SimTime>,
-    pub(crate) state: JobState,
-    pub(crate) reassignments: u32,
-    pub(crate) runner: Option<(i64, String)>,
-}
-
-/// A scale set.
-#[derive(Debug)]
-pub(crate) struct ScaleSet {
-    pub(crate) id: i64,
-    pub(crate) scope: Scope,
-    pub(crate) name: String,
-    pub(crate) group_id: i64,
-    pub(crate) labels: Vec<Label>,
-    pub(crate) disable_update: bool,
-    pub(crate) created_on: SimTime,
-    pub(crate) session: Option<Session>,
-    /// When the scale set last became session-less (or was created).
-    pub(crate) idle_since: SimTime,
-    pub(crate) log: VecDeque<LoggedMessage>,
-    pending: Vec<Value>,
-    pub(crate) jobs: BTreeMap<i64, Job>,
-    pub(crate) notify: Arc<Notify>,
-}
-
-/// What an agent (runner) is doing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum AgentPhase {
-    /// Registered by `generatejitconfig`; no runner has started with its JIT config.
-    Registered,
-    /// A simulated runner is connected and waits for a job.
-    Idle,
-    /// A simulated runner runs job `request_id` until `until`.
-    Busy { request_id: i64, until: SimTime },
-}
-
-/// A registered runner.
-#[derive(Debug, Clone)]
-pub(crate) struct Agent {
-    pub(crate) id: i64,
-    pub(crate) scope: Scope,
-    pub(crate) name: String,
-    pub(crate) scale_set_id: i64,
-    pub(crate) created_on: SimTime,
-    pub(crate) phase: AgentPhase,
-}
-
-/// The fields a scale-set create or update may carry (zero values mean "not given").
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct ScaleSetInput {
-    pub(crate) name: String,
-    pub(crate) group_id: i64,
-    pub(crate) labels: Vec<Label>,
-    pub(crate) disable_update: bool,
-}
-
-/// A message handed to a poll.
-#[derive(Debug, Clone)]
-pub(crate) struct Delivery {
-    pub(crate) id: i64,
-    pub(crate) body: String,
-    pub(crate) statistics: Statistics,
-}
+use agent::Step;
+pub(crate) use agent::{Agent, AgentPhase};
+pub(crate) use error::StateError;
+pub(crate) use job::{Delivery, Job, JobEvent, JobState, MAX_JOBS_PER_ENQUEUE};
+use name::same_name;
+pub(crate) use scale_set::{Label, ScaleSet, ScaleSetInput};
+pub(crate) use session::Session;
+pub(crate) use tenant::{RunnerGroup, Tenant};
 
 /// The whole simulated world.
 #[derive(Debug)]
@@ -219,10 +53,6 @@ pub(crate) struct State {
     next_message_id: i64,
     next_request_id: i64,
     next_run_id: i64,
-}
-
-fn same_name(a: &str, b: &str) -> bool {
-    a.to_lowercase() == b.to_lowercase()
 }
 
 impl State {
@@ -273,69 +103,45 @@ impl State {
         self.tenants.contains_key(scope)
     }
 
-    // ----- runner groups -------------------------------------------------------------------
+    // ----- runner groups ------------------------------------------------------------------------
 
     /// Runner groups of `scope`, filtered by name (case-insensitive) when given.
     pub(crate) fn groups(&self, scope: &Scope, name: Option<&str>) -> Vec<RunnerGroup> {
         self.tenants
             .get(scope)
-            .map(|t| {
-                t.groups
-                    .values()
-                    .filter(|g| name.is_none_or(|n| same_name(&g.name, n)))
-                    .cloned()
-                    .collect()
-            })
+            .map(|t| t.groups(name))
             .unwrap_or_default()
     }
 
     /// Creates a runner group; names are unique per tenant, case-insensitively.
-    pub(crate) fn create_group(&mut self, scope: &Scope, name: &str) -> Result<i64, ApiError> {
-        let tenant = self
-            .tenants
+    pub(crate) fn create_group(&mut self, scope: &Scope, name: &str) -> Result<i64, StateError> {
+        self.tenants
             .entry(scope.clone())
-            .or_insert_with(Tenant::new);
-        if tenant.groups.values().any(|g| same_name(&g.name, name)) {
-            return Err(ApiError::control(
-                409,
-                format!("runner group {name:?} already exists in {scope}"),
-            ));
-        }
-        let id = tenant.next_group_id;
-        tenant.next_group_id += 1;
-        tenant.groups.insert(
-            id,
-            RunnerGroup {
-                id,
-                name: name.to_owned(),
-                is_default: false,
-            },
-        );
-        Ok(id)
+            .or_insert_with(Tenant::new)
+            .create_group(scope, name)
     }
 
-    fn group_name(&self, scope: &Scope, id: i64) -> Option<String> {
+    fn has_group(&self, scope: &Scope, id: i64) -> bool {
         self.tenants
             .get(scope)
-            .and_then(|t| t.groups.get(&id))
-            .map(|g| g.name.clone())
+            .is_some_and(|t| t.group(id).is_some())
     }
 
-    // ----- scale sets ----------------------------------------------------------------------
+    // ----- scale sets ---------------------------------------------------------------------------
 
     /// The scale set `id` if it belongs to `scope`.
-    pub(crate) fn scale_set(&self, scope: &Scope, id: i64) -> Result<&ScaleSet, ApiError> {
+    pub(crate) fn scale_set(&self, scope: &Scope, id: i64) -> Result<&ScaleSet, StateError> {
         self.scale_sets
             .get(&id)
             .filter(|s| &s.scope == scope)
-            .ok_or_else(|| ApiError::scale_set_not_found(id))
+            .ok_or(StateError::ScaleSetNotFound(id))
     }
 
-    fn scale_set_mut(&mut self, scope: &Scope, id: i64) -> Result<&mut ScaleSet, ApiError> {
+    fn scale_set_mut(&mut self, scope: &Scope, id: i64) -> Result<&mut ScaleSet, StateError> {
         self.scale_sets
             .get_mut(&id)
             .filter(|s| &s.scope == scope)
-            .ok_or_else(|| ApiError::scale_set_not_found(id))
+            .ok_or(StateError::ScaleSetNotFound(id))
     }
 
     /// Scale sets of `scope`, optionally filtered by group and (case-insensitive) name.
@@ -359,67 +165,29 @@ impl State {
         scope: &Scope,
         input: ScaleSetInput,
         now: SimTime,
-    ) -> Result<i64, ApiError> {
+    ) -> Result<i64, StateError> {
         let name = input.name.trim().to_owned();
         if name.is_empty() {
-            return Err(ApiError::exception(
-                400,
-                "InvalidRunnerScaleSetException",
-                "The runner scale set name must not be empty.",
-            ));
+            return Err(StateError::EmptyScaleSetName);
         }
         let group_id = if input.group_id == 0 {
             1
         } else {
             input.group_id
         };
-        if self.group_name(scope, group_id).is_none() {
-            return Err(ApiError::exception(
-                404,
-                "RunnerGroupNotFoundException",
-                format!("Runner group with id {group_id} was not found."),
-            ));
+        if !self.has_group(scope, group_id) {
+            return Err(StateError::RunnerGroupNotFound(group_id));
         }
         if !self
             .find_scale_sets(scope, Some(group_id), Some(&name))
             .is_empty()
         {
-            return Err(ApiError::exception(
-                400,
-                "RunnerScaleSetExistsException",
-                format!(
-                    "A runner scale set with name '{name}' already exists in this runner group."
-                ),
-            ));
+            return Err(StateError::ScaleSetExists { name });
         }
-        let labels = if input.labels.is_empty() {
-            vec![Label {
-                name: name.clone(),
-                kind: "System".to_owned(),
-            }]
-        } else {
-            input.labels
-        };
         let id = self.next_scale_set_id;
         self.next_scale_set_id += 1;
-        self.scale_sets.insert(
-            id,
-            ScaleSet {
-                id,
-                scope: scope.clone(),
-                name,
-                group_id,
-                labels,
-                disable_update: input.disable_update,
-                created_on: now,
-                session: None,
-                idle_since: now,
-                log: VecDeque::new(),
-                pending: Vec::new(),
-                jobs: BTreeMap::new(),
-                notify: Arc::new(Notify::new()),
-            },
-        );
+        self.scale_sets
+            .insert(id, ScaleSet::new(id, scope, name, group_id, input, now));
         Ok(id)
     }
 
@@ -429,7 +197,7 @@ impl State {
         scope: &Scope,
         id: i64,
         patch: ScaleSetInput,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), StateError> {
         let current = self.scale_set(scope, id)?;
         let name = if patch.name.trim().is_empty() {
             current.name.clone()
@@ -441,35 +209,17 @@ impl State {
         } else {
             patch.group_id
         };
-        if self.group_name(scope, group_id).is_none() {
-            return Err(ApiError::exception(
-                404,
-                "RunnerGroupNotFoundException",
-                format!("Runner group with id {group_id} was not found."),
-            ));
+        if !self.has_group(scope, group_id) {
+            return Err(StateError::RunnerGroupNotFound(group_id));
         }
         if self
             .find_scale_sets(scope, Some(group_id), Some(&name))
             .iter()
             .any(|s| s.id != id)
         {
-            return Err(ApiError::exception(
-                400,
-                "RunnerScaleSetExistsException",
-                format!(
-                    "A runner scale set with name '{name}' already exists in this runner group."
-                ),
-            ));
+            return Err(StateError::ScaleSetExists { name });
         }
-        let set = self.scale_set_mut(scope, id)?;
-        set.name = name;
-        set.group_id = group_id;
-        if !patch.labels.is_empty() {
-            set.labels = patch.labels;
-        }
-        if patch.disable_update {
-            set.disable_update = true;
-        }
+        self.scale_set_mut(scope, id)?.apply(name, group_id, patch);
         Ok(())
     }
 
@@ -481,7 +231,7 @@ impl State {
         Some(set)
     }
 
-    // ----- sessions ------------------------------------------------------------------------
+    // ----- sessions -----------------------------------------------------------------------------
 
     /// Opens the scale set's one session; 409 if another is active.
     pub(crate) fn create_session(
@@ -491,61 +241,21 @@ impl State {
         owner: &str,
         now: SimTime,
         conflict_names_owner: bool,
-    ) -> Result<Session, ApiError> {
-        let set = self.scale_set_mut(scope, id)?;
-        if let Some(active) = &set.session {
-            let message = if conflict_names_owner {
-                format!(
-                    "The actions runner scaleset {} already has an active session for owner {}.",
-                    set.name, active.owner
-                )
-            } else {
-                format!(
-                    "The actions runner scaleset {} already has an active session.",
-                    set.name
-                )
-            };
-            return Err(ApiError::exception(
-                409,
-                "RunnerScaleSetSessionConflictException",
-                message,
-            ));
-        }
-        let session = Session {
-            id: uuid::Uuid::new_v4().to_string(),
-            owner: owner.to_owned(),
-            created: now,
-            last_seen: now,
-        };
-        set.session = Some(session.clone());
-        Ok(session)
+    ) -> Result<Session, StateError> {
+        self.scale_set_mut(scope, id)?
+            .open_session(owner, now, conflict_names_owner)
     }
 
-    /// The active session `sid` of scale set `id`; 404 `RunnerAdminException` if unknown.
+    /// Refreshes the active session `sid` of scale set `id`; 404 `RunnerAdminException` if
+    /// unknown.
     pub(crate) fn refresh_session(
         &mut self,
         scope: &Scope,
         id: i64,
         sid: &str,
         now: SimTime,
-    ) -> Result<Session, ApiError> {
-        let set = self.scale_set_mut(scope, id)?;
-        set.session
-            .as_mut()
-            .filter(|s| s.id.eq_ignore_ascii_case(sid))
-            .map(|s| {
-                s.last_seen = now;
-                s.clone()
-            })
-            .ok_or_else(|| {
-                ApiError::exception(
-                    404,
-                    "RunnerAdminException",
-                    format!(
-                        "The runner scale set session was requested with a session ID that doesn't exist: {sid}."
-                    ),
-                )
-            })
+    ) -> Result<Session, StateError> {
+        self.scale_set_mut(scope, id)?.refresh_session(sid, now)
     }
 
     /// Closes session `sid`; 400 `RunnerScaleSetSessionExpiredException` if unknown.
@@ -555,58 +265,32 @@ impl State {
         id: i64,
         sid: &str,
         now: SimTime,
-    ) -> Result<(), ApiError> {
-        let set = self.scale_set_mut(scope, id)?;
-        if set
-            .session
-            .as_ref()
-            .is_none_or(|s| !s.id.eq_ignore_ascii_case(sid))
-        {
-            return Err(ApiError::exception(
-                400,
-                "RunnerScaleSetSessionExpiredException",
-                format!("The session identifier {sid} is not valid."),
-            ));
-        }
-        set.session = None;
-        set.idle_since = now;
-        set.notify.notify_waiters();
-        Ok(())
+    ) -> Result<(), StateError> {
+        self.scale_set_mut(scope, id)?.close_session(sid, now)
     }
 
     /// Drops the scale set's session as if the service evicted it; true if there was one.
     pub(crate) fn evict_session(&mut self, id: i64, now: SimTime) -> bool {
-        let Some(set) = self.scale_sets.get_mut(&id) else {
-            return false;
-        };
-        let had = set.session.take().is_some();
-        if had {
-            set.idle_since = now;
-            set.notify.notify_waiters();
-        }
-        had
+        self.scale_sets
+            .get_mut(&id)
+            .is_some_and(|s| s.evict_session(now))
     }
 
     /// Whether `session` is still the active session of scale set `id`.
     pub(crate) fn session_active(&self, id: i64, session: &str) -> bool {
         self.scale_sets
             .get(&id)
-            .and_then(|s| s.session.as_ref())
-            .is_some_and(|s| s.id == session)
+            .is_some_and(|s| s.session_active(session))
     }
 
     /// Records activity (a poll or an acknowledgement) on the session of scale set `id`.
     pub(crate) fn touch_session(&mut self, id: i64, now: SimTime) {
-        if let Some(session) = self
-            .scale_sets
-            .get_mut(&id)
-            .and_then(|s| s.session.as_mut())
-        {
-            session.last_seen = now;
+        if let Some(set) = self.scale_sets.get_mut(&id) {
+            set.touch_session(now);
         }
     }
 
-    // ----- message queue -------------------------------------------------------------------
+    // ----- message queue ------------------------------------------------------------------------
 
     /// Serves one poll: releases jobs within `capacity`, turns pending job events into
     /// messages, and returns the first un-deleted message after `last_message_id`.
@@ -620,20 +304,11 @@ impl State {
     ) -> Option<Delivery> {
         let set = self.scale_sets.get_mut(&id)?;
         set.release(capacity, mode, now);
-        while !set.pending.is_empty() {
-            let take = set.pending.len().min(MAX_JOBS_PER_MESSAGE);
-            let batch: Vec<Value> = set.pending.drain(..take).collect();
-            let msg_id = self.next_message_id;
-            self.next_message_id += 1;
-            set.log.push_back(LoggedMessage {
-                id: msg_id,
-                body: Value::Array(batch).to_string(),
-            });
-        }
-        let message = set.log.iter().find(|m| m.id > last_message_id)?.clone();
+        set.log_pending(now, &mut self.next_message_id);
+        let message = set.message_after(last_message_id)?.clone();
         Some(Delivery {
             id: message.id,
-            body: message.body,
+            events: message.events,
             statistics: self.statistics(id),
         })
     }
@@ -641,42 +316,23 @@ impl State {
     /// Deletes (acknowledges) message `message_id` of scale set `id`.
     pub(crate) fn ack(&mut self, id: i64, message_id: i64) {
         if let Some(set) = self.scale_sets.get_mut(&id) {
-            set.log.retain(|m| m.id != message_id);
+            set.ack(message_id);
         }
     }
 
     /// Jobs of scale set `id` that are offered and not yet acquired.
-    pub(crate) fn acquirable(&self, scope: &Scope, id: i64) -> Result<Vec<Job>, ApiError> {
-        let set = self.scale_set(scope, id)?;
-        Ok(set
-            .jobs
-            .values()
-            .filter(|j| j.state == JobState::Available)
-            .cloned()
-            .collect())
+    pub(crate) fn acquirable(&self, scope: &Scope, id: i64) -> Result<Vec<Job>, StateError> {
+        Ok(self.scale_set(scope, id)?.acquirable())
     }
 
     /// Acquires the offered jobs among `request_ids`; returns the ids actually acquired.
     pub(crate) fn acquire(&mut self, id: i64, request_ids: &[i64]) -> Vec<i64> {
-        let Some(set) = self.scale_sets.get_mut(&id) else {
-            return Vec::new();
-        };
-        let mut won = Vec::new();
-        for rid in request_ids {
-            if let Some(job) = set.jobs.get_mut(rid)
-                && job.state == JobState::Available
-            {
-                job.state = JobState::Acquired;
-                won.push(*rid);
-            }
-        }
-        if !won.is_empty() {
-            set.notify.notify_waiters();
-        }
-        won
+        self.scale_sets
+            .get_mut(&id)
+            .map_or_else(Vec::new, |s| s.acquire(request_ids))
     }
 
-    // ----- jobs ----------------------------------------------------------------------------
+    // ----- jobs ---------------------------------------------------------------------------------
 
     /// Queues jobs for scale set `id`; returns their runner request ids.
     pub(crate) fn enqueue(
@@ -685,21 +341,15 @@ impl State {
         spec: &JobSpec,
         mode: AssignmentMode,
         now: SimTime,
-    ) -> Result<Vec<i64>, ApiError> {
+    ) -> Result<Vec<i64>, StateError> {
         if spec.count > MAX_JOBS_PER_ENQUEUE {
-            return Err(ApiError::control(
-                400,
-                format!(
-                    "count {} is more than the {MAX_JOBS_PER_ENQUEUE} jobs one enqueue may add; enqueue in several calls",
-                    spec.count
-                ),
-            ));
+            return Err(StateError::TooManyJobs { count: spec.count });
         }
         let (owner, repository) = {
             let set = self
                 .scale_sets
                 .get(&id)
-                .ok_or_else(|| ApiError::control(404, format!("no scale set with id {id}")))?;
+                .ok_or(StateError::EnqueueTargetNotFound(id))?;
             let default_owner = match &set.scope {
                 Scope::Organization(o) => o.clone(),
                 Scope::Repository { owner, .. } => owner.clone(),
@@ -715,12 +365,9 @@ impl State {
         };
         let run_for = match spec.run_seconds {
             None => None,
-            Some(secs) => Some(Duration::try_from_secs_f64(secs).map_err(|_| {
-                ApiError::control(
-                    400,
-                    format!("runSeconds {secs} must be a non-negative, representable number"),
-                )
-            })?),
+            Some(secs) => Some(
+                Duration::try_from_secs_f64(secs).map_err(|_| StateError::BadRunSeconds(secs))?,
+            ),
         };
         let mut ids = Vec::new();
         for _ in 0..spec.count.max(1) {
@@ -731,73 +378,59 @@ impl State {
             let set = self
                 .scale_sets
                 .get_mut(&id)
-                .ok_or_else(|| ApiError::control(404, format!("no scale set with id {id}")))?;
+                .ok_or(StateError::EnqueueTargetNotFound(id))?;
             let labels = if spec.labels.is_empty() {
                 vec![set.name.clone()]
             } else {
                 spec.labels.clone()
             };
-            set.jobs.insert(
+            set.enqueue(Job {
                 request_id,
-                Job {
-                    request_id,
-                    wire_request_id: match mode {
-                        AssignmentMode::AutoAssign => 0,
-                        AssignmentMode::AvailableThenAcquire => request_id,
-                    },
-                    job_id: uuid::Uuid::new_v4().to_string(),
-                    workflow_ref: spec.workflow_ref.clone().unwrap_or_else(|| {
-                        format!("{owner}/{repository}/.github/workflows/ci.yml@refs/heads/main")
-                    }),
-                    repository: repository.clone(),
-                    owner: owner.clone(),
-                    display_name: spec
-                        .display_name
-                        .clone()
-                        .unwrap_or_else(|| format!("job {request_id}")),
-                    run_id,
-                    event_name: "push".to_owned(),
-                    labels,
-                    result: spec
-                        .result
-                        .clone()
-                        .unwrap_or_else(|| "succeeded".to_owned()),
-                    run_for,
-                    queue_time: now,
-                    assigned_at: None,
-                    runner_assigned_at: None,
-                    finished_at: None,
-                    state: JobState::Queued,
-                    reassignments: 0,
-                    runner: None,
+                wire_request_id: match mode {
+                    AssignmentMode::AutoAssign => 0,
+                    AssignmentMode::AvailableThenAcquire => request_id,
                 },
-            );
+                job_id: uuid::Uuid::new_v4().to_string(),
+                workflow_ref: spec.workflow_ref.clone().unwrap_or_else(|| {
+                    format!("{owner}/{repository}/.github/workflows/ci.yml@refs/heads/main")
+                }),
+                repository: repository.clone(),
+                owner: owner.clone(),
+                display_name: spec
+                    .display_name
+                    .clone()
+                    .unwrap_or_else(|| format!("job {request_id}")),
+                run_id,
+                event_name: "push".to_owned(),
+                labels,
+                result: spec
+                    .result
+                    .clone()
+                    .unwrap_or_else(|| "succeeded".to_owned()),
+                run_for,
+                queue_time: now,
+                assigned_at: None,
+                runner_assigned_at: None,
+                finished_at: None,
+                state: JobState::Queued,
+                reassignments: 0,
+                runner: None,
+            });
             ids.push(request_id);
-            set.notify.notify_waiters();
         }
         Ok(ids)
     }
 
-    /// Derived statistics of scale set `id`.
+    /// Derived statistics of scale set `id`: its jobs, and the agents registered for it.
     pub(crate) fn statistics(&self, id: i64) -> Statistics {
-        let mut stats = Statistics::default();
-        if let Some(set) = self.scale_sets.get(&id) {
-            for job in set.jobs.values() {
-                match job.state {
-                    JobState::Available => stats.total_available_jobs += 1,
-                    JobState::Acquired => stats.total_acquired_jobs += 1,
-                    JobState::Assigned => stats.total_assigned_jobs += 1,
-                    JobState::Running => {
-                        stats.total_assigned_jobs += 1;
-                        stats.total_running_jobs += 1;
-                    }
-                    JobState::Queued | JobState::Completed(_) => {}
-                }
-            }
-        }
+        let mut stats = self
+            .scale_sets
+            .get(&id)
+            .map(ScaleSet::job_statistics)
+            .unwrap_or_default();
         for agent in self.agents.values().filter(|a| a.scale_set_id == id) {
             stats.total_registered_runners += 1;
-            if matches!(agent.phase, AgentPhase::Busy { .. }) {
+            if agent.is_busy() {
                 stats.total_busy_runners += 1;
             } else {
                 stats.total_idle_runners += 1;
@@ -806,7 +439,7 @@ impl State {
         stats
     }
 
-    // ----- agents --------------------------------------------------------------------------
+    // ----- agents -------------------------------------------------------------------------------
 
     /// Registers an agent for scale set `id`; 409 `AgentExistsException` on a duplicate name.
     pub(crate) fn register_agent(
@@ -815,25 +448,19 @@ impl State {
         id: i64,
         name: &str,
         now: SimTime,
-    ) -> Result<Agent, ApiError> {
+    ) -> Result<Agent, StateError> {
         self.scale_set(scope, id)?;
         if name.trim().is_empty() {
-            return Err(ApiError::exception(
-                400,
-                "ArgumentException",
-                "The runner name must not be empty.",
-            ));
+            return Err(StateError::EmptyRunnerName);
         }
         if self
             .agents
             .values()
             .any(|a| &a.scope == scope && same_name(&a.name, name))
         {
-            return Err(ApiError::exception(
-                409,
-                "AgentExistsException",
-                format!("Agent with name {name} already exists."),
-            ));
+            return Err(StateError::AgentExists {
+                name: name.to_owned(),
+            });
         }
         let agent = Agent {
             id: self.next_agent_id,
@@ -849,11 +476,11 @@ impl State {
     }
 
     /// Agent `id` of `scope`; 404 `AgentNotFoundException` if unknown.
-    pub(crate) fn agent(&self, scope: &Scope, id: i64) -> Result<&Agent, ApiError> {
+    pub(crate) fn agent(&self, scope: &Scope, id: i64) -> Result<&Agent, StateError> {
         self.agents
             .get(&id)
             .filter(|a| &a.scope == scope)
-            .ok_or_else(|| agent_not_found(id))
+            .ok_or(StateError::AgentNotFound(id))
     }
 
     /// Agents of `scope`, filtered by name (case-insensitive) when given.
@@ -866,58 +493,48 @@ impl State {
     }
 
     /// Removes agent `id`; 400 `JobStillRunningException` while it runs a job.
-    pub(crate) fn remove_agent(&mut self, scope: &Scope, id: i64) -> Result<(), ApiError> {
-        let agent = self.agent(scope, id)?;
-        if matches!(agent.phase, AgentPhase::Busy { .. }) {
-            return Err(ApiError::exception(
-                400,
-                "JobStillRunningException",
-                format!("Agent {id} is running a job and cannot be removed."),
-            ));
+    pub(crate) fn remove_agent(&mut self, scope: &Scope, id: i64) -> Result<(), StateError> {
+        if self.agent(scope, id)?.is_busy() {
+            return Err(StateError::JobStillRunning(id));
         }
         self.agents.remove(&id);
         Ok(())
     }
 
     /// Connects a simulated runner as agent `id`; it then takes one assigned job.
-    pub(crate) fn start_runner(&mut self, id: i64) -> Result<(), ApiError> {
-        let agent = self
-            .agents
+    pub(crate) fn start_runner(&mut self, id: i64) -> Result<(), StateError> {
+        self.agents
             .get_mut(&id)
-            .ok_or_else(|| ApiError::control(404, format!("no registered runner with id {id}")))?;
-        if agent.phase != AgentPhase::Registered {
-            return Err(ApiError::control(
-                409,
-                format!("runner {} has already been started", agent.name),
-            ));
-        }
-        agent.phase = AgentPhase::Idle;
-        Ok(())
+            .ok_or(StateError::RunnerNotRegistered(id))?
+            .start()
     }
 
-    // ----- timers --------------------------------------------------------------------------
+    // ----- timers -------------------------------------------------------------------------------
 
     /// Runs everything that is due at `now`: simulated runners take jobs and finish them,
-    /// unattended assignments are cancelled and requeued, dormant scale sets are deleted.
-    /// Returns the ids of the scale sets deleted for dormancy.
+    /// delayed job events that came due wake the polls, unattended assignments are cancelled
+    /// and requeued, idle sessions expire, dormant scale sets are deleted. Returns the ids of
+    /// the scale sets deleted for dormancy.
     pub(crate) fn process(&mut self, config: &SimConfig, now: SimTime) -> Vec<i64> {
-        self.run_runners(config, now);
-        if let Some(after) = config.reassign_after {
-            for set in self.scale_sets.values_mut() {
-                set.reassign(after, config.max_reassignments, now);
+        let mut finished = Vec::new();
+        for agent in self.agents.values_mut() {
+            let Some(set) = self.scale_sets.get_mut(&agent.scale_set_id) else {
+                continue;
+            };
+            if agent.work(set, config, now) == Step::Deregisters {
+                finished.push(agent.id);
             }
         }
-        if let Some(expiry) = config.session_expiry {
-            for set in self.scale_sets.values_mut() {
-                if set
-                    .session
-                    .as_ref()
-                    .is_some_and(|s| now.since(s.last_seen) >= expiry)
-                {
-                    set.session = None;
-                    set.idle_since = now;
-                    set.notify.notify_waiters();
-                }
+        for id in finished {
+            self.agents.remove(&id);
+        }
+        for set in self.scale_sets.values_mut() {
+            set.wake_if_due(now);
+            if let Some(after) = config.reassign_after {
+                set.reassign(after, config.max_reassignments, now);
+            }
+            if let Some(expiry) = config.session_expiry {
+                set.expire_session(expiry, now);
             }
         }
         let mut deleted = Vec::new();
@@ -936,62 +553,7 @@ impl State {
         deleted
     }
 
-    fn run_runners(&mut self, config: &SimConfig, now: SimTime) {
-        let agent_ids: Vec<i64> = self.agents.keys().copied().collect();
-        for agent_id in agent_ids {
-            let Some(agent) = self.agents.get(&agent_id).cloned() else {
-                continue;
-            };
-            let Some(set) = self.scale_sets.get_mut(&agent.scale_set_id) else {
-                continue;
-            };
-            match agent.phase {
-                AgentPhase::Registered => {}
-                AgentPhase::Idle => {
-                    let Some(job) = set
-                        .jobs
-                        .values_mut()
-                        .find(|j| j.state == JobState::Assigned)
-                    else {
-                        continue;
-                    };
-                    job.state = JobState::Running;
-                    job.runner_assigned_at = Some(now);
-                    job.runner = Some((agent.id, agent.name.clone()));
-                    let until = now.plus(job.run_for.unwrap_or(config.runner_job_duration));
-                    let event = job_event("JobStarted", job, Some((agent.id, &agent.name)), None);
-                    let request_id = job.request_id;
-                    set.pending.push(event);
-                    set.notify.notify_waiters();
-                    if let Some(a) = self.agents.get_mut(&agent_id) {
-                        a.phase = AgentPhase::Busy { request_id, until };
-                    }
-                }
-                AgentPhase::Busy { request_id, until } => {
-                    if now < until {
-                        continue;
-                    }
-                    if let Some(job) = set.jobs.get_mut(&request_id) {
-                        job.finished_at = Some(now);
-                        job.state = JobState::Completed(job.result.clone());
-                        let result = job.result.clone();
-                        let event = job_event(
-                            "JobCompleted",
-                            job,
-                            Some((agent.id, &agent.name)),
-                            Some(&result),
-                        );
-                        set.pending.push(event);
-                        set.notify.notify_waiters();
-                    }
-                    // An ephemeral runner deregisters itself when its job is done.
-                    self.agents.remove(&agent_id);
-                }
-            }
-        }
-    }
-
-    // ----- inspection ----------------------------------------------------------------------
+    // ----- inspection ---------------------------------------------------------------------------
 
     /// A copy of everything, for the control API.
     pub(crate) fn snapshot(&self) -> StateSnapshot {
@@ -1022,7 +584,7 @@ impl State {
                     created: x.created.to_rfc3339(),
                 }),
                 unacknowledged_message_ids: s.log.iter().map(|m| m.id).collect(),
-                pending_job_messages: s.pending.len(),
+                pending_job_messages: s.pending_events(),
                 statistics: self.statistics(s.id),
             })
             .collect();
@@ -1071,110 +633,6 @@ impl State {
             agents,
         }
     }
-}
-
-impl ScaleSet {
-    /// Releases queued jobs up to `capacity` in flight, and assigns acquired jobs.
-    fn release(&mut self, capacity: Option<u64>, mode: AssignmentMode, now: SimTime) {
-        let mut events = Vec::new();
-        for job in self.jobs.values_mut() {
-            if job.state == JobState::Acquired {
-                job.state = JobState::Assigned;
-                job.assigned_at = Some(now);
-                events.push(job_event("JobAssigned", job, None, None));
-            }
-        }
-        let in_flight = self.jobs.values().filter(|j| j.state.in_flight()).count() as u64;
-        let mut free = capacity.map_or(u64::MAX, |c| c.saturating_sub(in_flight));
-        for job in self.jobs.values_mut() {
-            if free == 0 {
-                break;
-            }
-            if job.state != JobState::Queued {
-                continue;
-            }
-            free -= 1;
-            match mode {
-                AssignmentMode::AvailableThenAcquire => {
-                    job.state = JobState::Available;
-                    events.push(job_event("JobAvailable", job, None, None));
-                }
-                AssignmentMode::AutoAssign => {
-                    job.state = JobState::Assigned;
-                    job.assigned_at = Some(now);
-                    events.push(job_event("JobAssigned", job, None, None));
-                }
-            }
-        }
-        self.pending.extend(events);
-    }
-
-    /// Cancels assignments no runner took within `after`, requeueing up to `max` times.
-    fn reassign(&mut self, after: Duration, max: u32, now: SimTime) {
-        let mut events = Vec::new();
-        for job in self.jobs.values_mut() {
-            let due = job.state == JobState::Assigned
-                && job.assigned_at.is_some_and(|t| now.since(t) >= after);
-            if !due {
-                continue;
-            }
-            events.push(job_event("JobCompleted", job, None, Some("canceled")));
-            if job.reassignments < max {
-                job.reassignments += 1;
-                job.state = JobState::Queued;
-                job.assigned_at = None;
-            } else {
-                job.state = JobState::Completed("canceled".to_owned());
-                job.finished_at = Some(now);
-            }
-        }
-        if !events.is_empty() {
-            self.pending.extend(events);
-            self.notify.notify_waiters();
-        }
-    }
-}
-
-fn agent_not_found(id: i64) -> ApiError {
-    ApiError::exception(
-        404,
-        "AgentNotFoundException",
-        format!("No agent found in pool 0 with identifier {id}."),
-    )
-}
-
-/// One job message (an element of a queue message's `body` array).
-fn job_event(kind: &str, job: &Job, runner: Option<(i64, &str)>, result: Option<&str>) -> Value {
-    let unset = "0001-01-01T00:00:00Z".to_owned();
-    let time = |t: Option<SimTime>| t.map_or_else(|| unset.clone(), SimTime::to_dotnet);
-    let mut event = json!({
-        "messageType": kind,
-        "runnerRequestId": job.wire_request_id,
-        "jobId": job.job_id,
-        "repositoryName": job.repository,
-        "ownerName": job.owner,
-        "jobWorkflowRef": job.workflow_ref,
-        "jobDisplayName": job.display_name,
-        "workflowRunId": job.run_id,
-        "eventName": job.event_name,
-        "requestLabels": job.labels,
-        "queueTime": job.queue_time.to_dotnet(),
-        "scaleSetAssignTime": time(job.assigned_at),
-        "runnerAssignTime": time(job.runner_assigned_at),
-        "finishTime": time(job.finished_at),
-    });
-    if kind == "JobAvailable" {
-        event["acquireJobUrl"] = json!(format!("acquirejobs/{}", job.request_id));
-    }
-    if kind == "JobStarted" || kind == "JobCompleted" {
-        let (id, name) = runner.unwrap_or((0, ""));
-        event["runnerId"] = json!(id);
-        event["runnerName"] = json!(name);
-    }
-    if let Some(result) = result {
-        event["result"] = json!(result);
-    }
-    event
 }
 
 #[cfg(test)]

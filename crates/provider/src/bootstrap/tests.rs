@@ -26,7 +26,7 @@ fn sample_bootstrap(name: &str) -> BootstrapInstance {
         flavor: "m1.small".into(),
         image: "ubuntu:22.04".into(),
         labels: vec!["self-hosted".into()],
-        pool_id: PoolKey::parse("c0ffee00-0000-4000-8000-000000000001:7").unwrap(),
+        pool_id: PoolKey::parse("c0ffee00-0000-4000-8000-000000000001_7").unwrap(),
         user_data_options: UserDataOptions::default(),
         jit_config_enabled: true,
         proxy_config: None,
@@ -102,6 +102,7 @@ fn debug_never_shows_secrets() {
     let request = CreateRequest {
         bootstrap,
         jit_config: Some(JitConfig::new("jit-secret")),
+        bootstrap_timeout: None,
     };
     let shown = format!("{request:?}");
     assert!(!shown.contains("instance-token-secret"), "{shown}");

@@ -18,9 +18,44 @@ fn defaults_follow_garm() {
     let ProviderKind::External(ext) = config.kind else {
         panic!("expected external");
     };
+    // v0.1.0: what the current releases of every GARM provider implement.
     assert_eq!(ext.interface_version, InterfaceVersion::V010);
-    assert_eq!(ext.timeout, ExternalConfig::DEFAULT_TIMEOUT);
+    // Proxy variables pass as GARM passes them.
+    assert!(ext.forward_proxy_variables);
+    // GARM sets no per-call limit; ours are generous, and a create is bounded
+    // by the scale set's bootstrap timeout (GARM's default: 20 minutes).
+    assert_eq!(ext.timeout, Duration::from_secs(20 * 60));
+    assert_eq!(ext.create_timeout, None);
+    assert_eq!(ext.create_timeout_for(None), Duration::from_secs(20 * 60));
+    assert_eq!(
+        ext.create_timeout_for(Some(Duration::from_secs(7 * 60))),
+        Duration::from_secs(7 * 60)
+    );
     assert_eq!(ext.concurrency.get(), 4);
+    // The programmatic defaults are the configuration defaults.
+    assert_eq!(
+        ExternalConfig::new(ext.executable.clone(), ext.config_file.clone()),
+        ext
+    );
+}
+
+#[test]
+fn create_timeout_and_proxy_forwarding_are_configurable() {
+    let mut raw = external("p");
+    raw.create_timeout = Some("45m".into());
+    raw.timeout = Some("1h".into());
+    raw.forward_proxy_variables = Some(false);
+    let ProviderKind::External(ext) = ProviderConfig::try_from(raw).unwrap().kind else {
+        panic!("expected external");
+    };
+    assert_eq!(ext.create_timeout, Some(Duration::from_secs(45 * 60)));
+    // A configured create_timeout wins over the scale set's bootstrap timeout.
+    assert_eq!(
+        ext.create_timeout_for(Some(Duration::from_secs(60))),
+        Duration::from_secs(45 * 60)
+    );
+    assert_eq!(ext.timeout, Duration::from_secs(3600));
+    assert!(!ext.forward_proxy_variables);
 }
 
 #[test]
@@ -32,7 +67,9 @@ fn every_problem_is_reported_at_once() {
         config_file: None,
         interface_version: Some("v0.2".into()),
         environment: vec!["GARM_COMMAND".into()],
+        forward_proxy_variables: None,
         timeout: Some("soon".into()),
+        create_timeout: Some("0s".into()),
         concurrency: Some(0),
     };
     let err = ProviderConfig::try_from(raw).unwrap_err();
@@ -46,6 +83,7 @@ fn every_problem_is_reported_at_once() {
             "interface_version",
             "environment",
             "timeout",
+            "create_timeout",
             "concurrency"
         ]
     );
@@ -74,10 +112,16 @@ fn fake_refuses_external_fields_and_kind_is_required() {
         name: Some("fake".into()),
         kind: Some("fake".into()),
         timeout: Some("1s".into()),
+        create_timeout: Some("1s".into()),
+        forward_proxy_variables: Some(false),
         ..RawProviderConfig::default()
     };
     let err = ProviderConfig::try_from(raw).unwrap_err();
-    assert_eq!(err.problems[0].field, "timeout");
+    let fields: Vec<&str> = err.problems.iter().map(|p| p.field).collect();
+    assert_eq!(
+        fields,
+        ["forward_proxy_variables", "timeout", "create_timeout"]
+    );
 
     let ok = RawProviderConfig {
         name: Some("fake".into()),

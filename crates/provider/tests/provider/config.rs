@@ -21,22 +21,35 @@ fn parse(text: &str) -> anyhow::Result<Vec<ProviderConfig>> {
     Ok(ProviderConfig::from_raw_list(file.provider)?)
 }
 
-/// The ```toml blocks of a Markdown document.
-fn toml_blocks(markdown: &str) -> Vec<String> {
-    let mut blocks = Vec::new();
-    let mut current: Option<String> = None;
+/// The ```toml blocks of a Markdown document whose info string is exactly
+/// `toml` (scaleset configuration), and those marked ```` ```toml garm ````
+/// (GARM's configuration, shown for comparison).
+fn toml_blocks(markdown: &str) -> (Vec<String>, Vec<String>) {
+    let mut ours = Vec::new();
+    let mut garm = Vec::new();
+    let mut current: Option<(bool, String)> = None;
     for line in markdown.lines() {
-        match (&mut current, line.trim_start()) {
-            (None, l) if l.starts_with("```toml") => current = Some(String::new()),
-            (Some(_), l) if l.starts_with("```") => blocks.extend(current.take()),
-            (Some(block), _) => {
+        let trimmed = line.trim_start();
+        match &mut current {
+            None if trimmed == "```toml" => current = Some((false, String::new())),
+            None if trimmed == "```toml garm" => current = Some((true, String::new())),
+            Some(_) if trimmed.starts_with("```") => {
+                if let Some((is_garm, block)) = current.take() {
+                    if is_garm {
+                        garm.push(block);
+                    } else {
+                        ours.push(block);
+                    }
+                }
+            }
+            Some((_, block)) => {
                 block.push_str(line);
                 block.push('\n');
             }
-            (None, _) => {}
+            None => {}
         }
     }
-    blocks
+    (ours, garm)
 }
 
 #[test]
@@ -88,9 +101,9 @@ fn unknown_fields_are_refused() {
 }
 
 #[test]
-fn the_documented_examples_parse() {
+fn the_documented_examples_parse_and_use_interface_v010() {
     let doc = include_str!("../../../../docs/providers.md");
-    let blocks = toml_blocks(doc);
+    let (blocks, _) = toml_blocks(doc);
     assert!(
         !blocks.is_empty(),
         "docs/providers.md has no ```toml example"
@@ -98,10 +111,68 @@ fn the_documented_examples_parse() {
     let mut names = Vec::new();
     for block in blocks {
         let configs = parse(&block).unwrap_or_else(|err| panic!("{err:#}\n{block}"));
-        names.extend(configs.into_iter().map(|c| c.name));
+        for config in configs {
+            // The current releases of every GARM provider implement only
+            // v0.1.0: an example with v0.1.1 would fail every call.
+            if let ProviderKind::External(ext) = &config.kind {
+                assert_eq!(
+                    ext.interface_version,
+                    InterfaceVersion::V010,
+                    "{}\n{block}",
+                    config.name
+                );
+            }
+            names.push(config.name);
+        }
     }
     assert!(names.contains(&"lxd".to_owned()), "{names:?}");
     assert!(names.contains(&"openstack".to_owned()), "{names:?}");
+}
+
+#[test]
+fn the_moving_from_garm_example_maps_every_key() {
+    let doc = include_str!("../../../../docs/providers.md");
+    let (ours, garm) = toml_blocks(doc);
+    assert_eq!(garm.len(), 1, "one GARM block in docs/providers.md");
+    let garm: toml::Table = toml::from_str(&garm[0]).expect("the GARM block is TOML");
+    let garm = garm["provider"].as_array().expect("[[provider]]")[0].clone();
+    let external = &garm["external"];
+    // The scaleset block that follows it, with the same name.
+    let name = garm["name"].as_str().expect("name");
+    let ours = ours
+        .iter()
+        .flat_map(|block| parse(block).expect("valid"))
+        .filter(|c| c.name == name)
+        .collect::<Vec<_>>();
+    let [ours] = ours.as_slice() else {
+        panic!("expected exactly one scaleset block named {name}, got {ours:?}");
+    };
+    let ProviderKind::External(ext) = &ours.kind else {
+        panic!("expected external");
+    };
+    assert_eq!(garm["provider_type"].as_str(), Some("external"));
+    assert_eq!(
+        ext.executable.to_str(),
+        external["provider_executable"].as_str()
+    );
+    assert_eq!(ext.config_file.to_str(), external["config_file"].as_str());
+    assert_eq!(
+        Some(ext.interface_version.as_str()),
+        external["interface_version"].as_str()
+    );
+    let garm_entries: Vec<&str> = external["environment_variables"]
+        .as_array()
+        .expect("environment_variables")
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    assert_eq!(
+        ext.environment,
+        scaleset_provider::EnvAllowList::parse(&garm_entries).expect("same entries")
+    );
+    // GARM's rule, which the copied entries keep: each is a prefix.
+    assert!(ext.environment.allows("OS_AUTH_URL"));
+    assert!(ext.environment.allows("AWS_REGION_EXTRA"));
 }
 
 #[tokio::test]

@@ -34,6 +34,13 @@ fn instance_id(text: &str) -> InstanceId {
     InstanceId::new(text).expect("instance id")
 }
 
+fn decode_specs(value: &str) -> serde_json::Value {
+    let json = base64::engine::general_purpose::STANDARD
+        .decode(value)
+        .expect("base64");
+    serde_json::from_slice(&json).expect("JSON")
+}
+
 #[tokio::test]
 async fn create_v011_passes_exactly_the_garm_environment_and_bootstrap_on_stdin() {
     let rec = Recorder::new();
@@ -53,20 +60,25 @@ async fn create_v011_passes_exactly_the_garm_environment_and_bootstrap_on_stdin(
 
     let call = rec.only_call();
     // Exactly these keys: no HOME, no PATH, no disallowed variable, no
-    // smuggled GARM_COMMAND from the operator's environment, and (as GARM)
-    // no GARM_POOL_EXTRASPECS: the extra specs are in the bootstrap JSON.
+    // smuggled GARM_COMMAND from the operator's environment, and (as GARM's
+    // v0.1.1 does) GARM_POOL_EXTRASPECS with the bootstrap's extra specs.
     assert_eq!(
         keys(&call),
         set(&[
             "GARM_COMMAND",
             "GARM_CONTROLLER_ID",
             "GARM_INTERFACE_VERSION",
+            "GARM_POOL_EXTRASPECS",
             "GARM_POOL_ID",
             "GARM_PROVIDER_CONFIG_FILE",
             "HTTPS_PROXY",
             "OS_AUTH_URL",
             "OS_PASSWORD",
         ])
+    );
+    assert_eq!(
+        decode_specs(&call.env["GARM_POOL_EXTRASPECS"]),
+        serde_json::json!({"flavor_override": "big"})
     );
     assert_eq!(call.env["GARM_COMMAND"], "CreateInstance");
     assert_eq!(call.env["GARM_CONTROLLER_ID"], CONTROLLER.to_string());
@@ -98,6 +110,25 @@ async fn create_v011_passes_exactly_the_garm_environment_and_bootstrap_on_stdin(
     assert_eq!(stdin["jit_config_enabled"], true);
     // The JIT config itself never goes to an executable.
     assert!(!String::from_utf8_lossy(&call.stdin).contains(JIT));
+}
+
+#[tokio::test]
+async fn create_v011_without_extra_specs_sends_null_as_garm() {
+    let rec = Recorder::new();
+    let exe = rec.script(
+        "provider",
+        &format!("echo '{}'", instance_json("vm-1", "runner-1", "running")),
+    );
+    let provider = provider(config(&exe, InterfaceVersion::V011));
+    let mut request = request("runner-1", &pool());
+    request.bootstrap.extra_specs = None;
+    provider.create(&request).await.expect("create");
+    let call = rec.only_call();
+    assert_eq!(call.env["GARM_POOL_EXTRASPECS"], "bnVsbA==");
+    assert_eq!(
+        decode_specs(&call.env["GARM_POOL_EXTRASPECS"]),
+        serde_json::Value::Null
+    );
 }
 
 #[tokio::test]
@@ -237,38 +268,103 @@ async fn list_parses_an_array_and_get_parses_an_instance() {
 }
 
 #[tokio::test]
-async fn exit_code_30_is_not_found_and_delete_treats_it_as_success() {
+async fn exit_code_30_is_not_found_for_get_and_success_for_delete_keeping_stderr() {
     let rec = Recorder::new();
-    let exe = rec.script("provider", "echo 'no such instance' >&2; exit 30");
-    let provider = provider(config(&exe, InterfaceVersion::V010));
+    let exe = rec.script(
+        "provider",
+        "echo \"no such instance $GARM_INSTANCE_ID password=$OS_PASSWORD\" >&2; exit 30",
+    );
+    let mut config = config(&exe, InterfaceVersion::V010);
+    config.environment = EnvAllowList::parse(&["OS_"]).expect("allow-list");
+    let env: BTreeMap<String, String> = [(
+        "OS_PASSWORD".to_owned(),
+        "openstack-password-do-not-log".to_owned(),
+    )]
+    .into();
+    let provider = ExternalProvider::new("test", config, CONTROLLER, &env);
     let err = provider
         .get(&pool(), &instance_id("gone"))
         .await
         .unwrap_err();
     assert!(err.is_not_found(), "{err}");
-    assert!(matches!(
-        err,
+    match &err {
         Error::NotFound {
-            command: Command::GetInstance
-        }
-    ));
+            command: Command::GetInstance,
+            stderr_tail,
+        } => assert_eq!(
+            stderr_tail.trim(),
+            "no such instance gone password=<redacted>"
+        ),
+        other => panic!("expected NotFound, got {other:?}"),
+    }
+    assert!(err.to_string().contains("no such instance gone"), "{err}");
+    assert!(!err.to_string().contains("do-not-log"), "{err}");
     provider
         .delete(&pool(), &instance_id("gone"))
         .await
         .expect("delete of a missing instance succeeds");
-    assert!(
-        provider
-            .start(&pool(), &instance_id("gone"))
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
 }
 
 #[tokio::test]
-async fn exit_code_31_is_duplicate() {
+async fn exit_code_30_elsewhere_is_a_failure_with_its_reason() {
+    // LXD exits 30 from a create whose image is missing: the operator must
+    // read that, not "the instance does not exist".
     let rec = Recorder::new();
-    let exe = rec.script("provider", "exit 31");
+    let exe = rec.script(
+        "provider",
+        "echo \"$GARM_COMMAND: image ubuntu:24.04 not found on remote\" >&2; exit 30",
+    );
+    let provider = provider(config(&exe, InterfaceVersion::V011));
+    let pool = pool();
+    let id = instance_id("vm-1");
+    let errors = vec![
+        provider.create(&request("runner-1", &pool)).await.map(drop),
+        provider.start(&pool, &id).await,
+        provider.stop(&pool, &id).await,
+        provider.list(&pool).await.map(drop),
+        provider.remove_all().await,
+        provider.version().await.map(drop),
+    ];
+    let expected = [
+        Command::CreateInstance,
+        Command::StartInstance,
+        Command::StopInstance,
+        Command::ListInstances,
+        Command::RemoveAllInstances,
+        Command::GetVersion,
+    ];
+    for (result, expected) in errors.into_iter().zip(expected) {
+        let err = result.expect_err("exit code 30 fails the call");
+        assert!(!err.is_not_found(), "{err:?}");
+        match &err {
+            Error::Failed {
+                command,
+                exit_code: Some(30),
+                stderr_tail,
+                ..
+            } => {
+                assert_eq!(*command, expected);
+                assert_eq!(
+                    stderr_tail.trim(),
+                    format!("{expected}: image ubuntu:24.04 not found on remote")
+                );
+            }
+            other => panic!("{expected}: expected Failed, got {other:?}"),
+        }
+        assert!(
+            err.to_string().contains("image ubuntu:24.04 not found"),
+            "{err}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn exit_code_31_is_duplicate_for_create_only_keeping_stderr() {
+    let rec = Recorder::new();
+    let exe = rec.script(
+        "provider",
+        "echo \"$GARM_COMMAND: instance runner-1 already exists\" >&2; exit 31",
+    );
     let provider = provider(config(&exe, InterfaceVersion::V011));
     let err = provider
         .create(&request("runner-1", &pool()))
@@ -276,6 +372,37 @@ async fn exit_code_31_is_duplicate() {
         .unwrap_err();
     assert!(err.is_duplicate(), "{err}");
     assert!(!err.is_retryable());
+    match &err {
+        Error::Duplicate {
+            command: Command::CreateInstance,
+            stderr_tail,
+        } => assert_eq!(
+            stderr_tail.trim(),
+            "CreateInstance: instance runner-1 already exists"
+        ),
+        other => panic!("expected Duplicate, got {other:?}"),
+    }
+    assert!(err.to_string().contains("already exists"), "{err}");
+
+    for err in [
+        provider.list(&pool()).await.map(drop).unwrap_err(),
+        provider
+            .get(&pool(), &instance_id("vm-1"))
+            .await
+            .map(drop)
+            .unwrap_err(),
+        provider
+            .delete(&pool(), &instance_id("vm-1"))
+            .await
+            .unwrap_err(),
+    ] {
+        assert!(!err.is_duplicate(), "{err:?}");
+        assert!(
+            matches!(&err, Error::Failed { exit_code: Some(31), stderr_tail, .. }
+                if stderr_tail.contains("already exists")),
+            "{err:?}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -777,4 +904,274 @@ async fn debug_of_the_provider_shows_no_passed_through_values() {
     let shown = format!("{provider:?}");
     assert!(shown.contains("OS_PASSWORD"), "{shown}");
     assert!(!shown.contains("hunter2"), "{shown}");
+}
+
+/// An operator environment behind a proxy, with variables GARM-style
+/// prefixes select.
+fn proxied_env() -> BTreeMap<String, String> {
+    [
+        ("http_proxy", "http://proxy.internal:3128"),
+        ("https_proxy", "http://proxy.internal:3128"),
+        ("no_proxy", "localhost,.internal"),
+        ("HTTP_PROXY", "http://proxy.internal:3128"),
+        ("HTTPS_PROXY", "http://proxy.internal:3128"),
+        ("NO_PROXY", "localhost,.internal"),
+        ("ALL_PROXY", "socks5://proxy.internal:1080"),
+        ("OS_AUTH_URL", "https://keystone.internal:5000/v3"),
+        ("OS_CLOUD", "ci"),
+        ("AWS_REGION", "eu-west-1"),
+        ("AWS_REGION_EXTRA", "x"),
+        ("HOME", "/root"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
+}
+
+fn passed_through(call: &crate::helpers::Call) -> BTreeSet<&str> {
+    keys(call)
+        .into_iter()
+        .filter(|k| !k.starts_with("GARM_"))
+        .collect()
+}
+
+#[tokio::test]
+async fn proxy_variables_reach_the_executable_by_default_as_in_garm() {
+    let rec = Recorder::new();
+    let exe = rec.script("provider", "echo '[]'");
+    let mut config = config(&exe, InterfaceVersion::V010);
+    config.environment = EnvAllowList::default();
+    let provider = ExternalProvider::new("test", config, CONTROLLER, &proxied_env());
+    provider.list(&pool()).await.expect("list");
+    let call = rec.only_call();
+    assert_eq!(
+        passed_through(&call),
+        set(&[
+            "HTTPS_PROXY",
+            "HTTP_PROXY",
+            "NO_PROXY",
+            "http_proxy",
+            "https_proxy",
+            "no_proxy"
+        ]),
+        "the six proxy variables and nothing else (no ALL_PROXY, no HOME)"
+    );
+    assert_eq!(call.env["https_proxy"], "http://proxy.internal:3128");
+    assert_eq!(call.env["NO_PROXY"], "localhost,.internal");
+}
+
+#[tokio::test]
+async fn proxy_forwarding_can_be_turned_off() {
+    let rec = Recorder::new();
+    let exe = rec.script("provider", "echo '[]'");
+    let mut config = config(&exe, InterfaceVersion::V010);
+    config.environment = EnvAllowList::parse(&["OS_"]).expect("allow-list");
+    config.forward_proxy_variables = false;
+    let provider = ExternalProvider::new("test", config, CONTROLLER, &proxied_env());
+    provider.list(&pool()).await.expect("list");
+    assert_eq!(
+        passed_through(&rec.only_call()),
+        set(&["OS_AUTH_URL", "OS_CLOUD"])
+    );
+}
+
+#[tokio::test]
+async fn environment_entries_are_garm_prefixes_unless_they_end_in_equals() {
+    let rec = Recorder::new();
+    let exe = rec.script("provider", "echo '[]'");
+    let mut config = config(&exe, InterfaceVersion::V010);
+    config.forward_proxy_variables = false;
+    // As copied from a GARM block: `OS_` and a full name are both prefixes.
+    config.environment = EnvAllowList::parse(&["OS_", "AWS_REGION"]).expect("allow-list");
+    ExternalProvider::new("garm-style", config.clone(), CONTROLLER, &proxied_env())
+        .list(&pool())
+        .await
+        .expect("list");
+    // `NAME=` asks for that one variable.
+    config.environment = EnvAllowList::parse(&["AWS_REGION="]).expect("allow-list");
+    ExternalProvider::new("exact", config, CONTROLLER, &proxied_env())
+        .list(&pool())
+        .await
+        .expect("list");
+    let calls = rec.calls();
+    let mut seen: Vec<BTreeSet<&str>> = calls.iter().map(passed_through).collect();
+    seen.sort();
+    let mut expected = vec![
+        set(&["AWS_REGION", "AWS_REGION_EXTRA", "OS_AUTH_URL", "OS_CLOUD"]),
+        set(&["AWS_REGION"]),
+    ];
+    expected.sort();
+    assert_eq!(seen, expected);
+}
+
+#[tokio::test(start_paused = true)]
+async fn create_is_bounded_by_the_scale_sets_bootstrap_timeout() {
+    // Paused time: the executable never finishes, the runtime's clock jumps
+    // to the limit, and the error says which limit was applied.
+    let rec = Recorder::new();
+    let exe = rec.script("provider", "exec sleep 1000");
+    let mut request = request("runner-1", &pool());
+    request.bootstrap_timeout = Some(Duration::from_secs(7 * 60));
+    let provider = provider(config(&exe, InterfaceVersion::V010));
+    let err = provider.create(&request).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Timeout {
+                command: Command::CreateInstance,
+                after
+            } if after == Duration::from_secs(7 * 60)
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("bootstrap timeout"), "{err}");
+
+    // Without a bootstrap timeout in the request: GARM's default, 20 minutes.
+    request.bootstrap_timeout = None;
+    let err = provider.create(&request).await.unwrap_err();
+    assert!(
+        matches!(err, Error::Timeout { after, .. } if after == Duration::from_secs(20 * 60)),
+        "{err:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn create_timeout_overrides_and_other_calls_use_timeout() {
+    let rec = Recorder::new();
+    let exe = rec.script("provider", "exec sleep 1000");
+    let mut config = config(&exe, InterfaceVersion::V010);
+    config.create_timeout = Some(Duration::from_secs(45 * 60));
+    config.timeout = Duration::from_secs(90);
+    let provider = provider(config);
+    let mut request = request("runner-1", &pool());
+    request.bootstrap_timeout = Some(Duration::from_secs(60));
+    let err = provider.create(&request).await.unwrap_err();
+    assert!(
+        matches!(err, Error::Timeout { command: Command::CreateInstance, after }
+            if after == Duration::from_secs(45 * 60)),
+        "{err:?}"
+    );
+    let err = provider.list(&pool()).await.unwrap_err();
+    assert!(
+        matches!(err, Error::Timeout { command: Command::ListInstances, after }
+            if after == Duration::from_secs(90)),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("raise `timeout`"), "{err}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn other_calls_default_to_a_generous_limit() {
+    let rec = Recorder::new();
+    let exe = rec.script("provider", "exec sleep 1000");
+    let config = scaleset_provider::ExternalConfig::new(&exe, "/etc/scaleset/provider.toml");
+    let provider = provider(config);
+    let err = provider
+        .delete(&pool(), &instance_id("vm-1"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Timeout { command: Command::DeleteInstance, after }
+            if after == Duration::from_secs(20 * 60)),
+        "{err:?}"
+    );
+}
+
+/// Kills the detached helpers a test's executables started: they left the
+/// process group on purpose, so nothing else will.
+fn kill_helpers(rec: &Recorder) {
+    let pids = std::fs::read_to_string(rec.path().join("helpers.pid")).unwrap_or_default();
+    for pid in pids.lines().filter_map(|line| line.trim().parse().ok()) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_helper_in_its_own_session_holding_stdout_does_not_hold_the_call() {
+    // The helper escapes the process group (setsid), so it is not killed when
+    // the executable exits, and keeps stdout and stderr open. The call still
+    // ends with what the executable printed, long before the timeout.
+    let rec = Recorder::new();
+    let exe = rec.script(
+        "provider",
+        "setsid sleep 600 &\necho $! >> \"$DIR/helpers.pid\"\necho 'about to list' >&2\necho '[]'\nexit 0",
+    );
+    let mut config = config(&exe, InterfaceVersion::V010);
+    config.timeout = Duration::from_secs(120);
+    let provider = provider(config);
+    let listed = provider.list(&pool()).await;
+    kill_helpers(&rec);
+    assert!(
+        listed
+            .expect("list ends at the executable's exit")
+            .is_empty()
+    );
+
+    // A failing call keeps the stderr the executable wrote before exiting.
+    let exe = rec.script(
+        "failing",
+        "setsid sleep 600 &\necho $! >> \"$DIR/helpers.pid\"\necho 'quota exceeded' >&2\nexit 2",
+    );
+    let mut config = crate::helpers::config(&exe, InterfaceVersion::V010);
+    config.timeout = Duration::from_secs(120);
+    let err = crate::helpers::provider(config)
+        .list(&pool())
+        .await
+        .unwrap_err();
+    kill_helpers(&rec);
+    assert!(
+        matches!(&err, Error::Failed { exit_code: Some(2), stderr_tail, .. }
+            if stderr_tail.trim() == "quota exceeded"),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_provider_that_rejects_get_version_still_serves_every_other_call() {
+    // Older garm-provider-k8s releases reject GetVersion. Nothing but an
+    // explicit `version()` runs it, so the provider works regardless.
+    let rec = Recorder::new();
+    let exe = rec.script(
+        "provider",
+        &format!(
+            "case \"$GARM_COMMAND\" in\n\
+             GetVersion) echo 'unknown command GetVersion' >&2; exit 1 ;;\n\
+             CreateInstance|GetInstance) echo '{}' ;;\n\
+             ListInstances) echo '[]' ;;\n\
+             esac",
+            instance_json("vm-1", "runner-1", "running")
+        ),
+    );
+    let provider = provider(config(&exe, InterfaceVersion::V010));
+    let pool = pool();
+    let created = provider
+        .create(&request("runner-1", &pool))
+        .await
+        .expect("create");
+    provider.get(&pool, &created.id()).await.expect("get");
+    provider.list(&pool).await.expect("list");
+    provider.stop(&pool, &created.id()).await.expect("stop");
+    provider.start(&pool, &created.id()).await.expect("start");
+    provider.delete(&pool, &created.id()).await.expect("delete");
+    provider.remove_all().await.expect("remove all");
+    let commands: Vec<String> = rec
+        .calls()
+        .iter()
+        .map(|c| c.env["GARM_COMMAND"].clone())
+        .collect();
+    assert!(
+        !commands.iter().any(|c| c == "GetVersion"),
+        "no call ran GetVersion: {commands:?}"
+    );
+    assert_eq!(commands.len(), 7);
+    // Asked explicitly, it fails as an ordinary failure, with the reason.
+    let err = provider.version().await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Failed { command: Command::GetVersion, stderr_tail, .. }
+            if stderr_tail.contains("unknown command")),
+        "{err:?}"
+    );
 }

@@ -74,7 +74,8 @@ async fn get_finds_by_provider_id_or_name_and_delete_is_idempotent() {
     assert!(matches!(
         err,
         Error::NotFound {
-            command: Command::GetInstance
+            command: Command::GetInstance,
+            ..
         }
     ));
 }
@@ -258,12 +259,21 @@ async fn start_and_stop_change_status_and_need_an_instance() {
         provider.get(&pool(1), &created.id()).await.unwrap().status,
         InstanceStatus::Running
     );
+    // As with an external provider, only `get` reports "not found": a stop
+    // of a missing instance fails with its reason.
+    let err = provider.stop(&pool(1), &id("nope")).await.unwrap_err();
+    assert!(!err.is_not_found(), "{err:?}");
     assert!(
-        provider
-            .stop(&pool(1), &id("nope"))
-            .await
-            .unwrap_err()
-            .is_not_found()
+        matches!(
+            &err,
+            Error::Failed {
+                command: Command::StopInstance,
+                exit_code: Some(30),
+                stderr_tail,
+                ..
+            } if stderr_tail.contains("nope")
+        ),
+        "{err:?}"
     );
     assert!(
         provider

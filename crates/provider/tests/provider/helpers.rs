@@ -169,6 +169,7 @@ pub(crate) fn request(name: &str, pool: &Pool) -> CreateRequest {
     CreateRequest {
         bootstrap: bootstrap(name, pool),
         jit_config: Some(JitConfig::new(JIT)),
+        bootstrap_timeout: None,
     }
 }
 

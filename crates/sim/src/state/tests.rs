@@ -1,6 +1,11 @@
 //! Unit tests of the state model: each pins one rule of the protocol reference.
 
+use std::time::Duration;
+
 use super::*;
+use crate::config::AssignmentMode;
+use crate::exception::ApiError;
+use crate::snapshot::JobSpec;
 
 fn org() -> Scope {
     Scope::Organization("acme".to_owned())
@@ -23,10 +28,10 @@ fn named(name: &str) -> ScaleSetInput {
 }
 
 fn kinds(delivery: &Delivery) -> Vec<String> {
-    let events: Vec<Value> = serde_json::from_str(&delivery.body).unwrap_or_default();
-    events
+    delivery
+        .events
         .iter()
-        .map(|e| e["messageType"].as_str().unwrap_or_default().to_owned())
+        .map(|e| crate::protocol::message_type(e).to_owned())
         .collect()
 }
 
@@ -35,7 +40,9 @@ fn scale_set_names_are_unique_per_group_case_insensitively() {
     let (mut s, _) = world();
     let gpu = s.create_group(&org(), "gpu").unwrap_or_default();
     assert!(s.create_scale_set(&org(), named("Linux"), t(0)).is_ok());
-    let dup = s.create_scale_set(&org(), named("linux"), t(0));
+    let dup = s
+        .create_scale_set(&org(), named("linux"), t(0))
+        .map_err(ApiError::from);
     assert!(matches!(
         dup,
         Err(ApiError::Exception {
@@ -73,7 +80,9 @@ fn one_session_per_scale_set_and_owner_named_when_configured() {
         status,
         name,
         message,
-    }) = s.create_session(&org(), id, "second", t(0), true)
+    }) = s
+        .create_session(&org(), id, "second", t(0), true)
+        .map_err(ApiError::from)
     else {
         panic!("expected a conflict");
     };
@@ -82,7 +91,9 @@ fn one_session_per_scale_set_and_owner_named_when_configured() {
         (409, "RunnerScaleSetSessionConflictException")
     );
     assert!(message.contains("for owner first"), "{message}");
-    let Err(ApiError::Exception { message, .. }) = s.create_session(&org(), id, "x", t(0), false)
+    let Err(ApiError::Exception { message, .. }) = s
+        .create_session(&org(), id, "x", t(0), false)
+        .map_err(ApiError::from)
     else {
         panic!("expected a conflict");
     };
@@ -178,7 +189,9 @@ fn unattended_assignments_are_cancelled_and_requeued() {
         .poll(id, m1.id, Some(0), c.assignment, t(61))
         .expect("cancel");
     assert_eq!(kinds(&m2), vec!["JobCompleted"]);
-    assert!(m2.body.contains("\"canceled\""));
+    assert!(m2.events.iter().any(
+        |e| matches!(e, JobEvent::Completed { result, runner: None, .. } if result == "canceled")
+    ));
     let m3 = s
         .poll(id, m2.id, None, c.assignment, t(62))
         .expect("reassigned");
@@ -225,7 +238,7 @@ fn a_simulated_runner_takes_one_job_reports_it_and_deregisters() {
     let stats = s.statistics(id);
     assert_eq!((stats.total_running_jobs, stats.total_busy_runners), (1, 1));
     assert!(matches!(
-        s.remove_agent(&org(), agent.id),
+        s.remove_agent(&org(), agent.id).map_err(ApiError::from),
         Err(ApiError::Exception {
             name: "JobStillRunningException",
             ..
@@ -240,7 +253,11 @@ fn a_simulated_runner_takes_one_job_reports_it_and_deregisters() {
         .poll(id, m1.id, None, c.assignment, t(11))
         .expect("started+completed");
     assert_eq!(kinds(&m2), vec!["JobStarted", "JobCompleted"]);
-    assert!(m2.body.contains("\"r1\""));
+    assert!(m2.events.iter().all(|e| matches!(
+        e,
+        JobEvent::Started { runner: (_, name), .. }
+            | JobEvent::Completed { runner: Some((_, name)), .. } if name == "r1"
+    )));
     assert!(s.agents.is_empty(), "the runner deregistered");
     // The second job waits: a runner takes only one.
     s.process(&c, t(12));
@@ -251,6 +268,57 @@ fn a_simulated_runner_takes_one_job_reports_it_and_deregisters() {
     );
 }
 
+/// A scale set with one assigned (and acknowledged) job that runner `r1` has just taken at 1 s.
+fn started_job(s: &mut State, c: &SimConfig, name: &str) -> (i64, i64) {
+    let id = s
+        .create_scale_set(&org(), named(name), t(0))
+        .unwrap_or_default();
+    let agent = s
+        .register_agent(&org(), id, &format!("{name}-r1"), t(0))
+        .expect("agent");
+    assert!(
+        s.enqueue(id, &JobSpec::count(1), c.assignment, t(0))
+            .is_ok()
+    );
+    let assigned = s.poll(id, 0, None, c.assignment, t(0)).expect("assigned");
+    s.ack(id, assigned.id);
+    assert!(s.start_runner(agent.id).is_ok());
+    s.process(c, t(1));
+    (id, assigned.id)
+}
+
+#[test]
+fn job_started_goes_out_with_the_next_batch_or_once_its_delay_has_passed() {
+    let (mut s, mut c) = world();
+    assert_eq!(c.job_started_delay, Duration::from_secs(50), "github.com");
+    c.runner_job_duration = Duration::from_secs(3600);
+    // On its own: not before the delay, then alone.
+    let (alone, cursor) = started_job(&mut s, &c, "alone");
+    assert!(s.poll(alone, cursor, None, c.assignment, t(2)).is_none());
+    assert!(s.poll(alone, cursor, None, c.assignment, t(50)).is_none());
+    let started = s
+        .poll(alone, cursor, None, c.assignment, t(51))
+        .expect("due");
+    assert_eq!(kinds(&started), vec!["JobStarted"]);
+    // With the next batch: another job event makes a message, and it rides along, first.
+    let (batched, cursor) = started_job(&mut s, &c, "batched");
+    assert!(
+        s.enqueue(batched, &JobSpec::count(1), c.assignment, t(2))
+            .is_ok()
+    );
+    let both = s
+        .poll(batched, cursor, None, c.assignment, t(2))
+        .expect("a batch");
+    assert_eq!(kinds(&both), vec!["JobStarted", "JobAssigned"]);
+    // Immediate mode: out with the very next poll.
+    c.job_started_delay = Duration::ZERO;
+    let (fast, cursor) = started_job(&mut s, &c, "fast");
+    let started = s
+        .poll(fast, cursor, None, c.assignment, t(1))
+        .expect("immediate");
+    assert_eq!(kinds(&started), vec!["JobStarted"]);
+}
+
 #[test]
 fn agent_names_are_unique_per_scope() {
     let (mut s, _) = world();
@@ -259,7 +327,8 @@ fn agent_names_are_unique_per_scope() {
         .unwrap_or_default();
     assert!(s.register_agent(&org(), id, "r1", t(0)).is_ok());
     assert!(matches!(
-        s.register_agent(&org(), id, "R1", t(0)),
+        s.register_agent(&org(), id, "R1", t(0))
+            .map_err(ApiError::from),
         Err(ApiError::Exception {
             status: 409,
             name: "AgentExistsException",
@@ -303,7 +372,8 @@ fn a_huge_enqueue_is_refused_instead_of_exhausting_memory() {
         .unwrap_or_default();
     let too_many = JobSpec::count(super::MAX_JOBS_PER_ENQUEUE + 1);
     assert!(matches!(
-        s.enqueue(id, &too_many, c.assignment, t(0)),
+        s.enqueue(id, &too_many, c.assignment, t(0))
+            .map_err(ApiError::from),
         Err(ApiError::Control { status: 400, .. })
     ));
     assert!(s.scale_sets.get(&id).is_some_and(|x| x.jobs.is_empty()));

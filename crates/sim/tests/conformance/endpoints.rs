@@ -382,7 +382,10 @@ async fn jit_configs_and_agents() -> Result<()> {
 
 #[tokio::test]
 async fn a_simulated_runner_runs_one_job_through_the_queue() -> Result<()> {
-    let sim = TestSim::default().await?;
+    // Immediate `JobStarted` (the fast-test mode); the default timing is in `queue.rs`.
+    let mut cfg = config();
+    cfg.job_started_delay = std::time::Duration::ZERO;
+    let sim = TestSim::start(cfg).await?;
     let client = sim.client("acme")?;
     let (set, mut session) = set_with_session(&client, "loop").await?;
     sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use scaleset_github::{Credentials, ErrorBody, RetryPolicy, Timeouts};
-use scaleset_sim::{Burst, NestedStyle, RaceCreate, RateLimit};
+use scaleset_sim::{Burst, NestedStyle, RaceCreate, RateLimit, RestRateLimit, RestRateLimitAnswer};
 
 use crate::helpers::{PAT, TestSim, admin_token, create_set, raw, set_with_session};
 
@@ -353,5 +353,180 @@ async fn expired_admin_token_gets_invalid_token_exception() -> Result<()> {
     let err = client.get_scale_set(set.id).await.expect_err("expired");
     assert!(err.is_admin_token_rejected(), "{err:#}");
     assert_eq!(err.exception_name(), Some("InvalidTokenException"));
+    sim.stop().await
+}
+
+/// `POST …/registration-token` with the PAT, over raw HTTP.
+async fn post_registration_token(sim: &TestSim) -> Result<crate::helpers::Raw> {
+    raw(
+        "POST",
+        &sim.url("/api/v3/orgs/acme/actions/runners/registration-token"),
+        &[("authorization", &format!("Bearer {PAT}"))],
+        None,
+    )
+    .await
+}
+
+fn header<'a>(answer: &'a crate::helpers::Raw, name: &str) -> Option<&'a str> {
+    answer.headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// `resources.core` of `GET /api/v3/rate_limit`.
+async fn core_quota(sim: &TestSim) -> Result<serde_json::Value> {
+    let answer = raw("GET", &sim.url("/api/v3/rate_limit"), &[], None).await?;
+    anyhow::ensure!(answer.status == 200, "rate_limit: {}", answer.status);
+    Ok(answer.json()?["resources"]["core"].clone())
+}
+
+#[tokio::test]
+async fn rest_rate_limits_refuse_the_token_chain_in_githubs_three_ways() -> Result<()> {
+    let sim = TestSim::default().await?;
+    // The client's wait-and-retry on these answers is the client's own change; here the
+    // answers themselves are checked on the wire.
+    for (answer, status) in [
+        (RestRateLimitAnswer::RetryAfter403, 403),
+        (RestRateLimitAnswer::RetryAfter429, 429),
+    ] {
+        sim.sim
+            .update_faults(|f| f.rest_rate_limit = Some(RestRateLimit::new(1, answer, 7)));
+        assert_eq!(core_quota(&sim).await?["remaining"], 0, "{answer:?} armed");
+        let refused = post_registration_token(&sim).await?;
+        assert_eq!(refused.status, status, "{answer:?}");
+        assert_eq!(header(&refused, "retry-after"), Some("7"), "{answer:?}");
+        assert_eq!(
+            header(&refused, "x-ratelimit-remaining"),
+            None,
+            "{answer:?}"
+        );
+        let body = refused.json()?;
+        assert!(
+            body["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("secondary rate limit")),
+            "{body}"
+        );
+        assert!(body["documentation_url"].is_string());
+        // One shot: disarmed, the quota is back and the next call goes through.
+        assert_eq!(sim.sim.faults().rest_rate_limit, None);
+        assert_eq!(
+            core_quota(&sim).await?["remaining"].as_u64().map(|r| r > 0),
+            Some(true)
+        );
+        assert_eq!(post_registration_token(&sim).await?.status, 201);
+    }
+
+    sim.sim.update_faults(|f| {
+        f.rest_rate_limit = Some(RestRateLimit::new(
+            2,
+            RestRateLimitAnswer::RemainingZero403,
+            120,
+        ));
+    });
+    let before = sim.sim.now().as_secs();
+    let refused = post_registration_token(&sim).await?;
+    let after = sim.sim.now().as_secs();
+    assert_eq!(refused.status, 403);
+    assert_eq!(header(&refused, "retry-after"), None);
+    assert_eq!(header(&refused, "x-ratelimit-remaining"), Some("0"));
+    assert_eq!(header(&refused, "x-ratelimit-limit"), Some("5000"));
+    assert_eq!(header(&refused, "x-ratelimit-used"), Some("5000"));
+    assert_eq!(header(&refused, "x-ratelimit-resource"), Some("core"));
+    let reset: u64 = header(&refused, "x-ratelimit-reset")
+        .unwrap_or_default()
+        .parse()?;
+    assert!(
+        (before + 120..=after + 120).contains(&reset),
+        "epoch seconds of the simulated clock: {reset}"
+    );
+    assert!(
+        refused.json()?["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("API rate limit exceeded")),
+    );
+    let quota = core_quota(&sim).await?;
+    assert_eq!(
+        (quota["remaining"].as_u64(), quota["limit"].as_u64()),
+        (Some(0), Some(5000))
+    );
+    // Simulated time moves the advertised reset along with it.
+    sim.sim.advance(Duration::from_secs(3600));
+    let reset_later = core_quota(&sim).await?["reset"]
+        .as_u64()
+        .unwrap_or_default();
+    assert!(reset_later >= before + 3600 + 120, "{reset_later}");
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn rest_rate_limits_touch_only_the_token_chain_calls_they_name() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let (admin, base) = admin_token(&sim, "acme", "orgs/acme").await?;
+    sim.sim.update_faults(|f| {
+        f.rest_rate_limit = Some(
+            RestRateLimit::new(1, RestRateLimitAnswer::RetryAfter429, 3).on("runner_registration"),
+        );
+    });
+    // The Actions service and other REST calls are never refused by it.
+    let listed = raw(
+        "GET",
+        &format!("{base}_apis/runtime/runnerscalesets?api-version=6.0-preview"),
+        &[("authorization", &format!("Bearer {admin}"))],
+        None,
+    )
+    .await?;
+    assert_eq!(listed.status, 200);
+    let downloads = raw(
+        "GET",
+        &sim.url("/api/v3/orgs/acme/actions/runners/downloads"),
+        &[("authorization", &format!("Bearer {PAT}"))],
+        None,
+    )
+    .await?;
+    assert_eq!(downloads.status, 200);
+    // Another token-chain call than the one named goes through.
+    let token = post_registration_token(&sim).await?;
+    assert_eq!(token.status, 201);
+    let token = token.json()?["token"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let body = serde_json::json!({ "url": sim.url("/acme"), "runner_event": "register" });
+    for path in [
+        "/api/v3/actions/runner-registration",
+        "/actions/runner-registration",
+    ] {
+        let answer = raw(
+            "POST",
+            &sim.url(path),
+            &[("authorization", &format!("RemoteAuth {token}"))],
+            Some(&body.to_string()),
+        )
+        .await?;
+        // The first is refused (the one shot), the second, at the root path, goes through.
+        let expected = if path.starts_with("/api") { 429 } else { 200 };
+        assert_eq!(answer.status, expected, "{path}");
+    }
+    // The installation-token call is on the chain too, and the fault is set over HTTP as well.
+    let put = raw(
+        "PUT",
+        &sim.url("/_sim/faults"),
+        &[],
+        Some(r#"{"restRateLimit": {"remaining": 1, "answer": "retryAfter403", "waitSecs": 9, "endpoint": "installation_token"}}"#),
+    )
+    .await?;
+    assert_eq!(put.status, 200, "{:?}", put.json()?);
+    assert_eq!(
+        put.json()?["restRateLimit"],
+        serde_json::json!({"remaining": 1, "answer": "retryAfter403", "waitSecs": 9, "endpoint": "installation_token"})
+    );
+    let minted = raw(
+        "POST",
+        &sim.url("/api/v3/app/installations/1/access_tokens"),
+        &[("authorization", "Bearer not.a.jwt")],
+        None,
+    )
+    .await?;
+    assert_eq!(minted.status, 403, "refused before the JWT is even read");
+    assert_eq!(header(&minted, "retry-after"), Some("9"));
     sim.stop().await
 }

@@ -8,3 +8,4 @@ mod faults;
 mod helpers;
 mod malformed;
 mod queue;
+mod rest;

@@ -102,11 +102,16 @@ async fn malformed_requests_get_4xx_and_the_simulator_keeps_serving() -> Result<
                 .header("authorization", &admin)
                 .body(body),
         );
-        probes.push(
-            probe("POST", sim.url("/api/v3/actions/runner-registration"))
-                .header("authorization", &remote_auth)
-                .body(body),
-        );
+        for path in [
+            "/api/v3/actions/runner-registration",
+            "/actions/runner-registration",
+        ] {
+            probes.push(
+                probe("POST", sim.url(path))
+                    .header("authorization", &remote_auth)
+                    .body(body),
+            );
+        }
     }
     // Bad ids in paths, huge numbers.
     for id in [huge, "-1", "0", "abc", "1.5", "%00", "9223372036854775807"] {
@@ -140,6 +145,47 @@ async fn malformed_requests_get_4xx_and_the_simulator_keeps_serving() -> Result<
             "POST",
             sim.url(&format!("/_sim/scalesets/{id}/evict-session")),
         ));
+    }
+    // REST paths other tools call, with odd scopes and file names, and repeated slashes.
+    let pat = format!("Bearer {}", crate::helpers::PAT);
+    for scope in [
+        "orgs/%00",
+        "orgs/..",
+        "repos/acme",
+        "repos/a/b/c",
+        "enterprises/",
+        &format!("orgs/{huge}"),
+        "orgs/acme/extra",
+    ] {
+        for method in ["GET", "POST", "DELETE"] {
+            probes.push(
+                probe(
+                    method,
+                    sim.url(&format!("/api/v3/{scope}/actions/runners/downloads")),
+                )
+                .header("authorization", &pat),
+            );
+        }
+    }
+    for file in ["%00", "..%2F..%2Fetc%2Fpasswd", huge, "a.zip", "x/y"] {
+        for tag in ["v2.330.0", "v", huge, "%2e%2e"] {
+            probes.push(probe(
+                "GET",
+                sim.url(&format!("/actions/runner/releases/download/{tag}/{file}")),
+            ));
+        }
+    }
+    for (method, path) in [
+        ("POST", "/api/v3/rate_limit"),
+        ("DELETE", "/api/v3/rate_limit"),
+        ("GET", "/api/v3/rate_limit/core"),
+        ("GET", "////"),
+        ("GET", "//api//v3//rate_limit//"),
+        ("PUT", "/actions/runner-registration"),
+        ("POST", "//actions//runner-registration//"),
+        ("GET", "/actions/runner/releases/download/"),
+    ] {
+        probes.push(probe(method, sim.url(path)).body("{not json"));
     }
     // Bad and huge query values.
     for value in ["abc", huge, "-1", ""] {
@@ -188,13 +234,20 @@ async fn malformed_requests_get_4xx_and_the_simulator_keeps_serving() -> Result<
             "POST",
             sim.url("/api/v3/app/installations/1/access_tokens"),
         )));
-        probes.push(
-            with(probe(
-                "POST",
-                sim.url("/api/v3/actions/runner-registration"),
-            ))
-            .body(r#"{"url":"http://x/acme","runner_event":"register"}"#),
-        );
+        for path in [
+            "/api/v3/actions/runner-registration",
+            "/actions/runner-registration",
+        ] {
+            probes.push(
+                with(probe("POST", sim.url(path)))
+                    .body(r#"{"url":"http://x/acme","runner_event":"register"}"#),
+            );
+        }
+        probes.push(with(probe(
+            "GET",
+            sim.url("/api/v3/orgs/acme/actions/runners/downloads"),
+        )));
+        probes.push(with(probe("GET", sim.url("/api/v3/rate_limit"))));
     }
     // Control API: bad JSON, wrong types, huge numbers.
     for (path, body) in [
@@ -237,6 +290,17 @@ async fn malformed_requests_get_4xx_and_the_simulator_keeps_serving() -> Result<
         probe("PUT", sim.url("/_sim/faults"))
             .body(r#"{"serverErrors": {"remaining": 99999999999999, "status": 500}}"#),
     );
+    for fault in [
+        r#"{"restRateLimit": {"remaining": 1}}"#,
+        r#"{"restRateLimit": {"remaining": 1, "answer": "nope", "waitSecs": 1}}"#,
+        r#"{"restRateLimit": {"remaining": 1, "answer": "retryAfter429", "waitSecs": -1}}"#,
+        r#"{"restRateLimit": {"remaining": 1, "answer": "retryAfter429", "waitSecs": 1e400}}"#,
+        r#"{"restRateLimit": {"remaining": 1, "answer": "remainingZero403", "waitSecs": 99999999999999999999999}}"#,
+        r#"{"restRateLimit": {"remaining": 1, "answer": "retryAfter403", "waitSecs": 1, "extra": 1}}"#,
+        r#"{"restRateLimit": "yes"}"#,
+    ] {
+        probes.push(probe("PUT", sim.url("/_sim/faults")).body(fault));
+    }
 
     for p in &probes {
         let headers: Vec<(&str, &str)> = p.headers.iter().map(|(k, v)| (*k, v.as_str())).collect();

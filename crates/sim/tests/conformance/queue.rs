@@ -242,3 +242,104 @@ async fn a_poll_whose_client_hung_up_is_released() -> Result<()> {
     eventually("the poll is released", || handle.waiting_polls() == 0).await?;
     sim.stop().await
 }
+
+/// A scale set with a session whose one job is assigned (and acknowledged), a runner's JIT
+/// configuration for it, and a long-poll from the acknowledged message held in the background.
+struct HeldPoll {
+    set_id: i64,
+    jit: String,
+    poll: tokio::task::JoinHandle<Result<Option<scaleset_github::Message>>>,
+}
+
+async fn held_poll_after_an_assignment(sim: &TestSim) -> Result<HeldPoll> {
+    let client = sim.client("acme")?;
+    let (set, mut session) = set_with_session(&client, "timing").await?;
+    sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;
+    let assigned = client
+        .get_message(&mut session, 0, 10)
+        .await?
+        .expect("assigned");
+    client
+        .delete_message(&mut session, assigned.message_id)
+        .await?;
+    let jit = client
+        .generate_jit_config(set.id, &scaleset_github::JitConfigRequest::new("timed"))
+        .await?;
+    let poll = tokio::spawn(async move {
+        Ok(client
+            .get_message(&mut session, assigned.message_id, 10)
+            .await?)
+    });
+    let handle = sim.sim.clone();
+    eventually("the poll is held", || handle.waiting_polls() == 1).await?;
+    Ok(HeldPoll {
+        set_id: set.id,
+        jit: jit.encoded_jit_config.expose().to_owned(),
+        poll,
+    })
+}
+
+fn kinds(message: &scaleset_github::Message) -> Vec<&'static str> {
+    message
+        .jobs
+        .iter()
+        .map(|j| match j {
+            JobMessage::Started { .. } => "started",
+            JobMessage::Assigned { .. } => "assigned",
+            JobMessage::Completed { .. } => "completed",
+            _ => "other",
+        })
+        .collect()
+}
+
+/// Long holds, so that a poll woken too early or too late shows up as a wrong message (or a 202
+/// after the hold), never as a timing assertion; shorter than the client's 60 s poll timeout,
+/// whose retry would otherwise hide a poll that was never woken.
+fn timing_config() -> scaleset_sim::SimConfig {
+    let mut cfg = config();
+    cfg.long_poll_hold = Duration::from_secs(30);
+    cfg.runner_job_duration = Duration::from_secs(3600);
+    cfg
+}
+
+#[tokio::test]
+async fn job_started_does_not_wake_a_held_poll_and_rides_with_the_next_batch() -> Result<()> {
+    let sim = TestSim::start(timing_config()).await?;
+    assert_eq!(sim.sim.config().job_started_delay, Duration::from_secs(50));
+    let held = held_poll_after_an_assignment(&sim).await?;
+    sim.sim.start_runner(&held.jit)?;
+    // Had `JobStarted` woken the poll, it would have gone out alone before this job arrives.
+    sim.sim.enqueue_jobs(held.set_id, &JobSpec::count(1))?;
+    let message = held.poll.await??.expect("a batch");
+    assert_eq!(kinds(&message), ["started", "assigned"]);
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn job_started_goes_out_alone_once_its_delay_has_passed() -> Result<()> {
+    let sim = TestSim::start(timing_config()).await?;
+    let held = held_poll_after_an_assignment(&sim).await?;
+    sim.sim.start_runner(&held.jit)?;
+    sim.sim.advance(sim.sim.config().job_started_delay);
+    let message = held
+        .poll
+        .await??
+        .expect("started, not a 202 after the hold");
+    assert_eq!(kinds(&message), ["started"]);
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn immediate_job_started_wakes_a_held_poll_at_once() -> Result<()> {
+    let mut cfg = timing_config();
+    cfg.job_started_delay = Duration::ZERO;
+    let sim = TestSim::start(cfg).await?;
+    let held = held_poll_after_an_assignment(&sim).await?;
+    sim.sim.start_runner(&held.jit)?;
+    let message = held
+        .poll
+        .await??
+        .expect("started, not a 202 after the hold");
+    assert_eq!(kinds(&message), ["started"]);
+    sim.stop().await
+}

@@ -57,10 +57,7 @@ impl TestDb {
             }
             Backend::Postgres => {
                 let Some(admin) = std::env::var_os(PG_VAR) else {
-                    eprintln!(
-                        "skipped the PostgreSQL half of {test}: {PG_VAR} is unset \
-                         (set it to e.g. postgres://postgres@127.0.0.1:5432/test to run it; CI does)"
-                    );
+                    skip_postgres(test);
                     return None;
                 };
                 let admin = admin
@@ -101,6 +98,32 @@ impl TestDb {
             .await
             .expect("open the store")
     }
+}
+
+/// The variable that turns a skipped PostgreSQL half into a failure (`.ci/run` sets it), so a CI
+/// that lost its database variable cannot pass with half the suite silently not run.
+pub(crate) const REQUIRE_PG_VAR: &str = "SCALESET_REQUIRE_POSTGRES";
+
+/// Says, once per test binary and past libtest's output capture, that the PostgreSQL half is
+/// skipped; panics instead when [`REQUIRE_PG_VAR`] is `1`.
+fn skip_postgres(test: &str) {
+    use std::io::Write as _;
+    static SAID: std::sync::Once = std::sync::Once::new();
+    if std::env::var_os(REQUIRE_PG_VAR).is_some_and(|v| v == "1") {
+        panic!(
+            "{test}: {REQUIRE_PG_VAR}=1 but {PG_VAR} is unset, so the PostgreSQL half cannot run; \
+             set {PG_VAR} (e.g. postgres://postgres@127.0.0.1:5432/test)"
+        );
+    }
+    SAID.call_once(|| {
+        // Written to the process's stderr directly: `eprintln!` inside a test is captured and
+        // shown only for failures, and a skip must be seen when the suite passes.
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: the PostgreSQL half of the store tests (they pass without running): {PG_VAR} \
+             is unset; set it to e.g. postgres://postgres@127.0.0.1:5432/test to run them (CI does)"
+        );
+    });
 }
 
 /// A PostgreSQL database made for one test, dropped (with any connections left) on drop,

@@ -15,4 +15,5 @@ mod instance;
 mod lease;
 mod open;
 mod scale_set;
+mod skip;
 mod sqlite_file;

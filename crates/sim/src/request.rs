@@ -1,0 +1,115 @@
+//! One request as the handlers see it (method, endpoint, query, headers, body, origin, and the
+//! credential it carries), and the successful answer they return before rendering.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use http::header::AUTHORIZATION;
+use http::{HeaderMap, Method};
+use serde_json::Value;
+
+use crate::exception::ApiError;
+use crate::route::Endpoint;
+
+/// What a handler returns: an answer to render, or an error to render.
+pub(crate) type Outcome = Result<Reply, ApiError>;
+
+/// A successful answer before rendering.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) body: Body,
+}
+
+/// The body of a successful answer.
+#[derive(Debug)]
+pub(crate) enum Body {
+    /// No body.
+    Empty,
+    /// A JSON document (`application/json; charset=utf-8`).
+    Json(Value),
+    /// Opaque bytes of the given content type.
+    Bytes {
+        content_type: &'static str,
+        bytes: Bytes,
+    },
+}
+
+impl Reply {
+    /// A JSON answer.
+    pub(crate) fn json(status: u16, body: Value) -> Self {
+        Self {
+            status,
+            body: Body::Json(body),
+        }
+    }
+
+    /// A body-less answer.
+    pub(crate) fn empty(status: u16) -> Self {
+        Self {
+            status,
+            body: Body::Empty,
+        }
+    }
+
+    /// An answer of opaque bytes.
+    pub(crate) fn bytes(status: u16, content_type: &'static str, bytes: Bytes) -> Self {
+        Self {
+            status,
+            body: Body::Bytes {
+                content_type,
+                bytes,
+            },
+        }
+    }
+}
+
+/// One parsed request.
+pub(crate) struct Request {
+    pub(crate) method: Method,
+    pub(crate) endpoint: Endpoint,
+    pub(crate) query: HashMap<String, String>,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Bytes,
+    /// `http://HOST` as the client addressed us.
+    pub(crate) origin: String,
+}
+
+impl Request {
+    /// A query value, form-decoded (`+` is a space), matching the key case-insensitively.
+    pub(crate) fn query(&self, key: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The token of an `Authorization: Bearer` header.
+    pub(crate) fn bearer(&self) -> Option<&str> {
+        self.credential(&["bearer"])
+    }
+
+    /// The token of a GitHub REST call: GitHub takes `Bearer` and the older `token` scheme.
+    pub(crate) fn rest_token(&self) -> Option<&str> {
+        self.credential(&["bearer", "token"])
+    }
+
+    /// The token of an `Authorization` header in one of `schemes` (case-insensitive).
+    pub(crate) fn credential(&self, schemes: &[&str]) -> Option<&str> {
+        let value = self.headers.get(AUTHORIZATION)?.to_str().ok()?;
+        let (scheme, token) = value.split_once(' ')?;
+        schemes
+            .iter()
+            .any(|s| scheme.eq_ignore_ascii_case(s))
+            .then_some(token.trim())
+    }
+
+    /// The body as JSON (`Null` when empty or not JSON).
+    pub(crate) fn json(&self) -> Value {
+        let body = self
+            .body
+            .strip_prefix(&[0xEF, 0xBB, 0xBF][..])
+            .unwrap_or(&self.body);
+        serde_json::from_slice(body).unwrap_or(Value::Null)
+    }
+}

@@ -1,0 +1,230 @@
+//! The GitHub REST endpoints: installation and registration tokens, runner-registration, the
+//! runner application downloads (and their archives), `rate_limit`, and the REST rate-limit
+//! answers the `restRateLimit` fault gives.
+
+use http::header::{AUTHORIZATION, RETRY_AFTER};
+use serde_json::{Value, json};
+
+use crate::auth::authorize_runner_admin;
+use crate::clock::SimTime;
+use crate::exception::ApiError;
+use crate::fault::{RestRateLimitAnswer, take_count};
+use crate::protocol;
+use crate::quota::QuotaStatus;
+use crate::request::{Outcome, Reply, Request};
+use crate::scope::Scope;
+use crate::simulator::{Shared, lock};
+use crate::token::{Grant, decode_app_jwt};
+
+/// Response headers added to an answer.
+pub(crate) type ExtraHeaders = Vec<(&'static str, String)>;
+
+fn random_token(prefix: &str, len: usize) -> String {
+    let alphabet: Vec<char> = ('A'..='Z').chain('0'..='9').collect();
+    let tail: String = (0..len)
+        .map(|_| alphabet[fastrand::usize(..alphabet.len())])
+        .collect();
+    format!("{prefix}{tail}")
+}
+
+pub(crate) fn installation_token(shared: &Shared, req: &Request, id: i64) -> Outcome {
+    let jwt = req
+        .bearer()
+        .and_then(decode_app_jwt)
+        .ok_or(ApiError::Rest {
+            status: 401,
+            message: "A JSON web token could not be decoded",
+        })?;
+    let now = shared.clock.now();
+    if jwt.expires <= now.as_secs() {
+        return Err(ApiError::Rest {
+            status: 401,
+            message: "'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires",
+        });
+    }
+    let seed = shared
+        .config
+        .installations
+        .iter()
+        .find(|i| i.id == id)
+        .ok_or_else(ApiError::rest_not_found)?;
+    if seed.app_id != jwt.issuer {
+        return Err(ApiError::Rest {
+            status: 401,
+            message: "Integration not found",
+        });
+    }
+    let token = random_token("ghs_", 36);
+    let expires = now.plus(shared.config.installation_token_ttl);
+    lock(&shared.state)
+        .installation_tokens
+        .insert(token.clone(), (id, expires));
+    Ok(Reply::json(
+        201,
+        json!({
+            "token": token,
+            "expires_at": protocol::expires_at(expires),
+            "permissions": { "organization_self_hosted_runners": "write", "administration": "write", "metadata": "read" },
+            "repository_selection": "all",
+        }),
+    ))
+}
+
+pub(crate) fn registration_token(shared: &Shared, req: &Request, path: &str) -> Outcome {
+    if req.rest_token().is_none() {
+        return Err(ApiError::Rest {
+            status: 401,
+            message: "Requires authentication",
+        });
+    }
+    let scope = Scope::parse_path(path).ok_or_else(ApiError::rest_not_found)?;
+    authorize_runner_admin(shared, req, &scope)?;
+    let now = shared.clock.now();
+    let token = random_token("AREG", 29);
+    let expires = now.plus(shared.config.registration_token_ttl);
+    lock(&shared.state)
+        .registration_tokens
+        .insert(token.clone(), (scope, expires));
+    Ok(Reply::json(
+        201,
+        json!({ "token": token, "expires_at": protocol::expires_at(expires) }),
+    ))
+}
+
+/// `GET …/actions/runners/downloads`: the runner application of every usual platform, served
+/// by the simulator itself.
+pub(crate) fn runner_downloads(shared: &Shared, req: &Request, path: &str) -> Outcome {
+    if req.rest_token().is_none() {
+        return Err(ApiError::Rest {
+            status: 401,
+            message: "Requires authentication",
+        });
+    }
+    let scope = Scope::parse_path(path).ok_or_else(ApiError::rest_not_found)?;
+    authorize_runner_admin(shared, req, &scope)?;
+    Ok(Reply::json(
+        200,
+        protocol::runner_downloads(shared.downloads.archives(), &req.origin),
+    ))
+}
+
+/// `GET /rate_limit`: the simulated `core` quota (exhausted while `restRateLimit` is armed).
+/// Unauthenticated calls are answered too, as GitHub does; an unknown token is refused.
+pub(crate) fn rate_limit(shared: &Shared, req: &Request) -> Outcome {
+    let now = shared.clock.now();
+    if req.headers.contains_key(AUTHORIZATION) {
+        let token = req.rest_token().ok_or_else(ApiError::bad_credentials)?;
+        let known = shared.config.pats.iter().any(|p| p.token == token)
+            || lock(&shared.state)
+                .installation_tokens
+                .get(token)
+                .is_some_and(|(_, expires)| *expires > now);
+        if !known {
+            return Err(ApiError::bad_credentials());
+        }
+    }
+    let exhausted = lock(&shared.faults)
+        .rest_rate_limit
+        .as_ref()
+        .filter(|f| f.armed())
+        .map(|f| QuotaStatus::exhausted(now.as_secs().saturating_add(f.wait_secs)));
+    let quota = exhausted.unwrap_or_else(|| lock(&shared.quota).status(now));
+    Ok(Reply::json(200, protocol::rate_limit(&quota, now)))
+}
+
+pub(crate) fn runner_registration(shared: &Shared, req: &Request) -> Outcome {
+    if take_count(&mut lock(&shared.faults).runner_registration_unauthorized) {
+        return Err(ApiError::bad_credentials());
+    }
+    let token = req
+        .headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("RemoteAuth"))
+        .map(|(_, t)| t.trim().to_owned())
+        .ok_or_else(ApiError::bad_credentials)?;
+    let now = shared.clock.now();
+    let (scope, expires) = lock(&shared.state)
+        .registration_tokens
+        .get(&token)
+        .cloned()
+        .ok_or_else(ApiError::bad_credentials)?;
+    if expires <= now {
+        return Err(ApiError::bad_credentials());
+    }
+    let body = req.json();
+    let wanted = protocol::field(&body, "url")
+        .and_then(Value::as_str)
+        .and_then(Scope::parse_url)
+        .ok_or(ApiError::Rest {
+            status: 400,
+            message: "Invalid request: 'url' must be a GitHub URL of a repository, organization or enterprise",
+        })?;
+    if wanted != scope {
+        return Err(ApiError::Rest {
+            status: 403,
+            message: "The registration token does not grant access to this URL",
+        });
+    }
+    let admin = shared.signer.mint(
+        Grant::Admin {
+            scope: scope.to_string(),
+        },
+        now,
+        shared.config.admin_token_ttl,
+    );
+    Ok(Reply::json(
+        200,
+        json!({
+            "url": format!("{}{}", req.origin, shared.mounts.actions_base),
+            "token": admin,
+            "token_schema": "OAuthAccessToken",
+        }),
+    ))
+}
+
+/// `GET /actions/runner/releases/download/{tag}/{filename}`: a placeholder runner archive.
+pub(crate) fn runner_archive(shared: &Shared, tag: &str, filename: &str) -> Outcome {
+    shared
+        .downloads
+        .find(tag, filename)
+        .map(|a| Reply::bytes(200, "application/octet-stream", a.bytes.clone()))
+        .ok_or(ApiError::RouterNotFound)
+}
+
+/// One of GitHub's REST rate-limit answers, telling the client to wait `wait` seconds.
+pub(crate) fn rate_limited(
+    answer: RestRateLimitAnswer,
+    wait: u64,
+    now: SimTime,
+) -> (Outcome, ExtraHeaders) {
+    const SECONDARY: &str =
+        "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.";
+    match answer {
+        RestRateLimitAnswer::RetryAfter403 | RestRateLimitAnswer::RetryAfter429 => {
+            let status = if answer == RestRateLimitAnswer::RetryAfter403 {
+                403
+            } else {
+                429
+            };
+            (
+                Err(ApiError::Rest {
+                    status,
+                    message: SECONDARY,
+                }),
+                vec![(RETRY_AFTER.as_str(), wait.to_string())],
+            )
+        }
+        RestRateLimitAnswer::RemainingZero403 => {
+            let quota = QuotaStatus::exhausted(now.as_secs().saturating_add(wait));
+            (
+                Err(ApiError::Rest {
+                    status: 403,
+                    message: "API rate limit exceeded for user ID 1.",
+                }),
+                protocol::rate_limit_headers(&quota),
+            )
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! The REST calls other runner tools make (GARM among them), over raw HTTP with GitHub's shapes
+//! checked field by field: runner-registration at the root path, the runner application
+//! downloads with their archives, `/rate_limit`, and paths with repeated slashes.
+
+use std::collections::BTreeSet;
+
+use anyhow::Result;
+use ring::digest;
+use serde_json::Value;
+
+use crate::helpers::{PAT, TestSim, admin_token, raw};
+
+/// A registration token for `acme` from the PAT.
+async fn registration_token(sim: &TestSim) -> Result<String> {
+    let answer = raw(
+        "POST",
+        &sim.url("/api/v3/orgs/acme/actions/runners/registration-token"),
+        &[("authorization", &format!("Bearer {PAT}"))],
+        None,
+    )
+    .await?;
+    anyhow::ensure!(
+        answer.status == 201,
+        "registration token: {}",
+        answer.status
+    );
+    Ok(answer.json()?["token"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned())
+}
+
+fn keys(value: &Value) -> BTreeSet<&str> {
+    value
+        .as_object()
+        .map(|o| o.keys().map(String::as_str).collect())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn runner_registration_is_served_at_the_root_path_too() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let token = registration_token(&sim).await?;
+    let body = serde_json::json!({ "url": sim.url("/acme"), "runner_event": "register" });
+    let answer = raw(
+        "POST",
+        &sim.url("/actions/runner-registration"),
+        &[
+            ("authorization", &format!("RemoteAuth {token}")),
+            ("content-type", "application/json"),
+        ],
+        Some(&body.to_string()),
+    )
+    .await?;
+    assert_eq!(answer.status, 200);
+    let json = answer.json()?;
+    assert_eq!(
+        keys(&json),
+        BTreeSet::from(["token", "token_schema", "url"])
+    );
+    assert_eq!(json["url"], sim.url("/tenant/1/"));
+    assert_eq!(json["token_schema"], "OAuthAccessToken");
+    let admin = json["token"].as_str().unwrap_or_default();
+    // The admin token it hands out works on the Actions service.
+    let listed = raw(
+        "GET",
+        &sim.url("/tenant/1/_apis/runtime/runnerscalesets?api-version=6.0-preview"),
+        &[("authorization", &format!("Bearer {admin}"))],
+        None,
+    )
+    .await?;
+    assert_eq!(listed.status, 200);
+    assert_eq!(sim.sim.request_count("runner_registration"), 1);
+    // Only POST is served there.
+    let get = raw("GET", &sim.url("/actions/runner-registration"), &[], None).await?;
+    assert_eq!(get.status, 404);
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn runner_downloads_list_every_usual_platform_with_matching_archives() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let expected: BTreeSet<(String, String)> = [
+        ("osx", "x64"),
+        ("osx", "arm64"),
+        ("linux", "x64"),
+        ("linux", "arm"),
+        ("linux", "arm64"),
+        ("win", "x64"),
+        ("win", "arm64"),
+    ]
+    .iter()
+    .map(|(o, a)| ((*o).to_owned(), (*a).to_owned()))
+    .collect();
+    for path in ["repos/acme/widgets", "orgs/acme", "enterprises/acme-corp"] {
+        // GitHub takes the older `token` scheme as well as `Bearer`.
+        let answer = raw(
+            "GET",
+            &sim.url(&format!("/api/v3/{path}/actions/runners/downloads")),
+            &[("authorization", &format!("token {PAT}"))],
+            None,
+        )
+        .await?;
+        assert_eq!(answer.status, 200, "{path}");
+        let list = answer.json()?;
+        let items = list.as_array().cloned().unwrap_or_default();
+        let mut seen = BTreeSet::new();
+        for item in &items {
+            assert_eq!(
+                keys(item),
+                BTreeSet::from([
+                    "architecture",
+                    "download_url",
+                    "filename",
+                    "os",
+                    "sha256_checksum"
+                ]),
+                "{path}: no temp_download_token, as on github.com"
+            );
+            let os = item["os"].as_str().unwrap_or_default();
+            let arch = item["architecture"].as_str().unwrap_or_default();
+            let extension = if os == "win" { "zip" } else { "tar.gz" };
+            let filename = format!("actions-runner-{os}-{arch}-2.330.0.{extension}");
+            assert_eq!(item["filename"], filename.as_str());
+            let url = sim.url(&format!(
+                "/actions/runner/releases/download/v2.330.0/{filename}"
+            ));
+            assert_eq!(item["download_url"], url.as_str());
+            let checksum = item["sha256_checksum"].as_str().unwrap_or_default();
+            assert_eq!(checksum.len(), 64);
+            assert!(
+                checksum
+                    .chars()
+                    .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+            );
+            // The archive is there, without credentials, and its checksum matches.
+            let archive = raw("GET", &url, &[], None).await?;
+            assert_eq!(archive.status, 200, "{url}");
+            assert_eq!(
+                archive.headers.get("content-type").map(|v| v.as_bytes()),
+                Some(&b"application/octet-stream"[..])
+            );
+            let digest = digest::digest(&digest::SHA256, &archive.body);
+            let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+            assert_eq!(hex, checksum, "{filename}");
+            let magic: &[u8] = if os == "win" {
+                b"PK\x03\x04"
+            } else {
+                b"\x1f\x8b"
+            };
+            assert!(archive.body.starts_with(magic), "{filename}");
+            seen.insert((os.to_owned(), arch.to_owned()));
+        }
+        assert_eq!(items.len(), expected.len(), "{path}: each platform once");
+        assert_eq!(seen, expected, "{path}");
+    }
+    // The same rules as the registration token.
+    for (path, auth, status) in [
+        ("orgs/acme", None, 401),
+        ("orgs/acme", Some("Bearer ghp_wrong"), 401),
+        ("orgs/nowhere", Some("Bearer ghp_simulator"), 404),
+    ] {
+        let headers: Vec<(&str, &str)> = auth.map(|a| ("authorization", a)).into_iter().collect();
+        let answer = raw(
+            "GET",
+            &sim.url(&format!("/api/v3/{path}/actions/runners/downloads")),
+            &headers,
+            None,
+        )
+        .await?;
+        assert_eq!(answer.status, status, "{path} {auth:?}");
+        assert!(answer.json()?["message"].is_string());
+    }
+    let missing = raw(
+        "GET",
+        &sim.url("/actions/runner/releases/download/v2.330.0/actions-runner-plan9-x64.tar.gz"),
+        &[],
+        None,
+    )
+    .await?;
+    assert_eq!(missing.status, 404);
+    assert_eq!(sim.sim.request_count("runner_downloads"), 6);
+    sim.stop().await
+}
+
+/// `GET /api/v3/rate_limit` checked against GitHub's shape; returns `resources.core`.
+async fn core_quota(sim: &TestSim) -> Result<Value> {
+    let answer = raw(
+        "GET",
+        &sim.url("/api/v3/rate_limit"),
+        &[("authorization", &format!("Bearer {PAT}"))],
+        None,
+    )
+    .await?;
+    anyhow::ensure!(answer.status == 200, "rate_limit: {}", answer.status);
+    let json = answer.json()?;
+    assert_eq!(keys(&json), BTreeSet::from(["rate", "resources"]));
+    let core = json["resources"]["core"].clone();
+    assert_eq!(
+        keys(&core),
+        BTreeSet::from(["limit", "remaining", "reset", "resource", "used"])
+    );
+    assert_eq!(core["resource"], "core");
+    assert_eq!(json["rate"], core, "`rate` is the deprecated copy of core");
+    for resource in ["search", "graphql", "integration_manifest"] {
+        let other = &json["resources"][resource];
+        assert_eq!(other["remaining"], other["limit"], "{resource} untouched");
+    }
+    Ok(core)
+}
+
+#[tokio::test]
+async fn rate_limit_follows_the_rest_calls_the_simulator_has_seen() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let before = sim.sim.now().as_secs();
+    let fresh = core_quota(&sim).await?;
+    assert_eq!(fresh["limit"], 5000);
+    assert_eq!(fresh["remaining"], 5000);
+    assert_eq!(fresh["used"], 0);
+    let reset = fresh["reset"].as_u64().unwrap_or_default();
+    assert!(
+        (before + 3600..=sim.sim.now().as_secs() + 3600).contains(&reset),
+        "an hourly window in epoch seconds: {reset}"
+    );
+    // Token chain: registration token and runner-registration (2 REST calls) …
+    let (admin, base) = admin_token(&sim, "acme", "orgs/acme").await?;
+    // … then an Actions-service call, which is not a REST call.
+    let listed = raw(
+        "GET",
+        &format!("{base}_apis/runtime/runnerscalesets?api-version=6.0-preview"),
+        &[("authorization", &format!("Bearer {admin}"))],
+        None,
+    )
+    .await?;
+    assert_eq!(listed.status, 200);
+    let after = core_quota(&sim).await?;
+    assert_eq!(after["used"], 2, "/rate_limit itself is not counted");
+    assert_eq!(after["remaining"], 4998);
+    assert_eq!(after["reset"], reset, "same window");
+    // An unauthenticated call is answered too; an unknown token is refused.
+    let anonymous = raw("GET", &sim.url("/api/v3/rate_limit"), &[], None).await?;
+    assert_eq!(anonymous.status, 200);
+    let refused = raw(
+        "GET",
+        &sim.url("/api/v3/rate_limit"),
+        &[("authorization", "Bearer ghp_wrong")],
+        None,
+    )
+    .await?;
+    assert_eq!(refused.status, 401);
+    // A new window starts full.
+    sim.sim.advance(std::time::Duration::from_secs(3600));
+    let next = core_quota(&sim).await?;
+    assert_eq!(
+        (next["used"].as_u64(), next["remaining"].as_u64()),
+        (Some(0), Some(5000))
+    );
+    assert!(next["reset"].as_u64().unwrap_or_default() >= reset + 3600);
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn repeated_slashes_are_collapsed_before_routing() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let registration = raw(
+        "POST",
+        &sim.url("//api/v3//orgs/acme/actions/runners//registration-token"),
+        &[("authorization", &format!("Bearer {PAT}"))],
+        None,
+    )
+    .await?;
+    assert_eq!(registration.status, 201);
+    let (admin, _) = admin_token(&sim, "acme", "orgs/acme").await?;
+    let auth = format!("Bearer {admin}");
+    let created = raw(
+        "POST",
+        &sim.url("/tenant/1//_apis/runtime/runnerscalesets?api-version=6.0-preview"),
+        &[("authorization", &auth)],
+        Some(r#"{"name":"slashes","runnerGroupId":1}"#),
+    )
+    .await?;
+    assert_eq!(created.status, 200);
+    let id = created.json()?["id"].as_i64().unwrap_or_default();
+    let session = raw(
+        "POST",
+        &sim.url(&format!(
+            "/tenant/1/_apis/runtime/runnerscalesets//{id}///sessions?api-version=6.0-preview"
+        )),
+        &[("authorization", &auth)],
+        Some(r#"{"ownerName":"me"}"#),
+    )
+    .await?;
+    assert_eq!(session.status, 200);
+    let queue_token = session.json()?["messageQueueAccessToken"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let poll = raw(
+        "GET",
+        &sim.url("//scalesets//message"),
+        &[("authorization", &format!("Bearer {queue_token}"))],
+        None,
+    )
+    .await?;
+    assert_eq!(poll.status, 202, "held, then nothing");
+    let counts = sim.sim.request_counts();
+    assert_eq!(counts.get("not_found"), None, "{counts:?}");
+    assert_eq!(counts.get("create_session"), Some(&1));
+    assert_eq!(counts.get("get_message"), Some(&1));
+    sim.stop().await
+}
