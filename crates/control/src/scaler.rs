@@ -7,6 +7,7 @@
 //! whose instance was never created is removed from GitHub, an instance whose runner is gone is
 //! deleted, so nothing is duplicated or orphaned.
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -33,6 +34,8 @@ pub(crate) struct Runners<'a> {
     pub(crate) github_id: i64,
     pub(crate) pool: Pool,
     pub(crate) rng: fastrand::Rng,
+    /// Runners seen online past their deadline in this pass: not asked about again.
+    pub(crate) online: HashSet<String>,
 }
 
 fn phase(status: InstanceStatus) -> RunnerPhase {
@@ -164,11 +167,11 @@ impl Runners<'_> {
                 "scaling"
             );
         }
-        let _ = self
-            .shared
+        self.shared
             .store
             .set_desired_runners(self.lease, step.desired)
-            .await;
+            .await
+            .map_err(store("recording the desired runner count"))?;
         for _ in 0..step.create {
             self.create_runner().await?;
         }
@@ -341,11 +344,12 @@ impl Runners<'_> {
     }
 
     /// Removes runners that did not come online by their bootstrap deadline.
-    pub(crate) async fn check_deadlines(&self) -> Result<(), Error> {
+    pub(crate) async fn check_deadlines(&mut self) -> Result<(), Error> {
         let now = self.shared.clock.now();
         for instance in self.instances().await? {
             if instance.status != InstanceStatus::Running
                 || instance.bootstrap_deadline.is_none_or(|d| d > now)
+                || self.online.contains(&instance.name)
             {
                 continue;
             }
@@ -361,7 +365,9 @@ impl Runners<'_> {
                 }
                 None => false,
             };
-            if !online {
+            if online {
+                self.online.insert(instance.name.clone());
+            } else {
                 tracing::warn!(runner = %instance.name, "runner not online by its bootstrap deadline; removing it");
                 self.shared
                     .store

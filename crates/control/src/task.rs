@@ -128,6 +128,7 @@ async fn pass(shared: &Shared, id: ScaleSetId, cancel: &CancellationToken) -> Re
         github_id,
         pool: Pool::new(shared.identity.pool_key(github_id)),
         rng: fastrand::Rng::new(),
+        online: std::collections::HashSet::new(),
     };
     let mut listener = Listener {
         shared,

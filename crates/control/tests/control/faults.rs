@@ -160,7 +160,13 @@ async fn runner_never_online_is_removed_at_its_bootstrap_deadline(db: TestDb) {
     .await;
     // Not yet due: it stays.
     h.clock.advance(Duration::from_secs(200));
-    assert_eq!(h.sim().state().agents.len(), 1);
+    let polls = h.sim().request_count("get_message");
+    eventually("a few more polls ran", || async {
+        (h.sim().request_count("get_message") >= polls + 3).then_some(())
+    })
+    .await;
+    assert!(h.sim().state().agents.iter().any(|a| a.name == first));
+    assert!(h.instances().await.iter().any(|i| i.name == first));
     h.clock.advance(Duration::from_secs(200));
     eventually(
         "the runner is removed from GitHub and the provider",

@@ -135,3 +135,80 @@ async fn back_to_min_idle(db: TestDb) {
     .await;
     controller.stop().await;
 }
+
+backend_tests!(instances_without_our_pool_key_are_never_touched);
+
+async fn instances_without_our_pool_key_are_never_touched(db: TestDb) {
+    use scaleset_provider::{
+        BootstrapInstance, CreateRequest, OsArch, OsType, PoolKey, Provider as _, Secret,
+        UserDataOptions,
+    };
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    // Another controller's instance in the same cloud, and one of ours under another pool.
+    let bootstrap = |name: &str, pool: PoolKey| BootstrapInstance {
+        name: name.into(),
+        tools: vec![],
+        repo_url: String::new(),
+        callback_url: String::new(),
+        metadata_url: String::new(),
+        instance_token: Secret::new(""),
+        ssh_keys: vec![],
+        extra_specs: None,
+        github_runner_group: "Default".into(),
+        ca_cert_bundle: None,
+        arch: OsArch::Amd64,
+        os_type: OsType::Linux,
+        flavor: "small".into(),
+        image: "ubuntu".into(),
+        labels: vec![],
+        pool_id: pool,
+        user_data_options: UserDataOptions::default(),
+        jit_config_enabled: true,
+        proxy_config: None,
+    };
+    let other = uuid::Uuid::from_u128(42);
+    h.cloud
+        .provider(other)
+        .create(&CreateRequest {
+            bootstrap: bootstrap("linux-foreign1", scaleset_control::pool_key(other, 1)),
+            jit_config: None,
+        })
+        .await
+        .expect("foreign instance");
+    h.cloud
+        .provider(h.identity.id())
+        .create(&CreateRequest {
+            bootstrap: bootstrap("linux-otherpool", h.identity.pool_key(999)),
+            jit_config: None,
+        })
+        .await
+        .expect("instance of another pool");
+    let controller = h.start(None);
+    let github_id = h.ready().await;
+    h.sim()
+        .enqueue_jobs(github_id, &JobSpec::count(2))
+        .expect("enqueue");
+    eventually("the jobs run", || async {
+        let states = h.job_states(github_id);
+        (states.len() == 2 && states.iter().all(|s| s == "running")).then_some(())
+    })
+    .await;
+    h.sim().advance(Duration::from_secs(60));
+    eventually("the jobs completed and our runners are retired", || async {
+        let done = h.job_states(github_id).iter().all(|s| s == "completed");
+        (done && h.instances().await.is_empty()).then_some(())
+    })
+    .await;
+    controller.stop().await;
+    let mut left: Vec<String> = h
+        .cloud
+        .instances()
+        .into_iter()
+        .map(|i| i.instance.name)
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        vec!["linux-foreign1".to_owned(), "linux-otherpool".to_owned()]
+    );
+}

@@ -215,9 +215,13 @@ async fn expired_tokens_are_refreshed_on_401(db: TestDb) {
     serve(&h, github_id, 2).await;
     let log = h.sim().request_log();
     assert!(
+        log.iter().any(
+            |r| matches!(r.endpoint.as_str(), "get_message" | "delete_message") && r.status == 401
+        ),
+        "a queue call met the expired queue token: {:?}",
         log.iter()
-            .any(|r| r.endpoint == "get_message" && r.status == 401),
-        "a poll met the expired queue token"
+            .map(|r| format!("{} {} {}", r.seq, r.endpoint, r.status))
+            .collect::<Vec<_>>()
     );
     assert!(h.sim().request_count("refresh_session") >= 1);
     assert_eq!(
