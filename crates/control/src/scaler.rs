@@ -241,6 +241,12 @@ impl Runners<'_> {
             jit_config: Some(scaleset_provider::JitConfig::new(
                 jit.encoded_jit_config.expose(),
             )),
+            // GARM bounds a create by the bootstrap timeout; so does the external provider.
+            bootstrap_timeout: Some(if self.scale_set.spec.bootstrap_timeout.is_zero() {
+                self.shared.settings.default_bootstrap_timeout
+            } else {
+                self.scale_set.spec.bootstrap_timeout
+            }),
         };
         let created = match self.provider.create(&request).await {
             Ok(created) => created,
