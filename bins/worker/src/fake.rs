@@ -37,20 +37,44 @@ impl DirProvider {
         }
     }
 
+    /// Boots the instance recorded at `path` if it has not booted yet, then forgets its JIT
+    /// config.
+    async fn finish_boot(&self, path: &Path) {
+        let Ok(text) = tokio::fs::read_to_string(path).await else {
+            return;
+        };
+        let Ok(mut value) = serde_json::from_str::<serde_json::Value>(&text) else {
+            return;
+        };
+        let (Some(jit), Some(name)) = (
+            value["jitConfig"].as_str().map(str::to_owned),
+            value["name"].as_str().map(str::to_owned),
+        ) else {
+            return;
+        };
+        if self.boot(&jit, &name).await {
+            value["jitConfig"] = serde_json::Value::Null;
+            let _ = tokio::fs::write(path, value.to_string()).await;
+        }
+    }
+
     fn pool_dir(&self, pool: &Pool) -> PathBuf {
         self.dir.join(pool.key.as_str())
     }
 
     fn file(&self, pool: &Pool, instance: &InstanceId) -> PathBuf {
-        self.pool_dir(pool).join(format!("{}.json", instance.as_str()))
+        self.pool_dir(pool)
+            .join(format!("{}.json", instance.as_str()))
     }
 
-    async fn boot(&self, jit: &str, name: &str) {
+    /// Starts the runner in the simulator; whether it is done with (started, or refused as
+    /// started already).
+    async fn boot(&self, jit: &str, name: &str) -> bool {
         let Some(base) = &self.simulator else {
-            return;
+            return true;
         };
         let Ok(url) = base.join("_sim/runners") else {
-            return;
+            return true;
         };
         let body = serde_json::json!({ "jitConfig": jit }).to_string();
         let request = http::Request::post(url.as_str())
@@ -58,9 +82,12 @@ impl DirProvider {
             .body(Full::new(Bytes::from(body)));
         let outcome = match request {
             Ok(request) => match self.http.request(request).await {
-                Ok(response) if response.status().is_success() => {
+                Ok(response)
+                    if response.status().is_success()
+                        || response.status() == http::StatusCode::CONFLICT =>
+                {
                     let _ = response.into_body().collect().await;
-                    return;
+                    return true;
                 }
                 Ok(response) => format!("the simulator answered {}", response.status()),
                 Err(e) => format!("the simulator is unreachable: {e}"),
@@ -69,6 +96,7 @@ impl DirProvider {
         };
         // A machine whose boot failed: the bootstrap deadline removes it.
         tracing::warn!(runner = %name, reason = %outcome, "fake instance did not boot its runner");
+        false
     }
 }
 
@@ -138,9 +166,12 @@ impl Provider for DirProvider {
             .map_err(|e| io(command, &e))?;
         let instance = instance(&bootstrap.name);
         let path = dir.join(format!("{}.json", bootstrap.name));
+        // The JIT config is kept until the runner booted, as a machine's user data would be:
+        // a worker killed between create and boot leaves a machine that still boots.
         let text = serde_json::json!({
             "name": bootstrap.name,
             "pool": bootstrap.pool_id.as_str(),
+            "jitConfig": request.jit_config.as_ref().map(|j| j.expose()),
         })
         .to_string();
         let file = tokio::fs::OpenOptions::new()
@@ -163,9 +194,7 @@ impl Provider for DirProvider {
             }
             Err(e) => return Err(io(command, &e)),
         }
-        if let Some(jit) = &request.jit_config {
-            self.boot(jit.expose(), &bootstrap.name).await;
-        }
+        self.finish_boot(&path).await;
         Ok(instance)
     }
 
@@ -179,7 +208,9 @@ impl Provider for DirProvider {
     }
 
     async fn get(&self, pool: &Pool, instance: &InstanceId) -> Result<ProviderInstance, Error> {
-        read(&self.file(pool, instance), Command::GetInstance).await
+        let path = self.file(pool, instance);
+        self.finish_boot(&path).await;
+        read(&path, Command::GetInstance).await
     }
 
     async fn list(&self, pool: &Pool) -> Result<Vec<ProviderInstance>, Error> {
@@ -191,6 +222,7 @@ impl Provider for DirProvider {
         };
         let mut out = Vec::new();
         while let Some(entry) = entries.next_entry().await.map_err(|e| io(command, &e))? {
+            self.finish_boot(&entry.path()).await;
             out.push(read(&entry.path(), command).await?);
         }
         Ok(out)

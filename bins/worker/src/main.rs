@@ -127,12 +127,7 @@ async fn run(config: Config) -> Result<()> {
     let _lock = lock_sqlite(&url)?;
     let listener = tokio::net::TcpListener::bind(config.worker.listen)
         .await
-        .with_context(|| {
-            format!(
-                "cannot listen on {} (worker.listen)",
-                config.worker.listen
-            )
-        })?;
+        .with_context(|| format!("cannot listen on {} (worker.listen)", config.worker.listen))?;
     let listen = listener.local_addr().context("reading the bound address")?;
 
     let store = DieselStore::open(config.store)

@@ -172,6 +172,7 @@ async fn instances_without_our_pool_key_are_never_touched(db: TestDb) {
         .create(&CreateRequest {
             bootstrap: bootstrap("linux-foreign1", scaleset_control::pool_key(other, 1)),
             jit_config: None,
+            bootstrap_timeout: None,
         })
         .await
         .expect("foreign instance");
@@ -180,6 +181,7 @@ async fn instances_without_our_pool_key_are_never_touched(db: TestDb) {
         .create(&CreateRequest {
             bootstrap: bootstrap("linux-otherpool", h.identity.pool_key(999)),
             jit_config: None,
+            bootstrap_timeout: None,
         })
         .await
         .expect("instance of another pool");

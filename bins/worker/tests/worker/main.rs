@@ -1,0 +1,325 @@
+//! `scaleset-worker` as a real process against the simulator over loopback: configuration
+//! errors, serving a scale set end to end, clean shutdown, one worker per SQLite file, and
+//! recovery after a wiped database or a kill -9.
+
+mod helpers;
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use scaleset_sim::JobSpec;
+
+use helpers::{BIN, RunningSim, Site, Worker, eventually, get, worker_env};
+
+/// Runs the binary on `text` with `env` and returns (exit code, stderr).
+async fn check_config(text: &str, env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("worker.toml");
+    std::fs::write(&path, text).expect("config");
+    let mut command = tokio::process::Command::new(BIN);
+    command.arg("--config").arg(&path).env_clear();
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let output = command.output().await.expect("run scaleset-worker");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// A configuration, its environment, and the key its error must name.
+type Case<'a> = (String, Vec<(&'a str, &'a str)>, &'a str);
+
+const VALID: &str = r#"
+controller_id = "3f2a9c1e-77b0-4d4e-9a55-0123456789ab"
+[database]
+url = "sqlite:///nonexistent-dir-for-config-tests/scaleset.db"
+[encryption]
+primary_key_id = "k1"
+[[encryption.keys]]
+id = "k1"
+env = "K"
+[[provider]]
+name = "fake"
+kind = "fake"
+[[credentials]]
+name = "gh"
+base_url = "http://127.0.0.1:9"
+token_env = "T"
+[[scale_set]]
+name = "linux"
+credentials = "gh"
+organization = "acme"
+provider = "fake"
+"#;
+
+#[tokio::test]
+async fn each_configuration_error_exits_2_naming_the_key_before_connecting() {
+    let env = [("K", helpers::KEY), ("T", "ghp_x")];
+    let cases: Vec<Case<'_>> = vec![
+        (
+            VALID.replace("[database]", "[database]\npool_szie = 2"),
+            env.to_vec(),
+            "pool_szie",
+        ),
+        (
+            VALID.replace(
+                "sqlite:///nonexistent-dir-for-config-tests/scaleset.db",
+                "mysql://db",
+            ),
+            env.to_vec(),
+            "database.url",
+        ),
+        (
+            VALID.replace("http://127.0.0.1:9", "not a url"),
+            env.to_vec(),
+            "credentials[0].base_url",
+        ),
+        (
+            VALID.replace("3f2a9c1e-77b0-4d4e-9a55-0123456789ab", "worker-one"),
+            env.to_vec(),
+            "controller_id",
+        ),
+        (
+            VALID.to_owned(),
+            vec![("T", "ghp_x")],
+            "encryption.keys[0].env",
+        ),
+        (
+            VALID.replace("primary_key_id = \"k1\"", ""),
+            env.to_vec(),
+            "encryption.primary_key_id",
+        ),
+        (
+            VALID.to_owned(),
+            vec![("K", helpers::KEY)],
+            "credentials[0].token_env",
+        ),
+        (
+            VALID.to_owned(),
+            [env.to_vec(), vec![("SCALESET_DATABASE__URL", "ftp://x")]].concat(),
+            "database.url",
+        ),
+        (
+            VALID.to_owned(),
+            [
+                env.to_vec(),
+                vec![("SCALESET_DATABSE__URL", "sqlite:///x.db")],
+            ]
+            .concat(),
+            "SCALESET_DATABSE__URL",
+        ),
+    ];
+    for (text, env, key) in cases {
+        let (code, stderr) = check_config(&text, &env).await;
+        assert_eq!(code, Some(2), "{key}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{key}:")),
+            "{key} not named in: {stderr}"
+        );
+    }
+    // The valid file passes --check (so each case above failed for its own key only).
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("worker.toml");
+    std::fs::write(&path, VALID).expect("config");
+    let output = tokio::process::Command::new(BIN)
+        .arg("--config")
+        .arg(&path)
+        .arg("--check")
+        .env_clear()
+        .env("K", helpers::KEY)
+        .env("T", "ghp_x")
+        .output()
+        .await
+        .expect("run");
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+}
+
+/// Starts a worker on `site` and waits until `name` is listening; returns its GitHub id.
+async fn start_serving(sim: &RunningSim, site: &Site, name: &str) -> (Worker, i64) {
+    let worker = Worker::spawn(&site.config(), &worker_env());
+    let id = eventually("the scale set exists on GitHub with a session", || async {
+        let id = sim.scale_set_id(name)?;
+        sim.has_session(id).then_some(id)
+    })
+    .await;
+    (worker, id)
+}
+
+/// Enqueues `count` jobs, waits until they run, lets them finish, and waits until every
+/// instance is gone.
+async fn serve_jobs(sim: &RunningSim, site: &Site, id: i64, count: u32) {
+    let before = sim.job_states(id).len();
+    sim.sim
+        .enqueue_jobs(id, &JobSpec::count(count))
+        .expect("enqueue");
+    eventually("every job runs", || async {
+        let states = sim.job_states(id);
+        (states.len() == before + count as usize
+            && states.iter().all(|s| s == "running" || s == "completed"))
+        .then_some(())
+    })
+    .await;
+    sim.sim.advance(Duration::from_secs(120));
+    eventually("jobs done, no instance left", || async {
+        let done = sim.job_states(id).iter().all(|s| s == "completed");
+        (done && site.instances().is_empty() && sim.sim.state().agents.is_empty()).then_some(())
+    })
+    .await;
+}
+
+fn assert_served_once(sim: &RunningSim, id: i64) {
+    for job in sim.sim.state().jobs_of(id) {
+        assert_eq!(job.result.as_deref(), Some("succeeded"), "{job:?}");
+        assert_eq!(job.reassignments, 0, "a job was served twice: {job:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serves_jobs_end_to_end_and_stops_cleanly_on_sigterm() {
+    let sim = RunningSim::start().await;
+    let site = Site::new(&sim, &["linux"]);
+    let (worker, id) = start_serving(&sim, &site, "linux").await;
+    let addr = worker.listen().await;
+
+    sim.sim
+        .enqueue_jobs(id, &JobSpec::count(3))
+        .expect("enqueue");
+    eventually("three runners run the three jobs", || async {
+        let states = sim.job_states(id);
+        (states.len() == 3 && states.iter().all(|s| s == "running")).then_some(())
+    })
+    .await;
+    let instances = site.instances();
+    assert_eq!(instances.len(), 3, "one instance per job: {instances:?}");
+    let pool = format!("{}_{id}", helpers::CONTROLLER);
+    assert!(
+        instances.iter().all(|(key, _)| *key == pool),
+        "{instances:?}"
+    );
+
+    assert_eq!(get(addr, "/healthz").await.0, 200);
+    let (status, ready) = get(addr, "/readyz").await;
+    assert_eq!(status, 200, "{ready}");
+    let ready: serde_json::Value = serde_json::from_str(&ready).expect("readyz JSON");
+    assert_eq!(ready["leasesHeld"], 1, "{ready}");
+    let (status, metrics) = get(addr, "/metrics").await;
+    assert_eq!(status, 200);
+    assert!(metrics.contains("scaleset_scale_sets"), "{metrics}");
+    assert!(metrics.contains("scaleset_jobs_seen_total"), "{metrics}");
+
+    sim.sim.advance(Duration::from_secs(120));
+    eventually("jobs done, no instance left", || async {
+        let done = sim.job_states(id).iter().all(|s| s == "completed");
+        (done && site.instances().is_empty()).then_some(())
+    })
+    .await;
+    assert_served_once(&sim, id);
+
+    let deletes = sim.sim.request_count("delete_session");
+    let log_before = worker.log();
+    let code = worker.signal_and_wait(Signal::SIGTERM).await;
+    assert_eq!(code, Some(0), "{log_before}");
+    assert!(!sim.has_session(id), "the session was deleted on SIGTERM");
+    assert!(sim.sim.request_count("delete_session") > deletes);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_worker_on_the_same_sqlite_file_is_refused() {
+    let sim = RunningSim::start().await;
+    let site = Site::new(&sim, &["linux"]);
+    let (first, _) = start_serving(&sim, &site, "linux").await;
+    let second = Worker::spawn(&site.config(), &worker_env());
+    let lines = second.lines.clone();
+    let code = second.exit_code().await;
+    assert_eq!(code, Some(1));
+    let log = lines.lock().expect("lines").join("\n");
+    assert!(
+        log.contains("another scaleset-worker already serves the SQLite database"),
+        "{log}"
+    );
+    assert_eq!(first.signal_and_wait(Signal::SIGINT).await, Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wiped_database_is_rebuilt_by_a_restart_adopting_every_scale_set() {
+    let sim = RunningSim::start().await;
+    let site = Site::new(&sim, &["linux", "arm"]);
+    let worker = Worker::spawn(&site.config(), &worker_env());
+    let ids = eventually("both scale sets listen", || async {
+        let linux = sim.scale_set_id("linux")?;
+        let arm = sim.scale_set_id("arm")?;
+        (sim.has_session(linux) && sim.has_session(arm)).then_some([linux, arm])
+    })
+    .await;
+    for id in ids {
+        serve_jobs(&sim, &site, id, 2).await;
+    }
+    assert_eq!(worker.signal_and_wait(Signal::SIGTERM).await, Some(0));
+    assert_eq!(sim.sim.request_count("create_scale_set"), 2);
+
+    site.wipe_database();
+    assert!(!site.db().exists());
+    let worker = Worker::spawn(&site.config(), &worker_env());
+    eventually("both scale sets listen again", || async {
+        ids.iter().all(|id| sim.has_session(*id)).then_some(())
+    })
+    .await;
+    assert_eq!(
+        sim.sim.request_count("create_scale_set"),
+        2,
+        "every scale set was adopted, none created"
+    );
+    for id in ids {
+        serve_jobs(&sim, &site, id, 2).await;
+        assert_served_once(&sim, id);
+        assert_eq!(sim.job_states(id).len(), 4);
+    }
+    assert_eq!(
+        sim.sim.state().scale_sets.len(),
+        2,
+        "no duplicate scale set"
+    );
+    assert_eq!(worker.signal_and_wait(Signal::SIGTERM).await, Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_mid_stream_then_restart_converges_without_duplicates_or_orphans() {
+    let sim = RunningSim::start().await;
+    let site = Site::new(&sim, &["linux"]);
+    let (worker, id) = start_serving(&sim, &site, "linux").await;
+    sim.sim
+        .enqueue_jobs(id, &JobSpec::count(4))
+        .expect("enqueue");
+    eventually("instances are being created", || async {
+        (!site.instances().is_empty()).then_some(())
+    })
+    .await;
+    let _ = worker.signal_and_wait(Signal::SIGKILL).await;
+
+    let worker = Worker::spawn(&site.config(), &worker_env());
+    eventually("every job runs", || async {
+        let states = sim.job_states(id);
+        (states.len() == 4 && states.iter().all(|s| s == "running")).then_some(())
+    })
+    .await;
+    sim.sim.advance(Duration::from_secs(120));
+    eventually(
+        "jobs done; no instance, runner or session left over",
+        || async {
+            let done = sim.job_states(id).iter().all(|s| s == "completed");
+            (done && site.instances().is_empty() && sim.sim.state().agents.is_empty()).then_some(())
+        },
+    )
+    .await;
+    assert_served_once(&sim, id);
+    assert_eq!(sim.sim.request_count("create_scale_set"), 1);
+    assert_eq!(
+        sim.sim.state().scale_sets.len(),
+        1,
+        "no duplicate scale set"
+    );
+    assert_eq!(worker.signal_and_wait(Signal::SIGTERM).await, Some(0));
+    assert!(!sim.has_session(id));
+}
