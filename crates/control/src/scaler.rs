@@ -7,6 +7,8 @@
 //! whose instance was never created is removed from GitHub, an instance whose runner is gone is
 //! deleted, so nothing is duplicated or orphaned.
 
+mod reconcile;
+
 use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
@@ -139,7 +141,9 @@ impl Runners<'_> {
                 _ => self.remove_everywhere(&instance).await?,
             }
         }
-        Ok(())
+        // What the store does not know (a wiped database, a stray runner) is reconciled
+        // against the provider and GitHub.
+        self.reconcile().await
     }
 
     /// Plans and executes one scaling step from `assigned_jobs`.

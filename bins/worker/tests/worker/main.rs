@@ -323,3 +323,84 @@ async fn kill_9_mid_stream_then_restart_converges_without_duplicates_or_orphans(
     assert_eq!(worker.signal_and_wait(Signal::SIGTERM).await, Some(0));
     assert!(!sim.has_session(id));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wipe_while_runners_are_busy_re_records_them_and_touches_nothing_foreign() {
+    let sim = RunningSim::start().await;
+    let site = Site::new(&sim, &["linux"]);
+    // Another controller's machine in the same cloud, and its scale set on the same org.
+    let foreign_pool = site.cloud().join("00000000-0000-0000-0000-000000000042_77");
+    std::fs::create_dir_all(&foreign_pool).expect("foreign pool");
+    std::fs::write(
+        foreign_pool.join("linux-foreign01.json"),
+        r#"{"name":"linux-foreign01"}"#,
+    )
+    .expect("foreign instance");
+    let group = sim
+        .sim
+        .state()
+        .runner_groups
+        .iter()
+        .find(|g| g.scope == "acme")
+        .map(|g| g.id)
+        .expect("acme has a runner group");
+    let foreign_id = sim
+        .sim
+        .create_foreign_scale_set("acme", group, "theirs", "someone-else")
+        .expect("foreign scale set")
+        .scale_set_id;
+
+    let (worker, id) = start_serving(&sim, &site, "linux").await;
+    sim.sim
+        .enqueue_jobs(id, &JobSpec::count(2))
+        .expect("enqueue");
+    eventually("both jobs run", || async {
+        let states = sim.job_states(id);
+        (states.len() == 2 && states.iter().all(|s| s == "running")).then_some(())
+    })
+    .await;
+    let ours = |site: &Site| -> Vec<(String, String)> {
+        site.instances()
+            .into_iter()
+            .filter(|(key, _)| key.starts_with(helpers::CONTROLLER))
+            .collect()
+    };
+    let busy = ours(&site);
+    assert_eq!(busy.len(), 2, "{busy:?}");
+    assert_eq!(worker.signal_and_wait(Signal::SIGTERM).await, Some(0));
+    assert_eq!(ours(&site), busy, "SIGTERM leaves the instances running");
+
+    site.wipe_database();
+    let worker = Worker::spawn(&site.config(), &worker_env());
+    eventually("the scale set listens again", || async {
+        sim.has_session(id).then_some(())
+    })
+    .await;
+    eventually("both busy instances are recorded again", || async {
+        worker
+            .log()
+            .matches("instance_rerecorded")
+            .count()
+            .eq(&2)
+            .then_some(())
+    })
+    .await;
+    assert_eq!(ours(&site), busy, "no instance deleted or created");
+
+    sim.sim.advance(Duration::from_secs(120));
+    eventually("jobs done, our instances retired", || async {
+        let done = sim.job_states(id).iter().all(|s| s == "completed");
+        (done && ours(&site).is_empty() && sim.sim.state().agents.is_empty()).then_some(())
+    })
+    .await;
+    assert_served_once(&sim, id);
+    assert_eq!(sim.sim.request_count("create_scale_set"), 1, "adopted");
+    assert!(
+        foreign_pool.join("linux-foreign01.json").exists(),
+        "another controller's instance is never touched"
+    );
+    let state = sim.sim.state();
+    let theirs = state.scale_set(foreign_id).expect("foreign scale set kept");
+    assert!(theirs.session.is_some(), "their session is kept");
+    assert_eq!(worker.signal_and_wait(Signal::SIGTERM).await, Some(0));
+}
