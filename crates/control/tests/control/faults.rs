@@ -204,3 +204,40 @@ async fn owner_label_prefixed_name_is_a_config_error(db: TestDb) {
         .await
         .expect("store still readable");
 }
+
+backend_tests!(text_plain_errors_never_lead_to_adoption);
+
+async fn text_plain_errors_never_lead_to_adoption(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    // A rival creates the name between our lookup and our create, and every error loses its
+    // exception type: our create's failure cannot be read as "exists".
+    h.sim().update_faults(|f| {
+        f.text_plain_errors = true;
+        f.race_create = Some(scaleset_sim::RaceCreate::with_owner("rival"));
+    });
+    let controller = h.start(None);
+    let stored = eventually("the ensure ends without adopting", || async {
+        let stored = h.stored().await;
+        matches!(stored.state, ScaleSetState::Error | ScaleSetState::Refused).then_some(stored)
+    })
+    .await;
+    assert!(
+        stored.state_reason.contains("adoption failed"),
+        "{}",
+        stored.state_reason
+    );
+    assert_eq!(
+        stored.github_id, None,
+        "never adopted: {}",
+        stored.state_reason
+    );
+    let named = h
+        .sim()
+        .state()
+        .scale_sets
+        .iter()
+        .filter(|s| s.name == "linux")
+        .count();
+    assert_eq!(named, 1, "only the rival's scale set exists");
+    controller.stop().await;
+}
