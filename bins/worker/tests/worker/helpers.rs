@@ -106,6 +106,20 @@ impl Site {
         self.dir.path().join("cloud")
     }
 
+    /// A site whose workers share the PostgreSQL database at `url`, each with a short lease.
+    pub(crate) fn postgres(sim: &RunningSim, scale_sets: &[&str], url: &str) -> Self {
+        let site = Self::new(sim, scale_sets);
+        let text = std::fs::read_to_string(site.config())
+            .expect("config")
+            .replace(
+                &format!("url = \"sqlite://{}\"", site.db().display()),
+                &format!("url = \"{url}\""),
+            )
+            .replace("lease_ttl = \"10s\"", "lease_ttl = \"3s\"");
+        std::fs::write(site.config(), text).expect("config");
+        site
+    }
+
     fn config_text(&self, sim: &RunningSim, scale_sets: &[&str]) -> String {
         let base = format!("http://{}", sim.addr);
         let mut text = format!(
@@ -326,5 +340,56 @@ where
             "timed out waiting until {what}"
         );
         tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// A fresh PostgreSQL database for one test, dropped afterwards; `None` (reported) when
+/// `SCALESET_TEST_DATABASE_URL` is unset, unless `SCALESET_REQUIRE_POSTGRES` is set.
+pub(crate) struct PgDatabase {
+    admin: String,
+    name: String,
+    pub(crate) url: String,
+}
+
+impl PgDatabase {
+    pub(crate) fn create(test: &str) -> Option<Self> {
+        use diesel::{Connection as _, RunQueryDsl as _};
+        let Some(admin) = std::env::var("SCALESET_TEST_DATABASE_URL").ok() else {
+            assert!(
+                std::env::var_os("SCALESET_REQUIRE_POSTGRES").is_none(),
+                "SCALESET_REQUIRE_POSTGRES is set but SCALESET_TEST_DATABASE_URL is not"
+            );
+            eprintln!(
+                "skipped {test}: SCALESET_TEST_DATABASE_URL is unset (e.g. \
+                 postgres://postgres@127.0.0.1:5432/test; CI sets it)"
+            );
+            return None;
+        };
+        let mut conn = diesel::PgConnection::establish(&admin)
+            .unwrap_or_else(|e| panic!("PostgreSQL at SCALESET_TEST_DATABASE_URL: {e}"));
+        let name = format!("scaleset_worker_{}", uuid::Uuid::new_v4().simple());
+        diesel::sql_query(format!("CREATE DATABASE {name}"))
+            .execute(&mut conn)
+            .unwrap_or_else(|e| panic!("cannot create database {name}: {e}"));
+        let mut url = url::Url::parse(&admin).expect("SCALESET_TEST_DATABASE_URL is a URL");
+        url.set_path(&format!("/{name}"));
+        Some(Self {
+            admin,
+            name,
+            url: url.to_string(),
+        })
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        use diesel::{Connection as _, RunQueryDsl as _};
+        if let Ok(mut conn) = diesel::PgConnection::establish(&self.admin) {
+            let _ = diesel::sql_query(format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ))
+            .execute(&mut conn);
+        }
     }
 }

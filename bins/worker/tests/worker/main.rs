@@ -404,3 +404,56 @@ async fn a_wipe_while_runners_are_busy_re_records_them_and_touches_nothing_forei
     assert!(theirs.session.is_some(), "their session is kept");
     assert_eq!(worker.signal_and_wait(Signal::SIGTERM).await, Some(0));
 }
+
+/// `leasesHeld` from the worker's `/readyz`.
+async fn leases_held(worker: &Worker) -> u64 {
+    let (_, body) = get(worker.listen().await, "/readyz").await;
+    let value: serde_json::Value = serde_json::from_str(&body).expect("readyz JSON");
+    value["leasesHeld"].as_u64().expect("leasesHeld")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_second_worker_takes_over_after_kill_9_once_the_leases_expire() {
+    let Some(db) = helpers::PgDatabase::create("the two-worker PostgreSQL test") else {
+        return;
+    };
+    let sim = RunningSim::start().await;
+    let names = ["linux", "arm", "gpu"];
+    let site = Site::postgres(&sim, &names, &db.url);
+    let env_a = worker_env();
+    let mut env_b = worker_env();
+    env_b.push(("SCALESET_WORKER__NAME", "worker-b".to_owned()));
+
+    let a = Worker::spawn(&site.config(), &env_a);
+    let ids = eventually("all scale sets listen", || async {
+        let ids: Vec<i64> = names.iter().filter_map(|n| sim.scale_set_id(n)).collect();
+        (ids.len() == names.len() && ids.iter().all(|id| sim.has_session(*id))).then_some(ids)
+    })
+    .await;
+    eventually("worker a holds every lease", || async {
+        (leases_held(&a).await == 3).then_some(())
+    })
+    .await;
+    let b = Worker::spawn(&site.config(), &env_b);
+    b.listen().await;
+    assert_eq!(leases_held(&b).await, 0, "a held lease is not taken");
+
+    let _ = a.signal_and_wait(Signal::SIGKILL).await;
+    eventually("worker b holds every lease once a's expired", || async {
+        (leases_held(&b).await == 3).then_some(())
+    })
+    .await;
+    for id in &ids {
+        serve_jobs(&sim, &site, *id, 2).await;
+        assert_served_once(&sim, *id);
+    }
+    assert_eq!(
+        sim.sim.request_count("create_scale_set"),
+        3,
+        "no duplicate scale set after the take-over"
+    );
+    assert_eq!(b.signal_and_wait(Signal::SIGTERM).await, Some(0));
+    for id in ids {
+        assert!(!sim.has_session(id), "b deleted every session on SIGTERM");
+    }
+}
