@@ -457,3 +457,78 @@ async fn on_postgres_a_second_worker_takes_over_after_kill_9_once_the_leases_exp
         assert!(!sim.has_session(id), "b deleted every session on SIGTERM");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_controllers_on_one_organization_each_serve_only_their_own() {
+    let sim = RunningSim::start().await;
+    let site = Site::new(&sim, &["linux"]);
+    // Controller b: another id, its own database, the same cloud account, and a fleet that
+    // also declares "linux" (controller a's) beside its own "arm".
+    let other = "00000000-0000-4000-8000-0000000000bb";
+    let text_b = std::fs::read_to_string(site.config())
+        .expect("config")
+        .replace(helpers::CONTROLLER, other)
+        .replace("scaleset.db", "scaleset-b.db")
+        .replace("name = \"worker-a\"", "name = \"worker-b\"")
+        + "\n[[scale_set]]\nname = \"arm\"\ncredentials = \"sim\"\norganization = \"acme\"\n\
+           provider = \"fake\"\nmax_runners = 10\ndisable_update = true\n";
+    let config_b = site.dir.path().join("worker-b.toml");
+    std::fs::write(&config_b, text_b).expect("config b");
+
+    let (a, linux) = start_serving(&sim, &site, "linux").await;
+    let b = Worker::spawn(&config_b, &worker_env());
+    let arm = eventually("b's own scale set listens", || async {
+        let id = sim.scale_set_id("arm")?;
+        sim.has_session(id).then_some(id)
+    })
+    .await;
+    eventually("b refuses a's scale set", || async {
+        b.log().contains("ForeignOwner").then_some(())
+    })
+    .await;
+
+    sim.sim
+        .enqueue_jobs(linux, &JobSpec::count(2))
+        .expect("enqueue");
+    sim.sim
+        .enqueue_jobs(arm, &JobSpec::count(2))
+        .expect("enqueue");
+    eventually("every job runs", || async {
+        let all: Vec<String> = [linux, arm]
+            .iter()
+            .flat_map(|id| sim.job_states(*id))
+            .collect();
+        (all.len() == 4 && all.iter().all(|s| s == "running")).then_some(())
+    })
+    .await;
+    let pools: std::collections::BTreeSet<String> =
+        site.instances().into_iter().map(|(key, _)| key).collect();
+    assert_eq!(
+        pools,
+        [
+            format!("{}_{linux}", helpers::CONTROLLER),
+            format!("{other}_{arm}")
+        ]
+        .into_iter()
+        .collect(),
+        "each controller runs its own scale set's runners, under its own pool key"
+    );
+    sim.sim.advance(Duration::from_secs(120));
+    eventually("jobs done, no instance left", || async {
+        let done = [linux, arm]
+            .iter()
+            .all(|id| sim.job_states(*id).iter().all(|s| s == "completed"));
+        (done && site.instances().is_empty()).then_some(())
+    })
+    .await;
+    assert_served_once(&sim, linux);
+    assert_served_once(&sim, arm);
+    let state = sim.sim.state();
+    assert_eq!(state.scale_sets.len(), 2, "no duplicate, nothing deleted");
+    assert!(sim.has_session(linux) && sim.has_session(arm));
+    assert_eq!(sim.sim.request_count("delete_scale_set"), 0);
+
+    assert_eq!(b.signal_and_wait(Signal::SIGTERM).await, Some(0));
+    assert!(sim.has_session(linux), "b's shutdown leaves a's session");
+    assert_eq!(a.signal_and_wait(Signal::SIGTERM).await, Some(0));
+}
