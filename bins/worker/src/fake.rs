@@ -54,8 +54,33 @@ impl DirProvider {
         };
         if self.boot(&jit, &name).await {
             value["jitConfig"] = serde_json::Value::Null;
-            let _ = tokio::fs::write(path, value.to_string()).await;
+            if let Ok(staged) = self
+                .staged(Command::CreateInstance, &value.to_string())
+                .await
+            {
+                // A rename replaces the file whole, or not at all.
+                if tokio::fs::rename(&staged, path).await.is_err() {
+                    let _ = tokio::fs::remove_file(&staged).await;
+                }
+            }
         }
+    }
+
+    /// `text` written and synced to a new file under `<state_dir>/.staging`.
+    async fn staged(&self, command: Command, text: &str) -> Result<PathBuf, Error> {
+        let dir = self.dir.join(".staging");
+        tokio::fs::create_dir_all(&dir)
+            .await
+            .map_err(|e| io(command, &e))?;
+        let path = dir.join(Uuid::new_v4().simple().to_string());
+        let mut file = tokio::fs::File::create(&path)
+            .await
+            .map_err(|e| io(command, &e))?;
+        tokio::io::AsyncWriteExt::write_all(&mut file, text.as_bytes())
+            .await
+            .map_err(|e| io(command, &e))?;
+        file.sync_all().await.map_err(|e| io(command, &e))?;
+        Ok(path)
     }
 
     fn pool_dir(&self, pool: &Pool) -> PathBuf {
@@ -101,11 +126,16 @@ impl DirProvider {
 }
 
 fn io(command: Command, e: &std::io::Error) -> Error {
-    Error::Failed {
+    Error::Io {
         command,
-        exit_code: None,
-        stderr_tail: e.to_string(),
-        provider_fault: None,
+        source: std::io::Error::new(e.kind(), e.to_string()),
+    }
+}
+
+fn invalid(command: Command, what: String) -> Error {
+    Error::Io {
+        command,
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, what),
     }
 }
 
@@ -137,20 +167,11 @@ async fn read(path: &Path, command: Command) -> Result<ProviderInstance, Error> 
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found(command)),
         Err(e) => return Err(io(command, &e)),
     };
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::Failed {
-        command,
-        exit_code: None,
-        stderr_tail: format!("{}: {e}", path.display()),
-        provider_fault: None,
-    })?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| invalid(command, format!("{}: {e}", path.display())))?;
     match value.get("name").and_then(serde_json::Value::as_str) {
         Some(name) => Ok(instance(name)),
-        None => Err(Error::Failed {
-            command,
-            exit_code: None,
-            stderr_tail: format!("{}: no name", path.display()),
-            provider_fault: None,
-        }),
+        None => Err(invalid(command, format!("{}: no name", path.display()))),
     }
 }
 
@@ -174,18 +195,13 @@ impl Provider for DirProvider {
             "jitConfig": request.jit_config.as_ref().map(|j| j.expose()),
         })
         .to_string();
-        let file = tokio::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .await;
-        match file {
-            Ok(mut file) => {
-                tokio::io::AsyncWriteExt::write_all(&mut file, text.as_bytes())
-                    .await
-                    .map_err(|e| io(command, &e))?;
-                file.sync_all().await.map_err(|e| io(command, &e))?;
-            }
+        // Written aside, then linked into place: a kill -9 never leaves a half-written
+        // instance, and linking fails when the name exists (a duplicate).
+        let staged = self.staged(command, &text).await?;
+        let linked = tokio::fs::hard_link(&staged, &path).await;
+        let _ = tokio::fs::remove_file(&staged).await;
+        match linked {
+            Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 return Err(Error::Duplicate {
                     command,
@@ -222,6 +238,9 @@ impl Provider for DirProvider {
         };
         let mut out = Vec::new();
         while let Some(entry) = entries.next_entry().await.map_err(|e| io(command, &e))? {
+            if entry.path().extension().is_none_or(|ext| ext != "json") {
+                continue;
+            }
             self.finish_boot(&entry.path()).await;
             out.push(read(&entry.path(), command).await?);
         }

@@ -6,6 +6,7 @@
 //! Exit codes: 0 after a clean shutdown, 2 for an invalid configuration (nothing was opened),
 //! 1 when starting failed (database, lock, port) or the loop failed.
 
+mod crash;
 mod fake;
 mod fleet;
 mod http;
@@ -76,7 +77,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(config)) {
+    match runtime.block_on(run(config, &env)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = format!("{e:#}"), "scaleset-worker stopped");
@@ -122,7 +123,7 @@ fn lock_sqlite(url: &DatabaseUrl) -> Result<Option<Flock<File>>> {
     }
 }
 
-async fn run(config: Config) -> Result<()> {
+async fn run(config: Config, env: &BTreeMap<String, String>) -> Result<()> {
     let url = config.store.url().clone();
     let _lock = lock_sqlite(&url)?;
     let listener = tokio::net::TcpListener::bind(config.worker.listen)
@@ -173,7 +174,7 @@ async fn run(config: Config) -> Result<()> {
     }
 
     let mut registry = Registry::default();
-    let controller = Controller::new(
+    let mut controller = Controller::new(
         store.clone(),
         Arc::new(StoreClientFactory::new(store.clone())),
         providers,
@@ -181,6 +182,9 @@ async fn run(config: Config) -> Result<()> {
         config.settings.clone(),
         &mut registry,
     );
+    if let Some(hook) = crash::from_env(env) {
+        controller = controller.with_checkpoints(hook);
+    }
     let cancel = CancellationToken::new();
     let http_state = Arc::new(http::State {
         store: store.clone(),

@@ -191,6 +191,9 @@ disable_update = true
             .flatten()
         {
             let key = pool.file_name().to_string_lossy().into_owned();
+            if key.starts_with('.') {
+                continue; // the fake's staging directory
+            }
             for file in std::fs::read_dir(pool.path()).expect("pool dir").flatten() {
                 let name = file
                     .file_name()

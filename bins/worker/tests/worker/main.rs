@@ -234,11 +234,13 @@ async fn a_second_worker_on_the_same_sqlite_file_is_refused() {
     let lines = second.lines.clone();
     let code = second.exit_code().await;
     assert_eq!(code, Some(1));
-    let log = lines.lock().expect("lines").join("\n");
-    assert!(
-        log.contains("another scaleset-worker already serves the SQLite database"),
-        "{log}"
-    );
+    // The reader may still be draining the dead process's stderr.
+    eventually("the refusal is explained", || async {
+        let log = lines.lock().expect("lines").join("\n");
+        log.contains("another scaleset-worker already serves the SQLite database")
+            .then_some(())
+    })
+    .await;
     assert_eq!(first.signal_and_wait(Signal::SIGINT).await, Some(0));
 }
 
@@ -531,4 +533,135 @@ async fn two_controllers_on_one_organization_each_serve_only_their_own() {
     assert_eq!(b.signal_and_wait(Signal::SIGTERM).await, Some(0));
     assert!(sim.has_session(linux), "b's shutdown leaves a's session");
     assert_eq!(a.signal_and_wait(Signal::SIGTERM).await, Some(0));
+}
+
+/// The worker process aborts (as a kill -9 would) at `point` of the control loop, through the
+/// debug-build crash hook; a restarted worker converges: one scale set, every job served once,
+/// no instance, runner or session left over.
+async fn crash_at(point: &str) {
+    let sim = RunningSim::start().await;
+    let site = Site::new(&sim, &["linux"]);
+    let before_ready = matches!(point, "ScaleSetCreateIntent" | "ScaleSetCreated");
+    let mut env = worker_env();
+    env.push(("SCALESET_TEST_CRASH_AT", point.to_owned()));
+    let first = Worker::spawn(&site.config(), &env);
+    if !before_ready {
+        let id = eventually("the scale set listens", || async {
+            let id = sim.scale_set_id("linux")?;
+            sim.has_session(id).then_some(id)
+        })
+        .await;
+        sim.sim
+            .enqueue_jobs(id, &JobSpec::count(2))
+            .expect("enqueue");
+    }
+    let lines = first.lines.clone();
+    let code = first.exit_code().await;
+    assert_ne!(code, Some(0), "the worker aborted");
+    // The reader may still be draining the dead process's stderr.
+    eventually("the worker says where it aborted", || async {
+        let log = lines.lock().expect("lines").join("\n");
+        log.contains(&format!("aborting at {point}")).then_some(())
+    })
+    .await;
+
+    let (second, id) = start_serving(&sim, &site, "linux").await;
+    if before_ready {
+        sim.sim
+            .enqueue_jobs(id, &JobSpec::count(2))
+            .expect("enqueue");
+    }
+    eventually("both jobs run", || async {
+        let states = sim.job_states(id);
+        (states.len() == 2 && states.iter().all(|s| s == "running")).then_some(())
+    })
+    .await;
+    sim.sim.advance(Duration::from_secs(120));
+    eventually(
+        "jobs done; no instance, runner or session left over",
+        || async {
+            let done = sim.job_states(id).iter().all(|s| s == "completed");
+            (done && site.instances().is_empty() && sim.sim.state().agents.is_empty()).then_some(())
+        },
+    )
+    .await;
+    assert_served_once(&sim, id);
+    assert_eq!(
+        sim.sim.state().scale_sets.len(),
+        1,
+        "no duplicate scale set"
+    );
+    assert_eq!(sim.sim.request_count("create_scale_set"), 1);
+    assert_eq!(second.signal_and_wait(Signal::SIGTERM).await, Some(0));
+    assert!(!sim.has_session(id));
+}
+
+macro_rules! crash_tests {
+    ($($name:ident => $point:literal),+ $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                crash_at($point).await;
+            }
+        )+
+    };
+}
+
+crash_tests!(
+    crash_after_scale_set_create_intent => "ScaleSetCreateIntent",
+    crash_after_scale_set_created => "ScaleSetCreated",
+    crash_after_runner_intent => "RunnerIntentRecorded",
+    crash_after_jit_config => "JitConfigGenerated",
+    crash_after_instance_created => "InstanceCreated",
+    crash_after_cursor_persisted => "CursorPersisted",
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_kill_9_at_random_moments_of_a_job_stream_converges() {
+    let sim = RunningSim::start().await;
+    let site = Site::new(&sim, &["linux"]);
+    let (mut worker, id) = start_serving(&sim, &site, "linux").await;
+    let rounds = 4u32;
+    for round in 0..rounds {
+        sim.sim
+            .enqueue_jobs(id, &JobSpec::count(3))
+            .expect("enqueue");
+        // A random observable moment: after 0 to 3 of this round's instances exist.
+        let wanted = usize::from(uuid::Uuid::new_v4().as_bytes()[0] % 4);
+        eventually("the chosen moment of the stream", || async {
+            (site.instances().len() >= wanted).then_some(())
+        })
+        .await;
+        let _ = worker.signal_and_wait(Signal::SIGKILL).await;
+        if round % 2 == 1 {
+            // Some runs finish while no worker listens.
+            sim.sim.advance(Duration::from_secs(120));
+        }
+        worker = Worker::spawn(&site.config(), &worker_env());
+    }
+    let total = 3 * rounds as usize;
+    eventually("every job runs or ran", || async {
+        let states = sim.job_states(id);
+        (states.len() == total && states.iter().all(|s| s == "running" || s == "completed"))
+            .then_some(())
+    })
+    .await;
+    sim.sim.advance(Duration::from_secs(120));
+    eventually(
+        "jobs done; no instance, runner or session left over",
+        || async {
+            let done = sim.job_states(id).iter().all(|s| s == "completed");
+            (done && site.instances().is_empty() && sim.sim.state().agents.is_empty()).then_some(())
+        },
+    )
+    .await;
+    assert_served_once(&sim, id);
+    assert_eq!(
+        sim.sim.state().scale_sets.len(),
+        1,
+        "no duplicate scale set"
+    );
+    assert_eq!(sim.sim.request_count("create_scale_set"), 1);
+    assert_eq!(worker.signal_and_wait(Signal::SIGTERM).await, Some(0));
+    assert!(!sim.has_session(id));
 }
