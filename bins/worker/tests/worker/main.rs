@@ -665,3 +665,51 @@ async fn repeated_kill_9_at_random_moments_of_a_job_stream_converges() {
     assert_eq!(worker.signal_and_wait(Signal::SIGTERM).await, Some(0));
     assert!(!sim.has_session(id));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_paused_worker_that_lost_its_leases_writes_nothing_when_it_wakes() {
+    let Some(db) = helpers::PgDatabase::create("the paused-worker PostgreSQL test") else {
+        return;
+    };
+    let sim = RunningSim::start().await;
+    let site = Site::postgres(&sim, &["linux"], &db.url);
+    let mut env_b = worker_env();
+    env_b.push(("SCALESET_WORKER__NAME", "worker-b".to_owned()));
+
+    let (a, id) = start_serving(&sim, &site, "linux").await;
+    eventually("worker a holds the lease", || async {
+        (leases_held(&a).await == 1).then_some(())
+    })
+    .await;
+    let b = Worker::spawn(&site.config(), &env_b);
+    b.listen().await;
+    nix::sys::signal::kill(a.pid(), Signal::SIGSTOP).expect("pause worker a");
+    eventually("worker b takes the lease once a's expired", || async {
+        (leases_held(&b).await == 1).then_some(())
+    })
+    .await;
+    serve_jobs(&sim, &site, id, 2).await;
+
+    nix::sys::signal::kill(a.pid(), Signal::SIGCONT).expect("wake worker a");
+    eventually("worker a notices it lost the lease", || async {
+        a.log()
+            .contains("lease held by another worker")
+            .then_some(())
+    })
+    .await;
+    serve_jobs(&sim, &site, id, 3).await;
+    assert_served_once(&sim, id);
+    assert_eq!(
+        sim.sim.request_count("generate_jit_config"),
+        5,
+        "one runner per job: the woken worker created none"
+    );
+    assert_eq!(leases_held(&b).await, 1, "b still holds the lease");
+    assert_eq!(sim.sim.state().scale_sets.len(), 1);
+    assert_eq!(a.signal_and_wait(Signal::SIGTERM).await, Some(0));
+    assert!(
+        sim.has_session(id),
+        "a's shutdown did not delete b's session"
+    );
+    assert_eq!(b.signal_and_wait(Signal::SIGTERM).await, Some(0));
+}
