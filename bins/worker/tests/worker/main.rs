@@ -713,3 +713,60 @@ async fn on_postgres_a_paused_worker_that_lost_its_leases_writes_nothing_when_it
     );
     assert_eq!(b.signal_and_wait(Signal::SIGTERM).await, Some(0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_documented_simulator_example_serves_jobs_with_environment_overrides() {
+    let sim = RunningSim::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cloud = dir.path().join("cloud");
+    std::fs::create_dir_all(&cloud).expect("cloud dir");
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/examples/worker-sim.toml");
+    let base = format!("http://{}", sim.addr);
+    // The example as documented; only what this test must move elsewhere is overridden, each
+    // through its SCALESET_ variable.
+    let mut env = vec![
+        ("SCALESET_KEY", helpers::KEY.to_owned()),
+        ("SIM_TOKEN", "ghp_simulator".to_owned()),
+        (
+            "SCALESET_DATABASE__URL",
+            format!("sqlite://{}", dir.path().join("demo.db").display()),
+        ),
+        ("SCALESET_WORKER__LISTEN", "127.0.0.1:0".to_owned()),
+        ("SCALESET_WORKER__WATCH_INTERVAL", "100ms".to_owned()),
+        ("SCALESET_FAKE__STATE_DIR", cloud.display().to_string()),
+        ("SCALESET_FAKE__SIMULATOR_URL", base.clone()),
+        ("SCALESET_CREDENTIALS__0__BASE_URL", base.clone()),
+        (
+            "SCALESET_CREDENTIALS__0__API_BASE_URL",
+            format!("{base}/api/v3"),
+        ),
+    ];
+    env.push(("RUST_LOG", "info".to_owned()));
+    let worker = Worker::spawn(&example, &env);
+    let id = eventually("the example's scale set listens", || async {
+        let id = sim.scale_set_id("linux")?;
+        sim.has_session(id).then_some(id)
+    })
+    .await;
+    sim.sim
+        .enqueue_jobs(id, &JobSpec::count(2))
+        .expect("enqueue");
+    eventually("both jobs run on fake instances", || async {
+        let states = sim.job_states(id);
+        let pools: Vec<_> = std::fs::read_dir(&cloud)
+            .ok()?
+            .flatten()
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .collect();
+        let instances = pools
+            .iter()
+            .filter_map(|p| std::fs::read_dir(p.path()).ok())
+            .map(Iterator::count)
+            .sum::<usize>();
+        (states.len() == 2 && states.iter().all(|s| s == "running") && instances == 2).then_some(())
+    })
+    .await;
+    assert_eq!(worker.signal_and_wait(Signal::SIGTERM).await, Some(0));
+    assert!(!sim.has_session(id));
+}
