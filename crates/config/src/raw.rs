@@ -78,6 +78,7 @@ pub(crate) struct RawWorker {
     pub(crate) backoff_max: Option<String>,
     pub(crate) refused_recheck: Option<String>,
     pub(crate) foreign_session_recheck: Option<String>,
+    pub(crate) reconcile_interval: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -306,6 +306,11 @@ fn worker(
         raw.foreign_session_recheck.as_deref(),
         defaults.foreign_session_recheck,
     );
+    settings.reconcile_interval = p.duration(
+        "worker.reconcile_interval",
+        raw.reconcile_interval.as_deref(),
+        defaults.reconcile_interval,
+    );
     let shutdown_timeout = p.duration(
         "worker.shutdown_timeout",
         raw.shutdown_timeout.as_deref(),

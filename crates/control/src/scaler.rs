@@ -38,6 +38,8 @@ pub(crate) struct Runners<'a> {
     pub(crate) rng: fastrand::Rng,
     /// Runners seen online past their deadline in this pass: not asked about again.
     pub(crate) online: HashSet<String>,
+    /// When the last reconciliation ran (see `reconcile.rs`).
+    pub(crate) last_reconciled: Option<tokio::time::Instant>,
 }
 
 fn phase(status: InstanceStatus) -> RunnerPhase {
@@ -355,6 +357,7 @@ impl Runners<'_> {
 
     /// Removes runners that did not come online by their bootstrap deadline.
     pub(crate) async fn check_deadlines(&mut self) -> Result<(), Error> {
+        self.reconcile_if_due().await?;
         let now = self.shared.clock.now();
         for instance in self.instances().await? {
             if instance.status != InstanceStatus::Running

@@ -146,6 +146,7 @@ backoff_base = "10ms"
 backoff_max = "500ms"
 refused_recheck = "500ms"
 foreign_session_recheck = "500ms"
+reconcile_interval = "200ms"
 shutdown_timeout = "20s"
 
 [[provider]]

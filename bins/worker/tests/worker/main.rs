@@ -770,3 +770,34 @@ async fn the_documented_simulator_example_serves_jobs_with_environment_overrides
     assert_eq!(worker.signal_and_wait(Signal::SIGTERM).await, Some(0));
     assert!(!sim.has_session(id));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listening_worker_reconciles_periodically_and_only_its_own_pool() {
+    let sim = RunningSim::start().await;
+    let site = Site::new(&sim, &["linux"]);
+    let (worker, id) = start_serving(&sim, &site, "linux").await;
+    // Appearing while the worker listens: a machine under our pool key with no runner and no
+    // record (e.g. left by a provider retry), and one of another controller.
+    let ours = site.cloud().join(format!("{}_{id}", helpers::CONTROLLER));
+    let theirs = site
+        .cloud()
+        .join(format!("00000000-0000-0000-0000-000000000042_{id}"));
+    for (dir, name) in [(&ours, "linux-orphan01"), (&theirs, "linux-foreign01")] {
+        std::fs::create_dir_all(dir).expect("pool dir");
+        std::fs::write(
+            dir.join(format!("{name}.json")),
+            format!(r#"{{"name":"{name}"}}"#),
+        )
+        .expect("instance");
+    }
+    eventually("our orphan is deleted by a periodic pass", || async {
+        (!ours.join("linux-orphan01.json").exists()).then_some(())
+    })
+    .await;
+    assert!(worker.log().contains("orphan_instance_deleted"));
+    assert!(
+        theirs.join("linux-foreign01.json").exists(),
+        "another controller's machine is never touched"
+    );
+    assert_eq!(worker.signal_and_wait(Signal::SIGTERM).await, Some(0));
+}

@@ -1,6 +1,7 @@
 //! The three-way reconciliation (DESIGN §5), run after every recovery (so after every ensure
-//! or adoption, at the start of each listener pass): the provider's instances listed by our
-//! pool key × the store's instances × GitHub's runners of this scale set.
+//! or adoption, at the start of each listener pass) and then every `reconcile_interval` while
+//! listening: the provider's instances listed by our pool key × the store's instances ×
+//! GitHub's runners of this scale set.
 //!
 //! - An instance under our pool key the store does not know, whose runner GitHub still has →
 //!   re-recorded (`running`, with its ids and a fresh bootstrap deadline): a wiped database
@@ -40,8 +41,17 @@ impl Runners<'_> {
             .await;
     }
 
+    /// Reconciles when `reconcile_interval` has passed since the last pass.
+    pub(crate) async fn reconcile_if_due(&mut self) -> Result<(), Error> {
+        let due = self
+            .last_reconciled
+            .is_none_or(|at| at.elapsed() >= self.shared.settings.reconcile_interval);
+        if due { self.reconcile().await } else { Ok(()) }
+    }
+
     /// One reconciliation pass.
     pub(crate) async fn reconcile(&mut self) -> Result<(), Error> {
+        self.last_reconciled = Some(tokio::time::Instant::now());
         let known: HashSet<String> = self
             .instances()
             .await?
