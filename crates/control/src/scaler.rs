@@ -7,6 +7,8 @@
 //! whose instance was never created is removed from GitHub, an instance whose runner is gone is
 //! deleted, so nothing is duplicated or orphaned.
 
+mod reconcile;
+
 use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
@@ -36,6 +38,8 @@ pub(crate) struct Runners<'a> {
     pub(crate) rng: fastrand::Rng,
     /// Runners seen online past their deadline in this pass: not asked about again.
     pub(crate) online: HashSet<String>,
+    /// When the last reconciliation ran (see `reconcile.rs`).
+    pub(crate) last_reconciled: Option<tokio::time::Instant>,
 }
 
 fn phase(status: InstanceStatus) -> RunnerPhase {
@@ -139,7 +143,9 @@ impl Runners<'_> {
                 _ => self.remove_everywhere(&instance).await?,
             }
         }
-        Ok(())
+        // What the store does not know (a wiped database, a stray runner) is reconciled
+        // against the provider and GitHub.
+        self.reconcile().await
     }
 
     /// Plans and executes one scaling step from `assigned_jobs`.
@@ -241,10 +247,12 @@ impl Runners<'_> {
             jit_config: Some(scaleset_provider::JitConfig::new(
                 jit.encoded_jit_config.expose(),
             )),
-            // CreateInstance is bounded by the scale set's bootstrap timeout, as in GARM
-            // (the provider falls back to its own default when this is unset or zero).
-            bootstrap_timeout: Some(self.scale_set.spec.bootstrap_timeout)
-                .filter(|timeout| !timeout.is_zero()),
+            // GARM bounds a create by the bootstrap timeout; so does the external provider.
+            bootstrap_timeout: Some(if self.scale_set.spec.bootstrap_timeout.is_zero() {
+                self.shared.settings.default_bootstrap_timeout
+            } else {
+                self.scale_set.spec.bootstrap_timeout
+            }),
         };
         let created = match self.provider.create(&request).await {
             Ok(created) => created,
@@ -349,6 +357,7 @@ impl Runners<'_> {
 
     /// Removes runners that did not come online by their bootstrap deadline.
     pub(crate) async fn check_deadlines(&mut self) -> Result<(), Error> {
+        self.reconcile_if_due().await?;
         let now = self.shared.clock.now();
         for instance in self.instances().await? {
             if instance.status != InstanceStatus::Running

@@ -32,6 +32,9 @@ pub struct Settings {
     pub adoption_retry: RetryBounds,
     /// How long a new runner may take to come online before it is removed.
     pub default_bootstrap_timeout: Duration,
+    /// How often a listening scale set is reconciled (provider × store × GitHub) besides
+    /// after every ensure.
+    pub reconcile_interval: Duration,
 }
 
 impl Default for Settings {
@@ -47,6 +50,7 @@ impl Default for Settings {
             own_session_retries: 6,
             adoption_retry: RetryBounds::default(),
             default_bootstrap_timeout: Duration::from_secs(600),
+            reconcile_interval: Duration::from_secs(300),
         }
     }
 }

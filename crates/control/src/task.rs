@@ -129,6 +129,7 @@ async fn pass(shared: &Shared, id: ScaleSetId, cancel: &CancellationToken) -> Re
         pool: Pool::new(shared.identity.pool_key(github_id)),
         rng: fastrand::Rng::new(),
         online: std::collections::HashSet::new(),
+        last_reconciled: None,
     };
     let mut listener = Listener {
         shared,

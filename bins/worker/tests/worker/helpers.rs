@@ -1,0 +1,399 @@
+//! The harness: a simulator in this test process on a loopback port, a temp directory holding
+//! the worker's configuration, SQLite database and the fake provider's instance files, and the
+//! built `scaleset-worker` binary run as a real process.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Empty};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use scaleset_sim::{SimConfig, Simulator};
+use tokio::io::{AsyncBufReadExt as _, BufReader};
+use tokio::process::{Child, Command};
+use tokio_util::sync::CancellationToken;
+
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_scaleset-worker");
+pub(crate) const KEY: &str = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=";
+pub(crate) const CONTROLLER: &str = "3f2a9c1e-77b0-4d4e-9a55-0123456789ab";
+
+/// A simulator serving on `127.0.0.1:0` in this process.
+pub(crate) struct RunningSim {
+    pub(crate) sim: Simulator,
+    pub(crate) addr: SocketAddr,
+    stop: CancellationToken,
+}
+
+impl RunningSim {
+    pub(crate) async fn start() -> Self {
+        let mut config = SimConfig::default();
+        config.long_poll_hold = Duration::from_millis(200);
+        config.tick_interval = Duration::from_millis(20);
+        let sim = Simulator::new(config).expect("simulator config");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let stop = CancellationToken::new();
+        tokio::spawn({
+            let (sim, stop) = (sim.clone(), stop.clone());
+            async move { sim.serve(listener, stop.cancelled_owned()).await }
+        });
+        Self { sim, addr, stop }
+    }
+
+    /// The GitHub id of the scale set named `name`, once exactly one exists.
+    pub(crate) fn scale_set_id(&self, name: &str) -> Option<i64> {
+        let state = self.sim.state();
+        let found: Vec<_> = state.scale_sets.iter().filter(|s| s.name == name).collect();
+        (found.len() == 1).then(|| found[0].id)
+    }
+
+    /// Whether the scale set has a session.
+    pub(crate) fn has_session(&self, id: i64) -> bool {
+        self.sim
+            .state()
+            .scale_set(id)
+            .is_some_and(|s| s.session.is_some())
+    }
+
+    /// The states of the scale set's jobs.
+    pub(crate) fn job_states(&self, id: i64) -> Vec<String> {
+        self.sim
+            .state()
+            .jobs_of(id)
+            .map(|j| j.state.clone())
+            .collect()
+    }
+}
+
+impl Drop for RunningSim {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// A directory with the configuration, the database and the fake cloud.
+pub(crate) struct Site {
+    pub(crate) dir: tempfile::TempDir,
+}
+
+impl Site {
+    pub(crate) fn new(sim: &RunningSim, scale_sets: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let site = Self { dir };
+        std::fs::create_dir_all(site.cloud()).expect("cloud dir");
+        std::fs::write(site.config(), site.config_text(sim, scale_sets)).expect("config");
+        site
+    }
+
+    pub(crate) fn config(&self) -> PathBuf {
+        self.dir.path().join("worker.toml")
+    }
+
+    pub(crate) fn db(&self) -> PathBuf {
+        self.dir.path().join("scaleset.db")
+    }
+
+    pub(crate) fn cloud(&self) -> PathBuf {
+        self.dir.path().join("cloud")
+    }
+
+    /// A site whose workers share the PostgreSQL database at `url`, each with a short lease.
+    pub(crate) fn postgres(sim: &RunningSim, scale_sets: &[&str], url: &str) -> Self {
+        let site = Self::new(sim, scale_sets);
+        let text = std::fs::read_to_string(site.config())
+            .expect("config")
+            .replace(
+                &format!("url = \"sqlite://{}\"", site.db().display()),
+                &format!("url = \"{url}\""),
+            )
+            .replace("lease_ttl = \"10s\"", "lease_ttl = \"3s\"");
+        std::fs::write(site.config(), text).expect("config");
+        site
+    }
+
+    fn config_text(&self, sim: &RunningSim, scale_sets: &[&str]) -> String {
+        let base = format!("http://{}", sim.addr);
+        let mut text = format!(
+            r#"
+controller_id = "{CONTROLLER}"
+
+[database]
+url = "sqlite://{db}"
+busy_timeout = "20s"
+
+[encryption]
+primary_key_id = "k1"
+
+[[encryption.keys]]
+id = "k1"
+env = "TEST_SCALESET_KEY"
+
+[worker]
+name = "worker-a"
+listen = "127.0.0.1:0"
+lease_ttl = "10s"
+watch_interval = "100ms"
+backoff_base = "10ms"
+backoff_max = "500ms"
+refused_recheck = "500ms"
+foreign_session_recheck = "500ms"
+reconcile_interval = "200ms"
+shutdown_timeout = "20s"
+
+[[provider]]
+name = "fake"
+kind = "fake"
+
+[fake]
+state_dir = "{cloud}"
+simulator_url = "{base}"
+
+[[credentials]]
+name = "sim"
+base_url = "{base}"
+api_base_url = "{base}/api/v3"
+token_env = "TEST_GITHUB_TOKEN"
+"#,
+            db = self.db().display(),
+            cloud = self.cloud().display(),
+        );
+        for name in scale_sets {
+            text.push_str(&format!(
+                r#"
+[[scale_set]]
+name = "{name}"
+credentials = "sim"
+organization = "acme"
+provider = "fake"
+image = "ubuntu"
+flavor = "small"
+max_runners = 10
+disable_update = true
+"#
+            ));
+        }
+        text
+    }
+
+    /// Every fake instance file: `(pool key, name)`.
+    pub(crate) fn instances(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for pool in std::fs::read_dir(self.cloud())
+            .expect("cloud dir")
+            .flatten()
+        {
+            let key = pool.file_name().to_string_lossy().into_owned();
+            if key.starts_with('.') {
+                continue; // the fake's staging directory
+            }
+            for file in std::fs::read_dir(pool.path()).expect("pool dir").flatten() {
+                let name = file
+                    .file_name()
+                    .to_string_lossy()
+                    .trim_end_matches(".json")
+                    .to_owned();
+                out.push((key.clone(), name));
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// Deletes the database and its WAL files: a lost disk.
+    pub(crate) fn wipe_database(&self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let path = PathBuf::from(format!("{}{suffix}", self.db().display()));
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => panic!("cannot remove {}: {e}", path.display()),
+            }
+        }
+    }
+}
+
+/// The environment a worker runs with (the process environment is never touched).
+pub(crate) fn worker_env() -> Vec<(&'static str, String)> {
+    vec![
+        ("TEST_SCALESET_KEY", KEY.to_owned()),
+        ("TEST_GITHUB_TOKEN", "ghp_simulator".to_owned()),
+        ("RUST_LOG", "info,scaleset_control=debug".to_owned()),
+    ]
+}
+
+/// A running worker process.
+pub(crate) struct Worker {
+    pub(crate) child: Child,
+    pub(crate) lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Worker {
+    /// Starts the binary on `config` with `env`.
+    pub(crate) fn spawn(config: &Path, env: &[(&str, String)]) -> Self {
+        let mut command = Command::new(BIN);
+        command
+            .arg("--config")
+            .arg(config)
+            .arg("--log-format")
+            .arg("json")
+            .env_clear()
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let mut child = command.spawn().expect("start scaleset-worker");
+        let stderr = child.stderr.take().expect("stderr piped");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        tokio::spawn({
+            let lines = lines.clone();
+            async move {
+                let mut reader = BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = reader.next_line().await {
+                    if std::env::var_os("WORKER_LOG").is_some() {
+                        eprintln!("worker: {line}");
+                    }
+                    lines.lock().expect("lines").push(line);
+                }
+            }
+        });
+        Self { child, lines }
+    }
+
+    pub(crate) fn pid(&self) -> Pid {
+        Pid::from_raw(i32::try_from(self.child.id().expect("running")).expect("pid"))
+    }
+
+    /// Every log line so far.
+    pub(crate) fn log(&self) -> String {
+        self.lines.lock().expect("lines").join("\n")
+    }
+
+    /// The address of the health and metrics listener, from the start-up log line.
+    pub(crate) async fn listen(&self) -> SocketAddr {
+        eventually("the worker logs its start", || async {
+            self.lines.lock().expect("lines").iter().find_map(|line| {
+                let value: serde_json::Value = serde_json::from_str(line).ok()?;
+                (value["message"] == "scaleset-worker started")
+                    .then(|| value["listen"].as_str()?.parse().ok())
+                    .flatten()
+            })
+        })
+        .await
+    }
+
+    /// Sends `signal` and waits (bounded) for the exit code.
+    pub(crate) async fn signal_and_wait(mut self, signal: Signal) -> Option<i32> {
+        kill(self.pid(), signal).expect("signal the worker");
+        let status = tokio::time::timeout(Duration::from_secs(60), self.child.wait())
+            .await
+            .expect("the worker exits within 60 s")
+            .expect("wait for the worker");
+        status.code()
+    }
+
+    /// Waits (bounded) for the process to exit by itself.
+    pub(crate) async fn exit_code(mut self) -> Option<i32> {
+        let status = tokio::time::timeout(Duration::from_secs(60), self.child.wait())
+            .await
+            .expect("the worker exits within 60 s")
+            .expect("wait for the worker");
+        status.code()
+    }
+}
+
+/// GET `path` from the worker's listener: status and body.
+pub(crate) async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
+    let uri: hyper::Uri = format!("http://{addr}{path}").parse().expect("uri");
+    let response = client.get(uri).await.expect("GET");
+    let status = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+/// Polls `check` until it returns `Some`, for at most 90 s (a bound, never a timing claim).
+pub(crate) async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// A fresh PostgreSQL database for one test, dropped afterwards; `None` (reported) when
+/// `SCALESET_TEST_DATABASE_URL` is unset, unless `SCALESET_REQUIRE_POSTGRES` is set.
+pub(crate) struct PgDatabase {
+    admin: String,
+    name: String,
+    pub(crate) url: String,
+}
+
+impl PgDatabase {
+    pub(crate) fn create(test: &str) -> Option<Self> {
+        use diesel::{Connection as _, RunQueryDsl as _};
+        let Some(admin) = std::env::var("SCALESET_TEST_DATABASE_URL").ok() else {
+            assert!(
+                std::env::var_os("SCALESET_REQUIRE_POSTGRES").is_none(),
+                "SCALESET_REQUIRE_POSTGRES is set but SCALESET_TEST_DATABASE_URL is not"
+            );
+            eprintln!(
+                "skipped {test}: SCALESET_TEST_DATABASE_URL is unset (e.g. \
+                 postgres://postgres@127.0.0.1:5432/test; CI sets it)"
+            );
+            return None;
+        };
+        let mut conn = diesel::PgConnection::establish(&admin)
+            .unwrap_or_else(|e| panic!("PostgreSQL at SCALESET_TEST_DATABASE_URL: {e}"));
+        let name = format!("scaleset_worker_{}", uuid::Uuid::new_v4().simple());
+        diesel::sql_query(format!("CREATE DATABASE {name}"))
+            .execute(&mut conn)
+            .unwrap_or_else(|e| panic!("cannot create database {name}: {e}"));
+        let mut url = url::Url::parse(&admin).expect("SCALESET_TEST_DATABASE_URL is a URL");
+        url.set_path(&format!("/{name}"));
+        Some(Self {
+            admin,
+            name,
+            url: url.to_string(),
+        })
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        use diesel::{Connection as _, RunQueryDsl as _};
+        if let Ok(mut conn) = diesel::PgConnection::establish(&self.admin) {
+            let _ = diesel::sql_query(format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ))
+            .execute(&mut conn);
+        }
+    }
+}

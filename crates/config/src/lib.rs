@@ -1,0 +1,245 @@
+//! The scaleset configuration file, shared by the worker (and later the server): a TOML file,
+//! every key overridable by a `SCALESET_…` environment variable, validated completely before
+//! anything connects. Every problem is reported at once, each naming its key
+//! (`database.url`, `scale_set[0].max_runners`, `SCALESET_DATABASE__URL`), its cause and what
+//! to write instead.
+//!
+//! The environment is passed in as a map ([`Config::load`]), never read from the process here,
+//! so tests give their own. Key files and token files named by the configuration are read
+//! during validation: a missing key is a configuration error, not a later surprise.
+//!
+//! What it deliberately does not do: open the database, bind ports or build providers; it
+//! returns typed, validated values ([`Config`]) for the binaries to wire.
+//!
+//! The format is documented in `docs/configuration.md`; `docs/examples/worker.toml` is a
+//! commented example that a test loads.
+
+mod overrides;
+mod raw;
+mod validate;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use scaleset_control::Settings;
+use scaleset_provider::ProviderConfig;
+use scaleset_store::{EntityKind, NewCredentials, ScaleSetSpec, StoreOptions};
+use uuid::Uuid;
+
+/// The prefix of every environment override.
+pub const ENV_PREFIX: &str = overrides::PREFIX;
+
+/// One thing wrong with the configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The key (`database.url`, `scale_set[1].name`) or environment variable at fault.
+    pub key: String,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+impl Problem {
+    pub(crate) fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.key, self.message)
+    }
+}
+
+/// Every problem found in a configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid configuration in {}:\n  {}", .source_name, list(.problems))]
+pub struct ConfigError {
+    /// Where the configuration came from (the file path).
+    pub source_name: String,
+    /// The problems, in file order.
+    pub problems: Vec<Problem>,
+}
+
+fn list(problems: &[Problem]) -> String {
+    problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n  ")
+}
+
+/// A validated configuration.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Config {
+    /// The pinned controller id; `None` lets the database supply (or generate) it.
+    pub controller_id: Option<Uuid>,
+    /// Whether created scale sets carry the owner label (default true).
+    pub owner_label: bool,
+    /// How to open the store (URL, keyring, pool, timeouts, controller id).
+    pub store: StoreOptions,
+    /// The worker's own settings.
+    pub worker: WorkerConfig,
+    /// The control loop's settings (worker name, lease time, intervals).
+    pub settings: Settings,
+    /// The providers, by name.
+    pub providers: Vec<ProviderConfig>,
+    /// Where the fake provider keeps its instances and boots its runners (tests and demos).
+    pub fake: FakeConfig,
+    /// The declared fleet: credentials and the scale sets applied to the store on start.
+    pub fleet: Fleet,
+}
+
+/// The worker process's own settings (`[worker]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkerConfig {
+    /// The worker's name: the holder of its leases (default: the host name).
+    pub name: String,
+    /// Where `/healthz`, `/readyz` and `/metrics` are served (default `127.0.0.1:9464`).
+    pub listen: SocketAddr,
+    /// How long a shutdown may take before the process exits anyway (default 30 s).
+    pub shutdown_timeout: Duration,
+}
+
+/// `[fake]`: how the in-process fake provider behaves.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FakeConfig {
+    /// A directory where the fake provider records its instances, so they outlive the process
+    /// (as a cloud's would). `None`: in memory.
+    pub state_dir: Option<PathBuf>,
+    /// A simulator base URL: each created instance's runner is started there with its JIT
+    /// config (`POST /_sim/runners`), as a booting machine would.
+    pub simulator_url: Option<url::Url>,
+}
+
+/// The declared fleet (`[[credentials]]`, `[[scale_set]]`).
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct Fleet {
+    /// Credentials, with their secrets read.
+    pub credentials: Vec<NewCredentials>,
+    /// Scale sets.
+    pub scale_sets: Vec<DeclaredScaleSet>,
+}
+
+/// One declared scale set.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct DeclaredScaleSet {
+    /// The name of the credentials serving it.
+    pub credentials: String,
+    /// The organization, repository or enterprise it belongs to.
+    pub entity: EntityKind,
+    /// The desired scale set.
+    pub spec: ScaleSetSpec,
+}
+
+impl Config {
+    /// Reads `path`, applies the `SCALESET_…` overrides from `env`, and validates everything.
+    pub fn load(path: &Path, env: &BTreeMap<String, String>) -> Result<Self, ConfigError> {
+        let source_name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            source_name: source_name.clone(),
+            problems: vec![Problem::new(
+                "--config",
+                format!("cannot read the configuration file: {e}"),
+            )],
+        })?;
+        Self::parse(&source_name, &text, env)
+    }
+
+    /// Validates `text` (the file's content) with the overrides from `env`; relative paths in
+    /// it are taken as they are (relative to the working directory).
+    pub fn parse(
+        source_name: &str,
+        text: &str,
+        env: &BTreeMap<String, String>,
+    ) -> Result<Self, ConfigError> {
+        let fail = |problems| ConfigError {
+            source_name: source_name.to_owned(),
+            problems,
+        };
+        let mut table: toml::Table = toml::from_str(text)
+            .map_err(|e| fail(vec![Problem::new("file", syntax(&e.to_string()))]))?;
+        let mut problems = Vec::new();
+        let applied = overrides::apply(&mut table, env, &mut problems);
+        if !problems.is_empty() {
+            return Err(fail(problems));
+        }
+        let raw: raw::RawConfig = toml::Value::Table(table).try_into().map_err(|e| {
+            let mut message = syntax(&e.to_string());
+            if !applied.is_empty() {
+                message.push_str(&format!(
+                    " (after applying the environment overrides {})",
+                    applied.join(", ")
+                ));
+            }
+            fail(vec![Problem::new(key_of(&message), message)])
+        })?;
+        validate::validate(raw, env).map_err(fail)
+    }
+}
+
+/// One line of a TOML error, without its source excerpt.
+fn syntax(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('|') && !l.chars().all(|c| c == '^'))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The key an `unknown field` error names, for the problem's key.
+fn key_of(message: &str) -> String {
+    message
+        .split_once("unknown field `")
+        .and_then(|(_, rest)| rest.split_once('`'))
+        .map_or_else(|| "file".to_owned(), |(key, _)| key.to_owned())
+}
+
+/// Parses a human-readable duration: `"500ms"`, `"30s"`, `"5m"`, `"1h"`, `"1m30s"`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    if rest.is_empty() {
+        return Err("empty duration; write e.g. \"30s\", \"5m\" or \"1m30s\"".to_owned());
+    }
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let number: u64 = rest[..digits]
+            .parse()
+            .map_err(|_| format!("{text:?} is not a duration; write e.g. \"30s\" or \"5m\""))?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let part = match &rest[..unit_len] {
+            "ms" => Duration::from_millis(number),
+            "s" => Duration::from_secs(number),
+            "m" => Duration::from_secs(number.saturating_mul(60)),
+            "h" => Duration::from_secs(number.saturating_mul(3600)),
+            _ => {
+                return Err(format!(
+                    "{text:?} is not a duration: units are ms, s, m and h (e.g. \"30s\")"
+                ));
+            }
+        };
+        rest = &rest[unit_len..];
+        total = total.saturating_add(part);
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,125 @@
+//! The file as written by the operator: every table refuses unknown keys, every value is
+//! optional here so that validation can report all problems at once, naming each key.
+
+use std::path::PathBuf;
+
+use scaleset_provider::RawProviderConfig;
+use serde::Deserialize;
+
+/// The whole file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawConfig {
+    pub(crate) controller_id: Option<String>,
+    pub(crate) owner_label: Option<bool>,
+    #[serde(default)]
+    pub(crate) database: RawDatabase,
+    #[serde(default)]
+    pub(crate) encryption: RawEncryption,
+    #[serde(default)]
+    pub(crate) worker: RawWorker,
+    #[serde(default)]
+    pub(crate) provider: Vec<RawProviderConfig>,
+    pub(crate) fake: Option<RawFake>,
+    #[serde(default)]
+    pub(crate) credentials: Vec<RawCredentials>,
+    #[serde(default)]
+    pub(crate) scale_set: Vec<RawScaleSet>,
+}
+
+/// The top-level keys and tables, for environment overrides.
+pub(crate) const TOP_LEVEL: [&str; 9] = [
+    "controller_id",
+    "owner_label",
+    "database",
+    "encryption",
+    "worker",
+    "provider",
+    "fake",
+    "credentials",
+    "scale_set",
+];
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawDatabase {
+    pub(crate) url: Option<String>,
+    pub(crate) pool_size: Option<i64>,
+    pub(crate) busy_timeout: Option<String>,
+    pub(crate) connect_timeout: Option<String>,
+    pub(crate) event_retention: Option<i64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawEncryption {
+    pub(crate) primary_key_id: Option<String>,
+    #[serde(default)]
+    pub(crate) keys: Vec<RawKey>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawKey {
+    pub(crate) id: Option<String>,
+    pub(crate) file: Option<PathBuf>,
+    pub(crate) env: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawWorker {
+    pub(crate) name: Option<String>,
+    pub(crate) listen: Option<String>,
+    pub(crate) lease_ttl: Option<String>,
+    pub(crate) watch_interval: Option<String>,
+    pub(crate) shutdown_timeout: Option<String>,
+    pub(crate) backoff_base: Option<String>,
+    pub(crate) backoff_max: Option<String>,
+    pub(crate) refused_recheck: Option<String>,
+    pub(crate) foreign_session_recheck: Option<String>,
+    pub(crate) reconcile_interval: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFake {
+    pub(crate) state_dir: Option<PathBuf>,
+    pub(crate) simulator_url: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCredentials {
+    pub(crate) name: Option<String>,
+    pub(crate) base_url: Option<String>,
+    pub(crate) api_base_url: Option<String>,
+    pub(crate) token_env: Option<String>,
+    pub(crate) token_file: Option<PathBuf>,
+    pub(crate) ca_bundle_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawScaleSet {
+    pub(crate) name: Option<String>,
+    pub(crate) credentials: Option<String>,
+    pub(crate) organization: Option<String>,
+    pub(crate) repository: Option<String>,
+    pub(crate) enterprise: Option<String>,
+    pub(crate) runner_group: Option<String>,
+    #[serde(default)]
+    pub(crate) labels: Vec<String>,
+    pub(crate) disable_update: Option<bool>,
+    pub(crate) provider: Option<String>,
+    pub(crate) image: Option<String>,
+    pub(crate) flavor: Option<String>,
+    pub(crate) min_idle: Option<i64>,
+    pub(crate) max_runners: Option<i64>,
+    pub(crate) bootstrap_timeout: Option<String>,
+    pub(crate) runner_prefix: Option<String>,
+    pub(crate) enabled: Option<bool>,
+    pub(crate) adoption_policy: Option<String>,
+    pub(crate) repair: Option<bool>,
+    pub(crate) extra_specs: Option<toml::Value>,
+}

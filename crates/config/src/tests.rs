@@ -1,0 +1,210 @@
+use std::collections::BTreeMap;
+
+use super::*;
+
+const KEY: &str = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=";
+
+fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+fn base_env() -> BTreeMap<String, String> {
+    env(&[("TEST_KEY", KEY), ("GH_TOKEN", "ghp_x")])
+}
+
+const GOOD: &str = r#"
+controller_id = "3f2a9c1e-77b0-4d4e-9a55-0123456789ab"
+
+[database]
+url = "sqlite:///tmp/scaleset-config-test.db"
+
+[encryption]
+primary_key_id = "k1"
+
+[[encryption.keys]]
+id = "k1"
+env = "TEST_KEY"
+
+[worker]
+name = "w1"
+lease_ttl = "30s"
+
+[[provider]]
+name = "fake"
+kind = "fake"
+
+[[credentials]]
+name = "gh"
+token_env = "GH_TOKEN"
+
+[[scale_set]]
+name = "linux"
+credentials = "gh"
+organization = "acme"
+provider = "fake"
+max_runners = 4
+"#;
+
+fn problems(text: &str, env: &BTreeMap<String, String>) -> Vec<Problem> {
+    match Config::parse("test.toml", text, env) {
+        Ok(_) => panic!("expected the configuration to be refused"),
+        Err(e) => e.problems,
+    }
+}
+
+fn keys(problems: &[Problem]) -> Vec<&str> {
+    problems.iter().map(|p| p.key.as_str()).collect()
+}
+
+#[test]
+fn a_good_file_validates_to_typed_values() {
+    let config = Config::parse("test.toml", GOOD, &base_env()).unwrap();
+    assert_eq!(
+        config.controller_id,
+        Some(Uuid::parse_str("3f2a9c1e-77b0-4d4e-9a55-0123456789ab").unwrap())
+    );
+    assert_eq!(config.settings.worker, "w1");
+    assert_eq!(config.settings.lease_ttl, Duration::from_secs(30));
+    assert_eq!(config.fleet.scale_sets.len(), 1);
+    assert_eq!(config.fleet.scale_sets[0].spec.max_runners, 4);
+    assert_eq!(config.fleet.scale_sets[0].spec.runner_group.name, "Default");
+    assert_eq!(
+        config.fleet.credentials[0].endpoint.api_base_url,
+        "https://api.github.com"
+    );
+}
+
+#[test]
+fn environment_overrides_every_kind_of_key() {
+    let mut env = base_env();
+    env.insert(
+        "SCALESET_DATABASE__URL".into(),
+        "sqlite:///tmp/other.db".into(),
+    );
+    env.insert("SCALESET_WORKER__NAME".into(), "w2".into());
+    env.insert("SCALESET_SCALE_SET__0__MAX_RUNNERS".into(), "7".into());
+    env.insert(
+        "SCALESET_CONTROLLER_ID".into(),
+        "00000000-0000-0000-0000-000000000001".into(),
+    );
+    // Unrelated SCALESET_ variables without `__` are left alone.
+    env.insert("SCALESET_KEY_2026_01".into(), KEY.into());
+    let config = Config::parse("test.toml", GOOD, &env).unwrap();
+    assert_eq!(config.store.url().redacted(), "sqlite:///tmp/other.db");
+    assert_eq!(config.settings.worker, "w2");
+    assert_eq!(config.fleet.scale_sets[0].spec.max_runners, 7);
+    assert_eq!(config.controller_id, Some(Uuid::from_u128(1)));
+}
+
+#[test]
+fn an_unknown_key_is_named() {
+    let text = GOOD.replace("[database]", "[database]\npool_szie = 3");
+    let found = problems(&text, &base_env());
+    assert_eq!(keys(&found), ["pool_szie"], "{found:?}");
+    let text = format!("colour = \"blue\"\n{GOOD}");
+    assert_eq!(keys(&problems(&text, &base_env())), ["colour"]);
+}
+
+#[test]
+fn an_unknown_environment_override_is_named() {
+    let mut env = base_env();
+    env.insert("SCALESET_DATABSE__URL".into(), "x".into());
+    let found = problems(GOOD, &env);
+    assert_eq!(keys(&found), ["SCALESET_DATABSE__URL"]);
+    let mut env = base_env();
+    env.insert("SCALESET_DATABASE__UR".into(), "x".into());
+    let found = problems(GOOD, &env);
+    assert_eq!(keys(&found), ["UR".to_ascii_lowercase().as_str()]);
+    assert!(
+        found[0].message.contains("SCALESET_DATABASE__UR"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn bad_values_are_each_named() {
+    let text = GOOD
+        .replace("3f2a9c1e-77b0-4d4e-9a55-0123456789ab", "not-a-uuid")
+        .replace("sqlite:///tmp/scaleset-config-test.db", "mysql://x")
+        .replace(
+            "lease_ttl = \"30s\"",
+            "lease_ttl = \"soon\"\nlisten = \"nowhere\"",
+        )
+        .replace(
+            "token_env = \"GH_TOKEN\"",
+            "token_env = \"GH_TOKEN\"\nbase_url = \"ftp:x\"",
+        )
+        .replace("max_runners = 4", "max_runners = -1");
+    let found = problems(&text, &base_env());
+    assert_eq!(
+        keys(&found),
+        [
+            "controller_id",
+            "database.url",
+            "worker.listen",
+            "worker.lease_ttl",
+            "credentials[0].base_url",
+            "scale_set[0].max_runners",
+        ],
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn a_missing_encryption_key_is_named() {
+    let found = problems(GOOD, &env(&[("GH_TOKEN", "t")]));
+    assert_eq!(keys(&found), ["encryption.keys[0].env"]);
+    assert!(found[0].message.contains("TEST_KEY"));
+    let text = GOOD.replace("primary_key_id = \"k1\"", "");
+    assert_eq!(
+        keys(&problems(&text, &base_env())),
+        ["encryption.primary_key_id"]
+    );
+    let text = GOOD.replace("primary_key_id = \"k1\"", "primary_key_id = \"k2\"");
+    assert_eq!(
+        keys(&problems(&text, &base_env())),
+        ["encryption.primary_key_id"]
+    );
+}
+
+#[test]
+fn references_must_resolve() {
+    let text = GOOD
+        .replace("credentials = \"gh\"", "credentials = \"other\"")
+        .replace("provider = \"fake\"\nmax", "provider = \"cloud\"\nmax");
+    let found = problems(&text, &base_env());
+    assert_eq!(
+        keys(&found),
+        ["scale_set[0].credentials", "scale_set[0].provider"],
+        "{found:?}"
+    );
+}
+
+#[test]
+fn a_missing_token_is_named_and_secrets_never_show() {
+    let found = problems(GOOD, &env(&[("TEST_KEY", KEY)]));
+    assert_eq!(keys(&found), ["credentials[0].token_env"]);
+    let config = Config::parse("test.toml", GOOD, &base_env()).unwrap();
+    let shown = format!("{config:?}");
+    assert!(!shown.contains("ghp_x") && !shown.contains(KEY), "{shown}");
+}
+
+#[test]
+fn durations_read_as_written() {
+    assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+    assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+    assert!(parse_duration("5 minutes").is_err());
+    assert!(parse_duration("").is_err());
+}
+
+#[test]
+fn the_documented_example_loads() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples/worker.toml");
+    let env = env(&[("SCALESET_KEY", KEY), ("GITHUB_TOKEN", "ghp_example")]);
+    let config = Config::load(&path, &env).unwrap_or_else(|e| panic!("{e}"));
+    assert!(config.controller_id.is_some());
+    assert!(!config.fleet.scale_sets.is_empty());
+}

@@ -1,0 +1,633 @@
+//! From the raw file to typed values, every problem collected with the key it is about.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use scaleset_control::{Settings, validate_scale_set_name};
+use scaleset_provider::{ProviderConfig, RawProviderConfig};
+use scaleset_store::{
+    AdoptionPolicy, Auth, DatabaseUrl, EncryptionKey, Endpoint, EntityKind, Keyring,
+    NewCredentials, RunnerGroup, ScaleSetSpec, SecretString, StoreOptions,
+};
+use uuid::Uuid;
+
+use crate::raw::{RawConfig, RawCredentials, RawEncryption, RawScaleSet, RawWorker};
+use crate::{Config, DeclaredScaleSet, FakeConfig, Fleet, Problem, WorkerConfig, parse_duration};
+
+/// Collects problems.
+#[derive(Default)]
+struct Problems(Vec<Problem>);
+
+impl Problems {
+    fn add(&mut self, key: impl Into<String>, message: impl Into<String>) {
+        self.0.push(Problem::new(key, message));
+    }
+
+    fn duration(&mut self, key: &str, text: Option<&str>, default: Duration) -> Duration {
+        match text {
+            None => default,
+            Some(text) => match parse_duration(text) {
+                Ok(d) if d > Duration::ZERO => d,
+                Ok(_) => {
+                    self.add(key, "must be longer than zero");
+                    default
+                }
+                Err(e) => {
+                    self.add(key, e);
+                    default
+                }
+            },
+        }
+    }
+
+    fn required<'a>(&mut self, key: &str, value: Option<&'a str>, what: &str) -> Option<&'a str> {
+        match value.map(str::trim) {
+            Some(v) if !v.is_empty() => Some(v),
+            _ => {
+                self.add(key, format!("missing; {what}"));
+                None
+            }
+        }
+    }
+}
+
+pub(crate) fn validate(
+    raw: RawConfig,
+    env: &BTreeMap<String, String>,
+) -> Result<Config, Vec<Problem>> {
+    let mut p = Problems::default();
+
+    let controller_id =
+        raw.controller_id
+            .as_deref()
+            .and_then(|text| match Uuid::parse_str(text.trim()) {
+                Ok(id) => Some(id),
+                Err(_) => {
+                    p.add(
+                        "controller_id",
+                        format!(
+                            "{text:?} is not a UUID; set it to the UUID this controller was first \
+                         started with (it names our sessions, scale sets and instances), or \
+                         remove it to use the one stored in the database"
+                        ),
+                    );
+                    None
+                }
+            });
+
+    let url = p
+        .required(
+            "database.url",
+            raw.database.url.as_deref(),
+            "write sqlite:///var/lib/scaleset/scaleset.db or postgres://user@host/db",
+        )
+        .and_then(|text| match DatabaseUrl::parse(text) {
+            Ok(url) => Some(url),
+            Err(e) => {
+                p.add("database.url", e.to_string());
+                None
+            }
+        });
+    let pool_size = positive(&mut p, "database.pool_size", raw.database.pool_size, 8);
+    let event_retention = positive(
+        &mut p,
+        "database.event_retention",
+        raw.database.event_retention,
+        200,
+    );
+    let busy_timeout = p.duration(
+        "database.busy_timeout",
+        raw.database.busy_timeout.as_deref(),
+        Duration::from_secs(5),
+    );
+    let connect_timeout = p.duration(
+        "database.connect_timeout",
+        raw.database.connect_timeout.as_deref(),
+        Duration::from_secs(30),
+    );
+    let keyring = keyring(&mut p, &raw.encryption, env);
+
+    let (worker, settings) = worker(&mut p, &raw.worker, env);
+    let providers = providers(&mut p, raw.provider);
+    let fake = fake(&mut p, raw.fake);
+    let credentials = credentials(&mut p, &raw.credentials, env);
+    let names: BTreeSet<&str> = credentials.iter().map(|c| c.name.as_str()).collect();
+    let provider_names: BTreeSet<&str> = providers.iter().map(|c| c.name.as_str()).collect();
+    let scale_sets = scale_sets(&mut p, &raw.scale_set, &names, &provider_names);
+
+    match (url, keyring) {
+        (Some(url), Some(keyring)) if p.0.is_empty() => {
+            let store = StoreOptions::new(url, keyring)
+                .pool_size(pool_size)
+                .busy_timeout(busy_timeout)
+                .connect_timeout(connect_timeout)
+                .event_retention(event_retention)
+                .controller_id(controller_id);
+            Ok(Config {
+                controller_id,
+                owner_label: raw.owner_label.unwrap_or(true),
+                store,
+                worker,
+                settings,
+                providers,
+                fake,
+                fleet: Fleet {
+                    credentials,
+                    scale_sets,
+                },
+            })
+        }
+        _ => Err(p.0),
+    }
+}
+
+fn positive(p: &mut Problems, key: &str, value: Option<i64>, default: u32) -> u32 {
+    match value {
+        None => default,
+        Some(n) => match u32::try_from(n) {
+            Ok(n) if n > 0 => n,
+            _ => {
+                p.add(key, format!("{n} is not a positive number"));
+                default
+            }
+        },
+    }
+}
+
+fn keyring(
+    p: &mut Problems,
+    raw: &RawEncryption,
+    env: &BTreeMap<String, String>,
+) -> Option<Keyring> {
+    let primary_id = p.required(
+        "encryption.primary_key_id",
+        raw.primary_key_id.as_deref(),
+        "name the key that seals secrets, and give it in [[encryption.keys]] (see \
+         docs/configuration.md, \"Encryption of secrets\")",
+    );
+    let mut keys = Vec::new();
+    for (index, key) in raw.keys.iter().enumerate() {
+        let at = format!("encryption.keys[{index}]");
+        let Some(id) = p.required(&format!("{at}.id"), key.id.as_deref(), "give the key an id")
+        else {
+            continue;
+        };
+        let text = match (&key.file, &key.env) {
+            (Some(file), None) => match std::fs::read_to_string(file) {
+                Ok(text) => text,
+                Err(e) => {
+                    p.add(
+                        format!("{at}.file"),
+                        format!("cannot read key {id:?} from {}: {e}", file.display()),
+                    );
+                    continue;
+                }
+            },
+            (None, Some(name)) => match env.get(name) {
+                Some(text) => text.clone(),
+                None => {
+                    p.add(
+                        format!("{at}.env"),
+                        format!("the environment variable {name} holding key {id:?} is not set"),
+                    );
+                    continue;
+                }
+            },
+            _ => {
+                p.add(
+                    at.clone(),
+                    format!("key {id:?}: give exactly one of `file` or `env`"),
+                );
+                continue;
+            }
+        };
+        match EncryptionKey::from_base64(id, &text) {
+            Ok(key) => keys.push(key),
+            // The store's message names the key id and never the key material.
+            Err(e) => p.add(at, e.to_string()),
+        }
+    }
+    let primary_id = primary_id?;
+    let Some(position) = keys.iter().position(|k| k.id() == primary_id) else {
+        if !p
+            .0
+            .iter()
+            .any(|problem| problem.key.starts_with("encryption.keys"))
+        {
+            p.add(
+                "encryption.primary_key_id",
+                format!(
+                    "no [[encryption.keys]] entry has id {primary_id:?}; add the key (a file or \
+                     environment variable holding base64 of 32 random bytes)"
+                ),
+            );
+        }
+        return None;
+    };
+    let primary = keys.remove(position);
+    let mut keyring = Keyring::new(primary);
+    for key in keys {
+        let id = key.id().to_owned();
+        keyring = match keyring.with_older_key(key) {
+            Ok(k) => k,
+            Err(e) => {
+                p.add(format!("encryption.keys ({id})"), e.to_string());
+                return None;
+            }
+        };
+    }
+    Some(keyring)
+}
+
+fn worker(
+    p: &mut Problems,
+    raw: &RawWorker,
+    env: &BTreeMap<String, String>,
+) -> (WorkerConfig, Settings) {
+    let name = match raw.name.as_deref().map(str::trim) {
+        Some("") => {
+            p.add("worker.name", "is empty; give every worker a unique name");
+            String::new()
+        }
+        Some(name) => name.to_owned(),
+        None => env
+            .get("HOSTNAME")
+            .filter(|h| !h.trim().is_empty())
+            .cloned()
+            .or_else(|| {
+                std::fs::read_to_string("/etc/hostname")
+                    .ok()
+                    .map(|h| h.trim().to_owned())
+                    .filter(|h| !h.is_empty())
+            })
+            .unwrap_or_else(|| "scaleset-worker".to_owned()),
+    };
+    let listen = match raw.listen.as_deref() {
+        None => SocketAddr::from(([127, 0, 0, 1], 9464)),
+        Some(text) => text.trim().parse().unwrap_or_else(|_| {
+            p.add(
+                "worker.listen",
+                format!("{text:?} is not an address and port; write e.g. \"127.0.0.1:9464\""),
+            );
+            SocketAddr::from(([127, 0, 0, 1], 9464))
+        }),
+    };
+    let defaults = Settings::default();
+    let mut settings = Settings::default();
+    settings.worker = name.clone();
+    settings.lease_ttl = p.duration(
+        "worker.lease_ttl",
+        raw.lease_ttl.as_deref(),
+        defaults.lease_ttl,
+    );
+    settings.watch_interval = p.duration(
+        "worker.watch_interval",
+        raw.watch_interval.as_deref(),
+        defaults.watch_interval,
+    );
+    settings.backoff_base = p.duration(
+        "worker.backoff_base",
+        raw.backoff_base.as_deref(),
+        defaults.backoff_base,
+    );
+    settings.backoff_max = p.duration(
+        "worker.backoff_max",
+        raw.backoff_max.as_deref(),
+        defaults.backoff_max,
+    );
+    settings.refused_recheck = p.duration(
+        "worker.refused_recheck",
+        raw.refused_recheck.as_deref(),
+        defaults.refused_recheck,
+    );
+    settings.foreign_session_recheck = p.duration(
+        "worker.foreign_session_recheck",
+        raw.foreign_session_recheck.as_deref(),
+        defaults.foreign_session_recheck,
+    );
+    settings.reconcile_interval = p.duration(
+        "worker.reconcile_interval",
+        raw.reconcile_interval.as_deref(),
+        defaults.reconcile_interval,
+    );
+    let shutdown_timeout = p.duration(
+        "worker.shutdown_timeout",
+        raw.shutdown_timeout.as_deref(),
+        Duration::from_secs(30),
+    );
+    (
+        WorkerConfig {
+            name,
+            listen,
+            shutdown_timeout,
+        },
+        settings,
+    )
+}
+
+fn providers(p: &mut Problems, raw: Vec<RawProviderConfig>) -> Vec<ProviderConfig> {
+    match ProviderConfig::from_raw_list(raw) {
+        Ok(list) => list,
+        Err(e) => {
+            for problem in e.problems {
+                p.add(
+                    format!("provider {}.{}", problem.provider, problem.field),
+                    problem.message,
+                );
+            }
+            Vec::new()
+        }
+    }
+}
+
+fn fake(p: &mut Problems, raw: Option<crate::raw::RawFake>) -> FakeConfig {
+    let Some(raw) = raw else {
+        return FakeConfig::default();
+    };
+    let simulator_url = raw
+        .simulator_url
+        .as_deref()
+        .and_then(|text| http_url(p, "fake.simulator_url", text));
+    FakeConfig {
+        state_dir: raw.state_dir,
+        simulator_url,
+    }
+}
+
+fn http_url(p: &mut Problems, key: &str, text: &str) -> Option<url::Url> {
+    match url::Url::parse(text.trim()) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => Some(url),
+        Ok(_) => {
+            p.add(key, format!("{text:?} is not an http(s) URL with a host"));
+            None
+        }
+        Err(e) => {
+            p.add(key, format!("{text:?} is not a URL: {e}"));
+            None
+        }
+    }
+}
+
+fn credentials(
+    p: &mut Problems,
+    raw: &[RawCredentials],
+    env: &BTreeMap<String, String>,
+) -> Vec<NewCredentials> {
+    let mut out: Vec<NewCredentials> = Vec::new();
+    for (index, c) in raw.iter().enumerate() {
+        let at = format!("credentials[{index}]");
+        let name = p.required(
+            &format!("{at}.name"),
+            c.name.as_deref(),
+            "name the credentials",
+        );
+        let base = c.base_url.as_deref().unwrap_or("https://github.com");
+        let base_url = http_url(p, &format!("{at}.base_url"), base);
+        let api_default = if base.trim_end_matches('/') == "https://github.com" {
+            "https://api.github.com".to_owned()
+        } else {
+            format!("{}/api/v3", base.trim_end_matches('/'))
+        };
+        let api_base_url = match (&c.api_base_url, &base_url) {
+            (Some(api), _) => http_url(p, &format!("{at}.api_base_url"), api),
+            (None, Some(_)) => http_url(p, &format!("{at}.api_base_url"), &api_default),
+            // The base URL's problem is reported already; the default derives from it.
+            (None, None) => None,
+        };
+        let token = match (&c.token_env, &c.token_file) {
+            (Some(var), None) => match env.get(var) {
+                Some(t) if !t.trim().is_empty() => Some(t.trim().to_owned()),
+                _ => {
+                    p.add(
+                        format!("{at}.token_env"),
+                        format!("the environment variable {var} holding the token is not set"),
+                    );
+                    None
+                }
+            },
+            (None, Some(file)) => match std::fs::read_to_string(file) {
+                Ok(t) if !t.trim().is_empty() => Some(t.trim().to_owned()),
+                Ok(_) => {
+                    p.add(
+                        format!("{at}.token_file"),
+                        format!("{} is empty", file.display()),
+                    );
+                    None
+                }
+                Err(e) => {
+                    p.add(
+                        format!("{at}.token_file"),
+                        format!("cannot read {}: {e}", file.display()),
+                    );
+                    None
+                }
+            },
+            _ => {
+                p.add(
+                    at.clone(),
+                    "give exactly one of `token_env` or `token_file` (never a token inline)",
+                );
+                None
+            }
+        };
+        let ca_bundle = c.ca_bundle_file.as_ref().and_then(|file| {
+            std::fs::read_to_string(file)
+                .map_err(|e| {
+                    p.add(
+                        format!("{at}.ca_bundle_file"),
+                        format!("cannot read {}: {e}", file.display()),
+                    );
+                })
+                .ok()
+        });
+        if let Some(name) = name
+            && out.iter().any(|o| o.name == name)
+        {
+            p.add(format!("{at}.name"), format!("{name:?} is declared twice"));
+            continue;
+        }
+        if let (Some(name), Some(base_url), Some(api_base_url), Some(token)) =
+            (name, base_url, api_base_url, token)
+        {
+            out.push(NewCredentials {
+                name: name.to_owned(),
+                endpoint: Endpoint {
+                    base_url: base_url.as_str().trim_end_matches('/').to_owned(),
+                    api_base_url: api_base_url.as_str().trim_end_matches('/').to_owned(),
+                    ca_bundle,
+                },
+                auth: Auth::Pat {
+                    token: SecretString::new(token),
+                },
+            });
+        }
+    }
+    out
+}
+
+fn scale_sets(
+    p: &mut Problems,
+    raw: &[RawScaleSet],
+    credentials: &BTreeSet<&str>,
+    providers: &BTreeSet<&str>,
+) -> Vec<DeclaredScaleSet> {
+    let mut out: Vec<DeclaredScaleSet> = Vec::new();
+    for (index, s) in raw.iter().enumerate() {
+        let at = format!("scale_set[{index}]");
+        let key = |field: &str| format!("{at}.{field}");
+        let name = p.required(&key("name"), s.name.as_deref(), "name the scale set");
+        if let Some(name) = name
+            && let Err(e) = validate_scale_set_name(name)
+        {
+            p.add(key("name"), e.to_string());
+        }
+        let cred = p.required(
+            &key("credentials"),
+            s.credentials.as_deref(),
+            "name one of the [[credentials]]",
+        );
+        if let Some(cred) = cred
+            && !credentials.contains(cred)
+            && !p.0.iter().any(|pr| pr.key.starts_with("credentials"))
+        {
+            p.add(
+                key("credentials"),
+                format!("no [[credentials]] is named {cred:?}"),
+            );
+        }
+        let entity = match (&s.organization, &s.repository, &s.enterprise) {
+            (Some(org), None, None) if !org.trim().is_empty() => Some(EntityKind::Organization {
+                name: org.trim().to_owned(),
+            }),
+            (None, Some(repo), None) => match repo.trim().split_once('/') {
+                Some((owner, name))
+                    if !owner.is_empty() && !name.is_empty() && !name.contains('/') =>
+                {
+                    Some(EntityKind::Repository {
+                        owner: owner.to_owned(),
+                        name: name.to_owned(),
+                    })
+                }
+                _ => {
+                    p.add(key("repository"), format!("{repo:?} is not \"owner/name\""));
+                    None
+                }
+            },
+            (None, None, Some(slug)) if !slug.trim().is_empty() => Some(EntityKind::Enterprise {
+                slug: slug.trim().to_owned(),
+            }),
+            _ => {
+                p.add(
+                    at.clone(),
+                    "give exactly one of `organization`, `repository` (\"owner/name\") or `enterprise`",
+                );
+                None
+            }
+        };
+        let provider = p.required(
+            &key("provider"),
+            s.provider.as_deref(),
+            "name one of the [[provider]] tables",
+        );
+        if let Some(provider) = provider
+            && !providers.contains(provider)
+            && !p.0.iter().any(|pr| pr.key.starts_with("provider "))
+        {
+            p.add(
+                key("provider"),
+                format!("no [[provider]] is named {provider:?}"),
+            );
+        }
+        let max_runners = match s.max_runners {
+            None => 10,
+            Some(n) => u32::try_from(n).unwrap_or_else(|_| {
+                p.add(
+                    key("max_runners"),
+                    format!("{n} is not a number of runners"),
+                );
+                0
+            }),
+        };
+        let min_idle = match s.min_idle {
+            None => 0,
+            Some(n) => u32::try_from(n).unwrap_or_else(|_| {
+                p.add(key("min_idle"), format!("{n} is not a number of runners"));
+                0
+            }),
+        };
+        if min_idle > max_runners {
+            p.add(
+                key("min_idle"),
+                format!("{min_idle} is more than max_runners ({max_runners})"),
+            );
+        }
+        let bootstrap_timeout = p.duration(
+            &key("bootstrap_timeout"),
+            s.bootstrap_timeout.as_deref(),
+            Duration::from_secs(600),
+        );
+        let adoption_policy = match s.adoption_policy.as_deref() {
+            None => AdoptionPolicy::Owned,
+            Some(text) => AdoptionPolicy::from_stored(text).unwrap_or_else(|| {
+                p.add(
+                    key("adoption_policy"),
+                    format!("{text:?} is not a policy; use \"never\", \"owned\" or \"any\""),
+                );
+                AdoptionPolicy::Owned
+            }),
+        };
+        let extra_specs = match &s.extra_specs {
+            None => serde_json::Value::Null,
+            Some(value) => serde_json::to_value(value).unwrap_or_else(|e| {
+                p.add(
+                    key("extra_specs"),
+                    format!("cannot be passed to the provider as JSON: {e}"),
+                );
+                serde_json::Value::Null
+            }),
+        };
+        let group = s
+            .runner_group
+            .clone()
+            .unwrap_or_else(|| "Default".to_owned());
+        if let (Some(name), Some(cred), Some(entity), Some(provider)) =
+            (name, cred, entity, provider)
+        {
+            if out.iter().any(|o| {
+                o.entity == entity && o.spec.name == name && o.spec.runner_group.name == group
+            }) {
+                p.add(
+                    key("name"),
+                    format!("{name:?} is declared twice in runner group {group:?}"),
+                );
+                continue;
+            }
+            out.push(DeclaredScaleSet {
+                credentials: cred.to_owned(),
+                entity,
+                spec: ScaleSetSpec {
+                    name: name.to_owned(),
+                    runner_group: RunnerGroup {
+                        name: group,
+                        id: None,
+                    },
+                    labels: s.labels.clone(),
+                    disable_update: s.disable_update.unwrap_or(false),
+                    provider: provider.to_owned(),
+                    image: s.image.clone().unwrap_or_default(),
+                    flavor: s.flavor.clone().unwrap_or_default(),
+                    min_idle,
+                    max_runners,
+                    bootstrap_timeout,
+                    runner_prefix: s.runner_prefix.clone().unwrap_or_default(),
+                    extra_specs,
+                    enabled: s.enabled.unwrap_or(true),
+                    adoption_policy,
+                    repair: s.repair.unwrap_or(false),
+                },
+            });
+        }
+    }
+    out
+}

@@ -1,0 +1,151 @@
+//! The three-way reconciliation (DESIGN §5), run after every recovery (so after every ensure
+//! or adoption, at the start of each listener pass) and then every `reconcile_interval` while
+//! listening: the provider's instances listed by our pool key × the store's instances ×
+//! GitHub's runners of this scale set.
+//!
+//! - An instance under our pool key the store does not know, whose runner GitHub still has →
+//!   re-recorded (`running`, with its ids and a fresh bootstrap deadline): a wiped database
+//!   finds its machines again.
+//! - An instance under our pool key the store does not know, with no runner on GitHub → its
+//!   runner is gone (the JIT registration always precedes the create), so it is deleted.
+//! - A GitHub runner of this scale set with our runner-name prefix, known to neither the store
+//!   nor the provider → removed from GitHub when idle (a busy one is left for later).
+//!
+//! Only the provider's answer for *our* pool key is read, and only runners of *this* scale set
+//! whose names carry our prefix are acted on: nothing of another controller is touched.
+
+use std::collections::HashSet;
+
+use scaleset_store::{InstanceStatus, NewInstance};
+
+use super::{Runners, again_on_token};
+use crate::error::{Error, store};
+
+impl Runners<'_> {
+    fn prefix(&self) -> String {
+        let spec = &self.scale_set.spec;
+        let prefix = if spec.runner_prefix.is_empty() {
+            spec.name.as_str()
+        } else {
+            spec.runner_prefix.as_str()
+        };
+        format!("{prefix}-")
+    }
+
+    async fn event(&self, kind: &str, reason: &str) {
+        tracing::info!(event = kind, %reason, "reconciled");
+        let _ = self
+            .shared
+            .store
+            .append_event(self.scale_set.id, kind, reason)
+            .await;
+    }
+
+    /// Reconciles when `reconcile_interval` has passed since the last pass.
+    pub(crate) async fn reconcile_if_due(&mut self) -> Result<(), Error> {
+        let due = self
+            .last_reconciled
+            .is_none_or(|at| at.elapsed() >= self.shared.settings.reconcile_interval);
+        if due { self.reconcile().await } else { Ok(()) }
+    }
+
+    /// One reconciliation pass.
+    pub(crate) async fn reconcile(&mut self) -> Result<(), Error> {
+        self.last_reconciled = Some(tokio::time::Instant::now());
+        let known: HashSet<String> = self
+            .instances()
+            .await?
+            .into_iter()
+            .map(|i| i.name)
+            .collect();
+        let at_provider = self
+            .provider
+            .list(&self.pool)
+            .await
+            .map_err(self.provider_error("listing the instances of our pool"))?;
+        let result = again_on_token(|| self.client.list_runners()).await;
+        self.shared.metrics.github("list_runners", &result);
+        let runners: Vec<_> = result
+            .map_err(self.github_error("listing runners"))?
+            .into_iter()
+            .filter(|r| r.runner_scale_set_id == self.github_id)
+            .collect();
+
+        for instance in at_provider.iter().filter(|i| !known.contains(&i.name)) {
+            match runners.iter().find(|r| r.name == instance.name) {
+                Some(runner) => {
+                    let timeout = if self.scale_set.spec.bootstrap_timeout.is_zero() {
+                        self.shared.settings.default_bootstrap_timeout
+                    } else {
+                        self.scale_set.spec.bootstrap_timeout
+                    };
+                    let mut new = NewInstance::pending(
+                        instance.name.clone(),
+                        self.pool.key.as_str().to_owned(),
+                        Some(self.shared.clock.now().saturating_add(timeout)),
+                    );
+                    new.status = InstanceStatus::Running;
+                    new.provider_id = Some(instance.provider_id.clone());
+                    new.github_runner_id = Some(runner.id);
+                    self.shared
+                        .store
+                        .create_instance(self.lease, new)
+                        .await
+                        .map_err(store("re-recording an instance"))?;
+                    self.event(
+                        "instance_rerecorded",
+                        &format!(
+                            "instance {} under our pool key has live runner {}: recorded again",
+                            instance.name, runner.id
+                        ),
+                    )
+                    .await;
+                }
+                None => {
+                    self.provider
+                        .delete(&self.pool, &instance.id())
+                        .await
+                        .map_err(self.provider_error("deleting an instance without a runner"))?;
+                    self.event(
+                        "orphan_instance_deleted",
+                        &format!(
+                            "instance {} under our pool key has no runner on GitHub and no \
+                             record: deleted",
+                            instance.name
+                        ),
+                    )
+                    .await;
+                }
+            }
+        }
+
+        let prefix = self.prefix();
+        let on_provider: HashSet<&str> = at_provider.iter().map(|i| i.name.as_str()).collect();
+        for runner in runners.iter().filter(|r| {
+            r.name.starts_with(&prefix)
+                && !known.contains(&r.name)
+                && !on_provider.contains(r.name.as_str())
+        }) {
+            let result = again_on_token(|| self.client.remove_runner(runner.id)).await;
+            self.shared.metrics.github("remove_runner", &result);
+            match result {
+                Ok(()) => {
+                    self.event(
+                        "stray_runner_removed",
+                        &format!(
+                            "runner {} ({}) has no instance and no record: removed",
+                            runner.name, runner.id
+                        ),
+                    )
+                    .await;
+                }
+                Err(e) if e.is_job_still_running() => {
+                    tracing::debug!(runner = %runner.name, "stray runner is busy; later");
+                }
+                Err(e) if e.is_agent_not_found() || e.status() == Some(404) => {}
+                Err(e) => return Err(self.github_error("removing a stray runner")(e)),
+            }
+        }
+        Ok(())
+    }
+}
