@@ -461,13 +461,14 @@ impl Drop for RunningController {
     }
 }
 
-/// Polls `check` until it returns `Some`, for at most 60 s (a bound, never a timing claim).
+/// Polls `check` until it returns `Some`, for at most 180 s (a bound, never a timing claim: the
+/// suite runs its tests side by side on 2 cores, where a whole loop under faults can take long).
 pub(crate) async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(180);
     loop {
         if let Some(value) = check().await {
             return value;
