@@ -237,14 +237,19 @@ pub(crate) struct Worker {
 }
 
 impl Worker {
-    /// Starts the binary on `config` with `env`.
+    /// Starts the binary on `config` with `env`, logging JSON.
     pub(crate) fn spawn(config: &Path, env: &[(&str, String)]) -> Self {
+        Self::spawn_logging(config, env, "json")
+    }
+
+    /// Starts the binary on `config` with `env` and `--log-format <format>`.
+    pub(crate) fn spawn_logging(config: &Path, env: &[(&str, String)], format: &str) -> Self {
         let mut command = Command::new(BIN);
         command
             .arg("--config")
             .arg(config)
             .arg("--log-format")
-            .arg("json")
+            .arg(format)
             .env_clear()
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -177,6 +177,22 @@ fn assert_served_once(sim: &RunningSim, id: i64) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_logs_to_a_pipe_carry_no_terminal_colour_codes() {
+    let sim = RunningSim::start().await;
+    let site = Site::new(&sim, &["linux"]);
+    let worker = Worker::spawn_logging(&site.config(), &worker_env(), "text");
+    let log = eventually("the scale set is ensured", || async {
+        let log = worker.log();
+        log.contains("scale set ensured").then_some(log)
+    })
+    .await;
+    assert!(
+        !log.contains('\u{1b}'),
+        "logs to a pipe are plain text, without terminal colour codes: {log:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serves_jobs_end_to_end_and_stops_cleanly_on_sigterm() {
     let sim = RunningSim::start().await;
     let site = Site::new(&sim, &["linux"]);
