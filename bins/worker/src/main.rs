@@ -87,6 +87,16 @@ fn main() -> ExitCode {
     }
 }
 
+/// The environment the worker was started with, as the GitHub client's proxy settings read it
+/// (the library never reads the process environment itself).
+struct EnvMap<'a>(&'a BTreeMap<String, String>);
+
+impl scaleset_github::Environment for EnvMap<'_> {
+    fn var(&self, name: &str) -> Option<String> {
+        self.0.get(name).cloned()
+    }
+}
+
 fn init_tracing(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
@@ -177,9 +187,14 @@ async fn run(config: Config, env: &BTreeMap<String, String>) -> Result<()> {
     }
 
     let mut registry = Registry::default();
+    // GitHub through HTTPS_PROXY / HTTP_PROXY / NO_PROXY, as the official client does by default.
+    let proxy = scaleset_github::ProxyConfig::from_env(&EnvMap(env));
+    tracing::info!(?proxy, "GitHub proxy settings from the environment");
+    let clients = StoreClientFactory::new(store.clone())
+        .with_config(move |config| config.with_proxy(proxy.clone()));
     let mut controller = Controller::new(
         store.clone(),
-        Arc::new(StoreClientFactory::new(store.clone())),
+        Arc::new(clients),
         providers,
         identity,
         config.settings.clone(),

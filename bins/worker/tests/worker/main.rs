@@ -4,7 +4,11 @@
 
 mod helpers;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use nix::sys::signal::Signal;
 use scaleset_sim::JobSpec;
@@ -174,6 +178,70 @@ fn assert_served_once(sim: &RunningSim, id: i64) {
         assert_eq!(job.result.as_deref(), Some("succeeded"), "{job:?}");
         assert_eq!(job.reassignments, 0, "a job was served twice: {job:?}");
     }
+}
+
+/// A CONNECT proxy on loopback that tunnels to the requested target and counts the tunnels.
+async fn connect_proxy() -> (std::net::SocketAddr, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the proxy");
+    let addr = listener.local_addr().expect("proxy address");
+    let tunnels = Arc::new(AtomicUsize::new(0));
+    let counted = tunnels.clone();
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            let counted = counted.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if client.read_exact(&mut byte).await.is_err() {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).into_owned();
+                let Some(target) = head
+                    .strip_prefix("CONNECT ")
+                    .and_then(|rest| rest.split(' ').next())
+                else {
+                    return;
+                };
+                let Ok(mut upstream) = tokio::net::TcpStream::connect(target).await else {
+                    return;
+                };
+                counted.fetch_add(1, Ordering::SeqCst);
+                if client
+                    .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    .await
+                    .is_ok()
+                {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+                }
+            });
+        }
+    });
+    (addr, tunnels)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn github_calls_go_through_the_proxy_the_environment_names() {
+    let sim = RunningSim::start().await;
+    let site = Site::new(&sim, &["linux"]);
+    let (proxy, tunnels) = connect_proxy().await;
+    let mut env = worker_env();
+    env.push(("HTTP_PROXY", format!("http://{proxy}")));
+    let worker = Worker::spawn(&site.config(), &env);
+    eventually("the scale set exists on GitHub with a session", || async {
+        let id = sim.scale_set_id("linux")?;
+        sim.has_session(id).then_some(())
+    })
+    .await;
+    assert!(
+        tunnels.load(Ordering::SeqCst) >= 1,
+        "GitHub calls went through the proxy: {}",
+        worker.log()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
