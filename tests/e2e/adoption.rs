@@ -19,6 +19,7 @@ use scaleset_e2e::RunningSim;
 use scaleset_e2e::adoption_driver::{Run, ensure, run_once};
 use scaleset_github::{
     Client, ClientConfig, ConfigUrl, Credentials, Label, RetryPolicy, RunnerScaleSetPatch,
+    ScaleSetId as GitHubScaleSetId,
 };
 use scaleset_sim::{Burst, NestedStyle, RaceCreate, ScaleSetInfo, SimConfig};
 
@@ -167,6 +168,10 @@ fn sim_id(id: ScaleSetId) -> Result<i64> {
     Ok(i64::try_from(id.0)?)
 }
 
+fn github_id(id: ScaleSetId) -> Result<GitHubScaleSetId> {
+    Ok(GitHubScaleSetId::try_from(id.0)?)
+}
+
 fn adopt_id(id: i64) -> Result<ScaleSetId> {
     Ok(ScaleSetId(u64::try_from(id)?))
 }
@@ -221,7 +226,7 @@ async fn a_fresh_ensure_creates_one_scale_set_with_a_delete_permit() -> Result<(
         "the machine leaves no session behind"
     );
     assert_eq!(github.sim.request_count("create_scale_set"), 1);
-    let on_github = client.get_scale_set(set.id).await?;
+    let on_github = client.get_scale_set(GitHubScaleSetId(set.id)).await?;
     assert!(on_github.runner_setting.disable_update);
     github.stop().await
 }
@@ -518,7 +523,7 @@ async fn a_foreign_scale_set_without_a_session_is_adopted_only_under_any() -> Re
         [NAME.to_owned(), "linux".to_owned(), owner_label(OURS)?]
     );
     client
-        .delete_session(foreign.scale_set_id, &session.session_id)
+        .delete_session(GitHubScaleSetId(foreign.scale_set_id), &session.session_id)
         .await?;
 
     let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
@@ -665,7 +670,7 @@ async fn a_crashed_listeners_session_proves_ownership_without_owner_labels() -> 
     // The listener opened its session and crashed without closing it.
     let identity = identity(OURS);
     client
-        .create_session(sim_id(id)?, &identity.session_owner())
+        .create_session(github_id(id)?, &identity.session_owner())
         .await?;
 
     // Without the opt-in probe nothing proves it ours.
@@ -769,7 +774,7 @@ async fn drifted_labels_are_refused_or_repaired_and_verified() -> Result<()> {
         Label::system(owner_label(OURS)?),
     ];
     client
-        .update_scale_set(sim_id(id)?, &relabel(ours_and_gpu))
+        .update_scale_set(github_id(id)?, &relabel(ours_and_gpu))
         .await?;
     github.sim.clear_requests();
 
@@ -805,7 +810,7 @@ async fn drifted_labels_are_refused_or_repaired_and_verified() -> Result<()> {
     // Now the labels are replaced, dropping ours; the worker restarts from the stored id.
     client
         .update_scale_set(
-            sim_id(id)?,
+            github_id(id)?,
             &relabel(vec![Label::system(NAME), Label::system("gpu")]),
         )
         .await?;
@@ -850,7 +855,7 @@ async fn disable_update_repairs_to_true_but_cannot_be_turned_off() -> Result<()>
     let id = expect_ready(&run_once(&client, off.clone()).await?)?.id;
     assert!(
         !client
-            .get_scale_set(sim_id(id)?)
+            .get_scale_set(github_id(id)?)
             .await?
             .runner_setting
             .disable_update
@@ -864,7 +869,7 @@ async fn disable_update_repairs_to_true_but_cannot_be_turned_off() -> Result<()>
     ));
     assert!(
         client
-            .get_scale_set(sim_id(id)?)
+            .get_scale_set(github_id(id)?)
             .await?
             .runner_setting
             .disable_update
@@ -1084,7 +1089,7 @@ async fn a_leaked_probe_session_is_reported_and_never_counts_as_evidence() -> Re
 
     // The driver deletes what the machine reported; the next attempt probes afresh.
     client
-        .delete_session(foreign.scale_set_id, &session.0)
+        .delete_session(GitHubScaleSetId(foreign.scale_set_id), &session.0)
         .await?;
     next.retry.attempt = 2;
     let run = run_once(&client, next).await?;

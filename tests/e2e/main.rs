@@ -10,8 +10,8 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use scaleset_e2e::RunningSim;
 use scaleset_github::{
-    Client, ClientConfig, ConfigUrl, Credentials, JitConfigRequest, JobMessage, NewRunnerScaleSet,
-    RetryPolicy,
+    Client, ClientConfig, ConfigUrl, Credentials, JitConfigRequest, JobMessage, MessageId,
+    NewRunnerScaleSet, RetryPolicy, RunnerGroupId,
 };
 use scaleset_sim::{Burst, JobSpec, SimConfig};
 
@@ -36,23 +36,26 @@ async fn the_whole_loop_runs_on_one_machine_even_with_faults() -> Result<()> {
     let github = RunningSim::start(config).await?;
     let client = client(&github, "acme")?;
 
-    let set = match client.get_scale_set_by_name(1, "e2e").await? {
+    let set = match client
+        .get_scale_set_by_name(RunnerGroupId(1), "e2e")
+        .await?
+    {
         Some(existing) => existing,
         None => {
             client
-                .create_scale_set(&NewRunnerScaleSet::new("e2e", 1))
+                .create_scale_set(&NewRunnerScaleSet::new("e2e", RunnerGroupId(1)))
                 .await?
         }
     };
     let mut session = client.create_session(set.id, "e2e-listener").await?;
-    let jobs = github.sim.enqueue_jobs(set.id, &JobSpec::count(5))?;
+    let jobs = github.sim.enqueue_jobs(set.id.0, &JobSpec::count(5))?;
     // GitHub misbehaves along the way; the client's retries absorb it.
     github.sim.update_faults(|f| {
         f.server_errors = Some(Burst::new(3, 503));
         f.bom = true;
     });
 
-    let mut last = 0;
+    let mut last = MessageId(0);
     let mut runners = 0;
     let mut started = BTreeSet::new();
     let mut completed = BTreeSet::new();
@@ -99,7 +102,7 @@ async fn the_whole_loop_runs_on_one_machine_even_with_faults() -> Result<()> {
         client.list_runners().await?.is_empty(),
         "ephemeral runners deregistered"
     );
-    let stats = github.sim.state().scale_set(set.id).map(|s| s.statistics);
+    let stats = github.sim.state().scale_set(set.id.0).map(|s| s.statistics);
     assert_eq!(stats.map(|s| s.total_assigned_jobs), Some(0));
     client.delete_session(set.id, &session.session_id).await?;
     github.stop().await

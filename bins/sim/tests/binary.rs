@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use scaleset_github::{
-    Client, ClientConfig, ConfigUrl, Credentials, JobMessage, NewRunnerScaleSet, RetryPolicy,
+    Client, ClientConfig, ConfigUrl, Credentials, JobMessage, MessageId, NewRunnerScaleSet,
+    RetryPolicy, RunnerGroupId,
 };
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdout, Command};
@@ -140,7 +141,7 @@ async fn serves_the_real_client_and_stops_on_sigterm() -> Result<()> {
     let running = start(&[]).await?;
     let client = client(&running.addr, "acme", "ghp_simulator")?;
     let set = client
-        .create_scale_set(&NewRunnerScaleSet::new("bin-set", 1))
+        .create_scale_set(&NewRunnerScaleSet::new("bin-set", RunnerGroupId(1)))
         .await?;
     let mut session = client.create_session(set.id, "bin-test").await?;
     let answer = post(
@@ -151,7 +152,7 @@ async fn serves_the_real_client_and_stops_on_sigterm() -> Result<()> {
     .await?;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     let message = client
-        .get_message(&mut session, 0, 5)
+        .get_message(&mut session, MessageId(0), 5)
         .await?
         .context("a message")?;
     assert!(matches!(&message.jobs[..], [JobMessage::Assigned { .. }]));
@@ -163,10 +164,10 @@ async fn stops_on_sigint_with_a_held_poll() -> Result<()> {
     let running = start(&["--long-poll-hold", "1h"]).await?;
     let client = client(&running.addr, "acme", "ghp_simulator")?;
     let set = client
-        .create_scale_set(&NewRunnerScaleSet::new("sigint-set", 1))
+        .create_scale_set(&NewRunnerScaleSet::new("sigint-set", RunnerGroupId(1)))
         .await?;
     let mut session = client.create_session(set.id, "bin-test").await?;
-    let poll = tokio::spawn(async move { client.get_message(&mut session, 0, 5).await });
+    let poll = tokio::spawn(async move { client.get_message(&mut session, MessageId(0), 5).await });
     await_held_polls(&running.addr, 1).await?;
     stop_with(running, "INT").await?;
     let answer = tokio::time::timeout(Duration::from_secs(30), poll)
@@ -198,7 +199,7 @@ assignment = "acquire"
     let running = start(&["--config", &config_path, "--org", "omega"]).await?;
     let zeta = client(&running.addr, "zeta", "ghp_zeta")?;
     let group = zeta.get_runner_group_by_name("big machines").await?;
-    assert_eq!(group.map(|g| g.id), Some(2));
+    assert_eq!(group.map(|g| g.id), Some(RunnerGroupId(2)));
     let omega = client(&running.addr, "omega", "ghp_zeta")?;
     omega.service_url().await?;
     let acme = client(&running.addr, "acme", "ghp_simulator")?;

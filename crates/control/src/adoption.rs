@@ -23,7 +23,8 @@ use scaleset_adopt::{
 };
 use scaleset_github::{
     Client, Error as GitHubError, ErrorClass, ExceptionKind, Label, NewRunnerScaleSet,
-    RunnerScaleSet, RunnerScaleSetPatch, RunnerSetting, Session,
+    RunnerGroupId as GitHubRunnerGroupId, RunnerScaleSet, RunnerScaleSetPatch, RunnerSetting,
+    ScaleSetId as GitHubScaleSetId, Session,
 };
 
 use crate::error::{Error, chain};
@@ -312,14 +313,13 @@ fn failure(error: GitHubError) -> Result<Fact, String> {
 
 /// The machine's view of a scale set; a missing `runnerGroupId` stays `None`.
 fn observed(set: &RunnerScaleSet) -> Result<AdoptScaleSet, String> {
-    let id = u64::try_from(set.id)
-        .map_err(|_| format!("github returned scale set id {} (negative)", set.id))?;
+    let id = u64::try_from(set.id).map_err(|e| format!("github returned {e}"))?;
     let runner_group_id = set
         .runner_group_id
         .map(|group| {
             u64::try_from(group)
                 .map(RunnerGroupId)
-                .map_err(|_| format!("github returned runner group id {group} (negative)"))
+                .map_err(|e| format!("github returned {e}"))
         })
         .transpose()?;
     Ok(AdoptScaleSet {
@@ -335,12 +335,12 @@ fn observed_all(sets: &[RunnerScaleSet]) -> Result<Vec<AdoptScaleSet>, String> {
     sets.iter().map(observed).collect()
 }
 
-fn github_id(id: AdoptId) -> Result<i64, String> {
-    i64::try_from(id.0).map_err(|_| format!("scale set id {id} does not fit github's i64"))
+fn github_id(id: AdoptId) -> Result<GitHubScaleSetId, String> {
+    GitHubScaleSetId::try_from(id.0).map_err(|e| e.to_string())
 }
 
-fn github_group(group: RunnerGroupId) -> Result<i64, String> {
-    i64::try_from(group.0).map_err(|_| format!("runner group id {group} does not fit github's i64"))
+fn github_group(group: RunnerGroupId) -> Result<GitHubRunnerGroupId, String> {
+    GitHubRunnerGroupId::try_from(group.0).map_err(|e| e.to_string())
 }
 
 fn setting(disable_update: bool) -> RunnerSetting {

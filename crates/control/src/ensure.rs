@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use scaleset_adopt::{
     CreateSpec, Desired, Input, Outcome, Policy, Refusal, RunnerGroupId, ScaleSetId as AdoptId,
 };
-use scaleset_github::{Client, Error as GitHubError, Session};
+use scaleset_github::{Client, Error as GitHubError, ScaleSetId as GitHubScaleSetId, Session};
 use scaleset_store::{
     AdoptionPolicy, Lease, Provenance, ScaleSet, ScaleSetId, ScaleSetState, Store,
 };
@@ -33,7 +33,7 @@ pub(crate) enum Ensured {
     /// The scale set is ours; serve it.
     Ready {
         /// GitHub's id.
-        github_id: i64,
+        github_id: GitHubScaleSetId,
         /// A session the machine opened under our owner and handed over (policy `any`).
         session: Option<Box<Session>>,
     },
@@ -116,10 +116,11 @@ pub(crate) async fn ensure(
                 notices,
                 ..
             } => {
-                let github_id = i64::try_from(github.0).map_err(|_| Error::Adoption {
-                    scale_set: name.clone(),
-                    reason: format!("github scale set id {github} does not fit an i64"),
-                })?;
+                let github_id =
+                    GitHubScaleSetId::try_from(github.0).map_err(|e| Error::Adoption {
+                        scale_set: name.clone(),
+                        reason: e.to_string(),
+                    })?;
                 let provenance = match provenance {
                     scaleset_adopt::Provenance::Created => Provenance::Created,
                     scaleset_adopt::Provenance::Known => Provenance::Known,
@@ -136,7 +137,7 @@ pub(crate) async fn ensure(
                 );
                 let evidence_json = serde_json::to_value(&evidence).unwrap_or_default();
                 record(shared, id, "ready", &reason, |s| {
-                    s.github_id = Some(github_id);
+                    s.github_id = Some(i64::from(github_id));
                     s.provenance = Some(provenance);
                     s.evidence = evidence_json.clone();
                     s.state = ScaleSetState::Ready;
@@ -153,10 +154,10 @@ pub(crate) async fn ensure(
                     // Operators see these in the scale set's events: a warning (say, a GHES that
                     // dropped our owner label) is worth acting on, the rest is a record.
                     let kind = if notice.is_warning() {
-                        tracing::warn!(github_id, %notice, "scale set ensured with a warning");
+                        tracing::warn!(github_id = github_id.0, %notice, "scale set ensured with a warning");
                         "warning"
                     } else {
-                        tracing::info!(github_id, %notice, "scale set spec applied");
+                        tracing::info!(github_id = github_id.0, %notice, "scale set spec applied");
                         "notice"
                     };
                     shared
@@ -165,7 +166,7 @@ pub(crate) async fn ensure(
                         .await
                         .map_err(store("appending an adoption notice"))?;
                 }
-                tracing::info!(github_id, %reason, "scale set ensured");
+                tracing::info!(github_id = github_id.0, %reason, "scale set ensured");
                 return Ok(Ensured::Ready {
                     github_id,
                     session: run.session.map(Box::new),
@@ -252,7 +253,7 @@ async fn resolve_group(
     let Ok(id) = u64::try_from(group.id) else {
         return Ok(None);
     };
-    let gid = group.id;
+    let gid = i64::from(group.id);
     // Cached in the store so later runs (and restarts) skip the lookup.
     record(
         shared,

@@ -11,7 +11,10 @@
 
 use std::time::{Duration, SystemTime};
 
-use scaleset_github::{Client, JobMessage, Message, Session, Statistics, unverified_expiry};
+use scaleset_github::{
+    Client, JobMessage, Message, MessageId, ScaleSetId as GitHubScaleSetId, Session, Statistics,
+    unverified_expiry,
+};
 use scaleset_store::{Lease, ScaleSetState};
 use tokio_util::sync::CancellationToken;
 
@@ -45,8 +48,8 @@ pub(crate) struct Listener<'a> {
     pub(crate) client: &'a Client,
     pub(crate) lease: Lease,
     pub(crate) runners: Runners<'a>,
-    pub(crate) github_id: i64,
-    pub(crate) last_message_id: i64,
+    pub(crate) github_id: GitHubScaleSetId,
+    pub(crate) last_message_id: MessageId,
     pub(crate) statistics: Option<Statistics>,
 }
 
@@ -140,7 +143,7 @@ impl Listener<'_> {
                     self.handle(session, &message).await?;
                     self.shared
                         .store
-                        .set_message_cursor(&self.lease, message.message_id)
+                        .set_message_cursor(&self.lease, i64::from(message.message_id))
                         .await
                         .map_err(store("persisting the message cursor"))?;
                     self.last_message_id = message.message_id;
@@ -156,7 +159,7 @@ impl Listener<'_> {
                     if let Err(e) = ack {
                         // Handling is idempotent and the cursor moved on: an unacked message
                         // is skipped by the next poll.
-                        tracing::warn!(message_id = message.message_id, error = %chain(&e), "message ack failed");
+                        tracing::warn!(message_id = message.message_id.0, error = %chain(&e), "message ack failed");
                     }
                 }
                 Err(e) if e.is_scale_set_not_found() => {
@@ -198,7 +201,7 @@ impl Listener<'_> {
                             | scaleset_github::Error::UnexpectedResponse { .. }
                     ) {
                         self.shared.metrics.undecodable_messages.inc();
-                        tracing::warn!(last_message_id = self.last_message_id, error = %chain(&e), "a message could not be decoded; it is not acknowledged, polling again");
+                        tracing::warn!(last_message_id = self.last_message_id.0, error = %chain(&e), "a message could not be decoded; it is not acknowledged, polling again");
                     } else {
                         tracing::warn!(error = %chain(&e), failures, "polling failed");
                     }
@@ -279,7 +282,7 @@ impl Listener<'_> {
         if message.skipped_job_messages > 0 {
             self.shared.metrics.undecodable_messages.inc();
             tracing::warn!(
-                message_id = message.message_id,
+                message_id = message.message_id.0,
                 skipped = message.skipped_job_messages,
                 "job messages that did not decode were skipped; acquirable jobs are read instead"
             );
@@ -291,7 +294,7 @@ impl Listener<'_> {
                 Err(e) => return Err(self.github_error("reading acquirable jobs")(e)),
             }
         }
-        available.retain(|id| *id > 0);
+        available.retain(|id| id.0 > 0);
         available.sort_unstable();
         available.dedup();
         if !available.is_empty() {

@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
 
-use scaleset_github::{Client, JitConfigRequest};
+use scaleset_github::{Client, JitConfigRequest, RunnerId, ScaleSetId as GitHubScaleSetId};
 use scaleset_provider::{
     BootstrapInstance, CreateRequest, InstanceId, OsArch, OsType, Pool, Provider,
     Secret as ProviderSecret, UserDataOptions,
@@ -33,7 +33,7 @@ pub(crate) struct Runners<'a> {
     pub(crate) provider: Arc<dyn Provider>,
     pub(crate) lease: &'a Lease,
     pub(crate) scale_set: &'a ScaleSet,
-    pub(crate) github_id: i64,
+    pub(crate) github_id: GitHubScaleSetId,
     pub(crate) pool: Pool,
     pub(crate) rng: fastrand::Rng,
     /// Runners seen online past their deadline in this pass: not asked about again.
@@ -128,7 +128,8 @@ impl Runners<'_> {
                 }
                 InstanceStatus::Running | InstanceStatus::Busy => {
                     if let Some(runner) = instance.github_runner_id {
-                        let result = again_on_token(|| self.client.get_runner(runner)).await;
+                        let result =
+                            again_on_token(|| self.client.get_runner(RunnerId::from(runner))).await;
                         self.shared.metrics.github("get_runner", &result);
                         match result {
                             Ok(_) => {}
@@ -234,7 +235,7 @@ impl Runners<'_> {
         let runner_id = jit.runner.id;
         self.shared
             .store
-            .set_instance_ids(self.lease, &name, None, Some(runner_id))
+            .set_instance_ids(self.lease, &name, None, Some(i64::from(runner_id)))
             .await
             .map_err(store("recording a runner's GitHub id"))?;
         self.shared
@@ -280,7 +281,7 @@ impl Runners<'_> {
             .await
             .map_err(store("recording the provider id"))?;
         self.transition(&name, InstanceStatus::Running).await?;
-        tracing::info!(runner = %name, runner_id, provider_id = %created.provider_id, "runner created");
+        tracing::info!(runner = %name, runner_id = runner_id.0, provider_id = %created.provider_id, "runner created");
         self.shared
             .checkpoints
             .reached(Checkpoint::InstanceCreated, self.name())
@@ -338,7 +339,7 @@ impl Runners<'_> {
     /// Retires an idle runner; a runner GitHub says is busy is marked busy and kept.
     async fn retire(&self, instance: &Instance) -> Result<(), Error> {
         if let Some(runner) = instance.github_runner_id {
-            let result = again_on_token(|| self.client.remove_runner(runner)).await;
+            let result = again_on_token(|| self.client.remove_runner(RunnerId::from(runner))).await;
             self.shared.metrics.github("remove_runner", &result);
             match result {
                 Ok(()) => {}
@@ -368,7 +369,8 @@ impl Runners<'_> {
             }
             let online = match instance.github_runner_id {
                 Some(runner) => {
-                    let result = again_on_token(|| self.client.get_runner(runner)).await;
+                    let result =
+                        again_on_token(|| self.client.get_runner(RunnerId::from(runner))).await;
                     self.shared.metrics.github("get_runner", &result);
                     match result {
                         Ok(r) => r.status.eq_ignore_ascii_case("online") || r.busy == Some(true),
@@ -413,13 +415,13 @@ impl Runners<'_> {
                 result
                     .map_err(self.github_error("looking up a runner by name"))?
                     .filter(|r| {
-                        r.runner_scale_set_id == self.github_id || r.runner_scale_set_id == 0
+                        r.runner_scale_set_id == self.github_id || r.runner_scale_set_id.0 == 0
                     })
-                    .map(|r| r.id)
+                    .map(|r| i64::from(r.id))
             }
         };
         if let Some(runner) = runner_id {
-            let result = again_on_token(|| self.client.remove_runner(runner)).await;
+            let result = again_on_token(|| self.client.remove_runner(RunnerId::from(runner))).await;
             self.shared.metrics.github("remove_runner", &result);
             match result {
                 Ok(()) => {}

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use scaleset_github::MessageId;
 use scaleset_provider::{Pool, Provider};
 use scaleset_store::{Acquisition, Clock, ScaleSetId, ScaleSetState, Store};
 use tokio_util::sync::CancellationToken;
@@ -126,7 +127,7 @@ async fn pass(shared: &Shared, id: ScaleSetId, cancel: &CancellationToken) -> Re
         lease: &lease,
         scale_set: &scale_set,
         github_id,
-        pool: Pool::new(shared.identity.pool_key(github_id)),
+        pool: Pool::new(shared.identity.pool_key(i64::from(github_id))),
         rng: fastrand::Rng::new(),
         online: std::collections::HashSet::new(),
         last_reconciled: None,
@@ -137,7 +138,7 @@ async fn pass(shared: &Shared, id: ScaleSetId, cancel: &CancellationToken) -> Re
         lease: lease.clone(),
         runners,
         github_id,
-        last_message_id: scale_set.last_message_id,
+        last_message_id: MessageId::from(scale_set.last_message_id),
         statistics: None,
     };
     let end = listener.run(handed, cancel).await?;

@@ -7,8 +7,9 @@ use crate::call::{Auth, Call};
 use crate::client::Client;
 use crate::endpoint::Endpoint;
 use crate::error::Result;
+use crate::id::{RunnerRequestId, ScaleSetId};
 use crate::session::Session;
-use crate::wire::{List, decode, lenient_i64, null_default};
+use crate::wire::{List, decode, null_default};
 
 /// A job that can be acquired (protocol §6.9).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
@@ -22,8 +23,8 @@ pub struct AcquirableJob {
     #[serde(default, deserialize_with = "null_default")]
     pub message_type: String,
     /// The acquire key.
-    #[serde(default, deserialize_with = "lenient_i64")]
-    pub runner_request_id: i64,
+    #[serde(default)]
+    pub runner_request_id: RunnerRequestId,
     /// Repository name.
     #[serde(default, deserialize_with = "null_default")]
     pub repository_name: String,
@@ -43,7 +44,10 @@ pub struct AcquirableJob {
 
 impl Client {
     /// (12) `GET /_apis/runtime/runnerscalesets/{id}/acquirablejobs`; 204 means none.
-    pub async fn get_acquirable_jobs(&self, scale_set_id: i64) -> Result<Vec<AcquirableJob>> {
+    pub async fn get_acquirable_jobs(
+        &self,
+        scale_set_id: ScaleSetId,
+    ) -> Result<Vec<AcquirableJob>> {
         let call = Call::service(
             Endpoint::GetAcquirableJobs,
             Method::GET,
@@ -64,8 +68,8 @@ impl Client {
     pub async fn acquire_jobs(
         &self,
         session: &mut Session,
-        runner_request_ids: &[i64],
-    ) -> Result<Vec<i64>> {
+        runner_request_ids: &[RunnerRequestId],
+    ) -> Result<Vec<RunnerRequestId>> {
         let endpoint = Endpoint::AcquireJobs;
         let response = self
             .execute_queue(session, |session| {
@@ -83,7 +87,7 @@ impl Client {
                 Ok(call)
             })
             .await?;
-        let list: List<i64> = decode(endpoint, response.status, &response.body)?;
+        let list: List<RunnerRequestId> = decode(endpoint, response.status, &response.body)?;
         Ok(list.value)
     }
 }

@@ -52,26 +52,29 @@
 //! and `tests/e2e` run this loop against the simulator.
 //!
 //! ```no_run
-//! use scaleset_github::{Client, JobMessage, NewRunnerScaleSet, Result};
+//! use scaleset_github::{
+//!     Client, JobMessage, MessageId, NewRunnerScaleSet, Result, RunnerGroupId, RunnerRequestId,
+//! };
 //!
 //! async fn listen(client: &Client) -> Result<()> {
 //!     // Look before you write (DESIGN §4): a create always follows a lookup, and a create
 //!     // that lost a race to the same name is answered by looking again, never by a second
 //!     // create. Whether an existing set may be used is `scaleset-adopt`'s decision; this
 //!     // sketch takes it as is.
-//!     let scale_set = match client.get_scale_set_by_name(1, "my-set").await? {
+//!     let group = RunnerGroupId(1);
+//!     let scale_set = match client.get_scale_set_by_name(group, "my-set").await? {
 //!         Some(existing) => existing,
-//!         None => match client.create_scale_set(&NewRunnerScaleSet::new("my-set", 1)).await {
+//!         None => match client.create_scale_set(&NewRunnerScaleSet::new("my-set", group)).await {
 //!             Ok(created) => created,
 //!             Err(error) if error.is_scale_set_exists() => client
-//!                 .get_scale_set_by_name(1, "my-set")
+//!                 .get_scale_set_by_name(group, "my-set")
 //!                 .await?
 //!                 .ok_or(error)?,
 //!             Err(error) => return Err(error),
 //!         },
 //!     };
 //!     let mut session = client.create_session(scale_set.id, "scaleset-owner").await?;
-//!     let mut last_message_id = 0;
+//!     let mut last_message_id = MessageId(0);
 //!     loop {
 //!         // Holds for about 50 s; `None` means nothing happened (reconcile from statistics).
 //!         let Some(message) = client.get_message(&mut session, last_message_id, 10).await? else {
@@ -79,7 +82,7 @@
 //!         };
 //!         last_message_id = message.message_id;
 //!         client.delete_message(&mut session, message.message_id).await?;
-//!         let available: Vec<i64> = message
+//!         let available: Vec<RunnerRequestId> = message
 //!             .jobs
 //!             .iter()
 //!             .filter_map(|job| match job {
@@ -106,6 +109,7 @@ mod error;
 mod exception;
 mod h2pool;
 mod http;
+mod id;
 mod job;
 mod jwt;
 mod message;
@@ -127,6 +131,9 @@ pub use crate::config::{
 pub use crate::endpoint::Endpoint;
 pub use crate::error::{Error, ErrorBody, ErrorClass, Refusal, Result, ServiceError};
 pub use crate::exception::{Exception, ExceptionKind, short_type_name};
+pub use crate::id::{
+    IdOutOfRange, MessageId, RunnerGroupId, RunnerId, RunnerRequestId, ScaleSetId,
+};
 pub use crate::job::AcquirableJob;
 pub use crate::jwt::unverified_expiry;
 pub use crate::message::{JOB_MESSAGES_TYPE, JobInfo, JobMessage, Message};

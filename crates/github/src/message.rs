@@ -8,6 +8,7 @@ use crate::call::{Auth, Call, Expect, Target, set_form_query};
 use crate::client::Client;
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
+use crate::id::{MessageId, RunnerId, RunnerRequestId};
 use crate::session::Session;
 use crate::statistics::Statistics;
 use crate::timestamp::Timestamp;
@@ -21,7 +22,7 @@ pub const JOB_MESSAGES_TYPE: &str = "RunnerScaleSetJobMessages";
 #[non_exhaustive]
 pub struct Message {
     /// Message id; pass it as `last_message_id` on the next poll and to `delete_message`.
-    pub message_id: i64,
+    pub message_id: MessageId,
     /// Top-level type, normally [`JOB_MESSAGES_TYPE`]. Other types carry no decoded jobs.
     pub message_type: String,
     /// Statistics at the time of the message.
@@ -37,7 +38,7 @@ pub struct Message {
 #[non_exhaustive]
 pub struct JobInfo {
     /// The acquire key on GHES; 0 on the github.com broker.
-    pub runner_request_id: i64,
+    pub runner_request_id: RunnerRequestId,
     /// Opaque job id; key jobs by it when `runner_request_id` is 0.
     pub job_id: String,
     /// Repository name.
@@ -85,7 +86,7 @@ pub enum JobMessage {
         /// Common fields.
         job: JobInfo,
         /// The runner's id.
-        runner_id: i64,
+        runner_id: RunnerId,
         /// The runner's name.
         runner_name: String,
     },
@@ -96,7 +97,7 @@ pub enum JobMessage {
         /// `succeeded`, `failed`, `canceled`, … (open set).
         result: String,
         /// The runner's id (0 when no runner took the job).
-        runner_id: i64,
+        runner_id: RunnerId,
         /// The runner's name (empty when no runner took the job).
         runner_name: String,
     },
@@ -117,8 +118,8 @@ impl JobMessage {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct MessageWire {
-    #[serde(default, deserialize_with = "lenient_i64")]
-    message_id: i64,
+    #[serde(default)]
+    message_id: MessageId,
     #[serde(default, deserialize_with = "null_default")]
     message_type: String,
     #[serde(default)]
@@ -132,8 +133,8 @@ struct MessageWire {
 struct JobWire {
     #[serde(default, deserialize_with = "null_default")]
     message_type: String,
-    #[serde(default, deserialize_with = "lenient_i64")]
-    runner_request_id: i64,
+    #[serde(default)]
+    runner_request_id: RunnerRequestId,
     #[serde(default, deserialize_with = "null_default")]
     job_id: String,
     #[serde(default, deserialize_with = "null_default")]
@@ -160,8 +161,8 @@ struct JobWire {
     finish_time: Option<Timestamp>,
     #[serde(default, deserialize_with = "null_default")]
     acquire_job_url: String,
-    #[serde(default, deserialize_with = "lenient_i64")]
-    runner_id: i64,
+    #[serde(default)]
+    runner_id: RunnerId,
     #[serde(default, deserialize_with = "null_default")]
     runner_name: String,
     #[serde(default, deserialize_with = "null_default")]
@@ -262,7 +263,7 @@ impl Message {
         }
         if skipped > 0 {
             tracing::debug!(
-                message_id = wire.message_id,
+                message_id = wire.message_id.0,
                 skipped,
                 "skipped unknown job messages"
             );
@@ -285,14 +286,14 @@ impl Client {
     pub async fn get_message(
         &self,
         session: &mut Session,
-        last_message_id: i64,
+        last_message_id: MessageId,
         max_capacity: u32,
     ) -> Result<Option<Message>> {
         let endpoint = Endpoint::GetMessage;
         let response = self
             .execute_queue(session, |session| {
                 let mut url = session.queue_url(endpoint)?;
-                if last_message_id > 0 {
+                if last_message_id.0 > 0 {
                     let mut pairs: Vec<(String, String)> = url
                         .query_pairs()
                         .filter(|(k, _)| k != "lastMessageId")
@@ -329,7 +330,7 @@ impl Client {
 
     /// (11) `DELETE {messageQueueUrl path}/{messageId}` (query kept) with the queue token;
     /// expects 204. Refreshes the session once on 401 like [`Client::get_message`].
-    pub async fn delete_message(&self, session: &mut Session, message_id: i64) -> Result<()> {
+    pub async fn delete_message(&self, session: &mut Session, message_id: MessageId) -> Result<()> {
         let endpoint = Endpoint::DeleteMessage;
         self.execute_queue(session, |session| {
             let mut url = session.queue_url(endpoint)?;

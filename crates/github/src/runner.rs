@@ -8,10 +8,11 @@ use crate::call::Call;
 use crate::client::Client;
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
+use crate::id::{RunnerGroupId, RunnerId, ScaleSetId};
 use crate::scale_set::Label;
 use crate::secret::Secret;
 use crate::timestamp::Timestamp;
-use crate::wire::{List, decode, lenient_i64, lenient_timestamp, null_default};
+use crate::wire::{List, decode, lenient_timestamp, null_default};
 
 const AGENTS: &str = "_apis/distributedtask/pools/0/agents";
 
@@ -21,14 +22,14 @@ const AGENTS: &str = "_apis/distributedtask/pools/0/agents";
 #[non_exhaustive]
 pub struct RunnerReference {
     /// Runner (agent) id.
-    #[serde(default, deserialize_with = "lenient_i64")]
-    pub id: i64,
+    #[serde(default)]
+    pub id: RunnerId,
     /// Runner name.
     #[serde(default, deserialize_with = "null_default")]
     pub name: String,
     /// The scale set it belongs to.
-    #[serde(default, deserialize_with = "lenient_i64")]
-    pub runner_scale_set_id: i64,
+    #[serde(default)]
+    pub runner_scale_set_id: ScaleSetId,
     /// Operating system.
     #[serde(default, deserialize_with = "null_default")]
     pub os: String,
@@ -36,8 +37,8 @@ pub struct RunnerReference {
     #[serde(default, deserialize_with = "lenient_timestamp")]
     pub created_on: Option<Timestamp>,
     /// Runner group id.
-    #[serde(default, deserialize_with = "lenient_i64")]
-    pub runner_group_id: i64,
+    #[serde(default)]
+    pub runner_group_id: RunnerGroupId,
     /// Runner group name.
     #[serde(default, deserialize_with = "null_default")]
     pub runner_group_name: String,
@@ -112,7 +113,7 @@ impl Client {
     /// A duplicate runner name gives an error for which [`Error::is_agent_exists`] is true.
     pub async fn generate_jit_config(
         &self,
-        scale_set_id: i64,
+        scale_set_id: ScaleSetId,
         request: &JitConfigRequest,
     ) -> Result<JitConfig> {
         let call = Call::service(
@@ -135,7 +136,7 @@ impl Client {
     }
 
     /// (15) `GET /_apis/distributedtask/pools/0/agents/{id}`.
-    pub async fn get_runner(&self, runner_id: i64) -> Result<RunnerReference> {
+    pub async fn get_runner(&self, runner_id: RunnerId) -> Result<RunnerReference> {
         let call = Call::service(
             Endpoint::GetRunner,
             Method::GET,
@@ -174,7 +175,7 @@ impl Client {
 
     /// (17) `DELETE /_apis/distributedtask/pools/0/agents/{id}`; expects 204. A busy runner
     /// gives an error for which [`Error::is_job_still_running`] is true.
-    pub async fn remove_runner(&self, runner_id: i64) -> Result<()> {
+    pub async fn remove_runner(&self, runner_id: RunnerId) -> Result<()> {
         let call = Call::service(
             Endpoint::RemoveRunner,
             Method::DELETE,

@@ -8,6 +8,7 @@ use crate::call::Call;
 use crate::client::Client;
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
+use crate::id::{RunnerGroupId, ScaleSetId};
 use crate::statistics::Statistics;
 use crate::timestamp::Timestamp;
 use crate::wire::{List, decode, lenient_i64, lenient_opt_i64, lenient_timestamp, null_default};
@@ -20,8 +21,8 @@ const SCALE_SETS: &str = "_apis/runtime/runnerscalesets";
 #[non_exhaustive]
 pub struct RunnerGroup {
     /// Group id (the default group is 1).
-    #[serde(default, deserialize_with = "lenient_i64")]
-    pub id: i64,
+    #[serde(default)]
+    pub id: RunnerGroupId,
     /// Group name.
     #[serde(default, deserialize_with = "null_default")]
     pub name: String,
@@ -88,7 +89,7 @@ fn is_false(value: &bool) -> bool {
 #[non_exhaustive]
 pub struct RunnerScaleSet {
     /// Server-assigned id.
-    pub id: i64,
+    pub id: ScaleSetId,
     /// Name (also the default `runs-on` label).
     pub name: String,
     /// Runner group id, or `None` when the response omitted `runnerGroupId`.
@@ -96,7 +97,7 @@ pub struct RunnerScaleSet {
     /// The reference (§6.1) found no evidence that group-scoped lists drop it, but clients must
     /// tolerate any field being absent: a caller that scoped the query by group takes the group
     /// from its query, so "omitted" must stay distinguishable from a real id.
-    pub runner_group_id: Option<i64>,
+    pub runner_group_id: Option<RunnerGroupId>,
     /// Runner group name.
     pub runner_group_name: String,
     /// Labels.
@@ -126,8 +127,8 @@ pub struct RunnerScaleSet {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RunnerScaleSetWire {
-    #[serde(default, deserialize_with = "lenient_i64")]
-    id: i64,
+    #[serde(default)]
+    id: ScaleSetId,
     #[serde(default, deserialize_with = "null_default")]
     name: String,
     #[serde(default, deserialize_with = "lenient_opt_i64")]
@@ -176,7 +177,7 @@ impl From<RunnerScaleSetWire> for RunnerScaleSet {
         Self {
             id: wire.id,
             name: wire.name,
-            runner_group_id: wire.runner_group_id,
+            runner_group_id: wire.runner_group_id.map(RunnerGroupId),
             runner_group_name: wire.runner_group_name,
             labels: wire.labels,
             runner_setting: wire
@@ -203,7 +204,7 @@ pub struct NewRunnerScaleSet {
     /// Name, unique within the runner group.
     pub name: String,
     /// Runner group id (1 = default).
-    pub runner_group_id: i64,
+    pub runner_group_id: RunnerGroupId,
     /// Labels; when empty, `[{name: <name>, type: System}]` is sent. Empty types become `System`.
     pub labels: Vec<Label>,
     /// Runner settings, sent under the key `RunnerSetting`.
@@ -213,7 +214,7 @@ pub struct NewRunnerScaleSet {
 
 impl NewRunnerScaleSet {
     /// A scale set in `runner_group_id` with the name as its only label and updates disabled.
-    pub fn new(name: impl Into<String>, runner_group_id: i64) -> Self {
+    pub fn new(name: impl Into<String>, runner_group_id: RunnerGroupId) -> Self {
         Self {
             name: name.into(),
             runner_group_id,
@@ -247,7 +248,7 @@ pub struct RunnerScaleSetPatch {
     pub name: Option<String>,
     /// New runner group.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub runner_group_id: Option<i64>,
+    pub runner_group_id: Option<RunnerGroupId>,
     /// New labels (empty types become `System`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub labels: Option<Vec<Label>>,
@@ -320,7 +321,7 @@ impl Client {
     /// remove or rename one).
     pub async fn get_scale_set_by_name(
         &self,
-        runner_group_id: i64,
+        runner_group_id: RunnerGroupId,
         name: &str,
     ) -> Result<Option<RunnerScaleSet>> {
         let (_, list) = self.query_scale_sets_by_name(runner_group_id, name).await?;
@@ -331,7 +332,7 @@ impl Client {
     /// matching rules (exact name, group check, ambiguity). Returns the HTTP status too.
     pub async fn query_scale_sets_by_name(
         &self,
-        runner_group_id: i64,
+        runner_group_id: RunnerGroupId,
         name: &str,
     ) -> Result<(u16, List<RunnerScaleSet>)> {
         let call = Call::service(Endpoint::GetScaleSetByName, Method::GET, SCALE_SETS, &[200])
@@ -345,7 +346,7 @@ impl Client {
     /// (2b) `GET /_apis/runtime/runnerscalesets[?runnerGroupId=<id>]`.
     pub async fn list_scale_sets(
         &self,
-        runner_group_id: Option<i64>,
+        runner_group_id: Option<RunnerGroupId>,
     ) -> Result<Vec<RunnerScaleSet>> {
         let mut call = Call::service(Endpoint::ListScaleSets, Method::GET, SCALE_SETS, &[200]);
         if let Some(group) = runner_group_id {
@@ -357,7 +358,7 @@ impl Client {
     }
 
     /// (3) `GET /_apis/runtime/runnerscalesets/{id}`.
-    pub async fn get_scale_set(&self, scale_set_id: i64) -> Result<RunnerScaleSet> {
+    pub async fn get_scale_set(&self, scale_set_id: ScaleSetId) -> Result<RunnerScaleSet> {
         let call = Call::service(
             Endpoint::GetScaleSet,
             Method::GET,
@@ -391,7 +392,7 @@ impl Client {
     /// (5) `PATCH /_apis/runtime/runnerscalesets/{id}` with only the fields set in `patch`.
     pub async fn update_scale_set(
         &self,
-        scale_set_id: i64,
+        scale_set_id: ScaleSetId,
         patch: &RunnerScaleSetPatch,
     ) -> Result<RunnerScaleSet> {
         let mut body = patch.clone();
@@ -410,7 +411,7 @@ impl Client {
     }
 
     /// (6) `DELETE /_apis/runtime/runnerscalesets/{id}`; expects 204.
-    pub async fn delete_scale_set(&self, scale_set_id: i64) -> Result<()> {
+    pub async fn delete_scale_set(&self, scale_set_id: ScaleSetId) -> Result<()> {
         let call = Call::service(
             Endpoint::DeleteScaleSet,
             Method::DELETE,

@@ -10,6 +10,7 @@ use crate::client::Client;
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
 use crate::http::Incoming;
+use crate::id::ScaleSetId;
 use crate::scale_set::RunnerScaleSet;
 use crate::secret::Secret;
 use crate::statistics::Statistics;
@@ -43,13 +44,13 @@ pub struct Session {
     pub statistics: Option<Statistics>,
     /// The scale set the session was created for (set by the client, not the wire).
     #[serde(skip)]
-    pub(crate) scale_set_id: i64,
+    pub(crate) scale_set_id: ScaleSetId,
 }
 
 impl Session {
     /// The scale-set id this session belongs to.
-    pub fn scale_set_id(&self) -> i64 {
-        if self.scale_set_id != 0 {
+    pub fn scale_set_id(&self) -> ScaleSetId {
+        if self.scale_set_id.0 != 0 {
             self.scale_set_id
         } else {
             self.runner_scale_set
@@ -74,14 +75,14 @@ struct CreateSessionRequest<'a> {
     owner_name: &'a str,
 }
 
-fn sessions_path(scale_set_id: i64) -> String {
+fn sessions_path(scale_set_id: ScaleSetId) -> String {
     format!("_apis/runtime/runnerscalesets/{scale_set_id}/sessions")
 }
 
 /// The path of one session. The session id comes from the server and is a UUID in practice,
 /// but it is escaped as one path segment so that a `/`, `?` or `#` in it can never address
 /// another resource.
-fn session_path(scale_set_id: i64, session_id: &str) -> String {
+fn session_path(scale_set_id: ScaleSetId, session_id: &str) -> String {
     /// Everything but RFC 3986 unreserved characters is escaped.
     const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
         .remove(b'-')
@@ -104,7 +105,11 @@ impl Client {
     /// client deletes it by its id first and returns [`Error::UnexpectedResponse`] (retryable).
     /// When that delete fails too, the error is [`Error::UnusableSessionLeftOpen`], which names
     /// the session ([`Error::open_session`]) so the caller can delete it.
-    pub async fn create_session(&self, scale_set_id: i64, owner_name: &str) -> Result<Session> {
+    pub async fn create_session(
+        &self,
+        scale_set_id: ScaleSetId,
+        owner_name: &str,
+    ) -> Result<Session> {
         let call = Call::service(
             Endpoint::CreateSession,
             Method::POST,
@@ -125,7 +130,7 @@ impl Client {
             return Err(unusable);
         }
         tracing::warn!(
-            scale_set_id,
+            scale_set_id = scale_set_id.0,
             session_id = %session.session_id,
             error = %unusable,
             "session create returned an unusable session; deleting it"
@@ -163,7 +168,7 @@ impl Client {
     }
 
     /// (9) `DELETE /_apis/runtime/runnerscalesets/{id}/sessions/{sessionId}`; expects 204.
-    pub async fn delete_session(&self, scale_set_id: i64, session_id: &str) -> Result<()> {
+    pub async fn delete_session(&self, scale_set_id: ScaleSetId, session_id: &str) -> Result<()> {
         let call = Call::service(
             Endpoint::DeleteSession,
             Method::DELETE,
@@ -193,7 +198,11 @@ impl Client {
     }
 }
 
-fn session_from(endpoint: Endpoint, scale_set_id: i64, response: &Incoming) -> Result<Session> {
+fn session_from(
+    endpoint: Endpoint,
+    scale_set_id: ScaleSetId,
+    response: &Incoming,
+) -> Result<Session> {
     let mut session: Session = decode(endpoint, response.status, &response.body)?;
     session.scale_set_id = scale_set_id;
     check_session(endpoint, response.status, &session)?;

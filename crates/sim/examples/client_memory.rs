@@ -25,7 +25,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use scaleset_github::{Client, ClientConfig, ConfigUrl, Credentials, NewRunnerScaleSet};
+use scaleset_github::{
+    Client, ClientConfig, ConfigUrl, Credentials, MessageId, NewRunnerScaleSet, RunnerGroupId,
+};
 
 const SCALE_SETS: usize = 100;
 /// The stream limit the HTTPS/2 server advertises.
@@ -134,7 +136,10 @@ async fn measure(listeners: usize, transport: &str) -> Result<()> {
     let mut sessions = Vec::new();
     for i in 0..SCALE_SETS {
         let set = client
-            .create_scale_set(&NewRunnerScaleSet::new(format!("mem-{i}"), 1))
+            .create_scale_set(&NewRunnerScaleSet::new(
+                format!("mem-{i}"),
+                RunnerGroupId(1),
+            ))
             .await?;
         sessions.push(client.create_session(set.id, "bench").await?);
     }
@@ -145,7 +150,7 @@ async fn measure(listeners: usize, transport: &str) -> Result<()> {
     for n in 0..listeners {
         let (client, mut session) = (client.clone(), sessions[n % SCALE_SETS].clone());
         polls.push(tokio::spawn(async move {
-            client.get_message(&mut session, 0, 10).await
+            client.get_message(&mut session, MessageId(0), 10).await
         }));
     }
     for _ in 0..1200 {

@@ -16,7 +16,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use scaleset_github::{Client, ClientConfig, ConfigUrl, Credentials, NewRunnerScaleSet};
+use scaleset_github::{
+    Client, ClientConfig, ConfigUrl, Credentials, NewRunnerScaleSet, RunnerGroupId,
+};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
@@ -72,7 +74,10 @@ async fn measure(polls: usize) -> Result<()> {
     let mut sessions = Vec::new();
     for i in 0..SCALE_SETS {
         let set = client
-            .create_scale_set(&NewRunnerScaleSet::new(format!("mem-{i}"), 1))
+            .create_scale_set(&NewRunnerScaleSet::new(
+                format!("mem-{i}"),
+                RunnerGroupId(1),
+            ))
             .await?;
         sessions.push(client.create_session(set.id, "bench").await?);
     }

@@ -86,7 +86,7 @@ impl Runners<'_> {
                     );
                     new.status = InstanceStatus::Running;
                     new.provider_id = Some(instance.provider_id.clone());
-                    new.github_runner_id = Some(runner.id);
+                    new.github_runner_id = Some(i64::from(runner.id));
                     self.shared
                         .store
                         .create_instance(self.lease, new)

@@ -22,7 +22,7 @@ fn body_is_a_json_array_inside_a_string() {
         "statistics": {"totalAssignedJobs": 3}
     });
     let msg = message(&outer.to_string());
-    assert_eq!(msg.message_id, 100_000_171);
+    assert_eq!(msg.message_id, crate::MessageId(100_000_171));
     assert_eq!(msg.statistics.unwrap().total_assigned_jobs, 3);
     assert_eq!(msg.jobs.len(), 4);
     assert_eq!(msg.skipped_job_messages, 0);
@@ -33,11 +33,11 @@ fn body_is_a_json_array_inside_a_string() {
     assert_eq!(job.queue_time.unwrap().subsec_nanos(), 123_456_700);
     assert_eq!(job.finish_time, None);
     assert!(
-        matches!(&msg.jobs[1], JobMessage::Started { runner_id: 7, runner_name, .. } if runner_name == "r-1")
+        matches!(&msg.jobs[1], JobMessage::Started { runner_id: crate::RunnerId(7), runner_name, .. } if runner_name == "r-1")
     );
     assert!(matches!(&msg.jobs[2], JobMessage::Completed { result, .. } if result == "succeeded"));
     assert!(
-        matches!(&msg.jobs[3], JobMessage::Available { job, acquire_job_url } if job.runner_request_id == 42 && acquire_job_url == "u")
+        matches!(&msg.jobs[3], JobMessage::Available { job, acquire_job_url } if job.runner_request_id == crate::RunnerRequestId(42) && acquire_job_url == "u")
     );
 }
 
@@ -60,7 +60,7 @@ fn absent_empty_and_null_bodies_mean_no_jobs() {
     ] {
         let msg = message(doc);
         assert!(msg.jobs.is_empty(), "{doc}");
-        assert_eq!(msg.message_id, 1);
+        assert_eq!(msg.message_id, crate::MessageId(1));
     }
 }
 
@@ -70,7 +70,10 @@ fn a_bom_is_stripped() {
     bytes.extend_from_slice(
         br#"{"messageId":9,"messageType":"RunnerScaleSetJobMessages","body":"[]"}"#,
     );
-    assert_eq!(Message::from_json(&bytes).unwrap().message_id, 9);
+    assert_eq!(
+        Message::from_json(&bytes).unwrap().message_id,
+        crate::MessageId(9)
+    );
 }
 
 #[test]

@@ -19,7 +19,7 @@ fn nulls_and_odd_numbers_are_tolerated() {
             .unwrap();
     assert_eq!(
         (set.id, set.name.as_str(), set.status.as_str()),
-        (7, "", "1")
+        (crate::ScaleSetId(7), "", "1")
     );
     assert!(set.labels.is_empty() && set.created_on.is_none());
 }
@@ -40,7 +40,8 @@ fn both_runner_setting_spellings_decode() {
 
 #[test]
 fn requests_send_capital_runner_setting() {
-    let body = serde_json::to_value(crate::NewRunnerScaleSet::new("n", 1)).unwrap();
+    let body =
+        serde_json::to_value(crate::NewRunnerScaleSet::new("n", crate::RunnerGroupId(1))).unwrap();
     assert_eq!(body["RunnerSetting"]["disableUpdate"], true);
     assert!(body.get("runnerSetting").is_none());
 }
@@ -53,7 +54,7 @@ fn decode_strips_the_bom_and_rejects_empty_bodies() {
         b"\xEF\xBB\xBF{\"id\":3}",
     )
     .unwrap();
-    assert_eq!(group.id, 3);
+    assert_eq!(group.id, crate::RunnerGroupId(3));
     let err = decode::<crate::RunnerGroup>(Endpoint::GetRunnerGroupByName, 200, b"\xEF\xBB\xBF ")
         .unwrap_err();
     assert!(matches!(err, Error::UnexpectedResponse { .. }));

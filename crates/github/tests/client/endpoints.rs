@@ -6,8 +6,8 @@ use std::sync::Arc;
 use mockito::Matcher;
 use ring::signature::{RSA_PKCS1_2048_8192_SHA256, UnparsedPublicKey};
 use scaleset_github::{
-    Client, Credentials, JitConfigRequest, Label, NewRunnerScaleSet, RunnerScaleSetPatch,
-    RunnerSetting,
+    Client, Credentials, JitConfigRequest, Label, MessageId, NewRunnerScaleSet, RunnerGroupId,
+    RunnerId, RunnerRequestId, RunnerScaleSetPatch, RunnerSetting, ScaleSetId,
 };
 
 use crate::helpers::{RecordingSleeper, USER_AGENT, admin_jwt, config_for, harness, session_json};
@@ -22,8 +22,8 @@ async fn pat_chain_then_get_scale_set_by_id() {
         .with_body(r#"{"id":5,"name":"set","runnerGroupId":1,"runnerSetting":{"disableUpdate":true},"createdOn":"2024-05-06T07:08:09.1234567Z"}"#)
         .create_async()
         .await;
-    let set = h.client.get_scale_set(5).await.unwrap();
-    assert_eq!(set.id, 5);
+    let set = h.client.get_scale_set(ScaleSetId(5)).await.unwrap();
+    assert_eq!(set.id, ScaleSetId(5));
     assert_eq!(set.name, "set");
     assert!(set.runner_setting.disable_update);
     assert_eq!(set.created_on.unwrap().subsec_nanos(), 123_456_700);
@@ -196,7 +196,7 @@ async fn installation_token_must_be_201() {
         Arc::new(RecordingSleeper::default()),
     ))
     .unwrap();
-    let err = client.get_scale_set(1).await.unwrap_err();
+    let err = client.get_scale_set(ScaleSetId(1)).await.unwrap_err();
     assert_eq!(err.status(), Some(200));
     install.assert_async().await;
 }
@@ -236,7 +236,7 @@ async fn get_runner_group_by_name() {
         .unwrap();
     assert_eq!(
         (group.id, group.name.as_str(), group.size),
-        (3, "my group", 2)
+        (RunnerGroupId(3), "my group", 2)
     );
     mock.assert_async().await;
 
@@ -273,11 +273,11 @@ async fn get_scale_set_by_name_decides_on_count() {
         .await;
     let found = h
         .client
-        .get_scale_set_by_name(1, "set")
+        .get_scale_set_by_name(RunnerGroupId(1), "set")
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(found.id, 5);
+    assert_eq!(found.id, ScaleSetId(5));
     // The item omitted `runnerGroupId`: that must read as "omitted", never as a group id, so
     // the adoption rules can count it as in the queried group.
     assert_eq!(found.runner_group_id, None);
@@ -294,7 +294,7 @@ async fn get_scale_set_by_name_decides_on_count() {
         .await;
     assert!(
         h.client
-            .get_scale_set_by_name(1, "gone")
+            .get_scale_set_by_name(RunnerGroupId(1), "gone")
             .await
             .unwrap()
             .is_none()
@@ -311,13 +311,21 @@ async fn get_scale_set_by_name_decides_on_count() {
         .expect(2)
         .create_async()
         .await;
-    let err = h.client.get_scale_set_by_name(2, "dup").await.unwrap_err();
+    let err = h
+        .client
+        .get_scale_set_by_name(RunnerGroupId(2), "dup")
+        .await
+        .unwrap_err();
     assert!(
         matches!(&err, scaleset_github::Error::Ambiguous { name, count: 2, .. } if name == "dup"),
         "{err}"
     );
     assert_eq!(err.class(), scaleset_github::ErrorClass::Fatal);
-    let (_, raw) = h.client.query_scale_sets_by_name(2, "dup").await.unwrap();
+    let (_, raw) = h
+        .client
+        .query_scale_sets_by_name(RunnerGroupId(2), "dup")
+        .await
+        .unwrap();
     assert_eq!(raw.value.len(), 2);
     many.assert_async().await;
 }
@@ -338,8 +346,12 @@ async fn get_scale_set_by_name_keeps_only_the_exact_name() {
         )
         .create_async()
         .await;
-    let found = h.client.get_scale_set_by_name(1, "set").await.unwrap();
-    assert_eq!(found.map(|s| s.id), Some(7));
+    let found = h
+        .client
+        .get_scale_set_by_name(RunnerGroupId(1), "set")
+        .await
+        .unwrap();
+    assert_eq!(found.map(|s| s.id), Some(ScaleSetId(7)));
     loose.assert_async().await;
 
     let other_case = h
@@ -353,7 +365,7 @@ async fn get_scale_set_by_name_keeps_only_the_exact_name() {
         .await;
     assert!(
         h.client
-            .get_scale_set_by_name(1, "linux")
+            .get_scale_set_by_name(RunnerGroupId(1), "linux")
             .await
             .unwrap()
             .is_none()
@@ -401,7 +413,7 @@ async fn escaped_names_survive_every_query() {
             .await;
         assert!(
             h.client
-                .get_scale_set_by_name(1, name)
+                .get_scale_set_by_name(RunnerGroupId(1), name)
                 .await
                 .unwrap()
                 .is_none(),
@@ -446,7 +458,13 @@ async fn list_scale_sets_with_and_without_group() {
         .with_body(r#"{"count":0,"value":null}"#)
         .create_async()
         .await;
-    assert!(h.client.list_scale_sets(Some(7)).await.unwrap().is_empty());
+    assert!(
+        h.client
+            .list_scale_sets(Some(RunnerGroupId(7)))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     grouped.assert_async().await;
 }
 
@@ -467,10 +485,10 @@ async fn create_scale_set_sends_runner_setting_and_default_label() {
         .await;
     let created = h
         .client
-        .create_scale_set(&NewRunnerScaleSet::new("set", 1))
+        .create_scale_set(&NewRunnerScaleSet::new("set", RunnerGroupId(1)))
         .await
         .unwrap();
-    assert_eq!(created.id, 11);
+    assert_eq!(created.id, ScaleSetId(11));
     assert_eq!(created.labels[0].id, Some(1));
     assert_eq!(created.runner_setting.ephemeral, Some(true));
     mock.assert_async().await;
@@ -486,7 +504,7 @@ async fn create_scale_set_sends_runner_setting_and_default_label() {
         .with_body(r#"{"id":12}"#)
         .create_async()
         .await;
-    let request = NewRunnerScaleSet::new("l", 2)
+    let request = NewRunnerScaleSet::new("l", RunnerGroupId(2))
         .with_labels(vec![
             Label {
                 kind: String::new(),
@@ -500,7 +518,10 @@ async fn create_scale_set_sends_runner_setting_and_default_label() {
             },
         ])
         .with_runner_setting(RunnerSetting::default());
-    assert_eq!(h.client.create_scale_set(&request).await.unwrap().id, 12);
+    assert_eq!(
+        h.client.create_scale_set(&request).await.unwrap().id,
+        ScaleSetId(12)
+    );
     labelled.assert_async().await;
 }
 
@@ -516,7 +537,7 @@ async fn create_scale_set_expects_exactly_200() {
         .await;
     let err = h
         .client
-        .create_scale_set(&NewRunnerScaleSet::new("set", 1))
+        .create_scale_set(&NewRunnerScaleSet::new("set", RunnerGroupId(1)))
         .await
         .unwrap_err();
     assert_eq!(err.status(), Some(201));
@@ -533,16 +554,16 @@ async fn update_scale_set_sends_only_set_fields() {
         .create_async()
         .await;
     let patch = RunnerScaleSetPatch {
-        runner_group_id: Some(3),
+        runner_group_id: Some(RunnerGroupId(3)),
         ..RunnerScaleSetPatch::default()
     };
     assert_eq!(
         h.client
-            .update_scale_set(5, &patch)
+            .update_scale_set(ScaleSetId(5), &patch)
             .await
             .unwrap()
             .runner_group_id,
-        Some(3)
+        Some(RunnerGroupId(3))
     );
     mock.assert_async().await;
 
@@ -567,7 +588,10 @@ async fn update_scale_set_sends_only_set_fields() {
         }),
         ..RunnerScaleSetPatch::default()
     };
-    h.client.update_scale_set(5, &patch).await.unwrap();
+    h.client
+        .update_scale_set(ScaleSetId(5), &patch)
+        .await
+        .unwrap();
     settings.assert_async().await;
 }
 
@@ -579,7 +603,7 @@ async fn delete_scale_set_expects_204() {
         .with_status(204)
         .create_async()
         .await;
-    h.client.delete_scale_set(5).await.unwrap();
+    h.client.delete_scale_set(ScaleSetId(5)).await.unwrap();
     mock.assert_async().await;
     let wrong = h
         .service_mock("DELETE", "_apis/runtime/runnerscalesets/6", API)
@@ -587,7 +611,11 @@ async fn delete_scale_set_expects_204() {
         .create_async()
         .await;
     assert_eq!(
-        h.client.delete_scale_set(6).await.unwrap_err().status(),
+        h.client
+            .delete_scale_set(ScaleSetId(6))
+            .await
+            .unwrap_err()
+            .status(),
         Some(200)
     );
     wrong.assert_async().await;
@@ -605,11 +633,15 @@ async fn session_create_refresh_delete() {
         .with_body(session_json(&queue, "queue-1"))
         .create_async()
         .await;
-    let session = h.client.create_session(5, "scaleset-owner").await.unwrap();
+    let session = h
+        .client
+        .create_session(ScaleSetId(5), "scaleset-owner")
+        .await
+        .unwrap();
     assert_eq!(session.session_id, "8e1f2b4c-0000-4000-8000-000000000001");
     assert_eq!(session.message_queue_access_token.expose(), "queue-1");
     assert_eq!(session.statistics.unwrap().total_assigned_jobs, 2);
-    assert_eq!(session.scale_set_id(), 5);
+    assert_eq!(session.scale_set_id(), ScaleSetId(5));
     create.assert_async().await;
 
     let refresh = h
@@ -636,7 +668,7 @@ async fn session_create_refresh_delete() {
         .create_async()
         .await;
     h.client
-        .delete_session(5, &refreshed.session_id)
+        .delete_session(ScaleSetId(5), &refreshed.session_id)
         .await
         .unwrap();
     delete.assert_async().await;
@@ -654,7 +686,10 @@ async fn session_ids_are_escaped_as_one_path_segment() {
         .with_status(204)
         .create_async()
         .await;
-    h.client.delete_session(5, "a/b?c#d").await.unwrap();
+    h.client
+        .delete_session(ScaleSetId(5), "a/b?c#d")
+        .await
+        .unwrap();
     delete.assert_async().await;
 }
 
@@ -667,7 +702,7 @@ async fn get_message_long_poll_and_delete_message() {
         .with_body(session_json(&queue, "queue-1"))
         .create_async()
         .await;
-    let mut session = h.client.create_session(5, "o").await.unwrap();
+    let mut session = h.client.create_session(ScaleSetId(5), "o").await.unwrap();
     create.assert_async().await;
 
     let empty = h
@@ -684,7 +719,7 @@ async fn get_message_long_poll_and_delete_message() {
         .await;
     assert!(
         h.client
-            .get_message(&mut session, 0, 10)
+            .get_message(&mut session, MessageId(0), 10)
             .await
             .unwrap()
             .is_none()
@@ -710,11 +745,11 @@ async fn get_message_long_poll_and_delete_message() {
         .await;
     let msg = h
         .client
-        .get_message(&mut session, 100_006_141, 3)
+        .get_message(&mut session, MessageId(100_006_141), 3)
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(msg.message_id, 100_006_142);
+    assert_eq!(msg.message_id, MessageId(100_006_142));
     assert_eq!(msg.jobs.len(), 1);
     message.assert_async().await;
 
@@ -744,7 +779,7 @@ async fn queue_url_query_is_kept() {
         .with_body(session_json(&queue, "q"))
         .create_async()
         .await;
-    let mut session = h.client.create_session(5, "o").await.unwrap();
+    let mut session = h.client.create_session(ScaleSetId(5), "o").await.unwrap();
     create.assert_async().await;
     let poll = h
         .server
@@ -753,7 +788,10 @@ async fn queue_url_query_is_kept() {
         .with_status(202)
         .create_async()
         .await;
-    h.client.get_message(&mut session, 4, 1).await.unwrap();
+    h.client
+        .get_message(&mut session, MessageId(4), 1)
+        .await
+        .unwrap();
     poll.assert_async().await;
     let ack = h
         .server
@@ -762,7 +800,10 @@ async fn queue_url_query_is_kept() {
         .with_status(204)
         .create_async()
         .await;
-    h.client.delete_message(&mut session, 4).await.unwrap();
+    h.client
+        .delete_message(&mut session, MessageId(4))
+        .await
+        .unwrap();
     ack.assert_async().await;
 }
 
@@ -774,15 +815,21 @@ async fn acquirable_jobs_and_acquire_jobs() {
         .with_status(204)
         .create_async()
         .await;
-    assert!(h.client.get_acquirable_jobs(5).await.unwrap().is_empty());
+    assert!(
+        h.client
+            .get_acquirable_jobs(ScaleSetId(5))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     none.assert_async().await;
     let some = h
         .service_mock("GET", "_apis/runtime/runnerscalesets/6/acquirablejobs", API)
         .with_body(r#"{"count":1,"value":[{"runnerRequestId":7848922,"messageType":"JobAvailable","requestLabels":["x"]}]}"#)
         .create_async()
         .await;
-    let jobs = h.client.get_acquirable_jobs(6).await.unwrap();
-    assert_eq!(jobs[0].runner_request_id, 7_848_922);
+    let jobs = h.client.get_acquirable_jobs(ScaleSetId(6)).await.unwrap();
+    assert_eq!(jobs[0].runner_request_id, RunnerRequestId(7_848_922));
     some.assert_async().await;
 
     let queue = format!("{}/scalesets/message", h.server.url());
@@ -791,7 +838,7 @@ async fn acquirable_jobs_and_acquire_jobs() {
         .with_body(session_json(&queue, "queue-1"))
         .create_async()
         .await;
-    let mut session = h.client.create_session(5, "o").await.unwrap();
+    let mut session = h.client.create_session(ScaleSetId(5), "o").await.unwrap();
     create.assert_async().await;
     let acquire = h
         .server
@@ -808,8 +855,11 @@ async fn acquirable_jobs_and_acquire_jobs() {
         .create_async()
         .await;
     assert_eq!(
-        h.client.acquire_jobs(&mut session, &[1, 2]).await.unwrap(),
-        vec![2]
+        h.client
+            .acquire_jobs(&mut session, &[RunnerRequestId(1), RunnerRequestId(2)])
+            .await
+            .unwrap(),
+        vec![RunnerRequestId(2)]
     );
     acquire.assert_async().await;
 }
@@ -825,10 +875,10 @@ async fn runners_jit_get_list_remove() {
         .await;
     let config = h
         .client
-        .generate_jit_config(5, &JitConfigRequest::new("runner-1"))
+        .generate_jit_config(ScaleSetId(5), &JitConfigRequest::new("runner-1"))
         .await
         .unwrap();
-    assert_eq!(config.runner.id, 9);
+    assert_eq!(config.runner.id, RunnerId(9));
     assert_eq!(config.encoded_jit_config.expose(), "eyJqaXQiOiJibG9iIn0=");
     jit.assert_async().await;
 
@@ -846,7 +896,7 @@ async fn runners_jit_get_list_remove() {
         .await;
     h.client
         .generate_jit_config(
-            5,
+            ScaleSetId(5),
             &JitConfigRequest::new("runner-2").with_work_folder("_work"),
         )
         .await
@@ -858,10 +908,10 @@ async fn runners_jit_get_list_remove() {
         .with_body(r#"{"id":9,"name":"runner-1","runnerScaleSetId":5,"status":"online","busy":true,"labels":[{"name":"x","type":"System"}]}"#)
         .create_async()
         .await;
-    let runner = h.client.get_runner(9).await.unwrap();
+    let runner = h.client.get_runner(RunnerId(9)).await.unwrap();
     assert_eq!(
         (runner.id, runner.runner_scale_set_id, runner.busy),
-        (9, 5, Some(true))
+        (RunnerId(9), ScaleSetId(5), Some(true))
     );
     by_id.assert_async().await;
 
@@ -881,7 +931,7 @@ async fn runners_jit_get_list_remove() {
             .unwrap()
             .unwrap()
             .id,
-        9
+        RunnerId(9)
     );
     by_name.assert_async().await;
 
@@ -898,7 +948,7 @@ async fn runners_jit_get_list_remove() {
         .with_status(204)
         .create_async()
         .await;
-    h.client.remove_runner(9).await.unwrap();
+    h.client.remove_runner(RunnerId(9)).await.unwrap();
     remove.assert_async().await;
 }
 
@@ -939,7 +989,7 @@ async fn an_explicit_api_base_overrides_the_derived_one() {
         .with_api_base(url::Url::parse(&server.url()).unwrap())
         .with_sleeper(Arc::new(RecordingSleeper::default()));
     let client = Client::new(config).unwrap();
-    client.get_scale_set(1).await.unwrap();
+    client.get_scale_set(ScaleSetId(1)).await.unwrap();
     reg.assert_async().await;
     rr.assert_async().await;
     get.assert_async().await;

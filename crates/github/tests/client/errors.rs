@@ -1,7 +1,10 @@
 //! Error mapping: exception names (exact, nested), predicates, diagnostic headers, BOM,
 //! text/plain and empty bodies, and unusable success responses.
 
-use scaleset_github::{Error, ErrorBody, ErrorClass, ExceptionKind, NewRunnerScaleSet, Refusal};
+use scaleset_github::{
+    Error, ErrorBody, ErrorClass, ExceptionKind, MessageId, NewRunnerScaleSet, Refusal,
+    RunnerGroupId, RunnerId, ScaleSetId,
+};
 
 use crate::helpers::{harness, session_json};
 
@@ -20,7 +23,7 @@ async fn create_error(status: usize, body: &str) -> Error {
         .await;
     let err = h
         .client
-        .create_scale_set(&NewRunnerScaleSet::new("set", 1))
+        .create_scale_set(&NewRunnerScaleSet::new("set", RunnerGroupId(1)))
         .await
         .unwrap_err();
     mock.assert_async().await;
@@ -111,7 +114,7 @@ async fn text_plain_and_empty_bodies_give_clear_errors() {
         .with_body("404 page not found")
         .create_async()
         .await;
-    let err = h.client.get_scale_set(1).await.unwrap_err();
+    let err = h.client.get_scale_set(ScaleSetId(1)).await.unwrap_err();
     let service = err.service_error().unwrap();
     assert_eq!((service.status, service.body), (404, ErrorBody::Text));
     assert_eq!(service.message, "404 page not found");
@@ -123,7 +126,7 @@ async fn text_plain_and_empty_bodies_give_clear_errors() {
         .with_status(403)
         .create_async()
         .await;
-    let err = h.client.get_scale_set(2).await.unwrap_err();
+    let err = h.client.get_scale_set(ScaleSetId(2)).await.unwrap_err();
     let service = err.service_error().unwrap();
     assert_eq!((service.status, service.body), (403, ErrorBody::Empty));
     assert!(err.to_string().contains("empty response body"), "{err}");
@@ -134,7 +137,7 @@ async fn text_plain_and_empty_bodies_give_clear_errors() {
         .with_status(200)
         .create_async()
         .await;
-    let err = h.client.get_scale_set(3).await.unwrap_err();
+    let err = h.client.get_scale_set(ScaleSetId(3)).await.unwrap_err();
     assert!(
         matches!(err, Error::UnexpectedResponse { status: 200, .. }),
         "{err}"
@@ -153,7 +156,10 @@ async fn bom_is_stripped_from_success_and_error_bodies() {
         .with_body(ok)
         .create_async()
         .await;
-    assert_eq!(h.client.get_scale_set(5).await.unwrap().name, "bom");
+    assert_eq!(
+        h.client.get_scale_set(ScaleSetId(5)).await.unwrap().name,
+        "bom"
+    );
     good.assert_async().await;
 
     let mut bad = b"\xEF\xBB\xBF".to_vec();
@@ -166,7 +172,7 @@ async fn bom_is_stripped_from_success_and_error_bodies() {
         .with_body(bad)
         .create_async()
         .await;
-    let err = h.client.get_scale_set(6).await.unwrap_err();
+    let err = h.client.get_scale_set(ScaleSetId(6)).await.unwrap_err();
     assert!(err.is_scale_set_not_found());
     assert_eq!(err.class(), ErrorClass::Refusal(Refusal::ScaleSetNotFound));
     missing.assert_async().await;
@@ -182,7 +188,11 @@ async fn session_predicates() {
         .expect(1)
         .create_async()
         .await;
-    let err = h.client.create_session(5, "me").await.unwrap_err();
+    let err = h
+        .client
+        .create_session(ScaleSetId(5), "me")
+        .await
+        .unwrap_err();
     assert!(err.is_session_conflict());
     assert_eq!(
         err.session_conflict_owner().as_deref(),
@@ -196,7 +206,11 @@ async fn session_predicates() {
         .with_body(r#"{"typeName":"X.RunnerScaleSetSessionConflictException, X","message":"The actions runner scaleset set already has an active session."}"#)
         .create_async()
         .await;
-    let err = h.client.create_session(6, "me").await.unwrap_err();
+    let err = h
+        .client
+        .create_session(ScaleSetId(6), "me")
+        .await
+        .unwrap_err();
     assert!(err.is_session_conflict());
     assert_eq!(err.session_conflict_owner(), None);
     anonymous.assert_async().await;
@@ -207,7 +221,11 @@ async fn session_predicates() {
         .with_body(r#"{"typeName":"X.RunnerScaleSetSessionExpiredException, X","message":"The session identifier s-1 is not valid."}"#)
         .create_async()
         .await;
-    let err = h.client.delete_session(5, "s-1").await.unwrap_err();
+    let err = h
+        .client
+        .delete_session(ScaleSetId(5), "s-1")
+        .await
+        .unwrap_err();
     assert!(err.is_session_expired_or_unknown());
     expired.assert_async().await;
 
@@ -217,7 +235,7 @@ async fn session_predicates() {
         .with_body(session_json(&queue, "t"))
         .create_async()
         .await;
-    let session = h.client.create_session(7, "me").await.unwrap();
+    let session = h.client.create_session(ScaleSetId(7), "me").await.unwrap();
     create.assert_async().await;
     let evicted = h
         .service_mock(
@@ -246,7 +264,7 @@ async fn runner_predicates() {
         .await;
     let err = h
         .client
-        .generate_jit_config(5, &scaleset_github::JitConfigRequest::new("r"))
+        .generate_jit_config(ScaleSetId(5), &scaleset_github::JitConfigRequest::new("r"))
         .await
         .unwrap_err();
     assert!(err.is_agent_exists());
@@ -259,7 +277,7 @@ async fn runner_predicates() {
         .with_body(r#"{"typeName":"GitHub.DistributedTask.WebApi.JobStillRunningException, GitHub.DistributedTask.WebApi","message":"still running"}"#)
         .create_async()
         .await;
-    let err = h.client.remove_runner(9).await.unwrap_err();
+    let err = h.client.remove_runner(RunnerId(9)).await.unwrap_err();
     assert!(err.is_job_still_running());
     assert!(!err.is_agent_not_found());
     busy.assert_async().await;
@@ -270,7 +288,7 @@ async fn runner_predicates() {
         .with_body(r#"{"typeName":"GitHub.DistributedTask.WebApi.AgentNotFoundException, GitHub.DistributedTask.WebApi","message":"no agent"}"#)
         .create_async()
         .await;
-    let err = h.client.get_runner(10).await.unwrap_err();
+    let err = h.client.get_runner(RunnerId(10)).await.unwrap_err();
     assert!(err.is_agent_not_found());
     missing.assert_async().await;
 }
@@ -284,7 +302,7 @@ async fn empty_200_on_get_message_is_an_error() {
         .with_body(session_json(&queue, "q"))
         .create_async()
         .await;
-    let mut session = h.client.create_session(5, "me").await.unwrap();
+    let mut session = h.client.create_session(ScaleSetId(5), "me").await.unwrap();
     create.assert_async().await;
     let poll = h
         .server
@@ -292,7 +310,11 @@ async fn empty_200_on_get_message_is_an_error() {
         .with_status(200)
         .create_async()
         .await;
-    let err = h.client.get_message(&mut session, 0, 1).await.unwrap_err();
+    let err = h
+        .client
+        .get_message(&mut session, MessageId(0), 1)
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, Error::UnexpectedResponse { status: 200, .. }),
         "{err}"
@@ -333,15 +355,19 @@ async fn a_409_without_an_exception_is_a_conflict_on_session_create_and_jit_conf
             .create_async()
             .await;
         let err = match call {
-            "session" => h.client.create_session(5, "me").await.unwrap_err(),
+            "session" => h
+                .client
+                .create_session(ScaleSetId(5), "me")
+                .await
+                .unwrap_err(),
             "jit" => h
                 .client
-                .generate_jit_config(5, &scaleset_github::JitConfigRequest::new("r"))
+                .generate_jit_config(ScaleSetId(5), &scaleset_github::JitConfigRequest::new("r"))
                 .await
                 .unwrap_err(),
             _ => h
                 .client
-                .create_scale_set(&NewRunnerScaleSet::new("set", 1))
+                .create_scale_set(&NewRunnerScaleSet::new("set", RunnerGroupId(1)))
                 .await
                 .unwrap_err(),
         };

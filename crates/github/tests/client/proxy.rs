@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use scaleset_github::{
-    Client, ClientConfig, ConfigUrl, Credentials, Error, ProxyConfig, RetryPolicy,
+    Client, ClientConfig, ConfigUrl, Credentials, Error, ProxyConfig, RetryPolicy, ScaleSetId,
 };
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
@@ -161,7 +161,7 @@ async fn http_requests_go_through_http_proxy_from_the_environment() {
     let port = base.rsplit(':').next().unwrap().to_owned();
     let vars = env(&[("HTTP_PROXY", &proxy.url)]);
     let client = client_for(&base, ProxyConfig::from_env(&vars));
-    let set = client.get_scale_set(5).await.unwrap();
+    let set = client.get_scale_set(ScaleSetId(5)).await.unwrap();
     assert_eq!(set.name, "proxied");
     for mock in &mocks {
         mock.assert_async().await;
@@ -187,7 +187,10 @@ async fn https_requests_are_tunnelled_and_tls_stays_end_to_end() {
             .with_sleeper(Arc::new(RecordingSleeper::default())),
     )
     .unwrap();
-    assert_eq!(client.get_scale_set(5).await.unwrap().name, "over-tls");
+    assert_eq!(
+        client.get_scale_set(ScaleSetId(5)).await.unwrap().name,
+        "over-tls"
+    );
     let targets: Vec<String> = proxy.seen().into_iter().map(|t| t.target).collect();
     assert!(!targets.is_empty());
     assert!(
@@ -206,7 +209,10 @@ async fn no_proxy_hosts_go_direct() {
     for no_proxy in ["127.0.0.1", "127.0.0.0/8", "*", "example.com, 127.0.0.1"] {
         let vars = env(&[("HTTP_PROXY", &proxy.url), ("NO_PROXY", no_proxy)]);
         let client = client_for(&base, ProxyConfig::from_env(&vars));
-        assert_eq!(client.get_scale_set(5).await.unwrap().name, "proxied");
+        assert_eq!(
+            client.get_scale_set(ScaleSetId(5)).await.unwrap().name,
+            "proxied"
+        );
         assert!(proxy.seen().is_empty(), "NO_PROXY={no_proxy}");
     }
     for mock in &mocks {
@@ -215,7 +221,7 @@ async fn no_proxy_hosts_go_direct() {
     // A list that does not name the host leaves it proxied.
     let vars = env(&[("HTTP_PROXY", &proxy.url), ("NO_PROXY", "example.com")]);
     client_for(&base, ProxyConfig::from_env(&vars))
-        .get_scale_set(5)
+        .get_scale_set(ScaleSetId(5))
         .await
         .unwrap();
     assert!(!proxy.seen().is_empty());
@@ -232,7 +238,10 @@ async fn proxy_credentials_are_sent_as_basic_auth_and_never_shown() {
         !shown.contains("s3cret") && !shown.contains("alice"),
         "{shown}"
     );
-    client_for(&base, config).get_scale_set(5).await.unwrap();
+    client_for(&base, config)
+        .get_scale_set(ScaleSetId(5))
+        .await
+        .unwrap();
     let seen = proxy.seen();
     assert!(!seen.is_empty());
     // base64("alice:s3cret")

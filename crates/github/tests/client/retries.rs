@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use scaleset_github::{
-    Client, ClientConfig, ConfigUrl, Credentials, Endpoint, Error, ErrorClass, RetryPolicy,
-    Session, Timeouts,
+    Client, ClientConfig, ConfigUrl, Credentials, Endpoint, Error, ErrorClass, MessageId,
+    RetryPolicy, RunnerGroupId, ScaleSetId, Session, Timeouts,
 };
 
 use crate::helpers::{
@@ -31,7 +31,10 @@ async fn server_errors_are_retried_then_succeed() {
         .expect(1)
         .create_async()
         .await;
-    assert_eq!(h.client.get_scale_set(5).await.unwrap().id, 5);
+    assert_eq!(
+        h.client.get_scale_set(ScaleSetId(5)).await.unwrap().id,
+        ScaleSetId(5)
+    );
     failing.assert_async().await;
     ok.assert_async().await;
     assert_eq!(
@@ -52,7 +55,10 @@ async fn retries_are_exhausted_after_five_attempts() {
         .await;
     let err = h
         .client
-        .create_scale_set(&scaleset_github::NewRunnerScaleSet::new("s", 1))
+        .create_scale_set(&scaleset_github::NewRunnerScaleSet::new(
+            "s",
+            RunnerGroupId(1),
+        ))
         .await
         .unwrap_err();
     assert!(
@@ -93,7 +99,7 @@ async fn retry_after_seconds_and_dates_are_honoured() {
         .with_body(r#"{"id":5}"#)
         .create_async()
         .await;
-    h.client.get_scale_set(5).await.unwrap();
+    h.client.get_scale_set(ScaleSetId(5)).await.unwrap();
     limited.assert_async().await;
     unavailable.assert_async().await;
     ok.assert_async().await;
@@ -124,7 +130,7 @@ async fn other_4xx_and_501_are_not_retried() {
             .expect(1)
             .create_async()
             .await;
-        let err = h.client.get_scale_set(id).await.unwrap_err();
+        let err = h.client.get_scale_set(ScaleSetId(id)).await.unwrap_err();
         assert!(
             matches!(err.unshared(), Error::Service(_)),
             "{status}: {err}"
@@ -156,7 +162,7 @@ async fn registration_token_401_is_not_retried() {
         sleeper.clone(),
     ))
     .unwrap();
-    let err = client.get_scale_set(1).await.unwrap_err();
+    let err = client.get_scale_set(ScaleSetId(1)).await.unwrap_err();
     assert_eq!(err.status(), Some(401));
     assert_eq!(
         err.endpoint(),
@@ -370,7 +376,7 @@ async fn transport_errors_are_retried_and_exhausted() {
             .with_sleeper(sleeper.clone()),
     )
     .unwrap();
-    let err = client.get_scale_set(1).await.unwrap_err();
+    let err = client.get_scale_set(ScaleSetId(1)).await.unwrap_err();
     let Error::RetriesExhausted { attempts, last, .. } = err.unshared() else {
         panic!("{err:?}")
     };
@@ -397,7 +403,7 @@ async fn per_request_timeouts_apply_and_are_retried() {
             Duration::from_millis(50),
         ));
     let client = Client::new(config).unwrap();
-    let err = client.get_scale_set(1).await.unwrap_err();
+    let err = client.get_scale_set(ScaleSetId(1)).await.unwrap_err();
     let Error::RetriesExhausted {
         attempts: 2, last, ..
     } = err.unshared()
@@ -426,7 +432,7 @@ async fn a_single_attempt_policy_returns_the_timeout_itself() {
             Duration::from_millis(50),
         ));
     let client = Client::new(config).unwrap();
-    let err = client.get_scale_set(1).await.unwrap_err();
+    let err = client.get_scale_set(ScaleSetId(1)).await.unwrap_err();
     assert!(
         matches!(err.unshared(), Error::Timeout { timeout, host, .. }
             if *timeout == Duration::from_millis(50) && host == "127.0.0.1"),
@@ -460,7 +466,7 @@ async fn a_single_attempt_policy_returns_the_service_error_itself() {
         .expect(1)
         .create_async()
         .await;
-    let err = client.get_scale_set(5).await.unwrap_err();
+    let err = client.get_scale_set(ScaleSetId(5)).await.unwrap_err();
     assert!(matches!(err.unshared(), Error::Service(_)), "{err:?}");
     assert_eq!(err.status(), Some(503));
     assert_eq!(err.exception_name(), Some("ServiceUnavailableException"));
@@ -484,12 +490,18 @@ async fn the_long_poll_uses_its_own_timeout() {
     let client = Client::new(config).unwrap();
     let mut session: Session =
         serde_json::from_str(&session_json(&format!("{base}/scalesets/message"), "q")).unwrap();
-    let poll = client.get_message(&mut session, 0, 1).await.unwrap_err();
+    let poll = client
+        .get_message(&mut session, MessageId(0), 1)
+        .await
+        .unwrap_err();
     assert!(
         matches!(poll, Error::Timeout { timeout, .. } if timeout == Duration::from_millis(40)),
         "{poll:?}"
     );
-    let ack = client.delete_message(&mut session, 1).await.unwrap_err();
+    let ack = client
+        .delete_message(&mut session, MessageId(1))
+        .await
+        .unwrap_err();
     assert!(
         matches!(ack, Error::Timeout { timeout, .. } if timeout == Duration::from_millis(300)),
         "{ack:?}"
@@ -697,7 +709,7 @@ async fn a_rate_limit_header_off_the_token_chain_changes_nothing() {
         .expect(1)
         .create_async()
         .await;
-    let err = h.client.get_scale_set(5).await.unwrap_err();
+    let err = h.client.get_scale_set(ScaleSetId(5)).await.unwrap_err();
     assert_eq!(err.class(), ErrorClass::Fatal);
     assert!(h.sleeper.waits().is_empty());
     forbidden.assert_async().await;

@@ -1,6 +1,6 @@
 //! Secrets never appear in `Debug` output or error text.
 
-use scaleset_github::{ClientConfig, ConfigUrl, Credentials, Secret};
+use scaleset_github::{ClientConfig, ConfigUrl, Credentials, MessageId, ScaleSetId, Secret};
 
 use crate::helpers::{PAT, REGISTRATION_TOKEN, harness, session_json};
 
@@ -35,7 +35,7 @@ async fn secrets_are_absent_from_debug_output() {
         .with_body(session_json(&queue, "queue-token-secret"))
         .create_async()
         .await;
-    let session = h.client.create_session(5, "o").await.unwrap();
+    let session = h.client.create_session(ScaleSetId(5), "o").await.unwrap();
     create.assert_async().await;
     assert!(!format!("{session:?}").contains("queue-token-secret"));
 
@@ -50,7 +50,7 @@ async fn secrets_are_absent_from_debug_output() {
         .await;
     let config = h
         .client
-        .generate_jit_config(5, &scaleset_github::JitConfigRequest::new("r"))
+        .generate_jit_config(ScaleSetId(5), &scaleset_github::JitConfigRequest::new("r"))
         .await
         .unwrap();
     jit.assert_async().await;
@@ -67,7 +67,7 @@ async fn secrets_are_absent_from_debug_output() {
         .with_body(r#"{"typeName":"X.BadException, X","message":"no"}"#)
         .create_async()
         .await;
-    let err = h.client.get_scale_set(9).await.unwrap_err();
+    let err = h.client.get_scale_set(ScaleSetId(9)).await.unwrap_err();
     failing.assert_async().await;
     for text in [format!("{err}"), format!("{err:?}")] {
         for secret in [PAT, REGISTRATION_TOKEN, h.admin_token.as_str()] {
@@ -114,7 +114,7 @@ async fn secrets_are_absent_from_trace_logs() {
         .with_body(session_json(&queue, "queue-token-1"))
         .create_async()
         .await;
-    let mut session = h.client.create_session(5, "o").await.unwrap();
+    let mut session = h.client.create_session(ScaleSetId(5), "o").await.unwrap();
     create.assert_async().await;
     let rejected = h
         .server
@@ -152,7 +152,7 @@ async fn secrets_are_absent_from_trace_logs() {
         .await;
     assert!(
         h.client
-            .get_message(&mut session, 0, 1)
+            .get_message(&mut session, MessageId(0), 1)
             .await
             .unwrap()
             .is_none()

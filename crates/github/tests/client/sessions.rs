@@ -1,7 +1,9 @@
 //! Refresh-once-on-401 for the queue calls (GET message, DELETE message, acquirejobs).
 
 use mockito::Matcher;
-use scaleset_github::{Error, ErrorClass, Refusal, Session};
+use scaleset_github::{
+    Error, ErrorClass, MessageId, Refusal, RunnerRequestId, ScaleSetId, Session,
+};
 
 use crate::helpers::{Harness, harness, session_json};
 
@@ -15,7 +17,7 @@ async fn open(h: &mut Harness, queue_path: &str) -> Session {
         .with_body(session_json(&queue, "queue-1"))
         .create_async()
         .await;
-    let session = h.client.create_session(5, "o").await.unwrap();
+    let session = h.client.create_session(ScaleSetId(5), "o").await.unwrap();
     create.assert_async().await;
     session
 }
@@ -53,7 +55,7 @@ async fn a_401_on_get_message_refreshes_the_session_once_and_retries() {
         .await;
     assert!(
         h.client
-            .get_message(&mut session, 0, 1)
+            .get_message(&mut session, MessageId(0), 1)
             .await
             .unwrap()
             .is_none()
@@ -87,7 +89,11 @@ async fn a_second_401_is_returned() {
         .expect(1)
         .create_async()
         .await;
-    let err = h.client.get_message(&mut session, 0, 1).await.unwrap_err();
+    let err = h
+        .client
+        .get_message(&mut session, MessageId(0), 1)
+        .await
+        .unwrap_err();
     assert!(err.is_queue_token_expired());
     assert_eq!(err.class(), ErrorClass::Refusal(Refusal::QueueTokenExpired));
     rejected.assert_async().await;
@@ -125,7 +131,10 @@ async fn a_401_on_delete_message_refreshes_the_session() {
         .expect(1)
         .create_async()
         .await;
-    h.client.delete_message(&mut session, 3).await.unwrap();
+    h.client
+        .delete_message(&mut session, MessageId(3))
+        .await
+        .unwrap();
     rejected.assert_async().await;
     refresh.assert_async().await;
     accepted.assert_async().await;
@@ -172,8 +181,11 @@ async fn a_401_on_acquire_jobs_refreshes_the_session() {
         .create_async()
         .await;
     assert_eq!(
-        h.client.acquire_jobs(&mut session, &[7]).await.unwrap(),
-        vec![7]
+        h.client
+            .acquire_jobs(&mut session, &[RunnerRequestId(7)])
+            .await
+            .unwrap(),
+        vec![RunnerRequestId(7)]
     );
     rejected.assert_async().await;
     refresh.assert_async().await;
@@ -204,7 +216,11 @@ async fn a_failed_refresh_is_returned_with_its_own_error() {
         .expect(1)
         .create_async()
         .await;
-    let err = h.client.get_message(&mut session, 0, 1).await.unwrap_err();
+    let err = h
+        .client
+        .get_message(&mut session, MessageId(0), 1)
+        .await
+        .unwrap_err();
     assert!(err.is_session_expired_or_unknown(), "{err}");
     rejected.assert_async().await;
     evicted.assert_async().await;
@@ -249,7 +265,11 @@ async fn an_unusable_created_session_is_deleted_before_the_error_returns() {
             .expect(1)
             .create_async()
             .await;
-        let err = h.client.create_session(5, "me").await.unwrap_err();
+        let err = h
+            .client
+            .create_session(ScaleSetId(5), "me")
+            .await
+            .unwrap_err();
         assert!(
             matches!(err, Error::UnexpectedResponse { status: 200, .. }),
             "{case}: {err}"
@@ -281,8 +301,12 @@ async fn an_unusable_session_that_cannot_be_deleted_is_named_in_the_error() {
         .expect(1)
         .create_async()
         .await;
-    let err = h.client.create_session(5, "me").await.unwrap_err();
-    assert_eq!(err.open_session(), Some((5, SESSION)), "{err}");
+    let err = h
+        .client
+        .create_session(ScaleSetId(5), "me")
+        .await
+        .unwrap_err();
+    assert_eq!(err.open_session(), Some((ScaleSetId(5), SESSION)), "{err}");
     assert!(
         matches!(&err, Error::UnusableSessionLeftOpen { status: 200, reason, .. }
             if reason.contains("messageQueueUrl")),
@@ -323,7 +347,11 @@ async fn an_unusable_session_already_gone_on_delete_is_not_left_open() {
         .expect(1)
         .create_async()
         .await;
-    let err = h.client.create_session(5, "me").await.unwrap_err();
+    let err = h
+        .client
+        .create_session(ScaleSetId(5), "me")
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::UnexpectedResponse { .. }), "{err}");
     assert_eq!(err.open_session(), None);
     delete.assert_async().await;
@@ -343,7 +371,11 @@ async fn an_unusable_session_without_an_id_has_nothing_to_delete() {
         .expect(0)
         .create_async()
         .await;
-    let err = h.client.create_session(5, "me").await.unwrap_err();
+    let err = h
+        .client
+        .create_session(ScaleSetId(5), "me")
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::UnexpectedResponse { .. }), "{err}");
     delete.assert_async().await;
 }

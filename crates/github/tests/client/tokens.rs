@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mockito::{Matcher, Mock, ServerGuard};
-use scaleset_github::{Client, Credentials, Session};
+use scaleset_github::{Client, Credentials, MessageId, ScaleSetId, Session};
 
 use crate::helpers::{
     HoldingServer, ORG, PAT, RecordingSleeper, admin_jwt, config_for, session_json,
@@ -69,8 +69,8 @@ async fn a_token_within_the_margin_of_exp_is_refreshed_before_each_call() {
     let chain = chain(&mut server, &token, "/t/", 2).await;
     let get = scale_set_mock(&mut server, "/t/_apis/runtime/runnerscalesets/1", &token, 2).await;
     let client = client(&server);
-    client.get_scale_set(1).await.unwrap();
-    client.get_scale_set(1).await.unwrap();
+    client.get_scale_set(ScaleSetId(1)).await.unwrap();
+    client.get_scale_set(ScaleSetId(1)).await.unwrap();
     for m in &chain {
         m.assert_async().await;
     }
@@ -85,7 +85,7 @@ async fn a_token_with_a_distant_exp_is_reused() {
     let get = scale_set_mock(&mut server, "/t/_apis/runtime/runnerscalesets/1", &token, 3).await;
     let client = client(&server);
     for _ in 0..3 {
-        client.get_scale_set(1).await.unwrap();
+        client.get_scale_set(ScaleSetId(1)).await.unwrap();
     }
     for m in &chain {
         m.assert_async().await;
@@ -107,8 +107,8 @@ async fn the_margin_is_configurable() {
     )
     .with_admin_token_margin(Duration::from_secs(120));
     let client = Client::new(config).unwrap();
-    client.get_scale_set(1).await.unwrap();
-    client.get_scale_set(1).await.unwrap();
+    client.get_scale_set(ScaleSetId(1)).await.unwrap();
+    client.get_scale_set(ScaleSetId(1)).await.unwrap();
     for m in &chain {
         m.assert_async().await;
     }
@@ -131,8 +131,8 @@ async fn the_service_url_may_change_on_refresh() {
     )
     .await;
     let client = client(&server);
-    client.get_scale_set(1).await.unwrap();
-    client.get_scale_set(1).await.unwrap();
+    client.get_scale_set(ScaleSetId(1)).await.unwrap();
+    client.get_scale_set(ScaleSetId(1)).await.unwrap();
     for m in chain_a.iter().chain(&chain_b) {
         m.assert_async().await;
     }
@@ -169,12 +169,12 @@ async fn concurrent_callers_cause_exactly_one_refresh() {
             let barrier = barrier.clone();
             tokio::spawn(async move {
                 barrier.wait().await;
-                client.get_scale_set(1).await
+                client.get_scale_set(ScaleSetId(1)).await
             })
         })
         .collect();
     for task in tasks {
-        assert_eq!(task.await.unwrap().unwrap().id, 1);
+        assert_eq!(task.await.unwrap().unwrap().id, ScaleSetId(1));
     }
     for m in &chain {
         m.assert_async().await;
@@ -197,10 +197,10 @@ async fn a_rejected_admin_token_is_fetched_again_on_the_next_call() {
         .await;
     let ok = scale_set_mock(&mut server, "/t/_apis/runtime/runnerscalesets/1", &token, 1).await;
     let client = client(&server);
-    let err = client.get_scale_set(1).await.unwrap_err();
+    let err = client.get_scale_set(ScaleSetId(1)).await.unwrap_err();
     assert!(err.is_admin_token_rejected());
     assert_eq!(err.class(), scaleset_github::ErrorClass::Retryable);
-    client.get_scale_set(1).await.unwrap();
+    client.get_scale_set(ScaleSetId(1)).await.unwrap();
     for m in &chain {
         m.assert_async().await;
     }
@@ -246,14 +246,14 @@ async fn independent_calls_are_not_serialized_behind_one_in_flight() {
         let client = client.clone();
         tokio::spawn(async move {
             client
-                .get_message(&mut session, 0, 1)
+                .get_message(&mut session, MessageId(0), 1)
                 .await
                 .map(|m| m.is_some())
         })
     };
     let admin = {
         let client = client.clone();
-        tokio::spawn(async move { client.get_scale_set(1).await.map(|s| s.id) })
+        tokio::spawn(async move { client.get_scale_set(ScaleSetId(1)).await.map(|s| s.id) })
     };
     // Bounded waits (generous for a loaded machine): a client that serialized its calls would
     // never let the second held call reach the server.
@@ -273,15 +273,16 @@ async fn independent_calls_are_not_serialized_behind_one_in_flight() {
     );
 
     // Both calls are in flight; this one must not wait for either (bounded, not timed).
-    let independent = tokio::time::timeout(Duration::from_secs(60), client.get_scale_set(2))
-        .await
-        .expect("an independent call waited behind an in-flight call")
-        .unwrap();
-    assert_eq!(independent.id, 2);
+    let independent =
+        tokio::time::timeout(Duration::from_secs(60), client.get_scale_set(ScaleSetId(2)))
+            .await
+            .expect("an independent call waited behind an in-flight call")
+            .unwrap();
+    assert_eq!(independent.id, ScaleSetId(2));
 
     held.release();
     assert!(poll.await.unwrap().unwrap());
-    assert_eq!(admin.await.unwrap().unwrap(), 1);
+    assert_eq!(admin.await.unwrap().unwrap(), ScaleSetId(1));
     reg.assert_async().await;
     rr.assert_async().await;
 }
@@ -308,7 +309,7 @@ async fn concurrent_callers_share_one_failed_refresh() {
     let tasks: Vec<_> = (0..CALLERS)
         .map(|_| {
             let client = client.clone();
-            tokio::spawn(async move { client.get_scale_set(1).await })
+            tokio::spawn(async move { client.get_scale_set(ScaleSetId(1)).await })
         })
         .collect();
     let mut first: Option<std::sync::Arc<scaleset_github::Error>> = None;
@@ -339,7 +340,7 @@ async fn concurrent_callers_share_one_failed_refresh() {
         .expect(1)
         .create_async()
         .await;
-    client.get_scale_set(1).await.unwrap_err();
+    client.get_scale_set(ScaleSetId(1)).await.unwrap_err();
     again.assert_async().await;
 }
 

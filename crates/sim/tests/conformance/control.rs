@@ -2,6 +2,7 @@
 //! (casing, query decoding, zero session ids, api-version, router 404s).
 
 use anyhow::Result;
+use scaleset_github::{MessageId, ScaleSetId};
 use serde_json::{Value, json};
 
 use crate::helpers::{TestSim, admin_token, create_set, raw};
@@ -68,7 +69,7 @@ async fn control_api_drives_every_operation() -> Result<()> {
     assert_eq!(status, 200);
     let foreign_id = foreign["scaleSetId"].as_i64().unwrap_or_default();
     let err = client
-        .create_session(foreign_id, "me")
+        .create_session(ScaleSetId(foreign_id), "me")
         .await
         .expect_err("held");
     assert!(err.is_session_conflict(), "{err:#}");
@@ -251,7 +252,7 @@ async fn shutdown_answers_held_polls_and_returns() -> Result<()> {
     let sim = TestSim::start(cfg).await?;
     let client = sim.client("acme")?;
     let (_, mut session) = crate::helpers::set_with_session(&client, "shutdown").await?;
-    let poll = tokio::spawn(async move { client.get_message(&mut session, 0, 1).await });
+    let poll = tokio::spawn(async move { client.get_message(&mut session, MessageId(0), 1).await });
     let handle = sim.sim.clone();
     crate::helpers::eventually("a held poll", || handle.waiting_polls() == 1).await?;
     sim.stop().await?;
@@ -265,7 +266,7 @@ async fn created_scale_set_is_visible_in_state() -> Result<()> {
     let client = sim.client("acme/widgets")?;
     let set = create_set(&client, "repo-set").await?;
     let state = sim.sim.state();
-    let info = state.scale_set(set.id).expect("in state");
+    let info = state.scale_set(set.id.0).expect("in state");
     assert_eq!(
         (info.scope.as_str(), info.name.as_str()),
         ("acme/widgets", "repo-set")

@@ -2,7 +2,8 @@
 
 use anyhow::Result;
 use scaleset_github::{
-    Credentials, JitConfigRequest, JobMessage, Label, NewRunnerScaleSet, RunnerScaleSetPatch,
+    Credentials, JitConfigRequest, JobMessage, Label, MessageId, NewRunnerScaleSet, RunnerGroupId,
+    RunnerId, RunnerRequestId, RunnerScaleSetPatch, ScaleSetId,
 };
 use scaleset_sim::{AssignmentMode, JobSpec};
 
@@ -23,7 +24,7 @@ async fn pat_token_chain_reaches_the_actions_service_for_every_scope() -> Result
     let repo = sim.client("acme/widgets")?;
     create_set(&org, "shared-name").await?;
     assert!(
-        repo.get_scale_set_by_name(1, "shared-name")
+        repo.get_scale_set_by_name(RunnerGroupId(1), "shared-name")
             .await?
             .is_none()
     );
@@ -112,10 +113,10 @@ async fn runner_groups_by_name_default_and_spaces() -> Result<()> {
     let default = client.get_runner_group_by_name("default").await?;
     assert_eq!(
         default.as_ref().map(|g| (g.id, g.is_default_group)),
-        Some((1, true))
+        Some((RunnerGroupId(1), true))
     );
     let gpu = client.get_runner_group_by_name("GPU runners & co").await?;
-    assert_eq!(gpu.map(|g| g.id), Some(2));
+    assert_eq!(gpu.map(|g| g.id), Some(RunnerGroupId(2)));
     assert!(client.get_runner_group_by_name("nope").await?.is_none());
     sim.stop().await
 }
@@ -126,8 +127,8 @@ async fn scale_set_create_get_list_update_delete() -> Result<()> {
     let group = sim.sim.create_runner_group("acme", "second")?;
     let client = sim.client("acme")?;
     let created = create_set(&client, "Linux x64").await?;
-    assert!(created.id > 0);
-    assert_eq!(created.runner_group_id, Some(1));
+    assert!(created.id > ScaleSetId(0));
+    assert_eq!(created.runner_group_id, Some(RunnerGroupId(1)));
     assert_eq!(created.runner_group_name, "Default");
     assert_eq!(
         created.labels,
@@ -143,41 +144,51 @@ async fn scale_set_create_get_list_update_delete() -> Result<()> {
     assert_eq!(by_id.name, "Linux x64");
     // The server matches names case-insensitively (the simulator's documented choice); the
     // client keeps only the exact name.
-    let (_, loose) = client.query_scale_sets_by_name(1, "linux X64").await?;
+    let (_, loose) = client
+        .query_scale_sets_by_name(RunnerGroupId(1), "linux X64")
+        .await?;
     assert_eq!(
         loose.value.iter().map(|s| s.id).collect::<Vec<_>>(),
         [created.id]
     );
     assert!(
         client
-            .get_scale_set_by_name(1, "linux X64")
+            .get_scale_set_by_name(RunnerGroupId(1), "linux X64")
             .await?
             .is_none()
     );
-    let by_name = client.get_scale_set_by_name(1, "Linux x64").await?;
+    let by_name = client
+        .get_scale_set_by_name(RunnerGroupId(1), "Linux x64")
+        .await?;
     assert_eq!(by_name.map(|s| s.id), Some(created.id));
     assert!(
         client
-            .get_scale_set_by_name(group, "Linux x64")
+            .get_scale_set_by_name(RunnerGroupId(group), "Linux x64")
             .await?
             .is_none()
     );
     assert_eq!(client.list_scale_sets(None).await?.len(), 1);
-    assert_eq!(client.list_scale_sets(Some(group)).await?.len(), 0);
+    assert_eq!(
+        client
+            .list_scale_sets(Some(RunnerGroupId(group)))
+            .await?
+            .len(),
+        0
+    );
 
     // A partial PATCH keeps every field it does not name.
     let moved = client
         .update_scale_set(
             created.id,
             &RunnerScaleSetPatch {
-                runner_group_id: Some(group),
+                runner_group_id: Some(RunnerGroupId(group)),
                 ..RunnerScaleSetPatch::default()
             },
         )
         .await?;
     assert_eq!(
         (moved.runner_group_id, moved.name.as_str()),
-        (Some(group), "Linux x64")
+        (Some(RunnerGroupId(group)), "Linux x64")
     );
     let renamed = client
         .update_scale_set(
@@ -190,7 +201,7 @@ async fn scale_set_create_get_list_update_delete() -> Result<()> {
         .await?;
     assert_eq!(
         (renamed.runner_group_id, renamed.name.as_str()),
-        (Some(group), "renamed")
+        (Some(RunnerGroupId(group)), "renamed")
     );
     assert_eq!(renamed.labels.len(), 1);
 
@@ -253,7 +264,7 @@ async fn session_on_a_deleted_scale_set_is_not_found() -> Result<()> {
     let sim = TestSim::default().await?;
     let client = sim.client("acme")?;
     let set = create_set(&client, "gone").await?;
-    sim.sim.delete_scale_set(set.id)?;
+    sim.sim.delete_scale_set(set.id.0)?;
     let err = client
         .create_session(set.id, "me")
         .await
@@ -267,10 +278,15 @@ async fn auto_assign_delivers_assigned_jobs_and_202_when_idle() -> Result<()> {
     let sim = TestSim::default().await?;
     let client = sim.client("acme")?;
     let (set, mut session) = set_with_session(&client, "auto").await?;
-    assert!(client.get_message(&mut session, 0, 10).await?.is_none());
-    sim.sim.enqueue_jobs(set.id, &JobSpec::count(2))?;
+    assert!(
+        client
+            .get_message(&mut session, MessageId(0), 10)
+            .await?
+            .is_none()
+    );
+    sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(2))?;
     let message = client
-        .get_message(&mut session, 0, 10)
+        .get_message(&mut session, MessageId(0), 10)
         .await?
         .expect("a message");
     assert_eq!(message.jobs.len(), 2);
@@ -278,7 +294,11 @@ async fn auto_assign_delivers_assigned_jobs_and_202_when_idle() -> Result<()> {
         let JobMessage::Assigned { job } = job else {
             panic!("expected JobAssigned, got {job:?}");
         };
-        assert_eq!(job.runner_request_id, 0, "github.com sends 0");
+        assert_eq!(
+            job.runner_request_id,
+            RunnerRequestId(0),
+            "github.com sends 0"
+        );
         assert!(!job.job_id.is_empty());
         assert!(job.queue_time.is_some());
     }
@@ -294,7 +314,7 @@ async fn auto_assign_delivers_assigned_jobs_and_202_when_idle() -> Result<()> {
     );
     // Acquire does not exist on the github.com broker: a router 404.
     let err = client
-        .acquire_jobs(&mut session, &[1])
+        .acquire_jobs(&mut session, &[RunnerRequestId(1)])
         .await
         .expect_err("no route");
     assert_eq!(err.status(), Some(404), "{err:#}");
@@ -316,16 +336,16 @@ async fn available_then_acquire_mode() -> Result<()> {
         client.get_acquirable_jobs(set.id).await?.is_empty(),
         "204 = empty"
     );
-    let ids = sim.sim.enqueue_jobs(set.id, &JobSpec::count(2))?;
+    let ids = sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(2))?;
     let offer = client
-        .get_message(&mut session, 0, 10)
+        .get_message(&mut session, MessageId(0), 10)
         .await?
         .expect("offer");
     let offered: Vec<i64> = offer
         .jobs
         .iter()
         .filter_map(|j| match j {
-            JobMessage::Available { job, .. } => Some(job.runner_request_id),
+            JobMessage::Available { job, .. } => Some(job.runner_request_id.0),
             _ => None,
         })
         .collect();
@@ -336,15 +356,18 @@ async fn available_then_acquire_mode() -> Result<()> {
     let acquirable = client.get_acquirable_jobs(set.id).await?;
     assert_eq!(acquirable.len(), 2);
     let won = client
-        .acquire_jobs(&mut session, &[ids[0], 424_242])
+        .acquire_jobs(
+            &mut session,
+            &[RunnerRequestId(ids[0]), RunnerRequestId(424_242)],
+        )
         .await?;
-    assert_eq!(won, vec![ids[0]]);
+    assert_eq!(won, vec![RunnerRequestId(ids[0])]);
     let next = client
         .get_message(&mut session, offer.message_id, 10)
         .await?
         .expect("assigned");
     assert!(
-        matches!(&next.jobs[..], [JobMessage::Assigned { job }] if job.runner_request_id == ids[0])
+        matches!(&next.jobs[..], [JobMessage::Assigned { job }] if job.runner_request_id == RunnerRequestId(ids[0]))
     );
     let stats = next.statistics.unwrap_or_default();
     assert_eq!(
@@ -400,9 +423,9 @@ async fn a_simulated_runner_runs_one_job_through_the_queue() -> Result<()> {
     let sim = TestSim::start(cfg).await?;
     let client = sim.client("acme")?;
     let (set, mut session) = set_with_session(&client, "loop").await?;
-    sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;
+    sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
     let assigned = client
-        .get_message(&mut session, 0, 1)
+        .get_message(&mut session, MessageId(0), 1)
         .await?
         .expect("assigned");
     client
@@ -412,7 +435,7 @@ async fn a_simulated_runner_runs_one_job_through_the_queue() -> Result<()> {
         .generate_jit_config(set.id, &JitConfigRequest::new("runner-0001"))
         .await?;
     let agent = sim.sim.start_runner(jit.encoded_jit_config.expose())?;
-    assert_eq!(agent, jit.runner.id);
+    assert_eq!(RunnerId(agent), jit.runner.id);
 
     let started = client
         .get_message(&mut session, assigned.message_id, 1)
@@ -421,7 +444,10 @@ async fn a_simulated_runner_runs_one_job_through_the_queue() -> Result<()> {
     assert!(
         matches!(&started.jobs[..], [JobMessage::Started { runner_name, .. }] if runner_name == "runner-0001")
     );
-    let err = client.remove_runner(agent).await.expect_err("busy");
+    let err = client
+        .remove_runner(RunnerId(agent))
+        .await
+        .expect_err("busy");
     assert!(err.is_job_still_running(), "{err:#}");
     client
         .delete_message(&mut session, started.message_id)
@@ -449,7 +475,7 @@ async fn labels_and_setting_round_trip() -> Result<()> {
     let client = sim.client("acme")?;
     let created = client
         .create_scale_set(
-            &NewRunnerScaleSet::new("labelled", 1)
+            &NewRunnerScaleSet::new("labelled", RunnerGroupId(1))
                 .with_labels(vec![Label::system("labelled"), Label::system("gpu")]),
         )
         .await?;
@@ -465,7 +491,7 @@ async fn awkward_names_survive_the_query_string() -> Result<()> {
     let client = sim.client("acme")?;
     for name in ["example+garm&123", "a b", "x#y", "50%", "a;b", "größe"] {
         let set = create_set(&client, name).await?;
-        let found = client.get_scale_set_by_name(1, name).await?;
+        let found = client.get_scale_set_by_name(RunnerGroupId(1), name).await?;
         assert_eq!(found.map(|s| s.id), Some(set.id), "{name}");
         let jit = client
             .generate_jit_config(set.id, &JitConfigRequest::new(format!("runner {name}")))

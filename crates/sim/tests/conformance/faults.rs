@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use scaleset_github::{Credentials, ErrorBody, RetryPolicy, Timeouts};
+use scaleset_github::{Credentials, ErrorBody, MessageId, RetryPolicy, RunnerGroupId, Timeouts};
 use scaleset_sim::{Burst, NestedStyle, RaceCreate, RateLimit, RestRateLimit, RestRateLimitAnswer};
 
 use crate::helpers::{PAT, TestSim, admin_token, create_set, raw, set_with_session};
@@ -33,7 +33,7 @@ async fn omitted_runner_group_id_in_group_scoped_lists() -> Result<()> {
     // …and the client still finds the set, reporting the group as omitted (not as a group id
     // that does not exist), so the caller can take the group from its query.
     let found = client
-        .get_scale_set_by_name(1, "omit")
+        .get_scale_set_by_name(RunnerGroupId(1), "omit")
         .await?
         .expect("found");
     assert_eq!(found.id, set.id);
@@ -41,9 +41,12 @@ async fn omitted_runner_group_id_in_group_scoped_lists() -> Result<()> {
     // Unfiltered lists and GET by id keep the field.
     assert_eq!(
         client.list_scale_sets(None).await?[0].runner_group_id,
-        Some(1)
+        Some(RunnerGroupId(1))
     );
-    assert_eq!(client.get_scale_set(set.id).await?.runner_group_id, Some(1));
+    assert_eq!(
+        client.get_scale_set(set.id).await?.runner_group_id,
+        Some(RunnerGroupId(1))
+    );
     sim.stop().await
 }
 
@@ -54,10 +57,12 @@ async fn ignored_name_filter_returns_the_whole_group() -> Result<()> {
     create_set(&client, "a").await?;
     create_set(&client, "b").await?;
     sim.sim.update_faults(|f| f.ignore_name_filter = true);
-    let (_, list) = client.query_scale_sets_by_name(1, "a").await?;
+    let (_, list) = client
+        .query_scale_sets_by_name(RunnerGroupId(1), "a")
+        .await?;
     assert_eq!(list.count, 2);
     // The client keeps only the exact name, so the ignored filter does not mislead it.
-    let found = client.get_scale_set_by_name(1, "a").await?;
+    let found = client.get_scale_set_by_name(RunnerGroupId(1), "a").await?;
     assert_eq!(found.map(|s| s.name), Some("a".to_owned()));
     sim.stop().await
 }
@@ -186,7 +191,9 @@ async fn a_committed_create_answered_5xx_meets_exists_on_retry() -> Result<()> {
     let err = err.downcast::<scaleset_github::Error>()?;
     assert!(err.is_scale_set_exists(), "{err:#}");
     assert_eq!(sim.sim.request_count("create_scale_set"), 2);
-    let found = client.get_scale_set_by_name(1, "committed").await?;
+    let found = client
+        .get_scale_set_by_name(RunnerGroupId(1), "committed")
+        .await?;
     assert!(found.is_some(), "exactly one was created");
     // The same happens to generatejitconfig: the retry meets AgentExists.
     let set = found.expect("found");
@@ -209,14 +216,19 @@ async fn a_competitor_creates_the_same_name_between_lookup_and_create() -> Resul
         f.race_create = Some(RaceCreate::with_owner("rival-controller"));
         f.conflict_names_owner = true;
     });
-    assert!(client.get_scale_set_by_name(1, "raced").await?.is_none());
+    assert!(
+        client
+            .get_scale_set_by_name(RunnerGroupId(1), "raced")
+            .await?
+            .is_none()
+    );
     let err = create_set(&client, "raced")
         .await
         .expect_err("lost the race");
     let err = err.downcast::<scaleset_github::Error>()?;
     assert!(err.is_scale_set_exists(), "{err:#}");
     let theirs = client
-        .get_scale_set_by_name(1, "raced")
+        .get_scale_set_by_name(RunnerGroupId(1), "raced")
         .await?
         .expect("theirs");
     let err = client
@@ -236,7 +248,7 @@ async fn session_eviction_gives_404_on_refresh() -> Result<()> {
     let sim = TestSim::default().await?;
     let client = sim.client("acme")?;
     let (set, mut session) = set_with_session(&client, "evict").await?;
-    sim.sim.evict_session(set.id)?;
+    sim.sim.evict_session(set.id.0)?;
     let err = client.refresh_session(&session).await.expect_err("evicted");
     assert_eq!(err.status(), Some(404), "{err:#}");
     assert!(err.is_session_expired_or_unknown(), "{err:#}");
@@ -249,7 +261,7 @@ async fn session_eviction_gives_404_on_refresh() -> Result<()> {
     // The queue token died with the session: 401, one refresh, which 404s.
     let before = sim.sim.request_count("refresh_session");
     let err = client
-        .get_message(&mut session, 0, 1)
+        .get_message(&mut session, MessageId(0), 1)
         .await
         .expect_err("evicted");
     assert_eq!(
@@ -286,7 +298,7 @@ async fn empty_200_on_message_get_is_an_error_once() -> Result<()> {
     let (_, mut session) = set_with_session(&client, "empty").await?;
     sim.sim.update_faults(|f| f.empty_message_body = 1);
     let err = client
-        .get_message(&mut session, 0, 1)
+        .get_message(&mut session, MessageId(0), 1)
         .await
         .expect_err("empty 200");
     assert!(
@@ -297,7 +309,12 @@ async fn empty_200_on_message_get_is_an_error_once() -> Result<()> {
         "{err:#}"
     );
     assert_eq!(sim.sim.request_count("get_message"), 1, "not retried");
-    assert!(client.get_message(&mut session, 0, 1).await?.is_none());
+    assert!(
+        client
+            .get_message(&mut session, MessageId(0), 1)
+            .await?
+            .is_none()
+    );
     sim.stop().await
 }
 

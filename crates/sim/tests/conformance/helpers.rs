@@ -10,8 +10,8 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
 use scaleset_github::{
-    Client, ClientConfig, ConfigUrl, Credentials, NewRunnerScaleSet, RetryPolicy, RunnerScaleSet,
-    Session, Timeouts,
+    Client, ClientConfig, ConfigUrl, Credentials, NewRunnerScaleSet, RetryPolicy, RunnerGroupId,
+    RunnerScaleSet, Session, Timeouts,
 };
 use scaleset_sim::{SimConfig, Simulator};
 use tokio::task::JoinHandle;
@@ -112,7 +112,7 @@ pub(crate) fn fast_retry() -> RetryPolicy {
 /// Creates a scale set in the default group.
 pub(crate) async fn create_set(client: &Client, name: &str) -> Result<RunnerScaleSet> {
     Ok(client
-        .create_scale_set(&NewRunnerScaleSet::new(name, 1))
+        .create_scale_set(&NewRunnerScaleSet::new(name, RunnerGroupId(1)))
         .await?)
 }
 

@@ -13,7 +13,8 @@ use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::{CertificateDer, ServerName};
 use scaleset_github::{
-    Client, ClientConfig, ConfigUrl, Credentials, Http2Config, RetryPolicy, Timeouts,
+    Client, ClientConfig, ConfigUrl, Credentials, Http2Config, MessageId, RetryPolicy, ScaleSetId,
+    Timeouts,
 };
 use scaleset_sim::{JobSpec, SimConfig, TlsIdentity};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -264,7 +265,7 @@ async fn goaway_closes_the_connection_mid_poll_and_no_message_is_lost() -> Resul
     );
 
     // A job enqueued meanwhile reaches the listener over a new connection.
-    let ids = sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;
+    let ids = sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
     let mut second = h2(TcpStream::connect(sim.addr).await?).await?;
     let (status, body) = get_h2(&mut second, &session.message_queue_url, &headers).await?;
     assert_eq!(status, 200);
@@ -358,7 +359,7 @@ async fn a_thousand_long_polls_over_h2_with_a_stream_limit_of_10_are_all_answere
     for n in 0..1000 {
         let (set, session) = &sets[n % sets.len()];
         let (client, mut session, id) = (client.clone(), session.clone(), set.id);
-        polls.spawn(async move { (id, client.get_message(&mut session, 0, 10).await) });
+        polls.spawn(async move { (id, client.get_message(&mut session, MessageId(0), 10).await) });
     }
     let handle = sim.sim.clone();
     // Held at once, not queued behind the first connection's 10 streams.
@@ -373,14 +374,19 @@ async fn a_thousand_long_polls_over_h2_with_a_stream_limit_of_10_are_all_answere
         "the polls went over HTTP/2"
     );
     for (set, _) in &sets {
-        sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;
+        sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
     }
     let mut answered = 0;
     while let Some(joined) = polls.join_next().await {
         let (id, result) = joined?;
         let message = result?.context("a message, not a 202")?;
         assert_eq!(message.jobs.len(), 1);
-        let expected = sim.sim.state().jobs_of(id).next().map(|j| j.job_id.clone());
+        let expected = sim
+            .sim
+            .state()
+            .jobs_of(id.0)
+            .next()
+            .map(|j| j.job_id.clone());
         assert_eq!(Some(message.jobs[0].job().job_id.clone()), expected);
         answered += 1;
     }
@@ -414,7 +420,7 @@ async fn goaway_mid_poll_loses_no_message_and_needs_no_retry() -> Result<()> {
         let (client, mut session, id) = (client.clone(), session.clone(), set.id);
         listeners.spawn(async move {
             loop {
-                match client.get_message(&mut session, 0, 10).await {
+                match client.get_message(&mut session, MessageId(0), 10).await {
                     Ok(Some(message)) => return Ok::<_, scaleset_github::Error>((id, message)),
                     // A poll cut by GOAWAY answers empty: poll again.
                     Ok(None) => {}
@@ -430,7 +436,7 @@ async fn goaway_mid_poll_loses_no_message_and_needs_no_retry() -> Result<()> {
     })
     .await?;
     for (set, _) in &sets {
-        sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;
+        sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
     }
     let mut delivered = Vec::new();
     while let Some(joined) = listeners.join_next().await {
@@ -439,7 +445,7 @@ async fn goaway_mid_poll_loses_no_message_and_needs_no_retry() -> Result<()> {
         delivered.push(id);
     }
     delivered.sort_unstable();
-    let mut expected: Vec<i64> = sets.iter().map(|(s, _)| s.id).collect();
+    let mut expected: Vec<ScaleSetId> = sets.iter().map(|(s, _)| s.id).collect();
     expected.sort_unstable();
     assert_eq!(delivered, expected, "every scale set got its job");
     sim.stop().await
@@ -450,8 +456,8 @@ async fn alpn_offering_only_http1_falls_back_to_http1() -> Result<()> {
     let (sim, ca, base) = https_sim(config(), false).await?;
     let client = h2_client(&base, Some(&ca), Http2Config::default(), fast_retry())?;
     let (set, mut session) = set_with_session(&client, "fallback").await?;
-    sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;
-    let message = client.get_message(&mut session, 0, 10).await?;
+    sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
+    let message = client.get_message(&mut session, MessageId(0), 10).await?;
     assert!(message.is_some(), "the job arrives over HTTP/1.1");
     assert_eq!(sim.sim.http2_requests(), 0, "no request went over HTTP/2");
     sim.stop().await
@@ -504,11 +510,11 @@ async fn connections_per_host_are_bounded_and_extra_polls_wait_for_a_stream() ->
     let mut polls = tokio::task::JoinSet::new();
     for _ in 0..30 {
         let (client, mut session) = (client.clone(), session.clone());
-        polls.spawn(async move { client.get_message(&mut session, 0, 10).await });
+        polls.spawn(async move { client.get_message(&mut session, MessageId(0), 10).await });
     }
     let handle = sim.sim.clone();
     eventually("20 held polls", || handle.waiting_polls() == 20).await?;
-    sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;
+    sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
     let mut answered = 0;
     while let Some(joined) = polls.join_next().await {
         assert!(joined??.is_some(), "every poll gets the unacknowledged job");

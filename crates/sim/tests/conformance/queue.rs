@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use scaleset_github::JobMessage;
+use scaleset_github::{JobMessage, MessageId};
 use scaleset_sim::JobSpec;
 
 use crate::helpers::{TestSim, config, create_set, eventually, raw, set_with_session};
@@ -14,16 +14,16 @@ async fn unacknowledged_messages_reach_a_new_session_and_acknowledged_ones_never
     let sim = TestSim::default().await?;
     let client = sim.client("acme")?;
     let (set, mut first) = set_with_session(&client, "alo").await?;
-    sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;
+    sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
     let unacked = client
-        .get_message(&mut first, 0, 5)
+        .get_message(&mut first, MessageId(0), 5)
         .await?
         .expect("message");
     client.delete_session(set.id, &first.session_id).await?;
 
     let mut second = client.create_session(set.id, "second").await?;
     let again = client
-        .get_message(&mut second, 0, 5)
+        .get_message(&mut second, MessageId(0), 5)
         .await?
         .expect("redelivered");
     assert_eq!(again.message_id, unacked.message_id);
@@ -33,7 +33,10 @@ async fn unacknowledged_messages_reach_a_new_session_and_acknowledged_ones_never
 
     let mut third = client.create_session(set.id, "third").await?;
     assert!(
-        client.get_message(&mut third, 0, 5).await?.is_none(),
+        client
+            .get_message(&mut third, MessageId(0), 5)
+            .await?
+            .is_none(),
         "acked: never again"
     );
     sim.stop().await
@@ -44,9 +47,12 @@ async fn message_ids_increase_and_the_cursor_skips_seen_ones() -> Result<()> {
     let sim = TestSim::default().await?;
     let client = sim.client("acme")?;
     let (set, mut session) = set_with_session(&client, "ids").await?;
-    sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;
-    let m1 = client.get_message(&mut session, 0, 5).await?.expect("m1");
-    sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;
+    sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
+    let m1 = client
+        .get_message(&mut session, MessageId(0), 5)
+        .await?
+        .expect("m1");
+    sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
     let m2 = client
         .get_message(&mut session, m1.message_id, 5)
         .await?
@@ -54,7 +60,7 @@ async fn message_ids_increase_and_the_cursor_skips_seen_ones() -> Result<()> {
     assert!(m2.message_id > m1.message_id);
     // Not acknowledged: polling from 0 starts over at m1.
     let from_zero = client
-        .get_message(&mut session, 0, 5)
+        .get_message(&mut session, MessageId(0), 5)
         .await?
         .expect("m1 again");
     assert_eq!(from_zero.message_id, m1.message_id);
@@ -66,12 +72,18 @@ async fn capacity_zero_holds_jobs_and_each_unit_releases_one() -> Result<()> {
     let sim = TestSim::default().await?;
     let client = sim.client("acme")?;
     let (set, mut session) = set_with_session(&client, "cap").await?;
-    sim.sim.enqueue_jobs(set.id, &JobSpec::count(3))?;
+    sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(3))?;
     assert!(
-        client.get_message(&mut session, 0, 0).await?.is_none(),
+        client
+            .get_message(&mut session, MessageId(0), 0)
+            .await?
+            .is_none(),
         "202 at capacity 0"
     );
-    let one = client.get_message(&mut session, 0, 1).await?.expect("one");
+    let one = client
+        .get_message(&mut session, MessageId(0), 1)
+        .await?
+        .expect("one");
     assert_eq!(one.jobs.len(), 1);
     client.delete_message(&mut session, one.message_id).await?;
     let two = client
@@ -104,7 +116,12 @@ async fn expired_queue_token_gets_a_bodyless_401_and_the_client_refreshes_once()
     assert_eq!(answer.status, 401);
     assert!(answer.body.is_empty(), "body-less 401");
 
-    assert!(client.get_message(&mut session, 0, 1).await?.is_none());
+    assert!(
+        client
+            .get_message(&mut session, MessageId(0), 1)
+            .await?
+            .is_none()
+    );
     assert_eq!(sim.sim.request_count("refresh_session"), 1);
     assert_ne!(session.message_queue_access_token.expose(), old_token);
     let statuses: Vec<u16> = sim
@@ -125,9 +142,9 @@ async fn unattended_assignment_is_cancelled_then_reassigned() -> Result<()> {
     let sim = TestSim::start(cfg).await?;
     let client = sim.client("acme")?;
     let (set, mut session) = set_with_session(&client, "reassign").await?;
-    sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;
+    sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
     let assigned = client
-        .get_message(&mut session, 0, 1)
+        .get_message(&mut session, MessageId(0), 1)
         .await?
         .expect("assigned");
     client
@@ -199,19 +216,24 @@ async fn a_thousand_concurrent_long_polls_are_all_answered() -> Result<()> {
     for n in 0..1000 {
         let (set, session) = &sets[n % sets.len()];
         let (client, mut session, id) = (client.clone(), session.clone(), set.id);
-        polls.spawn(async move { (id, client.get_message(&mut session, 0, 10).await) });
+        polls.spawn(async move { (id, client.get_message(&mut session, MessageId(0), 10).await) });
     }
     let sim_handle = sim.sim.clone();
     eventually("1000 held polls", || sim_handle.waiting_polls() == 1000).await?;
     for (set, _) in &sets {
-        sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;
+        sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
     }
     let mut answered = 0;
     while let Some(joined) = polls.join_next().await {
         let (id, result) = joined?;
         let message = result?.expect("a message, not a 202");
         assert_eq!(message.jobs.len(), 1);
-        let expected = sim.sim.state().jobs_of(id).next().map(|j| j.job_id.clone());
+        let expected = sim
+            .sim
+            .state()
+            .jobs_of(id.0)
+            .next()
+            .map(|j| j.job_id.clone());
         assert_eq!(Some(message.jobs[0].job().job_id.clone()), expected);
         answered += 1;
     }
@@ -254,9 +276,9 @@ struct HeldPoll {
 async fn held_poll_after_an_assignment(sim: &TestSim) -> Result<HeldPoll> {
     let client = sim.client("acme")?;
     let (set, mut session) = set_with_session(&client, "timing").await?;
-    sim.sim.enqueue_jobs(set.id, &JobSpec::count(1))?;
+    sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
     let assigned = client
-        .get_message(&mut session, 0, 10)
+        .get_message(&mut session, MessageId(0), 10)
         .await?
         .expect("assigned");
     client
@@ -273,7 +295,7 @@ async fn held_poll_after_an_assignment(sim: &TestSim) -> Result<HeldPoll> {
     let handle = sim.sim.clone();
     eventually("the poll is held", || handle.waiting_polls() == 1).await?;
     Ok(HeldPoll {
-        set_id: set.id,
+        set_id: set.id.0,
         jit: jit.encoded_jit_config.expose().to_owned(),
         poll,
     })
