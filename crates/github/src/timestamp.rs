@@ -76,7 +76,14 @@ impl Timestamp {
             }
             _ => return None,
         };
-        let days = days_from_civil(year as i64, month, day);
+        let month = time::Month::try_from(u8::try_from(month).ok()?).ok()?;
+        let date = time::Date::from_calendar_date(
+            i32::try_from(year).ok()?,
+            month,
+            u8::try_from(day).ok()?,
+        )
+        .ok()?;
+        let days = i64::from(date.to_julian_day() - UNIX_EPOCH_JULIAN_DAY);
         let unix_seconds =
             days * 86_400 + i64::from(hour) * 3600 + i64::from(minute) * 60 + i64::from(second)
                 - offset_seconds;
@@ -115,7 +122,13 @@ impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let days = self.unix_seconds.div_euclid(86_400);
         let secs = self.unix_seconds.rem_euclid(86_400);
-        let (y, m, d) = civil_from_days(days);
+        // Days of any i64 timestamp we produced fit a julian day; one that does not (never
+        // decoded from text) prints as the unset date rather than panicking.
+        let date = i32::try_from(days + i64::from(UNIX_EPOCH_JULIAN_DAY))
+            .ok()
+            .and_then(|julian| time::Date::from_julian_day(julian).ok())
+            .unwrap_or(time::Date::MIN);
+        let (y, m, d) = (date.year(), u8::from(date.month()), date.day());
         write!(
             f,
             "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
@@ -142,29 +155,8 @@ fn digits(bytes: &[u8], start: usize, len: usize) -> Option<u32> {
     Some(value)
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(month);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
+/// The julian day of 1970-01-01: civil dates come from the `time` crate, counted from here.
+const UNIX_EPOCH_JULIAN_DAY: i32 = 2_440_588;
 
 #[cfg(test)]
 mod tests;

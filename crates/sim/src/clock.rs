@@ -64,19 +64,14 @@ fn hms(secs_of_day: u64) -> String {
     )
 }
 
-/// Splits seconds since the epoch into a `YYYY-MM-DD` date and seconds of the day
-/// (Howard Hinnant's days-to-civil algorithm).
+/// Splits seconds since the epoch into a `YYYY-MM-DD` date (from the `time` crate) and
+/// seconds of the day. A clock advanced past `time`'s last date prints that date.
 fn civil(secs: u64) -> (String, u64) {
-    let days = i64::try_from(secs / 86_400).unwrap_or(i64::MAX / 2);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let date = i64::try_from(secs)
+        .ok()
+        .and_then(|secs| time::OffsetDateTime::from_unix_timestamp(secs).ok())
+        .map_or(time::Date::MAX, time::OffsetDateTime::date);
+    let (year, month, day) = (date.year(), u8::from(date.month()), date.day());
     (format!("{year:04}-{month:02}-{day:02}"), secs % 86_400)
 }
 

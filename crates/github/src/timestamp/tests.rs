@@ -32,11 +32,21 @@ fn zero_date_is_unset() {
 }
 
 #[test]
+fn a_leap_day_parses_and_prints_back() {
+    let t = Timestamp::parse("2024-02-29T23:59:59Z").unwrap();
+    assert_eq!(t.unix_seconds(), 1_709_251_199);
+    assert_eq!(t.to_string(), "2024-02-29T23:59:59Z");
+}
+
+#[test]
 fn garbage_is_rejected() {
     for bad in [
         "",
         "yesterday",
         "2024-13-01T00:00:00Z",
+        // No such day (before the `time` crate computed dates, this rolled into March).
+        "2023-02-29T00:00:00Z",
+        "2024-04-31T00:00:00Z",
         "2024-05-06T07:08:09.Z",
         "2024-05-06T07:08:09Zjunk",
     ] {
