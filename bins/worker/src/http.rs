@@ -1,5 +1,5 @@
 //! The worker's small HTTP listener: `/healthz` (the process answers), `/readyz` (the store
-//! answers; the body says how many scale sets this worker holds the lease of) and `/metrics`
+//! answers and this worker holds at least one scale set's lease; the body says how many) and `/metrics`
 //! (the control loop's registry in the Prometheus text format).
 
 use std::convert::Infallible;
@@ -113,16 +113,25 @@ async fn ready(state: &State) -> Response<Full<Bytes>> {
             held += 1;
         }
     }
-    text(
-        StatusCode::OK,
-        "application/json",
-        serde_json::json!({
-            "ready": true,
-            "store": "ok",
-            "worker": state.worker,
-            "scaleSets": scale_sets.iter().filter(|s| s.spec.enabled).count(),
-            "leasesHeld": held,
-        })
-        .to_string(),
-    )
+    // Ready means serving: a worker that holds no lease (starting, or standing by while the
+    // other workers hold every scale set) is not.
+    let ready = held > 0;
+    let mut body = serde_json::json!({
+        "ready": ready,
+        "store": "ok",
+        "worker": state.worker,
+        "scaleSets": scale_sets.iter().filter(|s| s.spec.enabled).count(),
+        "leasesHeld": held,
+    });
+    if !ready {
+        body["reason"] = "this worker holds no scale set's lease yet (starting, or the other \
+                          workers hold them all)"
+            .into();
+    }
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    text(status, "application/json", body.to_string())
 }

@@ -1,10 +1,10 @@
 //! The [`Controller`]: a supervisor that watches the store's scale sets and runs one task per
-//! enabled scale set, each in its own `scale_set` span, started, restarted and stopped as scale
+//! enabled scale set in this worker's share of the leases (the pure lease planner decides), each in its own `scale_set` span, started, restarted and stopped as scale
 //! sets are added, changed, disabled or deleted. It runs until its cancellation token fires,
 //! then stops every task cleanly (sessions deleted). Dropping it mid-run aborts every task, as
 //! a crash would.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use prometheus_client::registry::Registry;
@@ -21,6 +21,7 @@ use crate::client_factory::ClientFactory;
 use crate::error::{Error, chain, store};
 use crate::identity::ControllerIdentity;
 use crate::metrics::{Metrics, StateLabel, StatusLabel};
+use crate::planner::leases::{LeaseInput, plan_leases};
 use crate::settings::Settings;
 use crate::task::{Shared, serve};
 
@@ -104,12 +105,19 @@ impl Controller {
 
     /// Runs until `cancel` fires, then stops every task cleanly and returns. A failing scale
     /// set never stops the others; a failing store read is retried at the next tick.
+    ///
+    /// Every tick it also heartbeats this worker in the store's registry and plans its leases
+    /// ([`crate::plan_leases`]): it runs tasks only for the scale sets in its fair share among
+    /// the live workers, so several workers on one database spread the scale sets; a task it
+    /// stops for being over the share deletes its session and releases its lease. On the way
+    /// out it removes itself from the registry, so the others rebalance at once.
     pub async fn run(self, cancel: CancellationToken) -> Result<(), Error> {
         let mut running: HashMap<ScaleSetId, Running> = HashMap::new();
         loop {
             match self.shared.store.list_scale_sets(None).await {
                 Ok(scale_sets) => {
-                    self.reconcile(&scale_sets, &mut running, &cancel);
+                    let share = self.plan_leases(&scale_sets, &running).await;
+                    self.reconcile(&scale_sets, &share, &mut running, &cancel);
                     self.observe(&scale_sets).await;
                 }
                 Err(e) => {
@@ -128,18 +136,77 @@ impl Controller {
         for (_, task) in running {
             let _ = task.handle.await;
         }
+        if let Err(e) = self
+            .shared
+            .store
+            .remove_worker(&self.shared.settings.worker)
+            .await
+        {
+            let error = store("leaving the worker registry")(e);
+            tracing::warn!(error = %chain(&error), "the other workers count this one until its heartbeat expires");
+        }
         Ok(())
+    }
+
+    /// Heartbeats this worker and plans which scale sets it serves. When the registry or the
+    /// leases cannot be read, it keeps serving what it runs (their tasks find out about the
+    /// store themselves) and takes nothing new.
+    async fn plan_leases(
+        &self,
+        scale_sets: &[ScaleSet],
+        running: &HashMap<ScaleSetId, Running>,
+    ) -> BTreeSet<ScaleSetId> {
+        let db = &self.shared.store;
+        let worker = &self.shared.settings.worker;
+        let read = async {
+            db.heartbeat_worker(worker, self.shared.settings.lease_ttl)
+                .await?;
+            Ok::<_, scaleset_store::Error>((db.live_workers().await?, db.live_leases().await?))
+        };
+        let (live_workers, leases) = match read.await {
+            Ok(read) => read,
+            Err(e) => {
+                let error = store("reading the worker registry and leases")(e);
+                tracing::warn!(error = %chain(&error), "cannot plan the leases; keeping the scale sets being served");
+                return running.keys().copied().collect();
+            }
+        };
+        let enabled: Vec<ScaleSetId> = scale_sets
+            .iter()
+            .filter(|s| s.spec.enabled)
+            .map(|s| s.id)
+            .collect();
+        let held: Vec<(ScaleSetId, String)> = leases
+            .into_iter()
+            .map(|l| (l.scale_set_id, l.holder))
+            .collect();
+        let plan = plan_leases(&LeaseInput {
+            worker,
+            live_workers: &live_workers,
+            scale_sets: &enabled,
+            held: &held,
+        });
+        if !plan.release.is_empty() {
+            tracing::info!(
+                share = plan.share,
+                live_workers = live_workers.len(),
+                releasing = ?plan.release,
+                "over this worker's share: releasing scale sets for the others"
+            );
+        }
+        plan.serve.into_iter().collect()
     }
 
     fn reconcile(
         &self,
         scale_sets: &[ScaleSet],
+        share: &BTreeSet<ScaleSetId>,
         running: &mut HashMap<ScaleSetId, Running>,
         cancel: &CancellationToken,
     ) {
         let wanted: HashMap<ScaleSetId, &ScaleSet> = scale_sets
             .iter()
-            .filter(|s| s.spec.enabled)
+            .filter(|s| s.spec.enabled && share.contains(&s.id))
             .map(|s| (s.id, s))
             .collect();
         running.retain(|id, task| {
@@ -147,9 +214,12 @@ impl Controller {
                 .get(id)
                 .is_some_and(|s| watched(&s.spec) == task.spec)
                 && !task.handle.is_finished();
-            if !keep {
-                // Stopped cleanly (session deleted) in the background; a changed spec starts
-                // a new task below once this one is gone.
+            if !keep && !task.cancel.is_cancelled() {
+                // Stopped cleanly (session deleted, lease released) in the background; a
+                // changed spec starts a new task below once this one is gone.
+                if !share.contains(id) {
+                    tracing::info!(scale_set = %id, "leaving the scale set to another worker (over this worker's share, or its lease is another's)");
+                }
                 task.cancel.cancel();
             }
             keep || !task.handle.is_finished()

@@ -39,5 +39,6 @@ pub use controller::Controller;
 pub use error::Error;
 pub use identity::{ControllerIdentity, pool_key, runner_name, validate_scale_set_name};
 pub use metrics::{CallLabels, KindLabel, Metrics, StateLabel, StatusLabel};
+pub use planner::leases::{LeaseInput, LeasePlan, plan_leases};
 pub use planner::{Plan, PlanInput, RunnerPhase, RunnerView, plan};
 pub use settings::Settings;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use scaleset_github::MessageId;
 use scaleset_provider::{Pool, Provider};
-use scaleset_store::{Acquisition, Clock, ScaleSetId, ScaleSetState, Store};
+use scaleset_store::{Acquisition, Clock, Lease, ScaleSetId, ScaleSetState, Store};
 use tokio_util::sync::CancellationToken;
 
 use crate::checkpoint::Checkpoints;
@@ -41,14 +41,30 @@ enum Next {
     Stop,
 }
 
-/// Serves one scale set until `cancel` fires or it is disabled or deleted.
+/// Serves one scale set until `cancel` fires or it is disabled or deleted. However it ends
+/// (short of an abort, which stands for a crash), the lease it still holds is released, so the
+/// worker the supervisor hands the scale set to takes it at once.
 pub(crate) async fn serve(shared: Arc<Shared>, id: ScaleSetId, cancel: CancellationToken) {
+    let mut held = None;
+    serve_holding(&shared, id, &cancel, &mut held).await;
+    if let Some(lease) = held {
+        // Lost already (taken over) is fine: the new holder has it.
+        let _ = shared.store.release_lease(&lease).await;
+    }
+}
+
+async fn serve_holding(
+    shared: &Shared,
+    id: ScaleSetId,
+    cancel: &CancellationToken,
+    held: &mut Option<Lease>,
+) {
     let mut failures = 0u32;
     loop {
         if cancel.is_cancelled() {
             return;
         }
-        let wait = match pass(&shared, id, &cancel).await {
+        let wait = match pass(shared, id, cancel, held).await {
             Ok(Next::Stop) => return,
             Ok(Next::After(wait)) => {
                 failures = 0;
@@ -58,8 +74,10 @@ pub(crate) async fn serve(shared: Arc<Shared>, id: ScaleSetId, cancel: Cancellat
                 failures += 1;
                 let reason = chain(&error);
                 tracing::error!(error = %reason, failures, "scale set task failed; backing off");
-                if !error.is_lease_lost() {
-                    let _ = record(&shared, id, "error", &reason, |s| {
+                if error.is_lease_lost() {
+                    *held = None;
+                } else {
+                    let _ = record(shared, id, "error", &reason, |s| {
                         if s.state == ScaleSetState::Ready || s.state == ScaleSetState::Pending {
                             s.state = ScaleSetState::Error;
                         }
@@ -76,14 +94,23 @@ pub(crate) async fn serve(shared: Arc<Shared>, id: ScaleSetId, cancel: Cancellat
     }
 }
 
-async fn pass(shared: &Shared, id: ScaleSetId, cancel: &CancellationToken) -> Result<Next, Error> {
+async fn pass(
+    shared: &Shared,
+    id: ScaleSetId,
+    cancel: &CancellationToken,
+    held: &mut Option<Lease>,
+) -> Result<Next, Error> {
     let lease = match shared
         .store
         .acquire_lease(id, &shared.settings.worker, shared.settings.lease_ttl)
         .await
     {
-        Ok(Acquisition::Acquired(lease)) => lease,
+        Ok(Acquisition::Acquired(lease)) => {
+            *held = Some(lease.clone());
+            lease
+        }
         Ok(Acquisition::Held { holder, .. }) => {
+            *held = None;
             tracing::debug!(%holder, "lease held by another worker");
             return Ok(Next::After(shared.settings.lease_ttl / 2));
         }
@@ -143,10 +170,8 @@ async fn pass(shared: &Shared, id: ScaleSetId, cancel: &CancellationToken) -> Re
     };
     let end = listener.run(handed, cancel).await?;
     Ok(match end {
-        ListenEnd::Cancelled => {
-            let _ = shared.store.release_lease(&lease).await;
-            Next::Stop
-        }
+        // The lease is released on the way out (`serve`).
+        ListenEnd::Cancelled => Next::Stop,
         ListenEnd::Reensure => Next::After(Duration::ZERO),
         ListenEnd::ForeignSession => Next::After(shared.settings.foreign_session_recheck),
     })

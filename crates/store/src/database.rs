@@ -13,6 +13,7 @@ mod instance;
 mod lease;
 mod scale_set;
 mod schema;
+mod worker;
 
 use std::fmt;
 use std::str::FromStr;

@@ -68,6 +68,17 @@ pub struct LeaseRecord {
     pub expires_at: Timestamp,
 }
 
+/// An unexpired lease, as [`LeaseStore::live_leases`] lists them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveLease {
+    /// The scale set.
+    pub scale_set_id: ScaleSetId,
+    /// Who holds it.
+    pub holder: String,
+    /// When it expires unless renewed.
+    pub expires_at: Timestamp,
+}
+
 /// Per-scale-set leases.
 #[async_trait]
 pub trait LeaseStore: Send + Sync {
@@ -88,6 +99,10 @@ pub trait LeaseStore: Send + Sync {
     /// Gives the lease up so another worker can take it at once. [`crate::Error::LeaseLost`]
     /// if it was taken over already.
     async fn release_lease(&self, lease: &Lease) -> Result<()>;
+
+    /// Every lease that has not expired (nor been released), as of the store's clock; a scale
+    /// set missing from the list is free to take.
+    async fn live_leases(&self) -> Result<Vec<LiveLease>>;
 
     /// The lease as stored, if the scale set ever had one.
     async fn get_lease(&self, scale_set_id: ScaleSetId) -> Result<Option<LeaseRecord>>;

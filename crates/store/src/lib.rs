@@ -1,5 +1,5 @@
 //! Storage for scaleset: what the controller knows about its credentials, entities, scale
-//! sets, instances, leases, events and API tokens, behind one async trait per aggregate, with
+//! sets, instances, leases, the live workers, events and API tokens, behind one async trait per aggregate, with
 //! one diesel implementation over SQLite (the embedded default) and PostgreSQL (several
 //! worker processes sharing one database).
 //!
@@ -22,7 +22,7 @@
 //! Main types: [`DieselStore`] (open it with [`DieselStore::open`]), the [`Store`] trait
 //! that bundles the per-aggregate traits ([`ControllerStore`], [`CredentialStore`],
 //! [`EntityStore`], [`ScaleSetStore`], [`InstanceStore`], [`LeaseStore`], [`EventStore`],
-//! [`ApiTokenStore`]) so the control crate can hold an `Arc<dyn Store>`, [`Keyring`] and
+//! [`ApiTokenStore`], [`WorkerStore`]) so the control crate can hold an `Arc<dyn Store>`, [`Keyring`] and
 //! [`Error`].
 //!
 //! ```
@@ -71,6 +71,7 @@ mod keyring;
 mod lease;
 mod options;
 mod scale_set;
+mod worker;
 
 pub use api_token::{API_TOKEN_PREFIX, ApiToken, ApiTokenId, ApiTokenSecret, ApiTokenStore};
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
@@ -84,12 +85,13 @@ pub use error::{Error, ErrorClass, Result};
 pub use event::{Event, EventStore};
 pub use instance::{Instance, InstanceStatus, InstanceStore, NewInstance};
 pub use keyring::{EncryptionKey, Keyring, SecretString};
-pub use lease::{Acquisition, Lease, LeaseRecord, LeaseStore};
+pub use lease::{Acquisition, Lease, LeaseRecord, LeaseStore, LiveLease};
 pub use options::{DatabaseUrl, StoreOptions};
 pub use scale_set::{
     AdoptionPolicy, NewScaleSet, Provenance, RunnerGroup, ScaleSet, ScaleSetId, ScaleSetSpec,
     ScaleSetState, ScaleSetStore,
 };
+pub use worker::WorkerStore;
 
 /// Every aggregate's store in one object-safe trait, for `Arc<dyn Store>`.
 pub trait Store:
@@ -101,6 +103,7 @@ pub trait Store:
     + LeaseStore
     + EventStore
     + ApiTokenStore
+    + WorkerStore
     + Send
     + Sync
     + 'static
@@ -116,6 +119,7 @@ impl<T> Store for T where
         + LeaseStore
         + EventStore
         + ApiTokenStore
+        + WorkerStore
         + Send
         + Sync
         + 'static

@@ -390,8 +390,9 @@ impl PgDatabase {
     }
 }
 
-impl Drop for PgDatabase {
-    fn drop(&mut self) {
+impl PgDatabase {
+    /// Drops the database now, cutting every connection to it (a lost database server).
+    pub(crate) fn drop_now(&self) {
         use diesel::{Connection as _, RunQueryDsl as _};
         if let Ok(mut conn) = diesel::PgConnection::establish(&self.admin) {
             let _ = diesel::sql_query(format!(
@@ -400,5 +401,11 @@ impl Drop for PgDatabase {
             ))
             .execute(&mut conn);
         }
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        self.drop_now();
     }
 }

@@ -13,10 +13,10 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 
 use super::schema::leases;
-use super::{DbConnection, DieselStore, write_transaction};
+use super::{DbConnection, DieselStore, parse_uuid, write_transaction};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
-use crate::lease::{Acquisition, Lease, LeaseRecord, LeaseStore};
+use crate::lease::{Acquisition, Lease, LeaseRecord, LeaseStore, LiveLease};
 use crate::scale_set::ScaleSetId;
 
 /// Fails with [`Error::LeaseLost`] unless `lease`'s token is still the current one. Run it
@@ -231,6 +231,27 @@ impl LeaseStore for DieselStore {
             } else {
                 Err(lost(&lease))
             }
+        })
+        .await
+    }
+
+    async fn live_leases(&self) -> Result<Vec<LiveLease>> {
+        self.run("list live leases", move |conn, ctx| {
+            let rows: Vec<(String, String, i64)> = leases::table
+                .filter(leases::expires_at.gt(ctx.now().unix_millis()))
+                .select((leases::scale_set_id, leases::holder, leases::expires_at))
+                .order(leases::scale_set_id.asc())
+                .load(conn)
+                .map_err(Error::backend("list live leases"))?;
+            rows.into_iter()
+                .map(|(id, holder, expires_at)| {
+                    Ok(LiveLease {
+                        scale_set_id: ScaleSetId(parse_uuid("leases", &id, "scale_set_id", &id)?),
+                        holder,
+                        expires_at: Timestamp::from_unix_millis(expires_at),
+                    })
+                })
+                .collect()
         })
         .await
     }

@@ -115,6 +115,14 @@ diesel::table! {
 diesel::joinable!(entities -> credentials (credentials_id));
 diesel::joinable!(scale_sets -> entities (entity_id));
 diesel::joinable!(instances -> scale_sets (scale_set_id));
+diesel::table! {
+    workers (name) {
+        name -> Text,
+        expires_at -> BigInt,
+        heartbeat_at -> BigInt,
+    }
+}
+
 diesel::joinable!(leases -> scale_sets (scale_set_id));
 diesel::joinable!(events -> scale_sets (scale_set_id));
 
@@ -125,6 +133,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     scale_sets,
     instances,
     leases,
+    workers,
     events,
     api_tokens,
 );

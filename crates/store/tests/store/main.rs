@@ -17,3 +17,4 @@ mod open;
 mod scale_set;
 mod skip;
 mod sqlite_file;
+mod worker;

@@ -1,0 +1,24 @@
+//! The worker registry: which worker processes share this database right now, each kept alive
+//! by its own heartbeats, so that workers can count each other and spread the scale sets'
+//! leases among themselves (DESIGN §5). A worker that stops heartbeating (killed, paused,
+//! partitioned) drops out once its entry expires; a clean shutdown removes it at once.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+
+/// The registry of live workers.
+#[async_trait]
+pub trait WorkerStore: Send + Sync {
+    /// Records that `name` is alive for `ttl` from now (inserted on its first heartbeat).
+    async fn heartbeat_worker(&self, name: &str, ttl: Duration) -> Result<()>;
+
+    /// The names of the workers whose last heartbeat has not expired, sorted.
+    async fn live_workers(&self) -> Result<Vec<String>>;
+
+    /// Removes `name` from the registry (a clean shutdown); removing an unknown name is not an
+    /// error.
+    async fn remove_worker(&self, name: &str) -> Result<()>;
+}
