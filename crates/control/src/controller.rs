@@ -22,7 +22,7 @@ use crate::error::{Error, chain, store};
 use crate::identity::ControllerIdentity;
 use crate::metrics::{Metrics, StateLabel, StatusLabel};
 use crate::settings::Settings;
-use crate::task::{Shared, serve};
+use crate::task::{RunnerGroups, Shared, serve};
 
 /// The control loop of one controller over all scale sets in its store.
 pub struct Controller {
@@ -72,6 +72,7 @@ impl Controller {
                 metrics: Arc::new(Metrics::new(registry)),
                 clock: Arc::new(SystemClock),
                 checkpoints: Arc::new(NoCheckpoints),
+                runner_groups: RunnerGroups::default(),
             }),
         }
     }

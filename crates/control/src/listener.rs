@@ -137,6 +137,10 @@ impl Listener<'_> {
                 }
                 Ok(Some(message)) => {
                     failures = 0;
+                    self.shared
+                        .checkpoints
+                        .reached(Checkpoint::MessageReceived, self.name())
+                        .await;
                     self.handle(session, &message).await?;
                     self.shared
                         .store

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use scaleset_provider::{Pool, Provider};
-use scaleset_store::{Acquisition, Clock, ScaleSetId, ScaleSetState, Store};
+use scaleset_store::{Acquisition, Clock, EntityId, ScaleSetId, ScaleSetState, Store};
 use tokio_util::sync::CancellationToken;
 
 use crate::checkpoint::Checkpoints;
@@ -30,6 +30,29 @@ pub(crate) struct Shared {
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) checkpoints: Arc<dyn Checkpoints>,
+    /// Runner-group ids by entity and name, looked up once per process however many scale
+    /// sets share the group (see `ensure::resolve_group`).
+    pub(crate) runner_groups: RunnerGroups,
+}
+
+/// One lookup per (entity, runner-group name): the first scale set to need it looks it up,
+/// the others wait for that answer (a failed or empty lookup is not kept).
+#[derive(Default)]
+pub(crate) struct RunnerGroups {
+    cells: std::sync::Mutex<
+        std::collections::HashMap<(EntityId, String), Arc<tokio::sync::OnceCell<i64>>>,
+    >,
+}
+
+impl RunnerGroups {
+    pub(crate) fn cell(&self, entity: EntityId, name: &str) -> Arc<tokio::sync::OnceCell<i64>> {
+        self.cells
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry((entity, name.to_owned()))
+            .or_default()
+            .clone()
+    }
 }
 
 /// What to do after one pass.
