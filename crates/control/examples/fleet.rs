@@ -39,6 +39,8 @@ use scaleset_store::{
 };
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio_util::sync::CancellationToken;
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::layer::SubscriberExt as _;
 use uuid::Uuid;
 
 /// The HTTP/2 stream limit the simulator advertises (as the client-memory example does).
@@ -80,8 +82,19 @@ fn main() -> Result<()> {
             .map_or(Ok(default), |a| a.parse())
             .with_context(|| format!("argument {i} is a number"))
     };
+    let breakdown = std::env::var_os("SCALESET_BENCH_BREAKDOWN").map(|_| {
+        let layer = Breakdown::default();
+        let stats = layer.stats.clone();
+        let _ = STATS.set(stats.clone());
+        let filter = tracing_subscriber::filter::Targets::new()
+            .with_target("scaleset_store", tracing::Level::DEBUG)
+            .with_target("scaleset_github", tracing::Level::DEBUG);
+        let subscriber = tracing_subscriber::registry().with(layer.with_filter(filter));
+        tracing::subscriber::set_global_default(subscriber).map(|()| stats)
+    });
+    breakdown.transpose()?;
     let runtime = tokio::runtime::Runtime::new()?;
-    match args.get(1).map(String::as_str) {
+    let result = match args.get(1).map(String::as_str) {
         Some("recovery") => {
             let n = number(2, 1000)?;
             runtime.block_on(recovery(n as usize, Transport::parse(args.get(3))?))
@@ -102,6 +115,102 @@ fn main() -> Result<()> {
         _ => bail!(
             "usage: fleet recovery N [transport] | density N [transport] | latency SETS JOBS_PER_S SECS [transport]"
         ),
+    };
+    result
+}
+
+type Stats = Arc<Mutex<BTreeMap<String, (u64, Duration)>>>;
+
+static STATS: std::sync::OnceLock<Stats> = std::sync::OnceLock::new();
+
+/// Prints what the breakdown counted since it was last reset (when it is on).
+fn print_breakdown() {
+    let Some(stats) = STATS.get() else {
+        return;
+    };
+    println!("tracing breakdown (span open to close, since the phase measured began):");
+    println!(
+        "  {:<40} {:>8} {:>10} {:>10}",
+        "span", "count", "mean ms", "total s"
+    );
+    for (name, (count, total)) in lock(stats).iter() {
+        println!(
+            "  {name:<40} {count:>8} {:>10.2} {:>10.2}",
+            total.as_secs_f64() * 1000.0 / *count as f64,
+            total.as_secs_f64()
+        );
+    }
+}
+
+/// Forgets what the breakdown counted so far (the set-up phases).
+fn reset_breakdown() {
+    if let Some(stats) = STATS.get() {
+        lock(stats).clear();
+    }
+}
+
+/// Counts the store's `store{operation}` and the client's `github.call{endpoint}` spans and
+/// sums how long each was open (for the store: waiting for a blocking thread and a pooled
+/// connection, then the statement; for the client: one attempt of a call).
+#[derive(Default)]
+struct Breakdown {
+    stats: Stats,
+}
+
+struct Opened {
+    name: String,
+    at: Instant,
+}
+
+#[derive(Default)]
+struct FieldText(String);
+
+impl tracing::field::Visit for FieldText {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        if matches!(field.name(), "operation" | "endpoint") {
+            self.0 = value.to_owned();
+        }
+    }
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if matches!(field.name(), "operation" | "endpoint") {
+            self.0 = format!("{value:?}");
+        }
+    }
+}
+
+impl<S> tracing_subscriber::Layer<S> for Breakdown
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        id: &tracing::span::Id,
+        ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        let kind = attrs.metadata().name();
+        if kind != "store" && kind != "github.call" {
+            return;
+        }
+        let mut text = FieldText::default();
+        attrs.record(&mut text);
+        if let Some(span) = ctx.span(id) {
+            span.extensions_mut().insert(Opened {
+                name: format!("{kind} {}", text.0),
+                at: Instant::now(),
+            });
+        }
+    }
+
+    fn on_close(&self, id: tracing::span::Id, ctx: tracing_subscriber::layer::Context<'_, S>) {
+        if let Some(span) = ctx.span(&id)
+            && let Some(opened) = span.extensions().get::<Opened>()
+        {
+            let mut stats = lock(&self.stats);
+            let entry = stats.entry(opened.name.clone()).or_default();
+            entry.0 += 1;
+            entry.1 += opened.at.elapsed();
+        }
     }
 }
 
@@ -434,6 +543,7 @@ async fn recovery(n: usize, transport: Transport) -> Result<()> {
 
     // The database is lost: a new, empty one with the same declared fleet.
     let second = populate(dir.path(), "second.db", &sim, n, 10).await?;
+    reset_breakdown();
     let (cpu_before, sim_cpu_before) = (cpu_ticks(std::process::id())?, sim.cpu().await?);
     let t0 = Instant::now();
     let running = start(second.clone(), transport, fake_provider(), None);
@@ -451,6 +561,7 @@ async fn recovery(n: usize, transport: Transport) -> Result<()> {
     );
     println!("worker RSS {} KiB", rss_kib(std::process::id())?);
     print_counts("calls during recovery", &sim.counts().await?);
+    print_breakdown();
     running.stop().await?;
     Ok(())
 }
@@ -470,6 +581,7 @@ async fn density(n: usize, transport: Transport) -> Result<()> {
     tokio::time::sleep(Duration::from_secs(20)).await;
     let after = rss_kib(std::process::id())?;
     let window = Duration::from_secs(60);
+    reset_breakdown();
     let (cpu0, sim0, t) = (
         cpu_ticks(std::process::id())?,
         sim.cpu().await?,
@@ -497,6 +609,7 @@ async fn density(n: usize, transport: Transport) -> Result<()> {
         (sim1 - sim0) as f64 / secs
     );
     print_counts("calls over the whole run", &sim.counts().await?);
+    print_breakdown();
     if let Some(pid) = sim.pid() {
         println!("simulator RSS {} KiB", rss_kib(pid)?);
     }
@@ -588,6 +701,7 @@ async fn latency(sets: usize, rate: u64, secs: u64, transport: Transport) -> Res
     .await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     lock(&timings.samples).clear();
+    reset_breakdown();
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     sim.ask(&format!("jobs {rate} {secs}")).await?;
     tokio::time::sleep(Duration::from_secs(secs + 3)).await;
@@ -607,6 +721,7 @@ async fn latency(sets: usize, rate: u64, secs: u64, transport: Transport) -> Res
         at(0.99),
         at(1.0)
     );
+    print_breakdown();
     running.stop().await?;
     Ok(())
 }

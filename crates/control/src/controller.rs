@@ -62,6 +62,7 @@ impl Controller {
         settings: Settings,
         registry: &mut Registry,
     ) -> Self {
+        let starting = tokio::sync::Semaphore::new(settings.max_concurrent_starts.max(1));
         Self {
             shared: Arc::new(Shared {
                 store,
@@ -73,6 +74,7 @@ impl Controller {
                 clock: Arc::new(SystemClock),
                 checkpoints: Arc::new(NoCheckpoints),
                 runner_groups: RunnerGroups::default(),
+                starting,
             }),
         }
     }

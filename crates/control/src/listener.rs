@@ -48,6 +48,8 @@ pub(crate) struct Listener<'a> {
     pub(crate) github_id: i64,
     pub(crate) last_message_id: i64,
     pub(crate) statistics: Option<Statistics>,
+    /// The start permit, given back once polling begins.
+    pub(crate) starting: Option<tokio::sync::SemaphorePermit<'a>>,
 }
 
 enum Opened {
@@ -103,6 +105,8 @@ impl Listener<'_> {
     ) -> Result<ListenEnd, Error> {
         self.runners.recover().await?;
         self.scale().await?;
+        // Started: the next scale set may begin.
+        self.starting = None;
         let capacity = self.runners.scale_set.spec.max_runners;
         let renew_every = self.shared.settings.lease_ttl / 3;
         let mut failures = 0u32;

@@ -12,6 +12,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::checkpoint::Checkpoints;
 use crate::client_factory::ClientFactory;
+#[cfg(test)]
+use scaleset_github::Client;
 use crate::ensure::{Ensured, ensure, record};
 use crate::error::{Error, chain, store};
 use crate::identity::ControllerIdentity;
@@ -33,6 +35,8 @@ pub(crate) struct Shared {
     /// Runner-group ids by entity and name, looked up once per process however many scale
     /// sets share the group (see `ensure::resolve_group`).
     pub(crate) runner_groups: RunnerGroups,
+    /// Permits for scale sets that are starting (`Settings::max_concurrent_starts`).
+    pub(crate) starting: tokio::sync::Semaphore,
 }
 
 /// One lookup per (entity, runner-group name): the first scale set to need it looks it up,
@@ -99,6 +103,11 @@ pub(crate) async fn serve(shared: Arc<Shared>, id: ScaleSetId, cancel: Cancellat
 }
 
 async fn pass(shared: &Shared, id: ScaleSetId, cancel: &CancellationToken) -> Result<Next, Error> {
+    // Held until the listener starts polling (or this pass ends).
+    let starting = tokio::select! {
+        () = cancel.cancelled() => return Ok(Next::Stop),
+        permit = shared.starting.acquire() => permit.ok(),
+    };
     let lease = match shared
         .store
         .acquire_lease(id, &shared.settings.worker, shared.settings.lease_ttl)
@@ -162,6 +171,7 @@ async fn pass(shared: &Shared, id: ScaleSetId, cancel: &CancellationToken) -> Re
         github_id,
         last_message_id: scale_set.last_message_id,
         statistics: None,
+        starting,
     };
     let end = listener.run(handed, cancel).await?;
     Ok(match end {
@@ -172,4 +182,39 @@ async fn pass(shared: &Shared, id: ScaleSetId, cancel: &CancellationToken) -> Re
         ListenEnd::Reensure => Next::After(Duration::ZERO),
         ListenEnd::ForeignSession => Next::After(shared.settings.foreign_session_recheck),
     })
+}
+
+#[cfg(test)]
+mod size_probe {
+    use super::*;
+
+    fn returned<F, Fut>(_: F) -> usize
+    where
+        F: FnOnce(Arc<Shared>, ScaleSetId, CancellationToken) -> Fut,
+    {
+        std::mem::size_of::<Fut>()
+    }
+
+    fn returned_ref<'a, F, Fut>(_: F) -> usize
+    where
+        F: FnOnce(&'a Shared, ScaleSetId, &'a CancellationToken) -> Fut,
+    {
+        std::mem::size_of::<Fut>()
+    }
+
+    fn get_message<'a, F, Fut>(_: F) -> usize
+    where
+        F: FnOnce(&'a Client, &'a mut scaleset_github::Session, i64, u32) -> Fut,
+    {
+        std::mem::size_of::<Fut>()
+    }
+
+    #[test]
+    fn probe() {
+        eprintln!("serve {}", returned(serve));
+        eprintln!("pass {}", returned_ref(pass));
+        eprintln!("get_message {}", get_message(Client::get_message));
+        eprintln!("session {}", std::mem::size_of::<scaleset_github::Session>());
+        panic!();
+    }
 }
