@@ -1,5 +1,6 @@
 //! Observable points of the control loop where a crash matters: each is reached right after a
-//! durable step (intent recorded, JIT config generated, instance created, cursor persisted).
+//! durable step (intent recorded, JIT config generated, instance created, cursor persisted),
+//! plus the arrival of a message, which the job-to-instance benchmark times from.
 //! Tests stop the controller at one of them and start another on the same store.
 
 use async_trait::async_trait;
@@ -21,6 +22,9 @@ pub enum Checkpoint {
     InstanceCreated,
     /// A message's cursor was persisted; its ack comes next.
     CursorPersisted,
+    /// A message arrived from the long-poll; nothing of it is handled yet (not a durable step:
+    /// benchmarks time from here to the provider's create, see `docs/benchmarks.md`).
+    MessageReceived,
 }
 
 /// Told about every [`Checkpoint`] reached, in the scale set's task. The default does nothing.

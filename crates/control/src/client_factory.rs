@@ -2,7 +2,7 @@
 //! [`StoreClientFactory`], which builds one from the entity and credentials in the store.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use scaleset_github::{Client, ClientConfig, ConfigUrl, Credentials};
@@ -20,11 +20,13 @@ pub trait ClientFactory: Send + Sync {
 type Configure = Arc<dyn Fn(ClientConfig) -> ClientConfig + Send + Sync>;
 
 /// Builds clients from the store: the entity's config URL under its credentials' endpoint, and
-/// the credentials' PAT or GitHub App. Clients are cached per entity.
+/// the credentials' PAT or GitHub App. Clients are cached per entity, and built once however
+/// many scale sets ask at the same moment (each client runs its own token chain and holds its
+/// own connections, so a client per scale set would cost a token chain and connections each).
 pub struct StoreClientFactory {
     store: Arc<dyn Store>,
     configure: Configure,
-    cache: Mutex<HashMap<EntityId, Client>>,
+    cache: tokio::sync::Mutex<HashMap<EntityId, Client>>,
 }
 
 impl std::fmt::Debug for StoreClientFactory {
@@ -39,7 +41,7 @@ impl StoreClientFactory {
         Self {
             store,
             configure: Arc::new(|config| config),
-            cache: Mutex::new(HashMap::new()),
+            cache: tokio::sync::Mutex::new(HashMap::new()),
         }
     }
 
@@ -58,12 +60,9 @@ impl StoreClientFactory {
 #[async_trait]
 impl ClientFactory for StoreClientFactory {
     async fn client(&self, scale_set: &ScaleSet) -> Result<Client, Error> {
-        if let Some(client) = self
-            .cache
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&scale_set.entity_id)
-        {
+        // Held while a missing client is built: the others asking for it wait, then share it.
+        let mut cache = self.cache.lock().await;
+        if let Some(client) = cache.get(&scale_set.entity_id) {
             return Ok(client.clone());
         }
         let entity = self
@@ -109,10 +108,7 @@ impl ClientFactory for StoreClientFactory {
         }
         let client = Client::new((self.configure)(config))
             .map_err(|e| config_error(format!("cannot build a GitHub client: {e}")))?;
-        self.cache
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(scale_set.entity_id, client.clone());
+        cache.insert(scale_set.entity_id, client.clone());
         Ok(client)
     }
 }

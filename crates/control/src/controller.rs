@@ -23,7 +23,7 @@ use crate::identity::ControllerIdentity;
 use crate::metrics::{Metrics, StateLabel, StatusLabel};
 use crate::planner::leases::{LeaseInput, plan_leases};
 use crate::settings::Settings;
-use crate::task::{Shared, serve};
+use crate::task::{RunnerGroups, Shared, serve};
 
 /// The control loop of one controller over all scale sets in its store.
 pub struct Controller {
@@ -63,6 +63,7 @@ impl Controller {
         settings: Settings,
         registry: &mut Registry,
     ) -> Self {
+        let starting = tokio::sync::Semaphore::new(settings.max_concurrent_starts.max(1));
         Self {
             shared: Arc::new(Shared {
                 store,
@@ -73,6 +74,8 @@ impl Controller {
                 metrics: Arc::new(Metrics::new(registry)),
                 clock: Arc::new(SystemClock),
                 checkpoints: Arc::new(NoCheckpoints),
+                runner_groups: RunnerGroups::default(),
+                starting,
             }),
         }
     }

@@ -240,20 +240,38 @@ async fn resolve_group(
         return Ok(Some(id));
     }
     let name = &scale_set.spec.runner_group.name;
-    let result = client.get_runner_group_by_name(name).await;
-    shared.metrics.github("get_runner_group_by_name", &result);
-    let group = result.map_err(|source| Error::GitHub {
-        scale_set: scale_set.spec.name.clone(),
-        during: "resolving the runner group",
-        source,
-    })?;
-    let Some(group) = group else {
+    // Scale sets of one entity share their groups: one lookup serves all of them (after a
+    // lost database, 1,000 scale sets in the Default group cost one lookup, not 1,000).
+    enum Miss {
+        NoGroup,
+        Failed(Error),
+    }
+    let cell = shared.runner_groups.cell(scale_set.entity_id, name);
+    let looked_up = cell
+        .get_or_try_init(|| async {
+            let result = client.get_runner_group_by_name(name).await;
+            shared.metrics.github("get_runner_group_by_name", &result);
+            let group = result.map_err(|source| {
+                Miss::Failed(Error::GitHub {
+                    scale_set: scale_set.spec.name.clone(),
+                    during: "resolving the runner group",
+                    source,
+                })
+            })?;
+            match group {
+                Some(group) if u64::try_from(group.id).is_ok() => Ok(i64::from(group.id)),
+                _ => Err(Miss::NoGroup),
+            }
+        })
+        .await;
+    let gid = match looked_up {
+        Ok(gid) => *gid,
+        Err(Miss::NoGroup) => return Ok(None),
+        Err(Miss::Failed(error)) => return Err(error),
+    };
+    let Ok(id) = u64::try_from(gid) else {
         return Ok(None);
     };
-    let Ok(id) = u64::try_from(group.id) else {
-        return Ok(None);
-    };
-    let gid = i64::from(group.id);
     // Cached in the store so later runs (and restarts) skip the lookup.
     record(
         shared,

@@ -51,6 +51,8 @@ pub(crate) struct Listener<'a> {
     pub(crate) github_id: GitHubScaleSetId,
     pub(crate) last_message_id: MessageId,
     pub(crate) statistics: Option<Statistics>,
+    /// The start permit, given back once polling begins.
+    pub(crate) starting: Option<tokio::sync::SemaphorePermit<'a>>,
 }
 
 enum Opened {
@@ -106,6 +108,8 @@ impl Listener<'_> {
     ) -> Result<ListenEnd, Error> {
         self.runners.recover().await?;
         self.scale().await?;
+        // Started: the next scale set may begin.
+        self.starting = None;
         let capacity = self.runners.scale_set.spec.max_runners;
         let renew_every = self.shared.settings.lease_ttl / 3;
         let mut failures = 0u32;
@@ -140,6 +144,10 @@ impl Listener<'_> {
                 }
                 Ok(Some(message)) => {
                     failures = 0;
+                    self.shared
+                        .checkpoints
+                        .reached(Checkpoint::MessageReceived, self.name())
+                        .await;
                     self.handle(session, &message).await?;
                     self.shared
                         .store

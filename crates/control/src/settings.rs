@@ -35,6 +35,12 @@ pub struct Settings {
     /// How often a listening scale set is reconciled (provider × store × GitHub) besides
     /// after every ensure.
     pub reconcile_interval: Duration,
+    /// How many scale sets may be starting at once (lease, ensure, session, recovery); the
+    /// others wait their turn. Listening sets do not count. Bounds the store's queue when a
+    /// worker starts with thousands of scale sets (after a restart or a lost database): with
+    /// no bound every set takes one step at a time in lockstep and none is listening until
+    /// nearly all are (`docs/benchmarks.md`, listener density).
+    pub max_concurrent_starts: usize,
 }
 
 impl Default for Settings {
@@ -51,6 +57,7 @@ impl Default for Settings {
             adoption_retry: RetryBounds::default(),
             default_bootstrap_timeout: Duration::from_secs(600),
             reconcile_interval: Duration::from_secs(300),
+            max_concurrent_starts: 64,
         }
     }
 }

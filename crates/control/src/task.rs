@@ -8,11 +8,13 @@ use std::time::Duration;
 
 use scaleset_github::MessageId;
 use scaleset_provider::{Pool, Provider};
-use scaleset_store::{Acquisition, Clock, Lease, ScaleSetId, ScaleSetState, Store};
+use scaleset_store::{Acquisition, Clock, EntityId, Lease, ScaleSetId, ScaleSetState, Store};
 use tokio_util::sync::CancellationToken;
 
 use crate::checkpoint::Checkpoints;
 use crate::client_factory::ClientFactory;
+#[cfg(test)]
+use scaleset_github::Client;
 use crate::ensure::{Ensured, ensure, record};
 use crate::error::{Error, chain, store};
 use crate::identity::ControllerIdentity;
@@ -31,6 +33,31 @@ pub(crate) struct Shared {
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) checkpoints: Arc<dyn Checkpoints>,
+    /// Runner-group ids by entity and name, looked up once per process however many scale
+    /// sets share the group (see `ensure::resolve_group`).
+    pub(crate) runner_groups: RunnerGroups,
+    /// Permits for scale sets that are starting (`Settings::max_concurrent_starts`).
+    pub(crate) starting: tokio::sync::Semaphore,
+}
+
+/// One lookup per (entity, runner-group name): the first scale set to need it looks it up,
+/// the others wait for that answer (a failed or empty lookup is not kept).
+#[derive(Default)]
+pub(crate) struct RunnerGroups {
+    cells: std::sync::Mutex<
+        std::collections::HashMap<(EntityId, String), Arc<tokio::sync::OnceCell<i64>>>,
+    >,
+}
+
+impl RunnerGroups {
+    pub(crate) fn cell(&self, entity: EntityId, name: &str) -> Arc<tokio::sync::OnceCell<i64>> {
+        self.cells
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry((entity, name.to_owned()))
+            .or_default()
+            .clone()
+    }
 }
 
 /// What to do after one pass.
@@ -100,6 +127,11 @@ async fn pass(
     cancel: &CancellationToken,
     held: &mut Option<Lease>,
 ) -> Result<Next, Error> {
+    // Held until the listener starts polling (or this pass ends).
+    let starting = tokio::select! {
+        () = cancel.cancelled() => return Ok(Next::Stop),
+        permit = shared.starting.acquire() => permit.ok(),
+    };
     let lease = match shared
         .store
         .acquire_lease(id, &shared.settings.worker, shared.settings.lease_ttl)
@@ -167,6 +199,7 @@ async fn pass(
         github_id,
         last_message_id: MessageId::from(scale_set.last_message_id),
         statistics: None,
+        starting,
     };
     let end = listener.run(handed, cancel).await?;
     Ok(match end {
@@ -175,4 +208,39 @@ async fn pass(
         ListenEnd::Reensure => Next::After(Duration::ZERO),
         ListenEnd::ForeignSession => Next::After(shared.settings.foreign_session_recheck),
     })
+}
+
+#[cfg(test)]
+mod size_probe {
+    use super::*;
+
+    fn returned<F, Fut>(_: F) -> usize
+    where
+        F: FnOnce(Arc<Shared>, ScaleSetId, CancellationToken) -> Fut,
+    {
+        std::mem::size_of::<Fut>()
+    }
+
+    fn returned_ref<'a, F, Fut>(_: F) -> usize
+    where
+        F: FnOnce(&'a Shared, ScaleSetId, &'a CancellationToken) -> Fut,
+    {
+        std::mem::size_of::<Fut>()
+    }
+
+    fn get_message<'a, F, Fut>(_: F) -> usize
+    where
+        F: FnOnce(&'a Client, &'a mut scaleset_github::Session, i64, u32) -> Fut,
+    {
+        std::mem::size_of::<Fut>()
+    }
+
+    #[test]
+    fn probe() {
+        eprintln!("serve {}", returned(serve));
+        eprintln!("pass {}", returned_ref(pass));
+        eprintln!("get_message {}", get_message(Client::get_message));
+        eprintln!("session {}", std::mem::size_of::<scaleset_github::Session>());
+        panic!();
+    }
 }

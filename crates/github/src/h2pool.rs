@@ -165,14 +165,15 @@ impl H2Pool {
     }
 
     /// Sends `request` over HTTP/2 and reads the whole body (at most `max_body` bytes).
-    /// `Ok(None)`: the host offered only HTTP/1.1 through ALPN; send it there instead.
+    /// `Ok(Err(request))`: the host offered only HTTP/1.1 through ALPN; the request is handed
+    /// back to be sent there (so the caller keeps no copy of it while a long-poll waits).
     pub(crate) async fn send(
         &self,
         url: &url::Url,
         request: http::Request<()>,
         body: Bytes,
         max_body: usize,
-    ) -> Result<Option<Answer>, PoolError> {
+    ) -> Result<Result<Answer, http::Request<()>>, PoolError> {
         let key = HostKey {
             https: url.scheme() == "https",
             // `[::1]` in a URL is `::1` to the resolver and to TLS.
@@ -203,11 +204,11 @@ impl H2Pool {
         let mut resends = 0;
         loop {
             let Some(stream) = self.checkout(&host).await? else {
-                return Ok(None);
+                return Ok(Err(http::Request::from_parts(parts, ())));
             };
             let request = http::Request::from_parts(parts.clone(), ());
             match exchange(&stream.0, request, body.clone(), max_body).await {
-                Ok(answer) => return Ok(Some(answer)),
+                Ok(answer) => return Ok(Ok(answer)),
                 Err(Failure::Unprocessed(error)) => {
                     stream.0.closed.store(true, Ordering::SeqCst);
                     resends += 1;
@@ -562,7 +563,7 @@ mod tests {
                 .unwrap_or_else(|e| panic!("a GET builds: {e}"))
         };
         let first = pool.send(&url, request(), Bytes::new(), 1024).await;
-        assert!(matches!(first, Ok(Some((ref parts, _))) if parts.status == 200));
+        assert!(matches!(first, Ok(Ok((ref parts, _))) if parts.status == 200));
         assert_eq!(accepted.load(Ordering::SeqCst), 1);
 
         freeze.notify_waiters();
@@ -582,7 +583,7 @@ mod tests {
             "the frozen connection was dropped after a missed ping"
         );
         let second = pool.send(&url, request(), Bytes::new(), 1024).await;
-        assert!(matches!(second, Ok(Some((ref parts, _))) if parts.status == 200));
+        assert!(matches!(second, Ok(Ok((ref parts, _))) if parts.status == 200));
         assert_eq!(accepted.load(Ordering::SeqCst), 2, "a new connection");
     }
 }

@@ -181,13 +181,15 @@ impl Transport {
         let body = outgoing.body.unwrap_or_default();
         let url = outgoing.url;
         let exchange = async {
-            if self.h2.wants(&url) && !self.proxied(head.uri()) {
+            // The request moves into the HTTP/2 pool (no copy of its headers stays here while
+            // a long-poll waits) and comes back when the host speaks only HTTP/1.1.
+            let head = if self.h2.wants(&url) && !self.proxied(head.uri()) {
                 match self
                     .h2
-                    .send(&url, head.clone(), body.clone(), MAX_BODY_BYTES)
+                    .send(&url, head, body.clone(), MAX_BODY_BYTES)
                     .await
                 {
-                    Ok(Some((parts, body))) => {
+                    Ok(Ok((parts, body))) => {
                         return Ok(Incoming {
                             status: parts.status.as_u16(),
                             headers: parts.headers,
@@ -195,10 +197,12 @@ impl Transport {
                         });
                     }
                     // The host offered only HTTP/1.1 through ALPN.
-                    Ok(None) => {}
+                    Ok(Err(head)) => head,
                     Err(error) => return Err(pool_error(endpoint, &host, error)),
                 }
-            }
+            } else {
+                head
+            };
             let (parts, ()) = head.into_parts();
             self.http1(endpoint, &host, Request::from_parts(parts, Full::new(body)))
                 .await

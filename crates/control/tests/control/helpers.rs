@@ -38,12 +38,20 @@ pub(crate) enum Backend {
 
 /// One test's own database.
 pub(crate) struct TestDb {
+    backend: Backend,
     url: DatabaseUrl,
     _dir: Option<tempfile::TempDir>,
     _pg: Option<PgDatabase>,
 }
 
 impl TestDb {
+    /// Another fresh, empty database on the same backend (a wiped database).
+    pub(crate) async fn another(&self, test: &str) -> Self {
+        Self::create(self.backend, test)
+            .await
+            .expect("the backend of an existing database is available")
+    }
+
     async fn create(backend: Backend, test: &str) -> Option<Self> {
         match backend {
             Backend::Sqlite => {
@@ -52,6 +60,7 @@ impl TestDb {
                 let url = DatabaseUrl::parse(&format!("sqlite://{}", path.display()))
                     .expect("sqlite url");
                 Some(Self {
+                    backend,
                     url,
                     _dir: Some(dir),
                     _pg: None,
@@ -73,6 +82,7 @@ impl TestDb {
                     .expect("create database task");
                 let url = DatabaseUrl::parse(&pg.url).expect("postgres url");
                 Some(Self {
+                    backend,
                     url,
                     _dir: None,
                     _pg: Some(pg),
@@ -210,6 +220,74 @@ pub(crate) fn settings() -> Settings {
     settings
 }
 
+/// Opens `db` as a store holding the simulator's credentials, organization `acme` and one
+/// scale set `linux` (provider `fake`, group `Default`, max 10 runners) adjusted by `spec`.
+async fn populate(
+    db: &TestDb,
+    sim: SocketAddr,
+    spec: impl FnOnce(&mut ScaleSetSpec),
+) -> (Arc<DieselStore>, ScaleSet) {
+    let key = EncryptionKey::from_bytes("k1", &[1; 32]).expect("key");
+    let options = StoreOptions::new(db.url.clone(), Keyring::new(key))
+        .pool_size(4)
+        .busy_timeout(Duration::from_secs(20))
+        .connect_timeout(Duration::from_secs(20));
+    let store = Arc::new(DieselStore::open(options).await.expect("open the store"));
+    let base = format!("http://{sim}");
+    let credentials = store
+        .create_credentials(NewCredentials {
+            name: "sim".into(),
+            endpoint: Endpoint {
+                base_url: base.clone(),
+                api_base_url: format!("{base}/api/v3"),
+                ca_bundle: None,
+            },
+            auth: Auth::Pat {
+                token: SecretString::new("ghp_simulator"),
+            },
+        })
+        .await
+        .expect("credentials");
+    let entity = store
+        .create_entity(NewEntity {
+            kind: EntityKind::Organization {
+                name: "acme".into(),
+            },
+            credentials_id: credentials.id,
+        })
+        .await
+        .expect("entity");
+    let mut wanted = ScaleSetSpec {
+        name: "linux".into(),
+        runner_group: RunnerGroup {
+            name: "Default".into(),
+            id: None,
+        },
+        labels: vec![],
+        disable_update: true,
+        provider: "fake".into(),
+        image: "ubuntu".into(),
+        flavor: "small".into(),
+        min_idle: 0,
+        max_runners: 10,
+        bootstrap_timeout: Duration::from_secs(600),
+        runner_prefix: String::new(),
+        extra_specs: serde_json::Value::Null,
+        enabled: true,
+        adoption_policy: AdoptionPolicy::Owned,
+        repair: false,
+    };
+    spec(&mut wanted);
+    let scale_set = store
+        .create_scale_set(NewScaleSet {
+            entity_id: entity.id,
+            spec: wanted,
+        })
+        .await
+        .expect("scale set");
+    (store, scale_set)
+}
+
 /// Everything one test runs against.
 pub(crate) struct Harness {
     _db: TestDb,
@@ -238,65 +316,8 @@ impl Harness {
             .with_test_writer()
             .try_init();
         let clock = ManualClock::new(Timestamp::from_unix_millis(1_800_000_000_000));
-        let key = EncryptionKey::from_bytes("k1", &[1; 32]).expect("key");
-        let options = StoreOptions::new(db.url.clone(), Keyring::new(key))
-            .pool_size(4)
-            .busy_timeout(Duration::from_secs(20))
-            .connect_timeout(Duration::from_secs(20));
-        let store = Arc::new(DieselStore::open(options).await.expect("open the store"));
         let github = RunningSim::start(config).await;
-        let base = format!("http://{}", github.addr);
-        let credentials = store
-            .create_credentials(NewCredentials {
-                name: "sim".into(),
-                endpoint: Endpoint {
-                    base_url: base.clone(),
-                    api_base_url: format!("{base}/api/v3"),
-                    ca_bundle: None,
-                },
-                auth: Auth::Pat {
-                    token: SecretString::new("ghp_simulator"),
-                },
-            })
-            .await
-            .expect("credentials");
-        let entity = store
-            .create_entity(NewEntity {
-                kind: EntityKind::Organization {
-                    name: "acme".into(),
-                },
-                credentials_id: credentials.id,
-            })
-            .await
-            .expect("entity");
-        let mut wanted = ScaleSetSpec {
-            name: "linux".into(),
-            runner_group: RunnerGroup {
-                name: "Default".into(),
-                id: None,
-            },
-            labels: vec![],
-            disable_update: true,
-            provider: "fake".into(),
-            image: "ubuntu".into(),
-            flavor: "small".into(),
-            min_idle: 0,
-            max_runners: 10,
-            bootstrap_timeout: Duration::from_secs(600),
-            runner_prefix: String::new(),
-            extra_specs: serde_json::Value::Null,
-            enabled: true,
-            adoption_policy: AdoptionPolicy::Owned,
-            repair: false,
-        };
-        spec(&mut wanted);
-        let scale_set = store
-            .create_scale_set(NewScaleSet {
-                entity_id: entity.id,
-                spec: wanted,
-            })
-            .await
-            .expect("scale set");
+        let (store, scale_set) = populate(&db, github.addr, spec).await;
         let cloud = FakeCloud::new();
         let boot = Arc::new(AtomicBool::new(true));
         let created = Arc::new(Mutex::new(Vec::new()));
@@ -323,6 +344,21 @@ impl Harness {
             boot,
             created,
         }
+    }
+
+    /// Replaces the database with `db`, as a lost database restored from nothing would be:
+    /// the same credentials, organization and scale set spec, and no GitHub id, session or
+    /// instance. The simulator and the fake cloud are kept.
+    pub(crate) async fn wipe_store(&mut self, db: TestDb, spec: impl FnOnce(&mut ScaleSetSpec)) {
+        let (store, scale_set) = populate(&db, self.github.addr, spec).await;
+        self.store = store;
+        self.scale_set = scale_set;
+        self._db = db;
+    }
+
+    /// A new, empty database on this harness's backend.
+    pub(crate) async fn another_db(&self, test: &str) -> TestDb {
+        self._db.another(test).await
     }
 
     pub(crate) fn sim(&self) -> &Simulator {

@@ -1,0 +1,758 @@
+//! Fleet-scale benchmarks of the control loop (issue 18): the real `Controller` over a SQLite
+//! store, the real client, and the simulator in a separate process.
+//!
+//! ```sh
+//! ulimit -n 30000
+//! # disaster recovery: N scale sets created, the database wiped, one controller started
+//! cargo run --release -p scaleset-control --example fleet -- recovery 1000 [http1|h2c|https2]
+//! # listener density: N idle scale sets, each holding a long-poll; RSS and idle CPU
+//! cargo run --release -p scaleset-control --example fleet -- density 10000 https2
+//! # job to instance: JOBS jobs/s spread over SETS scale sets for SECS seconds
+//! cargo run --release -p scaleset-control --example fleet -- latency 100 100 30 [http1|h2c|https2]
+//! ```
+//!
+//! The program re-executes itself as a child that serves only the simulator (latency 0, long
+//! polls held 50 s as github.com does, request log off but counted) and answers commands on
+//! stdin (`polls`, `counts`, `clear`, `cpu`, `jobs RATE SECS`). The parent, the process
+//! measured, is one worker: a `Controller` with default production settings, the fake provider,
+//! and a SQLite store in a temporary directory. Figures and method: `docs/benchmarks.md`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead as _, Write as _};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use async_trait::async_trait;
+use prometheus_client::registry::Registry;
+use scaleset_control::{
+    Checkpoint, Checkpoints, Controller, ControllerIdentity, Settings, StoreClientFactory,
+};
+use scaleset_github::Http2Config;
+use scaleset_provider::{
+    CreateRequest, Error as ProviderError, FakeCloud, InstanceId, Pool, Provider, ProviderInstance,
+};
+use scaleset_store::{
+    AdoptionPolicy, Auth, CredentialStore as _, DatabaseUrl, DieselStore, EncryptionKey, Endpoint,
+    EntityKind, EntityStore as _, Keyring, NewCredentials, NewEntity, NewScaleSet, RunnerGroup,
+    ScaleSetSpec, ScaleSetState, ScaleSetStore as _, SecretString, Store, StoreOptions,
+};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio_util::sync::CancellationToken;
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::layer::SubscriberExt as _;
+use uuid::Uuid;
+
+/// The HTTP/2 stream limit the simulator advertises (as the client-memory example does).
+const STREAM_LIMIT: u32 = 100;
+/// One controller identity across the wipe, so the second worker adopts what the first created.
+const CONTROLLER: u128 = 0x5ca1_e5e7_0000_4000_8000_0000_0000_0018;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Transport {
+    Http1,
+    H2c,
+    Https1,
+    Https2,
+}
+
+impl Transport {
+    fn parse(text: Option<&String>) -> Result<Self> {
+        Ok(match text.map_or("http1", String::as_str) {
+            "http1" => Self::Http1,
+            "h2c" => Self::H2c,
+            "https1" => Self::Https1,
+            "https2" => Self::Https2,
+            other => bail!("the transport is http1, h2c, https1 or https2, not {other:?}"),
+        })
+    }
+
+    fn tls(self) -> bool {
+        matches!(self, Self::Https1 | Self::Https2)
+    }
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--serve") {
+        return serve(&args[2..]);
+    }
+    let number = |i: usize, default: u64| -> Result<u64> {
+        args.get(i)
+            .map_or(Ok(default), |a| a.parse())
+            .with_context(|| format!("argument {i} is a number"))
+    };
+    let breakdown = std::env::var_os("SCALESET_BENCH_BREAKDOWN").map(|_| {
+        let layer = Breakdown::default();
+        let stats = layer.stats.clone();
+        let _ = STATS.set(stats.clone());
+        let filter = tracing_subscriber::filter::Targets::new()
+            .with_target("scaleset_store", tracing::Level::DEBUG)
+            .with_target("scaleset_github", tracing::Level::DEBUG);
+        let subscriber = tracing_subscriber::registry().with(layer.with_filter(filter));
+        tracing::subscriber::set_global_default(subscriber).map(|()| stats)
+    });
+    breakdown.transpose()?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let result = match args.get(1).map(String::as_str) {
+        Some("recovery") => {
+            let n = number(2, 1000)?;
+            runtime.block_on(recovery(n as usize, Transport::parse(args.get(3))?))
+        }
+        Some("density") => {
+            let n = number(2, 10_000)?;
+            runtime.block_on(density(n as usize, Transport::parse(args.get(3))?))
+        }
+        Some("latency") => {
+            let (sets, rate, secs) = (number(2, 100)?, number(3, 100)?, number(4, 30)?);
+            runtime.block_on(latency(
+                sets as usize,
+                rate,
+                secs,
+                Transport::parse(args.get(5))?,
+            ))
+        }
+        _ => bail!(
+            "usage: fleet recovery N [transport] | density N [transport] | latency SETS JOBS_PER_S SECS [transport]"
+        ),
+    };
+    result
+}
+
+type Stats = Arc<Mutex<BTreeMap<String, (u64, Duration)>>>;
+
+static STATS: std::sync::OnceLock<Stats> = std::sync::OnceLock::new();
+
+/// Prints what the breakdown counted since it was last reset (when it is on).
+fn print_breakdown() {
+    let Some(stats) = STATS.get() else {
+        return;
+    };
+    println!("tracing breakdown (span open to close, since the phase measured began):");
+    println!(
+        "  {:<40} {:>8} {:>10} {:>10}",
+        "span", "count", "mean ms", "total s"
+    );
+    for (name, (count, total)) in lock(stats).iter() {
+        println!(
+            "  {name:<40} {count:>8} {:>10.2} {:>10.2}",
+            total.as_secs_f64() * 1000.0 / *count as f64,
+            total.as_secs_f64()
+        );
+    }
+}
+
+/// Forgets what the breakdown counted so far (the set-up phases).
+fn reset_breakdown() {
+    if let Some(stats) = STATS.get() {
+        lock(stats).clear();
+    }
+}
+
+/// Counts the store's `store{operation}` and the client's `github.call{endpoint}` spans and
+/// sums how long each was open (for the store: waiting for a blocking thread and a pooled
+/// connection, then the statement; for the client: one attempt of a call).
+#[derive(Default)]
+struct Breakdown {
+    stats: Stats,
+}
+
+struct Opened {
+    name: String,
+    at: Instant,
+}
+
+#[derive(Default)]
+struct FieldText(String);
+
+impl tracing::field::Visit for FieldText {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        if matches!(field.name(), "operation" | "endpoint") {
+            self.0 = value.to_owned();
+        }
+    }
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if matches!(field.name(), "operation" | "endpoint") {
+            self.0 = format!("{value:?}");
+        }
+    }
+}
+
+impl<S> tracing_subscriber::Layer<S> for Breakdown
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        id: &tracing::span::Id,
+        ctx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        let kind = attrs.metadata().name();
+        if kind != "store" && kind != "github.call" {
+            return;
+        }
+        let mut text = FieldText::default();
+        attrs.record(&mut text);
+        if let Some(span) = ctx.span(id) {
+            span.extensions_mut().insert(Opened {
+                name: format!("{kind} {}", text.0),
+                at: Instant::now(),
+            });
+        }
+    }
+
+    fn on_close(&self, id: tracing::span::Id, ctx: tracing_subscriber::layer::Context<'_, S>) {
+        if let Some(span) = ctx.span(&id)
+            && let Some(opened) = span.extensions().get::<Opened>()
+        {
+            let mut stats = lock(&self.stats);
+            let entry = stats.entry(opened.name.clone()).or_default();
+            entry.0 += 1;
+            entry.1 += opened.at.elapsed();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The child: the simulator alone.
+
+fn serve(args: &[String]) -> Result<()> {
+    let mut config = scaleset_sim::SimConfig::default();
+    config.request_log_capacity = 0;
+    config.http2_max_concurrent_streams = STREAM_LIMIT;
+    if let [mode, cert, key] = args {
+        let identity = scaleset_sim::TlsIdentity::new(
+            std::fs::read_to_string(cert)?,
+            std::fs::read_to_string(key)?,
+        );
+        config.tls = Some(if mode == "h1" {
+            identity.without_h2()
+        } else {
+            identity
+        });
+    }
+    let sim = scaleset_sim::Simulator::new(config)?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
+    println!("{}", listener.local_addr()?);
+    runtime.spawn({
+        let sim = sim.clone();
+        async move { sim.serve(listener, std::future::pending()).await }
+    });
+    let mut out = std::io::stdout().lock();
+    for line in std::io::stdin().lock().lines() {
+        let line = line?;
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let answer = match words.as_slice() {
+            ["polls"] => sim.waiting_polls().to_string(),
+            ["counts"] => serde_json::to_string(&sim.request_counts())?,
+            ["clear"] => {
+                sim.clear_requests();
+                "ok".to_owned()
+            }
+            ["cpu"] => cpu_ticks(std::process::id())?.to_string(),
+            ["jobs", rate, secs] => {
+                let (rate, secs): (u64, u64) = (rate.parse()?, secs.parse()?);
+                runtime.spawn(enqueue(sim.clone(), rate, secs));
+                "ok".to_owned()
+            }
+            _ => format!("unknown command {line:?}"),
+        };
+        writeln!(out, "{answer}")?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+/// Enqueues `rate` jobs per second, one at a time round-robin over every scale set.
+async fn enqueue(sim: scaleset_sim::Simulator, rate: u64, secs: u64) {
+    let ids: Vec<i64> = sim.state().scale_sets.iter().map(|s| s.id).collect();
+    if ids.is_empty() || rate == 0 {
+        return;
+    }
+    let mut tick = tokio::time::interval(Duration::from_secs(1) / u32::try_from(rate).unwrap_or(1));
+    for n in 0..rate * secs {
+        tick.tick().await;
+        let id = ids[(n as usize) % ids.len()];
+        if let Err(e) = sim.enqueue_jobs(id, &scaleset_sim::JobSpec::count(1)) {
+            eprintln!("enqueue failed: {e}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The parent: one worker.
+
+/// The simulator child and its command channel.
+struct Sim {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    base: String,
+    ca: Option<String>,
+    _dir: tempfile::TempDir,
+}
+
+impl Sim {
+    async fn start(transport: Transport) -> Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let mut command = tokio::process::Command::new(std::env::current_exe()?);
+        command.arg("--serve");
+        let mut ca = None;
+        if transport.tls() {
+            let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])?;
+            let (cert_path, key_path) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+            std::fs::write(&cert_path, cert.cert.pem())?;
+            std::fs::write(&key_path, cert.signing_key.serialize_pem())?;
+            command
+                .arg(if transport == Transport::Https1 {
+                    "h1"
+                } else {
+                    "h2"
+                })
+                .arg(&cert_path)
+                .arg(&key_path);
+            ca = Some(cert.cert.pem());
+        }
+        let mut child = command
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .context("cannot start the simulator child")?;
+        let stdin = child.stdin.take().context("no stdin")?;
+        let mut lines = BufReader::new(child.stdout.take().context("no stdout")?).lines();
+        let addr: std::net::SocketAddr = lines
+            .next_line()
+            .await?
+            .context("no address from the child")?
+            .parse()?;
+        let base = if transport.tls() {
+            format!("https://localhost:{}", addr.port())
+        } else {
+            format!("http://{addr}")
+        };
+        Ok(Self {
+            child,
+            stdin,
+            lines,
+            base,
+            ca,
+            _dir: dir,
+        })
+    }
+
+    async fn ask(&mut self, command: &str) -> Result<String> {
+        self.stdin
+            .write_all(format!("{command}\n").as_bytes())
+            .await?;
+        self.stdin.flush().await?;
+        self.lines
+            .next_line()
+            .await?
+            .context("the simulator child ended")
+    }
+
+    async fn polls(&mut self) -> Result<usize> {
+        Ok(self.ask("polls").await?.parse()?)
+    }
+
+    async fn counts(&mut self) -> Result<BTreeMap<String, u64>> {
+        Ok(serde_json::from_str(&self.ask("counts").await?)?)
+    }
+
+    async fn cpu(&mut self) -> Result<u64> {
+        Ok(self.ask("cpu").await?.parse()?)
+    }
+
+    fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+}
+
+/// A SQLite store in `dir` holding the simulator's credentials, organization `acme` and `n`
+/// scale sets `bench-00000`….
+async fn populate(
+    dir: &std::path::Path,
+    file: &str,
+    sim: &Sim,
+    n: usize,
+    max_runners: u32,
+) -> Result<Arc<DieselStore>> {
+    let url = DatabaseUrl::parse(&format!("sqlite://{}", dir.join(file).display()))?;
+    let key = EncryptionKey::from_bytes("k1", &[7; 32])?;
+    let store = Arc::new(DieselStore::open(StoreOptions::new(url, Keyring::new(key))).await?);
+    let credentials = store
+        .create_credentials(NewCredentials {
+            name: "sim".into(),
+            endpoint: Endpoint {
+                base_url: sim.base.clone(),
+                api_base_url: format!("{}/api/v3", sim.base),
+                ca_bundle: sim.ca.clone(),
+            },
+            auth: Auth::Pat {
+                token: SecretString::new("ghp_simulator"),
+            },
+        })
+        .await?;
+    let entity = store
+        .create_entity(NewEntity {
+            kind: EntityKind::Organization {
+                name: "acme".into(),
+            },
+            credentials_id: credentials.id,
+        })
+        .await?;
+    for i in 0..n {
+        store
+            .create_scale_set(NewScaleSet {
+                entity_id: entity.id,
+                spec: ScaleSetSpec {
+                    name: format!("bench-{i:05}"),
+                    runner_group: RunnerGroup {
+                        name: "Default".into(),
+                        id: None,
+                    },
+                    labels: vec![],
+                    disable_update: true,
+                    provider: "fake".into(),
+                    image: "ubuntu".into(),
+                    flavor: "small".into(),
+                    min_idle: 0,
+                    max_runners,
+                    bootstrap_timeout: Duration::from_secs(600),
+                    runner_prefix: String::new(),
+                    extra_specs: serde_json::Value::Null,
+                    enabled: true,
+                    adoption_policy: AdoptionPolicy::Owned,
+                    repair: false,
+                },
+            })
+            .await?;
+    }
+    Ok(store)
+}
+
+/// A running controller.
+struct Running {
+    cancel: CancellationToken,
+    handle: tokio::task::JoinHandle<Result<(), scaleset_control::Error>>,
+}
+
+impl Running {
+    async fn stop(self) -> Result<()> {
+        self.cancel.cancel();
+        self.handle.await??;
+        Ok(())
+    }
+}
+
+fn start(
+    store: Arc<DieselStore>,
+    transport: Transport,
+    provider: Arc<dyn Provider>,
+    checkpoints: Option<Arc<dyn Checkpoints>>,
+) -> Running {
+    let store: Arc<dyn Store> = store;
+    let clients = StoreClientFactory::new(store.clone()).with_config(move |config| {
+        if transport == Transport::H2c {
+            config.with_http2(Http2Config::default().with_prior_knowledge())
+        } else {
+            config
+        }
+    });
+    let mut settings = Settings::default();
+    settings.worker = "bench-worker".to_owned();
+    let mut registry = Registry::default();
+    let mut controller = Controller::new(
+        store,
+        Arc::new(clients),
+        BTreeMap::from([("fake".to_owned(), provider)]),
+        ControllerIdentity::new(Uuid::from_u128(CONTROLLER)),
+        settings,
+        &mut registry,
+    );
+    if let Some(checkpoints) = checkpoints {
+        controller = controller.with_checkpoints(checkpoints);
+    }
+    let cancel = CancellationToken::new();
+    let handle = tokio::spawn(controller.run(cancel.clone()));
+    Running { cancel, handle }
+}
+
+fn fake_provider() -> Arc<dyn Provider> {
+    Arc::new(FakeCloud::new().provider(Uuid::from_u128(CONTROLLER)))
+}
+
+/// Waits until the simulator holds `n` long-polls (a listener polls only after its session is
+/// open and recorded), then checks the store shows `n` ready scale sets. Returns the time from
+/// `t0` until the polls were held.
+async fn until_listening(
+    sim: &mut Sim,
+    store: &DieselStore,
+    n: usize,
+    t0: Instant,
+    limit: Duration,
+) -> Result<Duration> {
+    let mut last_report = Instant::now();
+    let held = loop {
+        let polls = sim.polls().await?;
+        if polls >= n {
+            break t0.elapsed();
+        }
+        if last_report.elapsed() > Duration::from_secs(10) {
+            eprintln!("  … {:.0?}: {polls} of {n} polls held", t0.elapsed());
+            last_report = Instant::now();
+        }
+        if t0.elapsed() > limit {
+            bail!("after {limit:?} only {polls} of {n} polls are held");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let sets = store.list_scale_sets(None).await?;
+    let ready = sets
+        .iter()
+        .filter(|s| s.state == ScaleSetState::Ready)
+        .count();
+    if ready < n {
+        bail!("{n} polls are held but only {ready} scale sets are ready in the store");
+    }
+    Ok(held)
+}
+
+fn print_counts(label: &str, counts: &BTreeMap<String, u64>) {
+    println!("{label}:");
+    for (endpoint, count) in counts {
+        println!("  {endpoint:<22} {count}");
+    }
+}
+
+async fn recovery(n: usize, transport: Transport) -> Result<()> {
+    let mut sim = Sim::start(transport).await?;
+    let dir = tempfile::tempdir()?;
+    println!("disaster recovery: {n} scale sets, transport {transport:?}");
+
+    let first = populate(dir.path(), "first.db", &sim, n, 10).await?;
+    let t0 = Instant::now();
+    let running = start(first.clone(), transport, fake_provider(), None);
+    let listening = until_listening(&mut sim, &first, n, t0, Duration::from_secs(1800)).await?;
+    println!("first start (creates every scale set): all listening after {listening:.2?}");
+    running.stop().await?;
+    sim.ask("clear").await?;
+
+    // The database is lost: a new, empty one with the same declared fleet.
+    let second = populate(dir.path(), "second.db", &sim, n, 10).await?;
+    reset_breakdown();
+    let (cpu_before, sim_cpu_before) = (cpu_ticks(std::process::id())?, sim.cpu().await?);
+    let t0 = Instant::now();
+    let running = start(second.clone(), transport, fake_provider(), None);
+    let listening = until_listening(&mut sim, &second, n, t0, Duration::from_secs(600)).await?;
+    let wall = t0.elapsed();
+    let cpu = cpu_ticks(std::process::id())? - cpu_before;
+    let sim_cpu = sim.cpu().await? - sim_cpu_before;
+    println!("after the wipe: every listener holding a long-poll after {listening:.2?}");
+    println!(
+        "worker CPU {:.2} s ({:.0} % of the wall time on {} cores), simulator CPU {:.2} s",
+        cpu as f64 / 100.0,
+        cpu as f64 / wall.as_secs_f64(),
+        std::thread::available_parallelism().map_or(1, usize::from),
+        sim_cpu as f64 / 100.0
+    );
+    println!("worker RSS {} KiB", rss_kib(std::process::id())?);
+    print_counts("calls during recovery", &sim.counts().await?);
+    print_breakdown();
+    running.stop().await?;
+    Ok(())
+}
+
+async fn density(n: usize, transport: Transport) -> Result<()> {
+    let mut sim = Sim::start(transport).await?;
+    let dir = tempfile::tempdir()?;
+    println!("listener density: {n} idle scale sets, transport {transport:?}");
+    let store = populate(dir.path(), "density.db", &sim, n, 10).await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = rss_kib(std::process::id())?;
+    let t0 = Instant::now();
+    let running = start(store.clone(), transport, fake_provider(), None);
+    let listening = until_listening(&mut sim, &store, n, t0, Duration::from_secs(3000)).await?;
+    println!("all {n} listening after {listening:.1?}");
+    // Settle: the first reconciliation of every set and the start-up allocations are done.
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let after = rss_kib(std::process::id())?;
+    let window = Duration::from_secs(60);
+    reset_breakdown();
+    let (cpu0, sim0, t) = (
+        cpu_ticks(std::process::id())?,
+        sim.cpu().await?,
+        Instant::now(),
+    );
+    tokio::time::sleep(window).await;
+    let (cpu1, sim1) = (cpu_ticks(std::process::id())?, sim.cpu().await?);
+    let secs = t.elapsed().as_secs_f64();
+    let end = rss_kib(std::process::id())?;
+    let polls = sim.polls().await?;
+    println!("worker RSS before the controller: {before} KiB");
+    println!(
+        "worker RSS with {n} listening:   {after} KiB ({:.1} MiB)",
+        after as f64 / 1024.0
+    );
+    println!("worker RSS after the idle window: {end} KiB");
+    println!(
+        "per listener: {:.0} bytes ({:.1} KiB)",
+        after.saturating_sub(before) as f64 * 1024.0 / n as f64,
+        after.saturating_sub(before) as f64 / n as f64
+    );
+    println!(
+        "idle CPU over {secs:.0} s: worker {:.1} % of a core, simulator {:.1} % ({polls} polls held at the end)",
+        (cpu1 - cpu0) as f64 / secs,
+        (sim1 - sim0) as f64 / secs
+    );
+    print_counts("calls over the whole run", &sim.counts().await?);
+    print_breakdown();
+    if let Some(pid) = sim.pid() {
+        println!("simulator RSS {} KiB", rss_kib(pid)?);
+    }
+    running.stop().await?;
+    Ok(())
+}
+
+/// Message arrivals per scale set, and the time from the last one to each provider create.
+#[derive(Debug, Default)]
+struct Timings {
+    arrived: Mutex<HashMap<String, Instant>>,
+    samples: Mutex<Vec<Duration>>,
+}
+
+#[async_trait]
+impl Checkpoints for Timings {
+    async fn reached(&self, point: Checkpoint, scale_set: &str) {
+        if point == Checkpoint::MessageReceived {
+            lock(&self.arrived).insert(scale_set.to_owned(), Instant::now());
+        }
+    }
+}
+
+/// The fake provider, timing the start of every create against its scale set's last message.
+struct Timed {
+    inner: Arc<dyn Provider>,
+    timings: Arc<Timings>,
+}
+
+#[async_trait]
+impl Provider for Timed {
+    async fn create(&self, request: &CreateRequest) -> Result<ProviderInstance, ProviderError> {
+        let now = Instant::now();
+        let name = &request.bootstrap.name;
+        let scale_set = name.rsplit_once('-').map_or(name.as_str(), |(s, _)| s);
+        if let Some(at) = lock(&self.timings.arrived).get(scale_set) {
+            lock(&self.timings.samples).push(now.duration_since(*at));
+        }
+        self.inner.create(request).await
+    }
+    async fn delete(&self, pool: &Pool, instance: &InstanceId) -> Result<(), ProviderError> {
+        self.inner.delete(pool, instance).await
+    }
+    async fn get(
+        &self,
+        pool: &Pool,
+        instance: &InstanceId,
+    ) -> Result<ProviderInstance, ProviderError> {
+        self.inner.get(pool, instance).await
+    }
+    async fn list(&self, pool: &Pool) -> Result<Vec<ProviderInstance>, ProviderError> {
+        self.inner.list(pool).await
+    }
+    async fn remove_all(&self) -> Result<(), ProviderError> {
+        self.inner.remove_all().await
+    }
+    async fn start(&self, pool: &Pool, instance: &InstanceId) -> Result<(), ProviderError> {
+        self.inner.start(pool, instance).await
+    }
+    async fn stop(&self, pool: &Pool, instance: &InstanceId) -> Result<(), ProviderError> {
+        self.inner.stop(pool, instance).await
+    }
+    async fn version(&self) -> Result<String, ProviderError> {
+        self.inner.version().await
+    }
+}
+
+async fn latency(sets: usize, rate: u64, secs: u64, transport: Transport) -> Result<()> {
+    let mut sim = Sim::start(transport).await?;
+    let dir = tempfile::tempdir()?;
+    println!(
+        "job to instance: {rate} jobs/s over {sets} scale sets for {secs} s, transport {transport:?}"
+    );
+    let max_runners = u32::try_from(rate * secs).unwrap_or(u32::MAX);
+    let store = populate(dir.path(), "latency.db", &sim, sets, max_runners).await?;
+    let timings = Arc::new(Timings::default());
+    let provider: Arc<dyn Provider> = Arc::new(Timed {
+        inner: fake_provider(),
+        timings: timings.clone(),
+    });
+    let running = start(store.clone(), transport, provider, Some(timings.clone()));
+    until_listening(
+        &mut sim,
+        &store,
+        sets,
+        Instant::now(),
+        Duration::from_secs(600),
+    )
+    .await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    lock(&timings.samples).clear();
+    reset_breakdown();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    sim.ask(&format!("jobs {rate} {secs}")).await?;
+    tokio::time::sleep(Duration::from_secs(secs + 3)).await;
+    let mut samples = lock(&timings.samples).clone();
+    samples.sort_unstable();
+    let expected = rate * secs;
+    if samples.is_empty() {
+        bail!("no instance was created");
+    }
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    println!("load average at the start: {}", load.trim());
+    println!(
+        "creates timed: {} of {expected} jobs; p50 {:.2?}, p90 {:.2?}, p99 {:.2?}, max {:.2?}",
+        samples.len(),
+        at(0.50),
+        at(0.90),
+        at(0.99),
+        at(1.0)
+    );
+    print_breakdown();
+    running.stop().await?;
+    Ok(())
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn rss_kib(pid: u32) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("no VmRSS in /proc/<pid>/status")
+}
+
+/// User plus system CPU time of `pid` in clock ticks (100 per second on Linux).
+fn cpu_ticks(pid: u32) -> Result<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // Fields 14 and 15 of stat (utime, stime) are the 12th and 13th after the command name.
+    let field = |i: usize| -> Result<u64> {
+        fields
+            .get(i)
+            .context("a short /proc/<pid>/stat")?
+            .parse()
+            .context("a non-numeric CPU time")
+    };
+    Ok(field(11)? + field(12)?)
+}
