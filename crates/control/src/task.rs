@@ -139,6 +139,7 @@ async fn pass(shared: &Shared, id: ScaleSetId, cancel: &CancellationToken) -> Re
         github_id,
         last_message_id: scale_set.last_message_id,
         statistics: None,
+        jobs_waiting_shown: None,
     };
     let end = listener.run(handed, cancel).await?;
     Ok(match end {
