@@ -1,12 +1,6 @@
-//! The fake provider with a memory: instances are files under `[fake] state_dir`
-//! (`<pool key>/<name>.json`), so they outlive the worker process as a cloud's machines would,
-//! and a restarted worker (or a test) sees exactly what exists. With `[fake] simulator_url`,
-//! each created instance "boots": its runner is started in the simulator with its JIT config.
-//!
-//! This is for tests and rehearsals against the simulator; real fleets use external
-//! providers.
-
-use std::path::{Path, PathBuf};
+//! Booting the directory-backed fake provider's runners in a simulator over its control API
+//! (`POST /_sim/runners` at `[fake] simulator_url`), for rehearsals of the worker against
+//! `scaleset-sim`. The provider itself is `scaleset_provider::DirectoryProvider`.
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -14,91 +8,27 @@ use http_body_util::{BodyExt as _, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use scaleset_provider::{
-    Command, CreateRequest, Error, InstanceId, InstanceStatus, Pool, Provider, ProviderInstance,
-};
-use uuid::Uuid;
+use scaleset_provider::Boot;
 
-/// Instances recorded in a directory.
-pub(crate) struct DirProvider {
-    dir: PathBuf,
-    controller: Uuid,
-    simulator: Option<url::Url>,
+/// Starts runners in the simulator at `base` over HTTP.
+pub(crate) struct HttpBoot {
+    base: url::Url,
     http: Client<HttpConnector, Full<Bytes>>,
 }
 
-impl DirProvider {
-    pub(crate) fn new(dir: PathBuf, controller: Uuid, simulator: Option<url::Url>) -> Self {
+impl HttpBoot {
+    pub(crate) fn new(base: url::Url) -> Self {
         Self {
-            dir,
-            controller,
-            simulator,
+            base,
             http: Client::builder(TokioExecutor::new()).build_http(),
         }
     }
+}
 
-    /// Boots the instance recorded at `path` if it has not booted yet, then forgets its JIT
-    /// config.
-    async fn finish_boot(&self, path: &Path) {
-        let Ok(text) = tokio::fs::read_to_string(path).await else {
-            return;
-        };
-        let Ok(mut value) = serde_json::from_str::<serde_json::Value>(&text) else {
-            return;
-        };
-        let (Some(jit), Some(name)) = (
-            value["jitConfig"].as_str().map(str::to_owned),
-            value["name"].as_str().map(str::to_owned),
-        ) else {
-            return;
-        };
-        if self.boot(&jit, &name).await {
-            value["jitConfig"] = serde_json::Value::Null;
-            if let Ok(staged) = self
-                .staged(Command::CreateInstance, &value.to_string())
-                .await
-            {
-                // A rename replaces the file whole, or not at all.
-                if tokio::fs::rename(&staged, path).await.is_err() {
-                    let _ = tokio::fs::remove_file(&staged).await;
-                }
-            }
-        }
-    }
-
-    /// `text` written and synced to a new file under `<state_dir>/.staging`.
-    async fn staged(&self, command: Command, text: &str) -> Result<PathBuf, Error> {
-        let dir = self.dir.join(".staging");
-        tokio::fs::create_dir_all(&dir)
-            .await
-            .map_err(|e| io(command, &e))?;
-        let path = dir.join(Uuid::new_v4().simple().to_string());
-        let mut file = tokio::fs::File::create(&path)
-            .await
-            .map_err(|e| io(command, &e))?;
-        tokio::io::AsyncWriteExt::write_all(&mut file, text.as_bytes())
-            .await
-            .map_err(|e| io(command, &e))?;
-        file.sync_all().await.map_err(|e| io(command, &e))?;
-        Ok(path)
-    }
-
-    fn pool_dir(&self, pool: &Pool) -> PathBuf {
-        self.dir.join(pool.key.as_str())
-    }
-
-    fn file(&self, pool: &Pool, instance: &InstanceId) -> PathBuf {
-        self.pool_dir(pool)
-            .join(format!("{}.json", instance.as_str()))
-    }
-
-    /// Starts the runner in the simulator; whether it is done with (started, or refused as
-    /// started already).
-    async fn boot(&self, jit: &str, name: &str) -> bool {
-        let Some(base) = &self.simulator else {
-            return true;
-        };
-        let Ok(url) = base.join("_sim/runners") else {
+#[async_trait]
+impl Boot for HttpBoot {
+    async fn boot(&self, name: &str, jit: &str) -> bool {
+        let Ok(url) = self.base.join("_sim/runners") else {
             return true;
         };
         let body = serde_json::json!({ "jitConfig": jit }).to_string();
@@ -122,158 +52,5 @@ impl DirProvider {
         // A machine whose boot failed: the bootstrap deadline removes it.
         tracing::warn!(runner = %name, reason = %outcome, "fake instance did not boot its runner");
         false
-    }
-}
-
-fn io(command: Command, e: &std::io::Error) -> Error {
-    Error::Io {
-        command,
-        source: std::io::Error::new(e.kind(), e.to_string()),
-    }
-}
-
-fn invalid(command: Command, what: String) -> Error {
-    Error::Io {
-        command,
-        source: std::io::Error::new(std::io::ErrorKind::InvalidData, what),
-    }
-}
-
-fn not_found(command: Command) -> Error {
-    Error::NotFound {
-        command,
-        stderr_tail: String::new(),
-    }
-}
-
-fn instance(name: &str) -> ProviderInstance {
-    ProviderInstance {
-        provider_id: name.to_owned(),
-        name: name.to_owned(),
-        os_type: Some("linux".to_owned()),
-        os_name: Some("fake".to_owned()),
-        os_version: None,
-        os_arch: None,
-        addresses: Vec::new(),
-        status: InstanceStatus::Running,
-        provider_fault: None,
-    }
-}
-
-/// Reads one instance file (`{"name": …, "pool": …}`).
-async fn read(path: &Path, command: Command) -> Result<ProviderInstance, Error> {
-    let text = match tokio::fs::read_to_string(path).await {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found(command)),
-        Err(e) => return Err(io(command, &e)),
-    };
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| invalid(command, format!("{}: {e}", path.display())))?;
-    match value.get("name").and_then(serde_json::Value::as_str) {
-        Some(name) => Ok(instance(name)),
-        None => Err(invalid(command, format!("{}: no name", path.display()))),
-    }
-}
-
-#[async_trait]
-impl Provider for DirProvider {
-    async fn create(&self, request: &CreateRequest) -> Result<ProviderInstance, Error> {
-        let command = Command::CreateInstance;
-        let bootstrap = &request.bootstrap;
-        let pool = Pool::new(bootstrap.pool_id.clone());
-        let dir = self.pool_dir(&pool);
-        tokio::fs::create_dir_all(&dir)
-            .await
-            .map_err(|e| io(command, &e))?;
-        let instance = instance(&bootstrap.name);
-        let path = dir.join(format!("{}.json", bootstrap.name));
-        // The JIT config is kept until the runner booted, as a machine's user data would be:
-        // a worker killed between create and boot leaves a machine that still boots.
-        let text = serde_json::json!({
-            "name": bootstrap.name,
-            "pool": bootstrap.pool_id.as_str(),
-            "jitConfig": request.jit_config.as_ref().map(|j| j.expose()),
-        })
-        .to_string();
-        // Written aside, then linked into place: a kill -9 never leaves a half-written
-        // instance, and linking fails when the name exists (a duplicate).
-        let staged = self.staged(command, &text).await?;
-        let linked = tokio::fs::hard_link(&staged, &path).await;
-        let _ = tokio::fs::remove_file(&staged).await;
-        match linked {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                return Err(Error::Duplicate {
-                    command,
-                    stderr_tail: String::new(),
-                });
-            }
-            Err(e) => return Err(io(command, &e)),
-        }
-        self.finish_boot(&path).await;
-        Ok(instance)
-    }
-
-    async fn delete(&self, pool: &Pool, instance: &InstanceId) -> Result<(), Error> {
-        match tokio::fs::remove_file(self.file(pool, instance)).await {
-            Ok(()) => Ok(()),
-            // Already gone is deleted, as GARM providers treat it.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(io(Command::DeleteInstance, &e)),
-        }
-    }
-
-    async fn get(&self, pool: &Pool, instance: &InstanceId) -> Result<ProviderInstance, Error> {
-        let path = self.file(pool, instance);
-        self.finish_boot(&path).await;
-        read(&path, Command::GetInstance).await
-    }
-
-    async fn list(&self, pool: &Pool) -> Result<Vec<ProviderInstance>, Error> {
-        let command = Command::ListInstances;
-        let mut entries = match tokio::fs::read_dir(self.pool_dir(pool)).await {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io(command, &e)),
-        };
-        let mut out = Vec::new();
-        while let Some(entry) = entries.next_entry().await.map_err(|e| io(command, &e))? {
-            if entry.path().extension().is_none_or(|ext| ext != "json") {
-                continue;
-            }
-            self.finish_boot(&entry.path()).await;
-            out.push(read(&entry.path(), command).await?);
-        }
-        Ok(out)
-    }
-
-    async fn remove_all(&self) -> Result<(), Error> {
-        let command = Command::RemoveAllInstances;
-        let prefix = format!("{}_", self.controller);
-        let mut entries = match tokio::fs::read_dir(&self.dir).await {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(io(command, &e)),
-        };
-        while let Some(entry) = entries.next_entry().await.map_err(|e| io(command, &e))? {
-            if entry.file_name().to_string_lossy().starts_with(&prefix) {
-                tokio::fs::remove_dir_all(entry.path())
-                    .await
-                    .map_err(|e| io(command, &e))?;
-            }
-        }
-        Ok(())
-    }
-
-    async fn start(&self, pool: &Pool, instance: &InstanceId) -> Result<(), Error> {
-        self.get(pool, instance).await.map(|_| ())
-    }
-
-    async fn stop(&self, pool: &Pool, instance: &InstanceId) -> Result<(), Error> {
-        self.get(pool, instance).await.map(|_| ())
-    }
-
-    async fn version(&self) -> Result<String, Error> {
-        Ok("v0.1.0".to_owned())
     }
 }

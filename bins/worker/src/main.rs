@@ -23,7 +23,7 @@ use nix::fcntl::{Flock, FlockArg};
 use prometheus_client::registry::Registry;
 use scaleset_config::Config;
 use scaleset_control::{Controller, ControllerIdentity, StoreClientFactory};
-use scaleset_provider::{FakeCloud, ProcessEnv, Provider, ProviderKind};
+use scaleset_provider::{DirectoryProvider, FakeCloud, ProcessEnv, Provider, ProviderKind};
 use scaleset_store::{ControllerBinding, DatabaseUrl, DieselStore, Store};
 use tokio_util::sync::CancellationToken;
 
@@ -176,11 +176,13 @@ async fn run(config: Config, env: &BTreeMap<String, String>) -> Result<()> {
     let mut providers: BTreeMap<String, Arc<dyn Provider>> = BTreeMap::new();
     for provider in &config.providers {
         let built: Arc<dyn Provider> = match (&provider.kind, &config.fake.state_dir) {
-            (ProviderKind::Fake, Some(dir)) => Arc::new(fake::DirProvider::new(
-                dir.clone(),
-                id,
-                config.fake.simulator_url.clone(),
-            )),
+            (ProviderKind::Fake, Some(dir)) => {
+                let directory = DirectoryProvider::new(dir.clone(), id);
+                Arc::new(match config.fake.simulator_url.clone() {
+                    Some(url) => directory.with_boot(Arc::new(fake::HttpBoot::new(url))),
+                    None => directory,
+                })
+            }
             _ => provider.build(id, &ProcessEnv, &cloud),
         };
         providers.insert(provider.name.clone(), built);

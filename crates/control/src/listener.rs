@@ -53,6 +53,9 @@ pub(crate) struct Listener<'a> {
     pub(crate) statistics: Option<Statistics>,
     /// The start permit, given back once polling begins.
     pub(crate) starting: Option<tokio::sync::SemaphorePermit<'a>>,
+    /// The jobs-waiting figure last written to the store for the status page (written again
+    /// only when it changes).
+    pub(crate) jobs_waiting_shown: Option<u32>,
 }
 
 enum Opened {
@@ -328,7 +331,29 @@ impl Listener<'_> {
 
     async fn scale(&mut self) -> Result<(), Error> {
         let assigned = self.statistics.map_or(0, |s| s.total_assigned_jobs);
+        self.show_jobs_waiting().await?;
         self.runners.scale(assigned).await
+    }
+
+    /// Records the jobs waiting for a runner, as the last statistics say, when it changed.
+    async fn show_jobs_waiting(&mut self) -> Result<(), Error> {
+        let Some(stats) = self.statistics else {
+            return Ok(());
+        };
+        let waiting = stats.total_available_jobs.max(0)
+            + stats.total_acquired_jobs.max(0)
+            + (stats.total_assigned_jobs - stats.total_running_jobs).max(0);
+        let waiting = u32::try_from(waiting).unwrap_or(u32::MAX);
+        if self.jobs_waiting_shown == Some(waiting) {
+            return Ok(());
+        }
+        self.shared
+            .store
+            .set_jobs_waiting(&self.lease, waiting)
+            .await
+            .map_err(store("recording the jobs waiting"))?;
+        self.jobs_waiting_shown = Some(waiting);
+        Ok(())
     }
 
     async fn store_session(&self, session_id: Option<&str>) -> Result<(), Error> {

@@ -172,7 +172,7 @@ async fn pass(
     let client = shared.clients.client(&scale_set).await?;
     let (github_id, handed) = match ensure(shared, &client, &lease, id).await? {
         Ensured::Ready { github_id, session } => (github_id, session),
-        Ensured::Wait { after } => return Ok(Next::After(after)),
+        Ensured::Wait { after, .. } => return Ok(Next::After(after)),
     };
     let scale_set = shared
         .store
@@ -200,6 +200,7 @@ async fn pass(
         last_message_id: MessageId::from(scale_set.last_message_id),
         statistics: None,
         starting,
+        jobs_waiting_shown: None,
     };
     let end = listener.run(handed, cancel).await?;
     Ok(match end {

@@ -93,6 +93,7 @@
 mod bootstrap;
 mod command;
 mod config;
+mod directory;
 mod duration;
 mod environment;
 mod error;
@@ -111,6 +112,7 @@ pub use config::{
     ConfigError, ConfigProblem, ExternalConfig, InterfaceVersion, ProviderConfig, ProviderKind,
     RawProviderConfig,
 };
+pub use directory::{Boot, DirectoryProvider};
 pub use environment::{EnvAllowList, EnvSource, PROXY_VARIABLES, ProcessEnv};
 pub use error::{Error, OutputProblem};
 pub use external::ExternalProvider;

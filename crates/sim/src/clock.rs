@@ -8,7 +8,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A point in simulated time, in milliseconds since the Unix epoch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct SimTime(u64);
 
 impl SimTime {
@@ -103,6 +115,13 @@ impl Clock {
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |o| {
                 Some(o.saturating_add(ms))
             });
+    }
+
+    /// A clock already `offset` ahead of the wall clock (a restored simulator's).
+    pub(crate) fn with_offset(offset: Duration) -> Self {
+        let clock = Self::default();
+        clock.advance(offset);
+        clock
     }
 
     /// How far simulated time is ahead of the wall clock.

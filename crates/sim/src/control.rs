@@ -38,6 +38,8 @@ struct ForeignBody {
     owner_name: String,
     #[serde(default)]
     runner_group_id: i64,
+    #[serde(default)]
+    labels: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -119,11 +121,12 @@ pub(crate) fn handle(shared: &std::sync::Arc<Shared>, req: &Request) -> Outcome 
         (&Method::POST, ["foreign"]) => {
             let body: ForeignBody = parse(req)?;
             let foreign = sim
-                .create_foreign_scale_set(
+                .create_foreign_scale_set_with_labels(
                     &body.scope,
                     body.runner_group_id,
                     &body.name,
                     &body.owner_name,
+                    &body.labels,
                 )
                 .map_err(|e| fail(&e))?;
             Ok(Reply::json(200, to_json(&foreign)))

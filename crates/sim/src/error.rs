@@ -19,6 +19,17 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The saved state file could not be read or written.
+    #[error("could not {action} the simulator state file {path}")]
+    StateFile {
+        /// `read`, `write` or `decode`.
+        action: &'static str,
+        /// The file.
+        path: std::path::PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A JIT configuration that this simulator did not issue (or that is corrupt).
     #[error("the JIT configuration was not issued by this simulator (or is corrupt)")]
     InvalidJitConfig,
@@ -49,7 +60,7 @@ impl Error {
             Self::NotFound { .. } => 404,
             Self::Conflict { .. } => 409,
             Self::InvalidJitConfig | Self::BadRequest { .. } | Self::InvalidConfig { .. } => 400,
-            Self::Io { .. } => 500,
+            Self::Io { .. } | Self::StateFile { .. } => 500,
         }
     }
 

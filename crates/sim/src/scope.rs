@@ -6,7 +6,9 @@ use std::fmt;
 
 /// Where runners register: the tenant whose scale sets, groups and agents are separate from
 /// every other tenant's.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub(crate) enum Scope {
     /// An organization login.
     Organization(String),

@@ -3,6 +3,7 @@
 //! of band, hold foreign sessions, start simulated runners).
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -20,7 +21,7 @@ use crate::route::Mounts;
 use crate::runner_download::RunnerDownloads;
 use crate::scope::Scope;
 use crate::snapshot::{JobSpec, RequestRecord, StateSnapshot};
-use crate::state::{ScaleSetInput, State};
+use crate::state::{Label, SAVED_VERSION, Saved, ScaleSetInput, State};
 use crate::token::Signer;
 
 /// Locks a mutex, recovering the data if a panicking thread poisoned it.
@@ -98,6 +99,78 @@ pub struct Simulator {
 impl Simulator {
     /// A simulator seeded from `config`; fails if the configuration is invalid.
     pub fn new(config: SimConfig) -> Result<Self, Error> {
+        Self::build(config, None)
+    }
+
+    /// A simulator that continues the world saved in `path` by [`Simulator::save_state`]
+    /// (scale sets, sessions, message logs, jobs, agents, runner groups and simulated time),
+    /// or, when the file does not exist, one seeded from `config` as [`Simulator::new`] does.
+    /// The rest of `config` (paths, timings, switches) applies as given. Tokens issued before
+    /// are not kept: clients fetch new ones, as after an expiry.
+    pub fn with_saved_state(config: SimConfig, path: &Path) -> Result<Self, Error> {
+        let text = match std::fs::read(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Self::new(config),
+            Err(source) => {
+                return Err(Error::StateFile {
+                    action: "read",
+                    path: path.to_owned(),
+                    source,
+                });
+            }
+        };
+        let saved: Saved = serde_json::from_slice(&text).map_err(|e| Error::StateFile {
+            action: "decode",
+            path: path.to_owned(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        })?;
+        if saved.version != SAVED_VERSION {
+            return Err(Error::StateFile {
+                action: "decode",
+                path: path.to_owned(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "format version {} (this simulator reads {SAVED_VERSION}); delete the \
+                         file to start from the seed",
+                        saved.version
+                    ),
+                ),
+            });
+        }
+        Self::build(config, Some(saved))
+    }
+
+    /// Writes the durable world to `path` as JSON, atomically (a sibling temporary file, synced,
+    /// then renamed over `path`), so a crash leaves the previous file or the new one whole.
+    pub fn save_state(&self, path: &Path) -> Result<(), Error> {
+        let offset = u64::try_from(self.shared.clock.offset().as_millis()).unwrap_or(u64::MAX);
+        let text = {
+            let state = lock(&self.shared.state);
+            serde_json::to_vec(&state.to_saved(offset))
+        }
+        .map_err(|e| Error::StateFile {
+            action: "write",
+            path: path.to_owned(),
+            source: std::io::Error::other(e),
+        })?;
+        let write = |source| Error::StateFile {
+            action: "write",
+            path: path.to_owned(),
+            source,
+        };
+        let mut staged = path.as_os_str().to_owned();
+        staged.push(".tmp");
+        let staged = std::path::PathBuf::from(staged);
+        {
+            let mut file = std::fs::File::create(&staged).map_err(write)?;
+            std::io::Write::write_all(&mut file, &text).map_err(write)?;
+            file.sync_all().map_err(write)?;
+        }
+        std::fs::rename(&staged, path).map_err(write)
+    }
+
+    fn build(config: SimConfig, saved: Option<Saved>) -> Result<Self, Error> {
         config
             .validate()
             .map_err(|problems| Error::InvalidConfig { problems })?;
@@ -117,14 +190,21 @@ impl Simulator {
             conflict_names_owner: config.conflict_names_owner,
             ..Faults::default()
         };
+        let (state, clock) = match saved {
+            Some(saved) => {
+                let offset = Duration::from_millis(saved.clock_offset_ms);
+                (State::from_saved(saved), Clock::with_offset(offset))
+            }
+            None => (State::new(&config), Clock::default()),
+        };
         let shared = Shared {
-            state: Mutex::new(State::new(&config)),
+            state: Mutex::new(state),
             log: Mutex::new(RequestLog::new(config.request_log_capacity)),
             quota: Mutex::new(RestQuota::default()),
             downloads: RunnerDownloads::new(),
             faults: Mutex::new(faults),
             mounts,
-            clock: Clock::default(),
+            clock,
             signer: Signer::random(),
             shutdown: CancellationToken::new(),
             waiting_polls: AtomicUsize::new(0),
@@ -250,6 +330,52 @@ impl Simulator {
         name: &str,
         owner_name: &str,
     ) -> Result<ForeignScaleSet, Error> {
+        self.create_foreign_scale_set_with_labels(scope, runner_group_id, name, owner_name, &[])
+    }
+
+    /// [`Simulator::create_foreign_scale_set`] with extra labels on the scale set (for
+    /// example another controller's owner label, `scaleset-owner-<32 hex>`).
+    pub fn create_foreign_scale_set_with_labels(
+        &self,
+        scope: &str,
+        runner_group_id: i64,
+        name: &str,
+        owner_name: &str,
+        labels: &[String],
+    ) -> Result<ForeignScaleSet, Error> {
+        let now = self.shared.clock.now();
+        let (scope, id) = self.seed(scope, runner_group_id, name, labels)?;
+        let mut state = lock(&self.shared.state);
+        let session = state
+            .create_session(&scope, id, owner_name, now, false)
+            .map_err(Error::from_state)?;
+        Ok(ForeignScaleSet {
+            scale_set_id: id,
+            session_id: session.id,
+        })
+    }
+
+    /// Creates a scale set with `labels` (beside its name label) and no session, as an earlier
+    /// install of some controller would have left it; returns its id. `scope` is a config-URL
+    /// path, `runner_group_id` 0 means the default group.
+    pub fn seed_scale_set(
+        &self,
+        scope: &str,
+        runner_group_id: i64,
+        name: &str,
+        labels: &[String],
+    ) -> Result<i64, Error> {
+        self.seed(scope, runner_group_id, name, labels)
+            .map(|(_, id)| id)
+    }
+
+    fn seed(
+        &self,
+        scope: &str,
+        runner_group_id: i64,
+        name: &str,
+        labels: &[String],
+    ) -> Result<(Scope, i64), Error> {
         let scope = Scope::parse_path(scope).ok_or_else(|| Error::BadRequest {
             what: format!("{scope:?} is not an organization, owner/repo or enterprises/slug"),
         })?;
@@ -260,21 +386,28 @@ impl Simulator {
                 what: format!("scope {scope}"),
             });
         }
+        let mut all = Vec::new();
+        if !labels.is_empty() {
+            // As GitHub's clients send them: the name as a System label, the rest as User labels.
+            all.push(Label {
+                name: name.trim().to_owned(),
+                kind: "System".to_owned(),
+            });
+            all.extend(labels.iter().map(|l| Label {
+                name: l.clone(),
+                kind: "User".to_owned(),
+            }));
+        }
         let input = ScaleSetInput {
             name: name.to_owned(),
             group_id: runner_group_id,
+            labels: all,
             ..ScaleSetInput::default()
         };
         let id = state
             .create_scale_set(&scope, input, now)
             .map_err(Error::from_state)?;
-        let session = state
-            .create_session(&scope, id, owner_name, now, false)
-            .map_err(Error::from_state)?;
-        Ok(ForeignScaleSet {
-            scale_set_id: id,
-            session_id: session.id,
-        })
+        Ok((scope, id))
     }
 
     /// Creates a runner group in the seeded `scope` (a config-URL path); returns its id. Fails

@@ -146,6 +146,13 @@ pub struct ScaleSet {
     pub created_at: Timestamp,
     /// When it was last written.
     pub updated_at: Timestamp,
+    /// When the message cursor last moved past a handled message (fenced, written by
+    /// [`ScaleSetStore::set_message_cursor`]); `None` before the first message and after a
+    /// cursor reset.
+    pub last_message_at: Option<Timestamp>,
+    /// Jobs waiting for a runner as the last statistics GitHub sent said (available, acquired
+    /// and assigned but not yet running); fenced, see [`ScaleSetStore::set_jobs_waiting`].
+    pub jobs_waiting: u32,
 }
 
 /// Scale sets.
@@ -175,9 +182,14 @@ pub trait ScaleSetStore: Send + Sync {
     /// the message cursor and session, which belonged to the old GitHub scale set.
     async fn update_scale_set(&self, scale_set: &ScaleSet) -> Result<ScaleSet>;
 
-    /// Records the last handled message id, if `lease` is still current
+    /// Records the last handled message id, and (for an id above 0) now as
+    /// [`ScaleSet::last_message_at`], if `lease` is still current
     /// ([`crate::Error::LeaseLost`] otherwise).
     async fn set_message_cursor(&self, lease: &Lease, last_message_id: i64) -> Result<()>;
+
+    /// Records how many jobs wait for a runner ([`ScaleSet::jobs_waiting`]), if `lease` is
+    /// still current. For display only: no decision reads it back.
+    async fn set_jobs_waiting(&self, lease: &Lease, jobs_waiting: u32) -> Result<()>;
 
     /// Records the message session id, if `lease` is still current.
     async fn set_message_session(&self, lease: &Lease, session_id: Option<&str>) -> Result<()>;

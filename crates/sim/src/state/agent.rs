@@ -9,7 +9,7 @@ use crate::config::SimConfig;
 use crate::scope::Scope;
 
 /// What an agent (runner) is doing.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) enum AgentPhase {
     /// Registered by `generatejitconfig`; no runner has started with its JIT config.
     Registered,
@@ -20,7 +20,7 @@ pub(crate) enum AgentPhase {
 }
 
 /// A registered runner.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Agent {
     pub(crate) id: i64,
     pub(crate) scope: Scope,

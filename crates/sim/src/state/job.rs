@@ -14,7 +14,7 @@ pub(crate) const MAX_JOBS_PER_MESSAGE: usize = 50;
 pub(crate) const MAX_JOBS_PER_ENQUEUE: u32 = 10_000;
 
 /// Where a job is in its life.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) enum JobState {
     /// Waiting on the server side (beyond capacity, or no listener polled yet).
     Queued,
@@ -54,7 +54,7 @@ impl JobState {
 
 /// A job message of the queue: what happened to a job, with the job as it was then. The
 /// protocol module renders it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) enum JobEvent {
     /// Offered to the scale set (acquire mode).
     Available(Job),
@@ -79,7 +79,7 @@ pub(crate) enum JobEvent {
 }
 
 /// A job queued for a scale set.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Job {
     pub(crate) request_id: i64,
     /// The `runnerRequestId` job messages carry: 0 in auto-assign mode, as on github.com.
@@ -104,7 +104,7 @@ pub(crate) struct Job {
 }
 
 /// A job event not yet turned into a message.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct PendingEvent {
     /// The job message.
     pub(crate) event: JobEvent,
@@ -121,7 +121,7 @@ impl PendingEvent {
 }
 
 /// A message in a scale set's log, kept until it is deleted (acknowledged).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct LoggedMessage {
     pub(crate) id: i64,
     /// The job messages it carries (the `body` array on the wire).

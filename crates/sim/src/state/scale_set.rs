@@ -19,7 +19,7 @@ use crate::scope::Scope;
 use crate::snapshot::Statistics;
 
 /// A label of a scale set.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Label {
     pub(crate) name: String,
     pub(crate) kind: String,
@@ -35,7 +35,7 @@ pub(crate) struct ScaleSetInput {
 }
 
 /// A scale set.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ScaleSet {
     pub(crate) id: i64,
     pub(crate) scope: Scope,
@@ -50,7 +50,8 @@ pub(crate) struct ScaleSet {
     pub(crate) log: VecDeque<LoggedMessage>,
     pending: Vec<PendingEvent>,
     pub(crate) jobs: BTreeMap<i64, Job>,
-    /// Wakes the polls held on this scale set.
+    /// Wakes the polls held on this scale set (not saved: a restored scale set has no polls).
+    #[serde(skip)]
     pub(crate) notify: Arc<Notify>,
 }
 

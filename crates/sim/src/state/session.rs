@@ -4,7 +4,7 @@
 use crate::clock::SimTime;
 
 /// The active message session of a scale set.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Session {
     pub(crate) id: String,
     pub(crate) owner: String,

@@ -8,7 +8,7 @@ use super::name::same_name;
 use crate::scope::Scope;
 
 /// A runner group of one tenant.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct RunnerGroup {
     pub(crate) id: i64,
     pub(crate) name: String,
@@ -16,7 +16,7 @@ pub(crate) struct RunnerGroup {
 }
 
 /// One tenant's own namespace.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Tenant {
     pub(crate) groups: BTreeMap<i64, RunnerGroup>,
     next_group_id: i64,

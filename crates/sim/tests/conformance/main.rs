@@ -10,3 +10,4 @@ mod http2;
 mod malformed;
 mod queue;
 mod rest;
+mod saved;

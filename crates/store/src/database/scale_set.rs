@@ -55,6 +55,8 @@ struct Row {
     generation: i64,
     created_at: i64,
     updated_at: i64,
+    last_message_at: Option<i64>,
+    jobs_waiting: i64,
 }
 
 fn to_json(field: &'static str, value: &impl serde::Serialize) -> Result<String> {
@@ -117,6 +119,8 @@ fn from_row(row: Row) -> Result<ScaleSet> {
         generation: row.generation,
         created_at: Timestamp::from_unix_millis(row.created_at),
         updated_at: Timestamp::from_unix_millis(row.updated_at),
+        last_message_at: row.last_message_at.map(Timestamp::from_unix_millis),
+        jobs_waiting: count_from_db(TABLE, key, "jobs_waiting", row.jobs_waiting)?,
     })
 }
 
@@ -167,6 +171,8 @@ fn new_row(ctx: &Context, new: &NewScaleSet) -> Result<Row> {
         generation: 1,
         created_at: now,
         updated_at: now,
+        last_message_at: None,
+        jobs_waiting: 0,
     })
 }
 
@@ -352,11 +358,26 @@ impl ScaleSetStore for DieselStore {
         self.run("set message cursor", move |conn, ctx| {
             let now = ctx.now().unix_millis();
             fenced_update(conn, &lease, "set message cursor", |conn, id| {
+                // A reset (0, after a new GitHub id) handled no message.
+                let handled_at = (last_message_id > 0).then_some(now);
                 diesel::update(scale_sets::table.find(id))
                     .set((
                         scale_sets::last_message_id.eq(last_message_id),
+                        scale_sets::last_message_at.eq(handled_at),
                         scale_sets::updated_at.eq(now),
                     ))
+                    .execute(conn)
+            })
+        })
+        .await
+    }
+
+    async fn set_jobs_waiting(&self, lease: &Lease, jobs_waiting: u32) -> Result<()> {
+        let lease = lease.clone();
+        self.run("set jobs waiting", move |conn, _ctx| {
+            fenced_update(conn, &lease, "set jobs waiting", |conn, id| {
+                diesel::update(scale_sets::table.find(id))
+                    .set(scale_sets::jobs_waiting.eq(i64::from(jobs_waiting)))
                     .execute(conn)
             })
         })

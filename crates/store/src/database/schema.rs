@@ -66,6 +66,8 @@ diesel::table! {
         generation -> BigInt,
         created_at -> BigInt,
         updated_at -> BigInt,
+        last_message_at -> Nullable<BigInt>,
+        jobs_waiting -> BigInt,
     }
 }
 

@@ -196,6 +196,13 @@ async fn stale_token_writes_are_lease_lost(db: TestDb) {
             .unwrap_err()
             .is_lease_lost()
     );
+    assert!(
+        store
+            .set_jobs_waiting(&old, 5)
+            .await
+            .unwrap_err()
+            .is_lease_lost()
+    );
     let new_instance = NewInstance::pending("fence-2", "c:1", None);
     assert!(
         store

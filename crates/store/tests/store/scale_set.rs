@@ -93,16 +93,26 @@ async fn scale_set_round_trip(db: TestDb) {
         .await
         .unwrap();
     store.set_desired_runners(&held, 3).await.unwrap();
+    store.set_jobs_waiting(&held, 4).await.unwrap();
     let fenced = store.get_scale_set(created.id).await.unwrap();
     assert_eq!(
         (
             fenced.last_message_id,
             fenced.session_id.as_deref(),
             fenced.desired_runners,
+            fenced.jobs_waiting,
             fenced.generation
         ),
-        (99, Some("session-1"), 3, 2)
+        (99, Some("session-1"), 3, 4, 2)
     );
+    assert!(
+        fenced.last_message_at.is_some(),
+        "a handled message stamps the time"
+    );
+    // A reset handled no message: no time.
+    store.set_message_cursor(&held, 0).await.unwrap();
+    let reset = store.get_scale_set(created.id).await.unwrap();
+    assert_eq!(reset.last_message_at, None);
 }
 
 async fn duplicate_entity_group_name_is_a_conflict(db: TestDb) {

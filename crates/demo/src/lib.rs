@@ -1,0 +1,45 @@
+//! `scaleset-demo`: the one-command demo of scaleset on one machine, with no GitHub account, no
+//! cloud and no database server. One [`Demo`] runs, in process:
+//!
+//! - the simulator (`scaleset-sim`) as "GitHub", serving on a loopback port, its world saved in
+//!   the data directory so a restart finds the same scale sets, sessions, runners and jobs;
+//! - a fake cloud ([`scaleset_provider::DirectoryProvider`]) whose machines are files in the
+//!   data directory and "boot" simulated runners that take their jobs and finish them;
+//! - SQLite in the data directory, with the controller id and encryption key pinned beside it;
+//! - a declared fleet of three scale sets in organization `acme`, one of them already on the
+//!   simulated GitHub with our owner label (so the first run adopts it);
+//! - `scaleset-control`'s [`scaleset_control::Controller`] serving them, and a steady, bounded
+//!   stream of jobs.
+//!
+//! Delete the database between two runs and the next one rebuilds it: every scale set comes
+//! back adopted, none is created, and the running machines are re-recorded. The HTTP API and
+//! the status page are not here: `scaleset-server demo` serves them over [`Demo::store`].
+//!
+//! **What it deliberately does not do.** It talks to no real GitHub or cloud, and it is not a
+//! way to run production fleets: the simulator's PAT is public and its runners are state
+//! transitions. DESIGN allows the server to depend on the simulator only for this demo.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), scaleset_demo::Error> {
+//! let mut options = scaleset_demo::DemoOptions::new("/tmp/scaleset-demo".into());
+//! options.github_listen = "127.0.0.1:0".parse().expect("an address");
+//! let demo = scaleset_demo::Demo::start(options).await?;
+//! println!("GitHub (simulated) at {}", demo.github_url());
+//! demo.stop().await?;
+//! # Ok(())
+//! # }
+//! ```
+
+mod data_dir;
+mod demo;
+mod error;
+mod fleet;
+mod github;
+mod jobs;
+
+pub use data_dir::DataDir;
+pub use demo::{Demo, DemoOptions};
+pub use error::Error;
+pub use fleet::{CREDENTIALS, Declared, FLEET, PROVIDER, spec};
+pub use github::{ORGANIZATION, PAT, sim_config};
+pub use jobs::JobStream;
