@@ -1,0 +1,347 @@
+//! The command line: global connection and output options, and one subcommand per API
+//! resource. Parsing only: `commands` runs them.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::output::{ColorChoice, Format};
+use crate::settings::{Flags, Token};
+
+/// The command-line client of scaleset-server's REST API.
+///
+/// Exit codes: 0 done (plan: no changes); 1 error; 2 refused (a scale set refused adoption,
+/// apply refused) or plan has changes.
+#[derive(Debug, Parser)]
+#[command(name = "scalesetctl", version, max_term_width = 100)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) connection: Connection,
+    /// How results are printed.
+    #[arg(long, short = 'o', global = true, value_enum, default_value_t = Format::Table)]
+    pub(crate) output: Format,
+    /// When to use colour.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub(crate) color: ColorChoice,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// Where the server is and how to authenticate (flags win over the environment, which wins
+/// over the configuration file).
+#[derive(Debug, Args)]
+pub(crate) struct Connection {
+    /// The server's URL [env: SCALESET_URL] [default: http://127.0.0.1:8080].
+    #[arg(long, global = true, value_name = "URL")]
+    url: Option<String>,
+    /// The API token (visible to other local users in the process list: prefer
+    /// --token-file or SCALESET_TOKEN).
+    #[arg(long, global = true, value_name = "TOKEN")]
+    token: Option<String>,
+    /// A file holding the API token [env: SCALESET_TOKEN_FILE].
+    #[arg(long, global = true, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// CA certificates (PEM) to trust for an https:// server [env: SCALESET_CA_BUNDLE].
+    #[arg(long, global = true, value_name = "FILE")]
+    ca_bundle: Option<PathBuf>,
+    /// The configuration file [env: SCALESET_CTL_CONFIG] [default:
+    /// $XDG_CONFIG_HOME/scaleset/ctl.toml].
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// How long one request may take ("30s", "2m") [env: SCALESET_TIMEOUT] [default: 60s].
+    #[arg(long, global = true, value_name = "DURATION")]
+    timeout: Option<String>,
+}
+
+impl Connection {
+    /// The flags, for `Settings::resolve`.
+    pub(crate) fn flags(&self) -> Flags {
+        Flags {
+            url: self.url.clone(),
+            token: self.token.as_deref().map(Token::new),
+            token_file: self.token_file.clone(),
+            ca_bundle: self.ca_bundle.clone(),
+            config: self.config.clone(),
+            timeout: self.timeout.clone(),
+        }
+    }
+}
+
+/// The subcommands, one per resource.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Show where scalesetctl connects and where each setting came from (no request made;
+    /// the token is never shown).
+    Config,
+    /// Show the controller's identity: id, version, owner label, session owner.
+    Controller,
+    /// GitHub credentials (PAT or GitHub App); secrets are write-only.
+    #[command(subcommand, visible_alias = "credentials")]
+    Credential(CredentialCommand),
+    /// Repositories, organizations and enterprises.
+    #[command(subcommand, visible_alias = "entities")]
+    Entity(EntityCommand),
+    /// Scale sets: their state, provenance, evidence and events.
+    #[command(subcommand, name = "scale-set", visible_alias = "scale-sets")]
+    ScaleSet(ScaleSetCommand),
+    /// Provider instances running runners.
+    #[command(subcommand, visible_alias = "instances")]
+    Instance(InstanceCommand),
+}
+
+/// `credential …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum CredentialCommand {
+    /// List credentials.
+    List,
+    /// Show one credential set (by name, id or id prefix).
+    Show {
+        /// Name, id or unique id prefix.
+        credential: String,
+    },
+    /// Store credentials. The secret is read from a file or an environment variable, never
+    /// from the command line.
+    Create(CreateCredential),
+    /// Delete credentials no entity uses.
+    Delete {
+        /// Name, id or unique id prefix.
+        credential: String,
+    },
+}
+
+/// `credential create`.
+#[derive(Debug, Args)]
+pub(crate) struct CreateCredential {
+    /// A unique name.
+    pub(crate) name: String,
+    /// A personal access token: read from this file ("-" for stdin).
+    #[arg(long, value_name = "FILE", group = "secret")]
+    pub(crate) pat_file: Option<PathBuf>,
+    /// A personal access token: read from this environment variable.
+    #[arg(long, value_name = "VAR", group = "secret")]
+    pub(crate) pat_env: Option<String>,
+    /// A GitHub App: its id (with --installation-id and --private-key-file).
+    #[arg(long, requires_all = ["installation_id", "private_key_file"], group = "secret")]
+    pub(crate) app_id: Option<i64>,
+    /// The GitHub App installation's id.
+    #[arg(long, requires = "app_id")]
+    pub(crate) installation_id: Option<i64>,
+    /// The GitHub App's private key (PEM file).
+    #[arg(long, value_name = "FILE", requires = "app_id")]
+    pub(crate) private_key_file: Option<PathBuf>,
+    /// The GitHub web URL (a GHES host); github.com when omitted.
+    #[arg(long, value_name = "URL")]
+    pub(crate) base_url: Option<String>,
+    /// The GitHub REST API URL (default: derived from --base-url).
+    #[arg(long, value_name = "URL", requires = "base_url")]
+    pub(crate) api_base_url: Option<String>,
+    /// CA certificates (PEM) to trust for this GitHub endpoint.
+    #[arg(long, value_name = "FILE", requires = "base_url")]
+    pub(crate) github_ca_bundle: Option<PathBuf>,
+}
+
+/// `entity …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum EntityCommand {
+    /// List entities.
+    List,
+    /// Show one entity (by name, id or id prefix).
+    Show {
+        /// Name, id or unique id prefix.
+        entity: String,
+    },
+    /// Record a repository, organization or enterprise.
+    Create {
+        /// repository, organization or enterprise.
+        #[arg(value_enum)]
+        kind: EntityKindArg,
+        /// `owner/repo`, the organization's login, or the enterprise's slug.
+        name: String,
+        /// The credentials (name or id) used to reach it.
+        #[arg(long)]
+        credentials: String,
+    },
+    /// Delete an entity no scale set uses.
+    Delete {
+        /// Name, id or unique id prefix.
+        entity: String,
+    },
+}
+
+/// The kind of entity, as typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum EntityKindArg {
+    /// `owner/repo`.
+    Repository,
+    /// An organization's login.
+    Organization,
+    /// An enterprise's slug.
+    Enterprise,
+}
+
+/// `scale-set …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ScaleSetCommand {
+    /// List scale sets with their state.
+    List {
+        /// Only this entity's (name, id or id prefix).
+        #[arg(long)]
+        entity: Option<String>,
+    },
+    /// Show a scale set: spec, state and reason, evidence, recent events.
+    Show {
+        /// Name, id or unique id prefix.
+        scale_set: String,
+    },
+    /// Create a scale set: the server adopts or creates it on GitHub at once and answers
+    /// with the outcome (exit 2 when adoption is refused).
+    Create(CreateScaleSet),
+    /// Change a scale set's spec, at its current generation (refused if someone changed it
+    /// meanwhile).
+    Update(UpdateScaleSet),
+    /// Delete a scale set: one this controller created is deleted on GitHub; an adopted or
+    /// known one is only detached unless --force.
+    Delete {
+        /// Name, id or unique id prefix.
+        scale_set: String,
+        /// Also delete an adopted or known scale set on GitHub.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// The adoption policy, as typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum PolicyArg {
+    /// Refuse a same-name scale set we have no record of.
+    Never,
+    /// Adopt only on ownership evidence.
+    Owned,
+    /// Adopt unless a live foreign owner is evident.
+    Any,
+}
+
+/// `scale-set create`.
+#[derive(Debug, Args)]
+pub(crate) struct CreateScaleSet {
+    /// The name on GitHub.
+    pub(crate) name: String,
+    /// The entity (name, id or id prefix).
+    #[arg(long)]
+    pub(crate) entity: String,
+    /// The provider (a [[provider]] of the server's configuration).
+    #[arg(long)]
+    pub(crate) provider: String,
+    /// The most runners at once.
+    #[arg(long)]
+    pub(crate) max_runners: u32,
+    /// The runner group's name [default: Default].
+    #[arg(long)]
+    pub(crate) runner_group: Option<String>,
+    /// A label (repeat for more).
+    #[arg(long = "label", value_name = "LABEL")]
+    pub(crate) labels: Vec<String>,
+    /// Idle runners kept warm.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) min_idle: u32,
+    /// The provider image.
+    #[arg(long, default_value = "")]
+    pub(crate) image: String,
+    /// The provider flavor.
+    #[arg(long, default_value = "")]
+    pub(crate) flavor: String,
+    /// How long an instance may take to register, seconds [default: 600].
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) bootstrap_timeout: Option<u64>,
+    /// The runner name prefix [default: the name].
+    #[arg(long, default_value = "")]
+    pub(crate) runner_prefix: String,
+    /// Provider-specific settings, a JSON object.
+    #[arg(long, value_name = "JSON")]
+    pub(crate) extra_specs: Option<String>,
+    /// Store it without serving it.
+    #[arg(long)]
+    pub(crate) disabled: bool,
+    /// GitHub's disableUpdate.
+    #[arg(long)]
+    pub(crate) disable_update: bool,
+    /// Which same-name scale set found on GitHub may be adopted.
+    #[arg(long, value_enum, default_value_t = PolicyArg::Owned)]
+    pub(crate) adoption_policy: PolicyArg,
+    /// Let adoption repair drift (PATCH labels and settings on GitHub).
+    #[arg(long)]
+    pub(crate) repair: bool,
+}
+
+/// `scale-set update`.
+#[derive(Debug, Args)]
+pub(crate) struct UpdateScaleSet {
+    /// Name, id or unique id prefix.
+    pub(crate) scale_set: String,
+    /// The generation the change is made against (default: the one read just before).
+    #[arg(long)]
+    pub(crate) generation: Option<i64>,
+    /// Replace the labels (repeat for more; --clear-labels for none).
+    #[arg(long = "label", value_name = "LABEL", conflicts_with = "clear_labels")]
+    pub(crate) labels: Vec<String>,
+    /// Remove every label.
+    #[arg(long)]
+    pub(crate) clear_labels: bool,
+    /// New maximum.
+    #[arg(long)]
+    pub(crate) max_runners: Option<u32>,
+    /// New idle count.
+    #[arg(long)]
+    pub(crate) min_idle: Option<u32>,
+    /// New provider.
+    #[arg(long)]
+    pub(crate) provider: Option<String>,
+    /// New image.
+    #[arg(long)]
+    pub(crate) image: Option<String>,
+    /// New flavor.
+    #[arg(long)]
+    pub(crate) flavor: Option<String>,
+    /// New bootstrap timeout, seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) bootstrap_timeout: Option<u64>,
+    /// New runner prefix.
+    #[arg(long)]
+    pub(crate) runner_prefix: Option<String>,
+    /// New provider settings, a JSON object.
+    #[arg(long, value_name = "JSON")]
+    pub(crate) extra_specs: Option<String>,
+    /// Serve it (true) or stop serving it (false).
+    #[arg(long)]
+    pub(crate) enabled: Option<bool>,
+    /// New GitHub disableUpdate.
+    #[arg(long)]
+    pub(crate) disable_update: Option<bool>,
+    /// New adoption policy.
+    #[arg(long, value_enum)]
+    pub(crate) adoption_policy: Option<PolicyArg>,
+    /// Repair drift or not.
+    #[arg(long)]
+    pub(crate) repair: Option<bool>,
+}
+
+/// `instance …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum InstanceCommand {
+    /// List instances.
+    List {
+        /// Only this scale set's (name, id or id prefix).
+        #[arg(long)]
+        scale_set: Option<String>,
+    },
+    /// Show one instance.
+    Show {
+        /// The instance (runner) name.
+        name: String,
+    },
+    /// Delete an instance (the provider machine and its runner).
+    Delete {
+        /// The instance (runner) name.
+        name: String,
+    },
+}

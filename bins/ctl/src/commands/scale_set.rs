@@ -1,0 +1,396 @@
+//! `scalesetctl scale-set …`: list with state, show with reason, evidence and events, create
+//! (the server adopts or creates on GitHub at once: a refusal exits 2 with its remedy),
+//! update at a generation, and the ownership-aware delete.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context as _, Result, bail};
+use comfy_table::Cell;
+use scaleset_api::v1::{
+    AdoptionPolicy, CreateScaleSet as CreateBody, DeleteAction, DeleteScaleSetResult, EntityList,
+    Provenance, ScaleSet, ScaleSetList, ScaleSetState, UpdateScaleSet as UpdateBody,
+};
+use uuid::Uuid;
+
+use super::pick::{Candidate, full_id, pick};
+use super::{Ctx, entity};
+use crate::cli::{CreateScaleSet, PolicyArg, ScaleSetCommand, UpdateScaleSet};
+use crate::exit::Outcome;
+use crate::output::{Output, Tone, short_id, short_time};
+
+/// Runs a `scale-set` subcommand.
+pub(crate) async fn run(ctx: &Ctx<'_>, command: ScaleSetCommand) -> Result<Outcome> {
+    match command {
+        ScaleSetCommand::List { entity } => list(ctx, entity.as_deref()).await,
+        ScaleSetCommand::Show { scale_set } => {
+            let id = resolve(ctx, &scale_set).await?;
+            let found: ScaleSet = ctx.api.get(&["scale-sets", &id.to_string()]).await?;
+            let entities = entity_names(ctx).await?;
+            ctx.show(&found, || details(ctx, &found, &entities));
+            Ok(Outcome::Done)
+        }
+        ScaleSetCommand::Create(args) => create(ctx, args).await,
+        ScaleSetCommand::Update(args) => update(ctx, args).await,
+        ScaleSetCommand::Delete { scale_set, force } => delete(ctx, &scale_set, force).await,
+    }
+}
+
+/// The id of the scale set `wanted` names.
+pub(crate) async fn resolve(ctx: &Ctx<'_>, wanted: &str) -> Result<Uuid> {
+    if let Some(id) = full_id(wanted) {
+        return Ok(id);
+    }
+    let all: ScaleSetList = ctx.api.get(&["scale-sets"]).await?;
+    let entities = entity_names(ctx).await?;
+    let candidates: Vec<Candidate> = all
+        .items
+        .iter()
+        .map(|s| Candidate {
+            id: s.id,
+            name: s.spec.name.clone(),
+            describe: format!(
+                "{}, group {}",
+                entity_name(&entities, s.entity_id),
+                s.spec.runner_group
+            ),
+        })
+        .collect();
+    pick(
+        "scale set",
+        "scalesetctl scale-set list",
+        wanted,
+        &candidates,
+    )
+}
+
+/// Entity ids to `kind name`, for showing scale sets by their entity's name.
+pub(crate) async fn entity_names(ctx: &Ctx<'_>) -> Result<BTreeMap<Uuid, String>> {
+    let all: EntityList = ctx.api.get(&["entities"]).await?;
+    Ok(all
+        .items
+        .into_iter()
+        .map(|e| (e.id, e.name))
+        .collect())
+}
+
+fn entity_name(entities: &BTreeMap<Uuid, String>, id: Uuid) -> String {
+    entities.get(&id).cloned().unwrap_or_else(|| id.to_string())
+}
+
+pub(crate) fn state_text(state: ScaleSetState) -> (&'static str, Tone) {
+    match state {
+        ScaleSetState::Pending => ("pending", Tone::Warn),
+        ScaleSetState::Ready => ("ready", Tone::Good),
+        ScaleSetState::Refused => ("refused", Tone::Bad),
+        ScaleSetState::Drifted => ("drifted", Tone::Warn),
+        ScaleSetState::ForeignSession => ("foreign_session", Tone::Bad),
+        ScaleSetState::Dormant => ("dormant", Tone::Warn),
+        ScaleSetState::Error => ("error", Tone::Bad),
+        _ => ("unknown", Tone::Warn),
+    }
+}
+
+fn provenance_text(provenance: Option<Provenance>) -> &'static str {
+    match provenance {
+        Some(Provenance::Created) => "created",
+        Some(Provenance::Known) => "known",
+        Some(Provenance::Adopted) => "adopted",
+        Some(_) => "other",
+        None => "-",
+    }
+}
+
+fn policy_text(policy: AdoptionPolicy) -> &'static str {
+    match policy {
+        AdoptionPolicy::Never => "never",
+        AdoptionPolicy::Owned => "owned",
+        AdoptionPolicy::Any => "any",
+        _ => "other",
+    }
+}
+
+fn policy(arg: PolicyArg) -> AdoptionPolicy {
+    match arg {
+        PolicyArg::Never => AdoptionPolicy::Never,
+        PolicyArg::Owned => AdoptionPolicy::Owned,
+        PolicyArg::Any => AdoptionPolicy::Any,
+    }
+}
+
+fn yes_no(value: bool) -> &'static str {
+    if value { "yes" } else { "no" }
+}
+
+async fn list(ctx: &Ctx<'_>, entity_filter: Option<&str>) -> Result<Outcome> {
+    let all: ScaleSetList = match entity_filter {
+        Some(wanted) => {
+            let id = entity::resolve(ctx, wanted).await?.to_string();
+            let url = ctx.api.url(&["scale-sets"], &[("entity_id", &id)]);
+            ctx.api
+                .send(http::Method::GET, url, None::<&()>)
+                .await?
+        }
+        None => ctx.api.get(&["scale-sets"]).await?,
+    };
+    let entities = if ctx.out.format == crate::output::Format::Table {
+        entity_names(ctx).await?
+    } else {
+        BTreeMap::new()
+    };
+    ctx.show(&all, || table(ctx.out, &all.items, &entities));
+    Ok(Outcome::Done)
+}
+
+/// The list table, then one line per scale set that needs a look, with its reason (the
+/// reason is too long for a column at 80 columns).
+pub(crate) fn table(out: &Output, items: &[ScaleSet], entities: &BTreeMap<Uuid, String>) -> String {
+    let rows = items
+        .iter()
+        .map(|s| {
+            let (state, tone) = state_text(s.state);
+            vec![
+                Cell::new(short_id(&s.id)),
+                Cell::new(&s.spec.name),
+                Cell::new(entity_name(entities, s.entity_id)),
+                out.toned(state, tone),
+                Cell::new(provenance_text(s.provenance)),
+                Cell::new(format!("{}/{}", s.desired_runners, s.spec.max_runners)),
+                Cell::new(s.github_id.map_or_else(|| "-".to_owned(), |id| id.to_string())),
+            ]
+        })
+        .collect();
+    let mut text = out.table(
+        &["ID", "NAME", "ENTITY", "STATE", "PROVENANCE", "RUNNERS", "GITHUB"],
+        rows,
+        "no scale sets (create one with `scalesetctl scale-set create`, or apply a fleet file)",
+    );
+    for s in items {
+        let (state, tone) = state_text(s.state);
+        if tone != Tone::Good && !s.state_reason.is_empty() {
+            text.push_str(&out.line(
+                &format!("{} {state}: {}", s.spec.name, s.state_reason),
+                tone,
+            ));
+        }
+    }
+    text
+}
+
+fn details(ctx: &Ctx<'_>, s: &ScaleSet, entities: &BTreeMap<Uuid, String>) -> String {
+    let out = ctx.out;
+    let (state, tone) = state_text(s.state);
+    let spec = &s.spec;
+    let mut pairs = vec![
+        ("id", Cell::new(s.id)),
+        ("name", Cell::new(&spec.name)),
+        (
+            "entity",
+            Cell::new(format!("{} ({})", entity_name(entities, s.entity_id), s.entity_id)),
+        ),
+        (
+            "runner group",
+            Cell::new(match spec.runner_group_id {
+                Some(id) => format!("{} (id {id})", spec.runner_group),
+                None => spec.runner_group.clone(),
+            }),
+        ),
+        ("state", out.toned(state, tone)),
+    ];
+    if !s.state_reason.is_empty() {
+        pairs.push(("reason", out.toned(&s.state_reason, tone)));
+    }
+    if let Some(refusal) = &s.refusal {
+        pairs.push(("refusal", out.toned(&refusal.code, Tone::Bad)));
+        pairs.push(("found", Cell::new(&refusal.message)));
+        pairs.push(("remedy", Cell::new(&refusal.remedy)));
+    }
+    pairs.extend([
+        ("provenance", Cell::new(provenance_text(s.provenance))),
+        (
+            "github id",
+            Cell::new(s.github_id.map_or_else(|| "-".to_owned(), |id| id.to_string())),
+        ),
+        ("generation", Cell::new(s.generation)),
+        (
+            "runners",
+            Cell::new(format!(
+                "{} wanted, {} idle kept, at most {}",
+                s.desired_runners, spec.min_idle, spec.max_runners
+            )),
+        ),
+        (
+            "labels",
+            Cell::new(if spec.labels.is_empty() {
+                "-".to_owned()
+            } else {
+                spec.labels.join(", ")
+            }),
+        ),
+        (
+            "provider",
+            Cell::new(format!(
+                "{} (image {:?}, flavor {:?})",
+                spec.provider, spec.image, spec.flavor
+            )),
+        ),
+        ("enabled", Cell::new(yes_no(spec.enabled))),
+        (
+            "adoption",
+            Cell::new(format!(
+                "policy {}, repair {}, disable update {}",
+                policy_text(spec.adoption_policy),
+                yes_no(spec.repair),
+                yes_no(spec.disable_update)
+            )),
+        ),
+        (
+            "bootstrap",
+            Cell::new(format!("{}s timeout", spec.bootstrap_timeout_secs)),
+        ),
+        (
+            "evidence",
+            Cell::new(if s.evidence.is_null() {
+                "-".to_owned()
+            } else {
+                s.evidence.to_string()
+            }),
+        ),
+        ("created", Cell::new(&s.created_at)),
+        ("updated", Cell::new(&s.updated_at)),
+    ]);
+    let mut text = out.details(pairs);
+    if !s.events.is_empty() {
+        text.push('\n');
+        let rows = s
+            .events
+            .iter()
+            .map(|e| {
+                vec![
+                    Cell::new(short_time(&e.at)),
+                    Cell::new(&e.kind),
+                    Cell::new(&e.reason),
+                ]
+            })
+            .collect();
+        text.push_str(&out.table(&["EVENT AT", "KIND", "REASON"], rows, ""));
+    }
+    text
+}
+
+fn extra_specs(text: Option<&str>) -> Result<Option<serde_json::Value>> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(text).context("--extra-specs is not JSON")?;
+    if !value.is_object() {
+        bail!("--extra-specs must be a JSON object, like '{{\"key\": \"value\"}}'");
+    }
+    Ok(Some(value))
+}
+
+/// Prints a scale set the server answered with, and the outcome for the exit code: a refused
+/// adoption is exit 2.
+fn answered(ctx: &Ctx<'_>, s: &ScaleSet, entities: &BTreeMap<Uuid, String>) -> Outcome {
+    ctx.show(s, || details(ctx, s, entities));
+    if s.state == ScaleSetState::Refused || s.refusal.is_some() {
+        Outcome::Refused
+    } else {
+        Outcome::Done
+    }
+}
+
+async fn create(ctx: &Ctx<'_>, args: CreateScaleSet) -> Result<Outcome> {
+    let entity_id = entity::resolve(ctx, &args.entity).await?;
+    let body = CreateBody {
+        entity_id,
+        name: args.name,
+        runner_group: args.runner_group,
+        labels: args.labels,
+        disable_update: args.disable_update,
+        provider: args.provider,
+        image: args.image,
+        flavor: args.flavor,
+        min_idle: args.min_idle,
+        max_runners: args.max_runners,
+        bootstrap_timeout_secs: args.bootstrap_timeout,
+        runner_prefix: args.runner_prefix,
+        extra_specs: extra_specs(args.extra_specs.as_deref())?,
+        enabled: Some(!args.disabled),
+        adoption_policy: policy(args.adoption_policy),
+        repair: args.repair,
+    };
+    let created: ScaleSet = crate::progress::while_waiting(
+        &format!("ensuring scale set {} on GitHub", body.name),
+        true,
+        ctx.api.post(&["scale-sets"], &body),
+    )
+    .await?;
+    let entities = entity_names(ctx).await?;
+    Ok(answered(ctx, &created, &entities))
+}
+
+async fn update(ctx: &Ctx<'_>, args: UpdateScaleSet) -> Result<Outcome> {
+    let id = resolve(ctx, &args.scale_set).await?;
+    let generation = match args.generation {
+        Some(generation) => generation,
+        None => {
+            let current: ScaleSet = ctx.api.get(&["scale-sets", &id.to_string()]).await?;
+            current.generation
+        }
+    };
+    let labels = if args.clear_labels {
+        Some(Vec::new())
+    } else if args.labels.is_empty() {
+        None
+    } else {
+        Some(args.labels)
+    };
+    let body = UpdateBody {
+        generation,
+        labels,
+        disable_update: args.disable_update,
+        provider: args.provider,
+        image: args.image,
+        flavor: args.flavor,
+        min_idle: args.min_idle,
+        max_runners: args.max_runners,
+        bootstrap_timeout_secs: args.bootstrap_timeout,
+        runner_prefix: args.runner_prefix,
+        extra_specs: extra_specs(args.extra_specs.as_deref())?,
+        enabled: args.enabled,
+        adoption_policy: args.adoption_policy.map(policy),
+        repair: args.repair,
+    };
+    let updated: ScaleSet = ctx.api.patch(&["scale-sets", &id.to_string()], &body).await?;
+    let entities = entity_names(ctx).await?;
+    Ok(answered(ctx, &updated, &entities))
+}
+
+async fn delete(ctx: &Ctx<'_>, wanted: &str, force: bool) -> Result<Outcome> {
+    let id = resolve(ctx, wanted).await?;
+    let query: &[(&str, &str)] = if force { &[("force", "true")] } else { &[] };
+    let result: DeleteScaleSetResult = crate::progress::while_waiting(
+        "deleting the scale set",
+        true,
+        ctx.api.delete(&["scale-sets", &id.to_string()], query),
+    )
+    .await?;
+    let line = match (result.action, result.github_id) {
+        (DeleteAction::DeletedOnGitHub, Some(github)) => {
+            format!("deleted scale set {id} here and on GitHub (GitHub id {github})")
+        }
+        (DeleteAction::DeletedOnGitHub, None) => format!("deleted scale set {id} on GitHub"),
+        (DeleteAction::Detached, Some(github)) => format!(
+            "detached scale set {id}: the record is gone, GitHub scale set {github} is left \
+             in place (only scale sets this controller created are deleted on GitHub; \
+             --force deletes it)"
+        ),
+        (DeleteAction::Detached, None) => {
+            format!("deleted scale set {id} (it was never on GitHub)")
+        }
+        (_, _) => format!("deleted scale set {id}"),
+    };
+    ctx.done(&result, &line);
+    Ok(Outcome::Done)
+}

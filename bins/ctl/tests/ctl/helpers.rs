@@ -1,0 +1,184 @@
+//! Runs the `scalesetctl` binary with a clean environment and collects what it printed; and
+//! [`Server`], the real API it talks to.
+
+use std::process::Command;
+use std::sync::Arc;
+
+use prometheus_client::registry::Registry;
+use scaleset_api::AppState;
+use scaleset_control::{ControllerIdentity, Settings as ControlSettings, StoreClientFactory};
+use scaleset_sim::{SimConfig, Simulator};
+use scaleset_store::{ApiTokenStore as _, DatabaseUrl, DieselStore, EncryptionKey, Keyring, Store, StoreOptions};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// What one run of the binary printed, and its exit code.
+#[derive(Debug)]
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+/// Runs `scalesetctl args…` with only `env` (plus a PATH) in its environment, so that no
+/// configuration of the person running the tests leaks in.
+pub(crate) fn ctl_with_env(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_scalesetctl"));
+    command.args(args).env_clear().env("PATH", "/usr/bin:/bin");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let output = command.output().expect("scalesetctl runs");
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// A real API router over a real SQLite store on `127.0.0.1:0`, with the simulator serving
+/// as GitHub, each on its own runtime thread; and a token for the CLI. Dropped: both stop.
+pub(crate) struct Server {
+    /// `http://127.0.0.1:<port>`.
+    pub(crate) url: String,
+    /// A valid API token.
+    pub(crate) token: String,
+    /// The simulator's base URL (`http://127.0.0.1:<port>`), the credentials' endpoint.
+    pub(crate) github: String,
+    /// The simulator, to look at GitHub's side and to plant foreign scale sets.
+    pub(crate) sim: Simulator,
+    /// The store the server uses (to check what was written).
+    pub(crate) store: Arc<DieselStore>,
+    runtime: Option<tokio::runtime::Runtime>,
+    stop: CancellationToken,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    /// Starts the simulator and the API.
+    pub(crate) fn start() -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let stop = CancellationToken::new();
+        let (url, token, github, sim, store) = runtime.block_on(async {
+            let sim = Simulator::new(SimConfig::default()).expect("the simulator");
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let github = format!("http://{}", listener.local_addr().expect("addr"));
+            tokio::spawn({
+                let (sim, stop) = (sim.clone(), stop.clone());
+                async move { sim.serve(listener, stop.cancelled_owned()).await }
+            });
+
+            let path = dir.path().join("scaleset.db");
+            let key = EncryptionKey::from_bytes("k1", &[7; 32]).expect("key");
+            let options = StoreOptions::new(
+                DatabaseUrl::Sqlite {
+                    path: path.to_string_lossy().into_owned(),
+                },
+                Keyring::new(key),
+            )
+            .controller_id(Some(CONTROLLER_ID.parse().expect("uuid")));
+            let store = Arc::new(DieselStore::open(options).await.expect("open the store"));
+            let (_, secret) = store
+                .create_api_token("tests")
+                .await
+                .expect("an API token");
+
+            let identity = ControllerIdentity::new(CONTROLLER_ID.parse().expect("uuid"));
+            let dyn_store: Arc<dyn Store> = store.clone();
+            let clients = Arc::new(StoreClientFactory::new(dyn_store.clone()));
+            let state = AppState::new(
+                dyn_store,
+                clients,
+                identity,
+                ControlSettings::default(),
+                None,
+                Registry::default(),
+            );
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            let url = format!("http://{}", listener.local_addr().expect("addr"));
+            let app = scaleset_api::router(Arc::new(state));
+            tokio::spawn({
+                let stop = stop.clone();
+                async move {
+                    scaleset_api::serve(listener, app, None, stop.cancelled_owned()).await
+                }
+            });
+            (url, secret.expose().to_owned(), github, sim, store)
+        });
+        Self {
+            url,
+            token,
+            github,
+            sim,
+            store,
+            runtime: Some(runtime),
+            stop,
+            _dir: dir,
+        }
+    }
+
+    /// Runs `scalesetctl args…` against this server with its token (through the environment).
+    pub(crate) fn ctl(&self, args: &[&str]) -> Run {
+        self.ctl_env(args, &[])
+    }
+
+    /// Runs `scalesetctl args…` with more environment.
+    pub(crate) fn ctl_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let mut all = vec![("SCALESET_URL", self.url.as_str()), ("SCALESET_TOKEN", self.token.as_str())];
+        all.extend_from_slice(env);
+        ctl_with_env(args, &all)
+    }
+
+    /// Runs `scalesetctl -o json args…` and parses stdout.
+    pub(crate) fn json(&self, args: &[&str]) -> (i32, serde_json::Value) {
+        let mut all = vec!["-o", "json"];
+        all.extend_from_slice(args);
+        let run = self.ctl(&all);
+        let value = serde_json::from_str(&run.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {run:?}"));
+        (run.code, value)
+    }
+
+    /// Runs a future on the server's runtime (to look into the store or the simulator).
+    pub(crate) fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        self.runtime.as_ref().expect("running").block_on(future)
+    }
+
+    /// Credentials `sim` for the simulator and an organization entity `acme` using them,
+    /// created through the CLI.
+    pub(crate) fn with_acme(&self) {
+        let pat = self._dir.path().join("pat");
+        std::fs::write(&pat, "ghp_simulator\n").expect("write the PAT");
+        let run = self.ctl(&[
+            "credential",
+            "create",
+            "sim",
+            "--pat-file",
+            pat.to_str().expect("utf-8"),
+            "--base-url",
+            &self.github,
+            "--api-base-url",
+            &format!("{}/api/v3", self.github),
+        ]);
+        assert_eq!(run.code, 0, "{run:?}");
+        let run = self.ctl(&["entity", "create", "organization", "acme", "--credentials", "sim"]);
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+        }
+    }
+}
+
+/// The controller id every test server has.
+pub(crate) const CONTROLLER_ID: &str = "4b0d7c36-6a4e-4f5e-9b1c-2d8f0c1e7a55";

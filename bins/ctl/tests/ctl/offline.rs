@@ -1,0 +1,53 @@
+//! What happens before a server answers: usage errors, bad configuration, no server.
+
+use crate::helpers::ctl_with_env;
+
+#[test]
+fn usage_errors_exit_1_not_2() {
+    // 2 means "refused / plan has changes" to scripts; a typo must not look like that.
+    let run = ctl_with_env(&["scale-set", "lst"], &[]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("unrecognized subcommand 'lst'"), "{run:?}");
+
+    let help = ctl_with_env(&["--help"], &[]);
+    assert_eq!(help.code, 0, "{help:?}");
+    for command in ["controller", "credential", "entity", "scale-set", "instance"] {
+        assert!(help.stdout.contains(command), "{command} missing: {help:?}");
+    }
+    assert!(help.stdout.contains("Exit codes"), "{help:?}");
+}
+
+#[test]
+fn an_unreachable_server_is_exit_1_with_what_to_do() {
+    // A port that was just free: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let run = ctl_with_env(&["--url", &url, "controller"], &[("SCALESET_TOKEN", "sst_x")]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.starts_with("scalesetctl: cannot reach the server at http://127.0.0.1:"),
+        "{run:?}"
+    );
+    assert!(run.stderr.contains("is scaleset-server running there?"), "{run:?}");
+    assert!(run.stdout.is_empty(), "{run:?}");
+}
+
+#[test]
+fn bad_configuration_is_exit_1_naming_the_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("scaleset").join("ctl.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "url = \"http://127.0.0.1:1\"\ntoken = 5\n").unwrap();
+    let xdg = dir.path().to_str().unwrap();
+    let run = ctl_with_env(&["controller"], &[("XDG_CONFIG_HOME", xdg)]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("ctl.toml is invalid"), "{run:?}");
+
+    let run = ctl_with_env(&["controller"], &[("SCALESET_URL", "127.0.0.1:8080")]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("SCALESET_URL is not usable"), "{run:?}");
+}
