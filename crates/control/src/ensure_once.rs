@@ -19,7 +19,7 @@ use crate::error::{Error, store};
 use crate::identity::ControllerIdentity;
 use crate::metrics::Metrics;
 use crate::settings::Settings;
-use crate::task::Shared;
+use crate::task::{RunnerGroups, Shared};
 
 /// How one [`EnsureOnce::run`] ended. The scale set's row (state, reason, provenance,
 /// evidence, events) says the rest; read it after.
@@ -78,6 +78,8 @@ impl EnsureOnce {
                 metrics,
                 clock: Arc::new(SystemClock),
                 checkpoints: Arc::new(NoCheckpoints),
+                runner_groups: RunnerGroups::default(),
+                starting: tokio::sync::Semaphore::new(1),
             },
         }
     }
@@ -128,7 +130,9 @@ impl EnsureOnce {
                     let result = client.delete_session(github_id, &session.session_id).await;
                     shared.metrics.github("delete_session", &result);
                 }
-                EnsureResult::Ready { github_id }
+                EnsureResult::Ready {
+                    github_id: i64::from(github_id),
+                }
             }
             Ensured::Wait { refusal, .. } => EnsureResult::NotReady { refusal },
         })
