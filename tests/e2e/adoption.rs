@@ -34,7 +34,7 @@ const NAME: &str = "linux-x64";
 const POLICIES: [Policy; 3] = [Policy::Never, Policy::Owned, Policy::Any];
 
 async fn sim(config: SimConfig) -> Result<RunningSim> {
-    RunningSim::start(config).await
+    Ok(RunningSim::start(config).await?)
 }
 
 /// A simulator whose session conflicts name the holder (`conflictNamesOwner`, the older wording).
@@ -228,7 +228,7 @@ async fn a_fresh_ensure_creates_one_scale_set_with_a_delete_permit() -> Result<(
     assert_eq!(github.sim.request_count("create_scale_set"), 1);
     let on_github = client.get_scale_set(GitHubScaleSetId(set.id)).await?;
     assert!(on_github.runner_setting.disable_update);
-    github.stop().await
+    Ok(github.stop().await?)
 }
 
 /// Scenario 2: a restart with the stored id reads it and creates nothing.
@@ -252,7 +252,7 @@ async fn a_restart_with_the_stored_id_is_known_and_creates_nothing() -> Result<(
     assert_eq!(github.sim.request_count("create_scale_set"), 0);
     assert_eq!(writes(&github), 0);
     only_one(&github)?;
-    github.stop().await
+    Ok(github.stop().await?)
 }
 
 /// Requests the simulator answered on the Actions service's scale-set and session endpoints
@@ -298,7 +298,7 @@ async fn each_scenario_costs_the_fewest_actions_calls() -> Result<()> {
         counts,
         [("create", 2), ("known", 1), ("adopted by owner label", 1)]
     );
-    github.stop().await
+    Ok(github.stop().await?)
 }
 
 /// A 404 that is not GitHub's scale-set-not-found answer (here a `VssServiceException`, as a
@@ -330,7 +330,7 @@ async fn a_404_that_is_not_githubs_not_found_never_forgets_the_stored_id() -> Re
     let ready = expect_ready(&run)?;
     assert_eq!((ready.id, ready.provenance), (id, Provenance::Known));
     assert!(!ready.reset_cursor);
-    github.stop().await
+    Ok(github.stop().await?)
 }
 
 /// Scenario 3: the database is lost; the owner label proves the scale set is ours.
@@ -357,7 +357,7 @@ async fn a_lost_database_adopts_our_scale_set_by_its_owner_label() -> Result<()>
     // Policy `never` accepts only the stored id, so the same loss is a refusal there.
     let run = run_once(&client, input(OURS, None, Policy::Never)).await?;
     assert!(matches!(refusal(&run)?, Refusal::ScaleSetExists { .. }));
-    github.stop().await
+    Ok(github.stop().await?)
 }
 
 /// Scenario 4: another controller (another owner label) loses its database and looks for the
@@ -384,7 +384,7 @@ async fn another_controller_is_refused_our_scale_set_under_every_policy() -> Res
     }
     assert_eq!(writes(&github), 0, "nothing created, modified or deleted");
     assert_eq!(github.sim.state().scale_sets, before);
-    github.stop().await
+    Ok(github.stop().await?)
 }
 
 /// Scenario 5: a scale set somebody else created (no owner label), whose session another
@@ -421,7 +421,7 @@ async fn a_foreign_scale_set_with_a_live_session_is_never_taken() -> Result<()> 
         before,
         "the rival's session is intact"
     );
-    github.stop().await
+    Ok(github.stop().await?)
 }
 
 /// Scenario 5 with today's wording: the 409 does not name the holder, so nothing can be
@@ -464,7 +464,7 @@ async fn an_unnamed_session_holder_is_waited_for_then_given_up_on() -> Result<()
     }
     assert_eq!(github.sim.request_count("create_scale_set"), 0);
     assert_eq!(github.sim.state().scale_sets, before);
-    github.stop().await
+    Ok(github.stop().await?)
 }
 
 /// Scenario 5 without a holder: `owned` refuses without opening a session (the probe is
@@ -528,7 +528,7 @@ async fn a_foreign_scale_set_without_a_session_is_adopted_only_under_any() -> Re
 
     let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
     assert_eq!(expect_ready(&run)?.evidence, vec![Evidence::OwnerLabel]);
-    github.stop().await
+    Ok(github.stop().await?)
 }
 
 /// Scenario 6a: a competitor creates the same name between our lookup and our create. The
@@ -586,7 +586,7 @@ async fn a_competitor_that_wins_the_create_race_is_not_adopted() -> Result<()> {
     assert!(matches!(refusal(&run)?, Refusal::ScaleSetExists { .. }));
     assert!(!kinds(&run).contains(&CommandKind::OpenSession));
     only_one(&github)?;
-    github.stop().await
+    Ok(github.stop().await?)
 }
 
 /// Scenario 6b: our create commits on GitHub but answers 5xx. The client's retry meets
@@ -615,7 +615,7 @@ async fn a_create_committed_behind_a_5xx_is_found_again_by_its_owner_label() -> 
     );
     assert_eq!(github.sim.request_count("create_scale_set"), 2, "one retry");
     assert_eq!(only_one(&github)?.id, sim_id(ready.id)?, "no duplicate");
-    github.stop().await
+    Ok(github.stop().await?)
 }
 
 /// Scenario 6b with a client that does not retry: the 5xx ends the attempt in
@@ -653,7 +653,7 @@ async fn a_retried_ensure_after_a_committed_5xx_adopts_instead_of_duplicating() 
     assert_eq!(second.count(CommandKind::Create), 0);
     assert_eq!(github.sim.request_count("create_scale_set"), 1);
     assert_eq!(only_one(&github)?.id, sim_id(ready.id)?, "no duplicate");
-    github.stop().await
+    Ok(github.stop().await?)
 }
 
 /// A crash leaves our listener's session open, the database is lost, and owner labels are
@@ -691,7 +691,7 @@ async fn a_crashed_listeners_session_proves_ownership_without_owner_labels() -> 
         set.session.map(|s| s.owner_name),
         Some(identity.session_owner())
     );
-    github.stop().await
+    Ok(github.stop().await?)
 }
 
 /// Scenario 7a: GitHub deleted the scale set out of band; the stored id reads 404.
@@ -717,7 +717,7 @@ async fn a_scale_set_deleted_out_of_band_is_created_again_with_a_cursor_reset() 
         ]
     );
     assert_eq!(only_one(&github)?.id, sim_id(ready.id)?);
-    github.stop().await
+    Ok(github.stop().await?)
 }
 
 /// Scenario 7b: the same through dormancy, by moving simulated time past it.
@@ -752,7 +752,7 @@ async fn a_dormant_scale_set_removed_by_github_is_created_again() -> Result<()> 
     assert!(ready.reset_cursor);
     assert_ne!(ready.id, old);
     assert_eq!(only_one(&github)?.id, sim_id(ready.id)?);
-    github.stop().await
+    Ok(github.stop().await?)
 }
 
 /// Scenario 8: labels changed out of band. Found by name without repair: refused, untouched.
@@ -838,7 +838,7 @@ async fn drifted_labels_are_refused_or_repaired_and_verified() -> Result<()> {
         "the owner label is back too"
     );
     assert_eq!(github.sim.request_count("update_scale_set"), 1);
-    github.stop().await
+    Ok(github.stop().await?)
 }
 
 /// Scenario 8 for `disableUpdate`. Turning it on applies; turning it off cannot: the client
@@ -900,7 +900,7 @@ async fn disable_update_repairs_to_true_but_cannot_be_turned_off() -> Result<()>
         remediation.contains("set `disable_update = true` in the configuration"),
         "{remediation}"
     );
-    github.stop().await
+    Ok(github.stop().await?)
 }
 
 /// Names are matched exactly, but GitHub (the simulator, case-insensitively unique) returns a
@@ -929,7 +929,7 @@ async fn a_name_differing_only_in_case_is_refused_not_duplicated() -> Result<()>
     }
     assert_eq!(writes(&github), 0);
     assert_eq!(only_one(&github)?.name, variant);
-    github.stop().await
+    Ok(github.stop().await?)
 }
 
 /// GitHub's quirks that the simulator can inject (group ids omitted from group-scoped lists,
@@ -1020,7 +1020,7 @@ async fn text_plain_errors_fail_safely_instead_of_replacing_or_adopting() -> Res
     assert_eq!(*command, CommandKind::Create);
     assert!(message.contains("already exists"), "{message}");
     assert_eq!(only_one(&github)?.labels, [NAME], "only the competitor's");
-    github.stop().await
+    Ok(github.stop().await?)
 }
 
 /// GitHub fails the deletes of the (opt-in) ownership probe's session: the run reports the
@@ -1096,7 +1096,7 @@ async fn a_leaked_probe_session_is_reported_and_never_counts_as_evidence() -> Re
     assert!(matches!(refusal(&run)?, Refusal::OwnershipUnproven { .. }));
     assert!(only_one(&github)?.session.is_none());
     assert_eq!(github.sim.request_count("create_scale_set"), 0);
-    github.stop().await
+    Ok(github.stop().await?)
 }
 
 /// What the shared driver told a recording embedder, in order.

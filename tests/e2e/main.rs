@@ -105,5 +105,5 @@ async fn the_whole_loop_runs_on_one_machine_even_with_faults() -> Result<()> {
     let stats = github.sim.state().scale_set(set.id.0).map(|s| s.statistics);
     assert_eq!(stats.map(|s| s.total_assigned_jobs), Some(0));
     client.delete_session(set.id, &session.session_id).await?;
-    github.stop().await
+    Ok(github.stop().await?)
 }

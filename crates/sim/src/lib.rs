@@ -28,7 +28,8 @@
 //! signatures (only the JWT's `iss` and `exp`), and runs no real runner: a simulated runner is
 //! a state transition.
 //!
-//! Main types: [`Simulator`] (build, serve, steer), [`SimConfig`] (seed and switches),
+//! Main types: [`Simulator`] (build, serve, steer), [`RunningSim`] (one serving on a loopback
+//! port until dropped: the harness of every test that needs a GitHub), [`SimConfig`] (seed and switches),
 //! [`Faults`] (what to break), [`StateSnapshot`] (what is inside), [`JobSpec`] (what to
 //! enqueue).
 //!
@@ -76,6 +77,7 @@ mod request_log;
 mod rest;
 mod route;
 mod runner_download;
+mod running;
 mod scope;
 mod server;
 mod service;
@@ -91,6 +93,7 @@ pub use error::Error;
 pub use fault::{
     Burst, Faults, NestedStyle, RaceCreate, RateLimit, RestRateLimit, RestRateLimitAnswer,
 };
+pub use running::RunningSim;
 pub use simulator::{ForeignScaleSet, Simulator};
 pub use snapshot::{
     AgentInfo, JobInfo, JobSpec, RequestRecord, RunnerGroupInfo, ScaleSetInfo, SessionInfo,

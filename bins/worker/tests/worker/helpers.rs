@@ -2,7 +2,6 @@
 //! the worker's configuration, SQLite database and the fake provider's instance files, and the
 //! built `scaleset-worker` binary run as a real process.
 
-use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -15,20 +14,23 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use scaleset_sim::{SimConfig, Simulator};
+use scaleset_sim::SimConfig;
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::process::{Child, Command};
-use tokio_util::sync::CancellationToken;
 
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_scaleset-worker");
 pub(crate) const KEY: &str = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=";
 pub(crate) const CONTROLLER: &str = "3f2a9c1e-77b0-4d4e-9a55-0123456789ab";
 
-/// A simulator serving on `127.0.0.1:0` in this process.
-pub(crate) struct RunningSim {
-    pub(crate) sim: Simulator,
-    pub(crate) addr: SocketAddr,
-    stop: CancellationToken,
+/// A simulator serving on `127.0.0.1:0` in this process: the simulator's own harness (its
+/// fields through `Deref`) with the queries these tests make of it.
+pub(crate) struct RunningSim(scaleset_sim::RunningSim);
+
+impl std::ops::Deref for RunningSim {
+    type Target = scaleset_sim::RunningSim;
+    fn deref(&self) -> &scaleset_sim::RunningSim {
+        &self.0
+    }
 }
 
 impl RunningSim {
@@ -36,17 +38,11 @@ impl RunningSim {
         let mut config = SimConfig::default();
         config.long_poll_hold = Duration::from_millis(200);
         config.tick_interval = Duration::from_millis(20);
-        let sim = Simulator::new(config).expect("simulator config");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let stop = CancellationToken::new();
-        tokio::spawn({
-            let (sim, stop) = (sim.clone(), stop.clone());
-            async move { sim.serve(listener, stop.cancelled_owned()).await }
-        });
-        Self { sim, addr, stop }
+        Self(
+            scaleset_sim::RunningSim::start(config)
+                .await
+                .expect("simulator"),
+        )
     }
 
     /// The GitHub id of the scale set named `name`, once exactly one exists.
@@ -71,12 +67,6 @@ impl RunningSim {
             .jobs_of(id)
             .map(|j| j.state.clone())
             .collect()
-    }
-}
-
-impl Drop for RunningSim {
-    fn drop(&mut self) {
-        self.stop.cancel();
     }
 }
 
@@ -333,24 +323,8 @@ pub(crate) async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
     (status, String::from_utf8_lossy(&body).into_owned())
 }
 
-/// Polls `check` until it returns `Some`, for at most 90 s (a bound, never a timing claim).
-pub(crate) async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting until {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
+/// The one bounded poll of the workspace's tests.
+pub(crate) use scaleset_eventually::eventually;
 
 /// A fresh PostgreSQL database for one test, dropped afterwards; `None` (reported) when
 /// `SCALESET_TEST_DATABASE_URL` is unset, unless `SCALESET_REQUIRE_POSTGRES` is set.

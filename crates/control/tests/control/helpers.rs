@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -168,34 +167,8 @@ macro_rules! backend_tests {
 }
 pub(crate) use backend_tests;
 
-/// A simulator serving on `127.0.0.1:0`.
-pub(crate) struct RunningSim {
-    pub(crate) sim: Simulator,
-    pub(crate) addr: SocketAddr,
-    stop: CancellationToken,
-}
-
-impl RunningSim {
-    async fn start(config: SimConfig) -> Self {
-        let sim = Simulator::new(config).expect("simulator config");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        let stop = CancellationToken::new();
-        tokio::spawn({
-            let (sim, stop) = (sim.clone(), stop.clone());
-            async move { sim.serve(listener, stop.cancelled_owned()).await }
-        });
-        Self { sim, addr, stop }
-    }
-}
-
-impl Drop for RunningSim {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
+/// A simulator serving on `127.0.0.1:0`: the simulator's own harness.
+pub(crate) use scaleset_sim::RunningSim;
 
 /// A simulator configured for fast tests: short long-poll holds.
 pub(crate) fn sim_config() -> SimConfig {
@@ -316,7 +289,7 @@ impl Harness {
             .with_test_writer()
             .try_init();
         let clock = ManualClock::new(Timestamp::from_unix_millis(1_800_000_000_000));
-        let github = RunningSim::start(config).await;
+        let github = RunningSim::start(config).await.expect("simulator");
         let (store, scale_set) = populate(&db, github.addr, spec).await;
         let cloud = FakeCloud::new();
         let boot = Arc::new(AtomicBool::new(true));
@@ -497,25 +470,8 @@ impl Drop for RunningController {
     }
 }
 
-/// Polls `check` until it returns `Some`, for at most 180 s (a bound, never a timing claim: the
-/// suite runs its tests side by side on 2 cores, where a whole loop under faults can take long).
-pub(crate) async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(180);
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting until {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+/// The one bounded poll of the workspace's tests.
+pub(crate) use scaleset_eventually::eventually;
 
 /// Freezes the task that first reaches `point` (it never returns), so the test can drop the
 /// controller exactly there.

@@ -180,14 +180,5 @@ pub(crate) fn instance_json(provider_id: &str, name: &str, status: &str) -> Stri
     )
 }
 
-/// Polls `check` until it holds, for at most ten seconds.
-pub(crate) async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let mut tick = tokio::time::interval(Duration::from_millis(10));
-    for _ in 0..1000 {
-        tick.tick().await;
-        if check() {
-            return;
-        }
-    }
-    panic!("timed out waiting for: {what}");
-}
+/// The one bounded poll of the workspace's tests.
+pub(crate) use scaleset_eventually::eventually_holds as eventually;

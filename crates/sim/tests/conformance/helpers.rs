@@ -1,7 +1,6 @@
 //! Test helpers: a simulator on 127.0.0.1:0 per test, real `scaleset-github` clients pointed at
 //! it with millisecond retry delays, and a raw HTTP helper for checking exact wire details.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -13,9 +12,7 @@ use scaleset_github::{
     Client, ClientConfig, ConfigUrl, Credentials, NewRunnerScaleSet, RetryPolicy, RunnerGroupId,
     RunnerScaleSet, Session, Timeouts,
 };
-use scaleset_sim::{SimConfig, Simulator};
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
+use scaleset_sim::{RunningSim, SimConfig};
 
 /// The PAT of the default seed.
 pub(crate) const PAT: &str = "ghp_simulator";
@@ -28,41 +25,26 @@ pub(crate) fn config() -> SimConfig {
     config
 }
 
-/// A simulator serving on a loopback port for the duration of a test.
-pub(crate) struct TestSim {
-    pub(crate) sim: Simulator,
-    pub(crate) addr: SocketAddr,
-    stop: CancellationToken,
-    task: Option<JoinHandle<Result<(), scaleset_sim::Error>>>,
+/// A simulator serving on a loopback port for the duration of a test: the library's
+/// [`RunningSim`] (its fields and `url` through `Deref`) with this suite's client helpers.
+pub(crate) struct TestSim(RunningSim);
+
+impl std::ops::Deref for TestSim {
+    type Target = RunningSim;
+    fn deref(&self) -> &RunningSim {
+        &self.0
+    }
 }
 
 impl TestSim {
     /// Starts a simulator with `config`.
     pub(crate) async fn start(config: SimConfig) -> Result<Self> {
-        let sim = Simulator::new(config)?;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
-        let stop = CancellationToken::new();
-        let task = tokio::spawn({
-            let (sim, stop) = (sim.clone(), stop.clone());
-            async move { sim.serve(listener, stop.cancelled_owned()).await }
-        });
-        Ok(Self {
-            sim,
-            addr,
-            stop,
-            task: Some(task),
-        })
+        Ok(Self(RunningSim::start(config).await?))
     }
 
     /// Starts a simulator with [`config`].
     pub(crate) async fn default() -> Result<Self> {
         Self::start(config()).await
-    }
-
-    /// `http://ADDR{path}`.
-    pub(crate) fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
     }
 
     /// A client for `scope` (e.g. `acme`) with the default PAT and fast retries.
@@ -88,18 +70,8 @@ impl TestSim {
     }
 
     /// Stops the server and waits for it to return.
-    pub(crate) async fn stop(mut self) -> Result<()> {
-        self.stop.cancel();
-        if let Some(task) = self.task.take() {
-            task.await.context("server task panicked")??;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for TestSim {
-    fn drop(&mut self) {
-        self.stop.cancel();
+    pub(crate) async fn stop(self) -> Result<()> {
+        Ok(self.0.stop().await?)
     }
 }
 
@@ -169,17 +141,8 @@ pub(crate) async fn raw(
     })
 }
 
-/// Polls `check` until it is true, at most ~30 s (a bound for loaded CI machines, not a timing
-/// assertion); fails otherwise.
-pub(crate) async fn eventually(what: &str, mut check: impl FnMut() -> bool) -> Result<()> {
-    for _ in 0..3000 {
-        if check() {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    anyhow::bail!("timed out waiting for {what}")
-}
+/// The one bounded poll of the workspace's tests.
+pub(crate) use scaleset_eventually::eventually_holds as eventually;
 
 /// Runs the token chain with a raw client and returns (admin token, actions base URL).
 pub(crate) async fn admin_token(

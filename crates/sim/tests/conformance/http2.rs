@@ -255,8 +255,8 @@ async fn goaway_closes_the_connection_mid_poll_and_no_message_is_lost() -> Resul
         "the poll held when GOAWAY came is answered empty"
     );
     assert_eq!(sim.sim.faults().goaway, 0, "the fault fired once");
-    let closed = eventually("the connection to close", || first.is_closed()).await;
-    assert!(closed.is_ok(), "the server closed the HTTP/2 connection");
+    // Fails the test unless the server closes the HTTP/2 connection.
+    eventually("the connection to close", || first.is_closed()).await;
     assert!(
         get_h2(&mut first, &sim.url("/_sim/polls"), &[])
             .await
@@ -363,7 +363,7 @@ async fn a_thousand_long_polls_over_h2_with_a_stream_limit_of_10_are_all_answere
     }
     let handle = sim.sim.clone();
     // Held at once, not queued behind the first connection's 10 streams.
-    eventually("1000 held polls", || handle.waiting_polls() == 1000).await?;
+    eventually("1000 held polls", || handle.waiting_polls() == 1000).await;
     let open = sim.sim.open_connections();
     assert!(
         (100..=110).contains(&open),
@@ -430,11 +430,11 @@ async fn goaway_mid_poll_loses_no_message_and_needs_no_retry() -> Result<()> {
         });
     }
     let handle = sim.sim.clone();
-    eventually("the GOAWAY fault to fire", || handle.faults().goaway == 0).await?;
+    eventually("the GOAWAY fault to fire", || handle.faults().goaway == 0).await;
     eventually("20 held polls after the GOAWAY", || {
         handle.waiting_polls() == 20
     })
-    .await?;
+    .await;
     for (set, _) in &sets {
         sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
     }
@@ -513,7 +513,7 @@ async fn connections_per_host_are_bounded_and_extra_polls_wait_for_a_stream() ->
         polls.spawn(async move { client.get_message(&mut session, MessageId(0), 10).await });
     }
     let handle = sim.sim.clone();
-    eventually("20 held polls", || handle.waiting_polls() == 20).await?;
+    eventually("20 held polls", || handle.waiting_polls() == 20).await;
     sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
     let mut answered = 0;
     while let Some(joined) = polls.join_next().await {

@@ -219,7 +219,7 @@ async fn a_thousand_concurrent_long_polls_are_all_answered() -> Result<()> {
         polls.spawn(async move { (id, client.get_message(&mut session, MessageId(0), 10).await) });
     }
     let sim_handle = sim.sim.clone();
-    eventually("1000 held polls", || sim_handle.waiting_polls() == 1000).await?;
+    eventually("1000 held polls", || sim_handle.waiting_polls() == 1000).await;
     for (set, _) in &sets {
         sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
     }
@@ -259,9 +259,9 @@ async fn a_poll_whose_client_hung_up_is_released() -> Result<()> {
     );
     stream.write_all(request.as_bytes()).await?;
     let handle = sim.sim.clone();
-    eventually("the poll is held", || handle.waiting_polls() == 1).await?;
+    eventually("the poll is held", || handle.waiting_polls() == 1).await;
     drop(stream);
-    eventually("the poll is released", || handle.waiting_polls() == 0).await?;
+    eventually("the poll is released", || handle.waiting_polls() == 0).await;
     sim.stop().await
 }
 
@@ -293,7 +293,7 @@ async fn held_poll_after_an_assignment(sim: &TestSim) -> Result<HeldPoll> {
             .await?)
     });
     let handle = sim.sim.clone();
-    eventually("the poll is held", || handle.waiting_polls() == 1).await?;
+    eventually("the poll is held", || handle.waiting_polls() == 1).await;
     Ok(HeldPoll {
         set_id: set.id.0,
         jit: jit.encoded_jit_config.expose().to_owned(),

@@ -1,0 +1,128 @@
+//! The one bounded poll of scaleset's tests: wait until a condition holds instead of sleeping
+//! a guessed time (STYLE: "no `sleep` to wait for readiness"), and fail, naming what was awaited,
+//! when it never does.
+//!
+//! A dev-dependency only: no library or binary of scaleset uses it. It is a crate of its own
+//! because the tests of crates that share nothing else (the provider, the simulator, control,
+//! the worker) all need it, and a copy in each drifted (four bounds from 10 s to 180 s).
+//!
+//! **What it does not do:** assert timing. [`BOUND`] is a ceiling for loaded machines (the
+//! suites run side by side on 2 cores), never a claim about how fast something is; speed is
+//! measured in benchmarks. Time is tokio's, so under `tokio::time::pause()` the poll advances
+//! the paused clock instead of waiting.
+//!
+//! **Main items:** [`eventually`] (an async check returning `Some(value)` when done),
+//! [`eventually_holds`] (a plain predicate).
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! use std::sync::atomic::{AtomicU32, Ordering};
+//! let polls = AtomicU32::new(0);
+//! let seen = scaleset_eventually::eventually("the third poll", || async {
+//!     let n = polls.fetch_add(1, Ordering::SeqCst) + 1;
+//!     (n == 3).then_some(n)
+//! })
+//! .await;
+//! assert_eq!(seen, 3);
+//! scaleset_eventually::eventually_holds("a true predicate", || true).await;
+//! # }
+//! ```
+
+use std::future::Future;
+use std::time::Duration;
+
+/// How long a poll may wait before the test fails: generous, because a whole controller loop
+/// under injected faults on two busy cores has taken over a minute.
+pub const BOUND: Duration = Duration::from_secs(180);
+
+/// How often the condition is checked.
+pub const EVERY: Duration = Duration::from_millis(20);
+
+/// Polls `check` every [`EVERY`] until it returns `Some`, and returns that value.
+///
+/// # Panics
+///
+/// When [`BOUND`] passes first: `timed out waiting until {what}`.
+pub async fn eventually<T, F, Fut>(what: &str, check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    eventually_within(what, BOUND, check).await
+}
+
+/// [`eventually`] with a bound of the caller's, for a wait that a test expects to fail
+/// quickly (a negative check polls to its bound on every run).
+///
+/// # Panics
+///
+/// When `bound` passes first: `timed out waiting until {what}`.
+pub async fn eventually_within<T, F, Fut>(what: &str, bound: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + bound;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what} (bound {bound:?})"
+        );
+        tokio::time::sleep(EVERY).await;
+    }
+}
+
+/// Polls the predicate `check` every [`EVERY`] until it is true.
+///
+/// # Panics
+///
+/// When [`BOUND`] passes first: `timed out waiting until {what}`.
+pub async fn eventually_holds(what: &str, mut check: impl FnMut() -> bool) {
+    eventually(what, || std::future::ready(check().then_some(()))).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn returns_the_first_value_and_stops_polling() {
+        let polls = Cell::new(0);
+        let value = eventually("the fifth poll", || {
+            polls.set(polls.get() + 1);
+            std::future::ready((polls.get() == 5).then_some("done"))
+        })
+        .await;
+        assert_eq!((value, polls.get()), ("done", 5));
+    }
+
+    #[tokio::test(start_paused = true)]
+    #[should_panic(expected = "timed out waiting until the impossible")]
+    async fn fails_naming_what_it_waited_for_once_the_bound_passes() {
+        eventually_holds("the impossible", || false).await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn waits_about_the_bound_before_failing() {
+        let start = tokio::time::Instant::now();
+        let waited = tokio::spawn(async {
+            eventually_within("never", Duration::from_secs(3), || {
+                std::future::ready(None::<()>)
+            })
+            .await;
+        })
+        .await;
+        assert!(waited.is_err(), "it panicked");
+        let elapsed = start.elapsed();
+        assert!(
+            elapsed >= Duration::from_secs(3) && elapsed < Duration::from_secs(4),
+            "{elapsed:?}"
+        );
+    }
+}
