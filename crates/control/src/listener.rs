@@ -115,8 +115,16 @@ impl Listener<'_> {
         self.starting = None;
         let capacity = self.runners.scale_set.spec.max_runners;
         let renew_every = self.shared.settings.lease_ttl / 3;
+        // One deadline across polls: polls that end sooner than `renew_every` (messages
+        // arriving often, a short long-poll hold) must not keep postponing the renewal, or the
+        // lease would expire under a busy listener and another worker could take it.
+        let mut renew_at = tokio::time::Instant::now();
         let mut failures = 0u32;
         loop {
+            if tokio::time::Instant::now() >= renew_at {
+                self.renew_lease().await?;
+                renew_at = tokio::time::Instant::now() + renew_every;
+            }
             self.refresh_if_expiring(session).await;
             let poll = {
                 let client = self.client;
@@ -127,13 +135,9 @@ impl Listener<'_> {
                     tokio::select! {
                         () = cancel.cancelled() => return Ok(ListenEnd::Cancelled),
                         result = &mut poll => break result,
-                        () = tokio::time::sleep(renew_every) => {
-                            self.lease = self
-                                .shared
-                                .store
-                                .renew_lease(&self.lease, self.shared.settings.lease_ttl)
-                                .await
-                                .map_err(store("renewing the lease"))?;
+                        () = tokio::time::sleep_until(renew_at) => {
+                            self.renew_lease().await?;
+                            renew_at = tokio::time::Instant::now() + renew_every;
                         }
                     }
                 }
@@ -226,6 +230,18 @@ impl Listener<'_> {
                 }
             }
         }
+    }
+
+    /// Extends the lease (fenced: a lease taken over fails with `LeaseLost`, which stops the
+    /// task).
+    async fn renew_lease(&mut self) -> Result<(), Error> {
+        self.lease = self
+            .shared
+            .store
+            .renew_lease(&self.lease, self.shared.settings.lease_ttl)
+            .await
+            .map_err(store("renewing the lease"))?;
+        Ok(())
     }
 
     /// Refreshes the session when its queue token expires soon (read from the token's `exp`),

@@ -713,10 +713,21 @@ async fn on_postgres_a_paused_worker_that_lost_its_leases_writes_nothing_when_it
     };
     let sim = RunningSim::start().await;
     let site = Site::postgres(&sim, &["linux"], &db.url);
+    // A lease long enough that a busy machine stalling a worker for a moment does not hand the
+    // scale set back and forth (the point here is the paused worker, not the stall).
+    let lease = ("SCALESET_WORKER__LEASE_TTL", "6s".to_owned());
+    let mut env_a = worker_env();
+    env_a.push(lease.clone());
     let mut env_b = worker_env();
     env_b.push(("SCALESET_WORKER__NAME", "worker-b".to_owned()));
+    env_b.push(lease);
 
-    let (a, id) = start_serving(&sim, &site, "linux").await;
+    let a = Worker::spawn(&site.config(), &env_a);
+    let id = eventually("the scale set exists on GitHub with a session", || async {
+        let id = sim.scale_set_id("linux")?;
+        sim.has_session(id).then_some(id)
+    })
+    .await;
     eventually("worker a holds the lease", || async {
         (leases_held(&a).await == 1).then_some(())
     })
