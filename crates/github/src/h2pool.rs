@@ -203,7 +203,9 @@ impl H2Pool {
         let (parts, ()) = request.into_parts();
         let mut resends = 0;
         loop {
-            let Some(stream) = self.checkout(&host).await? else {
+            // Boxed: opening a connection (TCP, TLS, HTTP/2 handshake) is rare and its future
+            // large; a waiting request keeps only its exchange.
+            let Some(stream) = Box::pin(self.checkout(&host)).await? else {
                 return Ok(Err(http::Request::from_parts(parts, ())));
             };
             let request = http::Request::from_parts(parts.clone(), ());
