@@ -43,13 +43,16 @@ pub(crate) struct Shared {
 /// the others wait for that answer (a failed or empty lookup is not kept).
 #[derive(Default)]
 pub(crate) struct RunnerGroups {
-    cells: std::sync::Mutex<
-        std::collections::HashMap<(EntityId, String), Arc<tokio::sync::OnceCell<i64>>>,
-    >,
+    cells: std::sync::Mutex<std::collections::HashMap<GroupKey, GroupCell>>,
 }
 
+/// An entity and a runner-group name.
+type GroupKey = (EntityId, String);
+/// The group's id, once looked up.
+type GroupCell = Arc<tokio::sync::OnceCell<i64>>;
+
 impl RunnerGroups {
-    pub(crate) fn cell(&self, entity: EntityId, name: &str) -> Arc<tokio::sync::OnceCell<i64>> {
+    pub(crate) fn cell(&self, entity: EntityId, name: &str) -> GroupCell {
         self.cells
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
