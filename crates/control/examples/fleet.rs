@@ -94,7 +94,7 @@ fn main() -> Result<()> {
     });
     breakdown.transpose()?;
     let runtime = tokio::runtime::Runtime::new()?;
-    let result = match args.get(1).map(String::as_str) {
+    match args.get(1).map(String::as_str) {
         Some("recovery") => {
             let n = number(2, 1000)?;
             runtime.block_on(recovery(n as usize, Transport::parse(args.get(3))?))
@@ -115,8 +115,7 @@ fn main() -> Result<()> {
         _ => bail!(
             "usage: fleet recovery N [transport] | density N [transport] | latency SETS JOBS_PER_S SECS [transport]"
         ),
-    };
-    result
+    }
 }
 
 type Stats = Arc<Mutex<BTreeMap<String, (u64, Duration)>>>;

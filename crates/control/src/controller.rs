@@ -263,14 +263,15 @@ impl Controller {
                 })
                 .set(i64::try_from(count).unwrap_or(i64::MAX));
         }
-        let mut by_status: HashMap<InstanceStatus, i64> = HashMap::new();
-        for scale_set in scale_sets {
-            if let Ok(instances) = self.shared.store.list_instances(scale_set.id).await {
-                for instance in instances {
-                    *by_status.entry(instance.status).or_default() += 1;
-                }
-            }
-        }
+        // One query for the whole fleet (a list per scale set was 1,000 reads a second at
+        // 10,000 idle scale sets).
+        let Ok(counts) = self.shared.store.count_instances_by_status().await else {
+            return;
+        };
+        let by_status: HashMap<InstanceStatus, i64> = counts
+            .into_iter()
+            .map(|(status, n)| (status, i64::try_from(n).unwrap_or(i64::MAX)))
+            .collect();
         for status in InstanceStatus::ALL {
             metrics
                 .runners

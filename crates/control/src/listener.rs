@@ -90,7 +90,7 @@ impl Listener<'_> {
                 self.store_session(Some(&session.session_id)).await?;
                 *session
             }
-            None => match self.open_session(true).await? {
+            None => match Box::pin(self.open_session(true)).await? {
                 Opened::Session(session) => *session,
                 Opened::Foreign => return Ok(ListenEnd::ForeignSession),
                 Opened::Reensure => return Ok(ListenEnd::Reensure),
@@ -99,7 +99,7 @@ impl Listener<'_> {
         self.statistics = session.statistics.or(self.statistics);
         let end = self.serve(&mut session, cancel).await;
         if matches!(end, Ok(ListenEnd::Cancelled)) {
-            self.close(&session).await;
+            Box::pin(self.close(&session)).await;
         }
         end
     }
@@ -109,8 +109,8 @@ impl Listener<'_> {
         session: &mut Session,
         cancel: &CancellationToken,
     ) -> Result<ListenEnd, Error> {
-        self.runners.recover().await?;
-        self.scale().await?;
+        Box::pin(self.runners.recover()).await?;
+        Box::pin(self.scale()).await?;
         // Started: the next scale set may begin.
         self.starting = None;
         let capacity = self.runners.scale_set.spec.max_runners;
@@ -122,10 +122,10 @@ impl Listener<'_> {
         let mut failures = 0u32;
         loop {
             if tokio::time::Instant::now() >= renew_at {
-                self.renew_lease().await?;
+                Box::pin(self.renew_lease()).await?;
                 renew_at = tokio::time::Instant::now() + renew_every;
             }
-            self.refresh_if_expiring(session).await;
+            Box::pin(self.refresh_if_expiring(session)).await;
             let poll = {
                 let client = self.client;
                 let last = self.last_message_id;
@@ -136,52 +136,29 @@ impl Listener<'_> {
                         () = cancel.cancelled() => return Ok(ListenEnd::Cancelled),
                         result = &mut poll => break result,
                         () = tokio::time::sleep_until(renew_at) => {
-                            self.renew_lease().await?;
+                            Box::pin(self.renew_lease()).await?;
                             renew_at = tokio::time::Instant::now() + renew_every;
                         }
                     }
                 }
             };
             self.shared.metrics.github("get_message", &poll);
+            // Everything after the poll is boxed: an idle listener's task then holds only the
+            // waiting poll, not the larger futures of handling a message (docs/benchmarks.md).
             match poll {
                 Ok(None) => {
                     failures = 0;
-                    self.scale().await?;
-                    self.runners.check_deadlines().await?;
+                    Box::pin(self.idle()).await?;
                 }
                 Ok(Some(message)) => {
                     failures = 0;
-                    self.shared
-                        .checkpoints
-                        .reached(Checkpoint::MessageReceived, self.name())
-                        .await;
-                    self.handle(session, &message).await?;
-                    self.shared
-                        .store
-                        .set_message_cursor(&self.lease, i64::from(message.message_id))
-                        .await
-                        .map_err(store("persisting the message cursor"))?;
-                    self.last_message_id = message.message_id;
-                    self.shared
-                        .checkpoints
-                        .reached(Checkpoint::CursorPersisted, self.name())
-                        .await;
-                    let ack = self
-                        .client
-                        .delete_message(session, message.message_id)
-                        .await;
-                    self.shared.metrics.github("delete_message", &ack);
-                    if let Err(e) = ack {
-                        // Handling is idempotent and the cursor moved on: an unacked message
-                        // is skipped by the next poll.
-                        tracing::warn!(message_id = message.message_id.0, error = %chain(&e), "message ack failed");
-                    }
+                    Box::pin(self.on_message(session, &message)).await?;
                 }
                 Err(e) if e.is_scale_set_not_found() => {
                     let reason = "GitHub no longer has the scale set (deleted out of band or \
                                   for dormancy); ensuring it again with the cursor reset";
                     tracing::warn!("{reason}");
-                    record(
+                    Box::pin(record(
                         self.shared,
                         self.runners.scale_set.id,
                         "dormant",
@@ -189,7 +166,7 @@ impl Listener<'_> {
                         |s| {
                             s.state = ScaleSetState::Dormant;
                         },
-                    )
+                    ))
                     .await?;
                     return Ok(ListenEnd::Reensure);
                 }
@@ -199,7 +176,7 @@ impl Listener<'_> {
                         || e.status() == Some(404) =>
                 {
                     tracing::info!(error = %chain(&e), "session lost; creating a new one, keeping the cursor");
-                    match self.open_session(false).await? {
+                    match Box::pin(self.open_session(false)).await? {
                         Opened::Session(new) => {
                             self.statistics = new.statistics.or(self.statistics);
                             *session = *new;
@@ -241,6 +218,42 @@ impl Listener<'_> {
             .renew_lease(&self.lease, self.shared.settings.lease_ttl)
             .await
             .map_err(store("renewing the lease"))?;
+        Ok(())
+    }
+
+    /// After an empty poll: scale, and remove runners past their bootstrap deadline.
+    async fn idle(&mut self) -> Result<(), Error> {
+        self.scale().await?;
+        self.runners.check_deadlines().await
+    }
+
+    /// Handles a message, persists the cursor (fenced), then acks it.
+    async fn on_message(&mut self, session: &mut Session, message: &Message) -> Result<(), Error> {
+        self.shared
+            .checkpoints
+            .reached(Checkpoint::MessageReceived, self.name())
+            .await;
+        self.handle(session, message).await?;
+        self.shared
+            .store
+            .set_message_cursor(&self.lease, i64::from(message.message_id))
+            .await
+            .map_err(store("persisting the message cursor"))?;
+        self.last_message_id = message.message_id;
+        self.shared
+            .checkpoints
+            .reached(Checkpoint::CursorPersisted, self.name())
+            .await;
+        let ack = self
+            .client
+            .delete_message(session, message.message_id)
+            .await;
+        self.shared.metrics.github("delete_message", &ack);
+        if let Err(e) = ack {
+            // Handling is idempotent and the cursor moved on: an unacked message is skipped
+            // by the next poll.
+            tracing::warn!(message_id = message.message_id.0, error = %chain(&e), "message ack failed");
+        }
         Ok(())
     }
 

@@ -240,7 +240,8 @@ impl Caller {
                 request_id = tracing::field::Empty,
             );
             let connection = match admin {
-                Some(source) => Some(source.connection().await?),
+                // Boxed: fetching the admin token is rare, its future large.
+                Some(source) => Some(Box::pin(source.connection()).await?),
                 None => None,
             };
             let (outgoing, admin_token) = self.prepare(call, connection)?;

@@ -203,7 +203,9 @@ impl H2Pool {
         let (parts, ()) = request.into_parts();
         let mut resends = 0;
         loop {
-            let Some(stream) = self.checkout(&host).await? else {
+            // Boxed: opening a connection (TCP, TLS, HTTP/2 handshake) is rare and its future
+            // large; a waiting request keeps only its exchange.
+            let Some(stream) = Box::pin(self.checkout(&host)).await? else {
                 return Ok(Err(http::Request::from_parts(parts, ())));
             };
             let request = http::Request::from_parts(parts.clone(), ());
@@ -585,5 +587,115 @@ mod tests {
         let second = pool.send(&url, request(), Bytes::new(), 1024).await;
         assert!(matches!(second, Ok(Ok((ref parts, _))) if parts.status == 200));
         assert_eq!(accepted.load(Ordering::SeqCst), 2, "a new connection");
+    }
+
+    /// An h2c server whose first connection holds its first request (a long-poll), refuses
+    /// the second with `REFUSED_STREAM`, sends `GOAWAY` and then answers the held one 202;
+    /// later connections answer 200. Counts connections and refused streams.
+    async fn goaway_server() -> (SocketAddr, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+        let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
+            Ok(listener) => listener,
+            Err(error) => panic!("cannot bind loopback: {error}"),
+        };
+        let addr = match listener.local_addr() {
+            Ok(addr) => addr,
+            Err(error) => panic!("no local address: {error}"),
+        };
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let refused = Arc::new(AtomicUsize::new(0));
+        let (a, r) = (accepted.clone(), refused.clone());
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                let first = a.fetch_add(1, Ordering::SeqCst) == 0;
+                let refused = r.clone();
+                tokio::spawn(async move {
+                    let Ok(mut conn) = h2::server::handshake(socket).await else {
+                        return;
+                    };
+                    let mut held = None;
+                    while let Some(Ok((_, mut respond))) = conn.accept().await {
+                        if !first {
+                            let _ = respond.send_response(http::Response::new(()), true);
+                        } else if held.is_none() {
+                            held = Some(respond);
+                        } else {
+                            respond.send_reset(h2::Reason::REFUSED_STREAM);
+                            refused.fetch_add(1, Ordering::SeqCst);
+                            conn.graceful_shutdown();
+                            if let Some(mut poll) = held.take() {
+                                let mut empty = http::Response::new(());
+                                *empty.status_mut() = http::StatusCode::ACCEPTED;
+                                let _ = poll.send_response(empty, true);
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        (addr, accepted, refused)
+    }
+
+    /// A stream the server refused when it went away (GOAWAY mid-poll) is resent on a new
+    /// connection by the pool itself: both requests are answered, the held poll where it
+    /// was, the refused one on the second connection. Fails if the resend is disabled
+    /// (`MAX_UNPROCESSED_RESENDS` 0 gives the refusal to the caller).
+    #[tokio::test]
+    async fn a_stream_refused_at_goaway_is_resent_on_another_connection() {
+        let (addr, accepted, refused) = goaway_server().await;
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .map(|b| {
+            b.with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth()
+        });
+        let Ok(tls) = tls else {
+            panic!("ring offers the default protocol versions");
+        };
+        let pool = Arc::new(H2Pool::new(
+            Http2Config::default().with_prior_knowledge(),
+            &tls,
+            Duration::from_secs(5),
+        ));
+        let Ok(url) = url::Url::parse(&format!("http://{addr}/x")) else {
+            panic!("a loopback URL parses");
+        };
+        let request = || {
+            http::Request::get(url.as_str())
+                .body(())
+                .unwrap_or_else(|e| panic!("a GET builds: {e}"))
+        };
+        let poll = tokio::spawn({
+            let (pool, url, request) = (pool.clone(), url.clone(), request());
+            async move { pool.send(&url, request, Bytes::new(), 1024).await }
+        });
+        // The poll's stream is open (held) before the second request goes out.
+        for _ in 0..500 {
+            let open = lock(&pool.hosts)
+                .values()
+                .any(|host| !lock(&host.conns).is_empty());
+            if open {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let second = pool.send(&url, request(), Bytes::new(), 1024).await;
+        assert!(
+            matches!(second, Ok(Ok((ref parts, _))) if parts.status == 200),
+            "the refused request was resent and answered: {second:?}"
+        );
+        let first = poll.await.unwrap_or_else(|e| panic!("the poll task: {e}"));
+        assert!(
+            matches!(first, Ok(Ok((ref parts, _))) if parts.status == 202),
+            "the held poll is answered on its own connection: {first:?}"
+        );
+        assert_eq!(refused.load(Ordering::SeqCst), 1, "one stream was refused");
+        assert_eq!(
+            accepted.load(Ordering::SeqCst),
+            2,
+            "resent on a new connection"
+        );
     }
 }

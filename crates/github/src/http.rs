@@ -184,11 +184,8 @@ impl Transport {
             // The request moves into the HTTP/2 pool (no copy of its headers stays here while
             // a long-poll waits) and comes back when the host speaks only HTTP/1.1.
             let head = if self.h2.wants(&url) && !self.proxied(head.uri()) {
-                match self
-                    .h2
-                    .send(&url, head, body.clone(), MAX_BODY_BYTES)
-                    .await
-                {
+                // Each transport's future is boxed, so a request holds only the one it uses.
+                match Box::pin(self.h2.send(&url, head, body.clone(), MAX_BODY_BYTES)).await {
                     Ok(Ok((parts, body))) => {
                         return Ok(Incoming {
                             status: parts.status.as_u16(),
@@ -204,8 +201,7 @@ impl Transport {
                 head
             };
             let (parts, ()) = head.into_parts();
-            self.http1(endpoint, &host, Request::from_parts(parts, Full::new(body)))
-                .await
+            Box::pin(self.http1(endpoint, &host, Request::from_parts(parts, Full::new(body)))).await
         };
         match tokio::time::timeout(timeout, exchange).await {
             Ok(result) => result,

@@ -189,9 +189,11 @@ impl Client {
         match self.execute(&call).await {
             Err(error) if error.service_error().is_some_and(|s| s.status == 401) => {
                 tracing::debug!(endpoint = %call.endpoint, "queue token rejected, refreshing the session");
-                *session = self.refresh_session(session).await?;
+                // Boxed: the refresh (admin token and all) and the retried call are rare, so
+                // their futures stay out of every waiting long-poll's.
+                *session = Box::pin(self.refresh_session(session)).await?;
                 let call = build(session)?;
-                self.execute(&call).await
+                Box::pin(self.execute(&call)).await
             }
             other => other,
         }

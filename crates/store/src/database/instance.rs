@@ -129,6 +129,29 @@ impl InstanceStore for DieselStore {
         .await
     }
 
+    async fn count_instances_by_status(&self) -> Result<Vec<(InstanceStatus, u64)>> {
+        self.run("count instances", move |conn, _| {
+            let rows: Vec<(String, i64)> = instances::table
+                .group_by(instances::status)
+                .select((instances::status, diesel::dsl::count_star()))
+                .load(conn)
+                .map_err(Error::backend("count instances"))?;
+            rows.into_iter()
+                .map(|(status, count)| {
+                    let status = enum_from_db(
+                        TABLE,
+                        &status,
+                        "status",
+                        &status,
+                        InstanceStatus::from_stored,
+                    )?;
+                    Ok((status, u64::try_from(count).unwrap_or(0)))
+                })
+                .collect()
+        })
+        .await
+    }
+
     async fn transition_instance(
         &self,
         lease: &Lease,

@@ -7,7 +7,8 @@ use crate::helpers::{TestDb, lease, store_tests};
 store_tests!(
     instance_round_trip,
     duplicate_instance_name_is_a_conflict,
-    transition_table_is_enforced
+    transition_table_is_enforced,
+    instances_are_counted_by_status_across_scale_sets
 );
 
 fn new(name: &str) -> NewInstance {
@@ -195,4 +196,34 @@ async fn transition_table_is_enforced(db: TestDb) {
             }
         }
     }
+}
+
+/// The fleet-wide count the metrics read: every scale set's instances, by status.
+async fn instances_are_counted_by_status_across_scale_sets(db: TestDb) {
+    let store = db.open().await;
+    assert_eq!(store.count_instances_by_status().await.unwrap(), vec![]);
+    let first = crate::helpers::scale_set(&store, "count-a").await;
+    let second = crate::helpers::scale_set(&store, "count-b").await;
+    let (a, b) = (
+        lease(&store, first.id, "w").await,
+        lease(&store, second.id, "w").await,
+    );
+    for name in ["a-1", "a-2", "a-3"] {
+        store.create_instance(&a, new(name)).await.unwrap();
+    }
+    store.create_instance(&b, new("b-1")).await.unwrap();
+    store
+        .transition_instance(&a, "a-1", InstanceStatus::Creating)
+        .await
+        .unwrap();
+    store
+        .transition_instance(&b, "b-1", InstanceStatus::Creating)
+        .await
+        .unwrap();
+    let mut counts = store.count_instances_by_status().await.unwrap();
+    counts.sort_by_key(|(status, _)| status.as_str());
+    assert_eq!(
+        counts,
+        vec![(InstanceStatus::Creating, 2), (InstanceStatus::Pending, 2)]
+    );
 }
