@@ -1,6 +1,8 @@
 //! The command line: `scaleset-server [serve] [--with-worker]`, `token create NAME`,
-//! `token list`, `token revoke NAME`, with the configuration file named by `--config`.
+//! `token list`, `token revoke NAME`, with the configuration file named by `--config`; and
+//! `demo [--data-dir DIR] [--listen ADDR] [--github-listen ADDR] [--reset]`, which needs none.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -34,6 +36,26 @@ pub(crate) enum Command {
     /// Manage API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Run the whole product on this machine: simulated GitHub, fake cloud, SQLite, worker,
+    /// API and status page, in one process (no --config; docs/quickstart.md).
+    Demo(DemoArgs),
+}
+
+/// `demo …`.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct DemoArgs {
+    /// Where the demo keeps its database, simulated GitHub and fake machines.
+    #[arg(long, value_name = "DIR", default_value = ".scaleset-demo")]
+    pub(crate) data_dir: PathBuf,
+    /// The API and status page address.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub(crate) listen: SocketAddr,
+    /// The simulated GitHub's address.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8081")]
+    pub(crate) github_listen: SocketAddr,
+    /// Delete everything in the data directory first and start over.
+    #[arg(long)]
+    pub(crate) reset: bool,
 }
 
 /// `token …`.

@@ -154,13 +154,14 @@ fn lock_sqlite(url: &DatabaseUrl) -> Result<Option<Flock<File>>> {
     }
 }
 
-struct Signals {
+/// SIGTERM and SIGINT, installed before anything that a signal must stop cleanly.
+pub(crate) struct Signals {
     term: tokio::signal::unix::Signal,
     int: tokio::signal::unix::Signal,
 }
 
 impl Signals {
-    fn install() -> Result<Self> {
+    pub(crate) fn install() -> Result<Self> {
         use tokio::signal::unix::{SignalKind, signal};
         Ok(Self {
             term: signal(SignalKind::terminate()).context("installing the SIGTERM handler")?,
@@ -168,7 +169,7 @@ impl Signals {
         })
     }
 
-    async fn wait(mut self) -> &'static str {
+    pub(crate) async fn wait(mut self) -> &'static str {
         tokio::select! {
             _ = self.term.recv() => "SIGTERM",
             _ = self.int.recv() => "SIGINT",

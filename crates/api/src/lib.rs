@@ -45,6 +45,8 @@ mod serve;
 #[cfg(feature = "server")]
 mod state;
 #[cfg(feature = "server")]
+pub mod status_page;
+#[cfg(feature = "server")]
 mod validate;
 #[cfg(feature = "server")]
 mod view;

@@ -21,9 +21,9 @@ use crate::error::ApiError;
 use crate::extract::BodyLimit;
 use crate::state::AppState;
 
-/// The whole application: [`router_with`] with nothing extra.
+/// The whole application: [`router_with`] with the status page (`crate::status_page`) at `/`.
 pub fn router(state: Arc<AppState>) -> Router {
-    router_with(state, Router::new(), Router::new())
+    router_with(state, Router::new(), crate::status_page::routes())
 }
 
 /// The whole application with extra routers: `authenticated` is nested under `/api/v1` behind

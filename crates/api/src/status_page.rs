@@ -11,7 +11,7 @@
 //! (for curl). Without either, the pages redirect to `/login`. The API under `/api/v1` keeps
 //! requiring its bearer token; the cookie is not accepted there.
 //!
-//! Mount it with [`router`] next to the API routes.
+//! [`crate::router`] mounts [`routes`] at the root, beside `/api/v1`.
 
 mod html;
 mod render;
@@ -26,7 +26,9 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use scaleset_store::{ApiTokenSecret, ScaleSetId, Store};
+use scaleset_store::{ApiTokenSecret, ScaleSetId};
+
+use crate::state::AppState;
 
 /// The cookie that carries the API token.
 pub const COOKIE: &str = "scaleset_token";
@@ -34,19 +36,16 @@ pub const COOKIE: &str = "scaleset_token";
 /// The longest token accepted (the store's are 47 characters).
 const MAX_TOKEN: usize = 512;
 
-#[derive(Clone)]
-struct Page {
-    store: Arc<dyn Store>,
-}
+type Page = Arc<AppState>;
 
-/// The status page's routes (`/`, `/scale-sets/{id}`, `/login`, `/logout`) over `store`.
-pub fn router(store: Arc<dyn Store>) -> Router {
+/// The status page's routes (`/`, `/scale-sets/{id}`, `/login`, `/logout`), merged at the root
+/// by [`crate::router`]; they authenticate themselves (cookie or bearer token).
+pub fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/", get(overview))
         .route("/scale-sets/{id}", get(detail))
         .route("/login", get(login_form).post(login))
         .route("/logout", post(logout))
-        .with_state(Page { store })
 }
 
 fn cookie_token(headers: &HeaderMap) -> Option<String> {

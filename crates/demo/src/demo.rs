@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use nix::fcntl::Flock;
 use prometheus_client::registry::Registry;
-use scaleset_control::{Controller, ControllerIdentity, Settings, StoreClientFactory};
+use scaleset_control::{Controller, ControllerIdentity, Metrics, Settings, StoreClientFactory};
 use scaleset_provider::{DirectoryProvider, Provider};
 use scaleset_sim::{SimConfig, Simulator};
 use scaleset_store::{DatabaseUrl, DieselStore, EncryptionKey, Keyring, Store, StoreOptions};
@@ -72,6 +72,8 @@ pub struct Demo {
     store: Arc<dyn Store>,
     github: Github,
     registry: Option<Registry>,
+    metrics: Arc<Metrics>,
+    settings: Settings,
     first_run: bool,
     declared: usize,
     cancel: CancellationToken,
@@ -127,6 +129,7 @@ impl Demo {
         let mut providers: BTreeMap<String, Arc<dyn Provider>> = BTreeMap::new();
         providers.insert(fleet::PROVIDER.to_owned(), Arc::new(cloud));
         let mut registry = Registry::default();
+        let settings = options.settings.clone();
         let controller = Controller::new(
             store.clone(),
             Arc::new(StoreClientFactory::new(store.clone())),
@@ -135,6 +138,7 @@ impl Demo {
             options.settings,
             &mut registry,
         );
+        let metrics = controller.metrics();
         let cancel = CancellationToken::new();
         let controller = Some(tokio::spawn(controller.run(cancel.clone())));
         let jobs = options
@@ -155,6 +159,8 @@ impl Demo {
             store,
             github,
             registry: Some(registry),
+            metrics,
+            settings,
             first_run,
             declared,
             cancel,
@@ -171,6 +177,21 @@ impl Demo {
     /// The control loop's metrics registry (once; `None` after the first call).
     pub fn take_registry(&mut self) -> Option<Registry> {
         self.registry.take()
+    }
+
+    /// The control loop's metrics (to share with an API served in the same process).
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.metrics.clone()
+    }
+
+    /// The controller's identity.
+    pub fn identity(&self) -> ControllerIdentity {
+        ControllerIdentity::new(self.controller_id)
+    }
+
+    /// The control loop's settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
     }
 
     /// The simulated GitHub, to steer it (add a foreign scale set, enqueue jobs, inspect).

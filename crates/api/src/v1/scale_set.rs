@@ -267,6 +267,7 @@ pub enum DeleteAction {
     /// `force`; or never ensured).
     Detached,
     /// The GitHub scale set was deleted too (created by us, or `force`).
+    #[serde(rename = "deleted_on_github")]
     DeletedOnGitHub,
 }
 

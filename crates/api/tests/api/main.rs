@@ -2,4 +2,9 @@
 //! always, PostgreSQL with `SCALESET_TEST_DATABASE_URL`), driven over real HTTP, with the
 //! simulator in-process for GitHub.
 
+mod auth;
+mod helpers;
+mod input;
 mod openapi;
+mod resources;
+mod scale_sets;

@@ -1,0 +1,110 @@
+//! Wiring for `scaleset-server demo`: the whole product in one process on a data directory
+//! (`scaleset_demo::Demo`: simulated GitHub, fake cloud, SQLite, the control loop, a job
+//! stream), the API and status page served over its store, a freshly minted API token, and a
+//! banner saying where everything is. Runs until SIGINT (Ctrl-C) or SIGTERM.
+
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result};
+use prometheus_client::registry::Registry;
+use scaleset_api::AppState;
+use scaleset_control::StoreClientFactory;
+use scaleset_demo::{Demo, DemoOptions};
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::DemoArgs;
+use crate::serve::Signals;
+
+pub(crate) async fn run(args: DemoArgs) -> Result<()> {
+    // Installed first, so a Ctrl-C at any point from here is a clean stop.
+    let signals = Signals::install()?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| {
+            format!(
+                "cannot listen on {} (pass --listen ADDR, or 127.0.0.1:0 for any free port)",
+                args.listen
+            )
+        })?;
+    let listen = listener.local_addr().context("reading the bound address")?;
+    let mut options = DemoOptions::new(args.data_dir.clone());
+    options.github_listen = args.github_listen;
+    options.reset = args.reset;
+    let mut demo = Demo::start(options)
+        .await
+        .with_context(|| format!("starting the demo in {}", args.data_dir.display()))?;
+    let store = demo.store();
+    let name = format!("demo-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    let (_, token) = store
+        .create_api_token(&name)
+        .await
+        .context("minting the demo's API token")?;
+    let registry = demo.take_registry().unwrap_or_else(Registry::default);
+    let state = AppState::new(
+        store.clone(),
+        Arc::new(StoreClientFactory::new(store)),
+        demo.identity(),
+        demo.settings().clone(),
+        Some(demo.metrics()),
+        registry,
+    );
+    let stop = CancellationToken::new();
+    let server = tokio::spawn(scaleset_api::serve(
+        listener,
+        scaleset_api::router(Arc::new(state)),
+        None,
+        stop.clone().cancelled_owned(),
+    ));
+    print!(
+        "{}",
+        banner(&demo, &format!("http://{listen}"), token.expose())
+    );
+
+    let outcome = tokio::select! {
+        signal = signals.wait() => {
+            tracing::info!(signal, "stopping the demo");
+            Ok(())
+        }
+        failed = demo.failed() => Err(anyhow::Error::new(failed)),
+    };
+    stop.cancel();
+    let served = server.await;
+    let stopped = demo.stop().await.context("stopping the demo");
+    outcome?;
+    served.context("the API server panicked")?;
+    stopped?;
+    println!("demo stopped; run the same command again to resume");
+    Ok(())
+}
+
+/// What the demo prints when it is ready (the README shows it).
+fn banner(demo: &Demo, api: &str, token: &str) -> String {
+    let dir = demo.data_dir();
+    let run = if demo.first_run() {
+        "first run: the simulated GitHub was seeded, one scale set already on it"
+    } else if demo.declared() > 0 {
+        "the database was missing: the fleet is declared again and will be adopted"
+    } else {
+        "resumed"
+    };
+    let ctl = "cargo run --release --bin scalesetctl --";
+    format!(
+        "scaleset demo is running ({run})\n\
+         \n\
+         \x20 status page       {api}/   (sign in with the API token)\n\
+         \x20 API               {api}/api/v1\n\
+         \x20 API token         {token}\n\
+         \x20 simulated GitHub  {github}   (organization acme; control API under /_sim/)\n\
+         \x20 data directory    {data}\n\
+         \n\
+         Try:\n\
+         \x20 {ctl} --url {api} --token {token} scale-set list\n\
+         \x20 {ctl} --url {api} --token {token} instance list --scale-set linux-x64\n\
+         \n\
+         Rehearse a disaster: Ctrl-C, delete {db}, run the same command again\n\
+         (docs/quickstart.md). Ctrl-C stops everything; --reset starts over.\n",
+        github = demo.github_url(),
+        data = dir.root().display(),
+        db = dir.database().display(),
+    )
+}

@@ -1,0 +1,280 @@
+//! `scaleset-server demo` as a person runs it: the real binary on a temporary data directory
+//! with free ports, its banner read from stdout, the API called with the printed token, the
+//! status page loaded in headless Chromium (sign-in form, rendered DOM, screenshots saved under
+//! `target/tmp/screenshots/`), and Ctrl-C (SIGINT) stopping it cleanly.
+//!
+//! The browser part needs Debian's `chromium` and `chromium-driver` (`.ci/run` installs them);
+//! without them it prints a SKIPPED line, and fails instead under
+//! `SCALESET_REQUIRE_BROWSER=1` (set by `.ci/run`).
+
+mod browser;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, bail};
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt as _, BufReader};
+use tokio::process::{Child, ChildStdout, Command};
+
+/// The running demo and what its banner said.
+struct Running {
+    child: Child,
+    lines: tokio::io::Lines<BufReader<ChildStdout>>,
+    page: String,
+    api: String,
+    token: String,
+    banner: String,
+}
+
+async fn start(dir: &std::path::Path) -> Result<Running> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_scaleset-server"))
+        .args([
+            "demo",
+            "--listen",
+            "127.0.0.1:0",
+            "--github-listen",
+            "127.0.0.1:0",
+        ])
+        .arg("--data-dir")
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .context("starting scaleset-server demo")?;
+    let stdout = child.stdout.take().context("stdout")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let mut banner = String::new();
+    let read = tokio::time::timeout(Duration::from_secs(120), async {
+        while let Some(line) = lines.next_line().await? {
+            banner.push_str(&line);
+            banner.push('\n');
+            if line.starts_with("(docs/quickstart.md)") {
+                return Ok(());
+            }
+        }
+        bail!("the demo ended before its banner was complete:\n{banner}")
+    })
+    .await;
+    read.context("waiting for the banner")??;
+    let field = |name: &str| {
+        banner
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .map(str::to_owned)
+            .with_context(|| format!("no {name:?} line in:\n{banner}"))
+    };
+    Ok(Running {
+        page: field("status page")?,
+        api: field("API ")?,
+        token: field("API token")?,
+        child,
+        lines,
+        banner,
+    })
+}
+
+async fn get(url: &str, bearer: Option<&str>) -> Result<(u16, http::HeaderMap, String)> {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let mut request = http::Request::get(url);
+    if let Some(token) = bearer {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    let response = client
+        .request(request.body(Full::new(Bytes::new()))?)
+        .await?;
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect().await?.to_bytes();
+    Ok((status, headers, String::from_utf8_lossy(&body).into_owned()))
+}
+
+async fn eventually<T, F, Fut>(what: &str, mut check: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Option<T>>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(180);
+    loop {
+        if let Some(value) = check().await? {
+            return Ok(value);
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("timed out waiting until {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+fn screenshots() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_serves_its_fleet_and_status_page_and_stops_on_ctrl_c() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let mut demo = start(dir.path()).await?;
+    assert!(demo.banner.contains("first run"), "{}", demo.banner);
+    assert!(demo.token.starts_with("sst_"), "{}", demo.banner);
+    assert!(
+        demo.banner.contains(&format!(
+            "--url {} --token {} scale-set list",
+            demo.page.trim_end_matches('/'),
+            demo.token
+        )),
+        "the scalesetctl commands carry the URL and the token: {}",
+        demo.banner
+    );
+
+    // The API, with the printed token: the fleet comes up.
+    let api = format!("{}/scale-sets", demo.api);
+    let sets: Value = eventually("the API shows three ready scale sets", || {
+        let (api, token) = (api.clone(), demo.token.clone());
+        async move {
+            let (status, _, body) = get(&api, Some(&token)).await?;
+            anyhow::ensure!(status == 200, "{status}: {body}");
+            let value: Value = serde_json::from_str(&body)?;
+            let items = value["items"].as_array().cloned().unwrap_or_default();
+            let ready = items.len() == 3 && items.iter().all(|i| i["state"] == "ready");
+            Ok(ready.then_some(value))
+        }
+    })
+    .await?;
+    let release = sets["items"]
+        .as_array()
+        .and_then(|items| items.iter().find(|i| i["spec"]["name"] == "release"))
+        .context("release")?;
+    assert_eq!(release["provenance"], "adopted", "{release}");
+    // Without a token: the API refuses, the page sends to the sign-in form.
+    assert_eq!(get(&api, None).await?.0, 401);
+    let (status, headers, _) = get(&demo.page, None).await?;
+    assert_eq!(status, 303);
+    assert_eq!(
+        headers.get("location").map(|v| v.as_bytes()),
+        Some(&b"/login"[..])
+    );
+
+    match browser::installed() {
+        Some((driver, chromium)) => in_the_browser(&demo, driver, chromium).await?,
+        None if std::env::var_os("SCALESET_REQUIRE_BROWSER").is_some() => {
+            bail!("SCALESET_REQUIRE_BROWSER is set but chromium or chromedriver is missing")
+        }
+        None => println!(
+            "SKIPPED the browser half: install Debian's chromium and chromium-driver to run it"
+        ),
+    }
+
+    // Ctrl-C: a clean stop, and the data directory resumes.
+    let pid = nix::unistd::Pid::from_raw(
+        i32::try_from(demo.child.id().context("pid")?).context("pid range")?,
+    );
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT)?;
+    let status = tokio::time::timeout(Duration::from_secs(120), demo.child.wait())
+        .await
+        .context("the demo did not stop on SIGINT")??;
+    let mut rest = String::new();
+    while let Some(line) = demo.lines.next_line().await? {
+        rest.push_str(&line);
+    }
+    assert!(status.success(), "exit {status:?}");
+    assert!(rest.contains("demo stopped"), "{rest}");
+    assert!(!dir.path().join("demo.lock").exists() || status.success());
+    let mut again = start(dir.path()).await?;
+    assert!(again.banner.contains("resumed"), "{}", again.banner);
+    again.child.kill().await?;
+    Ok(())
+}
+
+async fn in_the_browser(demo: &Running, driver: &str, chromium: &str) -> Result<()> {
+    let browser = browser::Browser::start(driver, chromium).await?;
+    browser.goto(&demo.page).await?;
+    assert!(browser.url().await?.ends_with("/login"), "sent to sign in");
+    browser.type_into("#token", "sst_not-a-token").await?;
+    browser.click("button[type=submit]").await?;
+    let error = browser
+        .eval("var e = document.querySelector('#login-error'); return e ? e.textContent : null")
+        .await?;
+    assert!(
+        error.as_str().is_some_and(|e| e.contains("not valid")),
+        "{error}"
+    );
+
+    browser.type_into("#token", &demo.token).await?;
+    browser.click("button[type=submit]").await?;
+    // The rendered DOM, as the browser built it.
+    let rows = eventually("the page shows three ready rows with runners", || async {
+        let rows = browser
+            .eval(
+                "return Array.from(document.querySelectorAll('#scale-sets tr.scale-set')).map(function (r) { \
+                   return { name: r.dataset.name, state: r.dataset.state, \
+                            provenance: r.querySelector('[data-provenance]').dataset.provenance, \
+                            evidence: r.querySelector('.evidence').textContent, \
+                            idle: Number(r.querySelector('td.idle').textContent), \
+                            busy: Number(r.querySelector('td.busy').textContent), \
+                            last: r.querySelector('td.last').textContent, \
+                            events: r.querySelectorAll('ul.events li').length }; })",
+            )
+            .await?;
+        let list = rows.as_array().cloned().unwrap_or_default();
+        let ready = list.len() == 3
+            && list.iter().all(|r| r["state"] == "ready")
+            && list.iter().map(|r| r["idle"].as_u64().unwrap_or(0) + r["busy"].as_u64().unwrap_or(0)).sum::<u64>() > 0
+            && list.iter().any(|r| r["last"].as_str().is_some_and(|t| t.contains("ago")));
+        Ok(ready.then_some(list))
+    })
+    .await?;
+    let names: Vec<&str> = rows.iter().filter_map(|r| r["name"].as_str()).collect();
+    assert_eq!(names, ["linux-arm64", "linux-x64", "release"]);
+    let release = &rows[2];
+    assert_eq!(release["provenance"], "adopted");
+    assert!(
+        release["evidence"]
+            .as_str()
+            .is_some_and(|e| e.contains("owner label")),
+        "{release}"
+    );
+    assert!(
+        rows.iter().all(|r| r["events"].as_u64() > Some(0)),
+        "{rows:?}"
+    );
+    let title = browser.eval("return document.title").await?;
+    assert_eq!(title, "Scale sets · scaleset");
+    browser
+        .screenshot(&screenshots().join("status-page.png"))
+        .await?;
+
+    // The detail view of linux-x64 (it keeps an idle runner): its instances.
+    browser
+        .click("tr.scale-set[data-name='linux-x64'] a")
+        .await?;
+    let instances = eventually("the detail view lists instances", || async {
+        let n = browser
+            .eval("return document.querySelectorAll('#instances tr.instance').length")
+            .await?;
+        Ok(n.as_u64().filter(|n| *n > 0))
+    })
+    .await?;
+    assert!(instances >= 1);
+    let heading = browser
+        .eval("return document.querySelector('#name').textContent")
+        .await?;
+    assert_eq!(heading, "linux-x64");
+    browser
+        .screenshot(&screenshots().join("scale-set.png"))
+        .await?;
+
+    // Filtering keeps the page readable with many scale sets.
+    browser.goto(&format!("{}?q=arm", demo.page)).await?;
+    let filtered = browser
+        .eval("return document.querySelectorAll('#scale-sets tr.scale-set').length")
+        .await?;
+    assert_eq!(filtered, 1);
+    browser.stop().await
+}

@@ -1,0 +1,156 @@
+//! Every `/api/v1` route refuses a request without a valid bearer token (401, the documented
+//! body, `WWW-Authenticate`), before reading any body, and writes nothing; the probes, the
+//! metrics and the OpenAPI document are public.
+
+use serde_json::json;
+
+use crate::helpers::{App, Backend, backend_tests};
+
+/// Every authenticated route, with a body where it takes one.
+fn routes() -> Vec<(&'static str, String, Option<serde_json::Value>)> {
+    let id = uuid::Uuid::new_v4();
+    let credentials = json!({"name": "c", "auth": {"kind": "pat", "token": "ghp_x"}});
+    vec![
+        ("GET", "/api/v1/controller".into(), None),
+        ("GET", "/api/v1/credentials".into(), None),
+        (
+            "POST",
+            "/api/v1/credentials".into(),
+            Some(credentials.clone()),
+        ),
+        ("GET", format!("/api/v1/credentials/{id}"), None),
+        (
+            "PUT",
+            format!("/api/v1/credentials/{id}"),
+            Some(credentials),
+        ),
+        ("DELETE", format!("/api/v1/credentials/{id}"), None),
+        ("GET", "/api/v1/entities".into(), None),
+        (
+            "POST",
+            "/api/v1/entities".into(),
+            Some(json!({"kind": "organization", "name": "acme", "credentials": "c"})),
+        ),
+        ("GET", format!("/api/v1/entities/{id}"), None),
+        ("DELETE", format!("/api/v1/entities/{id}"), None),
+        ("GET", "/api/v1/scale-sets".into(), None),
+        (
+            "POST",
+            "/api/v1/scale-sets".into(),
+            Some(json!({"entity_id": id, "name": "linux", "provider": "fake", "max_runners": 2})),
+        ),
+        ("GET", format!("/api/v1/scale-sets/{id}"), None),
+        (
+            "PATCH",
+            format!("/api/v1/scale-sets/{id}"),
+            Some(json!({"generation": 1})),
+        ),
+        ("DELETE", format!("/api/v1/scale-sets/{id}"), None),
+        ("GET", format!("/api/v1/scale-sets/{id}/instances"), None),
+        ("GET", "/api/v1/instances".into(), None),
+        ("GET", "/api/v1/instances/linux-abcdefgh".into(), None),
+    ]
+}
+
+async fn every_route_needs_a_valid_token(backend: Backend) {
+    let app = App::start(backend, "every_route_needs_a_valid_token").await;
+    let before = app.written().await;
+    let forged = format!("Bearer {}x", app.token);
+    for (method, path, body) in routes() {
+        let bytes = body.map(|b| b.to_string().into_bytes());
+        for (authorization, code) in [
+            (None, "missing_token"),
+            (Some("Basic dXNlcjpwYXNz"), "missing_token"),
+            (Some("Bearer"), "missing_token"),
+            (Some("Bearer sst_not-a-token"), "invalid_token"),
+            (Some(forged.as_str()), "invalid_token"),
+        ] {
+            let answer = app
+                .raw(
+                    method,
+                    &path,
+                    authorization,
+                    bytes.clone(),
+                    "application/json",
+                )
+                .await;
+            let message = answer.error(401, code);
+            assert!(
+                message.contains("scaleset-server token create"),
+                "{method} {path}: {message}"
+            );
+            assert_eq!(
+                answer.www_authenticate.as_deref(),
+                Some("Bearer realm=\"scaleset\""),
+                "{method} {path}"
+            );
+        }
+        // An unauthenticated request announcing a body far over the limit is answered 401
+        // without the body ever being sent: it is never read.
+        let head = app.head_only(method, &path, 100 * 1024 * 1024).await;
+        assert!(head.starts_with("HTTP/1.1 401"), "{method} {path}: {head}");
+        assert!(head.contains("missing_token"), "{method} {path}: {head}");
+        // The same request with the token reaches the handler (whatever it then answers).
+        let answer = app.call(method, &path, None).await;
+        assert_ne!(
+            answer.status, 401,
+            "{method} {path} refused a valid token: {answer:?}"
+        );
+    }
+    assert_eq!(
+        app.written().await,
+        before,
+        "an unauthenticated request wrote something"
+    );
+}
+
+async fn a_revoked_token_is_refused(backend: Backend) {
+    let app = App::start(backend, "a_revoked_token_is_refused").await;
+    use scaleset_store::ApiTokenStore as _;
+    let (record, secret) = app.store.create_api_token("short-lived").await.unwrap();
+    let bearer = format!("Bearer {}", secret.expose());
+    let answer = app
+        .raw("GET", "/api/v1/controller", Some(&bearer), None, "")
+        .await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    app.store.revoke_api_token(record.id).await.unwrap();
+    let answer = app
+        .raw("GET", "/api/v1/controller", Some(&bearer), None, "")
+        .await;
+    answer.error(401, "invalid_token");
+}
+
+async fn probes_metrics_and_the_document_are_public(backend: Backend) {
+    let app = App::start(backend, "probes_metrics_and_the_document_are_public").await;
+    let health = app.raw("GET", "/healthz", None, None, "").await;
+    assert_eq!((health.status, health.text.as_str()), (200, "ok\n"));
+    let ready = app.raw("GET", "/readyz", None, None, "").await;
+    assert_eq!((ready.status, ready.text.as_str()), (200, "ready\n"));
+    let doc = app.raw("GET", "/api/v1/openapi.json", None, None, "").await;
+    assert_eq!(doc.status, 200);
+    assert_eq!(doc.text, scaleset_api::openapi::json());
+    // A counted request shows in the metrics with its route and status.
+    app.raw("GET", "/api/v1/controller", None, None, "").await;
+    let metrics = app.raw("GET", "/metrics", None, None, "").await;
+    assert_eq!(metrics.status, 200);
+    assert!(
+        metrics.text.contains(
+            "scaleset_api_requests_total{method=\"GET\",route=\"/api/v1/controller\",status=\"401\"} 1"
+        ),
+        "{}",
+        metrics.text
+    );
+    assert!(
+        metrics
+            .text
+            .contains("scaleset_undecodable_messages_total 0"),
+        "control's metrics are registered: {}",
+        metrics.text
+    );
+}
+
+backend_tests!(
+    every_route_needs_a_valid_token,
+    a_revoked_token_is_refused,
+    probes_metrics_and_the_document_are_public
+);

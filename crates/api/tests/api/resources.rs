@@ -1,0 +1,196 @@
+//! The resources with a valid token: controller info, credentials (secrets write-only, sealed
+//! at rest), entities, and the instance routes on an empty store.
+
+use scaleset_store::CredentialStore as _;
+use serde_json::json;
+
+use crate::helpers::{App, Backend, CONTROLLER, backend_tests};
+
+const PEM_KEY: &str =
+    "-----BEGIN PRIVATE KEY-----\nc2VjcmV0LWFwcC1rZXk=\n-----END PRIVATE KEY-----\n";
+
+async fn controller_info_names_the_identity(backend: Backend) {
+    let app = App::start(backend, "controller_info_names_the_identity").await;
+    let answer = app.call("GET", "/api/v1/controller", None).await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.json["id"], CONTROLLER.to_string());
+    assert_eq!(answer.json["version"], env!("CARGO_PKG_VERSION"));
+    // DESIGN §3: all 32 hex digits of the id.
+    assert_eq!(
+        answer.json["owner_label"],
+        format!("scaleset-owner-{}", CONTROLLER.simple())
+    );
+    assert_eq!(answer.json["owner_label_enabled"], true);
+    assert_eq!(
+        answer.json["session_owner"],
+        format!("scaleset-{CONTROLLER}")
+    );
+}
+
+async fn credentials_secrets_are_write_only(backend: Backend) {
+    let app = App::start(backend, "credentials_secrets_are_write_only").await;
+    let pat = app
+        .call(
+            "POST",
+            "/api/v1/credentials",
+            Some(json!({"name": "main", "auth": {"kind": "pat", "token": "ghp_TOPSECRET"}})),
+        )
+        .await;
+    assert_eq!(pat.status, 201, "{pat:?}");
+    assert_eq!(pat.json["kind"], "pat");
+    assert_eq!(pat.json["endpoint"]["base_url"], "https://github.com");
+    assert_eq!(
+        pat.json["endpoint"]["api_base_url"],
+        "https://api.github.com"
+    );
+    let app_creds = app
+        .call(
+            "POST",
+            "/api/v1/credentials",
+            Some(json!({
+                "name": "ghes-app",
+                "auth": {"kind": "app", "app_id": 12, "installation_id": 34, "private_key": PEM_KEY},
+                "endpoint": {"base_url": "https://ghes.example.com/"},
+            })),
+        )
+        .await;
+    assert_eq!(app_creds.status, 201, "{app_creds:?}");
+    assert_eq!(app_creds.json["kind"], "app");
+    assert_eq!(app_creds.json["app_id"], 12);
+    assert_eq!(app_creds.json["installation_id"], 34);
+    assert_eq!(
+        app_creds.json["endpoint"]["api_base_url"],
+        "https://ghes.example.com/api/v3"
+    );
+    let id = pat.json["id"].as_str().unwrap().to_owned();
+
+    let listed = app.call("GET", "/api/v1/credentials", None).await;
+    let shown = app
+        .call("GET", &format!("/api/v1/credentials/{id}"), None)
+        .await;
+    for answer in [&pat, &app_creds, &listed, &shown] {
+        assert!(
+            !answer.text.contains("TOPSECRET"),
+            "a secret was returned: {}",
+            answer.text
+        );
+        assert!(
+            !answer.text.contains("c2VjcmV0LWFwcC1rZXk"),
+            "a key was returned: {}",
+            answer.text
+        );
+    }
+    let names: Vec<&str> = listed.json["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["ghes-app", "main"]);
+    // The store keeps the secret (sealed; decrypted on read).
+    let stored = app.store.get_credentials_by_name("main").await.unwrap();
+    assert!(
+        matches!(&stored.auth, scaleset_store::Auth::Pat { token } if token.expose() == "ghp_TOPSECRET")
+    );
+
+    // Replace (the secret given again), then delete.
+    let replaced = app
+        .call(
+            "PUT",
+            &format!("/api/v1/credentials/{id}"),
+            Some(json!({"name": "main2", "auth": {"kind": "pat", "token": "ghp_NEW"}})),
+        )
+        .await;
+    assert_eq!(replaced.status, 200, "{replaced:?}");
+    assert_eq!(replaced.json["name"], "main2");
+    assert!(!replaced.text.contains("ghp_NEW"));
+    let deleted = app
+        .call("DELETE", &format!("/api/v1/credentials/{id}"), None)
+        .await;
+    assert_eq!(deleted.status, 204);
+    app.call("GET", &format!("/api/v1/credentials/{id}"), None)
+        .await
+        .error(404, "not_found");
+    app.call("DELETE", &format!("/api/v1/credentials/{id}"), None)
+        .await
+        .error(404, "not_found");
+}
+
+async fn entities_of_every_kind(backend: Backend) {
+    let app = App::start(backend, "entities_of_every_kind").await;
+    app.call(
+        "POST",
+        "/api/v1/credentials",
+        Some(json!({"name": "main", "auth": {"kind": "pat", "token": "ghp_x"}})),
+    )
+    .await;
+    let mut ids = Vec::new();
+    for (kind, name) in [
+        ("organization", "acme"),
+        ("repository", "acme/widgets"),
+        ("enterprise", "acme-corp"),
+    ] {
+        let answer = app
+            .call(
+                "POST",
+                "/api/v1/entities",
+                Some(json!({"kind": kind, "name": name, "credentials": "main"})),
+            )
+            .await;
+        assert_eq!(answer.status, 201, "{answer:?}");
+        assert_eq!(answer.json["kind"], kind);
+        assert_eq!(answer.json["name"], name);
+        assert_eq!(answer.json["credentials"], "main");
+        ids.push(answer.json["id"].as_str().unwrap().to_owned());
+    }
+    let listed = app.call("GET", "/api/v1/entities", None).await;
+    let kinds: Vec<&str> = listed.json["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, vec!["enterprise", "organization", "repository"]);
+    let shown = app
+        .call("GET", &format!("/api/v1/entities/{}", ids[1]), None)
+        .await;
+    assert_eq!(shown.json["name"], "acme/widgets");
+    for id in &ids {
+        assert_eq!(
+            app.call("DELETE", &format!("/api/v1/entities/{id}"), None)
+                .await
+                .status,
+            204
+        );
+    }
+    assert_eq!(
+        app.call("GET", "/api/v1/entities", None).await.json["items"],
+        json!([])
+    );
+    app.call("GET", &format!("/api/v1/entities/{}", ids[0]), None)
+        .await
+        .error(404, "not_found");
+}
+
+async fn instances_on_an_empty_store(backend: Backend) {
+    let app = App::start(backend, "instances_on_an_empty_store").await;
+    let all = app.call("GET", "/api/v1/instances", None).await;
+    assert_eq!((all.status, &all.json), (200, &json!({"items": []})));
+    app.call("GET", "/api/v1/instances/linux-abcdefgh", None)
+        .await
+        .error(404, "not_found");
+    app.call(
+        "GET",
+        &format!("/api/v1/scale-sets/{}/instances", uuid::Uuid::new_v4()),
+        None,
+    )
+    .await
+    .error(404, "not_found");
+}
+
+backend_tests!(
+    controller_info_names_the_identity,
+    credentials_secrets_are_write_only,
+    entities_of_every_kind,
+    instances_on_an_empty_store
+);

@@ -1,0 +1,393 @@
+//! Scale-set create, adoption, refusal and ownership-aware delete against the simulator: the
+//! API runs the control crate's ensure step, so these are the adoption rules seen through HTTP.
+
+use std::time::Duration;
+
+use scaleset_github::{Client, ClientConfig, ConfigUrl, Credentials, Label, NewRunnerScaleSet};
+use scaleset_store::{InstanceStore as _, LeaseStore as _, NewInstance, ScaleSetId};
+use serde_json::{Value, json};
+
+use crate::helpers::{App, Backend, CONTROLLER, RunningSim, backend_tests};
+
+fn create_body(entity: &str, name: &str) -> Value {
+    json!({"entity_id": entity, "name": name, "provider": "fake", "max_runners": 3, "labels": ["gpu"]})
+}
+
+fn github_ids_named(sim: &RunningSim, name: &str) -> Vec<i64> {
+    sim.sim
+        .state()
+        .scale_sets
+        .iter()
+        .filter(|s| s.name == name)
+        .map(|s| s.id)
+        .collect()
+}
+
+async fn a_fresh_create_is_created_on_github(backend: Backend) {
+    let sim = RunningSim::start().await;
+    let app = App::start(backend, "a_fresh_create_is_created_on_github").await;
+    let entity = app.seed(&sim).await;
+    let answer = app
+        .call(
+            "POST",
+            "/api/v1/scale-sets",
+            Some(create_body(&entity, "linux")),
+        )
+        .await;
+    assert_eq!(answer.status, 201, "{answer:?}");
+    let set = &answer.json;
+    assert_eq!(set["state"], "ready", "{set}");
+    assert_eq!(set["provenance"], "created", "{set}");
+    assert!(set.get("refusal").is_none());
+    let github_id = set["github_id"].as_i64().expect("github id");
+    assert_eq!(github_ids_named(&sim, "linux"), vec![github_id]);
+    let on_github = sim.sim.state().scale_set(github_id).cloned().unwrap();
+    let owner = format!("scaleset-owner-{}", CONTROLLER.simple());
+    assert!(on_github.labels.contains(&owner), "{:?}", on_github.labels);
+    assert!(
+        on_github.labels.contains(&"gpu".to_owned()),
+        "{:?}",
+        on_github.labels
+    );
+    let kinds: Vec<&str> = set["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"create_intent") && kinds.contains(&"ready"),
+        "{kinds:?}"
+    );
+    assert!(set["generation"].as_i64().unwrap() > 1);
+    // No session is left open on GitHub by the API (nobody listens there).
+    assert!(on_github.session.is_none(), "{on_github:?}");
+    // The lease the API took is released for the worker.
+    let id = ScaleSetId(set["id"].as_str().unwrap().parse().unwrap());
+    let lease = app.store.get_lease(id).await.unwrap().expect("a lease row");
+    assert!(
+        lease.expires_at.unix_millis()
+            <= scaleset_store::Timestamp::from_system_time(std::time::SystemTime::now())
+                .unix_millis()
+    );
+
+    // show and list agree.
+    let shown = app
+        .call(
+            "GET",
+            &format!("/api/v1/scale-sets/{}", set["id"].as_str().unwrap()),
+            None,
+        )
+        .await;
+    assert_eq!(shown.status, 200);
+    assert_eq!(shown.json["github_id"], github_id);
+    assert_eq!(shown.json["state_reason"], set["state_reason"]);
+    let listed = app.call("GET", "/api/v1/scale-sets", None).await;
+    assert_eq!(listed.json["items"].as_array().unwrap().len(), 1);
+    assert_eq!(listed.json["items"][0]["state"], "ready");
+    let filtered = app
+        .call(
+            "GET",
+            &format!("/api/v1/scale-sets?entity_id={}", uuid::Uuid::new_v4()),
+            None,
+        )
+        .await;
+    assert_eq!(filtered.json["items"], json!([]));
+}
+
+async fn after_a_database_wipe_the_owner_label_adopts(backend: Backend) {
+    let sim = RunningSim::start().await;
+    let first = App::start(backend, "after_a_database_wipe_the_owner_label_adopts").await;
+    let entity = first.seed(&sim).await;
+    let created = first
+        .call(
+            "POST",
+            "/api/v1/scale-sets",
+            Some(create_body(&entity, "linux")),
+        )
+        .await;
+    assert_eq!(created.json["provenance"], "created", "{created:?}");
+    let github_id = created.json["github_id"].as_i64().unwrap();
+    drop(first);
+
+    // The same controller on an empty database.
+    let wiped = App::start(backend, "after_a_database_wipe_the_owner_label_adopts").await;
+    let entity = wiped.seed(&sim).await;
+    let adopted = wiped
+        .call(
+            "POST",
+            "/api/v1/scale-sets",
+            Some(create_body(&entity, "linux")),
+        )
+        .await;
+    assert_eq!(adopted.status, 201, "{adopted:?}");
+    assert_eq!(adopted.json["state"], "ready", "{adopted:?}");
+    assert_eq!(adopted.json["provenance"], "adopted", "{adopted:?}");
+    assert_eq!(
+        adopted.json["github_id"], github_id,
+        "the same GitHub scale set"
+    );
+    let evidence = adopted.json["evidence"].to_string();
+    assert!(
+        evidence.to_lowercase().contains("owner"),
+        "evidence names the owner label: {evidence}"
+    );
+    assert_eq!(
+        github_ids_named(&sim, "linux"),
+        vec![github_id],
+        "no duplicate on GitHub"
+    );
+
+    // Deleting an adopted set detaches it: GitHub keeps it.
+    let id = adopted.json["id"].as_str().unwrap();
+    let deleted = wiped
+        .call("DELETE", &format!("/api/v1/scale-sets/{id}"), None)
+        .await;
+    assert_eq!(deleted.status, 200, "{deleted:?}");
+    assert_eq!(deleted.json["action"], "detached");
+    assert_eq!(
+        github_ids_named(&sim, "linux"),
+        vec![github_id],
+        "an adopted set is never deleted on GitHub"
+    );
+    let gone = wiped
+        .call("GET", &format!("/api/v1/scale-sets/{id}"), None)
+        .await;
+    gone.error(404, "not_found");
+}
+
+async fn a_foreign_owned_set_is_refused_with_its_remedy(backend: Backend) {
+    let sim = RunningSim::start().await;
+    let app = App::start(backend, "a_foreign_owned_set_is_refused_with_its_remedy").await;
+    let entity = app.seed(&sim).await;
+    // Another controller's scale set of the same name, carrying its owner label.
+    let other = uuid::Uuid::from_u128(0xdead_beef_0000_4000_8000_0000_0000_0001);
+    let config = ClientConfig::new(
+        ConfigUrl::parse(&format!("{}/acme", sim.base())).unwrap(),
+        Credentials::pat("ghp_simulator"),
+    )
+    .with_api_base(url::Url::parse(&format!("{}/api/v3", sim.base())).unwrap());
+    let client = Client::new(config).unwrap();
+    let foreign = client
+        .create_scale_set(
+            &NewRunnerScaleSet::new("linux".to_owned(), 1).with_labels(vec![
+                Label::system("linux"),
+                Label::system(format!("scaleset-owner-{}", other.simple())),
+            ]),
+        )
+        .await
+        .unwrap();
+
+    let answer = app
+        .call(
+            "POST",
+            "/api/v1/scale-sets",
+            Some(create_body(&entity, "linux")),
+        )
+        .await;
+    assert_eq!(answer.status, 201, "{answer:?}");
+    assert_eq!(answer.json["state"], "refused", "{answer:?}");
+    assert!(answer.json.get("github_id").is_none(), "{answer:?}");
+    assert!(answer.json.get("provenance").is_none(), "{answer:?}");
+    let refusal = &answer.json["refusal"];
+    assert!(
+        refusal["code"].as_str().unwrap().contains("Foreign"),
+        "{refusal}"
+    );
+    let remedy = refusal["remedy"].as_str().unwrap();
+    assert!(!remedy.is_empty(), "{refusal}");
+    let reason = answer.json["state_reason"].as_str().unwrap();
+    assert!(
+        reason.contains("what to do"),
+        "the stored reason carries the remedy: {reason}"
+    );
+    // Show carries the same reason later.
+    let id = answer.json["id"].as_str().unwrap();
+    let shown = app
+        .call("GET", &format!("/api/v1/scale-sets/{id}"), None)
+        .await;
+    assert_eq!(shown.json["state"], "refused");
+    assert_eq!(shown.json["state_reason"], reason);
+
+    // Deleting the refused record (even with force) never touches the foreign set.
+    let deleted = app
+        .call(
+            "DELETE",
+            &format!("/api/v1/scale-sets/{id}?force=true"),
+            None,
+        )
+        .await;
+    assert_eq!(deleted.status, 200, "{deleted:?}");
+    assert_eq!(deleted.json["action"], "detached");
+    assert_eq!(github_ids_named(&sim, "linux"), vec![foreign.id]);
+}
+
+async fn a_created_set_is_drained_then_deleted_on_github(backend: Backend) {
+    let sim = RunningSim::start().await;
+    let app = App::start(backend, "a_created_set_is_drained_then_deleted_on_github").await;
+    let entity = app.seed(&sim).await;
+    let created = app
+        .call(
+            "POST",
+            "/api/v1/scale-sets",
+            Some(create_body(&entity, "linux")),
+        )
+        .await;
+    let id = created.json["id"].as_str().unwrap().to_owned();
+    let github_id = created.json["github_id"].as_i64().unwrap();
+    let sid = ScaleSetId(id.parse().unwrap());
+
+    // A worker serving it holds the lease: refused, nothing changes.
+    let scaleset_store::Acquisition::Acquired(lease) = app
+        .store
+        .acquire_lease(sid, "worker-1", Duration::from_secs(60))
+        .await
+        .unwrap()
+    else {
+        panic!("the lease is free")
+    };
+    let before = app.written().await;
+    let answer = app
+        .call("DELETE", &format!("/api/v1/scale-sets/{id}"), None)
+        .await;
+    let message = answer.error(409, "lease_held");
+    assert!(
+        message.contains("worker-1") && message.contains("disable"),
+        "{message}"
+    );
+    // An instance left: not drained.
+    app.store
+        .create_instance(
+            &lease,
+            NewInstance::pending("linux-aaaaaaaa", format!("{CONTROLLER}_{github_id}"), None),
+        )
+        .await
+        .unwrap();
+    let before_instance = app.written().await;
+    assert_ne!(before, before_instance);
+    let answer = app
+        .call("DELETE", &format!("/api/v1/scale-sets/{id}"), None)
+        .await;
+    answer.error(409, "not_drained");
+    assert_eq!(app.written().await, before_instance);
+    assert_eq!(github_ids_named(&sim, "linux"), vec![github_id]);
+    // The instance shows through the API.
+    let instances = app
+        .call("GET", &format!("/api/v1/scale-sets/{id}/instances"), None)
+        .await;
+    assert_eq!(instances.json["items"][0]["name"], "linux-aaaaaaaa");
+    assert_eq!(instances.json["items"][0]["status"], "pending");
+    let one = app
+        .call("GET", "/api/v1/instances/linux-aaaaaaaa", None)
+        .await;
+    assert_eq!(one.json["pool_key"], format!("{CONTROLLER}_{github_id}"));
+    let all = app.call("GET", "/api/v1/instances", None).await;
+    assert_eq!(all.json["items"].as_array().unwrap().len(), 1);
+
+    // Drained and released: deleted on GitHub, then removed.
+    app.store
+        .delete_instance(&lease, "linux-aaaaaaaa")
+        .await
+        .unwrap();
+    app.store.release_lease(&lease).await.unwrap();
+    let answer = app
+        .call("DELETE", &format!("/api/v1/scale-sets/{id}"), None)
+        .await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert_eq!(answer.json["action"], "deleted_on_github");
+    assert_eq!(answer.json["github_id"], github_id);
+    assert!(
+        github_ids_named(&sim, "linux").is_empty(),
+        "a created set is deleted on GitHub"
+    );
+    app.call("GET", &format!("/api/v1/scale-sets/{id}"), None)
+        .await
+        .error(404, "not_found");
+}
+
+async fn force_deletes_an_adopted_set_on_github(backend: Backend) {
+    let sim = RunningSim::start().await;
+    let first = App::start(backend, "force_deletes_an_adopted_set_on_github").await;
+    let entity = first.seed(&sim).await;
+    first
+        .call(
+            "POST",
+            "/api/v1/scale-sets",
+            Some(create_body(&entity, "linux")),
+        )
+        .await;
+    drop(first);
+    let app = App::start(backend, "force_deletes_an_adopted_set_on_github").await;
+    let entity = app.seed(&sim).await;
+    let adopted = app
+        .call(
+            "POST",
+            "/api/v1/scale-sets",
+            Some(create_body(&entity, "linux")),
+        )
+        .await;
+    assert_eq!(adopted.json["provenance"], "adopted", "{adopted:?}");
+    let id = adopted.json["id"].as_str().unwrap();
+    let generation = adopted.json["generation"].as_i64().unwrap();
+    let answer = app
+        .call(
+            "DELETE",
+            &format!("/api/v1/scale-sets/{id}?force=true&generation={generation}"),
+            None,
+        )
+        .await;
+    assert_eq!(answer.json["action"], "deleted_on_github", "{answer:?}");
+    assert!(github_ids_named(&sim, "linux").is_empty());
+}
+
+async fn updates_need_the_current_generation(backend: Backend) {
+    let sim = RunningSim::start().await;
+    let app = App::start(backend, "updates_need_the_current_generation").await;
+    let entity = app.seed(&sim).await;
+    let created = app
+        .call(
+            "POST",
+            "/api/v1/scale-sets",
+            Some(create_body(&entity, "linux")),
+        )
+        .await;
+    let id = created.json["id"].as_str().unwrap();
+    let generation = created.json["generation"].as_i64().unwrap();
+    let path = format!("/api/v1/scale-sets/{id}");
+    let updated = app
+        .call(
+            "PATCH",
+            &path,
+            Some(json!({"generation": generation, "max_runners": 7, "labels": ["gpu", "big"]})),
+        )
+        .await;
+    assert_eq!(updated.status, 200, "{updated:?}");
+    assert_eq!(updated.json["spec"]["max_runners"], 7);
+    assert_eq!(updated.json["spec"]["labels"], json!(["gpu", "big"]));
+    assert_eq!(updated.json["generation"], generation + 1);
+    assert_eq!(updated.json["events"][0]["kind"], "updated");
+    // The old generation is now stale: refused, nothing written.
+    let before = app.written().await;
+    let stale = app
+        .call(
+            "PATCH",
+            &path,
+            Some(json!({"generation": generation, "max_runners": 1})),
+        )
+        .await;
+    let message = stale.error(409, "stale_generation");
+    assert!(
+        message.contains(&format!("generation {}", generation + 1)),
+        "{message}"
+    );
+    assert_eq!(app.written().await, before);
+}
+
+backend_tests!(
+    a_fresh_create_is_created_on_github,
+    after_a_database_wipe_the_owner_label_adopts,
+    a_foreign_owned_set_is_refused_with_its_remedy,
+    a_created_set_is_drained_then_deleted_on_github,
+    force_deletes_an_adopted_set_on_github,
+    updates_need_the_current_generation
+);
