@@ -179,6 +179,11 @@ pub(crate) async fn create(
         "scale set {:?} in runner group {:?} of entity {entity_id}",
         spec.name, spec.runner_group.name
     );
+    // Stored disabled while the API ensures it under the lease, so a worker does not find it
+    // enabled, meet the API's lease and back off for half a lease time; enabled right after.
+    let enabled = spec.enabled;
+    let mut spec = spec;
+    spec.enabled = false;
     let stored = state
         .store
         .create_scale_set(NewScaleSet { entity_id, spec })
@@ -200,9 +205,32 @@ pub(crate) async fn create(
             None
         }
     };
-    let mut answer = with_events(&state, &read(&state, id).await?).await?;
+    let ensured = set_enabled(&state, id, enabled).await?;
+    let mut answer = with_events(&state, &ensured).await?;
     answer.refusal = refusal;
     Ok((StatusCode::CREATED, Json(answer)))
+}
+
+/// Sets `enabled` on a scale set (re-reading on a concurrent write).
+async fn set_enabled(
+    state: &AppState,
+    id: ScaleSetId,
+    enabled: bool,
+) -> Result<StoredScaleSet, ApiError> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let mut scale_set = read(state, id).await?;
+        if scale_set.spec.enabled == enabled {
+            return Ok(scale_set);
+        }
+        scale_set.spec.enabled = enabled;
+        match state.store.update_scale_set(&scale_set).await {
+            Ok(updated) => return Ok(updated),
+            Err(e) if e.is_stale() && tries < 5 => {}
+            Err(e) => return Err(ApiError::store("enabling the scale set", not_found(id))(e)),
+        }
+    }
 }
 
 /// Records an ensure failure on a scale set (state `error`, the reason, an event).

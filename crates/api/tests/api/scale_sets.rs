@@ -39,6 +39,7 @@ async fn a_fresh_create_is_created_on_github(backend: Backend) {
     assert_eq!(set["state"], "ready", "{set}");
     assert_eq!(set["provenance"], "created", "{set}");
     assert!(set.get("refusal").is_none());
+    assert_eq!(set["spec"]["enabled"], true, "enabled once ensured: {set}");
     let github_id = set["github_id"].as_i64().expect("github id");
     assert_eq!(github_ids_named(&sim, "linux"), vec![github_id]);
     let on_github = sim.sim.state().scale_set(github_id).cloned().unwrap();

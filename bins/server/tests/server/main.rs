@@ -1,0 +1,298 @@
+//! The real `scaleset-server` binary: `token create` prints a token once, `serve` runs the
+//! migrations and answers over loopback (401 without the token, 200 with it), `--with-worker`
+//! serves a scale set created through the API, and SIGTERM stops it cleanly.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio_util::sync::CancellationToken;
+
+const BIN: &str = env!("CARGO_BIN_EXE_scaleset-server");
+
+fn config(dir: &Path, extra: &str) -> PathBuf {
+    std::fs::write(
+        dir.join("key"),
+        "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=",
+    )
+    .unwrap();
+    let text = format!(
+        "controller_id = \"3f2a9c1e-77b0-4d4e-9a55-0123456789ab\"\n\
+         [database]\nurl = \"sqlite://{db}\"\n\
+         [encryption]\nprimary_key_id = \"k1\"\n[[encryption.keys]]\nid = \"k1\"\nfile = \"{key}\"\n\
+         [server]\nlisten = \"127.0.0.1:0\"\n{extra}",
+        db = dir.join("scaleset.db").display(),
+        key = dir.join("key").display(),
+    );
+    let path = dir.join("server.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn token(config: &Path, name: &str) -> std::process::Output {
+    Command::new(BIN)
+        .args([
+            "--config",
+            config.to_str().unwrap(),
+            "token",
+            "create",
+            name,
+        ])
+        .output()
+        .expect("run scaleset-server token create")
+}
+
+/// A running server, its address and its stderr lines.
+struct Server {
+    child: Child,
+    addr: String,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Server {
+    fn start(config: &Path, with_worker: bool) -> Self {
+        let mut command = Command::new(BIN);
+        command.args(["--config", config.to_str().unwrap(), "serve"]);
+        if with_worker {
+            command.arg("--with-worker");
+        }
+        let mut child = command
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start scaleset-server");
+        // Read stderr on a thread, so the child can never block on a full pipe.
+        let stderr = child.stderr.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let addr = loop {
+            let line = lines
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .expect("the server prints its listening line");
+            if let Some(rest) = line.strip_prefix("scaleset-server listening on http://") {
+                break rest.trim().to_owned();
+            }
+        };
+        Self { child, addr, lines }
+    }
+
+    /// Sends SIGTERM; returns the exit status and the rest of stderr.
+    fn stop(mut self) -> (std::process::ExitStatus, String) {
+        kill(
+            Pid::from_raw(i32::try_from(self.child.id()).unwrap()),
+            Signal::SIGTERM,
+        )
+        .unwrap();
+        let status = self.child.wait().unwrap();
+        let rest: Vec<String> = self.lines.try_iter().collect();
+        (status, rest.join("\n"))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP/1.1 request; returns the status and the JSON body.
+async fn call(
+    addr: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let auth = token
+        .map(|t| format!("authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\n{auth}content-type: application/json\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.unwrap();
+    let status = answer[9..12].parse().expect("a status line");
+    let json = answer
+        .split_once("\r\n\r\n")
+        .and_then(|(_, b)| serde_json::from_str(b).ok())
+        .unwrap_or(Value::Null);
+    (status, json)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_create_then_serve_then_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), "");
+    let created = token(&config, "admin");
+    assert!(created.status.success(), "{created:?}");
+    let stdout = String::from_utf8(created.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "the token alone on stdout: {stdout:?}");
+    let secret = lines[0].to_owned();
+    assert!(secret.starts_with("sst_") && secret.len() > 40, "{secret}");
+    let again = token(&config, "admin");
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("exists already"),
+        "{again:?}"
+    );
+
+    let server = Server::start(&config, false);
+    let (status, body) = call(&server.addr, "GET", "/api/v1/controller", None, None).await;
+    assert_eq!(status, 401);
+    assert_eq!(body["code"], "missing_token");
+    let (status, body) = call(
+        &server.addr,
+        "GET",
+        "/api/v1/controller",
+        Some(&secret),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["owner_label"],
+        "scaleset-owner-3f2a9c1e77b04d4e9a550123456789ab"
+    );
+    let (status, _) = call(&server.addr, "GET", "/readyz", None, None).await;
+    assert_eq!(status, 200);
+    let (status, stderr) = server.stop();
+    assert!(status.success(), "{status:?}: {stderr}");
+    assert!(stderr.contains("stopped cleanly"), "{stderr}");
+}
+
+#[test]
+fn a_bad_configuration_exits_2_before_anything_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), "tls_cert_file = \"/nonexistent.pem\"\n");
+    let out = Command::new(BIN)
+        .args(["--config", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("server.tls_key_file"),
+        "{out:?}"
+    );
+    assert!(
+        !dir.path().join("scaleset.db").exists(),
+        "nothing was opened"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_worker_serves_a_scale_set_created_through_the_api() {
+    // Short long-poll holds, as the control suite uses: a stop does not wait out a 50 s poll.
+    let mut sim_config = scaleset_sim::SimConfig::default();
+    sim_config.long_poll_hold = Duration::from_millis(100);
+    let sim = scaleset_sim::Simulator::new(sim_config).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let sim_base = format!("http://{}", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    tokio::spawn({
+        let (sim, stop) = (sim.clone(), stop.clone());
+        async move { sim.serve(listener, stop.cancelled_owned()).await }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(
+        dir.path(),
+        "[worker]\nname = \"w1\"\nwatch_interval = \"100ms\"\nlisten = \"127.0.0.1:0\"\n\
+         [[provider]]\nname = \"fake\"\nkind = \"fake\"\n",
+    );
+    let secret = String::from_utf8(token(&config, "admin").stdout)
+        .unwrap()
+        .trim()
+        .to_owned();
+    let server = Server::start(&config, true);
+    let t = Some(secret.as_str());
+    let (status, _) = call(
+        &server.addr,
+        "POST",
+        "/api/v1/credentials",
+        t,
+        Some(json!({
+            "name": "sim", "auth": {"kind": "pat", "token": "ghp_simulator"},
+            "endpoint": {"base_url": sim_base, "api_base_url": format!("{sim_base}/api/v3")},
+        })),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (status, entity) = call(
+        &server.addr,
+        "POST",
+        "/api/v1/entities",
+        t,
+        Some(json!({"kind": "organization", "name": "acme", "credentials": "sim"})),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (status, set) = call(
+        &server.addr,
+        "POST",
+        "/api/v1/scale-sets",
+        t,
+        Some(json!({
+            "entity_id": entity["id"], "name": "linux", "provider": "fake", "max_runners": 2,
+        })),
+    )
+    .await;
+    assert_eq!(status, 201, "{set}");
+    assert_eq!(set["state"], "ready", "{set}");
+    let github_id = set["github_id"].as_i64().unwrap();
+    // The in-process worker takes the scale set over and opens its message session.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let state = sim.state();
+        if let Some(session) = state.scale_set(github_id).and_then(|s| s.session.clone()) {
+            assert_eq!(
+                session.owner_name,
+                "scaleset-3f2a9c1e-77b0-4d4e-9a55-0123456789ab"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the worker never opened a session: {state:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // A second worker on the same SQLite file is refused by the shared lock.
+    let second = Command::new(BIN)
+        .args(["--config", config.to_str().unwrap(), "--with-worker"])
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(1), "{second:?}");
+    assert!(
+        String::from_utf8_lossy(&second.stderr).contains("already serves"),
+        "{second:?}"
+    );
+
+    let (status, stderr) = server.stop();
+    assert!(status.success(), "{status:?}: {stderr}");
+    // A clean stop deletes the session (the worker's shutdown).
+    assert!(
+        sim.state().scale_set(github_id).unwrap().session.is_none(),
+        "{stderr}"
+    );
+    stop.cancel();
+}
