@@ -25,8 +25,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use scaleset_control::Settings;
+/// The declared fleet and its scale sets: the fleet planner's types, which this crate fills.
+pub use scaleset_control::{DeclaredScaleSet, Fleet};
 use scaleset_provider::ProviderConfig;
-use scaleset_store::{EntityKind, NewCredentials, ScaleSetSpec, StoreOptions};
+use scaleset_store::StoreOptions;
 use uuid::Uuid;
 
 /// The prefix of every environment override.
@@ -118,28 +120,6 @@ pub struct FakeConfig {
     /// A simulator base URL: each created instance's runner is started there with its JIT
     /// config (`POST /_sim/runners`), as a booting machine would.
     pub simulator_url: Option<url::Url>,
-}
-
-/// The declared fleet (`[[credentials]]`, `[[scale_set]]`).
-#[derive(Debug, Default)]
-#[non_exhaustive]
-pub struct Fleet {
-    /// Credentials, with their secrets read.
-    pub credentials: Vec<NewCredentials>,
-    /// Scale sets.
-    pub scale_sets: Vec<DeclaredScaleSet>,
-}
-
-/// One declared scale set.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct DeclaredScaleSet {
-    /// The name of the credentials serving it.
-    pub credentials: String,
-    /// The organization, repository or enterprise it belongs to.
-    pub entity: EntityKind,
-    /// The desired scale set.
-    pub spec: ScaleSetSpec,
 }
 
 impl Config {
