@@ -5,8 +5,8 @@ use proptest::prelude::*;
 use scaleset_adopt::{ControllerId, Identity, ScaleSet as GitHubScaleSet, ScaleSetId as GitHubId};
 use scaleset_store::{
     AdoptionPolicy, Auth, Credentials, CredentialsId, Endpoint, Entity, EntityId, EntityKind,
-    NewCredentials, RunnerGroup, ScaleSet, ScaleSetId, ScaleSetSpec, ScaleSetState,
-    SecretString, Timestamp,
+    NewCredentials, RunnerGroup, ScaleSet, ScaleSetId, ScaleSetSpec, ScaleSetState, SecretString,
+    Timestamp,
 };
 
 use super::*;
@@ -129,7 +129,12 @@ fn fleet(scale_sets: Vec<DeclaredScaleSet>) -> Fleet {
     }
 }
 
-fn run(fleet: &Fleet, world: &World, lookups: &HashMap<ScaleSetKey, Lookup>, prune: bool) -> FleetPlan {
+fn run(
+    fleet: &Fleet,
+    world: &World,
+    lookups: &HashMap<ScaleSetKey, Lookup>,
+    prune: bool,
+) -> FleetPlan {
     let identity = identity();
     plan(&FleetInput {
         fleet,
@@ -183,7 +188,11 @@ fn an_empty_store_creates_credentials_entity_and_scale_set() {
     // Every field is written, the repair flag last.
     assert_eq!(step.changes.len(), 15);
     assert!(step.changes.iter().all(|c| c.from.is_none()));
-    let max = step.changes.iter().find(|c| c.field == "max_runners").unwrap();
+    let max = step
+        .changes
+        .iter()
+        .find(|c| c.field == "max_runners")
+        .unwrap();
     assert_eq!(max.to.as_deref(), Some("4"));
     assert_eq!(step.changes[14].field, "repair");
     assert!(!plan.is_noop());
@@ -232,19 +241,100 @@ fn a_changed_field_is_an_update_naming_it() {
 fn every_spec_field_is_compared() {
     let base = spec("web");
     let variants: Vec<(&str, ScaleSetSpec)> = vec![
-        ("disable_update", ScaleSetSpec { disable_update: true, ..base.clone() }),
-        ("provider", ScaleSetSpec { provider: "lxd".into(), ..base.clone() }),
-        ("image", ScaleSetSpec { image: "debian".into(), ..base.clone() }),
-        ("flavor", ScaleSetSpec { flavor: "big".into(), ..base.clone() }),
-        ("min_idle", ScaleSetSpec { min_idle: 1, ..base.clone() }),
-        ("bootstrap_timeout", ScaleSetSpec { bootstrap_timeout: Duration::from_secs(5), ..base.clone() }),
-        ("runner_prefix", ScaleSetSpec { runner_prefix: "r".into(), ..base.clone() }),
-        ("extra_specs", ScaleSetSpec { extra_specs: serde_json::json!({"a": 1}), ..base.clone() }),
-        ("enabled", ScaleSetSpec { enabled: false, ..base.clone() }),
-        ("adoption_policy", ScaleSetSpec { adoption_policy: AdoptionPolicy::Any, ..base.clone() }),
-        ("repair", ScaleSetSpec { repair: true, ..base.clone() }),
-        ("name", ScaleSetSpec { name: "other".into(), ..base.clone() }),
-        ("runner_group", ScaleSetSpec { runner_group: RunnerGroup { name: "g".into(), id: None }, ..base.clone() }),
+        (
+            "disable_update",
+            ScaleSetSpec {
+                disable_update: true,
+                ..base.clone()
+            },
+        ),
+        (
+            "provider",
+            ScaleSetSpec {
+                provider: "lxd".into(),
+                ..base.clone()
+            },
+        ),
+        (
+            "image",
+            ScaleSetSpec {
+                image: "debian".into(),
+                ..base.clone()
+            },
+        ),
+        (
+            "flavor",
+            ScaleSetSpec {
+                flavor: "big".into(),
+                ..base.clone()
+            },
+        ),
+        (
+            "min_idle",
+            ScaleSetSpec {
+                min_idle: 1,
+                ..base.clone()
+            },
+        ),
+        (
+            "bootstrap_timeout",
+            ScaleSetSpec {
+                bootstrap_timeout: Duration::from_secs(5),
+                ..base.clone()
+            },
+        ),
+        (
+            "runner_prefix",
+            ScaleSetSpec {
+                runner_prefix: "r".into(),
+                ..base.clone()
+            },
+        ),
+        (
+            "extra_specs",
+            ScaleSetSpec {
+                extra_specs: serde_json::json!({"a": 1}),
+                ..base.clone()
+            },
+        ),
+        (
+            "enabled",
+            ScaleSetSpec {
+                enabled: false,
+                ..base.clone()
+            },
+        ),
+        (
+            "adoption_policy",
+            ScaleSetSpec {
+                adoption_policy: AdoptionPolicy::Any,
+                ..base.clone()
+            },
+        ),
+        (
+            "repair",
+            ScaleSetSpec {
+                repair: true,
+                ..base.clone()
+            },
+        ),
+        (
+            "name",
+            ScaleSetSpec {
+                name: "other".into(),
+                ..base.clone()
+            },
+        ),
+        (
+            "runner_group",
+            ScaleSetSpec {
+                runner_group: RunnerGroup {
+                    name: "g".into(),
+                    id: None,
+                },
+                ..base.clone()
+            },
+        ),
     ];
     for (field, variant) in variants {
         let changes = spec_changes(Some(&base), &variant);
@@ -252,9 +342,15 @@ fn every_spec_field_is_compared() {
         assert_eq!(changes[0].field, field);
     }
     assert_eq!(
-        spec_changes(Some(&base), &ScaleSetSpec { bootstrap_timeout: Duration::from_secs(5), ..base.clone() })[0]
-            .to
-            .as_deref(),
+        spec_changes(
+            Some(&base),
+            &ScaleSetSpec {
+                bootstrap_timeout: Duration::from_secs(5),
+                ..base.clone()
+            }
+        )[0]
+        .to
+        .as_deref(),
         Some("5s")
     );
 }
@@ -274,7 +370,10 @@ fn changed_credentials_are_an_update_that_hides_the_secret() {
     assert_eq!(step.changes[0].to.as_deref(), Some("3 bytes"));
     assert_eq!(step.changes[1].from.as_deref(), Some("sealed"));
     let shown = format!("{plan:?}");
-    assert!(!shown.contains("ghp_two") && !shown.contains("PEM\""), "{shown}");
+    assert!(
+        !shown.contains("ghp_two") && !shown.contains("PEM\""),
+        "{shown}"
+    );
 }
 
 #[test]
@@ -295,7 +394,12 @@ fn endpoint_and_auth_kind_changes_are_named() {
     let fields: Vec<&str> = step.changes.iter().map(|c| c.field).collect();
     assert_eq!(
         fields,
-        ["endpoint.base_url", "endpoint.api_base_url", "auth", "secret"]
+        [
+            "endpoint.base_url",
+            "endpoint.api_base_url",
+            "auth",
+            "secret"
+        ]
     );
     assert_eq!(step.changes[2].to.as_deref(), Some("app 1 installation 2"));
     assert_eq!(step.changes[2].from.as_deref(), Some("pat"));
@@ -304,7 +408,11 @@ fn endpoint_and_auth_kind_changes_are_named() {
 #[test]
 fn a_new_scale_set_that_github_lacks_is_a_create() {
     let s = stored(&[]);
-    let step = one(&fleet(vec![declared("web", "main")]), &s.world, Some(listed(vec![])));
+    let step = one(
+        &fleet(vec![declared("web", "main")]),
+        &s.world,
+        Some(listed(vec![])),
+    );
     assert_eq!(step.action, Action::Create);
     assert_eq!(step.reason, Reason::NotOnGitHub);
     assert_eq!(step.changes.len(), 15);
@@ -314,7 +422,11 @@ fn a_new_scale_set_that_github_lacks_is_a_create() {
 fn our_owner_label_on_github_is_an_adopt() {
     let s = stored(&[]);
     let found = github(42, "web", &[&owner_label(OURS)]);
-    let step = one(&fleet(vec![declared("web", "main")]), &s.world, Some(listed(vec![found])));
+    let step = one(
+        &fleet(vec![declared("web", "main")]),
+        &s.world,
+        Some(listed(vec![found])),
+    );
     assert_eq!(step.action, Action::Adopt);
     assert!(
         matches!(&step.reason, Reason::Adoptable { github_id: 42, evidence } if evidence.contains(&Evidence::OwnerLabel)),
@@ -334,7 +446,13 @@ fn a_thin_list_item_is_read_back_from_the_listing() {
     let step = one(
         &fleet(vec![declared("web", "main")]),
         &s.world,
-        Some(listed(vec![GitHubScaleSet { labels: vec![], ..thin }, full])),
+        Some(listed(vec![
+            GitHubScaleSet {
+                labels: vec![],
+                ..thin
+            },
+            full,
+        ])),
     );
     assert_ne!(step.action, Action::Create);
 }
@@ -343,7 +461,11 @@ fn a_thin_list_item_is_read_back_from_the_listing() {
 fn a_foreign_owner_label_is_a_refusal_with_its_remedy() {
     let s = stored(&[]);
     let found = github(42, "web", &[&owner_label(THEIRS)]);
-    let step = one(&fleet(vec![declared("web", "main")]), &s.world, Some(listed(vec![found])));
+    let step = one(
+        &fleet(vec![declared("web", "main")]),
+        &s.world,
+        Some(listed(vec![found])),
+    );
     assert_eq!(step.action, Action::Refuse);
     assert!(matches!(&step.reason, Reason::Refused(r) if r.code() == "ForeignOwner"));
     assert!(step.reason.to_string().contains("what to do"));
@@ -355,10 +477,18 @@ fn policy_decides_an_unlabelled_scale_set() {
     let s = stored(&[]);
     let found = github(42, "web", &[]);
     let mut d = declared("web", "main");
-    let step = one(&fleet(vec![d.clone()]), &s.world, Some(listed(vec![found.clone()])));
+    let step = one(
+        &fleet(vec![d.clone()]),
+        &s.world,
+        Some(listed(vec![found.clone()])),
+    );
     assert_eq!(step.action, Action::Refuse, "owned: no evidence");
     d.spec.adoption_policy = AdoptionPolicy::Never;
-    let step = one(&fleet(vec![d.clone()]), &s.world, Some(listed(vec![found.clone()])));
+    let step = one(
+        &fleet(vec![d.clone()]),
+        &s.world,
+        Some(listed(vec![found.clone()])),
+    );
     assert!(matches!(&step.reason, Reason::Refused(r) if r.code() == "ScaleSetExists"));
     d.spec.adoption_policy = AdoptionPolicy::Any;
     let step = one(&fleet(vec![d]), &s.world, Some(listed(vec![found])));
@@ -372,7 +502,11 @@ fn drift_with_repair_is_an_adopt_that_patches() {
     let mut found = github(42, "web", &[&owner_label(OURS)]);
     found.labels.push("extra".into());
     let mut d = declared("web", "main");
-    let step = one(&fleet(vec![d.clone()]), &s.world, Some(listed(vec![found.clone()])));
+    let step = one(
+        &fleet(vec![d.clone()]),
+        &s.world,
+        Some(listed(vec![found.clone()])),
+    );
     assert!(matches!(&step.reason, Reason::Refused(r) if r.code() == "Drifted"));
     d.spec.repair = true;
     let step = one(&fleet(vec![d]), &s.world, Some(listed(vec![found])));
@@ -385,7 +519,11 @@ fn two_matches_are_ambiguous() {
     let s = stored(&[]);
     let a = github(1, "web", &[&owner_label(OURS)]);
     let b = github(2, "web", &[&owner_label(OURS)]);
-    let step = one(&fleet(vec![declared("web", "main")]), &s.world, Some(listed(vec![a, b])));
+    let step = one(
+        &fleet(vec![declared("web", "main")]),
+        &s.world,
+        Some(listed(vec![a, b])),
+    );
     assert!(matches!(&step.reason, Reason::Refused(r) if r.code() == "Ambiguous"));
 }
 
@@ -397,7 +535,13 @@ fn a_missing_runner_group_and_a_skipped_lookup_are_said() {
     assert_eq!(step.action, Action::Refuse);
     assert_eq!(step.reason, Reason::NoRunnerGroup);
     assert!(step.changes.is_empty());
-    let step = one(&f, &s.world, Some(Lookup::Skipped { why: "offline".into() }));
+    let step = one(
+        &f,
+        &s.world,
+        Some(Lookup::Skipped {
+            why: "offline".into(),
+        }),
+    );
     assert_eq!(step.action, Action::Create);
     assert!(step.reason.to_string().contains("offline"));
 }
@@ -431,7 +575,11 @@ fn a_scale_set_stored_under_other_credentials_is_refused_not_duplicated() {
         }
     );
     assert!(plan.entities.is_empty());
-    assert_eq!(plan.scale_sets.len(), 1, "the stored row is matched, not listed again");
+    assert_eq!(
+        plan.scale_sets.len(),
+        1,
+        "the stored row is matched, not listed again"
+    );
 }
 
 #[test]
@@ -443,7 +591,10 @@ fn undeclared_scale_sets_are_kept_unless_pruned() {
         .iter()
         .map(|s| (s.key.name.as_str(), s.action))
         .collect();
-    assert_eq!(kept, [("api", Action::Unchanged), ("old", Action::Unchanged)]);
+    assert_eq!(
+        kept,
+        [("api", Action::Unchanged), ("old", Action::Unchanged)]
+    );
     assert_eq!(plan.scale_sets[1].reason, Reason::NotDeclared);
     assert_eq!(plan.scale_sets[1].credentials, "main");
     let old = s.world.scale_sets[1].id;
@@ -546,7 +697,10 @@ fn actions_and_reasons_have_stable_names() {
     .iter()
     .map(|a| a.as_str())
     .collect();
-    assert_eq!(names, ["create", "adopt", "update", "detach", "refuse", "unchanged"]);
+    assert_eq!(
+        names,
+        ["create", "adopt", "update", "detach", "refuse", "unchanged"]
+    );
     assert!(Action::Detach.writes() && Action::Update.writes());
     assert!(!Action::Refuse.writes() && !Action::Unchanged.writes());
     assert_eq!(Action::Adopt.to_string(), "adopt");
