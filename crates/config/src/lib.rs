@@ -191,6 +191,29 @@ impl Config {
     }
 }
 
+/// Parses a fleet on its own: TOML with only `[[credentials]]` and `[[scale_set]]` tables, as
+/// `POST /api/v1/plan` and `/apply` take it. With `env`, secrets are read as in the
+/// configuration file (`token_env` from `env`, `token_file` from this machine); without it
+/// (text from an API request) `[[credentials]]` tables are refused. Scale sets may name
+/// credentials declared in the text or among `stored` (already in the store). Every problem is
+/// reported at once, each naming its key.
+pub fn parse_fleet(
+    source_name: &str,
+    text: &str,
+    env: Option<&BTreeMap<String, String>>,
+    stored: &std::collections::BTreeSet<String>,
+) -> Result<Fleet, ConfigError> {
+    let fail = |problems| ConfigError {
+        source_name: source_name.to_owned(),
+        problems,
+    };
+    let raw: raw::RawFleet = toml::from_str(text).map_err(|e| {
+        let message = syntax(&e.to_string());
+        fail(vec![Problem::new(key_of(&message), message)])
+    })?;
+    validate::fleet(raw, env, stored).map_err(fail)
+}
+
 /// One line of a TOML error, without its source excerpt.
 fn syntax(text: &str) -> String {
     text.lines()
