@@ -1,8 +1,11 @@
 //! The scale planner: pure arithmetic from statistics and the runners we know to runners to
 //! create and idle runners to retire. No I/O and no clock (quinn-proto style); the scaler
 //! executes the plan and feeds the world back in on the next call.
-//! The lease planner (which scale sets this worker serves among several) is [`leases`].
+//! The lease planner (which scale sets this worker serves among several) is [`leases`]; the
+//! fleet planner (declared fleet × store × GitHub → plan/apply steps) is `fleet`, pure in the
+//! same way.
 
+pub(crate) mod fleet;
 pub(crate) mod leases;
 
 /// Where one of our runners is, as the planner sees it.

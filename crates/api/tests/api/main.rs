@@ -6,5 +6,6 @@ mod auth;
 mod helpers;
 mod input;
 mod openapi;
+mod plan;
 mod resources;
 mod scale_sets;

@@ -4,6 +4,7 @@
 
 mod calls;
 mod faults;
+mod fleet;
 mod helpers;
 mod recovery;
 mod scaling;
