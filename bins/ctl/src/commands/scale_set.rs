@@ -167,7 +167,7 @@ pub(crate) fn table(out: &Output, items: &[ScaleSet], entities: &BTreeMap<Uuid, 
     for s in items {
         let (state, tone) = state_text(s.state);
         if tone != Tone::Good && !s.state_reason.is_empty() {
-            text.push_str(&out.line(
+            text.push_str(&out.note(
                 &format!("{} {state}: {}", s.spec.name, s.state_reason),
                 tone,
             ));
