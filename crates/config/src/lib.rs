@@ -86,6 +86,8 @@ pub struct Config {
     pub store: StoreOptions,
     /// The worker's own settings.
     pub worker: WorkerConfig,
+    /// The API server's own settings (`[server]`).
+    pub server: ServerConfig,
     /// The control loop's settings (worker name, lease time, intervals).
     pub settings: Settings,
     /// The providers, by name.
@@ -106,6 +108,27 @@ pub struct WorkerConfig {
     pub listen: SocketAddr,
     /// How long a shutdown may take before the process exits anyway (default 30 s).
     pub shutdown_timeout: Duration,
+}
+
+/// The API server's own settings (`[server]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// Where the API is served (default `127.0.0.1:8080`).
+    pub listen: SocketAddr,
+    /// TLS: the PEM certificate chain and private key files (both or neither; checked to exist).
+    pub tls: Option<TlsFiles>,
+    /// The largest request body, in bytes (default 262144: 256 KiB).
+    pub max_body_size: usize,
+}
+
+/// The TLS certificate and key of the API server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// The certificate chain (PEM), leaf first.
+    pub cert: PathBuf,
+    /// The private key (PEM).
+    pub key: PathBuf,
 }
 
 /// `[fake]`: how the in-process fake provider behaves.

@@ -19,6 +19,8 @@ pub(crate) struct RawConfig {
     #[serde(default)]
     pub(crate) worker: RawWorker,
     #[serde(default)]
+    pub(crate) server: RawServer,
+    #[serde(default)]
     pub(crate) provider: Vec<RawProviderConfig>,
     pub(crate) fake: Option<RawFake>,
     #[serde(default)]
@@ -28,12 +30,13 @@ pub(crate) struct RawConfig {
 }
 
 /// The top-level keys and tables, for environment overrides.
-pub(crate) const TOP_LEVEL: [&str; 9] = [
+pub(crate) const TOP_LEVEL: [&str; 10] = [
     "controller_id",
     "owner_label",
     "database",
     "encryption",
     "worker",
+    "server",
     "provider",
     "fake",
     "credentials",
@@ -79,6 +82,15 @@ pub(crate) struct RawWorker {
     pub(crate) refused_recheck: Option<String>,
     pub(crate) foreign_session_recheck: Option<String>,
     pub(crate) reconcile_interval: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawServer {
+    pub(crate) listen: Option<String>,
+    pub(crate) tls_cert_file: Option<PathBuf>,
+    pub(crate) tls_key_file: Option<PathBuf>,
+    pub(crate) max_body_size: Option<i64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

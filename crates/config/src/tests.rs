@@ -208,3 +208,44 @@ fn the_documented_example_loads() {
     assert!(config.controller_id.is_some());
     assert!(!config.fleet.scale_sets.is_empty());
 }
+
+#[test]
+fn the_server_section_has_defaults_and_overrides() {
+    let config = Config::parse("test.toml", GOOD, &base_env()).unwrap();
+    assert_eq!(
+        config.server.listen,
+        SocketAddr::from(([127, 0, 0, 1], 8080))
+    );
+    assert_eq!(config.server.tls, None);
+    assert_eq!(config.server.max_body_size, 256 * 1024);
+
+    let mut env = base_env();
+    env.insert("SCALESET_SERVER__LISTEN".into(), "0.0.0.0:9000".into());
+    env.insert("SCALESET_SERVER__MAX_BODY_SIZE".into(), "4096".into());
+    let config = Config::parse("test.toml", GOOD, &env).unwrap();
+    assert_eq!(config.server.listen, SocketAddr::from(([0, 0, 0, 0], 9000)));
+    assert_eq!(config.server.max_body_size, 4096);
+}
+
+#[test]
+fn bad_server_values_are_each_named() {
+    let text = format!(
+        "{GOOD}\n[server]\nlisten = \"nowhere\"\ntls_cert_file = \"/nonexistent/cert.pem\"\nmax_body_size = 1\n"
+    );
+    let found = problems(&text, &base_env());
+    let named = keys(&found);
+    assert!(named.contains(&"server.listen"), "{found:?}");
+    assert!(named.contains(&"server.tls_key_file"), "{found:?}");
+    assert!(named.contains(&"server.max_body_size"), "{found:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let cert = dir.path().join("cert.pem");
+    std::fs::write(&cert, "x").unwrap();
+    let text = format!(
+        "{GOOD}\n[server]\ntls_cert_file = \"{}\"\ntls_key_file = \"{}\"\n",
+        cert.display(),
+        dir.path().join("missing.pem").display()
+    );
+    let found = problems(&text, &base_env());
+    assert_eq!(keys(&found), vec!["server.tls_key_file"], "{found:?}");
+}

@@ -12,8 +12,11 @@ use scaleset_store::{
 };
 use uuid::Uuid;
 
-use crate::raw::{RawConfig, RawCredentials, RawEncryption, RawScaleSet, RawWorker};
-use crate::{Config, DeclaredScaleSet, FakeConfig, Fleet, Problem, WorkerConfig, parse_duration};
+use crate::raw::{RawConfig, RawCredentials, RawEncryption, RawScaleSet, RawServer, RawWorker};
+use crate::{
+    Config, DeclaredScaleSet, FakeConfig, Fleet, Problem, ServerConfig, TlsFiles, WorkerConfig,
+    parse_duration,
+};
 
 /// Collects problems.
 #[derive(Default)]
@@ -109,6 +112,7 @@ pub(crate) fn validate(
     let keyring = keyring(&mut p, &raw.encryption, env);
 
     let (worker, settings) = worker(&mut p, &raw.worker, env);
+    let server = server(&mut p, &raw.server);
     let providers = providers(&mut p, raw.provider);
     let fake = fake(&mut p, raw.fake);
     let credentials = credentials(&mut p, &raw.credentials, env);
@@ -129,6 +133,7 @@ pub(crate) fn validate(
                 owner_label: raw.owner_label.unwrap_or(true),
                 store,
                 worker,
+                server,
                 settings,
                 providers,
                 fake,
@@ -324,6 +329,72 @@ fn worker(
         },
         settings,
     )
+}
+
+fn server(p: &mut Problems, raw: &RawServer) -> ServerConfig {
+    let default_listen = SocketAddr::from(([127, 0, 0, 1], 8080));
+    let listen = match raw.listen.as_deref() {
+        None => default_listen,
+        Some(text) => text.trim().parse().unwrap_or_else(|_| {
+            p.add(
+                "server.listen",
+                format!("{text:?} is not an address and port; write e.g. \"127.0.0.1:8080\""),
+            );
+            default_listen
+        }),
+    };
+    let tls = match (&raw.tls_cert_file, &raw.tls_key_file) {
+        (None, None) => None,
+        (Some(cert), Some(key)) => {
+            for (name, path) in [("server.tls_cert_file", cert), ("server.tls_key_file", key)] {
+                if !path.is_file() {
+                    p.add(
+                        name,
+                        format!(
+                            "{} is not a readable file; give the PEM file's path",
+                            path.display()
+                        ),
+                    );
+                }
+            }
+            Some(TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            })
+        }
+        (Some(_), None) => {
+            p.add(
+                "server.tls_key_file",
+                "is missing: TLS needs both the certificate and its key",
+            );
+            None
+        }
+        (None, Some(_)) => {
+            p.add(
+                "server.tls_cert_file",
+                "is missing: TLS needs both the certificate and its key",
+            );
+            None
+        }
+    };
+    let max_body_size = match raw.max_body_size {
+        None => 256 * 1024,
+        Some(n) if (1024..=64 * 1024 * 1024).contains(&n) => {
+            usize::try_from(n).unwrap_or(256 * 1024)
+        }
+        Some(n) => {
+            p.add(
+                "server.max_body_size",
+                format!("{n} is outside 1024–67108864 bytes"),
+            );
+            256 * 1024
+        }
+    };
+    ServerConfig {
+        listen,
+        tls,
+        max_body_size,
+    }
 }
 
 fn providers(p: &mut Problems, raw: Vec<RawProviderConfig>) -> Vec<ProviderConfig> {

@@ -42,6 +42,8 @@ pub(crate) enum Ensured {
     Wait {
         /// How long to wait.
         after: Duration,
+        /// The machine's refusal, when that is why (the API shows its code and remedy).
+        refusal: Option<Refusal>,
     },
 }
 
@@ -65,6 +67,7 @@ pub(crate) async fn ensure(
         .await?;
         return Ok(Ensured::Wait {
             after: shared.settings.refused_recheck,
+            refusal: None,
         });
     }
     let Some(group) = resolve_group(shared, client, &scale_set).await? else {
@@ -78,6 +81,7 @@ pub(crate) async fn ensure(
         .await?;
         return Ok(Ensured::Wait {
             after: shared.settings.refused_recheck,
+            refusal: None,
         });
     };
     let known_id = scale_set
@@ -189,7 +193,10 @@ pub(crate) async fn ensure(
                 );
                 tracing::warn!(reason = %text, "scale set refused");
                 record(shared, id, "refused", &text, |s| s.state = state).await?;
-                return Ok(Ensured::Wait { after });
+                return Ok(Ensured::Wait {
+                    after,
+                    refusal: Some(reason),
+                });
             }
             Outcome::Failed { reason } => {
                 let text = format!("adoption failed: {reason}");
@@ -200,6 +207,7 @@ pub(crate) async fn ensure(
                 .await?;
                 return Ok(Ensured::Wait {
                     after: shared.settings.refused_recheck,
+                    refusal: None,
                 });
             }
             Outcome::Retry { after, reason } => {

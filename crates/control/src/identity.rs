@@ -60,6 +60,17 @@ impl ControllerIdentity {
         self.id.session_owner()
     }
 
+    /// The owner label: `scaleset-owner-` and all 32 hex digits of the id (shown by the API;
+    /// recognised as ours even when adding it is off, see [`Self::owner_label_enabled`]).
+    pub fn owner_label(&self) -> String {
+        self.id.owner_label()
+    }
+
+    /// Whether created scale sets get the owner label.
+    pub fn owner_label_enabled(&self) -> bool {
+        self.owner_label
+    }
+
     /// The identity the adoption machine works with.
     pub fn adoption(&self) -> scaleset_adopt::Identity {
         let identity = scaleset_adopt::Identity::new(self.id);
@@ -162,6 +173,17 @@ mod tests {
             id.session_owner(),
             "scaleset-3f2a9c1e-77b0-4d4e-9a55-0123456789ab"
         );
+    }
+
+    #[test]
+    fn the_owner_label_carries_all_32_hex_digits() {
+        let id = ControllerIdentity::parse("3f2a9c1e-77b0-4d4e-9a55-0123456789ab").unwrap();
+        assert_eq!(
+            id.owner_label(),
+            "scaleset-owner-3f2a9c1e77b04d4e9a550123456789ab"
+        );
+        assert!(id.owner_label_enabled());
+        assert!(!id.with_owner_label(false).owner_label_enabled());
     }
 
     #[test]

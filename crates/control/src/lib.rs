@@ -16,7 +16,7 @@
 //! Main types: [`Controller`] (built from a store, a [`ClientFactory`], providers, the
 //! [`ControllerIdentity`] and [`Settings`]; runs until a `CancellationToken` fires), the one
 //! adoption driver [`adoption::run_once`] (store-free; the ensure step and the whole-system
-//! tests both run it), the pure [`plan`] with [`PlanInput`]/[`Plan`], [`Metrics`] and
+//! tests both run it), [`EnsureOnce`] (the same ensure step run once, for the API's create), the pure [`plan`] with [`PlanInput`]/[`Plan`], [`Metrics`] and
 //! [`Error`]. Crash points for tests are observable through [`Checkpoints`].
 
 pub mod adoption;
@@ -24,6 +24,7 @@ mod checkpoint;
 mod client_factory;
 mod controller;
 mod ensure;
+mod ensure_once;
 mod error;
 mod identity;
 mod listener;
@@ -36,6 +37,7 @@ mod task;
 pub use checkpoint::{Checkpoint, Checkpoints};
 pub use client_factory::{ClientFactory, StoreClientFactory};
 pub use controller::Controller;
+pub use ensure_once::{EnsureOnce, EnsureResult};
 pub use error::Error;
 pub use identity::{ControllerIdentity, pool_key, runner_name, validate_scale_set_name};
 pub use metrics::{CallLabels, KindLabel, Metrics, StateLabel, StatusLabel};

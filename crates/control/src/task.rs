@@ -112,7 +112,7 @@ async fn pass(shared: &Shared, id: ScaleSetId, cancel: &CancellationToken) -> Re
     let client = shared.clients.client(&scale_set).await?;
     let (github_id, handed) = match ensure(shared, &client, &lease, id).await? {
         Ensured::Ready { github_id, session } => (github_id, session),
-        Ensured::Wait { after } => return Ok(Next::After(after)),
+        Ensured::Wait { after, .. } => return Ok(Next::After(after)),
     };
     let scale_set = shared
         .store

@@ -1,0 +1,53 @@
+//! `scaleset-server token create|list|revoke`: API tokens straight in the store (migrations
+//! run on open). A created token is printed once, on stdout alone, so scripts can capture it.
+
+use anyhow::{Context as _, Result, bail};
+use scaleset_store::{ApiTokenStore as _, DieselStore};
+
+use crate::cli::TokenCommand;
+
+pub(crate) async fn run(store: &DieselStore, command: TokenCommand) -> Result<()> {
+    match command {
+        TokenCommand::Create { name } => {
+            if name.trim().is_empty() || name.len() > 64 || name.chars().any(char::is_control) {
+                bail!(
+                    "the token name {name:?} must have 1–64 characters and no control characters"
+                );
+            }
+            let (record, secret) = store.create_api_token(&name).await.map_err(|e| {
+                if e.is_conflict() {
+                    anyhow::anyhow!("a token named {name:?} exists already; pick another name or revoke it first")
+                } else {
+                    anyhow::Error::new(e).context("creating the token")
+                }
+            })?;
+            eprintln!(
+                "created API token {:?} ({}); it is shown once and stored only as a hash:",
+                record.name, record.id
+            );
+            println!("{}", secret.expose());
+        }
+        TokenCommand::List => {
+            for token in store.list_api_tokens().await.context("listing tokens")? {
+                println!(
+                    "{}\t{}\t{}",
+                    token.name,
+                    token.id,
+                    token.created_at.unix_millis()
+                );
+            }
+        }
+        TokenCommand::Revoke { name } => {
+            let tokens = store.list_api_tokens().await.context("listing tokens")?;
+            let Some(token) = tokens.iter().find(|t| t.name == name) else {
+                bail!("no token named {name:?} (see `scaleset-server token list`)");
+            };
+            store
+                .revoke_api_token(token.id)
+                .await
+                .context("revoking the token")?;
+            eprintln!("revoked API token {name:?}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,88 @@
+//! Bearer-token authentication for every `/api/v1` route: `Authorization: Bearer <token>`,
+//! looked up by its SHA-256 in the store's [`ApiTokenStore`]. A missing header is 401
+//! `missing_token`, an unknown or revoked token 401 `invalid_token`, both with a
+//! `WWW-Authenticate: Bearer` header and a body that says how to get a token. It runs before
+//! any body is read, so an unauthenticated request never reaches a handler.
+//!
+//! [`ApiTokenStore`]: scaleset_store::ApiTokenStore
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use scaleset_store::ApiTokenSecret;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Who made the request: the API token's record, as a request extension.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The token's id.
+    pub token_id: uuid::Uuid,
+    /// The token's name.
+    pub name: String,
+}
+
+/// Middleware: authenticates the request or answers 401.
+pub(crate) async fn require_token(
+    State(state): State<Arc<AppState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let header = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(|value| value.to_str().map(str::to_owned));
+    match authenticate(&state, header).await {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(error) => {
+            let unauthorized = matches!(error, ApiError::MissingToken | ApiError::InvalidToken);
+            let mut response = error.into_response();
+            if unauthorized {
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer realm=\"scaleset\""),
+                );
+            }
+            response
+        }
+    }
+}
+
+async fn authenticate(
+    state: &AppState,
+    header: Option<Result<String, axum::http::header::ToStrError>>,
+) -> Result<Caller, ApiError> {
+    let Some(value) = header else {
+        return Err(ApiError::MissingToken);
+    };
+    let text = value.map_err(|_| ApiError::InvalidToken)?;
+    let Some((scheme, token)) = text.trim().split_once(' ') else {
+        return Err(ApiError::MissingToken);
+    };
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(ApiError::MissingToken);
+    }
+    let token = token.trim();
+    if token.is_empty() || token.len() > 512 {
+        return Err(ApiError::InvalidToken);
+    }
+    let found = state
+        .store
+        .authenticate_api_token(&ApiTokenSecret::new(token))
+        .await
+        .map_err(ApiError::store("checking the API token", || {
+            "API token".to_owned()
+        }))?;
+    let record = found.ok_or(ApiError::InvalidToken)?;
+    Ok(Caller {
+        token_id: record.id.0,
+        name: record.name,
+    })
+}

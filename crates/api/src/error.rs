@@ -1,0 +1,270 @@
+//! [`ApiError`]: every way a request can fail, mapped to its status and stable code in one
+//! function ([`ApiError::code`], whose [`ErrorCode`] knows its status), and rendered as the
+//! one JSON body ([`ErrorBody`]) with the request's id.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+use crate::request_id::RequestId;
+use crate::v1::{ErrorBody, ErrorCode};
+
+/// A failed request. The `Display` text is the body's `message`: what failed, the cause, and
+/// what to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApiError {
+    /// No bearer token.
+    #[error(
+        "this endpoint needs an API token: send `Authorization: Bearer <token>` (create one with \
+         `scaleset-server token create NAME`)"
+    )]
+    MissingToken,
+    /// A token the server does not know.
+    #[error(
+        "the API token is not valid (unknown or revoked); create a new one with \
+         `scaleset-server token create NAME`"
+    )]
+    InvalidToken,
+    /// A valid token that may not do this.
+    #[error("this token may not {action}")]
+    Forbidden {
+        /// What was attempted.
+        action: String,
+    },
+    /// The body is not the JSON the route takes.
+    #[error("the request body is not valid: {reason}")]
+    InvalidBody {
+        /// What the JSON decoder found (type, field, position).
+        reason: String,
+    },
+    /// A value is not allowed.
+    #[error("invalid {field}: {reason}")]
+    InvalidInput {
+        /// The field (`name`, `labels[2]`, `endpoint.base_url`).
+        field: String,
+        /// Why, and what is allowed.
+        reason: String,
+    },
+    /// A path or query parameter is malformed.
+    #[error("invalid parameter: {reason}")]
+    InvalidParameter {
+        /// What is wrong.
+        reason: String,
+    },
+    /// The body is not JSON.
+    #[error("send the body as JSON with `Content-Type: application/json`")]
+    UnsupportedMediaType,
+    /// The body is over the limit.
+    #[error("the request body is larger than the limit of {limit} bytes")]
+    PayloadTooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// No such resource.
+    #[error("{what} not found")]
+    NotFound {
+        /// What was looked for (`scale set 6f1…`).
+        what: String,
+    },
+    /// No such route.
+    #[error("no route {path}; the API is under /api/v1 (see /api/v1/openapi.json)")]
+    NoRoute {
+        /// The path asked for.
+        path: String,
+    },
+    /// The route does not take this method.
+    #[error("this route does not take that method (see /api/v1/openapi.json)")]
+    MethodNotAllowed,
+    /// A duplicate.
+    #[error("{what} already exists")]
+    AlreadyExists {
+        /// What (`credentials "main"`).
+        what: String,
+    },
+    /// Still referenced.
+    #[error("{what} is still in use: {remedy}")]
+    InUse {
+        /// What.
+        what: String,
+        /// What to do.
+        remedy: String,
+    },
+    /// The generation precondition failed.
+    #[error(
+        "scale set {id} is at generation {current}, not {given}: it changed since it was read; \
+         read it again and retry with the new generation"
+    )]
+    StaleGeneration {
+        /// The scale set.
+        id: String,
+        /// The generation the request carried.
+        given: i64,
+        /// The stored generation.
+        current: i64,
+    },
+    /// A scale set with instances cannot be deleted on GitHub.
+    #[error(
+        "scale set {id} still has {instances} instance(s); drain it first: PATCH max_runners \
+         and min_idle to 0, wait until GET /api/v1/scale-sets/{id}/instances is empty, then \
+         delete again"
+    )]
+    NotDrained {
+        /// The scale set.
+        id: String,
+        /// How many instances are recorded.
+        instances: usize,
+    },
+    /// A worker serves the scale set.
+    #[error(
+        "scale set {id} is being served by worker {holder:?}; disable it first (PATCH enabled \
+         false), wait for the worker to let it go (within worker.watch_interval), then retry"
+    )]
+    LeaseHeld {
+        /// The scale set.
+        id: String,
+        /// The lease holder.
+        holder: String,
+    },
+    /// GitHub failed.
+    #[error("github call failed while {during}: {reason}")]
+    GitHub {
+        /// What the server was doing.
+        during: &'static str,
+        /// The client's error chain.
+        reason: String,
+    },
+    /// The database is unavailable.
+    #[error("the database is unavailable while {during}: {reason}; retry shortly")]
+    Unavailable {
+        /// What the server was doing.
+        during: &'static str,
+        /// The store's error chain.
+        reason: String,
+    },
+    /// A bug or corrupt data.
+    #[error("internal error while {during}: {reason}")]
+    Internal {
+        /// What the server was doing.
+        during: &'static str,
+        /// The error chain.
+        reason: String,
+    },
+}
+
+impl ApiError {
+    /// The stable code; with [`status`] the one place an error meets HTTP.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Self::MissingToken => ErrorCode::MissingToken,
+            Self::InvalidToken => ErrorCode::InvalidToken,
+            Self::Forbidden { .. } => ErrorCode::Forbidden,
+            Self::InvalidBody { .. } => ErrorCode::InvalidBody,
+            Self::InvalidInput { .. } => ErrorCode::InvalidInput,
+            Self::InvalidParameter { .. } => ErrorCode::InvalidParameter,
+            Self::UnsupportedMediaType => ErrorCode::UnsupportedMediaType,
+            Self::PayloadTooLarge { .. } => ErrorCode::PayloadTooLarge,
+            Self::NotFound { .. } | Self::NoRoute { .. } => ErrorCode::NotFound,
+            Self::MethodNotAllowed => ErrorCode::MethodNotAllowed,
+            Self::AlreadyExists { .. } => ErrorCode::AlreadyExists,
+            Self::InUse { .. } => ErrorCode::InUse,
+            Self::StaleGeneration { .. } => ErrorCode::StaleGeneration,
+            Self::NotDrained { .. } => ErrorCode::NotDrained,
+            Self::LeaseHeld { .. } => ErrorCode::LeaseHeld,
+            Self::GitHub { .. } => ErrorCode::GitHub,
+            Self::Unavailable { .. } => ErrorCode::Unavailable,
+            Self::Internal { .. } => ErrorCode::Internal,
+        }
+    }
+
+    /// A store error met while `during`, by class: not found, stale and conflicts as their own
+    /// answers (a conflict as `already_exists`; call sites that delete map it to `in_use`),
+    /// retryable ones as 503, the rest as 500.
+    pub fn store(
+        during: &'static str,
+        what: impl FnOnce() -> String,
+    ) -> impl FnOnce(scaleset_store::Error) -> Self {
+        move |error| {
+            if error.is_not_found() {
+                return Self::NotFound { what: what() };
+            }
+            if error.is_conflict() {
+                return Self::AlreadyExists { what: what() };
+            }
+            let reason = chain(&error);
+            match error.class() {
+                scaleset_store::ErrorClass::Retryable => Self::Unavailable { during, reason },
+                _ => Self::Internal { during, reason },
+            }
+        }
+    }
+}
+
+/// The HTTP status of every code: the one mapping from errors to statuses.
+pub fn status(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::MissingToken | ErrorCode::InvalidToken => StatusCode::UNAUTHORIZED,
+        ErrorCode::Forbidden => StatusCode::FORBIDDEN,
+        ErrorCode::InvalidBody | ErrorCode::InvalidInput | ErrorCode::InvalidParameter => {
+            StatusCode::BAD_REQUEST
+        }
+        ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorCode::NotFound => StatusCode::NOT_FOUND,
+        ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+        ErrorCode::AlreadyExists
+        | ErrorCode::InUse
+        | ErrorCode::StaleGeneration
+        | ErrorCode::NotDrained
+        | ErrorCode::LeaseHeld => StatusCode::CONFLICT,
+        ErrorCode::GitHub => StatusCode::BAD_GATEWAY,
+        ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// An error on its way out: rendered by the request-id layer, which knows the id.
+#[derive(Debug, Clone)]
+pub(crate) struct Failure {
+    pub(crate) code: ErrorCode,
+    pub(crate) message: String,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let code = self.code();
+        let message = self.to_string();
+        if matches!(
+            code,
+            ErrorCode::Internal | ErrorCode::Unavailable | ErrorCode::GitHub
+        ) {
+            tracing::error!(code = %code, error = %message, "request failed");
+        } else {
+            tracing::info!(code = %code, error = %message, "request refused");
+        }
+        let mut response = status(code).into_response();
+        response.extensions_mut().insert(Failure { code, message });
+        response
+    }
+}
+
+/// Renders the body of a failed response; called by the request-id layer.
+pub(crate) fn render(failure: &Failure, request_id: &RequestId, status: StatusCode) -> Response {
+    let body = ErrorBody {
+        code: failure.code,
+        message: failure.message.clone(),
+        request_id: request_id.0.clone(),
+    };
+    (status, axum::Json(body)).into_response()
+}
+
+/// The whole chain of an error, for messages.
+pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,88 @@
+//! The OpenAPI 3.1 document, derived by utoipa from the handlers' `#[utoipa::path]`
+//! attributes and the [`crate::v1`] types. Served at `/api/v1/openapi.json`; a copy is
+//! committed as `docs/openapi.json`, and a test fails when the two differ.
+//!
+//! A module that adds routes adds its paths to [`ApiDoc`]'s list (or merges its own
+//! `OpenApi` into [`document`]).
+
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use crate::routes::{controller, credentials, entities, health, instances, scale_sets};
+use crate::v1;
+
+/// The document's root.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "scaleset API",
+        description = "Manage GitHub Actions runner scale sets: credentials, entities, scale sets \
+                       (with adoption), instances. Every /api/v1 route takes \
+                       `Authorization: Bearer <token>`; errors are `{code, message, request_id}`.",
+        license(name = "Apache-2.0", identifier = "Apache-2.0"),
+    ),
+    paths(
+        health::healthz, health::readyz, health::metrics, health::openapi,
+        controller::show,
+        credentials::create, credentials::list, credentials::show, credentials::replace, credentials::delete,
+        entities::create, entities::list, entities::show, entities::delete,
+        scale_sets::create, scale_sets::list, scale_sets::show, scale_sets::update, scale_sets::delete,
+        instances::list, instances::list_of, instances::show,
+    ),
+    components(schemas(
+        v1::ErrorBody, v1::ErrorCode, v1::ControllerInfo,
+        v1::CreateCredentials, v1::AuthInput, v1::EndpointInput, v1::Credentials, v1::AuthKind, v1::Endpoint, v1::CredentialsList,
+        v1::CreateEntity, v1::Entity, v1::EntityKind, v1::EntityList,
+        v1::CreateScaleSet, v1::UpdateScaleSet, v1::ScaleSet, v1::ScaleSetSpec, v1::ScaleSetState, v1::Provenance,
+        v1::AdoptionPolicy, v1::Refusal, v1::Event, v1::ScaleSetList, v1::DeleteScaleSetResult, v1::DeleteAction,
+        v1::Instance, v1::InstanceStatus, v1::InstanceList,
+    )),
+    modifiers(&BearerAuth),
+    security(("bearer" = [])),
+    tags(
+        (name = "health", description = "Probes, metrics and this document (no token)"),
+        (name = "controller", description = "Who this controller is"),
+        (name = "credentials", description = "GitHub credentials (secrets are write-only)"),
+        (name = "entities", description = "Repositories, organizations, enterprises"),
+        (name = "scale-sets", description = "Scale sets, adoption, ownership-aware delete"),
+        (name = "instances", description = "Provider instances running runners"),
+    ),
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "An API token from `scaleset-server token create NAME` (sst_…)",
+                    ))
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// The document, with the server's version.
+pub fn document() -> utoipa::openapi::OpenApi {
+    let mut doc = ApiDoc::openapi();
+    doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    doc
+}
+
+/// The document as pretty JSON with a trailing newline (exactly `docs/openapi.json`).
+pub fn json() -> String {
+    match document().to_pretty_json() {
+        Ok(mut text) => {
+            text.push('\n');
+            text
+        }
+        Err(e) => format!("{{\"error\": \"cannot encode the OpenAPI document: {e}\"}}\n"),
+    }
+}

@@ -1,0 +1,209 @@
+//! `/api/v1/credentials`: create, list, show, replace and delete GitHub credentials. Secrets
+//! are write-only: the store seals them and no answer carries them.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::{Json, Router};
+use scaleset_store::{Auth, CredentialsId, Endpoint, NewCredentials, SecretString};
+
+use crate::error::ApiError;
+use crate::extract::{Body, parse_id};
+use crate::state::AppState;
+use crate::v1::{AuthInput, CreateCredentials, Credentials, CredentialsList, ErrorBody};
+use crate::{validate, view};
+
+pub(crate) fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/credentials", get(list).post(create))
+        .route("/credentials/{id}", get(show).put(replace).delete(delete))
+}
+
+/// The largest secret accepted (a 4096-bit RSA key in PEM is about 3.3 KB).
+const MAX_SECRET: usize = 16 * 1024;
+
+fn checked(input: CreateCredentials) -> Result<NewCredentials, ApiError> {
+    validate::name("name", &input.name, 64)?;
+    let endpoint = match input.endpoint {
+        None => Endpoint::github_com(),
+        Some(e) => {
+            let base = validate::url("endpoint.base_url", &e.base_url)?;
+            let api = match &e.api_base_url {
+                Some(api) => validate::url("endpoint.api_base_url", api)?,
+                None if base.host_str() == Some("github.com") => {
+                    validate::url("endpoint.api_base_url", "https://api.github.com")?
+                }
+                None => validate::url(
+                    "endpoint.api_base_url",
+                    &format!("{}/api/v3", e.base_url.trim_end_matches('/')),
+                )?,
+            };
+            if let Some(bundle) = &e.ca_bundle {
+                validate::ca_bundle("endpoint.ca_bundle", bundle)?;
+            }
+            Endpoint {
+                base_url: base.as_str().trim_end_matches('/').to_owned(),
+                api_base_url: api.as_str().trim_end_matches('/').to_owned(),
+                ca_bundle: e.ca_bundle,
+            }
+        }
+    };
+    let auth = match input.auth {
+        AuthInput::Pat { token } => {
+            validate::secret("auth.token", &token, MAX_SECRET)?;
+            Auth::Pat {
+                token: SecretString::new(token),
+            }
+        }
+        AuthInput::App {
+            app_id,
+            installation_id,
+            private_key,
+        } => {
+            validate::range("auth.app_id", app_id, 1, i64::MAX)?;
+            validate::range("auth.installation_id", installation_id, 1, i64::MAX)?;
+            validate::secret("auth.private_key", &private_key, MAX_SECRET)?;
+            if !private_key.contains("-----BEGIN") {
+                return Err(ApiError::InvalidInput {
+                    field: "auth.private_key".to_owned(),
+                    reason: "is not a PEM private key (-----BEGIN … PRIVATE KEY-----)".to_owned(),
+                });
+            }
+            Auth::App {
+                app_id,
+                installation_id,
+                private_key: SecretString::new(private_key),
+            }
+        }
+    };
+    Ok(NewCredentials {
+        name: input.name,
+        endpoint,
+        auth,
+    })
+}
+
+/// Stores new credentials.
+#[utoipa::path(post, path = "/api/v1/credentials", tag = "credentials",
+    request_body = CreateCredentials,
+    responses(
+        (status = 201, body = Credentials),
+        (status = 400, description = "Invalid body or value", body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 409, description = "The name is taken", body = ErrorBody),
+        (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
+    ))]
+pub(crate) async fn create(
+    State(state): State<Arc<AppState>>,
+    Body(input): Body<CreateCredentials>,
+) -> Result<(StatusCode, Json<Credentials>), ApiError> {
+    let new = checked(input)?;
+    let name = new.name.clone();
+    let created = state
+        .store
+        .create_credentials(new)
+        .await
+        .map_err(ApiError::store("creating credentials", || {
+            format!("credentials {name:?}")
+        }))?;
+    Ok((StatusCode::CREATED, Json(view::credentials(&created))))
+}
+
+/// Every credentials, by name.
+#[utoipa::path(get, path = "/api/v1/credentials", tag = "credentials",
+    responses((status = 200, body = CredentialsList), (status = 401, body = ErrorBody)))]
+pub(crate) async fn list(
+    State(state): State<Arc<AppState>>,
+) -> Result<Json<CredentialsList>, ApiError> {
+    let all = state
+        .store
+        .list_credentials()
+        .await
+        .map_err(ApiError::store("listing credentials", || {
+            "credentials".to_owned()
+        }))?;
+    Ok(Json(CredentialsList {
+        items: all.iter().map(view::credentials).collect(),
+    }))
+}
+
+/// One credentials.
+#[utoipa::path(get, path = "/api/v1/credentials/{id}", tag = "credentials",
+    params(("id" = uuid::Uuid, Path, description = "The credentials' id")),
+    responses((status = 200, body = Credentials), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub(crate) async fn show(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Json<Credentials>, ApiError> {
+    let id = CredentialsId(parse_id(&id, "credentials")?);
+    let found = state
+        .store
+        .get_credentials(id)
+        .await
+        .map_err(ApiError::store("reading credentials", || {
+            format!("credentials {id}")
+        }))?;
+    Ok(Json(view::credentials(&found)))
+}
+
+/// Replaces name, endpoint and secret (the secret must be given again).
+#[utoipa::path(put, path = "/api/v1/credentials/{id}", tag = "credentials",
+    params(("id" = uuid::Uuid, Path, description = "The credentials' id")),
+    request_body = CreateCredentials,
+    responses((status = 200, body = Credentials), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody)))]
+pub(crate) async fn replace(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    Body(input): Body<CreateCredentials>,
+) -> Result<Json<Credentials>, ApiError> {
+    let id = CredentialsId(parse_id(&id, "credentials")?);
+    let new = checked(input)?;
+    let name = new.name.clone();
+    state
+        .store
+        .get_credentials(id)
+        .await
+        .map_err(ApiError::store("reading credentials", || {
+            format!("credentials {id}")
+        }))?;
+    let updated = state
+        .store
+        .update_credentials(id, new)
+        .await
+        .map_err(ApiError::store("replacing credentials", || {
+            format!("credentials {name:?}")
+        }))?;
+    Ok(Json(view::credentials(&updated)))
+}
+
+/// Deletes credentials no entity uses.
+#[utoipa::path(delete, path = "/api/v1/credentials/{id}", tag = "credentials",
+    params(("id" = uuid::Uuid, Path, description = "The credentials' id")),
+    responses((status = 204, description = "Deleted"), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, description = "An entity uses them", body = ErrorBody)))]
+pub(crate) async fn delete(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let id = CredentialsId(parse_id(&id, "credentials")?);
+    state
+        .store
+        .get_credentials(id)
+        .await
+        .map_err(ApiError::store("reading credentials", || {
+            format!("credentials {id}")
+        }))?;
+    state.store.delete_credentials(id).await.map_err(|e| {
+        if e.is_conflict() {
+            ApiError::InUse {
+                what: format!("credentials {id}"),
+                remedy: "delete the entities that use them first".to_owned(),
+            }
+        } else {
+            ApiError::store("deleting credentials", || format!("credentials {id}"))(e)
+        }
+    })?;
+    Ok(StatusCode::NO_CONTENT)
+}

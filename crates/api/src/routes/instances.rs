@@ -1,0 +1,99 @@
+//! `/api/v1/instances` and `/api/v1/scale-sets/{id}/instances`: the recorded provider
+//! instances, as the worker's scaler and reconciler keep them.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::routing::get;
+use axum::{Json, Router};
+use scaleset_store::ScaleSetId;
+
+use crate::error::ApiError;
+use crate::extract::parse_id;
+use crate::state::AppState;
+use crate::v1::{ErrorBody, Instance, InstanceList};
+use crate::{validate, view};
+
+pub(crate) fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/instances", get(list))
+        .route("/instances/{name}", get(show))
+        .route("/scale-sets/{id}/instances", get(list_of))
+}
+
+/// Every recorded instance, by name.
+#[utoipa::path(get, path = "/api/v1/instances", tag = "instances",
+    responses((status = 200, body = InstanceList), (status = 401, body = ErrorBody)))]
+pub(crate) async fn list(
+    State(state): State<Arc<AppState>>,
+) -> Result<Json<InstanceList>, ApiError> {
+    let scale_sets = state
+        .store
+        .list_scale_sets(None)
+        .await
+        .map_err(ApiError::store("listing scale sets", || {
+            "scale sets".to_owned()
+        }))?;
+    let mut items = Vec::new();
+    for scale_set in &scale_sets {
+        let instances = state
+            .store
+            .list_instances(scale_set.id)
+            .await
+            .map_err(ApiError::store("listing instances", || {
+                "instances".to_owned()
+            }))?;
+        items.extend(instances.iter().map(view::instance));
+    }
+    items.sort_by(|a: &Instance, b: &Instance| a.name.cmp(&b.name));
+    Ok(Json(InstanceList { items }))
+}
+
+/// One scale set's instances, by name.
+#[utoipa::path(get, path = "/api/v1/scale-sets/{id}/instances", tag = "instances",
+    params(("id" = uuid::Uuid, Path, description = "The scale set's id")),
+    responses((status = 200, body = InstanceList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub(crate) async fn list_of(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Json<InstanceList>, ApiError> {
+    let id = ScaleSetId(parse_id(&id, "scale set")?);
+    state
+        .store
+        .get_scale_set(id)
+        .await
+        .map_err(ApiError::store("reading a scale set", || {
+            format!("scale set {id}")
+        }))?;
+    let instances = state
+        .store
+        .list_instances(id)
+        .await
+        .map_err(ApiError::store("listing instances", || {
+            format!("scale set {id}")
+        }))?;
+    Ok(Json(InstanceList {
+        items: instances.iter().map(view::instance).collect(),
+    }))
+}
+
+/// One instance.
+#[utoipa::path(get, path = "/api/v1/instances/{name}", tag = "instances",
+    params(("name" = String, Path, description = "The instance's (and runner's) name")),
+    responses((status = 200, body = Instance), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub(crate) async fn show(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Result<Json<Instance>, ApiError> {
+    validate::name("name", &name, 200).map_err(|e| ApiError::InvalidParameter {
+        reason: e.to_string(),
+    })?;
+    let instance = state
+        .store
+        .get_instance(&name)
+        .await
+        .map_err(ApiError::store("reading an instance", || {
+            format!("instance {name:?}")
+        }))?;
+    Ok(Json(view::instance(&instance)))
+}

@@ -1,0 +1,154 @@
+//! [`AppState`]: everything a handler reads, in one place, shared by every router mounted on
+//! the server (this crate's resources, and the plan/apply, instance-metadata and status-page
+//! modules). Build it once with [`AppState::new`] and hand it to [`crate::router`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::Registry;
+use scaleset_control::{ClientFactory, ControllerIdentity, EnsureOnce, Metrics, Settings};
+use scaleset_store::Store;
+
+/// Request limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// The largest request body accepted, in bytes (default 256 KiB: a CA bundle fits).
+    pub max_body_bytes: usize,
+    /// How many events a scale set's show includes (default 20).
+    pub events_shown: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 256 * 1024,
+            events_shown: 20,
+        }
+    }
+}
+
+/// What the handlers share. Fields are public so that other modules' routers can read them.
+#[non_exhaustive]
+pub struct AppState {
+    /// The store.
+    pub store: Arc<dyn Store>,
+    /// This controller's identity (id, owner label, session owner).
+    pub identity: ControllerIdentity,
+    /// Where GitHub clients come from (per entity).
+    pub clients: Arc<dyn ClientFactory>,
+    /// The control loop's settings (adoption retry bounds, lease time).
+    pub settings: Settings,
+    /// The control crate's metrics (GitHub calls), shared with an in-process worker.
+    pub metrics: Arc<Metrics>,
+    /// Every metric of the process, served at `/metrics`.
+    pub registry: Arc<Registry>,
+    /// The ensure step the scale-set create runs.
+    pub ensure: EnsureOnce,
+    /// The lease holder name the API uses while it ensures or deletes (never a worker's name).
+    pub api_holder: String,
+    /// Request limits.
+    pub limits: Limits,
+    /// The server's version.
+    pub version: &'static str,
+    pub(crate) http_metrics: HttpMetrics,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("identity", &self.identity)
+            .field("api_holder", &self.api_holder)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// The state over `store`. `metrics` are the control crate's metrics when a worker runs in
+    /// the same process (`Controller::metrics`), else `None` registers new ones in `registry`;
+    /// the API's own request counter is registered there too. Register anything else in
+    /// `registry` before this call: it is frozen behind an `Arc` here.
+    pub fn new(
+        store: Arc<dyn Store>,
+        clients: Arc<dyn ClientFactory>,
+        identity: ControllerIdentity,
+        settings: Settings,
+        metrics: Option<Arc<Metrics>>,
+        mut registry: Registry,
+    ) -> Self {
+        let metrics = metrics.unwrap_or_else(|| Arc::new(Metrics::new(&mut registry)));
+        let http_metrics = HttpMetrics::new(&mut registry);
+        let api_holder = format!("{}/api", settings.worker);
+        let ensure = EnsureOnce::new(
+            store.clone(),
+            clients.clone(),
+            identity.clone(),
+            settings.clone(),
+            metrics.clone(),
+        );
+        Self {
+            store,
+            identity,
+            clients,
+            settings,
+            metrics,
+            registry: Arc::new(registry),
+            ensure,
+            api_holder,
+            limits: Limits::default(),
+            version: env!("CARGO_PKG_VERSION"),
+            http_metrics,
+        }
+    }
+
+    /// Replaces the request limits.
+    #[must_use]
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// How long the lease taken by the API lasts.
+    pub(crate) fn lease_ttl(&self) -> Duration {
+        self.settings.lease_ttl
+    }
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    method: String,
+    route: String,
+    status: u16,
+}
+
+/// `scaleset_api_requests_total{method, route, status}`.
+#[derive(Debug, Clone)]
+pub(crate) struct HttpMetrics {
+    requests: Family<RequestLabels, Counter>,
+}
+
+impl HttpMetrics {
+    fn new(registry: &mut Registry) -> Self {
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "scaleset_api_requests",
+            "API responses by method, matched route and status",
+            requests.clone(),
+        );
+        Self { requests }
+    }
+
+    pub(crate) fn count(&self, method: &str, route: &str, status: u16) {
+        self.requests
+            .get_or_create(&RequestLabels {
+                method: method.to_owned(),
+                route: route.to_owned(),
+                status,
+            })
+            .inc();
+    }
+}

@@ -1,0 +1,127 @@
+//! `/api/v1/credentials`: how the controller authenticates to GitHub, and where. Secrets (the
+//! PAT, the App's private key) are write-only: accepted on create and replace, sealed at rest by
+//! the store, never returned.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// `POST /api/v1/credentials` and `PUT /api/v1/credentials/{id}` (a replace: the secret must
+/// be given again).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateCredentials {
+    /// A unique name: 1–64 of `A-Za-z0-9._-`, starting with a letter or digit.
+    pub name: String,
+    /// The authentication method and its secret.
+    pub auth: AuthInput,
+    /// The GitHub endpoint; github.com when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<EndpointInput>,
+}
+
+impl std::fmt::Debug for CreateCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CreateCredentials")
+            .field("name", &self.name)
+            .field("auth", &self.auth)
+            .field("endpoint", &self.endpoint)
+            .finish()
+    }
+}
+
+/// How to authenticate, tagged by `kind`. `Debug` redacts the secrets.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AuthInput {
+    /// A personal access token (classic or fine-grained).
+    Pat {
+        /// The token. Write-only.
+        token: String,
+    },
+    /// A GitHub App installation.
+    App {
+        /// The App's id.
+        app_id: i64,
+        /// The installation's id.
+        installation_id: i64,
+        /// The App's private key, PEM. Write-only.
+        private_key: String,
+    },
+}
+
+impl std::fmt::Debug for AuthInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Pat { .. } => f.write_str("Pat { token: [redacted] }"),
+            Self::App {
+                app_id,
+                installation_id,
+                ..
+            } => write!(
+                f,
+                "App {{ app_id: {app_id}, installation_id: {installation_id}, private_key: [redacted] }}"
+            ),
+        }
+    }
+}
+
+/// Where GitHub is: github.com, GHE.com or a GHES host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointInput {
+    /// The web base URL (`https://github.com`, `https://ghes.example.com`); `http` and `https`.
+    pub base_url: String,
+    /// The REST API base URL. Default: `https://api.github.com` for github.com, else
+    /// `<base_url>/api/v3` (GHES).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_base_url: Option<String>,
+    /// Extra CA certificates (PEM) to trust for this endpoint (a GHES with a private CA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_bundle: Option<String>,
+}
+
+/// The kind of authentication, without its secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AuthKind {
+    /// A personal access token.
+    Pat,
+    /// A GitHub App installation.
+    App,
+}
+
+/// The endpoint as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Endpoint {
+    /// The web base URL.
+    pub base_url: String,
+    /// The REST API base URL.
+    pub api_base_url: String,
+    /// The extra CA certificates (PEM), if any (certificates are public; this is not a secret).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_bundle: Option<String>,
+}
+
+/// Stored credentials, without the secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Credentials {
+    /// The id.
+    pub id: uuid::Uuid,
+    /// The unique name.
+    pub name: String,
+    /// PAT or App.
+    pub kind: AuthKind,
+    /// The App's id (apps only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_id: Option<i64>,
+    /// The installation's id (apps only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installation_id: Option<i64>,
+    /// The endpoint.
+    pub endpoint: Endpoint,
+    /// When they were created (RFC 3339).
+    pub created_at: String,
+    /// When they were last replaced (RFC 3339).
+    pub updated_at: String,
+}

@@ -1,0 +1,283 @@
+//! `/api/v1/scale-sets`: desired scale sets, what adoption found on GitHub, their visible state
+//! and event trail.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// Which same-name scale sets found on GitHub may be adopted (`docs/adoption.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AdoptionPolicy {
+    /// A same-name scale set we hold no record of is refused.
+    Never,
+    /// Adopt only on ownership evidence (the default).
+    #[default]
+    Owned,
+    /// Adopt unless there is evidence of a live foreign owner.
+    Any,
+}
+
+/// How this controller came to hold the GitHub scale set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Provenance {
+    /// This controller created it: deleting the scale set deletes it on GitHub.
+    Created,
+    /// The stored GitHub id was confirmed: deleting detaches (unless `force`).
+    Known,
+    /// Adopted on evidence or policy: deleting detaches (unless `force`).
+    Adopted,
+}
+
+/// The visible state of a scale set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ScaleSetState {
+    /// Not yet ensured on GitHub.
+    Pending,
+    /// Ensured; being served.
+    Ready,
+    /// Adoption refused: `state_reason` says why and what to do.
+    Refused,
+    /// Adopted, but labels or settings differ from the spec and `repair` is off.
+    Drifted,
+    /// Another owner holds the message session.
+    ForeignSession,
+    /// GitHub deleted it; waiting to be ensured again.
+    Dormant,
+    /// Failing; being retried (see `state_reason`).
+    Error,
+}
+
+/// A scale set's spec as stored (what the operator asked for).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ScaleSetSpec {
+    /// The scale set's name on GitHub.
+    pub name: String,
+    /// The runner group's name.
+    pub runner_group: String,
+    /// GitHub's id of the runner group, once resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_group_id: Option<i64>,
+    /// Labels (the owner label is added on GitHub, not listed here).
+    pub labels: Vec<String>,
+    /// GitHub's `disableUpdate`.
+    pub disable_update: bool,
+    /// The provider's name (a `[[provider]]` of the configuration).
+    pub provider: String,
+    /// The provider image.
+    pub image: String,
+    /// The provider flavor.
+    pub flavor: String,
+    /// Idle runners kept warm.
+    pub min_idle: u32,
+    /// The most runners at once.
+    pub max_runners: u32,
+    /// How long an instance may take to register, in seconds.
+    pub bootstrap_timeout_secs: u64,
+    /// The runner name prefix (empty: the scale set's name).
+    pub runner_prefix: String,
+    /// Provider-specific settings, passed through.
+    #[schema(value_type = Object)]
+    pub extra_specs: serde_json::Value,
+    /// Whether the scale set is served.
+    pub enabled: bool,
+    /// The adoption policy.
+    pub adoption_policy: AdoptionPolicy,
+    /// Whether adoption may repair drift (PATCH labels and settings on GitHub).
+    pub repair: bool,
+}
+
+/// `POST /api/v1/scale-sets`. The server stores it, then runs the adoption machine against
+/// GitHub at once and answers with the outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateScaleSet {
+    /// The entity (repository, organization, enterprise) it belongs to.
+    pub entity_id: uuid::Uuid,
+    /// The name on GitHub: 1–100 of `A-Za-z0-9._-`, not starting with `scaleset-owner-`.
+    pub name: String,
+    /// The runner group's name (default `Default`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_group: Option<String>,
+    /// Labels, each 1–100 characters without control characters or commas.
+    #[serde(default)]
+    pub labels: Vec<String>,
+    /// GitHub's `disableUpdate` (default false).
+    #[serde(default)]
+    pub disable_update: bool,
+    /// The provider's name.
+    pub provider: String,
+    /// The provider image (default empty).
+    #[serde(default)]
+    pub image: String,
+    /// The provider flavor (default empty).
+    #[serde(default)]
+    pub flavor: String,
+    /// Idle runners kept warm (default 0; at most `max_runners`).
+    #[serde(default)]
+    pub min_idle: u32,
+    /// The most runners at once (1–10000).
+    pub max_runners: u32,
+    /// How long an instance may take to register, seconds (default 600, 1–86400).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bootstrap_timeout_secs: Option<u64>,
+    /// The runner name prefix (default: the name); same characters as a name, at most 40.
+    #[serde(default)]
+    pub runner_prefix: String,
+    /// Provider-specific settings (default `{}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub extra_specs: Option<serde_json::Value>,
+    /// Whether it is served (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// The adoption policy (default `owned`).
+    #[serde(default)]
+    pub adoption_policy: AdoptionPolicy,
+    /// Whether adoption may repair drift (default false).
+    #[serde(default)]
+    pub repair: bool,
+}
+
+/// `PATCH /api/v1/scale-sets/{id}`: the fields to change, at a generation.
+///
+/// The precondition is the body's `generation` (required): the change is applied only if it
+/// is the stored generation, else 409 `stale_generation` and nothing is written. Name, runner
+/// group and entity cannot change (they identify the scale set on GitHub: create another).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateScaleSet {
+    /// The generation this change was made against (from the last read).
+    pub generation: i64,
+    /// New labels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<Vec<String>>,
+    /// New `disableUpdate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disable_update: Option<bool>,
+    /// New provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// New image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// New flavor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flavor: Option<String>,
+    /// New idle count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_idle: Option<u32>,
+    /// New maximum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_runners: Option<u32>,
+    /// New bootstrap timeout, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bootstrap_timeout_secs: Option<u64>,
+    /// New runner prefix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_prefix: Option<String>,
+    /// New provider settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub extra_specs: Option<serde_json::Value>,
+    /// Serve it or not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// New adoption policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adoption_policy: Option<AdoptionPolicy>,
+    /// Repair drift or not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repair: Option<bool>,
+}
+
+/// Why adoption refused the scale set, with what to do (only on the create answer; later
+/// reads carry the same text in `state_reason`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Refusal {
+    /// The adoption machine's refusal code (`ForeignOwner`, `ScaleSetExists`, …).
+    pub code: String,
+    /// What was found.
+    pub message: String,
+    /// What the operator can do.
+    pub remedy: String,
+}
+
+/// One entry of a scale set's event trail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Event {
+    /// Increases with every event.
+    pub id: i64,
+    /// What happened (`ready`, `refused`, `create_intent`, `notice`, `warning`, …).
+    pub kind: String,
+    /// Why, for people.
+    pub reason: String,
+    /// When (RFC 3339).
+    pub at: String,
+}
+
+/// A scale set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ScaleSet {
+    /// The id.
+    pub id: uuid::Uuid,
+    /// The entity it belongs to.
+    pub entity_id: uuid::Uuid,
+    /// The optimistic-concurrency generation: give it back on update and delete.
+    pub generation: i64,
+    /// The spec.
+    pub spec: ScaleSetSpec,
+    /// GitHub's id, once ensured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub github_id: Option<i64>,
+    /// How it came to be ours, once ensured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
+    /// The adoption evidence, as recorded (JSON; `null` before the first ensure).
+    #[schema(value_type = Object)]
+    pub evidence: serde_json::Value,
+    /// The visible state.
+    pub state: ScaleSetState,
+    /// Why it is in that state (for a refusal: the code, what was found, and what to do).
+    pub state_reason: String,
+    /// The refusal, structured; only in the answer to the create that was refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<Refusal>,
+    /// The runner count the scaler wants.
+    pub desired_runners: u32,
+    /// The newest events, newest first (on show and create; empty in lists).
+    #[serde(default)]
+    pub events: Vec<Event>,
+    /// When it was created (RFC 3339).
+    pub created_at: String,
+    /// When it was last written (RFC 3339).
+    pub updated_at: String,
+}
+
+/// What a delete did on GitHub.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum DeleteAction {
+    /// Only the record was removed; the GitHub scale set is untouched (adopted or known, no
+    /// `force`; or never ensured).
+    Detached,
+    /// The GitHub scale set was deleted too (created by us, or `force`).
+    DeletedOnGitHub,
+}
+
+/// The answer to `DELETE /api/v1/scale-sets/{id}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct DeleteScaleSetResult {
+    /// The deleted scale set's id.
+    pub id: uuid::Uuid,
+    /// What happened on GitHub.
+    pub action: DeleteAction,
+    /// GitHub's id of the scale set, if it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub github_id: Option<i64>,
+}

@@ -1,0 +1,190 @@
+//! Input rules: names, labels, URLs, secrets and ranges, checked before anything is written.
+//! Each failure is an [`ApiError::InvalidInput`] naming the field, what was wrong and what is
+//! allowed.
+
+use crate::error::ApiError;
+
+fn invalid(field: &str, reason: impl Into<String>) -> ApiError {
+    ApiError::InvalidInput {
+        field: field.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+/// A name of `A-Za-z0-9._-`, 1 to `max` characters, starting with a letter or digit.
+pub(crate) fn name(field: &str, text: &str, max: usize) -> Result<(), ApiError> {
+    let allowed = format!("use 1–{max} of A-Z a-z 0-9 . _ -, starting with a letter or digit");
+    if text.is_empty() || text.len() > max {
+        return Err(invalid(
+            field,
+            format!(
+                "{text:?} has {} characters; {allowed}",
+                text.chars().count()
+            ),
+        ));
+    }
+    if !text.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        return Err(invalid(
+            field,
+            format!("{text:?} does not start with a letter or digit; {allowed}"),
+        ));
+    }
+    if let Some(bad) = text
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(invalid(
+            field,
+            format!("{text:?} contains {bad:?}; {allowed}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Free text shown on GitHub (a runner group's name, a label): 1 to `max` characters, no
+/// control characters, no leading or trailing space, no comma (labels travel comma-joined).
+pub(crate) fn text(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
+    if value.is_empty() || value.chars().count() > max {
+        return Err(invalid(field, format!("must have 1–{max} characters")));
+    }
+    if value.trim() != value {
+        return Err(invalid(
+            field,
+            format!("{value:?} has leading or trailing spaces"),
+        ));
+    }
+    if value.chars().any(|c| c.is_control() || c == ',') {
+        return Err(invalid(
+            field,
+            format!("{value:?} contains a control character or a comma"),
+        ));
+    }
+    Ok(())
+}
+
+/// An `http` or `https` URL with a host and no query, fragment or credentials.
+pub(crate) fn url(field: &str, text: &str) -> Result<url::Url, ApiError> {
+    let parsed =
+        url::Url::parse(text).map_err(|e| invalid(field, format!("{text:?} is not a URL: {e}")))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(invalid(
+            field,
+            format!("{text:?}: only http and https URLs are allowed"),
+        ));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(invalid(field, format!("{text:?} has no host")));
+    }
+    if parsed.query().is_some()
+        || parsed.fragment().is_some()
+        || !parsed.username().is_empty()
+        || parsed.password().is_some()
+    {
+        return Err(invalid(
+            field,
+            format!("{text:?}: give the base URL only (no query, fragment or user)"),
+        ));
+    }
+    Ok(parsed)
+}
+
+/// A PEM bundle of at least one certificate, each of which parses.
+pub(crate) fn ca_bundle(field: &str, pem: &str) -> Result<(), ApiError> {
+    use rustls_pki_types::CertificateDer;
+    use rustls_pki_types::pem::PemObject as _;
+    let mut count = 0;
+    for cert in CertificateDer::pem_slice_iter(pem.as_bytes()) {
+        cert.map_err(|e| invalid(field, format!("not a PEM certificate bundle: {e}")))?;
+        count += 1;
+    }
+    if count == 0 {
+        return Err(invalid(
+            field,
+            "contains no PEM certificate (-----BEGIN CERTIFICATE-----)",
+        ));
+    }
+    Ok(())
+}
+
+/// A secret: not empty, no whitespace or control characters at its ends, at most `max` bytes.
+pub(crate) fn secret(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
+    if value.trim().is_empty() {
+        return Err(invalid(field, "is empty"));
+    }
+    if value.len() > max {
+        return Err(invalid(field, format!("is longer than {max} bytes")));
+    }
+    if value.trim() != value && !value.contains("-----BEGIN") {
+        return Err(invalid(field, "has leading or trailing whitespace"));
+    }
+    Ok(())
+}
+
+/// A number within `min..=max`.
+pub(crate) fn range<T: PartialOrd + std::fmt::Display>(
+    field: &str,
+    value: T,
+    min: T,
+    max: T,
+) -> Result<(), ApiError> {
+    if value < min || value > max {
+        return Err(invalid(field, format!("{value} is outside {min}–{max}")));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_character_rules() {
+        assert!(name("n", "linux-x64_1.2", 100).is_ok());
+        assert!(name("n", "", 100).is_err());
+        assert!(name("n", "-x", 100).is_err());
+        assert!(name("n", "a b", 100).is_err());
+        assert!(name("n", "a/b", 100).is_err());
+        assert!(name("n", "é", 100).is_err());
+        assert!(name("n", &"a".repeat(101), 100).is_err());
+        assert!(name("n", &"a".repeat(100), 100).is_ok());
+    }
+
+    #[test]
+    fn labels_refuse_commas_controls_and_padding() {
+        assert!(text("l", "gpu", 100).is_ok());
+        assert!(text("l", "Default Group", 100).is_ok());
+        assert!(text("l", "a,b", 100).is_err());
+        assert!(text("l", "a\n", 100).is_err());
+        assert!(text("l", " a", 100).is_err());
+        assert!(text("l", "", 100).is_err());
+    }
+
+    #[test]
+    fn urls_must_be_http_with_a_host() {
+        assert!(url("u", "https://github.com").is_ok());
+        assert!(url("u", "http://127.0.0.1:8080").is_ok());
+        assert!(url("u", "ftp://x").is_err());
+        assert!(url("u", "https://u:p@x").is_err());
+        assert!(url("u", "nonsense").is_err());
+    }
+
+    #[test]
+    fn a_ca_bundle_must_hold_a_certificate() {
+        assert!(ca_bundle("c", "not pem").is_err());
+        assert!(
+            ca_bundle(
+                "c",
+                "-----BEGIN CERTIFICATE-----\n!!!\n-----END CERTIFICATE-----\n"
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn ranges_are_inclusive() {
+        assert!(range("r", 1, 1, 10).is_ok());
+        assert!(range("r", 10, 1, 10).is_ok());
+        assert!(range("r", 0, 1, 10).is_err());
+        assert!(range("r", 11, 1, 10).is_err());
+    }
+}

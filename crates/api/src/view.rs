@@ -1,0 +1,165 @@
+//! Conversions from the store's records to the v1 wire types, and RFC 3339 times.
+
+use scaleset_store as store;
+
+use crate::v1;
+
+/// A stored time as RFC 3339 (UTC, milliseconds).
+pub(crate) fn time(at: store::Timestamp) -> String {
+    let nanos = i128::from(at.unix_millis()) * 1_000_000;
+    time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| format!("@{}ms", at.unix_millis()))
+}
+
+pub(crate) fn credentials(c: &store::Credentials) -> v1::Credentials {
+    let (kind, app_id, installation_id) = match &c.auth {
+        store::Auth::App {
+            app_id,
+            installation_id,
+            ..
+        } => (v1::AuthKind::App, Some(*app_id), Some(*installation_id)),
+        _ => (v1::AuthKind::Pat, None, None),
+    };
+    v1::Credentials {
+        id: c.id.0,
+        name: c.name.clone(),
+        kind,
+        app_id,
+        installation_id,
+        endpoint: v1::Endpoint {
+            base_url: c.endpoint.base_url.clone(),
+            api_base_url: c.endpoint.api_base_url.clone(),
+            ca_bundle: c.endpoint.ca_bundle.clone(),
+        },
+        created_at: time(c.created_at),
+        updated_at: time(c.updated_at),
+    }
+}
+
+pub(crate) fn entity(e: &store::Entity, credentials: &str) -> v1::Entity {
+    let kind = match &e.kind {
+        store::EntityKind::Repository { .. } => v1::EntityKind::Repository,
+        store::EntityKind::Enterprise { .. } => v1::EntityKind::Enterprise,
+        _ => v1::EntityKind::Organization,
+    };
+    v1::Entity {
+        id: e.id.0,
+        kind,
+        name: e.kind.path(),
+        credentials_id: e.credentials_id.0,
+        credentials: credentials.to_owned(),
+        created_at: time(e.created_at),
+    }
+}
+
+pub(crate) fn policy(p: store::AdoptionPolicy) -> v1::AdoptionPolicy {
+    match p {
+        store::AdoptionPolicy::Never => v1::AdoptionPolicy::Never,
+        store::AdoptionPolicy::Any => v1::AdoptionPolicy::Any,
+        _ => v1::AdoptionPolicy::Owned,
+    }
+}
+
+pub(crate) fn policy_to_store(p: v1::AdoptionPolicy) -> store::AdoptionPolicy {
+    match p {
+        v1::AdoptionPolicy::Never => store::AdoptionPolicy::Never,
+        v1::AdoptionPolicy::Any => store::AdoptionPolicy::Any,
+        _ => store::AdoptionPolicy::Owned,
+    }
+}
+
+fn state(s: store::ScaleSetState) -> v1::ScaleSetState {
+    use store::ScaleSetState as S;
+    match s {
+        S::Pending => v1::ScaleSetState::Pending,
+        S::Ready => v1::ScaleSetState::Ready,
+        S::Refused => v1::ScaleSetState::Refused,
+        S::Drifted => v1::ScaleSetState::Drifted,
+        S::ForeignSession => v1::ScaleSetState::ForeignSession,
+        S::Dormant => v1::ScaleSetState::Dormant,
+        _ => v1::ScaleSetState::Error,
+    }
+}
+
+fn provenance(p: store::Provenance) -> v1::Provenance {
+    match p {
+        store::Provenance::Created => v1::Provenance::Created,
+        store::Provenance::Known => v1::Provenance::Known,
+        _ => v1::Provenance::Adopted,
+    }
+}
+
+pub(crate) fn scale_set(s: &store::ScaleSet, events: &[store::Event]) -> v1::ScaleSet {
+    let spec = &s.spec;
+    v1::ScaleSet {
+        id: s.id.0,
+        entity_id: s.entity_id.0,
+        generation: s.generation,
+        spec: v1::ScaleSetSpec {
+            name: spec.name.clone(),
+            runner_group: spec.runner_group.name.clone(),
+            runner_group_id: spec.runner_group.id,
+            labels: spec.labels.clone(),
+            disable_update: spec.disable_update,
+            provider: spec.provider.clone(),
+            image: spec.image.clone(),
+            flavor: spec.flavor.clone(),
+            min_idle: spec.min_idle,
+            max_runners: spec.max_runners,
+            bootstrap_timeout_secs: spec.bootstrap_timeout.as_secs(),
+            runner_prefix: spec.runner_prefix.clone(),
+            extra_specs: spec.extra_specs.clone(),
+            enabled: spec.enabled,
+            adoption_policy: policy(spec.adoption_policy),
+            repair: spec.repair,
+        },
+        github_id: s.github_id,
+        provenance: s.provenance.map(provenance),
+        evidence: s.evidence.clone(),
+        state: state(s.state),
+        state_reason: s.state_reason.clone(),
+        refusal: None,
+        desired_runners: s.desired_runners,
+        events: events.iter().map(event).collect(),
+        created_at: time(s.created_at),
+        updated_at: time(s.updated_at),
+    }
+}
+
+fn event(e: &store::Event) -> v1::Event {
+    v1::Event {
+        id: e.id,
+        kind: e.kind.clone(),
+        reason: e.reason.clone(),
+        at: time(e.at),
+    }
+}
+
+pub(crate) fn instance(i: &store::Instance) -> v1::Instance {
+    use store::InstanceStatus as S;
+    let status = match i.status {
+        S::Pending => v1::InstanceStatus::Pending,
+        S::Creating => v1::InstanceStatus::Creating,
+        S::Running => v1::InstanceStatus::Running,
+        S::Busy => v1::InstanceStatus::Busy,
+        S::Deleting => v1::InstanceStatus::Deleting,
+        S::Deleted => v1::InstanceStatus::Deleted,
+        _ => v1::InstanceStatus::Failed,
+    };
+    v1::Instance {
+        name: i.name.clone(),
+        scale_set_id: i.scale_set_id.0,
+        status,
+        provider_id: i.provider_id.clone(),
+        github_runner_id: i.github_runner_id,
+        pool_key: i.pool_key.clone(),
+        bootstrap_deadline: i.bootstrap_deadline.map(time),
+        created_at: time(i.created_at),
+        updated_at: time(i.updated_at),
+    }
+}

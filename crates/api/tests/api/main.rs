@@ -1,0 +1,5 @@
+//! The API's integration tests: the router served on `127.0.0.1:0` over a fresh store (SQLite
+//! always, PostgreSQL with `SCALESET_TEST_DATABASE_URL`), driven over real HTTP, with the
+//! simulator in-process for GitHub.
+
+mod openapi;

@@ -1,0 +1,136 @@
+//! Ensuring one scale set outside the supervisor, for the API's create: the very ensure step the
+//! worker runs (runner group by name, the one adoption driver, intent recorded before the create
+//! POST, the outcome recorded in the store with an event), under the scale set's lease, taken for
+//! the duration and released after, so a worker serving the same scale set is never doubled.
+//!
+//! Nothing here listens: a session the machine hands over (policy `any`) is deleted at once, so
+//! the worker that serves the scale set next finds no session of ours in its way.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use scaleset_adopt::Refusal;
+use scaleset_store::{Acquisition, ScaleSetId, Store, SystemClock};
+
+use crate::checkpoint::NoCheckpoints;
+use crate::client_factory::ClientFactory;
+use crate::ensure::{Ensured, ensure};
+use crate::error::{Error, store};
+use crate::identity::ControllerIdentity;
+use crate::metrics::Metrics;
+use crate::settings::Settings;
+use crate::task::Shared;
+
+/// How one [`EnsureOnce::run`] ended. The scale set's row (state, reason, provenance,
+/// evidence, events) says the rest; read it after.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum EnsureResult {
+    /// The scale set is ours on GitHub under this id.
+    Ready {
+        /// GitHub's id.
+        github_id: i64,
+    },
+    /// Not servable now: refused (with the machine's refusal), misconfigured or failed; the
+    /// stored state and reason say which. The worker re-checks it later.
+    NotReady {
+        /// The refusal, when adoption refused it.
+        refusal: Option<Refusal>,
+    },
+    /// Another holder (a worker) has the scale set's lease: it runs the same ensure itself,
+    /// so nothing was done here.
+    Busy {
+        /// The lease holder.
+        holder: String,
+    },
+}
+
+/// Runs the ensure step once per call, outside the [`crate::Controller`].
+pub struct EnsureOnce {
+    shared: Shared,
+}
+
+impl std::fmt::Debug for EnsureOnce {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnsureOnce")
+            .field("identity", &self.shared.identity)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EnsureOnce {
+    /// An ensure step over `store`, with clients from `clients`, recording its GitHub calls in
+    /// `metrics` (share the controller's when one runs in the same process).
+    pub fn new(
+        store: Arc<dyn Store>,
+        clients: Arc<dyn ClientFactory>,
+        identity: ControllerIdentity,
+        settings: Settings,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        Self {
+            shared: Shared {
+                store,
+                clients,
+                providers: BTreeMap::new(),
+                identity,
+                settings,
+                metrics,
+                clock: Arc::new(SystemClock),
+                checkpoints: Arc::new(NoCheckpoints),
+            },
+        }
+    }
+
+    /// Ensures scale set `id` once as lease holder `holder` (give it a name no worker uses).
+    ///
+    /// # Errors
+    ///
+    /// A store failure, a client that cannot be built, or an adoption the driver had to stop
+    /// (see [`crate::adoption::run_once`]); the stored state is left as the ensure recorded it.
+    pub async fn run(&self, id: ScaleSetId, holder: &str) -> Result<EnsureResult, Error> {
+        let shared = &self.shared;
+        let lease = match shared
+            .store
+            .acquire_lease(id, holder, shared.settings.lease_ttl)
+            .await
+            .map_err(store("acquiring the lease to ensure"))?
+        {
+            Acquisition::Acquired(lease) => lease,
+            Acquisition::Held { holder, .. } => return Ok(EnsureResult::Busy { holder }),
+            _ => {
+                return Ok(EnsureResult::Busy {
+                    holder: "unknown".to_owned(),
+                });
+            }
+        };
+        let result = self.ensure_held(id, &lease).await;
+        // Released even after a failure, so a worker can take the scale set at once.
+        let _ = shared.store.release_lease(&lease).await;
+        result
+    }
+
+    async fn ensure_held(
+        &self,
+        id: ScaleSetId,
+        lease: &scaleset_store::Lease,
+    ) -> Result<EnsureResult, Error> {
+        let shared = &self.shared;
+        let scale_set = shared
+            .store
+            .get_scale_set(id)
+            .await
+            .map_err(store("reading the scale set to ensure"))?;
+        let client = shared.clients.client(&scale_set).await?;
+        Ok(match ensure(shared, &client, lease, id).await? {
+            Ensured::Ready { github_id, session } => {
+                if let Some(session) = session {
+                    let result = client.delete_session(github_id, &session.session_id).await;
+                    shared.metrics.github("delete_session", &result);
+                }
+                EnsureResult::Ready { github_id }
+            }
+            Ensured::Wait { refusal, .. } => EnsureResult::NotReady { refusal },
+        })
+    }
+}
