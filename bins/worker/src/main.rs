@@ -162,13 +162,14 @@ async fn run(config: Config, env: &BTreeMap<String, String>) -> Result<()> {
     let store: Arc<dyn Store> = Arc::new(store);
     let identity = ControllerIdentity::new(id).with_owner_label(config.owner_label);
 
-    let applied = fleet::apply(store.as_ref(), &config.fleet)
+    let applied = fleet::apply(store.as_ref(), &identity, &config.fleet)
         .await
         .context("applying the declared fleet to the database")?;
     tracing::info!(
         created = applied.created,
         updated = applied.updated,
         unchanged = applied.unchanged,
+        refused = applied.refused,
         "fleet applied"
     );
 

@@ -125,6 +125,12 @@ pub enum ApiError {
         /// The lease holder.
         holder: String,
     },
+    /// A fleet plan no longer matches the world.
+    #[error("{reason}")]
+    StalePlan {
+        /// What changed and what to do.
+        reason: String,
+    },
     /// GitHub failed.
     #[error("github call failed while {during}: {reason}")]
     GitHub {
@@ -170,6 +176,7 @@ impl ApiError {
             Self::StaleGeneration { .. } => ErrorCode::StaleGeneration,
             Self::NotDrained { .. } => ErrorCode::NotDrained,
             Self::LeaseHeld { .. } => ErrorCode::LeaseHeld,
+            Self::StalePlan { .. } => ErrorCode::StalePlan,
             Self::GitHub { .. } => ErrorCode::GitHub,
             Self::Unavailable { .. } => ErrorCode::Unavailable,
             Self::Internal { .. } => ErrorCode::Internal,
@@ -215,7 +222,8 @@ pub fn status(code: ErrorCode) -> StatusCode {
         | ErrorCode::InUse
         | ErrorCode::StaleGeneration
         | ErrorCode::NotDrained
-        | ErrorCode::LeaseHeld => StatusCode::CONFLICT,
+        | ErrorCode::LeaseHeld
+        | ErrorCode::StalePlan => StatusCode::CONFLICT,
         ErrorCode::GitHub => StatusCode::BAD_GATEWAY,
         ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,

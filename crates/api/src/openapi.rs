@@ -8,7 +8,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{controller, credentials, entities, health, instances, scale_sets};
+use crate::routes::{controller, credentials, entities, health, instances, plan, scale_sets};
 use crate::v1;
 
 /// The document's root.
@@ -28,6 +28,7 @@ use crate::v1;
         entities::create, entities::list, entities::show, entities::delete,
         scale_sets::create, scale_sets::list, scale_sets::show, scale_sets::update, scale_sets::delete,
         instances::list, instances::list_of, instances::show,
+        plan::plan, plan::apply,
     ),
     components(schemas(
         v1::ErrorBody, v1::ErrorCode, v1::ControllerInfo,
@@ -36,6 +37,8 @@ use crate::v1;
         v1::CreateScaleSet, v1::UpdateScaleSet, v1::ScaleSet, v1::ScaleSetSpec, v1::ScaleSetState, v1::Provenance,
         v1::AdoptionPolicy, v1::Refusal, v1::Event, v1::ScaleSetList, v1::DeleteScaleSetResult, v1::DeleteAction,
         v1::Instance, v1::InstanceStatus, v1::InstanceList,
+        v1::PlanRequest, v1::ApplyRequest, v1::PlanResponse, v1::ApplyResponse, v1::PlanAction,
+        v1::FieldChange, v1::PlannedCredentials, v1::PlannedEntity, v1::PlannedScaleSet,
     )),
     modifiers(&BearerAuth),
     security(("bearer" = [])),
@@ -46,6 +49,7 @@ use crate::v1;
         (name = "entities", description = "Repositories, organizations, enterprises"),
         (name = "scale-sets", description = "Scale sets, adoption, ownership-aware delete"),
         (name = "instances", description = "Provider instances running runners"),
+        (name = "fleet", description = "Plan and apply of a declarative fleet"),
     ),
 )]
 pub struct ApiDoc;

@@ -8,6 +8,7 @@ pub(crate) mod credentials;
 pub(crate) mod entities;
 pub(crate) mod health;
 pub(crate) mod instances;
+pub(crate) mod plan;
 pub(crate) mod scale_sets;
 
 use std::sync::Arc;
@@ -41,6 +42,7 @@ pub fn router_with(
         .merge(entities::routes())
         .merge(scale_sets::routes())
         .merge(instances::routes())
+        .merge(plan::routes())
         .merge(authenticated)
         .route_layer(middleware::from_fn_with_state(
             state.clone(),

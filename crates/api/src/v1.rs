@@ -13,6 +13,7 @@ mod credentials;
 mod entity;
 mod error;
 mod instance;
+mod plan;
 mod scale_set;
 
 pub use controller::ControllerInfo;
@@ -22,6 +23,10 @@ pub use credentials::{
 pub use entity::{CreateEntity, Entity, EntityKind};
 pub use error::{ErrorBody, ErrorCode};
 pub use instance::{Instance, InstanceStatus};
+pub use plan::{
+    ApplyRequest, ApplyResponse, FieldChange, PlanAction, PlanRequest, PlanResponse,
+    PlannedCredentials, PlannedEntity, PlannedScaleSet,
+};
 pub use scale_set::{
     AdoptionPolicy, CreateScaleSet, DeleteAction, DeleteScaleSetResult, Event, Provenance, Refusal,
     ScaleSet, ScaleSetSpec, ScaleSetState, UpdateScaleSet,

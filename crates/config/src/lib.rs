@@ -25,8 +25,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use scaleset_control::Settings;
+/// The declared fleet and its scale sets: the fleet planner's types, which this crate fills.
+pub use scaleset_control::{DeclaredScaleSet, Fleet};
 use scaleset_provider::ProviderConfig;
-use scaleset_store::{EntityKind, NewCredentials, ScaleSetSpec, StoreOptions};
+use scaleset_store::StoreOptions;
 use uuid::Uuid;
 
 /// The prefix of every environment override.
@@ -143,28 +145,6 @@ pub struct FakeConfig {
     pub simulator_url: Option<url::Url>,
 }
 
-/// The declared fleet (`[[credentials]]`, `[[scale_set]]`).
-#[derive(Debug, Default)]
-#[non_exhaustive]
-pub struct Fleet {
-    /// Credentials, with their secrets read.
-    pub credentials: Vec<NewCredentials>,
-    /// Scale sets.
-    pub scale_sets: Vec<DeclaredScaleSet>,
-}
-
-/// One declared scale set.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct DeclaredScaleSet {
-    /// The name of the credentials serving it.
-    pub credentials: String,
-    /// The organization, repository or enterprise it belongs to.
-    pub entity: EntityKind,
-    /// The desired scale set.
-    pub spec: ScaleSetSpec,
-}
-
 impl Config {
     /// Reads `path`, applies the `SCALESET_…` overrides from `env`, and validates everything.
     pub fn load(path: &Path, env: &BTreeMap<String, String>) -> Result<Self, ConfigError> {
@@ -209,6 +189,29 @@ impl Config {
         })?;
         validate::validate(raw, env).map_err(fail)
     }
+}
+
+/// Parses a fleet on its own: TOML with only `[[credentials]]` and `[[scale_set]]` tables, as
+/// `POST /api/v1/plan` and `/apply` take it. With `env`, secrets are read as in the
+/// configuration file (`token_env` from `env`, `token_file` from this machine); without it
+/// (text from an API request) `[[credentials]]` tables are refused. Scale sets may name
+/// credentials declared in the text or among `stored` (already in the store). Every problem is
+/// reported at once, each naming its key.
+pub fn parse_fleet(
+    source_name: &str,
+    text: &str,
+    env: Option<&BTreeMap<String, String>>,
+    stored: &std::collections::BTreeSet<String>,
+) -> Result<Fleet, ConfigError> {
+    let fail = |problems| ConfigError {
+        source_name: source_name.to_owned(),
+        problems,
+    };
+    let raw: raw::RawFleet = toml::from_str(text).map_err(|e| {
+        let message = syntax(&e.to_string());
+        fail(vec![Problem::new(key_of(&message), message)])
+    })?;
+    validate::fleet(raw, env, stored).map_err(fail)
 }
 
 /// One line of a TOML error, without its source excerpt.

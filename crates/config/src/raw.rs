@@ -135,3 +135,13 @@ pub(crate) struct RawScaleSet {
     pub(crate) repair: Option<bool>,
     pub(crate) extra_specs: Option<toml::Value>,
 }
+
+/// A fleet on its own: the text `POST /api/v1/plan` and `/apply` take.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFleet {
+    #[serde(default)]
+    pub(crate) credentials: Vec<RawCredentials>,
+    #[serde(default)]
+    pub(crate) scale_set: Vec<RawScaleSet>,
+}

@@ -118,7 +118,7 @@ pub(crate) fn validate(
     let credentials = credentials(&mut p, &raw.credentials, env);
     let names: BTreeSet<&str> = credentials.iter().map(|c| c.name.as_str()).collect();
     let provider_names: BTreeSet<&str> = providers.iter().map(|c| c.name.as_str()).collect();
-    let scale_sets = scale_sets(&mut p, &raw.scale_set, &names, &provider_names);
+    let scale_sets = scale_sets(&mut p, &raw.scale_set, &names, Some(&provider_names));
 
     match (url, keyring) {
         (Some(url), Some(keyring)) if p.0.is_empty() => {
@@ -541,7 +541,7 @@ fn scale_sets(
     p: &mut Problems,
     raw: &[RawScaleSet],
     credentials: &BTreeSet<&str>,
-    providers: &BTreeSet<&str>,
+    providers: Option<&BTreeSet<&str>>,
 ) -> Vec<DeclaredScaleSet> {
     let mut out: Vec<DeclaredScaleSet> = Vec::new();
     for (index, s) in raw.iter().enumerate() {
@@ -602,7 +602,7 @@ fn scale_sets(
             "name one of the [[provider]] tables",
         );
         if let Some(provider) = provider
-            && !providers.contains(provider)
+            && providers.is_some_and(|known| !known.contains(provider))
             && !p.0.iter().any(|pr| pr.key.starts_with("provider "))
         {
             p.add(
@@ -701,4 +701,45 @@ fn scale_sets(
         }
     }
     out
+}
+
+/// A fleet on its own (`[[credentials]]` and `[[scale_set]]` only): credentials named by scale
+/// sets may be declared here or be among `stored`; provider names are not checked (the
+/// controller reports an unknown provider on the scale set). Without `env`, `[[credentials]]`
+/// tables are refused: reading a secret from the environment or a file is for the operator's
+/// own files, never for text sent by an API caller.
+pub(crate) fn fleet(
+    raw: crate::raw::RawFleet,
+    env: Option<&BTreeMap<String, String>>,
+    stored: &BTreeSet<String>,
+) -> Result<Fleet, Vec<Problem>> {
+    let mut p = Problems::default();
+    let credentials = match env {
+        Some(env) => credentials(&mut p, &raw.credentials, env),
+        None => {
+            for index in 0..raw.credentials.len() {
+                p.add(
+                    format!("credentials[{index}]"),
+                    "a fleet sent to the API cannot declare credentials (the server reads no \
+                     secret from its environment or files for a request); create them with \
+                     POST /api/v1/credentials and name them in the scale sets",
+                );
+            }
+            Vec::new()
+        }
+    };
+    let names: BTreeSet<&str> = credentials
+        .iter()
+        .map(|c| c.name.as_str())
+        .chain(stored.iter().map(String::as_str))
+        .collect();
+    let scale_sets = scale_sets(&mut p, &raw.scale_set, &names, None);
+    if p.0.is_empty() {
+        Ok(Fleet {
+            credentials,
+            scale_sets,
+        })
+    } else {
+        Err(p.0)
+    }
 }

@@ -331,7 +331,7 @@ fn observed(set: &RunnerScaleSet) -> Result<AdoptScaleSet, String> {
     })
 }
 
-fn observed_all(sets: &[RunnerScaleSet]) -> Result<Vec<AdoptScaleSet>, String> {
+pub(crate) fn observed_all(sets: &[RunnerScaleSet]) -> Result<Vec<AdoptScaleSet>, String> {
     sets.iter().map(observed).collect()
 }
 

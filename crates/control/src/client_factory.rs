@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use scaleset_github::{Client, ClientConfig, ConfigUrl, Credentials};
-use scaleset_store::{Auth, EntityId, EntityKind, ScaleSet, Store};
+use scaleset_store::{Auth, Endpoint, EntityId, EntityKind, ScaleSet, Store};
 
 use crate::error::{Error, store};
 
@@ -76,45 +76,63 @@ impl ClientFactory for StoreClientFactory {
             .get_credentials(entity.credentials_id)
             .await
             .map_err(store("reading the entity's credentials"))?;
-        let path = match &entity.kind {
-            EntityKind::Enterprise { slug } => format!("enterprises/{slug}"),
-            other => other.path(),
-        };
-        let base = credentials.endpoint.base_url.trim_end_matches('/');
-        let config_error = |reason: String| Error::Config {
-            what: format!("credentials {:?}", credentials.name),
-            reason,
-        };
-        let url = ConfigUrl::parse(&format!("{base}/{path}"))
-            .map_err(|e| config_error(format!("the config URL is invalid: {e}")))?;
-        let github_credentials = match &credentials.auth {
-            Auth::Pat { token } => Credentials::pat(token.expose()),
-            Auth::App {
-                app_id,
-                installation_id,
-                private_key,
-            } => Credentials::app(app_id.to_string(), *installation_id, private_key.expose()),
-            _ => {
-                return Err(config_error(
-                    "this kind of credentials is not supported".to_owned(),
-                ));
-            }
-        };
-        let mut config = ClientConfig::new(url, github_credentials);
-        let api = url_parse(&credentials.endpoint.api_base_url)
-            .map_err(|e| config_error(format!("the API base URL is invalid: {e}")))?;
-        config = config.with_api_base(api);
-        if let Some(bundle) = &credentials.endpoint.ca_bundle {
-            config = config.with_ca_bundle_pem(bundle.as_bytes().to_vec());
-        }
-        let client = Client::new((self.configure)(config))
-            .map_err(|e| config_error(format!("cannot build a GitHub client: {e}")))?;
+        let client = build_client(
+            &credentials.name,
+            &credentials.endpoint,
+            &credentials.auth,
+            &entity.kind,
+            self.configure.as_ref(),
+        )?;
         self.cache
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(scale_set.entity_id, client.clone());
         Ok(client)
     }
+}
+
+/// A client for `kind` under an endpoint and its authentication (the store's credentials, or
+/// declared ones not stored yet: the fleet planner's lookups).
+pub(crate) fn build_client(
+    name: &str,
+    endpoint: &Endpoint,
+    auth: &Auth,
+    kind: &EntityKind,
+    configure: &(dyn Fn(ClientConfig) -> ClientConfig + Send + Sync),
+) -> Result<Client, Error> {
+    let path = match kind {
+        EntityKind::Enterprise { slug } => format!("enterprises/{slug}"),
+        other => other.path(),
+    };
+    let base = endpoint.base_url.trim_end_matches('/');
+    let config_error = |reason: String| Error::Config {
+        what: format!("credentials {name:?}"),
+        reason,
+    };
+    let url = ConfigUrl::parse(&format!("{base}/{path}"))
+        .map_err(|e| config_error(format!("the config URL is invalid: {e}")))?;
+    let github_credentials = match auth {
+        Auth::Pat { token } => Credentials::pat(token.expose()),
+        Auth::App {
+            app_id,
+            installation_id,
+            private_key,
+        } => Credentials::app(app_id.to_string(), *installation_id, private_key.expose()),
+        _ => {
+            return Err(config_error(
+                "this kind of credentials is not supported".to_owned(),
+            ));
+        }
+    };
+    let mut config = ClientConfig::new(url, github_credentials);
+    let api = url_parse(&endpoint.api_base_url)
+        .map_err(|e| config_error(format!("the API base URL is invalid: {e}")))?;
+    config = config.with_api_base(api);
+    if let Some(bundle) = &endpoint.ca_bundle {
+        config = config.with_ca_bundle_pem(bundle.as_bytes().to_vec());
+    }
+    Client::new(configure(config))
+        .map_err(|e| config_error(format!("cannot build a GitHub client: {e}")))
 }
 
 fn url_parse(text: &str) -> Result<url::Url, url::ParseError> {

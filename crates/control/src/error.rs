@@ -75,6 +75,15 @@ pub enum Error {
         /// What happened.
         reason: String,
     },
+    /// A fleet plan no longer matches the world: apply refused it (nothing written), or a
+    /// write found its row changed since the plan (the steps before it were written).
+    #[error("the fleet plan is stale: {reason}; plan again, review it and apply the new plan")]
+    StalePlan {
+        /// What changed.
+        reason: String,
+        /// The digest planning gives now, when apply refused before writing.
+        current: Option<crate::planner::fleet::PlanDigest>,
+    },
     /// Another worker took the scale set's lease over.
     #[error("the lease of scale set {scale_set} was taken over by another worker")]
     LeaseLost {
@@ -91,6 +100,11 @@ impl Error {
             Self::Store { source, .. } => source.is_lease_lost(),
             _ => false,
         }
+    }
+
+    /// Whether a fleet apply refused a stale plan.
+    pub fn is_stale_plan(&self) -> bool {
+        matches!(self, Self::StalePlan { .. })
     }
 
     /// The GitHub error behind this one, if any.

@@ -26,6 +26,7 @@ mod controller;
 mod ensure;
 mod ensure_once;
 mod error;
+mod fleet;
 mod identity;
 mod listener;
 mod metrics;
@@ -39,7 +40,15 @@ pub use client_factory::{ClientFactory, StoreClientFactory};
 pub use controller::Controller;
 pub use ensure_once::{EnsureOnce, EnsureResult};
 pub use error::Error;
+pub use fleet::{
+    Applied, FleetLookup, GitHubLookup, NoLookup, apply_declared, apply_fleet, plan_fleet,
+};
 pub use identity::{ControllerIdentity, pool_key, runner_name, validate_scale_set_name};
 pub use metrics::{CallLabels, KindLabel, Metrics, StateLabel, StatusLabel};
+pub use planner::fleet::{
+    Action, Change, CredentialsAction, CredentialsStep, DeclaredScaleSet, EntityStep, Fleet,
+    FleetInput, FleetPlan, Lookup, PlanDigest, Reason, ScaleSetKey, ScaleSetStep, World,
+    plan as fleet_plan,
+};
 pub use planner::{Plan, PlanInput, RunnerPhase, RunnerView, plan};
 pub use settings::Settings;

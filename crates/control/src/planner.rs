@@ -1,6 +1,11 @@
 //! The scale planner: pure arithmetic from statistics and the runners we know to runners to
 //! create and idle runners to retire. No I/O and no clock (quinn-proto style); the scaler
 //! executes the plan and feeds the world back in on the next call.
+//!
+//! The fleet planner (declared fleet × store × GitHub → plan/apply steps) is the sibling
+//! `fleet` module, pure in the same way.
+
+pub(crate) mod fleet;
 
 /// Where one of our runners is, as the planner sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

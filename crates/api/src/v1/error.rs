@@ -54,6 +54,9 @@ pub enum ErrorCode {
     NotDrained,
     /// 409: a worker holds the scale set's lease; disable it first.
     LeaseHeld,
+    /// 409: the fleet plan's digest is not what planning gives now: the world changed since
+    /// the plan was reviewed. Plan again, review, apply the new digest.
+    StalePlan,
     /// 502: GitHub answered with an error or could not be reached.
     #[serde(rename = "github")]
     GitHub,
@@ -82,6 +85,7 @@ impl ErrorCode {
             Self::StaleGeneration => "stale_generation",
             Self::NotDrained => "not_drained",
             Self::LeaseHeld => "lease_held",
+            Self::StalePlan => "stale_plan",
             Self::GitHub => "github",
             Self::Unavailable => "unavailable",
             Self::Internal => "internal",

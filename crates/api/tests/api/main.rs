@@ -3,3 +3,4 @@
 //! simulator in-process for GitHub.
 
 mod openapi;
+mod plan;

@@ -25,10 +25,16 @@ fn the_committed_openapi_document_is_current() {
 fn the_document_is_openapi_3_1_with_bearer_auth_on_the_api() {
     let doc: serde_json::Value = serde_json::from_str(&scaleset_api::openapi::json()).unwrap();
     assert_eq!(doc["openapi"], "3.1.0");
-    assert_eq!(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
+    assert_eq!(
+        doc["components"]["securitySchemes"]["bearer"]["scheme"],
+        "bearer"
+    );
     assert_eq!(doc["security"][0]["bearer"], serde_json::json!([]));
     // The probes are public: their operations override the document's security with none.
-    assert_eq!(doc["paths"]["/healthz"]["get"]["security"], serde_json::json!([{}]));
+    assert_eq!(
+        doc["paths"]["/healthz"]["get"]["security"],
+        serde_json::json!([{}])
+    );
     for path in [
         "/api/v1/controller",
         "/api/v1/credentials",

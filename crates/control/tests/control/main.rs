@@ -3,6 +3,7 @@
 //! `SCALESET_TEST_DATABASE_URL` is set).
 
 mod faults;
+mod fleet;
 mod helpers;
 mod recovery;
 mod scaling;

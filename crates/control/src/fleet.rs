@@ -1,0 +1,444 @@
+//! The fleet driver: plan and apply of a declared fleet through the store, the one code path
+//! behind the server's `POST /api/v1/plan` and `/apply` and the worker's start-up apply
+//! (DESIGN §6).
+//!
+//! [`plan_fleet`] reads the store, asks GitHub through a [`FleetLookup`] about declared scale
+//! sets the store does not hold yet, and runs the pure planner
+//! ([`crate::planner::fleet::plan`]); it writes nothing. [`apply_fleet`] does the same, refuses
+//! with [`Error::StalePlan`] when the fresh plan's digest is not the reviewed one, and then
+//! executes exactly its steps: credentials, entities, then scale sets. A write that finds the
+//! row changed underneath it (a generation or unique-key conflict) stops the apply with
+//! [`Error::StalePlan`] too; the steps written before it stay written, and planning again shows
+//! what is left. A plan with nothing to write is a no-op: no row, generation or event changes.
+//!
+//! Scale sets are stored, never created on GitHub here: the controller's ensure step creates
+//! or adopts each stored scale set by the adoption rules (the plan's adopt/create preview runs
+//! the same machine), so a crash between apply and ensure loses nothing.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use scaleset_github::ClientConfig;
+use scaleset_store::{Auth, Endpoint, EntityKind, NewEntity, NewScaleSet, ScaleSetId, Store};
+
+use crate::adoption::observed_all;
+use crate::client_factory::build_client;
+use crate::error::{Error, chain, store};
+use crate::identity::ControllerIdentity;
+use crate::planner::fleet::{
+    self, Action, CredentialsAction, DeclaredScaleSet, Fleet, FleetInput, FleetPlan, Lookup,
+    PlanDigest, ScaleSetKey, World, spec_changes,
+};
+
+/// What GitHub has for a declared scale set the store does not hold (the plan's create /
+/// adopt / refuse preview).
+#[async_trait]
+pub trait FleetLookup: Send + Sync {
+    /// Looks up `key` with the given endpoint and authentication.
+    async fn lookup(
+        &self,
+        credentials: &str,
+        endpoint: &Endpoint,
+        auth: &Auth,
+        key: &ScaleSetKey,
+    ) -> Lookup;
+}
+
+/// Asks GitHub nothing: every new scale set plans as create, and the ensure step decides
+/// create or adopt when it runs (the worker's start-up apply).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoLookup;
+
+#[async_trait]
+impl FleetLookup for NoLookup {
+    async fn lookup(&self, _: &str, _: &Endpoint, _: &Auth, _: &ScaleSetKey) -> Lookup {
+        Lookup::Skipped {
+            why: "this apply does not ask GitHub".to_owned(),
+        }
+    }
+}
+
+type Configure = Box<dyn Fn(ClientConfig) -> ClientConfig + Send + Sync>;
+
+/// Asks GitHub: the runner group by name, then the scale sets by name in it. A failure is a
+/// [`Lookup::Skipped`] naming it, so a plan still says what it can.
+pub struct GitHubLookup {
+    configure: Configure,
+}
+
+impl std::fmt::Debug for GitHubLookup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GitHubLookup").finish_non_exhaustive()
+    }
+}
+
+impl Default for GitHubLookup {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl GitHubLookup {
+    /// A lookup with the client's default configuration.
+    pub fn new() -> Self {
+        Self {
+            configure: Box::new(|config| config),
+        }
+    }
+
+    /// Adjusts every client configuration (proxy, retry policy, timeouts).
+    #[must_use]
+    pub fn with_config(
+        mut self,
+        configure: impl Fn(ClientConfig) -> ClientConfig + Send + Sync + 'static,
+    ) -> Self {
+        self.configure = Box::new(configure);
+        self
+    }
+}
+
+#[async_trait]
+impl FleetLookup for GitHubLookup {
+    async fn lookup(
+        &self,
+        credentials: &str,
+        endpoint: &Endpoint,
+        auth: &Auth,
+        key: &ScaleSetKey,
+    ) -> Lookup {
+        let skipped = |why: String| Lookup::Skipped { why };
+        let client = match build_client(
+            credentials,
+            endpoint,
+            auth,
+            &key.entity,
+            self.configure.as_ref(),
+        ) {
+            Ok(client) => client,
+            Err(e) => return skipped(chain(&e)),
+        };
+        let group = match client.get_runner_group_by_name(&key.runner_group).await {
+            Ok(Some(group)) => group,
+            Ok(None) => return Lookup::NoRunnerGroup,
+            Err(e) => {
+                return skipped(format!("looking up the runner group failed: {}", chain(&e)));
+            }
+        };
+        let Ok(runner_group_id) = u64::try_from(group.id) else {
+            return skipped(format!("github returned runner group id {}", group.id));
+        };
+        match client.query_scale_sets_by_name(group.id, &key.name).await {
+            Ok((_, list)) => match observed_all(&list.value) {
+                Ok(scale_sets) => Lookup::Listed {
+                    runner_group_id,
+                    scale_sets,
+                },
+                Err(why) => skipped(why),
+            },
+            Err(e) => skipped(format!("listing scale sets by name failed: {}", chain(&e))),
+        }
+    }
+}
+
+/// What an apply did.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Applied {
+    /// The plan that was applied (its digest is the reviewed one).
+    pub plan: FleetPlan,
+    /// How many rows were written (0 for an unchanged plan).
+    pub writes: usize,
+    /// The stored scale sets created by this apply, in plan order.
+    pub created: Vec<ScaleSetId>,
+}
+
+/// Reads the store (and, for pruning, instance counts) as the planner sees it.
+async fn read_world(store: &dyn Store, prune: bool) -> Result<World, Error> {
+    let credentials = store
+        .list_credentials()
+        .await
+        .map_err(store_err("listing credentials"))?;
+    let entities = store
+        .list_entities()
+        .await
+        .map_err(store_err("listing entities"))?;
+    let scale_sets = store
+        .list_scale_sets(None)
+        .await
+        .map_err(store_err("listing scale sets"))?;
+    let mut instances = HashMap::new();
+    if prune {
+        for scale_set in &scale_sets {
+            let count = store
+                .list_instances(scale_set.id)
+                .await
+                .map_err(store_err("listing instances"))?
+                .len();
+            instances.insert(scale_set.id, count);
+        }
+    }
+    Ok(World {
+        credentials,
+        entities,
+        scale_sets,
+        instances,
+    })
+}
+
+fn store_err(during: &'static str) -> impl FnOnce(scaleset_store::Error) -> Error {
+    store(during)
+}
+
+/// Plans `fleet` against the store and GitHub; writes nothing.
+///
+/// # Errors
+///
+/// [`Error::Store`] when the store cannot be read.
+pub async fn plan_fleet(
+    store: &dyn Store,
+    lookup: &dyn FleetLookup,
+    identity: &ControllerIdentity,
+    fleet: &Fleet,
+    prune: bool,
+) -> Result<FleetPlan, Error> {
+    let world = read_world(store, prune).await?;
+    let mut lookups = HashMap::new();
+    for declared in &fleet.scale_sets {
+        let key = declared.key();
+        let stored = world.scale_sets.iter().any(|s| {
+            s.spec.name == key.name
+                && s.spec.runner_group.name == key.runner_group
+                && world
+                    .entities
+                    .iter()
+                    .any(|e| e.id == s.entity_id && e.kind == key.entity)
+        });
+        if stored || lookups.contains_key(&key) {
+            continue;
+        }
+        // Declared credentials win over stored ones: the apply writes the declared ones.
+        let reach = fleet
+            .credentials
+            .iter()
+            .find(|c| c.name == declared.credentials)
+            .map(|c| (c.endpoint.clone(), c.auth.clone()))
+            .or_else(|| {
+                world
+                    .credentials
+                    .iter()
+                    .find(|c| c.name == declared.credentials)
+                    .map(|c| (c.endpoint.clone(), c.auth.clone()))
+            });
+        if let Some((endpoint, auth)) = reach {
+            let found = lookup
+                .lookup(&declared.credentials, &endpoint, &auth, &key)
+                .await;
+            lookups.insert(key, found);
+        }
+    }
+    let adoption = identity.adoption();
+    Ok(fleet::plan(&FleetInput {
+        fleet,
+        world: &world,
+        lookups: &lookups,
+        identity: &adoption,
+        prune,
+    }))
+}
+
+/// Plans `fleet` again and, if the plan's digest is `expected`, executes its steps.
+///
+/// # Errors
+///
+/// [`Error::StalePlan`] (nothing written) when the fresh plan differs from the reviewed one,
+/// or (the steps before it written) when a write finds the row changed underneath it;
+/// [`Error::Store`] for any other store failure.
+pub async fn apply_fleet(
+    store: &dyn Store,
+    lookup: &dyn FleetLookup,
+    identity: &ControllerIdentity,
+    fleet: &Fleet,
+    prune: bool,
+    expected: &PlanDigest,
+) -> Result<Applied, Error> {
+    let plan = plan_fleet(store, lookup, identity, fleet, prune).await?;
+    if &plan.digest != expected {
+        return Err(Error::StalePlan {
+            reason: format!(
+                "the world changed since plan {expected} was made: planning now gives {}",
+                plan.digest
+            ),
+            current: Some(plan.digest),
+        });
+    }
+    execute(store, fleet, plan).await
+}
+
+/// Plans and applies at once, without asking GitHub: the worker's start-up apply, which has
+/// no operator to review a plan (the fleet file is the reviewed input).
+///
+/// # Errors
+///
+/// As [`apply_fleet`].
+pub async fn apply_declared(
+    store: &dyn Store,
+    identity: &ControllerIdentity,
+    fleet: &Fleet,
+) -> Result<Applied, Error> {
+    let plan = plan_fleet(store, &NoLookup, identity, fleet, false).await?;
+    apply_fleet(store, &NoLookup, identity, fleet, false, &plan.digest).await
+}
+
+fn stale(during: &str, error: &scaleset_store::Error) -> Error {
+    Error::StalePlan {
+        reason: format!("{during}: {}", chain(error)),
+        current: None,
+    }
+}
+
+/// Maps a store error while writing: a conflict or a stale generation means the world
+/// changed since the plan.
+fn written(during: &'static str) -> impl FnOnce(scaleset_store::Error) -> Error {
+    move |e| {
+        if e.is_conflict() || e.is_stale() || e.is_not_found() {
+            stale(during, &e)
+        } else {
+            Error::Store { during, source: e }
+        }
+    }
+}
+
+async fn execute(store: &dyn Store, fleet: &Fleet, plan: FleetPlan) -> Result<Applied, Error> {
+    let mut writes = 0;
+    for (step, declared) in plan.credentials.iter().zip(&fleet.credentials) {
+        match (step.action, step.existing) {
+            (CredentialsAction::Create, _) => {
+                store
+                    .create_credentials(declared.clone())
+                    .await
+                    .map_err(written("storing credentials"))?;
+            }
+            (CredentialsAction::Update, Some(id)) => {
+                store
+                    .update_credentials(id, declared.clone())
+                    .await
+                    .map_err(written("updating credentials"))?;
+            }
+            _ => continue,
+        }
+        writes += 1;
+    }
+    let mut entity_ids: HashMap<(EntityKind, String), scaleset_store::EntityId> = HashMap::new();
+    for step in &plan.entities {
+        let id = match step.existing {
+            Some(id) => id,
+            None => {
+                let credentials = store
+                    .get_credentials_by_name(&step.credentials)
+                    .await
+                    .map_err(written("reading the entity's credentials"))?;
+                let entity = store
+                    .create_entity(NewEntity {
+                        kind: step.kind.clone(),
+                        credentials_id: credentials.id,
+                    })
+                    .await
+                    .map_err(written("storing an entity"))?;
+                writes += 1;
+                entity.id
+            }
+        };
+        entity_ids.insert((step.kind.clone(), step.credentials.clone()), id);
+    }
+    let declared_by_key: HashMap<ScaleSetKey, &DeclaredScaleSet> =
+        fleet.scale_sets.iter().map(|d| (d.key(), d)).collect();
+    let mut created = Vec::new();
+    for step in &plan.scale_sets {
+        let declared = declared_by_key.get(&step.key);
+        match (step.action, declared, step.existing) {
+            (Action::Create | Action::Adopt, Some(declared), _) => {
+                let entity_id = entity_ids
+                    .get(&(declared.entity.clone(), declared.credentials.clone()))
+                    .copied()
+                    .ok_or_else(|| Error::StalePlan {
+                        reason: format!("the plan has no entity for scale set {}", step.key),
+                        current: None,
+                    })?;
+                let mut spec = declared.spec.clone();
+                spec.runner_group.id = None;
+                let row = store
+                    .create_scale_set(NewScaleSet { entity_id, spec })
+                    .await
+                    .map_err(written("storing a scale set"))?;
+                store
+                    .append_event(
+                        row.id,
+                        "declared",
+                        &format!(
+                            "stored by a fleet apply ({}: {}); the ensure step creates or adopts it",
+                            step.action, step.reason
+                        ),
+                    )
+                    .await
+                    .map_err(store_err("appending an event"))?;
+                created.push(row.id);
+            }
+            (Action::Update, Some(declared), Some(id)) => {
+                let mut row = store
+                    .get_scale_set(id)
+                    .await
+                    .map_err(written("reading a scale set to update"))?;
+                if spec_changes(Some(&row.spec), &declared.spec) != step.changes {
+                    return Err(Error::StalePlan {
+                        reason: format!("scale set {} changed since the plan", step.key),
+                        current: None,
+                    });
+                }
+                // The cached runner group id stays: the group's name is part of the key.
+                let cached = row.spec.runner_group.id;
+                row.spec = declared.spec.clone();
+                row.spec.runner_group.id = cached;
+                store
+                    .update_scale_set(&row)
+                    .await
+                    .map_err(written("updating a scale set"))?;
+                let fields: Vec<&str> = step.changes.iter().map(|c| c.field).collect();
+                store
+                    .append_event(
+                        id,
+                        "spec_updated",
+                        &format!("fleet apply changed {}", fields.join(", ")),
+                    )
+                    .await
+                    .map_err(store_err("appending an event"))?;
+            }
+            (Action::Detach, None, Some(id)) => {
+                let row = store
+                    .get_scale_set(id)
+                    .await
+                    .map_err(written("reading a scale set to detach"))?;
+                store
+                    .delete_scale_set(id, row.generation)
+                    .await
+                    .map_err(written("detaching a scale set"))?;
+            }
+            _ => continue,
+        }
+        writes += 1;
+    }
+    tracing::info!(
+        digest = %plan.digest,
+        writes,
+        create = plan.count(Action::Create),
+        adopt = plan.count(Action::Adopt),
+        update = plan.count(Action::Update),
+        detach = plan.count(Action::Detach),
+        refuse = plan.count(Action::Refuse),
+        "fleet applied"
+    );
+    Ok(Applied {
+        plan,
+        writes,
+        created,
+    })
+}

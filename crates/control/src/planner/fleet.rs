@@ -1,0 +1,920 @@
+//! The fleet planner: pure code from a declared fleet (credentials, entities, scale sets), what
+//! the store holds and what GitHub showed for scale sets the store does not hold yet, to one
+//! step per credentials, entity and scale set: create / adopt / update / detach / refuse /
+//! unchanged, each with its reason, and a [`PlanDigest`] over everything the plan says.
+//!
+//! No I/O and no clock: the driver (`crate::fleet`) reads the store and asks GitHub, then
+//! executes the steps. Adoption is previewed by running the real adoption machine
+//! (`scaleset-adopt`) on the GitHub listing until it would write (create, patch or open a
+//! session) or decides, so a plan says what the ensure step will decide, by the same rules.
+//!
+//! Invariants (property-tested in `fleet/tests.rs`): every declared scale set gets exactly one
+//! step and every stored one not declared gets one too; a stored scale set is never created
+//! again (no second store row for one `(entity kind, group, name)`); detach happens only when
+//! pruning, never to a declared scale set nor one with instances; the digest is a function of
+//! the plan alone, so the same inputs give the same digest and any change of a step changes it.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::time::Duration;
+
+use scaleset_adopt::{
+    Command, Desired, Evidence, Fact, Identity, Input, Machine, Outcome, Policy, Refusal,
+    RetryBounds, RunnerGroupId, ScaleSet as GitHubScaleSet, ScaleSetId as GitHubId, Step,
+};
+use scaleset_store::{
+    AdoptionPolicy, Auth, Credentials, CredentialsId, Entity, EntityId, EntityKind, NewCredentials,
+    ScaleSet, ScaleSetId, ScaleSetSpec,
+};
+
+/// A declared fleet: what the fleet file (or an API request) asks for.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Fleet {
+    /// Credentials, with their secrets read.
+    pub credentials: Vec<NewCredentials>,
+    /// Scale sets.
+    pub scale_sets: Vec<DeclaredScaleSet>,
+}
+
+/// One declared scale set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeclaredScaleSet {
+    /// The name of the credentials serving it (declared in the fleet or already stored).
+    pub credentials: String,
+    /// The organization, repository or enterprise it belongs to.
+    pub entity: EntityKind,
+    /// The desired scale set (`runner_group.id` is ignored: the store caches it).
+    pub spec: ScaleSetSpec,
+}
+
+impl DeclaredScaleSet {
+    /// The key the store and GitHub know this scale set by.
+    pub fn key(&self) -> ScaleSetKey {
+        ScaleSetKey {
+            entity: self.entity.clone(),
+            runner_group: self.spec.runner_group.name.clone(),
+            name: self.spec.name.clone(),
+        }
+    }
+}
+
+/// A scale set's identity across the store and GitHub: entity, runner group name and name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ScaleSetKey {
+    /// The entity.
+    pub entity: EntityKind,
+    /// The runner group's name.
+    pub runner_group: String,
+    /// The scale set's name.
+    pub name: String,
+}
+
+impl fmt::Display for ScaleSetKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:?} in runner group {:?} of {}",
+            self.name, self.runner_group, self.entity
+        )
+    }
+}
+
+/// What the store holds, as the planner reads it.
+#[derive(Debug, Clone, Default)]
+pub struct World {
+    /// Every stored credentials.
+    pub credentials: Vec<Credentials>,
+    /// Every stored entity.
+    pub entities: Vec<Entity>,
+    /// Every stored scale set.
+    pub scale_sets: Vec<ScaleSet>,
+    /// How many instances each stored scale set has (absent: none).
+    pub instances: HashMap<ScaleSetId, usize>,
+}
+
+/// What GitHub showed for a declared scale set the store does not hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// GitHub was not asked (the worker's start-up apply) or could not answer; the ensure
+    /// step decides create or adopt when it runs.
+    Skipped {
+        /// Why, for the plan's reason.
+        why: String,
+    },
+    /// GitHub has no runner group of the declared name.
+    NoRunnerGroup,
+    /// The runner group and the scale sets GitHub listed under the declared name.
+    Listed {
+        /// The runner group's id.
+        runner_group_id: u64,
+        /// The scale sets the name query returned, as GitHub showed them.
+        scale_sets: Vec<GitHubScaleSet>,
+    },
+}
+
+/// What the planner decides from.
+#[derive(Debug, Clone, Copy)]
+pub struct FleetInput<'a> {
+    /// The declared fleet.
+    pub fleet: &'a Fleet,
+    /// The store's state.
+    pub world: &'a World,
+    /// GitHub's answers for declared scale sets the store does not hold (absent: skipped).
+    pub lookups: &'a HashMap<ScaleSetKey, Lookup>,
+    /// Who we are on GitHub (for the adoption preview).
+    pub identity: &'a Identity,
+    /// Detach stored scale sets the fleet does not declare (off: they are kept).
+    pub prune: bool,
+}
+
+/// What to do with one scale set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Action {
+    /// Store it; GitHub has none, so the ensure step creates it (or GitHub was not asked).
+    Create,
+    /// Store it; the ensure step adopts the scale set GitHub has.
+    Adopt,
+    /// Change the stored spec.
+    Update,
+    /// Remove it from the store; GitHub's scale set is left alone.
+    Detach,
+    /// Nothing is written; the reason says why and what to do.
+    Refuse,
+    /// Nothing to do.
+    Unchanged,
+}
+
+impl Action {
+    /// A stable lowercase name (`create`, `adopt`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Create => "create",
+            Self::Adopt => "adopt",
+            Self::Update => "update",
+            Self::Detach => "detach",
+            Self::Refuse => "refuse",
+            Self::Unchanged => "unchanged",
+        }
+    }
+
+    /// Whether applying it writes to the store.
+    pub fn writes(self) -> bool {
+        matches!(
+            self,
+            Self::Create | Self::Adopt | Self::Update | Self::Detach
+        )
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a scale set gets its action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reason {
+    /// Create: GitHub has no scale set of that name in the group.
+    NotOnGitHub,
+    /// Create: GitHub was not asked; the ensure step creates or adopts by the adoption rules.
+    NotLookedUp {
+        /// Why GitHub was not asked.
+        why: String,
+    },
+    /// Adopt: GitHub's scale set carries ownership evidence (or policy `any` allows it).
+    Adoptable {
+        /// GitHub's id.
+        github_id: u64,
+        /// The evidence seen (empty under policy `any`).
+        evidence: Vec<Evidence>,
+    },
+    /// Adopt: the adoption machine would patch GitHub's drifted scale set (`repair = true`).
+    AdoptRepairing {
+        /// GitHub's id.
+        github_id: u64,
+    },
+    /// Adopt: under policy `any`, unless the session probe finds another owner's listener.
+    AdoptAfterProbe {
+        /// GitHub's id.
+        github_id: u64,
+    },
+    /// Refuse: the adoption machine refuses GitHub's scale set.
+    Refused(Refusal),
+    /// Refuse: the adoption machine ended without deciding (it should not; a driver bug).
+    Undecided {
+        /// What it said.
+        why: String,
+    },
+    /// Refuse: GitHub has no runner group of that name.
+    NoRunnerGroup,
+    /// Refuse: the credentials are neither declared nor stored.
+    UnknownCredentials,
+    /// Refuse: the store holds this scale set under other credentials.
+    HeldByOtherCredentials {
+        /// The stored scale set.
+        existing: ScaleSetId,
+    },
+    /// Update: the declared spec differs from the stored one (see the changes).
+    SpecChanged,
+    /// Unchanged: the stored spec is the declared one.
+    UpToDate,
+    /// Unchanged: stored but not declared, and the plan does not prune.
+    NotDeclared,
+    /// Detach: stored, not declared, and the plan prunes.
+    Pruned,
+    /// Refuse: pruning would detach it, but it still has instances.
+    HasInstances {
+        /// How many.
+        count: usize,
+    },
+}
+
+impl Reason {
+    /// A stable snake_case code for the reason (API, CLI and docs).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::NotOnGitHub => "not_on_github",
+            Self::NotLookedUp { .. } => "not_looked_up",
+            Self::Adoptable { .. } => "adoptable",
+            Self::AdoptRepairing { .. } => "adopt_repairing",
+            Self::AdoptAfterProbe { .. } => "adopt_after_probe",
+            Self::Refused(_) => "adoption_refused",
+            Self::Undecided { .. } => "undecided",
+            Self::NoRunnerGroup => "no_runner_group",
+            Self::UnknownCredentials => "unknown_credentials",
+            Self::HeldByOtherCredentials { .. } => "held_by_other_credentials",
+            Self::SpecChanged => "spec_changed",
+            Self::UpToDate => "up_to_date",
+            Self::NotDeclared => "not_declared",
+            Self::Pruned => "pruned",
+            Self::HasInstances { .. } => "has_instances",
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotOnGitHub => f.write_str("GitHub has no scale set of that name in the group"),
+            Self::NotLookedUp { why } => write!(
+                f,
+                "GitHub was not asked ({why}); the ensure step creates or adopts it by the \
+                 adoption rules"
+            ),
+            Self::Adoptable {
+                github_id,
+                evidence,
+            } => write!(
+                f,
+                "GitHub's scale set {github_id} is adopted on evidence {evidence:?}"
+            ),
+            Self::AdoptRepairing { github_id } => write!(
+                f,
+                "GitHub's scale set {github_id} is ours but drifted; repair is on, so adoption \
+                 patches it"
+            ),
+            Self::AdoptAfterProbe { github_id } => write!(
+                f,
+                "policy any: GitHub's scale set {github_id} is adopted unless a session probe \
+                 finds another owner's listener"
+            ),
+            Self::Refused(refusal) => write!(
+                f,
+                "{} ({refusal}); what to do: {}",
+                refusal.code(),
+                refusal.remediation()
+            ),
+            Self::Undecided { why } => write!(f, "the adoption preview did not decide: {why}"),
+            Self::NoRunnerGroup => f.write_str(
+                "GitHub has no runner group of that name; create it on GitHub or correct the \
+                 scale set",
+            ),
+            Self::UnknownCredentials => f.write_str(
+                "no credentials of that name are declared or stored; declare them in the fleet",
+            ),
+            Self::HeldByOtherCredentials { existing } => write!(
+                f,
+                "the store holds this scale set ({existing}) under other credentials; detach it \
+                 first, or declare it with the credentials it is stored under"
+            ),
+            Self::SpecChanged => f.write_str("the declared spec differs from the stored one"),
+            Self::UpToDate => f.write_str("the stored spec is the declared one"),
+            Self::NotDeclared => f.write_str(
+                "stored but not declared (made through the API); kept, as the plan does not prune",
+            ),
+            Self::Pruned => f.write_str(
+                "stored but not declared, and the plan prunes: removed from the store, left on \
+                 GitHub",
+            ),
+            Self::HasInstances { count } => write!(
+                f,
+                "not declared, but it still has {count} instance(s); drain it (max_runners = 0) \
+                 before pruning"
+            ),
+        }
+    }
+}
+
+/// One field a step writes: its name, the stored value and the new one (`None`: absent).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// The field (`max_runners`, `labels`, `endpoint.base_url`, `secret`, ...).
+    pub field: &'static str,
+    /// The stored value.
+    pub from: Option<String>,
+    /// The value written.
+    pub to: Option<String>,
+}
+
+/// What to do with one declared credentials.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CredentialsAction {
+    /// Store them.
+    Create,
+    /// Replace the stored endpoint or secret.
+    Update,
+    /// Nothing to do.
+    Unchanged,
+}
+
+impl CredentialsAction {
+    /// A stable lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Create => "create",
+            Self::Update => "update",
+            Self::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// One declared credentials' step. Secrets never appear in it: a changed secret shows as the
+/// change `secret` from `sealed` to `replaced`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CredentialsStep {
+    /// The credentials' name.
+    pub name: String,
+    /// What to do.
+    pub action: CredentialsAction,
+    /// The stored credentials, if any.
+    pub existing: Option<CredentialsId>,
+    /// What changes.
+    pub changes: Vec<Change>,
+}
+
+/// One entity the declared scale sets need.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntityStep {
+    /// The entity.
+    pub kind: EntityKind,
+    /// The credentials reaching it.
+    pub credentials: String,
+    /// The stored entity; `None`: it is created.
+    pub existing: Option<EntityId>,
+}
+
+/// One scale set's step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScaleSetStep {
+    /// Which scale set.
+    pub key: ScaleSetKey,
+    /// The credentials serving it (declared, or the stored entity's for undeclared ones).
+    pub credentials: String,
+    /// What to do.
+    pub action: Action,
+    /// Why.
+    pub reason: Reason,
+    /// The stored scale set, if any.
+    pub existing: Option<ScaleSetId>,
+    /// The fields written (all of them for create and adopt).
+    pub changes: Vec<Change>,
+}
+
+/// A stable hash of everything a plan says: apply re-plans and refuses when the digest
+/// differs, so it does exactly what was reviewed. Shown as 64 lowercase hex digits.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PlanDigest(String);
+
+impl PlanDigest {
+    /// The hex text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Parses a digest shown by a plan; `None` unless it is 64 lowercase hex digits.
+    pub fn parse(text: &str) -> Option<Self> {
+        let text = text.trim();
+        (text.len() == 64
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+        .then(|| Self(text.to_owned()))
+    }
+}
+
+impl fmt::Display for PlanDigest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FleetPlan {
+    /// One step per declared credentials, in declared order.
+    pub credentials: Vec<CredentialsStep>,
+    /// The entities the declared scale sets need, in first-use order.
+    pub entities: Vec<EntityStep>,
+    /// One step per declared scale set (declared order), then one per stored scale set the
+    /// fleet does not declare (by key).
+    pub scale_sets: Vec<ScaleSetStep>,
+    /// Whether the plan prunes undeclared scale sets.
+    pub prune: bool,
+    /// The digest of all of the above (and of the declared secrets, which the steps hide).
+    pub digest: PlanDigest,
+}
+
+impl FleetPlan {
+    /// Whether applying it writes nothing.
+    pub fn is_noop(&self) -> bool {
+        self.credentials
+            .iter()
+            .all(|c| c.action == CredentialsAction::Unchanged)
+            && self.entities.iter().all(|e| e.existing.is_some())
+            && self.scale_sets.iter().all(|s| !s.action.writes())
+    }
+
+    /// How many scale-set steps have this action.
+    pub fn count(&self, action: Action) -> usize {
+        self.scale_sets
+            .iter()
+            .filter(|s| s.action == action)
+            .count()
+    }
+}
+
+/// Plans the fleet. See the module documentation for the invariants.
+pub fn plan(input: &FleetInput<'_>) -> FleetPlan {
+    let world = input.world;
+    let credentials = credentials_steps(input.fleet, world);
+    let credentials_id = |name: &str| {
+        world
+            .credentials
+            .iter()
+            .find(|c| c.name == name)
+            .map(|c| c.id)
+    };
+    let declared_names: Vec<&str> = input
+        .fleet
+        .credentials
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+
+    let mut entities: Vec<EntityStep> = Vec::new();
+    let mut scale_sets = Vec::new();
+    let mut matched: Vec<ScaleSetId> = Vec::new();
+    for declared in &input.fleet.scale_sets {
+        let key = declared.key();
+        let stored_credentials = credentials_id(&declared.credentials);
+        let known =
+            stored_credentials.is_some() || declared_names.contains(&declared.credentials.as_str());
+        // Every stored row with this key, whichever credentials it is under.
+        let rows: Vec<&ScaleSet> = world
+            .scale_sets
+            .iter()
+            .filter(|s| key_of(world, s).as_ref() == Some(&key))
+            .collect();
+        matched.extend(rows.iter().map(|s| s.id));
+        let entity = stored_credentials.and_then(|cid| {
+            world
+                .entities
+                .iter()
+                .find(|e| e.kind == declared.entity && e.credentials_id == cid)
+        });
+        let ours = rows
+            .iter()
+            .find(|s| entity.is_some_and(|e| e.id == s.entity_id));
+        let (action, reason, existing, changes) = match (known, ours, rows.first()) {
+            (false, _, _) => (Action::Refuse, Reason::UnknownCredentials, None, Vec::new()),
+            (true, Some(stored), _) => {
+                let changes = spec_changes(Some(&stored.spec), &declared.spec);
+                if changes.is_empty() {
+                    (
+                        Action::Unchanged,
+                        Reason::UpToDate,
+                        Some(stored.id),
+                        changes,
+                    )
+                } else {
+                    (
+                        Action::Update,
+                        Reason::SpecChanged,
+                        Some(stored.id),
+                        changes,
+                    )
+                }
+            }
+            (true, None, Some(other)) => (
+                Action::Refuse,
+                Reason::HeldByOtherCredentials { existing: other.id },
+                Some(other.id),
+                Vec::new(),
+            ),
+            (true, None, None) => {
+                let (action, reason) = preview(input, declared, input.lookups.get(&key));
+                let changes = if action.writes() {
+                    spec_changes(None, &declared.spec)
+                } else {
+                    Vec::new()
+                };
+                (action, reason, None, changes)
+            }
+        };
+        if action.writes()
+            && !entities
+                .iter()
+                .any(|e| e.kind == declared.entity && e.credentials == declared.credentials)
+        {
+            entities.push(EntityStep {
+                kind: declared.entity.clone(),
+                credentials: declared.credentials.clone(),
+                existing: entity.map(|e| e.id),
+            });
+        }
+        scale_sets.push(ScaleSetStep {
+            key,
+            credentials: declared.credentials.clone(),
+            action,
+            reason,
+            existing,
+            changes,
+        });
+    }
+
+    let mut undeclared: Vec<ScaleSetStep> = world
+        .scale_sets
+        .iter()
+        .filter(|s| !matched.contains(&s.id))
+        .filter_map(|stored| {
+            let entity = world.entities.iter().find(|e| e.id == stored.entity_id)?;
+            let credentials = world
+                .credentials
+                .iter()
+                .find(|c| c.id == entity.credentials_id)
+                .map_or_else(String::new, |c| c.name.clone());
+            let count = input.world.instances.get(&stored.id).copied().unwrap_or(0);
+            let (action, reason) = match (input.prune, count) {
+                (false, _) => (Action::Unchanged, Reason::NotDeclared),
+                (true, 0) => (Action::Detach, Reason::Pruned),
+                (true, count) => (Action::Refuse, Reason::HasInstances { count }),
+            };
+            Some(ScaleSetStep {
+                key: key_of(world, stored)?,
+                credentials,
+                action,
+                reason,
+                existing: Some(stored.id),
+                changes: Vec::new(),
+            })
+        })
+        .collect();
+    undeclared.sort_by_key(|s| {
+        (
+            s.key.entity.to_string(),
+            s.key.runner_group.clone(),
+            s.key.name.clone(),
+        )
+    });
+    scale_sets.extend(undeclared);
+
+    let digest = digest(
+        input.fleet,
+        &credentials,
+        &entities,
+        &scale_sets,
+        input.prune,
+    );
+    FleetPlan {
+        credentials,
+        entities,
+        scale_sets,
+        prune: input.prune,
+        digest,
+    }
+}
+
+/// The key of a stored scale set (`None` if its entity is not stored, which the store's
+/// foreign keys rule out).
+fn key_of(world: &World, scale_set: &ScaleSet) -> Option<ScaleSetKey> {
+    let entity = world
+        .entities
+        .iter()
+        .find(|e| e.id == scale_set.entity_id)?;
+    Some(ScaleSetKey {
+        entity: entity.kind.clone(),
+        runner_group: scale_set.spec.runner_group.name.clone(),
+        name: scale_set.spec.name.clone(),
+    })
+}
+
+fn credentials_steps(fleet: &Fleet, world: &World) -> Vec<CredentialsStep> {
+    fleet
+        .credentials
+        .iter()
+        .map(|declared| {
+            let stored = world.credentials.iter().find(|c| c.name == declared.name);
+            let mut changes = Vec::new();
+            let from = |get: fn(&Credentials) -> String| stored.map(get);
+            let mut compare = |field, from: Option<String>, to: String| {
+                if from.as_deref() != Some(to.as_str()) {
+                    changes.push(Change {
+                        field,
+                        from,
+                        to: Some(to),
+                    });
+                }
+            };
+            compare(
+                "endpoint.base_url",
+                from(|c| c.endpoint.base_url.clone()),
+                declared.endpoint.base_url.clone(),
+            );
+            compare(
+                "endpoint.api_base_url",
+                from(|c| c.endpoint.api_base_url.clone()),
+                declared.endpoint.api_base_url.clone(),
+            );
+            compare(
+                "endpoint.ca_bundle",
+                from(|c| bundle(c.endpoint.ca_bundle.as_deref())),
+                bundle(declared.endpoint.ca_bundle.as_deref()),
+            );
+            compare(
+                "auth",
+                from(|c| auth_kind(&c.auth)),
+                auth_kind(&declared.auth),
+            );
+            if stored.is_none_or(|c| c.auth != declared.auth) {
+                changes.push(Change {
+                    field: "secret",
+                    from: stored.map(|_| "sealed".to_owned()),
+                    to: Some("replaced".to_owned()),
+                });
+            }
+            let action = match (stored, changes.is_empty()) {
+                (None, _) => CredentialsAction::Create,
+                (Some(_), false) => CredentialsAction::Update,
+                (Some(_), true) => CredentialsAction::Unchanged,
+            };
+            CredentialsStep {
+                name: declared.name.clone(),
+                action,
+                existing: stored.map(|c| c.id),
+                changes,
+            }
+        })
+        .collect()
+}
+
+/// A CA bundle as a plan shows it: whether there is one and how long, never its text.
+fn bundle(pem: Option<&str>) -> String {
+    pem.map_or_else(|| "none".to_owned(), |p| format!("{} bytes", p.len()))
+}
+
+fn auth_kind(auth: &Auth) -> String {
+    match auth {
+        Auth::Pat { .. } => "pat".to_owned(),
+        Auth::App {
+            app_id,
+            installation_id,
+            ..
+        } => format!("app {app_id} installation {installation_id}"),
+        _ => "other".to_owned(),
+    }
+}
+
+/// Every field of `to` that differs from `from` (all of them when there is no `from`). The
+/// runner group's cached id is not part of a spec the operator writes.
+pub(crate) fn spec_changes(from: Option<&ScaleSetSpec>, to: &ScaleSetSpec) -> Vec<Change> {
+    let fields: [(&'static str, fn(&ScaleSetSpec) -> String); 15] = [
+        ("name", |s| s.name.clone()),
+        ("runner_group", |s| s.runner_group.name.clone()),
+        ("labels", |s| s.labels.join(",")),
+        ("disable_update", |s| s.disable_update.to_string()),
+        ("provider", |s| s.provider.clone()),
+        ("image", |s| s.image.clone()),
+        ("flavor", |s| s.flavor.clone()),
+        ("min_idle", |s| s.min_idle.to_string()),
+        ("max_runners", |s| s.max_runners.to_string()),
+        ("bootstrap_timeout", |s| seconds(s.bootstrap_timeout)),
+        ("runner_prefix", |s| s.runner_prefix.clone()),
+        ("extra_specs", |s| s.extra_specs.to_string()),
+        ("enabled", |s| s.enabled.to_string()),
+        ("adoption_policy", |s| s.adoption_policy.as_str().to_owned()),
+        ("repair", |s| s.repair.to_string()),
+    ];
+    fields
+        .iter()
+        .filter_map(|(field, get)| {
+            let old = from.map(get);
+            let new = get(to);
+            (old.as_deref() != Some(new.as_str())).then(|| Change {
+                field,
+                from: old,
+                to: Some(new),
+            })
+        })
+        .collect()
+}
+
+fn seconds(duration: Duration) -> String {
+    format!("{}s", duration.as_secs())
+}
+
+/// What the adoption machine would do with GitHub's listing, run until it would write or
+/// decides. Creating in the store is the same for create and adopt; the preview tells them
+/// apart for the operator.
+fn preview(
+    input: &FleetInput<'_>,
+    declared: &DeclaredScaleSet,
+    lookup: Option<&Lookup>,
+) -> (Action, Reason) {
+    let (group, listed) = match lookup {
+        None => {
+            return (
+                Action::Create,
+                Reason::NotLookedUp {
+                    why: "no lookup was made".to_owned(),
+                },
+            );
+        }
+        Some(Lookup::Skipped { why }) => {
+            return (Action::Create, Reason::NotLookedUp { why: why.clone() });
+        }
+        Some(Lookup::NoRunnerGroup) => return (Action::Refuse, Reason::NoRunnerGroup),
+        Some(Lookup::Listed {
+            runner_group_id,
+            scale_sets,
+        }) => (*runner_group_id, scale_sets),
+    };
+    let spec = &declared.spec;
+    let mut machine = Machine::new(Input {
+        desired: Desired {
+            name: spec.name.clone(),
+            runner_group_id: RunnerGroupId(group),
+            labels: spec.labels.clone(),
+            disable_update: spec.disable_update,
+        },
+        known_id: None,
+        policy: policy(spec.adoption_policy),
+        repair: spec.repair,
+        probe: false,
+        identity: input.identity.clone(),
+        retry: RetryBounds::default(),
+    });
+    let mut step = machine.start();
+    // The machine ends in a bounded number of steps (rule 8); the bound here only keeps a
+    // machine bug from looping the planner.
+    for _ in 0..scaleset_adopt::MAX_COMMANDS {
+        let fact = match step {
+            Step::Done(Outcome::Ready {
+                id: GitHubId(id),
+                evidence,
+                ..
+            }) => {
+                return (
+                    Action::Adopt,
+                    Reason::Adoptable {
+                        github_id: id,
+                        evidence,
+                    },
+                );
+            }
+            Step::Done(Outcome::Refused { reason }) => {
+                return (Action::Refuse, Reason::Refused(reason));
+            }
+            Step::Done(other) => {
+                return (
+                    Action::Refuse,
+                    Reason::Undecided {
+                        why: format!("{other:?}"),
+                    },
+                );
+            }
+            Step::Do(Command::Create(_)) => return (Action::Create, Reason::NotOnGitHub),
+            Step::Do(Command::Update {
+                id: GitHubId(id), ..
+            }) => {
+                return (Action::Adopt, Reason::AdoptRepairing { github_id: id });
+            }
+            Step::Do(Command::OpenSession {
+                id: GitHubId(id), ..
+            }) => {
+                return (Action::Adopt, Reason::AdoptAfterProbe { github_id: id });
+            }
+            Step::Do(Command::GetById { id }) => listed
+                .iter()
+                .find(|s| s.id == id)
+                .cloned()
+                .map_or(Fact::NotFound, Fact::ScaleSet),
+            Step::Do(_) => Fact::ScaleSets(listed.clone()),
+        };
+        step = match machine.next(fact) {
+            Ok(next) => next,
+            Err(e) => {
+                return (Action::Refuse, Reason::Undecided { why: e.to_string() });
+            }
+        };
+    }
+    (
+        Action::Refuse,
+        Reason::Undecided {
+            why: "the adoption preview did not end".to_owned(),
+        },
+    )
+}
+
+fn policy(policy: AdoptionPolicy) -> Policy {
+    match policy {
+        AdoptionPolicy::Never => Policy::Never,
+        AdoptionPolicy::Any => Policy::Any,
+        _ => Policy::Owned,
+    }
+}
+
+/// Length-prefixed fields into SHA-256, so no two different plans feed the same bytes.
+struct Hasher(ring::digest::Context);
+
+impl Hasher {
+    fn field(&mut self, text: &str) {
+        self.0.update(&(text.len() as u64).to_le_bytes());
+        self.0.update(text.as_bytes());
+    }
+
+    fn option(&mut self, text: Option<&str>) {
+        match text {
+            None => self.field("-"),
+            Some(text) => self.field(&format!("+{text}")),
+        }
+    }
+
+    fn changes(&mut self, changes: &[Change]) {
+        self.field(&changes.len().to_string());
+        for change in changes {
+            self.field(change.field);
+            self.option(change.from.as_deref());
+            self.option(change.to.as_deref());
+        }
+    }
+}
+
+fn digest(
+    fleet: &Fleet,
+    credentials: &[CredentialsStep],
+    entities: &[EntityStep],
+    scale_sets: &[ScaleSetStep],
+    prune: bool,
+) -> PlanDigest {
+    let mut h = Hasher(ring::digest::Context::new(&ring::digest::SHA256));
+    h.field("scaleset fleet plan v1");
+    h.field(&prune.to_string());
+    h.field(&credentials.len().to_string());
+    for (step, declared) in credentials.iter().zip(&fleet.credentials) {
+        h.field(&step.name);
+        h.field(step.action.as_str());
+        h.option(step.existing.map(|id| id.to_string()).as_deref());
+        h.changes(&step.changes);
+        // The secret the apply would write: a different secret is a different plan, though
+        // the steps only say "replaced".
+        h.field(match &declared.auth {
+            Auth::Pat { token } => token.expose(),
+            Auth::App { private_key, .. } => private_key.expose(),
+            _ => "",
+        });
+    }
+    h.field(&entities.len().to_string());
+    for step in entities {
+        h.field(&step.kind.to_string());
+        h.field(&step.credentials);
+        h.option(step.existing.map(|id| id.to_string()).as_deref());
+    }
+    h.field(&scale_sets.len().to_string());
+    for step in scale_sets {
+        h.field(&step.key.to_string());
+        h.field(&step.credentials);
+        h.field(step.action.as_str());
+        h.field(&step.reason.to_string());
+        h.option(step.existing.map(|id| id.to_string()).as_deref());
+        h.changes(&step.changes);
+    }
+    let hash = h.0.finish();
+    PlanDigest(hash.as_ref().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,786 @@
+use std::collections::HashMap;
+use std::time::Duration;
+
+use proptest::prelude::*;
+use scaleset_adopt::{ControllerId, Identity, ScaleSet as GitHubScaleSet, ScaleSetId as GitHubId};
+use scaleset_store::{
+    AdoptionPolicy, Auth, Credentials, CredentialsId, Endpoint, Entity, EntityId, EntityKind,
+    NewCredentials, RunnerGroup, ScaleSet, ScaleSetId, ScaleSetSpec, ScaleSetState, SecretString,
+    Timestamp,
+};
+
+use super::*;
+
+const OURS: &str = "0193b6a4-7d2e-7c1a-9f3e-123456789abc";
+const THEIRS: &str = "0193b6a4-7d2e-7c1a-9f3e-cba987654321";
+
+fn identity() -> Identity {
+    Identity::new(ControllerId::parse(OURS).unwrap())
+}
+
+fn owner_label(id: &str) -> String {
+    ControllerId::parse(id).unwrap().owner_label()
+}
+
+fn org(name: &str) -> EntityKind {
+    EntityKind::Organization { name: name.into() }
+}
+
+fn spec(name: &str) -> ScaleSetSpec {
+    ScaleSetSpec {
+        name: name.into(),
+        runner_group: RunnerGroup {
+            name: "Default".into(),
+            id: None,
+        },
+        labels: vec!["linux".into()],
+        disable_update: false,
+        provider: "fake".into(),
+        image: "ubuntu".into(),
+        flavor: "small".into(),
+        min_idle: 0,
+        max_runners: 4,
+        bootstrap_timeout: Duration::from_secs(600),
+        runner_prefix: String::new(),
+        extra_specs: serde_json::Value::Null,
+        enabled: true,
+        adoption_policy: AdoptionPolicy::Owned,
+        repair: false,
+    }
+}
+
+fn new_credentials(name: &str, token: &str) -> NewCredentials {
+    NewCredentials {
+        name: name.into(),
+        endpoint: Endpoint::github_com(),
+        auth: Auth::Pat {
+            token: SecretString::new(token),
+        },
+    }
+}
+
+fn declared(name: &str, credentials: &str) -> DeclaredScaleSet {
+    DeclaredScaleSet {
+        credentials: credentials.into(),
+        entity: org("acme"),
+        spec: spec(name),
+    }
+}
+
+/// A world holding `main` credentials, the `acme` organization under them, and `sets`.
+struct Stored {
+    world: World,
+    entity: EntityId,
+}
+
+fn stored(sets: &[ScaleSetSpec]) -> Stored {
+    let credentials = Credentials {
+        id: CredentialsId::generate(),
+        name: "main".into(),
+        endpoint: Endpoint::github_com(),
+        auth: Auth::Pat {
+            token: SecretString::new("ghp_one"),
+        },
+        key_id: "k1".into(),
+        created_at: Timestamp::EPOCH,
+        updated_at: Timestamp::EPOCH,
+    };
+    let entity = Entity {
+        id: EntityId::generate(),
+        kind: org("acme"),
+        credentials_id: credentials.id,
+        created_at: Timestamp::EPOCH,
+    };
+    let scale_sets = sets.iter().map(|s| row(entity.id, s.clone())).collect();
+    Stored {
+        entity: entity.id,
+        world: World {
+            credentials: vec![credentials],
+            entities: vec![entity],
+            scale_sets,
+            instances: HashMap::new(),
+        },
+    }
+}
+
+fn row(entity_id: EntityId, spec: ScaleSetSpec) -> ScaleSet {
+    ScaleSet {
+        id: ScaleSetId::generate(),
+        entity_id,
+        spec,
+        github_id: None,
+        provenance: None,
+        evidence: serde_json::Value::Null,
+        state: ScaleSetState::Pending,
+        state_reason: String::new(),
+        last_message_id: 0,
+        session_id: None,
+        desired_runners: 0,
+        generation: 1,
+        created_at: Timestamp::EPOCH,
+        updated_at: Timestamp::EPOCH,
+    }
+}
+
+fn fleet(scale_sets: Vec<DeclaredScaleSet>) -> Fleet {
+    Fleet {
+        credentials: vec![new_credentials("main", "ghp_one")],
+        scale_sets,
+    }
+}
+
+fn run(
+    fleet: &Fleet,
+    world: &World,
+    lookups: &HashMap<ScaleSetKey, Lookup>,
+    prune: bool,
+) -> FleetPlan {
+    let identity = identity();
+    plan(&FleetInput {
+        fleet,
+        world,
+        lookups,
+        identity: &identity,
+        prune,
+    })
+}
+
+fn listed(sets: Vec<GitHubScaleSet>) -> Lookup {
+    Lookup::Listed {
+        runner_group_id: 1,
+        scale_sets: sets,
+    }
+}
+
+fn github(id: u64, name: &str, labels: &[&str]) -> GitHubScaleSet {
+    let mut all = vec![name.to_owned(), "linux".to_owned()];
+    all.extend(labels.iter().map(|l| (*l).to_owned()));
+    GitHubScaleSet {
+        id: GitHubId(id),
+        name: name.into(),
+        runner_group_id: Some(scaleset_adopt::RunnerGroupId(1)),
+        labels: all,
+        disable_update: false,
+    }
+}
+
+fn one(fleet: &Fleet, world: &World, lookup: Option<Lookup>) -> ScaleSetStep {
+    let mut lookups = HashMap::new();
+    if let Some(lookup) = lookup {
+        lookups.insert(fleet.scale_sets[0].key(), lookup);
+    }
+    run(fleet, world, &lookups, false).scale_sets.remove(0)
+}
+
+#[test]
+fn an_empty_store_creates_credentials_entity_and_scale_set() {
+    let fleet = fleet(vec![declared("web", "main")]);
+    let plan = run(&fleet, &World::default(), &HashMap::new(), false);
+    assert_eq!(plan.credentials[0].action, CredentialsAction::Create);
+    assert_eq!(plan.credentials[0].existing, None);
+    assert_eq!(plan.entities.len(), 1);
+    assert_eq!(plan.entities[0].existing, None);
+    assert_eq!(plan.entities[0].credentials, "main");
+    let step = &plan.scale_sets[0];
+    assert_eq!(step.action, Action::Create);
+    assert_eq!(step.reason.code(), "not_looked_up");
+    assert_eq!(step.existing, None);
+    // Every field is written, the repair flag last.
+    assert_eq!(step.changes.len(), 15);
+    assert!(step.changes.iter().all(|c| c.from.is_none()));
+    let max = step
+        .changes
+        .iter()
+        .find(|c| c.field == "max_runners")
+        .unwrap();
+    assert_eq!(max.to.as_deref(), Some("4"));
+    assert_eq!(step.changes[14].field, "repair");
+    assert!(!plan.is_noop());
+}
+
+#[test]
+fn the_same_world_plans_unchanged_and_is_a_noop() {
+    let s = stored(&[spec("web")]);
+    let fleet = fleet(vec![declared("web", "main")]);
+    let plan = run(&fleet, &s.world, &HashMap::new(), false);
+    assert_eq!(plan.credentials[0].action, CredentialsAction::Unchanged);
+    assert!(plan.credentials[0].changes.is_empty());
+    assert!(plan.entities.is_empty());
+    assert_eq!(plan.scale_sets[0].action, Action::Unchanged);
+    assert_eq!(plan.scale_sets[0].reason, Reason::UpToDate);
+    assert_eq!(plan.scale_sets[0].existing, Some(s.world.scale_sets[0].id));
+    assert!(plan.is_noop());
+}
+
+#[test]
+fn a_cached_runner_group_id_is_no_change() {
+    let mut cached = spec("web");
+    cached.runner_group.id = Some(7);
+    let s = stored(&[cached]);
+    let step = one(&fleet(vec![declared("web", "main")]), &s.world, None);
+    assert_eq!(step.action, Action::Unchanged);
+}
+
+#[test]
+fn a_changed_field_is_an_update_naming_it() {
+    let s = stored(&[spec("web")]);
+    let mut d = declared("web", "main");
+    d.spec.max_runners = 9;
+    d.spec.labels.push("gpu".into());
+    let step = one(&fleet(vec![d]), &s.world, None);
+    assert_eq!(step.action, Action::Update);
+    assert_eq!(step.reason, Reason::SpecChanged);
+    let fields: Vec<&str> = step.changes.iter().map(|c| c.field).collect();
+    assert_eq!(fields, ["labels", "max_runners"]);
+    assert_eq!(step.changes[1].from.as_deref(), Some("4"));
+    assert_eq!(step.changes[1].to.as_deref(), Some("9"));
+    assert_eq!(step.changes[0].to.as_deref(), Some("linux,gpu"));
+}
+
+#[test]
+fn every_spec_field_is_compared() {
+    let base = spec("web");
+    let variants: Vec<(&str, ScaleSetSpec)> = vec![
+        (
+            "disable_update",
+            ScaleSetSpec {
+                disable_update: true,
+                ..base.clone()
+            },
+        ),
+        (
+            "provider",
+            ScaleSetSpec {
+                provider: "lxd".into(),
+                ..base.clone()
+            },
+        ),
+        (
+            "image",
+            ScaleSetSpec {
+                image: "debian".into(),
+                ..base.clone()
+            },
+        ),
+        (
+            "flavor",
+            ScaleSetSpec {
+                flavor: "big".into(),
+                ..base.clone()
+            },
+        ),
+        (
+            "min_idle",
+            ScaleSetSpec {
+                min_idle: 1,
+                ..base.clone()
+            },
+        ),
+        (
+            "bootstrap_timeout",
+            ScaleSetSpec {
+                bootstrap_timeout: Duration::from_secs(5),
+                ..base.clone()
+            },
+        ),
+        (
+            "runner_prefix",
+            ScaleSetSpec {
+                runner_prefix: "r".into(),
+                ..base.clone()
+            },
+        ),
+        (
+            "extra_specs",
+            ScaleSetSpec {
+                extra_specs: serde_json::json!({"a": 1}),
+                ..base.clone()
+            },
+        ),
+        (
+            "enabled",
+            ScaleSetSpec {
+                enabled: false,
+                ..base.clone()
+            },
+        ),
+        (
+            "adoption_policy",
+            ScaleSetSpec {
+                adoption_policy: AdoptionPolicy::Any,
+                ..base.clone()
+            },
+        ),
+        (
+            "repair",
+            ScaleSetSpec {
+                repair: true,
+                ..base.clone()
+            },
+        ),
+        (
+            "name",
+            ScaleSetSpec {
+                name: "other".into(),
+                ..base.clone()
+            },
+        ),
+        (
+            "runner_group",
+            ScaleSetSpec {
+                runner_group: RunnerGroup {
+                    name: "g".into(),
+                    id: None,
+                },
+                ..base.clone()
+            },
+        ),
+    ];
+    for (field, variant) in variants {
+        let changes = spec_changes(Some(&base), &variant);
+        assert_eq!(changes.len(), 1, "{field}: {changes:?}");
+        assert_eq!(changes[0].field, field);
+    }
+    assert_eq!(
+        spec_changes(
+            Some(&base),
+            &ScaleSetSpec {
+                bootstrap_timeout: Duration::from_secs(5),
+                ..base.clone()
+            }
+        )[0]
+        .to
+        .as_deref(),
+        Some("5s")
+    );
+}
+
+#[test]
+fn changed_credentials_are_an_update_that_hides_the_secret() {
+    let s = stored(&[]);
+    let mut f = fleet(vec![]);
+    f.credentials[0] = new_credentials("main", "ghp_two");
+    f.credentials[0].endpoint.ca_bundle = Some("PEM".into());
+    let plan = run(&f, &s.world, &HashMap::new(), false);
+    let step = &plan.credentials[0];
+    assert_eq!(step.action, CredentialsAction::Update);
+    assert_eq!(step.existing, Some(s.world.credentials[0].id));
+    let fields: Vec<&str> = step.changes.iter().map(|c| c.field).collect();
+    assert_eq!(fields, ["endpoint.ca_bundle", "secret"]);
+    assert_eq!(step.changes[0].to.as_deref(), Some("3 bytes"));
+    assert_eq!(step.changes[1].from.as_deref(), Some("sealed"));
+    let shown = format!("{plan:?}");
+    assert!(
+        !shown.contains("ghp_two") && !shown.contains("PEM\""),
+        "{shown}"
+    );
+}
+
+#[test]
+fn endpoint_and_auth_kind_changes_are_named() {
+    let s = stored(&[]);
+    let mut f = fleet(vec![]);
+    f.credentials[0].endpoint = Endpoint {
+        base_url: "https://ghes.example".into(),
+        api_base_url: "https://ghes.example/api/v3".into(),
+        ca_bundle: None,
+    };
+    f.credentials[0].auth = Auth::App {
+        app_id: 1,
+        installation_id: 2,
+        private_key: SecretString::new("key"),
+    };
+    let step = &run(&f, &s.world, &HashMap::new(), false).credentials[0];
+    let fields: Vec<&str> = step.changes.iter().map(|c| c.field).collect();
+    assert_eq!(
+        fields,
+        [
+            "endpoint.base_url",
+            "endpoint.api_base_url",
+            "auth",
+            "secret"
+        ]
+    );
+    assert_eq!(step.changes[2].to.as_deref(), Some("app 1 installation 2"));
+    assert_eq!(step.changes[2].from.as_deref(), Some("pat"));
+}
+
+#[test]
+fn a_new_scale_set_that_github_lacks_is_a_create() {
+    let s = stored(&[]);
+    let step = one(
+        &fleet(vec![declared("web", "main")]),
+        &s.world,
+        Some(listed(vec![])),
+    );
+    assert_eq!(step.action, Action::Create);
+    assert_eq!(step.reason, Reason::NotOnGitHub);
+    assert_eq!(step.changes.len(), 15);
+}
+
+#[test]
+fn our_owner_label_on_github_is_an_adopt() {
+    let s = stored(&[]);
+    let found = github(42, "web", &[&owner_label(OURS)]);
+    let step = one(
+        &fleet(vec![declared("web", "main")]),
+        &s.world,
+        Some(listed(vec![found])),
+    );
+    assert_eq!(step.action, Action::Adopt);
+    assert!(
+        matches!(&step.reason, Reason::Adoptable { github_id: 42, evidence } if evidence.contains(&Evidence::OwnerLabel)),
+        "{:?}",
+        step.reason
+    );
+    assert_eq!(step.changes.len(), 15);
+}
+
+#[test]
+fn a_thin_list_item_is_read_back_from_the_listing() {
+    let s = stored(&[]);
+    let mut thin = github(42, "web", &[&owner_label(OURS)]);
+    thin.runner_group_id = None;
+    let full = github(42, "web", &[&owner_label(OURS)]);
+    // The machine re-reads an incomplete item by id: the planner answers from the listing.
+    let step = one(
+        &fleet(vec![declared("web", "main")]),
+        &s.world,
+        Some(listed(vec![
+            GitHubScaleSet {
+                labels: vec![],
+                ..thin
+            },
+            full,
+        ])),
+    );
+    assert_ne!(step.action, Action::Create);
+}
+
+#[test]
+fn a_foreign_owner_label_is_a_refusal_with_its_remedy() {
+    let s = stored(&[]);
+    let found = github(42, "web", &[&owner_label(THEIRS)]);
+    let step = one(
+        &fleet(vec![declared("web", "main")]),
+        &s.world,
+        Some(listed(vec![found])),
+    );
+    assert_eq!(step.action, Action::Refuse);
+    assert!(matches!(&step.reason, Reason::Refused(r) if r.code() == "ForeignOwner"));
+    assert!(step.reason.to_string().contains("what to do"));
+    assert!(step.changes.is_empty());
+}
+
+#[test]
+fn policy_decides_an_unlabelled_scale_set() {
+    let s = stored(&[]);
+    let found = github(42, "web", &[]);
+    let mut d = declared("web", "main");
+    let step = one(
+        &fleet(vec![d.clone()]),
+        &s.world,
+        Some(listed(vec![found.clone()])),
+    );
+    assert_eq!(step.action, Action::Refuse, "owned: no evidence");
+    d.spec.adoption_policy = AdoptionPolicy::Never;
+    let step = one(
+        &fleet(vec![d.clone()]),
+        &s.world,
+        Some(listed(vec![found.clone()])),
+    );
+    assert!(matches!(&step.reason, Reason::Refused(r) if r.code() == "ScaleSetExists"));
+    d.spec.adoption_policy = AdoptionPolicy::Any;
+    let step = one(&fleet(vec![d]), &s.world, Some(listed(vec![found])));
+    assert_eq!(step.action, Action::Adopt);
+    assert_eq!(step.reason, Reason::AdoptAfterProbe { github_id: 42 });
+}
+
+#[test]
+fn drift_with_repair_is_an_adopt_that_patches() {
+    let s = stored(&[]);
+    let mut found = github(42, "web", &[&owner_label(OURS)]);
+    found.labels.push("extra".into());
+    let mut d = declared("web", "main");
+    let step = one(
+        &fleet(vec![d.clone()]),
+        &s.world,
+        Some(listed(vec![found.clone()])),
+    );
+    assert!(matches!(&step.reason, Reason::Refused(r) if r.code() == "Drifted"));
+    d.spec.repair = true;
+    let step = one(&fleet(vec![d]), &s.world, Some(listed(vec![found])));
+    assert_eq!(step.action, Action::Adopt);
+    assert_eq!(step.reason, Reason::AdoptRepairing { github_id: 42 });
+}
+
+#[test]
+fn two_matches_are_ambiguous() {
+    let s = stored(&[]);
+    let a = github(1, "web", &[&owner_label(OURS)]);
+    let b = github(2, "web", &[&owner_label(OURS)]);
+    let step = one(
+        &fleet(vec![declared("web", "main")]),
+        &s.world,
+        Some(listed(vec![a, b])),
+    );
+    assert!(matches!(&step.reason, Reason::Refused(r) if r.code() == "Ambiguous"));
+}
+
+#[test]
+fn a_missing_runner_group_and_a_skipped_lookup_are_said() {
+    let s = stored(&[]);
+    let f = fleet(vec![declared("web", "main")]);
+    let step = one(&f, &s.world, Some(Lookup::NoRunnerGroup));
+    assert_eq!(step.action, Action::Refuse);
+    assert_eq!(step.reason, Reason::NoRunnerGroup);
+    assert!(step.changes.is_empty());
+    let step = one(
+        &f,
+        &s.world,
+        Some(Lookup::Skipped {
+            why: "offline".into(),
+        }),
+    );
+    assert_eq!(step.action, Action::Create);
+    assert!(step.reason.to_string().contains("offline"));
+}
+
+#[test]
+fn unknown_credentials_are_refused() {
+    let s = stored(&[]);
+    let step = one(&fleet(vec![declared("web", "nobody")]), &s.world, None);
+    assert_eq!(step.action, Action::Refuse);
+    assert_eq!(step.reason, Reason::UnknownCredentials);
+    // Stored credentials need not be declared again.
+    let mut f = fleet(vec![declared("web", "main")]);
+    f.credentials.clear();
+    let plan = run(&f, &s.world, &HashMap::new(), false);
+    assert_eq!(plan.scale_sets[0].action, Action::Create);
+    assert_eq!(plan.entities[0].existing, Some(s.entity));
+}
+
+#[test]
+fn a_scale_set_stored_under_other_credentials_is_refused_not_duplicated() {
+    let s = stored(&[spec("web")]);
+    let mut f = fleet(vec![declared("web", "other")]);
+    f.credentials.push(new_credentials("other", "ghp_x"));
+    let plan = run(&f, &s.world, &HashMap::new(), false);
+    let step = &plan.scale_sets[0];
+    assert_eq!(step.action, Action::Refuse);
+    assert_eq!(
+        step.reason,
+        Reason::HeldByOtherCredentials {
+            existing: s.world.scale_sets[0].id
+        }
+    );
+    assert!(plan.entities.is_empty());
+    assert_eq!(
+        plan.scale_sets.len(),
+        1,
+        "the stored row is matched, not listed again"
+    );
+}
+
+#[test]
+fn undeclared_scale_sets_are_kept_unless_pruned() {
+    let mut s = stored(&[spec("api"), spec("old")]);
+    let f = fleet(vec![declared("web", "main")]);
+    let plan = run(&f, &s.world, &HashMap::new(), false);
+    let kept: Vec<(&str, Action)> = plan.scale_sets[1..]
+        .iter()
+        .map(|s| (s.key.name.as_str(), s.action))
+        .collect();
+    assert_eq!(
+        kept,
+        [("api", Action::Unchanged), ("old", Action::Unchanged)]
+    );
+    assert_eq!(plan.scale_sets[1].reason, Reason::NotDeclared);
+    assert_eq!(plan.scale_sets[1].credentials, "main");
+    let old = s.world.scale_sets[1].id;
+    s.world.instances.insert(old, 2);
+    let plan = run(&f, &s.world, &HashMap::new(), true);
+    assert!(plan.prune);
+    assert_eq!(plan.scale_sets[1].action, Action::Detach);
+    assert_eq!(plan.scale_sets[1].reason, Reason::Pruned);
+    assert_eq!(plan.scale_sets[2].action, Action::Refuse);
+    assert_eq!(plan.scale_sets[2].reason, Reason::HasInstances { count: 2 });
+    assert_eq!(plan.count(Action::Detach), 1);
+}
+
+#[test]
+fn the_digest_is_stable_and_follows_every_part_of_the_plan() {
+    let s = stored(&[spec("web")]);
+    let f = fleet(vec![declared("web", "main")]);
+    let base = run(&f, &s.world, &HashMap::new(), false).digest;
+    assert_eq!(run(&f, &s.world, &HashMap::new(), false).digest, base);
+    assert_eq!(PlanDigest::parse(base.as_str()), Some(base.clone()));
+    assert_eq!(base.to_string().len(), 64);
+
+    let mut secret = f.clone();
+    secret.credentials[0] = new_credentials("main", "ghp_two");
+    let mut app = f.clone();
+    app.credentials[0].auth = Auth::App {
+        app_id: 1,
+        installation_id: 2,
+        private_key: SecretString::new("k"),
+    };
+    let mut changed = f.clone();
+    changed.scale_sets[0].spec.max_runners = 1;
+    let mut more = f.clone();
+    more.scale_sets.push(declared("api", "main"));
+    let mut other_world = stored(&[spec("web")]);
+    other_world.world.scale_sets[0].id = ScaleSetId::generate();
+    let mut entity_world = stored(&[]);
+    entity_world.world.entities[0].kind = org("other");
+    let others = [
+        run(&secret, &s.world, &HashMap::new(), false).digest,
+        run(&app, &s.world, &HashMap::new(), false).digest,
+        run(&changed, &s.world, &HashMap::new(), false).digest,
+        run(&more, &s.world, &HashMap::new(), false).digest,
+        run(&f, &s.world, &HashMap::new(), true).digest,
+        run(&f, &other_world.world, &HashMap::new(), false).digest,
+        run(&f, &entity_world.world, &HashMap::new(), false).digest,
+        run(&f, &World::default(), &HashMap::new(), false).digest,
+    ];
+    for (i, other) in others.iter().enumerate() {
+        assert_ne!(other, &base, "variant {i}");
+    }
+    // What the plan does not depend on leaves the digest alone.
+    let mut busy = stored(&[spec("web")]);
+    busy.world.scale_sets = s.world.scale_sets.clone();
+    busy.world.credentials = s.world.credentials.clone();
+    busy.world.entities = s.world.entities.clone();
+    busy.world.scale_sets[0].generation = 9;
+    busy.world.scale_sets[0].state = ScaleSetState::Ready;
+    busy.world.scale_sets[0].github_id = Some(5);
+    assert_eq!(run(&f, &busy.world, &HashMap::new(), false).digest, base);
+}
+
+#[test]
+fn the_digest_tells_lookups_apart() {
+    let s = stored(&[]);
+    let f = fleet(vec![declared("web", "main")]);
+    let digest = |lookup: Lookup| {
+        let mut lookups = HashMap::new();
+        lookups.insert(f.scale_sets[0].key(), lookup);
+        run(&f, &s.world, &lookups, false).digest
+    };
+    let absent = digest(listed(vec![]));
+    let ours = digest(listed(vec![github(42, "web", &[&owner_label(OURS)])]));
+    let ours_other_id = digest(listed(vec![github(43, "web", &[&owner_label(OURS)])]));
+    assert_ne!(absent, ours);
+    assert_ne!(ours, ours_other_id);
+}
+
+#[test]
+fn digests_parse_only_as_64_lowercase_hex_digits() {
+    assert!(PlanDigest::parse(&"a".repeat(64)).is_some());
+    assert!(PlanDigest::parse(&format!(" {} ", "0".repeat(64))).is_some());
+    assert!(PlanDigest::parse(&"a".repeat(63)).is_none());
+    assert!(PlanDigest::parse(&"A".repeat(64)).is_none());
+    assert!(PlanDigest::parse(&"g".repeat(64)).is_none());
+    assert!(PlanDigest::parse(&"f".repeat(64)).is_some());
+    assert!(PlanDigest::parse(&"9".repeat(64)).is_some());
+}
+
+#[test]
+fn actions_and_reasons_have_stable_names() {
+    let names: Vec<&str> = [
+        Action::Create,
+        Action::Adopt,
+        Action::Update,
+        Action::Detach,
+        Action::Refuse,
+        Action::Unchanged,
+    ]
+    .iter()
+    .map(|a| a.as_str())
+    .collect();
+    assert_eq!(
+        names,
+        ["create", "adopt", "update", "detach", "refuse", "unchanged"]
+    );
+    assert!(Action::Detach.writes() && Action::Update.writes());
+    assert!(!Action::Refuse.writes() && !Action::Unchanged.writes());
+    assert_eq!(Action::Adopt.to_string(), "adopt");
+    assert_eq!(CredentialsAction::Update.as_str(), "update");
+    assert_eq!(CredentialsAction::Create.as_str(), "create");
+    assert_eq!(CredentialsAction::Unchanged.as_str(), "unchanged");
+}
+
+fn arb_spec() -> impl Strategy<Value = ScaleSetSpec> {
+    (0..3u8, 0..3u32, any::<bool>(), 0..3u8).prop_map(|(name, max, enabled, group)| ScaleSetSpec {
+        name: format!("set{name}"),
+        runner_group: RunnerGroup {
+            name: format!("g{group}"),
+            id: None,
+        },
+        max_runners: max,
+        enabled,
+        ..spec("x")
+    })
+}
+
+proptest! {
+    /// Every declared scale set gets one step, every stored one is matched or listed once, a
+    /// stored key is never created again, and only undeclared, instance-free sets detach.
+    #[test]
+    fn steps_cover_the_fleet_and_never_duplicate_a_stored_row(
+        stored_specs in proptest::collection::vec(arb_spec(), 0..5),
+        declared_specs in proptest::collection::vec((arb_spec(), any::<bool>()), 0..5),
+        instances in proptest::collection::vec(0..3usize, 5),
+        prune in any::<bool>(),
+    ) {
+        let mut s = stored(&[]);
+        for spec in stored_specs {
+            let dup = s.world.scale_sets.iter().any(|r| r.spec.name == spec.name && r.spec.runner_group.name == spec.runner_group.name);
+            if !dup {
+                s.world.scale_sets.push(row(s.entity, spec));
+            }
+        }
+        for (row, count) in s.world.scale_sets.iter().zip(&instances) {
+            s.world.instances.insert(row.id, *count);
+        }
+        let mut f = fleet(vec![]);
+        f.credentials.push(new_credentials("other", "ghp_o"));
+        for (spec, other) in declared_specs {
+            let d = DeclaredScaleSet { credentials: if other { "other" } else { "main" }.into(), entity: org("acme"), spec };
+            if !f.scale_sets.iter().any(|x| x.key() == d.key()) {
+                f.scale_sets.push(d);
+            }
+        }
+        let plan = run(&f, &s.world, &HashMap::new(), prune);
+        let declared_keys: Vec<ScaleSetKey> = f.scale_sets.iter().map(DeclaredScaleSet::key).collect();
+        for (step, key) in plan.scale_sets.iter().zip(&declared_keys) {
+            prop_assert_eq!(&step.key, key);
+        }
+        let stored_keys: Vec<ScaleSetKey> = s.world.scale_sets.iter().map(|r| key_of(&s.world, r).unwrap()).collect();
+        for step in &plan.scale_sets {
+            if matches!(step.action, Action::Create | Action::Adopt) {
+                prop_assert!(!stored_keys.contains(&step.key), "{} is stored already", step.key);
+                prop_assert_eq!(step.existing, None);
+            }
+            if step.action == Action::Detach {
+                prop_assert!(prune);
+                prop_assert!(!declared_keys.contains(&step.key));
+                prop_assert_eq!(s.world.instances.get(&step.existing.unwrap()).copied().unwrap_or(0), 0);
+            }
+            if step.action == Action::Update {
+                prop_assert!(!step.changes.is_empty());
+            }
+        }
+        // Each stored row appears at most once, and every undeclared one appears.
+        for row in &s.world.scale_sets {
+            let n = plan.scale_sets.iter().filter(|st| st.existing == Some(row.id)).count();
+            let key = key_of(&s.world, row).unwrap();
+            prop_assert!(n <= 1);
+            if !declared_keys.contains(&key) {
+                prop_assert_eq!(n, 1);
+            }
+        }
+        prop_assert_eq!(plan.scale_sets.len(), declared_keys.len() + s.world.scale_sets.iter().filter(|r| !declared_keys.contains(&key_of(&s.world, r).unwrap())).count());
+        // Planning is deterministic.
+        prop_assert_eq!(run(&f, &s.world, &HashMap::new(), prune), plan);
+    }
+}

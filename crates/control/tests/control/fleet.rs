@@ -1,0 +1,298 @@
+//! Fleet plan/apply through the store and the simulator: a plan writes nothing, an unchanged
+//! plan applies as a no-op, a plan made stale by a concurrent change is refused, and the
+//! create / adopt / refuse preview matches what GitHub holds.
+
+use scaleset_adopt::{Desired, Input, Policy, RunnerGroupId};
+use scaleset_control::adoption::{NoHooks, run_once};
+use scaleset_control::{
+    Action, ClientFactory as _, DeclaredScaleSet, Fleet, GitHubLookup, Reason, StoreClientFactory,
+    apply_declared, apply_fleet, plan_fleet,
+};
+use scaleset_store::{
+    Auth, Endpoint, EntityKind, NewCredentials, ScaleSet, ScaleSetStore, SecretString, Store,
+};
+
+use crate::helpers::{Harness, TestDb, backend_tests, sim_config};
+
+backend_tests!(
+    plan_writes_nothing,
+    an_unchanged_plan_applies_as_a_noop,
+    a_plan_made_stale_by_a_concurrent_change_is_refused,
+    plan_previews_create_adopt_and_refuse_from_github,
+    the_worker_apply_stores_declared_scale_sets_once,
+);
+
+/// The harness's credentials, entity and scale set as a fleet declares them.
+fn declared_fleet(h: &Harness) -> Fleet {
+    let base = format!("http://{}", h.github.addr);
+    Fleet {
+        credentials: vec![NewCredentials {
+            name: "sim".into(),
+            endpoint: Endpoint {
+                base_url: base.clone(),
+                api_base_url: format!("{base}/api/v3"),
+                ca_bundle: None,
+            },
+            auth: Auth::Pat {
+                token: SecretString::new("ghp_simulator"),
+            },
+        }],
+        scale_sets: vec![declared(h, "linux")],
+    }
+}
+
+fn declared(h: &Harness, name: &str) -> DeclaredScaleSet {
+    let mut spec = h.scale_set.spec.clone();
+    spec.name = name.into();
+    DeclaredScaleSet {
+        credentials: "sim".into(),
+        entity: EntityKind::Organization {
+            name: "acme".into(),
+        },
+        spec,
+    }
+}
+
+/// Everything a plan could write, to compare before and after.
+async fn snapshot(store: &dyn Store) -> (Vec<ScaleSet>, usize, usize, usize) {
+    let sets = store.list_scale_sets(None).await.expect("scale sets");
+    let mut events = 0;
+    for set in &sets {
+        events += store.list_events(set.id, 1000).await.expect("events").len();
+    }
+    let credentials = store.list_credentials().await.expect("credentials").len();
+    let entities = store.list_entities().await.expect("entities").len();
+    (sets, events, credentials, entities)
+}
+
+async fn plan_writes_nothing(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    let mut fleet = declared_fleet(&h);
+    fleet.scale_sets[0].spec.max_runners = 3;
+    fleet.scale_sets.push(declared(&h, "web"));
+    fleet.credentials.push(NewCredentials {
+        name: "second".into(),
+        ..fleet.credentials[0].clone()
+    });
+    let before = snapshot(h.store.as_ref()).await;
+    let plan = plan_fleet(
+        h.store.as_ref(),
+        &GitHubLookup::new(),
+        &h.identity,
+        &fleet,
+        true,
+    )
+    .await
+    .expect("plan");
+    assert_eq!(plan.scale_sets[0].action, Action::Update);
+    assert_eq!(plan.scale_sets[1].action, Action::Create);
+    assert_eq!(plan.scale_sets[1].reason, Reason::NotOnGitHub);
+    assert!(!plan.is_noop());
+    assert_eq!(snapshot(h.store.as_ref()).await, before, "a plan wrote");
+    assert!(
+        h.sim().state().scale_sets.is_empty(),
+        "a plan wrote on GitHub"
+    );
+}
+
+async fn an_unchanged_plan_applies_as_a_noop(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    let fleet = declared_fleet(&h);
+    let lookup = GitHubLookup::new();
+    let plan = plan_fleet(h.store.as_ref(), &lookup, &h.identity, &fleet, false)
+        .await
+        .expect("plan");
+    assert!(plan.is_noop(), "{plan:#?}");
+    let before = snapshot(h.store.as_ref()).await;
+    let applied = apply_fleet(
+        h.store.as_ref(),
+        &lookup,
+        &h.identity,
+        &fleet,
+        false,
+        &plan.digest,
+    )
+    .await
+    .expect("apply");
+    assert_eq!(applied.writes, 0);
+    assert_eq!(applied.plan.digest, plan.digest);
+    assert_eq!(snapshot(h.store.as_ref()).await, before, "a no-op wrote");
+
+    // A real change applies once, and then it is unchanged again.
+    let mut changed = fleet.clone();
+    changed.scale_sets[0].spec.max_runners = 2;
+    let plan = plan_fleet(h.store.as_ref(), &lookup, &h.identity, &changed, false)
+        .await
+        .expect("plan");
+    let applied = apply_fleet(
+        h.store.as_ref(),
+        &lookup,
+        &h.identity,
+        &changed,
+        false,
+        &plan.digest,
+    )
+    .await
+    .expect("apply");
+    assert_eq!(applied.writes, 1);
+    assert_eq!(h.stored().await.spec.max_runners, 2);
+    assert!(h.events().await.contains(&"spec_updated".to_owned()));
+    let again = plan_fleet(h.store.as_ref(), &lookup, &h.identity, &changed, false)
+        .await
+        .expect("plan");
+    assert!(again.is_noop());
+}
+
+async fn a_plan_made_stale_by_a_concurrent_change_is_refused(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    let mut fleet = declared_fleet(&h);
+    fleet.scale_sets[0].spec.max_runners = 3;
+    let lookup = GitHubLookup::new();
+    let plan = plan_fleet(h.store.as_ref(), &lookup, &h.identity, &fleet, false)
+        .await
+        .expect("plan");
+    // Someone changes the scale set through the API meanwhile.
+    let mut row = h.stored().await;
+    row.spec.min_idle = 1;
+    h.store
+        .update_scale_set(&row)
+        .await
+        .expect("concurrent update");
+    let before = snapshot(h.store.as_ref()).await;
+    let error = apply_fleet(
+        h.store.as_ref(),
+        &lookup,
+        &h.identity,
+        &fleet,
+        false,
+        &plan.digest,
+    )
+    .await
+    .expect_err("a stale plan is refused");
+    assert!(error.is_stale_plan(), "{error}");
+    assert!(error.to_string().contains("plan again"), "{error}");
+    assert_eq!(
+        snapshot(h.store.as_ref()).await,
+        before,
+        "a refused apply wrote"
+    );
+    assert_eq!(h.stored().await.spec.max_runners, 10);
+}
+
+async fn plan_previews_create_adopt_and_refuse_from_github(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    // "theirs": another autoscaler's scale set (no owner label of ours, a live session).
+    h.sim()
+        .create_foreign_scale_set("acme", 1, "theirs", "another-autoscaler")
+        .expect("foreign scale set");
+    // "mine": created on GitHub by this controller (our owner label), its row since lost.
+    let client = StoreClientFactory::new(h.store.clone())
+        .client(&h.scale_set)
+        .await
+        .expect("client");
+    let input = Input {
+        desired: Desired {
+            name: "mine".into(),
+            runner_group_id: RunnerGroupId(1),
+            labels: vec![],
+            disable_update: true,
+        },
+        known_id: None,
+        policy: Policy::Owned,
+        repair: false,
+        probe: false,
+        identity: h.identity.adoption(),
+        retry: scaleset_adopt::RetryBounds::default(),
+    };
+    let run = run_once(&client, input, &NoHooks)
+        .await
+        .expect("create mine");
+    let mine = run.outcome.ready_id().expect("created").0;
+
+    let mut fleet = declared_fleet(&h);
+    for name in ["fresh", "mine", "theirs"] {
+        fleet.scale_sets.push(declared(&h, name));
+    }
+    let plan = plan_fleet(
+        h.store.as_ref(),
+        &GitHubLookup::new(),
+        &h.identity,
+        &fleet,
+        false,
+    )
+    .await
+    .expect("plan");
+    let by_name = |name: &str| {
+        plan.scale_sets
+            .iter()
+            .find(|s| s.key.name == name)
+            .expect("a step")
+            .clone()
+    };
+    assert_eq!(by_name("linux").action, Action::Unchanged);
+    assert_eq!(by_name("fresh").action, Action::Create);
+    let adopt = by_name("mine");
+    assert_eq!(adopt.action, Action::Adopt, "{}", adopt.reason);
+    assert!(
+        matches!(adopt.reason, Reason::Adoptable { github_id, .. } if github_id == mine),
+        "{}",
+        adopt.reason
+    );
+    let refuse = by_name("theirs");
+    assert_eq!(refuse.action, Action::Refuse);
+    assert!(
+        refuse.reason.to_string().contains("what to do"),
+        "{}",
+        refuse.reason
+    );
+
+    // Applying stores fresh and mine (ensure creates and adopts them) but not the refusal.
+    let applied = apply_fleet(
+        h.store.as_ref(),
+        &GitHubLookup::new(),
+        &h.identity,
+        &fleet,
+        false,
+        &plan.digest,
+    )
+    .await
+    .expect("apply");
+    assert_eq!(applied.created.len(), 2);
+    let names: Vec<String> = h
+        .store
+        .list_scale_sets(None)
+        .await
+        .expect("scale sets")
+        .into_iter()
+        .map(|s| s.spec.name)
+        .collect();
+    assert!(names.contains(&"fresh".to_owned()) && names.contains(&"mine".to_owned()));
+    assert!(!names.contains(&"theirs".to_owned()), "{names:?}");
+    let github_names: Vec<String> = h
+        .sim()
+        .state()
+        .scale_sets
+        .iter()
+        .map(|s| s.name.clone())
+        .collect();
+    assert!(
+        !github_names.contains(&"fresh".to_owned()),
+        "apply wrote on GitHub"
+    );
+}
+
+async fn the_worker_apply_stores_declared_scale_sets_once(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    let mut fleet = declared_fleet(&h);
+    fleet.scale_sets.push(declared(&h, "web"));
+    let first = apply_declared(h.store.as_ref(), &h.identity, &fleet)
+        .await
+        .expect("apply");
+    assert_eq!(first.writes, 1);
+    assert_eq!(first.plan.count(Action::Create), 1);
+    let second = apply_declared(h.store.as_ref(), &h.identity, &fleet)
+        .await
+        .expect("apply again");
+    assert_eq!(second.writes, 0);
+    assert_eq!(h.store.list_scale_sets(None).await.expect("sets").len(), 2);
+}
