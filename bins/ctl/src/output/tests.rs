@@ -48,13 +48,19 @@ fn colour_only_when_asked() {
 #[test]
 fn empty_tables_say_so() {
     let out = Output::fixed(Format::Table, false, None);
-    assert_eq!(out.table(&["NAME"], Vec::new(), "no scale sets"), "no scale sets\n");
+    assert_eq!(
+        out.table(&["NAME"], Vec::new(), "no scale sets"),
+        "no scale sets\n"
+    );
 }
 
 #[test]
 fn no_trailing_blanks() {
     let out = Output::fixed(Format::Table, false, None);
-    let text = out.details(vec![("name", Cell::new("x")), ("state", Cell::new("ready"))]);
+    let text = out.details(vec![
+        ("name", Cell::new("x")),
+        ("state", Cell::new("ready")),
+    ]);
     assert_eq!(text, "name:   x\nstate:  ready\n", "{text:?}");
 }
 
