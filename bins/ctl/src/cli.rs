@@ -87,6 +87,31 @@ pub(crate) enum Command {
     /// Provider instances running runners.
     #[command(subcommand, visible_alias = "instances")]
     Instance(InstanceCommand),
+    /// Show what applying a fleet file would do (create / adopt / update / detach / refuse
+    /// per scale set, with reasons) without writing anything. Exit 2 when there are changes
+    /// or refusals.
+    Plan(FleetArgs),
+    /// Apply a fleet file: exactly the reviewed plan (--digest), or the plan shown first.
+    /// Exit 2 when the server refuses because the world changed since the plan, or when the
+    /// plan holds refusals.
+    Apply {
+        #[command(flatten)]
+        fleet: FleetArgs,
+        /// The digest `plan` printed: apply only if planning now gives the same plan.
+        #[arg(long, value_name = "SHA256")]
+        digest: Option<String>,
+    },
+}
+
+/// The fleet file a plan or an apply is about.
+#[derive(Debug, Args)]
+pub(crate) struct FleetArgs {
+    /// The fleet file (TOML: [[credentials]] and [[scale_set]] tables); "-" for stdin.
+    #[arg(long, short = 'f', value_name = "FILE")]
+    pub(crate) file: PathBuf,
+    /// Also detach stored scale sets the file does not declare (GitHub's are left alone).
+    #[arg(long)]
+    pub(crate) prune: bool,
 }
 
 /// `credential …`.

@@ -272,14 +272,14 @@ impl Api {
                 url: shown.clone(),
                 reason: format!("cannot build the request: {e}"),
             })?;
-        let response = self
-            .http
-            .request(request)
-            .await
-            .map_err(|source| ApiError::Unreachable {
-                url: self.base.to_string(),
-                source,
-            })?;
+        let response =
+            self.http
+                .request(request)
+                .await
+                .map_err(|source| ApiError::Unreachable {
+                    url: self.base.to_string(),
+                    source,
+                })?;
         let status = response.status();
         let bytes = Limited::new(response.into_body(), MAX_RESPONSE)
             .collect()
@@ -330,5 +330,7 @@ fn tls_config(ca_bundle: Option<&[u8]>) -> anyhow::Result<rustls::ClientConfig> 
     if roots.is_empty() {
         anyhow::bail!("the CA bundle contains no PEM certificate");
     }
-    Ok(builder()?.with_root_certificates(roots).with_no_client_auth())
+    Ok(builder()?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
 }

@@ -5,6 +5,7 @@
 mod controller;
 mod credential;
 mod entity;
+mod fleet;
 mod instance;
 mod pick;
 mod scale_set;
@@ -72,6 +73,8 @@ pub(crate) async fn run(cli: Cli, env: &BTreeMap<String, String>, out: &Output) 
         Command::Entity(command) => entity::run(&ctx, command).await,
         Command::ScaleSet(command) => scale_set::run(&ctx, command).await,
         Command::Instance(command) => instance::run(&ctx, command).await,
+        Command::Plan(args) => fleet::plan(&ctx, args).await,
+        Command::Apply { fleet, digest } => fleet::apply(&ctx, fleet, digest).await,
     }
 }
 

@@ -161,19 +161,12 @@ impl Output {
         }
     }
 
-    /// A line of emphasis (a summary under a table), coloured by tone.
-    pub(crate) fn line(&self, text: &str, tone: Tone) -> String {
-        let code = match tone {
-            Tone::Good => "32",
-            Tone::Warn => "33",
-            Tone::Bad => "31",
-            Tone::Plain => "",
-        };
-        if self.colour && !code.is_empty() {
-            format!("\x1b[{code}m{text}\x1b[0m\n")
-        } else {
-            format!("{text}\n")
-        }
+    /// A paragraph under a table (a reason, a summary), wrapped to the width like the
+    /// tables, coloured by tone.
+    pub(crate) fn note(&self, text: &str, tone: Tone) -> String {
+        let mut table = self.table_base();
+        table.add_row(vec![self.toned(text, tone)]);
+        finish(&mut table)
     }
 }
 

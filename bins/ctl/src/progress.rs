@@ -12,7 +12,11 @@ const TICK: Duration = Duration::from_millis(250);
 
 /// Runs `work`, showing `what` with the elapsed time on stderr while it takes longer than a
 /// moment. `show` is false under `--quiet`.
-pub(crate) async fn while_waiting<F: std::future::Future>(what: &str, show: bool, work: F) -> F::Output {
+pub(crate) async fn while_waiting<F: std::future::Future>(
+    what: &str,
+    show: bool,
+    work: F,
+) -> F::Output {
     if !show {
         return work.await;
     }

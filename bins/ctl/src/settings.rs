@@ -95,7 +95,8 @@ impl Settings {
 
         let (url_text, url_source) = first([
             flags.url.clone().map(|v| (v, "--url".to_owned())),
-            env.get("SCALESET_URL").map(|v| (v.clone(), "SCALESET_URL".to_owned())),
+            env.get("SCALESET_URL")
+                .map(|v| (v.clone(), "SCALESET_URL".to_owned())),
             file.url.clone().map(|v| (v, shown("url"))),
         ])
         .unwrap_or_else(|| (DEFAULT_URL.to_owned(), "the default".to_owned()));
@@ -107,10 +108,15 @@ impl Settings {
         };
 
         let ca_path = first([
-            flags.ca_bundle.clone().map(|p| (p, "--ca-bundle".to_owned())),
+            flags
+                .ca_bundle
+                .clone()
+                .map(|p| (p, "--ca-bundle".to_owned())),
             env.get("SCALESET_CA_BUNDLE")
                 .map(|p| (PathBuf::from(p), "SCALESET_CA_BUNDLE".to_owned())),
-            file.ca_bundle.as_ref().map(|p| (relative(base, p), shown("ca_bundle"))),
+            file.ca_bundle
+                .as_ref()
+                .map(|p| (relative(base, p), shown("ca_bundle"))),
         ]);
         let ca_bundle = match ca_path {
             Some((path, source)) => Some(std::fs::read(&path).with_context(|| {
@@ -121,7 +127,8 @@ impl Settings {
 
         let timeout = match first([
             flags.timeout.clone().map(|v| (v, "--timeout".to_owned())),
-            env.get("SCALESET_TIMEOUT").map(|v| (v.clone(), "SCALESET_TIMEOUT".to_owned())),
+            env.get("SCALESET_TIMEOUT")
+                .map(|v| (v.clone(), "SCALESET_TIMEOUT".to_owned())),
             file.timeout.clone().map(|v| (v, shown("timeout"))),
         ]) {
             Some((text, source)) => parse_duration(&text).with_context(|| {
@@ -175,9 +182,7 @@ fn resolve_token(
                 format!("SCALESET_TOKEN_FILE {p}"),
             )
         }),
-        file.token
-            .clone()
-            .map(|t| (From::Text(t), shown("token"))),
+        file.token.clone().map(|t| (From::Text(t), shown("token"))),
         file.token_file.as_ref().map(|p| {
             let path = relative(base, p);
             let source = format!("{} ({})", shown("token_file"), path.display());
@@ -196,7 +201,11 @@ fn resolve_token(
     if token.expose().is_empty() {
         bail!("the token from {source} is empty");
     }
-    if token.expose().chars().any(|c| c.is_whitespace() || c.is_control()) {
+    if token
+        .expose()
+        .chars()
+        .any(|c| c.is_whitespace() || c.is_control())
+    {
         bail!("the token from {source} contains whitespace; give the token alone");
     }
     Ok(Some((token, source)))
@@ -238,7 +247,10 @@ fn load_file(flags: &Flags, env: &BTreeMap<String, String>) -> Result<(File, Opt
 
 /// `$XDG_CONFIG_HOME/scaleset/ctl.toml`, else `$HOME/.config/scaleset/ctl.toml`.
 pub(crate) fn default_config_path(env: &BTreeMap<String, String>) -> Option<PathBuf> {
-    let dir = match env.get("XDG_CONFIG_HOME").filter(|d| Path::new(d).is_absolute()) {
+    let dir = match env
+        .get("XDG_CONFIG_HOME")
+        .filter(|d| Path::new(d).is_absolute())
+    {
         Some(dir) => PathBuf::from(dir),
         None => PathBuf::from(env.get("HOME").filter(|h| !h.is_empty())?).join(".config"),
     };
@@ -270,7 +282,9 @@ fn parse_url(text: &str) -> Result<Url> {
 /// `"30s"`, `"2m"`, `"1h"`, `"500ms"`, or a bare number of seconds.
 fn parse_duration(text: &str) -> Option<Duration> {
     let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
     let number: u64 = number.parse().ok()?;
     let duration = match unit.trim() {

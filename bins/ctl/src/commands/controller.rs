@@ -17,7 +17,11 @@ pub(crate) async fn show(ctx: &Ctx<'_>) -> Result<Outcome> {
             ("owner label", Cell::new(&info.owner_label)),
             (
                 "owner label on create",
-                Cell::new(if info.owner_label_enabled { "yes" } else { "no" }),
+                Cell::new(if info.owner_label_enabled {
+                    "yes"
+                } else {
+                    "no"
+                }),
             ),
             ("session owner", Cell::new(&info.session_owner)),
         ])

@@ -30,7 +30,10 @@ pub(crate) async fn run(ctx: &Ctx<'_>, command: CredentialCommand) -> Result<Out
         CredentialCommand::Create(args) => create(ctx, args).await,
         CredentialCommand::Delete { credential } => {
             let id = resolve(ctx, &credential).await?;
-            let _: serde::de::IgnoredAny = ctx.api.delete(&["credentials", &id.to_string()], &[]).await?;
+            let _: serde::de::IgnoredAny = ctx
+                .api
+                .delete(&["credentials", &id.to_string()], &[])
+                .await?;
             ctx.done(
                 &serde_json::json!({ "id": id, "deleted": true }),
                 &format!("deleted credentials {id}"),
@@ -111,7 +114,10 @@ fn details(ctx: &Ctx<'_>, c: &Credentials) -> String {
     pairs.push((
         "ca bundle",
         Cell::new(match &c.endpoint.ca_bundle {
-            Some(pem) => format!("{} certificate(s)", pem.matches("BEGIN CERTIFICATE").count()),
+            Some(pem) => format!(
+                "{} certificate(s)",
+                pem.matches("BEGIN CERTIFICATE").count()
+            ),
             None => "none".to_owned(),
         }),
     ));
@@ -167,9 +173,10 @@ async fn create(ctx: &Ctx<'_>, args: CreateCredential) -> Result<Outcome> {
             base_url: base_url.clone(),
             api_base_url: args.api_base_url.clone(),
             ca_bundle: match &args.github_ca_bundle {
-                Some(path) => Some(std::fs::read_to_string(path).with_context(|| {
-                    format!("cannot read the CA bundle {}", path.display())
-                })?),
+                Some(path) => Some(
+                    std::fs::read_to_string(path)
+                        .with_context(|| format!("cannot read the CA bundle {}", path.display()))?,
+                ),
                 None => None,
             },
         }),

@@ -45,7 +45,8 @@ pub(crate) async fn run(ctx: &Ctx<'_>, command: EntityCommand) -> Result<Outcome
         }
         EntityCommand::Delete { entity } => {
             let id = resolve(ctx, &entity).await?;
-            let _: serde::de::IgnoredAny = ctx.api.delete(&["entities", &id.to_string()], &[]).await?;
+            let _: serde::de::IgnoredAny =
+                ctx.api.delete(&["entities", &id.to_string()], &[]).await?;
             ctx.done(
                 &serde_json::json!({ "id": id, "deleted": true }),
                 &format!("deleted entity {id}"),

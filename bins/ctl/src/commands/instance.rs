@@ -47,11 +47,7 @@ pub(crate) async fn run(ctx: &Ctx<'_>, command: InstanceCommand) -> Result<Outco
 
 async fn scale_set_names(ctx: &Ctx<'_>) -> Result<BTreeMap<Uuid, String>> {
     let all: ScaleSetList = ctx.api.get(&["scale-sets"]).await?;
-    Ok(all
-        .items
-        .into_iter()
-        .map(|s| (s.id, s.spec.name))
-        .collect())
+    Ok(all.items.into_iter().map(|s| (s.id, s.spec.name)).collect())
 }
 
 fn status_text(status: InstanceStatus) -> (&'static str, Tone) {
@@ -101,7 +97,11 @@ fn details(ctx: &Ctx<'_>, i: &Instance, names: &BTreeMap<Uuid, String>) -> Strin
         ("name", Cell::new(&i.name)),
         (
             "scale set",
-            Cell::new(format!("{} ({})", owner(names, i.scale_set_id), i.scale_set_id)),
+            Cell::new(format!(
+                "{} ({})",
+                owner(names, i.scale_set_id),
+                i.scale_set_id
+            )),
         ),
         ("status", ctx.out.toned(status, tone)),
         (

@@ -22,12 +22,7 @@ pub(crate) fn full_id(wanted: &str) -> Option<Uuid> {
 /// The candidate `wanted` names: an exact name first, then a unique id prefix (at least 4 hex
 /// digits; dashes ignored). `what` names the resource in messages (`scale set`), `list` the
 /// command that lists them.
-pub(crate) fn pick(
-    what: &str,
-    list: &str,
-    wanted: &str,
-    candidates: &[Candidate],
-) -> Result<Uuid> {
+pub(crate) fn pick(what: &str, list: &str, wanted: &str, candidates: &[Candidate]) -> Result<Uuid> {
     let wanted = wanted.trim();
     if let Some(id) = full_id(wanted)
         && candidates.iter().any(|c| c.id == id)
@@ -99,7 +94,10 @@ mod tests {
         assert_eq!(pick("scale set", "ls", "mac", &set).unwrap(), mac);
         assert_eq!(pick("scale set", "ls", "bbbb", &set).unwrap(), mac);
         assert_eq!(pick("scale set", "ls", "BBBB-33", &set).unwrap(), mac);
-        assert_eq!(pick("scale set", "ls", &mac.to_string(), &set).unwrap(), mac);
+        assert_eq!(
+            pick("scale set", "ls", &mac.to_string(), &set).unwrap(),
+            mac
+        );
     }
 
     #[test]
@@ -114,14 +112,25 @@ mod tests {
         let e = pick("scale set", "scalesetctl scale-set list", "linux", &set)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("2 scale sets are named \"linux\"") && e.contains("give the id"), "{e}");
-        assert!(e.contains("aaaa1111-0000-4000-8000-000000000001 (in linux-org)"), "{e}");
-        let e = pick("scale set", "ls", "aaaa", &set).unwrap_err().to_string();
+        assert!(
+            e.contains("2 scale sets are named \"linux\"") && e.contains("give the id"),
+            "{e}"
+        );
+        assert!(
+            e.contains("aaaa1111-0000-4000-8000-000000000001 (in linux-org)"),
+            "{e}"
+        );
+        let e = pick("scale set", "ls", "aaaa", &set)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("matches 2 scale sets"), "{e}");
         let e = pick("scale set", "scalesetctl scale-set list", "win", &set)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("no scale set is named \"win\"") && e.contains("scale-set list"), "{e}");
+        assert!(
+            e.contains("no scale set is named \"win\"") && e.contains("scale-set list"),
+            "{e}"
+        );
         // Short prefixes are not ids.
         assert!(pick("scale set", "ls", "bbb", &set).is_err());
     }

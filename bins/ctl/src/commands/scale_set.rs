@@ -66,11 +66,7 @@ pub(crate) async fn resolve(ctx: &Ctx<'_>, wanted: &str) -> Result<Uuid> {
 /// Entity ids to `kind name`, for showing scale sets by their entity's name.
 pub(crate) async fn entity_names(ctx: &Ctx<'_>) -> Result<BTreeMap<Uuid, String>> {
     let all: EntityList = ctx.api.get(&["entities"]).await?;
-    Ok(all
-        .items
-        .into_iter()
-        .map(|e| (e.id, e.name))
-        .collect())
+    Ok(all.items.into_iter().map(|e| (e.id, e.name)).collect())
 }
 
 fn entity_name(entities: &BTreeMap<Uuid, String>, id: Uuid) -> String {
@@ -126,9 +122,7 @@ async fn list(ctx: &Ctx<'_>, entity_filter: Option<&str>) -> Result<Outcome> {
         Some(wanted) => {
             let id = entity::resolve(ctx, wanted).await?.to_string();
             let url = ctx.api.url(&["scale-sets"], &[("entity_id", &id)]);
-            ctx.api
-                .send(http::Method::GET, url, None::<&()>)
-                .await?
+            ctx.api.send(http::Method::GET, url, None::<&()>).await?
         }
         None => ctx.api.get(&["scale-sets"]).await?,
     };
@@ -155,19 +149,30 @@ pub(crate) fn table(out: &Output, items: &[ScaleSet], entities: &BTreeMap<Uuid, 
                 out.toned(state, tone),
                 Cell::new(provenance_text(s.provenance)),
                 Cell::new(format!("{}/{}", s.desired_runners, s.spec.max_runners)),
-                Cell::new(s.github_id.map_or_else(|| "-".to_owned(), |id| id.to_string())),
+                Cell::new(
+                    s.github_id
+                        .map_or_else(|| "-".to_owned(), |id| id.to_string()),
+                ),
             ]
         })
         .collect();
     let mut text = out.table(
-        &["ID", "NAME", "ENTITY", "STATE", "PROVENANCE", "RUNNERS", "GITHUB"],
+        &[
+            "ID",
+            "NAME",
+            "ENTITY",
+            "STATE",
+            "PROVENANCE",
+            "RUNNERS",
+            "GITHUB",
+        ],
         rows,
         "no scale sets (create one with `scalesetctl scale-set create`, or apply a fleet file)",
     );
     for s in items {
         let (state, tone) = state_text(s.state);
         if tone != Tone::Good && !s.state_reason.is_empty() {
-            text.push_str(&out.line(
+            text.push_str(&out.note(
                 &format!("{} {state}: {}", s.spec.name, s.state_reason),
                 tone,
             ));
@@ -185,7 +190,11 @@ fn details(ctx: &Ctx<'_>, s: &ScaleSet, entities: &BTreeMap<Uuid, String>) -> St
         ("name", Cell::new(&spec.name)),
         (
             "entity",
-            Cell::new(format!("{} ({})", entity_name(entities, s.entity_id), s.entity_id)),
+            Cell::new(format!(
+                "{} ({})",
+                entity_name(entities, s.entity_id),
+                s.entity_id
+            )),
         ),
         (
             "runner group",
@@ -208,7 +217,10 @@ fn details(ctx: &Ctx<'_>, s: &ScaleSet, entities: &BTreeMap<Uuid, String>) -> St
         ("provenance", Cell::new(provenance_text(s.provenance))),
         (
             "github id",
-            Cell::new(s.github_id.map_or_else(|| "-".to_owned(), |id| id.to_string())),
+            Cell::new(
+                s.github_id
+                    .map_or_else(|| "-".to_owned(), |id| id.to_string()),
+            ),
         ),
         ("generation", Cell::new(s.generation)),
         (
@@ -362,7 +374,10 @@ async fn update(ctx: &Ctx<'_>, args: UpdateScaleSet) -> Result<Outcome> {
         adoption_policy: args.adoption_policy.map(policy),
         repair: args.repair,
     };
-    let updated: ScaleSet = ctx.api.patch(&["scale-sets", &id.to_string()], &body).await?;
+    let updated: ScaleSet = ctx
+        .api
+        .patch(&["scale-sets", &id.to_string()], &body)
+        .await?;
     let entities = entity_names(ctx).await?;
     Ok(answered(ctx, &updated, &entities))
 }

@@ -40,21 +40,27 @@ fn colour_only_when_asked() {
     let out = Output::fixed(Format::Table, true, Some(80));
     let text = out.table(&["NAME", "STATE", "REASON"], rows(&out), "none");
     assert!(text.contains("\x1b["), "colour codes expected: {text:?}");
-    assert!(out.line("ok", Tone::Good).contains("\x1b[32m"));
+    assert!(out.note("ok", Tone::Good).contains("\x1b["));
     let plain = Output::fixed(Format::Table, false, Some(80));
-    assert_eq!(plain.line("ok", Tone::Good), "ok\n");
+    assert_eq!(plain.note("ok", Tone::Good), "ok\n");
 }
 
 #[test]
 fn empty_tables_say_so() {
     let out = Output::fixed(Format::Table, false, None);
-    assert_eq!(out.table(&["NAME"], Vec::new(), "no scale sets"), "no scale sets\n");
+    assert_eq!(
+        out.table(&["NAME"], Vec::new(), "no scale sets"),
+        "no scale sets\n"
+    );
 }
 
 #[test]
 fn no_trailing_blanks() {
     let out = Output::fixed(Format::Table, false, None);
-    let text = out.details(vec![("name", Cell::new("x")), ("state", Cell::new("ready"))]);
+    let text = out.details(vec![
+        ("name", Cell::new("x")),
+        ("state", Cell::new("ready")),
+    ]);
     assert_eq!(text, "name:   x\nstate:  ready\n", "{text:?}");
 }
 
@@ -65,4 +71,14 @@ fn short_forms() {
     assert_eq!(short_time("2026-12-03T06:40:12.123Z"), "2026-12-03 06:40");
     assert_eq!(short_time("yesterday"), "yesterday");
     assert_eq!(short_time("2026-12-03"), "2026-12-03");
+}
+
+#[test]
+fn notes_wrap_to_the_width() {
+    let out = Output::fixed(Format::Table, false, Some(40));
+    let text = out.note(&"word ".repeat(30), Tone::Bad);
+    assert!(text.lines().count() > 3, "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 40), "{text}");
+    let unwrapped = Output::fixed(Format::Table, false, None).note(&"word ".repeat(30), Tone::Bad);
+    assert_eq!(unwrapped.lines().count(), 1, "{unwrapped}");
 }

@@ -26,7 +26,8 @@ fn flag_beats_environment_beats_file() {
         "url = \"http://file:1\"\ntoken = \"sst_file\"\ntimeout = \"5s\"\n",
     );
     let xdg = dir.path().to_str().unwrap();
-    let only_file = Settings::resolve(&Flags::default(), &env(&[("XDG_CONFIG_HOME", xdg)])).unwrap();
+    let only_file =
+        Settings::resolve(&Flags::default(), &env(&[("XDG_CONFIG_HOME", xdg)])).unwrap();
     assert_eq!(only_file.url.as_str(), "http://file:1/");
     assert_eq!(only_file.token, Some(Token::new("sst_file")));
     assert_eq!(only_file.timeout, Duration::from_secs(5));
@@ -110,7 +111,10 @@ fn a_named_config_file_must_exist_and_be_valid() {
         )
         .unwrap_err()
     );
-    assert!(e.contains("bad.toml is invalid") && e.contains("tokn"), "{e}");
+    assert!(
+        e.contains("bad.toml is invalid") && e.contains("tokn"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -122,13 +126,22 @@ fn bad_values_name_their_source() {
         )
     };
     let url = e(&[("SCALESET_URL", "ftp://x")]);
-    assert!(url.contains("SCALESET_URL") && url.contains("http:// or https://"), "{url}");
+    assert!(
+        url.contains("SCALESET_URL") && url.contains("http:// or https://"),
+        "{url}"
+    );
     let token = e(&[("SCALESET_TOKEN", "a b")]);
-    assert!(token.contains("SCALESET_TOKEN") && token.contains("whitespace"), "{token}");
+    assert!(
+        token.contains("SCALESET_TOKEN") && token.contains("whitespace"),
+        "{token}"
+    );
     let empty = e(&[("SCALESET_TOKEN", "  ")]);
     assert!(empty.contains("empty"), "{empty}");
     let timeout = e(&[("SCALESET_TIMEOUT", "soon")]);
-    assert!(timeout.contains("SCALESET_TIMEOUT") && timeout.contains("duration"), "{timeout}");
+    assert!(
+        timeout.contains("SCALESET_TIMEOUT") && timeout.contains("duration"),
+        "{timeout}"
+    );
 }
 
 #[test]
@@ -146,5 +159,8 @@ fn durations() {
 
 #[test]
 fn token_debug_is_redacted() {
-    assert_eq!(format!("{:?}", Token::new("sst_secret")), "Token([redacted])");
+    assert_eq!(
+        format!("{:?}", Token::new("sst_secret")),
+        "Token([redacted])"
+    );
 }

@@ -8,7 +8,9 @@ use prometheus_client::registry::Registry;
 use scaleset_api::AppState;
 use scaleset_control::{ControllerIdentity, Settings as ControlSettings, StoreClientFactory};
 use scaleset_sim::{SimConfig, Simulator};
-use scaleset_store::{ApiTokenStore as _, DatabaseUrl, DieselStore, EncryptionKey, Keyring, Store, StoreOptions};
+use scaleset_store::{
+    ApiTokenStore as _, DatabaseUrl, DieselStore, EncryptionKey, Keyring, Store, StoreOptions,
+};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -47,8 +49,6 @@ pub(crate) struct Server {
     pub(crate) github: String,
     /// The simulator, to look at GitHub's side and to plant foreign scale sets.
     pub(crate) sim: Simulator,
-    /// The store the server uses (to check what was written).
-    pub(crate) store: Arc<DieselStore>,
     runtime: Option<tokio::runtime::Runtime>,
     stop: CancellationToken,
     _dir: tempfile::TempDir,
@@ -64,7 +64,7 @@ impl Server {
             .expect("a runtime");
         let dir = tempfile::tempdir().expect("a temporary directory");
         let stop = CancellationToken::new();
-        let (url, token, github, sim, store) = runtime.block_on(async {
+        let (url, token, github, sim) = runtime.block_on(async {
             let sim = Simulator::new(SimConfig::default()).expect("the simulator");
             let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
             let github = format!("http://{}", listener.local_addr().expect("addr"));
@@ -108,14 +108,13 @@ impl Server {
                     scaleset_api::serve(listener, app, None, stop.cancelled_owned()).await
                 }
             });
-            (url, secret.expose().to_owned(), github, sim, store)
+            (url, secret.expose().to_owned(), github, sim)
         });
         Self {
             url,
             token,
             github,
             sim,
-            store,
             runtime: Some(runtime),
             stop,
             _dir: dir,
@@ -129,7 +128,10 @@ impl Server {
 
     /// Runs `scalesetctl args…` with more environment.
     pub(crate) fn ctl_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
-        let mut all = vec![("SCALESET_URL", self.url.as_str()), ("SCALESET_TOKEN", self.token.as_str())];
+        let mut all = vec![
+            ("SCALESET_URL", self.url.as_str()),
+            ("SCALESET_TOKEN", self.token.as_str()),
+        ];
         all.extend_from_slice(env);
         ctl_with_env(args, &all)
     }
@@ -144,9 +146,9 @@ impl Server {
         (run.code, value)
     }
 
-    /// Runs a future on the server's runtime (to look into the store or the simulator).
-    pub(crate) fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
-        self.runtime.as_ref().expect("running").block_on(future)
+    /// A directory for the test's files (removed with the server).
+    pub(crate) fn dir(&self) -> &std::path::Path {
+        self._dir.path()
     }
 
     /// Credentials `sim` for the simulator and an organization entity `acme` using them,
@@ -166,7 +168,14 @@ impl Server {
             &format!("{}/api/v3", self.github),
         ]);
         assert_eq!(run.code, 0, "{run:?}");
-        let run = self.ctl(&["entity", "create", "organization", "acme", "--credentials", "sim"]);
+        let run = self.ctl(&[
+            "entity",
+            "create",
+            "organization",
+            "acme",
+            "--credentials",
+            "sim",
+        ]);
         assert_eq!(run.code, 0, "{run:?}");
     }
 }

@@ -7,11 +7,20 @@ fn usage_errors_exit_1_not_2() {
     // 2 means "refused / plan has changes" to scripts; a typo must not look like that.
     let run = ctl_with_env(&["scale-set", "lst"], &[]);
     assert_eq!(run.code, 1, "{run:?}");
-    assert!(run.stderr.contains("unrecognized subcommand 'lst'"), "{run:?}");
+    assert!(
+        run.stderr.contains("unrecognized subcommand 'lst'"),
+        "{run:?}"
+    );
 
     let help = ctl_with_env(&["--help"], &[]);
     assert_eq!(help.code, 0, "{help:?}");
-    for command in ["controller", "credential", "entity", "scale-set", "instance"] {
+    for command in [
+        "controller",
+        "credential",
+        "entity",
+        "scale-set",
+        "instance",
+    ] {
         assert!(help.stdout.contains(command), "{command} missing: {help:?}");
     }
     assert!(help.stdout.contains("Exit codes"), "{help:?}");
@@ -26,13 +35,20 @@ fn an_unreachable_server_is_exit_1_with_what_to_do() {
         .unwrap()
         .port();
     let url = format!("http://127.0.0.1:{port}");
-    let run = ctl_with_env(&["--url", &url, "controller"], &[("SCALESET_TOKEN", "sst_x")]);
+    let run = ctl_with_env(
+        &["--url", &url, "controller"],
+        &[("SCALESET_TOKEN", "sst_x")],
+    );
     assert_eq!(run.code, 1, "{run:?}");
     assert!(
-        run.stderr.starts_with("scalesetctl: cannot reach the server at http://127.0.0.1:"),
+        run.stderr
+            .starts_with("scalesetctl: cannot reach the server at http://127.0.0.1:"),
         "{run:?}"
     );
-    assert!(run.stderr.contains("is scaleset-server running there?"), "{run:?}");
+    assert!(
+        run.stderr.contains("is scaleset-server running there?"),
+        "{run:?}"
+    );
     assert!(run.stdout.is_empty(), "{run:?}");
 }
 

@@ -20,41 +20,63 @@ fn controller_as_a_record_and_as_json() {
     let run = server.ctl(&["controller"]);
     assert_eq!(run.code, 0, "{run:?}");
     let owner = format!("scaleset-owner-{}", CONTROLLER_ID.replace('-', ""));
-    assert!(run.stdout.contains(&format!("owner label:            {owner}")), "{run:?}");
-    assert!(run.stdout.contains(&format!("id:                     {CONTROLLER_ID}")), "{run:?}");
-    assert!(!run.stdout.contains('\x1b'), "no colour without a terminal: {run:?}");
+    assert!(
+        run.stdout
+            .contains(&format!("owner label:            {owner}")),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout
+            .contains(&format!("id:                     {CONTROLLER_ID}")),
+        "{run:?}"
+    );
+    assert!(
+        !run.stdout.contains('\x1b'),
+        "no colour without a terminal: {run:?}"
+    );
 
     let (code, json) = server.json(&["controller"]);
     assert_eq!(code, 0);
     assert_eq!(json["id"], CONTROLLER_ID);
     assert_eq!(json["owner_label"], owner.as_str());
-    assert_eq!(json["session_owner"], format!("scaleset-{CONTROLLER_ID}").as_str());
+    assert_eq!(
+        json["session_owner"],
+        format!("scaleset-{CONTROLLER_ID}").as_str()
+    );
 }
 
 #[test]
 fn a_bad_or_missing_token_is_exit_1_saying_how_to_get_one() {
     let server = Server::start();
-    let run = server.ctl_env(&["scale-set", "list"], &[("SCALESET_TOKEN", "sst_not-a-token")]);
+    let run = server.ctl_env(
+        &["scale-set", "list"],
+        &[("SCALESET_TOKEN", "sst_not-a-token")],
+    );
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("401 Unauthorized"), "{run:?}");
     assert!(run.stderr.contains("(invalid_token, request "), "{run:?}");
     assert!(
-        run.stderr.contains("the token from SCALESET_TOKEN was refused")
+        run.stderr
+            .contains("the token from SCALESET_TOKEN was refused")
             && run.stderr.contains("scaleset-server token create NAME"),
         "{run:?}"
     );
-    assert!(run.stdout.is_empty(), "nothing on stdout in table mode: {run:?}");
+    assert!(
+        run.stdout.is_empty(),
+        "nothing on stdout in table mode: {run:?}"
+    );
 
     // No token at all, and JSON output: the server's error body on stdout for scripts.
-    let run = crate::helpers::ctl_with_env(
-        &["-o", "json", "--url", &server.url, "controller"],
-        &[],
-    );
+    let run =
+        crate::helpers::ctl_with_env(&["-o", "json", "--url", &server.url, "controller"], &[]);
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("no token was given"), "{run:?}");
     let body: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON error body");
     assert_eq!(body["code"], "missing_token");
-    assert!(body["request_id"].as_str().is_some_and(|id| !id.is_empty()), "{body}");
+    assert!(
+        body["request_id"].as_str().is_some_and(|id| !id.is_empty()),
+        "{body}"
+    );
 }
 
 #[test]
@@ -68,9 +90,18 @@ fn credentials_and_entities_list_show_delete() {
     let list = server.ctl(&["credential", "list"]);
     assert_eq!(list.code, 0, "{list:?}");
     let header = list.stdout.lines().next().unwrap_or_default();
-    assert!(header.starts_with("ID") && header.contains("NAME") && header.contains("ENDPOINT"), "{list:?}");
-    assert!(list.stdout.contains("sim") && list.stdout.contains("pat"), "{list:?}");
-    assert!(!list.stdout.contains("ghp_simulator"), "the secret never comes back: {list:?}");
+    assert!(
+        header.starts_with("ID") && header.contains("NAME") && header.contains("ENDPOINT"),
+        "{list:?}"
+    );
+    assert!(
+        list.stdout.contains("sim") && list.stdout.contains("pat"),
+        "{list:?}"
+    );
+    assert!(
+        !list.stdout.contains("ghp_simulator"),
+        "the secret never comes back: {list:?}"
+    );
 
     let (code, json) = server.json(&["credential", "list"]);
     assert_eq!(code, 0);
@@ -84,17 +115,24 @@ fn credentials_and_entities_list_show_delete() {
     for wanted in ["sim", id.as_str(), &id[..8]] {
         let show = server.ctl(&["credential", "show", wanted]);
         assert_eq!(show.code, 0, "{wanted}: {show:?}");
-        assert!(show.stdout.contains(&format!("id:               {id}")), "{show:?}");
+        let first = show.stdout.lines().next().unwrap_or_default();
+        assert!(first.starts_with("id:") && first.ends_with(&id), "{show:?}");
     }
 
     let entities = server.ctl(&["entity", "list"]);
     assert_eq!(entities.code, 0, "{entities:?}");
-    assert!(entities.stdout.contains("organization") && entities.stdout.contains("acme"), "{entities:?}");
+    assert!(
+        entities.stdout.contains("organization") && entities.stdout.contains("acme"),
+        "{entities:?}"
+    );
 
     // Credentials in use are refused by the server: an error (1), not a refusal (2).
     let in_use = server.ctl(&["credential", "delete", "sim"]);
     assert_eq!(in_use.code, 1, "{in_use:?}");
-    assert!(in_use.stderr.contains("409 Conflict") && in_use.stderr.contains("in_use"), "{in_use:?}");
+    assert!(
+        in_use.stderr.contains("409 Conflict") && in_use.stderr.contains("in_use"),
+        "{in_use:?}"
+    );
 
     let gone = server.ctl(&["entity", "delete", "acme"]);
     assert_eq!(gone.code, 0, "{gone:?}");
@@ -103,7 +141,10 @@ fn credentials_and_entities_list_show_delete() {
     assert_eq!(gone.code, 0, "{gone:?}");
     let missing = server.ctl(&["credential", "show", "sim"]);
     assert_eq!(missing.code, 1, "{missing:?}");
-    assert!(missing.stderr.contains("no credential is named \"sim\""), "{missing:?}");
+    assert!(
+        missing.stderr.contains("no credential is named \"sim\""),
+        "{missing:?}"
+    );
 }
 
 #[test]
@@ -111,12 +152,29 @@ fn scale_set_create_list_show_update_delete() {
     let server = Server::start();
     server.with_acme();
     let run = server.ctl(&[
-        "scale-set", "create", "linux", "--entity", "acme", "--provider", "fake",
-        "--max-runners", "10", "--label", "linux", "--label", "x64",
+        "scale-set",
+        "create",
+        "linux",
+        "--entity",
+        "acme",
+        "--provider",
+        "fake",
+        "--max-runners",
+        "10",
+        "--label",
+        "linux",
+        "--label",
+        "x64",
     ]);
     assert_eq!(run.code, 0, "{run:?}");
-    assert!(run.stdout.contains("state:") && run.stdout.contains("ready"), "{run:?}");
-    assert!(run.stdout.contains("provenance:") && run.stdout.contains("created"), "{run:?}");
+    assert!(
+        run.stdout.contains("state:") && run.stdout.contains("ready"),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout.contains("provenance:") && run.stdout.contains("created"),
+        "{run:?}"
+    );
     let on_github = server.sim.state().scale_sets;
     assert_eq!(on_github.len(), 1, "created on GitHub: {on_github:?}");
     assert_eq!(on_github[0].name, "linux");
@@ -124,8 +182,14 @@ fn scale_set_create_list_show_update_delete() {
     let list = server.ctl(&["scale-set", "list"]);
     assert_eq!(list.code, 0, "{list:?}");
     let lines: Vec<&str> = list.stdout.lines().collect();
-    assert!(lines[0].starts_with("ID") && lines[0].contains("STATE") && lines[0].contains("PROVENANCE"), "{list:?}");
-    assert!(lines[1].contains("linux") && lines[1].contains("acme") && lines[1].contains("ready"), "{list:?}");
+    assert!(
+        lines[0].starts_with("ID") && lines[0].contains("STATE") && lines[0].contains("PROVENANCE"),
+        "{list:?}"
+    );
+    assert!(
+        lines[1].contains("linux") && lines[1].contains("acme") && lines[1].contains("ready"),
+        "{list:?}"
+    );
     assert!(lines[1].contains("0/10"), "{list:?}");
 
     let (code, json) = server.json(&["scale-set", "show", "linux"]);
@@ -134,20 +198,38 @@ fn scale_set_create_list_show_update_delete() {
     assert_eq!(json["provenance"], "created");
     assert_eq!(json["spec"]["labels"], serde_json::json!(["linux", "x64"]));
     let generation = json["generation"].as_i64().expect("generation");
-    assert!(!json["events"].as_array().expect("events").is_empty(), "{json}");
+    assert!(
+        !json["events"].as_array().expect("events").is_empty(),
+        "{json}"
+    );
 
     let show = server.ctl(&["scale-set", "show", "linux"]);
     assert_eq!(show.code, 0, "{show:?}");
-    assert!(show.stdout.contains("EVENT AT"), "events are shown: {show:?}");
+    assert!(
+        show.stdout.contains("EVENT AT"),
+        "events are shown: {show:?}"
+    );
 
     // A change at the generation read; then the same stale generation is refused, unchanged.
     let updated = server.ctl(&[
-        "scale-set", "update", "linux", "--max-runners", "20", "--generation", &generation.to_string(),
+        "scale-set",
+        "update",
+        "linux",
+        "--max-runners",
+        "20",
+        "--generation",
+        &generation.to_string(),
     ]);
     assert_eq!(updated.code, 0, "{updated:?}");
     assert!(updated.stdout.contains("at most 20"), "{updated:?}");
     let stale = server.ctl(&[
-        "scale-set", "update", "linux", "--max-runners", "30", "--generation", &generation.to_string(),
+        "scale-set",
+        "update",
+        "linux",
+        "--max-runners",
+        "30",
+        "--generation",
+        &generation.to_string(),
     ]);
     assert_eq!(stale.code, 1, "{stale:?}");
     assert!(stale.stderr.contains("stale_generation"), "{stale:?}");
@@ -172,26 +254,44 @@ fn a_foreign_scale_set_is_refused_with_exit_2_and_its_remedy() {
         .create_foreign_scale_set("acme", 0, "linux", "another-controller")
         .expect("a foreign scale set");
     let run = server.ctl(&[
-        "scale-set", "create", "linux", "--entity", "acme", "--provider", "fake", "--max-runners", "4",
+        "scale-set",
+        "create",
+        "linux",
+        "--entity",
+        "acme",
+        "--provider",
+        "fake",
+        "--max-runners",
+        "4",
     ]);
     assert_eq!(run.code, 2, "a refusal is exit 2: {run:?}");
     assert!(run.stdout.contains("refused"), "{run:?}");
-    assert!(run.stdout.contains("remedy:"), "the remedy is printed: {run:?}");
+    assert!(
+        run.stdout.contains("remedy:"),
+        "the remedy is printed: {run:?}"
+    );
 
     // The list says why under the table.
     let list = server.ctl(&["scale-set", "list"]);
     assert_eq!(list.code, 0, "listing is not a refusal: {list:?}");
-    assert!(list.stdout.lines().any(|l| l.starts_with("linux refused: ")), "{list:?}");
+    assert!(
+        list.stdout
+            .lines()
+            .any(|l| l.starts_with("linux refused: ")),
+        "{list:?}"
+    );
 
-    let (code, json) = server.json(&[
-        "scale-set", "show", "linux",
-    ]);
+    let (code, json) = server.json(&["scale-set", "show", "linux"]);
     assert_eq!(code, 0);
     assert_eq!(json["state"], "refused");
     // Refused: never deleted on GitHub, whatever the delete does to the record.
     let deleted = server.ctl(&["scale-set", "delete", "linux"]);
     assert_eq!(deleted.code, 0, "{deleted:?}");
-    assert_eq!(server.sim.state().scale_sets.len(), 1, "the foreign set is untouched");
+    assert_eq!(
+        server.sim.state().scale_sets.len(),
+        1,
+        "the foreign set is untouched"
+    );
 }
 
 #[test]
@@ -200,17 +300,37 @@ fn tables_fit_80_columns() {
     server.with_acme();
     for name in ["linux-x64-large-with-gpu-and-a-very-long-name", "mac-arm64"] {
         let run = server.ctl(&[
-            "scale-set", "create", name, "--entity", "acme", "--provider", "fake", "--max-runners", "10",
+            "scale-set",
+            "create",
+            name,
+            "--entity",
+            "acme",
+            "--provider",
+            "fake",
+            "--max-runners",
+            "10",
         ]);
         assert_eq!(run.code, 0, "{run:?}");
     }
     server
         .sim
-        .create_foreign_scale_set("acme", 0, "windows-2025-with-a-long-name-too", "another-controller")
+        .create_foreign_scale_set(
+            "acme",
+            0,
+            "windows-2025-with-a-long-name-too",
+            "another-controller",
+        )
         .expect("foreign");
     let refused = server.ctl(&[
-        "scale-set", "create", "windows-2025-with-a-long-name-too", "--entity", "acme",
-        "--provider", "fake", "--max-runners", "10",
+        "scale-set",
+        "create",
+        "windows-2025-with-a-long-name-too",
+        "--entity",
+        "acme",
+        "--provider",
+        "fake",
+        "--max-runners",
+        "10",
     ]);
     assert_eq!(refused.code, 2, "{refused:?}");
     for args in [
@@ -227,8 +347,15 @@ fn tables_fit_80_columns() {
     }
     // Without a width (piped, no COLUMNS) a record stays on one line.
     let run = server.ctl(&["scale-set", "list"]);
-    let long = run.stdout.lines().find(|l| l.contains("linux-x64")).expect("row");
-    assert!(long.contains("linux-x64-large-with-gpu-and-a-very-long-name"), "{run:?}");
+    let long = run
+        .stdout
+        .lines()
+        .find(|l| l.contains("linux-x64"))
+        .expect("row");
+    assert!(
+        long.contains("linux-x64-large-with-gpu-and-a-very-long-name"),
+        "{run:?}"
+    );
 }
 
 #[test]
@@ -242,5 +369,8 @@ fn instances_empty_and_missing() {
     assert_eq!(json["items"], serde_json::json!([]));
     let missing = server.ctl(&["instance", "show", "linux-abcdefgh"]);
     assert_eq!(missing.code, 1, "{missing:?}");
-    assert!(missing.stderr.contains("404 Not Found") && missing.stderr.contains("not_found"), "{missing:?}");
+    assert!(
+        missing.stderr.contains("404 Not Found") && missing.stderr.contains("not_found"),
+        "{missing:?}"
+    );
 }

@@ -1,0 +1,157 @@
+//! `plan -f` and `apply -f` against the real server: a plan writes nothing and exits 2 when
+//! there is work; applying the reviewed digest writes it; an unchanged fleet plans to 0 and
+//! applies as a no-op; a plan made stale by a concurrent change is refused with exit 2.
+
+use crate::helpers::Server;
+
+const FLEET: &str = r#"
+[[scale_set]]
+name = "linux"
+credentials = "sim"
+organization = "acme"
+provider = "fake"
+labels = ["linux", "x64"]
+max_runners = 5
+"#;
+
+fn fleet_file(server: &Server, name: &str, text: &str) -> String {
+    let path = server.dir().join(name);
+    std::fs::write(&path, text).expect("write the fleet");
+    path.to_str().expect("utf-8").to_owned()
+}
+
+#[test]
+fn plan_writes_nothing_apply_does_the_plan_and_again_is_a_no_op() {
+    let server = Server::start();
+    server.with_acme();
+    let file = fleet_file(&server, "fleet.toml", FLEET);
+
+    let plan = server.ctl(&["plan", "-f", &file]);
+    assert_eq!(plan.code, 2, "a plan with changes exits 2: {plan:?}");
+    let lines: Vec<&str> = plan.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("SCALE SET") && lines[0].contains("WHY"),
+        "{plan:?}"
+    );
+    assert!(
+        lines[1].starts_with("create") && lines[1].contains("linux"),
+        "{plan:?}"
+    );
+    assert!(
+        plan.stdout.contains("changes to apply (1 create)"),
+        "{plan:?}"
+    );
+    assert!(
+        plan.stdout
+            .contains(&format!("scalesetctl apply -f {file} --digest ")),
+        "{plan:?}"
+    );
+    let empty = server.ctl(&["scale-set", "list"]);
+    assert!(
+        empty.stdout.starts_with("no scale sets"),
+        "plan wrote nothing: {empty:?}"
+    );
+
+    let (code, json) = server.json(&["plan", "-f", &file]);
+    assert_eq!(code, 2);
+    assert_eq!(json["has_changes"], true);
+    assert_eq!(json["scale_sets"][0]["action"], "create");
+    let digest = json["digest"].as_str().expect("digest").to_owned();
+
+    let applied = server.ctl(&["apply", "-f", &file, "--digest", &digest]);
+    assert_eq!(applied.code, 0, "{applied:?}");
+    assert!(applied.stdout.contains("applied: "), "{applied:?}");
+    let (_, shown) = server.json(&["scale-set", "show", "linux"]);
+    assert_eq!(shown["spec"]["max_runners"], 5);
+    assert_eq!(shown["spec"]["labels"], serde_json::json!(["linux", "x64"]));
+
+    // In place now: the plan is empty (exit 0), and apply writes nothing.
+    let again = server.ctl(&["plan", "-f", &file]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert!(again.stdout.contains("no changes"), "{again:?}");
+    assert!(
+        again
+            .stdout
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("unchanged")),
+        "{again:?}"
+    );
+    let (code, noop) = server.json(&["apply", "-f", &file]);
+    assert_eq!(code, 0);
+    assert_eq!(noop["writes"], 0, "{noop}");
+}
+
+#[test]
+fn a_stale_plan_is_refused_with_exit_2_and_nothing_written() {
+    let server = Server::start();
+    server.with_acme();
+    let file = fleet_file(&server, "fleet.toml", FLEET);
+    assert_eq!(server.ctl(&["apply", "-f", &file]).code, 0);
+
+    // Review a change, then someone else changes the scale set before it is applied.
+    let changed = fleet_file(
+        &server,
+        "ours.toml",
+        &FLEET.replace("max_runners = 5", "max_runners = 8"),
+    );
+    let (code, plan) = server.json(&["plan", "-f", &changed]);
+    assert_eq!(code, 2);
+    assert_eq!(plan["scale_sets"][0]["action"], "update");
+    let shown = server.ctl(&["plan", "-f", &changed]);
+    assert!(
+        shown.stdout.contains("max_runners: 5 → 8"),
+        "the change is shown: {shown:?}"
+    );
+    let digest = plan["digest"].as_str().expect("digest").to_owned();
+    // Another operator applies a different change first.
+    let theirs = fleet_file(
+        &server,
+        "theirs.toml",
+        &FLEET.replace("max_runners = 5", "max_runners = 6"),
+    );
+    let (code, _) = server.json(&["apply", "-f", &theirs]);
+    assert_eq!(code, 0);
+
+    let refused = server.ctl(&["apply", "-f", &changed, "--digest", &digest]);
+    assert_eq!(refused.code, 2, "a stale plan is a refusal: {refused:?}");
+    assert!(
+        refused.stderr.contains("apply refused") && refused.stderr.contains("stale_plan"),
+        "{refused:?}"
+    );
+    let (_, shown) = server.json(&["scale-set", "show", "linux"]);
+    assert_eq!(
+        shown["spec"]["max_runners"], 6,
+        "nothing written by the stale apply"
+    );
+
+    // JSON mode: the error body on stdout for the script.
+    let (code, body) = server.json(&["apply", "-f", &changed, "--digest", &digest]);
+    assert_eq!(code, 2);
+    assert_eq!(body["code"], "stale_plan");
+}
+
+#[test]
+fn a_bad_fleet_file_is_exit_1_naming_the_key() {
+    let server = Server::start();
+    server.with_acme();
+    let file = fleet_file(
+        &server,
+        "bad.toml",
+        &FLEET.replace("max_runners = 5", "max_runners = \"many\""),
+    );
+    let run = server.ctl(&["plan", "-f", &file]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("invalid_input") && run.stderr.contains("max_runners"),
+        "{run:?}"
+    );
+    let missing = server.ctl(&["plan", "-f", "/nonexistent/fleet.toml"]);
+    assert_eq!(missing.code, 1, "{missing:?}");
+    assert!(
+        missing
+            .stderr
+            .contains("cannot read the fleet file /nonexistent/fleet.toml"),
+        "{missing:?}"
+    );
+}
