@@ -231,7 +231,7 @@ mod tests {
 
     fn poll_size<'a, F, Fut>(_: F) -> usize
     where
-        F: FnOnce(&'a Client, &'a mut scaleset_github::Session, i64, u32) -> Fut,
+        F: FnOnce(&'a Client, &'a mut scaleset_github::Session, MessageId, u32) -> Fut,
     {
         std::mem::size_of::<Fut>()
     }

@@ -51,7 +51,7 @@ async fn a_runner_without_an_instance_is_removed_when_idle_and_left_while_busy()
     let mut jit = Vec::new();
     for name in ["linux-strayidle", "linux-straybusy", "other-runner"] {
         let config = client
-            .generate_jit_config(id, &JitConfigRequest::new(name))
+            .generate_jit_config(id.into(), &JitConfigRequest::new(name))
             .await
             .expect("generate a JIT config");
         jit.push(config.encoded_jit_config.expose().to_owned());

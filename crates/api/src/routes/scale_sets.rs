@@ -513,7 +513,7 @@ async fn delete_held(
                 during: "building the GitHub client",
                 reason: chain(&e),
             })?;
-        match client.delete_scale_set(github_id).await {
+        match client.delete_scale_set(github_id.into()).await {
             Ok(()) => {}
             // Already gone on GitHub: the delete's goal holds.
             Err(e) if e.is_scale_set_not_found() || e.status() == Some(404) => {}

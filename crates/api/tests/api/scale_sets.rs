@@ -171,7 +171,7 @@ async fn a_foreign_owned_set_is_refused_with_its_remedy(backend: Backend) {
     let client = Client::new(config).unwrap();
     let foreign = client
         .create_scale_set(
-            &NewRunnerScaleSet::new("linux".to_owned(), 1).with_labels(vec![
+            &NewRunnerScaleSet::new("linux".to_owned(), 1.into()).with_labels(vec![
                 Label::system("linux"),
                 Label::system(format!("scaleset-owner-{}", other.simple())),
             ]),
@@ -220,7 +220,7 @@ async fn a_foreign_owned_set_is_refused_with_its_remedy(backend: Backend) {
         .await;
     assert_eq!(deleted.status, 200, "{deleted:?}");
     assert_eq!(deleted.json["action"], "detached");
-    assert_eq!(github_ids_named(&sim, "linux"), vec![foreign.id]);
+    assert_eq!(github_ids_named(&sim, "linux"), vec![i64::from(foreign.id)]);
 }
 
 async fn a_created_set_is_drained_then_deleted_on_github(backend: Backend) {

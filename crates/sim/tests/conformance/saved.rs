@@ -28,10 +28,10 @@ async fn a_restarted_simulator_continues_the_saved_world() -> Result<()> {
         &["scaleset-owner-def".to_owned()],
     )?;
     let group = first.sim.create_runner_group("acme", "gpu")?;
-    let jobs = first.sim.enqueue_jobs(mine.id, &JobSpec::count(3))?;
+    let jobs = first.sim.enqueue_jobs(i64::from(mine.id), &JobSpec::count(3))?;
     let mut session = client.create_session(mine.id, "me").await?;
     let assigned = client
-        .get_message(&mut session, 0, 10)
+        .get_message(&mut session, 0.into(), 10)
         .await?
         .expect("the jobs are assigned");
     let jit = client
@@ -61,18 +61,18 @@ async fn a_restarted_simulator_continues_the_saved_world() -> Result<()> {
         serde_json::to_value(&before.agents)?
     );
     assert_eq!(after.agents.len(), 1, "the busy runner is still there");
-    let set = after.scale_set(mine.id).expect("mine");
+    let set = after.scale_set(i64::from(mine.id)).expect("mine");
     assert_eq!(
         set.session.as_ref().map(|s| s.owner_name.as_str()),
         Some("me")
     );
     assert!(
         set.unacknowledged_message_ids
-            .contains(&assigned.message_id)
+            .contains(&i64::from(assigned.message_id))
     );
     assert_eq!(
         after
-            .jobs_of(mine.id)
+            .jobs_of(i64::from(mine.id))
             .filter(|j| j.state == "running")
             .count(),
         1
@@ -93,14 +93,14 @@ async fn a_restarted_simulator_continues_the_saved_world() -> Result<()> {
         next > foreign.scale_set_id,
         "ids go on after the saved ones"
     );
-    let more = sim.enqueue_jobs(mine.id, &JobSpec::count(1))?;
+    let more = sim.enqueue_jobs(i64::from(mine.id), &JobSpec::count(1))?;
     assert!(more[0] > *jobs.iter().max().unwrap_or(&0));
     // The restored runner goes on: its job finishes in simulated time and it deregisters.
     sim.advance(Duration::from_secs(60));
     let later = sim.state();
     assert_eq!(
         later
-            .jobs_of(mine.id)
+            .jobs_of(i64::from(mine.id))
             .filter(|j| j.state == "completed")
             .count(),
         1

@@ -116,6 +116,8 @@ fn row(entity_id: EntityId, spec: ScaleSetSpec) -> ScaleSet {
         last_message_id: 0,
         session_id: None,
         desired_runners: 0,
+        last_message_at: None,
+        jobs_waiting: 0,
         generation: 1,
         created_at: Timestamp::EPOCH,
         updated_at: Timestamp::EPOCH,
