@@ -84,10 +84,12 @@ fn check_spec(spec: &StoredSpec) -> Result<(), ApiError> {
             reason: "at most 1000 characters, no control characters".to_owned(),
         });
     }
-    if !spec.extra_specs.is_object() {
+    // null is "none": a scale set declared in a fleet file without extra specs is stored so,
+    // and must stay updatable through the API.
+    if !(spec.extra_specs.is_object() || spec.extra_specs.is_null()) {
         return Err(ApiError::InvalidInput {
             field: "extra_specs".to_owned(),
-            reason: "must be a JSON object".to_owned(),
+            reason: "must be a JSON object (or null for none)".to_owned(),
         });
     }
     Ok(())
