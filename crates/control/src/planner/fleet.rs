@@ -698,10 +698,13 @@ fn auth_kind(auth: &Auth) -> String {
     }
 }
 
+/// How a plan shows one spec field.
+type Field = fn(&ScaleSetSpec) -> String;
+
 /// Every field of `to` that differs from `from` (all of them when there is no `from`). The
 /// runner group's cached id is not part of a spec the operator writes.
 pub(crate) fn spec_changes(from: Option<&ScaleSetSpec>, to: &ScaleSetSpec) -> Vec<Change> {
-    let fields: [(&'static str, fn(&ScaleSetSpec) -> String); 15] = [
+    let fields: [(&'static str, Field); 15] = [
         ("name", |s| s.name.clone()),
         ("runner_group", |s| s.runner_group.name.clone()),
         ("labels", |s| s.labels.join(",")),
@@ -723,7 +726,7 @@ pub(crate) fn spec_changes(from: Option<&ScaleSetSpec>, to: &ScaleSetSpec) -> Ve
         .filter_map(|(field, get)| {
             let old = from.map(get);
             let new = get(to);
-            (old.as_deref() != Some(new.as_str())).then(|| Change {
+            (old.as_deref() != Some(new.as_str())).then_some(Change {
                 field,
                 from: old,
                 to: Some(new),
