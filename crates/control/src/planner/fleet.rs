@@ -698,13 +698,13 @@ fn auth_kind(auth: &Auth) -> String {
     }
 }
 
-/// A spec field's name and how to show its value.
-type Field = (&'static str, fn(&ScaleSetSpec) -> String);
+/// How a plan shows one spec field.
+type Field = fn(&ScaleSetSpec) -> String;
 
 /// Every field of `to` that differs from `from` (all of them when there is no `from`). The
 /// runner group's cached id is not part of a spec the operator writes.
 pub(crate) fn spec_changes(from: Option<&ScaleSetSpec>, to: &ScaleSetSpec) -> Vec<Change> {
-    let fields: [Field; 15] = [
+    let fields: [(&'static str, Field); 15] = [
         ("name", |s| s.name.clone()),
         ("runner_group", |s| s.runner_group.name.clone()),
         ("labels", |s| s.labels.join(",")),
