@@ -16,7 +16,7 @@
 //! # async fn main() -> anyhow::Result<()> {
 //! let github = scaleset_e2e::RunningSim::start(scaleset_sim::SimConfig::default()).await?;
 //! assert!(github.url("/acme").starts_with("http://127.0.0.1:"));
-//! github.stop().await
+//! Ok(github.stop().await?)
 //! # }
 //! ```
 
