@@ -2,7 +2,7 @@
 //! reloads it every 5 s), read from the store. The overview has one row per scale set (name,
 //! entity, state with reason, provenance and evidence, desired/idle/busy runners, jobs waiting,
 //! last message time, recent events), filtered by name or entity and state and paginated
-//! ([`view::PER_PAGE`] rows), so it stays readable at thousands of scale sets;
+//! (50 rows a page), so it stays readable at thousands of scale sets;
 //! `/scale-sets/{id}` shows one scale set with its instances and events.
 //!
 //! **Auth.** The page uses the API's tokens: `GET /login` is a form, `POST /login` checks the
