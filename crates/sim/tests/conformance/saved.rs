@@ -28,7 +28,9 @@ async fn a_restarted_simulator_continues_the_saved_world() -> Result<()> {
         &["scaleset-owner-def".to_owned()],
     )?;
     let group = first.sim.create_runner_group("acme", "gpu")?;
-    let jobs = first.sim.enqueue_jobs(i64::from(mine.id), &JobSpec::count(3))?;
+    let jobs = first
+        .sim
+        .enqueue_jobs(i64::from(mine.id), &JobSpec::count(3))?;
     let mut session = client.create_session(mine.id, "me").await?;
     let assigned = client
         .get_message(&mut session, 0.into(), 10)

@@ -217,7 +217,7 @@ proptest! {
         union.sort_unstable();
         union.dedup();
         prop_assert_eq!(&union, &sets);
-        if (m as usize) % n == 0 {
+        if (m as usize).is_multiple_of(n) {
             prop_assert_eq!(total, m as usize, "disjoint: {:?}", plans);
         }
     }
