@@ -127,3 +127,32 @@ pub(crate) fn migrate(conn: &mut DbConnection) -> Result<()> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use diesel::migration::{Migration as _, MigrationSource};
+
+    use super::*;
+
+    /// diesel keys a migration by the version before its name: two directories with one
+    /// version are one migration, and the other is never applied (two branches once both
+    /// added `2026-12-03-000000_*`, and the second table was missing).
+    fn versions_are_unique(migrations: &EmbeddedMigrations) {
+        let all = MigrationSource::<diesel::sqlite::Sqlite>::migrations(migrations)
+            .expect("embedded migrations");
+        let mut seen = BTreeSet::new();
+        for migration in &all {
+            let version = migration.name().version().to_string();
+            assert!(seen.insert(version.clone()), "migration version {version} is used twice");
+        }
+        assert!(all.len() >= 3, "the migrations were not found");
+    }
+
+    #[test]
+    fn every_migration_has_its_own_version() {
+        versions_are_unique(&SQLITE_MIGRATIONS);
+        versions_are_unique(&POSTGRES_MIGRATIONS);
+    }
+}
