@@ -808,6 +808,43 @@ fn each_entity_is_planned_once_per_credentials() {
     );
 }
 
+#[test]
+fn the_digest_follows_the_values_a_change_writes() {
+    let s = stored(&[spec("web")]);
+    let digest = |max: u32| {
+        let mut d = declared("web", "main");
+        d.spec.max_runners = max;
+        let plan = run(&fleet(vec![d]), &s.world, &HashMap::new(), false);
+        assert_eq!(plan.scale_sets[0].action, Action::Update);
+        plan.digest
+    };
+    // Same steps, actions and reasons: only the changed value tells them apart.
+    assert_ne!(digest(8), digest(9));
+}
+
+#[test]
+fn the_digest_follows_the_declared_secret() {
+    let s = stored(&[]);
+    let digest = |auth: Auth| {
+        let mut f = fleet(vec![]);
+        f.credentials[0].auth = auth;
+        let plan = run(&f, &s.world, &HashMap::new(), false);
+        assert_eq!(plan.credentials[0].action, CredentialsAction::Update);
+        plan.digest
+    };
+    let pat = |token: &str| Auth::Pat {
+        token: SecretString::new(token),
+    };
+    let app = |key: &str| Auth::App {
+        app_id: 1,
+        installation_id: 2,
+        private_key: SecretString::new(key),
+    };
+    // The steps only say "replaced": the secret itself must still change the plan.
+    assert_ne!(digest(pat("ghp_aaa")), digest(pat("ghp_bbb")));
+    assert_ne!(digest(app("key-a")), digest(app("key-b")));
+}
+
 fn arb_spec() -> impl Strategy<Value = ScaleSetSpec> {
     (0..3u8, 0..3u32, any::<bool>(), 0..3u8).prop_map(|(name, max, enabled, group)| ScaleSetSpec {
         name: format!("set{name}"),
