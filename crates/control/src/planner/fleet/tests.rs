@@ -845,6 +845,25 @@ fn the_digest_follows_the_declared_secret() {
     assert_ne!(digest(app("key-a")), digest(app("key-b")));
 }
 
+#[test]
+fn a_by_id_read_is_answered_with_the_listed_scale_set_of_that_id() {
+    let s = stored(&[]);
+    // No runner group on the list item: the machine reads it by id before judging it.
+    let mut thin = github(42, "web", &[&owner_label(OURS)]);
+    thin.runner_group_id = None;
+    let step = one(
+        &fleet(vec![declared("web", "main")]),
+        &s.world,
+        Some(listed(vec![thin])),
+    );
+    assert_eq!(step.action, Action::Adopt);
+    assert!(
+        matches!(&step.reason, Reason::Adoptable { github_id: 42, .. }),
+        "{:?}",
+        step.reason
+    );
+}
+
 fn arb_spec() -> impl Strategy<Value = ScaleSetSpec> {
     (0..3u8, 0..3u32, any::<bool>(), 0..3u8).prop_map(|(name, max, enabled, group)| ScaleSetSpec {
         name: format!("set{name}"),
