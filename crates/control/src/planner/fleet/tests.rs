@@ -711,6 +711,159 @@ fn actions_and_reasons_have_stable_names() {
     assert_eq!(CredentialsAction::Unchanged.as_str(), "unchanged");
 }
 
+#[test]
+fn a_scale_set_key_displays_name_group_and_entity() {
+    let key = declared("web", "main").key();
+    assert_eq!(
+        key.to_string(),
+        "\"web\" in runner group \"Default\" of organization acme"
+    );
+}
+
+#[test]
+fn changed_credentials_alone_are_not_a_noop() {
+    let s = stored(&[spec("web")]);
+    let mut f = fleet(vec![declared("web", "main")]);
+    f.credentials[0] = new_credentials("main", "ghp_rotated");
+    let plan = run(&f, &s.world, &HashMap::new(), false);
+    assert_eq!(plan.credentials[0].action, CredentialsAction::Update);
+    assert!(plan.entities.is_empty());
+    assert_eq!(plan.scale_sets[0].action, Action::Unchanged);
+    assert!(!plan.is_noop());
+}
+
+#[test]
+fn a_scale_set_update_alone_is_not_a_noop() {
+    let s = stored(&[spec("web")]);
+    let mut d = declared("web", "main");
+    d.spec.max_runners = 9;
+    let plan = run(&fleet(vec![d]), &s.world, &HashMap::new(), false);
+    assert_eq!(plan.credentials[0].action, CredentialsAction::Unchanged);
+    assert!(plan.entities.iter().all(|e| e.existing.is_some()));
+    assert_eq!(plan.scale_sets[0].action, Action::Update);
+    assert!(!plan.is_noop());
+}
+
+#[test]
+fn count_counts_the_steps_with_that_action() {
+    let f = fleet(vec![declared("web", "main"), declared("api", "main")]);
+    let plan = run(&f, &World::default(), &HashMap::new(), false);
+    assert_eq!(plan.count(Action::Create), 2);
+    assert_eq!(plan.count(Action::Adopt), 0);
+}
+
+#[test]
+fn a_stored_entity_is_reused_only_for_the_same_kind_and_credentials() {
+    // Same credentials, another organization: not reused.
+    let mut s = stored(&[]);
+    s.world.entities[0].kind = org("beta");
+    let plan = run(
+        &fleet(vec![declared("web", "main")]),
+        &s.world,
+        &HashMap::new(),
+        false,
+    );
+    assert_eq!(plan.entities.len(), 1);
+    assert_eq!(plan.entities[0].existing, None);
+
+    // Same organization, other credentials: not reused either.
+    let mut s = stored(&[]);
+    let mut other = s.world.credentials[0].clone();
+    other.id = CredentialsId::generate();
+    other.name = "other".into();
+    s.world.credentials.push(other);
+    let mut f = fleet(vec![declared("web", "other")]);
+    f.credentials.clear();
+    let plan = run(&f, &s.world, &HashMap::new(), false);
+    assert_eq!(plan.scale_sets[0].action, Action::Create);
+    assert_eq!(plan.entities.len(), 1);
+    assert_eq!(plan.entities[0].credentials, "other");
+    assert_eq!(plan.entities[0].existing, None);
+}
+
+#[test]
+fn each_entity_is_planned_once_per_credentials() {
+    let mut beta = declared("db", "main");
+    beta.entity = org("beta");
+    let mut f = fleet(vec![
+        declared("web", "main"),
+        declared("api", "main"),
+        beta,
+        declared("ci", "other"),
+    ]);
+    f.credentials.push(new_credentials("other", "ghp_x"));
+    let plan = run(&f, &World::default(), &HashMap::new(), false);
+    let entities: Vec<(EntityKind, &str)> = plan
+        .entities
+        .iter()
+        .map(|e| (e.kind.clone(), e.credentials.as_str()))
+        .collect();
+    assert_eq!(
+        entities,
+        [
+            (org("acme"), "main"),
+            (org("beta"), "main"),
+            (org("acme"), "other"),
+        ]
+    );
+}
+
+#[test]
+fn the_digest_follows_the_values_a_change_writes() {
+    let s = stored(&[spec("web")]);
+    let digest = |max: u32| {
+        let mut d = declared("web", "main");
+        d.spec.max_runners = max;
+        let plan = run(&fleet(vec![d]), &s.world, &HashMap::new(), false);
+        assert_eq!(plan.scale_sets[0].action, Action::Update);
+        plan.digest
+    };
+    // Same steps, actions and reasons: only the changed value tells them apart.
+    assert_ne!(digest(8), digest(9));
+}
+
+#[test]
+fn the_digest_follows_the_declared_secret() {
+    let s = stored(&[]);
+    let digest = |auth: Auth| {
+        let mut f = fleet(vec![]);
+        f.credentials[0].auth = auth;
+        let plan = run(&f, &s.world, &HashMap::new(), false);
+        assert_eq!(plan.credentials[0].action, CredentialsAction::Update);
+        plan.digest
+    };
+    let pat = |token: &str| Auth::Pat {
+        token: SecretString::new(token),
+    };
+    let app = |key: &str| Auth::App {
+        app_id: 1,
+        installation_id: 2,
+        private_key: SecretString::new(key),
+    };
+    // The steps only say "replaced": the secret itself must still change the plan.
+    assert_ne!(digest(pat("ghp_aaa")), digest(pat("ghp_bbb")));
+    assert_ne!(digest(app("key-a")), digest(app("key-b")));
+}
+
+#[test]
+fn a_by_id_read_is_answered_with_the_listed_scale_set_of_that_id() {
+    let s = stored(&[]);
+    // No runner group on the list item: the machine reads it by id before judging it.
+    let mut thin = github(42, "web", &[&owner_label(OURS)]);
+    thin.runner_group_id = None;
+    let step = one(
+        &fleet(vec![declared("web", "main")]),
+        &s.world,
+        Some(listed(vec![thin])),
+    );
+    assert_eq!(step.action, Action::Adopt);
+    assert!(
+        matches!(&step.reason, Reason::Adoptable { github_id: 42, .. }),
+        "{:?}",
+        step.reason
+    );
+}
+
 fn arb_spec() -> impl Strategy<Value = ScaleSetSpec> {
     (0..3u8, 0..3u32, any::<bool>(), 0..3u8).prop_map(|(name, max, enabled, group)| ScaleSetSpec {
         name: format!("set{name}"),
