@@ -145,7 +145,10 @@ mod tests {
         let mut seen = BTreeSet::new();
         for migration in &all {
             let version = migration.name().version().to_string();
-            assert!(seen.insert(version.clone()), "migration version {version} is used twice");
+            assert!(
+                seen.insert(version.clone()),
+                "migration version {version} is used twice"
+            );
         }
         assert!(all.len() >= 3, "the migrations were not found");
     }
