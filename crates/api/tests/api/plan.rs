@@ -101,8 +101,20 @@ async fn spawn_app() -> App {
 
 impl App {
     async fn post(&self, path: &str, token: Option<&str>, body: &Value) -> (u16, Value) {
+        self.send(http::Method::POST, path, token, body).await
+    }
+
+    async fn send(
+        &self,
+        method: http::Method,
+        path: &str,
+        token: Option<&str>,
+        body: &Value,
+    ) -> (u16, Value) {
         let client = Client::builder(TokioExecutor::new()).build_http::<Full<bytes::Bytes>>();
-        let mut request = http::Request::post(format!("http://{}{path}", self.addr))
+        let mut request = http::Request::builder()
+            .method(method)
+            .uri(format!("http://{}{path}", self.addr))
             .header("content-type", "application/json");
         if let Some(token) = token {
             request = request.header("authorization", format!("Bearer {token}"));
@@ -201,6 +213,41 @@ async fn plan_then_apply_then_noop() {
     assert_eq!(status, 200, "{noop}");
     assert_eq!(noop["writes"], 0);
     assert_eq!(app.written().await, after, "a no-op apply wrote");
+}
+
+/// A fleet that declares no extra specs stores them as null; such a scale set must stay
+/// updatable through the API (its update once failed with 400 "invalid extra_specs").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scale_set_applied_from_a_fleet_can_be_updated() {
+    let app = spawn_app().await;
+    let (_, plan) = app
+        .post("/api/v1/plan", Some(&app.token), &json!({"fleet": FLEET}))
+        .await;
+    let (status, applied) = app
+        .post(
+            "/api/v1/apply",
+            Some(&app.token),
+            &json!({"fleet": FLEET, "digest": plan["digest"]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{applied}");
+    let stored = app.store.list_scale_sets(None).await.expect("sets");
+    assert_eq!(stored.len(), 1);
+    assert!(
+        stored[0].spec.extra_specs.is_null(),
+        "the fleet path stores null"
+    );
+    let (status, body) = app
+        .send(
+            http::Method::PATCH,
+            &format!("/api/v1/scale-sets/{}", stored[0].id),
+            Some(&app.token),
+            &json!({"generation": stored[0].generation, "max_runners": 5}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (sets, _) = app.written().await;
+    assert_eq!(sets[0].1, 5, "the update was written");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
