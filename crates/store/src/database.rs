@@ -10,6 +10,7 @@ mod credentials;
 mod entity;
 mod event;
 mod instance;
+mod instance_access;
 mod lease;
 mod scale_set;
 mod schema;

@@ -67,6 +67,7 @@ mod entity;
 mod error;
 mod event;
 mod instance;
+mod instance_access;
 mod keyring;
 mod lease;
 mod options;
@@ -84,6 +85,10 @@ pub use entity::{Entity, EntityId, EntityKind, EntityStore, NewEntity};
 pub use error::{Error, ErrorClass, Result};
 pub use event::{Event, EventStore};
 pub use instance::{Instance, InstanceStatus, InstanceStore, NewInstance};
+pub use instance_access::{
+    BootstrapReport, BootstrapStatus, INSTANCE_TOKEN_PREFIX, InstanceAccess, InstanceAccessStore,
+    InstanceToken, SystemInfo,
+};
 pub use keyring::{EncryptionKey, Keyring, SecretString};
 pub use lease::{Acquisition, Lease, LeaseRecord, LeaseStore, LiveLease};
 pub use options::{DatabaseUrl, StoreOptions};
@@ -100,6 +105,7 @@ pub trait Store:
     + EntityStore
     + ScaleSetStore
     + InstanceStore
+    + InstanceAccessStore
     + LeaseStore
     + EventStore
     + ApiTokenStore
@@ -116,6 +122,7 @@ impl<T> Store for T where
         + EntityStore
         + ScaleSetStore
         + InstanceStore
+        + InstanceAccessStore
         + LeaseStore
         + EventStore
         + ApiTokenStore

@@ -125,6 +125,23 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    instance_access (instance_name) {
+        instance_name -> Text,
+        token_hash -> Binary,
+        expires_at -> BigInt,
+        jit_key_id -> Text,
+        jit_ciphertext -> Binary,
+        bootstrap_status -> Text,
+        status_message -> Nullable<Text>,
+        agent_id -> Nullable<BigInt>,
+        os_name -> Nullable<Text>,
+        os_version -> Nullable<Text>,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::joinable!(instance_access -> instances (instance_name));
 diesel::joinable!(leases -> scale_sets (scale_set_id));
 diesel::joinable!(events -> scale_sets (scale_set_id));
 
@@ -134,6 +151,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     entities,
     scale_sets,
     instances,
+    instance_access,
     leases,
     workers,
     events,

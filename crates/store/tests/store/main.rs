@@ -12,6 +12,7 @@ mod credentials;
 mod entity;
 mod event;
 mod instance;
+mod instance_access;
 mod lease;
 mod open;
 mod scale_set;
