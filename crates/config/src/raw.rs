@@ -82,6 +82,7 @@ pub(crate) struct RawWorker {
     pub(crate) refused_recheck: Option<String>,
     pub(crate) foreign_session_recheck: Option<String>,
     pub(crate) reconcile_interval: Option<String>,
+    pub(crate) instance_api_url: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

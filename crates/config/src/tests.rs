@@ -249,3 +249,33 @@ fn bad_server_values_are_each_named() {
     let found = problems(&text, &base_env());
     assert_eq!(keys(&found), vec!["server.tls_key_file"], "{found:?}");
 }
+
+#[test]
+fn the_instance_api_url_is_read_and_checked() {
+    let config = Config::parse("test.toml", GOOD, &base_env()).unwrap();
+    assert_eq!(config.settings.instance_api_url, None);
+    let with = |value: &str| {
+        GOOD.replace(
+            "lease_ttl = \"30s\"",
+            &format!("lease_ttl = \"30s\"\ninstance_api_url = \"{value}\""),
+        )
+    };
+    let config = Config::parse(
+        "test.toml",
+        &with("https://scaleset.example.com"),
+        &base_env(),
+    )
+    .unwrap();
+    assert_eq!(
+        config.settings.instance_api_url.map(String::from),
+        Some("https://scaleset.example.com/".to_owned())
+    );
+    for bad in ["ftp://x", "not a url", "https://x/?a=b"] {
+        let found = problems(&with(bad), &base_env());
+        assert_eq!(
+            keys(&found),
+            ["worker.instance_api_url"],
+            "{bad}: {found:#?}"
+        );
+    }
+}

@@ -316,6 +316,20 @@ fn worker(
         raw.reconcile_interval.as_deref(),
         defaults.reconcile_interval,
     );
+    settings.instance_api_url = raw.instance_api_url.as_deref().and_then(|text| {
+        let url = http_url(p, "worker.instance_api_url", text)?;
+        if url.query().is_some() || url.fragment().is_some() {
+            p.add(
+                "worker.instance_api_url",
+                format!(
+                    "{text:?} has a query or fragment; give the server's base URL as \
+                     instances reach it, e.g. \"https://scaleset.example.com\""
+                ),
+            );
+            return None;
+        }
+        Some(url)
+    });
     let shutdown_timeout = p.duration(
         "worker.shutdown_timeout",
         raw.shutdown_timeout.as_deref(),

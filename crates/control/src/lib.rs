@@ -54,4 +54,4 @@ pub use planner::fleet::{
 };
 pub use planner::leases::{LeaseInput, LeasePlan, plan_leases};
 pub use planner::{Plan, PlanInput, RunnerPhase, RunnerView, plan};
-pub use settings::Settings;
+pub use settings::{InstanceUrls, Settings};

@@ -18,13 +18,21 @@ use scaleset_provider::{
     BootstrapInstance, CreateRequest, InstanceId, OsArch, OsType, Pool, Provider,
     Secret as ProviderSecret, UserDataOptions,
 };
-use scaleset_store::{Instance, InstanceStatus, Lease, NewInstance, ScaleSet};
+use scaleset_store::{
+    Instance, InstanceStatus, InstanceToken, Lease, NewInstance, ScaleSet, SecretString,
+};
 
 use crate::checkpoint::Checkpoint;
 use crate::error::{Error, chain, store};
 use crate::identity::runner_name;
 use crate::planner::{PlanInput, RunnerPhase, RunnerView, plan};
 use crate::task::Shared;
+
+/// What an instance is given to reach the server's instance-facing endpoints.
+struct InstanceAccessGrant {
+    urls: crate::settings::InstanceUrls,
+    token: InstanceToken,
+}
 
 /// The runners of one scale set, as one task serves them.
 pub(crate) struct Runners<'a> {
@@ -248,18 +256,17 @@ impl Runners<'_> {
             .checkpoints
             .reached(Checkpoint::JitConfigGenerated, self.name())
             .await;
+        let access = self
+            .grant_access(&name, jit.encoded_jit_config.expose(), timeout)
+            .await?;
         self.transition(&name, InstanceStatus::Creating).await?;
         let request = CreateRequest {
-            bootstrap: self.bootstrap(&name),
+            bootstrap: self.bootstrap(&name, access),
             jit_config: Some(scaleset_provider::JitConfig::new(
                 jit.encoded_jit_config.expose(),
             )),
             // GARM bounds a create by the bootstrap timeout; so does the external provider.
-            bootstrap_timeout: Some(if self.scale_set.spec.bootstrap_timeout.is_zero() {
-                self.shared.settings.default_bootstrap_timeout
-            } else {
-                self.scale_set.spec.bootstrap_timeout
-            }),
+            bootstrap_timeout: Some(timeout),
         };
         let created = match self.provider.create(&request).await {
             Ok(created) => created,
@@ -295,15 +302,49 @@ impl Runners<'_> {
         Ok(())
     }
 
-    fn bootstrap(&self, name: &str) -> BootstrapInstance {
+    /// Grants the runner's instance its token and keeps its JIT config for it to fetch, when
+    /// instances have a server to reach ([`crate::Settings::instance_api_url`]). The token
+    /// lasts as long as the bootstrap may (GARM's instance JWT does the same).
+    async fn grant_access(
+        &self,
+        name: &str,
+        jit_config: &str,
+        bootstrap_timeout: std::time::Duration,
+    ) -> Result<Option<InstanceAccessGrant>, Error> {
+        let Some(urls) = self.shared.settings.instance_urls() else {
+            return Ok(None);
+        };
+        let token = self
+            .shared
+            .store
+            .grant_instance_access(
+                self.lease,
+                name,
+                &SecretString::new(jit_config),
+                bootstrap_timeout,
+            )
+            .await
+            .map_err(store("granting an instance its token"))?;
+        Ok(Some(InstanceAccessGrant { urls, token }))
+    }
+
+    fn bootstrap(&self, name: &str, access: Option<InstanceAccessGrant>) -> BootstrapInstance {
         let spec = &self.scale_set.spec;
+        let (callback_url, metadata_url, instance_token) = match access {
+            Some(grant) => (
+                grant.urls.callback,
+                grant.urls.metadata,
+                ProviderSecret::new(grant.token.expose()),
+            ),
+            None => (String::new(), String::new(), ProviderSecret::new("")),
+        };
         BootstrapInstance {
             name: name.to_owned(),
             tools: vec![],
             repo_url: self.client.config_url().as_str().to_owned(),
-            callback_url: String::new(),
-            metadata_url: String::new(),
-            instance_token: ProviderSecret::new(""),
+            callback_url,
+            metadata_url,
+            instance_token,
             ssh_keys: vec![],
             extra_specs: (!spec.extra_specs.is_null()).then(|| spec.extra_specs.clone()),
             github_runner_group: spec.runner_group.name.clone(),

@@ -41,6 +41,13 @@ pub struct Settings {
     /// no bound every set takes one step at a time in lockstep and none is listening until
     /// nearly all are (`docs/benchmarks.md`, listener density).
     pub max_concurrent_starts: usize,
+    /// The server's URL as instances reach it (e.g. `https://scaleset.example.com`), from
+    /// which their metadata and callback URLs are made (GARM's `metadata_url` and
+    /// `callback_url`). When set, every new runner is granted an instance token and its JIT
+    /// config is kept for it to fetch; when not, the bootstrap parameters carry empty URLs
+    /// and providers must boot runners from the JIT config they are handed (the fake and
+    /// directory providers do; GARM's external providers cannot).
+    pub instance_api_url: Option<url::Url>,
 }
 
 impl Default for Settings {
@@ -58,11 +65,24 @@ impl Default for Settings {
             default_bootstrap_timeout: Duration::from_secs(600),
             reconcile_interval: Duration::from_secs(300),
             max_concurrent_starts: 64,
+            instance_api_url: None,
         }
     }
 }
 
 impl Settings {
+    /// The metadata and callback URLs instances are given, when [`Settings::instance_api_url`]
+    /// is set: `<url>/api/v1/metadata` and `<url>/api/v1/callbacks/status` (a path in the URL
+    /// is kept, for a server behind a reverse proxy under a prefix).
+    pub fn instance_urls(&self) -> Option<InstanceUrls> {
+        let base = self.instance_api_url.as_ref()?;
+        let base = base.as_str().trim_end_matches('/');
+        Some(InstanceUrls {
+            metadata: format!("{base}/api/v1/metadata"),
+            callback: format!("{base}/api/v1/callbacks/status"),
+        })
+    }
+
     /// The wait after `failures` consecutive failures: `backoff_base × 2^(failures-1)`, capped.
     pub fn backoff(&self, failures: u32) -> Duration {
         let exponent = failures.saturating_sub(1).min(20);
@@ -70,6 +90,15 @@ impl Settings {
             .saturating_mul(1u32 << exponent)
             .min(self.backoff_max)
     }
+}
+
+/// Where an instance fetches its setup data and reports its progress.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceUrls {
+    /// GARM's `metadata-url`: the JIT files, CA bundle and service files under it.
+    pub metadata: String,
+    /// GARM's `callback-url`: status reports (system info goes to its sibling `system-info`).
+    pub callback: String,
 }
 
 #[cfg(test)]
@@ -87,5 +116,32 @@ mod tests {
         assert_eq!(settings.backoff(2), Duration::from_millis(20));
         assert_eq!(settings.backoff(4), Duration::from_millis(50));
         assert_eq!(settings.backoff(u32::MAX), Duration::from_millis(50));
+    }
+
+    #[test]
+    fn instance_urls_are_made_under_the_api_and_keep_a_prefix() {
+        assert_eq!(Settings::default().instance_urls(), None);
+        for (base, prefix) in [
+            (
+                "https://scaleset.example.com",
+                "https://scaleset.example.com",
+            ),
+            (
+                "https://proxy.example.com/scaleset/",
+                "https://proxy.example.com/scaleset",
+            ),
+        ] {
+            let settings = Settings {
+                instance_api_url: Some(url::Url::parse(base).unwrap()),
+                ..Settings::default()
+            };
+            assert_eq!(
+                settings.instance_urls(),
+                Some(InstanceUrls {
+                    metadata: format!("{prefix}/api/v1/metadata"),
+                    callback: format!("{prefix}/api/v1/callbacks/status"),
+                })
+            );
+        }
     }
 }

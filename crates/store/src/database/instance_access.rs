@@ -47,12 +47,7 @@ fn what(name: &str) -> String {
 fn from_row(row: Row, scale_set_id: &str) -> Result<InstanceAccess> {
     let key = row.instance_name.as_str();
     Ok(InstanceAccess {
-        scale_set_id: ScaleSetId(parse_uuid(
-            "instances",
-            key,
-            "scale_set_id",
-            scale_set_id,
-        )?),
+        scale_set_id: ScaleSetId(parse_uuid("instances", key, "scale_set_id", scale_set_id)?),
         expires_at: Timestamp::from_unix_millis(row.expires_at),
         bootstrap_status: enum_from_db(
             TABLE,
@@ -145,8 +140,7 @@ impl InstanceAccessStore for DieselStore {
                     .values((
                         instance_access::instance_name.eq(&name),
                         instance_access::token_hash.eq(token.hash()),
-                        instance_access::expires_at
-                            .eq(now.saturating_add(valid_for).unix_millis()),
+                        instance_access::expires_at.eq(now.saturating_add(valid_for).unix_millis()),
                         instance_access::jit_key_id.eq(&key_id),
                         instance_access::jit_ciphertext.eq(&ciphertext),
                         instance_access::bootstrap_status.eq(BootstrapStatus::Pending.as_str()),

@@ -58,7 +58,10 @@ async fn a_granted_token_opens_its_instance_and_its_jit_config(db: TestDb) {
     assert_eq!(access.instance_name, "runner-a");
     assert_eq!(access.scale_set_id, held.scale_set_id());
     assert_eq!(access.bootstrap_status, BootstrapStatus::Pending);
-    assert_eq!(access.expires_at, scaleset_store::Clock::now(&db.clock).saturating_add(TTL));
+    assert_eq!(
+        access.expires_at,
+        scaleset_store::Clock::now(&db.clock).saturating_add(TTL)
+    );
     assert_eq!(
         store.get_instance_access("runner-a").await.unwrap(),
         Some(access)
@@ -175,7 +178,11 @@ async fn reports_follow_the_bootstrap_table_and_stop_when_it_is_over(db: TestDb)
         .await
         .unwrap();
     assert_eq!(
-        (info.os_name.as_deref(), info.os_version.as_deref(), info.agent_id),
+        (
+            info.os_name.as_deref(),
+            info.os_version.as_deref(),
+            info.agent_id
+        ),
         (Some("Ubuntu"), Some("24.04"), Some(41))
     );
 
@@ -192,7 +199,11 @@ async fn reports_follow_the_bootstrap_table_and_stop_when_it_is_over(db: TestDb)
         .unwrap();
     assert_eq!(idle.bootstrap_status, BootstrapStatus::Idle);
     assert_eq!(idle.status_message.as_deref(), Some("runner started"));
-    assert_eq!(idle.agent_id, Some(41), "an absent agent id keeps the known one");
+    assert_eq!(
+        idle.agent_id,
+        Some(41),
+        "an absent agent id keeps the known one"
+    );
 
     for late in [
         store
