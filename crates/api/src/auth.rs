@@ -59,23 +59,16 @@ async fn authenticate(
     state: &AppState,
     header: Option<Result<String, axum::http::header::ToStrError>>,
 ) -> Result<Caller, ApiError> {
-    let Some(value) = header else {
-        return Err(ApiError::MissingToken);
-    };
-    let text = value.map_err(|_| ApiError::InvalidToken)?;
-    let Some((scheme, token)) = text.trim().split_once(' ') else {
-        return Err(ApiError::MissingToken);
-    };
-    if !scheme.eq_ignore_ascii_case("bearer") {
-        return Err(ApiError::MissingToken);
-    }
-    let token = token.trim();
-    if token.is_empty() || token.len() > 512 {
-        return Err(ApiError::InvalidToken);
-    }
+    let token = bearer(header).map_err(|missing| {
+        if missing {
+            ApiError::MissingToken
+        } else {
+            ApiError::InvalidToken
+        }
+    })?;
     let found = state
         .store
-        .authenticate_api_token(&ApiTokenSecret::new(token))
+        .authenticate_api_token(&ApiTokenSecret::new(token.as_str()))
         .await
         .map_err(ApiError::store("checking the API token", || {
             "API token".to_owned()
@@ -85,4 +78,21 @@ async fn authenticate(
         token_id: record.id.0,
         name: record.name,
     })
+}
+
+/// The token of an `Authorization: Bearer <token>` header. `Err(true)`: no bearer token was
+/// sent; `Err(false)`: one was sent but cannot be a token (not text, empty, over 512 bytes).
+pub(crate) fn bearer(
+    header: Option<Result<String, axum::http::header::ToStrError>>,
+) -> Result<String, bool> {
+    let text = header.ok_or(true)?.map_err(|_| false)?;
+    let (scheme, token) = text.trim().split_once(' ').ok_or(true)?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(true);
+    }
+    let token = token.trim();
+    if token.is_empty() || token.len() > 512 {
+        return Err(false);
+    }
+    Ok(token.to_owned())
 }

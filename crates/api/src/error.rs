@@ -25,6 +25,42 @@ pub enum ApiError {
          `scaleset-server token create NAME`"
     )]
     InvalidToken,
+    /// An instance-facing route without an instance token.
+    #[error(
+        "instance endpoints need the instance's own token: send `Authorization: Bearer \
+         <instance-token>` with the `instance-token` of the bootstrap parameters"
+    )]
+    MissingInstanceToken,
+    /// An instance token the server does not know, or one that expired.
+    #[error(
+        "the instance token is not valid: unknown, replaced, or expired (it lasts the scale \
+         set's bootstrap timeout){hint}; an instance that outlived it is removed and replaced"
+    )]
+    InvalidInstanceToken {
+        /// A hint for a common mistake (an API token sent here), or empty.
+        hint: &'static str,
+    },
+    /// The instance has finished bootstrapping; its token opens nothing more.
+    #[error(
+        "instance {instance:?} has finished bootstrapping (it reported {status:?}); its token \
+         no longer opens the metadata or callbacks"
+    )]
+    BootstrapFinished {
+        /// The instance.
+        instance: String,
+        /// What it reported.
+        status: &'static str,
+    },
+    /// A registration token was asked for by an instance with a JIT config.
+    #[error(
+        "instance {instance:?} was given a JIT config, not a registration token (scale-set \
+         runners register only just-in-time): fetch /api/v1/metadata/credentials/runner, \
+         /credentials/credentials and /credentials/credentials_rsaparams instead"
+    )]
+    JitConfigured {
+        /// The instance.
+        instance: String,
+    },
     /// A valid token that may not do this.
     #[error("this token may not {action}")]
     Forbidden {
@@ -164,6 +200,10 @@ impl ApiError {
             Self::MissingToken => ErrorCode::MissingToken,
             Self::InvalidToken => ErrorCode::InvalidToken,
             Self::Forbidden { .. } => ErrorCode::Forbidden,
+            Self::MissingInstanceToken => ErrorCode::MissingToken,
+            Self::InvalidInstanceToken { .. } => ErrorCode::InvalidToken,
+            Self::BootstrapFinished { .. } => ErrorCode::BootstrapFinished,
+            Self::JitConfigured { .. } => ErrorCode::JitConfigured,
             Self::InvalidBody { .. } => ErrorCode::InvalidBody,
             Self::InvalidInput { .. } => ErrorCode::InvalidInput,
             Self::InvalidParameter { .. } => ErrorCode::InvalidParameter,
@@ -210,7 +250,7 @@ impl ApiError {
 pub fn status(code: ErrorCode) -> StatusCode {
     match code {
         ErrorCode::MissingToken | ErrorCode::InvalidToken => StatusCode::UNAUTHORIZED,
-        ErrorCode::Forbidden => StatusCode::FORBIDDEN,
+        ErrorCode::Forbidden | ErrorCode::BootstrapFinished => StatusCode::FORBIDDEN,
         ErrorCode::InvalidBody | ErrorCode::InvalidInput | ErrorCode::InvalidParameter => {
             StatusCode::BAD_REQUEST
         }
@@ -223,7 +263,8 @@ pub fn status(code: ErrorCode) -> StatusCode {
         | ErrorCode::StaleGeneration
         | ErrorCode::NotDrained
         | ErrorCode::LeaseHeld
-        | ErrorCode::StalePlan => StatusCode::CONFLICT,
+        | ErrorCode::StalePlan
+        | ErrorCode::JitConfigured => StatusCode::CONFLICT,
         ErrorCode::GitHub => StatusCode::BAD_GATEWAY,
         ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,

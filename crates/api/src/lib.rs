@@ -31,6 +31,8 @@ pub mod v1;
 #[cfg(feature = "server")]
 mod auth;
 #[cfg(feature = "server")]
+mod bootstrap_files;
+#[cfg(feature = "server")]
 mod error;
 #[cfg(feature = "server")]
 mod extract;

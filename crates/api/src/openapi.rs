@@ -8,7 +8,9 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{controller, credentials, entities, health, instances, plan, scale_sets};
+use crate::routes::{
+    controller, credentials, entities, health, instance_facing, instances, plan, scale_sets,
+};
 use crate::v1;
 
 /// The document's root.
@@ -18,7 +20,9 @@ use crate::v1;
         title = "scaleset API",
         description = "Manage GitHub Actions runner scale sets: credentials, entities, scale sets \
                        (with adoption), instances. Every /api/v1 route takes \
-                       `Authorization: Bearer <token>`; errors are `{code, message, request_id}`.",
+                       `Authorization: Bearer <token>` (an API token; the instance-facing \
+                       metadata and callbacks take the instance's own token); errors are \
+                       `{code, message, request_id}`.",
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
     paths(
@@ -29,6 +33,9 @@ use crate::v1;
         scale_sets::create, scale_sets::list, scale_sets::show, scale_sets::update, scale_sets::delete,
         instances::list, instances::list_of, instances::show,
         plan::plan, plan::apply,
+        instance_facing::registration_token, instance_facing::jit_file, instance_facing::cert_bundle,
+        instance_facing::service_name, instance_facing::unit_file, instance_facing::status,
+        instance_facing::system_info,
     ),
     components(schemas(
         v1::ErrorBody, v1::ErrorCode, v1::ControllerInfo,
@@ -36,7 +43,8 @@ use crate::v1;
         v1::CreateEntity, v1::Entity, v1::EntityKind, v1::EntityList,
         v1::CreateScaleSet, v1::UpdateScaleSet, v1::ScaleSet, v1::ScaleSetSpec, v1::ScaleSetState, v1::Provenance,
         v1::AdoptionPolicy, v1::Refusal, v1::Event, v1::ScaleSetList, v1::DeleteScaleSetResult, v1::DeleteAction,
-        v1::Instance, v1::InstanceStatus, v1::InstanceList,
+        v1::Instance, v1::InstanceStatus, v1::InstanceList, v1::InstanceBootstrap,
+        v1::StatusCallback, v1::SystemInfoCallback, v1::CertificateBundle,
         v1::PlanRequest, v1::ApplyRequest, v1::PlanResponse, v1::ApplyResponse, v1::PlanAction,
         v1::FieldChange, v1::PlannedCredentials, v1::PlannedEntity, v1::PlannedScaleSet,
     )),
@@ -50,6 +58,7 @@ use crate::v1;
         (name = "scale-sets", description = "Scale sets, adoption, ownership-aware delete"),
         (name = "instances", description = "Provider instances running runners"),
         (name = "fleet", description = "Plan and apply of a declarative fleet"),
+        (name = "instance", description = "Called by booting instances with their instance token (GARM's metadata and callback URLs)"),
     ),
 )]
 pub struct ApiDoc;
@@ -66,6 +75,18 @@ impl Modify for BearerAuth {
                     .scheme(HttpAuthScheme::Bearer)
                     .description(Some(
                         "An API token from `scaleset-server token create NAME` (sst_…)",
+                    ))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "instance_token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "An instance's own token (ssi_…), the `instance-token` of its bootstrap \
+                         parameters; it opens only that instance's records while it bootstraps",
                     ))
                     .build(),
             ),

@@ -7,6 +7,7 @@ pub(crate) mod controller;
 pub(crate) mod credentials;
 pub(crate) mod entities;
 pub(crate) mod health;
+pub(crate) mod instance_facing;
 pub(crate) mod instances;
 pub(crate) mod plan;
 pub(crate) mod scale_sets;
@@ -47,7 +48,10 @@ pub fn router_with(
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             crate::auth::require_token,
-        ));
+        ))
+        // Merged after the API-token layer, which therefore does not cover them: they take
+        // per-instance tokens (their own layer).
+        .merge(instance_facing::routes(state.clone()));
     let limit = state.limits.max_body_bytes;
     Router::new()
         .merge(health::routes())

@@ -22,7 +22,10 @@ pub use credentials::{
 };
 pub use entity::{CreateEntity, Entity, EntityKind};
 pub use error::{ErrorBody, ErrorCode};
-pub use instance::{Instance, InstanceStatus};
+pub use instance::{
+    CertificateBundle, Instance, InstanceBootstrap, InstanceStatus, StatusCallback,
+    SystemInfoCallback,
+};
 pub use plan::{
     ApplyRequest, ApplyResponse, FieldChange, PlanAction, PlanRequest, PlanResponse,
     PlannedCredentials, PlannedEntity, PlannedScaleSet,

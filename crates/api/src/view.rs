@@ -161,5 +161,18 @@ pub(crate) fn instance(i: &store::Instance) -> v1::Instance {
         bootstrap_deadline: i.bootstrap_deadline.map(time),
         created_at: time(i.created_at),
         updated_at: time(i.updated_at),
+        bootstrap: None,
+    }
+}
+
+pub(crate) fn bootstrap(a: &store::InstanceAccess) -> v1::InstanceBootstrap {
+    v1::InstanceBootstrap {
+        status: a.bootstrap_status.as_str().to_owned(),
+        message: a.status_message.clone(),
+        agent_id: a.agent_id,
+        os_name: a.os_name.clone(),
+        os_version: a.os_version.clone(),
+        token_expires_at: time(a.expires_at),
+        updated_at: time(a.updated_at),
     }
 }

@@ -95,5 +95,16 @@ pub(crate) async fn show(
         .map_err(ApiError::store("reading an instance", || {
             format!("instance {name:?}")
         }))?;
-    Ok(Json(view::instance(&instance)))
+    let access = state
+        .store
+        .get_instance_access(&name)
+        .await
+        .map_err(ApiError::store(
+            "reading an instance's bootstrap reports",
+            || format!("instance {name:?}"),
+        ))?;
+    Ok(Json(Instance {
+        bootstrap: access.as_ref().map(view::bootstrap),
+        ..view::instance(&instance)
+    }))
 }

@@ -54,6 +54,12 @@ pub enum ErrorCode {
     NotDrained,
     /// 409: a worker holds the scale set's lease; disable it first.
     LeaseHeld,
+    /// 403: an instance token whose instance has finished bootstrapping (reported `idle` or
+    /// `failed`): the metadata and callbacks are closed to it, as GARM closes them.
+    BootstrapFinished,
+    /// 409: a registration token was asked for by an instance that was given a JIT config
+    /// (every scale-set runner is): fetch the JIT files instead.
+    JitConfigured,
     /// 409: the fleet plan's digest is not what planning gives now: the world changed since
     /// the plan was reviewed. Plan again, review, apply the new digest.
     StalePlan,
@@ -86,6 +92,8 @@ impl ErrorCode {
             Self::NotDrained => "not_drained",
             Self::LeaseHeld => "lease_held",
             Self::StalePlan => "stale_plan",
+            Self::BootstrapFinished => "bootstrap_finished",
+            Self::JitConfigured => "jit_configured",
             Self::GitHub => "github",
             Self::Unavailable => "unavailable",
             Self::Internal => "internal",

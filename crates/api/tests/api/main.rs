@@ -5,6 +5,7 @@
 mod auth;
 mod helpers;
 mod input;
+mod instance_facing;
 mod openapi;
 mod plan;
 mod resources;
