@@ -43,6 +43,12 @@ pub struct CreatedRunner {
     pub controller_id: Uuid,
     /// The runner's JIT config, when the request carried one.
     pub jit_config: Option<JitConfig>,
+    /// The bootstrap parameters' `metadata-url` (empty when the controller gave none).
+    pub metadata_url: String,
+    /// The bootstrap parameters' `callback-url`.
+    pub callback_url: String,
+    /// The bootstrap parameters' `instance-token`.
+    pub instance_token: crate::bootstrap::Secret,
 }
 
 type CreateHook = Arc<dyn Fn(&CreatedRunner) + Send + Sync>;
@@ -276,6 +282,9 @@ impl Provider for FakeProvider {
                 pool: bootstrap.pool_id.clone(),
                 controller_id: self.controller_id,
                 jit_config: request.jit_config.clone(),
+                metadata_url: bootstrap.metadata_url.clone(),
+                callback_url: bootstrap.callback_url.clone(),
+                instance_token: bootstrap.instance_token.clone(),
             });
         }
         if lost {

@@ -341,6 +341,15 @@ impl Harness {
 
     /// Starts a controller (with `checkpoints`, if any).
     pub(crate) fn start(&self, checkpoints: Option<Arc<dyn Checkpoints>>) -> RunningController {
+        self.start_with(settings(), checkpoints)
+    }
+
+    /// Starts a controller with `settings`.
+    pub(crate) fn start_with(
+        &self,
+        settings: Settings,
+        checkpoints: Option<Arc<dyn Checkpoints>>,
+    ) -> RunningController {
         let store: Arc<dyn Store> = self.store.clone();
         let clients = StoreClientFactory::new(store.clone()).with_config(|config| {
             config
@@ -363,7 +372,7 @@ impl Harness {
             Arc::new(clients),
             providers,
             self.identity.clone(),
-            settings(),
+            settings,
             &mut registry,
         )
         .with_clock(Arc::new(self.clock.clone()));

@@ -214,3 +214,85 @@ async fn instances_without_our_pool_key_are_never_touched(db: TestDb) {
         vec!["linux-foreign1".to_owned(), "linux-otherpool".to_owned()]
     );
 }
+
+backend_tests!(
+    a_runner_is_handed_its_metadata_urls_and_a_token_that_opens_only_its_jit_config,
+    without_an_instance_api_url_no_token_is_granted
+);
+
+async fn a_runner_is_handed_its_metadata_urls_and_a_token_that_opens_only_its_jit_config(
+    db: TestDb,
+) {
+    use scaleset_store::{InstanceAccessStore as _, InstanceToken};
+    let h = Harness::new(db, sim_config(), |spec| spec.min_idle = 2).await;
+    let mut settings = crate::helpers::settings();
+    settings.instance_api_url = Some("https://scaleset.example.com/".parse().unwrap());
+    let controller = h.start_with(settings, None);
+    h.ready().await;
+    let created = eventually("two runners are created", || async {
+        let created = h.created.lock().unwrap().clone();
+        (created.len() >= 2).then_some(created)
+    })
+    .await;
+    for runner in &created {
+        assert_eq!(
+            (runner.metadata_url.as_str(), runner.callback_url.as_str()),
+            (
+                "https://scaleset.example.com/api/v1/metadata",
+                "https://scaleset.example.com/api/v1/callbacks/status"
+            )
+        );
+        let token = InstanceToken::new(runner.instance_token.expose());
+        let access = h
+            .store
+            .authenticate_instance(&token)
+            .await
+            .unwrap()
+            .expect("the handed token opens its instance");
+        assert_eq!(access.instance_name, runner.name);
+        assert_eq!(access.scale_set_id, h.scale_set.id);
+        // It lasts the bootstrap timeout, on the store's clock (which checks it).
+        let now = scaleset_store::Clock::now(&scaleset_store::SystemClock);
+        let left = access.expires_at.unix_millis() - now.unix_millis();
+        assert!((590_000..=600_000).contains(&left), "{left} ms left");
+        let kept = h
+            .store
+            .open_instance_jit_config(&runner.name)
+            .await
+            .unwrap();
+        assert_eq!(
+            Some(kept.expose()),
+            runner.jit_config.as_ref().map(|j| j.expose()),
+            "the JIT config kept for the instance is the one GitHub generated for it"
+        );
+    }
+    assert_ne!(
+        created[0].instance_token, created[1].instance_token,
+        "each instance has its own token"
+    );
+    controller.stop().await;
+}
+
+async fn without_an_instance_api_url_no_token_is_granted(db: TestDb) {
+    use scaleset_store::InstanceAccessStore as _;
+    let h = Harness::new(db, sim_config(), |spec| spec.min_idle = 1).await;
+    let controller = h.start(None);
+    h.ready().await;
+    let created = eventually("a runner is created", || async {
+        h.created.lock().unwrap().first().cloned()
+    })
+    .await;
+    assert_eq!(
+        (
+            created.metadata_url.as_str(),
+            created.callback_url.as_str(),
+            created.instance_token.expose()
+        ),
+        ("", "", "")
+    );
+    assert_eq!(
+        h.store.get_instance_access(&created.name).await.unwrap(),
+        None
+    );
+    controller.stop().await;
+}
