@@ -28,6 +28,9 @@ pub(crate) async fn run(args: DemoArgs) -> Result<()> {
         })?;
     let listen = listener.local_addr().context("reading the bound address")?;
     let mut options = DemoOptions::new(args.data_dir.clone());
+    // The fake machines boot as GARM's images do, through this server's metadata endpoints.
+    options.settings.instance_api_url =
+        Some(url::Url::parse(&format!("http://{listen}")).context("the demo's own URL")?);
     options.github_listen = args.github_listen;
     options.reset = args.reset;
     let mut demo = Demo::start(options)

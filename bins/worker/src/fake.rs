@@ -8,7 +8,7 @@ use http_body_util::{BodyExt as _, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use scaleset_provider::Boot;
+use scaleset_provider::{Boot, BootInstance};
 
 /// Starts runners in the simulator at `base` over HTTP.
 pub(crate) struct HttpBoot {
@@ -27,7 +27,12 @@ impl HttpBoot {
 
 #[async_trait]
 impl Boot for HttpBoot {
-    async fn boot(&self, name: &str, jit: &str) -> bool {
+    async fn boot(&self, instance: &BootInstance<'_>) -> bool {
+        let name = instance.name;
+        // This rehearsal boot is handed the JIT config; with none there is nothing to start.
+        let Some(jit) = instance.jit_config else {
+            return true;
+        };
         let Ok(url) = self.base.join("_sim/runners") else {
             return true;
         };

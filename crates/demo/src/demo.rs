@@ -21,8 +21,9 @@ use uuid::Uuid;
 use crate::data_dir::DataDir;
 use crate::error::Error;
 use crate::fleet;
-use crate::github::{Github, SimBoot, sim_config};
+use crate::github::{Github, sim_config};
 use crate::jobs::{self, JobStream};
+use crate::machine::SimBoot;
 
 /// How to run the demo.
 #[derive(Debug, Clone)]
@@ -125,7 +126,7 @@ impl Demo {
         let declared = fleet::declare(store.as_ref(), &github.url()).await?;
 
         let cloud = DirectoryProvider::new(dir.instances(), controller_id)
-            .with_boot(Arc::new(SimBoot(github.sim.clone())));
+            .with_boot(Arc::new(SimBoot::new(github.sim.clone())));
         let mut providers: BTreeMap<String, Arc<dyn Provider>> = BTreeMap::new();
         providers.insert(fleet::PROVIDER.to_owned(), Arc::new(cloud));
         let mut registry = Registry::default();

@@ -6,8 +6,6 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use scaleset_provider::Boot;
 use scaleset_sim::{SimConfig, Simulator};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -129,23 +127,4 @@ fn chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
-}
-
-/// Boots a fake machine's runner in the in-process simulator.
-pub(crate) struct SimBoot(pub(crate) Simulator);
-
-#[async_trait]
-impl Boot for SimBoot {
-    async fn boot(&self, name: &str, jit_config: &str) -> bool {
-        match self.0.start_runner(jit_config) {
-            Ok(_) => true,
-            // Started already: the boot is done with.
-            Err(scaleset_sim::Error::Conflict { .. }) => true,
-            Err(e) => {
-                // A machine whose runner never starts: the bootstrap deadline removes it.
-                tracing::warn!(runner = %name, error = %chain(&e), "fake machine did not boot its runner");
-                false
-            }
-        }
-    }
 }

@@ -36,6 +36,7 @@ mod error;
 mod fleet;
 mod github;
 mod jobs;
+mod machine;
 
 pub use data_dir::DataDir;
 pub use demo::{Demo, DemoOptions};

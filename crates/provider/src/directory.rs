@@ -22,13 +22,28 @@ use crate::instance::{InstanceId, InstanceStatus, ProviderInstance};
 use crate::pool::Pool;
 use crate::provider::Provider;
 
+/// What a created instance boots with: what a real machine's user data would carry.
+#[derive(Debug, Clone, Copy)]
+pub struct BootInstance<'a> {
+    /// The instance (runner) name.
+    pub name: &'a str,
+    /// The JIT config the provider was handed, if any.
+    pub jit_config: Option<&'a str>,
+    /// Where the instance can fetch its JIT files (GARM's `metadata-url`; empty when none).
+    pub metadata_url: &'a str,
+    /// Where it reports its progress (GARM's `callback-url`; empty when none).
+    pub callback_url: &'a str,
+    /// The token for both (GARM's `instance-token`; empty when none).
+    pub instance_token: &'a str,
+}
+
 /// Starts the runner of a created instance, as the machine's first boot would.
 #[async_trait]
 pub trait Boot: Send + Sync {
-    /// Starts runner `name` with its encoded JIT config. Returns whether the boot is done with
-    /// (started, or refused because it started already); `false` keeps the JIT config so the
-    /// next look at the instance tries again (until the bootstrap deadline removes it).
-    async fn boot(&self, name: &str, jit_config: &str) -> bool;
+    /// Starts the instance's runner. Returns whether the boot is done with (started, or
+    /// refused because it started already); `false` keeps the boot data so the next look at
+    /// the instance tries again (until the bootstrap deadline removes it).
+    async fn boot(&self, instance: &BootInstance<'_>) -> bool;
 }
 
 /// Instances recorded in a directory.
@@ -79,14 +94,29 @@ impl DirectoryProvider {
         let Ok(mut value) = serde_json::from_str::<serde_json::Value>(&text) else {
             return;
         };
-        let (Some(jit), Some(name)) = (
-            value["jitConfig"].as_str().map(str::to_owned),
-            value["name"].as_str().map(str::to_owned),
-        ) else {
+        if value["booted"].as_bool() == Some(true) {
+            return;
+        }
+        let Some(name) = value["name"].as_str() else {
             return;
         };
-        if self.boot(&jit, &name).await {
-            value["jitConfig"] = serde_json::Value::Null;
+        let text_of = |key: &str| value[key].as_str().unwrap_or_default();
+        let instance = BootInstance {
+            name,
+            jit_config: value["jitConfig"].as_str(),
+            metadata_url: text_of("metadataUrl"),
+            callback_url: text_of("callbackUrl"),
+            instance_token: text_of("instanceToken"),
+        };
+        if instance.jit_config.is_none() && instance.metadata_url.is_empty() {
+            return;
+        }
+        if self.boot(&instance).await {
+            // Booted: the secrets of the user data are forgotten.
+            for key in ["jitConfig", "instanceToken"] {
+                value[key] = serde_json::Value::Null;
+            }
+            value["booted"] = serde_json::Value::Bool(true);
             if let Ok(staged) = self
                 .staged(Command::CreateInstance, &value.to_string())
                 .await
@@ -125,9 +155,9 @@ impl DirectoryProvider {
             .join(format!("{}.json", instance.as_str()))
     }
 
-    async fn boot(&self, jit: &str, name: &str) -> bool {
+    async fn boot(&self, instance: &BootInstance<'_>) -> bool {
         match &self.boot {
-            Some(boot) => boot.boot(name, jit).await,
+            Some(boot) => boot.boot(instance).await,
             None => true,
         }
     }
@@ -195,12 +225,15 @@ impl Provider for DirectoryProvider {
             .map_err(|e| io(command, &e))?;
         let instance = instance(&bootstrap.name);
         let path = dir.join(format!("{}.json", bootstrap.name));
-        // The JIT config is kept until the runner booted, as a machine's user data would be:
+        // The boot data is kept until the runner booted, as a machine's user data would be:
         // a worker killed between create and boot leaves a machine that still boots.
         let text = serde_json::json!({
             "name": bootstrap.name,
             "pool": bootstrap.pool_id.as_str(),
             "jitConfig": request.jit_config.as_ref().map(|j| j.expose()),
+            "metadataUrl": bootstrap.metadata_url,
+            "callbackUrl": bootstrap.callback_url,
+            "instanceToken": bootstrap.instance_token.expose(),
         })
         .to_string();
         // Written aside, then linked into place: a kill -9 never leaves a half-written

@@ -112,7 +112,7 @@ pub use config::{
     ConfigError, ConfigProblem, ExternalConfig, InterfaceVersion, ProviderConfig, ProviderKind,
     RawProviderConfig,
 };
-pub use directory::{Boot, DirectoryProvider};
+pub use directory::{Boot, BootInstance, DirectoryProvider};
 pub use environment::{EnvAllowList, EnvSource, PROXY_VARIABLES, ProcessEnv};
 pub use error::{Error, OutputProblem};
 pub use external::ExternalProvider;

@@ -152,6 +152,37 @@ async fn the_demo_serves_its_fleet_and_status_page_and_stops_on_ctrl_c() -> Resu
         .and_then(|items| items.iter().find(|i| i["spec"]["name"] == "release"))
         .context("release")?;
     assert_eq!(release["provenance"], "adopted", "{release}");
+    // The fake machines boot as GARM's images do: JIT files from the metadata endpoints with
+    // their instance token, then `idle` with the agent id and their system info reported.
+    let instances = format!("{}/instances", demo.api);
+    let booted: Value = eventually(
+        "a runner reports that it booted through the metadata",
+        || {
+            let (instances, api, token) = (instances.clone(), demo.api.clone(), demo.token.clone());
+            async move {
+                let (status, _, body) = get(&instances, Some(&token)).await?;
+                anyhow::ensure!(status == 200, "{status}: {body}");
+                let value: Value = serde_json::from_str(&body)?;
+                for item in value["items"].as_array().cloned().unwrap_or_default() {
+                    let name = item["name"].as_str().context("instance name")?;
+                    let (_, _, body) =
+                        get(&format!("{api}/instances/{name}"), Some(&token)).await?;
+                    let shown: Value = serde_json::from_str(&body)?;
+                    if shown["bootstrap"]["status"] == "idle" {
+                        return Ok(Some(shown));
+                    }
+                }
+                Ok(None)
+            }
+        },
+    )
+    .await?;
+    assert_eq!(booted["bootstrap"]["os_name"], "scaleset-demo", "{booted}");
+    assert!(booted["bootstrap"]["agent_id"].is_i64(), "{booted}");
+    assert_eq!(
+        booted["github_runner_id"], booted["bootstrap"]["agent_id"],
+        "the agent id the machine reports is the runner GitHub registered: {booted}"
+    );
     // Without a token: the API refuses, the page sends to the sign-in form.
     assert_eq!(get(&api, None).await?.0, 401);
     let (status, headers, _) = get(&demo.page, None).await?;
