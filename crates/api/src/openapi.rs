@@ -31,7 +31,7 @@ use crate::v1;
         credentials::create, credentials::list, credentials::show, credentials::replace, credentials::delete,
         entities::create, entities::list, entities::show, entities::delete,
         scale_sets::create, scale_sets::list, scale_sets::show, scale_sets::update, scale_sets::delete,
-        instances::list, instances::list_of, instances::show,
+        instances::list, instances::list_of, instances::show, instances::delete,
         plan::plan, plan::apply,
         instance_facing::registration_token, instance_facing::jit_file, instance_facing::cert_bundle,
         instance_facing::service_name, instance_facing::unit_file, instance_facing::status,

@@ -161,6 +161,7 @@ pub(crate) fn instance(i: &store::Instance) -> v1::Instance {
         bootstrap_deadline: i.bootstrap_deadline.map(time),
         created_at: time(i.created_at),
         updated_at: time(i.updated_at),
+        removal_requested_at: i.removal_requested_at.map(time),
         bootstrap: None,
     }
 }

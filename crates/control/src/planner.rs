@@ -19,6 +19,9 @@ pub enum RunnerPhase {
     Busy,
     /// Being removed; counts for nothing.
     Leaving,
+    /// Idle, and an operator asked for it to go (`DELETE /api/v1/instances/{name}`): retired
+    /// at once and counts for nothing, so a replacement is made if one is needed.
+    Unwanted,
 }
 
 /// One runner the planner knows about.
@@ -57,7 +60,7 @@ pub struct Plan {
 /// Plans one step: desired = `min(max_runners, min_idle + totalAssignedJobs)`; runners that
 /// are pending, idle or busy count towards it. Short of it: create the difference. Above it:
 /// retire idle surplus (the newest names last in sort order go first), never a busy or pending
-/// runner.
+/// runner. Unwanted runners are always retired (first, by name) and count for nothing.
 pub fn plan(input: &PlanInput<'_>) -> Plan {
     let assigned = u32::try_from(input.assigned_jobs.max(0)).unwrap_or(u32::MAX);
     let desired = input
@@ -81,11 +84,17 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
         .map(|r| r.name.as_str())
         .collect();
     idle.sort_unstable();
-    let retire = idle
+    let mut unwanted: Vec<&str> = input
+        .runners
         .iter()
-        .rev()
-        .take(surplus)
-        .map(|name| (*name).to_owned())
+        .filter(|r| r.phase == RunnerPhase::Unwanted)
+        .map(|r| r.name.as_str())
+        .collect();
+    unwanted.sort_unstable();
+    let retire = unwanted
+        .into_iter()
+        .chain(idle.iter().rev().take(surplus).copied())
+        .map(str::to_owned)
         .collect();
     Plan {
         desired,

@@ -53,9 +53,11 @@ pub(crate) struct Runners<'a> {
     pub(crate) desired_written: Option<u32>,
 }
 
-fn phase(status: InstanceStatus) -> RunnerPhase {
-    match status {
+fn phase(instance: &Instance) -> RunnerPhase {
+    match instance.status {
         InstanceStatus::Pending | InstanceStatus::Creating => RunnerPhase::Pending,
+        // An operator asked for it to go; a busy one finishes its job first.
+        InstanceStatus::Running if instance.removal_requested_at.is_some() => RunnerPhase::Unwanted,
         InstanceStatus::Running => RunnerPhase::Idle,
         InstanceStatus::Busy => RunnerPhase::Busy,
         _ => RunnerPhase::Leaving,
@@ -167,7 +169,7 @@ impl Runners<'_> {
             .iter()
             .map(|i| RunnerView {
                 name: i.name.clone(),
-                phase: phase(i.status),
+                phase: phase(i),
             })
             .collect();
         let spec = &self.scale_set.spec;

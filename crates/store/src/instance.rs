@@ -116,6 +116,8 @@ pub struct Instance {
     pub created_at: Timestamp,
     /// When it was last written.
     pub updated_at: Timestamp,
+    /// When an operator asked for it to go, if one did (the worker retires it).
+    pub removal_requested_at: Option<Timestamp>,
 }
 
 /// Instances. Writes carry the lease of the instance's scale set and fail with
@@ -155,4 +157,9 @@ pub trait InstanceStore: Send + Sync {
 
     /// Removes an instance row.
     async fn delete_instance(&self, lease: &Lease, name: &str) -> Result<()>;
+
+    /// Records an operator's request that instance `name` go. Not fenced: the API holds no
+    /// lease; the worker serving the scale set retires the instance when it next plans (a
+    /// busy runner finishes its job first). Asking again keeps the first time.
+    async fn request_instance_removal(&self, name: &str) -> Result<Instance>;
 }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
 use scaleset_store::ScaleSetId;
@@ -17,7 +18,7 @@ use crate::{validate, view};
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/instances", get(list))
-        .route("/instances/{name}", get(show))
+        .route("/instances/{name}", get(show).delete(delete))
         .route("/scale-sets/{id}/instances", get(list_of))
 }
 
@@ -107,4 +108,30 @@ pub(crate) async fn show(
         bootstrap: access.as_ref().map(view::bootstrap),
         ..view::instance(&instance)
     }))
+}
+
+/// Asks for an instance to go. The API holds no lease, so it records the request and answers
+/// 202: the worker serving the scale set retires the runner when it next plans (within one
+/// long-poll, about 50 s): removed from GitHub, then deleted at the provider, and replaced if
+/// the scale set still wants as many runners. A busy runner finishes its job first (ephemeral
+/// runners leave after one job anyway).
+#[utoipa::path(delete, path = "/api/v1/instances/{name}", tag = "instances",
+    params(("name" = String, Path, description = "The instance's (and runner's) name")),
+    responses((status = 202, body = Instance), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub(crate) async fn delete(
+    State(state): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Result<(StatusCode, Json<Instance>), ApiError> {
+    validate::name("name", &name, 200).map_err(|e| ApiError::InvalidParameter {
+        reason: e.to_string(),
+    })?;
+    let instance = state
+        .store
+        .request_instance_removal(&name)
+        .await
+        .map_err(ApiError::store("requesting an instance's removal", || {
+            format!("instance {name:?}")
+        }))?;
+    tracing::info!(instance = %name, "instance removal requested");
+    Ok((StatusCode::ACCEPTED, Json(view::instance(&instance))))
 }

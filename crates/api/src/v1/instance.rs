@@ -48,6 +48,9 @@ pub struct Instance {
     pub created_at: String,
     /// When it was last written (RFC 3339).
     pub updated_at: String,
+    /// When an operator asked for it to go (`DELETE /api/v1/instances/{name}`; RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removal_requested_at: Option<String>,
     /// Its bootstrap reports (`GET /api/v1/instances/{name}` only; absent in lists and for
     /// instances granted no token).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -49,6 +49,7 @@ fn routes() -> Vec<(&'static str, String, Option<serde_json::Value>)> {
         ("GET", format!("/api/v1/scale-sets/{id}/instances"), None),
         ("GET", "/api/v1/instances".into(), None),
         ("GET", "/api/v1/instances/linux-abcdefgh".into(), None),
+        ("DELETE", "/api/v1/instances/linux-abcdefgh".into(), None),
     ]
 }
 

@@ -495,6 +495,18 @@ async fn bad_bodies_are_refused_and_nothing_is_written(backend: Backend) {
         ),
         (
             "DELETE",
+            "/api/v1/instances/bad%20name".to_owned(),
+            400,
+            "invalid_parameter",
+        ),
+        (
+            "DELETE",
+            "/api/v1/instances/nobody-here".to_owned(),
+            404,
+            "not_found",
+        ),
+        (
+            "DELETE",
             format!("/api/v1/credentials/{credentials_id}"),
             409,
             "in_use",

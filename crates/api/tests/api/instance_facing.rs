@@ -21,6 +21,7 @@ backend_tests!(
     callbacks_take_garms_payloads_and_close_the_bootstrap,
     a_failed_bootstrap_is_put_on_the_scale_sets_trail,
     tokens_are_checked_before_anything_is_read,
+    deleting_an_instance_records_the_request_for_its_worker,
 );
 
 const CERT_A: &str = "-----BEGIN CERTIFICATE-----\nQUFB\n-----END CERTIFICATE-----";
@@ -406,4 +407,20 @@ async fn tokens_are_checked_before_anything_is_read(backend: Backend) {
         Some(scaleset_store::BootstrapStatus::Pending),
         "nothing was written"
     );
+}
+
+async fn deleting_an_instance_records_the_request_for_its_worker(backend: Backend) {
+    let app = App::start(backend, "deleting_an_instance_records").await;
+    instances(&app, &["runner-a"], TTL).await;
+    let answer = app.call("DELETE", "/api/v1/instances/runner-a", None).await;
+    assert_eq!(answer.status, 202, "{answer:?}");
+    assert_eq!(answer.json["name"], "runner-a");
+    let requested = answer.json["removal_requested_at"]
+        .as_str()
+        .expect("requested");
+    let stored = app.store.get_instance("runner-a").await.unwrap();
+    assert!(stored.removal_requested_at.is_some(), "{stored:?}");
+    // The row stays until the worker has retired the runner.
+    let shown = app.call("GET", "/api/v1/instances/runner-a", None).await;
+    assert_eq!(shown.json["removal_requested_at"], requested);
 }

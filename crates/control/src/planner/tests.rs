@@ -89,6 +89,24 @@ fn one_short_creates_exactly_one() {
 }
 
 #[test]
+fn unwanted_runners_are_retired_first_and_replaced() {
+    let known = runners(&[
+        ("a", RunnerPhase::Idle),
+        ("b", RunnerPhase::Unwanted),
+        ("c", RunnerPhase::Idle),
+        ("d", RunnerPhase::Unwanted),
+    ]);
+    // Desired 3 with two live: the unwanted two go and one replacement is made.
+    let step = plan(&input(3, 10, 0, &known));
+    assert_eq!(step.retire, ["b", "d"]);
+    assert_eq!(step.create, 1);
+    // Desired 1 with two live idle: the unwanted go first, then the idle surplus.
+    let step = plan(&input(1, 10, 0, &known));
+    assert_eq!(step.retire, ["b", "d", "c"]);
+    assert_eq!(step.create, 0);
+}
+
+#[test]
 fn negative_statistics_count_as_zero() {
     assert_eq!(plan(&input(1, 10, -5, &[])).create, 1);
 }
@@ -99,6 +117,7 @@ fn phase() -> impl Strategy<Value = RunnerPhase> {
         Just(RunnerPhase::Idle),
         Just(RunnerPhase::Busy),
         Just(RunnerPhase::Leaving),
+        Just(RunnerPhase::Unwanted),
     ]
 }
 
@@ -121,7 +140,7 @@ fn apply(known: &mut Vec<RunnerView>, plan: &Plan, next: &mut u32) {
 fn live(known: &[RunnerView]) -> usize {
     known
         .iter()
-        .filter(|r| r.phase != RunnerPhase::Leaving)
+        .filter(|r| !matches!(r.phase, RunnerPhase::Leaving | RunnerPhase::Unwanted))
         .count()
 }
 
@@ -143,12 +162,23 @@ proptest! {
         // Never plans above max_runners.
         prop_assert!(step.create == 0 || before_live + step.create as usize <= max as usize);
         prop_assert!(step.desired <= max);
-        // Never both creates and retires.
-        prop_assert!(step.create == 0 || step.retire.is_empty());
-        // Only idle runners are retired, each once.
+        // Never both creates and retires, but for replacing unwanted runners.
+        let unwanted: Vec<&String> = known
+            .iter()
+            .filter(|r| r.phase == RunnerPhase::Unwanted)
+            .map(|r| &r.name)
+            .collect();
+        prop_assert!(step.create == 0 || step.retire.iter().all(|n| unwanted.contains(&n)));
+        // Every unwanted runner is retired; otherwise only idle ones, each once.
+        for name in &unwanted {
+            prop_assert!(step.retire.contains(name));
+        }
         for name in &step.retire {
             let view = known.iter().find(|r| &r.name == name);
-            prop_assert_eq!(view.map(|r| r.phase), Some(RunnerPhase::Idle));
+            prop_assert!(matches!(
+                view.map(|r| r.phase),
+                Some(RunnerPhase::Idle | RunnerPhase::Unwanted)
+            ));
         }
         let mut unique = step.retire.clone();
         unique.dedup();

@@ -296,3 +296,35 @@ async fn without_an_instance_api_url_no_token_is_granted(db: TestDb) {
     );
     controller.stop().await;
 }
+
+backend_tests!(an_instance_an_operator_asked_to_go_is_retired_and_replaced);
+
+async fn an_instance_an_operator_asked_to_go_is_retired_and_replaced(db: TestDb) {
+    use scaleset_store::InstanceStore as _;
+    let h = Harness::new(db, sim_config(), |spec| spec.min_idle = 1).await;
+    let controller = h.start(None);
+    let github_id = h.ready().await;
+    let first = eventually("one idle runner is kept warm", || async {
+        let instances = h.instances().await;
+        (instances.len() == 1 && instances[0].status == scaleset_store::InstanceStatus::Running)
+            .then(|| instances[0].name.clone())
+    })
+    .await;
+    h.store.request_instance_removal(&first).await.unwrap();
+    eventually("the runner is retired everywhere and replaced", || async {
+        let instances = h.instances().await;
+        let replaced = instances.len() == 1
+            && instances[0].name != first
+            && instances[0].status == scaleset_store::InstanceStatus::Running;
+        let gone_from_cloud = h.cloud.instances().iter().all(|i| i.instance.name != first);
+        let gone_from_github = !h
+            .sim()
+            .state()
+            .agents
+            .iter()
+            .any(|a| a.scale_set_id == github_id && a.name == first);
+        (replaced && gone_from_cloud && gone_from_github).then_some(())
+    })
+    .await;
+    controller.stop().await;
+}

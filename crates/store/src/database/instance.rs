@@ -27,6 +27,7 @@ struct Row {
     bootstrap_deadline: Option<i64>,
     created_at: i64,
     updated_at: i64,
+    removal_requested_at: Option<i64>,
 }
 
 fn from_row(row: Row) -> Result<Instance> {
@@ -46,6 +47,7 @@ fn from_row(row: Row) -> Result<Instance> {
         bootstrap_deadline: row.bootstrap_deadline.map(Timestamp::from_unix_millis),
         created_at: Timestamp::from_unix_millis(row.created_at),
         updated_at: Timestamp::from_unix_millis(row.updated_at),
+        removal_requested_at: row.removal_requested_at.map(Timestamp::from_unix_millis),
         name: row.name,
     })
 }
@@ -85,6 +87,7 @@ impl InstanceStore for DieselStore {
                     bootstrap_deadline: new.bootstrap_deadline.map(Timestamp::unix_millis),
                     created_at: now,
                     updated_at: now,
+                    removal_requested_at: None,
                 };
                 diesel::insert_into(instances::table)
                     .values(&row)
@@ -246,6 +249,38 @@ impl InstanceStore for DieselStore {
                     });
                 }
                 Ok(())
+            })
+        })
+        .await
+    }
+
+    async fn request_instance_removal(&self, name: &str) -> Result<Instance> {
+        let name = name.to_owned();
+        self.run("request instance removal", move |conn, ctx| {
+            write_transaction(conn, "request instance removal", |conn| {
+                let row = instances::table
+                    .find(&name)
+                    .select(Row::as_select())
+                    .first(conn)
+                    .optional()
+                    .map_err(Error::backend("request instance removal"))?
+                    .ok_or_else(|| Error::NotFound {
+                        entity: "instance",
+                        key: name.clone(),
+                    })?;
+                let current = from_row(row)?;
+                if current.removal_requested_at.is_some() {
+                    return Ok(current);
+                }
+                let now = ctx.now();
+                diesel::update(instances::table.find(&name))
+                    .set(instances::removal_requested_at.eq(Some(now.unix_millis())))
+                    .execute(conn)
+                    .map_err(Error::backend("request instance removal"))?;
+                Ok(Instance {
+                    removal_requested_at: Some(now),
+                    ..current
+                })
             })
         })
         .await

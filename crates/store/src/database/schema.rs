@@ -82,6 +82,7 @@ diesel::table! {
         bootstrap_deadline -> Nullable<BigInt>,
         created_at -> BigInt,
         updated_at -> BigInt,
+        removal_requested_at -> Nullable<BigInt>,
     }
 }
 

@@ -8,7 +8,8 @@ store_tests!(
     instance_round_trip,
     duplicate_instance_name_is_a_conflict,
     transition_table_is_enforced,
-    instances_are_counted_by_status_across_scale_sets
+    instances_are_counted_by_status_across_scale_sets,
+    a_removal_request_is_recorded_once_without_a_lease
 );
 
 fn new(name: &str) -> NewInstance {
@@ -225,5 +226,43 @@ async fn instances_are_counted_by_status_across_scale_sets(db: TestDb) {
     assert_eq!(
         counts,
         vec![(InstanceStatus::Creating, 2), (InstanceStatus::Pending, 2)]
+    );
+}
+
+async fn a_removal_request_is_recorded_once_without_a_lease(db: TestDb) {
+    let store = db.open().await;
+    let scale_set = crate::helpers::scale_set(&store, "rm").await;
+    let held = lease(&store, scale_set.id, "w").await;
+    store.create_instance(&held, new("rm-a")).await.unwrap();
+    assert_eq!(
+        store
+            .get_instance("rm-a")
+            .await
+            .unwrap()
+            .removal_requested_at,
+        None
+    );
+    let first = store.request_instance_removal("rm-a").await.unwrap();
+    let at = first.removal_requested_at.expect("recorded");
+    db.clock.advance(std::time::Duration::from_secs(5));
+    let again = store.request_instance_removal("rm-a").await.unwrap();
+    assert_eq!(
+        again.removal_requested_at,
+        Some(at),
+        "asking again keeps the first time"
+    );
+    // The worker's own writes keep the request.
+    let moved = store
+        .transition_instance(&held, "rm-a", InstanceStatus::Creating)
+        .await
+        .unwrap();
+    assert_eq!(moved.removal_requested_at, Some(at));
+    assert_eq!(store.get_instance("rm-a").await.unwrap(), moved);
+    assert!(
+        store
+            .request_instance_removal("nobody")
+            .await
+            .unwrap_err()
+            .is_not_found()
     );
 }

@@ -1,0 +1,1 @@
+ALTER TABLE instances DROP COLUMN removal_requested_at;
