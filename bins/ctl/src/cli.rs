@@ -87,6 +87,9 @@ pub(crate) enum Command {
     /// Provider instances running runners.
     #[command(subcommand, visible_alias = "instances")]
     Instance(InstanceCommand),
+    /// API tokens: list, create (printed once), revoke.
+    #[command(subcommand, visible_alias = "tokens")]
+    Token(TokenCommand),
     /// Show what applying a fleet file would do (create / adopt / update / detach / refuse
     /// per scale set, with reasons) without writing anything. Exit 2 when there are changes
     /// or refusals.
@@ -163,6 +166,25 @@ pub(crate) struct CreateCredential {
     /// CA certificates (PEM) to trust for this GitHub endpoint.
     #[arg(long, value_name = "FILE", requires = "base_url")]
     pub(crate) github_ca_bundle: Option<PathBuf>,
+}
+
+/// `token …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum TokenCommand {
+    /// List API tokens (names and ids; a token's text is never shown again).
+    List,
+    /// Create an API token; only the token is printed (table output), once: keep it.
+    Create {
+        /// A unique name saying who or what will use it.
+        name: String,
+    },
+    /// Revoke an API token (by name or id): requests with it are refused from now on.
+    Revoke {
+        /// The token's name or id. (Not called `token`: that is the global `--token` flag's
+        /// id, and clap would let this positional overwrite the credential sent.)
+        #[arg(value_name = "NAME_OR_ID")]
+        which: String,
+    },
 }
 
 /// `entity …`.

@@ -9,6 +9,7 @@ mod fleet;
 mod instance;
 mod pick;
 mod scale_set;
+mod token;
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -73,6 +74,7 @@ pub(crate) async fn run(cli: Cli, env: &BTreeMap<String, String>, out: &Output) 
         Command::Entity(command) => entity::run(&ctx, command).await,
         Command::ScaleSet(command) => scale_set::run(&ctx, command).await,
         Command::Instance(command) => instance::run(&ctx, command).await,
+        Command::Token(command) => token::run(&ctx, command).await,
         Command::Plan(args) => fleet::plan(&ctx, args).await,
         Command::Apply { fleet, digest } => fleet::apply(&ctx, fleet, digest).await,
     }

@@ -9,7 +9,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    controller, credentials, entities, health, instance_facing, instances, plan, scale_sets,
+    controller, credentials, entities, health, instance_facing, instances, plan, scale_sets, tokens,
 };
 use crate::v1;
 
@@ -33,6 +33,7 @@ use crate::v1;
         scale_sets::create, scale_sets::list, scale_sets::show, scale_sets::update, scale_sets::delete,
         instances::list, instances::list_of, instances::show, instances::delete,
         plan::plan, plan::apply,
+        tokens::list, tokens::create, tokens::revoke,
         instance_facing::registration_token, instance_facing::jit_file, instance_facing::cert_bundle,
         instance_facing::service_name, instance_facing::unit_file, instance_facing::status,
         instance_facing::system_info,
@@ -45,6 +46,7 @@ use crate::v1;
         v1::AdoptionPolicy, v1::Refusal, v1::Event, v1::ScaleSetList, v1::DeleteScaleSetResult, v1::DeleteAction,
         v1::Instance, v1::InstanceStatus, v1::InstanceList, v1::InstanceBootstrap,
         v1::StatusCallback, v1::SystemInfoCallback, v1::CertificateBundle,
+        v1::Token, v1::TokenList, v1::CreateToken, v1::CreatedToken,
         v1::PlanRequest, v1::ApplyRequest, v1::PlanResponse, v1::ApplyResponse, v1::PlanAction,
         v1::FieldChange, v1::PlannedCredentials, v1::PlannedEntity, v1::PlannedScaleSet,
     )),
@@ -58,6 +60,7 @@ use crate::v1;
         (name = "scale-sets", description = "Scale sets, adoption, ownership-aware delete"),
         (name = "instances", description = "Provider instances running runners"),
         (name = "fleet", description = "Plan and apply of a declarative fleet"),
+        (name = "tokens", description = "API tokens (shown once; stored as hashes)"),
         (name = "instance", description = "Called by booting instances with their instance token (GARM's metadata and callback URLs)"),
     ),
 )]

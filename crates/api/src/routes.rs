@@ -11,6 +11,7 @@ pub(crate) mod instance_facing;
 pub(crate) mod instances;
 pub(crate) mod plan;
 pub(crate) mod scale_sets;
+pub(crate) mod tokens;
 
 use std::sync::Arc;
 
@@ -44,6 +45,7 @@ pub fn router_with(
         .merge(scale_sets::routes())
         .merge(instances::routes())
         .merge(plan::routes())
+        .merge(tokens::routes())
         .merge(authenticated)
         .route_layer(middleware::from_fn_with_state(
             state.clone(),

@@ -15,6 +15,7 @@ mod error;
 mod instance;
 mod plan;
 mod scale_set;
+mod token;
 
 pub use controller::ControllerInfo;
 pub use credentials::{
@@ -34,6 +35,7 @@ pub use scale_set::{
     AdoptionPolicy, CreateScaleSet, DeleteAction, DeleteScaleSetResult, Event, Provenance, Refusal,
     ScaleSet, ScaleSetSpec, ScaleSetState, UpdateScaleSet,
 };
+pub use token::{CreateToken, CreatedToken, Token};
 
 macro_rules! list {
     ($(#[$meta:meta])* $name:ident of $item:ty) => {
@@ -57,6 +59,10 @@ list! {
 list! {
     /// `GET /api/v1/scale-sets`: by name, then runner group (events are not included).
     ScaleSetList of ScaleSet
+}
+list! {
+    /// `GET /api/v1/tokens`: by name.
+    TokenList of Token
 }
 list! {
     /// `GET /api/v1/instances` and `GET /api/v1/scale-sets/{id}/instances`: by name.

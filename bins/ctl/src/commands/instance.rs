@@ -39,7 +39,13 @@ pub(crate) async fn run(ctx: &Ctx<'_>, command: InstanceCommand) -> Result<Outco
         }
         InstanceCommand::Delete { name } => {
             let found: serde_json::Value = ctx.api.delete(&["instances", &name], &[]).await?;
-            ctx.done(&found, &format!("instance {name} is being deleted"));
+            ctx.done(
+                &found,
+                &format!(
+                    "removal of instance {name} requested: the worker retires it when it next \
+                     plans (within a minute; a busy runner finishes its job first)"
+                ),
+            );
             Ok(Outcome::Done)
         }
     }
@@ -119,6 +125,24 @@ fn details(ctx: &Ctx<'_>, i: &Instance, names: &BTreeMap<Uuid, String>) -> Strin
         (
             "bootstrap by",
             Cell::new(i.bootstrap_deadline.as_deref().unwrap_or("-")),
+        ),
+        (
+            "bootstrap",
+            Cell::new(i.bootstrap.as_ref().map_or_else(
+                || "-".to_owned(),
+                |b| match &b.message {
+                    Some(message) => format!("{}: {message}", b.status),
+                    None => b.status.clone(),
+                },
+            )),
+        ),
+        (
+            "removal",
+            Cell::new(
+                i.removal_requested_at
+                    .as_deref()
+                    .map_or_else(|| "-".to_owned(), |at| format!("requested {at}")),
+            ),
         ),
         ("created", Cell::new(&i.created_at)),
         ("updated", Cell::new(&i.updated_at)),

@@ -10,3 +10,4 @@ mod openapi;
 mod plan;
 mod resources;
 mod scale_sets;
+mod tokens;

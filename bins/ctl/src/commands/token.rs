@@ -1,0 +1,52 @@
+//! `scalesetctl token …`: API tokens.
+
+use anyhow::Result;
+use comfy_table::Cell;
+use scaleset_api::v1::{CreateToken, CreatedToken, Token, TokenList};
+
+use super::Ctx;
+use crate::cli::TokenCommand;
+use crate::exit::Outcome;
+use crate::output::short_time;
+
+/// Runs a `token` subcommand.
+pub(crate) async fn run(ctx: &Ctx<'_>, command: TokenCommand) -> Result<Outcome> {
+    match command {
+        TokenCommand::List => {
+            let all: TokenList = ctx.api.get(&["tokens"]).await?;
+            ctx.show(&all, || table(ctx, &all.items));
+        }
+        TokenCommand::Create { name } => {
+            let created: CreatedToken = ctx.api.post(&["tokens"], &CreateToken { name }).await?;
+            // Only the token on stdout, so `TOKEN=$(scalesetctl token create ci)` works; the
+            // note goes to stderr.
+            ctx.show(&created, || format!("{}\n", created.secret));
+            eprintln!(
+                "created API token {:?} ({}); it is shown once and stored only as a hash",
+                created.token.name, created.token.id
+            );
+        }
+        TokenCommand::Revoke { which } => {
+            let revoked: Token = ctx.api.delete(&["tokens", &which], &[]).await?;
+            ctx.done(
+                &revoked,
+                &format!("revoked API token {:?} ({})", revoked.name, revoked.id),
+            );
+        }
+    }
+    Ok(Outcome::Done)
+}
+
+fn table(ctx: &Ctx<'_>, items: &[Token]) -> String {
+    let rows = items
+        .iter()
+        .map(|t| {
+            vec![
+                Cell::new(&t.name),
+                Cell::new(t.id),
+                Cell::new(short_time(&t.created_at)),
+            ]
+        })
+        .collect();
+    ctx.out.table(&["NAME", "ID", "CREATED"], rows, "no tokens")
+}

@@ -1,0 +1,106 @@
+//! `/api/v1/tokens`: API tokens, as `scaleset-server token` manages them on the host, for
+//! operators who hold a token already. Every token may do everything (there are no roles yet),
+//! so any token may create and revoke tokens; the store keeps only hashes.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{delete, get};
+use axum::{Json, Router};
+use scaleset_store::{ApiToken, ApiTokenId};
+
+use crate::error::ApiError;
+use crate::extract::Body;
+use crate::state::AppState;
+use crate::v1::{CreateToken, CreatedToken, ErrorBody, Token, TokenList};
+use crate::{validate, view};
+
+pub(crate) fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/tokens", get(list).post(create))
+        .route("/tokens/{token}", delete(revoke))
+}
+
+fn record(token: &ApiToken) -> Token {
+    Token {
+        id: token.id.0,
+        name: token.name.clone(),
+        created_at: view::time(token.created_at),
+    }
+}
+
+/// Every API token, by name (never their text).
+#[utoipa::path(get, path = "/api/v1/tokens", tag = "tokens",
+    responses((status = 200, body = TokenList), (status = 401, body = ErrorBody)))]
+pub(crate) async fn list(State(state): State<Arc<AppState>>) -> Result<Json<TokenList>, ApiError> {
+    let tokens = state
+        .store
+        .list_api_tokens()
+        .await
+        .map_err(ApiError::store("listing API tokens", || {
+            "API tokens".to_owned()
+        }))?;
+    Ok(Json(TokenList {
+        items: tokens.iter().map(record).collect(),
+    }))
+}
+
+/// Creates a token; its text is in this answer only.
+#[utoipa::path(post, path = "/api/v1/tokens", tag = "tokens", request_body = CreateToken,
+    responses((status = 201, body = CreatedToken), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 409, body = ErrorBody)))]
+pub(crate) async fn create(
+    State(state): State<Arc<AppState>>,
+    Body(input): Body<CreateToken>,
+) -> Result<(StatusCode, Json<CreatedToken>), ApiError> {
+    validate::name("name", &input.name, 64)?;
+    let name = input.name;
+    let (token, secret) = state
+        .store
+        .create_api_token(&name)
+        .await
+        .map_err(ApiError::store("creating an API token", || {
+            format!("API token {name:?}")
+        }))?;
+    tracing::info!(token = %token.name, id = %token.id, "API token created");
+    Ok((
+        StatusCode::CREATED,
+        Json(CreatedToken {
+            token: record(&token),
+            secret: secret.expose().to_owned(),
+        }),
+    ))
+}
+
+/// Revokes a token, by id or name: requests with it are refused from now on.
+#[utoipa::path(delete, path = "/api/v1/tokens/{token}", tag = "tokens",
+    params(("token" = String, Path, description = "The token's id or name")),
+    responses((status = 200, body = Token), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub(crate) async fn revoke(
+    State(state): State<Arc<AppState>>,
+    Path(wanted): Path<String>,
+) -> Result<Json<Token>, ApiError> {
+    let tokens = state
+        .store
+        .list_api_tokens()
+        .await
+        .map_err(ApiError::store("listing API tokens", || {
+            "API tokens".to_owned()
+        }))?;
+    let found = tokens
+        .iter()
+        .find(|t| t.id.to_string() == wanted || t.name == wanted)
+        .ok_or_else(|| ApiError::NotFound {
+            what: format!("API token {wanted:?}"),
+        })?;
+    let id = ApiTokenId(found.id.0);
+    state
+        .store
+        .revoke_api_token(id)
+        .await
+        .map_err(ApiError::store("revoking an API token", || {
+            format!("API token {wanted:?}")
+        }))?;
+    tracing::info!(token = %found.name, id = %found.id, "API token revoked");
+    Ok(Json(record(found)))
+}
