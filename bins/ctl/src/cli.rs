@@ -87,7 +87,8 @@ pub(crate) enum Command {
     /// Provider instances running runners.
     #[command(subcommand, visible_alias = "instances")]
     Instance(InstanceCommand),
-    /// API tokens: list, create (printed once), revoke.
+    /// API tokens: list and revoke (they are created on the server's host:
+    /// `scaleset-server token create NAME`).
     #[command(subcommand, visible_alias = "tokens")]
     Token(TokenCommand),
     /// Show what applying a fleet file would do (create / adopt / update / detach / refuse
@@ -173,11 +174,6 @@ pub(crate) struct CreateCredential {
 pub(crate) enum TokenCommand {
     /// List API tokens (names and ids; a token's text is never shown again).
     List,
-    /// Create an API token; only the token is printed (table output), once: keep it.
-    Create {
-        /// A unique name saying who or what will use it.
-        name: String,
-    },
     /// Revoke an API token (by name or id): requests with it are refused from now on.
     Revoke {
         /// The token's name or id. (Not called `token`: that is the global `--token` flag's

@@ -35,7 +35,7 @@ pub use scale_set::{
     AdoptionPolicy, CreateScaleSet, DeleteAction, DeleteScaleSetResult, Event, Provenance, Refusal,
     ScaleSet, ScaleSetSpec, ScaleSetState, UpdateScaleSet,
 };
-pub use token::{CreateToken, CreatedToken, Token};
+pub use token::Token;
 
 macro_rules! list {
     ($(#[$meta:meta])* $name:ident of $item:ty) => {

@@ -1,8 +1,8 @@
-//! `scalesetctl token …`: API tokens.
+//! `scalesetctl token …`: list and revoke API tokens (made on the server's host only).
 
 use anyhow::Result;
 use comfy_table::Cell;
-use scaleset_api::v1::{CreateToken, CreatedToken, Token, TokenList};
+use scaleset_api::v1::{Token, TokenList};
 
 use super::Ctx;
 use crate::cli::TokenCommand;
@@ -15,16 +15,6 @@ pub(crate) async fn run(ctx: &Ctx<'_>, command: TokenCommand) -> Result<Outcome>
         TokenCommand::List => {
             let all: TokenList = ctx.api.get(&["tokens"]).await?;
             ctx.show(&all, || table(ctx, &all.items));
-        }
-        TokenCommand::Create { name } => {
-            let created: CreatedToken = ctx.api.post(&["tokens"], &CreateToken { name }).await?;
-            // Only the token on stdout, so `TOKEN=$(scalesetctl token create ci)` works; the
-            // note goes to stderr.
-            ctx.show(&created, || format!("{}\n", created.secret));
-            eprintln!(
-                "created API token {:?} ({}); it is shown once and stored only as a hash",
-                created.token.name, created.token.id
-            );
         }
         TokenCommand::Revoke { which } => {
             let revoked: Token = ctx.api.delete(&["tokens", &which], &[]).await?;

@@ -1,24 +1,23 @@
-//! `/api/v1/tokens`: API tokens, as `scaleset-server token` manages them on the host, for
-//! operators who hold a token already. Every token may do everything (there are no roles yet),
-//! so any token may create and revoke tokens; the store keeps only hashes.
+//! `/api/v1/tokens`: list and revoke API tokens, so a leaked token can be cut off from
+//! anywhere an operator has a token. Tokens are created only on the server's host
+//! (`scaleset-server token create NAME`): with a create route, a stolen token could mint
+//! others and outlive its own revocation.
 
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use axum::routing::{delete, get};
 use axum::{Json, Router};
 use scaleset_store::{ApiToken, ApiTokenId};
 
 use crate::error::ApiError;
-use crate::extract::Body;
 use crate::state::AppState;
-use crate::v1::{CreateToken, CreatedToken, ErrorBody, Token, TokenList};
-use crate::{validate, view};
+use crate::v1::{ErrorBody, Token, TokenList};
+use crate::view;
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
-        .route("/tokens", get(list).post(create))
+        .route("/tokens", get(list))
         .route("/tokens/{token}", delete(revoke))
 }
 
@@ -44,32 +43,6 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>) -> Result<Json<Toke
     Ok(Json(TokenList {
         items: tokens.iter().map(record).collect(),
     }))
-}
-
-/// Creates a token; its text is in this answer only.
-#[utoipa::path(post, path = "/api/v1/tokens", tag = "tokens", request_body = CreateToken,
-    responses((status = 201, body = CreatedToken), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 409, body = ErrorBody)))]
-pub(crate) async fn create(
-    State(state): State<Arc<AppState>>,
-    Body(input): Body<CreateToken>,
-) -> Result<(StatusCode, Json<CreatedToken>), ApiError> {
-    validate::name("name", &input.name, 64)?;
-    let name = input.name;
-    let (token, secret) = state
-        .store
-        .create_api_token(&name)
-        .await
-        .map_err(ApiError::store("creating an API token", || {
-            format!("API token {name:?}")
-        }))?;
-    tracing::info!(token = %token.name, id = %token.id, "API token created");
-    Ok((
-        StatusCode::CREATED,
-        Json(CreatedToken {
-            token: record(&token),
-            secret: secret.expose().to_owned(),
-        }),
-    ))
 }
 
 /// Revokes a token, by id or name: requests with it are refused from now on.
