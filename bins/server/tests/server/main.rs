@@ -83,7 +83,10 @@ impl Server {
             let line = lines
                 .recv_timeout(deadline.saturating_duration_since(Instant::now()))
                 .expect("the server prints its listening line");
-            if let Some(rest) = line.strip_prefix("scaleset-server listening on http://") {
+            if let Some(rest) = line
+                .strip_prefix("scaleset-server listening on http://")
+                .or_else(|| line.strip_prefix("scaleset-server listening on https://"))
+            {
                 break rest.trim().to_owned();
             }
         };
@@ -295,4 +298,85 @@ async fn with_worker_serves_a_scale_set_created_through_the_api() {
         "{stderr}"
     );
     stop.cancel();
+}
+
+/// A TLS connection to `addr` trusting `root`, offering `alpn`: the stream and the protocol the
+/// server chose.
+async fn tls_connect(
+    addr: &str,
+    root: rustls_pki_types::CertificateDer<'static>,
+    alpn: &[&[u8]],
+) -> (
+    tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
+    Option<Vec<u8>>,
+) {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(root).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let stream = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+        .connect(
+            rustls_pki_types::ServerName::try_from("localhost").unwrap(),
+            tcp,
+        )
+        .await
+        .expect("a TLS handshake with the server's certificate");
+    let chosen = stream.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
+    (stream, chosen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_from_the_configured_files_with_h2_and_http1_by_alpn() {
+    let dir = tempfile::tempdir().unwrap();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    std::fs::write(dir.path().join("cert.pem"), cert.cert.pem()).unwrap();
+    std::fs::write(dir.path().join("key.pem"), cert.signing_key.serialize_pem()).unwrap();
+    let config = config(
+        dir.path(),
+        &format!(
+            "tls_cert_file = \"{}\"\ntls_key_file = \"{}\"\n",
+            dir.path().join("cert.pem").display(),
+            dir.path().join("key.pem").display()
+        ),
+    );
+    let server = Server::start(&config, false);
+    let root = cert.cert.der().clone();
+
+    // HTTP/1.1 over TLS: the probe answers.
+    let (mut stream, chosen) = tls_connect(&server.addr, root.clone(), &[b"http/1.1"]).await;
+    assert_eq!(chosen.as_deref(), Some(&b"http/1.1"[..]));
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.trim_end().ends_with("ok"), "{answer}");
+
+    // A client offering h2 gets it.
+    let (_, chosen) = tls_connect(&server.addr, root, &[b"h2", b"http/1.1"]).await;
+    assert_eq!(chosen.as_deref(), Some(&b"h2"[..]));
+
+    // Plain HTTP to the TLS port gets no HTTP answer.
+    let mut plain = tokio::net::TcpStream::connect(&server.addr).await.unwrap();
+    plain
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), plain.read_to_end(&mut answer)).await;
+    assert!(
+        !String::from_utf8_lossy(&answer).contains("200"),
+        "plain HTTP must not be served on the TLS port"
+    );
+    let (status, stderr) = server.stop();
+    assert!(status.success(), "{status:?}: {stderr}");
 }
