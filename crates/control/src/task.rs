@@ -196,6 +196,8 @@ async fn pass(
         online: std::collections::HashSet::new(),
         last_reconciled: None,
         desired_written: None,
+        desired: None,
+        listed: None,
     };
     let mut listener = Listener {
         shared,
