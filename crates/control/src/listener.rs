@@ -212,13 +212,33 @@ impl Listener<'_> {
 
     /// Extends the lease (fenced: a lease taken over fails with `LeaseLost`, which stops the
     /// task).
+    ///
+    /// Renewals of all listeners are joined: one store commit renews every lease due within
+    /// a short window (a thirtieth of the TTL, at most 1 s; each lease still fenced by its
+    /// own token). A batch that fails as a whole is retried as this lease alone.
     async fn renew_lease(&mut self) -> Result<(), Error> {
-        self.lease = self
+        let ttl = self.shared.settings.lease_ttl;
+        let window = (ttl / 30).min(Duration::from_secs(1));
+        let batch_store = self.shared.store.clone();
+        let batched = self
             .shared
-            .store
-            .renew_lease(&self.lease, self.shared.settings.lease_ttl)
-            .await
-            .map_err(store("renewing the lease"))?;
+            .renewals
+            .join(self.lease.clone(), window, move |leases| async move {
+                match batch_store.renew_leases(&leases, ttl).await {
+                    Ok(renewed) if renewed.len() == leases.len() => Some(renewed),
+                    Ok(_) => None,
+                    Err(e) => {
+                        tracing::warn!(error = %chain(&e), leases = leases.len(), "renewing leases together failed; each is renewed alone");
+                        None
+                    }
+                }
+            })
+            .await;
+        let renewed = match batched {
+            Some(renewed) => renewed,
+            None => self.shared.store.renew_lease(&self.lease, ttl).await,
+        };
+        self.lease = renewed.map_err(store("renewing the lease"))?;
         Ok(())
     }
 
