@@ -81,21 +81,40 @@ mod tests {
         }
     }
 
-    /// Fifty requests made together cost one flush, and each gets its own answer; a request
-    /// after that batch opens the next one.
-    #[tokio::test(start_paused = true)]
-    async fn requests_made_together_share_one_flush_and_get_their_own_answers() {
-        let coalesce = Arc::new(Coalesce::<u32, u32>::default());
-        let flushes = Arc::new(AtomicUsize::new(0));
-        let sizes = Arc::new(Mutex::new(Vec::new()));
-        let joins: Vec<_> = (0..50u32)
+    type Setup = (
+        Arc<Coalesce<u32, u32>>,
+        Arc<AtomicUsize>,
+        Arc<Mutex<Vec<usize>>>,
+    );
+
+    fn setup() -> Setup {
+        (Arc::default(), Arc::default(), Arc::default())
+    }
+
+    /// `n` requests joined at once, each from a task of its own.
+    fn join_together(
+        coalesce: &Arc<Coalesce<u32, u32>>,
+        flushes: &Arc<AtomicUsize>,
+        sizes: &Arc<Mutex<Vec<usize>>>,
+        n: u32,
+        fail: bool,
+    ) -> Vec<tokio::task::JoinHandle<Option<u32>>> {
+        (0..n)
             .map(|i| {
-                let (coalesce, flush) = (coalesce.clone(), counting(&flushes, &sizes, false));
+                let (coalesce, flush) = (coalesce.clone(), counting(flushes, sizes, fail));
                 tokio::spawn(
                     async move { coalesce.join(i, Duration::from_millis(100), flush).await },
                 )
             })
-            .collect();
+            .collect()
+    }
+
+    /// Fifty requests made together cost one flush, and each gets its own answer; a request
+    /// after that batch opens the next one.
+    #[tokio::test(start_paused = true)]
+    async fn requests_made_together_share_one_flush_and_get_their_own_answers() {
+        let (coalesce, flushes, sizes) = setup();
+        let joins = join_together(&coalesce, &flushes, &sizes, 50, false);
         for (i, join) in joins.into_iter().enumerate() {
             let i = u32::try_from(i).unwrap();
             assert_eq!(join.await.unwrap(), Some(i * 10), "request {i}");
@@ -121,17 +140,8 @@ mod tests {
     /// A batch that fails as a whole answers every joiner `None` (each then asks alone).
     #[tokio::test(start_paused = true)]
     async fn a_failed_batch_answers_none_to_every_joiner() {
-        let coalesce = Arc::new(Coalesce::<u32, u32>::default());
-        let flushes = Arc::new(AtomicUsize::new(0));
-        let sizes = Arc::new(Mutex::new(Vec::new()));
-        let joins: Vec<_> = (0..5u32)
-            .map(|i| {
-                let (coalesce, flush) = (coalesce.clone(), counting(&flushes, &sizes, true));
-                tokio::spawn(
-                    async move { coalesce.join(i, Duration::from_millis(100), flush).await },
-                )
-            })
-            .collect();
+        let (coalesce, flushes, sizes) = setup();
+        let joins = join_together(&coalesce, &flushes, &sizes, 5, true);
         for join in joins {
             assert_eq!(join.await.unwrap(), None);
         }
