@@ -51,6 +51,7 @@ pub(crate) struct RawDatabase {
     pub(crate) busy_timeout: Option<String>,
     pub(crate) connect_timeout: Option<String>,
     pub(crate) event_retention: Option<i64>,
+    pub(crate) sqlite_synchronous: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

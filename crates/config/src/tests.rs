@@ -100,6 +100,22 @@ fn environment_overrides_every_kind_of_key() {
 }
 
 #[test]
+fn sqlite_synchronous_defaults_to_normal_and_a_bad_value_is_named() {
+    let env = base_env();
+    let config = Config::parse("test.toml", GOOD, &env).unwrap();
+    assert_eq!(
+        config.store.sqlite_sync(),
+        scaleset_store::SqliteSync::Normal
+    );
+    let text = GOOD.replace("[database]", "[database]\nsqlite_synchronous = \"full\"");
+    let config = Config::parse("test.toml", &text, &env).unwrap();
+    assert_eq!(config.store.sqlite_sync(), scaleset_store::SqliteSync::Full);
+    let text = GOOD.replace("[database]", "[database]\nsqlite_synchronous = \"off\"");
+    let found = problems(&text, &env);
+    assert_eq!(keys(&found), ["database.sqlite_synchronous"], "{found:?}");
+}
+
+#[test]
 fn an_unknown_key_is_named() {
     let text = GOOD.replace("[database]", "[database]\npool_szie = 3");
     let found = problems(&text, &base_env());

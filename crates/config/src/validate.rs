@@ -8,7 +8,7 @@ use scaleset_control::{Settings, validate_scale_set_name};
 use scaleset_provider::{ProviderConfig, RawProviderConfig};
 use scaleset_store::{
     AdoptionPolicy, Auth, DatabaseUrl, EncryptionKey, Endpoint, EntityKind, Keyring,
-    NewCredentials, RunnerGroup, ScaleSetSpec, SecretString, StoreOptions,
+    NewCredentials, RunnerGroup, ScaleSetSpec, SecretString, SqliteSync, StoreOptions,
 };
 use uuid::Uuid;
 
@@ -109,6 +109,14 @@ pub(crate) fn validate(
         raw.database.connect_timeout.as_deref(),
         Duration::from_secs(30),
     );
+    let sqlite_sync = match raw.database.sqlite_synchronous.as_deref().map(str::parse) {
+        None => SqliteSync::default(),
+        Some(Ok(mode)) => mode,
+        Some(Err(e)) => {
+            p.add("database.sqlite_synchronous", e.to_string());
+            SqliteSync::default()
+        }
+    };
     let keyring = keyring(&mut p, &raw.encryption, env);
 
     let (worker, settings) = worker(&mut p, &raw.worker, env);
@@ -127,6 +135,7 @@ pub(crate) fn validate(
                 .busy_timeout(busy_timeout)
                 .connect_timeout(connect_timeout)
                 .event_retention(event_retention)
+                .sqlite_synchronous(sqlite_sync)
                 .controller_id(controller_id);
             Ok(Config {
                 controller_id,

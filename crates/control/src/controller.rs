@@ -76,6 +76,7 @@ impl Controller {
                 checkpoints: Arc::new(NoCheckpoints),
                 runner_groups: RunnerGroups::default(),
                 starting,
+                renewals: Default::default(),
             }),
         }
     }

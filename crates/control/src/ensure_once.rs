@@ -80,6 +80,7 @@ impl EnsureOnce {
                 checkpoints: Arc::new(NoCheckpoints),
                 runner_groups: RunnerGroups::default(),
                 starting: tokio::sync::Semaphore::new(1),
+                renewals: Default::default(),
             },
         }
     }

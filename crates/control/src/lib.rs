@@ -24,6 +24,7 @@
 pub mod adoption;
 mod checkpoint;
 mod client_factory;
+mod coalesce;
 mod controller;
 mod ensure;
 mod ensure_once;

@@ -15,7 +15,7 @@ use scaleset_github::{
     Client, JobMessage, Message, MessageId, ScaleSetId as GitHubScaleSetId, Session, Statistics,
     unverified_expiry,
 };
-use scaleset_store::{Lease, ScaleSetState};
+use scaleset_store::{Lease, Progress, ScaleSetState};
 use tokio_util::sync::CancellationToken;
 
 use crate::checkpoint::Checkpoint;
@@ -111,6 +111,7 @@ impl Listener<'_> {
     ) -> Result<ListenEnd, Error> {
         Box::pin(self.runners.recover()).await?;
         Box::pin(self.scale()).await?;
+        Box::pin(self.record_progress(None)).await?;
         // Started: the next scale set may begin.
         self.starting = None;
         let capacity = self.runners.scale_set.spec.max_runners;
@@ -211,20 +212,41 @@ impl Listener<'_> {
 
     /// Extends the lease (fenced: a lease taken over fails with `LeaseLost`, which stops the
     /// task).
+    ///
+    /// Renewals of all listeners are joined: one store commit renews every lease due within
+    /// a short window (a thirtieth of the TTL, at most 1 s; each lease still fenced by its
+    /// own token). A batch that fails as a whole is retried as this lease alone.
     async fn renew_lease(&mut self) -> Result<(), Error> {
-        self.lease = self
+        let ttl = self.shared.settings.lease_ttl;
+        let window = (ttl / 30).min(Duration::from_secs(1));
+        let batch_store = self.shared.store.clone();
+        let batched = self
             .shared
-            .store
-            .renew_lease(&self.lease, self.shared.settings.lease_ttl)
-            .await
-            .map_err(store("renewing the lease"))?;
+            .renewals
+            .join(self.lease.clone(), window, move |leases| async move {
+                match batch_store.renew_leases(&leases, ttl).await {
+                    Ok(renewed) if renewed.len() == leases.len() => Some(renewed),
+                    Ok(_) => None,
+                    Err(e) => {
+                        tracing::warn!(error = %chain(&e), leases = leases.len(), "renewing leases together failed; each is renewed alone");
+                        None
+                    }
+                }
+            })
+            .await;
+        let renewed = match batched {
+            Some(renewed) => renewed,
+            None => self.shared.store.renew_lease(&self.lease, ttl).await,
+        };
+        self.lease = renewed.map_err(store("renewing the lease"))?;
         Ok(())
     }
 
     /// After an empty poll: scale, and remove runners past their bootstrap deadline.
     async fn idle(&mut self) -> Result<(), Error> {
         self.scale().await?;
-        self.runners.check_deadlines().await
+        self.runners.check_deadlines().await?;
+        self.record_progress(None).await
     }
 
     /// Handles a message, persists the cursor (fenced), then acks it.
@@ -234,11 +256,8 @@ impl Listener<'_> {
             .reached(Checkpoint::MessageReceived, self.name())
             .await;
         self.handle(session, message).await?;
-        self.shared
-            .store
-            .set_message_cursor(&self.lease, i64::from(message.message_id))
-            .await
-            .map_err(store("persisting the message cursor"))?;
+        self.record_progress(Some(i64::from(message.message_id)))
+            .await?;
         self.last_message_id = message.message_id;
         self.shared
             .checkpoints
@@ -360,28 +379,41 @@ impl Listener<'_> {
 
     async fn scale(&mut self) -> Result<(), Error> {
         let assigned = self.statistics.map_or(0, |s| s.total_assigned_jobs);
-        self.show_jobs_waiting().await?;
         self.runners.scale(assigned).await
     }
 
-    /// Records the jobs waiting for a runner, as the last statistics say, when it changed.
-    async fn show_jobs_waiting(&mut self) -> Result<(), Error> {
-        let Some(stats) = self.statistics else {
-            return Ok(());
-        };
+    /// The jobs waiting for a runner, as the last statistics say.
+    fn jobs_waiting(&self) -> Option<u32> {
+        let stats = self.statistics?;
         let waiting = stats.total_available_jobs.max(0)
             + stats.total_acquired_jobs.max(0)
             + (stats.total_assigned_jobs - stats.total_running_jobs).max(0);
-        let waiting = u32::try_from(waiting).unwrap_or(u32::MAX);
-        if self.jobs_waiting_shown == Some(waiting) {
-            return Ok(());
-        }
+        Some(u32::try_from(waiting).unwrap_or(u32::MAX))
+    }
+
+    /// Records, in one fenced commit, the message cursor (after a handled message) with the
+    /// desired count and jobs waiting when they changed; nothing when none of them is new.
+    /// Merged because they always move together with a job: three commits per message were
+    /// most of a job's wait for its instance (`docs/benchmarks.md`, job to instance).
+    async fn record_progress(&mut self, cursor: Option<i64>) -> Result<(), Error> {
+        let changed = |now: Option<u32>, written: Option<u32>| now.filter(|_| now != written);
+        let progress = Progress {
+            last_message_id: cursor,
+            desired_runners: changed(self.runners.desired, self.runners.desired_written),
+            jobs_waiting: changed(self.jobs_waiting(), self.jobs_waiting_shown),
+        };
+        let during = if cursor.is_some() {
+            "persisting the message cursor"
+        } else {
+            "recording the desired runner count"
+        };
         self.shared
             .store
-            .set_jobs_waiting(&self.lease, waiting)
+            .record_progress(&self.lease, progress)
             .await
-            .map_err(store("recording the jobs waiting"))?;
-        self.jobs_waiting_shown = Some(waiting);
+            .map_err(store(during))?;
+        self.runners.desired_written = self.runners.desired.or(self.runners.desired_written);
+        self.jobs_waiting_shown = self.jobs_waiting().or(self.jobs_waiting_shown);
         Ok(())
     }
 

@@ -38,7 +38,15 @@ pub(crate) struct Shared {
     pub(crate) runner_groups: RunnerGroups,
     /// Permits for scale sets that are starting (`Settings::max_concurrent_starts`).
     pub(crate) starting: tokio::sync::Semaphore,
+    /// The listeners' lease renewals, joined into one store commit per short window.
+    pub(crate) renewals: Renewals,
 }
+
+/// Lease renewals waiting for their batch (see `Listener::renew_lease`).
+pub(crate) type Renewals = crate::coalesce::Coalesce<
+    scaleset_store::Lease,
+    Result<scaleset_store::Lease, scaleset_store::Error>,
+>;
 
 /// One lookup per (entity, runner-group name): the first scale set to need it looks it up,
 /// the others wait for that answer (a failed or empty lookup is not kept).
@@ -196,6 +204,8 @@ async fn pass(
         online: std::collections::HashSet::new(),
         last_reconciled: None,
         desired_written: None,
+        desired: None,
+        listed: None,
     };
     let mut listener = Listener {
         shared,

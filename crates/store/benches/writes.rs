@@ -8,7 +8,8 @@
 //! SCALESET_BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test cargo bench -p scaleset-store --bench writes
 //! ```
 //!
-//! SQLite runs in a temporary file (WAL, `synchronous = FULL`, as the store opens it). The
+//! SQLite runs in a temporary file (WAL), once with the default `synchronous = NORMAL` (module
+//! `sqlite`) and once with `synchronous = FULL` (`sqlite_full`: an fsync per commit). The
 //! PostgreSQL half runs when `SCALESET_BENCH_DATABASE_URL` names a server: the bench creates
 //! its own database there (`scaleset_bench_<uuid>`) and drops it at the end. Each benchmark
 //! reports the time per write; writes per second is its inverse (per thread).
@@ -22,7 +23,7 @@ use scaleset_store::{
     Acquisition, AdoptionPolicy, Auth, CredentialStore, DatabaseUrl, DieselStore, EncryptionKey,
     Endpoint, EntityKind, EntityStore, InstanceStatus, InstanceStore, Keyring, Lease, LeaseStore,
     NewCredentials, NewEntity, NewInstance, NewScaleSet, RunnerGroup, ScaleSetSpec, ScaleSetStore,
-    SecretString, StoreOptions,
+    SecretString, SqliteSync, StoreOptions,
 };
 
 const PG_VAR: &str = "SCALESET_BENCH_DATABASE_URL";
@@ -47,7 +48,7 @@ struct Bench {
 }
 
 impl Bench {
-    fn open(url: DatabaseUrl, dir: Option<tempfile::TempDir>) -> Self {
+    fn open(url: DatabaseUrl, sync: SqliteSync, dir: Option<tempfile::TempDir>) -> Self {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -55,9 +56,11 @@ impl Bench {
             .expect("runtime");
         let (store, leases) = runtime.block_on(async {
             let key = EncryptionKey::from_bytes("k1", &[3; 32]).expect("key");
-            let store = DieselStore::open(StoreOptions::new(url, Keyring::new(key)))
-                .await
-                .expect("open the store");
+            let store = DieselStore::open(
+                StoreOptions::new(url, Keyring::new(key)).sqlite_synchronous(sync),
+            )
+            .await
+            .expect("open the store");
             let credentials = store
                 .create_credentials(NewCredentials {
                     name: "bench".into(),
@@ -190,19 +193,26 @@ fn spec(name: &str) -> ScaleSetSpec {
 }
 
 static SQLITE: OnceLock<Bench> = OnceLock::new();
+static SQLITE_FULL: OnceLock<Bench> = OnceLock::new();
 static PG: OnceLock<Option<PgDatabase>> = OnceLock::new();
 static POSTGRES: OnceLock<Option<Bench>> = OnceLock::new();
 
+fn sqlite_file(sync: SqliteSync) -> Bench {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = DatabaseUrl::parse(&format!(
+        "sqlite://{}",
+        dir.path().join("bench.db").display()
+    ))
+    .expect("sqlite url");
+    Bench::open(url, sync, Some(dir))
+}
+
 fn sqlite() -> &'static Bench {
-    SQLITE.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let url = DatabaseUrl::parse(&format!(
-            "sqlite://{}",
-            dir.path().join("bench.db").display()
-        ))
-        .expect("sqlite url");
-        Bench::open(url, Some(dir))
-    })
+    SQLITE.get_or_init(|| sqlite_file(SqliteSync::Normal))
+}
+
+fn sqlite_full() -> &'static Bench {
+    SQLITE_FULL.get_or_init(|| sqlite_file(SqliteSync::Full))
 }
 
 fn postgres() -> Option<&'static Bench> {
@@ -222,6 +232,7 @@ fn postgres() -> Option<&'static Bench> {
                 .as_ref()?;
             Some(Bench::open(
                 DatabaseUrl::parse(&pg.url).expect("postgres url"),
+                SqliteSync::default(),
                 None,
             ))
         })
@@ -287,6 +298,22 @@ mod sqlite {
     #[divan::bench(threads = [1, 4], sample_count = 20, sample_size = 5)]
     fn instance_life_5_writes(bencher: divan::Bencher) {
         run(bencher, Some(sqlite()), Bench::instance_life);
+    }
+}
+
+mod sqlite_full {
+    use super::*;
+
+    /// One fenced cursor write.
+    #[divan::bench(threads = [1, 4], sample_count = 20, sample_size = 5)]
+    fn cursor_update(bencher: divan::Bencher) {
+        run(bencher, Some(sqlite_full()), Bench::cursor);
+    }
+
+    /// Five instance writes (create, three transitions, delete).
+    #[divan::bench(threads = [1, 4], sample_count = 20, sample_size = 5)]
+    fn instance_life_5_writes(bencher: divan::Bencher) {
+        run(bencher, Some(sqlite_full()), Bench::instance_life);
     }
 }
 

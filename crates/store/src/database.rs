@@ -70,7 +70,11 @@ impl DieselStore {
     /// (see [`crate::ControllerStore::bind_controller`]): a database that belongs to another
     /// controller is [`Error::ControllerMismatch`].
     pub async fn open(options: StoreOptions) -> Result<Self> {
-        let connector = Connector::new(options.url.clone(), options.busy_timeout);
+        let connector = Connector::new(
+            options.url.clone(),
+            options.busy_timeout,
+            options.sqlite_sync,
+        );
         let migrate_with = connector.clone();
         let span = tracing::Span::current();
         tokio::task::spawn_blocking(move || {

@@ -155,6 +155,19 @@ pub trait InstanceStore: Send + Sync {
         github_runner_id: Option<i64>,
     ) -> Result<Instance>;
 
+    /// Moves an instance to `to` (checked as by [`InstanceStore::transition_instance`]) and
+    /// records the ids given (as by [`InstanceStore::set_instance_ids`]) in one commit: a
+    /// runner's GitHub id with `creating`, its provider id with `running`. Either both are
+    /// stored or neither.
+    async fn advance_instance(
+        &self,
+        lease: &Lease,
+        name: &str,
+        to: InstanceStatus,
+        provider_id: Option<&str>,
+        github_runner_id: Option<i64>,
+    ) -> Result<Instance>;
+
     /// Removes an instance row.
     async fn delete_instance(&self, lease: &Lease, name: &str) -> Result<()>;
 

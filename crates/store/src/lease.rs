@@ -96,6 +96,13 @@ pub trait LeaseStore: Send + Sync {
     /// it was taken over.
     async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease>;
 
+    /// Renews several leases in one commit, each as [`LeaseStore::renew_lease`] would (fenced
+    /// by its own holder and token, all to one expiry): one answer per lease, in order, a
+    /// taken-over lease's answer being [`crate::Error::LeaseLost`]. An error of the backend
+    /// fails the whole batch and renews none. A worker serving 10,000 scale sets renews 250
+    /// leases a second; batched, that is a few commits a second instead of 250.
+    async fn renew_leases(&self, leases: &[Lease], ttl: Duration) -> Result<Vec<Result<Lease>>>;
+
     /// Gives the lease up so another worker can take it at once. [`crate::Error::LeaseLost`]
     /// if it was taken over already.
     async fn release_lease(&self, lease: &Lease) -> Result<()>;

@@ -91,10 +91,10 @@ pub use instance_access::{
 };
 pub use keyring::{EncryptionKey, Keyring, SecretString};
 pub use lease::{Acquisition, Lease, LeaseRecord, LeaseStore, LiveLease};
-pub use options::{DatabaseUrl, StoreOptions};
+pub use options::{DatabaseUrl, SqliteSync, StoreOptions};
 pub use scale_set::{
-    AdoptionPolicy, NewScaleSet, Provenance, RunnerGroup, ScaleSet, ScaleSetId, ScaleSetSpec,
-    ScaleSetState, ScaleSetStore,
+    AdoptionPolicy, NewScaleSet, Progress, Provenance, RunnerGroup, ScaleSet, ScaleSetId,
+    ScaleSetSpec, ScaleSetState, ScaleSetStore,
 };
 pub use worker::WorkerStore;
 

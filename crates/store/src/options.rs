@@ -131,9 +131,53 @@ impl FromStr for DatabaseUrl {
     }
 }
 
+/// When an SQLite commit waits for the disk (the `synchronous` pragma, in WAL mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum SqliteSync {
+    /// `synchronous = NORMAL`, the default: a commit is in the WAL file when it returns, so it
+    /// survives a crash of the process; only an OS crash or power loss can lose the last
+    /// commits (the WAL is synced at checkpoints, not on every commit). Commits then cost
+    /// no fsync each, which is what lets one worker keep up with 100 jobs a second
+    /// (`docs/benchmarks.md`); the control loop converges after losing its last writes as it
+    /// does after losing the whole database (`docs/operations.md`).
+    #[default]
+    Normal,
+    /// `synchronous = FULL`: every commit waits for an fsync of the WAL, so it survives power
+    /// loss too, at a few milliseconds per commit on a virtual disk.
+    Full,
+}
+
+impl SqliteSync {
+    /// The pragma's value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Normal => "NORMAL",
+            Self::Full => "FULL",
+        }
+    }
+}
+
+impl FromStr for SqliteSync {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "normal" => Ok(Self::Normal),
+            "full" => Ok(Self::Full),
+            _ => Err(Error::Config {
+                reason: format!(
+                    "unknown SQLite synchronous mode {text:?}; use \"normal\" (survives a process \
+                     crash) or \"full\" (also survives power loss, slower)"
+                ),
+            }),
+        }
+    }
+}
+
 /// Everything [`crate::DieselStore::open`] needs. Defaults: pool size 8, busy timeout 5 s,
 /// connect timeout 30 s, 200 events per scale set, no configured controller id, the system
-/// clock.
+/// clock, SQLite `synchronous = NORMAL` ([`SqliteSync`]).
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
     pub(crate) url: DatabaseUrl,
@@ -144,6 +188,7 @@ pub struct StoreOptions {
     pub(crate) event_retention: u32,
     pub(crate) controller_id: Option<Uuid>,
     pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) sqlite_sync: SqliteSync,
 }
 
 impl StoreOptions {
@@ -158,6 +203,7 @@ impl StoreOptions {
             event_retention: 200,
             controller_id: None,
             clock: Arc::new(SystemClock),
+            sqlite_sync: SqliteSync::default(),
         }
     }
 
@@ -171,6 +217,12 @@ impl StoreOptions {
     /// SQLite: how long a write waits for another writer's lock before failing.
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
         self.busy_timeout = timeout;
+        self
+    }
+
+    /// SQLite: when a commit waits for the disk (ignored for PostgreSQL).
+    pub fn sqlite_synchronous(mut self, mode: SqliteSync) -> Self {
+        self.sqlite_sync = mode;
         self
     }
 
@@ -196,6 +248,11 @@ impl StoreOptions {
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
         self
+    }
+
+    /// SQLite's commit mode (see [`StoreOptions::sqlite_synchronous`]).
+    pub fn sqlite_sync(&self) -> SqliteSync {
+        self.sqlite_sync
     }
 
     /// The database URL.

@@ -155,6 +155,18 @@ pub struct ScaleSet {
     pub jobs_waiting: u32,
 }
 
+/// What [`ScaleSetStore::record_progress`] writes; each `None` leaves its column as it is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// The last handled message id ([`ScaleSet::last_message_id`]; above 0 also dates
+    /// [`ScaleSet::last_message_at`], 0 clears it).
+    pub last_message_id: Option<i64>,
+    /// [`ScaleSet::desired_runners`].
+    pub desired_runners: Option<u32>,
+    /// [`ScaleSet::jobs_waiting`] (display only).
+    pub jobs_waiting: Option<u32>,
+}
+
 /// Scale sets.
 #[async_trait]
 pub trait ScaleSetStore: Send + Sync {
@@ -182,20 +194,53 @@ pub trait ScaleSetStore: Send + Sync {
     /// the message cursor and session, which belonged to the old GitHub scale set.
     async fn update_scale_set(&self, scale_set: &ScaleSet) -> Result<ScaleSet>;
 
+    /// Records a listener's progress in one commit, if `lease` is still current
+    /// ([`crate::Error::LeaseLost`] otherwise): after a message its cursor with the figures
+    /// that changed while handling it, so a job costs one scale-set write, not three. An
+    /// empty `progress` writes nothing and checks nothing.
+    async fn record_progress(&self, lease: &Lease, progress: Progress) -> Result<()>;
+
     /// Records the last handled message id, and (for an id above 0) now as
     /// [`ScaleSet::last_message_at`], if `lease` is still current
     /// ([`crate::Error::LeaseLost`] otherwise).
-    async fn set_message_cursor(&self, lease: &Lease, last_message_id: i64) -> Result<()>;
+    async fn set_message_cursor(&self, lease: &Lease, last_message_id: i64) -> Result<()> {
+        self.record_progress(
+            lease,
+            Progress {
+                last_message_id: Some(last_message_id),
+                ..Progress::default()
+            },
+        )
+        .await
+    }
 
     /// Records how many jobs wait for a runner ([`ScaleSet::jobs_waiting`]), if `lease` is
     /// still current. For display only: no decision reads it back.
-    async fn set_jobs_waiting(&self, lease: &Lease, jobs_waiting: u32) -> Result<()>;
+    async fn set_jobs_waiting(&self, lease: &Lease, jobs_waiting: u32) -> Result<()> {
+        self.record_progress(
+            lease,
+            Progress {
+                jobs_waiting: Some(jobs_waiting),
+                ..Progress::default()
+            },
+        )
+        .await
+    }
 
     /// Records the message session id, if `lease` is still current.
     async fn set_message_session(&self, lease: &Lease, session_id: Option<&str>) -> Result<()>;
 
     /// Records the desired runner count, if `lease` is still current.
-    async fn set_desired_runners(&self, lease: &Lease, desired: u32) -> Result<()>;
+    async fn set_desired_runners(&self, lease: &Lease, desired: u32) -> Result<()> {
+        self.record_progress(
+            lease,
+            Progress {
+                desired_runners: Some(desired),
+                ..Progress::default()
+            },
+        )
+        .await
+    }
 
     /// Deletes a scale set at `generation` with its lease and events. Instances still
     /// recorded are [`crate::Error::Conflict`]; a changed row is [`crate::Error::Stale`].

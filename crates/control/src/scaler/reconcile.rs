@@ -41,12 +41,16 @@ impl Runners<'_> {
             .await;
     }
 
-    /// Reconciles when `reconcile_interval` has passed since the last pass.
-    pub(crate) async fn reconcile_if_due(&mut self) -> Result<(), Error> {
+    /// Reconciles when `reconcile_interval` has passed since the last pass; says whether it
+    /// ran.
+    pub(crate) async fn reconcile_if_due(&mut self) -> Result<bool, Error> {
         let due = self
             .last_reconciled
             .is_none_or(|at| at.elapsed() >= self.shared.settings.reconcile_interval);
-        if due { self.reconcile().await } else { Ok(()) }
+        if due {
+            self.reconcile().await?;
+        }
+        Ok(due)
     }
 
     /// One reconciliation pass.

@@ -9,7 +9,7 @@ use diesel::{Connection as _, PgConnection, RunQueryDsl as _, SqliteConnection};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness as _, embed_migrations};
 
 use crate::error::{Error, Result};
-use crate::options::DatabaseUrl;
+use crate::options::{DatabaseUrl, SqliteSync};
 
 const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/sqlite");
 const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/postgres");
@@ -32,11 +32,16 @@ pub(crate) enum DbConnection {
 pub(crate) struct Connector {
     url: DatabaseUrl,
     busy_timeout: Duration,
+    sync: SqliteSync,
 }
 
 impl Connector {
-    pub(crate) fn new(url: DatabaseUrl, busy_timeout: Duration) -> Self {
-        Self { url, busy_timeout }
+    pub(crate) fn new(url: DatabaseUrl, busy_timeout: Duration, sync: SqliteSync) -> Self {
+        Self {
+            url,
+            busy_timeout,
+            sync,
+        }
     }
 
     /// Opens one configured connection.
@@ -50,11 +55,13 @@ impl Connector {
                 };
                 let mut conn = SqliteConnection::establish(path).map_err(connect_error)?;
                 // busy_timeout first, so that switching to WAL waits for other connections.
-                // synchronous = FULL: a committed write survives power loss, not only a crash.
+                // synchronous: see `SqliteSync` (NORMAL survives a process crash, FULL also
+                // power loss).
                 let pragmas = format!(
                     "PRAGMA busy_timeout = {}; PRAGMA foreign_keys = ON; \
-                     PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;",
-                    self.busy_timeout.as_millis()
+                     PRAGMA journal_mode = WAL; PRAGMA synchronous = {};",
+                    self.busy_timeout.as_millis(),
+                    self.sync.as_str()
                 );
                 conn.batch_execute(&pragmas).map_err(|e| {
                     connect_error(diesel::ConnectionError::CouldntSetupConfiguration(e))
@@ -151,6 +158,33 @@ mod tests {
             );
         }
         assert!(all.len() >= 3, "the migrations were not found");
+    }
+
+    fn synchronous_of(sync: SqliteSync) -> i32 {
+        #[derive(diesel::QueryableByName)]
+        struct Mode {
+            #[diesel(sql_type = diesel::sql_types::Integer)]
+            synchronous: i32,
+        }
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let path = dir.path().join("sync.db").display().to_string();
+        let connector = Connector::new(DatabaseUrl::Sqlite { path }, Duration::from_secs(1), sync);
+        let DbConnection::Sqlite(mut conn) = connector.connect().expect("connect") else {
+            panic!("an SQLite URL opened another backend");
+        };
+        diesel::sql_query("PRAGMA synchronous")
+            .get_result::<Mode>(&mut conn)
+            .expect("read the pragma")
+            .synchronous
+    }
+
+    /// Every pooled connection runs with the configured mode (SQLite's own default is FULL,
+    /// so a connection that skipped the pragma would show 2 for NORMAL).
+    #[test]
+    fn each_sqlite_connection_sets_the_configured_synchronous_mode() {
+        assert_eq!(synchronous_of(SqliteSync::Normal), 1, "NORMAL");
+        assert_eq!(synchronous_of(SqliteSync::Full), 2, "FULL");
+        assert_eq!(SqliteSync::default(), SqliteSync::Normal);
     }
 
     #[test]

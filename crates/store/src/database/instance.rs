@@ -69,6 +69,67 @@ fn load_fenced(conn: &mut DbConnection, lease: &Lease, name: &str) -> Result<Ins
     from_row(row)
 }
 
+impl DieselStore {
+    /// One fenced commit that moves an instance to `to` (checked against the transition
+    /// table; `None` keeps the status) and records the ids given (`None` keeps a value).
+    /// Moving to the current status with no ids writes nothing.
+    async fn advance(
+        &self,
+        lease: &Lease,
+        name: &str,
+        to: Option<InstanceStatus>,
+        provider_id: Option<&str>,
+        github_runner_id: Option<i64>,
+        operation: &'static str,
+    ) -> Result<Instance> {
+        let lease = lease.clone();
+        let name = name.to_owned();
+        let provider_id = provider_id.map(str::to_owned);
+        self.run(operation, move |conn, ctx| {
+            write_transaction(conn, operation, |conn| {
+                check_fence(conn, &lease)?;
+                let current = load_fenced(conn, &lease, &name)?;
+                let status = match to {
+                    Some(to) if !current.status.can_move_to(to) => {
+                        return Err(Error::InvalidTransition {
+                            instance: name,
+                            from: current.status,
+                            to,
+                        });
+                    }
+                    Some(to) => to,
+                    None => current.status,
+                };
+                if to.is_some()
+                    && status == current.status
+                    && provider_id.is_none()
+                    && github_runner_id.is_none()
+                {
+                    return Ok(current);
+                }
+                let updated = Instance {
+                    status,
+                    provider_id: provider_id.or(current.provider_id),
+                    github_runner_id: github_runner_id.or(current.github_runner_id),
+                    updated_at: ctx.now(),
+                    ..current
+                };
+                diesel::update(instances::table.find(&name))
+                    .set((
+                        instances::status.eq(updated.status.as_str()),
+                        instances::provider_id.eq(&updated.provider_id),
+                        instances::github_runner_id.eq(updated.github_runner_id),
+                        instances::updated_at.eq(updated.updated_at.unix_millis()),
+                    ))
+                    .execute(conn)
+                    .map_err(Error::backend(operation))?;
+                Ok(updated)
+            })
+        })
+        .await
+    }
+}
+
 #[async_trait]
 impl InstanceStore for DieselStore {
     async fn create_instance(&self, lease: &Lease, new: NewInstance) -> Result<Instance> {
@@ -161,38 +222,8 @@ impl InstanceStore for DieselStore {
         name: &str,
         to: InstanceStatus,
     ) -> Result<Instance> {
-        let lease = lease.clone();
-        let name = name.to_owned();
-        self.run("transition instance", move |conn, ctx| {
-            write_transaction(conn, "transition instance", |conn| {
-                check_fence(conn, &lease)?;
-                let current = load_fenced(conn, &lease, &name)?;
-                if !current.status.can_move_to(to) {
-                    return Err(Error::InvalidTransition {
-                        instance: name,
-                        from: current.status,
-                        to,
-                    });
-                }
-                if current.status == to {
-                    return Ok(current);
-                }
-                let now = ctx.now();
-                diesel::update(instances::table.find(&name))
-                    .set((
-                        instances::status.eq(to.as_str()),
-                        instances::updated_at.eq(now.unix_millis()),
-                    ))
-                    .execute(conn)
-                    .map_err(Error::backend("transition instance"))?;
-                Ok(Instance {
-                    status: to,
-                    updated_at: now,
-                    ..current
-                })
-            })
-        })
-        .await
+        self.advance(lease, name, Some(to), None, None, "transition instance")
+            .await
     }
 
     async fn set_instance_ids(
@@ -202,30 +233,33 @@ impl InstanceStore for DieselStore {
         provider_id: Option<&str>,
         github_runner_id: Option<i64>,
     ) -> Result<Instance> {
-        let lease = lease.clone();
-        let name = name.to_owned();
-        let provider_id = provider_id.map(str::to_owned);
-        self.run("set instance ids", move |conn, ctx| {
-            write_transaction(conn, "set instance ids", |conn| {
-                check_fence(conn, &lease)?;
-                let current = load_fenced(conn, &lease, &name)?;
-                let updated = Instance {
-                    provider_id: provider_id.or(current.provider_id),
-                    github_runner_id: github_runner_id.or(current.github_runner_id),
-                    updated_at: ctx.now(),
-                    ..current
-                };
-                diesel::update(instances::table.find(&name))
-                    .set((
-                        instances::provider_id.eq(&updated.provider_id),
-                        instances::github_runner_id.eq(updated.github_runner_id),
-                        instances::updated_at.eq(updated.updated_at.unix_millis()),
-                    ))
-                    .execute(conn)
-                    .map_err(Error::backend("set instance ids"))?;
-                Ok(updated)
-            })
-        })
+        self.advance(
+            lease,
+            name,
+            None,
+            provider_id,
+            github_runner_id,
+            "set instance ids",
+        )
+        .await
+    }
+
+    async fn advance_instance(
+        &self,
+        lease: &Lease,
+        name: &str,
+        to: InstanceStatus,
+        provider_id: Option<&str>,
+        github_runner_id: Option<i64>,
+    ) -> Result<Instance> {
+        self.advance(
+            lease,
+            name,
+            Some(to),
+            provider_id,
+            github_runner_id,
+            "advance instance",
+        )
         .await
     }
 

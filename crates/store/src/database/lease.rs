@@ -39,6 +39,27 @@ pub(super) fn check_fence(conn: &mut DbConnection, lease: &Lease) -> Result<()> 
     }
 }
 
+/// Extends `lease` to `expires_at` if it is still the stored one (holder and token).
+fn renew(conn: &mut DbConnection, lease: Lease, expires_at: Timestamp) -> Result<Lease> {
+    let renewed = diesel::update(
+        leases::table
+            .find(lease.scale_set_id.to_string())
+            .filter(leases::holder.eq(&lease.holder))
+            .filter(leases::token.eq(lease.token)),
+    )
+    .set(leases::expires_at.eq(expires_at.unix_millis()))
+    .execute(conn)
+    .map_err(Error::backend("renew lease"))?;
+    if renewed == 1 {
+        Ok(Lease {
+            expires_at,
+            ..lease
+        })
+    } else {
+        Err(lost(&lease))
+    }
+}
+
 fn lost(lease: &Lease) -> Error {
     Error::LeaseLost {
         scale_set: lease.scale_set_id.to_string(),
@@ -191,24 +212,26 @@ impl LeaseStore for DieselStore {
     async fn renew_lease(&self, lease: &Lease, ttl: Duration) -> Result<Lease> {
         let lease = lease.clone();
         self.run("renew lease", move |conn, ctx| {
+            renew(conn, lease, ctx.now().saturating_add(ttl))
+        })
+        .await
+    }
+
+    async fn renew_leases(&self, leases: &[Lease], ttl: Duration) -> Result<Vec<Result<Lease>>> {
+        let leases = leases.to_vec();
+        self.run("renew leases", move |conn, ctx| {
             let expires_at = ctx.now().saturating_add(ttl);
-            let renewed = diesel::update(
-                leases::table
-                    .find(lease.scale_set_id.to_string())
-                    .filter(leases::holder.eq(&lease.holder))
-                    .filter(leases::token.eq(lease.token)),
-            )
-            .set(leases::expires_at.eq(expires_at.unix_millis()))
-            .execute(conn)
-            .map_err(Error::backend("renew lease"))?;
-            if renewed == 1 {
-                Ok(Lease {
-                    expires_at,
-                    ..lease
-                })
-            } else {
-                Err(lost(&lease))
-            }
+            write_transaction(conn, "renew leases", |conn| {
+                let mut renewed = Vec::with_capacity(leases.len());
+                for lease in leases {
+                    match renew(conn, lease, expires_at) {
+                        // A lost lease is that lease's answer; a backend error ends the batch.
+                        Err(e) if !e.is_lease_lost() => return Err(e),
+                        result => renewed.push(result),
+                    }
+                }
+                Ok(renewed)
+            })
         })
         .await
     }

@@ -17,8 +17,8 @@ use crate::entity::EntityId;
 use crate::error::{Error, Result};
 use crate::lease::Lease;
 use crate::scale_set::{
-    AdoptionPolicy, NewScaleSet, Provenance, RunnerGroup, ScaleSet, ScaleSetId, ScaleSetSpec,
-    ScaleSetState, ScaleSetStore,
+    AdoptionPolicy, NewScaleSet, Progress, Provenance, RunnerGroup, ScaleSet, ScaleSetId,
+    ScaleSetSpec, ScaleSetState, ScaleSetStore,
 };
 
 const TABLE: &str = "scale_sets";
@@ -200,6 +200,17 @@ where
     })
 }
 
+/// The columns a [`Progress`] writes (`None` leaves a column as it is).
+#[derive(AsChangeset)]
+#[diesel(table_name = scale_sets)]
+struct ProgressChanges {
+    last_message_id: Option<i64>,
+    last_message_at: Option<Option<i64>>,
+    desired_runners: Option<i64>,
+    jobs_waiting: Option<i64>,
+    updated_at: Option<i64>,
+}
+
 #[async_trait]
 impl ScaleSetStore for DieselStore {
     async fn create_scale_set(&self, new: NewScaleSet) -> Result<ScaleSet> {
@@ -353,31 +364,27 @@ impl ScaleSetStore for DieselStore {
         .await
     }
 
-    async fn set_message_cursor(&self, lease: &Lease, last_message_id: i64) -> Result<()> {
+    async fn record_progress(&self, lease: &Lease, progress: Progress) -> Result<()> {
+        if progress == Progress::default() {
+            return Ok(());
+        }
         let lease = lease.clone();
-        self.run("set message cursor", move |conn, ctx| {
+        self.run("record progress", move |conn, ctx| {
             let now = ctx.now().unix_millis();
-            fenced_update(conn, &lease, "set message cursor", |conn, id| {
+            let changes = ProgressChanges {
+                last_message_id: progress.last_message_id,
                 // A reset (0, after a new GitHub id) handled no message.
-                let handled_at = (last_message_id > 0).then_some(now);
+                last_message_at: progress.last_message_id.map(|id| (id > 0).then_some(now)),
+                desired_runners: progress.desired_runners.map(i64::from),
+                jobs_waiting: progress.jobs_waiting.map(i64::from),
+                // The jobs-waiting figure alone is for display and does not date the row.
+                updated_at: (progress.last_message_id.is_some()
+                    || progress.desired_runners.is_some())
+                .then_some(now),
+            };
+            fenced_update(conn, &lease, "record progress", |conn, id| {
                 diesel::update(scale_sets::table.find(id))
-                    .set((
-                        scale_sets::last_message_id.eq(last_message_id),
-                        scale_sets::last_message_at.eq(handled_at),
-                        scale_sets::updated_at.eq(now),
-                    ))
-                    .execute(conn)
-            })
-        })
-        .await
-    }
-
-    async fn set_jobs_waiting(&self, lease: &Lease, jobs_waiting: u32) -> Result<()> {
-        let lease = lease.clone();
-        self.run("set jobs waiting", move |conn, _ctx| {
-            fenced_update(conn, &lease, "set jobs waiting", |conn, id| {
-                diesel::update(scale_sets::table.find(id))
-                    .set(scale_sets::jobs_waiting.eq(i64::from(jobs_waiting)))
+                    .set(&changes)
                     .execute(conn)
             })
         })
@@ -393,22 +400,6 @@ impl ScaleSetStore for DieselStore {
                 diesel::update(scale_sets::table.find(id))
                     .set((
                         scale_sets::session_id.eq(session_id),
-                        scale_sets::updated_at.eq(now),
-                    ))
-                    .execute(conn)
-            })
-        })
-        .await
-    }
-
-    async fn set_desired_runners(&self, lease: &Lease, desired: u32) -> Result<()> {
-        let lease = lease.clone();
-        self.run("set desired runners", move |conn, ctx| {
-            let now = ctx.now().unix_millis();
-            fenced_update(conn, &lease, "set desired runners", |conn, id| {
-                diesel::update(scale_sets::table.find(id))
-                    .set((
-                        scale_sets::desired_runners.eq(i64::from(desired)),
                         scale_sets::updated_at.eq(now),
                     ))
                     .execute(conn)

@@ -1,6 +1,8 @@
 //! Instances: round trip, unique names and the status transition table.
 
-use scaleset_store::{Error, InstanceStatus, InstanceStore as _, NewInstance, Timestamp};
+use scaleset_store::{
+    Error, InstanceStatus, InstanceStore as _, LeaseStore as _, NewInstance, Timestamp,
+};
 
 use crate::helpers::{TestDb, lease, store_tests};
 
@@ -8,9 +10,80 @@ store_tests!(
     instance_round_trip,
     duplicate_instance_name_is_a_conflict,
     transition_table_is_enforced,
+    advancing_moves_and_records_ids_in_one_commit,
     instances_are_counted_by_status_across_scale_sets,
     a_removal_request_is_recorded_once_without_a_lease
 );
+
+/// `advance_instance` is the scaler's one commit for "GitHub id + creating" and "provider id +
+/// running": both land, a refused move lands neither, a lost lease neither.
+async fn advancing_moves_and_records_ids_in_one_commit(db: TestDb) {
+    let store = db.open().await;
+    let scale_set = crate::helpers::scale_set(&store, "adv").await;
+    let held = lease(&store, scale_set.id, "w").await;
+    store.create_instance(&held, new("adv-1")).await.unwrap();
+
+    let creating = store
+        .advance_instance(&held, "adv-1", InstanceStatus::Creating, None, Some(41))
+        .await
+        .unwrap();
+    assert_eq!(store.get_instance("adv-1").await.unwrap(), creating);
+    assert_eq!(
+        (
+            creating.status,
+            creating.github_runner_id,
+            creating.provider_id.as_deref()
+        ),
+        (InstanceStatus::Creating, Some(41), None)
+    );
+    let running = store
+        .advance_instance(
+            &held,
+            "adv-1",
+            InstanceStatus::Running,
+            Some("prov-9"),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            running.status,
+            running.github_runner_id,
+            running.provider_id.as_deref()
+        ),
+        (InstanceStatus::Running, Some(41), Some("prov-9"))
+    );
+
+    // A move the table refuses records no id either.
+    let refused = store
+        .advance_instance(
+            &held,
+            "adv-1",
+            InstanceStatus::Pending,
+            Some("other"),
+            Some(5),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, Error::InvalidTransition { .. }),
+        "{refused:?}"
+    );
+    assert_eq!(store.get_instance("adv-1").await.unwrap(), running);
+
+    // A taken-over lease writes nothing.
+    store.release_lease(&held).await.unwrap();
+    let _other = lease(&store, scale_set.id, "someone-else").await;
+    assert!(
+        store
+            .advance_instance(&held, "adv-1", InstanceStatus::Busy, Some("late"), None)
+            .await
+            .unwrap_err()
+            .is_lease_lost()
+    );
+    assert_eq!(store.get_instance("adv-1").await.unwrap(), running);
+}
 
 fn new(name: &str) -> NewInstance {
     NewInstance::pending(

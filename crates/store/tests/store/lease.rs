@@ -15,12 +15,52 @@ store_tests!(
     expired_lease_is_taken_over_with_a_greater_token,
     released_lease_is_retaken_with_a_greater_token,
     renewal_extends_and_keeps_the_token,
+    renewing_together_fences_each_lease_by_its_own_token,
     stale_token_writes_are_lease_lost,
     fenced_write_waits_for_a_take_over_in_flight,
     lease_on_unknown_scale_set_is_not_found,
 );
 
 const TTL: Duration = Duration::from_secs(30);
+
+/// One commit renews many leases, and each is still fenced on its own: a taken-over lease's
+/// answer is `LeaseLost`, and the new holder's lease is untouched.
+async fn renewing_together_fences_each_lease_by_its_own_token(db: TestDb) {
+    let store = db.open().await;
+    let a = crate::helpers::scale_set(&store, "batch-a").await;
+    let b = crate::helpers::scale_set(&store, "batch-b").await;
+    let held_a = lease(&store, a.id, "w").await;
+    let held_b = lease(&store, b.id, "w").await;
+    store.release_lease(&held_b).await.unwrap();
+    let taken_b = lease(&store, b.id, "other").await;
+
+    let answers = store
+        .renew_leases(&[held_a.clone(), held_b.clone()], Duration::from_secs(600))
+        .await
+        .unwrap();
+    assert_eq!(answers.len(), 2);
+    let renewed_a = answers[0].as_ref().expect("a is still ours");
+    assert_eq!(renewed_a.token(), held_a.token());
+    assert!(
+        renewed_a.expires_at() > held_a.expires_at(),
+        "a was extended"
+    );
+    assert!(
+        answers[1].as_ref().is_err_and(|e| e.is_lease_lost()),
+        "{:?}",
+        answers[1]
+    );
+    let stored_b = store.get_lease(b.id).await.unwrap().expect("b's lease row");
+    assert_eq!(
+        (
+            stored_b.holder.as_str(),
+            stored_b.token,
+            stored_b.expires_at
+        ),
+        (taken_b.holder(), taken_b.token(), taken_b.expires_at()),
+        "the new holder's lease is untouched"
+    );
+}
 
 /// Take-over races run after the first acquisition race.
 const TAKE_OVER_ROUNDS: u32 = 20;

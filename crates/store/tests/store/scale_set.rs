@@ -2,7 +2,7 @@
 
 use scaleset_store::{
     AdoptionPolicy, Error, EventStore as _, InstanceStore as _, LeaseStore as _, NewInstance,
-    NewScaleSet, Provenance, ScaleSetState, ScaleSetStore as _,
+    NewScaleSet, Progress, Provenance, ScaleSetState, ScaleSetStore as _,
 };
 
 use crate::helpers::{TestDb, lease, raw_sql, spec, store_tests};
@@ -15,7 +15,85 @@ store_tests!(
     delete_checks_generation_and_instances,
     unknown_enum_text_is_a_corrupt_row_error,
     delete_during_a_fenced_write_does_not_deadlock,
+    progress_writes_what_it_names_in_one_fenced_commit,
 );
+
+/// `record_progress` is the listener's one commit per message: the cursor with the figures
+/// that changed; a `None` leaves its column, a lost lease writes none of them.
+async fn progress_writes_what_it_names_in_one_fenced_commit(db: TestDb) {
+    let store = db.open().await;
+    let created = crate::helpers::scale_set(&store, "progress").await;
+    let held = lease(&store, created.id, "worker-a").await;
+    let figures =
+        |s: &scaleset_store::ScaleSet| (s.last_message_id, s.desired_runners, s.jobs_waiting);
+    store
+        .record_progress(
+            &held,
+            Progress {
+                last_message_id: Some(7),
+                desired_runners: Some(3),
+                jobs_waiting: Some(2),
+            },
+        )
+        .await
+        .unwrap();
+    let row = store.get_scale_set(created.id).await.unwrap();
+    assert_eq!(figures(&row), (7, 3, 2));
+    assert!(
+        row.last_message_at.is_some(),
+        "a handled message stamps the time"
+    );
+
+    // Only the cursor moved: the figures stay.
+    store
+        .record_progress(
+            &held,
+            Progress {
+                last_message_id: Some(8),
+                ..Progress::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        figures(&store.get_scale_set(created.id).await.unwrap()),
+        (8, 3, 2)
+    );
+    // Only the desired count: the cursor and its time stay.
+    store
+        .record_progress(
+            &held,
+            Progress {
+                desired_runners: Some(0),
+                ..Progress::default()
+            },
+        )
+        .await
+        .unwrap();
+    let row = store.get_scale_set(created.id).await.unwrap();
+    assert_eq!(figures(&row), (8, 0, 2));
+    assert!(row.last_message_at.is_some());
+
+    // Another holder: nothing lands.
+    store.release_lease(&held).await.unwrap();
+    let _other = lease(&store, created.id, "worker-b").await;
+    let lost = store
+        .record_progress(
+            &held,
+            Progress {
+                last_message_id: Some(9),
+                desired_runners: Some(5),
+                jobs_waiting: Some(5),
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(lost.is_lease_lost(), "{lost:?}");
+    assert_eq!(
+        figures(&store.get_scale_set(created.id).await.unwrap()),
+        (8, 0, 2)
+    );
+}
 
 async fn scale_set_round_trip(db: TestDb) {
     let store = db.open().await;
