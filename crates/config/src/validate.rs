@@ -529,7 +529,7 @@ fn credentials(
                     ca_bundle,
                 },
                 auth: Auth::Pat {
-                    token: SecretString::new(token),
+                    token: SecretString::from(token),
                 },
             });
         }

@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use scaleset_github::{Client, JitConfigRequest, RunnerId, ScaleSetId as GitHubScaleSetId};
 use scaleset_provider::{
-    BootstrapInstance, CreateRequest, InstanceId, OsArch, OsType, Pool, Provider,
-    Secret as ProviderSecret, UserDataOptions,
+    BootstrapInstance, CreateRequest, InstanceId, OsArch, OsType, Pool, Provider, SecretString,
+    UserDataOptions,
 };
 use scaleset_store::{Instance, InstanceStatus, Lease, NewInstance, ScaleSet};
 
@@ -251,9 +251,7 @@ impl Runners<'_> {
         self.transition(&name, InstanceStatus::Creating).await?;
         let request = CreateRequest {
             bootstrap: self.bootstrap(&name),
-            jit_config: Some(scaleset_provider::JitConfig::new(
-                jit.encoded_jit_config.expose(),
-            )),
+            jit_config: Some(jit.encoded_jit_config.clone()),
             // GARM bounds a create by the bootstrap timeout; so does the external provider.
             bootstrap_timeout: Some(if self.scale_set.spec.bootstrap_timeout.is_zero() {
                 self.shared.settings.default_bootstrap_timeout
@@ -303,7 +301,7 @@ impl Runners<'_> {
             repo_url: self.client.config_url().as_str().to_owned(),
             callback_url: String::new(),
             metadata_url: String::new(),
-            instance_token: ProviderSecret::new(""),
+            instance_token: SecretString::from(""),
             ssh_keys: vec![],
             extra_specs: (!spec.extra_specs.is_null()).then(|| spec.extra_specs.clone()),
             github_runner_group: spec.runner_group.name.clone(),

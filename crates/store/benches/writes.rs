@@ -63,7 +63,7 @@ impl Bench {
                     name: "bench".into(),
                     endpoint: Endpoint::github_com(),
                     auth: Auth::Pat {
-                        token: SecretString::new("ghp_bench"),
+                        token: SecretString::from("ghp_bench"),
                     },
                 })
                 .await

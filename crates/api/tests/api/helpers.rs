@@ -16,6 +16,7 @@ use hyper_util::rt::TokioExecutor;
 use prometheus_client::registry::Registry;
 use scaleset_api::AppState;
 use scaleset_control::{ControllerIdentity, Settings, StoreClientFactory};
+use scaleset_github::ExposeSecret as _;
 use scaleset_github::RetryPolicy;
 use scaleset_sim::{SimConfig, Simulator};
 use scaleset_store::{
@@ -301,7 +302,7 @@ impl App {
         ));
         Self {
             base: format!("http://{addr}"),
-            token: secret.expose().to_owned(),
+            token: secret.expose_secret().to_owned(),
             store,
             http: Client::builder(TokioExecutor::new()).build_http(),
             stop,

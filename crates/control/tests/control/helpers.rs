@@ -15,6 +15,7 @@ use prometheus_client::registry::Registry;
 use scaleset_control::{
     Checkpoint, Checkpoints, Controller, ControllerIdentity, Metrics, Settings, StoreClientFactory,
 };
+use scaleset_github::ExposeSecret as _;
 use scaleset_github::RetryPolicy;
 use scaleset_provider::{CreatedRunner, FakeCloud, Provider};
 use scaleset_sim::{SimConfig, Simulator};
@@ -217,7 +218,7 @@ async fn populate(
                 ca_bundle: None,
             },
             auth: Auth::Pat {
-                token: SecretString::new("ghp_simulator"),
+                token: SecretString::from("ghp_simulator"),
             },
         })
         .await
@@ -302,7 +303,7 @@ impl Harness {
                 if boot.load(Ordering::SeqCst)
                     && let Some(jit) = &runner.jit_config
                 {
-                    sim.start_runner(jit.expose())
+                    sim.start_runner(jit.expose_secret())
                         .expect("the simulator boots the runner");
                 }
             }

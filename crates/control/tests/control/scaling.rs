@@ -140,7 +140,7 @@ backend_tests!(instances_without_our_pool_key_are_never_touched);
 
 async fn instances_without_our_pool_key_are_never_touched(db: TestDb) {
     use scaleset_provider::{
-        BootstrapInstance, CreateRequest, OsArch, OsType, PoolKey, Provider as _, Secret,
+        BootstrapInstance, CreateRequest, OsArch, OsType, PoolKey, Provider as _, SecretString,
         UserDataOptions,
     };
     let h = Harness::new(db, sim_config(), |_| {}).await;
@@ -151,7 +151,7 @@ async fn instances_without_our_pool_key_are_never_touched(db: TestDb) {
         repo_url: String::new(),
         callback_url: String::new(),
         metadata_url: String::new(),
-        instance_token: Secret::new(""),
+        instance_token: SecretString::from(""),
         ssh_keys: vec![],
         extra_specs: None,
         github_runner_group: "Default".into(),

@@ -211,7 +211,7 @@ pub(crate) fn pat(name: &str, token: &str) -> scaleset_store::NewCredentials {
         name: name.to_owned(),
         endpoint: scaleset_store::Endpoint::github_com(),
         auth: scaleset_store::Auth::Pat {
-            token: scaleset_store::SecretString::new(token),
+            token: scaleset_store::SecretString::from(token),
         },
     }
 }
