@@ -530,9 +530,8 @@ mod tests {
         assert!(!off.wants(&http));
     }
 
-    /// An h2c server on loopback answering every request 200; `freeze` makes every connection
-    /// open at that moment stop reading (no answer to pings) without closing its socket.
-    async fn h2c_server() -> (SocketAddr, Arc<tokio::sync::Notify>, Arc<AtomicUsize>) {
+    /// A listener on a free loopback port, and its address.
+    async fn loopback() -> (tokio::net::TcpListener, SocketAddr) {
         let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
             Ok(listener) => listener,
             Err(error) => panic!("cannot bind loopback: {error}"),
@@ -541,6 +540,13 @@ mod tests {
             Ok(addr) => addr,
             Err(error) => panic!("no local address: {error}"),
         };
+        (listener, addr)
+    }
+
+    /// An h2c server on loopback answering every request 200; `freeze` makes every connection
+    /// open at that moment stop reading (no answer to pings) without closing its socket.
+    async fn h2c_server() -> (SocketAddr, Arc<tokio::sync::Notify>, Arc<AtomicUsize>) {
+        let (listener, addr) = loopback().await;
         let freeze = Arc::new(tokio::sync::Notify::new());
         let accepted = Arc::new(AtomicUsize::new(0));
         let (f, a) = (freeze.clone(), accepted.clone());
@@ -617,14 +623,7 @@ mod tests {
     /// the second with `REFUSED_STREAM`, sends `GOAWAY` and then answers the held one 202;
     /// later connections answer 200. Counts connections and refused streams.
     async fn goaway_server() -> (SocketAddr, Arc<AtomicUsize>, Arc<AtomicUsize>) {
-        let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
-            Ok(listener) => listener,
-            Err(error) => panic!("cannot bind loopback: {error}"),
-        };
-        let addr = match listener.local_addr() {
-            Ok(addr) => addr,
-            Err(error) => panic!("no local address: {error}"),
-        };
+        let (listener, addr) = loopback().await;
         let accepted = Arc::new(AtomicUsize::new(0));
         let refused = Arc::new(AtomicUsize::new(0));
         let (a, r) = (accepted.clone(), refused.clone());
@@ -720,14 +719,7 @@ mod tests {
         Arc<AtomicUsize>,
         tokio::sync::watch::Sender<bool>,
     ) {
-        let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
-            Ok(listener) => listener,
-            Err(error) => panic!("cannot bind loopback: {error}"),
-        };
-        let addr = match listener.local_addr() {
-            Ok(addr) => addr,
-            Err(error) => panic!("no local address: {error}"),
-        };
+        let (listener, addr) = loopback().await;
         let accepted = Arc::new(AtomicUsize::new(0));
         let (release, released) = tokio::sync::watch::channel(false);
         let a = accepted.clone();

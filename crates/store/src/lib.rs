@@ -71,6 +71,8 @@ mod keyring;
 mod lease;
 mod options;
 mod scale_set;
+#[cfg(feature = "test-util")]
+pub mod test_util;
 mod worker;
 
 pub use api_token::{API_TOKEN_PREFIX, ApiToken, ApiTokenId, ApiTokenStore};

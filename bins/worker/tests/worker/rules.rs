@@ -152,7 +152,7 @@ async fn shutdown_timeout_bounds_a_shutdown_whose_github_calls_hang() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_answers_503_naming_the_store_when_the_database_is_unreachable() {
-    let Some(db) = helpers::PgDatabase::create("the unreachable-store /readyz test") else {
+    let Some(db) = helpers::PgDatabase::for_test("the unreachable-store /readyz test") else {
         return;
     };
     let sim = RunningSim::start().await;
