@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 use scaleset_e2e::RunningSim;
+use scaleset_github::ExposeSecret as _;
 use scaleset_github::{
     Client, ClientConfig, ConfigUrl, Credentials, JitConfigRequest, JobMessage, MessageId,
     NewRunnerScaleSet, RetryPolicy, RunnerGroupId,
@@ -82,7 +83,9 @@ async fn the_whole_loop_runs_on_one_machine_even_with_faults() -> Result<()> {
                             &JitConfigRequest::new(format!("runner-{runners}")),
                         )
                         .await?;
-                    github.sim.start_runner(jit.encoded_jit_config.expose())?;
+                    github
+                        .sim
+                        .start_runner(jit.encoded_jit_config.expose_secret())?;
                 }
                 JobMessage::Started { job, .. } => {
                     started.insert(job.job_id.clone());

@@ -10,6 +10,7 @@ use prometheus_client::registry::Registry;
 use scaleset_api::AppState;
 use scaleset_control::StoreClientFactory;
 use scaleset_demo::{Demo, DemoOptions};
+use scaleset_store::ExposeSecret as _;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::DemoArgs;
@@ -60,7 +61,7 @@ pub(crate) async fn run(args: DemoArgs) -> Result<()> {
     ));
     print!(
         "{}",
-        banner(&demo, &format!("http://{listen}"), token.expose())
+        banner(&demo, &format!("http://{listen}"), token.expose_secret())
     );
 
     let outcome = tokio::select! {

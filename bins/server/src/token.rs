@@ -2,6 +2,7 @@
 //! run on open). A created token is printed once, on stdout alone, so scripts can capture it.
 
 use anyhow::{Context as _, Result, bail};
+use scaleset_store::ExposeSecret as _;
 use scaleset_store::{ApiTokenStore as _, DieselStore};
 
 use crate::cli::TokenCommand;
@@ -25,7 +26,7 @@ pub(crate) async fn run(store: &DieselStore, command: TokenCommand) -> Result<()
                 "created API token {:?} ({}); it is shown once and stored only as a hash:",
                 record.name, record.id
             );
-            println!("{}", secret.expose());
+            println!("{}", secret.expose_secret());
         }
         TokenCommand::List => {
             for token in store.list_api_tokens().await.context("listing tokens")? {

@@ -12,7 +12,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use scaleset_store::ApiTokenSecret;
+use scaleset_store::SecretString;
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -68,7 +68,7 @@ async fn authenticate(
     })?;
     let found = state
         .store
-        .authenticate_api_token(&ApiTokenSecret::new(token.as_str()))
+        .authenticate_api_token(&SecretString::from(token))
         .await
         .map_err(ApiError::store("checking the API token", || {
             "API token".to_owned()

@@ -26,7 +26,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use scaleset_store::{ApiTokenSecret, ScaleSetId};
+use scaleset_store::{ScaleSetId, SecretString};
 
 use crate::state::AppState;
 
@@ -81,7 +81,7 @@ async fn valid(page: &Page, token: &str) -> Result<bool, Response> {
     }
     match page
         .store
-        .authenticate_api_token(&ApiTokenSecret::new(token))
+        .authenticate_api_token(&SecretString::from(token))
         .await
     {
         Ok(found) => Ok(found.is_some()),

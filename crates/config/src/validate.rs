@@ -552,7 +552,7 @@ fn credentials(
                     ca_bundle,
                 },
                 auth: Auth::Pat {
-                    token: SecretString::new(token),
+                    token: SecretString::from(token),
                 },
             });
         }

@@ -391,7 +391,7 @@ async fn populate(
                 ca_bundle: sim.ca.clone(),
             },
             auth: Auth::Pat {
-                token: SecretString::new("ghp_simulator"),
+                token: SecretString::from("ghp_simulator"),
             },
         })
         .await?;

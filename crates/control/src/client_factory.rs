@@ -108,12 +108,12 @@ pub(crate) fn build_client(
     let url = ConfigUrl::parse(&format!("{base}/{path}"))
         .map_err(|e| config_error(format!("the config URL is invalid: {e}")))?;
     let github_credentials = match auth {
-        Auth::Pat { token } => Credentials::pat(token.expose()),
+        Auth::Pat { token } => Credentials::pat(token.clone()),
         Auth::App {
             app_id,
             installation_id,
             private_key,
-        } => Credentials::app(app_id.to_string(), *installation_id, private_key.expose()),
+        } => Credentials::app(app_id.to_string(), *installation_id, private_key.clone()),
         _ => {
             return Err(config_error(
                 "this kind of credentials is not supported".to_owned(),

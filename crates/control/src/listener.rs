@@ -11,6 +11,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use scaleset_github::ExposeSecret as _;
 use scaleset_github::{
     Client, JobMessage, Message, MessageId, ScaleSetId as GitHubScaleSetId, Session, Statistics,
     unverified_expiry,
@@ -280,7 +281,8 @@ impl Listener<'_> {
     /// so polls do not run into a 401; a failure is only logged, the client still refreshes
     /// once on a 401.
     async fn refresh_if_expiring(&self, session: &mut Session) {
-        let Some(expiry) = unverified_expiry(session.message_queue_access_token.expose()) else {
+        let Some(expiry) = unverified_expiry(session.message_queue_access_token.expose_secret())
+        else {
             return;
         };
         if expiry

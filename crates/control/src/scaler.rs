@@ -15,12 +15,10 @@ use std::sync::Arc;
 
 use scaleset_github::{Client, JitConfigRequest, RunnerId, ScaleSetId as GitHubScaleSetId};
 use scaleset_provider::{
-    BootstrapInstance, CreateRequest, InstanceId, OsArch, OsType, Pool, Provider,
-    Secret as ProviderSecret, UserDataOptions,
+    BootstrapInstance, CreateRequest, InstanceId, OsArch, OsType, Pool, Provider, SecretString,
+    UserDataOptions,
 };
-use scaleset_store::{
-    Instance, InstanceStatus, InstanceToken, Lease, NewInstance, ScaleSet, SecretString,
-};
+use scaleset_store::{Instance, InstanceStatus, Lease, NewInstance, ScaleSet};
 
 use crate::checkpoint::Checkpoint;
 use crate::error::{Error, chain, store};
@@ -31,7 +29,7 @@ use crate::task::Shared;
 /// What an instance is given to reach the server's instance-facing endpoints.
 struct InstanceAccessGrant {
     urls: crate::settings::InstanceUrls,
-    token: InstanceToken,
+    token: SecretString,
 }
 
 /// The runners of one scale set, as one task serves them.
@@ -272,13 +270,11 @@ impl Runners<'_> {
             .reached(Checkpoint::JitConfigGenerated, self.name())
             .await;
         let access = self
-            .grant_access(&name, jit.encoded_jit_config.expose(), timeout)
+            .grant_access(&name, &jit.encoded_jit_config, timeout)
             .await?;
         let request = CreateRequest {
             bootstrap: self.bootstrap(&name, access),
-            jit_config: Some(scaleset_provider::JitConfig::new(
-                jit.encoded_jit_config.expose(),
-            )),
+            jit_config: Some(jit.encoded_jit_config.clone()),
             // GARM bounds a create by the bootstrap timeout; so does the external provider.
             bootstrap_timeout: Some(timeout),
         };
@@ -327,7 +323,7 @@ impl Runners<'_> {
     async fn grant_access(
         &self,
         name: &str,
-        jit_config: &str,
+        jit_config: &SecretString,
         bootstrap_timeout: std::time::Duration,
     ) -> Result<Option<InstanceAccessGrant>, Error> {
         let Some(urls) = self.shared.settings.instance_urls() else {
@@ -336,12 +332,7 @@ impl Runners<'_> {
         let token = self
             .shared
             .store
-            .grant_instance_access(
-                self.lease,
-                name,
-                &SecretString::new(jit_config),
-                bootstrap_timeout,
-            )
+            .grant_instance_access(self.lease, name, jit_config, bootstrap_timeout)
             .await
             .map_err(store("granting an instance its token"))?;
         Ok(Some(InstanceAccessGrant { urls, token }))
@@ -350,12 +341,8 @@ impl Runners<'_> {
     fn bootstrap(&self, name: &str, access: Option<InstanceAccessGrant>) -> BootstrapInstance {
         let spec = &self.scale_set.spec;
         let (callback_url, metadata_url, instance_token) = match access {
-            Some(grant) => (
-                grant.urls.callback,
-                grant.urls.metadata,
-                ProviderSecret::new(grant.token.expose()),
-            ),
-            None => (String::new(), String::new(), ProviderSecret::new("")),
+            Some(grant) => (grant.urls.callback, grant.urls.metadata, grant.token),
+            None => (String::new(), String::new(), SecretString::from("")),
         };
         BootstrapInstance {
             name: name.to_owned(),

@@ -119,7 +119,7 @@ pub(crate) async fn declare(store: &dyn Store, github_url: &str) -> Result<usize
         name: CREDENTIALS.to_owned(),
         endpoint: endpoint.clone(),
         auth: Auth::Pat {
-            token: SecretString::new(PAT),
+            token: SecretString::from(PAT),
         },
     };
     let credentials = match store.get_credentials_by_name(CREDENTIALS).await {

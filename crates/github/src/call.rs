@@ -20,7 +20,7 @@ use crate::endpoint::Endpoint;
 use crate::error::{Error, Result, ServiceError};
 use crate::http::{AttemptError, Incoming, Outgoing, Transport};
 use crate::retry::{RetryPolicy, is_retryable_status, parse_retry_after, rate_limit_wait};
-use crate::secret::Secret;
+use secrecy::{ExposeSecret, SecretString};
 
 /// The `api-version` every Actions-service call carries.
 pub(crate) const API_VERSION: &str = "6.0-preview";
@@ -31,9 +31,9 @@ pub(crate) enum Auth {
     /// `Authorization: Bearer <current admin token>`.
     Admin,
     /// `Authorization: Bearer <token>`.
-    Bearer(Secret),
+    Bearer(SecretString),
     /// `Authorization: RemoteAuth <token>`.
-    Remote(Secret),
+    Remote(SecretString),
 }
 
 /// Where a call goes.
@@ -143,7 +143,7 @@ impl Call {
 /// The admin token and Actions service URL returned by `runner-registration`.
 #[derive(Debug)]
 pub(crate) struct AdminConnection {
-    pub(crate) token: Secret,
+    pub(crate) token: SecretString,
     pub(crate) service_url: Url,
     /// When the token stops being used: its `exp`, or fetch time + fallback TTL.
     pub(crate) expires_at: SystemTime,
@@ -154,7 +154,7 @@ pub(crate) trait AdminSource: Sync {
     /// The current admin connection (fetched if missing or about to expire).
     fn connection(&self) -> impl Future<Output = Result<Arc<AdminConnection>>> + Send;
     /// The service answered 401 to this token: the next call must fetch a new one.
-    fn rejected(&self, token: &Secret);
+    fn rejected(&self, token: &SecretString);
 }
 
 /// No admin source: for REST calls that authenticate themselves.
@@ -165,7 +165,7 @@ impl AdminSource for NoAdmin {
         match *self {}
     }
 
-    fn rejected(&self, _: &Secret) {
+    fn rejected(&self, _: &SecretString) {
         match *self {}
     }
 }
@@ -340,7 +340,7 @@ impl Caller {
         &self,
         call: &Call,
         admin: Option<Arc<AdminConnection>>,
-    ) -> Result<(Outgoing, Option<Secret>)> {
+    ) -> Result<(Outgoing, Option<SecretString>)> {
         let url = match (&call.target, &admin) {
             (Target::Absolute(url), _) => url.clone(),
             (Target::Service { path, query }, Some(admin)) => {
@@ -354,11 +354,11 @@ impl Caller {
         };
         let (authorization, admin_token) = match (&call.auth, &admin) {
             (Auth::Admin, Some(admin)) => (
-                format!("Bearer {}", admin.token.expose()),
+                format!("Bearer {}", admin.token.expose_secret()),
                 Some(admin.token.clone()),
             ),
-            (Auth::Bearer(token), _) => (format!("Bearer {}", token.expose()), None),
-            (Auth::Remote(token), _) => (format!("RemoteAuth {}", token.expose()), None),
+            (Auth::Bearer(token), _) => (format!("Bearer {}", token.expose_secret()), None),
+            (Auth::Remote(token), _) => (format!("RemoteAuth {}", token.expose_secret()), None),
             (Auth::Admin, None) => {
                 return Err(Error::InvalidConfig {
                     reason: "internal: admin auth without an admin connection".to_owned(),

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use secrecy::ExposeSecret;
 use url::Url;
 
 use crate::call::{Call, Caller};
@@ -42,12 +43,12 @@ impl Client {
     pub fn new(config: ClientConfig) -> Result<Self> {
         let app_key = match &config.credentials {
             Credentials::Pat(token) => {
-                if token.is_empty() {
+                if token.expose_secret().is_empty() {
                     return Err(Error::InvalidConfig {
                         reason: "the personal access token is empty".to_owned(),
                     });
                 }
-                if http::HeaderValue::from_str(token.expose()).is_err() {
+                if http::HeaderValue::from_str(token.expose_secret()).is_err() {
                     return Err(Error::InvalidConfig {
                         reason: "the personal access token contains characters an HTTP header \
                                  cannot carry (a line break or control character copied with \

@@ -10,7 +10,7 @@ use url::Url;
 
 use crate::error::{Error, Result};
 use crate::retry::{RetryPolicy, SharedSleeper, Sleeper, TokioSleeper};
-use crate::secret::Secret;
+use secrecy::SecretString;
 
 /// The environment variable that makes every host count as GHES.
 pub const FORCE_GHES_VAR: &str = "GITHUB_ACTIONS_FORCE_GHES";
@@ -165,7 +165,7 @@ pub struct GitHubApp {
     /// The installation id on the organization or repository.
     pub installation_id: i64,
     /// The App's PEM private key (PKCS#1 `RSA PRIVATE KEY` or PKCS#8 `PRIVATE KEY`).
-    pub private_key: Secret,
+    pub private_key: SecretString,
 }
 
 impl fmt::Debug for GitHubApp {
@@ -183,14 +183,14 @@ impl fmt::Debug for GitHubApp {
 #[non_exhaustive]
 pub enum Credentials {
     /// A personal access token (required for enterprise scope).
-    Pat(Secret),
+    Pat(SecretString),
     /// A GitHub App installation (repository and organization scope only).
     App(GitHubApp),
 }
 
 impl Credentials {
     /// PAT credentials.
-    pub fn pat(token: impl Into<Secret>) -> Self {
+    pub fn pat(token: impl Into<SecretString>) -> Self {
         Self::Pat(token.into())
     }
 
@@ -198,7 +198,7 @@ impl Credentials {
     pub fn app(
         client_id: impl Into<String>,
         installation_id: i64,
-        private_key_pem: impl Into<Secret>,
+        private_key_pem: impl Into<SecretString>,
     ) -> Self {
         Self::App(GitHubApp {
             client_id: client_id.into(),

@@ -20,6 +20,7 @@
 //! failed), so opening many connections does not spawn a blocking DNS lookup each.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -111,11 +112,30 @@ impl Drop for Stream {
     }
 }
 
+/// What a name lookup returns.
+type Lookup = Pin<Box<dyn Future<Output = std::io::Result<Vec<SocketAddr>>> + Send>>;
+
+/// How a host name and port become addresses: the system resolver (tokio's `lookup_host`, a
+/// blocking lookup on the blocking pool); the pool's tests pass one that counts its calls.
+type Resolver = Arc<dyn Fn(String, u16) -> Lookup + Send + Sync>;
+
+/// The system resolver.
+fn system_resolver() -> Resolver {
+    Arc::new(|host: String, port: u16| -> Lookup {
+        Box::pin(async move {
+            Ok(tokio::net::lookup_host((host.as_str(), port))
+                .await?
+                .collect())
+        })
+    })
+}
+
 /// The pool of HTTP/2 connections, shared by every call of a client.
 pub(crate) struct H2Pool {
     config: Http2Config,
     tls: tokio_rustls::TlsConnector,
     connect_timeout: Duration,
+    resolve: Resolver,
     hosts: Mutex<HashMap<HostKey, Arc<Host>>>,
 }
 
@@ -150,8 +170,16 @@ impl H2Pool {
             config,
             tls: tokio_rustls::TlsConnector::from(Arc::new(tls)),
             connect_timeout,
+            resolve: system_resolver(),
             hosts: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The same pool resolving names through `resolve` instead of the system resolver.
+    #[cfg(test)]
+    fn with_resolver(mut self, resolve: Resolver) -> Self {
+        self.resolve = resolve;
+        self
     }
 
     /// Whether calls to `url` may go over HTTP/2: `https://` when HTTP/2 is enabled (ALPN
@@ -289,10 +317,10 @@ impl H2Pool {
             Some(addrs) => addrs,
             None => {
                 let resolved: Arc<[SocketAddr]> =
-                    tokio::net::lookup_host((host.key.host.as_str(), host.key.port))
+                    (self.resolve)(host.key.host.clone(), host.key.port)
                         .await
                         .map_err(PoolError::transport)?
-                        .collect();
+                        .into();
                 *lock(&host.addrs) = Some(resolved.clone());
                 resolved
             }
@@ -460,15 +488,8 @@ async fn exchange(
 mod tests {
     use super::*;
 
-    #[test]
-    fn only_refused_streams_count_as_unprocessed() {
-        assert!(unprocessed(&h2::Error::from(h2::Reason::REFUSED_STREAM)));
-        assert!(!unprocessed(&h2::Error::from(h2::Reason::CANCEL)));
-        assert!(!unprocessed(&h2::Error::from(h2::Reason::INTERNAL_ERROR)));
-    }
-
-    #[test]
-    fn http_targets_use_h2_only_with_prior_knowledge() {
+    /// A client TLS configuration trusting nothing (the tests speak h2c).
+    fn client_tls() -> rustls::ClientConfig {
         let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
@@ -480,6 +501,19 @@ mod tests {
         let Ok(tls) = tls else {
             panic!("ring offers the default protocol versions");
         };
+        tls
+    }
+
+    #[test]
+    fn only_refused_streams_count_as_unprocessed() {
+        assert!(unprocessed(&h2::Error::from(h2::Reason::REFUSED_STREAM)));
+        assert!(!unprocessed(&h2::Error::from(h2::Reason::CANCEL)));
+        assert!(!unprocessed(&h2::Error::from(h2::Reason::INTERNAL_ERROR)));
+    }
+
+    #[test]
+    fn http_targets_use_h2_only_with_prior_knowledge() {
+        let tls = client_tls();
         let https = url::Url::parse("https://example.invalid/x").ok();
         let http = url::Url::parse("http://example.invalid/x").ok();
         let (Some(https), Some(http)) = (https, http) else {
@@ -496,9 +530,8 @@ mod tests {
         assert!(!off.wants(&http));
     }
 
-    /// An h2c server on loopback answering every request 200; `freeze` makes every connection
-    /// open at that moment stop reading (no answer to pings) without closing its socket.
-    async fn h2c_server() -> (SocketAddr, Arc<tokio::sync::Notify>, Arc<AtomicUsize>) {
+    /// A listener on a free loopback port, and its address.
+    async fn loopback() -> (tokio::net::TcpListener, SocketAddr) {
         let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
             Ok(listener) => listener,
             Err(error) => panic!("cannot bind loopback: {error}"),
@@ -507,6 +540,13 @@ mod tests {
             Ok(addr) => addr,
             Err(error) => panic!("no local address: {error}"),
         };
+        (listener, addr)
+    }
+
+    /// An h2c server on loopback answering every request 200; `freeze` makes every connection
+    /// open at that moment stop reading (no answer to pings) without closing its socket.
+    async fn h2c_server() -> (SocketAddr, Arc<tokio::sync::Notify>, Arc<AtomicUsize>) {
+        let (listener, addr) = loopback().await;
         let freeze = Arc::new(tokio::sync::Notify::new());
         let accepted = Arc::new(AtomicUsize::new(0));
         let (f, a) = (freeze.clone(), accepted.clone());
@@ -541,17 +581,7 @@ mod tests {
     #[tokio::test]
     async fn a_connection_that_misses_a_keepalive_ping_is_replaced() {
         let (addr, freeze, accepted) = h2c_server().await;
-        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .map(|b| {
-            b.with_root_certificates(rustls::RootCertStore::empty())
-                .with_no_client_auth()
-        });
-        let Ok(tls) = tls else {
-            panic!("ring offers the default protocol versions");
-        };
+        let tls = client_tls();
         let config = Http2Config::default()
             .with_prior_knowledge()
             .with_keepalive(Duration::from_millis(20), Duration::from_millis(50));
@@ -593,14 +623,7 @@ mod tests {
     /// the second with `REFUSED_STREAM`, sends `GOAWAY` and then answers the held one 202;
     /// later connections answer 200. Counts connections and refused streams.
     async fn goaway_server() -> (SocketAddr, Arc<AtomicUsize>, Arc<AtomicUsize>) {
-        let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
-            Ok(listener) => listener,
-            Err(error) => panic!("cannot bind loopback: {error}"),
-        };
-        let addr = match listener.local_addr() {
-            Ok(addr) => addr,
-            Err(error) => panic!("no local address: {error}"),
-        };
+        let (listener, addr) = loopback().await;
         let accepted = Arc::new(AtomicUsize::new(0));
         let refused = Arc::new(AtomicUsize::new(0));
         let (a, r) = (accepted.clone(), refused.clone());
@@ -642,17 +665,7 @@ mod tests {
     #[tokio::test]
     async fn a_stream_refused_at_goaway_is_resent_on_another_connection() {
         let (addr, accepted, refused) = goaway_server().await;
-        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .map(|b| {
-            b.with_root_certificates(rustls::RootCertStore::empty())
-                .with_no_client_auth()
-        });
-        let Ok(tls) = tls else {
-            panic!("ring offers the default protocol versions");
-        };
+        let tls = client_tls();
         let pool = Arc::new(H2Pool::new(
             Http2Config::default().with_prior_knowledge(),
             &tls,
@@ -696,6 +709,109 @@ mod tests {
             accepted.load(Ordering::SeqCst),
             2,
             "resent on a new connection"
+        );
+    }
+
+    /// An h2c server allowing one stream per connection that holds every request until
+    /// `release` turns true, then answers 200; counts connections.
+    async fn one_stream_server() -> (
+        SocketAddr,
+        Arc<AtomicUsize>,
+        tokio::sync::watch::Sender<bool>,
+    ) {
+        let (listener, addr) = loopback().await;
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let (release, released) = tokio::sync::watch::channel(false);
+        let a = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                a.fetch_add(1, Ordering::SeqCst);
+                let released = released.clone();
+                tokio::spawn(async move {
+                    let handshake = h2::server::Builder::new()
+                        .max_concurrent_streams(1)
+                        .handshake::<_, Bytes>(socket);
+                    let Ok(mut conn) = handshake.await else {
+                        return;
+                    };
+                    while let Some(Ok((_, mut respond))) = conn.accept().await {
+                        // Answered while `accept` keeps driving the connection.
+                        let mut released = released.clone();
+                        tokio::spawn(async move {
+                            if released.wait_for(|go| *go).await.is_ok() {
+                                let _ = respond.send_response(http::Response::new(()), true);
+                            }
+                        });
+                    }
+                });
+            }
+        });
+        (addr, accepted, release)
+    }
+
+    /// Opening many connections to one host resolves its name once (issue 13: ten thousand
+    /// listeners must not cost a blocking lookup per connect). The server allows one stream
+    /// per connection and holds every request, so `CONNECTIONS` concurrent requests make the
+    /// pool open `CONNECTIONS` connections. Fails if the pool stops caching the host's
+    /// addresses (one lookup per connection).
+    #[tokio::test]
+    async fn many_connections_to_one_host_resolve_its_name_once() {
+        const CONNECTIONS: usize = 8;
+        let (addr, accepted, release) = one_stream_server().await;
+        let lookups = Arc::new(AtomicUsize::new(0));
+        let resolver: Resolver = {
+            let lookups = lookups.clone();
+            Arc::new(move |host: String, port: u16| -> Lookup {
+                lookups.fetch_add(1, Ordering::SeqCst);
+                let answer = if host == "pool.test" && port == addr.port() {
+                    Ok(vec![addr])
+                } else {
+                    Err(std::io::Error::other(format!("unknown host {host}:{port}")))
+                };
+                Box::pin(async move { answer })
+            })
+        };
+        let pool = Arc::new(
+            H2Pool::new(
+                Http2Config::default().with_prior_knowledge(),
+                &client_tls(),
+                Duration::from_secs(5),
+            )
+            .with_resolver(resolver),
+        );
+        let Ok(url) = url::Url::parse(&format!("http://pool.test:{}/x", addr.port())) else {
+            panic!("a test URL parses");
+        };
+        let requests: Vec<_> = (0..CONNECTIONS)
+            .map(|_| {
+                let (pool, url) = (pool.clone(), url.clone());
+                tokio::spawn(async move {
+                    let request = http::Request::get(url.as_str())
+                        .body(())
+                        .unwrap_or_else(|e| panic!("a GET builds: {e}"));
+                    pool.send(&url, request, Bytes::new(), 1024).await
+                })
+            })
+            .collect();
+        scaleset_eventually::eventually_holds("every held request has its own connection", || {
+            accepted.load(Ordering::SeqCst) == CONNECTIONS
+        })
+        .await;
+        let _ = release.send(true);
+        for request in requests {
+            let answer = request
+                .await
+                .unwrap_or_else(|e| panic!("a request task: {e}"));
+            assert!(
+                matches!(answer, Ok(Ok((ref parts, _))) if parts.status == 200),
+                "every request is answered: {answer:?}"
+            );
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), CONNECTIONS);
+        assert_eq!(
+            lookups.load(Ordering::SeqCst),
+            1,
+            "{CONNECTIONS} connections to one host resolved its name once"
         );
     }
 }

@@ -11,7 +11,7 @@ use rustls_pki_types::PrivateKeyDer;
 use rustls_pki_types::pem::PemObject as _;
 
 use crate::error::{Error, Result};
-use crate::secret::Secret;
+use secrecy::{ExposeSecret, SecretString};
 
 /// The App JWT is back-dated by this much to absorb clock skew.
 const BACKDATE: Duration = Duration::from_secs(60);
@@ -26,9 +26,9 @@ pub(crate) struct AppKey {
 
 impl AppKey {
     /// Parses a PEM RSA key in PKCS#1 (`RSA PRIVATE KEY`) or PKCS#8 (`PRIVATE KEY`) form.
-    pub(crate) fn from_pem(pem: &Secret) -> Result<Self> {
+    pub(crate) fn from_pem(pem: &SecretString) -> Result<Self> {
         let invalid = |reason: String| Error::InvalidPrivateKey { reason };
-        let der = PrivateKeyDer::from_pem_slice(pem.expose().as_bytes())
+        let der = PrivateKeyDer::from_pem_slice(pem.expose_secret().as_bytes())
             .map_err(|e| invalid(format!("not a PEM private key ({e})")))?;
         let key = match &der {
             PrivateKeyDer::Pkcs1(pkcs1) => RsaKeyPair::from_der(pkcs1.secret_pkcs1_der()),
@@ -47,7 +47,7 @@ impl AppKey {
     }
 
     /// Signs an App JWT: `iat = now - 60 s`, `exp = iat + 9 min`, `iss = issuer`.
-    pub(crate) fn sign(&self, issuer: &str, now: SystemTime) -> Result<Secret> {
+    pub(crate) fn sign(&self, issuer: &str, now: SystemTime) -> Result<SecretString> {
         let iat = unix_seconds(now.checked_sub(BACKDATE).unwrap_or(UNIX_EPOCH));
         let exp = iat + LIFETIME.as_secs() as i64;
         let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"RS256","typ":"JWT"}"#);
@@ -63,7 +63,7 @@ impl AppKey {
                 &mut signature,
             )
             .map_err(|_| Error::JwtSigning)?;
-        Ok(Secret::new(format!(
+        Ok(SecretString::from(format!(
             "{signing_input}.{}",
             URL_SAFE_NO_PAD.encode(&signature)
         )))

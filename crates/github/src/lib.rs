@@ -116,7 +116,6 @@ mod message;
 mod retry;
 mod runner;
 mod scale_set;
-mod secret;
 mod session;
 mod statistics;
 mod timestamp;
@@ -144,8 +143,10 @@ pub use crate::runner::{JitConfig, JitConfigRequest, RunnerReference};
 pub use crate::scale_set::{
     Label, NewRunnerScaleSet, RunnerGroup, RunnerScaleSet, RunnerScaleSetPatch, RunnerSetting,
 };
-pub use crate::secret::Secret;
 pub use crate::session::Session;
 pub use crate::statistics::Statistics;
 pub use crate::timestamp::Timestamp;
 pub use crate::wire::List;
+/// Secrets (PATs, keys, tokens, JIT configs): `secrecy`'s, so every scaleset crate holds the same
+/// type; `Debug` redacts, there is no `Display` or `Serialize`, and the value is wiped on drop.
+pub use secrecy::{ExposeSecret, SecretString};

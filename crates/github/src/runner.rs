@@ -10,9 +10,9 @@ use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
 use crate::id::{RunnerGroupId, RunnerId, ScaleSetId};
 use crate::scale_set::Label;
-use crate::secret::Secret;
 use crate::timestamp::Timestamp;
 use crate::wire::{List, decode, lenient_timestamp, null_default};
+use secrecy::{ExposeSecret, SecretString};
 
 const AGENTS: &str = "_apis/distributedtask/pools/0/agents";
 
@@ -96,7 +96,8 @@ impl JitConfigRequest {
 
 /// A generated JIT configuration. `encoded_jit_config` is a secret: hand it to the runner
 /// (`run.sh --jitconfig` or `ACTIONS_RUNNER_INPUT_JITCONFIG`) and nowhere else.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+// No `PartialEq`: secrets are not compared (secrecy offers no equality).
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct JitConfig {
@@ -104,8 +105,13 @@ pub struct JitConfig {
     #[serde(default, deserialize_with = "null_default")]
     pub runner: RunnerReference,
     /// The base64 JIT blob.
-    #[serde(default, rename = "encodedJITConfig", alias = "encodedJitConfig")]
-    pub encoded_jit_config: Secret,
+    #[serde(
+        default,
+        rename = "encodedJITConfig",
+        alias = "encodedJitConfig",
+        deserialize_with = "null_default"
+    )]
+    pub encoded_jit_config: SecretString,
 }
 
 impl Client {
@@ -125,7 +131,7 @@ impl Client {
         .json(request)?;
         let response = self.execute(&call).await?;
         let config: JitConfig = decode(call.endpoint, response.status, &response.body)?;
-        if config.encoded_jit_config.is_empty() {
+        if config.encoded_jit_config.expose_secret().is_empty() {
             return Err(Error::UnexpectedResponse {
                 endpoint: call.endpoint,
                 status: response.status,

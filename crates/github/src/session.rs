@@ -12,9 +12,9 @@ use crate::error::{Error, Result};
 use crate::http::Incoming;
 use crate::id::ScaleSetId;
 use crate::scale_set::RunnerScaleSet;
-use crate::secret::Secret;
 use crate::statistics::Statistics;
 use crate::wire::{decode, null_default};
+use secrecy::{ExposeSecret, SecretString};
 
 /// A message session of one scale set (protocol §6.4).
 ///
@@ -37,8 +37,8 @@ pub struct Session {
     #[serde(default, deserialize_with = "null_default")]
     pub message_queue_url: String,
     /// The message-queue bearer token.
-    #[serde(default)]
-    pub message_queue_access_token: Secret,
+    #[serde(default, deserialize_with = "null_default")]
+    pub message_queue_access_token: SecretString,
     /// Statistics at session creation/refresh.
     #[serde(default)]
     pub statistics: Option<Statistics>,
@@ -234,7 +234,11 @@ fn check_session(endpoint: Endpoint, status: u16, session: &Session) -> Result<(
             "the session's messageQueueUrl is not a valid url",
         ));
     }
-    if session.message_queue_access_token.is_empty() {
+    if session
+        .message_queue_access_token
+        .expose_secret()
+        .is_empty()
+    {
         return Err(unexpected("the session has no messageQueueAccessToken"));
     }
     Ok(())

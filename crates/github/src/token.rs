@@ -14,8 +14,8 @@ use crate::config::{ConfigUrl, Credentials, Scope};
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
 use crate::jwt::{AppKey, unverified_expiry};
-use crate::secret::Secret;
 use crate::wire::decode;
+use secrecy::{ExposeSecret, SecretString};
 
 /// The admin-token cache shared by all clones of a client.
 ///
@@ -62,12 +62,15 @@ impl TokenChain {
     }
 
     /// Forgets the cached connection if it still holds `token` (it was rejected with 401).
-    pub(crate) fn invalidate(&self, token: &Secret) {
+    pub(crate) fn invalidate(&self, token: &SecretString) {
         let mut guard = self
             .current
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if guard.as_ref().is_some_and(|c| &c.token == token) {
+        if guard
+            .as_ref()
+            .is_some_and(|c| c.token.expose_secret() == token.expose_secret())
+        {
             *guard = None;
         }
     }
@@ -75,8 +78,8 @@ impl TokenChain {
 
 #[derive(Deserialize)]
 struct TokenResponse {
-    #[serde(default)]
-    token: Secret,
+    #[serde(default, deserialize_with = "crate::wire::null_default")]
+    token: SecretString,
 }
 
 #[derive(Serialize)]
@@ -89,8 +92,8 @@ struct RunnerRegistrationRequest<'a> {
 struct RunnerRegistrationResponse {
     #[serde(default, deserialize_with = "crate::wire::null_default")]
     url: String,
-    #[serde(default)]
-    token: Secret,
+    #[serde(default, deserialize_with = "crate::wire::null_default")]
+    token: SecretString,
 }
 
 /// The token chain at work: its cache and the caller its REST calls go through.
@@ -104,7 +107,7 @@ impl AdminSource for AdminTokens<'_> {
         self.connection_now().await
     }
 
-    fn rejected(&self, token: &Secret) {
+    fn rejected(&self, token: &SecretString) {
         self.chain.invalidate(token);
     }
 }
@@ -177,7 +180,11 @@ impl AdminTokens<'_> {
     }
 
     /// `POST {api}/app/installations/{id}/access_tokens` with the App JWT; expects 201.
-    async fn installation_token(&self, client_id: &str, installation_id: i64) -> Result<Secret> {
+    async fn installation_token(
+        &self,
+        client_id: &str,
+        installation_id: i64,
+    ) -> Result<SecretString> {
         let key = self
             .chain
             .app_key
@@ -199,7 +206,7 @@ impl AdminTokens<'_> {
 
     /// `POST {api}/{repos/o/r|orgs/o|enterprises/e}/actions/runners/registration-token`;
     /// expects 201.
-    async fn registration_token(&self, rest_token: &Secret) -> Result<Secret> {
+    async fn registration_token(&self, rest_token: &SecretString) -> Result<SecretString> {
         let url = match self.config_url().scope() {
             Scope::Repository { owner, repo } => self.rest_url(&[
                 "repos",
@@ -238,7 +245,7 @@ impl AdminTokens<'_> {
         url: Url,
         auth: Auth,
         content_type: &'static str,
-    ) -> Result<Secret> {
+    ) -> Result<SecretString> {
         let call = Call {
             endpoint,
             method: Method::POST,
@@ -253,7 +260,7 @@ impl AdminTokens<'_> {
         };
         let response = self.caller.execute_rest(&call).await?;
         let decoded: TokenResponse = decode(endpoint, response.status, &response.body)?;
-        if decoded.token.is_empty() {
+        if decoded.token.expose_secret().is_empty() {
             return Err(Error::UnexpectedResponse {
                 endpoint,
                 status: response.status,
@@ -264,7 +271,10 @@ impl AdminTokens<'_> {
     }
 
     /// `POST {api}/actions/runner-registration` with `RemoteAuth`; any 2xx; 401/403 retried.
-    async fn runner_registration(&self, registration_token: &Secret) -> Result<AdminConnection> {
+    async fn runner_registration(
+        &self,
+        registration_token: &SecretString,
+    ) -> Result<AdminConnection> {
         let body = RunnerRegistrationRequest {
             url: self.config_url().as_str(),
             runner_event: "register",
@@ -290,7 +300,7 @@ impl AdminTokens<'_> {
             status: response.status,
             reason: reason.to_owned(),
         };
-        if decoded.token.is_empty() {
+        if decoded.token.expose_secret().is_empty() {
             return Err(unexpected("the response has no admin token"));
         }
         if decoded.url.trim().is_empty() {
@@ -299,7 +309,7 @@ impl AdminTokens<'_> {
         let service_url = Url::parse(decoded.url.trim())
             .map_err(|_| unexpected("the actions service url is not a valid url"))?;
         let now = SystemTime::now();
-        let expires_at = unverified_expiry(decoded.token.expose()).unwrap_or_else(|| {
+        let expires_at = unverified_expiry(decoded.token.expose_secret()).unwrap_or_else(|| {
             now.checked_add(self.caller.config.admin_token_fallback_ttl)
                 .unwrap_or(now)
         });

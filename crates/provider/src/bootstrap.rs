@@ -2,62 +2,28 @@
 //! (serialized exactly as GARM's `BootstrapInstance`, the JSON GARM providers
 //! read on stdin), the secrets inside them, and the create request.
 
-use std::fmt;
 use std::time::Duration;
 
 use base64::Engine as _;
+use secrecy::{ExposeSecret, SecretString};
 use serde::{Serialize, Serializer};
 
 use crate::pool::PoolKey;
 
-/// A secret string: serialized as itself, but never shown by `Debug`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a secret.
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    /// The secret itself; do not log it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
+/// Serializes a secret as itself: the bootstrap JSON is the one place a secret is written
+/// out (secrecy's `SecretString` has no `Serialize`, so each such field names this on purpose).
+fn exposed<S: Serializer>(secret: &SecretString, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(secret.expose_secret())
 }
 
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(<redacted>)")
-    }
-}
-
-impl Serialize for Secret {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0)
-    }
-}
-
-/// A runner's just-in-time configuration (the encoded JIT config GitHub
-/// returned). It is a credential: whoever holds it can run as the runner.
-#[derive(Clone, PartialEq, Eq)]
-pub struct JitConfig(Secret);
-
-impl JitConfig {
-    /// Wraps an encoded JIT config.
-    pub fn new(encoded: impl Into<String>) -> Self {
-        Self(Secret::new(encoded))
-    }
-
-    /// The encoded JIT config; do not log it.
-    pub fn expose(&self) -> &str {
-        self.0.expose()
-    }
-}
-
-impl fmt::Debug for JitConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("JitConfig(<redacted>)")
+/// [`exposed`] for an optional secret (the field is skipped when `None`).
+fn exposed_option<S: Serializer>(
+    secret: &Option<SecretString>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match secret {
+        Some(secret) => exposed(secret, serializer),
+        None => serializer.serialize_none(),
     }
 }
 
@@ -90,7 +56,8 @@ pub enum OsArch {
 }
 
 /// One downloadable runner package (GitHub's runner application download).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+// No `PartialEq` here nor on the types holding secrets below: secrets are not compared.
+#[derive(Debug, Clone, Serialize, Default)]
 pub struct RunnerTool {
     /// `linux`, `win`, `osx`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -105,8 +72,11 @@ pub struct RunnerTool {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub filename: Option<String>,
     /// A temporary token for the download, when GitHub requires one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub temp_download_token: Option<Secret>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "exposed_option"
+    )]
+    pub temp_download_token: Option<SecretString>,
     /// SHA-256 of the package.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sha256_checksum: Option<String>,
@@ -149,7 +119,7 @@ pub struct ProxyConfig {
 /// `instance-token`, `ssh-keys`, `github-runner-group`, `ca-cert-bundle`).
 ///
 /// `Debug` redacts the instance token.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct BootstrapInstance {
     /// The instance (runner) name.
     pub name: String,
@@ -164,8 +134,8 @@ pub struct BootstrapInstance {
     #[serde(rename = "metadata-url")]
     pub metadata_url: String,
     /// Bearer token the instance uses for the callback and metadata URLs.
-    #[serde(rename = "instance-token")]
-    pub instance_token: Secret,
+    #[serde(rename = "instance-token", serialize_with = "exposed")]
+    pub instance_token: SecretString,
     /// SSH public keys to install, if the provider supports it.
     #[serde(rename = "ssh-keys")]
     pub ssh_keys: Vec<String>,
@@ -210,14 +180,14 @@ fn as_base64<S: Serializer>(bytes: &Option<Vec<u8>>, serializer: S) -> Result<S:
 }
 
 /// A request to create one instance.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct CreateRequest {
     /// Sent to external executables on stdin.
     pub bootstrap: BootstrapInstance,
     /// The runner's JIT config. External executables never receive it (GARM
     /// providers fetch it from `metadata-url` with the instance token); the
     /// fake provider hands it to its hook so a simulated runner can boot.
-    pub jit_config: Option<JitConfig>,
+    pub jit_config: Option<SecretString>,
     /// The scale set's bootstrap timeout. As GARM bounds a create by it, an
     /// external provider's `CreateInstance` is killed after this long unless
     /// the provider configures `create_timeout`; `None` means GARM's default,

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use secrecy::ExposeSecret as _;
 use uuid::Uuid;
 
 use crate::bootstrap::CreateRequest;
@@ -230,10 +231,10 @@ impl Provider for DirectoryProvider {
         let text = serde_json::json!({
             "name": bootstrap.name,
             "pool": bootstrap.pool_id.as_str(),
-            "jitConfig": request.jit_config.as_ref().map(|j| j.expose()),
+            "jitConfig": request.jit_config.as_ref().map(|j| j.expose_secret()),
             "metadataUrl": bootstrap.metadata_url,
             "callbackUrl": bootstrap.callback_url,
-            "instanceToken": bootstrap.instance_token.expose(),
+            "instanceToken": bootstrap.instance_token.expose_secret(),
         })
         .to_string();
         // Written aside, then linked into place: a kill -9 never leaves a half-written

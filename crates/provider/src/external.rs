@@ -14,7 +14,7 @@ use tokio::sync::Semaphore;
 use tracing::Instrument as _;
 use uuid::Uuid;
 
-use crate::bootstrap::{CreateRequest, Secret};
+use crate::bootstrap::CreateRequest;
 use crate::command::Command;
 use crate::config::{ExternalConfig, InterfaceVersion};
 use crate::environment::{EnvSource, passthrough};
@@ -24,6 +24,7 @@ use crate::instance::{
 };
 use crate::pool::{Pool, PoolKey};
 use crate::provider::Provider;
+use secrecy::ExposeSecret;
 
 /// GARM's "not found" exit code. It means "not found" only for the commands
 /// about one existing instance that GARM reads it from (see [`exit_error`]).
@@ -318,13 +319,13 @@ impl Provider for ExternalProvider {
         );
         // A provider that echoes its input on failure must not leak the
         // credentials in it through our error messages.
-        let secrets: Vec<&str> = std::iter::once(bootstrap.instance_token.expose())
+        let secrets: Vec<&str> = std::iter::once(bootstrap.instance_token.expose_secret())
             .chain(
                 bootstrap
                     .tools
                     .iter()
                     .filter_map(|tool| tool.temp_download_token.as_ref())
-                    .map(Secret::expose),
+                    .map(ExposeSecret::expose_secret),
             )
             .collect();
         let timeout = self.config.create_timeout_for(request.bootstrap_timeout);

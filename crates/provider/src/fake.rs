@@ -12,12 +12,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use crate::bootstrap::{CreateRequest, JitConfig, OsType};
+use crate::bootstrap::{CreateRequest, OsType};
 use crate::command::Command;
 use crate::error::Error;
 use crate::instance::{InstanceId, InstanceStatus, ProviderInstance};
 use crate::pool::{Pool, PoolKey};
 use crate::provider::Provider;
+use secrecy::SecretString;
 
 /// An instance held by the fake cloud, with the tags it was created with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +32,7 @@ pub struct FakeInstance {
 }
 
 /// What the create hook receives for each created instance.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct CreatedRunner {
     /// The instance (runner) name.
     pub name: String,
@@ -42,13 +43,13 @@ pub struct CreatedRunner {
     /// The controller that created it.
     pub controller_id: Uuid,
     /// The runner's JIT config, when the request carried one.
-    pub jit_config: Option<JitConfig>,
+    pub jit_config: Option<SecretString>,
     /// The bootstrap parameters' `metadata-url` (empty when the controller gave none).
     pub metadata_url: String,
     /// The bootstrap parameters' `callback-url`.
     pub callback_url: String,
     /// The bootstrap parameters' `instance-token`.
-    pub instance_token: crate::bootstrap::Secret,
+    pub instance_token: SecretString,
 }
 
 type CreateHook = Arc<dyn Fn(&CreatedRunner) + Send + Sync>;

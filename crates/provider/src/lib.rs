@@ -33,15 +33,15 @@
 //! environment itself: allowed variables come from an [`EnvSource`].
 //!
 //! Main types: [`Provider`], [`ExternalProvider`], [`FakeProvider`]/[`FakeCloud`],
-//! [`CreateRequest`] (a [`BootstrapInstance`] plus the runner's [`JitConfig`]),
+//! [`CreateRequest`] (a [`BootstrapInstance`] plus the runner's JIT config),
 //! [`ProviderInstance`], [`Pool`]/[`PoolKey`], [`ProviderConfig`] and [`Error`].
 //!
 //! # Example
 //!
 //! ```
 //! use scaleset_provider::{
-//!     BootstrapInstance, CreateRequest, FakeCloud, InstanceStatus, JitConfig, OsArch, OsType,
-//!     Pool, PoolKey, Provider, Secret, UserDataOptions,
+//!     BootstrapInstance, CreateRequest, FakeCloud, InstanceStatus, OsArch, OsType, Pool, PoolKey,
+//!     Provider, SecretString, UserDataOptions,
 //! };
 //! use uuid::Uuid;
 //!
@@ -59,7 +59,7 @@
 //!     repo_url: "https://github.com/acme".into(),
 //!     callback_url: "https://scaleset.example/callbacks".into(),
 //!     metadata_url: "https://scaleset.example/metadata".into(),
-//!     instance_token: Secret::new("token"),
+//!     instance_token: SecretString::from("token"),
 //!     ssh_keys: vec![],
 //!     extra_specs: None,
 //!     github_runner_group: "default".into(),
@@ -76,7 +76,7 @@
 //! };
 //! let request = CreateRequest {
 //!     bootstrap,
-//!     jit_config: Some(JitConfig::new("encoded")),
+//!     jit_config: Some(SecretString::from("encoded")),
 //!     bootstrap_timeout: None,
 //! };
 //! let created = provider.create(&request).await?;
@@ -104,8 +104,7 @@ mod pool;
 mod provider;
 
 pub use bootstrap::{
-    BootstrapInstance, CreateRequest, JitConfig, OsArch, OsType, ProxyConfig, RunnerTool, Secret,
-    UserDataOptions,
+    BootstrapInstance, CreateRequest, OsArch, OsType, ProxyConfig, RunnerTool, UserDataOptions,
 };
 pub use command::Command;
 pub use config::{
@@ -120,3 +119,6 @@ pub use fake::{CreatedRunner, FakeCloud, FakeInstance, FakeProvider};
 pub use instance::{Address, InstanceId, InstanceStatus, ProviderInstance};
 pub use pool::{InvalidPoolKey, Pool, PoolKey};
 pub use provider::Provider;
+/// Secrets (the instance token, download tokens, the runner's JIT config): `secrecy`'s, the
+/// type every scaleset crate holds; `Debug` redacts and the value is wiped on drop.
+pub use secrecy::{ExposeSecret, SecretString};

@@ -16,6 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use scaleset_github::ExposeSecret as _;
 use scaleset_github::{
     Client, ClientConfig, ConfigUrl, Credentials, NewRunnerScaleSet, RunnerGroupId,
 };
@@ -94,7 +95,7 @@ async fn measure(polls: usize) -> Result<()> {
         let mut stream = TcpStream::connect(&addr).await?;
         let request = format!(
             "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\nAccept: application/json; api-version=6.0-preview\r\nX-ScaleSetMaxCapacity: 10\r\n\r\n",
-            session.message_queue_access_token.expose()
+            session.message_queue_access_token.expose_secret()
         );
         stream.write_all(request.as_bytes()).await?;
         sockets.push(stream);

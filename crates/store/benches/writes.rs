@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use diesel::{Connection as _, PgConnection, RunQueryDsl as _};
+use scaleset_store::test_util::PgDatabase;
 use scaleset_store::{
     Acquisition, AdoptionPolicy, Auth, CredentialStore, DatabaseUrl, DieselStore, EncryptionKey,
     Endpoint, EntityKind, EntityStore, InstanceStatus, InstanceStore, Keyring, Lease, LeaseStore,
@@ -33,7 +33,7 @@ const SCALE_SETS: usize = 8;
 fn main() {
     divan::main();
     if let Some(pg) = PG.get().and_then(Option::as_ref) {
-        pg.drop_database();
+        pg.drop_now();
     }
 }
 
@@ -66,7 +66,7 @@ impl Bench {
                     name: "bench".into(),
                     endpoint: Endpoint::github_com(),
                     auth: Auth::Pat {
-                        token: SecretString::new("ghp_bench"),
+                        token: SecretString::from("ghp_bench"),
                     },
                 })
                 .await
@@ -220,7 +220,7 @@ fn postgres() -> Option<&'static Bench> {
         .get_or_init(|| {
             let pg = PG
                 .get_or_init(|| match std::env::var(PG_VAR) {
-                    Ok(admin) => Some(PgDatabase::create(&admin)),
+                    Ok(admin) => Some(PgDatabase::create(PG_VAR, &admin)),
                     Err(_) => {
                         eprintln!(
                             "SKIPPED the PostgreSQL benches: {PG_VAR} is unset (e.g. \
@@ -237,45 +237,6 @@ fn postgres() -> Option<&'static Bench> {
             ))
         })
         .as_ref()
-}
-
-/// A database of the bench's own on the server `PG_VAR` names.
-struct PgDatabase {
-    admin: String,
-    name: String,
-    url: String,
-}
-
-impl PgDatabase {
-    fn create(admin: &str) -> Self {
-        let mut conn = PgConnection::establish(admin)
-            .unwrap_or_else(|e| panic!("{PG_VAR} is set but PostgreSQL is unreachable: {e}"));
-        let name = format!("scaleset_bench_{}", uuid::Uuid::new_v4().simple());
-        diesel::sql_query(format!("CREATE DATABASE {name}"))
-            .execute(&mut conn)
-            .unwrap_or_else(|e| panic!("cannot create {name}: {e}"));
-        let mut url = url::Url::parse(admin).expect("a URL");
-        url.set_path(&format!("/{name}"));
-        Self {
-            admin: admin.to_owned(),
-            name,
-            url: url.to_string(),
-        }
-    }
-
-    fn drop_database(&self) {
-        let dropped = PgConnection::establish(&self.admin).and_then(|mut conn| {
-            diesel::sql_query(format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            ))
-            .execute(&mut conn)
-            .map_err(|e| diesel::ConnectionError::BadConnection(e.to_string()))
-        });
-        if let Err(e) = dropped {
-            eprintln!("could not drop {}: {e}", self.name);
-        }
-    }
 }
 
 fn run(bencher: divan::Bencher, bench: Option<&'static Bench>, write: fn(&Bench, &Lease)) {

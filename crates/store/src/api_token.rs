@@ -2,10 +2,9 @@
 //!
 //! Tokens are 32 random bytes, so a fast hash is enough: there is nothing to brute-force.
 
-use std::fmt;
-
 use async_trait::async_trait;
 use base64::Engine as _;
+use secrecy::{ExposeSecret, SecretString};
 
 use crate::clock::Timestamp;
 use crate::error::Result;
@@ -18,47 +17,26 @@ crate::id_type! {
 /// The prefix of every token, so scanners can recognise a leaked one.
 pub const API_TOKEN_PREFIX: &str = "sst_";
 
-/// A token as handed to its user once, at creation. `Debug` redacts it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiTokenSecret(String);
-
-impl ApiTokenSecret {
-    /// Wraps a presented token (e.g. from an `Authorization` header).
-    pub fn new(token: impl Into<String>) -> Self {
-        Self(token.into())
-    }
-
-    /// The token text. Show it to the user once; never log it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-
-    pub(crate) fn generate() -> Result<Self> {
-        use ring::rand::SecureRandom as _;
-        let mut bytes = [0u8; 32];
-        ring::rand::SystemRandom::new()
-            .fill(&mut bytes)
-            .map_err(|_| crate::Error::Crypto {
-                operation: "encrypt",
-                what: "a new API token".to_owned(),
-                reason: "the system random number generator failed".to_owned(),
-            })?;
-        let body = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
-        Ok(Self(format!("{API_TOKEN_PREFIX}{body}")))
-    }
-
-    /// The SHA-256 of the token text: what the database holds.
-    pub(crate) fn hash(&self) -> Vec<u8> {
-        ring::digest::digest(&ring::digest::SHA256, self.0.as_bytes())
-            .as_ref()
-            .to_vec()
-    }
+/// A new token for a user to be handed once: `sst_` and 32 random bytes, base64url.
+pub(crate) fn generate_token() -> Result<SecretString> {
+    use ring::rand::SecureRandom as _;
+    let mut bytes = [0u8; 32];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| crate::Error::Crypto {
+            operation: "encrypt",
+            what: "a new API token".to_owned(),
+            reason: "the system random number generator failed".to_owned(),
+        })?;
+    let body = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+    Ok(SecretString::from(format!("{API_TOKEN_PREFIX}{body}")))
 }
 
-impl fmt::Debug for ApiTokenSecret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ApiTokenSecret([redacted])")
-    }
+/// The SHA-256 of a token's text: what the database holds.
+pub(crate) fn token_hash(token: &SecretString) -> Vec<u8> {
+    ring::digest::digest(&ring::digest::SHA256, token.expose_secret().as_bytes())
+        .as_ref()
+        .to_vec()
 }
 
 /// A stored API token (without the token itself, which is not stored).
@@ -77,10 +55,10 @@ pub struct ApiToken {
 pub trait ApiTokenStore: Send + Sync {
     /// Creates a token; returns the record and the token text, which is shown once and
     /// cannot be recovered. A duplicate name is [`crate::Error::Conflict`].
-    async fn create_api_token(&self, name: &str) -> Result<(ApiToken, ApiTokenSecret)>;
+    async fn create_api_token(&self, name: &str) -> Result<(ApiToken, SecretString)>;
 
     /// The token's record if `presented` is a valid token (looked up by its hash).
-    async fn authenticate_api_token(&self, presented: &ApiTokenSecret) -> Result<Option<ApiToken>>;
+    async fn authenticate_api_token(&self, presented: &SecretString) -> Result<Option<ApiToken>>;
 
     /// All tokens, by name.
     async fn list_api_tokens(&self) -> Result<Vec<ApiToken>>;

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 
 use crate::clock::Timestamp;
 use crate::error::Result;
-use crate::keyring::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 
 crate::id_type! {
     /// The id of a credentials row.
@@ -36,7 +36,7 @@ impl Endpoint {
 }
 
 /// How to authenticate. `Debug` redacts the secrets.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Auth {
     /// A personal access token.
@@ -54,6 +54,39 @@ pub enum Auth {
         private_key: SecretString,
     },
 }
+
+/// Equal when the method and its secret are the same: the fleet planner replaces stored
+/// credentials whose secret differs from the declared one. Written out because secrecy's
+/// `SecretString` has no equality of its own (this comparison is not constant-time; it compares
+/// the operator's own declared and stored secrets, not a presented one).
+impl PartialEq for Auth {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Pat { token: a }, Self::Pat { token: b }) => {
+                a.expose_secret() == b.expose_secret()
+            }
+            (
+                Self::App {
+                    app_id: a_app,
+                    installation_id: a_installation,
+                    private_key: a_key,
+                },
+                Self::App {
+                    app_id: b_app,
+                    installation_id: b_installation,
+                    private_key: b_key,
+                },
+            ) => {
+                a_app == b_app
+                    && a_installation == b_installation
+                    && a_key.expose_secret() == b_key.expose_secret()
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Auth {}
 
 /// Credentials to create or to replace existing ones with.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,15 +8,14 @@
 //! fetches its JIT files with the token and reports its progress (`installing`, then `idle` or
 //! `failed`); once it has finished, the token opens nothing any more.
 
-use std::fmt;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use base64::Engine as _;
+use secrecy::SecretString;
 
 use crate::clock::Timestamp;
 use crate::error::Result;
-use crate::keyring::SecretString;
 use crate::lease::Lease;
 use crate::scale_set::ScaleSetId;
 
@@ -24,48 +23,20 @@ use crate::scale_set::ScaleSetId;
 /// start with [`crate::API_TOKEN_PREFIX`]; the two never open each other's routes).
 pub const INSTANCE_TOKEN_PREFIX: &str = "ssi_";
 
-/// An instance token, as handed to the provider in the bootstrap parameters. `Debug` redacts it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct InstanceToken(String);
-
-impl InstanceToken {
-    /// Wraps a presented token (e.g. from an `Authorization` header).
-    pub fn new(token: impl Into<String>) -> Self {
-        Self(token.into())
-    }
-
-    /// The token text. Hand it to the provider; never log it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-
-    pub(crate) fn generate() -> Result<Self> {
-        use ring::rand::SecureRandom as _;
-        let mut bytes = [0u8; 32];
-        ring::rand::SystemRandom::new()
-            .fill(&mut bytes)
-            .map_err(|_| crate::Error::Crypto {
-                operation: "encrypt",
-                what: "a new instance token".to_owned(),
-                reason: "the system random number generator failed".to_owned(),
-            })?;
-        let body = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
-        Ok(Self(format!("{INSTANCE_TOKEN_PREFIX}{body}")))
-    }
-
-    /// The SHA-256 of the token text: what the database holds. 32 random bytes need no slow
-    /// hash: there is nothing to brute-force.
-    pub(crate) fn hash(&self) -> Vec<u8> {
-        ring::digest::digest(&ring::digest::SHA256, self.0.as_bytes())
-            .as_ref()
-            .to_vec()
-    }
-}
-
-impl fmt::Debug for InstanceToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("InstanceToken([redacted])")
-    }
+/// A new instance token: `ssi_` and 32 random bytes, base64url. Stored only as its SHA-256
+/// (`crate::api_token::token_hash`): 32 random bytes need no slow hash.
+pub(crate) fn generate_instance_token() -> Result<SecretString> {
+    use ring::rand::SecureRandom as _;
+    let mut bytes = [0u8; 32];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| crate::Error::Crypto {
+            operation: "encrypt",
+            what: "a new instance token".to_owned(),
+            reason: "the system random number generator failed".to_owned(),
+        })?;
+    let body = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+    Ok(SecretString::from(format!("{INSTANCE_TOKEN_PREFIX}{body}")))
 }
 
 crate::text_enum! {
@@ -163,11 +134,11 @@ pub trait InstanceAccessStore: Send + Sync {
         name: &str,
         jit_config: &SecretString,
         valid_for: Duration,
-    ) -> Result<InstanceToken>;
+    ) -> Result<SecretString>;
 
     /// The access record a presented token opens: `None` when the token is unknown or has
     /// expired.
-    async fn authenticate_instance(&self, token: &InstanceToken) -> Result<Option<InstanceAccess>>;
+    async fn authenticate_instance(&self, token: &SecretString) -> Result<Option<InstanceAccess>>;
 
     /// The access record of instance `name`, if it was granted one.
     async fn get_instance_access(&self, name: &str) -> Result<Option<InstanceAccess>>;
@@ -214,12 +185,17 @@ mod tests {
 
     #[test]
     fn tokens_are_prefixed_random_and_redacted() {
-        let one = InstanceToken::generate().unwrap();
-        let two = InstanceToken::generate().unwrap();
-        assert!(one.expose().starts_with(INSTANCE_TOKEN_PREFIX));
-        assert_ne!(one, two);
-        assert_ne!(one.hash(), two.hash());
-        assert_eq!(one.hash().len(), 32);
-        assert!(!format!("{one:?}").contains(&one.expose()[4..]));
+        use secrecy::ExposeSecret as _;
+        let one = generate_instance_token().unwrap();
+        let two = generate_instance_token().unwrap();
+        assert!(one.expose_secret().starts_with(INSTANCE_TOKEN_PREFIX));
+        assert_ne!(one.expose_secret(), two.expose_secret());
+        let (h1, h2) = (
+            crate::api_token::token_hash(&one),
+            crate::api_token::token_hash(&two),
+        );
+        assert_ne!(h1, h2);
+        assert_eq!(h1.len(), 32);
+        assert!(!format!("{one:?}").contains(&one.expose_secret()[4..]));
     }
 }

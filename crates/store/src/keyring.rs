@@ -1,5 +1,5 @@
 //! Secrets at rest: the [`Keyring`] of AES-256-GCM keys (one primary for new writes, older
-//! ones kept for reading rows written before a rotation) and the redacted [`SecretString`].
+//! ones kept for reading rows written before a rotation).
 //!
 //! A sealed secret is stored as `key id` beside `nonce (12 bytes) || ciphertext || tag`. The
 //! associated data binds each ciphertext to its row and column, so a ciphertext copied into
@@ -12,35 +12,6 @@ use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use ring::rand::{SecureRandom, SystemRandom};
 
 use crate::error::{Error, Result};
-
-/// A secret string (a PAT, a private key): `Debug` prints `[redacted]`, and there is no
-/// `Display`. Read it with [`SecretString::expose`] at the point of use only.
-#[derive(Clone, PartialEq, Eq)]
-pub struct SecretString(String);
-
-impl SecretString {
-    /// Wraps a secret.
-    pub fn new(secret: impl Into<String>) -> Self {
-        Self(secret.into())
-    }
-
-    /// The secret itself. Never log it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for SecretString {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[redacted]")
-    }
-}
-
-impl From<String> for SecretString {
-    fn from(secret: String) -> Self {
-        Self(secret)
-    }
-}
 
 /// One AES-256-GCM key with the id stored beside every ciphertext it seals.
 pub struct EncryptionKey {

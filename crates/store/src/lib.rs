@@ -44,7 +44,7 @@
 //!     .create_credentials(NewCredentials {
 //!         name: "main".into(),
 //!         endpoint: Endpoint::github_com(),
-//!         auth: Auth::Pat { token: SecretString::new("ghp_example") },
+//!         auth: Auth::Pat { token: SecretString::from("ghp_example") },
 //!     })
 //!     .await?;
 //! let org = store
@@ -72,9 +72,11 @@ mod keyring;
 mod lease;
 mod options;
 mod scale_set;
+#[cfg(feature = "test-util")]
+pub mod test_util;
 mod worker;
 
-pub use api_token::{API_TOKEN_PREFIX, ApiToken, ApiTokenId, ApiTokenSecret, ApiTokenStore};
+pub use api_token::{API_TOKEN_PREFIX, ApiToken, ApiTokenId, ApiTokenStore};
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
 pub use controller::{ControllerBinding, ControllerStore};
 pub use credentials::{
@@ -87,15 +89,18 @@ pub use event::{Event, EventStore};
 pub use instance::{Instance, InstanceStatus, InstanceStore, NewInstance};
 pub use instance_access::{
     BootstrapReport, BootstrapStatus, INSTANCE_TOKEN_PREFIX, InstanceAccess, InstanceAccessStore,
-    InstanceToken, SystemInfo,
+    SystemInfo,
 };
-pub use keyring::{EncryptionKey, Keyring, SecretString};
+pub use keyring::{EncryptionKey, Keyring};
 pub use lease::{Acquisition, Lease, LeaseRecord, LeaseStore, LiveLease};
 pub use options::{DatabaseUrl, SqliteSync, StoreOptions};
 pub use scale_set::{
     AdoptionPolicy, NewScaleSet, Progress, Provenance, RunnerGroup, ScaleSet, ScaleSetId,
     ScaleSetSpec, ScaleSetState, ScaleSetStore,
 };
+/// Secrets (PATs, private keys, API tokens): `secrecy`'s, the type every scaleset crate holds;
+/// `Debug` redacts and the value is wiped on drop.
+pub use secrecy::{ExposeSecret, SecretString};
 pub use worker::WorkerStore;
 
 /// Every aggregate's store in one object-safe trait, for `Arc<dyn Store>`.

@@ -8,6 +8,7 @@ use prometheus_client::registry::Registry;
 use scaleset_api::AppState;
 use scaleset_control::{ControllerIdentity, Settings as ControlSettings, StoreClientFactory};
 use scaleset_sim::{SimConfig, Simulator};
+use scaleset_store::ExposeSecret as _;
 use scaleset_store::{
     ApiTokenStore as _, DatabaseUrl, DieselStore, EncryptionKey, Keyring, Store, StoreOptions,
 };
@@ -108,7 +109,7 @@ impl Server {
                     scaleset_api::serve(listener, app, None, stop.cancelled_owned()).await
                 }
             });
-            (url, secret.expose().to_owned(), github, sim)
+            (url, secret.expose_secret().to_owned(), github, sim)
         });
         Self {
             url,

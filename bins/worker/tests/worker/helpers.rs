@@ -326,60 +326,6 @@ pub(crate) async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
 /// The one bounded poll of the workspace's tests.
 pub(crate) use scaleset_eventually::eventually;
 
-/// A fresh PostgreSQL database for one test, dropped afterwards; `None` (reported) when
-/// `SCALESET_TEST_DATABASE_URL` is unset, unless `SCALESET_REQUIRE_POSTGRES` is set.
-pub(crate) struct PgDatabase {
-    admin: String,
-    name: String,
-    pub(crate) url: String,
-}
-
-impl PgDatabase {
-    pub(crate) fn create(test: &str) -> Option<Self> {
-        use diesel::{Connection as _, RunQueryDsl as _};
-        let Some(admin) = std::env::var("SCALESET_TEST_DATABASE_URL").ok() else {
-            assert!(
-                std::env::var_os("SCALESET_REQUIRE_POSTGRES").is_none(),
-                "SCALESET_REQUIRE_POSTGRES is set but SCALESET_TEST_DATABASE_URL is not"
-            );
-            eprintln!(
-                "skipped {test}: SCALESET_TEST_DATABASE_URL is unset (e.g. \
-                 postgres://postgres@127.0.0.1:5432/test; CI sets it)"
-            );
-            return None;
-        };
-        let mut conn = diesel::PgConnection::establish(&admin)
-            .unwrap_or_else(|e| panic!("PostgreSQL at SCALESET_TEST_DATABASE_URL: {e}"));
-        let name = format!("scaleset_worker_{}", uuid::Uuid::new_v4().simple());
-        diesel::sql_query(format!("CREATE DATABASE {name}"))
-            .execute(&mut conn)
-            .unwrap_or_else(|e| panic!("cannot create database {name}: {e}"));
-        let mut url = url::Url::parse(&admin).expect("SCALESET_TEST_DATABASE_URL is a URL");
-        url.set_path(&format!("/{name}"));
-        Some(Self {
-            admin,
-            name,
-            url: url.to_string(),
-        })
-    }
-}
-
-impl PgDatabase {
-    /// Drops the database now, cutting every connection to it (a lost database server).
-    pub(crate) fn drop_now(&self) {
-        use diesel::{Connection as _, RunQueryDsl as _};
-        if let Ok(mut conn) = diesel::PgConnection::establish(&self.admin) {
-            let _ = diesel::sql_query(format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            ))
-            .execute(&mut conn);
-        }
-    }
-}
-
-impl Drop for PgDatabase {
-    fn drop(&mut self) {
-        self.drop_now();
-    }
-}
+/// A fresh PostgreSQL database for one test (the workspace's harness): `None`, reported, when
+/// `SCALESET_TEST_DATABASE_URL` is unset; a failure then when `SCALESET_REQUIRE_POSTGRES=1`.
+pub(crate) use scaleset_store::test_util::PgDatabase;

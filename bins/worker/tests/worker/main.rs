@@ -708,7 +708,7 @@ async fn repeated_kill_9_at_random_moments_of_a_job_stream_converges() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_postgres_a_paused_worker_that_lost_its_leases_writes_nothing_when_it_wakes() {
-    let Some(db) = helpers::PgDatabase::create("the paused-worker PostgreSQL test") else {
+    let Some(db) = helpers::PgDatabase::for_test("the paused-worker PostgreSQL test") else {
         return;
     };
     let sim = RunningSim::start().await;

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
+use scaleset_github::ExposeSecret as _;
 use scaleset_github::{Client, ClientConfig, ConfigUrl, Credentials, JitConfigRequest};
 use scaleset_sim::JobSpec;
 
@@ -54,7 +55,7 @@ async fn a_runner_without_an_instance_is_removed_when_idle_and_left_while_busy()
             .generate_jit_config(id.into(), &JitConfigRequest::new(name))
             .await
             .expect("generate a JIT config");
-        jit.push(config.encoded_jit_config.expose().to_owned());
+        jit.push(config.encoded_jit_config.expose_secret().to_owned());
     }
     sim.sim.start_runner(&jit[1]).expect("start the busy stray");
     sim.sim
@@ -151,7 +152,7 @@ async fn shutdown_timeout_bounds_a_shutdown_whose_github_calls_hang() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_answers_503_naming_the_store_when_the_database_is_unreachable() {
-    let Some(db) = helpers::PgDatabase::create("the unreachable-store /readyz test") else {
+    let Some(db) = helpers::PgDatabase::for_test("the unreachable-store /readyz test") else {
         return;
     };
     let sim = RunningSim::start().await;

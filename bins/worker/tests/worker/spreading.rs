@@ -25,7 +25,7 @@ fn env_named(name: &str) -> Vec<(&'static str, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_postgres_workers_spread_the_scale_sets_and_take_over_after_kill_9() {
-    let Some(db) = helpers::PgDatabase::create("the spreading PostgreSQL test") else {
+    let Some(db) = helpers::PgDatabase::for_test("the spreading PostgreSQL test") else {
         return;
     };
     let sim = RunningSim::start().await;

@@ -54,7 +54,7 @@ fn checked(input: CreateCredentials) -> Result<NewCredentials, ApiError> {
         AuthInput::Pat { token } => {
             validate::secret("auth.token", &token, MAX_SECRET)?;
             Auth::Pat {
-                token: SecretString::new(token),
+                token: SecretString::from(token),
             }
         }
         AuthInput::App {
@@ -74,7 +74,7 @@ fn checked(input: CreateCredentials) -> Result<NewCredentials, ApiError> {
             Auth::App {
                 app_id,
                 installation_id,
-                private_key: SecretString::new(private_key),
+                private_key: SecretString::from(private_key),
             }
         }
     };

@@ -18,7 +18,8 @@ use axum::{Extension, Json, Router};
 use base64::Engine as _;
 use bytes::Bytes;
 use scaleset_store::{
-    BootstrapReport, INSTANCE_TOKEN_PREFIX, InstanceAccess, InstanceToken, SystemInfo,
+    BootstrapReport, ExposeSecret as _, INSTANCE_TOKEN_PREFIX, InstanceAccess, SecretString,
+    SystemInfo,
 };
 use serde::Deserialize;
 
@@ -117,7 +118,7 @@ async fn authenticate(
     }
     let access = state
         .store
-        .authenticate_instance(&InstanceToken::new(token))
+        .authenticate_instance(&SecretString::from(token))
         .await
         .map_err(ApiError::store("checking the instance token", || {
             "instance token".to_owned()
@@ -163,7 +164,7 @@ pub(crate) async fn jit_file(
         .map_err(ApiError::store("opening an instance's JIT config", || {
             format!("the JIT config of instance {name:?}")
         }))?;
-    let contents = bootstrap_files::jit_file(jit.expose(), &file).map_err(|e| match e {
+    let contents = bootstrap_files::jit_file(jit.expose_secret(), &file).map_err(|e| match e {
         JitFileError::BadName => ApiError::InvalidParameter {
             reason: format!(
                 "{file:?} is not a JIT file name (letters, digits, `_` and `-`, without the \

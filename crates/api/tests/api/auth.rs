@@ -109,9 +109,9 @@ async fn every_route_needs_a_valid_token(backend: Backend) {
 
 async fn a_revoked_token_is_refused(backend: Backend) {
     let app = App::start(backend, "a_revoked_token_is_refused").await;
-    use scaleset_store::ApiTokenStore as _;
+    use scaleset_store::{ApiTokenStore as _, ExposeSecret as _};
     let (record, secret) = app.store.create_api_token("short-lived").await.unwrap();
-    let bearer = format!("Bearer {}", secret.expose());
+    let bearer = format!("Bearer {}", secret.expose_secret());
     let answer = app
         .raw("GET", "/api/v1/controller", Some(&bearer), None, "")
         .await;

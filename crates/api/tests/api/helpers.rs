@@ -2,13 +2,11 @@
 //! database created through `SCALESET_TEST_DATABASE_URL`, as the store and control suites do),
 //! a simulator on a loopback port, and the API served on `127.0.0.1:0` over real HTTP.
 
-use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use diesel::{Connection as _, PgConnection, RunQueryDsl as _};
 use http_body_util::{BodyExt as _, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -16,150 +14,24 @@ use hyper_util::rt::TokioExecutor;
 use prometheus_client::registry::Registry;
 use scaleset_api::AppState;
 use scaleset_control::{ControllerIdentity, Settings, StoreClientFactory};
+use scaleset_github::ExposeSecret as _;
 use scaleset_github::RetryPolicy;
 use scaleset_sim::{SimConfig, Simulator};
 use scaleset_store::{
-    ApiTokenStore as _, CredentialStore as _, DatabaseUrl, DieselStore, EncryptionKey,
-    EntityStore as _, EventStore as _, InstanceStore as _, Keyring, ScaleSetStore as _, Store,
-    StoreOptions,
+    ApiTokenStore as _, CredentialStore as _, DieselStore, EncryptionKey, EntityStore as _,
+    EventStore as _, InstanceStore as _, Keyring, ScaleSetStore as _, Store, StoreOptions,
 };
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-pub(crate) const PG_VAR: &str = "SCALESET_TEST_DATABASE_URL";
-const REQUIRE_PG: &str = "SCALESET_REQUIRE_POSTGRES";
+pub(crate) use scaleset_store::test_util::{Backend, TestDb};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Backend {
-    Sqlite,
-    Postgres,
-}
-
-/// One test's own database.
-pub(crate) struct TestDb {
-    pub(crate) url: DatabaseUrl,
-    _dir: Option<tempfile::TempDir>,
-    _pg: Option<PgDatabase>,
-}
-
-impl TestDb {
-    pub(crate) async fn create(backend: Backend, test: &str) -> Option<Self> {
-        match backend {
-            Backend::Sqlite => {
-                let dir = tempfile::tempdir().expect("temp dir");
-                let path = dir.path().join("scaleset.db");
-                let url = DatabaseUrl::parse(&format!("sqlite://{}", path.display()))
-                    .expect("sqlite url");
-                Some(Self {
-                    url,
-                    _dir: Some(dir),
-                    _pg: None,
-                })
-            }
-            Backend::Postgres => {
-                let Some(admin) = std::env::var_os(PG_VAR) else {
-                    assert!(
-                        std::env::var_os(REQUIRE_PG).is_none(),
-                        "{REQUIRE_PG} is set but {PG_VAR} is not: the PostgreSQL half of {test} cannot run"
-                    );
-                    eprintln!(
-                        "SKIPPED the PostgreSQL half of {test}: {PG_VAR} is unset \
-                         (set it to e.g. postgres://postgres@127.0.0.1:5432/test to run it; CI does)"
-                    );
-                    return None;
-                };
-                let admin = admin
-                    .into_string()
-                    .expect("SCALESET_TEST_DATABASE_URL is UTF-8");
-                let pg = tokio::task::spawn_blocking(move || PgDatabase::create(&admin))
-                    .await
-                    .expect("create database task");
-                let url = DatabaseUrl::parse(&pg.url).expect("postgres url");
-                Some(Self {
-                    url,
-                    _dir: None,
-                    _pg: Some(pg),
-                })
-            }
-        }
-    }
-}
-
-struct PgDatabase {
-    admin: String,
-    name: String,
-    url: String,
-}
-
-impl PgDatabase {
-    fn create(admin: &str) -> Self {
-        let shown = DatabaseUrl::parse(admin).map_or_else(|_| admin.to_owned(), |u| u.redacted());
-        let mut conn = PgConnection::establish(admin).unwrap_or_else(|e| {
-            panic!(
-                "{PG_VAR} is set but PostgreSQL at {shown} is unreachable: {e}\n\
-                 start PostgreSQL there, or unset {PG_VAR} to skip the PostgreSQL half"
-            )
-        });
-        let name = format!("scaleset_test_{}", Uuid::new_v4().simple());
-        diesel::sql_query(format!("CREATE DATABASE {name}"))
-            .execute(&mut conn)
-            .unwrap_or_else(|e| panic!("cannot create test database {name}: {e}"));
-        let mut url = url::Url::parse(admin).expect("SCALESET_TEST_DATABASE_URL is a URL");
-        url.set_path(&format!("/{name}"));
-        Self {
-            admin: admin.to_owned(),
-            name,
-            url: url.to_string(),
-        }
-    }
-}
-
-impl Drop for PgDatabase {
-    fn drop(&mut self) {
-        let dropped = PgConnection::establish(&self.admin).and_then(|mut conn| {
-            diesel::sql_query(format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            ))
-            .execute(&mut conn)
-            .map_err(|e| diesel::ConnectionError::BadConnection(e.to_string()))
-        });
-        if let Err(e) = dropped {
-            eprintln!("could not drop test database {}: {e}", self.name);
-        }
-    }
-}
-
-/// Runs `test` against a fresh database of `backend` (or reports the skip).
-pub(crate) async fn run<F, Fut>(backend: Backend, name: &str, test: F)
-where
-    F: FnOnce(Backend) -> Fut,
-    Fut: Future<Output = ()>,
-{
-    // The test makes its own databases (a wipe needs a second one); this only checks the
-    // backend is available.
-    if TestDb::create(backend, name).await.is_some() {
-        test(backend).await;
-    }
-}
-
-/// Declares `mod <test> { sqlite(), postgres() }` for each named `async fn <test>(Backend)`.
+/// Declares `mod <test> { sqlite(), postgres() }` for each named `async fn <test>(Backend)` (the
+/// tests make their own databases: a wipe needs a second one).
 macro_rules! backend_tests {
     ($($name:ident),+ $(,)?) => {
-        $(
-            mod $name {
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn sqlite() {
-                    $crate::helpers::run($crate::helpers::Backend::Sqlite, stringify!($name), super::$name).await;
-                }
-
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn postgres() {
-                    $crate::helpers::run($crate::helpers::Backend::Postgres, stringify!($name), super::$name).await;
-                }
-            }
-        )+
+        scaleset_store::backend_tests!(run = scaleset_store::test_util::run_on_backend; $($name),+);
     };
 }
 pub(crate) use backend_tests;
@@ -301,7 +173,7 @@ impl App {
         ));
         Self {
             base: format!("http://{addr}"),
-            token: secret.expose().to_owned(),
+            token: secret.expose_secret().to_owned(),
             store,
             http: Client::builder(TokioExecutor::new()).build_http(),
             stop,

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use base64::Engine as _;
+use scaleset_store::ExposeSecret as _;
 use scaleset_store::{
     Acquisition, Auth, CredentialStore as _, Endpoint, EntityKind, EntityStore as _,
     EventStore as _, InstanceAccessStore as _, InstanceStore as _, LeaseStore as _, NewCredentials,
@@ -51,7 +52,7 @@ async fn instances(app: &App, names: &[&str], valid_for: Duration) -> Vec<String
                 ca_bundle: Some(format!("{CERT_A}\n{CERT_B}\n")),
             },
             auth: Auth::Pat {
-                token: SecretString::new("ghp_x"),
+                token: SecretString::from("ghp_x"),
             },
         })
         .await
@@ -106,10 +107,10 @@ async fn instances(app: &App, names: &[&str], valid_for: Duration) -> Vec<String
             .await
             .unwrap();
         let token = store
-            .grant_instance_access(&lease, name, &SecretString::new(jit(name)), valid_for)
+            .grant_instance_access(&lease, name, &SecretString::from(jit(name)), valid_for)
             .await
             .unwrap();
-        tokens.push(token.expose().to_owned());
+        tokens.push(token.expose_secret().to_owned());
     }
     tokens
 }

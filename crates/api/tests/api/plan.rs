@@ -13,6 +13,7 @@ use prometheus_client::registry::Registry;
 use scaleset_api::AppState;
 use scaleset_control::{ControllerIdentity, Settings, StoreClientFactory};
 use scaleset_sim::{SimConfig, Simulator};
+use scaleset_store::ExposeSecret as _;
 use scaleset_store::{
     ApiTokenStore, Auth, CredentialStore, DatabaseUrl, DieselStore, EncryptionKey, Endpoint,
     EventStore, Keyring, NewCredentials, ScaleSetStore, SecretString, Store, StoreOptions,
@@ -66,7 +67,7 @@ async fn spawn_app() -> App {
                 ca_bundle: None,
             },
             auth: Auth::Pat {
-                token: SecretString::new("ghp_simulator"),
+                token: SecretString::from("ghp_simulator"),
             },
         })
         .await
@@ -92,7 +93,7 @@ async fn spawn_app() -> App {
     });
     App {
         addr,
-        token: token.expose().to_owned(),
+        token: token.expose_secret().to_owned(),
         store,
         _dir: dir,
         stop,

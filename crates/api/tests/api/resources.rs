@@ -2,6 +2,7 @@
 //! at rest), entities, and the instance routes on an empty store.
 
 use scaleset_store::CredentialStore as _;
+use scaleset_store::ExposeSecret as _;
 use serde_json::json;
 
 use crate::helpers::{App, Backend, CONTROLLER, backend_tests};
@@ -90,7 +91,7 @@ async fn credentials_secrets_are_write_only(backend: Backend) {
     // The store keeps the secret (sealed; decrypted on read).
     let stored = app.store.get_credentials_by_name("main").await.unwrap();
     assert!(
-        matches!(&stored.auth, scaleset_store::Auth::Pat { token } if token.expose() == "ghp_TOPSECRET")
+        matches!(&stored.auth, scaleset_store::Auth::Pat { token } if token.expose_secret() == "ghp_TOPSECRET")
     );
 
     // Replace (the secret given again), then delete.

@@ -2,6 +2,7 @@
 //! name or id); none can be created over the API.
 
 use scaleset_store::ApiTokenStore as _;
+use scaleset_store::ExposeSecret as _;
 use serde_json::json;
 
 use crate::helpers::{App, Backend, backend_tests};
@@ -11,7 +12,7 @@ backend_tests!(tokens_are_listed_and_revoked_but_not_minted);
 async fn tokens_are_listed_and_revoked_but_not_minted(backend: Backend) {
     let app = App::start(backend, "tokens_are_listed_and_revoked").await;
     let (ci, secret) = app.store.create_api_token("ci").await.unwrap();
-    let secret = secret.expose().to_owned();
+    let secret = secret.expose_secret().to_owned();
     assert_eq!(with(&app, &secret).await.status, 200);
 
     let listed = app.call("GET", "/api/v1/tokens", None).await;

@@ -22,6 +22,7 @@ use scaleset_adopt::{
     Command, Desired, Evidence, Fact, Identity, Input, Machine, Outcome, Policy, Refusal,
     RetryBounds, RunnerGroupId, ScaleSet as GitHubScaleSet, ScaleSetId as GitHubId, Step,
 };
+use scaleset_store::ExposeSecret as _;
 use scaleset_store::{
     AdoptionPolicy, Auth, Credentials, CredentialsId, Entity, EntityId, EntityKind, NewCredentials,
     ScaleSet, ScaleSetId, ScaleSetSpec,
@@ -895,8 +896,8 @@ fn digest(
         // The secret the apply would write: a different secret is a different plan, though
         // the steps only say "replaced".
         h.field(match &declared.auth {
-            Auth::Pat { token } => token.expose(),
-            Auth::App { private_key, .. } => private_key.expose(),
+            Auth::Pat { token } => token.expose_secret(),
+            Auth::App { private_key, .. } => private_key.expose_secret(),
             _ => "",
         });
     }

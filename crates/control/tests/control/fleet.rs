@@ -34,7 +34,7 @@ fn declared_fleet(h: &Harness) -> Fleet {
                 ca_bundle: None,
             },
             auth: Auth::Pat {
-                token: SecretString::new("ghp_simulator"),
+                token: SecretString::from("ghp_simulator"),
             },
         }],
         scale_sets: vec![declared(h, "linux")],

@@ -4,169 +4,31 @@
 //! a controller to start, stop cleanly or drop (crash).
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use diesel::{Connection as _, PgConnection, RunQueryDsl as _};
 use prometheus_client::registry::Registry;
 use scaleset_control::{
     Checkpoint, Checkpoints, Controller, ControllerIdentity, Metrics, Settings, StoreClientFactory,
 };
+use scaleset_github::ExposeSecret as _;
 use scaleset_github::RetryPolicy;
 use scaleset_provider::{CreatedRunner, FakeCloud, Provider};
 use scaleset_sim::{SimConfig, Simulator};
 use scaleset_store::{
-    AdoptionPolicy, Auth, CredentialStore, DatabaseUrl, DieselStore, EncryptionKey, Endpoint,
-    EntityKind, EntityStore, EventStore, Instance, InstanceStore, Keyring, ManualClock,
-    NewCredentials, NewEntity, NewScaleSet, RunnerGroup, ScaleSet, ScaleSetSpec, ScaleSetStore,
-    SecretString, Store, StoreOptions, Timestamp,
+    AdoptionPolicy, Auth, CredentialStore, DieselStore, EncryptionKey, Endpoint, EntityKind,
+    EntityStore, EventStore, Instance, InstanceStore, Keyring, ManualClock, NewCredentials,
+    NewEntity, NewScaleSet, RunnerGroup, ScaleSet, ScaleSetSpec, ScaleSetStore, SecretString,
+    Store, StoreOptions, Timestamp,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-pub(crate) const PG_VAR: &str = "SCALESET_TEST_DATABASE_URL";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Backend {
-    Sqlite,
-    Postgres,
-}
-
-/// One test's own database.
-pub(crate) struct TestDb {
-    backend: Backend,
-    url: DatabaseUrl,
-    _dir: Option<tempfile::TempDir>,
-    _pg: Option<PgDatabase>,
-}
-
-impl TestDb {
-    /// Another fresh, empty database on the same backend (a wiped database).
-    pub(crate) async fn another(&self, test: &str) -> Self {
-        Self::create(self.backend, test)
-            .await
-            .expect("the backend of an existing database is available")
-    }
-
-    async fn create(backend: Backend, test: &str) -> Option<Self> {
-        match backend {
-            Backend::Sqlite => {
-                let dir = tempfile::tempdir().expect("temp dir");
-                let path = dir.path().join("scaleset.db");
-                let url = DatabaseUrl::parse(&format!("sqlite://{}", path.display()))
-                    .expect("sqlite url");
-                Some(Self {
-                    backend,
-                    url,
-                    _dir: Some(dir),
-                    _pg: None,
-                })
-            }
-            Backend::Postgres => {
-                let Some(admin) = std::env::var_os(PG_VAR) else {
-                    eprintln!(
-                        "skipped the PostgreSQL half of {test}: {PG_VAR} is unset \
-                         (set it to e.g. postgres://postgres@127.0.0.1:5432/test to run it; CI does)"
-                    );
-                    return None;
-                };
-                let admin = admin
-                    .into_string()
-                    .expect("SCALESET_TEST_DATABASE_URL is UTF-8");
-                let pg = tokio::task::spawn_blocking(move || PgDatabase::create(&admin))
-                    .await
-                    .expect("create database task");
-                let url = DatabaseUrl::parse(&pg.url).expect("postgres url");
-                Some(Self {
-                    backend,
-                    url,
-                    _dir: None,
-                    _pg: Some(pg),
-                })
-            }
-        }
-    }
-}
-
-struct PgDatabase {
-    admin: String,
-    name: String,
-    url: String,
-}
-
-impl PgDatabase {
-    fn create(admin: &str) -> Self {
-        let shown = DatabaseUrl::parse(admin).map_or_else(|_| admin.to_owned(), |u| u.redacted());
-        let mut conn = PgConnection::establish(admin).unwrap_or_else(|e| {
-            panic!(
-                "{PG_VAR} is set but PostgreSQL at {shown} is unreachable: {e}\n\
-                 start PostgreSQL there, or unset {PG_VAR} to skip the PostgreSQL half"
-            )
-        });
-        let name = format!("scaleset_test_{}", Uuid::new_v4().simple());
-        diesel::sql_query(format!("CREATE DATABASE {name}"))
-            .execute(&mut conn)
-            .unwrap_or_else(|e| panic!("cannot create test database {name}: {e}"));
-        let mut url = url::Url::parse(admin).expect("SCALESET_TEST_DATABASE_URL is a URL");
-        url.set_path(&format!("/{name}"));
-        Self {
-            admin: admin.to_owned(),
-            name,
-            url: url.to_string(),
-        }
-    }
-}
-
-impl Drop for PgDatabase {
-    fn drop(&mut self) {
-        let dropped = PgConnection::establish(&self.admin).and_then(|mut conn| {
-            diesel::sql_query(format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            ))
-            .execute(&mut conn)
-            .map_err(|e| diesel::ConnectionError::BadConnection(e.to_string()))
-        });
-        if let Err(e) = dropped {
-            eprintln!("could not drop test database {}: {e}", self.name);
-        }
-    }
-}
-
-/// Runs `test` against a fresh database of `backend` (or reports the skip).
-pub(crate) async fn run<F, Fut>(backend: Backend, name: &str, test: F)
-where
-    F: FnOnce(TestDb) -> Fut,
-    Fut: Future<Output = ()>,
-{
-    if let Some(db) = TestDb::create(backend, name).await {
-        test(db).await;
-    }
-}
-
-/// Declares `mod <test> { sqlite(), postgres() }` for each named `async fn <test>(TestDb)`.
-macro_rules! backend_tests {
-    ($($name:ident),+ $(,)?) => {
-        $(
-            mod $name {
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn sqlite() {
-                    $crate::helpers::run($crate::helpers::Backend::Sqlite, stringify!($name), super::$name).await;
-                }
-
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn postgres() {
-                    $crate::helpers::run($crate::helpers::Backend::Postgres, stringify!($name), super::$name).await;
-                }
-            }
-        )+
-    };
-}
-pub(crate) use backend_tests;
+pub(crate) use scaleset_store::backend_tests;
+pub(crate) use scaleset_store::test_util::TestDb;
 
 /// A simulator serving on `127.0.0.1:0`: the simulator's own harness.
 pub(crate) use scaleset_sim::RunningSim;
@@ -217,7 +79,7 @@ async fn populate(
                 ca_bundle: None,
             },
             auth: Auth::Pat {
-                token: SecretString::new("ghp_simulator"),
+                token: SecretString::from("ghp_simulator"),
             },
         })
         .await
@@ -302,7 +164,7 @@ impl Harness {
                 if boot.load(Ordering::SeqCst)
                     && let Some(jit) = &runner.jit_config
                 {
-                    sim.start_runner(jit.expose())
+                    sim.start_runner(jit.expose_secret())
                         .expect("the simulator boots the runner");
                 }
             }

@@ -140,7 +140,7 @@ backend_tests!(instances_without_our_pool_key_are_never_touched);
 
 async fn instances_without_our_pool_key_are_never_touched(db: TestDb) {
     use scaleset_provider::{
-        BootstrapInstance, CreateRequest, OsArch, OsType, PoolKey, Provider as _, Secret,
+        BootstrapInstance, CreateRequest, OsArch, OsType, PoolKey, Provider as _, SecretString,
         UserDataOptions,
     };
     let h = Harness::new(db, sim_config(), |_| {}).await;
@@ -151,7 +151,7 @@ async fn instances_without_our_pool_key_are_never_touched(db: TestDb) {
         repo_url: String::new(),
         callback_url: String::new(),
         metadata_url: String::new(),
-        instance_token: Secret::new(""),
+        instance_token: SecretString::from(""),
         ssh_keys: vec![],
         extra_specs: None,
         github_runner_group: "Default".into(),
@@ -223,7 +223,7 @@ backend_tests!(
 async fn a_runner_is_handed_its_metadata_urls_and_a_token_that_opens_only_its_jit_config(
     db: TestDb,
 ) {
-    use scaleset_store::{InstanceAccessStore as _, InstanceToken};
+    use scaleset_store::{ExposeSecret as _, InstanceAccessStore as _, SecretString};
     let h = Harness::new(db, sim_config(), |spec| spec.min_idle = 2).await;
     let mut settings = crate::helpers::settings();
     settings.instance_api_url = Some("https://scaleset.example.com/".parse().unwrap());
@@ -242,7 +242,7 @@ async fn a_runner_is_handed_its_metadata_urls_and_a_token_that_opens_only_its_ji
                 "https://scaleset.example.com/api/v1/callbacks/status"
             )
         );
-        let token = InstanceToken::new(runner.instance_token.expose());
+        let token = SecretString::from(runner.instance_token.expose_secret());
         let access = h
             .store
             .authenticate_instance(&token)
@@ -261,20 +261,21 @@ async fn a_runner_is_handed_its_metadata_urls_and_a_token_that_opens_only_its_ji
             .await
             .unwrap();
         assert_eq!(
-            Some(kept.expose()),
-            runner.jit_config.as_ref().map(|j| j.expose()),
+            Some(kept.expose_secret()),
+            runner.jit_config.as_ref().map(|j| j.expose_secret()),
             "the JIT config kept for the instance is the one GitHub generated for it"
         );
     }
     assert_ne!(
-        created[0].instance_token, created[1].instance_token,
+        created[0].instance_token.expose_secret(),
+        created[1].instance_token.expose_secret(),
         "each instance has its own token"
     );
     controller.stop().await;
 }
 
 async fn without_an_instance_api_url_no_token_is_granted(db: TestDb) {
-    use scaleset_store::InstanceAccessStore as _;
+    use scaleset_store::{ExposeSecret as _, InstanceAccessStore as _};
     let h = Harness::new(db, sim_config(), |spec| spec.min_idle = 1).await;
     let controller = h.start(None);
     h.ready().await;
@@ -286,7 +287,7 @@ async fn without_an_instance_api_url_no_token_is_granted(db: TestDb) {
         (
             created.metadata_url.as_str(),
             created.callback_url.as_str(),
-            created.instance_token.expose()
+            created.instance_token.expose_secret()
         ),
         ("", "", "")
     );

@@ -24,6 +24,22 @@ fn nulls_and_odd_numbers_are_tolerated() {
     assert!(set.labels.is_empty() && set.created_on.is_none());
 }
 
+/// A secret the service sends as `null` (or leaves out) decodes as the empty secret, which the
+/// callers then report as missing, rather than failing the whole response. Fails if a secret
+/// field loses its `null_default` (secrecy's own `Deserialize` refuses `null`).
+#[test]
+fn null_secrets_decode_as_empty() {
+    use secrecy::ExposeSecret as _;
+    let session: crate::Session =
+        serde_json::from_str(r#"{"sessionId":"s","messageQueueAccessToken":null}"#).unwrap();
+    assert_eq!(session.message_queue_access_token.expose_secret(), "");
+    let jit: crate::JitConfig =
+        serde_json::from_str(r#"{"runner":{"id":1},"encodedJITConfig":null}"#).unwrap();
+    assert_eq!(jit.encoded_jit_config.expose_secret(), "");
+    let missing: crate::JitConfig = serde_json::from_str(r#"{"runner":{"id":1}}"#).unwrap();
+    assert_eq!(missing.encoded_jit_config.expose_secret(), "");
+}
+
 #[test]
 fn both_runner_setting_spellings_decode() {
     let lower: crate::RunnerScaleSet =

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use mockito::Matcher;
 use ring::signature::{RSA_PKCS1_2048_8192_SHA256, UnparsedPublicKey};
+use scaleset_github::ExposeSecret as _;
 use scaleset_github::{
     Client, Credentials, JitConfigRequest, Label, MessageId, NewRunnerScaleSet, RunnerGroupId,
     RunnerId, RunnerRequestId, RunnerScaleSetPatch, RunnerSetting, ScaleSetId,
@@ -639,7 +640,10 @@ async fn session_create_refresh_delete() {
         .await
         .unwrap();
     assert_eq!(session.session_id, "8e1f2b4c-0000-4000-8000-000000000001");
-    assert_eq!(session.message_queue_access_token.expose(), "queue-1");
+    assert_eq!(
+        session.message_queue_access_token.expose_secret(),
+        "queue-1"
+    );
     assert_eq!(session.statistics.unwrap().total_assigned_jobs, 2);
     assert_eq!(session.scale_set_id(), ScaleSetId(5));
     create.assert_async().await;
@@ -655,7 +659,10 @@ async fn session_create_refresh_delete() {
         .create_async()
         .await;
     let refreshed = h.client.refresh_session(&session).await.unwrap();
-    assert_eq!(refreshed.message_queue_access_token.expose(), "queue-2");
+    assert_eq!(
+        refreshed.message_queue_access_token.expose_secret(),
+        "queue-2"
+    );
     refresh.assert_async().await;
 
     let delete = h
@@ -879,7 +886,10 @@ async fn runners_jit_get_list_remove() {
         .await
         .unwrap();
     assert_eq!(config.runner.id, RunnerId(9));
-    assert_eq!(config.encoded_jit_config.expose(), "eyJqaXQiOiJibG9iIn0=");
+    assert_eq!(
+        config.encoded_jit_config.expose_secret(),
+        "eyJqaXQiOiJibG9iIn0="
+    );
     jit.assert_async().await;
 
     let work = h

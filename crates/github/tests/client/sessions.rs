@@ -1,6 +1,7 @@
 //! Refresh-once-on-401 for the queue calls (GET message, DELETE message, acquirejobs).
 
 use mockito::Matcher;
+use scaleset_github::ExposeSecret as _;
 use scaleset_github::{
     Error, ErrorClass, MessageId, Refusal, RunnerRequestId, ScaleSetId, Session,
 };
@@ -60,7 +61,10 @@ async fn a_401_on_get_message_refreshes_the_session_once_and_retries() {
             .unwrap()
             .is_none()
     );
-    assert_eq!(session.message_queue_access_token.expose(), "queue-2");
+    assert_eq!(
+        session.message_queue_access_token.expose_secret(),
+        "queue-2"
+    );
     assert_eq!(session.message_queue_url, new_queue);
     rejected.assert_async().await;
     refresh.assert_async().await;

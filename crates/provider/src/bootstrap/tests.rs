@@ -16,7 +16,7 @@ fn sample_bootstrap(name: &str) -> BootstrapInstance {
         repo_url: "https://github.com/acme".into(),
         callback_url: "https://scaleset.example/api/v1/callbacks".into(),
         metadata_url: "https://scaleset.example/api/v1/metadata".into(),
-        instance_token: Secret::new("instance-token-secret"),
+        instance_token: SecretString::from("instance-token-secret"),
         ssh_keys: vec![],
         extra_specs: Some(serde_json::json!({"disk_size": 40})),
         github_runner_group: "default".into(),
@@ -98,15 +98,25 @@ fn ca_bundle_is_base64_and_proxy_config_only_when_set() {
 #[test]
 fn debug_never_shows_secrets() {
     let mut bootstrap = sample_bootstrap("runner-1");
-    bootstrap.tools[0].temp_download_token = Some(Secret::new("download-secret"));
+    bootstrap.tools[0].temp_download_token = Some(SecretString::from("download-secret"));
     let request = CreateRequest {
         bootstrap,
-        jit_config: Some(JitConfig::new("jit-secret")),
+        jit_config: Some(SecretString::from("jit-secret")),
         bootstrap_timeout: None,
     };
     let shown = format!("{request:?}");
     assert!(!shown.contains("instance-token-secret"), "{shown}");
     assert!(!shown.contains("download-secret"), "{shown}");
     assert!(!shown.contains("jit-secret"), "{shown}");
-    assert!(shown.contains("<redacted>"));
+    assert!(shown.contains("[REDACTED]"), "{shown}");
+}
+
+/// The bootstrap JSON is where secrets are written out on purpose: a download token set on a
+/// tool is sent as itself (the instance token is checked in the field-names test).
+#[test]
+fn a_download_token_is_serialized_as_itself() {
+    let mut bootstrap = sample_bootstrap("runner-1");
+    bootstrap.tools[0].temp_download_token = Some(SecretString::from("download-secret"));
+    let json = serde_json::to_value(bootstrap).unwrap();
+    assert_eq!(json["tools"][0]["temp_download_token"], "download-secret");
 }

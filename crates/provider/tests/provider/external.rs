@@ -10,7 +10,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use scaleset_provider::{
     Command, EnvAllowList, Error, ExternalProvider, InstanceId, InstanceStatus, InterfaceVersion,
-    OutputProblem, Provider, Secret,
+    OutputProblem, Provider, SecretString,
 };
 use tracing::instrument::WithSubscriber as _;
 
@@ -448,7 +448,7 @@ async fn a_failing_create_reports_its_fault_and_never_echoes_the_token() {
     );
     let provider = provider(config(&exe, InterfaceVersion::V011));
     let mut request = request("runner-1", &pool());
-    request.bootstrap.tools[0].temp_download_token = Some(Secret::new(DOWNLOAD_TOKEN));
+    request.bootstrap.tools[0].temp_download_token = Some(SecretString::from(DOWNLOAD_TOKEN));
     let err = provider.create(&request).await.unwrap_err();
     let shown = err.to_string();
     let Error::Failed {

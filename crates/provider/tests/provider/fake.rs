@@ -3,6 +3,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use scaleset_provider::ExposeSecret as _;
 use scaleset_provider::{
     Command, CreatedRunner, Error, FakeCloud, FakeProvider, InstanceId, InstanceStatus, Pool,
     PoolKey, Provider,
@@ -219,7 +220,10 @@ async fn the_hook_receives_each_created_runner_with_its_jit_config() {
     assert_eq!(seen[0].provider_id, "fake-000001");
     assert_eq!(seen[0].pool, pool(1).key);
     assert_eq!(seen[0].controller_id, CONTROLLER);
-    assert_eq!(seen[0].jit_config.as_ref().map(|j| j.expose()), Some(JIT));
+    assert_eq!(
+        seen[0].jit_config.as_ref().map(|j| j.expose_secret()),
+        Some(JIT)
+    );
 }
 
 #[tokio::test]

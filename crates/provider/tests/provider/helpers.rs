@@ -9,8 +9,7 @@ use std::time::Duration;
 
 use scaleset_provider::{
     BootstrapInstance, CreateRequest, EnvAllowList, ExternalConfig, ExternalProvider,
-    InterfaceVersion, JitConfig, OsArch, OsType, Pool, PoolKey, RunnerTool, Secret,
-    UserDataOptions,
+    InterfaceVersion, OsArch, OsType, Pool, PoolKey, RunnerTool, SecretString, UserDataOptions,
 };
 use uuid::Uuid;
 
@@ -148,7 +147,7 @@ pub(crate) fn bootstrap(name: &str, pool: &Pool) -> BootstrapInstance {
         repo_url: "https://github.com/acme".into(),
         callback_url: "https://scaleset.example/api/v1/callbacks".into(),
         metadata_url: "https://scaleset.example/api/v1/metadata".into(),
-        instance_token: Secret::new(TOKEN),
+        instance_token: SecretString::from(TOKEN),
         ssh_keys: vec!["ssh-ed25519 AAAA test".into()],
         extra_specs: pool.extra_specs.clone(),
         github_runner_group: "default".into(),
@@ -168,7 +167,7 @@ pub(crate) fn bootstrap(name: &str, pool: &Pool) -> BootstrapInstance {
 pub(crate) fn request(name: &str, pool: &Pool) -> CreateRequest {
     CreateRequest {
         bootstrap: bootstrap(name, pool),
-        jit_config: Some(JitConfig::new(JIT)),
+        jit_config: Some(SecretString::from(JIT)),
         bootstrap_timeout: None,
     }
 }

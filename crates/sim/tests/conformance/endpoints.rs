@@ -1,6 +1,7 @@
 //! Every endpoint of the protocol reference, driven through the real `scaleset-github` client.
 
 use anyhow::Result;
+use scaleset_github::ExposeSecret as _;
 use scaleset_github::{
     Credentials, JitConfigRequest, JobMessage, Label, MessageId, NewRunnerScaleSet, RunnerGroupId,
     RunnerId, RunnerRequestId, RunnerScaleSetPatch, ScaleSetId,
@@ -390,7 +391,7 @@ async fn jit_configs_and_agents() -> Result<()> {
         .await?;
     assert_eq!(jit.runner.name, "runner 1");
     assert_eq!(jit.runner.runner_scale_set_id, set.id);
-    assert!(!jit.encoded_jit_config.is_empty());
+    assert!(!jit.encoded_jit_config.expose_secret().is_empty());
     let err = client
         .generate_jit_config(set.id, &JitConfigRequest::new("runner 1"))
         .await
@@ -434,7 +435,9 @@ async fn a_simulated_runner_runs_one_job_through_the_queue() -> Result<()> {
     let jit = client
         .generate_jit_config(set.id, &JitConfigRequest::new("runner-0001"))
         .await?;
-    let agent = sim.sim.start_runner(jit.encoded_jit_config.expose())?;
+    let agent = sim
+        .sim
+        .start_runner(jit.encoded_jit_config.expose_secret())?;
     assert_eq!(RunnerId(agent), jit.runner.id);
 
     let started = client

@@ -12,6 +12,7 @@ use http_body_util::{BodyExt, Empty};
 use hyper::client::conn::{http1, http2};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::{CertificateDer, ServerName};
+use scaleset_github::ExposeSecret as _;
 use scaleset_github::{
     Client, ClientConfig, ConfigUrl, Credentials, Http2Config, MessageId, RetryPolicy, ScaleSetId,
     Timeouts,
@@ -230,7 +231,10 @@ async fn goaway_closes_the_connection_mid_poll_and_no_message_is_lost() -> Resul
     let sim = TestSim::start(config).await?;
     let client = sim.client("acme")?;
     let (set, session) = set_with_session(&client, "goaway").await?;
-    let token = format!("Bearer {}", session.message_queue_access_token.expose());
+    let token = format!(
+        "Bearer {}",
+        session.message_queue_access_token.expose_secret()
+    );
     let headers = [
         ("authorization", token.as_str()),
         ("x-scalesetmaxcapacity", "5"),
@@ -294,7 +298,10 @@ async fn goaway_over_http1_closes_the_connection_after_the_answer() -> Result<()
                 .header("host", sim.addr.to_string())
                 .header(
                     "authorization",
-                    format!("Bearer {}", session.message_queue_access_token.expose()),
+                    format!(
+                        "Bearer {}",
+                        session.message_queue_access_token.expose_secret()
+                    ),
                 )
                 .body(Empty::<Bytes>::new())?,
         )

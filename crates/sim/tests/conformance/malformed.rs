@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
+use scaleset_github::ExposeSecret as _;
+
 use crate::helpers::{TestSim, admin_token, raw, set_with_session};
 
 /// One request of the battery.
@@ -44,7 +46,10 @@ async fn malformed_requests_get_4xx_and_the_simulator_keeps_serving() -> Result<
     let (set, session) = set_with_session(&client, "target").await?;
     let (token, base) = admin_token(&sim, "acme", "orgs/acme").await?;
     let admin = format!("Bearer {token}");
-    let queue = format!("Bearer {}", session.message_queue_access_token.expose());
+    let queue = format!(
+        "Bearer {}",
+        session.message_queue_access_token.expose_secret()
+    );
     let v = "api-version=6.0-preview";
     let sets = format!("{base}_apis/runtime/runnerscalesets");
     let agents = format!("{base}_apis/distributedtask/pools/0/agents");

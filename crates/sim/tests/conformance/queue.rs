@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use anyhow::Result;
+use scaleset_github::ExposeSecret as _;
 use scaleset_github::{JobMessage, MessageId};
 use scaleset_sim::JobSpec;
 
@@ -103,7 +104,10 @@ async fn expired_queue_token_gets_a_bodyless_401_and_the_client_refreshes_once()
     let sim = TestSim::start(cfg).await?;
     let client = sim.client("acme")?;
     let (_, mut session) = set_with_session(&client, "qexp").await?;
-    let old_token = session.message_queue_access_token.expose().to_owned();
+    let old_token = session
+        .message_queue_access_token
+        .expose_secret()
+        .to_owned();
     sim.sim.advance(Duration::from_secs(601));
 
     let answer = raw(
@@ -123,7 +127,10 @@ async fn expired_queue_token_gets_a_bodyless_401_and_the_client_refreshes_once()
             .is_none()
     );
     assert_eq!(sim.sim.request_count("refresh_session"), 1);
-    assert_ne!(session.message_queue_access_token.expose(), old_token);
+    assert_ne!(
+        session.message_queue_access_token.expose_secret(),
+        old_token
+    );
     let statuses: Vec<u16> = sim
         .sim
         .request_log()
@@ -255,7 +262,7 @@ async fn a_poll_whose_client_hung_up_is_released() -> Result<()> {
         "GET {} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\r\n",
         url.path(),
         sim.addr,
-        session.message_queue_access_token.expose()
+        session.message_queue_access_token.expose_secret()
     );
     stream.write_all(request.as_bytes()).await?;
     let handle = sim.sim.clone();
@@ -296,7 +303,7 @@ async fn held_poll_after_an_assignment(sim: &TestSim) -> Result<HeldPoll> {
     eventually("the poll is held", || handle.waiting_polls() == 1).await;
     Ok(HeldPoll {
         set_id: set.id.0,
-        jit: jit.encoded_jit_config.expose().to_owned(),
+        jit: jit.encoded_jit_config.expose_secret().to_owned(),
         poll,
     })
 }

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use anyhow::Result;
+use scaleset_github::ExposeSecret as _;
 use scaleset_github::JitConfigRequest;
 use scaleset_sim::{JobSpec, Simulator};
 
@@ -39,7 +40,9 @@ async fn a_restarted_simulator_continues_the_saved_world() -> Result<()> {
     let jit = client
         .generate_jit_config(mine.id, &JitConfigRequest::new("runner-1"))
         .await?;
-    first.sim.start_runner(jit.encoded_jit_config.expose())?;
+    first
+        .sim
+        .start_runner(jit.encoded_jit_config.expose_secret())?;
     first.sim.advance(Duration::from_secs(5));
     let before = first.sim.state();
     let offset = first.sim.time_offset();

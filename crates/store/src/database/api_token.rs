@@ -2,10 +2,11 @@
 
 use async_trait::async_trait;
 use diesel::prelude::*;
+use secrecy::SecretString;
 
 use super::schema::api_tokens;
 use super::{DieselStore, parse_uuid};
-use crate::api_token::{ApiToken, ApiTokenId, ApiTokenSecret, ApiTokenStore};
+use crate::api_token::{ApiToken, ApiTokenId, ApiTokenStore, generate_token, token_hash};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 
@@ -27,10 +28,10 @@ fn from_row(row: Row) -> Result<ApiToken> {
 
 #[async_trait]
 impl ApiTokenStore for DieselStore {
-    async fn create_api_token(&self, name: &str) -> Result<(ApiToken, ApiTokenSecret)> {
+    async fn create_api_token(&self, name: &str) -> Result<(ApiToken, SecretString)> {
         let name = name.to_owned();
         self.run("create api token", move |conn, ctx| {
-            let secret = ApiTokenSecret::generate()?;
+            let secret = generate_token()?;
             let row = Row {
                 id: ApiTokenId::generate().to_string(),
                 name,
@@ -40,7 +41,7 @@ impl ApiTokenStore for DieselStore {
                 .values((
                     api_tokens::id.eq(&row.id),
                     api_tokens::name.eq(&row.name),
-                    api_tokens::token_hash.eq(secret.hash()),
+                    api_tokens::token_hash.eq(token_hash(&secret)),
                     api_tokens::created_at.eq(row.created_at),
                 ))
                 .execute(conn)
@@ -50,8 +51,8 @@ impl ApiTokenStore for DieselStore {
         .await
     }
 
-    async fn authenticate_api_token(&self, presented: &ApiTokenSecret) -> Result<Option<ApiToken>> {
-        let hash = presented.hash();
+    async fn authenticate_api_token(&self, presented: &SecretString) -> Result<Option<ApiToken>> {
+        let hash = token_hash(presented);
         self.run("authenticate api token", move |conn, _| {
             api_tokens::table
                 .filter(api_tokens::token_hash.eq(hash))

@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use diesel::prelude::*;
+use secrecy::{ExposeSecret, SecretString};
 
 use super::schema::credentials;
 use super::{Context, DbConnection, DieselStore, parse_uuid, write_transaction};
@@ -10,7 +11,6 @@ use crate::credentials::{
     Auth, CredentialStore, Credentials, CredentialsId, Endpoint, NewCredentials,
 };
 use crate::error::{Error, Result};
-use crate::keyring::SecretString;
 
 #[derive(Queryable, Selectable, Insertable)]
 #[diesel(table_name = credentials)]
@@ -54,9 +54,11 @@ fn to_row(
             private_key,
         } => ("app", Some(*app_id), Some(*installation_id), private_key),
     };
-    let (key_id, ciphertext) =
-        ctx.keyring
-            .seal(&aad(&id), secret.expose().as_bytes(), &what(&new.name))?;
+    let (key_id, ciphertext) = ctx.keyring.seal(
+        &aad(&id),
+        secret.expose_secret().as_bytes(),
+        &what(&new.name),
+    )?;
     Ok(Row {
         id,
         name: new.name.clone(),
@@ -82,7 +84,7 @@ fn from_row(ctx: &Context, row: Row) -> Result<Credentials> {
         &what(&row.name),
     )?;
     let secret = String::from_utf8(plaintext)
-        .map(SecretString::new)
+        .map(SecretString::from)
         .map_err(|_| Error::Corrupt {
             table: "credentials",
             key: row.id.clone(),

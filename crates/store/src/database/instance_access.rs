@@ -5,17 +5,18 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use diesel::prelude::*;
+use secrecy::{ExposeSecret as _, SecretString};
 
 use super::lease::check_fence;
 use super::schema::{instance_access, instances};
 use super::{DbConnection, DieselStore, enum_from_db, parse_uuid, write_transaction};
+use crate::api_token::token_hash;
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::instance_access::{
-    BootstrapReport, BootstrapStatus, InstanceAccess, InstanceAccessStore, InstanceToken,
-    SystemInfo,
+    BootstrapReport, BootstrapStatus, InstanceAccess, InstanceAccessStore, SystemInfo,
+    generate_instance_token,
 };
-use crate::keyring::SecretString;
 use crate::lease::Lease;
 use crate::scale_set::ScaleSetId;
 
@@ -108,15 +109,17 @@ impl InstanceAccessStore for DieselStore {
         name: &str,
         jit_config: &SecretString,
         valid_for: Duration,
-    ) -> Result<InstanceToken> {
+    ) -> Result<SecretString> {
         let lease = lease.clone();
         let name = name.to_owned();
         let jit_config = jit_config.clone();
         self.run("grant instance access", move |conn, ctx| {
-            let token = InstanceToken::generate()?;
-            let (key_id, ciphertext) =
-                ctx.keyring
-                    .seal(&aad(&name), jit_config.expose().as_bytes(), &what(&name))?;
+            let token = generate_instance_token()?;
+            let (key_id, ciphertext) = ctx.keyring.seal(
+                &aad(&name),
+                jit_config.expose_secret().as_bytes(),
+                &what(&name),
+            )?;
             write_transaction(conn, "grant instance access", |conn| {
                 check_fence(conn, &lease)?;
                 // Only an instance of the lease's scale set: the lease covers no other.
@@ -139,7 +142,7 @@ impl InstanceAccessStore for DieselStore {
                 diesel::insert_into(instance_access::table)
                     .values((
                         instance_access::instance_name.eq(&name),
-                        instance_access::token_hash.eq(token.hash()),
+                        instance_access::token_hash.eq(token_hash(&token)),
                         instance_access::expires_at.eq(now.saturating_add(valid_for).unix_millis()),
                         instance_access::jit_key_id.eq(&key_id),
                         instance_access::jit_ciphertext.eq(&ciphertext),
@@ -155,8 +158,8 @@ impl InstanceAccessStore for DieselStore {
         .await
     }
 
-    async fn authenticate_instance(&self, token: &InstanceToken) -> Result<Option<InstanceAccess>> {
-        let hash = token.hash();
+    async fn authenticate_instance(&self, token: &SecretString) -> Result<Option<InstanceAccess>> {
+        let hash = token_hash(token);
         self.run("authenticate instance", move |conn, ctx| {
             let found = instance_access::table
                 .inner_join(instances::table)
@@ -193,7 +196,7 @@ impl InstanceAccessStore for DieselStore {
                 .keyring
                 .open(&key_id, &aad(&name), &ciphertext, &what(&name))?;
             String::from_utf8(plaintext)
-                .map(SecretString::new)
+                .map(SecretString::from)
                 .map_err(|_| Error::Corrupt {
                     table: TABLE,
                     key: name,

@@ -71,8 +71,12 @@ fn duplicate_key_ids_are_refused() {
 #[test]
 fn debug_output_redacts_keys_and_secrets() {
     let ring = Keyring::new(key("k1", 0xAB));
-    let text = format!("{ring:?} {:?}", SecretString::new("hunter2"));
+    let text = format!("{ring:?} {:?}", secrecy::SecretString::from("hunter2"));
     assert!(!text.contains("hunter2"), "{text}");
     assert!(!text.contains("171"), "{text}");
-    assert!(text.contains("[redacted]"));
+    assert!(text.contains("[redacted]"), "{text}");
+    assert!(
+        text.contains("[REDACTED]"),
+        "the secret is redacted: {text}"
+    );
 }

@@ -1,6 +1,7 @@
 //! API tokens: stored hashed, looked up by hash.
 
-use scaleset_store::{API_TOKEN_PREFIX, ApiTokenSecret, ApiTokenStore as _};
+use scaleset_store::ExposeSecret as _;
+use scaleset_store::{API_TOKEN_PREFIX, ApiTokenStore as _, SecretString};
 
 use crate::helpers::{TestDb, store_tests};
 
@@ -9,14 +10,14 @@ store_tests!(api_token_round_trip, api_tokens_are_stored_hashed);
 async fn api_token_round_trip(db: TestDb) {
     let store = db.open().await;
     let (record, secret) = store.create_api_token("ci").await.unwrap();
-    assert!(secret.expose().starts_with(API_TOKEN_PREFIX));
-    assert!(secret.expose().len() > 40);
-    assert!(!format!("{secret:?} {record:?}").contains(secret.expose()));
+    assert!(secret.expose_secret().starts_with(API_TOKEN_PREFIX));
+    assert!(secret.expose_secret().len() > 40);
+    assert!(!format!("{secret:?} {record:?}").contains(secret.expose_secret()));
     assert_eq!(
         store.authenticate_api_token(&secret).await.unwrap(),
         Some(record.clone())
     );
-    let wrong = ApiTokenSecret::new(format!("{}x", secret.expose()));
+    let wrong = SecretString::from(format!("{}x", secret.expose_secret()));
     assert_eq!(store.authenticate_api_token(&wrong).await.unwrap(), None);
     assert!(
         store
@@ -44,7 +45,7 @@ async fn api_token_round_trip(db: TestDb) {
 async fn api_tokens_are_stored_hashed(db: TestDb) {
     let store = db.open().await;
     let (_, secret) = store.create_api_token("hashed").await.unwrap();
-    let hash = ring::digest::digest(&ring::digest::SHA256, secret.expose().as_bytes());
+    let hash = ring::digest::digest(&ring::digest::SHA256, secret.expose_secret().as_bytes());
     let hex: String = hash.as_ref().iter().map(|b| format!("{b:02x}")).collect();
     // The column holds exactly the SHA-256 of the token, and the token appears nowhere.
     let matches = crate::helpers::count_rows(
@@ -61,7 +62,7 @@ async fn api_tokens_are_stored_hashed(db: TestDb) {
         &format!(
             "SELECT COUNT(*) AS n FROM api_tokens WHERE {} LIKE '%{}%'",
             text_of(&db),
-            secret.expose()
+            secret.expose_secret()
         ),
     )
     .await;

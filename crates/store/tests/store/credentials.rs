@@ -33,7 +33,7 @@ fn app(name: &str) -> NewCredentials {
         auth: Auth::App {
             app_id: 12345,
             installation_id: 67890,
-            private_key: SecretString::new(
+            private_key: SecretString::from(
                 "-----BEGIN PRIVATE KEY-----\nsecret-app-key\n-----END PRIVATE KEY-----\n",
             ),
         },
@@ -362,5 +362,5 @@ async fn secrets_are_redacted_in_debug(db: TestDb) {
     );
     assert!(!text.contains("ghp_debug_visible"), "{text}");
     assert!(!text.contains("secret-app-key"), "{text}");
-    assert!(text.contains("[redacted]"));
+    assert!(text.contains("[REDACTED]"), "{text}");
 }

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use scaleset_store::{
-    BootstrapReport, BootstrapStatus, Error, InstanceAccessStore as _, InstanceStore as _,
-    InstanceToken, NewInstance, SecretString, SystemInfo,
+    BootstrapReport, BootstrapStatus, Error, ExposeSecret as _, InstanceAccessStore as _,
+    InstanceStore as _, NewInstance, SecretString, SystemInfo,
 };
 
 use crate::helpers::{TestDb, lease, raw_sql, store_tests};
@@ -49,10 +49,10 @@ async fn a_granted_token_opens_its_instance_and_its_jit_config(db: TestDb) {
     let store = db.open().await;
     let held = with_instance(&store, "ia", "runner-a").await;
     let token = store
-        .grant_instance_access(&held, "runner-a", &SecretString::new("jit-a"), TTL)
+        .grant_instance_access(&held, "runner-a", &SecretString::from("jit-a"), TTL)
         .await
         .unwrap();
-    assert!(token.expose().starts_with("ssi_"));
+    assert!(token.expose_secret().starts_with("ssi_"));
 
     let access = store.authenticate_instance(&token).await.unwrap().unwrap();
     assert_eq!(access.instance_name, "runner-a");
@@ -71,11 +71,14 @@ async fn a_granted_token_opens_its_instance_and_its_jit_config(db: TestDb) {
             .open_instance_jit_config("runner-a")
             .await
             .unwrap()
-            .expose(),
+            .expose_secret(),
         "jit-a"
     );
     // Neither an unknown token nor an API-style token of the same length opens anything.
-    let unknown = InstanceToken::new(format!("{}x", &token.expose()[..token.expose().len() - 1]));
+    let unknown = SecretString::from(format!(
+        "{}x",
+        &token.expose_secret()[..token.expose_secret().len() - 1]
+    ));
     assert_eq!(store.authenticate_instance(&unknown).await.unwrap(), None);
     assert_eq!(store.get_instance_access("runner-b").await.unwrap(), None);
 }
@@ -84,7 +87,7 @@ async fn a_token_stops_working_when_it_expires(db: TestDb) {
     let store = db.open().await;
     let held = with_instance(&store, "ib", "runner-a").await;
     let token = store
-        .grant_instance_access(&held, "runner-a", &SecretString::new("jit"), TTL)
+        .grant_instance_access(&held, "runner-a", &SecretString::from("jit"), TTL)
         .await
         .unwrap();
     db.clock.advance(TTL - Duration::from_millis(1));
@@ -97,11 +100,11 @@ async fn a_new_grant_replaces_the_old_token(db: TestDb) {
     let store = db.open().await;
     let held = with_instance(&store, "ic", "runner-a").await;
     let old = store
-        .grant_instance_access(&held, "runner-a", &SecretString::new("jit-1"), TTL)
+        .grant_instance_access(&held, "runner-a", &SecretString::from("jit-1"), TTL)
         .await
         .unwrap();
     let new = store
-        .grant_instance_access(&held, "runner-a", &SecretString::new("jit-2"), TTL)
+        .grant_instance_access(&held, "runner-a", &SecretString::from("jit-2"), TTL)
         .await
         .unwrap();
     assert_eq!(store.authenticate_instance(&old).await.unwrap(), None);
@@ -111,7 +114,7 @@ async fn a_new_grant_replaces_the_old_token(db: TestDb) {
             .open_instance_jit_config("runner-a")
             .await
             .unwrap()
-            .expose(),
+            .expose_secret(),
         "jit-2"
     );
 }
@@ -123,7 +126,7 @@ async fn the_grant_is_fenced_by_the_lease_of_the_instances_scale_set(db: TestDb)
     let other_set = crate::helpers::scale_set(&store, "id-other").await;
     let other = lease(&store, other_set.id, "w").await;
     let err = store
-        .grant_instance_access(&other, "runner-a", &SecretString::new("jit"), TTL)
+        .grant_instance_access(&other, "runner-a", &SecretString::from("jit"), TTL)
         .await
         .unwrap_err();
     assert!(err.is_not_found(), "{err}");
@@ -132,7 +135,7 @@ async fn the_grant_is_fenced_by_the_lease_of_the_instances_scale_set(db: TestDb)
     db.clock.advance(Duration::from_secs(31));
     let _taken = lease(&store, held.scale_set_id(), "v").await;
     let err = store
-        .grant_instance_access(&held, "runner-a", &SecretString::new("jit"), TTL)
+        .grant_instance_access(&held, "runner-a", &SecretString::from("jit"), TTL)
         .await
         .unwrap_err();
     assert!(err.is_lease_lost(), "{err}");
@@ -148,7 +151,7 @@ async fn reports_follow_the_bootstrap_table_and_stop_when_it_is_over(db: TestDb)
         .unwrap_err();
     assert!(not_granted.is_not_found(), "{not_granted}");
     store
-        .grant_instance_access(&held, "runner-a", &SecretString::new("jit"), TTL)
+        .grant_instance_access(&held, "runner-a", &SecretString::from("jit"), TTL)
         .await
         .unwrap();
 
@@ -234,7 +237,7 @@ async fn access_goes_with_its_instance(db: TestDb) {
     let store = db.open().await;
     let held = with_instance(&store, "if", "runner-a").await;
     let token = store
-        .grant_instance_access(&held, "runner-a", &SecretString::new("jit"), TTL)
+        .grant_instance_access(&held, "runner-a", &SecretString::from("jit"), TTL)
         .await
         .unwrap();
     store.delete_instance(&held, "runner-a").await.unwrap();
@@ -258,7 +261,7 @@ async fn a_sealed_jit_config_copied_to_another_instance_does_not_open(db: TestDb
         .unwrap();
     for (name, jit) in [("runner-a", "jit-a"), ("runner-b", "jit-b")] {
         store
-            .grant_instance_access(&held, name, &SecretString::new(jit), TTL)
+            .grant_instance_access(&held, name, &SecretString::from(jit), TTL)
             .await
             .unwrap();
     }

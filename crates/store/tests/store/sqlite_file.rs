@@ -23,7 +23,7 @@ async fn secrets_never_reach_the_database_file() {
             auth: Auth::App {
                 app_id: 1,
                 installation_id: 2,
-                private_key: SecretString::new("PLAINTEXT-PRIVATE-KEY-BODY"),
+                private_key: SecretString::from("PLAINTEXT-PRIVATE-KEY-BODY"),
             },
         })
         .await

@@ -54,7 +54,7 @@ fn new_credentials(name: &str, token: &str) -> NewCredentials {
         name: name.into(),
         endpoint: Endpoint::github_com(),
         auth: Auth::Pat {
-            token: SecretString::new(token),
+            token: SecretString::from(token),
         },
     }
 }
@@ -79,7 +79,7 @@ fn stored(sets: &[ScaleSetSpec]) -> Stored {
         name: "main".into(),
         endpoint: Endpoint::github_com(),
         auth: Auth::Pat {
-            token: SecretString::new("ghp_one"),
+            token: SecretString::from("ghp_one"),
         },
         key_id: "k1".into(),
         created_at: Timestamp::EPOCH,
@@ -390,7 +390,7 @@ fn endpoint_and_auth_kind_changes_are_named() {
     f.credentials[0].auth = Auth::App {
         app_id: 1,
         installation_id: 2,
-        private_key: SecretString::new("key"),
+        private_key: SecretString::from("key"),
     };
     let step = &run(&f, &s.world, &HashMap::new(), false).credentials[0];
     let fields: Vec<&str> = step.changes.iter().map(|c| c.field).collect();
@@ -625,7 +625,7 @@ fn the_digest_is_stable_and_follows_every_part_of_the_plan() {
     app.credentials[0].auth = Auth::App {
         app_id: 1,
         installation_id: 2,
-        private_key: SecretString::new("k"),
+        private_key: SecretString::from("k"),
     };
     let mut changed = f.clone();
     changed.scale_sets[0].spec.max_runners = 1;
@@ -833,12 +833,12 @@ fn the_digest_follows_the_declared_secret() {
         plan.digest
     };
     let pat = |token: &str| Auth::Pat {
-        token: SecretString::new(token),
+        token: SecretString::from(token),
     };
     let app = |key: &str| Auth::App {
         app_id: 1,
         installation_id: 2,
-        private_key: SecretString::new(key),
+        private_key: SecretString::from(key),
     };
     // The steps only say "replaced": the secret itself must still change the plan.
     assert_ne!(digest(pat("ghp_aaa")), digest(pat("ghp_bbb")));

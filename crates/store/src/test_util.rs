@@ -1,0 +1,271 @@
+//! The one database harness of scaleset's tests and benches (feature `test-util`, enabled by
+//! the dev-dependencies of the crates that test against a store; normal builds do not compile
+//! it): a fresh database per test (a temp SQLite file, or a PostgreSQL database created through
+//! [`PG_VAR`] and dropped afterwards, also when the test panics), and [`backend_tests!`] that
+//! instantiates each test once per backend.
+//!
+//! Without [`PG_VAR`] the PostgreSQL half of a test passes without running: it says so once per
+//! test binary, past libtest's capture, and fails instead when [`REQUIRE_PG_VAR`] is `1` (as
+//! `.ci/run` sets it), so a CI that lost its database cannot pass with half the suite not run.
+//!
+//! Panics are its error handling: it is test code, and a harness that cannot make its database
+//! must fail the test that asked, naming what to fix.
+//!
+//! [`backend_tests!`]: crate::backend_tests
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use diesel::{Connection as _, PgConnection, RunQueryDsl as _};
+
+use crate::{
+    DatabaseUrl, DieselStore, EncryptionKey, Keyring, ManualClock, StoreOptions, Timestamp,
+};
+
+/// The variable naming the PostgreSQL server (an admin URL; tests create their own databases
+/// through it).
+pub const PG_VAR: &str = "SCALESET_TEST_DATABASE_URL";
+
+/// The variable that turns a skipped PostgreSQL half into a failure when it is `1`.
+pub const REQUIRE_PG_VAR: &str = "SCALESET_REQUIRE_POSTGRES";
+
+/// The database backend a test runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// A temp SQLite file.
+    Sqlite,
+    /// A database of its own on the server [`PG_VAR`] names.
+    Postgres,
+}
+
+/// The key tests seal with unless they say otherwise.
+pub fn test_key(id: &str, byte: u8) -> EncryptionKey {
+    EncryptionKey::from_bytes(id, &[byte; 32]).expect("a 32-byte key")
+}
+
+/// One test's own database. Dropping it removes the database.
+pub struct TestDb {
+    /// Its backend.
+    pub backend: Backend,
+    /// Where it is.
+    pub url: DatabaseUrl,
+    /// A manual clock at a fixed start, used by [`TestDb::options`].
+    pub clock: ManualClock,
+    /// The SQLite file, when the backend is SQLite.
+    pub sqlite_path: Option<PathBuf>,
+    _dir: Option<tempfile::TempDir>,
+    _pg: Option<PgDatabase>,
+}
+
+impl TestDb {
+    /// A fresh database, or `None` (after saying why, see the module) when the PostgreSQL half
+    /// is skipped.
+    pub async fn create(backend: Backend, test: &str) -> Option<Self> {
+        let clock = ManualClock::new(Timestamp::from_unix_millis(1_800_000_000_000));
+        match backend {
+            Backend::Sqlite => {
+                let dir = tempfile::tempdir().expect("temp dir");
+                let path = dir.path().join("scaleset.db");
+                let url = DatabaseUrl::parse(&format!("sqlite://{}", path.display()))
+                    .expect("sqlite url");
+                Some(Self {
+                    backend,
+                    url,
+                    clock,
+                    sqlite_path: Some(path),
+                    _dir: Some(dir),
+                    _pg: None,
+                })
+            }
+            Backend::Postgres => {
+                let admin = postgres_admin(test)?;
+                let pg = tokio::task::spawn_blocking(move || PgDatabase::create(PG_VAR, &admin))
+                    .await
+                    .expect("create database task");
+                let url = DatabaseUrl::parse(&pg.url).expect("postgres url");
+                Some(Self {
+                    backend,
+                    url,
+                    clock,
+                    sqlite_path: None,
+                    _dir: None,
+                    _pg: Some(pg),
+                })
+            }
+        }
+    }
+
+    /// Another fresh, empty database on the same backend (a wiped database).
+    pub async fn another(&self, test: &str) -> Self {
+        Self::create(self.backend, test)
+            .await
+            .expect("the backend of an existing database is available")
+    }
+
+    /// Options with [`test_key`] `k1`, the manual clock and short timeouts.
+    pub fn options(&self) -> StoreOptions {
+        self.options_with(Keyring::new(test_key("k1", 1)))
+    }
+
+    /// [`TestDb::options`] with another keyring.
+    pub fn options_with(&self, keyring: Keyring) -> StoreOptions {
+        StoreOptions::new(self.url.clone(), keyring)
+            .pool_size(4)
+            .busy_timeout(Duration::from_secs(20))
+            .connect_timeout(Duration::from_secs(20))
+            .clock(Arc::new(self.clock.clone()))
+    }
+
+    /// Opens a store (its own pool: a second call stands for a second process).
+    pub async fn open(&self) -> DieselStore {
+        DieselStore::open(self.options())
+            .await
+            .expect("open the store")
+    }
+}
+
+/// Runs `test` against a fresh database of `backend` (or reports the skip).
+pub async fn run<F, Fut>(backend: Backend, name: &str, test: F)
+where
+    F: FnOnce(TestDb) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    if let Some(db) = TestDb::create(backend, name).await {
+        test(db).await;
+    }
+}
+
+/// Runs `test` with `backend` when it is available (or reports the skip), for tests that make
+/// their own databases.
+pub async fn run_on_backend<F, Fut>(backend: Backend, name: &str, test: F)
+where
+    F: FnOnce(Backend) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    if TestDb::create(backend, name).await.is_some() {
+        test(backend).await;
+    }
+}
+
+/// Declares `mod <test> { sqlite(), postgres() }` (multi-threaded tokio tests) for each named
+/// `async fn <test>(TestDb)` of the calling module; `run = path;` first names another runner
+/// with [`run`]'s signature (e.g. [`run_on_backend`] for `async fn <test>(Backend)`).
+#[macro_export]
+macro_rules! backend_tests {
+    (run = $run:path; $($name:ident),+ $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn sqlite() {
+                    $run($crate::test_util::Backend::Sqlite, stringify!($name), super::$name).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn postgres() {
+                    $run($crate::test_util::Backend::Postgres, stringify!($name), super::$name).await;
+                }
+            }
+        )+
+    };
+    ($($name:ident),+ $(,)?) => {
+        $crate::backend_tests!(run = $crate::test_util::run; $($name),+);
+    };
+}
+
+/// The value of [`PG_VAR`], or `None` after [`skip_postgres`].
+fn postgres_admin(test: &str) -> Option<String> {
+    let Some(admin) = std::env::var_os(PG_VAR) else {
+        skip_postgres(test);
+        return None;
+    };
+    Some(
+        admin
+            .into_string()
+            .expect("SCALESET_TEST_DATABASE_URL is UTF-8"),
+    )
+}
+
+/// Says, once per test binary and past libtest's output capture, that the PostgreSQL half is
+/// skipped; panics instead when [`REQUIRE_PG_VAR`] is `1`.
+fn skip_postgres(test: &str) {
+    use std::io::Write as _;
+    static SAID: std::sync::Once = std::sync::Once::new();
+    if std::env::var_os(REQUIRE_PG_VAR).is_some_and(|v| v == "1") {
+        panic!(
+            "{test}: {REQUIRE_PG_VAR}=1 but {PG_VAR} is unset, so the PostgreSQL half cannot run; \
+             set {PG_VAR} (e.g. postgres://postgres@127.0.0.1:5432/test)"
+        );
+    }
+    SAID.call_once(|| {
+        // Written to the process's stderr directly: `eprintln!` inside a test is captured and
+        // shown only for failures, and a skip must be seen when the suite passes.
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: the PostgreSQL half of these tests (they pass without running): {PG_VAR} \
+             is unset; set it to e.g. postgres://postgres@127.0.0.1:5432/test to run them (CI does)"
+        );
+    });
+}
+
+/// A PostgreSQL database of one test's or bench's own, dropped (with any connections left) on
+/// drop, also when the test panics.
+pub struct PgDatabase {
+    admin: String,
+    name: String,
+    /// Its URL.
+    pub url: String,
+}
+
+impl PgDatabase {
+    /// A database on the server [`PG_VAR`] names; `None` (after reporting the skip, or a panic
+    /// when [`REQUIRE_PG_VAR`] is `1`) when the variable is unset. Blocking.
+    pub fn for_test(test: &str) -> Option<Self> {
+        postgres_admin(test).map(|admin| Self::create(PG_VAR, &admin))
+    }
+
+    /// A database on the server at `admin`, the value of the variable `var`. Blocking.
+    pub fn create(var: &str, admin: &str) -> Self {
+        let shown = DatabaseUrl::parse(admin).map_or_else(|_| admin.to_owned(), |u| u.redacted());
+        let mut conn = PgConnection::establish(admin).unwrap_or_else(|e| {
+            panic!(
+                "{var} is set but PostgreSQL at {shown} is unreachable: {e}\n\
+                 start PostgreSQL there, or unset {var} to skip the PostgreSQL half"
+            )
+        });
+        let name = format!("scaleset_test_{}", uuid::Uuid::new_v4().simple());
+        diesel::sql_query(format!("CREATE DATABASE {name}"))
+            .execute(&mut conn)
+            .unwrap_or_else(|e| panic!("cannot create test database {name}: {e}"));
+        let mut url = url::Url::parse(admin).unwrap_or_else(|e| panic!("{var} is a URL: {e}"));
+        url.set_path(&format!("/{name}"));
+        Self {
+            admin: admin.to_owned(),
+            name,
+            url: url.to_string(),
+        }
+    }
+
+    /// Drops the database now, cutting every connection to it (a lost database server, or a
+    /// bench's database held in a static that is never dropped).
+    pub fn drop_now(&self) {
+        let dropped = PgConnection::establish(&self.admin).and_then(|mut conn| {
+            diesel::sql_query(format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ))
+            .execute(&mut conn)
+            .map_err(|e| diesel::ConnectionError::BadConnection(e.to_string()))
+        });
+        if let Err(e) = dropped {
+            eprintln!("could not drop test database {}: {e}", self.name);
+        }
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        self.drop_now();
+    }
+}
