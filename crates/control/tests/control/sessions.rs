@@ -186,11 +186,23 @@ async fn serve(h: &Harness, github_id: i64, count: u32) {
 
 async fn queue_token_is_refreshed_before_expiry(db: TestDb) {
     let mut config = sim_config();
-    config.queue_token_ttl = Duration::from_secs(30);
+    // Shorter than the job below runs, so a listener that did not refresh would poll with an
+    // expired token before the job completes.
+    config.queue_token_ttl = Duration::from_secs(5);
     let h = Harness::new(db, config, |_| {}).await;
     let controller = h.start(None);
     let github_id = h.ready().await;
-    serve(&h, github_id, 1).await;
+    // The job runs in real time rather than being finished by advancing the simulated clock: a
+    // jump past the token's lifetime expires a token the listener has just received (or a poll
+    // already on the wire), which no refresh beforehand can prevent.
+    let mut job = JobSpec::count(1);
+    job.run_seconds = Some(6.0);
+    h.sim().enqueue_jobs(github_id, &job).expect("enqueue");
+    eventually("the job completed and its runner is retired", || async {
+        let done = h.job_states(github_id).iter().all(|s| s == "completed");
+        (done && h.instances().await.is_empty()).then_some(())
+    })
+    .await;
     assert!(h.sim().request_count("refresh_session") >= 1);
     let rejected = h
         .sim()
