@@ -1,7 +1,6 @@
 //! Commands the machine asks its driver to execute against GitHub.
 
-use std::fmt;
-
+use crate::command_kind::CommandKind;
 use crate::error::Error;
 use crate::fact::Fact;
 use crate::scale_set::{RunnerGroupId, ScaleSetId, SessionId};
@@ -142,39 +141,4 @@ pub struct Patch {
     pub disable_update: bool,
     /// `runnerGroupId`: the configured group (moves a known scale set whose group changed).
     pub runner_group_id: RunnerGroupId,
-}
-
-/// The kind of a [`Command`], without its data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[non_exhaustive]
-pub enum CommandKind {
-    /// [`Command::GetById`].
-    GetById,
-    /// [`Command::ListByName`].
-    ListByName,
-    /// [`Command::ListGroup`].
-    ListGroup,
-    /// [`Command::Create`].
-    Create,
-    /// [`Command::OpenSession`].
-    OpenSession,
-    /// [`Command::CloseSession`].
-    CloseSession,
-    /// [`Command::Update`].
-    Update,
-}
-
-impl fmt::Display for CommandKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::GetById => "get scale set by id",
-            Self::ListByName => "list scale sets by name",
-            Self::ListGroup => "list scale sets in group",
-            Self::Create => "create scale set",
-            Self::OpenSession => "open session",
-            Self::CloseSession => "close session",
-            Self::Update => "update scale set",
-        })
-    }
 }

@@ -1,7 +1,7 @@
 //! The crate's error type: misuse of the machine by its driver (never a GitHub condition,
 //! which always arrives as a [`Fact`](crate::Fact) and ends in an [`Outcome`](crate::Outcome)).
 
-use crate::command::CommandKind;
+use crate::command_kind::CommandKind;
 use crate::fact::FactKind;
 use crate::scale_set::ScaleSetId;
 

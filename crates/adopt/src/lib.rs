@@ -117,6 +117,7 @@
 //! ```
 
 mod command;
+mod command_kind;
 mod error;
 mod fact;
 mod identity;
@@ -128,7 +129,8 @@ mod retry;
 mod scale_set;
 mod settings;
 
-pub use command::{Command, CommandKind, CreateSpec, Patch};
+pub use command::{Command, CreateSpec, Patch};
+pub use command_kind::CommandKind;
 pub use error::Error;
 pub use fact::{Fact, FactKind};
 pub use identity::{ControllerId, ControllerIdError, Identity, OWNER_LABEL_PREFIX};

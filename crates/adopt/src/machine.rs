@@ -5,7 +5,8 @@
 use std::mem;
 
 use crate::Error;
-use crate::command::{Command, CommandKind, CreateSpec, Patch};
+use crate::command::{Command, CreateSpec, Patch};
+use crate::command_kind::CommandKind;
 use crate::fact::Fact;
 use crate::input::{Input, Policy};
 use crate::outcome::{

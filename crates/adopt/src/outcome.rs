@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::command::CommandKind;
+use crate::command_kind::CommandKind;
 use crate::refusal::Refusal;
 use crate::scale_set::{RunnerGroupId, ScaleSetId, ScaleSetRef, SessionId};
 use crate::settings::Settings;
@@ -380,7 +380,7 @@ mod tests {
     //! The messages operators read: each names what happened and the ids involved.
 
     use super::*;
-    use crate::command::CommandKind;
+    use crate::command_kind::CommandKind;
     use crate::fact::FactKind;
 
     fn set() -> ScaleSetRef {

@@ -5,7 +5,6 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use crate::request_id::RequestId;
 use crate::v1::{ErrorBody, ErrorCode};
 
 /// A failed request. The `Display` text is the body's `message`: what failed, the cause, and
@@ -297,11 +296,11 @@ impl IntoResponse for ApiError {
 }
 
 /// Renders the body of a failed response; called by the request-id layer.
-pub(crate) fn render(failure: &Failure, request_id: &RequestId, status: StatusCode) -> Response {
+pub(crate) fn render(failure: &Failure, request_id: &str, status: StatusCode) -> Response {
     let body = ErrorBody {
         code: failure.code,
         message: failure.message.clone(),
-        request_id: request_id.0.clone(),
+        request_id: request_id.to_owned(),
     };
     (status, axum::Json(body)).into_response()
 }

@@ -29,6 +29,8 @@
 pub mod v1;
 
 #[cfg(feature = "server")]
+mod app;
+#[cfg(feature = "server")]
 mod auth;
 #[cfg(feature = "server")]
 mod bootstrap_files;
@@ -54,6 +56,8 @@ mod validate;
 mod view;
 
 #[cfg(feature = "server")]
+pub use app::{router, router_with};
+#[cfg(feature = "server")]
 pub use auth::Caller;
 #[cfg(feature = "server")]
 pub use error::{ApiError, status};
@@ -61,8 +65,6 @@ pub use error::{ApiError, status};
 pub use extract::{Body, Params, parse_id};
 #[cfg(feature = "server")]
 pub use request_id::{REQUEST_ID_HEADER, RequestId};
-#[cfg(feature = "server")]
-pub use routes::{router, router_with};
 #[cfg(feature = "server")]
 pub use serve::{TlsError, serve, tls_config};
 #[cfg(feature = "server")]

@@ -1,16 +1,26 @@
 //! The OpenAPI 3.1 document, derived by utoipa from the handlers' `#[utoipa::path]`
-//! attributes and the [`crate::v1`] types. Served at `/api/v1/openapi.json`; a copy is
-//! committed as `docs/openapi.json`, and a test fails when the two differ.
+//! attributes and the [`crate::v1`] types. Served at `/api/v1/openapi.json` by the route here
+//! (public, tagged `health`: the document describes only shapes); a copy is committed as
+//! `docs/openapi.json`, and a test fails when the two differ. The route lives here rather than
+//! with the other health routes because the document lists every route module: they must not
+//! depend on it in turn.
 //!
 //! A module that adds routes adds its paths to [`ApiDoc`]'s list (or merges its own
 //! `OpenApi` into [`document`]).
 
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
     controller, credentials, entities, health, instance_facing, instances, plan, scale_sets, tokens,
 };
+use crate::state::AppState;
 use crate::v1;
 
 /// The document's root.
@@ -26,7 +36,7 @@ use crate::v1;
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
     paths(
-        health::healthz, health::readyz, health::metrics, health::openapi,
+        health::healthz, health::readyz, health::metrics, serve_document,
         controller::show,
         credentials::create, credentials::list, credentials::show, credentials::replace, credentials::delete,
         entities::create, entities::list, entities::show, entities::delete,
@@ -113,4 +123,17 @@ pub fn json() -> String {
         }
         Err(e) => format!("{{\"error\": \"cannot encode the OpenAPI document: {e}\"}}\n"),
     }
+}
+
+/// The route serving the document.
+pub(crate) fn routes() -> Router<Arc<AppState>> {
+    Router::new().route("/api/v1/openapi.json", get(serve_document))
+}
+
+/// This document.
+#[utoipa::path(get, path = "/api/v1/openapi.json", tag = "health", security(()),
+    operation_id = "openapi",
+    responses((status = 200, description = "The OpenAPI 3.1 document", body = Object)))]
+pub(crate) async fn serve_document() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], json()).into_response()
 }

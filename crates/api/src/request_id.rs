@@ -44,7 +44,7 @@ pub(crate) async fn layer(
     let mut response = next.run(request).instrument(span).await;
     if let Some(failure) = response.extensions_mut().remove::<Failure>() {
         let status = response.status();
-        let mut rendered = render(&failure, &id, status);
+        let mut rendered = render(&failure, &id.0, status);
         for (name, value) in response.headers() {
             if name != axum::http::header::CONTENT_TYPE
                 && name != axum::http::header::CONTENT_LENGTH

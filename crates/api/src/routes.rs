@@ -1,7 +1,5 @@
-//! The router: the public routes (health, readiness, metrics, the OpenAPI document) and the
-//! authenticated `/api/v1` routes, one module per resource, each exposing `routes()`. Other
-//! modules mount theirs through [`router_with`] (authenticated, under `/api/v1`, or public at
-//! the root) without touching this list.
+//! The route modules, one per resource, each exposing `routes()`: the public health routes and
+//! the authenticated `/api/v1` ones. [`crate::app`] puts them together.
 
 pub(crate) mod controller;
 pub(crate) mod credentials;
@@ -12,70 +10,3 @@ pub(crate) mod instances;
 pub(crate) mod plan;
 pub(crate) mod scale_sets;
 pub(crate) mod tokens;
-
-use std::sync::Arc;
-
-use axum::Router;
-use axum::extract::DefaultBodyLimit;
-use axum::http::Uri;
-use axum::middleware;
-
-use crate::error::ApiError;
-use crate::extract::BodyLimit;
-use crate::state::AppState;
-
-/// The whole application: [`router_with`] with the status page (`crate::status_page`) at `/`.
-pub fn router(state: Arc<AppState>) -> Router {
-    router_with(state, Router::new(), crate::status_page::routes())
-}
-
-/// The whole application with extra routers: `authenticated` is nested under `/api/v1` behind
-/// the bearer-token check (paths relative to `/api/v1`, e.g. `/plan`); `public` is merged at the
-/// root with no authentication (it must do its own, e.g. per-instance tokens, or serve only
-/// what anyone may read). Both share the state, the body limit, request ids and the JSON errors.
-pub fn router_with(
-    state: Arc<AppState>,
-    authenticated: Router<Arc<AppState>>,
-    public: Router<Arc<AppState>>,
-) -> Router {
-    let api = Router::new()
-        .merge(controller::routes())
-        .merge(credentials::routes())
-        .merge(entities::routes())
-        .merge(scale_sets::routes())
-        .merge(instances::routes())
-        .merge(plan::routes())
-        .merge(tokens::routes())
-        .merge(authenticated)
-        .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            crate::auth::require_token,
-        ))
-        // Merged after the API-token layer, which therefore does not cover them: they take
-        // per-instance tokens (their own layer).
-        .merge(instance_facing::routes(state.clone()));
-    let limit = state.limits.max_body_bytes;
-    Router::new()
-        .merge(health::routes())
-        .merge(public)
-        .nest("/api/v1", api)
-        .fallback(no_route)
-        .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(limit))
-        .layer(axum::Extension(BodyLimit(limit)))
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            crate::request_id::layer,
-        ))
-        .with_state(state)
-}
-
-async fn no_route(uri: Uri) -> ApiError {
-    ApiError::NoRoute {
-        path: uri.path().to_owned(),
-    }
-}
-
-async fn method_not_allowed() -> ApiError {
-    ApiError::MethodNotAllowed
-}

@@ -23,7 +23,8 @@ use crate::identity::ControllerIdentity;
 use crate::metrics::{Metrics, StateLabel, StatusLabel};
 use crate::planner::leases::{LeaseInput, plan_leases};
 use crate::settings::Settings;
-use crate::task::{RunnerGroups, Shared, serve};
+use crate::shared::{RunnerGroups, Shared};
+use crate::task::serve;
 
 /// The control loop of one controller over all scale sets in its store.
 pub struct Controller {

@@ -25,7 +25,7 @@ use crate::adoption::{Hooks, run_once};
 use crate::checkpoint::Checkpoint;
 use crate::error::{Error, chain, store};
 use crate::identity::validate_scale_set_name;
-use crate::task::Shared;
+use crate::shared::Shared;
 
 /// How an ensure ended.
 #[derive(Debug)]

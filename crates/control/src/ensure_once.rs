@@ -19,7 +19,7 @@ use crate::error::{Error, store};
 use crate::identity::ControllerIdentity;
 use crate::metrics::Metrics;
 use crate::settings::Settings;
-use crate::task::{RunnerGroups, Shared};
+use crate::shared::{RunnerGroups, Shared};
 
 /// How one [`EnsureOnce::run`] ended. The scale set's row (state, reason, provenance,
 /// evidence, events) says the rest; read it after.

@@ -36,6 +36,7 @@ mod metrics;
 mod planner;
 mod scaler;
 mod settings;
+mod shared;
 mod task;
 
 pub use checkpoint::{Checkpoint, Checkpoints};

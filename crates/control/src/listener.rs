@@ -24,7 +24,7 @@ use crate::ensure::record;
 use crate::error::{Error, chain, store};
 use crate::metrics::KindLabel;
 use crate::scaler::Runners;
-use crate::task::Shared;
+use crate::shared::Shared;
 
 /// How a listener stopped.
 #[derive(Debug)]

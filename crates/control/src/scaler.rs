@@ -24,7 +24,7 @@ use crate::checkpoint::Checkpoint;
 use crate::error::{Error, chain, store};
 use crate::identity::runner_name;
 use crate::planner::{PlanInput, RunnerPhase, RunnerView, plan};
-use crate::task::Shared;
+use crate::shared::Shared;
 
 /// What an instance is given to reach the server's instance-facing endpoints.
 struct InstanceAccessGrant {

@@ -2,74 +2,21 @@
 //! never returns on failure (it records the state and waits); it ends only when cancelled, or
 //! when the scale set is disabled or gone.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use scaleset_github::MessageId;
-use scaleset_provider::{Pool, Provider};
-use scaleset_store::{Acquisition, Clock, EntityId, Lease, ScaleSetId, ScaleSetState, Store};
+use scaleset_provider::Pool;
+use scaleset_store::{Acquisition, Lease, ScaleSetId, ScaleSetState};
 use tokio_util::sync::CancellationToken;
 
-use crate::checkpoint::Checkpoints;
-use crate::client_factory::ClientFactory;
 use crate::ensure::{Ensured, ensure, record};
 use crate::error::{Error, chain, store};
-use crate::identity::ControllerIdentity;
 use crate::listener::{ListenEnd, Listener};
-use crate::metrics::Metrics;
 use crate::scaler::Runners;
-use crate::settings::Settings;
+use crate::shared::Shared;
 #[cfg(test)]
 use scaleset_github::Client;
-
-/// What every task shares.
-pub(crate) struct Shared {
-    pub(crate) store: Arc<dyn Store>,
-    pub(crate) clients: Arc<dyn ClientFactory>,
-    pub(crate) providers: BTreeMap<String, Arc<dyn Provider>>,
-    pub(crate) identity: ControllerIdentity,
-    pub(crate) settings: Settings,
-    pub(crate) metrics: Arc<Metrics>,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) checkpoints: Arc<dyn Checkpoints>,
-    /// Runner-group ids by entity and name, looked up once per process however many scale
-    /// sets share the group (see `ensure::resolve_group`).
-    pub(crate) runner_groups: RunnerGroups,
-    /// Permits for scale sets that are starting (`Settings::max_concurrent_starts`).
-    pub(crate) starting: tokio::sync::Semaphore,
-    /// The listeners' lease renewals, joined into one store commit per short window.
-    pub(crate) renewals: Renewals,
-}
-
-/// Lease renewals waiting for their batch (see `Listener::renew_lease`).
-pub(crate) type Renewals = crate::coalesce::Coalesce<
-    scaleset_store::Lease,
-    Result<scaleset_store::Lease, scaleset_store::Error>,
->;
-
-/// One lookup per (entity, runner-group name): the first scale set to need it looks it up,
-/// the others wait for that answer (a failed or empty lookup is not kept).
-#[derive(Default)]
-pub(crate) struct RunnerGroups {
-    cells: std::sync::Mutex<std::collections::HashMap<GroupKey, GroupCell>>,
-}
-
-/// An entity and a runner-group name.
-type GroupKey = (EntityId, String);
-/// The group's id, once looked up.
-type GroupCell = Arc<tokio::sync::OnceCell<i64>>;
-
-impl RunnerGroups {
-    pub(crate) fn cell(&self, entity: EntityId, name: &str) -> GroupCell {
-        self.cells
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .entry((entity, name.to_owned()))
-            .or_default()
-            .clone()
-    }
-}
 
 /// What to do after one pass.
 enum Next {

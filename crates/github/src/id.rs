@@ -87,7 +87,7 @@ macro_rules! github_id {
         /// Lenient, like every integer field: a number, a numeric string, or null (0).
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                crate::wire::lenient_i64(deserializer).map(Self)
+                crate::lenient::lenient_i64(deserializer).map(Self)
             }
         }
     };

@@ -8,8 +8,9 @@ use crate::client::Client;
 use crate::endpoint::Endpoint;
 use crate::error::Result;
 use crate::id::{RunnerRequestId, ScaleSetId};
+use crate::lenient::null_default;
 use crate::session::Session;
-use crate::wire::{List, decode, null_default};
+use crate::wire::{List, decode};
 
 /// A job that can be acquired (protocol §6.9).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]

@@ -112,6 +112,7 @@ mod http;
 mod id;
 mod job;
 mod jwt;
+mod lenient;
 mod message;
 mod retry;
 mod runner;

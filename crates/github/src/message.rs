@@ -9,10 +9,11 @@ use crate::client::Client;
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
 use crate::id::{MessageId, RunnerId, RunnerRequestId};
+use crate::lenient::{lenient_i64, lenient_timestamp, null_default};
 use crate::session::Session;
 use crate::statistics::Statistics;
 use crate::timestamp::Timestamp;
-use crate::wire::{decode, lenient_i64, lenient_timestamp, null_default};
+use crate::wire::decode;
 
 /// The only top-level message type the service sends today.
 pub const JOB_MESSAGES_TYPE: &str = "RunnerScaleSetJobMessages";

@@ -9,9 +9,10 @@ use crate::client::Client;
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
 use crate::id::{RunnerGroupId, RunnerId, ScaleSetId};
+use crate::lenient::{lenient_timestamp, null_default};
 use crate::scale_set::Label;
 use crate::timestamp::Timestamp;
-use crate::wire::{List, decode, lenient_timestamp, null_default};
+use crate::wire::{List, decode};
 use secrecy::{ExposeSecret, SecretString};
 
 const AGENTS: &str = "_apis/distributedtask/pools/0/agents";

@@ -9,9 +9,10 @@ use crate::client::Client;
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
 use crate::id::{RunnerGroupId, ScaleSetId};
+use crate::lenient::{lenient_i64, lenient_opt_i64, lenient_timestamp, null_default};
 use crate::statistics::Statistics;
 use crate::timestamp::Timestamp;
-use crate::wire::{List, decode, lenient_i64, lenient_opt_i64, lenient_timestamp, null_default};
+use crate::wire::{List, decode};
 
 const SCALE_SETS: &str = "_apis/runtime/runnerscalesets";
 

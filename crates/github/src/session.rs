@@ -11,9 +11,10 @@ use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
 use crate::http::Incoming;
 use crate::id::ScaleSetId;
+use crate::lenient::null_default;
 use crate::scale_set::RunnerScaleSet;
 use crate::statistics::Statistics;
-use crate::wire::{decode, null_default};
+use crate::wire::decode;
 use secrecy::{ExposeSecret, SecretString};
 
 /// A message session of one scale set (protocol §6.4).

@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use crate::wire::lenient_i64;
+use crate::lenient::lenient_i64;
 
 /// Job and runner counters of a scale set. `total_assigned_jobs` is the scaling signal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]

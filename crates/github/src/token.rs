@@ -78,7 +78,7 @@ impl TokenChain {
 
 #[derive(Deserialize)]
 struct TokenResponse {
-    #[serde(default, deserialize_with = "crate::wire::null_default")]
+    #[serde(default, deserialize_with = "crate::lenient::null_default")]
     token: SecretString,
 }
 
@@ -90,9 +90,9 @@ struct RunnerRegistrationRequest<'a> {
 
 #[derive(Deserialize)]
 struct RunnerRegistrationResponse {
-    #[serde(default, deserialize_with = "crate::wire::null_default")]
+    #[serde(default, deserialize_with = "crate::lenient::null_default")]
     url: String,
-    #[serde(default, deserialize_with = "crate::wire::null_default")]
+    #[serde(default, deserialize_with = "crate::lenient::null_default")]
     token: SecretString,
 }
 

@@ -6,17 +6,12 @@
 use std::fmt;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
-use uuid::Uuid;
 
 use crate::duration::parse_duration;
-use crate::environment::{EnvAllowList, EnvSource};
-use crate::external::ExternalProvider;
-use crate::fake::FakeCloud;
-use crate::provider::Provider;
+use crate::environment::EnvAllowList;
 
 /// One `[[provider]]` table as written by the operator.
 ///
@@ -242,29 +237,6 @@ impl ProviderConfig {
             Ok(configs)
         } else {
             Err(ConfigError { problems })
-        }
-    }
-}
-
-impl ProviderConfig {
-    /// Builds the provider this configuration describes, acting for
-    /// `controller_id`. External providers read their allowed variables from
-    /// `env`; the fake one lives in `fake_cloud`, so the caller can install a
-    /// create hook (the simulator boots runners from it) or inspect it.
-    pub fn build(
-        &self,
-        controller_id: Uuid,
-        env: &dyn EnvSource,
-        fake_cloud: &FakeCloud,
-    ) -> Arc<dyn Provider> {
-        match &self.kind {
-            ProviderKind::External(config) => Arc::new(ExternalProvider::new(
-                self.name.clone(),
-                config.clone(),
-                controller_id,
-                env,
-            )),
-            ProviderKind::Fake => Arc::new(fake_cloud.provider(controller_id)),
         }
     }
 }

@@ -91,6 +91,7 @@
 //! ```
 
 mod bootstrap;
+mod build;
 mod command;
 mod config;
 mod directory;

@@ -8,11 +8,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 use crate::clock::Timestamp;
 use crate::error::Result;
-
-crate::id_type! {
-    /// The id of an API token row.
-    ApiTokenId
-}
+use crate::id::ApiTokenId;
 
 /// The prefix of every token, so scanners can recognise a leaked one.
 pub const API_TOKEN_PREFIX: &str = "sst_";

@@ -6,12 +6,8 @@ use async_trait::async_trait;
 
 use crate::clock::Timestamp;
 use crate::error::Result;
+use crate::id::CredentialsId;
 use secrecy::{ExposeSecret, SecretString};
-
-crate::id_type! {
-    /// The id of a credentials row.
-    CredentialsId
-}
 
 /// The GitHub endpoint credentials belong to.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,13 +6,8 @@ use std::fmt;
 use async_trait::async_trait;
 
 use crate::clock::Timestamp;
-use crate::credentials::CredentialsId;
 use crate::error::Result;
-
-crate::id_type! {
-    /// The id of an entity row.
-    EntityId
-}
+use crate::id::{CredentialsId, EntityId};
 
 /// What kind of GitHub entity, with its name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

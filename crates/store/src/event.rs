@@ -5,7 +5,7 @@ use async_trait::async_trait;
 
 use crate::clock::Timestamp;
 use crate::error::Result;
-use crate::scale_set::ScaleSetId;
+use crate::id::ScaleSetId;
 
 /// One entry of a scale set's trail.
 #[derive(Debug, Clone, PartialEq, Eq)]

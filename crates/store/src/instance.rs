@@ -5,8 +5,8 @@ use async_trait::async_trait;
 
 use crate::clock::Timestamp;
 use crate::error::Result;
+use crate::id::ScaleSetId;
 use crate::lease::Lease;
-use crate::scale_set::ScaleSetId;
 
 crate::text_enum! {
     /// Where an instance is in its life.

@@ -16,8 +16,8 @@ use secrecy::SecretString;
 
 use crate::clock::Timestamp;
 use crate::error::Result;
+use crate::id::ScaleSetId;
 use crate::lease::Lease;
-use crate::scale_set::ScaleSetId;
 
 /// The prefix of every instance token, so scanners can recognise a leaked one (API tokens
 /// start with [`crate::API_TOKEN_PREFIX`]; the two never open each other's routes).

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 
 use crate::clock::Timestamp;
 use crate::error::Result;
-use crate::scale_set::ScaleSetId;
+use crate::id::ScaleSetId;
 
 /// Proof of holding a scale set's lease, as of when it was acquired or renewed. Only the
 /// store makes one; fenced writes take it and fail with [`crate::Error::LeaseLost`] once its

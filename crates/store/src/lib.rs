@@ -66,6 +66,7 @@ mod database;
 mod entity;
 mod error;
 mod event;
+mod id;
 mod instance;
 mod instance_access;
 mod keyring;
@@ -76,16 +77,15 @@ mod scale_set;
 pub mod test_util;
 mod worker;
 
-pub use api_token::{API_TOKEN_PREFIX, ApiToken, ApiTokenId, ApiTokenStore};
+pub use api_token::{API_TOKEN_PREFIX, ApiToken, ApiTokenStore};
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
 pub use controller::{ControllerBinding, ControllerStore};
-pub use credentials::{
-    Auth, CredentialStore, Credentials, CredentialsId, Endpoint, NewCredentials,
-};
+pub use credentials::{Auth, CredentialStore, Credentials, Endpoint, NewCredentials};
 pub use database::DieselStore;
-pub use entity::{Entity, EntityId, EntityKind, EntityStore, NewEntity};
+pub use entity::{Entity, EntityKind, EntityStore, NewEntity};
 pub use error::{Error, ErrorClass, Result};
 pub use event::{Event, EventStore};
+pub use id::{ApiTokenId, CredentialsId, EntityId, ScaleSetId};
 pub use instance::{Instance, InstanceStatus, InstanceStore, NewInstance};
 pub use instance_access::{
     BootstrapReport, BootstrapStatus, INSTANCE_TOKEN_PREFIX, InstanceAccess, InstanceAccessStore,
@@ -95,8 +95,8 @@ pub use keyring::{EncryptionKey, Keyring};
 pub use lease::{Acquisition, Lease, LeaseRecord, LeaseStore, LiveLease};
 pub use options::{DatabaseUrl, SqliteSync, StoreOptions};
 pub use scale_set::{
-    AdoptionPolicy, NewScaleSet, Progress, Provenance, RunnerGroup, ScaleSet, ScaleSetId,
-    ScaleSetSpec, ScaleSetState, ScaleSetStore,
+    AdoptionPolicy, NewScaleSet, Progress, Provenance, RunnerGroup, ScaleSet, ScaleSetSpec,
+    ScaleSetState, ScaleSetStore,
 };
 /// Secrets (PATs, private keys, API tokens): `secrecy`'s, the type every scaleset crate holds;
 /// `Debug` redacts and the value is wiped on drop.
@@ -137,35 +137,6 @@ impl<T> Store for T where
         + 'static
 {
 }
-
-/// Declares a UUID id newtype.
-macro_rules! id_type {
-    ($(#[$meta:meta])* $name:ident) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub struct $name(pub uuid::Uuid);
-
-        impl $name {
-            /// A new random id.
-            pub fn generate() -> Self {
-                Self(uuid::Uuid::new_v4())
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                std::fmt::Display::fmt(&self.0, f)
-            }
-        }
-
-        impl From<uuid::Uuid> for $name {
-            fn from(id: uuid::Uuid) -> Self {
-                Self(id)
-            }
-        }
-    };
-}
-pub(crate) use id_type;
 
 /// Declares an enum stored as lowercase text.
 macro_rules! text_enum {

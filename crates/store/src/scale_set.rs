@@ -8,14 +8,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::clock::Timestamp;
-use crate::entity::EntityId;
 use crate::error::Result;
+use crate::id::{EntityId, ScaleSetId};
 use crate::lease::Lease;
-
-crate::id_type! {
-    /// The id of a scale-set row.
-    ScaleSetId
-}
 
 crate::text_enum! {
     /// Which same-name scale sets found on GitHub may be adopted (DESIGN §4).

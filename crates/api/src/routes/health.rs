@@ -1,6 +1,7 @@
 //! `/healthz` (the process answers), `/readyz` (the database answers) and `/metrics` (the
-//! process's registry in the OpenMetrics text format), and `/api/v1/openapi.json`. All four
-//! are public: probes and scrapers carry no API token, and the document describes only shapes.
+//! process's registry in the OpenMetrics text format). All three are public: probes and
+//! scrapers carry no API token. The OpenAPI document, public too, is served by
+//! [`crate::openapi`].
 
 use std::sync::Arc;
 
@@ -18,7 +19,6 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
-        .route("/api/v1/openapi.json", get(openapi))
 }
 
 /// The process is up.
@@ -66,15 +66,4 @@ pub(crate) async fn metrics(State(state): State<Arc<AppState>>) -> Result<Respon
         body,
     )
         .into_response())
-}
-
-/// This document.
-#[utoipa::path(get, path = "/api/v1/openapi.json", tag = "health", security(()),
-    responses((status = 200, description = "The OpenAPI 3.1 document", body = Object)))]
-pub(crate) async fn openapi() -> Response {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        crate::openapi::json(),
-    )
-        .into_response()
 }

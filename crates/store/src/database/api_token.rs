@@ -6,9 +6,10 @@ use secrecy::SecretString;
 
 use super::schema::api_tokens;
 use super::{DieselStore, parse_uuid};
-use crate::api_token::{ApiToken, ApiTokenId, ApiTokenStore, generate_token, token_hash};
+use crate::api_token::{ApiToken, ApiTokenStore, generate_token, token_hash};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
+use crate::id::ApiTokenId;
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = api_tokens)]

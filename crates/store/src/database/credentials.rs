@@ -7,10 +7,9 @@ use secrecy::{ExposeSecret, SecretString};
 use super::schema::credentials;
 use super::{Context, DbConnection, DieselStore, parse_uuid, write_transaction};
 use crate::clock::Timestamp;
-use crate::credentials::{
-    Auth, CredentialStore, Credentials, CredentialsId, Endpoint, NewCredentials,
-};
+use crate::credentials::{Auth, CredentialStore, Credentials, Endpoint, NewCredentials};
 use crate::error::{Error, Result};
+use crate::id::CredentialsId;
 
 #[derive(Queryable, Selectable, Insertable)]
 #[diesel(table_name = credentials)]

@@ -6,9 +6,9 @@ use diesel::prelude::*;
 use super::schema::entities;
 use super::{DieselStore, enum_from_db, parse_uuid};
 use crate::clock::Timestamp;
-use crate::credentials::CredentialsId;
-use crate::entity::{Entity, EntityId, EntityKind, EntityStore, NewEntity};
+use crate::entity::{Entity, EntityKind, EntityStore, NewEntity};
 use crate::error::{Error, Result};
+use crate::id::{CredentialsId, EntityId};
 
 #[derive(Queryable, Selectable, Insertable)]
 #[diesel(table_name = entities)]

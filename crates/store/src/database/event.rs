@@ -9,7 +9,7 @@ use super::{DieselStore, parse_uuid, write_transaction};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::event::{Event, EventStore};
-use crate::scale_set::ScaleSetId;
+use crate::id::ScaleSetId;
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = events)]

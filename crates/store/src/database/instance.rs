@@ -9,9 +9,9 @@ use super::schema::instances;
 use super::{DbConnection, DieselStore, enum_from_db, parse_uuid, write_transaction};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
+use crate::id::ScaleSetId;
 use crate::instance::{Instance, InstanceStatus, InstanceStore, NewInstance};
 use crate::lease::Lease;
-use crate::scale_set::ScaleSetId;
 
 const TABLE: &str = "instances";
 

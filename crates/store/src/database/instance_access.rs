@@ -13,12 +13,12 @@ use super::{DbConnection, DieselStore, enum_from_db, parse_uuid, write_transacti
 use crate::api_token::token_hash;
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
+use crate::id::ScaleSetId;
 use crate::instance_access::{
     BootstrapReport, BootstrapStatus, InstanceAccess, InstanceAccessStore, SystemInfo,
     generate_instance_token,
 };
 use crate::lease::Lease;
-use crate::scale_set::ScaleSetId;
 
 const TABLE: &str = "instance_access";
 

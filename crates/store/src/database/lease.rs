@@ -16,8 +16,8 @@ use super::schema::leases;
 use super::{DbConnection, DieselStore, parse_uuid, write_transaction};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
+use crate::id::ScaleSetId;
 use crate::lease::{Acquisition, Lease, LeaseRecord, LeaseStore, LiveLease};
-use crate::scale_set::ScaleSetId;
 
 /// Fails with [`Error::LeaseLost`] unless `lease`'s token is still the current one. Run it
 /// first inside the write's transaction: the no-op `UPDATE` locks the lease row (PostgreSQL)

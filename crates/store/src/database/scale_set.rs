@@ -13,12 +13,12 @@ use super::{
     secs_to_db, write_transaction,
 };
 use crate::clock::Timestamp;
-use crate::entity::EntityId;
 use crate::error::{Error, Result};
+use crate::id::{EntityId, ScaleSetId};
 use crate::lease::Lease;
 use crate::scale_set::{
-    AdoptionPolicy, NewScaleSet, Progress, Provenance, RunnerGroup, ScaleSet, ScaleSetId,
-    ScaleSetSpec, ScaleSetState, ScaleSetStore,
+    AdoptionPolicy, NewScaleSet, Progress, Provenance, RunnerGroup, ScaleSet, ScaleSetSpec,
+    ScaleSetState, ScaleSetStore,
 };
 
 const TABLE: &str = "scale_sets";

@@ -1,0 +1,63 @@
+//! What every scale set's task shares: the store, the clients, the providers, the settings
+//! and the per-process caches. Its own module so the task and the steps it runs (ensure,
+//! listen, scale) all depend on it and not on each other's modules.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use scaleset_provider::Provider;
+use scaleset_store::{Clock, EntityId, Store};
+
+use crate::checkpoint::Checkpoints;
+use crate::client_factory::ClientFactory;
+use crate::identity::ControllerIdentity;
+use crate::metrics::Metrics;
+use crate::settings::Settings;
+
+/// What every task shares.
+pub(crate) struct Shared {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) clients: Arc<dyn ClientFactory>,
+    pub(crate) providers: BTreeMap<String, Arc<dyn Provider>>,
+    pub(crate) identity: ControllerIdentity,
+    pub(crate) settings: Settings,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) checkpoints: Arc<dyn Checkpoints>,
+    /// Runner-group ids by entity and name, looked up once per process however many scale
+    /// sets share the group (see `ensure::resolve_group`).
+    pub(crate) runner_groups: RunnerGroups,
+    /// Permits for scale sets that are starting (`Settings::max_concurrent_starts`).
+    pub(crate) starting: tokio::sync::Semaphore,
+    /// The listeners' lease renewals, joined into one store commit per short window.
+    pub(crate) renewals: Renewals,
+}
+
+/// Lease renewals waiting for their batch (see `Listener::renew_lease`).
+pub(crate) type Renewals = crate::coalesce::Coalesce<
+    scaleset_store::Lease,
+    Result<scaleset_store::Lease, scaleset_store::Error>,
+>;
+
+/// One lookup per (entity, runner-group name): the first scale set to need it looks it up,
+/// the others wait for that answer (a failed or empty lookup is not kept).
+#[derive(Default)]
+pub(crate) struct RunnerGroups {
+    cells: std::sync::Mutex<std::collections::HashMap<GroupKey, GroupCell>>,
+}
+
+/// An entity and a runner-group name.
+type GroupKey = (EntityId, String);
+/// The group's id, once looked up.
+type GroupCell = Arc<tokio::sync::OnceCell<i64>>;
+
+impl RunnerGroups {
+    pub(crate) fn cell(&self, entity: EntityId, name: &str) -> GroupCell {
+        self.cells
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry((entity, name.to_owned()))
+            .or_default()
+            .clone()
+    }
+}
