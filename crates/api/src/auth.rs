@@ -6,10 +6,11 @@
 //!
 //! [`ApiTokenStore`]: scaleset_store::ApiTokenStore
 
+use std::future::Future;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use scaleset_store::SecretString;
@@ -29,26 +30,48 @@ pub struct Caller {
 /// Middleware: authenticates the request or answers 401.
 pub(crate) async fn require_token(
     State(state): State<Arc<AppState>>,
-    mut request: Request,
+    request: Request,
     next: Next,
 ) -> Response {
+    guard(request, next, "scaleset", |header| async move {
+        authenticate(&state, header).await
+    })
+    .await
+}
+
+/// The one shape of every token check: reads the `Authorization` header, runs `check` on it,
+/// and either passes the request on with what `check` found as an extension or answers the
+/// error; a 401 carries `WWW-Authenticate: Bearer realm="<realm>"`. Shared by the API-token
+/// and the instance-token layers, which differ only in what they look the token up in.
+pub(crate) async fn guard<C, F, Fut>(
+    mut request: Request,
+    next: Next,
+    realm: &'static str,
+    check: F,
+) -> Response
+where
+    C: Clone + Send + Sync + 'static,
+    F: FnOnce(Option<Result<String, header::ToStrError>>) -> Fut,
+    Fut: Future<Output = Result<C, ApiError>>,
+{
     let header = request
         .headers()
         .get(header::AUTHORIZATION)
         .map(|value| value.to_str().map(str::to_owned));
-    match authenticate(&state, header).await {
+    match check(header).await {
         Ok(caller) => {
             request.extensions_mut().insert(caller);
             next.run(request).await
         }
         Err(error) => {
-            let unauthorized = matches!(error, ApiError::MissingToken | ApiError::InvalidToken);
             let mut response = error.into_response();
-            if unauthorized {
-                response.headers_mut().insert(
-                    header::WWW_AUTHENTICATE,
-                    HeaderValue::from_static("Bearer realm=\"scaleset\""),
-                );
+            if response.status() == StatusCode::UNAUTHORIZED {
+                let challenge = format!("Bearer realm=\"{realm}\"");
+                if let Ok(value) = HeaderValue::from_str(&challenge) {
+                    response
+                        .headers_mut()
+                        .insert(header::WWW_AUTHENTICATE, value);
+                }
             }
             response
         }

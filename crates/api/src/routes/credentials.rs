@@ -128,6 +128,20 @@ pub(crate) async fn list(
     }))
 }
 
+/// The credentials `id`, or 404 naming it.
+async fn read(
+    state: &AppState,
+    id: CredentialsId,
+) -> Result<scaleset_store::Credentials, ApiError> {
+    state
+        .store
+        .get_credentials(id)
+        .await
+        .map_err(ApiError::store("reading credentials", || {
+            format!("credentials {id}")
+        }))
+}
+
 /// One credentials.
 #[utoipa::path(get, path = "/api/v1/credentials/{id}", tag = "credentials",
     params(("id" = uuid::Uuid, Path, description = "The credentials' id")),
@@ -137,13 +151,7 @@ pub(crate) async fn show(
     Path(id): Path<String>,
 ) -> Result<Json<Credentials>, ApiError> {
     let id = CredentialsId(parse_id(&id, "credentials")?);
-    let found = state
-        .store
-        .get_credentials(id)
-        .await
-        .map_err(ApiError::store("reading credentials", || {
-            format!("credentials {id}")
-        }))?;
+    let found = read(&state, id).await?;
     Ok(Json(view::credentials(&found)))
 }
 
@@ -161,13 +169,7 @@ pub(crate) async fn replace(
     let id = CredentialsId(parse_id(&id, "credentials")?);
     let new = checked(input)?;
     let name = new.name.clone();
-    state
-        .store
-        .get_credentials(id)
-        .await
-        .map_err(ApiError::store("reading credentials", || {
-            format!("credentials {id}")
-        }))?;
+    read(&state, id).await?;
     let updated = state
         .store
         .update_credentials(id, new)
@@ -188,13 +190,7 @@ pub(crate) async fn delete(
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let id = CredentialsId(parse_id(&id, "credentials")?);
-    state
-        .store
-        .get_credentials(id)
-        .await
-        .map_err(ApiError::store("reading credentials", || {
-            format!("credentials {id}")
-        }))?;
+    read(&state, id).await?;
     state.store.delete_credentials(id).await.map_err(|e| {
         if e.is_conflict() {
             ApiError::InUse {

@@ -68,33 +68,13 @@ pub(crate) struct Caller(InstanceAccess);
 /// Middleware: the instance token, valid, unexpired, of an instance still bootstrapping.
 async fn require_instance_token(
     State(state): State<Arc<AppState>>,
-    mut request: Request,
+    request: Request,
     next: Next,
 ) -> Response {
-    let header = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .map(|value| value.to_str().map(str::to_owned));
-    match authenticate(&state, header).await {
-        Ok(access) => {
-            request.extensions_mut().insert(Caller(access));
-            next.run(request).await
-        }
-        Err(error) => {
-            let unauthorized = matches!(
-                error,
-                ApiError::MissingInstanceToken | ApiError::InvalidInstanceToken { .. }
-            );
-            let mut response = error.into_response();
-            if unauthorized {
-                response.headers_mut().insert(
-                    header::WWW_AUTHENTICATE,
-                    HeaderValue::from_static("Bearer realm=\"scaleset-instance\""),
-                );
-            }
-            response
-        }
-    }
+    crate::auth::guard(request, next, "scaleset-instance", |header| async move {
+        authenticate(&state, header).await.map(Caller)
+    })
+    .await
 }
 
 async fn authenticate(

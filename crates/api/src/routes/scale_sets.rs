@@ -332,45 +332,25 @@ pub(crate) async fn update(
         });
     }
     let spec = &mut scale_set.spec;
-    if let Some(labels) = change.labels {
-        spec.labels = labels;
-    }
-    if let Some(v) = change.disable_update {
-        spec.disable_update = v;
-    }
-    if let Some(v) = change.provider {
-        spec.provider = v;
-    }
-    if let Some(v) = change.image {
-        spec.image = v;
-    }
-    if let Some(v) = change.flavor {
-        spec.flavor = v;
-    }
-    if let Some(v) = change.min_idle {
-        spec.min_idle = v;
-    }
-    if let Some(v) = change.max_runners {
-        spec.max_runners = v;
-    }
-    if let Some(v) = change.bootstrap_timeout_secs {
-        spec.bootstrap_timeout = Duration::from_secs(v);
-    }
-    if let Some(v) = change.runner_prefix {
-        spec.runner_prefix = v;
-    }
-    if let Some(v) = change.extra_specs {
-        spec.extra_specs = v;
-    }
-    if let Some(v) = change.enabled {
-        spec.enabled = v;
-    }
-    if let Some(v) = change.adoption_policy {
-        spec.adoption_policy = view::policy_to_store(v);
-    }
-    if let Some(v) = change.repair {
-        spec.repair = v;
-    }
+    replace(&mut spec.labels, change.labels);
+    replace(&mut spec.disable_update, change.disable_update);
+    replace(&mut spec.provider, change.provider);
+    replace(&mut spec.image, change.image);
+    replace(&mut spec.flavor, change.flavor);
+    replace(&mut spec.min_idle, change.min_idle);
+    replace(&mut spec.max_runners, change.max_runners);
+    replace(
+        &mut spec.bootstrap_timeout,
+        change.bootstrap_timeout_secs.map(Duration::from_secs),
+    );
+    replace(&mut spec.runner_prefix, change.runner_prefix);
+    replace(&mut spec.extra_specs, change.extra_specs);
+    replace(&mut spec.enabled, change.enabled);
+    replace(
+        &mut spec.adoption_policy,
+        change.adoption_policy.map(view::policy_to_store),
+    );
+    replace(&mut spec.repair, change.repair);
     check_spec(&scale_set.spec)?;
     let updated = state
         .store
@@ -557,4 +537,11 @@ async fn delete_held(
         },
         github_id: scale_set.github_id,
     })
+}
+
+/// A patch field: `Some` replaces the stored value, `None` (absent from the request) keeps it.
+fn replace<T>(field: &mut T, value: Option<T>) {
+    if let Some(value) = value {
+        *field = value;
+    }
 }

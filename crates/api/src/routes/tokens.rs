@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::extract::{Path, State};
 use axum::routing::{delete, get};
 use axum::{Json, Router};
-use scaleset_store::{ApiToken, ApiTokenId};
+use scaleset_store::ApiToken;
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -29,17 +29,21 @@ fn record(token: &ApiToken) -> Token {
     }
 }
 
-/// Every API token, by name (never their text).
-#[utoipa::path(get, path = "/api/v1/tokens", tag = "tokens",
-    responses((status = 200, body = TokenList), (status = 401, body = ErrorBody)))]
-pub(crate) async fn list(State(state): State<Arc<AppState>>) -> Result<Json<TokenList>, ApiError> {
-    let tokens = state
+async fn all(state: &AppState) -> Result<Vec<ApiToken>, ApiError> {
+    state
         .store
         .list_api_tokens()
         .await
         .map_err(ApiError::store("listing API tokens", || {
             "API tokens".to_owned()
-        }))?;
+        }))
+}
+
+/// Every API token, by name (never their text).
+#[utoipa::path(get, path = "/api/v1/tokens", tag = "tokens",
+    responses((status = 200, body = TokenList), (status = 401, body = ErrorBody)))]
+pub(crate) async fn list(State(state): State<Arc<AppState>>) -> Result<Json<TokenList>, ApiError> {
+    let tokens = all(&state).await?;
     Ok(Json(TokenList {
         items: tokens.iter().map(record).collect(),
     }))
@@ -53,23 +57,16 @@ pub(crate) async fn revoke(
     State(state): State<Arc<AppState>>,
     Path(wanted): Path<String>,
 ) -> Result<Json<Token>, ApiError> {
-    let tokens = state
-        .store
-        .list_api_tokens()
-        .await
-        .map_err(ApiError::store("listing API tokens", || {
-            "API tokens".to_owned()
-        }))?;
+    let tokens = all(&state).await?;
     let found = tokens
         .iter()
         .find(|t| t.id.to_string() == wanted || t.name == wanted)
         .ok_or_else(|| ApiError::NotFound {
             what: format!("API token {wanted:?}"),
         })?;
-    let id = ApiTokenId(found.id.0);
     state
         .store
-        .revoke_api_token(id)
+        .revoke_api_token(found.id)
         .await
         .map_err(ApiError::store("revoking an API token", || {
             format!("API token {wanted:?}")
