@@ -45,13 +45,31 @@ async fn with_instance(
     held
 }
 
+/// Grants `name` access with the JIT config `jit` for [`TTL`]; the token.
+async fn grant(
+    store: &scaleset_store::DieselStore,
+    held: &scaleset_store::Lease,
+    name: &str,
+    jit: &str,
+) -> SecretString {
+    try_grant(store, held, name, jit).await.unwrap()
+}
+
+async fn try_grant(
+    store: &scaleset_store::DieselStore,
+    held: &scaleset_store::Lease,
+    name: &str,
+    jit: &str,
+) -> scaleset_store::Result<SecretString> {
+    store
+        .grant_instance_access(held, name, &SecretString::from(jit), TTL)
+        .await
+}
+
 async fn a_granted_token_opens_its_instance_and_its_jit_config(db: TestDb) {
     let store = db.open().await;
     let held = with_instance(&store, "ia", "runner-a").await;
-    let token = store
-        .grant_instance_access(&held, "runner-a", &SecretString::from("jit-a"), TTL)
-        .await
-        .unwrap();
+    let token = grant(&store, &held, "runner-a", "jit-a").await;
     assert!(token.expose_secret().starts_with("ssi_"));
 
     let access = store.authenticate_instance(&token).await.unwrap().unwrap();
@@ -86,10 +104,7 @@ async fn a_granted_token_opens_its_instance_and_its_jit_config(db: TestDb) {
 async fn a_token_stops_working_when_it_expires(db: TestDb) {
     let store = db.open().await;
     let held = with_instance(&store, "ib", "runner-a").await;
-    let token = store
-        .grant_instance_access(&held, "runner-a", &SecretString::from("jit"), TTL)
-        .await
-        .unwrap();
+    let token = grant(&store, &held, "runner-a", "jit").await;
     db.clock.advance(TTL - Duration::from_millis(1));
     assert!(store.authenticate_instance(&token).await.unwrap().is_some());
     db.clock.advance(Duration::from_millis(1));
@@ -99,14 +114,8 @@ async fn a_token_stops_working_when_it_expires(db: TestDb) {
 async fn a_new_grant_replaces_the_old_token(db: TestDb) {
     let store = db.open().await;
     let held = with_instance(&store, "ic", "runner-a").await;
-    let old = store
-        .grant_instance_access(&held, "runner-a", &SecretString::from("jit-1"), TTL)
-        .await
-        .unwrap();
-    let new = store
-        .grant_instance_access(&held, "runner-a", &SecretString::from("jit-2"), TTL)
-        .await
-        .unwrap();
+    let old = grant(&store, &held, "runner-a", "jit-1").await;
+    let new = grant(&store, &held, "runner-a", "jit-2").await;
     assert_eq!(store.authenticate_instance(&old).await.unwrap(), None);
     assert!(store.authenticate_instance(&new).await.unwrap().is_some());
     assert_eq!(
@@ -125,8 +134,7 @@ async fn the_grant_is_fenced_by_the_lease_of_the_instances_scale_set(db: TestDb)
     // Another scale set's lease covers none of this set's instances.
     let other_set = crate::helpers::scale_set(&store, "id-other").await;
     let other = lease(&store, other_set.id, "w").await;
-    let err = store
-        .grant_instance_access(&other, "runner-a", &SecretString::from("jit"), TTL)
+    let err = try_grant(&store, &other, "runner-a", "jit")
         .await
         .unwrap_err();
     assert!(err.is_not_found(), "{err}");
@@ -134,8 +142,7 @@ async fn the_grant_is_fenced_by_the_lease_of_the_instances_scale_set(db: TestDb)
     // A lease taken over by another worker writes nothing.
     db.clock.advance(Duration::from_secs(31));
     let _taken = lease(&store, held.scale_set_id(), "v").await;
-    let err = store
-        .grant_instance_access(&held, "runner-a", &SecretString::from("jit"), TTL)
+    let err = try_grant(&store, &held, "runner-a", "jit")
         .await
         .unwrap_err();
     assert!(err.is_lease_lost(), "{err}");
@@ -150,10 +157,7 @@ async fn reports_follow_the_bootstrap_table_and_stop_when_it_is_over(db: TestDb)
         .await
         .unwrap_err();
     assert!(not_granted.is_not_found(), "{not_granted}");
-    store
-        .grant_instance_access(&held, "runner-a", &SecretString::from("jit"), TTL)
-        .await
-        .unwrap();
+    grant(&store, &held, "runner-a", "jit").await;
 
     let installing = store
         .report_instance_status(
@@ -236,10 +240,7 @@ async fn reports_follow_the_bootstrap_table_and_stop_when_it_is_over(db: TestDb)
 async fn access_goes_with_its_instance(db: TestDb) {
     let store = db.open().await;
     let held = with_instance(&store, "if", "runner-a").await;
-    let token = store
-        .grant_instance_access(&held, "runner-a", &SecretString::from("jit"), TTL)
-        .await
-        .unwrap();
+    let token = grant(&store, &held, "runner-a", "jit").await;
     store.delete_instance(&held, "runner-a").await.unwrap();
     assert_eq!(store.authenticate_instance(&token).await.unwrap(), None);
     assert_eq!(store.get_instance_access("runner-a").await.unwrap(), None);
@@ -260,10 +261,7 @@ async fn a_sealed_jit_config_copied_to_another_instance_does_not_open(db: TestDb
         .await
         .unwrap();
     for (name, jit) in [("runner-a", "jit-a"), ("runner-b", "jit-b")] {
-        store
-            .grant_instance_access(&held, name, &SecretString::from(jit), TTL)
-            .await
-            .unwrap();
+        grant(&store, &held, name, jit).await;
     }
     raw_sql(
         &db,

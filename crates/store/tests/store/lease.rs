@@ -65,26 +65,40 @@ async fn renewing_together_fences_each_lease_by_its_own_token(db: TestDb) {
 /// Take-over races run after the first acquisition race.
 const TAKE_OVER_ROUNDS: u32 = 20;
 
-async fn racing_holders_have_exactly_one_winner(db: TestDb) {
-    // Two stores (two pools, as two processes would have), eight holders racing.
-    let stores = [db.open().await, db.open().await];
-    let scale_set = crate::helpers::scale_set(&stores[0], "race").await;
+/// Eight holders, named by `holder`, acquire `id`'s lease at the same instant, alternating
+/// between the two stores; their outcomes.
+async fn race(
+    stores: &[scaleset_store::DieselStore; 2],
+    id: ScaleSetId,
+    holder: impl Fn(usize) -> String,
+) -> Vec<Acquisition> {
     let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(8));
     let mut tasks = Vec::new();
     for i in 0..8 {
         let store = stores[i % 2].clone();
         let barrier = barrier.clone();
+        let holder = holder(i);
         tasks.push(tokio::spawn(async move {
             barrier.wait().await;
-            store
-                .acquire_lease(scale_set.id, &format!("worker-{i}"), TTL)
-                .await
+            store.acquire_lease(id, &holder, TTL).await
         }));
     }
+    let mut outcomes = Vec::new();
+    for task in tasks {
+        outcomes.push(task.await.unwrap().unwrap());
+    }
+    outcomes
+}
+
+async fn racing_holders_have_exactly_one_winner(db: TestDb) {
+    // Two stores (two pools, as two processes would have), eight holders racing.
+    let stores = [db.open().await, db.open().await];
+    let scale_set = crate::helpers::scale_set(&stores[0], "race").await;
+    let outcomes = race(&stores, scale_set.id, |i| format!("worker-{i}")).await;
     let mut winners = Vec::new();
     let mut holders_seen = Vec::new();
-    for task in tasks {
-        match task.await.unwrap().unwrap() {
+    for outcome in outcomes {
+        match outcome {
             Acquisition::Acquired(lease) => winners.push(lease),
             Acquisition::Held { holder, .. } => holders_seen.push(holder),
             other => panic!("unexpected outcome {other:?}"),
@@ -106,24 +120,14 @@ async fn racing_holders_have_exactly_one_winner(db: TestDb) {
     // two racers interleave between their read and their write, which one round may not hit.
     for round in 0..TAKE_OVER_ROUNDS {
         db.clock.advance(TTL + Duration::from_millis(1));
-        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(8));
-        let mut tasks = Vec::new();
-        for i in 0..8 {
-            let store = stores[i % 2].clone();
-            let barrier = barrier.clone();
-            tasks.push(tokio::spawn(async move {
-                barrier.wait().await;
-                store
-                    .acquire_lease(scale_set.id, &format!("round-{round}-{i}"), TTL)
-                    .await
-            }));
-        }
-        let mut takers = Vec::new();
-        for task in tasks {
-            if let Acquisition::Acquired(lease) = task.await.unwrap().unwrap() {
-                takers.push(lease);
-            }
-        }
+        let takers: Vec<_> = race(&stores, scale_set.id, |i| format!("round-{round}-{i}"))
+            .await
+            .into_iter()
+            .filter_map(|outcome| match outcome {
+                Acquisition::Acquired(lease) => Some(lease),
+                _ => None,
+            })
+            .collect();
         assert_eq!(
             takers.len(),
             1,

@@ -345,56 +345,23 @@ async fn unknown_enum_text_is_a_corrupt_row_error(db: TestDb) {
             .contains("hibernating")
     );
 
-    raw_sql(
-        &db,
-        &format!("UPDATE scale_sets SET state = 'ready', labels = 'not json' WHERE id = '{id}'"),
-    )
-    .await;
-    let err = store.get_scale_set(id).await.unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Corrupt {
-                column: "labels",
-                ..
-            }
-        ),
-        "{err:?}"
-    );
-
-    raw_sql(
-        &db,
-        &format!("UPDATE scale_sets SET labels = '[]', max_runners = -1 WHERE id = '{id}'"),
-    )
-    .await;
-    let err = store.get_scale_set(id).await.unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Corrupt {
-                column: "max_runners",
-                ..
-            }
-        ),
-        "{err:?}"
-    );
-
-    raw_sql(
-        &db,
-        &format!("UPDATE scale_sets SET max_runners = 1, provenance = 'stolen' WHERE id = '{id}'"),
-    )
-    .await;
-    let err = store.get_scale_set(id).await.unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Corrupt {
-                column: "provenance",
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    // Each bad value in turn, the one before it put right: the error names its column.
+    for (set, column) in [
+        ("state = 'ready', labels = 'not json'", "labels"),
+        ("labels = '[]', max_runners = -1", "max_runners"),
+        ("max_runners = 1, provenance = 'stolen'", "provenance"),
+    ] {
+        raw_sql(
+            &db,
+            &format!("UPDATE scale_sets SET {set} WHERE id = '{id}'"),
+        )
+        .await;
+        let err = store.get_scale_set(id).await.unwrap_err();
+        assert!(
+            matches!(err, Error::Corrupt { column: c, .. } if c == column),
+            "{column}: {err:?}"
+        );
+    }
 }
 
 /// A fenced write locks the lease row, then writes the scale set; a delete must take its locks
