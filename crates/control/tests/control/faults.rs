@@ -19,27 +19,6 @@ backend_tests!(
     owner_label_prefixed_name_is_a_config_error,
 );
 
-/// Serves five jobs; returns when all completed and nothing is left.
-async fn serve_five(h: &Harness, github_id: i64) {
-    h.sim()
-        .enqueue_jobs(github_id, &JobSpec::count(5))
-        .expect("enqueue");
-    eventually("every job runs", || async {
-        let states = h.job_states(github_id);
-        (states.len() == 5 && states.iter().all(|s| s == "running")).then_some(())
-    })
-    .await;
-    h.sim().advance(Duration::from_secs(60));
-    eventually("every job completed and nothing is left", || async {
-        let done = h.job_states(github_id).iter().all(|s| s == "completed");
-        let clean = h.cloud.instances().is_empty()
-            && h.instances().await.is_empty()
-            && h.sim().state().agents.is_empty();
-        (done && clean).then_some(())
-    })
-    .await;
-}
-
 async fn converges_under_injected_server_errors_and_rate_limits(db: TestDb) {
     let h = Harness::new(db, sim_config(), |_| {}).await;
     let stop = Arc::new(AtomicBool::new(false));
@@ -70,7 +49,7 @@ async fn converges_under_injected_server_errors_and_rate_limits(db: TestDb) {
     });
     let controller = h.start(None);
     let github_id = h.ready().await;
-    serve_five(&h, github_id).await;
+    h.serve_jobs(github_id, 5).await;
     stop.store(true, Ordering::SeqCst);
     injector.await.expect("injector");
     let log = h.sim().request_log();
@@ -108,7 +87,7 @@ async fn undecodable_messages_are_skipped_without_losing_jobs(db: TestDb) {
     let controller = h.start(None);
     let github_id = h.ready().await;
     h.sim().update_faults(|f| f.empty_message_body = 2);
-    serve_five(&h, github_id).await;
+    h.serve_jobs(github_id, 5).await;
     assert!(
         controller.metrics.undecodable_messages.get() >= 1,
         "the bad messages were counted"

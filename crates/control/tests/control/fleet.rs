@@ -5,8 +5,8 @@
 use scaleset_adopt::{Desired, Input, Policy, RunnerGroupId};
 use scaleset_control::adoption::{NoHooks, run_once};
 use scaleset_control::{
-    Action, ClientFactory as _, DeclaredScaleSet, Fleet, GitHubLookup, Reason, StoreClientFactory,
-    apply_declared, apply_fleet, plan_fleet,
+    Action, Applied, ClientFactory as _, DeclaredScaleSet, Fleet, FleetPlan, GitHubLookup,
+    PlanDigest, Reason, StoreClientFactory, apply_declared, apply_fleet, plan_fleet,
 };
 use scaleset_store::{
     Auth, Endpoint, EntityKind, NewCredentials, ScaleSet, ScaleSetStore, SecretString, Store,
@@ -21,6 +21,23 @@ backend_tests!(
     plan_previews_create_adopt_and_refuse_from_github,
     the_worker_apply_stores_declared_scale_sets_once,
 );
+
+/// Plans `fleet` against the harness's store and `lookup`.
+async fn plan_of(h: &Harness, lookup: &GitHubLookup, fleet: &Fleet, prune: bool) -> FleetPlan {
+    plan_fleet(h.store.as_ref(), lookup, &h.identity, fleet, prune)
+        .await
+        .expect("plan")
+}
+
+/// Applies `fleet` (no pruning) if its plan still has `digest`.
+async fn apply_with(
+    h: &Harness,
+    lookup: &GitHubLookup,
+    fleet: &Fleet,
+    digest: &PlanDigest,
+) -> Result<Applied, scaleset_control::Error> {
+    apply_fleet(h.store.as_ref(), lookup, &h.identity, fleet, false, digest).await
+}
 
 /// The harness's credentials, entity and scale set as a fleet declares them.
 fn declared_fleet(h: &Harness) -> Fleet {
@@ -75,15 +92,7 @@ async fn plan_writes_nothing(db: TestDb) {
         ..fleet.credentials[0].clone()
     });
     let before = snapshot(h.store.as_ref()).await;
-    let plan = plan_fleet(
-        h.store.as_ref(),
-        &GitHubLookup::new(),
-        &h.identity,
-        &fleet,
-        true,
-    )
-    .await
-    .expect("plan");
+    let plan = plan_of(&h, &GitHubLookup::new(), &fleet, true).await;
     assert_eq!(plan.scale_sets[0].action, Action::Update);
     assert_eq!(plan.scale_sets[1].action, Action::Create);
     assert_eq!(plan.scale_sets[1].reason, Reason::NotOnGitHub);
@@ -99,21 +108,12 @@ async fn an_unchanged_plan_applies_as_a_noop(db: TestDb) {
     let h = Harness::new(db, sim_config(), |_| {}).await;
     let fleet = declared_fleet(&h);
     let lookup = GitHubLookup::new();
-    let plan = plan_fleet(h.store.as_ref(), &lookup, &h.identity, &fleet, false)
-        .await
-        .expect("plan");
+    let plan = plan_of(&h, &lookup, &fleet, false).await;
     assert!(plan.is_noop(), "{plan:#?}");
     let before = snapshot(h.store.as_ref()).await;
-    let applied = apply_fleet(
-        h.store.as_ref(),
-        &lookup,
-        &h.identity,
-        &fleet,
-        false,
-        &plan.digest,
-    )
-    .await
-    .expect("apply");
+    let applied = apply_with(&h, &lookup, &fleet, &plan.digest)
+        .await
+        .expect("apply");
     assert_eq!(applied.writes, 0);
     assert_eq!(applied.plan.digest, plan.digest);
     assert_eq!(snapshot(h.store.as_ref()).await, before, "a no-op wrote");
@@ -121,25 +121,14 @@ async fn an_unchanged_plan_applies_as_a_noop(db: TestDb) {
     // A real change applies once, and then it is unchanged again.
     let mut changed = fleet.clone();
     changed.scale_sets[0].spec.max_runners = 2;
-    let plan = plan_fleet(h.store.as_ref(), &lookup, &h.identity, &changed, false)
+    let plan = plan_of(&h, &lookup, &changed, false).await;
+    let applied = apply_with(&h, &lookup, &changed, &plan.digest)
         .await
-        .expect("plan");
-    let applied = apply_fleet(
-        h.store.as_ref(),
-        &lookup,
-        &h.identity,
-        &changed,
-        false,
-        &plan.digest,
-    )
-    .await
-    .expect("apply");
+        .expect("apply");
     assert_eq!(applied.writes, 1);
     assert_eq!(h.stored().await.spec.max_runners, 2);
     assert!(h.events().await.contains(&"spec_updated".to_owned()));
-    let again = plan_fleet(h.store.as_ref(), &lookup, &h.identity, &changed, false)
-        .await
-        .expect("plan");
+    let again = plan_of(&h, &lookup, &changed, false).await;
     assert!(again.is_noop());
 }
 
@@ -148,9 +137,7 @@ async fn a_plan_made_stale_by_a_concurrent_change_is_refused(db: TestDb) {
     let mut fleet = declared_fleet(&h);
     fleet.scale_sets[0].spec.max_runners = 3;
     let lookup = GitHubLookup::new();
-    let plan = plan_fleet(h.store.as_ref(), &lookup, &h.identity, &fleet, false)
-        .await
-        .expect("plan");
+    let plan = plan_of(&h, &lookup, &fleet, false).await;
     // Someone changes the scale set through the API meanwhile.
     let mut row = h.stored().await;
     row.spec.min_idle = 1;
@@ -159,16 +146,9 @@ async fn a_plan_made_stale_by_a_concurrent_change_is_refused(db: TestDb) {
         .await
         .expect("concurrent update");
     let before = snapshot(h.store.as_ref()).await;
-    let error = apply_fleet(
-        h.store.as_ref(),
-        &lookup,
-        &h.identity,
-        &fleet,
-        false,
-        &plan.digest,
-    )
-    .await
-    .expect_err("a stale plan is refused");
+    let error = apply_with(&h, &lookup, &fleet, &plan.digest)
+        .await
+        .expect_err("a stale plan is refused");
     assert!(error.is_stale_plan(), "{error}");
     assert!(error.to_string().contains("plan again"), "{error}");
     assert_eq!(
@@ -213,15 +193,7 @@ async fn plan_previews_create_adopt_and_refuse_from_github(db: TestDb) {
     for name in ["fresh", "mine", "theirs"] {
         fleet.scale_sets.push(declared(&h, name));
     }
-    let plan = plan_fleet(
-        h.store.as_ref(),
-        &GitHubLookup::new(),
-        &h.identity,
-        &fleet,
-        false,
-    )
-    .await
-    .expect("plan");
+    let plan = plan_of(&h, &GitHubLookup::new(), &fleet, false).await;
     let by_name = |name: &str| {
         plan.scale_sets
             .iter()
@@ -247,16 +219,9 @@ async fn plan_previews_create_adopt_and_refuse_from_github(db: TestDb) {
     );
 
     // Applying stores fresh and mine (ensure creates and adopts them) but not the refusal.
-    let applied = apply_fleet(
-        h.store.as_ref(),
-        &GitHubLookup::new(),
-        &h.identity,
-        &fleet,
-        false,
-        &plan.digest,
-    )
-    .await
-    .expect("apply");
+    let applied = apply_with(&h, &GitHubLookup::new(), &fleet, &plan.digest)
+        .await
+        .expect("apply");
     assert_eq!(applied.created.len(), 2);
     let names: Vec<String> = h
         .store

@@ -292,6 +292,37 @@ impl Harness {
             .collect()
     }
 
+    /// Enqueues `count` jobs for `github_id` and serves them: see [`Self::finish_jobs`].
+    pub(crate) async fn serve_jobs(&self, github_id: i64, count: u32) {
+        self.sim()
+            .enqueue_jobs(github_id, &scaleset_sim::JobSpec::count(count))
+            .expect("enqueue");
+        self.finish_jobs(github_id, count).await;
+    }
+
+    /// Waits until `count` jobs of `github_id` run and none waits (earlier ones may have
+    /// completed), ends them by moving simulated time
+    /// past their run time, and waits until they completed and nothing of theirs is left: no
+    /// instance in the store or the cloud, no runner on GitHub.
+    pub(crate) async fn finish_jobs(&self, github_id: i64, count: u32) {
+        eventually("every job runs", || async {
+            let states = self.job_states(github_id);
+            let running = states.iter().filter(|s| *s == "running").count();
+            let waiting = states.iter().any(|s| s != "running" && s != "completed");
+            (running == count as usize && !waiting).then_some(())
+        })
+        .await;
+        self.sim().advance(Duration::from_secs(60));
+        eventually("every job completed and nothing is left", || async {
+            let done = self.job_states(github_id).iter().all(|s| s == "completed");
+            let clean = self.cloud.instances().is_empty()
+                && self.instances().await.is_empty()
+                && self.sim().state().agents.is_empty();
+            (done && clean).then_some(())
+        })
+        .await;
+    }
+
     /// Event kinds of the scale set, newest first.
     pub(crate) async fn events(&self) -> Vec<String> {
         self.store

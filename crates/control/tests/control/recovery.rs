@@ -2,8 +2,6 @@
 //! of an ensure and a scale-up, and a new one on the same store converges with no duplicate
 //! scale set or runner, no orphaned instance, and every job served exactly once.
 
-use std::time::Duration;
-
 use scaleset_control::Checkpoint;
 use scaleset_sim::JobSpec;
 
@@ -45,20 +43,7 @@ async fn crash_at(db: TestDb, point: Checkpoint) -> Harness {
             .enqueue_jobs(github_id, &JobSpec::count(2))
             .expect("enqueue");
     }
-    eventually("both jobs run", || async {
-        let states = h.job_states(github_id);
-        (states.len() == 2 && states.iter().all(|s| s == "running")).then_some(())
-    })
-    .await;
-    h.sim().advance(Duration::from_secs(60));
-    eventually("jobs done, nothing left anywhere", || async {
-        let done = h.job_states(github_id).iter().all(|s| s == "completed");
-        let clean = h.cloud.instances().is_empty()
-            && h.instances().await.is_empty()
-            && h.sim().state().agents.is_empty();
-        (done && clean).then_some(())
-    })
-    .await;
+    h.finish_jobs(github_id, 2).await;
 
     let state = h.sim().state();
     let named: Vec<_> = state

@@ -161,29 +161,6 @@ backend_tests!(
     evicted_session_is_recreated_keeping_the_cursor,
 );
 
-/// Serves `count` jobs of `github_id` to completion.
-async fn serve(h: &Harness, github_id: i64, count: u32) {
-    h.sim()
-        .enqueue_jobs(github_id, &JobSpec::count(count))
-        .expect("enqueue");
-    eventually("the jobs run", || async {
-        let running = h
-            .sim()
-            .state()
-            .jobs_of(github_id)
-            .filter(|j| j.state == "running")
-            .count();
-        (running == count as usize).then_some(())
-    })
-    .await;
-    h.sim().advance(Duration::from_secs(60));
-    eventually("the jobs completed and the runners are retired", || async {
-        let done = h.job_states(github_id).iter().all(|s| s == "completed");
-        (done && h.instances().await.is_empty()).then_some(())
-    })
-    .await;
-}
-
 async fn queue_token_is_refreshed_before_expiry(db: TestDb) {
     let mut config = sim_config();
     // Shorter than the job below runs, so a listener that did not refresh would poll with an
@@ -221,7 +198,7 @@ async fn expired_tokens_are_refreshed_on_401(db: TestDb) {
     let session = h.stored().await.session_id;
     // Past the queue and admin token lifetimes (1 h) in simulated time.
     h.sim().advance(Duration::from_secs(2 * 3600));
-    serve(&h, github_id, 2).await;
+    h.serve_jobs(github_id, 2).await;
     let log = h.sim().request_log();
     assert!(
         log.iter().any(
@@ -245,7 +222,7 @@ async fn evicted_session_is_recreated_keeping_the_cursor(db: TestDb) {
     let h = Harness::new(db, sim_config(), |_| {}).await;
     let controller = h.start(None);
     let github_id = h.ready().await;
-    serve(&h, github_id, 1).await;
+    h.serve_jobs(github_id, 1).await;
     let before = h.stored().await;
     assert!(before.last_message_id > 0);
     h.sim().evict_session(github_id).expect("evict");
@@ -264,7 +241,7 @@ async fn evicted_session_is_recreated_keeping_the_cursor(db: TestDb) {
         "the cursor was kept"
     );
     assert_eq!(h.stored().await.github_id, Some(github_id), "no re-ensure");
-    serve(&h, github_id, 1).await;
+    h.serve_jobs(github_id, 1).await;
     controller.stop().await;
 }
 
