@@ -18,11 +18,11 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use scaleset_store::test_util::PgDatabase;
+use scaleset_store::test_util::{PgDatabase, organization};
 use scaleset_store::{
     Acquisition, AdoptionPolicy, Auth, CredentialStore, DatabaseUrl, DieselStore, EncryptionKey,
-    Endpoint, EntityKind, EntityStore, InstanceStatus, InstanceStore, Keyring, Lease, LeaseStore,
-    NewCredentials, NewEntity, NewInstance, NewScaleSet, RunnerGroup, ScaleSetSpec, ScaleSetStore,
+    Endpoint, EntityStore, InstanceStatus, InstanceStore, Keyring, Lease, LeaseStore,
+    NewCredentials, NewInstance, NewScaleSet, RunnerGroup, ScaleSetSpec, ScaleSetStore,
     SecretString, SqliteSync, StoreOptions,
 };
 
@@ -72,12 +72,7 @@ impl Bench {
                 .await
                 .expect("credentials");
             let entity = store
-                .create_entity(NewEntity {
-                    kind: EntityKind::Organization {
-                        name: "acme".into(),
-                    },
-                    credentials_id: credentials.id,
-                })
+                .create_entity(organization("acme", credentials.id))
                 .await
                 .expect("entity");
             let mut leases = Vec::new();

@@ -21,7 +21,8 @@ use std::time::Duration;
 use diesel::{Connection as _, PgConnection, RunQueryDsl as _};
 
 use crate::{
-    DatabaseUrl, DieselStore, EncryptionKey, Keyring, ManualClock, StoreOptions, Timestamp,
+    Auth, CredentialsId, DatabaseUrl, DieselStore, EncryptionKey, Endpoint, EntityKind, Keyring,
+    ManualClock, NewCredentials, NewEntity, SecretString, StoreOptions, Timestamp,
 };
 
 /// The variable naming the PostgreSQL server (an admin URL; tests create their own databases
@@ -38,6 +39,33 @@ pub enum Backend {
     Sqlite,
     /// A database of its own on the server [`PG_VAR`] names.
     Postgres,
+}
+
+/// Credentials named `sim` for a simulator (or any GitHub Enterprise Server-shaped host) at
+/// `base`, e.g. `http://127.0.0.1:8080`: the REST API under `/api/v3`, a PAT the simulator
+/// accepts.
+pub fn simulator_credentials(base: &str) -> NewCredentials {
+    NewCredentials {
+        name: "sim".into(),
+        endpoint: Endpoint {
+            base_url: base.to_owned(),
+            api_base_url: format!("{base}/api/v3"),
+            ca_bundle: None,
+        },
+        auth: Auth::Pat {
+            token: SecretString::from("ghp_simulator"),
+        },
+    }
+}
+
+/// The organization `name` reached with `credentials`.
+pub fn organization(name: &str, credentials: CredentialsId) -> NewEntity {
+    NewEntity {
+        kind: EntityKind::Organization {
+            name: name.to_owned(),
+        },
+        credentials_id: credentials,
+    }
 }
 
 /// The key tests seal with unless they say otherwise.

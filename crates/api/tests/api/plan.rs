@@ -14,9 +14,10 @@ use scaleset_api::AppState;
 use scaleset_control::{ControllerIdentity, Settings, StoreClientFactory};
 use scaleset_sim::{SimConfig, Simulator};
 use scaleset_store::ExposeSecret as _;
+use scaleset_store::test_util::simulator_credentials;
 use scaleset_store::{
-    ApiTokenStore, Auth, CredentialStore, DatabaseUrl, DieselStore, EncryptionKey, Endpoint,
-    EventStore, Keyring, NewCredentials, ScaleSetStore, SecretString, Store, StoreOptions,
+    ApiTokenStore, CredentialStore, DatabaseUrl, DieselStore, EncryptionKey, EventStore, Keyring,
+    ScaleSetStore, Store, StoreOptions,
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -59,17 +60,7 @@ async fn spawn_app() -> App {
     );
     let base = format!("http://{sim_addr}");
     store
-        .create_credentials(NewCredentials {
-            name: "sim".into(),
-            endpoint: Endpoint {
-                base_url: base.clone(),
-                api_base_url: format!("{base}/api/v3"),
-                ca_bundle: None,
-            },
-            auth: Auth::Pat {
-                token: SecretString::from("ghp_simulator"),
-            },
-        })
+        .create_credentials(simulator_credentials(&base))
         .await
         .expect("credentials");
     let (_, token) = store.create_api_token("test").await.expect("token");

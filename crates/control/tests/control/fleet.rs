@@ -8,9 +8,9 @@ use scaleset_control::{
     Action, Applied, ClientFactory as _, DeclaredScaleSet, Fleet, FleetPlan, GitHubLookup,
     PlanDigest, Reason, StoreClientFactory, apply_declared, apply_fleet, plan_fleet,
 };
-use scaleset_store::{
-    Auth, Endpoint, EntityKind, NewCredentials, ScaleSet, ScaleSetStore, SecretString, Store,
-};
+use scaleset_store::{EntityKind, NewCredentials, ScaleSet, ScaleSetStore, Store};
+
+use scaleset_store::test_util::simulator_credentials;
 
 use crate::helpers::{Harness, TestDb, backend_tests, sim_config};
 
@@ -43,17 +43,7 @@ async fn apply_with(
 fn declared_fleet(h: &Harness) -> Fleet {
     let base = format!("http://{}", h.github.addr);
     Fleet {
-        credentials: vec![NewCredentials {
-            name: "sim".into(),
-            endpoint: Endpoint {
-                base_url: base.clone(),
-                api_base_url: format!("{base}/api/v3"),
-                ca_bundle: None,
-            },
-            auth: Auth::Pat {
-                token: SecretString::from("ghp_simulator"),
-            },
-        }],
+        credentials: vec![simulator_credentials(&base)],
         scale_sets: vec![declared(h, "linux")],
     }
 }

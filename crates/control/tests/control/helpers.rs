@@ -18,10 +18,9 @@ use scaleset_github::RetryPolicy;
 use scaleset_provider::{CreatedRunner, FakeCloud, Provider};
 use scaleset_sim::{SimConfig, Simulator};
 use scaleset_store::{
-    AdoptionPolicy, Auth, CredentialStore, DieselStore, EncryptionKey, Endpoint, EntityKind,
-    EntityStore, EventStore, Instance, InstanceStore, Keyring, ManualClock, NewCredentials,
-    NewEntity, NewScaleSet, RunnerGroup, ScaleSet, ScaleSetSpec, ScaleSetStore, SecretString,
-    Store, StoreOptions, Timestamp,
+    AdoptionPolicy, CredentialStore, DieselStore, EncryptionKey, EntityStore, EventStore, Instance,
+    InstanceStore, Keyring, ManualClock, NewScaleSet, RunnerGroup, ScaleSet, ScaleSetSpec,
+    ScaleSetStore, Store, StoreOptions, Timestamp,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -29,6 +28,7 @@ use uuid::Uuid;
 
 pub(crate) use scaleset_store::backend_tests;
 pub(crate) use scaleset_store::test_util::TestDb;
+use scaleset_store::test_util::{organization, simulator_credentials};
 
 /// A simulator serving on `127.0.0.1:0`: the simulator's own harness.
 pub(crate) use scaleset_sim::RunningSim;
@@ -71,26 +71,11 @@ async fn populate(
     let store = Arc::new(DieselStore::open(options).await.expect("open the store"));
     let base = format!("http://{sim}");
     let credentials = store
-        .create_credentials(NewCredentials {
-            name: "sim".into(),
-            endpoint: Endpoint {
-                base_url: base.clone(),
-                api_base_url: format!("{base}/api/v3"),
-                ca_bundle: None,
-            },
-            auth: Auth::Pat {
-                token: SecretString::from("ghp_simulator"),
-            },
-        })
+        .create_credentials(simulator_credentials(&base))
         .await
         .expect("credentials");
     let entity = store
-        .create_entity(NewEntity {
-            kind: EntityKind::Organization {
-                name: "acme".into(),
-            },
-            credentials_id: credentials.id,
-        })
+        .create_entity(organization("acme", credentials.id))
         .await
         .expect("entity");
     let mut wanted = ScaleSetSpec {
