@@ -2,17 +2,15 @@
 //! API's state and router, optionally the worker's control loop, then serve until a signal.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result, bail};
-use nix::fcntl::{Flock, FlockArg};
 use prometheus_client::registry::Registry;
 use scaleset_api::{AppState, Limits};
 use scaleset_config::Config;
 use scaleset_control::{Controller, ControllerIdentity, StoreClientFactory};
 use scaleset_provider::{FakeCloud, ProcessEnv, Provider};
-use scaleset_store::{DatabaseUrl, DieselStore, Store};
+use scaleset_store::{DatabaseUrl, DieselStore, Store, WriterLock, WriterLockError};
 use tokio_util::sync::CancellationToken;
 
 /// The process environment, as the GitHub client's proxy settings read it.
@@ -133,24 +131,14 @@ pub(crate) async fn run(
 }
 
 /// The same lock `scaleset-worker` takes beside a SQLite file: one worker per file.
-fn lock_sqlite(url: &DatabaseUrl) -> Result<Option<Flock<File>>> {
-    let DatabaseUrl::Sqlite { path } = url else {
-        return Ok(None);
-    };
-    let lock_path = format!("{path}.worker-lock");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .with_context(|| format!("cannot open the lock file {lock_path}"))?;
-    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-        Ok(lock) => Ok(Some(lock)),
-        Err((_, nix::errno::Errno::EWOULDBLOCK)) => bail!(
-            "a worker already serves the SQLite database {path} (it holds {lock_path}); stop it, \
+fn lock_sqlite(url: &DatabaseUrl) -> Result<Option<WriterLock>> {
+    match WriterLock::acquire(url) {
+        Ok(lock) => Ok(lock),
+        Err(WriterLockError::Held { database, lock }) => bail!(
+            "a worker already serves the SQLite database {database} (it holds {lock}); stop it, \
              or run scaleset-server without --with-worker"
         ),
-        Err((_, errno)) => Err(errno).with_context(|| format!("cannot lock {lock_path}")),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -12,19 +12,19 @@ mod fleet;
 mod http;
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result, bail};
 use clap::{Parser, ValueEnum};
-use nix::fcntl::{Flock, FlockArg};
 use prometheus_client::registry::Registry;
 use scaleset_config::Config;
 use scaleset_control::{Controller, ControllerIdentity, StoreClientFactory};
 use scaleset_provider::{DirectoryProvider, FakeCloud, ProcessEnv, Provider, ProviderKind};
-use scaleset_store::{ControllerBinding, DatabaseUrl, DieselStore, Store};
+use scaleset_store::{
+    ControllerBinding, DatabaseUrl, DieselStore, Store, WriterLock, WriterLockError,
+};
 use tokio_util::sync::CancellationToken;
 
 /// Serves GitHub Actions runner scale sets from the configured fleet.
@@ -114,25 +114,15 @@ fn init_tracing(format: LogFormat) {
 
 /// One machine, one writer: an exclusive lock beside the SQLite file, held for the process's
 /// life (the kernel drops it when the process dies, even by kill -9).
-fn lock_sqlite(url: &DatabaseUrl) -> Result<Option<Flock<File>>> {
-    let DatabaseUrl::Sqlite { path } = url else {
-        return Ok(None);
-    };
-    let lock_path = format!("{path}.worker-lock");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .with_context(|| format!("cannot open the lock file {lock_path}"))?;
-    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-        Ok(lock) => Ok(Some(lock)),
-        Err((_, nix::errno::Errno::EWOULDBLOCK)) => bail!(
-            "another scaleset-worker already serves the SQLite database {path} (it holds \
-             {lock_path}); SQLite serves one worker on one machine: stop the other worker, or \
+fn lock_sqlite(url: &DatabaseUrl) -> Result<Option<WriterLock>> {
+    match WriterLock::acquire(url) {
+        Ok(lock) => Ok(lock),
+        Err(WriterLockError::Held { database, lock }) => bail!(
+            "another scaleset-worker already serves the SQLite database {database} (it holds \
+             {lock}); SQLite serves one worker on one machine: stop the other worker, or \
              move to PostgreSQL to run several (docs/operations.md)"
         ),
-        Err((_, errno)) => Err(errno).with_context(|| format!("cannot lock {lock_path}")),
+        Err(e) => Err(e.into()),
     }
 }
 

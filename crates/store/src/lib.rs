@@ -76,6 +76,7 @@ mod scale_set;
 #[cfg(feature = "test-util")]
 pub mod test_util;
 mod worker;
+mod writer_lock;
 
 pub use api_token::{API_TOKEN_PREFIX, ApiToken, ApiTokenStore};
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
@@ -102,6 +103,7 @@ pub use scale_set::{
 /// `Debug` redacts and the value is wiped on drop.
 pub use secrecy::{ExposeSecret, SecretString};
 pub use worker::WorkerStore;
+pub use writer_lock::{WriterLock, WriterLockError};
 
 /// Every aggregate's store in one object-safe trait, for `Arc<dyn Store>`.
 pub trait Store:
