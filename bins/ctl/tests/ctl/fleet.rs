@@ -58,16 +58,14 @@ fn plan_writes_nothing_apply_does_the_plan_and_again_is_a_no_op() {
     assert_eq!(json["scale_sets"][0]["action"], "create");
     let digest = json["digest"].as_str().expect("digest").to_owned();
 
-    let applied = server.ctl(&["apply", "-f", &file, "--digest", &digest]);
-    assert_eq!(applied.code, 0, "{applied:?}");
+    let applied = server.ok(&["apply", "-f", &file, "--digest", &digest]);
     assert!(applied.stdout.contains("applied: "), "{applied:?}");
     let (_, shown) = server.json(&["scale-set", "show", "linux"]);
     assert_eq!(shown["spec"]["max_runners"], 5);
     assert_eq!(shown["spec"]["labels"], serde_json::json!(["linux", "x64"]));
 
     // In place now: the plan is empty (exit 0), and apply writes nothing.
-    let again = server.ctl(&["plan", "-f", &file]);
-    assert_eq!(again.code, 0, "{again:?}");
+    let again = server.ok(&["plan", "-f", &file]);
     assert!(again.stdout.contains("no changes"), "{again:?}");
     assert!(
         again

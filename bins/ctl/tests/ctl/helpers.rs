@@ -127,6 +127,13 @@ impl Server {
         self.ctl_env(args, &[])
     }
 
+    /// Runs `scalesetctl args…`, which must exit 0.
+    pub(crate) fn ok(&self, args: &[&str]) -> Run {
+        let run = self.ctl(args);
+        assert_eq!(run.code, 0, "scalesetctl {}: {run:?}", args.join(" "));
+        run
+    }
+
     /// Runs `scalesetctl args…` with more environment.
     pub(crate) fn ctl_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
         let mut all = vec![

@@ -17,8 +17,7 @@ fn assert_fits(text: &str, width: usize) {
 #[test]
 fn controller_as_a_record_and_as_json() {
     let server = Server::start();
-    let run = server.ctl(&["controller"]);
-    assert_eq!(run.code, 0, "{run:?}");
+    let run = server.ok(&["controller"]);
     let owner = format!("scaleset-owner-{}", CONTROLLER_ID.replace('-', ""));
     assert!(
         run.stdout
@@ -82,13 +81,11 @@ fn a_bad_or_missing_token_is_exit_1_saying_how_to_get_one() {
 #[test]
 fn credentials_and_entities_list_show_delete() {
     let server = Server::start();
-    let empty = server.ctl(&["credential", "list"]);
-    assert_eq!(empty.code, 0, "{empty:?}");
+    let empty = server.ok(&["credential", "list"]);
     assert!(empty.stdout.starts_with("no credentials"), "{empty:?}");
 
     server.with_acme();
-    let list = server.ctl(&["credential", "list"]);
-    assert_eq!(list.code, 0, "{list:?}");
+    let list = server.ok(&["credential", "list"]);
     let header = list.stdout.lines().next().unwrap_or_default();
     assert!(
         header.starts_with("ID") && header.contains("NAME") && header.contains("ENDPOINT"),
@@ -119,8 +116,7 @@ fn credentials_and_entities_list_show_delete() {
         assert!(first.starts_with("id:") && first.ends_with(&id), "{show:?}");
     }
 
-    let entities = server.ctl(&["entity", "list"]);
-    assert_eq!(entities.code, 0, "{entities:?}");
+    let entities = server.ok(&["entity", "list"]);
     assert!(
         entities.stdout.contains("organization") && entities.stdout.contains("acme"),
         "{entities:?}"
@@ -134,11 +130,9 @@ fn credentials_and_entities_list_show_delete() {
         "{in_use:?}"
     );
 
-    let gone = server.ctl(&["entity", "delete", "acme"]);
-    assert_eq!(gone.code, 0, "{gone:?}");
+    let gone = server.ok(&["entity", "delete", "acme"]);
     assert!(gone.stdout.starts_with("deleted entity "), "{gone:?}");
-    let gone = server.ctl(&["credential", "delete", "sim"]);
-    assert_eq!(gone.code, 0, "{gone:?}");
+    server.ok(&["credential", "delete", "sim"]);
     let missing = server.ctl(&["credential", "show", "sim"]);
     assert_eq!(missing.code, 1, "{missing:?}");
     assert!(
@@ -151,7 +145,7 @@ fn credentials_and_entities_list_show_delete() {
 fn scale_set_create_list_show_update_delete() {
     let server = Server::start();
     server.with_acme();
-    let run = server.ctl(&[
+    let run = server.ok(&[
         "scale-set",
         "create",
         "linux",
@@ -166,7 +160,6 @@ fn scale_set_create_list_show_update_delete() {
         "--label",
         "x64",
     ]);
-    assert_eq!(run.code, 0, "{run:?}");
     assert!(
         run.stdout.contains("state:") && run.stdout.contains("ready"),
         "{run:?}"
@@ -179,8 +172,7 @@ fn scale_set_create_list_show_update_delete() {
     assert_eq!(on_github.len(), 1, "created on GitHub: {on_github:?}");
     assert_eq!(on_github[0].name, "linux");
 
-    let list = server.ctl(&["scale-set", "list"]);
-    assert_eq!(list.code, 0, "{list:?}");
+    let list = server.ok(&["scale-set", "list"]);
     let lines: Vec<&str> = list.stdout.lines().collect();
     assert!(
         lines[0].starts_with("ID") && lines[0].contains("STATE") && lines[0].contains("PROVENANCE"),
@@ -203,15 +195,14 @@ fn scale_set_create_list_show_update_delete() {
         "{json}"
     );
 
-    let show = server.ctl(&["scale-set", "show", "linux"]);
-    assert_eq!(show.code, 0, "{show:?}");
+    let show = server.ok(&["scale-set", "show", "linux"]);
     assert!(
         show.stdout.contains("EVENT AT"),
         "events are shown: {show:?}"
     );
 
     // A change at the generation read; then the same stale generation is refused, unchanged.
-    let updated = server.ctl(&[
+    let updated = server.ok(&[
         "scale-set",
         "update",
         "linux",
@@ -220,7 +211,6 @@ fn scale_set_create_list_show_update_delete() {
         "--generation",
         &generation.to_string(),
     ]);
-    assert_eq!(updated.code, 0, "{updated:?}");
     assert!(updated.stdout.contains("at most 20"), "{updated:?}");
     let stale = server.ctl(&[
         "scale-set",
@@ -237,8 +227,7 @@ fn scale_set_create_list_show_update_delete() {
     assert_eq!(json["spec"]["max_runners"], 20);
 
     // Created here: deleted on GitHub too.
-    let deleted = server.ctl(&["scale-set", "delete", "linux"]);
-    assert_eq!(deleted.code, 0, "{deleted:?}");
+    let deleted = server.ok(&["scale-set", "delete", "linux"]);
     assert!(deleted.stdout.contains("here and on GitHub"), "{deleted:?}");
     assert!(server.sim.state().scale_sets.is_empty());
     let empty = server.ctl(&["scale-set", "list"]);
@@ -285,8 +274,7 @@ fn a_foreign_scale_set_is_refused_with_exit_2_and_its_remedy() {
     assert_eq!(code, 0);
     assert_eq!(json["state"], "refused");
     // Refused: never deleted on GitHub, whatever the delete does to the record.
-    let deleted = server.ctl(&["scale-set", "delete", "linux"]);
-    assert_eq!(deleted.code, 0, "{deleted:?}");
+    server.ok(&["scale-set", "delete", "linux"]);
     assert_eq!(
         server.sim.state().scale_sets.len(),
         1,
@@ -299,7 +287,7 @@ fn tables_fit_80_columns() {
     let server = Server::start();
     server.with_acme();
     for name in ["linux-x64-large-with-gpu-and-a-very-long-name", "mac-arm64"] {
-        let run = server.ctl(&[
+        server.ok(&[
             "scale-set",
             "create",
             name,
@@ -310,7 +298,6 @@ fn tables_fit_80_columns() {
             "--max-runners",
             "10",
         ]);
-        assert_eq!(run.code, 0, "{run:?}");
     }
     server
         .sim
@@ -361,8 +348,7 @@ fn tables_fit_80_columns() {
 #[test]
 fn instances_empty_and_missing() {
     let server = Server::start();
-    let run = server.ctl(&["instance", "list"]);
-    assert_eq!(run.code, 0, "{run:?}");
+    let run = server.ok(&["instance", "list"]);
     assert_eq!(run.stdout, "no instances\n");
     let (code, json) = server.json(&["instance", "list"]);
     assert_eq!(code, 0);
@@ -378,8 +364,7 @@ fn instances_empty_and_missing() {
 #[test]
 fn tokens_are_listed_and_revoked() {
     let server = Server::start();
-    let list = server.ctl(&["token", "list"]);
-    assert_eq!(list.code, 0, "{list:?}");
+    let list = server.ok(&["token", "list"]);
     assert!(list.stdout.starts_with("NAME"), "{list:?}");
     assert!(list.stdout.contains("tests"), "{list:?}");
     assert!(!list.stdout.contains(&server.token[4..]), "{list:?}");
@@ -387,8 +372,7 @@ fn tokens_are_listed_and_revoked() {
     assert_eq!(code, 0);
     assert_eq!(json["items"].as_array().map(Vec::len), Some(1), "{json}");
     // Revoking the token in use cuts it off at once.
-    let revoked = server.ctl(&["token", "revoke", "tests"]);
-    assert_eq!(revoked.code, 0, "{revoked:?}");
+    let revoked = server.ok(&["token", "revoke", "tests"]);
     assert!(
         revoked.stdout.contains("revoked API token \"tests\""),
         "{revoked:?}"
