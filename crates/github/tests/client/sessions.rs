@@ -11,16 +11,64 @@ use crate::helpers::{Harness, harness, session_json};
 const API: &str = "api-version=6.0-preview";
 const SESSION: &str = "8e1f2b4c-0000-4000-8000-000000000001";
 
+/// The session create (POST), answering `body`.
+async fn create(h: &mut Harness, body: impl AsRef<[u8]>) -> mockito::Mock {
+    h.service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
+        .with_body(body)
+        .create_async()
+        .await
+}
+
+/// The session delete (DELETE), expected once, answering `status`.
+async fn close(h: &mut Harness, status: usize) -> mockito::Mock {
+    h.service_mock(
+        "DELETE",
+        &format!("_apis/runtime/runnerscalesets/5/sessions/{SESSION}"),
+        API,
+    )
+    .with_status(status)
+    .expect(1)
+    .create_async()
+    .await
+}
+
 async fn open(h: &mut Harness, queue_path: &str) -> Session {
     let queue = format!("{}{queue_path}", h.server.url());
-    let create = h
-        .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
-        .with_body(session_json(&queue, "queue-1"))
-        .create_async()
-        .await;
+    let create = create(h, session_json(&queue, "queue-1")).await;
     let session = h.client.create_session(ScaleSetId(5), "o").await.unwrap();
     create.assert_async().await;
     session
+}
+
+/// A queue call `method path` answered `status`, expected `times` times; with `token`, only
+/// when it carries that queue token.
+async fn queue_call(
+    h: &mut Harness,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    status: usize,
+    times: usize,
+) -> mockito::Mock {
+    let mut mock = h.server.mock(method, path);
+    if let Some(token) = token {
+        mock = mock.match_header("authorization", format!("Bearer {token}").as_str());
+    }
+    mock.with_status(status).expect(times).create_async().await
+}
+
+/// The session refresh (PATCH), expected once, answering a session on `queue` with the queue
+/// token `token`.
+async fn refresh(h: &mut Harness, queue: &str, token: &str) -> mockito::Mock {
+    h.service_mock(
+        "PATCH",
+        &format!("_apis/runtime/runnerscalesets/5/sessions/{SESSION}"),
+        API,
+    )
+    .with_body(session_json(queue, token))
+    .expect(1)
+    .create_async()
+    .await
 }
 
 #[tokio::test]
@@ -28,32 +76,9 @@ async fn a_401_on_get_message_refreshes_the_session_once_and_retries() {
     let mut h = harness().await;
     let mut session = open(&mut h, "/q1").await;
     let new_queue = format!("{}/q2", h.server.url());
-    let rejected = h
-        .server
-        .mock("GET", "/q1")
-        .match_header("authorization", "Bearer queue-1")
-        .with_status(401)
-        .expect(1)
-        .create_async()
-        .await;
-    let refresh = h
-        .service_mock(
-            "PATCH",
-            &format!("_apis/runtime/runnerscalesets/5/sessions/{SESSION}"),
-            API,
-        )
-        .with_body(session_json(&new_queue, "queue-2"))
-        .expect(1)
-        .create_async()
-        .await;
-    let accepted = h
-        .server
-        .mock("GET", "/q2")
-        .match_header("authorization", "Bearer queue-2")
-        .with_status(202)
-        .expect(1)
-        .create_async()
-        .await;
+    let rejected = queue_call(&mut h, "GET", "/q1", Some("queue-1"), 401, 1).await;
+    let refresh = refresh(&mut h, &new_queue, "queue-2").await;
+    let accepted = queue_call(&mut h, "GET", "/q2", Some("queue-2"), 202, 1).await;
     assert!(
         h.client
             .get_message(&mut session, MessageId(0), 1)
@@ -76,23 +101,8 @@ async fn a_second_401_is_returned() {
     let mut h = harness().await;
     let mut session = open(&mut h, "/q").await;
     let queue = format!("{}/q", h.server.url());
-    let rejected = h
-        .server
-        .mock("GET", "/q")
-        .with_status(401)
-        .expect(2)
-        .create_async()
-        .await;
-    let refresh = h
-        .service_mock(
-            "PATCH",
-            &format!("_apis/runtime/runnerscalesets/5/sessions/{SESSION}"),
-            API,
-        )
-        .with_body(session_json(&queue, "queue-2"))
-        .expect(1)
-        .create_async()
-        .await;
+    let rejected = queue_call(&mut h, "GET", "/q", None, 401, 2).await;
+    let refresh = refresh(&mut h, &queue, "queue-2").await;
     let err = h
         .client
         .get_message(&mut session, MessageId(0), 1)
@@ -109,32 +119,9 @@ async fn a_401_on_delete_message_refreshes_the_session() {
     let mut h = harness().await;
     let mut session = open(&mut h, "/q").await;
     let queue = format!("{}/q", h.server.url());
-    let rejected = h
-        .server
-        .mock("DELETE", "/q/3")
-        .match_header("authorization", "Bearer queue-1")
-        .with_status(401)
-        .expect(1)
-        .create_async()
-        .await;
-    let refresh = h
-        .service_mock(
-            "PATCH",
-            &format!("_apis/runtime/runnerscalesets/5/sessions/{SESSION}"),
-            API,
-        )
-        .with_body(session_json(&queue, "queue-2"))
-        .expect(1)
-        .create_async()
-        .await;
-    let accepted = h
-        .server
-        .mock("DELETE", "/q/3")
-        .match_header("authorization", "Bearer queue-2")
-        .with_status(204)
-        .expect(1)
-        .create_async()
-        .await;
+    let rejected = queue_call(&mut h, "DELETE", "/q/3", Some("queue-1"), 401, 1).await;
+    let refresh = refresh(&mut h, &queue, "queue-2").await;
+    let accepted = queue_call(&mut h, "DELETE", "/q/3", Some("queue-2"), 204, 1).await;
     h.client
         .delete_message(&mut session, MessageId(3))
         .await
@@ -161,16 +148,7 @@ async fn a_401_on_acquire_jobs_refreshes_the_session() {
         .expect(1)
         .create_async()
         .await;
-    let refresh = h
-        .service_mock(
-            "PATCH",
-            &format!("_apis/runtime/runnerscalesets/5/sessions/{SESSION}"),
-            API,
-        )
-        .with_body(session_json(&queue, "queue-2"))
-        .expect(1)
-        .create_async()
-        .await;
+    let refresh = refresh(&mut h, &queue, "queue-2").await;
     let accepted = h
         .server
         .mock(
@@ -200,13 +178,7 @@ async fn a_401_on_acquire_jobs_refreshes_the_session() {
 async fn a_failed_refresh_is_returned_with_its_own_error() {
     let mut h = harness().await;
     let mut session = open(&mut h, "/q").await;
-    let rejected = h
-        .server
-        .mock("GET", "/q")
-        .with_status(401)
-        .expect(1)
-        .create_async()
-        .await;
+    let rejected = queue_call(&mut h, "GET", "/q", None, 401, 1).await;
     let evicted = h
         .service_mock(
             "PATCH",
@@ -253,22 +225,8 @@ async fn an_unusable_created_session_is_deleted_before_the_error_returns() {
         } else {
             "t"
         };
-        let create = h
-            .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
-            .with_body(session_json(&queue_url, token))
-            .expect(1)
-            .create_async()
-            .await;
-        let delete = h
-            .service_mock(
-                "DELETE",
-                &format!("_apis/runtime/runnerscalesets/5/sessions/{SESSION}"),
-                API,
-            )
-            .with_status(204)
-            .expect(1)
-            .create_async()
-            .await;
+        let create = create(&mut h, session_json(&queue_url, token)).await;
+        let delete = close(&mut h, 204).await;
         let err = h
             .client
             .create_session(ScaleSetId(5), "me")
@@ -289,22 +247,8 @@ async fn an_unusable_created_session_is_deleted_before_the_error_returns() {
 #[tokio::test]
 async fn an_unusable_session_that_cannot_be_deleted_is_named_in_the_error() {
     let mut h = harness().await;
-    let create = h
-        .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
-        .with_body(session_json("", "t"))
-        .expect(1)
-        .create_async()
-        .await;
-    let delete = h
-        .service_mock(
-            "DELETE",
-            &format!("_apis/runtime/runnerscalesets/5/sessions/{SESSION}"),
-            API,
-        )
-        .with_status(403)
-        .expect(1)
-        .create_async()
-        .await;
+    let create = create(&mut h, session_json("", "t")).await;
+    let delete = close(&mut h, 403).await;
     let err = h
         .client
         .create_session(ScaleSetId(5), "me")
@@ -336,21 +280,8 @@ async fn an_unusable_session_that_cannot_be_deleted_is_named_in_the_error() {
 #[tokio::test]
 async fn an_unusable_session_already_gone_on_delete_is_not_left_open() {
     let mut h = harness().await;
-    let _create = h
-        .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
-        .with_body(session_json("", "t"))
-        .create_async()
-        .await;
-    let delete = h
-        .service_mock(
-            "DELETE",
-            &format!("_apis/runtime/runnerscalesets/5/sessions/{SESSION}"),
-            API,
-        )
-        .with_status(404)
-        .expect(1)
-        .create_async()
-        .await;
+    let _create = create(&mut h, session_json("", "t")).await;
+    let delete = close(&mut h, 404).await;
     let err = h
         .client
         .create_session(ScaleSetId(5), "me")
@@ -364,11 +295,11 @@ async fn an_unusable_session_already_gone_on_delete_is_not_left_open() {
 #[tokio::test]
 async fn an_unusable_session_without_an_id_has_nothing_to_delete() {
     let mut h = harness().await;
-    let _create = h
-        .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
-        .with_body(r#"{"sessionId":"","messageQueueUrl":"","messageQueueAccessToken":"t"}"#)
-        .create_async()
-        .await;
+    let _create = create(
+        &mut h,
+        r#"{"sessionId":"","messageQueueUrl":"","messageQueueAccessToken":"t"}"#,
+    )
+    .await;
     let delete = h
         .server
         .mock("DELETE", mockito::Matcher::Any)
