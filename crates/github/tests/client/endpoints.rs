@@ -11,9 +11,9 @@ use scaleset_github::{
     RunnerId, RunnerRequestId, RunnerScaleSetPatch, RunnerSetting, ScaleSetId,
 };
 
-use crate::helpers::{RecordingSleeper, USER_AGENT, admin_jwt, config_for, harness, session_json};
-
-const API: &str = "api-version=6.0-preview";
+use crate::helpers::{
+    API, RecordingSleeper, USER_AGENT, admin_jwt, config_for, harness, session_json,
+};
 
 #[tokio::test]
 async fn pat_chain_then_get_scale_set_by_id() {
@@ -704,13 +704,7 @@ async fn session_ids_are_escaped_as_one_path_segment() {
 async fn get_message_long_poll_and_delete_message() {
     let mut h = harness().await;
     let queue = format!("{}/scalesets/message", h.server.url());
-    let create = h
-        .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
-        .with_body(session_json(&queue, "queue-1"))
-        .create_async()
-        .await;
-    let mut session = h.client.create_session(ScaleSetId(5), "o").await.unwrap();
-    create.assert_async().await;
+    let mut session = h.open_session(&queue, "queue-1").await;
 
     let empty = h
         .server
@@ -781,13 +775,7 @@ async fn get_message_long_poll_and_delete_message() {
 async fn queue_url_query_is_kept() {
     let mut h = harness().await;
     let queue = format!("{}/scalesets/message?tenant=a+b", h.server.url());
-    let create = h
-        .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
-        .with_body(session_json(&queue, "q"))
-        .create_async()
-        .await;
-    let mut session = h.client.create_session(ScaleSetId(5), "o").await.unwrap();
-    create.assert_async().await;
+    let mut session = h.open_session(&queue, "q").await;
     let poll = h
         .server
         .mock("GET", "/scalesets/message")
@@ -840,13 +828,7 @@ async fn acquirable_jobs_and_acquire_jobs() {
     some.assert_async().await;
 
     let queue = format!("{}/scalesets/message", h.server.url());
-    let create = h
-        .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
-        .with_body(session_json(&queue, "queue-1"))
-        .create_async()
-        .await;
-    let mut session = h.client.create_session(ScaleSetId(5), "o").await.unwrap();
-    create.assert_async().await;
+    let mut session = h.open_session(&queue, "queue-1").await;
     let acquire = h
         .server
         .mock(

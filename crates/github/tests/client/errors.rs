@@ -6,9 +6,7 @@ use scaleset_github::{
     RunnerGroupId, RunnerId, ScaleSetId,
 };
 
-use crate::helpers::{harness, session_json};
-
-const API: &str = "api-version=6.0-preview";
+use crate::helpers::{API, harness, session_json};
 
 async fn create_error(status: usize, body: &str) -> Error {
     let mut h = harness().await;

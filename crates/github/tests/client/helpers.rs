@@ -59,7 +59,31 @@ pub(crate) struct Harness {
     pub(crate) chain: Vec<Mock>,
 }
 
+/// The `api-version` query of the Actions-service calls.
+pub(crate) const API: &str = "api-version=6.0-preview";
+
 impl Harness {
+    /// Opens a session of scale set 5 whose queue is at `queue` (a full URL) with the queue
+    /// token `token`, asserting the create call was made.
+    pub(crate) async fn open_session(
+        &mut self,
+        queue: &str,
+        token: &str,
+    ) -> scaleset_github::Session {
+        let create = self
+            .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
+            .with_body(session_json(queue, token))
+            .create_async()
+            .await;
+        let session = self
+            .client
+            .create_session(scaleset_github::ScaleSetId(5), "o")
+            .await
+            .unwrap();
+        create.assert_async().await;
+        session
+    }
+
     /// The service base URL the runner-registration mock hands out.
     pub(crate) fn service_url(&self) -> String {
         format!("{}{SERVICE_PATH}/", self.server.url())

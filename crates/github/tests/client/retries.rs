@@ -11,10 +11,8 @@ use scaleset_github::{
 };
 
 use crate::helpers::{
-    ORG, PAT, RecordingSleeper, admin_jwt, config_for, harness, session_json, silent_server,
+    API, ORG, PAT, RecordingSleeper, admin_jwt, config_for, harness, session_json, silent_server,
 };
-
-const API: &str = "api-version=6.0-preview";
 
 #[tokio::test]
 async fn server_errors_are_retried_then_succeed() {

@@ -2,7 +2,7 @@
 
 use scaleset_github::{ClientConfig, ConfigUrl, Credentials, MessageId, ScaleSetId, SecretString};
 
-use crate::helpers::{PAT, REGISTRATION_TOKEN, harness, session_json};
+use crate::helpers::{API, PAT, REGISTRATION_TOKEN, harness, session_json};
 
 #[tokio::test]
 async fn secrets_are_absent_from_debug_output() {
@@ -30,24 +30,14 @@ async fn secrets_are_absent_from_debug_output() {
     );
 
     let queue = format!("{}/q", h.server.url());
-    let create = h
-        .service_mock(
-            "POST",
-            "_apis/runtime/runnerscalesets/5/sessions",
-            "api-version=6.0-preview",
-        )
-        .with_body(session_json(&queue, "queue-token-secret"))
-        .create_async()
-        .await;
-    let session = h.client.create_session(ScaleSetId(5), "o").await.unwrap();
-    create.assert_async().await;
+    let session = h.open_session(&queue, "queue-token-secret").await;
     assert!(!format!("{session:?}").contains("queue-token-secret"));
 
     let jit = h
         .service_mock(
             "POST",
             "_apis/runtime/runnerscalesets/5/generatejitconfig",
-            "api-version=6.0-preview",
+            API,
         )
         .with_body(r#"{"runner":{"id":1},"encodedJITConfig":"jit-config-secret"}"#)
         .create_async()
@@ -62,11 +52,7 @@ async fn secrets_are_absent_from_debug_output() {
 
     // Error text and Debug of an error from a call made with these secrets.
     let failing = h
-        .service_mock(
-            "GET",
-            "_apis/runtime/runnerscalesets/9",
-            "api-version=6.0-preview",
-        )
+        .service_mock("GET", "_apis/runtime/runnerscalesets/9", API)
         .with_status(400)
         .with_body(r#"{"typeName":"X.BadException, X","message":"no"}"#)
         .create_async()
@@ -109,17 +95,7 @@ async fn secrets_are_absent_from_trace_logs() {
 
     let mut h = harness().await;
     let queue = format!("{}/q", h.server.url());
-    let create = h
-        .service_mock(
-            "POST",
-            "_apis/runtime/runnerscalesets/5/sessions",
-            "api-version=6.0-preview",
-        )
-        .with_body(session_json(&queue, "queue-token-1"))
-        .create_async()
-        .await;
-    let mut session = h.client.create_session(ScaleSetId(5), "o").await.unwrap();
-    create.assert_async().await;
+    let mut session = h.open_session(&queue, "queue-token-1").await;
     let rejected = h
         .server
         .mock("GET", "/q")
@@ -134,7 +110,7 @@ async fn secrets_are_absent_from_trace_logs() {
                 "_apis/runtime/runnerscalesets/5/sessions/{}",
                 session.session_id
             ),
-            "api-version=6.0-preview",
+            API,
         )
         .with_body(session_json(&queue, "queue-token-2"))
         .create_async()

@@ -6,9 +6,8 @@ use scaleset_github::{
     Error, ErrorClass, MessageId, Refusal, RunnerRequestId, ScaleSetId, Session,
 };
 
-use crate::helpers::{Harness, harness, session_json};
+use crate::helpers::{API, Harness, harness, session_json};
 
-const API: &str = "api-version=6.0-preview";
 const SESSION: &str = "8e1f2b4c-0000-4000-8000-000000000001";
 
 /// The session create (POST), answering `body`.
@@ -34,10 +33,7 @@ async fn close(h: &mut Harness, status: usize) -> mockito::Mock {
 
 async fn open(h: &mut Harness, queue_path: &str) -> Session {
     let queue = format!("{}{queue_path}", h.server.url());
-    let create = create(h, session_json(&queue, "queue-1")).await;
-    let session = h.client.create_session(ScaleSetId(5), "o").await.unwrap();
-    create.assert_async().await;
-    session
+    h.open_session(&queue, "queue-1").await
 }
 
 /// A queue call `method path` answered `status`, expected `times` times; with `token`, only

@@ -8,10 +8,8 @@ use mockito::{Matcher, Mock, ServerGuard};
 use scaleset_github::{Client, Credentials, MessageId, ScaleSetId, Session};
 
 use crate::helpers::{
-    HoldingServer, ORG, PAT, RecordingSleeper, admin_jwt, config_for, session_json,
+    API, HoldingServer, ORG, PAT, RecordingSleeper, admin_jwt, config_for, session_json,
 };
-
-const API: &str = "api-version=6.0-preview";
 
 /// Chain mocks handing out `admin_token` and `service_path`, each expected `hits` times.
 async fn chain(
