@@ -18,11 +18,7 @@ use crate::helpers::{
 #[tokio::test]
 async fn pat_chain_then_get_scale_set_by_id() {
     let mut h = harness().await;
-    let mock = h
-        .service_mock("GET", "_apis/runtime/runnerscalesets/5", API)
-        .with_body(r#"{"id":5,"name":"set","runnerGroupId":1,"runnerSetting":{"disableUpdate":true},"createdOn":"2024-05-06T07:08:09.1234567Z"}"#)
-        .create_async()
-        .await;
+    let mock = h.service_answer("GET", "_apis/runtime/runnerscalesets/5", API, r#"{"id":5,"name":"set","runnerGroupId":1,"runnerSetting":{"disableUpdate":true},"createdOn":"2024-05-06T07:08:09.1234567Z"}"#).await;
     let set = h.client.get_scale_set(ScaleSetId(5)).await.unwrap();
     assert_eq!(set.id, ScaleSetId(5));
     assert_eq!(set.name, "set");
@@ -219,15 +215,12 @@ async fn app_credentials_are_refused_for_enterprise_scope() {
 async fn get_runner_group_by_name() {
     let mut h = harness().await;
     let mock = h
-        .service_mock(
+        .service_answer(
             "GET",
             "_apis/runtime/runnergroups/",
             "api-version=6.0-preview&groupName=my+group",
-        )
-        .with_body(
             r#"{"count":1,"value":[{"id":3,"name":"my group","size":2,"isDefaultGroup":false}]}"#,
         )
-        .create_async()
         .await;
     let group = h
         .client
@@ -242,13 +235,12 @@ async fn get_runner_group_by_name() {
     mock.assert_async().await;
 
     let none = h
-        .service_mock(
+        .service_answer(
             "GET",
             "_apis/runtime/runnergroups/",
             "api-version=6.0-preview&groupName=nope",
+            r#"{"count":0,"value":[]}"#,
         )
-        .with_body(r#"{"count":0,"value":[]}"#)
-        .create_async()
         .await;
     assert!(
         h.client
@@ -264,13 +256,12 @@ async fn get_runner_group_by_name() {
 async fn get_scale_set_by_name_decides_on_count() {
     let mut h = harness().await;
     let one = h
-        .service_mock(
+        .service_answer(
             "GET",
             "_apis/runtime/runnerscalesets",
             "api-version=6.0-preview&name=set&runnerGroupId=1",
+            r#"{"count":1,"value":[{"id":5,"name":"set"}]}"#,
         )
-        .with_body(r#"{"count":1,"value":[{"id":5,"name":"set"}]}"#)
-        .create_async()
         .await;
     let found = h
         .client
@@ -285,13 +276,12 @@ async fn get_scale_set_by_name_decides_on_count() {
     one.assert_async().await;
 
     let zero = h
-        .service_mock(
+        .service_answer(
             "GET",
             "_apis/runtime/runnerscalesets",
             "api-version=6.0-preview&name=gone&runnerGroupId=1",
+            r#"{"count":0,"value":[{"id":5,"name":"set"}]}"#,
         )
-        .with_body(r#"{"count":0,"value":[{"id":5,"name":"set"}]}"#)
-        .create_async()
         .await;
     assert!(
         h.client
@@ -336,17 +326,7 @@ async fn get_scale_set_by_name_decides_on_count() {
 #[tokio::test]
 async fn get_scale_set_by_name_keeps_only_the_exact_name() {
     let mut h = harness().await;
-    let loose = h
-        .service_mock(
-            "GET",
-            "_apis/runtime/runnerscalesets",
-            "api-version=6.0-preview&name=set&runnerGroupId=1",
-        )
-        .with_body(
-            r#"{"count":3,"value":[{"id":5,"name":"Set"},{"id":6,"name":"set-2"},{"id":7,"name":"set"}]}"#,
-        )
-        .create_async()
-        .await;
+    let loose = h.service_answer("GET", "_apis/runtime/runnerscalesets", "api-version=6.0-preview&name=set&runnerGroupId=1", r#"{"count":3,"value":[{"id":5,"name":"Set"},{"id":6,"name":"set-2"},{"id":7,"name":"set"}]}"#,).await;
     let found = h
         .client
         .get_scale_set_by_name(RunnerGroupId(1), "set")
@@ -356,13 +336,12 @@ async fn get_scale_set_by_name_keeps_only_the_exact_name() {
     loose.assert_async().await;
 
     let other_case = h
-        .service_mock(
+        .service_answer(
             "GET",
             "_apis/runtime/runnerscalesets",
             "api-version=6.0-preview&name=linux&runnerGroupId=1",
+            r#"{"count":1,"value":[{"id":5,"name":"Linux"}]}"#,
         )
-        .with_body(r#"{"count":1,"value":[{"id":5,"name":"Linux"}]}"#)
-        .create_async()
         .await;
     assert!(
         h.client
@@ -386,31 +365,28 @@ async fn escaped_names_survive_every_query() {
         ("grüße", "gr%C3%BC%C3%9Fe"),
     ] {
         let set = h
-            .service_mock(
+            .service_answer(
                 "GET",
                 "_apis/runtime/runnerscalesets",
                 &format!("api-version=6.0-preview&name={encoded}&runnerGroupId=1"),
+                r#"{"count":0,"value":[]}"#,
             )
-            .with_body(r#"{"count":0,"value":[]}"#)
-            .create_async()
             .await;
         let group = h
-            .service_mock(
+            .service_answer(
                 "GET",
                 "_apis/runtime/runnergroups/",
                 &format!("api-version=6.0-preview&groupName={encoded}"),
+                r#"{"count":0,"value":[]}"#,
             )
-            .with_body(r#"{"count":0,"value":[]}"#)
-            .create_async()
             .await;
         let agent = h
-            .service_mock(
+            .service_answer(
                 "GET",
                 "_apis/distributedtask/pools/0/agents",
                 &format!("agentName={encoded}&api-version=6.0-preview"),
+                r#"{"count":0,"value":[]}"#,
             )
-            .with_body(r#"{"count":0,"value":[]}"#)
-            .create_async()
             .await;
         assert!(
             h.client
@@ -441,23 +417,18 @@ async fn escaped_names_survive_every_query() {
 #[tokio::test]
 async fn list_scale_sets_with_and_without_group() {
     let mut h = harness().await;
-    let all = h
-        .service_mock("GET", "_apis/runtime/runnerscalesets", API)
-        .with_body(r#"{"count":2,"value":[{"id":1,"name":"a"},{"id":2,"name":"b","RunnerSetting":{"disableUpdate":true}}]}"#)
-        .create_async()
-        .await;
+    let all = h.service_answer("GET", "_apis/runtime/runnerscalesets", API, r#"{"count":2,"value":[{"id":1,"name":"a"},{"id":2,"name":"b","RunnerSetting":{"disableUpdate":true}}]}"#).await;
     let sets = h.client.list_scale_sets(None).await.unwrap();
     assert_eq!(sets.len(), 2);
     assert!(sets[1].runner_setting.disable_update);
     all.assert_async().await;
     let grouped = h
-        .service_mock(
+        .service_answer(
             "GET",
             "_apis/runtime/runnerscalesets",
             "api-version=6.0-preview&runnerGroupId=7",
+            r#"{"count":0,"value":null}"#,
         )
-        .with_body(r#"{"count":0,"value":null}"#)
-        .create_async()
         .await;
     assert!(
         h.client
@@ -818,11 +789,7 @@ async fn acquirable_jobs_and_acquire_jobs() {
             .is_empty()
     );
     none.assert_async().await;
-    let some = h
-        .service_mock("GET", "_apis/runtime/runnerscalesets/6/acquirablejobs", API)
-        .with_body(r#"{"count":1,"value":[{"runnerRequestId":7848922,"messageType":"JobAvailable","requestLabels":["x"]}]}"#)
-        .create_async()
-        .await;
+    let some = h.service_answer("GET", "_apis/runtime/runnerscalesets/6/acquirablejobs", API, r#"{"count":1,"value":[{"runnerRequestId":7848922,"messageType":"JobAvailable","requestLabels":["x"]}]}"#).await;
     let jobs = h.client.get_acquirable_jobs(ScaleSetId(6)).await.unwrap();
     assert_eq!(jobs[0].runner_request_id, RunnerRequestId(7_848_922));
     some.assert_async().await;
@@ -895,11 +862,7 @@ async fn runners_jit_get_list_remove() {
         .unwrap();
     work.assert_async().await;
 
-    let by_id = h
-        .service_mock("GET", "_apis/distributedtask/pools/0/agents/9", API)
-        .with_body(r#"{"id":9,"name":"runner-1","runnerScaleSetId":5,"status":"online","busy":true,"labels":[{"name":"x","type":"System"}]}"#)
-        .create_async()
-        .await;
+    let by_id = h.service_answer("GET", "_apis/distributedtask/pools/0/agents/9", API, r#"{"id":9,"name":"runner-1","runnerScaleSetId":5,"status":"online","busy":true,"labels":[{"name":"x","type":"System"}]}"#).await;
     let runner = h.client.get_runner(RunnerId(9)).await.unwrap();
     assert_eq!(
         (runner.id, runner.runner_scale_set_id, runner.busy),
@@ -908,13 +871,12 @@ async fn runners_jit_get_list_remove() {
     by_id.assert_async().await;
 
     let by_name = h
-        .service_mock(
+        .service_answer(
             "GET",
             "_apis/distributedtask/pools/0/agents",
             "agentName=runner-1&api-version=6.0-preview",
+            r#"{"count":1,"value":[{"id":9,"name":"runner-1"}]}"#,
         )
-        .with_body(r#"{"count":1,"value":[{"id":9,"name":"runner-1"}]}"#)
-        .create_async()
         .await;
     assert_eq!(
         h.client
@@ -928,9 +890,12 @@ async fn runners_jit_get_list_remove() {
     by_name.assert_async().await;
 
     let list = h
-        .service_mock("GET", "_apis/distributedtask/pools/0/agents", API)
-        .with_body(r#"{"count":2,"value":[{"id":9},{"id":10}]}"#)
-        .create_async()
+        .service_answer(
+            "GET",
+            "_apis/distributedtask/pools/0/agents",
+            API,
+            r#"{"count":2,"value":[{"id":9},{"id":10}]}"#,
+        )
         .await;
     assert_eq!(h.client.list_runners().await.unwrap().len(), 2);
     list.assert_async().await;

@@ -150,9 +150,7 @@ async fn bom_is_stripped_from_success_and_error_bodies() {
     let mut ok = b"\xEF\xBB\xBF".to_vec();
     ok.extend_from_slice(br#"{"id":5,"name":"bom"}"#);
     let good = h
-        .service_mock("GET", "_apis/runtime/runnerscalesets/5", API)
-        .with_body(ok)
-        .create_async()
+        .service_answer("GET", "_apis/runtime/runnerscalesets/5", API, ok)
         .await;
     assert_eq!(
         h.client.get_scale_set(ScaleSetId(5)).await.unwrap().name,
@@ -229,9 +227,12 @@ async fn session_predicates() {
 
     let queue = format!("{}/q", h.server.url());
     let create = h
-        .service_mock("POST", "_apis/runtime/runnerscalesets/7/sessions", API)
-        .with_body(session_json(&queue, "t"))
-        .create_async()
+        .service_answer(
+            "POST",
+            "_apis/runtime/runnerscalesets/7/sessions",
+            API,
+            session_json(&queue, "t"),
+        )
         .await;
     let session = h.client.create_session(ScaleSetId(7), "me").await.unwrap();
     create.assert_async().await;
@@ -296,9 +297,12 @@ async fn empty_200_on_get_message_is_an_error() {
     let mut h = harness().await;
     let queue = format!("{}/scalesets/message", h.server.url());
     let create = h
-        .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
-        .with_body(session_json(&queue, "q"))
-        .create_async()
+        .service_answer(
+            "POST",
+            "_apis/runtime/runnerscalesets/5/sessions",
+            API,
+            session_json(&queue, "q"),
+        )
         .await;
     let mut session = h.client.create_session(ScaleSetId(5), "me").await.unwrap();
     create.assert_async().await;

@@ -84,6 +84,20 @@ impl Harness {
         session
     }
 
+    /// [`Self::service_mock`] answering 200 with `body`.
+    pub(crate) async fn service_answer(
+        &mut self,
+        method: &str,
+        path: &str,
+        query: &str,
+        body: impl AsRef<[u8]>,
+    ) -> Mock {
+        self.service_mock(method, path, query)
+            .with_body(body)
+            .create_async()
+            .await
+    }
+
     /// The service base URL the runner-registration mock hands out.
     pub(crate) fn service_url(&self) -> String {
         format!("{}{SERVICE_PATH}/", self.server.url())

@@ -93,9 +93,7 @@ async fn retry_after_seconds_and_dates_are_honoured() {
         .create_async()
         .await;
     let ok = h
-        .service_mock("GET", "_apis/runtime/runnerscalesets/5", API)
-        .with_body(r#"{"id":5}"#)
-        .create_async()
+        .service_answer("GET", "_apis/runtime/runnerscalesets/5", API, r#"{"id":5}"#)
         .await;
     h.client.get_scale_set(ScaleSetId(5)).await.unwrap();
     limited.assert_async().await;

@@ -34,13 +34,12 @@ async fn secrets_are_absent_from_debug_output() {
     assert!(!format!("{session:?}").contains("queue-token-secret"));
 
     let jit = h
-        .service_mock(
+        .service_answer(
             "POST",
             "_apis/runtime/runnerscalesets/5/generatejitconfig",
             API,
+            r#"{"runner":{"id":1},"encodedJITConfig":"jit-config-secret"}"#,
         )
-        .with_body(r#"{"runner":{"id":1},"encodedJITConfig":"jit-config-secret"}"#)
-        .create_async()
         .await;
     let config = h
         .client
@@ -104,16 +103,15 @@ async fn secrets_are_absent_from_trace_logs() {
         .create_async()
         .await;
     let refresh = h
-        .service_mock(
+        .service_answer(
             "PATCH",
             &format!(
                 "_apis/runtime/runnerscalesets/5/sessions/{}",
                 session.session_id
             ),
             API,
+            session_json(&queue, "queue-token-2"),
         )
-        .with_body(session_json(&queue, "queue-token-2"))
-        .create_async()
         .await;
     let flaky = h
         .server
