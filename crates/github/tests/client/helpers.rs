@@ -133,6 +133,25 @@ pub(crate) fn config_for(
     ClientConfig::new(url, credentials).with_sleeper(sleeper)
 }
 
+/// The organization's registration-token call (the PAT chain's first step), for the caller to
+/// answer.
+pub(crate) fn registration_token(server: &mut ServerGuard) -> Mock {
+    server.mock(
+        "POST",
+        format!("/api/v3/orgs/{ORG}/actions/runners/registration-token").as_str(),
+    )
+}
+
+/// [`registration_token`] answered 201 with the token `reg`, expected `hits` times.
+pub(crate) async fn issued_registration_token(server: &mut ServerGuard, hits: usize) -> Mock {
+    registration_token(server)
+        .with_status(201)
+        .with_body(r#"{"token":"reg"}"#)
+        .expect(hits)
+        .create_async()
+        .await
+}
+
 /// Mocks for the PAT chain of an organization: registration token (201) then
 /// runner-registration (201) returning `admin_token` and the service URL.
 pub(crate) async fn pat_chain(server: &mut ServerGuard, admin_token: &str) -> Vec<Mock> {

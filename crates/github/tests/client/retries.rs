@@ -11,7 +11,8 @@ use scaleset_github::{
 };
 
 use crate::helpers::{
-    API, ORG, PAT, RecordingSleeper, admin_jwt, config_for, harness, session_json, silent_server,
+    API, ORG, PAT, RecordingSleeper, admin_jwt, config_for, harness, issued_registration_token,
+    registration_token, session_json, silent_server,
 };
 
 #[tokio::test]
@@ -140,11 +141,7 @@ async fn other_4xx_and_501_are_not_retried() {
 #[tokio::test]
 async fn registration_token_401_is_not_retried() {
     let mut server = mockito::Server::new_async().await;
-    let reg = server
-        .mock(
-            "POST",
-            format!("/api/v3/orgs/{ORG}/actions/runners/registration-token").as_str(),
-        )
+    let reg = registration_token(&mut server)
         .with_status(401)
         .with_body(r#"{"message":"Bad credentials"}"#)
         .expect(1)
@@ -171,16 +168,7 @@ async fn registration_token_401_is_not_retried() {
 #[tokio::test]
 async fn runner_registration_retries_401_and_403() {
     let mut server = mockito::Server::new_async().await;
-    let reg = server
-        .mock(
-            "POST",
-            format!("/api/v3/orgs/{ORG}/actions/runners/registration-token").as_str(),
-        )
-        .with_status(201)
-        .with_body(r#"{"token":"reg"}"#)
-        .expect(1)
-        .create_async()
-        .await;
+    let reg = issued_registration_token(&mut server, 1).await;
     let unauthorized = server
         .mock("POST", "/api/v3/actions/runner-registration")
         .with_status(401)
@@ -224,16 +212,7 @@ async fn runner_registration_retries_401_and_403() {
 async fn registration_client(
     server: &mut mockito::ServerGuard,
 ) -> (Client, Arc<RecordingSleeper>, mockito::Mock) {
-    let reg = server
-        .mock(
-            "POST",
-            format!("/api/v3/orgs/{ORG}/actions/runners/registration-token").as_str(),
-        )
-        .with_status(201)
-        .with_body(r#"{"token":"reg"}"#)
-        .expect(1)
-        .create_async()
-        .await;
+    let reg = issued_registration_token(server, 1).await;
     let sleeper = Arc::new(RecordingSleeper::default());
     let client = Client::new(config_for(
         server,
@@ -296,15 +275,7 @@ async fn runner_registration_other_4xx_are_not_retried() {
 #[tokio::test]
 async fn a_single_attempt_runner_registration_401_is_still_retryable() {
     let mut server = mockito::Server::new_async().await;
-    let reg = server
-        .mock(
-            "POST",
-            format!("/api/v3/orgs/{ORG}/actions/runners/registration-token").as_str(),
-        )
-        .with_status(201)
-        .with_body(r#"{"token":"reg"}"#)
-        .create_async()
-        .await;
+    let reg = issued_registration_token(&mut server, 1).await;
     let unauthorized = server
         .mock("POST", "/api/v3/actions/runner-registration")
         .with_status(401)
@@ -332,15 +303,7 @@ async fn a_single_attempt_runner_registration_401_is_still_retryable() {
 #[tokio::test]
 async fn runner_registration_without_token_or_url_is_an_error() {
     let mut server = mockito::Server::new_async().await;
-    let _reg = server
-        .mock(
-            "POST",
-            format!("/api/v3/orgs/{ORG}/actions/runners/registration-token").as_str(),
-        )
-        .with_status(201)
-        .with_body(r#"{"token":"reg"}"#)
-        .create_async()
-        .await;
+    let _reg = issued_registration_token(&mut server, 1).await;
     let rr = server
         .mock("POST", "/api/v3/actions/runner-registration")
         .with_status(201)
@@ -659,15 +622,7 @@ async fn rate_limited_installation_token_and_runner_registration_wait_too() {
         .with_body(r#"{"token":"ghs_installation"}"#)
         .create_async()
         .await;
-    let _reg = server
-        .mock(
-            "POST",
-            format!("/api/v3/orgs/{ORG}/actions/runners/registration-token").as_str(),
-        )
-        .with_status(201)
-        .with_body(r#"{"token":"reg"}"#)
-        .create_async()
-        .await;
+    let _reg = issued_registration_token(&mut server, 1).await;
     let limited_registration = server
         .mock("POST", "/api/v3/actions/runner-registration")
         .with_status(429)

@@ -8,7 +8,8 @@ use mockito::{Matcher, Mock, ServerGuard};
 use scaleset_github::{Client, Credentials, MessageId, ScaleSetId, Session};
 
 use crate::helpers::{
-    API, HoldingServer, ORG, PAT, RecordingSleeper, admin_jwt, config_for, session_json,
+    API, HoldingServer, ORG, PAT, RecordingSleeper, admin_jwt, config_for,
+    issued_registration_token, registration_token, session_json,
 };
 
 /// Chain mocks handing out `admin_token` and `service_path`, each expected `hits` times.
@@ -18,16 +19,7 @@ async fn chain(
     service_path: &str,
     hits: usize,
 ) -> Vec<Mock> {
-    let reg = server
-        .mock(
-            "POST",
-            format!("/api/v3/orgs/{ORG}/actions/runners/registration-token").as_str(),
-        )
-        .with_status(201)
-        .with_body(r#"{"token":"reg"}"#)
-        .expect(hits)
-        .create_async()
-        .await;
+    let reg = issued_registration_token(server, hits).await;
     let service = format!("{}{service_path}", server.url());
     let rr = server
         .mock("POST", "/api/v3/actions/runner-registration")
@@ -214,16 +206,7 @@ async fn independent_calls_are_not_serialized_behind_one_in_flight() {
         HoldingServer::start(&["/scalesets/message", "/t/_apis/runtime/runnerscalesets/1?"]).await;
     let mut server = mockito::Server::new_async().await;
     let token = admin_jwt("parallel", 3600);
-    let reg = server
-        .mock(
-            "POST",
-            format!("/api/v3/orgs/{ORG}/actions/runners/registration-token").as_str(),
-        )
-        .with_status(201)
-        .with_body(r#"{"token":"reg"}"#)
-        .expect(1)
-        .create_async()
-        .await;
+    let reg = issued_registration_token(&mut server, 1).await;
     let rr = server
         .mock("POST", "/api/v3/actions/runner-registration")
         .with_status(201)
@@ -293,11 +276,7 @@ async fn concurrent_callers_share_one_failed_refresh() {
     const CALLERS: usize = 16;
     let mut server = mockito::Server::new_async().await;
     // Not retried (a plain 401 from the REST API): one refresh is exactly one request.
-    let reg = server
-        .mock(
-            "POST",
-            format!("/api/v3/orgs/{ORG}/actions/runners/registration-token").as_str(),
-        )
+    let reg = registration_token(&mut server)
         .with_status(401)
         .with_body(r#"{"message":"Bad credentials"}"#)
         .expect(1)
@@ -329,11 +308,7 @@ async fn concurrent_callers_share_one_failed_refresh() {
     reg.assert_async().await;
 
     // A later call (not one that waited) tries again.
-    let again = server
-        .mock(
-            "POST",
-            format!("/api/v3/orgs/{ORG}/actions/runners/registration-token").as_str(),
-        )
+    let again = registration_token(&mut server)
         .with_status(401)
         .expect(1)
         .create_async()
