@@ -44,11 +44,10 @@ fn decode_specs(value: &str) -> serde_json::Value {
 #[tokio::test]
 async fn create_v011_passes_exactly_the_garm_environment_and_bootstrap_on_stdin() {
     let rec = Recorder::new();
-    let exe = rec.script(
-        "provider",
+    let provider = rec.provider(
         &format!("echo '{}'", instance_json("vm-1", "runner-1", "running")),
+        InterfaceVersion::V011,
     );
-    let provider = provider(config(&exe, InterfaceVersion::V011));
     let pool = pool();
     let request = request("runner-1", &pool);
 
@@ -115,11 +114,10 @@ async fn create_v011_passes_exactly_the_garm_environment_and_bootstrap_on_stdin(
 #[tokio::test]
 async fn create_v011_without_extra_specs_sends_null_as_garm() {
     let rec = Recorder::new();
-    let exe = rec.script(
-        "provider",
+    let provider = rec.provider(
         &format!("echo '{}'", instance_json("vm-1", "runner-1", "running")),
+        InterfaceVersion::V011,
     );
-    let provider = provider(config(&exe, InterfaceVersion::V011));
     let mut request = request("runner-1", &pool());
     request.bootstrap.extra_specs = None;
     provider.create(&request).await.expect("create");
@@ -134,11 +132,10 @@ async fn create_v011_without_extra_specs_sends_null_as_garm() {
 #[tokio::test]
 async fn create_v010_passes_the_same_variables_as_garm() {
     let rec = Recorder::new();
-    let exe = rec.script(
-        "provider",
+    let provider = rec.provider(
         &format!("echo '{}'", instance_json("vm-1", "runner-1", "running")),
+        InterfaceVersion::V010,
     );
-    let provider = provider(config(&exe, InterfaceVersion::V010));
     let pool = pool();
     provider
         .create(&request("runner-1", &pool))
@@ -310,11 +307,10 @@ async fn exit_code_30_elsewhere_is_a_failure_with_its_reason() {
     // LXD exits 30 from a create whose image is missing: the operator must
     // read that, not "the instance does not exist".
     let rec = Recorder::new();
-    let exe = rec.script(
-        "provider",
+    let provider = rec.provider(
         "echo \"$GARM_COMMAND: image ubuntu:24.04 not found on remote\" >&2; exit 30",
+        InterfaceVersion::V011,
     );
-    let provider = provider(config(&exe, InterfaceVersion::V011));
     let pool = pool();
     let id = instance_id("vm-1");
     let errors = vec![
@@ -361,11 +357,10 @@ async fn exit_code_30_elsewhere_is_a_failure_with_its_reason() {
 #[tokio::test]
 async fn exit_code_31_is_duplicate_for_create_only_keeping_stderr() {
     let rec = Recorder::new();
-    let exe = rec.script(
-        "provider",
+    let provider = rec.provider(
         "echo \"$GARM_COMMAND: instance runner-1 already exists\" >&2; exit 31",
+        InterfaceVersion::V011,
     );
-    let provider = provider(config(&exe, InterfaceVersion::V011));
     let err = provider
         .create(&request("runner-1", &pool()))
         .await
@@ -408,11 +403,10 @@ async fn exit_code_31_is_duplicate_for_create_only_keeping_stderr() {
 #[tokio::test]
 async fn other_exit_codes_fail_with_the_code_and_stderr_tail() {
     let rec = Recorder::new();
-    let exe = rec.script(
-        "provider",
+    let provider = rec.provider(
         "echo 'quota exceeded in project ci' >&2; exit 2",
+        InterfaceVersion::V011,
     );
-    let provider = provider(config(&exe, InterfaceVersion::V011));
     let err = provider
         .create(&request("runner-1", &pool()))
         .await
@@ -440,13 +434,9 @@ async fn a_failing_create_reports_its_fault_and_never_echoes_the_token() {
     let rec = Recorder::new();
     // Echo the bootstrap JSON (with the instance token) to stderr, print the
     // error instance GARM asks for (fault base64-encoded, as Go prints []byte).
-    let exe = rec.script(
-        "provider",
-        "cat \"$REC/$$.stdin\" >&2\n\
+    let provider = rec.provider("cat \"$REC/$$.stdin\" >&2\n\
          echo '{\"name\":\"runner-1\",\"status\":\"error\",\"provider_fault\":\"aW1hZ2Ugbm90IGZvdW5k\"}'\n\
-         exit 1",
-    );
-    let provider = provider(config(&exe, InterfaceVersion::V011));
+         exit 1", InterfaceVersion::V011);
     let mut request = request("runner-1", &pool());
     request.bootstrap.tools[0].temp_download_token = Some(SecretString::from(DOWNLOAD_TOKEN));
     let err = provider.create(&request).await.unwrap_err();
@@ -538,8 +528,7 @@ async fn a_failing_call_never_echoes_passed_through_credentials() {
 #[tokio::test]
 async fn garbage_stdout_is_bad_output() {
     let rec = Recorder::new();
-    let exe = rec.script("provider", "echo 'Creating VM... done!'");
-    let provider = provider(config(&exe, InterfaceVersion::V011));
+    let provider = rec.provider("echo 'Creating VM... done!'", InterfaceVersion::V011);
     let err = provider
         .create(&request("runner-1", &pool()))
         .await
@@ -559,15 +548,11 @@ async fn garbage_stdout_is_bad_output() {
 #[tokio::test]
 async fn missing_ids_and_unknown_statuses_are_bad_output() {
     let rec = Recorder::new();
-    let exe = rec.script(
-        "provider",
-        "case \"$GARM_COMMAND\" in\n\
+    let provider = rec.provider("case \"$GARM_COMMAND\" in\n\
          GetInstance) echo '{\"name\":\"runner-1\",\"status\":\"running\"}' ;;\n\
          ListInstances) echo '[{\"provider_id\":\"vm-1\",\"status\":\"running\"}]' ;;\n\
          CreateInstance) echo '{\"provider_id\":\"vm-1\",\"name\":\"runner-1\",\"status\":\"exploded\"}' ;;\n\
-         esac",
-    );
-    let provider = provider(config(&exe, InterfaceVersion::V011));
+         esac", InterfaceVersion::V011);
     let problem = |err: Error| match err {
         Error::BadOutput { problem, .. } => problem,
         other => panic!("expected BadOutput, got {other:?}"),
@@ -601,8 +586,7 @@ async fn missing_ids_and_unknown_statuses_are_bad_output() {
 #[tokio::test]
 async fn an_empty_version_is_bad_output() {
     let rec = Recorder::new();
-    let exe = rec.script("provider", "echo '   '");
-    let provider = provider(config(&exe, InterfaceVersion::V011));
+    let provider = rec.provider("echo '   '", InterfaceVersion::V011);
     let err = provider.version().await.unwrap_err();
     assert!(matches!(
         err,
@@ -865,11 +849,10 @@ impl std::io::Write for Captured {
 #[tokio::test]
 async fn each_call_is_traced_with_command_duration_and_exit_code_but_no_secrets() {
     let rec = Recorder::new();
-    let exe = rec.script(
-        "provider",
+    let provider = rec.provider(
         &format!("echo '{}'", instance_json("vm-1", "runner-1", "running")),
+        InterfaceVersion::V011,
     );
-    let provider = provider(config(&exe, InterfaceVersion::V011));
     let captured = Captured::default();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
@@ -899,8 +882,7 @@ async fn each_call_is_traced_with_command_duration_and_exit_code_but_no_secrets(
 #[tokio::test]
 async fn debug_of_the_provider_shows_no_passed_through_values() {
     let rec = Recorder::new();
-    let exe = rec.script("provider", "true");
-    let provider = provider(config(&exe, InterfaceVersion::V011));
+    let provider = rec.provider("true", InterfaceVersion::V011);
     let shown = format!("{provider:?}");
     assert!(shown.contains("OS_PASSWORD"), "{shown}");
     assert!(!shown.contains("hunter2"), "{shown}");

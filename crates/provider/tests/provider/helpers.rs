@@ -40,6 +40,12 @@ impl Recorder {
         self.dir.path()
     }
 
+    /// A provider running the script [`Self::script`] writes from `body`, speaking `version`
+    /// with [`config`]'s defaults.
+    pub(crate) fn provider(&self, body: &str, version: InterfaceVersion) -> ExternalProvider {
+        provider(config(&self.script("provider", body), version))
+    }
+
     /// Writes an executable bash script that records its invocation and then
     /// runs `body`. The script's own initial environment is read from
     /// `/proc/$$/environ`, so it is exactly what the provider passed (bash adds
