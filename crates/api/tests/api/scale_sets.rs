@@ -13,6 +13,16 @@ fn create_body(entity: &str, name: &str) -> Value {
     json!({"entity_id": entity, "name": name, "provider": "fake", "max_runners": 3, "labels": ["gpu"]})
 }
 
+/// `POST /api/v1/scale-sets` of [`create_body`] on `app`.
+async fn create(app: &App, entity: &str, name: &str) -> crate::helpers::Answer {
+    app.call(
+        "POST",
+        "/api/v1/scale-sets",
+        Some(create_body(entity, name)),
+    )
+    .await
+}
+
 fn github_ids_named(sim: &RunningSim, name: &str) -> Vec<i64> {
     sim.sim
         .state()
@@ -27,13 +37,7 @@ async fn a_fresh_create_is_created_on_github(backend: Backend) {
     let sim = RunningSim::start().await;
     let app = App::start(backend, "a_fresh_create_is_created_on_github").await;
     let entity = app.seed(&sim).await;
-    let answer = app
-        .call(
-            "POST",
-            "/api/v1/scale-sets",
-            Some(create_body(&entity, "linux")),
-        )
-        .await;
+    let answer = create(&app, &entity, "linux").await;
     assert_eq!(answer.status, 201, "{answer:?}");
     let set = &answer.json;
     assert_eq!(set["state"], "ready", "{set}");
@@ -100,13 +104,7 @@ async fn after_a_database_wipe_the_owner_label_adopts(backend: Backend) {
     let sim = RunningSim::start().await;
     let first = App::start(backend, "after_a_database_wipe_the_owner_label_adopts").await;
     let entity = first.seed(&sim).await;
-    let created = first
-        .call(
-            "POST",
-            "/api/v1/scale-sets",
-            Some(create_body(&entity, "linux")),
-        )
-        .await;
+    let created = create(&first, &entity, "linux").await;
     assert_eq!(created.json["provenance"], "created", "{created:?}");
     let github_id = created.json["github_id"].as_i64().unwrap();
     drop(first);
@@ -114,13 +112,7 @@ async fn after_a_database_wipe_the_owner_label_adopts(backend: Backend) {
     // The same controller on an empty database.
     let wiped = App::start(backend, "after_a_database_wipe_the_owner_label_adopts").await;
     let entity = wiped.seed(&sim).await;
-    let adopted = wiped
-        .call(
-            "POST",
-            "/api/v1/scale-sets",
-            Some(create_body(&entity, "linux")),
-        )
-        .await;
+    let adopted = create(&wiped, &entity, "linux").await;
     assert_eq!(adopted.status, 201, "{adopted:?}");
     assert_eq!(adopted.json["state"], "ready", "{adopted:?}");
     assert_eq!(adopted.json["provenance"], "adopted", "{adopted:?}");
@@ -179,13 +171,7 @@ async fn a_foreign_owned_set_is_refused_with_its_remedy(backend: Backend) {
         .await
         .unwrap();
 
-    let answer = app
-        .call(
-            "POST",
-            "/api/v1/scale-sets",
-            Some(create_body(&entity, "linux")),
-        )
-        .await;
+    let answer = create(&app, &entity, "linux").await;
     assert_eq!(answer.status, 201, "{answer:?}");
     assert_eq!(answer.json["state"], "refused", "{answer:?}");
     assert!(answer.json.get("github_id").is_none(), "{answer:?}");
@@ -227,13 +213,7 @@ async fn a_created_set_is_drained_then_deleted_on_github(backend: Backend) {
     let sim = RunningSim::start().await;
     let app = App::start(backend, "a_created_set_is_drained_then_deleted_on_github").await;
     let entity = app.seed(&sim).await;
-    let created = app
-        .call(
-            "POST",
-            "/api/v1/scale-sets",
-            Some(create_body(&entity, "linux")),
-        )
-        .await;
+    let created = create(&app, &entity, "linux").await;
     let id = created.json["id"].as_str().unwrap().to_owned();
     let github_id = created.json["github_id"].as_i64().unwrap();
     let sid = ScaleSetId(id.parse().unwrap());
@@ -310,23 +290,11 @@ async fn force_deletes_an_adopted_set_on_github(backend: Backend) {
     let sim = RunningSim::start().await;
     let first = App::start(backend, "force_deletes_an_adopted_set_on_github").await;
     let entity = first.seed(&sim).await;
-    first
-        .call(
-            "POST",
-            "/api/v1/scale-sets",
-            Some(create_body(&entity, "linux")),
-        )
-        .await;
+    create(&first, &entity, "linux").await;
     drop(first);
     let app = App::start(backend, "force_deletes_an_adopted_set_on_github").await;
     let entity = app.seed(&sim).await;
-    let adopted = app
-        .call(
-            "POST",
-            "/api/v1/scale-sets",
-            Some(create_body(&entity, "linux")),
-        )
-        .await;
+    let adopted = create(&app, &entity, "linux").await;
     assert_eq!(adopted.json["provenance"], "adopted", "{adopted:?}");
     let id = adopted.json["id"].as_str().unwrap();
     let generation = adopted.json["generation"].as_i64().unwrap();
@@ -345,13 +313,7 @@ async fn updates_need_the_current_generation(backend: Backend) {
     let sim = RunningSim::start().await;
     let app = App::start(backend, "updates_need_the_current_generation").await;
     let entity = app.seed(&sim).await;
-    let created = app
-        .call(
-            "POST",
-            "/api/v1/scale-sets",
-            Some(create_body(&entity, "linux")),
-        )
-        .await;
+    let created = create(&app, &entity, "linux").await;
     let id = created.json["id"].as_str().unwrap();
     let generation = created.json["generation"].as_i64().unwrap();
     let path = format!("/api/v1/scale-sets/{id}");
