@@ -175,6 +175,28 @@ async fn serve_jobs(sim: &RunningSim, site: &Site, id: i64, count: u32) {
     .await;
 }
 
+/// Ends the running jobs of `id` by moving simulated time past them, waits until nothing of
+/// theirs is left (instance, runner), and checks each job was served once by the one scale set
+/// created.
+async fn finish_served_once(sim: &RunningSim, site: &Site, id: i64) {
+    sim.sim.advance(Duration::from_secs(120));
+    eventually(
+        "jobs done; no instance, runner or session left over",
+        || async {
+            let done = sim.job_states(id).iter().all(|s| s == "completed");
+            (done && site.instances().is_empty() && sim.sim.state().agents.is_empty()).then_some(())
+        },
+    )
+    .await;
+    assert_served_once(sim, id);
+    assert_eq!(
+        sim.sim.state().scale_sets.len(),
+        1,
+        "no duplicate scale set"
+    );
+    assert_eq!(sim.sim.request_count("create_scale_set"), 1);
+}
+
 fn assert_served_once(sim: &RunningSim, id: i64) {
     for job in sim.sim.state().jobs_of(id) {
         assert_eq!(job.result.as_deref(), Some("succeeded"), "{job:?}");
@@ -616,22 +638,7 @@ async fn crash_at(point: &str) {
         (states.len() == 2 && states.iter().all(|s| s == "running")).then_some(())
     })
     .await;
-    sim.sim.advance(Duration::from_secs(120));
-    eventually(
-        "jobs done; no instance, runner or session left over",
-        || async {
-            let done = sim.job_states(id).iter().all(|s| s == "completed");
-            (done && site.instances().is_empty() && sim.sim.state().agents.is_empty()).then_some(())
-        },
-    )
-    .await;
-    assert_served_once(&sim, id);
-    assert_eq!(
-        sim.sim.state().scale_sets.len(),
-        1,
-        "no duplicate scale set"
-    );
-    assert_eq!(sim.sim.request_count("create_scale_set"), 1);
+    finish_served_once(&sim, &site, id).await;
     assert_eq!(second.signal_and_wait(Signal::SIGTERM).await, Some(0));
     assert!(!sim.has_session(id));
 }
@@ -686,22 +693,7 @@ async fn repeated_kill_9_at_random_moments_of_a_job_stream_converges() {
             .then_some(())
     })
     .await;
-    sim.sim.advance(Duration::from_secs(120));
-    eventually(
-        "jobs done; no instance, runner or session left over",
-        || async {
-            let done = sim.job_states(id).iter().all(|s| s == "completed");
-            (done && site.instances().is_empty() && sim.sim.state().agents.is_empty()).then_some(())
-        },
-    )
-    .await;
-    assert_served_once(&sim, id);
-    assert_eq!(
-        sim.sim.state().scale_sets.len(),
-        1,
-        "no duplicate scale set"
-    );
-    assert_eq!(sim.sim.request_count("create_scale_set"), 1);
+    finish_served_once(&sim, &site, id).await;
     assert_eq!(worker.signal_and_wait(Signal::SIGTERM).await, Some(0));
     assert!(!sim.has_session(id));
 }
