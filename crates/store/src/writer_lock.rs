@@ -108,7 +108,10 @@ mod tests {
         };
         match WriterLock::acquire(&url) {
             Err(e @ WriterLockError::Io { .. }) => {
-                assert!(e.to_string().contains("/nonexistent-scaleset-dir/db.sqlite.worker-lock"));
+                assert!(
+                    e.to_string()
+                        .contains("/nonexistent-scaleset-dir/db.sqlite.worker-lock")
+                );
             }
             other => panic!("expected Io, got {other:?}"),
         }
