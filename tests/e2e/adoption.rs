@@ -135,6 +135,18 @@ fn expect_ready(run: &Run) -> Result<Ready> {
     })
 }
 
+/// The run failed on its read by id (a bad request, never retried).
+fn expect_failed_read(run: &Run) -> Result<()> {
+    let Outcome::Failed {
+        reason: Failure::BadRequest { command, .. },
+    } = &run.outcome
+    else {
+        bail!("expected a failed read, got {:?}", run.outcome);
+    };
+    assert_eq!(*command, CommandKind::GetById);
+    Ok(())
+}
+
 fn refusal(run: &Run) -> Result<&Refusal> {
     run.outcome
         .refusal()
@@ -178,16 +190,24 @@ fn adopt_id(id: i64) -> Result<ScaleSetId> {
 
 /// Requests that change GitHub (create, update, delete, sessions).
 fn writes(github: &RunningSim) -> u64 {
-    [
-        "create_scale_set",
-        "update_scale_set",
-        "delete_scale_set",
-        "create_session",
-        "delete_session",
-    ]
-    .iter()
-    .map(|endpoint| github.sim.request_count(endpoint))
-    .sum()
+    calls(github, WRITES)
+}
+
+/// The endpoints that change GitHub.
+const WRITES: &[&str] = &[
+    "create_scale_set",
+    "update_scale_set",
+    "delete_scale_set",
+    "create_session",
+    "delete_session",
+];
+
+/// Requests the simulator saw to any of `endpoints`.
+fn calls(github: &RunningSim, endpoints: &[&str]) -> u64 {
+    endpoints
+        .iter()
+        .map(|endpoint| github.sim.request_count(endpoint))
+        .sum()
 }
 
 /// Creates the scale set as controller `OURS` on a fresh simulator state.
@@ -258,18 +278,7 @@ async fn a_restart_with_the_stored_id_is_known_and_creates_nothing() -> Result<(
 /// Requests the simulator answered on the Actions service's scale-set and session endpoints
 /// (the token chain not counted).
 fn actions_calls(github: &RunningSim) -> u64 {
-    [
-        "get_scale_set",
-        "list_scale_sets",
-        "create_scale_set",
-        "update_scale_set",
-        "delete_scale_set",
-        "create_session",
-        "delete_session",
-    ]
-    .iter()
-    .map(|endpoint| github.sim.request_count(endpoint))
-    .sum()
+    calls(github, &["get_scale_set", "list_scale_sets"]) + writes(github)
 }
 
 /// One Actions call per adoption, counted on GitHub's side: a create costs the lookup and the
@@ -316,13 +325,7 @@ async fn a_404_that_is_not_githubs_not_found_never_forgets_the_stored_id() -> Re
     });
 
     let run = run_once(&client, input(OURS, Some(id), Policy::Owned)).await?;
-    let Outcome::Failed {
-        reason: Failure::BadRequest { command, .. },
-    } = &run.outcome
-    else {
-        bail!("expected a failed read, got {:?}", run.outcome);
-    };
-    assert_eq!(*command, CommandKind::GetById);
+    expect_failed_read(&run)?;
     assert_eq!(kinds(&run), [CommandKind::GetById], "no lookup, no create");
     assert_eq!(writes(&github), 0);
 
@@ -995,13 +998,7 @@ async fn text_plain_errors_fail_safely_instead_of_replacing_or_adopting() -> Res
     github.sim.clear_requests();
 
     let run = run_once(&client, input(OURS, Some(old), Policy::Owned)).await?;
-    let Outcome::Failed {
-        reason: Failure::BadRequest { command, .. },
-    } = &run.outcome
-    else {
-        bail!("expected a failed read, got {:?}", run.outcome);
-    };
-    assert_eq!(*command, CommandKind::GetById);
+    expect_failed_read(&run)?;
     assert_eq!(writes(&github), 0, "nothing created on a bare 404");
     assert!(named(&github).is_empty());
 
