@@ -27,6 +27,20 @@ fn named(name: &str) -> ScaleSetInput {
     }
 }
 
+/// Creates scale set `name` in the default group of `acme` at 0 s; returns its id.
+fn scale_set(s: &mut State, name: &str) -> i64 {
+    s.create_scale_set(&org(), named(name), t(0))
+        .unwrap_or_default()
+}
+
+/// Enqueues `count` jobs on scale set `id` at `at`, which must be accepted.
+fn enqueue(s: &mut State, c: &SimConfig, id: i64, count: u32, at: SimTime) {
+    assert!(
+        s.enqueue(id, &JobSpec::count(count), c.assignment, at)
+            .is_ok()
+    );
+}
+
 fn kinds(delivery: &Delivery) -> Vec<String> {
     delivery
         .events
@@ -72,9 +86,7 @@ fn default_group_is_id_one_in_every_scope() {
 #[test]
 fn one_session_per_scale_set_and_owner_named_when_configured() {
     let (mut s, _) = world();
-    let id = s
-        .create_scale_set(&org(), named("a"), t(0))
-        .unwrap_or_default();
+    let id = scale_set(&mut s, "a");
     assert!(s.create_session(&org(), id, "first", t(0), false).is_ok());
     let Err(ApiError::Exception {
         status,
@@ -103,13 +115,8 @@ fn one_session_per_scale_set_and_owner_named_when_configured() {
 #[test]
 fn unacknowledged_messages_are_redelivered_and_acknowledged_ones_never() {
     let (mut s, c) = world();
-    let id = s
-        .create_scale_set(&org(), named("a"), t(0))
-        .unwrap_or_default();
-    assert!(
-        s.enqueue(id, &JobSpec::count(1), c.assignment, t(0))
-            .is_ok()
-    );
+    let id = scale_set(&mut s, "a");
+    enqueue(&mut s, &c, id, 1, t(0));
     let first = s.poll(id, 0, Some(10), c.assignment, t(1));
     let first = first.expect("a message");
     assert_eq!(kinds(&first), vec!["JobAssigned"]);
@@ -127,13 +134,8 @@ fn unacknowledged_messages_are_redelivered_and_acknowledged_ones_never() {
 #[test]
 fn capacity_gates_releases_one_job_per_unit() {
     let (mut s, c) = world();
-    let id = s
-        .create_scale_set(&org(), named("a"), t(0))
-        .unwrap_or_default();
-    assert!(
-        s.enqueue(id, &JobSpec::count(3), c.assignment, t(0))
-            .is_ok()
-    );
+    let id = scale_set(&mut s, "a");
+    enqueue(&mut s, &c, id, 3, t(0));
     assert!(s.poll(id, 0, Some(0), c.assignment, t(1)).is_none());
     assert_eq!(s.statistics(id).total_assigned_jobs, 0);
     let one = s.poll(id, 0, Some(1), c.assignment, t(1)).expect("one job");
@@ -151,9 +153,7 @@ fn capacity_gates_releases_one_job_per_unit() {
 fn acquire_mode_offers_then_assigns_acquired_jobs() {
     let (mut s, _) = world();
     let mode = AssignmentMode::AvailableThenAcquire;
-    let id = s
-        .create_scale_set(&org(), named("a"), t(0))
-        .unwrap_or_default();
+    let id = scale_set(&mut s, "a");
     let ids = s
         .enqueue(id, &JobSpec::count(2), mode, t(0))
         .unwrap_or_default();
@@ -176,13 +176,8 @@ fn unattended_assignments_are_cancelled_and_requeued() {
     let (mut s, mut c) = world();
     c.reassign_after = Some(Duration::from_secs(60));
     c.max_reassignments = 1;
-    let id = s
-        .create_scale_set(&org(), named("a"), t(0))
-        .unwrap_or_default();
-    assert!(
-        s.enqueue(id, &JobSpec::count(1), c.assignment, t(0))
-            .is_ok()
-    );
+    let id = scale_set(&mut s, "a");
+    enqueue(&mut s, &c, id, 1, t(0));
     let m1 = s.poll(id, 0, None, c.assignment, t(0)).expect("assigned");
     s.process(&c, t(61));
     let m2 = s
@@ -208,12 +203,8 @@ fn unattended_assignments_are_cancelled_and_requeued() {
 fn dormant_scale_sets_are_deleted_but_not_while_a_session_is_open() {
     let (mut s, mut c) = world();
     c.dormancy = Some(Duration::from_secs(100));
-    let a = s
-        .create_scale_set(&org(), named("a"), t(0))
-        .unwrap_or_default();
-    let b = s
-        .create_scale_set(&org(), named("b"), t(0))
-        .unwrap_or_default();
+    let a = scale_set(&mut s, "a");
+    let b = scale_set(&mut s, "b");
     assert!(s.create_session(&org(), b, "me", t(0), false).is_ok());
     assert!(s.process(&c, t(99)).is_empty());
     assert_eq!(s.process(&c, t(100)), vec![a]);
@@ -224,14 +215,9 @@ fn dormant_scale_sets_are_deleted_but_not_while_a_session_is_open() {
 fn a_simulated_runner_takes_one_job_reports_it_and_deregisters() {
     let (mut s, mut c) = world();
     c.runner_job_duration = Duration::from_secs(10);
-    let id = s
-        .create_scale_set(&org(), named("a"), t(0))
-        .unwrap_or_default();
+    let id = scale_set(&mut s, "a");
     let agent = s.register_agent(&org(), id, "r1", t(0)).expect("agent");
-    assert!(
-        s.enqueue(id, &JobSpec::count(2), c.assignment, t(0))
-            .is_ok()
-    );
+    enqueue(&mut s, &c, id, 2, t(0));
     let m1 = s.poll(id, 0, None, c.assignment, t(0)).expect("assigned");
     assert!(s.start_runner(agent.id).is_ok());
     s.process(&c, t(1));
@@ -270,16 +256,11 @@ fn a_simulated_runner_takes_one_job_reports_it_and_deregisters() {
 
 /// A scale set with one assigned (and acknowledged) job that runner `r1` has just taken at 1 s.
 fn started_job(s: &mut State, c: &SimConfig, name: &str) -> (i64, i64) {
-    let id = s
-        .create_scale_set(&org(), named(name), t(0))
-        .unwrap_or_default();
+    let id = scale_set(s, name);
     let agent = s
         .register_agent(&org(), id, &format!("{name}-r1"), t(0))
         .expect("agent");
-    assert!(
-        s.enqueue(id, &JobSpec::count(1), c.assignment, t(0))
-            .is_ok()
-    );
+    enqueue(s, c, id, 1, t(0));
     let assigned = s.poll(id, 0, None, c.assignment, t(0)).expect("assigned");
     s.ack(id, assigned.id);
     assert!(s.start_runner(agent.id).is_ok());
@@ -302,10 +283,7 @@ fn job_started_goes_out_with_the_next_batch_or_once_its_delay_has_passed() {
     assert_eq!(kinds(&started), vec!["JobStarted"]);
     // With the next batch: another job event makes a message, and it rides along, first.
     let (batched, cursor) = started_job(&mut s, &c, "batched");
-    assert!(
-        s.enqueue(batched, &JobSpec::count(1), c.assignment, t(2))
-            .is_ok()
-    );
+    enqueue(&mut s, &c, batched, 1, t(2));
     let both = s
         .poll(batched, cursor, None, c.assignment, t(2))
         .expect("a batch");
@@ -322,9 +300,7 @@ fn job_started_goes_out_with_the_next_batch_or_once_its_delay_has_passed() {
 #[test]
 fn agent_names_are_unique_per_scope() {
     let (mut s, _) = world();
-    let id = s
-        .create_scale_set(&org(), named("a"), t(0))
-        .unwrap_or_default();
+    let id = scale_set(&mut s, "a");
     assert!(s.register_agent(&org(), id, "r1", t(0)).is_ok());
     assert!(matches!(
         s.register_agent(&org(), id, "R1", t(0))
@@ -341,9 +317,7 @@ fn agent_names_are_unique_per_scope() {
 fn a_leaked_session_blocks_until_it_expires_when_expiry_is_configured() {
     let (mut s, mut c) = world();
     c.session_expiry = Some(Duration::from_secs(300));
-    let id = s
-        .create_scale_set(&org(), named("a"), t(0))
-        .unwrap_or_default();
+    let id = scale_set(&mut s, "a");
     assert!(s.create_session(&org(), id, "crashed", t(0), false).is_ok());
     s.touch_session(id, t(200));
     s.process(&c, t(499));
@@ -367,9 +341,7 @@ fn a_leaked_session_blocks_until_it_expires_when_expiry_is_configured() {
 #[test]
 fn a_huge_enqueue_is_refused_instead_of_exhausting_memory() {
     let (mut s, c) = world();
-    let id = s
-        .create_scale_set(&org(), named("a"), t(0))
-        .unwrap_or_default();
+    let id = scale_set(&mut s, "a");
     let too_many = JobSpec::count(super::MAX_JOBS_PER_ENQUEUE + 1);
     assert!(matches!(
         s.enqueue(id, &too_many, c.assignment, t(0))
