@@ -167,18 +167,12 @@ async fn serve_jobs(sim: &RunningSim, site: &Site, id: i64, count: u32) {
         .then_some(())
     })
     .await;
-    sim.sim.advance(Duration::from_secs(120));
-    eventually("jobs done, no instance left", || async {
-        let done = sim.job_states(id).iter().all(|s| s == "completed");
-        (done && site.instances().is_empty() && sim.sim.state().agents.is_empty()).then_some(())
-    })
-    .await;
+    finish(sim, site, id).await;
 }
 
-/// Ends the running jobs of `id` by moving simulated time past them, waits until nothing of
-/// theirs is left (instance, runner), and checks each job was served once by the one scale set
-/// created.
-async fn finish_served_once(sim: &RunningSim, site: &Site, id: i64) {
+/// Ends the running jobs of `id` by moving simulated time past them and waits until they
+/// completed and nothing of theirs is left (instance, runner).
+async fn finish(sim: &RunningSim, site: &Site, id: i64) {
     sim.sim.advance(Duration::from_secs(120));
     eventually(
         "jobs done; no instance, runner or session left over",
@@ -188,6 +182,11 @@ async fn finish_served_once(sim: &RunningSim, site: &Site, id: i64) {
         },
     )
     .await;
+}
+
+/// [`finish`], then checks each job was served once by the one scale set created.
+async fn finish_served_once(sim: &RunningSim, site: &Site, id: i64) {
+    finish(sim, site, id).await;
     assert_served_once(sim, id);
     assert_eq!(
         sim.sim.state().scale_sets.len(),
@@ -317,12 +316,7 @@ async fn serves_jobs_end_to_end_and_stops_cleanly_on_sigterm() {
     assert!(metrics.contains("scaleset_scale_sets"), "{metrics}");
     assert!(metrics.contains("scaleset_jobs_seen_total"), "{metrics}");
 
-    sim.sim.advance(Duration::from_secs(120));
-    eventually("jobs done, no instance left", || async {
-        let done = sim.job_states(id).iter().all(|s| s == "completed");
-        (done && site.instances().is_empty()).then_some(())
-    })
-    .await;
+    finish(&sim, &site, id).await;
     assert_served_once(&sim, id);
 
     let deletes = sim.sim.request_count("delete_session");
@@ -414,22 +408,7 @@ async fn kill_9_mid_stream_then_restart_converges_without_duplicates_or_orphans(
         (states.len() == 4 && states.iter().all(|s| s == "running")).then_some(())
     })
     .await;
-    sim.sim.advance(Duration::from_secs(120));
-    eventually(
-        "jobs done; no instance, runner or session left over",
-        || async {
-            let done = sim.job_states(id).iter().all(|s| s == "completed");
-            (done && site.instances().is_empty() && sim.sim.state().agents.is_empty()).then_some(())
-        },
-    )
-    .await;
-    assert_served_once(&sim, id);
-    assert_eq!(sim.sim.request_count("create_scale_set"), 1);
-    assert_eq!(
-        sim.sim.state().scale_sets.len(),
-        1,
-        "no duplicate scale set"
-    );
+    finish_served_once(&sim, &site, id).await;
     assert_eq!(worker.signal_and_wait(Signal::SIGTERM).await, Some(0));
     assert!(!sim.has_session(id));
 }
