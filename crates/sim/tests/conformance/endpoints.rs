@@ -8,7 +8,10 @@ use scaleset_github::{
 };
 use scaleset_sim::{AssignmentMode, JobSpec};
 
-use crate::helpers::{TestSim, config, create_set, fast_retry, raw, set_with_session};
+use crate::helpers::{
+    TestSim, assign_one, config, create_set, fast_retry, next_message, no_message, post_as,
+    set_with_session,
+};
 
 #[tokio::test]
 async fn pat_token_chain_reaches_the_actions_service_for_every_scope() -> Result<()> {
@@ -79,26 +82,16 @@ async fn github_app_token_chain_mints_an_installation_token() -> Result<()> {
         b64(serde_json::json!({"alg": "RS256", "typ": "JWT"})),
         b64(serde_json::json!({"iss": "1", "exp": exp}))
     );
-    let minted = raw(
-        "POST",
-        &sim.url("/api/v3/app/installations/1/access_tokens"),
-        &[("authorization", &format!("Bearer {jwt}"))],
-        None,
-    )
-    .await?;
+    let minted = post_as(&sim.url("/api/v3/app/installations/1/access_tokens"), &jwt).await?;
     assert_eq!(minted.status, 201);
-    let installation = format!(
-        "Bearer {}",
-        minted.json()?["token"].as_str().unwrap_or_default()
-    );
+    let minted = minted.json()?;
+    let installation = minted["token"].as_str().unwrap_or_default();
     for (path, status) in [("orgs/acme", 201), ("enterprises/acme-corp", 403)] {
-        let answer = raw(
-            "POST",
+        let answer = post_as(
             &sim.url(&format!(
                 "/api/v3/{path}/actions/runners/registration-token"
             )),
-            &[("authorization", &installation)],
-            None,
+            installation,
         )
         .await?;
         assert_eq!(answer.status, status, "{path}");
@@ -279,17 +272,9 @@ async fn auto_assign_delivers_assigned_jobs_and_202_when_idle() -> Result<()> {
     let sim = TestSim::default().await?;
     let client = sim.client("acme")?;
     let (set, mut session) = set_with_session(&client, "auto").await?;
-    assert!(
-        client
-            .get_message(&mut session, MessageId(0), 10)
-            .await?
-            .is_none()
-    );
+    assert!(no_message(&client, &mut session, MessageId(0), 10).await?);
     sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(2))?;
-    let message = client
-        .get_message(&mut session, MessageId(0), 10)
-        .await?
-        .expect("a message");
+    let message = next_message(&client, &mut session, MessageId(0), 10, "a message").await?;
     assert_eq!(message.jobs.len(), 2);
     for job in &message.jobs {
         let JobMessage::Assigned { job } = job else {
@@ -307,12 +292,7 @@ async fn auto_assign_delivers_assigned_jobs_and_202_when_idle() -> Result<()> {
     client
         .delete_message(&mut session, message.message_id)
         .await?;
-    assert!(
-        client
-            .get_message(&mut session, message.message_id, 10)
-            .await?
-            .is_none()
-    );
+    assert!(no_message(&client, &mut session, message.message_id, 10).await?);
     // Acquire does not exist on the github.com broker: a router 404.
     let err = client
         .acquire_jobs(&mut session, &[RunnerRequestId(1)])
@@ -338,10 +318,7 @@ async fn available_then_acquire_mode() -> Result<()> {
         "204 = empty"
     );
     let ids = sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(2))?;
-    let offer = client
-        .get_message(&mut session, MessageId(0), 10)
-        .await?
-        .expect("offer");
+    let offer = next_message(&client, &mut session, MessageId(0), 10, "offer").await?;
     let offered: Vec<i64> = offer
         .jobs
         .iter()
@@ -363,10 +340,7 @@ async fn available_then_acquire_mode() -> Result<()> {
         )
         .await?;
     assert_eq!(won, vec![RunnerRequestId(ids[0])]);
-    let next = client
-        .get_message(&mut session, offer.message_id, 10)
-        .await?
-        .expect("assigned");
+    let next = next_message(&client, &mut session, offer.message_id, 10, "assigned").await?;
     assert!(
         matches!(&next.jobs[..], [JobMessage::Assigned { job }] if job.runner_request_id == RunnerRequestId(ids[0]))
     );
@@ -424,14 +398,7 @@ async fn a_simulated_runner_runs_one_job_through_the_queue() -> Result<()> {
     let sim = TestSim::start(cfg).await?;
     let client = sim.client("acme")?;
     let (set, mut session) = set_with_session(&client, "loop").await?;
-    sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
-    let assigned = client
-        .get_message(&mut session, MessageId(0), 1)
-        .await?
-        .expect("assigned");
-    client
-        .delete_message(&mut session, assigned.message_id)
-        .await?;
+    let assigned = assign_one(&sim, &client, &set, &mut session, 1).await?;
     let jit = client
         .generate_jit_config(set.id, &JitConfigRequest::new("runner-0001"))
         .await?;
@@ -440,10 +407,7 @@ async fn a_simulated_runner_runs_one_job_through_the_queue() -> Result<()> {
         .start_runner(jit.encoded_jit_config.expose_secret())?;
     assert_eq!(RunnerId(agent), jit.runner.id);
 
-    let started = client
-        .get_message(&mut session, assigned.message_id, 1)
-        .await?
-        .expect("started");
+    let started = next_message(&client, &mut session, assigned.message_id, 1, "started").await?;
     assert!(
         matches!(&started.jobs[..], [JobMessage::Started { runner_name, .. }] if runner_name == "runner-0001")
     );
@@ -457,10 +421,7 @@ async fn a_simulated_runner_runs_one_job_through_the_queue() -> Result<()> {
         .await?;
 
     sim.sim.advance(sim.sim.config().runner_job_duration);
-    let done = client
-        .get_message(&mut session, started.message_id, 1)
-        .await?
-        .expect("completed");
+    let done = next_message(&client, &mut session, started.message_id, 1, "completed").await?;
     assert!(
         matches!(&done.jobs[..], [JobMessage::Completed { result, runner_name, .. }] if result == "succeeded" && runner_name == "runner-0001")
     );

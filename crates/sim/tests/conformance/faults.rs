@@ -6,7 +6,10 @@ use anyhow::Result;
 use scaleset_github::{Credentials, ErrorBody, MessageId, RetryPolicy, RunnerGroupId, Timeouts};
 use scaleset_sim::{Burst, NestedStyle, RaceCreate, RateLimit, RestRateLimit, RestRateLimitAnswer};
 
-use crate::helpers::{PAT, TestSim, admin_token, create_set, raw, set_with_session};
+use crate::helpers::{
+    PAT, TestSim, admin_token, create_set, get, get_as, post_as, post_registration_token, raw,
+    registration_token, set_with_session,
+};
 
 #[tokio::test]
 async fn omitted_runner_group_id_in_group_scoped_lists() -> Result<()> {
@@ -16,14 +19,11 @@ async fn omitted_runner_group_id_in_group_scoped_lists() -> Result<()> {
     sim.sim.update_faults(|f| f.omit_runner_group_id = true);
     // On the wire the field is gone from group-filtered list items…
     let (token, base) = admin_token(&sim, "acme", "orgs/acme").await?;
-    let auth = format!("Bearer {token}");
-    let listed = raw(
-        "GET",
+    let listed = get_as(
         &format!(
             "{base}_apis/runtime/runnerscalesets?runnerGroupId=1&name=omit&api-version=6.0-preview"
         ),
-        &[("authorization", auth.as_str())],
-        None,
+        &token,
     )
     .await?
     .json()?;
@@ -97,14 +97,12 @@ async fn bom_prefixed_bodies_decode() -> Result<()> {
     let err = err.downcast::<scaleset_github::Error>()?;
     assert!(err.is_scale_set_exists(), "{err:#}");
     let (token, base) = admin_token(&sim, "acme", "orgs/acme").await?;
-    let answer = raw(
-        "GET",
+    let answer = get_as(
         &format!(
             "{base}_apis/runtime/runnerscalesets/{}?api-version=6.0-preview",
             set.id
         ),
-        &[("authorization", &format!("Bearer {token}"))],
-        None,
+        &token,
     )
     .await?;
     assert!(answer.body.starts_with(&[0xEF, 0xBB, 0xBF]));
@@ -161,13 +159,7 @@ async fn rate_limits_carry_retry_after() -> Result<()> {
     assert_eq!(sim.sim.request_count("get_scale_set"), 2);
     sim.sim
         .update_faults(|f| f.rate_limit = Some(RateLimit::new(1, 7)));
-    let answer = raw(
-        "GET",
-        &sim.url("/tenant/1/_apis/runtime/runnerscalesets"),
-        &[],
-        None,
-    )
-    .await?;
+    let answer = get(&sim.url("/tenant/1/_apis/runtime/runnerscalesets")).await?;
     assert_eq!(answer.status, 429);
     assert_eq!(
         answer
@@ -371,24 +363,13 @@ async fn expired_admin_token_gets_invalid_token_exception() -> Result<()> {
     sim.stop().await
 }
 
-/// `POST …/registration-token` with the PAT, over raw HTTP.
-async fn post_registration_token(sim: &TestSim) -> Result<crate::helpers::Raw> {
-    raw(
-        "POST",
-        &sim.url("/api/v3/orgs/acme/actions/runners/registration-token"),
-        &[("authorization", &format!("Bearer {PAT}"))],
-        None,
-    )
-    .await
-}
-
 fn header<'a>(answer: &'a crate::helpers::Raw, name: &str) -> Option<&'a str> {
     answer.headers.get(name).and_then(|v| v.to_str().ok())
 }
 
 /// `resources.core` of `GET /api/v3/rate_limit`.
 async fn core_quota(sim: &TestSim) -> Result<serde_json::Value> {
-    let answer = raw("GET", &sim.url("/api/v3/rate_limit"), &[], None).await?;
+    let answer = get(&sim.url("/api/v3/rate_limit")).await?;
     anyhow::ensure!(answer.status == 200, "rate_limit: {}", answer.status);
     Ok(answer.json()?["resources"]["core"].clone())
 }
@@ -405,7 +386,7 @@ async fn rest_rate_limits_refuse_the_token_chain_in_githubs_three_ways() -> Resu
         sim.sim
             .update_faults(|f| f.rest_rate_limit = Some(RestRateLimit::new(1, answer, 7)));
         assert_eq!(core_quota(&sim).await?["remaining"], 0, "{answer:?} armed");
-        let refused = post_registration_token(&sim).await?;
+        let refused = post_registration_token(&sim, "orgs/acme").await?;
         assert_eq!(refused.status, status, "{answer:?}");
         assert_eq!(header(&refused, "retry-after"), Some("7"), "{answer:?}");
         assert_eq!(
@@ -427,7 +408,10 @@ async fn rest_rate_limits_refuse_the_token_chain_in_githubs_three_ways() -> Resu
             core_quota(&sim).await?["remaining"].as_u64().map(|r| r > 0),
             Some(true)
         );
-        assert_eq!(post_registration_token(&sim).await?.status, 201);
+        assert_eq!(
+            post_registration_token(&sim, "orgs/acme").await?.status,
+            201
+        );
     }
 
     sim.sim.update_faults(|f| {
@@ -438,7 +422,7 @@ async fn rest_rate_limits_refuse_the_token_chain_in_githubs_three_ways() -> Resu
         ));
     });
     let before = sim.sim.now().as_secs();
-    let refused = post_registration_token(&sim).await?;
+    let refused = post_registration_token(&sim, "orgs/acme").await?;
     let after = sim.sim.now().as_secs();
     assert_eq!(refused.status, 403);
     assert_eq!(header(&refused, "retry-after"), None);
@@ -482,29 +466,16 @@ async fn rest_rate_limits_touch_only_the_token_chain_calls_they_name() -> Result
         );
     });
     // The Actions service and other REST calls are never refused by it.
-    let listed = raw(
-        "GET",
+    let listed = get_as(
         &format!("{base}_apis/runtime/runnerscalesets?api-version=6.0-preview"),
-        &[("authorization", &format!("Bearer {admin}"))],
-        None,
+        &admin,
     )
     .await?;
     assert_eq!(listed.status, 200);
-    let downloads = raw(
-        "GET",
-        &sim.url("/api/v3/orgs/acme/actions/runners/downloads"),
-        &[("authorization", &format!("Bearer {PAT}"))],
-        None,
-    )
-    .await?;
+    let downloads = get_as(&sim.url("/api/v3/orgs/acme/actions/runners/downloads"), PAT).await?;
     assert_eq!(downloads.status, 200);
-    // Another token-chain call than the one named goes through.
-    let token = post_registration_token(&sim).await?;
-    assert_eq!(token.status, 201);
-    let token = token.json()?["token"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    // Another token-chain call than the one named goes through (granted: 201).
+    let token = registration_token(&sim, "orgs/acme").await?;
     let body = serde_json::json!({ "url": sim.url("/acme"), "runner_event": "register" });
     for path in [
         "/api/v3/actions/runner-registration",
@@ -534,11 +505,9 @@ async fn rest_rate_limits_touch_only_the_token_chain_calls_they_name() -> Result
         put.json()?["restRateLimit"],
         serde_json::json!({"remaining": 1, "answer": "retryAfter403", "waitSecs": 9, "endpoint": "installation_token"})
     );
-    let minted = raw(
-        "POST",
+    let minted = post_as(
         &sim.url("/api/v3/app/installations/1/access_tokens"),
-        &[("authorization", "Bearer not.a.jwt")],
-        None,
+        "not.a.jwt",
     )
     .await?;
     assert_eq!(minted.status, 403, "refused before the JWT is even read");

@@ -9,10 +9,11 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
 use scaleset_github::{
-    Client, ClientConfig, ConfigUrl, Credentials, NewRunnerScaleSet, RetryPolicy, RunnerGroupId,
-    RunnerScaleSet, Session, Timeouts,
+    Client, ClientConfig, ConfigUrl, Credentials, Message, MessageId, NewRunnerScaleSet,
+    RetryPolicy, RunnerGroupId, RunnerScaleSet, ScaleSetId, Session, Timeouts,
 };
-use scaleset_sim::{RunningSim, SimConfig};
+use scaleset_sim::{JobSpec, RunningSim, SimConfig};
+use tokio::task::JoinSet;
 
 /// The PAT of the default seed.
 pub(crate) const PAT: &str = "ghp_simulator";
@@ -98,6 +99,155 @@ pub(crate) async fn set_with_session(
     Ok((set, session))
 }
 
+/// Polls `session` past `after` at `capacity`; a 202 (no message) fails with `what` was expected.
+pub(crate) async fn next_message(
+    client: &Client,
+    session: &mut Session,
+    after: MessageId,
+    capacity: u32,
+    what: &str,
+) -> Result<Message> {
+    client
+        .get_message(session, after, capacity)
+        .await?
+        .with_context(|| format!("expected a message ({what}), got a 202"))
+}
+
+/// Polls `session` past `after` at `capacity`: whether the answer was a 202 (no message).
+pub(crate) async fn no_message(
+    client: &Client,
+    session: &mut Session,
+    after: MessageId,
+    capacity: u32,
+) -> Result<bool> {
+    Ok(client
+        .get_message(session, after, capacity)
+        .await?
+        .is_none())
+}
+
+/// Enqueues one job on `set`, polls its assignment from the start at `capacity` and
+/// acknowledges it; returns the acknowledged message.
+pub(crate) async fn assign_one(
+    sim: &TestSim,
+    client: &Client,
+    set: &RunnerScaleSet,
+    session: &mut Session,
+    capacity: u32,
+) -> Result<Message> {
+    sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
+    let assigned = next_message(client, session, MessageId(0), capacity, "assigned").await?;
+    client.delete_message(session, assigned.message_id).await?;
+    Ok(assigned)
+}
+
+/// `count` long-polls from the start, spread over ten scale sets of their own (each with a
+/// session), all held by the simulator.
+pub(crate) struct HeldPolls {
+    sets: Vec<(RunnerScaleSet, Session)>,
+    polls: JoinSet<(ScaleSetId, scaleset_github::Result<Option<Message>>)>,
+    count: usize,
+}
+
+impl HeldPolls {
+    /// Creates the scale sets `{prefix}-0` … `{prefix}-9`, starts the polls and waits until the
+    /// simulator holds every one.
+    pub(crate) async fn start(
+        sim: &TestSim,
+        client: &Client,
+        prefix: &str,
+        count: usize,
+    ) -> Result<Self> {
+        let mut sets = Vec::new();
+        for i in 0..10 {
+            sets.push(set_with_session(client, &format!("{prefix}-{i}")).await?);
+        }
+        let mut polls = JoinSet::new();
+        for n in 0..count {
+            let (set, session) = &sets[n % sets.len()];
+            let (client, mut session, id) = (client.clone(), session.clone(), set.id);
+            polls.spawn(
+                async move { (id, client.get_message(&mut session, MessageId(0), 10).await) },
+            );
+        }
+        let handle = sim.sim.clone();
+        eventually(&format!("{count} held polls"), || {
+            handle.waiting_polls() == count
+        })
+        .await;
+        Ok(Self { sets, polls, count })
+    }
+
+    /// Enqueues one job per scale set and checks that every poll is answered with its own
+    /// scale set's job.
+    pub(crate) async fn each_answered_with_its_job(mut self, sim: &TestSim) -> Result<()> {
+        for (set, _) in &self.sets {
+            sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
+        }
+        let mut answered = 0;
+        while let Some(joined) = self.polls.join_next().await {
+            let (id, result) = joined?;
+            let message = result?.context("a message, not a 202")?;
+            assert_eq!(message.jobs.len(), 1);
+            let expected = sim
+                .sim
+                .state()
+                .jobs_of(id.0)
+                .next()
+                .map(|j| j.job_id.clone());
+            assert_eq!(Some(message.jobs[0].job().job_id.clone()), expected);
+            answered += 1;
+        }
+        assert_eq!(answered, self.count);
+        Ok(())
+    }
+}
+
+/// `Bearer {token}`.
+pub(crate) fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
+}
+
+/// `GET url` without credentials.
+pub(crate) async fn get(url: &str) -> Result<Raw> {
+    raw("GET", url, &[], None).await
+}
+
+/// `GET url` with `Authorization: Bearer {token}`.
+pub(crate) async fn get_as(url: &str, token: &str) -> Result<Raw> {
+    raw("GET", url, &[("authorization", &bearer(token))], None).await
+}
+
+/// `POST url` with `Authorization: Bearer {token}` and no body.
+pub(crate) async fn post_as(url: &str, token: &str) -> Result<Raw> {
+    raw("POST", url, &[("authorization", &bearer(token))], None).await
+}
+
+/// `POST /api/v3/{rest_path}/actions/runners/registration-token` with the PAT.
+pub(crate) async fn post_registration_token(sim: &TestSim, rest_path: &str) -> Result<Raw> {
+    post_as(
+        &sim.url(&format!(
+            "/api/v3/{rest_path}/actions/runners/registration-token"
+        )),
+        PAT,
+    )
+    .await
+}
+
+/// A registration token for `rest_path` from the PAT (which must be granted).
+pub(crate) async fn registration_token(sim: &TestSim, rest_path: &str) -> Result<String> {
+    let answer = post_registration_token(sim, rest_path).await?;
+    anyhow::ensure!(
+        answer.status == 201,
+        "registration token: {}",
+        answer.status
+    );
+    Ok(answer.json()?["token"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned())
+}
+
 /// A raw HTTP answer.
 pub(crate) struct Raw {
     pub(crate) status: u16,
@@ -150,17 +300,7 @@ pub(crate) async fn admin_token(
     scope_path: &str,
     rest_path: &str,
 ) -> Result<(String, String)> {
-    let reg = raw(
-        "POST",
-        &sim.url(&format!(
-            "/api/v3/{rest_path}/actions/runners/registration-token"
-        )),
-        &[("authorization", &format!("Bearer {PAT}"))],
-        None,
-    )
-    .await?;
-    anyhow::ensure!(reg.status == 201, "registration token: {}", reg.status);
-    let token = reg.json()?["token"].as_str().unwrap_or_default().to_owned();
+    let token = registration_token(sim, rest_path).await?;
     let body = serde_json::json!({ "url": sim.url(&format!("/{scope_path}")), "runner_event": "register" });
     let admin = raw(
         "POST",

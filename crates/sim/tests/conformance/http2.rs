@@ -22,7 +22,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-use crate::helpers::{PAT, TestSim, config, eventually, fast_retry, set_with_session};
+use crate::helpers::{HeldPolls, PAT, TestSim, config, eventually, fast_retry, set_with_session};
 
 /// A self-signed certificate for `localhost`: (identity for the simulator, DER for the client).
 fn identity() -> Result<(TlsIdentity, CertificateDer<'static>)> {
@@ -358,19 +358,8 @@ async fn a_thousand_long_polls_over_h2_with_a_stream_limit_of_10_are_all_answere
     cfg.http2_max_concurrent_streams = 10;
     let (sim, ca, base) = https_sim(cfg, true).await?;
     let client = h2_client(&base, Some(&ca), Http2Config::default(), fast_retry())?;
-    let mut sets = Vec::new();
-    for i in 0..10 {
-        sets.push(set_with_session(&client, &format!("h2-load-{i}")).await?);
-    }
-    let mut polls = tokio::task::JoinSet::new();
-    for n in 0..1000 {
-        let (set, session) = &sets[n % sets.len()];
-        let (client, mut session, id) = (client.clone(), session.clone(), set.id);
-        polls.spawn(async move { (id, client.get_message(&mut session, MessageId(0), 10).await) });
-    }
-    let handle = sim.sim.clone();
     // Held at once, not queued behind the first connection's 10 streams.
-    eventually("1000 held polls", || handle.waiting_polls() == 1000).await;
+    let polls = HeldPolls::start(&sim, &client, "h2-load", 1000).await?;
     let open = sim.sim.open_connections();
     assert!(
         (100..=110).contains(&open),
@@ -380,24 +369,7 @@ async fn a_thousand_long_polls_over_h2_with_a_stream_limit_of_10_are_all_answere
         sim.sim.http2_requests() >= 1000,
         "the polls went over HTTP/2"
     );
-    for (set, _) in &sets {
-        sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
-    }
-    let mut answered = 0;
-    while let Some(joined) = polls.join_next().await {
-        let (id, result) = joined?;
-        let message = result?.context("a message, not a 202")?;
-        assert_eq!(message.jobs.len(), 1);
-        let expected = sim
-            .sim
-            .state()
-            .jobs_of(id.0)
-            .next()
-            .map(|j| j.job_id.clone());
-        assert_eq!(Some(message.jobs[0].job().job_id.clone()), expected);
-        answered += 1;
-    }
-    assert_eq!(answered, 1000);
+    polls.each_answered_with_its_job(&sim).await?;
     sim.stop().await
 }
 

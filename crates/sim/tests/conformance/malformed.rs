@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 
 use scaleset_github::ExposeSecret as _;
 
-use crate::helpers::{TestSim, admin_token, raw, set_with_session};
+use crate::helpers::{TestSim, admin_token, post_registration_token, raw, set_with_session};
 
 /// One request of the battery.
 struct Probe {
@@ -66,14 +66,7 @@ async fn malformed_requests_get_4xx_and_the_simulator_keeps_serving() -> Result<
         r#"{"name": "x", "runnerGroupId": -5, "labels": "nope"}"#,
     ];
 
-    let registration = raw(
-        "POST",
-        &sim.url("/api/v3/orgs/acme/actions/runners/registration-token"),
-        &[("authorization", &format!("Bearer {}", crate::helpers::PAT))],
-        None,
-    )
-    .await?
-    .json()?;
+    let registration = post_registration_token(&sim, "orgs/acme").await?.json()?;
     let remote_auth = format!(
         "RemoteAuth {}",
         registration["token"].as_str().unwrap_or_default()
@@ -82,31 +75,19 @@ async fn malformed_requests_get_4xx_and_the_simulator_keeps_serving() -> Result<
     let mut probes = Vec::new();
     // Actions service: bad JSON bodies on every endpoint that reads one.
     for body in bad_bodies {
-        probes.push(
-            probe("POST", format!("{sets}?{v}"))
-                .header("authorization", &admin)
-                .body(body),
-        );
-        probes.push(
-            probe("PATCH", format!("{sets}/{}?{v}", set.id))
-                .header("authorization", &admin)
-                .body(body),
-        );
-        probes.push(
-            probe("POST", format!("{sets}/{}/generatejitconfig?{v}", set.id))
-                .header("authorization", &admin)
-                .body(body),
-        );
-        probes.push(
-            probe("POST", format!("{sets}/{}/acquirejobs?{v}", set.id))
-                .header("authorization", &queue)
-                .body(body),
-        );
-        probes.push(
-            probe("POST", format!("{sets}/{}/sessions?{v}", set.id))
-                .header("authorization", &admin)
-                .body(body),
-        );
+        for (method, url, auth) in [
+            ("POST", format!("{sets}?{v}"), &admin),
+            ("PATCH", format!("{sets}/{}?{v}", set.id), &admin),
+            (
+                "POST",
+                format!("{sets}/{}/generatejitconfig?{v}", set.id),
+                &admin,
+            ),
+            ("POST", format!("{sets}/{}/acquirejobs?{v}", set.id), &queue),
+            ("POST", format!("{sets}/{}/sessions?{v}", set.id), &admin),
+        ] {
+            probes.push(probe(method, url).header("authorization", auth).body(body));
+        }
         for path in [
             "/api/v3/actions/runner-registration",
             "/actions/runner-registration",

@@ -8,7 +8,10 @@ use scaleset_github::ExposeSecret as _;
 use scaleset_github::{JobMessage, MessageId};
 use scaleset_sim::JobSpec;
 
-use crate::helpers::{TestSim, config, create_set, eventually, raw, set_with_session};
+use crate::helpers::{
+    HeldPolls, TestSim, assign_one, config, create_set, eventually, get_as, next_message,
+    no_message, set_with_session,
+};
 
 #[tokio::test]
 async fn unacknowledged_messages_reach_a_new_session_and_acknowledged_ones_never() -> Result<()> {
@@ -16,17 +19,11 @@ async fn unacknowledged_messages_reach_a_new_session_and_acknowledged_ones_never
     let client = sim.client("acme")?;
     let (set, mut first) = set_with_session(&client, "alo").await?;
     sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
-    let unacked = client
-        .get_message(&mut first, MessageId(0), 5)
-        .await?
-        .expect("message");
+    let unacked = next_message(&client, &mut first, MessageId(0), 5, "message").await?;
     client.delete_session(set.id, &first.session_id).await?;
 
     let mut second = client.create_session(set.id, "second").await?;
-    let again = client
-        .get_message(&mut second, MessageId(0), 5)
-        .await?
-        .expect("redelivered");
+    let again = next_message(&client, &mut second, MessageId(0), 5, "redelivered").await?;
     assert_eq!(again.message_id, unacked.message_id);
     assert_eq!(again.jobs, unacked.jobs);
     client.delete_message(&mut second, again.message_id).await?;
@@ -34,10 +31,7 @@ async fn unacknowledged_messages_reach_a_new_session_and_acknowledged_ones_never
 
     let mut third = client.create_session(set.id, "third").await?;
     assert!(
-        client
-            .get_message(&mut third, MessageId(0), 5)
-            .await?
-            .is_none(),
+        no_message(&client, &mut third, MessageId(0), 5).await?,
         "acked: never again"
     );
     sim.stop().await
@@ -49,21 +43,12 @@ async fn message_ids_increase_and_the_cursor_skips_seen_ones() -> Result<()> {
     let client = sim.client("acme")?;
     let (set, mut session) = set_with_session(&client, "ids").await?;
     sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
-    let m1 = client
-        .get_message(&mut session, MessageId(0), 5)
-        .await?
-        .expect("m1");
+    let m1 = next_message(&client, &mut session, MessageId(0), 5, "m1").await?;
     sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
-    let m2 = client
-        .get_message(&mut session, m1.message_id, 5)
-        .await?
-        .expect("m2");
+    let m2 = next_message(&client, &mut session, m1.message_id, 5, "m2").await?;
     assert!(m2.message_id > m1.message_id);
     // Not acknowledged: polling from 0 starts over at m1.
-    let from_zero = client
-        .get_message(&mut session, MessageId(0), 5)
-        .await?
-        .expect("m1 again");
+    let from_zero = next_message(&client, &mut session, MessageId(0), 5, "m1 again").await?;
     assert_eq!(from_zero.message_id, m1.message_id);
     sim.stop().await
 }
@@ -75,22 +60,13 @@ async fn capacity_zero_holds_jobs_and_each_unit_releases_one() -> Result<()> {
     let (set, mut session) = set_with_session(&client, "cap").await?;
     sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(3))?;
     assert!(
-        client
-            .get_message(&mut session, MessageId(0), 0)
-            .await?
-            .is_none(),
+        no_message(&client, &mut session, MessageId(0), 0).await?,
         "202 at capacity 0"
     );
-    let one = client
-        .get_message(&mut session, MessageId(0), 1)
-        .await?
-        .expect("one");
+    let one = next_message(&client, &mut session, MessageId(0), 1, "one").await?;
     assert_eq!(one.jobs.len(), 1);
     client.delete_message(&mut session, one.message_id).await?;
-    let two = client
-        .get_message(&mut session, one.message_id, 2)
-        .await?
-        .expect("one more");
+    let two = next_message(&client, &mut session, one.message_id, 2, "one more").await?;
     assert_eq!(two.jobs.len(), 1);
     assert_eq!(two.statistics.map(|s| s.total_assigned_jobs), Some(2));
     sim.stop().await
@@ -110,22 +86,11 @@ async fn expired_queue_token_gets_a_bodyless_401_and_the_client_refreshes_once()
         .to_owned();
     sim.sim.advance(Duration::from_secs(601));
 
-    let answer = raw(
-        "GET",
-        &session.message_queue_url,
-        &[("authorization", &format!("Bearer {old_token}"))],
-        None,
-    )
-    .await?;
+    let answer = get_as(&session.message_queue_url, &old_token).await?;
     assert_eq!(answer.status, 401);
     assert!(answer.body.is_empty(), "body-less 401");
 
-    assert!(
-        client
-            .get_message(&mut session, MessageId(0), 1)
-            .await?
-            .is_none()
-    );
+    assert!(no_message(&client, &mut session, MessageId(0), 1).await?);
     assert_eq!(sim.sim.request_count("refresh_session"), 1);
     assert_ne!(
         session.message_queue_access_token.expose_secret(),
@@ -149,19 +114,16 @@ async fn unattended_assignment_is_cancelled_then_reassigned() -> Result<()> {
     let sim = TestSim::start(cfg).await?;
     let client = sim.client("acme")?;
     let (set, mut session) = set_with_session(&client, "reassign").await?;
-    sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
-    let assigned = client
-        .get_message(&mut session, MessageId(0), 1)
-        .await?
-        .expect("assigned");
-    client
-        .delete_message(&mut session, assigned.message_id)
-        .await?;
+    let assigned = assign_one(&sim, &client, &set, &mut session, 1).await?;
     sim.sim.advance(Duration::from_secs(121));
-    let next = client
-        .get_message(&mut session, assigned.message_id, 1)
-        .await?
-        .expect("cancel + reassign");
+    let next = next_message(
+        &client,
+        &mut session,
+        assigned.message_id,
+        1,
+        "cancel + reassign",
+    )
+    .await?;
     let kinds: Vec<&str> = next
         .jobs
         .iter()
@@ -215,36 +177,10 @@ async fn a_thousand_concurrent_long_polls_are_all_answered() -> Result<()> {
     cfg.long_poll_hold = Duration::from_secs(60);
     let sim = TestSim::start(cfg).await?;
     let client = sim.client("acme")?;
-    let mut sets = Vec::new();
-    for i in 0..10 {
-        sets.push(set_with_session(&client, &format!("load-{i}")).await?);
-    }
-    let mut polls = tokio::task::JoinSet::new();
-    for n in 0..1000 {
-        let (set, session) = &sets[n % sets.len()];
-        let (client, mut session, id) = (client.clone(), session.clone(), set.id);
-        polls.spawn(async move { (id, client.get_message(&mut session, MessageId(0), 10).await) });
-    }
-    let sim_handle = sim.sim.clone();
-    eventually("1000 held polls", || sim_handle.waiting_polls() == 1000).await;
-    for (set, _) in &sets {
-        sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
-    }
-    let mut answered = 0;
-    while let Some(joined) = polls.join_next().await {
-        let (id, result) = joined?;
-        let message = result?.expect("a message, not a 202");
-        assert_eq!(message.jobs.len(), 1);
-        let expected = sim
-            .sim
-            .state()
-            .jobs_of(id.0)
-            .next()
-            .map(|j| j.job_id.clone());
-        assert_eq!(Some(message.jobs[0].job().job_id.clone()), expected);
-        answered += 1;
-    }
-    assert_eq!(answered, 1000);
+    HeldPolls::start(&sim, &client, "load", 1000)
+        .await?
+        .each_answered_with_its_job(&sim)
+        .await?;
     sim.stop().await
 }
 
@@ -283,14 +219,7 @@ struct HeldPoll {
 async fn held_poll_after_an_assignment(sim: &TestSim) -> Result<HeldPoll> {
     let client = sim.client("acme")?;
     let (set, mut session) = set_with_session(&client, "timing").await?;
-    sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
-    let assigned = client
-        .get_message(&mut session, MessageId(0), 10)
-        .await?
-        .expect("assigned");
-    client
-        .delete_message(&mut session, assigned.message_id)
-        .await?;
+    let assigned = assign_one(sim, &client, &set, &mut session, 10).await?;
     let jit = client
         .generate_jit_config(set.id, &scaleset_github::JitConfigRequest::new("timed"))
         .await?;

@@ -8,27 +8,7 @@ use anyhow::Result;
 use ring::digest;
 use serde_json::Value;
 
-use crate::helpers::{PAT, TestSim, admin_token, raw};
-
-/// A registration token for `acme` from the PAT.
-async fn registration_token(sim: &TestSim) -> Result<String> {
-    let answer = raw(
-        "POST",
-        &sim.url("/api/v3/orgs/acme/actions/runners/registration-token"),
-        &[("authorization", &format!("Bearer {PAT}"))],
-        None,
-    )
-    .await?;
-    anyhow::ensure!(
-        answer.status == 201,
-        "registration token: {}",
-        answer.status
-    );
-    Ok(answer.json()?["token"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned())
-}
+use crate::helpers::{PAT, TestSim, admin_token, get, get_as, post_as, raw, registration_token};
 
 fn keys(value: &Value) -> BTreeSet<&str> {
     value
@@ -40,7 +20,7 @@ fn keys(value: &Value) -> BTreeSet<&str> {
 #[tokio::test]
 async fn runner_registration_is_served_at_the_root_path_too() -> Result<()> {
     let sim = TestSim::default().await?;
-    let token = registration_token(&sim).await?;
+    let token = registration_token(&sim, "orgs/acme").await?;
     let body = serde_json::json!({ "url": sim.url("/acme"), "runner_event": "register" });
     let answer = raw(
         "POST",
@@ -62,18 +42,16 @@ async fn runner_registration_is_served_at_the_root_path_too() -> Result<()> {
     assert_eq!(json["token_schema"], "OAuthAccessToken");
     let admin = json["token"].as_str().unwrap_or_default();
     // The admin token it hands out works on the Actions service.
-    let listed = raw(
-        "GET",
+    let listed = get_as(
         &sim.url("/tenant/1/_apis/runtime/runnerscalesets?api-version=6.0-preview"),
-        &[("authorization", &format!("Bearer {admin}"))],
-        None,
+        admin,
     )
     .await?;
     assert_eq!(listed.status, 200);
     assert_eq!(sim.sim.request_count("runner_registration"), 1);
     // Only POST is served there.
-    let get = raw("GET", &sim.url("/actions/runner-registration"), &[], None).await?;
-    assert_eq!(get.status, 404);
+    let answer = get(&sim.url("/actions/runner-registration")).await?;
+    assert_eq!(answer.status, 404);
     sim.stop().await
 }
 
@@ -171,13 +149,9 @@ async fn runner_downloads_list_every_usual_platform_with_matching_archives() -> 
         assert_eq!(answer.status, status, "{path} {auth:?}");
         assert!(answer.json()?["message"].is_string());
     }
-    let missing = raw(
-        "GET",
-        &sim.url("/actions/runner/releases/download/v2.330.0/actions-runner-plan9-x64.tar.gz"),
-        &[],
-        None,
-    )
-    .await?;
+    let missing =
+        get(&sim.url("/actions/runner/releases/download/v2.330.0/actions-runner-plan9-x64.tar.gz"))
+            .await?;
     assert_eq!(missing.status, 404);
     assert_eq!(sim.sim.request_count("runner_downloads"), 6);
     sim.stop().await
@@ -185,13 +159,7 @@ async fn runner_downloads_list_every_usual_platform_with_matching_archives() -> 
 
 /// `GET /api/v3/rate_limit` checked against GitHub's shape; returns `resources.core`.
 async fn core_quota(sim: &TestSim) -> Result<Value> {
-    let answer = raw(
-        "GET",
-        &sim.url("/api/v3/rate_limit"),
-        &[("authorization", &format!("Bearer {PAT}"))],
-        None,
-    )
-    .await?;
+    let answer = get_as(&sim.url("/api/v3/rate_limit"), PAT).await?;
     anyhow::ensure!(answer.status == 200, "rate_limit: {}", answer.status);
     let json = answer.json()?;
     assert_eq!(keys(&json), BTreeSet::from(["rate", "resources"]));
@@ -225,11 +193,9 @@ async fn rate_limit_follows_the_rest_calls_the_simulator_has_seen() -> Result<()
     // Token chain: registration token and runner-registration (2 REST calls) …
     let (admin, base) = admin_token(&sim, "acme", "orgs/acme").await?;
     // … then an Actions-service call, which is not a REST call.
-    let listed = raw(
-        "GET",
+    let listed = get_as(
         &format!("{base}_apis/runtime/runnerscalesets?api-version=6.0-preview"),
-        &[("authorization", &format!("Bearer {admin}"))],
-        None,
+        &admin,
     )
     .await?;
     assert_eq!(listed.status, 200);
@@ -238,15 +204,9 @@ async fn rate_limit_follows_the_rest_calls_the_simulator_has_seen() -> Result<()
     assert_eq!(after["remaining"], 4998);
     assert_eq!(after["reset"], reset, "same window");
     // An unauthenticated call is answered too; an unknown token is refused.
-    let anonymous = raw("GET", &sim.url("/api/v3/rate_limit"), &[], None).await?;
+    let anonymous = get(&sim.url("/api/v3/rate_limit")).await?;
     assert_eq!(anonymous.status, 200);
-    let refused = raw(
-        "GET",
-        &sim.url("/api/v3/rate_limit"),
-        &[("authorization", "Bearer ghp_wrong")],
-        None,
-    )
-    .await?;
+    let refused = get_as(&sim.url("/api/v3/rate_limit"), "ghp_wrong").await?;
     assert_eq!(refused.status, 401);
     // A new window starts full.
     sim.sim.advance(std::time::Duration::from_secs(3600));
@@ -262,11 +222,9 @@ async fn rate_limit_follows_the_rest_calls_the_simulator_has_seen() -> Result<()
 #[tokio::test]
 async fn repeated_slashes_are_collapsed_before_routing() -> Result<()> {
     let sim = TestSim::default().await?;
-    let registration = raw(
-        "POST",
+    let registration = post_as(
         &sim.url("//api/v3//orgs/acme/actions/runners//registration-token"),
-        &[("authorization", &format!("Bearer {PAT}"))],
-        None,
+        PAT,
     )
     .await?;
     assert_eq!(registration.status, 201);
@@ -295,13 +253,7 @@ async fn repeated_slashes_are_collapsed_before_routing() -> Result<()> {
         .as_str()
         .unwrap_or_default()
         .to_owned();
-    let poll = raw(
-        "GET",
-        &sim.url("//scalesets//message"),
-        &[("authorization", &format!("Bearer {queue_token}"))],
-        None,
-    )
-    .await?;
+    let poll = get_as(&sim.url("//scalesets//message"), &queue_token).await?;
     assert_eq!(poll.status, 202, "held, then nothing");
     let counts = sim.sim.request_counts();
     assert_eq!(counts.get("not_found"), None, "{counts:?}");
