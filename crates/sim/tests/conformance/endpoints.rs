@@ -10,7 +10,7 @@ use scaleset_sim::{AssignmentMode, JobSpec};
 
 use crate::helpers::{
     TestSim, assign_one, config, create_set, fast_retry, next_message, no_message, post_as,
-    set_with_session,
+    with_session, with_set,
 };
 
 #[tokio::test]
@@ -219,9 +219,7 @@ async fn duplicate_scale_set_names_in_a_group_get_exists() -> Result<()> {
 
 #[tokio::test]
 async fn sessions_conflict_refresh_and_delete() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
-    let (set, session) = set_with_session(&client, "s").await?;
+    let (sim, client, set, session) = with_session(config(), "s").await?;
     assert_eq!(session.message_queue_url, sim.url("/scalesets/message"));
     assert_eq!(session.owner_name, "test-owner");
     assert!(session.statistics.is_some());
@@ -255,9 +253,7 @@ async fn sessions_conflict_refresh_and_delete() -> Result<()> {
 
 #[tokio::test]
 async fn session_on_a_deleted_scale_set_is_not_found() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
-    let set = create_set(&client, "gone").await?;
+    let (sim, client, set) = with_set(config(), "gone").await?;
     sim.sim.delete_scale_set(set.id.0)?;
     let err = client
         .create_session(set.id, "me")
@@ -269,9 +265,7 @@ async fn session_on_a_deleted_scale_set_is_not_found() -> Result<()> {
 
 #[tokio::test]
 async fn auto_assign_delivers_assigned_jobs_and_202_when_idle() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
-    let (set, mut session) = set_with_session(&client, "auto").await?;
+    let (sim, client, set, mut session) = with_session(config(), "auto").await?;
     assert!(no_message(&client, &mut session, MessageId(0), 10).await?);
     sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(2))?;
     let message = next_message(&client, &mut session, MessageId(0), 10, "a message").await?;
@@ -310,9 +304,7 @@ async fn auto_assign_delivers_assigned_jobs_and_202_when_idle() -> Result<()> {
 async fn available_then_acquire_mode() -> Result<()> {
     let mut cfg = config();
     cfg.assignment = AssignmentMode::AvailableThenAcquire;
-    let sim = TestSim::start(cfg).await?;
-    let client = sim.client("acme")?;
-    let (set, mut session) = set_with_session(&client, "ghes").await?;
+    let (sim, client, set, mut session) = with_session(cfg, "ghes").await?;
     assert!(
         client.get_acquirable_jobs(set.id).await?.is_empty(),
         "204 = empty"
@@ -354,9 +346,7 @@ async fn available_then_acquire_mode() -> Result<()> {
 
 #[tokio::test]
 async fn jit_configs_and_agents() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
-    let set = create_set(&client, "jit").await?;
+    let (sim, client, set) = with_set(config(), "jit").await?;
     let jit = client
         .generate_jit_config(
             set.id,
@@ -395,9 +385,7 @@ async fn a_simulated_runner_runs_one_job_through_the_queue() -> Result<()> {
     // Immediate `JobStarted` (the fast-test mode); the default timing is in `queue.rs`.
     let mut cfg = config();
     cfg.job_started_delay = std::time::Duration::ZERO;
-    let sim = TestSim::start(cfg).await?;
-    let client = sim.client("acme")?;
-    let (set, mut session) = set_with_session(&client, "loop").await?;
+    let (sim, client, set, mut session) = with_session(cfg, "loop").await?;
     let assigned = assign_one(&sim, &client, &set, &mut session, 1).await?;
     let jit = client
         .generate_jit_config(set.id, &JitConfigRequest::new("runner-0001"))

@@ -7,15 +7,13 @@ use scaleset_github::{Credentials, ErrorBody, MessageId, RetryPolicy, RunnerGrou
 use scaleset_sim::{Burst, NestedStyle, RaceCreate, RateLimit, RestRateLimit, RestRateLimitAnswer};
 
 use crate::helpers::{
-    PAT, TestSim, admin_token, create_set, get, get_as, post_as, post_registration_token, raw,
-    registration_token, set_with_session,
+    PAT, TestSim, admin_token, config, create_set, get, get_as, post_as, post_registration_token,
+    raw, registration_token, with_session, with_set,
 };
 
 #[tokio::test]
 async fn omitted_runner_group_id_in_group_scoped_lists() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
-    let set = create_set(&client, "omit").await?;
+    let (sim, client, set) = with_set(config(), "omit").await?;
     sim.sim.update_faults(|f| f.omit_runner_group_id = true);
     // On the wire the field is gone from group-filtered list items…
     let (token, base) = admin_token(&sim, "acme", "orgs/acme").await?;
@@ -126,9 +124,7 @@ async fn text_plain_errors_lose_the_exception_type() -> Result<()> {
 
 #[tokio::test]
 async fn server_error_bursts_are_retried_then_exhausted() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
-    let set = create_set(&client, "burst").await?;
+    let (sim, client, set) = with_set(config(), "burst").await?;
     sim.sim
         .update_faults(|f| f.server_errors = Some(Burst::new(2, 503).on("get_scale_set")));
     assert_eq!(client.get_scale_set(set.id).await?.id, set.id);
@@ -150,9 +146,7 @@ async fn server_error_bursts_are_retried_then_exhausted() -> Result<()> {
 
 #[tokio::test]
 async fn rate_limits_carry_retry_after() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
-    let set = create_set(&client, "rl").await?;
+    let (sim, client, set) = with_set(config(), "rl").await?;
     sim.sim
         .update_faults(|f| f.rate_limit = Some(RateLimit::new(1, 7).on("get_scale_set")));
     assert_eq!(client.get_scale_set(set.id).await?.id, set.id);
@@ -237,9 +231,7 @@ async fn a_competitor_creates_the_same_name_between_lookup_and_create() -> Resul
 
 #[tokio::test]
 async fn session_eviction_gives_404_on_refresh() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
-    let (set, mut session) = set_with_session(&client, "evict").await?;
+    let (sim, client, set, mut session) = with_session(config(), "evict").await?;
     sim.sim.evict_session(set.id.0)?;
     let err = client.refresh_session(&session).await.expect_err("evicted");
     assert_eq!(err.status(), Some(404), "{err:#}");
@@ -268,9 +260,7 @@ async fn session_eviction_gives_404_on_refresh() -> Result<()> {
 
 #[tokio::test]
 async fn empty_message_queue_url_is_an_error() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
-    let set = create_set(&client, "nourl").await?;
+    let (sim, client, set) = with_set(config(), "nourl").await?;
     sim.sim.update_faults(|f| f.empty_message_queue_url = true);
     let err = client
         .create_session(set.id, "me")
@@ -285,9 +275,7 @@ async fn empty_message_queue_url_is_an_error() -> Result<()> {
 
 #[tokio::test]
 async fn empty_200_on_message_get_is_an_error_once() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
-    let (_, mut session) = set_with_session(&client, "empty").await?;
+    let (sim, client, _, mut session) = with_session(config(), "empty").await?;
     sim.sim.update_faults(|f| f.empty_message_body = 1);
     let err = client
         .get_message(&mut session, MessageId(0), 1)
@@ -328,9 +316,7 @@ async fn runner_registration_401s_are_retried() -> Result<()> {
 
 #[tokio::test]
 async fn added_latency_delays_answers() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
-    let set = create_set(&client, "slow").await?;
+    let (sim, client, set) = with_set(config(), "slow").await?;
     sim.sim.update_faults(|f| f.latency_ms = 300);
     // A client whose timeout is below the latency times out…
     let url = scaleset_github::ConfigUrl::parse(&sim.url("/acme"))?;
@@ -352,9 +338,7 @@ async fn added_latency_delays_answers() -> Result<()> {
 
 #[tokio::test]
 async fn expired_admin_token_gets_invalid_token_exception() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
-    let set = create_set(&client, "exp").await?;
+    let (sim, client, set) = with_set(config(), "exp").await?;
     // The client checks `exp` against its own clock; the simulator's clock moves on.
     sim.sim.advance(Duration::from_secs(2 * 3600));
     let err = client.get_scale_set(set.id).await.expect_err("expired");

@@ -99,6 +99,29 @@ pub(crate) async fn set_with_session(
     Ok((set, session))
 }
 
+/// A simulator started with `config`, a client for `acme`, and scale set `name` created in the
+/// default group.
+pub(crate) async fn with_set(
+    config: SimConfig,
+    name: &str,
+) -> Result<(TestSim, Client, RunnerScaleSet)> {
+    let sim = TestSim::start(config).await?;
+    let client = sim.client("acme")?;
+    let set = create_set(&client, name).await?;
+    Ok((sim, client, set))
+}
+
+/// [`with_set`] with the scale set's session open.
+pub(crate) async fn with_session(
+    config: SimConfig,
+    name: &str,
+) -> Result<(TestSim, Client, RunnerScaleSet, Session)> {
+    let sim = TestSim::start(config).await?;
+    let client = sim.client("acme")?;
+    let (set, session) = set_with_session(&client, name).await?;
+    Ok((sim, client, set, session))
+}
+
 /// Polls `session` past `after` at `capacity`; a 202 (no message) fails with `what` was expected.
 pub(crate) async fn next_message(
     client: &Client,

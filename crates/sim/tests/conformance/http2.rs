@@ -22,7 +22,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-use crate::helpers::{HeldPolls, PAT, TestSim, config, eventually, fast_retry, set_with_session};
+use crate::helpers::{
+    HeldPolls, PAT, TestSim, config, eventually, fast_retry, set_with_session, with_session,
+};
 
 /// A self-signed certificate for `localhost`: (identity for the simulator, DER for the client).
 fn identity() -> Result<(TlsIdentity, CertificateDer<'static>)> {
@@ -228,9 +230,7 @@ async fn a_zero_stream_limit_is_a_config_error() {
 async fn goaway_closes_the_connection_mid_poll_and_no_message_is_lost() -> Result<()> {
     let mut config = config();
     config.long_poll_hold = Duration::from_secs(60);
-    let sim = TestSim::start(config).await?;
-    let client = sim.client("acme")?;
-    let (set, session) = set_with_session(&client, "goaway").await?;
+    let (sim, _client, set, session) = with_session(config, "goaway").await?;
     let token = format!(
         "Bearer {}",
         session.message_queue_access_token.expose_secret()
@@ -285,9 +285,7 @@ async fn goaway_closes_the_connection_mid_poll_and_no_message_is_lost() -> Resul
 async fn goaway_over_http1_closes_the_connection_after_the_answer() -> Result<()> {
     let mut config = config();
     config.long_poll_hold = Duration::from_secs(60);
-    let sim = TestSim::start(config).await?;
-    let client = sim.client("acme")?;
-    let (_, session) = set_with_session(&client, "goaway1").await?;
+    let (sim, _client, _, session) = with_session(config, "goaway1").await?;
     sim.sim.update_faults(|f| f.goaway = 1);
     let (mut send, conn) =
         http1::handshake(TokioIo::new(TcpStream::connect(sim.addr).await?)).await?;

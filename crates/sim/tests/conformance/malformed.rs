@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 
 use scaleset_github::ExposeSecret as _;
 
-use crate::helpers::{TestSim, admin_token, post_registration_token, raw, set_with_session};
+use crate::helpers::{admin_token, config, post_registration_token, raw, with_session};
 
 /// One request of the battery.
 struct Probe {
@@ -41,9 +41,7 @@ impl Probe {
 
 #[tokio::test]
 async fn malformed_requests_get_4xx_and_the_simulator_keeps_serving() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
-    let (set, session) = set_with_session(&client, "target").await?;
+    let (sim, client, set, session) = with_session(config(), "target").await?;
     let (token, base) = admin_token(&sim, "acme", "orgs/acme").await?;
     let admin = format!("Bearer {token}");
     let queue = format!(

@@ -9,15 +9,13 @@ use scaleset_github::{JobMessage, MessageId};
 use scaleset_sim::JobSpec;
 
 use crate::helpers::{
-    HeldPolls, TestSim, assign_one, config, create_set, eventually, get_as, next_message,
-    no_message, set_with_session,
+    HeldPolls, TestSim, assign_one, config, eventually, get_as, next_message, no_message,
+    set_with_session, with_session, with_set,
 };
 
 #[tokio::test]
 async fn unacknowledged_messages_reach_a_new_session_and_acknowledged_ones_never() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
-    let (set, mut first) = set_with_session(&client, "alo").await?;
+    let (sim, client, set, mut first) = with_session(config(), "alo").await?;
     sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
     let unacked = next_message(&client, &mut first, MessageId(0), 5, "message").await?;
     client.delete_session(set.id, &first.session_id).await?;
@@ -39,9 +37,7 @@ async fn unacknowledged_messages_reach_a_new_session_and_acknowledged_ones_never
 
 #[tokio::test]
 async fn message_ids_increase_and_the_cursor_skips_seen_ones() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
-    let (set, mut session) = set_with_session(&client, "ids").await?;
+    let (sim, client, set, mut session) = with_session(config(), "ids").await?;
     sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
     let m1 = next_message(&client, &mut session, MessageId(0), 5, "m1").await?;
     sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
@@ -55,9 +51,7 @@ async fn message_ids_increase_and_the_cursor_skips_seen_ones() -> Result<()> {
 
 #[tokio::test]
 async fn capacity_zero_holds_jobs_and_each_unit_releases_one() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
-    let (set, mut session) = set_with_session(&client, "cap").await?;
+    let (sim, client, set, mut session) = with_session(config(), "cap").await?;
     sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(3))?;
     assert!(
         no_message(&client, &mut session, MessageId(0), 0).await?,
@@ -77,9 +71,7 @@ async fn expired_queue_token_gets_a_bodyless_401_and_the_client_refreshes_once()
     let mut cfg = config();
     cfg.queue_token_ttl = Duration::from_secs(600);
     cfg.admin_token_ttl = Duration::from_secs(24 * 3600);
-    let sim = TestSim::start(cfg).await?;
-    let client = sim.client("acme")?;
-    let (_, mut session) = set_with_session(&client, "qexp").await?;
+    let (sim, client, _, mut session) = with_session(cfg, "qexp").await?;
     let old_token = session
         .message_queue_access_token
         .expose_secret()
@@ -111,9 +103,7 @@ async fn expired_queue_token_gets_a_bodyless_401_and_the_client_refreshes_once()
 async fn unattended_assignment_is_cancelled_then_reassigned() -> Result<()> {
     let mut cfg = config();
     cfg.reassign_after = Some(Duration::from_secs(120));
-    let sim = TestSim::start(cfg).await?;
-    let client = sim.client("acme")?;
-    let (set, mut session) = set_with_session(&client, "reassign").await?;
+    let (sim, client, set, mut session) = with_session(cfg, "reassign").await?;
     let assigned = assign_one(&sim, &client, &set, &mut session, 1).await?;
     sim.sim.advance(Duration::from_secs(121));
     let next = next_message(
@@ -142,9 +132,7 @@ async fn unattended_assignment_is_cancelled_then_reassigned() -> Result<()> {
 async fn a_leaked_session_conflicts_until_it_expires() -> Result<()> {
     let mut cfg = config();
     cfg.session_expiry = Some(Duration::from_secs(600));
-    let sim = TestSim::start(cfg).await?;
-    let client = sim.client("acme")?;
-    let (set, _leaked) = set_with_session(&client, "leak").await?;
+    let (sim, client, set, _leaked) = with_session(cfg, "leak").await?;
     let err = client
         .create_session(set.id, "restarted")
         .await
@@ -160,9 +148,7 @@ async fn dormant_scale_sets_are_deleted_after_the_configured_time() -> Result<()
     let mut cfg = config();
     cfg.dormancy = Some(Duration::from_secs(3600));
     cfg.admin_token_ttl = Duration::from_secs(30 * 24 * 3600);
-    let sim = TestSim::start(cfg).await?;
-    let client = sim.client("acme")?;
-    let idle = create_set(&client, "idle").await?;
+    let (sim, client, idle) = with_set(cfg, "idle").await?;
     let (busy, _session) = set_with_session(&client, "busy").await?;
     sim.sim.advance(Duration::from_secs(3600));
     let err = client.get_scale_set(idle.id).await.expect_err("dormant");
@@ -189,9 +175,7 @@ async fn a_poll_whose_client_hung_up_is_released() -> Result<()> {
     use tokio::io::AsyncWriteExt as _;
     let mut cfg = config();
     cfg.long_poll_hold = Duration::from_secs(3600);
-    let sim = TestSim::start(cfg).await?;
-    let client = sim.client("acme")?;
-    let (_, session) = set_with_session(&client, "hangup").await?;
+    let (sim, _client, _, session) = with_session(cfg, "hangup").await?;
     let url = url::Url::parse(&session.message_queue_url)?;
     let mut stream = tokio::net::TcpStream::connect(sim.addr).await?;
     let request = format!(
