@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use scaleset_adopt::CommandKind::{CloseSession, Create, GetById, ListByName, OpenSession, Update};
 use scaleset_adopt::{
     CommandKind, ControllerId, CreateSpec, Desired, Evidence, Failure, Identity, Input, Notice,
     Outcome, Policy, Provenance, Refusal, RetryBounds, RetryReason, RunnerGroupId, ScaleSetId,
@@ -21,7 +22,7 @@ use scaleset_github::{
     Client, ClientConfig, ConfigUrl, Credentials, Label, RetryPolicy, RunnerScaleSetPatch,
     ScaleSetId as GitHubScaleSetId,
 };
-use scaleset_sim::{Burst, NestedStyle, RaceCreate, ScaleSetInfo, SimConfig};
+use scaleset_sim::{Burst, ForeignScaleSet, NestedStyle, RaceCreate, ScaleSetInfo, SimConfig};
 
 /// Our controller.
 const OURS: &str = "3f2a9c1e-77b0-4d4e-9a55-0123456789ab";
@@ -33,15 +34,18 @@ const NAME: &str = "linux-x64";
 
 const POLICIES: [Policy; 3] = [Policy::Never, Policy::Owned, Policy::Any];
 
-async fn sim(config: SimConfig) -> Result<RunningSim> {
-    Ok(RunningSim::start(config).await?)
+/// A simulator started with `config` and a client for `acme` with fast retries.
+async fn start(config: SimConfig) -> Result<(RunningSim, Client)> {
+    let github = RunningSim::start(config).await?;
+    let client = client(&github)?;
+    Ok((github, client))
 }
 
 /// A simulator whose session conflicts name the holder (`conflictNamesOwner`, the older wording).
-async fn sim_naming_owners() -> Result<RunningSim> {
+fn naming_owners() -> SimConfig {
     let mut config = SimConfig::default();
     config.conflict_names_owner = true;
-    sim(config).await
+    config
 }
 
 fn client_with(github: &RunningSim, retry: RetryPolicy) -> Result<Client> {
@@ -135,6 +139,15 @@ fn expect_ready(run: &Run) -> Result<Ready> {
     })
 }
 
+/// The run created a new scale set in place of `old` and resets the message cursor.
+fn expect_created_again(run: &Run, old: ScaleSetId) -> Result<Ready> {
+    let ready = expect_ready(run)?;
+    assert_eq!(ready.provenance, Provenance::Created);
+    assert!(ready.reset_cursor, "the old message cursor is meaningless");
+    assert_ne!(ready.id, old);
+    Ok(ready)
+}
+
 /// The run failed on its read by id (a bad request, never retried).
 fn expect_failed_read(run: &Run) -> Result<()> {
     let Outcome::Failed {
@@ -145,6 +158,14 @@ fn expect_failed_read(run: &Run) -> Result<()> {
     };
     assert_eq!(*command, CommandKind::GetById);
     Ok(())
+}
+
+/// The reason of a `Retry` outcome.
+fn retry_reason(run: &Run) -> Result<&RetryReason> {
+    let Outcome::Retry { reason, .. } = &run.outcome else {
+        bail!("expected a retry, got {:?}", run.outcome);
+    };
+    Ok(reason)
 }
 
 fn refusal(run: &Run) -> Result<&Refusal> {
@@ -210,6 +231,20 @@ fn calls(github: &RunningSim, endpoints: &[&str]) -> u64 {
         .sum()
 }
 
+/// The scale set `NAME` created by somebody else (no owner label), its session held by `RIVAL`.
+fn rivals(github: &RunningSim) -> Result<ForeignScaleSet> {
+    Ok(github
+        .sim
+        .create_foreign_scale_set("acme", 1, NAME, RIVAL)?)
+}
+
+/// [`start`], then the scale set created by controller `OURS`; returns its id too.
+async fn ours(config: SimConfig) -> Result<(RunningSim, Client, ScaleSetId)> {
+    let (github, client) = start(config).await?;
+    let id = created_by_us(&client).await?;
+    Ok((github, client, id))
+}
+
 /// Creates the scale set as controller `OURS` on a fresh simulator state.
 async fn created_by_us(client: &Client) -> Result<ScaleSetId> {
     let run = run_once(client, input(OURS, None, Policy::Owned)).await?;
@@ -219,8 +254,7 @@ async fn created_by_us(client: &Client) -> Result<ScaleSetId> {
 /// Scenario 1: nothing stored, nothing on GitHub.
 #[tokio::test]
 async fn a_fresh_ensure_creates_one_scale_set_with_a_delete_permit() -> Result<()> {
-    let github = sim(SimConfig::default()).await?;
-    let client = client(&github)?;
+    let (github, client) = start(SimConfig::default()).await?;
 
     let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
     let ready = expect_ready(&run)?;
@@ -232,7 +266,7 @@ async fn a_fresh_ensure_creates_one_scale_set_with_a_delete_permit() -> Result<(
         "only a created set may be deleted"
     );
     assert!(!ready.reset_cursor);
-    assert_eq!(kinds(&run), [CommandKind::ListByName, CommandKind::Create]);
+    assert_eq!(kinds(&run), [ListByName, Create]);
 
     let set = only_one(&github)?;
     assert_eq!(set.id, sim_id(ready.id)?);
@@ -254,9 +288,7 @@ async fn a_fresh_ensure_creates_one_scale_set_with_a_delete_permit() -> Result<(
 /// Scenario 2: a restart with the stored id reads it and creates nothing.
 #[tokio::test]
 async fn a_restart_with_the_stored_id_is_known_and_creates_nothing() -> Result<()> {
-    let github = sim(SimConfig::default()).await?;
-    let client = client(&github)?;
-    let id = created_by_us(&client).await?;
+    let (github, client, id) = ours(SimConfig::default()).await?;
     github.sim.clear_requests();
 
     let run = run_once(&client, input(OURS, Some(id), Policy::Owned)).await?;
@@ -268,7 +300,7 @@ async fn a_restart_with_the_stored_id_is_known_and_creates_nothing() -> Result<(
     );
     assert_eq!(ready.permit, None, "a known scale set may only be detached");
     assert!(!ready.reset_cursor);
-    assert_eq!(kinds(&run), [CommandKind::GetById]);
+    assert_eq!(kinds(&run), [GetById]);
     assert_eq!(github.sim.request_count("create_scale_set"), 0);
     assert_eq!(writes(&github), 0);
     only_one(&github)?;
@@ -286,8 +318,7 @@ fn actions_calls(github: &RunningSim) -> u64 {
 /// full record carries the owner label (1, no re-read by id).
 #[tokio::test]
 async fn each_scenario_costs_the_fewest_actions_calls() -> Result<()> {
-    let github = sim(SimConfig::default()).await?;
-    let client = client(&github)?;
+    let (github, client) = start(SimConfig::default()).await?;
     github.sim.clear_requests();
     let created = run_once(&client, input(OURS, None, Policy::Owned)).await?;
     let id = expect_ready(&created)?.id;
@@ -316,9 +347,7 @@ async fn each_scenario_costs_the_fewest_actions_calls() -> Result<()> {
 /// run finds the set Known.
 #[tokio::test]
 async fn a_404_that_is_not_githubs_not_found_never_forgets_the_stored_id() -> Result<()> {
-    let github = sim(SimConfig::default()).await?;
-    let client = client(&github)?;
-    let id = created_by_us(&client).await?;
+    let (github, client, id) = ours(SimConfig::default()).await?;
     github.sim.clear_requests();
     github.sim.update_faults(|f| {
         f.server_errors = Some(Burst::new(1, 404).on("get_scale_set"));
@@ -326,7 +355,7 @@ async fn a_404_that_is_not_githubs_not_found_never_forgets_the_stored_id() -> Re
 
     let run = run_once(&client, input(OURS, Some(id), Policy::Owned)).await?;
     expect_failed_read(&run)?;
-    assert_eq!(kinds(&run), [CommandKind::GetById], "no lookup, no create");
+    assert_eq!(kinds(&run), [GetById], "no lookup, no create");
     assert_eq!(writes(&github), 0);
 
     let run = run_once(&client, input(OURS, Some(id), Policy::Owned)).await?;
@@ -339,9 +368,7 @@ async fn a_404_that_is_not_githubs_not_found_never_forgets_the_stored_id() -> Re
 /// Scenario 3: the database is lost; the owner label proves the scale set is ours.
 #[tokio::test]
 async fn a_lost_database_adopts_our_scale_set_by_its_owner_label() -> Result<()> {
-    let github = sim(SimConfig::default()).await?;
-    let client = client(&github)?;
-    let id = created_by_us(&client).await?;
+    let (github, client, id) = ours(SimConfig::default()).await?;
     github.sim.clear_requests();
 
     let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
@@ -351,7 +378,7 @@ async fn a_lost_database_adopts_our_scale_set_by_its_owner_label() -> Result<()>
     assert_eq!(ready.permit, None, "an adopted scale set is never deleted");
     assert_eq!(
         kinds(&run),
-        [CommandKind::ListByName],
+        [ListByName],
         "the list item is a full record: no re-read"
     );
     assert_eq!(writes(&github), 0, "no create, no probe session");
@@ -367,9 +394,7 @@ async fn a_lost_database_adopts_our_scale_set_by_its_owner_label() -> Result<()>
 /// same name: it must not take our scale set, under any policy.
 #[tokio::test]
 async fn another_controller_is_refused_our_scale_set_under_every_policy() -> Result<()> {
-    let github = sim(SimConfig::default()).await?;
-    let client = client(&github)?;
-    let id = created_by_us(&client).await?;
+    let (github, client, id) = ours(SimConfig::default()).await?;
     let before = github.sim.state().scale_sets;
     github.sim.clear_requests();
 
@@ -394,11 +419,8 @@ async fn another_controller_is_refused_our_scale_set_under_every_policy() -> Res
 /// listener holds. The conflict names the holder here (the simulator's older wording).
 #[tokio::test]
 async fn a_foreign_scale_set_with_a_live_session_is_never_taken() -> Result<()> {
-    let github = sim_naming_owners().await?;
-    let client = client(&github)?;
-    let foreign = github
-        .sim
-        .create_foreign_scale_set("acme", 1, NAME, RIVAL)?;
+    let (github, client) = start(naming_owners()).await?;
+    let foreign = rivals(&github)?;
     let before = github.sim.state().scale_sets;
     github.sim.clear_requests();
 
@@ -431,22 +453,15 @@ async fn a_foreign_scale_set_with_a_live_session_is_never_taken() -> Result<()> 
 /// proven either way. The machine retries (`SessionHeld`) and then gives up; it never adopts.
 #[tokio::test]
 async fn an_unnamed_session_holder_is_waited_for_then_given_up_on() -> Result<()> {
-    let github = sim(SimConfig::default()).await?;
-    let client = client(&github)?;
-    let foreign = github
-        .sim
-        .create_foreign_scale_set("acme", 1, NAME, RIVAL)?;
+    let (github, client) = start(SimConfig::default()).await?;
+    let foreign = rivals(&github)?;
     let before = github.sim.state().scale_sets;
 
     for policy in [Policy::Owned, Policy::Any] {
         let runs = ensure(&client, probing(OURS, policy)).await?;
         assert_eq!(runs.len(), 3, "{policy:?}: max_attempts runs");
         for run in &runs[..2] {
-            let Outcome::Retry {
-                reason: RetryReason::SessionHeld { scale_set, owner },
-                ..
-            } = &run.outcome
-            else {
+            let RetryReason::SessionHeld { scale_set, owner } = retry_reason(run)? else {
                 bail!("{policy:?}: expected SessionHeld, got {:?}", run.outcome);
             };
             assert_eq!(sim_id(scale_set.id)?, foreign.scale_set_id);
@@ -476,30 +491,20 @@ async fn an_unnamed_session_holder_is_waited_for_then_given_up_on() -> Result<()
 /// the listener. Afterwards the owner label is evidence even for `owned`.
 #[tokio::test]
 async fn a_foreign_scale_set_without_a_session_is_adopted_only_under_any() -> Result<()> {
-    let github = sim(SimConfig::default()).await?;
-    let client = client(&github)?;
-    let foreign = github
-        .sim
-        .create_foreign_scale_set("acme", 1, NAME, RIVAL)?;
+    let (github, client) = start(SimConfig::default()).await?;
+    let foreign = rivals(&github)?;
     github.sim.evict_session(foreign.scale_set_id)?;
     let id = adopt_id(foreign.scale_set_id)?;
 
     github.sim.clear_requests();
     let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
     assert!(matches!(refusal(&run)?, Refusal::OwnershipUnproven { .. }));
-    assert_eq!(kinds(&run), [CommandKind::ListByName]);
+    assert_eq!(kinds(&run), [ListByName]);
     assert_eq!(writes(&github), 0, "no probe session by default");
 
     let run = run_once(&client, probing(OURS, Policy::Owned)).await?;
     assert!(matches!(refusal(&run)?, Refusal::OwnershipUnproven { .. }));
-    assert_eq!(
-        kinds(&run),
-        [
-            CommandKind::ListByName,
-            CommandKind::OpenSession,
-            CommandKind::CloseSession
-        ]
-    );
+    assert_eq!(kinds(&run), [ListByName, OpenSession, CloseSession]);
     let set = only_one(&github)?;
     assert!(set.session.is_none(), "the probe session was closed");
     assert_eq!(set.labels, [NAME], "untouched");
@@ -538,8 +543,7 @@ async fn a_foreign_scale_set_without_a_session_is_adopted_only_under_any() -> Re
 /// machine looks again and judges the winner by rule 3: without evidence it is not ours.
 #[tokio::test]
 async fn a_competitor_that_wins_the_create_race_is_not_adopted() -> Result<()> {
-    let github = sim_naming_owners().await?;
-    let client = client(&github)?;
+    let (github, client) = start(naming_owners()).await?;
 
     // The competitor holds its session.
     github
@@ -550,15 +554,7 @@ async fn a_competitor_that_wins_the_create_race_is_not_adopted() -> Result<()> {
         bail!("expected ForeignSession, got {:?}", run.outcome);
     };
     assert_eq!(owner, RIVAL);
-    assert_eq!(
-        kinds(&run),
-        [
-            CommandKind::ListByName,
-            CommandKind::Create,
-            CommandKind::ListByName,
-            CommandKind::OpenSession
-        ]
-    );
+    assert_eq!(kinds(&run), [ListByName, Create, ListByName, OpenSession]);
     let theirs = only_one(&github)?;
     assert_eq!(theirs.id, sim_id(scale_set.id)?);
     assert_eq!(theirs.labels, [NAME], "no owner label of ours");
@@ -596,8 +592,7 @@ async fn a_competitor_that_wins_the_create_race_is_not_adopted() -> Result<()> {
 /// `RunnerScaleSetExistsException`; the machine looks again and finds our own owner label.
 #[tokio::test]
 async fn a_create_committed_behind_a_5xx_is_found_again_by_its_owner_label() -> Result<()> {
-    let github = sim(SimConfig::default()).await?;
-    let client = client(&github)?;
+    let (github, client) = start(SimConfig::default()).await?;
     github.sim.update_faults(|f| {
         f.commit_then_fail = Some(Burst::new(1, 503).on("create_scale_set"));
     });
@@ -608,14 +603,7 @@ async fn a_create_committed_behind_a_5xx_is_found_again_by_its_owner_label() -> 
     assert_eq!(ready.evidence, vec![Evidence::OwnerLabel]);
     // Our own set, but this run cannot prove it created it: no delete permit.
     assert_eq!(ready.permit, None);
-    assert_eq!(
-        kinds(&run),
-        [
-            CommandKind::ListByName,
-            CommandKind::Create,
-            CommandKind::ListByName
-        ]
-    );
+    assert_eq!(kinds(&run), [ListByName, Create, ListByName]);
     assert_eq!(github.sim.request_count("create_scale_set"), 2, "one retry");
     assert_eq!(only_one(&github)?.id, sim_id(ready.id)?, "no duplicate");
     Ok(github.stop().await?)
@@ -625,7 +613,7 @@ async fn a_create_committed_behind_a_5xx_is_found_again_by_its_owner_label() -> 
 /// `Retry (Transient)`, and the next attempt starts at the lookup and adopts our set.
 #[tokio::test]
 async fn a_retried_ensure_after_a_committed_5xx_adopts_instead_of_duplicating() -> Result<()> {
-    let github = sim(SimConfig::default()).await?;
+    let github = RunningSim::start(SimConfig::default()).await?;
     let client = client_with(&github, RetryPolicy::never())?;
     github.sim.update_faults(|f| {
         f.commit_then_fail = Some(Burst::new(1, 503).on("create_scale_set"));
@@ -663,8 +651,7 @@ async fn a_retried_ensure_after_a_committed_5xx_adopts_instead_of_duplicating() 
 /// off: the probe's 409 names our own session owner, which is evidence.
 #[tokio::test]
 async fn a_crashed_listeners_session_proves_ownership_without_owner_labels() -> Result<()> {
-    let github = sim_naming_owners().await?;
-    let client = client(&github)?;
+    let (github, client) = start(naming_owners()).await?;
     let mut unlabelled = input(OURS, None, Policy::Owned);
     unlabelled.identity = identity(OURS).without_owner_label();
     let created = run_once(&client, unlabelled.clone()).await?;
@@ -700,25 +687,13 @@ async fn a_crashed_listeners_session_proves_ownership_without_owner_labels() -> 
 /// Scenario 7a: GitHub deleted the scale set out of band; the stored id reads 404.
 #[tokio::test]
 async fn a_scale_set_deleted_out_of_band_is_created_again_with_a_cursor_reset() -> Result<()> {
-    let github = sim(SimConfig::default()).await?;
-    let client = client(&github)?;
-    let old = created_by_us(&client).await?;
+    let (github, client, old) = ours(SimConfig::default()).await?;
     github.sim.delete_scale_set(sim_id(old)?)?;
 
     let run = run_once(&client, input(OURS, Some(old), Policy::Owned)).await?;
-    let ready = expect_ready(&run)?;
-    assert_eq!(ready.provenance, Provenance::Created);
-    assert!(ready.reset_cursor, "the old message cursor is meaningless");
-    assert_ne!(ready.id, old);
+    let ready = expect_created_again(&run, old)?;
     assert_eq!(ready.permit, Some(ready.id));
-    assert_eq!(
-        kinds(&run),
-        [
-            CommandKind::GetById,
-            CommandKind::ListByName,
-            CommandKind::Create
-        ]
-    );
+    assert_eq!(kinds(&run), [GetById, ListByName, Create]);
     assert_eq!(only_one(&github)?.id, sim_id(ready.id)?);
     Ok(github.stop().await?)
 }
@@ -731,9 +706,7 @@ async fn a_scale_set_deleted_out_of_band_is_created_again_with_a_cursor_reset() 
 /// `Retry (Transient)` and the next one, with a fresh token, converges.
 #[tokio::test]
 async fn a_dormant_scale_set_removed_by_github_is_created_again() -> Result<()> {
-    let github = sim(SimConfig::default()).await?;
-    let client = client(&github)?;
-    let old = created_by_us(&client).await?;
+    let (github, client, old) = ours(SimConfig::default()).await?;
     github.sim.advance(Duration::from_secs(8 * 24 * 3600));
     assert!(named(&github).is_empty(), "dormancy removed it");
 
@@ -741,19 +714,12 @@ async fn a_dormant_scale_set_removed_by_github_is_created_again() -> Result<()> 
     let [expired, run] = runs.as_slice() else {
         bail!("expected two attempts, got {runs:?}");
     };
-    let Outcome::Retry {
-        reason: RetryReason::Transient { command, message },
-        ..
-    } = &expired.outcome
-    else {
+    let RetryReason::Transient { command, message } = retry_reason(expired)? else {
         bail!("expected a transient 401, got {:?}", expired.outcome);
     };
     assert_eq!(*command, CommandKind::GetById);
     assert!(message.contains("InvalidTokenException"), "{message}");
-    let ready = expect_ready(run)?;
-    assert_eq!(ready.provenance, Provenance::Created);
-    assert!(ready.reset_cursor);
-    assert_ne!(ready.id, old);
+    let ready = expect_created_again(run, old)?;
     assert_eq!(only_one(&github)?.id, sim_id(ready.id)?);
     Ok(github.stop().await?)
 }
@@ -763,9 +729,7 @@ async fn a_dormant_scale_set_removed_by_github_is_created_again() -> Result<()> 
 /// change to apply, patched without `repair` (our own sets keep being served).
 #[tokio::test]
 async fn drifted_labels_are_refused_or_repaired_and_verified() -> Result<()> {
-    let github = sim(SimConfig::default()).await?;
-    let client = client(&github)?;
-    let id = created_by_us(&client).await?;
+    let (github, client, id) = ours(SimConfig::default()).await?;
     let relabel = |labels: Vec<Label>| RunnerScaleSetPatch {
         labels: Some(labels),
         ..RunnerScaleSetPatch::default()
@@ -801,14 +765,7 @@ async fn drifted_labels_are_refused_or_repaired_and_verified() -> Result<()> {
             ..
         }]
     ));
-    assert_eq!(
-        kinds(&run),
-        [
-            CommandKind::ListByName,
-            CommandKind::Update,
-            CommandKind::GetById
-        ]
-    );
+    assert_eq!(kinds(&run), [ListByName, Update, GetById]);
 
     // Now the labels are replaced, dropping ours; the worker restarts from the stored id.
     client
@@ -827,14 +784,7 @@ async fn drifted_labels_are_refused_or_repaired_and_verified() -> Result<()> {
     };
     assert_eq!(before.labels, ["gpu", NAME]);
     assert_eq!(after.labels, ["linux", NAME]);
-    assert_eq!(
-        kinds(&run),
-        [
-            CommandKind::GetById,
-            CommandKind::Update,
-            CommandKind::GetById
-        ]
-    );
+    assert_eq!(kinds(&run), [GetById, Update, GetById]);
     assert_eq!(
         only_one(&github)?.labels,
         [NAME.to_owned(), "linux".to_owned(), owner_label(OURS)?],
@@ -851,8 +801,7 @@ async fn drifted_labels_are_refused_or_repaired_and_verified() -> Result<()> {
 /// (`RepairDidNotTake`) rather than claiming success.
 #[tokio::test]
 async fn disable_update_repairs_to_true_but_cannot_be_turned_off() -> Result<()> {
-    let github = sim(SimConfig::default()).await?;
-    let client = client(&github)?;
+    let (github, client) = start(SimConfig::default()).await?;
     let mut off = input(OURS, None, Policy::Owned);
     off.desired.disable_update = false;
     let id = expect_ready(&run_once(&client, off.clone()).await?)?.id;
@@ -910,8 +859,7 @@ async fn disable_update_repairs_to_true_but_cannot_be_turned_off() -> Result<()>
 /// case variant for the name filter: the machine refuses instead of creating a near-duplicate.
 #[tokio::test]
 async fn a_name_differing_only_in_case_is_refused_not_duplicated() -> Result<()> {
-    let github = sim(SimConfig::default()).await?;
-    let client = client(&github)?;
+    let (github, client) = start(SimConfig::default()).await?;
     let variant = NAME.to_uppercase();
     github
         .sim
@@ -941,8 +889,7 @@ async fn a_name_differing_only_in_case_is_refused_not_duplicated() -> Result<()>
 #[tokio::test]
 async fn githubs_quirks_do_not_change_the_verdicts() -> Result<()> {
     for style in [NestedStyle::InnerException, NestedStyle::Message] {
-        let github = sim_naming_owners().await?;
-        let client = client(&github)?;
+        let (github, client) = start(naming_owners()).await?;
         github.sim.update_faults(|f| {
             f.omit_runner_group_id = true;
             f.ignore_name_filter = true;
@@ -990,8 +937,7 @@ async fn githubs_quirks_do_not_change_the_verdicts() -> Result<()> {
 /// fails on the 400 instead of adopting or creating twice.
 #[tokio::test]
 async fn text_plain_errors_fail_safely_instead_of_replacing_or_adopting() -> Result<()> {
-    let github = sim(SimConfig::default()).await?;
-    let client = client(&github)?;
+    let (github, client) = start(SimConfig::default()).await?;
     github.sim.update_faults(|f| f.text_plain_errors = true);
     let old = created_by_us(&client).await?;
     github.sim.delete_scale_set(sim_id(old)?)?;
@@ -1027,11 +973,8 @@ async fn text_plain_errors_fail_safely_instead_of_replacing_or_adopting() -> Res
 /// before.
 #[tokio::test]
 async fn a_leaked_probe_session_is_reported_and_never_counts_as_evidence() -> Result<()> {
-    let github = sim_naming_owners().await?;
-    let client = client(&github)?;
-    let foreign = github
-        .sim
-        .create_foreign_scale_set("acme", 1, NAME, RIVAL)?;
+    let (github, client) = start(naming_owners()).await?;
+    let foreign = rivals(&github)?;
     github.sim.evict_session(foreign.scale_set_id)?;
     let identity = identity(OURS);
     // Three closes, five client attempts each; the driver's own delete succeeds.
@@ -1039,11 +982,7 @@ async fn a_leaked_probe_session_is_reported_and_never_counts_as_evidence() -> Re
         f.server_errors = Some(Burst::new(15, 503).on("delete_session"));
     });
     let run = run_once(&client, probing(OURS, Policy::Owned)).await?;
-    let Outcome::Retry {
-        reason: RetryReason::SessionNotClosed { session, .. },
-        ..
-    } = &run.outcome
-    else {
+    let RetryReason::SessionNotClosed { session, .. } = retry_reason(&run)? else {
         bail!("expected SessionNotClosed, got {:?}", run.outcome);
     };
     assert_eq!(run.deleted_leaks, std::slice::from_ref(&session.0));
@@ -1058,11 +997,7 @@ async fn a_leaked_probe_session_is_reported_and_never_counts_as_evidence() -> Re
     });
     let run = run_once(&client, probing(OURS, Policy::Owned)).await?;
     assert!(run.deleted_leaks.is_empty());
-    let Outcome::Retry {
-        reason: RetryReason::SessionNotClosed { session, .. },
-        ..
-    } = &run.outcome
-    else {
+    let RetryReason::SessionNotClosed { session, .. } = retry_reason(&run)? else {
         bail!("expected SessionNotClosed, got {:?}", run.outcome);
     };
     assert_eq!(run.count(CommandKind::CloseSession), 3);
@@ -1075,11 +1010,7 @@ async fn a_leaked_probe_session_is_reported_and_never_counts_as_evidence() -> Re
     let mut next = probing(OURS, Policy::Owned);
     next.retry.attempt = 1;
     let run = run_once(&client, next.clone()).await?;
-    let Outcome::Retry {
-        reason: RetryReason::SessionHeld { owner, .. },
-        ..
-    } = &run.outcome
-    else {
+    let RetryReason::SessionHeld { owner, .. } = retry_reason(&run)? else {
         bail!("expected SessionHeld, got {:?}", run.outcome);
     };
     assert_eq!(owner.as_deref(), Some(identity.probe_owner().as_str()));
@@ -1147,8 +1078,7 @@ impl Hooks for Recorder {
 /// of the answer after it, and sees every GitHub call the run makes (the metrics).
 #[tokio::test]
 async fn the_embedder_hears_of_the_intent_before_the_create_and_of_every_call() -> Result<()> {
-    let github = sim(SimConfig::default()).await?;
-    let client = client(&github)?;
+    let (_github, client) = start(SimConfig::default()).await?;
     let hooks = Recorder::default();
 
     let run =
@@ -1176,8 +1106,7 @@ async fn the_embedder_hears_of_the_intent_before_the_create_and_of_every_call() 
 /// the store does not know it may have created.
 #[tokio::test]
 async fn an_intent_that_cannot_be_recorded_creates_nothing() -> Result<()> {
-    let github = sim(SimConfig::default()).await?;
-    let client = client(&github)?;
+    let (github, client) = start(SimConfig::default()).await?;
     let hooks = Recorder {
         refuse_intent: true,
         ..Recorder::default()
