@@ -9,8 +9,8 @@ use scaleset_github::{
 use scaleset_sim::{AssignmentMode, JobSpec};
 
 use crate::helpers::{
-    TestSim, assign_one, config, create_set, fast_retry, next_message, no_message, post_as,
-    with_session, with_set,
+    TestSim, assign_one, config, create_refused, create_set, fast_retry, next_message, no_message,
+    post_as, with_session, with_set,
 };
 
 #[tokio::test]
@@ -210,8 +210,7 @@ async fn duplicate_scale_set_names_in_a_group_get_exists() -> Result<()> {
     let sim = TestSim::default().await?;
     let client = sim.client("acme")?;
     create_set(&client, "dup").await?;
-    let err = create_set(&client, "DUP").await.expect_err("duplicate");
-    let err = err.downcast::<scaleset_github::Error>()?;
+    let err = create_refused(&client, "DUP").await?;
     assert!(err.is_scale_set_exists(), "{err:#}");
     assert_eq!(err.status(), Some(400));
     sim.stop().await

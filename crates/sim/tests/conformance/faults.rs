@@ -7,8 +7,8 @@ use scaleset_github::{Credentials, ErrorBody, MessageId, RetryPolicy, RunnerGrou
 use scaleset_sim::{Burst, NestedStyle, RaceCreate, RateLimit, RestRateLimit, RestRateLimitAnswer};
 
 use crate::helpers::{
-    PAT, TestSim, admin_token, config, create_set, get, get_as, post_as, post_registration_token,
-    raw, registration_token, with_session, with_set,
+    PAT, TestSim, admin_token, config, create_refused, create_set, get, get_as, post_as,
+    post_registration_token, raw, registration_token, with_session, with_set,
 };
 
 #[tokio::test]
@@ -72,8 +72,7 @@ async fn nested_exceptions_are_still_recognised() -> Result<()> {
     create_set(&client, "n").await?;
     for style in [NestedStyle::InnerException, NestedStyle::Message] {
         sim.sim.update_faults(|f| f.nested_exceptions = Some(style));
-        let err = create_set(&client, "n").await.expect_err("duplicate");
-        let err = err.downcast::<scaleset_github::Error>()?;
+        let err = create_refused(&client, "n").await?;
         assert!(err.is_scale_set_exists(), "{style:?}: {err:#}");
         assert_ne!(
             err.exception_name(),
@@ -91,8 +90,7 @@ async fn bom_prefixed_bodies_decode() -> Result<()> {
     sim.sim.update_faults(|f| f.bom = true);
     let set = create_set(&client, "bom").await?;
     assert_eq!(client.get_scale_set(set.id).await?.name, "bom");
-    let err = create_set(&client, "bom").await.expect_err("duplicate");
-    let err = err.downcast::<scaleset_github::Error>()?;
+    let err = create_refused(&client, "bom").await?;
     assert!(err.is_scale_set_exists(), "{err:#}");
     let (token, base) = admin_token(&sim, "acme", "orgs/acme").await?;
     let answer = get_as(
@@ -113,8 +111,7 @@ async fn text_plain_errors_lose_the_exception_type() -> Result<()> {
     let client = sim.client("acme")?;
     create_set(&client, "t").await?;
     sim.sim.update_faults(|f| f.text_plain_errors = true);
-    let err = create_set(&client, "t").await.expect_err("duplicate");
-    let err = err.downcast::<scaleset_github::Error>()?;
+    let err = create_refused(&client, "t").await?;
     let service = err.service_error().expect("a service error");
     assert_eq!((service.status, service.body), (400, ErrorBody::Text));
     assert!(service.message.contains("already exists"), "{err:#}");
@@ -122,13 +119,25 @@ async fn text_plain_errors_lose_the_exception_type() -> Result<()> {
     sim.stop().await
 }
 
+/// Reads `set` by id through the fault: the client's retries reach the answer, GitHub having
+/// seen `requests` reads of scale sets by id in all.
+async fn read_through(
+    sim: &TestSim,
+    client: &scaleset_github::Client,
+    set: &scaleset_github::RunnerScaleSet,
+    requests: u64,
+) -> Result<()> {
+    assert_eq!(client.get_scale_set(set.id).await?.id, set.id);
+    assert_eq!(sim.sim.request_count("get_scale_set"), requests);
+    Ok(())
+}
+
 #[tokio::test]
 async fn server_error_bursts_are_retried_then_exhausted() -> Result<()> {
     let (sim, client, set) = with_set(config(), "burst").await?;
     sim.sim
         .update_faults(|f| f.server_errors = Some(Burst::new(2, 503).on("get_scale_set")));
-    assert_eq!(client.get_scale_set(set.id).await?.id, set.id);
-    assert_eq!(sim.sim.request_count("get_scale_set"), 3);
+    read_through(&sim, &client, &set, 3).await?;
     sim.sim
         .update_faults(|f| f.server_errors = Some(Burst::new(10, 500).on("get_scale_set")));
     let err = client.get_scale_set(set.id).await.expect_err("exhausted");
@@ -149,8 +158,7 @@ async fn rate_limits_carry_retry_after() -> Result<()> {
     let (sim, client, set) = with_set(config(), "rl").await?;
     sim.sim
         .update_faults(|f| f.rate_limit = Some(RateLimit::new(1, 7).on("get_scale_set")));
-    assert_eq!(client.get_scale_set(set.id).await?.id, set.id);
-    assert_eq!(sim.sim.request_count("get_scale_set"), 2);
+    read_through(&sim, &client, &set, 2).await?;
     sim.sim
         .update_faults(|f| f.rate_limit = Some(RateLimit::new(1, 7)));
     let answer = get(&sim.url("/tenant/1/_apis/runtime/runnerscalesets")).await?;
@@ -171,10 +179,7 @@ async fn a_committed_create_answered_5xx_meets_exists_on_retry() -> Result<()> {
     let client = sim.client("acme")?;
     sim.sim
         .update_faults(|f| f.commit_then_fail = Some(Burst::new(1, 500).on("create_scale_set")));
-    let err = create_set(&client, "committed")
-        .await
-        .expect_err("retried into exists");
-    let err = err.downcast::<scaleset_github::Error>()?;
+    let err = create_refused(&client, "committed").await?;
     assert!(err.is_scale_set_exists(), "{err:#}");
     assert_eq!(sim.sim.request_count("create_scale_set"), 2);
     let found = client
@@ -208,10 +213,7 @@ async fn a_competitor_creates_the_same_name_between_lookup_and_create() -> Resul
             .await?
             .is_none()
     );
-    let err = create_set(&client, "raced")
-        .await
-        .expect_err("lost the race");
-    let err = err.downcast::<scaleset_github::Error>()?;
+    let err = create_refused(&client, "raced").await?;
     assert!(err.is_scale_set_exists(), "{err:#}");
     let theirs = client
         .get_scale_set_by_name(RunnerGroupId(1), "raced")

@@ -89,6 +89,15 @@ pub(crate) async fn create_set(client: &Client, name: &str) -> Result<RunnerScal
         .await?)
 }
 
+/// Creates scale set `name` in the default group, which GitHub must refuse; returns the
+/// client's error.
+pub(crate) async fn create_refused(client: &Client, name: &str) -> Result<scaleset_github::Error> {
+    match create_set(client, name).await {
+        Ok(set) => anyhow::bail!("expected the create of {name} to be refused, got {set:?}"),
+        Err(err) => Ok(err.downcast::<scaleset_github::Error>()?),
+    }
+}
+
 /// Creates a scale set and opens its session.
 pub(crate) async fn set_with_session(
     client: &Client,

@@ -335,6 +335,15 @@ fn h2_client(
     Ok(Client::new(config)?)
 }
 
+/// Two-minute holds and 10 streams per HTTP/2 connection: many held polls need many
+/// connections.
+fn ten_streams() -> SimConfig {
+    let mut config = config();
+    config.long_poll_hold = Duration::from_secs(120);
+    config.http2_max_concurrent_streams = 10;
+    config
+}
+
 /// A simulator serving HTTPS for `localhost`; returns it with the CA PEM and the base URL.
 async fn https_sim(mut config: SimConfig, offer_h2: bool) -> Result<(TestSim, String, String)> {
     let (identity, _) = identity()?;
@@ -351,10 +360,7 @@ async fn https_sim(mut config: SimConfig, offer_h2: bool) -> Result<(TestSim, St
 
 #[tokio::test]
 async fn a_thousand_long_polls_over_h2_with_a_stream_limit_of_10_are_all_answered() -> Result<()> {
-    let mut cfg = config();
-    cfg.long_poll_hold = Duration::from_secs(120);
-    cfg.http2_max_concurrent_streams = 10;
-    let (sim, ca, base) = https_sim(cfg, true).await?;
+    let (sim, ca, base) = https_sim(ten_streams(), true).await?;
     let client = h2_client(&base, Some(&ca), Http2Config::default(), fast_retry())?;
     // Held at once, not queued behind the first connection's 10 streams.
     let polls = HeldPolls::start(&sim, &client, "h2-load", 1000).await?;
@@ -373,10 +379,7 @@ async fn a_thousand_long_polls_over_h2_with_a_stream_limit_of_10_are_all_answere
 
 #[tokio::test]
 async fn goaway_mid_poll_loses_no_message_and_needs_no_retry() -> Result<()> {
-    let mut cfg = config();
-    cfg.long_poll_hold = Duration::from_secs(120);
-    cfg.http2_max_concurrent_streams = 10;
-    let (sim, ca, base) = https_sim(cfg, true).await?;
+    let (sim, ca, base) = https_sim(ten_streams(), true).await?;
     // One attempt per call: a request lost to GOAWAY must be resent by the pool itself.
     let client = h2_client(
         &base,
@@ -477,10 +480,7 @@ async fn https_uses_h2_when_offered_and_plain_http_only_with_prior_knowledge() -
 
 #[tokio::test]
 async fn connections_per_host_are_bounded_and_extra_polls_wait_for_a_stream() -> Result<()> {
-    let mut cfg = config();
-    cfg.long_poll_hold = Duration::from_secs(120);
-    cfg.http2_max_concurrent_streams = 10;
-    let (sim, ca, base) = https_sim(cfg, true).await?;
+    let (sim, ca, base) = https_sim(ten_streams(), true).await?;
     let http2 = Http2Config::default().with_max_connections_per_host(2);
     let client = h2_client(&base, Some(&ca), http2, fast_retry())?;
     let (set, session) = set_with_session(&client, "bounded").await?;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use scaleset_github::ExposeSecret as _;
 use scaleset_github::{JobMessage, MessageId};
 use scaleset_sim::JobSpec;
@@ -192,15 +192,23 @@ async fn a_poll_whose_client_hung_up_is_released() -> Result<()> {
     sim.stop().await
 }
 
-/// A scale set with a session whose one job is assigned (and acknowledged), a runner's JIT
-/// configuration for it, and a long-poll from the acknowledged message held in the background.
+/// A scale set with a session whose one job is assigned (and acknowledged) and taken by a
+/// runner that has just started, and a long-poll from the acknowledged message held in the
+/// background.
 struct HeldPoll {
     set_id: i64,
-    jit: String,
     poll: tokio::task::JoinHandle<Result<Option<scaleset_github::Message>>>,
 }
 
-async fn held_poll_after_an_assignment(sim: &TestSim) -> Result<HeldPoll> {
+impl HeldPoll {
+    /// The kinds of the jobs in the message the held poll is answered with (not a 202).
+    async fn answer(self, what: &str) -> Result<Vec<&'static str>> {
+        let message = self.poll.await??.context(what.to_owned())?;
+        Ok(kinds(&message))
+    }
+}
+
+async fn held_poll_after_a_runner_started(sim: &TestSim) -> Result<HeldPoll> {
     let client = sim.client("acme")?;
     let (set, mut session) = set_with_session(&client, "timing").await?;
     let assigned = assign_one(sim, &client, &set, &mut session, 10).await?;
@@ -214,9 +222,10 @@ async fn held_poll_after_an_assignment(sim: &TestSim) -> Result<HeldPoll> {
     });
     let handle = sim.sim.clone();
     eventually("the poll is held", || handle.waiting_polls() == 1).await;
+    sim.sim
+        .start_runner(jit.encoded_jit_config.expose_secret())?;
     Ok(HeldPoll {
         set_id: set.id.0,
-        jit: jit.encoded_jit_config.expose_secret().to_owned(),
         poll,
     })
 }
@@ -248,26 +257,22 @@ fn timing_config() -> scaleset_sim::SimConfig {
 async fn job_started_does_not_wake_a_held_poll_and_rides_with_the_next_batch() -> Result<()> {
     let sim = TestSim::start(timing_config()).await?;
     assert_eq!(sim.sim.config().job_started_delay, Duration::from_secs(50));
-    let held = held_poll_after_an_assignment(&sim).await?;
-    sim.sim.start_runner(&held.jit)?;
+    let held = held_poll_after_a_runner_started(&sim).await?;
     // Had `JobStarted` woken the poll, it would have gone out alone before this job arrives.
     sim.sim.enqueue_jobs(held.set_id, &JobSpec::count(1))?;
-    let message = held.poll.await??.expect("a batch");
-    assert_eq!(kinds(&message), ["started", "assigned"]);
+    assert_eq!(held.answer("a batch").await?, ["started", "assigned"]);
     sim.stop().await
 }
 
 #[tokio::test]
 async fn job_started_goes_out_alone_once_its_delay_has_passed() -> Result<()> {
     let sim = TestSim::start(timing_config()).await?;
-    let held = held_poll_after_an_assignment(&sim).await?;
-    sim.sim.start_runner(&held.jit)?;
+    let held = held_poll_after_a_runner_started(&sim).await?;
     sim.sim.advance(sim.sim.config().job_started_delay);
-    let message = held
-        .poll
-        .await??
-        .expect("started, not a 202 after the hold");
-    assert_eq!(kinds(&message), ["started"]);
+    assert_eq!(
+        held.answer("started, not a 202 after the hold").await?,
+        ["started"]
+    );
     sim.stop().await
 }
 
@@ -276,12 +281,10 @@ async fn immediate_job_started_wakes_a_held_poll_at_once() -> Result<()> {
     let mut cfg = timing_config();
     cfg.job_started_delay = Duration::ZERO;
     let sim = TestSim::start(cfg).await?;
-    let held = held_poll_after_an_assignment(&sim).await?;
-    sim.sim.start_runner(&held.jit)?;
-    let message = held
-        .poll
-        .await??
-        .expect("started, not a 202 after the hold");
-    assert_eq!(kinds(&message), ["started"]);
+    let held = held_poll_after_a_runner_started(&sim).await?;
+    assert_eq!(
+        held.answer("started, not a 202 after the hold").await?,
+        ["started"]
+    );
     sim.stop().await
 }
