@@ -5,7 +5,7 @@ use anyhow::Result;
 use scaleset_github::{MessageId, ScaleSetId};
 use serde_json::{Value, json};
 
-use crate::helpers::{TestSim, admin_token, create_set, raw};
+use crate::helpers::{TestSim, admin_token, config, create_set, raw, with_client};
 
 async fn control(
     sim: &TestSim,
@@ -31,8 +31,7 @@ async fn control(
 
 #[tokio::test]
 async fn control_api_drives_every_operation() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
+    let (sim, client) = with_client(config()).await?;
 
     let (status, group) = control(
         &sim,
@@ -244,8 +243,7 @@ async fn input_keys_are_case_insensitive_and_zero_session_ids_ignored() -> Resul
 async fn shutdown_answers_held_polls_and_returns() -> Result<()> {
     let mut cfg = crate::helpers::config();
     cfg.long_poll_hold = std::time::Duration::from_secs(3600);
-    let sim = TestSim::start(cfg).await?;
-    let client = sim.client("acme")?;
+    let (sim, client) = with_client(cfg).await?;
     let (_, mut session) = crate::helpers::set_with_session(&client, "shutdown").await?;
     let poll = tokio::spawn(async move { client.get_message(&mut session, MessageId(0), 1).await });
     let handle = sim.sim.clone();

@@ -10,7 +10,7 @@ use scaleset_sim::{AssignmentMode, JobSpec};
 
 use crate::helpers::{
     TestSim, assign_one, config, create_refused, create_set, fast_retry, next_message, no_message,
-    post_as, with_session, with_set,
+    post_as, with_client, with_session, with_set,
 };
 
 #[tokio::test]
@@ -207,8 +207,7 @@ async fn scale_set_create_get_list_update_delete() -> Result<()> {
 
 #[tokio::test]
 async fn duplicate_scale_set_names_in_a_group_get_exists() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
+    let (sim, client) = with_client(config()).await?;
     create_set(&client, "dup").await?;
     let err = create_refused(&client, "DUP").await?;
     assert!(err.is_scale_set_exists(), "{err:#}");
@@ -422,8 +421,7 @@ async fn a_simulated_runner_runs_one_job_through_the_queue() -> Result<()> {
 
 #[tokio::test]
 async fn labels_and_setting_round_trip() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
+    let (sim, client) = with_client(config()).await?;
     let created = client
         .create_scale_set(
             &NewRunnerScaleSet::new("labelled", RunnerGroupId(1))
@@ -438,8 +436,7 @@ async fn labels_and_setting_round_trip() -> Result<()> {
 
 #[tokio::test]
 async fn awkward_names_survive_the_query_string() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
+    let (sim, client) = with_client(config()).await?;
     for name in ["example+garm&123", "a b", "x#y", "50%", "a;b", "größe"] {
         let set = create_set(&client, name).await?;
         let found = client.get_scale_set_by_name(RunnerGroupId(1), name).await?;

@@ -8,7 +8,7 @@ use scaleset_sim::{Burst, NestedStyle, RaceCreate, RateLimit, RestRateLimit, Res
 
 use crate::helpers::{
     PAT, TestSim, admin_token, config, create_refused, create_set, get, get_as, post_as,
-    post_registration_token, raw, registration_token, with_session, with_set,
+    post_registration_token, raw, registration_token, with_client, with_session, with_set,
 };
 
 #[tokio::test]
@@ -50,8 +50,7 @@ async fn omitted_runner_group_id_in_group_scoped_lists() -> Result<()> {
 
 #[tokio::test]
 async fn ignored_name_filter_returns_the_whole_group() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
+    let (sim, client) = with_client(config()).await?;
     create_set(&client, "a").await?;
     create_set(&client, "b").await?;
     sim.sim.update_faults(|f| f.ignore_name_filter = true);
@@ -67,8 +66,7 @@ async fn ignored_name_filter_returns_the_whole_group() -> Result<()> {
 
 #[tokio::test]
 async fn nested_exceptions_are_still_recognised() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
+    let (sim, client) = with_client(config()).await?;
     create_set(&client, "n").await?;
     for style in [NestedStyle::InnerException, NestedStyle::Message] {
         sim.sim.update_faults(|f| f.nested_exceptions = Some(style));
@@ -85,8 +83,7 @@ async fn nested_exceptions_are_still_recognised() -> Result<()> {
 
 #[tokio::test]
 async fn bom_prefixed_bodies_decode() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
+    let (sim, client) = with_client(config()).await?;
     sim.sim.update_faults(|f| f.bom = true);
     let set = create_set(&client, "bom").await?;
     assert_eq!(client.get_scale_set(set.id).await?.name, "bom");
@@ -107,8 +104,7 @@ async fn bom_prefixed_bodies_decode() -> Result<()> {
 
 #[tokio::test]
 async fn text_plain_errors_lose_the_exception_type() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
+    let (sim, client) = with_client(config()).await?;
     create_set(&client, "t").await?;
     sim.sim.update_faults(|f| f.text_plain_errors = true);
     let err = create_refused(&client, "t").await?;
@@ -175,8 +171,7 @@ async fn rate_limits_carry_retry_after() -> Result<()> {
 
 #[tokio::test]
 async fn a_committed_create_answered_5xx_meets_exists_on_retry() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
+    let (sim, client) = with_client(config()).await?;
     sim.sim
         .update_faults(|f| f.commit_then_fail = Some(Burst::new(1, 500).on("create_scale_set")));
     let err = create_refused(&client, "committed").await?;
@@ -201,8 +196,7 @@ async fn a_committed_create_answered_5xx_meets_exists_on_retry() -> Result<()> {
 
 #[tokio::test]
 async fn a_competitor_creates_the_same_name_between_lookup_and_create() -> Result<()> {
-    let sim = TestSim::default().await?;
-    let client = sim.client("acme")?;
+    let (sim, client) = with_client(config()).await?;
     sim.sim.update_faults(|f| {
         f.race_create = Some(RaceCreate::with_owner("rival-controller"));
         f.conflict_names_owner = true;

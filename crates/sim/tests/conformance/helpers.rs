@@ -108,14 +108,20 @@ pub(crate) async fn set_with_session(
     Ok((set, session))
 }
 
+/// A simulator started with `config` and a client for `acme`.
+pub(crate) async fn with_client(config: SimConfig) -> Result<(TestSim, Client)> {
+    let sim = TestSim::start(config).await?;
+    let client = sim.client("acme")?;
+    Ok((sim, client))
+}
+
 /// A simulator started with `config`, a client for `acme`, and scale set `name` created in the
 /// default group.
 pub(crate) async fn with_set(
     config: SimConfig,
     name: &str,
 ) -> Result<(TestSim, Client, RunnerScaleSet)> {
-    let sim = TestSim::start(config).await?;
-    let client = sim.client("acme")?;
+    let (sim, client) = with_client(config).await?;
     let set = create_set(&client, name).await?;
     Ok((sim, client, set))
 }
@@ -125,8 +131,7 @@ pub(crate) async fn with_session(
     config: SimConfig,
     name: &str,
 ) -> Result<(TestSim, Client, RunnerScaleSet, Session)> {
-    let sim = TestSim::start(config).await?;
-    let client = sim.client("acme")?;
+    let (sim, client) = with_client(config).await?;
     let (set, session) = set_with_session(&client, name).await?;
     Ok((sim, client, set, session))
 }
@@ -326,6 +331,27 @@ pub(crate) async fn raw(
 /// The one bounded poll of the workspace's tests.
 pub(crate) use scaleset_eventually::eventually_holds as eventually;
 
+/// `POST {path}` (a runner-registration path) with registration token `token`, registering for
+/// the config URL of `scope_path`.
+pub(crate) async fn post_runner_registration(
+    sim: &TestSim,
+    path: &str,
+    token: &str,
+    scope_path: &str,
+) -> Result<Raw> {
+    let body = serde_json::json!({ "url": sim.url(&format!("/{scope_path}")), "runner_event": "register" });
+    raw(
+        "POST",
+        &sim.url(path),
+        &[
+            ("authorization", &format!("RemoteAuth {token}")),
+            ("content-type", "application/json"),
+        ],
+        Some(&body.to_string()),
+    )
+    .await
+}
+
 /// Runs the token chain with a raw client and returns (admin token, actions base URL).
 pub(crate) async fn admin_token(
     sim: &TestSim,
@@ -333,15 +359,11 @@ pub(crate) async fn admin_token(
     rest_path: &str,
 ) -> Result<(String, String)> {
     let token = registration_token(sim, rest_path).await?;
-    let body = serde_json::json!({ "url": sim.url(&format!("/{scope_path}")), "runner_event": "register" });
-    let admin = raw(
-        "POST",
-        &sim.url("/api/v3/actions/runner-registration"),
-        &[
-            ("authorization", &format!("RemoteAuth {token}")),
-            ("content-type", "application/json"),
-        ],
-        Some(&body.to_string()),
+    let admin = post_runner_registration(
+        sim,
+        "/api/v3/actions/runner-registration",
+        &token,
+        scope_path,
     )
     .await?;
     anyhow::ensure!(admin.status == 200, "runner-registration: {}", admin.status);

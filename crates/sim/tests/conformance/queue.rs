@@ -10,7 +10,7 @@ use scaleset_sim::JobSpec;
 
 use crate::helpers::{
     HeldPolls, TestSim, assign_one, config, eventually, get_as, next_message, no_message,
-    set_with_session, with_session, with_set,
+    set_with_session, with_client, with_session, with_set,
 };
 
 #[tokio::test]
@@ -161,8 +161,7 @@ async fn dormant_scale_sets_are_deleted_after_the_configured_time() -> Result<()
 async fn a_thousand_concurrent_long_polls_are_all_answered() -> Result<()> {
     let mut cfg = config();
     cfg.long_poll_hold = Duration::from_secs(60);
-    let sim = TestSim::start(cfg).await?;
-    let client = sim.client("acme")?;
+    let (sim, client) = with_client(cfg).await?;
     HeldPolls::start(&sim, &client, "load", 1000)
         .await?
         .each_answered_with_its_job(&sim)

@@ -8,7 +8,10 @@ use anyhow::Result;
 use ring::digest;
 use serde_json::Value;
 
-use crate::helpers::{PAT, TestSim, admin_token, get, get_as, post_as, raw, registration_token};
+use crate::helpers::{
+    PAT, TestSim, admin_token, get, get_as, post_as, post_runner_registration, raw,
+    registration_token,
+};
 
 fn keys(value: &Value) -> BTreeSet<&str> {
     value
@@ -21,17 +24,8 @@ fn keys(value: &Value) -> BTreeSet<&str> {
 async fn runner_registration_is_served_at_the_root_path_too() -> Result<()> {
     let sim = TestSim::default().await?;
     let token = registration_token(&sim, "orgs/acme").await?;
-    let body = serde_json::json!({ "url": sim.url("/acme"), "runner_event": "register" });
-    let answer = raw(
-        "POST",
-        &sim.url("/actions/runner-registration"),
-        &[
-            ("authorization", &format!("RemoteAuth {token}")),
-            ("content-type", "application/json"),
-        ],
-        Some(&body.to_string()),
-    )
-    .await?;
+    let answer =
+        post_runner_registration(&sim, "/actions/runner-registration", &token, "acme").await?;
     assert_eq!(answer.status, 200);
     let json = answer.json()?;
     assert_eq!(
