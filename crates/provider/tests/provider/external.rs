@@ -15,19 +15,42 @@ use scaleset_provider::{
 use tracing::instrument::WithSubscriber as _;
 
 use crate::helpers::{
-    CONTROLLER, JIT, Recorder, TOKEN, config, eventually, instance_json, pool, provider, request,
-    write_executable,
+    CONTROLLER, Call, JIT, Recorder, TOKEN, config, env_of, eventually, instance_json, pool,
+    provider, provider_in, request, write_executable,
 };
 
 /// A runner-download token, as GitHub returns for some runner packages.
 const DOWNLOAD_TOKEN: &str = "temp-download-token-do-not-log";
 
-fn keys(call: &crate::helpers::Call) -> BTreeSet<&str> {
+/// The variables every call passes with the operator environment of
+/// [`crate::helpers::operator_env`] and its allow-list.
+const GARM_BASE: [&str; 7] = [
+    "GARM_COMMAND",
+    "GARM_CONTROLLER_ID",
+    "GARM_INTERFACE_VERSION",
+    "GARM_PROVIDER_CONFIG_FILE",
+    "HTTPS_PROXY",
+    "OS_AUTH_URL",
+    "OS_PASSWORD",
+];
+
+/// A script that starts a grandchild, writes both pids, and sleeps.
+const SLEEPS_WITH_A_GRANDCHILD: &str =
+    "sleep 1000 &\necho $! > \"$DIR/grandchild.pid\"\necho $$ > \"$DIR/child.pid\"\nsleep 1000";
+
+fn keys(call: &Call) -> BTreeSet<&str> {
     call.env.keys().map(String::as_str).collect()
 }
 
 fn set(items: &[&'static str]) -> BTreeSet<&'static str> {
     items.iter().copied().collect()
+}
+
+/// [`GARM_BASE`] and `extra`.
+fn garm_keys(extra: &[&'static str]) -> BTreeSet<&'static str> {
+    let mut all = set(&GARM_BASE);
+    all.extend(extra.iter().copied());
+    all
 }
 
 fn instance_id(text: &str) -> InstanceId {
@@ -41,13 +64,94 @@ fn decode_specs(value: &str) -> serde_json::Value {
     serde_json::from_slice(&json).expect("JSON")
 }
 
+/// A script body that prints the running instance `vm-1` / `runner-1`.
+fn prints_runner_1() -> String {
+    format!("echo '{}'", instance_json("vm-1", "runner-1", "running"))
+}
+
+/// The error of creating `runner-1` in [`pool`].
+async fn create_err(provider: &ExternalProvider) -> Error {
+    provider
+        .create(&request("runner-1", &pool()))
+        .await
+        .expect_err("create fails")
+}
+
+/// The error of getting instance `id` in [`pool`].
+async fn get_err(provider: &ExternalProvider, id: &str) -> Error {
+    provider
+        .get(&pool(), &instance_id(id))
+        .await
+        .expect_err("get fails")
+}
+
+/// The error of listing [`pool`].
+async fn list_err(provider: &ExternalProvider) -> Error {
+    provider.list(&pool()).await.expect_err("list fails")
+}
+
+/// The fields of an [`Error::Failed`].
+#[derive(Debug)]
+struct Failure {
+    command: Command,
+    exit_code: Option<i32>,
+    stderr_tail: String,
+    provider_fault: Option<String>,
+}
+
+fn failure(err: Error) -> Failure {
+    match err {
+        Error::Failed {
+            command,
+            exit_code,
+            stderr_tail,
+            provider_fault,
+        } => Failure {
+            command,
+            exit_code,
+            stderr_tail,
+            provider_fault,
+        },
+        other => panic!("expected Failed, got {other:?}"),
+    }
+}
+
+/// The variant, command and trimmed stderr tail of an [`Error::NotFound`] or
+/// [`Error::Duplicate`]: the answers an exit code gives.
+fn answer(err: &Error) -> (&'static str, Command, &str) {
+    match err {
+        Error::NotFound {
+            command,
+            stderr_tail,
+        } => ("NotFound", *command, stderr_tail.trim()),
+        Error::Duplicate {
+            command,
+            stderr_tail,
+        } => ("Duplicate", *command, stderr_tail.trim()),
+        other => panic!("expected NotFound or Duplicate, got {other:?}"),
+    }
+}
+
+/// The command and limit of an [`Error::Timeout`].
+fn timeout(err: &Error) -> (Command, Duration) {
+    match err {
+        Error::Timeout { command, after } => (*command, *after),
+        other => panic!("expected Timeout, got {other:?}"),
+    }
+}
+
+/// The problem of an [`Error::BadOutput`].
+fn bad_output(err: Error) -> (Command, OutputProblem) {
+    match err {
+        Error::BadOutput { command, problem } => (command, problem),
+        other => panic!("expected BadOutput, got {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn create_v011_passes_exactly_the_garm_environment_and_bootstrap_on_stdin() {
     let rec = Recorder::new();
-    let provider = rec.provider(
-        &format!("echo '{}'", instance_json("vm-1", "runner-1", "running")),
-        InterfaceVersion::V011,
-    );
+    let provider = rec.provider(&prints_runner_1(), InterfaceVersion::V011);
     let pool = pool();
     let request = request("runner-1", &pool);
 
@@ -63,17 +167,7 @@ async fn create_v011_passes_exactly_the_garm_environment_and_bootstrap_on_stdin(
     // v0.1.1 does) GARM_POOL_EXTRASPECS with the bootstrap's extra specs.
     assert_eq!(
         keys(&call),
-        set(&[
-            "GARM_COMMAND",
-            "GARM_CONTROLLER_ID",
-            "GARM_INTERFACE_VERSION",
-            "GARM_POOL_EXTRASPECS",
-            "GARM_POOL_ID",
-            "GARM_PROVIDER_CONFIG_FILE",
-            "HTTPS_PROXY",
-            "OS_AUTH_URL",
-            "OS_PASSWORD",
-        ])
+        garm_keys(&["GARM_POOL_EXTRASPECS", "GARM_POOL_ID"])
     );
     assert_eq!(
         decode_specs(&call.env["GARM_POOL_EXTRASPECS"]),
@@ -114,10 +208,7 @@ async fn create_v011_passes_exactly_the_garm_environment_and_bootstrap_on_stdin(
 #[tokio::test]
 async fn create_v011_without_extra_specs_sends_null_as_garm() {
     let rec = Recorder::new();
-    let provider = rec.provider(
-        &format!("echo '{}'", instance_json("vm-1", "runner-1", "running")),
-        InterfaceVersion::V011,
-    );
+    let provider = rec.provider(&prints_runner_1(), InterfaceVersion::V011);
     let mut request = request("runner-1", &pool());
     request.bootstrap.extra_specs = None;
     provider.create(&request).await.expect("create");
@@ -132,29 +223,14 @@ async fn create_v011_without_extra_specs_sends_null_as_garm() {
 #[tokio::test]
 async fn create_v010_passes_the_same_variables_as_garm() {
     let rec = Recorder::new();
-    let provider = rec.provider(
-        &format!("echo '{}'", instance_json("vm-1", "runner-1", "running")),
-        InterfaceVersion::V010,
-    );
+    let provider = rec.provider(&prints_runner_1(), InterfaceVersion::V010);
     let pool = pool();
     provider
         .create(&request("runner-1", &pool))
         .await
         .expect("create");
     let call = rec.only_call();
-    assert_eq!(
-        keys(&call),
-        set(&[
-            "GARM_COMMAND",
-            "GARM_CONTROLLER_ID",
-            "GARM_INTERFACE_VERSION",
-            "GARM_POOL_ID",
-            "GARM_PROVIDER_CONFIG_FILE",
-            "HTTPS_PROXY",
-            "OS_AUTH_URL",
-            "OS_PASSWORD",
-        ])
-    );
+    assert_eq!(keys(&call), garm_keys(&["GARM_POOL_ID"]));
     assert_eq!(call.env["GARM_INTERFACE_VERSION"], "v0.1.0");
     assert_eq!(call.env["GARM_POOL_ID"], pool.key.as_str());
 }
@@ -186,34 +262,20 @@ async fn instance_commands_follow_the_interface_version() {
         assert_eq!(provider.version().await.expect("version"), "v1.2.3");
     }
 
-    let base = [
-        "GARM_COMMAND",
-        "GARM_CONTROLLER_ID",
-        "GARM_INTERFACE_VERSION",
-        "GARM_PROVIDER_CONFIG_FILE",
-        "HTTPS_PROXY",
-        "OS_AUTH_URL",
-        "OS_PASSWORD",
-    ];
-    let with = |extra: &[&'static str]| {
-        let mut all = set(&base);
-        all.extend(extra.iter().copied());
-        all
-    };
     let mut seen = 0;
     for call in rec.calls() {
         let version = call.env["GARM_INTERFACE_VERSION"].clone();
         let command = call.env["GARM_COMMAND"].clone();
         let expected = match (version.as_str(), command.as_str()) {
             ("v0.1.0", "GetInstance" | "DeleteInstance" | "StartInstance" | "StopInstance") => {
-                with(&["GARM_INSTANCE_ID"])
+                garm_keys(&["GARM_INSTANCE_ID"])
             }
             ("v0.1.1", "GetInstance" | "DeleteInstance" | "StartInstance" | "StopInstance") => {
-                with(&["GARM_INSTANCE_ID", "GARM_POOL_ID", "GARM_POOL_EXTRASPECS"])
+                garm_keys(&["GARM_INSTANCE_ID", "GARM_POOL_ID", "GARM_POOL_EXTRASPECS"])
             }
-            ("v0.1.0", "ListInstances") => with(&["GARM_POOL_ID"]),
-            ("v0.1.1", "ListInstances") => with(&["GARM_POOL_ID", "GARM_POOL_EXTRASPECS"]),
-            (_, "RemoveAllInstances" | "GetVersion") => with(&[]),
+            ("v0.1.0", "ListInstances") => garm_keys(&["GARM_POOL_ID"]),
+            ("v0.1.1", "ListInstances") => garm_keys(&["GARM_POOL_ID", "GARM_POOL_EXTRASPECS"]),
+            (_, "RemoveAllInstances" | "GetVersion") => garm_keys(&[]),
             other => panic!("unexpected call {other:?}"),
         };
         assert_eq!(keys(&call), expected, "{version} {command}");
@@ -221,11 +283,8 @@ async fn instance_commands_follow_the_interface_version() {
             assert_eq!(id, "vm-1");
         }
         if let Some(specs) = call.env.get("GARM_POOL_EXTRASPECS") {
-            let specs = base64::engine::general_purpose::STANDARD
-                .decode(specs)
-                .expect("base64");
             assert_eq!(
-                serde_json::from_slice::<serde_json::Value>(&specs).expect("JSON"),
+                decode_specs(specs),
                 serde_json::json!({"flavor_override": "big"}),
                 "{command}"
             );
@@ -239,8 +298,7 @@ async fn instance_commands_follow_the_interface_version() {
 #[tokio::test]
 async fn list_parses_an_array_and_get_parses_an_instance() {
     let rec = Recorder::new();
-    let exe = rec.script(
-        "provider",
+    let provider = rec.provider(
         &format!(
             "case \"$GARM_COMMAND\" in\n\
              GetInstance) echo '{}' ;;\n\
@@ -250,8 +308,8 @@ async fn list_parses_an_array_and_get_parses_an_instance() {
             instance_json("vm-1", "runner-1", "running"),
             instance_json("vm-2", "runner-2", "pending_create"),
         ),
+        InterfaceVersion::V011,
     );
-    let provider = provider(config(&exe, InterfaceVersion::V011));
     let got = provider
         .get(&pool(), &instance_id("vm-1"))
         .await
@@ -267,33 +325,23 @@ async fn list_parses_an_array_and_get_parses_an_instance() {
 #[tokio::test]
 async fn exit_code_30_is_not_found_for_get_and_success_for_delete_keeping_stderr() {
     let rec = Recorder::new();
-    let exe = rec.script(
-        "provider",
+    let mut config = rec.config(
         "echo \"no such instance $GARM_INSTANCE_ID password=$OS_PASSWORD\" >&2; exit 30",
+        InterfaceVersion::V010,
     );
-    let mut config = config(&exe, InterfaceVersion::V010);
     config.environment = EnvAllowList::parse(&["OS_"]).expect("allow-list");
-    let env: BTreeMap<String, String> = [(
-        "OS_PASSWORD".to_owned(),
-        "openstack-password-do-not-log".to_owned(),
-    )]
-    .into();
-    let provider = ExternalProvider::new("test", config, CONTROLLER, &env);
-    let err = provider
-        .get(&pool(), &instance_id("gone"))
-        .await
-        .unwrap_err();
+    let env = env_of(&[("OS_PASSWORD", "openstack-password-do-not-log")]);
+    let provider = provider_in(config, &env);
+    let err = get_err(&provider, "gone").await;
     assert!(err.is_not_found(), "{err}");
-    match &err {
-        Error::NotFound {
-            command: Command::GetInstance,
-            stderr_tail,
-        } => assert_eq!(
-            stderr_tail.trim(),
+    assert_eq!(
+        answer(&err),
+        (
+            "NotFound",
+            Command::GetInstance,
             "no such instance gone password=<redacted>"
-        ),
-        other => panic!("expected NotFound, got {other:?}"),
-    }
+        )
+    );
     assert!(err.to_string().contains("no such instance gone"), "{err}");
     assert!(!err.to_string().contains("do-not-log"), "{err}");
     provider
@@ -332,25 +380,15 @@ async fn exit_code_30_elsewhere_is_a_failure_with_its_reason() {
     for (result, expected) in errors.into_iter().zip(expected) {
         let err = result.expect_err("exit code 30 fails the call");
         assert!(!err.is_not_found(), "{err:?}");
-        match &err {
-            Error::Failed {
-                command,
-                exit_code: Some(30),
-                stderr_tail,
-                ..
-            } => {
-                assert_eq!(*command, expected);
-                assert_eq!(
-                    stderr_tail.trim(),
-                    format!("{expected}: image ubuntu:24.04 not found on remote")
-                );
-            }
-            other => panic!("{expected}: expected Failed, got {other:?}"),
-        }
-        assert!(
-            err.to_string().contains("image ubuntu:24.04 not found"),
-            "{err}"
+        let shown = err.to_string();
+        let failed = failure(err);
+        assert_eq!(failed.command, expected);
+        assert_eq!(failed.exit_code, Some(30), "{expected}");
+        assert_eq!(
+            failed.stderr_tail.trim(),
+            format!("{expected}: image ubuntu:24.04 not found on remote")
         );
+        assert!(shown.contains("image ubuntu:24.04 not found"), "{shown}");
     }
 }
 
@@ -361,42 +399,31 @@ async fn exit_code_31_is_duplicate_for_create_only_keeping_stderr() {
         "echo \"$GARM_COMMAND: instance runner-1 already exists\" >&2; exit 31",
         InterfaceVersion::V011,
     );
-    let err = provider
-        .create(&request("runner-1", &pool()))
-        .await
-        .unwrap_err();
+    let err = create_err(&provider).await;
     assert!(err.is_duplicate(), "{err}");
     assert!(!err.is_retryable());
-    match &err {
-        Error::Duplicate {
-            command: Command::CreateInstance,
-            stderr_tail,
-        } => assert_eq!(
-            stderr_tail.trim(),
+    assert_eq!(
+        answer(&err),
+        (
+            "Duplicate",
+            Command::CreateInstance,
             "CreateInstance: instance runner-1 already exists"
-        ),
-        other => panic!("expected Duplicate, got {other:?}"),
-    }
+        )
+    );
     assert!(err.to_string().contains("already exists"), "{err}");
 
     for err in [
-        provider.list(&pool()).await.map(drop).unwrap_err(),
-        provider
-            .get(&pool(), &instance_id("vm-1"))
-            .await
-            .map(drop)
-            .unwrap_err(),
+        list_err(&provider).await,
+        get_err(&provider, "vm-1").await,
         provider
             .delete(&pool(), &instance_id("vm-1"))
             .await
             .unwrap_err(),
     ] {
         assert!(!err.is_duplicate(), "{err:?}");
-        assert!(
-            matches!(&err, Error::Failed { exit_code: Some(31), stderr_tail, .. }
-                if stderr_tail.contains("already exists")),
-            "{err:?}"
-        );
+        let failed = failure(err);
+        assert_eq!(failed.exit_code, Some(31));
+        assert!(failed.stderr_tail.contains("already exists"), "{failed:?}");
     }
 }
 
@@ -407,26 +434,14 @@ async fn other_exit_codes_fail_with_the_code_and_stderr_tail() {
         "echo 'quota exceeded in project ci' >&2; exit 2",
         InterfaceVersion::V011,
     );
-    let err = provider
-        .create(&request("runner-1", &pool()))
-        .await
-        .unwrap_err();
-    match &err {
-        Error::Failed {
-            command,
-            exit_code,
-            stderr_tail,
-            provider_fault,
-        } => {
-            assert_eq!(*command, Command::CreateInstance);
-            assert_eq!(*exit_code, Some(2));
-            assert_eq!(stderr_tail.trim(), "quota exceeded in project ci");
-            assert_eq!(*provider_fault, None);
-        }
-        other => panic!("expected Failed, got {other:?}"),
-    }
+    let err = create_err(&provider).await;
     assert!(err.is_retryable());
     assert!(err.to_string().contains("exit code 2"), "{err}");
+    let failed = failure(err);
+    assert_eq!(failed.command, Command::CreateInstance);
+    assert_eq!(failed.exit_code, Some(2));
+    assert_eq!(failed.stderr_tail.trim(), "quota exceeded in project ci");
+    assert_eq!(failed.provider_fault, None);
 }
 
 #[tokio::test]
@@ -441,14 +456,11 @@ async fn a_failing_create_reports_its_fault_and_never_echoes_the_token() {
     request.bootstrap.tools[0].temp_download_token = Some(SecretString::from(DOWNLOAD_TOKEN));
     let err = provider.create(&request).await.unwrap_err();
     let shown = err.to_string();
-    let Error::Failed {
+    let Failure {
         stderr_tail,
         provider_fault,
         ..
-    } = err
-    else {
-        panic!("expected Failed, got {err:?}");
-    };
+    } = failure(err);
     assert_eq!(provider_fault.as_deref(), Some("image not found"));
     assert!(
         stderr_tail.contains("\"instance-token\":\"<redacted>\""),
@@ -471,46 +483,33 @@ async fn a_failing_call_never_echoes_passed_through_credentials() {
     let rec = Recorder::new();
     // A provider that dumps its environment to stderr and puts a credential
     // into its fault (base64 of "auth failed for openstack-password-do-not-log").
-    let exe = rec.script(
-        "provider",
+    let mut config = rec.config(
         "echo \"password=$OS_PASSWORD secret=$AWS_SECRET_ACCESS_KEY debug=$OS_DEBUG\" >&2\n\
          echo '{\"name\":\"runner-1\",\"status\":\"error\",\"provider_fault\":\"YXV0aCBmYWlsZWQgZm9yIG9wZW5zdGFjay1wYXNzd29yZC1kby1ub3QtbG9n\"}'\n\
          exit 1",
+        InterfaceVersion::V011,
     );
-    let mut config = config(&exe, InterfaceVersion::V011);
     config.environment =
         EnvAllowList::parse(&["OS_*", "AWS_SECRET_ACCESS_KEY"]).expect("allow-list");
-    let env: BTreeMap<String, String> = [
+    let env = env_of(&[
         ("OS_PASSWORD", PASSWORD),
         ("AWS_SECRET_ACCESS_KEY", AWS_SECRET),
         ("OS_DEBUG", "true"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect();
-    let provider = ExternalProvider::new("test", config, CONTROLLER, &env);
+    ]);
+    let provider = provider_in(config, &env);
 
     // Every command redacts, not only CreateInstance.
     let errors = [
-        provider
-            .create(&request("runner-1", &pool()))
-            .await
-            .unwrap_err(),
-        provider
-            .get(&pool(), &instance_id("vm-1"))
-            .await
-            .unwrap_err(),
+        create_err(&provider).await,
+        get_err(&provider, "vm-1").await,
     ];
     for err in errors {
         let shown = err.to_string();
-        let Error::Failed {
+        let Failure {
             stderr_tail,
             provider_fault,
             ..
-        } = err
-        else {
-            panic!("expected Failed, got {err:?}");
-        };
+        } = failure(err);
         assert_eq!(
             stderr_tail.trim(),
             "password=<redacted> secret=<redacted> debug=true",
@@ -529,19 +528,11 @@ async fn a_failing_call_never_echoes_passed_through_credentials() {
 async fn garbage_stdout_is_bad_output() {
     let rec = Recorder::new();
     let provider = rec.provider("echo 'Creating VM... done!'", InterfaceVersion::V011);
-    let err = provider
-        .create(&request("runner-1", &pool()))
-        .await
-        .unwrap_err();
+    let (command, problem) = bad_output(create_err(&provider).await);
+    assert_eq!(command, Command::CreateInstance);
     assert!(
-        matches!(
-            err,
-            Error::BadOutput {
-                command: Command::CreateInstance,
-                problem: OutputProblem::NotJson { .. }
-            }
-        ),
-        "{err:?}"
+        matches!(problem, OutputProblem::NotJson { .. }),
+        "{problem:?}"
     );
 }
 
@@ -553,30 +544,17 @@ async fn missing_ids_and_unknown_statuses_are_bad_output() {
          ListInstances) echo '[{\"provider_id\":\"vm-1\",\"status\":\"running\"}]' ;;\n\
          CreateInstance) echo '{\"provider_id\":\"vm-1\",\"name\":\"runner-1\",\"status\":\"exploded\"}' ;;\n\
          esac", InterfaceVersion::V011);
-    let problem = |err: Error| match err {
-        Error::BadOutput { problem, .. } => problem,
-        other => panic!("expected BadOutput, got {other:?}"),
-    };
+    let problem = |err: Error| bad_output(err).1;
     assert_eq!(
-        problem(
-            provider
-                .get(&pool(), &instance_id("vm-1"))
-                .await
-                .unwrap_err()
-        ),
+        problem(get_err(&provider, "vm-1").await),
         OutputProblem::MissingProviderId
     );
     assert_eq!(
-        problem(provider.list(&pool()).await.unwrap_err()),
+        problem(list_err(&provider).await),
         OutputProblem::MissingName
     );
     assert_eq!(
-        problem(
-            provider
-                .create(&request("runner-1", &pool()))
-                .await
-                .unwrap_err()
-        ),
+        problem(create_err(&provider).await),
         OutputProblem::UnknownStatus {
             status: "exploded".into()
         }
@@ -588,31 +566,20 @@ async fn an_empty_version_is_bad_output() {
     let rec = Recorder::new();
     let provider = rec.provider("echo '   '", InterfaceVersion::V011);
     let err = provider.version().await.unwrap_err();
-    assert!(matches!(
-        err,
-        Error::BadOutput {
-            problem: OutputProblem::EmptyVersion,
-            ..
-        }
-    ));
+    assert_eq!(bad_output(err).1, OutputProblem::EmptyVersion);
 }
 
 #[tokio::test]
 async fn huge_stderr_neither_deadlocks_nor_grows_memory_and_keeps_the_tail() {
     let rec = Recorder::new();
     // 8 MiB on stderr, far past any pipe buffer, then the interesting line.
-    let exe = rec.script(
-        "provider",
+    let provider = rec.provider_with(
         "head -c 8388608 /dev/zero | tr '\\0' 'x' >&2\n\
          echo 'the real error is at the end' >&2\nexit 1",
+        InterfaceVersion::V011,
+        |config| config.stderr_limit = 1024,
     );
-    let mut config = config(&exe, InterfaceVersion::V011);
-    config.stderr_limit = 1024;
-    let provider = provider(config);
-    let err = provider.list(&pool()).await.unwrap_err();
-    let Error::Failed { stderr_tail, .. } = err else {
-        panic!("expected Failed, got {err:?}");
-    };
+    let stderr_tail = failure(list_err(&provider).await).stderr_tail;
     assert!(
         stderr_tail.len() <= 1024,
         "kept {} bytes",
@@ -625,23 +592,14 @@ async fn huge_stderr_neither_deadlocks_nor_grows_memory_and_keeps_the_tail() {
 #[tokio::test]
 async fn huge_stdout_is_bounded_and_reported() {
     let rec = Recorder::new();
-    let exe = rec.script(
-        "provider",
+    let provider = rec.provider_with(
         "head -c 8388608 /dev/zero | tr '\\0' ' '\necho '[]'",
+        InterfaceVersion::V011,
+        |config| config.stdout_limit = 64 * 1024,
     );
-    let mut config = config(&exe, InterfaceVersion::V011);
-    config.stdout_limit = 64 * 1024;
-    let provider = provider(config);
-    let err = provider.list(&pool()).await.unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::BadOutput {
-                problem: OutputProblem::TooLarge { limit: 65536 },
-                ..
-            }
-        ),
-        "{err:?}"
+    assert_eq!(
+        bad_output(list_err(&provider).await).1,
+        OutputProblem::TooLarge { limit: 65536 }
     );
 }
 
@@ -656,66 +614,60 @@ fn process_is_gone(pid: &str) -> bool {
     }
 }
 
+/// The pid an executable wrote to `name` in the recorder's directory, once
+/// it has written the whole line.
+fn pid_file(rec: &Recorder, name: &str) -> Option<String> {
+    std::fs::read_to_string(rec.path().join(name))
+        .ok()
+        .filter(|pid| pid.ends_with('\n'))
+}
+
+/// Waits until each process whose pid the executable wrote (to `<name>.pid`)
+/// is gone.
+async fn assert_killed(rec: &Recorder, names: &[&str]) {
+    for name in names {
+        let pid = pid_file(rec, &format!("{name}.pid")).expect("pid");
+        eventually(&format!("the {name} is killed"), || {
+            process_is_gone(pid.trim())
+        })
+        .await;
+    }
+}
+
 #[tokio::test]
 async fn a_timeout_kills_the_child_and_its_grandchildren() {
     let rec = Recorder::new();
-    let exe = rec.script(
-        "provider",
-        "sleep 1000 &\necho $! > \"$DIR/grandchild.pid\"\necho $$ > \"$DIR/child.pid\"\nsleep 1000",
-    );
-    let mut config = config(&exe, InterfaceVersion::V011);
-    config.timeout = Duration::from_secs(3);
-    let provider = provider(config);
-    let err = provider.list(&pool()).await.unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Timeout {
-                command: Command::ListInstances,
-                after
-            } if after == Duration::from_secs(3)
-        ),
-        "{err:?}"
+    let provider = rec.provider_with(SLEEPS_WITH_A_GRANDCHILD, InterfaceVersion::V011, |config| {
+        config.timeout = Duration::from_secs(3);
+    });
+    let err = list_err(&provider).await;
+    assert_eq!(
+        timeout(&err),
+        (Command::ListInstances, Duration::from_secs(3))
     );
     assert!(err.is_timeout());
-    let grandchild = std::fs::read_to_string(rec.path().join("grandchild.pid")).expect("pid");
-    let child = std::fs::read_to_string(rec.path().join("child.pid")).expect("pid");
-    eventually("the grandchild is killed", || {
-        process_is_gone(grandchild.trim())
-    })
-    .await;
-    eventually("the child is killed", || process_is_gone(child.trim())).await;
+    assert_killed(&rec, &["grandchild", "child"]).await;
 }
 
 #[tokio::test]
 async fn a_cancelled_call_kills_the_process_group() {
     let rec = Recorder::new();
-    let exe = rec.script(
-        "provider",
-        "sleep 1000 &\necho $! > \"$DIR/grandchild.pid\"\necho $$ > \"$DIR/child.pid\"\nsleep 1000",
-    );
-    let mut config = config(&exe, InterfaceVersion::V011);
-    config.timeout = Duration::from_secs(600);
-    let provider = Arc::new(provider(config));
+    let provider = Arc::new(rec.provider_with(
+        SLEEPS_WITH_A_GRANDCHILD,
+        InterfaceVersion::V011,
+        |config| config.timeout = Duration::from_secs(600),
+    ));
     let call = {
         let provider = Arc::clone(&provider);
         tokio::spawn(async move { provider.list(&pool()).await })
     };
-    let pid_file = |name: &str| std::fs::read_to_string(rec.path().join(name)).ok();
     eventually("the executable started its grandchild", || {
-        pid_file("grandchild.pid").is_some_and(|p| p.ends_with('\n'))
-            && pid_file("child.pid").is_some_and(|p| p.ends_with('\n'))
+        pid_file(&rec, "grandchild.pid").is_some() && pid_file(&rec, "child.pid").is_some()
     })
     .await;
     call.abort();
     assert!(call.await.unwrap_err().is_cancelled());
-    let grandchild = pid_file("grandchild.pid").expect("pid");
-    let child = pid_file("child.pid").expect("pid");
-    eventually("the grandchild is killed", || {
-        process_is_gone(grandchild.trim())
-    })
-    .await;
-    eventually("the child is killed", || process_is_gone(child.trim())).await;
+    assert_killed(&rec, &["grandchild", "child"]).await;
 }
 
 #[tokio::test]
@@ -723,20 +675,22 @@ async fn a_background_straggler_does_not_hold_the_call_open() {
     let rec = Recorder::new();
     // The straggler keeps stdout open; the call must still end when the
     // executable exits, and the straggler must not survive it.
-    let exe = rec.script(
-        "provider",
+    let provider = rec.provider_with(
         "sleep 1000 &\necho $! > \"$DIR/straggler.pid\"\necho '[]'\nexit 0",
+        InterfaceVersion::V011,
+        |config| config.timeout = Duration::from_secs(60),
     );
-    let mut config = config(&exe, InterfaceVersion::V011);
-    config.timeout = Duration::from_secs(60);
-    let provider = provider(config);
     let listed = provider.list(&pool()).await.expect("list");
     assert!(listed.is_empty());
-    let straggler = std::fs::read_to_string(rec.path().join("straggler.pid")).expect("pid");
-    eventually("the straggler is killed", || {
-        process_is_gone(straggler.trim())
-    })
-    .await;
+    assert_killed(&rec, &["straggler"]).await;
+}
+
+/// The path and cause of an [`Error::Spawn`].
+fn spawn_error(err: Error) -> (std::path::PathBuf, std::io::ErrorKind) {
+    match err {
+        Error::Spawn { path, cause } => (path, cause.kind()),
+        other => panic!("expected Spawn, got {other:?}"),
+    }
 }
 
 #[tokio::test]
@@ -744,15 +698,9 @@ async fn a_missing_executable_is_a_spawn_error_naming_the_path() {
     let rec = Recorder::new();
     let missing = rec.path().join("garm-provider-nowhere");
     let provider = provider(config(&missing, InterfaceVersion::V011));
-    let err = provider.list(&pool()).await.unwrap_err();
-    match &err {
-        Error::Spawn { path, cause } => {
-            assert_eq!(path, &missing);
-            assert_eq!(cause.kind(), std::io::ErrorKind::NotFound);
-        }
-        other => panic!("expected Spawn, got {other:?}"),
-    }
+    let err = list_err(&provider).await;
     assert!(err.to_string().contains("garm-provider-nowhere"));
+    assert_eq!(spawn_error(err), (missing, std::io::ErrorKind::NotFound));
 }
 
 #[tokio::test]
@@ -761,14 +709,10 @@ async fn a_non_executable_file_is_a_spawn_error() {
     let path = rec.path().join("not-executable");
     std::fs::write(&path, "#!/bin/bash\necho '[]'\n").unwrap();
     let provider = provider(config(&path, InterfaceVersion::V011));
-    let err = provider.list(&pool()).await.unwrap_err();
-    match err {
-        Error::Spawn { path: p, cause } => {
-            assert_eq!(p, path);
-            assert_eq!(cause.kind(), std::io::ErrorKind::PermissionDenied);
-        }
-        other => panic!("expected Spawn, got {other:?}"),
-    }
+    assert_eq!(
+        spawn_error(list_err(&provider).await),
+        (path, std::io::ErrorKind::PermissionDenied)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -778,16 +722,14 @@ async fn the_concurrency_limit_holds() {
     std::fs::create_dir(&gate).unwrap();
     // Each invocation registers itself, records how many are running, and
     // waits for the test's "go" before finishing.
-    let exe = rec.script(
-        "provider",
+    let provider = Arc::new(rec.provider_with(
         "touch \"$DIR/gate/running.$$\"\n\
          ls \"$DIR/gate\" | grep -c '^running\\.' >> \"$DIR/counts\"\n\
          while [ ! -e \"$DIR/go\" ]; do sleep 0.01; done\n\
          rm \"$DIR/gate/running.$$\"\necho '[]'",
-    );
-    let mut config = config(&exe, InterfaceVersion::V011);
-    config.concurrency = std::num::NonZeroUsize::new(2).unwrap();
-    let provider = Arc::new(provider(config));
+        InterfaceVersion::V011,
+        |config| config.concurrency = std::num::NonZeroUsize::new(2).unwrap(),
+    ));
     let mut calls = tokio::task::JoinSet::new();
     for _ in 0..6 {
         let provider = Arc::clone(&provider);
@@ -849,10 +791,7 @@ impl std::io::Write for Captured {
 #[tokio::test]
 async fn each_call_is_traced_with_command_duration_and_exit_code_but_no_secrets() {
     let rec = Recorder::new();
-    let provider = rec.provider(
-        &format!("echo '{}'", instance_json("vm-1", "runner-1", "running")),
-        InterfaceVersion::V011,
-    );
+    let provider = rec.provider(&prints_runner_1(), InterfaceVersion::V011);
     let captured = Captured::default();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
@@ -891,7 +830,7 @@ async fn debug_of_the_provider_shows_no_passed_through_values() {
 /// An operator environment behind a proxy, with variables GARM-style
 /// prefixes select.
 fn proxied_env() -> BTreeMap<String, String> {
-    [
+    env_of(&[
         ("http_proxy", "http://proxy.internal:3128"),
         ("https_proxy", "http://proxy.internal:3128"),
         ("no_proxy", "localhost,.internal"),
@@ -904,27 +843,39 @@ fn proxied_env() -> BTreeMap<String, String> {
         ("AWS_REGION", "eu-west-1"),
         ("AWS_REGION_EXTRA", "x"),
         ("HOME", "/root"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect()
+    ])
 }
 
-fn passed_through(call: &crate::helpers::Call) -> BTreeSet<&str> {
+fn passed_through(call: &Call) -> BTreeSet<&str> {
     keys(call)
         .into_iter()
         .filter(|k| !k.starts_with("GARM_"))
         .collect()
 }
 
+/// Lists [`pool`] once through a provider named `name` whose executable
+/// prints an empty list, started from [`proxied_env`], with `adjust` applied
+/// to its settings.
+async fn list_behind_a_proxy(
+    rec: &Recorder,
+    name: &str,
+    adjust: impl FnOnce(&mut scaleset_provider::ExternalConfig),
+) {
+    let mut config = rec.config("echo '[]'", InterfaceVersion::V010);
+    adjust(&mut config);
+    ExternalProvider::new(name, config, CONTROLLER, &proxied_env())
+        .list(&pool())
+        .await
+        .expect("list");
+}
+
 #[tokio::test]
 async fn proxy_variables_reach_the_executable_by_default_as_in_garm() {
     let rec = Recorder::new();
-    let exe = rec.script("provider", "echo '[]'");
-    let mut config = config(&exe, InterfaceVersion::V010);
-    config.environment = EnvAllowList::default();
-    let provider = ExternalProvider::new("test", config, CONTROLLER, &proxied_env());
-    provider.list(&pool()).await.expect("list");
+    list_behind_a_proxy(&rec, "test", |config| {
+        config.environment = EnvAllowList::default();
+    })
+    .await;
     let call = rec.only_call();
     assert_eq!(
         passed_through(&call),
@@ -945,12 +896,11 @@ async fn proxy_variables_reach_the_executable_by_default_as_in_garm() {
 #[tokio::test]
 async fn proxy_forwarding_can_be_turned_off() {
     let rec = Recorder::new();
-    let exe = rec.script("provider", "echo '[]'");
-    let mut config = config(&exe, InterfaceVersion::V010);
-    config.environment = EnvAllowList::parse(&["OS_"]).expect("allow-list");
-    config.forward_proxy_variables = false;
-    let provider = ExternalProvider::new("test", config, CONTROLLER, &proxied_env());
-    provider.list(&pool()).await.expect("list");
+    list_behind_a_proxy(&rec, "test", |config| {
+        config.environment = EnvAllowList::parse(&["OS_"]).expect("allow-list");
+        config.forward_proxy_variables = false;
+    })
+    .await;
     assert_eq!(
         passed_through(&rec.only_call()),
         set(&["OS_AUTH_URL", "OS_CLOUD"])
@@ -960,21 +910,18 @@ async fn proxy_forwarding_can_be_turned_off() {
 #[tokio::test]
 async fn environment_entries_are_garm_prefixes_unless_they_end_in_equals() {
     let rec = Recorder::new();
-    let exe = rec.script("provider", "echo '[]'");
-    let mut config = config(&exe, InterfaceVersion::V010);
-    config.forward_proxy_variables = false;
-    // As copied from a GARM block: `OS_` and a full name are both prefixes.
-    config.environment = EnvAllowList::parse(&["OS_", "AWS_REGION"]).expect("allow-list");
-    ExternalProvider::new("garm-style", config.clone(), CONTROLLER, &proxied_env())
-        .list(&pool())
-        .await
-        .expect("list");
+    // As copied from a GARM block: `OS_` and a full name are both prefixes;
     // `NAME=` asks for that one variable.
-    config.environment = EnvAllowList::parse(&["AWS_REGION="]).expect("allow-list");
-    ExternalProvider::new("exact", config, CONTROLLER, &proxied_env())
-        .list(&pool())
-        .await
-        .expect("list");
+    for (name, entries) in [
+        ("garm-style", &["OS_", "AWS_REGION"][..]),
+        ("exact", &["AWS_REGION="][..]),
+    ] {
+        list_behind_a_proxy(&rec, name, |config| {
+            config.forward_proxy_variables = false;
+            config.environment = EnvAllowList::parse(entries).expect("allow-list");
+        })
+        .await;
+    }
     let calls = rec.calls();
     let mut seen: Vec<BTreeSet<&str>> = calls.iter().map(passed_through).collect();
     seen.sort();
@@ -986,58 +933,48 @@ async fn environment_entries_are_garm_prefixes_unless_they_end_in_equals() {
     assert_eq!(seen, expected);
 }
 
+/// A script body that never finishes.
+const NEVER_FINISHES: &str = "exec sleep 1000";
+
 #[tokio::test(start_paused = true)]
 async fn create_is_bounded_by_the_scale_sets_bootstrap_timeout() {
     // Paused time: the executable never finishes, the runtime's clock jumps
     // to the limit, and the error says which limit was applied.
     let rec = Recorder::new();
-    let exe = rec.script("provider", "exec sleep 1000");
     let mut request = request("runner-1", &pool());
     request.bootstrap_timeout = Some(Duration::from_secs(7 * 60));
-    let provider = provider(config(&exe, InterfaceVersion::V010));
+    let provider = rec.provider(NEVER_FINISHES, InterfaceVersion::V010);
     let err = provider.create(&request).await.unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Timeout {
-                command: Command::CreateInstance,
-                after
-            } if after == Duration::from_secs(7 * 60)
-        ),
-        "{err:?}"
+    assert_eq!(
+        timeout(&err),
+        (Command::CreateInstance, Duration::from_secs(7 * 60))
     );
     assert!(err.to_string().contains("bootstrap timeout"), "{err}");
 
     // Without a bootstrap timeout in the request: GARM's default, 20 minutes.
     request.bootstrap_timeout = None;
     let err = provider.create(&request).await.unwrap_err();
-    assert!(
-        matches!(err, Error::Timeout { after, .. } if after == Duration::from_secs(20 * 60)),
-        "{err:?}"
-    );
+    assert_eq!(timeout(&err).1, Duration::from_secs(20 * 60));
 }
 
 #[tokio::test(start_paused = true)]
 async fn create_timeout_overrides_and_other_calls_use_timeout() {
     let rec = Recorder::new();
-    let exe = rec.script("provider", "exec sleep 1000");
-    let mut config = config(&exe, InterfaceVersion::V010);
-    config.create_timeout = Some(Duration::from_secs(45 * 60));
-    config.timeout = Duration::from_secs(90);
-    let provider = provider(config);
+    let provider = rec.provider_with(NEVER_FINISHES, InterfaceVersion::V010, |config| {
+        config.create_timeout = Some(Duration::from_secs(45 * 60));
+        config.timeout = Duration::from_secs(90);
+    });
     let mut request = request("runner-1", &pool());
     request.bootstrap_timeout = Some(Duration::from_secs(60));
     let err = provider.create(&request).await.unwrap_err();
-    assert!(
-        matches!(err, Error::Timeout { command: Command::CreateInstance, after }
-            if after == Duration::from_secs(45 * 60)),
-        "{err:?}"
+    assert_eq!(
+        timeout(&err),
+        (Command::CreateInstance, Duration::from_secs(45 * 60))
     );
-    let err = provider.list(&pool()).await.unwrap_err();
-    assert!(
-        matches!(err, Error::Timeout { command: Command::ListInstances, after }
-            if after == Duration::from_secs(90)),
-        "{err:?}"
+    let err = list_err(&provider).await;
+    assert_eq!(
+        timeout(&err),
+        (Command::ListInstances, Duration::from_secs(90))
     );
     assert!(err.to_string().contains("raise `timeout`"), "{err}");
 }
@@ -1045,17 +982,16 @@ async fn create_timeout_overrides_and_other_calls_use_timeout() {
 #[tokio::test(start_paused = true)]
 async fn other_calls_default_to_a_generous_limit() {
     let rec = Recorder::new();
-    let exe = rec.script("provider", "exec sleep 1000");
+    let exe = rec.script("provider", NEVER_FINISHES);
     let config = scaleset_provider::ExternalConfig::new(&exe, "/etc/scaleset/provider.toml");
     let provider = provider(config);
     let err = provider
         .delete(&pool(), &instance_id("vm-1"))
         .await
         .unwrap_err();
-    assert!(
-        matches!(err, Error::Timeout { command: Command::DeleteInstance, after }
-            if after == Duration::from_secs(20 * 60)),
-        "{err:?}"
+    assert_eq!(
+        timeout(&err),
+        (Command::DeleteInstance, Duration::from_secs(20 * 60))
     );
 }
 
@@ -1071,21 +1007,37 @@ fn kill_helpers(rec: &Recorder) {
     }
 }
 
+/// Lists [`pool`] through the executable `name`, which starts a helper in its
+/// own session (so it outlives the process group, holding stdout and stderr)
+/// and then runs `rest`; the helper is killed after the call.
+async fn list_beside_a_detached_helper(
+    rec: &Recorder,
+    name: &str,
+    rest: &str,
+) -> Result<Vec<scaleset_provider::ProviderInstance>, Error> {
+    let exe = rec.script(
+        name,
+        &format!("setsid sleep 600 &\necho $! >> \"$DIR/helpers.pid\"\n{rest}"),
+    );
+    let mut config = config(&exe, InterfaceVersion::V010);
+    config.timeout = Duration::from_secs(120);
+    let listed = provider(config).list(&pool()).await;
+    kill_helpers(rec);
+    listed
+}
+
 #[tokio::test]
 async fn a_helper_in_its_own_session_holding_stdout_does_not_hold_the_call() {
     // The helper escapes the process group (setsid), so it is not killed when
     // the executable exits, and keeps stdout and stderr open. The call still
     // ends with what the executable printed, long before the timeout.
     let rec = Recorder::new();
-    let exe = rec.script(
+    let listed = list_beside_a_detached_helper(
+        &rec,
         "provider",
-        "setsid sleep 600 &\necho $! >> \"$DIR/helpers.pid\"\necho 'about to list' >&2\necho '[]'\nexit 0",
-    );
-    let mut config = config(&exe, InterfaceVersion::V010);
-    config.timeout = Duration::from_secs(120);
-    let provider = provider(config);
-    let listed = provider.list(&pool()).await;
-    kill_helpers(&rec);
+        "echo 'about to list' >&2\necho '[]'\nexit 0",
+    )
+    .await;
     assert!(
         listed
             .expect("list ends at the executable's exit")
@@ -1093,22 +1045,11 @@ async fn a_helper_in_its_own_session_holding_stdout_does_not_hold_the_call() {
     );
 
     // A failing call keeps the stderr the executable wrote before exiting.
-    let exe = rec.script(
-        "failing",
-        "setsid sleep 600 &\necho $! >> \"$DIR/helpers.pid\"\necho 'quota exceeded' >&2\nexit 2",
-    );
-    let mut config = crate::helpers::config(&exe, InterfaceVersion::V010);
-    config.timeout = Duration::from_secs(120);
-    let err = crate::helpers::provider(config)
-        .list(&pool())
-        .await
-        .unwrap_err();
-    kill_helpers(&rec);
-    assert!(
-        matches!(&err, Error::Failed { exit_code: Some(2), stderr_tail, .. }
-            if stderr_tail.trim() == "quota exceeded"),
-        "{err:?}"
-    );
+    let listed =
+        list_beside_a_detached_helper(&rec, "failing", "echo 'quota exceeded' >&2\nexit 2").await;
+    let failed = failure(listed.unwrap_err());
+    assert_eq!(failed.exit_code, Some(2));
+    assert_eq!(failed.stderr_tail.trim(), "quota exceeded");
 }
 
 #[tokio::test]
@@ -1116,8 +1057,7 @@ async fn a_provider_that_rejects_get_version_still_serves_every_other_call() {
     // Older garm-provider-k8s releases reject GetVersion. Nothing but an
     // explicit `version()` runs it, so the provider works regardless.
     let rec = Recorder::new();
-    let exe = rec.script(
-        "provider",
+    let provider = rec.provider(
         &format!(
             "case \"$GARM_COMMAND\" in\n\
              GetVersion) echo 'unknown command GetVersion' >&2; exit 1 ;;\n\
@@ -1126,8 +1066,8 @@ async fn a_provider_that_rejects_get_version_still_serves_every_other_call() {
              esac",
             instance_json("vm-1", "runner-1", "running")
         ),
+        InterfaceVersion::V010,
     );
-    let provider = provider(config(&exe, InterfaceVersion::V010));
     let pool = pool();
     let created = provider
         .create(&request("runner-1", &pool))
@@ -1150,10 +1090,7 @@ async fn a_provider_that_rejects_get_version_still_serves_every_other_call() {
     );
     assert_eq!(commands.len(), 7);
     // Asked explicitly, it fails as an ordinary failure, with the reason.
-    let err = provider.version().await.unwrap_err();
-    assert!(
-        matches!(&err, Error::Failed { command: Command::GetVersion, stderr_tail, .. }
-            if stderr_tail.contains("unknown command")),
-        "{err:?}"
-    );
+    let failed = failure(provider.version().await.unwrap_err());
+    assert_eq!(failed.command, Command::GetVersion);
+    assert!(failed.stderr_tail.contains("unknown command"), "{failed:?}");
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use scaleset_provider::ExposeSecret as _;
 use scaleset_provider::{
     Command, CreatedRunner, Error, FakeCloud, FakeProvider, InstanceId, InstanceStatus, Pool,
-    PoolKey, Provider,
+    PoolKey, Provider, ProviderInstance,
 };
 use uuid::Uuid;
 
@@ -20,13 +20,15 @@ fn id(text: &str) -> InstanceId {
     InstanceId::new(text).expect("id")
 }
 
+/// Creates the runner `runner-a` in scale set 1's pool.
+async fn create_runner_a(provider: &FakeProvider) -> Result<ProviderInstance, Error> {
+    provider.create(&request("runner-a", &pool(1))).await
+}
+
 #[tokio::test]
 async fn records_instances_tagged_with_controller_and_pool() {
     let provider = FakeProvider::new(CONTROLLER);
-    let created = provider
-        .create(&request("runner-a", &pool(1)))
-        .await
-        .unwrap();
+    let created = create_runner_a(&provider).await.unwrap();
     assert_eq!(created.provider_id, "fake-000001");
     assert_eq!(created.status, InstanceStatus::Running);
     assert_eq!(created.os_type.as_deref(), Some("linux"));
@@ -45,9 +47,7 @@ async fn lists_by_pool_key() {
     provider.create(&request("a1", &pool(1))).await.unwrap();
     provider.create(&request("a2", &pool(1))).await.unwrap();
     provider.create(&request("b1", &pool(2))).await.unwrap();
-    let names = |list: Vec<scaleset_provider::ProviderInstance>| {
-        list.into_iter().map(|i| i.name).collect::<Vec<_>>()
-    };
+    let names = |list: Vec<ProviderInstance>| list.into_iter().map(|i| i.name).collect::<Vec<_>>();
     assert_eq!(names(provider.list(&pool(1)).await.unwrap()), ["a1", "a2"]);
     assert_eq!(names(provider.list(&pool(2)).await.unwrap()), ["b1"]);
     assert!(provider.list(&pool(3)).await.unwrap().is_empty());
@@ -56,10 +56,7 @@ async fn lists_by_pool_key() {
 #[tokio::test]
 async fn get_finds_by_provider_id_or_name_and_delete_is_idempotent() {
     let provider = FakeProvider::new(CONTROLLER);
-    let created = provider
-        .create(&request("runner-a", &pool(1)))
-        .await
-        .unwrap();
+    let created = create_runner_a(&provider).await.unwrap();
     assert_eq!(
         provider.get(&pool(1), &created.id()).await.unwrap(),
         created
@@ -84,14 +81,8 @@ async fn get_finds_by_provider_id_or_name_and_delete_is_idempotent() {
 #[tokio::test]
 async fn a_taken_name_is_a_duplicate() {
     let provider = FakeProvider::new(CONTROLLER);
-    provider
-        .create(&request("runner-a", &pool(1)))
-        .await
-        .unwrap();
-    let err = provider
-        .create(&request("runner-a", &pool(1)))
-        .await
-        .unwrap_err();
+    create_runner_a(&provider).await.unwrap();
+    let err = create_runner_a(&provider).await.unwrap_err();
     assert!(err.is_duplicate());
     assert_eq!(provider.cloud().instances().len(), 1);
 }
@@ -101,10 +92,7 @@ async fn injected_create_failures_create_nothing_then_stop() {
     let provider = FakeProvider::new(CONTROLLER);
     provider.cloud().fail_creates(2);
     for _ in 0..2 {
-        let err = provider
-            .create(&request("runner-a", &pool(1)))
-            .await
-            .unwrap_err();
+        let err = create_runner_a(&provider).await.unwrap_err();
         assert!(
             matches!(
                 err,
@@ -118,20 +106,14 @@ async fn injected_create_failures_create_nothing_then_stop() {
         );
     }
     assert!(provider.cloud().instances().is_empty());
-    provider
-        .create(&request("runner-a", &pool(1)))
-        .await
-        .unwrap();
+    create_runner_a(&provider).await.unwrap();
     assert_eq!(provider.cloud().instances().len(), 1);
 }
 
 #[tokio::test]
 async fn injected_delete_failures_keep_the_instance() {
     let provider = FakeProvider::new(CONTROLLER);
-    let created = provider
-        .create(&request("runner-a", &pool(1)))
-        .await
-        .unwrap();
+    let created = create_runner_a(&provider).await.unwrap();
     provider.cloud().fail_deletes(1);
     let err = provider.delete(&pool(1), &created.id()).await.unwrap_err();
     assert!(err.is_retryable(), "{err:?}");
@@ -145,10 +127,7 @@ async fn a_slow_cloud_delays_every_call() {
     let provider = FakeProvider::new(CONTROLLER);
     provider.cloud().set_delay(Duration::from_secs(45));
     let started = tokio::time::Instant::now();
-    provider
-        .create(&request("runner-a", &pool(1)))
-        .await
-        .unwrap();
+    create_runner_a(&provider).await.unwrap();
     assert!(started.elapsed() >= Duration::from_secs(45));
     let started = tokio::time::Instant::now();
     provider.list(&pool(1)).await.unwrap();
@@ -158,10 +137,7 @@ async fn a_slow_cloud_delays_every_call() {
 #[tokio::test]
 async fn a_lost_instance_vanishes_from_get_and_list() {
     let provider = FakeProvider::new(CONTROLLER);
-    let created = provider
-        .create(&request("runner-a", &pool(1)))
-        .await
-        .unwrap();
+    let created = create_runner_a(&provider).await.unwrap();
     assert!(provider.cloud().lose_instance(&created.id()));
     assert!(!provider.cloud().lose_instance(&created.id()));
     assert!(
@@ -179,22 +155,13 @@ async fn a_lost_instance_vanishes_from_get_and_list() {
 async fn a_lost_create_response_still_creates_the_instance() {
     let provider = FakeProvider::new(CONTROLLER);
     provider.cloud().lose_create_responses(1);
-    let err = provider
-        .create(&request("runner-a", &pool(1)))
-        .await
-        .unwrap_err();
+    let err = create_runner_a(&provider).await.unwrap_err();
     assert!(err.is_timeout(), "{err:?}");
     let listed = provider.list(&pool(1)).await.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].name, "runner-a");
     // Retrying blindly would now be a duplicate: look before you create.
-    assert!(
-        provider
-            .create(&request("runner-a", &pool(1)))
-            .await
-            .unwrap_err()
-            .is_duplicate()
-    );
+    assert!(create_runner_a(&provider).await.unwrap_err().is_duplicate());
 }
 
 #[tokio::test]
@@ -204,10 +171,7 @@ async fn the_hook_receives_each_created_runner_with_its_jit_config() {
     let sink = Arc::clone(&seen);
     cloud.on_create(move |runner| sink.lock().unwrap().push(runner.clone()));
     let provider = cloud.provider(CONTROLLER);
-    provider
-        .create(&request("runner-a", &pool(1)))
-        .await
-        .unwrap();
+    create_runner_a(&provider).await.unwrap();
     cloud.fail_creates(1);
     provider
         .create(&request("runner-b", &pool(1)))
@@ -249,10 +213,7 @@ async fn remove_all_only_touches_this_controllers_instances() {
 #[tokio::test]
 async fn start_and_stop_change_status_and_need_an_instance() {
     let provider = FakeProvider::new(CONTROLLER);
-    let created = provider
-        .create(&request("runner-a", &pool(1)))
-        .await
-        .unwrap();
+    let created = create_runner_a(&provider).await.unwrap();
     provider.stop(&pool(1), &created.id()).await.unwrap();
     assert_eq!(
         provider.get(&pool(1), &created.id()).await.unwrap().status,

@@ -40,10 +40,28 @@ impl Recorder {
         self.dir.path()
     }
 
+    /// [`config`]'s defaults for the script [`Self::script`] writes from `body`, speaking
+    /// `version`.
+    pub(crate) fn config(&self, body: &str, version: InterfaceVersion) -> ExternalConfig {
+        config(&self.script("provider", body), version)
+    }
+
     /// A provider running the script [`Self::script`] writes from `body`, speaking `version`
     /// with [`config`]'s defaults.
     pub(crate) fn provider(&self, body: &str, version: InterfaceVersion) -> ExternalProvider {
-        provider(config(&self.script("provider", body), version))
+        provider(self.config(body, version))
+    }
+
+    /// As [`Self::provider`], with `adjust` applied to the settings first.
+    pub(crate) fn provider_with(
+        &self,
+        body: &str,
+        version: InterfaceVersion,
+        adjust: impl FnOnce(&mut ExternalConfig),
+    ) -> ExternalProvider {
+        let mut config = self.config(body, version);
+        adjust(&mut config);
+        provider(config)
     }
 
     /// Writes an executable bash script that records its invocation and then
@@ -116,7 +134,7 @@ pub(crate) fn config(executable: &Path, version: InterfaceVersion) -> ExternalCo
 
 /// The operator's environment as the tests pretend it is.
 pub(crate) fn operator_env() -> BTreeMap<String, String> {
-    [
+    env_of(&[
         ("HTTPS_PROXY", "http://proxy.internal:3128"),
         ("OS_AUTH_URL", "https://keystone.internal:5000/v3"),
         ("OS_PASSWORD", "hunter2"),
@@ -124,14 +142,27 @@ pub(crate) fn operator_env() -> BTreeMap<String, String> {
         ("PATH", "/usr/bin:/bin"),
         ("AWS_SECRET_ACCESS_KEY", "not-allowed"),
         ("GARM_COMMAND", "smuggled"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect()
+    ])
 }
 
 pub(crate) fn provider(config: ExternalConfig) -> ExternalProvider {
-    ExternalProvider::new("test", config, CONTROLLER, &operator_env())
+    provider_in(config, &operator_env())
+}
+
+/// A provider with `config` started from the operator environment `env`.
+pub(crate) fn provider_in(
+    config: ExternalConfig,
+    env: &BTreeMap<String, String>,
+) -> ExternalProvider {
+    ExternalProvider::new("test", config, CONTROLLER, env)
+}
+
+/// An environment map from literal pairs.
+pub(crate) fn env_of(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
 }
 
 pub(crate) fn pool() -> Pool {
