@@ -14,7 +14,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use scaleset_sim::SimConfig;
+use scaleset_sim::{JobSpec, SimConfig};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::process::{Child, Command};
 
@@ -67,6 +67,40 @@ impl RunningSim {
             .jobs_of(id)
             .map(|j| j.state.clone())
             .collect()
+    }
+
+    /// Waits (saying `what`) until the scale set named `name` exists on GitHub with a session;
+    /// returns its GitHub id.
+    pub(crate) async fn listening(&self, what: &str, name: &str) -> i64 {
+        eventually(what, || async {
+            let id = self.scale_set_id(name)?;
+            self.has_session(id).then_some(id)
+        })
+        .await
+    }
+
+    /// Waits (saying `what`) until every scale set of `ids` has a session.
+    pub(crate) async fn all_listening(&self, what: &str, ids: &[i64]) {
+        eventually(what, || async {
+            ids.iter().all(|id| self.has_session(*id)).then_some(())
+        })
+        .await;
+    }
+
+    /// Enqueues `count` jobs for the scale set.
+    pub(crate) fn enqueue(&self, id: i64, count: u32) {
+        self.sim
+            .enqueue_jobs(id, &JobSpec::count(count))
+            .expect("enqueue");
+    }
+
+    /// Waits (saying `what`) until the scale set has exactly `count` jobs, every one running.
+    pub(crate) async fn all_running(&self, what: &str, id: i64, count: usize) {
+        eventually(what, || async {
+            let states = self.job_states(id);
+            (states.len() == count && states.iter().all(|s| s == "running")).then_some(())
+        })
+        .await;
     }
 }
 
@@ -209,6 +243,13 @@ disable_update = true
             }
         }
     }
+}
+
+/// [`worker_env`] with `extra` added after it.
+pub(crate) fn worker_env_with(extra: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
+    let mut env = worker_env();
+    env.extend(extra.iter().map(|(key, value)| (*key, (*value).to_owned())));
+    env
 }
 
 /// The environment a worker runs with (the process environment is never touched).

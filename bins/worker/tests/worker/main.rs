@@ -13,7 +13,6 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use nix::sys::signal::Signal;
-use scaleset_sim::JobSpec;
 
 use helpers::{BIN, RunningSim, Site, Worker, eventually, get, worker_env};
 
@@ -145,11 +144,9 @@ async fn each_configuration_error_exits_2_naming_the_key_before_connecting() {
 /// Starts a worker on `site` and waits until `name` is listening; returns its GitHub id.
 async fn start_serving(sim: &RunningSim, site: &Site, name: &str) -> (Worker, i64) {
     let worker = Worker::spawn(&site.config(), &worker_env());
-    let id = eventually("the scale set exists on GitHub with a session", || async {
-        let id = sim.scale_set_id(name)?;
-        sim.has_session(id).then_some(id)
-    })
-    .await;
+    let id = sim
+        .listening("the scale set exists on GitHub with a session", name)
+        .await;
     (worker, id)
 }
 
@@ -157,9 +154,7 @@ async fn start_serving(sim: &RunningSim, site: &Site, name: &str) -> (Worker, i6
 /// instance is gone.
 async fn serve_jobs(sim: &RunningSim, site: &Site, id: i64, count: u32) {
     let before = sim.job_states(id).len();
-    sim.sim
-        .enqueue_jobs(id, &JobSpec::count(count))
-        .expect("enqueue");
+    sim.enqueue(id, count);
     eventually("every job runs", || async {
         let states = sim.job_states(id);
         (states.len() == before + count as usize
@@ -290,14 +285,9 @@ async fn serves_jobs_end_to_end_and_stops_cleanly_on_sigterm() {
     let (worker, id) = start_serving(&sim, &site, "linux").await;
     let addr = worker.listen().await;
 
-    sim.sim
-        .enqueue_jobs(id, &JobSpec::count(3))
-        .expect("enqueue");
-    eventually("three runners run the three jobs", || async {
-        let states = sim.job_states(id);
-        (states.len() == 3 && states.iter().all(|s| s == "running")).then_some(())
-    })
-    .await;
+    sim.enqueue(id, 3);
+    sim.all_running("three runners run the three jobs", id, 3)
+        .await;
     let instances = site.instances();
     assert_eq!(instances.len(), 3, "one instance per job: {instances:?}");
     let pool = format!("{}_{id}", helpers::CONTROLLER);
@@ -366,10 +356,8 @@ async fn a_wiped_database_is_rebuilt_by_a_restart_adopting_every_scale_set() {
     site.wipe_database();
     assert!(!site.db().exists());
     let worker = Worker::spawn(&site.config(), &worker_env());
-    eventually("both scale sets listen again", || async {
-        ids.iter().all(|id| sim.has_session(*id)).then_some(())
-    })
-    .await;
+    sim.all_listening("both scale sets listen again", &ids)
+        .await;
     assert_eq!(
         sim.sim.request_count("create_scale_set"),
         2,
@@ -393,9 +381,7 @@ async fn kill_9_mid_stream_then_restart_converges_without_duplicates_or_orphans(
     let sim = RunningSim::start().await;
     let site = Site::new(&sim, &["linux"]);
     let (worker, id) = start_serving(&sim, &site, "linux").await;
-    sim.sim
-        .enqueue_jobs(id, &JobSpec::count(4))
-        .expect("enqueue");
+    sim.enqueue(id, 4);
     eventually("instances are being created", || async {
         (!site.instances().is_empty()).then_some(())
     })
@@ -403,11 +389,7 @@ async fn kill_9_mid_stream_then_restart_converges_without_duplicates_or_orphans(
     let _ = worker.signal_and_wait(Signal::SIGKILL).await;
 
     let worker = Worker::spawn(&site.config(), &worker_env());
-    eventually("every job runs", || async {
-        let states = sim.job_states(id);
-        (states.len() == 4 && states.iter().all(|s| s == "running")).then_some(())
-    })
-    .await;
+    sim.all_running("every job runs", id, 4).await;
     finish_served_once(&sim, &site, id).await;
     assert_eq!(worker.signal_and_wait(Signal::SIGTERM).await, Some(0));
     assert!(!sim.has_session(id));
@@ -440,14 +422,8 @@ async fn a_wipe_while_runners_are_busy_re_records_them_and_touches_nothing_forei
         .scale_set_id;
 
     let (worker, id) = start_serving(&sim, &site, "linux").await;
-    sim.sim
-        .enqueue_jobs(id, &JobSpec::count(2))
-        .expect("enqueue");
-    eventually("both jobs run", || async {
-        let states = sim.job_states(id);
-        (states.len() == 2 && states.iter().all(|s| s == "running")).then_some(())
-    })
-    .await;
+    sim.enqueue(id, 2);
+    sim.all_running("both jobs run", id, 2).await;
     let ours = |site: &Site| -> Vec<(String, String)> {
         site.instances()
             .into_iter()
@@ -520,22 +496,14 @@ async fn two_controllers_on_one_organization_each_serve_only_their_own() {
 
     let (a, linux) = start_serving(&sim, &site, "linux").await;
     let b = Worker::spawn(&config_b, &worker_env());
-    let arm = eventually("b's own scale set listens", || async {
-        let id = sim.scale_set_id("arm")?;
-        sim.has_session(id).then_some(id)
-    })
-    .await;
+    let arm = sim.listening("b's own scale set listens", "arm").await;
     eventually("b refuses a's scale set", || async {
         b.log().contains("ForeignOwner").then_some(())
     })
     .await;
 
-    sim.sim
-        .enqueue_jobs(linux, &JobSpec::count(2))
-        .expect("enqueue");
-    sim.sim
-        .enqueue_jobs(arm, &JobSpec::count(2))
-        .expect("enqueue");
+    sim.enqueue(linux, 2);
+    sim.enqueue(arm, 2);
     eventually("every job runs", || async {
         let all: Vec<String> = [linux, arm]
             .iter()
@@ -587,14 +555,8 @@ async fn crash_at(point: &str) {
     env.push(("SCALESET_TEST_CRASH_AT", point.to_owned()));
     let first = Worker::spawn(&site.config(), &env);
     if !before_ready {
-        let id = eventually("the scale set listens", || async {
-            let id = sim.scale_set_id("linux")?;
-            sim.has_session(id).then_some(id)
-        })
-        .await;
-        sim.sim
-            .enqueue_jobs(id, &JobSpec::count(2))
-            .expect("enqueue");
+        let id = sim.listening("the scale set listens", "linux").await;
+        sim.enqueue(id, 2);
     }
     let lines = first.lines.clone();
     let code = first.exit_code().await;
@@ -608,15 +570,9 @@ async fn crash_at(point: &str) {
 
     let (second, id) = start_serving(&sim, &site, "linux").await;
     if before_ready {
-        sim.sim
-            .enqueue_jobs(id, &JobSpec::count(2))
-            .expect("enqueue");
+        sim.enqueue(id, 2);
     }
-    eventually("both jobs run", || async {
-        let states = sim.job_states(id);
-        (states.len() == 2 && states.iter().all(|s| s == "running")).then_some(())
-    })
-    .await;
+    sim.all_running("both jobs run", id, 2).await;
     finish_served_once(&sim, &site, id).await;
     assert_eq!(second.signal_and_wait(Signal::SIGTERM).await, Some(0));
     assert!(!sim.has_session(id));
@@ -649,9 +605,7 @@ async fn repeated_kill_9_at_random_moments_of_a_job_stream_converges() {
     let (mut worker, id) = start_serving(&sim, &site, "linux").await;
     let rounds = 4u32;
     for round in 0..rounds {
-        sim.sim
-            .enqueue_jobs(id, &JobSpec::count(3))
-            .expect("enqueue");
+        sim.enqueue(id, 3);
         // A random observable moment: after 0 to 3 of this round's instances exist.
         let wanted = usize::from(uuid::Uuid::new_v4().as_bytes()[0] % 4);
         eventually("the chosen moment of the stream", || async {
@@ -694,11 +648,9 @@ async fn on_postgres_a_paused_worker_that_lost_its_leases_writes_nothing_when_it
     env_b.push(lease);
 
     let a = Worker::spawn(&site.config(), &env_a);
-    let id = eventually("the scale set exists on GitHub with a session", || async {
-        let id = sim.scale_set_id("linux")?;
-        sim.has_session(id).then_some(id)
-    })
-    .await;
+    let id = sim
+        .listening("the scale set exists on GitHub with a session", "linux")
+        .await;
     eventually("worker a holds the lease", || async {
         (leases_held(&a).await == 1).then_some(())
     })
@@ -775,14 +727,10 @@ async fn the_documented_simulator_example_serves_jobs_with_environment_overrides
     ];
     env.push(("RUST_LOG", "info".to_owned()));
     let worker = Worker::spawn(&example, &env);
-    let id = eventually("the example's scale set listens", || async {
-        let id = sim.scale_set_id("linux")?;
-        sim.has_session(id).then_some(id)
-    })
-    .await;
-    sim.sim
-        .enqueue_jobs(id, &JobSpec::count(2))
-        .expect("enqueue");
+    let id = sim
+        .listening("the example's scale set listens", "linux")
+        .await;
+    sim.enqueue(id, 2);
     eventually("both jobs run on fake instances", || async {
         let states = sim.job_states(id);
         let pools: Vec<_> = std::fs::read_dir(&cloud)

@@ -7,9 +7,10 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use scaleset_github::ExposeSecret as _;
 use scaleset_github::{Client, ClientConfig, ConfigUrl, Credentials, JitConfigRequest};
-use scaleset_sim::JobSpec;
 
-use crate::helpers::{self, RunningSim, Site, Worker, eventually, get, worker_env};
+use crate::helpers::{
+    self, RunningSim, Site, Worker, eventually, get, worker_env, worker_env_with,
+};
 use crate::start_serving;
 
 /// A GitHub client of the simulated organization, standing for someone registering runners
@@ -37,8 +38,7 @@ async fn a_runner_without_an_instance_is_removed_when_idle_and_left_while_busy()
     let site = Site::new(&sim, &["linux"]);
     // A first worker that reconciles only when its listener starts, so the strays below live
     // until the second worker meets them (jobs are assigned only while someone polls).
-    let mut env = worker_env();
-    env.push(("SCALESET_WORKER__RECONCILE_INTERVAL", "1h".to_owned()));
+    let env = worker_env_with(&[("SCALESET_WORKER__RECONCILE_INTERVAL", "1h")]);
     let first = Worker::spawn(&site.config(), &env);
     let id = eventually("the scale set listens, reconciled once", || async {
         let id = sim.scale_set_id("linux")?;
@@ -58,9 +58,7 @@ async fn a_runner_without_an_instance_is_removed_when_idle_and_left_while_busy()
         jit.push(config.encoded_jit_config.expose_secret().to_owned());
     }
     sim.sim.start_runner(&jit[1]).expect("start the busy stray");
-    sim.sim
-        .enqueue_jobs(id, &JobSpec::count(1))
-        .expect("enqueue");
+    sim.enqueue(id, 1);
     eventually("the stray with our prefix runs the job", || async {
         (agent_status(&sim, "linux-straybusy").as_deref() == Some("busy")).then_some(())
     })
@@ -125,14 +123,9 @@ async fn a_runner_without_an_instance_is_removed_when_idle_and_left_while_busy()
 async fn shutdown_timeout_bounds_a_shutdown_whose_github_calls_hang() {
     let sim = RunningSim::start().await;
     let site = Site::new(&sim, &["linux"]);
-    let mut env = worker_env();
-    env.push(("SCALESET_WORKER__SHUTDOWN_TIMEOUT", "1s".to_owned()));
+    let env = worker_env_with(&[("SCALESET_WORKER__SHUTDOWN_TIMEOUT", "1s")]);
     let worker = Worker::spawn(&site.config(), &env);
-    let id = eventually("the scale set listens", || async {
-        let id = sim.scale_set_id("linux")?;
-        sim.has_session(id).then_some(id)
-    })
-    .await;
+    let id = sim.listening("the scale set listens", "linux").await;
     // From now on GitHub answers nothing for ten minutes: the session delete of the shutdown
     // hangs far past both the bound and the wait below.
     sim.sim.update_faults(|f| f.latency_ms = 600_000);

@@ -5,7 +5,7 @@
 
 use nix::sys::signal::Signal;
 
-use crate::helpers::{self, RunningSim, Site, Worker, eventually, worker_env};
+use crate::helpers::{self, RunningSim, Site, Worker, eventually, worker_env_with};
 use crate::{assert_served_once, leases_held, serve_jobs};
 
 /// Each worker's `leasesHeld`, in order.
@@ -18,9 +18,19 @@ async fn shares(workers: &[&Worker]) -> Vec<u64> {
 }
 
 fn env_named(name: &str) -> Vec<(&'static str, String)> {
-    let mut env = worker_env();
-    env.push(("SCALESET_WORKER__NAME", name.to_owned()));
-    env
+    worker_env_with(&[("SCALESET_WORKER__NAME", name)])
+}
+
+/// Waits (saying `what`) until every scale set of `ids` has a session, then serves two jobs on
+/// each and checks that each job was served once.
+async fn serve_two_jobs_each(sim: &RunningSim, site: &Site, ids: &[i64], what: &str) {
+    sim.all_listening(what, ids).await;
+    for id in ids {
+        serve_jobs(sim, site, *id, 2).await;
+    }
+    for id in ids {
+        assert_served_once(sim, *id);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -60,16 +70,7 @@ async fn on_postgres_workers_spread_the_scale_sets_and_take_over_after_kill_9() 
         (shares(&[&a, &b, &c]).await == [2, 2, 2]).then_some(())
     })
     .await;
-    eventually("every scale set has a session", || async {
-        ids.iter().all(|id| sim.has_session(*id)).then_some(())
-    })
-    .await;
-    for id in &ids {
-        serve_jobs(&sim, &site, *id, 2).await;
-    }
-    for id in &ids {
-        assert_served_once(&sim, *id);
-    }
+    serve_two_jobs_each(&sim, &site, &ids, "every scale set has a session").await;
 
     // kill -9 c: once its heartbeat and leases expire, a and b serve its scale sets too.
     let _ = c.signal_and_wait(Signal::SIGKILL).await;
@@ -78,15 +79,8 @@ async fn on_postgres_workers_spread_the_scale_sets_and_take_over_after_kill_9() 
         || async { (shares(&[&a, &b]).await == [3, 3]).then_some(()) },
     )
     .await;
-    eventually("every scale set has a session again", || async {
-        ids.iter().all(|id| sim.has_session(*id)).then_some(())
-    })
-    .await;
+    serve_two_jobs_each(&sim, &site, &ids, "every scale set has a session again").await;
     for id in &ids {
-        serve_jobs(&sim, &site, *id, 2).await;
-    }
-    for id in &ids {
-        assert_served_once(&sim, *id);
         assert_eq!(sim.sim.state().jobs_of(*id).count(), 4, "every job ran");
     }
     assert_eq!(
