@@ -4,7 +4,7 @@
 //! concurrency limit and the call trace.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -775,36 +775,23 @@ async fn a_busy_executable_is_retried_not_failed() {
     assert!(listed.expect("list after retry").is_empty());
 }
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn each_call_is_traced_with_command_duration_and_exit_code_but_no_secrets() {
     let rec = Recorder::new();
     let provider = rec.provider(&prints_runner_1(), InterfaceVersion::V011);
-    let captured = Captured::default();
-    let writer = captured.clone();
+    // The trace goes to a file in the recorder's directory, read back after the call.
+    let trace = rec.path().join("trace.log");
     let subscriber = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::TRACE)
         .with_ansi(false)
-        .with_writer(move || writer.clone())
+        .with_writer(Arc::new(std::fs::File::create(&trace).expect("trace file")))
         .finish();
     provider
         .create(&request("runner-1", &pool()))
         .with_subscriber(subscriber)
         .await
         .expect("create");
-    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let log = std::fs::read_to_string(&trace).expect("trace");
     assert!(log.contains("provider.exec"), "{log}");
     assert!(log.contains("CreateInstance"), "{log}");
     assert!(log.contains("runner-1"), "{log}");
