@@ -104,6 +104,25 @@ impl RunningSim {
     }
 }
 
+/// A simulator and a SQLite site with the one scale set `linux`: where most tests start.
+pub(crate) async fn linux_site() -> (RunningSim, Site) {
+    let sim = RunningSim::start().await;
+    let site = Site::new(&sim, &["linux"]);
+    (sim, site)
+}
+
+/// A PostgreSQL database for the test `what` (see [`PgDatabase::for_test`]), a simulator, and a
+/// site on that database with `scale_sets`; `None`, and the test skips, without PostgreSQL.
+pub(crate) async fn postgres_site(
+    what: &str,
+    scale_sets: &[&str],
+) -> Option<(PgDatabase, RunningSim, Site)> {
+    let db = PgDatabase::for_test(what)?;
+    let sim = RunningSim::start().await;
+    let site = Site::postgres(&sim, scale_sets, &db.url);
+    Some((db, sim, site))
+}
+
 /// A directory with the configuration, the database and the fake cloud.
 pub(crate) struct Site {
     pub(crate) dir: tempfile::TempDir,

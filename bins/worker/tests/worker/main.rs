@@ -14,7 +14,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use nix::sys::signal::Signal;
 
-use helpers::{BIN, RunningSim, Site, Worker, eventually, get, worker_env};
+use helpers::{BIN, RunningSim, Site, Worker, eventually, get, worker_env, worker_env_with};
 
 /// Runs the binary on `text` with `env` and returns (exit code, stderr).
 async fn check_config(text: &str, env: &[(&str, &str)]) -> (Option<i32>, String) {
@@ -244,8 +244,7 @@ async fn connect_proxy() -> (std::net::SocketAddr, Arc<AtomicUsize>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn github_calls_go_through_the_proxy_the_environment_names() {
-    let sim = RunningSim::start().await;
-    let site = Site::new(&sim, &["linux"]);
+    let (sim, site) = helpers::linux_site().await;
     let (proxy, tunnels) = connect_proxy().await;
     let mut env = worker_env();
     env.push(("HTTP_PROXY", format!("http://{proxy}")));
@@ -264,8 +263,7 @@ async fn github_calls_go_through_the_proxy_the_environment_names() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_logs_to_a_pipe_carry_no_terminal_colour_codes() {
-    let sim = RunningSim::start().await;
-    let site = Site::new(&sim, &["linux"]);
+    let (_sim, site) = helpers::linux_site().await;
     let worker = Worker::spawn_logging(&site.config(), &worker_env(), "text");
     let log = eventually("the scale set is ensured", || async {
         let log = worker.log();
@@ -280,8 +278,7 @@ async fn text_logs_to_a_pipe_carry_no_terminal_colour_codes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serves_jobs_end_to_end_and_stops_cleanly_on_sigterm() {
-    let sim = RunningSim::start().await;
-    let site = Site::new(&sim, &["linux"]);
+    let (sim, site) = helpers::linux_site().await;
     let (worker, id) = start_serving(&sim, &site, "linux").await;
     let addr = worker.listen().await;
 
@@ -319,8 +316,7 @@ async fn serves_jobs_end_to_end_and_stops_cleanly_on_sigterm() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_worker_on_the_same_sqlite_file_is_refused() {
-    let sim = RunningSim::start().await;
-    let site = Site::new(&sim, &["linux"]);
+    let (sim, site) = helpers::linux_site().await;
     let (first, _) = start_serving(&sim, &site, "linux").await;
     let second = Worker::spawn(&site.config(), &worker_env());
     let lines = second.lines.clone();
@@ -378,8 +374,7 @@ async fn a_wiped_database_is_rebuilt_by_a_restart_adopting_every_scale_set() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_mid_stream_then_restart_converges_without_duplicates_or_orphans() {
-    let sim = RunningSim::start().await;
-    let site = Site::new(&sim, &["linux"]);
+    let (sim, site) = helpers::linux_site().await;
     let (worker, id) = start_serving(&sim, &site, "linux").await;
     sim.enqueue(id, 4);
     eventually("instances are being created", || async {
@@ -397,8 +392,7 @@ async fn kill_9_mid_stream_then_restart_converges_without_duplicates_or_orphans(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wipe_while_runners_are_busy_re_records_them_and_touches_nothing_foreign() {
-    let sim = RunningSim::start().await;
-    let site = Site::new(&sim, &["linux"]);
+    let (sim, site) = helpers::linux_site().await;
     // Another controller's machine in the same cloud, and its scale set on the same org.
     let foreign_pool = site.cloud().join("00000000-0000-0000-0000-000000000042_77");
     std::fs::create_dir_all(&foreign_pool).expect("foreign pool");
@@ -479,8 +473,7 @@ async fn leases_held(worker: &Worker) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_controllers_on_one_organization_each_serve_only_their_own() {
-    let sim = RunningSim::start().await;
-    let site = Site::new(&sim, &["linux"]);
+    let (sim, site) = helpers::linux_site().await;
     // Controller b: another id, its own database, the same cloud account, and a fleet that
     // also declares "linux" (controller a's) beside its own "arm".
     let other = "00000000-0000-4000-8000-0000000000bb";
@@ -548,8 +541,7 @@ async fn two_controllers_on_one_organization_each_serve_only_their_own() {
 /// debug-build crash hook; a restarted worker converges: one scale set, every job served once,
 /// no instance, runner or session left over.
 async fn crash_at(point: &str) {
-    let sim = RunningSim::start().await;
-    let site = Site::new(&sim, &["linux"]);
+    let (sim, site) = helpers::linux_site().await;
     let before_ready = matches!(point, "ScaleSetCreateIntent" | "ScaleSetCreated");
     let mut env = worker_env();
     env.push(("SCALESET_TEST_CRASH_AT", point.to_owned()));
@@ -600,8 +592,7 @@ crash_tests!(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn repeated_kill_9_at_random_moments_of_a_job_stream_converges() {
-    let sim = RunningSim::start().await;
-    let site = Site::new(&sim, &["linux"]);
+    let (sim, site) = helpers::linux_site().await;
     let (mut worker, id) = start_serving(&sim, &site, "linux").await;
     let rounds = 4u32;
     for round in 0..rounds {
@@ -633,19 +624,16 @@ async fn repeated_kill_9_at_random_moments_of_a_job_stream_converges() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_postgres_a_paused_worker_that_lost_its_leases_writes_nothing_when_it_wakes() {
-    let Some(db) = helpers::PgDatabase::for_test("the paused-worker PostgreSQL test") else {
+    let Some((_db, sim, site)) =
+        helpers::postgres_site("the paused-worker PostgreSQL test", &["linux"]).await
+    else {
         return;
     };
-    let sim = RunningSim::start().await;
-    let site = Site::postgres(&sim, &["linux"], &db.url);
     // A lease long enough that a busy machine stalling a worker for a moment does not hand the
     // scale set back and forth (the point here is the paused worker, not the stall).
-    let lease = ("SCALESET_WORKER__LEASE_TTL", "6s".to_owned());
-    let mut env_a = worker_env();
-    env_a.push(lease.clone());
-    let mut env_b = worker_env();
-    env_b.push(("SCALESET_WORKER__NAME", "worker-b".to_owned()));
-    env_b.push(lease);
+    let lease = ("SCALESET_WORKER__LEASE_TTL", "6s");
+    let env_a = worker_env_with(&[lease]);
+    let env_b = worker_env_with(&[("SCALESET_WORKER__NAME", "worker-b"), lease]);
 
     let a = Worker::spawn(&site.config(), &env_a);
     let id = sim
@@ -752,8 +740,7 @@ async fn the_documented_simulator_example_serves_jobs_with_environment_overrides
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_listening_worker_reconciles_periodically_and_only_its_own_pool() {
-    let sim = RunningSim::start().await;
-    let site = Site::new(&sim, &["linux"]);
+    let (sim, site) = helpers::linux_site().await;
     let (worker, id) = start_serving(&sim, &site, "linux").await;
     // Appearing while the worker listens: a machine under our pool key with no runner and no
     // record (e.g. left by a provider retry), and one of another controller.

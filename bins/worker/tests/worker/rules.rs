@@ -8,9 +8,7 @@ use nix::sys::signal::Signal;
 use scaleset_github::ExposeSecret as _;
 use scaleset_github::{Client, ClientConfig, ConfigUrl, Credentials, JitConfigRequest};
 
-use crate::helpers::{
-    self, RunningSim, Site, Worker, eventually, get, worker_env, worker_env_with,
-};
+use crate::helpers::{self, RunningSim, Worker, eventually, get, worker_env, worker_env_with};
 use crate::start_serving;
 
 /// A GitHub client of the simulated organization, standing for someone registering runners
@@ -34,8 +32,7 @@ fn agent_status(sim: &RunningSim, name: &str) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runner_without_an_instance_is_removed_when_idle_and_left_while_busy() {
-    let sim = RunningSim::start().await;
-    let site = Site::new(&sim, &["linux"]);
+    let (sim, site) = helpers::linux_site().await;
     // A first worker that reconciles only when its listener starts, so the strays below live
     // until the second worker meets them (jobs are assigned only while someone polls).
     let env = worker_env_with(&[("SCALESET_WORKER__RECONCILE_INTERVAL", "1h")]);
@@ -121,8 +118,7 @@ async fn a_runner_without_an_instance_is_removed_when_idle_and_left_while_busy()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_timeout_bounds_a_shutdown_whose_github_calls_hang() {
-    let sim = RunningSim::start().await;
-    let site = Site::new(&sim, &["linux"]);
+    let (sim, site) = helpers::linux_site().await;
     let env = worker_env_with(&[("SCALESET_WORKER__SHUTDOWN_TIMEOUT", "1s")]);
     let worker = Worker::spawn(&site.config(), &env);
     let id = sim.listening("the scale set listens", "linux").await;
@@ -145,11 +141,11 @@ async fn shutdown_timeout_bounds_a_shutdown_whose_github_calls_hang() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_answers_503_naming_the_store_when_the_database_is_unreachable() {
-    let Some(db) = helpers::PgDatabase::for_test("the unreachable-store /readyz test") else {
+    let Some((db, sim, site)) =
+        helpers::postgres_site("the unreachable-store /readyz test", &["linux"]).await
+    else {
         return;
     };
-    let sim = RunningSim::start().await;
-    let site = Site::postgres(&sim, &["linux"], &db.url);
     let (worker, _) = start_serving(&sim, &site, "linux").await;
     let addr = worker.listen().await;
     eventually("ready while serving", || async {

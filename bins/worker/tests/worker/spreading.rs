@@ -35,12 +35,12 @@ async fn serve_two_jobs_each(sim: &RunningSim, site: &Site, ids: &[i64], what: &
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_postgres_workers_spread_the_scale_sets_and_take_over_after_kill_9() {
-    let Some(db) = helpers::PgDatabase::for_test("the spreading PostgreSQL test") else {
+    let names = ["s1", "s2", "s3", "s4", "s5", "s6"];
+    let Some((_db, sim, site)) =
+        helpers::postgres_site("the spreading PostgreSQL test", &names).await
+    else {
         return;
     };
-    let sim = RunningSim::start().await;
-    let names = ["s1", "s2", "s3", "s4", "s5", "s6"];
-    let site = Site::postgres(&sim, &names, &db.url);
 
     // Alone, worker a serves every scale set.
     let a = Worker::spawn(&site.config(), &env_named("worker-a"));
