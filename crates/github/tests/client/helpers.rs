@@ -62,6 +62,16 @@ pub(crate) struct Harness {
 /// The `api-version` query of the Actions-service calls.
 pub(crate) const API: &str = "api-version=6.0-preview";
 
+/// The throwaway GitHub App key (`data/test-app-key.pem`).
+pub(crate) const APP_KEY: &str = include_str!("data/test-app-key.pem");
+
+/// Asserts that each mock was hit as it expects.
+pub(crate) async fn assert_hit<'a>(mocks: impl IntoIterator<Item = &'a Mock>) {
+    for mock in mocks {
+        mock.assert_async().await;
+    }
+}
+
 impl Harness {
     /// Opens a session of scale set 5 whose queue is at `queue` (a full URL) with the queue
     /// token `token`, asserting the create call was made.
@@ -103,11 +113,48 @@ impl Harness {
         format!("{}{SERVICE_PATH}/", self.server.url())
     }
 
+    /// [`Self::service_mock`] (with the [`API`] query) answering `status` with `body`, expected
+    /// once.
+    pub(crate) async fn service_error(
+        &mut self,
+        method: &str,
+        path: &str,
+        status: usize,
+        body: &str,
+    ) -> Mock {
+        self.service_mock(method, path, API)
+            .with_status(status)
+            .with_body(body)
+            .expect(1)
+            .create_async()
+            .await
+    }
+
+    /// Creates a session of scale set `id` for the owner `me`, which must fail.
+    pub(crate) async fn failed_create_session(&self, id: i64) -> scaleset_github::Error {
+        self.client
+            .create_session(scaleset_github::ScaleSetId(id), "me")
+            .await
+            .unwrap_err()
+    }
+
     /// A mock of an Actions-service call: path under the service base, exact query, admin bearer,
     /// JSON content type and user agent asserted; GET and DELETE must carry no body (calls with
     /// a body assert it with `match_body`).
     pub(crate) fn service_mock(&mut self, method: &str, path: &str, query: &str) -> Mock {
         let token = self.admin_token.clone();
+        self.service_mock_as(method, path, query, &token)
+    }
+
+    /// [`Self::service_mock`] carrying the bearer `token` instead of the admin token (the queue
+    /// token of `acquirejobs`).
+    pub(crate) fn service_mock_as(
+        &mut self,
+        method: &str,
+        path: &str,
+        query: &str,
+        token: &str,
+    ) -> Mock {
         let mock = self
             .server
             .mock(method, format!("{SERVICE_PATH}/{path}").as_str())
@@ -133,6 +180,71 @@ pub(crate) fn config_for(
     ClientConfig::new(url, credentials).with_sleeper(sleeper)
 }
 
+/// A client for `{base}/{path}` with `credentials` and a recording sleeper (returned with it),
+/// its configuration passed through `adjust` first.
+pub(crate) fn client_at(
+    base: &str,
+    path: &str,
+    credentials: Credentials,
+    adjust: impl FnOnce(ClientConfig) -> ClientConfig,
+) -> (Client, Arc<RecordingSleeper>) {
+    let sleeper = Arc::new(RecordingSleeper::default());
+    let url = ConfigUrl::parse(&format!("{base}/{path}")).unwrap();
+    let config = ClientConfig::new(url, credentials).with_sleeper(sleeper.clone());
+    (Client::new(adjust(config)).unwrap(), sleeper)
+}
+
+/// A PAT client for the organization on `server`, with its recording sleeper.
+pub(crate) fn pat_client(server: &ServerGuard) -> (Client, Arc<RecordingSleeper>) {
+    pat_client_with(server, |config| config)
+}
+
+/// [`pat_client`] with its configuration passed through `adjust` first.
+pub(crate) fn pat_client_with(
+    server: &ServerGuard,
+    adjust: impl FnOnce(ClientConfig) -> ClientConfig,
+) -> (Client, Arc<RecordingSleeper>) {
+    client_at(&server.url(), ORG, Credentials::pat(PAT), adjust)
+}
+
+/// The runner-registration call (the chain's second step), for the caller to answer.
+pub(crate) fn runner_registration(server: &mut ServerGuard) -> Mock {
+    server.mock("POST", "/api/v3/actions/runner-registration")
+}
+
+/// [`runner_registration`] answered `status` (with no body), expected `hits` times.
+pub(crate) async fn refused_runner_registration(
+    server: &mut ServerGuard,
+    status: usize,
+    hits: usize,
+) -> Mock {
+    runner_registration(server)
+        .with_status(status)
+        .expect(hits)
+        .create_async()
+        .await
+}
+
+/// The runner-registration answer handing out the service URL `service` and `admin_token`.
+pub(crate) fn registration_answer(service: &str, admin_token: &str) -> String {
+    serde_json::json!({"url": service, "token": admin_token}).to_string()
+}
+
+/// [`runner_registration`] answered 201 with [`registration_answer`], expected `hits` times.
+pub(crate) async fn issued_admin_token(
+    server: &mut ServerGuard,
+    service: &str,
+    admin_token: &str,
+    hits: usize,
+) -> Mock {
+    runner_registration(server)
+        .with_status(201)
+        .with_body(registration_answer(service, admin_token))
+        .expect(hits)
+        .create_async()
+        .await
+}
+
 /// The organization's registration-token call (the PAT chain's first step), for the caller to
 /// answer.
 pub(crate) fn registration_token(server: &mut ServerGuard) -> Mock {
@@ -155,11 +267,7 @@ pub(crate) async fn issued_registration_token(server: &mut ServerGuard, hits: us
 /// Mocks for the PAT chain of an organization: registration token (201) then
 /// runner-registration (201) returning `admin_token` and the service URL.
 pub(crate) async fn pat_chain(server: &mut ServerGuard, admin_token: &str) -> Vec<Mock> {
-    let registration = server
-        .mock(
-            "POST",
-            format!("/api/v3/orgs/{ORG}/actions/runners/registration-token").as_str(),
-        )
+    let registration = registration_token(server)
         .match_header("authorization", format!("Bearer {PAT}").as_str())
         .match_header("content-type", "application/vnd.github.v3+json")
         .match_header("accept", Matcher::Missing)
@@ -173,8 +281,7 @@ pub(crate) async fn pat_chain(server: &mut ServerGuard, admin_token: &str) -> Ve
         .await;
     let service_url = format!("{}{SERVICE_PATH}/", server.url());
     let config_url = format!("{}/{ORG}", server.url());
-    let runner_registration = server
-        .mock("POST", "/api/v3/actions/runner-registration")
+    let runner_registration = runner_registration(server)
         .match_header(
             "authorization",
             format!("RemoteAuth {REGISTRATION_TOKEN}").as_str(),
@@ -185,7 +292,7 @@ pub(crate) async fn pat_chain(server: &mut ServerGuard, admin_token: &str) -> Ve
             serde_json::json!({"url": config_url, "runner_event": "register"}),
         ))
         .with_status(201)
-        .with_body(serde_json::json!({"url": service_url, "token": admin_token}).to_string())
+        .with_body(registration_answer(&service_url, admin_token))
         .create_async()
         .await;
     vec![registration, runner_registration]
@@ -196,14 +303,7 @@ pub(crate) async fn harness() -> Harness {
     let mut server = mockito::Server::new_async().await;
     let admin_token = admin_jwt("a", 3600);
     let chain = pat_chain(&mut server, &admin_token).await;
-    let sleeper = Arc::new(RecordingSleeper::default());
-    let client = Client::new(config_for(
-        &server,
-        ORG,
-        Credentials::pat(PAT),
-        sleeper.clone(),
-    ))
-    .unwrap();
+    let (client, sleeper) = pat_client(&server);
     Harness {
         server,
         client,

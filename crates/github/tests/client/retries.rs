@@ -6,13 +6,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use scaleset_github::{
-    Client, ClientConfig, ConfigUrl, Credentials, Endpoint, Error, ErrorClass, MessageId,
-    RetryPolicy, RunnerGroupId, ScaleSetId, Session, Timeouts,
+    Client, ClientConfig, Credentials, Endpoint, Error, ErrorClass, MessageId, RetryPolicy,
+    RunnerGroupId, ScaleSetId, Session, Timeouts,
 };
 
 use crate::helpers::{
-    API, ORG, PAT, RecordingSleeper, admin_jwt, config_for, harness, issued_registration_token,
-    registration_token, session_json, silent_server,
+    API, APP_KEY, ORG, PAT, RecordingSleeper, admin_jwt, assert_hit, client_at, harness,
+    issued_admin_token, issued_registration_token, pat_client, pat_client_with,
+    refused_runner_registration, registration_answer, registration_token, runner_registration,
+    session_json, silent_server,
 };
 
 #[tokio::test]
@@ -147,14 +149,7 @@ async fn registration_token_401_is_not_retried() {
         .expect(1)
         .create_async()
         .await;
-    let sleeper = Arc::new(RecordingSleeper::default());
-    let client = Client::new(config_for(
-        &server,
-        ORG,
-        Credentials::pat(PAT),
-        sleeper.clone(),
-    ))
-    .unwrap();
+    let (client, sleeper) = pat_client(&server);
     let err = client.get_scale_set(ScaleSetId(1)).await.unwrap_err();
     assert_eq!(err.status(), Some(401));
     assert_eq!(
@@ -168,59 +163,39 @@ async fn registration_token_401_is_not_retried() {
 #[tokio::test]
 async fn runner_registration_retries_401_and_403() {
     let mut server = mockito::Server::new_async().await;
-    let reg = issued_registration_token(&mut server, 1).await;
-    let unauthorized = server
-        .mock("POST", "/api/v3/actions/runner-registration")
-        .with_status(401)
-        .expect(1)
-        .create_async()
-        .await;
-    let forbidden = server
-        .mock("POST", "/api/v3/actions/runner-registration")
-        .with_status(403)
-        .expect(1)
-        .create_async()
-        .await;
+    let (client, sleeper, reg) = registration_client(&mut server).await;
+    let unauthorized = refused_runner_registration(&mut server, 401, 1).await;
+    let forbidden = refused_runner_registration(&mut server, 403, 1).await;
     let service = format!("{}/rest", server.url());
-    let ok = server
-        .mock("POST", "/api/v3/actions/runner-registration")
+    let ok = runner_registration(&mut server)
         .with_status(200)
-        .with_body(serde_json::json!({"url": service, "token": admin_jwt("a", 3600)}).to_string())
+        .with_body(registration_answer(&service, &admin_jwt("a", 3600)))
         .expect(1)
         .create_async()
         .await;
-    let sleeper = Arc::new(RecordingSleeper::default());
-    let client = Client::new(config_for(
-        &server,
-        ORG,
-        Credentials::pat(PAT),
-        sleeper.clone(),
-    ))
-    .unwrap();
     assert_eq!(client.service_url().await.unwrap().as_str(), service);
-    reg.assert_async().await;
-    unauthorized.assert_async().await;
-    forbidden.assert_async().await;
-    ok.assert_async().await;
+    assert_hit([&reg, &unauthorized, &forbidden, &ok]).await;
     assert_eq!(
         sleeper.waits(),
         vec![Duration::from_secs(1), Duration::from_secs(2)]
     );
 }
 
-/// A registration-token mock (201) and a client for the org with a recording sleeper.
+/// A registration-token mock (201, expected once) and a client for the org with a recording
+/// sleeper.
 async fn registration_client(
     server: &mut mockito::ServerGuard,
 ) -> (Client, Arc<RecordingSleeper>, mockito::Mock) {
+    registration_client_with(server, |config| config).await
+}
+
+/// [`registration_client`] with the client's configuration passed through `adjust`.
+async fn registration_client_with(
+    server: &mut mockito::ServerGuard,
+    adjust: impl FnOnce(ClientConfig) -> ClientConfig,
+) -> (Client, Arc<RecordingSleeper>, mockito::Mock) {
     let reg = issued_registration_token(server, 1).await;
-    let sleeper = Arc::new(RecordingSleeper::default());
-    let client = Client::new(config_for(
-        server,
-        ORG,
-        Credentials::pat(PAT),
-        sleeper.clone(),
-    ))
-    .unwrap();
+    let (client, sleeper) = pat_client_with(server, adjust);
     (client, sleeper, reg)
 }
 
@@ -228,8 +203,7 @@ async fn registration_client(
 async fn runner_registration_401s_use_the_normal_retry_budget() {
     let mut server = mockito::Server::new_async().await;
     let (client, sleeper, reg) = registration_client(&mut server).await;
-    let unauthorized = server
-        .mock("POST", "/api/v3/actions/runner-registration")
+    let unauthorized = runner_registration(&mut server)
         .with_status(401)
         .with_body(r#"{"message":"Bad credentials"}"#)
         .expect(5)
@@ -242,8 +216,7 @@ async fn runner_registration_401s_use_the_normal_retry_budget() {
     );
     assert_eq!(err.status(), Some(401));
     assert_eq!(err.endpoint(), Some(Endpoint::RunnerRegistration));
-    reg.assert_async().await;
-    unauthorized.assert_async().await;
+    assert_hit([&reg, &unauthorized]).await;
     let secs: Vec<u64> = sleeper.waits().iter().map(Duration::as_secs).collect();
     assert_eq!(secs, vec![1, 2, 4, 8]);
 }
@@ -253,12 +226,7 @@ async fn runner_registration_other_4xx_are_not_retried() {
     for status in [400, 404, 422] {
         let mut server = mockito::Server::new_async().await;
         let (client, sleeper, reg) = registration_client(&mut server).await;
-        let refused = server
-            .mock("POST", "/api/v3/actions/runner-registration")
-            .with_status(status)
-            .expect(1)
-            .create_async()
-            .await;
+        let refused = refused_runner_registration(&mut server, status, 1).await;
         let err = client.service_url().await.unwrap_err();
         assert!(
             matches!(err.unshared(), Error::Service(_)),
@@ -266,8 +234,7 @@ async fn runner_registration_other_4xx_are_not_retried() {
         );
         assert_eq!(err.status(), Some(status as u16));
         assert_eq!(err.class(), ErrorClass::Fatal, "{status}");
-        reg.assert_async().await;
-        refused.assert_async().await;
+        assert_hit([&reg, &refused]).await;
         assert!(sleeper.waits().is_empty(), "{status}");
     }
 }
@@ -275,51 +242,51 @@ async fn runner_registration_other_4xx_are_not_retried() {
 #[tokio::test]
 async fn a_single_attempt_runner_registration_401_is_still_retryable() {
     let mut server = mockito::Server::new_async().await;
-    let reg = issued_registration_token(&mut server, 1).await;
-    let unauthorized = server
-        .mock("POST", "/api/v3/actions/runner-registration")
-        .with_status(401)
-        .expect(1)
-        .create_async()
-        .await;
-    let client = Client::new(
-        config_for(
-            &server,
-            ORG,
-            Credentials::pat(PAT),
-            Arc::new(RecordingSleeper::default()),
-        )
-        .with_retry(RetryPolicy::never()),
-    )
-    .unwrap();
+    let (client, _, reg) = registration_client_with(&mut server, |config| {
+        config.with_retry(RetryPolicy::never())
+    })
+    .await;
+    let unauthorized = refused_runner_registration(&mut server, 401, 1).await;
     let err = client.service_url().await.unwrap_err();
     assert!(matches!(err.unshared(), Error::Service(_)), "{err:?}");
     assert_eq!(err.status(), Some(401));
     assert_eq!(err.class(), ErrorClass::Retryable);
-    reg.assert_async().await;
-    unauthorized.assert_async().await;
+    assert_hit([&reg, &unauthorized]).await;
 }
 
 #[tokio::test]
 async fn runner_registration_without_token_or_url_is_an_error() {
     let mut server = mockito::Server::new_async().await;
-    let _reg = issued_registration_token(&mut server, 1).await;
-    let rr = server
-        .mock("POST", "/api/v3/actions/runner-registration")
+    let (client, _, _reg) = registration_client(&mut server).await;
+    let rr = runner_registration(&mut server)
         .with_status(201)
         .with_body(r#"{"url":"","token":"t"}"#)
         .create_async()
         .await;
-    let client = Client::new(config_for(
-        &server,
-        ORG,
-        Credentials::pat(PAT),
-        Arc::new(RecordingSleeper::default()),
-    ))
-    .unwrap();
     let err = client.service_url().await.unwrap_err();
     assert!(err.to_string().contains("no actions service url"), "{err}");
     rr.assert_async().await;
+}
+
+/// A PAT client for the organization at `base` (a server that answers nothing), with its
+/// recording sleeper.
+fn silent_client(
+    base: &str,
+    adjust: impl FnOnce(ClientConfig) -> ClientConfig,
+) -> (Client, Arc<RecordingSleeper>) {
+    client_at(base, ORG, Credentials::pat(PAT), adjust)
+}
+
+/// [`silent_client`] with the retry policy `retry` and request and long-poll timeouts (ms).
+fn timing_out_client(base: &str, retry: RetryPolicy, request_ms: u64, long_poll_ms: u64) -> Client {
+    let timeouts = Timeouts::new(
+        Duration::from_millis(request_ms),
+        Duration::from_millis(long_poll_ms),
+    );
+    silent_client(base, |config| {
+        config.with_retry(retry).with_timeouts(timeouts)
+    })
+    .0
 }
 
 #[tokio::test]
@@ -328,13 +295,7 @@ async fn transport_errors_are_retried_and_exhausted() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     drop(listener);
-    let sleeper = Arc::new(RecordingSleeper::default());
-    let url = scaleset_github::ConfigUrl::parse(&format!("http://127.0.0.1:{port}/{ORG}")).unwrap();
-    let client = Client::new(
-        scaleset_github::ClientConfig::new(url, Credentials::pat(PAT))
-            .with_sleeper(sleeper.clone()),
-    )
-    .unwrap();
+    let (client, sleeper) = silent_client(&format!("http://127.0.0.1:{port}"), |config| config);
     let err = client.get_scale_set(ScaleSetId(1)).await.unwrap_err();
     let Error::RetriesExhausted { attempts, last, .. } = err.unshared() else {
         panic!("{err:?}")
@@ -348,20 +309,8 @@ async fn transport_errors_are_retried_and_exhausted() {
 #[tokio::test]
 async fn per_request_timeouts_apply_and_are_retried() {
     let (base, server) = silent_server().await;
-    let sleeper = Arc::new(RecordingSleeper::default());
-    let url = ConfigUrl::parse(&format!("{base}/{ORG}")).unwrap();
-    let config = ClientConfig::new(url, Credentials::pat(PAT))
-        .with_sleeper(sleeper.clone())
-        .with_retry(RetryPolicy::new(
-            2,
-            Duration::from_millis(1),
-            Duration::from_millis(1),
-        ))
-        .with_timeouts(Timeouts::new(
-            Duration::from_millis(50),
-            Duration::from_millis(50),
-        ));
-    let client = Client::new(config).unwrap();
+    let retry = RetryPolicy::new(2, Duration::from_millis(1), Duration::from_millis(1));
+    let client = timing_out_client(&base, retry, 50, 50);
     let err = client.get_scale_set(ScaleSetId(1)).await.unwrap_err();
     let Error::RetriesExhausted {
         attempts: 2, last, ..
@@ -382,15 +331,7 @@ async fn per_request_timeouts_apply_and_are_retried() {
 #[tokio::test]
 async fn a_single_attempt_policy_returns_the_timeout_itself() {
     let (base, server) = silent_server().await;
-    let url = ConfigUrl::parse(&format!("{base}/{ORG}")).unwrap();
-    let config = ClientConfig::new(url, Credentials::pat(PAT))
-        .with_sleeper(Arc::new(RecordingSleeper::default()))
-        .with_retry(RetryPolicy::never())
-        .with_timeouts(Timeouts::new(
-            Duration::from_millis(50),
-            Duration::from_millis(50),
-        ));
-    let client = Client::new(config).unwrap();
+    let client = timing_out_client(&base, RetryPolicy::never(), 50, 50);
     let err = client.get_scale_set(ScaleSetId(1)).await.unwrap_err();
     assert!(
         matches!(err.unshared(), Error::Timeout { timeout, host, .. }
@@ -413,11 +354,8 @@ async fn a_single_attempt_policy_returns_the_timeout_itself() {
 #[tokio::test]
 async fn a_single_attempt_policy_returns_the_service_error_itself() {
     let mut h = harness().await;
-    let client = Client::new(
-        config_for(&h.server, ORG, Credentials::pat(PAT), h.sleeper.clone())
-            .with_retry(RetryPolicy::never()),
-    )
-    .unwrap();
+    let (client, sleeper) =
+        pat_client_with(&h.server, |config| config.with_retry(RetryPolicy::never()));
     let failing = h
         .service_mock("GET", "_apis/runtime/runnerscalesets/5", API)
         .with_status(503)
@@ -432,21 +370,13 @@ async fn a_single_attempt_policy_returns_the_service_error_itself() {
     assert_eq!(err.class(), ErrorClass::Retryable);
     assert!(!err.to_string().contains("giving up"), "{err}");
     failing.assert_async().await;
-    assert!(h.sleeper.waits().is_empty());
+    assert!(sleeper.waits().is_empty());
 }
 
 #[tokio::test]
 async fn the_long_poll_uses_its_own_timeout() {
     let (base, server) = silent_server().await;
-    let url = ConfigUrl::parse(&format!("{base}/{ORG}")).unwrap();
-    let config = ClientConfig::new(url, Credentials::pat(PAT))
-        .with_sleeper(Arc::new(RecordingSleeper::default()))
-        .with_retry(RetryPolicy::never())
-        .with_timeouts(Timeouts::new(
-            Duration::from_millis(300),
-            Duration::from_millis(40),
-        ));
-    let client = Client::new(config).unwrap();
+    let client = timing_out_client(&base, RetryPolicy::never(), 300, 40);
     let mut session: Session =
         serde_json::from_str(&session_json(&format!("{base}/scalesets/message"), "q")).unwrap();
     let poll = client
@@ -482,6 +412,14 @@ fn the_default_long_poll_timeout_exceeds_the_servers_hold() {
 // REST rate limits on the token chain: a 403 or 429 that advertises a wait (`Retry-After`, or
 // `x-ratelimit-remaining: 0` with `x-ratelimit-reset`) is waited out and retried.
 
+/// [`issued_admin_token`] for the service at `{server}/rest`, expected once; returns the
+/// service URL too.
+async fn issued_rest_admin_token(server: &mut mockito::ServerGuard) -> (mockito::Mock, String) {
+    let service = format!("{}/rest", server.url());
+    let mock = issued_admin_token(server, &service, &admin_jwt("a", 3600), 1).await;
+    (mock, service)
+}
+
 fn epoch_secs_from_now(secs: u64) -> String {
     (std::time::SystemTime::now() + Duration::from_secs(secs))
         .duration_since(std::time::UNIX_EPOCH)
@@ -498,9 +436,7 @@ async fn rate_limited_registration(
     retry: RetryPolicy,
 ) -> (Vec<Duration>, Result<url::Url, Error>) {
     let mut server = mockito::Server::new_async().await;
-    let path = format!("/api/v3/orgs/{ORG}/actions/runners/registration-token");
-    let mut limited = server
-        .mock("POST", path.as_str())
+    let mut limited = registration_token(&mut server)
         .with_status(status)
         .with_body(r#"{"message":"API rate limit exceeded"}"#)
         .expect(1);
@@ -508,22 +444,13 @@ async fn rate_limited_registration(
         limited = limited.with_header(*name, value);
     }
     let limited = limited.create_async().await;
-    let _ok = server
-        .mock("POST", path.as_str())
+    let _ok = registration_token(&mut server)
         .with_status(201)
         .with_body(r#"{"token":"reg"}"#)
         .create_async()
         .await;
-    let service = format!("{}/rest", server.url());
-    let _registration = server
-        .mock("POST", "/api/v3/actions/runner-registration")
-        .with_status(201)
-        .with_body(serde_json::json!({"url": service, "token": admin_jwt("a", 3600)}).to_string())
-        .create_async()
-        .await;
-    let sleeper = Arc::new(RecordingSleeper::default());
-    let config = config_for(&server, ORG, Credentials::pat(PAT), sleeper.clone()).with_retry(retry);
-    let client = Client::new(config).unwrap();
+    let _registration = issued_rest_admin_token(&mut server).await;
+    let (client, sleeper) = pat_client_with(&server, |config| config.with_retry(retry));
     let result = client.service_url().await;
     limited.assert_async().await;
     (sleeper.waits(), result)
@@ -623,26 +550,17 @@ async fn rate_limited_installation_token_and_runner_registration_wait_too() {
         .create_async()
         .await;
     let _reg = issued_registration_token(&mut server, 1).await;
-    let limited_registration = server
-        .mock("POST", "/api/v3/actions/runner-registration")
+    let limited_registration = runner_registration(&mut server)
         .with_status(429)
         .with_header("Retry-After", "23")
         .expect(1)
         .create_async()
         .await;
-    let service = format!("{}/rest", server.url());
-    let _registration = server
-        .mock("POST", "/api/v3/actions/runner-registration")
-        .with_status(201)
-        .with_body(serde_json::json!({"url": service, "token": admin_jwt("a", 3600)}).to_string())
-        .create_async()
-        .await;
-    let sleeper = Arc::new(RecordingSleeper::default());
-    let credentials = Credentials::app("Iv1.client", 4242, include_str!("data/test-app-key.pem"));
-    let client = Client::new(config_for(&server, ORG, credentials, sleeper.clone())).unwrap();
+    let (_registration, service) = issued_rest_admin_token(&mut server).await;
+    let credentials = Credentials::app("Iv1.client", 4242, APP_KEY);
+    let (client, sleeper) = client_at(&server.url(), ORG, credentials, |config| config);
     assert_eq!(client.service_url().await.unwrap().as_str(), service);
-    limited_installation.assert_async().await;
-    limited_registration.assert_async().await;
+    assert_hit([&limited_installation, &limited_registration]).await;
     // A reset long past means retry at once; runner-registration's Retry-After is exact.
     assert_eq!(
         sleeper.waits(),

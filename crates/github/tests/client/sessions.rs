@@ -6,7 +6,7 @@ use scaleset_github::{
     Error, ErrorClass, MessageId, Refusal, RunnerRequestId, ScaleSetId, Session,
 };
 
-use crate::helpers::{API, Harness, harness, session_json};
+use crate::helpers::{API, Harness, assert_hit, harness, session_json};
 
 const SESSION: &str = "8e1f2b4c-0000-4000-8000-000000000001";
 
@@ -53,52 +53,76 @@ async fn queue_call(
     mock.with_status(status).expect(times).create_async().await
 }
 
-/// The session refresh (PATCH), expected once, answering a session on `queue` with the queue
-/// token `token`.
+/// The session refresh (PATCH), expected once, answering a session on `queue` (a path on the
+/// server) with the queue token `token`.
 async fn refresh(h: &mut Harness, queue: &str, token: &str) -> mockito::Mock {
+    let queue = format!("{}{queue}", h.server.url());
     h.service_mock(
         "PATCH",
         &format!("_apis/runtime/runnerscalesets/5/sessions/{SESSION}"),
         API,
     )
-    .with_body(session_json(queue, token))
+    .with_body(session_json(&queue, token))
     .expect(1)
     .create_async()
     .await
 }
 
+/// A session opened on the queue at `before` whose queue call `method {queue}{suffix}` answers
+/// 401 to the first queue token; the refresh moves it to `after` with the token `queue-2`,
+/// where the same call answers `status`. Returns the session and the rejected, refresh and
+/// accepted mocks.
+async fn refreshing(
+    h: &mut Harness,
+    before: &str,
+    after: &str,
+    method: &str,
+    suffix: &str,
+    status: usize,
+) -> (Session, [mockito::Mock; 3]) {
+    let session = open(h, before).await;
+    let rejected = queue_call(
+        h,
+        method,
+        &format!("{before}{suffix}"),
+        Some("queue-1"),
+        401,
+        1,
+    )
+    .await;
+    let refresh = refresh(h, after, "queue-2").await;
+    let accepted = queue_call(
+        h,
+        method,
+        &format!("{after}{suffix}"),
+        Some("queue-2"),
+        status,
+        1,
+    )
+    .await;
+    (session, [rejected, refresh, accepted])
+}
+
 #[tokio::test]
 async fn a_401_on_get_message_refreshes_the_session_once_and_retries() {
     let mut h = harness().await;
-    let mut session = open(&mut h, "/q1").await;
-    let new_queue = format!("{}/q2", h.server.url());
-    let rejected = queue_call(&mut h, "GET", "/q1", Some("queue-1"), 401, 1).await;
-    let refresh = refresh(&mut h, &new_queue, "queue-2").await;
-    let accepted = queue_call(&mut h, "GET", "/q2", Some("queue-2"), 202, 1).await;
-    assert!(
-        h.client
-            .get_message(&mut session, MessageId(0), 1)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    let (mut session, mocks) = refreshing(&mut h, "/q1", "/q2", "GET", "", 202).await;
+    let message = h.client.get_message(&mut session, MessageId(0), 1).await;
+    assert!(message.unwrap().is_none());
     assert_eq!(
         session.message_queue_access_token.expose_secret(),
         "queue-2"
     );
-    assert_eq!(session.message_queue_url, new_queue);
-    rejected.assert_async().await;
-    refresh.assert_async().await;
-    accepted.assert_async().await;
+    assert_eq!(session.message_queue_url, format!("{}/q2", h.server.url()));
+    assert_hit(&mocks).await;
 }
 
 #[tokio::test]
 async fn a_second_401_is_returned() {
     let mut h = harness().await;
     let mut session = open(&mut h, "/q").await;
-    let queue = format!("{}/q", h.server.url());
     let rejected = queue_call(&mut h, "GET", "/q", None, 401, 2).await;
-    let refresh = refresh(&mut h, &queue, "queue-2").await;
+    let refresh = refresh(&mut h, "/q", "queue-2").await;
     let err = h
         .client
         .get_message(&mut session, MessageId(0), 1)
@@ -106,68 +130,52 @@ async fn a_second_401_is_returned() {
         .unwrap_err();
     assert!(err.is_queue_token_expired());
     assert_eq!(err.class(), ErrorClass::Refusal(Refusal::QueueTokenExpired));
-    rejected.assert_async().await;
-    refresh.assert_async().await;
+    assert_hit([&rejected, &refresh]).await;
 }
 
 #[tokio::test]
 async fn a_401_on_delete_message_refreshes_the_session() {
     let mut h = harness().await;
-    let mut session = open(&mut h, "/q").await;
-    let queue = format!("{}/q", h.server.url());
-    let rejected = queue_call(&mut h, "DELETE", "/q/3", Some("queue-1"), 401, 1).await;
-    let refresh = refresh(&mut h, &queue, "queue-2").await;
-    let accepted = queue_call(&mut h, "DELETE", "/q/3", Some("queue-2"), 204, 1).await;
+    let (mut session, mocks) = refreshing(&mut h, "/q", "/q", "DELETE", "/3", 204).await;
     h.client
         .delete_message(&mut session, MessageId(3))
         .await
         .unwrap();
-    rejected.assert_async().await;
-    refresh.assert_async().await;
-    accepted.assert_async().await;
+    assert_hit(&mocks).await;
+}
+
+/// The `acquirejobs` call of scale set 5, carrying the queue token `token`.
+fn acquire(h: &mut Harness, token: &str) -> mockito::Mock {
+    h.service_mock_as(
+        "POST",
+        "_apis/runtime/runnerscalesets/5/acquirejobs",
+        API,
+        token,
+    )
 }
 
 #[tokio::test]
 async fn a_401_on_acquire_jobs_refreshes_the_session() {
     let mut h = harness().await;
     let mut session = open(&mut h, "/q").await;
-    let queue = format!("{}/q", h.server.url());
-    let rejected = h
-        .server
-        .mock(
-            "POST",
-            "/tenant/123/_apis/runtime/runnerscalesets/5/acquirejobs",
-        )
-        .match_query(Matcher::Exact(API.into()))
-        .match_header("authorization", "Bearer queue-1")
+    let rejected = acquire(&mut h, "queue-1")
         .with_status(401)
         .expect(1)
         .create_async()
         .await;
-    let refresh = refresh(&mut h, &queue, "queue-2").await;
-    let accepted = h
-        .server
-        .mock(
-            "POST",
-            "/tenant/123/_apis/runtime/runnerscalesets/5/acquirejobs",
-        )
-        .match_query(Matcher::Exact(API.into()))
-        .match_header("authorization", "Bearer queue-2")
+    let refresh = refresh(&mut h, "/q", "queue-2").await;
+    let accepted = acquire(&mut h, "queue-2")
         .match_body(Matcher::Exact("[7]".into()))
         .with_body(r#"{"count":1,"value":[7]}"#)
         .expect(1)
         .create_async()
         .await;
-    assert_eq!(
-        h.client
-            .acquire_jobs(&mut session, &[RunnerRequestId(7)])
-            .await
-            .unwrap(),
-        vec![RunnerRequestId(7)]
-    );
-    rejected.assert_async().await;
-    refresh.assert_async().await;
-    accepted.assert_async().await;
+    let acquired = h
+        .client
+        .acquire_jobs(&mut session, &[RunnerRequestId(7)])
+        .await;
+    assert_eq!(acquired.unwrap(), vec![RunnerRequestId(7)]);
+    assert_hit([&rejected, &refresh, &accepted]).await;
 }
 
 #[tokio::test]
@@ -176,17 +184,12 @@ async fn a_failed_refresh_is_returned_with_its_own_error() {
     let mut session = open(&mut h, "/q").await;
     let rejected = queue_call(&mut h, "GET", "/q", None, 401, 1).await;
     let evicted = h
-        .service_mock(
+        .service_error(
             "PATCH",
             &format!("_apis/runtime/runnerscalesets/5/sessions/{SESSION}"),
-            API,
-        )
-        .with_status(404)
-        .with_body(
+            404,
             r#"{"typeName":"X.RunnerAdminException, X","message":"session ID that doesn't exist"}"#,
         )
-        .expect(1)
-        .create_async()
         .await;
     let err = h
         .client
@@ -194,8 +197,7 @@ async fn a_failed_refresh_is_returned_with_its_own_error() {
         .await
         .unwrap_err();
     assert!(err.is_session_expired_or_unknown(), "{err}");
-    rejected.assert_async().await;
-    evicted.assert_async().await;
+    assert_hit([&rejected, &evicted]).await;
 }
 
 // A created session is never lost: a 2xx create whose session cannot be used is deleted by its
@@ -211,6 +213,18 @@ const UNUSABLE_SESSIONS: &[(&str, &str, &str)] = &[
     ("no queue token", "QUEUE", "messageQueueAccessToken"),
 ];
 
+/// A session create answering `body`, then the delete of its session answering
+/// `delete_status`: returns the create's error and both mocks.
+async fn unusable_create(
+    h: &mut Harness,
+    body: impl AsRef<[u8]>,
+    delete_status: usize,
+) -> (Error, [mockito::Mock; 2]) {
+    let create = create(h, body).await;
+    let delete = close(h, delete_status).await;
+    (h.failed_create_session(5).await, [create, delete])
+}
+
 #[tokio::test]
 async fn an_unusable_created_session_is_deleted_before_the_error_returns() {
     for (case, queue_url, named) in UNUSABLE_SESSIONS {
@@ -221,13 +235,7 @@ async fn an_unusable_created_session_is_deleted_before_the_error_returns() {
         } else {
             "t"
         };
-        let create = create(&mut h, session_json(&queue_url, token)).await;
-        let delete = close(&mut h, 204).await;
-        let err = h
-            .client
-            .create_session(ScaleSetId(5), "me")
-            .await
-            .unwrap_err();
+        let (err, mocks) = unusable_create(&mut h, session_json(&queue_url, token), 204).await;
         assert!(
             matches!(err, Error::UnexpectedResponse { status: 200, .. }),
             "{case}: {err}"
@@ -235,21 +243,14 @@ async fn an_unusable_created_session_is_deleted_before_the_error_returns() {
         assert!(err.to_string().contains(named), "{case}: {err}");
         assert_eq!(err.class(), ErrorClass::Retryable, "{case}");
         assert_eq!(err.open_session(), None, "{case}");
-        create.assert_async().await;
-        delete.assert_async().await;
+        assert_hit(&mocks).await;
     }
 }
 
 #[tokio::test]
 async fn an_unusable_session_that_cannot_be_deleted_is_named_in_the_error() {
     let mut h = harness().await;
-    let create = create(&mut h, session_json("", "t")).await;
-    let delete = close(&mut h, 403).await;
-    let err = h
-        .client
-        .create_session(ScaleSetId(5), "me")
-        .await
-        .unwrap_err();
+    let (err, mocks) = unusable_create(&mut h, session_json("", "t"), 403).await;
     assert_eq!(err.open_session(), Some((ScaleSetId(5), SESSION)), "{err}");
     assert!(
         matches!(&err, Error::UnusableSessionLeftOpen { status: 200, reason, .. }
@@ -269,23 +270,16 @@ async fn an_unusable_session_that_cannot_be_deleted_is_named_in_the_error() {
         Some(scaleset_github::Endpoint::CreateSession)
     );
     assert_eq!(err.class(), ErrorClass::Retryable);
-    create.assert_async().await;
-    delete.assert_async().await;
+    assert_hit(&mocks).await;
 }
 
 #[tokio::test]
 async fn an_unusable_session_already_gone_on_delete_is_not_left_open() {
     let mut h = harness().await;
-    let _create = create(&mut h, session_json("", "t")).await;
-    let delete = close(&mut h, 404).await;
-    let err = h
-        .client
-        .create_session(ScaleSetId(5), "me")
-        .await
-        .unwrap_err();
+    let (err, mocks) = unusable_create(&mut h, session_json("", "t"), 404).await;
     assert!(matches!(err, Error::UnexpectedResponse { .. }), "{err}");
     assert_eq!(err.open_session(), None);
-    delete.assert_async().await;
+    assert_hit(&mocks).await;
 }
 
 #[tokio::test]
@@ -302,11 +296,7 @@ async fn an_unusable_session_without_an_id_has_nothing_to_delete() {
         .expect(0)
         .create_async()
         .await;
-    let err = h
-        .client
-        .create_session(ScaleSetId(5), "me")
-        .await
-        .unwrap_err();
+    let err = h.failed_create_session(5).await;
     assert!(matches!(err, Error::UnexpectedResponse { .. }), "{err}");
     delete.assert_async().await;
 }

@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mockito::{Matcher, Mock, ServerGuard};
-use scaleset_github::{Client, Credentials, MessageId, ScaleSetId, Session};
+use scaleset_github::{Client, ClientConfig, MessageId, ScaleSetId, Session};
 
 use crate::helpers::{
-    API, HoldingServer, ORG, PAT, RecordingSleeper, admin_jwt, config_for,
-    issued_registration_token, registration_token, session_json,
+    API, HoldingServer, admin_jwt, assert_hit, issued_admin_token, issued_registration_token,
+    pat_client, pat_client_with, registration_token, session_json,
 };
 
 /// Chain mocks handing out `admin_token` and `service_path`, each expected `hits` times.
@@ -21,24 +21,12 @@ async fn chain(
 ) -> Vec<Mock> {
     let reg = issued_registration_token(server, hits).await;
     let service = format!("{}{service_path}", server.url());
-    let rr = server
-        .mock("POST", "/api/v3/actions/runner-registration")
-        .with_status(201)
-        .with_body(serde_json::json!({"url": service, "token": admin_token}).to_string())
-        .expect(hits)
-        .create_async()
-        .await;
+    let rr = issued_admin_token(server, &service, admin_token, hits).await;
     vec![reg, rr]
 }
 
 fn client(server: &ServerGuard) -> Client {
-    Client::new(config_for(
-        server,
-        ORG,
-        Credentials::pat(PAT),
-        Arc::new(RecordingSleeper::default()),
-    ))
-    .unwrap()
+    pat_client(server).0
 }
 
 async fn scale_set_mock(server: &mut ServerGuard, path: &str, token: &str, hits: usize) -> Mock {
@@ -52,57 +40,40 @@ async fn scale_set_mock(server: &mut ServerGuard, path: &str, token: &str, hits:
         .await
 }
 
+/// A client (configured by `adjust`) reads scale set 1 `calls` times while the chain hands
+/// out an admin token that expires in `exp_in` seconds; the chain must run `refreshes` times.
+async fn reads_with_a_token_expiring_in(
+    exp_in: i64,
+    adjust: impl FnOnce(ClientConfig) -> ClientConfig,
+    calls: usize,
+    refreshes: usize,
+) {
+    let mut server = mockito::Server::new_async().await;
+    let token = admin_jwt("tag", exp_in);
+    let chain = chain(&mut server, &token, "/t/", refreshes).await;
+    let path = "/t/_apis/runtime/runnerscalesets/1";
+    let get = scale_set_mock(&mut server, path, &token, calls).await;
+    let (client, _) = pat_client_with(&server, adjust);
+    for _ in 0..calls {
+        client.get_scale_set(ScaleSetId(1)).await.unwrap();
+    }
+    assert_hit(chain.iter().chain([&get])).await;
+}
+
 #[tokio::test]
 async fn a_token_within_the_margin_of_exp_is_refreshed_before_each_call() {
-    let mut server = mockito::Server::new_async().await;
-    let token = admin_jwt("short", 30);
-    let chain = chain(&mut server, &token, "/t/", 2).await;
-    let get = scale_set_mock(&mut server, "/t/_apis/runtime/runnerscalesets/1", &token, 2).await;
-    let client = client(&server);
-    client.get_scale_set(ScaleSetId(1)).await.unwrap();
-    client.get_scale_set(ScaleSetId(1)).await.unwrap();
-    for m in &chain {
-        m.assert_async().await;
-    }
-    get.assert_async().await;
+    reads_with_a_token_expiring_in(30, |config| config, 2, 2).await;
 }
 
 #[tokio::test]
 async fn a_token_with_a_distant_exp_is_reused() {
-    let mut server = mockito::Server::new_async().await;
-    let token = admin_jwt("long", 3600);
-    let chain = chain(&mut server, &token, "/t/", 1).await;
-    let get = scale_set_mock(&mut server, "/t/_apis/runtime/runnerscalesets/1", &token, 3).await;
-    let client = client(&server);
-    for _ in 0..3 {
-        client.get_scale_set(ScaleSetId(1)).await.unwrap();
-    }
-    for m in &chain {
-        m.assert_async().await;
-    }
-    get.assert_async().await;
+    reads_with_a_token_expiring_in(3600, |config| config, 3, 1).await;
 }
 
 #[tokio::test]
 async fn the_margin_is_configurable() {
-    let mut server = mockito::Server::new_async().await;
-    let token = admin_jwt("mid", 90);
-    let chain = chain(&mut server, &token, "/t/", 2).await;
-    let get = scale_set_mock(&mut server, "/t/_apis/runtime/runnerscalesets/1", &token, 2).await;
-    let config = config_for(
-        &server,
-        ORG,
-        Credentials::pat(PAT),
-        Arc::new(RecordingSleeper::default()),
-    )
-    .with_admin_token_margin(Duration::from_secs(120));
-    let client = Client::new(config).unwrap();
-    client.get_scale_set(ScaleSetId(1)).await.unwrap();
-    client.get_scale_set(ScaleSetId(1)).await.unwrap();
-    for m in &chain {
-        m.assert_async().await;
-    }
-    get.assert_async().await;
+    let margin = |config: ClientConfig| config.with_admin_token_margin(Duration::from_secs(120));
+    reads_with_a_token_expiring_in(90, margin, 2, 2).await;
 }
 
 #[tokio::test]
@@ -123,11 +94,7 @@ async fn the_service_url_may_change_on_refresh() {
     let client = client(&server);
     client.get_scale_set(ScaleSetId(1)).await.unwrap();
     client.get_scale_set(ScaleSetId(1)).await.unwrap();
-    for m in chain_a.iter().chain(&chain_b) {
-        m.assert_async().await;
-    }
-    on_a.assert_async().await;
-    on_b.assert_async().await;
+    assert_hit(chain_a.iter().chain(&chain_b).chain([&on_a, &on_b])).await;
     assert!(
         client
             .service_url()
@@ -166,10 +133,7 @@ async fn concurrent_callers_cause_exactly_one_refresh() {
     for task in tasks {
         assert_eq!(task.await.unwrap().unwrap().id, ScaleSetId(1));
     }
-    for m in &chain {
-        m.assert_async().await;
-    }
-    get.assert_async().await;
+    assert_hit(chain.iter().chain([&get])).await;
 }
 
 #[tokio::test]
@@ -191,11 +155,7 @@ async fn a_rejected_admin_token_is_fetched_again_on_the_next_call() {
     assert!(err.is_admin_token_rejected());
     assert_eq!(err.class(), scaleset_github::ErrorClass::Retryable);
     client.get_scale_set(ScaleSetId(1)).await.unwrap();
-    for m in &chain {
-        m.assert_async().await;
-    }
-    rejected.assert_async().await;
-    ok.assert_async().await;
+    assert_hit(chain.iter().chain([&rejected, &ok])).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -207,15 +167,7 @@ async fn independent_calls_are_not_serialized_behind_one_in_flight() {
     let mut server = mockito::Server::new_async().await;
     let token = admin_jwt("parallel", 3600);
     let reg = issued_registration_token(&mut server, 1).await;
-    let rr = server
-        .mock("POST", "/api/v3/actions/runner-registration")
-        .with_status(201)
-        .with_body(
-            serde_json::json!({"url": format!("{}/t/", held.base), "token": token}).to_string(),
-        )
-        .expect(1)
-        .create_async()
-        .await;
+    let rr = issued_admin_token(&mut server, &format!("{}/t/", held.base), &token, 1).await;
     let client = client(&server);
     let mut session: Session = serde_json::from_str(&session_json(
         &format!("{}/scalesets/message", held.base),
@@ -264,8 +216,7 @@ async fn independent_calls_are_not_serialized_behind_one_in_flight() {
     held.release();
     assert!(poll.await.unwrap().unwrap());
     assert_eq!(admin.await.unwrap().unwrap(), ScaleSetId(1));
-    reg.assert_async().await;
-    rr.assert_async().await;
+    assert_hit([&reg, &rr]).await;
 }
 
 /// Single-threaded on purpose: every spawned caller runs (and queues on the refresh) before the
