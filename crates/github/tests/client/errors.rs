@@ -3,10 +3,10 @@
 
 use scaleset_github::{
     Error, ErrorBody, ErrorClass, ExceptionKind, MessageId, NewRunnerScaleSet, Refusal,
-    RunnerGroupId, RunnerId, ScaleSetId,
+    RunnerGroupId, RunnerId, ScaleSetId, Session,
 };
 
-use crate::helpers::{API, harness, session_json};
+use crate::helpers::{API, Harness, harness, session_json};
 
 async fn create_error(status: usize, body: &str) -> Error {
     let mut h = harness().await;
@@ -178,17 +178,9 @@ async fn bom_is_stripped_from_success_and_error_bodies() {
 async fn session_predicates() {
     let mut h = harness().await;
     let conflict = h
-        .service_mock("POST", "_apis/runtime/runnerscalesets/5/sessions", API)
-        .with_status(409)
-        .with_body(r#"{"typeName":"GitHub.Actions.Runtime.WebApi.RunnerScaleSetSessionConflictException, GitHub.Actions.Runtime.WebApi","message":"The actions runner scaleset set already has an active session for owner scaleset-abc."}"#)
-        .expect(1)
-        .create_async()
+        .service_error("POST", "_apis/runtime/runnerscalesets/5/sessions", 409, r#"{"typeName":"GitHub.Actions.Runtime.WebApi.RunnerScaleSetSessionConflictException, GitHub.Actions.Runtime.WebApi","message":"The actions runner scaleset set already has an active session for owner scaleset-abc."}"#)
         .await;
-    let err = h
-        .client
-        .create_session(ScaleSetId(5), "me")
-        .await
-        .unwrap_err();
+    let err = h.failed_create_session(5).await;
     assert!(err.is_session_conflict());
     assert_eq!(
         err.session_conflict_owner().as_deref(),
@@ -197,54 +189,29 @@ async fn session_predicates() {
     conflict.assert_async().await;
 
     let anonymous = h
-        .service_mock("POST", "_apis/runtime/runnerscalesets/6/sessions", API)
-        .with_status(409)
-        .with_body(r#"{"typeName":"X.RunnerScaleSetSessionConflictException, X","message":"The actions runner scaleset set already has an active session."}"#)
-        .create_async()
+        .service_error("POST", "_apis/runtime/runnerscalesets/6/sessions", 409, r#"{"typeName":"X.RunnerScaleSetSessionConflictException, X","message":"The actions runner scaleset set already has an active session."}"#)
         .await;
-    let err = h
-        .client
-        .create_session(ScaleSetId(6), "me")
-        .await
-        .unwrap_err();
+    let err = h.failed_create_session(6).await;
     assert!(err.is_session_conflict());
     assert_eq!(err.session_conflict_owner(), None);
     anonymous.assert_async().await;
 
     let expired = h
-        .service_mock("DELETE", "_apis/runtime/runnerscalesets/5/sessions/s-1", API)
-        .with_status(400)
-        .with_body(r#"{"typeName":"X.RunnerScaleSetSessionExpiredException, X","message":"The session identifier s-1 is not valid."}"#)
-        .create_async()
+        .service_error("DELETE", "_apis/runtime/runnerscalesets/5/sessions/s-1", 400, r#"{"typeName":"X.RunnerScaleSetSessionExpiredException, X","message":"The session identifier s-1 is not valid."}"#)
         .await;
-    let err = h
-        .client
-        .delete_session(ScaleSetId(5), "s-1")
-        .await
-        .unwrap_err();
-    assert!(err.is_session_expired_or_unknown());
+    let err = h.client.delete_session(ScaleSetId(5), "s-1").await;
+    assert!(err.unwrap_err().is_session_expired_or_unknown());
     expired.assert_async().await;
 
     let queue = format!("{}/q", h.server.url());
-    let create = h
-        .service_answer(
-            "POST",
-            "_apis/runtime/runnerscalesets/7/sessions",
-            API,
-            session_json(&queue, "t"),
-        )
-        .await;
-    let session = h.client.create_session(ScaleSetId(7), "me").await.unwrap();
-    create.assert_async().await;
+    let session = open_session_of(&mut h, 7, &queue).await;
     let evicted = h
-        .service_mock(
+        .service_error(
             "PATCH",
             &format!("_apis/runtime/runnerscalesets/7/sessions/{}", session.session_id),
-            API,
+            404,
+            r#"{"typeName":"X.RunnerAdminException, X","message":"Attempted to refresh a session ID that doesn't exist."}"#,
         )
-        .with_status(404)
-        .with_body(r#"{"typeName":"X.RunnerAdminException, X","message":"Attempted to refresh a session ID that doesn't exist."}"#)
-        .create_async()
         .await;
     let err = h.client.refresh_session(&session).await.unwrap_err();
     assert!(err.is_session_expired_or_unknown());
@@ -252,14 +219,27 @@ async fn session_predicates() {
     evicted.assert_async().await;
 }
 
+/// Opens a session of scale set `id` (the harness opens 5) on the queue at `queue` (a full
+/// URL) for the owner `me`, asserting the create call was made.
+async fn open_session_of(h: &mut Harness, id: i64, queue: &str) -> Session {
+    let create = h
+        .service_answer(
+            "POST",
+            &format!("_apis/runtime/runnerscalesets/{id}/sessions"),
+            API,
+            session_json(queue, "t"),
+        )
+        .await;
+    let session = h.client.create_session(ScaleSetId(id), "me").await.unwrap();
+    create.assert_async().await;
+    session
+}
+
 #[tokio::test]
 async fn runner_predicates() {
     let mut h = harness().await;
     let exists = h
-        .service_mock("POST", "_apis/runtime/runnerscalesets/5/generatejitconfig", API)
-        .with_status(409)
-        .with_body(r#"{"typeName":"GitHub.DistributedTask.WebApi.AgentExistsException, GitHub.DistributedTask.WebApi","message":"runner already exists"}"#)
-        .create_async()
+        .service_error("POST", "_apis/runtime/runnerscalesets/5/generatejitconfig", 409, r#"{"typeName":"GitHub.DistributedTask.WebApi.AgentExistsException, GitHub.DistributedTask.WebApi","message":"runner already exists"}"#)
         .await;
     let err = h
         .client
@@ -271,10 +251,7 @@ async fn runner_predicates() {
     exists.assert_async().await;
 
     let busy = h
-        .service_mock("DELETE", "_apis/distributedtask/pools/0/agents/9", API)
-        .with_status(400)
-        .with_body(r#"{"typeName":"GitHub.DistributedTask.WebApi.JobStillRunningException, GitHub.DistributedTask.WebApi","message":"still running"}"#)
-        .create_async()
+        .service_error("DELETE", "_apis/distributedtask/pools/0/agents/9", 400, r#"{"typeName":"GitHub.DistributedTask.WebApi.JobStillRunningException, GitHub.DistributedTask.WebApi","message":"still running"}"#)
         .await;
     let err = h.client.remove_runner(RunnerId(9)).await.unwrap_err();
     assert!(err.is_job_still_running());
@@ -282,10 +259,7 @@ async fn runner_predicates() {
     busy.assert_async().await;
 
     let missing = h
-        .service_mock("GET", "_apis/distributedtask/pools/0/agents/10", API)
-        .with_status(404)
-        .with_body(r#"{"typeName":"GitHub.DistributedTask.WebApi.AgentNotFoundException, GitHub.DistributedTask.WebApi","message":"no agent"}"#)
-        .create_async()
+        .service_error("GET", "_apis/distributedtask/pools/0/agents/10", 404, r#"{"typeName":"GitHub.DistributedTask.WebApi.AgentNotFoundException, GitHub.DistributedTask.WebApi","message":"no agent"}"#)
         .await;
     let err = h.client.get_runner(RunnerId(10)).await.unwrap_err();
     assert!(err.is_agent_not_found());
@@ -296,16 +270,7 @@ async fn runner_predicates() {
 async fn empty_200_on_get_message_is_an_error() {
     let mut h = harness().await;
     let queue = format!("{}/scalesets/message", h.server.url());
-    let create = h
-        .service_answer(
-            "POST",
-            "_apis/runtime/runnerscalesets/5/sessions",
-            API,
-            session_json(&queue, "q"),
-        )
-        .await;
-    let mut session = h.client.create_session(ScaleSetId(5), "me").await.unwrap();
-    create.assert_async().await;
+    let mut session = h.open_session(&queue, "q").await;
     let poll = h
         .server
         .mock("GET", "/scalesets/message")
@@ -357,11 +322,7 @@ async fn a_409_without_an_exception_is_a_conflict_on_session_create_and_jit_conf
             .create_async()
             .await;
         let err = match call {
-            "session" => h
-                .client
-                .create_session(ScaleSetId(5), "me")
-                .await
-                .unwrap_err(),
+            "session" => h.failed_create_session(5).await,
             "jit" => h
                 .client
                 .generate_jit_config(ScaleSetId(5), &scaleset_github::JitConfigRequest::new("r"))

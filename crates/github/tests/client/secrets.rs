@@ -1,12 +1,20 @@
 //! Secrets never appear in `Debug` output or error text.
 
-use scaleset_github::{ClientConfig, ConfigUrl, Credentials, MessageId, ScaleSetId, SecretString};
+use std::time::Duration;
 
-use crate::helpers::{API, PAT, REGISTRATION_TOKEN, harness, session_json};
+use mockito::Mock;
+use scaleset_github::{
+    ClientConfig, ConfigUrl, Credentials, MessageId, RetryPolicy, ScaleSetId, SecretString,
+};
+
+use crate::helpers::{
+    API, APP_KEY, Harness, PAT, REGISTRATION_TOKEN, client_at, harness, runner_registration,
+    session_json,
+};
 
 #[tokio::test]
 async fn secrets_are_absent_from_debug_output() {
-    let key = include_str!("data/test-app-key.pem");
+    let key = APP_KEY;
     let app = Credentials::app("Iv1.x", 1, key);
     let debug = format!("{app:?}");
     assert!(
@@ -51,10 +59,12 @@ async fn secrets_are_absent_from_debug_output() {
 
     // Error text and Debug of an error from a call made with these secrets.
     let failing = h
-        .service_mock("GET", "_apis/runtime/runnerscalesets/9", API)
-        .with_status(400)
-        .with_body(r#"{"typeName":"X.BadException, X","message":"no"}"#)
-        .create_async()
+        .service_error(
+            "GET",
+            "_apis/runtime/runnerscalesets/9",
+            400,
+            r#"{"typeName":"X.BadException, X","message":"no"}"#,
+        )
         .await;
     let err = h.client.get_scale_set(ScaleSetId(9)).await.unwrap_err();
     failing.assert_async().await;
@@ -80,28 +90,43 @@ impl std::io::Write for Captured {
     }
 }
 
+impl Captured {
+    /// Installs a TRACE `fmt` subscriber (no colours) as this thread's default, writing here;
+    /// the default lasts as long as the returned guard. The tests run on a current-thread
+    /// runtime, so every poll happens on this thread, under this default.
+    fn trace_logs() -> (Self, tracing::subscriber::DefaultGuard) {
+        let captured = Self::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        (captured, tracing::subscriber::set_default(subscriber))
+    }
+
+    /// Everything written so far.
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+/// The poll of the queue `/q` carrying the refreshed queue token.
+fn refreshed_poll(h: &mut Harness) -> Mock {
+    h.server
+        .mock("GET", "/q")
+        .match_header("authorization", "Bearer queue-token-2")
+}
+
 #[tokio::test]
 async fn secrets_are_absent_from_trace_logs() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    // current-thread runtime: every poll happens on this thread, under this default.
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = Captured::trace_logs();
 
     let mut h = harness().await;
     let queue = format!("{}/q", h.server.url());
     let mut session = h.open_session(&queue, "queue-token-1").await;
-    let rejected = h
-        .server
-        .mock("GET", "/q")
-        .with_status(401)
-        .expect(1)
-        .create_async()
-        .await;
+    let rejected = h.server.mock("GET", "/q").with_status(401).expect(1);
+    let rejected = rejected.create_async().await;
     let refresh = h
         .service_answer(
             "PATCH",
@@ -113,21 +138,9 @@ async fn secrets_are_absent_from_trace_logs() {
             session_json(&queue, "queue-token-2"),
         )
         .await;
-    let flaky = h
-        .server
-        .mock("GET", "/q")
-        .match_header("authorization", "Bearer queue-token-2")
-        .with_status(503)
-        .expect(1)
-        .create_async()
-        .await;
-    let accepted = h
-        .server
-        .mock("GET", "/q")
-        .match_header("authorization", "Bearer queue-token-2")
-        .with_status(202)
-        .create_async()
-        .await;
+    let flaky = refreshed_poll(&mut h).with_status(503).expect(1);
+    let flaky = flaky.create_async().await;
+    let accepted = refreshed_poll(&mut h).with_status(202).create_async().await;
     assert!(
         h.client
             .get_message(&mut session, MessageId(0), 1)
@@ -139,7 +152,7 @@ async fn secrets_are_absent_from_trace_logs() {
         mock.assert_async().await;
     }
 
-    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let logs = captured.text();
     assert!(logs.contains("github.call"), "nothing was logged: {logs}");
     assert!(logs.contains("retrying"), "{logs}");
     for secret in [
@@ -155,14 +168,7 @@ async fn secrets_are_absent_from_trace_logs() {
 
 #[tokio::test]
 async fn app_chain_secrets_are_absent_from_trace_logs_and_errors() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = Captured::trace_logs();
 
     let mut server = mockito::Server::new_async().await;
     let jwt_seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
@@ -194,27 +200,16 @@ async fn app_chain_secrets_are_absent_from_trace_logs_and_errors() {
         .create_async()
         .await;
     // runner-registration keeps failing: retries are logged with their errors.
-    let rr = server
-        .mock("POST", "/api/v3/actions/runner-registration")
+    let rr = runner_registration(&mut server)
         .with_status(503)
         .with_body("service unavailable")
         .expect(2)
         .create_async()
         .await;
-    let key = include_str!("data/test-app-key.pem");
-    let url = ConfigUrl::parse(&format!("{}/org", server.url())).unwrap();
-    let client = scaleset_github::Client::new(
-        ClientConfig::new(url, Credentials::app("Iv1.app", 7, key))
-            .with_sleeper(std::sync::Arc::new(
-                crate::helpers::RecordingSleeper::default(),
-            ))
-            .with_retry(scaleset_github::RetryPolicy::new(
-                2,
-                std::time::Duration::from_millis(1),
-                std::time::Duration::from_millis(1),
-            )),
-    )
-    .unwrap();
+    let key = APP_KEY;
+    let retry = RetryPolicy::new(2, Duration::from_millis(1), Duration::from_millis(1));
+    let credentials = Credentials::app("Iv1.app", 7, key);
+    let (client, _) = client_at(&server.url(), "org", credentials, |c| c.with_retry(retry));
     let err = client.service_url().await.unwrap_err();
     for mock in [install, reg, rr] {
         mock.assert_async().await;
@@ -222,7 +217,7 @@ async fn app_chain_secrets_are_absent_from_trace_logs_and_errors() {
 
     let jwt = jwt_seen.lock().unwrap().clone();
     assert!(jwt.len() > 100, "the App JWT was sent: {jwt}");
-    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let logs = captured.text();
     assert!(logs.contains("retrying"), "{logs}");
     let texts = [
         logs,
