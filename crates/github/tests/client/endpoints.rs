@@ -3,16 +3,18 @@
 
 use std::sync::Arc;
 
-use mockito::Matcher;
+use mockito::{Matcher, Mock, ServerGuard};
 use ring::signature::{RSA_PKCS1_2048_8192_SHA256, UnparsedPublicKey};
 use scaleset_github::ExposeSecret as _;
 use scaleset_github::{
-    Client, Credentials, JitConfigRequest, Label, MessageId, NewRunnerScaleSet, RunnerGroupId,
-    RunnerId, RunnerRequestId, RunnerScaleSetPatch, RunnerSetting, ScaleSetId,
+    Client, Credentials, JitConfigRequest, Label, MessageId, NewRunnerScaleSet, RunnerGroup,
+    RunnerGroupId, RunnerId, RunnerRequestId, RunnerScaleSet, RunnerScaleSetPatch, RunnerSetting,
+    ScaleSetId,
 };
 
 use crate::helpers::{
-    API, RecordingSleeper, USER_AGENT, admin_jwt, config_for, harness, session_json,
+    API, APP_KEY, Harness, RecordingSleeper, USER_AGENT, admin_jwt, assert_hit, client_at,
+    config_for, harness, registration_answer, session_json,
 };
 
 #[tokio::test]
@@ -32,6 +34,27 @@ async fn pat_chain_then_get_scale_set_by_id() {
         h.client.service_url().await.unwrap().as_str(),
         h.service_url()
     );
+}
+
+/// The runner-registration call under `api` (the REST base's path) whose body must name
+/// `config_url`, answered `status` with the service at `service` and a fresh admin token.
+fn registering(
+    server: &mut ServerGuard,
+    api: &str,
+    config_url: &str,
+    status: usize,
+    service: &str,
+) -> Mock {
+    server
+        .mock(
+            "POST",
+            format!("{api}/actions/runner-registration").as_str(),
+        )
+        .match_body(Matcher::Json(
+            serde_json::json!({"url": config_url, "runner_event": "register"}),
+        ))
+        .with_status(status)
+        .with_body(registration_answer(service, &admin_jwt("x", 3600)))
 }
 
 #[tokio::test]
@@ -59,27 +82,13 @@ async fn registration_token_paths_for_repository_and_enterprise() {
             .await;
         let config_url = format!("{}/{path}", server.url());
         let service = format!("{}/rest", server.url());
-        let rr = server
-            .mock("POST", "/api/v3/actions/runner-registration")
+        let rr = registering(&mut server, "/api/v3", &config_url, 200, &service)
             .match_header("authorization", "RemoteAuth r")
             .match_header("content-type", "application/json")
             .match_header("user-agent", USER_AGENT)
-            .match_body(Matcher::Json(
-                serde_json::json!({"url": config_url, "runner_event": "register"}),
-            ))
-            .with_status(200)
-            .with_body(
-                serde_json::json!({"url": service, "token": admin_jwt("x", 3600)}).to_string(),
-            )
             .create_async()
             .await;
-        let client = Client::new(config_for(
-            &server,
-            path,
-            Credentials::pat("pat"),
-            Arc::new(RecordingSleeper::default()),
-        ))
-        .unwrap();
+        let (client, _) = client_at(&server.url(), path, Credentials::pat("pat"), |c| c);
         let url = client.service_url().await.unwrap();
         assert_eq!(url.as_str(), service);
         reg.assert_async().await;
@@ -151,29 +160,15 @@ async fn github_app_chain_signs_a_valid_rs256_jwt() {
         .create_async()
         .await;
     let service = format!("{}/tenant/1/", server.url());
-    let rr = server
-        .mock("POST", "/api/v3/actions/runner-registration")
+    let config_url = format!("{}/o/r", server.url());
+    let rr = registering(&mut server, "/api/v3", &config_url, 201, &service)
         .match_header("authorization", "RemoteAuth reg")
-        .match_body(Matcher::Json(serde_json::json!({
-            "url": format!("{}/o/r", server.url()),
-            "runner_event": "register"
-        })))
-        .with_status(201)
-        .with_body(serde_json::json!({"url": service, "token": admin_jwt("x", 3600)}).to_string())
         .create_async()
         .await;
-    let key = include_str!("data/test-app-key.pem");
-    let client = Client::new(config_for(
-        &server,
-        "o/r",
-        Credentials::app("Iv1.client", 4242, key),
-        Arc::new(RecordingSleeper::default()),
-    ))
-    .unwrap();
+    let credentials = Credentials::app("Iv1.client", 4242, APP_KEY);
+    let (client, _) = client_at(&server.url(), "o/r", credentials, |c| c);
     client.service_url().await.unwrap();
-    install.assert_async().await;
-    reg.assert_async().await;
-    rr.assert_async().await;
+    assert_hit([&install, &reg, &rr]).await;
 }
 
 #[tokio::test]
@@ -186,13 +181,12 @@ async fn installation_token_must_be_201() {
         .expect(1)
         .create_async()
         .await;
-    let client = Client::new(config_for(
-        &server,
+    let (client, _) = client_at(
+        &server.url(),
         "org",
-        Credentials::app("1", 1, include_str!("data/test-app-key.pem")),
-        Arc::new(RecordingSleeper::default()),
-    ))
-    .unwrap();
+        Credentials::app("1", 1, APP_KEY),
+        |c| c,
+    );
     let err = client.get_scale_set(ScaleSetId(1)).await.unwrap_err();
     assert_eq!(err.status(), Some(200));
     install.assert_async().await;
@@ -204,93 +198,82 @@ async fn app_credentials_are_refused_for_enterprise_scope() {
     let err = Client::new(config_for(
         &server,
         "enterprises/e",
-        Credentials::app("1", 1, include_str!("data/test-app-key.pem")),
+        Credentials::app("1", 1, APP_KEY),
         Arc::new(RecordingSleeper::default()),
     ))
     .unwrap_err();
     assert!(err.to_string().contains("enterprise"), "{err}");
 }
 
+/// Looks up the runner group `name` (`encoded` in the query) while the service answers `body`,
+/// asserting the query was made.
+async fn runner_group_by_name(
+    h: &mut Harness,
+    name: &str,
+    encoded: &str,
+    body: &str,
+) -> Option<RunnerGroup> {
+    let query = format!("api-version=6.0-preview&groupName={encoded}");
+    let mock = h
+        .service_answer("GET", "_apis/runtime/runnergroups/", &query, body)
+        .await;
+    let group = h.client.get_runner_group_by_name(name).await.unwrap();
+    mock.assert_async().await;
+    group
+}
+
+/// Looks up the scale set `name` in the runner group `group` while the service answers `body`,
+/// asserting the query was made.
+async fn scale_set_by_name(
+    h: &mut Harness,
+    group: i64,
+    name: &str,
+    body: &str,
+) -> Option<RunnerScaleSet> {
+    let query = format!("api-version=6.0-preview&name={name}&runnerGroupId={group}");
+    let mock = h
+        .service_answer("GET", "_apis/runtime/runnerscalesets", &query, body)
+        .await;
+    let found = h
+        .client
+        .get_scale_set_by_name(RunnerGroupId(group), name)
+        .await
+        .unwrap();
+    mock.assert_async().await;
+    found
+}
+
 #[tokio::test]
 async fn get_runner_group_by_name() {
     let mut h = harness().await;
-    let mock = h
-        .service_answer(
-            "GET",
-            "_apis/runtime/runnergroups/",
-            "api-version=6.0-preview&groupName=my+group",
-            r#"{"count":1,"value":[{"id":3,"name":"my group","size":2,"isDefaultGroup":false}]}"#,
-        )
-        .await;
-    let group = h
-        .client
-        .get_runner_group_by_name("my group")
-        .await
-        .unwrap()
-        .unwrap();
+    let group = runner_group_by_name(
+        &mut h,
+        "my group",
+        "my+group",
+        r#"{"count":1,"value":[{"id":3,"name":"my group","size":2,"isDefaultGroup":false}]}"#,
+    )
+    .await
+    .unwrap();
     assert_eq!(
         (group.id, group.name.as_str(), group.size),
         (RunnerGroupId(3), "my group", 2)
     );
-    mock.assert_async().await;
-
-    let none = h
-        .service_answer(
-            "GET",
-            "_apis/runtime/runnergroups/",
-            "api-version=6.0-preview&groupName=nope",
-            r#"{"count":0,"value":[]}"#,
-        )
-        .await;
-    assert!(
-        h.client
-            .get_runner_group_by_name("nope")
-            .await
-            .unwrap()
-            .is_none()
-    );
-    none.assert_async().await;
+    let none = runner_group_by_name(&mut h, "nope", "nope", r#"{"count":0,"value":[]}"#).await;
+    assert!(none.is_none());
 }
 
 #[tokio::test]
 async fn get_scale_set_by_name_decides_on_count() {
     let mut h = harness().await;
-    let one = h
-        .service_answer(
-            "GET",
-            "_apis/runtime/runnerscalesets",
-            "api-version=6.0-preview&name=set&runnerGroupId=1",
-            r#"{"count":1,"value":[{"id":5,"name":"set"}]}"#,
-        )
-        .await;
-    let found = h
-        .client
-        .get_scale_set_by_name(RunnerGroupId(1), "set")
-        .await
-        .unwrap()
-        .unwrap();
+    let one = r#"{"count":1,"value":[{"id":5,"name":"set"}]}"#;
+    let found = scale_set_by_name(&mut h, 1, "set", one).await.unwrap();
     assert_eq!(found.id, ScaleSetId(5));
     // The item omitted `runnerGroupId`: that must read as "omitted", never as a group id, so
     // the adoption rules can count it as in the queried group.
     assert_eq!(found.runner_group_id, None);
-    one.assert_async().await;
 
-    let zero = h
-        .service_answer(
-            "GET",
-            "_apis/runtime/runnerscalesets",
-            "api-version=6.0-preview&name=gone&runnerGroupId=1",
-            r#"{"count":0,"value":[{"id":5,"name":"set"}]}"#,
-        )
-        .await;
-    assert!(
-        h.client
-            .get_scale_set_by_name(RunnerGroupId(1), "gone")
-            .await
-            .unwrap()
-            .is_none()
-    );
-    zero.assert_async().await;
+    let zero = r#"{"count":0,"value":[{"id":5,"name":"set"}]}"#;
+    assert!(scale_set_by_name(&mut h, 1, "gone", zero).await.is_none());
 
     let many = h
         .service_mock(
@@ -326,31 +309,16 @@ async fn get_scale_set_by_name_decides_on_count() {
 #[tokio::test]
 async fn get_scale_set_by_name_keeps_only_the_exact_name() {
     let mut h = harness().await;
-    let loose = h.service_answer("GET", "_apis/runtime/runnerscalesets", "api-version=6.0-preview&name=set&runnerGroupId=1", r#"{"count":3,"value":[{"id":5,"name":"Set"},{"id":6,"name":"set-2"},{"id":7,"name":"set"}]}"#,).await;
-    let found = h
-        .client
-        .get_scale_set_by_name(RunnerGroupId(1), "set")
-        .await
-        .unwrap();
+    let loose = r#"{"count":3,"value":[{"id":5,"name":"Set"},{"id":6,"name":"set-2"},{"id":7,"name":"set"}]}"#;
+    let found = scale_set_by_name(&mut h, 1, "set", loose).await;
     assert_eq!(found.map(|s| s.id), Some(ScaleSetId(7)));
-    loose.assert_async().await;
 
-    let other_case = h
-        .service_answer(
-            "GET",
-            "_apis/runtime/runnerscalesets",
-            "api-version=6.0-preview&name=linux&runnerGroupId=1",
-            r#"{"count":1,"value":[{"id":5,"name":"Linux"}]}"#,
-        )
-        .await;
+    let other_case = r#"{"count":1,"value":[{"id":5,"name":"Linux"}]}"#;
     assert!(
-        h.client
-            .get_scale_set_by_name(RunnerGroupId(1), "linux")
+        scale_set_by_name(&mut h, 1, "linux", other_case)
             .await
-            .unwrap()
             .is_none()
     );
-    other_case.assert_async().await;
 }
 
 #[tokio::test]
@@ -671,21 +639,25 @@ async fn session_ids_are_escaped_as_one_path_segment() {
     delete.assert_async().await;
 }
 
-#[tokio::test]
-async fn get_message_long_poll_and_delete_message() {
-    let mut h = harness().await;
-    let queue = format!("{}/scalesets/message", h.server.url());
-    let mut session = h.open_session(&queue, "queue-1").await;
-
-    let empty = h
-        .server
+/// The long poll of the queue `/scalesets/message` with the queue token `queue-1` and the
+/// capacity header `capacity`: accept, user agent, no content type and no body asserted.
+fn long_poll(h: &mut Harness, capacity: &str) -> Mock {
+    h.server
         .mock("GET", "/scalesets/message")
         .match_header("authorization", "Bearer queue-1")
         .match_header("accept", "application/json; api-version=6.0-preview")
-        .match_header("x-scalesetmaxcapacity", "10")
+        .match_header("x-scalesetmaxcapacity", capacity)
         .match_header("content-type", Matcher::Missing)
         .match_header("user-agent", USER_AGENT)
         .match_body(Matcher::Missing)
+}
+
+#[tokio::test]
+async fn get_message_long_poll_and_delete_message() {
+    let mut h = harness().await;
+    let mut session = h.open_session_on("/scalesets/message", "queue-1").await;
+
+    let empty = long_poll(&mut h, "10")
         .with_status(202)
         .create_async()
         .await;
@@ -699,16 +671,8 @@ async fn get_message_long_poll_and_delete_message() {
     empty.assert_async().await;
 
     let body = r#"[{"messageType":"JobAssigned","jobId":"j"}]"#;
-    let message = h
-        .server
-        .mock("GET", "/scalesets/message")
+    let message = long_poll(&mut h, "3")
         .match_query(Matcher::Exact("lastMessageId=100006141".into()))
-        .match_header("authorization", "Bearer queue-1")
-        .match_header("accept", "application/json; api-version=6.0-preview")
-        .match_header("x-scalesetmaxcapacity", "3")
-        .match_header("content-type", Matcher::Missing)
-        .match_header("user-agent", USER_AGENT)
-        .match_body(Matcher::Missing)
         .with_body(
             serde_json::json!({"messageId": 100006142i64, "messageType": "RunnerScaleSetJobMessages", "body": body})
                 .to_string(),
@@ -745,8 +709,9 @@ async fn get_message_long_poll_and_delete_message() {
 #[tokio::test]
 async fn queue_url_query_is_kept() {
     let mut h = harness().await;
-    let queue = format!("{}/scalesets/message?tenant=a+b", h.server.url());
-    let mut session = h.open_session(&queue, "q").await;
+    let mut session = h
+        .open_session_on("/scalesets/message?tenant=a+b", "q")
+        .await;
     let poll = h
         .server
         .mock("GET", "/scalesets/message")
@@ -794,18 +759,14 @@ async fn acquirable_jobs_and_acquire_jobs() {
     assert_eq!(jobs[0].runner_request_id, RunnerRequestId(7_848_922));
     some.assert_async().await;
 
-    let queue = format!("{}/scalesets/message", h.server.url());
-    let mut session = h.open_session(&queue, "queue-1").await;
+    let mut session = h.open_session_on("/scalesets/message", "queue-1").await;
     let acquire = h
-        .server
-        .mock(
+        .service_mock_as(
             "POST",
-            "/tenant/123/_apis/runtime/runnerscalesets/5/acquirejobs",
+            "_apis/runtime/runnerscalesets/5/acquirejobs",
+            API,
+            "queue-1",
         )
-        .match_query(Matcher::Exact(API.into()))
-        .match_header("authorization", "Bearer queue-1")
-        .match_header("content-type", "application/json")
-        .match_header("user-agent", USER_AGENT)
         .match_body(Matcher::Exact("[1,2]".into()))
         .with_body(r#"{"count":1,"value":[2]}"#)
         .create_async()
@@ -922,15 +883,15 @@ async fn an_explicit_api_base_overrides_the_derived_one() {
         .create_async()
         .await;
     let service = format!("{}/rest", server.url());
-    let rr = server
-        .mock("POST", "/actions/runner-registration")
-        .match_body(Matcher::Json(
-            serde_json::json!({"url": "https://github.com/hosted-org", "runner_event": "register"}),
-        ))
-        .with_status(201)
-        .with_body(serde_json::json!({"url": service, "token": admin_jwt("x", 3600)}).to_string())
-        .create_async()
-        .await;
+    let rr = registering(
+        &mut server,
+        "",
+        "https://github.com/hosted-org",
+        201,
+        &service,
+    )
+    .create_async()
+    .await;
     let get = server
         .mock("GET", "/rest/_apis/runtime/runnerscalesets/1")
         .match_query(Matcher::Exact(API.into()))
@@ -947,7 +908,5 @@ async fn an_explicit_api_base_overrides_the_derived_one() {
         .with_sleeper(Arc::new(RecordingSleeper::default()));
     let client = Client::new(config).unwrap();
     client.get_scale_set(ScaleSetId(1)).await.unwrap();
-    reg.assert_async().await;
-    rr.assert_async().await;
-    get.assert_async().await;
+    assert_hit([&reg, &rr, &get]).await;
 }

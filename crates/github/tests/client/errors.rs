@@ -2,8 +2,8 @@
 //! text/plain and empty bodies, and unusable success responses.
 
 use scaleset_github::{
-    Error, ErrorBody, ErrorClass, ExceptionKind, MessageId, NewRunnerScaleSet, Refusal,
-    RunnerGroupId, RunnerId, ScaleSetId, Session,
+    Error, ErrorBody, ErrorClass, ExceptionKind, NewRunnerScaleSet, Refusal, RunnerGroupId,
+    RunnerId, ScaleSetId, Session,
 };
 
 use crate::helpers::{API, Harness, harness, session_json};
@@ -269,19 +269,14 @@ async fn runner_predicates() {
 #[tokio::test]
 async fn empty_200_on_get_message_is_an_error() {
     let mut h = harness().await;
-    let queue = format!("{}/scalesets/message", h.server.url());
-    let mut session = h.open_session(&queue, "q").await;
+    let mut session = h.open_session_on("/scalesets/message", "q").await;
     let poll = h
         .server
         .mock("GET", "/scalesets/message")
         .with_status(200)
         .create_async()
         .await;
-    let err = h
-        .client
-        .get_message(&mut session, MessageId(0), 1)
-        .await
-        .unwrap_err();
+    let err = h.failed_poll(&mut session).await;
     assert!(
         matches!(err, Error::UnexpectedResponse { status: 200, .. }),
         "{err}"

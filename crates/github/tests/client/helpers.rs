@@ -94,6 +94,16 @@ impl Harness {
         session
     }
 
+    /// [`Self::open_session`] on the queue at `queue_path` on this server.
+    pub(crate) async fn open_session_on(
+        &mut self,
+        queue_path: &str,
+        token: &str,
+    ) -> scaleset_github::Session {
+        let queue = format!("{}{queue_path}", self.server.url());
+        self.open_session(&queue, token).await
+    }
+
     /// [`Self::service_mock`] answering 200 with `body`.
     pub(crate) async fn service_answer(
         &mut self,
@@ -134,6 +144,17 @@ impl Harness {
     pub(crate) async fn failed_create_session(&self, id: i64) -> scaleset_github::Error {
         self.client
             .create_session(scaleset_github::ScaleSetId(id), "me")
+            .await
+            .unwrap_err()
+    }
+
+    /// Polls `session`'s queue from message 0 with capacity 1, which must fail.
+    pub(crate) async fn failed_poll(
+        &self,
+        session: &mut scaleset_github::Session,
+    ) -> scaleset_github::Error {
+        self.client
+            .get_message(session, scaleset_github::MessageId(0), 1)
             .await
             .unwrap_err()
     }
@@ -252,6 +273,16 @@ pub(crate) fn registration_token(server: &mut ServerGuard) -> Mock {
         "POST",
         format!("/api/v3/orgs/{ORG}/actions/runners/registration-token").as_str(),
     )
+}
+
+/// [`registration_token`] answered 401 "Bad credentials" (not retried), expected once.
+pub(crate) async fn refused_registration_token(server: &mut ServerGuard) -> Mock {
+    registration_token(server)
+        .with_status(401)
+        .with_body(r#"{"message":"Bad credentials"}"#)
+        .expect(1)
+        .create_async()
+        .await
 }
 
 /// [`registration_token`] answered 201 with the token `reg`, expected `hits` times.

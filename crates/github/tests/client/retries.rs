@@ -13,8 +13,8 @@ use scaleset_github::{
 use crate::helpers::{
     API, APP_KEY, ORG, PAT, RecordingSleeper, admin_jwt, assert_hit, client_at, harness,
     issued_admin_token, issued_registration_token, pat_client, pat_client_with,
-    refused_runner_registration, registration_answer, registration_token, runner_registration,
-    session_json, silent_server,
+    refused_registration_token, refused_runner_registration, registration_answer,
+    registration_token, runner_registration, session_json, silent_server,
 };
 
 #[tokio::test]
@@ -143,12 +143,7 @@ async fn other_4xx_and_501_are_not_retried() {
 #[tokio::test]
 async fn registration_token_401_is_not_retried() {
     let mut server = mockito::Server::new_async().await;
-    let reg = registration_token(&mut server)
-        .with_status(401)
-        .with_body(r#"{"message":"Bad credentials"}"#)
-        .expect(1)
-        .create_async()
-        .await;
+    let reg = refused_registration_token(&mut server).await;
     let (client, sleeper) = pat_client(&server);
     let err = client.get_scale_set(ScaleSetId(1)).await.unwrap_err();
     assert_eq!(err.status(), Some(401));

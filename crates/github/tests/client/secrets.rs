@@ -37,8 +37,7 @@ async fn secrets_are_absent_from_debug_output() {
         "SecretBox<str>([REDACTED])"
     );
 
-    let queue = format!("{}/q", h.server.url());
-    let session = h.open_session(&queue, "queue-token-secret").await;
+    let session = h.open_session_on("/q", "queue-token-secret").await;
     assert!(!format!("{session:?}").contains("queue-token-secret"));
 
     let jit = h

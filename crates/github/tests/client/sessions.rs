@@ -32,8 +32,7 @@ async fn close(h: &mut Harness, status: usize) -> mockito::Mock {
 }
 
 async fn open(h: &mut Harness, queue_path: &str) -> Session {
-    let queue = format!("{}{queue_path}", h.server.url());
-    h.open_session(&queue, "queue-1").await
+    h.open_session_on(queue_path, "queue-1").await
 }
 
 /// A queue call `method path` answered `status`, expected `times` times; with `token`, only
@@ -123,11 +122,7 @@ async fn a_second_401_is_returned() {
     let mut session = open(&mut h, "/q").await;
     let rejected = queue_call(&mut h, "GET", "/q", None, 401, 2).await;
     let refresh = refresh(&mut h, "/q", "queue-2").await;
-    let err = h
-        .client
-        .get_message(&mut session, MessageId(0), 1)
-        .await
-        .unwrap_err();
+    let err = h.failed_poll(&mut session).await;
     assert!(err.is_queue_token_expired());
     assert_eq!(err.class(), ErrorClass::Refusal(Refusal::QueueTokenExpired));
     assert_hit([&rejected, &refresh]).await;
@@ -191,11 +186,7 @@ async fn a_failed_refresh_is_returned_with_its_own_error() {
             r#"{"typeName":"X.RunnerAdminException, X","message":"session ID that doesn't exist"}"#,
         )
         .await;
-    let err = h
-        .client
-        .get_message(&mut session, MessageId(0), 1)
-        .await
-        .unwrap_err();
+    let err = h.failed_poll(&mut session).await;
     assert!(err.is_session_expired_or_unknown(), "{err}");
     assert_hit([&rejected, &evicted]).await;
 }

@@ -9,7 +9,7 @@ use scaleset_github::{Client, ClientConfig, MessageId, ScaleSetId, Session};
 
 use crate::helpers::{
     API, HoldingServer, admin_jwt, assert_hit, issued_admin_token, issued_registration_token,
-    pat_client, pat_client_with, registration_token, session_json,
+    pat_client, pat_client_with, refused_registration_token, registration_token, session_json,
 };
 
 /// Chain mocks handing out `admin_token` and `service_path`, each expected `hits` times.
@@ -227,12 +227,7 @@ async fn concurrent_callers_share_one_failed_refresh() {
     const CALLERS: usize = 16;
     let mut server = mockito::Server::new_async().await;
     // Not retried (a plain 401 from the REST API): one refresh is exactly one request.
-    let reg = registration_token(&mut server)
-        .with_status(401)
-        .with_body(r#"{"message":"Bad credentials"}"#)
-        .expect(1)
-        .create_async()
-        .await;
+    let reg = refused_registration_token(&mut server).await;
     let client = client(&server);
     let tasks: Vec<_> = (0..CALLERS)
         .map(|_| {
