@@ -475,11 +475,7 @@ async fn create_scale_set_expects_exactly_200() {
         .expect(1)
         .create_async()
         .await;
-    let err = h
-        .client
-        .create_scale_set(&NewRunnerScaleSet::new("set", RunnerGroupId(1)))
-        .await
-        .unwrap_err();
+    let err = h.failed_create_scale_set().await;
     assert_eq!(err.status(), Some(201));
     mock.assert_async().await;
 }

@@ -2,8 +2,7 @@
 //! text/plain and empty bodies, and unusable success responses.
 
 use scaleset_github::{
-    Error, ErrorBody, ErrorClass, ExceptionKind, NewRunnerScaleSet, Refusal, RunnerGroupId,
-    RunnerId, ScaleSetId, Session,
+    Error, ErrorBody, ErrorClass, ExceptionKind, Refusal, RunnerId, ScaleSetId, Session,
 };
 
 use crate::helpers::{API, Harness, harness, session_json};
@@ -19,11 +18,7 @@ async fn create_error(status: usize, body: &str) -> Error {
         .expect(1)
         .create_async()
         .await;
-    let err = h
-        .client
-        .create_scale_set(&NewRunnerScaleSet::new("set", RunnerGroupId(1)))
-        .await
-        .unwrap_err();
+    let err = h.failed_create_scale_set().await;
     mock.assert_async().await;
     err
 }
@@ -241,11 +236,7 @@ async fn runner_predicates() {
     let exists = h
         .service_error("POST", "_apis/runtime/runnerscalesets/5/generatejitconfig", 409, r#"{"typeName":"GitHub.DistributedTask.WebApi.AgentExistsException, GitHub.DistributedTask.WebApi","message":"runner already exists"}"#)
         .await;
-    let err = h
-        .client
-        .generate_jit_config(ScaleSetId(5), &scaleset_github::JitConfigRequest::new("r"))
-        .await
-        .unwrap_err();
+    let err = h.failed_jit_config().await;
     assert!(err.is_agent_exists());
     assert_eq!(err.class(), ErrorClass::Refusal(Refusal::AgentExists));
     exists.assert_async().await;
@@ -318,16 +309,8 @@ async fn a_409_without_an_exception_is_a_conflict_on_session_create_and_jit_conf
             .await;
         let err = match call {
             "session" => h.failed_create_session(5).await,
-            "jit" => h
-                .client
-                .generate_jit_config(ScaleSetId(5), &scaleset_github::JitConfigRequest::new("r"))
-                .await
-                .unwrap_err(),
-            _ => h
-                .client
-                .create_scale_set(&NewRunnerScaleSet::new("set", RunnerGroupId(1)))
-                .await
-                .unwrap_err(),
+            "jit" => h.failed_jit_config().await,
+            _ => h.failed_create_scale_set().await,
         };
         let case = format!("{call} {status} {content_type} {body:?}");
         assert_eq!(err.is_session_conflict(), conflict, "{case}: {err}");

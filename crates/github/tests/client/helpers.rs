@@ -148,6 +148,21 @@ impl Harness {
             .unwrap_err()
     }
 
+    /// Creates the scale set `set` in runner group 1, which must fail.
+    pub(crate) async fn failed_create_scale_set(&self) -> scaleset_github::Error {
+        let set = scaleset_github::NewRunnerScaleSet::new("set", scaleset_github::RunnerGroupId(1));
+        self.client.create_scale_set(&set).await.unwrap_err()
+    }
+
+    /// Generates a JIT config for the runner `r` of scale set 5, which must fail.
+    pub(crate) async fn failed_jit_config(&self) -> scaleset_github::Error {
+        let request = scaleset_github::JitConfigRequest::new("r");
+        self.client
+            .generate_jit_config(scaleset_github::ScaleSetId(5), &request)
+            .await
+            .unwrap_err()
+    }
+
     /// Polls `session`'s queue from message 0 with capacity 1, which must fail.
     pub(crate) async fn failed_poll(
         &self,

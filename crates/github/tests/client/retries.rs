@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use scaleset_github::{
     Client, ClientConfig, Credentials, Endpoint, Error, ErrorClass, MessageId, RetryPolicy,
-    RunnerGroupId, ScaleSetId, Session, Timeouts,
+    ScaleSetId, Session, Timeouts,
 };
 
 use crate::helpers::{
@@ -54,14 +54,7 @@ async fn retries_are_exhausted_after_five_attempts() {
         .expect(5)
         .create_async()
         .await;
-    let err = h
-        .client
-        .create_scale_set(&scaleset_github::NewRunnerScaleSet::new(
-            "s",
-            RunnerGroupId(1),
-        ))
-        .await
-        .unwrap_err();
+    let err = h.failed_create_scale_set().await;
     assert!(
         matches!(err.unshared(), Error::RetriesExhausted { attempts: 5, .. }),
         "{err}"
