@@ -13,8 +13,8 @@ use scaleset_github::{
 };
 
 use crate::helpers::{
-    API, APP_KEY, Harness, RecordingSleeper, USER_AGENT, admin_jwt, assert_hit, client_at,
-    config_for, harness, registration_answer, session_json,
+    API, APP_KEY, Harness, Issuing as _, RecordingSleeper, USER_AGENT, admin_jwt, assert_hit,
+    client_at, config_for, harness, installation_token, registration_answer, session_json,
 };
 
 #[tokio::test]
@@ -76,8 +76,7 @@ async fn registration_token_paths_for_repository_and_enterprise() {
             .match_header("content-type", "application/vnd.github.v3+json")
             .match_header("user-agent", USER_AGENT)
             .match_body(Matcher::Missing)
-            .with_status(201)
-            .with_body(r#"{"token":"r"}"#)
+            .issuing("r")
             .create_async()
             .await;
         let config_url = format!("{}/{path}", server.url());
@@ -100,8 +99,7 @@ async fn registration_token_paths_for_repository_and_enterprise() {
 async fn github_app_chain_signs_a_valid_rs256_jwt() {
     let mut server = mockito::Server::new_async().await;
     let public_key = include_bytes!("data/test-app-key.pub.der").to_vec();
-    let install = server
-        .mock("POST", "/api/v3/app/installations/4242/access_tokens")
+    let install = installation_token(&mut server, 4242)
         .match_header("content-type", "application/vnd.github+json")
         .match_header("user-agent", USER_AGENT)
         .match_body(Matcher::Missing)
@@ -155,8 +153,7 @@ async fn github_app_chain_signs_a_valid_rs256_jwt() {
         .match_header("authorization", "Bearer ghs_installation")
         .match_header("content-type", "application/vnd.github.v3+json")
         .match_body(Matcher::Missing)
-        .with_status(201)
-        .with_body(r#"{"token":"reg"}"#)
+        .issuing("reg")
         .create_async()
         .await;
     let service = format!("{}/tenant/1/", server.url());
@@ -174,8 +171,7 @@ async fn github_app_chain_signs_a_valid_rs256_jwt() {
 #[tokio::test]
 async fn installation_token_must_be_201() {
     let mut server = mockito::Server::new_async().await;
-    let install = server
-        .mock("POST", "/api/v3/app/installations/1/access_tokens")
+    let install = installation_token(&mut server, 1)
         .with_status(200)
         .with_body(r#"{"token":"t"}"#)
         .expect(1)
@@ -332,53 +328,32 @@ async fn escaped_names_survive_every_query() {
         ("a;b", "a%3Bb"),
         ("grüße", "gr%C3%BC%C3%9Fe"),
     ] {
-        let set = h
-            .service_answer(
-                "GET",
+        let queries = [
+            (
                 "_apis/runtime/runnerscalesets",
-                &format!("api-version=6.0-preview&name={encoded}&runnerGroupId=1"),
-                r#"{"count":0,"value":[]}"#,
-            )
-            .await;
-        let group = h
-            .service_answer(
-                "GET",
+                format!("api-version=6.0-preview&name={encoded}&runnerGroupId=1"),
+            ),
+            (
                 "_apis/runtime/runnergroups/",
-                &format!("api-version=6.0-preview&groupName={encoded}"),
-                r#"{"count":0,"value":[]}"#,
-            )
-            .await;
-        let agent = h
-            .service_answer(
-                "GET",
+                format!("api-version=6.0-preview&groupName={encoded}"),
+            ),
+            (
                 "_apis/distributedtask/pools/0/agents",
-                &format!("agentName={encoded}&api-version=6.0-preview"),
-                r#"{"count":0,"value":[]}"#,
-            )
-            .await;
-        assert!(
-            h.client
-                .get_scale_set_by_name(RunnerGroupId(1), name)
-                .await
-                .unwrap()
-                .is_none(),
-            "{name}"
-        );
-        assert!(
-            h.client
-                .get_runner_group_by_name(name)
-                .await
-                .unwrap()
-                .is_none(),
-            "{name}"
-        );
-        assert!(
-            h.client.get_runner_by_name(name).await.unwrap().is_none(),
-            "{name}"
-        );
-        set.assert_async().await;
-        group.assert_async().await;
-        agent.assert_async().await;
+                format!("agentName={encoded}&api-version=6.0-preview"),
+            ),
+        ];
+        let mut mocks = Vec::new();
+        for (path, query) in &queries {
+            let none = r#"{"count":0,"value":[]}"#;
+            mocks.push(h.service_answer("GET", path, query, none).await);
+        }
+        let set = h.client.get_scale_set_by_name(RunnerGroupId(1), name).await;
+        assert!(set.unwrap().is_none(), "{name}");
+        let group = h.client.get_runner_group_by_name(name).await;
+        assert!(group.unwrap().is_none(), "{name}");
+        let runner = h.client.get_runner_by_name(name).await;
+        assert!(runner.unwrap().is_none(), "{name}");
+        assert_hit(&mocks).await;
     }
 }
 
@@ -535,16 +510,12 @@ async fn update_scale_set_sends_only_set_fields() {
 async fn delete_scale_set_expects_204() {
     let mut h = harness().await;
     let mock = h
-        .service_mock("DELETE", "_apis/runtime/runnerscalesets/5", API)
-        .with_status(204)
-        .create_async()
+        .service_status("DELETE", "_apis/runtime/runnerscalesets/5", 204)
         .await;
     h.client.delete_scale_set(ScaleSetId(5)).await.unwrap();
     mock.assert_async().await;
     let wrong = h
-        .service_mock("DELETE", "_apis/runtime/runnerscalesets/6", API)
-        .with_status(200)
-        .create_async()
+        .service_status("DELETE", "_apis/runtime/runnerscalesets/6", 200)
         .await;
     assert_eq!(
         h.client
@@ -601,13 +572,11 @@ async fn session_create_refresh_delete() {
     refresh.assert_async().await;
 
     let delete = h
-        .service_mock(
+        .service_status(
             "DELETE",
             "_apis/runtime/runnerscalesets/5/sessions/8e1f2b4c-0000-4000-8000-000000000001",
-            API,
+            204,
         )
-        .with_status(204)
-        .create_async()
         .await;
     h.client
         .delete_session(ScaleSetId(5), &refreshed.session_id)
@@ -620,13 +589,11 @@ async fn session_create_refresh_delete() {
 async fn session_ids_are_escaped_as_one_path_segment() {
     let mut h = harness().await;
     let delete = h
-        .service_mock(
+        .service_status(
             "DELETE",
             "_apis/runtime/runnerscalesets/5/sessions/a%2Fb%3Fc%23d",
-            API,
+            204,
         )
-        .with_status(204)
-        .create_async()
         .await;
     h.client
         .delete_session(ScaleSetId(5), "a/b?c#d")
@@ -738,9 +705,7 @@ async fn queue_url_query_is_kept() {
 async fn acquirable_jobs_and_acquire_jobs() {
     let mut h = harness().await;
     let none = h
-        .service_mock("GET", "_apis/runtime/runnerscalesets/5/acquirablejobs", API)
-        .with_status(204)
-        .create_async()
+        .service_status("GET", "_apis/runtime/runnerscalesets/5/acquirablejobs", 204)
         .await;
     assert!(
         h.client
@@ -858,9 +823,7 @@ async fn runners_jit_get_list_remove() {
     list.assert_async().await;
 
     let remove = h
-        .service_mock("DELETE", "_apis/distributedtask/pools/0/agents/9", API)
-        .with_status(204)
-        .create_async()
+        .service_status("DELETE", "_apis/distributedtask/pools/0/agents/9", 204)
         .await;
     h.client.remove_runner(RunnerId(9)).await.unwrap();
     remove.assert_async().await;
@@ -874,8 +837,7 @@ async fn an_explicit_api_base_overrides_the_derived_one() {
             "POST",
             "/orgs/hosted-org/actions/runners/registration-token",
         )
-        .with_status(201)
-        .with_body(r#"{"token":"r"}"#)
+        .issuing("r")
         .create_async()
         .await;
     let service = format!("{}/rest", server.url());

@@ -115,9 +115,7 @@ async fn text_plain_and_empty_bodies_give_clear_errors() {
     text.assert_async().await;
 
     let empty = h
-        .service_mock("GET", "_apis/runtime/runnerscalesets/2", API)
-        .with_status(403)
-        .create_async()
+        .service_status("GET", "_apis/runtime/runnerscalesets/2", 403)
         .await;
     let err = h.client.get_scale_set(ScaleSetId(2)).await.unwrap_err();
     let service = err.service_error().unwrap();
@@ -126,9 +124,7 @@ async fn text_plain_and_empty_bodies_give_clear_errors() {
     empty.assert_async().await;
 
     let empty_ok = h
-        .service_mock("GET", "_apis/runtime/runnerscalesets/3", API)
-        .with_status(200)
-        .create_async()
+        .service_status("GET", "_apis/runtime/runnerscalesets/3", 200)
         .await;
     let err = h.client.get_scale_set(ScaleSetId(3)).await.unwrap_err();
     assert!(

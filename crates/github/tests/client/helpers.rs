@@ -123,6 +123,14 @@ impl Harness {
         format!("{}{SERVICE_PATH}/", self.server.url())
     }
 
+    /// [`Self::service_mock`] (with the [`API`] query) answering `status` with no body.
+    pub(crate) async fn service_status(&mut self, method: &str, path: &str, status: usize) -> Mock {
+        self.service_mock(method, path, API)
+            .with_status(status)
+            .create_async()
+            .await
+    }
+
     /// [`Self::service_mock`] (with the [`API`] query) answering `status` with `body`, expected
     /// once.
     pub(crate) async fn service_error(
@@ -281,6 +289,28 @@ pub(crate) async fn issued_admin_token(
         .await
 }
 
+/// A token call answered 201 with a token (the GitHub REST steps of the chain).
+pub(crate) trait Issuing {
+    /// Answers 201 with `{"token": token}`.
+    fn issuing(self, token: &str) -> Self;
+}
+
+impl Issuing for Mock {
+    fn issuing(self, token: &str) -> Self {
+        self.with_status(201)
+            .with_body(serde_json::json!({ "token": token }).to_string())
+    }
+}
+
+/// The App installation-token call of installation `id` (the App chain's first step), for the
+/// caller to answer.
+pub(crate) fn installation_token(server: &mut ServerGuard, id: u64) -> Mock {
+    server.mock(
+        "POST",
+        format!("/api/v3/app/installations/{id}/access_tokens").as_str(),
+    )
+}
+
 /// The organization's registration-token call (the PAT chain's first step), for the caller to
 /// answer.
 pub(crate) fn registration_token(server: &mut ServerGuard) -> Mock {
@@ -303,8 +333,7 @@ pub(crate) async fn refused_registration_token(server: &mut ServerGuard) -> Mock
 /// [`registration_token`] answered 201 with the token `reg`, expected `hits` times.
 pub(crate) async fn issued_registration_token(server: &mut ServerGuard, hits: usize) -> Mock {
     registration_token(server)
-        .with_status(201)
-        .with_body(r#"{"token":"reg"}"#)
+        .issuing("reg")
         .expect(hits)
         .create_async()
         .await

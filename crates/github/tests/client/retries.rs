@@ -11,9 +11,9 @@ use scaleset_github::{
 };
 
 use crate::helpers::{
-    API, APP_KEY, ORG, PAT, RecordingSleeper, admin_jwt, assert_hit, client_at, harness,
-    issued_admin_token, issued_registration_token, pat_client, pat_client_with,
-    refused_registration_token, refused_runner_registration, registration_answer,
+    API, APP_KEY, Issuing as _, ORG, PAT, RecordingSleeper, admin_jwt, assert_hit, client_at,
+    harness, installation_token, issued_admin_token, issued_registration_token, pat_client,
+    pat_client_with, refused_registration_token, refused_runner_registration, registration_answer,
     registration_token, runner_registration, session_json, silent_server,
 };
 
@@ -433,8 +433,7 @@ async fn rate_limited_registration(
     }
     let limited = limited.create_async().await;
     let _ok = registration_token(&mut server)
-        .with_status(201)
-        .with_body(r#"{"token":"reg"}"#)
+        .issuing("reg")
         .create_async()
         .await;
     let _registration = issued_rest_admin_token(&mut server).await;
@@ -523,18 +522,15 @@ async fn a_rate_limit_answer_is_retryable_even_without_retries() {
 #[tokio::test]
 async fn rate_limited_installation_token_and_runner_registration_wait_too() {
     let mut server = mockito::Server::new_async().await;
-    let limited_installation = server
-        .mock("POST", "/api/v3/app/installations/4242/access_tokens")
+    let limited_installation = installation_token(&mut server, 4242)
         .with_status(403)
         .with_header("x-ratelimit-remaining", "0")
         .with_header("x-ratelimit-reset", "1")
         .expect(1)
         .create_async()
         .await;
-    let _installation = server
-        .mock("POST", "/api/v3/app/installations/4242/access_tokens")
-        .with_status(201)
-        .with_body(r#"{"token":"ghs_installation"}"#)
+    let _installation = installation_token(&mut server, 4242)
+        .issuing("ghs_installation")
         .create_async()
         .await;
     let _reg = issued_registration_token(&mut server, 1).await;

@@ -8,8 +8,8 @@ use scaleset_github::{
 };
 
 use crate::helpers::{
-    API, APP_KEY, Harness, PAT, REGISTRATION_TOKEN, client_at, harness, runner_registration,
-    session_json,
+    API, APP_KEY, Harness, Issuing as _, PAT, REGISTRATION_TOKEN, client_at, harness,
+    installation_token, runner_registration, session_json,
 };
 
 #[tokio::test]
@@ -172,8 +172,7 @@ async fn app_chain_secrets_are_absent_from_trace_logs_and_errors() {
     let mut server = mockito::Server::new_async().await;
     let jwt_seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let seen = jwt_seen.clone();
-    let install = server
-        .mock("POST", "/api/v3/app/installations/7/access_tokens")
+    let install = installation_token(&mut server, 7)
         .match_request(move |request| {
             let auth = request
                 .header("authorization")
@@ -185,8 +184,7 @@ async fn app_chain_secrets_are_absent_from_trace_logs_and_errors() {
             *seen.lock().unwrap() = auth;
             true
         })
-        .with_status(201)
-        .with_body(r#"{"token":"ghs_installation_secret"}"#)
+        .issuing("ghs_installation_secret")
         .create_async()
         .await;
     let reg = server
@@ -194,8 +192,7 @@ async fn app_chain_secrets_are_absent_from_trace_logs_and_errors() {
             "POST",
             "/api/v3/orgs/org/actions/runners/registration-token",
         )
-        .with_status(201)
-        .with_body(r#"{"token":"registration_secret"}"#)
+        .issuing("registration_secret")
         .create_async()
         .await;
     // runner-registration keeps failing: retries are logged with their errors.
