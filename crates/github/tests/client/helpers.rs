@@ -140,10 +140,22 @@ impl Harness {
         status: usize,
         body: &str,
     ) -> Mock {
+        self.service_failing(method, path, status, body, 1).await
+    }
+
+    /// [`Self::service_error`] expected `hits` times (a retried failure).
+    pub(crate) async fn service_failing(
+        &mut self,
+        method: &str,
+        path: &str,
+        status: usize,
+        body: &str,
+        hits: usize,
+    ) -> Mock {
         self.service_mock(method, path, API)
             .with_status(status)
             .with_body(body)
-            .expect(1)
+            .expect(hits)
             .create_async()
             .await
     }

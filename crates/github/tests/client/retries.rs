@@ -11,21 +11,30 @@ use scaleset_github::{
 };
 
 use crate::helpers::{
-    API, APP_KEY, Issuing as _, ORG, PAT, RecordingSleeper, admin_jwt, assert_hit, client_at,
-    harness, installation_token, issued_admin_token, issued_registration_token, pat_client,
-    pat_client_with, refused_registration_token, refused_runner_registration, registration_answer,
-    registration_token, runner_registration, session_json, silent_server,
+    API, APP_KEY, Harness, Issuing as _, ORG, PAT, RecordingSleeper, admin_jwt, assert_hit,
+    client_at, harness, installation_token, issued_admin_token, issued_registration_token,
+    pat_client, pat_client_with, refused_registration_token, refused_runner_registration,
+    registration_answer, registration_token, runner_registration, session_json, silent_server,
 };
+
+/// The GET of scale set 5 answered `status` (with `header`, if any), expected `hits` times.
+async fn get_scale_set_5(
+    h: &mut Harness,
+    status: usize,
+    header: Option<(&str, &str)>,
+    hits: usize,
+) -> mockito::Mock {
+    let mut mock = h.service_mock("GET", "_apis/runtime/runnerscalesets/5", API);
+    if let Some((name, value)) = header {
+        mock = mock.with_header(name, value);
+    }
+    mock.with_status(status).expect(hits).create_async().await
+}
 
 #[tokio::test]
 async fn server_errors_are_retried_then_succeed() {
     let mut h = harness().await;
-    let failing = h
-        .service_mock("GET", "_apis/runtime/runnerscalesets/5", API)
-        .with_status(503)
-        .expect(2)
-        .create_async()
-        .await;
+    let failing = get_scale_set_5(&mut h, 503, None, 2).await;
     let ok = h
         .service_mock("GET", "_apis/runtime/runnerscalesets/5", API)
         .with_body(r#"{"id":5}"#)
@@ -47,12 +56,9 @@ async fn server_errors_are_retried_then_succeed() {
 #[tokio::test]
 async fn retries_are_exhausted_after_five_attempts() {
     let mut h = harness().await;
+    let body = r#"{"typeName":"X.InternalException, X","message":"boom"}"#;
     let failing = h
-        .service_mock("POST", "_apis/runtime/runnerscalesets", API)
-        .with_status(500)
-        .with_body(r#"{"typeName":"X.InternalException, X","message":"boom"}"#)
-        .expect(5)
-        .create_async()
+        .service_failing("POST", "_apis/runtime/runnerscalesets", 500, body, 5)
         .await;
     let err = h.failed_create_scale_set().await;
     assert!(
@@ -73,21 +79,9 @@ async fn retries_are_exhausted_after_five_attempts() {
 #[tokio::test]
 async fn retry_after_seconds_and_dates_are_honoured() {
     let mut h = harness().await;
-    let limited = h
-        .service_mock("GET", "_apis/runtime/runnerscalesets/5", API)
-        .with_status(429)
-        .with_header("Retry-After", "7")
-        .expect(1)
-        .create_async()
-        .await;
+    let limited = get_scale_set_5(&mut h, 429, Some(("Retry-After", "7")), 1).await;
     let date = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(120));
-    let unavailable = h
-        .service_mock("GET", "_apis/runtime/runnerscalesets/5", API)
-        .with_status(503)
-        .with_header("Retry-After", &date)
-        .expect(1)
-        .create_async()
-        .await;
+    let unavailable = get_scale_set_5(&mut h, 503, Some(("Retry-After", &date)), 1).await;
     let ok = h
         .service_answer("GET", "_apis/runtime/runnerscalesets/5", API, r#"{"id":5}"#)
         .await;
@@ -344,12 +338,9 @@ async fn a_single_attempt_policy_returns_the_service_error_itself() {
     let mut h = harness().await;
     let (client, sleeper) =
         pat_client_with(&h.server, |config| config.with_retry(RetryPolicy::never()));
+    let body = r#"{"typeName":"X.ServiceUnavailableException, X","message":"down"}"#;
     let failing = h
-        .service_mock("GET", "_apis/runtime/runnerscalesets/5", API)
-        .with_status(503)
-        .with_body(r#"{"typeName":"X.ServiceUnavailableException, X","message":"down"}"#)
-        .expect(1)
-        .create_async()
+        .service_error("GET", "_apis/runtime/runnerscalesets/5", 503, body)
         .await;
     let err = client.get_scale_set(ScaleSetId(5)).await.unwrap_err();
     assert!(matches!(err.unshared(), Error::Service(_)), "{err:?}");
@@ -555,13 +546,7 @@ async fn rate_limited_installation_token_and_runner_registration_wait_too() {
 #[tokio::test]
 async fn a_rate_limit_header_off_the_token_chain_changes_nothing() {
     let mut h = harness().await;
-    let forbidden = h
-        .service_mock("GET", "_apis/runtime/runnerscalesets/5", API)
-        .with_status(403)
-        .with_header("Retry-After", "17")
-        .expect(1)
-        .create_async()
-        .await;
+    let forbidden = get_scale_set_5(&mut h, 403, Some(("Retry-After", "17")), 1).await;
     let err = h.client.get_scale_set(ScaleSetId(5)).await.unwrap_err();
     assert_eq!(err.class(), ErrorClass::Fatal);
     assert!(h.sleeper.waits().is_empty());
