@@ -14,7 +14,8 @@ use scaleset_github::{
 
 use crate::helpers::{
     API, APP_KEY, Harness, Issuing as _, RecordingSleeper, USER_AGENT, admin_jwt, assert_hit,
-    client_at, config_for, harness, installation_token, registration_answer, session_json,
+    client_at, config_for, exchange, harness, installation_token, registration_answer,
+    session_json,
 };
 
 #[tokio::test]
@@ -512,20 +513,13 @@ async fn delete_scale_set_expects_204() {
     let mock = h
         .service_status("DELETE", "_apis/runtime/runnerscalesets/5", 204)
         .await;
-    h.client.delete_scale_set(ScaleSetId(5)).await.unwrap();
-    mock.assert_async().await;
+    let deleted = exchange(&mock, h.client.delete_scale_set(ScaleSetId(5))).await;
+    deleted.unwrap();
     let wrong = h
         .service_status("DELETE", "_apis/runtime/runnerscalesets/6", 200)
         .await;
-    assert_eq!(
-        h.client
-            .delete_scale_set(ScaleSetId(6))
-            .await
-            .unwrap_err()
-            .status(),
-        Some(200)
-    );
-    wrong.assert_async().await;
+    let answer = exchange(&wrong, h.client.delete_scale_set(ScaleSetId(6))).await;
+    assert_eq!(answer.unwrap_err().status(), Some(200));
 }
 
 #[tokio::test]
@@ -624,14 +618,8 @@ async fn get_message_long_poll_and_delete_message() {
         .with_status(202)
         .create_async()
         .await;
-    assert!(
-        h.client
-            .get_message(&mut session, MessageId(0), 10)
-            .await
-            .unwrap()
-            .is_none()
-    );
-    empty.assert_async().await;
+    let poll = h.client.get_message(&mut session, MessageId(0), 10);
+    assert!(exchange(&empty, poll).await.unwrap().is_none());
 
     let body = r#"[{"messageType":"JobAssigned","jobId":"j"}]"#;
     let message = long_poll(&mut h, "3")
@@ -642,15 +630,12 @@ async fn get_message_long_poll_and_delete_message() {
         )
         .create_async()
         .await;
-    let msg = h
+    let poll = h
         .client
-        .get_message(&mut session, MessageId(100_006_141), 3)
-        .await
-        .unwrap()
-        .unwrap();
+        .get_message(&mut session, MessageId(100_006_141), 3);
+    let msg = exchange(&message, poll).await.unwrap().unwrap();
     assert_eq!(msg.message_id, MessageId(100_006_142));
     assert_eq!(msg.jobs.len(), 1);
-    message.assert_async().await;
 
     let ack = h
         .server
@@ -662,11 +647,8 @@ async fn get_message_long_poll_and_delete_message() {
         .with_status(204)
         .create_async()
         .await;
-    h.client
-        .delete_message(&mut session, msg.message_id)
-        .await
-        .unwrap();
-    ack.assert_async().await;
+    let acked = h.client.delete_message(&mut session, msg.message_id);
+    exchange(&ack, acked).await.unwrap();
 }
 
 #[tokio::test]
@@ -682,11 +664,8 @@ async fn queue_url_query_is_kept() {
         .with_status(202)
         .create_async()
         .await;
-    h.client
-        .get_message(&mut session, MessageId(4), 1)
-        .await
-        .unwrap();
-    poll.assert_async().await;
+    let polled = h.client.get_message(&mut session, MessageId(4), 1);
+    exchange(&poll, polled).await.unwrap();
     let ack = h
         .server
         .mock("DELETE", "/scalesets/message/4")
@@ -694,11 +673,8 @@ async fn queue_url_query_is_kept() {
         .with_status(204)
         .create_async()
         .await;
-    h.client
-        .delete_message(&mut session, MessageId(4))
-        .await
-        .unwrap();
-    ack.assert_async().await;
+    let acked = h.client.delete_message(&mut session, MessageId(4));
+    exchange(&ack, acked).await.unwrap();
 }
 
 #[tokio::test]
@@ -707,18 +683,14 @@ async fn acquirable_jobs_and_acquire_jobs() {
     let none = h
         .service_status("GET", "_apis/runtime/runnerscalesets/5/acquirablejobs", 204)
         .await;
-    assert!(
-        h.client
-            .get_acquirable_jobs(ScaleSetId(5))
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    none.assert_async().await;
+    let jobs = exchange(&none, h.client.get_acquirable_jobs(ScaleSetId(5))).await;
+    assert!(jobs.unwrap().is_empty());
     let some = h.service_answer("GET", "_apis/runtime/runnerscalesets/6/acquirablejobs", API, r#"{"count":1,"value":[{"runnerRequestId":7848922,"messageType":"JobAvailable","requestLabels":["x"]}]}"#).await;
-    let jobs = h.client.get_acquirable_jobs(ScaleSetId(6)).await.unwrap();
-    assert_eq!(jobs[0].runner_request_id, RunnerRequestId(7_848_922));
-    some.assert_async().await;
+    let jobs = exchange(&some, h.client.get_acquirable_jobs(ScaleSetId(6))).await;
+    assert_eq!(
+        jobs.unwrap()[0].runner_request_id,
+        RunnerRequestId(7_848_922)
+    );
 
     let mut session = h.open_session_on("/scalesets/message", "queue-1").await;
     let acquire = h

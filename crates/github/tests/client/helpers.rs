@@ -65,6 +65,14 @@ pub(crate) const API: &str = "api-version=6.0-preview";
 /// The throwaway GitHub App key (`data/test-app-key.pem`).
 pub(crate) const APP_KEY: &str = include_str!("data/test-app-key.pem");
 
+/// Awaits `call` (the request `mock` stands for), then asserts that `mock` was hit as it
+/// expects; returns what the call returned.
+pub(crate) async fn exchange<T>(mock: &Mock, call: impl Future<Output = T>) -> T {
+    let answer = call.await;
+    mock.assert_async().await;
+    answer
+}
+
 /// Asserts that each mock was hit as it expects.
 pub(crate) async fn assert_hit<'a>(mocks: impl IntoIterator<Item = &'a Mock>) {
     for mock in mocks {

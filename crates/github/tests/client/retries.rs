@@ -399,6 +399,15 @@ async fn issued_rest_admin_token(server: &mut mockito::ServerGuard) -> (mockito:
     (mock, service)
 }
 
+/// The rate-limit headers of an answer with `remaining` calls left and a reset `reset_in`
+/// seconds from now.
+fn rate_limit(remaining: &str, reset_in: u64) -> [(&'static str, String); 2] {
+    [
+        ("x-ratelimit-remaining", remaining.to_owned()),
+        ("x-ratelimit-reset", epoch_secs_from_now(reset_in)),
+    ]
+}
+
 fn epoch_secs_from_now(secs: u64) -> String {
     (std::time::SystemTime::now() + Duration::from_secs(secs))
         .duration_since(std::time::UNIX_EPOCH)
@@ -450,10 +459,7 @@ async fn a_rate_limited_registration_token_waits_the_advertised_retry_after() {
 
 #[tokio::test]
 async fn a_spent_rate_limit_waits_until_its_reset() {
-    let headers = [
-        ("x-ratelimit-remaining", "0".to_owned()),
-        ("x-ratelimit-reset", epoch_secs_from_now(40)),
-    ];
+    let headers = rate_limit("0", 40);
     let (waits, result) = rate_limited_registration(403, &headers, RetryPolicy::default()).await;
     assert!(result.is_ok(), "{result:?}");
     assert_eq!(waits.len(), 1);
@@ -467,10 +473,7 @@ async fn a_spent_rate_limit_waits_until_its_reset() {
 #[tokio::test]
 async fn an_advertised_wait_is_bounded_by_the_retry_after_cap() {
     let policy = RetryPolicy::default().with_max_retry_after(Duration::from_secs(90));
-    let headers = [
-        ("x-ratelimit-remaining", "0".to_owned()),
-        ("x-ratelimit-reset", epoch_secs_from_now(3600)),
-    ];
+    let headers = rate_limit("0", 3600);
     let (waits, result) = rate_limited_registration(429, &headers, policy.clone()).await;
     assert!(result.is_ok(), "{result:?}");
     assert_eq!(waits, vec![Duration::from_secs(90)]);
@@ -481,10 +484,7 @@ async fn an_advertised_wait_is_bounded_by_the_retry_after_cap() {
 
 #[tokio::test]
 async fn a_403_that_advertises_no_wait_stays_fatal() {
-    let headers = [
-        ("x-ratelimit-remaining", "4999".to_owned()),
-        ("x-ratelimit-reset", epoch_secs_from_now(40)),
-    ];
+    let headers = rate_limit("4999", 40);
     let (waits, result) = rate_limited_registration(403, &headers, RetryPolicy::default()).await;
     let err = result.unwrap_err();
     assert!(waits.is_empty(), "{waits:?}");
