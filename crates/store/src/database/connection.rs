@@ -63,9 +63,24 @@ impl Connector {
                     self.busy_timeout.as_millis(),
                     self.sync.as_str()
                 );
-                conn.batch_execute(&pragmas).map_err(|e| {
-                    connect_error(diesel::ConnectionError::CouldntSetupConfiguration(e))
-                })?;
+                // Switching a new file to WAL can answer "database is locked" at once, without
+                // waiting on busy_timeout, while another process switches it too (SQLite does
+                // not wait where waiting could deadlock): processes starting together on a
+                // fresh file then failed. Retried until busy_timeout, which bounds it.
+                let deadline = std::time::Instant::now() + self.busy_timeout;
+                loop {
+                    match conn.batch_execute(&pragmas) {
+                        Ok(()) => break,
+                        Err(e) if is_locked(&e) && std::time::Instant::now() < deadline => {
+                            std::thread::sleep(Duration::from_millis(10));
+                        }
+                        Err(e) => {
+                            return Err(connect_error(
+                                diesel::ConnectionError::CouldntSetupConfiguration(e),
+                            ));
+                        }
+                    }
+                }
                 Ok(DbConnection::Sqlite(conn))
             }
             DatabaseUrl::Postgres { url } => PgConnection::establish(url)
@@ -77,6 +92,11 @@ impl Connector {
                 }),
         }
     }
+}
+
+/// SQLite's `SQLITE_BUSY` ("database is locked"), as diesel reports it.
+fn is_locked(error: &diesel::result::Error) -> bool {
+    matches!(error, diesel::result::Error::DatabaseError(_, info) if info.message().contains("database is locked"))
 }
 
 impl diesel::r2d2::ManageConnection for Connector {
