@@ -134,6 +134,37 @@ impl Server {
         run
     }
 
+    /// Runs `scalesetctl args…`, which must exit 0 and print `prefix` first.
+    pub(crate) fn ok_starting_with(&self, args: &[&str], prefix: &str) -> Run {
+        let run = self.ok(args);
+        assert!(
+            run.stdout.starts_with(prefix),
+            "scalesetctl {} does not start with {prefix:?}: {run:?}",
+            args.join(" ")
+        );
+        run
+    }
+
+    /// Runs `scalesetctl scale-set create NAME --entity acme --provider fake --max-runners MAX
+    /// extra…`, a scale set of the organization [`Server::with_acme`] makes. Its exit code is
+    /// the caller's to assert: a create can be refused (2).
+    pub(crate) fn create_scale_set(&self, name: &str, max_runners: u32, extra: &[&str]) -> Run {
+        let max_runners = max_runners.to_string();
+        let mut args = vec![
+            "scale-set",
+            "create",
+            name,
+            "--entity",
+            "acme",
+            "--provider",
+            "fake",
+            "--max-runners",
+            &max_runners,
+        ];
+        args.extend_from_slice(extra);
+        self.ctl(&args)
+    }
+
     /// Runs `scalesetctl args…` with more environment.
     pub(crate) fn ctl_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
         let mut all = vec![

@@ -81,8 +81,7 @@ fn a_bad_or_missing_token_is_exit_1_saying_how_to_get_one() {
 #[test]
 fn credentials_and_entities_list_show_delete() {
     let server = Server::start();
-    let empty = server.ok(&["credential", "list"]);
-    assert!(empty.stdout.starts_with("no credentials"), "{empty:?}");
+    server.ok_starting_with(&["credential", "list"], "no credentials");
 
     server.with_acme();
     let list = server.ok(&["credential", "list"]);
@@ -130,8 +129,7 @@ fn credentials_and_entities_list_show_delete() {
         "{in_use:?}"
     );
 
-    let gone = server.ok(&["entity", "delete", "acme"]);
-    assert!(gone.stdout.starts_with("deleted entity "), "{gone:?}");
+    server.ok_starting_with(&["entity", "delete", "acme"], "deleted entity ");
     server.ok(&["credential", "delete", "sim"]);
     let missing = server.ctl(&["credential", "show", "sim"]);
     assert_eq!(missing.code, 1, "{missing:?}");
@@ -145,21 +143,8 @@ fn credentials_and_entities_list_show_delete() {
 fn scale_set_create_list_show_update_delete() {
     let server = Server::start();
     server.with_acme();
-    let run = server.ok(&[
-        "scale-set",
-        "create",
-        "linux",
-        "--entity",
-        "acme",
-        "--provider",
-        "fake",
-        "--max-runners",
-        "10",
-        "--label",
-        "linux",
-        "--label",
-        "x64",
-    ]);
+    let run = server.create_scale_set("linux", 10, &["--label", "linux", "--label", "x64"]);
+    assert_eq!(run.code, 0, "{run:?}");
     assert!(
         run.stdout.contains("state:") && run.stdout.contains("ready"),
         "{run:?}"
@@ -230,8 +215,7 @@ fn scale_set_create_list_show_update_delete() {
     let deleted = server.ok(&["scale-set", "delete", "linux"]);
     assert!(deleted.stdout.contains("here and on GitHub"), "{deleted:?}");
     assert!(server.sim.state().scale_sets.is_empty());
-    let empty = server.ctl(&["scale-set", "list"]);
-    assert!(empty.stdout.starts_with("no scale sets"), "{empty:?}");
+    server.ok_starting_with(&["scale-set", "list"], "no scale sets");
 }
 
 #[test]
@@ -242,17 +226,7 @@ fn a_foreign_scale_set_is_refused_with_exit_2_and_its_remedy() {
         .sim
         .create_foreign_scale_set("acme", 0, "linux", "another-controller")
         .expect("a foreign scale set");
-    let run = server.ctl(&[
-        "scale-set",
-        "create",
-        "linux",
-        "--entity",
-        "acme",
-        "--provider",
-        "fake",
-        "--max-runners",
-        "4",
-    ]);
+    let run = server.create_scale_set("linux", 4, &[]);
     assert_eq!(run.code, 2, "a refusal is exit 2: {run:?}");
     assert!(run.stdout.contains("refused"), "{run:?}");
     assert!(
@@ -287,17 +261,8 @@ fn tables_fit_80_columns() {
     let server = Server::start();
     server.with_acme();
     for name in ["linux-x64-large-with-gpu-and-a-very-long-name", "mac-arm64"] {
-        server.ok(&[
-            "scale-set",
-            "create",
-            name,
-            "--entity",
-            "acme",
-            "--provider",
-            "fake",
-            "--max-runners",
-            "10",
-        ]);
+        let run = server.create_scale_set(name, 10, &[]);
+        assert_eq!(run.code, 0, "{run:?}");
     }
     server
         .sim
@@ -308,17 +273,7 @@ fn tables_fit_80_columns() {
             "another-controller",
         )
         .expect("foreign");
-    let refused = server.ctl(&[
-        "scale-set",
-        "create",
-        "windows-2025-with-a-long-name-too",
-        "--entity",
-        "acme",
-        "--provider",
-        "fake",
-        "--max-runners",
-        "10",
-    ]);
+    let refused = server.create_scale_set("windows-2025-with-a-long-name-too", 10, &[]);
     assert_eq!(refused.code, 2, "{refused:?}");
     for args in [
         &["scale-set", "list"][..],
@@ -364,8 +319,7 @@ fn instances_empty_and_missing() {
 #[test]
 fn tokens_are_listed_and_revoked() {
     let server = Server::start();
-    let list = server.ok(&["token", "list"]);
-    assert!(list.stdout.starts_with("NAME"), "{list:?}");
+    let list = server.ok_starting_with(&["token", "list"], "NAME");
     assert!(list.stdout.contains("tests"), "{list:?}");
     assert!(!list.stdout.contains(&server.token[4..]), "{list:?}");
     let (code, json) = server.json(&["token", "list"]);

@@ -1,152 +1,61 @@
-//! `POST /api/v1/plan` and `/apply` over real HTTP on `127.0.0.1:0`, with a SQLite store and
-//! the simulator in-process: plan writes nothing, apply of the reviewed digest applies once
-//! and is then a no-op, a stale digest is `409 stale_plan` with nothing written, and bad input
-//! is a 4xx with nothing written.
+//! `POST /api/v1/plan` and `/apply` over real HTTP on `127.0.0.1:0`, over a fresh store of
+//! each backend with the simulator in-process: plan writes nothing, apply of the reviewed
+//! digest applies once and is then a no-op, a stale digest is `409 stale_plan` with nothing
+//! written, and bad input is a 4xx with nothing written.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use http_body_util::{BodyExt as _, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
-use prometheus_client::registry::Registry;
-use scaleset_api::AppState;
-use scaleset_control::{ControllerIdentity, Settings, StoreClientFactory};
-use scaleset_sim::{SimConfig, Simulator};
-use scaleset_store::ExposeSecret as _;
 use scaleset_store::test_util::simulator_credentials;
-use scaleset_store::{
-    ApiTokenStore, CredentialStore, DatabaseUrl, DieselStore, EncryptionKey, EventStore, Keyring,
-    ScaleSetStore, Store, StoreOptions,
-};
-use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
+use scaleset_store::{CredentialStore as _, ScaleSetStore as _};
+use serde_json::json;
 
-struct App {
-    addr: std::net::SocketAddr,
-    token: String,
-    store: Arc<DieselStore>,
-    _dir: tempfile::TempDir,
-    stop: CancellationToken,
-}
+use crate::helpers::{Answer, App, Backend, RunningSim, backend_tests};
 
-impl Drop for App {
-    fn drop(&mut self) {
-        self.stop.cancel();
-    }
-}
+backend_tests!(
+    plan_then_apply_then_noop,
+    a_scale_set_applied_from_a_fleet_can_be_updated,
+    a_stale_digest_is_refused_with_nothing_written,
+    bad_input_and_no_token_are_refused_with_nothing_written,
+);
 
-async fn spawn_app() -> App {
-    let stop = CancellationToken::new();
-    let sim = Simulator::new(SimConfig::default()).expect("simulator");
-    let sim_listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let sim_addr = sim_listener.local_addr().expect("addr");
-    tokio::spawn({
-        let stop = stop.clone();
-        async move { sim.serve(sim_listener, stop.cancelled_owned()).await }
-    });
-    let dir = tempfile::tempdir().expect("temp dir");
-    let url = DatabaseUrl::parse(&format!("sqlite://{}", dir.path().join("s.db").display()))
-        .expect("url");
-    let key = EncryptionKey::from_bytes("k1", &[3; 32]).expect("key");
-    let store = Arc::new(
-        DieselStore::open(
-            StoreOptions::new(url, Keyring::new(key)).busy_timeout(Duration::from_secs(20)),
-        )
-        .await
-        .expect("store"),
-    );
-    let base = format!("http://{sim_addr}");
-    store
-        .create_credentials(simulator_credentials(&base))
+/// The API over a fresh database of `backend` with credentials `sim` for the simulator (no
+/// entity: the fleet's apply creates organization `acme`). The simulator lives as long as the
+/// returned handle.
+async fn start(backend: Backend, test: &str) -> (Arc<RunningSim>, App) {
+    let sim = RunningSim::start().await;
+    let app = App::start(backend, test).await;
+    app.store
+        .create_credentials(simulator_credentials(&sim.base()))
         .await
         .expect("credentials");
-    let (_, token) = store.create_api_token("test").await.expect("token");
-    let dyn_store: Arc<dyn Store> = store.clone();
-    let state = AppState::new(
-        dyn_store.clone(),
-        Arc::new(StoreClientFactory::new(dyn_store)),
-        ControllerIdentity::new(uuid::Uuid::from_u128(0x5ca1_e5e7)),
-        Settings::default(),
-        None,
-        Registry::default(),
-    );
-    let app = scaleset_api::router(Arc::new(state));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn({
-        let stop = stop.clone();
-        async move { scaleset_api::serve(listener, app, None, stop.cancelled_owned()).await }
-    });
-    App {
-        addr,
-        token: token.expose_secret().to_owned(),
-        store,
-        _dir: dir,
-        stop,
-    }
+    (sim, app)
 }
 
-impl App {
-    async fn post(&self, path: &str, token: Option<&str>, body: &Value) -> (u16, Value) {
-        self.send(http::Method::POST, path, token, body).await
-    }
+/// `POST /api/v1/plan` of `fleet`.
+async fn plan(app: &App, fleet: &str) -> Answer {
+    app.call("POST", "/api/v1/plan", Some(json!({"fleet": fleet})))
+        .await
+}
 
-    async fn send(
-        &self,
-        method: http::Method,
-        path: &str,
-        token: Option<&str>,
-        body: &Value,
-    ) -> (u16, Value) {
-        let client = Client::builder(TokioExecutor::new()).build_http::<Full<bytes::Bytes>>();
-        let mut request = http::Request::builder()
-            .method(method)
-            .uri(format!("http://{}{path}", self.addr))
-            .header("content-type", "application/json");
-        if let Some(token) = token {
-            request = request.header("authorization", format!("Bearer {token}"));
-        }
-        let request = request
-            .body(Full::new(bytes::Bytes::from(body.to_string())))
-            .expect("request");
-        let response = client.request(request).await.expect("response");
-        let status = response.status().as_u16();
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes();
-        (
-            status,
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        )
-    }
+/// `POST /api/v1/apply` of `fleet` at the reviewed `digest`.
+async fn apply(app: &App, fleet: &str, digest: &str) -> Answer {
+    app.call(
+        "POST",
+        "/api/v1/apply",
+        Some(json!({"fleet": fleet, "digest": digest})),
+    )
+    .await
+}
 
-    /// Scale sets (name, max_runners, generation) and the number of events.
-    async fn written(&self) -> (Vec<(String, u32, i64)>, usize) {
-        let sets = self.store.list_scale_sets(None).await.expect("sets");
-        let mut events = 0;
-        for set in &sets {
-            events += self
-                .store
-                .list_events(set.id, 1000)
-                .await
-                .expect("events")
-                .len();
-        }
-        (
-            sets.into_iter()
-                .map(|s| (s.spec.name, s.spec.max_runners, s.generation))
-                .collect(),
-            events,
-        )
-    }
+/// A plan's digest, which every plan answer carries.
+fn digest(plan: &Answer) -> &str {
+    plan.json["digest"].as_str().expect("digest")
+}
+
+/// The stored scale sets' `max_runners`.
+async fn max_runners(app: &App) -> Vec<u32> {
+    let sets = app.store.list_scale_sets(None).await.expect("sets");
+    sets.iter().map(|s| s.spec.max_runners).collect()
 }
 
 const FLEET: &str = r#"
@@ -158,126 +67,87 @@ provider = "fake"
 max_runners = 4
 "#;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn plan_then_apply_then_noop() {
-    let app = spawn_app().await;
+/// A fleet declaring `[[credentials]]` (here read from a file), which the API refuses: the
+/// server reads no secret from its files or environment for a caller, so credentials are
+/// created through `POST /api/v1/credentials` instead.
+const TOKEN_FILE_FLEET: &str = "[[credentials]]\nname = \"c\"\ntoken_file = \"/etc/passwd\"\n";
+
+async fn plan_then_apply_then_noop(backend: Backend) {
+    let (_sim, app) = start(backend, "plan_then_apply_then_noop").await;
     let before = app.written().await;
-    let (status, plan) = app
-        .post("/api/v1/plan", Some(&app.token), &json!({"fleet": FLEET}))
-        .await;
-    assert_eq!(status, 200, "{plan}");
-    assert_eq!(plan["scale_sets"][0]["action"], "create", "{plan}");
+    let planned = plan(&app, FLEET).await;
+    let json = &planned.json;
+    assert_eq!(planned.status, 200, "{planned:?}");
+    assert_eq!(json["scale_sets"][0]["action"], "create", "{json}");
     assert_eq!(
-        plan["scale_sets"][0]["reason_code"], "not_on_github",
-        "{plan}"
+        json["scale_sets"][0]["reason_code"], "not_on_github",
+        "{json}"
     );
-    assert_eq!(plan["has_changes"], true);
+    assert_eq!(json["has_changes"], true);
     assert_eq!(app.written().await, before, "plan wrote");
 
-    let digest = plan["digest"].as_str().expect("digest").to_owned();
-    let (status, applied) = app
-        .post(
-            "/api/v1/apply",
-            Some(&app.token),
-            &json!({"fleet": FLEET, "digest": digest}),
-        )
-        .await;
-    assert_eq!(status, 200, "{applied}");
-    assert_eq!(applied["writes"], 2, "entity and scale set: {applied}");
-    assert_eq!(applied["created"].as_array().map(Vec::len), Some(1));
+    let applied = apply(&app, FLEET, digest(&planned)).await;
+    assert_eq!(applied.status, 200, "{applied:?}");
+    let json = &applied.json;
+    assert_eq!(json["writes"], 2, "entity and scale set: {json}");
+    assert_eq!(json["created"].as_array().map(Vec::len), Some(1));
+    assert_eq!(max_runners(&app).await, [4]);
     let after = app.written().await;
-    assert_eq!(after.0.len(), 1);
-    assert_eq!(after.0[0].1, 4);
 
     // The same fleet again: unchanged, and its apply is a no-op.
-    let (_, again) = app
-        .post("/api/v1/plan", Some(&app.token), &json!({"fleet": FLEET}))
-        .await;
-    assert_eq!(again["has_changes"], false, "{again}");
-    assert_eq!(again["scale_sets"][0]["action"], "unchanged");
-    let (status, noop) = app
-        .post(
-            "/api/v1/apply",
-            Some(&app.token),
-            &json!({"fleet": FLEET, "digest": again["digest"]}),
-        )
-        .await;
-    assert_eq!(status, 200, "{noop}");
-    assert_eq!(noop["writes"], 0);
+    let again = plan(&app, FLEET).await;
+    assert_eq!(again.json["has_changes"], false, "{again:?}");
+    assert_eq!(again.json["scale_sets"][0]["action"], "unchanged");
+    let noop = apply(&app, FLEET, digest(&again)).await;
+    assert_eq!(noop.status, 200, "{noop:?}");
+    assert_eq!(noop.json["writes"], 0);
     assert_eq!(app.written().await, after, "a no-op apply wrote");
 }
 
 /// A fleet that declares no extra specs stores them as null; such a scale set must stay
 /// updatable through the API (its update once failed with 400 "invalid extra_specs").
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_scale_set_applied_from_a_fleet_can_be_updated() {
-    let app = spawn_app().await;
-    let (_, plan) = app
-        .post("/api/v1/plan", Some(&app.token), &json!({"fleet": FLEET}))
-        .await;
-    let (status, applied) = app
-        .post(
-            "/api/v1/apply",
-            Some(&app.token),
-            &json!({"fleet": FLEET, "digest": plan["digest"]}),
-        )
-        .await;
-    assert_eq!(status, 200, "{applied}");
+async fn a_scale_set_applied_from_a_fleet_can_be_updated(backend: Backend) {
+    let (_sim, app) = start(backend, "a_scale_set_applied_from_a_fleet_can_be_updated").await;
+    let planned = plan(&app, FLEET).await;
+    let applied = apply(&app, FLEET, digest(&planned)).await;
+    assert_eq!(applied.status, 200, "{applied:?}");
     let stored = app.store.list_scale_sets(None).await.expect("sets");
     assert_eq!(stored.len(), 1);
     assert!(
         stored[0].spec.extra_specs.is_null(),
         "the fleet path stores null"
     );
-    let (status, body) = app
-        .send(
-            http::Method::PATCH,
+    let updated = app
+        .call(
+            "PATCH",
             &format!("/api/v1/scale-sets/{}", stored[0].id),
-            Some(&app.token),
-            &json!({"generation": stored[0].generation, "max_runners": 5}),
+            Some(json!({"generation": stored[0].generation, "max_runners": 5})),
         )
         .await;
-    assert_eq!(status, 200, "{body}");
-    let (sets, _) = app.written().await;
-    assert_eq!(sets[0].1, 5, "the update was written");
+    assert_eq!(updated.status, 200, "{updated:?}");
+    assert_eq!(max_runners(&app).await, [5], "the update was written");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stale_digest_is_refused_with_nothing_written() {
-    let app = spawn_app().await;
-    let (_, plan) = app
-        .post("/api/v1/plan", Some(&app.token), &json!({"fleet": FLEET}))
-        .await;
+async fn a_stale_digest_is_refused_with_nothing_written(backend: Backend) {
+    let (_sim, app) = start(backend, "a_stale_digest_is_refused_with_nothing_written").await;
+    let planned = plan(&app, FLEET).await;
     // The world changes: the same scale set is stored meanwhile with other settings.
     let changed = FLEET.replace("max_runners = 4", "max_runners = 6");
-    let (_, other) = app
-        .post("/api/v1/plan", Some(&app.token), &json!({"fleet": changed}))
-        .await;
-    let (status, _) = app
-        .post(
-            "/api/v1/apply",
-            Some(&app.token),
-            &json!({"fleet": changed, "digest": other["digest"]}),
-        )
-        .await;
-    assert_eq!(status, 200);
+    let other = plan(&app, &changed).await;
+    assert_eq!(apply(&app, &changed, digest(&other)).await.status, 200);
     let before = app.written().await;
-    let (status, body) = app
-        .post(
-            "/api/v1/apply",
-            Some(&app.token),
-            &json!({"fleet": FLEET, "digest": plan["digest"]}),
-        )
-        .await;
-    assert_eq!(status, 409, "{body}");
-    assert_eq!(body["code"], "stale_plan", "{body}");
-    assert!(body["request_id"].is_string());
+    let stale = apply(&app, FLEET, digest(&planned)).await;
+    // The error body: status, code, and the request id of the header.
+    stale.error(409, "stale_plan");
     assert_eq!(app.written().await, before, "a stale apply wrote");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bad_input_and_no_token_are_refused_with_nothing_written() {
-    let app = spawn_app().await;
+async fn bad_input_and_no_token_are_refused_with_nothing_written(backend: Backend) {
+    let (_sim, app) = start(
+        backend,
+        "bad_input_and_no_token_are_refused_with_nothing_written",
+    )
+    .await;
     let before = app.written().await;
     let digest = "0".repeat(64);
     let cases = [
@@ -319,7 +189,7 @@ async fn bad_input_and_no_token_are_refused_with_nothing_written() {
         (
             "/api/v1/plan",
             Some(app.token.as_str()),
-            json!({"fleet": "[[credentials]]\nname = \"c\"\ntoken_file = \"/etc/passwd\"\n"}),
+            json!({"fleet": TOKEN_FILE_FLEET}),
             400,
             "invalid_input",
         ),
@@ -339,24 +209,27 @@ async fn bad_input_and_no_token_are_refused_with_nothing_written() {
         ),
     ];
     for (path, token, body, status, code) in cases {
-        let (got, answer) = app.post(path, token, &body).await;
-        assert_eq!(got, status, "{path} {body}: {answer}");
-        assert_eq!(answer["code"], code, "{path} {body}: {answer}");
+        let authorization = token.map(|token| format!("Bearer {token}"));
+        let answer = app
+            .raw(
+                "POST",
+                path,
+                authorization.as_deref(),
+                Some(body.to_string().into_bytes()),
+                "application/json",
+            )
+            .await;
+        assert_eq!(answer.status, status, "{path} {body}: {answer:?}");
+        assert_eq!(answer.json["code"], code, "{path} {body}: {answer:?}");
     }
-    let (got, answer) = app
-        .post(
-            "/api/v1/plan",
-            Some(&app.token),
-            &json!({"fleet": "[[credentials]]\nname = \"c\"\ntoken_file = \"/etc/passwd\"\n"}),
-        )
-        .await;
-    assert_eq!(got, 400);
+    let refused = plan(&app, TOKEN_FILE_FLEET).await;
+    assert_eq!(refused.status, 400);
     assert!(
-        answer["message"]
+        refused.json["message"]
             .as_str()
             .unwrap_or_default()
             .contains("POST /api/v1/credentials"),
-        "{answer}"
+        "{refused:?}"
     );
     assert_eq!(app.written().await, before, "a refused request wrote");
 }
