@@ -27,25 +27,20 @@ fn stored_enum_text_round_trips_and_unknown_text_is_none() {
     assert_eq!(ScaleSetState::ForeignSession.to_string(), "foreign_session");
 }
 
+/// The stored text of each kind decodes and encodes back to the same text, so rows written
+/// before stay readable (the integration suite's `entity_round_trip` runs values through a real
+/// database, which would not notice the text form itself changing); malformed or unknown text
+/// is no kind.
 #[test]
-fn entity_kinds_round_trip_through_their_stored_form() {
-    let kinds = [
-        EntityKind::Repository {
-            owner: "acme".into(),
-            name: "widgets".into(),
-        },
-        EntityKind::Organization {
-            name: "acme".into(),
-        },
-        EntityKind::Enterprise {
-            slug: "acme-corp".into(),
-        },
-    ];
-    for kind in kinds {
-        assert_eq!(
-            EntityKind::from_stored(kind.kind_str(), &kind.path()),
-            Some(kind)
-        );
+fn entity_kinds_stored_text_decodes_and_encodes_back() {
+    for (kind, path) in [
+        ("repository", "acme/widgets"),
+        ("organization", "acme"),
+        ("enterprise", "acme-corp"),
+    ] {
+        let decoded =
+            EntityKind::from_stored(kind, path).unwrap_or_else(|| panic!("{kind} {path} decodes"));
+        assert_eq!((decoded.kind_str(), decoded.path().as_str()), (kind, path));
     }
     assert_eq!(EntityKind::from_stored("repository", "no-slash"), None);
     assert_eq!(EntityKind::from_stored("team", "x"), None);

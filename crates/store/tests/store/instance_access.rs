@@ -66,6 +66,12 @@ async fn try_grant(
         .await
 }
 
+/// The JIT config of instance `name`, which must open.
+async fn jit_config(store: &scaleset_store::DieselStore, name: &str) -> String {
+    let sealed = store.open_instance_jit_config(name).await.unwrap();
+    sealed.expose_secret().to_owned()
+}
+
 async fn a_granted_token_opens_its_instance_and_its_jit_config(db: TestDb) {
     let store = db.open().await;
     let held = with_instance(&store, "ia", "runner-a").await;
@@ -84,14 +90,7 @@ async fn a_granted_token_opens_its_instance_and_its_jit_config(db: TestDb) {
         store.get_instance_access("runner-a").await.unwrap(),
         Some(access)
     );
-    assert_eq!(
-        store
-            .open_instance_jit_config("runner-a")
-            .await
-            .unwrap()
-            .expose_secret(),
-        "jit-a"
-    );
+    assert_eq!(jit_config(&store, "runner-a").await, "jit-a");
     // Neither an unknown token nor an API-style token of the same length opens anything.
     let unknown = SecretString::from(format!(
         "{}x",
@@ -118,14 +117,7 @@ async fn a_new_grant_replaces_the_old_token(db: TestDb) {
     let new = grant(&store, &held, "runner-a", "jit-2").await;
     assert_eq!(store.authenticate_instance(&old).await.unwrap(), None);
     assert!(store.authenticate_instance(&new).await.unwrap().is_some());
-    assert_eq!(
-        store
-            .open_instance_jit_config("runner-a")
-            .await
-            .unwrap()
-            .expose_secret(),
-        "jit-2"
-    );
+    assert_eq!(jit_config(&store, "runner-a").await, "jit-2");
 }
 
 async fn the_grant_is_fenced_by_the_lease_of_the_instances_scale_set(db: TestDb) {

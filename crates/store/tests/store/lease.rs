@@ -23,6 +23,13 @@ store_tests!(
 
 const TTL: Duration = Duration::from_secs(30);
 
+/// The stored message cursor (`last_message_id`) of `scale_set`, the fenced write these tests
+/// watch land or not.
+async fn message_cursor(store: &scaleset_store::DieselStore, scale_set: ScaleSetId) -> i64 {
+    let row = store.get_scale_set(scale_set).await.unwrap();
+    row.last_message_id
+}
+
 /// One commit renews many leases, and each is still fenced on its own: a taken-over lease's
 /// answer is `LeaseLost`, and the new holder's lease is untouched.
 async fn renewing_together_fences_each_lease_by_its_own_token(db: TestDb) {
@@ -294,14 +301,7 @@ async fn stale_token_writes_are_lease_lost(db: TestDb) {
         .await
         .unwrap();
     store.create_instance(&new, new_instance).await.unwrap();
-    assert_eq!(
-        store
-            .get_scale_set(scale_set.id)
-            .await
-            .unwrap()
-            .last_message_id,
-        11
-    );
+    assert_eq!(message_cursor(&store, scale_set.id).await, 11);
 }
 
 /// A fenced write locks the lease row (a no-op `UPDATE` matching holder and token), it does not
@@ -338,11 +338,7 @@ async fn fenced_write_waits_for_a_take_over_in_flight(db: TestDb) {
     let err = write.await.unwrap().unwrap_err();
     assert!(err.is_lease_lost(), "{err:?}");
     assert_eq!(
-        store
-            .get_scale_set(scale_set.id)
-            .await
-            .unwrap()
-            .last_message_id,
+        message_cursor(&store, scale_set.id).await,
         10,
         "nothing written under the lost lease"
     );

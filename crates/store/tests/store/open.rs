@@ -47,6 +47,18 @@ fn database_urls_parse_and_redact() {
     assert!(!err.contains("hunter2"), "{err}");
 }
 
+/// Opens a store at `url`, which must fail with [`Error::Connect`] naming `backend`; the error.
+async fn connect_error(url: DatabaseUrl, backend: &str) -> Error {
+    let err = DieselStore::open(StoreOptions::new(url, Keyring::new(test_key("k1", 1))))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Connect { backend: b, .. } if *b == backend),
+        "not a {backend} connect error: {err:?}"
+    );
+    err
+}
+
 #[tokio::test]
 async fn unreachable_postgres_is_a_connect_error() {
     // A port that was free a moment ago: nothing listens there.
@@ -56,19 +68,7 @@ async fn unreachable_postgres_is_a_connect_error() {
         .unwrap()
         .port();
     let url = DatabaseUrl::parse(&format!("postgres://postgres:pw@127.0.0.1:{port}/none")).unwrap();
-    let err = DieselStore::open(StoreOptions::new(url, Keyring::new(test_key("k1", 1))))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Connect {
-                backend: "postgres",
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    let err = connect_error(url, "postgres").await;
     let message = err.to_string();
     assert!(message.contains(&format!("127.0.0.1:{port}")), "{message}");
     assert!(
@@ -82,18 +82,6 @@ async fn sqlite_in_a_missing_directory_is_a_connect_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("missing").join("scaleset.db");
     let url = DatabaseUrl::parse(&format!("sqlite://{}", path.display())).unwrap();
-    let err = DieselStore::open(StoreOptions::new(url, Keyring::new(test_key("k1", 1))))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Connect {
-                backend: "sqlite",
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    let err = connect_error(url, "sqlite").await;
     assert!(err.to_string().contains("missing"), "{err}");
 }

@@ -18,6 +18,28 @@ store_tests!(
     progress_writes_what_it_names_in_one_fenced_commit,
 );
 
+/// A [`Progress`] naming these figures, in the order of `figures` below (`None`: left as is).
+fn progress(
+    last_message_id: Option<i64>,
+    desired_runners: Option<u32>,
+    jobs_waiting: Option<u32>,
+) -> Progress {
+    Progress {
+        last_message_id,
+        desired_runners,
+        jobs_waiting,
+    }
+}
+
+/// Asserts that scale set `id` is no longer stored: reading it is `NotFound`.
+async fn assert_deleted(store: &dyn scaleset_store::Store, id: scaleset_store::ScaleSetId) {
+    let err = store
+        .get_scale_set(id)
+        .await
+        .expect_err("the scale set is deleted");
+    assert!(err.is_not_found(), "{err:?}");
+}
+
 /// `record_progress` is the listener's one commit per message: the cursor with the figures
 /// that changed; a `None` leaves its column, a lost lease writes none of them.
 async fn progress_writes_what_it_names_in_one_fenced_commit(db: TestDb) {
@@ -27,14 +49,7 @@ async fn progress_writes_what_it_names_in_one_fenced_commit(db: TestDb) {
     let figures =
         |s: &scaleset_store::ScaleSet| (s.last_message_id, s.desired_runners, s.jobs_waiting);
     store
-        .record_progress(
-            &held,
-            Progress {
-                last_message_id: Some(7),
-                desired_runners: Some(3),
-                jobs_waiting: Some(2),
-            },
-        )
+        .record_progress(&held, progress(Some(7), Some(3), Some(2)))
         .await
         .unwrap();
     let row = store.get_scale_set(created.id).await.unwrap();
@@ -46,13 +61,7 @@ async fn progress_writes_what_it_names_in_one_fenced_commit(db: TestDb) {
 
     // Only the cursor moved: the figures stay.
     store
-        .record_progress(
-            &held,
-            Progress {
-                last_message_id: Some(8),
-                ..Progress::default()
-            },
-        )
+        .record_progress(&held, progress(Some(8), None, None))
         .await
         .unwrap();
     assert_eq!(
@@ -61,13 +70,7 @@ async fn progress_writes_what_it_names_in_one_fenced_commit(db: TestDb) {
     );
     // Only the desired count: the cursor and its time stay.
     store
-        .record_progress(
-            &held,
-            Progress {
-                desired_runners: Some(0),
-                ..Progress::default()
-            },
-        )
+        .record_progress(&held, progress(None, Some(0), None))
         .await
         .unwrap();
     let row = store.get_scale_set(created.id).await.unwrap();
@@ -78,14 +81,7 @@ async fn progress_writes_what_it_names_in_one_fenced_commit(db: TestDb) {
     store.release_lease(&held).await.unwrap();
     let _other = lease(&store, created.id, "worker-b").await;
     let lost = store
-        .record_progress(
-            &held,
-            Progress {
-                last_message_id: Some(9),
-                desired_runners: Some(5),
-                jobs_waiting: Some(5),
-            },
-        )
+        .record_progress(&held, progress(Some(9), Some(5), Some(5)))
         .await
         .unwrap_err();
     assert!(lost.is_lease_lost(), "{lost:?}");
@@ -295,13 +291,7 @@ async fn delete_checks_generation_and_instances(db: TestDb) {
         .delete_scale_set(scale_set.id, scale_set.generation)
         .await
         .unwrap();
-    assert!(
-        store
-            .get_scale_set(scale_set.id)
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_deleted(&store, scale_set.id).await;
     assert_eq!(store.get_lease(scale_set.id).await.unwrap(), None);
     assert!(
         store
@@ -442,11 +432,5 @@ async fn delete_during_a_fenced_write_does_not_deadlock(db: TestDb) {
         .unwrap();
     assert_eq!(written, Ok(()), "the fenced write commits");
     delete.await.unwrap().expect("the delete runs after it");
-    assert!(
-        store
-            .get_scale_set(scale_set.id)
-            .await
-            .unwrap_err()
-            .is_not_found()
-    );
+    assert_deleted(&store, scale_set.id).await;
 }
