@@ -12,7 +12,8 @@
 //! the paused clock instead of waiting.
 //!
 //! **Main items:** [`eventually`] (an async check returning `Some(value)` when done),
-//! [`eventually_holds`] (a plain predicate).
+//! [`try_eventually`] (the same for a check that can fail, e.g. an HTTP call in a test that
+//! returns `Result`), [`eventually_holds`] (a plain predicate).
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -29,6 +30,7 @@
 //! # }
 //! ```
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::time::Duration;
 
@@ -63,17 +65,29 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = tokio::time::Instant::now() + bound;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting until {what} (bound {bound:?})"
-        );
-        tokio::time::sleep(EVERY).await;
+    let polled = poll(what, bound, || {
+        let attempt = check();
+        async move { Ok::<_, Infallible>(attempt.await) }
+    })
+    .await;
+    match polled {
+        Ok(value) => value,
+        Err(never) => match never {},
     }
+}
+
+/// [`eventually`] for a check that can fail: the first `Err` ends the poll and is returned, so
+/// a broken call fails the test with its own error instead of a timeout.
+///
+/// # Panics
+///
+/// When [`BOUND`] passes first: `timed out waiting until {what}`.
+pub async fn try_eventually<T, E, F, Fut>(what: &str, check: F) -> Result<T, E>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Option<T>, E>>,
+{
+    poll(what, BOUND, check).await
 }
 
 /// Polls the predicate `check` every [`EVERY`] until it is true.
@@ -83,6 +97,25 @@ where
 /// When [`BOUND`] passes first: `timed out waiting until {what}`.
 pub async fn eventually_holds(what: &str, mut check: impl FnMut() -> bool) {
     eventually(what, || std::future::ready(check().then_some(()))).await;
+}
+
+/// The one poll loop behind every function here.
+async fn poll<T, E, F, Fut>(what: &str, bound: Duration, mut check: F) -> Result<T, E>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Option<T>, E>>,
+{
+    let deadline = tokio::time::Instant::now() + bound;
+    loop {
+        if let Some(value) = check().await? {
+            return Ok(value);
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what} (bound {bound:?})"
+        );
+        tokio::time::sleep(EVERY).await;
+    }
 }
 
 #[cfg(test)]
@@ -106,6 +139,32 @@ mod tests {
     #[should_panic(expected = "timed out waiting until the impossible")]
     async fn fails_naming_what_it_waited_for_once_the_bound_passes() {
         eventually_holds("the impossible", || false).await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn try_eventually_returns_the_first_error_without_polling_again() {
+        let polls = Cell::new(0);
+        let result: Result<(), &str> = try_eventually("a failing call", || {
+            polls.set(polls.get() + 1);
+            std::future::ready(if polls.get() == 2 {
+                Err("refused")
+            } else {
+                Ok(None)
+            })
+        })
+        .await;
+        assert_eq!((result, polls.get()), (Err("refused"), 2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn try_eventually_returns_the_first_value() {
+        let polls = Cell::new(0);
+        let result: Result<u32, &str> = try_eventually("the third poll", || {
+            polls.set(polls.get() + 1);
+            std::future::ready(Ok((polls.get() == 3).then_some(polls.get())))
+        })
+        .await;
+        assert_eq!(result, Ok(3));
     }
 
     #[tokio::test(start_paused = true)]

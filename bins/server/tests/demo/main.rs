@@ -18,6 +18,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
+use scaleset_eventually::try_eventually;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::process::{Child, ChildStdout, Command};
@@ -96,23 +97,6 @@ async fn get(url: &str, bearer: Option<&str>) -> Result<(u16, http::HeaderMap, S
     Ok((status, headers, String::from_utf8_lossy(&body).into_owned()))
 }
 
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<Option<T>>>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(180);
-    loop {
-        if let Some(value) = check().await? {
-            return Ok(value);
-        }
-        if tokio::time::Instant::now() > deadline {
-            bail!("timed out waiting until {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-}
-
 fn screenshots() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots")
 }
@@ -135,7 +119,7 @@ async fn the_demo_serves_its_fleet_and_status_page_and_stops_on_ctrl_c() -> Resu
 
     // The API, with the printed token: the fleet comes up.
     let api = format!("{}/scale-sets", demo.api);
-    let sets: Value = eventually("the API shows three ready scale sets", || {
+    let sets: Value = try_eventually("the API shows three ready scale sets", || {
         let (api, token) = (api.clone(), demo.token.clone());
         async move {
             let (status, _, body) = get(&api, Some(&token)).await?;
@@ -155,7 +139,7 @@ async fn the_demo_serves_its_fleet_and_status_page_and_stops_on_ctrl_c() -> Resu
     // The fake machines boot as GARM's images do: JIT files from the metadata endpoints with
     // their instance token, then `idle` with the agent id and their system info reported.
     let instances = format!("{}/instances", demo.api);
-    let booted: Value = eventually(
+    let booted: Value = try_eventually(
         "a runner reports that it booted through the metadata",
         || {
             let (instances, api, token) = (instances.clone(), demo.api.clone(), demo.token.clone());
@@ -229,9 +213,22 @@ async fn in_the_browser(demo: &Running, driver: &str, chromium: &str) -> Result<
     assert!(browser.url().await?.ends_with("/login"), "sent to sign in");
     browser.type_into("#token", "sst_not-a-token").await?;
     browser.click("button[type=submit]").await?;
-    let error = browser
-        .eval("var e = document.querySelector('#login-error'); return e ? e.textContent : null")
-        .await?;
+    // The form posts; until the answer replaces the page, the old page has no error to read.
+    let error = try_eventually(
+        "the sign-in page shows why the token was refused",
+        || async {
+            let error = browser
+            .eval("var e = document.querySelector('#login-error'); return e ? e.textContent : null")
+            .await?;
+            anyhow::Ok(
+                error
+                    .as_str()
+                    .is_some_and(|e| !e.trim().is_empty())
+                    .then_some(error),
+            )
+        },
+    )
+    .await?;
     assert!(
         error.as_str().is_some_and(|e| e.contains("not valid")),
         "{error}"
@@ -240,7 +237,7 @@ async fn in_the_browser(demo: &Running, driver: &str, chromium: &str) -> Result<
     browser.type_into("#token", &demo.token).await?;
     browser.click("button[type=submit]").await?;
     // The rendered DOM, as the browser built it.
-    let rows = eventually("the page shows three ready rows with runners", || async {
+    let rows = try_eventually("the page shows three ready rows with runners", || async {
         let rows = browser
             .eval(
                 "return Array.from(document.querySelectorAll('#scale-sets tr.scale-set')).map(function (r) { \
@@ -258,7 +255,7 @@ async fn in_the_browser(demo: &Running, driver: &str, chromium: &str) -> Result<
             && list.iter().all(|r| r["state"] == "ready")
             && list.iter().map(|r| r["idle"].as_u64().unwrap_or(0) + r["busy"].as_u64().unwrap_or(0)).sum::<u64>() > 0
             && list.iter().any(|r| r["last"].as_str().is_some_and(|t| t.contains("ago")));
-        Ok(ready.then_some(list))
+        anyhow::Ok(ready.then_some(list))
     })
     .await?;
     let names: Vec<&str> = rows.iter().filter_map(|r| r["name"].as_str()).collect();
@@ -285,11 +282,11 @@ async fn in_the_browser(demo: &Running, driver: &str, chromium: &str) -> Result<
     browser
         .click("tr.scale-set[data-name='linux-x64'] a")
         .await?;
-    let instances = eventually("the detail view lists instances", || async {
+    let instances = try_eventually("the detail view lists instances", || async {
         let n = browser
             .eval("return document.querySelectorAll('#instances tr.instance').length")
             .await?;
-        Ok(n.as_u64().filter(|n| *n > 0))
+        anyhow::Ok(n.as_u64().filter(|n| *n > 0))
     })
     .await?;
     assert!(instances >= 1);

@@ -1,11 +1,10 @@
-//! Test helpers: fast demo options on a temporary data directory, a bounded `eventually`, and
-//! what the store says about the fleet.
+//! Test helpers: fast demo options on a temporary data directory and what the store says about
+//! the fleet.
 
-use std::future::Future;
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use scaleset_demo::{DemoOptions, JobStream};
 use scaleset_store::{ScaleSet, Store};
 
@@ -24,24 +23,6 @@ pub(crate) fn options(dir: &Path) -> DemoOptions {
     options.settings.backoff_base = Duration::from_millis(50);
     options.settings.backoff_max = Duration::from_secs(1);
     options
-}
-
-/// Polls `check` until it returns `Some`, for at most three minutes (two busy cores).
-pub(crate) async fn eventually<T, F, Fut>(what: &str, mut check: F) -> Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<Option<T>>>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(180);
-    loop {
-        if let Some(value) = check().await? {
-            return Ok(value);
-        }
-        if tokio::time::Instant::now() > deadline {
-            bail!("timed out waiting until {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// The store's scale sets by name.

@@ -6,7 +6,8 @@ use anyhow::{Context as _, Result};
 use scaleset_demo::{Demo, FLEET, ORGANIZATION};
 use scaleset_store::{NewScaleSet, Provenance, ScaleSetState};
 
-use crate::helpers::{eventually, options, scale_sets};
+use crate::helpers::{options, scale_sets};
+use scaleset_eventually::try_eventually;
 
 /// Completed jobs on the simulated GitHub.
 fn completed(demo: &Demo) -> usize {
@@ -21,7 +22,7 @@ fn completed(demo: &Demo) -> usize {
 /// Waits until the three scale sets are ready; returns their provenance by name.
 async fn all_ready(demo: &Demo) -> Result<Vec<(String, Option<Provenance>)>> {
     let store = demo.store();
-    eventually("the fleet is ready", || {
+    try_eventually("the fleet is ready", || {
         let store = store.clone();
         async move {
             let sets = scale_sets(store.as_ref()).await?;
@@ -52,13 +53,13 @@ async fn disaster_rehearsal_a_deleted_database_is_rebuilt_by_adoption() -> Resul
         ],
         "the first run creates two and adopts the pre-existing one on its owner label"
     );
-    eventually("jobs flow", || async {
-        Ok((completed(&first) >= 3).then_some(()))
+    try_eventually("jobs flow", || async {
+        anyhow::Ok((completed(&first) >= 3).then_some(()))
     })
     .await?;
     // linux-x64 keeps one idle runner: a machine that must survive the database.
     let store = first.store();
-    let machines: BTreeSet<String> = eventually("an idle runner is up", || {
+    let machines: BTreeSet<String> = try_eventually("an idle runner is up", || {
         let store = store.clone();
         async move {
             let sets = scale_sets(store.as_ref()).await?;
@@ -70,7 +71,7 @@ async fn disaster_rehearsal_a_deleted_database_is_rebuilt_by_adoption() -> Resul
                     }
                 }
             }
-            Ok((!names.is_empty()).then_some(names))
+            anyhow::Ok((!names.is_empty()).then_some(names))
         }
     })
     .await?;
@@ -127,7 +128,7 @@ async fn disaster_rehearsal_a_deleted_database_is_rebuilt_by_adoption() -> Resul
         );
     }
     // The running machines are recorded again, under the same names.
-    eventually("the machines are re-recorded", || {
+    try_eventually("the machines are re-recorded", || {
         let (store, sets, machines) = (store.clone(), sets.clone(), machines.clone());
         async move {
             let mut known = BTreeSet::new();
@@ -142,12 +143,12 @@ async fn disaster_rehearsal_a_deleted_database_is_rebuilt_by_adoption() -> Resul
                     .iter()
                     .any(|e| e.kind == "instance_rerecorded");
             }
-            Ok((rerecorded && known.intersection(&machines).next().is_some()).then_some(()))
+            anyhow::Ok((rerecorded && known.intersection(&machines).next().is_some()).then_some(()))
         }
     })
     .await?;
-    eventually("jobs keep flowing", || async {
-        Ok((completed(&second) >= done_before + 3).then_some(()))
+    try_eventually("jobs keep flowing", || async {
+        anyhow::Ok((completed(&second) >= done_before + 3).then_some(()))
     })
     .await?;
     second.stop().await?;
@@ -185,13 +186,14 @@ async fn a_foreign_controllers_scale_set_is_refused_with_its_reason() -> Result<
             spec: scaleset_demo::spec("gpu", &["linux", "gpu"], 0, 2),
         })
         .await?;
-    let refused = eventually("gpu is refused", || {
+    let refused = try_eventually("gpu is refused", || {
         let store = store.clone();
         async move {
             let sets = scale_sets(store.as_ref()).await?;
-            Ok(sets
-                .into_iter()
-                .find(|s| s.spec.name == "gpu" && s.state == ScaleSetState::Refused))
+            anyhow::Ok(
+                sets.into_iter()
+                    .find(|s| s.spec.name == "gpu" && s.state == ScaleSetState::Refused),
+            )
         }
     })
     .await?;
