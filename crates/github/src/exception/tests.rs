@@ -25,22 +25,17 @@ fn short_names_drop_namespace_and_assembly() {
 
 #[test]
 fn matching_is_exact() {
-    assert_eq!(
-        ExceptionKind::from_short_name("RunnerScaleSetExistsException"),
-        ExceptionKind::RunnerScaleSetExists
-    );
-    assert_eq!(
-        ExceptionKind::from_short_name("FooRunnerScaleSetExistsException"),
-        ExceptionKind::Other
-    );
-    assert_eq!(
-        ExceptionKind::from_short_name("RunnerScaleSetExistsExceptionX"),
-        ExceptionKind::Other
-    );
-    assert_eq!(
-        ExceptionKind::from_short_name("runnerscalesetexistsexception"),
-        ExceptionKind::Other
-    );
+    for (name, kind) in [
+        (
+            "RunnerScaleSetExistsException",
+            ExceptionKind::RunnerScaleSetExists,
+        ),
+        ("FooRunnerScaleSetExistsException", ExceptionKind::Other),
+        ("RunnerScaleSetExistsExceptionX", ExceptionKind::Other),
+        ("runnerscalesetexistsexception", ExceptionKind::Other),
+    ] {
+        assert_eq!(ExceptionKind::from_short_name(name), kind, "{name}");
+    }
 }
 
 #[test]
