@@ -132,6 +132,26 @@ fn not_found(id: ScaleSetId) -> impl FnOnce() -> String {
     move || format!("scale set {id}")
 }
 
+/// The error of a write that carried generation `given`: stale when another write came first
+/// (the stored generation then is at least `given + 1`), otherwise the store's error.
+fn write_failed(
+    id: ScaleSetId,
+    given: i64,
+    during: &'static str,
+) -> impl FnOnce(scaleset_store::Error) -> ApiError {
+    move |e| {
+        if e.is_stale() {
+            ApiError::StaleGeneration {
+                id: id.to_string(),
+                given,
+                current: given + 1,
+            }
+        } else {
+            ApiError::store(during, not_found(id))(e)
+        }
+    }
+}
+
 async fn read(state: &AppState, id: ScaleSetId) -> Result<StoredScaleSet, ApiError> {
     state
         .store
@@ -356,17 +376,7 @@ pub(crate) async fn update(
         .store
         .update_scale_set(&scale_set)
         .await
-        .map_err(|e| {
-            if e.is_stale() {
-                ApiError::StaleGeneration {
-                    id: id.to_string(),
-                    given: change.generation,
-                    current: change.generation + 1,
-                }
-            } else {
-                ApiError::store("updating a scale set", not_found(id))(e)
-            }
-        })?;
+        .map_err(write_failed(id, change.generation, "updating a scale set"))?;
     state
         .store
         .append_event(id, "updated", "spec updated through the API")
@@ -475,17 +485,11 @@ async fn delete_held(
                 .store
                 .update_scale_set(&scale_set)
                 .await
-                .map_err(|e| {
-                    if e.is_stale() {
-                        ApiError::StaleGeneration {
-                            id: id.to_string(),
-                            given: scale_set.generation,
-                            current: scale_set.generation + 1,
-                        }
-                    } else {
-                        ApiError::store("disabling a scale set", not_found(id))(e)
-                    }
-                })?;
+                .map_err(write_failed(
+                    id,
+                    scale_set.generation,
+                    "disabling a scale set",
+                ))?;
         }
         let client = state
             .clients
@@ -512,19 +516,13 @@ async fn delete_held(
         .delete_scale_set(id, scale_set.generation)
         .await
         .map_err(|e| {
-            if e.is_stale() {
-                ApiError::StaleGeneration {
-                    id: id.to_string(),
-                    given: scale_set.generation,
-                    current: scale_set.generation + 1,
-                }
-            } else if e.is_conflict() {
+            if e.is_conflict() {
                 ApiError::NotDrained {
                     id: id.to_string(),
                     instances: 1,
                 }
             } else {
-                ApiError::store("deleting a scale set", not_found(id))(e)
+                write_failed(id, scale_set.generation, "deleting a scale set")(e)
             }
         })?;
     tracing::info!(scale_set = %id, github_id = ?scale_set.github_id, deleted_on_github = on_github.is_some(), "scale set deleted");

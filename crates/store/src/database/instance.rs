@@ -52,16 +52,25 @@ fn from_row(row: Row) -> Result<Instance> {
     })
 }
 
-/// Reads an instance of the lease's scale set (another scale set's instance is not found:
-/// this lease does not cover it).
-fn load_fenced(conn: &mut DbConnection, lease: &Lease, name: &str) -> Result<Instance> {
-    let row = instances::table
+/// Reads instance `name`; with `fence`, only an instance of that scale set (another scale
+/// set's instance is not found: the caller's lease does not cover it).
+fn load(
+    conn: &mut DbConnection,
+    name: &str,
+    fence: Option<ScaleSetId>,
+    during: &'static str,
+) -> Result<Instance> {
+    let mut query = instances::table
         .find(name)
-        .filter(instances::scale_set_id.eq(lease.scale_set_id.to_string()))
         .select(Row::as_select())
+        .into_boxed();
+    if let Some(scale_set_id) = fence {
+        query = query.filter(instances::scale_set_id.eq(scale_set_id.to_string()));
+    }
+    let row = query
         .first(conn)
         .optional()
-        .map_err(Error::backend("read instance"))?
+        .map_err(Error::backend(during))?
         .ok_or_else(|| Error::NotFound {
             entity: "instance",
             key: name.to_owned(),
@@ -88,7 +97,7 @@ impl DieselStore {
         self.run(operation, move |conn, ctx| {
             write_transaction(conn, operation, |conn| {
                 check_fence(conn, &lease)?;
-                let current = load_fenced(conn, &lease, &name)?;
+                let current = load(conn, &name, Some(lease.scale_set_id), "read instance")?;
                 let status = match to {
                     Some(to) if !current.status.can_move_to(to) => {
                         return Err(Error::InvalidTransition {
@@ -163,17 +172,7 @@ impl InstanceStore for DieselStore {
     async fn get_instance(&self, name: &str) -> Result<Instance> {
         let name = name.to_owned();
         self.run("read instance", move |conn, _| {
-            let row = instances::table
-                .find(&name)
-                .select(Row::as_select())
-                .first(conn)
-                .optional()
-                .map_err(Error::backend("read instance"))?
-                .ok_or(Error::NotFound {
-                    entity: "instance",
-                    key: name,
-                })?;
-            from_row(row)
+            load(conn, &name, None, "read instance")
         })
         .await
     }
@@ -292,17 +291,7 @@ impl InstanceStore for DieselStore {
         let name = name.to_owned();
         self.run("request instance removal", move |conn, ctx| {
             write_transaction(conn, "request instance removal", |conn| {
-                let row = instances::table
-                    .find(&name)
-                    .select(Row::as_select())
-                    .first(conn)
-                    .optional()
-                    .map_err(Error::backend("request instance removal"))?
-                    .ok_or_else(|| Error::NotFound {
-                        entity: "instance",
-                        key: name.clone(),
-                    })?;
-                let current = from_row(row)?;
+                let current = load(conn, &name, None, "request instance removal")?;
                 if current.removal_requested_at.is_some() {
                     return Ok(current);
                 }
