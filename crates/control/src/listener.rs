@@ -67,16 +67,11 @@ enum Opened {
 
 impl Listener<'_> {
     fn name(&self) -> &str {
-        &self.runners.scale_set.spec.name
+        self.runners.name()
     }
 
     fn github_error(&self, during: &'static str) -> impl FnOnce(scaleset_github::Error) -> Error {
-        let scale_set = self.name().to_owned();
-        move |source| Error::GitHub {
-            scale_set,
-            during,
-            source,
-        }
+        self.runners.github_error(during)
     }
 
     /// Serves until cancelled, until GitHub loses the scale set, or until another owner holds

@@ -71,11 +71,16 @@ fn phase(instance: &Instance) -> RunnerPhase {
 }
 
 impl Runners<'_> {
-    fn name(&self) -> &str {
+    /// The scale set's name, as errors and checkpoints name it.
+    pub(crate) fn name(&self) -> &str {
         &self.scale_set.spec.name
     }
 
-    fn github_error(&self, during: &'static str) -> impl FnOnce(scaleset_github::Error) -> Error {
+    /// Wraps a failed GitHub call made `during` an operation as this scale set's error.
+    pub(crate) fn github_error(
+        &self,
+        during: &'static str,
+    ) -> impl FnOnce(scaleset_github::Error) -> Error {
         let scale_set = self.name().to_owned();
         move |source| Error::GitHub {
             scale_set,

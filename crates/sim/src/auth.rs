@@ -52,6 +52,22 @@ pub(crate) fn queue_grant(shared: &Shared, req: &Request) -> Result<(i64, String
     }
 }
 
+/// The scope of a runner-admin REST `path` (an organization's, a repository's, an
+/// enterprise's) once the caller may manage its runners: without a token the answer is 401
+/// before the path is looked at, as GitHub answers.
+pub(crate) fn runner_admin_scope(
+    shared: &Shared,
+    req: &Request,
+    path: &str,
+) -> Result<Scope, ApiError> {
+    if req.rest_token().is_none() {
+        return Err(ApiError::requires_authentication());
+    }
+    let scope = Scope::parse_path(path).ok_or_else(ApiError::rest_not_found)?;
+    authorize_runner_admin(shared, req, &scope)?;
+    Ok(scope)
+}
+
 /// Checks that the caller's PAT or installation token may manage runners of `scope` (GitHub's
 /// answers: 401 without or with an unknown token, 404 for an unknown scope, 403 when the token
 /// does not cover it).
@@ -60,10 +76,9 @@ pub(crate) fn authorize_runner_admin(
     req: &Request,
     scope: &Scope,
 ) -> Result<(), ApiError> {
-    let token = req.rest_token().ok_or(ApiError::Rest {
-        status: 401,
-        message: "Requires authentication",
-    })?;
+    let token = req
+        .rest_token()
+        .ok_or_else(ApiError::requires_authentication)?;
     let now = shared.clock.now();
     let state = lock(&shared.state);
     if let Some(pat) = shared.config.pats.iter().find(|p| p.token == token) {

@@ -65,6 +65,14 @@ impl ApiError {
         }
     }
 
+    /// GitHub REST's 401 for a call without a token.
+    pub(crate) fn requires_authentication() -> Self {
+        Self::Rest {
+            status: 401,
+            message: "Requires authentication",
+        }
+    }
+
     /// GitHub REST's 404.
     pub(crate) fn rest_not_found() -> Self {
         Self::Rest {

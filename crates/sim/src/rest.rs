@@ -5,7 +5,7 @@
 use http::header::{AUTHORIZATION, RETRY_AFTER};
 use serde_json::{Value, json};
 
-use crate::auth::authorize_runner_admin;
+use crate::auth::runner_admin_scope;
 use crate::clock::SimTime;
 use crate::exception::ApiError;
 use crate::fault::{RestRateLimitAnswer, take_count};
@@ -71,14 +71,7 @@ pub(crate) fn installation_token(shared: &Shared, req: &Request, id: i64) -> Out
 }
 
 pub(crate) fn registration_token(shared: &Shared, req: &Request, path: &str) -> Outcome {
-    if req.rest_token().is_none() {
-        return Err(ApiError::Rest {
-            status: 401,
-            message: "Requires authentication",
-        });
-    }
-    let scope = Scope::parse_path(path).ok_or_else(ApiError::rest_not_found)?;
-    authorize_runner_admin(shared, req, &scope)?;
+    let scope = runner_admin_scope(shared, req, path)?;
     let now = shared.clock.now();
     let token = random_token("AREG", 29);
     let expires = now.plus(shared.config.registration_token_ttl);
@@ -94,14 +87,7 @@ pub(crate) fn registration_token(shared: &Shared, req: &Request, path: &str) -> 
 /// `GET …/actions/runners/downloads`: the runner application of every usual platform, served
 /// by the simulator itself.
 pub(crate) fn runner_downloads(shared: &Shared, req: &Request, path: &str) -> Outcome {
-    if req.rest_token().is_none() {
-        return Err(ApiError::Rest {
-            status: 401,
-            message: "Requires authentication",
-        });
-    }
-    let scope = Scope::parse_path(path).ok_or_else(ApiError::rest_not_found)?;
-    authorize_runner_admin(shared, req, &scope)?;
+    runner_admin_scope(shared, req, path)?;
     Ok(Reply::json(
         200,
         protocol::runner_downloads(shared.downloads.archives(), &req.origin),
