@@ -33,15 +33,25 @@ use scaleset_provider::{
     CreateRequest, Error as ProviderError, FakeCloud, InstanceId, Pool, Provider, ProviderInstance,
 };
 use scaleset_store::{
-    AdoptionPolicy, Auth, CredentialStore as _, DatabaseUrl, DieselStore, EncryptionKey, Endpoint,
-    EntityKind, EntityStore as _, Keyring, NewCredentials, NewEntity, NewScaleSet, RunnerGroup,
-    ScaleSetSpec, ScaleSetState, ScaleSetStore as _, SecretString, Store, StoreOptions,
+    Auth, CredentialStore as _, DatabaseUrl, DieselStore, EncryptionKey, Endpoint, EntityKind,
+    EntityStore as _, Keyring, NewCredentials, NewEntity, NewScaleSet, ScaleSetSpec, ScaleSetState,
+    ScaleSetStore as _, SecretString, Store, StoreOptions,
 };
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::SubscriberExt as _;
 use uuid::Uuid;
+
+// Shared with the simulator crate's memory benchmarks, which run a simulator child the same
+// way: the same RSS reading and the same TLS arguments after `--serve`.
+#[path = "../../sim/examples/support/rss.rs"]
+mod rss;
+#[path = "../../sim/examples/support/tls_child.rs"]
+mod tls_child;
+
+use rss::rss_kib;
+use tls_child::SelfSigned;
 
 /// The HTTP/2 stream limit the simulator advertises (as the client-memory example does).
 const STREAM_LIMIT: u32 = 100;
@@ -220,17 +230,7 @@ fn serve(args: &[String]) -> Result<()> {
     let mut config = scaleset_sim::SimConfig::default();
     config.request_log_capacity = 0;
     config.http2_max_concurrent_streams = STREAM_LIMIT;
-    if let [mode, cert, key] = args {
-        let identity = scaleset_sim::TlsIdentity::new(
-            std::fs::read_to_string(cert)?,
-            std::fs::read_to_string(key)?,
-        );
-        config.tls = Some(if mode == "h1" {
-            identity.without_h2()
-        } else {
-            identity
-        });
-    }
+    config.tls = tls_child::identity(args)?;
     let sim = scaleset_sim::Simulator::new(config)?;
     let runtime = tokio::runtime::Runtime::new()?;
     let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
@@ -300,19 +300,9 @@ impl Sim {
         command.arg("--serve");
         let mut ca = None;
         if transport.tls() {
-            let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])?;
-            let (cert_path, key_path) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
-            std::fs::write(&cert_path, cert.cert.pem())?;
-            std::fs::write(&key_path, cert.signing_key.serialize_pem())?;
-            command
-                .arg(if transport == Transport::Https1 {
-                    "h1"
-                } else {
-                    "h2"
-                })
-                .arg(&cert_path)
-                .arg(&key_path);
-            ca = Some(cert.cert.pem());
+            let cert = SelfSigned::write(dir.path())?;
+            command.args(cert.serve_args(transport != Transport::Https1));
+            ca = Some(cert.cert_pem);
         }
         let mut child = command
             .stdin(std::process::Stdio::piped())
@@ -371,7 +361,7 @@ impl Sim {
 }
 
 /// A SQLite store in `dir` holding the simulator's credentials, organization `acme` and `n`
-/// scale sets `bench-00000`….
+/// scale sets `bench-00000`… (the store harness's spec, at most `max_runners` runners).
 async fn populate(
     dir: &std::path::Path,
     file: &str,
@@ -408,24 +398,8 @@ async fn populate(
             .create_scale_set(NewScaleSet {
                 entity_id: entity.id,
                 spec: ScaleSetSpec {
-                    name: format!("bench-{i:05}"),
-                    runner_group: RunnerGroup {
-                        name: "Default".into(),
-                        id: None,
-                    },
-                    labels: vec![],
-                    disable_update: true,
-                    provider: "fake".into(),
-                    image: "ubuntu".into(),
-                    flavor: "small".into(),
-                    min_idle: 0,
                     max_runners,
-                    bootstrap_timeout: Duration::from_secs(600),
-                    runner_prefix: String::new(),
-                    extra_specs: serde_json::Value::Null,
-                    enabled: true,
-                    adoption_policy: AdoptionPolicy::Owned,
-                    repair: false,
+                    ..scaleset_store::test_util::spec(&format!("bench-{i:05}"))
                 },
             })
             .await?;
@@ -729,15 +703,6 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn rss_kib(pid: u32) -> Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .context("no VmRSS in /proc/<pid>/status")
 }
 
 /// User plus system CPU time of `pid` in clock ticks (100 per second on Linux).

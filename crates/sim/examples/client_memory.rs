@@ -25,9 +25,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use scaleset_github::{
-    Client, ClientConfig, ConfigUrl, Credentials, MessageId, NewRunnerScaleSet, RunnerGroupId,
-};
+use scaleset_github::{Client, ClientConfig, ConfigUrl, Credentials, MessageId};
+
+#[path = "support/rss.rs"]
+mod rss;
+#[path = "support/sessions.rs"]
+mod sessions;
+#[path = "support/tls_child.rs"]
+mod tls_child;
+
+use rss::rss_kib;
+use tls_child::SelfSigned;
 
 const SCALE_SETS: usize = 100;
 /// The stream limit the HTTPS/2 server advertises.
@@ -58,17 +66,7 @@ fn serve(args: &[String]) -> Result<()> {
     config.long_poll_hold = Duration::from_secs(3600);
     config.request_log_capacity = 0;
     config.http2_max_concurrent_streams = STREAM_LIMIT;
-    if let [mode, cert, key] = args {
-        let identity = scaleset_sim::TlsIdentity::new(
-            std::fs::read_to_string(cert)?,
-            std::fs::read_to_string(key)?,
-        );
-        config.tls = Some(if mode == "h1" {
-            identity.without_h2()
-        } else {
-            identity
-        });
-    }
+    config.tls = tls_child::identity(args)?;
     let sim = scaleset_sim::Simulator::new(config)?;
     tokio::runtime::Runtime::new()?.block_on(async move {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -88,18 +86,12 @@ fn serve(args: &[String]) -> Result<()> {
 async fn measure(listeners: usize, transport: &str) -> Result<()> {
     let dir = std::env::temp_dir().join(format!("scaleset-client-memory-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])?;
-    let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
-    std::fs::write(&cert_path, cert.cert.pem())?;
-    std::fs::write(&key_path, cert.signing_key.serialize_pem())?;
+    let cert = SelfSigned::write(&dir)?;
 
     let mut command = Command::new(std::env::current_exe()?);
     command.arg("--serve");
     if transport != "http1" {
-        command
-            .arg(if transport == "https1" { "h1" } else { "h2" })
-            .arg(&cert_path)
-            .arg(&key_path);
+        command.args(cert.serve_args(transport != "https1"));
     }
     let mut child = command
         .stdout(Stdio::piped())
@@ -131,18 +123,9 @@ async fn measure(listeners: usize, transport: &str) -> Result<()> {
         ConfigUrl::parse(&format!("{base}/acme"))?,
         Credentials::pat("ghp_simulator"),
     )
-    .with_ca_bundle_pem(cert.cert.pem().into_bytes());
+    .with_ca_bundle_pem(cert.cert_pem.into_bytes());
     let client = Client::new(config)?;
-    let mut sessions = Vec::new();
-    for i in 0..SCALE_SETS {
-        let set = client
-            .create_scale_set(&NewRunnerScaleSet::new(
-                format!("mem-{i}"),
-                RunnerGroupId(1),
-            ))
-            .await?;
-        sessions.push(client.create_session(set.id, "bench").await?);
-    }
+    let sessions = sessions::sessions(&client, SCALE_SETS).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let before = rss_kib(std::process::id())?;
 
@@ -181,13 +164,4 @@ async fn measure(listeners: usize, transport: &str) -> Result<()> {
     child.wait()?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
-}
-
-fn rss_kib(pid: u32) -> Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .context("no VmRSS in /proc/<pid>/status")
 }

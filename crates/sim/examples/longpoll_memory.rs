@@ -17,11 +17,16 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use scaleset_github::ExposeSecret as _;
-use scaleset_github::{
-    Client, ClientConfig, ConfigUrl, Credentials, NewRunnerScaleSet, RunnerGroupId,
-};
+use scaleset_github::{Client, ClientConfig, ConfigUrl, Credentials};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
+
+#[path = "support/rss.rs"]
+mod rss;
+#[path = "support/sessions.rs"]
+mod sessions;
+
+use rss::rss_kib;
 
 const SCALE_SETS: usize = 100;
 
@@ -72,16 +77,7 @@ async fn measure(polls: usize) -> Result<()> {
 
     let url = ConfigUrl::parse(&format!("http://{addr}/acme"))?;
     let client = Client::new(ClientConfig::new(url, Credentials::pat("ghp_simulator")))?;
-    let mut sessions = Vec::new();
-    for i in 0..SCALE_SETS {
-        let set = client
-            .create_scale_set(&NewRunnerScaleSet::new(
-                format!("mem-{i}"),
-                RunnerGroupId(1),
-            ))
-            .await?;
-        sessions.push(client.create_session(set.id, "bench").await?);
-    }
+    let sessions = sessions::sessions(&client, SCALE_SETS).await?;
     // Warm up: one poll round trip per session's connection path, then settle.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let before = rss_kib(pid)?;
@@ -139,15 +135,6 @@ async fn held_polls(addr: &str) -> Result<usize> {
         .as_u64()
         .map(|n| n as usize)
         .context("no waiting count")
-}
-
-fn rss_kib(pid: u32) -> Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .context("no VmRSS in /proc/<pid>/status")
 }
 
 fn open_files_limit() -> Result<u64> {

@@ -80,6 +80,12 @@ impl StateSnapshot {
         self.scale_sets.iter().find(|s| s.id == id)
     }
 
+    /// The scale sets named `name`, in every organization and repository: more than one in a
+    /// tenant is the duplicate that tests look for after races and faults.
+    pub fn scale_sets_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a ScaleSetInfo> {
+        self.scale_sets.iter().filter(move |s| s.name == name)
+    }
+
     /// The jobs of one scale set.
     pub fn jobs_of(&self, scale_set_id: i64) -> impl Iterator<Item = &JobInfo> {
         self.jobs

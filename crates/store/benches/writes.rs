@@ -18,12 +18,11 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use scaleset_store::test_util::{PgDatabase, organization};
+use scaleset_store::test_util::{self, PgDatabase};
 use scaleset_store::{
-    Acquisition, AdoptionPolicy, Auth, CredentialStore, DatabaseUrl, DieselStore, EncryptionKey,
-    Endpoint, EntityStore, InstanceStatus, InstanceStore, Keyring, Lease, LeaseStore,
-    NewCredentials, NewInstance, NewScaleSet, RunnerGroup, ScaleSetSpec, ScaleSetStore,
-    SecretString, SqliteSync, StoreOptions,
+    Acquisition, Auth, DatabaseUrl, DieselStore, EncryptionKey, Endpoint, InstanceStatus,
+    InstanceStore, Keyring, Lease, LeaseStore, NewCredentials, NewInstance, NewScaleSet,
+    ScaleSetSpec, ScaleSetStore, SecretString, SqliteSync, StoreOptions,
 };
 
 const PG_VAR: &str = "SCALESET_BENCH_DATABASE_URL";
@@ -61,20 +60,14 @@ impl Bench {
             )
             .await
             .expect("open the store");
-            let credentials = store
-                .create_credentials(NewCredentials {
-                    name: "bench".into(),
-                    endpoint: Endpoint::github_com(),
-                    auth: Auth::Pat {
-                        token: SecretString::from("ghp_bench"),
-                    },
-                })
-                .await
-                .expect("credentials");
-            let entity = store
-                .create_entity(organization("acme", credentials.id))
-                .await
-                .expect("entity");
+            let credentials = NewCredentials {
+                name: "bench".into(),
+                endpoint: Endpoint::github_com(),
+                auth: Auth::Pat {
+                    token: SecretString::from("ghp_bench"),
+                },
+            };
+            let entity = test_util::create_organization(&store, "acme", credentials).await;
             let mut leases = Vec::new();
             for i in 0..SCALE_SETS {
                 let set = store
@@ -164,27 +157,11 @@ impl Bench {
     }
 }
 
+/// The harness's scale set `name`, its runner group already resolved to GitHub's id 1.
 fn spec(name: &str) -> ScaleSetSpec {
-    ScaleSetSpec {
-        name: name.into(),
-        runner_group: RunnerGroup {
-            name: "Default".into(),
-            id: Some(1),
-        },
-        labels: vec![],
-        disable_update: true,
-        provider: "fake".into(),
-        image: "ubuntu".into(),
-        flavor: "small".into(),
-        min_idle: 0,
-        max_runners: 10,
-        bootstrap_timeout: Duration::from_secs(600),
-        runner_prefix: String::new(),
-        extra_specs: serde_json::Value::Null,
-        enabled: true,
-        adoption_policy: AdoptionPolicy::Owned,
-        repair: false,
-    }
+    let mut spec = test_util::spec(name);
+    spec.runner_group.id = Some(1);
+    spec
 }
 
 static SQLITE: OnceLock<Bench> = OnceLock::new();

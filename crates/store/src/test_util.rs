@@ -21,8 +21,9 @@ use std::time::Duration;
 use diesel::{Connection as _, PgConnection, RunQueryDsl as _};
 
 use crate::{
-    Auth, CredentialsId, DatabaseUrl, DieselStore, EncryptionKey, Endpoint, EntityKind, Keyring,
-    ManualClock, NewCredentials, NewEntity, SecretString, StoreOptions, Timestamp,
+    AdoptionPolicy, Auth, CredentialsId, DatabaseUrl, DieselStore, EncryptionKey, Endpoint, Entity,
+    EntityKind, Keyring, ManualClock, NewCredentials, NewEntity, RunnerGroup, ScaleSetSpec,
+    SecretString, Store, StoreOptions, Timestamp,
 };
 
 /// The variable naming the PostgreSQL server (an admin URL; tests create their own databases
@@ -65,6 +66,51 @@ pub fn organization(name: &str, credentials: CredentialsId) -> NewEntity {
             name: name.to_owned(),
         },
         credentials_id: credentials,
+    }
+}
+
+/// Stores `credentials` in `store`, then the organization `name` reached with them: the entity
+/// that a test's or bench's scale sets are created under.
+pub async fn create_organization(
+    store: &dyn Store,
+    name: &str,
+    credentials: NewCredentials,
+) -> Entity {
+    let credentials = store
+        .create_credentials(credentials)
+        .await
+        .expect("credentials");
+    store
+        .create_entity(organization(name, credentials.id))
+        .await
+        .expect("entity")
+}
+
+/// A scale set `name` for the fake provider (image `ubuntu`, flavor `small`): group `Default`
+/// with no GitHub id yet, no labels, runner updates disabled, no idle runners, at most 10,
+/// bootstrap timeout 10 minutes, enabled, owned, no repair. Tests, benches and examples that
+/// need another value say it with struct-update syntax, e.g.
+/// `ScaleSetSpec { max_runners: 3, ..spec("linux") }`, so what they rely on stands in them.
+pub fn spec(name: &str) -> ScaleSetSpec {
+    ScaleSetSpec {
+        name: name.to_owned(),
+        runner_group: RunnerGroup {
+            name: "Default".to_owned(),
+            id: None,
+        },
+        labels: vec![],
+        disable_update: true,
+        provider: "fake".to_owned(),
+        image: "ubuntu".to_owned(),
+        flavor: "small".to_owned(),
+        min_idle: 0,
+        max_runners: 10,
+        bootstrap_timeout: Duration::from_secs(600),
+        runner_prefix: String::new(),
+        extra_specs: serde_json::Value::Null,
+        enabled: true,
+        adoption_policy: AdoptionPolicy::Owned,
+        repair: false,
     }
 }
 

@@ -48,7 +48,7 @@ impl RunningSim {
     /// The GitHub id of the scale set named `name`, once exactly one exists.
     pub(crate) fn scale_set_id(&self, name: &str) -> Option<i64> {
         let state = self.sim.state();
-        let found: Vec<_> = state.scale_sets.iter().filter(|s| s.name == name).collect();
+        let found: Vec<_> = state.scale_sets_named(name).collect();
         (found.len() == 1).then(|| found[0].id)
     }
 

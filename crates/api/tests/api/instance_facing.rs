@@ -67,24 +67,17 @@ async fn instances(app: &App, names: &[&str], valid_for: Duration) -> Vec<String
         .await
         .unwrap();
     let spec = scaleset_store::ScaleSetSpec {
-        name: "linux".to_owned(),
         runner_group: scaleset_store::RunnerGroup {
             name: "Default".to_owned(),
             id: Some(1),
         },
         labels: vec!["linux".to_owned()],
         disable_update: false,
-        provider: "fake".to_owned(),
         image: "ubuntu-24.04".to_owned(),
-        flavor: "small".to_owned(),
-        min_idle: 0,
         max_runners: 0,
         bootstrap_timeout: TTL,
         runner_prefix: "linux".to_owned(),
-        extra_specs: serde_json::Value::Null,
-        enabled: true,
-        adoption_policy: scaleset_store::AdoptionPolicy::Owned,
-        repair: false,
+        ..scaleset_store::test_util::spec("linux")
     };
     let scale_set = store
         .create_scale_set(NewScaleSet {

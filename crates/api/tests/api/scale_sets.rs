@@ -26,9 +26,7 @@ async fn create(app: &App, entity: &str, name: &str) -> crate::helpers::Answer {
 fn github_ids_named(sim: &RunningSim, name: &str) -> Vec<i64> {
     sim.sim
         .state()
-        .scale_sets
-        .iter()
-        .filter(|s| s.name == name)
+        .scale_sets_named(name)
         .map(|s| s.id)
         .collect()
 }

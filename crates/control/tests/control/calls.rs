@@ -80,8 +80,7 @@ async fn calls_per_scale_set(db: TestDb, mode: AssignmentMode) {
     h.sim().clear_requests();
 
     // 1. Create: the runner group, the lookup by name and the create; then the session.
-    let controller = h.start(None);
-    let github_id = h.ready().await;
+    let (controller, github_id) = h.start_ready().await;
     reconciled(&h).await;
     controller.stop().await;
     let create = counted(&h, "create (first worker start)");
@@ -99,8 +98,7 @@ async fn calls_per_scale_set(db: TestDb, mode: AssignmentMode) {
     assert_eq!(create.get("delete_session"), Some(&1));
 
     // 2. Known: a restart with the stored id reads it once; the runner group id is cached.
-    let controller = h.start(None);
-    h.ready().await;
+    let (controller, _) = h.start_ready().await;
     reconciled(&h).await;
     controller.stop().await;
     let known = counted(&h, "known (restart)");

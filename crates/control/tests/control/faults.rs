@@ -47,8 +47,7 @@ async fn converges_under_injected_server_errors_and_rate_limits(db: TestDb) {
             }
         }
     });
-    let controller = h.start(None);
-    let github_id = h.ready().await;
+    let (controller, github_id) = h.start_ready().await;
     h.serve_jobs(github_id, 5).await;
     stop.store(true, Ordering::SeqCst);
     injector.await.expect("injector");
@@ -66,13 +65,7 @@ async fn converges_under_injected_server_errors_and_rate_limits(db: TestDb) {
         controller.metrics.github_call_count("get_message", "ok") > 0,
         "polls succeeded between the faults"
     );
-    let named = h
-        .sim()
-        .state()
-        .scale_sets
-        .iter()
-        .filter(|s| s.name == "linux")
-        .count();
+    let named = h.sim().state().scale_sets_named("linux").count();
     assert_eq!(named, 1, "no duplicate scale set under faults");
     assert_eq!(
         h.created.lock().unwrap().len(),
@@ -84,8 +77,7 @@ async fn converges_under_injected_server_errors_and_rate_limits(db: TestDb) {
 
 async fn undecodable_messages_are_skipped_without_losing_jobs(db: TestDb) {
     let h = Harness::new(db, sim_config(), |_| {}).await;
-    let controller = h.start(None);
-    let github_id = h.ready().await;
+    let (controller, github_id) = h.start_ready().await;
     h.sim().update_faults(|f| f.empty_message_body = 2);
     h.serve_jobs(github_id, 5).await;
     assert!(
@@ -97,8 +89,7 @@ async fn undecodable_messages_are_skipped_without_losing_jobs(db: TestDb) {
 
 async fn failed_instance_create_removes_the_runner_from_github(db: TestDb) {
     let h = Harness::new(db, sim_config(), |_| {}).await;
-    let controller = h.start(None);
-    let github_id = h.ready().await;
+    let (controller, github_id) = h.start_ready().await;
     h.cloud.fail_creates(1);
     h.sim()
         .enqueue_jobs(github_id, &JobSpec::count(1))
@@ -134,8 +125,7 @@ async fn runner_never_online_is_removed_at_its_bootstrap_deadline(db: TestDb) {
     })
     .await;
     h.boot.store(false, Ordering::SeqCst);
-    let controller = h.start(None);
-    h.ready().await;
+    let (controller, _) = h.start_ready().await;
     let first = eventually("one idle runner is created", || async {
         let instances = h.instances().await;
         (instances.len() == 1 && instances[0].status == scaleset_store::InstanceStatus::Running)
@@ -215,13 +205,7 @@ async fn text_plain_errors_never_lead_to_adoption(db: TestDb) {
         "never adopted: {}",
         stored.state_reason
     );
-    let named = h
-        .sim()
-        .state()
-        .scale_sets
-        .iter()
-        .filter(|s| s.name == "linux")
-        .count();
+    let named = h.sim().state().scale_sets_named("linux").count();
     assert_eq!(named, 1, "only the rival's scale set exists");
     controller.stop().await;
 }

@@ -18,9 +18,8 @@ use scaleset_github::RetryPolicy;
 use scaleset_provider::{CreatedRunner, FakeCloud, Provider};
 use scaleset_sim::{SimConfig, Simulator};
 use scaleset_store::{
-    AdoptionPolicy, CredentialStore, DieselStore, EncryptionKey, EntityStore, EventStore, Instance,
-    InstanceStore, Keyring, ManualClock, NewScaleSet, RunnerGroup, ScaleSet, ScaleSetSpec,
-    ScaleSetStore, Store, StoreOptions, Timestamp,
+    DieselStore, EncryptionKey, EventStore, Instance, InstanceStore, Keyring, ManualClock,
+    NewScaleSet, ScaleSet, ScaleSetSpec, ScaleSetStore, Store, StoreOptions, Timestamp,
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -28,7 +27,7 @@ use uuid::Uuid;
 
 pub(crate) use scaleset_store::backend_tests;
 pub(crate) use scaleset_store::test_util::TestDb;
-use scaleset_store::test_util::{organization, simulator_credentials};
+use scaleset_store::test_util::{self, simulator_credentials};
 
 /// A simulator serving on `127.0.0.1:0`: the simulator's own harness.
 pub(crate) use scaleset_sim::RunningSim;
@@ -57,7 +56,8 @@ pub(crate) fn settings() -> Settings {
 }
 
 /// Opens `db` as a store holding the simulator's credentials, organization `acme` and one
-/// scale set `linux` (provider `fake`, group `Default`, max 10 runners) adjusted by `spec`.
+/// scale set `linux` ([`test_util::spec`]: provider `fake`, group `Default`, max 10 runners)
+/// adjusted by `spec`.
 async fn populate(
     db: &TestDb,
     sim: SocketAddr,
@@ -70,34 +70,9 @@ async fn populate(
         .connect_timeout(Duration::from_secs(20));
     let store = Arc::new(DieselStore::open(options).await.expect("open the store"));
     let base = format!("http://{sim}");
-    let credentials = store
-        .create_credentials(simulator_credentials(&base))
-        .await
-        .expect("credentials");
-    let entity = store
-        .create_entity(organization("acme", credentials.id))
-        .await
-        .expect("entity");
-    let mut wanted = ScaleSetSpec {
-        name: "linux".into(),
-        runner_group: RunnerGroup {
-            name: "Default".into(),
-            id: None,
-        },
-        labels: vec![],
-        disable_update: true,
-        provider: "fake".into(),
-        image: "ubuntu".into(),
-        flavor: "small".into(),
-        min_idle: 0,
-        max_runners: 10,
-        bootstrap_timeout: Duration::from_secs(600),
-        runner_prefix: String::new(),
-        extra_specs: serde_json::Value::Null,
-        enabled: true,
-        adoption_policy: AdoptionPolicy::Owned,
-        repair: false,
-    };
+    let entity =
+        test_util::create_organization(&*store, "acme", simulator_credentials(&base)).await;
+    let mut wanted = test_util::spec("linux");
     spec(&mut wanted);
     let scale_set = store
         .create_scale_set(NewScaleSet {
@@ -251,6 +226,13 @@ impl Harness {
             .list_instances(self.scale_set.id)
             .await
             .expect("instances")
+    }
+
+    /// Starts a controller without checkpoints and waits until the scale set is ready: the
+    /// controller and the scale set's GitHub id.
+    pub(crate) async fn start_ready(&self) -> (RunningController, i64) {
+        let controller = self.start(None);
+        (controller, self.ready().await)
     }
 
     /// Waits until the scale set is ready with a session, and returns its GitHub id.

@@ -36,8 +36,7 @@ async fn crash_at(db: TestDb, point: Checkpoint) -> Harness {
     .await;
     first.crash().await;
 
-    let second = h.start(None);
-    let github_id = h.ready().await;
+    let (second, github_id) = h.start_ready().await;
     if before_ready {
         h.sim()
             .enqueue_jobs(github_id, &JobSpec::count(2))
@@ -46,12 +45,11 @@ async fn crash_at(db: TestDb, point: Checkpoint) -> Harness {
     h.finish_jobs(github_id, 2).await;
 
     let state = h.sim().state();
-    let named: Vec<_> = state
-        .scale_sets
-        .iter()
-        .filter(|s| s.name == "linux")
-        .collect();
-    assert_eq!(named.len(), 1, "no duplicate scale set");
+    assert_eq!(
+        state.scale_sets_named("linux").count(),
+        1,
+        "no duplicate scale set"
+    );
     for job in state.jobs_of(github_id) {
         assert_eq!(
             job.result.as_deref(),

@@ -13,8 +13,7 @@ async fn whole_loop(db: TestDb, mode: AssignmentMode) -> Harness {
     let mut config = sim_config();
     config.assignment = mode;
     let h = Harness::new(db, config, |_| {}).await;
-    let controller = h.start(None);
-    let github_id = h.ready().await;
+    let (controller, github_id) = h.start_ready().await;
     assert!(
         h.instances().await.is_empty(),
         "min_idle 0 starts no runner"
@@ -109,8 +108,7 @@ async fn whole_loop_acquire(db: TestDb) {
 
 async fn back_to_min_idle(db: TestDb) {
     let h = Harness::new(db, sim_config(), |spec| spec.min_idle = 1).await;
-    let controller = h.start(None);
-    let github_id = h.ready().await;
+    let (controller, github_id) = h.start_ready().await;
     eventually("one idle runner is kept warm", || async {
         (h.instances().await.len() == 1).then_some(())
     })
@@ -185,8 +183,7 @@ async fn instances_without_our_pool_key_are_never_touched(db: TestDb) {
         })
         .await
         .expect("instance of another pool");
-    let controller = h.start(None);
-    let github_id = h.ready().await;
+    let (controller, github_id) = h.start_ready().await;
     h.sim()
         .enqueue_jobs(github_id, &JobSpec::count(2))
         .expect("enqueue");
@@ -277,8 +274,7 @@ async fn a_runner_is_handed_its_metadata_urls_and_a_token_that_opens_only_its_ji
 async fn without_an_instance_api_url_no_token_is_granted(db: TestDb) {
     use scaleset_store::{ExposeSecret as _, InstanceAccessStore as _};
     let h = Harness::new(db, sim_config(), |spec| spec.min_idle = 1).await;
-    let controller = h.start(None);
-    h.ready().await;
+    let (controller, _) = h.start_ready().await;
     let created = eventually("a runner is created", || async {
         h.created.lock().unwrap().first().cloned()
     })
@@ -303,8 +299,7 @@ backend_tests!(an_instance_an_operator_asked_to_go_is_retired_and_replaced);
 async fn an_instance_an_operator_asked_to_go_is_retired_and_replaced(db: TestDb) {
     use scaleset_store::InstanceStore as _;
     let h = Harness::new(db, sim_config(), |spec| spec.min_idle = 1).await;
-    let controller = h.start(None);
-    let github_id = h.ready().await;
+    let (controller, github_id) = h.start_ready().await;
     let first = eventually("one idle runner is kept warm", || async {
         let instances = h.instances().await;
         (instances.len() == 1 && instances[0].status == scaleset_store::InstanceStatus::Running)

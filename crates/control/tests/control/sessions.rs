@@ -94,8 +94,7 @@ async fn our_session_alone_is_not_evidence_without_the_probe(db: TestDb) {
 
 async fn dormancy_recreates_with_cursor_reset(db: TestDb) {
     let h = Harness::new(db, sim_config(), |_| {}).await;
-    let controller = h.start(None);
-    let first = h.ready().await;
+    let (controller, first) = h.start_ready().await;
     h.sim()
         .enqueue_jobs(first, &JobSpec::count(1))
         .expect("enqueue");
@@ -167,8 +166,7 @@ async fn queue_token_is_refreshed_before_expiry(db: TestDb) {
     // expired token before the job completes.
     config.queue_token_ttl = Duration::from_secs(5);
     let h = Harness::new(db, config, |_| {}).await;
-    let controller = h.start(None);
-    let github_id = h.ready().await;
+    let (controller, github_id) = h.start_ready().await;
     // The job runs in real time rather than being finished by advancing the simulated clock: a
     // jump past the token's lifetime expires a token the listener has just received (or a poll
     // already on the wire), which no refresh beforehand can prevent.
@@ -193,8 +191,7 @@ async fn queue_token_is_refreshed_before_expiry(db: TestDb) {
 
 async fn expired_tokens_are_refreshed_on_401(db: TestDb) {
     let h = Harness::new(db, sim_config(), |_| {}).await;
-    let controller = h.start(None);
-    let github_id = h.ready().await;
+    let (controller, github_id) = h.start_ready().await;
     let session = h.stored().await.session_id;
     // Past the queue and admin token lifetimes (1 h) in simulated time.
     h.sim().advance(Duration::from_secs(2 * 3600));
@@ -220,8 +217,7 @@ async fn expired_tokens_are_refreshed_on_401(db: TestDb) {
 
 async fn evicted_session_is_recreated_keeping_the_cursor(db: TestDb) {
     let h = Harness::new(db, sim_config(), |_| {}).await;
-    let controller = h.start(None);
-    let github_id = h.ready().await;
+    let (controller, github_id) = h.start_ready().await;
     h.serve_jobs(github_id, 1).await;
     let before = h.stored().await;
     assert!(before.last_message_id > 0);

@@ -12,8 +12,7 @@ backend_tests!(one_failing_scale_set_never_stops_another);
 
 async fn one_failing_scale_set_never_stops_another(db: TestDb) {
     let h = Harness::new(db, sim_config(), |_| {}).await;
-    let controller = h.start(None);
-    let github_id = h.ready().await;
+    let (controller, github_id) = h.start_ready().await;
 
     // A second scale set naming a provider nobody configured.
     let mut spec = h.scale_set.spec.clone();

@@ -213,7 +213,7 @@ async fn a_foreign_controllers_scale_set_is_refused_with_its_reason() -> Result<
         "and so is its session"
     );
     assert_eq!(
-        state.scale_sets.iter().filter(|s| s.name == "gpu").count(),
+        state.scale_sets_named("gpu").count(),
         1,
         "no second gpu was created"
     );

@@ -20,27 +20,25 @@ pub(crate) fn pat(name: &str, token: &str) -> scaleset_store::NewCredentials {
     }
 }
 
-/// A spec named `name` in runner group `group`.
+/// A spec named `name` in runner group `group`: the harness's [`test_util::spec`] with every
+/// field a round trip could lose set away from its default (a resolved group id, labels, updates
+/// on, an idle runner, a prefix, extra specs).
+///
+/// [`test_util::spec`]: scaleset_store::test_util::spec
 pub(crate) fn spec(name: &str, group: &str) -> scaleset_store::ScaleSetSpec {
     scaleset_store::ScaleSetSpec {
-        name: name.to_owned(),
         runner_group: scaleset_store::RunnerGroup {
             name: group.to_owned(),
             id: Some(1),
         },
         labels: vec!["linux".to_owned(), "x64".to_owned()],
         disable_update: false,
-        provider: "fake".to_owned(),
         image: "ubuntu-24.04".to_owned(),
-        flavor: "small".to_owned(),
         min_idle: 1,
         max_runners: 0,
-        bootstrap_timeout: Duration::from_secs(600),
         runner_prefix: name.to_owned(),
         extra_specs: serde_json::json!({"disk": 20}),
-        enabled: true,
-        adoption_policy: scaleset_store::AdoptionPolicy::Owned,
-        repair: false,
+        ..scaleset_store::test_util::spec(name)
     }
 }
 

@@ -26,26 +26,14 @@ fn org(name: &str) -> EntityKind {
     EntityKind::Organization { name: name.into() }
 }
 
+/// The harness's scale set `name`, but labelled `linux`, with runner updates on and at most 4
+/// runners: the values these plans were written against.
 fn spec(name: &str) -> ScaleSetSpec {
     ScaleSetSpec {
-        name: name.into(),
-        runner_group: RunnerGroup {
-            name: "Default".into(),
-            id: None,
-        },
         labels: vec!["linux".into()],
         disable_update: false,
-        provider: "fake".into(),
-        image: "ubuntu".into(),
-        flavor: "small".into(),
-        min_idle: 0,
         max_runners: 4,
-        bootstrap_timeout: Duration::from_secs(600),
-        runner_prefix: String::new(),
-        extra_specs: serde_json::Value::Null,
-        enabled: true,
-        adoption_policy: AdoptionPolicy::Owned,
-        repair: false,
+        ..scaleset_store::test_util::spec(name)
     }
 }
 
