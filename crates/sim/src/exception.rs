@@ -392,5 +392,16 @@ mod tests {
             message,
             "The actions runner scaleset linux already has an active session for owner me."
         );
+        // Unless the simulator is configured to name the owner, the message does not.
+        let ApiError::Exception { message, .. } = ApiError::from(StateError::SessionConflict {
+            scale_set: name("linux"),
+            owner: None,
+        }) else {
+            panic!("a conflict is an exception");
+        };
+        assert_eq!(
+            message,
+            "The actions runner scaleset linux already has an active session."
+        );
     }
 }

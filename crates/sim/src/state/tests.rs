@@ -4,7 +4,6 @@ use std::time::Duration;
 
 use super::*;
 use crate::config::AssignmentMode;
-use crate::exception::ApiError;
 use crate::snapshot::JobSpec;
 
 fn org() -> Scope {
@@ -45,7 +44,15 @@ fn kinds(delivery: &Delivery) -> Vec<String> {
     delivery
         .events
         .iter()
-        .map(|e| crate::protocol::message_type(e).to_owned())
+        .map(|e| {
+            match e {
+                JobEvent::Available(_) => "Available",
+                JobEvent::Assigned(_) => "Assigned",
+                JobEvent::Started { .. } => "Started",
+                JobEvent::Completed { .. } => "Completed",
+            }
+            .to_owned()
+        })
         .collect()
 }
 
@@ -54,17 +61,12 @@ fn scale_set_names_are_unique_per_group_case_insensitively() {
     let (mut s, _) = world();
     let gpu = s.create_group(&org(), "gpu").unwrap_or_default();
     assert!(s.create_scale_set(&org(), named("Linux"), t(0)).is_ok());
-    let dup = s
-        .create_scale_set(&org(), named("linux"), t(0))
-        .map_err(ApiError::from);
-    assert!(matches!(
-        dup,
-        Err(ApiError::Exception {
-            status: 400,
-            name: "RunnerScaleSetExistsException",
-            ..
+    assert_eq!(
+        s.create_scale_set(&org(), named("linux"), t(0)),
+        Err(StateError::ScaleSetExists {
+            name: "linux".into()
         })
-    ));
+    );
     let other_group = ScaleSetInput {
         group_id: gpu,
         ..named("linux")
@@ -88,28 +90,20 @@ fn one_session_per_scale_set_and_owner_named_when_configured() {
     let (mut s, _) = world();
     let id = scale_set(&mut s, "a");
     assert!(s.create_session(&org(), id, "first", t(0), false).is_ok());
-    let Err(ApiError::Exception {
-        status,
-        name,
-        message,
-    }) = s
-        .create_session(&org(), id, "second", t(0), true)
-        .map_err(ApiError::from)
-    else {
-        panic!("expected a conflict");
-    };
     assert_eq!(
-        (status, name),
-        (409, "RunnerScaleSetSessionConflictException")
+        s.create_session(&org(), id, "second", t(0), true).err(),
+        Some(StateError::SessionConflict {
+            scale_set: "a".into(),
+            owner: Some("first".into()),
+        })
     );
-    assert!(message.contains("for owner first"), "{message}");
-    let Err(ApiError::Exception { message, .. }) = s
-        .create_session(&org(), id, "x", t(0), false)
-        .map_err(ApiError::from)
-    else {
-        panic!("expected a conflict");
-    };
-    assert!(!message.contains("first"), "{message}");
+    assert_eq!(
+        s.create_session(&org(), id, "x", t(0), false).err(),
+        Some(StateError::SessionConflict {
+            scale_set: "a".into(),
+            owner: None,
+        })
+    );
 }
 
 #[test]
@@ -119,7 +113,7 @@ fn unacknowledged_messages_are_redelivered_and_acknowledged_ones_never() {
     enqueue(&mut s, &c, id, 1, t(0));
     let first = s.poll(id, 0, Some(10), c.assignment, t(1));
     let first = first.expect("a message");
-    assert_eq!(kinds(&first), vec!["JobAssigned"]);
+    assert_eq!(kinds(&first), vec!["Assigned"]);
     // A new session polling from 0 gets the same message again.
     let again = s
         .poll(id, 0, Some(10), c.assignment, t(2))
@@ -139,7 +133,7 @@ fn capacity_gates_releases_one_job_per_unit() {
     assert!(s.poll(id, 0, Some(0), c.assignment, t(1)).is_none());
     assert_eq!(s.statistics(id).total_assigned_jobs, 0);
     let one = s.poll(id, 0, Some(1), c.assignment, t(1)).expect("one job");
-    assert_eq!(kinds(&one), vec!["JobAssigned"]);
+    assert_eq!(kinds(&one), vec!["Assigned"]);
     s.ack(id, one.id);
     assert!(s.poll(id, one.id, Some(1), c.assignment, t(1)).is_none());
     let two = s
@@ -158,12 +152,12 @@ fn acquire_mode_offers_then_assigns_acquired_jobs() {
         .enqueue(id, &JobSpec::count(2), mode, t(0))
         .unwrap_or_default();
     let offer = s.poll(id, 0, None, mode, t(1)).expect("offer");
-    assert_eq!(kinds(&offer), vec!["JobAvailable", "JobAvailable"]);
+    assert_eq!(kinds(&offer), vec!["Available", "Available"]);
     assert_eq!(s.statistics(id).total_available_jobs, 2);
     assert_eq!(s.acquire(id, &[ids[0], 999]), vec![ids[0]]);
     assert_eq!(s.statistics(id).total_acquired_jobs, 1);
     let assigned = s.poll(id, offer.id, None, mode, t(2)).expect("assigned");
-    assert_eq!(kinds(&assigned), vec!["JobAssigned"]);
+    assert_eq!(kinds(&assigned), vec!["Assigned"]);
     let stats = s.statistics(id);
     assert_eq!(
         (stats.total_available_jobs, stats.total_assigned_jobs),
@@ -183,19 +177,19 @@ fn unattended_assignments_are_cancelled_and_requeued() {
     let m2 = s
         .poll(id, m1.id, Some(0), c.assignment, t(61))
         .expect("cancel");
-    assert_eq!(kinds(&m2), vec!["JobCompleted"]);
+    assert_eq!(kinds(&m2), vec!["Completed"]);
     assert!(m2.events.iter().any(
         |e| matches!(e, JobEvent::Completed { result, runner: None, .. } if result == "canceled")
     ));
     let m3 = s
         .poll(id, m2.id, None, c.assignment, t(62))
         .expect("reassigned");
-    assert_eq!(kinds(&m3), vec!["JobAssigned"]);
+    assert_eq!(kinds(&m3), vec!["Assigned"]);
     s.process(&c, t(200));
     let m4 = s
         .poll(id, m3.id, None, c.assignment, t(200))
         .expect("final cancel");
-    assert_eq!(kinds(&m4), vec!["JobCompleted"]);
+    assert_eq!(kinds(&m4), vec!["Completed"]);
     assert!(s.poll(id, m4.id, None, c.assignment, t(300)).is_none());
 }
 
@@ -223,13 +217,10 @@ fn a_simulated_runner_takes_one_job_reports_it_and_deregisters() {
     s.process(&c, t(1));
     let stats = s.statistics(id);
     assert_eq!((stats.total_running_jobs, stats.total_busy_runners), (1, 1));
-    assert!(matches!(
-        s.remove_agent(&org(), agent.id).map_err(ApiError::from),
-        Err(ApiError::Exception {
-            name: "JobStillRunningException",
-            ..
-        })
-    ));
+    assert_eq!(
+        s.remove_agent(&org(), agent.id),
+        Err(StateError::JobStillRunning(agent.id))
+    );
     // It runs for the configured time (started at 1 s, 10 s of work): still busy at 10 s.
     s.process(&c, t(10));
     let stats = s.statistics(id);
@@ -238,7 +229,7 @@ fn a_simulated_runner_takes_one_job_reports_it_and_deregisters() {
     let m2 = s
         .poll(id, m1.id, None, c.assignment, t(11))
         .expect("started+completed");
-    assert_eq!(kinds(&m2), vec!["JobStarted", "JobCompleted"]);
+    assert_eq!(kinds(&m2), vec!["Started", "Completed"]);
     assert!(m2.events.iter().all(|e| matches!(
         e,
         JobEvent::Started { runner: (_, name), .. }
@@ -280,21 +271,21 @@ fn job_started_goes_out_with_the_next_batch_or_once_its_delay_has_passed() {
     let started = s
         .poll(alone, cursor, None, c.assignment, t(51))
         .expect("due");
-    assert_eq!(kinds(&started), vec!["JobStarted"]);
+    assert_eq!(kinds(&started), vec!["Started"]);
     // With the next batch: another job event makes a message, and it rides along, first.
     let (batched, cursor) = started_job(&mut s, &c, "batched");
     enqueue(&mut s, &c, batched, 1, t(2));
     let both = s
         .poll(batched, cursor, None, c.assignment, t(2))
         .expect("a batch");
-    assert_eq!(kinds(&both), vec!["JobStarted", "JobAssigned"]);
+    assert_eq!(kinds(&both), vec!["Started", "Assigned"]);
     // Immediate mode: out with the very next poll.
     c.job_started_delay = Duration::ZERO;
     let (fast, cursor) = started_job(&mut s, &c, "fast");
     let started = s
         .poll(fast, cursor, None, c.assignment, t(1))
         .expect("immediate");
-    assert_eq!(kinds(&started), vec!["JobStarted"]);
+    assert_eq!(kinds(&started), vec!["Started"]);
 }
 
 #[test]
@@ -302,15 +293,10 @@ fn agent_names_are_unique_per_scope() {
     let (mut s, _) = world();
     let id = scale_set(&mut s, "a");
     assert!(s.register_agent(&org(), id, "r1", t(0)).is_ok());
-    assert!(matches!(
-        s.register_agent(&org(), id, "R1", t(0))
-            .map_err(ApiError::from),
-        Err(ApiError::Exception {
-            status: 409,
-            name: "AgentExistsException",
-            ..
-        })
-    ));
+    assert_eq!(
+        s.register_agent(&org(), id, "R1", t(0)).err(),
+        Some(StateError::AgentExists { name: "R1".into() })
+    );
 }
 
 #[test]
@@ -343,11 +329,12 @@ fn a_huge_enqueue_is_refused_instead_of_exhausting_memory() {
     let (mut s, c) = world();
     let id = scale_set(&mut s, "a");
     let too_many = JobSpec::count(super::MAX_JOBS_PER_ENQUEUE + 1);
-    assert!(matches!(
-        s.enqueue(id, &too_many, c.assignment, t(0))
-            .map_err(ApiError::from),
-        Err(ApiError::Control { status: 400, .. })
-    ));
+    assert_eq!(
+        s.enqueue(id, &too_many, c.assignment, t(0)),
+        Err(StateError::TooManyJobs {
+            count: super::MAX_JOBS_PER_ENQUEUE + 1
+        })
+    );
     assert!(s.scale_sets.get(&id).is_some_and(|x| x.jobs.is_empty()));
     let most = JobSpec::count(super::MAX_JOBS_PER_ENQUEUE);
     assert_eq!(
