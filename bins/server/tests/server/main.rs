@@ -101,7 +101,17 @@ impl Server {
         )
         .unwrap();
         let status = self.child.wait().unwrap();
-        let rest: Vec<String> = self.lines.try_iter().collect();
+        // The reader thread may still be forwarding the last lines when `wait` returns: read
+        // until it sees end of file (the sender drops), bounded in case a child process
+        // inherited the pipe and holds it open.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut rest = Vec::new();
+        while let Ok(line) = self
+            .lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            rest.push(line);
+        }
         (status, rest.join("\n"))
     }
 }
