@@ -128,6 +128,13 @@ pub struct CreateSpec {
 /// The body of a PATCH (a repair, or a spec change of a known scale set): the full label list
 /// (which replaces GitHub's), `disableUpdate` and the runner group.
 ///
+/// The labels are the configuration's plus our owner label, never another controller's: the
+/// machine sends an `Update` only when no read of the run showed a foreign owner label (that
+/// refuses as [`Refusal::ForeignOwner`](crate::Refusal::ForeignOwner)), so a PATCH never
+/// removes a claim the run could see. Any other label is configuration: a known set is
+/// ours, and a found one is only patched with `repair`, so labels the configuration does not
+/// name are removed (they would route jobs the operator did not ask for to our runners).
+///
 /// The machine cannot know what the client puts on the wire: a client may omit
 /// `disableUpdate: false` (the official clients do), and GitHub ignores zero-value fields in
 /// a PATCH, so a repair from `true` to `false` may not take. The read-back after every repair

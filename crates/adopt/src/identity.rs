@@ -98,15 +98,19 @@ impl ControllerId {
         self.0.iter().map(|byte| format!("{byte:02x}")).collect()
     }
 
-    /// `ownerName` of every message session we open: `scaleset-<controller id>`. A session
-    /// conflict naming it is our own stale session (evidence of ownership).
+    /// `ownerName` of every message session our listeners open: `scaleset-<controller id>`.
+    /// Listeners only serve scale sets already ours (known, created or adopted), and the
+    /// adoption machine never opens a session under this name, so a session conflict naming
+    /// it is our own stale listener session (evidence of ownership).
     pub fn session_owner(&self) -> String {
         format!("scaleset-{self}")
     }
 
-    /// `ownerName` of ownership probes under policy `owned`: `scaleset-<controller id>-probe`.
-    /// A leaked probe must never read as our stale session, so it carries a name that is never
-    /// evidence.
+    /// `ownerName` of every session the adoption machine opens, i.e. every ownership probe
+    /// (policy `any`, and `owned` with the probe on): `scaleset-<controller id>-probe`. A probe
+    /// runs on a scale set not yet proven ours, so a probe session that leaks must never read
+    /// later as our own stale session: a conflict naming this name is never evidence. Under
+    /// policy `any` the probe's session is handed to the listener and keeps this name.
     pub fn probe_owner(&self) -> String {
         format!("scaleset-{self}-probe")
     }
@@ -205,12 +209,12 @@ impl Identity {
         self.controller_id
     }
 
-    /// `ownerName` of our message sessions; see [`ControllerId::session_owner`].
+    /// `ownerName` of our listeners' message sessions; see [`ControllerId::session_owner`].
     pub fn session_owner(&self) -> String {
         self.controller_id.session_owner()
     }
 
-    /// `ownerName` of ownership probes; see [`ControllerId::probe_owner`].
+    /// `ownerName` of every ownership probe; see [`ControllerId::probe_owner`].
     pub fn probe_owner(&self) -> String {
         self.controller_id.probe_owner()
     }

@@ -19,10 +19,12 @@ pub struct Input {
     /// (`false`). A scale set known by its stored id is always patched to the configuration.
     pub repair: bool,
     /// Under [`Policy::Owned`], open a probe session when nothing else proves a found scale set
-    /// ours (off by default). Only a session conflict naming our session owner is evidence,
-    /// and today's GitHub names no owner in that conflict, so the probe mostly opens a session
-    /// on a scale set not proven ours. Policy `any` always probes: it must see a foreign
-    /// listener before adopting. Absent in serialised input: off.
+    /// ours (off by default). Only a session conflict naming our session owner (a listener's)
+    /// is evidence, and today's GitHub names no owner in that conflict, so the probe mostly
+    /// opens a session on a scale set not proven ours. Policy `any` always probes: it must see
+    /// a foreign listener before adopting. Every probe runs under
+    /// [`Identity::probe_owner`](crate::Identity::probe_owner), which is never evidence.
+    /// Absent in serialised input: off.
     #[cfg_attr(feature = "serde", serde(default))]
     pub probe: bool,
     /// Who we are on GitHub.

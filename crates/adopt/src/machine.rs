@@ -249,18 +249,21 @@ impl Machine {
                 let reason = self.known_id_conflict(id, set.to_ref());
                 self.refuse(reason)
             }
-            // The group cannot be confirmed from this read: the group-scoped name lookup
-            // confirms it by listing the stored id.
-            Fact::ScaleSet(set) if set.runner_group_id.is_none() => {
-                self.list_by_name(Stored::Unconfirmed(set), false)
-            }
-            Fact::ScaleSet(set) => self.judge(
-                set,
-                Basis {
+            Fact::ScaleSet(set) => {
+                if let Some(refusal) = self.foreign_owner(&set) {
+                    return self.refuse(refusal);
+                }
+                // The group cannot be confirmed from this read: the group-scoped name lookup
+                // confirms it by listing the stored id.
+                if set.runner_group_id.is_none() {
+                    return self.list_by_name(Stored::Unconfirmed(set), false);
+                }
+                let basis = Basis {
                     stored: true,
                     reset_cursor: false,
-                },
-            ),
+                };
+                self.judge(set, basis)
+            }
             // Gone, unless the lookup still lists it (a 404 alone is no proof).
             Fact::NotFound => self.list_by_name(Stored::Missing(id), false),
             other => self.fail_or_retry(CommandKind::GetById, other, None),
@@ -312,10 +315,22 @@ impl Machine {
 
     /// Rule 3: the single match of a lookup, against what the stored id showed.
     fn on_match(&mut self, stored: Stored, item: ScaleSet) -> Step {
+        if let Stored::Unconfirmed(read) = &stored
+            && read.id != item.id
+        {
+            let reason = self.known_id_conflict(read.id, item.to_ref());
+            return self.refuse(reason);
+        }
+        // Evidence against on this read refuses, whatever the other reads of the run showed:
+        // the item may carry an owner label that the read by id did not, or that a re-read
+        // would no longer show.
+        if let Some(refusal) = self.foreign_owner(&item) {
+            return self.refuse(refusal);
+        }
         let basis = match stored {
             // The lookup lists the stored id: the by-id read is the full record, confirmed
             // in the group; it is not read again.
-            Stored::Unconfirmed(read) if read.id == item.id => {
+            Stored::Unconfirmed(read) => {
                 return self.judge(
                     read,
                     Basis {
@@ -323,10 +338,6 @@ impl Machine {
                         reset_cursor: false,
                     },
                 );
-            }
-            Stored::Unconfirmed(read) => {
-                let reason = self.known_id_conflict(read.id, item.to_ref());
-                return self.refuse(reason);
             }
             // The by-id 404 is contradicted by the lookup: still ours by the stored id.
             Stored::Missing(id) if id == item.id => Basis {
@@ -361,7 +372,10 @@ impl Machine {
                 };
                 self.refuse(reason)
             }
-            Fact::ScaleSet(set) => self.judge(set, basis),
+            Fact::ScaleSet(set) => match self.foreign_owner(&set) {
+                Some(refusal) => self.refuse(refusal),
+                None => self.judge(set, basis),
+            },
             Fact::NotFound => self.retry(RetryReason::ChangedWhileReading { id }, None),
             other => self.fail_or_retry(CommandKind::GetById, other, None),
         }
@@ -397,11 +411,9 @@ impl Machine {
         }
     }
 
-    /// Rule 3: the decision on one confirmed match.
+    /// Rule 3: the decision on one confirmed match. Every read that led here was checked for
+    /// evidence against (another controller's owner label) as it arrived.
     fn judge(&mut self, set: ScaleSet, basis: Basis) -> Step {
-        if let Some(refusal) = self.foreign_owner(&set) {
-            return self.refuse(refusal);
-        }
         let identity = &self.input.identity;
         let mut evidence = Vec::new();
         if basis.stored {
@@ -430,15 +442,19 @@ impl Machine {
                 held: None,
             });
         }
-        let owner = match policy {
-            Policy::Any => identity.session_owner(),
-            Policy::Owned if self.input.probe => identity.probe_owner(),
+        // Every probe runs under the probe owner, never our session owner: the set is not
+        // proven ours, so a probe session that leaks (its close fails) must never answer a
+        // later probe as our own stale session.
+        match policy {
+            Policy::Any => {}
+            Policy::Owned if self.input.probe => {}
             Policy::Owned | Policy::Never => {
                 return self.refuse(Refusal::OwnershipUnproven {
                     scale_set: set.to_ref(),
                 });
             }
-        };
+        }
+        let owner = identity.probe_owner();
         // Drift is decided before probing: a refusal needs no session.
         if let Some(reason) = self.drift_refusal(&set) {
             return self.refuse(reason);

@@ -22,8 +22,9 @@ pub enum Outcome {
         provenance: Provenance,
         /// Ownership evidence seen (empty only for an adoption under policy `any`).
         evidence: Vec<Evidence>,
-        /// Under policy `any`, the session the ownership probe opened, handed over to the
-        /// caller (the driver kept the full session with its token) so no call is wasted.
+        /// Under policy `any`, the session the ownership probe opened (under the probe owner),
+        /// handed over to the caller (the driver kept the full session with its token) so no
+        /// call is wasted.
         session: Option<SessionId>,
         /// The stored id was gone on GitHub (dormancy): discard the stored message cursor.
         reset_cursor: bool,
@@ -184,7 +185,8 @@ pub enum Evidence {
     StoredId,
     /// It carries our owner label.
     OwnerLabel,
-    /// A session conflict named our session owner (our own stale session).
+    /// A session conflict named our session owner (our own stale listener session; never
+    /// the probe owner).
     OwnSession,
 }
 

@@ -211,13 +211,9 @@ impl Scenario {
         self.then(Command::Create(spec), fact)
     }
     fn probe(self, id: u64, fact: Fact) -> Self {
-        let owner = match self.input.policy {
-            Policy::Any => identity().session_owner(),
-            _ => identity().probe_owner(),
-        };
         let command = Command::OpenSession {
             id: ScaleSetId(id),
-            owner,
+            owner: identity().probe_owner(),
         };
         self.then(command, fact)
     }
@@ -646,6 +642,74 @@ fn a_known_set_read_without_its_group_is_confirmed_by_the_lookup_without_a_secon
     assert_eq!(ready(&outcome), known_ours(7));
 }
 
+/// Issue 29 item 1: the read by stored id omits the group and shows no owner label; the
+/// group-scoped lookup that confirms it shows another controller's owner label. Evidence
+/// against on any read of the run refuses under every policy, and no PATCH is sent (it would
+/// replace GitHub's labels and wipe the other controller's claim).
+#[test]
+fn evidence_against_on_the_confirming_lookup_refuses_without_a_patch() {
+    for policy in [Policy::Never, Policy::Owned, Policy::Any] {
+        for disable_update in [true, false] {
+            let read = bare(5)
+                .labelled(&["ci", "linux"])
+                .no_group()
+                .updates(disable_update);
+            let listed = bare(5).labelled(&["ci", "linux", FOREIGN_LABEL]);
+            let outcome = ensure()
+                .policy(policy)
+                .desired(|d| d.labels = vec!["linux".into()])
+                .known(5)
+                .read_set(read)
+                .lookup(vec![listed.clone()])
+                .outcome();
+            assert_eq!(
+                refusal(outcome),
+                Refusal::ForeignOwner {
+                    scale_set: listed.to_ref(),
+                    labels: vec![FOREIGN_LABEL.into()]
+                },
+                "{policy:?}, disableUpdate {disable_update}"
+            );
+        }
+    }
+}
+
+/// A read by stored id that omits the group but shows a foreign owner label is refused at
+/// once: no lookup is needed to refuse.
+#[test]
+fn a_known_set_read_without_its_group_with_a_foreign_owner_label_is_refused_at_once() {
+    let read = theirs(7).no_group();
+    let outcome = ensure().known(7).read_set(read.clone()).outcome();
+    assert_eq!(
+        refusal(outcome),
+        Refusal::ForeignOwner {
+            scale_set: read.to_ref(),
+            labels: vec![FOREIGN_LABEL.into()]
+        }
+    );
+}
+
+/// A list item without its group shows a foreign owner label: refused on that read, before
+/// the re-read by id (which might no longer show it).
+#[test]
+fn evidence_against_on_an_incomplete_list_item_refuses_without_the_re_read() {
+    for policy in [Policy::Never, Policy::Owned, Policy::Any] {
+        let listed = theirs(4).no_group();
+        let outcome = ensure()
+            .policy(policy)
+            .lookup(vec![listed.clone()])
+            .outcome();
+        assert_eq!(
+            refusal(outcome),
+            Refusal::ForeignOwner {
+                scale_set: listed.to_ref(),
+                labels: vec![FOREIGN_LABEL.into()]
+            },
+            "{policy:?}"
+        );
+    }
+}
+
 #[test]
 fn a_known_set_whose_lookup_shows_another_id_is_a_conflict() {
     let reason = refusal(unconfirmed().lookup(vec![ours(42)]).outcome());
@@ -897,6 +961,82 @@ fn an_unnamed_holder_or_our_leaked_probe_is_waited_for_never_evidence() {
             }
         );
     }
+}
+
+/// Drives a fresh machine for `input`, answering each command with `answer`, and returns
+/// the commands it issued and its outcome.
+fn drive(input: Input, mut answer: impl FnMut(&Command) -> Fact) -> (Vec<Command>, Outcome) {
+    let mut machine = Machine::new(input);
+    let mut step = machine.start();
+    let mut commands = Vec::new();
+    loop {
+        match step {
+            Step::Do(command) => {
+                let fact = answer(&command);
+                commands.push(command);
+                step = machine.next(fact).expect("answers fit");
+            }
+            Step::Done(outcome) => return (commands, outcome),
+        }
+    }
+}
+
+/// Issue 29 item 2. Run 1 (`any`, repair on): the probe opens a session on a set not proven
+/// ours, the PATCH fails and so does every close, so the session leaks. Run 2 (`owned`,
+/// repair, probe on): the probe's conflict names run 1's leaked session's owner. A session
+/// opened on a set not yet proven ours carries the probe owner, which is never evidence.
+#[test]
+fn a_probe_session_leaked_under_any_never_reads_later_as_our_own() {
+    let found = bare(6).labelled(&["ci", "gpu"]);
+    let mut probe_owner = None;
+    let (commands, outcome) =
+        drive(
+            ensure().policy(Policy::Any).repair().input,
+            |command| match command {
+                Command::ListByName { .. } => Fact::ScaleSets(vec![found.clone()]),
+                Command::OpenSession { owner, .. } => {
+                    probe_owner = Some(owner.clone());
+                    opened("s-6")
+                }
+                _ => transient(),
+            },
+        );
+    let kinds: Vec<CommandKind> = commands.iter().map(Command::kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            CommandKind::ListByName,
+            CommandKind::OpenSession,
+            CommandKind::Update,
+            CommandKind::CloseSession,
+            CommandKind::CloseSession,
+            CommandKind::CloseSession
+        ]
+    );
+    assert_eq!(
+        retry_reason(outcome),
+        RetryReason::SessionNotClosed {
+            id: ScaleSetId(6),
+            session: SessionId("s-6".into())
+        }
+    );
+    let leaked = probe_owner.expect("run 1 probed");
+
+    let outcome = ensure()
+        .repair()
+        .probing()
+        .lookup(vec![found.clone()])
+        .probe(6, conflict(Some(&leaked)))
+        .outcome();
+    assert_eq!(
+        retry_reason(outcome),
+        RetryReason::SessionHeld {
+            scale_set: found.to_ref(),
+            owner: Some(leaked.clone())
+        }
+    );
+    assert_eq!(leaked, identity().probe_owner());
+    assert_ne!(leaked, identity().session_owner());
 }
 
 #[test]

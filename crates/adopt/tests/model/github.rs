@@ -2,7 +2,8 @@
 //! name, group, labels, `disableUpdate`), one session per scale set with its owner, response
 //! quirks (omitted `runnerGroupId`, thin list items, a name filter that is case-insensitive or
 //! ignored, 409s without owner text, GHES dropping custom labels), injected transient failures
-//! before or after the effect, and a competitor acting between any two steps.
+//! before or after the effect, and a competitor acting between any two steps (creating,
+//! deleting, holding sessions, and another controller adding or removing its owner label).
 
 use std::collections::BTreeMap;
 
@@ -36,6 +37,9 @@ pub(crate) struct Record {
 pub(crate) struct Session {
     pub(crate) id: String,
     pub(crate) owner: String,
+    /// Opened by the machine's `OpenSession` (an ownership probe), on a set not yet proven
+    /// ours; never by one of our listeners.
+    pub(crate) by_probe: bool,
 }
 
 /// How the `name` query filter behaves.
@@ -96,6 +100,10 @@ pub(crate) enum Competitor {
     HoldSession { name: &'static str },
     /// Ends every session it holds.
     Release,
+    /// Another controller adds its owner label to every scale set named `name`.
+    Claim { name: &'static str },
+    /// Another controller removes its owner label from every scale set named `name`.
+    Unclaim { name: &'static str },
 }
 
 pub(crate) const COMPETITOR_OWNER: &str = "arc-listener-7f9c";
@@ -130,7 +138,7 @@ impl GitHub {
         id
     }
 
-    pub(crate) fn open(&mut self, id: u64, owner: &str) -> String {
+    pub(crate) fn open(&mut self, id: u64, owner: &str, by_probe: bool) -> String {
         let session = format!("session-{}", self.next_session);
         self.next_session += 1;
         self.sessions.insert(
@@ -138,9 +146,17 @@ impl GitHub {
             Session {
                 id: session.clone(),
                 owner: owner.to_owned(),
+                by_probe,
             },
         );
         session
+    }
+
+    /// The foreign owner label on scale set `id`, if it carries one.
+    pub(crate) fn claimed(&self, id: u64) -> bool {
+        self.sets
+            .get(&id)
+            .is_some_and(|r| r.labels.iter().any(|l| l == FOREIGN_LABEL))
     }
 
     pub(crate) fn compete(&mut self, action: Competitor) {
@@ -190,10 +206,22 @@ impl GitHub {
                     .map(|(id, _)| *id)
                     .collect();
                 for id in free {
-                    self.open(id, COMPETITOR_OWNER);
+                    self.open(id, COMPETITOR_OWNER, false);
                 }
             }
             Competitor::Release => self.sessions.retain(|_, s| s.owner != COMPETITOR_OWNER),
+            Competitor::Claim { name } => {
+                for record in self.sets.values_mut().filter(|r| r.name == name) {
+                    if !record.labels.iter().any(|l| l == FOREIGN_LABEL) {
+                        record.labels.push(FOREIGN_LABEL.to_owned());
+                    }
+                }
+            }
+            Competitor::Unclaim { name } => {
+                for record in self.sets.values_mut().filter(|r| r.name == name) {
+                    record.labels.retain(|l| l != FOREIGN_LABEL);
+                }
+            }
         }
     }
 
@@ -261,7 +289,7 @@ impl GitHub {
                     let owner = self.quirks.conflict_names_owner.then(|| held.owner.clone());
                     return Fact::Conflict { owner };
                 }
-                Fact::Opened(SessionId(self.open(id.0, owner)))
+                Fact::Opened(SessionId(self.open(id.0, owner, true)))
             }
             Command::CloseSession { id, session } => match self.sessions.get(&id.0) {
                 Some(held) if held.id == session.0 => {

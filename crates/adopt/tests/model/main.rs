@@ -1,5 +1,5 @@
 //! Property tests: the adoption machine driven against a reference model of GitHub with a
-//! competitor acting between any two steps, checking the invariants of issue #4 over
+//! competitor acting between any two steps, checking the invariants of issues #4 and #29 over
 //! thousands of generated scenarios. Shrunk failures are kept in
 //! `crates/adopt/proptest-regressions/model.txt`.
 
@@ -16,8 +16,9 @@ use github::{
     COMPETITOR_OWNER, Competitor, Creator, FOREIGN_LABEL, Fault, GitHub, NameFilter, Quirks, Record,
 };
 use scaleset_adopt::{
-    Command, ControllerId, Desired, Fact, Failure, Identity, Input, MAX_COMMANDS, Machine, Outcome,
-    Policy, Provenance, RetryBounds, RetryReason, RunnerGroupId, ScaleSetId, Step,
+    Command, ControllerId, Desired, Evidence, Fact, Failure, Identity, Input, MAX_COMMANDS,
+    Machine, Outcome, Policy, Provenance, RetryBounds, RetryReason, RunnerGroupId, ScaleSetId,
+    Step,
 };
 
 const CONTROLLER: &str = "0123abcd-4567-89ef-0123-456789abcdef";
@@ -70,6 +71,8 @@ struct Scenario {
     schedule: Vec<Event>,
     max_attempts: u32,
     follow_up: bool,
+    /// An earlier attempt under policy `any` leaked its probe session (issue 29 item 2).
+    leak: bool,
 }
 
 fn owner() -> impl Strategy<Value = Owner> {
@@ -137,6 +140,8 @@ fn competitor() -> impl Strategy<Value = Competitor> {
         1 => Just(Competitor::Delete { name: NAME }),
         1 => Just(Competitor::HoldSession { name: NAME }),
         1 => Just(Competitor::Release),
+        1 => Just(Competitor::Claim { name: NAME }),
+        1 => Just(Competitor::Unclaim { name: NAME }),
     ]
 }
 
@@ -158,6 +163,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
             any::<bool>(),
             prop::bool::weighted(0.85),
             any::<bool>(),
+            prop::bool::weighted(0.25),
         ),
         prop::collection::vec(initial(), 0..4),
         prop_oneof![2 => Just(Known::None), 2 => (0..4usize).prop_map(Known::Initial), 1 => Just(Known::Stale)],
@@ -167,7 +173,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         any::<bool>(),
     )
         .prop_map(
-            |((policy, repair, labels, disable_update, owner_label, probe), initial, known, quirks, schedule, max_attempts, follow_up)| {
+            |((policy, repair, labels, disable_update, owner_label, probe, leak), initial, known, quirks, schedule, max_attempts, follow_up)| {
                 Scenario {
                     policy,
                     repair,
@@ -181,6 +187,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                     schedule,
                     max_attempts,
                     follow_up,
+                    leak,
                 }
             },
         )
@@ -200,7 +207,7 @@ fn identity(scenario: &Scenario) -> Identity {
 }
 
 /// Builds the initial world and the first input.
-fn setup(scenario: &Scenario) -> (GitHub, Input) {
+fn setup(scenario: &Scenario) -> Result<(GitHub, Input), TestCaseError> {
     let identity = identity(scenario);
     let mut github = GitHub::new(scenario.quirks.clone());
     let our_label = controller().owner_label();
@@ -236,7 +243,7 @@ fn setup(scenario: &Scenario) -> (GitHub, Input) {
             ours,
         });
         if let Some(owner) = session {
-            github.open(id, &owner);
+            github.open(id, &owner, false);
         }
         ids.push(id);
     }
@@ -265,7 +272,42 @@ fn setup(scenario: &Scenario) -> (GitHub, Input) {
             max_delay: Duration::from_millis(8),
         },
     };
-    (github, input)
+    if scenario.leak {
+        leak_a_probe(&mut github, &input)?;
+    }
+    Ok((github, input))
+}
+
+/// Issue 29 item 2's first run: an earlier attempt under policy `any` with repair whose PATCH
+/// and every close fail, so a probe session it opened on a set not proven ours stays open
+/// (the driver's extra delete failed too). Had it ended ready, its listener took the handed
+/// session, and has since stopped cleanly.
+fn leak_a_probe(github: &mut GitHub, input: &Input) -> Result<(), TestCaseError> {
+    let mut earlier = input.clone();
+    earlier.known_id = None;
+    earlier.policy = Policy::Any;
+    earlier.repair = true;
+    let mut machine = Machine::new(earlier);
+    let mut step = machine.start();
+    while let Step::Do(command) = &step {
+        let fault = match command {
+            Command::Update { .. } | Command::CloseSession { .. } => Fault::TransientBefore,
+            _ => Fault::None,
+        };
+        let fact = github.execute(command, fault);
+        step = machine
+            .next(fact)
+            .map_err(|e| TestCaseError::fail(format!("machine error: {e}")))?;
+    }
+    if let Step::Done(Outcome::Ready { id, session, .. }) = step {
+        if let Some(session) = session {
+            github.sessions.retain(|_, held| held.id != session.0);
+        }
+        if let Some(record) = github.sets.get_mut(&id.0) {
+            record.ours = true;
+        }
+    }
+    Ok(())
 }
 
 /// What one run saw, for the invariants.
@@ -287,6 +329,11 @@ struct Trace {
     stored: Option<ScaleSetId>,
     /// GitHub answered 404 to the first read, of the stored id.
     stored_gone: bool,
+    /// Ids whose session conflict was with a session our own probe opened.
+    probe_conflict: BTreeSet<u64>,
+    /// Ids the competitor gave a foreign owner label after this run last read their labels:
+    /// a claim no read of the run could see.
+    claimed_unseen: BTreeSet<u64>,
 }
 
 impl Trace {
@@ -295,6 +342,10 @@ impl Trace {
         let previous = self.last_view.get(&set.id.0).and_then(|(_, group)| *group);
         let group = set.runner_group_id.map(|g| g.0).or(queried).or(previous);
         self.last_view.insert(set.id.0, (set.name.clone(), group));
+        // A thin list item shows no labels at all: it says nothing about a claim.
+        if !set.labels.is_empty() {
+            self.claimed_unseen.remove(&set.id.0);
+        }
         if set.labels.iter().any(|l| identity.is_our_owner_label(l)) {
             self.our_label.insert(set.id.0);
         }
@@ -382,7 +433,16 @@ fn run(
                 );
                 let event = schedule.get(*clock).copied().unwrap_or_default();
                 *clock += 1;
+                let unclaimed: Vec<u64> = github
+                    .sets
+                    .keys()
+                    .copied()
+                    .filter(|id| !github.claimed(*id))
+                    .collect();
                 github.compete(event.competitor);
+                trace
+                    .claimed_unseen
+                    .extend(unclaimed.into_iter().filter(|id| github.claimed(*id)));
                 if let Command::Create(_) = command {
                     trace.creates += 1;
                     prop_assert!(trace.creates <= 1, "two creates in one attempt");
@@ -391,7 +451,44 @@ fn run(
                         "create although the last read showed the desired set"
                     );
                 }
+                // Issue 29 item 1: a PATCH replaces GitHub's labels, so none is sent once any
+                // read of the run showed another controller's owner label, and none removes
+                // one, except a claim placed after the run's last read of the set (GitHub's
+                // PATCH has no precondition: no read could have seen it).
+                let claimed_before = match &command {
+                    Command::Update { id, .. } => {
+                        prop_assert!(
+                            !trace.foreign_label.contains(&id.0),
+                            "an Update of {} after a read showed a foreign owner label",
+                            id
+                        );
+                        github.claimed(id.0)
+                    }
+                    _ => false,
+                };
+                // Issue 29 item 2: whether the session a probe meets is one our own probe
+                // opened, whatever owner name it carries.
+                let held_by_probe = match &command {
+                    Command::OpenSession { id, .. } => {
+                        github.sessions.get(&id.0).is_some_and(|held| held.by_probe)
+                    }
+                    _ => false,
+                };
                 let fact = github.execute(&command, event.fault);
+                if let Command::Update { id, .. } = &command {
+                    prop_assert!(
+                        !claimed_before
+                            || github.claimed(id.0)
+                            || trace.claimed_unseen.contains(&id.0),
+                        "an Update of {} removed a foreign owner label",
+                        id
+                    );
+                }
+                if let (Command::OpenSession { id, .. }, Fact::Conflict { .. }) = (&command, &fact)
+                    && held_by_probe
+                {
+                    trace.probe_conflict.insert(id.0);
+                }
                 trace.observe(&command, &fact, &input.identity);
                 step = machine
                     .next(fact)
@@ -426,6 +523,7 @@ fn check(
                 .ok_or_else(|| TestCaseError::fail("ready for an id never read"))?;
             prop_assert_eq!(name, NAME, "ready: last read had another name");
             prop_assert_eq!(group, Some(GROUP), "ready: last read had another group");
+            // Evidence against on any read of the run, not only the last one (issue 29 item 1).
             prop_assert!(
                 !trace.foreign_label.contains(&id.0),
                 "ready despite a foreign owner label"
@@ -434,7 +532,17 @@ fn check(
                 !trace.foreign_session.contains(&id.0),
                 "ready despite a foreign session"
             );
-            if let Some(record) = github.sets.get(&id.0) {
+            // A session only our probe ever opened (on a set not yet proven ours) is never
+            // evidence, even when an earlier attempt leaked it (issue 29 item 2).
+            prop_assert!(
+                !(evidence.contains(&Evidence::OwnSession) && trace.probe_conflict.contains(&id.0)),
+                "a conflict with a session only our probe opened counted as evidence"
+            );
+            if let Some(record) = github
+                .sets
+                .get(&id.0)
+                .filter(|_| !trace.claimed_unseen.contains(&id.0))
+            {
                 let identity = &input.identity;
                 prop_assert!(
                     !record
@@ -552,7 +660,7 @@ fn check(
 /// Runs a scenario: attempts until an outcome other than `Retry`, then optionally a
 /// follow-up run from the stored id (the worker after the API). Returns every outcome.
 fn play(scenario: &Scenario) -> Result<Vec<Outcome>, TestCaseError> {
-    let (mut github, mut input) = setup(scenario);
+    let (mut github, mut input) = setup(scenario)?;
     let mut clock = 0;
     let mut outcomes = Vec::new();
     let mut followed = false;
