@@ -22,7 +22,9 @@ use scaleset_github::{
     Client, ClientConfig, ConfigUrl, Credentials, Label, RetryPolicy, RunnerScaleSetPatch,
     ScaleSetId as GitHubScaleSetId,
 };
-use scaleset_sim::{Burst, ForeignScaleSet, NestedStyle, RaceCreate, ScaleSetInfo, SimConfig};
+use scaleset_sim::{
+    Burst, ForeignScaleSet, NestedStyle, RaceCreate, RateLimit, ScaleSetInfo, SimConfig,
+};
 
 /// Our controller.
 const OURS: &str = "3f2a9c1e-77b0-4d4e-9a55-0123456789ab";
@@ -519,11 +521,13 @@ async fn a_foreign_scale_set_without_a_session_is_adopted_only_under_any() -> Re
     assert_eq!(ready.permit, None);
     let session = run.session.as_ref().context("the session is handed over")?;
     assert_eq!(ready.session, Some(SessionId(session.session_id.clone())));
-    assert_eq!(session.owner_name, identity.session_owner());
+    // Opened on a set not yet proven ours, the probe carries the probe owner, also once
+    // handed over: our session owner is only ever used on sets already ours.
+    assert_eq!(session.owner_name, identity.probe_owner());
     let set = only_one(&github)?;
     assert_eq!(
         set.session.map(|s| s.owner_name),
-        Some(identity.session_owner()),
+        Some(identity.probe_owner()),
         "the listener holds it now"
     );
     assert_eq!(
@@ -1024,6 +1028,58 @@ async fn a_leaked_probe_session_is_reported_and_never_counts_as_evidence() -> Re
     assert!(matches!(refusal(&run)?, Refusal::OwnershipUnproven { .. }));
     assert!(only_one(&github)?.session.is_none());
     assert_eq!(github.sim.request_count("create_scale_set"), 0);
+    Ok(github.stop().await?)
+}
+
+/// Issue 29 item 2, both runs through the real driver. Run 1 (`any`, repair on): the probe
+/// opens a session on a drifted set never ours, the PATCH fails, every close fails and so does
+/// the driver's extra delete. Run 2 (`owned`, repair, probe on): the probe meets run 1's leak,
+/// and GitHub names its owner. The leak carries the probe owner, so it is waited for
+/// (`SessionHeld`), never taken as our own stale session.
+#[tokio::test]
+async fn a_probe_leaked_under_any_is_never_evidence_for_owned() -> Result<()> {
+    let (github, client) = start(naming_owners()).await?;
+    let foreign = rivals(&github)?;
+    github.sim.evict_session(foreign.scale_set_id)?;
+    let identity = identity(OURS);
+    // Five client attempts on the PATCH; three closes and the driver's delete, five each.
+    github.sim.update_faults(|f| {
+        f.server_errors = Some(Burst::new(5, 503).on("update_scale_set"));
+        f.rate_limit = Some(RateLimit::new(20, 0).on("delete_session"));
+    });
+    let mut any = input(OURS, None, Policy::Any);
+    any.repair = true;
+    let run = run_once(&client, any).await?;
+    let RetryReason::SessionNotClosed { session, .. } = retry_reason(&run)? else {
+        bail!("expected SessionNotClosed, got {:?}", run.outcome);
+    };
+    assert_eq!(
+        kinds(&run),
+        [
+            ListByName,
+            OpenSession,
+            Update,
+            CloseSession,
+            CloseSession,
+            CloseSession
+        ]
+    );
+    assert!(run.deleted_leaks.is_empty(), "the driver's delete failed");
+    let set = only_one(&github)?;
+    let leaked = set.session.context("the probe is still open")?;
+    assert_eq!(leaked.session_id, session.0);
+    assert_eq!(leaked.owner_name, identity.probe_owner());
+    assert_eq!(set.labels, [NAME], "the PATCH never took");
+
+    let run = run_once(&client, probing(OURS, Policy::Owned)).await?;
+    let RetryReason::SessionHeld { owner, .. } = retry_reason(&run)? else {
+        bail!("expected SessionHeld, got {:?}", run.outcome);
+    };
+    assert_eq!(owner.as_deref(), Some(identity.probe_owner().as_str()));
+    assert_eq!(kinds(&run), [ListByName, OpenSession]);
+    let set = only_one(&github)?;
+    assert_eq!(set.labels, [NAME], "never adopted, never repaired");
+    assert_eq!(set.session.map(|s| s.session_id), Some(session.0.clone()));
     Ok(github.stop().await?)
 }
 
