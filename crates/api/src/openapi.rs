@@ -60,7 +60,7 @@ use crate::v1;
         v1::PlanRequest, v1::ApplyRequest, v1::PlanResponse, v1::ApplyResponse, v1::PlanAction,
         v1::FieldChange, v1::PlannedCredentials, v1::PlannedEntity, v1::PlannedScaleSet,
     )),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &ClosedAuthInput),
     security(("bearer" = [])),
     tags(
         (name = "health", description = "Probes, metrics and this document (no token)"),
@@ -104,6 +104,30 @@ impl Modify for BearerAuth {
                     .build(),
             ),
         );
+    }
+}
+
+/// `AuthInput`'s variants refuse unknown fields (serde's `deny_unknown_fields` on the enum),
+/// which utoipa does not carry into the variants' schemas: each is closed here, so a client
+/// (or schemathesis) reading the document knows an extra key is a 400.
+struct ClosedAuthInput;
+
+impl Modify for ClosedAuthInput {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::RefOr;
+        use utoipa::openapi::schema::{AdditionalProperties, Schema};
+        let Some(components) = openapi.components.as_mut() else {
+            return;
+        };
+        let Some(RefOr::T(Schema::OneOf(one_of))) = components.schemas.get_mut("AuthInput") else {
+            return;
+        };
+        for item in &mut one_of.items {
+            if let RefOr::T(Schema::Object(object)) = item {
+                object.additional_properties =
+                    Some(Box::new(AdditionalProperties::FreeForm(false)));
+            }
+        }
     }
 }
 

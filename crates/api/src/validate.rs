@@ -106,13 +106,14 @@ pub(crate) fn ca_bundle(field: &str, pem: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// A secret: not empty, no whitespace or control characters at its ends, at most `max` bytes.
+/// A secret: not empty, no whitespace at its ends (unless PEM), at most `max` characters
+/// (characters, as the OpenAPI document's `maxLength` counts them).
 pub(crate) fn secret(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
     if value.trim().is_empty() {
         return Err(invalid(field, "is empty"));
     }
-    if value.len() > max {
-        return Err(invalid(field, format!("is longer than {max} bytes")));
+    if value.chars().count() > max {
+        return Err(invalid(field, format!("is longer than {max} characters")));
     }
     if value.trim() != value && !value.contains("-----BEGIN") {
         return Err(invalid(field, "has leading or trailing whitespace"));
@@ -178,6 +179,14 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn secrets_are_limited_in_characters_as_the_document_counts_them() {
+        assert!(secret("s", &"é".repeat(16), 16).is_ok());
+        assert!(secret("s", &"é".repeat(17), 16).is_err());
+        assert!(secret("s", " x", 16).is_err());
+        assert!(secret("s", "-----BEGIN x\n", 16).is_ok());
     }
 
     #[test]

@@ -160,7 +160,8 @@ pub(crate) async fn show(
     params(("id" = uuid::Uuid, Path, description = "The credentials' id")),
     request_body = CreateCredentials,
     responses((status = 200, body = Credentials), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody)))]
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 415, body = ErrorBody)))]
 pub(crate) async fn replace(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,

@@ -258,7 +258,8 @@ pub(crate) async fn unit_file(
 #[utoipa::path(post, path = "/api/v1/callbacks/status", tag = "instance",
     security(("instance_token" = [])), request_body = StatusCallback,
     responses((status = 200, body = InstanceBootstrap), (status = 400, body = ErrorBody),
-        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 413, body = ErrorBody)))]
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 415, body = ErrorBody)))]
 pub(crate) async fn status(
     State(state): State<Arc<AppState>>,
     Extension(Caller(access)): Extension<Caller>,
@@ -309,7 +310,8 @@ pub(crate) async fn status(
 #[utoipa::path(post, path = "/api/v1/callbacks/system-info", tag = "instance",
     security(("instance_token" = [])), request_body = SystemInfoCallback,
     responses((status = 200, body = InstanceBootstrap), (status = 400, body = ErrorBody),
-        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 413, body = ErrorBody)))]
+        (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 415, body = ErrorBody)))]
 pub(crate) async fn system_info(
     State(state): State<Arc<AppState>>,
     Extension(Caller(access)): Extension<Caller>,

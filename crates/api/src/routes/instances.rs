@@ -80,7 +80,8 @@ pub(crate) async fn list_of(
 
 /// One instance.
 #[utoipa::path(get, path = "/api/v1/instances/{name}", tag = "instances",
-    params(("name" = String, Path, description = "The instance's (and runner's) name")),
+    params(("name" = String, Path, description = "The instance's (and runner's) name: 1–200 of `A-Za-z0-9._-`, starting with a letter or digit",
+        min_length = 1, max_length = 200, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")),
     responses((status = 200, body = Instance), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub(crate) async fn show(
     State(state): State<Arc<AppState>>,
@@ -116,7 +117,8 @@ pub(crate) async fn show(
 /// the scale set still wants as many runners. A busy runner finishes its job first (ephemeral
 /// runners leave after one job anyway).
 #[utoipa::path(delete, path = "/api/v1/instances/{name}", tag = "instances",
-    params(("name" = String, Path, description = "The instance's (and runner's) name")),
+    params(("name" = String, Path, description = "The instance's (and runner's) name: 1–200 of `A-Za-z0-9._-`, starting with a letter or digit",
+        min_length = 1, max_length = 200, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")),
     responses((status = 202, body = Instance), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<Arc<AppState>>,

@@ -32,6 +32,7 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         (status = 200, body = PlanResponse),
         (status = 400, description = "The body or the fleet text is invalid (every problem named)", body = ErrorBody),
         (status = 401, description = "No or an invalid token", body = ErrorBody),
+        (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
     ))]
 pub(crate) async fn plan(
     State(state): State<Arc<AppState>>,
@@ -57,6 +58,7 @@ pub(crate) async fn plan(
         (status = 400, description = "The body, the fleet text or the digest is invalid", body = ErrorBody),
         (status = 401, description = "No or an invalid token", body = ErrorBody),
         (status = 409, description = "stale_plan: the world changed since the plan", body = ErrorBody),
+        (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
     ))]
 pub(crate) async fn apply(
     State(state): State<Arc<AppState>>,

@@ -285,6 +285,7 @@ async fn record_error(state: &AppState, id: ScaleSetId, reason: &str) -> Result<
 /// Query of the scale-set list.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct ListQuery {
     /// Only this entity's scale sets.
     entity_id: Option<uuid::Uuid>,
@@ -388,6 +389,7 @@ pub(crate) async fn update(
 /// Query of the delete.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct DeleteQuery {
     /// Also delete an adopted or known scale set on GitHub (default false: detach only).
     #[serde(default)]

@@ -11,6 +11,11 @@ use utoipa::ToSchema;
 #[serde(deny_unknown_fields)]
 pub struct CreateCredentials {
     /// A unique name: 1–64 of `A-Za-z0-9._-`, starting with a letter or digit.
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+    )]
     pub name: String,
     /// The authentication method and its secret.
     pub auth: AuthInput,
@@ -35,16 +40,28 @@ impl std::fmt::Debug for CreateCredentials {
 pub enum AuthInput {
     /// A personal access token (classic or fine-grained).
     Pat {
-        /// The token. Write-only.
+        /// The token. Write-only: at most 16384 characters, no white space at its ends.
+        #[schema(
+            min_length = 1,
+            max_length = 16384,
+            pattern = "^(?=[\\s\\S]*[^\\t-\\r \\x85\\xA0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000])(?:[\\s\\S]*-----BEGIN[\\s\\S]*|[^\\t-\\r \\x85\\xA0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000](?:[\\s\\S]*[^\\t-\\r \\x85\\xA0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000])?)$"
+        )]
         token: String,
     },
     /// A GitHub App installation.
     App {
         /// The App's id.
+        #[schema(minimum = 1)]
         app_id: i64,
         /// The installation's id.
+        #[schema(minimum = 1)]
         installation_id: i64,
-        /// The App's private key, PEM. Write-only.
+        /// The App's private key, PEM. Write-only: at most 16384 characters.
+        #[schema(
+            min_length = 1,
+            max_length = 16384,
+            pattern = "^[\\s\\S]*-----BEGIN[\\s\\S]*$"
+        )]
         private_key: String,
     },
 }
@@ -69,11 +86,19 @@ impl std::fmt::Debug for AuthInput {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EndpointInput {
-    /// The web base URL (`https://github.com`, `https://ghes.example.com`); `http` and `https`.
+    /// The web base URL (`https://github.com`, `https://ghes.example.com`); `http` and `https`,
+    /// no query, fragment or user. The pattern is the shape the schema promises; the server
+    /// also takes any other URL that parses (an IP address, a percent-escaped path).
+    #[schema(
+        pattern = "^https?://(?:[A-Za-z0-9]+\\.)*[A-Za-z][A-Za-z0-9]*(?::(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4}))?(?:/[A-Za-z0-9._~-]*)*$"
+    )]
     pub base_url: String,
     /// The REST API base URL. Default: `https://api.github.com` for github.com, else
     /// `<base_url>/api/v3` (GHES).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(
+        pattern = "^https?://(?:[A-Za-z0-9]+\\.)*[A-Za-z][A-Za-z0-9]*(?::(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4}))?(?:/[A-Za-z0-9._~-]*)*$"
+    )]
     pub api_base_url: Option<String>,
     /// Extra CA certificates (PEM) to trust for this endpoint (a GHES with a private CA).
     #[serde(default, skip_serializing_if = "Option::is_none")]

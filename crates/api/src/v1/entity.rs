@@ -34,9 +34,19 @@ pub struct CreateEntity {
     /// The kind.
     pub kind: EntityKind,
     /// `owner/repo` for a repository, the login of an organization, the slug of an
-    /// enterprise: each part 1–100 of `A-Za-z0-9._-`.
+    /// enterprise: each part 1–100 of `A-Za-z0-9._-`, starting with a letter or digit.
+    #[schema(
+        min_length = 1,
+        max_length = 201,
+        pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}(?:/[A-Za-z0-9][A-Za-z0-9._-]{0,99})?$"
+    )]
     pub name: String,
     /// The name of the credentials used to reach it.
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+    )]
     pub credentials: String,
 }
 

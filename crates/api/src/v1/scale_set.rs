@@ -98,35 +98,61 @@ pub struct ScaleSetSpec {
 pub struct CreateScaleSet {
     /// The entity (repository, organization, enterprise) it belongs to.
     pub entity_id: uuid::Uuid,
-    /// The name on GitHub: 1–100 of `A-Za-z0-9._-`, not starting with `scaleset-owner-`.
+    /// The name on GitHub: 1–100 of `A-Za-z0-9._-`, starting with a letter or digit, not
+    /// starting with `scaleset-owner-` (any case).
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = "^(?![Ss][Cc][Aa][Ll][Ee][Ss][Ee][Tt]-[Oo][Ww][Nn][Ee][Rr]-)[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+    )]
     pub name: String,
-    /// The runner group's name (default `Default`).
+    /// The runner group's name (default `Default`): 1–100 characters, no control characters
+    /// or commas, no leading or trailing spaces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = "^[^\\t-\\r \\x85\\xA0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000,\\x00-\\x1f\\x7f-\\x9f](?:[^,\\x00-\\x1f\\x7f-\\x9f]*[^\\t-\\r \\x85\\xA0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000,\\x00-\\x1f\\x7f-\\x9f])?$"
+    )]
     pub runner_group: Option<String>,
-    /// Labels, each 1–100 characters without control characters or commas.
+    /// At most 50 labels, each 1–100 characters without control characters or commas, no
+    /// leading or trailing spaces, not starting with `scaleset-owner-` (any case).
     #[serde(default)]
+    #[schema(schema_with = labels_schema)]
     pub labels: Vec<String>,
     /// GitHub's `disableUpdate` (default false).
     #[serde(default)]
     pub disable_update: bool,
-    /// The provider's name.
+    /// The provider's name: 1–64 of `A-Za-z0-9._-`, starting with a letter or digit.
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+    )]
     pub provider: String,
-    /// The provider image (default empty).
+    /// The provider image (default empty): at most 1000 characters, no control characters.
     #[serde(default)]
+    #[schema(max_length = 1000, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$")]
     pub image: String,
-    /// The provider flavor (default empty).
+    /// The provider flavor (default empty): at most 1000 characters, no control characters.
     #[serde(default)]
+    #[schema(max_length = 1000, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$")]
     pub flavor: String,
     /// Idle runners kept warm (default 0; at most `max_runners`).
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 10000)]
     pub min_idle: u32,
     /// The most runners at once (1–10000).
+    #[schema(minimum = 1, maximum = 10000)]
     pub max_runners: u32,
     /// How long an instance may take to register, seconds (default 600, 1–86400).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 86400)]
     pub bootstrap_timeout_secs: Option<u64>,
-    /// The runner name prefix (default: the name); same characters as a name, at most 40.
+    /// The runner name prefix (default empty: the name); same characters as a name, at most
+    /// 40.
     #[serde(default)]
+    #[schema(max_length = 40, pattern = "^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,39})?$")]
     pub runner_prefix: String,
     /// Provider-specific settings (default `{}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -153,32 +179,44 @@ pub struct CreateScaleSet {
 pub struct UpdateScaleSet {
     /// The generation this change was made against (from the last read).
     pub generation: i64,
-    /// New labels.
+    /// New labels (the same rules as on create).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = optional_labels_schema)]
     pub labels: Option<Vec<String>>,
     /// New `disableUpdate`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disable_update: Option<bool>,
     /// New provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+    )]
     pub provider: Option<String>,
     /// New image.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 1000, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$")]
     pub image: Option<String>,
     /// New flavor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 1000, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$")]
     pub flavor: Option<String>,
-    /// New idle count.
+    /// New idle count (at most the maximum).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 10000)]
     pub min_idle: Option<u32>,
-    /// New maximum.
+    /// New maximum (1–10000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 10000)]
     pub max_runners: Option<u32>,
-    /// New bootstrap timeout, seconds.
+    /// New bootstrap timeout, seconds (1–86400).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 86400)]
     pub bootstrap_timeout_secs: Option<u64>,
     /// New runner prefix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 40, pattern = "^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,39})?$")]
     pub runner_prefix: Option<String>,
     /// New provider settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -237,8 +275,9 @@ pub struct ScaleSet {
     /// How it came to be ours, once ensured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Provenance>,
-    /// The adoption evidence, as recorded (JSON; `null` before the first ensure).
-    #[schema(value_type = Object)]
+    /// The adoption evidence, as recorded (`StoredId`, `OwnerLabel`, `CreatedThisRun`,
+    /// `OwnSession`); `null` before the first ensure.
+    #[schema(value_type = Option<Vec<String>>)]
     pub evidence: serde_json::Value,
     /// The visible state.
     pub state: ScaleSetState,
@@ -281,4 +320,38 @@ pub struct DeleteScaleSetResult {
     /// GitHub's id of the scale set, if it had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub github_id: Option<i64>,
+}
+
+/// The pattern of one label: 1–100 characters, no control characters or commas, no leading
+/// or trailing white space, not an owner label.
+const LABEL_PATTERN: &str = "^(?![Ss][Cc][Aa][Ll][Ee][Ss][Ee][Tt]-[Oo][Ww][Nn][Ee][Rr]-)[^\\t-\\r \\x85\\xA0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000,\\x00-\\x1f\\x7f-\\x9f](?:[^,\\x00-\\x1f\\x7f-\\x9f]*[^\\t-\\r \\x85\\xA0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000,\\x00-\\x1f\\x7f-\\x9f])?$";
+
+fn label_array() -> utoipa::openapi::schema::ArrayBuilder {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    ArrayBuilder::new()
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1))
+                .max_length(Some(100))
+                .pattern(Some(LABEL_PATTERN)),
+        )
+        .max_items(Some(50))
+        .description(Some(
+            "At most 50 labels, each 1–100 characters without control characters or commas, \
+             no leading or trailing spaces, not starting with `scaleset-owner-` (any case)",
+        ))
+}
+
+/// The labels of a create: at most 50, each a label.
+fn labels_schema() -> utoipa::openapi::schema::Array {
+    label_array().build()
+}
+
+/// The labels of an update: as on create, or null (unchanged).
+fn optional_labels_schema() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{SchemaType, Type};
+    label_array()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .build()
 }
