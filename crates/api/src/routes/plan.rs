@@ -99,7 +99,7 @@ async fn parse(state: &AppState, text: &str) -> Result<Fleet, ApiError> {
         .into_iter()
         .map(|c| c.name)
         .collect();
-    scaleset_config::parse_fleet("the request's fleet", text, None, &stored).map_err(|e| {
+    scaleset_config::parse_fleet("the request's fleet", text, None, &stored, None).map_err(|e| {
         ApiError::InvalidInput {
             field: "fleet".to_owned(),
             reason: e
