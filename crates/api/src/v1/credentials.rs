@@ -14,7 +14,7 @@ pub struct CreateCredentials {
     pub name: String,
     /// The authentication method and its secret.
     pub auth: AuthInput,
-    /// The GitHub endpoint; github.com when omitted.
+    /// The GitHub endpoint. Omitted: github.com on a create; a replacement keeps the stored one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<EndpointInput>,
 }
@@ -71,8 +71,8 @@ impl std::fmt::Debug for AuthInput {
 pub struct EndpointInput {
     /// The web base URL (`https://github.com`, `https://ghes.example.com`); `http` and `https`.
     pub base_url: String,
-    /// The REST API base URL. Default: `https://api.github.com` for github.com, else
-    /// `<base_url>/api/v3` (GHES).
+    /// The REST API base URL. Default: `https://api.github.com` for github.com,
+    /// `https://api.<tenant>.ghe.com` for a GHE.com tenant, else `<base_url>/api/v3` (GHES).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_base_url: Option<String>,
     /// Extra CA certificates (PEM) to trust for this endpoint (a GHES with a private CA).
