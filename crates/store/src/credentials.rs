@@ -58,7 +58,9 @@ impl Endpoint {
         ca_bundle: Option<String>,
     ) -> Result<Self, Vec<SpecProblem>> {
         let mut problems = Vec::new();
-        let base = http_url("base_url", base_url).map_err(|p| problems.push(p)).ok();
+        let base = http_url("base_url", base_url)
+            .map_err(|p| problems.push(p))
+            .ok();
         let api = match (api_base_url, &base) {
             (Some(api), _) => http_url("api_base_url", api)
                 .map_err(|p| problems.push(p))
@@ -134,8 +136,8 @@ fn http_url(field: &str, text: &str) -> Result<url::Url, SpecProblem> {
         field: field.to_owned(),
         message,
     };
-    let parsed = url::Url::parse(text.trim())
-        .map_err(|e| problem(format!("{text:?} is not a URL: {e}")))?;
+    let parsed =
+        url::Url::parse(text.trim()).map_err(|e| problem(format!("{text:?} is not a URL: {e}")))?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(problem(format!(
             "{text:?}: only http and https URLs are allowed"

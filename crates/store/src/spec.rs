@@ -444,7 +444,9 @@ fn field_order(field: &str) -> (usize, usize) {
     let (head, index) = match field.split_once('[') {
         Some((head, rest)) => (
             head,
-            rest.trim_end_matches(']').parse::<usize>().map_or(0, |i| i + 1),
+            rest.trim_end_matches(']')
+                .parse::<usize>()
+                .map_or(0, |i| i + 1),
         ),
         None => (field, 0),
     };

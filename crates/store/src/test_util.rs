@@ -152,18 +152,66 @@ fn bad_spec_base() -> serde_json::Map<String, serde_json::Value> {
 /// comma, labels that differ only in case, a foreign owner label, and counts out of range.
 pub fn bad_specs() -> Vec<BadSpec> {
     let cases: Vec<(&'static str, serde_json::Value, &'static [&'static str])> = vec![
-        ("a name that climbs directories", serde_json::json!({"name": "../../../escape"}), &["name"]),
-        ("a runner prefix that climbs directories", serde_json::json!({"runner_prefix": "../../../pfx"}), &["runner_prefix"]),
-        ("a name with a space", serde_json::json!({"name": "a b"}), &["name"]),
-        ("a name that is not ASCII", serde_json::json!({"name": "日本"}), &["name"]),
-        ("a 150-character name", serde_json::json!({"name": "a".repeat(150)}), &["name"]),
-        ("a label with a comma", serde_json::json!({"labels": ["a,b"]}), &["labels[0]"]),
-        ("labels that differ only in case", serde_json::json!({"labels": ["gpu", "GPU"]}), &["labels[1]"]),
-        ("a foreign owner label", serde_json::json!({"labels": ["linux", "scaleset-owner-0123456789abcdef0123456789abcdef"]}), &["labels[1]"]),
-        ("max_runners 0", serde_json::json!({"max_runners": 0}), &["max_runners"]),
-        ("max_runners above the limit", serde_json::json!({"max_runners": 20_000}), &["max_runners"]),
-        ("more idle runners than max_runners", serde_json::json!({"min_idle": 5}), &["min_idle"]),
-        ("several problems at once", serde_json::json!({"name": "a b", "labels": ["x", "X"], "max_runners": 0, "runner_prefix": "a/b"}), &["name", "labels[1]", "max_runners", "runner_prefix"]),
+        (
+            "a name that climbs directories",
+            serde_json::json!({"name": "../../../escape"}),
+            &["name"],
+        ),
+        (
+            "a runner prefix that climbs directories",
+            serde_json::json!({"runner_prefix": "../../../pfx"}),
+            &["runner_prefix"],
+        ),
+        (
+            "a name with a space",
+            serde_json::json!({"name": "a b"}),
+            &["name"],
+        ),
+        (
+            "a name that is not ASCII",
+            serde_json::json!({"name": "日本"}),
+            &["name"],
+        ),
+        (
+            "a 150-character name",
+            serde_json::json!({"name": "a".repeat(150)}),
+            &["name"],
+        ),
+        (
+            "a label with a comma",
+            serde_json::json!({"labels": ["a,b"]}),
+            &["labels[0]"],
+        ),
+        (
+            "labels that differ only in case",
+            serde_json::json!({"labels": ["gpu", "GPU"]}),
+            &["labels[1]"],
+        ),
+        (
+            "a foreign owner label",
+            serde_json::json!({"labels": ["linux", "scaleset-owner-0123456789abcdef0123456789abcdef"]}),
+            &["labels[1]"],
+        ),
+        (
+            "max_runners 0",
+            serde_json::json!({"max_runners": 0}),
+            &["max_runners"],
+        ),
+        (
+            "max_runners above the limit",
+            serde_json::json!({"max_runners": 20_000}),
+            &["max_runners"],
+        ),
+        (
+            "more idle runners than max_runners",
+            serde_json::json!({"min_idle": 5}),
+            &["min_idle"],
+        ),
+        (
+            "several problems at once",
+            serde_json::json!({"name": "a b", "labels": ["x", "X"], "max_runners": 0, "runner_prefix": "a/b"}),
+            &["name", "labels[1]", "max_runners", "runner_prefix"],
+        ),
     ];
     cases
         .into_iter()
@@ -197,9 +245,15 @@ fn raw_spec(fields: &serde_json::Map<String, serde_json::Value>) -> crate::RawSc
         labels: fields
             .get("labels")
             .and_then(|v| v.as_array())
-            .map(|a| a.iter().filter_map(|l| l.as_str().map(str::to_owned)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|l| l.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default(),
-        max_runners: fields.get("max_runners").and_then(serde_json::Value::as_i64),
+        max_runners: fields
+            .get("max_runners")
+            .and_then(serde_json::Value::as_i64),
         min_idle: fields.get("min_idle").and_then(serde_json::Value::as_i64),
         ..crate::RawScaleSetSpec::default()
     }

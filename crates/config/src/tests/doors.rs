@@ -34,9 +34,7 @@ token_env = "GH_TOKEN"
 
 /// A `[[scale_set]]` table with the case's fields.
 fn table(case: &BadSpec) -> String {
-    let mut text = String::from(
-        "\n[[scale_set]]\ncredentials = \"gh\"\norganization = \"acme\"\n",
-    );
+    let mut text = String::from("\n[[scale_set]]\ncredentials = \"gh\"\norganization = \"acme\"\n");
     for (key, value) in case.fields() {
         text.push_str(&format!("{key} = {value}\n"));
     }

@@ -129,7 +129,11 @@ fn counts_out_of_range_read_the_same_whatever_the_integer() {
 
 #[test]
 fn bootstrap_timeouts_are_whole_seconds_in_range() {
-    for bad in [Duration::ZERO, Duration::from_millis(1500), Duration::from_secs(86_401)] {
+    for bad in [
+        Duration::ZERO,
+        Duration::from_millis(1500),
+        Duration::from_secs(86_401),
+    ] {
         assert_eq!(
             fields(ScaleSetSpec::parse(RawScaleSetSpec {
                 bootstrap_timeout: Some(bad),
@@ -205,17 +209,30 @@ fn the_api_base_url_is_derived_for_github_com_ghe_com_and_ghes() {
     assert_eq!(api("https://github.com/"), "https://api.github.com");
     assert_eq!(api("https://www.github.com"), "https://api.github.com");
     assert_eq!(api("https://GitHub.com"), "https://api.github.com");
-    assert_eq!(api("http://github.localhost"), "http://api.github.localhost");
+    assert_eq!(
+        api("http://github.localhost"),
+        "http://api.github.localhost"
+    );
     assert_eq!(api("https://acme.ghe.com"), "https://api.acme.ghe.com");
-    assert_eq!(api("https://ghes.example.com/"), "https://ghes.example.com/api/v3");
+    assert_eq!(
+        api("https://ghes.example.com/"),
+        "https://ghes.example.com/api/v3"
+    );
     assert_eq!(api("http://127.0.0.1:8080"), "http://127.0.0.1:8080/api/v3");
-    assert_eq!(Endpoint::parse("https://github.com", None, None).unwrap(), Endpoint::github_com());
+    assert_eq!(
+        Endpoint::parse("https://github.com", None, None).unwrap(),
+        Endpoint::github_com()
+    );
 }
 
 #[test]
 fn a_given_api_base_url_wins_and_bad_urls_are_refused() {
-    let e = Endpoint::parse("https://acme.ghe.com", Some("https://proxy.example/api/"), None)
-        .unwrap();
+    let e = Endpoint::parse(
+        "https://acme.ghe.com",
+        Some("https://proxy.example/api/"),
+        None,
+    )
+    .unwrap();
     assert_eq!(e.api_base_url, "https://proxy.example/api");
     let problems = Endpoint::parse("ftp://x", Some("nonsense"), None).unwrap_err();
     let got: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
