@@ -325,7 +325,8 @@ impl ScaleSetSpec {
         {
             p.push(SpecProblem::new("runner_prefix", message));
         }
-        if !self.extra_specs.is_object() {
+        // Null is "none" as older versions stored it; a parse writes `{}`.
+        if !(self.extra_specs.is_object() || self.extra_specs.is_null()) {
             p.push(SpecProblem::new(
                 "extra_specs",
                 "must be a table (a JSON object), passed to the provider as it is",
@@ -387,16 +388,6 @@ pub fn check_scale_set_name(name: &str) -> Result<(), SpecProblem> {
         Some(problem) => Err(problem),
         None => Ok(()),
     }
-}
-
-/// Checks a runner or instance name: one safe path component (the name rule), at most
-/// `NAME_MAX + 9` characters (a name-long prefix, `-` and 8 characters).
-///
-/// # Errors
-///
-/// What is wrong with it.
-pub fn check_instance_name(name: &str) -> Result<(), String> {
-    name_rule(name, NAME_MAX + 9)
 }
 
 /// A valid spec to vary, for [`check_scale_set_name`].

@@ -130,6 +130,38 @@ pub struct BadSpec {
 }
 
 impl BadSpec {
+    /// Writes the case's fields over `spec` as code would (no parser on the way): the door
+    /// of an embedder that builds a fleet itself.
+    pub fn write_over(&self, spec: &mut ScaleSetSpec) {
+        for (key, value) in self.fields() {
+            let text = || value.as_str().unwrap_or_default().to_owned();
+            let count = || {
+                value
+                    .as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .unwrap_or(u32::MAX)
+            };
+            match key.as_str() {
+                "name" => spec.name = text(),
+                "provider" => spec.provider = text(),
+                "runner_prefix" => spec.runner_prefix = text(),
+                "labels" => {
+                    spec.labels = value
+                        .as_array()
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|l| l.as_str().map(str::to_owned))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                }
+                "max_runners" => spec.max_runners = count(),
+                "min_idle" => spec.min_idle = count(),
+                other => panic!("bad spec field {other:?} has no writer"),
+            }
+        }
+    }
+
     /// The whole spec as JSON: the base with the overrides written over it.
     pub fn fields(&self) -> serde_json::Map<String, serde_json::Value> {
         let mut fields = bad_spec_base();

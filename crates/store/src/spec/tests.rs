@@ -73,9 +73,6 @@ fn names_are_one_safe_path_component() {
     for good in ["linux-x64_1.2", "a", &"a".repeat(NAME_MAX)] {
         assert!(ScaleSetSpec::parse(raw(good)).is_ok(), "{good:?}");
     }
-    assert!(check_instance_name("linux-abcdefgh").is_ok());
-    assert!(check_instance_name("../x").is_err());
-    assert!(check_instance_name("a/b").is_err());
 }
 
 #[test]
