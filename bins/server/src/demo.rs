@@ -51,7 +51,8 @@ pub(crate) async fn run(args: DemoArgs) -> Result<()> {
         demo.settings().clone(),
         Some(demo.metrics()),
         registry,
-    );
+    )
+    .with_providers([scaleset_demo::PROVIDER.to_owned()]);
     let stop = CancellationToken::new();
     let server = tokio::spawn(scaleset_api::serve(
         listener,

@@ -98,7 +98,8 @@ pub(crate) async fn run(
         metrics,
         registry,
     )
-    .with_limits(limits);
+    .with_limits(limits)
+    .with_providers(config.providers.iter().map(|p| p.name.clone()));
     let app = scaleset_api::router(Arc::new(state));
     let scheme = if tls.is_some() { "https" } else { "http" };
     // Installed before the ready line, so a signal sent as soon as it shows is handled.

@@ -2,6 +2,7 @@
 //! the server (this crate's resources, and the plan/apply, instance-metadata and status-page
 //! modules). Build it once with [`AppState::new`] and hand it to [`crate::router`].
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,6 +55,9 @@ pub struct AppState {
     pub limits: Limits,
     /// The server's version.
     pub version: &'static str,
+    /// The providers scale sets may name (the configuration's `[[provider]]` names): a create
+    /// or an update naming another is refused (empty until [`AppState::with_providers`]).
+    pub providers: BTreeSet<String>,
     pub(crate) http_metrics: HttpMetrics,
 }
 
@@ -101,6 +105,7 @@ impl AppState {
             api_holder,
             limits: Limits::default(),
             version: env!("CARGO_PKG_VERSION"),
+            providers: BTreeSet::new(),
             http_metrics,
         }
     }
@@ -109,6 +114,13 @@ impl AppState {
     #[must_use]
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Sets the providers scale sets may name.
+    #[must_use]
+    pub fn with_providers(mut self, names: impl IntoIterator<Item = String>) -> Self {
+        self.providers = names.into_iter().collect();
         self
     }
 

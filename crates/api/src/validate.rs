@@ -1,6 +1,8 @@
-//! Input rules: names, labels, URLs, secrets and ranges, checked before anything is written.
-//! Each failure is an [`ApiError::InvalidInput`] naming the field, what was wrong and what is
-//! allowed.
+//! Input rules of the API's own resources (credential and entity names, CA bundles, secrets,
+//! ranges), checked before anything is written. A scale set's spec and an endpoint are parsed
+//! by the store's one parser instead ([`scaleset_store::ScaleSetSpec::parse`],
+//! [`scaleset_store::Endpoint::parse`]); [`spec_problems`] words its problems. Each failure
+//! is an [`ApiError::InvalidInput`] naming the field, what was wrong and what is allowed.
 
 use crate::error::ApiError;
 
@@ -41,53 +43,6 @@ pub(crate) fn name(field: &str, text: &str, max: usize) -> Result<(), ApiError> 
     Ok(())
 }
 
-/// Free text shown on GitHub (a runner group's name, a label): 1 to `max` characters, no
-/// control characters, no leading or trailing space, no comma (labels travel comma-joined).
-pub(crate) fn text(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
-    if value.is_empty() || value.chars().count() > max {
-        return Err(invalid(field, format!("must have 1–{max} characters")));
-    }
-    if value.trim() != value {
-        return Err(invalid(
-            field,
-            format!("{value:?} has leading or trailing spaces"),
-        ));
-    }
-    if value.chars().any(|c| c.is_control() || c == ',') {
-        return Err(invalid(
-            field,
-            format!("{value:?} contains a control character or a comma"),
-        ));
-    }
-    Ok(())
-}
-
-/// An `http` or `https` URL with a host and no query, fragment or credentials.
-pub(crate) fn url(field: &str, text: &str) -> Result<url::Url, ApiError> {
-    let parsed =
-        url::Url::parse(text).map_err(|e| invalid(field, format!("{text:?} is not a URL: {e}")))?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(invalid(
-            field,
-            format!("{text:?}: only http and https URLs are allowed"),
-        ));
-    }
-    if parsed.host_str().is_none_or(str::is_empty) {
-        return Err(invalid(field, format!("{text:?} has no host")));
-    }
-    if parsed.query().is_some()
-        || parsed.fragment().is_some()
-        || !parsed.username().is_empty()
-        || parsed.password().is_some()
-    {
-        return Err(invalid(
-            field,
-            format!("{text:?}: give the base URL only (no query, fragment or user)"),
-        ));
-    }
-    Ok(parsed)
-}
-
 /// A PEM bundle of at least one certificate, each of which parses.
 pub(crate) fn ca_bundle(field: &str, pem: &str) -> Result<(), ApiError> {
     use rustls_pki_types::CertificateDer;
@@ -121,6 +76,19 @@ pub(crate) fn secret(field: &str, value: &str, max: usize) -> Result<(), ApiErro
     Ok(())
 }
 
+/// Every problem the spec parser found, as one answer naming each field
+/// (`invalid scale set: name: …; labels[1]: …`).
+pub(crate) fn spec_problems(problems: Vec<scaleset_store::SpecProblem>) -> ApiError {
+    invalid(
+        "scale set",
+        problems
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; "),
+    )
+}
+
 /// A number within `min..=max`.
 pub(crate) fn range<T: PartialOrd + std::fmt::Display>(
     field: &str,
@@ -148,25 +116,6 @@ mod tests {
         assert!(name("n", "é", 100).is_err());
         assert!(name("n", &"a".repeat(101), 100).is_err());
         assert!(name("n", &"a".repeat(100), 100).is_ok());
-    }
-
-    #[test]
-    fn labels_refuse_commas_controls_and_padding() {
-        assert!(text("l", "gpu", 100).is_ok());
-        assert!(text("l", "Default Group", 100).is_ok());
-        assert!(text("l", "a,b", 100).is_err());
-        assert!(text("l", "a\n", 100).is_err());
-        assert!(text("l", " a", 100).is_err());
-        assert!(text("l", "", 100).is_err());
-    }
-
-    #[test]
-    fn urls_must_be_http_with_a_host() {
-        assert!(url("u", "https://github.com").is_ok());
-        assert!(url("u", "http://127.0.0.1:8080").is_ok());
-        assert!(url("u", "ftp://x").is_err());
-        assert!(url("u", "https://u:p@x").is_err());
-        assert!(url("u", "nonsense").is_err());
     }
 
     #[test]

@@ -195,13 +195,16 @@ impl Config {
 /// `POST /api/v1/plan` and `/apply` take it. With `env`, secrets are read as in the
 /// configuration file (`token_env` from `env`, `token_file` from this machine); without it
 /// (text from an API request) `[[credentials]]` tables are refused. Scale sets may name
-/// credentials declared in the text or among `stored` (already in the store). Every problem is
-/// reported at once, each naming its key.
+/// credentials declared in the text or among `stored` (already in the store), and, when
+/// `providers` is given, only those providers. Every scale set is parsed by the one spec
+/// parser ([`scaleset_store::ScaleSetSpec::parse`]). Every problem is reported at once, each
+/// naming its key.
 pub fn parse_fleet(
     source_name: &str,
     text: &str,
     env: Option<&BTreeMap<String, String>>,
     stored: &std::collections::BTreeSet<String>,
+    providers: Option<&std::collections::BTreeSet<String>>,
 ) -> Result<Fleet, ConfigError> {
     let fail = |problems| ConfigError {
         source_name: source_name.to_owned(),
@@ -211,7 +214,7 @@ pub fn parse_fleet(
         let message = syntax(&e.to_string());
         fail(vec![Problem::new(key_of(&message), message)])
     })?;
-    validate::fleet(raw, env, stored).map_err(fail)
+    validate::fleet(raw, env, stored, providers).map_err(fail)
 }
 
 /// One line of a TOML error, without its source excerpt.

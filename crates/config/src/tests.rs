@@ -2,6 +2,8 @@ use std::collections::BTreeMap;
 
 use super::*;
 
+mod doors;
+
 const KEY: &str = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=";
 
 fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {

@@ -4,11 +4,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use scaleset_control::{Settings, validate_scale_set_name};
+use scaleset_control::Settings;
 use scaleset_provider::{ProviderConfig, RawProviderConfig};
 use scaleset_store::{
     AdoptionPolicy, Auth, DatabaseUrl, EncryptionKey, Endpoint, EntityKind, Keyring,
-    NewCredentials, RunnerGroup, ScaleSetSpec, SecretString, SqliteSync, StoreOptions,
+    NewCredentials, RawScaleSetSpec, ScaleSetSpec, SecretString, SqliteSync, StoreOptions,
 };
 use uuid::Uuid;
 
@@ -476,19 +476,18 @@ fn credentials(
             c.name.as_deref(),
             "name the credentials",
         );
-        let base = c.base_url.as_deref().unwrap_or("https://github.com");
-        let base_url = http_url(p, &format!("{at}.base_url"), base);
-        let api_default = if base.trim_end_matches('/') == "https://github.com" {
-            "https://api.github.com".to_owned()
-        } else {
-            format!("{}/api/v3", base.trim_end_matches('/'))
-        };
-        let api_base_url = match (&c.api_base_url, &base_url) {
-            (Some(api), _) => http_url(p, &format!("{at}.api_base_url"), api),
-            (None, Some(_)) => http_url(p, &format!("{at}.api_base_url"), &api_default),
-            // The base URL's problem is reported already; the default derives from it.
-            (None, None) => None,
-        };
+        // The API base URL is derived by the store's Endpoint, the one derivation.
+        let endpoint = Endpoint::parse(
+            c.base_url.as_deref().unwrap_or("https://github.com"),
+            c.api_base_url.as_deref(),
+            None,
+        )
+        .map_err(|problems| {
+            for problem in problems {
+                p.add(format!("{at}.{}", problem.field), problem.message);
+            }
+        })
+        .ok();
         let token = match (&c.token_env, &c.token_file) {
             (Some(var), None) => match env.get(var) {
                 Some(t) if !t.trim().is_empty() => Some(t.trim().to_owned()),
@@ -541,15 +540,12 @@ fn credentials(
             p.add(format!("{at}.name"), format!("{name:?} is declared twice"));
             continue;
         }
-        if let (Some(name), Some(base_url), Some(api_base_url), Some(token)) =
-            (name, base_url, api_base_url, token)
-        {
+        if let (Some(name), Some(endpoint), Some(token)) = (name, endpoint, token) {
             out.push(NewCredentials {
                 name: name.to_owned(),
                 endpoint: Endpoint {
-                    base_url: base_url.as_str().trim_end_matches('/').to_owned(),
-                    api_base_url: api_base_url.as_str().trim_end_matches('/').to_owned(),
                     ca_bundle,
+                    ..endpoint
                 },
                 auth: Auth::Pat {
                     token: SecretString::from(token),
@@ -570,12 +566,6 @@ fn scale_sets(
     for (index, s) in raw.iter().enumerate() {
         let at = format!("scale_set[{index}]");
         let key = |field: &str| format!("{at}.{field}");
-        let name = p.required(&key("name"), s.name.as_deref(), "name the scale set");
-        if let Some(name) = name
-            && let Err(e) = validate_scale_set_name(name)
-        {
-            p.add(key("name"), e.to_string());
-        }
         let cred = p.required(
             &key("credentials"),
             s.credentials.as_deref(),
@@ -619,107 +609,85 @@ fn scale_sets(
                 None
             }
         };
-        let provider = p.required(
-            &key("provider"),
-            s.provider.as_deref(),
-            "name one of the [[provider]] tables",
-        );
-        if let Some(provider) = provider
-            && providers.is_some_and(|known| !known.contains(provider))
-            && !p.0.iter().any(|pr| pr.key.starts_with("provider "))
-        {
-            p.add(
-                key("provider"),
-                format!("no [[provider]] is named {provider:?}"),
-            );
-        }
-        let max_runners = match s.max_runners {
-            None => 10,
-            Some(n) => u32::try_from(n).unwrap_or_else(|_| {
-                p.add(
-                    key("max_runners"),
-                    format!("{n} is not a number of runners"),
-                );
-                0
-            }),
-        };
-        let min_idle = match s.min_idle {
-            None => 0,
-            Some(n) => u32::try_from(n).unwrap_or_else(|_| {
-                p.add(key("min_idle"), format!("{n} is not a number of runners"));
-                0
-            }),
-        };
-        if min_idle > max_runners {
-            p.add(
-                key("min_idle"),
-                format!("{min_idle} is more than max_runners ({max_runners})"),
-            );
-        }
-        let bootstrap_timeout = p.duration(
-            &key("bootstrap_timeout"),
-            s.bootstrap_timeout.as_deref(),
-            Duration::from_secs(600),
-        );
-        let adoption_policy = match s.adoption_policy.as_deref() {
-            None => AdoptionPolicy::Owned,
-            Some(text) => AdoptionPolicy::from_stored(text).unwrap_or_else(|| {
+        // Only this door's syntax is read here (a duration's text, a policy's name, a TOML
+        // table); every rule of the spec itself is the store's one parser.
+        let bootstrap_timeout = s.bootstrap_timeout.as_deref().and_then(|text| {
+            parse_duration(text)
+                .map_err(|e| p.add(key("bootstrap_timeout"), e))
+                .ok()
+        });
+        let adoption_policy = s.adoption_policy.as_deref().and_then(|text| {
+            let policy = AdoptionPolicy::from_stored(text);
+            if policy.is_none() {
                 p.add(
                     key("adoption_policy"),
                     format!("{text:?} is not a policy; use \"never\", \"owned\" or \"any\""),
                 );
-                AdoptionPolicy::Owned
-            }),
+            }
+            policy
+        });
+        let extra_specs = s.extra_specs.as_ref().and_then(|value| {
+            serde_json::to_value(value)
+                .map_err(|e| {
+                    p.add(
+                        key("extra_specs"),
+                        format!("cannot be passed to the provider as JSON: {e}"),
+                    );
+                })
+                .ok()
+        });
+        let parsed = ScaleSetSpec::parse(RawScaleSetSpec {
+            name: s.name.clone(),
+            runner_group: s.runner_group.clone(),
+            labels: s.labels.clone(),
+            disable_update: s.disable_update,
+            provider: s.provider.clone(),
+            image: s.image.clone(),
+            flavor: s.flavor.clone(),
+            min_idle: s.min_idle,
+            max_runners: s.max_runners,
+            bootstrap_timeout,
+            runner_prefix: s.runner_prefix.clone(),
+            extra_specs,
+            enabled: s.enabled,
+            adoption_policy,
+            repair: s.repair,
+        });
+        let spec = match parsed {
+            Ok(spec) => spec,
+            Err(problems) => {
+                for problem in problems {
+                    p.add(key(&problem.field), problem.message);
+                }
+                continue;
+            }
         };
-        let extra_specs = match &s.extra_specs {
-            None => serde_json::Value::Null,
-            Some(value) => serde_json::to_value(value).unwrap_or_else(|e| {
-                p.add(
-                    key("extra_specs"),
-                    format!("cannot be passed to the provider as JSON: {e}"),
-                );
-                serde_json::Value::Null
-            }),
-        };
-        let group = s
-            .runner_group
-            .clone()
-            .unwrap_or_else(|| "Default".to_owned());
-        if let (Some(name), Some(cred), Some(entity), Some(provider)) =
-            (name, cred, entity, provider)
+        if let Some(known) = providers
+            && !p.0.iter().any(|pr| pr.key.starts_with("provider "))
+            && let Some(problem) = spec.unknown_provider(known.iter().copied())
         {
+            p.add(key(&problem.field), problem.message);
+            continue;
+        }
+        if let (Some(cred), Some(entity)) = (cred, entity) {
             if out.iter().any(|o| {
-                o.entity == entity && o.spec.name == name && o.spec.runner_group.name == group
+                o.entity == entity
+                    && o.spec.name == spec.name
+                    && o.spec.runner_group.name == spec.runner_group.name
             }) {
                 p.add(
                     key("name"),
-                    format!("{name:?} is declared twice in runner group {group:?}"),
+                    format!(
+                        "{:?} is declared twice in runner group {:?}",
+                        spec.name, spec.runner_group.name
+                    ),
                 );
                 continue;
             }
             out.push(DeclaredScaleSet {
                 credentials: cred.to_owned(),
                 entity,
-                spec: ScaleSetSpec {
-                    name: name.to_owned(),
-                    runner_group: RunnerGroup {
-                        name: group,
-                        id: None,
-                    },
-                    labels: s.labels.clone(),
-                    disable_update: s.disable_update.unwrap_or(false),
-                    provider: provider.to_owned(),
-                    image: s.image.clone().unwrap_or_default(),
-                    flavor: s.flavor.clone().unwrap_or_default(),
-                    min_idle,
-                    max_runners,
-                    bootstrap_timeout,
-                    runner_prefix: s.runner_prefix.clone().unwrap_or_default(),
-                    extra_specs,
-                    enabled: s.enabled.unwrap_or(true),
-                    adoption_policy,
-                    repair: s.repair.unwrap_or(false),
-                },
+                spec,
             });
         }
     }
@@ -727,14 +695,15 @@ fn scale_sets(
 }
 
 /// A fleet on its own (`[[credentials]]` and `[[scale_set]]` only): credentials named by scale
-/// sets may be declared here or be among `stored`; provider names are not checked (the
-/// controller reports an unknown provider on the scale set). Without `env`, `[[credentials]]`
+/// sets may be declared here or be among `stored`; provider names are checked against
+/// `providers` when given. Without `env`, `[[credentials]]`
 /// tables are refused: reading a secret from the environment or a file is for the operator's
 /// own files, never for text sent by an API caller.
 pub(crate) fn fleet(
     raw: crate::raw::RawFleet,
     env: Option<&BTreeMap<String, String>>,
     stored: &BTreeSet<String>,
+    providers: Option<&BTreeSet<String>>,
 ) -> Result<Fleet, Vec<Problem>> {
     let mut p = Problems::default();
     let credentials = match env {
@@ -756,7 +725,9 @@ pub(crate) fn fleet(
         .map(|c| c.name.as_str())
         .chain(stored.iter().map(String::as_str))
         .collect();
-    let scale_sets = scale_sets(&mut p, &raw.scale_set, &names, None);
+    let providers: Option<BTreeSet<&str>> =
+        providers.map(|known| known.iter().map(String::as_str).collect());
+    let scale_sets = scale_sets(&mut p, &raw.scale_set, &names, providers.as_ref());
     if p.0.is_empty() {
         Ok(Fleet {
             credentials,

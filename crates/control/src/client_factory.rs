@@ -134,3 +134,47 @@ pub(crate) fn build_client(
 fn url_parse(text: &str) -> Result<url::Url, url::ParseError> {
     url::Url::parse(text)
 }
+
+#[cfg(test)]
+mod tests {
+    use scaleset_github::{ConfigUrl, SecretString};
+    use scaleset_store::{Auth, Endpoint, EntityKind};
+
+    use super::build_client;
+
+    /// The API base URL is derived once, by the store's [`Endpoint`], and the client built
+    /// from it talks to exactly that URL, which is also what the GitHub client would derive
+    /// from the config URL on its own (issue 29 item 12: the factory once forced a stored
+    /// `…/api/v3` over the client's `api.<tenant>.ghe.com`).
+    #[tokio::test]
+    async fn issue_29_item_12_clients_use_the_one_derivation_for_github_com_ghe_com_and_ghes() {
+        let org = EntityKind::Organization {
+            name: "acme".to_owned(),
+        };
+        let auth = Auth::Pat {
+            token: SecretString::from("ghp_x"),
+        };
+        for (base, api) in [
+            ("https://github.com", "https://api.github.com"),
+            ("https://acme.ghe.com", "https://api.acme.ghe.com"),
+            (
+                "https://ghes.example.com",
+                "https://ghes.example.com/api/v3",
+            ),
+            ("http://127.0.0.1:8080", "http://127.0.0.1:8080/api/v3"),
+        ] {
+            let endpoint = Endpoint::parse(base, None, None).unwrap();
+            assert_eq!(endpoint.api_base_url, api, "{base}");
+            let client = build_client("c", &endpoint, &auth, &org, &|c| c).unwrap();
+            assert_eq!(
+                client.api_base().as_str().trim_end_matches('/'),
+                api,
+                "{base}"
+            );
+            let own = ConfigUrl::parse(&format!("{base}/acme"))
+                .unwrap()
+                .api_base(false);
+            assert_eq!(own.as_str().trim_end_matches('/'), api, "{base}");
+        }
+    }
+}

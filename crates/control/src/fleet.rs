@@ -189,10 +189,37 @@ fn store_err(during: &'static str) -> impl FnOnce(scaleset_store::Error) -> Erro
     store(during)
 }
 
+/// Refuses a fleet whose scale sets break the spec rules ([`scaleset_store::ScaleSetSpec::problems`],
+/// the rules of the one spec parser): a fleet built in code rather than parsed from a file must
+/// not store what the file, the environment and the API refuse.
+fn check_declared(fleet: &Fleet) -> Result<(), Error> {
+    let problems: Vec<String> = fleet
+        .scale_sets
+        .iter()
+        .enumerate()
+        .flat_map(|(index, declared)| {
+            declared
+                .spec
+                .problems()
+                .into_iter()
+                .map(move |problem| format!("scale_set[{index}].{problem}"))
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Config {
+            what: "the declared fleet".to_owned(),
+            reason: problems.join("; "),
+        })
+    }
+}
+
 /// Plans `fleet` against the store and GitHub; writes nothing.
 ///
 /// # Errors
 ///
+/// [`Error::Config`] naming every problem when a declared scale set breaks the spec rules;
 /// [`Error::Store`] when the store cannot be read.
 pub async fn plan_fleet(
     store: &dyn Store,
@@ -201,6 +228,7 @@ pub async fn plan_fleet(
     fleet: &Fleet,
     prune: bool,
 ) -> Result<FleetPlan, Error> {
+    check_declared(fleet)?;
     let world = read_world(store, prune).await?;
     let mut lookups = HashMap::new();
     for declared in &fleet.scale_sets {

@@ -2,7 +2,7 @@
 //! id and every name derived from it, so a rebuilt database finds the same sessions, scale sets
 //! and instances again. The pool key and runner names are built here and nowhere else.
 
-use scaleset_adopt::{ControllerId, OWNER_LABEL_PREFIX, ScaleSetId};
+use scaleset_adopt::{ControllerId, ScaleSetId};
 use scaleset_provider::PoolKey;
 use uuid::Uuid;
 
@@ -116,29 +116,14 @@ fn pool_key_of(controller: ControllerId, github_scale_set_id: i64) -> PoolKey {
     }
 }
 
-/// Checks a desired scale-set name: not empty, and not starting with the owner-label prefix
-/// (such a name would read as another controller's ownership claim).
+/// Checks a desired scale-set name by the spec rules ([`scaleset_store::spec`]): one safe path
+/// component of `A-Za-z0-9._-`, and not starting with the owner-label prefix (such a name
+/// would read as another controller's ownership claim). For rows stored before the rules.
 pub fn validate_scale_set_name(name: &str) -> Result<(), Error> {
-    if name.trim().is_empty() {
-        return Err(Error::Config {
-            what: "scale set name".to_owned(),
-            reason: "the name is empty; give the scale set a name".to_owned(),
-        });
-    }
-    let prefix = OWNER_LABEL_PREFIX;
-    if name
-        .get(..prefix.len())
-        .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
-    {
-        return Err(Error::Config {
-            what: format!("scale set name {name:?}"),
-            reason: format!(
-                "names starting with {prefix:?} are reserved for owner labels (the name is also \
-                 a label, and would read as another controller's ownership claim); rename it"
-            ),
-        });
-    }
-    Ok(())
+    scaleset_store::spec::check_scale_set_name(name).map_err(|problem| Error::Config {
+        what: format!("scale set name {name:?}"),
+        reason: problem.message,
+    })
 }
 
 /// The RFC 4648 base32 alphabet, lower-cased (runner names are case-insensitive on GitHub).

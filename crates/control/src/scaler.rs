@@ -217,12 +217,7 @@ impl Runners<'_> {
     /// Creates one runner: intent, JIT config, provider instance.
     async fn create_runner(&mut self) -> Result<(), Error> {
         let spec = &self.scale_set.spec;
-        let prefix = if spec.runner_prefix.is_empty() {
-            spec.name.as_str()
-        } else {
-            spec.runner_prefix.as_str()
-        };
-        let name = runner_name(prefix, &mut self.rng);
+        let name = runner_name(spec.runner_prefix(), &mut self.rng);
         let timeout = if spec.bootstrap_timeout.is_zero() {
             self.shared.settings.default_bootstrap_timeout
         } else {

@@ -55,6 +55,14 @@ pub enum Error {
         #[source]
         source: scaleset_store::Error,
     },
+    /// A spec or endpoint of the demo breaks the rules every door applies (a bug in the demo).
+    #[error("the demo's {name:?} is invalid: {problems}")]
+    Spec {
+        /// The scale set or credentials.
+        name: String,
+        /// Every problem, as the spec parser names them.
+        problems: String,
+    },
     /// The control loop failed.
     #[error("the control loop failed")]
     Control(#[from] scaleset_control::Error),

@@ -10,7 +10,7 @@ use scaleset_control::ControllerIdentity;
 use scaleset_sim::Simulator;
 use scaleset_store::{
     AdoptionPolicy, Auth, Endpoint, EntityKind, NewCredentials, NewEntity, NewScaleSet,
-    RunnerGroup, ScaleSetSpec, SecretString, Store,
+    RawScaleSetSpec, ScaleSetSpec, SecretString, Store,
 };
 
 use crate::error::Error;
@@ -63,33 +63,62 @@ pub const FLEET: [Declared; 3] = [
 
 impl Declared {
     /// The spec stored for it.
-    pub fn spec(&self) -> ScaleSetSpec {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Spec`] if it breaks the spec rules (a bug in the demo's fleet).
+    pub fn spec(&self) -> Result<ScaleSetSpec, Error> {
         spec(self.name, self.labels, self.min_idle, self.max_runners)
     }
 }
 
-/// The spec of a demo scale set: default runner group, the fake provider, policy `owned`.
-pub fn spec(name: &str, labels: &[&str], min_idle: u32, max_runners: u32) -> ScaleSetSpec {
-    ScaleSetSpec {
-        name: name.to_owned(),
-        runner_group: RunnerGroup {
-            name: "Default".to_owned(),
-            id: None,
-        },
+/// The spec of a demo scale set, parsed by the one spec parser as every door's is: default
+/// runner group, the fake provider, image `ubuntu-24.04`, flavor `small`, a one-minute
+/// bootstrap timeout, policy `owned`.
+///
+/// # Errors
+///
+/// [`Error::Spec`] naming every problem, as the API would answer them.
+pub fn spec(
+    name: &str,
+    labels: &[&str],
+    min_idle: u32,
+    max_runners: u32,
+) -> Result<ScaleSetSpec, Error> {
+    ScaleSetSpec::parse(RawScaleSetSpec {
+        name: Some(name.to_owned()),
         labels: labels.iter().map(|l| (*l).to_owned()).collect(),
-        disable_update: false,
-        provider: PROVIDER.to_owned(),
-        image: "ubuntu-24.04".to_owned(),
-        flavor: "small".to_owned(),
-        min_idle,
-        max_runners,
-        bootstrap_timeout: Duration::from_secs(60),
-        runner_prefix: name.to_owned(),
-        extra_specs: serde_json::json!({}),
-        enabled: true,
-        adoption_policy: AdoptionPolicy::Owned,
-        repair: false,
-    }
+        provider: Some(PROVIDER.to_owned()),
+        image: Some("ubuntu-24.04".to_owned()),
+        flavor: Some("small".to_owned()),
+        min_idle: Some(i64::from(min_idle)),
+        max_runners: Some(i64::from(max_runners)),
+        bootstrap_timeout: Some(Duration::from_secs(60)),
+        runner_prefix: Some(name.to_owned()),
+        adoption_policy: Some(AdoptionPolicy::Owned),
+        ..RawScaleSetSpec::default()
+    })
+    .map_err(|problems| Error::Spec {
+        name: name.to_owned(),
+        problems: problems
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; "),
+    })
+}
+
+/// The demo credentials' endpoint for the simulated GitHub at `github_url`: the store's
+/// [`Endpoint::parse`], so the API base URL is derived as for every other endpoint.
+fn endpoint(github_url: &str) -> Result<Endpoint, Error> {
+    Endpoint::parse(github_url, None, None).map_err(|problems| Error::Spec {
+        name: CREDENTIALS.to_owned(),
+        problems: problems
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; "),
+    })
 }
 
 /// Puts the pre-existing scale set on a new simulated GitHub, labelled as ours.
@@ -110,11 +139,7 @@ pub(crate) fn seed_github(sim: &Simulator, identity: &ControllerIdentity) -> Res
 /// Declares the credentials (pointing at `github_url`, which may change between runs), the
 /// organization and the three scale sets in the store, creating only what is missing.
 pub(crate) async fn declare(store: &dyn Store, github_url: &str) -> Result<usize, Error> {
-    let endpoint = Endpoint {
-        base_url: github_url.trim_end_matches('/').to_owned(),
-        api_base_url: format!("{}/api/v3", github_url.trim_end_matches('/')),
-        ca_bundle: None,
-    };
+    let endpoint = endpoint(github_url)?;
     let new = NewCredentials {
         name: CREDENTIALS.to_owned(),
         endpoint: endpoint.clone(),
@@ -164,7 +189,7 @@ pub(crate) async fn declare(store: &dyn Store, github_url: &str) -> Result<usize
             store
                 .create_scale_set(NewScaleSet {
                     entity_id: entity.id,
-                    spec: set.spec(),
+                    spec: set.spec()?,
                 })
                 .await
                 .map_err(Error::store("storing a demo scale set"))?;
@@ -172,4 +197,33 @@ pub(crate) async fn declare(store: &dyn Store, github_url: &str) -> Result<usize
         }
     }
     Ok(declared)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demo_fleet_parses() {
+        for declared in FLEET {
+            let spec = declared.spec().unwrap();
+            assert_eq!(spec.runner_prefix(), declared.name);
+        }
+        assert!(matches!(
+            spec("../escape", &[], 0, 1),
+            Err(Error::Spec { .. })
+        ));
+    }
+
+    /// The demo derives its endpoint as every door does (issue 29 item 12: it once wrote
+    /// `…/api/v3` whatever the host).
+    #[test]
+    fn issue_29_item_12_the_demo_endpoint_uses_the_one_derivation() {
+        let local = endpoint("http://127.0.0.1:8080/").unwrap();
+        assert_eq!(local.base_url, "http://127.0.0.1:8080");
+        assert_eq!(local.api_base_url, "http://127.0.0.1:8080/api/v3");
+        let ghe = endpoint("https://acme.ghe.com").unwrap();
+        assert_eq!(ghe.api_base_url, "https://api.acme.ghe.com");
+        assert!(endpoint("not a url").is_err());
+    }
 }

@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::bootstrap::CreateRequest;
 use crate::command::Command;
 use crate::error::Error;
-use crate::instance::{InstanceId, InstanceStatus, ProviderInstance};
+use crate::instance::{InstanceId, InstanceStatus, ProviderInstance, check_instance_name};
 use crate::pool::Pool;
 use crate::provider::Provider;
 
@@ -219,6 +219,8 @@ impl Provider for DirectoryProvider {
     async fn create(&self, request: &CreateRequest) -> Result<ProviderInstance, Error> {
         let command = Command::CreateInstance;
         let bootstrap = &request.bootstrap;
+        // The name becomes a file name under the state directory.
+        check_instance_name(command, &bootstrap.name)?;
         let pool = Pool::new(bootstrap.pool_id.clone());
         let dir = self.pool_dir(&pool);
         tokio::fs::create_dir_all(&dir)
@@ -257,6 +259,7 @@ impl Provider for DirectoryProvider {
     }
 
     async fn delete(&self, pool: &Pool, instance: &InstanceId) -> Result<(), Error> {
+        check_instance_name(Command::DeleteInstance, instance.as_str())?;
         match tokio::fs::remove_file(self.file(pool, instance)).await {
             Ok(()) => Ok(()),
             // Already gone is deleted, as GARM providers treat it.
@@ -266,6 +269,7 @@ impl Provider for DirectoryProvider {
     }
 
     async fn get(&self, pool: &Pool, instance: &InstanceId) -> Result<ProviderInstance, Error> {
+        check_instance_name(Command::GetInstance, instance.as_str())?;
         let path = self.file(pool, instance);
         self.finish_boot(&path).await;
         read(&path, Command::GetInstance).await

@@ -84,6 +84,21 @@ pub enum Error {
         /// What is wrong with the output.
         problem: OutputProblem,
     },
+    /// The instance name is not one safe path component: refused before any file is written
+    /// or executable run (names become file names and command arguments).
+    #[error(
+        "{command}: refused the instance name {name:?}: {reason} (runner names are \
+         `<runner prefix>-<8 characters>`; give the scale set a runner prefix of A-Z a-z 0-9 \
+         . _ - starting with a letter or digit)"
+    )]
+    InvalidName {
+        /// The command that was refused.
+        command: Command,
+        /// The name as given.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The executable could not be started (missing, not executable, ...).
     #[error(
         "cannot run provider executable {}: {cause} (check `executable` in the provider \
@@ -128,6 +143,11 @@ impl Error {
     /// The provider reported that the instance already exists.
     pub fn is_duplicate(&self) -> bool {
         matches!(self, Self::Duplicate { .. })
+    }
+
+    /// The instance name was refused as unsafe ([`crate::check_instance_name`]).
+    pub fn is_invalid_name(&self) -> bool {
+        matches!(self, Self::InvalidName { .. })
     }
 
     /// The call timed out.

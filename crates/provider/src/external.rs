@@ -20,7 +20,8 @@ use crate::config::{ExternalConfig, InterfaceVersion};
 use crate::environment::{EnvSource, passthrough};
 use crate::error::{Error, OutputProblem};
 use crate::instance::{
-    InstanceId, ProviderInstance, fault_of, parse_instance, parse_instance_list,
+    InstanceId, ProviderInstance, check_instance_name, fault_of, parse_instance,
+    parse_instance_list,
 };
 use crate::pool::{Pool, PoolKey};
 use crate::provider::Provider;
@@ -305,6 +306,8 @@ impl Provider for ExternalProvider {
     async fn create(&self, request: &CreateRequest) -> Result<ProviderInstance, Error> {
         let command = Command::CreateInstance;
         let bootstrap = &request.bootstrap;
+        // Providers make the name a machine, file or container name: refused before the run.
+        check_instance_name(command, &bootstrap.name)?;
         let stdin = serde_json::to_vec(bootstrap).map_err(|err| Error::Io {
             command,
             source: std::io::Error::other(err),

@@ -15,7 +15,7 @@ use uuid::Uuid;
 use crate::bootstrap::{CreateRequest, OsType};
 use crate::command::Command;
 use crate::error::Error;
-use crate::instance::{InstanceId, InstanceStatus, ProviderInstance};
+use crate::instance::{InstanceId, InstanceStatus, ProviderInstance, check_instance_name};
 use crate::pool::{Pool, PoolKey};
 use crate::provider::Provider;
 use secrecy::SecretString;
@@ -222,6 +222,8 @@ impl FakeProvider {
 impl Provider for FakeProvider {
     async fn create(&self, request: &CreateRequest) -> Result<ProviderInstance, Error> {
         let command = Command::CreateInstance;
+        // Refused as every provider refuses it, so tests over the fake meet the same rule.
+        check_instance_name(command, &request.bootstrap.name)?;
         self.pause().await;
         let bootstrap = &request.bootstrap;
         let (instance, hook, lost) = {

@@ -6,7 +6,50 @@ use std::fmt;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
-use crate::error::OutputProblem;
+use crate::command::Command;
+use crate::error::{Error, OutputProblem};
+
+/// The longest instance name accepted (a file name's limit on common file systems).
+pub const INSTANCE_NAME_MAX: usize = 255;
+
+/// Checks that an instance name is one safe path component: 1 to [`INSTANCE_NAME_MAX`] of
+/// `A-Za-z0-9._-`, starting with a letter or digit (so never empty, `.`, `..`, hidden, or
+/// holding a `/`). Every provider refuses any other name before it writes a file or runs an
+/// executable; the spec rules keep runner prefixes to the same characters, so a refusal here
+/// means a spec written past them.
+///
+/// ```
+/// use scaleset_provider::{Command, check_instance_name};
+///
+/// assert!(check_instance_name(Command::CreateInstance, "linux-abcdefgh").is_ok());
+/// assert!(check_instance_name(Command::CreateInstance, "../../../pfx-w3kojd6g").is_err());
+/// ```
+///
+/// # Errors
+///
+/// [`Error::InvalidName`] saying what is wrong.
+pub fn check_instance_name(command: Command, name: &str) -> Result<(), Error> {
+    let reason = if name.is_empty() || name.len() > INSTANCE_NAME_MAX {
+        Some(format!(
+            "it has {} bytes; 1–{INSTANCE_NAME_MAX} are allowed",
+            name.len()
+        ))
+    } else if !name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        Some("it does not start with a letter or digit".to_owned())
+    } else {
+        name.chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+            .map(|bad| format!("it contains {bad:?}"))
+    };
+    match reason {
+        None => Ok(()),
+        Some(reason) => Err(Error::InvalidName {
+            command,
+            name: name.to_owned(),
+            reason,
+        }),
+    }
+}
 
 /// An instance as the provider sees it (GARM's `ProviderInstance`).
 ///

@@ -117,7 +117,9 @@ pub use environment::{EnvAllowList, EnvSource, PROXY_VARIABLES, ProcessEnv};
 pub use error::{Error, OutputProblem};
 pub use external::ExternalProvider;
 pub use fake::{CreatedRunner, FakeCloud, FakeInstance, FakeProvider};
-pub use instance::{Address, InstanceId, InstanceStatus, ProviderInstance};
+pub use instance::{
+    Address, INSTANCE_NAME_MAX, InstanceId, InstanceStatus, ProviderInstance, check_instance_name,
+};
 pub use pool::{InvalidPoolKey, Pool, PoolKey};
 pub use provider::Provider;
 /// Secrets (the instance token, download tokens, the runner's JIT config): `secrecy`'s, the

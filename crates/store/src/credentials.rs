@@ -7,14 +7,20 @@ use async_trait::async_trait;
 use crate::clock::Timestamp;
 use crate::error::Result;
 use crate::id::CredentialsId;
+use crate::spec::SpecProblem;
 use secrecy::{ExposeSecret, SecretString};
 
-/// The GitHub endpoint credentials belong to.
+/// The GitHub endpoint credentials belong to. Build one with [`Endpoint::parse`] (or
+/// [`Endpoint::github_com`]): the API base URL, when not given, is derived there and nowhere
+/// else ([`Endpoint::derived_api_base_url`]), by the rule the GitHub client uses for a config
+/// URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
-    /// The web base URL (`https://github.com` or the GHES host).
+    /// The web base URL (`https://github.com`, `https://<tenant>.ghe.com` or the GHES host),
+    /// without a trailing slash.
     pub base_url: String,
-    /// The REST API base URL (`https://api.github.com` or `https://<ghes>/api/v3`).
+    /// The REST API base URL (`https://api.github.com`, `https://api.<tenant>.ghe.com` or
+    /// `https://<ghes>/api/v3`), without a trailing slash.
     pub api_base_url: String,
     /// Extra CA certificates (PEM) to trust for a GHES endpoint.
     pub ca_bundle: Option<String>,
@@ -29,6 +35,127 @@ impl Endpoint {
             ca_bundle: None,
         }
     }
+
+    /// Parses an endpoint as an operator writes it: the web base URL, the REST API base URL
+    /// if it is not the derived one, and extra CA certificates. Both URLs must be `http` or
+    /// `https` with a host and no query, fragment or user; trailing slashes are dropped.
+    ///
+    /// ```
+    /// use scaleset_store::Endpoint;
+    ///
+    /// let ghe = Endpoint::parse("https://acme.ghe.com/", None, None).unwrap();
+    /// assert_eq!(ghe.api_base_url, "https://api.acme.ghe.com");
+    /// let ghes = Endpoint::parse("https://ghes.example.com", None, None).unwrap();
+    /// assert_eq!(ghes.api_base_url, "https://ghes.example.com/api/v3");
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// Every problem, naming `base_url` or `api_base_url`.
+    pub fn parse(
+        base_url: &str,
+        api_base_url: Option<&str>,
+        ca_bundle: Option<String>,
+    ) -> Result<Self, Vec<SpecProblem>> {
+        let mut problems = Vec::new();
+        let base = http_url("base_url", base_url)
+            .map_err(|p| problems.push(p))
+            .ok();
+        let api = match (api_base_url, &base) {
+            (Some(api), _) => http_url("api_base_url", api)
+                .map_err(|p| problems.push(p))
+                .ok()
+                .map(|u| trimmed(&u)),
+            (None, Some(base)) => Some(Self::derived_api_base_url(base)),
+            // The base URL's problem is reported; the default derives from it.
+            (None, None) => None,
+        };
+        match (base, api) {
+            (Some(base), Some(api)) if problems.is_empty() => Ok(Self {
+                base_url: trimmed(&base),
+                api_base_url: api,
+                ca_bundle,
+            }),
+            _ => Err(problems),
+        }
+    }
+
+    /// The REST API base URL of a web base URL, the one derivation of it: `api.<host>` for
+    /// github.com (and `www.github.com`), `github.localhost` and GHE.com tenants
+    /// (`<tenant>.ghe.com`); `<base>/api/v3` for a GitHub Enterprise Server. The same rule as
+    /// the GitHub client's for a config URL (`scaleset_github::ConfigUrl::api_base`).
+    pub fn derived_api_base_url(base: &url::Url) -> String {
+        let host = base.host_str().unwrap_or_default().to_ascii_lowercase();
+        let hosted = matches!(
+            host.as_str(),
+            "github.com" | "www.github.com" | "github.localhost"
+        ) || host.ends_with(".ghe.com");
+        if hosted {
+            let api_host = host.strip_prefix("www.").unwrap_or(&host);
+            let port = base.port().map(|p| format!(":{p}")).unwrap_or_default();
+            format!("{}://api.{api_host}{port}", base.scheme())
+        } else {
+            format!("{}/api/v3", trimmed(base))
+        }
+    }
+
+    /// An endpoint as stored. A GHE.com endpoint whose stored API base URL is
+    /// `<base>/api/v3` was derived by an older version's wrong rule (GHE.com serves its REST
+    /// API only at `api.<tenant>.ghe.com`): it is read as the derived one.
+    pub(crate) fn from_stored(
+        base_url: String,
+        api_base_url: String,
+        ca_bundle: Option<String>,
+    ) -> Self {
+        let wrong_ghe = url::Url::parse(&base_url).ok().filter(|base| {
+            base.host_str()
+                .is_some_and(|h| h.to_ascii_lowercase().ends_with(".ghe.com"))
+                && api_base_url.trim_end_matches('/')
+                    == format!("{}/api/v3", base_url.trim_end_matches('/'))
+        });
+        let api_base_url = match wrong_ghe {
+            Some(base) => Self::derived_api_base_url(&base),
+            None => api_base_url,
+        };
+        Self {
+            base_url,
+            api_base_url,
+            ca_bundle,
+        }
+    }
+}
+
+/// The URL's text without a trailing slash.
+fn trimmed(url: &url::Url) -> String {
+    url.as_str().trim_end_matches('/').to_owned()
+}
+
+/// An `http` or `https` URL with a host and no query, fragment or credentials.
+fn http_url(field: &str, text: &str) -> Result<url::Url, SpecProblem> {
+    let problem = |message: String| SpecProblem {
+        field: field.to_owned(),
+        message,
+    };
+    let parsed =
+        url::Url::parse(text.trim()).map_err(|e| problem(format!("{text:?} is not a URL: {e}")))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(problem(format!(
+            "{text:?}: only http and https URLs are allowed"
+        )));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(problem(format!("{text:?} has no host")));
+    }
+    if parsed.query().is_some()
+        || parsed.fragment().is_some()
+        || !parsed.username().is_empty()
+        || parsed.password().is_some()
+    {
+        return Err(problem(format!(
+            "{text:?}: give the base URL only (no query, fragment or user)"
+        )));
+    }
+    Ok(parsed)
 }
 
 /// How to authenticate. `Debug` redacts the secrets.

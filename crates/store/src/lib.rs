@@ -73,6 +73,7 @@ mod keyring;
 mod lease;
 mod options;
 mod scale_set;
+pub mod spec;
 #[cfg(feature = "test-util")]
 pub mod test_util;
 mod worker;
@@ -102,6 +103,7 @@ pub use scale_set::{
 /// Secrets (PATs, private keys, API tokens): `secrecy`'s, the type every scaleset crate holds;
 /// `Debug` redacts and the value is wiped on drop.
 pub use secrecy::{ExposeSecret, SecretString};
+pub use spec::{RawScaleSetSpec, SpecProblem};
 pub use worker::WorkerStore;
 pub use writer_lock::{WriterLock, WriterLockError};
 

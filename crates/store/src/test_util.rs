@@ -114,6 +114,183 @@ pub fn spec(name: &str) -> ScaleSetSpec {
     }
 }
 
+/// One spec every door must refuse, as a door's test feeds it: the fields of a valid base
+/// spec (`name = "linux"`, `provider = "fake"`, `max_runners = 4`) with `overrides` written
+/// over them, and the problems [`ScaleSetSpec::parse`] reports for it. Each door (the API's
+/// create and update, plan/apply, the configuration file, its environment overrides) must
+/// answer with exactly these problems.
+#[derive(Debug, Clone)]
+pub struct BadSpec {
+    /// What is wrong, for assertion messages.
+    pub what: &'static str,
+    /// The fields written over the base spec, as JSON (strings, integers, arrays of strings).
+    pub overrides: serde_json::Map<String, serde_json::Value>,
+    /// The problems the one parser reports, in field order.
+    pub problems: Vec<crate::SpecProblem>,
+}
+
+impl BadSpec {
+    /// Writes the case's fields over `spec` as code would (no parser on the way): the door
+    /// of an embedder that builds a fleet itself.
+    pub fn write_over(&self, spec: &mut ScaleSetSpec) {
+        for (key, value) in self.fields() {
+            let text = || value.as_str().unwrap_or_default().to_owned();
+            let count = || {
+                value
+                    .as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .unwrap_or(u32::MAX)
+            };
+            match key.as_str() {
+                "name" => spec.name = text(),
+                "provider" => spec.provider = text(),
+                "runner_prefix" => spec.runner_prefix = text(),
+                "labels" => {
+                    spec.labels = value
+                        .as_array()
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|l| l.as_str().map(str::to_owned))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                }
+                "max_runners" => spec.max_runners = count(),
+                "min_idle" => spec.min_idle = count(),
+                other => panic!("bad spec field {other:?} has no writer"),
+            }
+        }
+    }
+
+    /// The whole spec as JSON: the base with the overrides written over it.
+    pub fn fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut fields = bad_spec_base();
+        fields.extend(self.overrides.clone());
+        fields
+    }
+}
+
+fn bad_spec_base() -> serde_json::Map<String, serde_json::Value> {
+    let serde_json::Value::Object(base) =
+        serde_json::json!({"name": "linux", "provider": "fake", "max_runners": 4})
+    else {
+        unreachable!("an object literal")
+    };
+    base
+}
+
+/// The specs every door must refuse with the same problems (issue 29 item 9): path traversal
+/// in the name and the runner prefix, a space, non-ASCII, 150 characters, a label with a
+/// comma, labels that differ only in case, a foreign owner label, and counts out of range.
+pub fn bad_specs() -> Vec<BadSpec> {
+    let cases: Vec<(&'static str, serde_json::Value, &'static [&'static str])> = vec![
+        (
+            "a name that climbs directories",
+            serde_json::json!({"name": "../../../escape"}),
+            &["name"],
+        ),
+        (
+            "a runner prefix that climbs directories",
+            serde_json::json!({"runner_prefix": "../../../pfx"}),
+            &["runner_prefix"],
+        ),
+        (
+            "a name with a space",
+            serde_json::json!({"name": "a b"}),
+            &["name"],
+        ),
+        (
+            "a name that is not ASCII",
+            serde_json::json!({"name": "日本"}),
+            &["name"],
+        ),
+        (
+            "a 150-character name",
+            serde_json::json!({"name": "a".repeat(150)}),
+            &["name"],
+        ),
+        (
+            "a label with a comma",
+            serde_json::json!({"labels": ["a,b"]}),
+            &["labels[0]"],
+        ),
+        (
+            "labels that differ only in case",
+            serde_json::json!({"labels": ["gpu", "GPU"]}),
+            &["labels[1]"],
+        ),
+        (
+            "a foreign owner label",
+            serde_json::json!({"labels": ["linux", "scaleset-owner-0123456789abcdef0123456789abcdef"]}),
+            &["labels[1]"],
+        ),
+        (
+            "max_runners 0",
+            serde_json::json!({"max_runners": 0}),
+            &["max_runners"],
+        ),
+        (
+            "max_runners above the limit",
+            serde_json::json!({"max_runners": 20_000}),
+            &["max_runners"],
+        ),
+        (
+            "more idle runners than max_runners",
+            serde_json::json!({"min_idle": 5}),
+            &["min_idle"],
+        ),
+        (
+            "several problems at once",
+            serde_json::json!({"name": "a b", "labels": ["x", "X"], "max_runners": 0, "runner_prefix": "a/b"}),
+            &["name", "labels[1]", "max_runners", "runner_prefix"],
+        ),
+    ];
+    cases
+        .into_iter()
+        .map(|(what, overrides, fields)| {
+            let serde_json::Value::Object(overrides) = overrides else {
+                unreachable!("object literals")
+            };
+            let mut case = BadSpec {
+                what,
+                overrides,
+                problems: Vec::new(),
+            };
+            case.problems = match ScaleSetSpec::parse(raw_spec(&case.fields())) {
+                Ok(_) => panic!("bad spec {what:?} parses"),
+                Err(problems) => problems,
+            };
+            let got: Vec<&str> = case.problems.iter().map(|p| p.field.as_str()).collect();
+            assert_eq!(got, fields, "the problems of bad spec {what:?}");
+            case
+        })
+        .collect()
+}
+
+/// A raw spec from JSON fields named as in the API and the configuration file.
+fn raw_spec(fields: &serde_json::Map<String, serde_json::Value>) -> crate::RawScaleSetSpec {
+    let text = |key: &str| fields.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+    crate::RawScaleSetSpec {
+        name: text("name"),
+        provider: text("provider"),
+        runner_prefix: text("runner_prefix"),
+        labels: fields
+            .get("labels")
+            .and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|l| l.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        max_runners: fields
+            .get("max_runners")
+            .and_then(serde_json::Value::as_i64),
+        min_idle: fields.get("min_idle").and_then(serde_json::Value::as_i64),
+        ..crate::RawScaleSetSpec::default()
+    }
+}
+
 /// The key tests seal with unless they say otherwise.
 pub fn test_key(id: &str, byte: u8) -> EncryptionKey {
     EncryptionKey::from_bytes(id, &[byte; 32]).expect("a 32-byte key")

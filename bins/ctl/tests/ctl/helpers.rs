@@ -102,7 +102,7 @@ impl Server {
             );
             let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
             let url = format!("http://{}", listener.local_addr().expect("addr"));
-            let app = scaleset_api::router(Arc::new(state));
+            let app = scaleset_api::router(Arc::new(state.with_providers(["fake".to_owned()])));
             tokio::spawn({
                 let stop = stop.clone();
                 async move {

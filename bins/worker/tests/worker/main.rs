@@ -115,6 +115,30 @@ async fn each_configuration_error_exits_2_naming_the_key_before_connecting() {
             .concat(),
             "SCALESET_DATABSE__URL",
         ),
+        // Issue 29 item 9: names that climb out of the directory provider's state directory,
+        // in the file and through an environment override.
+        (
+            VALID.replace("name = \"linux\"", "name = \"../../../escape\""),
+            env.to_vec(),
+            "scale_set[0].name",
+        ),
+        (
+            VALID.replace(
+                "name = \"linux\"",
+                "name = \"linux\"\nrunner_prefix = \"../../../pfx\"",
+            ),
+            env.to_vec(),
+            "scale_set[0].runner_prefix",
+        ),
+        (
+            VALID.to_owned(),
+            [
+                env.to_vec(),
+                vec![("SCALESET_SCALE_SET__0__NAME", "../../../escape")],
+            ]
+            .concat(),
+            "scale_set[0].name",
+        ),
     ];
     for (text, env, key) in cases {
         let (code, stderr) = check_config(&text, &env).await;

@@ -24,30 +24,29 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
 /// The largest secret accepted (a 4096-bit RSA key in PEM is about 3.3 KB).
 const MAX_SECRET: usize = 16 * 1024;
 
-fn checked(input: CreateCredentials) -> Result<NewCredentials, ApiError> {
+/// The credentials as given. `stored` is the endpoint of the credentials being replaced:
+/// without an `endpoint` a replacement keeps it (a token must never move to a host the
+/// operator did not name); a create without one is github.com. A given endpoint is parsed by
+/// the store's [`Endpoint::parse`], the one derivation of the API base URL.
+fn checked(input: CreateCredentials, stored: Option<Endpoint>) -> Result<NewCredentials, ApiError> {
     validate::name("name", &input.name, 64)?;
-    let endpoint = match input.endpoint {
-        None => Endpoint::github_com(),
-        Some(e) => {
-            let base = validate::url("endpoint.base_url", &e.base_url)?;
-            let api = match &e.api_base_url {
-                Some(api) => validate::url("endpoint.api_base_url", api)?,
-                None if base.host_str() == Some("github.com") => {
-                    validate::url("endpoint.api_base_url", "https://api.github.com")?
-                }
-                None => validate::url(
-                    "endpoint.api_base_url",
-                    &format!("{}/api/v3", e.base_url.trim_end_matches('/')),
-                )?,
-            };
+    let endpoint = match (input.endpoint, stored) {
+        (None, Some(stored)) => stored,
+        (None, None) => Endpoint::github_com(),
+        (Some(e), _) => {
             if let Some(bundle) = &e.ca_bundle {
                 validate::ca_bundle("endpoint.ca_bundle", bundle)?;
             }
-            Endpoint {
-                base_url: base.as_str().trim_end_matches('/').to_owned(),
-                api_base_url: api.as_str().trim_end_matches('/').to_owned(),
-                ca_bundle: e.ca_bundle,
-            }
+            Endpoint::parse(&e.base_url, e.api_base_url.as_deref(), e.ca_bundle).map_err(
+                |problems| ApiError::InvalidInput {
+                    field: "endpoint".to_owned(),
+                    reason: problems
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                },
+            )?
         }
     };
     let auth = match input.auth {
@@ -98,7 +97,7 @@ pub(crate) async fn create(
     State(state): State<Arc<AppState>>,
     Body(input): Body<CreateCredentials>,
 ) -> Result<(StatusCode, Json<Credentials>), ApiError> {
-    let new = checked(input)?;
+    let new = checked(input, None)?;
     let name = new.name.clone();
     let created = state
         .store
@@ -155,7 +154,8 @@ pub(crate) async fn show(
     Ok(Json(view::credentials(&found)))
 }
 
-/// Replaces name, endpoint and secret (the secret must be given again).
+/// Replaces name, endpoint and secret (the secret must be given again; without an `endpoint`
+/// the stored one is kept).
 #[utoipa::path(put, path = "/api/v1/credentials/{id}", tag = "credentials",
     params(("id" = uuid::Uuid, Path, description = "The credentials' id")),
     request_body = CreateCredentials,
@@ -168,9 +168,9 @@ pub(crate) async fn replace(
     Body(input): Body<CreateCredentials>,
 ) -> Result<Json<Credentials>, ApiError> {
     let id = CredentialsId(parse_id(&id, "credentials")?);
-    let new = checked(input)?;
+    let stored = read(&state, id).await?;
+    let new = checked(input, Some(stored.endpoint))?;
     let name = new.name.clone();
-    read(&state, id).await?;
     let updated = state
         .store
         .update_credentials(id, new)

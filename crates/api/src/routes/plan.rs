@@ -101,16 +101,21 @@ async fn parse(state: &AppState, text: &str) -> Result<Fleet, ApiError> {
         .into_iter()
         .map(|c| c.name)
         .collect();
-    scaleset_config::parse_fleet("the request's fleet", text, None, &stored).map_err(|e| {
-        ApiError::InvalidInput {
-            field: "fleet".to_owned(),
-            reason: e
-                .problems
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; "),
-        }
+    scaleset_config::parse_fleet(
+        "the request's fleet",
+        text,
+        None,
+        &stored,
+        Some(&state.providers),
+    )
+    .map_err(|e| ApiError::InvalidInput {
+        field: "fleet".to_owned(),
+        reason: e
+            .problems
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; "),
     })
 }
 

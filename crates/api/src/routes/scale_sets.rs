@@ -11,7 +11,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use scaleset_control::EnsureResult;
 use scaleset_store::{
-    Acquisition, EntityId, NewScaleSet, Provenance, RunnerGroup, ScaleSet as StoredScaleSet,
+    Acquisition, EntityId, NewScaleSet, Provenance, RawScaleSetSpec, ScaleSet as StoredScaleSet,
     ScaleSetId, ScaleSetSpec as StoredSpec, ScaleSetState,
 };
 use serde::Deserialize;
@@ -31,100 +31,42 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         .route("/scale-sets/{id}", get(show).patch(update).delete(delete))
 }
 
-const MAX_LABELS: usize = 50;
-const MAX_RUNNERS: u32 = 10_000;
-const MAX_BOOTSTRAP_SECS: u64 = 86_400;
-const DEFAULT_BOOTSTRAP_SECS: u64 = 600;
-
-/// Checks a spec as a whole (every field the create and the update can set).
-fn check_spec(spec: &StoredSpec) -> Result<(), ApiError> {
-    validate::name("name", &spec.name, 100)?;
-    scaleset_control::validate_scale_set_name(&spec.name).map_err(|e| ApiError::InvalidInput {
-        field: "name".to_owned(),
-        reason: e.to_string(),
-    })?;
-    validate::text("runner_group", &spec.runner_group.name, 100)?;
-    if spec.labels.len() > MAX_LABELS {
-        return Err(ApiError::InvalidInput {
-            field: "labels".to_owned(),
-            reason: format!("{} labels; at most {MAX_LABELS}", spec.labels.len()),
-        });
+/// A spec parsed by the one spec parser ([`StoredSpec::parse`]), its provider checked against
+/// the server's when `check_provider` (a create, or an update that changes it: an update of
+/// another field must still work on a scale set whose provider was configured away).
+fn parsed(
+    state: &AppState,
+    raw: RawScaleSetSpec,
+    check_provider: bool,
+) -> Result<StoredSpec, ApiError> {
+    let spec = StoredSpec::parse(raw).map_err(validate::spec_problems)?;
+    if check_provider
+        && let Some(problem) = spec.unknown_provider(state.providers.iter().map(String::as_str))
+    {
+        return Err(validate::spec_problems(vec![problem]));
     }
-    for (i, label) in spec.labels.iter().enumerate() {
-        let field = format!("labels[{i}]");
-        validate::text(&field, label, 100)?;
-        if label.to_ascii_lowercase().starts_with("scaleset-owner-") {
-            return Err(ApiError::InvalidInput {
-                field,
-                reason: "owner labels are added by the controller; remove it".to_owned(),
-            });
-        }
-    }
-    validate::name("provider", &spec.provider, 64)?;
-    validate::range("max_runners", spec.max_runners, 1, MAX_RUNNERS)?;
-    validate::range("min_idle", spec.min_idle, 0, spec.max_runners)?;
-    validate::range(
-        "bootstrap_timeout_secs",
-        spec.bootstrap_timeout.as_secs(),
-        1,
-        MAX_BOOTSTRAP_SECS,
-    )?;
-    if !spec.runner_prefix.is_empty() {
-        validate::name("runner_prefix", &spec.runner_prefix, 40)?;
-    }
-    if spec.image.chars().count() > 1000 || spec.image.chars().any(char::is_control) {
-        return Err(ApiError::InvalidInput {
-            field: "image".to_owned(),
-            reason: "at most 1000 characters, no control characters".to_owned(),
-        });
-    }
-    if spec.flavor.chars().count() > 1000 || spec.flavor.chars().any(char::is_control) {
-        return Err(ApiError::InvalidInput {
-            field: "flavor".to_owned(),
-            reason: "at most 1000 characters, no control characters".to_owned(),
-        });
-    }
-    // null is "none": a scale set declared in a fleet file without extra specs is stored so,
-    // and must stay updatable through the API.
-    if !(spec.extra_specs.is_object() || spec.extra_specs.is_null()) {
-        return Err(ApiError::InvalidInput {
-            field: "extra_specs".to_owned(),
-            reason: "must be a JSON object (or null for none)".to_owned(),
-        });
-    }
-    Ok(())
+    Ok(spec)
 }
 
-fn spec_of(input: &CreateScaleSet) -> StoredSpec {
-    StoredSpec {
-        name: input.name.clone(),
-        runner_group: RunnerGroup {
-            name: input
-                .runner_group
-                .clone()
-                .unwrap_or_else(|| "Default".to_owned()),
-            id: None,
-        },
+/// The create's fields as the parser takes them (only this door's syntax: seconds, the wire
+/// policy).
+fn raw_of(input: &CreateScaleSet) -> RawScaleSetSpec {
+    RawScaleSetSpec {
+        name: Some(input.name.clone()),
+        runner_group: input.runner_group.clone(),
         labels: input.labels.clone(),
-        disable_update: input.disable_update,
-        provider: input.provider.clone(),
-        image: input.image.clone(),
-        flavor: input.flavor.clone(),
-        min_idle: input.min_idle,
-        max_runners: input.max_runners,
-        bootstrap_timeout: Duration::from_secs(
-            input
-                .bootstrap_timeout_secs
-                .unwrap_or(DEFAULT_BOOTSTRAP_SECS),
-        ),
-        runner_prefix: input.runner_prefix.clone(),
-        extra_specs: input
-            .extra_specs
-            .clone()
-            .unwrap_or_else(|| serde_json::Value::Object(serde_json::Map::new())),
-        enabled: input.enabled.unwrap_or(true),
-        adoption_policy: view::policy_to_store(input.adoption_policy),
-        repair: input.repair,
+        disable_update: Some(input.disable_update),
+        provider: Some(input.provider.clone()),
+        image: Some(input.image.clone()),
+        flavor: Some(input.flavor.clone()),
+        min_idle: Some(i64::from(input.min_idle)),
+        max_runners: Some(i64::from(input.max_runners)),
+        bootstrap_timeout: input.bootstrap_timeout_secs.map(Duration::from_secs),
+        runner_prefix: Some(input.runner_prefix.clone()),
+        extra_specs: input.extra_specs.clone(),
+        enabled: input.enabled,
+        adoption_policy: Some(view::policy_to_store(input.adoption_policy)),
+        repair: Some(input.repair),
     }
 }
 
@@ -187,8 +129,7 @@ pub(crate) async fn create(
     State(state): State<Arc<AppState>>,
     Body(input): Body<CreateScaleSet>,
 ) -> Result<(StatusCode, Json<ScaleSet>), ApiError> {
-    let spec = spec_of(&input);
-    check_spec(&spec)?;
+    let spec = parsed(&state, raw_of(&input), true)?;
     let entity_id = EntityId(input.entity_id);
     state
         .store
@@ -352,27 +293,31 @@ pub(crate) async fn update(
             current: scale_set.generation,
         });
     }
-    let spec = &mut scale_set.spec;
-    replace(&mut spec.labels, change.labels);
-    replace(&mut spec.disable_update, change.disable_update);
-    replace(&mut spec.provider, change.provider);
-    replace(&mut spec.image, change.image);
-    replace(&mut spec.flavor, change.flavor);
-    replace(&mut spec.min_idle, change.min_idle);
-    replace(&mut spec.max_runners, change.max_runners);
-    replace(
-        &mut spec.bootstrap_timeout,
+    let check_provider = change.provider.is_some();
+    let mut raw = RawScaleSetSpec::from(&scale_set.spec);
+    replace(&mut raw.labels, change.labels);
+    patch(&mut raw.disable_update, change.disable_update);
+    patch(&mut raw.provider, change.provider);
+    patch(&mut raw.image, change.image);
+    patch(&mut raw.flavor, change.flavor);
+    patch(&mut raw.min_idle, change.min_idle.map(i64::from));
+    patch(&mut raw.max_runners, change.max_runners.map(i64::from));
+    patch(
+        &mut raw.bootstrap_timeout,
         change.bootstrap_timeout_secs.map(Duration::from_secs),
     );
-    replace(&mut spec.runner_prefix, change.runner_prefix);
-    replace(&mut spec.extra_specs, change.extra_specs);
-    replace(&mut spec.enabled, change.enabled);
-    replace(
-        &mut spec.adoption_policy,
+    patch(&mut raw.runner_prefix, change.runner_prefix);
+    patch(&mut raw.extra_specs, change.extra_specs);
+    patch(&mut raw.enabled, change.enabled);
+    patch(
+        &mut raw.adoption_policy,
         change.adoption_policy.map(view::policy_to_store),
     );
-    replace(&mut spec.repair, change.repair);
-    check_spec(&scale_set.spec)?;
+    patch(&mut raw.repair, change.repair);
+    let group_id = scale_set.spec.runner_group.id;
+    scale_set.spec = parsed(&state, raw, check_provider)?;
+    // The resolved runner group stays: the group's name cannot change.
+    scale_set.spec.runner_group.id = group_id;
     let updated = state
         .store
         .update_scale_set(&scale_set)
@@ -542,6 +487,13 @@ async fn delete_held(
 /// A patch field: `Some` replaces the stored value, `None` (absent from the request) keeps it.
 fn replace<T>(field: &mut T, value: Option<T>) {
     if let Some(value) = value {
+        *field = value;
+    }
+}
+
+/// [`replace`] for a field of the raw spec, which is optional itself.
+fn patch<T>(field: &mut Option<T>, value: Option<T>) {
+    if value.is_some() {
         *field = value;
     }
 }

@@ -19,7 +19,7 @@ pub struct CreateCredentials {
     pub name: String,
     /// The authentication method and its secret.
     pub auth: AuthInput,
-    /// The GitHub endpoint; github.com when omitted.
+    /// The GitHub endpoint. Omitted: github.com on a create; a replacement keeps the stored one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<EndpointInput>,
 }
@@ -93,8 +93,8 @@ pub struct EndpointInput {
         pattern = "^https?://(?:[A-Za-z0-9]+\\.)*[A-Za-z][A-Za-z0-9]*(?::(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4}))?(?:/[A-Za-z0-9._~-]*)*$"
     )]
     pub base_url: String,
-    /// The REST API base URL. Default: `https://api.github.com` for github.com, else
-    /// `<base_url>/api/v3` (GHES).
+    /// The REST API base URL. Default: `https://api.github.com` for github.com,
+    /// `https://api.<tenant>.ghe.com` for a GHE.com tenant, else `<base_url>/api/v3` (GHES).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(
         pattern = "^https?://(?:[A-Za-z0-9]+\\.)*[A-Za-z][A-Za-z0-9]*(?::(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4}))?(?:/[A-Za-z0-9._~-]*)*$"

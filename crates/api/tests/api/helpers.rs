@@ -159,7 +159,11 @@ impl App {
         );
         let mut limits = scaleset_api::Limits::default();
         limits.max_body_bytes = 64 * 1024;
-        let app = scaleset_api::router(Arc::new(state.with_limits(limits)));
+        let app = scaleset_api::router(Arc::new(
+            state
+                .with_limits(limits)
+                .with_providers(["fake".to_owned()]),
+        ));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");

@@ -3,6 +3,7 @@
 //! simulator in-process for GitHub.
 
 mod auth;
+mod doors;
 mod helpers;
 mod input;
 mod instance_facing;

@@ -104,8 +104,9 @@ async fn plan_then_apply_then_noop(backend: Backend) {
     assert_eq!(app.written().await, after, "a no-op apply wrote");
 }
 
-/// A fleet that declares no extra specs stores them as null; such a scale set must stay
-/// updatable through the API (its update once failed with 400 "invalid extra_specs").
+/// A fleet that declares no extra specs stores `{}`, as the API does (one parser, one
+/// default); a row an older version stored with null must stay updatable through the API (its
+/// update once failed with 400 "invalid extra_specs").
 async fn a_scale_set_applied_from_a_fleet_can_be_updated(backend: Backend) {
     let (_sim, app) = start(backend, "a_scale_set_applied_from_a_fleet_can_be_updated").await;
     let planned = plan(&app, FLEET).await;
@@ -113,15 +114,23 @@ async fn a_scale_set_applied_from_a_fleet_can_be_updated(backend: Backend) {
     assert_eq!(applied.status, 200, "{applied:?}");
     let stored = app.store.list_scale_sets(None).await.expect("sets");
     assert_eq!(stored.len(), 1);
-    assert!(
-        stored[0].spec.extra_specs.is_null(),
-        "the fleet path stores null"
+    assert_eq!(
+        stored[0].spec.extra_specs,
+        json!({}),
+        "the fleet path stores what the API stores"
     );
+    let mut old = stored[0].clone();
+    old.spec.extra_specs = serde_json::Value::Null;
+    let old = app
+        .store
+        .update_scale_set(&old)
+        .await
+        .expect("an older row");
     let updated = app
         .call(
             "PATCH",
-            &format!("/api/v1/scale-sets/{}", stored[0].id),
-            Some(json!({"generation": stored[0].generation, "max_runners": 5})),
+            &format!("/api/v1/scale-sets/{}", old.id),
+            Some(json!({"generation": old.generation, "max_runners": 5})),
         )
         .await;
     assert_eq!(updated.status, 200, "{updated:?}");

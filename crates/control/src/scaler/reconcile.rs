@@ -24,12 +24,7 @@ use crate::error::{Error, store};
 impl Runners<'_> {
     fn prefix(&self) -> String {
         let spec = &self.scale_set.spec;
-        let prefix = if spec.runner_prefix.is_empty() {
-            spec.name.as_str()
-        } else {
-            spec.runner_prefix.as_str()
-        };
-        format!("{prefix}-")
+        format!("{}-", spec.runner_prefix())
     }
 
     async fn event(&self, kind: &str, reason: &str) {

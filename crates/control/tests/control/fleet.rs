@@ -20,6 +20,7 @@ backend_tests!(
     a_plan_made_stale_by_a_concurrent_change_is_refused,
     plan_previews_create_adopt_and_refuse_from_github,
     the_worker_apply_stores_declared_scale_sets_once,
+    issue_29_item_9_plan_and_apply_refuse_every_bad_spec_as_the_parser_does,
 );
 
 /// Plans `fleet` against the harness's store and `lookup`.
@@ -250,4 +251,49 @@ async fn the_worker_apply_stores_declared_scale_sets_once(db: TestDb) {
         .expect("apply again");
     assert_eq!(second.writes, 0);
     assert_eq!(h.store.list_scale_sets(None).await.expect("sets").len(), 2);
+}
+
+/// A fleet built in code (an embedder's, the demo's) meets the same spec rules as a parsed one:
+/// plan, apply and the worker's start-up apply refuse each of the workspace's shared bad specs
+/// naming exactly the parser's problems, and write nothing (issue 29 item 9).
+async fn issue_29_item_9_plan_and_apply_refuse_every_bad_spec_as_the_parser_does(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    let lookup = GitHubLookup::new();
+    let before = snapshot(h.store.as_ref()).await;
+    for case in scaleset_store::test_util::bad_specs() {
+        let mut fleet = declared_fleet(&h);
+        case.write_over(&mut fleet.scale_sets[0].spec);
+        let expected: Vec<String> = case
+            .problems
+            .iter()
+            .map(|p| format!("scale_set[0].{p}"))
+            .collect();
+        let planned = plan_fleet(h.store.as_ref(), &lookup, &h.identity, &fleet, false)
+            .await
+            .expect_err(case.what);
+        let applied = apply_with(
+            &h,
+            &lookup,
+            &fleet,
+            &PlanDigest::parse(&"0".repeat(64)).unwrap(),
+        )
+        .await
+        .expect_err(case.what);
+        let declared = apply_declared(h.store.as_ref(), &h.identity, &fleet)
+            .await
+            .expect_err(case.what);
+        for error in [planned, applied, declared] {
+            let text = error.to_string();
+            assert_eq!(
+                text,
+                format!(
+                    "invalid configuration: the declared fleet: {}",
+                    expected.join("; ")
+                ),
+                "{}",
+                case.what
+            );
+        }
+    }
+    assert_eq!(snapshot(h.store.as_ref()).await, before, "nothing written");
 }

@@ -183,7 +183,7 @@ async fn a_foreign_controllers_scale_set_is_refused_with_its_reason() -> Result<
     store
         .create_scale_set(NewScaleSet {
             entity_id: entity.id,
-            spec: scaleset_demo::spec("gpu", &["linux", "gpu"], 0, 2),
+            spec: scaleset_demo::spec("gpu", &["linux", "gpu"], 0, 2)?,
         })
         .await?;
     let refused = try_eventually("gpu is refused", || {

@@ -6,3 +6,4 @@ mod config;
 mod external;
 mod fake;
 mod helpers;
+mod names;

@@ -117,11 +117,7 @@ fn from_row(ctx: &Context, row: Row) -> Result<Credentials> {
     Ok(Credentials {
         id,
         name: row.name,
-        endpoint: Endpoint {
-            base_url: row.base_url,
-            api_base_url: row.api_base_url,
-            ca_bundle: row.ca_bundle,
-        },
+        endpoint: Endpoint::from_stored(row.base_url, row.api_base_url, row.ca_bundle),
         auth,
         key_id: row.secret_key_id,
         created_at: Timestamp::from_unix_millis(row.created_at),

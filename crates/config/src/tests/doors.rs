@@ -1,0 +1,127 @@
+//! The configuration file's doors for a scale-set spec, fed the workspace's shared bad specs
+//! (`scaleset_store::test_util::bad_specs`): the file itself, the `SCALESET_SCALE_SET__0__…`
+//! environment overrides, and a fleet as plan/apply take it. Each must report exactly the
+//! problems the one spec parser reports, under the door's own key (issue 29 item 9).
+
+use std::collections::BTreeSet;
+
+use scaleset_store::test_util::{BadSpec, bad_specs};
+
+use super::{base_env, problems};
+use crate::parse_fleet;
+
+const HEAD: &str = r#"
+controller_id = "3f2a9c1e-77b0-4d4e-9a55-0123456789ab"
+
+[database]
+url = "sqlite:///tmp/scaleset-config-test.db"
+
+[encryption]
+primary_key_id = "k1"
+
+[[encryption.keys]]
+id = "k1"
+env = "TEST_KEY"
+
+[[provider]]
+name = "fake"
+kind = "fake"
+
+[[credentials]]
+name = "gh"
+token_env = "GH_TOKEN"
+"#;
+
+/// A `[[scale_set]]` table with the case's fields.
+fn table(case: &BadSpec) -> String {
+    let mut text = String::from("\n[[scale_set]]\ncredentials = \"gh\"\norganization = \"acme\"\n");
+    for (key, value) in case.fields() {
+        text.push_str(&format!("{key} = {value}\n"));
+    }
+    text
+}
+
+/// The problems the one parser reports, as this door keys them.
+fn expected(case: &BadSpec) -> Vec<(String, String)> {
+    case.problems
+        .iter()
+        .map(|p| (format!("scale_set[0].{}", p.field), p.message.clone()))
+        .collect()
+}
+
+fn got(found: &[crate::Problem]) -> Vec<(String, String)> {
+    found
+        .iter()
+        .map(|p| (p.key.clone(), p.message.clone()))
+        .collect()
+}
+
+#[test]
+fn issue_29_item_9_the_config_file_refuses_every_bad_spec_as_the_parser_does() {
+    for case in bad_specs() {
+        let text = format!("{HEAD}{}", table(&case));
+        assert_eq!(
+            got(&problems(&text, &base_env())),
+            expected(&case),
+            "{}",
+            case.what
+        );
+    }
+}
+
+#[test]
+fn issue_29_item_9_environment_overrides_refuse_every_bad_spec_as_the_parser_does() {
+    let good = format!(
+        "{HEAD}\n[[scale_set]]\nname = \"linux\"\ncredentials = \"gh\"\norganization = \"acme\"\nprovider = \"fake\"\nmax_runners = 4\n"
+    );
+    for case in bad_specs() {
+        let mut env = base_env();
+        for (key, value) in &case.overrides {
+            let text = match value {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            env.insert(
+                format!("SCALESET_SCALE_SET__0__{}", key.to_ascii_uppercase()),
+                text,
+            );
+        }
+        assert_eq!(
+            got(&problems(&good, &env)),
+            expected(&case),
+            "{}",
+            case.what
+        );
+    }
+}
+
+#[test]
+fn issue_29_item_9_a_fleet_for_plan_and_apply_refuses_every_bad_spec_as_the_parser_does() {
+    let stored = BTreeSet::from(["gh".to_owned()]);
+    for case in bad_specs() {
+        let found = match parse_fleet("fleet", &table(&case), None, &stored, None) {
+            Ok(_) => panic!("{}: the fleet was accepted", case.what),
+            Err(e) => e.problems,
+        };
+        assert_eq!(got(&found), expected(&case), "{}", case.what);
+    }
+}
+
+#[test]
+fn issue_29_item_12_a_ghe_com_endpoint_gets_the_api_host_not_api_v3() {
+    let text = format!(
+        "{}\n[[scale_set]]\nname = \"linux\"\ncredentials = \"gh\"\norganization = \"acme\"\nprovider = \"fake\"\n",
+        HEAD.replace(
+            "name = \"gh\"\n",
+            "name = \"gh\"\nbase_url = \"https://acme.ghe.com/\"\n"
+        )
+    );
+    let config = crate::Config::parse("test.toml", &text, &base_env()).unwrap();
+    let endpoint = &config.fleet.credentials[0].endpoint;
+    assert_eq!(endpoint.base_url, "https://acme.ghe.com");
+    assert_eq!(endpoint.api_base_url, "https://api.acme.ghe.com");
+    assert_eq!(
+        endpoint,
+        &scaleset_store::Endpoint::parse("https://acme.ghe.com", None, None).unwrap()
+    );
+}

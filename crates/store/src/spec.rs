@@ -1,0 +1,522 @@
+//! The scale-set spec's rules, in one place: [`ScaleSetSpec::parse`] turns what an operator
+//! wrote at any door (the API's create and update, a fleet sent to plan/apply, the
+//! configuration file and its `SCALESET_…` overrides, the demo) into a [`ScaleSetSpec`], or
+//! into every [`SpecProblem`] at once, each naming its field, the cause and what to write
+//! instead. The limits are data ([`NAME_MAX`], [`MAX_RUNNERS`], …) so the API schema can quote
+//! them rather than restate them.
+//!
+//! Why these rules: the name and the runner prefix become runner names, and runner names
+//! become file names and command arguments at the providers, so both are one safe path
+//! component of ASCII letters, digits, `.`, `_` and `-` (no `..`, no `/`, no space); labels
+//! travel comma-joined to GitHub, which compares them case-insensitively and keeps only one
+//! of two that differ in case; an owner label (`scaleset-owner-…`) is the controller's
+//! ownership claim, never the operator's to write.
+
+use std::fmt;
+use std::ops::RangeInclusive;
+use std::time::Duration;
+
+use scaleset_adopt::OWNER_LABEL_PREFIX;
+
+use crate::scale_set::{AdoptionPolicy, RunnerGroup, ScaleSetSpec};
+
+/// The longest scale-set name.
+pub const NAME_MAX: usize = 100;
+/// The longest runner prefix (runner names add `-` and 8 characters).
+pub const RUNNER_PREFIX_MAX: usize = 40;
+/// The longest provider name.
+pub const PROVIDER_MAX: usize = 64;
+/// The longest runner-group name.
+pub const RUNNER_GROUP_MAX: usize = 100;
+/// The longest label.
+pub const LABEL_MAX: usize = 100;
+/// The most labels on one scale set.
+pub const LABELS_MAX: usize = 50;
+/// The longest image or flavor.
+pub const IMAGE_MAX: usize = 1000;
+/// The allowed `max_runners`.
+pub const MAX_RUNNERS: RangeInclusive<u32> = 1..=10_000;
+/// `max_runners` when none is written.
+pub const DEFAULT_MAX_RUNNERS: u32 = 10;
+/// The allowed bootstrap timeout, in seconds.
+pub const BOOTSTRAP_TIMEOUT_SECS: RangeInclusive<u64> = 1..=86_400;
+/// The bootstrap timeout when none is written.
+pub const DEFAULT_BOOTSTRAP_TIMEOUT: Duration = Duration::from_secs(600);
+/// The runner group when none is written.
+pub const DEFAULT_RUNNER_GROUP: &str = "Default";
+/// What a name, runner prefix or provider name may be, as a regular expression (the length
+/// limits are separate: [`NAME_MAX`], [`RUNNER_PREFIX_MAX`], [`PROVIDER_MAX`]).
+pub const NAME_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._-]*$";
+
+/// One thing wrong with a spec.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SpecProblem {
+    /// The field at fault as the API names it (`name`, `labels[2]`, `max_runners`); a door
+    /// prefixes its own path (`scale_set[0].name`).
+    pub field: String,
+    /// What is wrong and what to write instead.
+    pub message: String,
+}
+
+impl SpecProblem {
+    fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for SpecProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+/// A spec as written at a door, before [`ScaleSetSpec::parse`]: every field optional (an
+/// absent one takes its default), numbers as the widest integer a door can carry so a range
+/// problem reads the same everywhere. A door converts only its own syntax (a TOML duration
+/// string, JSON seconds, a policy's text) before filling it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawScaleSetSpec {
+    /// The name on GitHub (required).
+    pub name: Option<String>,
+    /// The runner group (default [`DEFAULT_RUNNER_GROUP`]).
+    pub runner_group: Option<String>,
+    /// Labels (default none).
+    pub labels: Vec<String>,
+    /// GitHub's `disableUpdate` (default false).
+    pub disable_update: Option<bool>,
+    /// The provider's name (required).
+    pub provider: Option<String>,
+    /// The provider image (default empty).
+    pub image: Option<String>,
+    /// The provider flavor (default empty).
+    pub flavor: Option<String>,
+    /// Idle runners kept warm (default 0).
+    pub min_idle: Option<i64>,
+    /// The most runners at once (default [`DEFAULT_MAX_RUNNERS`]).
+    pub max_runners: Option<i64>,
+    /// How long an instance may take to register (default [`DEFAULT_BOOTSTRAP_TIMEOUT`]).
+    pub bootstrap_timeout: Option<Duration>,
+    /// The runner-name prefix (default empty: the name, see [`ScaleSetSpec::runner_prefix`]).
+    pub runner_prefix: Option<String>,
+    /// Provider-specific settings (default `{}`; `null` is taken as `{}`).
+    pub extra_specs: Option<serde_json::Value>,
+    /// Whether it is served (default true).
+    pub enabled: Option<bool>,
+    /// The adoption policy (default `owned`).
+    pub adoption_policy: Option<AdoptionPolicy>,
+    /// Whether adoption may repair drift (default false).
+    pub repair: Option<bool>,
+}
+
+impl From<&ScaleSetSpec> for RawScaleSetSpec {
+    /// The raw form of a stored spec, so an update can change some fields and parse the whole
+    /// again.
+    fn from(spec: &ScaleSetSpec) -> Self {
+        Self {
+            name: Some(spec.name.clone()),
+            runner_group: Some(spec.runner_group.name.clone()),
+            labels: spec.labels.clone(),
+            disable_update: Some(spec.disable_update),
+            provider: Some(spec.provider.clone()),
+            image: Some(spec.image.clone()),
+            flavor: Some(spec.flavor.clone()),
+            min_idle: Some(i64::from(spec.min_idle)),
+            max_runners: Some(i64::from(spec.max_runners)),
+            bootstrap_timeout: Some(spec.bootstrap_timeout),
+            runner_prefix: Some(spec.runner_prefix.clone()),
+            extra_specs: Some(spec.extra_specs.clone()),
+            enabled: Some(spec.enabled),
+            adoption_policy: Some(spec.adoption_policy),
+            repair: Some(spec.repair),
+        }
+    }
+}
+
+impl ScaleSetSpec {
+    /// Parses a spec written at any door: defaults filled in once, every rule checked, every
+    /// problem reported at once. The runner group's GitHub id starts unknown.
+    ///
+    /// ```
+    /// use scaleset_store::{RawScaleSetSpec, ScaleSetSpec};
+    ///
+    /// let spec = ScaleSetSpec::parse(RawScaleSetSpec {
+    ///     name: Some("linux".into()),
+    ///     provider: Some("lxd".into()),
+    ///     ..RawScaleSetSpec::default()
+    /// })
+    /// .unwrap();
+    /// assert_eq!(spec.runner_prefix(), "linux");
+    ///
+    /// let problems = ScaleSetSpec::parse(RawScaleSetSpec {
+    ///     name: Some("../../../escape".into()),
+    ///     provider: Some("lxd".into()),
+    ///     labels: vec!["a,b".into()],
+    ///     ..RawScaleSetSpec::default()
+    /// })
+    /// .unwrap_err();
+    /// let fields: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
+    /// assert_eq!(fields, ["name", "labels[0]"]);
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// Every [`SpecProblem`], in field order.
+    pub fn parse(raw: RawScaleSetSpec) -> Result<Self, Vec<SpecProblem>> {
+        let mut problems = Vec::new();
+        let mut required = |field: &str, value: Option<String>, what: &str| match value {
+            Some(v) if !v.trim().is_empty() => v,
+            _ => {
+                problems.push(SpecProblem::new(field, format!("missing; {what}")));
+                String::new()
+            }
+        };
+        let name = required("name", raw.name, "name the scale set");
+        let provider = required(
+            "provider",
+            raw.provider,
+            "name one of the configured providers",
+        );
+        let max_runners = count(
+            &mut problems,
+            "max_runners",
+            raw.max_runners,
+            DEFAULT_MAX_RUNNERS,
+        );
+        let min_idle = count(&mut problems, "min_idle", raw.min_idle, 0);
+        let extra_specs = match raw.extra_specs {
+            None | Some(serde_json::Value::Null) => serde_json::Value::Object(Default::default()),
+            Some(value) => value,
+        };
+        let spec = Self {
+            name,
+            runner_group: RunnerGroup {
+                name: raw
+                    .runner_group
+                    .unwrap_or_else(|| DEFAULT_RUNNER_GROUP.to_owned()),
+                id: None,
+            },
+            labels: raw.labels,
+            disable_update: raw.disable_update.unwrap_or(false),
+            provider,
+            image: raw.image.unwrap_or_default(),
+            flavor: raw.flavor.unwrap_or_default(),
+            min_idle,
+            max_runners,
+            bootstrap_timeout: raw.bootstrap_timeout.unwrap_or(DEFAULT_BOOTSTRAP_TIMEOUT),
+            runner_prefix: raw.runner_prefix.unwrap_or_default(),
+            extra_specs,
+            enabled: raw.enabled.unwrap_or(true),
+            adoption_policy: raw.adoption_policy.unwrap_or(AdoptionPolicy::Owned),
+            repair: raw.repair.unwrap_or(false),
+        };
+        // A missing name or provider is reported once, not again as "empty".
+        let missing: Vec<String> = problems.iter().map(|p| p.field.clone()).collect();
+        problems.extend(
+            spec.problems()
+                .into_iter()
+                .filter(|p| !missing.contains(&p.field)),
+        );
+        problems.sort_by_key(|p| field_order(&p.field));
+        if problems.is_empty() {
+            Ok(spec)
+        } else {
+            Err(problems)
+        }
+    }
+
+    /// Every rule this spec breaks (empty when it is valid): what [`Self::parse`] checks after
+    /// filling in defaults. For a spec built in code rather than parsed (a fleet declared by
+    /// an embedder, a row written by an older version).
+    pub fn problems(&self) -> Vec<SpecProblem> {
+        let mut p = Vec::new();
+        if let Err(message) = name_rule(&self.name, NAME_MAX) {
+            p.push(SpecProblem::new("name", message));
+        } else if has_owner_prefix(&self.name) {
+            p.push(SpecProblem::new(
+                "name",
+                format!(
+                    "{:?} starts with {OWNER_LABEL_PREFIX:?}, which is reserved for owner labels \
+                     (the name is also a label, and would read as another controller's \
+                     ownership claim); rename it",
+                    self.name
+                ),
+            ));
+        }
+        if let Err(message) = text_rule(&self.runner_group.name, RUNNER_GROUP_MAX) {
+            p.push(SpecProblem::new("runner_group", message));
+        }
+        if self.labels.len() > LABELS_MAX {
+            p.push(SpecProblem::new(
+                "labels",
+                format!(
+                    "{} labels; at most {LABELS_MAX} (the owner label is added on top)",
+                    self.labels.len()
+                ),
+            ));
+        }
+        for (i, label) in self.labels.iter().enumerate() {
+            let field = format!("labels[{i}]");
+            if let Err(message) = text_rule(label, LABEL_MAX) {
+                p.push(SpecProblem::new(field, message));
+            } else if has_owner_prefix(label) {
+                p.push(SpecProblem::new(
+                    field,
+                    format!(
+                        "{label:?} is an owner label: the controller adds its own, and GitHub \
+                         would be told another controller owns this scale set; remove it"
+                    ),
+                ));
+            } else if let Some(first) = self.labels[..i]
+                .iter()
+                .position(|l| l.eq_ignore_ascii_case(label))
+            {
+                p.push(SpecProblem::new(
+                    field,
+                    format!(
+                        "{label:?} repeats labels[{first}] (GitHub compares labels without \
+                         case and keeps one); remove it"
+                    ),
+                ));
+            }
+        }
+        if let Err(message) = name_rule(&self.provider, PROVIDER_MAX) {
+            p.push(SpecProblem::new("provider", message));
+        }
+        for (field, value) in [("image", &self.image), ("flavor", &self.flavor)] {
+            if value.chars().count() > IMAGE_MAX || value.chars().any(char::is_control) {
+                p.push(SpecProblem::new(
+                    field,
+                    format!("at most {IMAGE_MAX} characters, no control characters"),
+                ));
+            }
+        }
+        if !MAX_RUNNERS.contains(&self.max_runners) {
+            p.push(SpecProblem::new(
+                "max_runners",
+                outside(self.max_runners, &MAX_RUNNERS),
+            ));
+        }
+        if self.min_idle > self.max_runners {
+            p.push(SpecProblem::new(
+                "min_idle",
+                format!(
+                    "{} is more than max_runners ({}); keep at most max_runners idle",
+                    self.min_idle, self.max_runners
+                ),
+            ));
+        }
+        let secs = self.bootstrap_timeout.as_secs();
+        if !BOOTSTRAP_TIMEOUT_SECS.contains(&secs) || self.bootstrap_timeout.subsec_nanos() != 0 {
+            p.push(SpecProblem::new(
+                "bootstrap_timeout",
+                format!(
+                    "{:?} is outside {}–{} whole seconds",
+                    self.bootstrap_timeout,
+                    BOOTSTRAP_TIMEOUT_SECS.start(),
+                    BOOTSTRAP_TIMEOUT_SECS.end()
+                ),
+            ));
+        }
+        if !self.runner_prefix.is_empty()
+            && let Err(message) = name_rule(&self.runner_prefix, RUNNER_PREFIX_MAX)
+        {
+            p.push(SpecProblem::new("runner_prefix", message));
+        }
+        // Null is "none" as older versions stored it; a parse writes `{}`.
+        if !(self.extra_specs.is_object() || self.extra_specs.is_null()) {
+            p.push(SpecProblem::new(
+                "extra_specs",
+                "must be a table (a JSON object), passed to the provider as it is",
+            ));
+        }
+        p.sort_by_key(|problem| field_order(&problem.field));
+        p
+    }
+
+    /// The prefix of this scale set's runner names: the runner prefix, or the name when none
+    /// is set. Runner names are `<prefix>-<8 characters>`.
+    pub fn runner_prefix(&self) -> &str {
+        if self.runner_prefix.is_empty() {
+            &self.name
+        } else {
+            &self.runner_prefix
+        }
+    }
+
+    /// The problem when the spec names a provider not among `known` (the door's configured
+    /// providers), else `None`.
+    pub fn unknown_provider<'a>(
+        &self,
+        known: impl IntoIterator<Item = &'a str>,
+    ) -> Option<SpecProblem> {
+        let known: Vec<&str> = known.into_iter().collect();
+        if known.contains(&self.provider.as_str()) {
+            return None;
+        }
+        let configured = if known.is_empty() {
+            "none is configured".to_owned()
+        } else {
+            format!("configured: {}", known.join(", "))
+        };
+        Some(SpecProblem::new(
+            "provider",
+            format!(
+                "no provider is named {:?} ({configured}); name one of them, or add a \
+                 [[provider]] table to the configuration",
+                self.provider
+            ),
+        ))
+    }
+}
+
+/// Checks a scale-set name on its own (the ensure step's guard for rows written before these
+/// rules): the name rule and the owner-label prefix.
+///
+/// # Errors
+///
+/// The problem, naming the `name` field.
+pub fn check_scale_set_name(name: &str) -> Result<(), SpecProblem> {
+    let spec_problems = ScaleSetSpec {
+        name: name.to_owned(),
+        ..placeholder()
+    }
+    .problems();
+    match spec_problems.into_iter().find(|p| p.field == "name") {
+        Some(problem) => Err(problem),
+        None => Ok(()),
+    }
+}
+
+/// A valid spec to vary, for [`check_scale_set_name`].
+fn placeholder() -> ScaleSetSpec {
+    ScaleSetSpec {
+        name: "x".to_owned(),
+        runner_group: RunnerGroup {
+            name: DEFAULT_RUNNER_GROUP.to_owned(),
+            id: None,
+        },
+        labels: Vec::new(),
+        disable_update: false,
+        provider: "x".to_owned(),
+        image: String::new(),
+        flavor: String::new(),
+        min_idle: 0,
+        max_runners: DEFAULT_MAX_RUNNERS,
+        bootstrap_timeout: DEFAULT_BOOTSTRAP_TIMEOUT,
+        runner_prefix: String::new(),
+        extra_specs: serde_json::Value::Object(Default::default()),
+        enabled: true,
+        adoption_policy: AdoptionPolicy::Owned,
+        repair: false,
+    }
+}
+
+/// The order fields are reported in: the spec's field order, then label index.
+fn field_order(field: &str) -> (usize, usize) {
+    const ORDER: [&str; 14] = [
+        "name",
+        "runner_group",
+        "labels",
+        "provider",
+        "image",
+        "flavor",
+        "max_runners",
+        "min_idle",
+        "bootstrap_timeout",
+        "runner_prefix",
+        "extra_specs",
+        "enabled",
+        "adoption_policy",
+        "repair",
+    ];
+    let (head, index) = match field.split_once('[') {
+        Some((head, rest)) => (
+            head,
+            rest.trim_end_matches(']')
+                .parse::<usize>()
+                .map_or(0, |i| i + 1),
+        ),
+        None => (field, 0),
+    };
+    let position = ORDER.iter().position(|f| *f == head).unwrap_or(ORDER.len());
+    (position, index)
+}
+
+/// A count from a door's integer: the default when absent; a problem when it is no `u32`.
+fn count(problems: &mut Vec<SpecProblem>, field: &str, value: Option<i64>, default: u32) -> u32 {
+    match value {
+        None => default,
+        Some(n) => u32::try_from(n).unwrap_or_else(|_| {
+            let range = if field == "max_runners" {
+                outside(n, &MAX_RUNNERS)
+            } else {
+                format!("{n} is not a number of runners (0 or more, at most max_runners)")
+            };
+            problems.push(SpecProblem::new(field, range));
+            // A placeholder inside the range, so no second problem is reported for it.
+            if field == "max_runners" {
+                DEFAULT_MAX_RUNNERS
+            } else {
+                0
+            }
+        }),
+    }
+}
+
+fn outside(value: impl fmt::Display, range: &RangeInclusive<u32>) -> String {
+    format!("{value} is outside {}–{}", range.start(), range.end())
+}
+
+fn has_owner_prefix(text: &str) -> bool {
+    text.get(..OWNER_LABEL_PREFIX.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(OWNER_LABEL_PREFIX))
+}
+
+/// A name: 1 to `max` of `A-Za-z0-9._-`, starting with a letter or digit (so one safe path
+/// component: never `.`, `..`, empty, or containing `/`).
+fn name_rule(text: &str, max: usize) -> Result<(), String> {
+    let allowed = format!("use 1–{max} of A-Z a-z 0-9 . _ -, starting with a letter or digit");
+    let chars = text.chars().count();
+    if chars == 0 || chars > max {
+        return Err(format!("{text:?} has {chars} characters; {allowed}"));
+    }
+    if !text.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        return Err(format!(
+            "{text:?} does not start with a letter or digit; {allowed}"
+        ));
+    }
+    if let Some(bad) = text
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(format!("{text:?} contains {bad:?}; {allowed}"));
+    }
+    Ok(())
+}
+
+/// Free text shown on GitHub (a runner group, a label): 1 to `max` characters, no control
+/// character, no comma (labels travel comma-joined), no leading or trailing space.
+fn text_rule(value: &str, max: usize) -> Result<(), String> {
+    let chars = value.chars().count();
+    if chars == 0 || chars > max {
+        return Err(format!("{value:?} has {chars} characters; use 1–{max}"));
+    }
+    if value.trim() != value {
+        return Err(format!(
+            "{value:?} has leading or trailing spaces; remove them"
+        ));
+    }
+    if value.chars().any(|c| c.is_control() || c == ',') {
+        return Err(format!(
+            "{value:?} contains a control character or a comma (labels travel comma-joined); \
+             split or rename it"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
