@@ -106,7 +106,7 @@ async fn crash_and_lose_the_database(
     let mut settings = settings();
     // The slow recheck is far away: only the short schedule can bring it back in time.
     settings.foreign_session_recheck = LONG;
-    // settings.held_session_recheck = Duration::from_millis(200);
+    settings.held_session_recheck = Duration::from_millis(200);
     let controller = h.start_with(settings, None);
     let reason = eventually("the held session is shown", || async {
         let stored = h.stored().await;
