@@ -17,10 +17,10 @@ use scaleset_adopt::{
     CreateSpec, Desired, Input, Outcome, Policy, Refusal, RunnerGroupId, ScaleSetId as AdoptId,
 };
 use scaleset_github::{Client, Error as GitHubError, ScaleSetId as GitHubScaleSetId, Session};
-use tokio_util::sync::CancellationToken;
 use scaleset_store::{
     AdoptionPolicy, Lease, Provenance, ScaleSet, ScaleSetId, ScaleSetState, Store,
 };
+use tokio_util::sync::CancellationToken;
 
 use crate::adoption::{Hooks, run_once};
 use crate::checkpoint::Checkpoint;
@@ -130,11 +130,10 @@ pub(crate) async fn ensure(
             notices,
             ..
         } => {
-            let github_id =
-                GitHubScaleSetId::try_from(github.0).map_err(|e| Error::Adoption {
-                    scale_set: name.clone(),
-                    reason: e.to_string(),
-                })?;
+            let github_id = GitHubScaleSetId::try_from(github.0).map_err(|e| Error::Adoption {
+                scale_set: name.clone(),
+                reason: e.to_string(),
+            })?;
             let provenance = match provenance {
                 scaleset_adopt::Provenance::Created => Provenance::Created,
                 scaleset_adopt::Provenance::Known => Provenance::Known,
@@ -232,14 +231,10 @@ pub(crate) async fn ensure(
             .await?;
             Ok(Ensured::Retry { after })
         }
-        other => {
-            Err(Error::Adoption {
-                scale_set: name,
-                reason: format!(
-                    "the machine ended in an outcome this driver does not know: {other:?}"
-                ),
-            })
-        }
+        other => Err(Error::Adoption {
+            scale_set: name,
+            reason: format!("the machine ended in an outcome this driver does not know: {other:?}"),
+        }),
     }
 }
 

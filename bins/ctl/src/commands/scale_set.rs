@@ -192,7 +192,9 @@ fn attention_note(states: impl Iterator<Item = ScaleSetState>) -> Option<String>
         attention += usize::from(state.needs_attention());
     }
     (attention > 0).then(|| {
-        format!("{attention} of {total} scale sets need attention (every state but ready and pending)")
+        format!(
+            "{attention} of {total} scale sets need attention (every state but ready and pending)"
+        )
     })
 }
 

@@ -7,9 +7,7 @@
 use std::time::{Duration, Instant};
 
 use scaleset_sim::Burst;
-use scaleset_store::{
-    EventStore as _, NewScaleSet, ScaleSetState, ScaleSetStore as _, test_util,
-};
+use scaleset_store::{EventStore as _, NewScaleSet, ScaleSetState, ScaleSetStore as _, test_util};
 
 use crate::helpers::{Harness, TestDb, backend_tests, eventually, settings, sim_config};
 
@@ -58,7 +56,10 @@ async fn issue_29_8_a_set_waiting_on_a_retry_does_not_block_another_sets_start(d
     // fails; a new scale set is looked up by name and created, which works.
     let mut stored = h.stored().await;
     stored.github_id = Some(4242);
-    h.store.update_scale_set(&stored).await.expect("store an id");
+    h.store
+        .update_scale_set(&stored)
+        .await
+        .expect("store an id");
     h.sim().update_faults(|f| {
         f.server_errors = Some(Burst::new(1_000_000, 503).on("get_scale_set"));
     });
@@ -128,7 +129,9 @@ fn attention(controller: &crate::helpers::RunningController) -> Option<String> {
 /// After the session is gone on GitHub (it expired), the short recheck serves the scale set
 /// again, long before the slow recheck.
 async fn served_again(h: &Harness, github_id: i64) {
-    h.sim().evict_session(github_id).expect("GitHub drops the session");
+    h.sim()
+        .evict_session(github_id)
+        .expect("GitHub drops the session");
     let started = Instant::now();
     h.ready().await;
     assert!(
