@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use scaleset_demo::{Demo, FLEET};
 use scaleset_sim::Burst;
-use scaleset_store::{ScaleSetState, Store as _};
+use scaleset_store::ScaleSetState;
 
 use crate::helpers::{options, scale_sets};
 use scaleset_eventually::try_eventually;
