@@ -81,7 +81,16 @@ pub(crate) async fn ensure(
             refusal: None,
         });
     }
-    let Some(group) = resolve_group(shared, client, &scale_set).await? else {
+    // A lookup in flight (the client retrying it through an outage) is dropped on a stop.
+    let resolved = match cancel {
+        Some(cancel) => tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(Error::Cancelled { scale_set: name }),
+            resolved = resolve_group(shared, client, &scale_set) => resolved,
+        },
+        None => resolve_group(shared, client, &scale_set).await,
+    };
+    let Some(group) = resolved? else {
         let error = Error::UnknownRunnerGroup {
             scale_set: name.clone(),
             group: scale_set.spec.runner_group.name.clone(),

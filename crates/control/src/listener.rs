@@ -129,8 +129,8 @@ impl Listener<'_> {
         self.runners.github_error(during)
     }
 
-    /// Serves until cancelled, until GitHub loses the scale set, or until another owner holds
-    /// its session. `handed` is a session the ensure opened for us.
+    /// Serves until cancelled, until GitHub loses the scale set, or until a session cannot be
+    /// opened now (held by another listener, or a create failed in transit). `handed` is a session the ensure opened for us.
     pub(crate) async fn run(
         &mut self,
         handed: Option<Box<Session>>,

@@ -23,7 +23,8 @@ pub struct Settings {
     /// How long a refused, drifted or misconfigured scale set waits before it is ensured again
     /// (a changed spec restarts it at once).
     pub refused_recheck: Duration,
-    /// How long a scale set whose session another owner holds waits before trying again.
+    /// How long a scale set whose session another owner holds waits before trying again (also
+    /// a holder that may be our own, once [`Settings::held_session_window`] has passed).
     pub foreign_session_recheck: Duration,
     /// How many times a session create that failed in transit (a 5xx, a timeout: it may have
     /// been created on GitHub all the same) is tried again with backoff before the scale set's
