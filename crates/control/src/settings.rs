@@ -98,7 +98,7 @@ impl Settings {
     }
 
     /// The wait after `failures` consecutive failures: `backoff_base × 2^(failures-1)`, capped.
-    /// The task's wait jitters it ([`jittered`]).
+    /// The task's wait jitters it (between half of it and all of it).
     pub fn backoff(&self, failures: u32) -> Duration {
         let exponent = failures.saturating_sub(1).min(20);
         self.backoff_base
