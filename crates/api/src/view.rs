@@ -177,3 +177,21 @@ pub(crate) fn bootstrap(a: &store::InstanceAccess) -> v1::InstanceBootstrap {
         updated_at: time(a.updated_at),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The API's states count as needing attention exactly as the store's do (issue 29 item 5:
+    /// the CLI counts by the API's, the status page and the metrics by the store's).
+    #[test]
+    fn every_state_needs_attention_through_the_api_as_in_the_store() {
+        for &stored in store::ScaleSetState::ALL {
+            assert_eq!(
+                state(stored).needs_attention(),
+                stored.needs_attention(),
+                "{stored}"
+            );
+        }
+    }
+}

@@ -13,6 +13,11 @@
 //!
 //! It does not wait or retry: one [`run_once`] is one attempt. The caller bumps
 //! `input.retry.attempt` and waits the outcome's hint between attempts.
+//!
+//! It stops when [`Hooks::cancel`] fires: a lookup, create or update in flight is dropped (as a
+//! crash there would be: the intent recorded before a create makes the next run converge), a
+//! session open or close is let finish, and every session the run still has open is deleted
+//! before it returns [`Error::Cancelled`], so a clean stop leaves no session of ours behind.
 
 use std::collections::BTreeMap;
 
@@ -28,6 +33,7 @@ use scaleset_github::{
 };
 
 use crate::error::{Error, chain};
+use tokio_util::sync::CancellationToken;
 
 /// What the embedder does around the driver's GitHub calls. Every method has a default that
 /// does nothing, so [`NoHooks`] is the store-free driver.
@@ -47,6 +53,12 @@ pub trait Hooks: Send + Sync {
     /// Called after every GitHub call with the endpoint's name (`get_scale_set`,
     /// `create_session`, ...) and its result.
     fn github_call<T>(&self, _endpoint: &'static str, _result: &Result<T, GitHubError>) {}
+
+    /// A token whose cancellation stops the run (see the module documentation); `None` runs
+    /// it to its outcome.
+    fn cancel(&self) -> Option<&CancellationToken> {
+        None
+    }
 }
 
 /// No hooks: the driver alone, with nothing recorded.
@@ -107,14 +119,43 @@ pub async fn run_once<H: Hooks>(client: &Client, input: Input, hooks: &H) -> Res
     loop {
         match step {
             Step::Do(command) => {
+                let cancel = hooks.cancel();
+                if cancel.is_some_and(CancellationToken::is_cancelled) {
+                    close_opened(client, &opened, hooks).await;
+                    return Err(Error::Cancelled {
+                        scale_set: name.clone(),
+                    });
+                }
                 tracing::debug!(command = %command.kind(), "adoption command");
                 commands.push(command.clone());
                 if let Command::Create(spec) = &command {
                     hooks.before_create(spec).await?;
                 }
-                let fact = execute(client, &command, &mut opened, hooks)
-                    .await
-                    .map_err(|e| adoption(format!("executing {}: {e}", command.kind())))?;
+                // A session open or close runs to its answer: dropped in flight, it could leave
+                // a session on GitHub whose id we never learn.
+                let raced = match cancel {
+                    Some(cancel)
+                        if !matches!(
+                            command,
+                            Command::OpenSession { .. } | Command::CloseSession { .. }
+                        ) =>
+                    {
+                        tokio::select! {
+                            biased;
+                            () = cancel.cancelled() => None,
+                            fact = execute(client, &command, &mut opened, hooks) => Some(fact),
+                        }
+                    }
+                    _ => Some(execute(client, &command, &mut opened, hooks).await),
+                };
+                let Some(fact) = raced else {
+                    close_opened(client, &opened, hooks).await;
+                    return Err(Error::Cancelled {
+                        scale_set: name.clone(),
+                    });
+                };
+                let fact =
+                    fact.map_err(|e| adoption(format!("executing {}: {e}", command.kind())))?;
                 tracing::debug!(fact = %fact.kind(), "adoption fact");
                 step = machine.next(fact).map_err(|e| {
                     adoption(format!("feeding the answer to {}: {e}", command.kind()))
@@ -139,6 +180,17 @@ pub async fn run_once<H: Hooks>(client: &Client, input: Input, hooks: &H) -> Res
                 });
             }
         }
+    }
+}
+
+/// Deletes every session a cancelled run still has open (best effort: one that cannot be
+/// deleted expires on GitHub).
+async fn close_opened<H: Hooks>(client: &Client, opened: &BTreeMap<String, Session>, hooks: &H) {
+    for session in opened.values() {
+        let result = client
+            .delete_session(session.scale_set_id(), &session.session_id)
+            .await;
+        hooks.github_call("delete_session", &result);
     }
 }
 

@@ -265,6 +265,13 @@ impl Controller {
                 })
                 .set(i64::try_from(count).unwrap_or(i64::MAX));
         }
+        let attention = scale_sets
+            .iter()
+            .filter(|s| s.state.needs_attention())
+            .count();
+        metrics
+            .scale_sets_needing_attention
+            .set(i64::try_from(attention).unwrap_or(i64::MAX));
         // One query for the whole fleet (a list per scale set was 1,000 reads a second at
         // 10,000 idle scale sets).
         let Ok(counts) = self.shared.store.count_instances_by_status().await else {

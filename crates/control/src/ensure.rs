@@ -20,6 +20,7 @@ use scaleset_github::{Client, Error as GitHubError, ScaleSetId as GitHubScaleSet
 use scaleset_store::{
     AdoptionPolicy, Lease, Provenance, ScaleSet, ScaleSetId, ScaleSetState, Store,
 };
+use tokio_util::sync::CancellationToken;
 
 use crate::adoption::{Hooks, run_once};
 use crate::checkpoint::Checkpoint;
@@ -37,6 +38,12 @@ pub(crate) enum Ensured {
         /// A session the machine opened under our owner and handed over (policy `any`).
         session: Option<Box<Session>>,
     },
+    /// The adoption machine asked to be run again after `after` (a transient failure): the
+    /// task waits, then ensures again with the next attempt number. Nothing is held meanwhile.
+    Retry {
+        /// The machine's hint (the task jitters it).
+        after: Duration,
+    },
     /// Not servable now (refused, misconfigured, failed); the state says why. Try again
     /// after this long (a changed spec restarts the task sooner).
     Wait {
@@ -47,12 +54,16 @@ pub(crate) enum Ensured {
     },
 }
 
-/// Ensures one scale set.
+/// Ensures one scale set: one run of the adoption machine as attempt number `attempt` (0 after
+/// anything but a retry). It never waits: a retry is [`Ensured::Retry`], and the caller waits
+/// (the task, cancel-aware and holding nothing) and calls again with `attempt + 1`.
 pub(crate) async fn ensure(
     shared: &Shared,
     client: &Client,
     lease: &Lease,
     id: ScaleSetId,
+    attempt: u32,
+    cancel: Option<&CancellationToken>,
 ) -> Result<Ensured, Error> {
     let scale_set = shared
         .store
@@ -70,7 +81,16 @@ pub(crate) async fn ensure(
             refusal: None,
         });
     }
-    let Some(group) = resolve_group(shared, client, &scale_set).await? else {
+    // A lookup in flight (the client retrying it through an outage) is dropped on a stop.
+    let resolved = match cancel {
+        Some(cancel) => tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(Error::Cancelled { scale_set: name }),
+            resolved = resolve_group(shared, client, &scale_set) => resolved,
+        },
+        None => resolve_group(shared, client, &scale_set).await,
+    };
+    let Some(group) = resolved? else {
         let error = Error::UnknownRunnerGroup {
             scale_set: name.clone(),
             group: scale_set.spec.runner_group.name.clone(),
@@ -108,130 +128,122 @@ pub(crate) async fn ensure(
         identity: shared.identity.adoption(),
         retry: shared.settings.adoption_retry,
     };
-    input.retry.attempt = 0;
-    loop {
-        let run = run_once(client, input.clone(), &EnsureHooks { shared, id }).await?;
-        match run.outcome {
-            Outcome::Ready {
-                id: github,
-                provenance,
-                evidence,
-                reset_cursor,
-                notices,
-                ..
-            } => {
-                let github_id =
-                    GitHubScaleSetId::try_from(github.0).map_err(|e| Error::Adoption {
-                        scale_set: name.clone(),
-                        reason: e.to_string(),
-                    })?;
-                let provenance = match provenance {
-                    scaleset_adopt::Provenance::Created => Provenance::Created,
-                    scaleset_adopt::Provenance::Known => Provenance::Known,
-                    _ => Provenance::Adopted,
-                };
-                let reason = format!(
-                    "ready: scale set {github_id} {} on evidence {evidence:?}{}",
-                    provenance.as_str(),
-                    if reset_cursor {
-                        " (GitHub had deleted the stored one: cursor reset)"
-                    } else {
-                        ""
-                    }
-                );
-                let evidence_json = serde_json::to_value(&evidence).unwrap_or_default();
-                record(shared, id, "ready", &reason, |s| {
-                    s.github_id = Some(i64::from(github_id));
-                    s.provenance = Some(provenance);
-                    s.evidence = evidence_json.clone();
-                    s.state = ScaleSetState::Ready;
-                })
-                .await?;
+    input.retry.attempt = attempt;
+    let run = run_once(client, input, &EnsureHooks { shared, id, cancel }).await?;
+    match run.outcome {
+        Outcome::Ready {
+            id: github,
+            provenance,
+            evidence,
+            reset_cursor,
+            notices,
+            ..
+        } => {
+            let github_id = GitHubScaleSetId::try_from(github.0).map_err(|e| Error::Adoption {
+                scale_set: name.clone(),
+                reason: e.to_string(),
+            })?;
+            let provenance = match provenance {
+                scaleset_adopt::Provenance::Created => Provenance::Created,
+                scaleset_adopt::Provenance::Known => Provenance::Known,
+                _ => Provenance::Adopted,
+            };
+            let reason = format!(
+                "ready: scale set {github_id} {} on evidence {evidence:?}{}",
+                provenance.as_str(),
                 if reset_cursor {
-                    shared
-                        .store
-                        .set_message_cursor(lease, 0)
-                        .await
-                        .map_err(store("resetting the message cursor"))?;
+                    " (GitHub had deleted the stored one: cursor reset)"
+                } else {
+                    ""
                 }
-                for notice in &notices {
-                    // Operators see these in the scale set's events: a warning (say, a GHES that
-                    // dropped our owner label) is worth acting on, the rest is a record.
-                    let kind = if notice.is_warning() {
-                        tracing::warn!(github_id = github_id.0, %notice, "scale set ensured with a warning");
-                        "warning"
-                    } else {
-                        tracing::info!(github_id = github_id.0, %notice, "scale set spec applied");
-                        "notice"
-                    };
-                    shared
-                        .store
-                        .append_event(id, kind, &notice.to_string())
-                        .await
-                        .map_err(store("appending an adoption notice"))?;
-                }
-                tracing::info!(github_id = github_id.0, %reason, "scale set ensured");
-                return Ok(Ensured::Ready {
-                    github_id,
-                    session: run.session.map(Box::new),
-                });
+            );
+            let evidence_json = serde_json::to_value(&evidence).unwrap_or_default();
+            record(shared, id, "ready", &reason, |s| {
+                s.github_id = Some(i64::from(github_id));
+                s.provenance = Some(provenance);
+                s.evidence = evidence_json.clone();
+                s.state = ScaleSetState::Ready;
+            })
+            .await?;
+            if reset_cursor {
+                shared
+                    .store
+                    .set_message_cursor(lease, 0)
+                    .await
+                    .map_err(store("resetting the message cursor"))?;
             }
-            Outcome::Refused { reason } => {
-                let (state, after) = match &reason {
-                    Refusal::ForeignSession { .. } => (
-                        ScaleSetState::ForeignSession,
-                        shared.settings.foreign_session_recheck,
-                    ),
-                    Refusal::Drifted { .. } | Refusal::RepairDidNotTake { .. } => {
-                        (ScaleSetState::Drifted, shared.settings.refused_recheck)
-                    }
-                    _ => (ScaleSetState::Refused, shared.settings.refused_recheck),
+            for notice in &notices {
+                // Operators see these in the scale set's events: a warning (say, a GHES that
+                // dropped our owner label) is worth acting on, the rest is a record.
+                let kind = if notice.is_warning() {
+                    tracing::warn!(github_id = github_id.0, %notice, "scale set ensured with a warning");
+                    "warning"
+                } else {
+                    tracing::info!(github_id = github_id.0, %notice, "scale set spec applied");
+                    "notice"
                 };
-                let text = format!(
-                    "{} ({reason}); what to do: {}",
-                    reason.code(),
-                    reason.remediation()
-                );
-                tracing::warn!(reason = %text, "scale set refused");
-                record(shared, id, "refused", &text, |s| s.state = state).await?;
-                return Ok(Ensured::Wait {
-                    after,
-                    refusal: Some(reason),
-                });
+                shared
+                    .store
+                    .append_event(id, kind, &notice.to_string())
+                    .await
+                    .map_err(store("appending an adoption notice"))?;
             }
-            Outcome::Failed { reason } => {
-                let text = format!("adoption failed: {reason}");
-                tracing::warn!(reason = %text, "scale set ensure failed");
-                record(shared, id, "failed", &text, |s| {
-                    s.state = ScaleSetState::Error;
-                })
-                .await?;
-                return Ok(Ensured::Wait {
-                    after: shared.settings.refused_recheck,
-                    refusal: None,
-                });
-            }
-            Outcome::Retry { after, reason } => {
-                let text = format!("ensure retrying: {reason}");
-                tracing::info!(reason = %text, ?after, "ensure will retry");
-                record(shared, id, "retry", &text, |s| {
-                    if s.state != ScaleSetState::Ready {
-                        s.state = ScaleSetState::Pending;
-                    }
-                })
-                .await?;
-                tokio::time::sleep(after).await;
-                input.retry.attempt += 1;
-            }
-            other => {
-                return Err(Error::Adoption {
-                    scale_set: name,
-                    reason: format!(
-                        "the machine ended in an outcome this driver does not know: {other:?}"
-                    ),
-                });
-            }
+            tracing::info!(github_id = github_id.0, %reason, "scale set ensured");
+            Ok(Ensured::Ready {
+                github_id,
+                session: run.session.map(Box::new),
+            })
         }
+        Outcome::Refused { reason } => {
+            let (state, after) = match &reason {
+                Refusal::ForeignSession { .. } => (
+                    ScaleSetState::ForeignSession,
+                    shared.settings.foreign_session_recheck,
+                ),
+                Refusal::Drifted { .. } | Refusal::RepairDidNotTake { .. } => {
+                    (ScaleSetState::Drifted, shared.settings.refused_recheck)
+                }
+                _ => (ScaleSetState::Refused, shared.settings.refused_recheck),
+            };
+            let text = format!(
+                "{} ({reason}); what to do: {}",
+                reason.code(),
+                reason.remediation()
+            );
+            tracing::warn!(reason = %text, "scale set refused");
+            record(shared, id, "refused", &text, |s| s.state = state).await?;
+            Ok(Ensured::Wait {
+                after,
+                refusal: Some(reason),
+            })
+        }
+        Outcome::Failed { reason } => {
+            let text = format!("adoption failed: {reason}");
+            tracing::warn!(reason = %text, "scale set ensure failed");
+            record(shared, id, "failed", &text, |s| {
+                s.state = ScaleSetState::Error;
+            })
+            .await?;
+            Ok(Ensured::Wait {
+                after: shared.settings.refused_recheck,
+                refusal: None,
+            })
+        }
+        Outcome::Retry { after, reason } => {
+            let text = format!("ensure retrying: {reason}");
+            tracing::info!(reason = %text, ?after, "ensure will retry");
+            record(shared, id, "retry", &text, |s| {
+                if s.state != ScaleSetState::Ready {
+                    s.state = ScaleSetState::Pending;
+                }
+            })
+            .await?;
+            Ok(Ensured::Retry { after })
+        }
+        other => Err(Error::Adoption {
+            scale_set: name,
+            reason: format!("the machine ended in an outcome this driver does not know: {other:?}"),
+        }),
     }
 }
 
@@ -335,6 +347,7 @@ fn store_err(during: &'static str) -> impl FnOnce(scaleset_store::Error) -> Erro
 struct EnsureHooks<'a> {
     shared: &'a Shared,
     id: ScaleSetId,
+    cancel: Option<&'a CancellationToken>,
 }
 
 #[async_trait]
@@ -371,5 +384,9 @@ impl Hooks for EnsureHooks<'_> {
 
     fn github_call<T>(&self, endpoint: &'static str, result: &Result<T, GitHubError>) {
         self.shared.metrics.github(endpoint, result);
+    }
+
+    fn cancel(&self) -> Option<&CancellationToken> {
+        self.cancel
     }
 }

@@ -5,6 +5,10 @@
 //!
 //! Nothing here listens: a session the machine hands over (policy `any`) is deleted at once, so
 //! the worker that serves the scale set next finds no session of ours in its way.
+//!
+//! Nothing here waits either: one run of the adoption machine per call. When it asks to be
+//! retried (a transient GitHub failure), the scale set is left `pending` with the reason, and
+//! the worker's task retries it with backoff (docs/scaling.md, "Who retries what").
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -125,7 +129,9 @@ impl EnsureOnce {
             .await
             .map_err(store("reading the scale set to ensure"))?;
         let client = shared.clients.client(&scale_set).await?;
-        Ok(match ensure(shared, &client, lease, id).await? {
+        // One attempt: a retry the machine asks for is the worker's to wait for (the request
+        // answers at once with the state the ensure recorded, `pending`).
+        Ok(match ensure(shared, &client, lease, id, 0, None).await? {
             Ensured::Ready { github_id, session } => {
                 if let Some(session) = session {
                     let result = client.delete_session(github_id, &session.session_id).await;
@@ -136,6 +142,7 @@ impl EnsureOnce {
                 }
             }
             Ensured::Wait { refusal, .. } => EnsureResult::NotReady { refusal },
+            Ensured::Retry { .. } => EnsureResult::NotReady { refusal: None },
         })
     }
 }

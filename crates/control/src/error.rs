@@ -84,6 +84,12 @@ pub enum Error {
         /// The digest planning gives now, when apply refused before writing.
         current: Option<crate::planner::fleet::PlanDigest>,
     },
+    /// The control loop is stopping: a step was stopped mid-way (what it had opened is closed).
+    #[error("stopped while serving scale set {scale_set}: the control loop is shutting down")]
+    Cancelled {
+        /// The scale set's name.
+        scale_set: String,
+    },
     /// Another worker took the scale set's lease over.
     #[error("the lease of scale set {scale_set} was taken over by another worker")]
     LeaseLost {
@@ -100,6 +106,11 @@ impl Error {
             Self::Store { source, .. } => source.is_lease_lost(),
             _ => false,
         }
+    }
+
+    /// Whether the step stopped because the control loop is shutting down.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, Self::Cancelled { .. })
     }
 
     /// Whether a fleet apply refused a stale plan.

@@ -2,12 +2,20 @@
 //! batch, the fenced cursor write and the ack.
 //!
 //! Session rules: our stored session id is deleted first (our own stale session after a
-//! crash); a 409 naming our owner backs off and retries; a 409 naming another owner, or none
-//! after ours was cleared, is `foreign_session` (visible, rechecked slowly, and nothing is
-//! deleted); an unnamed 409 right after our own create failed may be our leaked session and is
-//! retried with bounded backoff. A rejected queue token is refreshed by the client (once per
-//! call); an unknown session is recreated keeping the cursor; a scale set GitHub deleted is
-//! re-ensured (dormancy: the cursor is reset by the ensure).
+//! crash); a 409 is `foreign_session` at once (visible, counted as needing attention, nothing
+//! deleted), and the session planner (`planner::session`) says who holds it and when to look
+//! again: a holder that may be our own (named as our owner, or not named: a crash and a lost
+//! database leave exactly that) on a short schedule, another owner slowly. A create that
+//! failed in transit is tried again with backoff. A rejected queue token is refreshed by the
+//! client (once per call); an unknown session is recreated keeping the cursor; a scale set
+//! GitHub deleted is re-ensured (dormancy: the cursor is reset by the ensure).
+//!
+//! Nothing here sleeps between tries: opening a session is one try, and a try that must be
+//! repeated ends the listener with [`ListenEnd::Wait`] and the facts so far
+//! ([`SessionAttempt`]); the task waits (cancel-aware, holding no start permit) and resumes
+//! the attempt. While listening, every step is raced with cancellation: a stop drops the step
+//! where it is (as a crash there would; every step is safe to stop at an await), then deletes
+//! the session.
 
 use std::time::{Duration, SystemTime};
 
@@ -23,6 +31,7 @@ use crate::checkpoint::Checkpoint;
 use crate::ensure::record;
 use crate::error::{Error, chain, store};
 use crate::metrics::KindLabel;
+use crate::planner::session::{Conflict, held_by, recheck_after};
 use crate::scaler::Runners;
 use crate::shared::Shared;
 
@@ -33,8 +42,51 @@ pub(crate) enum ListenEnd {
     Cancelled,
     /// GitHub no longer has the scale set: ensure it again.
     Reensure,
-    /// Another owner holds the session.
-    ForeignSession,
+    /// No session could be opened now (held by another listener, or a create failed in
+    /// transit): try again after `after`, resuming `attempt`.
+    Wait {
+        /// How long to wait (the task jitters it).
+        after: Duration,
+        /// The facts of the attempt so far.
+        attempt: SessionAttempt,
+    },
+}
+
+/// The facts of one attempt to open a scale set's session that outlive a wait of the task:
+/// it resumes the attempt without ensuring again, and the planner judges the next conflict by
+/// them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct SessionAttempt {
+    /// Our recorded session was dealt with (deleted, found gone, or there was none).
+    stale_handled: bool,
+    /// A recorded session of ours was deleted first.
+    recorded_deleted: bool,
+    /// Creates of ours that failed in transit (they may have succeeded on GitHub).
+    failed_creates: u32,
+    /// When GitHub first answered a conflict, for the short recheck window.
+    held_since: Option<tokio::time::Instant>,
+}
+
+impl SessionAttempt {
+    /// An attempt after a session was lost while listening: our recorded one is gone already.
+    fn after_loss() -> Self {
+        Self {
+            stale_handled: true,
+            ..Self::default()
+        }
+    }
+}
+
+/// Runs `step` unless `cancel` fires first: `None` then, the step dropped where it was.
+async fn unless_cancelled<T>(
+    cancel: &CancellationToken,
+    step: impl std::future::Future<Output = Result<T, Error>>,
+) -> Result<Option<T>, Error> {
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Ok(None),
+        done = step => done.map(Some),
+    }
 }
 
 /// A queue token expiring within this margin is refreshed before the next poll.
@@ -57,11 +109,14 @@ pub(crate) struct Listener<'a> {
     /// The jobs-waiting figure last written to the store for the status page (written again
     /// only when it changes).
     pub(crate) jobs_waiting_shown: Option<u32>,
+    /// The session attempt this listener resumes (default: a new one).
+    pub(crate) attempt: SessionAttempt,
 }
 
 enum Opened {
     Session(Box<Session>),
-    Foreign,
+    /// Try again after this long (the attempt's facts are in `Listener::attempt`).
+    Wait(Duration),
     Reensure,
 }
 
@@ -74,8 +129,8 @@ impl Listener<'_> {
         self.runners.github_error(during)
     }
 
-    /// Serves until cancelled, until GitHub loses the scale set, or until another owner holds
-    /// its session. `handed` is a session the ensure opened for us.
+    /// Serves until cancelled, until GitHub loses the scale set, or until a session cannot be
+    /// opened now (held by another listener, or a create failed in transit). `handed` is a session the ensure opened for us.
     pub(crate) async fn run(
         &mut self,
         handed: Option<Box<Session>>,
@@ -86,9 +141,9 @@ impl Listener<'_> {
                 self.store_session(Some(&session.session_id)).await?;
                 *session
             }
-            None => match Box::pin(self.open_session(true)).await? {
+            None => match Box::pin(self.open_session()).await? {
                 Opened::Session(session) => *session,
-                Opened::Foreign => return Ok(ListenEnd::ForeignSession),
+                Opened::Wait(after) => return Ok(self.wait(after)),
                 Opened::Reensure => return Ok(ListenEnd::Reensure),
             },
         };
@@ -100,14 +155,28 @@ impl Listener<'_> {
         end
     }
 
+    /// Ends the listener to wait `after`, handing the attempt's facts to the task.
+    fn wait(&mut self, after: Duration) -> ListenEnd {
+        ListenEnd::Wait {
+            after,
+            attempt: std::mem::take(&mut self.attempt),
+        }
+    }
+
     async fn serve(
         &mut self,
         session: &mut Session,
         cancel: &CancellationToken,
     ) -> Result<ListenEnd, Error> {
-        Box::pin(self.runners.recover()).await?;
-        Box::pin(self.scale()).await?;
-        Box::pin(self.record_progress(None)).await?;
+        let started = unless_cancelled(cancel, async {
+            Box::pin(self.runners.recover()).await?;
+            Box::pin(self.scale()).await?;
+            Box::pin(self.record_progress(None)).await
+        })
+        .await?;
+        if started.is_none() {
+            return Ok(ListenEnd::Cancelled);
+        }
         // Started: the next scale set may begin.
         self.starting = None;
         let capacity = self.runners.scale_set.spec.max_runners;
@@ -122,7 +191,15 @@ impl Listener<'_> {
                 Box::pin(self.renew_lease()).await?;
                 renew_at = tokio::time::Instant::now() + renew_every;
             }
-            Box::pin(self.refresh_if_expiring(session)).await;
+            if unless_cancelled(cancel, async {
+                Box::pin(self.refresh_if_expiring(session)).await;
+                Ok(())
+            })
+            .await?
+            .is_none()
+            {
+                return Ok(ListenEnd::Cancelled);
+            }
             let poll = {
                 let client = self.client;
                 let last = self.last_message_id;
@@ -145,11 +222,21 @@ impl Listener<'_> {
             match poll {
                 Ok(None) => {
                     failures = 0;
-                    Box::pin(self.idle()).await?;
+                    if unless_cancelled(cancel, Box::pin(self.idle()))
+                        .await?
+                        .is_none()
+                    {
+                        return Ok(ListenEnd::Cancelled);
+                    }
                 }
                 Ok(Some(message)) => {
                     failures = 0;
-                    Box::pin(self.on_message(session, &message)).await?;
+                    if unless_cancelled(cancel, Box::pin(self.on_message(session, &message)))
+                        .await?
+                        .is_none()
+                    {
+                        return Ok(ListenEnd::Cancelled);
+                    }
                 }
                 Err(e) if e.is_scale_set_not_found() => {
                     let reason = "GitHub no longer has the scale set (deleted out of band or \
@@ -173,12 +260,13 @@ impl Listener<'_> {
                         || e.status() == Some(404) =>
                 {
                     tracing::info!(error = %chain(&e), "session lost; creating a new one, keeping the cursor");
-                    match Box::pin(self.open_session(false)).await? {
+                    self.attempt = SessionAttempt::after_loss();
+                    match Box::pin(self.open_session()).await? {
                         Opened::Session(new) => {
                             self.statistics = new.statistics.or(self.statistics);
                             *session = *new;
                         }
-                        Opened::Foreign => return Ok(ListenEnd::ForeignSession),
+                        Opened::Wait(after) => return Ok(self.wait(after)),
                         Opened::Reensure => return Ok(ListenEnd::Reensure),
                     }
                 }
@@ -197,9 +285,22 @@ impl Listener<'_> {
                     if failures > MAX_POLL_FAILURES {
                         return Err(self.github_error("polling for messages")(e));
                     }
-                    tokio::select! {
-                        () = cancel.cancelled() => return Ok(ListenEnd::Cancelled),
-                        () = tokio::time::sleep(self.shared.settings.backoff(failures)) => {}
+                    // Waited out here, keeping the session and renewing the lease: the
+                    // listener's poll loop is the task's wait while it listens.
+                    let backoff = crate::settings::jittered(
+                        self.shared.settings.backoff(failures),
+                        fastrand::f64(),
+                    );
+                    let until = tokio::time::Instant::now() + backoff;
+                    loop {
+                        tokio::select! {
+                            () = cancel.cancelled() => return Ok(ListenEnd::Cancelled),
+                            () = tokio::time::sleep_until(until) => break,
+                            () = tokio::time::sleep_until(renew_at) => {
+                                Box::pin(self.renew_lease()).await?;
+                                renew_at = tokio::time::Instant::now() + renew_every;
+                            }
+                        }
                     }
                 }
             }
@@ -422,10 +523,12 @@ impl Listener<'_> {
             .map_err(store("recording the session id"))
     }
 
-    /// Deletes our stored session (if `stale_first`), then creates ours.
-    async fn open_session(&mut self, stale_first: bool) -> Result<Opened, Error> {
+    /// One try at opening our session: deletes our recorded session first (once per attempt),
+    /// then creates ours. A conflict is shown as `foreign_session` with what the planner makes
+    /// of it; it, and a create that failed in transit, end in [`Opened::Wait`].
+    async fn open_session(&mut self) -> Result<Opened, Error> {
         let id = self.runners.scale_set.id;
-        if stale_first {
+        if !self.attempt.stale_handled {
             let stored = self
                 .shared
                 .store
@@ -455,81 +558,82 @@ impl Listener<'_> {
                     )
                     .await
                     .map_err(store("appending an event"))?;
+                self.attempt.recorded_deleted = true;
             }
+            self.attempt.stale_handled = true;
         }
         let owner = self.shared.identity.session_owner();
-        let mut own_create_failed = false;
-        let mut tries = 0u32;
-        loop {
-            tries += 1;
-            let result = self.client.create_session(self.github_id, &owner).await;
-            self.shared.metrics.github("create_session", &result);
-            match result {
-                Ok(session) => {
-                    self.store_session(Some(&session.session_id)).await?;
-                    let scale_set = self
-                        .shared
-                        .store
-                        .get_scale_set(id)
-                        .await
-                        .map_err(store("reading the scale set"))?;
-                    if scale_set.state != ScaleSetState::Ready {
-                        record(self.shared, id, "session_opened", "ready: listening", |s| {
-                            s.state = ScaleSetState::Ready;
-                        })
-                        .await?;
-                    }
-                    tracing::info!(session_id = %session.session_id, "session opened");
-                    return Ok(Opened::Session(Box::new(session)));
+        let result = self.client.create_session(self.github_id, &owner).await;
+        self.shared.metrics.github("create_session", &result);
+        match result {
+            Ok(session) => {
+                self.store_session(Some(&session.session_id)).await?;
+                let scale_set = self
+                    .shared
+                    .store
+                    .get_scale_set(id)
+                    .await
+                    .map_err(store("reading the scale set"))?;
+                if scale_set.state != ScaleSetState::Ready {
+                    record(self.shared, id, "session_opened", "ready: listening", |s| {
+                        s.state = ScaleSetState::Ready;
+                    })
+                    .await?;
                 }
-                Err(e) if e.is_session_conflict() => {
-                    let holder = e.session_conflict_owner();
-                    let ours = holder.as_deref() == Some(owner.as_str());
-                    let maybe_leaked = holder.is_none() && own_create_failed;
-                    if (ours || maybe_leaked) && tries <= self.shared.settings.own_session_retries {
-                        tracing::info!(
-                            ?holder,
-                            tries,
-                            "our own session is still active; waiting for it to end"
-                        );
-                        tokio::time::sleep(self.shared.settings.backoff(tries)).await;
-                        continue;
-                    }
-                    let reason = match holder {
-                        Some(other) if !ours => format!(
-                            "another listener ({other:?}) holds the message session; stop it, or \
-                             choose another scale-set name. Nothing was deleted"
-                        ),
-                        Some(_) => "our own earlier session is still active and did not end; \
-                                    it expires on GitHub, then serving resumes"
-                            .to_owned(),
-                        None => "a listener that GitHub does not name holds the message session \
-                                 (not ours: our stored session was cleared first); stop it, or \
-                                 wait for it to expire. Nothing was deleted"
-                            .to_owned(),
-                    };
-                    tracing::warn!(%reason, "foreign session");
+                self.attempt = SessionAttempt::default();
+                tracing::info!(session_id = %session.session_id, "session opened");
+                Ok(Opened::Session(Box::new(session)))
+            }
+            Err(e) if e.is_session_conflict() => {
+                let holder = e.session_conflict_owner();
+                let held = held_by(&Conflict {
+                    holder: holder.as_deref(),
+                    our_owner: &owner,
+                    recorded_deleted: self.attempt.recorded_deleted,
+                    own_create_failed: self.attempt.failed_creates > 0,
+                });
+                let settings = &self.shared.settings;
+                let now = tokio::time::Instant::now();
+                let since = *self.attempt.held_since.get_or_insert(now);
+                let after = recheck_after(
+                    &held,
+                    now.saturating_duration_since(since),
+                    settings.held_session_recheck,
+                    settings.held_session_window,
+                    settings.foreign_session_recheck,
+                );
+                let reason = held.reason(settings.held_session_recheck);
+                let shown = self
+                    .shared
+                    .store
+                    .get_scale_set(id)
+                    .await
+                    .map_err(store("reading the scale set"))?;
+                // Recorded once: a recheck that finds the same holder adds no event.
+                if shown.state != ScaleSetState::ForeignSession || shown.state_reason != reason {
+                    tracing::warn!(%reason, holder = holder.as_deref().unwrap_or(""), "message session held");
                     record(self.shared, id, "foreign_session", &reason, |s| {
                         s.state = ScaleSetState::ForeignSession;
                     })
                     .await?;
-                    return Ok(Opened::Foreign);
                 }
-                Err(e) if e.is_scale_set_not_found() || e.status() == Some(404) => {
-                    return Ok(Opened::Reensure);
-                }
-                Err(e)
-                    if (e.class() == scaleset_github::ErrorClass::Retryable
-                        || matches!(e, scaleset_github::Error::UnexpectedResponse { .. }))
-                        && tries <= self.shared.settings.own_session_retries =>
-                {
-                    // The create may have succeeded on GitHub: an unnamed 409 next is ours.
-                    own_create_failed = true;
-                    tracing::warn!(error = %chain(&e), "session create failed; retrying");
-                    tokio::time::sleep(self.shared.settings.backoff(tries)).await;
-                }
-                Err(e) => return Err(self.github_error("creating the message session")(e)),
+                Ok(Opened::Wait(after))
             }
+            Err(e) if e.is_scale_set_not_found() || e.status() == Some(404) => Ok(Opened::Reensure),
+            Err(e)
+                if (e.class() == scaleset_github::ErrorClass::Retryable
+                    || matches!(e, scaleset_github::Error::UnexpectedResponse { .. }))
+                    && self.attempt.failed_creates < self.shared.settings.own_session_retries =>
+            {
+                // The create may have succeeded on GitHub: an unnamed 409 next is most likely
+                // ours, and the planner says so.
+                self.attempt.failed_creates += 1;
+                tracing::warn!(error = %chain(&e), tries = self.attempt.failed_creates, "session create failed; retrying");
+                Ok(Opened::Wait(
+                    self.shared.settings.backoff(self.attempt.failed_creates),
+                ))
+            }
+            Err(e) => Err(self.github_error("creating the message session")(e)),
         }
     }
 

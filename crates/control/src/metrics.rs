@@ -46,6 +46,9 @@ pub struct CallLabels {
 pub struct Metrics {
     /// Scale sets by state.
     pub scale_sets: Family<StateLabel, Gauge>,
+    /// Scale sets whose state needs an operator's attention (every state but `ready` and
+    /// `pending`: refused, drifted, a held session, dormant, error), as the status page counts.
+    pub scale_sets_needing_attention: Gauge,
     /// Runners (instances) by status.
     pub runners: Family<StatusLabel, Gauge>,
     /// Job messages seen, by kind.
@@ -66,6 +69,7 @@ impl Metrics {
     pub fn new(registry: &mut Registry) -> Self {
         let metrics = Self {
             scale_sets: Family::default(),
+            scale_sets_needing_attention: Gauge::default(),
             runners: Family::default(),
             jobs_seen: Family::default(),
             jobs_acquired: Counter::default(),
@@ -78,6 +82,11 @@ impl Metrics {
             "scale_sets",
             "Scale sets by state",
             metrics.scale_sets.clone(),
+        );
+        sub.register(
+            "scale_sets_needing_attention",
+            "Scale sets whose state needs attention (every state but ready and pending)",
+            metrics.scale_sets_needing_attention.clone(),
         );
         sub.register(
             "runners",

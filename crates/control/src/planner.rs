@@ -3,10 +3,12 @@
 //! executes the plan and feeds the world back in on the next call.
 //! The lease planner (which scale sets this worker serves among several) is [`leases`]; the
 //! fleet planner (declared fleet × store × GitHub → plan/apply steps) is `fleet`, pure in the
-//! same way.
+//! same way; the session planner (who holds a refused session, what the operator is told, when
+//! to look again) is `session`.
 
 pub(crate) mod fleet;
 pub(crate) mod leases;
+pub(crate) mod session;
 
 /// Where one of our runners is, as the planner sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

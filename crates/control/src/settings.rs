@@ -23,11 +23,23 @@ pub struct Settings {
     /// How long a refused, drifted or misconfigured scale set waits before it is ensured again
     /// (a changed spec restarts it at once).
     pub refused_recheck: Duration,
-    /// How long a scale set whose session another owner holds waits before trying again.
+    /// How long a scale set whose session another owner holds waits before trying again (also
+    /// a holder that may be our own, once [`Settings::held_session_window`] has passed).
     pub foreign_session_recheck: Duration,
-    /// How many times a 409 that may be our own leaked session is retried with backoff before
-    /// the scale set is shown as `foreign_session`.
+    /// How many times a session create that failed in transit (a 5xx, a timeout: it may have
+    /// been created on GitHub all the same) is tried again with backoff before the scale set's
+    /// task fails and backs off as a whole.
     pub own_session_retries: u32,
+    /// How often a scale set whose session is held by a listener that may be this controller's
+    /// own (GitHub names no holder, or names our owner: a crash left it, and the database that
+    /// recorded its id was lost) is checked again, for [`Settings::held_session_window`]; the
+    /// session expires on GitHub within minutes, and serving resumes at the first check after.
+    pub held_session_recheck: Duration,
+    /// How long the short rechecks of [`Settings::held_session_recheck`] go on (from the first
+    /// conflict) before the scale set is rechecked only every
+    /// [`Settings::foreign_session_recheck`]: about twice the time GitHub is expected to take to
+    /// drop a crashed listener's session (docs/operations.md, "Disaster recovery").
+    pub held_session_window: Duration,
     /// The adoption machine's retry bounds (attempt is set by the driver).
     pub adoption_retry: RetryBounds,
     /// How long a new runner may take to come online before it is removed.
@@ -61,6 +73,8 @@ impl Default for Settings {
             refused_recheck: Duration::from_secs(300),
             foreign_session_recheck: Duration::from_secs(300),
             own_session_retries: 6,
+            held_session_recheck: Duration::from_secs(30),
+            held_session_window: Duration::from_secs(600),
             adoption_retry: RetryBounds::default(),
             default_bootstrap_timeout: Duration::from_secs(600),
             reconcile_interval: Duration::from_secs(300),
@@ -84,12 +98,27 @@ impl Settings {
     }
 
     /// The wait after `failures` consecutive failures: `backoff_base × 2^(failures-1)`, capped.
+    /// The task's wait jitters it (between half of it and all of it).
     pub fn backoff(&self, failures: u32) -> Duration {
         let exponent = failures.saturating_sub(1).min(20);
         self.backoff_base
             .saturating_mul(1u32 << exponent)
             .min(self.backoff_max)
     }
+}
+
+/// `after` scaled into its upper half by `unit` (a random draw in `[0, 1)`): between `after / 2`
+/// and `after`, never longer. Every wait of a scale set's task is jittered so that thousands of
+/// scale sets failing together (a GitHub outage) do not retry together when it ends; never
+/// longer than the hint, so a bound given by a setting still holds.
+pub(crate) fn jittered(after: Duration, unit: f64) -> Duration {
+    let unit = if unit.is_finite() {
+        unit.clamp(0.0, 1.0)
+    } else {
+        1.0
+    };
+    let half = after / 2;
+    half + (after - half).mul_f64(unit)
 }
 
 /// Where an instance fetches its setup data and reports its progress.
@@ -116,6 +145,21 @@ mod tests {
         assert_eq!(settings.backoff(2), Duration::from_millis(20));
         assert_eq!(settings.backoff(4), Duration::from_millis(50));
         assert_eq!(settings.backoff(u32::MAX), Duration::from_millis(50));
+    }
+
+    #[test]
+    fn jitter_stays_in_the_upper_half_and_never_exceeds_the_hint() {
+        let after = Duration::from_secs(10);
+        assert_eq!(jittered(after, 0.0), Duration::from_secs(5));
+        assert_eq!(jittered(after, 1.0), after);
+        assert_eq!(jittered(after, 0.5), Duration::from_millis(7500));
+        assert_eq!(jittered(after, 7.0), after, "a bad draw is clamped");
+        assert_eq!(jittered(after, -1.0), Duration::from_secs(5));
+        assert_eq!(jittered(after, f64::NAN), after);
+        assert_eq!(jittered(Duration::ZERO, 0.3), Duration::ZERO);
+        let odd = Duration::from_nanos(3);
+        assert!(jittered(odd, 0.0) >= Duration::from_nanos(1));
+        assert!(jittered(odd, 0.99) <= odd);
     }
 
     #[test]

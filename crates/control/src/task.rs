@@ -1,19 +1,30 @@
 //! One scale set's supervised task: lease → ensure → listen, level-triggered, with backoff. It
 //! never returns on failure (it records the state and waits); it ends only when cancelled, or
 //! when the scale set is disabled or gone.
+//!
+//! **The one wait.** No step sleeps. A step says what to do next, as kube-runtime's `reconcile`
+//! returns `Action::requeue(after)`: the ensure returns [`Ensured::Retry`] or
+//! [`Ensured::Wait`], the listener [`ListenEnd::Wait`] with the session attempt to resume, a
+//! failure the task's own backoff. The pass then ends, which gives the start permit back, and
+//! the task waits here, jittered and cancel-aware, holding nothing but the facts it resumes
+//! with (the adoption attempt number, the session attempt); the lease is not renewed while it
+//! waits, and the next pass takes it again first. A stop during the wait ends the task at
+//! once; a stop during a pass stops the step where it is (docs/scaling.md, "Who retries
+//! what").
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use scaleset_github::MessageId;
+use scaleset_github::{MessageId, ScaleSetId as GitHubScaleSetId};
 use scaleset_provider::Pool;
 use scaleset_store::{Acquisition, Lease, ScaleSetId, ScaleSetState};
 use tokio_util::sync::CancellationToken;
 
 use crate::ensure::{Ensured, ensure, record};
 use crate::error::{Error, chain, store};
-use crate::listener::{ListenEnd, Listener};
+use crate::listener::{ListenEnd, Listener, SessionAttempt};
 use crate::scaler::Runners;
+use crate::settings::jittered;
 use crate::shared::Shared;
 #[cfg(test)]
 use scaleset_github::Client;
@@ -24,6 +35,17 @@ enum Next {
     After(Duration),
     /// The task is done (disabled, deleted, or cancelled).
     Stop,
+}
+
+/// What a task carries from one pass to the next across its wait.
+#[derive(Debug, Default)]
+struct Resume {
+    /// The adoption machine's attempt number for the next ensure (0 unless it asked for a
+    /// retry).
+    ensure_attempt: u32,
+    /// A session attempt to resume on the scale set GitHub knows by this id, without ensuring
+    /// again (the ensure was done, and its id is still the stored one).
+    session: Option<(GitHubScaleSetId, SessionAttempt)>,
 }
 
 /// Serves one scale set until `cancel` fires or it is disabled or deleted. However it ends
@@ -45,17 +67,20 @@ async fn serve_holding(
     held: &mut Option<Lease>,
 ) {
     let mut failures = 0u32;
+    let mut resume = Resume::default();
     loop {
         if cancel.is_cancelled() {
             return;
         }
-        let wait = match pass(shared, id, cancel, held).await {
+        let wait = match pass(shared, id, cancel, held, &mut resume).await {
             Ok(Next::Stop) => return,
             Ok(Next::After(wait)) => {
                 failures = 0;
                 wait
             }
+            Err(error) if error.is_cancelled() => return,
             Err(error) => {
+                resume = Resume::default();
                 failures += 1;
                 let reason = chain(&error);
                 tracing::error!(error = %reason, failures, "scale set task failed; backing off");
@@ -72,9 +97,10 @@ async fn serve_holding(
                 shared.settings.backoff(failures)
             }
         };
+        // The task's one wait (see the module documentation).
         tokio::select! {
             () = cancel.cancelled() => return,
-            () = tokio::time::sleep(wait) => {}
+            () = tokio::time::sleep(jittered(wait, fastrand::f64())) => {}
         }
     }
 }
@@ -84,6 +110,7 @@ async fn pass(
     id: ScaleSetId,
     cancel: &CancellationToken,
     held: &mut Option<Lease>,
+    resume: &mut Resume,
 ) -> Result<Next, Error> {
     // Held until the listener starts polling (or this pass ends).
     let starting = tokio::select! {
@@ -128,11 +155,28 @@ async fn pass(
         return Ok(Next::After(shared.settings.refused_recheck));
     };
     let client = shared.clients.client(&scale_set).await?;
-    // Boxed: the ensure (the adoption machine's calls) is done before listening starts, so its
-    // larger future need not stay in every listening task.
-    let (github_id, handed) = match Box::pin(ensure(shared, &client, &lease, id)).await? {
-        Ensured::Ready { github_id, session } => (github_id, session),
-        Ensured::Wait { after, .. } => return Ok(Next::After(after)),
+    let stored_id = scale_set.github_id;
+    let resumed = resume
+        .session
+        .take()
+        .filter(|(github_id, _)| stored_id == Some(i64::from(*github_id)));
+    let (github_id, handed, attempt) = match resumed {
+        Some((github_id, attempt)) => (github_id, None, attempt),
+        None => {
+            // Boxed: the ensure (the adoption machine's calls) is done before listening
+            // starts, so its larger future need not stay in every listening task.
+            let attempt = std::mem::take(&mut resume.ensure_attempt);
+            match Box::pin(ensure(shared, &client, &lease, id, attempt, Some(cancel))).await? {
+                Ensured::Ready { github_id, session } => {
+                    (github_id, session, SessionAttempt::default())
+                }
+                Ensured::Retry { after } => {
+                    resume.ensure_attempt = attempt + 1;
+                    return Ok(Next::After(after));
+                }
+                Ensured::Wait { after, .. } => return Ok(Next::After(after)),
+            }
+        }
     };
     let scale_set = shared
         .store
@@ -164,13 +208,17 @@ async fn pass(
         statistics: None,
         starting,
         jobs_waiting_shown: None,
+        attempt,
     };
     let end = listener.run(handed, cancel).await?;
     Ok(match end {
         // The lease is released on the way out (`serve`).
         ListenEnd::Cancelled => Next::Stop,
         ListenEnd::Reensure => Next::After(Duration::ZERO),
-        ListenEnd::ForeignSession => Next::After(shared.settings.foreign_session_recheck),
+        ListenEnd::Wait { after, attempt } => {
+            resume.session = Some((github_id, attempt));
+            Next::After(after)
+        }
     })
 }
 

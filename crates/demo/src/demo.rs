@@ -40,6 +40,9 @@ pub struct DemoOptions {
     pub settings: Settings,
     /// The simulated GitHub's settings.
     pub github: SimConfig,
+    /// How long a stop waits for the control loop to delete its sessions before it gives up
+    /// (as the worker's `shutdown_timeout`; default 30 s).
+    pub shutdown_timeout: Duration,
 }
 
 impl DemoOptions {
@@ -61,6 +64,7 @@ impl DemoOptions {
             jobs: Some(JobStream::default()),
             settings,
             github: sim_config(),
+            shutdown_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -75,6 +79,7 @@ pub struct Demo {
     registry: Option<Registry>,
     metrics: Arc<Metrics>,
     settings: Settings,
+    shutdown_timeout: Duration,
     first_run: bool,
     declared: usize,
     cancel: CancellationToken,
@@ -131,6 +136,7 @@ impl Demo {
         providers.insert(fleet::PROVIDER.to_owned(), Arc::new(cloud));
         let mut registry = Registry::default();
         let settings = options.settings.clone();
+        let shutdown_timeout = options.shutdown_timeout;
         let controller = Controller::new(
             store.clone(),
             Arc::new(StoreClientFactory::new(store.clone())),
@@ -162,6 +168,7 @@ impl Demo {
             registry: Some(registry),
             metrics,
             settings,
+            shutdown_timeout,
             first_run,
             declared,
             cancel,
@@ -242,14 +249,28 @@ impl Demo {
     }
 
     /// Stops the job stream and the control loop (which deletes its message sessions and
-    /// leaves the machines running), then the simulated GitHub, saving its world.
+    /// leaves the machines running), then the simulated GitHub, saving its world. A control
+    /// loop that takes longer than [`DemoOptions::shutdown_timeout`] is abandoned (its sessions
+    /// expire), so a stop is bounded whatever GitHub does.
     pub async fn stop(self) -> Result<(), Error> {
         self.cancel.cancel();
         if let Some(jobs) = self.jobs {
             let _ = jobs.await;
         }
         let ended = match self.controller {
-            Some(handle) => handle.await,
+            Some(mut handle) => {
+                match tokio::time::timeout(self.shutdown_timeout, &mut handle).await {
+                    Ok(ended) => ended,
+                    Err(_) => {
+                        handle.abort();
+                        tracing::warn!(
+                            timeout = ?self.shutdown_timeout,
+                            "the control loop took longer than the shutdown timeout; stopping anyway"
+                        );
+                        Ok(Ok(()))
+                    }
+                }
+            }
             None => Ok(Ok(())),
         };
         let saved = self.github.stop().await;

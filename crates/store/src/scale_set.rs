@@ -47,12 +47,23 @@ crate::text_enum! {
         Refused = "refused",
         /// Adopted but its labels or settings differ from the spec, and repair is off.
         Drifted = "drifted",
-        /// Another owner holds the message session.
+        /// A listener other than this run's holds the message session: another owner's, or
+        /// one GitHub does not name, or our own from before a crash whose id was lost (see the
+        /// reason).
         ForeignSession = "foreign_session",
         /// GitHub deleted it; waiting to be ensured again.
         Dormant = "dormant",
         /// Failing; being retried (see the reason).
         Error = "error",
+    }
+}
+
+impl ScaleSetState {
+    /// Whether an operator should look at a scale set in this state: every state but `ready`
+    /// and `pending` (a scale set not served for a reason, or failing). The one rule the status
+    /// page, the CLI and the metrics count by.
+    pub fn needs_attention(self) -> bool {
+        !matches!(self, Self::Ready | Self::Pending)
     }
 }
 

@@ -27,6 +27,19 @@ fn stored_enum_text_round_trips_and_unknown_text_is_none() {
     assert_eq!(ScaleSetState::ForeignSession.to_string(), "foreign_session");
 }
 
+/// Issue 29 item 5: a held session (`foreign_session`) is counted as needing attention by
+/// every reader of this one rule; only `ready` and `pending` are not.
+#[test]
+fn every_state_but_ready_and_pending_needs_attention() {
+    for &state in ScaleSetState::ALL {
+        let expected = !matches!(state, ScaleSetState::Ready | ScaleSetState::Pending);
+        assert_eq!(state.needs_attention(), expected, "{state}");
+    }
+    assert!(ScaleSetState::ForeignSession.needs_attention());
+    assert!(!ScaleSetState::Ready.needs_attention());
+    assert!(!ScaleSetState::Pending.needs_attention());
+}
+
 /// The stored text of each kind decodes and encodes back to the same text, so rows written
 /// before stay readable (the integration suite's `entity_round_trip` runs values through a real
 /// database, which would not notice the text form itself changing); malformed or unknown text

@@ -169,6 +169,9 @@ pub(crate) fn table(out: &Output, items: &[ScaleSet], entities: &BTreeMap<Uuid, 
         rows,
         "no scale sets (create one with `scalesetctl scale-set create`, or apply a fleet file)",
     );
+    if let Some(note) = attention_note(items.iter().map(|s| s.state)) {
+        text.push_str(&out.note(&note, Tone::Bad));
+    }
     for s in items {
         let (state, tone) = state_text(s.state);
         if tone != Tone::Good && !s.state_reason.is_empty() {
@@ -179,6 +182,20 @@ pub(crate) fn table(out: &Output, items: &[ScaleSet], entities: &BTreeMap<Uuid, 
         }
     }
     text
+}
+
+/// "N of M scale sets need attention", when any does (the status page's count).
+fn attention_note(states: impl Iterator<Item = ScaleSetState>) -> Option<String> {
+    let (mut total, mut attention) = (0usize, 0usize);
+    for state in states {
+        total += 1;
+        attention += usize::from(state.needs_attention());
+    }
+    (attention > 0).then(|| {
+        format!(
+            "{attention} of {total} scale sets need attention (every state but ready and pending)"
+        )
+    })
 }
 
 fn details(ctx: &Ctx<'_>, s: &ScaleSet, entities: &BTreeMap<Uuid, String>) -> String {
@@ -408,4 +425,21 @@ async fn delete(ctx: &Ctx<'_>, wanted: &str, force: bool) -> Result<Outcome> {
     };
     ctx.done(&result, &line);
     Ok(Outcome::Done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 29 item 5: a held session (`foreign_session`) is counted as needing attention in
+    /// the list, as on the status page; ready and pending scale sets are not.
+    #[test]
+    fn the_list_counts_the_scale_sets_needing_attention() {
+        use ScaleSetState as S;
+        assert_eq!(attention_note([S::Ready, S::Pending].into_iter()), None);
+        assert_eq!(
+            attention_note([S::Ready, S::ForeignSession, S::Error].into_iter()).as_deref(),
+            Some("2 of 3 scale sets need attention (every state but ready and pending)")
+        );
+    }
 }

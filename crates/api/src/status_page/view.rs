@@ -58,9 +58,10 @@ impl Filter {
     }
 }
 
-/// Whether an operator should look at a scale set in this state.
+/// Whether an operator should look at a scale set in this state: the store's one rule, which
+/// the metrics and the CLI count by too.
 pub(crate) fn needs_attention(state: ScaleSetState) -> bool {
-    !matches!(state, ScaleSetState::Ready | ScaleSetState::Pending)
+    state.needs_attention()
 }
 
 /// Runner counts of one scale set, from its instances.

@@ -44,12 +44,22 @@ pub enum ScaleSetState {
     Refused,
     /// Adopted, but labels or settings differ from the spec and `repair` is off.
     Drifted,
-    /// Another owner holds the message session.
+    /// A listener other than this controller's current one holds the message session:
+    /// another owner's, one GitHub does not name, or our own from before a crash
+    /// (`state_reason` says which is known).
     ForeignSession,
     /// GitHub deleted it; waiting to be ensured again.
     Dormant,
     /// Failing; being retried (see `state_reason`).
     Error,
+}
+
+impl ScaleSetState {
+    /// Whether an operator should look at a scale set in this state: every state but `ready`
+    /// and `pending` (the rule the status page and the controller's metrics count by).
+    pub fn needs_attention(self) -> bool {
+        !matches!(self, Self::Ready | Self::Pending)
+    }
 }
 
 /// A scale set's spec as stored (what the operator asked for).

@@ -312,12 +312,17 @@ pub(crate) struct RunningController {
 
 impl RunningController {
     /// Cancels and waits for a clean stop.
-    pub(crate) async fn stop(mut self) {
+    pub(crate) async fn stop(self) {
+        self.stop_within(Duration::from_secs(30)).await;
+    }
+
+    /// Cancels and waits for a clean stop, failing the test if it takes longer than `bound`.
+    pub(crate) async fn stop_within(mut self, bound: Duration) {
         self.cancel.cancel();
         if let Some(handle) = self.handle.take() {
-            tokio::time::timeout(Duration::from_secs(30), handle)
+            tokio::time::timeout(bound, handle)
                 .await
-                .expect("the controller stops within 30 s")
+                .unwrap_or_else(|_| panic!("the controller stops within {bound:?}"))
                 .expect("the controller task did not panic")
                 .expect("the controller ran without error");
         }

@@ -10,3 +10,4 @@ mod recovery;
 mod scaling;
 mod sessions;
 mod supervisor;
+mod waits;
