@@ -32,10 +32,7 @@ pub(crate) fn left_by_an_interrupted_create(
     now: Timestamp,
     settle: Duration,
 ) -> bool {
-    scale_set.state == ScaleSetState::Pending
-        && !scale_set.spec.enabled
-        && scale_set.github_id.is_none()
-        && scale_set.provenance.is_none()
+    candidate(scale_set)
         && scale_set.created_at.saturating_add(settle) < now
         && !events.iter().any(|kind| CHOSEN.contains(kind))
 }
@@ -152,7 +149,8 @@ mod tests {
                 "{kind}"
             );
         }
-        let cases: [(&str, fn(&mut ScaleSet)); 4] = [
+        type Change = fn(&mut ScaleSet);
+        let cases: [(&str, Change); 4] = [
             ("enabled", |s| s.spec.enabled = true),
             ("not pending", |s| s.state = ScaleSetState::Error),
             ("on GitHub", |s| s.github_id = Some(7)),
