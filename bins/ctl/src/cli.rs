@@ -236,14 +236,22 @@ pub(crate) enum ScaleSetCommand {
         /// Name, id or unique id prefix.
         scale_set: String,
     },
-    /// Create a scale set: the server adopts or creates it on GitHub at once and answers
-    /// with the outcome (exit 2 when adoption is refused).
+    /// Create a scale set: the server stores it and the worker adopts or creates it on
+    /// GitHub; this waits (--wait) for the outcome and shows it (exit 2 when adoption is
+    /// refused).
     Create(CreateScaleSet),
     /// Change a scale set's spec, at its current generation (refused if someone changed it
     /// meanwhile).
     Update(UpdateScaleSet),
+    /// Drain a scale set: it is no longer served (no new runners); the worker retires its idle
+    /// runners and lets busy ones finish their jobs. Run it again to see what is left; delete
+    /// it once drained.
+    Drain {
+        /// Name, id or unique id prefix.
+        scale_set: String,
+    },
     /// Delete a scale set: one this controller created is deleted on GitHub; an adopted or
-    /// known one is only detached unless --force.
+    /// known one is only detached unless --force. Drain it first.
     Delete {
         /// Name, id or unique id prefix.
         scale_set: String,
@@ -314,6 +322,10 @@ pub(crate) struct CreateScaleSet {
     /// Let adoption repair drift (PATCH labels and settings on GitHub).
     #[arg(long)]
     pub(crate) repair: bool,
+    /// How long to wait, in seconds, for the worker to ensure it on GitHub before showing it
+    /// still pending (0: show it as stored at once).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub(crate) wait: u64,
 }
 
 /// `scale-set update`.

@@ -139,24 +139,29 @@ pub enum ApiError {
     },
     /// A scale set with instances cannot be deleted on GitHub.
     #[error(
-        "scale set {id} still has {instances} instance(s); drain it first: PATCH max_runners \
-         and min_idle to 0, wait until GET /api/v1/scale-sets/{id}/instances is empty, then \
-         delete again"
+        "scale set {name} ({id}) still has {instances} instance(s); drain it first: \
+         `scalesetctl scale-set drain {name}` (idle runners are retired, busy ones finish their \
+         jobs; run it again to see what is left), then delete it again once drained"
     )]
     NotDrained {
         /// The scale set.
         id: String,
+        /// Its name, for the command to run.
+        name: String,
         /// How many instances are recorded.
         instances: usize,
     },
     /// A worker serves the scale set.
     #[error(
-        "scale set {id} is being served by worker {holder:?}; disable it first (PATCH enabled \
-         false), wait for the worker to let it go (within worker.watch_interval), then retry"
+        "scale set {name} ({id}) is being served by worker {holder:?}; drain it first: \
+         `scalesetctl scale-set drain {name}` (the worker lets it go once its instances are \
+         gone), then delete it again once drained"
     )]
     LeaseHeld {
         /// The scale set.
         id: String,
+        /// Its name, for the command to run.
+        name: String,
         /// The lease holder.
         holder: String,
     },

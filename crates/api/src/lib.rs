@@ -10,9 +10,9 @@
 //!   function ([`status`]) and rendered as `{code, message, request_id}`; and [`serve`], which
 //!   takes an already-bound listener, optional TLS and a shutdown future.
 //!
-//! What it deliberately does not do: decide ownership or scaling. A scale-set create runs the
-//! control crate's ensure step ([`scaleset_control::EnsureOnce`], the same code the worker
-//! runs), and the delete acts on the stored provenance only (created: deleted on GitHub;
+//! What it deliberately does not do: decide ownership or scaling, or call GitHub on a create.
+//! A scale-set create stores the record and answers at once (the worker's task ensures it);
+//! a drain disables it (the worker drains it); and the delete acts on the stored provenance only (created: deleted on GitHub;
 //! adopted or known: detached unless `force`). It opens no database and reads no files: the
 //! binary builds the [`AppState`].
 //!

@@ -10,7 +10,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
-use scaleset_control::{ClientFactory, ControllerIdentity, EnsureOnce, Metrics, Settings};
+use scaleset_control::{ClientFactory, ControllerIdentity, Metrics, Settings};
 use scaleset_store::Store;
 
 /// Request limits.
@@ -47,9 +47,7 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Every metric of the process, served at `/metrics`.
     pub registry: Arc<Registry>,
-    /// The ensure step the scale-set create runs.
-    pub ensure: EnsureOnce,
-    /// The lease holder name the API uses while it ensures or deletes (never a worker's name).
+    /// The lease holder name the API uses while it deletes (never a worker's name).
     pub api_holder: String,
     /// Request limits.
     pub limits: Limits,
@@ -87,13 +85,6 @@ impl AppState {
         let metrics = metrics.unwrap_or_else(|| Arc::new(Metrics::new(&mut registry)));
         let http_metrics = HttpMetrics::new(&mut registry);
         let api_holder = format!("{}/api", settings.worker);
-        let ensure = EnsureOnce::new(
-            store.clone(),
-            clients.clone(),
-            identity.clone(),
-            settings.clone(),
-            metrics.clone(),
-        );
         Self {
             store,
             identity,
@@ -101,7 +92,6 @@ impl AppState {
             settings,
             metrics,
             registry: Arc::new(registry),
-            ensure,
             api_holder,
             limits: Limits::default(),
             version: env!("CARGO_PKG_VERSION"),

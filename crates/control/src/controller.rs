@@ -1,6 +1,8 @@
 //! The [`Controller`]: a supervisor that watches the store's scale sets and runs one task per
 //! enabled scale set in this worker's share of the leases (the pure lease planner decides), each in its own `scale_set` span, started, restarted and stopped as scale
-//! sets are added, changed, disabled or deleted. It runs until its cancellation token fires,
+//! sets are added, changed, disabled or deleted. A disabled scale set that still has instances
+//! gets a drain task instead ([`crate::drain`]), until none is left; and a record an
+//! interrupted create of an older server left disabled is enabled ([`crate::interrupted`]). It runs until its cancellation token fires,
 //! then stops every task cleanly (sessions deleted). Dropping it mid-run aborts every task, as
 //! a crash would.
 
@@ -18,6 +20,7 @@ use tracing::Instrument as _;
 
 use crate::checkpoint::{Checkpoints, NoCheckpoints};
 use crate::client_factory::ClientFactory;
+use crate::drain::drain;
 use crate::error::{Error, chain, store};
 use crate::identity::ControllerIdentity;
 use crate::metrics::{Metrics, StateLabel, StatusLabel};
@@ -121,8 +124,13 @@ impl Controller {
         loop {
             match self.shared.store.list_scale_sets(None).await {
                 Ok(scale_sets) => {
-                    let share = self.plan_leases(&scale_sets, &running).await;
-                    self.reconcile(&scale_sets, &share, &mut running, &cancel);
+                    if let Err(error) = crate::interrupted::resume(&self.shared, &scale_sets).await
+                    {
+                        tracing::warn!(error = %chain(&error), "cannot resume scale sets an interrupted create left; retrying");
+                    }
+                    let draining = self.draining(&scale_sets, &running).await;
+                    let share = self.plan_leases(&scale_sets, &draining, &running).await;
+                    self.reconcile(&scale_sets, &draining, &share, &mut running, &cancel);
                     self.observe(&scale_sets).await;
                 }
                 Err(e) => {
@@ -153,12 +161,44 @@ impl Controller {
         Ok(())
     }
 
+    /// The disabled scale sets that still have instances: each needs a drain task. When the
+    /// store cannot say, the drain tasks running go on (they find out themselves).
+    async fn draining(
+        &self,
+        scale_sets: &[ScaleSet],
+        running: &HashMap<ScaleSetId, Running>,
+    ) -> BTreeSet<ScaleSetId> {
+        let with_instances: BTreeSet<ScaleSetId> = match self
+            .shared
+            .store
+            .scale_sets_with_instances()
+            .await
+        {
+            Ok(ids) => ids.into_iter().collect(),
+            Err(e) => {
+                let error = store("listing the scale sets with instances")(e);
+                tracing::warn!(error = %chain(&error), "cannot tell which disabled scale sets to drain; keeping the drains running");
+                running
+                    .iter()
+                    .filter(|(_, task)| !task.spec.enabled)
+                    .map(|(id, _)| *id)
+                    .collect()
+            }
+        };
+        scale_sets
+            .iter()
+            .filter(|s| !s.spec.enabled && with_instances.contains(&s.id))
+            .map(|s| s.id)
+            .collect()
+    }
+
     /// Heartbeats this worker and plans which scale sets it serves. When the registry or the
     /// leases cannot be read, it keeps serving what it runs (their tasks find out about the
     /// store themselves) and takes nothing new.
     async fn plan_leases(
         &self,
         scale_sets: &[ScaleSet],
+        draining: &BTreeSet<ScaleSetId>,
         running: &HashMap<ScaleSetId, Running>,
     ) -> BTreeSet<ScaleSetId> {
         let db = &self.shared.store;
@@ -176,9 +216,10 @@ impl Controller {
                 return running.keys().copied().collect();
             }
         };
+        // Drains are shared out like the served scale sets: each takes the lease.
         let enabled: Vec<ScaleSetId> = scale_sets
             .iter()
-            .filter(|s| s.spec.enabled)
+            .filter(|s| s.spec.enabled || draining.contains(&s.id))
             .map(|s| s.id)
             .collect();
         let held: Vec<(ScaleSetId, String)> = leases
@@ -205,13 +246,14 @@ impl Controller {
     fn reconcile(
         &self,
         scale_sets: &[ScaleSet],
+        draining: &BTreeSet<ScaleSetId>,
         share: &BTreeSet<ScaleSetId>,
         running: &mut HashMap<ScaleSetId, Running>,
         cancel: &CancellationToken,
     ) {
         let wanted: HashMap<ScaleSetId, &ScaleSet> = scale_sets
             .iter()
-            .filter(|s| s.spec.enabled && share.contains(&s.id))
+            .filter(|s| (s.spec.enabled || draining.contains(&s.id)) && share.contains(&s.id))
             .map(|s| (s.id, s))
             .collect();
         running.retain(|id, task| {
@@ -240,9 +282,17 @@ impl Controller {
                 name = %scale_set.spec.name,
                 runner_group = %scale_set.spec.runner_group.name,
             );
-            let handle = AbortOnDropHandle::new(tokio::spawn(
-                serve(self.shared.clone(), id, child.clone()).instrument(span),
-            ));
+            // Enabled: served. Disabled (so here only with instances left): drained. A change
+            // of `enabled` changes the watched spec, which stops one task for the other.
+            let handle = if scale_set.spec.enabled {
+                AbortOnDropHandle::new(tokio::spawn(
+                    serve(self.shared.clone(), id, child.clone()).instrument(span),
+                ))
+            } else {
+                AbortOnDropHandle::new(tokio::spawn(
+                    drain(self.shared.clone(), id, child.clone()).instrument(span),
+                ))
+            };
             running.insert(
                 id,
                 Running {

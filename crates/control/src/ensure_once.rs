@@ -1,4 +1,5 @@
-//! Ensuring one scale set outside the supervisor, for the API's create: the very ensure step the
+//! Ensuring one scale set outside the supervisor, for tools and tests (the API's create no
+//! longer calls it: it records the scale set and the worker ensures it): the very ensure step the
 //! worker runs (runner group by name, the one adoption driver, intent recorded before the create
 //! POST, the outcome recorded in the store with an event), under the scale set's lease, taken for
 //! the duration and released after, so a worker serving the same scale set is never doubled.

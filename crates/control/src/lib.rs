@@ -16,7 +16,7 @@
 //! Main types: [`Controller`] (built from a store, a [`ClientFactory`], providers, the
 //! [`ControllerIdentity`] and [`Settings`]; runs until a `CancellationToken` fires), the one
 //! adoption driver [`adoption::run_once`] (store-free; the ensure step and the whole-system
-//! tests both run it), [`EnsureOnce`] (the same ensure step run once, for the API's create),
+//! tests both run it), [`EnsureOnce`] (the same ensure step run once, for tools and tests),
 //! the pure [`plan`] with [`PlanInput`]/[`Plan`], the pure lease planner [`plan_leases`]
 //! (which scale sets this worker serves among the live workers), [`Metrics`] and
 //! [`Error`]. Crash points for tests are observable through [`Checkpoints`].
@@ -26,11 +26,13 @@ mod checkpoint;
 mod client_factory;
 mod coalesce;
 mod controller;
+mod drain;
 mod ensure;
 mod ensure_once;
 mod error;
 mod fleet;
 mod identity;
+mod interrupted;
 mod listener;
 mod metrics;
 mod planner;

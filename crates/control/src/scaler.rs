@@ -7,6 +7,7 @@
 //! whose instance was never created is removed from GitHub, an instance whose runner is gone is
 //! deleted, so nothing is duplicated or orphaned.
 
+mod drain;
 mod reconcile;
 
 use std::collections::HashSet;

@@ -47,6 +47,9 @@ pub struct Settings {
     /// How often a listening scale set is reconciled (provider × store × GitHub) besides
     /// after every ensure.
     pub reconcile_interval: Duration,
+    /// How often a disabled scale set that still has instances is drained again: idle runners
+    /// retired, busy ones asked whether their job is done (no listener hears it any more).
+    pub drain_interval: Duration,
     /// How many scale sets may be starting at once (lease, ensure, session, recovery); the
     /// others wait their turn. Listening sets do not count. Bounds the store's queue when a
     /// worker starts with thousands of scale sets (after a restart or a lost database): with
@@ -78,6 +81,7 @@ impl Default for Settings {
             adoption_retry: RetryBounds::default(),
             default_bootstrap_timeout: Duration::from_secs(600),
             reconcile_interval: Duration::from_secs(300),
+            drain_interval: Duration::from_secs(30),
             max_concurrent_starts: 64,
             instance_api_url: None,
         }

@@ -1,14 +1,16 @@
 //! `scalesetctl scale-set …`: list with state, show with reason, evidence and events, create
-//! (the server adopts or creates on GitHub at once: a refusal exits 2 with its remedy),
-//! update at a generation, and the ownership-aware delete.
+//! (the server stores it, the worker adopts or creates it on GitHub: the create waits for the
+//! outcome, and a refusal exits 2 with its remedy), update at a generation, drain, and the
+//! ownership-aware delete.
 
 use std::collections::BTreeMap;
 
 use anyhow::{Context as _, Result, bail};
 use comfy_table::Cell;
 use scaleset_api::v1::{
-    AdoptionPolicy, CreateScaleSet as CreateBody, DeleteAction, DeleteScaleSetResult, EntityList,
-    Provenance, ScaleSet, ScaleSetList, ScaleSetState, UpdateScaleSet as UpdateBody,
+    AdoptionPolicy, CreateScaleSet as CreateBody, DeleteAction, DeleteScaleSetResult,
+    DrainScaleSetResult, EntityList, Provenance, ScaleSet, ScaleSetList, ScaleSetState,
+    UpdateScaleSet as UpdateBody,
 };
 use uuid::Uuid;
 
@@ -31,6 +33,7 @@ pub(crate) async fn run(ctx: &Ctx<'_>, command: ScaleSetCommand) -> Result<Outco
         }
         ScaleSetCommand::Create(args) => create(ctx, args).await,
         ScaleSetCommand::Update(args) => update(ctx, args).await,
+        ScaleSetCommand::Drain { scale_set } => drain(ctx, &scale_set).await,
         ScaleSetCommand::Delete { scale_set, force } => delete(ctx, &scale_set, force).await,
     }
 }
@@ -349,14 +352,67 @@ async fn create(ctx: &Ctx<'_>, args: CreateScaleSet) -> Result<Outcome> {
         adoption_policy: policy(args.adoption_policy),
         repair: args.repair,
     };
-    let created: ScaleSet = crate::progress::while_waiting(
-        &format!("ensuring scale set {} on GitHub", body.name),
-        true,
-        ctx.api.post(&["scale-sets"], &body),
-    )
-    .await?;
+    let name = body.name.clone();
+    let created: ScaleSet = ctx.api.post(&["scale-sets"], &body).await?;
+    // The server answers at once with the record, pending; the worker ensures it.
+    let shown = if created.state == ScaleSetState::Pending && created.spec.enabled && args.wait > 0
+    {
+        crate::progress::while_waiting(
+            &format!("waiting for the worker to ensure scale set {name} on GitHub"),
+            true,
+            settled(ctx, created, std::time::Duration::from_secs(args.wait)),
+        )
+        .await?
+    } else {
+        created
+    };
     let entities = entity_names(ctx).await?;
-    Ok(answered(ctx, &created, &entities))
+    let outcome = answered(ctx, &shown, &entities);
+    if shown.state == ScaleSetState::Pending && shown.spec.enabled {
+        eprintln!(
+            "scale set {name} is stored and still pending: no worker has ensured it yet \
+             (is a worker running?); `scalesetctl scale-set show {name}` shows the outcome"
+        );
+    }
+    Ok(outcome)
+}
+
+/// Re-reads `created` until it leaves `pending` or `wait` has passed.
+async fn settled(ctx: &Ctx<'_>, created: ScaleSet, wait: std::time::Duration) -> Result<ScaleSet> {
+    let deadline = tokio::time::Instant::now() + wait;
+    let id = created.id.to_string();
+    let mut current = created;
+    while current.state == ScaleSetState::Pending && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        current = ctx.api.get(&["scale-sets", &id]).await?;
+    }
+    Ok(current)
+}
+
+async fn drain(ctx: &Ctx<'_>, wanted: &str) -> Result<Outcome> {
+    let id = resolve(ctx, wanted).await?;
+    let result: DrainScaleSetResult = ctx
+        .api
+        .post(&["scale-sets", &id.to_string(), "drain"], &())
+        .await?;
+    let name = &result.scale_set.spec.name;
+    let line = if result.drained {
+        format!("scale set {name} is drained: `scalesetctl scale-set delete {name}` deletes it")
+    } else if result.instances == 0 {
+        format!(
+            "scale set {name} has no instance left; its worker is letting it go: \
+             `scalesetctl scale-set delete {name}` deletes it in a moment"
+        )
+    } else {
+        format!(
+            "draining scale set {name}: {} instance(s) left, {} running a job (left to finish; \
+             idle runners are retired); run this again to see what is left, then \
+             `scalesetctl scale-set delete {name}`",
+            result.instances, result.busy
+        )
+    };
+    ctx.done(&result, &line);
+    Ok(Outcome::Done)
 }
 
 async fn update(ctx: &Ctx<'_>, args: UpdateScaleSet) -> Result<Outcome> {

@@ -1,12 +1,17 @@
 //! Runs the `scalesetctl` binary with a clean environment and collects what it printed; and
-//! [`Server`], the real API it talks to.
+//! [`Server`], the real API it talks to, with a worker's control loop beside it (as
+//! `scaleset-server --with-worker` runs them) over a fake cloud whose runners boot in the
+//! simulator.
 
 use std::process::Command;
 use std::sync::Arc;
 
 use prometheus_client::registry::Registry;
 use scaleset_api::AppState;
-use scaleset_control::{ControllerIdentity, Settings as ControlSettings, StoreClientFactory};
+use scaleset_control::{
+    Controller, ControllerIdentity, Settings as ControlSettings, StoreClientFactory,
+};
+use scaleset_provider::{CreatedRunner, FakeCloud, Provider};
 use scaleset_sim::{SimConfig, Simulator};
 use scaleset_store::ExposeSecret as _;
 use scaleset_store::{
@@ -66,7 +71,14 @@ impl Server {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let stop = CancellationToken::new();
         let (url, token, github, sim) = runtime.block_on(async {
-            let sim = Simulator::new(SimConfig::default()).expect("the simulator");
+            let mut config = SimConfig::default();
+            // Short long-poll holds (a stop does not wait out a 50 s poll), busy seen at once,
+            // and jobs that run until the test ends them.
+            config.long_poll_hold = std::time::Duration::from_millis(100);
+            config.tick_interval = std::time::Duration::from_millis(20);
+            config.job_started_delay = std::time::Duration::ZERO;
+            config.runner_job_duration = std::time::Duration::from_secs(3600);
+            let sim = Simulator::new(config).expect("the simulator");
             let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
             let github = format!("http://{}", listener.local_addr().expect("addr"));
             tokio::spawn({
@@ -92,11 +104,39 @@ impl Server {
             let identity = ControllerIdentity::new(CONTROLLER_ID.parse().expect("uuid"));
             let dyn_store: Arc<dyn Store> = store.clone();
             let clients = Arc::new(StoreClientFactory::new(dyn_store.clone()));
+            let mut settings = ControlSettings::default();
+            settings.worker = "ctl-test-worker".to_owned();
+            settings.watch_interval = std::time::Duration::from_millis(100);
+            settings.drain_interval = std::time::Duration::from_millis(200);
+            settings.backoff_base = std::time::Duration::from_millis(50);
+            settings.backoff_max = std::time::Duration::from_millis(500);
+            // The worker: a fake cloud whose runners register and take jobs in the simulator.
+            let cloud = FakeCloud::new();
+            cloud.on_create({
+                let sim = sim.clone();
+                move |runner: &CreatedRunner| {
+                    if let Some(jit) = &runner.jit_config {
+                        sim.start_runner(jit.expose_secret())
+                            .expect("the simulator boots the runner");
+                    }
+                }
+            });
+            let provider: Arc<dyn Provider> = Arc::new(cloud.provider(identity.id()));
+            let mut registry = Registry::default();
+            let controller = Controller::new(
+                dyn_store.clone(),
+                clients.clone(),
+                std::collections::BTreeMap::from([("fake".to_owned(), provider)]),
+                identity.clone(),
+                settings.clone(),
+                &mut registry,
+            );
+            tokio::spawn(controller.run(stop.clone()));
             let state = AppState::new(
                 dyn_store,
                 clients,
                 identity,
-                ControlSettings::default(),
+                settings,
                 None,
                 Registry::default(),
             );
@@ -183,6 +223,16 @@ impl Server {
         let value = serde_json::from_str(&run.stdout)
             .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {run:?}"));
         (run.code, value)
+    }
+
+    /// Polls `check` (which may run the CLI) until it answers `Some`, within the workspace's
+    /// one bound.
+    pub(crate) fn eventually<T>(&self, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+        let runtime = self.runtime.as_ref().expect("the runtime runs");
+        runtime.block_on(scaleset_eventually::eventually(what, || {
+            let found = check();
+            async move { found }
+        }))
     }
 
     /// A directory for the test's files (removed with the server).

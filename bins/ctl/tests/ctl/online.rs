@@ -211,11 +211,94 @@ fn scale_set_create_list_show_update_delete() {
     let (_, json) = server.json(&["scale-set", "show", "linux"]);
     assert_eq!(json["spec"]["max_runners"], 20);
 
-    // Created here: deleted on GitHub too.
-    let deleted = server.ok(&["scale-set", "delete", "linux"]);
+    // Served by the worker: drained first, then deleted (created here: on GitHub too).
+    server.ok(&["scale-set", "drain", "linux"]);
+    let deleted = server.eventually("the drained scale set is deleted", || {
+        let run = server.ctl(&["scale-set", "delete", "linux"]);
+        (run.code == 0).then_some(run)
+    });
     assert!(deleted.stdout.contains("here and on GitHub"), "{deleted:?}");
     assert!(server.sim.state().scale_sets.is_empty());
     server.ok_starting_with(&["scale-set", "list"], "no scale sets");
+}
+
+/// Issue 29 item 6, through the CLI against the API and a worker: `delete` of a served scale
+/// set names the drain command (it used to name a PATCH the API refuses); `drain` stops the
+/// serving, the idle runners are retired while the busy one finishes its job, and the delete
+/// goes through once drained.
+#[test]
+fn issue_29_6_drain_retires_idle_runners_lets_busy_ones_finish_then_delete() {
+    let server = Server::start();
+    server.with_acme();
+    let run = server.create_scale_set("linux", 4, &["--min-idle", "2"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let (_, set) = server.json(&["scale-set", "show", "linux"]);
+    assert_eq!(set["state"], "ready", "{set}");
+    let github_id = set["github_id"].as_i64().expect("a GitHub id");
+    server
+        .sim
+        .enqueue_jobs(github_id, &scaleset_sim::JobSpec::count(1))
+        .expect("enqueue");
+    let job_states = || -> Vec<String> {
+        server
+            .sim
+            .state()
+            .jobs_of(github_id)
+            .map(|j| j.state.clone())
+            .collect()
+    };
+    let instances = || -> Vec<serde_json::Value> {
+        let (code, list) = server.json(&["instance", "list", "--scale-set", "linux"]);
+        assert_eq!(code, 0, "{list}");
+        list["items"].as_array().cloned().unwrap_or_default()
+    };
+    server.eventually("a job runs beside idle runners", || {
+        let listed = instances();
+        let busy = listed.iter().filter(|i| i["status"] == "busy").count();
+        (job_states() == ["running"] && busy == 1 && listed.len() >= 3).then_some(())
+    });
+
+    let refused = server.ctl(&["scale-set", "delete", "linux"]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused.stderr.contains("scalesetctl scale-set drain linux"),
+        "the refusal names the command to run: {refused:?}"
+    );
+    assert!(!refused.stderr.contains("PATCH"), "{refused:?}");
+
+    let drain = server.ok(&["scale-set", "drain", "linux"]);
+    assert!(
+        drain.stdout.contains("draining scale set linux"),
+        "{drain:?}"
+    );
+    server.eventually("only the busy runner is left", || {
+        let (_, answer) = server.json(&["scale-set", "drain", "linux"]);
+        (answer["instances"] == 1 && answer["busy"] == 1).then_some(())
+    });
+    assert_eq!(job_states(), ["running"], "the busy runner's job runs on");
+    let (_, shown) = server.json(&["scale-set", "show", "linux"]);
+    assert_eq!(shown["spec"]["enabled"], false, "{shown}");
+
+    // The job ends: nothing hears it but the drain, which finds the runner gone.
+    server.sim.advance(std::time::Duration::from_secs(3700));
+    let drained = server.eventually("the scale set is drained", || {
+        let run = server.ok(&["scale-set", "drain", "linux"]);
+        run.stdout.contains("is drained").then_some(run)
+    });
+    assert!(
+        drained
+            .stdout
+            .contains("scalesetctl scale-set delete linux"),
+        "{drained:?}"
+    );
+    assert_eq!(job_states(), ["completed"]);
+    assert!(
+        server.sim.state().agents.is_empty(),
+        "no runner left on GitHub"
+    );
+    let deleted = server.ok(&["scale-set", "delete", "linux"]);
+    assert!(deleted.stdout.contains("here and on GitHub"), "{deleted:?}");
+    assert!(server.sim.state().scale_sets.is_empty());
 }
 
 #[test]
@@ -229,8 +312,10 @@ fn a_foreign_scale_set_is_refused_with_exit_2_and_its_remedy() {
     let run = server.create_scale_set("linux", 4, &[]);
     assert_eq!(run.code, 2, "a refusal is exit 2: {run:?}");
     assert!(run.stdout.contains("refused"), "{run:?}");
+    // The worker's refusal reason carries the remedy (the create answers before the worker
+    // ensures, so it shows the stored reason, not a structured refusal).
     assert!(
-        run.stdout.contains("remedy:"),
+        run.stdout.contains("what to do:"),
         "the remedy is printed: {run:?}"
     );
 
@@ -247,8 +332,12 @@ fn a_foreign_scale_set_is_refused_with_exit_2_and_its_remedy() {
     let (code, json) = server.json(&["scale-set", "show", "linux"]);
     assert_eq!(code, 0);
     assert_eq!(json["state"], "refused");
-    // Refused: never deleted on GitHub, whatever the delete does to the record.
-    server.ok(&["scale-set", "delete", "linux"]);
+    // Refused: never deleted on GitHub, whatever the delete does to the record. The worker
+    // re-checks a refused set, so it is drained (let go) first.
+    server.ok(&["scale-set", "drain", "linux"]);
+    server.eventually("the refused record is deleted", || {
+        (server.ctl(&["scale-set", "delete", "linux"]).code == 0).then_some(())
+    });
     assert_eq!(
         server.sim.state().scale_sets.len(),
         1,

@@ -270,6 +270,18 @@ async fn with_worker_serves_a_scale_set_created_through_the_api() {
     )
     .await;
     assert_eq!(status, 201, "{set}");
+    // Stored and answered at once; the in-process worker ensures it.
+    assert_eq!(set["state"], "pending", "{set}");
+    let path = format!("/api/v1/scale-sets/{}", set["id"].as_str().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let set = loop {
+        let (_, shown) = call(&server.addr, "GET", &path, t, None).await;
+        if shown["state"] != "pending" {
+            break shown;
+        }
+        assert!(Instant::now() < deadline, "never ensured: {shown}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert_eq!(set["state"], "ready", "{set}");
     let github_id = set["github_id"].as_i64().unwrap();
     // The in-process worker takes the scale set over and opens its message session.
@@ -308,6 +320,75 @@ async fn with_worker_serves_a_scale_set_created_through_the_api() {
         "{stderr}"
     );
     stop.cancel();
+}
+
+/// Issue 29 item 7: with the credentials' GitHub on a port that accepts and never answers, a
+/// create held its request for as long as the ensure's retries lasted, and the record stayed
+/// `pending`, disabled, with no event, for ever. The real server now answers at once with the
+/// record as asked (enabled, a `created` event, a reason saying the worker ensures it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_29_7_a_create_answers_at_once_while_github_never_answers() {
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hanging = format!("http://{}", silent.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = silent.accept().await {
+            held.push(stream);
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), "");
+    let secret = String::from_utf8(token(&config, "admin").stdout)
+        .unwrap()
+        .trim()
+        .to_owned();
+    let server = Server::start(&config, false);
+    let t = Some(secret.as_str());
+    let (status, _) = call(
+        &server.addr,
+        "POST",
+        "/api/v1/credentials",
+        t,
+        Some(json!({
+            "name": "hang", "auth": {"kind": "pat", "token": "ghp_hang"},
+            "endpoint": {"base_url": hanging, "api_base_url": format!("{hanging}/api/v3")},
+        })),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (status, entity) = call(
+        &server.addr,
+        "POST",
+        "/api/v1/entities",
+        t,
+        Some(json!({"kind": "organization", "name": "acme", "credentials": "hang"})),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (status, set) = tokio::time::timeout(
+        Duration::from_secs(10),
+        call(
+            &server.addr,
+            "POST",
+            "/api/v1/scale-sets",
+            t,
+            Some(json!({
+                "entity_id": entity["id"], "name": "hang3", "provider": "fake", "max_runners": 2,
+            })),
+        ),
+    )
+    .await
+    .expect("the create answers without waiting for GitHub");
+    assert_eq!(status, 201, "{set}");
+    assert_eq!(set["state"], "pending", "{set}");
+    assert_eq!(set["spec"]["enabled"], true, "{set}");
+    assert!(
+        set["state_reason"].as_str().unwrap().contains("worker"),
+        "{set}"
+    );
+    assert_eq!(set["events"][0]["kind"], "created", "{set}");
+    let (status, stderr) = server.stop();
+    assert!(status.success(), "{status:?}: {stderr}");
 }
 
 /// A TLS connection to `addr` trusting `root`, offering `alpn`: the stream and the protocol the

@@ -1,18 +1,17 @@
-//! `/api/v1/scale-sets`: create (stored, then ensured on GitHub at once through the control
-//! crate's ensure step, answered with state, provenance, evidence and events), list, show,
-//! update at a generation, and the ownership-aware delete.
+//! `/api/v1/scale-sets`: create (stored and answered at once, `pending`; the worker ensures
+//! it on GitHub), list, show, update at a generation, drain (stop serving; the worker retires
+//! idle runners and lets busy ones finish), and the ownership-aware delete.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
-use scaleset_control::EnsureResult;
 use scaleset_store::{
-    Acquisition, EntityId, NewScaleSet, Provenance, RawScaleSetSpec, ScaleSet as StoredScaleSet,
-    ScaleSetId, ScaleSetSpec as StoredSpec, ScaleSetState,
+    Acquisition, EntityId, InstanceStatus, NewScaleSet, Provenance, RawScaleSetSpec,
+    ScaleSet as StoredScaleSet, ScaleSetId, ScaleSetSpec as StoredSpec, ScaleSetState, Timestamp,
 };
 use serde::Deserialize;
 
@@ -20,8 +19,8 @@ use crate::error::{ApiError, chain};
 use crate::extract::{Body, Params, parse_id};
 use crate::state::AppState;
 use crate::v1::{
-    CreateScaleSet, DeleteAction, DeleteScaleSetResult, ErrorBody, Refusal, ScaleSet, ScaleSetList,
-    UpdateScaleSet,
+    CreateScaleSet, DeleteAction, DeleteScaleSetResult, DrainScaleSetResult, ErrorBody, ScaleSet,
+    ScaleSetList, UpdateScaleSet,
 };
 use crate::{validate, view};
 
@@ -29,6 +28,7 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/scale-sets", get(list).post(create))
         .route("/scale-sets/{id}", get(show).patch(update).delete(delete))
+        .route("/scale-sets/{id}/drain", post(drain))
 }
 
 /// A spec parsed by the one spec parser ([`StoredSpec::parse`]), its provider checked against
@@ -111,14 +111,15 @@ async fn with_events(state: &AppState, scale_set: &StoredScaleSet) -> Result<Sca
     Ok(view::scale_set(scale_set, &events))
 }
 
-/// Stores a scale set and ensures it on GitHub at once: created, adopted on evidence or
-/// policy, or refused with the reason and what to do. The answer is 201 whatever the outcome
-/// (the scale set is stored either way, and the worker keeps re-checking a refused one); its
-/// `state` says which, and a refusal carries `refusal`.
+/// Stores a scale set as asked and answers at once, `pending`: the worker's task for it
+/// ensures it on GitHub (created, adopted on evidence or policy, or refused with the reason
+/// and what to do) and records the outcome with an event. No GitHub call is made in the
+/// request, so a GitHub that hangs cannot hold it (issue 29 item 7); a scale set stored
+/// disabled is not ensured until it is enabled, and its reason says so.
 #[utoipa::path(post, path = "/api/v1/scale-sets", tag = "scale-sets",
     request_body = CreateScaleSet,
     responses(
-        (status = 201, description = "Stored and ensured: see state (ready, refused, error, pending)", body = ScaleSet),
+        (status = 201, description = "Stored, state pending: the worker ensures it on GitHub (watch state, state_reason and events)", body = ScaleSet),
         (status = 400, description = "Invalid body or value", body = ErrorBody),
         (status = 401, body = ErrorBody),
         (status = 404, description = "No such entity", body = ErrorBody),
@@ -142,39 +143,66 @@ pub(crate) async fn create(
         "scale set {:?} in runner group {:?} of entity {entity_id}",
         spec.name, spec.runner_group.name
     );
-    // Stored disabled while the API ensures it under the lease, so a worker does not find it
-    // enabled, meet the API's lease and back off for half a lease time; enabled right after.
-    let enabled = spec.enabled;
-    let mut spec = spec;
-    spec.enabled = false;
+    let reason = pending_reason(&spec);
     let stored = state
         .store
         .create_scale_set(NewScaleSet { entity_id, spec })
         .await
         .map_err(ApiError::store("creating a scale set", || what))?;
     let id = stored.id;
-    let refusal = match state.ensure.run(id, &state.api_holder).await {
-        Ok(EnsureResult::NotReady {
-            refusal: Some(refusal),
-        }) => Some(Refusal {
-            code: refusal.code().to_owned(),
-            message: refusal.to_string(),
-            remedy: refusal.remediation(),
-        }),
-        Ok(_) => None,
-        Err(error) => {
-            // Stored, not ensured: shown as an error with its cause; the worker retries it.
-            record_error(&state, id, &chain(&error)).await?;
-            None
-        }
-    };
-    let ensured = set_enabled(&state, id, enabled).await?;
-    let mut answer = with_events(&state, &ensured).await?;
-    answer.refusal = refusal;
-    Ok((StatusCode::CREATED, Json(answer)))
+    // The event first: it marks the record as this create's, so a worker never mistakes it
+    // for one an interrupted older server left behind.
+    state
+        .store
+        .append_event(id, "created", &reason)
+        .await
+        .map_err(ApiError::store("appending an event", not_found(id)))?;
+    let stored = set_pending_reason(&state, stored, &reason).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(with_events(&state, &stored).await?),
+    ))
 }
 
-/// Sets `enabled` on a scale set (re-reading on a concurrent write).
+/// What a just-stored scale set waits for.
+fn pending_reason(spec: &StoredSpec) -> String {
+    if spec.enabled {
+        "stored; a worker ensures it on GitHub (creates or adopts it) at its next watch; \
+         state, reason and events show the outcome"
+            .to_owned()
+    } else {
+        format!(
+            "stored disabled: not ensured on GitHub until enabled \
+             (scalesetctl scale-set update {} --enabled true)",
+            spec.name
+        )
+    }
+}
+
+/// Writes `reason` on a just-stored scale set, unless a worker has written its state first.
+async fn set_pending_reason(
+    state: &AppState,
+    stored: StoredScaleSet,
+    reason: &str,
+) -> Result<StoredScaleSet, ApiError> {
+    let id = stored.id;
+    let mut scale_set = stored;
+    for _ in 0..5 {
+        if scale_set.state != ScaleSetState::Pending || !scale_set.state_reason.is_empty() {
+            return Ok(scale_set);
+        }
+        scale_set.state_reason = reason.to_owned();
+        match state.store.update_scale_set(&scale_set).await {
+            Ok(updated) => return Ok(updated),
+            Err(e) if e.is_stale() => scale_set = read(state, id).await?,
+            Err(e) => return Err(ApiError::store("recording the reason", not_found(id))(e)),
+        }
+    }
+    read(state, id).await
+}
+
+/// Sets `enabled` on a scale set (re-reading on a concurrent write, such as a worker
+/// recording its state).
 async fn set_enabled(
     state: &AppState,
     id: ScaleSetId,
@@ -191,36 +219,9 @@ async fn set_enabled(
         match state.store.update_scale_set(&scale_set).await {
             Ok(updated) => return Ok(updated),
             Err(e) if e.is_stale() && tries < 5 => {}
-            Err(e) => return Err(ApiError::store("enabling the scale set", not_found(id))(e)),
+            Err(e) => return Err(ApiError::store("disabling the scale set", not_found(id))(e)),
         }
     }
-}
-
-/// Records an ensure failure on a scale set (state `error`, the reason, an event).
-async fn record_error(state: &AppState, id: ScaleSetId, reason: &str) -> Result<(), ApiError> {
-    for _ in 0..5 {
-        let mut scale_set = read(state, id).await?;
-        if scale_set.state == ScaleSetState::Pending {
-            scale_set.state = ScaleSetState::Error;
-        }
-        scale_set.state_reason = format!("ensure failed: {reason}");
-        match state.store.update_scale_set(&scale_set).await {
-            Ok(_) => break,
-            Err(e) if e.is_stale() => {}
-            Err(e) => {
-                return Err(ApiError::store(
-                    "recording the ensure failure",
-                    not_found(id),
-                )(e));
-            }
-        }
-    }
-    state
-        .store
-        .append_event(id, "error", &format!("ensure failed: {reason}"))
-        .await
-        .map_err(ApiError::store("appending an event", not_found(id)))?;
-    Ok(())
 }
 
 /// Query of the scale-set list.
@@ -384,6 +385,7 @@ pub(crate) async fn delete(
     if !instances.is_empty() {
         return Err(ApiError::NotDrained {
             id: id.to_string(),
+            name: scale_set.spec.name.clone(),
             instances: instances.len(),
         });
     }
@@ -399,12 +401,14 @@ pub(crate) async fn delete(
         Acquisition::Held { holder, .. } => {
             return Err(ApiError::LeaseHeld {
                 id: id.to_string(),
+                name: scale_set.spec.name.clone(),
                 holder,
             });
         }
         _ => {
             return Err(ApiError::LeaseHeld {
                 id: id.to_string(),
+                name: scale_set.spec.name.clone(),
                 holder: "unknown".to_owned(),
             });
         }
@@ -466,6 +470,7 @@ async fn delete_held(
             if e.is_conflict() {
                 ApiError::NotDrained {
                     id: id.to_string(),
+                    name: scale_set.spec.name.clone(),
                     instances: 1,
                 }
             } else {
@@ -482,6 +487,65 @@ async fn delete_held(
         },
         github_id: scale_set.github_id,
     })
+}
+
+/// Drains a scale set: it is disabled (its worker stops serving it: the message session is
+/// deleted, so no job reaches it and no runner is created), and the worker keeps reconciling
+/// its instances until none is left: idle runners are retired at once, busy ones finish their
+/// jobs and are then removed, and an instance whose runner is gone is cleaned up. The answer
+/// says what is left; `drained` is true once a delete goes through. Asking again changes
+/// nothing and is how to watch it.
+///
+/// Drain is its own operation rather than `max_runners = 0`: a served scale set with no room
+/// keeps its session, so GitHub keeps assigning it jobs that nothing will run, and its worker
+/// keeps its lease, which a delete needs.
+#[utoipa::path(post, path = "/api/v1/scale-sets/{id}/drain", tag = "scale-sets",
+    params(("id" = uuid::Uuid, Path, description = "The scale set's id")),
+    responses(
+        (status = 200, description = "Draining (or drained): what is left", body = DrainScaleSetResult),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+    ))]
+pub(crate) async fn drain(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Json<DrainScaleSetResult>, ApiError> {
+    let id = ScaleSetId(parse_id(&id, "scale set")?);
+    let mut scale_set = read(&state, id).await?;
+    if scale_set.spec.enabled {
+        scale_set = set_enabled(&state, id, false).await?;
+        state
+            .store
+            .append_event(
+                id,
+                "drain",
+                "drain asked for: no longer served (no new runners); idle runners are retired \
+                 and busy ones finish their jobs; delete it once drained",
+            )
+            .await
+            .map_err(ApiError::store("appending an event", not_found(id)))?;
+    }
+    let instances = state
+        .store
+        .list_instances(id)
+        .await
+        .map_err(ApiError::store("listing instances", not_found(id)))?;
+    let busy = instances
+        .iter()
+        .filter(|i| i.status == InstanceStatus::Busy)
+        .count();
+    let now = Timestamp::from_system_time(std::time::SystemTime::now());
+    let served = state
+        .store
+        .get_lease(id)
+        .await
+        .map_err(ApiError::store("reading the lease", not_found(id)))?
+        .is_some_and(|lease| lease.expires_at > now);
+    Ok(Json(DrainScaleSetResult {
+        scale_set: with_events(&state, &scale_set).await?,
+        instances: u64::try_from(instances.len()).unwrap_or(u64::MAX),
+        busy: u64::try_from(busy).unwrap_or(u64::MAX),
+        drained: instances.is_empty() && !served,
+    }))
 }
 
 /// A patch field: `Some` replaces the stored value, `None` (absent from the request) keeps it.

@@ -293,12 +293,13 @@ pub struct ScaleSet {
     pub state: ScaleSetState,
     /// Why it is in that state (for a refusal: the code, what was found, and what to do).
     pub state_reason: String,
-    /// The refusal, structured; only in the answer to the create that was refused.
+    /// The refusal, structured, when an answer carries one. A create answers before the
+    /// worker ensures the scale set, so today the state (`refused`) and its reason say it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refusal: Option<Refusal>,
     /// The runner count the scaler wants.
     pub desired_runners: u32,
-    /// The newest events, newest first (on show and create; empty in lists).
+    /// The newest events, newest first (on show, create and drain; empty in lists).
     #[serde(default)]
     pub events: Vec<Event>,
     /// When it was created (RFC 3339).
@@ -364,4 +365,19 @@ fn optional_labels_schema() -> utoipa::openapi::schema::Array {
     label_array()
         .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
         .build()
+}
+
+/// The answer to `POST /api/v1/scale-sets/{id}/drain`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct DrainScaleSetResult {
+    /// The scale set, disabled (no longer served: no session, no new runners), with its
+    /// events.
+    pub scale_set: ScaleSet,
+    /// Instances still recorded: busy runners finishing their jobs, and idle ones the worker
+    /// has yet to retire.
+    pub instances: u64,
+    /// Of those, how many run a job.
+    pub busy: u64,
+    /// No instance is left and no worker holds the scale set: a delete goes through now.
+    pub drained: bool,
 }

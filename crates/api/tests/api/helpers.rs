@@ -13,7 +13,9 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use prometheus_client::registry::Registry;
 use scaleset_api::AppState;
-use scaleset_control::{ControllerIdentity, Settings, StoreClientFactory};
+use scaleset_control::{
+    ControllerIdentity, EnsureOnce, EnsureResult, Metrics, Settings, StoreClientFactory,
+};
 use scaleset_github::ExposeSecret as _;
 use scaleset_github::RetryPolicy;
 use scaleset_sim::{SimConfig, Simulator};
@@ -312,6 +314,30 @@ impl App {
             self.store.list_api_tokens().await.expect("tokens")
         ));
         out
+    }
+
+    /// Runs the worker's ensure step once on scale set `id` (what the worker's task does with a
+    /// record the API stored: the API itself never calls GitHub on a create), then answers
+    /// with the scale set as shown, and the refusal's code when adoption refused it.
+    pub(crate) async fn converge(&self, id: &str) -> (Answer, Option<String>) {
+        let store: Arc<dyn Store> = self.store.clone();
+        let ensure = EnsureOnce::new(
+            store.clone(),
+            Arc::new(fast_clients(store)),
+            ControllerIdentity::new(CONTROLLER),
+            settings(),
+            Arc::new(Metrics::new(&mut Registry::default())),
+        );
+        let scale_set = scaleset_store::ScaleSetId(id.parse().expect("a scale set id"));
+        let refusal = match ensure.run(scale_set, "test-worker").await {
+            Ok(EnsureResult::NotReady { refusal }) => refusal.map(|r| r.code().to_owned()),
+            Ok(_) => None,
+            Err(e) => panic!("the ensure step failed: {e}"),
+        };
+        let shown = self
+            .call("GET", &format!("/api/v1/scale-sets/{id}"), None)
+            .await;
+        (shown, refusal)
     }
 
     /// Stores simulator credentials and organization `acme`; returns the entity's id.

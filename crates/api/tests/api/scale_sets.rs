@@ -1,5 +1,6 @@
-//! Scale-set create, adoption, refusal and ownership-aware delete against the simulator: the
-//! API runs the control crate's ensure step, so these are the adoption rules seen through HTTP.
+//! Scale-set create, adoption, refusal, drain and ownership-aware delete against the
+//! simulator. The API only records a create and answers at once; the tests then run the
+//! worker's ensure step ([`App::converge`]), so these are the adoption rules seen through HTTP.
 
 use std::time::Duration;
 
@@ -7,20 +8,145 @@ use scaleset_github::{Client, ClientConfig, ConfigUrl, Credentials, Label, NewRu
 use scaleset_store::{InstanceStore as _, LeaseStore as _, NewInstance, ScaleSetId};
 use serde_json::{Value, json};
 
-use crate::helpers::{App, Backend, CONTROLLER, RunningSim, backend_tests};
+use crate::helpers::{Answer, App, Backend, CONTROLLER, RunningSim, backend_tests};
 
 fn create_body(entity: &str, name: &str) -> Value {
     json!({"entity_id": entity, "name": name, "provider": "fake", "max_runners": 3, "labels": ["gpu"]})
 }
 
-/// `POST /api/v1/scale-sets` of [`create_body`] on `app`.
-async fn create(app: &App, entity: &str, name: &str) -> crate::helpers::Answer {
-    app.call(
-        "POST",
-        "/api/v1/scale-sets",
-        Some(create_body(entity, name)),
+/// `POST /api/v1/scale-sets` of [`create_body`] on `app`: the record, pending.
+async fn post(app: &App, entity: &str, name: &str) -> Answer {
+    let answer = app
+        .call(
+            "POST",
+            "/api/v1/scale-sets",
+            Some(create_body(entity, name)),
+        )
+        .await;
+    assert_eq!(answer.status, 201, "{answer:?}");
+    assert_eq!(answer.json["state"], "pending", "{answer:?}");
+    answer
+}
+
+/// [`post`], then the worker's ensure step: the scale set as shown after it, and the refusal
+/// code if adoption refused it.
+async fn create_refused(app: &App, entity: &str, name: &str) -> (Answer, Option<String>) {
+    let posted = post(app, entity, name).await;
+    app.converge(posted.json["id"].as_str().expect("an id"))
+        .await
+}
+
+/// [`create_refused`] without the refusal.
+async fn create(app: &App, entity: &str, name: &str) -> Answer {
+    create_refused(app, entity, name).await.0
+}
+
+fn event_kinds(set: &Value) -> Vec<&str> {
+    set["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| e["kind"].as_str().expect("a kind"))
+        .collect()
+}
+
+/// A TCP listener that accepts connections and never answers on them: a GitHub endpoint that
+/// hangs.
+async fn silent_endpoint() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    (base, task)
+}
+
+/// Issue 29 item 7: `POST /scale-sets` used to run the ensure (and its retries) inside the
+/// request; with GitHub hanging the request never ended and the record stayed pending and
+/// disabled for ever. It is now stored as asked and answered at once; the worker ensures it.
+async fn issue_29_7_a_create_answers_at_once_while_github_hangs(backend: Backend) {
+    let (hanging, _accepting) = silent_endpoint().await;
+    let app = App::start(
+        backend,
+        "issue_29_7_a_create_answers_at_once_while_github_hangs",
+    )
+    .await;
+    let credentials = app
+        .call(
+            "POST",
+            "/api/v1/credentials",
+            Some(json!({
+                "name": "hang", "auth": {"kind": "pat", "token": "ghp_hang"},
+                "endpoint": {"base_url": hanging, "api_base_url": format!("{hanging}/api/v3")},
+            })),
+        )
+        .await;
+    assert_eq!(credentials.status, 201, "{credentials:?}");
+    let entity = app
+        .call(
+            "POST",
+            "/api/v1/entities",
+            Some(json!({"kind": "organization", "name": "acme", "credentials": "hang"})),
+        )
+        .await;
+    assert_eq!(entity.status, 201, "{entity:?}");
+    let entity = entity.json["id"].as_str().unwrap().to_owned();
+    let answer = tokio::time::timeout(
+        Duration::from_secs(10),
+        app.call(
+            "POST",
+            "/api/v1/scale-sets",
+            Some(create_body(&entity, "hang3")),
+        ),
     )
     .await
+    .expect("the create answers without waiting for GitHub");
+    assert_eq!(answer.status, 201, "{answer:?}");
+    let set = &answer.json;
+    assert_eq!(set["state"], "pending", "{set}");
+    assert_eq!(set["spec"]["enabled"], true, "stored as asked: {set}");
+    assert!(
+        set["state_reason"].as_str().unwrap().contains("worker"),
+        "the reason says who converges it: {set}"
+    );
+    assert!(event_kinds(set).contains(&"created"), "{set}");
+    // Visible as such in the list, and deletable (never on GitHub: only removed).
+    let listed = app.call("GET", "/api/v1/scale-sets", None).await;
+    assert_eq!(listed.json["items"][0]["state"], "pending");
+    let id = set["id"].as_str().unwrap();
+    let deleted = app
+        .call("DELETE", &format!("/api/v1/scale-sets/{id}"), None)
+        .await;
+    assert_eq!(deleted.status, 200, "{deleted:?}");
+    assert_eq!(deleted.json["action"], "detached");
+}
+
+/// A scale set created disabled is stored so, and its reason says how to have it ensured.
+async fn issue_29_7_a_disabled_create_says_how_to_enable_it(backend: Backend) {
+    let sim = RunningSim::start().await;
+    let app = App::start(
+        backend,
+        "issue_29_7_a_disabled_create_says_how_to_enable_it",
+    )
+    .await;
+    let entity = app.seed(&sim).await;
+    let mut body = create_body(&entity, "off");
+    body["enabled"] = json!(false);
+    let answer = app.call("POST", "/api/v1/scale-sets", Some(body)).await;
+    assert_eq!(answer.status, 201, "{answer:?}");
+    assert_eq!(answer.json["state"], "pending", "{answer:?}");
+    assert_eq!(answer.json["spec"]["enabled"], false, "{answer:?}");
+    let reason = answer.json["state_reason"].as_str().unwrap();
+    assert!(
+        reason.contains("scalesetctl scale-set update off --enabled true"),
+        "{reason}"
+    );
+    assert!(github_ids_named(&sim, "off").is_empty(), "GitHub not asked");
 }
 
 fn github_ids_named(sim: &RunningSim, name: &str) -> Vec<i64> {
@@ -35,8 +161,13 @@ async fn a_fresh_create_is_created_on_github(backend: Backend) {
     let sim = RunningSim::start().await;
     let app = App::start(backend, "a_fresh_create_is_created_on_github").await;
     let entity = app.seed(&sim).await;
-    let answer = create(&app, &entity, "linux").await;
-    assert_eq!(answer.status, 201, "{answer:?}");
+    let posted = post(&app, &entity, "linux").await;
+    assert!(
+        github_ids_named(&sim, "linux").is_empty(),
+        "the API only records: {posted:?}"
+    );
+    let (answer, _) = app.converge(posted.json["id"].as_str().unwrap()).await;
+    assert_eq!(answer.status, 200, "{answer:?}");
     let set = &answer.json;
     assert_eq!(set["state"], "ready", "{set}");
     assert_eq!(set["provenance"], "created", "{set}");
@@ -111,7 +242,7 @@ async fn after_a_database_wipe_the_owner_label_adopts(backend: Backend) {
     let wiped = App::start(backend, "after_a_database_wipe_the_owner_label_adopts").await;
     let entity = wiped.seed(&sim).await;
     let adopted = create(&wiped, &entity, "linux").await;
-    assert_eq!(adopted.status, 201, "{adopted:?}");
+    assert_eq!(adopted.status, 200, "{adopted:?}");
     assert_eq!(adopted.json["state"], "ready", "{adopted:?}");
     assert_eq!(adopted.json["provenance"], "adopted", "{adopted:?}");
     assert_eq!(
@@ -169,18 +300,15 @@ async fn a_foreign_owned_set_is_refused_with_its_remedy(backend: Backend) {
         .await
         .unwrap();
 
-    let answer = create(&app, &entity, "linux").await;
-    assert_eq!(answer.status, 201, "{answer:?}");
+    let (answer, refusal) = create_refused(&app, &entity, "linux").await;
+    assert_eq!(answer.status, 200, "{answer:?}");
     assert_eq!(answer.json["state"], "refused", "{answer:?}");
     assert!(answer.json.get("github_id").is_none(), "{answer:?}");
     assert!(answer.json.get("provenance").is_none(), "{answer:?}");
-    let refusal = &answer.json["refusal"];
     assert!(
-        refusal["code"].as_str().unwrap().contains("Foreign"),
-        "{refusal}"
+        refusal.as_deref().is_some_and(|c| c.contains("Foreign")),
+        "{refusal:?}"
     );
-    let remedy = refusal["remedy"].as_str().unwrap();
-    assert!(!remedy.is_empty(), "{refusal}");
     let reason = answer.json["state_reason"].as_str().unwrap();
     assert!(
         reason.contains("what to do"),
@@ -207,9 +335,17 @@ async fn a_foreign_owned_set_is_refused_with_its_remedy(backend: Backend) {
     assert_eq!(github_ids_named(&sim, "linux"), vec![i64::from(foreign.id)]);
 }
 
-async fn a_created_set_is_drained_then_deleted_on_github(backend: Backend) {
+/// Issue 29 item 6: the delete used to say "PATCH max_runners and min_idle to 0", which the
+/// API refuses (1–10000). Drain is an operation: it stops the serving (no new runners), the
+/// worker retires idle runners and lets busy ones finish, and the delete works once drained.
+/// Every refusal names the `scalesetctl` command to run.
+async fn issue_29_6_a_served_set_is_drained_then_deleted_on_github(backend: Backend) {
     let sim = RunningSim::start().await;
-    let app = App::start(backend, "a_created_set_is_drained_then_deleted_on_github").await;
+    let app = App::start(
+        backend,
+        "issue_29_6_a_served_set_is_drained_then_deleted_on_github",
+    )
+    .await;
     let entity = app.seed(&sim).await;
     let created = create(&app, &entity, "linux").await;
     let id = created.json["id"].as_str().unwrap().to_owned();
@@ -231,9 +367,10 @@ async fn a_created_set_is_drained_then_deleted_on_github(backend: Backend) {
         .await;
     let message = answer.error(409, "lease_held");
     assert!(
-        message.contains("worker-1") && message.contains("disable"),
+        message.contains("worker-1") && message.contains("scalesetctl scale-set drain linux"),
         "{message}"
     );
+    assert!(!message.contains("PATCH"), "{message}");
     // An instance left: not drained.
     app.store
         .create_instance(
@@ -247,7 +384,12 @@ async fn a_created_set_is_drained_then_deleted_on_github(backend: Backend) {
     let answer = app
         .call("DELETE", &format!("/api/v1/scale-sets/{id}"), None)
         .await;
-    answer.error(409, "not_drained");
+    let message = answer.error(409, "not_drained");
+    assert!(
+        message.contains("1 instance") && message.contains("scalesetctl scale-set drain linux"),
+        "{message}"
+    );
+    assert!(!message.contains("PATCH"), "{message}");
     assert_eq!(app.written().await, before_instance);
     assert_eq!(github_ids_named(&sim, "linux"), vec![github_id]);
     // The instance shows through the API.
@@ -263,12 +405,38 @@ async fn a_created_set_is_drained_then_deleted_on_github(backend: Backend) {
     let all = app.call("GET", "/api/v1/instances", None).await;
     assert_eq!(all.json["items"].as_array().unwrap().len(), 1);
 
-    // Drained and released: deleted on GitHub, then removed.
+    // Drain: serving stops (disabled), one event, and the answer says what is left.
+    let drain = format!("/api/v1/scale-sets/{id}/drain");
+    let draining = app.call("POST", &drain, None).await;
+    assert_eq!(draining.status, 200, "{draining:?}");
+    assert_eq!(draining.json["scale_set"]["spec"]["enabled"], false);
+    assert_eq!(draining.json["instances"], 1, "{draining:?}");
+    assert_eq!(draining.json["drained"], false, "{draining:?}");
+    let kinds = event_kinds(&draining.json["scale_set"]);
+    assert_eq!(kinds.first(), Some(&"drain"), "{kinds:?}");
+    // Asked again: the same answer, no second event.
+    let again = app.call("POST", &drain, None).await;
+    assert_eq!(again.status, 200, "{again:?}");
+    assert_eq!(
+        event_kinds(&again.json["scale_set"]),
+        kinds,
+        "no event repeats"
+    );
+    assert_eq!(
+        again.json["scale_set"]["generation"],
+        draining.json["scale_set"]["generation"]
+    );
+
+    // The worker drains it (its instance gone) and lets it go: drained, then deleted on
+    // GitHub and removed.
     app.store
         .delete_instance(&lease, "linux-aaaaaaaa")
         .await
         .unwrap();
     app.store.release_lease(&lease).await.unwrap();
+    let drained = app.call("POST", &drain, None).await;
+    assert_eq!(drained.json["instances"], 0, "{drained:?}");
+    assert_eq!(drained.json["drained"], true, "{drained:?}");
     let answer = app
         .call("DELETE", &format!("/api/v1/scale-sets/{id}"), None)
         .await;
@@ -282,6 +450,13 @@ async fn a_created_set_is_drained_then_deleted_on_github(backend: Backend) {
     app.call("GET", &format!("/api/v1/scale-sets/{id}"), None)
         .await
         .error(404, "not_found");
+    app.call(
+        "POST",
+        &format!("/api/v1/scale-sets/{}/drain", uuid::Uuid::new_v4()),
+        None,
+    )
+    .await
+    .error(404, "not_found");
 }
 
 async fn force_deletes_an_adopted_set_on_github(backend: Backend) {
@@ -348,7 +523,9 @@ backend_tests!(
     a_fresh_create_is_created_on_github,
     after_a_database_wipe_the_owner_label_adopts,
     a_foreign_owned_set_is_refused_with_its_remedy,
-    a_created_set_is_drained_then_deleted_on_github,
+    issue_29_6_a_served_set_is_drained_then_deleted_on_github,
+    issue_29_7_a_create_answers_at_once_while_github_hangs,
+    issue_29_7_a_disabled_create_says_how_to_enable_it,
     force_deletes_an_adopted_set_on_github,
     updates_need_the_current_generation
 );

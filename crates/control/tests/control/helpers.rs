@@ -52,6 +52,7 @@ pub(crate) fn settings() -> Settings {
     settings.foreign_session_recheck = Duration::from_millis(300);
     settings.adoption_retry.base_delay = Duration::from_millis(5);
     settings.adoption_retry.max_delay = Duration::from_millis(50);
+    settings.drain_interval = Duration::from_millis(100);
     settings
 }
 

@@ -215,6 +215,20 @@ impl InstanceStore for DieselStore {
         .await
     }
 
+    async fn scale_sets_with_instances(&self) -> Result<Vec<ScaleSetId>> {
+        self.run("list scale sets with instances", move |conn, _| {
+            let rows: Vec<String> = instances::table
+                .select(instances::scale_set_id)
+                .distinct()
+                .load(conn)
+                .map_err(Error::backend("list scale sets with instances"))?;
+            rows.iter()
+                .map(|id| Ok(ScaleSetId(parse_uuid(TABLE, id, "scale_set_id", id)?)))
+                .collect()
+        })
+        .await
+    }
+
     async fn transition_instance(
         &self,
         lease: &Lease,

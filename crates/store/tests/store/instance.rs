@@ -276,6 +276,7 @@ async fn transition_table_is_enforced(db: TestDb) {
 async fn instances_are_counted_by_status_across_scale_sets(db: TestDb) {
     let store = db.open().await;
     assert_eq!(store.count_instances_by_status().await.unwrap(), vec![]);
+    assert_eq!(store.scale_sets_with_instances().await.unwrap(), vec![]);
     let first = crate::helpers::scale_set(&store, "count-a").await;
     let second = crate::helpers::scale_set(&store, "count-b").await;
     let (a, b) = (
@@ -294,6 +295,11 @@ async fn instances_are_counted_by_status_across_scale_sets(db: TestDb) {
         .transition_instance(&b, "b-1", InstanceStatus::Creating)
         .await
         .unwrap();
+    let mut with = store.scale_sets_with_instances().await.unwrap();
+    with.sort();
+    let mut expected = vec![first.id, second.id];
+    expected.sort();
+    assert_eq!(with, expected, "each scale set with an instance, once");
     let mut counts = store.count_instances_by_status().await.unwrap();
     counts.sort_by_key(|(status, _)| status.as_str());
     assert_eq!(
