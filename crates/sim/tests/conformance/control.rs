@@ -288,7 +288,10 @@ async fn an_out_of_band_delete_may_keep_the_runners() -> Result<()> {
     )
     .await?;
     assert_eq!(status, 400, "{err}");
-    assert!(sim.sim.state().scale_set(kept.id.0).is_some(), "not deleted");
+    assert!(
+        sim.sim.state().scale_set(kept.id.0).is_some(),
+        "not deleted"
+    );
 
     let (status, _) = control(
         &sim,
