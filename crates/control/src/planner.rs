@@ -3,10 +3,12 @@
 //! executes the plan and feeds the world back in on the next call.
 //! The lease planner (which scale sets this worker serves among several) is [`leases`]; the
 //! fleet planner (declared fleet × store × GitHub → plan/apply steps) is `fleet`, pure in the
-//! same way.
+//! same way. What becomes of the instances of a scale set GitHub deleted (and we ensured
+//! anew) is [`superseded`].
 
 pub(crate) mod fleet;
 pub(crate) mod leases;
+pub(crate) mod superseded;
 
 /// Where one of our runners is, as the planner sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -9,4 +9,5 @@ mod helpers;
 mod recovery;
 mod scaling;
 mod sessions;
+mod superseded;
 mod supervisor;
