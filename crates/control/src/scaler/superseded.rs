@@ -10,7 +10,7 @@ use scaleset_provider::{Pool, PoolKey};
 use scaleset_store::{Instance, InstanceStatus};
 
 use super::{Runners, again_on_token, instance_id};
-use crate::error::{Error, store};
+use crate::error::{Error, chain, store};
 use crate::planner::superseded::{OldRunner, Retirement, is_superseded, retirement};
 
 impl Runners<'_> {
@@ -19,11 +19,26 @@ impl Runners<'_> {
         !is_superseded(&instance.pool_key, self.pool.key.as_str())
     }
 
-    /// Retires every instance of a superseded GitHub scale set (see the module doc).
+    /// Retires every instance of a superseded GitHub scale set (see the module doc). A step
+    /// that fails is tried again at the next reconciliation and does not fail the pass: the
+    /// rows count for nothing already, and the new set must be served meanwhile. Only a lost
+    /// lease ends it (another worker serves the set now).
     pub(crate) async fn retire_superseded(&self) -> Result<(), Error> {
         for instance in self.instances().await? {
-            if !self.is_current(&instance) {
-                self.retire_old(&instance).await?;
+            if self.is_current(&instance) {
+                continue;
+            }
+            match self.retire_old(&instance).await {
+                Ok(()) => {}
+                Err(e) if e.is_lease_lost() => return Err(e),
+                Err(e) => {
+                    tracing::warn!(
+                        runner = %instance.name,
+                        error = %chain(&e),
+                        "retiring an instance of a deleted GitHub scale set failed; again at \
+                         the next reconciliation"
+                    );
+                }
             }
         }
         Ok(())

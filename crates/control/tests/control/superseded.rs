@@ -67,6 +67,9 @@ async fn deleted_while_busy(db: TestDb, keep_runners: bool) {
         );
     } else {
         h.sim().delete_scale_set(first).expect("GitHub deletes it");
+        // The first delete of an old instance fails: tried again later, the new set served
+        // meanwhile.
+        h.cloud.fail_deletes(1);
     }
     let second = eventually("a new scale set is ensured", || async {
         let stored = h.stored().await;
