@@ -4,11 +4,13 @@
 //! The lease planner (which scale sets this worker serves among several) is [`leases`]; the
 //! fleet planner (declared fleet × store × GitHub → plan/apply steps) is `fleet`, pure in the
 //! same way; the session planner (who holds a refused session, what the operator is told, when
-//! to look again) is `session`.
+//! to look again) is `session`. What becomes of the instances of a scale set GitHub deleted
+//! (and we ensured anew) is [`superseded`].
 
 pub(crate) mod fleet;
 pub(crate) mod leases;
 pub(crate) mod session;
+pub(crate) mod superseded;
 
 /// Where one of our runners is, as the planner sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -9,6 +9,7 @@
 
 mod drain;
 mod reconcile;
+mod superseded;
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -121,7 +122,9 @@ impl Runners<'_> {
 
     /// Finishes or undoes what a crash interrupted, and drops runners GitHub no longer has.
     pub(crate) async fn recover(&mut self) -> Result<(), Error> {
-        for instance in self.instances().await? {
+        // Rows of a superseded GitHub scale set are retired by the reconciliation below.
+        let instances = self.instances().await?;
+        for instance in instances.into_iter().filter(|i| self.is_current(i)) {
             match instance.status {
                 InstanceStatus::Pending => {
                     // The provider was never asked: a registered runner has no machine.
@@ -180,7 +183,12 @@ impl Runners<'_> {
             .iter()
             .map(|i| RunnerView {
                 name: i.name.clone(),
-                phase: phase(i),
+                // A row of a superseded GitHub scale set cannot serve this one.
+                phase: if self.is_current(i) {
+                    phase(i)
+                } else {
+                    RunnerPhase::Leaving
+                },
             })
             .collect();
         let spec = &self.scale_set.spec;
@@ -425,6 +433,7 @@ impl Runners<'_> {
         let now = self.shared.clock.now();
         for instance in instances {
             if instance.status != InstanceStatus::Running
+                || !self.is_current(&instance)
                 || instance.bootstrap_deadline.is_none_or(|d| d > now)
                 || self.online.contains(&instance.name)
             {

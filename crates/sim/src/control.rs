@@ -110,7 +110,17 @@ pub(crate) fn handle(shared: &std::sync::Arc<Shared>, req: &Request) -> Outcome 
         }
         (&Method::DELETE, ["scalesets", id]) => {
             let id = parse_id(id)?;
-            sim.delete_scale_set(id).map_err(|e| fail(&e))?;
+            let deleted = match req.query("keepRunners") {
+                None | Some("false") => sim.delete_scale_set(id),
+                Some("true") => sim.delete_scale_set_keeping_runners(id),
+                Some(other) => {
+                    return Err(ApiError::control(
+                        400,
+                        format!("keepRunners must be true or false, not {other:?}"),
+                    ));
+                }
+            };
+            deleted.map_err(|e| fail(&e))?;
             Ok(Reply::empty(204))
         }
         (&Method::POST, ["scalesets", id, "evict-session"]) => {

@@ -307,6 +307,18 @@ impl Simulator {
             })
     }
 
+    /// Deletes a scale set out of band and leaves its runners registered, as GitHub may (it
+    /// is unverified whether it does): they keep the deleted set's id, an idle one never gets a
+    /// job, a busy one ends its job at its time and deregisters.
+    pub fn delete_scale_set_keeping_runners(&self, scale_set_id: i64) -> Result<(), Error> {
+        lock(&self.shared.state)
+            .delete_scale_set_keeping_runners(scale_set_id)
+            .map(|_| ())
+            .ok_or_else(|| Error::NotFound {
+                what: format!("scale set {scale_set_id}"),
+            })
+    }
+
     /// Drops a scale set's session as an eviction would: refreshing it then answers 404 and its
     /// queue token 401.
     pub fn evict_session(&self, scale_set_id: i64) -> Result<(), Error> {

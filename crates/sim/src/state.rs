@@ -227,8 +227,17 @@ impl State {
 
     /// Deletes a scale set with its session, jobs, messages and agents.
     pub(crate) fn delete_scale_set(&mut self, id: i64) -> Option<ScaleSet> {
-        let set = self.scale_sets.remove(&id)?;
+        let set = self.delete_scale_set_keeping_runners(id)?;
         self.agents.retain(|_, a| a.scale_set_id != id);
+        Some(set)
+    }
+
+    /// Deletes a scale set with its session, jobs and messages, and leaves its agents
+    /// registered (whether GitHub keeps them is unverified): they still answer by id and name
+    /// with the deleted set's id, an idle one never gets a job, and a busy one finishes its job
+    /// at its time and deregisters.
+    pub(crate) fn delete_scale_set_keeping_runners(&mut self, id: i64) -> Option<ScaleSet> {
+        let set = self.scale_sets.remove(&id)?;
         set.notify.notify_waiters();
         Some(set)
     }
@@ -521,6 +530,11 @@ impl State {
         let mut finished = Vec::new();
         for agent in self.agents.values_mut() {
             let Some(set) = self.scale_sets.get_mut(&agent.scale_set_id) else {
+                // Its scale set was deleted with the runner left registered: the runner
+                // process still ends its job and deregisters (ephemeral).
+                if agent.finished_without_set(now) {
+                    finished.push(agent.id);
+                }
                 continue;
             };
             if agent.work(set, config, now) == Step::Deregisters {

@@ -51,6 +51,8 @@ impl Runners<'_> {
     /// One reconciliation pass.
     pub(crate) async fn reconcile(&mut self) -> Result<(), Error> {
         self.last_reconciled = Some(tokio::time::Instant::now());
+        // Rows of a GitHub scale set deleted and replaced: retired as their runners go.
+        self.retire_superseded().await?;
         let known: HashSet<String> = self
             .instances()
             .await?

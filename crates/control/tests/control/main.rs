@@ -10,5 +10,6 @@ mod helpers;
 mod recovery;
 mod scaling;
 mod sessions;
+mod superseded;
 mod supervisor;
 mod waits;

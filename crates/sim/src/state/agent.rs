@@ -56,6 +56,12 @@ impl Agent {
         Ok(())
     }
 
+    /// Whether a runner whose scale set is gone has ended its job by `now` (it then
+    /// deregisters); an idle or unstarted one never gets a job and stays.
+    pub(crate) fn finished_without_set(&self, now: SimTime) -> bool {
+        matches!(self.phase, AgentPhase::Busy { until, .. } if now >= until)
+    }
+
     /// One step of the simulated runner on its scale set at `now`: an idle runner takes an
     /// assigned job, a busy one finishes it when its time has come.
     pub(crate) fn work(&mut self, set: &mut ScaleSet, config: &SimConfig, now: SimTime) -> Step {

@@ -206,6 +206,45 @@ fn dormant_scale_sets_are_deleted_but_not_while_a_session_is_open() {
 }
 
 #[test]
+fn a_scale_set_deleted_keeping_its_runners_leaves_them_to_end_their_jobs() {
+    let (mut s, mut c) = world();
+    c.runner_job_duration = Duration::from_secs(10);
+    let id = scale_set(&mut s, "a");
+    let busy = s.register_agent(&org(), id, "r1", t(0)).expect("agent");
+    let idle = s.register_agent(&org(), id, "r2", t(0)).expect("agent");
+    enqueue(&mut s, &c, id, 1, t(0));
+    assert!(s.poll(id, 0, None, c.assignment, t(0)).is_some());
+    assert!(s.start_runner(busy.id).is_ok());
+    s.process(&c, t(1));
+    assert!(s.delete_scale_set_keeping_runners(id).is_some());
+    assert!(!s.scale_sets.contains_key(&id));
+    assert_eq!(s.agents.len(), 2, "both runners stay registered");
+    assert_eq!(
+        s.remove_agent(&org(), busy.id),
+        Err(StateError::JobStillRunning(busy.id))
+    );
+    // The busy one ends its job at its time (started at 1 s, 10 s of work) and deregisters;
+    // the idle one never gets a job and stays until it is removed.
+    s.process(&c, t(10));
+    assert_eq!(s.agents.len(), 2);
+    s.process(&c, t(11));
+    assert_eq!(s.agents.keys().copied().collect::<Vec<_>>(), vec![idle.id]);
+    assert!(s.remove_agent(&org(), idle.id).is_ok());
+    assert!(s.delete_scale_set_keeping_runners(id).is_none(), "gone");
+}
+
+#[test]
+fn a_scale_set_deleted_without_keeping_takes_its_runners_along() {
+    let (mut s, _) = world();
+    let id = scale_set(&mut s, "a");
+    let other = scale_set(&mut s, "b");
+    assert!(s.register_agent(&org(), id, "r1", t(0)).is_ok());
+    let kept = s.register_agent(&org(), other, "r2", t(0)).expect("agent");
+    assert!(s.delete_scale_set(id).is_some());
+    assert_eq!(s.agents.keys().copied().collect::<Vec<_>>(), vec![kept.id]);
+}
+
+#[test]
 fn a_simulated_runner_takes_one_job_reports_it_and_deregisters() {
     let (mut s, mut c) = world();
     c.runner_job_duration = Duration::from_secs(10);

@@ -266,3 +266,62 @@ async fn created_scale_set_is_visible_in_state() -> Result<()> {
     );
     sim.stop().await
 }
+
+/// `DELETE /_sim/scalesets/{id}?keepRunners=true` deletes the set and leaves its runners
+/// registered under the deleted set's id; without it (or `false`) they go with the set.
+#[tokio::test]
+async fn an_out_of_band_delete_may_keep_the_runners() -> Result<()> {
+    use scaleset_github::JitConfigRequest;
+    let (sim, client) = with_client(config()).await?;
+    let kept = create_set(&client, "kept").await?;
+    let dropped = create_set(&client, "dropped").await?;
+    for (set, name) in [(&kept, "kept-1"), (&dropped, "dropped-1")] {
+        client
+            .generate_jit_config(set.id, &JitConfigRequest::new(name))
+            .await?;
+    }
+    let (status, err) = control(
+        &sim,
+        "DELETE",
+        &format!("scalesets/{}?keepRunners=yes", kept.id.0),
+        None,
+    )
+    .await?;
+    assert_eq!(status, 400, "{err}");
+    assert!(
+        sim.sim.state().scale_set(kept.id.0).is_some(),
+        "not deleted"
+    );
+
+    let (status, _) = control(
+        &sim,
+        "DELETE",
+        &format!("scalesets/{}?keepRunners=true", kept.id.0),
+        None,
+    )
+    .await?;
+    assert_eq!(status, 204);
+    assert!(sim.sim.state().scale_set(kept.id.0).is_none());
+    let runner = client
+        .get_runner_by_name("kept-1")
+        .await?
+        .expect("the runner stays registered");
+    assert_eq!(runner.runner_scale_set_id, kept.id);
+    assert_eq!(client.get_runner(runner.id).await?.id, runner.id);
+    client.remove_runner(runner.id).await?;
+    assert!(client.get_runner_by_name("kept-1").await?.is_none());
+
+    let (status, _) = control(
+        &sim,
+        "DELETE",
+        &format!("scalesets/{}?keepRunners=false", dropped.id.0),
+        None,
+    )
+    .await?;
+    assert_eq!(status, 204);
+    assert!(
+        client.get_runner_by_name("dropped-1").await?.is_none(),
+        "the runner went with its set"
+    );
+    sim.stop().await
+}
