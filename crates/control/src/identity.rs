@@ -55,9 +55,15 @@ impl ControllerIdentity {
         Uuid::from_bytes(self.id.to_bytes())
     }
 
-    /// `ownerName` of every message session: `scaleset-<controller id>`.
+    /// `ownerName` of every listener's own message session: `scaleset-<controller id>`.
     pub fn session_owner(&self) -> String {
         self.id.session_owner()
+    }
+
+    /// `ownerName` of every ownership probe: `scaleset-<controller id>-probe`. Under policy
+    /// `any` the probe's session is handed to the listener and keeps this owner.
+    pub fn probe_owner(&self) -> String {
+        self.id.probe_owner()
     }
 
     /// The owner label: `scaleset-owner-` and all 32 hex digits of the id (shown by the API;

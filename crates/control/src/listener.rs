@@ -589,6 +589,7 @@ impl Listener<'_> {
                 let held = held_by(&Conflict {
                     holder: holder.as_deref(),
                     our_owner: &owner,
+                    probe_owner: &self.shared.identity.probe_owner(),
                     recorded_deleted: self.attempt.recorded_deleted,
                     own_create_failed: self.attempt.failed_creates > 0,
                 });

@@ -28,6 +28,10 @@ pub(crate) struct Conflict<'a> {
     pub(crate) holder: Option<&'a str>,
     /// Our own session owner (`scaleset-<controller id>`).
     pub(crate) our_owner: &'a str,
+    /// Our probe owner (`scaleset-<controller id>-probe`): under policy `any` the adoption
+    /// probe's session is handed to the listener and keeps this owner, so after a crash and a
+    /// lost database a conflict may name it; it is ours as much as the session owner is.
+    pub(crate) probe_owner: &'a str,
     /// Whether a session id of ours was recorded, and deleted, before this create.
     pub(crate) recorded_deleted: bool,
     /// Whether a create of ours failed in transit earlier in this attempt (it may have
@@ -60,10 +64,12 @@ pub(crate) enum HeldBy {
 /// Who holds the session, from a conflict's facts.
 pub(crate) fn held_by(conflict: &Conflict<'_>) -> HeldBy {
     match conflict.holder {
-        Some(owner) if owner == conflict.our_owner => HeldBy::OurOwn {
-            owner: owner.to_owned(),
-            recorded_deleted: conflict.recorded_deleted,
-        },
+        Some(owner) if owner == conflict.our_owner || owner == conflict.probe_owner => {
+            HeldBy::OurOwn {
+                owner: owner.to_owned(),
+                recorded_deleted: conflict.recorded_deleted,
+            }
+        }
         Some(owner) => HeldBy::Another(owner.to_owned()),
         None => HeldBy::Unnamed {
             recorded_deleted: conflict.recorded_deleted,
@@ -159,11 +165,13 @@ mod tests {
     use super::*;
 
     const OURS: &str = "scaleset-0000";
+    const PROBE: &str = "scaleset-0000-probe";
 
     fn conflict(holder: Option<&str>) -> Conflict<'_> {
         Conflict {
             holder,
             our_owner: OURS,
+            probe_owner: PROBE,
             recorded_deleted: false,
             own_create_failed: false,
         }
@@ -205,6 +213,20 @@ mod tests {
                 own_create_failed: false
             }
         );
+    }
+
+    /// Under policy `any` the listener serves the probe's session, which keeps the probe
+    /// owner: a conflict naming it after a crash is our own session, not another listener's.
+    #[test]
+    fn a_holder_named_as_our_probe_owner_is_ours() {
+        assert_eq!(
+            held_by(&conflict(Some(PROBE))),
+            HeldBy::OurOwn {
+                owner: PROBE.to_owned(),
+                recorded_deleted: false
+            }
+        );
+        assert!(held_by(&conflict(Some(PROBE))).may_be_ours());
     }
 
     #[test]
