@@ -91,7 +91,10 @@ async fn issue_29_a_repeated_event_is_counted_on_the_newest_entry_not_appended(d
     assert_eq!(last.at, first.at);
     assert_eq!(last.count, 5);
     assert!(last.last_at > first.at);
-    assert_eq!(store.list_events(scale_set.id, 10).await.unwrap(), vec![last.clone()]);
+    assert_eq!(
+        store.list_events(scale_set.id, 10).await.unwrap(),
+        vec![last.clone()]
+    );
 
     // A change is a new entry; the same text again after it is a change too.
     db.clock.advance(std::time::Duration::from_secs(1));
