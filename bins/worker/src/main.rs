@@ -182,7 +182,7 @@ async fn run(config: Config, env: &BTreeMap<String, String>) -> Result<()> {
     let mut registry = Registry::default();
     // GitHub through HTTPS_PROXY / HTTP_PROXY / NO_PROXY, as the official client does by default.
     let proxy = scaleset_github::ProxyConfig::from_env(&EnvMap(env));
-    tracing::info!(?proxy, "GitHub proxy settings from the environment");
+    tracing::info!(proxy = %proxy, "GitHub proxy settings from the environment");
     let clients = StoreClientFactory::new(store.clone())
         .with_config(move |config| config.with_proxy(proxy.clone()));
     let mut controller = Controller::new(

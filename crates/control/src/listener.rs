@@ -488,7 +488,7 @@ impl Listener<'_> {
                     let maybe_leaked = holder.is_none() && own_create_failed;
                     if (ours || maybe_leaked) && tries <= self.shared.settings.own_session_retries {
                         tracing::info!(
-                            ?holder,
+                            holder = holder.as_deref(),
                             tries,
                             "our own session is still active; waiting for it to end"
                         );
@@ -508,11 +508,15 @@ impl Listener<'_> {
                                  wait for it to expire. Nothing was deleted"
                             .to_owned(),
                     };
-                    tracing::warn!(%reason, "foreign session");
-                    record(self.shared, id, "foreign_session", &reason, |s| {
+                    let event = record(self.shared, id, "foreign_session", &reason, |s| {
                         s.state = ScaleSetState::ForeignSession;
                     })
                     .await?;
+                    if event.is_first() {
+                        tracing::warn!(%reason, "foreign session");
+                    } else {
+                        tracing::debug!(%reason, repeats = event.count, "still a foreign session");
+                    }
                     return Ok(Opened::Foreign);
                 }
                 Err(e) if e.is_scale_set_not_found() || e.status() == Some(404) => {
