@@ -768,3 +768,43 @@ async fn a_listening_worker_reconciles_periodically_and_only_its_own_pool() {
     );
     assert_eq!(worker.signal_and_wait(Signal::SIGTERM).await, Some(0));
 }
+
+/// An external provider's instances fetch their runner configuration from scaleset-server at
+/// `worker.instance_api_url`; without it they get no metadata URL and no token and can never
+/// register, so `--check` refuses the file, naming the key and the provider (issue 29 item 16).
+#[tokio::test]
+async fn issue_29_check_refuses_an_external_provider_without_instance_api_url() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("worker.toml");
+    let external = VALID.replace(
+        "[[provider]]\nname = \"fake\"\nkind = \"fake\"",
+        "[[provider]]\nname = \"fake\"\nkind = \"fake\"\n[[provider]]\nname = \"lxd\"\nkind = \"external\"\nexecutable = \"/usr/local/bin/garm-provider-lxd\"\nconfig_file = \"/etc/scaleset/lxd.toml\"",
+    );
+    assert_ne!(external, VALID, "the external provider was added");
+    let check = |text: String| {
+        std::fs::write(&path, text).expect("config");
+        tokio::process::Command::new(BIN)
+            .arg("--config")
+            .arg(&path)
+            .arg("--check")
+            .env_clear()
+            .env("K", helpers::KEY)
+            .env("T", "ghp_x")
+            .output()
+    };
+    let refused = check(external.clone()).await.expect("run");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert!(stderr.contains("worker.instance_api_url:"), "{stderr}");
+    assert!(stderr.contains("\"lxd\""), "{stderr}");
+    assert!(refused.stdout.is_empty(), "{refused:?}");
+
+    let with_url = external.replacen(
+        "[[provider]]",
+        "[worker]\ninstance_api_url = \"https://scaleset.example.com\"\n\n[[provider]]",
+        1,
+    );
+    let accepted = check(with_url).await.expect("run");
+    assert_eq!(accepted.status.code(), Some(0), "{accepted:?}");
+    assert_eq!(String::from_utf8_lossy(&accepted.stdout), "configuration ok\n");
+}
