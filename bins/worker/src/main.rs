@@ -6,6 +6,8 @@
 //! Exit codes: 0 after a clean shutdown, 2 for an invalid configuration (nothing was opened),
 //! 1 when starting failed (database, lock, port) or the loop failed.
 
+#[macro_use]
+mod console;
 mod crash;
 mod fake;
 mod fleet;
@@ -58,12 +60,12 @@ fn main() -> ExitCode {
     let config = match Config::load(&args.config, &env) {
         Ok(config) => config,
         Err(e) => {
-            eprintln!("scaleset-worker: {e}");
+            errln!("scaleset-worker: {e}");
             return ExitCode::from(2);
         }
     };
     if args.check {
-        println!("configuration ok");
+        outln!("configuration ok");
         return ExitCode::SUCCESS;
     }
     init_tracing(args.log_format);
@@ -73,7 +75,7 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("scaleset-worker: cannot start the async runtime: {e}");
+            errln!("scaleset-worker: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -81,7 +83,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = format!("{e:#}"), "scaleset-worker stopped");
-            eprintln!("scaleset-worker: {e:#}");
+            errln!("scaleset-worker: {e:#}");
             ExitCode::FAILURE
         }
     }

@@ -806,5 +806,51 @@ async fn issue_29_check_refuses_an_external_provider_without_instance_api_url() 
     );
     let accepted = check(with_url).await.expect("run");
     assert_eq!(accepted.status.code(), Some(0), "{accepted:?}");
-    assert_eq!(String::from_utf8_lossy(&accepted.stdout), "configuration ok\n");
+    assert_eq!(
+        String::from_utf8_lossy(&accepted.stdout),
+        "configuration ok\n"
+    );
+}
+
+/// Issue 29 item 17a: `scaleset-worker --check | head -0` (stdout closed before the answer) and
+/// an error to a closed stderr are not a panic (exit 101): the exit code is the check's own.
+/// (std's `Command`: tokio's `output()` replaces the stdout and stderr it is given with pipes.)
+#[test]
+fn issue_29_a_closed_stdout_or_stderr_is_not_a_panic() {
+    let closed_pipe = || {
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        std::process::Stdio::from(writer)
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("worker.toml");
+    let run = |text: &str, stdout_closed: bool| {
+        std::fs::write(&path, text).expect("config");
+        let mut command = std::process::Command::new(BIN);
+        command
+            .arg("--config")
+            .arg(&path)
+            .arg("--check")
+            .env_clear()
+            .env("K", helpers::KEY)
+            .env("T", "ghp_x");
+        if stdout_closed {
+            command
+                .stdout(closed_pipe())
+                .stderr(std::process::Stdio::piped());
+        } else {
+            command
+                .stdout(std::process::Stdio::piped())
+                .stderr(closed_pipe());
+        }
+        command.output().expect("run")
+    };
+    let ok = run(VALID, true);
+    assert_eq!(ok.status.code(), Some(0), "{ok:?}");
+    assert!(
+        !String::from_utf8_lossy(&ok.stderr).contains("panicked"),
+        "{ok:?}"
+    );
+    let bad = run(&VALID.replace("primary_key_id = \"k1\"", ""), false);
+    assert_eq!(bad.status.code(), Some(2), "{bad:?}");
 }
