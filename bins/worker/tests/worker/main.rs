@@ -854,3 +854,58 @@ fn issue_29_a_closed_stdout_or_stderr_is_not_a_panic() {
     let bad = run(&VALID.replace("primary_key_id = \"k1\"", ""), false);
     assert_eq!(bad.status.code(), Some(2), "{bad:?}");
 }
+
+/// Issue 29 item 17c: the simulator example run twice, each time with a new random
+/// `SCALESET_KEY` as its comment says. The credentials stored by the first run are sealed with
+/// a key that is gone; the declared ones replace them without being decrypted, and the second
+/// run serves again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_29_the_simulator_example_runs_twice_with_a_new_key_each_time() {
+    let sim = RunningSim::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cloud = dir.path().join("cloud");
+    std::fs::create_dir_all(&cloud).expect("cloud dir");
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/examples/worker-sim.toml");
+    let base = format!("http://{}", sim.addr);
+    let env = |key: &str| {
+        vec![
+            ("SCALESET_KEY", key.to_owned()),
+            ("SIM_TOKEN", "ghp_simulator".to_owned()),
+            (
+                "SCALESET_DATABASE__URL",
+                format!("sqlite://{}", dir.path().join("demo.db").display()),
+            ),
+            ("SCALESET_WORKER__LISTEN", "127.0.0.1:0".to_owned()),
+            ("SCALESET_WORKER__WATCH_INTERVAL", "100ms".to_owned()),
+            ("SCALESET_FAKE__STATE_DIR", cloud.display().to_string()),
+            ("SCALESET_FAKE__SIMULATOR_URL", base.clone()),
+            ("SCALESET_CREDENTIALS__0__BASE_URL", base.clone()),
+            (
+                "SCALESET_CREDENTIALS__0__API_BASE_URL",
+                format!("{base}/api/v3"),
+            ),
+            ("RUST_LOG", "info".to_owned()),
+        ]
+    };
+    let first = Worker::spawn(&example, &env(helpers::KEY));
+    let id = sim.listening("the first run listens", "linux").await;
+    assert_eq!(first.signal_and_wait(Signal::SIGTERM).await, Some(0));
+    assert!(!sim.has_session(id));
+
+    // Another 32-byte key, as `head -c 32 /dev/urandom | base64` gives.
+    let second = Worker::spawn(
+        &example,
+        &env("AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI="),
+    );
+    eventually("the second run listens again", || async {
+        sim.has_session(id).then_some(())
+    })
+    .await;
+    let log = second.log();
+    assert_eq!(
+        second.signal_and_wait(Signal::SIGTERM).await,
+        Some(0),
+        "{log}"
+    );
+}
