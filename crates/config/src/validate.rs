@@ -775,7 +775,8 @@ pub(crate) fn fleet(
                     format!("credentials[{index}]"),
                     "a fleet sent to the API cannot declare credentials (the server reads no \
                      secret from its environment or files for a request); create them with \
-                     POST /api/v1/credentials and name them in the scale sets",
+                     scalesetctl credential create NAME --pat-env VAR and name them in the \
+                     scale sets",
                 );
             }
             Vec::new()

@@ -335,3 +335,25 @@ fn tokens_are_listed_and_revoked() {
     assert_eq!(refused.code, 1, "{refused:?}");
     assert!(refused.stderr.contains("invalid_token"), "{refused:?}");
 }
+
+/// Issue 29 item 17e: a remedy the CLI prints is a scalesetctl command to run, not a raw API
+/// call.
+#[test]
+fn issue_29_remedies_are_scalesetctl_commands() {
+    let server = Server::start();
+    let run = server.ctl(&[
+        "entity",
+        "create",
+        "organization",
+        "acme",
+        "--credentials",
+        "missing",
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("scalesetctl credential create \"missing\""),
+        "{run:?}"
+    );
+    assert!(!run.stderr.contains("POST /api"), "{run:?}");
+}
