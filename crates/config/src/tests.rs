@@ -317,5 +317,8 @@ fn issue_29_an_external_provider_needs_the_instance_api_url() {
         "lease_ttl = \"30s\"",
         "lease_ttl = \"30s\"\ninstance_api_url = \"ftp://x\"",
     );
-    assert_eq!(keys(&problems(&bad, &base_env())), ["worker.instance_api_url"]);
+    assert_eq!(
+        keys(&problems(&bad, &base_env())),
+        ["worker.instance_api_url"]
+    );
 }
