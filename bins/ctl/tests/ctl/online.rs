@@ -182,8 +182,11 @@ fn scale_set_create_list_show_update_delete() {
 
     let show = server.ok(&["scale-set", "show", "linux"]);
     assert!(
-        show.stdout.contains("EVENT AT"),
-        "events are shown: {show:?}"
+        ["FIRST SEEN", "LAST SEEN", "TIMES"]
+            .iter()
+            .all(|h| show.stdout.contains(h)),
+        "events are shown with when they were first and last seen and how often (issue 29 \
+         item 14): {show:?}"
     );
 
     // A change at the generation read; then the same stale generation is refused, unchanged.
