@@ -56,6 +56,12 @@ pub(crate) fn print(text: &str) {
     let _ = stdout.flush();
 }
 
+/// Writes one line to stderr; a closed pipe is ignored as for [`print`] (`eprintln!` would
+/// panic on it, exit 101, instead of the command's own exit code).
+pub(crate) fn print_err(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
 /// Runs the command.
 pub(crate) async fn run(cli: Cli, env: &BTreeMap<String, String>, out: &Output) -> Result<Outcome> {
     let settings = Settings::resolve(&cli.connection.flags(), env)?;

@@ -38,7 +38,7 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("scalesetctl: cannot start the async runtime: {e}");
+            commands::print_err(&format!("scalesetctl: cannot start the async runtime: {e}"));
             return ExitCode::FAILURE;
         }
     };
@@ -52,7 +52,7 @@ fn main() -> ExitCode {
         {
             commands::print(&Output::json(body));
         }
-        eprintln!("scalesetctl: {e:#}");
+        commands::print_err(&format!("scalesetctl: {e:#}"));
     }
     exit::code(&result)
 }

@@ -60,7 +60,7 @@ pub(crate) async fn run(args: DemoArgs) -> Result<()> {
         None,
         stop.clone().cancelled_owned(),
     ));
-    print!(
+    out!(
         "{}",
         banner(&demo, &format!("http://{listen}"), token.expose_secret())
     );
@@ -78,7 +78,7 @@ pub(crate) async fn run(args: DemoArgs) -> Result<()> {
     outcome?;
     served.context("the API server panicked")?;
     stopped?;
-    println!("demo stopped; run the same command again to resume");
+    outln!("demo stopped; run the same command again to resume");
     Ok(())
 }
 

@@ -8,6 +8,8 @@
 //! Exit codes: 0 after a clean shutdown, 2 for an invalid command line or configuration
 //! (nothing was opened), 1 when starting or serving failed.
 
+#[macro_use]
+mod console;
 mod cli;
 mod demo;
 mod serve;
@@ -33,18 +35,18 @@ fn main() -> ExitCode {
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
     let Some(path) = args.config.clone() else {
-        eprintln!("scaleset-server: --config FILE is required (docs/configuration.md)");
+        errln!("scaleset-server: --config FILE is required (docs/configuration.md)");
         return ExitCode::from(2);
     };
     let config = match Config::load(&path, &env) {
         Ok(config) => config,
         Err(e) => {
-            eprintln!("scaleset-server: {e}");
+            errln!("scaleset-server: {e}");
             return ExitCode::from(2);
         }
     };
     if args.check {
-        println!("configuration ok");
+        outln!("configuration ok");
         return ExitCode::SUCCESS;
     }
     init_tracing(args.log_format, "info");
@@ -58,7 +60,7 @@ fn block_on(work: impl std::future::Future<Output = Result<()>>) -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("scaleset-server: cannot start the async runtime: {e}");
+            errln!("scaleset-server: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -66,7 +68,7 @@ fn block_on(work: impl std::future::Future<Output = Result<()>>) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = format!("{e:#}"), "scaleset-server stopped");
-            eprintln!("scaleset-server: {e:#}");
+            errln!("scaleset-server: {e:#}");
             ExitCode::FAILURE
         }
     }

@@ -111,7 +111,7 @@ pub(crate) async fn run(
         cancel.clone().cancelled_owned(),
     ));
     tracing::info!(listen = %listen, controller_id = %id, with_worker, database = %url.redacted(), "scaleset-server started");
-    eprintln!("scaleset-server listening on {scheme}://{listen}");
+    errln!("scaleset-server listening on {scheme}://{listen}");
 
     let signal = signals.wait().await;
     tracing::info!(signal, "stopping");

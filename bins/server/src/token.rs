@@ -22,15 +22,16 @@ pub(crate) async fn run(store: &DieselStore, command: TokenCommand) -> Result<()
                     anyhow::Error::new(e).context("creating the token")
                 }
             })?;
-            eprintln!(
+            errln!(
                 "created API token {:?} ({}); it is shown once and stored only as a hash:",
-                record.name, record.id
+                record.name,
+                record.id
             );
-            println!("{}", secret.expose_secret());
+            outln!("{}", secret.expose_secret());
         }
         TokenCommand::List => {
             for token in store.list_api_tokens().await.context("listing tokens")? {
-                println!(
+                outln!(
                     "{}\t{}\t{}",
                     token.name,
                     token.id,
@@ -47,7 +48,7 @@ pub(crate) async fn run(store: &DieselStore, command: TokenCommand) -> Result<()
                 .revoke_api_token(token.id)
                 .await
                 .context("revoking the token")?;
-            eprintln!("revoked API token {name:?}");
+            errln!("revoked API token {name:?}");
         }
     }
     Ok(())

@@ -20,7 +20,7 @@ struct AbortAt(String);
 impl Checkpoints for AbortAt {
     async fn reached(&self, point: Checkpoint, scale_set: &str) {
         if format!("{point:?}") == self.0 {
-            eprintln!("{VARIABLE}: aborting at {point:?} of scale set {scale_set:?}");
+            errln!("{VARIABLE}: aborting at {point:?} of scale set {scale_set:?}");
             std::process::abort();
         }
     }

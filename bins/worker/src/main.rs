@@ -6,6 +6,8 @@
 //! Exit codes: 0 after a clean shutdown, 2 for an invalid configuration (nothing was opened),
 //! 1 when starting failed (database, lock, port) or the loop failed.
 
+#[macro_use]
+mod console;
 mod crash;
 mod fake;
 mod fleet;
@@ -58,12 +60,12 @@ fn main() -> ExitCode {
     let config = match Config::load(&args.config, &env) {
         Ok(config) => config,
         Err(e) => {
-            eprintln!("scaleset-worker: {e}");
+            errln!("scaleset-worker: {e}");
             return ExitCode::from(2);
         }
     };
     if args.check {
-        println!("configuration ok");
+        outln!("configuration ok");
         return ExitCode::SUCCESS;
     }
     init_tracing(args.log_format);
@@ -73,7 +75,7 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("scaleset-worker: cannot start the async runtime: {e}");
+            errln!("scaleset-worker: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -81,7 +83,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = format!("{e:#}"), "scaleset-worker stopped");
-            eprintln!("scaleset-worker: {e:#}");
+            errln!("scaleset-worker: {e:#}");
             ExitCode::FAILURE
         }
     }
@@ -182,7 +184,7 @@ async fn run(config: Config, env: &BTreeMap<String, String>) -> Result<()> {
     let mut registry = Registry::default();
     // GitHub through HTTPS_PROXY / HTTP_PROXY / NO_PROXY, as the official client does by default.
     let proxy = scaleset_github::ProxyConfig::from_env(&EnvMap(env));
-    tracing::info!(?proxy, "GitHub proxy settings from the environment");
+    tracing::info!(proxy = %proxy, "GitHub proxy settings from the environment");
     let clients = StoreClientFactory::new(store.clone())
         .with_config(move |config| config.with_proxy(proxy.clone()));
     let mut controller = Controller::new(

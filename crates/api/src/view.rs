@@ -137,6 +137,8 @@ fn event(e: &store::Event) -> v1::Event {
         kind: e.kind.clone(),
         reason: e.reason.clone(),
         at: time(e.at),
+        count: e.count,
+        last_at: time(e.last_at),
     }
 }
 

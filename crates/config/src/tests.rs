@@ -297,3 +297,30 @@ fn the_instance_api_url_is_read_and_checked() {
         );
     }
 }
+
+/// Issue 29 item 16: an external provider needs a reachable scaleset-server.
+#[test]
+fn issue_29_an_external_provider_needs_the_instance_api_url() {
+    let external = GOOD.replacen(
+        "[[provider]]",
+        "[[provider]]\nname = \"lxd\"\nkind = \"external\"\nexecutable = \"/usr/local/bin/garm-provider-lxd\"\nconfig_file = \"/etc/scaleset/lxd.toml\"\n\n[[provider]]",
+        1,
+    );
+    let found = problems(&external, &base_env());
+    assert_eq!(keys(&found), ["worker.instance_api_url"], "{found:#?}");
+    assert!(found[0].to_string().contains("\"lxd\""), "{found:#?}");
+    let with_url = external.replace(
+        "lease_ttl = \"30s\"",
+        "lease_ttl = \"30s\"\ninstance_api_url = \"https://scaleset.example.com\"",
+    );
+    assert!(Config::parse("test.toml", &with_url, &base_env()).is_ok());
+    // A malformed URL is one problem, not two.
+    let bad = external.replace(
+        "lease_ttl = \"30s\"",
+        "lease_ttl = \"30s\"\ninstance_api_url = \"ftp://x\"",
+    );
+    assert_eq!(
+        keys(&problems(&bad, &base_env())),
+        ["worker.instance_api_url"]
+    );
+}

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use scaleset_control::Settings;
-use scaleset_provider::{ProviderConfig, RawProviderConfig};
+use scaleset_provider::{ProviderConfig, ProviderKind, RawProviderConfig};
 use scaleset_store::{
     AdoptionPolicy, Auth, DatabaseUrl, EncryptionKey, Endpoint, EntityKind, Keyring,
     NewCredentials, RawScaleSetSpec, ScaleSetSpec, SecretString, SqliteSync, StoreOptions,
@@ -122,6 +122,9 @@ pub(crate) fn validate(
     let (worker, settings) = worker(&mut p, &raw.worker, env);
     let server = server(&mut p, &raw.server);
     let providers = providers(&mut p, raw.provider);
+    if raw.worker.instance_api_url.is_none() {
+        external_needs_instance_api_url(&mut p, &providers);
+    }
     let fake = fake(&mut p, raw.fake);
     let credentials = credentials(&mut p, &raw.credentials, env);
     let names: BTreeSet<&str> = credentials.iter().map(|c| c.name.as_str()).collect();
@@ -435,6 +438,33 @@ fn providers(p: &mut Problems, raw: Vec<RawProviderConfig>) -> Vec<ProviderConfi
     }
 }
 
+/// An external provider's instances are GARM images: they fetch their runner's JIT config from
+/// `worker.instance_api_url` with the token the controller grants them, and are given neither
+/// without it (external executables never see the JIT config). Such a worker would start
+/// machines that can never register, each costing a bootstrap timeout, so the file is refused
+/// at load (and by `--check`) rather than warned about at start, where it scrolls away.
+fn external_needs_instance_api_url(p: &mut Problems, providers: &[ProviderConfig]) {
+    let external: Vec<String> = providers
+        .iter()
+        .filter(|provider| matches!(provider.kind, ProviderKind::External(_)))
+        .map(|provider| format!("{:?}", provider.name))
+        .collect();
+    if external.is_empty() {
+        return;
+    }
+    p.add(
+        "worker.instance_api_url",
+        format!(
+            "not set, but external provider {} needs it: its instances fetch their runner \
+             configuration from scaleset-server's metadata endpoint with an instance token, and \
+             without this URL they get neither and never register; set it to scaleset-server's \
+             URL as the machines reach it, e.g. \"https://scaleset.example.com\" \
+             (docs/providers.md)",
+            external.join(", ")
+        ),
+    );
+}
+
 fn fake(p: &mut Problems, raw: Option<crate::raw::RawFake>) -> FakeConfig {
     let Some(raw) = raw else {
         return FakeConfig::default();
@@ -714,7 +744,8 @@ pub(crate) fn fleet(
                     format!("credentials[{index}]"),
                     "a fleet sent to the API cannot declare credentials (the server reads no \
                      secret from its environment or files for a request); create them with \
-                     POST /api/v1/credentials and name them in the scale sets",
+                     scalesetctl credential create NAME --pat-env VAR and name them in the \
+                     scale sets",
                 );
             }
             Vec::new()

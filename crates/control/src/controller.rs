@@ -236,7 +236,12 @@ impl Controller {
             tracing::info!(
                 share = plan.share,
                 live_workers = live_workers.len(),
-                releasing = ?plan.release,
+                releasing = %plan
+                    .release
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 "over this worker's share: releasing scale sets for the others"
             );
         }
@@ -276,10 +281,12 @@ impl Controller {
                 continue;
             }
             let child = cancel.child_token();
+            // Not `name`: a JSON log writes the span's own name under that key too, and a
+            // reader keeps only one of the two (issue 29).
             let span = tracing::info_span!(
                 "scale_set",
                 id = %id,
-                name = %scale_set.spec.name,
+                scale_set = %scale_set.spec.name,
                 runner_group = %scale_set.spec.runner_group.name,
             );
             // Enabled: served. Disabled (so here only with instances left): drained. A change

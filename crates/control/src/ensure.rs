@@ -18,7 +18,7 @@ use scaleset_adopt::{
 };
 use scaleset_github::{Client, Error as GitHubError, ScaleSetId as GitHubScaleSetId, Session};
 use scaleset_store::{
-    AdoptionPolicy, Lease, Provenance, ScaleSet, ScaleSetId, ScaleSetState, Store,
+    AdoptionPolicy, Event, Lease, Provenance, ScaleSet, ScaleSetId, ScaleSetState, Store,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -174,19 +174,29 @@ pub(crate) async fn ensure(
             }
             for notice in &notices {
                 // Operators see these in the scale set's events: a warning (say, a GHES that
-                // dropped our owner label) is worth acting on, the rest is a record.
+                // dropped our owner label) is worth acting on, the rest is a record. Logged
+                // when it first appears, not at every ensure that finds it again.
                 let kind = if notice.is_warning() {
-                    tracing::warn!(github_id = github_id.0, %notice, "scale set ensured with a warning");
                     "warning"
                 } else {
-                    tracing::info!(github_id = github_id.0, %notice, "scale set spec applied");
                     "notice"
                 };
-                shared
+                let event = shared
                     .store
                     .append_event(id, kind, &notice.to_string())
                     .await
                     .map_err(store("appending an adoption notice"))?;
+                match (event.is_first(), notice.is_warning()) {
+                    (true, true) => {
+                        tracing::warn!(github_id = github_id.0, %notice, "scale set ensured with a warning")
+                    }
+                    (true, false) => {
+                        tracing::info!(github_id = github_id.0, %notice, "scale set spec applied")
+                    }
+                    (false, _) => {
+                        tracing::debug!(github_id = github_id.0, %notice, repeats = event.count, "scale set ensured, as before")
+                    }
+                }
             }
             tracing::info!(github_id = github_id.0, %reason, "scale set ensured");
             Ok(Ensured::Ready {
@@ -210,8 +220,12 @@ pub(crate) async fn ensure(
                 reason.code(),
                 reason.remediation()
             );
-            tracing::warn!(reason = %text, "scale set refused");
-            record(shared, id, "refused", &text, |s| s.state = state).await?;
+            let event = record(shared, id, "refused", &text, |s| s.state = state).await?;
+            if event.is_first() {
+                tracing::warn!(reason = %text, "scale set refused");
+            } else {
+                tracing::debug!(reason = %text, repeats = event.count, "scale set still refused");
+            }
             Ok(Ensured::Wait {
                 after,
                 refusal: Some(reason),
@@ -219,11 +233,15 @@ pub(crate) async fn ensure(
         }
         Outcome::Failed { reason } => {
             let text = format!("adoption failed: {reason}");
-            tracing::warn!(reason = %text, "scale set ensure failed");
-            record(shared, id, "failed", &text, |s| {
+            let event = record(shared, id, "failed", &text, |s| {
                 s.state = ScaleSetState::Error;
             })
             .await?;
+            if event.is_first() {
+                tracing::warn!(reason = %text, "scale set ensure failed");
+            } else {
+                tracing::debug!(reason = %text, repeats = event.count, "scale set ensure still fails");
+            }
             Ok(Ensured::Wait {
                 after: shared.settings.refused_recheck,
                 refusal: None,
@@ -307,24 +325,31 @@ async fn resolve_group(
 }
 
 /// Re-reads the scale set, applies `change`, writes it (retrying a stale generation), then
-/// appends an event.
+/// records the event. A state that `change` leaves as it was (a recheck that finds the same
+/// refusal) is not written again, so the generation climbs only when something changed; the
+/// store counts a repeated event on its first entry. The returned event says which it was
+/// ([`Event::is_first`]): log a change, not each recheck.
 pub(crate) async fn record(
     shared: &Shared,
     id: ScaleSetId,
     kind: &str,
     reason: &str,
     change: impl Fn(&mut ScaleSet),
-) -> Result<(), Error> {
+) -> Result<Event, Error> {
     let store: &dyn Store = shared.store.as_ref();
     let mut tries = 0;
     loop {
         tries += 1;
-        let mut scale_set = store
+        let stored = store
             .get_scale_set(id)
             .await
             .map_err(store_err("reading the scale set to record its state"))?;
+        let mut scale_set = stored.clone();
         change(&mut scale_set);
         scale_set.state_reason = reason.to_owned();
+        if scale_set == stored {
+            break;
+        }
         match store.update_scale_set(&scale_set).await {
             Ok(_) => break,
             Err(e) if e.is_stale() && tries < 5 => {}
@@ -334,8 +359,7 @@ pub(crate) async fn record(
     store
         .append_event(id, kind, reason)
         .await
-        .map_err(store_err("appending an event"))?;
-    Ok(())
+        .map_err(store_err("appending an event"))
 }
 
 fn store_err(during: &'static str) -> impl FnOnce(scaleset_store::Error) -> Error {

@@ -305,6 +305,11 @@ pub async fn apply_fleet(
 /// Plans and applies at once, without asking GitHub: the worker's start-up apply, which has
 /// no operator to review a plan (the fleet file is the reviewed input).
 ///
+/// Declared credentials whose stored copy the keyring cannot open (sealed with a key that is
+/// gone: a new random key at each start, a lost key file) are replaced first, without opening
+/// the old secret: the file declares the secret anew, and nothing else could ever read the old
+/// one. Only then is the fleet planned, so the plan compares readable credentials.
+///
 /// # Errors
 ///
 /// As [`apply_fleet`].
@@ -313,6 +318,23 @@ pub async fn apply_declared(
     identity: &ControllerIdentity,
     fleet: &Fleet,
 ) -> Result<Applied, Error> {
+    for declared in &fleet.credentials {
+        // Any other failure (none stored, the database) is the plan's to report.
+        if let Err(e) = store.get_credentials_by_name(&declared.name).await
+            && e.is_crypto()
+        {
+            store
+                .replace_sealed_credentials(declared.clone())
+                .await
+                .map_err(written("replacing credentials the keyring cannot open"))?;
+            tracing::warn!(
+                credentials = %declared.name,
+                reason = %chain(&e),
+                "stored credentials could not be opened with the configured keys; replaced by \
+                 the declared ones"
+            );
+        }
+    }
     let plan = plan_fleet(store, &NoLookup, identity, fleet, false).await?;
     apply_fleet(store, &NoLookup, identity, fleet, false, &plan.digest).await
 }

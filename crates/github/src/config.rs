@@ -339,6 +339,28 @@ pub(crate) fn redacted_proxy(proxy: &str) -> String {
     }
 }
 
+/// For logs: `https=<proxy> http=<proxy> no_proxy=<hosts>`, credentials redacted, `direct`
+/// for a scheme without a proxy and `-` for no bypass list (plain values, no Rust syntax).
+impl fmt::Display for ProxyConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let proxy = |p: &Option<String>| {
+            p.as_deref()
+                .map_or_else(|| "direct".to_owned(), redacted_proxy)
+        };
+        let no_proxy = if self.no_proxy.is_empty() {
+            "-"
+        } else {
+            self.no_proxy.as_str()
+        };
+        write!(
+            f,
+            "https={} http={} no_proxy={no_proxy}",
+            proxy(&self.https),
+            proxy(&self.http)
+        )
+    }
+}
+
 impl fmt::Debug for ProxyConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProxyConfig")

@@ -2,7 +2,8 @@
 //! (`<pool key>/<name>.json`), so they outlive the process as a cloud's machines would, and a
 //! restarted controller (or a test) sees exactly what exists. With a [`Boot`], each created
 //! instance "boots": its runner is started (in a simulator) with its JIT config, which the
-//! file keeps until the boot succeeded, as a machine's user data would.
+//! file keeps until the boot succeeded, as a machine's user data would. Those secrets (the
+//! JIT config, the instance token) are why every file is `0600` in `0700` directories.
 //!
 //! This is for tests, rehearsals and the one-command demo against the simulator; real fleets
 //! use external providers. The worker boots runners over the simulator's control API, the demo
@@ -130,14 +131,18 @@ impl DirectoryProvider {
         }
     }
 
-    /// `text` written and synced to a new file under `<state_dir>/.staging`.
+    /// `text` written and synced to a new file under `<state_dir>/.staging`, readable by
+    /// this user only (it holds the JIT config and the instance token until the boot).
     async fn staged(&self, command: Command, text: &str) -> Result<PathBuf, Error> {
         let dir = self.dir.join(".staging");
-        tokio::fs::create_dir_all(&dir)
-            .await
-            .map_err(|e| io(command, &e))?;
+        private_dir(&self.dir).await.map_err(|e| io(command, &e))?;
+        private_dir(&dir).await.map_err(|e| io(command, &e))?;
         let path = dir.join(Uuid::new_v4().simple().to_string());
-        let mut file = tokio::fs::File::create(&path)
+        let mut file = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
             .await
             .map_err(|e| io(command, &e))?;
         tokio::io::AsyncWriteExt::write_all(&mut file, text.as_bytes())
@@ -199,6 +204,19 @@ fn instance(name: &str) -> ProviderInstance {
     }
 }
 
+/// Creates `dir` (and its missing parents) as `0700`, and makes an existing one `0700`: the
+/// instance files under it hold secrets until their runner boots, like a machine's user data
+/// (an older version left these directories `0755`).
+async fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    tokio::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .await?;
+    tokio::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).await
+}
+
 /// Reads one instance file (`{"name": …, "pool": …}`).
 async fn read(path: &Path, command: Command) -> Result<ProviderInstance, Error> {
     let text = match tokio::fs::read_to_string(path).await {
@@ -223,9 +241,7 @@ impl Provider for DirectoryProvider {
         check_instance_name(command, &bootstrap.name)?;
         let pool = Pool::new(bootstrap.pool_id.clone());
         let dir = self.pool_dir(&pool);
-        tokio::fs::create_dir_all(&dir)
-            .await
-            .map_err(|e| io(command, &e))?;
+        private_dir(&dir).await.map_err(|e| io(command, &e))?;
         let instance = instance(&bootstrap.name);
         let path = dir.join(format!("{}.json", bootstrap.name));
         // The boot data is kept until the runner booted, as a machine's user data would be:

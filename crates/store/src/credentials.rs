@@ -263,6 +263,12 @@ pub trait CredentialStore: Send + Sync {
         new: NewCredentials,
     ) -> Result<Credentials>;
 
+    /// Replaces the credentials named `new.name` (endpoint and secret, sealed with the primary
+    /// key) without opening the stored secret: for credentials whose secret the keyring can no
+    /// longer open (the key that sealed them is lost), which only a replacement can mend.
+    /// No credentials of that name is [`crate::Error::NotFound`].
+    async fn replace_sealed_credentials(&self, new: NewCredentials) -> Result<Credentials>;
+
     /// Deletes credentials; still referenced by an entity is [`crate::Error::Conflict`].
     async fn delete_credentials(&self, id: CredentialsId) -> Result<()>;
 

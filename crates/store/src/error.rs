@@ -190,6 +190,12 @@ impl Error {
         matches!(self, Self::LeaseLost { .. })
     }
 
+    /// A secret could not be opened: the key that sealed it is missing or another one under
+    /// its id, or the ciphertext was tampered with.
+    pub fn is_crypto(&self) -> bool {
+        matches!(self, Self::Crypto { .. })
+    }
+
     /// The classification the driver uses for retry policy.
     pub fn class(&self) -> ErrorClass {
         match self {

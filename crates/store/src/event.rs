@@ -1,5 +1,7 @@
 //! The event aggregate: an append-only trail per scale set (what happened and why), kept to
-//! a bounded number of the most recent entries.
+//! a bounded number of the most recent entries. One entry per change: what repeats the newest
+//! entry is counted on it (a refusal rechecked every few minutes is one entry, not hundreds
+//! that push the rest of the trail out of retention).
 
 use async_trait::async_trait;
 
@@ -18,15 +20,31 @@ pub struct Event {
     pub kind: String,
     /// Why, for operators.
     pub reason: String,
-    /// When it was appended.
+    /// When it happened first (when the entry was appended).
     pub at: Timestamp,
+    /// How many times in a row it happened (1 for an entry that never repeated).
+    pub count: u64,
+    /// When it happened last (equal to `at` while `count` is 1).
+    pub last_at: Timestamp,
 }
 
-/// Event trails. There is no update or delete: entries leave only by retention, which keeps
-/// the newest [`crate::StoreOptions::event_retention`] entries of each scale set.
+impl Event {
+    /// Whether this entry records a change: its first occurrence, not a repeat counted on it
+    /// (callers log a change once, a repeat quietly).
+    pub fn is_first(&self) -> bool {
+        self.count <= 1
+    }
+}
+
+/// Event trails. There is no delete: entries leave only by retention, which keeps the newest
+/// [`crate::StoreOptions::event_retention`] entries of each scale set. The only update is the
+/// repeat count of the newest entry.
 #[async_trait]
 pub trait EventStore: Send + Sync {
-    /// Appends an entry and trims the scale set's trail to the retention bound.
+    /// Records that `kind` happened for `reason`. When the scale set's newest entry has the
+    /// same kind and reason, nothing is appended: that entry's `count` goes up and its
+    /// `last_at` moves to now, and it is returned. Otherwise a new entry is appended (count 1)
+    /// and the trail trimmed to the retention bound.
     async fn append_event(
         &self,
         scale_set_id: ScaleSetId,

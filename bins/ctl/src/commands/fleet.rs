@@ -111,7 +111,7 @@ pub(crate) async fn apply(
             {
                 super::print(&Output::json(body));
             }
-            eprintln!("scalesetctl: apply refused: {e}");
+            super::print_err(&format!("scalesetctl: apply refused: {e}"));
             return Ok(Outcome::Refused);
         }
         Err(e) => return Err(e.into()),

@@ -299,12 +299,18 @@ fn details(ctx: &Ctx<'_>, s: &ScaleSet, entities: &BTreeMap<Uuid, String>) -> St
             .map(|e| {
                 vec![
                     Cell::new(short_time(&e.at)),
+                    Cell::new(short_time(&e.last_at)),
+                    Cell::new(e.count.to_string()),
                     Cell::new(&e.kind),
                     Cell::new(&e.reason),
                 ]
             })
             .collect();
-        text.push_str(&out.table(&["EVENT AT", "KIND", "REASON"], rows, ""));
+        text.push_str(&out.table(
+            &["FIRST SEEN", "LAST SEEN", "TIMES", "KIND", "REASON"],
+            rows,
+            "",
+        ));
     }
     text
 }

@@ -67,3 +67,45 @@ fn bad_configuration_is_exit_1_naming_the_source() {
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("SCALESET_URL is not usable"), "{run:?}");
 }
+
+/// A pipe whose reading end is already closed: every write to it fails with EPIPE.
+fn closed_pipe() -> std::process::Stdio {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    std::process::Stdio::from(writer)
+}
+
+/// Issue 29 item 17a: `scalesetctl … | head` closing the pipe early, or a closed stderr, is not
+/// a panic (exit 101): the command exits with its own code.
+#[test]
+fn issue_29_a_closed_stdout_or_stderr_is_not_a_panic() {
+    for (args, stdout_closed, code) in [
+        (&["config"][..], true, 0),
+        (&["--help"][..], true, 0),
+        (&["scale-set", "lst"][..], false, 1),
+        (&["--url", "http://127.0.0.1:9", "controller"][..], false, 1),
+    ] {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_scalesetctl"));
+        command
+            .args(args)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("SCALESET_TOKEN", "sst_x");
+        let output = if stdout_closed {
+            command
+                .stdout(closed_pipe())
+                .stderr(std::process::Stdio::piped())
+        } else {
+            command
+                .stdout(std::process::Stdio::piped())
+                .stderr(closed_pipe())
+        }
+        .output()
+        .expect("scalesetctl runs");
+        assert_eq!(output.status.code(), Some(code), "{args:?}: {output:?}");
+        assert!(
+            !String::from_utf8_lossy(&output.stderr).contains("panicked"),
+            "{args:?}: {output:?}"
+        );
+    }
+}

@@ -182,8 +182,11 @@ fn scale_set_create_list_show_update_delete() {
 
     let show = server.ok(&["scale-set", "show", "linux"]);
     assert!(
-        show.stdout.contains("EVENT AT"),
-        "events are shown: {show:?}"
+        ["FIRST SEEN", "LAST SEEN", "TIMES"]
+            .iter()
+            .all(|h| show.stdout.contains(h)),
+        "events are shown with when they were first and last seen and how often (issue 29 \
+         item 14): {show:?}"
     );
 
     // A change at the generation read; then the same stale generation is refused, unchanged.
@@ -423,4 +426,26 @@ fn tokens_are_listed_and_revoked() {
     let refused = server.ctl(&["controller"]);
     assert_eq!(refused.code, 1, "{refused:?}");
     assert!(refused.stderr.contains("invalid_token"), "{refused:?}");
+}
+
+/// Issue 29 item 17e: a remedy the CLI prints is a scalesetctl command to run, not a raw API
+/// call.
+#[test]
+fn issue_29_remedies_are_scalesetctl_commands() {
+    let server = Server::start();
+    let run = server.ctl(&[
+        "entity",
+        "create",
+        "organization",
+        "acme",
+        "--credentials",
+        "missing",
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("scalesetctl credential create \"missing\""),
+        "{run:?}"
+    );
+    assert!(!run.stderr.contains("POST /api"), "{run:?}");
 }

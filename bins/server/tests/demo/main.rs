@@ -207,6 +207,28 @@ async fn the_demo_serves_its_fleet_and_status_page_and_stops_on_ctrl_c() -> Resu
     Ok(())
 }
 
+/// Issue 29 item 17a: `scaleset-server demo | head -3` (or `| tee`, then Ctrl-C): the reader
+/// of stdout is gone when the demo prints its farewell. That is no panic (exit 101): Ctrl-C
+/// still stops the demo cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_29_ctrl_c_after_the_reader_of_stdout_went_away_is_a_clean_stop() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let Running {
+        mut child, lines, ..
+    } = start(dir.path()).await?;
+    // As `head` does once it has its lines: the pipe's reading end is closed.
+    drop(lines);
+    let pid =
+        nix::unistd::Pid::from_raw(i32::try_from(child.id().context("pid")?).context("pid range")?);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT)?;
+    let status = tokio::time::timeout(Duration::from_secs(120), child.wait())
+        .await
+        .context("the demo did not stop on SIGINT")??;
+    assert_ne!(status.code(), Some(101), "a panic: {status:?}");
+    assert!(status.success(), "exit {status:?}");
+    Ok(())
+}
+
 async fn in_the_browser(demo: &Running, driver: &str, chromium: &str) -> Result<()> {
     let browser = browser::Browser::start(driver, chromium).await?;
     browser.goto(&demo.page).await?;

@@ -471,3 +471,53 @@ async fn tls_from_the_configured_files_with_h2_and_http1_by_alpn() {
     let (status, stderr) = server.stop();
     assert!(status.success(), "{status:?}: {stderr}");
 }
+
+/// A pipe whose reading end is already closed, as `scaleset-server … | head -0` leaves stdout:
+/// every write to it fails with EPIPE.
+fn closed_pipe() -> Stdio {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    Stdio::from(writer)
+}
+
+/// Issue 29 item 17a: printing to a closed stdout (or stderr) is not a panic (exit 101): the
+/// output is lost, the command still does its work and exits with its own code.
+#[test]
+fn issue_29_a_closed_stdout_or_stderr_is_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), "");
+    let check = Command::new(BIN)
+        .args(["--config", config.to_str().unwrap(), "--check"])
+        .stdout(closed_pipe())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&check.stderr);
+    assert_eq!(check.status.code(), Some(0), "{check:?}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    // An error message to a closed stderr, and a token printed to a closed stdout.
+    let missing = Command::new(BIN)
+        .stdout(Stdio::piped())
+        .stderr(closed_pipe())
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2), "{missing:?}");
+    let created = Command::new(BIN)
+        .args([
+            "--config",
+            config.to_str().unwrap(),
+            "token",
+            "create",
+            "lost",
+        ])
+        .stdout(closed_pipe())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_ne!(created.status.code(), Some(101), "{created:?}");
+    assert!(
+        !String::from_utf8_lossy(&created.stderr).contains("panicked"),
+        "{created:?}"
+    );
+}

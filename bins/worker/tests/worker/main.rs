@@ -3,6 +3,7 @@
 //! recovery after a wiped database or a kill -9.
 
 mod helpers;
+mod logs;
 mod outage;
 mod rules;
 mod spreading;
@@ -791,4 +792,145 @@ async fn a_listening_worker_reconciles_periodically_and_only_its_own_pool() {
         "another controller's machine is never touched"
     );
     assert_eq!(worker.signal_and_wait(Signal::SIGTERM).await, Some(0));
+}
+
+/// An external provider's instances fetch their runner configuration from scaleset-server at
+/// `worker.instance_api_url`; without it they get no metadata URL and no token and can never
+/// register, so `--check` refuses the file, naming the key and the provider (issue 29 item 16).
+#[tokio::test]
+async fn issue_29_check_refuses_an_external_provider_without_instance_api_url() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("worker.toml");
+    let external = VALID.replace(
+        "[[provider]]\nname = \"fake\"\nkind = \"fake\"",
+        "[[provider]]\nname = \"fake\"\nkind = \"fake\"\n[[provider]]\nname = \"lxd\"\nkind = \"external\"\nexecutable = \"/usr/local/bin/garm-provider-lxd\"\nconfig_file = \"/etc/scaleset/lxd.toml\"",
+    );
+    assert_ne!(external, VALID, "the external provider was added");
+    let check = |text: String| {
+        std::fs::write(&path, text).expect("config");
+        tokio::process::Command::new(BIN)
+            .arg("--config")
+            .arg(&path)
+            .arg("--check")
+            .env_clear()
+            .env("K", helpers::KEY)
+            .env("T", "ghp_x")
+            .output()
+    };
+    let refused = check(external.clone()).await.expect("run");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert!(stderr.contains("worker.instance_api_url:"), "{stderr}");
+    assert!(stderr.contains("\"lxd\""), "{stderr}");
+    assert!(refused.stdout.is_empty(), "{refused:?}");
+
+    let with_url = external.replacen(
+        "[[provider]]",
+        "[worker]\ninstance_api_url = \"https://scaleset.example.com\"\n\n[[provider]]",
+        1,
+    );
+    let accepted = check(with_url).await.expect("run");
+    assert_eq!(accepted.status.code(), Some(0), "{accepted:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&accepted.stdout),
+        "configuration ok\n"
+    );
+}
+
+/// Issue 29 item 17a: `scaleset-worker --check | head -0` (stdout closed before the answer) and
+/// an error to a closed stderr are not a panic (exit 101): the exit code is the check's own.
+/// (std's `Command`: tokio's `output()` replaces the stdout and stderr it is given with pipes.)
+#[test]
+fn issue_29_a_closed_stdout_or_stderr_is_not_a_panic() {
+    let closed_pipe = || {
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        std::process::Stdio::from(writer)
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("worker.toml");
+    let run = |text: &str, stdout_closed: bool| {
+        std::fs::write(&path, text).expect("config");
+        let mut command = std::process::Command::new(BIN);
+        command
+            .arg("--config")
+            .arg(&path)
+            .arg("--check")
+            .env_clear()
+            .env("K", helpers::KEY)
+            .env("T", "ghp_x");
+        if stdout_closed {
+            command
+                .stdout(closed_pipe())
+                .stderr(std::process::Stdio::piped());
+        } else {
+            command
+                .stdout(std::process::Stdio::piped())
+                .stderr(closed_pipe());
+        }
+        command.output().expect("run")
+    };
+    let ok = run(VALID, true);
+    assert_eq!(ok.status.code(), Some(0), "{ok:?}");
+    assert!(
+        !String::from_utf8_lossy(&ok.stderr).contains("panicked"),
+        "{ok:?}"
+    );
+    let bad = run(&VALID.replace("primary_key_id = \"k1\"", ""), false);
+    assert_eq!(bad.status.code(), Some(2), "{bad:?}");
+}
+
+/// Issue 29 item 17c: the simulator example run twice, each time with a new random
+/// `SCALESET_KEY` as its comment says. The credentials stored by the first run are sealed with
+/// a key that is gone; the declared ones replace them without being decrypted, and the second
+/// run serves again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_29_the_simulator_example_runs_twice_with_a_new_key_each_time() {
+    let sim = RunningSim::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cloud = dir.path().join("cloud");
+    std::fs::create_dir_all(&cloud).expect("cloud dir");
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/examples/worker-sim.toml");
+    let base = format!("http://{}", sim.addr);
+    let env = |key: &str| {
+        vec![
+            ("SCALESET_KEY", key.to_owned()),
+            ("SIM_TOKEN", "ghp_simulator".to_owned()),
+            (
+                "SCALESET_DATABASE__URL",
+                format!("sqlite://{}", dir.path().join("demo.db").display()),
+            ),
+            ("SCALESET_WORKER__LISTEN", "127.0.0.1:0".to_owned()),
+            ("SCALESET_WORKER__WATCH_INTERVAL", "100ms".to_owned()),
+            ("SCALESET_FAKE__STATE_DIR", cloud.display().to_string()),
+            ("SCALESET_FAKE__SIMULATOR_URL", base.clone()),
+            ("SCALESET_CREDENTIALS__0__BASE_URL", base.clone()),
+            (
+                "SCALESET_CREDENTIALS__0__API_BASE_URL",
+                format!("{base}/api/v3"),
+            ),
+            ("RUST_LOG", "info".to_owned()),
+        ]
+    };
+    let first = Worker::spawn(&example, &env(helpers::KEY));
+    let id = sim.listening("the first run listens", "linux").await;
+    assert_eq!(first.signal_and_wait(Signal::SIGTERM).await, Some(0));
+    assert!(!sim.has_session(id));
+
+    // Another 32-byte key, as `head -c 32 /dev/urandom | base64` gives.
+    let second = Worker::spawn(
+        &example,
+        &env("AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI="),
+    );
+    eventually("the second run listens again", || async {
+        sim.has_session(id).then_some(())
+    })
+    .await;
+    let log = second.log();
+    assert_eq!(
+        second.signal_and_wait(Signal::SIGTERM).await,
+        Some(0),
+        "{log}"
+    );
 }

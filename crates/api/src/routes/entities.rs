@@ -78,7 +78,9 @@ pub(crate) async fn create(
                 ApiError::InvalidInput {
                     field: "credentials".to_owned(),
                     reason: format!(
-                        "no credentials named {:?}; create them first (POST /api/v1/credentials)",
+                        "no credentials named {0:?}; create them first: scalesetctl credential \
+                         create {0:?} --pat-env VAR (or --app-id with --installation-id and \
+                         --private-key-file)",
                         input.credentials
                     ),
                 }

@@ -289,7 +289,7 @@ pub(crate) async fn status(
         .await
         .map_err(report_error(&name))?;
     if status == scaleset_store::BootstrapStatus::Failed {
-        tracing::warn!(instance = %name, message = %message, "instance reported a failed bootstrap");
+        tracing::warn!(instance = %name, reported = %message, "instance reported a failed bootstrap");
         // The trail is for operators; losing this entry must not fail the report.
         if let Err(e) = state
             .store

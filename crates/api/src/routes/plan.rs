@@ -66,7 +66,7 @@ pub(crate) async fn apply(
 ) -> Result<Json<ApplyResponse>, ApiError> {
     let digest = PlanDigest::parse(&request.digest).ok_or_else(|| ApiError::InvalidInput {
         field: "digest".to_owned(),
-        reason: "not a plan digest (64 lowercase hex digits, as POST /api/v1/plan answers)"
+        reason: "not a plan digest (64 lowercase hex digits, as scalesetctl plan prints)"
             .to_owned(),
     })?;
     let fleet = parse(&state, &request.fleet).await?;

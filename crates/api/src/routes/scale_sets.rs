@@ -477,7 +477,7 @@ async fn delete_held(
                 write_failed(id, scale_set.generation, "deleting a scale set")(e)
             }
         })?;
-    tracing::info!(scale_set = %id, github_id = ?scale_set.github_id, deleted_on_github = on_github.is_some(), "scale set deleted");
+    tracing::info!(scale_set = %id, github_id = scale_set.github_id, deleted_on_github = on_github.is_some(), "scale set deleted");
     Ok(DeleteScaleSetResult {
         id: id.0,
         action: if on_github.is_some() {

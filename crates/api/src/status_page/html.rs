@@ -116,6 +116,7 @@ a { color: var(--info); }
 ul.events { list-style: none; margin: 0; padding: 0; font-size: 12px; max-width: 360px; }
 ul.events li { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 ul.events .k { font-weight: 600; }
+ul.events .repeats { color: var(--muted); }
 .pager { display:flex; gap: 12px; align-items:center; margin-top: 12px; color: var(--muted); }
 dl.facts { display:grid; grid-template-columns: max-content 1fr; gap: 4px 16px; margin: 0 0 20px; }
 dl.facts dt { color: var(--muted); } dl.facts dd { margin: 0; overflow-wrap: anywhere; }

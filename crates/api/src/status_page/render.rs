@@ -69,15 +69,29 @@ fn events_list(events: &[Event], now: SystemTime) -> String {
     for e in events {
         let _ = write!(
             out,
-            r#"<li title="{}">{} <span class="k">{}</span> {}</li>"#,
+            r#"<li title="{}">{} <span class="k">{}</span>{} {}</li>"#,
             esc(&e.reason),
-            time_el(e.at, now),
+            time_el(e.last_at, now),
             esc(&e.kind),
+            repeats(e, now),
             esc(&e.reason)
         );
     }
     out.push_str("</ul>");
     out
+}
+
+/// For an event that happened more than once: how often, and since when (the list shows when
+/// it happened last).
+fn repeats(e: &Event, now: SystemTime) -> String {
+    if e.count <= 1 {
+        return String::new();
+    }
+    format!(
+        r#" <span class="repeats">×{} since {}</span>"#,
+        e.count,
+        time_el(e.at, now)
+    )
 }
 
 fn row_html(row: &Row, now: SystemTime) -> String {
@@ -252,12 +266,14 @@ pub(crate) fn detail(view: &Detail, now: SystemTime) -> String {
     if row.events.is_empty() {
         body.push_str(r#"<p class="empty">No events.</p>"#);
     } else {
-        body.push_str(r#"<table id="events"><thead><tr><th>when</th><th>event</th><th>reason</th></tr></thead><tbody>"#);
+        body.push_str(r#"<table id="events"><thead><tr><th>first seen</th><th>last seen</th><th class="num">times</th><th>event</th><th>reason</th></tr></thead><tbody>"#);
         for e in &row.events {
             let _ = write!(
                 body,
-                r#"<tr class="event"><td>{}</td><td><b>{}</b></td><td>{}</td></tr>"#,
+                r#"<tr class="event"><td>{}</td><td class="last-seen">{}</td><td class="num count">{}</td><td><b>{}</b></td><td>{}</td></tr>"#,
                 time_el(e.at, now),
+                time_el(e.last_at, now),
+                e.count,
                 esc(&e.kind),
                 esc(&e.reason)
             );

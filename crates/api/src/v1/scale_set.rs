@@ -264,8 +264,13 @@ pub struct Event {
     pub kind: String,
     /// Why, for people.
     pub reason: String,
-    /// When (RFC 3339).
+    /// When it happened first (RFC 3339).
     pub at: String,
+    /// How many times in a row it happened: a recheck that finds the same refusal or error
+    /// counts here instead of adding an event (1 when it happened once).
+    pub count: u64,
+    /// When it happened last (RFC 3339; equal to `at` when `count` is 1).
+    pub last_at: String,
 }
 
 /// A scale set.

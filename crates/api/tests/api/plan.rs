@@ -237,8 +237,8 @@ async fn bad_input_and_no_token_are_refused_with_nothing_written(backend: Backen
         refused.json["message"]
             .as_str()
             .unwrap_or_default()
-            .contains("POST /api/v1/credentials"),
-        "{refused:?}"
+            .contains("scalesetctl credential create NAME"),
+        "the remedy is a command to run (issue 29 item 17e): {refused:?}"
     );
     assert_eq!(app.written().await, before, "a refused request wrote");
 }

@@ -527,5 +527,47 @@ backend_tests!(
     issue_29_7_a_create_answers_at_once_while_github_hangs,
     issue_29_7_a_disabled_create_says_how_to_enable_it,
     force_deletes_an_adopted_set_on_github,
-    updates_need_the_current_generation
+    updates_need_the_current_generation,
+    issue_29_a_repeated_event_shows_its_count_and_last_seen_time
 );
+
+/// An event that repeats (a refusal found again at every recheck) is one entry: the API answers
+/// its count and when it was last seen, and the status page shows both (issue 29 item 14).
+async fn issue_29_a_repeated_event_shows_its_count_and_last_seen_time(backend: Backend) {
+    use scaleset_store::EventStore as _;
+    let sim = RunningSim::start().await;
+    let app = App::start(backend, "issue_29_a_repeated_event_shows_its_count").await;
+    let entity = app.seed(&sim).await;
+    let answer = create(&app, &entity, "linux").await;
+    assert_eq!(answer.status, 201, "{answer:?}");
+    let id = answer.json["id"].as_str().unwrap().to_owned();
+    let scale_set = ScaleSetId(id.parse().unwrap());
+    for _ in 0..3 {
+        app.store
+            .append_event(scale_set, "config_error", "no runner group \"gpu\"")
+            .await
+            .unwrap();
+    }
+    let shown = app
+        .call("GET", &format!("/api/v1/scale-sets/{id}"), None)
+        .await;
+    assert_eq!(shown.status, 200, "{shown:?}");
+    let newest = &shown.json["events"][0];
+    assert_eq!(newest["kind"], "config_error", "{newest}");
+    assert_eq!(newest["count"], 3, "{newest}");
+    assert!(
+        newest["last_at"]
+            .as_str()
+            .is_some_and(|t| t >= newest["at"].as_str().unwrap()),
+        "{newest}"
+    );
+    assert_eq!(shown.json["events"][1]["count"], 1, "{}", shown.json);
+    let page = app.call("GET", &format!("/scale-sets/{id}"), None).await;
+    assert_eq!(page.status, 200, "{page:?}");
+    assert!(page.text.contains("last seen"), "{}", page.text);
+    assert!(
+        page.text.contains(r#"<td class="num count">3</td>"#),
+        "{}",
+        page.text
+    );
+}

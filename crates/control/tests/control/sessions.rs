@@ -14,6 +14,7 @@ backend_tests!(
     foreign_named_session_is_visible_and_untouched,
     our_session_alone_is_not_evidence_without_the_probe,
     dormancy_recreates_with_cursor_reset,
+    issue_29_an_unchanged_refusal_is_one_event_with_a_count,
 );
 
 async fn foreign_session(db: TestDb, names_owner: bool) {
@@ -281,4 +282,42 @@ async fn leaked_own_session_after_an_unusable_create_is_recovered(db: TestDb) {
         "our own session was never shown as foreign"
     );
     controller.stop().await;
+}
+
+/// An unchanged refusal rechecked again and again is one event whose count and last-seen time
+/// grow, and the scale set's generation does not climb with each recheck (issue 29 item 14:
+/// 29 identical rows in 13 minutes, generation 4 → 31).
+async fn issue_29_an_unchanged_refusal_is_one_event_with_a_count(db: TestDb) {
+    let mut config = sim_config();
+    config.conflict_names_owner = true;
+    let h = Harness::new(db, config, |spec| spec.disable_update = false).await;
+    h.sim()
+        .create_foreign_scale_set("acme", 1, "linux", &h.identity.session_owner())
+        .expect("scale set");
+    let controller = h.start(None);
+    let first = eventually("the scale set is refused", || async {
+        let stored = h.stored().await;
+        (stored.state == ScaleSetState::Refused).then_some(stored)
+    })
+    .await;
+    let refused = eventually("the refusal was rechecked four times", || async {
+        let events = h
+            .store
+            .list_events(h.scale_set.id, 100)
+            .await
+            .expect("events");
+        let refused: Vec<_> = events.into_iter().filter(|e| e.kind == "refused").collect();
+        (refused.iter().map(|e| e.count).sum::<u64>() >= 4).then_some(refused)
+    })
+    .await;
+    controller.stop().await;
+    assert_eq!(refused.len(), 1, "one event per change: {refused:?}");
+    assert!(refused[0].count >= 4, "{refused:?}");
+    assert!(refused[0].last_at > refused[0].at, "{refused:?}");
+    let last = h.stored().await;
+    assert_eq!(
+        (last.generation, last.state_reason),
+        (first.generation, first.state_reason),
+        "an unchanged state is not written again"
+    );
 }

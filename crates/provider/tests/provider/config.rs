@@ -218,3 +218,32 @@ async fn configurations_build_working_providers() {
         "the fake lives in the given cloud"
     );
 }
+
+/// Issue 29 item 17d: every `GARM_POOL_ID=` in docs/providers.md is a pool key as scaleset
+/// makes it (`<controller id>_<scale set id>`), so trying a provider by hand lists the same
+/// instances scaleset's own calls do.
+#[test]
+fn issue_29_the_documented_pool_ids_are_pool_keys() {
+    let doc = include_str!("../../../../docs/providers.md");
+    let values: Vec<&str> = doc
+        .split("GARM_POOL_ID=")
+        .skip(1)
+        .map(|rest| rest.split_whitespace().next().unwrap_or_default())
+        .collect();
+    assert!(!values.is_empty(), "docs/providers.md sets no GARM_POOL_ID");
+    for value in values {
+        let (controller, scale_set) = value
+            .rsplit_once('_')
+            .unwrap_or_else(|| panic!("{value:?} has no '_'"));
+        let controller: uuid::Uuid = controller
+            .parse()
+            .unwrap_or_else(|e| panic!("{value:?}: {e}"));
+        let scale_set: u64 = scale_set
+            .parse()
+            .unwrap_or_else(|e| panic!("{value:?}: {e}"));
+        assert_eq!(
+            PoolKey::for_scale_set(controller, scale_set).as_str(),
+            value
+        );
+    }
+}

@@ -3,6 +3,7 @@
 //! (including the example in `docs/providers.md`).
 
 mod config;
+mod directory;
 mod external;
 mod fake;
 mod helpers;

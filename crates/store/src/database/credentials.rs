@@ -234,6 +234,28 @@ impl CredentialStore for DieselStore {
         .await
     }
 
+    async fn replace_sealed_credentials(&self, new: NewCredentials) -> Result<Credentials> {
+        self.run("replace credentials", move |conn, ctx| {
+            write_transaction(conn, "replace credentials", |conn| {
+                let (id, created_at): (String, i64) = credentials::table
+                    .filter(credentials::name.eq(&new.name))
+                    .select((credentials::id, credentials::created_at))
+                    .first(conn)
+                    .optional()
+                    .map_err(Error::backend("read credentials"))?
+                    .ok_or_else(|| Error::NotFound {
+                        entity: "credentials",
+                        key: new.name.clone(),
+                    })?;
+                let id = CredentialsId(parse_uuid("credentials", &id, "id", &id)?);
+                let row = to_row(ctx, id, &new, Timestamp::from_unix_millis(created_at))?;
+                store_row(conn, &row)?;
+                from_row(ctx, row)
+            })
+        })
+        .await
+    }
+
     async fn delete_credentials(&self, id: CredentialsId) -> Result<()> {
         self.run("delete credentials", move |conn, _| {
             let deleted = diesel::delete(credentials::table.find(id.to_string()))

@@ -1,5 +1,5 @@
-//! [`EventStore`] over diesel: the append-only `events` table, trimmed on append to the
-//! newest `event_retention` rows per scale set.
+//! [`EventStore`] over diesel: the `events` table, trimmed on append to the newest
+//! `event_retention` rows per scale set; a repeat of a scale set's newest row is counted on it.
 
 use async_trait::async_trait;
 use diesel::prelude::*;
@@ -19,6 +19,8 @@ struct Row {
     kind: String,
     reason: String,
     at: i64,
+    count: i64,
+    last_at: i64,
 }
 
 fn from_row(row: Row) -> Result<Event> {
@@ -34,6 +36,10 @@ fn from_row(row: Row) -> Result<Event> {
         kind: row.kind,
         reason: row.reason,
         at: Timestamp::from_unix_millis(row.at),
+        // Written as 1 and only ever incremented: a value below 1 is a hand-edited row, shown
+        // as one occurrence rather than refused.
+        count: u64::try_from(row.count).unwrap_or(1).max(1),
+        last_at: Timestamp::from_unix_millis(row.last_at.max(row.at)),
     })
 }
 
@@ -50,12 +56,40 @@ impl EventStore for DieselStore {
             write_transaction(conn, "append event", |conn| {
                 let key = scale_set_id.to_string();
                 let at = ctx.now().unix_millis();
+                let newest: Option<Row> = events::table
+                    .filter(events::scale_set_id.eq(&key))
+                    .order(events::id.desc())
+                    .select(Row::as_select())
+                    .first(conn)
+                    .optional()
+                    .map_err(Error::backend("read the newest event"))?;
+                if let Some(newest) = newest
+                    && newest.kind == kind
+                    && newest.reason == reason
+                {
+                    // A repeat, not a change: counted on the entry it repeats.
+                    diesel::update(events::table.find(newest.id))
+                        .set((
+                            events::count.eq(events::count + 1),
+                            events::last_at.eq(at.max(newest.at)),
+                        ))
+                        .execute(conn)
+                        .map_err(Error::write("event", "count a repeated event"))?;
+                    let repeated: Row = events::table
+                        .find(newest.id)
+                        .select(Row::as_select())
+                        .first(conn)
+                        .map_err(Error::backend("read the repeated event"))?;
+                    return from_row(repeated);
+                }
                 diesel::insert_into(events::table)
                     .values((
                         events::scale_set_id.eq(&key),
                         events::kind.eq(&kind),
                         events::reason.eq(&reason),
                         events::at.eq(at),
+                        events::count.eq(1),
+                        events::last_at.eq(at),
                     ))
                     .execute(conn)
                     .map_err(|e| match Error::write("event", "append event")(e) {

@@ -103,6 +103,8 @@ diesel::table! {
         kind -> Text,
         reason -> Text,
         at -> BigInt,
+        count -> BigInt,
+        last_at -> BigInt,
     }
 }
 

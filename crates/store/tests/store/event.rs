@@ -1,4 +1,5 @@
-//! Events: append-only trail, newest first, bounded retention.
+//! Events: append-only trail, newest first, bounded retention; an entry that repeats the newest
+//! one is counted on it, not appended again (issue 29 item 14).
 
 use scaleset_store::{DieselStore, EventStore as _, ScaleSetId};
 
@@ -6,7 +7,9 @@ use crate::helpers::{TestDb, store_tests};
 
 store_tests!(
     events_round_trip_newest_first,
-    retention_keeps_the_newest_per_scale_set
+    retention_keeps_the_newest_per_scale_set,
+    issue_29_a_repeated_event_is_counted_on_the_newest_entry_not_appended,
+    issue_29_repeats_do_not_push_other_history_out_of_retention
 );
 
 async fn events_round_trip_newest_first(db: TestDb) {
@@ -65,4 +68,78 @@ async fn retention_keeps_the_newest_per_scale_set(db: TestDb) {
     assert_eq!(kept, newest);
     // Another scale set's trail is its own.
     assert_eq!(store.list_events(quiet.id, 100).await.unwrap().len(), 1);
+}
+
+async fn issue_29_a_repeated_event_is_counted_on_the_newest_entry_not_appended(db: TestDb) {
+    let store = db.open().await;
+    let scale_set = crate::helpers::scale_set(&store, "rep").await;
+    let first = store
+        .append_event(scale_set.id, "refused", "foreign_owner (x); what to do: y")
+        .await
+        .unwrap();
+    assert_eq!((first.count, first.last_at), (1, first.at));
+    let mut last = first.clone();
+    for _ in 0..4 {
+        db.clock.advance(std::time::Duration::from_secs(30));
+        last = store
+            .append_event(scale_set.id, "refused", "foreign_owner (x); what to do: y")
+            .await
+            .unwrap();
+    }
+    // One entry: first seen when it first happened, last seen at the fifth, counted five times.
+    assert_eq!(last.id, first.id);
+    assert_eq!(last.at, first.at);
+    assert_eq!(last.count, 5);
+    assert!(last.last_at > first.at);
+    assert_eq!(
+        store.list_events(scale_set.id, 10).await.unwrap(),
+        vec![last.clone()]
+    );
+
+    // A change is a new entry; the same text again after it is a change too.
+    db.clock.advance(std::time::Duration::from_secs(1));
+    let ready = store
+        .append_event(scale_set.id, "ready", "ready: scale set 5 adopted")
+        .await
+        .unwrap();
+    assert_eq!(ready.count, 1);
+    let again = store
+        .append_event(scale_set.id, "refused", "foreign_owner (x); what to do: y")
+        .await
+        .unwrap();
+    assert_ne!(again.id, last.id);
+    assert_eq!(again.count, 1);
+    // Same kind with another reason, or another kind with the same reason: a change.
+    let other_reason = store
+        .append_event(scale_set.id, "refused", "foreign_owner (z); what to do: y")
+        .await
+        .unwrap();
+    let other_kind = store
+        .append_event(scale_set.id, "failed", "foreign_owner (z); what to do: y")
+        .await
+        .unwrap();
+    assert_eq!((other_reason.count, other_kind.count), (1, 1));
+    assert_eq!(
+        store.list_events(scale_set.id, 10).await.unwrap(),
+        vec![other_kind, other_reason, again, ready, last]
+    );
+}
+
+async fn issue_29_repeats_do_not_push_other_history_out_of_retention(db: TestDb) {
+    let store = DieselStore::open(db.options().event_retention(3))
+        .await
+        .unwrap();
+    let set = crate::helpers::scale_set(&store, "hist").await;
+    let created = store.append_event(set.id, "created", "c").await.unwrap();
+    let ready = store.append_event(set.id, "ready", "r").await.unwrap();
+    for _ in 0..50 {
+        store
+            .append_event(set.id, "config_error", "no runner group \"gpu\"")
+            .await
+            .unwrap();
+    }
+    let kept = store.list_events(set.id, 100).await.unwrap();
+    assert_eq!(kept.len(), 3, "{kept:?}");
+    assert_eq!(kept[0].count, 50);
+    assert_eq!(&kept[1..], &[ready, created]);
 }

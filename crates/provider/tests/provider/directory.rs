@@ -1,0 +1,38 @@
+//! The directory provider (the demo's and the simulator worker's fake cloud): what it writes
+//! holds secrets until the runner boots (the JIT config and the instance token), so only the
+//! owner may read it (issue 29 item 17b).
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
+
+use scaleset_provider::{DirectoryProvider, Pool, PoolKey, Provider as _};
+
+use crate::helpers::{CONTROLLER, request};
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+#[tokio::test]
+async fn issue_29_instance_files_are_0600_in_0700_directories() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let root = tmp.path().join("instances");
+    let provider = DirectoryProvider::new(root.clone(), CONTROLLER);
+    let pool = Pool::new(PoolKey::for_scale_set(CONTROLLER, 1));
+    provider
+        .create(&request("runner-a", &pool))
+        .await
+        .expect("create");
+    let pool_dir = root.join(pool.key.as_str());
+    let file = pool_dir.join("runner-a.json");
+    let text = std::fs::read_to_string(&file).expect("instance file");
+    assert!(text.contains("instanceToken"), "{text}");
+    assert_eq!(mode(&file), 0o600, "{}", file.display());
+    for dir in [&root, &pool_dir, &root.join(".staging")] {
+        assert_eq!(mode(dir), 0o700, "{}", dir.display());
+    }
+}

@@ -1,0 +1,2 @@
+ALTER TABLE events DROP COLUMN last_at;
+ALTER TABLE events DROP COLUMN count;
