@@ -544,8 +544,14 @@ mod tests {
             #[allow(dead_code)]
             const DESERIALIZES: bool = true;
         }
-        assert!(Probe::<Evidence>::DESERIALIZES, "the probe sees a Deserialize");
-        assert!(Probe::<Refusal>::DESERIALIZES, "refusals are stored and read back");
+        assert!(
+            Probe::<Evidence>::DESERIALIZES,
+            "the probe sees a Deserialize"
+        );
+        assert!(
+            Probe::<Refusal>::DESERIALIZES,
+            "refusals are stored and read back"
+        );
         assert!(!Probe::<DeletePermit>::DESERIALIZES);
         assert!(!Probe::<Rollback>::DESERIALIZES);
         assert!(!Probe::<Outcome>::DESERIALIZES);

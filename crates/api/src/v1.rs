@@ -32,8 +32,8 @@ pub use plan::{
     PlannedCredentials, PlannedEntity, PlannedScaleSet,
 };
 pub use scale_set::{
-    AdoptionPolicy, CreateScaleSet, DeleteAction, DeleteScaleSetResult, Event, Provenance, Refusal,
-    ScaleSet, ScaleSetSpec, ScaleSetState, UpdateScaleSet,
+    AdoptionPolicy, CreateScaleSet, DeleteAction, DeleteScaleSetResult, Event, Evidence,
+    Provenance, Refusal, ScaleSet, ScaleSetSpec, ScaleSetState, UpdateScaleSet,
 };
 pub use token::Token;
 

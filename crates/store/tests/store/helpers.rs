@@ -121,7 +121,9 @@ pub(crate) fn creation(github_id: u64) -> scaleset_store::Creation {
                         Some(set) => Fact::ScaleSet(set.clone()),
                         None => Fact::NotFound,
                     },
-                    Command::OpenSession { .. } => Fact::Opened(scaleset_adopt::SessionId("s".into())),
+                    Command::OpenSession { .. } => {
+                        Fact::Opened(scaleset_adopt::SessionId("s".into()))
+                    }
                     Command::CloseSession { .. } => Fact::Closed,
                     Command::Update { .. } => Fact::Updated,
                     _ => Fact::ScaleSets(created.clone()),

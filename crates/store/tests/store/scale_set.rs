@@ -1,8 +1,8 @@
 //! Scale sets: round trip, uniqueness, optimistic concurrency, corrupt rows.
 
 use scaleset_store::{
-    AdoptionPolicy, Error, EventStore as _, Evidence, InstanceStore as _, LeaseStore as _, NewInstance,
-    NewScaleSet, Progress, Provenance, ScaleSetState, ScaleSetStore as _,
+    AdoptionPolicy, Error, EventStore as _, Evidence, InstanceStore as _, LeaseStore as _,
+    NewInstance, NewScaleSet, Progress, Provenance, ScaleSetState, ScaleSetStore as _,
 };
 
 use crate::helpers::{TestDb, lease, raw_sql, spec, store_tests};
@@ -61,7 +61,10 @@ async fn issue29_a_later_known_never_overwrites_a_stored_created(db: TestDb) {
     let written = store.update_scale_set(&ensured).await.unwrap();
     assert_eq!(written.provenance, ours, "{written:?}");
     assert_eq!(written.state_reason, "ready again", "the rest is written");
-    assert_eq!(written.evidence, ensured.evidence, "evidence is this ensure's");
+    assert_eq!(
+        written.evidence, ensured.evidence,
+        "evidence is this ensure's"
+    );
     let read = store.get_scale_set(set.id).await.unwrap();
     assert_eq!(read.provenance, ours, "{read:?}");
 
@@ -77,7 +80,16 @@ async fn issue29_a_later_known_never_overwrites_a_stored_created(db: TestDb) {
     let mut moved = store.get_scale_set(set.id).await.unwrap();
     moved.github_id = Some(10);
     let err = store.update_scale_set(&moved).await.unwrap_err();
-    assert!(matches!(err, Error::Invalid { field: "provenance", .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            Error::Invalid {
+                field: "provenance",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
 
     // Another GitHub scale set (the old one gone, this one found by owner label) has its own
     // history: the new provenance is written.
