@@ -12,8 +12,9 @@
 //!
 //! What it deliberately does not do: decide ownership or scaling. A scale-set create runs the
 //! control crate's ensure step ([`scaleset_control::EnsureOnce`], the same code the worker
-//! runs), and the delete acts on the stored provenance only (created: deleted on GitHub;
-//! adopted or known: detached unless `force`). It opens no database and reads no files: the
+//! runs), and the delete carries out the control crate's decision from the stored provenance
+//! ([`scaleset_control::plan_deletion`]: created: deleted on GitHub; adopted or known: detached
+//! unless `force`). It opens no database and reads no files: the
 //! binary builds the [`AppState`].
 //!
 //! ```no_run
