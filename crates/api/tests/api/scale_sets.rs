@@ -362,6 +362,7 @@ async fn issue29_a_created_set_stays_created_after_the_workers_ensure_and_is_del
     assert_eq!(answer.status, 200, "{answer:?}");
     assert_eq!(answer.json["action"], "deleted_on_github", "{answer:?}");
     assert_eq!(answer.json["provenance"], "created", "{answer:?}");
+    assert_eq!(answer.json["github_id"], github_id, "{answer:?}");
     assert!(
         github_ids_named(&sim, "linux").is_empty(),
         "deleted on GitHub without force"
