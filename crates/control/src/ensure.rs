@@ -134,6 +134,8 @@ pub(crate) async fn ensure(
                             .map_err(store("recording the created scale set"))?,
                     ),
                     (scaleset_adopt::Provenance::Known, _) => Provenance::Known,
+                    // Adopted, or (never, by the machine's contract) created without a
+                    // permit: nothing proves a creation, so nothing may delete it on GitHub.
                     _ => Provenance::Adopted,
                 };
                 // Provenance is history: what this run saw (`known`, by the stored id) does
