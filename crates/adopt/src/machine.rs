@@ -31,9 +31,10 @@ const CLOSE_TRIES: u8 = 3;
 
 /// What the driver does next.
 ///
-/// Deliberately exhaustive: a run either asks for one more command or ends.
+/// Deliberately exhaustive: a run either asks for one more command or ends. Serialises but
+/// never deserialises: its outcome may carry a [`crate::DeletePermit`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub enum Step {
     /// Execute this command and feed its fact to [`Machine::next`].
     Do(Command),

@@ -10,8 +10,11 @@ use crate::scale_set::{RunnerGroupId, ScaleSetId, ScaleSetRef, SessionId};
 use crate::settings::Settings;
 
 /// How a run of the machine ended.
+///
+/// With the `serde` feature it serialises, but never deserialises: a ready outcome may carry a
+/// [`DeletePermit`], which only the machine makes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub enum Outcome {
     /// The scale set is ours to use.
@@ -190,9 +193,10 @@ pub enum Evidence {
     OwnSession,
 }
 
-/// What a rollback may do with a ready scale set.
+/// What a rollback may do with a ready scale set (serialises, never deserialises: it may
+/// carry a [`DeletePermit`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub enum Rollback {
     /// Created in this run: rollback may delete it, and must show this permit to do so.
@@ -213,11 +217,12 @@ impl Rollback {
 
 /// Proof that this run created a scale set, the only thing that allows deleting it on rollback.
 ///
-/// Only the machine constructs it (its field is private), and only for
-/// [`Provenance::Created`]. With the `serde` feature it can be deserialized too, so a permit
-/// read back from storage is exactly as trustworthy as that storage.
+/// Only the machine constructs it (its field is private), and only on the create path, for
+/// [`Provenance::Created`]. It has no `Deserialize`, even with the `serde` feature, so nothing
+/// read from a file, a request or a database can forge one: a store that must remember a
+/// creation keeps its own record, writable only by handing over a permit.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct DeletePermit {
     id: ScaleSetId,
 }
@@ -522,6 +527,43 @@ mod tests {
                 moved_from: None
             }
             .is_warning()
+        );
+    }
+
+    /// Issue 30 item 5: a permit cannot be deserialised (with `serde` on, as in these tests).
+    /// An inherent constant, present only when the type implements `DeserializeOwned`, wins
+    /// over the trait's default, so this reads "does `T` deserialise" on stable Rust.
+    #[cfg(feature = "serde")]
+    #[test]
+    fn a_delete_permit_cannot_be_deserialised() {
+        use std::marker::PhantomData;
+        trait NotDeserialize {
+            const DESERIALIZES: bool = false;
+        }
+        struct Probe<T>(PhantomData<T>);
+        impl<T> NotDeserialize for Probe<T> {}
+        impl<T: serde::de::DeserializeOwned> Probe<T> {
+            #[allow(dead_code)]
+            const DESERIALIZES: bool = true;
+        }
+        let deserialises = [
+            ("Evidence", Probe::<Evidence>::DESERIALIZES),
+            ("Refusal", Probe::<Refusal>::DESERIALIZES),
+            ("DeletePermit", Probe::<DeletePermit>::DESERIALIZES),
+            ("Rollback", Probe::<Rollback>::DESERIALIZES),
+            ("Outcome", Probe::<Outcome>::DESERIALIZES),
+        ];
+        // Evidence and refusals are stored and read back (and show that the probe sees a
+        // Deserialize); nothing that carries a permit deserialises.
+        assert_eq!(
+            deserialises,
+            [
+                ("Evidence", true),
+                ("Refusal", true),
+                ("DeletePermit", false),
+                ("Rollback", false),
+                ("Outcome", false),
+            ]
         );
     }
 

@@ -33,7 +33,7 @@ pub use plan::{
 };
 pub use scale_set::{
     AdoptionPolicy, CreateScaleSet, DeleteAction, DeleteScaleSetResult, DrainScaleSetResult, Event,
-    Provenance, Refusal, ScaleSet, ScaleSetSpec, ScaleSetState, UpdateScaleSet,
+    Evidence, Provenance, Refusal, ScaleSet, ScaleSetSpec, ScaleSetState, UpdateScaleSet,
 };
 pub use token::Token;
 

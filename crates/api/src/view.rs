@@ -86,11 +86,35 @@ fn state(s: store::ScaleSetState) -> v1::ScaleSetState {
     }
 }
 
-fn provenance(p: store::Provenance) -> v1::Provenance {
+pub(crate) fn provenance(p: &store::Provenance) -> v1::Provenance {
     match p {
-        store::Provenance::Created => v1::Provenance::Created,
+        store::Provenance::Created(_) => v1::Provenance::Created,
         store::Provenance::Known => v1::Provenance::Known,
-        _ => v1::Provenance::Adopted,
+        store::Provenance::Adopted => v1::Provenance::Adopted,
+    }
+}
+
+/// The machine's evidence on the wire; a kind this version does not name is left out (the
+/// machine's enum is non-exhaustive).
+fn evidence(evidence: &[store::Evidence]) -> Vec<v1::Evidence> {
+    evidence
+        .iter()
+        .filter_map(|e| match e {
+            store::Evidence::CreatedThisRun => Some(v1::Evidence::CreatedThisRun),
+            store::Evidence::StoredId => Some(v1::Evidence::StoredId),
+            store::Evidence::OwnerLabel => Some(v1::Evidence::OwnerLabel),
+            store::Evidence::OwnSession => Some(v1::Evidence::OwnSession),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The machine's refusal on the wire: its stable code, what was found, and what to do.
+pub(crate) fn refusal(r: &store::Refusal) -> v1::Refusal {
+    v1::Refusal {
+        code: r.code().to_owned(),
+        message: r.to_string(),
+        remedy: r.remediation(),
     }
 }
 
@@ -119,11 +143,11 @@ pub(crate) fn scale_set(s: &store::ScaleSet, events: &[store::Event]) -> v1::Sca
             repair: spec.repair,
         },
         github_id: s.github_id,
-        provenance: s.provenance.map(provenance),
-        evidence: s.evidence.clone(),
+        provenance: s.provenance.as_ref().map(provenance),
+        evidence: evidence(&s.evidence),
         state: state(s.state),
         state_reason: s.state_reason.clone(),
-        refusal: None,
+        refusal: s.refusal.as_ref().map(refusal),
         desired_runners: s.desired_runners,
         events: events.iter().map(event).collect(),
         created_at: time(s.created_at),

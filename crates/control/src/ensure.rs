@@ -18,7 +18,7 @@ use scaleset_adopt::{
 };
 use scaleset_github::{Client, Error as GitHubError, ScaleSetId as GitHubScaleSetId, Session};
 use scaleset_store::{
-    AdoptionPolicy, Event, Lease, Provenance, ScaleSet, ScaleSetId, ScaleSetState, Store,
+    AdoptionPolicy, Creation, Event, Lease, Provenance, ScaleSet, ScaleSetId, ScaleSetState, Store,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -137,31 +137,54 @@ pub(crate) async fn ensure(
             evidence,
             reset_cursor,
             notices,
+            rollback,
             ..
         } => {
             let github_id = GitHubScaleSetId::try_from(github.0).map_err(|e| Error::Adoption {
                 scale_set: name.clone(),
                 reason: e.to_string(),
             })?;
-            let provenance = match provenance {
-                scaleset_adopt::Provenance::Created => Provenance::Created,
-                scaleset_adopt::Provenance::Known => Provenance::Known,
+            let seen = match (provenance, rollback.permit()) {
+                // The one place a record of creation is made: from the permit the machine
+                // hands out on its create path only.
+                (scaleset_adopt::Provenance::Created, Some(permit)) => Provenance::Created(
+                    Creation::from_permit(permit)
+                        .map_err(store("recording the created scale set"))?,
+                ),
+                (scaleset_adopt::Provenance::Known, _) => Provenance::Known,
+                // Adopted, or (never, by the machine's contract) created without a permit:
+                // nothing proves a creation, so nothing may delete it on GitHub.
                 _ => Provenance::Adopted,
             };
+            // Provenance is history: what this run saw (`known`, by the stored id) does not
+            // replace how the scale set came to be ours. The store keeps the same rule; here it
+            // only words the reason.
+            let github = i64::from(github_id);
+            let recorded = Provenance::recorded(
+                scale_set.provenance.as_ref(),
+                scale_set.github_id,
+                Some(seen.clone()),
+                Some(github),
+            )
+            .unwrap_or_else(|| seen.clone());
             let reason = format!(
                 "ready: scale set {github_id} {} on evidence {evidence:?}{}",
-                provenance.as_str(),
+                match (&recorded, &seen) {
+                    (Provenance::Created(_), Provenance::Created(_)) => "created",
+                    (Provenance::Created(_), _) => "created by this controller (confirmed)",
+                    (Provenance::Adopted, Provenance::Known) => "adopted (confirmed)",
+                    (other, _) => other.as_str(),
+                },
                 if reset_cursor {
                     " (GitHub had deleted the stored one: cursor reset)"
                 } else {
                     ""
                 }
             );
-            let evidence_json = serde_json::to_value(&evidence).unwrap_or_default();
             record(shared, id, "ready", &reason, |s| {
-                s.github_id = Some(i64::from(github_id));
-                s.provenance = Some(provenance);
-                s.evidence = evidence_json.clone();
+                s.github_id = Some(github);
+                s.provenance = Some(recorded.clone());
+                s.evidence.clone_from(&evidence);
                 s.state = ScaleSetState::Ready;
             })
             .await?;
@@ -220,7 +243,11 @@ pub(crate) async fn ensure(
                 reason.code(),
                 reason.remediation()
             );
-            let event = record(shared, id, "refused", &text, |s| s.state = state).await?;
+            let event = record(shared, id, "refused", &text, |s| {
+                s.state = state;
+                s.refusal = Some(reason.clone());
+            })
+            .await?;
             if event.is_first() {
                 tracing::warn!(reason = %text, "scale set refused");
             } else {

@@ -105,7 +105,8 @@ mod tests {
             spec,
             github_id: None,
             provenance: None,
-            evidence: serde_json::Value::Null,
+            evidence: Vec::new(),
+            refusal: None,
             state: ScaleSetState::Pending,
             state_reason: String::new(),
             last_message_id: 0,
@@ -155,7 +156,7 @@ mod tests {
             ("not pending", |s| s.state = ScaleSetState::Error),
             ("on GitHub", |s| s.github_id = Some(7)),
             ("with provenance", |s| {
-                s.provenance = Some(scaleset_store::Provenance::Created);
+                s.provenance = Some(scaleset_store::Provenance::Adopted);
             }),
         ];
         for (what, mutate) in cases {

@@ -17,6 +17,8 @@
 //! [`ControllerIdentity`] and [`Settings`]; runs until a `CancellationToken` fires), the one
 //! adoption driver [`adoption::run_once`] (store-free; the ensure step and the whole-system
 //! tests both run it), [`EnsureOnce`] (the same ensure step run once, for tools and tests),
+//! [`plan_deletion`] with [`delete_on_github`] (whether deleting a scale set deletes it on
+//! GitHub, decided from its stored provenance, and the one GitHub delete),
 //! the pure [`plan`] with [`PlanInput`]/[`Plan`], the pure lease planner [`plan_leases`]
 //! (which scale sets this worker serves among the live workers), [`Metrics`] and
 //! [`Error`]. Crash points for tests are observable through [`Checkpoints`].
@@ -26,6 +28,7 @@ mod checkpoint;
 mod client_factory;
 mod coalesce;
 mod controller;
+mod deletion;
 mod drain;
 mod ensure;
 mod ensure_once;
@@ -44,6 +47,7 @@ mod task;
 pub use checkpoint::{Checkpoint, Checkpoints};
 pub use client_factory::{ClientFactory, StoreClientFactory};
 pub use controller::Controller;
+pub use deletion::{Deletion, Detachment, GitHubDeletion, delete_on_github, plan_deletion};
 pub use ensure_once::{EnsureOnce, EnsureResult};
 pub use error::Error;
 pub use fleet::{

@@ -97,9 +97,12 @@ pub use keyring::{EncryptionKey, Keyring};
 pub use lease::{Acquisition, Lease, LeaseRecord, LeaseStore, LiveLease};
 pub use options::{DatabaseUrl, SqliteSync, StoreOptions};
 pub use scale_set::{
-    AdoptionPolicy, NewScaleSet, Progress, Provenance, RunnerGroup, ScaleSet, ScaleSetSpec,
-    ScaleSetState, ScaleSetStore,
+    AdoptionPolicy, Creation, NewScaleSet, Progress, Provenance, RunnerGroup, ScaleSet,
+    ScaleSetSpec, ScaleSetState, ScaleSetStore,
 };
+/// The adoption machine's typed proofs the store keeps: the evidence of a ready scale set and
+/// the refusal of a refused one (a [`Creation`] is made from its `DeletePermit`).
+pub use scaleset_adopt::{DeletePermit, Evidence, Refusal};
 /// Secrets (PATs, private keys, API tokens): `secrecy`'s, the type every scaleset crate holds;
 /// `Debug` redacts and the value is wiped on drop.
 pub use secrecy::{ExposeSecret, SecretString};

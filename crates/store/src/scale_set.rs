@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use scaleset_adopt::{DeletePermit, Evidence, Refusal};
+
 use crate::clock::Timestamp;
 use crate::error::Result;
 use crate::id::{EntityId, ScaleSetId};
@@ -24,15 +26,107 @@ crate::text_enum! {
     }
 }
 
-crate::text_enum! {
-    /// How this controller came to hold the GitHub scale set.
-    Provenance {
-        /// This controller created it (only this may be rolled back).
-        Created = "created",
-        /// The stored GitHub id was confirmed.
-        Known = "known",
-        /// Adopted on evidence or policy.
-        Adopted = "adopted",
+/// How this controller came to hold its GitHub scale set. It is history, kept per GitHub
+/// scale set: once recorded, a later ensure that merely confirms the stored id (`Known`) never
+/// replaces it (see [`Provenance::recorded`]); only a database loss forgets it, after which
+/// the scale set is adopted by its owner label.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Provenance {
+    /// This controller created it: the only provenance under which deleting the scale set
+    /// deletes it on GitHub. It carries the [`Creation`] record, which only the create path
+    /// can make.
+    Created(Creation),
+    /// The stored GitHub id was confirmed, with no record of how it became ours (a row
+    /// written before provenance was kept as history).
+    Known,
+    /// Adopted on evidence or policy.
+    Adopted,
+}
+
+impl Provenance {
+    /// The stored (and displayed) text: `created`, `known` or `adopted`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Created(_) => "created",
+            Self::Known => "known",
+            Self::Adopted => "adopted",
+        }
+    }
+
+    /// Whether this controller created the GitHub scale set.
+    pub fn is_created(&self) -> bool {
+        matches!(self, Self::Created(_))
+    }
+
+    /// How much this provenance says about where the scale set came from: a record of
+    /// creation says most, a bare confirmation of the stored id least.
+    fn weight(provenance: Option<&Self>) -> u8 {
+        match provenance {
+            Some(Self::Created(_)) => 3,
+            Some(Self::Adopted) => 2,
+            Some(Self::Known) => 1,
+            None => 0,
+        }
+    }
+
+    /// What to record when `written` is written for GitHub scale set `github_id` over a row
+    /// that holds `stored` for `stored_github_id`. For the same GitHub scale set provenance
+    /// only gains information (created over adopted over known over none), so a later
+    /// ensure's `Known` never replaces a `Created`; another GitHub scale set has its own
+    /// history, and `written` stands.
+    pub fn recorded(
+        stored: Option<&Self>,
+        stored_github_id: Option<i64>,
+        written: Option<Self>,
+        github_id: Option<i64>,
+    ) -> Option<Self> {
+        let same_scale_set = github_id.is_some() && github_id == stored_github_id;
+        if same_scale_set && Self::weight(stored) > Self::weight(written.as_ref()) {
+            stored.cloned()
+        } else {
+            written
+        }
+    }
+}
+
+impl std::fmt::Display for Provenance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The record that this controller created GitHub scale set [`Creation::github_id`]. Outside
+/// the store it can only be made from the adoption machine's [`DeletePermit`], which the
+/// machine hands out only on the create path and which nothing can deserialise: a row says
+/// `created` only if a create earned it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Creation {
+    github_id: i64,
+}
+
+impl Creation {
+    /// The record of the creation `permit` proves.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Invalid`] for a GitHub id beyond the store's range (above `i64::MAX`).
+    pub fn from_permit(permit: &DeletePermit) -> Result<Self> {
+        let id = permit.id().0;
+        let github_id = i64::try_from(id).map_err(|_| crate::Error::Invalid {
+            field: "github_id",
+            reason: format!("GitHub scale set id {id} is beyond the store's range"),
+        })?;
+        Ok(Self { github_id })
+    }
+
+    /// A creation read back from a row (the store wrote it from a permit).
+    pub(crate) fn stored(github_id: i64) -> Self {
+        Self { github_id }
+    }
+
+    /// The GitHub scale set this controller created.
+    pub fn github_id(&self) -> i64 {
+        self.github_id
     }
 }
 
@@ -64,6 +158,15 @@ impl ScaleSetState {
     /// page, the CLI and the metrics count by.
     pub fn needs_attention(self) -> bool {
         !matches!(self, Self::Ready | Self::Pending)
+    }
+
+    /// Whether the state is a refusal of the adoption machine, which a stored
+    /// [`ScaleSet::refusal`] explains.
+    pub fn is_refusal(self) -> bool {
+        match self {
+            Self::Refused | Self::Drifted | Self::ForeignSession => true,
+            Self::Pending | Self::Ready | Self::Dormant | Self::Error => false,
+        }
     }
 }
 
@@ -132,10 +235,14 @@ pub struct ScaleSet {
     pub spec: ScaleSetSpec,
     /// GitHub's id, once ensured; `None` after GitHub deleted it.
     pub github_id: Option<i64>,
-    /// How the GitHub scale set came to be ours.
+    /// How the GitHub scale set came to be ours (history: see [`Provenance::recorded`]).
     pub provenance: Option<Provenance>,
-    /// The adoption evidence, as the control crate records it (opaque JSON).
-    pub evidence: serde_json::Value,
+    /// The ownership evidence the last ensure saw (empty before the first, and for an
+    /// adoption on policy alone).
+    pub evidence: Vec<Evidence>,
+    /// The adoption machine's refusal, kept while the state is a refusal (`refused`,
+    /// `drifted`, `foreign_session`); the store clears it with any other state.
+    pub refusal: Option<Refusal>,
     /// The visible state.
     pub state: ScaleSetState,
     /// Why it is in that state, for operators.
@@ -194,10 +301,14 @@ pub trait ScaleSetStore: Send + Sync {
     /// All scale sets, or those of one entity.
     async fn list_scale_sets(&self, entity_id: Option<EntityId>) -> Result<Vec<ScaleSet>>;
 
-    /// Writes the spec, GitHub id, provenance, evidence, state and reason of `scale_set` if
-    /// its generation is still the stored one, and returns the row with the generation bumped.
-    /// Otherwise [`crate::Error::Stale`] and nothing is written. A changed GitHub id resets
-    /// the message cursor and session, which belonged to the old GitHub scale set.
+    /// Writes the spec, GitHub id, provenance, evidence, refusal, state and reason of
+    /// `scale_set` if its generation is still the stored one, and returns the row with the
+    /// generation bumped. Otherwise [`crate::Error::Stale`] and nothing is written. A changed
+    /// GitHub id resets the message cursor and session, which belonged to the old GitHub scale
+    /// set. Provenance is history: for the same GitHub id a stored provenance is never
+    /// replaced by one that says less ([`Provenance::recorded`]); a [`Creation`] for another
+    /// GitHub id than the row's is [`crate::Error::Invalid`]. The refusal is written only with
+    /// a refusing state ([`ScaleSetState::is_refusal`]) and cleared otherwise.
     async fn update_scale_set(&self, scale_set: &ScaleSet) -> Result<ScaleSet>;
 
     /// Records a listener's progress in one commit, if `lease` is still current

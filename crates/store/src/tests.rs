@@ -16,12 +16,6 @@ fn stored_enum_text_round_trips_and_unknown_text_is_none() {
     for &policy in AdoptionPolicy::ALL {
         assert_eq!(AdoptionPolicy::from_stored(policy.as_str()), Some(policy));
     }
-    for &provenance in Provenance::ALL {
-        assert_eq!(
-            Provenance::from_stored(provenance.as_str()),
-            Some(provenance)
-        );
-    }
     assert_eq!(InstanceStatus::from_stored("Running"), None);
     assert_eq!(ScaleSetState::from_stored(""), None);
     assert_eq!(ScaleSetState::ForeignSession.to_string(), "foreign_session");
@@ -193,4 +187,98 @@ fn public_types_are_thread_safe_and_the_store_is_object_safe() {
     assert_send_sync::<Error>();
     assert_send_sync::<DieselStore>();
     assert_send_sync::<std::sync::Arc<dyn Store>>();
+}
+
+/// Provenance is history (issue 29 item 3): for the same GitHub scale set it only gains
+/// information; another GitHub scale set starts its own.
+#[test]
+fn provenance_of_one_github_scale_set_only_gains_information() {
+    use crate::scale_set::{Creation, Provenance as P};
+    let created = P::Created(Creation::stored(8));
+    let cases = [
+        // (stored, stored id, written, written id, recorded)
+        (
+            Some(created.clone()),
+            Some(8),
+            Some(P::Known),
+            Some(8),
+            Some(created.clone()),
+        ),
+        (
+            Some(created.clone()),
+            Some(8),
+            Some(P::Adopted),
+            Some(8),
+            Some(created.clone()),
+        ),
+        (
+            Some(created.clone()),
+            Some(8),
+            None,
+            Some(8),
+            Some(created.clone()),
+        ),
+        (
+            Some(P::Adopted),
+            Some(8),
+            Some(P::Known),
+            Some(8),
+            Some(P::Adopted),
+        ),
+        (Some(P::Known), Some(8), None, Some(8), Some(P::Known)),
+        (
+            Some(P::Known),
+            Some(8),
+            Some(P::Adopted),
+            Some(8),
+            Some(P::Adopted),
+        ),
+        (
+            Some(P::Adopted),
+            Some(8),
+            Some(created.clone()),
+            Some(8),
+            Some(created.clone()),
+        ),
+        (
+            Some(created.clone()),
+            Some(8),
+            Some(P::Adopted),
+            Some(9),
+            Some(P::Adopted),
+        ),
+        (
+            Some(created.clone()),
+            Some(8),
+            Some(P::Known),
+            None,
+            Some(P::Known),
+        ),
+        (Some(P::Known), None, None, None, None),
+        (None, None, Some(P::Known), Some(8), Some(P::Known)),
+    ];
+    for (stored, stored_id, written, id, recorded) in cases {
+        assert_eq!(
+            P::recorded(stored.as_ref(), stored_id, written.clone(), id),
+            recorded,
+            "{stored:?} of {stored_id:?}, then {written:?} of {id:?}"
+        );
+    }
+    assert_eq!(
+        [created.as_str(), P::Known.as_str(), P::Adopted.as_str()],
+        ["created", "known", "adopted"]
+    );
+    assert_eq!(P::Adopted.to_string(), "adopted");
+    assert!(created.is_created() && !P::Known.is_created() && !P::Adopted.is_created());
+    assert_eq!(Creation::stored(8).github_id(), 8);
+    assert!(ScaleSetState::Refused.is_refusal() && ScaleSetState::Drifted.is_refusal());
+    assert!(ScaleSetState::ForeignSession.is_refusal());
+    for state in [
+        ScaleSetState::Pending,
+        ScaleSetState::Ready,
+        ScaleSetState::Dormant,
+        ScaleSetState::Error,
+    ] {
+        assert!(!state.is_refusal(), "{state}");
+    }
 }

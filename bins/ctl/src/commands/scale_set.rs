@@ -9,7 +9,7 @@ use anyhow::{Context as _, Result, bail};
 use comfy_table::Cell;
 use scaleset_api::v1::{
     AdoptionPolicy, CreateScaleSet as CreateBody, DeleteAction, DeleteScaleSetResult,
-    DrainScaleSetResult, EntityList, Provenance, ScaleSet, ScaleSetList, ScaleSetState,
+    DrainScaleSetResult, EntityList, Evidence, Provenance, ScaleSet, ScaleSetList, ScaleSetState,
     UpdateScaleSet as UpdateBody,
 };
 use uuid::Uuid;
@@ -87,6 +87,24 @@ pub(crate) fn state_text(state: ScaleSetState) -> (&'static str, Tone) {
         ScaleSetState::Error => ("error", Tone::Bad),
         _ => ("unknown", Tone::Warn),
     }
+}
+
+/// The evidence in words, `-` when there is none.
+fn evidence_text(evidence: &[Evidence]) -> String {
+    if evidence.is_empty() {
+        return "-".to_owned();
+    }
+    let words: Vec<&str> = evidence
+        .iter()
+        .map(|e| match e {
+            Evidence::CreatedThisRun => "created this run",
+            Evidence::StoredId => "stored id",
+            Evidence::OwnerLabel => "owner label",
+            Evidence::OwnSession => "own session",
+            _ => "other",
+        })
+        .collect();
+    words.join(", ")
 }
 
 fn provenance_text(provenance: Option<Provenance>) -> &'static str {
@@ -279,14 +297,7 @@ fn details(ctx: &Ctx<'_>, s: &ScaleSet, entities: &BTreeMap<Uuid, String>) -> St
             "bootstrap",
             Cell::new(format!("{}s timeout", spec.bootstrap_timeout_secs)),
         ),
-        (
-            "evidence",
-            Cell::new(if s.evidence.is_null() {
-                "-".to_owned()
-            } else {
-                s.evidence.to_string()
-            }),
-        ),
+        ("evidence", Cell::new(evidence_text(&s.evidence))),
         ("created", Cell::new(&s.created_at)),
         ("updated", Cell::new(&s.updated_at)),
     ]);
@@ -470,20 +481,22 @@ async fn delete(ctx: &Ctx<'_>, wanted: &str, force: bool) -> Result<Outcome> {
         ctx.api.delete(&["scale-sets", &id.to_string()], query),
     )
     .await?;
+    // The server's reason says why, from the stored provenance the control crate decided on.
+    let reason = &result.reason;
     let line = match (result.action, result.github_id) {
         (DeleteAction::DeletedOnGitHub, Some(github)) => {
-            format!("deleted scale set {id} here and on GitHub (GitHub id {github})")
+            format!("deleted scale set {id} here and on GitHub (GitHub id {github}): {reason}")
         }
-        (DeleteAction::DeletedOnGitHub, None) => format!("deleted scale set {id} on GitHub"),
-        (DeleteAction::Detached, Some(github)) => format!(
-            "detached scale set {id}: the record is gone, GitHub scale set {github} is left \
-             in place (only scale sets this controller created are deleted on GitHub; \
-             --force deletes it)"
-        ),
+        (DeleteAction::DeletedOnGitHub, None) => {
+            format!("deleted scale set {id} on GitHub: {reason}")
+        }
+        (DeleteAction::Detached, Some(_)) => {
+            format!("detached scale set {id}: the record is gone; {reason}")
+        }
         (DeleteAction::Detached, None) => {
             format!("deleted scale set {id} (it was never on GitHub)")
         }
-        (_, _) => format!("deleted scale set {id}"),
+        (_, _) => format!("deleted scale set {id}: {reason}"),
     };
     ctx.done(&result, &line);
     Ok(Outcome::Done)

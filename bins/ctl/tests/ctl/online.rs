@@ -221,6 +221,10 @@ fn scale_set_create_list_show_update_delete() {
         (run.code == 0).then_some(run)
     });
     assert!(deleted.stdout.contains("here and on GitHub"), "{deleted:?}");
+    assert!(
+        deleted.stdout.contains("this controller created it"),
+        "{deleted:?}"
+    );
     assert!(server.sim.state().scale_sets.is_empty());
     server.ok_starting_with(&["scale-set", "list"], "no scale sets");
 }
@@ -302,6 +306,51 @@ fn issue_29_6_drain_retires_idle_runners_lets_busy_ones_finish_then_delete() {
     let deleted = server.ok(&["scale-set", "delete", "linux"]);
     assert!(deleted.stdout.contains("here and on GitHub"), "{deleted:?}");
     assert!(server.sim.state().scale_sets.is_empty());
+}
+
+/// Issue 29 item 3: a scale set of ours that this database never saw created (what a database
+/// loss leaves: our owner label on GitHub, no record) is adopted, and its delete detaches it
+/// saying so, instead of claiming this controller did not create it.
+#[test]
+fn issue29_deleting_an_adopted_set_says_it_was_adopted_by_its_owner_label() {
+    let server = Server::start();
+    server.with_acme();
+    let owner = format!("scaleset-owner-{}", CONTROLLER_ID.replace('-', ""));
+    let github_id = server
+        .sim
+        .seed_scale_set("acme", 0, "linux", &[owner])
+        .expect("our scale set, left by a lost database");
+    let run = server.create_scale_set("linux", 4, &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let (_, json) = server.json(&["scale-set", "show", "linux"]);
+    assert_eq!(json["provenance"], "adopted", "{json}");
+    assert_eq!(
+        json["evidence"],
+        serde_json::json!(["OwnerLabel"]),
+        "{json}"
+    );
+
+    // A served scale set is drained before it is deleted (issue 29 item 6).
+    server.ok(&["scale-set", "drain", "linux"]);
+    server.eventually("the scale set is drained", || {
+        let run = server.ok(&["scale-set", "drain", "linux"]);
+        run.stdout.contains("is drained").then_some(())
+    });
+    let deleted = server.ok(&["scale-set", "delete", "linux"]);
+    assert!(
+        deleted.stdout.contains(&format!(
+            "GitHub scale set {github_id} is left in place: it was adopted on owner label"
+        )) && deleted.stdout.contains("after a database loss")
+            && deleted.stdout.contains("--force deletes it on GitHub"),
+        "{deleted:?}"
+    );
+    assert!(
+        !deleted
+            .stdout
+            .contains("only scale sets this controller created"),
+        "{deleted:?}"
+    );
+    assert_eq!(server.sim.state().scale_sets.len(), 1, "GitHub keeps it");
 }
 
 #[test]

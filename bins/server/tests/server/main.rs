@@ -1,6 +1,7 @@
 //! The real `scaleset-server` binary: `token create` prints a token once, `serve` runs the
 //! migrations and answers over loopback (401 without the token, 200 with it), `--with-worker`
-//! serves a scale set created through the API, and SIGTERM stops it cleanly.
+//! serves a scale set created through the API (which stays `created` across the worker's ensure
+//! and a restart, and is deleted on GitHub), and SIGTERM stops it cleanly.
 
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
@@ -389,6 +390,141 @@ async fn issue_29_7_a_create_answers_at_once_while_github_never_answers() {
     assert_eq!(set["events"][0]["kind"], "created", "{set}");
     let (status, stderr) = server.stop();
     assert!(status.success(), "{status:?}: {stderr}");
+}
+
+/// How many `ready` events scale set `id` shows: one per ensure that found it ours.
+async fn ready_events(addr: &str, token: &str, id: &str) -> usize {
+    let (status, set) = call(
+        addr,
+        "GET",
+        &format!("/api/v1/scale-sets/{id}"),
+        Some(token),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{set}");
+    set["events"].as_array().map_or(0, |events| {
+        events.iter().filter(|e| e["kind"] == "ready").count()
+    })
+}
+
+/// Issue 29 item 3, in the process where it showed: a scale set created through the API stays
+/// `created` after the worker's ensure and after a restart, and its delete (without force)
+/// deletes it on GitHub.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue29_a_created_scale_set_stays_created_across_ensure_and_restart_and_is_deleted_on_github()
+ {
+    let mut sim_config = scaleset_sim::SimConfig::default();
+    sim_config.long_poll_hold = Duration::from_millis(100);
+    let sim = scaleset_sim::Simulator::new(sim_config).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let sim_base = format!("http://{}", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    tokio::spawn({
+        let (sim, stop) = (sim.clone(), stop.clone());
+        async move { sim.serve(listener, stop.cancelled_owned()).await }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(
+        dir.path(),
+        "[worker]\nname = \"w1\"\nwatch_interval = \"100ms\"\nlisten = \"127.0.0.1:0\"\n\
+         [[provider]]\nname = \"fake\"\nkind = \"fake\"\n",
+    );
+    let secret = String::from_utf8(token(&config, "admin").stdout)
+        .unwrap()
+        .trim()
+        .to_owned();
+    let server = Server::start(&config, true);
+    let t = Some(secret.as_str());
+    let (status, _) = call(
+        &server.addr,
+        "POST",
+        "/api/v1/credentials",
+        t,
+        Some(json!({
+            "name": "sim", "auth": {"kind": "pat", "token": "ghp_simulator"},
+            "endpoint": {"base_url": sim_base, "api_base_url": format!("{sim_base}/api/v3")},
+        })),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (_, entity) = call(
+        &server.addr,
+        "POST",
+        "/api/v1/entities",
+        t,
+        Some(json!({"kind": "organization", "name": "acme", "credentials": "sim"})),
+    )
+    .await;
+    let (status, set) = call(
+        &server.addr,
+        "POST",
+        "/api/v1/scale-sets",
+        t,
+        Some(json!({
+            "entity_id": entity["id"], "name": "linux", "provider": "fake", "max_runners": 2,
+        })),
+    )
+    .await;
+    assert_eq!(status, 201, "{set}");
+    let id = set["id"].as_str().unwrap().to_owned();
+    let path = format!("/api/v1/scale-sets/{id}");
+
+    // The create answers at once (issue 29 item 7); the worker's ensure creates it on GitHub.
+    let addr = server.addr.clone();
+    scaleset_eventually::eventually("the worker ensured the scale set", || {
+        let (addr, secret, id) = (&addr, &secret, &id);
+        async move { (ready_events(addr, secret, id).await >= 1).then_some(()) }
+    })
+    .await;
+    let (_, shown) = call(&server.addr, "GET", &path, t, None).await;
+    assert_eq!(
+        shown["provenance"], "created",
+        "after the worker's ensure: {shown}"
+    );
+    let github_id = shown["github_id"].as_i64().unwrap();
+
+    // A plain restart: ensured again, still created.
+    let (status, stderr) = server.stop();
+    assert!(status.success(), "{status:?}: {stderr}");
+    let server = Server::start(&config, true);
+    let addr = server.addr.clone();
+    scaleset_eventually::eventually("the restarted worker ensured the scale set", || {
+        let (addr, secret, id) = (&addr, &secret, &id);
+        async move { (ready_events(addr, secret, id).await >= 2).then_some(()) }
+    })
+    .await;
+    let (_, shown) = call(&server.addr, "GET", &path, t, None).await;
+    assert_eq!(shown["provenance"], "created", "after a restart: {shown}");
+
+    // Disabled, the worker lets it go; the delete then deletes it on GitHub without force.
+    let (status, disabled) = call(
+        &server.addr,
+        "PATCH",
+        &path,
+        t,
+        Some(json!({"generation": shown["generation"], "enabled": false})),
+    )
+    .await;
+    assert_eq!(status, 200, "{disabled}");
+    let deleted = scaleset_eventually::eventually("the worker let the scale set go", || {
+        let (addr, secret, path) = (&addr, &secret, &path);
+        async move {
+            let (status, answer) = call(addr, "DELETE", path, Some(secret), None).await;
+            (answer["code"] != "lease_held" && answer["code"] != "not_drained")
+                .then_some((status, answer))
+        }
+    })
+    .await;
+    assert_eq!(deleted.0, 200, "{deleted:?}");
+    assert_eq!(deleted.1["action"], "deleted_on_github", "{deleted:?}");
+    assert!(
+        sim.state().scale_set(github_id).is_none(),
+        "GitHub no longer has scale set {github_id}"
+    );
+    let (status, stderr) = server.stop();
+    assert!(status.success(), "{status:?}: {stderr}");
+    stop.cancel();
 }
 
 /// A TLS connection to `addr` trusting `root`, offering `alpn`: the stream and the protocol the

@@ -9,8 +9,9 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use scaleset_control::Deletion;
 use scaleset_store::{
-    Acquisition, EntityId, InstanceStatus, NewScaleSet, Provenance, RawScaleSetSpec,
+    Acquisition, EntityId, InstanceStatus, NewScaleSet, RawScaleSetSpec,
     ScaleSet as StoredScaleSet, ScaleSetId, ScaleSetSpec as StoredSpec, ScaleSetState, Timestamp,
 };
 use serde::Deserialize;
@@ -344,10 +345,11 @@ pub(crate) struct DeleteQuery {
     generation: Option<i64>,
 }
 
-/// Deletes a scale set, by ownership: one this controller **created** is deleted on GitHub
-/// (after it was drained: no instances recorded), one **adopted** or **known** is only
-/// detached (the record removed, GitHub untouched) unless `force=true`; one never ensured is
-/// only removed. A worker serving it must let it go first (disable it): 409 `lease_held`.
+/// Deletes a scale set, by ownership, as the control crate decides from the stored
+/// provenance: one this controller **created** is deleted on GitHub (after it was drained: no
+/// instances recorded), one **adopted** or **known** is only detached (the record removed,
+/// GitHub untouched) unless `force=true`; one never ensured is only removed. The answer's
+/// `reason` says which and why. A worker serving it must let it go first (disable it): 409 `lease_held`.
 #[utoipa::path(delete, path = "/api/v1/scale-sets/{id}", tag = "scale-sets",
     params(("id" = uuid::Uuid, Path, description = "The scale set's id"), DeleteQuery),
     responses(
@@ -372,11 +374,9 @@ pub(crate) async fn delete(
             current: scale_set.generation,
         });
     }
-    let on_github = match (scale_set.github_id, scale_set.provenance) {
-        (Some(github_id), Some(Provenance::Created)) => Some(github_id),
-        (Some(github_id), Some(_)) if query.force => Some(github_id),
-        _ => None,
-    };
+    // Whether GitHub's scale set goes too is the control crate's decision, from the stored
+    // provenance (a record of creation, or force).
+    let deletion = scaleset_control::plan_deletion(&scale_set, query.force);
     let instances = state
         .store
         .list_instances(id)
@@ -413,7 +413,7 @@ pub(crate) async fn delete(
             });
         }
     };
-    let result = delete_held(&state, &scale_set, on_github).await;
+    let result = delete_held(&state, &scale_set, &deletion).await;
     if result.is_err() {
         let _ = state.store.release_lease(&lease).await;
     }
@@ -423,11 +423,11 @@ pub(crate) async fn delete(
 async fn delete_held(
     state: &AppState,
     scale_set: &StoredScaleSet,
-    on_github: Option<i64>,
+    deletion: &Deletion,
 ) -> Result<DeleteScaleSetResult, ApiError> {
     let id = scale_set.id;
     let mut scale_set = scale_set.clone();
-    if let Some(github_id) = on_github {
+    if let Deletion::OnGitHub(github) = deletion {
         // Disabled first, so that if the row cannot be removed after GitHub's delete, nothing
         // ensures (re-creates) it meanwhile.
         if scale_set.spec.enabled {
@@ -442,25 +442,12 @@ async fn delete_held(
                     "disabling a scale set",
                 ))?;
         }
-        let client = state
-            .clients
-            .client(&scale_set)
+        scaleset_control::delete_on_github(state.clients.as_ref(), &scale_set, github)
             .await
             .map_err(|e| ApiError::GitHub {
-                during: "building the GitHub client",
+                during: "deleting the scale set on GitHub",
                 reason: chain(&e),
             })?;
-        match client.delete_scale_set(github_id.into()).await {
-            Ok(()) => {}
-            // Already gone on GitHub: the delete's goal holds.
-            Err(e) if e.is_scale_set_not_found() || e.status() == Some(404) => {}
-            Err(e) => {
-                return Err(ApiError::GitHub {
-                    during: "deleting the scale set on GitHub",
-                    reason: chain(&e),
-                });
-            }
-        }
     }
     state
         .store
@@ -477,15 +464,17 @@ async fn delete_held(
                 write_failed(id, scale_set.generation, "deleting a scale set")(e)
             }
         })?;
-    tracing::info!(scale_set = %id, github_id = scale_set.github_id, deleted_on_github = on_github.is_some(), "scale set deleted");
+    tracing::info!(scale_set = %id, github_id = scale_set.github_id, deleted_on_github = deletion.deletes_on_github(), %deletion, "scale set deleted");
     Ok(DeleteScaleSetResult {
         id: id.0,
-        action: if on_github.is_some() {
+        action: if deletion.deletes_on_github() {
             DeleteAction::DeletedOnGitHub
         } else {
             DeleteAction::Detached
         },
         github_id: scale_set.github_id,
+        provenance: scale_set.provenance.as_ref().map(view::provenance),
+        reason: deletion.to_string(),
     })
 }
 

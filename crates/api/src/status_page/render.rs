@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::time::SystemTime;
 
-use scaleset_store::{Event, Provenance, ScaleSetState};
+use scaleset_store::{Event, Evidence, Provenance, ScaleSetState};
 
 use super::html::{esc, page, query_value, time_el};
 use super::view::{Detail, Filter, Overview, Row};
@@ -28,7 +28,7 @@ fn state_badge(state: ScaleSetState) -> String {
     )
 }
 
-fn provenance(p: Option<Provenance>) -> String {
+fn provenance(p: Option<&Provenance>) -> String {
     match p {
         Some(p) => format!(
             r#"<span class="p-{0}" data-provenance="{0}">{0}</span>"#,
@@ -38,27 +38,19 @@ fn provenance(p: Option<Provenance>) -> String {
     }
 }
 
-/// The adoption evidence in words (the control crate stores the machine's `Evidence` names).
-pub(crate) fn evidence_words(evidence: &serde_json::Value) -> String {
-    fn word(name: &str) -> String {
-        match name {
-            "CreatedThisRun" => "created by this controller".to_owned(),
-            "StoredId" => "stored GitHub id matches".to_owned(),
-            "OwnerLabel" => "carries our owner label".to_owned(),
-            "OwnSession" => "a session conflict named our owner".to_owned(),
-            other => other.to_owned(),
-        }
-    }
-    match evidence {
-        serde_json::Value::Null => String::new(),
-        serde_json::Value::String(name) => word(name),
-        serde_json::Value::Array(items) => items
-            .iter()
-            .map(|v| v.as_str().map_or_else(|| v.to_string(), word))
-            .collect::<Vec<_>>()
-            .join(", "),
-        other => other.to_string(),
-    }
+/// The adoption evidence in words (the store keeps the machine's typed `Evidence`).
+pub(crate) fn evidence_words(evidence: &[Evidence]) -> String {
+    evidence
+        .iter()
+        .map(|e| match e {
+            Evidence::CreatedThisRun => "created by this controller",
+            Evidence::StoredId => "stored GitHub id matches",
+            Evidence::OwnerLabel => "carries our owner label",
+            Evidence::OwnSession => "a session conflict named our owner",
+            _ => "evidence this version does not name",
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn events_list(events: &[Event], now: SystemTime) -> String {
@@ -114,7 +106,7 @@ fn row_html(row: &Row, now: SystemTime) -> String {
         group = esc(&set.spec.runner_group.name),
         badge = state_badge(set.state),
         reason = esc(&set.state_reason),
-        prov = provenance(set.provenance),
+        prov = provenance(set.provenance.as_ref()),
         evidence = esc(&evidence),
         desired = set.desired_runners,
         idle = row.runners.idle,
@@ -221,7 +213,7 @@ pub(crate) fn detail(view: &Detail, now: SystemTime) -> String {
         github = set
             .github_id
             .map_or_else(|| "—".to_owned(), |g| g.to_string()),
-        prov = provenance(set.provenance),
+        prov = provenance(set.provenance.as_ref()),
         evidence = esc(&evidence_words(&set.evidence)),
         labels = esc(&spec.labels.join(", ")),
         desired = set.desired_runners,

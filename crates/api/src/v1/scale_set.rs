@@ -31,6 +31,20 @@ pub enum Provenance {
     Adopted,
 }
 
+/// Ownership evidence the last ensure saw (the adoption machine's names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[non_exhaustive]
+pub enum Evidence {
+    /// The ensure that recorded it created it.
+    CreatedThisRun,
+    /// The stored GitHub id names it.
+    StoredId,
+    /// It carries this controller's owner label.
+    OwnerLabel,
+    /// A session conflict named this controller's session owner.
+    OwnSession,
+}
+
 /// The visible state of a scale set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -243,8 +257,8 @@ pub struct UpdateScaleSet {
     pub repair: Option<bool>,
 }
 
-/// Why adoption refused the scale set, with what to do (only on the create answer; later
-/// reads carry the same text in `state_reason`).
+/// Why adoption refused the scale set, with what to do: on every read while the state is
+/// `refused`, `drifted` or `foreign_session` (stored as the machine's refusal).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Refusal {
     /// The adoption machine's refusal code (`ForeignOwner`, `ScaleSetExists`, …).
@@ -290,16 +304,16 @@ pub struct ScaleSet {
     /// How it came to be ours, once ensured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Provenance>,
-    /// The adoption evidence, as recorded (`StoredId`, `OwnerLabel`, `CreatedThisRun`,
-    /// `OwnSession`); `null` before the first ensure.
-    #[schema(value_type = Option<Vec<String>>)]
-    pub evidence: serde_json::Value,
+    /// The ownership evidence the last ensure saw (empty before the first, and for an
+    /// adoption on policy alone).
+    #[serde(default)]
+    pub evidence: Vec<Evidence>,
     /// The visible state.
     pub state: ScaleSetState,
     /// Why it is in that state (for a refusal: the code, what was found, and what to do).
     pub state_reason: String,
-    /// The refusal, structured, when an answer carries one. A create answers before the
-    /// worker ensures the scale set, so today the state (`refused`) and its reason say it.
+    /// The adoption machine's refusal, while the state is one (`refused`, `drifted`,
+    /// `foreign_session`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refusal: Option<Refusal>,
     /// The runner count the scaler wants.
@@ -319,9 +333,9 @@ pub struct ScaleSet {
 #[non_exhaustive]
 pub enum DeleteAction {
     /// Only the record was removed; the GitHub scale set is untouched (adopted or known, no
-    /// `force`; or never ensured).
+    /// `force`; or never ensured). `reason` says which.
     Detached,
-    /// The GitHub scale set was deleted too (created by us, or `force`).
+    /// The GitHub scale set was deleted too (created by this controller, or `force`).
     #[serde(rename = "deleted_on_github")]
     DeletedOnGitHub,
 }
@@ -336,6 +350,12 @@ pub struct DeleteScaleSetResult {
     /// GitHub's id of the scale set, if it had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub github_id: Option<i64>,
+    /// The stored provenance the decision was made from, if it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
+    /// Why GitHub's scale set was deleted or left in place, for people (e.g. "GitHub scale
+    /// set 8 is left in place: it was adopted on owner label, …").
+    pub reason: String,
 }
 
 /// The pattern of one label: 1–100 characters, no control characters or commas, no leading

@@ -482,6 +482,133 @@ async fn force_deletes_an_adopted_set_on_github(backend: Backend) {
     assert!(github_ids_named(&sim, "linux").is_empty());
 }
 
+/// The worker's ensure, as it runs after the API's create: the same control step over the same
+/// store, under a worker's lease name.
+async fn workers_ensure(app: &App, id: ScaleSetId) {
+    let store: std::sync::Arc<dyn scaleset_store::Store> = app.store.clone();
+    let ensure = scaleset_control::EnsureOnce::new(
+        store.clone(),
+        std::sync::Arc::new(crate::helpers::fast_clients(store)),
+        scaleset_control::ControllerIdentity::new(CONTROLLER),
+        crate::helpers::settings(),
+        std::sync::Arc::new(scaleset_control::Metrics::new(
+            &mut prometheus_client::registry::Registry::default(),
+        )),
+    );
+    let result = ensure
+        .run(id, "worker-1")
+        .await
+        .expect("the worker's ensure");
+    assert!(
+        matches!(result, scaleset_control::EnsureResult::Ready { .. }),
+        "{result:?}"
+    );
+}
+
+/// Issue 29 item 3: a scale set this controller created stays `created` after the worker's
+/// ensure (which sees it by its stored id), and its delete deletes it on GitHub without
+/// `force`; one adopted after a database loss is detached, and the answer says why.
+async fn issue29_a_created_set_stays_created_after_the_workers_ensure_and_is_deleted_on_github(
+    backend: Backend,
+) {
+    let sim = RunningSim::start().await;
+    let name = "issue29_created_stays_created";
+    let app = App::start(backend, name).await;
+    let entity = app.seed(&sim).await;
+    let created = create(&app, &entity, "linux").await;
+    assert_eq!(created.json["provenance"], "created", "{created:?}");
+    let id = created.json["id"].as_str().unwrap().to_owned();
+    let github_id = created.json["github_id"].as_i64().unwrap();
+    let sid = ScaleSetId(id.parse().unwrap());
+
+    workers_ensure(&app, sid).await;
+    workers_ensure(&app, sid).await;
+    let shown = app
+        .call("GET", &format!("/api/v1/scale-sets/{id}"), None)
+        .await;
+    assert_eq!(shown.json["state"], "ready", "{shown:?}");
+    assert_eq!(shown.json["provenance"], "created", "{shown:?}");
+    let reason = shown.json["state_reason"].as_str().unwrap();
+    assert!(reason.contains("created"), "{reason}");
+
+    let answer = app
+        .call("DELETE", &format!("/api/v1/scale-sets/{id}"), None)
+        .await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert_eq!(answer.json["action"], "deleted_on_github", "{answer:?}");
+    assert_eq!(answer.json["provenance"], "created", "{answer:?}");
+    assert_eq!(answer.json["github_id"], github_id, "{answer:?}");
+    assert!(
+        github_ids_named(&sim, "linux").is_empty(),
+        "deleted on GitHub without force"
+    );
+
+    // A database loss: the next create finds our owner label and adopts; deleting that one
+    // detaches it and says why.
+    create(&app, &entity, "gpu").await;
+    let gpu_id = github_ids_named(&sim, "gpu");
+    drop(app);
+    let wiped = App::start(backend, name).await;
+    let entity = wiped.seed(&sim).await;
+    let adopted = create(&wiped, &entity, "gpu").await;
+    assert_eq!(adopted.json["provenance"], "adopted", "{adopted:?}");
+    let id = adopted.json["id"].as_str().unwrap();
+    workers_ensure(&wiped, ScaleSetId(id.parse().unwrap())).await;
+    let answer = wiped
+        .call("DELETE", &format!("/api/v1/scale-sets/{id}"), None)
+        .await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert_eq!(answer.json["action"], "detached", "{answer:?}");
+    assert_eq!(answer.json["provenance"], "adopted", "{answer:?}");
+    let why = answer.json["reason"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("adopted") && why.contains("owner label") && why.contains("database"),
+        "the answer says it was adopted by its owner label, as after a database loss: {answer:?}"
+    );
+    assert_eq!(github_ids_named(&sim, "gpu"), gpu_id, "GitHub keeps it");
+}
+
+/// Issue 30 item 5: the machine's refusal is stored typed and every read serves it, not only
+/// the create's answer.
+async fn issue30_a_refused_set_shows_its_typed_refusal_on_every_read(backend: Backend) {
+    let sim = RunningSim::start().await;
+    let app = App::start(backend, "issue30_refusal_on_every_read").await;
+    let entity = app.seed(&sim).await;
+    let other = uuid::Uuid::from_u128(0xdead_beef_0000_4000_8000_0000_0000_0002);
+    let config = ClientConfig::new(
+        ConfigUrl::parse(&format!("{}/acme", sim.base())).unwrap(),
+        Credentials::pat("ghp_simulator"),
+    )
+    .with_api_base(url::Url::parse(&format!("{}/api/v3", sim.base())).unwrap());
+    let foreign = Client::new(config)
+        .unwrap()
+        .create_scale_set(
+            &NewRunnerScaleSet::new("linux".to_owned(), 1.into()).with_labels(vec![
+                Label::system("linux"),
+                Label::system(format!("scaleset-owner-{}", other.simple())),
+            ]),
+        )
+        .await
+        .unwrap();
+    let answer = create(&app, &entity, "linux").await;
+    assert_eq!(answer.json["state"], "refused", "{answer:?}");
+    let id = answer.json["id"].as_str().unwrap();
+    let shown = app
+        .call("GET", &format!("/api/v1/scale-sets/{id}"), None)
+        .await;
+    let refusal = &shown.json["refusal"];
+    assert_eq!(refusal["code"], "ForeignOwner", "{shown:?}");
+    assert_eq!(refusal, &answer.json["refusal"], "the same refusal");
+    assert!(
+        refusal["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(&foreign.id.to_string())),
+        "{refusal}"
+    );
+    let listed = app.call("GET", "/api/v1/scale-sets", None).await;
+    assert_eq!(listed.json["items"][0]["refusal"]["code"], "ForeignOwner");
+}
+
 async fn updates_need_the_current_generation(backend: Backend) {
     let sim = RunningSim::start().await;
     let app = App::start(backend, "updates_need_the_current_generation").await;
@@ -528,7 +655,9 @@ backend_tests!(
     issue_29_7_a_disabled_create_says_how_to_enable_it,
     force_deletes_an_adopted_set_on_github,
     updates_need_the_current_generation,
-    issue_29_a_repeated_event_shows_its_count_and_last_seen_time
+    issue_29_a_repeated_event_shows_its_count_and_last_seen_time,
+    issue29_a_created_set_stays_created_after_the_workers_ensure_and_is_deleted_on_github,
+    issue30_a_refused_set_shows_its_typed_refusal_on_every_read,
 );
 
 /// An event that repeats (a refusal found again at every recheck) is one entry: the API answers

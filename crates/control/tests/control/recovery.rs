@@ -80,7 +80,8 @@ async fn crash_after_scale_set_created(db: TestDb) {
     );
     assert_eq!(
         h.stored().await.provenance,
-        Some(scaleset_store::Provenance::Adopted)
+        Some(scaleset_store::Provenance::Adopted),
+        "the create's answer was lost with the crash: no record of creation, adopted by label"
     );
 }
 

@@ -19,8 +19,8 @@ fn completed(demo: &Demo) -> usize {
         .count()
 }
 
-/// Waits until the three scale sets are ready; returns their provenance by name.
-async fn all_ready(demo: &Demo) -> Result<Vec<(String, Option<Provenance>)>> {
+/// Waits until the three scale sets are ready; returns their provenance (as text) by name.
+async fn all_ready(demo: &Demo) -> Result<Vec<(String, Option<&'static str>)>> {
     let store = demo.store();
     try_eventually("the fleet is ready", || {
         let store = store.clone();
@@ -30,7 +30,12 @@ async fn all_ready(demo: &Demo) -> Result<Vec<(String, Option<Provenance>)>> {
                 sets.len() == FLEET.len() && sets.iter().all(|s| s.state == ScaleSetState::Ready);
             Ok(ready.then(|| {
                 sets.iter()
-                    .map(|s| (s.spec.name.clone(), s.provenance))
+                    .map(|s| {
+                        (
+                            s.spec.name.clone(),
+                            s.provenance.as_ref().map(Provenance::as_str),
+                        )
+                    })
                     .collect()
             }))
         }
@@ -47,9 +52,9 @@ async fn disaster_rehearsal_a_deleted_database_is_rebuilt_by_adoption() -> Resul
     assert_eq!(
         provenance,
         vec![
-            ("linux-arm64".to_owned(), Some(Provenance::Created)),
-            ("linux-x64".to_owned(), Some(Provenance::Created)),
-            ("release".to_owned(), Some(Provenance::Adopted)),
+            ("linux-arm64".to_owned(), Some("created")),
+            ("linux-x64".to_owned(), Some("created")),
+            ("release".to_owned(), Some("adopted")),
         ],
         "the first run creates two and adopts the pre-existing one on its owner label"
     );
@@ -101,9 +106,7 @@ async fn disaster_rehearsal_a_deleted_database_is_rebuilt_by_adoption() -> Resul
     let done_before = completed(&second);
     let provenance = all_ready(&second).await?;
     assert!(
-        provenance
-            .iter()
-            .all(|(_, p)| *p == Some(Provenance::Adopted)),
+        provenance.iter().all(|(_, p)| *p == Some("adopted")),
         "every scale set comes back adopted: {provenance:?}"
     );
     let store = second.store();
@@ -122,7 +125,7 @@ async fn disaster_rehearsal_a_deleted_database_is_rebuilt_by_adoption() -> Resul
     );
     for set in &sets {
         assert!(
-            set.evidence != serde_json::Value::Null,
+            !set.evidence.is_empty(),
             "{} shows its evidence",
             set.spec.name
         );

@@ -17,9 +17,10 @@ use crate::error::{Error, Result};
 use crate::id::{EntityId, ScaleSetId};
 use crate::lease::Lease;
 use crate::scale_set::{
-    AdoptionPolicy, NewScaleSet, Progress, Provenance, RunnerGroup, ScaleSet, ScaleSetSpec,
-    ScaleSetState, ScaleSetStore,
+    AdoptionPolicy, Creation, NewScaleSet, Progress, Provenance, RunnerGroup, ScaleSet,
+    ScaleSetSpec, ScaleSetState, ScaleSetStore,
 };
+use scaleset_adopt::{Evidence, Refusal};
 
 const TABLE: &str = "scale_sets";
 
@@ -57,6 +58,7 @@ struct Row {
     updated_at: i64,
     last_message_at: Option<i64>,
     jobs_waiting: i64,
+    refusal: Option<String>,
 }
 
 fn to_json(field: &'static str, value: &impl serde::Serialize) -> Result<String> {
@@ -77,7 +79,14 @@ fn from_row(row: Row) -> Result<ScaleSet> {
     let provenance = row
         .provenance
         .as_deref()
-        .map(|text| enum_from_db(TABLE, key, "provenance", text, Provenance::from_stored))
+        .map(|text| provenance_from_db(key, text, row.github_id))
+        .transpose()?;
+    // `null`: never ensured (rows before typed evidence stored the same JSON array).
+    let evidence: Option<Vec<Evidence>> = json_from_db(TABLE, key, "evidence", &row.evidence)?;
+    let refusal = row
+        .refusal
+        .as_deref()
+        .map(|text| json_from_db::<Refusal>(TABLE, key, "refusal", text))
         .transpose()?;
     Ok(ScaleSet {
         id: ScaleSetId(parse_uuid(TABLE, key, "id", &row.id)?),
@@ -110,7 +119,8 @@ fn from_row(row: Row) -> Result<ScaleSet> {
         },
         github_id: row.github_id,
         provenance,
-        evidence: json_from_db(TABLE, key, "evidence", &row.evidence)?,
+        evidence: evidence.unwrap_or_default(),
+        refusal,
         state: enum_from_db(TABLE, key, "state", &row.state, ScaleSetState::from_stored)?,
         state_reason: row.state_reason,
         last_message_id: row.last_message_id,
@@ -122,6 +132,25 @@ fn from_row(row: Row) -> Result<ScaleSet> {
         last_message_at: row.last_message_at.map(Timestamp::from_unix_millis),
         jobs_waiting: count_from_db(TABLE, key, "jobs_waiting", row.jobs_waiting)?,
     })
+}
+
+/// The stored provenance text; `created` is the creation of the row's GitHub scale set, so a
+/// row saying `created` without a GitHub id is corrupt.
+fn provenance_from_db(key: &str, text: &str, github_id: Option<i64>) -> Result<Provenance> {
+    let corrupt = |reason: String| Error::Corrupt {
+        table: TABLE,
+        key: key.to_owned(),
+        column: "provenance",
+        reason,
+    };
+    match text {
+        "created" => github_id
+            .map(|id| Provenance::Created(Creation::stored(id)))
+            .ok_or_else(|| corrupt("created, but no GitHub id is stored".to_owned())),
+        "known" => Ok(Provenance::Known),
+        "adopted" => Ok(Provenance::Adopted),
+        other => Err(corrupt(format!("unknown value {other:?}"))),
+    }
 }
 
 fn load(conn: &mut DbConnection, id: ScaleSetId) -> Result<ScaleSet> {
@@ -173,6 +202,7 @@ fn new_row(ctx: &Context, new: &NewScaleSet) -> Result<Row> {
         updated_at: now,
         last_message_at: None,
         jobs_waiting: 0,
+        refusal: None,
     })
 }
 
@@ -284,9 +314,13 @@ impl ScaleSetStore for DieselStore {
                     id: id.clone(),
                     expected: wanted.generation,
                 };
-                let current: (Option<i64>, i64) = scale_sets::table
+                let current: (Option<i64>, i64, Option<String>) = scale_sets::table
                     .find(&id)
-                    .select((scale_sets::github_id, scale_sets::generation))
+                    .select((
+                        scale_sets::github_id,
+                        scale_sets::generation,
+                        scale_sets::provenance,
+                    ))
                     .first(conn)
                     .optional()
                     .map_err(Error::backend("read scale set"))?
@@ -307,6 +341,35 @@ impl ScaleSetStore for DieselStore {
                             column: "generation",
                             reason: format!("{} cannot be incremented", wanted.generation),
                         })?;
+                let stored = current
+                    .2
+                    .as_deref()
+                    .map(|text| provenance_from_db(&id, text, current.0))
+                    .transpose()?;
+                let provenance = Provenance::recorded(
+                    stored.as_ref(),
+                    current.0,
+                    wanted.provenance.clone(),
+                    wanted.github_id,
+                );
+                if let Some(Provenance::Created(creation)) = &provenance
+                    && Some(creation.github_id()) != wanted.github_id
+                {
+                    return Err(Error::Invalid {
+                        field: "provenance",
+                        reason: format!(
+                            "the record of creation is for GitHub scale set {}, not {:?}",
+                            creation.github_id(),
+                            wanted.github_id
+                        ),
+                    });
+                }
+                let refusal = match &wanted.refusal {
+                    Some(refusal) if wanted.state.is_refusal() => {
+                        Some(to_json("refusal", refusal)?)
+                    }
+                    _ => None,
+                };
                 let spec = &wanted.spec;
                 let updated = diesel::update(
                     scale_sets::table
@@ -335,8 +398,9 @@ impl ScaleSetStore for DieselStore {
                     ),
                     (
                         scale_sets::github_id.eq(wanted.github_id),
-                        scale_sets::provenance.eq(wanted.provenance.map(Provenance::as_str)),
+                        scale_sets::provenance.eq(provenance.as_ref().map(Provenance::as_str)),
                         scale_sets::evidence.eq(to_json("evidence", &wanted.evidence)?),
+                        scale_sets::refusal.eq(refusal),
                         scale_sets::state.eq(wanted.state.as_str()),
                         scale_sets::state_reason.eq(&wanted.state_reason),
                         scale_sets::generation.eq(next_generation),

@@ -68,6 +68,7 @@ diesel::table! {
         updated_at -> BigInt,
         last_message_at -> Nullable<BigInt>,
         jobs_waiting -> BigInt,
+        refusal -> Nullable<Text>,
     }
 }
 

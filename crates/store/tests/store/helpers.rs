@@ -70,6 +70,71 @@ pub(crate) async fn scale_set(
 }
 
 /// Takes the lease of `scale_set` for `holder`, which must succeed.
+/// The record that this controller created GitHub scale set `github_id`, earned the only way
+/// there is: the adoption machine's create path, here answered by an empty GitHub that then
+/// returns the created set under `github_id`.
+pub(crate) fn creation(github_id: u64) -> scaleset_store::Creation {
+    use scaleset_adopt::{
+        Command, ControllerId, Desired, Fact, Identity, Input, Machine, Outcome, Policy,
+        RetryBounds, RunnerGroupId, ScaleSet, ScaleSetId, Step,
+    };
+    let input = Input {
+        desired: Desired {
+            name: "ours".into(),
+            runner_group_id: RunnerGroupId(1),
+            labels: vec!["linux".into()],
+            disable_update: false,
+        },
+        known_id: None,
+        policy: Policy::Owned,
+        repair: false,
+        probe: false,
+        identity: Identity::new(
+            ControllerId::parse("3f2a9c1e-77b0-4d4e-9a55-0123456789ab").expect("a uuid"),
+        ),
+        retry: RetryBounds::default(),
+    };
+    let mut created: Vec<ScaleSet> = Vec::new();
+    let mut machine = Machine::new(input);
+    let mut step = machine.start();
+    for _ in 0..20 {
+        step = match step {
+            Step::Done(Outcome::Ready { rollback, .. }) => {
+                let permit = rollback.permit().expect("a created scale set has a permit");
+                return scaleset_store::Creation::from_permit(permit).expect("in range");
+            }
+            Step::Done(other) => panic!("the create path ended in {other:?}"),
+            Step::Do(command) => {
+                let fact = match command {
+                    Command::Create(spec) => {
+                        let set = ScaleSet {
+                            id: ScaleSetId(github_id),
+                            name: spec.name,
+                            runner_group_id: Some(spec.runner_group_id),
+                            labels: spec.labels,
+                            disable_update: spec.disable_update,
+                        };
+                        created.push(set.clone());
+                        Fact::ScaleSet(set)
+                    }
+                    Command::GetById { .. } => match created.first() {
+                        Some(set) => Fact::ScaleSet(set.clone()),
+                        None => Fact::NotFound,
+                    },
+                    Command::OpenSession { .. } => {
+                        Fact::Opened(scaleset_adopt::SessionId("s".into()))
+                    }
+                    Command::CloseSession { .. } => Fact::Closed,
+                    Command::Update { .. } => Fact::Updated,
+                    _ => Fact::ScaleSets(created.clone()),
+                };
+                machine.next(fact).expect("the machine takes the answer")
+            }
+        };
+    }
+    panic!("the create path took more than 20 steps")
+}
+
 pub(crate) async fn lease(
     store: &dyn scaleset_store::Store,
     scale_set: scaleset_store::ScaleSetId,

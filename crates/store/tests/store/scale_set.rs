@@ -1,8 +1,8 @@
 //! Scale sets: round trip, uniqueness, optimistic concurrency, corrupt rows.
 
 use scaleset_store::{
-    AdoptionPolicy, Error, EventStore as _, InstanceStore as _, LeaseStore as _, NewInstance,
-    NewScaleSet, Progress, Provenance, ScaleSetState, ScaleSetStore as _,
+    AdoptionPolicy, Error, EventStore as _, Evidence, InstanceStore as _, LeaseStore as _,
+    NewInstance, NewScaleSet, Progress, Provenance, ScaleSetState, ScaleSetStore as _,
 };
 
 use crate::helpers::{TestDb, lease, raw_sql, spec, store_tests};
@@ -16,6 +16,7 @@ store_tests!(
     unknown_enum_text_is_a_corrupt_row_error,
     delete_during_a_fenced_write_does_not_deadlock,
     progress_writes_what_it_names_in_one_fenced_commit,
+    issue29_a_later_known_never_overwrites_a_stored_created,
 );
 
 /// A [`Progress`] naming these figures, in the order of `figures` below (`None`: left as is).
@@ -38,6 +39,65 @@ async fn assert_deleted(store: &dyn scaleset_store::Store, id: scaleset_store::S
         .await
         .expect_err("the scale set is deleted");
     assert!(err.is_not_found(), "{err:?}");
+}
+
+/// Issue 29 item 3: provenance is history. The worker's ensure after the API's create sees the
+/// stored id and reports `Known`; writing that must keep the stored `Created` of the same GitHub
+/// scale set, or the delete later detaches a scale set this controller created.
+async fn issue29_a_later_known_never_overwrites_a_stored_created(db: TestDb) {
+    let store = db.open().await;
+    let mut set = crate::helpers::scale_set(&store, "ours").await;
+    set.github_id = Some(8);
+    let ours = Some(Provenance::Created(crate::helpers::creation(8)));
+    set.provenance = ours.clone();
+    set.evidence = vec![Evidence::CreatedThisRun];
+    let created = store.update_scale_set(&set).await.unwrap();
+    assert_eq!(created.provenance, ours);
+
+    let mut ensured = created.clone();
+    ensured.provenance = Some(Provenance::Known);
+    ensured.evidence = vec![Evidence::StoredId, Evidence::OwnerLabel];
+    ensured.state_reason = "ready again".into();
+    let written = store.update_scale_set(&ensured).await.unwrap();
+    assert_eq!(written.provenance, ours, "{written:?}");
+    assert_eq!(written.state_reason, "ready again", "the rest is written");
+    assert_eq!(
+        written.evidence, ensured.evidence,
+        "evidence is this ensure's"
+    );
+    let read = store.get_scale_set(set.id).await.unwrap();
+    assert_eq!(read.provenance, ours, "{read:?}");
+
+    // Nor does an `adopted` or a cleared provenance for the same GitHub id.
+    for other in [Some(Provenance::Adopted), None] {
+        let mut again = store.get_scale_set(set.id).await.unwrap();
+        again.provenance = other.clone();
+        let written = store.update_scale_set(&again).await.unwrap();
+        assert_eq!(written.provenance, ours, "{other:?}");
+    }
+
+    // A record of creation is for one GitHub scale set: it cannot be moved to another.
+    let mut moved = store.get_scale_set(set.id).await.unwrap();
+    moved.github_id = Some(10);
+    let err = store.update_scale_set(&moved).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Invalid {
+                field: "provenance",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+
+    // Another GitHub scale set (the old one gone, this one found by owner label) has its own
+    // history: the new provenance is written.
+    let mut moved = store.get_scale_set(set.id).await.unwrap();
+    moved.github_id = Some(9);
+    moved.provenance = Some(Provenance::Adopted);
+    let written = store.update_scale_set(&moved).await.unwrap();
+    assert_eq!(written.provenance, Some(Provenance::Adopted));
 }
 
 /// `record_progress` is the listener's one commit per message: the cursor with the figures
@@ -135,7 +195,7 @@ async fn scale_set_round_trip(db: TestDb) {
     changed.spec.runner_prefix = "pfx".into();
     changed.github_id = Some(7);
     changed.provenance = Some(Provenance::Adopted);
-    changed.evidence = serde_json::json!(["owner_label"]);
+    changed.evidence = vec![Evidence::OwnerLabel];
     changed.state = ScaleSetState::Drifted;
     changed.state_reason = "labels differ".into();
     let updated = store.update_scale_set(&changed).await.unwrap();
@@ -144,7 +204,7 @@ async fn scale_set_round_trip(db: TestDb) {
     assert_eq!(
         (
             updated.github_id,
-            updated.provenance,
+            updated.provenance.clone(),
             &updated.evidence,
             updated.state,
             updated.state_reason.as_str()
