@@ -76,12 +76,19 @@ fn property<'a>(doc: &'a serde_json::Value, schema: &str, field: &str) -> &'a se
 }
 
 #[test]
-fn evidence_is_an_array_of_strings_or_null() {
-    // The server answers `null` before the first ensure, else the evidence names.
+fn evidence_is_an_array_of_the_machines_evidence_names() {
+    // The server answers an array (empty before the first ensure) of the adoption machine's
+    // evidence names; the document once said `object`.
     let doc = document();
     let evidence = property(&doc, "ScaleSet", "evidence");
-    assert_eq!(evidence["type"], serde_json::json!(["array", "null"]));
-    assert_eq!(evidence["items"]["type"], "string");
+    assert_eq!(evidence["type"], "array");
+    assert_eq!(evidence["items"]["$ref"], "#/components/schemas/Evidence");
+    let names = &doc["components"]["schemas"]["Evidence"];
+    assert_eq!(names["type"], "string");
+    assert_eq!(
+        names["enum"],
+        serde_json::json!(["CreatedThisRun", "StoredId", "OwnerLabel", "OwnSession"])
+    );
 }
 
 #[test]
