@@ -338,7 +338,11 @@ async fn issue_29_7_a_create_answers_at_once_while_github_never_answers() {
         }
     });
     let dir = tempfile::tempdir().unwrap();
-    let config = config(dir.path(), "");
+    // The provider is named in the configuration: the API refuses an unknown one (item 11).
+    let config = config(
+        dir.path(),
+        "[[provider]]\nname = \"fake\"\nkind = \"fake\"\n",
+    );
     let secret = String::from_utf8(token(&config, "admin").stdout)
         .unwrap()
         .trim()

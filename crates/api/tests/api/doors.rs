@@ -231,7 +231,12 @@ async fn issue_29_item_10_replacing_credentials_without_an_endpoint_keeps_the_st
         )
         .await;
     assert_eq!(created.status, 201, "{created:?}");
-    assert_eq!(created.json["state"], "ready", "{created:?}");
+    // The create answers at once; the worker's ensure is what calls GitHub with the token.
+    let (shown, refusal) = app
+        .converge(created.json["id"].as_str().expect("an id"))
+        .await;
+    assert_eq!(refusal, None, "{shown:?}");
+    assert_eq!(shown.json["state"], "ready", "{shown:?}");
     assert!(sim.sim.request_log().len() > calls_before);
     // A replacement that names an endpoint moves it.
     let moved = app
