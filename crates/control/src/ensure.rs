@@ -351,8 +351,8 @@ async fn resolve_group(
     Ok(Some(id))
 }
 
-/// Re-reads the scale set, applies `change`, writes it (retrying a stale generation), then
-/// records the event. A state that `change` leaves as it was (a recheck that finds the same
+/// Re-reads the scale set, applies `change`, writes it (retrying a stale generation:
+/// [`scaleset_store::ScaleSetStore::modify_scale_set`]), then records the event. A state that `change` leaves as it was (a recheck that finds the same
 /// refusal) is not written again, so the generation climbs only when something changed; the
 /// store counts a repeated event on its first entry. The returned event says which it was
 /// ([`Event::is_first`]): log a change, not each recheck.
@@ -361,28 +361,16 @@ pub(crate) async fn record(
     id: ScaleSetId,
     kind: &str,
     reason: &str,
-    change: impl Fn(&mut ScaleSet),
+    change: impl Fn(&mut ScaleSet) + Sync,
 ) -> Result<Event, Error> {
     let store: &dyn Store = shared.store.as_ref();
-    let mut tries = 0;
-    loop {
-        tries += 1;
-        let stored = store
-            .get_scale_set(id)
-            .await
-            .map_err(store_err("reading the scale set to record its state"))?;
-        let mut scale_set = stored.clone();
-        change(&mut scale_set);
-        scale_set.state_reason = reason.to_owned();
-        if scale_set == stored {
-            break;
-        }
-        match store.update_scale_set(&scale_set).await {
-            Ok(_) => break,
-            Err(e) if e.is_stale() && tries < 5 => {}
-            Err(e) => return Err(store_err("recording the scale set's state")(e)),
-        }
-    }
+    store
+        .modify_scale_set(id, &mut |scale_set| {
+            change(scale_set);
+            scale_set.state_reason = reason.to_owned();
+        })
+        .await
+        .map_err(store_err("recording the scale set's state"))?;
     store
         .append_event(id, kind, reason)
         .await

@@ -268,6 +268,11 @@ pub struct ScaleSet {
     pub jobs_waiting: u32,
 }
 
+/// How many times [`ScaleSetStore::modify_scale_set`] reads and writes before it gives up on
+/// concurrent writers: each write that meets another one is a worker and the API touching the
+/// same row within milliseconds, which does not go on for long.
+pub const MODIFY_ATTEMPTS: u32 = 5;
+
 /// What [`ScaleSetStore::record_progress`] writes; each `None` leaves its column as it is.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Progress {
@@ -310,6 +315,38 @@ pub trait ScaleSetStore: Send + Sync {
     /// GitHub id than the row's is [`crate::Error::Invalid`]. The refusal is written only with
     /// a refusing state ([`ScaleSetState::is_refusal`]) and cleared otherwise.
     async fn update_scale_set(&self, scale_set: &ScaleSet) -> Result<ScaleSet>;
+
+    /// Reads scale set `id`, lets `change` edit it, and writes it
+    /// ([`ScaleSetStore::update_scale_set`]); when another write came first
+    /// ([`crate::Error::Stale`]) it reads again and calls `change` again, up to
+    /// [`MODIFY_ATTEMPTS`] times in all. A row `change` leaves as it was is not written (its
+    /// generation stays), so a recheck that finds nothing new costs one read. Returns the row
+    /// as written, or as read when nothing changed. The one read-modify-write of a scale set:
+    /// `change` must be safe to run more than once, as it runs once per attempt.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::Stale`] when every attempt met a concurrent write; any error of the
+    /// read or the write ([`crate::Error::NotFound`] for an unknown id).
+    async fn modify_scale_set(
+        &self,
+        id: ScaleSetId,
+        change: &mut (dyn for<'s> FnMut(&'s mut ScaleSet) + Send),
+    ) -> Result<ScaleSet> {
+        let mut attempt = 1;
+        loop {
+            let stored = self.get_scale_set(id).await?;
+            let mut changed = stored.clone();
+            change(&mut changed);
+            if changed == stored {
+                return Ok(stored);
+            }
+            match self.update_scale_set(&changed).await {
+                Err(e) if e.is_stale() && attempt < MODIFY_ATTEMPTS => attempt += 1,
+                written => return written,
+            }
+        }
+    }
 
     /// Records a listener's progress in one commit, if `lease` is still current
     /// ([`crate::Error::LeaseLost`] otherwise): after a message its cursor with the figures

@@ -158,7 +158,7 @@ pub(crate) async fn create(
         .append_event(id, "created", &reason)
         .await
         .map_err(ApiError::store("appending an event", not_found(id)))?;
-    let stored = set_pending_reason(&state, stored, &reason).await?;
+    let stored = set_pending_reason(&state, stored.id, &reason).await?;
     Ok((
         StatusCode::CREATED,
         Json(with_events(&state, &stored).await?),
@@ -183,23 +183,23 @@ fn pending_reason(spec: &StoredSpec) -> String {
 /// Writes `reason` on a just-stored scale set, unless a worker has written its state first.
 async fn set_pending_reason(
     state: &AppState,
-    stored: StoredScaleSet,
+    id: ScaleSetId,
     reason: &str,
 ) -> Result<StoredScaleSet, ApiError> {
-    let id = stored.id;
-    let mut scale_set = stored;
-    for _ in 0..5 {
-        if scale_set.state != ScaleSetState::Pending || !scale_set.state_reason.is_empty() {
-            return Ok(scale_set);
-        }
-        scale_set.state_reason = reason.to_owned();
-        match state.store.update_scale_set(&scale_set).await {
-            Ok(updated) => return Ok(updated),
-            Err(e) if e.is_stale() => scale_set = read(state, id).await?,
-            Err(e) => return Err(ApiError::store("recording the reason", not_found(id))(e)),
-        }
+    let written = state
+        .store
+        .modify_scale_set(id, &mut |scale_set| {
+            if scale_set.state == ScaleSetState::Pending && scale_set.state_reason.is_empty() {
+                scale_set.state_reason = reason.to_owned();
+            }
+        })
+        .await;
+    match written {
+        Ok(scale_set) => Ok(scale_set),
+        // Workers kept writing first: theirs is the newer word.
+        Err(e) if e.is_stale() => read(state, id).await,
+        Err(e) => Err(ApiError::store("recording the reason", not_found(id))(e)),
     }
-    read(state, id).await
 }
 
 /// Sets `enabled` on a scale set (re-reading on a concurrent write, such as a worker
@@ -209,20 +209,11 @@ async fn set_enabled(
     id: ScaleSetId,
     enabled: bool,
 ) -> Result<StoredScaleSet, ApiError> {
-    let mut tries = 0;
-    loop {
-        tries += 1;
-        let mut scale_set = read(state, id).await?;
-        if scale_set.spec.enabled == enabled {
-            return Ok(scale_set);
-        }
-        scale_set.spec.enabled = enabled;
-        match state.store.update_scale_set(&scale_set).await {
-            Ok(updated) => return Ok(updated),
-            Err(e) if e.is_stale() && tries < 5 => {}
-            Err(e) => return Err(ApiError::store("disabling the scale set", not_found(id))(e)),
-        }
-    }
+    state
+        .store
+        .modify_scale_set(id, &mut |scale_set| scale_set.spec.enabled = enabled)
+        .await
+        .map_err(ApiError::store("disabling the scale set", not_found(id)))
 }
 
 /// Query of the scale-set list.

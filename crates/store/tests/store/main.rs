@@ -14,6 +14,7 @@ mod event;
 mod instance;
 mod instance_access;
 mod lease;
+mod modify;
 mod open;
 mod scale_set;
 mod skip;

@@ -1,0 +1,159 @@
+//! `modify_scale_set`, the one read-modify-write of a scale set: it retries a write another
+//! writer beat (reading again and calling the change again), gives up after
+//! `MODIFY_ATTEMPTS` with `Stale`, and writes nothing when the change changes nothing.
+
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use scaleset_store::{
+    EntityId, Error, MODIFY_ATTEMPTS, NewScaleSet, Progress, Result, ScaleSet, ScaleSetId,
+    ScaleSetState, ScaleSetStore,
+};
+
+use crate::helpers::{TestDb, store_tests};
+
+store_tests!(
+    a_concurrent_write_is_read_again_and_the_change_applied_on_top,
+    every_attempt_beaten_is_stale_after_the_last,
+    a_change_that_changes_nothing_writes_nothing,
+    an_unknown_scale_set_is_not_found,
+);
+
+/// The database's store with another writer in front of it: before each of the first
+/// `interferences` writes of the scale set, the other writer bumps its `max_runners` (as a
+/// worker recording its state between the API's read and write would).
+struct Contended<S> {
+    inner: S,
+    interferences: Mutex<u32>,
+}
+
+#[async_trait]
+impl<S: ScaleSetStore> ScaleSetStore for Contended<S> {
+    async fn create_scale_set(&self, new: NewScaleSet) -> Result<ScaleSet> {
+        self.inner.create_scale_set(new).await
+    }
+    async fn get_scale_set(&self, id: ScaleSetId) -> Result<ScaleSet> {
+        self.inner.get_scale_set(id).await
+    }
+    async fn find_scale_set(
+        &self,
+        entity_id: EntityId,
+        runner_group: &str,
+        name: &str,
+    ) -> Result<Option<ScaleSet>> {
+        self.inner
+            .find_scale_set(entity_id, runner_group, name)
+            .await
+    }
+    async fn list_scale_sets(&self, entity_id: Option<EntityId>) -> Result<Vec<ScaleSet>> {
+        self.inner.list_scale_sets(entity_id).await
+    }
+    async fn update_scale_set(&self, scale_set: &ScaleSet) -> Result<ScaleSet> {
+        let interfere = {
+            let mut left = self.interferences.lock().unwrap();
+            let interfere = *left > 0;
+            *left = left.saturating_sub(1);
+            interfere
+        };
+        if interfere {
+            let mut other = self.inner.get_scale_set(scale_set.id).await?;
+            other.spec.max_runners += 1;
+            self.inner.update_scale_set(&other).await?;
+        }
+        self.inner.update_scale_set(scale_set).await
+    }
+    async fn record_progress(
+        &self,
+        lease: &scaleset_store::Lease,
+        progress: Progress,
+    ) -> Result<()> {
+        self.inner.record_progress(lease, progress).await
+    }
+    async fn set_message_session(
+        &self,
+        lease: &scaleset_store::Lease,
+        session_id: Option<&str>,
+    ) -> Result<()> {
+        self.inner.set_message_session(lease, session_id).await
+    }
+    async fn delete_scale_set(&self, id: ScaleSetId, generation: i64) -> Result<()> {
+        self.inner.delete_scale_set(id, generation).await
+    }
+}
+
+fn contended<S>(inner: S, interferences: u32) -> Contended<S> {
+    Contended {
+        inner,
+        interferences: Mutex::new(interferences),
+    }
+}
+
+async fn a_concurrent_write_is_read_again_and_the_change_applied_on_top(db: TestDb) {
+    let store = db.open().await;
+    let before = crate::helpers::scale_set(&store, "beaten").await;
+    let store = contended(store, 2);
+    let mut calls = 0;
+    let written = store
+        .modify_scale_set(before.id, &mut |s| {
+            calls += 1;
+            s.state = ScaleSetState::Error;
+            s.state_reason = "failing".to_owned();
+        })
+        .await
+        .expect("the third attempt is not beaten");
+    assert_eq!(calls, 3, "the change runs once per attempt");
+    // Both of the other writer's changes are kept, and ours is on top of them.
+    assert_eq!(written.spec.max_runners, before.spec.max_runners + 2);
+    assert_eq!(
+        (written.state, written.state_reason.as_str()),
+        (ScaleSetState::Error, "failing")
+    );
+    assert_eq!(written.generation, before.generation + 3);
+    assert_eq!(store.get_scale_set(before.id).await.unwrap(), written);
+}
+
+async fn every_attempt_beaten_is_stale_after_the_last(db: TestDb) {
+    let store = db.open().await;
+    let before = crate::helpers::scale_set(&store, "always-beaten").await;
+    let store = contended(store, u32::MAX);
+    let mut calls = 0;
+    let err = store
+        .modify_scale_set(before.id, &mut |s| {
+            calls += 1;
+            s.spec.enabled = !s.spec.enabled;
+        })
+        .await
+        .expect_err("every attempt is beaten");
+    assert!(matches!(err, Error::Stale { .. }), "{err:?}");
+    assert_eq!(calls, MODIFY_ATTEMPTS);
+    let after = store.get_scale_set(before.id).await.unwrap();
+    assert_eq!(after.spec.enabled, before.spec.enabled, "ours never landed");
+}
+
+async fn a_change_that_changes_nothing_writes_nothing(db: TestDb) {
+    let store = db.open().await;
+    let before = crate::helpers::scale_set(&store, "unchanged").await;
+    // An interference would show as a bumped generation, were anything written.
+    let store = contended(store, 1);
+    let enabled = before.spec.enabled;
+    let read = store
+        .modify_scale_set(before.id, &mut |s| s.spec.enabled = enabled)
+        .await
+        .unwrap();
+    assert_eq!(read, before);
+    assert_eq!(store.get_scale_set(before.id).await.unwrap(), before);
+}
+
+async fn an_unknown_scale_set_is_not_found(db: TestDb) {
+    let store = db.open().await;
+    let known = crate::helpers::scale_set(&store, "known").await;
+    store
+        .delete_scale_set(known.id, known.generation)
+        .await
+        .unwrap();
+    let err = store
+        .modify_scale_set(known.id, &mut |s| s.spec.enabled = false)
+        .await
+        .expect_err("deleted");
+    assert!(err.is_not_found(), "{err:?}");
+}
