@@ -45,9 +45,10 @@ async fn start(config: SimConfig) -> Result<(RunningSim, Client)> {
 
 /// A simulator whose session conflicts name the holder (`conflictNamesOwner`, the older wording).
 fn naming_owners() -> SimConfig {
-    let mut config = SimConfig::default();
-    config.conflict_names_owner = true;
-    config
+    SimConfig {
+        conflict_names_owner: true,
+        ..SimConfig::default()
+    }
 }
 
 fn client_with(github: &RunningSim, retry: RetryPolicy) -> Result<Client> {

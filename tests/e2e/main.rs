@@ -31,8 +31,10 @@ fn client(github: &RunningSim, scope: &str) -> Result<Client> {
 /// the simulator boots; the loop ends when every job has completed.
 #[tokio::test]
 async fn the_whole_loop_runs_on_one_machine_even_with_faults() -> Result<()> {
-    let mut config = SimConfig::default();
-    config.long_poll_hold = Duration::from_millis(50);
+    let mut config = SimConfig {
+        long_poll_hold: Duration::from_millis(50),
+        ..SimConfig::default()
+    };
     config.runner_job_duration = Duration::from_secs(5);
     let github = RunningSim::start(config).await?;
     let client = client(&github, "acme")?;

@@ -88,8 +88,10 @@ pub(crate) async fn run(
         metrics = Some(controller.metrics());
         worker = Some(tokio::spawn(controller.run(cancel.clone())));
     }
-    let mut limits = Limits::default();
-    limits.max_body_bytes = config.server.max_body_size;
+    let limits = Limits {
+        max_body_bytes: config.server.max_body_size,
+        ..Limits::default()
+    };
     let state = AppState::new(
         store,
         clients,

@@ -149,7 +149,6 @@ async fn run(config: Config, env: &BTreeMap<String, String>) -> Result<()> {
             );
             id
         }
-        _ => bail!("the database reports an unknown controller binding"),
     };
     let store: Arc<dyn Store> = Arc::new(store);
     let identity = ControllerIdentity::new(id).with_owner_label(config.owner_label);

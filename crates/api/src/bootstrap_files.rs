@@ -52,7 +52,6 @@ pub(crate) fn service_name(entity: &EntityKind, instance: &str) -> String {
         EntityKind::Repository { owner, name } => format!("{owner}-{name}"),
         EntityKind::Organization { name } => name.clone(),
         EntityKind::Enterprise { slug } => slug.clone(),
-        _ => "scaleset".to_owned(),
     };
     format!("actions.runner.{owner}.{instance}")
 }

@@ -10,7 +10,6 @@ use crate::v1::{ErrorBody, ErrorCode};
 /// A failed request. The `Display` text is the body's `message`: what failed, the cause, and
 /// what to do.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum ApiError {
     /// No bearer token.
     #[error(
@@ -244,7 +243,9 @@ impl ApiError {
             let reason = chain(&error);
             match error.class() {
                 scaleset_store::ErrorClass::Retryable => Self::Unavailable { during, reason },
-                _ => Self::Internal { during, reason },
+                scaleset_store::ErrorClass::Refusal | scaleset_store::ErrorClass::Fatal => {
+                    Self::Internal { during, reason }
+                }
             }
         }
     }

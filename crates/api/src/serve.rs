@@ -17,7 +17,6 @@ use tokio_util::task::TaskTracker;
 
 /// A TLS failure while loading the certificate or key.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum TlsError {
     /// A file could not be read or parsed.
     #[error("cannot load the TLS {what} from {path}: {reason}")]

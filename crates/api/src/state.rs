@@ -15,7 +15,6 @@ use scaleset_store::Store;
 
 /// Request limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct Limits {
     /// The largest request body accepted, in bytes (default 256 KiB: a CA bundle fits).
     pub max_body_bytes: usize,
@@ -33,7 +32,6 @@ impl Default for Limits {
 }
 
 /// What the handlers share. Fields are public so that other modules' routers can read them.
-#[non_exhaustive]
 pub struct AppState {
     /// The store.
     pub store: Arc<dyn Store>,

@@ -23,7 +23,7 @@ pub(crate) fn credentials(c: &store::Credentials) -> v1::Credentials {
             installation_id,
             ..
         } => (v1::AuthKind::App, Some(*app_id), Some(*installation_id)),
-        _ => (v1::AuthKind::Pat, None, None),
+        store::Auth::Pat { .. } => (v1::AuthKind::Pat, None, None),
     };
     v1::Credentials {
         id: c.id.0,
@@ -45,7 +45,7 @@ pub(crate) fn entity(e: &store::Entity, credentials: &str) -> v1::Entity {
     let kind = match &e.kind {
         store::EntityKind::Repository { .. } => v1::EntityKind::Repository,
         store::EntityKind::Enterprise { .. } => v1::EntityKind::Enterprise,
-        _ => v1::EntityKind::Organization,
+        store::EntityKind::Organization { .. } => v1::EntityKind::Organization,
     };
     v1::Entity {
         id: e.id.0,
@@ -57,19 +57,22 @@ pub(crate) fn entity(e: &store::Entity, credentials: &str) -> v1::Entity {
     }
 }
 
+/// The wire's policy for a stored one. Both enums are this workspace's and matched whole, so
+/// a policy added to either is a compile error here, not a silent `owned`.
 pub(crate) fn policy(p: store::AdoptionPolicy) -> v1::AdoptionPolicy {
     match p {
         store::AdoptionPolicy::Never => v1::AdoptionPolicy::Never,
+        store::AdoptionPolicy::Owned => v1::AdoptionPolicy::Owned,
         store::AdoptionPolicy::Any => v1::AdoptionPolicy::Any,
-        _ => v1::AdoptionPolicy::Owned,
     }
 }
 
+/// The stored policy for the wire's (the inverse of [`policy`]).
 pub(crate) fn policy_to_store(p: v1::AdoptionPolicy) -> store::AdoptionPolicy {
     match p {
         v1::AdoptionPolicy::Never => store::AdoptionPolicy::Never,
+        v1::AdoptionPolicy::Owned => store::AdoptionPolicy::Owned,
         v1::AdoptionPolicy::Any => store::AdoptionPolicy::Any,
-        _ => store::AdoptionPolicy::Owned,
     }
 }
 
@@ -82,7 +85,7 @@ fn state(s: store::ScaleSetState) -> v1::ScaleSetState {
         S::Drifted => v1::ScaleSetState::Drifted,
         S::ForeignSession => v1::ScaleSetState::ForeignSession,
         S::Dormant => v1::ScaleSetState::Dormant,
-        _ => v1::ScaleSetState::Error,
+        S::Error => v1::ScaleSetState::Error,
     }
 }
 
@@ -175,7 +178,7 @@ pub(crate) fn instance(i: &store::Instance) -> v1::Instance {
         S::Busy => v1::InstanceStatus::Busy,
         S::Deleting => v1::InstanceStatus::Deleting,
         S::Deleted => v1::InstanceStatus::Deleted,
-        _ => v1::InstanceStatus::Failed,
+        S::Failed => v1::InstanceStatus::Failed,
     };
     v1::Instance {
         name: i.name.clone(),
@@ -207,6 +210,20 @@ pub(crate) fn bootstrap(a: &store::InstanceAccess) -> v1::InstanceBootstrap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 30 item 4: one policy mapping. Each stored policy goes out and comes back as
+    /// itself, and the API's JSON spells it as the stored text the configuration file uses.
+    #[test]
+    fn issue30_every_policy_goes_over_the_wire_and_back_under_its_stored_text() {
+        for &stored in store::AdoptionPolicy::ALL {
+            let wire = policy(stored);
+            assert_eq!(policy_to_store(wire), stored);
+            assert_eq!(
+                serde_json::to_value(wire).unwrap(),
+                serde_json::Value::String(stored.as_str().to_owned())
+            );
+        }
+    }
 
     /// The API's states count as needing attention exactly as the store's do (issue 29 item 5:
     /// the CLI counts by the API's, the status page and the metrics by the store's).

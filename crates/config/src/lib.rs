@@ -78,7 +78,6 @@ fn list(problems: &[Problem]) -> String {
 
 /// A validated configuration.
 #[derive(Debug)]
-#[non_exhaustive]
 pub struct Config {
     /// The pinned controller id; `None` lets the database supply (or generate) it.
     pub controller_id: Option<Uuid>,
@@ -102,7 +101,6 @@ pub struct Config {
 
 /// The worker process's own settings (`[worker]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct WorkerConfig {
     /// The worker's name: the holder of its leases (default: the host name).
     pub name: String,
@@ -114,7 +112,6 @@ pub struct WorkerConfig {
 
 /// The API server's own settings (`[server]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct ServerConfig {
     /// Where the API is served (default `127.0.0.1:8080`).
     pub listen: SocketAddr,
@@ -135,7 +132,6 @@ pub struct TlsFiles {
 
 /// `[fake]`: how the in-process fake provider behaves.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct FakeConfig {
     /// A directory where the fake provider records its instances, so they outlive the process
     /// (as a cloud's would). `None`: in memory.

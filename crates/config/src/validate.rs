@@ -291,8 +291,10 @@ fn worker(
         }),
     };
     let defaults = Settings::default();
-    let mut settings = Settings::default();
-    settings.worker = name.clone();
+    let mut settings = Settings {
+        worker: name.clone(),
+        ..Settings::default()
+    };
     settings.lease_ttl = p.duration(
         "worker.lease_ttl",
         raw.lease_ttl.as_deref(),
@@ -647,14 +649,9 @@ fn scale_sets(
                 .ok()
         });
         let adoption_policy = s.adoption_policy.as_deref().and_then(|text| {
-            let policy = AdoptionPolicy::from_stored(text);
-            if policy.is_none() {
-                p.add(
-                    key("adoption_policy"),
-                    format!("{text:?} is not a policy; use \"never\", \"owned\" or \"any\""),
-                );
-            }
-            policy
+            AdoptionPolicy::parse(text)
+                .map_err(|problem| p.add(key(&problem.field), problem.message))
+                .ok()
         });
         let extra_specs = s.extra_specs.as_ref().and_then(|value| {
             serde_json::to_value(value)

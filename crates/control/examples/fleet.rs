@@ -227,10 +227,12 @@ where
 // The child: the simulator alone.
 
 fn serve(args: &[String]) -> Result<()> {
-    let mut config = scaleset_sim::SimConfig::default();
-    config.request_log_capacity = 0;
-    config.http2_max_concurrent_streams = STREAM_LIMIT;
-    config.tls = tls_child::identity(args)?;
+    let config = scaleset_sim::SimConfig {
+        request_log_capacity: 0,
+        http2_max_concurrent_streams: STREAM_LIMIT,
+        tls: tls_child::identity(args)?,
+        ..scaleset_sim::SimConfig::default()
+    };
     let sim = scaleset_sim::Simulator::new(config)?;
     let runtime = tokio::runtime::Runtime::new()?;
     let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
@@ -435,8 +437,10 @@ fn start(
             config
         }
     });
-    let mut settings = Settings::default();
-    settings.worker = "bench-worker".to_owned();
+    let settings = Settings {
+        worker: "bench-worker".to_owned(),
+        ..Settings::default()
+    };
     let mut registry = Registry::default();
     let mut controller = Controller::new(
         store,

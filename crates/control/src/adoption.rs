@@ -69,7 +69,6 @@ impl Hooks for NoHooks {}
 
 /// What one run of the machine did and how it ended.
 #[derive(Debug)]
-#[non_exhaustive]
 pub struct Run {
     /// The machine's outcome.
     pub outcome: Outcome,

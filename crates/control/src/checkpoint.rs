@@ -7,7 +7,6 @@ use async_trait::async_trait;
 
 /// A point just after a durable step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum Checkpoint {
     /// The intent to create the scale set on GitHub was recorded; the POST comes next.
     ScaleSetCreateIntent,

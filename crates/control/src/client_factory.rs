@@ -114,11 +114,6 @@ pub(crate) fn build_client(
             installation_id,
             private_key,
         } => Credentials::app(app_id.to_string(), *installation_id, private_key.clone()),
-        _ => {
-            return Err(config_error(
-                "this kind of credentials is not supported".to_owned(),
-            ));
-        }
     };
     let mut config = ClientConfig::new(url, github_credentials);
     let api = url_parse(&endpoint.api_base_url)

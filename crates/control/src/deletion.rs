@@ -92,7 +92,10 @@ pub fn plan_deletion(scale_set: &ScaleSet, force: bool) -> Deletion {
             github_id,
             evidence: scale_set.evidence.clone(),
         }),
-        _ => Deletion::Detach(Detachment::Known { github_id }),
+        // Known, none recorded, or the creation of another GitHub scale set than this one.
+        Some(Provenance::Known | Provenance::Created(_)) | None => {
+            Deletion::Detach(Detachment::Known { github_id })
+        }
     }
 }
 

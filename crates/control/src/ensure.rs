@@ -14,11 +14,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use scaleset_adopt::{
-    CreateSpec, Desired, Input, Outcome, Policy, Refusal, RunnerGroupId, ScaleSetId as AdoptId,
+    CreateSpec, Desired, Input, Outcome, Refusal, RunnerGroupId, ScaleSetId as AdoptId,
 };
 use scaleset_github::{Client, Error as GitHubError, ScaleSetId as GitHubScaleSetId, Session};
 use scaleset_store::{
-    AdoptionPolicy, Creation, Event, Lease, Provenance, ScaleSet, ScaleSetId, ScaleSetState, Store,
+    Creation, Event, Lease, Provenance, ScaleSet, ScaleSetId, ScaleSetState, Store,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -116,11 +116,7 @@ pub(crate) async fn ensure(
             disable_update: scale_set.spec.disable_update,
         },
         known_id,
-        policy: match scale_set.spec.adoption_policy {
-            AdoptionPolicy::Never => Policy::Never,
-            AdoptionPolicy::Any => Policy::Any,
-            _ => Policy::Owned,
-        },
+        policy: scale_set.spec.adoption_policy.into(),
         repair: scale_set.spec.repair,
         // The ownership probe stays off under `owned` (docs/adoption.md: GitHub's 409 names no
         // owner, so a probe only opens a session on a set not proven ours); `any` probes anyway.

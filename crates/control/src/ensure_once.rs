@@ -29,7 +29,6 @@ use crate::shared::{RunnerGroups, Shared};
 /// How one [`EnsureOnce::run`] ended. The scale set's row (state, reason, provenance,
 /// evidence, events) says the rest; read it after.
 #[derive(Debug)]
-#[non_exhaustive]
 pub enum EnsureResult {
     /// The scale set is ours on GitHub under this id.
     Ready {
@@ -106,11 +105,6 @@ impl EnsureOnce {
         {
             Acquisition::Acquired(lease) => lease,
             Acquisition::Held { holder, .. } => return Ok(EnsureResult::Busy { holder }),
-            _ => {
-                return Ok(EnsureResult::Busy {
-                    holder: "unknown".to_owned(),
-                });
-            }
         };
         let result = self.ensure_held(id, &lease).await;
         // Released even after a failure, so a worker can take the scale set at once.

@@ -3,7 +3,6 @@
 /// A failure of the control loop. Every variant names the thing, the cause and, through its
 /// message, what to do.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum Error {
     /// A configuration value is invalid.
     #[error("invalid configuration: {what}: {reason}")]

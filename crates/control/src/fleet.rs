@@ -142,7 +142,6 @@ impl FleetLookup for GitHubLookup {
 
 /// What an apply did.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct Applied {
     /// The plan that was applied (its digest is the reviewed one).
     pub plan: FleetPlan,

@@ -68,7 +68,9 @@ fn phase(instance: &Instance) -> RunnerPhase {
         InstanceStatus::Running if instance.removal_requested_at.is_some() => RunnerPhase::Unwanted,
         InstanceStatus::Running => RunnerPhase::Idle,
         InstanceStatus::Busy => RunnerPhase::Busy,
-        _ => RunnerPhase::Leaving,
+        InstanceStatus::Deleting | InstanceStatus::Deleted | InstanceStatus::Failed => {
+            RunnerPhase::Leaving
+        }
     }
 }
 
@@ -168,7 +170,9 @@ impl Runners<'_> {
                         }
                     }
                 }
-                _ => self.remove_everywhere(&instance).await?,
+                InstanceStatus::Deleting | InstanceStatus::Deleted | InstanceStatus::Failed => {
+                    self.remove_everywhere(&instance).await?;
+                }
             }
         }
         // What the store does not know (a wiped database, a stray runner) is reconciled

@@ -8,7 +8,6 @@ use scaleset_adopt::RetryBounds;
 /// The control loop's settings. [`Settings::default`] suits production; tests shorten the
 /// durations.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct Settings {
     /// This worker's name, the holder of its leases.
     pub worker: String,

@@ -131,7 +131,6 @@ async fn pass(
             tracing::debug!(%holder, "lease held by another worker");
             return Ok(Next::After(shared.settings.lease_ttl / 2));
         }
-        Ok(_) => return Ok(Next::After(shared.settings.lease_ttl / 2)),
         Err(e) if e.is_not_found() => return Ok(Next::Stop),
         Err(e) => return Err(store("acquiring the lease")(e)),
     };

@@ -50,8 +50,10 @@ impl DemoOptions {
     /// control settings that react within seconds (a scale set added through the API is
     /// picked up within 2 s, reconciliation every 30 s, runners must boot within 60 s).
     pub fn new(data_dir: PathBuf) -> Self {
-        let mut settings = Settings::default();
-        settings.worker = "scaleset-demo".to_owned();
+        let mut settings = Settings {
+            worker: "scaleset-demo".to_owned(),
+            ..Settings::default()
+        };
         settings.watch_interval = Duration::from_secs(2);
         settings.reconcile_interval = Duration::from_secs(30);
         settings.default_bootstrap_timeout = Duration::from_secs(60);

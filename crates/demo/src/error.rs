@@ -4,7 +4,6 @@ use std::path::{Path, PathBuf};
 
 /// An error of the demo.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum Error {
     /// A file or directory of the data directory could not be used.
     #[error("cannot {action} {path}")]

@@ -25,8 +25,10 @@ const SAVE_EVERY: Duration = Duration::from_secs(2);
 /// expire after two minutes unpolled (so a demo killed with kill -9 is not locked out of its
 /// own scale sets for long).
 pub fn sim_config() -> SimConfig {
-    let mut config = SimConfig::default();
-    config.job_started_delay = Duration::ZERO;
+    let mut config = SimConfig {
+        job_started_delay: Duration::ZERO,
+        ..SimConfig::default()
+    };
     config.conflict_names_owner = true;
     config.session_expiry = Some(Duration::from_secs(120));
     config.long_poll_hold = Duration::from_secs(20);

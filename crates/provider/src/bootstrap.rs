@@ -30,7 +30,6 @@ fn exposed_option<S: Serializer>(
 /// Target operating system (GARM's `os_type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
-#[non_exhaustive]
 pub enum OsType {
     /// Linux.
     Linux,
@@ -43,7 +42,6 @@ pub enum OsType {
 /// Target CPU architecture (GARM's `arch`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
-#[non_exhaustive]
 pub enum OsArch {
     /// x86-64.
     Amd64,

@@ -5,7 +5,6 @@ use std::fmt;
 /// One operation of the GARM external-provider protocol, as passed in
 /// `GARM_COMMAND`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum Command {
     /// Create an instance from the bootstrap JSON on stdin.
     CreateInstance,

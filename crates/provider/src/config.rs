@@ -62,7 +62,6 @@ pub struct ProviderConfig {
 
 /// The kind of a provider and its settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum ProviderKind {
     /// A GARM external-provider executable.
     External(ExternalConfig),
@@ -72,7 +71,6 @@ pub enum ProviderKind {
 
 /// The GARM external-provider interface version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum InterfaceVersion {
     /// v0.1.0: the original environment. The default, and what the current
     /// releases of the GARM providers implement.

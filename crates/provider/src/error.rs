@@ -16,7 +16,6 @@ use crate::command::Command;
 /// other things than a missing instance: LXD does when a create's image or
 /// profile is missing).
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum Error {
     /// The provider says the instance does not exist (GARM exit code 30 from
     /// `GetInstance`).
@@ -170,7 +169,6 @@ impl Error {
 
 /// What is wrong with an executable's stdout.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum OutputProblem {
     /// The output is not the JSON we expected.
     #[error("not valid JSON for {expected}: {detail}")]

@@ -109,7 +109,6 @@ pub struct Address {
 /// [`OutputProblem::UnknownStatus`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-#[non_exhaustive]
 pub enum InstanceStatus {
     /// Running.
     Running,

@@ -62,11 +62,13 @@ fn main() -> Result<()> {
 /// The child: a simulator (plain, or TLS with the given PEM files) that prints its address and
 /// then its held-poll count every 100 ms.
 fn serve(args: &[String]) -> Result<()> {
-    let mut config = scaleset_sim::SimConfig::default();
-    config.long_poll_hold = Duration::from_secs(3600);
-    config.request_log_capacity = 0;
-    config.http2_max_concurrent_streams = STREAM_LIMIT;
-    config.tls = tls_child::identity(args)?;
+    let config = scaleset_sim::SimConfig {
+        long_poll_hold: Duration::from_secs(3600),
+        request_log_capacity: 0,
+        http2_max_concurrent_streams: STREAM_LIMIT,
+        tls: tls_child::identity(args)?,
+        ..scaleset_sim::SimConfig::default()
+    };
     let sim = scaleset_sim::Simulator::new(config)?;
     tokio::runtime::Runtime::new()?.block_on(async move {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

@@ -51,9 +51,11 @@ fn main() -> Result<()> {
 
 /// The child: a simulator and nothing else.
 fn serve() -> Result<()> {
-    let mut config = scaleset_sim::SimConfig::default();
-    config.long_poll_hold = Duration::from_secs(3600);
-    config.request_log_capacity = 0;
+    let config = scaleset_sim::SimConfig {
+        long_poll_hold: Duration::from_secs(3600),
+        request_log_capacity: 0,
+        ..scaleset_sim::SimConfig::default()
+    };
     let sim = scaleset_sim::Simulator::new(config)?;
     tokio::runtime::Runtime::new()?.block_on(async move {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

@@ -10,7 +10,6 @@ use crate::tls::TlsIdentity;
 /// How jobs reach a scale set's listener.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[non_exhaustive]
 pub enum AssignmentMode {
     /// github.com's broker: jobs arrive as `JobAssigned` (`runnerRequestId` 0, `jobId` set);
     /// `acquirejobs` answers a router-level text/plain 404.
@@ -65,7 +64,6 @@ pub struct RunnerGroupSeed {
 /// `acme-corp`, PAT `ghp_simulator` for all of them, and App installation 1 (App id `1`) on
 /// `acme`.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct SimConfig {
     /// Organization logins.
     pub organizations: Vec<String>,

@@ -2,7 +2,6 @@
 
 /// An error of the simulator library.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum Error {
     /// The configuration has problems; every one is listed.
     #[error("invalid simulator configuration: {}", problems.join("; "))]

@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 /// the control API.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
-#[non_exhaustive]
 pub struct Faults {
     /// Omit `runnerGroupId` (and `runnerGroupName`) from items of scale-set lists filtered by
     /// group.
@@ -56,7 +55,6 @@ pub struct Faults {
 /// How a nested exception is wrapped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[non_exhaustive]
 pub enum NestedStyle {
     /// The real exception sits in the outer error's `innerException`.
     InnerException,
@@ -67,7 +65,6 @@ pub enum NestedStyle {
 /// A counted burst of error answers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[non_exhaustive]
 pub struct Burst {
     /// How many more requests get the error.
     pub remaining: u32,
@@ -99,7 +96,6 @@ impl Burst {
 /// A counted burst of 429 answers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[non_exhaustive]
 pub struct RateLimit {
     /// How many more requests get 429.
     pub remaining: u32,
@@ -130,7 +126,6 @@ impl RateLimit {
 /// How GitHub's REST API refuses a rate-limited call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[non_exhaustive]
 pub enum RestRateLimitAnswer {
     /// 403 with `Retry-After` (a secondary rate limit).
     RetryAfter403,
@@ -143,7 +138,6 @@ pub enum RestRateLimitAnswer {
 /// A counted burst of REST rate-limit answers on the token-chain calls.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[non_exhaustive]
 pub struct RestRateLimit {
     /// How many more token-chain calls are refused.
     pub remaining: u32,
@@ -206,7 +200,6 @@ pub(crate) fn take_rest_rate_limit(
 /// The competitor of a racing create.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[non_exhaustive]
 pub struct RaceCreate {
     /// When set, the competitor also holds a session on its scale set under this owner name.
     #[serde(default)]

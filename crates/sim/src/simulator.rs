@@ -79,7 +79,6 @@ impl Shared {
 /// A scale set created by [`Simulator::create_foreign_scale_set`], with the session it holds.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[non_exhaustive]
 pub struct ForeignScaleSet {
     /// The scale set's id.
     pub scale_set_id: i64,

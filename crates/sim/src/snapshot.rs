@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 /// `RunnerScaleSetStatistic`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[non_exhaustive]
 pub struct Statistics {
     /// Jobs offered as `JobAvailable` and not yet acquired.
     pub total_available_jobs: i64,
@@ -28,7 +27,6 @@ pub struct Statistics {
 /// What to enqueue: `count` jobs for one scale set. Every field is optional.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
-#[non_exhaustive]
 pub struct JobSpec {
     /// How many jobs (at least 1, at most 10,000 per enqueue).
     pub count: u32,
@@ -62,7 +60,6 @@ impl JobSpec {
 /// Everything the simulator holds, as `GET /_sim/state` returns it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[non_exhaustive]
 pub struct StateSnapshot {
     /// Runner groups of every scope.
     pub runner_groups: Vec<RunnerGroupInfo>,
@@ -97,7 +94,6 @@ impl StateSnapshot {
 /// A runner group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[non_exhaustive]
 pub struct RunnerGroupInfo {
     /// The scope (`acme`, `acme/widgets`, `enterprises/big`).
     pub scope: String,
@@ -112,7 +108,6 @@ pub struct RunnerGroupInfo {
 /// A scale set.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[non_exhaustive]
 pub struct ScaleSetInfo {
     /// Scale-set id.
     pub id: i64,
@@ -137,7 +132,6 @@ pub struct ScaleSetInfo {
 /// A message session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[non_exhaustive]
 pub struct SessionInfo {
     /// Session id (UUID).
     pub session_id: String,
@@ -150,7 +144,6 @@ pub struct SessionInfo {
 /// A job.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[non_exhaustive]
 pub struct JobInfo {
     /// The simulator's runner request id (sent on the wire in acquire mode only).
     pub runner_request_id: i64,
@@ -171,7 +164,6 @@ pub struct JobInfo {
 /// A registered agent (runner).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[non_exhaustive]
 pub struct AgentInfo {
     /// Agent id.
     pub id: i64,
@@ -190,7 +182,6 @@ pub struct AgentInfo {
 /// One request the simulator answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-#[non_exhaustive]
 pub struct RequestRecord {
     /// Sequence number (from 1).
     pub seq: u64,

@@ -11,7 +11,6 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 /// A certificate chain and its private key, in PEM, for the simulator's HTTPS listener. Its
 /// `Debug` output hides the key.
 #[derive(Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct TlsIdentity {
     /// The certificate chain, leaf first, as PEM `CERTIFICATE` blocks.
     pub cert_chain_pem: String,

@@ -7,7 +7,6 @@ use crate::error::Result;
 
 /// How the controller id in force was arrived at by [`ControllerStore::bind_controller`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum ControllerBinding {
     /// The configured id matches the one in the database.
     Matched(Uuid),

@@ -160,7 +160,6 @@ fn http_url(field: &str, text: &str) -> Result<url::Url, SpecProblem> {
 
 /// How to authenticate. `Debug` redacts the secrets.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub enum Auth {
     /// A personal access token.
     Pat {

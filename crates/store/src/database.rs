@@ -117,7 +117,9 @@ impl DieselStore {
                 controller_id = %id,
                 "no controller_id configured: using the one in the database; pin it in the configuration"
             ),
-            _ => tracing::info!(controller_id = %binding.id(), "store opened"),
+            ControllerBinding::Matched(_) | ControllerBinding::Adopted(_) => {
+                tracing::info!(controller_id = %binding.id(), "store opened");
+            }
         }
         store.binding = binding;
         Ok(store)

@@ -11,7 +11,6 @@ use crate::id::{CredentialsId, EntityId};
 
 /// What kind of GitHub entity, with its name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum EntityKind {
     /// A repository `owner/name`.
     Repository {

@@ -7,7 +7,6 @@ use std::time::Duration;
 /// Callers branch on the predicates ([`Error::is_not_found`], [`Error::is_conflict`],
 /// [`Error::is_stale`], [`Error::is_lease_lost`]) or on [`Error::class`], never on the message.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum Error {
     /// The row asked for does not exist.
     #[error("{entity} {key} not found")]
@@ -159,7 +158,6 @@ pub enum Error {
 
 /// How the caller should treat an error (the driver's policy input).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum ErrorClass {
     /// Transient: retry with backoff (pool exhaustion, a dropped connection, a stale read).
     Retryable,

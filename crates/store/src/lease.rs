@@ -44,7 +44,6 @@ impl Lease {
 
 /// The outcome of [`LeaseStore::acquire_lease`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum Acquisition {
     /// The caller holds the lease.
     Acquired(Lease),

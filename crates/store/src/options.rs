@@ -18,7 +18,6 @@ use crate::keyring::Keyring;
 /// is absolute and `sqlite://scaleset.db` relative), and `postgres://…` or `postgresql://…`
 /// (any libpq connection URL).
 #[derive(Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum DatabaseUrl {
     /// An SQLite database file (created if missing; its directory must exist).
     Sqlite {
@@ -133,7 +132,6 @@ impl FromStr for DatabaseUrl {
 
 /// When an SQLite commit waits for the disk (the `synchronous` pragma, in WAL mode).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
 pub enum SqliteSync {
     /// `synchronous = NORMAL`, the default: a commit is in the WAL file when it returns, so it
     /// survives a crash of the process; only an OS crash or power loss can lose the last

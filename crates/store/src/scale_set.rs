@@ -26,6 +26,40 @@ crate::text_enum! {
     }
 }
 
+impl AdoptionPolicy {
+    /// Parses a policy as an operator writes it (`never`, `owned`, `any`: the stored text,
+    /// which the API's JSON spells the same), for the doors that read text (the configuration
+    /// file and its overrides).
+    ///
+    /// # Errors
+    ///
+    /// The `adoption_policy` problem for text that names no policy, listing those that exist.
+    pub fn parse(text: &str) -> std::result::Result<Self, crate::SpecProblem> {
+        Self::from_stored(text).ok_or_else(|| {
+            let known: Vec<String> = Self::ALL
+                .iter()
+                .map(|p| format!("{:?}", p.as_str()))
+                .collect();
+            crate::SpecProblem {
+                field: "adoption_policy".to_owned(),
+                message: format!("{text:?} is not a policy; use {}", known.join(", ")),
+            }
+        })
+    }
+}
+
+/// The adoption machine's policy for a stored one: the one mapping, used by the ensure step
+/// and the fleet plan's adoption preview alike.
+impl From<AdoptionPolicy> for scaleset_adopt::Policy {
+    fn from(policy: AdoptionPolicy) -> Self {
+        match policy {
+            AdoptionPolicy::Never => Self::Never,
+            AdoptionPolicy::Owned => Self::Owned,
+            AdoptionPolicy::Any => Self::Any,
+        }
+    }
+}
+
 /// How this controller came to hold its GitHub scale set. It is history, kept per GitHub
 /// scale set: once recorded, a later ensure that merely confirms the stored id (`Known`) never
 /// replaces it (see [`Provenance::recorded`]); only a database loss forgets it, after which

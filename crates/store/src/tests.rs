@@ -282,3 +282,35 @@ fn provenance_of_one_github_scale_set_only_gains_information() {
         assert!(!state.is_refusal(), "{state}");
     }
 }
+
+/// Issue 30 item 4: one policy mapping. Every stored policy parses from its text (the
+/// configuration's door), maps to the adoption machine's policy of the same meaning, and text
+/// naming none is one problem that lists them all.
+#[test]
+fn issue30_every_policy_parses_from_its_text_and_maps_to_the_machines_one() {
+    use scaleset_adopt::Policy;
+    for &policy in AdoptionPolicy::ALL {
+        assert_eq!(AdoptionPolicy::parse(policy.as_str()), Ok(policy));
+        let machine = Policy::from(policy);
+        let expected = match policy {
+            AdoptionPolicy::Never => Policy::Never,
+            AdoptionPolicy::Owned => Policy::Owned,
+            AdoptionPolicy::Any => Policy::Any,
+        };
+        assert_eq!(machine, expected, "{policy}");
+    }
+    // Distinct policies stay distinct: no two map to one (a silent `owned` would).
+    let mapped: std::collections::HashSet<String> = AdoptionPolicy::ALL
+        .iter()
+        .map(|&p| format!("{:?}", scaleset_adopt::Policy::from(p)))
+        .collect();
+    assert_eq!(mapped.len(), AdoptionPolicy::ALL.len());
+    assert_eq!(
+        AdoptionPolicy::parse("sometimes"),
+        Err(SpecProblem {
+            field: "adoption_policy".to_owned(),
+            message: "\"sometimes\" is not a policy; use \"never\", \"owned\", \"any\"".to_owned(),
+        })
+    );
+    assert!(AdoptionPolicy::parse("Owned").is_err(), "the text is exact");
+}

@@ -16,7 +16,6 @@ pub struct WriterLock {
 
 /// Why the lock was not taken.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum WriterLockError {
     /// Another live process holds it.
     #[error("another process already serves the SQLite database {database} (it holds {lock})")]

@@ -71,13 +71,15 @@ impl Server {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let stop = CancellationToken::new();
         let (url, token, github, sim) = runtime.block_on(async {
-            let mut config = SimConfig::default();
             // Short long-poll holds (a stop does not wait out a 50 s poll), busy seen at once,
             // and jobs that run until the test ends them.
-            config.long_poll_hold = std::time::Duration::from_millis(100);
-            config.tick_interval = std::time::Duration::from_millis(20);
-            config.job_started_delay = std::time::Duration::ZERO;
-            config.runner_job_duration = std::time::Duration::from_secs(3600);
+            let config = SimConfig {
+                long_poll_hold: std::time::Duration::from_millis(100),
+                tick_interval: std::time::Duration::from_millis(20),
+                job_started_delay: std::time::Duration::ZERO,
+                runner_job_duration: std::time::Duration::from_secs(3600),
+                ..SimConfig::default()
+            };
             let sim = Simulator::new(config).expect("the simulator");
             let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
             let github = format!("http://{}", listener.local_addr().expect("addr"));
@@ -104,12 +106,14 @@ impl Server {
             let identity = ControllerIdentity::new(CONTROLLER_ID.parse().expect("uuid"));
             let dyn_store: Arc<dyn Store> = store.clone();
             let clients = Arc::new(StoreClientFactory::new(dyn_store.clone()));
-            let mut settings = ControlSettings::default();
-            settings.worker = "ctl-test-worker".to_owned();
-            settings.watch_interval = std::time::Duration::from_millis(100);
-            settings.drain_interval = std::time::Duration::from_millis(200);
-            settings.backoff_base = std::time::Duration::from_millis(50);
-            settings.backoff_max = std::time::Duration::from_millis(500);
+            let settings = ControlSettings {
+                worker: "ctl-test-worker".to_owned(),
+                watch_interval: std::time::Duration::from_millis(100),
+                drain_interval: std::time::Duration::from_millis(200),
+                backoff_base: std::time::Duration::from_millis(50),
+                backoff_max: std::time::Duration::from_millis(500),
+                ..ControlSettings::default()
+            };
             // The worker: a fake cloud whose runners register and take jobs in the simulator.
             let cloud = FakeCloud::new();
             cloud.on_create({

@@ -217,8 +217,10 @@ fn a_bad_configuration_exits_2_before_anything_opens() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_worker_serves_a_scale_set_created_through_the_api() {
     // Short long-poll holds, as the control suite uses: a stop does not wait out a 50 s poll.
-    let mut sim_config = scaleset_sim::SimConfig::default();
-    sim_config.long_poll_hold = Duration::from_millis(100);
+    let sim_config = scaleset_sim::SimConfig {
+        long_poll_hold: Duration::from_millis(100),
+        ..scaleset_sim::SimConfig::default()
+    };
     let sim = scaleset_sim::Simulator::new(sim_config).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let sim_base = format!("http://{}", listener.local_addr().unwrap());
@@ -418,8 +420,10 @@ async fn ready_events(addr: &str, token: &str, id: &str) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issue29_a_created_scale_set_stays_created_across_ensure_and_restart_and_is_deleted_on_github()
  {
-    let mut sim_config = scaleset_sim::SimConfig::default();
-    sim_config.long_poll_hold = Duration::from_millis(100);
+    let sim_config = scaleset_sim::SimConfig {
+        long_poll_hold: Duration::from_millis(100),
+        ..scaleset_sim::SimConfig::default()
+    };
     let sim = scaleset_sim::Simulator::new(sim_config).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let sim_base = format!("http://{}", listener.local_addr().unwrap());

@@ -35,9 +35,11 @@ impl std::ops::Deref for RunningSim {
 
 impl RunningSim {
     pub(crate) async fn start() -> Self {
-        let mut config = SimConfig::default();
-        config.long_poll_hold = Duration::from_millis(200);
-        config.tick_interval = Duration::from_millis(20);
+        let config = SimConfig {
+            long_poll_hold: Duration::from_millis(200),
+            tick_interval: Duration::from_millis(20),
+            ..SimConfig::default()
+        };
         Self(
             scaleset_sim::RunningSim::start(config)
                 .await

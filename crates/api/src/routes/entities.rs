@@ -44,7 +44,7 @@ fn kind(input: &CreateEntity) -> Result<scaleset_store::EntityKind, ApiError> {
                 name: input.name.clone(),
             }
         }
-        _ => {
+        EntityKind::Enterprise => {
             validate::name("name", &input.name, 100)?;
             scaleset_store::EntityKind::Enterprise {
                 slug: input.name.clone(),

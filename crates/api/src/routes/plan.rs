@@ -152,7 +152,7 @@ fn action(action: Action) -> PlanAction {
         Action::Update => PlanAction::Update,
         Action::Detach => PlanAction::Detach,
         Action::Refuse => PlanAction::Refuse,
-        _ => PlanAction::Unchanged,
+        Action::Unchanged => PlanAction::Unchanged,
     }
 }
 

@@ -396,13 +396,6 @@ pub(crate) async fn delete(
                 holder,
             });
         }
-        _ => {
-            return Err(ApiError::LeaseHeld {
-                id: id.to_string(),
-                name: scale_set.spec.name.clone(),
-                holder: "unknown".to_owned(),
-            });
-        }
     };
     let result = delete_held(&state, &scale_set, &deletion).await;
     if result.is_err() {

@@ -80,7 +80,7 @@ impl Runners {
                 InstanceStatus::Running => runners.idle += 1,
                 InstanceStatus::Busy => runners.busy += 1,
                 InstanceStatus::Pending | InstanceStatus::Creating => runners.starting += 1,
-                _ => {}
+                InstanceStatus::Deleting | InstanceStatus::Deleted | InstanceStatus::Failed => {}
             }
         }
         runners
@@ -130,7 +130,6 @@ pub(crate) fn entity_label(entity: &Entity) -> String {
         scaleset_store::EntityKind::Repository { .. } => "repository",
         scaleset_store::EntityKind::Organization { .. } => "organization",
         scaleset_store::EntityKind::Enterprise { .. } => "enterprise",
-        _ => "entity",
     };
     format!("{kind} {}", entity.kind.path())
 }

@@ -129,8 +129,10 @@ pub(crate) fn fast_clients(store: Arc<dyn Store>) -> StoreClientFactory {
 }
 
 pub(crate) fn settings() -> Settings {
-    let mut settings = Settings::default();
-    settings.worker = "api-test".to_owned();
+    let mut settings = Settings {
+        worker: "api-test".to_owned(),
+        ..Settings::default()
+    };
     settings.adoption_retry.base_delay = Duration::from_millis(2);
     settings.adoption_retry.max_delay = Duration::from_millis(10);
     settings
@@ -159,8 +161,10 @@ impl App {
             None,
             Registry::default(),
         );
-        let mut limits = scaleset_api::Limits::default();
-        limits.max_body_bytes = 64 * 1024;
+        let limits = scaleset_api::Limits {
+            max_body_bytes: 64 * 1024,
+            ..scaleset_api::Limits::default()
+        };
         let app = scaleset_api::router(Arc::new(
             state
                 .with_limits(limits)

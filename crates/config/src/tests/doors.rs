@@ -125,3 +125,24 @@ fn issue_29_item_12_a_ghe_com_endpoint_gets_the_api_host_not_api_v3() {
         &scaleset_store::Endpoint::parse("https://acme.ghe.com", None, None).unwrap()
     );
 }
+
+/// Issue 30 item 4: the file's policy text is the store's one parser's: each policy's text
+/// gives that policy, and text naming none gives the parser's problem under the file's key.
+#[test]
+fn issue30_the_config_file_reads_a_policy_as_the_one_parser_does() {
+    let with_policy = |text: &str| {
+        format!(
+            "{HEAD}\n[[scale_set]]\nname = \"linux\"\ncredentials = \"gh\"\norganization = \"acme\"\nprovider = \"fake\"\nadoption_policy = \"{text}\"\n"
+        )
+    };
+    for &policy in scaleset_store::AdoptionPolicy::ALL {
+        let config =
+            crate::Config::parse("test.toml", &with_policy(policy.as_str()), &base_env()).unwrap();
+        assert_eq!(config.fleet.scale_sets[0].spec.adoption_policy, policy);
+    }
+    let parser = scaleset_store::AdoptionPolicy::parse("sometimes").unwrap_err();
+    assert_eq!(
+        got(&problems(&with_policy("sometimes"), &base_env())),
+        vec![(format!("scale_set[0].{}", parser.field), parser.message)]
+    );
+}

@@ -19,13 +19,13 @@ use std::fmt;
 use std::time::Duration;
 
 use scaleset_adopt::{
-    Command, Desired, Evidence, Fact, Identity, Input, Machine, Outcome, Policy, Refusal,
-    RetryBounds, RunnerGroupId, ScaleSet as GitHubScaleSet, ScaleSetId as GitHubId, Step,
+    Command, Desired, Evidence, Fact, Identity, Input, Machine, Outcome, Refusal, RetryBounds,
+    RunnerGroupId, ScaleSet as GitHubScaleSet, ScaleSetId as GitHubId, Step,
 };
 use scaleset_store::ExposeSecret as _;
 use scaleset_store::{
-    AdoptionPolicy, Auth, Credentials, CredentialsId, Entity, EntityId, EntityKind, NewCredentials,
-    ScaleSet, ScaleSetId, ScaleSetSpec,
+    Auth, Credentials, CredentialsId, Entity, EntityId, EntityKind, NewCredentials, ScaleSet,
+    ScaleSetId, ScaleSetSpec,
 };
 
 /// A declared fleet: what the fleet file (or an API request) asks for.
@@ -130,7 +130,6 @@ pub struct FleetInput<'a> {
 
 /// What to do with one scale set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum Action {
     /// Store it; GitHub has none, so the ensure step creates it (or GitHub was not asked).
     Create,
@@ -176,7 +175,6 @@ impl fmt::Display for Action {
 
 /// Why a scale set gets its action.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum Reason {
     /// Create: GitHub has no scale set of that name in the group.
     NotOnGitHub,
@@ -332,7 +330,6 @@ pub struct Change {
 
 /// What to do with one declared credentials.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum CredentialsAction {
     /// Store them.
     Create,
@@ -695,7 +692,6 @@ fn auth_kind(auth: &Auth) -> String {
             installation_id,
             ..
         } => format!("app {app_id} installation {installation_id}"),
-        _ => "other".to_owned(),
     }
 }
 
@@ -775,7 +771,7 @@ fn preview(
             disable_update: spec.disable_update,
         },
         known_id: None,
-        policy: policy(spec.adoption_policy),
+        policy: spec.adoption_policy.into(),
         repair: spec.repair,
         probe: false,
         identity: input.identity.clone(),
@@ -843,14 +839,6 @@ fn preview(
     )
 }
 
-fn policy(policy: AdoptionPolicy) -> Policy {
-    match policy {
-        AdoptionPolicy::Never => Policy::Never,
-        AdoptionPolicy::Any => Policy::Any,
-        _ => Policy::Owned,
-    }
-}
-
 /// Length-prefixed fields into SHA-256, so no two different plans feed the same bytes.
 struct Hasher(ring::digest::Context);
 
@@ -898,7 +886,6 @@ fn digest(
         h.field(match &declared.auth {
             Auth::Pat { token } => token.expose_secret(),
             Auth::App { private_key, .. } => private_key.expose_secret(),
-            _ => "",
         });
     }
     h.field(&entities.len().to_string());

@@ -34,22 +34,25 @@ pub(crate) use scaleset_sim::RunningSim;
 
 /// A simulator configured for fast tests: short long-poll holds.
 pub(crate) fn sim_config() -> SimConfig {
-    let mut config = SimConfig::default();
-    config.long_poll_hold = Duration::from_millis(100);
-    config.tick_interval = Duration::from_millis(20);
-    config
+    SimConfig {
+        long_poll_hold: Duration::from_millis(100),
+        tick_interval: Duration::from_millis(20),
+        ..SimConfig::default()
+    }
 }
 
 /// Settings with every wait in milliseconds.
 pub(crate) fn settings() -> Settings {
-    let mut settings = Settings::default();
-    settings.worker = "test-worker".to_owned();
-    settings.lease_ttl = Duration::from_secs(30);
-    settings.watch_interval = Duration::from_millis(50);
-    settings.backoff_base = Duration::from_millis(10);
-    settings.backoff_max = Duration::from_millis(200);
-    settings.refused_recheck = Duration::from_millis(300);
-    settings.foreign_session_recheck = Duration::from_millis(300);
+    let mut settings = Settings {
+        worker: "test-worker".to_owned(),
+        lease_ttl: Duration::from_secs(30),
+        watch_interval: Duration::from_millis(50),
+        backoff_base: Duration::from_millis(10),
+        backoff_max: Duration::from_millis(200),
+        refused_recheck: Duration::from_millis(300),
+        foreign_session_recheck: Duration::from_millis(300),
+        ..Settings::default()
+    };
     settings.adoption_retry.base_delay = Duration::from_millis(5);
     settings.adoption_retry.max_delay = Duration::from_millis(50);
     settings.drain_interval = Duration::from_millis(100);

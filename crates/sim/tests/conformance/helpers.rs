@@ -20,10 +20,11 @@ pub(crate) const PAT: &str = "ghp_simulator";
 
 /// A test configuration: the default seed with a short long-poll hold.
 pub(crate) fn config() -> SimConfig {
-    let mut config = SimConfig::default();
-    config.long_poll_hold = Duration::from_millis(100);
-    config.tick_interval = Duration::from_millis(20);
-    config
+    SimConfig {
+        long_poll_hold: Duration::from_millis(100),
+        tick_interval: Duration::from_millis(20),
+        ..SimConfig::default()
+    }
 }
 
 /// A simulator serving on a loopback port for the duration of a test: the library's

@@ -456,7 +456,6 @@ async fn delete_during_a_fenced_write_does_not_deadlock(db: TestDb) {
                         .map_err(|e| e.to_string())
                 })
             }
-            other => panic!("unexpected database url {other}"),
         }
     });
     checked_rx.await.unwrap();
