@@ -9,6 +9,7 @@
 //! as surely as the code does. A child using its parent (`use super::*`) is not a circle; a
 //! parent declares its children, and only edges between siblings are compared.
 
+mod config_edges;
 mod non_exhaustive;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -231,11 +231,7 @@ impl Runners<'_> {
     async fn create_runner(&mut self) -> Result<(), Error> {
         let spec = &self.scale_set.spec;
         let name = runner_name(spec.runner_prefix(), &mut self.rng);
-        let timeout = if spec.bootstrap_timeout.is_zero() {
-            self.shared.settings.default_bootstrap_timeout
-        } else {
-            spec.bootstrap_timeout
-        };
+        let timeout = spec.bootstrap_timeout_or(self.shared.settings.default_bootstrap_timeout);
         let deadline = self.shared.clock.now().saturating_add(timeout);
         let pool_key = self.pool.key.as_str().to_owned();
         let instance = self

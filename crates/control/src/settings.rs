@@ -41,7 +41,9 @@ pub struct Settings {
     pub held_session_window: Duration,
     /// The adoption machine's retry bounds (attempt is set by the driver).
     pub adoption_retry: RetryBounds,
-    /// How long a new runner may take to come online before it is removed.
+    /// How long a new runner may take to come online before it is removed, for a stored spec
+    /// that holds none ([`scaleset_store::ScaleSetSpec::bootstrap_timeout_or`]); the spec's
+    /// own default when omitted.
     pub default_bootstrap_timeout: Duration,
     /// How often a listening scale set is reconciled (provider × store × GitHub) besides
     /// after every ensure.
@@ -78,7 +80,7 @@ impl Default for Settings {
             held_session_recheck: Duration::from_secs(30),
             held_session_window: Duration::from_secs(600),
             adoption_retry: RetryBounds::default(),
-            default_bootstrap_timeout: Duration::from_secs(600),
+            default_bootstrap_timeout: scaleset_store::spec::DEFAULT_BOOTSTRAP_TIMEOUT,
             reconcile_interval: Duration::from_secs(300),
             drain_interval: Duration::from_secs(30),
             max_concurrent_starts: 64,

@@ -346,6 +346,17 @@ impl ScaleSetSpec {
         }
     }
 
+    /// How long an instance of this scale set may take to register before it is deleted: the
+    /// spec's bootstrap timeout, or `fallback` (the worker's setting) for a row written before
+    /// the timeout was required, which holds zero. A parsed spec never does.
+    pub fn bootstrap_timeout_or(&self, fallback: Duration) -> Duration {
+        if self.bootstrap_timeout.is_zero() {
+            fallback
+        } else {
+            self.bootstrap_timeout
+        }
+    }
+
     /// The problem when the spec names a provider not among `known` (the door's configured
     /// providers), else `None`.
     pub fn unknown_provider<'a>(

@@ -75,11 +75,10 @@ impl Runners<'_> {
         for instance in at_provider.iter().filter(|i| !known.contains(&i.name)) {
             match runners.iter().find(|r| r.name == instance.name) {
                 Some(runner) => {
-                    let timeout = if self.scale_set.spec.bootstrap_timeout.is_zero() {
-                        self.shared.settings.default_bootstrap_timeout
-                    } else {
-                        self.scale_set.spec.bootstrap_timeout
-                    };
+                    let timeout = self
+                        .scale_set
+                        .spec
+                        .bootstrap_timeout_or(self.shared.settings.default_bootstrap_timeout);
                     let mut new = NewInstance::pending(
                         instance.name.clone(),
                         self.pool.key.as_str().to_owned(),

@@ -259,3 +259,39 @@ fn a_ghe_com_endpoint_stored_with_the_old_derivation_reads_as_the_derived_one() 
     );
     assert_eq!(chosen.api_base_url, "https://proxy.example/api");
 }
+
+/// Issue 30 item 4: the defaults of the runner names and the bootstrap timeout are the
+/// spec's, in one place: a parsed spec's runner prefix is its name until one is written, and
+/// its bootstrap timeout is the default until one is written; only a row from before the
+/// timeout was required (zero) takes the worker's fallback.
+#[test]
+fn issue30_runner_prefix_and_bootstrap_timeout_defaults_live_on_the_spec() {
+    let parse = |prefix: Option<&str>, timeout: Option<Duration>| {
+        ScaleSetSpec::parse(RawScaleSetSpec {
+            name: Some("linux".into()),
+            provider: Some("lxd".into()),
+            runner_prefix: prefix.map(str::to_owned),
+            bootstrap_timeout: timeout,
+            ..RawScaleSetSpec::default()
+        })
+        .unwrap()
+    };
+    let fallback = Duration::from_secs(42);
+    let defaulted = parse(None, None);
+    assert_eq!(defaulted.runner_prefix(), "linux");
+    assert_eq!(
+        defaulted.bootstrap_timeout_or(fallback),
+        DEFAULT_BOOTSTRAP_TIMEOUT
+    );
+    let written = parse(Some("ci"), Some(Duration::from_secs(90)));
+    assert_eq!(written.runner_prefix(), "ci");
+    assert_eq!(
+        written.bootstrap_timeout_or(fallback),
+        Duration::from_secs(90)
+    );
+    let old_row = ScaleSetSpec {
+        bootstrap_timeout: Duration::ZERO,
+        ..defaulted
+    };
+    assert_eq!(old_row.bootstrap_timeout_or(fallback), fallback);
+}
