@@ -1122,24 +1122,34 @@ impl Hooks for Recorder {
     async fn created(&self, spec: &CreateSpec) {
         self.push(format!("created {}", spec.name));
     }
+}
 
-    fn github_call<T>(&self, endpoint: &'static str, result: &Result<T, scaleset_github::Error>) {
+/// The client reports every call (the metrics count them the same way); the token chain's
+/// calls are the client's own, not the commands', and are left out.
+impl scaleset_github::CallObserver for Recorder {
+    fn finished(&self, report: &scaleset_github::CallReport<'_>) {
+        if report.endpoint.is_token_chain() {
+            return;
+        }
         self.push(format!(
-            "{endpoint} {}",
-            if result.is_ok() { "ok" } else { "err" }
+            "{} {}",
+            report.endpoint,
+            if report.outcome.is_ok() { "ok" } else { "err" }
         ));
     }
 }
 
 /// The controller records its create intent in a hook: the hook runs before the POST, learns
-/// of the answer after it, and sees every GitHub call the run makes (the metrics).
+/// of the answer after it, and the client reports every GitHub call the run makes (as the
+/// metrics count them).
 #[tokio::test]
 async fn the_embedder_hears_of_the_intent_before_the_create_and_of_every_call() -> Result<()> {
     let (_github, client) = start(SimConfig::default()).await?;
-    let hooks = Recorder::default();
+    let hooks = std::sync::Arc::new(Recorder::default());
+    let client = client.with_observer(hooks.clone());
 
     let run =
-        scaleset_control::adoption::run_once(&client, input(OURS, None, Policy::Owned), &hooks)
+        scaleset_control::adoption::run_once(&client, input(OURS, None, Policy::Owned), &*hooks)
             .await?;
     expect_ready(&run)?;
 

@@ -93,10 +93,9 @@ fn unavailable(e: &scaleset_store::Error) -> Response {
     tracing::warn!(error = %e, "status page: the store did not answer");
     let body = html::page(
         "Unavailable",
-        &format!(
-            r#"<p class="error">The database did not answer: {}. The page retries on its next refresh.</p>"#,
-            html::esc(&e.to_string())
-        ),
+        &maud::html! {
+            p.error { "The database did not answer: " (e) ". The page retries on its next refresh." }
+        },
         false,
         true,
     );
@@ -133,7 +132,10 @@ async fn detail(State(page): State<Page>, Path(id): Path<String>, headers: Heade
     let not_found = || {
         let body = html::page(
             "Not found",
-            r#"<p><a href="/">← all scale sets</a></p><p class="empty">No such scale set.</p>"#,
+            &maud::html! {
+                p { a href="/" { "← all scale sets" } }
+                p.empty { "No such scale set." }
+            },
             true,
             false,
         );

@@ -50,10 +50,6 @@ pub trait Hooks: Send + Sync {
     /// the machine sees it.
     async fn created(&self, _spec: &CreateSpec) {}
 
-    /// Called after every GitHub call with the endpoint's name (`get_scale_set`,
-    /// `create_session`, ...) and its result.
-    fn github_call<T>(&self, _endpoint: &'static str, _result: &Result<T, GitHubError>) {}
-
     /// A token whose cancellation stops the run (see the module documentation); `None` runs
     /// it to its outcome.
     fn cancel(&self) -> Option<&CancellationToken> {
@@ -120,7 +116,7 @@ pub async fn run_once<H: Hooks>(client: &Client, input: Input, hooks: &H) -> Res
             Step::Do(command) => {
                 let cancel = hooks.cancel();
                 if cancel.is_some_and(CancellationToken::is_cancelled) {
-                    close_opened(client, &opened, hooks).await;
+                    close_opened(client, &opened).await;
                     return Err(Error::Cancelled {
                         scale_set: name.clone(),
                     });
@@ -148,7 +144,7 @@ pub async fn run_once<H: Hooks>(client: &Client, input: Input, hooks: &H) -> Res
                     _ => Some(execute(client, &command, &mut opened, hooks).await),
                 };
                 let Some(fact) = raced else {
-                    close_opened(client, &opened, hooks).await;
+                    close_opened(client, &opened).await;
                     return Err(Error::Cancelled {
                         scale_set: name.clone(),
                     });
@@ -170,7 +166,7 @@ pub async fn run_once<H: Hooks>(client: &Client, input: Input, hooks: &H) -> Res
                     })?),
                     _ => None,
                 };
-                let deleted_leaks = delete_leaked(client, &outcome, hooks).await;
+                let deleted_leaks = delete_leaked(client, &outcome).await;
                 return Ok(Run {
                     outcome,
                     commands,
@@ -184,18 +180,17 @@ pub async fn run_once<H: Hooks>(client: &Client, input: Input, hooks: &H) -> Res
 
 /// Deletes every session a cancelled run still has open (best effort: one that cannot be
 /// deleted expires on GitHub).
-async fn close_opened<H: Hooks>(client: &Client, opened: &BTreeMap<String, Session>, hooks: &H) {
+async fn close_opened(client: &Client, opened: &BTreeMap<String, Session>) {
     for session in opened.values() {
-        let result = client
+        let _ = client
             .delete_session(session.scale_set_id(), &session.session_id)
             .await;
-        hooks.github_call("delete_session", &result);
     }
 }
 
 /// Deletes the session an outcome reports as not closed, once; a failure leaves it to expire
 /// on GitHub (the outcome already says so).
-async fn delete_leaked<H: Hooks>(client: &Client, outcome: &Outcome, hooks: &H) -> Vec<String> {
+async fn delete_leaked(client: &Client, outcome: &Outcome) -> Vec<String> {
     let (id, SessionId(session)) = match outcome {
         Outcome::Retry {
             reason: RetryReason::SessionNotClosed { id, session },
@@ -214,7 +209,6 @@ async fn delete_leaked<H: Hooks>(client: &Client, outcome: &Outcome, hooks: &H) 
         return Vec::new();
     };
     let result = client.delete_session(id, &session).await;
-    hooks.github_call("delete_session", &result);
     if result.is_ok() {
         vec![session]
     } else {
@@ -232,7 +226,6 @@ async fn execute<H: Hooks>(
     Ok(match command {
         Command::GetById { id } => {
             let result = client.get_scale_set(github_id(*id)?).await;
-            hooks.github_call("get_scale_set", &result);
             match result {
                 Ok(set) => Fact::ScaleSet(observed(&set)?),
                 Err(e) if e.is_scale_set_not_found() => Fact::NotFound,
@@ -243,7 +236,6 @@ async fn execute<H: Hooks>(
             let result = client
                 .query_scale_sets_by_name(github_group(*group)?, name)
                 .await;
-            hooks.github_call("get_scale_set_by_name", &result);
             match result {
                 Ok((_, list)) => Fact::ScaleSets(observed_all(&list.value)?),
                 Err(e) => failure(e)?,
@@ -251,7 +243,6 @@ async fn execute<H: Hooks>(
         }
         Command::ListGroup { group } => {
             let result = client.list_scale_sets(Some(github_group(*group)?)).await;
-            hooks.github_call("list_scale_sets", &result);
             match result {
                 Ok(sets) => Fact::ScaleSets(observed_all(&sets)?),
                 Err(e) => failure(e)?,
@@ -259,7 +250,6 @@ async fn execute<H: Hooks>(
         }
         Command::Create(spec) => {
             let result = client.create_scale_set(&new_scale_set(spec)?).await;
-            hooks.github_call("create_scale_set", &result);
             match result {
                 Ok(set) => {
                     hooks.created(spec).await;
@@ -271,7 +261,6 @@ async fn execute<H: Hooks>(
         }
         Command::OpenSession { id, owner } => {
             let result = client.create_session(github_id(*id)?, owner).await;
-            hooks.github_call("create_session", &result);
             match result {
                 Ok(session) => {
                     let sid = session.session_id.clone();
@@ -287,7 +276,6 @@ async fn execute<H: Hooks>(
         }
         Command::CloseSession { id, session } => {
             let result = client.delete_session(github_id(*id)?, &session.0).await;
-            hooks.github_call("delete_session", &result);
             match result {
                 Ok(()) => {
                     opened.remove(&session.0);
@@ -308,7 +296,6 @@ async fn execute<H: Hooks>(
             let result = client
                 .update_scale_set(github_id(*id)?, &github_patch(patch)?)
                 .await;
-            hooks.github_call("update_scale_set", &result);
             match result {
                 Ok(_) => Fact::Updated,
                 Err(e) if e.is_scale_set_not_found() => Fact::NotFound,

@@ -9,6 +9,7 @@ use scaleset_github::{Client, ClientConfig, ConfigUrl, Credentials};
 use scaleset_store::{Auth, Endpoint, EntityId, EntityKind, ScaleSet, Store};
 
 use crate::error::{Error, store};
+use crate::metrics::Metrics;
 
 /// Gives the GitHub client for a scale set (one per entity, shared by its scale sets).
 #[async_trait]
@@ -18,6 +19,31 @@ pub trait ClientFactory: Send + Sync {
 }
 
 type Configure = Arc<dyn Fn(ClientConfig) -> ClientConfig + Send + Sync>;
+
+/// The clients of another factory, each reporting its calls to the controller's [`Metrics`]
+/// (the embedder builds the factory before the controller's metrics exist; counting in the
+/// client, once per call, is what keeps endpoint names from being typed by hand at each call).
+pub(crate) struct Observed {
+    factory: Arc<dyn ClientFactory>,
+    metrics: Arc<Metrics>,
+}
+
+impl Observed {
+    pub(crate) fn new(factory: Arc<dyn ClientFactory>, metrics: &Arc<Metrics>) -> Self {
+        Self {
+            factory,
+            metrics: Arc::clone(metrics),
+        }
+    }
+}
+
+#[async_trait]
+impl ClientFactory for Observed {
+    async fn client(&self, scale_set: &ScaleSet) -> Result<Client, Error> {
+        let client = self.factory.client(scale_set).await?;
+        Ok(client.with_observer(self.metrics.clone()))
+    }
+}
 
 /// Builds clients from the store: the entity's config URL under its credentials' endpoint, and
 /// the credentials' PAT or GitHub App. Clients are cached per entity, and built once however

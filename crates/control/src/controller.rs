@@ -19,7 +19,7 @@ use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument as _;
 
 use crate::checkpoint::{Checkpoints, NoCheckpoints};
-use crate::client_factory::ClientFactory;
+use crate::client_factory::{ClientFactory, Observed};
 use crate::drain::drain;
 use crate::error::{Error, chain, store};
 use crate::identity::ControllerIdentity;
@@ -68,14 +68,15 @@ impl Controller {
         registry: &mut Registry,
     ) -> Self {
         let starting = tokio::sync::Semaphore::new(settings.max_concurrent_starts.max(1));
+        let metrics = Arc::new(Metrics::new(registry));
         Self {
             shared: Arc::new(Shared {
                 store,
-                clients,
+                clients: Arc::new(Observed::new(clients, &metrics)),
                 providers,
                 identity,
                 settings,
-                metrics: Arc::new(Metrics::new(registry)),
+                metrics,
                 clock: Arc::new(SystemClock),
                 checkpoints: Arc::new(NoCheckpoints),
                 runner_groups: RunnerGroups::default(),

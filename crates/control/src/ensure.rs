@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use scaleset_adopt::{
     CreateSpec, Desired, Input, Outcome, Refusal, RunnerGroupId, ScaleSetId as AdoptId,
 };
-use scaleset_github::{Client, Error as GitHubError, ScaleSetId as GitHubScaleSetId, Session};
+use scaleset_github::{Client, ScaleSetId as GitHubScaleSetId, Session};
 use scaleset_store::{
     Creation, Event, Lease, Provenance, ScaleSet, ScaleSetId, ScaleSetState, Store,
 };
@@ -311,7 +311,6 @@ async fn resolve_group(
     let looked_up = cell
         .get_or_try_init(|| async {
             let result = client.get_runner_group_by_name(name).await;
-            shared.metrics.github("get_runner_group_by_name", &result);
             let group = result.map_err(|source| {
                 Miss::Failed(Error::GitHub {
                     scale_set: scale_set.spec.name.clone(),
@@ -415,10 +414,6 @@ impl Hooks for EnsureHooks<'_> {
             .checkpoints
             .reached(Checkpoint::ScaleSetCreated, &spec.name)
             .await;
-    }
-
-    fn github_call<T>(&self, endpoint: &'static str, result: &Result<T, GitHubError>) {
-        self.shared.metrics.github(endpoint, result);
     }
 
     fn cancel(&self) -> Option<&CancellationToken> {

@@ -18,7 +18,7 @@ use scaleset_adopt::Refusal;
 use scaleset_store::{Acquisition, ScaleSetId, Store, SystemClock};
 
 use crate::checkpoint::NoCheckpoints;
-use crate::client_factory::ClientFactory;
+use crate::client_factory::{ClientFactory, Observed};
 use crate::ensure::{Ensured, ensure};
 use crate::error::{Error, store};
 use crate::identity::ControllerIdentity;
@@ -75,7 +75,7 @@ impl EnsureOnce {
         Self {
             shared: Shared {
                 store,
-                clients,
+                clients: Arc::new(Observed::new(clients, &metrics)),
                 providers: BTreeMap::new(),
                 identity,
                 settings,
@@ -129,8 +129,8 @@ impl EnsureOnce {
         Ok(match ensure(shared, &client, lease, id, 0, None).await? {
             Ensured::Ready { github_id, session } => {
                 if let Some(session) = session {
-                    let result = client.delete_session(github_id, &session.session_id).await;
-                    shared.metrics.github("delete_session", &result);
+                    // Best effort: a session left open expires on GitHub.
+                    let _ = client.delete_session(github_id, &session.session_id).await;
                 }
                 EnsureResult::Ready {
                     github_id: i64::from(github_id),

@@ -216,7 +216,6 @@ impl Listener<'_> {
                     }
                 }
             };
-            self.shared.metrics.github("get_message", &poll);
             // Everything after the poll is boxed: an idle listener's task then holds only the
             // waiting poll, not the larger futures of handling a message (docs/benchmarks.md).
             match poll {
@@ -364,7 +363,6 @@ impl Listener<'_> {
             .client
             .delete_message(session, message.message_id)
             .await;
-        self.shared.metrics.github("delete_message", &ack);
         if let Err(e) = ack {
             // Handling is idempotent and the cursor moved on: an unacked message is skipped
             // by the next poll.
@@ -388,7 +386,6 @@ impl Listener<'_> {
             return;
         }
         let result = self.client.refresh_session(session).await;
-        self.shared.metrics.github("refresh_session", &result);
         match result {
             Ok(refreshed) => *session = refreshed,
             Err(e) => {
@@ -444,7 +441,6 @@ impl Listener<'_> {
                 "job messages that did not decode were skipped; acquirable jobs are read instead"
             );
             let result = self.client.get_acquirable_jobs(self.github_id).await;
-            self.shared.metrics.github("get_acquirable_jobs", &result);
             match result {
                 Ok(jobs) => available.extend(jobs.iter().map(|j| j.runner_request_id)),
                 Err(e) if e.status() == Some(404) => {}
@@ -456,7 +452,6 @@ impl Listener<'_> {
         available.dedup();
         if !available.is_empty() {
             let result = self.client.acquire_jobs(session, &available).await;
-            self.shared.metrics.github("acquire_jobs", &result);
             let acquired = result.map_err(self.github_error("acquiring jobs"))?;
             self.shared
                 .metrics
@@ -538,7 +533,6 @@ impl Listener<'_> {
                 .session_id;
             if let Some(stale) = stored {
                 let result = self.client.delete_session(self.github_id, &stale).await;
-                self.shared.metrics.github("delete_session", &result);
                 match result {
                     Ok(()) => {}
                     Err(e)
@@ -564,7 +558,6 @@ impl Listener<'_> {
         }
         let owner = self.shared.identity.session_owner();
         let result = self.client.create_session(self.github_id, &owner).await;
-        self.shared.metrics.github("create_session", &result);
         match result {
             Ok(session) => {
                 self.store_session(Some(&session.session_id)).await?;
@@ -644,7 +637,6 @@ impl Listener<'_> {
             .client
             .delete_session(self.github_id, &session.session_id)
             .await;
-        self.shared.metrics.github("delete_session", &result);
         match result {
             Ok(()) => {
                 if let Err(e) = self.store_session(None).await {

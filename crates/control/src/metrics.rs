@@ -10,6 +10,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use scaleset_github::{CallObserver, CallReport, ErrorClass};
 
 /// A `state` label.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -121,24 +122,6 @@ impl Metrics {
         metrics
     }
 
-    /// Counts one GitHub call and its outcome.
-    pub(crate) fn github<T>(&self, endpoint: &str, result: &Result<T, scaleset_github::Error>) {
-        let class = match result {
-            Ok(_) => "ok",
-            Err(error) => match error.class() {
-                scaleset_github::ErrorClass::Retryable => "retryable",
-                scaleset_github::ErrorClass::Refusal(_) => "refusal",
-                _ => "fatal",
-            },
-        };
-        self.github_calls
-            .get_or_create(&CallLabels {
-                endpoint: endpoint.to_owned(),
-                class: class.to_owned(),
-            })
-            .inc();
-    }
-
     /// The calls counted for one endpoint and class, for tests and status pages.
     pub fn github_call_count(&self, endpoint: &str, class: &str) -> u64 {
         self.github_calls
@@ -147,5 +130,26 @@ impl Metrics {
                 class: class.to_owned(),
             })
             .get()
+    }
+}
+
+/// Counts every call of the clients the controller hands out ([`crate::ClientFactory`] clients
+/// are given the controller's metrics as their observer), under the client's own endpoint name.
+impl CallObserver for Metrics {
+    fn finished(&self, report: &CallReport<'_>) {
+        let class = match report.outcome {
+            Ok(_) => "ok",
+            Err(error) => match error.class() {
+                ErrorClass::Retryable => "retryable",
+                ErrorClass::Refusal(_) => "refusal",
+                _ => "fatal",
+            },
+        };
+        self.github_calls
+            .get_or_create(&CallLabels {
+                endpoint: report.endpoint.as_str().to_owned(),
+                class: class.to_owned(),
+            })
+            .inc();
     }
 }

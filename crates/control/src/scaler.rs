@@ -159,7 +159,6 @@ impl Runners<'_> {
                     if let Some(runner) = instance.github_runner_id {
                         let result =
                             again_on_token(|| self.client.get_runner(RunnerId::from(runner))).await;
-                        self.shared.metrics.github("get_runner", &result);
                         match result {
                             Ok(_) => {}
                             Err(e) if e.is_agent_not_found() || e.status() == Some(404) => {
@@ -250,7 +249,6 @@ impl Runners<'_> {
         let request = JitConfigRequest::new(&name);
         let result =
             again_on_token(|| self.client.generate_jit_config(self.github_id, &request)).await;
-        self.shared.metrics.github("generate_jit_config", &result);
         let jit = match result {
             Ok(jit) => jit,
             Err(e) => {
@@ -402,7 +400,6 @@ impl Runners<'_> {
     async fn retire(&self, instance: &Instance) -> Result<(), Error> {
         if let Some(runner) = instance.github_runner_id {
             let result = again_on_token(|| self.client.remove_runner(RunnerId::from(runner))).await;
-            self.shared.metrics.github("remove_runner", &result);
             match result {
                 Ok(()) => {}
                 Err(e) if e.is_job_still_running() => {
@@ -443,7 +440,6 @@ impl Runners<'_> {
                 Some(runner) => {
                     let result =
                         again_on_token(|| self.client.get_runner(RunnerId::from(runner))).await;
-                    self.shared.metrics.github("get_runner", &result);
                     match result {
                         Ok(r) => r.status.eq_ignore_ascii_case("online") || r.busy == Some(true),
                         Err(e) if e.is_agent_not_found() || e.status() == Some(404) => false,
@@ -483,7 +479,6 @@ impl Runners<'_> {
                 // An interrupted JIT POST may have registered it: find it by its unique name.
                 let result =
                     again_on_token(|| self.client.get_runner_by_name(&instance.name)).await;
-                self.shared.metrics.github("get_runner_by_name", &result);
                 result
                     .map_err(self.github_error("looking up a runner by name"))?
                     .filter(|r| {
@@ -494,7 +489,6 @@ impl Runners<'_> {
         };
         if let Some(runner) = runner_id {
             let result = again_on_token(|| self.client.remove_runner(RunnerId::from(runner))).await;
-            self.shared.metrics.github("remove_runner", &result);
             match result {
                 Ok(()) => {}
                 Err(e) if e.is_job_still_running() => {

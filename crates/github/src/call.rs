@@ -19,6 +19,7 @@ use crate::config::ClientConfig;
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result, ServiceError};
 use crate::http::{AttemptError, Incoming, Outgoing, Transport};
+use crate::observer::{CallObserver, CallReport};
 use crate::retry::{RetryPolicy, is_retryable_status, parse_retry_after, rate_limit_wait};
 use secrecy::{ExposeSecret, SecretString};
 
@@ -211,27 +212,68 @@ impl Caller {
     }
 
     /// Runs a call whose target and auth need no admin connection (the REST token chain, the
-    /// message queue).
-    pub(crate) async fn execute_rest(&self, call: &Call) -> Result<Incoming> {
-        self.run(call, None::<&NoAdmin>).await
+    /// message queue), reporting it to `observer`.
+    pub(crate) async fn execute_rest(
+        &self,
+        call: &Call,
+        observer: Option<&dyn CallObserver>,
+    ) -> Result<Incoming> {
+        self.run(call, None::<&NoAdmin>, observer).await
     }
 
     /// Runs a call, resolving the admin connection from `admin` before each attempt when the
-    /// call goes to the Actions service or authenticates with the admin token.
-    pub(crate) async fn execute(&self, call: &Call, admin: &impl AdminSource) -> Result<Incoming> {
+    /// call goes to the Actions service or authenticates with the admin token, and reports it
+    /// to `observer`.
+    pub(crate) async fn execute(
+        &self,
+        call: &Call,
+        admin: &impl AdminSource,
+        observer: Option<&dyn CallObserver>,
+    ) -> Result<Incoming> {
         if call.needs_admin() {
-            self.run(call, Some(admin)).await
+            self.run(call, Some(admin), observer).await
         } else {
-            self.run(call, None::<&NoAdmin>).await
+            self.run(call, None::<&NoAdmin>, observer).await
         }
     }
 
-    /// Runs one call with retries and returns the accepted response.
-    async fn run<A: AdminSource>(&self, call: &Call, admin: Option<&A>) -> Result<Incoming> {
+    /// Runs one call with retries, then reports it (once, however many attempts it took).
+    async fn run<A: AdminSource>(
+        &self,
+        call: &Call,
+        admin: Option<&A>,
+        observer: Option<&dyn CallObserver>,
+    ) -> Result<Incoming> {
+        let started = tokio::time::Instant::now();
+        let mut attempts = 0;
+        let result = self.attempts(call, admin, &mut attempts).await;
+        if let Some(observer) = observer {
+            observer.finished(&CallReport {
+                endpoint: call.endpoint,
+                outcome: result.as_ref().map(|response| response.status),
+                attempts,
+                duration: started.elapsed(),
+            });
+        }
+        result
+    }
+
+    /// Runs the attempts of one call and returns the accepted response; `attempt` counts them.
+    async fn attempts<A: AdminSource>(
+        &self,
+        call: &Call,
+        admin: Option<&A>,
+        attempt: &mut u32,
+    ) -> Result<Incoming> {
         let policy = self.policy_for(call.endpoint);
-        let mut attempt: u32 = 0;
         loop {
-            attempt += 1;
+            let connection = match admin {
+                // Boxed: fetching the admin token is rare, its future large.
+                Some(source) => Some(Box::pin(source.connection()).await?),
+                None => None,
+            };
+            *attempt += 1;
+            let attempt = *attempt;
             let span = tracing::debug_span!(
                 "github.call",
                 endpoint = %call.endpoint,
@@ -239,11 +281,6 @@ impl Caller {
                 status = tracing::field::Empty,
                 request_id = tracing::field::Empty,
             );
-            let connection = match admin {
-                // Boxed: fetching the admin token is rare, its future large.
-                Some(source) => Some(Box::pin(source.connection()).await?),
-                None => None,
-            };
             let (outgoing, admin_token) = self.prepare(call, connection)?;
             let result = self
                 .transport

@@ -11,6 +11,7 @@ use crate::config::{ClientConfig, ConfigUrl, Credentials, Scope};
 use crate::error::{Error, Result};
 use crate::http::Incoming;
 use crate::jwt::AppKey;
+use crate::observer::CallObserver;
 use crate::token::{AdminTokens, TokenChain};
 
 /// A client for one config URL (repository, organization or enterprise).
@@ -20,6 +21,8 @@ use crate::token::{AdminTokens, TokenChain};
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
+    /// Told about every call made through this handle (and the token-chain calls it triggers).
+    observer: Option<Arc<dyn CallObserver>>,
 }
 
 struct Inner {
@@ -69,12 +72,25 @@ impl Client {
                 Some(AppKey::from_pem(&app.private_key)?)
             }
         };
+        let observer = config.observer.clone();
         Ok(Self {
             inner: Arc::new(Inner {
                 caller: Caller::new(config)?,
                 tokens: TokenChain::new(app_key),
             }),
+            observer,
         })
+    }
+
+    /// A handle on the same client (connections, admin token) whose calls are reported to
+    /// `observer` instead of the configured one: for code that receives clients built
+    /// elsewhere (a factory, a cache) and counts their calls in its own metrics.
+    #[must_use]
+    pub fn with_observer(&self, observer: Arc<dyn CallObserver>) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+            observer: Some(observer),
+        }
     }
 
     /// The config URL this client serves.
@@ -96,13 +112,17 @@ impl Client {
     /// Runs one call with retries; calls to the Actions service (or with admin auth) get the
     /// admin connection from the token chain before each attempt.
     pub(crate) async fn execute(&self, call: &Call) -> Result<Incoming> {
-        self.inner.caller.execute(call, &self.admin()).await
+        self.inner
+            .caller
+            .execute(call, &self.admin(), self.observer.as_deref())
+            .await
     }
 
     fn admin(&self) -> AdminTokens<'_> {
         AdminTokens {
             chain: &self.inner.tokens,
             caller: &self.inner.caller,
+            observer: self.observer.as_deref(),
         }
     }
 }

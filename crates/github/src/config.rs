@@ -9,6 +9,7 @@ use std::time::Duration;
 use url::Url;
 
 use crate::error::{Error, Result};
+use crate::observer::CallObserver;
 use crate::retry::{RetryPolicy, SharedSleeper, Sleeper, TokioSleeper};
 use secrecy::SecretString;
 
@@ -488,6 +489,7 @@ pub struct ClientConfig {
     pub(crate) admin_token_margin: Duration,
     pub(crate) admin_token_fallback_ttl: Duration,
     pub(crate) sleeper: SharedSleeper,
+    pub(crate) observer: Option<Arc<dyn CallObserver>>,
 }
 
 impl fmt::Debug for ClientConfig {
@@ -503,6 +505,7 @@ impl fmt::Debug for ClientConfig {
             .field("user_agent", &self.user_agent)
             .field("retry", &self.retry)
             .field("timeouts", &self.timeouts)
+            .field("observed", &self.observer.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -527,6 +530,7 @@ impl ClientConfig {
             admin_token_margin: Duration::from_secs(60),
             admin_token_fallback_ttl: Duration::from_secs(300),
             sleeper: Arc::new(TokioSleeper),
+            observer: None,
         }
     }
 
@@ -624,6 +628,12 @@ impl ClientConfig {
     /// Replaces how retry waits are performed (tests record the waits instead of sleeping).
     pub fn with_sleeper(mut self, sleeper: Arc<dyn Sleeper>) -> Self {
         self.sleeper = sleeper;
+        self
+    }
+
+    /// Tells `observer` about every finished call (metrics: count calls by endpoint and outcome).
+    pub fn with_observer(mut self, observer: Arc<dyn CallObserver>) -> Self {
+        self.observer = Some(observer);
         self
     }
 

@@ -114,6 +114,7 @@ mod job;
 mod jwt;
 mod lenient;
 mod message;
+mod observer;
 mod retry;
 mod runner;
 mod scale_set;
@@ -137,6 +138,7 @@ pub use crate::id::{
 pub use crate::job::AcquirableJob;
 pub use crate::jwt::unverified_expiry;
 pub use crate::message::{JOB_MESSAGES_TYPE, JobInfo, JobMessage, Message};
+pub use crate::observer::{CallObserver, CallReport};
 pub use crate::retry::{
     RetryPolicy, Sleeper, TokioSleeper, is_retryable_status, parse_retry_after,
 };

@@ -14,6 +14,7 @@ use crate::config::{ConfigUrl, Credentials, Scope};
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
 use crate::jwt::{AppKey, unverified_expiry};
+use crate::observer::CallObserver;
 use crate::wire::decode;
 use secrecy::{ExposeSecret, SecretString};
 
@@ -100,6 +101,8 @@ struct RunnerRegistrationResponse {
 pub(crate) struct AdminTokens<'a> {
     pub(crate) chain: &'a TokenChain,
     pub(crate) caller: &'a Caller,
+    /// Where the chain's own calls are reported.
+    pub(crate) observer: Option<&'a dyn CallObserver>,
 }
 
 impl AdminSource for AdminTokens<'_> {
@@ -258,7 +261,7 @@ impl AdminTokens<'_> {
             long_poll: false,
             also_retry: &[],
         };
-        let response = self.caller.execute_rest(&call).await?;
+        let response = self.caller.execute_rest(&call, self.observer).await?;
         let decoded: TokenResponse = decode(endpoint, response.status, &response.body)?;
         if decoded.token.expose_secret().is_empty() {
             return Err(Error::UnexpectedResponse {
@@ -292,7 +295,7 @@ impl AdminTokens<'_> {
             also_retry: Endpoint::RunnerRegistration.also_retried_statuses(),
         }
         .json(&body)?;
-        let response = self.caller.execute_rest(&call).await?;
+        let response = self.caller.execute_rest(&call, self.observer).await?;
         let decoded: RunnerRegistrationResponse =
             decode(call.endpoint, response.status, &response.body)?;
         let unexpected = |reason: &str| Error::UnexpectedResponse {

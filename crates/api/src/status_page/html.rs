@@ -1,27 +1,12 @@
-//! HTML text for the status page: escaping (every piece of stored text goes through
-//! [`esc`]), the page frame with its stylesheet, and the small inline script that refreshes
-//! the page. No template engine: a few `format!`s over escaped values are all the page needs.
+//! The status page's frame: the page around every body with its stylesheet and the small
+//! inline script that refreshes it, `<time>` elements, and the text helpers (times, query
+//! values). The HTML is written with `maud`, which escapes every value it is given: stored text
+//! cannot become markup, and no call site has to remember to escape.
 
-use std::fmt::Write as _;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use maud::{DOCTYPE, Markup, PreEscaped, html};
 use scaleset_store::Timestamp;
-
-/// `text` escaped for HTML element content and double-quoted attribute values.
-pub(crate) fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// A query-string value, percent-encoded.
 pub(crate) fn query_value(text: &str) -> String {
@@ -64,12 +49,9 @@ fn span(secs: u128) -> String {
 }
 
 /// A `<time>` element: relative text, the exact time as its tooltip.
-pub(crate) fn time_el(at: Timestamp, now: SystemTime) -> String {
+pub(crate) fn time_el(at: Timestamp, now: SystemTime) -> Markup {
     let exact = rfc3339(at);
-    format!(
-        r#"<time datetime="{exact}" title="{exact}">{}</time>"#,
-        esc(&ago(at, now))
-    )
+    html! { time datetime=(exact) title=(exact) { (ago(at, now)) } }
 }
 
 const STYLE: &str = r#"
@@ -139,29 +121,39 @@ setInterval(function () {
 }, 5000);
 "#;
 
-/// A whole page: `title` (escaped here), `body` (already HTML), a sign-out button when
-/// `signed_in`, and the auto-refresh script when `refresh`.
-pub(crate) fn page(title: &str, body: &str, signed_in: bool, refresh: bool) -> String {
-    let mut out = String::with_capacity(body.len() + STYLE.len() + 1024);
-    let _ = write!(
-        out,
-        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{} · scaleset</title><style>{STYLE}</style></head><body><header><h1><a href="/">scaleset</a></h1><span class="meta">runner scale sets</span><span class="spacer"></span>"#,
-        esc(title)
-    );
-    if refresh {
-        out.push_str(r#"<span class="meta" id="refresh">refreshes every 5 s</span>"#);
+/// A whole page: `title`, `body`, a sign-out button when `signed_in`, and the auto-refresh
+/// script when `refresh`.
+pub(crate) fn page(title: &str, body: &Markup, signed_in: bool, refresh: bool) -> String {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · scaleset" }
+                // Constants of this file, not data: they go out as written.
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                header {
+                    h1 { a href="/" { "scaleset" } }
+                    span.meta { "runner scale sets" }
+                    span.spacer {}
+                    @if refresh {
+                        span.meta id="refresh" { "refreshes every 5 s" }
+                    }
+                    @if signed_in {
+                        form method="post" action="/logout" { button type="submit" { "Sign out" } }
+                    }
+                }
+                main { (body) }
+                @if refresh {
+                    script { (PreEscaped(REFRESH)) }
+                }
+            }
+        }
     }
-    if signed_in {
-        out.push_str(r#"<form method="post" action="/logout"><button type="submit">Sign out</button></form>"#);
-    }
-    out.push_str("</header><main>");
-    out.push_str(body);
-    out.push_str("</main>");
-    if refresh {
-        let _ = write!(out, "<script>{REFRESH}</script>");
-    }
-    out.push_str("</body></html>");
-    out
+    .into_string()
 }
 
 #[cfg(test)]
@@ -169,11 +161,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn escapes_markup_and_quotes() {
-        assert_eq!(
-            esc(r#"<script>"x" & 'y'</script>"#),
-            "&lt;script&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/script&gt;"
+    fn the_title_is_escaped() {
+        let page = page(r#"<script>"x" & 'y'</script>"#, &html! {}, false, false);
+        assert!(
+            page.contains(
+                "<title>&lt;script&gt;&quot;x&quot; &amp; 'y'&lt;/script&gt; · scaleset</title>"
+            ),
+            "{page}"
         );
+        assert!(!page.contains("<script>\"x"), "{page}");
     }
 
     #[test]

@@ -658,6 +658,7 @@ backend_tests!(
     issue_29_a_repeated_event_shows_its_count_and_last_seen_time,
     issue29_a_created_set_stays_created_after_the_workers_ensure_and_is_deleted_on_github,
     issue30_a_refused_set_shows_its_typed_refusal_on_every_read,
+    issue_30_7_markup_in_stored_text_is_escaped_on_the_status_page,
 );
 
 /// An event that repeats (a refusal found again at every recheck) is one entry: the API answers
@@ -700,4 +701,45 @@ async fn issue_29_a_repeated_event_shows_its_count_and_last_seen_time(backend: B
         "{}",
         page.text
     );
+}
+
+/// A scale-set name, label, state reason or event stored with markup in it comes out of the
+/// status page as text, never as markup (issue 30 item 7: the page is written with `maud`,
+/// which escapes every value; the store does not judge its text).
+async fn issue_30_7_markup_in_stored_text_is_escaped_on_the_status_page(backend: Backend) {
+    use scaleset_store::{EventStore as _, ScaleSetStore as _};
+    let sim = RunningSim::start().await;
+    let app = App::start(backend, "issue_30_7_markup_is_escaped").await;
+    let entity = app.seed(&sim).await;
+    let answer = create(&app, &entity, "linux").await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let id = answer.json["id"].as_str().unwrap().to_owned();
+    let scale_set = ScaleSetId(id.parse().unwrap());
+    let markup = r#"<script>alert("x")</script>"#;
+    let mut stored = app.store.get_scale_set(scale_set).await.unwrap();
+    stored.spec.name = format!("evil{markup}");
+    stored.spec.labels = vec![format!("gpu{markup}")];
+    stored.state_reason = format!("because{markup}");
+    app.store.update_scale_set(&stored).await.unwrap();
+    app.store
+        .append_event(scale_set, "config_error", &format!("reason{markup}"))
+        .await
+        .unwrap();
+    let escaped = "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;";
+    for path in ["/".to_owned(), format!("/scale-sets/{id}")] {
+        let page = app.call("GET", &path, None).await;
+        assert_eq!(page.status, 200, "{path}: {page:?}");
+        assert!(
+            !page.text.contains("<script>alert"),
+            "{path}: {}",
+            page.text
+        );
+        for text in ["evil", "gpu", "because", "reason"] {
+            assert!(
+                page.text.contains(&format!("{text}{escaped}")),
+                "{path} shows {text} escaped: {}",
+                page.text
+            );
+        }
+    }
 }

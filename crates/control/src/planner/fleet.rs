@@ -1,7 +1,7 @@
 //! The fleet planner: pure code from a declared fleet (credentials, entities, scale sets), what
 //! the store holds and what GitHub showed for scale sets the store does not hold yet, to one
 //! step per credentials, entity and scale set: create / adopt / update / detach / refuse /
-//! unchanged, each with its reason, and a [`PlanDigest`] over everything the plan says.
+//! unchanged, each with its reason, and a [`PlanDigest`] over the plan's data.
 //!
 //! No I/O and no clock: the driver (`crate::fleet`) reads the store and asks GitHub, then
 //! executes the steps. Adoption is previewed by running the real adoption machine
@@ -12,7 +12,8 @@
 //! step and every stored one not declared gets one too; a stored scale set is never created
 //! again (no second store row for one `(entity kind, group, name)`); detach happens only when
 //! pruning, never to a declared scale set nor one with instances; the digest is a function of
-//! the plan alone, so the same inputs give the same digest and any change of a step changes it.
+//! the plan's data alone, so the same inputs give the same digest, any change of a step's data
+//! changes it, and rewording a reason's message does not.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -392,8 +393,10 @@ pub struct ScaleSetStep {
     pub changes: Vec<Change>,
 }
 
-/// A stable hash of everything a plan says: apply re-plans and refuses when the digest
-/// differs, so it does exactly what was reviewed. Shown as 64 lowercase hex digits.
+/// A stable hash of a plan's data (every step's action, changes and reason — the reason's code
+/// and data, not its words): apply re-plans and refuses when the digest differs, so it does
+/// exactly what was reviewed, and a new version that only rewords a message does not make a
+/// reviewed plan stale. Shown as 64 lowercase hex digits.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PlanDigest(String);
 
@@ -855,6 +858,41 @@ impl Hasher {
         }
     }
 
+    /// A reason's data — its code and the ids, counts, evidence and refusal it carries — and
+    /// not its words, so rewording a message leaves every digest alone. The `why` of
+    /// `NotLookedUp` and `Undecided` explains, it decides nothing, and stays out too.
+    fn reason(&mut self, reason: &Reason) {
+        self.field(reason.code());
+        match reason {
+            Reason::Adoptable {
+                github_id,
+                evidence,
+            } => {
+                self.field(&github_id.to_string());
+                // Evidence and refusals as their serialized data (the adoption machine's own
+                // names and values; never their `Display` text).
+                self.field(&serde_json::to_string(evidence).unwrap_or_default());
+            }
+            Reason::AdoptRepairing { github_id } | Reason::AdoptAfterProbe { github_id } => {
+                self.field(&github_id.to_string());
+            }
+            Reason::Refused(refusal) => {
+                self.field(&serde_json::to_string(refusal).unwrap_or_default());
+            }
+            Reason::HeldByOtherCredentials { existing } => self.field(&existing.to_string()),
+            Reason::HasInstances { count } => self.field(&count.to_string()),
+            Reason::NotOnGitHub
+            | Reason::NotLookedUp { .. }
+            | Reason::Undecided { .. }
+            | Reason::NoRunnerGroup
+            | Reason::UnknownCredentials
+            | Reason::SpecChanged
+            | Reason::UpToDate
+            | Reason::NotDeclared
+            | Reason::Pruned => {}
+        }
+    }
+
     fn changes(&mut self, changes: &[Change]) {
         self.field(&changes.len().to_string());
         for change in changes {
@@ -873,7 +911,8 @@ fn digest(
     prune: bool,
 ) -> PlanDigest {
     let mut h = Hasher(ring::digest::Context::new(&ring::digest::SHA256));
-    h.field("scaleset fleet plan v1");
+    // v2: reasons are hashed as data, not as their text.
+    h.field("scaleset fleet plan v2");
     h.field(&prune.to_string());
     h.field(&credentials.len().to_string());
     for (step, declared) in credentials.iter().zip(&fleet.credentials) {
@@ -899,7 +938,7 @@ fn digest(
         h.field(&step.key.to_string());
         h.field(&step.credentials);
         h.field(step.action.as_str());
-        h.field(&step.reason.to_string());
+        h.reason(&step.reason);
         h.option(step.existing.map(|id| id.to_string()).as_deref());
         h.changes(&step.changes);
     }

@@ -65,7 +65,6 @@ impl Runners<'_> {
             .await
             .map_err(self.provider_error("listing the instances of our pool"))?;
         let result = again_on_token(|| self.client.list_runners()).await;
-        self.shared.metrics.github("list_runners", &result);
         let runners: Vec<_> = result
             .map_err(self.github_error("listing runners"))?
             .into_iter()
@@ -127,7 +126,6 @@ impl Runners<'_> {
                 && !on_provider.contains(r.name.as_str())
         }) {
             let result = again_on_token(|| self.client.remove_runner(runner.id)).await;
-            self.shared.metrics.github("remove_runner", &result);
             match result {
                 Ok(()) => {
                     self.event(

@@ -79,7 +79,6 @@ impl Runners<'_> {
             Retirement::RemoveRunner => {
                 if let Some(runner) = runner {
                     let result = again_on_token(|| self.client.remove_runner(runner)).await;
-                    self.shared.metrics.github("remove_runner", &result);
                     match result {
                         Ok(()) => {}
                         // It took a job after all: its machine stays until the job ends.
@@ -123,7 +122,6 @@ impl Runners<'_> {
         let found = match instance.github_runner_id {
             Some(id) => {
                 let result = again_on_token(|| self.client.get_runner(RunnerId::from(id))).await;
-                self.shared.metrics.github("get_runner", &result);
                 match result {
                     Ok(runner) => Some(runner),
                     Err(e) if e.is_agent_not_found() || e.status() == Some(404) => None,
@@ -134,7 +132,6 @@ impl Runners<'_> {
                 // An interrupted JIT POST may have registered it: its name is unique.
                 let result =
                     again_on_token(|| self.client.get_runner_by_name(&instance.name)).await;
-                self.shared.metrics.github("get_runner_by_name", &result);
                 result.map_err(self.github_error("looking up a superseded runner by name"))?
             }
         };

@@ -11,7 +11,11 @@ use scaleset_sim::{AssignmentMode, JobSpec};
 
 use crate::helpers::{Harness, TestDb, backend_tests, eventually, sim_config};
 
-backend_tests!(calls_per_scale_set_auto_assign, calls_per_scale_set_acquire);
+backend_tests!(
+    calls_per_scale_set_auto_assign,
+    calls_per_scale_set_acquire,
+    github_call_metrics_count_each_call_once_under_the_clients_endpoint_name
+);
 
 /// The scale-set endpoints of the Actions service (what the issue's "Actions-service calls per
 /// scale set" counts for create, known and adopted).
@@ -177,4 +181,40 @@ async fn calls_per_scale_set(db: TestDb, mode: AssignmentMode) {
         assert_eq!(sum(&counts, &SESSION_ENDPOINTS), 0, "job {job}: {counts:?}");
     }
     controller.stop().await;
+}
+
+/// The `scaleset_github_calls_total` metric is counted by the client (issue 30 item 7), once
+/// per call: after a create and a clean stop it holds exactly the calls the simulator answered,
+/// under the client's endpoint names (the token chain's included, which no caller counted).
+async fn github_call_metrics_count_each_call_once_under_the_clients_endpoint_name(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    h.boot.store(false, std::sync::atomic::Ordering::SeqCst);
+    h.sim().clear_requests();
+    let (controller, _) = h.start_ready().await;
+    reconciled(&h).await;
+    let metrics = controller.metrics.clone();
+    controller.stop().await;
+    let answered = counted(&h, "create (first worker start)");
+    // The client's endpoint name, and the simulator's name for the same request.
+    for (endpoint, request) in [
+        ("registration_token", "registration_token"),
+        ("runner_registration", "runner_registration"),
+        ("get_runner_group_by_name", "list_runner_groups"),
+        ("get_scale_set_by_name", "list_scale_sets"),
+        ("create_scale_set", "create_scale_set"),
+        ("create_session", "create_session"),
+        ("list_runners", "list_agents"),
+        ("delete_session", "delete_session"),
+    ] {
+        assert_eq!(
+            answered.get(request),
+            Some(&1),
+            "the simulator answered one {request}: {answered:?}"
+        );
+        assert_eq!(
+            metrics.github_call_count(endpoint, "ok"),
+            1,
+            "one {endpoint} counted"
+        );
+    }
 }

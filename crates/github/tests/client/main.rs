@@ -7,6 +7,7 @@ mod endpoints;
 mod errors;
 mod helpers;
 mod https;
+mod observer;
 mod proxy;
 mod retries;
 mod secrets;

@@ -664,6 +664,118 @@ fn the_digest_tells_lookups_apart() {
     assert_ne!(ours, ours_other_id);
 }
 
+/// The digest of one plan of `web` (stored, declared) with its step's reason replaced.
+fn digest_with_reason() -> impl Fn(Reason) -> PlanDigest {
+    let s = stored(&[spec("web")]);
+    let f = fleet(vec![declared("web", "main")]);
+    let plan = run(&f, &s.world, &HashMap::new(), false);
+    move |reason| {
+        let mut steps = plan.scale_sets.clone();
+        steps[0].reason = reason;
+        digest(&f, &plan.credentials, &plan.entities, &steps, plan.prune)
+    }
+}
+
+/// Issue 30 item 7: the digest hashes a reason's data, not its words. A reason whose message
+/// reads differently (here the free-text `why`, the only words a reason carries; the messages
+/// themselves are code) keeps the digest; a different code, id, count, evidence or refusal
+/// changes it.
+#[test]
+fn issue_30_7_rewording_a_reason_keeps_the_digest_and_changing_its_data_does_not() {
+    let digest_with_reason = digest_with_reason();
+    let reworded = [
+        (
+            Reason::NotLookedUp {
+                why: "no lookup was made".into(),
+            },
+            Reason::NotLookedUp {
+                why: "GitHub was not consulted".into(),
+            },
+        ),
+        (
+            Reason::Undecided {
+                why: "the adoption preview did not end".into(),
+            },
+            Reason::Undecided {
+                why: "no decision".into(),
+            },
+        ),
+    ];
+    for (a, b) in reworded {
+        assert_ne!(a.to_string(), b.to_string());
+        assert_eq!(digest_with_reason(a.clone()), digest_with_reason(b), "{a}");
+    }
+
+    let foreign = |labels: Vec<String>| {
+        Reason::Refused(Refusal::ForeignOwner {
+            scale_set: scaleset_adopt::ScaleSetRef {
+                id: GitHubId(42),
+                name: "web".into(),
+                runner_group_id: Some(scaleset_adopt::RunnerGroupId(1)),
+            },
+            labels,
+        })
+    };
+    let adoptable = |github_id, evidence| Reason::Adoptable {
+        github_id,
+        evidence,
+    };
+    let differing = [
+        (Reason::NotOnGitHub, Reason::NoRunnerGroup),
+        (
+            Reason::NotLookedUp { why: "x".into() },
+            Reason::Undecided { why: "x".into() },
+        ),
+        (
+            adoptable(42, vec![Evidence::OwnerLabel]),
+            adoptable(43, vec![Evidence::OwnerLabel]),
+        ),
+        (
+            adoptable(42, vec![Evidence::OwnerLabel]),
+            adoptable(42, vec![Evidence::StoredId]),
+        ),
+        (
+            adoptable(42, vec![]),
+            adoptable(42, vec![Evidence::OwnerLabel]),
+        ),
+        (
+            Reason::AdoptRepairing { github_id: 42 },
+            Reason::AdoptRepairing { github_id: 43 },
+        ),
+        (
+            Reason::AdoptAfterProbe { github_id: 42 },
+            Reason::AdoptAfterProbe { github_id: 43 },
+        ),
+        (
+            Reason::AdoptRepairing { github_id: 42 },
+            Reason::AdoptAfterProbe { github_id: 42 },
+        ),
+        (
+            foreign(vec![owner_label(THEIRS)]),
+            foreign(vec![owner_label(OURS)]),
+        ),
+        (
+            Reason::HeldByOtherCredentials {
+                existing: ScaleSetId::generate(),
+            },
+            Reason::HeldByOtherCredentials {
+                existing: ScaleSetId::generate(),
+            },
+        ),
+        (
+            Reason::HasInstances { count: 1 },
+            Reason::HasInstances { count: 2 },
+        ),
+    ];
+    for (a, b) in differing {
+        assert_ne!(
+            digest_with_reason(a.clone()),
+            digest_with_reason(b.clone()),
+            "{a:?} / {b:?}"
+        );
+    }
+}
+
 #[test]
 fn digests_parse_only_as_64_lowercase_hex_digits() {
     assert!(PlanDigest::parse(&"a".repeat(64)).is_some());
