@@ -47,7 +47,7 @@ mod task;
 pub use checkpoint::{Checkpoint, Checkpoints};
 pub use client_factory::{ClientFactory, StoreClientFactory};
 pub use controller::Controller;
-pub use deletion::{Deletion, Detachment, GitHubDeletion, delete_on_github, plan_deletion};
+pub use deletion::delete_on_github;
 pub use ensure_once::{EnsureOnce, EnsureResult};
 pub use error::Error;
 pub use fleet::{
@@ -55,6 +55,7 @@ pub use fleet::{
 };
 pub use identity::{ControllerIdentity, pool_key, runner_name, validate_scale_set_name};
 pub use metrics::{CallLabels, KindLabel, Metrics, StateLabel, StatusLabel};
+pub use planner::deletion::{Deletion, Detachment, GitHubDeletion, plan_deletion};
 pub use planner::fleet::{
     Action, Change, CredentialsAction, CredentialsStep, DeclaredScaleSet, EntityStep, Fleet,
     FleetInput, FleetPlan, Lookup, PlanDigest, Reason, ScaleSetKey, ScaleSetStep, World,

@@ -6,6 +6,10 @@
 //! → `running`. [`Runners::recover`] finishes or undoes whatever a crash interrupted: a runner
 //! whose instance was never created is removed from GitHub, an instance whose runner is gone is
 //! deleted, so nothing is duplicated or orphaned.
+//!
+//! Every decision to remove or keep something is the reconcile planner's
+//! ([`crate::planner::reconcile`]); this file looks things up, hands the answers in, and
+//! carries out what comes back.
 
 mod drain;
 mod reconcile;
@@ -25,6 +29,10 @@ use scaleset_store::{Instance, InstanceStatus, Lease, NewInstance, ScaleSet};
 use crate::checkpoint::Checkpoint;
 use crate::error::{Error, chain, store};
 use crate::identity::runner_name;
+use crate::planner::reconcile::{
+    AfterRemoval, Bootstrap, Recovery, after_removal, bootstrap, deadline_due, owns_found_runner,
+    recovered_creating, recovered_registered, recovery, teardown,
+};
 use crate::planner::{PlanInput, RunnerPhase, RunnerView, plan};
 use crate::shared::Shared;
 
@@ -127,51 +135,45 @@ impl Runners<'_> {
         // Rows of a superseded GitHub scale set are retired by the reconciliation below.
         let instances = self.instances().await?;
         for instance in instances.into_iter().filter(|i| self.is_current(i)) {
-            match instance.status {
-                InstanceStatus::Pending => {
-                    // The provider was never asked: a registered runner has no machine.
-                    self.remove_everywhere(&instance).await?;
-                }
-                InstanceStatus::Creating => {
+            let mut found = None;
+            let step = match recovery(instance.status, instance.github_runner_id) {
+                Recovery::AskProvider => {
                     match self
                         .provider
                         .get(&self.pool, &instance_id(&instance)?)
                         .await
                     {
-                        Ok(found) => {
-                            self.shared
-                                .store
-                                .advance_instance(
-                                    self.lease,
-                                    &instance.name,
-                                    InstanceStatus::Running,
-                                    Some(&found.provider_id),
-                                    None,
-                                )
-                                .await
-                                .map_err(store("recording the provider id"))?;
+                        Ok(at_provider) => {
+                            found = Some(at_provider);
+                            recovered_creating(true)
                         }
-                        Err(e) if e.is_not_found() => self.remove_everywhere(&instance).await?,
+                        Err(e) if e.is_not_found() => recovered_creating(false),
                         Err(e) => return Err(self.provider_error("looking up an instance")(e)),
                     }
                 }
-                InstanceStatus::Running | InstanceStatus::Busy => {
-                    if let Some(runner) = instance.github_runner_id {
-                        let result =
-                            again_on_token(|| self.client.get_runner(RunnerId::from(runner))).await;
-                        match result {
-                            Ok(_) => {}
-                            Err(e) if e.is_agent_not_found() || e.status() == Some(404) => {
-                                // It finished (ephemeral) while nobody was listening.
-                                self.remove_everywhere(&instance).await?;
-                            }
-                            Err(e) => return Err(self.github_error("reading a runner")(e)),
-                        }
-                    }
+                Recovery::AskGitHub(runner) => {
+                    let result = again_on_token(|| self.client.get_runner(runner)).await;
+                    let runner = result.map_err(self.github_error("reading a runner"))?;
+                    recovered_registered(runner.as_ref())
                 }
-                InstanceStatus::Deleting | InstanceStatus::Deleted | InstanceStatus::Failed => {
-                    self.remove_everywhere(&instance).await?;
+                step => step,
+            };
+            match (step, found) {
+                (Recovery::Remove, _) => self.remove_everywhere(&instance).await?,
+                (Recovery::RecordProviderId, Some(found)) => {
+                    self.shared
+                        .store
+                        .advance_instance(
+                            self.lease,
+                            &instance.name,
+                            InstanceStatus::Running,
+                            Some(&found.provider_id),
+                            None,
+                        )
+                        .await
+                        .map_err(store("recording the provider id"))?;
                 }
+                _ => {}
             }
         }
         // What the store does not know (a wiped database, a stray runner) is reconciled
@@ -220,7 +222,8 @@ impl Runners<'_> {
         }
         for name in &step.retire {
             if let Some(instance) = instances.iter().find(|i| &i.name == name) {
-                self.retire(instance).await?;
+                // A runner that took a job meanwhile is marked busy and kept.
+                self.remove_everywhere(instance).await?;
             }
         }
         Ok(())
@@ -396,25 +399,6 @@ impl Runners<'_> {
         }
     }
 
-    /// Retires an idle runner; a runner GitHub says is busy is marked busy and kept.
-    async fn retire(&self, instance: &Instance) -> Result<(), Error> {
-        if let Some(runner) = instance.github_runner_id {
-            let result = again_on_token(|| self.client.remove_runner(RunnerId::from(runner))).await;
-            match result {
-                Ok(()) => {}
-                Err(e) if e.is_job_still_running() => {
-                    // It took a job meanwhile: later, not a failure.
-                    self.transition(&instance.name, InstanceStatus::Busy)
-                        .await?;
-                    return Ok(());
-                }
-                Err(e) if e.is_agent_not_found() || e.status() == Some(404) => {}
-                Err(e) => return Err(self.github_error("removing an idle runner")(e)),
-            }
-        }
-        self.remove_everywhere(instance).await
-    }
-
     /// Removes runners that did not come online by their bootstrap deadline.
     pub(crate) async fn check_deadlines(&mut self) -> Result<(), Error> {
         let listed = self.listed.take();
@@ -429,42 +413,38 @@ impl Runners<'_> {
         };
         let now = self.shared.clock.now();
         for instance in instances {
-            if instance.status != InstanceStatus::Running
-                || !self.is_current(&instance)
-                || instance.bootstrap_deadline.is_none_or(|d| d > now)
-                || self.online.contains(&instance.name)
-            {
+            let seen = self.online.contains(&instance.name);
+            if !deadline_due(&instance, self.is_current(&instance), now, seen) {
                 continue;
             }
-            let online = match instance.github_runner_id {
+            let runner = match instance.github_runner_id {
                 Some(runner) => {
                     let result =
                         again_on_token(|| self.client.get_runner(RunnerId::from(runner))).await;
-                    match result {
-                        Ok(r) => r.status.eq_ignore_ascii_case("online") || r.busy == Some(true),
-                        Err(e) if e.is_agent_not_found() || e.status() == Some(404) => false,
-                        Err(e) => return Err(self.github_error("reading a runner")(e)),
-                    }
+                    result.map_err(self.github_error("reading a runner"))?
                 }
-                None => false,
+                None => None,
             };
-            if online {
-                self.online.insert(instance.name.clone());
-            } else {
-                tracing::warn!(runner = %instance.name, "runner not online by its bootstrap deadline; removing it");
-                self.shared
-                    .store
-                    .append_event(
-                        self.scale_set.id,
-                        "bootstrap_timeout",
-                        &format!(
-                            "runner {} was not online by its bootstrap deadline; removed",
-                            instance.name
-                        ),
-                    )
-                    .await
-                    .map_err(store("appending an event"))?;
-                self.remove_everywhere(&instance).await?;
+            match bootstrap(runner.as_ref()) {
+                Bootstrap::Online => {
+                    self.online.insert(instance.name.clone());
+                }
+                Bootstrap::Late => {
+                    tracing::warn!(runner = %instance.name, "runner not online by its bootstrap deadline; removing it");
+                    self.shared
+                        .store
+                        .append_event(
+                            self.scale_set.id,
+                            "bootstrap_timeout",
+                            &format!(
+                                "runner {} was not online by its bootstrap deadline; removed",
+                                instance.name
+                            ),
+                        )
+                        .await
+                        .map_err(store("appending an event"))?;
+                    self.remove_everywhere(&instance).await?;
+                }
             }
         }
         Ok(())
@@ -474,40 +454,34 @@ impl Runners<'_> {
     /// provider, and its row from the store.
     async fn remove_everywhere(&self, instance: &Instance) -> Result<(), Error> {
         let runner_id = match instance.github_runner_id {
-            Some(id) => Some(id),
+            Some(id) => Some(RunnerId::from(id)),
             None => {
                 // An interrupted JIT POST may have registered it: find it by its unique name.
                 let result =
                     again_on_token(|| self.client.get_runner_by_name(&instance.name)).await;
                 result
                     .map_err(self.github_error("looking up a runner by name"))?
-                    .filter(|r| {
-                        r.runner_scale_set_id == self.github_id || r.runner_scale_set_id.0 == 0
-                    })
-                    .map(|r| i64::from(r.id))
+                    .filter(|r| owns_found_runner(r, self.github_id))
+                    .map(|r| r.id)
             }
         };
         if let Some(runner) = runner_id {
-            let result = again_on_token(|| self.client.remove_runner(RunnerId::from(runner))).await;
-            match result {
-                Ok(()) => {}
-                Err(e) if e.is_job_still_running() => {
-                    if instance.status == InstanceStatus::Running {
-                        self.transition(&instance.name, InstanceStatus::Busy)
-                            .await?;
-                    }
-                    return Ok(());
+            let result = again_on_token(|| self.client.remove_runner(runner)).await;
+            let removal = result.map_err(self.github_error("removing a runner"))?;
+            match after_removal(removal, instance.status) {
+                AfterRemoval::Proceed => {}
+                AfterRemoval::MarkBusy => {
+                    return self.transition(&instance.name, InstanceStatus::Busy).await;
                 }
-                Err(e) if e.is_agent_not_found() || e.status() == Some(404) => {}
-                Err(e) => return Err(self.github_error("removing a runner")(e)),
+                AfterRemoval::Keep => return Ok(()),
             }
         }
-        if instance.status != InstanceStatus::Deleting && instance.status != InstanceStatus::Deleted
-        {
+        let steps = teardown(instance.status);
+        if steps.mark_deleting {
             self.transition(&instance.name, InstanceStatus::Deleting)
                 .await?;
         }
-        if instance.status != InstanceStatus::Deleted {
+        if steps.delete_instance {
             self.provider
                 .delete(&self.pool, &instance_id(instance)?)
                 .await

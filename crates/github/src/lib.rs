@@ -12,7 +12,8 @@
 //! for queue calls, a session create that never loses the session it opened, typed errors with
 //! predicates ([`Error::is_scale_set_exists`], [`Error::session_conflict_owner`], …, falling back
 //! on the status when a 409 body names no exception) and a policy classification
-//! ([`Error::class`]); trust roots ([`TrustRoots`]), HTTP proxies ([`ProxyConfig`]) and HTTP/2
+//! ([`Error::class`]), and typed answers where a refusal is an answer ([`Client::get_runner`]
+//! gives `None` for a runner not registered, [`Client::remove_runner`] a [`Removal`]); trust roots ([`TrustRoots`]), HTTP proxies ([`ProxyConfig`]) and HTTP/2
 //! ([`Http2Config`]: negotiated through ALPN, calls multiplexed over a few connections per host).
 //!
 //! **What it deliberately does not do:** decide anything. It never adopts, creates-if-missing,
@@ -142,7 +143,7 @@ pub use crate::observer::{CallObserver, CallReport};
 pub use crate::retry::{
     RetryPolicy, Sleeper, TokioSleeper, is_retryable_status, parse_retry_after,
 };
-pub use crate::runner::{JitConfig, JitConfigRequest, RunnerReference};
+pub use crate::runner::{JitConfig, JitConfigRequest, Removal, RunnerReference};
 pub use crate::scale_set::{
     Label, NewRunnerScaleSet, RunnerGroup, RunnerScaleSet, RunnerScaleSetPatch, RunnerSetting,
 };

@@ -1,5 +1,6 @@
 //! Runners (agents): [`RunnerReference`], JIT configuration ([`JitConfigRequest`],
-//! [`JitConfig`]) and endpoints 14-17 and 16b of protocol §5.
+//! [`JitConfig`]), what removing one came to ([`Removal`]) and endpoints 14-17 and 16b of
+//! protocol §5.
 
 use http::Method;
 use serde::{Deserialize, Serialize};
@@ -115,6 +116,25 @@ pub struct JitConfig {
     pub encoded_jit_config: SecretString,
 }
 
+/// What asking GitHub to remove a runner came to: every answer a caller acts on, so no caller
+/// reads statuses or exception names to tell "gone" from "busy".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Removal {
+    /// Removed now (204).
+    Removed,
+    /// Not registered (any more): `AgentNotFoundException` or a 404. The goal holds.
+    Gone,
+    /// It runs a job (`JobStillRunningException`): not removed; ask again after the job.
+    StillRunning,
+}
+
+/// Whether a runner call's error says the runner is not registered: GitHub names
+/// `AgentNotFoundException`, or answers a bare 404 on the agent's own URL (protocol §5.1 (17)).
+fn is_gone(error: &Error) -> bool {
+    error.is_agent_not_found() || error.status() == Some(404)
+}
+
 impl Client {
     /// (14) `POST /_apis/runtime/runnerscalesets/{id}/generatejitconfig`; expects 200.
     /// A duplicate runner name gives an error for which [`Error::is_agent_exists`] is true.
@@ -142,16 +162,20 @@ impl Client {
         Ok(config)
     }
 
-    /// (15) `GET /_apis/distributedtask/pools/0/agents/{id}`.
-    pub async fn get_runner(&self, runner_id: RunnerId) -> Result<RunnerReference> {
+    /// (15) `GET /_apis/distributedtask/pools/0/agents/{id}`: `None` when the runner is not
+    /// registered (`AgentNotFoundException` or a 404).
+    pub async fn get_runner(&self, runner_id: RunnerId) -> Result<Option<RunnerReference>> {
         let call = Call::service(
             Endpoint::GetRunner,
             Method::GET,
             format!("{AGENTS}/{runner_id}"),
             &[200],
         );
-        let response = self.execute(&call).await?;
-        decode(call.endpoint, response.status, &response.body)
+        match self.execute(&call).await {
+            Ok(response) => decode(call.endpoint, response.status, &response.body).map(Some),
+            Err(e) if is_gone(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// (16) `GET /_apis/distributedtask/pools/0/agents?agentName=<name>`: `None` when count is
@@ -181,15 +205,20 @@ impl Client {
     }
 
     /// (17) `DELETE /_apis/distributedtask/pools/0/agents/{id}`; expects 204. A busy runner
-    /// gives an error for which [`Error::is_job_still_running`] is true.
-    pub async fn remove_runner(&self, runner_id: RunnerId) -> Result<()> {
+    /// (400 `JobStillRunningException`) is [`Removal::StillRunning`], one not registered
+    /// (`AgentNotFoundException` or a 404) [`Removal::Gone`]; anything else is an error.
+    pub async fn remove_runner(&self, runner_id: RunnerId) -> Result<Removal> {
         let call = Call::service(
             Endpoint::RemoveRunner,
             Method::DELETE,
             format!("{AGENTS}/{runner_id}"),
             &[204],
         );
-        self.execute(&call).await?;
-        Ok(())
+        match self.execute(&call).await {
+            Ok(_) => Ok(Removal::Removed),
+            Err(e) if e.is_job_still_running() => Ok(Removal::StillRunning),
+            Err(e) if is_gone(&e) => Ok(Removal::Gone),
+            Err(e) => Err(e),
+        }
     }
 }

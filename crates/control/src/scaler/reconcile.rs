@@ -12,14 +12,18 @@
 //!   nor the provider → removed from GitHub when idle (a busy one is left for later).
 //!
 //! Only the provider's answer for *our* pool key is read, and only runners of *this* scale set
-//! whose names carry our prefix are acted on: nothing of another controller is touched.
+//! whose names carry our prefix are acted on: nothing of another controller is touched. The
+//! rules are the reconcile planner's ([`crate::planner::reconcile::reconcile`]); this file
+//! gathers the three lists and carries out its actions.
 
 use std::collections::HashSet;
 
+use scaleset_github::Removal;
 use scaleset_store::{InstanceStatus, NewInstance};
 
 use super::{Runners, again_on_token};
 use crate::error::{Error, store};
+use crate::planner::reconcile::{Action, World, reconcile};
 
 impl Runners<'_> {
     fn prefix(&self) -> String {
@@ -53,7 +57,7 @@ impl Runners<'_> {
         self.last_reconciled = Some(tokio::time::Instant::now());
         // Rows of a GitHub scale set deleted and replaced: retired as their runners go.
         self.retire_superseded().await?;
-        let known: HashSet<String> = self
+        let recorded: HashSet<String> = self
             .instances()
             .await?
             .into_iter()
@@ -65,15 +69,18 @@ impl Runners<'_> {
             .await
             .map_err(self.provider_error("listing the instances of our pool"))?;
         let result = again_on_token(|| self.client.list_runners()).await;
-        let runners: Vec<_> = result
-            .map_err(self.github_error("listing runners"))?
-            .into_iter()
-            .filter(|r| r.runner_scale_set_id == self.github_id)
-            .collect();
-
-        for instance in at_provider.iter().filter(|i| !known.contains(&i.name)) {
-            match runners.iter().find(|r| r.name == instance.name) {
-                Some(runner) => {
+        let runners = result.map_err(self.github_error("listing runners"))?;
+        let prefix = self.prefix();
+        let world = World {
+            scale_set: self.github_id,
+            prefix: &prefix,
+            recorded: &recorded,
+            at_provider: &at_provider,
+            runners: &runners,
+        };
+        for action in reconcile(&world) {
+            match action {
+                Action::Record { instance, runner } => {
                     let timeout = self
                         .scale_set
                         .spec
@@ -100,7 +107,7 @@ impl Runners<'_> {
                     )
                     .await;
                 }
-                None => {
+                Action::DeleteInstance(instance) => {
                     self.provider
                         .delete(&self.pool, &instance.id())
                         .await
@@ -115,33 +122,29 @@ impl Runners<'_> {
                     )
                     .await;
                 }
-            }
-        }
-
-        let prefix = self.prefix();
-        let on_provider: HashSet<&str> = at_provider.iter().map(|i| i.name.as_str()).collect();
-        for runner in runners.iter().filter(|r| {
-            r.name.starts_with(&prefix)
-                && !known.contains(&r.name)
-                && !on_provider.contains(r.name.as_str())
-        }) {
-            let result = again_on_token(|| self.client.remove_runner(runner.id)).await;
-            match result {
-                Ok(()) => {
-                    self.event(
-                        "stray_runner_removed",
-                        &format!(
-                            "runner {} ({}) has no instance and no record: removed",
-                            runner.name, runner.id
-                        ),
-                    )
-                    .await;
+                Action::RemoveRunner(runner) => {
+                    let result = again_on_token(|| self.client.remove_runner(runner.id)).await;
+                    match result.map_err(self.github_error("removing a stray runner"))? {
+                        Removal::Removed => {
+                            self.event(
+                                "stray_runner_removed",
+                                &format!(
+                                    "runner {} ({}) has no instance and no record: removed",
+                                    runner.name, runner.id
+                                ),
+                            )
+                            .await;
+                        }
+                        Removal::StillRunning => {
+                            tracing::debug!(runner = %runner.name, "stray runner is busy; later");
+                        }
+                        // Gone already: the goal holds.
+                        _ => {}
+                    }
                 }
-                Err(e) if e.is_job_still_running() => {
+                Action::AwaitJob(runner) => {
                     tracing::debug!(runner = %runner.name, "stray runner is busy; later");
                 }
-                Err(e) if e.is_agent_not_found() || e.status() == Some(404) => {}
-                Err(e) => return Err(self.github_error("removing a stray runner")(e)),
             }
         }
         Ok(())

@@ -11,6 +11,7 @@ use scaleset_store::{Instance, InstanceStatus};
 
 use super::{Runners, again_on_token, instance_id};
 use crate::error::{Error, chain, store};
+use crate::planner::reconcile::{AfterRemoval, after_removal, teardown};
 use crate::planner::superseded::{OldRunner, Retirement, is_superseded, retirement};
 
 impl Runners<'_> {
@@ -57,10 +58,8 @@ impl Runners<'_> {
                      delete the instance by hand and then its row"
                 ),
             })?;
-        if !matches!(
-            instance.status,
-            InstanceStatus::Deleting | InstanceStatus::Deleted
-        ) {
+        let steps = teardown(instance.status);
+        if steps.mark_deleting {
             self.transition(&instance.name, InstanceStatus::Deleting)
                 .await?;
             self.note(
@@ -79,20 +78,18 @@ impl Runners<'_> {
             Retirement::RemoveRunner => {
                 if let Some(runner) = runner {
                     let result = again_on_token(|| self.client.remove_runner(runner)).await;
-                    match result {
-                        Ok(()) => {}
-                        // It took a job after all: its machine stays until the job ends.
-                        Err(e) if e.is_job_still_running() => return Ok(()),
-                        Err(e) if e.is_agent_not_found() || e.status() == Some(404) => {}
-                        Err(e) => {
-                            return Err(self.github_error("removing a superseded runner")(e));
-                        }
+                    let removal =
+                        result.map_err(self.github_error("removing a superseded runner"))?;
+                    // The row is `deleting` by now: a runner that took a job after all keeps
+                    // its machine until the job ends, and the row is not marked busy.
+                    if after_removal(removal, InstanceStatus::Deleting) != AfterRemoval::Proceed {
+                        return Ok(());
                     }
                 }
             }
             Retirement::DeleteInstance => {}
         }
-        if instance.status != InstanceStatus::Deleted {
+        if steps.delete_instance {
             self.provider
                 .delete(&pool, &instance_id(instance)?)
                 .await
@@ -122,11 +119,7 @@ impl Runners<'_> {
         let found = match instance.github_runner_id {
             Some(id) => {
                 let result = again_on_token(|| self.client.get_runner(RunnerId::from(id))).await;
-                match result {
-                    Ok(runner) => Some(runner),
-                    Err(e) if e.is_agent_not_found() || e.status() == Some(404) => None,
-                    Err(e) => return Err(self.github_error("reading a superseded runner")(e)),
-                }
+                result.map_err(self.github_error("reading a superseded runner"))?
             }
             None => {
                 // An interrupted JIT POST may have registered it: its name is unique.

@@ -7,9 +7,9 @@ use mockito::{Matcher, Mock, ServerGuard};
 use ring::signature::{RSA_PKCS1_2048_8192_SHA256, UnparsedPublicKey};
 use scaleset_github::ExposeSecret as _;
 use scaleset_github::{
-    Client, Credentials, JitConfigRequest, Label, MessageId, NewRunnerScaleSet, RunnerGroup,
-    RunnerGroupId, RunnerId, RunnerRequestId, RunnerScaleSet, RunnerScaleSetPatch, RunnerSetting,
-    ScaleSetId,
+    Client, Credentials, JitConfigRequest, Label, MessageId, NewRunnerScaleSet, Removal,
+    RunnerGroup, RunnerGroupId, RunnerId, RunnerRequestId, RunnerScaleSet, RunnerScaleSetPatch,
+    RunnerSetting, ScaleSetId,
 };
 
 use crate::helpers::{
@@ -757,7 +757,7 @@ async fn runners_jit_get_list_remove() {
     work.assert_async().await;
 
     let by_id = h.service_answer("GET", "_apis/distributedtask/pools/0/agents/9", API, r#"{"id":9,"name":"runner-1","runnerScaleSetId":5,"status":"online","busy":true,"labels":[{"name":"x","type":"System"}]}"#).await;
-    let runner = h.client.get_runner(RunnerId(9)).await.unwrap();
+    let runner = h.client.get_runner(RunnerId(9)).await.unwrap().unwrap();
     assert_eq!(
         (runner.id, runner.runner_scale_set_id, runner.busy),
         (RunnerId(9), ScaleSetId(5), Some(true))
@@ -797,7 +797,10 @@ async fn runners_jit_get_list_remove() {
     let remove = h
         .service_status("DELETE", "_apis/distributedtask/pools/0/agents/9", 204)
         .await;
-    h.client.remove_runner(RunnerId(9)).await.unwrap();
+    assert_eq!(
+        h.client.remove_runner(RunnerId(9)).await.unwrap(),
+        Removal::Removed
+    );
     remove.assert_async().await;
 }
 

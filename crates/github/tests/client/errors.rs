@@ -2,7 +2,7 @@
 //! text/plain and empty bodies, and unusable success responses.
 
 use scaleset_github::{
-    Error, ErrorBody, ErrorClass, ExceptionKind, Refusal, RunnerId, ScaleSetId, Session,
+    Error, ErrorBody, ErrorClass, ExceptionKind, Refusal, Removal, RunnerId, ScaleSetId, Session,
 };
 
 use crate::helpers::{API, Harness, harness, session_json};
@@ -236,21 +236,92 @@ async fn runner_predicates() {
     assert!(err.is_agent_exists());
     assert_eq!(err.class(), ErrorClass::Refusal(Refusal::AgentExists));
     exists.assert_async().await;
+}
+
+const JOB_STILL_RUNNING: &str = r#"{"typeName":"GitHub.DistributedTask.WebApi.JobStillRunningException, GitHub.DistributedTask.WebApi","message":"still running"}"#;
+const AGENT_NOT_FOUND: &str = r#"{"typeName":"GitHub.DistributedTask.WebApi.AgentNotFoundException, GitHub.DistributedTask.WebApi","message":"no agent"}"#;
+
+#[tokio::test]
+async fn removing_a_runner_answers_removed_gone_or_still_running() {
+    let mut h = harness().await;
+    let agent = "_apis/distributedtask/pools/0/agents/9";
 
     let busy = h
-        .service_error("DELETE", "_apis/distributedtask/pools/0/agents/9", 400, r#"{"typeName":"GitHub.DistributedTask.WebApi.JobStillRunningException, GitHub.DistributedTask.WebApi","message":"still running"}"#)
+        .service_error("DELETE", agent, 400, JOB_STILL_RUNNING)
+        .await;
+    let answer = h.client.remove_runner(RunnerId(9)).await.unwrap();
+    assert_eq!(answer, Removal::StillRunning);
+    busy.assert_async().await;
+    busy.remove_async().await;
+
+    let missing = h.service_error("DELETE", agent, 404, AGENT_NOT_FOUND).await;
+    assert_eq!(
+        h.client.remove_runner(RunnerId(9)).await.unwrap(),
+        Removal::Gone
+    );
+    missing.assert_async().await;
+    missing.remove_async().await;
+
+    // A 404 naming no exception (the router's text/plain one) is gone as well.
+    let bare = h
+        .service_error("DELETE", agent, 404, "404 page not found")
+        .await;
+    assert_eq!(
+        h.client.remove_runner(RunnerId(9)).await.unwrap(),
+        Removal::Gone
+    );
+    bare.assert_async().await;
+    bare.remove_async().await;
+
+    // The exception, not the status, says gone: a 400 naming it is gone too.
+    let named = h.service_error("DELETE", agent, 400, AGENT_NOT_FOUND).await;
+    assert_eq!(
+        h.client.remove_runner(RunnerId(9)).await.unwrap(),
+        Removal::Gone
+    );
+    named.assert_async().await;
+    named.remove_async().await;
+
+    // Any other refusal stays an error the caller must handle.
+    let other = h
+        .service_error(
+            "DELETE",
+            agent,
+            400,
+            r#"{"typeName":"X.ArgumentException, X","message":"bad"}"#,
+        )
         .await;
     let err = h.client.remove_runner(RunnerId(9)).await.unwrap_err();
-    assert!(err.is_job_still_running());
-    assert!(!err.is_agent_not_found());
-    busy.assert_async().await;
+    assert_eq!(err.status(), Some(400));
+    other.assert_async().await;
+    other.remove_async().await;
 
-    let missing = h
-        .service_error("GET", "_apis/distributedtask/pools/0/agents/10", 404, r#"{"typeName":"GitHub.DistributedTask.WebApi.AgentNotFoundException, GitHub.DistributedTask.WebApi","message":"no agent"}"#)
-        .await;
-    let err = h.client.get_runner(RunnerId(10)).await.unwrap_err();
-    assert!(err.is_agent_not_found());
+    let denied = h.service_error("DELETE", agent, 403, "").await;
+    let err = h.client.remove_runner(RunnerId(9)).await.unwrap_err();
+    assert_eq!(err.status(), Some(403));
+    denied.assert_async().await;
+}
+
+#[tokio::test]
+async fn reading_a_runner_that_is_not_registered_is_none() {
+    let mut h = harness().await;
+    let agent = "_apis/distributedtask/pools/0/agents/10";
+
+    let missing = h.service_error("GET", agent, 404, AGENT_NOT_FOUND).await;
+    assert_eq!(h.client.get_runner(RunnerId(10)).await.unwrap(), None);
     missing.assert_async().await;
+    missing.remove_async().await;
+
+    let bare = h.service_error("GET", agent, 404, "").await;
+    assert_eq!(h.client.get_runner(RunnerId(10)).await.unwrap(), None);
+    bare.assert_async().await;
+    bare.remove_async().await;
+
+    // Another refusal is no answer about the runner: an error, not `None`.
+    let denied = h.service_error("GET", agent, 403, "").await;
+    let err = h.client.get_runner(RunnerId(10)).await.unwrap_err();
+    assert_eq!(err.status(), Some(403));
+    denied.assert_async().await;
 }
 
 #[tokio::test]

@@ -2,7 +2,7 @@
 //! (casing, query decoding, zero session ids, api-version, router 404s).
 
 use anyhow::Result;
-use scaleset_github::{MessageId, ScaleSetId};
+use scaleset_github::{MessageId, Removal, ScaleSetId};
 use serde_json::{Value, json};
 
 use crate::helpers::{TestSim, admin_token, config, create_set, raw, with_client};
@@ -307,8 +307,11 @@ async fn an_out_of_band_delete_may_keep_the_runners() -> Result<()> {
         .await?
         .expect("the runner stays registered");
     assert_eq!(runner.runner_scale_set_id, kept.id);
-    assert_eq!(client.get_runner(runner.id).await?.id, runner.id);
-    client.remove_runner(runner.id).await?;
+    assert_eq!(
+        client.get_runner(runner.id).await?.map(|r| r.id),
+        Some(runner.id)
+    );
+    assert_eq!(client.remove_runner(runner.id).await?, Removal::Removed);
     assert!(client.get_runner_by_name("kept-1").await?.is_none());
 
     let (status, _) = control(

@@ -174,3 +174,50 @@ fn evidence_reads_as_words() {
         "created by this run, stored id, owner label, our own stale session"
     );
 }
+
+fn refusal(
+    status: u16,
+    exception: Option<scaleset_github::ExceptionKind>,
+) -> scaleset_github::Error {
+    let exceptions = exception
+        .into_iter()
+        .map(|kind| scaleset_github::Exception {
+            type_name: "GitHub.Actions.Runtime.WebApi.SomeException".to_owned(),
+            short_name: "SomeException".to_owned(),
+            kind,
+            message: String::new(),
+        })
+        .collect();
+    scaleset_github::Error::from(scaleset_github::ServiceError {
+        endpoint: scaleset_github::Endpoint::DeleteScaleSet,
+        status,
+        message: "refused".to_owned(),
+        exceptions,
+        activity_id: None,
+        request_id: None,
+        body: scaleset_github::ErrorBody::Json,
+        rate_limit_wait: None,
+    })
+}
+
+#[test]
+fn a_scale_set_github_no_longer_has_counts_as_deleted() {
+    use scaleset_github::ExceptionKind;
+    // Named as not found, whatever the status; or a bare 404.
+    assert!(already_gone(&refusal(
+        404,
+        Some(ExceptionKind::RunnerScaleSetNotFound)
+    )));
+    assert!(already_gone(&refusal(
+        400,
+        Some(ExceptionKind::RunnerScaleSetNotFound)
+    )));
+    assert!(already_gone(&refusal(404, None)));
+    // Anything else is a failed delete: the operator must hear of it.
+    assert!(!already_gone(&refusal(400, None)));
+    assert!(!already_gone(&refusal(403, None)));
+    assert!(!already_gone(&refusal(
+        400,
+        Some(ExceptionKind::RunnerScaleSetExists)
+    )));
+}
