@@ -138,9 +138,10 @@ impl Controller {
                     tracing::error!(error = %chain(&error), "cannot read the scale sets; retrying");
                 }
             }
-            tokio::select! {
-                () = cancel.cancelled() => break,
-                () = tokio::time::sleep(self.shared.settings.watch_interval) => {}
+            if crate::task::wait_for(&cancel, self.shared.settings.watch_interval).await
+                == crate::task::Waited::Cancelled
+            {
+                break;
             }
         }
         for task in running.values() {
