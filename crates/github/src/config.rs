@@ -9,7 +9,9 @@ use std::time::Duration;
 use url::Url;
 
 use crate::error::{Error, Result};
-use crate::retry::{RetryPolicy, SharedSleeper, Sleeper, TokioSleeper};
+use crate::retry::{
+    RandomSource, RetryPolicy, SharedSleeper, Sleeper, TokioSleeper, thread_random,
+};
 use secrecy::SecretString;
 
 /// The environment variable that makes every host count as GHES.
@@ -488,6 +490,7 @@ pub struct ClientConfig {
     pub(crate) admin_token_margin: Duration,
     pub(crate) admin_token_fallback_ttl: Duration,
     pub(crate) sleeper: SharedSleeper,
+    pub(crate) random: RandomSource,
 }
 
 impl fmt::Debug for ClientConfig {
@@ -527,6 +530,7 @@ impl ClientConfig {
             admin_token_margin: Duration::from_secs(60),
             admin_token_fallback_ttl: Duration::from_secs(300),
             sleeper: Arc::new(TokioSleeper),
+            random: thread_random(),
         }
     }
 
@@ -624,6 +628,13 @@ impl ClientConfig {
     /// Replaces how retry waits are performed (tests record the waits instead of sleeping).
     pub fn with_sleeper(mut self, sleeper: Arc<dyn Sleeper>) -> Self {
         self.sleeper = sleeper;
+        self
+    }
+
+    /// Replaces the random draws that jitter the retry backoff (default `fastrand::f64`; tests
+    /// pass a fixed draw, e.g. `1.0` for the full backoff, to read the schedule exactly).
+    pub fn with_random_source(mut self, random: RandomSource) -> Self {
+        self.random = random;
         self
     }
 
