@@ -303,7 +303,7 @@ mod chain_tests {
     use super::chain;
 
     #[derive(Debug)]
-    struct Layer(&'static str, Option<Box<Layer>>);
+    struct Layer(&'static str, Option<Box<Self>>);
 
     impl std::fmt::Display for Layer {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
