@@ -49,7 +49,7 @@ impl<T: Send + 'static, R: Send + 'static> Coalesce<T, R> {
             tokio::spawn(async move {
                 // The batch is no one joiner's to stop (it serves them all); a runtime
                 // shutdown drops it, and each joiner then asks alone.
-                let _ = crate::task::wait_for(&CancellationToken::new(), window).await;
+                let _ = crate::wait::wait_for(&CancellationToken::new(), window).await;
                 let batch =
                     std::mem::take(&mut *pending.lock().unwrap_or_else(PoisonError::into_inner));
                 let (items, answers): (Vec<T>, Vec<_>) = batch.into_iter().unzip();

@@ -138,8 +138,8 @@ impl Controller {
                     tracing::error!(error = %chain(&error), "cannot read the scale sets; retrying");
                 }
             }
-            if crate::task::wait_for(&cancel, self.shared.settings.watch_interval).await
-                == crate::task::Waited::Cancelled
+            if crate::wait::wait_for(&cancel, self.shared.settings.watch_interval).await
+                == crate::wait::Waited::Cancelled
             {
                 break;
             }

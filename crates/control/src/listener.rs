@@ -34,7 +34,7 @@ use crate::metrics::KindLabel;
 use crate::planner::session::{Conflict, held_by, recheck_after};
 use crate::scaler::Runners;
 use crate::shared::Shared;
-use crate::task::{Waited, wait_until};
+use crate::wait::{Waited, wait_until};
 
 /// How a listener stopped.
 #[derive(Debug)]
@@ -206,7 +206,7 @@ impl Listener<'_> {
                 let last = self.last_message_id;
                 let poll = client.get_message(session, last, capacity);
                 tokio::pin!(poll);
-                // The poll is raced with the task's wait for the next renewal, which also
+                // The poll is raced with the wait (`crate::wait`) for the next renewal, which also
                 // ends it on a stop.
                 loop {
                     tokio::select! {

@@ -1,5 +1,5 @@
 //! Steps never sleep (issue 30 item 2): every wait in `crates/control/src` goes through the
-//! one cancel-aware wait in `src/task.rs`. A `sleep` written anywhere else in `src` (code, not
+//! one cancel-aware wait in `src/wait.rs`. A `sleep` written anywhere else in `src` (code, not
 //! comments) fails this test, so a wait that cannot be cancelled cannot come back unnoticed.
 
 use std::path::{Path, PathBuf};
@@ -48,14 +48,14 @@ fn the_rule_finds_a_sleep_in_code_and_not_in_comments() {
 }
 
 #[test]
-fn no_code_in_control_sleeps_outside_the_tasks_wait() {
+fn no_code_in_control_sleeps_outside_the_one_wait() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let the_wait = src.join("task.rs");
+    let the_wait = src.join("wait.rs");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     assert!(
         files.contains(&the_wait),
-        "src/task.rs, which holds the one wait, is missing"
+        "src/wait.rs, which holds the one wait, is missing"
     );
     assert!(files.len() > 10, "found only {} source files", files.len());
     let mut offenders = Vec::new();
@@ -68,7 +68,7 @@ fn no_code_in_control_sleeps_outside_the_tasks_wait() {
     }
     assert!(
         offenders.is_empty(),
-        "these lines sleep; wait through `task::wait_until` (or `wait_for`, `wait_jittered`) \
+        "these lines sleep; wait through `wait::wait_until` (or `wait_for`, `wait_jittered`) \
          instead, or return what to do next from the step:\n{}",
         offenders.join("\n")
     );
