@@ -279,22 +279,10 @@ fn parse_url(text: &str) -> Result<Url> {
     Ok(url)
 }
 
-/// `"30s"`, `"2m"`, `"1h"`, `"500ms"`, or a bare number of seconds.
+/// The one grammar of every door ([`scaleset_duration`]: `"30s"`, `"1m30s"`, `"7d"`, a bare
+/// number of seconds); a request timeout of zero is refused.
 fn parse_duration(text: &str) -> Option<Duration> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number.parse().ok()?;
-    let duration = match unit.trim() {
-        "" | "s" => Duration::from_secs(number),
-        "ms" => Duration::from_millis(number),
-        "m" => Duration::from_secs(number.checked_mul(60)?),
-        "h" => Duration::from_secs(number.checked_mul(3600)?),
-        _ => return None,
-    };
-    (!duration.is_zero()).then_some(duration)
+    scaleset_duration::parse(text).ok().filter(|d| !d.is_zero())
 }
 
 #[cfg(test)]

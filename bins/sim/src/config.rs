@@ -259,26 +259,10 @@ pub(crate) fn build(raw: RawConfig, cli: &Cli) -> Result<SimConfig> {
     Ok(config)
 }
 
-/// `250ms`, `50s`, `5m`, `1h`, `7d`; a bare number is seconds.
+/// The one grammar of every door ([`scaleset_duration`]): `250ms`, `50s`, `1m30s`, `7d`; a bare
+/// number is seconds.
 pub(crate) fn parse_duration(text: &str) -> Result<Duration> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number
-        .parse()
-        .with_context(|| format!("{text:?} is not a duration such as 200ms, 50s, 5m, 1h or 7d"))?;
-    let seconds = match unit.trim() {
-        "ms" => value / 1000.0,
-        "" | "s" => value,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        "d" => value * 86_400.0,
-        other => bail!("{text:?} has an unknown unit {other:?} (use ms, s, m, h or d)"),
-    };
-    Duration::try_from_secs_f64(seconds)
-        .with_context(|| format!("{text:?} is not a representable duration"))
+    scaleset_duration::parse(text).map_err(anyhow::Error::msg)
 }
 
 #[cfg(test)]
@@ -300,7 +284,8 @@ mod tests {
             parse_duration("7d").ok(),
             Some(Duration::from_secs(7 * 86_400))
         );
-        assert!(parse_duration("5 weeks").is_err());
+        assert_eq!(parse_duration("1m30s").ok(), Some(Duration::from_secs(90)));
+        assert!(parse_duration("5 fortnights").is_err());
         assert!(parse_duration("soon").is_err());
     }
 

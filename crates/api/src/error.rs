@@ -311,14 +311,4 @@ pub(crate) fn render(failure: &Failure, request_id: &str, status: StatusCode) ->
     (status, axum::Json(body)).into_response()
 }
 
-/// The whole chain of an error, for messages.
-pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
+pub(crate) use scaleset_store::chain;

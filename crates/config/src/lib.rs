@@ -230,40 +230,10 @@ fn key_of(message: &str) -> String {
         .map_or_else(|| "file".to_owned(), |(key, _)| key.to_owned())
 }
 
-/// Parses a human-readable duration: `"500ms"`, `"30s"`, `"5m"`, `"1h"`, `"1m30s"`.
+/// Parses a duration in the file: the one grammar of every door ([`scaleset_duration`]:
+/// `"500ms"`, `"30s"`, `"1m30s"`, `"7d"`, a bare number of seconds).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let mut total = Duration::ZERO;
-    let mut rest = text;
-    if rest.is_empty() {
-        return Err("empty duration; write e.g. \"30s\", \"5m\" or \"1m30s\"".to_owned());
-    }
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let number: u64 = rest[..digits]
-            .parse()
-            .map_err(|_| format!("{text:?} is not a duration; write e.g. \"30s\" or \"5m\""))?;
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let part = match &rest[..unit_len] {
-            "ms" => Duration::from_millis(number),
-            "s" => Duration::from_secs(number),
-            "m" => Duration::from_secs(number.saturating_mul(60)),
-            "h" => Duration::from_secs(number.saturating_mul(3600)),
-            _ => {
-                return Err(format!(
-                    "{text:?} is not a duration: units are ms, s, m and h (e.g. \"30s\")"
-                ));
-            }
-        };
-        rest = &rest[unit_len..];
-        total = total.saturating_add(part);
-    }
-    Ok(total)
+    scaleset_duration::parse(text)
 }
 
 #[cfg(test)]

@@ -213,8 +213,9 @@ fn a_missing_token_is_named_and_secrets_never_show() {
 #[test]
 fn durations_read_as_written() {
     assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+    assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86_400)));
     assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-    assert!(parse_duration("5 minutes").is_err());
+    assert!(parse_duration("5 fortnights").is_err());
     assert!(parse_duration("").is_err());
 }
 

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 
 /// Requests waiting for the batch that will carry them.
 type Pending<T, R> = Arc<Mutex<Vec<(T, oneshot::Sender<R>)>>>;
@@ -46,7 +47,9 @@ impl<T: Send + 'static, R: Send + 'static> Coalesce<T, R> {
         if opens {
             let pending = self.pending.clone();
             tokio::spawn(async move {
-                tokio::time::sleep(window).await;
+                // The batch is no one joiner's to stop (it serves them all); a runtime
+                // shutdown drops it, and each joiner then asks alone.
+                let _ = crate::wait::wait_for(&CancellationToken::new(), window).await;
                 let batch =
                     std::mem::take(&mut *pending.lock().unwrap_or_else(PoisonError::into_inner));
                 let (items, answers): (Vec<T>, Vec<_>) = batch.into_iter().unzip();

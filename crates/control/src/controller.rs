@@ -139,9 +139,10 @@ impl Controller {
                     tracing::error!(error = %chain(&error), "cannot read the scale sets; retrying");
                 }
             }
-            tokio::select! {
-                () = cancel.cancelled() => break,
-                () = tokio::time::sleep(self.shared.settings.watch_interval) => {}
+            if crate::wait::wait_for(&cancel, self.shared.settings.watch_interval).await
+                == crate::wait::Waited::Cancelled
+            {
+                break;
             }
         }
         for task in running.values() {

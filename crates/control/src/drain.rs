@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::{Error, chain, store};
 use crate::scaler::Runners;
 use crate::shared::Shared;
+use crate::wait::{Waited, wait_jittered};
 
 /// Drains one scale set until nothing is left, `cancel` fires, or it is enabled or deleted.
 /// The lease it still holds is released however it ends (short of an abort).
@@ -47,7 +48,7 @@ async fn drain_holding(
         if cancel.is_cancelled() {
             return;
         }
-        // The step never waits; this is the task's one wait.
+        // The step never waits; the task waits (jittered, cancel-aware) in `wait`.
         let wait = match pass(shared, id, held, &mut shown).await {
             Ok(Some(wait)) => {
                 failures = 0;
@@ -63,9 +64,8 @@ async fn drain_holding(
                 shared.settings.backoff(failures)
             }
         };
-        tokio::select! {
-            () = cancel.cancelled() => return,
-            () = tokio::time::sleep(wait) => {}
+        if wait_jittered(cancel, wait).await == Waited::Cancelled {
+            return;
         }
     }
 }

@@ -131,14 +131,4 @@ pub(crate) fn store(during: &'static str) -> impl FnOnce(scaleset_store::Error) 
     move |source| Error::Store { during, source }
 }
 
-/// The whole chain of an error, for state reasons and logs.
-pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
+pub(crate) use scaleset_store::chain;

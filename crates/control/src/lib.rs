@@ -43,6 +43,7 @@ mod scaler;
 mod settings;
 mod shared;
 mod task;
+mod wait;
 
 pub use checkpoint::{Checkpoint, Checkpoints};
 pub use client_factory::{ClientFactory, StoreClientFactory};

@@ -34,6 +34,7 @@ use crate::metrics::KindLabel;
 use crate::planner::session::{Conflict, held_by, recheck_after};
 use crate::scaler::Runners;
 use crate::shared::Shared;
+use crate::wait::{Waited, wait_until};
 
 /// How a listener stopped.
 #[derive(Debug)]
@@ -205,14 +206,18 @@ impl Listener<'_> {
                 let last = self.last_message_id;
                 let poll = client.get_message(session, last, capacity);
                 tokio::pin!(poll);
+                // The poll is raced with the wait (`crate::wait`) for the next renewal, which also
+                // ends it on a stop.
                 loop {
                     tokio::select! {
-                        () = cancel.cancelled() => return Ok(ListenEnd::Cancelled),
                         result = &mut poll => break result,
-                        () = tokio::time::sleep_until(renew_at) => {
-                            Box::pin(self.renew_lease()).await?;
-                            renew_at = tokio::time::Instant::now() + renew_every;
-                        }
+                        waited = wait_until(cancel, renew_at) => match waited {
+                            Waited::Cancelled => return Ok(ListenEnd::Cancelled),
+                            Waited::Elapsed => {
+                                Box::pin(self.renew_lease()).await?;
+                                renew_at = tokio::time::Instant::now() + renew_every;
+                            }
+                        },
                     }
                 }
             };
@@ -292,13 +297,16 @@ impl Listener<'_> {
                     );
                     let until = tokio::time::Instant::now() + backoff;
                     loop {
-                        tokio::select! {
-                            () = cancel.cancelled() => return Ok(ListenEnd::Cancelled),
-                            () = tokio::time::sleep_until(until) => break,
-                            () = tokio::time::sleep_until(renew_at) => {
-                                Box::pin(self.renew_lease()).await?;
-                                renew_at = tokio::time::Instant::now() + renew_every;
-                            }
+                        if wait_until(cancel, until.min(renew_at)).await == Waited::Cancelled {
+                            return Ok(ListenEnd::Cancelled);
+                        }
+                        let now = tokio::time::Instant::now();
+                        if now >= renew_at {
+                            Box::pin(self.renew_lease()).await?;
+                            renew_at = tokio::time::Instant::now() + renew_every;
+                        }
+                        if now >= until {
+                            break;
                         }
                     }
                 }

@@ -112,19 +112,10 @@ impl Settings {
     }
 }
 
-/// `after` scaled into its upper half by `unit` (a random draw in `[0, 1)`): between `after / 2`
-/// and `after`, never longer. Every wait of a scale set's task is jittered so that thousands of
-/// scale sets failing together (a GitHub outage) do not retry together when it ends; never
-/// longer than the hint, so a bound given by a setting still holds.
-pub(crate) fn jittered(after: Duration, unit: f64) -> Duration {
-    let unit = if unit.is_finite() {
-        unit.clamp(0.0, 1.0)
-    } else {
-        1.0
-    };
-    let half = after / 2;
-    half + (after - half).mul_f64(unit)
-}
+/// Every wait of a scale set's task is jittered (between half of it and all of it, never
+/// longer than the hint) so that thousands of scale sets failing together (a GitHub outage) do
+/// not retry together when it ends: the GitHub client's one jitter rule.
+pub(crate) use scaleset_github::jittered;
 
 /// Where an instance fetches its setup data and reports its progress.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,6 +11,9 @@
 //! waits, and the next pass takes it again first. A stop during the wait ends the task at
 //! once; a stop during a pass stops the step where it is (docs/scaling.md, "Who retries
 //! what").
+//!
+//! The wait itself is [`crate::wait`]'s, which every other wait in this crate goes through
+//! too.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,8 +27,8 @@ use crate::ensure::{Ensured, ensure, record};
 use crate::error::{Error, chain, store};
 use crate::listener::{ListenEnd, Listener, SessionAttempt};
 use crate::scaler::Runners;
-use crate::settings::jittered;
 use crate::shared::Shared;
+use crate::wait::{Waited, wait_jittered};
 #[cfg(test)]
 use scaleset_github::Client;
 
@@ -98,9 +101,8 @@ async fn serve_holding(
             }
         };
         // The task's one wait (see the module documentation).
-        tokio::select! {
-            () = cancel.cancelled() => return,
-            () = tokio::time::sleep(jittered(wait, fastrand::f64())) => {}
+        if wait_jittered(cancel, wait).await == Waited::Cancelled {
+            return;
         }
     }
 }

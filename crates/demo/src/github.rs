@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use scaleset_sim::{SimConfig, Simulator};
+use scaleset_store::chain;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -118,15 +119,4 @@ impl Github {
         }
         Ok(self.sim.save_state(&self.path)?)
     }
-}
-
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }

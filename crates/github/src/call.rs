@@ -355,7 +355,9 @@ impl Caller {
             }
             let delay = match wait {
                 Wait::Advertised(wait) => policy.advertised(wait),
-                Wait::RetryAfter(retry_after) => policy.delay(attempt, status, retry_after),
+                Wait::RetryAfter(retry_after) => {
+                    policy.delay(attempt, status, retry_after, (self.config.random)())
+                }
             };
             span.in_scope(|| {
                 tracing::debug!(error = %failure, delay_ms = delay.as_millis() as u64, "retrying");

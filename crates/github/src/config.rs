@@ -10,7 +10,9 @@ use url::Url;
 
 use crate::error::{Error, Result};
 use crate::observer::CallObserver;
-use crate::retry::{RetryPolicy, SharedSleeper, Sleeper, TokioSleeper};
+use crate::retry::{
+    RandomSource, RetryPolicy, SharedSleeper, Sleeper, TokioSleeper, thread_random,
+};
 use secrecy::SecretString;
 
 /// The environment variable that makes every host count as GHES.
@@ -490,6 +492,7 @@ pub struct ClientConfig {
     pub(crate) admin_token_fallback_ttl: Duration,
     pub(crate) sleeper: SharedSleeper,
     pub(crate) observer: Option<Arc<dyn CallObserver>>,
+    pub(crate) random: RandomSource,
 }
 
 impl fmt::Debug for ClientConfig {
@@ -531,6 +534,7 @@ impl ClientConfig {
             admin_token_fallback_ttl: Duration::from_secs(300),
             sleeper: Arc::new(TokioSleeper),
             observer: None,
+            random: thread_random(),
         }
     }
 
@@ -634,6 +638,13 @@ impl ClientConfig {
     /// Tells `observer` about every finished call (metrics: count calls by endpoint and outcome).
     pub fn with_observer(mut self, observer: Arc<dyn CallObserver>) -> Self {
         self.observer = Some(observer);
+        self
+    }
+
+    /// Replaces the random draws that jitter the retry backoff (default `fastrand::f64`; tests
+    /// pass a fixed draw, e.g. `1.0` for the full backoff, to read the schedule exactly).
+    pub fn with_random_source(mut self, random: RandomSource) -> Self {
+        self.random = random;
         self
     }
 

@@ -141,7 +141,8 @@ pub use crate::jwt::unverified_expiry;
 pub use crate::message::{JOB_MESSAGES_TYPE, JobInfo, JobMessage, Message};
 pub use crate::observer::{CallObserver, CallReport};
 pub use crate::retry::{
-    RetryPolicy, Sleeper, TokioSleeper, is_retryable_status, parse_retry_after,
+    RandomSource, RetryPolicy, Sleeper, TokioSleeper, is_retryable_status, jittered,
+    parse_retry_after,
 };
 pub use crate::runner::{JitConfig, JitConfigRequest, Removal, RunnerReference};
 pub use crate::scale_set::{

@@ -1,5 +1,10 @@
 //! Retry policy (protocol §9): which failures are retried, how long to wait between attempts,
 //! `Retry-After`, and the injectable [`Sleeper`] that lets tests observe waits without waiting.
+//!
+//! Backoffs are jittered (equal jitter: between half the computed wait and all of it, drawn
+//! from an injectable [`RandomSource`]), so that thousands of clients that failed together (a
+//! GitHub outage) do not retry together when it ends. A wait the server advertised is honoured
+//! as given (capped): it is the server's own schedule, and waiting less would break it.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -8,8 +13,9 @@ use std::time::{Duration, SystemTime};
 
 /// Attempts, backoff and `Retry-After` limits for every call.
 ///
-/// Defaults follow the official clients: 5 attempts, waits of 1, 2, 4 and 8 s (doubling from
-/// `base_delay`, capped at `max_delay` = 30 s), and `Retry-After` honoured on 429 and 503.
+/// Defaults follow the official clients: 5 attempts, waits of up to 1, 2, 4 and 8 s (doubling
+/// from `base_delay`, capped at `max_delay` = 30 s, each jittered down to no less than half),
+/// and `Retry-After` honoured on 429 and 503.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RetryPolicy {
@@ -59,8 +65,8 @@ impl RetryPolicy {
         self
     }
 
-    /// The backoff after failed attempt number `attempt` (1-based): `base × 2^(attempt-1)`,
-    /// capped at `max_delay`.
+    /// The backoff ceiling after failed attempt number `attempt` (1-based):
+    /// `base × 2^(attempt-1)`, capped at `max_delay`. The wait is [`jittered`] below it.
     pub fn backoff(&self, attempt: u32) -> Duration {
         let exponent = attempt.saturating_sub(1).min(31);
         self.base_delay
@@ -74,18 +80,41 @@ impl RetryPolicy {
     }
 
     /// The wait before the next attempt: `Retry-After` (capped) when the server sent one on a
-    /// 429 or 503, the backoff otherwise.
+    /// 429 or 503, the backoff otherwise, jittered by `unit` (a random draw in `[0, 1)`).
     pub(crate) fn delay(
         &self,
         attempt: u32,
         status: Option<u16>,
         retry_after: Option<Duration>,
+        unit: f64,
     ) -> Duration {
         match (status, retry_after) {
             (Some(429 | 503), Some(wait)) => self.advertised(wait),
-            _ => self.backoff(attempt),
+            _ => jittered(self.backoff(attempt), unit),
         }
     }
+}
+
+/// `ceiling` scaled into its upper half by `unit` (a random draw in `[0, 1)`, clamped; a draw
+/// that is not a number counts as 1): between `ceiling / 2` and `ceiling`, never longer, so a
+/// bound set by [`RetryPolicy::max_delay`] still holds ("equal jitter").
+pub fn jittered(ceiling: Duration, unit: f64) -> Duration {
+    let unit = if unit.is_finite() {
+        unit.clamp(0.0, 1.0)
+    } else {
+        1.0
+    };
+    let half = ceiling / 2;
+    half + (ceiling - half).mul_f64(unit)
+}
+
+/// The random draws (in `[0, 1)`) that jitter the backoff. The default is `fastrand::f64`;
+/// tests inject a fixed draw (`1.0` waits the full backoff) to read the schedule exactly.
+pub type RandomSource = Arc<dyn Fn() -> f64 + Send + Sync>;
+
+/// The default [`RandomSource`].
+pub(crate) fn thread_random() -> RandomSource {
+    Arc::new(fastrand::f64)
 }
 
 /// The wait a GitHub REST rate-limit answer advertises: its `Retry-After` (seconds or date),

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::duration::parse_duration;
 use crate::environment::EnvAllowList;
 
 /// One `[[provider]]` table as written by the operator.
@@ -405,7 +404,7 @@ fn positive_duration(
     field: &'static str,
     text: &str,
 ) -> Option<Duration> {
-    match parse_duration(text) {
+    match scaleset_duration::parse(text) {
         Ok(d) if d.is_zero() => {
             problem(field, "must be longer than zero".to_owned());
             None

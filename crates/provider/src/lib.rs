@@ -95,7 +95,6 @@ mod build;
 mod command;
 mod config;
 mod directory;
-mod duration;
 mod environment;
 mod error;
 mod external;

@@ -281,3 +281,49 @@ fn is_lock_contention(message: &str) -> bool {
 
 /// The store's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The whole chain of an error on one line (`outer: cause: root cause`), for state reasons,
+/// logs and API messages. The one copy: the API, control and the demo all use it (the store is
+/// the lowest crate all three depend on).
+pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod chain_tests {
+    use super::chain;
+
+    #[derive(Debug)]
+    struct Layer(&'static str, Option<Box<Self>>);
+
+    impl std::fmt::Display for Layer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Layer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|l| l as _)
+        }
+    }
+
+    #[test]
+    fn a_chain_names_every_cause_outermost_first() {
+        let root = Layer("connection refused", None);
+        let middle = Layer("reading the scale set", Some(Box::new(root)));
+        let outer = Layer("scale set task failed", Some(Box::new(middle)));
+        assert_eq!(
+            chain(&outer),
+            "scale set task failed: reading the scale set: connection refused"
+        );
+        assert_eq!(chain(&Layer("alone", None)), "alone");
+    }
+}

@@ -85,7 +85,7 @@ pub use controller::{ControllerBinding, ControllerStore};
 pub use credentials::{Auth, CredentialStore, Credentials, Endpoint, NewCredentials};
 pub use database::DieselStore;
 pub use entity::{Entity, EntityKind, EntityStore, NewEntity};
-pub use error::{Error, ErrorClass, Result};
+pub use error::{Error, ErrorClass, Result, chain};
 pub use event::{Event, EventStore};
 pub use id::{ApiTokenId, CredentialsId, EntityId, ScaleSetId};
 pub use instance::{Instance, InstanceStatus, InstanceStore, NewInstance};

@@ -152,7 +152,8 @@ fn durations() {
     assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
     assert_eq!(parse_duration("7"), Some(Duration::from_secs(7)));
     assert_eq!(parse_duration("0s"), None);
-    assert_eq!(parse_duration("1d"), None);
+    assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
+    assert_eq!(parse_duration("7d"), Some(Duration::from_secs(7 * 86_400)));
     assert_eq!(parse_duration(""), None);
     assert_eq!(parse_duration("99999999999999999999h"), None);
 }

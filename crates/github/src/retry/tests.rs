@@ -16,12 +16,74 @@ fn default_backoff_is_1_2_4_8_capped_at_30() {
 fn retry_after_applies_to_429_and_503_only() {
     let policy = RetryPolicy::default();
     let after = Some(Duration::from_secs(7));
-    assert_eq!(policy.delay(1, Some(429), after), Duration::from_secs(7));
-    assert_eq!(policy.delay(1, Some(503), after), Duration::from_secs(7));
-    assert_eq!(policy.delay(1, Some(500), after), Duration::from_secs(1));
     assert_eq!(
-        policy.delay(1, Some(429), Some(Duration::from_secs(9999))),
+        policy.delay(1, Some(429), after, 1.0),
+        Duration::from_secs(7)
+    );
+    assert_eq!(
+        policy.delay(1, Some(503), after, 1.0),
+        Duration::from_secs(7)
+    );
+    assert_eq!(
+        policy.delay(1, Some(500), after, 1.0),
+        Duration::from_secs(1)
+    );
+    assert_eq!(
+        policy.delay(1, Some(429), Some(Duration::from_secs(9999)), 1.0),
         policy.max_retry_after
+    );
+}
+
+#[test]
+fn the_backoff_is_jittered_and_an_advertised_wait_is_not() {
+    let policy = RetryPolicy::default();
+    let after = Some(Duration::from_secs(7));
+    // The backoff: between half of it and all of it, by the draw.
+    assert_eq!(policy.delay(3, None, None, 0.0), Duration::from_secs(2));
+    assert_eq!(policy.delay(3, None, None, 0.5), Duration::from_secs(3));
+    assert_eq!(
+        policy.delay(3, Some(500), after, 0.0),
+        Duration::from_secs(2)
+    );
+    assert_eq!(
+        policy.delay(3, Some(429), None, 0.25),
+        Duration::from_millis(2500)
+    );
+    // A server's wait is its schedule: as given, whatever the draw.
+    assert_eq!(
+        policy.delay(3, Some(429), after, 0.0),
+        Duration::from_secs(7)
+    );
+    assert_eq!(
+        policy.delay(3, Some(503), after, 0.0),
+        Duration::from_secs(7)
+    );
+}
+
+#[test]
+fn jitter_stays_in_the_upper_half_and_never_exceeds_the_ceiling() {
+    let ceiling = Duration::from_secs(10);
+    assert_eq!(jittered(ceiling, 0.0), Duration::from_secs(5));
+    assert_eq!(jittered(ceiling, 1.0), ceiling);
+    assert_eq!(jittered(ceiling, 0.5), Duration::from_millis(7500));
+    assert_eq!(jittered(ceiling, 7.0), ceiling, "a bad draw is clamped");
+    assert_eq!(jittered(ceiling, -1.0), Duration::from_secs(5));
+    assert_eq!(jittered(ceiling, f64::NAN), ceiling);
+    assert_eq!(jittered(ceiling, f64::INFINITY), ceiling);
+    assert_eq!(jittered(Duration::ZERO, 0.3), Duration::ZERO);
+    let odd = Duration::from_nanos(3);
+    assert_eq!(jittered(odd, 0.0), Duration::from_nanos(1));
+    assert_eq!(jittered(odd, 1.0), odd);
+}
+
+#[test]
+fn the_default_random_source_draws_spread_units() {
+    let random = thread_random();
+    let draws: Vec<f64> = (0..64).map(|_| random()).collect();
+    assert!(draws.iter().all(|d| (0.0..1.0).contains(d)), "{draws:?}");
+    assert!(
+        draws.iter().any(|d| *d != draws[0]),
+        "the draws differ: {draws:?}"
     );
 }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use mockito::{Matcher, Mock, ServerGuard};
-use scaleset_github::{Client, ClientConfig, ConfigUrl, Credentials, Sleeper};
+use scaleset_github::{Client, ClientConfig, ConfigUrl, Credentials, RandomSource, Sleeper};
 
 pub(crate) const PAT: &str = "ghp_test_pat_secret";
 pub(crate) const REGISTRATION_TOKEN: &str = "reg-token-secret";
@@ -241,7 +241,15 @@ pub(crate) fn config_for(
     sleeper: Arc<RecordingSleeper>,
 ) -> ClientConfig {
     let url = ConfigUrl::parse(&format!("{}/{path}", server.url())).unwrap();
-    ClientConfig::new(url, credentials).with_sleeper(sleeper)
+    ClientConfig::new(url, credentials)
+        .with_sleeper(sleeper)
+        .with_random_source(full_backoff())
+}
+
+/// A jitter draw of 1: every backoff waits its full length, so tests read the policy's
+/// schedule exactly (`retries.rs` checks the jitter with other draws).
+pub(crate) fn full_backoff() -> RandomSource {
+    Arc::new(|| 1.0)
 }
 
 /// A client for `{base}/{path}` with `credentials` and a recording sleeper (returned with it),
@@ -254,7 +262,9 @@ pub(crate) fn client_at(
 ) -> (Client, Arc<RecordingSleeper>) {
     let sleeper = Arc::new(RecordingSleeper::default());
     let url = ConfigUrl::parse(&format!("{base}/{path}")).unwrap();
-    let config = ClientConfig::new(url, credentials).with_sleeper(sleeper.clone());
+    let config = ClientConfig::new(url, credentials)
+        .with_sleeper(sleeper.clone())
+        .with_random_source(full_backoff());
     (Client::new(adjust(config)).unwrap(), sleeper)
 }
 

@@ -203,6 +203,31 @@ async fn runner_registration_401s_use_the_normal_retry_budget() {
     assert_eq!(secs, vec![1, 2, 4, 8]);
 }
 
+/// The client's backoff is jittered by its random source: a draw of 0 waits half of each
+/// backoff, a draw of 0.5 three quarters (ten thousand clients after an outage spread out).
+#[tokio::test]
+async fn the_backoff_is_jittered_by_the_random_source() {
+    for (draw, expected) in [
+        (0.0, [500, 1000, 2000, 4000]),
+        (0.5, [750, 1500, 3000, 6000]),
+    ] {
+        let mut server = mockito::Server::new_async().await;
+        let (client, sleeper, _reg) = registration_client_with(&mut server, |config| {
+            config.with_random_source(Arc::new(move || draw))
+        })
+        .await;
+        let _unauthorized = runner_registration(&mut server)
+            .with_status(401)
+            .with_body(r#"{"message":"Bad credentials"}"#)
+            .expect(5)
+            .create_async()
+            .await;
+        client.service_url().await.unwrap_err();
+        let millis: Vec<u128> = sleeper.waits().iter().map(Duration::as_millis).collect();
+        assert_eq!(millis, expected, "draw {draw}");
+    }
+}
+
 #[tokio::test]
 async fn runner_registration_other_4xx_are_not_retried() {
     for status in [400, 404, 422] {

@@ -156,3 +156,19 @@ fn zero_timeout_and_negative_concurrency_are_refused() {
     let err = ProviderConfig::try_from(raw).unwrap_err();
     assert_eq!(err.problems.len(), 2);
 }
+
+/// The provider settings take the one duration grammar of every door (`scaleset-duration`).
+#[test]
+fn timeouts_take_the_shared_duration_grammar() {
+    let mut raw = external("p");
+    raw.timeout = Some("1m30s".into());
+    raw.create_timeout = Some("7d".into());
+    let ProviderKind::External(ext) = ProviderConfig::try_from(raw).unwrap().kind else {
+        panic!("expected external");
+    };
+    assert_eq!(ext.timeout, Duration::from_secs(90));
+    assert_eq!(ext.create_timeout, Some(Duration::from_secs(7 * 86_400)));
+    let mut raw = external("p");
+    raw.timeout = Some("soon".into());
+    assert!(ProviderConfig::try_from(raw).is_err());
+}
