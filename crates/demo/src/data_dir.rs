@@ -9,6 +9,7 @@
 //! <dir>/controller-id    the controller id (a UUID), pinned on the first run
 //! <dir>/encryption.key   the key that encrypts secrets in the database (base64, mode 0600)
 //! <dir>/demo.lock        held while a demo runs on the directory
+//! <dir>/scaleset.db.worker-lock  held by the control loop (one worker per SQLite file)
 //! ```
 
 use std::fs::File;
