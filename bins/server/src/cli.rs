@@ -2,10 +2,12 @@
 //! `token list`, `token revoke NAME`, with the configuration file named by `--config`; and
 //! `demo [--data-dir DIR] [--listen ADDR] [--github-listen ADDR] [--reset]`, which needs none.
 
+#[cfg(feature = "demo")]
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
+pub(crate) use scaleset_app::console::LogFormat;
 
 /// The scaleset REST API server.
 #[derive(Debug, Parser)]
@@ -38,10 +40,12 @@ pub(crate) enum Command {
     Token(TokenCommand),
     /// Run the whole product on this machine: simulated GitHub, fake cloud, SQLite, worker,
     /// API and status page, in one process (no --config; docs/quickstart.md).
+    #[cfg(feature = "demo")]
     Demo(DemoArgs),
 }
 
 /// `demo …`.
+#[cfg(feature = "demo")]
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct DemoArgs {
     /// Where the demo keeps its database, simulated GitHub and fake machines.
@@ -73,13 +77,4 @@ pub(crate) enum TokenCommand {
         /// The token's name.
         name: String,
     },
-}
-
-/// How logs are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line.
-    Json,
 }

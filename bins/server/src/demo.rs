@@ -1,24 +1,20 @@
 //! Wiring for `scaleset-server demo`: the whole product in one process on a data directory
-//! (`scaleset_demo::Demo`: simulated GitHub, fake cloud, SQLite, the control loop, a job
-//! stream), the API and status page served over its store, a freshly minted API token, and a
-//! banner saying where everything is. Runs until SIGINT (Ctrl-C) or SIGTERM.
-
-use std::sync::Arc;
+//! (`scaleset_demo::Demo`: simulated GitHub, fake cloud, SQLite, the process built by
+//! `scaleset_app::App` as `serve --with-worker` builds it, a job stream), the API and status
+//! page served over its store, a freshly minted API token, and a banner saying where
+//! everything is. Runs until SIGINT (Ctrl-C) or SIGTERM.
 
 use anyhow::{Context as _, Result};
-use prometheus_client::registry::Registry;
-use scaleset_api::AppState;
-use scaleset_control::StoreClientFactory;
+use scaleset_app::{Signals, out, outln};
 use scaleset_demo::{Demo, DemoOptions};
 use scaleset_store::ExposeSecret as _;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::DemoArgs;
-use crate::serve::Signals;
 
 pub(crate) async fn run(args: DemoArgs) -> Result<()> {
     // Installed first, so a Ctrl-C at any point from here is a clean stop.
-    let signals = Signals::install()?;
+    let signals = Signals::install().context("installing the SIGTERM and SIGINT handlers")?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| {
@@ -37,26 +33,16 @@ pub(crate) async fn run(args: DemoArgs) -> Result<()> {
     let mut demo = Demo::start(options)
         .await
         .with_context(|| format!("starting the demo in {}", args.data_dir.display()))?;
-    let store = demo.store();
     let name = format!("demo-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
-    let (_, token) = store
+    let (_, token) = demo
+        .store()
         .create_api_token(&name)
         .await
         .context("minting the demo's API token")?;
-    let registry = demo.take_registry().unwrap_or_else(Registry::default);
-    let state = AppState::new(
-        store.clone(),
-        Arc::new(StoreClientFactory::new(store)),
-        demo.identity(),
-        demo.settings().clone(),
-        Some(demo.metrics()),
-        registry,
-    )
-    .with_providers([scaleset_demo::PROVIDER.to_owned()]);
     let stop = CancellationToken::new();
     let server = tokio::spawn(scaleset_api::serve(
         listener,
-        scaleset_api::router(Arc::new(state)),
+        demo.app().api_router(),
         None,
         stop.clone().cancelled_owned(),
     ));
@@ -81,7 +67,6 @@ pub(crate) async fn run(args: DemoArgs) -> Result<()> {
     outln!("demo stopped; run the same command again to resume");
     Ok(())
 }
-
 /// What the demo prints when it is ready (the README shows it).
 fn banner(demo: &Demo, api: &str, token: &str) -> String {
     let dir = demo.data_dir();

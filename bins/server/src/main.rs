@@ -1,44 +1,44 @@
 //! `scaleset-server`: reads and validates the configuration (the worker's file, with its
-//! `[server]` section), opens the store (running migrations), and serves the REST API of
-//! `scaleset-api` until SIGTERM or SIGINT; `--with-worker` also runs the worker's control loop
-//! in the process. `token create NAME` prints a new API token once. `demo` runs the whole
-//! product on one machine with no configuration (`scaleset-demo`). Thin on purpose: the
-//! behaviour lives in `scaleset-api` and `scaleset-control`.
+//! `[server]` section), builds the process through the one composition root
+//! (`scaleset_app::App`), and serves the REST API of `scaleset-api` until SIGTERM or SIGINT;
+//! `--with-worker` builds it as the worker does (the SQLite lock, the declared fleet applied,
+//! the providers and `[fake]` as configured, the control loop) and runs the loop in the process.
+//! `token create NAME` prints a new API token once. `demo` (the default-on `demo` feature) runs
+//! the whole product on one machine with no configuration (`scaleset-demo`). Thin on purpose:
+//! the wiring lives in `scaleset-app`, the behaviour in `scaleset-api` and `scaleset-control`.
 //!
 //! Exit codes: 0 after a clean shutdown, 2 for an invalid command line or configuration
 //! (nothing was opened), 1 when starting or serving failed.
 
-#[macro_use]
-mod console;
 mod cli;
+#[cfg(feature = "demo")]
 mod demo;
-mod serve;
 mod token;
 
-use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 use clap::Parser as _;
+use scaleset_app::console::init_tracing;
+use scaleset_app::{App, Env, Signals, Stopped, errln, outln};
 use scaleset_config::Config;
-use scaleset_store::DieselStore;
+use tokio_util::sync::CancellationToken;
 
-use crate::cli::{Args, Command, LogFormat};
+use crate::cli::{Args, Command};
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    #[cfg(feature = "demo")]
     if let Some(Command::Demo(demo)) = &args.command {
         init_tracing(args.log_format, "warn");
         return block_on(demo::run(demo.clone()));
     }
-    let env: BTreeMap<String, String> = std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .collect();
+    let env = Env::from_process();
     let Some(path) = args.config.clone() else {
         errln!("scaleset-server: --config FILE is required (docs/configuration.md)");
         return ExitCode::from(2);
     };
-    let config = match Config::load(&path, &env) {
+    let config = match Config::load(&path, &env.vars) {
         Ok(config) => config,
         Err(e) => {
             errln!("scaleset-server: {e}");
@@ -50,7 +50,18 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     init_tracing(args.log_format, "info");
-    block_on(run(args, config, &env))
+    block_on(async move {
+        match args.command {
+            Some(Command::Token(command)) => {
+                let app = App::build_api_only(&config, &env).await?;
+                token::run(app.store().as_ref(), command).await
+            }
+            Some(Command::Serve) | None => serve(&config, &env, args.with_worker).await,
+            // main runs the demo before any configuration is read.
+            #[cfg(feature = "demo")]
+            Some(Command::Demo(_)) => anyhow::bail!("the demo takes no --config"),
+        }
+    })
 }
 
 fn block_on(work: impl std::future::Future<Output = Result<()>>) -> ExitCode {
@@ -74,33 +85,54 @@ fn block_on(work: impl std::future::Future<Output = Result<()>>) -> ExitCode {
     }
 }
 
-async fn run(args: Args, config: Config, env: &BTreeMap<String, String>) -> Result<()> {
-    match args.command {
-        Some(Command::Token(command)) => {
-            let url = config.store.url().clone();
-            let store = DieselStore::open(config.store)
-                .await
-                .with_context(|| format!("cannot open the database {}", url.redacted()))?;
-            token::run(&store, command).await
-        }
-        Some(Command::Serve) | None => serve::run(config, env, args.with_worker).await,
-        // main runs the demo before any configuration is read.
-        Some(Command::Demo(_)) => anyhow::bail!("the demo takes no --config"),
-    }
-}
+/// `serve`: the API (and with `with_worker` the control loop) until a signal.
+async fn serve(config: &Config, env: &Env, with_worker: bool) -> Result<()> {
+    let tls = match &config.server.tls {
+        Some(files) => Some(
+            scaleset_api::tls_config(&files.cert, &files.key)
+                .context("loading server.tls_cert_file and server.tls_key_file")?,
+        ),
+        None => None,
+    };
+    // Installed before the ready line, so a signal sent as soon as it shows is handled.
+    let signals = Signals::install().context("installing the SIGTERM and SIGINT handlers")?;
+    let app = if with_worker {
+        App::build(config, env).await?
+    } else {
+        App::build_api_only(config, env).await?
+    };
+    let listener = tokio::net::TcpListener::bind(config.server.listen)
+        .await
+        .with_context(|| format!("cannot listen on {} (server.listen)", config.server.listen))?;
+    let listen = listener.local_addr().context("reading the bound address")?;
+    let (id, database) = (app.controller_id(), app.database().to_owned());
+    let mut running = app.start();
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let stop = CancellationToken::new();
+    let server = tokio::spawn(scaleset_api::serve(
+        listener,
+        running.api_router(),
+        tls,
+        stop.clone().cancelled_owned(),
+    ));
+    tracing::info!(listen = %listen, controller_id = %id, with_worker, database = %database, "scaleset-server started");
+    errln!("scaleset-server listening on {scheme}://{listen}");
 
-/// Logs to stderr, filtered by `RUST_LOG` (else `default`).
-fn init_tracing(format: LogFormat, default: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    // Colour codes only for a terminal: in a file or a log collector they are noise.
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(ansi)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().flatten_event(true).init(),
+    let failed = tokio::select! {
+        signal = signals.wait() => {
+            tracing::info!(signal, "stopping");
+            None
+        }
+        failed = running.failed() => Some(failed),
+    };
+    stop.cancel();
+    let stopped = running.stop().await;
+    server.await.context("the API server panicked")?;
+    if let Some(failed) = failed {
+        return Err(failed.into());
     }
+    if stopped.context("stopping the control loop")? == Stopped::Cleanly {
+        tracing::info!("stopped cleanly");
+    }
+    Ok(())
 }

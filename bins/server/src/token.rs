@@ -2,12 +2,13 @@
 //! run on open). A created token is printed once, on stdout alone, so scripts can capture it.
 
 use anyhow::{Context as _, Result, bail};
+use scaleset_app::{errln, outln};
 use scaleset_store::ExposeSecret as _;
-use scaleset_store::{ApiTokenStore as _, DieselStore};
+use scaleset_store::Store;
 
 use crate::cli::TokenCommand;
 
-pub(crate) async fn run(store: &DieselStore, command: TokenCommand) -> Result<()> {
+pub(crate) async fn run(store: &dyn Store, command: TokenCommand) -> Result<()> {
     match command {
         TokenCommand::Create { name } => {
             if name.trim().is_empty() || name.len() > 64 || name.chars().any(char::is_control) {

@@ -64,6 +64,20 @@ pub fn router_with(
         .with_state(state)
 }
 
+/// Only the probes and metrics (`/healthz`, `/readyz`, `/metrics`), for a process that serves
+/// no API (the worker): the same handlers, so `/readyz` means the same everywhere.
+pub fn probes_router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .merge(health::routes())
+        .fallback(no_route)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::request_id::layer,
+        ))
+        .with_state(state)
+}
+
 async fn no_route(uri: Uri) -> ApiError {
     ApiError::NoRoute {
         path: uri.path().to_owned(),

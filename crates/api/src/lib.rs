@@ -57,7 +57,7 @@ mod validate;
 mod view;
 
 #[cfg(feature = "server")]
-pub use app::{router, router_with};
+pub use app::{probes_router, router, router_with};
 #[cfg(feature = "server")]
 pub use auth::Caller;
 #[cfg(feature = "server")]

@@ -11,7 +11,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 use scaleset_control::{ClientFactory, ControllerIdentity, Metrics, Settings};
-use scaleset_store::Store;
+use scaleset_store::{Clock, Store, SystemClock};
 
 /// Request limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +54,11 @@ pub struct AppState {
     /// The providers scale sets may name (the configuration's `[[provider]]` names): a create
     /// or an update naming another is refused (empty until [`AppState::with_providers`]).
     pub providers: BTreeSet<String>,
+    /// The worker's name when this process runs the control loop (`/readyz` then reports the
+    /// leases it holds); `None` for an API-only server.
+    pub worker: Option<String>,
+    /// The clock `/readyz` compares lease expiry with.
+    pub clock: Arc<dyn Clock>,
     pub(crate) http_metrics: HttpMetrics,
 }
 
@@ -94,6 +99,8 @@ impl AppState {
             limits: Limits::default(),
             version: env!("CARGO_PKG_VERSION"),
             providers: BTreeSet::new(),
+            worker: None,
+            clock: Arc::new(SystemClock),
             http_metrics,
         }
     }
@@ -109,6 +116,21 @@ impl AppState {
     #[must_use]
     pub fn with_providers(mut self, names: impl IntoIterator<Item = String>) -> Self {
         self.providers = names.into_iter().collect();
+        self
+    }
+
+    /// Says that this process runs the control loop as worker `name` (`/readyz` reports its
+    /// leases).
+    #[must_use]
+    pub fn with_worker(mut self, name: impl Into<String>) -> Self {
+        self.worker = Some(name.into());
+        self
+    }
+
+    /// Replaces the clock (tests).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
         self
     }
 

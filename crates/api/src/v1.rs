@@ -12,6 +12,7 @@ mod controller;
 mod credentials;
 mod entity;
 mod error;
+mod health;
 mod instance;
 mod plan;
 mod scale_set;
@@ -23,6 +24,7 @@ pub use credentials::{
 };
 pub use entity::{CreateEntity, Entity, EntityKind};
 pub use error::{ErrorBody, ErrorCode};
+pub use health::Readiness;
 pub use instance::{
     CertificateBundle, Instance, InstanceBootstrap, InstanceStatus, StatusCallback,
     SystemInfoCallback,

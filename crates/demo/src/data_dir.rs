@@ -9,6 +9,7 @@
 //! <dir>/controller-id    the controller id (a UUID), pinned on the first run
 //! <dir>/encryption.key   the key that encrypts secrets in the database (base64, mode 0600)
 //! <dir>/demo.lock        held while a demo runs on the directory
+//! <dir>/scaleset.db.worker-lock  held by the control loop (one worker per SQLite file)
 //! ```
 
 use std::fs::File;
@@ -112,9 +113,14 @@ impl DataDir {
         })
     }
 
+    /// The encryption key's file (base64 of 32 bytes, owner-only), as the configuration names it.
+    pub fn encryption_key_file(&self) -> PathBuf {
+        self.root.join("encryption.key")
+    }
+
     /// The encryption key's bytes, generated and written (owner-only) on the first run.
     pub(crate) fn encryption_key(&self) -> Result<Vec<u8>, Error> {
-        let path = self.root.join("encryption.key");
+        let path = self.encryption_key_file();
         let mut generated = Ok(());
         let text = self.read_or_create(&path, || {
             let mut bytes = [0_u8; 32];

@@ -1,7 +1,7 @@
 //! Starting and stopping the whole demo in one process: the data directory, the simulated
-//! GitHub, the store, the declared fleet, the fake cloud, the control loop and the job stream.
+//! GitHub, a configuration over them, the process built by the one composition root
+//! (`scaleset_app::App`, as the worker and the server are) and the job stream.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nix::fcntl::Flock;
-use prometheus_client::registry::Registry;
-use scaleset_control::{Controller, ControllerIdentity, Metrics, Settings, StoreClientFactory};
-use scaleset_provider::{DirectoryProvider, Provider};
+use scaleset_app::{App, Env, LoopError, Running};
+use scaleset_config::Config;
+use scaleset_control::{ControllerIdentity, Settings};
 use scaleset_sim::{SimConfig, Simulator};
-use scaleset_store::{DatabaseUrl, DieselStore, EncryptionKey, Keyring, Store, StoreOptions};
+use scaleset_store::Store;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -76,16 +76,11 @@ pub struct Demo {
     dir: DataDir,
     _lock: Flock<File>,
     controller_id: Uuid,
-    store: Arc<dyn Store>,
     github: Github,
-    registry: Option<Registry>,
-    metrics: Arc<Metrics>,
-    settings: Settings,
-    shutdown_timeout: Duration,
+    app: Running,
     first_run: bool,
     declared: usize,
-    cancel: CancellationToken,
-    controller: Option<JoinHandle<Result<(), scaleset_control::Error>>>,
+    stop_jobs: CancellationToken,
     jobs: Option<JoinHandle<()>>,
 }
 
@@ -99,10 +94,44 @@ impl std::fmt::Debug for Demo {
     }
 }
 
+/// The demo's configuration, as a person would write it for a worker on this data directory:
+/// SQLite and the encryption key in the directory, the pinned controller id, the `fake`
+/// provider keeping its machines under `instances/`; then the options' settings and the
+/// demo's fleet for the simulated GitHub at `github_url`.
+fn config(
+    dir: &DataDir,
+    controller_id: Uuid,
+    github_url: &str,
+    options: &DemoOptions,
+) -> Result<Config, Error> {
+    // JSON string escapes are TOML basic-string escapes: any path is quoted safely.
+    let quote =
+        |path: &std::path::Path| serde_json::Value::from(path.to_string_lossy()).to_string();
+    let database = serde_json::Value::from(format!("sqlite://{}", dir.database().display()));
+    let text = format!(
+        "controller_id = \"{controller_id}\"\n\
+         [database]\nurl = {database}\n\
+         [encryption]\nprimary_key_id = \"demo\"\n\
+         [[encryption.keys]]\nid = \"demo\"\nfile = {key}\n\
+         [[provider]]\nname = \"{provider}\"\nkind = \"fake\"\n\
+         [fake]\nstate_dir = {instances}\n",
+        key = quote(&dir.encryption_key_file()),
+        provider = fleet::PROVIDER,
+        instances = quote(&dir.instances()),
+    );
+    let mut config = Config::parse("the demo's configuration", &text, &Default::default())?;
+    config.settings = options.settings.clone();
+    config.worker.name = options.settings.worker.clone();
+    config.worker.shutdown_timeout = options.shutdown_timeout;
+    config.fleet = fleet::declared(github_url)?;
+    Ok(config)
+}
+
 impl Demo {
     /// Starts everything. On a data directory used before, the simulated GitHub, the fake
     /// cloud and the database are the ones left there; a missing database is rebuilt from the
-    /// declared fleet, and the control loop adopts what GitHub has.
+    /// declared fleet (by `apply_declared`, as a worker's start does), and the control loop
+    /// adopts what GitHub has.
     pub async fn start(options: DemoOptions) -> Result<Self, Error> {
         let dir = DataDir::create(&options.data_dir)?;
         let lock = dir.lock()?;
@@ -110,49 +139,32 @@ impl Demo {
             dir.reset()?;
         }
         let controller_id = dir.controller_id()?;
-        let key = EncryptionKey::from_bytes("demo", &dir.encryption_key()?)
-            .map_err(Error::store("loading the encryption key"))?;
+        // Generated (owner-only) on the first run; the configuration reads it as a key file.
+        dir.encryption_key()?;
         let identity = ControllerIdentity::new(controller_id);
 
-        let (github, first_run) =
-            Github::start(options.github, dir.github_state(), options.github_listen).await?;
+        let (github, first_run) = Github::start(
+            options.github.clone(),
+            dir.github_state(),
+            options.github_listen,
+        )
+        .await?;
         if first_run {
             fleet::seed_github(&github.sim, &identity)?;
             github.save()?;
         }
 
-        let url = DatabaseUrl::Sqlite {
-            path: dir.database().to_string_lossy().into_owned(),
-        };
-        let store = DieselStore::open(
-            StoreOptions::new(url, Keyring::new(key)).controller_id(Some(controller_id)),
-        )
-        .await
-        .map_err(Error::store("opening the database"))?;
-        let store: Arc<dyn Store> = Arc::new(store);
-        let declared = fleet::declare(store.as_ref(), &github.url()).await?;
-
-        let cloud = DirectoryProvider::new(dir.instances(), controller_id)
-            .with_boot(Arc::new(SimBoot::new(github.sim.clone())));
-        let mut providers: BTreeMap<String, Arc<dyn Provider>> = BTreeMap::new();
-        providers.insert(fleet::PROVIDER.to_owned(), Arc::new(cloud));
-        let mut registry = Registry::default();
-        let settings = options.settings.clone();
-        let shutdown_timeout = options.shutdown_timeout;
-        let controller = Controller::new(
-            store.clone(),
-            Arc::new(StoreClientFactory::new(store.clone())),
-            providers,
-            identity,
-            options.settings,
-            &mut registry,
-        );
-        let metrics = controller.metrics();
-        let cancel = CancellationToken::new();
-        let controller = Some(tokio::spawn(controller.run(cancel.clone())));
+        let config = config(&dir, controller_id, &github.url(), &options)?;
+        // No process variables: the demo talks to loopback only, so no proxy applies.
+        let env =
+            Env::new(Default::default()).with_fake_boot(Arc::new(SimBoot::new(github.sim.clone())));
+        let app = App::build(&config, &env).await?;
+        let declared = app.applied().map_or(0, |applied| applied.created);
+        let app = app.start();
+        let stop_jobs = CancellationToken::new();
         let jobs = options
             .jobs
-            .map(|stream| tokio::spawn(jobs::run(github.sim.clone(), stream, cancel.clone())));
+            .map(|stream| tokio::spawn(jobs::run(github.sim.clone(), stream, stop_jobs.clone())));
         tracing::info!(
             data_dir = %dir.root().display(),
             github = %github.url(),
@@ -165,43 +177,24 @@ impl Demo {
             dir,
             _lock: lock,
             controller_id,
-            store,
             github,
-            registry: Some(registry),
-            metrics,
-            settings,
-            shutdown_timeout,
+            app,
             first_run,
             declared,
-            cancel,
-            controller,
+            stop_jobs,
             jobs,
         })
     }
 
     /// The store the control loop writes (what the API and the status page read).
     pub fn store(&self) -> Arc<dyn Store> {
-        self.store.clone()
+        self.app.store()
     }
 
-    /// The control loop's metrics registry (once; `None` after the first call).
-    pub fn take_registry(&mut self) -> Option<Registry> {
-        self.registry.take()
-    }
-
-    /// The control loop's metrics (to share with an API served in the same process).
-    pub fn metrics(&self) -> Arc<Metrics> {
-        self.metrics.clone()
-    }
-
-    /// The controller's identity.
-    pub fn identity(&self) -> ControllerIdentity {
-        ControllerIdentity::new(self.controller_id)
-    }
-
-    /// The control loop's settings.
-    pub fn settings(&self) -> &Settings {
-        &self.settings
+    /// The running process: its API router (the API, the status page and the probes over the
+    /// demo's store, sharing the control loop's metrics), identity and settings.
+    pub fn app(&self) -> &Running {
+        &self.app
     }
 
     /// The simulated GitHub, to steer it (add a foreign scale set, enqueue jobs, inspect).
@@ -229,8 +222,8 @@ impl Demo {
         self.first_run
     }
 
-    /// How many of the fleet's scale sets this start declared in the store (3 on a new or
-    /// wiped database, 0 on a resumed one).
+    /// How many of the fleet's scale sets this start stored anew (3 on a new or wiped
+    /// database, 0 on a resumed one).
     pub fn declared(&self) -> usize {
         self.declared
     }
@@ -238,16 +231,7 @@ impl Demo {
     /// Waits until the control loop ends by itself (an error: it runs until stopped).
     /// Cancel-safe: dropping the future leaves the loop running.
     pub async fn failed(&mut self) -> Error {
-        let Some(handle) = &mut self.controller else {
-            return Error::Ended;
-        };
-        let ended = handle.await;
-        self.controller = None;
-        match ended {
-            Ok(Ok(())) => Error::Ended,
-            Ok(Err(e)) => Error::Control(e),
-            Err(e) => Error::Panicked(e.to_string()),
-        }
+        self.app.failed().await.into()
     }
 
     /// Stops the job stream and the control loop (which deletes its message sessions and
@@ -255,32 +239,23 @@ impl Demo {
     /// loop that takes longer than [`DemoOptions::shutdown_timeout`] is abandoned (its sessions
     /// expire), so a stop is bounded whatever GitHub does.
     pub async fn stop(self) -> Result<(), Error> {
-        self.cancel.cancel();
+        self.stop_jobs.cancel();
         if let Some(jobs) = self.jobs {
             let _ = jobs.await;
         }
-        let ended = match self.controller {
-            Some(mut handle) => {
-                match tokio::time::timeout(self.shutdown_timeout, &mut handle).await {
-                    Ok(ended) => ended,
-                    Err(_) => {
-                        handle.abort();
-                        tracing::warn!(
-                            timeout = ?self.shutdown_timeout,
-                            "the control loop took longer than the shutdown timeout; stopping anyway"
-                        );
-                        Ok(Ok(()))
-                    }
-                }
-            }
-            None => Ok(Ok(())),
-        };
+        let ended = self.app.stop().await;
         let saved = self.github.stop().await;
-        match ended {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(Error::Control(e)),
-            Err(e) => return Err(Error::Panicked(e.to_string())),
-        }
+        ended.map_err(Error::from)?;
         saved
+    }
+}
+
+impl From<LoopError> for Error {
+    fn from(e: LoopError) -> Self {
+        match e {
+            LoopError::Failed(e) => Self::Control(e),
+            LoopError::Ended => Self::Ended,
+            LoopError::Panicked(e) => Self::Panicked(e),
+        }
     }
 }

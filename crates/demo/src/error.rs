@@ -62,6 +62,12 @@ pub enum Error {
         /// Every problem, as the spec parser names them.
         problems: String,
     },
+    /// The demo's configuration is invalid (a bug in the demo).
+    #[error("the demo's configuration is invalid")]
+    Config(#[from] scaleset_config::ConfigError),
+    /// The process could not be built (the database, the lock, the fleet).
+    #[error("cannot start the demo's worker")]
+    App(#[from] scaleset_app::BuildError),
     /// The control loop failed.
     #[error("the control loop failed")]
     Control(#[from] scaleset_control::Error),
@@ -80,9 +86,5 @@ impl Error {
             path: path.to_owned(),
             source,
         }
-    }
-
-    pub(crate) fn store(during: &'static str) -> impl FnOnce(scaleset_store::Error) -> Self {
-        move |source| Self::Store { during, source }
     }
 }

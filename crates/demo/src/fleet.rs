@@ -1,16 +1,16 @@
-//! The demo's fleet: three scale sets in organization `acme`, declared in the store on every
-//! start (as a fleet file is applied: what exists is left alone, what is missing, as after a
-//! lost database, is declared again), and, on a brand-new simulated GitHub, one of them already
-//! there carrying our owner label, as an earlier install would have left it, so the first run
-//! adopts it on evidence.
+//! The demo's fleet: three scale sets in organization `acme`, applied to the store on every
+//! start as a fleet file is (`scaleset_control::apply_declared`: what exists is left alone,
+//! what is missing, as after a lost database, is declared again), and, on a brand-new
+//! simulated GitHub, one of them already there carrying our owner label, as an earlier install
+//! would have left it, so the first run adopts it on evidence.
 
 use std::time::Duration;
 
-use scaleset_control::ControllerIdentity;
+use scaleset_control::{ControllerIdentity, DeclaredScaleSet, Fleet};
 use scaleset_sim::Simulator;
 use scaleset_store::{
-    AdoptionPolicy, Auth, Endpoint, EntityKind, NewCredentials, NewEntity, NewScaleSet,
-    RawScaleSetSpec, ScaleSetSpec, SecretString, Store,
+    AdoptionPolicy, Auth, Endpoint, EntityKind, NewCredentials, RawScaleSetSpec, ScaleSetSpec,
+    SecretString,
 };
 
 use crate::error::Error;
@@ -136,67 +136,34 @@ pub(crate) fn seed_github(sim: &Simulator, identity: &ControllerIdentity) -> Res
     Ok(())
 }
 
-/// Declares the credentials (pointing at `github_url`, which may change between runs), the
-/// organization and the three scale sets in the store, creating only what is missing.
-pub(crate) async fn declare(store: &dyn Store, github_url: &str) -> Result<usize, Error> {
-    let endpoint = endpoint(github_url)?;
-    let new = NewCredentials {
+/// The demo's fleet as a fleet file would declare it: the credentials for the simulated GitHub
+/// at `github_url` (which may change between runs) and the three scale sets in organization
+/// `acme`. Applied on every start through `scaleset_control::apply_declared`, the production
+/// path: what exists is left alone, what is missing (after a lost database) is stored again.
+pub(crate) fn declared(github_url: &str) -> Result<Fleet, Error> {
+    let credentials = NewCredentials {
         name: CREDENTIALS.to_owned(),
-        endpoint: endpoint.clone(),
+        endpoint: endpoint(github_url)?,
         auth: Auth::Pat {
             token: SecretString::from(PAT),
         },
     };
-    let credentials = match store.get_credentials_by_name(CREDENTIALS).await {
-        Ok(existing) if existing.endpoint == endpoint => existing,
-        Ok(existing) => store
-            .update_credentials(existing.id, new)
-            .await
-            .map_err(Error::store("updating the demo credentials"))?,
-        Err(e) if e.is_not_found() => store
-            .create_credentials(new)
-            .await
-            .map_err(Error::store("storing the demo credentials"))?,
-        Err(e) => return Err(Error::store("reading the demo credentials")(e)),
-    };
-    let kind = EntityKind::Organization {
-        name: ORGANIZATION.to_owned(),
-    };
-    let entities = store
-        .list_entities()
-        .await
-        .map_err(Error::store("listing entities"))?;
-    let entity = match entities
-        .into_iter()
-        .find(|e| e.kind == kind && e.credentials_id == credentials.id)
-    {
-        Some(entity) => entity,
-        None => store
-            .create_entity(NewEntity {
-                kind,
-                credentials_id: credentials.id,
+    let scale_sets = FLEET
+        .iter()
+        .map(|set| {
+            Ok(DeclaredScaleSet {
+                credentials: CREDENTIALS.to_owned(),
+                entity: EntityKind::Organization {
+                    name: ORGANIZATION.to_owned(),
+                },
+                spec: set.spec()?,
             })
-            .await
-            .map_err(Error::store("storing the organization"))?,
-    };
-    let mut declared = 0;
-    for set in &FLEET {
-        let found = store
-            .find_scale_set(entity.id, "Default", set.name)
-            .await
-            .map_err(Error::store("looking up a demo scale set"))?;
-        if found.is_none() {
-            store
-                .create_scale_set(NewScaleSet {
-                    entity_id: entity.id,
-                    spec: set.spec()?,
-                })
-                .await
-                .map_err(Error::store("storing a demo scale set"))?;
-            declared += 1;
-        }
-    }
-    Ok(declared)
+        })
+        .collect::<Result<_, Error>>()?;
+    Ok(Fleet {
+        credentials: vec![credentials],
+        scale_sets,
+    })
 }
 
 #[cfg(test)]

@@ -8,12 +8,15 @@
 //! - SQLite in the data directory, with the controller id and encryption key pinned beside it;
 //! - a declared fleet of three scale sets in organization `acme`, one of them already on the
 //!   simulated GitHub with our owner label (so the first run adopts it);
-//! - `scaleset-control`'s [`scaleset_control::Controller`] serving them, and a steady, bounded
-//!   stream of jobs.
+//! - a configuration naming all of the above, built into a process by `scaleset-app`'s
+//!   `App::build`, the one composition root the worker and `scaleset-server --with-worker` use
+//!   too: the fleet applied by `apply_declared`, the fake provider from `[fake]`, and the
+//!   control loop serving them; and a steady, bounded stream of jobs.
 //!
-//! Delete the database between two runs and the next one rebuilds it: every scale set comes
-//! back adopted, none is created, and the running machines are re-recorded. The HTTP API and
-//! the status page are not here: `scaleset-server demo` serves them over [`Demo::store`].
+//! Delete the database between two runs and the next one rebuilds it through the production
+//! path: every scale set comes back adopted, none is created, and the running machines are
+//! re-recorded. `scaleset-server demo` serves the HTTP API and the status page from
+//! [`Demo::app`].
 //!
 //! **What it deliberately does not do.** It talks to no real GitHub or cloud, and it is not a
 //! way to run production fleets: the simulator's PAT is public and its runners are state

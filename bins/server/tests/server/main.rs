@@ -325,6 +325,82 @@ async fn with_worker_serves_a_scale_set_created_through_the_api() {
     stop.cancel();
 }
 
+/// Issue 30 item 3: `--with-worker` ignored the declared fleet and `[fake]` (only
+/// `scaleset-worker` applied them). Both now start through `scaleset_app::App::build`: the
+/// declared scale set is stored on start and served, its machine kept as a file in
+/// `[fake] state_dir` and booted over the simulator at `[fake] simulator_url`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_30_with_worker_applies_the_declared_fleet_and_honours_fake() {
+    let sim_config = scaleset_sim::SimConfig {
+        long_poll_hold: Duration::from_millis(100),
+        ..scaleset_sim::SimConfig::default()
+    };
+    let sim = scaleset_sim::Simulator::new(sim_config).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let sim_base = format!("http://{}", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    tokio::spawn({
+        let (sim, stop) = (sim.clone(), stop.clone());
+        async move { sim.serve(listener, stop.cancelled_owned()).await }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("fake");
+    std::fs::write(dir.path().join("token"), "ghp_simulator").unwrap();
+    let config = config(
+        dir.path(),
+        &format!(
+            "[worker]\nname = \"w1\"\nwatch_interval = \"100ms\"\n\
+             [[provider]]\nname = \"fake\"\nkind = \"fake\"\n\
+             [fake]\nstate_dir = \"{state}\"\nsimulator_url = \"{sim_base}\"\n\
+             [[credentials]]\nname = \"sim\"\nbase_url = \"{sim_base}\"\ntoken_file = \"{token}\"\n\
+             [[scale_set]]\nname = \"linux\"\ncredentials = \"sim\"\norganization = \"acme\"\n\
+             labels = [\"linux\"]\nprovider = \"fake\"\nimage = \"ubuntu\"\nflavor = \"small\"\n\
+             min_idle = 1\nmax_runners = 2\n",
+            state = state.display(),
+            token = dir.path().join("token").display(),
+        ),
+    );
+    let secret = String::from_utf8(token(&config, "admin").stdout)
+        .unwrap()
+        .trim()
+        .to_owned();
+    let server = Server::start(&config, true);
+    let t = Some(secret.as_str());
+    // Stored on start, before any request: the declared fleet was applied.
+    let (status, list) = call(&server.addr, "GET", "/api/v1/scale-sets", t, None).await;
+    assert_eq!(status, 200, "{list}");
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["spec"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["linux"], "{list}");
+    // Served: created on GitHub, one idle runner booted by a machine in state_dir.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let state = sim.state();
+        let booted = state.scale_sets_named("linux").next().is_some_and(|set| {
+            state
+                .agents
+                .iter()
+                .any(|a| a.scale_set_id == set.id && a.status == "idle")
+        });
+        if booted {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never served: {state:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        std::fs::read_dir(&state).unwrap().count() >= 1,
+        "the machine is a file in [fake] state_dir"
+    );
+    let (status, stderr) = server.stop();
+    assert!(status.success(), "{status:?}: {stderr}");
+    stop.cancel();
+}
+
 /// Issue 29 item 7: with the credentials' GitHub on a port that accepts and never answers, a
 /// create held its request for as long as the ensure's retries lasted, and the record stayed
 /// `pending`, disabled, with no event, for ever. The real server now answers at once with the

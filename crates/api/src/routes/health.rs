@@ -1,10 +1,13 @@
-//! `/healthz` (the process answers), `/readyz` (the database answers) and `/metrics` (the
-//! process's registry in the OpenMetrics text format). All three are public: probes and
-//! scrapers carry no API token. The OpenAPI document, public too, is served by
+//! `/healthz` (the process answers), `/readyz` (the store answers: the one meaning of readiness
+//! in every scaleset process, [`crate::v1::Readiness`]) and `/metrics` (the process's registry in
+//! the OpenMetrics text format). All three are public: probes and scrapers carry no API token.
+//! The server serves them beside the API; the worker and the demo serve them alone
+//! ([`crate::probes_router`]). The OpenAPI document, public too, is served by
 //! [`crate::openapi`].
 
 use std::sync::Arc;
 
+use axum::Json;
 use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -13,6 +16,7 @@ use axum::routing::get;
 
 use crate::error::ApiError;
 use crate::state::AppState;
+use crate::v1;
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
@@ -28,22 +32,64 @@ pub(crate) async fn healthz() -> &'static str {
     "ok\n"
 }
 
-/// The database answers.
+/// The store answers (the one meaning of readiness; a worker standing by is ready). When the
+/// process runs the control loop, the body also says how many scale sets it holds.
 #[utoipa::path(get, path = "/readyz", tag = "health", security(()),
     responses(
-        (status = 200, description = "The database answers", body = String, content_type = "text/plain"),
-        (status = 503, description = "The database does not answer", body = crate::v1::ErrorBody),
+        (status = 200, description = "The store answers", body = v1::Readiness),
+        (status = 503, description = "The store does not answer (named in `store`)", body = v1::Readiness),
     ))]
-pub(crate) async fn readyz(State(state): State<Arc<AppState>>) -> Result<&'static str, ApiError> {
-    state
-        .store
-        .controller_id()
-        .await
-        .map_err(|e| ApiError::Unavailable {
-            during: "checking readiness",
-            reason: crate::error::chain(&e),
-        })?;
-    Ok("ready\n")
+pub(crate) async fn readyz(State(state): State<Arc<AppState>>) -> Response {
+    let (status, body) = readiness(&state).await;
+    (status, Json(body)).into_response()
+}
+
+/// What `/readyz` answers.
+async fn readiness(state: &AppState) -> (StatusCode, v1::Readiness) {
+    let unavailable = |e: &scaleset_store::Error| {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            v1::Readiness::new(false, crate::error::chain(e), None, None, None),
+        )
+    };
+    // The question is "does the store answer": one cheap read, whichever process asks.
+    if let Err(e) = state.store.controller_id().await {
+        return unavailable(&e);
+    }
+    let Some(worker) = &state.worker else {
+        return (
+            StatusCode::OK,
+            v1::Readiness::new(true, "ok".to_owned(), None, None, None),
+        );
+    };
+    let scale_sets = match state.store.list_scale_sets(None).await {
+        Ok(sets) => sets,
+        Err(e) => return unavailable(&e),
+    };
+    let now = state.clock.now();
+    let mut enabled = 0u64;
+    let mut held = 0u64;
+    for scale_set in scale_sets.iter().filter(|s| s.spec.enabled) {
+        enabled += 1;
+        // A lease that cannot be read right now counts as not held: the count is information,
+        // and readiness was decided by the store answering above.
+        if let Ok(Some(lease)) = state.store.get_lease(scale_set.id).await
+            && lease.holder == *worker
+            && lease.expires_at > now
+        {
+            held += 1;
+        }
+    }
+    (
+        StatusCode::OK,
+        v1::Readiness::new(
+            true,
+            "ok".to_owned(),
+            Some(worker.clone()),
+            Some(enabled),
+            Some(held),
+        ),
+    )
 }
 
 /// Every metric of the process (OpenMetrics text).

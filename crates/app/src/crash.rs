@@ -1,8 +1,8 @@
 //! Crash points for the process tests, compiled into debug builds only: with
 //! `SCALESET_TEST_CRASH_AT=<checkpoint>` (a `scaleset_control::Checkpoint` name, e.g.
-//! `InstanceCreated`), the worker aborts the first time the control loop reaches that point,
-//! as a kill -9 there would: no cleanup, no session deleted, no lease released. Release builds
-//! ignore the variable.
+//! `InstanceCreated`), the control loop aborts the process the first time it reaches that
+//! point, as a kill -9 there would: no cleanup, no session deleted, no lease released. Release
+//! builds ignore the variable.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,17 +20,19 @@ struct AbortAt(String);
 impl Checkpoints for AbortAt {
     async fn reached(&self, point: Checkpoint, scale_set: &str) {
         if format!("{point:?}") == self.0 {
-            errln!("{VARIABLE}: aborting at {point:?} of scale set {scale_set:?}");
+            crate::console::err(&format!(
+                "{VARIABLE}: aborting at {point:?} of scale set {scale_set:?}\n"
+            ));
             std::process::abort();
         }
     }
 }
 
 /// The crash hook the environment asks for (debug builds only).
-pub(crate) fn from_env(env: &BTreeMap<String, String>) -> Option<Arc<dyn Checkpoints>> {
+pub(crate) fn from_vars(vars: &BTreeMap<String, String>) -> Option<Arc<dyn Checkpoints>> {
     if !cfg!(debug_assertions) {
         return None;
     }
-    let point = env.get(VARIABLE)?;
+    let point = vars.get(VARIABLE)?;
     Some(Arc::new(AbortAt(point.trim().to_owned())))
 }

@@ -1,0 +1,39 @@
+//! `scaleset-app`: the one composition root of scaleset's processes. `scaleset-worker`,
+//! `scaleset-server` (with or without `--with-worker`) and the demo all start through
+//! [`App::build`] (or [`App::build_api_only`] for an API server without the control loop), as
+//! zero-to-production's `Application::build` does, so they cannot drift apart:
+//!
+//! 1. the one-worker lock of a SQLite file (with the control loop);
+//! 2. the store, opened and migrated, and the controller binding it reports (an unpinned id is
+//!    logged);
+//! 3. the controller identity and the GitHub clients (proxy settings from [`Env`]);
+//! 4. the declared fleet applied through `scaleset_control::apply_declared` (so a wiped
+//!    database is rebuilt by a restart, the demo's disaster rehearsal included);
+//! 5. the providers (the fake one as `[fake]` says, booted by [`Env::fake_boot`] or the
+//!    simulator at `[fake] simulator_url`), and the `Controller` with its metrics;
+//! 6. on [`App::start`], one HTTP state: [`Running::api_router`] (the API, the status page and
+//!    the probes) or [`Running::probes_router`] (`/healthz`, `/readyz`, `/metrics` alone), the
+//!    same handlers either way; `/readyz` has one meaning everywhere: **the store answers**
+//!    (`scaleset_api::v1::Readiness`).
+//!
+//! The console (logging setup, output that survives a closed pipe) is here once too:
+//! [`console`]. The binaries only parse arguments, load the configuration, bind their
+//! listeners and wait for a signal.
+//!
+//! **What it deliberately does not do.** It reads no file but through the configuration, binds
+//! no port (the binaries do, to name the key in their errors), and makes no decision: those
+//! are `scaleset-control`'s.
+
+mod app;
+mod boot;
+pub mod console;
+mod crash;
+mod env;
+mod error;
+mod providers;
+mod signals;
+
+pub use app::{App, FleetApplied, Running, Stopped};
+pub use env::Env;
+pub use error::{BuildError, LoopError};
+pub use signals::Signals;
