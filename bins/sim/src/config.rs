@@ -419,9 +419,15 @@ mod tests {
     fn apps_are_registered_from_a_public_or_private_key_file() {
         let dir = tempfile::tempdir().expect("temp dir");
         let private = dir.path().join("app.pem");
-        std::fs::write(&private, include_str!("../../../crates/sim/tests/conformance/app-key.pem")).expect("key");
-        let public_key =
-            AppPublicKey::of_private_key_pem(include_str!("../../../crates/sim/tests/conformance/app-key.pem")).expect("key");
+        std::fs::write(
+            &private,
+            include_str!("../../../crates/sim/tests/conformance/app-key.pem"),
+        )
+        .expect("key");
+        let public_key = AppPublicKey::of_private_key_pem(include_str!(
+            "../../../crates/sim/tests/conformance/app-key.pem"
+        ))
+        .expect("key");
         let public = dir.path().join("app.pub.pem");
         std::fs::write(&public, public_key.to_pem()).expect("key");
         let text = format!(
@@ -464,7 +470,10 @@ mod tests {
         let text = build(bad, &Cli::parse_from(["scaleset-sim"]))
             .expect_err("a private key as public key, and no key")
             .to_string();
-        assert!(text.contains("apps[0]") && text.contains("not a public key"), "{text}");
+        assert!(
+            text.contains("apps[0]") && text.contains("not a public key"),
+            "{text}"
+        );
         assert!(text.contains("apps[1]: give exactly one"), "{text}");
     }
 

@@ -109,7 +109,11 @@ impl Clock {
     /// The wall-clock time: simulated time without the advanced offset. What a client's own
     /// clock reads (App JWTs are judged against it).
     pub(crate) fn wall(&self) -> SimTime {
-        SimTime(self.now().0.saturating_sub(self.offset_ms.load(Ordering::SeqCst)))
+        SimTime(
+            self.now()
+                .0
+                .saturating_sub(self.offset_ms.load(Ordering::SeqCst)),
+        )
     }
 
     /// Moves simulated time forward by `by`.

@@ -247,10 +247,10 @@ impl SimConfig {
             if app.id.trim().is_empty() {
                 problems.push(format!("apps[{index}]: the App id is empty"));
             }
-            if self.apps[..index]
-                .iter()
-                .any(|other| other.id == app.id || (other.client_id.is_some() && other.client_id == app.client_id))
-            {
+            if self.apps[..index].iter().any(|other| {
+                other.id == app.id
+                    || (other.client_id.is_some() && other.client_id == app.client_id)
+            }) {
                 problems.push(format!(
                     "apps[{index}]: App {:?} is registered twice (by id or client id)",
                     app.id

@@ -90,9 +90,7 @@ mod token;
 
 pub use app_auth::AppPublicKey;
 pub use clock::SimTime;
-pub use config::{
-    AppSeed, AssignmentMode, InstallationSeed, PatSeed, RunnerGroupSeed, SimConfig,
-};
+pub use config::{AppSeed, AssignmentMode, InstallationSeed, PatSeed, RunnerGroupSeed, SimConfig};
 pub use error::Error;
 pub use fault::{
     Burst, Faults, NestedStyle, RaceCreate, RateLimit, RestRateLimit, RestRateLimitAnswer,

@@ -5,6 +5,7 @@
 use http::header::{AUTHORIZATION, RETRY_AFTER};
 use serde_json::{Value, json};
 
+use crate::app_auth::{self, JwtRefusal, KnownApp};
 use crate::auth::runner_admin_scope;
 use crate::clock::SimTime;
 use crate::exception::ApiError;
@@ -14,7 +15,6 @@ use crate::quota::QuotaStatus;
 use crate::request::{Outcome, Reply, Request};
 use crate::scope::Scope;
 use crate::simulator::{Shared, lock};
-use crate::app_auth::{self, JwtRefusal, KnownApp};
 use crate::token::Grant;
 
 /// Response headers added to an answer.

@@ -35,9 +35,15 @@ impl std::ops::Deref for RunningSim {
 
 impl RunningSim {
     pub(crate) async fn start() -> Self {
+        Self::start_with(|_| {}).await
+    }
+
+    /// [`RunningSim::start`] with the configuration adjusted by `adjust` first.
+    pub(crate) async fn start_with(adjust: impl FnOnce(&mut SimConfig)) -> Self {
         let mut config = SimConfig::default();
         config.long_poll_hold = Duration::from_millis(200);
         config.tick_interval = Duration::from_millis(20);
+        adjust(&mut config);
         Self(
             scaleset_sim::RunningSim::start(config)
                 .await

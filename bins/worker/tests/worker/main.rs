@@ -2,6 +2,7 @@
 //! errors, serving a scale set end to end, clean shutdown, one worker per SQLite file, and
 //! recovery after a wiped database or a kill -9.
 
+mod apps;
 mod helpers;
 mod logs;
 mod outage;

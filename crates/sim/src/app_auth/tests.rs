@@ -61,7 +61,10 @@ fn a_jwt_signed_with_the_apps_key_passes_by_app_id_or_client_id() {
     }
     // A numeric `iss` is the App id too.
     let numeric = serde_json::json!({"iat": NOW - 60, "exp": NOW + 480, "iss": 7});
-    assert_eq!(check_with(&key, &jwt(APP_KEY, &numeric)), Ok("7".to_owned()));
+    assert_eq!(
+        check_with(&key, &jwt(APP_KEY, &numeric)),
+        Ok("7".to_owned())
+    );
 }
 
 #[test]
@@ -100,7 +103,10 @@ fn time_claims_are_checked_without_extra_skew() {
         }
         check_with(&key, &jwt(APP_KEY, &claims))
     };
-    assert_eq!(case(Some(NOW - 660), Some(NOW - 60)), Err(JwtRefusal::Expired));
+    assert_eq!(
+        case(Some(NOW - 660), Some(NOW - 60)),
+        Err(JwtRefusal::Expired)
+    );
     assert_eq!(case(Some(NOW - 60), Some(NOW)), Err(JwtRefusal::Expired));
     assert_eq!(case(Some(NOW - 60), None), Err(JwtRefusal::Expired));
     assert_eq!(
@@ -108,10 +114,7 @@ fn time_claims_are_checked_without_extra_skew() {
         Err(JwtRefusal::IssuedInFuture)
     );
     assert_eq!(case(None, Some(NOW + 300)), Err(JwtRefusal::IssuedInFuture));
-    assert_eq!(
-        case(Some(NOW), Some(NOW + 601)),
-        Err(JwtRefusal::TooLong)
-    );
+    assert_eq!(case(Some(NOW), Some(NOW + 601)), Err(JwtRefusal::TooLong));
     assert_eq!(case(Some(NOW), Some(NOW + 600)), Ok("7".to_owned()));
     assert_eq!(case(Some(NOW), Some(NOW + 1)), Ok("7".to_owned()));
 }
@@ -162,12 +165,22 @@ fn public_keys_parse_from_pkcs1_and_spki_pem() {
         STANDARD.encode(spki)
     );
     assert_eq!(AppPublicKey::from_pem(&pem), Ok(key));
-    assert!(AppPublicKey::from_pem(APP_KEY).is_err(), "a private key is not a public key");
-    assert_eq!(AppPublicKey::of_private_key_pem(APP_KEY), Ok(public(APP_KEY)));
-    assert_eq!(AppPublicKey::of_private_key_pem(OTHER_KEY), Ok(public(OTHER_KEY)));
+    assert!(
+        AppPublicKey::from_pem(APP_KEY).is_err(),
+        "a private key is not a public key"
+    );
+    assert_eq!(
+        AppPublicKey::of_private_key_pem(APP_KEY),
+        Ok(public(APP_KEY))
+    );
+    assert_eq!(
+        AppPublicKey::of_private_key_pem(OTHER_KEY),
+        Ok(public(OTHER_KEY))
+    );
     assert!(AppPublicKey::from_pem("no pem here").is_err());
     assert!(
-        AppPublicKey::from_pem("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----").is_err()
+        AppPublicKey::from_pem("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----")
+            .is_err()
     );
 }
 

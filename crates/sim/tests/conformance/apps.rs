@@ -38,7 +38,10 @@ fn now() -> i64 {
 
 /// An RS256 JWT over `claims`, signed with the PKCS#8 `app-key.pem`.
 fn signed(claims: &serde_json::Value) -> String {
-    let der: String = APP_KEY.lines().filter(|l| !l.starts_with("-----")).collect();
+    let der: String = APP_KEY
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .collect();
     let der = base64::engine::general_purpose::STANDARD
         .decode(der)
         .expect("test key");
@@ -79,12 +82,18 @@ async fn a_jwt_signed_with_the_wrong_key_is_refused_with_githubs_message() -> Re
     let sim = TestSim::start(checked()).await?;
     let right = sim.client_with("acme", Credentials::app("1", 1, APP_KEY), fast_retry())?;
     right.service_url().await?;
-    let by_client_id =
-        sim.client_with("acme", Credentials::app("Iv1.sim", 1, APP_KEY), fast_retry())?;
+    let by_client_id = sim.client_with(
+        "acme",
+        Credentials::app("Iv1.sim", 1, APP_KEY),
+        fast_retry(),
+    )?;
     by_client_id.service_url().await?;
 
     let wrong = sim.client_with("acme", Credentials::app("1", 1, OTHER_KEY), fast_retry())?;
-    let err = wrong.service_url().await.expect_err("signed with another key");
+    let err = wrong
+        .service_url()
+        .await
+        .expect_err("signed with another key");
     assert_eq!(err.status(), Some(401), "{err:#}");
     assert!(
         format!("{err:#}").contains("A JSON web token could not be decoded"),
@@ -144,10 +153,7 @@ async fn an_expired_a_future_or_a_too_long_jwt_is_refused() -> Result<()> {
 async fn an_unknown_installation_or_app_is_refused() -> Result<()> {
     let sim = TestSim::start(checked()).await?;
     let unknown = sim.client_with("acme", Credentials::app("1", 99, APP_KEY), fast_retry())?;
-    let err = unknown
-        .service_url()
-        .await
-        .expect_err("no installation 99");
+    let err = unknown.service_url().await.expect_err("no installation 99");
     assert_eq!(err.status(), Some(404), "{err:#}");
     let t = now();
     let stranger = serde_json::json!({"iat": t - 60, "exp": t + 480, "iss": "2"});
