@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use scaleset_sim::{
-    AssignmentMode, InstallationSeed, PatSeed, RunnerGroupSeed, SimConfig, TlsIdentity,
+    AppPublicKey, AppSeed, AssignmentMode, InstallationSeed, PatSeed, RunnerGroupSeed, SimConfig,
+    TlsIdentity,
 };
 use serde::Deserialize;
 
@@ -25,6 +26,8 @@ pub(crate) struct RawConfig {
     enterprises: Vec<String>,
     #[serde(default)]
     pats: Vec<RawPat>,
+    #[serde(default)]
+    apps: Vec<RawApp>,
     #[serde(default)]
     installations: Vec<RawInstallation>,
     #[serde(default)]
@@ -56,6 +59,19 @@ struct RawPat {
     scopes: Vec<String>,
 }
 
+/// `[[apps]]`: a GitHub App whose JWTs must be signed with the key named here.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawApp {
+    id: String,
+    client_id: Option<String>,
+    /// The App's public key (`BEGIN PUBLIC KEY` or `BEGIN RSA PUBLIC KEY`).
+    public_key_file: Option<PathBuf>,
+    /// Or its private key, whose public half is taken (convenient when the App was made for
+    /// the simulator and only its private key is at hand).
+    private_key_file: Option<PathBuf>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawInstallation {
@@ -80,6 +96,7 @@ struct RawBehaviour {
     long_poll_hold: Option<String>,
     admin_token_ttl: Option<String>,
     queue_token_ttl: Option<String>,
+    installation_token_ttl: Option<String>,
     assignment: Option<String>,
     reassign_after: Option<String>,
     dormancy: Option<String>,
@@ -123,6 +140,22 @@ pub(crate) fn build(raw: RawConfig, cli: &Cli) -> Result<SimConfig> {
         token: token.clone(),
         scopes: Vec::new(),
     }));
+    for (index, app) in raw.apps.into_iter().enumerate() {
+        let at = format!("apps[{index}]");
+        let key = match (&app.public_key_file, &app.private_key_file) {
+            (Some(file), None) => read_key(file, AppPublicKey::from_pem),
+            (None, Some(file)) => read_key(file, AppPublicKey::of_private_key_pem),
+            _ => Err("give exactly one of public_key_file or private_key_file".to_owned()),
+        };
+        match key {
+            Ok(public_key) => config.apps.push(AppSeed {
+                id: app.id,
+                client_id: app.client_id,
+                public_key,
+            }),
+            Err(problem) => problems.push(format!("{at}: {problem}")),
+        }
+    }
     config
         .installations
         .extend(raw.installations.into_iter().map(|i| InstallationSeed {
@@ -177,6 +210,11 @@ pub(crate) fn build(raw: RawConfig, cli: &Cli) -> Result<SimConfig> {
         "queue_token_ttl",
         cli.queue_token_ttl.clone().or(b.queue_token_ttl),
         &mut config.queue_token_ttl,
+    );
+    duration(
+        "installation_token_ttl",
+        b.installation_token_ttl,
+        &mut config.installation_token_ttl,
     );
     duration(
         "runner_job_duration",
@@ -257,6 +295,16 @@ pub(crate) fn build(raw: RawConfig, cli: &Cli) -> Result<SimConfig> {
         bail!("invalid configuration: {}", problems.join("; "));
     }
     Ok(config)
+}
+
+/// Reads a key file and parses it with `parse`, naming the file in any problem.
+fn read_key(
+    file: &Path,
+    parse: fn(&str) -> std::result::Result<AppPublicKey, String>,
+) -> std::result::Result<AppPublicKey, String> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    parse(&text).map_err(|e| format!("{}: {e}", file.display()))
 }
 
 /// The one grammar of every door ([`scaleset_duration`]): `250ms`, `50s`, `1m30s`, `7d`; a bare
@@ -350,6 +398,68 @@ mod tests {
         assert!(text.contains("random"), "{text}");
         assert!(text.contains("SCOPE=NAME"), "{text}");
         assert!(text.contains("job_started_delay"), "{text}");
+    }
+
+    #[test]
+    fn apps_are_registered_from_a_public_or_private_key_file() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let private = dir.path().join("app.pem");
+        std::fs::write(
+            &private,
+            include_str!("../../../crates/sim/tests/conformance/app-key.pem"),
+        )
+        .expect("key");
+        let public_key = AppPublicKey::of_private_key_pem(include_str!(
+            "../../../crates/sim/tests/conformance/app-key.pem"
+        ))
+        .expect("key");
+        let public = dir.path().join("app.pub.pem");
+        std::fs::write(&public, public_key.to_pem()).expect("key");
+        let text = format!(
+            r#"
+            [[apps]]
+            id = "7"
+            client_id = "Iv1.seven"
+            public_key_file = "{}"
+            [[apps]]
+            id = "8"
+            private_key_file = "{}"
+            [[installations]]
+            id = 70
+            app_id = "7"
+            accounts = ["acme"]
+            [behaviour]
+            installation_token_ttl = "10m"
+            "#,
+            public.display(),
+            private.display()
+        );
+        let raw: RawConfig = toml::from_str(&text).expect("parses");
+        let config = build(raw, &Cli::parse_from(["scaleset-sim"])).expect("valid");
+        assert_eq!(config.apps.len(), 2);
+        assert!(config.apps.iter().all(|a| a.public_key == public_key));
+        assert_eq!(config.apps[0].client_id.as_deref(), Some("Iv1.seven"));
+        assert_eq!(config.installation_token_ttl, Duration::from_secs(600));
+
+        let bad: RawConfig = toml::from_str(&format!(
+            r#"
+            [[apps]]
+            id = "7"
+            public_key_file = "{}"
+            [[apps]]
+            id = "8"
+            "#,
+            private.display()
+        ))
+        .expect("parses");
+        let text = build(bad, &Cli::parse_from(["scaleset-sim"]))
+            .expect_err("a private key as public key, and no key")
+            .to_string();
+        assert!(
+            text.contains("apps[0]") && text.contains("not a public key"),
+            "{text}"
+        );
+        assert!(text.contains("apps[1]: give exactly one"), "{text}");
     }
 
     #[test]

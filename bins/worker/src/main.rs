@@ -44,6 +44,10 @@ fn main() -> ExitCode {
     };
     if args.check {
         outln!("configuration ok");
+        // Which App each key is for, without calling GitHub (issue 31).
+        for credentials in &config.fleet.credentials {
+            outln!("{}", scaleset_config::describe_credentials(credentials));
+        }
         return ExitCode::SUCCESS;
     }
     init_tracing(args.log_format, "info");

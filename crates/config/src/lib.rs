@@ -31,6 +31,8 @@ use scaleset_provider::ProviderConfig;
 use scaleset_store::StoreOptions;
 use uuid::Uuid;
 
+pub use validate::describe_credentials;
+
 /// The prefix of every environment override.
 pub const ENV_PREFIX: &str = overrides::PREFIX;
 

@@ -2,6 +2,7 @@ use std::collections::BTreeMap;
 
 use super::*;
 
+mod app;
 mod doors;
 
 const KEY: &str = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=";

@@ -18,6 +18,9 @@ use crate::{
     parse_duration,
 };
 
+mod app;
+pub use app::describe_credentials;
+
 /// Collects problems.
 #[derive(Default)]
 struct Problems(Vec<Problem>);
@@ -520,41 +523,12 @@ fn credentials(
             }
         })
         .ok();
-        let token = match (&c.token_env, &c.token_file) {
-            (Some(var), None) => match env.get(var) {
-                Some(t) if !t.trim().is_empty() => Some(t.trim().to_owned()),
-                _ => {
-                    p.add(
-                        format!("{at}.token_env"),
-                        format!("the environment variable {var} holding the token is not set"),
-                    );
-                    None
-                }
-            },
-            (None, Some(file)) => match std::fs::read_to_string(file) {
-                Ok(t) if !t.trim().is_empty() => Some(t.trim().to_owned()),
-                Ok(_) => {
-                    p.add(
-                        format!("{at}.token_file"),
-                        format!("{} is empty", file.display()),
-                    );
-                    None
-                }
-                Err(e) => {
-                    p.add(
-                        format!("{at}.token_file"),
-                        format!("cannot read {}: {e}", file.display()),
-                    );
-                    None
-                }
-            },
-            _ => {
-                p.add(
-                    at.clone(),
-                    "give exactly one of `token_env` or `token_file` (never a token inline)",
-                );
-                None
-            }
+        let auth = if app::declared(c) {
+            app::auth(p, &at, c, env)
+        } else {
+            pat(p, &at, c, env).map(|token| Auth::Pat {
+                token: SecretString::from(token),
+            })
         };
         let ca_bundle = c.ca_bundle_file.as_ref().and_then(|file| {
             std::fs::read_to_string(file)
@@ -572,20 +546,65 @@ fn credentials(
             p.add(format!("{at}.name"), format!("{name:?} is declared twice"));
             continue;
         }
-        if let (Some(name), Some(endpoint), Some(token)) = (name, endpoint, token) {
+        if let (Some(name), Some(endpoint), Some(auth)) = (name, endpoint, auth) {
             out.push(NewCredentials {
                 name: name.to_owned(),
                 endpoint: Endpoint {
                     ca_bundle,
                     ..endpoint
                 },
-                auth: Auth::Pat {
-                    token: SecretString::from(token),
-                },
+                auth,
             });
         }
     }
     out
+}
+
+/// The PAT form of table `at`: `token_env` or `token_file`, the token trimmed.
+fn pat(
+    p: &mut Problems,
+    at: &str,
+    c: &RawCredentials,
+    env: &BTreeMap<String, String>,
+) -> Option<String> {
+    match (&c.token_env, &c.token_file) {
+        (Some(var), None) => match env.get(var) {
+            Some(t) if !t.trim().is_empty() => Some(t.trim().to_owned()),
+            _ => {
+                p.add(
+                    format!("{at}.token_env"),
+                    format!("the environment variable {var} holding the token is not set"),
+                );
+                None
+            }
+        },
+        (None, Some(file)) => match std::fs::read_to_string(file) {
+            Ok(t) if !t.trim().is_empty() => Some(t.trim().to_owned()),
+            Ok(_) => {
+                p.add(
+                    format!("{at}.token_file"),
+                    format!("{} is empty", file.display()),
+                );
+                None
+            }
+            Err(e) => {
+                p.add(
+                    format!("{at}.token_file"),
+                    format!("cannot read {}: {e}", file.display()),
+                );
+                None
+            }
+        },
+        _ => {
+            p.add(
+                at,
+                "give exactly one of `token_env` or `token_file` (never a token inline), or a \
+                 GitHub App (`app_id`, `installation_id` and `private_key_file` or \
+                 `private_key_env`)",
+            );
+            None
+        }
+    }
 }
 
 fn scale_sets(

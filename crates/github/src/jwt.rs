@@ -70,6 +70,45 @@ impl AppKey {
     }
 }
 
+/// The fingerprint GitHub shows beside each private key on an App's settings page: `SHA256:`
+/// and the base64 SHA-256 of the public key's SubjectPublicKeyInfo DER (what `openssl rsa -in
+/// key.pem -pubout -outform DER | openssl sha256 -binary | openssl base64` prints). Parsing the
+/// key here is the same parsing the token chain does, so a key this accepts is one the client
+/// can sign with.
+///
+/// # Errors
+///
+/// [`Error::InvalidPrivateKey`] when the text is not a PEM RSA private key.
+pub fn app_key_fingerprint(pem: &SecretString) -> Result<String> {
+    use ring::signature::KeyPair as _;
+    // SubjectPublicKeyInfo = SEQUENCE { AlgorithmIdentifier rsaEncryption NULL, BIT STRING }.
+    fn der(tag: u8, content: &[u8]) -> Vec<u8> {
+        let len = content.len();
+        let mut out = vec![tag];
+        match len {
+            0..0x80 => out.push(len as u8),
+            0x80..0x100 => out.extend([0x81, len as u8]),
+            _ => out.extend([0x82, (len >> 8) as u8, len as u8]),
+        }
+        out.extend_from_slice(content);
+        out
+    }
+    const RSA_ALGORITHM: [u8; 15] = [
+        0x30, 0x0d, 0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01, 0x05, 0x00,
+    ];
+    let key = AppKey::from_pem(pem)?;
+    let mut bits = vec![0u8];
+    bits.extend_from_slice(key.key.public_key().as_ref());
+    let mut body = RSA_ALGORITHM.to_vec();
+    body.extend(der(0x03, &bits));
+    let spki = der(0x30, &body);
+    let digest = ring::digest::digest(&ring::digest::SHA256, &spki);
+    Ok(format!(
+        "SHA256:{}",
+        base64::engine::general_purpose::STANDARD.encode(digest.as_ref())
+    ))
+}
+
 fn unix_seconds(time: SystemTime) -> i64 {
     time.duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)

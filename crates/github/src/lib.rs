@@ -137,7 +137,7 @@ pub use crate::id::{
     IdOutOfRange, MessageId, RunnerGroupId, RunnerId, RunnerRequestId, ScaleSetId,
 };
 pub use crate::job::AcquirableJob;
-pub use crate::jwt::unverified_expiry;
+pub use crate::jwt::{app_key_fingerprint, unverified_expiry};
 pub use crate::message::{JOB_MESSAGES_TYPE, JobInfo, JobMessage, Message};
 pub use crate::observer::{CallObserver, CallReport};
 pub use crate::retry::{

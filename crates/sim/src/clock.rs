@@ -106,6 +106,16 @@ impl Clock {
         )
     }
 
+    /// The wall-clock time: simulated time without the advanced offset. What a client's own
+    /// clock reads (App JWTs are judged against it).
+    pub(crate) fn wall(&self) -> SimTime {
+        SimTime(
+            self.now()
+                .0
+                .saturating_sub(self.offset_ms.load(Ordering::SeqCst)),
+        )
+    }
+
     /// Moves simulated time forward by `by`.
     pub(crate) fn advance(&self, by: Duration) {
         let ms = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::app_auth::AppPublicKey;
 use crate::scope::Scope;
 use crate::tls::TlsIdentity;
 
@@ -39,12 +40,26 @@ impl std::fmt::Debug for PatSeed {
     }
 }
 
+/// A GitHub App registered with the simulator: the ids its JWTs may carry as `iss` and the
+/// public key their RS256 signatures must verify with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppSeed {
+    /// The App id (`iss` may be it, as a string or a number).
+    pub id: String,
+    /// The App's client id (`Iv1.…`), which `iss` may be instead.
+    pub client_id: Option<String>,
+    /// The App's public key.
+    pub public_key: AppPublicKey,
+}
+
 /// A GitHub App installation seeded into the simulator.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstallationSeed {
     /// The installation id (`/app/installations/{id}/access_tokens`).
     pub id: i64,
-    /// The App id or client id that App JWTs must carry as `iss`.
+    /// The App id or client id that App JWTs must carry as `iss`. When an [`AppSeed`] has that
+    /// id, JWTs are checked against its key; an App no seed registers is known by its
+    /// installations alone and its signatures are not checked.
     pub app_id: String,
     /// The accounts (organizations or repository owners) the installation may act on.
     pub accounts: Vec<String>,
@@ -73,6 +88,9 @@ pub struct SimConfig {
     pub enterprises: Vec<String>,
     /// Personal access tokens.
     pub pats: Vec<PatSeed>,
+    /// GitHub Apps with their public keys: the JWTs of these Apps must carry a valid RS256
+    /// signature (default: none registered).
+    pub apps: Vec<AppSeed>,
     /// GitHub App installations.
     pub installations: Vec<InstallationSeed>,
     /// Extra runner groups (every scope has the default group, id 1, named `Default`).
@@ -139,6 +157,7 @@ impl Default for SimConfig {
                 token: "ghp_simulator".to_owned(),
                 scopes: Vec::new(),
             }],
+            apps: Vec::new(),
             installations: vec![InstallationSeed {
                 id: 1,
                 app_id: "1".to_owned(),
@@ -177,6 +196,7 @@ impl SimConfig {
             repositories: Vec::new(),
             enterprises: Vec::new(),
             pats: Vec::new(),
+            apps: Vec::new(),
             installations: Vec::new(),
             ..Self::default()
         }
@@ -218,6 +238,20 @@ impl SimConfig {
                 problems.push(format!(
                     "runner group in {:?} has an empty name",
                     group.scope
+                ));
+            }
+        }
+        for (index, app) in self.apps.iter().enumerate() {
+            if app.id.trim().is_empty() {
+                problems.push(format!("apps[{index}]: the App id is empty"));
+            }
+            if self.apps[..index].iter().any(|other| {
+                other.id == app.id
+                    || (other.client_id.is_some() && other.client_id == app.client_id)
+            }) {
+                problems.push(format!(
+                    "apps[{index}]: App {:?} is registered twice (by id or client id)",
+                    app.id
                 ));
             }
         }

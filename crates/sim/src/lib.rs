@@ -24,9 +24,9 @@
 //! **What it deliberately does not do.** It depends on no crate of this workspace: its wire
 //! shapes are written from the protocol reference, so a mistake in the client's types cannot
 //! hide behind a shared definition. It speaks HTTP/1.1 and HTTP/2: plain HTTP (h2c by prior
-//! knowledge) or, with [`SimConfig::tls`], HTTPS with ALPN; it verifies no GitHub App
-//! signatures (only the JWT's `iss` and `exp`), and runs no real runner: a simulated runner is
-//! a state transition.
+//! knowledge) or, with [`SimConfig::tls`], HTTPS with ALPN; it checks GitHub App JWTs as GitHub
+//! does (RS256 signature against the key of an App registered in [`SimConfig::apps`], `iat`,
+//! `exp` and `iss`), and runs no real runner: a simulated runner is a state transition.
 //!
 //! Main types: [`Simulator`] (build, serve, steer), [`RunningSim`] (one serving on a loopback
 //! port until dropped: the harness of every test that needs a GitHub), [`SimConfig`] (seed and switches),
@@ -62,6 +62,7 @@
 //! ```
 
 mod actions;
+mod app_auth;
 mod auth;
 mod clock;
 mod config;
@@ -87,8 +88,9 @@ mod state;
 mod tls;
 mod token;
 
+pub use app_auth::AppPublicKey;
 pub use clock::SimTime;
-pub use config::{AssignmentMode, InstallationSeed, PatSeed, RunnerGroupSeed, SimConfig};
+pub use config::{AppSeed, AssignmentMode, InstallationSeed, PatSeed, RunnerGroupSeed, SimConfig};
 pub use error::Error;
 pub use fault::{
     Burst, Faults, NestedStyle, RaceCreate, RateLimit, RestRateLimit, RestRateLimitAnswer,

@@ -372,7 +372,7 @@ mod tests {
             let _ = scale_set_input(&value);
             let _ = crate::scope::Scope::parse_path(&text);
             let _ = crate::scope::Scope::parse_url(&text);
-            let _ = crate::token::decode_app_jwt(&text);
+            let _ = crate::app_auth::decode(&text);
             let mounts = crate::route::Mounts { actions_base: "/tenant/1/".to_owned(), queue: "/scalesets/message".to_owned() };
             let _ = crate::route::route(&http::Method::GET, &text, &mounts);
             let _ = crate::route::route(&http::Method::POST, &format!("/tenant/1/{text}"), &mounts);

@@ -5,6 +5,7 @@
 use http::header::{AUTHORIZATION, RETRY_AFTER};
 use serde_json::{Value, json};
 
+use crate::app_auth::{self, JwtRefusal, KnownApp};
 use crate::auth::runner_admin_scope;
 use crate::clock::SimTime;
 use crate::exception::ApiError;
@@ -14,7 +15,7 @@ use crate::quota::QuotaStatus;
 use crate::request::{Outcome, Reply, Request};
 use crate::scope::Scope;
 use crate::simulator::{Shared, lock};
-use crate::token::{Grant, decode_app_jwt};
+use crate::token::Grant;
 
 /// Response headers added to an answer.
 pub(crate) type ExtraHeaders = Vec<(&'static str, String)>;
@@ -27,33 +28,56 @@ fn random_token(prefix: &str, len: usize) -> String {
     format!("{prefix}{tail}")
 }
 
+/// `POST /app/installations/{id}/access_tokens`: the App JWT is checked as GitHub checks it
+/// (see [`crate::app_auth`]: 401 with GitHub's message for a bad signature, an expired or
+/// future token, an unknown App), then the installation (404 when the simulator has none with
+/// this id, as GitHub answers; 401 `Integration not found` when it belongs to another App).
 pub(crate) fn installation_token(shared: &Shared, req: &Request, id: i64) -> Outcome {
-    let jwt = req
-        .bearer()
-        .and_then(decode_app_jwt)
-        .ok_or(ApiError::Rest {
-            status: 401,
-            message: "A JSON web token could not be decoded",
-        })?;
-    let now = shared.clock.now();
-    if jwt.expires <= now.as_secs() {
-        return Err(ApiError::Rest {
-            status: 401,
-            message: "'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires",
-        });
-    }
-    let seed = shared
-        .config
+    let refused = |refusal: JwtRefusal| ApiError::Rest {
+        status: 401,
+        message: refusal.message(),
+    };
+    let token = req.bearer().ok_or(refused(JwtRefusal::Undecodable))?;
+    let config = &shared.config;
+    // Registered Apps, then Apps known only by an installation naming them (no key).
+    let mut apps: Vec<KnownApp<'_>> = config
+        .apps
+        .iter()
+        .map(|a| KnownApp {
+            ids: [Some(a.id.as_str()), a.client_id.as_deref()],
+            key: Some(&a.public_key),
+        })
+        .collect();
+    apps.extend(
+        config
+            .installations
+            .iter()
+            .filter(|i| {
+                !config
+                    .apps
+                    .iter()
+                    .any(|a| a.id == i.app_id || a.client_id.as_deref() == Some(&i.app_id))
+            })
+            .map(|i| KnownApp {
+                ids: [Some(i.app_id.as_str()), None],
+                key: None,
+            }),
+    );
+    let issuer = app_auth::check(token, &apps, shared.clock.wall().as_secs()).map_err(refused)?;
+    let seed = config
         .installations
         .iter()
         .find(|i| i.id == id)
         .ok_or_else(ApiError::rest_not_found)?;
-    if seed.app_id != jwt.issuer {
-        return Err(ApiError::Rest {
-            status: 401,
-            message: "Integration not found",
+    let same_app = seed.app_id == issuer
+        || config.apps.iter().any(|a| {
+            (a.id == seed.app_id || a.client_id.as_deref() == Some(&seed.app_id))
+                && (a.id == issuer || a.client_id.as_deref() == Some(&issuer))
         });
+    if !same_app {
+        return Err(refused(JwtRefusal::UnknownApp));
     }
+    let now = shared.clock.now();
     let token = random_token("ghs_", 36);
     let expires = now.plus(shared.config.installation_token_ttl);
     lock(&shared.state)

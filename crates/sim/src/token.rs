@@ -1,5 +1,5 @@
-//! The simulator's bearer tokens: HS256 JWTs for the admin and message-queue tokens, and the
-//! unverified decoding of a GitHub App JWT.
+//! The simulator's bearer tokens: HS256 JWTs for the admin and message-queue tokens (GitHub
+//! App JWTs are checked in [`crate::app_auth`]).
 //!
 //! Admin and queue tokens are signed with a key generated per simulator, carry `exp` (read by
 //! clients without verification, as GitHub's are) and are checked against simulated time.
@@ -108,30 +108,6 @@ impl Signer {
     }
 }
 
-/// The claims of a GitHub App JWT that the simulator checks: issuer and expiry. The signature
-/// is not verified (the simulator holds no App public keys).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct AppJwt {
-    /// `iss`: the App id or client id, as a string.
-    pub(crate) issuer: String,
-    /// `exp` in seconds since the epoch.
-    pub(crate) expires: u64,
-}
-
-/// Decodes the payload of an App JWT without verifying it; `None` if it is not a JWT.
-pub(crate) fn decode_app_jwt(token: &str) -> Option<AppJwt> {
-    let payload = token.split('.').nth(1)?;
-    let raw = URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).ok()?;
-    let value: serde_json::Value = serde_json::from_slice(&raw).ok()?;
-    let issuer = match value.get("iss")? {
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Number(n) => n.to_string(),
-        _ => return None,
-    };
-    let expires = value.get("exp")?.as_u64()?;
-    Some(AppJwt { issuer, expires })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,22 +130,5 @@ mod tests {
         assert_eq!(other.verify(&token, now), Err(Refusal::Invalid));
         assert_eq!(signer.verify("garbage", now), Err(Refusal::Invalid));
         assert_eq!(signer.verify("a.b.c", now), Err(Refusal::Invalid));
-    }
-
-    #[test]
-    fn app_jwt_issuer_may_be_a_string_or_a_number() {
-        let enc = |json: &str| format!("x.{}.y", URL_SAFE_NO_PAD.encode(json));
-        assert_eq!(
-            decode_app_jwt(&enc(r#"{"iss":"12","exp":5}"#)),
-            Some(AppJwt {
-                issuer: "12".to_owned(),
-                expires: 5
-            })
-        );
-        assert_eq!(
-            decode_app_jwt(&enc(r#"{"iss":12,"exp":5}"#)).map(|j| j.issuer),
-            Some("12".to_owned())
-        );
-        assert_eq!(decode_app_jwt("not-a-jwt"), None);
     }
 }

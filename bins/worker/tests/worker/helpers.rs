@@ -35,11 +35,17 @@ impl std::ops::Deref for RunningSim {
 
 impl RunningSim {
     pub(crate) async fn start() -> Self {
-        let config = SimConfig {
+        Self::start_with(|_| {}).await
+    }
+
+    /// [`RunningSim::start`] with the configuration adjusted by `adjust` first.
+    pub(crate) async fn start_with(adjust: impl FnOnce(&mut SimConfig)) -> Self {
+        let mut config = SimConfig {
             long_poll_hold: Duration::from_millis(200),
             tick_interval: Duration::from_millis(20),
             ..SimConfig::default()
         };
+        adjust(&mut config);
         Self(
             scaleset_sim::RunningSim::start(config)
                 .await

@@ -2,6 +2,7 @@
 //! errors, serving a scale set end to end, clean shutdown, one worker per SQLite file, and
 //! recovery after a wiped database or a kill -9.
 
+mod apps;
 mod helpers;
 mod logs;
 mod outage;
@@ -831,9 +832,10 @@ async fn issue_29_check_refuses_an_external_provider_without_instance_api_url() 
     );
     let accepted = check(with_url).await.expect("run");
     assert_eq!(accepted.status.code(), Some(0), "{accepted:?}");
+    // Then one line per credentials, saying what they are without the secret (issue 31).
     assert_eq!(
         String::from_utf8_lossy(&accepted.stdout),
-        "configuration ok\n"
+        "configuration ok\ncredentials \"gh\": personal access token for http://127.0.0.1:9/api/v3\n"
     );
 }
 

@@ -283,3 +283,25 @@ fn a_pat_that_cannot_be_a_header_is_refused_at_build_time() {
         );
     }
 }
+
+#[test]
+fn app_key_fingerprint_is_the_one_github_shows() {
+    // `openssl rsa -in data/test-app-key.pem -pubout -outform DER | openssl sha256 -binary |
+    // openssl base64`: the fingerprint GitHub lists beside the key on the App's page.
+    assert_eq!(
+        scaleset_github::app_key_fingerprint(&scaleset_github::SecretString::from(
+            crate::helpers::APP_KEY
+        ))
+        .ok()
+        .as_deref(),
+        Some("SHA256:d4kpash3BGWCAk7zXJIcGLg0QDg9Q6tGGTkrCHMgQ3A=")
+    );
+    let err = scaleset_github::app_key_fingerprint(&scaleset_github::SecretString::from(
+        "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+    ))
+    .expect_err("not a private key");
+    assert!(
+        err.to_string().contains("invalid github app private key"),
+        "{err}"
+    );
+}

@@ -68,19 +68,18 @@ async fn github_app_token_chain_mints_an_installation_token() -> Result<()> {
     assert_eq!(err.status(), Some(401), "{err:#}");
     // Enterprise scope is PAT-only, even for an installation that names the enterprise (the
     // client refuses App credentials for it, so this goes over raw HTTP; the simulator checks
-    // only the JWT's `iss` and `exp`).
-    let exp = std::time::SystemTime::now()
+    // an unregistered App's JWT claims, not its signature).
+    let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
-        .as_secs()
-        + 600;
+        .as_secs();
     let b64 = |v: serde_json::Value| {
         use base64::Engine as _;
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
     };
     let jwt = format!(
-        "{}.{}.unsigned",
+        "{}.{}.dW5zaWduZWQ",
         b64(serde_json::json!({"alg": "RS256", "typ": "JWT"})),
-        b64(serde_json::json!({"iss": "1", "exp": exp}))
+        b64(serde_json::json!({"iss": "1", "iat": now - 60, "exp": now + 480}))
     );
     let minted = post_as(&sim.url("/api/v3/app/installations/1/access_tokens"), &jwt).await?;
     assert_eq!(minted.status, 201);

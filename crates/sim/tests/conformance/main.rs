@@ -2,6 +2,7 @@
 //! `scaleset-github` client over loopback HTTP, plus raw-HTTP checks of wire details and the
 //! control API.
 
+mod apps;
 mod control;
 mod endpoints;
 mod faults;

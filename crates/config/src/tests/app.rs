@@ -1,0 +1,156 @@
+//! The GitHub App form of `[[credentials]]`.
+
+use super::*;
+use scaleset_store::{Auth, ExposeSecret as _};
+
+const APP_KEY: &str = include_str!("../../../github/tests/client/data/test-app-key.pem");
+/// `openssl rsa -in test-app-key.pem -pubout -outform DER | openssl sha256 -binary | base64`.
+const FINGERPRINT: &str = "SHA256:d4kpash3BGWCAk7zXJIcGLg0QDg9Q6tGGTkrCHMgQ3A=";
+
+fn app_file(credentials: &str) -> String {
+    GOOD.replace(
+        "[[credentials]]\nname = \"gh\"\ntoken_env = \"GH_TOKEN\"",
+        &format!("[[credentials]]\nname = \"gh\"\n{credentials}"),
+    )
+}
+
+fn app_of(config: &Config) -> (i64, i64, String) {
+    match &config.fleet.credentials[0].auth {
+        Auth::App {
+            app_id,
+            installation_id,
+            private_key,
+        } => (
+            *app_id,
+            *installation_id,
+            private_key.expose_secret().to_owned(),
+        ),
+        other => panic!("expected App credentials, got {other:?}"),
+    }
+}
+
+#[test]
+fn app_credentials_read_the_key_from_a_file_or_the_environment() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let key = dir.path().join("app.pem");
+    std::fs::write(&key, APP_KEY).expect("key");
+    let text = app_file(&format!(
+        "app_id = 12345\ninstallation_id = 678\nprivate_key_file = \"{}\"",
+        key.display()
+    ));
+    let config = Config::parse("test.toml", &text, &base_env()).expect("valid");
+    assert_eq!(app_of(&config), (12345, 678, APP_KEY.to_owned()));
+    let said = describe_credentials(&config.fleet.credentials[0]);
+    assert_eq!(
+        said,
+        format!(
+            "credentials \"gh\": GitHub App 12345, installation 678, private key {FINGERPRINT}, for https://api.github.com"
+        )
+    );
+    assert!(!said.contains("PRIVATE KEY"));
+
+    let text = app_file("app_id = 12345\ninstallation_id = 678\nprivate_key_env = \"APP_PEM\"");
+    let mut with_key = base_env();
+    with_key.insert("APP_PEM".to_owned(), APP_KEY.to_owned());
+    let config = Config::parse("test.toml", &text, &with_key).expect("valid");
+    assert_eq!(app_of(&config), (12345, 678, APP_KEY.to_owned()));
+    // The PAT form is described too.
+    let pat = Config::parse("test.toml", GOOD, &base_env()).expect("valid");
+    assert_eq!(
+        describe_credentials(&pat.fleet.credentials[0]),
+        "credentials \"gh\": personal access token for https://api.github.com"
+    );
+}
+
+#[test]
+fn every_app_problem_is_named_at_once() {
+    let text = app_file(
+        "token_env = \"GH_TOKEN\"\napp_id = 0\nprivate_key_file = \"/nonexistent/app.pem\"",
+    );
+    let found = problems(&text, &base_env());
+    assert_eq!(
+        keys(&found),
+        [
+            "credentials[0]",
+            "credentials[0].app_id",
+            "credentials[0].installation_id",
+            "credentials[0].private_key_file",
+        ],
+        "{found:?}"
+    );
+    assert!(found[0].message.contains("keep one form"), "{found:?}");
+
+    let text = app_file("app_id = 1\ninstallation_id = 2");
+    let found = problems(&text, &base_env());
+    assert_eq!(keys(&found), ["credentials[0]"]);
+    assert!(
+        found[0].message.contains("never the key inline"),
+        "{found:?}"
+    );
+
+    let text = app_file(
+        "app_id = 1\ninstallation_id = 2\nprivate_key_file = \"a.pem\"\nprivate_key_env = \"APP_PEM\"",
+    );
+    assert_eq!(keys(&problems(&text, &base_env())), ["credentials[0]"]);
+
+    // An inline key is an unknown key, never read as a secret.
+    let text = app_file("app_id = 1\ninstallation_id = 2\nprivate_key = \"-----BEGIN\"");
+    assert_eq!(keys(&problems(&text, &base_env())), ["private_key"]);
+}
+
+#[test]
+fn a_key_the_client_cannot_sign_with_is_named_without_showing_it() {
+    let text = app_file("app_id = 1\ninstallation_id = 2\nprivate_key_env = \"APP_PEM\"");
+    let secret = "-----BEGIN CERTIFICATE-----\nc2VjcmV0LXRleHQ=\n-----END CERTIFICATE-----\n";
+    let mut env = base_env();
+    env.insert("APP_PEM".to_owned(), secret.to_owned());
+    let found = problems(&text, &env);
+    assert_eq!(keys(&found), ["credentials[0].private_key_env"]);
+    assert!(found[0].message.contains("private key"), "{found:?}");
+    assert!(!found[0].message.contains("c2VjcmV0"), "{found:?}");
+    // An unset variable is named.
+    let found = problems(&text, &base_env());
+    assert_eq!(keys(&found), ["credentials[0].private_key_env"]);
+    assert!(found[0].message.contains("APP_PEM"), "{found:?}");
+}
+
+#[test]
+fn app_keys_take_environment_overrides() {
+    let text = app_file("app_id = 12345\ninstallation_id = 678\nprivate_key_env = \"APP_PEM\"");
+    let mut env = base_env();
+    env.insert("OTHER_PEM".to_owned(), APP_KEY.to_owned());
+    env.insert(
+        "SCALESET_CREDENTIALS__0__APP_ID".to_owned(),
+        "999".to_owned(),
+    );
+    env.insert(
+        "SCALESET_CREDENTIALS__0__INSTALLATION_ID".to_owned(),
+        "4242".to_owned(),
+    );
+    env.insert(
+        "SCALESET_CREDENTIALS__0__PRIVATE_KEY_ENV".to_owned(),
+        "OTHER_PEM".to_owned(),
+    );
+    let config = Config::parse("test.toml", &text, &env).expect("valid");
+    assert_eq!(app_of(&config), (999, 4242, APP_KEY.to_owned()));
+}
+
+#[test]
+fn a_fleet_sent_over_the_api_still_refuses_app_credentials() {
+    let text = "[[credentials]]\nname = \"gh\"\napp_id = 1\ninstallation_id = 2\nprivate_key_env = \"APP_PEM\"\n";
+    let err = parse_fleet(
+        "request",
+        text,
+        None,
+        &std::collections::BTreeSet::new(),
+        None,
+    )
+    .expect_err("credentials over the API");
+    assert_eq!(keys(&err.problems), ["credentials[0]"]);
+    assert!(
+        err.problems[0]
+            .message
+            .contains("cannot declare credentials"),
+        "{err}"
+    );
+}
