@@ -31,7 +31,7 @@ use crate::error::{Error, chain, store};
 use crate::identity::runner_name;
 use crate::planner::reconcile::{
     AfterRemoval, Bootstrap, Recovery, after_removal, bootstrap, deadline_due, owns_found_runner,
-    recovered_creating, recovered_registered, recovery, teardown,
+    recovered_creating, recovered_registered, recovery, retires_completed, teardown,
 };
 use crate::planner::{PlanInput, RunnerPhase, RunnerView, plan};
 use crate::shared::Shared;
@@ -392,7 +392,7 @@ impl Runners<'_> {
     /// Retires the runner a `JobCompleted` named (ephemeral: it is done).
     pub(crate) async fn completed(&self, runner: &str) -> Result<(), Error> {
         match self.shared.store.get_instance(runner).await {
-            Ok(i) if i.scale_set_id == self.scale_set.id => self.remove_everywhere(&i).await,
+            Ok(i) if retires_completed(&i, self.scale_set.id) => self.remove_everywhere(&i).await,
             Ok(_) => Ok(()),
             Err(e) if e.is_not_found() => Ok(()),
             Err(e) => Err(store("reading an instance")(e)),

@@ -185,6 +185,13 @@ pub(crate) fn owns_found_runner(runner: &RunnerReference, scale_set: GitHubScale
     runner.runner_scale_set_id == scale_set || runner.runner_scale_set_id.0 == 0
 }
 
+/// Whether the row a `JobCompleted` named is retired by the scale set serving it: only a row of
+/// that scale set (the message names a runner by name; a row of another scale set of ours with
+/// that name is that scale set's to retire, never this one's).
+pub(crate) fn retires_completed(row: &Instance, served: scaleset_store::ScaleSetId) -> bool {
+    row.scale_set_id == served
+}
+
 /// What follows GitHub's answer to removing the runner of a row in `status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum AfterRemoval {

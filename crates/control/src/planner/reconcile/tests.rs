@@ -377,3 +377,13 @@ proptest! {
         prop_assert_ne!(after_removal(Removal::StillRunning, status), AfterRemoval::Proceed);
     }
 }
+
+#[test]
+fn a_completed_job_retires_only_a_row_of_the_served_scale_set() {
+    let row = row(InstanceStatus::Busy, None);
+    assert!(retires_completed(&row, row.scale_set_id));
+    assert!(
+        !retires_completed(&row, ScaleSetId::generate()),
+        "a row of another scale set of ours with the runner's name is not this one's to retire"
+    );
+}
