@@ -64,16 +64,23 @@ fn checked(input: CreateCredentials, stored: Option<Endpoint>) -> Result<NewCred
             validate::range("auth.app_id", app_id, 1, i64::MAX)?;
             validate::range("auth.installation_id", installation_id, 1, i64::MAX)?;
             validate::secret("auth.private_key", &private_key, MAX_SECRET)?;
-            if !private_key.contains("-----BEGIN") {
+            let private_key = SecretString::from(private_key);
+            // The same check as the configuration file's door: the client's own parser, so a
+            // key stored here is one the token chain can sign with. Its message never quotes
+            // the key.
+            if let Err(e) = scaleset_github::app_key_fingerprint(&private_key) {
                 return Err(ApiError::InvalidInput {
                     field: "auth.private_key".to_owned(),
-                    reason: "is not a PEM private key (-----BEGIN … PRIVATE KEY-----)".to_owned(),
+                    reason: format!(
+                        "{e}; give the PEM private key GitHub generated for the App \
+                         (BEGIN RSA PRIVATE KEY or BEGIN PRIVATE KEY)"
+                    ),
                 });
             }
             Auth::App {
                 app_id,
                 installation_id,
-                private_key: SecretString::from(private_key),
+                private_key,
             }
         }
     };

@@ -113,6 +113,15 @@ async fn bad_bodies_are_refused_and_nothing_is_written(backend: Backend) {
             400,
             "invalid_input",
         ),
+        // PEM-shaped but not a key: the file's door refuses it (the client's parser), so the
+        // API's does too.
+        (
+            "POST",
+            "/api/v1/credentials".into(),
+            json!({"name": "a", "auth": {"kind": "app", "app_id": 1, "installation_id": 2, "private_key": "-----BEGIN PRIVATE KEY-----\nc2VjcmV0LWFwcC1rZXk=\n-----END PRIVATE KEY-----\n"}}),
+            400,
+            "invalid_input",
+        ),
         (
             "POST",
             "/api/v1/credentials".into(),
