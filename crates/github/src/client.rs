@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::http::Incoming;
 use crate::jwt::AppKey;
 use crate::observer::CallObserver;
-use crate::token::{AdminTokens, TokenChain};
+use crate::token::{AdminTokens, Secret, TokenChain};
 
 /// A client for one config URL (repository, organization or enterprise).
 ///
@@ -44,42 +44,29 @@ impl Client {
     /// parseable App key, no App credentials at enterprise scope), loads the trust roots and
     /// creates the connection pool. No request is made.
     pub fn new(config: ClientConfig) -> Result<Self> {
-        let app_key = match &config.credentials {
-            Credentials::Pat(token) => {
-                if token.expose_secret().is_empty() {
-                    return Err(Error::InvalidConfig {
-                        reason: "the personal access token is empty".to_owned(),
-                    });
-                }
-                if http::HeaderValue::from_str(token.expose_secret()).is_err() {
-                    return Err(Error::InvalidConfig {
-                        reason: "the personal access token contains characters an HTTP header \
-                                 cannot carry (a line break or control character copied with \
-                                 it?); give the token alone"
-                            .to_owned(),
-                    });
-                }
-                None
-            }
-            Credentials::App(app) => {
-                if matches!(config.config_url.scope(), Scope::Enterprise { .. }) {
-                    return Err(Error::InvalidConfig {
-                        reason: "GitHub App authentication is not supported for enterprise scope; \
-                                 use a personal access token with manage_runners:enterprise"
-                            .to_owned(),
-                    });
-                }
-                Some(AppKey::from_pem(&app.private_key)?)
-            }
-        };
+        let secret = secret(&config.credentials, &config.config_url)?;
         let observer = config.observer.clone();
         Ok(Self {
             inner: Arc::new(Inner {
                 caller: Caller::new(config)?,
-                tokens: TokenChain::new(app_key),
+                tokens: TokenChain::new(secret),
             }),
             observer,
         })
+    }
+
+    /// Replaces the credentials the token chain starts from (a rotated PAT or App key): the
+    /// cached admin token is dropped, so the next call fetches a new one with them. Every
+    /// clone of this client uses them from then on.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConfig`] for credentials [`Client::new`] would refuse; the old ones
+    /// stay in use.
+    pub fn rotate_credentials(&self, credentials: Credentials) -> Result<()> {
+        let secret = secret(&credentials, &self.inner.caller.config.config_url)?;
+        self.inner.tokens.rotate(secret);
+        Ok(())
     }
 
     /// A handle on the same client (connections, admin token) whose calls are reported to
@@ -129,3 +116,39 @@ impl Client {
 
 #[cfg(test)]
 mod tests;
+
+/// Checks credentials as [`Client::new`] does and parses an App key once.
+fn secret(credentials: &Credentials, config_url: &ConfigUrl) -> Result<Secret> {
+    let app_key = match credentials {
+        Credentials::Pat(token) => {
+            if token.expose_secret().is_empty() {
+                return Err(Error::InvalidConfig {
+                    reason: "the personal access token is empty".to_owned(),
+                });
+            }
+            if http::HeaderValue::from_str(token.expose_secret()).is_err() {
+                return Err(Error::InvalidConfig {
+                    reason: "the personal access token contains characters an HTTP header \
+                             cannot carry (a line break or control character copied with \
+                             it?); give the token alone"
+                        .to_owned(),
+                });
+            }
+            None
+        }
+        Credentials::App(app) => {
+            if matches!(config_url.scope(), Scope::Enterprise { .. }) {
+                return Err(Error::InvalidConfig {
+                    reason: "GitHub App authentication is not supported for enterprise scope; \
+                             use a personal access token with manage_runners:enterprise"
+                        .to_owned(),
+                });
+            }
+            Some(AppKey::from_pem(&app.private_key)?)
+        }
+    };
+    Ok(Secret {
+        credentials: credentials.clone(),
+        app_key,
+    })
+}

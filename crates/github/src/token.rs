@@ -26,8 +26,8 @@ use secrecy::{ExposeSecret, SecretString};
 /// ([`Error::SharedRefresh`]) instead of each running the whole chain (and its retry budget)
 /// again, one after another.
 pub(crate) struct TokenChain {
-    /// The parsed GitHub App key (App credentials only).
-    app_key: Option<AppKey>,
+    /// The credentials the chain starts from, replaced whole by a rotation.
+    secret: RwLock<Arc<Secret>>,
     current: RwLock<Option<Arc<AdminConnection>>>,
     /// Held for the duration of a refresh; holds the failure of the last refresh, if it failed.
     refresh: tokio::sync::Mutex<Option<Arc<Error>>>,
@@ -36,9 +36,9 @@ pub(crate) struct TokenChain {
 }
 
 impl TokenChain {
-    pub(crate) fn new(app_key: Option<AppKey>) -> Self {
+    pub(crate) fn new(secret: Secret) -> Self {
         Self {
-            app_key,
+            secret: RwLock::new(Arc::new(secret)),
             current: RwLock::new(None),
             refresh: tokio::sync::Mutex::new(None),
             finished: AtomicU64::new(0),
@@ -62,6 +62,30 @@ impl TokenChain {
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(connection);
     }
 
+    /// The credentials the next refresh starts from.
+    fn secret(&self) -> Arc<Secret> {
+        Arc::clone(
+            &self
+                .secret
+                .read()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
+    }
+
+    /// Replaces the credentials and forgets the cached connection, so the next call runs the
+    /// chain with the new secret (the admin token of the old one is dropped with it: a
+    /// revoked PAT may take its tokens with it).
+    pub(crate) fn rotate(&self, secret: Secret) {
+        *self
+            .secret
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(secret);
+        *self
+            .current
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
+    }
+
     /// Forgets the cached connection if it still holds `token` (it was rejected with 401).
     pub(crate) fn invalidate(&self, token: &SecretString) {
         let mut guard = self
@@ -75,6 +99,12 @@ impl TokenChain {
             *guard = None;
         }
     }
+}
+
+/// Credentials as the chain uses them: the App key parsed once.
+pub(crate) struct Secret {
+    pub(crate) credentials: Credentials,
+    pub(crate) app_key: Option<AppKey>,
 }
 
 #[derive(Deserialize)]
@@ -163,10 +193,11 @@ impl AdminTokens<'_> {
 
     /// Runs the whole chain once.
     async fn fetch_admin_connection(&self) -> Result<AdminConnection> {
-        let rest_token = match &self.caller.config.credentials {
+        let secret = self.chain.secret();
+        let rest_token = match &secret.credentials {
             Credentials::Pat(token) => token.clone(),
             Credentials::App(app) => {
-                self.installation_token(&app.client_id, app.installation_id)
+                self.installation_token(&secret, &app.client_id, app.installation_id)
                     .await?
             }
         };
@@ -185,11 +216,11 @@ impl AdminTokens<'_> {
     /// `POST {api}/app/installations/{id}/access_tokens` with the App JWT; expects 201.
     async fn installation_token(
         &self,
+        secret: &Secret,
         client_id: &str,
         installation_id: i64,
     ) -> Result<SecretString> {
-        let key = self
-            .chain
+        let key = secret
             .app_key
             .as_ref()
             .ok_or_else(|| Error::InvalidConfig {

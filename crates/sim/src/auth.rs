@@ -80,8 +80,9 @@ pub(crate) fn authorize_runner_admin(
         .rest_token()
         .ok_or_else(ApiError::requires_authentication)?;
     let now = shared.clock.now();
+    let pat = lock(&shared.pats).presented(token);
     let state = lock(&shared.state);
-    if let Some(pat) = shared.config.pats.iter().find(|p| p.token == token) {
+    if let Some(pat) = pat {
         if !state.has_scope(scope) {
             return Err(ApiError::rest_not_found());
         }

@@ -26,6 +26,14 @@ struct EnqueueBody {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PatBody {
+    token: String,
+    #[serde(default)]
+    scopes: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct AdvanceBody {
     seconds: f64,
 }
@@ -98,6 +106,26 @@ pub(crate) fn handle(shared: &std::sync::Arc<Shared>, req: &Request) -> Outcome 
         }
         (&Method::GET, ["polls"]) => {
             Ok(Reply::json(200, json!({ "waiting": sim.waiting_polls() })))
+        }
+        (&Method::GET, ["pats"]) => Ok(Reply::json(200, to_json(&sim.pat_uses()))),
+        (&Method::POST, ["pats"]) => {
+            let body: PatBody = parse(req)?;
+            if body.token.is_empty() {
+                return Err(ApiError::control(400, "token must not be empty"));
+            }
+            sim.add_pat(crate::PatSeed {
+                token: body.token,
+                scopes: body.scopes,
+            });
+            Ok(Reply::empty(204))
+        }
+        (&Method::POST, ["pats", "revoke"]) => {
+            let body: PatBody = parse(req)?;
+            if sim.revoke_pat(&body.token) {
+                Ok(Reply::empty(204))
+            } else {
+                Err(ApiError::control(404, "no such PAT was ever accepted"))
+            }
         }
         (&Method::GET, ["time"]) => Ok(Reply::json(200, time(&sim))),
         (&Method::POST, ["time", "advance"]) => {

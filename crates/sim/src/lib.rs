@@ -70,6 +70,7 @@ mod control;
 mod error;
 mod exception;
 mod fault;
+mod pats;
 mod protocol;
 mod queue;
 mod quota;
@@ -95,6 +96,7 @@ pub use error::Error;
 pub use fault::{
     Burst, Faults, NestedStyle, RaceCreate, RateLimit, RestRateLimit, RestRateLimitAnswer,
 };
+pub use pats::PatUse;
 pub use running::RunningSim;
 pub use simulator::{ForeignScaleSet, Simulator};
 pub use snapshot::{

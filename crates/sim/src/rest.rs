@@ -124,7 +124,7 @@ pub(crate) fn rate_limit(shared: &Shared, req: &Request) -> Outcome {
     let now = shared.clock.now();
     if req.headers.contains_key(AUTHORIZATION) {
         let token = req.rest_token().ok_or_else(ApiError::bad_credentials)?;
-        let known = shared.config.pats.iter().any(|p| p.token == token)
+        let known = lock(&shared.pats).presented(token).is_some()
             || lock(&shared.state)
                 .installation_tokens
                 .get(token)

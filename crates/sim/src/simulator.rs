@@ -41,6 +41,8 @@ pub(crate) struct Shared {
     pub(crate) state: Mutex<State>,
     pub(crate) faults: Mutex<Faults>,
     pub(crate) log: Mutex<RequestLog>,
+    /// The PATs accepted now (seeded from `config.pats`; added and revoked while running).
+    pub(crate) pats: Mutex<crate::pats::Pats>,
     /// REST calls counted for `GET /api/v3/rate_limit`.
     pub(crate) quota: Mutex<RestQuota>,
     /// The placeholder runner archives `…/actions/runners/downloads` lists.
@@ -199,6 +201,7 @@ impl Simulator {
         let shared = Shared {
             state: Mutex::new(state),
             log: Mutex::new(RequestLog::new(config.request_log_capacity)),
+            pats: Mutex::new(crate::pats::Pats::new(&config.pats)),
             quota: Mutex::new(RestQuota::default()),
             downloads: RunnerDownloads::new(),
             faults: Mutex::new(faults),
@@ -257,6 +260,24 @@ impl Simulator {
     /// The most recent requests, oldest first (bounded by the configured capacity).
     pub fn request_log(&self) -> Vec<RequestRecord> {
         lock(&self.shared.log).records()
+    }
+
+    /// Accepts a PAT from now on (the first half of a rotation; a revoked one is accepted
+    /// again).
+    pub fn add_pat(&self, pat: crate::PatSeed) {
+        lock(&self.shared.pats).add(pat);
+    }
+
+    /// Revokes a PAT: presenting it is answered 401 from now on. False when the simulator
+    /// never accepted it.
+    pub fn revoke_pat(&self, token: &str) -> bool {
+        lock(&self.shared.pats).revoke(token)
+    }
+
+    /// Every PAT the simulator accepted, with how often each was presented and whether it
+    /// is revoked.
+    pub fn pat_uses(&self) -> Vec<crate::PatUse> {
+        lock(&self.shared.pats).uses()
     }
 
     /// Forgets request counts and the request log.
