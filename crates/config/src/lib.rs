@@ -16,6 +16,7 @@
 
 mod overrides;
 mod raw;
+mod secret_file;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -31,6 +32,7 @@ use scaleset_provider::ProviderConfig;
 use scaleset_store::StoreOptions;
 use uuid::Uuid;
 
+pub use secret_file::{SecretFile, SecretForm};
 pub use validate::describe_credentials;
 
 /// The prefix of every environment override.
@@ -99,6 +101,8 @@ pub struct Config {
     pub fake: FakeConfig,
     /// The declared fleet: credentials and the scale sets applied to the store on start.
     pub fleet: Fleet,
+    /// The fleet's credentials whose secret is in a file, watched for rotation.
+    pub secret_files: Vec<SecretFile>,
 }
 
 /// The worker process's own settings (`[worker]`).

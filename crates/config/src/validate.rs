@@ -14,8 +14,8 @@ use uuid::Uuid;
 
 use crate::raw::{RawConfig, RawCredentials, RawEncryption, RawScaleSet, RawServer, RawWorker};
 use crate::{
-    Config, DeclaredScaleSet, FakeConfig, Fleet, Problem, ServerConfig, TlsFiles, WorkerConfig,
-    parse_duration,
+    Config, DeclaredScaleSet, FakeConfig, Fleet, Problem, SecretFile, SecretForm, ServerConfig,
+    TlsFiles, WorkerConfig, parse_duration,
 };
 
 mod app;
@@ -129,7 +129,7 @@ pub(crate) fn validate(
         external_needs_instance_api_url(&mut p, &providers);
     }
     let fake = fake(&mut p, raw.fake);
-    let credentials = credentials(&mut p, &raw.credentials, env);
+    let (credentials, secret_files) = credentials(&mut p, &raw.credentials, env);
     let names: BTreeSet<&str> = credentials.iter().map(|c| c.name.as_str()).collect();
     let provider_names: BTreeSet<&str> = providers.iter().map(|c| c.name.as_str()).collect();
     let scale_sets = scale_sets(&mut p, &raw.scale_set, &names, Some(&provider_names));
@@ -156,6 +156,7 @@ pub(crate) fn validate(
                     credentials,
                     scale_sets,
                 },
+                secret_files,
             })
         }
         _ => Err(p.0),
@@ -498,12 +499,14 @@ fn http_url(p: &mut Problems, key: &str, text: &str) -> Option<url::Url> {
     }
 }
 
+/// The declared credentials, and which of their secrets live in files (to re-read on rotation).
 fn credentials(
     p: &mut Problems,
     raw: &[RawCredentials],
     env: &BTreeMap<String, String>,
-) -> Vec<NewCredentials> {
+) -> (Vec<NewCredentials>, Vec<SecretFile>) {
     let mut out: Vec<NewCredentials> = Vec::new();
+    let mut files = Vec::new();
     for (index, c) in raw.iter().enumerate() {
         let at = format!("credentials[{index}]");
         let name = p.required(
@@ -547,6 +550,29 @@ fn credentials(
             continue;
         }
         if let (Some(name), Some(endpoint), Some(auth)) = (name, endpoint, auth) {
+            let file = match &auth {
+                Auth::Pat { .. } => c.token_file.clone().map(|path| (path, SecretForm::Pat)),
+                Auth::App {
+                    app_id,
+                    installation_id,
+                    ..
+                } => c.private_key_file.clone().map(|path| {
+                    (
+                        path,
+                        SecretForm::AppKey {
+                            app_id: *app_id,
+                            installation_id: *installation_id,
+                        },
+                    )
+                }),
+            };
+            if let Some((path, form)) = file {
+                files.push(SecretFile {
+                    credentials: name.to_owned(),
+                    path,
+                    form,
+                });
+            }
             out.push(NewCredentials {
                 name: name.to_owned(),
                 endpoint: Endpoint {
@@ -557,7 +583,7 @@ fn credentials(
             });
         }
     }
-    out
+    (out, files)
 }
 
 /// The PAT form of table `at`: `token_env` or `token_file`, the token trimmed.
@@ -753,7 +779,7 @@ pub(crate) fn fleet(
 ) -> Result<Fleet, Vec<Problem>> {
     let mut p = Problems::default();
     let credentials = match env {
-        Some(env) => credentials(&mut p, &raw.credentials, env),
+        Some(env) => credentials(&mut p, &raw.credentials, env).0,
         None => {
             for index in 0..raw.credentials.len() {
                 p.add(

@@ -154,3 +154,46 @@ fn a_fleet_sent_over_the_api_still_refuses_app_credentials() {
         "{err}"
     );
 }
+
+/// Issue 31 item 3: the secrets in files are kept with where they came from, so a rotation
+/// (the file replaced) is read again; a secret from the environment is not watched.
+#[test]
+fn issue_31_secrets_in_files_are_kept_for_rotation_and_environment_ones_are_not() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let key = dir.path().join("app.pem");
+    std::fs::write(&key, APP_KEY).expect("key");
+    let text = app_file(&format!(
+        "app_id = 12345\ninstallation_id = 678\nprivate_key_file = \"{}\"",
+        key.display()
+    ));
+    let config = Config::parse("test.toml", &text, &base_env()).expect("valid");
+    assert_eq!(
+        config.secret_files,
+        [SecretFile {
+            credentials: "gh".to_owned(),
+            path: key.clone(),
+            form: SecretForm::AppKey {
+                app_id: 12345,
+                installation_id: 678,
+            },
+        }]
+    );
+    assert_eq!(
+        config.secret_files[0].read().expect("readable"),
+        config.fleet.credentials[0].auth
+    );
+
+    let token = dir.path().join("token");
+    std::fs::write(&token, "ghp_file\n").expect("token");
+    let text = GOOD.replace(
+        "token_env = \"GH_TOKEN\"",
+        &format!("token_file = \"{}\"", token.display()),
+    );
+    let config = Config::parse("test.toml", &text, &base_env()).expect("valid");
+    assert_eq!(config.secret_files.len(), 1);
+    assert_eq!(config.secret_files[0].form, SecretForm::Pat);
+    assert_eq!(config.secret_files[0].path, token);
+
+    let config = Config::parse("test.toml", GOOD, &base_env()).expect("valid");
+    assert!(config.secret_files.is_empty(), "token_env is not a file");
+}

@@ -1,0 +1,127 @@
+//! Secrets of declared credentials that live in files (`token_file`, `private_key_file`): the
+//! files Kubernetes and vault agents replace to rotate a secret. The process keeps where each
+//! came from, so it can read the file again and use the new secret without a restart.
+
+use std::path::PathBuf;
+
+use scaleset_store::{Auth, SecretString};
+
+/// One `[[credentials]]` secret held in a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretFile {
+    /// The `[[credentials]]` name.
+    pub credentials: String,
+    /// The file, as the configuration names it.
+    pub path: PathBuf,
+    /// What the file holds.
+    pub form: SecretForm,
+}
+
+/// What a [`SecretFile`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretForm {
+    /// A personal access token (`token_file`).
+    Pat,
+    /// The private key of GitHub App `app_id`, installation `installation_id`
+    /// (`private_key_file`).
+    AppKey {
+        /// The App's id.
+        app_id: i64,
+        /// The installation's id.
+        installation_id: i64,
+    },
+}
+
+impl SecretFile {
+    /// The credentials' secret as the file holds it now, checked as at start (a PAT trimmed
+    /// and not empty; an App key the GitHub client can sign with).
+    ///
+    /// # Errors
+    ///
+    /// A message naming the file, what is wrong and what to do (the secret is never in it).
+    pub fn read(&self) -> Result<Auth, String> {
+        let path = self.path.display();
+        let text = std::fs::read_to_string(&self.path)
+            .map_err(|e| format!("cannot read {path}: {e}; keeping the secret in use"))?;
+        match self.form {
+            SecretForm::Pat => {
+                let token = text.trim();
+                if token.is_empty() {
+                    return Err(format!(
+                        "{path} is empty (replaced half-way?); keeping the token in use until \
+                         it holds a token"
+                    ));
+                }
+                Ok(Auth::Pat {
+                    token: SecretString::from(token.to_owned()),
+                })
+            }
+            SecretForm::AppKey {
+                app_id,
+                installation_id,
+            } => {
+                let private_key = SecretString::from(text);
+                scaleset_github::app_key_fingerprint(&private_key).map_err(|e| {
+                    format!(
+                        "{path}: {e}; keeping the key in use until it holds the PEM private key \
+                         GitHub generated for App {app_id}"
+                    )
+                })?;
+                Ok(Auth::App {
+                    app_id,
+                    installation_id,
+                    private_key,
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = include_str!("../../sim/tests/conformance/app-key.pem");
+
+    #[test]
+    fn a_rotated_file_is_read_again_and_a_bad_one_refused_without_the_secret() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        let file = SecretFile {
+            credentials: "c".to_owned(),
+            path: path.clone(),
+            form: SecretForm::Pat,
+        };
+        assert!(file.read().unwrap_err().contains("cannot read"));
+        std::fs::write(&path, "  ghp_new\n").unwrap();
+        assert_eq!(
+            file.read().unwrap(),
+            Auth::Pat {
+                token: SecretString::from("ghp_new")
+            }
+        );
+        std::fs::write(&path, "\n").unwrap();
+        assert!(file.read().unwrap_err().contains("is empty"));
+
+        let key = SecretFile {
+            form: SecretForm::AppKey {
+                app_id: 7,
+                installation_id: 8,
+            },
+            ..file
+        };
+        std::fs::write(&path, "-----BEGIN PRIVATE KEY-----\nnot a key\n").unwrap();
+        let refused = key.read().unwrap_err();
+        assert!(refused.contains("App 7"), "{refused}");
+        assert!(!refused.contains("not a key"), "{refused}");
+        std::fs::write(&path, KEY).unwrap();
+        assert!(matches!(
+            key.read().unwrap(),
+            Auth::App {
+                app_id: 7,
+                installation_id: 8,
+                ..
+            }
+        ));
+    }
+}
