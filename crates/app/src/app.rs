@@ -42,6 +42,11 @@ pub struct App {
     store: Arc<dyn Store>,
     identity: ControllerIdentity,
     clients: Arc<dyn ClientFactory>,
+    /// The same factory, for handing it rotated secrets.
+    store_clients: Arc<StoreClientFactory>,
+    /// The declared secrets in files, watched for rotation, and the credentials they belong to.
+    secret_files: Vec<scaleset_config::SecretFile>,
+    declared: Vec<scaleset_store::NewCredentials>,
     settings: Settings,
     provider_names: Vec<String>,
     limits: Limits,
@@ -124,8 +129,10 @@ impl App {
         // GitHub through HTTPS_PROXY / HTTP_PROXY / NO_PROXY, as the official client does.
         let proxy = scaleset_github::ProxyConfig::from_env(&Vars(&env.vars));
         tracing::info!(proxy = %proxy, "GitHub proxy settings from the environment");
-        let clients = StoreClientFactory::new(store.clone())
-            .with_config(move |config| config.with_proxy(proxy.clone()));
+        let clients = Arc::new(
+            StoreClientFactory::new(store.clone())
+                .with_config(move |config| config.with_proxy(proxy.clone())),
+        );
         let limits = Limits {
             max_body_bytes: config.server.max_body_size,
             ..Limits::default()
@@ -134,7 +141,10 @@ impl App {
             id,
             store,
             identity,
-            clients: Arc::new(clients),
+            clients: clients.clone(),
+            store_clients: clients,
+            secret_files: config.secret_files.clone(),
+            declared: config.fleet.credentials.clone(),
             settings: config.settings.clone(),
             provider_names: config.providers.iter().map(|p| p.name.clone()).collect(),
             limits,
@@ -190,6 +200,13 @@ impl App {
             state = state.with_worker(self.settings.worker.clone());
         }
         let cancel = CancellationToken::new();
+        if !self.secret_files.is_empty() {
+            let (store, clients, stop) = (self.store.clone(), self.store_clients, cancel.clone());
+            let (files, declared) = (self.secret_files, self.declared);
+            tokio::spawn(async move {
+                crate::rotation::watch(files, &declared, store, clients, stop).await;
+            });
+        }
         let task = controller.map(|c| tokio::spawn(c.run(cancel.clone())));
         Running {
             state: Arc::new(state),

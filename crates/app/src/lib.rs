@@ -14,7 +14,9 @@
 //! 6. on [`App::start`], one HTTP state: [`Running::api_router`] (the API, the status page and
 //!    the probes) or [`Running::probes_router`] (`/healthz`, `/readyz`, `/metrics` alone), the
 //!    same handlers either way; `/readyz` has one meaning everywhere: **the store answers**
-//!    (`scaleset_api::v1::Readiness`).
+//!    (`scaleset_api::v1::Readiness`); and the watch on the secrets declared in files
+//!    (`token_file`, `private_key_file`): one replaced is re-sealed in the store and used by
+//!    the GitHub clients from their next token fetch, without a restart.
 //!
 //! The console (logging setup, output that survives a closed pipe) is here once too:
 //! [`console`]. The binaries only parse arguments, load the configuration, bind their
@@ -31,6 +33,7 @@ mod crash;
 mod env;
 mod error;
 mod providers;
+mod rotation;
 mod signals;
 
 pub use app::{App, FleetApplied, Running, Stopped};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use scaleset_github::{Client, ClientConfig, ConfigUrl, Credentials};
-use scaleset_store::{Auth, Endpoint, EntityId, EntityKind, ScaleSet, Store};
+use scaleset_store::{Auth, CredentialsId, Endpoint, EntityId, EntityKind, ScaleSet, Store};
 
 use crate::error::{Error, store};
 use crate::metrics::Metrics;
@@ -52,7 +52,8 @@ impl ClientFactory for Observed {
 pub struct StoreClientFactory {
     store: Arc<dyn Store>,
     configure: Configure,
-    cache: tokio::sync::Mutex<HashMap<EntityId, Client>>,
+    /// Each entity's client, with the credentials it was built from (what a rotation finds).
+    cache: tokio::sync::Mutex<HashMap<EntityId, (CredentialsId, Client)>>,
 }
 
 impl std::fmt::Debug for StoreClientFactory {
@@ -88,7 +89,7 @@ impl ClientFactory for StoreClientFactory {
     async fn client(&self, scale_set: &ScaleSet) -> Result<Client, Error> {
         // Held while a missing client is built: the others asking for it wait, then share it.
         let mut cache = self.cache.lock().await;
-        if let Some(client) = cache.get(&scale_set.entity_id) {
+        if let Some((_, client)) = cache.get(&scale_set.entity_id) {
             return Ok(client.clone());
         }
         let entity = self
@@ -108,8 +109,51 @@ impl ClientFactory for StoreClientFactory {
             &entity.kind,
             self.configure.as_ref(),
         )?;
-        cache.insert(scale_set.entity_id, client.clone());
+        cache.insert(scale_set.entity_id, (credentials.id, client.clone()));
         Ok(client)
+    }
+}
+
+impl StoreClientFactory {
+    /// Hands a rotated secret of credentials `id` to every client built from them: each one's
+    /// next token fetch uses it (clients built later read it from the store). Returns how many
+    /// clients took it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] when the GitHub client refuses the new secret (the old one stays in
+    /// use).
+    pub async fn rotate(&self, id: CredentialsId, name: &str, auth: &Auth) -> Result<usize, Error> {
+        let cache = self.cache.lock().await;
+        let mut rotated = 0;
+        let mut refused = None;
+        for (credentials, client) in cache.values() {
+            if *credentials != id {
+                continue;
+            }
+            match client.rotate_credentials(github_credentials(auth)) {
+                Ok(()) => rotated += 1,
+                Err(e) => {
+                    refused.get_or_insert(Error::Config {
+                        what: format!("credentials {name:?}"),
+                        reason: format!("the rotated secret is refused: {e}"),
+                    });
+                }
+            }
+        }
+        refused.map_or(Ok(rotated), Err)
+    }
+}
+
+/// The GitHub client's form of stored credentials.
+fn github_credentials(auth: &Auth) -> Credentials {
+    match auth {
+        Auth::Pat { token } => Credentials::pat(token.clone()),
+        Auth::App {
+            app_id,
+            installation_id,
+            private_key,
+        } => Credentials::app(app_id.to_string(), *installation_id, private_key.clone()),
     }
 }
 
@@ -133,15 +177,7 @@ pub(crate) fn build_client(
     };
     let url = ConfigUrl::parse(&format!("{base}/{path}"))
         .map_err(|e| config_error(format!("the config URL is invalid: {e}")))?;
-    let github_credentials = match auth {
-        Auth::Pat { token } => Credentials::pat(token.clone()),
-        Auth::App {
-            app_id,
-            installation_id,
-            private_key,
-        } => Credentials::app(app_id.to_string(), *installation_id, private_key.clone()),
-    };
-    let mut config = ClientConfig::new(url, github_credentials);
+    let mut config = ClientConfig::new(url, github_credentials(auth));
     let api = url_parse(&endpoint.api_base_url)
         .map_err(|e| config_error(format!("the API base URL is invalid: {e}")))?;
     config = config.with_api_base(api);

@@ -6,6 +6,7 @@ mod apps;
 mod helpers;
 mod logs;
 mod outage;
+mod rotation;
 mod rules;
 mod spreading;
 

@@ -196,3 +196,70 @@ async fn readyz_means_the_store_answers_in_every_process() {
     );
     assert_eq!(worker.stop().await.expect("stopped"), Stopped::Cleanly);
 }
+
+/// Issue 31 item 3: a `token_file` replaced while the process runs is re-sealed in the store
+/// (a half-written, empty one is not taken), and a restart with the rotated file finds
+/// nothing to change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue_31_a_rotated_token_file_is_resealed_in_the_store_without_a_restart() {
+    let (sim, base, stop_sim) = simulator().await;
+    sim.add_pat(scaleset_sim::PatSeed {
+        token: "ghp_rotated".to_owned(),
+        scopes: Vec::new(),
+    });
+    let dir = tempfile::tempdir().expect("a directory");
+    let state = dir.path().join("fake");
+    let config = config(dir.path(), &fleet(dir.path(), &base, &state));
+    let app = App::build(&config, &Env::new(Default::default()))
+        .await
+        .expect("built");
+    let running = app.start();
+    let store = running.store();
+    let secret = || async {
+        match store
+            .get_credentials_by_name("sim")
+            .await
+            .expect("stored")
+            .auth
+        {
+            scaleset_store::Auth::Pat { token } => {
+                scaleset_store::ExposeSecret::expose_secret(&token).to_owned()
+            }
+            other => panic!("a PAT was declared, got {other:?}"),
+        }
+    };
+    assert_eq!(secret().await, "ghp_simulator");
+
+    let token = dir.path().join("token");
+    std::fs::write(&token, "\n").expect("an empty token file");
+    std::fs::write(&token, "ghp_rotated\n").expect("the rotated token");
+    eventually("the rotated token is sealed in the store", || async {
+        (secret().await == "ghp_rotated").then_some(())
+    })
+    .await;
+    assert_eq!(running.stop().await.expect("stopped"), Stopped::Cleanly);
+
+    let again = App::build(
+        &config_reread(dir.path(), &base, &state),
+        &Env::new(Default::default()),
+    )
+    .await
+    .expect("built again");
+    assert_eq!(
+        again.applied(),
+        Some(FleetApplied {
+            unchanged: 1,
+            ..FleetApplied::default()
+        })
+    );
+    stop_sim.cancel();
+}
+
+/// The configuration of [`fleet`] read again, its token file as it is now.
+fn config_reread(dir: &Path, base: &str, state: &Path) -> Config {
+    let token = dir.join("token");
+    let rotated = std::fs::read_to_string(&token).expect("the token file");
+    let text = fleet(dir, base, state);
+    std::fs::write(&token, rotated).expect("the token file as it was");
+    config(dir, &text)
+}
