@@ -111,6 +111,7 @@ pub(crate) struct RawCredentials {
     pub(crate) token_env: Option<String>,
     pub(crate) token_file: Option<PathBuf>,
     pub(crate) ca_bundle_file: Option<PathBuf>,
+    pub(crate) trust_roots: Option<String>,
     /// The GitHub App form (`validate/app.rs`).
     pub(crate) app_id: Option<i64>,
     pub(crate) installation_id: Option<i64>,

@@ -4,6 +4,7 @@ use super::*;
 
 mod app;
 mod doors;
+mod endpoint;
 
 const KEY: &str = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=";
 

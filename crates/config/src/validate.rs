@@ -543,6 +543,7 @@ fn credentials(
                 })
                 .ok()
         });
+        let system_trust = trust_roots(p, &at, c);
         if let Some(name) = name
             && out.iter().any(|o| o.name == name)
         {
@@ -577,6 +578,7 @@ fn credentials(
                 name: name.to_owned(),
                 endpoint: Endpoint {
                     ca_bundle,
+                    system_trust,
                     ..endpoint
                 },
                 auth,
@@ -584,6 +586,35 @@ fn credentials(
         }
     }
     (out, files)
+}
+
+/// `trust_roots` of table `at`: whether the machine's certificate store is trusted instead of
+/// the built-in roots.
+fn trust_roots(p: &mut Problems, at: &str, c: &RawCredentials) -> bool {
+    let key = format!("{at}.trust_roots");
+    let system = match c.trust_roots.as_deref().map(str::trim) {
+        None | Some("builtin") => false,
+        Some("system") => true,
+        Some(other) => {
+            p.add(
+                &key,
+                format!(
+                    "{other:?} is not a choice; write \"builtin\" (the web PKI roots built in: \
+                     github.com, GHE.com) or \"system\" (this machine's certificate store, for \
+                     a GHES whose CA is installed there)"
+                ),
+            );
+            false
+        }
+    };
+    if c.trust_roots.is_some() && c.ca_bundle_file.is_some() {
+        p.add(
+            key,
+            "give trust_roots or ca_bundle_file, not both: a CA bundle is the only thing \
+             trusted when it is given; remove one of them",
+        );
+    }
+    system
 }
 
 /// The PAT form of table `at`: `token_env` or `token_file`, the token trimmed.

@@ -381,6 +381,7 @@ async fn populate(
                 base_url: sim.base.clone(),
                 api_base_url: format!("{}/api/v3", sim.base),
                 ca_bundle: sim.ca.clone(),
+                system_trust: false,
             },
             auth: Auth::Pat {
                 token: SecretString::from("ghp_simulator"),

@@ -183,6 +183,8 @@ pub(crate) fn build_client(
     config = config.with_api_base(api);
     if let Some(bundle) = &endpoint.ca_bundle {
         config = config.with_ca_bundle_pem(bundle.as_bytes().to_vec());
+    } else if endpoint.system_trust {
+        config = config.with_trust_roots(scaleset_github::TrustRoots::System);
     }
     Client::new(configure(config))
         .map_err(|e| config_error(format!("cannot build a GitHub client: {e}")))

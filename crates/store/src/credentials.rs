@@ -24,6 +24,9 @@ pub struct Endpoint {
     pub api_base_url: String,
     /// Extra CA certificates (PEM) to trust for a GHES endpoint.
     pub ca_bundle: Option<String>,
+    /// Trust the operating system's certificate store instead of the built-in web PKI roots
+    /// (a GHES whose CA the machine's administrators installed); without a `ca_bundle` only.
+    pub system_trust: bool,
 }
 
 impl Endpoint {
@@ -33,6 +36,7 @@ impl Endpoint {
             base_url: "https://github.com".to_owned(),
             api_base_url: "https://api.github.com".to_owned(),
             ca_bundle: None,
+            system_trust: false,
         }
     }
 
@@ -75,6 +79,7 @@ impl Endpoint {
                 base_url: trimmed(&base),
                 api_base_url: api,
                 ca_bundle,
+                system_trust: false,
             }),
             _ => Err(problems),
         }
@@ -106,6 +111,7 @@ impl Endpoint {
         base_url: String,
         api_base_url: String,
         ca_bundle: Option<String>,
+        system_trust: bool,
     ) -> Self {
         let wrong_ghe = url::Url::parse(&base_url).ok().filter(|base| {
             base.host_str()
@@ -121,6 +127,7 @@ impl Endpoint {
             base_url,
             api_base_url,
             ca_bundle,
+            system_trust,
         }
     }
 }

@@ -52,6 +52,7 @@ pub fn simulator_credentials(base: &str) -> NewCredentials {
             base_url: base.to_owned(),
             api_base_url: format!("{base}/api/v3"),
             ca_bundle: None,
+            system_trust: false,
         },
         auth: Auth::Pat {
             token: SecretString::from("ghp_simulator"),

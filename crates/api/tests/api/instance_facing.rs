@@ -50,6 +50,7 @@ async fn instances(app: &App, names: &[&str], valid_for: Duration) -> Vec<String
                 base_url: "https://ghes.example.com".to_owned(),
                 api_base_url: "https://ghes.example.com/api/v3".to_owned(),
                 ca_bundle: Some(format!("{CERT_A}\n{CERT_B}\n")),
+                system_trust: false,
             },
             auth: Auth::Pat {
                 token: SecretString::from("ghp_x"),

@@ -656,6 +656,11 @@ fn credentials_steps(fleet: &Fleet, world: &World) -> Vec<CredentialsStep> {
                 bundle(declared.endpoint.ca_bundle.as_deref()),
             );
             compare(
+                "endpoint.trust_roots",
+                from(|c| trust_roots(&c.endpoint)),
+                trust_roots(&declared.endpoint),
+            );
+            compare(
                 "auth",
                 from(|c| auth_kind(&c.auth)),
                 auth_kind(&declared.auth),
@@ -685,6 +690,15 @@ fn credentials_steps(fleet: &Fleet, world: &World) -> Vec<CredentialsStep> {
 /// A CA bundle as a plan shows it: whether there is one and how long, never its text.
 fn bundle(pem: Option<&str>) -> String {
     pem.map_or_else(|| "none".to_owned(), |p| format!("{} bytes", p.len()))
+}
+
+/// The configuration's word for the endpoint's trust roots (a CA bundle is its own field).
+fn trust_roots(endpoint: &scaleset_store::Endpoint) -> String {
+    if endpoint.system_trust {
+        "system".to_owned()
+    } else {
+        "builtin".to_owned()
+    }
 }
 
 fn auth_kind(auth: &Auth) -> String {

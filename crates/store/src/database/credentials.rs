@@ -24,6 +24,7 @@ struct Row {
     base_url: String,
     api_base_url: String,
     ca_bundle: Option<String>,
+    system_trust: bool,
     created_at: i64,
     updated_at: i64,
 }
@@ -69,6 +70,7 @@ fn to_row(
         base_url: new.endpoint.base_url.clone(),
         api_base_url: new.endpoint.api_base_url.clone(),
         ca_bundle: new.endpoint.ca_bundle.clone(),
+        system_trust: new.endpoint.system_trust,
         created_at: created_at.unix_millis(),
         updated_at: ctx.now().unix_millis(),
     })
@@ -117,7 +119,12 @@ fn from_row(ctx: &Context, row: Row) -> Result<Credentials> {
     Ok(Credentials {
         id,
         name: row.name,
-        endpoint: Endpoint::from_stored(row.base_url, row.api_base_url, row.ca_bundle),
+        endpoint: Endpoint::from_stored(
+            row.base_url,
+            row.api_base_url,
+            row.ca_bundle,
+            row.system_trust,
+        ),
         auth,
         key_id: row.secret_key_id,
         created_at: Timestamp::from_unix_millis(row.created_at),
@@ -151,6 +158,7 @@ fn store_row(conn: &mut DbConnection, row: &Row) -> Result<usize> {
             credentials::base_url.eq(&row.base_url),
             credentials::api_base_url.eq(&row.api_base_url),
             credentials::ca_bundle.eq(&row.ca_bundle),
+            credentials::system_trust.eq(row.system_trust),
             credentials::updated_at.eq(row.updated_at),
         ))
         .execute(conn)

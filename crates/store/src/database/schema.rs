@@ -20,6 +20,7 @@ diesel::table! {
         base_url -> Text,
         api_base_url -> Text,
         ca_bundle -> Nullable<Text>,
+        system_trust -> Bool,
         created_at -> BigInt,
         updated_at -> BigInt,
     }

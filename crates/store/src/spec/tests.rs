@@ -244,18 +244,21 @@ fn a_ghe_com_endpoint_stored_with_the_old_derivation_reads_as_the_derived_one() 
         "https://acme.ghe.com".into(),
         "https://acme.ghe.com/api/v3".into(),
         None,
+        false,
     );
     assert_eq!(old.api_base_url, "https://api.acme.ghe.com");
     let ghes = Endpoint::from_stored(
         "https://ghes.example.com".into(),
         "https://ghes.example.com/api/v3".into(),
         None,
+        false,
     );
     assert_eq!(ghes.api_base_url, "https://ghes.example.com/api/v3");
     let chosen = Endpoint::from_stored(
         "https://acme.ghe.com".into(),
         "https://proxy.example/api".into(),
         None,
+        false,
     );
     assert_eq!(chosen.api_base_url, "https://proxy.example/api");
 }

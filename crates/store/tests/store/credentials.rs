@@ -18,6 +18,7 @@ store_tests!(
     concurrent_reseals_reseal_every_row_once,
     reseal_keeps_a_concurrent_update,
     secrets_are_redacted_in_debug,
+    issue_31_system_trust_is_stored_and_updated,
 );
 
 fn app(name: &str) -> NewCredentials {
@@ -29,6 +30,7 @@ fn app(name: &str) -> NewCredentials {
             ca_bundle: Some(
                 "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".to_owned(),
             ),
+            system_trust: false,
         },
         auth: Auth::App {
             app_id: 12345,
@@ -363,4 +365,40 @@ async fn secrets_are_redacted_in_debug(db: TestDb) {
     assert!(!text.contains("ghp_debug_visible"), "{text}");
     assert!(!text.contains("secret-app-key"), "{text}");
     assert!(text.contains("[REDACTED]"), "{text}");
+}
+
+/// Issue 31 item 4: `trust_roots = "system"` is kept with the endpoint (a migration adds the
+/// column, false for rows from before it) and follows an update.
+async fn issue_31_system_trust_is_stored_and_updated(db: TestDb) {
+    let store = db.open().await;
+    let mut system = pat("ghes", "ghp_x");
+    system.endpoint.system_trust = true;
+    let stored = store.create_credentials(system.clone()).await.unwrap();
+    assert!(stored.endpoint.system_trust);
+    assert_eq!(
+        store.get_credentials(stored.id).await.unwrap().endpoint,
+        system.endpoint
+    );
+    let built_in = store
+        .create_credentials(pat("dotcom", "ghp_y"))
+        .await
+        .unwrap();
+    assert!(
+        !store
+            .get_credentials(built_in.id)
+            .await
+            .unwrap()
+            .endpoint
+            .system_trust
+    );
+    system.endpoint.system_trust = false;
+    store.update_credentials(stored.id, system).await.unwrap();
+    assert!(
+        !store
+            .get_credentials(stored.id)
+            .await
+            .unwrap()
+            .endpoint
+            .system_trust
+    );
 }

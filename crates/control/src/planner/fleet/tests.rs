@@ -367,6 +367,23 @@ fn changed_credentials_are_an_update_that_hides_the_secret() {
     );
 }
 
+/// Issue 31 item 4: credentials declared with `trust_roots = "system"` and stored so (the
+/// column follows the endpoint) plan nothing on the next start with the same file.
+#[test]
+fn issue_31_a_restart_with_the_same_trust_roots_plans_no_change() {
+    let mut s = stored(&[spec("web")]);
+    s.world.credentials[0].endpoint.system_trust = true;
+    let mut f = fleet(vec![declared("web", "main")]);
+    f.credentials[0].endpoint.system_trust = true;
+    let plan = run(&f, &s.world, &HashMap::new(), false);
+    assert_eq!(plan.credentials[0].action, CredentialsAction::Unchanged);
+    assert!(plan.is_noop(), "{plan:?}");
+    f.credentials[0].endpoint.system_trust = false;
+    let plan = run(&f, &s.world, &HashMap::new(), false);
+    assert_eq!(plan.credentials[0].action, CredentialsAction::Update);
+    assert_eq!(plan.credentials[0].changes[0].field, "endpoint.trust_roots");
+}
+
 #[test]
 fn endpoint_and_auth_kind_changes_are_named() {
     let s = stored(&[]);
@@ -375,6 +392,7 @@ fn endpoint_and_auth_kind_changes_are_named() {
         base_url: "https://ghes.example".into(),
         api_base_url: "https://ghes.example/api/v3".into(),
         ca_bundle: None,
+        system_trust: true,
     };
     f.credentials[0].auth = Auth::App {
         app_id: 1,
@@ -388,12 +406,15 @@ fn endpoint_and_auth_kind_changes_are_named() {
         [
             "endpoint.base_url",
             "endpoint.api_base_url",
+            "endpoint.trust_roots",
             "auth",
             "secret"
         ]
     );
-    assert_eq!(step.changes[2].to.as_deref(), Some("app 1 installation 2"));
-    assert_eq!(step.changes[2].from.as_deref(), Some("pat"));
+    assert_eq!(step.changes[2].from.as_deref(), Some("builtin"));
+    assert_eq!(step.changes[2].to.as_deref(), Some("system"));
+    assert_eq!(step.changes[3].to.as_deref(), Some("app 1 installation 2"));
+    assert_eq!(step.changes[3].from.as_deref(), Some("pat"));
 }
 
 #[test]
