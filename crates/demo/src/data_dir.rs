@@ -89,6 +89,7 @@ impl DataDir {
         files.push(self.github_state());
         files.push(self.root.join("controller-id"));
         files.push(self.root.join("encryption.key"));
+        files.push(self.app_key_file());
         for file in files {
             match std::fs::remove_file(&file) {
                 Ok(()) => {}
@@ -111,6 +112,16 @@ impl DataDir {
             path,
             reason: format!("not a UUID ({e}); delete it with --reset to start over"),
         })
+    }
+
+    /// The demo GitHub App's private key (`github-app.pem`), written on the first run.
+    pub fn app_key_file(&self) -> PathBuf {
+        self.root.join("github-app.pem")
+    }
+
+    /// The demo GitHub App's private key, from [`DataDir::app_key_file`].
+    pub(crate) fn app_key(&self) -> Result<String, Error> {
+        self.read_or_create(&self.app_key_file(), || crate::github::APP_KEY.to_owned())
     }
 
     /// The encryption key's file (base64 of 32 bytes, owner-only), as the configuration names it.

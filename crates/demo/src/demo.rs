@@ -123,7 +123,8 @@ fn config(
     config.settings = options.settings.clone();
     config.worker.name = options.settings.worker.clone();
     config.worker.shutdown_timeout = options.shutdown_timeout;
-    config.fleet = fleet::declared(github_url)?;
+    let key = scaleset_store::SecretString::from(dir.app_key()?);
+    config.fleet = fleet::declared(github_url, key)?;
     Ok(config)
 }
 

@@ -14,7 +14,7 @@ use scaleset_store::{
 };
 
 use crate::error::Error;
-use crate::github::{ORGANIZATION, PAT};
+use crate::github::{APP_ID, INSTALLATION_ID, ORGANIZATION};
 
 /// The name of the demo's credentials in the store.
 pub const CREDENTIALS: &str = "simulated-github";
@@ -137,15 +137,18 @@ pub(crate) fn seed_github(sim: &Simulator, identity: &ControllerIdentity) -> Res
 }
 
 /// The demo's fleet as a fleet file would declare it: the credentials for the simulated GitHub
-/// at `github_url` (which may change between runs) and the three scale sets in organization
+/// at `github_url` (which may change between runs), the demo's GitHub App with
+/// `private_key` (read from the data directory), and the three scale sets in organization
 /// `acme`. Applied on every start through `scaleset_control::apply_declared`, the production
 /// path: what exists is left alone, what is missing (after a lost database) is stored again.
-pub(crate) fn declared(github_url: &str) -> Result<Fleet, Error> {
+pub(crate) fn declared(github_url: &str, private_key: SecretString) -> Result<Fleet, Error> {
     let credentials = NewCredentials {
         name: CREDENTIALS.to_owned(),
         endpoint: endpoint(github_url)?,
-        auth: Auth::Pat {
-            token: SecretString::from(PAT),
+        auth: Auth::App {
+            app_id: APP_ID,
+            installation_id: INSTALLATION_ID,
+            private_key,
         },
     };
     let scale_sets = FLEET

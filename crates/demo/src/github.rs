@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use scaleset_sim::{SimConfig, Simulator};
+use scaleset_sim::{AppPublicKey, AppSeed, InstallationSeed, SimConfig, Simulator};
 use scaleset_store::chain;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -18,11 +18,24 @@ pub const ORGANIZATION: &str = "acme";
 /// The PAT the simulated GitHub accepts (the simulator's default seed).
 pub const PAT: &str = "ghp_simulator";
 
+/// The GitHub App the demo's fleet authenticates as, and its installation on `acme`.
+pub const APP_ID: i64 = 31;
+/// The installation of [`APP_ID`] on [`ORGANIZATION`].
+pub const INSTALLATION_ID: i64 = 3101;
+/// The App's private key. ring (the one crypto library of the build) cannot generate RSA
+/// keys and the `rsa` crate would be a heavy dependency for a demo, so the demo ships one
+/// fixed key, for the simulated GitHub only: it is public, registered nowhere else, and
+/// written into the data directory so the fleet reads it the way an operator's
+/// `private_key_file` is read.
+pub(crate) const APP_KEY: &str = include_str!("../assets/demo-app-key.pem");
+
 /// How often the simulated world is written to disk while the demo runs.
 const SAVE_EVERY: Duration = Duration::from_secs(2);
 
 /// The simulator's settings for the demo: the default seed (organization `acme`, PAT
-/// `ghp_simulator`), `JobStarted` at once, owner names in session conflicts, and sessions that
+/// `ghp_simulator` for exploring with `scalesetctl`), the demo's GitHub App [`APP_ID`]
+/// registered with its public key (so its JWTs are signature-checked) and installed on
+/// `acme` as [`INSTALLATION_ID`], `JobStarted` at once, owner names in session conflicts, and sessions that
 /// expire after two minutes unpolled (so a demo killed with kill -9 is not locked out of its
 /// own scale sets for long).
 pub fn sim_config() -> SimConfig {
@@ -33,6 +46,23 @@ pub fn sim_config() -> SimConfig {
     config.conflict_names_owner = true;
     config.session_expiry = Some(Duration::from_secs(120));
     config.long_poll_hold = Duration::from_secs(20);
+    match AppPublicKey::of_private_key_pem(APP_KEY) {
+        Ok(public_key) => {
+            config.apps.push(AppSeed {
+                id: APP_ID.to_string(),
+                client_id: None,
+                public_key,
+            });
+            config.installations.push(InstallationSeed {
+                id: INSTALLATION_ID,
+                app_id: APP_ID.to_string(),
+                accounts: vec![ORGANIZATION.to_owned()],
+            });
+        }
+        // The committed key parses (a test says so); were it not to, the App's token fetch
+        // is refused with a message naming the App, not a panic.
+        Err(e) => tracing::error!(error = %e, "the demo's App key does not parse"),
+    }
     config
 }
 
@@ -118,5 +148,28 @@ impl Github {
             Err(e) => tracing::warn!(error = %e, "the simulated GitHub's task ended abnormally"),
         }
         Ok(self.sim.save_state(&self.path)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demo_app_is_registered_with_the_committed_key_and_installed_on_acme() {
+        let config = sim_config();
+        assert_eq!(config.apps.len(), 1);
+        assert_eq!(config.apps[0].id, APP_ID.to_string());
+        assert_eq!(
+            config.apps[0].public_key,
+            AppPublicKey::of_private_key_pem(APP_KEY).expect("the committed key parses")
+        );
+        let installation = config
+            .installations
+            .iter()
+            .find(|i| i.id == INSTALLATION_ID)
+            .expect("the demo's installation");
+        assert_eq!(installation.app_id, APP_ID.to_string());
+        assert_eq!(installation.accounts, [ORGANIZATION]);
     }
 }

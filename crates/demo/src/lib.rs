@@ -19,8 +19,10 @@
 //! [`Demo::app`].
 //!
 //! **What it deliberately does not do.** It talks to no real GitHub or cloud, and it is not a
-//! way to run production fleets: the simulator's PAT is public and its runners are state
-//! transitions. DESIGN allows the server to depend on the simulator only for this demo.
+//! way to run production fleets: the simulator's PAT and the demo App's key
+//! (`assets/demo-app-key.pem`, copied to `github-app.pem` in the data directory) are public,
+//! and its runners are state transitions. The fleet authenticates as a GitHub App, the way
+//! most organizations connect a manager, and the simulated GitHub checks its JWTs' signatures. DESIGN allows the server to depend on the simulator only for this demo.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), scaleset_demo::Error> {
@@ -45,5 +47,5 @@ pub use data_dir::DataDir;
 pub use demo::{Demo, DemoOptions};
 pub use error::Error;
 pub use fleet::{CREDENTIALS, Declared, FLEET, PROVIDER, spec};
-pub use github::{ORGANIZATION, PAT, sim_config};
+pub use github::{APP_ID, INSTALLATION_ID, ORGANIZATION, PAT, sim_config};
 pub use jobs::JobStream;

@@ -30,6 +30,7 @@ struct Running {
     page: String,
     api: String,
     token: String,
+    github: String,
     banner: String,
 }
 
@@ -76,6 +77,7 @@ async fn start(dir: &std::path::Path) -> Result<Running> {
         page: field("status page")?,
         api: field("API ")?,
         token: field("API token")?,
+        github: field("simulated GitHub")?,
         child,
         lines,
         banner,
@@ -136,6 +138,38 @@ async fn the_demo_serves_its_fleet_and_status_page_and_stops_on_ctrl_c() -> Resu
         .and_then(|items| items.iter().find(|i| i["spec"]["name"] == "release"))
         .context("release")?;
     assert_eq!(release["provenance"], "adopted", "{release}");
+    // Issue 31 item 5: the fleet authenticates as the demo's GitHub App (its key in the data
+    // directory), the simulated GitHub checking its JWTs; the simulator's PAT is never sent.
+    let key = std::fs::read_to_string(dir.path().join("github-app.pem"))?;
+    assert!(
+        key.starts_with("-----BEGIN PRIVATE KEY-----"),
+        "the App key file"
+    );
+    let github = demo.github.trim_end_matches('/');
+    let (status, _, body) = get(&format!("{github}/_sim/requests"), None).await?;
+    anyhow::ensure!(status == 200, "{status}: {body}");
+    let requests: Value = serde_json::from_str(&body)?;
+    let minted = requests["counts"]["installation_token"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(minted >= 1, "no installation token was fetched: {requests}");
+    let refused = requests["log"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| r["endpoint"] == "installation_token" && r["status"] != 201)
+        .count();
+    assert_eq!(refused, 0, "an App JWT was refused: {requests}");
+    let (_, _, body) = get(&format!("{github}/_sim/pats"), None).await?;
+    let pats: Value = serde_json::from_str(&body)?;
+    let pat_uses: u64 = pats
+        .as_array()
+        .context("the PATs")?
+        .iter()
+        .filter_map(|p| p["uses"].as_u64())
+        .sum();
+    assert_eq!(pat_uses, 0, "a PAT was sent: {pats}");
     // The fake machines boot as GARM's images do: JIT files from the metadata endpoints with
     // their instance token, then `idle` with the agent id and their system info reported.
     let instances = format!("{}/instances", demo.api);
