@@ -328,3 +328,47 @@ async fn an_out_of_band_delete_may_keep_the_runners() -> Result<()> {
     );
     sim.stop().await
 }
+
+/// Issue 31 item 3: `/_sim/pats` adds and revokes PATs and shows how often each was sent.
+#[tokio::test]
+async fn control_api_adds_revokes_and_counts_pats() -> Result<()> {
+    let sim = TestSim::start(config()).await?;
+    let (status, _) = control(&sim, "POST", "pats", Some(json!({"token": "ghp_next"}))).await?;
+    assert_eq!(status, 204);
+    let (status, _) = control(&sim, "POST", "pats", Some(json!({"token": ""}))).await?;
+    assert_eq!(status, 400);
+    let (status, _) = control(
+        &sim,
+        "POST",
+        "pats/revoke",
+        Some(json!({"token": "ghp_simulator"})),
+    )
+    .await?;
+    assert_eq!(status, 204);
+    let (status, _) = control(
+        &sim,
+        "POST",
+        "pats/revoke",
+        Some(json!({"token": "ghp_nope"})),
+    )
+    .await?;
+    assert_eq!(status, 404);
+    let refused = raw(
+        "GET",
+        &sim.url("/api/v3/rate_limit"),
+        &[("authorization", "Bearer ghp_simulator")],
+        None,
+    )
+    .await?;
+    assert_eq!(refused.status, 401, "a revoked PAT is refused");
+    let (status, pats) = control(&sim, "GET", "pats", None).await?;
+    assert_eq!(status, 200);
+    assert_eq!(
+        pats,
+        json!([
+            {"token": "ghp_simulator", "uses": 1, "revoked": true},
+            {"token": "ghp_next", "uses": 0, "revoked": false},
+        ])
+    );
+    sim.stop().await
+}

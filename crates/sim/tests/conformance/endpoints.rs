@@ -48,6 +48,54 @@ async fn unknown_pat_and_unseeded_org_are_refused() -> Result<()> {
     sim.stop().await
 }
 
+/// Issue 31 item 3: a PAT rotated in a running client is used from the next token fetch, and
+/// a revoked PAT is refused (401) and counted; a secret the client would refuse at build time
+/// is refused by the rotation too, the old one staying in use.
+#[tokio::test]
+async fn a_rotated_pat_is_used_from_the_next_token_fetch_and_a_revoked_one_refused() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let client = sim.client("acme")?;
+    client.service_url().await?;
+    let err = client
+        .rotate_credentials(Credentials::pat(""))
+        .expect_err("an empty PAT");
+    assert!(err.to_string().contains("empty"), "{err:#}");
+    sim.sim.add_pat(scaleset_sim::PatSeed {
+        token: "ghp_next".to_owned(),
+        scopes: Vec::new(),
+    });
+    client.rotate_credentials(Credentials::pat("ghp_next"))?;
+    assert!(sim.sim.revoke_pat(crate::helpers::PAT));
+    let used = |token: &str| {
+        sim.sim
+            .pat_uses()
+            .into_iter()
+            .find(|p| p.token == token)
+            .map(|p| (p.uses, p.revoked))
+    };
+    let old = used(crate::helpers::PAT);
+    client.service_url().await?;
+    assert_eq!(
+        used("ghp_next"),
+        Some((1, false)),
+        "the next fetch used the new PAT"
+    );
+    assert_eq!(
+        used(crate::helpers::PAT),
+        old,
+        "the old PAT was not sent again"
+    );
+    let stale = sim.client("acme")?;
+    let err = stale.service_url().await.expect_err("a revoked PAT");
+    assert_eq!(err.status(), Some(401), "{err:#}");
+    assert_eq!(
+        used(crate::helpers::PAT).map(|(_, revoked)| revoked),
+        Some(true)
+    );
+    assert!(!sim.sim.revoke_pat("ghp_never_accepted"));
+    sim.stop().await
+}
+
 #[tokio::test]
 async fn github_app_token_chain_mints_an_installation_token() -> Result<()> {
     let mut cfg = config();
