@@ -58,7 +58,7 @@ pub struct CallLabels {
 pub struct SetLabels {
     /// The scale set's name.
     pub scale_set: String,
-    /// Its entity (`org acme`, `repo acme/app`, `enterprise big`).
+    /// Its entity (`organization acme`, `repository acme/app`, `enterprise big`).
     pub entity: String,
 }
 
@@ -689,5 +689,138 @@ fn status_class(status: Option<u16>) -> &'static str {
         Some(400..=499) => "4xx",
         Some(500..=599) => "5xx",
         _ => "none",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reading(id: ScaleSetId, name: &str) -> SetReading {
+        SetReading {
+            id,
+            labels: SetLabels {
+                scale_set: name.to_owned(),
+                entity: "organization acme".to_owned(),
+            },
+            state: ScaleSetState::Ready,
+            jobs_waiting: 3,
+            desired_runners: 2,
+            last_message_age: Some(Duration::from_secs(7)),
+            runners: vec![(InstanceStatus::Busy, 2)],
+        }
+    }
+
+    fn render(registry: &Registry) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, registry).expect("encode");
+        text
+    }
+
+    fn lines_of<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
+        text.lines()
+            .filter(|l| !l.starts_with('#') && l.contains(&format!("scale_set=\"{name}\"")))
+            .collect()
+    }
+
+    #[test]
+    fn a_sets_series_appear_with_its_values_and_go_when_it_is_deleted_or_renamed() {
+        let mut registry = Registry::default();
+        let metrics = Metrics::new(&mut registry);
+        let (a, b) = (
+            ScaleSetId(uuid::Uuid::new_v4()),
+            ScaleSetId(uuid::Uuid::new_v4()),
+        );
+        metrics.observe_scale_sets(&[reading(a, "a"), reading(b, "b")]);
+        let text = render(&registry);
+        for expected in [
+            "scaleset_scale_set_state{scale_set=\"a\",entity=\"organization acme\",state=\"ready\"} 1",
+            "scaleset_scale_set_state{scale_set=\"a\",entity=\"organization acme\",state=\"error\"} 0",
+            "scaleset_scale_set_jobs_waiting{scale_set=\"a\",entity=\"organization acme\"} 3",
+            "scaleset_scale_set_desired_runners{scale_set=\"a\",entity=\"organization acme\"} 2",
+            "scaleset_scale_set_last_message_age_seconds{scale_set=\"a\",entity=\"organization acme\"} 7",
+            "scaleset_scale_set_runners{scale_set=\"a\",entity=\"organization acme\",status=\"busy\"} 2",
+            "scaleset_scale_set_runners{scale_set=\"a\",entity=\"organization acme\",status=\"pending\"} 0",
+            "scaleset_bootstrap_failures_total{scale_set=\"a\",entity=\"organization acme\"} 0",
+            "scaleset_job_started_to_completed_seconds_count{scale_set=\"a\",entity=\"organization acme\"} 0",
+            "scaleset_scale_sets_exported 2",
+        ] {
+            assert!(text.lines().any(|l| l == expected), "{expected} in\n{text}");
+        }
+        metrics.count(&metrics.bootstrap_deadline_expiries, a);
+        metrics.observe_timing(&metrics.job_assigned_to_started, a, -1.0);
+        let text = render(&registry);
+        assert!(text.contains(
+            "scaleset_bootstrap_deadline_expiries_total{scale_set=\"a\",entity=\"organization acme\"} 1"
+        ));
+        assert!(text.contains(
+            "scaleset_job_assigned_to_started_seconds_bucket{le=\"1.0\",scale_set=\"a\",entity=\"organization acme\"} 1"
+        ), "a negative span counts as 0:\n{text}");
+
+        // `a` deleted, `b` renamed `c`: neither old name is left; no age before a message.
+        let mut renamed = reading(b, "c");
+        renamed.last_message_age = None;
+        metrics.observe_scale_sets(&[renamed]);
+        let text = render(&registry);
+        assert_eq!(lines_of(&text, "a"), Vec::<&str>::new());
+        assert_eq!(lines_of(&text, "b"), Vec::<&str>::new());
+        assert!(!lines_of(&text, "c").is_empty());
+        assert!(!text.contains("scaleset_scale_set_last_message_age_seconds{"));
+        assert!(text.contains("scaleset_scale_sets_exported 1"));
+        assert_eq!(metrics.set_labels(a), None, "a deleted set records nothing");
+        metrics.count(&metrics.bootstrap_failures, a);
+        assert_eq!(lines_of(&render(&registry), "a"), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn leases_are_per_worker_and_a_worker_holding_none_is_removed() {
+        let mut registry = Registry::default();
+        let metrics = Metrics::new(&mut registry);
+        metrics.set_leases(&HashMap::from([("w1".to_owned(), 3), ("w2".to_owned(), 1)]));
+        let text = render(&registry);
+        assert!(
+            text.contains("scaleset_leases_held{worker=\"w1\"} 3"),
+            "{text}"
+        );
+        assert!(
+            text.contains("scaleset_leases_held{worker=\"w2\"} 1"),
+            "{text}"
+        );
+        metrics.set_leases(&HashMap::from([("w1".to_owned(), 2)]));
+        let text = render(&registry);
+        assert!(
+            text.contains("scaleset_leases_held{worker=\"w1\"} 2"),
+            "{text}"
+        );
+        assert!(!text.contains("worker=\"w2\""), "{text}");
+    }
+
+    #[test]
+    fn statuses_are_classed_by_hundreds_and_no_response_is_none() {
+        assert_eq!(status_class(Some(200)), "2xx");
+        assert_eq!(status_class(Some(299)), "2xx");
+        assert_eq!(status_class(Some(302)), "3xx");
+        assert_eq!(status_class(Some(404)), "4xx");
+        assert_eq!(status_class(Some(503)), "5xx");
+        assert_eq!(status_class(Some(600)), "none");
+        assert_eq!(status_class(None), "none");
+    }
+
+    #[test]
+    fn provider_calls_count_failures_apart_and_time_every_call() {
+        let mut registry = Registry::default();
+        let metrics = Metrics::new(&mut registry);
+        metrics.provider_known("p");
+        metrics.provider_call("p", "create", false, Duration::from_millis(200));
+        metrics.provider_call("p", "create", true, Duration::from_millis(200));
+        let text = render(&registry);
+        for expected in [
+            "scaleset_provider_calls_total{provider=\"p\",command=\"create\"} 2",
+            "scaleset_provider_failures_total{provider=\"p\",command=\"create\"} 1",
+            "scaleset_provider_calls_total{provider=\"p\",command=\"stop\"} 0",
+            "scaleset_provider_call_duration_seconds_count{provider=\"p\",command=\"create\"} 2",
+        ] {
+            assert!(text.lines().any(|l| l == expected), "{expected} in\n{text}");
+        }
     }
 }
