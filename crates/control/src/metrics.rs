@@ -119,16 +119,16 @@ pub struct WorkerLabel {
 /// A histogram family whose histograms share one set of buckets.
 pub type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
-/// The job and boot timing buckets, in seconds: few (7), so 10,000 scale sets stay a bounded
+/// The job and boot timing buckets, in seconds: few (5), so 10,000 scale sets stay a bounded
 /// page (see docs/benchmarks.md), spanning a fast start to an hour's job.
-const TIMING_BUCKETS: [f64; 7] = [1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0];
+const TIMING_BUCKETS: [f64; 5] = [5.0, 30.0, 120.0, 600.0, 3600.0];
 
 fn timing_histogram() -> Histogram {
     Histogram::new(TIMING_BUCKETS)
 }
 
 fn provider_histogram() -> Histogram {
-    Histogram::new([0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0])
+    Histogram::new([0.1, 1.0, 10.0, 60.0, 300.0])
 }
 
 /// The provider commands, as the `command` label spells them.
@@ -148,6 +148,11 @@ const JOB_KINDS: [&str; 5] = ["available", "assigned", "started", "completed", "
 
 /// The outcome classes of `github_calls`.
 const CALL_CLASSES: [&str; 4] = ["ok", "retryable", "refusal", "fatal"];
+
+/// The most scale sets a process exports per-scale-set series for (the first in the store's
+/// order; the fleet-wide series count every one): bounds `/metrics` at about 10 MB and a
+/// render at well under a second (docs/benchmarks.md, "Metrics").
+pub const MAX_SCALE_SETS_EXPORTED: usize = 10_000;
 
 /// The status classes of `github_call_statuses`.
 const STATUS_CLASSES: [&str; 5] = ["2xx", "3xx", "4xx", "5xx", "none"];
@@ -178,6 +183,8 @@ pub struct Metrics {
     pub scale_sets: Family<StateLabel, Gauge>,
     /// Scale sets with per-scale-set series.
     pub exported_gauge: Gauge,
+    /// Scale sets left without per-scale-set series (over [`MAX_SCALE_SETS_EXPORTED`]).
+    pub unexported_gauge: Gauge,
     /// Scale sets whose state needs an operator's attention (every state but `ready` and
     /// `pending`: refused, drifted, a held session, dormant, error), as the status page counts.
     pub scale_sets_needing_attention: Gauge,
@@ -242,6 +249,7 @@ impl Metrics {
         let metrics = Self {
             scale_sets: Family::default(),
             exported_gauge: Gauge::default(),
+            unexported_gauge: Gauge::default(),
             scale_sets_needing_attention: Gauge::default(),
             runners: Family::default(),
             jobs_seen: Family::default(),
@@ -403,6 +411,11 @@ impl Metrics {
             metrics.leases_held.clone(),
         );
         sub.register(
+            "scale_sets_unexported",
+            "Scale sets without per-scale-set series (over the limit of 10000 per process)",
+            metrics.unexported_gauge.clone(),
+        );
+        sub.register(
             "scale_sets_exported",
             "Scale sets with per-scale-set series",
             metrics.exported_gauge.clone(),
@@ -520,7 +533,12 @@ impl Metrics {
 
     /// Sets every scale set's gauges from what the supervisor read, creates a new set's
     /// counters and histograms at 0, and removes the series of sets no longer in the store.
+    /// Only the first [`MAX_SCALE_SETS_EXPORTED`] readings get series.
     pub fn observe_scale_sets(&self, readings: &[SetReading]) {
+        let over = readings.len().saturating_sub(MAX_SCALE_SETS_EXPORTED);
+        let readings = &readings[..readings.len() - over];
+        self.unexported_gauge
+            .set(i64::try_from(over).unwrap_or(i64::MAX));
         let mut sets = self
             .sets
             .lock()
@@ -539,11 +557,14 @@ impl Metrics {
         for reading in readings {
             let labels = &reading.labels;
             // A renamed set (or moved entity) drops its old series.
-            if let Some(old) = sets.insert(reading.id, labels.clone())
-                && &old != labels
-            {
-                self.remove_set(&old);
-            }
+            let known = match sets.insert(reading.id, labels.clone()) {
+                Some(old) if &old != labels => {
+                    self.remove_set(&old);
+                    false
+                }
+                Some(_) => true,
+                None => false,
+            };
             for state in ScaleSetState::ALL {
                 self.scale_set_state
                     .get_or_create(&SetStateLabels {
@@ -583,11 +604,14 @@ impl Metrics {
                     self.scale_set_last_message_age.remove(labels);
                 }
             }
-            for family in self.timings() {
-                drop(family.get_or_create(labels));
+            // A new set's counters and histograms, at 0; a known set's exist already.
+            if !known {
+                for family in self.timings() {
+                    drop(family.get_or_create(labels));
+                }
+                drop(self.bootstrap_failures.get_or_create(labels));
+                drop(self.bootstrap_deadline_expiries.get_or_create(labels));
             }
-            drop(self.bootstrap_failures.get_or_create(labels));
-            drop(self.bootstrap_deadline_expiries.get_or_create(labels));
         }
         self.exported_gauge
             .set(i64::try_from(sets.len()).unwrap_or(i64::MAX));
@@ -754,7 +778,7 @@ mod tests {
             "scaleset_bootstrap_deadline_expiries_total{scale_set=\"a\",entity=\"organization acme\"} 1"
         ));
         assert!(text.contains(
-            "scaleset_job_assigned_to_started_seconds_bucket{le=\"1.0\",scale_set=\"a\",entity=\"organization acme\"} 1"
+            "scaleset_job_assigned_to_started_seconds_bucket{le=\"5.0\",scale_set=\"a\",entity=\"organization acme\"} 1"
         ), "a negative span counts as 0:\n{text}");
 
         // `a` deleted, `b` renamed `c`: neither old name is left; no age before a message.
