@@ -57,9 +57,9 @@ pub use fleet::{
 };
 pub use identity::{ControllerIdentity, pool_key, runner_name, validate_scale_set_name};
 pub use metrics::{
-    CallLabels, EndpointLabel, HistogramFamily, KindLabel, Metrics, PROVIDER_COMMANDS,
-    ProviderLabels, SetLabels, SetReading, SetStateLabels, SetStatusLabels, StateLabel,
-    StatusClassLabels, StatusLabel, WorkerLabel,
+    CallLabels, EndpointLabel, HistogramFamily, KindLabel, MAX_SCALE_SETS_EXPORTED, Metrics,
+    PROVIDER_COMMANDS, ProviderLabels, SetLabels, SetReading, SetStateLabels, SetStatusLabels,
+    StateLabel, StatusClassLabels, StatusLabel, WorkerLabel,
 };
 pub use planner::deletion::{Deletion, Detachment, GitHubDeletion, plan_deletion};
 pub use planner::fleet::{
