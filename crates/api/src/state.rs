@@ -86,6 +86,8 @@ impl AppState {
         mut registry: Registry,
     ) -> Self {
         let metrics = metrics.unwrap_or_else(|| Arc::new(Metrics::new(&mut registry)));
+        // The API's own GitHub calls (a scale set's DELETE) are counted as the worker's are.
+        let clients = scaleset_control::observed_clients(clients, &metrics);
         let http_metrics = HttpMetrics::new(&mut registry);
         let api_holder = format!("{}/api", settings.worker);
         Self {

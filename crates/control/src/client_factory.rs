@@ -45,6 +45,15 @@ impl ClientFactory for Observed {
     }
 }
 
+/// `factory`'s clients, each reporting its calls to `metrics` (for an embedder's own calls,
+/// e.g. the API's deletes, so they are counted as the controller's are).
+pub fn observed_clients(
+    factory: Arc<dyn ClientFactory>,
+    metrics: &Arc<Metrics>,
+) -> Arc<dyn ClientFactory> {
+    Arc::new(Observed::new(factory, metrics))
+}
+
 /// Builds clients from the store: the entity's config URL under its credentials' endpoint, and
 /// the credentials' PAT or GitHub App. Clients are cached per entity, and built once however
 /// many scale sets ask at the same moment (each client runs its own token chain and holds its

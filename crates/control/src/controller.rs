@@ -12,7 +12,8 @@ use std::sync::Arc;
 use prometheus_client::registry::Registry;
 use scaleset_provider::Provider;
 use scaleset_store::{
-    Clock, InstanceStatus, ScaleSet, ScaleSetId, ScaleSetSpec, ScaleSetState, Store, SystemClock,
+    Clock, EntityId, InstanceStatus, ScaleSet, ScaleSetId, ScaleSetSpec, ScaleSetState, Store,
+    SystemClock,
 };
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
@@ -23,7 +24,8 @@ use crate::client_factory::{ClientFactory, Observed};
 use crate::drain::drain;
 use crate::error::{Error, chain, store};
 use crate::identity::ControllerIdentity;
-use crate::metrics::{Metrics, StateLabel, StatusLabel};
+use crate::metrics::{Metrics, SetLabels, SetReading, StateLabel, StatusLabel};
+use crate::observed_provider::ObservedProvider;
 use crate::planner::leases::{LeaseInput, plan_leases};
 use crate::settings::Settings;
 use crate::shared::{RunnerGroups, Shared};
@@ -69,6 +71,14 @@ impl Controller {
     ) -> Self {
         let starting = tokio::sync::Semaphore::new(settings.max_concurrent_starts.max(1));
         let metrics = Arc::new(Metrics::new(registry));
+        let providers = providers
+            .into_iter()
+            .map(|(name, provider)| {
+                let observed: Arc<dyn Provider> =
+                    Arc::new(ObservedProvider::new(&name, provider, &metrics));
+                (name, observed)
+            })
+            .collect();
         Self {
             shared: Arc::new(Shared {
                 store,
@@ -224,6 +234,11 @@ impl Controller {
             .filter(|s| s.spec.enabled || draining.contains(&s.id))
             .map(|s| s.id)
             .collect();
+        let mut per_worker: HashMap<String, u64> = HashMap::new();
+        for lease in &leases {
+            *per_worker.entry(lease.holder.clone()).or_default() += 1;
+        }
+        self.shared.metrics.set_leases(&per_worker);
         let held: Vec<(ScaleSetId, String)> = leases
             .into_iter()
             .map(|l| (l.scale_set_id, l.holder))
@@ -332,21 +347,56 @@ impl Controller {
             .scale_sets_needing_attention
             .set(i64::try_from(attention).unwrap_or(i64::MAX));
         // One query for the whole fleet (a list per scale set was 1,000 reads a second at
-        // 10,000 idle scale sets).
-        let Ok(counts) = self.shared.store.count_instances_by_status().await else {
+        // 10,000 idle scale sets); the fleet totals are its sums.
+        let Ok(counts) = self.shared.store.count_instances_by_scale_set().await else {
             return;
         };
-        let by_status: HashMap<InstanceStatus, i64> = counts
-            .into_iter()
-            .map(|(status, n)| (status, i64::try_from(n).unwrap_or(i64::MAX)))
-            .collect();
+        let mut by_status: HashMap<InstanceStatus, u64> = HashMap::new();
+        let mut by_set: HashMap<ScaleSetId, Vec<(InstanceStatus, u64)>> = HashMap::new();
+        for (id, status, n) in counts {
+            *by_status.entry(status).or_default() += n;
+            by_set.entry(id).or_default().push((status, n));
+        }
         for status in InstanceStatus::ALL {
+            let count = by_status.get(status).copied().unwrap_or(0);
             metrics
                 .runners
                 .get_or_create(&StatusLabel {
                     status: status.as_str().to_owned(),
                 })
-                .set(by_status.get(status).copied().unwrap_or(0));
+                .set(i64::try_from(count).unwrap_or(i64::MAX));
         }
+        // Entities are few: one read names them all.
+        let Ok(entities) = self.shared.store.list_entities().await else {
+            return;
+        };
+        let entities: HashMap<EntityId, String> = entities
+            .into_iter()
+            .map(|e| (e.id, e.kind.to_string()))
+            .collect();
+        let now = self.shared.clock.now();
+        let readings: Vec<SetReading> = scale_sets
+            .iter()
+            .map(|s| SetReading {
+                id: s.id,
+                labels: SetLabels {
+                    scale_set: s.spec.name.clone(),
+                    entity: entities
+                        .get(&s.entity_id)
+                        .cloned()
+                        .unwrap_or_else(|| s.entity_id.to_string()),
+                },
+                state: s.state,
+                jobs_waiting: s.jobs_waiting,
+                desired_runners: s.desired_runners,
+                last_message_age: s.last_message_at.map(|at| {
+                    now.to_system_time()
+                        .duration_since(at.to_system_time())
+                        .unwrap_or_default()
+                }),
+                runners: by_set.remove(&s.id).unwrap_or_default(),
+            })
+            .collect();
+        metrics.observe_scale_sets(&readings);
     }
 }

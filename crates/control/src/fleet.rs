@@ -16,9 +16,10 @@
 //! the same machine), so a crash between apply and ensure loses nothing.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
-use scaleset_github::ClientConfig;
+use scaleset_github::{CallObserver, ClientConfig};
 use scaleset_store::{Auth, Endpoint, EntityKind, NewEntity, NewScaleSet, ScaleSetId, Store};
 
 use crate::adoption::observed_all;
@@ -64,6 +65,7 @@ type Configure = Box<dyn Fn(ClientConfig) -> ClientConfig + Send + Sync>;
 /// [`Lookup::Skipped`] naming it, so a plan still says what it can.
 pub struct GitHubLookup {
     configure: Configure,
+    observer: Option<Arc<dyn CallObserver>>,
 }
 
 impl std::fmt::Debug for GitHubLookup {
@@ -83,7 +85,15 @@ impl GitHubLookup {
     pub fn new() -> Self {
         Self {
             configure: Box::new(|config| config),
+            observer: None,
         }
+    }
+
+    /// Reports every call of the lookup's clients to `observer` (the process's metrics).
+    #[must_use]
+    pub fn with_observer(mut self, observer: Arc<dyn CallObserver>) -> Self {
+        self.observer = Some(observer);
+        self
     }
 
     /// Adjusts every client configuration (proxy, retry policy, timeouts).
@@ -114,7 +124,10 @@ impl FleetLookup for GitHubLookup {
             &key.entity,
             self.configure.as_ref(),
         ) {
-            Ok(client) => client,
+            Ok(client) => match &self.observer {
+                Some(observer) => client.with_observer(Arc::clone(observer)),
+                None => client,
+            },
             Err(e) => return skipped(chain(&e)),
         };
         let group = match client.get_runner_group_by_name(&key.runner_group).await {

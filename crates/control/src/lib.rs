@@ -38,6 +38,7 @@ mod identity;
 mod interrupted;
 mod listener;
 mod metrics;
+mod observed_provider;
 mod planner;
 mod scaler;
 mod settings;
@@ -46,7 +47,7 @@ mod task;
 mod wait;
 
 pub use checkpoint::{Checkpoint, Checkpoints};
-pub use client_factory::{ClientFactory, StoreClientFactory};
+pub use client_factory::{ClientFactory, StoreClientFactory, observed_clients};
 pub use controller::Controller;
 pub use deletion::delete_on_github;
 pub use ensure_once::{EnsureOnce, EnsureResult};
@@ -55,7 +56,11 @@ pub use fleet::{
     Applied, FleetLookup, GitHubLookup, NoLookup, apply_declared, apply_fleet, plan_fleet,
 };
 pub use identity::{ControllerIdentity, pool_key, runner_name, validate_scale_set_name};
-pub use metrics::{CallLabels, KindLabel, Metrics, StateLabel, StatusLabel};
+pub use metrics::{
+    CallLabels, EndpointLabel, HistogramFamily, KindLabel, MAX_SCALE_SETS_EXPORTED, Metrics,
+    PROVIDER_COMMANDS, ProviderLabels, SetLabels, SetReading, SetStateLabels, SetStatusLabels,
+    StateLabel, StatusClassLabels, StatusLabel, WorkerLabel,
+};
 pub use planner::deletion::{Deletion, Detachment, GitHubDeletion, plan_deletion};
 pub use planner::fleet::{
     Action, Change, CredentialsAction, CredentialsStep, DeclaredScaleSet, EntityStep, Fleet,

@@ -406,20 +406,56 @@ impl Listener<'_> {
     async fn handle(&mut self, session: &mut Session, message: &Message) -> Result<(), Error> {
         let mut available = Vec::new();
         let now = SystemTime::now();
+        // The queue times of jobs that came in this message, oldest first: the runners the
+        // scaler asks for below are theirs.
+        let mut queued: Vec<SystemTime> = Vec::new();
+        let metrics = std::sync::Arc::clone(&self.shared.metrics);
+        let id = self.runners.scale_set.id;
+        let since = |from: Option<scaleset_github::Timestamp>, to: SystemTime| {
+            from.and_then(|t| t.to_system_time())
+                .and_then(|t| to.duration_since(t).ok())
+                .map(|d| d.as_secs_f64())
+        };
         for job in &message.jobs {
+            if matches!(
+                job,
+                JobMessage::Available { .. } | JobMessage::Assigned { .. }
+            ) && let Some(at) = job.job().queue_time.and_then(|t| t.to_system_time())
+            {
+                queued.push(at);
+            }
             let kind = match job {
                 JobMessage::Available { job, .. } => {
                     available.push(job.runner_request_id);
                     "available"
                 }
                 JobMessage::Assigned { .. } => "assigned",
-                JobMessage::Started { runner_name, .. } => {
-                    self.runners.started(runner_name).await?;
+                JobMessage::Started {
+                    job, runner_name, ..
+                } => {
+                    let online_at = job
+                        .runner_assign_time
+                        .and_then(|t| t.to_system_time())
+                        .unwrap_or(now);
+                    self.runners.started(runner_name, online_at).await?;
+                    let assigned = job.scale_set_assign_time.or(job.queue_time);
+                    if let Some(seconds) = since(assigned, now) {
+                        metrics.observe_timing(&metrics.job_assigned_to_started, id, seconds);
+                    }
                     "started"
                 }
-                JobMessage::Completed { runner_name, .. } => {
+                JobMessage::Completed {
+                    job, runner_name, ..
+                } => {
                     if !runner_name.is_empty() {
                         self.runners.completed(runner_name).await?;
+                        let finished = job
+                            .finish_time
+                            .and_then(|t| t.to_system_time())
+                            .unwrap_or(now);
+                        if let Some(seconds) = since(job.runner_assign_time, finished) {
+                            metrics.observe_timing(&metrics.job_started_to_completed, id, seconds);
+                        }
                     }
                     "completed"
                 }
@@ -474,11 +510,25 @@ impl Listener<'_> {
         if message.statistics.is_some() {
             self.statistics = message.statistics;
         }
-        self.scale().await?;
+        let requested = self.scale().await?;
+        queued.sort_unstable();
+        let requested_at = SystemTime::now();
+        for at in queued
+            .iter()
+            .take(usize::try_from(requested).unwrap_or(usize::MAX))
+        {
+            if let Ok(wait) = requested_at.duration_since(*at) {
+                metrics.observe_timing(
+                    &metrics.job_queued_to_runner_requested,
+                    id,
+                    wait.as_secs_f64(),
+                );
+            }
+        }
         self.runners.check_deadlines().await
     }
 
-    async fn scale(&mut self) -> Result<(), Error> {
+    async fn scale(&mut self) -> Result<u32, Error> {
         let assigned = self.statistics.map_or(0, |s| s.total_assigned_jobs);
         self.runners.scale(assigned).await
     }

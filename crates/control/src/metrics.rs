@@ -1,8 +1,18 @@
 //! The control loop's metrics, recorded with `prometheus-client` into a registry the binaries
-//! expose later: scale sets by state, runners by status, jobs seen and acquired, GitHub calls
-//! and errors by endpoint and class, and message lag.
+//! expose later: fleet-wide (scale sets by state, runners by status, jobs seen and acquired,
+//! message lag), per scale set (state, jobs waiting, runners by status, desired runners, last
+//! message age, job timings, bootstrap failures and deadline expiries; labels `scale_set` and
+//! `entity`, never a runner or job id), GitHub calls by endpoint, outcome class and status
+//! class with the `Retry-After` waits, provider calls by command, and leases per worker.
+//!
+//! Every counter is exported from start at 0: the label sets known at start (kinds, endpoints,
+//! providers and their commands) are created with the metrics, a scale set's series when the
+//! supervisor first sees it, and removed when it is gone from the store.
 
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -10,7 +20,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
-use scaleset_github::{CallObserver, CallReport, ErrorClass};
+use scaleset_github::{CallObserver, CallReport, Endpoint, ErrorClass};
+use scaleset_store::{InstanceStatus, ScaleSetId, ScaleSetState};
 
 /// A `state` label.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -42,11 +53,138 @@ pub struct CallLabels {
     pub class: String,
 }
 
+/// The labels of one scale set's series.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct SetLabels {
+    /// The scale set's name.
+    pub scale_set: String,
+    /// Its entity (`organization acme`, `repository acme/app`, `enterprise big`).
+    pub entity: String,
+}
+
+/// A scale set's labels and one of its states.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct SetStateLabels {
+    /// The scale set's name.
+    pub scale_set: String,
+    /// Its entity.
+    pub entity: String,
+    /// The state.
+    pub state: String,
+}
+
+/// A scale set's labels and an instance status.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct SetStatusLabels {
+    /// The scale set's name.
+    pub scale_set: String,
+    /// Its entity.
+    pub entity: String,
+    /// The instance status.
+    pub status: String,
+}
+
+/// An `endpoint` label.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct EndpointLabel {
+    /// The endpoint's name.
+    pub endpoint: String,
+}
+
+/// `endpoint` and `status` (class) labels of a GitHub call.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct StatusClassLabels {
+    /// The endpoint's name.
+    pub endpoint: String,
+    /// `2xx`, `3xx`, `4xx`, `5xx`, or `none` when no response came (transport failure).
+    pub status: String,
+}
+
+/// `provider` and `command` labels of a provider call.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ProviderLabels {
+    /// The provider's configured name.
+    pub provider: String,
+    /// `create`, `delete`, `get`, `list`, `remove_all`, `start`, `stop` or `version`.
+    pub command: String,
+}
+
+/// A `worker` label.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct WorkerLabel {
+    /// The worker's name.
+    pub worker: String,
+}
+
+/// A histogram family whose histograms share one set of buckets.
+pub type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// The job and boot timing buckets, in seconds: few (5), so 10,000 scale sets stay a bounded
+/// page (see docs/benchmarks.md), spanning a fast start to an hour's job.
+const TIMING_BUCKETS: [f64; 5] = [5.0, 30.0, 120.0, 600.0, 3600.0];
+
+fn timing_histogram() -> Histogram {
+    Histogram::new(TIMING_BUCKETS)
+}
+
+fn provider_histogram() -> Histogram {
+    Histogram::new([0.1, 1.0, 10.0, 60.0, 300.0])
+}
+
+/// The provider commands, as the `command` label spells them.
+pub const PROVIDER_COMMANDS: [&str; 8] = [
+    "create",
+    "delete",
+    "get",
+    "list",
+    "remove_all",
+    "start",
+    "stop",
+    "version",
+];
+
+/// The job message kinds of `jobs_seen`.
+const JOB_KINDS: [&str; 5] = ["available", "assigned", "started", "completed", "other"];
+
+/// The outcome classes of `github_calls`.
+const CALL_CLASSES: [&str; 4] = ["ok", "retryable", "refusal", "fatal"];
+
+/// The most scale sets a process exports per-scale-set series for (the first in the store's
+/// order; the fleet-wide series count every one): bounds `/metrics` at about 10 MB and a
+/// render at well under a second (docs/benchmarks.md, "Metrics").
+pub const MAX_SCALE_SETS_EXPORTED: usize = 10_000;
+
+/// The status classes of `github_call_statuses`.
+const STATUS_CLASSES: [&str; 5] = ["2xx", "3xx", "4xx", "5xx", "none"];
+
+/// What the supervisor read of one scale set, for its per-scale-set gauges.
+#[derive(Debug, Clone)]
+pub struct SetReading {
+    /// The scale set.
+    pub id: ScaleSetId,
+    /// Its labels.
+    pub labels: SetLabels,
+    /// Its state.
+    pub state: ScaleSetState,
+    /// Jobs waiting, as GitHub's last statistics said.
+    pub jobs_waiting: u32,
+    /// The runner count the scaler wants.
+    pub desired_runners: u32,
+    /// Since the last handled message; `None` before the first.
+    pub last_message_age: Option<Duration>,
+    /// Its instances by status (statuses with none left out).
+    pub runners: Vec<(InstanceStatus, u64)>,
+}
+
 /// Every metric of the control loop.
 #[derive(Debug)]
 pub struct Metrics {
     /// Scale sets by state.
     pub scale_sets: Family<StateLabel, Gauge>,
+    /// Scale sets with per-scale-set series.
+    pub exported_gauge: Gauge,
+    /// Scale sets left without per-scale-set series (over [`MAX_SCALE_SETS_EXPORTED`]).
+    pub unexported_gauge: Gauge,
     /// Scale sets whose state needs an operator's attention (every state but `ready` and
     /// `pending`: refused, drifted, a held session, dormant, error), as the status page counts.
     pub scale_sets_needing_attention: Gauge,
@@ -63,6 +201,46 @@ pub struct Metrics {
     pub message_lag: Histogram,
     /// Messages whose jobs could not all be decoded.
     pub undecodable_messages: Counter<u64, AtomicU64>,
+    /// Per scale set: 1 for its state, 0 for every other.
+    pub scale_set_state: Family<SetStateLabels, Gauge>,
+    /// Per scale set: jobs waiting for a runner (GitHub's last statistics).
+    pub scale_set_jobs_waiting: Family<SetLabels, Gauge>,
+    /// Per scale set: runners by status.
+    pub scale_set_runners: Family<SetStatusLabels, Gauge>,
+    /// Per scale set: the runner count the scaler wants.
+    pub scale_set_desired_runners: Family<SetLabels, Gauge>,
+    /// Per scale set: seconds since its last handled message (absent before the first).
+    pub scale_set_last_message_age: Family<SetLabels, Gauge>,
+    /// Per scale set: from a job's queueing until the scaler asked for a runner for it.
+    pub job_queued_to_runner_requested: HistogramFamily<SetLabels>,
+    /// Per scale set: from a runner's request (its row) until GitHub assigned it a job.
+    pub runner_requested_to_online: HistogramFamily<SetLabels>,
+    /// Per scale set: from a job's assignment to the scale set until it started.
+    pub job_assigned_to_started: HistogramFamily<SetLabels>,
+    /// Per scale set: from a job's start until it completed.
+    pub job_started_to_completed: HistogramFamily<SetLabels>,
+    /// Per scale set: runners whose provider create failed.
+    pub bootstrap_failures: Family<SetLabels, Counter>,
+    /// Per scale set: runners removed for not being online by their bootstrap deadline.
+    pub bootstrap_deadline_expiries: Family<SetLabels, Counter>,
+    /// GitHub calls by endpoint and HTTP status class.
+    pub github_call_statuses: Family<StatusClassLabels, Counter>,
+    /// Retries that waited as the server asked (`Retry-After`, rate-limit reset), by endpoint.
+    pub github_retry_after_waits: Family<EndpointLabel, Counter>,
+    /// Seconds of those waits, by endpoint.
+    pub github_retry_after_wait_seconds: Family<EndpointLabel, Counter<f64, AtomicU64>>,
+    /// Provider calls by provider and command.
+    pub provider_calls: Family<ProviderLabels, Counter>,
+    /// Provider calls that failed, by provider and command.
+    pub provider_failures: Family<ProviderLabels, Counter>,
+    /// Provider call durations by provider and command.
+    pub provider_call_duration: HistogramFamily<ProviderLabels>,
+    /// Scale-set leases held, by worker (as this worker last read them).
+    pub leases_held: Family<WorkerLabel, Gauge>,
+    /// The labels of every scale set exported, to record by id and remove when it is gone.
+    sets: Mutex<HashMap<ScaleSetId, SetLabels>>,
+    /// The workers whose lease counts are exported.
+    workers: Mutex<HashSet<String>>,
 }
 
 impl Metrics {
@@ -70,6 +248,8 @@ impl Metrics {
     pub fn new(registry: &mut Registry) -> Self {
         let metrics = Self {
             scale_sets: Family::default(),
+            exported_gauge: Gauge::default(),
+            unexported_gauge: Gauge::default(),
             scale_sets_needing_attention: Gauge::default(),
             runners: Family::default(),
             jobs_seen: Family::default(),
@@ -77,7 +257,28 @@ impl Metrics {
             github_calls: Family::default(),
             message_lag: Histogram::new([0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0]),
             undecodable_messages: Counter::default(),
+            scale_set_state: Family::default(),
+            scale_set_jobs_waiting: Family::default(),
+            scale_set_runners: Family::default(),
+            scale_set_desired_runners: Family::default(),
+            scale_set_last_message_age: Family::default(),
+            job_queued_to_runner_requested: Family::new_with_constructor(timing_histogram),
+            runner_requested_to_online: Family::new_with_constructor(timing_histogram),
+            job_assigned_to_started: Family::new_with_constructor(timing_histogram),
+            job_started_to_completed: Family::new_with_constructor(timing_histogram),
+            bootstrap_failures: Family::default(),
+            bootstrap_deadline_expiries: Family::default(),
+            github_call_statuses: Family::default(),
+            github_retry_after_waits: Family::default(),
+            github_retry_after_wait_seconds: Family::default(),
+            provider_calls: Family::default(),
+            provider_failures: Family::default(),
+            provider_call_duration: Family::new_with_constructor(provider_histogram),
+            leases_held: Family::default(),
+            sets: Mutex::default(),
+            workers: Mutex::default(),
         };
+        metrics.start_at_zero();
         let sub = registry.sub_registry_with_prefix("scaleset");
         sub.register(
             "scale_sets",
@@ -119,7 +320,335 @@ impl Metrics {
             "Messages with job messages that did not decode",
             metrics.undecodable_messages.clone(),
         );
+        sub.register(
+            "scale_set_state",
+            "Per scale set: 1 for its current state, 0 for the others",
+            metrics.scale_set_state.clone(),
+        );
+        sub.register(
+            "scale_set_jobs_waiting",
+            "Per scale set: jobs waiting for a runner, as GitHub's last statistics said",
+            metrics.scale_set_jobs_waiting.clone(),
+        );
+        sub.register(
+            "scale_set_runners",
+            "Per scale set: runners (provider instances) by status",
+            metrics.scale_set_runners.clone(),
+        );
+        sub.register(
+            "scale_set_desired_runners",
+            "Per scale set: the runner count the scaler wants",
+            metrics.scale_set_desired_runners.clone(),
+        );
+        sub.register(
+            "scale_set_last_message_age_seconds",
+            "Per scale set: seconds since its last handled message (absent before the first)",
+            metrics.scale_set_last_message_age.clone(),
+        );
+        sub.register(
+            "job_queued_to_runner_requested_seconds",
+            "Per scale set: from a job's queueing until the scaler asked for a runner for it",
+            metrics.job_queued_to_runner_requested.clone(),
+        );
+        sub.register(
+            "runner_requested_to_online_seconds",
+            "Per scale set: from a runner's request until GitHub assigned it its job (the provider's boot)",
+            metrics.runner_requested_to_online.clone(),
+        );
+        sub.register(
+            "job_assigned_to_started_seconds",
+            "Per scale set: from a job's assignment to the scale set until it started",
+            metrics.job_assigned_to_started.clone(),
+        );
+        sub.register(
+            "job_started_to_completed_seconds",
+            "Per scale set: from a job's start until it completed",
+            metrics.job_started_to_completed.clone(),
+        );
+        sub.register(
+            "bootstrap_failures",
+            "Per scale set: runners whose provider create failed",
+            metrics.bootstrap_failures.clone(),
+        );
+        sub.register(
+            "bootstrap_deadline_expiries",
+            "Per scale set: runners removed for not being online by their bootstrap deadline",
+            metrics.bootstrap_deadline_expiries.clone(),
+        );
+        sub.register(
+            "github_call_statuses",
+            "GitHub calls by endpoint and HTTP status class (none: no response)",
+            metrics.github_call_statuses.clone(),
+        );
+        sub.register(
+            "github_retry_after_waits",
+            "GitHub retries that waited as the server asked (Retry-After, rate-limit reset), by endpoint",
+            metrics.github_retry_after_waits.clone(),
+        );
+        sub.register(
+            "github_retry_after_wait_seconds",
+            "Seconds waited as the server asked before GitHub retries, by endpoint",
+            metrics.github_retry_after_wait_seconds.clone(),
+        );
+        sub.register(
+            "provider_calls",
+            "Provider calls by provider and command",
+            metrics.provider_calls.clone(),
+        );
+        sub.register(
+            "provider_failures",
+            "Provider calls that failed, by provider and command",
+            metrics.provider_failures.clone(),
+        );
+        sub.register(
+            "provider_call_duration_seconds",
+            "Provider call durations by provider and command",
+            metrics.provider_call_duration.clone(),
+        );
+        sub.register(
+            "leases_held",
+            "Scale-set leases held, by worker",
+            metrics.leases_held.clone(),
+        );
+        sub.register(
+            "scale_sets_unexported",
+            "Scale sets without per-scale-set series (over the limit of 10000 per process)",
+            metrics.unexported_gauge.clone(),
+        );
+        sub.register(
+            "scale_sets_exported",
+            "Scale sets with per-scale-set series",
+            metrics.exported_gauge.clone(),
+        );
         metrics
+    }
+
+    /// Creates the label sets known at start, so their counters read 0 before the first event.
+    fn start_at_zero(&self) {
+        for kind in JOB_KINDS {
+            drop(self.jobs_seen.get_or_create(&KindLabel {
+                kind: kind.to_owned(),
+            }));
+        }
+        for endpoint in Endpoint::ALL {
+            let endpoint = endpoint.as_str();
+            for class in CALL_CLASSES {
+                drop(self.github_calls.get_or_create(&CallLabels {
+                    endpoint: endpoint.to_owned(),
+                    class: class.to_owned(),
+                }));
+            }
+            for status in STATUS_CLASSES {
+                drop(self.github_call_statuses.get_or_create(&StatusClassLabels {
+                    endpoint: endpoint.to_owned(),
+                    status: status.to_owned(),
+                }));
+            }
+            let label = EndpointLabel {
+                endpoint: endpoint.to_owned(),
+            };
+            drop(self.github_retry_after_waits.get_or_create(&label));
+            drop(self.github_retry_after_wait_seconds.get_or_create(&label));
+        }
+    }
+
+    /// Creates a provider's series at 0 (the controller calls it for each configured one).
+    pub fn provider_known(&self, provider: &str) {
+        for command in PROVIDER_COMMANDS {
+            let labels = ProviderLabels {
+                provider: provider.to_owned(),
+                command: command.to_owned(),
+            };
+            drop(self.provider_calls.get_or_create(&labels));
+            drop(self.provider_failures.get_or_create(&labels));
+            drop(self.provider_call_duration.get_or_create(&labels));
+        }
+    }
+
+    /// Records one provider call.
+    pub fn provider_call(&self, provider: &str, command: &str, failed: bool, took: Duration) {
+        let labels = ProviderLabels {
+            provider: provider.to_owned(),
+            command: command.to_owned(),
+        };
+        self.provider_calls.get_or_create(&labels).inc();
+        if failed {
+            self.provider_failures.get_or_create(&labels).inc();
+        }
+        self.provider_call_duration
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
+    }
+
+    /// The labels of a scale set the supervisor has exported (`None` before it first saw it).
+    pub fn set_labels(&self, id: ScaleSetId) -> Option<SetLabels> {
+        self.sets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&id)
+            .cloned()
+    }
+
+    /// Observes `seconds` in a scale set's histogram of `family`, if the set is exported
+    /// (a negative span, from clocks that disagree, counts as 0).
+    pub fn observe_timing(
+        &self,
+        family: &HistogramFamily<SetLabels>,
+        id: ScaleSetId,
+        seconds: f64,
+    ) {
+        if let Some(labels) = self.set_labels(id) {
+            family.get_or_create(&labels).observe(seconds.max(0.0));
+        }
+    }
+
+    /// Counts one event in a scale set's counter of `family`, if the set is exported.
+    pub fn count(&self, family: &Family<SetLabels, Counter>, id: ScaleSetId) {
+        if let Some(labels) = self.set_labels(id) {
+            family.get_or_create(&labels).inc();
+        }
+    }
+
+    /// Sets the leases held by each worker; workers no longer holding any are removed.
+    pub fn set_leases(&self, held: &HashMap<String, u64>) {
+        let mut workers = self
+            .workers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for gone in workers.iter().filter(|w| !held.contains_key(*w)) {
+            self.leases_held.remove(&WorkerLabel {
+                worker: gone.clone(),
+            });
+        }
+        workers.clear();
+        for (worker, count) in held {
+            self.leases_held
+                .get_or_create(&WorkerLabel {
+                    worker: worker.clone(),
+                })
+                .set(i64::try_from(*count).unwrap_or(i64::MAX));
+            workers.insert(worker.clone());
+        }
+    }
+
+    /// Sets every scale set's gauges from what the supervisor read, creates a new set's
+    /// counters and histograms at 0, and removes the series of sets no longer in the store.
+    /// Only the first [`MAX_SCALE_SETS_EXPORTED`] readings get series.
+    pub fn observe_scale_sets(&self, readings: &[SetReading]) {
+        let over = readings.len().saturating_sub(MAX_SCALE_SETS_EXPORTED);
+        let readings = &readings[..readings.len() - over];
+        self.unexported_gauge
+            .set(i64::try_from(over).unwrap_or(i64::MAX));
+        let mut sets = self
+            .sets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let seen: HashSet<ScaleSetId> = readings.iter().map(|r| r.id).collect();
+        let gone: Vec<ScaleSetId> = sets
+            .keys()
+            .filter(|id| !seen.contains(id))
+            .copied()
+            .collect();
+        for id in gone {
+            if let Some(labels) = sets.remove(&id) {
+                self.remove_set(&labels);
+            }
+        }
+        for reading in readings {
+            let labels = &reading.labels;
+            // A renamed set (or moved entity) drops its old series.
+            let known = match sets.insert(reading.id, labels.clone()) {
+                Some(old) if &old != labels => {
+                    self.remove_set(&old);
+                    false
+                }
+                Some(_) => true,
+                None => false,
+            };
+            for state in ScaleSetState::ALL {
+                self.scale_set_state
+                    .get_or_create(&SetStateLabels {
+                        scale_set: labels.scale_set.clone(),
+                        entity: labels.entity.clone(),
+                        state: state.as_str().to_owned(),
+                    })
+                    .set(i64::from(*state == reading.state));
+            }
+            for status in InstanceStatus::ALL {
+                let count = reading
+                    .runners
+                    .iter()
+                    .find(|(s, _)| s == status)
+                    .map_or(0, |(_, n)| *n);
+                self.scale_set_runners
+                    .get_or_create(&SetStatusLabels {
+                        scale_set: labels.scale_set.clone(),
+                        entity: labels.entity.clone(),
+                        status: status.as_str().to_owned(),
+                    })
+                    .set(i64::try_from(count).unwrap_or(i64::MAX));
+            }
+            self.scale_set_jobs_waiting
+                .get_or_create(labels)
+                .set(i64::from(reading.jobs_waiting));
+            self.scale_set_desired_runners
+                .get_or_create(labels)
+                .set(i64::from(reading.desired_runners));
+            match reading.last_message_age {
+                Some(age) => {
+                    self.scale_set_last_message_age
+                        .get_or_create(labels)
+                        .set(i64::try_from(age.as_secs()).unwrap_or(i64::MAX));
+                }
+                None => {
+                    self.scale_set_last_message_age.remove(labels);
+                }
+            }
+            // A new set's counters and histograms, at 0; a known set's exist already.
+            if !known {
+                for family in self.timings() {
+                    drop(family.get_or_create(labels));
+                }
+                drop(self.bootstrap_failures.get_or_create(labels));
+                drop(self.bootstrap_deadline_expiries.get_or_create(labels));
+            }
+        }
+        self.exported_gauge
+            .set(i64::try_from(sets.len()).unwrap_or(i64::MAX));
+    }
+
+    fn timings(&self) -> [&HistogramFamily<SetLabels>; 4] {
+        [
+            &self.job_queued_to_runner_requested,
+            &self.runner_requested_to_online,
+            &self.job_assigned_to_started,
+            &self.job_started_to_completed,
+        ]
+    }
+
+    fn remove_set(&self, labels: &SetLabels) {
+        for state in ScaleSetState::ALL {
+            self.scale_set_state.remove(&SetStateLabels {
+                scale_set: labels.scale_set.clone(),
+                entity: labels.entity.clone(),
+                state: state.as_str().to_owned(),
+            });
+        }
+        for status in InstanceStatus::ALL {
+            self.scale_set_runners.remove(&SetStatusLabels {
+                scale_set: labels.scale_set.clone(),
+                entity: labels.entity.clone(),
+                status: status.as_str().to_owned(),
+            });
+        }
+        self.scale_set_jobs_waiting.remove(labels);
+        self.scale_set_desired_runners.remove(labels);
+        self.scale_set_last_message_age.remove(labels);
+        for family in self.timings() {
+            family.remove(labels);
+        }
+        self.bootstrap_failures.remove(labels);
+        self.bootstrap_deadline_expiries.remove(labels);
     }
 
     /// The calls counted for one endpoint and class, for tests and status pages.
@@ -145,11 +674,177 @@ impl CallObserver for Metrics {
                 _ => "fatal",
             },
         };
+        let endpoint = report.endpoint.as_str();
         self.github_calls
             .get_or_create(&CallLabels {
-                endpoint: report.endpoint.as_str().to_owned(),
+                endpoint: endpoint.to_owned(),
                 class: class.to_owned(),
             })
             .inc();
+        let status = match report.outcome {
+            Ok(status) => Some(status),
+            Err(error) => error.status(),
+        };
+        self.github_call_statuses
+            .get_or_create(&StatusClassLabels {
+                endpoint: endpoint.to_owned(),
+                status: status_class(status).to_owned(),
+            })
+            .inc();
+        if report.advertised_waits > 0 {
+            let label = EndpointLabel {
+                endpoint: endpoint.to_owned(),
+            };
+            self.github_retry_after_waits
+                .get_or_create(&label)
+                .inc_by(u64::from(report.advertised_waits));
+            self.github_retry_after_wait_seconds
+                .get_or_create(&label)
+                .inc_by(report.advertised_wait.as_secs_f64());
+        }
+    }
+}
+
+/// `2xx` … `5xx` for a status, `none` when no response came.
+fn status_class(status: Option<u16>) -> &'static str {
+    match status {
+        Some(200..=299) => "2xx",
+        Some(300..=399) => "3xx",
+        Some(400..=499) => "4xx",
+        Some(500..=599) => "5xx",
+        _ => "none",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reading(id: ScaleSetId, name: &str) -> SetReading {
+        SetReading {
+            id,
+            labels: SetLabels {
+                scale_set: name.to_owned(),
+                entity: "organization acme".to_owned(),
+            },
+            state: ScaleSetState::Ready,
+            jobs_waiting: 3,
+            desired_runners: 2,
+            last_message_age: Some(Duration::from_secs(7)),
+            runners: vec![(InstanceStatus::Busy, 2)],
+        }
+    }
+
+    fn render(registry: &Registry) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, registry).expect("encode");
+        text
+    }
+
+    fn lines_of<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
+        text.lines()
+            .filter(|l| !l.starts_with('#') && l.contains(&format!("scale_set=\"{name}\"")))
+            .collect()
+    }
+
+    #[test]
+    fn a_sets_series_appear_with_its_values_and_go_when_it_is_deleted_or_renamed() {
+        let mut registry = Registry::default();
+        let metrics = Metrics::new(&mut registry);
+        let (a, b) = (
+            ScaleSetId(uuid::Uuid::new_v4()),
+            ScaleSetId(uuid::Uuid::new_v4()),
+        );
+        metrics.observe_scale_sets(&[reading(a, "a"), reading(b, "b")]);
+        let text = render(&registry);
+        for expected in [
+            "scaleset_scale_set_state{scale_set=\"a\",entity=\"organization acme\",state=\"ready\"} 1",
+            "scaleset_scale_set_state{scale_set=\"a\",entity=\"organization acme\",state=\"error\"} 0",
+            "scaleset_scale_set_jobs_waiting{scale_set=\"a\",entity=\"organization acme\"} 3",
+            "scaleset_scale_set_desired_runners{scale_set=\"a\",entity=\"organization acme\"} 2",
+            "scaleset_scale_set_last_message_age_seconds{scale_set=\"a\",entity=\"organization acme\"} 7",
+            "scaleset_scale_set_runners{scale_set=\"a\",entity=\"organization acme\",status=\"busy\"} 2",
+            "scaleset_scale_set_runners{scale_set=\"a\",entity=\"organization acme\",status=\"pending\"} 0",
+            "scaleset_bootstrap_failures_total{scale_set=\"a\",entity=\"organization acme\"} 0",
+            "scaleset_job_started_to_completed_seconds_count{scale_set=\"a\",entity=\"organization acme\"} 0",
+            "scaleset_scale_sets_exported 2",
+        ] {
+            assert!(text.lines().any(|l| l == expected), "{expected} in\n{text}");
+        }
+        metrics.count(&metrics.bootstrap_deadline_expiries, a);
+        metrics.observe_timing(&metrics.job_assigned_to_started, a, -1.0);
+        let text = render(&registry);
+        assert!(text.contains(
+            "scaleset_bootstrap_deadline_expiries_total{scale_set=\"a\",entity=\"organization acme\"} 1"
+        ));
+        assert!(text.contains(
+            "scaleset_job_assigned_to_started_seconds_bucket{le=\"5.0\",scale_set=\"a\",entity=\"organization acme\"} 1"
+        ), "a negative span counts as 0:\n{text}");
+
+        // `a` deleted, `b` renamed `c`: neither old name is left; no age before a message.
+        let mut renamed = reading(b, "c");
+        renamed.last_message_age = None;
+        metrics.observe_scale_sets(&[renamed]);
+        let text = render(&registry);
+        assert_eq!(lines_of(&text, "a"), Vec::<&str>::new());
+        assert_eq!(lines_of(&text, "b"), Vec::<&str>::new());
+        assert!(!lines_of(&text, "c").is_empty());
+        assert!(!text.contains("scaleset_scale_set_last_message_age_seconds{"));
+        assert!(text.contains("scaleset_scale_sets_exported 1"));
+        assert_eq!(metrics.set_labels(a), None, "a deleted set records nothing");
+        metrics.count(&metrics.bootstrap_failures, a);
+        assert_eq!(lines_of(&render(&registry), "a"), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn leases_are_per_worker_and_a_worker_holding_none_is_removed() {
+        let mut registry = Registry::default();
+        let metrics = Metrics::new(&mut registry);
+        metrics.set_leases(&HashMap::from([("w1".to_owned(), 3), ("w2".to_owned(), 1)]));
+        let text = render(&registry);
+        assert!(
+            text.contains("scaleset_leases_held{worker=\"w1\"} 3"),
+            "{text}"
+        );
+        assert!(
+            text.contains("scaleset_leases_held{worker=\"w2\"} 1"),
+            "{text}"
+        );
+        metrics.set_leases(&HashMap::from([("w1".to_owned(), 2)]));
+        let text = render(&registry);
+        assert!(
+            text.contains("scaleset_leases_held{worker=\"w1\"} 2"),
+            "{text}"
+        );
+        assert!(!text.contains("worker=\"w2\""), "{text}");
+    }
+
+    #[test]
+    fn statuses_are_classed_by_hundreds_and_no_response_is_none() {
+        assert_eq!(status_class(Some(200)), "2xx");
+        assert_eq!(status_class(Some(299)), "2xx");
+        assert_eq!(status_class(Some(302)), "3xx");
+        assert_eq!(status_class(Some(404)), "4xx");
+        assert_eq!(status_class(Some(503)), "5xx");
+        assert_eq!(status_class(Some(600)), "none");
+        assert_eq!(status_class(None), "none");
+    }
+
+    #[test]
+    fn provider_calls_count_failures_apart_and_time_every_call() {
+        let mut registry = Registry::default();
+        let metrics = Metrics::new(&mut registry);
+        metrics.provider_known("p");
+        metrics.provider_call("p", "create", false, Duration::from_millis(200));
+        metrics.provider_call("p", "create", true, Duration::from_millis(200));
+        let text = render(&registry);
+        for expected in [
+            "scaleset_provider_calls_total{provider=\"p\",command=\"create\"} 2",
+            "scaleset_provider_failures_total{provider=\"p\",command=\"create\"} 1",
+            "scaleset_provider_calls_total{provider=\"p\",command=\"stop\"} 0",
+            "scaleset_provider_call_duration_seconds_count{provider=\"p\",command=\"create\"} 2",
+        ] {
+            assert!(text.lines().any(|l| l == expected), "{expected} in\n{text}");
+        }
     }
 }

@@ -18,6 +18,7 @@ mod superseded;
 use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use scaleset_github::{Client, JitConfigRequest, RunnerId, ScaleSetId as GitHubScaleSetId};
 use scaleset_provider::{
@@ -182,7 +183,8 @@ impl Runners<'_> {
     }
 
     /// Plans and executes one scaling step from `assigned_jobs`.
-    pub(crate) async fn scale(&mut self, assigned_jobs: i64) -> Result<(), Error> {
+    /// Returns how many runners it asked for.
+    pub(crate) async fn scale(&mut self, assigned_jobs: i64) -> Result<u32, Error> {
         let instances = self.instances().await?;
         let views: Vec<RunnerView> = instances
             .iter()
@@ -214,7 +216,7 @@ impl Runners<'_> {
         self.desired = Some(step.desired);
         if step.create == 0 && step.retire.is_empty() {
             self.listed = Some(instances);
-            return Ok(());
+            return Ok(0);
         }
         self.listed = None;
         for _ in 0..step.create {
@@ -226,7 +228,7 @@ impl Runners<'_> {
                 self.remove_everywhere(instance).await?;
             }
         }
-        Ok(())
+        Ok(step.create)
     }
 
     /// Creates one runner: intent, JIT config, provider instance.
@@ -295,6 +297,8 @@ impl Runners<'_> {
                 match self.provider.get(&self.pool, &instance_id_of(&name)?).await {
                     Ok(found) => found,
                     Err(_) => {
+                        let metrics = &self.shared.metrics;
+                        metrics.count(&metrics.bootstrap_failures, self.scale_set.id);
                         tracing::warn!(runner = %name, error = %chain(&e), "instance create failed; removing the runner from GitHub");
                         let instance = self
                             .shared
@@ -377,10 +381,19 @@ impl Runners<'_> {
         }
     }
 
-    /// Marks the runner busy (a `JobStarted` named it).
-    pub(crate) async fn started(&self, runner: &str) -> Result<(), Error> {
+    /// Marks the runner busy (a `JobStarted` named it); `online_at` (when GitHub assigned it
+    /// the job) ends its boot in the metrics.
+    pub(crate) async fn started(&self, runner: &str, online_at: SystemTime) -> Result<(), Error> {
         match self.shared.store.get_instance(runner).await {
             Ok(i) if i.scale_set_id == self.scale_set.id && i.status == InstanceStatus::Running => {
+                if let Ok(boot) = online_at.duration_since(i.created_at.to_system_time()) {
+                    let metrics = &self.shared.metrics;
+                    metrics.observe_timing(
+                        &metrics.runner_requested_to_online,
+                        self.scale_set.id,
+                        boot.as_secs_f64(),
+                    );
+                }
                 self.transition(runner, InstanceStatus::Busy).await
             }
             Ok(_) => Ok(()),
@@ -430,6 +443,8 @@ impl Runners<'_> {
                     self.online.insert(instance.name.clone());
                 }
                 Bootstrap::Late => {
+                    let metrics = &self.shared.metrics;
+                    metrics.count(&metrics.bootstrap_deadline_expiries, self.scale_set.id);
                     tracing::warn!(runner = %instance.name, "runner not online by its bootstrap deadline; removing it");
                     self.shared
                         .store

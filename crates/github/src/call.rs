@@ -7,7 +7,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use http::{HeaderValue, Method};
@@ -246,13 +246,18 @@ impl Caller {
     ) -> Result<Incoming> {
         let started = tokio::time::Instant::now();
         let mut attempts = 0;
-        let result = self.attempts(call, admin, &mut attempts).await;
+        let mut advertised = (0, Duration::ZERO);
+        let result = self
+            .attempts(call, admin, &mut attempts, &mut advertised)
+            .await;
         if let Some(observer) = observer {
             observer.finished(&CallReport {
                 endpoint: call.endpoint,
                 outcome: result.as_ref().map(|response| response.status),
                 attempts,
                 duration: started.elapsed(),
+                advertised_waits: advertised.0,
+                advertised_wait: advertised.1,
             });
         }
         result
@@ -264,6 +269,7 @@ impl Caller {
         call: &Call,
         admin: Option<&A>,
         attempt: &mut u32,
+        advertised: &mut (u32, Duration),
     ) -> Result<Incoming> {
         let policy = self.policy_for(call.endpoint);
         loop {
@@ -354,9 +360,20 @@ impl Caller {
                 });
             }
             let delay = match wait {
-                Wait::Advertised(wait) => policy.advertised(wait),
+                Wait::Advertised(wait) => {
+                    let delay = policy.advertised(wait);
+                    advertised.0 += 1;
+                    advertised.1 += delay;
+                    delay
+                }
                 Wait::RetryAfter(retry_after) => {
-                    policy.delay(attempt, status, retry_after, (self.config.random)())
+                    let delay = policy.delay(attempt, status, retry_after, (self.config.random)());
+                    // Only a wait the server asked for (honoured on 429 and 503).
+                    if retry_after.is_some() && matches!(status, Some(429 | 503)) {
+                        advertised.0 += 1;
+                        advertised.1 += delay;
+                    }
+                    delay
                 }
             };
             span.in_scope(|| {

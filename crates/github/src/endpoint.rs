@@ -55,6 +55,32 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
+    /// Every endpoint, so metrics can export each one's counters from start at 0.
+    pub const ALL: &'static [Self] = &[
+        Self::InstallationToken,
+        Self::RegistrationToken,
+        Self::RunnerRegistration,
+        Self::GetRunnerGroupByName,
+        Self::GetScaleSetByName,
+        Self::ListScaleSets,
+        Self::GetScaleSet,
+        Self::CreateScaleSet,
+        Self::UpdateScaleSet,
+        Self::DeleteScaleSet,
+        Self::CreateSession,
+        Self::RefreshSession,
+        Self::DeleteSession,
+        Self::GetMessage,
+        Self::DeleteMessage,
+        Self::GetAcquirableJobs,
+        Self::AcquireJobs,
+        Self::GenerateJitConfig,
+        Self::GetRunner,
+        Self::GetRunnerByName,
+        Self::ListRunners,
+        Self::RemoveRunner,
+    ];
+
     /// A stable snake_case name, used as the `endpoint` field of spans and errors.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -26,6 +26,11 @@ pub struct CallReport<'a> {
     pub attempts: u32,
     /// From the first attempt until the call finished, retry waits included.
     pub duration: Duration,
+    /// Waits the server asked for (`Retry-After`, or a rate limit's reset) that the client
+    /// waited before a retry: how many, and how long in all (after the policy's cap).
+    pub advertised_waits: u32,
+    /// The total of those waits.
+    pub advertised_wait: Duration,
 }
 
 /// Told once about every finished call of a client (set with

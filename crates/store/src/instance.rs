@@ -138,6 +138,10 @@ pub trait InstanceStore: Send + Sync {
     /// in one query: metrics read it every few seconds over fleets of thousands of scale sets.
     async fn count_instances_by_status(&self) -> Result<Vec<(InstanceStatus, u64)>>;
 
+    /// How many instances each scale set has in each status (pairs with none left out), in
+    /// one query: the per-scale-set metrics read it every few seconds.
+    async fn count_instances_by_scale_set(&self) -> Result<Vec<(ScaleSetId, InstanceStatus, u64)>>;
+
     /// The scale sets that have any instance recorded, in one query: the supervisor reads it
     /// every watch to find disabled scale sets it must still drain.
     async fn scale_sets_with_instances(&self) -> Result<Vec<ScaleSetId>>;

@@ -5,6 +5,7 @@
 mod apps;
 mod helpers;
 mod logs;
+mod metrics;
 mod outage;
 mod rotation;
 mod rules;

@@ -41,7 +41,7 @@ pub(crate) async fn plan(
     let fleet = parse(&state, &request.fleet).await?;
     let plan = scaleset_control::plan_fleet(
         state.store.as_ref(),
-        &GitHubLookup::new(),
+        &GitHubLookup::new().with_observer(state.metrics.clone()),
         &state.identity,
         &fleet,
         request.prune,
@@ -72,7 +72,7 @@ pub(crate) async fn apply(
     let fleet = parse(&state, &request.fleet).await?;
     let applied = scaleset_control::apply_fleet(
         state.store.as_ref(),
-        &GitHubLookup::new(),
+        &GitHubLookup::new().with_observer(state.metrics.clone()),
         &state.identity,
         &fleet,
         request.prune,

@@ -480,6 +480,15 @@ async fn force_deletes_an_adopted_set_on_github(backend: Backend) {
         .await;
     assert_eq!(answer.json["action"], "deleted_on_github", "{answer:?}");
     assert!(github_ids_named(&sim, "linux").is_empty());
+    // The API's own GitHub calls are counted by the client's observer, as the worker's are.
+    let metrics = app.raw("GET", "/metrics", None, None, "").await;
+    assert!(
+        metrics
+            .text
+            .contains("scaleset_github_calls_total{endpoint=\"delete_scale_set\",class=\"ok\"} 1"),
+        "the API's delete is counted:\n{}",
+        metrics.text
+    );
 }
 
 /// The worker's ensure, as it runs after the API's create: the same control step over the same

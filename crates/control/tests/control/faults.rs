@@ -109,6 +109,19 @@ async fn failed_instance_create_removes_the_runner_from_github(db: TestDb) {
         state.agents
     );
     assert!(h.sim().request_count("delete_agent") >= 1);
+    let labels = controller
+        .metrics
+        .set_labels(h.stored().await.id)
+        .expect("the scale set's series are exported");
+    assert_eq!(
+        controller
+            .metrics
+            .bootstrap_failures
+            .get_or_create(&labels)
+            .get(),
+        1,
+        "the failed create is a bootstrap failure of its scale set"
+    );
     h.sim().advance(Duration::from_secs(60));
     eventually("done and clean", || async {
         let done = h.job_states(github_id).iter().all(|s| s == "completed");
@@ -154,6 +167,19 @@ async fn runner_never_online_is_removed_at_its_bootstrap_deadline(db: TestDb) {
     )
     .await;
     assert!(h.events().await.iter().any(|k| k == "bootstrap_timeout"));
+    let labels = controller
+        .metrics
+        .set_labels(h.stored().await.id)
+        .expect("the scale set's series are exported");
+    assert_eq!(
+        controller
+            .metrics
+            .bootstrap_deadline_expiries
+            .get_or_create(&labels)
+            .get(),
+        1,
+        "the removal is a deadline expiry of its scale set"
+    );
     controller.stop().await;
 }
 

@@ -196,3 +196,51 @@ async fn a_retried_call_is_reported_once_after_its_last_attempt() {
     assert_eq!(seen[0].0, Endpoint::GetRunner);
     assert_eq!(seen[0].2, 5, "every attempt counted in the one report");
 }
+
+/// Keeps the advertised waits of every report.
+#[derive(Default)]
+struct Waits(Mutex<Vec<(u32, std::time::Duration)>>);
+
+impl CallObserver for Waits {
+    fn finished(&self, report: &CallReport<'_>) {
+        self.0
+            .lock()
+            .unwrap()
+            .push((report.advertised_waits, report.advertised_wait));
+    }
+}
+
+/// Only the waits the server asked for (`Retry-After` on a 429 or 503) are reported as
+/// advertised; the client's own backoff (a 503 without the header) is not.
+#[tokio::test]
+async fn the_waits_a_server_asked_for_are_reported_with_the_call() {
+    let mut h = harness().await;
+    let waits = Arc::new(Waits::default());
+    let observed = h.client.with_observer(waits.clone());
+    let limited = h
+        .service_mock("GET", "_apis/runtime/runnerscalesets/5", API)
+        .with_status(429)
+        .with_header("Retry-After", "7")
+        .expect(1)
+        .create_async()
+        .await;
+    let unavailable = h
+        .service_mock("GET", "_apis/runtime/runnerscalesets/5", API)
+        .with_status(503)
+        .expect(1)
+        .create_async()
+        .await;
+    let ok = h
+        .service_answer("GET", "_apis/runtime/runnerscalesets/5", API, r#"{"id":5}"#)
+        .await;
+    observed.get_scale_set(ScaleSetId(5)).await.unwrap();
+    limited.assert_async().await;
+    unavailable.assert_async().await;
+    ok.assert_async().await;
+    assert_eq!(h.sleeper.waits().len(), 2, "two retries waited");
+    assert_eq!(
+        waits.0.lock().unwrap().last().copied(),
+        Some((1, std::time::Duration::from_secs(7))),
+        "one advertised wait of 7 s"
+    );
+}

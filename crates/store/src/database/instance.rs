@@ -215,6 +215,34 @@ impl InstanceStore for DieselStore {
         .await
     }
 
+    async fn count_instances_by_scale_set(&self) -> Result<Vec<(ScaleSetId, InstanceStatus, u64)>> {
+        self.run("count instances by scale set", move |conn, _| {
+            let rows: Vec<(String, String, i64)> = instances::table
+                .group_by((instances::scale_set_id, instances::status))
+                .select((
+                    instances::scale_set_id,
+                    instances::status,
+                    diesel::dsl::count_star(),
+                ))
+                .load(conn)
+                .map_err(Error::backend("count instances by scale set"))?;
+            rows.into_iter()
+                .map(|(id, status, count)| {
+                    let id = ScaleSetId(parse_uuid(TABLE, &id, "scale_set_id", &id)?);
+                    let status = enum_from_db(
+                        TABLE,
+                        &status,
+                        "status",
+                        &status,
+                        InstanceStatus::from_stored,
+                    )?;
+                    Ok((id, status, u64::try_from(count).unwrap_or(0)))
+                })
+                .collect()
+        })
+        .await
+    }
+
     async fn scale_sets_with_instances(&self) -> Result<Vec<ScaleSetId>> {
         self.run("list scale sets with instances", move |conn, _| {
             let rows: Vec<String> = instances::table

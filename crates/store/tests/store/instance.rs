@@ -305,6 +305,17 @@ async fn instances_are_counted_by_status_across_scale_sets(db: TestDb) {
         counts,
         vec![(InstanceStatus::Creating, 2), (InstanceStatus::Pending, 2)]
     );
+    let mut per_set = store.count_instances_by_scale_set().await.unwrap();
+    per_set.sort_by_key(|(id, status, _)| (*id == second.id, status.as_str()));
+    assert_eq!(
+        per_set,
+        vec![
+            (first.id, InstanceStatus::Creating, 1),
+            (first.id, InstanceStatus::Pending, 2),
+            (second.id, InstanceStatus::Creating, 1),
+        ],
+        "each scale set's own counts, by status"
+    );
 }
 
 async fn a_removal_request_is_recorded_once_without_a_lease(db: TestDb) {
