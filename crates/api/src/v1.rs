@@ -35,8 +35,8 @@ pub use plan::{
 };
 pub use scale_set::{
     AdoptionPolicy, Attention, CreateScaleSet, DeleteAction, DeleteScaleSetResult,
-    DrainScaleSetResult, Event,
-    Evidence, Provenance, Refusal, ScaleSet, ScaleSetSpec, ScaleSetState, UpdateScaleSet,
+    DrainScaleSetResult, Event, Evidence, Provenance, Refusal, ScaleSet, ScaleSetSpec,
+    ScaleSetState, UpdateScaleSet,
 };
 pub use token::Token;
 

@@ -153,10 +153,14 @@ pub(crate) fn scale_set(s: &store::ScaleSet, events: &[store::Event]) -> v1::Sca
         refusal: s.refusal.as_ref().map(refusal),
         desired_runners: s.desired_runners,
         jobs_waiting: s.jobs_waiting,
-        attention: s.attention(store::Timestamp::from_system_time(std::time::SystemTime::now())).map(|a| v1::Attention {
-            reason: a.reason,
-            remedy: a.remedy,
-        }),
+        attention: s
+            .attention(store::Timestamp::from_system_time(
+                std::time::SystemTime::now(),
+            ))
+            .map(|a| v1::Attention {
+                reason: a.reason,
+                remedy: a.remedy,
+            }),
         events: events.iter().map(event).collect(),
         created_at: time(s.created_at),
         updated_at: time(s.updated_at),

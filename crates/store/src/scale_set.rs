@@ -358,7 +358,9 @@ impl ScaleSet {
                 format!("{}: {}", self.state, self.state_reason)
             };
             let remedy = match self.state {
-                ScaleSetState::Drifted => format!("scalesetctl scale-set update {name} --repair true"),
+                ScaleSetState::Drifted => {
+                    format!("scalesetctl scale-set update {name} --repair true")
+                }
                 _ => show,
             };
             return Some(Attention { reason, remedy });
@@ -391,7 +393,10 @@ impl ScaleSet {
                 span_words(waited),
                 span_words(self.spec.bootstrap_timeout),
                 if at_max {
-                    format!("; it runs at its maximum of {} runners", self.spec.max_runners)
+                    format!(
+                        "; it runs at its maximum of {} runners",
+                        self.spec.max_runners
+                    )
                 } else {
                     String::new()
                 }

@@ -17,8 +17,8 @@ use crate::error::{Error, Result};
 use crate::id::{EntityId, ScaleSetId};
 use crate::lease::Lease;
 use crate::scale_set::{
-    AdoptionPolicy, Creation, NewScaleSet, Progress, Provenance, ProviderError, RunnerGroup, Sample,
-    ScaleSet, ScaleSetSpec, ScaleSetState, ScaleSetStore, SAMPLE_WINDOW,
+    AdoptionPolicy, Creation, NewScaleSet, Progress, Provenance, ProviderError, RunnerGroup,
+    SAMPLE_WINDOW, Sample, ScaleSet, ScaleSetSpec, ScaleSetState, ScaleSetStore,
 };
 use scaleset_adopt::{Evidence, Refusal};
 
