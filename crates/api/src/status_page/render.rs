@@ -155,8 +155,8 @@ pub(crate) fn overview(view: &Overview, now: SystemTime) -> String {
             div.card { b id="total" { (t.scale_sets) } span { "scale sets" } }
             div.card { b id="ready" { (t.ready) } span { "ready and well" } }
             div.card { b id="attention" { (t.attention) } span { "need attention" } }
-            div.card { b { (t.desired) } span { "desired runners" } }
-            div.card { b { (t.jobs_waiting) } span { "jobs waiting" } }
+            div.card { b id="desired" { (t.desired) } span { "desired runners" } }
+            div.card { b id="jobs-waiting" { (t.jobs_waiting) } span { "jobs waiting" } }
         }
         form.filter method="get" action="/" {
             input type="search" name="q" placeholder="filter by name or entity" value=(view.filter.q) aria-label="filter";
