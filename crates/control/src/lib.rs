@@ -39,6 +39,7 @@ mod interrupted;
 mod listener;
 mod metrics;
 mod planner;
+mod sampler;
 mod scaler;
 mod settings;
 mod shared;
