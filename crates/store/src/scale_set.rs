@@ -371,10 +371,9 @@ impl ScaleSet {
                     "provider {:?} failing: {}",
                     self.spec.provider, error.message
                 ),
-                remedy: format!(
-                    "{show} (its events carry the provider's messages; fix the provider, or \
-                     scalesetctl scale-set update {name} --provider OTHER)"
-                ),
+                // Its events carry the provider's messages; fix the provider, or point the
+                // scale set at another (`scalesetctl scale-set update NAME --provider OTHER`).
+                remedy: show,
             });
         }
         let since = self.jobs_waiting_since.filter(|_| self.jobs_waiting > 0)?;

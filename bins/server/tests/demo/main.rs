@@ -358,8 +358,16 @@ async fn issue_32_attention_and_charts(demo: &Running, browser: &browser::Browse
     for minute in 1..60_i64 {
         // A burst of jobs half an hour ago, served by runners that came and went.
         let wave = (30 - (minute - 30).abs()).max(0);
-        let (waiting, busy, starting) = ((wave / 4).max(0), (wave / 3).min(6), i64::from(wave % 5 == 1));
-        let latency = if busy > 0 { format!("{}", 8_000 + wave * 700) } else { "NULL".to_owned() };
+        let (waiting, busy, starting) = (
+            (wave / 4).max(0),
+            (wave / 3).min(6),
+            i64::from(wave % 5 == 1),
+        );
+        let latency = if busy > 0 {
+            format!("{}", 8_000 + wave * 700)
+        } else {
+            "NULL".to_owned()
+        };
         sql.push(format!(
             "INSERT OR REPLACE INTO scale_set_samples SELECT id, {at}, {waiting}, 1, {busy},              {starting}, {latency} FROM scale_sets WHERE name = 'linux-x64'",
             at = now - (60 - minute) * 60_000,
@@ -389,7 +397,10 @@ async fn issue_32_attention_and_charts(demo: &Running, browser: &browser::Browse
             .is_some_and(|w| w.starts_with("foreign_session: another listener")),
         "{flagged:?}"
     );
-    assert_eq!(flagged[0]["remedy"], "scalesetctl scale-set show 'linux-arm64'");
+    assert_eq!(
+        flagged[0]["remedy"],
+        "scalesetctl scale-set show 'linux-arm64'"
+    );
     assert_eq!(flagged[1]["name"], "release");
     assert!(
         flagged[1]["why"]
@@ -400,7 +411,11 @@ async fn issue_32_attention_and_charts(demo: &Running, browser: &browser::Browse
     let cards = browser
         .eval("return [document.querySelector('#attention').textContent, document.querySelector('#total').textContent]")
         .await?;
-    assert_eq!(cards, serde_json::json!(["2", "3"]), "the cards agree with the rows");
+    assert_eq!(
+        cards,
+        serde_json::json!(["2", "3"]),
+        "the cards agree with the rows"
+    );
     // The stylesheet arrived under the CSP (served from /static, no inline style).
     let layout = browser
         .eval("return getComputedStyle(document.querySelector('header')).display")
@@ -434,7 +449,9 @@ async fn issue_32_attention_and_charts(demo: &Running, browser: &browser::Browse
     );
     for id in ["chart-waiting", "chart-runners", "chart-latency"] {
         let found = browser
-            .eval(&format!("return document.querySelector('#{id} svg') !== null"))
+            .eval(&format!(
+                "return document.querySelector('#{id} svg') !== null"
+            ))
             .await?;
         assert_eq!(found, true, "{id}");
     }
@@ -443,9 +460,7 @@ async fn issue_32_attention_and_charts(demo: &Running, browser: &browser::Browse
         .await?;
 
     browser.goto(&demo.page).await?;
-    browser
-        .click("tr.scale-set[data-name='release'] a")
-        .await?;
+    browser.click("tr.scale-set[data-name='release'] a").await?;
     let failing = try_eventually("the detail page says the provider fails", || async {
         let text = browser
             .eval("var e = document.querySelector('#provider-error'); return e ? e.textContent : null")

@@ -88,15 +88,15 @@ th { background: var(--bg); font-weight: 600; font-size: 12px; color: var(--mute
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr:hover td { background: #f6f8fa88; }
 a { color: var(--info); }
-.name { max-width: 260px; overflow-wrap: anywhere; }
+.name { min-width: 120px; max-width: 260px; overflow-wrap: anywhere; }
 .name a { font-weight: 600; text-decoration: none; }
 h2#name { overflow-wrap: anywhere; }
 .attention { margin-top: 4px; max-width: 420px; font-size: 12px; overflow-wrap: anywhere; }
 .attention .why { color: var(--bad); }
 .attention .remedy code { background: var(--bg); border: 1px solid var(--line); border-radius: 4px; padding: 0 4px; }
 .s-attention { color: var(--bad); background: var(--badbg); border-color: #ffcecb; }
-#attention { border: 1px solid #ffcecb; background: #fff8f7; border-radius: 8px; padding: 8px 14px; margin: 0 0 14px; }
-#attention .attention { max-width: none; font-size: 14px; }
+#attention-box { border: 1px solid #ffcecb; background: #fff8f7; border-radius: 8px; padding: 8px 14px; margin: 0 0 14px; }
+#attention-box .attention { max-width: none; font-size: 14px; }
 section.charts { display: flex; flex-wrap: wrap; gap: 16px; }
 figure.chart { margin: 0; border: 1px solid var(--line); border-radius: 8px; padding: 8px 10px; }
 figure.chart figcaption { font-size: 12px; color: var(--muted); margin-bottom: 4px; }

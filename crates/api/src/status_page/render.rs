@@ -153,7 +153,7 @@ pub(crate) fn overview(view: &Overview, now: SystemTime) -> String {
     let body = html! {
         section.summary {
             div.card { b id="total" { (t.scale_sets) } span { "scale sets" } }
-            div.card { b id="ready" { (t.ready) } span { "ready and well" } }
+            div.card { b id="ready" { (t.ready) } span { "ready, nothing wrong" } }
             div.card { b id="attention" { (t.attention) } span { "need attention" } }
             div.card { b id="desired" { (t.desired) } span { "desired runners" } }
             div.card { b id="jobs-waiting" { (t.jobs_waiting) } span { "jobs waiting" } }
@@ -225,7 +225,7 @@ pub(crate) fn detail(view: &Detail, now: SystemTime) -> String {
         p { a href="/" { "← all scale sets" } }
         h2 id="name" { (spec.name) }
         @if let Some(attention) = &row.attention {
-            section id="attention" { (attention_html(attention)) }
+            section id="attention-box" { (attention_html(attention)) }
         }
         dl.facts {
             dt { "state" }
@@ -271,7 +271,6 @@ pub(crate) fn detail(view: &Detail, now: SystemTime) -> String {
             dd {
                 "adoption " (spec.adoption_policy.as_str())
                 @if spec.repair { ", repair on" }
-                "; provider " (spec.provider)
             }
         }
         h2 { "Last hour" }

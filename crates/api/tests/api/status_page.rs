@@ -260,7 +260,7 @@ async fn issue_32_2_the_page_counts_and_shows_what_needs_attention(backend: Back
     assert_eq!(rows(&long_row), vec![(long.clone(), false)]);
     let (_, _, css) = app.send("GET", "/static/status.css", &[], None).await;
     assert!(
-        css.contains(".name { max-width: 260px; overflow-wrap: anywhere; }"),
+        css.contains(".name { min-width: 120px; max-width: 260px; overflow-wrap: anywhere; }"),
         "{css}"
     );
 
