@@ -198,7 +198,7 @@ pub(crate) fn table(out: &Output, items: &[ScaleSet], entities: &BTreeMap<Uuid, 
         if let Some(attention) = &s.attention {
             text.push_str(&out.note(
                 &format!(
-                    "{}: {} (run: {})",
+                    "{} {} (run: {})",
                     s.spec.name, attention.reason, attention.remedy
                 ),
                 Tone::Bad,
