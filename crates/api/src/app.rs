@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::Uri;
+use axum::http::{HeaderMap, Uri};
 use axum::middleware;
+use axum::response::{IntoResponse, Response};
 
 use crate::error::ApiError;
 use crate::extract::BodyLimit;
@@ -78,10 +79,17 @@ pub fn probes_router(state: Arc<AppState>) -> Router {
         .with_state(state)
 }
 
-async fn no_route(uri: Uri) -> ApiError {
-    ApiError::NoRoute {
-        path: uri.path().to_owned(),
+/// A URL nothing serves: an HTML page for a browser outside the API (its `Accept` names
+/// `text/html`), the JSON error for API clients and under `/api/`.
+async fn no_route(uri: Uri, headers: HeaderMap) -> Response {
+    let path = uri.path();
+    if !path.starts_with("/api/") && crate::status_page::wants_html(&headers) {
+        return crate::status_page::not_found_page(path);
     }
+    ApiError::NoRoute {
+        path: path.to_owned(),
+    }
+    .into_response()
 }
 
 async fn method_not_allowed() -> ApiError {

@@ -1,18 +1,32 @@
-//! The status page: server-rendered HTML at `/` (no JavaScript build; a small inline script
-//! reloads it every 5 s), read from the store. The overview has one row per scale set (name,
-//! entity, state with reason, provenance and evidence, desired/idle/busy runners, jobs waiting,
-//! last message time, recent events), filtered by name or entity and state and paginated
+//! The status page: server-rendered HTML at `/` (no JavaScript build; a small script,
+//! `/static/refresh.js`, reloads it every 5 s, and the page works without it), read from the
+//! store. The overview has one row per scale set (name,
+//! entity, state with reason, whether it needs attention with the reason and the `scalesetctl`
+//! command to run (the store's one rule, [`scaleset_store::ScaleSet::attention`]), provenance
+//! and evidence, desired/idle/busy runners, jobs waiting, a sparkline of the last hour, last
+//! message time, recent events), filtered by name or entity and state and paginated
 //! (50 rows a page), so it stays readable at thousands of scale sets;
-//! `/scale-sets/{id}` shows one scale set with its instances and events.
+//! `/scale-sets/{id}` shows one scale set with SVG charts of its last hour (jobs waiting,
+//! runners idle/busy/starting, job start latency, from the samples its worker stores), its
+//! instances and events.
 //!
 //! **Auth.** The page uses the API's tokens: `GET /login` is a form, `POST /login` checks the
 //! token against the store and sets it as an `HttpOnly`, `SameSite=Strict` cookie
 //! (`scaleset_token`), `POST /logout` clears it. An `Authorization: Bearer` header works too
 //! (for curl). Without either, the pages redirect to `/login`. The API under `/api/v1` keeps
-//! requiring its bearer token; the cookie is not accepted there.
+//! requiring its bearer token; the cookie is not accepted there. A page reached with a cookie
+//! whose token no longer authenticates (revoked) clears the cookie and sends the browser to the
+//! sign-in form, which says why.
+//!
+//! **Hardening.** Every response carries a Content-Security-Policy that allows no inline script
+//! or style, `X-Frame-Options: DENY` and `frame-ancestors 'none'`, and `Cache-Control:
+//! no-store` (the stylesheet and script excepted). `POST /login` and `POST /logout` refuse a
+//! request whose `Origin` (or, without one, `Referer`) is not this server's own host: a form on
+//! another site cannot sign a browser in with the attacker's token, or out.
 //!
 //! [`crate::router`] mounts [`routes`] at the root, beside `/api/v1`.
 
+mod chart;
 mod html;
 mod render;
 mod view;
@@ -24,9 +38,10 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use scaleset_store::{ScaleSetId, SecretString};
+use scaleset_store::{ScaleSetId, SecretString, Timestamp};
 
 use crate::state::AppState;
 
@@ -46,6 +61,105 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/scale-sets/{id}", get(detail))
         .route("/login", get(login_form).post(login))
         .route("/logout", post(logout))
+        .route("/static/status.css", get(stylesheet))
+        .route("/static/refresh.js", get(script))
+        .layer(middleware::map_response(hardened))
+}
+
+async fn hardened(mut response: Response) -> Response {
+    html::harden(response.headers_mut());
+    response
+}
+
+/// A constant of this crate, cacheable for a few minutes (it changes only with the binary).
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, "public, max-age=300"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+async fn stylesheet() -> Response {
+    asset("text/css; charset=utf-8", html::STYLE)
+}
+
+async fn script() -> Response {
+    asset("text/javascript; charset=utf-8", html::REFRESH)
+}
+
+/// The HTML page for a URL nothing serves, for a browser (API clients get the JSON error).
+pub(crate) fn not_found_page(path: &str) -> Response {
+    let body = html::page(
+        "Not found",
+        &maud::html! {
+            p.empty { "Nothing is served at " code { (path) } "." }
+            p { a href="/" { "← all scale sets" } " · the API is under " code { "/api/v1" } }
+        },
+        false,
+        false,
+    );
+    let mut response = (StatusCode::NOT_FOUND, Html(body)).into_response();
+    html::harden(response.headers_mut());
+    response
+}
+
+/// Whether a request prefers HTML (a browser's `Accept` names `text/html`).
+pub(crate) fn wants_html(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("text/html"))
+}
+
+/// The host (`host[:port]`) of an `Origin` or `Referer` value; `None` for `null` or text that
+/// is no URL.
+fn url_host(value: &str) -> Option<String> {
+    let url = url::Url::parse(value).ok()?;
+    let host = url.host_str()?;
+    Some(match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    })
+}
+
+/// Whether a state-changing form POST comes from this server's own pages: its `Origin` (or,
+/// when a client sends none, its `Referer`) names the host the request was sent to. A request
+/// with neither (curl, a script) is no browser's cross-site form and passes; `Origin: null`
+/// (a sandboxed or privacy-stripped context) does not.
+pub(crate) fn same_origin(headers: &HeaderMap) -> bool {
+    let text = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
+    let Some(host) = text(header::HOST) else {
+        // HTTP/1.1 requires Host; without one nothing can be compared.
+        return text(header::ORIGIN).is_none() && text(header::REFERER).is_none();
+    };
+    let host = host.trim().to_ascii_lowercase();
+    // The default ports: `url` leaves them out of `port()`, a Host header may carry them.
+    let host = host
+        .strip_suffix(":80")
+        .or_else(|| host.strip_suffix(":443"))
+        .unwrap_or(&host)
+        .to_owned();
+    match (text(header::ORIGIN), text(header::REFERER)) {
+        (Some(origin), _) => url_host(origin).is_some_and(|o| o.to_ascii_lowercase() == host),
+        (None, Some(referer)) => url_host(referer).is_some_and(|r| r.to_ascii_lowercase() == host),
+        (None, None) => true,
+    }
+}
+
+fn cross_origin() -> Response {
+    let body = render::login(Some(
+        "Refused: the sign-in form was posted from another site. Sign in from this page.",
+    ));
+    (StatusCode::FORBIDDEN, Html(body)).into_response()
 }
 
 fn cookie_token(headers: &HeaderMap) -> Option<String> {
@@ -67,13 +181,36 @@ fn bearer_token(headers: &HeaderMap) -> Option<String> {
         .then(|| token.trim().to_owned())
 }
 
-/// Whether the request carries a valid API token (cookie or bearer header).
-async fn signed_in(page: &Page, headers: &HeaderMap) -> Result<bool, Response> {
-    let Some(token) = bearer_token(headers).or_else(|| cookie_token(headers)) else {
-        return Ok(false);
+/// Whether the request carries a valid API token (cookie or bearer header): `Ok(())`, or the
+/// response to send instead (to the sign-in form; saying why when a cookie's token no longer
+/// authenticates, which also clears that cookie).
+async fn signed_in(page: &Page, headers: &HeaderMap) -> Result<(), Response> {
+    if let Some(token) = bearer_token(headers) {
+        return match valid(page, &token).await? {
+            true => Ok(()),
+            false => Err(to_login()),
+        };
+    }
+    let Some(token) = cookie_token(headers) else {
+        return Err(to_login());
     };
-    valid(page, &token).await
+    if valid(page, &token).await? {
+        return Ok(());
+    }
+    let mut response = Redirect::to("/login?why=revoked").into_response();
+    response
+        .headers_mut()
+        .insert(header::SET_COOKIE, clear_cookie());
+    Err(response)
 }
+
+fn clear_cookie() -> HeaderValue {
+    HeaderValue::from_static("scaleset_token=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
+}
+
+/// Why the sign-in form was shown, from its query (`?why=revoked`).
+const REVOKED: &str = "Your token no longer signs you in: it was revoked (or never existed). \
+     Sign in with a current one (`scaleset-server token create NAME` makes one).";
 
 async fn valid(page: &Page, token: &str) -> Result<bool, Response> {
     if token.is_empty() || token.len() > MAX_TOKEN {
@@ -111,23 +248,20 @@ async fn overview(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    match signed_in(&page, &headers).await {
-        Ok(true) => {}
-        Ok(false) => return to_login(),
-        Err(response) => return response,
+    if let Err(response) = signed_in(&page, &headers).await {
+        return response;
     }
     let filter = view::Filter::parse(query.as_deref());
-    match view::overview(page.store.as_ref(), filter).await {
+    let now = Timestamp::from_system_time(SystemTime::now());
+    match view::overview(page.store.as_ref(), filter, now).await {
         Ok(view) => Html(render::overview(&view, SystemTime::now())).into_response(),
         Err(e) => unavailable(&e),
     }
 }
 
 async fn detail(State(page): State<Page>, Path(id): Path<String>, headers: HeaderMap) -> Response {
-    match signed_in(&page, &headers).await {
-        Ok(true) => {}
-        Ok(false) => return to_login(),
-        Err(response) => return response,
+    if let Err(response) = signed_in(&page, &headers).await {
+        return response;
     }
     let not_found = || {
         let body = html::page(
@@ -144,18 +278,24 @@ async fn detail(State(page): State<Page>, Path(id): Path<String>, headers: Heade
     let Ok(uuid) = uuid::Uuid::parse_str(&id) else {
         return not_found();
     };
-    match view::detail(page.store.as_ref(), ScaleSetId(uuid)).await {
+    let now = Timestamp::from_system_time(SystemTime::now());
+    match view::detail(page.store.as_ref(), ScaleSetId(uuid), now).await {
         Ok(view) => Html(render::detail(&view, SystemTime::now())).into_response(),
         Err(e) if e.is_not_found() => not_found(),
         Err(e) => unavailable(&e),
     }
 }
 
-async fn login_form() -> Html<String> {
-    Html(render::login(None))
+async fn login_form(RawQuery(query): RawQuery) -> Html<String> {
+    let revoked = url::form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes())
+        .any(|(key, value)| key == "why" && value == "revoked");
+    Html(render::login(revoked.then_some(REVOKED)))
 }
 
-async fn login(State(page): State<Page>, body: Bytes) -> Response {
+async fn login(State(page): State<Page>, headers: HeaderMap, body: Bytes) -> Response {
+    if !same_origin(&headers) {
+        return cross_origin();
+    }
     let token = url::form_urlencoded::parse(&body)
         .find(|(key, _)| key == "token")
         .map(|(_, value)| value.trim().to_owned())
@@ -183,11 +323,78 @@ async fn login(State(page): State<Page>, body: Bytes) -> Response {
     }
 }
 
-async fn logout() -> Response {
+async fn logout(headers: HeaderMap) -> Response {
+    if !same_origin(&headers) {
+        return cross_origin();
+    }
     let mut response = Redirect::to("/login").into_response();
-    response.headers_mut().insert(
-        header::SET_COOKIE,
-        HeaderValue::from_static("scaleset_token=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
-    );
     response
+        .headers_mut()
+        .insert(header::SET_COOKIE, clear_cookie());
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(header::HeaderName, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(name.clone(), HeaderValue::from_str(value).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn a_post_from_this_host_passes_and_from_another_is_refused() {
+        use header::{HOST, ORIGIN, REFERER};
+        let ok = |pairs: &[(header::HeaderName, &str)]| same_origin(&headers(pairs));
+        assert!(ok(&[
+            (HOST, "127.0.0.1:8080"),
+            (ORIGIN, "http://127.0.0.1:8080")
+        ]));
+        assert!(ok(&[
+            (HOST, "Status.Example:443"),
+            (ORIGIN, "https://status.example")
+        ]));
+        assert!(ok(&[
+            (HOST, "status.example"),
+            (REFERER, "https://status.example/login")
+        ]));
+        assert!(ok(&[(HOST, "status.example")]), "no browser form: curl");
+        assert!(!ok(&[
+            (HOST, "127.0.0.1:8080"),
+            (ORIGIN, "http://evil.example")
+        ]));
+        assert!(!ok(&[
+            (HOST, "127.0.0.1:8080"),
+            (ORIGIN, "http://127.0.0.1:9090")
+        ]));
+        assert!(!ok(&[(HOST, "127.0.0.1:8080"), (ORIGIN, "null")]));
+        assert!(
+            !ok(&[
+                (HOST, "a.example"),
+                (ORIGIN, "http://b.example"),
+                (REFERER, "http://a.example/")
+            ]),
+            "the Origin decides when there is one"
+        );
+        assert!(!ok(&[(HOST, "a.example"), (REFERER, "http://b.example/x")]));
+        assert!(!ok(&[(ORIGIN, "http://a.example")]), "no Host to compare");
+        assert!(ok(&[]));
+    }
+
+    #[test]
+    fn a_browser_is_told_in_html() {
+        assert!(wants_html(&headers(&[(
+            header::ACCEPT,
+            "text/html,application/xhtml+xml,*/*;q=0.8"
+        )])));
+        assert!(!wants_html(&headers(&[(
+            header::ACCEPT,
+            "application/json"
+        )])));
+        assert!(!wants_html(&HeaderMap::new()));
+    }
 }

@@ -34,8 +34,9 @@ pub use plan::{
     PlannedCredentials, PlannedEntity, PlannedScaleSet,
 };
 pub use scale_set::{
-    AdoptionPolicy, CreateScaleSet, DeleteAction, DeleteScaleSetResult, DrainScaleSetResult, Event,
-    Evidence, Provenance, Refusal, ScaleSet, ScaleSetSpec, ScaleSetState, UpdateScaleSet,
+    AdoptionPolicy, Attention, CreateScaleSet, DeleteAction, DeleteScaleSetResult,
+    DrainScaleSetResult, Event, Evidence, Provenance, Refusal, ScaleSet, ScaleSetSpec,
+    ScaleSetState, UpdateScaleSet,
 };
 pub use token::Token;
 

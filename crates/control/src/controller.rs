@@ -339,9 +339,11 @@ impl Controller {
                 })
                 .set(i64::try_from(count).unwrap_or(i64::MAX));
         }
+        // The store's one rule, as the status page, the API and the CLI count.
+        let now = self.shared.clock.now();
         let attention = scale_sets
             .iter()
-            .filter(|s| s.state.needs_attention())
+            .filter(|s| s.attention(now).is_some())
             .count();
         metrics
             .scale_sets_needing_attention

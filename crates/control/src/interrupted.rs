@@ -117,6 +117,8 @@ mod tests {
             updated_at: at,
             last_message_at: None,
             jobs_waiting: 0,
+            jobs_waiting_since: None,
+            provider_error: None,
         };
         mutate(&mut scale_set);
         scale_set

@@ -40,6 +40,7 @@ mod listener;
 mod metrics;
 mod observed_provider;
 mod planner;
+mod sampler;
 mod scaler;
 mod settings;
 mod shared;

@@ -24,7 +24,7 @@ use scaleset_github::{
     Client, JobMessage, Message, MessageId, ScaleSetId as GitHubScaleSetId, Session, Statistics,
     unverified_expiry,
 };
-use scaleset_store::{Lease, Progress, ScaleSetState};
+use scaleset_store::{InstanceStatus, Lease, Progress, Sample, ScaleSetState};
 use tokio_util::sync::CancellationToken;
 
 use crate::checkpoint::Checkpoint;
@@ -110,6 +110,8 @@ pub(crate) struct Listener<'a> {
     /// The jobs-waiting figure last written to the store for the status page (written again
     /// only when it changes).
     pub(crate) jobs_waiting_shown: Option<u32>,
+    /// When the status page's next sample is due, and the start latency it carries.
+    pub(crate) sampler: crate::sampler::Sampler,
     /// The session attempt this listener resumes (default: a new one).
     pub(crate) attempt: SessionAttempt,
 }
@@ -442,6 +444,10 @@ impl Listener<'_> {
                     if let Some(seconds) = since(assigned, now) {
                         metrics.observe_timing(&metrics.job_assigned_to_started, id, seconds);
                     }
+                    let queued = job.queue_time.and_then(|t| t.to_system_time());
+                    if let Some(latency) = queued.and_then(|t| now.duration_since(t).ok()) {
+                        self.sampler.started(latency);
+                    }
                     "started"
                 }
                 JobMessage::Completed {
@@ -565,7 +571,45 @@ impl Listener<'_> {
             .map_err(store(during))?;
         self.runners.desired_written = self.runners.desired.or(self.runners.desired_written);
         self.jobs_waiting_shown = self.jobs_waiting().or(self.jobs_waiting_shown);
+        self.sample().await;
         Ok(())
+    }
+
+    /// Writes the status page's sample of this scale set when one is due (once a minute). A
+    /// failed write costs a point on a chart, not the listener: it is logged, not returned.
+    async fn sample(&mut self) {
+        let now = tokio::time::Instant::now();
+        if !self.sampler.due(now, self.shared.settings.sample_interval) {
+            return;
+        }
+        let store = &self.shared.store;
+        let instances = match store.list_instances(self.lease.scale_set_id()).await {
+            Ok(instances) => instances,
+            Err(e) => {
+                tracing::warn!(error = %chain(&e), "could not list instances for the status page's sample");
+                return;
+            }
+        };
+        let count = |wanted: &[InstanceStatus]| {
+            u32::try_from(
+                instances
+                    .iter()
+                    .filter(|i| wanted.contains(&i.status))
+                    .count(),
+            )
+            .unwrap_or(u32::MAX)
+        };
+        let sample = Sample {
+            at: self.shared.clock.now(),
+            jobs_waiting: self.jobs_waiting().unwrap_or(0),
+            idle: count(&[InstanceStatus::Running]),
+            busy: count(&[InstanceStatus::Busy]),
+            starting: count(&[InstanceStatus::Pending, InstanceStatus::Creating]),
+            start_latency: self.sampler.taken(now),
+        };
+        if let Err(e) = store.record_sample(&self.lease, &sample).await {
+            tracing::warn!(error = %chain(&e), "could not record the status page's sample");
+        }
     }
 
     async fn store_session(&self, session_id: Option<&str>) -> Result<(), Error> {

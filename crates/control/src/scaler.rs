@@ -307,6 +307,13 @@ impl Runners<'_> {
                             .await
                             .map_err(store("reading an instance"))?;
                         self.remove_everywhere(&instance).await?;
+                        // The fact the status page shows as "provider failing" (the store's
+                        // attention rule), with the provider's own words.
+                        self.shared
+                            .store
+                            .set_provider_error(self.lease, Some(&chain(&e).to_string()))
+                            .await
+                            .map_err(store("recording the provider's failure"))?;
                         return Err(self.provider_error("creating an instance")(e));
                     }
                 }
@@ -323,6 +330,12 @@ impl Runners<'_> {
             )
             .await
             .map_err(store("recording the provider id"))?;
+        // A create that worked ends a run of provider failures (a no-op write without one).
+        self.shared
+            .store
+            .set_provider_error(self.lease, None)
+            .await
+            .map_err(store("clearing the provider's failure"))?;
         tracing::info!(runner = %name, runner_id = runner_id.0, provider_id = %created.provider_id, "runner created");
         self.shared
             .checkpoints

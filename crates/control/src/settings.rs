@@ -57,6 +57,9 @@ pub struct Settings {
     /// no bound every set takes one step at a time in lockstep and none is listening until
     /// nearly all are (`docs/benchmarks.md`, listener density).
     pub max_concurrent_starts: usize,
+    /// How often a listener stores its scale set's sample for the status page's charts (jobs
+    /// waiting, runners idle/busy/starting, job start latency); the store keeps an hour.
+    pub sample_interval: Duration,
     /// The server's URL as instances reach it (e.g. `https://scaleset.example.com`), from
     /// which their metadata and callback URLs are made (GARM's `metadata_url` and
     /// `callback_url`). When set, every new runner is granted an instance token and its JIT
@@ -84,6 +87,7 @@ impl Default for Settings {
             reconcile_interval: Duration::from_secs(300),
             drain_interval: Duration::from_secs(30),
             max_concurrent_starts: 64,
+            sample_interval: crate::sampler::SAMPLE_EVERY,
             instance_api_url: None,
         }
     }

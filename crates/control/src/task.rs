@@ -209,6 +209,7 @@ async fn pass(
         statistics: None,
         starting,
         jobs_waiting_shown: None,
+        sampler: crate::sampler::Sampler::default(),
         attempt,
     };
     let end = listener.run(handed, cancel).await?;

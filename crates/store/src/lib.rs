@@ -97,8 +97,9 @@ pub use keyring::{EncryptionKey, Keyring};
 pub use lease::{Acquisition, Lease, LeaseRecord, LeaseStore, LiveLease};
 pub use options::{DatabaseUrl, SqliteSync, StoreOptions};
 pub use scale_set::{
-    AdoptionPolicy, Creation, MODIFY_ATTEMPTS, NewScaleSet, Progress, Provenance, RunnerGroup,
-    ScaleSet, ScaleSetSpec, ScaleSetState, ScaleSetStore,
+    AdoptionPolicy, Attention, Creation, MODIFY_ATTEMPTS, NewScaleSet, Progress, Provenance,
+    ProviderError, RunnerGroup, SAMPLE_WINDOW, Sample, ScaleSet, ScaleSetSpec, ScaleSetState,
+    ScaleSetStore,
 };
 /// The adoption machine's typed proofs the store keeps: the evidence of a ready scale set and
 /// the refusal of a refused one (a [`Creation`] is made from its `DeletePermit`).

@@ -300,7 +300,138 @@ pub struct ScaleSet {
     /// Jobs waiting for a runner as the last statistics GitHub sent said (available, acquired
     /// and assigned but not yet running); fenced, see [`ScaleSetStore::set_jobs_waiting`].
     pub jobs_waiting: u32,
+    /// Since when [`ScaleSet::jobs_waiting`] has been above 0 without a break: the store sets
+    /// it when the figure leaves 0 and clears it when it returns to 0.
+    pub jobs_waiting_since: Option<Timestamp>,
+    /// The provider's last failure for this scale set, until a provider call succeeds again
+    /// (fenced, see [`ScaleSetStore::set_provider_error`]).
+    pub provider_error: Option<ProviderError>,
 }
+
+/// A provider call that failed for a scale set: the provider's own message and when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderError {
+    /// What the provider said (its error output, as the scaler reported it).
+    pub message: String,
+    /// When the failure was recorded (the first of a run of failures keeps its time).
+    pub at: Timestamp,
+}
+
+/// Why an operator should look at a scale set, and what to run: the one rule
+/// ([`ScaleSet::attention`]) the status page, the API, the CLI and the metrics go by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attention {
+    /// The reason in words.
+    pub reason: String,
+    /// A `scalesetctl` command that shows or fixes it.
+    pub remedy: String,
+}
+
+/// A name quoted for a POSIX shell (single quotes; an embedded one closed and reopened).
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// `90 s`, `12 min`, `3 h`.
+fn span_words(span: Duration) -> String {
+    let secs = span.as_secs();
+    match secs {
+        0..=119 => format!("{secs} s"),
+        120..=7199 => format!("{} min", secs / 60),
+        _ => format!("{} h", secs / 3600),
+    }
+}
+
+impl ScaleSet {
+    /// Whether, and why, an operator should look at this scale set at `now`: its state needs
+    /// attention ([`ScaleSetState::needs_attention`]: refused, drifted, a held session,
+    /// dormant, failing), or its provider's last call failed, or jobs have waited for a runner
+    /// without a break for longer than the bootstrap timeout (a runner should have come by
+    /// then). The first that applies, in that order.
+    pub fn attention(&self, now: Timestamp) -> Option<Attention> {
+        let name = shell_quote(&self.spec.name);
+        let show = format!("scalesetctl scale-set show {name}");
+        if self.state.needs_attention() {
+            let reason = if self.state_reason.is_empty() {
+                format!("state {}", self.state)
+            } else {
+                format!("{}: {}", self.state, self.state_reason)
+            };
+            let remedy = match self.state {
+                ScaleSetState::Drifted => {
+                    format!("scalesetctl scale-set update {name} --repair true")
+                }
+                _ => show,
+            };
+            return Some(Attention { reason, remedy });
+        }
+        if let Some(error) = &self.provider_error {
+            return Some(Attention {
+                reason: format!(
+                    "provider {:?} failing: {}",
+                    self.spec.provider, error.message
+                ),
+                // Its events carry the provider's messages; fix the provider, or point the
+                // scale set at another (`scalesetctl scale-set update NAME --provider OTHER`).
+                remedy: show,
+            });
+        }
+        let since = self.jobs_waiting_since.filter(|_| self.jobs_waiting > 0)?;
+        let waited = Duration::from_millis(
+            u64::try_from(now.unix_millis().saturating_sub(since.unix_millis())).unwrap_or(0),
+        );
+        if waited <= self.spec.bootstrap_timeout {
+            return None;
+        }
+        let at_max = self.desired_runners >= self.spec.max_runners;
+        Some(Attention {
+            reason: format!(
+                "{} jobs have waited for a runner for {} without a break, longer than the \
+                 bootstrap timeout ({}){}",
+                self.jobs_waiting,
+                span_words(waited),
+                span_words(self.spec.bootstrap_timeout),
+                if at_max {
+                    format!(
+                        "; it runs at its maximum of {} runners",
+                        self.spec.max_runners
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+            remedy: if at_max {
+                format!(
+                    "scalesetctl scale-set update {name} --max-runners {}",
+                    self.spec.max_runners.saturating_mul(2).max(1)
+                )
+            } else {
+                show
+            },
+        })
+    }
+}
+
+/// One minute of a scale set's figures, for the status page's charts (the worker writes one a
+/// minute, the store keeps the last [`SAMPLE_WINDOW`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample {
+    /// When it was taken.
+    pub at: Timestamp,
+    /// Jobs waiting for a runner.
+    pub jobs_waiting: u32,
+    /// Runners idle.
+    pub idle: u32,
+    /// Runners busy.
+    pub busy: u32,
+    /// Runners starting (requested, not yet online).
+    pub starting: u32,
+    /// The longest a job started in this minute waited from queued to started, if any did.
+    pub start_latency: Option<Duration>,
+}
+
+/// How far back samples are kept: the charts draw the last hour.
+pub const SAMPLE_WINDOW: Duration = Duration::from_secs(3600);
 
 /// How many times [`ScaleSetStore::modify_scale_set`] reads and writes before it gives up on
 /// concurrent writers: each write that meets another one is a worker and the API touching the
@@ -417,6 +548,23 @@ pub trait ScaleSetStore: Send + Sync {
 
     /// Records the message session id, if `lease` is still current.
     async fn set_message_session(&self, lease: &Lease, session_id: Option<&str>) -> Result<()>;
+
+    /// Records a provider failure for the lease's scale set ([`ScaleSet::provider_error`]),
+    /// or clears it with `None`, if `lease` is still current. A failure while one is recorded
+    /// keeps the first one's time and takes the new message.
+    async fn set_provider_error(&self, lease: &Lease, message: Option<&str>) -> Result<()>;
+
+    /// Stores a sample of the lease's scale set, if `lease` is still current, and drops its
+    /// samples older than [`SAMPLE_WINDOW`] before `sample.at` (so a scale set holds about
+    /// one a minute for an hour). A second sample at the same millisecond replaces the first.
+    async fn record_sample(&self, lease: &Lease, sample: &Sample) -> Result<()>;
+
+    /// The samples of `ids` taken at or after `since`, oldest first per scale set.
+    async fn list_samples(
+        &self,
+        ids: &[ScaleSetId],
+        since: Timestamp,
+    ) -> Result<Vec<(ScaleSetId, Sample)>>;
 
     /// Records the desired runner count, if `lease` is still current.
     async fn set_desired_runners(&self, lease: &Lease, desired: u32) -> Result<()> {

@@ -314,3 +314,176 @@ fn issue30_every_policy_parses_from_its_text_and_maps_to_the_machines_one() {
     );
     assert!(AdoptionPolicy::parse("Owned").is_err(), "the text is exact");
 }
+
+/// A ready scale set named `name` with nothing wrong, for the attention rule's tests.
+fn healthy(name: &str) -> ScaleSet {
+    ScaleSet {
+        id: ScaleSetId(uuid::Uuid::from_u128(1)),
+        entity_id: EntityId(uuid::Uuid::from_u128(2)),
+        spec: ScaleSetSpec {
+            name: name.to_owned(),
+            runner_group: RunnerGroup {
+                name: "Default".to_owned(),
+                id: None,
+            },
+            labels: Vec::new(),
+            disable_update: false,
+            provider: "lxd".to_owned(),
+            image: String::new(),
+            flavor: String::new(),
+            min_idle: 0,
+            max_runners: 4,
+            bootstrap_timeout: Duration::from_secs(600),
+            runner_prefix: String::new(),
+            extra_specs: serde_json::Value::Null,
+            enabled: true,
+            adoption_policy: AdoptionPolicy::Owned,
+            repair: false,
+        },
+        github_id: Some(7),
+        provenance: None,
+        evidence: Vec::new(),
+        refusal: None,
+        state: ScaleSetState::Ready,
+        state_reason: String::new(),
+        last_message_id: 0,
+        session_id: None,
+        desired_runners: 0,
+        generation: 1,
+        created_at: Timestamp::from_unix_millis(0),
+        updated_at: Timestamp::from_unix_millis(0),
+        last_message_at: None,
+        jobs_waiting: 0,
+        jobs_waiting_since: None,
+        provider_error: None,
+    }
+}
+
+const NOW: i64 = 1_796_205_600_000;
+
+/// Issue 32 item 2: the one rule. Each case needs attention with a reason and a `scalesetctl`
+/// remedy; ready and pending with nothing wrong do not.
+#[test]
+fn issue_32_attention_covers_states_providers_and_long_waits() {
+    let now = Timestamp::from_unix_millis(NOW);
+    let set = healthy("linux");
+    assert_eq!(set.attention(now), None);
+    let pending = ScaleSet {
+        state: ScaleSetState::Pending,
+        ..healthy("linux")
+    };
+    assert_eq!(pending.attention(now), None);
+
+    // Every state the state rule flags, with its reason; drifted's remedy is the repair.
+    for &state in ScaleSetState::ALL {
+        let set = ScaleSet {
+            state,
+            state_reason: "held by \"other\"".to_owned(),
+            ..healthy("it's")
+        };
+        let attention = set.attention(now);
+        assert_eq!(attention.is_some(), state.needs_attention(), "{state}");
+        if let Some(a) = attention {
+            assert_eq!(a.reason, format!("{state}: held by \"other\""));
+            let expected = if state == ScaleSetState::Drifted {
+                r"scalesetctl scale-set update 'it'\''s' --repair true"
+            } else {
+                r"scalesetctl scale-set show 'it'\''s'"
+            };
+            assert_eq!(a.remedy, expected, "{state}");
+        }
+    }
+    let unexplained = ScaleSet {
+        state: ScaleSetState::Error,
+        ..healthy("x")
+    };
+    assert_eq!(unexplained.attention(now).unwrap().reason, "state error");
+
+    // A failing provider, in its own words.
+    let failing = ScaleSet {
+        provider_error: Some(ProviderError {
+            message: "lxc: quota exceeded".to_owned(),
+            at: Timestamp::from_unix_millis(NOW - 1),
+        }),
+        ..healthy("linux")
+    };
+    let a = failing
+        .attention(now)
+        .expect("a failing provider needs attention");
+    assert_eq!(a.reason, "provider \"lxd\" failing: lxc: quota exceeded");
+    assert!(
+        a.remedy.starts_with("scalesetctl scale-set show 'linux'"),
+        "{}",
+        a.remedy
+    );
+    // The state comes first when both apply.
+    let both = ScaleSet {
+        state: ScaleSetState::ForeignSession,
+        ..failing.clone()
+    };
+    assert_eq!(both.attention(now).unwrap().reason, "state foreign_session");
+}
+
+/// Issue 32 item 2: jobs waiting without a break for longer than the bootstrap timeout need
+/// attention (a runner should have come by then); exactly the timeout does not, nor a stale
+/// date with no job waiting. At the maximum, the remedy raises it.
+#[test]
+fn issue_32_jobs_waiting_longer_than_the_bootstrap_timeout_need_attention() {
+    let now = Timestamp::from_unix_millis(NOW);
+    let waiting = |since_ms: i64, jobs: u32, desired: u32| ScaleSet {
+        jobs_waiting: jobs,
+        jobs_waiting_since: Some(Timestamp::from_unix_millis(NOW - since_ms)),
+        desired_runners: desired,
+        ..healthy("linux")
+    };
+    assert_eq!(
+        waiting(600_000, 12, 1).attention(now),
+        None,
+        "exactly the timeout"
+    );
+    assert_eq!(
+        waiting(3_600_000, 0, 1).attention(now),
+        None,
+        "none waiting"
+    );
+    let a = waiting(600_001, 12, 1)
+        .attention(now)
+        .expect("past the timeout");
+    assert_eq!(
+        a.reason,
+        "12 jobs have waited for a runner for 10 min without a break, longer than the \
+         bootstrap timeout (10 min)"
+    );
+    assert_eq!(a.remedy, "scalesetctl scale-set show 'linux'");
+    let a = waiting(7_200_000, 3, 4)
+        .attention(now)
+        .expect("at the maximum");
+    assert_eq!(
+        a.reason,
+        "3 jobs have waited for a runner for 2 h without a break, longer than the bootstrap \
+         timeout (10 min); it runs at its maximum of 4 runners"
+    );
+    assert_eq!(
+        a.remedy,
+        "scalesetctl scale-set update 'linux' --max-runners 8"
+    );
+    let a = waiting(90_000, 1, 0);
+    let short = ScaleSet {
+        spec: ScaleSetSpec {
+            bootstrap_timeout: Duration::from_secs(60),
+            max_runners: 0,
+            ..a.spec.clone()
+        },
+        ..a
+    };
+    let said = short.attention(now).expect("90 s past a 60 s timeout");
+    assert!(
+        said.reason.contains("for 90 s") && said.reason.contains("(60 s)"),
+        "{}",
+        said.reason
+    );
+    assert_eq!(
+        said.remedy,
+        "scalesetctl scale-set update 'linux' --max-runners 1"
+    );
+}

@@ -190,12 +190,20 @@ pub(crate) fn table(out: &Output, items: &[ScaleSet], entities: &BTreeMap<Uuid, 
         rows,
         "no scale sets (create one with `scalesetctl scale-set create`, or apply a fleet file)",
     );
-    if let Some(note) = attention_note(items.iter().map(|s| s.state)) {
+    if let Some(note) = attention_note(items.iter().map(|s| s.attention.is_some())) {
         text.push_str(&out.note(&note, Tone::Bad));
     }
     for s in items {
         let (state, tone) = state_text(s.state);
-        if tone != Tone::Good && !s.state_reason.is_empty() {
+        if let Some(attention) = &s.attention {
+            text.push_str(&out.note(
+                &format!(
+                    "{} {} (run: {})",
+                    s.spec.name, attention.reason, attention.remedy
+                ),
+                Tone::Bad,
+            ));
+        } else if tone != Tone::Good && !s.state_reason.is_empty() {
             text.push_str(&out.note(
                 &format!("{} {state}: {}", s.spec.name, s.state_reason),
                 tone,
@@ -205,18 +213,15 @@ pub(crate) fn table(out: &Output, items: &[ScaleSet], entities: &BTreeMap<Uuid, 
     text
 }
 
-/// "N of M scale sets need attention", when any does (the status page's count).
-fn attention_note(states: impl Iterator<Item = ScaleSetState>) -> Option<String> {
+/// "N of M scale sets need attention", when any does: those the server marked (the store's
+/// one rule, the status page's count).
+fn attention_note(needs: impl Iterator<Item = bool>) -> Option<String> {
     let (mut total, mut attention) = (0usize, 0usize);
-    for state in states {
+    for needs in needs {
         total += 1;
-        attention += usize::from(state.needs_attention());
+        attention += usize::from(needs);
     }
-    (attention > 0).then(|| {
-        format!(
-            "{attention} of {total} scale sets need attention (every state but ready and pending)"
-        )
-    })
+    (attention > 0).then(|| format!("{attention} of {total} scale sets need attention"))
 }
 
 fn details(ctx: &Ctx<'_>, s: &ScaleSet, entities: &BTreeMap<Uuid, String>) -> String {
@@ -250,6 +255,10 @@ fn details(ctx: &Ctx<'_>, s: &ScaleSet, entities: &BTreeMap<Uuid, String>) -> St
         pairs.push(("refusal", out.toned(&refusal.code, Tone::Bad)));
         pairs.push(("found", Cell::new(&refusal.message)));
         pairs.push(("remedy", Cell::new(&refusal.remedy)));
+    }
+    if let Some(attention) = &s.attention {
+        pairs.push(("attention", out.toned(&attention.reason, Tone::Bad)));
+        pairs.push(("run", Cell::new(&attention.remedy)));
     }
     pairs.extend([
         ("provenance", Cell::new(provenance_text(s.provenance))),
@@ -506,15 +515,14 @@ async fn delete(ctx: &Ctx<'_>, wanted: &str, force: bool) -> Result<Outcome> {
 mod tests {
     use super::*;
 
-    /// Issue 29 item 5: a held session (`foreign_session`) is counted as needing attention in
-    /// the list, as on the status page; ready and pending scale sets are not.
+    /// Issue 29 item 5, issue 32 item 2: the list counts the scale sets the server marked as
+    /// needing attention (the store's one rule), as the status page does.
     #[test]
     fn the_list_counts_the_scale_sets_needing_attention() {
-        use ScaleSetState as S;
-        assert_eq!(attention_note([S::Ready, S::Pending].into_iter()), None);
+        assert_eq!(attention_note([false, false].into_iter()), None);
         assert_eq!(
-            attention_note([S::Ready, S::ForeignSession, S::Error].into_iter()).as_deref(),
-            Some("2 of 3 scale sets need attention (every state but ready and pending)")
+            attention_note([false, true, true].into_iter()).as_deref(),
+            Some("2 of 3 scale sets need attention")
         );
     }
 }

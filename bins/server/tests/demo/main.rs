@@ -26,6 +26,8 @@ use tokio::process::{Child, ChildStdout, Command};
 /// The running demo and what its banner said.
 struct Running {
     child: Child,
+    /// The demo's data directory (its SQLite database is `scaleset.db` in it).
+    dir: PathBuf,
     lines: tokio::io::Lines<BufReader<ChildStdout>>,
     page: String,
     api: String,
@@ -74,6 +76,7 @@ async fn start(dir: &std::path::Path) -> Result<Running> {
             .with_context(|| format!("no {name:?} line in:\n{banner}"))
     };
     Ok(Running {
+        dir: dir.to_path_buf(),
         page: field("status page")?,
         api: field("API ")?,
         token: field("API token")?,
@@ -360,5 +363,148 @@ async fn in_the_browser(demo: &Running, driver: &str, chromium: &str) -> Result<
         .eval("return document.querySelectorAll('#scale-sets tr.scale-set').length")
         .await?;
     assert_eq!(filtered, 1);
+
+    issue_32_attention_and_charts(demo, &browser).await?;
     browser.stop().await
+}
+
+/// Issue 32 item 5: a blocked session and a failing provider need attention on the page, with
+/// the reason and the command to run, and the detail page draws the last hour. The facts are
+/// written into the demo's database as the worker records them (the listener's held-session
+/// state, the scaler's provider failure, an hour of samples the worker would have taken).
+async fn issue_32_attention_and_charts(demo: &Running, browser: &browser::Browser) -> Result<()> {
+    use diesel::{Connection as _, RunQueryDsl as _};
+    let path = demo.dir.join("scaleset.db");
+    let mut db = diesel::sqlite::SqliteConnection::establish(&path.display().to_string())?;
+    let now = i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_millis(),
+    )?;
+    let mut sql = vec![
+        "PRAGMA busy_timeout = 10000".to_owned(),
+        "UPDATE scale_sets SET state = 'foreign_session', state_reason = 'another listener          (\"ci-old-controller\") holds the message session; stop it, or choose another          scale-set name. Nothing was deleted' WHERE name = 'linux-arm64'"
+            .to_owned(),
+        format!(
+            "INSERT INTO scale_set_health (scale_set_id, provider_error, provider_error_at)              SELECT id, 'CreateInstance: the provider failed (exit code 1); stderr ends with:              quota exceeded (10 of 10 instances)', {now} FROM scale_sets WHERE name = 'release'              ON CONFLICT (scale_set_id) DO UPDATE SET provider_error = excluded.provider_error,              provider_error_at = excluded.provider_error_at"
+        ),
+    ];
+    for minute in 1..60_i64 {
+        // A burst of jobs half an hour ago, served by runners that came and went.
+        let wave = (30 - (minute - 30).abs()).max(0);
+        let (waiting, busy, starting) = (
+            (wave / 4).max(0),
+            (wave / 3).min(6),
+            i64::from(wave % 5 == 1),
+        );
+        let latency = if busy > 0 {
+            format!("{}", 8_000 + wave * 700)
+        } else {
+            "NULL".to_owned()
+        };
+        sql.push(format!(
+            "INSERT OR REPLACE INTO scale_set_samples SELECT id, {at}, {waiting}, 1, {busy},              {starting}, {latency} FROM scale_sets WHERE name = 'linux-x64'",
+            at = now - (60 - minute) * 60_000,
+        ));
+    }
+    for statement in sql {
+        diesel::sql_query(&statement).execute(&mut db)?;
+    }
+
+    browser.goto(&demo.page).await?;
+    let flagged = try_eventually("two scale sets need attention", || async {
+        let rows = browser
+            .eval(
+                "return Array.from(document.querySelectorAll('#scale-sets tr.scale-set[data-attention=yes]')).map(function (r) { \
+                   return { name: r.dataset.name, why: r.querySelector('.attention .why').textContent, \
+                            remedy: r.querySelector('.attention .remedy code').textContent }; })",
+            )
+            .await?;
+        let list = rows.as_array().cloned().unwrap_or_default();
+        anyhow::Ok((list.len() == 2).then_some(list))
+    })
+    .await?;
+    assert_eq!(flagged[0]["name"], "linux-arm64", "{flagged:?}");
+    assert!(
+        flagged[0]["why"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("foreign_session: another listener")),
+        "{flagged:?}"
+    );
+    assert_eq!(
+        flagged[0]["remedy"],
+        "scalesetctl scale-set show 'linux-arm64'"
+    );
+    assert_eq!(flagged[1]["name"], "release");
+    assert!(
+        flagged[1]["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("failing") && w.contains("quota exceeded")),
+        "{flagged:?}"
+    );
+    let cards = browser
+        .eval("return [document.querySelector('#attention').textContent, document.querySelector('#total').textContent]")
+        .await?;
+    assert_eq!(
+        cards,
+        serde_json::json!(["2", "3"]),
+        "the cards agree with the rows"
+    );
+    // The stylesheet arrived under the CSP (served from /static, no inline style).
+    let layout = browser
+        .eval("return getComputedStyle(document.querySelector('header')).display")
+        .await?;
+    assert_eq!(layout, "flex");
+    let sparks = browser
+        .eval("return document.querySelectorAll('#scale-sets svg.spark').length")
+        .await?;
+    assert_eq!(sparks, 3, "a sparkline per row");
+    browser
+        .screenshot(&screenshots().join("status-page-attention.png"))
+        .await?;
+
+    browser
+        .click("tr.scale-set[data-name='linux-x64'] a")
+        .await?;
+    let lines = try_eventually("the detail page draws the last hour", || async {
+        let lines = browser
+            .eval(
+                "return Array.from(document.querySelectorAll('figure.chart polyline')).map(function (p) { \
+                   return p.getAttribute('points').split(' ').length; })",
+            )
+            .await?;
+        let list = lines.as_array().cloned().unwrap_or_default();
+        anyhow::Ok((list.len() == 5).then_some(list))
+    })
+    .await?;
+    assert!(
+        lines.iter().all(|n| n.as_u64() > Some(30)),
+        "each line has the hour's points: {lines:?}"
+    );
+    for id in ["chart-waiting", "chart-runners", "chart-latency"] {
+        let found = browser
+            .eval(&format!(
+                "return document.querySelector('#{id} svg') !== null"
+            ))
+            .await?;
+        assert_eq!(found, true, "{id}");
+    }
+    browser
+        .screenshot(&screenshots().join("scale-set-charts.png"))
+        .await?;
+
+    browser.goto(&demo.page).await?;
+    browser.click("tr.scale-set[data-name='release'] a").await?;
+    let failing = try_eventually("the detail page says the provider fails", || async {
+        let text = browser
+            .eval("var e = document.querySelector('#provider-error'); return e ? e.textContent : null")
+            .await?;
+        anyhow::Ok(text.as_str().map(str::to_owned))
+    })
+    .await?;
+    assert!(failing.contains("quota exceeded"), "{failing}");
+    browser
+        .screenshot(&screenshots().join("scale-set-provider-failing.png"))
+        .await?;
+    Ok(())
 }

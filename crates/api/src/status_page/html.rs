@@ -1,11 +1,13 @@
-//! The status page's frame: the page around every body with its stylesheet and the small
-//! inline script that refreshes it, `<time>` elements, and the text helpers (times, query
-//! values). The HTML is written with `maud`, which escapes every value it is given: stored text
-//! cannot become markup, and no call site has to remember to escape.
+//! The status page's frame: the page around every body, its stylesheet and the small script
+//! that refreshes it (both served as files under `/static/`, so the Content-Security-Policy
+//! allows no inline script or style), the security headers, `<time>` elements, and the text
+//! helpers (times, query values). The HTML is written with `maud`, which escapes every value it
+//! is given: stored text cannot become markup, and no call site has to remember to escape.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use maud::{DOCTYPE, Markup, PreEscaped, html};
+use axum::http::{HeaderMap, HeaderValue, header};
+use maud::{DOCTYPE, Markup, html};
 use scaleset_store::Timestamp;
 
 /// A query-string value, percent-encoded.
@@ -54,7 +56,8 @@ pub(crate) fn time_el(at: Timestamp, now: SystemTime) -> Markup {
     html! { time datetime=(exact) title=(exact) { (ago(at, now)) } }
 }
 
-const STYLE: &str = r#"
+/// The stylesheet, served at `/static/status.css`.
+pub(crate) const STYLE: &str = r#"
 :root { color-scheme: light; --ink:#1f2328; --muted:#59636e; --line:#d1d9e0; --bg:#f6f8fa;
   --ok:#1a7f37; --okbg:#dafbe1; --warn:#9a6700; --warnbg:#fff8c5; --bad:#cf222e; --badbg:#ffebe9;
   --info:#0969da; --infobg:#ddf4ff; }
@@ -85,7 +88,20 @@ th { background: var(--bg); font-weight: 600; font-size: 12px; color: var(--mute
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr:hover td { background: #f6f8fa88; }
 a { color: var(--info); }
-.name a { font-weight: 600; text-decoration: none; white-space: nowrap; }
+.name { min-width: 120px; max-width: 260px; overflow-wrap: anywhere; }
+.name a { font-weight: 600; text-decoration: none; }
+h2#name { overflow-wrap: anywhere; }
+.attention { margin-top: 4px; max-width: 420px; font-size: 12px; overflow-wrap: anywhere; }
+.attention .why { color: var(--bad); }
+.attention .remedy code { background: var(--bg); border: 1px solid var(--line); border-radius: 4px; padding: 0 4px; }
+.s-attention { color: var(--bad); background: var(--badbg); border-color: #ffcecb; }
+#attention-box { border: 1px solid #ffcecb; background: #fff8f7; border-radius: 8px; padding: 8px 14px; margin: 0 0 14px; }
+#attention-box .attention { max-width: none; font-size: 14px; }
+section.charts { display: flex; flex-wrap: wrap; gap: 16px; }
+figure.chart { margin: 0; border: 1px solid var(--line); border-radius: 8px; padding: 8px 10px; }
+figure.chart figcaption { font-size: 12px; color: var(--muted); margin-bottom: 4px; }
+.legend { display: flex; gap: 10px; font-size: 12px; color: var(--muted); }
+td.spark { padding-top: 9px; }
 .sub { color: var(--muted); font-size: 12px; }
 .badge { display:inline-block; padding: 1px 8px; border-radius: 999px; font-size: 12px; font-weight: 600;
   border: 1px solid transparent; white-space: nowrap; }
@@ -112,7 +128,7 @@ pre { background: var(--bg); border:1px solid var(--line); border-radius: 6px; p
 "#;
 
 /// Reloads the page every 5 s while it is visible, unless the filter box has the focus.
-const REFRESH: &str = r#"
+pub(crate) const REFRESH: &str = r#"
 setInterval(function () {
   var a = document.activeElement;
   if (document.visibilityState === 'visible' && !(a && (a.tagName === 'INPUT' || a.tagName === 'SELECT'))) {
@@ -131,8 +147,7 @@ pub(crate) fn page(title: &str, body: &Markup, signed_in: bool, refresh: bool) -
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · scaleset" }
-                // Constants of this file, not data: they go out as written.
-                style { (PreEscaped(STYLE)) }
+                link rel="stylesheet" href="/static/status.css";
             }
             body {
                 header {
@@ -148,12 +163,36 @@ pub(crate) fn page(title: &str, body: &Markup, signed_in: bool, refresh: bool) -
                 }
                 main { (body) }
                 @if refresh {
-                    script { (PreEscaped(REFRESH)) }
+                    script src="/static/refresh.js" {}
                 }
             }
         }
     }
     .into_string()
+}
+
+/// The status page's Content-Security-Policy: scripts and styles only from this origin (no
+/// inline ones), no plugins, forms only back to it, never framed.
+pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+     img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// Sets the headers every status-page response carries: the CSP, no framing (both the CSP's
+/// `frame-ancestors` and the older `X-Frame-Options`), no MIME sniffing, the referrer only to
+/// this origin; and `Cache-Control: no-store` unless the response set its own (the pages show
+/// what a token may read, and a shared or back-button cache must not keep them).
+pub(crate) fn harden(headers: &mut HeaderMap) {
+    let set = [
+        (header::CONTENT_SECURITY_POLICY, CSP),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::REFERRER_POLICY, "same-origin"),
+    ];
+    for (name, value) in set {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    if !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
 }
 
 #[cfg(test)]

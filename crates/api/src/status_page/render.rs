@@ -5,8 +5,11 @@
 use std::time::SystemTime;
 
 use maud::{Markup, html};
-use scaleset_store::{Event, Evidence, Provenance, ScaleSetState};
+use scaleset_store::{
+    Attention, Event, Evidence, InstanceStatus, Provenance, ScaleSetState, Timestamp,
+};
 
+use super::chart;
 use super::html::{page, query_value, time_el};
 use super::view::{Detail, Filter, Overview, Row};
 
@@ -77,11 +80,23 @@ fn repeats(e: &Event, now: SystemTime) -> Markup {
     }
 }
 
+/// Why a scale set needs attention and the command to run.
+fn attention_html(attention: &Attention) -> Markup {
+    html! {
+        div.attention {
+            span.badge.s-attention { "needs attention" }
+            div.why { (attention.reason) }
+            div.remedy { "run " code { (attention.remedy) } }
+        }
+    }
+}
+
 fn row_html(row: &Row, now: SystemTime) -> Markup {
     let set = &row.set;
     let name = &set.spec.name;
+    let attention = if row.attention.is_some() { "yes" } else { "no" };
     html! {
-        tr.scale-set data-name=(name) data-state=(set.state.as_str()) {
+        tr.scale-set data-name=(name) data-state=(set.state.as_str()) data-attention=(attention) {
             td.name {
                 a href={ "/scale-sets/" (set.id.0) } { (name) }
                 div.sub { (set.spec.labels.join(", ")) }
@@ -93,12 +108,20 @@ fn row_html(row: &Row, now: SystemTime) -> Markup {
                     @if let Some(github) = set.github_id { " · GitHub id " (github) }
                 }
             }
-            td { (state_badge(set.state)) div.reason { (set.state_reason) } }
+            td {
+                (state_badge(set.state))
+                @if let Some(attention) = &row.attention {
+                    (attention_html(attention))
+                } @else {
+                    div.reason { (set.state_reason) }
+                }
+            }
             td { (provenance(set.provenance.as_ref())) div.sub.evidence { (evidence_words(&set.evidence)) } }
             td.num.desired { (set.desired_runners) }
             td.num.idle { (row.runners.idle) }
             td.num.busy { (row.runners.busy) }
             td.num.waiting { (set.jobs_waiting) }
+            td.spark { (chart::sparkline(&row.samples, Timestamp::from_system_time(now))) }
             td.last {
                 @match set.last_message_at {
                     Some(at) => (time_el(at, now)),
@@ -130,10 +153,10 @@ pub(crate) fn overview(view: &Overview, now: SystemTime) -> String {
     let body = html! {
         section.summary {
             div.card { b id="total" { (t.scale_sets) } span { "scale sets" } }
-            div.card { b id="ready" { (t.ready) } span { "ready" } }
+            div.card { b id="ready" { (t.ready) } span { "ready, nothing wrong" } }
             div.card { b id="attention" { (t.attention) } span { "need attention" } }
-            div.card { b { (t.desired) } span { "desired runners" } }
-            div.card { b { (t.jobs_waiting) } span { "jobs waiting" } }
+            div.card { b id="desired" { (t.desired) } span { "desired runners" } }
+            div.card { b id="jobs-waiting" { (t.jobs_waiting) } span { "jobs waiting" } }
         }
         form.filter method="get" action="/" {
             input type="search" name="q" placeholder="filter by name or entity" value=(view.filter.q) aria-label="filter";
@@ -145,7 +168,21 @@ pub(crate) fn overview(view: &Overview, now: SystemTime) -> String {
                 }
             }
             button type="submit" { "Filter" }
-            span.sub { (view.matching) " of " (t.scale_sets) " shown" }
+            span.sub id="shown" {
+                @match view.shown {
+                    Some((first, last)) => {
+                        "showing " (first) "–" (last) " of " (view.matching) " matching"
+                        @if view.matching != t.scale_sets { " (" (t.scale_sets) " in all)" }
+                    }
+                    None => { "0 of " (t.scale_sets) " match" }
+                }
+            }
+        }
+        @if let Some(unknown) = &view.filter.unknown_state {
+            p.error id="unknown-state" {
+                "There is no state " code { (unknown) } "; the state filter was not applied. "
+                "States: needs attention, " (STATES.join(", ")) "."
+            }
         }
         @if view.rows.is_empty() {
             p.empty { "No scale set matches." }
@@ -154,7 +191,8 @@ pub(crate) fn overview(view: &Overview, now: SystemTime) -> String {
                 thead { tr {
                     th { "scale set" } th { "entity" } th { "state and reason" }
                     th { "provenance and evidence" } th.num { "desired" } th.num { "idle" }
-                    th.num { "busy" } th.num { "jobs waiting" } th { "last message" }
+                    th.num { "busy" } th.num { "jobs waiting" } th { "last hour" }
+                    th { "last message" }
                     th { "recent events" }
                 } }
                 tbody {
@@ -186,6 +224,9 @@ pub(crate) fn detail(view: &Detail, now: SystemTime) -> String {
     let body = html! {
         p { a href="/" { "← all scale sets" } }
         h2 id="name" { (spec.name) }
+        @if let Some(attention) = &row.attention {
+            section id="attention-box" { (attention_html(attention)) }
+        }
         dl.facts {
             dt { "state" }
             dd { (state_badge(set.state)) " " span.reason { (set.state_reason) } }
@@ -219,12 +260,25 @@ pub(crate) fn detail(view: &Detail, now: SystemTime) -> String {
                     None => "never",
                 }
             }
+            dt { "provider" }
+            dd {
+                (spec.provider)
+                @if let Some(error) = &set.provider_error {
+                    " — " span.error id="provider-error" { "failing since " (time_el(error.at, now)) ": " (error.message) }
+                }
+            }
             dt { "policy" }
             dd {
                 "adoption " (spec.adoption_policy.as_str())
                 @if spec.repair { ", repair on" }
-                "; provider " (spec.provider)
             }
+        }
+        h2 { "Last hour" }
+        @let at = Timestamp::from_system_time(now);
+        section.charts {
+            (chart::chart("chart-waiting", "Jobs waiting", &chart::waiting_series(&row.samples), at))
+            (chart::chart("chart-runners", "Runners idle, busy, starting", &chart::runner_series(&row.samples), at))
+            (chart::chart("chart-latency", "Job start latency (queued to started, s)", &chart::latency_series(&row.samples), at))
         }
         h2 { "Instances (" (view.instances.len()) ")" }
         @if view.instances.is_empty() {
@@ -249,10 +303,14 @@ pub(crate) fn detail(view: &Detail, now: SystemTime) -> String {
                             }
                             td { code { (i.pool_key) } }
                             td { (time_el(i.created_at, now)) }
-                            td {
-                                @match i.bootstrap_deadline {
-                                    Some(deadline) => (time_el(deadline, now)),
-                                    None => "—",
+                            td.deadline {
+                                // Only a runner still coming up has a deadline that matters:
+                                // an online or busy one met it.
+                                @match (i.status, i.bootstrap_deadline) {
+                                    (InstanceStatus::Pending | InstanceStatus::Creating, Some(deadline)) => (time_el(deadline, now)),
+                                    (InstanceStatus::Busy, _) => span.sub { "met (running a job)" },
+                                    (InstanceStatus::Running, _) => span.sub { "met (online)" },
+                                    _ => "—",
                                 }
                             }
                         }

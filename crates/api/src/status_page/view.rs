@@ -1,11 +1,15 @@
 //! What the status page shows, read from the store: the filtered, paginated overview (one row
 //! per scale set with its runner counts and recent events) and one scale set's detail with its
 //! instances. The filter and page arithmetic are plain functions over the listed scale sets.
+//! Whether a scale set needs attention is the store's one rule ([`ScaleSet::attention`]),
+//! decided once per scale set at `now` and used by the cards, the filter and the rows alike,
+//! so the counts agree with the rows.
 
 use std::collections::HashMap;
 
 use scaleset_store::{
-    Entity, EntityId, Event, Instance, InstanceStatus, ScaleSet, ScaleSetId, ScaleSetState, Store,
+    Attention, Entity, EntityId, Event, Instance, InstanceStatus, SAMPLE_WINDOW, Sample, ScaleSet,
+    ScaleSetId, ScaleSetState, Store, Timestamp,
 };
 
 /// Rows per page.
@@ -20,8 +24,10 @@ const DETAIL_EVENTS: u32 = 50;
 pub(crate) struct Filter {
     /// Case-insensitive substring of the name or the entity.
     pub(crate) q: String,
-    /// Only this state (`attention` = every state but ready and pending).
+    /// Only this state, or `attention` (the store's rule).
     pub(crate) state: Option<String>,
+    /// A `state` that names no state: said on the page, and not applied.
+    pub(crate) unknown_state: Option<String>,
     /// 1-based page.
     pub(crate) page: usize,
 }
@@ -36,7 +42,15 @@ impl Filter {
         for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
             match key.as_ref() {
                 "q" => filter.q = value.trim().chars().take(200).collect(),
-                "state" if !value.is_empty() => filter.state = Some(value.into_owned()),
+                "state" if !value.is_empty() => {
+                    let known = value == "attention"
+                        || ScaleSetState::ALL.iter().any(|s| s.as_str() == value);
+                    if known {
+                        filter.state = Some(value.into_owned());
+                    } else {
+                        filter.unknown_state = Some(value.chars().take(100).collect());
+                    }
+                }
                 "page" => filter.page = value.parse().unwrap_or(1).max(1),
                 _ => {}
             }
@@ -44,24 +58,18 @@ impl Filter {
         filter
     }
 
-    fn matches(&self, set: &ScaleSet, entity: &str) -> bool {
+    fn matches(&self, set: &ScaleSet, entity: &str, attention: bool) -> bool {
         let q = self.q.to_lowercase();
         let text = q.is_empty()
             || set.spec.name.to_lowercase().contains(&q)
             || entity.to_lowercase().contains(&q);
         let state = match self.state.as_deref() {
             None => true,
-            Some("attention") => needs_attention(set.state),
+            Some("attention") => attention,
             Some(wanted) => set.state.as_str() == wanted,
         };
         text && state
     }
-}
-
-/// Whether an operator should look at a scale set in this state: the store's one rule, which
-/// the metrics and the CLI count by too.
-pub(crate) fn needs_attention(state: ScaleSetState) -> bool {
-    state.needs_attention()
 }
 
 /// Runner counts of one scale set, from its instances.
@@ -94,12 +102,17 @@ pub(crate) struct Row {
     pub(crate) entity: String,
     pub(crate) runners: Runners,
     pub(crate) events: Vec<Event>,
+    /// Why it needs attention, if it does (the store's rule at the time of reading).
+    pub(crate) attention: Option<Attention>,
+    /// Its samples of the last hour, oldest first.
+    pub(crate) samples: Vec<Sample>,
 }
 
 /// Totals over every scale set (not only the page).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Totals {
     pub(crate) scale_sets: usize,
+    /// Ready and not needing attention.
     pub(crate) ready: usize,
     pub(crate) attention: usize,
     pub(crate) desired: u64,
@@ -113,6 +126,8 @@ pub(crate) struct Overview {
     pub(crate) filter: Filter,
     /// Scale sets matching the filter.
     pub(crate) matching: usize,
+    /// The 1-based positions (among the matching) of the first and last row shown.
+    pub(crate) shown: Option<(usize, usize)>,
     pub(crate) pages: usize,
     pub(crate) rows: Vec<Row>,
 }
@@ -143,10 +158,11 @@ async fn entities(store: &dyn Store) -> scaleset_store::Result<HashMap<EntityId,
         .collect())
 }
 
-/// Reads the overview for `filter` (the page is clamped to the last one).
+/// Reads the overview for `filter` at `now` (the page is clamped to the last one).
 pub(crate) async fn overview(
     store: &dyn Store,
     mut filter: Filter,
+    now: Timestamp,
 ) -> scaleset_store::Result<Overview> {
     let entities = entities(store).await?;
     let mut sets = store.list_scale_sets(None).await?;
@@ -157,38 +173,90 @@ pub(crate) async fn overview(
             .cmp(&b.spec.name.to_lowercase())
             .then(a.id.0.cmp(&b.id.0))
     });
-    let totals = Totals {
-        scale_sets: sets.len(),
-        ready: sets
-            .iter()
-            .filter(|s| s.state == ScaleSetState::Ready)
-            .count(),
-        attention: sets.iter().filter(|s| needs_attention(s.state)).count(),
-        desired: sets.iter().map(|s| u64::from(s.desired_runners)).sum(),
-        jobs_waiting: sets.iter().map(|s| u64::from(s.jobs_waiting)).sum(),
-    };
-    let label = |set: &ScaleSet| entities.get(&set.entity_id).cloned().unwrap_or_default();
-    let matching: Vec<ScaleSet> = sets
+    // Decided once per scale set: the cards, the filter and the rows read the same answer.
+    let judged: Vec<(ScaleSet, Option<Attention>)> = sets
         .into_iter()
-        .filter(|s| filter.matches(s, &label(s)))
+        .map(|s| {
+            let attention = s.attention(now);
+            (s, attention)
+        })
         .collect();
-    let pages = matching.len().div_ceil(PER_PAGE).max(1);
-    filter.page = filter.page.min(pages);
-    let mut rows = Vec::new();
-    for set in matching
+    let totals = totals(&judged);
+    let label = |set: &ScaleSet| entities.get(&set.entity_id).cloned().unwrap_or_default();
+    let matching: Vec<(ScaleSet, Option<Attention>)> = judged
+        .into_iter()
+        .filter(|(s, a)| filter.matches(s, &label(s), a.is_some()))
+        .collect();
+    let (pages, shown) = page_of(matching.len(), &mut filter.page);
+    let on_page: Vec<&(ScaleSet, Option<Attention>)> = matching
         .iter()
         .skip((filter.page - 1) * PER_PAGE)
         .take(PER_PAGE)
-    {
-        rows.push(row(store, set.clone(), label(set), ROW_EVENTS).await?.0);
+        .collect();
+    let ids: Vec<ScaleSetId> = on_page.iter().map(|(s, _)| s.id).collect();
+    let mut samples = samples_by_set(store, &ids, now).await?;
+    let mut rows = Vec::new();
+    for (set, attention) in on_page {
+        let mut row = row(store, set.clone(), label(set), ROW_EVENTS).await?.0;
+        row.attention = attention.clone();
+        row.samples = samples.remove(&set.id).unwrap_or_default();
+        rows.push(row);
     }
     Ok(Overview {
         totals,
         matching: matching.len(),
+        shown,
         pages,
         filter,
         rows,
     })
+}
+
+/// The summary cards, over every scale set (not only the page).
+fn totals(judged: &[(ScaleSet, Option<Attention>)]) -> Totals {
+    Totals {
+        scale_sets: judged.len(),
+        ready: judged
+            .iter()
+            .filter(|(s, a)| s.state == ScaleSetState::Ready && a.is_none())
+            .count(),
+        attention: judged.iter().filter(|(_, a)| a.is_some()).count(),
+        desired: judged
+            .iter()
+            .map(|(s, _)| u64::from(s.desired_runners))
+            .sum(),
+        jobs_waiting: judged.iter().map(|(s, _)| u64::from(s.jobs_waiting)).sum(),
+    }
+}
+
+/// The page count for `matching` rows, the page clamped into it, and the positions of the
+/// first and last row on it (`None` when nothing matches).
+fn page_of(matching: usize, page: &mut usize) -> (usize, Option<(usize, usize)>) {
+    let pages = matching.div_ceil(PER_PAGE).max(1);
+    *page = (*page).clamp(1, pages);
+    let first = (*page - 1) * PER_PAGE;
+    let shown = (matching > first).then(|| (first + 1, matching.min(first + PER_PAGE)));
+    (pages, shown)
+}
+
+/// The last hour's samples of `ids`, by scale set.
+async fn samples_by_set(
+    store: &dyn Store,
+    ids: &[ScaleSetId],
+    now: Timestamp,
+) -> scaleset_store::Result<HashMap<ScaleSetId, Vec<Sample>>> {
+    let since = Timestamp::from_unix_millis(
+        now.unix_millis()
+            .saturating_sub(i64::try_from(SAMPLE_WINDOW.as_millis()).unwrap_or(i64::MAX)),
+    );
+    let mut by_set: HashMap<ScaleSetId, Vec<Sample>> = HashMap::new();
+    if ids.is_empty() {
+        return Ok(by_set);
+    }
+    for (id, sample) in store.list_samples(ids, since).await? {
+        by_set.entry(id).or_default().push(sample);
+    }
+    Ok(by_set)
 }
 
 async fn row(
@@ -207,19 +275,31 @@ async fn row(
             set,
             entity,
             events,
+            attention: None,
+            samples: Vec::new(),
         },
         instances,
     ))
 }
 
 /// Reads one scale set with its instances and its longer event trail.
-pub(crate) async fn detail(store: &dyn Store, id: ScaleSetId) -> scaleset_store::Result<Detail> {
+pub(crate) async fn detail(
+    store: &dyn Store,
+    id: ScaleSetId,
+    now: Timestamp,
+) -> scaleset_store::Result<Detail> {
     let set = store.get_scale_set(id).await?;
     let entity = store
         .get_entity(set.entity_id)
         .await
         .map(|e| entity_label(&e))?;
-    let (row, mut instances) = row(store, set, entity, DETAIL_EVENTS).await?;
+    let attention = set.attention(now);
+    let (mut row, mut instances) = row(store, set, entity, DETAIL_EVENTS).await?;
+    row.attention = attention;
+    row.samples = samples_by_set(store, &[id], now)
+        .await?
+        .remove(&id)
+        .unwrap_or_default();
     instances.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Detail { row, instances })
 }
@@ -236,7 +316,8 @@ mod tests {
             Filter {
                 q: "linux x64".to_owned(),
                 state: Some("refused".to_owned()),
-                page: 3
+                page: 3,
+                unknown_state: None,
             }
         );
         assert_eq!(Filter::parse(Some("page=-2")).page, 1);
@@ -246,17 +327,32 @@ mod tests {
     }
 
     #[test]
-    fn attention_is_every_state_but_ready_and_pending() {
-        assert!(!needs_attention(ScaleSetState::Ready));
-        assert!(!needs_attention(ScaleSetState::Pending));
-        for state in [
-            ScaleSetState::Refused,
-            ScaleSetState::Drifted,
-            ScaleSetState::ForeignSession,
-            ScaleSetState::Dormant,
-            ScaleSetState::Error,
-        ] {
-            assert!(needs_attention(state), "{state:?}");
-        }
+    fn an_unknown_state_filter_is_kept_aside_and_not_applied() {
+        let f = Filter::parse(Some("state=bogus"));
+        assert_eq!(f.state, None);
+        assert_eq!(f.unknown_state.as_deref(), Some("bogus"));
+        let f = Filter::parse(Some("state=foreign_session"));
+        assert_eq!(f.state.as_deref(), Some("foreign_session"));
+        assert_eq!(f.unknown_state, None);
+        assert_eq!(
+            Filter::parse(Some("state=attention")).state.as_deref(),
+            Some("attention")
+        );
+    }
+
+    /// Issue 32 item 2: 66 matching on pages of 50 shows rows 1–50, then 51–66.
+    #[test]
+    fn the_page_says_which_rows_it_shows() {
+        let mut page = 1;
+        assert_eq!(page_of(66, &mut page), (2, Some((1, 50))));
+        let mut page = 2;
+        assert_eq!(page_of(66, &mut page), (2, Some((51, 66))));
+        let mut page = 9;
+        assert_eq!(page_of(66, &mut page), (2, Some((51, 66))));
+        assert_eq!(page, 2, "clamped to the last page");
+        let mut page = 1;
+        assert_eq!(page_of(0, &mut page), (1, None));
+        let mut page = 1;
+        assert_eq!(page_of(50, &mut page), (1, Some((1, 50))));
     }
 }

@@ -68,12 +68,16 @@ pub enum ScaleSetState {
     Error,
 }
 
-impl ScaleSetState {
-    /// Whether an operator should look at a scale set in this state: every state but `ready`
-    /// and `pending` (the rule the status page and the controller's metrics count by).
-    pub fn needs_attention(self) -> bool {
-        !matches!(self, Self::Ready | Self::Pending)
-    }
+/// Why an operator should look at a scale set, and what to run. The server decides it by the
+/// store's one rule (a state that needs attention, a failing provider, or jobs waiting longer
+/// than the bootstrap timeout), the same the status page and the metrics count by; a client
+/// counts a scale set that carries one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Attention {
+    /// The reason in words.
+    pub reason: String,
+    /// A `scalesetctl` command that shows or fixes it.
+    pub remedy: String,
 }
 
 /// A scale set's spec as stored (what the operator asked for).
@@ -318,6 +322,12 @@ pub struct ScaleSet {
     pub refusal: Option<Refusal>,
     /// The runner count the scaler wants.
     pub desired_runners: u32,
+    /// Jobs waiting for a runner, as GitHub's last statistics said.
+    #[serde(default)]
+    pub jobs_waiting: u32,
+    /// Present when the scale set needs attention: why, and the command to run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attention: Option<Attention>,
     /// The newest events, newest first (on show, create and drain; empty in lists).
     #[serde(default)]
     pub events: Vec<Event>,

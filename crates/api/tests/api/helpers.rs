@@ -253,6 +253,58 @@ impl App {
         }
     }
 
+    /// Sends a request with these headers (and no others but Host), for the status page:
+    /// status, headers, body text.
+    pub(crate) async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<Vec<u8>>,
+    ) -> (u16, http::HeaderMap, String) {
+        let mut request = http::Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", self.base));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body.unwrap_or_default())))
+            .expect("request");
+        let response = self
+            .http
+            .request(request)
+            .await
+            .expect("the server answers");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
+        (
+            status,
+            headers,
+            String::from_utf8_lossy(&bytes).into_owned(),
+        )
+    }
+
+    /// A second store over this test's database whose clock is `clock` (a worker whose writes
+    /// are dated when the test says).
+    pub(crate) async fn store_at(&self, clock: scaleset_store::ManualClock) -> DieselStore {
+        let key = EncryptionKey::from_bytes("k1", &[7; 32]).expect("key");
+        let options = StoreOptions::new(self._db.url.clone(), Keyring::new(key))
+            .pool_size(2)
+            .busy_timeout(Duration::from_secs(20))
+            .controller_id(Some(CONTROLLER))
+            .clock(Arc::new(clock));
+        DieselStore::open(options)
+            .await
+            .expect("open a second store")
+    }
+
     /// Sends only a request's head over a new connection, announcing `length` body bytes
     /// that are never sent, and returns what the server answers (head and body).
     pub(crate) async fn head_only(&self, method: &str, path: &str, length: usize) -> String {

@@ -11,4 +11,5 @@ mod openapi;
 mod plan;
 mod resources;
 mod scale_sets;
+mod status_page;
 mod tokens;

@@ -15,6 +15,7 @@ backend_tests!(
     converges_under_injected_server_errors_and_rate_limits,
     undecodable_messages_are_skipped_without_losing_jobs,
     failed_instance_create_removes_the_runner_from_github,
+    issue_32_a_failing_provider_needs_attention_until_a_create_works,
     runner_never_online_is_removed_at_its_bootstrap_deadline,
     owner_label_prefixed_name_is_a_config_error,
 );
@@ -233,5 +234,45 @@ async fn text_plain_errors_never_lead_to_adoption(db: TestDb) {
     );
     let named = h.sim().state().scale_sets_named("linux").count();
     assert_eq!(named, 1, "only the rival's scale set exists");
+    controller.stop().await;
+}
+
+/// Issue 32 item 2: a provider whose creates fail is recorded on the scale set in its own
+/// words, so the one attention rule (status page, API, CLI, gauge) flags it; the first create
+/// that works clears it.
+async fn issue_32_a_failing_provider_needs_attention_until_a_create_works(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    let (controller, github_id) = h.start_ready().await;
+    h.cloud.fail_creates(usize::MAX);
+    h.sim()
+        .enqueue_jobs(github_id, &JobSpec::count(1))
+        .expect("enqueue");
+    let failing = eventually("the provider's failure is recorded", || async {
+        let stored = h.stored().await;
+        stored.provider_error.is_some().then_some(stored)
+    })
+    .await;
+    let now = scaleset_store::Timestamp::from_unix_millis(i64::MAX / 2);
+    let attention = failing
+        .attention(now)
+        .expect("a failing provider needs attention");
+    // The task's own error state may say it first (the state comes first in the rule); in
+    // both the provider's words are there.
+    assert!(
+        attention.reason.contains("injected create failure"),
+        "{}",
+        attention.reason
+    );
+    let recorded = failing.provider_error.expect("recorded");
+    assert!(
+        recorded.message.contains("injected create failure"),
+        "{recorded:?}"
+    );
+    h.cloud.fail_creates(0);
+    eventually("the job runs and the failure is cleared", || async {
+        let running = h.job_states(github_id).iter().all(|s| s == "running");
+        (running && h.stored().await.provider_error.is_none()).then_some(())
+    })
+    .await;
     controller.stop().await;
 }

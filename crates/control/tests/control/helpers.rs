@@ -56,6 +56,8 @@ pub(crate) fn settings() -> Settings {
     settings.adoption_retry.base_delay = Duration::from_millis(5);
     settings.adoption_retry.max_delay = Duration::from_millis(50);
     settings.drain_interval = Duration::from_millis(100);
+    // A sample at every handled message or poll, so a test sees the charts' figures move.
+    settings.sample_interval = Duration::ZERO;
     settings
 }
 

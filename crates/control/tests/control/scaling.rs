@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use scaleset_sim::{AssignmentMode, JobSpec};
+use scaleset_store::ScaleSetStore as _;
 
 use crate::helpers::{Harness, TestDb, backend_tests, eventually, sim_config};
 
@@ -42,6 +43,17 @@ async fn whole_loop(db: TestDb, mode: AssignmentMode) -> Harness {
         assert!(created.iter().all(|r| r.name.starts_with("linux-")));
     }
     assert_eq!(h.instances().await.len(), 5);
+    // Issue 32 item 3: the listener stores the status page's samples (the harness's clock
+    // stands still, so each replaces the last: one row).
+    let samples = h
+        .store
+        .list_samples(
+            &[h.scale_set.id],
+            scaleset_store::Timestamp::from_unix_millis(0),
+        )
+        .await
+        .unwrap();
+    assert_eq!(samples.len(), 1, "{samples:?}");
 
     h.sim().advance(Duration::from_secs(60));
     eventually(

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 
 use super::lease::check_fence;
-use super::schema::{leases, scale_sets};
+use super::schema::{leases, scale_set_health, scale_set_samples, scale_sets};
 use super::{
     Context, DbConnection, DieselStore, count_from_db, enum_from_db, json_from_db, parse_uuid,
     secs_to_db, write_transaction,
@@ -17,8 +17,8 @@ use crate::error::{Error, Result};
 use crate::id::{EntityId, ScaleSetId};
 use crate::lease::Lease;
 use crate::scale_set::{
-    AdoptionPolicy, Creation, NewScaleSet, Progress, Provenance, RunnerGroup, ScaleSet,
-    ScaleSetSpec, ScaleSetState, ScaleSetStore,
+    AdoptionPolicy, Creation, NewScaleSet, Progress, Provenance, ProviderError, RunnerGroup,
+    SAMPLE_WINDOW, Sample, ScaleSet, ScaleSetSpec, ScaleSetState, ScaleSetStore,
 };
 use scaleset_adopt::{Evidence, Refusal};
 
@@ -61,6 +61,51 @@ struct Row {
     refusal: Option<String>,
 }
 
+/// A `scale_set_health` row: what needs attention beyond the state.
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = scale_set_health)]
+struct Health {
+    scale_set_id: String,
+    jobs_waiting_since: Option<i64>,
+    provider_error: Option<String>,
+    provider_error_at: Option<i64>,
+}
+
+/// The health rows of `keys` (all when `None`), by scale set id.
+fn health(
+    conn: &mut DbConnection,
+    keys: Option<&[String]>,
+) -> Result<std::collections::HashMap<String, Health>> {
+    let mut query = scale_set_health::table
+        .select(Health::as_select())
+        .into_boxed();
+    if let Some(keys) = keys {
+        query = query.filter(scale_set_health::scale_set_id.eq_any(keys));
+    }
+    Ok(query
+        .load::<Health>(conn)
+        .map_err(Error::backend("read scale set health"))?
+        .into_iter()
+        .map(|h| (h.scale_set_id.clone(), h))
+        .collect())
+}
+
+/// Makes sure the scale set has a health row to update.
+fn ensure_health(conn: &mut DbConnection, id: &str) -> QueryResult<()> {
+    let exists = scale_set_health::table
+        .find(id)
+        .select(scale_set_health::scale_set_id)
+        .first::<String>(conn)
+        .optional()?
+        .is_some();
+    if !exists {
+        diesel::insert_into(scale_set_health::table)
+            .values(scale_set_health::scale_set_id.eq(id))
+            .execute(conn)?;
+    }
+    Ok(())
+}
+
 fn to_json(field: &'static str, value: &impl serde::Serialize) -> Result<String> {
     serde_json::to_string(value).map_err(|e| Error::Invalid {
         field,
@@ -68,7 +113,7 @@ fn to_json(field: &'static str, value: &impl serde::Serialize) -> Result<String>
     })
 }
 
-fn from_row(row: Row) -> Result<ScaleSet> {
+fn from_row(row: Row, health: Option<Health>) -> Result<ScaleSet> {
     let key = row.id.as_str();
     let bootstrap_secs = u64::try_from(row.bootstrap_timeout_secs).map_err(|_| Error::Corrupt {
         table: TABLE,
@@ -131,6 +176,17 @@ fn from_row(row: Row) -> Result<ScaleSet> {
         updated_at: Timestamp::from_unix_millis(row.updated_at),
         last_message_at: row.last_message_at.map(Timestamp::from_unix_millis),
         jobs_waiting: count_from_db(TABLE, key, "jobs_waiting", row.jobs_waiting)?,
+        jobs_waiting_since: health
+            .as_ref()
+            .and_then(|h| h.jobs_waiting_since)
+            .map(Timestamp::from_unix_millis),
+        provider_error: health.and_then(|h| match (h.provider_error, h.provider_error_at) {
+            (Some(message), Some(at)) => Some(ProviderError {
+                message,
+                at: Timestamp::from_unix_millis(at),
+            }),
+            _ => None,
+        }),
     })
 }
 
@@ -164,7 +220,9 @@ fn load(conn: &mut DbConnection, id: ScaleSetId) -> Result<ScaleSet> {
             entity: "scale set",
             key: id.to_string(),
         })?;
-    from_row(row)
+    let key = [row.id.clone()];
+    let found = health(conn, Some(&key))?.remove(&key[0]);
+    from_row(row, found)
 }
 
 fn new_row(ctx: &Context, new: &NewScaleSet) -> Result<Row> {
@@ -250,7 +308,7 @@ impl ScaleSetStore for DieselStore {
                 .values(&row)
                 .execute(conn)
                 .map_err(Error::write("scale set", "create scale set"))?;
-            from_row(row)
+            from_row(row, None)
         })
         .await
     }
@@ -276,7 +334,11 @@ impl ScaleSetStore for DieselStore {
                 .first(conn)
                 .optional()
                 .map_err(Error::backend("find scale set"))?
-                .map(from_row)
+                .map(|row| {
+                    let key = [row.id.clone()];
+                    let found = health(conn, Some(&key))?.remove(&key[0]);
+                    from_row(row, found)
+                })
                 .transpose()
         })
         .await
@@ -295,11 +357,17 @@ impl ScaleSetStore for DieselStore {
             if let Some(entity_id) = entity_id {
                 query = query.filter(scale_sets::entity_id.eq(entity_id.to_string()));
             }
-            query
+            let rows: Vec<Row> = query
                 .load(conn)
-                .map_err(Error::backend("list scale sets"))?
-                .into_iter()
-                .map(from_row)
+                .map_err(Error::backend("list scale sets"))?;
+            // One read of every health row: fewer than the scale sets, and no list of ids to
+            // bind (thousands of scale sets would exceed a backend's parameter limit).
+            let mut healths = health(conn, None)?;
+            rows.into_iter()
+                .map(|row| {
+                    let found = healths.remove(&row.id);
+                    from_row(row, found)
+                })
                 .collect()
         })
         .await
@@ -446,10 +514,30 @@ impl ScaleSetStore for DieselStore {
                     || progress.desired_runners.is_some())
                 .then_some(now),
             };
+            let waiting = progress.jobs_waiting;
             fenced_update(conn, &lease, "record progress", |conn, id| {
-                diesel::update(scale_sets::table.find(id))
+                let updated = diesel::update(scale_sets::table.find(&id))
                     .set(&changes)
-                    .execute(conn)
+                    .execute(conn)?;
+                // Since when jobs have waited without a break: dated when the figure leaves
+                // 0, kept while it stays above, cleared at 0.
+                match waiting {
+                    Some(0) => diesel::update(scale_set_health::table.find(&id))
+                        .set(scale_set_health::jobs_waiting_since.eq(None::<i64>))
+                        .execute(conn)?,
+                    Some(_) => {
+                        ensure_health(conn, &id)?;
+                        diesel::update(
+                            scale_set_health::table
+                                .find(&id)
+                                .filter(scale_set_health::jobs_waiting_since.is_null()),
+                        )
+                        .set(scale_set_health::jobs_waiting_since.eq(Some(now)))
+                        .execute(conn)?
+                    }
+                    None => 0,
+                };
+                Ok(updated)
             })
         })
         .await
@@ -468,6 +556,131 @@ impl ScaleSetStore for DieselStore {
                     ))
                     .execute(conn)
             })
+        })
+        .await
+    }
+
+    async fn set_provider_error(&self, lease: &Lease, message: Option<&str>) -> Result<()> {
+        let lease = lease.clone();
+        let message = message.map(str::to_owned);
+        self.run("set provider error", move |conn, ctx| {
+            let now = ctx.now().unix_millis();
+            fenced_update(conn, &lease, "set provider error", |conn, id| {
+                let exists = scale_sets::table
+                    .find(&id)
+                    .select(scale_sets::id)
+                    .first::<String>(conn)
+                    .optional()?
+                    .is_some();
+                if !exists {
+                    return Ok(0);
+                }
+                let Some(message) = message else {
+                    diesel::update(scale_set_health::table.find(&id))
+                        .set((
+                            scale_set_health::provider_error.eq(None::<String>),
+                            scale_set_health::provider_error_at.eq(None::<i64>),
+                        ))
+                        .execute(conn)?;
+                    return Ok(1);
+                };
+                ensure_health(conn, &id)?;
+                diesel::update(scale_set_health::table.find(&id))
+                    .set(scale_set_health::provider_error.eq(Some(message)))
+                    .execute(conn)?;
+                // The first failure of a run keeps its time.
+                diesel::update(
+                    scale_set_health::table
+                        .find(&id)
+                        .filter(scale_set_health::provider_error_at.is_null()),
+                )
+                .set(scale_set_health::provider_error_at.eq(Some(now)))
+                .execute(conn)?;
+                Ok(1)
+            })
+        })
+        .await
+    }
+
+    async fn record_sample(&self, lease: &Lease, sample: &Sample) -> Result<()> {
+        let lease = lease.clone();
+        let sample = *sample;
+        self.run("record sample", move |conn, _| {
+            let at = sample.at.unix_millis();
+            let window = i64::try_from(SAMPLE_WINDOW.as_millis()).unwrap_or(i64::MAX);
+            let latency = sample
+                .start_latency
+                .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+            fenced_update(conn, &lease, "record sample", |conn, id| {
+                diesel::delete(
+                    scale_set_samples::table
+                        .filter(scale_set_samples::scale_set_id.eq(&id))
+                        .filter(
+                            scale_set_samples::at
+                                .lt(at.saturating_sub(window))
+                                .or(scale_set_samples::at.eq(at)),
+                        ),
+                )
+                .execute(conn)?;
+                diesel::insert_into(scale_set_samples::table)
+                    .values((
+                        scale_set_samples::scale_set_id.eq(&id),
+                        scale_set_samples::at.eq(at),
+                        scale_set_samples::jobs_waiting.eq(i64::from(sample.jobs_waiting)),
+                        scale_set_samples::idle.eq(i64::from(sample.idle)),
+                        scale_set_samples::busy.eq(i64::from(sample.busy)),
+                        scale_set_samples::starting.eq(i64::from(sample.starting)),
+                        scale_set_samples::start_latency_ms.eq(latency),
+                    ))
+                    .execute(conn)
+            })
+        })
+        .await
+    }
+
+    async fn list_samples(
+        &self,
+        ids: &[ScaleSetId],
+        since: Timestamp,
+    ) -> Result<Vec<(ScaleSetId, Sample)>> {
+        let keys: Vec<String> = ids.iter().map(ToString::to_string).collect();
+        self.run("list samples", move |conn, _| {
+            type SampleRow = (String, i64, i64, i64, i64, i64, Option<i64>);
+            let rows: Vec<SampleRow> = scale_set_samples::table
+                .filter(scale_set_samples::scale_set_id.eq_any(&keys))
+                .filter(scale_set_samples::at.ge(since.unix_millis()))
+                .order((scale_set_samples::scale_set_id, scale_set_samples::at))
+                .select((
+                    scale_set_samples::scale_set_id,
+                    scale_set_samples::at,
+                    scale_set_samples::jobs_waiting,
+                    scale_set_samples::idle,
+                    scale_set_samples::busy,
+                    scale_set_samples::starting,
+                    scale_set_samples::start_latency_ms,
+                ))
+                .load(conn)
+                .map_err(Error::backend("list samples"))?;
+            const SAMPLES: &str = "scale_set_samples";
+            rows.into_iter()
+                .map(|(id, at, waiting, idle, busy, starting, latency)| {
+                    let key = format!("{id}@{at}");
+                    let count = |column, value| count_from_db(SAMPLES, &key, column, value);
+                    Ok((
+                        ScaleSetId(parse_uuid(SAMPLES, &key, "scale_set_id", &id)?),
+                        Sample {
+                            at: Timestamp::from_unix_millis(at),
+                            jobs_waiting: count("jobs_waiting", waiting)?,
+                            idle: count("idle", idle)?,
+                            busy: count("busy", busy)?,
+                            starting: count("starting", starting)?,
+                            start_latency: latency
+                                .and_then(|ms| u64::try_from(ms).ok())
+                                .map(Duration::from_millis),
+                        },
+                    ))
+                })
+                .collect()
         })
         .await
     }

@@ -74,6 +74,27 @@ diesel::table! {
 }
 
 diesel::table! {
+    scale_set_health (scale_set_id) {
+        scale_set_id -> Text,
+        jobs_waiting_since -> Nullable<BigInt>,
+        provider_error -> Nullable<Text>,
+        provider_error_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    scale_set_samples (scale_set_id, at) {
+        scale_set_id -> Text,
+        at -> BigInt,
+        jobs_waiting -> BigInt,
+        idle -> BigInt,
+        busy -> BigInt,
+        starting -> BigInt,
+        start_latency_ms -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
     instances (name) {
         name -> Text,
         scale_set_id -> Text,
@@ -149,12 +170,16 @@ diesel::table! {
 diesel::joinable!(instance_access -> instances (instance_name));
 diesel::joinable!(leases -> scale_sets (scale_set_id));
 diesel::joinable!(events -> scale_sets (scale_set_id));
+diesel::joinable!(scale_set_samples -> scale_sets (scale_set_id));
+diesel::joinable!(scale_set_health -> scale_sets (scale_set_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     controller,
     credentials,
     entities,
     scale_sets,
+    scale_set_samples,
+    scale_set_health,
     instances,
     instance_access,
     leases,

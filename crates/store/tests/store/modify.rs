@@ -76,6 +76,27 @@ impl<S: ScaleSetStore> ScaleSetStore for Contended<S> {
     ) -> Result<()> {
         self.inner.set_message_session(lease, session_id).await
     }
+    async fn set_provider_error(
+        &self,
+        lease: &scaleset_store::Lease,
+        message: Option<&str>,
+    ) -> Result<()> {
+        self.inner.set_provider_error(lease, message).await
+    }
+    async fn record_sample(
+        &self,
+        lease: &scaleset_store::Lease,
+        sample: &scaleset_store::Sample,
+    ) -> Result<()> {
+        self.inner.record_sample(lease, sample).await
+    }
+    async fn list_samples(
+        &self,
+        ids: &[ScaleSetId],
+        since: scaleset_store::Timestamp,
+    ) -> Result<Vec<(ScaleSetId, scaleset_store::Sample)>> {
+        self.inner.list_samples(ids, since).await
+    }
     async fn delete_scale_set(&self, id: ScaleSetId, generation: i64) -> Result<()> {
         self.inner.delete_scale_set(id, generation).await
     }

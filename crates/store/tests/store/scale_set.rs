@@ -17,6 +17,7 @@ store_tests!(
     delete_during_a_fenced_write_does_not_deadlock,
     progress_writes_what_it_names_in_one_fenced_commit,
     issue29_a_later_known_never_overwrites_a_stored_created,
+    issue_32_waiting_since_provider_failure_and_samples_are_kept_as_the_page_reads_them,
 );
 
 /// A [`Progress`] naming these figures, in the order of `figures` below (`None`: left as is).
@@ -492,4 +493,120 @@ async fn delete_during_a_fenced_write_does_not_deadlock(db: TestDb) {
     assert_eq!(written, Ok(()), "the fenced write commits");
     delete.await.unwrap().expect("the delete runs after it");
     assert_deleted(&store, scale_set.id).await;
+}
+
+/// Issue 32 items 2 and 3: since when jobs wait (dated when the figure leaves 0, kept while it
+/// stays above, cleared at 0), the provider's failure (the first of a run keeps its time, a
+/// success clears it; fenced), and the samples (an hour kept, pruned on write, oldest first,
+/// gone with the scale set), read back by `get` and `list` alike.
+async fn issue_32_waiting_since_provider_failure_and_samples_are_kept_as_the_page_reads_them(
+    db: TestDb,
+) {
+    use scaleset_store::{Clock as _, ProviderError, Sample};
+    use std::time::Duration;
+    let store = db.open().await;
+    let set = crate::helpers::scale_set(&store, "linux").await;
+    let held = lease(&store, set.id, "worker-a").await;
+    let read = || async { store.get_scale_set(set.id).await.unwrap() };
+    assert_eq!(read().await.jobs_waiting_since, None);
+    let t0 = db.clock.now();
+    store.set_jobs_waiting(&held, 3).await.unwrap();
+    db.clock.advance(Duration::from_secs(60));
+    store.set_jobs_waiting(&held, 5).await.unwrap();
+    let shown = read().await;
+    assert_eq!(
+        (shown.jobs_waiting, shown.jobs_waiting_since),
+        (5, Some(t0))
+    );
+    let listed = store.list_scale_sets(None).await.unwrap();
+    assert_eq!(listed[0].jobs_waiting_since, Some(t0), "list reads it too");
+    store.set_jobs_waiting(&held, 0).await.unwrap();
+    assert_eq!(read().await.jobs_waiting_since, None, "cleared at 0");
+    let t1 = db.clock.now();
+    store.set_jobs_waiting(&held, 1).await.unwrap();
+    assert_eq!(
+        read().await.jobs_waiting_since,
+        Some(t1),
+        "a new wait, a new date"
+    );
+
+    store
+        .set_provider_error(&held, Some("quota exceeded"))
+        .await
+        .unwrap();
+    db.clock.advance(Duration::from_secs(60));
+    store
+        .set_provider_error(&held, Some("still no quota"))
+        .await
+        .unwrap();
+    assert_eq!(
+        read().await.provider_error,
+        Some(ProviderError {
+            message: "still no quota".to_owned(),
+            at: t1
+        })
+    );
+    assert_eq!(
+        store.list_scale_sets(None).await.unwrap()[0].provider_error,
+        read().await.provider_error
+    );
+    store.set_provider_error(&held, None).await.unwrap();
+    assert_eq!(read().await.provider_error, None);
+
+    let sample = |minutes: u64, busy: u32| Sample {
+        at: scaleset_store::Timestamp::from_unix_millis(
+            t0.unix_millis() + i64::try_from(minutes * 60_000).unwrap(),
+        ),
+        jobs_waiting: 2,
+        idle: 1,
+        busy,
+        starting: 0,
+        start_latency: Some(Duration::from_millis(1500)),
+    };
+    for (minutes, busy) in [(0, 1), (30, 2), (30, 3), (61, 4)] {
+        store
+            .record_sample(&held, &sample(minutes, busy))
+            .await
+            .unwrap();
+    }
+    let kept = store
+        .list_samples(&[set.id], scaleset_store::Timestamp::from_unix_millis(0))
+        .await
+        .unwrap();
+    assert_eq!(
+        kept,
+        vec![(set.id, sample(30, 3)), (set.id, sample(61, 4))],
+        "the minute-0 sample fell out of the hour; the second at minute 30 replaced the first"
+    );
+    let since = store
+        .list_samples(&[set.id], sample(31, 0).at)
+        .await
+        .unwrap();
+    assert_eq!(since, vec![(set.id, sample(61, 4))]);
+
+    // A worker that lost the lease writes none of it.
+    db.clock.advance(Duration::from_secs(31));
+    let taken = lease(&store, set.id, "worker-b").await;
+    for answer in [
+        store.set_provider_error(&held, Some("late")).await,
+        store.record_sample(&held, &sample(62, 9)).await,
+    ] {
+        assert!(answer.is_err_and(|e| e.is_lease_lost()));
+    }
+    assert_eq!(read().await.provider_error, None);
+    store
+        .set_provider_error(&taken, Some("new holder"))
+        .await
+        .unwrap();
+    store.release_lease(&taken).await.unwrap();
+    let current = read().await;
+    store
+        .delete_scale_set(set.id, current.generation)
+        .await
+        .unwrap();
+    let gone = store
+        .list_samples(&[set.id], scaleset_store::Timestamp::from_unix_millis(0))
+        .await
+        .unwrap();
+    assert!(gone.is_empty(), "{gone:?}");
 }

@@ -76,6 +76,8 @@ fn stored(github_id: Option<i64>, provenance: Option<Provenance>) -> ScaleSet {
         desired_runners: 0,
         last_message_at: None,
         jobs_waiting: 0,
+        jobs_waiting_since: None,
+        provider_error: None,
         generation: 1,
         created_at: Timestamp::EPOCH,
         updated_at: Timestamp::EPOCH,

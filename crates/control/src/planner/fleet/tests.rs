@@ -107,6 +107,8 @@ fn row(entity_id: EntityId, spec: ScaleSetSpec) -> ScaleSet {
         desired_runners: 0,
         last_message_at: None,
         jobs_waiting: 0,
+        jobs_waiting_since: None,
+        provider_error: None,
         generation: 1,
         created_at: Timestamp::EPOCH,
         updated_at: Timestamp::EPOCH,

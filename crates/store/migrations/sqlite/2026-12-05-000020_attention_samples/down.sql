@@ -1,0 +1,2 @@
+DROP TABLE scale_set_samples;
+DROP TABLE scale_set_health;
