@@ -107,7 +107,10 @@ async fn every_metric_the_dashboard_queries_is_exported_by_a_running_worker() {
         "scaleset_message_lag_seconds_bucket",
         "scaleset_github_calls_total",
     ] {
-        assert!(named.contains(metric), "no dashboard query names {metric}: {named:?}");
+        assert!(
+            named.contains(metric),
+            "no dashboard query names {metric}: {named:?}"
+        );
     }
     let panels = dashboard["panels"].as_array().expect("panels");
     for panel in panels {
