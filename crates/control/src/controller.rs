@@ -82,6 +82,7 @@ impl Controller {
                 runner_groups: RunnerGroups::default(),
                 starting,
                 renewals: Default::default(),
+                provider_health: Default::default(),
             }),
         }
     }
