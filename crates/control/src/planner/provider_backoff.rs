@@ -85,7 +85,8 @@ impl ProviderHealth {
             failures,
             retry_at: now.checked_add(retry_in),
         };
-        let attention = if failures >= policy.flag_after.max(1) {
+        // `failures` is at least 1, so a `flag_after` of 0 flags the first failure as 1 does.
+        let attention = if failures >= policy.flag_after {
             Attention::Flag { failures, retry_in }
         } else {
             Attention::Unchanged

@@ -56,6 +56,8 @@ pub(crate) fn settings() -> Settings {
     settings.adoption_retry.base_delay = Duration::from_millis(5);
     settings.adoption_retry.max_delay = Duration::from_millis(50);
     settings.drain_interval = Duration::from_millis(100);
+    settings.provider_backoff_base = Duration::from_millis(20);
+    settings.provider_backoff_max = Duration::from_millis(200);
     settings
 }
 

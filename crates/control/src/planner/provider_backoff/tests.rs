@@ -105,6 +105,11 @@ fn a_flag_after_of_zero_flags_the_first_failure() {
     let (health, attention) = ProviderHealth::default().failed(&p, Instant::now(), 1.0);
     assert!(matches!(attention, Attention::Flag { failures: 1, .. }));
     assert_eq!(health.succeeded(&p).1, Attention::Clear);
+    assert_eq!(
+        ProviderHealth::default().succeeded(&p).1,
+        Attention::Unchanged,
+        "nothing failed: nothing to clear"
+    );
 }
 
 #[test]
