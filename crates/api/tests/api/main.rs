@@ -12,3 +12,4 @@ mod plan;
 mod resources;
 mod scale_sets;
 mod tokens;
+mod workers;
