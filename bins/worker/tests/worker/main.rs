@@ -3,6 +3,7 @@
 //! recovery after a wiped database or a kill -9.
 
 mod apps;
+mod drain;
 mod helpers;
 mod logs;
 mod outage;
