@@ -91,6 +91,9 @@ pub(crate) enum Command {
     /// `scaleset-server token create NAME`).
     #[command(subcommand, visible_alias = "tokens")]
     Token(TokenCommand),
+    /// Worker processes: drain one before an upgrade or a scale-down.
+    #[command(subcommand, visible_alias = "workers")]
+    Worker(WorkerCommand),
     /// Show what applying a fleet file would do (create / adopt / update / detach / refuse
     /// per scale set, with reasons) without writing anything. Exit 2 when there are changes
     /// or refusals.
@@ -180,6 +183,19 @@ pub(crate) enum TokenCommand {
         /// id, and clap would let this positional overwrite the credential sent.)
         #[arg(value_name = "NAME_OR_ID")]
         which: String,
+    },
+}
+
+/// `worker …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum WorkerCommand {
+    /// Drain a worker: it hands the leases of its scale sets to the other workers and takes
+    /// none (busy runners keep running; the taker retires them when their jobs end). Run it
+    /// again to see how many it still holds; stop the worker once it is drained.
+    Drain {
+        /// The worker's name (its `worker.name`).
+        #[arg(value_name = "NAME")]
+        name: String,
     },
 }
 

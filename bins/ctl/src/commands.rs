@@ -10,6 +10,7 @@ mod instance;
 mod pick;
 mod scale_set;
 mod token;
+mod worker;
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -81,6 +82,7 @@ pub(crate) async fn run(cli: Cli, env: &BTreeMap<String, String>, out: &Output) 
         Command::ScaleSet(command) => scale_set::run(&ctx, command).await,
         Command::Instance(command) => instance::run(&ctx, command).await,
         Command::Token(command) => token::run(&ctx, command).await,
+        Command::Worker(command) => worker::run(&ctx, command).await,
         Command::Plan(args) => fleet::plan(&ctx, args).await,
         Command::Apply { fleet, digest } => fleet::apply(&ctx, fleet, digest).await,
     }

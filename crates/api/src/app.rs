@@ -14,7 +14,8 @@ use axum::response::{IntoResponse, Response};
 use crate::error::ApiError;
 use crate::extract::BodyLimit;
 use crate::routes::{
-    controller, credentials, entities, health, instance_facing, instances, plan, scale_sets, tokens,
+    controller, credentials, entities, health, instance_facing, instances, plan, scale_sets,
+    tokens, workers,
 };
 use crate::state::AppState;
 
@@ -40,6 +41,7 @@ pub fn router_with(
         .merge(instances::routes())
         .merge(plan::routes())
         .merge(tokens::routes())
+        .merge(workers::routes())
         .merge(authenticated)
         .route_layer(middleware::from_fn_with_state(
             state.clone(),

@@ -18,7 +18,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    controller, credentials, entities, health, instance_facing, instances, plan, scale_sets, tokens,
+    controller, credentials, entities, health, instance_facing, instances, plan, scale_sets,
+    tokens, workers,
 };
 use crate::state::AppState;
 use crate::v1;
@@ -44,6 +45,7 @@ use crate::v1;
         instances::list, instances::list_of, instances::show, instances::delete,
         plan::plan, plan::apply,
         tokens::list, tokens::revoke,
+        workers::drain,
         instance_facing::registration_token, instance_facing::jit_file, instance_facing::cert_bundle,
         instance_facing::service_name, instance_facing::unit_file, instance_facing::status,
         instance_facing::system_info,
@@ -57,6 +59,7 @@ use crate::v1;
         v1::Instance, v1::InstanceStatus, v1::InstanceList, v1::InstanceBootstrap,
         v1::StatusCallback, v1::SystemInfoCallback, v1::CertificateBundle,
         v1::Token, v1::TokenList,
+        v1::DrainWorkerResult,
         v1::PlanRequest, v1::ApplyRequest, v1::PlanResponse, v1::ApplyResponse, v1::PlanAction,
         v1::FieldChange, v1::PlannedCredentials, v1::PlannedEntity, v1::PlannedScaleSet,
     )),
@@ -70,6 +73,7 @@ use crate::v1;
         (name = "scale-sets", description = "Scale sets, adoption, drain, ownership-aware delete"),
         (name = "instances", description = "Provider instances running runners"),
         (name = "fleet", description = "Plan and apply of a declarative fleet"),
+        (name = "workers", description = "Worker processes: drain one before stopping it"),
         (name = "tokens", description = "API tokens: list and revoke (created on the server host only)"),
         (name = "instance", description = "Called by booting instances with their instance token (GARM's metadata and callback URLs)"),
     ),

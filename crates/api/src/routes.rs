@@ -10,3 +10,4 @@ pub(crate) mod instances;
 pub(crate) mod plan;
 pub(crate) mod scale_sets;
 pub(crate) mod tokens;
+pub(crate) mod workers;

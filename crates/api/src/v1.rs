@@ -17,6 +17,7 @@ mod instance;
 mod plan;
 mod scale_set;
 mod token;
+mod worker;
 
 pub use controller::ControllerInfo;
 pub use credentials::{
@@ -39,6 +40,7 @@ pub use scale_set::{
     ScaleSetState, UpdateScaleSet,
 };
 pub use token::Token;
+pub use worker::DrainWorkerResult;
 
 macro_rules! list {
     ($(#[$meta:meta])* $name:ident of $item:ty) => {

@@ -92,6 +92,7 @@ impl Controller {
                 runner_groups: RunnerGroups::default(),
                 starting,
                 renewals: Default::default(),
+                provider_health: Default::default(),
             }),
         }
     }
@@ -129,9 +130,22 @@ impl Controller {
     /// ([`crate::plan_leases`]): it runs tasks only for the scale sets in its fair share among
     /// the live workers, so several workers on one database spread the scale sets; a task it
     /// stops for being over the share deletes its session and releases its lease. On the way
-    /// out it removes itself from the registry, so the others rebalance at once.
+    /// out it removes itself from the registry, so the others rebalance at once. A worker an
+    /// operator drains (`scalesetctl worker drain NAME`) serves nothing and releases every
+    /// lease, so the others take its scale sets before it is stopped.
     pub async fn run(self, cancel: CancellationToken) -> Result<(), Error> {
         let mut running: HashMap<ScaleSetId, Running> = HashMap::new();
+        // A drain of an earlier process of this name (killed before it left the registry)
+        // ends here: a worker that starts serves its share (issue 33 item 4).
+        if let Err(e) = self
+            .shared
+            .store
+            .remove_worker(&self.shared.settings.worker)
+            .await
+        {
+            let error = store("entering the worker registry")(e);
+            tracing::warn!(error = %chain(&error), "a drain of an earlier run of this worker may still hold");
+        }
         loop {
             match self.shared.store.list_scale_sets(None).await {
                 Ok(scale_sets) => {
@@ -218,9 +232,13 @@ impl Controller {
         let read = async {
             db.heartbeat_worker(worker, self.shared.settings.lease_ttl)
                 .await?;
-            Ok::<_, scaleset_store::Error>((db.live_workers().await?, db.live_leases().await?))
+            Ok::<_, scaleset_store::Error>((
+                db.live_workers().await?,
+                db.draining_workers().await?,
+                db.live_leases().await?,
+            ))
         };
-        let (live_workers, leases) = match read.await {
+        let (live_workers, draining_workers, leases) = match read.await {
             Ok(read) => read,
             Err(e) => {
                 let error = store("reading the worker registry and leases")(e);
@@ -246,6 +264,7 @@ impl Controller {
         let plan = plan_leases(&LeaseInput {
             worker,
             live_workers: &live_workers,
+            draining: &draining_workers,
             scale_sets: &enabled,
             held: &held,
         });

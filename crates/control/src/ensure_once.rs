@@ -85,6 +85,7 @@ impl EnsureOnce {
                 runner_groups: RunnerGroups::default(),
                 starting: tokio::sync::Semaphore::new(1),
                 renewals: Default::default(),
+                provider_health: Default::default(),
             },
         }
     }

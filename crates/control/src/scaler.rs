@@ -25,11 +25,13 @@ use scaleset_provider::{
     BootstrapInstance, CreateRequest, InstanceId, OsArch, OsType, Pool, Provider, SecretString,
     UserDataOptions,
 };
-use scaleset_store::{Instance, InstanceStatus, Lease, NewInstance, ScaleSet};
+use scaleset_store::{Instance, InstanceStatus, Lease, NewInstance, ScaleSet, ScaleSetState};
 
 use crate::checkpoint::Checkpoint;
+use crate::ensure::record;
 use crate::error::{Error, chain, store};
 use crate::identity::runner_name;
+use crate::planner::provider_backoff::Attention;
 use crate::planner::reconcile::{
     AfterRemoval, Bootstrap, Recovery, after_removal, bootstrap, deadline_due, owns_found_runner,
     recovered_creating, recovered_registered, recovery, retires_completed, teardown,
@@ -220,6 +222,10 @@ impl Runners<'_> {
         }
         self.listed = None;
         for _ in 0..step.create {
+            // A provider backing off is not asked again before its wait is over.
+            if !self.provider_may_call() {
+                break;
+            }
             self.create_runner().await?;
         }
         for name in &step.retire {
@@ -300,21 +306,22 @@ impl Runners<'_> {
                         let metrics = &self.shared.metrics;
                         metrics.count(&metrics.bootstrap_failures, self.scale_set.id);
                         tracing::warn!(runner = %name, error = %chain(&e), "instance create failed; removing the runner from GitHub");
+                        // Contained (issue 33 item 3): the provider is backed off and the scale
+                        // set flagged once it keeps failing; the task keeps listening.
+                        self.provider_failed(&self.provider_error("creating an instance")(e))
+                            .await?;
                         let instance = self
                             .shared
                             .store
                             .get_instance(&name)
                             .await
                             .map_err(store("reading an instance"))?;
-                        self.remove_everywhere(&instance).await?;
-                        // The fact the status page shows as "provider failing" (the store's
-                        // attention rule), with the provider's own words.
                         self.shared
                             .store
                             .set_provider_error(self.lease, Some(&chain(&e).to_string()))
                             .await
                             .map_err(store("recording the provider's failure"))?;
-                        return Err(self.provider_error("creating an instance")(e));
+                        return self.remove_everywhere(&instance).await;
                     }
                 }
             }
@@ -336,6 +343,7 @@ impl Runners<'_> {
             .set_provider_error(self.lease, None)
             .await
             .map_err(store("clearing the provider's failure"))?;
+        self.provider_succeeded().await?;
         tracing::info!(runner = %name, runner_id = runner_id.0, provider_id = %created.provider_id, "runner created");
         self.shared
             .checkpoints
@@ -437,6 +445,7 @@ impl Runners<'_> {
             Some(instances) => instances,
             None => self.instances().await?,
         };
+        self.retry_deletions(&instances).await?;
         let now = self.shared.clock.now();
         for instance in instances {
             let seen = self.online.contains(&instance.name);
@@ -510,10 +519,24 @@ impl Runners<'_> {
                 .await?;
         }
         if steps.delete_instance {
-            self.provider
+            // The row is `deleting` now: if the provider is backing off or fails, it stays so
+            // (also across a restart) and is deleted again after the wait
+            // ([`Runners::retry_deletions`], and recovery at the start of every pass).
+            if !self.provider_may_call() {
+                return Ok(());
+            }
+            let deleted = self
+                .provider
                 .delete(&self.pool, &instance_id(instance)?)
-                .await
-                .map_err(self.provider_error("deleting an instance"))?;
+                .await;
+            match deleted {
+                Ok(()) => self.provider_succeeded().await?,
+                Err(e) => {
+                    let error = self.provider_error("deleting an instance")(e);
+                    tracing::warn!(runner = %instance.name, error = %chain(&error), "instance delete failed; kept as deleting, tried again after the back-off");
+                    return self.provider_failed(&error).await;
+                }
+            }
         }
         self.shared
             .store
@@ -521,6 +544,91 @@ impl Runners<'_> {
             .await
             .map_err(store("removing an instance row"))?;
         tracing::info!(runner = %instance.name, "runner removed");
+        Ok(())
+    }
+}
+
+impl Runners<'_> {
+    /// Whether the provider may be asked to create or delete now (not backing off).
+    pub(crate) fn provider_may_call(&self) -> bool {
+        self.shared
+            .provider_health
+            .get(self.scale_set.id)
+            .may_call(std::time::Instant::now())
+    }
+
+    /// Feeds a failed create or delete to the back-off planner, and flags the scale set as
+    /// needing attention with the provider's own message when it says so.
+    async fn provider_failed(&self, error: &Error) -> Result<(), Error> {
+        let policy = self.shared.settings.provider_backoff();
+        let health = self.shared.provider_health.get(self.scale_set.id);
+        let (next, attention) = health.failed(&policy, std::time::Instant::now(), fastrand::f64());
+        self.shared.provider_health.set(self.scale_set.id, next);
+        if let Attention::Flag { failures, retry_in } = attention {
+            let reason = format!(
+                "provider {:?} failed {failures} time(s) in a row: {}; no instance is created or \
+                 deleted before the next try in {}s (instances to delete are kept as deleting \
+                 and deleted then); check the provider and its cloud",
+                self.scale_set.spec.provider,
+                chain(error),
+                retry_in.as_secs()
+            );
+            tracing::error!(%reason, "provider failing");
+            record(
+                self.shared,
+                self.scale_set.id,
+                "provider_failing",
+                &reason,
+                |s| {
+                    s.state = ScaleSetState::Error;
+                },
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Feeds a create or delete that worked to the back-off planner, and clears the flag when
+    /// it says so.
+    async fn provider_succeeded(&self) -> Result<(), Error> {
+        let policy = self.shared.settings.provider_backoff();
+        let health = self.shared.provider_health.get(self.scale_set.id);
+        let (next, attention) = health.succeeded(&policy);
+        self.shared.provider_health.set(self.scale_set.id, next);
+        if attention == Attention::Clear {
+            let reason = format!(
+                "provider {:?} answers again; serving",
+                self.scale_set.spec.provider
+            );
+            tracing::info!(%reason, "provider recovered");
+            record(
+                self.shared,
+                self.scale_set.id,
+                "provider_recovered",
+                &reason,
+                |s| {
+                    if s.state == ScaleSetState::Error {
+                        s.state = ScaleSetState::Ready;
+                    }
+                },
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Deletes again the instances of the served scale set whose delete failed (rows left
+    /// `deleting`), once the provider's back-off allows.
+    pub(crate) async fn retry_deletions(&self, instances: &[Instance]) -> Result<(), Error> {
+        for instance in instances
+            .iter()
+            .filter(|i| i.status == InstanceStatus::Deleting && self.is_current(i))
+        {
+            if !self.provider_may_call() {
+                break;
+            }
+            self.remove_everywhere(instance).await?;
+        }
         Ok(())
     }
 }

@@ -60,6 +60,18 @@ pub struct Settings {
     /// How often a listener stores its scale set's sample for the status page's charts (jobs
     /// waiting, runners idle/busy/starting, job start latency); the store keeps an hour.
     pub sample_interval: Duration,
+    /// The wait before a scale set's provider is asked again after a failed create or delete
+    /// (issue 33 item 3); doubles per failure in a row up to
+    /// [`Settings::provider_backoff_max`], jittered between half of it and all of it. Until
+    /// then the scale set creates and deletes nothing; an instance whose delete failed stays
+    /// `deleting` in the store and is deleted again after the wait, also after a restart.
+    pub provider_backoff_base: Duration,
+    /// The longest wait between tries of a failing provider.
+    pub provider_backoff_max: Duration,
+    /// After how many failed creates or deletes in a row the scale set is shown as needing
+    /// attention (state `error`, the provider's own message as the reason); the first success
+    /// after it serves it as `ready` again.
+    pub provider_failures_flagged: u32,
     /// The server's URL as instances reach it (e.g. `https://scaleset.example.com`), from
     /// which their metadata and callback URLs are made (GARM's `metadata_url` and
     /// `callback_url`). When set, every new runner is granted an instance token and its JIT
@@ -88,6 +100,9 @@ impl Default for Settings {
             drain_interval: Duration::from_secs(30),
             max_concurrent_starts: 64,
             sample_interval: crate::sampler::SAMPLE_EVERY,
+            provider_backoff_base: Duration::from_secs(5),
+            provider_backoff_max: Duration::from_secs(300),
+            provider_failures_flagged: 3,
             instance_api_url: None,
         }
     }
@@ -104,6 +119,15 @@ impl Settings {
             metadata: format!("{base}/api/v1/metadata"),
             callback: format!("{base}/api/v1/callbacks/status"),
         })
+    }
+
+    /// The provider back-off planner's settings.
+    pub(crate) fn provider_backoff(&self) -> crate::planner::provider_backoff::BackoffPolicy {
+        crate::planner::provider_backoff::BackoffPolicy {
+            base: self.provider_backoff_base,
+            max: self.provider_backoff_max,
+            flag_after: self.provider_failures_flagged,
+        }
     }
 
     /// The wait after `failures` consecutive failures: `backoff_base × 2^(failures-1)`, capped.

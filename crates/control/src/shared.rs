@@ -12,6 +12,7 @@ use crate::checkpoint::Checkpoints;
 use crate::client_factory::ClientFactory;
 use crate::identity::ControllerIdentity;
 use crate::metrics::Metrics;
+use crate::planner::provider_backoff::ProviderHealth;
 use crate::settings::Settings;
 
 /// What every task shares.
@@ -31,6 +32,41 @@ pub(crate) struct Shared {
     pub(crate) starting: tokio::sync::Semaphore,
     /// The listeners' lease renewals, joined into one store commit per short window.
     pub(crate) renewals: Renewals,
+    /// Each scale set's provider, as its task last found it (the back-off of a failing
+    /// provider outlives a pass: a failed pass must not make the provider be tried at once).
+    pub(crate) provider_health: ProviderHealthBook,
+}
+
+/// The provider back-off of every scale set served in this process
+/// ([`crate::planner::provider_backoff`]).
+#[derive(Default)]
+pub(crate) struct ProviderHealthBook {
+    sets: std::sync::Mutex<std::collections::HashMap<scaleset_store::ScaleSetId, ProviderHealth>>,
+}
+
+impl ProviderHealthBook {
+    /// The scale set's provider health (healthy when never seen failing).
+    pub(crate) fn get(&self, id: scaleset_store::ScaleSetId) -> ProviderHealth {
+        self.sets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&id)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Records the scale set's provider health (a healthy one is forgotten).
+    pub(crate) fn set(&self, id: scaleset_store::ScaleSetId, health: ProviderHealth) {
+        let mut sets = self
+            .sets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if health == ProviderHealth::default() {
+            sets.remove(&id);
+        } else {
+            sets.insert(id, health);
+        }
+    }
 }
 
 /// Lease renewals waiting for their batch (see `Listener::renew_lease`).

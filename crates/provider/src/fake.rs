@@ -68,6 +68,9 @@ struct CloudState {
     next_id: u64,
     faults: Faults,
     hook: Option<CreateHook>,
+    /// Every create and delete asked for, failed or not.
+    create_calls: usize,
+    delete_calls: usize,
 }
 
 /// The shared fake cloud. Several [`FakeProvider`]s (one per controller ID)
@@ -107,6 +110,16 @@ impl FakeCloud {
     /// Every instance, ordered by provider ID (creation order).
     pub fn instances(&self) -> Vec<FakeInstance> {
         self.lock().instances.values().cloned().collect()
+    }
+
+    /// How many creates were asked for so far, failed ones included.
+    pub fn create_calls(&self) -> usize {
+        self.lock().create_calls
+    }
+
+    /// How many deletes were asked for so far, failed ones included.
+    pub fn delete_calls(&self) -> usize {
+        self.lock().delete_calls
     }
 
     /// The next `count` creates fail (exit code 1) without creating anything.
@@ -228,6 +241,7 @@ impl Provider for FakeProvider {
         let bootstrap = &request.bootstrap;
         let (instance, hook, lost) = {
             let mut state = self.cloud.lock();
+            state.create_calls += 1;
             if state.faults.failing_creates > 0 {
                 state.faults.failing_creates -= 1;
                 return Err(injected(command, "create"));
@@ -302,6 +316,7 @@ impl Provider for FakeProvider {
     async fn delete(&self, _pool: &Pool, instance: &InstanceId) -> Result<(), Error> {
         self.pause().await;
         let mut state = self.cloud.lock();
+        state.delete_calls += 1;
         if state.faults.failing_deletes > 0 {
             state.faults.failing_deletes -= 1;
             return Err(injected(Command::DeleteInstance, "delete"));

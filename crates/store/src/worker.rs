@@ -18,6 +18,15 @@ pub trait WorkerStore: Send + Sync {
     /// The names of the workers whose last heartbeat has not expired, sorted.
     async fn live_workers(&self) -> Result<Vec<String>>;
 
+    /// Marks the live worker `name` as draining (`scalesetctl worker drain NAME`): it hands its
+    /// leases to the other workers and takes none. It stays draining until it leaves the
+    /// registry ([`WorkerStore::remove_worker`], which a worker also does when it starts).
+    /// Whether a live worker of that name was found.
+    async fn drain_worker(&self, name: &str) -> Result<bool>;
+
+    /// The names of the live workers that are draining, sorted.
+    async fn draining_workers(&self) -> Result<Vec<String>>;
+
     /// Removes `name` from the registry (a clean shutdown); removing an unknown name is not an
     /// error.
     async fn remove_worker(&self, name: &str) -> Result<()>;

@@ -498,3 +498,44 @@ fn issue_29_remedies_are_scalesetctl_commands() {
     );
     assert!(!run.stderr.contains("POST /api"), "{run:?}");
 }
+
+/// Issue 33 item 4, through the CLI against the API and a worker: `worker drain NAME` makes the
+/// worker let go of its scale sets (its session is deleted, its lease released) and says so
+/// once it holds none; an unknown worker is an error naming it.
+#[test]
+fn issue_33_4_worker_drain_hands_the_workers_scale_sets_over() {
+    let server = Server::start();
+    server.with_acme();
+    let run = server.create_scale_set("linux", 2, &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let (_, set) = server.json(&["scale-set", "show", "linux"]);
+    let github_id = set["github_id"].as_i64().expect("a GitHub id");
+    server.eventually("the worker listens", || {
+        has_session(&server.sim, github_id).then_some(())
+    });
+
+    let drain = server.ok(&["worker", "drain", "ctl-test-worker"]);
+    assert!(drain.stdout.contains("worker ctl-test-worker"), "{drain:?}");
+    let drained = server.eventually("the worker is drained", || {
+        let run = server.ok(&["worker", "drain", "ctl-test-worker"]);
+        run.stdout.contains("is drained").then_some(run)
+    });
+    assert!(drained.stdout.contains("stop it now"), "{drained:?}");
+    assert!(
+        !has_session(&server.sim, github_id),
+        "the drained worker deleted its session"
+    );
+    let (code, json) = server.json(&["worker", "drain", "ctl-test-worker"]);
+    assert_eq!(code, 0);
+    assert_eq!(json["leases"], 0, "{json}");
+
+    let unknown = server.ctl(&["worker", "drain", "nobody"]);
+    assert_eq!(unknown.code, 1, "{unknown:?}");
+    assert!(unknown.stderr.contains("\"nobody\""), "{unknown:?}");
+}
+
+fn has_session(sim: &scaleset_sim::Simulator, github_id: i64) -> bool {
+    sim.state()
+        .scale_set(github_id)
+        .is_some_and(|s| s.session.is_some())
+}

@@ -4,6 +4,7 @@
 
 mod apps;
 mod dashboard;
+mod drain;
 mod helpers;
 mod logs;
 mod metrics;

@@ -13,3 +13,4 @@ mod resources;
 mod scale_sets;
 mod status_page;
 mod tokens;
+mod workers;

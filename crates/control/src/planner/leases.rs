@@ -11,6 +11,9 @@
 //! sets, and a worker that sheds keeps the ones nearest its own start: the ones it releases are
 //! the ones a newcomer reaches for first.
 //!
+//! A worker an operator drains (issue 33 item 4) is not counted: its share is 0, so it releases
+//! every lease it holds and takes none, and the others' shares grow to take its scale sets.
+//!
 //! Why it converges: nobody plans above its share, and while a scale set is free some worker is
 //! under its share (the shares add up to at least the number of scale sets), so it is taken at
 //! the next plan; two workers reaching for the same free set are decided by the store (one
@@ -24,6 +27,9 @@ pub struct LeaseInput<'a, K> {
     pub worker: &'a str,
     /// The workers whose heartbeat has not expired.
     pub live_workers: &'a [String],
+    /// The live workers an operator is draining (`scalesetctl worker drain NAME`, issue 33 item
+    /// 4): they serve nothing, and the others share the scale sets without counting them.
+    pub draining: &'a [String],
     /// The scale sets to serve (the enabled ones).
     pub scale_sets: &'a [K],
     /// Every unexpired lease: the scale set and its holder. A scale set missing here is free.
@@ -43,10 +49,28 @@ pub struct LeasePlan<K> {
 
 /// Plans this worker's leases (see the module documentation for the rule).
 pub fn plan_leases<K: Ord + Clone>(input: &LeaseInput<'_, K>) -> LeasePlan<K> {
+    let draining = |worker: &str| input.draining.iter().any(|d| d == worker);
+    if draining(input.worker) {
+        // A draining worker hands every lease it holds to the others and takes none.
+        let mut release: Vec<K> = input
+            .held
+            .iter()
+            .filter(|(id, holder)| holder == input.worker && input.scale_sets.contains(id))
+            .map(|(id, _)| id.clone())
+            .collect();
+        release.sort_unstable();
+        release.dedup();
+        return LeasePlan {
+            share: 0,
+            serve: Vec::new(),
+            release,
+        };
+    }
     let mut workers: Vec<&str> = input
         .live_workers
         .iter()
         .map(String::as_str)
+        .filter(|w| !draining(w))
         .chain(std::iter::once(input.worker))
         .collect();
     workers.sort_unstable();

@@ -58,6 +58,8 @@ pub(crate) fn settings() -> Settings {
     settings.drain_interval = Duration::from_millis(100);
     // A sample at every handled message or poll, so a test sees the charts' figures move.
     settings.sample_interval = Duration::ZERO;
+    settings.provider_backoff_base = Duration::from_millis(20);
+    settings.provider_backoff_max = Duration::from_millis(200);
     settings
 }
 

@@ -148,6 +148,7 @@ diesel::table! {
         name -> Text,
         expires_at -> BigInt,
         heartbeat_at -> BigInt,
+        draining -> Bool,
     }
 }
 

@@ -60,6 +60,35 @@ impl WorkerStore for DieselStore {
         .await
     }
 
+    async fn drain_worker(&self, name: &str) -> Result<bool> {
+        let name = name.to_owned();
+        self.run("drain worker", move |conn, ctx| {
+            diesel::update(
+                workers::table
+                    .filter(workers::name.eq(&name))
+                    .filter(workers::expires_at.gt(ctx.now().unix_millis())),
+            )
+            .set(workers::draining.eq(true))
+            .execute(conn)
+            .map(|rows| rows > 0)
+            .map_err(Error::backend("drain worker"))
+        })
+        .await
+    }
+
+    async fn draining_workers(&self) -> Result<Vec<String>> {
+        self.run("list draining workers", move |conn, ctx| {
+            workers::table
+                .filter(workers::expires_at.gt(ctx.now().unix_millis()))
+                .filter(workers::draining.eq(true))
+                .select(workers::name)
+                .order(workers::name.asc())
+                .load(conn)
+                .map_err(Error::backend("list draining workers"))
+        })
+        .await
+    }
+
     async fn remove_worker(&self, name: &str) -> Result<()> {
         let name = name.to_owned();
         self.run("remove worker", move |conn, _| {

@@ -11,6 +11,7 @@ store_tests!(
     heartbeats_keep_workers_live_until_they_expire,
     a_removed_worker_is_gone_at_once_and_removing_twice_is_fine,
     live_leases_list_only_unexpired_unreleased_leases,
+    issue_33_4_a_drained_worker_stays_draining_until_it_leaves_the_registry,
 );
 
 const TTL: Duration = Duration::from_secs(30);
@@ -85,4 +86,33 @@ async fn live_leases_list_only_unexpired_unreleased_leases(db: TestDb) {
         (live[0].scale_set_id, live[0].holder.as_str()),
         (three.id, "worker-b")
     );
+}
+
+async fn issue_33_4_a_drained_worker_stays_draining_until_it_leaves_the_registry(db: TestDb) {
+    let store = db.open().await;
+    store.heartbeat_worker("worker-a", TTL).await.unwrap();
+    store.heartbeat_worker("worker-b", TTL).await.unwrap();
+    assert!(store.draining_workers().await.unwrap().is_empty());
+    assert!(store.drain_worker("worker-b").await.unwrap());
+    assert!(
+        !store.drain_worker("never-seen").await.unwrap(),
+        "no such worker"
+    );
+    assert_eq!(store.draining_workers().await.unwrap(), ["worker-b"]);
+    // Still live, and heartbeats do not end the drain.
+    store.heartbeat_worker("worker-b", TTL).await.unwrap();
+    assert_eq!(
+        store.live_workers().await.unwrap(),
+        ["worker-a", "worker-b"]
+    );
+    assert_eq!(store.draining_workers().await.unwrap(), ["worker-b"]);
+    // Leaving the registry (a stop, or a start of the same name) ends it.
+    store.remove_worker("worker-b").await.unwrap();
+    store.heartbeat_worker("worker-b", TTL).await.unwrap();
+    assert!(store.draining_workers().await.unwrap().is_empty());
+    // An expired worker cannot be drained, and is not listed as draining.
+    assert!(store.drain_worker("worker-a").await.unwrap());
+    db.clock.advance(TTL);
+    assert!(!store.drain_worker("worker-a").await.unwrap());
+    assert!(store.draining_workers().await.unwrap().is_empty());
 }

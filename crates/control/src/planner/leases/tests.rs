@@ -19,9 +19,67 @@ fn plan_for(
     plan_leases(&LeaseInput {
         worker,
         live_workers: &live,
+        draining: &[],
         scale_sets,
         held: &held,
     })
+}
+
+fn plan_draining(
+    worker: &str,
+    live: &[&str],
+    draining: &[&str],
+    scale_sets: &[u32],
+    held: &[(u32, &str)],
+) -> LeasePlan<u32> {
+    let live = names(live);
+    let draining = names(draining);
+    let held: Vec<(u32, String)> = held.iter().map(|(k, h)| (*k, (*h).to_owned())).collect();
+    plan_leases(&LeaseInput {
+        worker,
+        live_workers: &live,
+        draining: &draining,
+        scale_sets,
+        held: &held,
+    })
+}
+
+#[test]
+fn issue_33_4_a_draining_worker_releases_every_lease_and_takes_none() {
+    let plan = plan_draining(
+        "a",
+        &["a", "b"],
+        &["a"],
+        &[1, 2, 3, 4],
+        &[(2, "a"), (1, "a"), (1, "a"), (3, "b"), (9, "a")],
+    );
+    assert_eq!(plan.share, 0);
+    assert!(plan.serve.is_empty(), "free set 4 is not taken");
+    assert_eq!(
+        plan.release,
+        [1, 2],
+        "its own, once each, of the served sets only"
+    );
+    // Alone and draining: it still serves nothing (the operator asked for it).
+    let alone = plan_draining("a", &["a"], &["a"], &[1], &[(1, "a")]);
+    assert!(alone.serve.is_empty());
+    assert_eq!(alone.release, [1]);
+}
+
+#[test]
+fn issue_33_4_the_others_share_without_the_draining_worker() {
+    let sets = [1, 2, 3, 4];
+    // Counted, b's share would be 2; without the draining a it is all four.
+    let plan = plan_draining("b", &["a", "b"], &["a"], &sets, &[]);
+    assert_eq!(plan.share, 4);
+    assert_eq!(plan.serve, [1, 2, 3, 4]);
+    // A lease the draining worker still holds is not taken before it lets go.
+    let plan = plan_draining("b", &["a", "b"], &["a"], &sets, &[(1, "a")]);
+    assert_eq!(plan.serve, [2, 3, 4]);
+    // Another worker's drain changes nothing for a third one's place among the others.
+    let plan = plan_draining("c", &["a", "b", "c"], &["a"], &sets, &[]);
+    assert_eq!(plan.share, 2);
+    assert_eq!(plan.serve, [3, 4]);
 }
 
 #[test]
@@ -106,6 +164,7 @@ fn turn(worker: &str, live: &[String], sets: &[u32], leases: &mut BTreeMap<u32, 
     let plan = plan_leases(&LeaseInput {
         worker,
         live_workers: live,
+        draining: &[],
         scale_sets: sets,
         held: &held,
     });
@@ -146,6 +205,7 @@ proptest! {
         let plan = plan_leases(&LeaseInput {
             worker: &worker,
             live_workers: &live,
+            draining: &[],
             scale_sets: &sets,
             held: &held,
         });
@@ -209,7 +269,7 @@ proptest! {
         let plans: Vec<Vec<u32>> = live
             .iter()
             .map(|worker| {
-                plan_leases(&LeaseInput { worker, live_workers: &live, scale_sets: &sets, held: &[] }).serve
+                plan_leases(&LeaseInput { worker, live_workers: &live, draining: &[], scale_sets: &sets, held: &[] }).serve
             })
             .collect();
         let mut union: Vec<u32> = plans.iter().flatten().copied().collect();
@@ -219,6 +279,54 @@ proptest! {
         prop_assert_eq!(&union, &sets);
         if (m as usize).is_multiple_of(n) {
             prop_assert_eq!(total, m as usize, "disjoint: {:?}", plans);
+        }
+    }
+
+    /// Issue 33 item 4: whatever the leases, once one of several workers is drained, it
+    /// releases everything at its next turn, and two rounds of the others' turns leave every
+    /// scale set served by the others within their share.
+    #[test]
+    fn issue_33_4_a_drained_workers_sets_are_taken_by_the_others(
+        (n, sets, initial) in world(),
+        drained in 0usize..5,
+    ) {
+        prop_assume!(n >= 2);
+        let live: Vec<String> = (0..n).map(|i| format!("w{i}")).collect();
+        let gone = format!("w{}", drained % n);
+        let draining = vec![gone.clone()];
+        let mut leases: BTreeMap<u32, String> = initial
+            .into_iter()
+            .filter(|(k, _)| sets.contains(k))
+            .map(|(k, w)| (k, format!("w{w}")))
+            .collect();
+        let drain_turn = |worker: &str, leases: &mut BTreeMap<u32, String>| {
+            let held: Vec<(u32, String)> = leases.iter().map(|(k, h)| (*k, h.clone())).collect();
+            let plan = plan_leases(&LeaseInput {
+                worker,
+                live_workers: &live,
+                draining: &draining,
+                scale_sets: &sets,
+                held: &held,
+            });
+            for id in &plan.release {
+                leases.remove(id);
+            }
+            for id in plan.serve {
+                leases.entry(id).or_insert_with(|| worker.to_owned());
+            }
+        };
+        for _ in 0..2 {
+            for worker in &live {
+                drain_turn(worker, &mut leases);
+            }
+        }
+        let share = sets.len().div_ceil(n - 1);
+        for id in &sets {
+            prop_assert!(leases.contains_key(id), "{} unserved: {:?}", id, leases);
+        }
+        prop_assert!(leases.values().all(|h| *h != gone), "{:?}", leases);
+        for worker in &live {
+            prop_assert!(leases.values().filter(|h| *h == worker).count() <= share);
         }
     }
 }
