@@ -7,6 +7,7 @@ mod drain;
 mod faults;
 mod fleet;
 mod helpers;
+mod lifecycle;
 mod recovery;
 mod scaling;
 mod sessions;
