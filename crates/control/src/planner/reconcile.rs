@@ -47,7 +47,8 @@ pub(crate) struct World<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Action<'a> {
     /// An instance under our pool key the store does not know, whose runner GitHub still has:
-    /// record it again (`running`, with both ids and a fresh bootstrap deadline).
+    /// record it again (status by [`rerecorded_status`], with both ids and a fresh bootstrap
+    /// deadline).
     Record {
         /// The instance found at the provider.
         instance: &'a ProviderInstance,
@@ -101,6 +102,18 @@ pub(crate) fn reconcile<'a>(world: &World<'a>) -> Vec<Action<'a>> {
         });
     }
     actions
+}
+
+/// The status a re-recorded instance ([`Action::Record`]) is written with: `busy` when GitHub
+/// lists its runner running a job (it counts as busy at once: never planned as idle surplus,
+/// never retired for its lifetime, and the metrics say so), else `running` (its bootstrap
+/// deadline then asks whether it is online).
+pub(crate) fn rerecorded_status(runner: &RunnerReference) -> InstanceStatus {
+    if is_busy(runner) {
+        InstanceStatus::Busy
+    } else {
+        InstanceStatus::Running
+    }
 }
 
 /// What recovery does with one row of the GitHub scale set this task serves.
@@ -256,7 +269,9 @@ impl Retire {
             Self::InstanceStopped => "the provider reports its instance stopped or errored",
             Self::Offline => "GitHub lists it offline past its bootstrap deadline",
             Self::MaxLifetime => "it is idle and older than max_lifetime",
-            Self::MaxIdleLifetime => "it has been idle longer than max_idle_lifetime, no job waiting",
+            Self::MaxIdleLifetime => {
+                "it has been idle longer than max_idle_lifetime, no job waiting"
+            }
         }
     }
 }
@@ -300,7 +315,10 @@ pub(crate) fn lifecycle(life: &Life<'_>, served: &Served<'_>) -> Option<Retire> 
         Some(Retire::InstanceStopped)
     } else if offline && past_deadline {
         Some(Retire::Offline)
-    } else if reached(served.limits.max_lifetime, elapsed(row.created_at, served.now)) {
+    } else if reached(
+        served.limits.max_lifetime,
+        elapsed(row.created_at, served.now),
+    ) {
         Some(Retire::MaxLifetime)
     } else if !served.job_waits
         && reached(

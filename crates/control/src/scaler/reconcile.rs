@@ -4,8 +4,8 @@
 //! GitHub's runners of this scale set.
 //!
 //! - An instance under our pool key the store does not know, whose runner GitHub still has →
-//!   re-recorded (`running`, with its ids and a fresh bootstrap deadline): a wiped database
-//!   finds its machines again.
+//!   re-recorded (`busy` if GitHub lists it running a job, else `running`, with its ids and a
+//!   fresh bootstrap deadline): a wiped database finds its machines again.
 //! - An instance under our pool key the store does not know, with no runner on GitHub → its
 //!   runner is gone (the JIT registration always precedes the create), so it is deleted.
 //! - A GitHub runner of this scale set with our runner-name prefix, known to neither the store
@@ -23,11 +23,11 @@
 use std::collections::HashSet;
 
 use scaleset_github::Removal;
-use scaleset_store::{InstanceStatus, NewInstance};
+use scaleset_store::NewInstance;
 
 use super::{Runners, again_on_token};
 use crate::error::{Error, store};
-use crate::planner::reconcile::{Action, World, reconcile};
+use crate::planner::reconcile::{Action, World, reconcile, rerecorded_status};
 
 impl Runners<'_> {
     fn prefix(&self) -> String {
@@ -90,7 +90,7 @@ impl Runners<'_> {
                         self.pool.key.as_str().to_owned(),
                         Some(self.shared.clock.now().saturating_add(timeout)),
                     );
-                    new.status = InstanceStatus::Running;
+                    new.status = rerecorded_status(runner);
                     new.provider_id = Some(instance.provider_id.clone());
                     new.github_runner_id = Some(i64::from(runner.id));
                     self.shared

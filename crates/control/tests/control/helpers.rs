@@ -131,13 +131,8 @@ impl Harness {
             .try_init();
         let clock = ManualClock::new(Timestamp::from_unix_millis(1_800_000_000_000));
         let github = RunningSim::start(config).await.expect("simulator");
-        let (store, scale_set) = populate(
-            &db,
-            github.addr,
-            spec,
-            store_on_the_clock.then_some(&clock),
-        )
-        .await;
+        let (store, scale_set) =
+            populate(&db, github.addr, spec, store_on_the_clock.then_some(&clock)).await;
         let cloud = FakeCloud::new();
         let boot = Arc::new(AtomicBool::new(true));
         let created = Arc::new(Mutex::new(Vec::new()));

@@ -1,4 +1,4 @@
-//! Issue 33 items 1 and 2 against the simulator and the fake cloud: each lifecycle rule of the
+//! Issue 33 items 1, 2 and 5 against the simulator and the fake cloud: each lifecycle rule of the
 //! reconcile planner retires the runner it names (with its event) and the scale planner
 //! replaces it, and the warm pool keeps surplus runners for `scale_down_delay`. The store runs
 //! on the controller's clock, so advancing it ages the rows as time does in production.
@@ -22,6 +22,7 @@ backend_tests!(
     issue_33_1_an_idle_runner_is_retired_past_max_idle_lifetime,
     issue_33_1_max_lifetime_retires_idle_runners_and_never_a_busy_one,
     issue_33_2_surplus_idle_runners_stay_for_the_scale_down_delay,
+    issue_33_5_after_a_database_loss_runners_are_re_recorded_as_github_lists_them,
 );
 
 /// Leases long enough that advancing the clock never expires them; reconciliation at every
@@ -43,7 +44,9 @@ async fn running(h: &Harness, count: usize) -> Vec<Instance> {
     eventually("the runners are up", || async {
         let instances = h.instances().await;
         (instances.len() == count
-            && instances.iter().all(|i| i.status == InstanceStatus::Running))
+            && instances
+                .iter()
+                .all(|i| i.status == InstanceStatus::Running))
         .then_some(instances)
     })
     .await
@@ -186,7 +189,9 @@ async fn issue_33_1_max_lifetime_retires_idle_runners_and_never_a_busy_one(db: T
         .expect("enqueue");
     let (busy, idle) = eventually("one runner runs the job, one idles", || async {
         let instances = h.instances().await;
-        let busy = instances.iter().find(|i| i.status == InstanceStatus::Busy)?;
+        let busy = instances
+            .iter()
+            .find(|i| i.status == InstanceStatus::Busy)?;
         let idle = instances
             .iter()
             .find(|i| i.status == InstanceStatus::Running)?;
@@ -236,5 +241,59 @@ async fn issue_33_2_surplus_idle_runners_stay_for_the_scale_down_delay(db: TestD
         gone.then_some(())
     })
     .await;
+    controller.stop().await;
+}
+
+async fn issue_33_5_after_a_database_loss_runners_are_re_recorded_as_github_lists_them(db: TestDb) {
+    let mut h = Harness::new(db, sim_config(), |spec| spec.min_idle = 1).await;
+    let (controller, github_id) = h.start_ready().await;
+    running(&h, 1).await;
+    h.sim()
+        .enqueue_jobs(
+            github_id,
+            &JobSpec {
+                run_seconds: Some(3600.0),
+                ..JobSpec::count(1)
+            },
+        )
+        .expect("enqueue");
+    let before = eventually("one runner runs the job, one idles", || async {
+        let instances = h.instances().await;
+        let busy = instances
+            .iter()
+            .find(|i| i.status == InstanceStatus::Busy)?;
+        let idle = instances
+            .iter()
+            .find(|i| i.status == InstanceStatus::Running)?;
+        (instances.len() == 2).then(|| (busy.name.clone(), idle.name.clone()))
+    })
+    .await;
+    controller.crash().await;
+    let fresh = h.another_db("issue_33_5_rerecord").await;
+    h.wipe_store(fresh, |spec| spec.min_idle = 1).await;
+    let (controller, again) = h.start_ready().await;
+    assert_eq!(again, github_id, "the same scale set, adopted");
+    let after = eventually("both runners are recorded again", || async {
+        let instances = h.instances().await;
+        let busy = instances
+            .iter()
+            .find(|i| i.status == InstanceStatus::Busy)?;
+        let idle = instances
+            .iter()
+            .find(|i| i.status == InstanceStatus::Running)?;
+        (instances.len() == 2).then(|| (busy.name.clone(), idle.name.clone()))
+    })
+    .await;
+    assert_eq!(after, before, "busy as GitHub lists it busy, idle as idle");
+    let rerecorded = h
+        .events()
+        .await
+        .iter()
+        .filter(|k| *k == "instance_rerecorded")
+        .count();
+    assert_eq!(rerecorded, 2);
+    a_few_polls(&h).await;
+    assert_eq!(h.created.lock().unwrap().len(), 2, "nothing created anew");
+    assert_eq!(h.job_states(github_id), ["running"]);
     controller.stop().await;
 }

@@ -118,7 +118,11 @@ fn from_row(row: Row) -> Result<ScaleSet> {
                 AdoptionPolicy::from_stored,
             )?,
             repair: row.repair,
-            scale_down_delay: secs_from_db(key, "scale_down_delay_secs", row.scale_down_delay_secs)?,
+            scale_down_delay: secs_from_db(
+                key,
+                "scale_down_delay_secs",
+                row.scale_down_delay_secs,
+            )?,
             max_idle_lifetime: secs_from_db(
                 key,
                 "max_idle_lifetime_secs",

@@ -471,10 +471,7 @@ fn issue_33_1_an_instance_the_provider_reports_stopped_or_errored_is_retired() {
             at_provider: Some(status),
             ..life(&row)
         };
-        assert_eq!(
-            lifecycle(&fine, &served(1, Limits::default(), true)),
-            None
-        );
+        assert_eq!(lifecycle(&fine, &served(1, Limits::default(), true)), None);
     }
 }
 
@@ -617,7 +614,10 @@ fn issue_33_1_the_reasons_come_in_order_and_name_their_events() {
 
 #[test]
 fn issue_33_1_a_job_waits_while_more_are_assigned_than_runners_run() {
-    assert!(job_waits(None, 0), "unknown before the first plan: nothing idle goes");
+    assert!(
+        job_waits(None, 0),
+        "unknown before the first plan: nothing idle goes"
+    );
     assert!(job_waits(Some(3), 2));
     assert!(!job_waits(Some(2), 2));
     assert!(!job_waits(Some(0), 0));
@@ -711,5 +711,19 @@ proptest! {
         }
         let quiet = Life { runner: None, at_provider: None, bootstrap_failed: false, ..facts };
         prop_assert_eq!(lifecycle(&quiet, &served(now, Limits::default(), waits)), None);
+    }
+}
+
+#[test]
+fn issue_33_5_a_re_recorded_runner_is_busy_when_github_lists_it_busy() {
+    assert_eq!(
+        rerecorded_status(&runner(7, "ci-a", 5, Some(true), "online")),
+        InstanceStatus::Busy
+    );
+    for busy in [None, Some(false)] {
+        assert_eq!(
+            rerecorded_status(&runner(7, "ci-a", 5, busy, "online")),
+            InstanceStatus::Running
+        );
     }
 }
