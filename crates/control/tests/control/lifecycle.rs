@@ -268,7 +268,9 @@ async fn issue_33_5_after_a_database_loss_runners_are_re_recorded_as_github_list
         (instances.len() == 2).then(|| (busy.name.clone(), idle.name.clone()))
     })
     .await;
-    controller.crash().await;
+    // A clean stop leaves the runners running and deletes the session; then the database is
+    // lost.
+    controller.stop().await;
     let fresh = h.another_db("issue_33_5_rerecord").await;
     h.wipe_store(fresh, |spec| spec.min_idle = 1).await;
     let (controller, again) = h.start_ready().await;
@@ -285,13 +287,16 @@ async fn issue_33_5_after_a_database_loss_runners_are_re_recorded_as_github_list
     })
     .await;
     assert_eq!(after, before, "busy as GitHub lists it busy, idle as idle");
-    let rerecorded = h
-        .events()
-        .await
-        .iter()
-        .filter(|k| *k == "instance_rerecorded")
-        .count();
-    assert_eq!(rerecorded, 2);
+    // The event follows the row's write.
+    eventually("both re-recordings are events", || async {
+        let events = h.events().await;
+        let count = events
+            .iter()
+            .filter(|k| *k == "instance_rerecorded")
+            .count();
+        (count == 2).then_some(())
+    })
+    .await;
     a_few_polls(&h).await;
     assert_eq!(h.created.lock().unwrap().len(), 2, "nothing created anew");
     assert_eq!(h.job_states(github_id), ["running"]);
