@@ -327,3 +327,37 @@ fn issue_29_an_external_provider_needs_the_instance_api_url() {
         ["worker.instance_api_url"]
     );
 }
+
+/// Issue 33: the warm pool's delay and the runner lifetimes are durations of a scale set,
+/// default 0 (at once / off); a bad one is named with its key.
+#[test]
+fn issue_33_lifecycle_settings_read_as_written_and_default_to_off() {
+    let config = Config::parse("test.toml", GOOD, &base_env()).unwrap();
+    let spec = &config.fleet.scale_sets[0].spec;
+    assert_eq!(spec.scale_down_delay, Duration::ZERO);
+    assert_eq!(spec.max_idle_lifetime, Duration::ZERO);
+    assert_eq!(spec.max_lifetime, Duration::ZERO);
+    let text = GOOD.replace(
+        "max_runners = 4",
+        "max_runners = 4\nscale_down_delay = \"5m\"\nmax_idle_lifetime = \"2h\"\nmax_lifetime = \"1d\"",
+    );
+    let config = Config::parse("test.toml", &text, &base_env()).unwrap();
+    let spec = &config.fleet.scale_sets[0].spec;
+    assert_eq!(spec.scale_down_delay, Duration::from_secs(300));
+    assert_eq!(spec.max_idle_lifetime, Duration::from_secs(7200));
+    assert_eq!(spec.max_lifetime, Duration::from_secs(86_400));
+    let text = GOOD.replace(
+        "max_runners = 4",
+        "max_runners = 4\nscale_down_delay = \"soon\"\nmax_idle_lifetime = \"31d\"\nmax_lifetime = \"1.5s\"",
+    );
+    let found = problems(&text, &base_env());
+    assert_eq!(
+        keys(&found),
+        [
+            "scale_set[0].scale_down_delay",
+            "scale_set[0].max_idle_lifetime",
+            "scale_set[0].max_lifetime",
+        ],
+        "{found:#?}"
+    );
+}

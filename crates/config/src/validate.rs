@@ -724,6 +724,12 @@ fn scale_sets(
                 .map_err(|e| p.add(key("bootstrap_timeout"), e))
                 .ok()
         });
+        let mut lifecycle = |field: &str, text: Option<&str>| {
+            text.and_then(|text| parse_duration(text).map_err(|e| p.add(key(field), e)).ok())
+        };
+        let scale_down_delay = lifecycle("scale_down_delay", s.scale_down_delay.as_deref());
+        let max_idle_lifetime = lifecycle("max_idle_lifetime", s.max_idle_lifetime.as_deref());
+        let max_lifetime = lifecycle("max_lifetime", s.max_lifetime.as_deref());
         let adoption_policy = s.adoption_policy.as_deref().and_then(|text| {
             AdoptionPolicy::parse(text)
                 .map_err(|problem| p.add(key(&problem.field), problem.message))
@@ -755,6 +761,9 @@ fn scale_sets(
             enabled: s.enabled,
             adoption_policy,
             repair: s.repair,
+            scale_down_delay,
+            max_idle_lifetime,
+            max_lifetime,
         });
         let spec = match parsed {
             Ok(spec) => spec,

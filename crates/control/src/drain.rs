@@ -123,6 +123,7 @@ async fn pass(
         desired_written: None,
         desired: None,
         listed: None,
+        assigned: None,
     };
     let left = runners.drain().await?;
     let name = &scale_set.spec.name;

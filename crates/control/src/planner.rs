@@ -11,6 +11,8 @@
 //! reconcile planner's, [`reconcile`]; whether deleting a scale set deletes it on GitHub is
 //! [`deletion`]'s.
 
+use std::time::Duration;
+
 pub(crate) mod deletion;
 pub(crate) mod fleet;
 pub(crate) mod leases;
@@ -42,6 +44,9 @@ pub struct RunnerView {
     pub name: String,
     /// Its phase.
     pub phase: RunnerPhase,
+    /// How long it has been idle (zero unless [`RunnerPhase::Idle`]): surplus runners idle for
+    /// less than [`PlanInput::scale_down_delay`] stay (the warm pool after a burst).
+    pub idle_for: Duration,
 }
 
 /// What the planner decides from.
@@ -53,6 +58,8 @@ pub struct PlanInput<'a> {
     pub max_runners: u32,
     /// `totalAssignedJobs` from the latest statistics (negative counts as 0).
     pub assigned_jobs: i64,
+    /// How long a surplus idle runner stays before it is retired (zero: at once).
+    pub scale_down_delay: Duration,
     /// Every runner we know for the scale set.
     pub runners: &'a [RunnerView],
 }
@@ -71,7 +78,9 @@ pub struct Plan {
 /// Plans one step: desired = `min(max_runners, min_idle + totalAssignedJobs)`; runners that
 /// are pending, idle or busy count towards it. Short of it: create the difference. Above it:
 /// retire idle surplus (the newest names last in sort order go first), never a busy or pending
-/// runner. Unwanted runners are always retired (first, by name) and count for nothing.
+/// runner, nor one idle for less than `scale_down_delay` (it stays warm for the next burst and
+/// is retired once the delay has passed, if still surplus). Unwanted runners are always
+/// retired (first, by name) and count for nothing.
 pub fn plan(input: &PlanInput<'_>) -> Plan {
     let assigned = u32::try_from(input.assigned_jobs.max(0)).unwrap_or(u32::MAX);
     let desired = input
@@ -91,7 +100,7 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     let mut idle: Vec<&str> = input
         .runners
         .iter()
-        .filter(|r| r.phase == RunnerPhase::Idle)
+        .filter(|r| r.phase == RunnerPhase::Idle && r.idle_for >= input.scale_down_delay)
         .map(|r| r.name.as_str())
         .collect();
     idle.sort_unstable();

@@ -33,8 +33,9 @@ use crate::error::{Error, chain, store};
 use crate::identity::runner_name;
 use crate::planner::provider_backoff::Attention;
 use crate::planner::reconcile::{
-    AfterRemoval, Bootstrap, Recovery, after_removal, bootstrap, deadline_due, owns_found_runner,
-    recovered_creating, recovered_registered, recovery, retires_completed, teardown,
+    AfterRemoval, Bootstrap, Life, Limits, Recovery, Retire, Served, after_removal, bootstrap,
+    deadline_due, job_waits, lifecycle, owns_found_runner, recovered_creating,
+    recovered_registered, recovery, retires_completed, teardown,
 };
 use crate::planner::{PlanInput, RunnerPhase, RunnerView, plan};
 use crate::shared::Shared;
@@ -70,6 +71,19 @@ pub(crate) struct Runners<'a> {
     /// deadline check after it reads these instead of listing again (one list per empty poll,
     /// not two: 200 polls a second at 10,000 idle scale sets).
     pub(crate) listed: Option<Vec<Instance>>,
+    /// `totalAssignedJobs` of the last statistics this task planned from (whether a job waits
+    /// for an idle runner; unknown before the first plan).
+    pub(crate) assigned: Option<i64>,
+}
+
+/// How long a runner has been idle at `now`: a `running` row was last written when it became
+/// `running` (an ephemeral runner is never idle again after a job), so since then; zero for
+/// any other status, or a clock that went back.
+fn idle_for(instance: &Instance, now: scaleset_store::Timestamp) -> std::time::Duration {
+    if instance.status != InstanceStatus::Running {
+        return std::time::Duration::ZERO;
+    }
+    crate::planner::reconcile::elapsed(instance.updated_at, now)
 }
 
 fn phase(instance: &Instance) -> RunnerPhase {
@@ -187,7 +201,9 @@ impl Runners<'_> {
     /// Plans and executes one scaling step from `assigned_jobs`.
     /// Returns how many runners it asked for.
     pub(crate) async fn scale(&mut self, assigned_jobs: i64) -> Result<u32, Error> {
+        self.assigned = Some(assigned_jobs);
         let instances = self.instances().await?;
+        let now = self.shared.clock.now();
         let views: Vec<RunnerView> = instances
             .iter()
             .map(|i| RunnerView {
@@ -198,6 +214,7 @@ impl Runners<'_> {
                 } else {
                     RunnerPhase::Leaving
                 },
+                idle_for: idle_for(i, now),
             })
             .collect();
         let spec = &self.scale_set.spec;
@@ -205,6 +222,7 @@ impl Runners<'_> {
             min_idle: spec.min_idle,
             max_runners: spec.max_runners,
             assigned_jobs,
+            scale_down_delay: spec.scale_down_delay,
             runners: &views,
         });
         if step.create > 0 || !step.retire.is_empty() {
@@ -447,7 +465,8 @@ impl Runners<'_> {
         };
         self.retry_deletions(&instances).await?;
         let now = self.shared.clock.now();
-        for instance in instances {
+        let mut removed = HashSet::new();
+        for instance in instances.iter().cloned() {
             let seen = self.online.contains(&instance.name);
             if !deadline_due(&instance, self.is_current(&instance), now, seen) {
                 continue;
@@ -481,10 +500,95 @@ impl Runners<'_> {
                         .await
                         .map_err(store("appending an event"))?;
                     self.remove_everywhere(&instance).await?;
+                    removed.insert(instance.name.clone());
                 }
             }
         }
+        let left: Vec<Instance> = instances
+            .into_iter()
+            .filter(|i| !removed.contains(&i.name))
+            .collect();
+        self.retire_for_life(&left, None, None).await
+    }
+
+    /// Retires the rows [`lifecycle`] says are done, from `instances`, GitHub's runner list
+    /// and the provider's list when this pass read them. Whether an instance reported a failed
+    /// bootstrap is read here, for rows still booting, when instances report at all.
+    pub(crate) async fn retire_for_life(
+        &mut self,
+        instances: &[Instance],
+        runners: Option<&[scaleset_github::RunnerReference]>,
+        at_provider: Option<&[scaleset_provider::ProviderInstance]>,
+    ) -> Result<(), Error> {
+        let spec = &self.scale_set.spec;
+        let prefix = format!("{}-", spec.runner_prefix());
+        let busy = instances
+            .iter()
+            .filter(|i| i.status == InstanceStatus::Busy)
+            .count();
+        let served = Served {
+            pool_key: self.pool.key.as_str(),
+            prefix: &prefix,
+            now: self.shared.clock.now(),
+            limits: Limits {
+                max_idle_lifetime: spec.max_idle_lifetime,
+                max_lifetime: spec.max_lifetime,
+            },
+            job_waits: job_waits(self.assigned, busy),
+        };
+        let reports = self.shared.settings.instance_urls().is_some();
+        let mut retire = Vec::new();
+        for instance in instances {
+            let runner = runners.and_then(|list| {
+                list.iter().find(|r| {
+                    instance.github_runner_id == Some(i64::from(r.id)) && r.name == instance.name
+                })
+            });
+            let listed = at_provider.and_then(|list| {
+                list.iter()
+                    .find(|i| i.name == instance.name)
+                    .map(|i| i.status)
+            });
+            let booting = reports
+                && instance.status == InstanceStatus::Running
+                && !self.online.contains(&instance.name);
+            let bootstrap_failed = booting
+                && self
+                    .shared
+                    .store
+                    .get_instance_access(&instance.name)
+                    .await
+                    .map_err(store("reading an instance's bootstrap report"))?
+                    .is_some_and(|a| a.bootstrap_status == scaleset_store::BootstrapStatus::Failed);
+            let life = Life {
+                instance,
+                runner,
+                at_provider: listed,
+                bootstrap_failed,
+            };
+            if let Some(why) = lifecycle(&life, &served) {
+                retire.push((instance, why));
+            }
+        }
+        for (instance, why) in retire {
+            self.retire(instance, why).await?;
+        }
         Ok(())
+    }
+
+    async fn retire(&self, instance: &Instance, why: Retire) -> Result<(), Error> {
+        tracing::warn!(runner = %instance.name, reason = why.reason(), "retiring a runner");
+        self.shared
+            .store
+            .append_event(
+                self.scale_set.id,
+                why.event(),
+                &format!("runner {}: {}; removed", instance.name, why.reason()),
+            )
+            .await
+            .map_err(store("appending an event"))?;
+        // A runner that took a job meanwhile is marked busy and kept (GitHub refuses).
+        self.remove_everywhere(instance).await
     }
 
     /// Removes a runner from GitHub (a busy one stays, marked busy), its instance from the

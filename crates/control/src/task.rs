@@ -198,6 +198,7 @@ async fn pass(
         desired_written: None,
         desired: None,
         listed: None,
+        assigned: None,
     };
     let mut listener = Listener {
         shared,

@@ -153,6 +153,20 @@ impl FakeCloud {
         }
     }
 
+    /// The instance dies (a crashed or preempted machine): it stays listed, with `status`
+    /// (stopped or error). Returns whether it existed.
+    pub fn kill_instance(&self, instance: &InstanceId, status: InstanceStatus) -> bool {
+        let mut state = self.lock();
+        match find(&state.instances, instance) {
+            Some(key) => state
+                .instances
+                .get_mut(&key)
+                .map(|i| i.instance.status = status)
+                .is_some(),
+            None => false,
+        }
+    }
+
     /// Calls `hook` with every created runner (after the instance exists).
     pub fn on_create(&self, hook: impl Fn(&CreatedRunner) + Send + Sync + 'static) {
         self.lock().hook = Some(Arc::new(hook));

@@ -181,6 +181,11 @@ pub(crate) fn handle(shared: &std::sync::Arc<Shared>, req: &Request) -> Outcome 
             let id = sim.start_runner(&body.jit_config).map_err(|e| fail(&e))?;
             Ok(Reply::json(200, json!({ "agentId": id })))
         }
+        (&Method::POST, ["runners", id, "disconnect"]) => {
+            let id = parse_id(id)?;
+            sim.disconnect_runner(id).map_err(|e| fail(&e))?;
+            Ok(Reply::empty(204))
+        }
         _ => Err(ApiError::control(
             404,
             format!("no control route {} /_sim/{path}", req.method),

@@ -475,6 +475,17 @@ impl Simulator {
         Ok(agent_id)
     }
 
+    /// Takes the idle runner `agent_id` offline, as a machine that died in an outage leaves
+    /// it: still registered, listed `offline`, never given a job. A busy runner is refused
+    /// (409), as is one that never started (400), or an unknown one (404).
+    pub fn disconnect_runner(&self, agent_id: i64) -> Result<(), Error> {
+        lock(&self.shared.state)
+            .disconnect_runner(agent_id)
+            .map_err(Error::from_state)?;
+        self.shared.tick();
+        Ok(())
+    }
+
     /// How many message GETs are being held right now.
     pub fn waiting_polls(&self) -> usize {
         self.shared.waiting_polls.load(Ordering::SeqCst)

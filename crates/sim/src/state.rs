@@ -520,6 +520,13 @@ impl State {
             .start()
     }
 
+    pub(crate) fn disconnect_runner(&mut self, id: i64) -> Result<(), StateError> {
+        self.agents
+            .get_mut(&id)
+            .ok_or(StateError::AgentNotFound(id))?
+            .disconnect()
+    }
+
     // ----- timers -------------------------------------------------------------------------------
 
     /// Runs everything that is due at `now`: simulated runners take jobs and finish them,

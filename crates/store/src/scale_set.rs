@@ -246,6 +246,14 @@ pub struct ScaleSetSpec {
     pub adoption_policy: AdoptionPolicy,
     /// Whether adoption may repair drift.
     pub repair: bool,
+    /// How long surplus idle runners stay after a burst before they are retired (zero: retired
+    /// at once).
+    pub scale_down_delay: Duration,
+    /// How long a runner may stay idle while no job waits for it before it is retired (zero:
+    /// off).
+    pub max_idle_lifetime: Duration,
+    /// How long a runner may live; past it, it is retired once idle (zero: off).
+    pub max_lifetime: Duration,
 }
 
 /// A scale set to create.

@@ -42,6 +42,8 @@ pub const DEFAULT_MAX_RUNNERS: u32 = 10;
 pub const BOOTSTRAP_TIMEOUT_SECS: RangeInclusive<u64> = 1..=86_400;
 /// The bootstrap timeout when none is written.
 pub const DEFAULT_BOOTSTRAP_TIMEOUT: Duration = Duration::from_secs(600);
+/// The longest `scale_down_delay`, `max_idle_lifetime` or `max_lifetime`, in seconds (30 days).
+pub const LIFECYCLE_SECS_MAX: u64 = 30 * 86_400;
 /// The runner group when none is written.
 pub const DEFAULT_RUNNER_GROUP: &str = "Default";
 /// What a name, runner prefix or provider name may be, as a regular expression (the length
@@ -109,6 +111,12 @@ pub struct RawScaleSetSpec {
     pub adoption_policy: Option<AdoptionPolicy>,
     /// Whether adoption may repair drift (default false).
     pub repair: Option<bool>,
+    /// How long surplus idle runners stay after a burst (default zero: retired at once).
+    pub scale_down_delay: Option<Duration>,
+    /// How long a runner may idle while no job waits (default zero: off).
+    pub max_idle_lifetime: Option<Duration>,
+    /// How long a runner may live before it is retired once idle (default zero: off).
+    pub max_lifetime: Option<Duration>,
 }
 
 impl From<&ScaleSetSpec> for RawScaleSetSpec {
@@ -131,6 +139,9 @@ impl From<&ScaleSetSpec> for RawScaleSetSpec {
             enabled: Some(spec.enabled),
             adoption_policy: Some(spec.adoption_policy),
             repair: Some(spec.repair),
+            scale_down_delay: Some(spec.scale_down_delay),
+            max_idle_lifetime: Some(spec.max_idle_lifetime),
+            max_lifetime: Some(spec.max_lifetime),
         }
     }
 }
@@ -211,6 +222,9 @@ impl ScaleSetSpec {
             enabled: raw.enabled.unwrap_or(true),
             adoption_policy: raw.adoption_policy.unwrap_or(AdoptionPolicy::Owned),
             repair: raw.repair.unwrap_or(false),
+            scale_down_delay: raw.scale_down_delay.unwrap_or_default(),
+            max_idle_lifetime: raw.max_idle_lifetime.unwrap_or_default(),
+            max_lifetime: raw.max_lifetime.unwrap_or_default(),
         };
         // A missing name or provider is reported once, not again as "empty".
         let missing: Vec<String> = problems.iter().map(|p| p.field.clone()).collect();
@@ -325,6 +339,21 @@ impl ScaleSetSpec {
         {
             p.push(SpecProblem::new("runner_prefix", message));
         }
+        for (field, value) in [
+            ("scale_down_delay", self.scale_down_delay),
+            ("max_idle_lifetime", self.max_idle_lifetime),
+            ("max_lifetime", self.max_lifetime),
+        ] {
+            if value.as_secs() > LIFECYCLE_SECS_MAX || value.subsec_nanos() != 0 {
+                p.push(SpecProblem::new(
+                    field,
+                    format!(
+                        "{value:?} is outside 0–{LIFECYCLE_SECS_MAX} whole seconds (0 switches \
+                         it off)"
+                    ),
+                ));
+            }
+        }
         // Null is "none" as older versions stored it; a parse writes `{}`.
         if !(self.extra_specs.is_object() || self.extra_specs.is_null()) {
             p.push(SpecProblem::new(
@@ -422,12 +451,15 @@ fn placeholder() -> ScaleSetSpec {
         enabled: true,
         adoption_policy: AdoptionPolicy::Owned,
         repair: false,
+        scale_down_delay: Duration::ZERO,
+        max_idle_lifetime: Duration::ZERO,
+        max_lifetime: Duration::ZERO,
     }
 }
 
 /// The order fields are reported in: the spec's field order, then label index.
 fn field_order(field: &str) -> (usize, usize) {
-    const ORDER: [&str; 14] = [
+    const ORDER: [&str; 17] = [
         "name",
         "runner_group",
         "labels",
@@ -437,6 +469,9 @@ fn field_order(field: &str) -> (usize, usize) {
         "max_runners",
         "min_idle",
         "bootstrap_timeout",
+        "scale_down_delay",
+        "max_idle_lifetime",
+        "max_lifetime",
         "runner_prefix",
         "extra_specs",
         "enabled",

@@ -372,6 +372,10 @@ async fn create(ctx: &Ctx<'_>, args: CreateScaleSet) -> Result<Outcome> {
         min_idle: args.min_idle,
         max_runners: args.max_runners,
         bootstrap_timeout_secs: args.bootstrap_timeout,
+        // Not flags of scalesetctl yet: set in the configuration file or through the API.
+        scale_down_delay_secs: None,
+        max_idle_lifetime_secs: None,
+        max_lifetime_secs: None,
         runner_prefix: args.runner_prefix,
         extra_specs: extra_specs(args.extra_specs.as_deref())?,
         enabled: Some(!args.disabled),
@@ -467,6 +471,10 @@ async fn update(ctx: &Ctx<'_>, args: UpdateScaleSet) -> Result<Outcome> {
         min_idle: args.min_idle,
         max_runners: args.max_runners,
         bootstrap_timeout_secs: args.bootstrap_timeout,
+        // Not flags of scalesetctl yet: set in the configuration file or through the API.
+        scale_down_delay_secs: None,
+        max_idle_lifetime_secs: None,
+        max_lifetime_secs: None,
         runner_prefix: args.runner_prefix,
         extra_specs: extra_specs(args.extra_specs.as_deref())?,
         enabled: args.enabled,

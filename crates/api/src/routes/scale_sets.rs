@@ -63,6 +63,9 @@ fn raw_of(input: &CreateScaleSet) -> RawScaleSetSpec {
         min_idle: Some(i64::from(input.min_idle)),
         max_runners: Some(i64::from(input.max_runners)),
         bootstrap_timeout: input.bootstrap_timeout_secs.map(Duration::from_secs),
+        scale_down_delay: input.scale_down_delay_secs.map(Duration::from_secs),
+        max_idle_lifetime: input.max_idle_lifetime_secs.map(Duration::from_secs),
+        max_lifetime: input.max_lifetime_secs.map(Duration::from_secs),
         runner_prefix: Some(input.runner_prefix.clone()),
         extra_specs: input.extra_specs.clone(),
         enabled: input.enabled,
@@ -298,6 +301,18 @@ pub(crate) async fn update(
     patch(
         &mut raw.bootstrap_timeout,
         change.bootstrap_timeout_secs.map(Duration::from_secs),
+    );
+    patch(
+        &mut raw.scale_down_delay,
+        change.scale_down_delay_secs.map(Duration::from_secs),
+    );
+    patch(
+        &mut raw.max_idle_lifetime,
+        change.max_idle_lifetime_secs.map(Duration::from_secs),
+    );
+    patch(
+        &mut raw.max_lifetime,
+        change.max_lifetime_secs.map(Duration::from_secs),
     );
     patch(&mut raw.runner_prefix, change.runner_prefix);
     patch(&mut raw.extra_specs, change.extra_specs);

@@ -106,6 +106,12 @@ pub struct ScaleSetSpec {
     pub max_runners: u32,
     /// How long an instance may take to register, in seconds.
     pub bootstrap_timeout_secs: u64,
+    /// How long surplus idle runners stay after a burst, seconds (0: retired at once).
+    pub scale_down_delay_secs: u64,
+    /// How long a runner may idle while no job waits before it is retired, seconds (0: off).
+    pub max_idle_lifetime_secs: u64,
+    /// How long a runner may live before it is retired once idle, seconds (0: off).
+    pub max_lifetime_secs: u64,
     /// The runner name prefix (empty: the scale set's name).
     pub runner_prefix: String,
     /// Provider-specific settings, passed through.
@@ -177,6 +183,21 @@ pub struct CreateScaleSet {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 1, maximum = 86400)]
     pub bootstrap_timeout_secs: Option<u64>,
+    /// How long surplus idle runners stay after a burst, seconds (default 0: retired at once;
+    /// at most 2592000, 30 days).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 2592000)]
+    pub scale_down_delay_secs: Option<u64>,
+    /// How long a runner may idle while no job waits, seconds (default 0: off; at most
+    /// 2592000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 2592000)]
+    pub max_idle_lifetime_secs: Option<u64>,
+    /// How long a runner may live before it is retired once idle, seconds (default 0: off; at
+    /// most 2592000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 2592000)]
+    pub max_lifetime_secs: Option<u64>,
     /// The runner name prefix (default empty: the name); same characters as a name, at most
     /// 40.
     #[serde(default)]
@@ -242,6 +263,18 @@ pub struct UpdateScaleSet {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 1, maximum = 86400)]
     pub bootstrap_timeout_secs: Option<u64>,
+    /// New scale-down delay, seconds (0–2592000; 0: retired at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 2592000)]
+    pub scale_down_delay_secs: Option<u64>,
+    /// New idle lifetime, seconds (0–2592000; 0: off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 2592000)]
+    pub max_idle_lifetime_secs: Option<u64>,
+    /// New lifetime, seconds (0–2592000; 0: off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 2592000)]
+    pub max_lifetime_secs: Option<u64>,
     /// New runner prefix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(max_length = 40, pattern = "^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,39})?$")]

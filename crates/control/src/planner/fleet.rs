@@ -718,7 +718,7 @@ type Field = fn(&ScaleSetSpec) -> String;
 /// Every field of `to` that differs from `from` (all of them when there is no `from`). The
 /// runner group's cached id is not part of a spec the operator writes.
 pub(crate) fn spec_changes(from: Option<&ScaleSetSpec>, to: &ScaleSetSpec) -> Vec<Change> {
-    let fields: [(&'static str, Field); 15] = [
+    let fields: [(&'static str, Field); 18] = [
         ("name", |s| s.name.clone()),
         ("runner_group", |s| s.runner_group.name.clone()),
         ("labels", |s| s.labels.join(",")),
@@ -729,6 +729,9 @@ pub(crate) fn spec_changes(from: Option<&ScaleSetSpec>, to: &ScaleSetSpec) -> Ve
         ("min_idle", |s| s.min_idle.to_string()),
         ("max_runners", |s| s.max_runners.to_string()),
         ("bootstrap_timeout", |s| seconds(s.bootstrap_timeout)),
+        ("scale_down_delay", |s| seconds(s.scale_down_delay)),
+        ("max_idle_lifetime", |s| seconds(s.max_idle_lifetime)),
+        ("max_lifetime", |s| seconds(s.max_lifetime)),
         ("runner_prefix", |s| s.runner_prefix.clone()),
         ("extra_specs", |s| s.extra_specs.to_string()),
         ("enabled", |s| s.enabled.to_string()),

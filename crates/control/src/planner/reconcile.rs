@@ -8,6 +8,10 @@
 //! - [`recovery`] with [`recovered_creating`] and [`recovered_registered`]: what a crash left
 //!   of each row of ours.
 //! - [`deadline_due`] and [`bootstrap`]: runners not online by their bootstrap deadline.
+//! - [`lifecycle`]: runners retired for their life so far (issue 33): a bootstrap reported
+//!   `failed`, an instance the provider reports stopped or errored, a runner GitHub lists
+//!   offline past its bootstrap deadline (left so by an outage), one past `max_lifetime`, one
+//!   idle past `max_idle_lifetime` while no job waits.
 //! - [`owns_found_runner`], [`after_removal`] and [`teardown`]: the steps of removing one
 //!   runner everywhere (GitHub, then the provider, then the row).
 //!
@@ -18,9 +22,10 @@
 //! look, and [`after_removal`] then keeps the machine).
 
 use std::collections::HashSet;
+use std::time::Duration;
 
 use scaleset_github::{Removal, RunnerId, RunnerReference, ScaleSetId as GitHubScaleSetId};
-use scaleset_provider::ProviderInstance;
+use scaleset_provider::{InstanceStatus as ProviderStatus, ProviderInstance};
 use scaleset_store::{Instance, InstanceStatus, Timestamp};
 
 /// The facts of one reconciliation pass.
@@ -42,7 +47,8 @@ pub(crate) struct World<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Action<'a> {
     /// An instance under our pool key the store does not know, whose runner GitHub still has:
-    /// record it again (`running`, with both ids and a fresh bootstrap deadline).
+    /// record it again (status by [`rerecorded_status`], with both ids and a fresh bootstrap
+    /// deadline).
     Record {
         /// The instance found at the provider.
         instance: &'a ProviderInstance,
@@ -96,6 +102,18 @@ pub(crate) fn reconcile<'a>(world: &World<'a>) -> Vec<Action<'a>> {
         });
     }
     actions
+}
+
+/// The status a re-recorded instance ([`Action::Record`]) is written with: `busy` when GitHub
+/// lists its runner running a job (it counts as busy at once: never planned as idle surplus,
+/// never retired for its lifetime, and the metrics say so), else `running` (its bootstrap
+/// deadline then asks whether it is online).
+pub(crate) fn rerecorded_status(runner: &RunnerReference) -> InstanceStatus {
+    if is_busy(runner) {
+        InstanceStatus::Busy
+    } else {
+        InstanceStatus::Running
+    }
 }
 
 /// What recovery does with one row of the GitHub scale set this task serves.
@@ -176,6 +194,149 @@ pub(crate) fn bootstrap(runner: Option<&RunnerReference>) -> Bootstrap {
         Some(r) if r.status.eq_ignore_ascii_case("online") || is_busy(r) => Bootstrap::Online,
         _ => Bootstrap::Late,
     }
+}
+
+/// The lifetime settings of a scale set (zero: off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Limits {
+    /// How long a runner may idle while no job waits for it.
+    pub(crate) max_idle_lifetime: Duration,
+    /// How long a runner may live; past it, it goes once idle.
+    pub(crate) max_lifetime: Duration,
+}
+
+/// What is known of one row for [`lifecycle`]; a fact not looked up in this pass is absent
+/// (`None`, `false`), never taken as bad news.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Life<'a> {
+    /// The row.
+    pub(crate) instance: &'a Instance,
+    /// GitHub's listing of its runner, when GitHub was asked in this pass.
+    pub(crate) runner: Option<&'a RunnerReference>,
+    /// The status the provider lists it with, when the provider was asked in this pass.
+    pub(crate) at_provider: Option<ProviderStatus>,
+    /// Its instance reported its bootstrap `failed`.
+    pub(crate) bootstrap_failed: bool,
+}
+
+/// The scale set's side of [`lifecycle`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Served<'a> {
+    /// The pool key of the GitHub scale set served now.
+    pub(crate) pool_key: &'a str,
+    /// Our runner-name prefix, with its dash.
+    pub(crate) prefix: &'a str,
+    /// Now.
+    pub(crate) now: Timestamp,
+    /// The lifetime settings.
+    pub(crate) limits: Limits,
+    /// More jobs are assigned than runners run: an idle runner may be about to get one.
+    pub(crate) job_waits: bool,
+}
+
+/// Why [`lifecycle`] retires a runner (each is an event of that name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Retire {
+    /// Its instance reported its bootstrap `failed`: replaced at once, not at the deadline.
+    BootstrapFailed,
+    /// The provider lists its instance stopped or errored: it will not run a job.
+    InstanceStopped,
+    /// GitHub lists it offline after its bootstrap deadline (it came up, then its machine or
+    /// its connection died, e.g. in an outage): no job will reach it.
+    Offline,
+    /// Older than `max_lifetime`, and idle.
+    MaxLifetime,
+    /// Idle longer than `max_idle_lifetime` while no job waits.
+    MaxIdleLifetime,
+}
+
+impl Retire {
+    /// The event kind appended when a runner is retired for this reason.
+    pub(crate) fn event(self) -> &'static str {
+        match self {
+            Self::BootstrapFailed => "bootstrap_failed",
+            Self::InstanceStopped => "instance_stopped",
+            Self::Offline => "runner_offline",
+            Self::MaxLifetime => "max_lifetime",
+            Self::MaxIdleLifetime => "max_idle_lifetime",
+        }
+    }
+
+    /// Why, for the event's text.
+    pub(crate) fn reason(self) -> &'static str {
+        match self {
+            Self::BootstrapFailed => "its instance reported a failed bootstrap",
+            Self::InstanceStopped => "the provider reports its instance stopped or errored",
+            Self::Offline => "GitHub lists it offline past its bootstrap deadline",
+            Self::MaxLifetime => "it is idle and older than max_lifetime",
+            Self::MaxIdleLifetime => {
+                "it has been idle longer than max_idle_lifetime, no job waiting"
+            }
+        }
+    }
+}
+
+/// The time from `then` to `now` (zero when the clock went back).
+pub(crate) fn elapsed(then: Timestamp, now: Timestamp) -> Duration {
+    let millis = now.unix_millis().saturating_sub(then.unix_millis());
+    Duration::from_millis(u64::try_from(millis).unwrap_or(0))
+}
+
+/// Whether a limit (zero: off) is reached after `lived`.
+fn reached(limit: Duration, lived: Duration) -> bool {
+    !limit.is_zero() && lived >= limit
+}
+
+/// Whether one row is retired for its life so far, and why (the first reason that holds, in
+/// [`Retire`]'s order). Only an idle runner of ours goes: a `running` row (not busy, not
+/// asked for by an operator: that one is the scale planner's) of the served GitHub scale set's
+/// pool key, named with our prefix, that GitHub does not list busy. Its age counts from when
+/// it was recorded; its idleness from its last write (when it became `running`: an ephemeral
+/// runner is never idle again after a job).
+pub(crate) fn lifecycle(life: &Life<'_>, served: &Served<'_>) -> Option<Retire> {
+    let row = life.instance;
+    let ours = row.pool_key == served.pool_key && row.name.starts_with(served.prefix);
+    let idle = row.status == InstanceStatus::Running
+        && row.removal_requested_at.is_none()
+        && !life.runner.is_some_and(is_busy);
+    if !(ours && idle) {
+        return None;
+    }
+    let past_deadline = row.bootstrap_deadline.is_some_and(|d| d <= served.now);
+    let offline = life
+        .runner
+        .is_some_and(|r| r.status.eq_ignore_ascii_case("offline"));
+    if life.bootstrap_failed {
+        Some(Retire::BootstrapFailed)
+    } else if matches!(
+        life.at_provider,
+        Some(ProviderStatus::Stopped | ProviderStatus::Error)
+    ) {
+        Some(Retire::InstanceStopped)
+    } else if offline && past_deadline {
+        Some(Retire::Offline)
+    } else if reached(
+        served.limits.max_lifetime,
+        elapsed(row.created_at, served.now),
+    ) {
+        Some(Retire::MaxLifetime)
+    } else if !served.job_waits
+        && reached(
+            served.limits.max_idle_lifetime,
+            elapsed(row.updated_at, served.now),
+        )
+    {
+        Some(Retire::MaxIdleLifetime)
+    } else {
+        None
+    }
+}
+
+/// Whether a job waits for an idle runner: more jobs assigned (`assigned`, the last
+/// statistics; unknown counts as waiting, so nothing idle is retired before the first plan)
+/// than runners run (`busy`).
+pub(crate) fn job_waits(assigned: Option<i64>, busy: usize) -> bool {
+    assigned.is_none_or(|a| a > i64::try_from(busy).unwrap_or(i64::MAX))
 }
 
 /// Whether a runner found by the name of a row without a runner id is the row's: registered for

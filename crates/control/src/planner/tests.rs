@@ -1,3 +1,5 @@
+use std::time::Duration;
+
 use proptest::prelude::*;
 
 use super::*;
@@ -8,6 +10,7 @@ fn runners(phases: &[(&str, RunnerPhase)]) -> Vec<RunnerView> {
         .map(|(name, phase)| RunnerView {
             name: (*name).to_owned(),
             phase: *phase,
+            idle_for: Duration::ZERO,
         })
         .collect()
 }
@@ -17,6 +20,7 @@ fn input(min_idle: u32, max: u32, assigned: i64, runners: &[RunnerView]) -> Plan
         min_idle,
         max_runners: max,
         assigned_jobs: assigned,
+        scale_down_delay: Duration::ZERO,
         runners,
     }
 }
@@ -133,6 +137,7 @@ fn apply(known: &mut Vec<RunnerView>, plan: &Plan, next: &mut u32) {
         known.push(RunnerView {
             name: format!("new-{next:04}"),
             phase: RunnerPhase::Pending,
+            idle_for: Duration::ZERO,
         });
     }
 }
@@ -155,7 +160,11 @@ proptest! {
         let mut known: Vec<RunnerView> = phases
             .iter()
             .enumerate()
-            .map(|(i, phase)| RunnerView { name: format!("r-{i:04}"), phase: *phase })
+            .map(|(i, phase)| RunnerView {
+                name: format!("r-{i:04}"),
+                phase: *phase,
+                idle_for: Duration::ZERO,
+            })
             .collect();
         let before_live = live(&known);
         let step = plan(&input(min_idle, max, assigned, &known));
@@ -195,5 +204,91 @@ proptest! {
             .filter(|r| matches!(r.phase, RunnerPhase::Busy | RunnerPhase::Pending))
             .count();
         prop_assert_eq!(live(&known), (step.desired as usize).max(stuck));
+    }
+}
+
+/// Issue 33 item 2: surplus idle runners younger (in idleness) than `scale_down_delay` stay;
+/// at exactly the delay they go.
+#[test]
+fn issue_33_2_surplus_idle_runners_stay_for_the_scale_down_delay() {
+    let delay = Duration::from_secs(300);
+    let view = |name: &str, secs: u64| RunnerView {
+        name: name.to_owned(),
+        phase: RunnerPhase::Idle,
+        idle_for: Duration::from_secs(secs),
+    };
+    let known = vec![view("a", 0), view("b", 299), view("c", 300), view("d", 301)];
+    let step = plan(&PlanInput {
+        scale_down_delay: delay,
+        ..input(0, 10, 0, &known)
+    });
+    assert_eq!(step.retire, ["d", "c"]);
+    // Still the surplus bound: one over desired retires one, the oldest-named eligible.
+    let step = plan(&PlanInput {
+        scale_down_delay: delay,
+        ..input(3, 10, 0, &known)
+    });
+    assert_eq!(step.retire, ["d"]);
+    // Unwanted runners go whatever the delay.
+    let unwanted = vec![RunnerView {
+        phase: RunnerPhase::Unwanted,
+        ..view("u", 0)
+    }];
+    let step = plan(&PlanInput {
+        scale_down_delay: delay,
+        ..input(0, 10, 0, &unwanted)
+    });
+    assert_eq!(step.retire, ["u"]);
+    // Zero delay: every idle surplus runner is eligible.
+    assert_eq!(plan(&input(0, 10, 0, &known)).retire.len(), 4);
+}
+
+proptest! {
+    /// Issue 33 item 2: with a scale-down delay, a retired runner is unwanted or idle for at
+    /// least the delay; as many surplus runners are retired as are eligible, up to the
+    /// surplus; creates are unaffected by the delay.
+    #[test]
+    fn issue_33_2_scale_down_delay_keeps_a_warm_pool(
+        min_idle in 0u32..10,
+        max in 1u32..20,
+        assigned in 0i64..20,
+        delay in 0u64..100,
+        runners in proptest::collection::vec((phase(), 0u64..200), 0..30),
+    ) {
+        let delay = Duration::from_secs(delay);
+        let known: Vec<RunnerView> = runners
+            .iter()
+            .enumerate()
+            .map(|(i, (phase, idle))| RunnerView {
+                name: format!("r-{i:04}"),
+                phase: *phase,
+                idle_for: if *phase == RunnerPhase::Idle {
+                    Duration::from_secs(*idle)
+                } else {
+                    Duration::ZERO
+                },
+            })
+            .collect();
+        let with_delay = plan(&PlanInput {
+            scale_down_delay: delay,
+            ..input(min_idle, max, assigned, &known)
+        });
+        let without = plan(&input(min_idle, max, assigned, &known));
+        prop_assert_eq!(with_delay.create, without.create);
+        prop_assert_eq!(with_delay.desired, without.desired);
+        for name in &with_delay.retire {
+            let view = known.iter().find(|r| &r.name == name).expect("a known runner");
+            prop_assert!(
+                view.phase == RunnerPhase::Unwanted
+                    || (view.phase == RunnerPhase::Idle && view.idle_for >= delay)
+            );
+        }
+        let eligible = known
+            .iter()
+            .filter(|r| r.phase == RunnerPhase::Idle && r.idle_for >= delay)
+            .count();
+        let unwanted = known.iter().filter(|r| r.phase == RunnerPhase::Unwanted).count();
+        let surplus = live(&known).saturating_sub(without.desired as usize);
+        prop_assert_eq!(with_delay.retire.len(), unwanted + eligible.min(surplus));
     }
 }

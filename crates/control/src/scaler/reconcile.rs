@@ -4,12 +4,16 @@
 //! GitHub's runners of this scale set.
 //!
 //! - An instance under our pool key the store does not know, whose runner GitHub still has →
-//!   re-recorded (`running`, with its ids and a fresh bootstrap deadline): a wiped database
-//!   finds its machines again.
+//!   re-recorded (`busy` if GitHub lists it running a job, else `running`, with its ids and a
+//!   fresh bootstrap deadline): a wiped database finds its machines again.
 //! - An instance under our pool key the store does not know, with no runner on GitHub → its
 //!   runner is gone (the JIT registration always precedes the create), so it is deleted.
 //! - A GitHub runner of this scale set with our runner-name prefix, known to neither the store
 //!   nor the provider → removed from GitHub when idle (a busy one is left for later).
+//! - A recorded runner the provider lists stopped or errored, or GitHub lists offline past its
+//!   bootstrap deadline, or past its lifetimes → retired (the reconcile planner's
+//!   [`crate::planner::reconcile::lifecycle`]; the lifetimes and a failed bootstrap are also
+//!   checked after every empty poll).
 //!
 //! Only the provider's answer for *our* pool key is read, and only runners of *this* scale set
 //! whose names carry our prefix are acted on: nothing of another controller is touched. The
@@ -19,11 +23,11 @@
 use std::collections::HashSet;
 
 use scaleset_github::Removal;
-use scaleset_store::{InstanceStatus, NewInstance};
+use scaleset_store::NewInstance;
 
 use super::{Runners, again_on_token};
 use crate::error::{Error, store};
-use crate::planner::reconcile::{Action, World, reconcile};
+use crate::planner::reconcile::{Action, World, reconcile, rerecorded_status};
 
 impl Runners<'_> {
     fn prefix(&self) -> String {
@@ -57,12 +61,8 @@ impl Runners<'_> {
         self.last_reconciled = Some(tokio::time::Instant::now());
         // Rows of a GitHub scale set deleted and replaced: retired as their runners go.
         self.retire_superseded().await?;
-        let recorded: HashSet<String> = self
-            .instances()
-            .await?
-            .into_iter()
-            .map(|i| i.name)
-            .collect();
+        let rows = self.instances().await?;
+        let recorded: HashSet<String> = rows.iter().map(|i| i.name.clone()).collect();
         let at_provider = self
             .provider
             .list(&self.pool)
@@ -90,7 +90,7 @@ impl Runners<'_> {
                         self.pool.key.as_str().to_owned(),
                         Some(self.shared.clock.now().saturating_add(timeout)),
                     );
-                    new.status = InstanceStatus::Running;
+                    new.status = rerecorded_status(runner);
                     new.provider_id = Some(instance.provider_id.clone());
                     new.github_runner_id = Some(i64::from(runner.id));
                     self.shared
@@ -147,6 +147,9 @@ impl Runners<'_> {
                 }
             }
         }
-        Ok(())
+        // The recorded runners, with what GitHub and the provider say of them now: stopped
+        // or errored instances, runners an outage left offline, lifetimes.
+        self.retire_for_life(&rows, Some(&runners), Some(&at_provider))
+            .await
     }
 }

@@ -70,9 +70,14 @@ async fn populate(
     db: &TestDb,
     sim: SocketAddr,
     spec: impl FnOnce(&mut ScaleSetSpec),
+    clock: Option<&ManualClock>,
 ) -> (Arc<DieselStore>, ScaleSet) {
     let key = EncryptionKey::from_bytes("k1", &[1; 32]).expect("key");
-    let options = StoreOptions::new(db.url.clone(), Keyring::new(key))
+    let mut options = StoreOptions::new(db.url.clone(), Keyring::new(key));
+    if let Some(clock) = clock {
+        options = options.clock(Arc::new(clock.clone()));
+    }
+    let options = options
         .pool_size(4)
         .busy_timeout(Duration::from_secs(20))
         .connect_timeout(Duration::from_secs(20));
@@ -115,13 +120,23 @@ impl Harness {
         config: SimConfig,
         spec: impl FnOnce(&mut ScaleSetSpec),
     ) -> Self {
+        Self::build(db, config, spec, false).await
+    }
+
+    async fn build(
+        db: TestDb,
+        config: SimConfig,
+        spec: impl FnOnce(&mut ScaleSetSpec),
+        store_on_the_clock: bool,
+    ) -> Self {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_test_writer()
             .try_init();
         let clock = ManualClock::new(Timestamp::from_unix_millis(1_800_000_000_000));
         let github = RunningSim::start(config).await.expect("simulator");
-        let (store, scale_set) = populate(&db, github.addr, spec).await;
+        let (store, scale_set) =
+            populate(&db, github.addr, spec, store_on_the_clock.then_some(&clock)).await;
         let cloud = FakeCloud::new();
         let boot = Arc::new(AtomicBool::new(true));
         let created = Arc::new(Mutex::new(Vec::new()));
@@ -150,11 +165,22 @@ impl Harness {
         }
     }
 
+    /// The same, with the store on the controller's clock, so the rows' timestamps (a
+    /// runner's age and idleness) and "now" move together when a test advances the clock, as
+    /// both read the system clock in production.
+    pub(crate) async fn with_store_on_the_clock(
+        db: TestDb,
+        config: SimConfig,
+        spec: impl FnOnce(&mut ScaleSetSpec),
+    ) -> Self {
+        Self::build(db, config, spec, true).await
+    }
+
     /// Replaces the database with `db`, as a lost database restored from nothing would be:
     /// the same credentials, organization and scale set spec, and no GitHub id, session or
     /// instance. The simulator and the fake cloud are kept.
     pub(crate) async fn wipe_store(&mut self, db: TestDb, spec: impl FnOnce(&mut ScaleSetSpec)) {
-        let (store, scale_set) = populate(&db, self.github.addr, spec).await;
+        let (store, scale_set) = populate(&db, self.github.addr, spec, None).await;
         self.store = store;
         self.scale_set = scale_set;
         self._db = db;

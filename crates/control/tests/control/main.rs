@@ -7,6 +7,7 @@ mod drain;
 mod faults;
 mod fleet;
 mod helpers;
+mod lifecycle;
 mod provider_faults;
 mod recovery;
 mod scaling;

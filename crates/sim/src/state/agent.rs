@@ -56,6 +56,20 @@ impl Agent {
         Ok(())
     }
 
+    /// The runner's machine died (an outage, a crash): a connected, idle runner goes offline
+    /// and stays registered, as GitHub keeps a runner that stopped talking to it. A busy one
+    /// is refused (its job would be left running on nothing), as is one never started.
+    pub(crate) fn disconnect(&mut self) -> Result<(), StateError> {
+        match self.phase {
+            AgentPhase::Idle => {
+                self.phase = AgentPhase::Registered;
+                Ok(())
+            }
+            AgentPhase::Busy { .. } => Err(StateError::JobStillRunning(self.id)),
+            AgentPhase::Registered => Err(StateError::RunnerNotRegistered(self.id)),
+        }
+    }
+
     /// Whether a runner whose scale set is gone has ended its job by `now` (it then
     /// deregisters); an idle or unstarted one never gets a job and stays.
     pub(crate) fn finished_without_set(&self, now: SimTime) -> bool {

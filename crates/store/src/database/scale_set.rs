@@ -59,6 +59,9 @@ struct Row {
     last_message_at: Option<i64>,
     jobs_waiting: i64,
     refusal: Option<String>,
+    scale_down_delay_secs: i64,
+    max_idle_lifetime_secs: i64,
+    max_lifetime_secs: i64,
 }
 
 /// A `scale_set_health` row: what needs attention beyond the state.
@@ -160,6 +163,17 @@ fn from_row(row: Row, health: Option<Health>) -> Result<ScaleSet> {
                 AdoptionPolicy::from_stored,
             )?,
             repair: row.repair,
+            scale_down_delay: secs_from_db(
+                key,
+                "scale_down_delay_secs",
+                row.scale_down_delay_secs,
+            )?,
+            max_idle_lifetime: secs_from_db(
+                key,
+                "max_idle_lifetime_secs",
+                row.max_idle_lifetime_secs,
+            )?,
+            max_lifetime: secs_from_db(key, "max_lifetime_secs", row.max_lifetime_secs)?,
             name: row.name,
         },
         github_id: row.github_id,
@@ -192,6 +206,17 @@ fn from_row(row: Row, health: Option<Health>) -> Result<ScaleSet> {
 
 /// The stored provenance text; `created` is the creation of the row's GitHub scale set, so a
 /// row saying `created` without a GitHub id is corrupt.
+fn secs_from_db(key: &str, column: &'static str, secs: i64) -> Result<Duration> {
+    u64::try_from(secs)
+        .map(Duration::from_secs)
+        .map_err(|_| Error::Corrupt {
+            table: TABLE,
+            key: key.to_owned(),
+            column,
+            reason: format!("{secs} is negative"),
+        })
+}
+
 fn provenance_from_db(key: &str, text: &str, github_id: Option<i64>) -> Result<Provenance> {
     let corrupt = |reason: String| Error::Corrupt {
         table: TABLE,
@@ -247,6 +272,9 @@ fn new_row(ctx: &Context, new: &NewScaleSet) -> Result<Row> {
         enabled: spec.enabled,
         adoption_policy: spec.adoption_policy.as_str().to_owned(),
         repair: spec.repair,
+        scale_down_delay_secs: secs_to_db("scale_down_delay", spec.scale_down_delay)?,
+        max_idle_lifetime_secs: secs_to_db("max_idle_lifetime", spec.max_idle_lifetime)?,
+        max_lifetime_secs: secs_to_db("max_lifetime", spec.max_lifetime)?,
         github_id: None,
         provenance: None,
         evidence: "null".to_owned(),
@@ -463,6 +491,14 @@ impl ScaleSetStore for DieselStore {
                         scale_sets::enabled.eq(spec.enabled),
                         scale_sets::adoption_policy.eq(spec.adoption_policy.as_str()),
                         scale_sets::repair.eq(spec.repair),
+                    ),
+                    (
+                        scale_sets::scale_down_delay_secs
+                            .eq(secs_to_db("scale_down_delay", spec.scale_down_delay)?),
+                        scale_sets::max_idle_lifetime_secs
+                            .eq(secs_to_db("max_idle_lifetime", spec.max_idle_lifetime)?),
+                        scale_sets::max_lifetime_secs
+                            .eq(secs_to_db("max_lifetime", spec.max_lifetime)?),
                     ),
                     (
                         scale_sets::github_id.eq(wanted.github_id),

@@ -70,6 +70,9 @@ diesel::table! {
         last_message_at -> Nullable<BigInt>,
         jobs_waiting -> BigInt,
         refusal -> Nullable<Text>,
+        scale_down_delay_secs -> BigInt,
+        max_idle_lifetime_secs -> BigInt,
+        max_lifetime_secs -> BigInt,
     }
 }
 

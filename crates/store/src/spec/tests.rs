@@ -298,3 +298,38 @@ fn issue30_runner_prefix_and_bootstrap_timeout_defaults_live_on_the_spec() {
     };
     assert_eq!(old_row.bootstrap_timeout_or(fallback), fallback);
 }
+
+#[test]
+fn issue_33_lifecycle_settings_are_whole_seconds_up_to_30_days_and_default_to_zero() {
+    let spec = ScaleSetSpec::parse(raw("linux")).unwrap();
+    assert_eq!(spec.scale_down_delay, Duration::ZERO);
+    assert_eq!(spec.max_idle_lifetime, Duration::ZERO);
+    assert_eq!(spec.max_lifetime, Duration::ZERO);
+    let most = Duration::from_secs(LIFECYCLE_SECS_MAX);
+    let good = ScaleSetSpec::parse(RawScaleSetSpec {
+        scale_down_delay: Some(most),
+        max_idle_lifetime: Some(Duration::ZERO),
+        max_lifetime: Some(Duration::from_secs(60)),
+        ..raw("linux")
+    })
+    .unwrap();
+    assert_eq!(good.scale_down_delay, most);
+    assert_eq!(good.max_lifetime, Duration::from_secs(60));
+    // Round trip through the raw form an update parses again.
+    assert_eq!(
+        ScaleSetSpec::parse(RawScaleSetSpec::from(&good)).unwrap(),
+        good
+    );
+    for bad in [Duration::from_millis(1500), most + Duration::from_secs(1)] {
+        assert_eq!(
+            fields(ScaleSetSpec::parse(RawScaleSetSpec {
+                scale_down_delay: Some(bad),
+                max_idle_lifetime: Some(bad),
+                max_lifetime: Some(bad),
+                ..raw("linux")
+            })),
+            ["scale_down_delay", "max_idle_lifetime", "max_lifetime"],
+            "{bad:?}"
+        );
+    }
+}

@@ -179,7 +179,7 @@ fn an_empty_store_creates_credentials_entity_and_scale_set() {
     assert_eq!(step.reason.code(), "not_looked_up");
     assert_eq!(step.existing, None);
     // Every field is written, the repair flag last.
-    assert_eq!(step.changes.len(), 15);
+    assert_eq!(step.changes.len(), 18);
     assert!(step.changes.iter().all(|c| c.from.is_none()));
     let max = step
         .changes
@@ -187,7 +187,7 @@ fn an_empty_store_creates_credentials_entity_and_scale_set() {
         .find(|c| c.field == "max_runners")
         .unwrap();
     assert_eq!(max.to.as_deref(), Some("4"));
-    assert_eq!(step.changes[14].field, "repair");
+    assert_eq!(step.changes[17].field, "repair");
     assert!(!plan.is_noop());
 }
 
@@ -273,6 +273,27 @@ fn every_spec_field_is_compared() {
             "bootstrap_timeout",
             ScaleSetSpec {
                 bootstrap_timeout: Duration::from_secs(5),
+                ..base.clone()
+            },
+        ),
+        (
+            "scale_down_delay",
+            ScaleSetSpec {
+                scale_down_delay: Duration::from_secs(60),
+                ..base.clone()
+            },
+        ),
+        (
+            "max_idle_lifetime",
+            ScaleSetSpec {
+                max_idle_lifetime: Duration::from_secs(60),
+                ..base.clone()
+            },
+        ),
+        (
+            "max_lifetime",
+            ScaleSetSpec {
+                max_lifetime: Duration::from_secs(60),
                 ..base.clone()
             },
         ),
@@ -429,7 +450,7 @@ fn a_new_scale_set_that_github_lacks_is_a_create() {
     );
     assert_eq!(step.action, Action::Create);
     assert_eq!(step.reason, Reason::NotOnGitHub);
-    assert_eq!(step.changes.len(), 15);
+    assert_eq!(step.changes.len(), 18);
 }
 
 #[test]
@@ -447,7 +468,7 @@ fn our_owner_label_on_github_is_an_adopt() {
         "{:?}",
         step.reason
     );
-    assert_eq!(step.changes.len(), 15);
+    assert_eq!(step.changes.len(), 18);
 }
 
 #[test]

@@ -1,5 +1,7 @@
 //! The reconcile planner's rules, one test each, and its invariants over arbitrary worlds.
 
+use std::time::Duration;
+
 use proptest::prelude::*;
 use scaleset_provider::InstanceStatus as ProviderStatus;
 use scaleset_store::ScaleSetId;
@@ -386,4 +388,342 @@ fn a_completed_job_retires_only_a_row_of_the_served_scale_set() {
         !retires_completed(&row, ScaleSetId::generate()),
         "a row of another scale set of ours with the runner's name is not this one's to retire"
     );
+}
+
+// ----- issue 33 item 1: runners retired for their life so far ---------------------------------
+
+const MIN: i64 = 60_000;
+
+fn served(now_min: i64, limits: Limits, job_waits: bool) -> Served<'static> {
+    Served {
+        pool_key: "c_5",
+        prefix: PREFIX,
+        now: Timestamp::from_unix_millis(now_min * MIN),
+        limits,
+        job_waits,
+    }
+}
+
+fn limits(idle_min: u64, life_min: u64) -> Limits {
+    Limits {
+        max_idle_lifetime: Duration::from_secs(idle_min * 60),
+        max_lifetime: Duration::from_secs(life_min * 60),
+    }
+}
+
+/// A `running` row recorded at minute `created`, running since minute `updated`, with its
+/// bootstrap deadline at minute 10.
+fn aged(created: i64, updated: i64) -> Instance {
+    Instance {
+        created_at: Timestamp::from_unix_millis(created * MIN),
+        updated_at: Timestamp::from_unix_millis(updated * MIN),
+        ..row(InstanceStatus::Running, Some(10 * MIN))
+    }
+}
+
+fn life(instance: &Instance) -> Life<'_> {
+    Life {
+        instance,
+        runner: None,
+        at_provider: None,
+        bootstrap_failed: false,
+    }
+}
+
+#[test]
+fn issue_33_1_a_failed_bootstrap_is_replaced_at_once() {
+    let row = aged(0, 0);
+    let failed = Life {
+        bootstrap_failed: true,
+        ..life(&row)
+    };
+    // Minute 1: long before the bootstrap deadline.
+    assert_eq!(
+        lifecycle(&failed, &served(1, Limits::default(), true)),
+        Some(Retire::BootstrapFailed)
+    );
+    assert_eq!(
+        lifecycle(&life(&row), &served(1, Limits::default(), true)),
+        None
+    );
+}
+
+#[test]
+fn issue_33_1_an_instance_the_provider_reports_stopped_or_errored_is_retired() {
+    let row = aged(0, 0);
+    for status in [ProviderStatus::Stopped, ProviderStatus::Error] {
+        let stopped = Life {
+            at_provider: Some(status),
+            ..life(&row)
+        };
+        assert_eq!(
+            lifecycle(&stopped, &served(1, Limits::default(), true)),
+            Some(Retire::InstanceStopped),
+            "{status:?}"
+        );
+    }
+    for status in [
+        ProviderStatus::Running,
+        ProviderStatus::Creating,
+        ProviderStatus::Unknown,
+    ] {
+        let fine = Life {
+            at_provider: Some(status),
+            ..life(&row)
+        };
+        assert_eq!(lifecycle(&fine, &served(1, Limits::default(), true)), None);
+    }
+}
+
+#[test]
+fn issue_33_1_a_runner_left_offline_past_its_deadline_is_retired() {
+    let row = aged(0, 0);
+    let offline = runner(7, "ci-a", 5, Some(false), "Offline");
+    let online = idle(7, "ci-a");
+    let seen = |r| Life {
+        runner: Some(r),
+        ..life(&row)
+    };
+    // Booting (before the deadline), offline is expected.
+    assert_eq!(
+        lifecycle(&seen(&offline), &served(9, Limits::default(), true)),
+        None
+    );
+    // At and after it, offline means it is gone.
+    for now in [10, 11] {
+        assert_eq!(
+            lifecycle(&seen(&offline), &served(now, Limits::default(), true)),
+            Some(Retire::Offline)
+        );
+    }
+    assert_eq!(
+        lifecycle(&seen(&online), &served(11, Limits::default(), true)),
+        None
+    );
+    // No deadline recorded: never offline-retired.
+    let undated = Instance {
+        bootstrap_deadline: None,
+        ..aged(0, 0)
+    };
+    let undated_life = Life {
+        runner: Some(&offline),
+        ..life(&undated)
+    };
+    assert_eq!(
+        lifecycle(&undated_life, &served(11, Limits::default(), true)),
+        None
+    );
+}
+
+#[test]
+fn issue_33_1_max_lifetime_retires_an_idle_runner_and_is_off_at_zero() {
+    let row = aged(0, 50);
+    let set = |now| served(now, limits(0, 60), true);
+    assert_eq!(lifecycle(&life(&row), &set(59)), None);
+    assert_eq!(lifecycle(&life(&row), &set(60)), Some(Retire::MaxLifetime));
+    // Off by default.
+    assert_eq!(
+        lifecycle(&life(&row), &served(10_000, Limits::default(), false)),
+        None
+    );
+    // Busy on GitHub or in the store: kept (retired once idle).
+    let busy = runner(7, "ci-a", 5, Some(true), "online");
+    let busy_life = Life {
+        runner: Some(&busy),
+        ..life(&row)
+    };
+    assert_eq!(lifecycle(&busy_life, &set(61)), None);
+    let busy_row = Instance {
+        status: InstanceStatus::Busy,
+        ..aged(0, 50)
+    };
+    assert_eq!(lifecycle(&life(&busy_row), &set(61)), None);
+}
+
+#[test]
+fn issue_33_1_max_idle_lifetime_retires_only_while_no_job_waits() {
+    // Recorded at 0, running (idle) since 20: idleness counts from 20.
+    let row = aged(0, 20);
+    let set = |now, waits| served(now, limits(30, 0), waits);
+    assert_eq!(lifecycle(&life(&row), &set(49, false)), None);
+    assert_eq!(
+        lifecycle(&life(&row), &set(50, false)),
+        Some(Retire::MaxIdleLifetime)
+    );
+    assert_eq!(lifecycle(&life(&row), &set(50, true)), None);
+    assert_eq!(
+        lifecycle(&life(&row), &served(10_000, Limits::default(), false)),
+        None
+    );
+}
+
+#[test]
+fn issue_33_1_the_reasons_come_in_order_and_name_their_events() {
+    let row = aged(0, 0);
+    let offline = runner(7, "ci-a", 5, Some(false), "offline");
+    let everything = Life {
+        runner: Some(&offline),
+        at_provider: Some(ProviderStatus::Stopped),
+        bootstrap_failed: true,
+        ..life(&row)
+    };
+    let set = served(1_000, limits(1, 1), false);
+    assert_eq!(lifecycle(&everything, &set), Some(Retire::BootstrapFailed));
+    let no_report = Life {
+        bootstrap_failed: false,
+        ..everything
+    };
+    assert_eq!(lifecycle(&no_report, &set), Some(Retire::InstanceStopped));
+    let listed_running = Life {
+        at_provider: Some(ProviderStatus::Running),
+        ..no_report
+    };
+    assert_eq!(lifecycle(&listed_running, &set), Some(Retire::Offline));
+    let online = idle(7, "ci-a");
+    let up = Life {
+        runner: Some(&online),
+        ..listed_running
+    };
+    assert_eq!(lifecycle(&up, &set), Some(Retire::MaxLifetime));
+    let only_idle = served(1_000, limits(1, 0), false);
+    assert_eq!(lifecycle(&up, &only_idle), Some(Retire::MaxIdleLifetime));
+    let events = [
+        Retire::BootstrapFailed,
+        Retire::InstanceStopped,
+        Retire::Offline,
+        Retire::MaxLifetime,
+        Retire::MaxIdleLifetime,
+    ]
+    .map(|r| (r.event(), r.reason()));
+    assert_eq!(
+        events.map(|(e, _)| e),
+        [
+            "bootstrap_failed",
+            "instance_stopped",
+            "runner_offline",
+            "max_lifetime",
+            "max_idle_lifetime"
+        ]
+    );
+    let mut reasons: Vec<&str> = events.iter().map(|(_, r)| *r).collect();
+    reasons.sort_unstable();
+    reasons.dedup();
+    assert_eq!(reasons.len(), 5, "each reason reads differently");
+    assert!(reasons.iter().all(|r| !r.is_empty()));
+}
+
+#[test]
+fn issue_33_1_a_job_waits_while_more_are_assigned_than_runners_run() {
+    assert!(
+        job_waits(None, 0),
+        "unknown before the first plan: nothing idle goes"
+    );
+    assert!(job_waits(Some(3), 2));
+    assert!(!job_waits(Some(2), 2));
+    assert!(!job_waits(Some(0), 0));
+    assert!(!job_waits(Some(-1), 0));
+}
+
+#[test]
+fn issue_33_1_elapsed_is_zero_when_the_clock_went_back() {
+    let at = |ms| Timestamp::from_unix_millis(ms);
+    assert_eq!(elapsed(at(1_000), at(3_500)), Duration::from_millis(2_500));
+    assert_eq!(elapsed(at(3_500), at(1_000)), Duration::ZERO);
+}
+
+fn any_status() -> impl Strategy<Value = InstanceStatus> {
+    proptest::sample::select(InstanceStatus::ALL.to_vec())
+}
+
+fn any_provider_status() -> impl Strategy<Value = Option<ProviderStatus>> {
+    prop_oneof![
+        Just(None),
+        Just(Some(ProviderStatus::Running)),
+        Just(Some(ProviderStatus::Stopped)),
+        Just(Some(ProviderStatus::Error)),
+        Just(Some(ProviderStatus::Unknown)),
+    ]
+}
+
+proptest! {
+    /// Issue 33 item 1: whatever the facts, the lifecycle rules retire only an idle runner of
+    /// ours: a `running` row not asked for by an operator, under the served pool key, named
+    /// with our prefix, that GitHub does not list busy; and with every fact absent and both
+    /// lifetimes off, nothing.
+    #[test]
+    fn issue_33_1_lifecycle_never_retires_a_busy_runner_or_anything_not_ours(
+        name in name(),
+        status in any_status(),
+        pool in prop_oneof![Just("c_5"), Just("c_6"), Just("d_5")],
+        requested in any::<bool>(),
+        listed in proptest::option::of(any_runner()),
+        at_provider in any_provider_status(),
+        bootstrap_failed in any::<bool>(),
+        created in 0i64..100,
+        idle_since in 0i64..100,
+        deadline in proptest::option::of(0i64..100),
+        now in 0i64..200,
+        idle_limit in 0u64..100,
+        life_limit in 0u64..100,
+        waits in any::<bool>(),
+    ) {
+        let row = Instance {
+            name: name.clone(),
+            pool_key: pool.to_owned(),
+            status,
+            removal_requested_at: requested.then_some(Timestamp::EPOCH),
+            bootstrap_deadline: deadline.map(|d| Timestamp::from_unix_millis(d * MIN)),
+            created_at: Timestamp::from_unix_millis(created * MIN),
+            updated_at: Timestamp::from_unix_millis(idle_since * MIN),
+            ..row(InstanceStatus::Running, None)
+        };
+        let facts = Life {
+            instance: &row,
+            runner: listed.as_ref(),
+            at_provider,
+            bootstrap_failed,
+        };
+        let set = served(now, limits(idle_limit, life_limit), waits);
+        if let Some(why) = lifecycle(&facts, &set) {
+            prop_assert_eq!(row.status, InstanceStatus::Running);
+            prop_assert!(row.removal_requested_at.is_none());
+            prop_assert_eq!(row.pool_key.as_str(), "c_5");
+            prop_assert!(row.name.starts_with(PREFIX));
+            prop_assert!(listed.as_ref().is_none_or(|r| r.busy != Some(true)));
+            match why {
+                Retire::BootstrapFailed => prop_assert!(bootstrap_failed),
+                Retire::InstanceStopped => prop_assert!(matches!(
+                    at_provider,
+                    Some(ProviderStatus::Stopped | ProviderStatus::Error)
+                )),
+                Retire::Offline => {
+                    prop_assert!(listed.as_ref().is_some_and(|r| r.status == "offline"));
+                    prop_assert!(deadline.is_some_and(|d| d <= now));
+                }
+                Retire::MaxLifetime => {
+                    prop_assert!(life_limit > 0 && now - created >= i64::try_from(life_limit).unwrap());
+                }
+                Retire::MaxIdleLifetime => {
+                    prop_assert!(!waits);
+                    prop_assert!(idle_limit > 0 && now - idle_since >= i64::try_from(idle_limit).unwrap());
+                }
+            }
+        }
+        let quiet = Life { runner: None, at_provider: None, bootstrap_failed: false, ..facts };
+        prop_assert_eq!(lifecycle(&quiet, &served(now, Limits::default(), waits)), None);
+    }
+}
+
+#[test]
+fn issue_33_5_a_re_recorded_runner_is_busy_when_github_lists_it_busy() {
+    assert_eq!(
+        rerecorded_status(&runner(7, "ci-a", 5, Some(true), "online")),
+        InstanceStatus::Busy
+    );
+    for busy in [None, Some(false)] {
+        assert_eq!(
+            rerecorded_status(&runner(7, "ci-a", 5, busy, "online")),
+            InstanceStatus::Running
+        );
+    }
 }
