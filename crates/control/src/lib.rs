@@ -28,6 +28,7 @@ mod checkpoint;
 mod client_factory;
 mod coalesce;
 mod controller;
+mod decommission;
 mod deletion;
 mod drain;
 mod ensure;
@@ -48,6 +49,7 @@ mod wait;
 pub use checkpoint::{Checkpoint, Checkpoints};
 pub use client_factory::{ClientFactory, StoreClientFactory};
 pub use controller::Controller;
+pub use decommission::{Decommission, DecommissionOptions, DecommissionReport, parse_scope};
 pub use deletion::delete_on_github;
 pub use ensure_once::{EnsureOnce, EnsureResult};
 pub use error::Error;
@@ -56,6 +58,10 @@ pub use fleet::{
 };
 pub use identity::{ControllerIdentity, pool_key, runner_name, validate_scale_set_name};
 pub use metrics::{CallLabels, KindLabel, Metrics, StateLabel, StatusLabel};
+pub use planner::decommission::{
+    Act as DecommissionAct, DecommissionPlan, Item as DecommissionItem, Scope as DecommissionScope,
+    Subject as DecommissionSubject, Why as DecommissionWhy,
+};
 pub use planner::deletion::{Deletion, Detachment, GitHubDeletion, plan_deletion};
 pub use planner::fleet::{
     Action, Change, CredentialsAction, CredentialsStep, DeclaredScaleSet, EntityStep, Fleet,
