@@ -23,6 +23,7 @@ use crate::planner::decommission::{
 };
 use crate::planner::deletion::already_gone;
 use crate::planner::fleet::{Fleet, PlanDigest};
+use crate::scaler::again_on_token;
 use crate::wait::{Waited, wait_for};
 
 /// The lease holder a decommission takes scale sets' leases as.
@@ -105,9 +106,9 @@ impl Decommission {
         fleet: &Fleet,
         providers: BTreeMap<String, Arc<dyn Provider>>,
         store: Option<Arc<dyn Store>>,
-        configure: &(dyn Fn(scaleset_github::ClientConfig) -> scaleset_github::ClientConfig
-              + Send
-              + Sync),
+        configure: &(
+             dyn Fn(scaleset_github::ClientConfig) -> scaleset_github::ClientConfig + Send + Sync
+         ),
     ) -> Result<Self, Error> {
         let mut targets: BTreeMap<String, Target> = BTreeMap::new();
         for declared in &fleet.scale_sets {
@@ -223,7 +224,7 @@ impl Decommission {
         Ok(self.look(options, options.wait.is_zero()).await?.0)
     }
 
-    /// Applies the plan whose digest is `reviewed`: refuses ([`Error::StalePlan`]) when the
+    /// Applies the plan whose digest is `reviewed`: refuses ([`Error::StaleDecommission`]) when the
     /// world changed since; then carries out its steps in order, waits for busy runners up to
     /// `options.wait` (looking again every few seconds, acting only on what the reviewed plan
     /// named), and finally skips or kills what is still busy.
@@ -240,12 +241,9 @@ impl Decommission {
         let mut waited_out = options.wait.is_zero();
         let (first, mut facts) = self.look(options, waited_out).await?;
         if &first.digest != reviewed {
-            return Err(Error::StalePlan {
-                reason: format!(
-                    "the decommission plan is now {} (reviewed: {reviewed})",
-                    first.digest
-                ),
-                current: Some(first.digest),
+            return Err(Error::StaleDecommission {
+                current: first.digest,
+                reviewed: reviewed.clone(),
             });
         }
         let allowed: BTreeSet<Subject> = first.items.iter().map(|i| i.subject.clone()).collect();
@@ -312,10 +310,11 @@ impl Decommission {
                 },
                 Act::Delete | Act::Kill,
             ) => {
-                let removal = client_of(*scale_set_id)?
-                    .remove_runner(scaleset_github::RunnerId(*id))
-                    .await
-                    .map_err(github("removing a runner", *scale_set_id))?;
+                let client = client_of(*scale_set_id)?;
+                let removal =
+                    again_on_token(|| client.remove_runner(scaleset_github::RunnerId(*id)))
+                        .await
+                        .map_err(github("removing a runner", *scale_set_id))?;
                 Ok(match removal {
                     scaleset_github::Removal::Gone => "already gone".to_owned(),
                     // Killed: its instance is deleted next, and the scale set's delete takes
@@ -365,10 +364,8 @@ impl Decommission {
                 Ok("deleted".to_owned())
             }
             (Subject::ScaleSet { github_id, .. }, Act::Delete) => {
-                match client_of(*github_id)?
-                    .delete_scale_set((*github_id).into())
-                    .await
-                {
+                let client = client_of(*github_id)?;
+                match again_on_token(|| client.delete_scale_set((*github_id).into())).await {
                     Ok(()) => Ok("deleted on GitHub".to_owned()),
                     Err(e) if already_gone(&e) => Ok("already gone on GitHub".to_owned()),
                     Err(e) => Err(github("deleting the scale set", *github_id)(e)),
@@ -385,8 +382,7 @@ impl Decommission {
                 let Some(client) = facts.clients.get(scale_set_id) else {
                     return Ok("its scale set is gone, and the session with it".to_owned());
                 };
-                match client
-                    .delete_session((*scale_set_id).into(), session_id)
+                match again_on_token(|| client.delete_session((*scale_set_id).into(), session_id))
                     .await
                 {
                     Ok(()) => Ok("deleted".to_owned()),
@@ -403,7 +399,12 @@ impl Decommission {
 
     /// Removes a scale set's record: its lease taken (a worker serving it refuses the
     /// removal), its instance rows (their instances are gone) and the row.
-    async fn remove_record(&self, facts: &Facts, entity: &str, name: &str) -> Result<String, Error> {
+    async fn remove_record(
+        &self,
+        facts: &Facts,
+        entity: &str,
+        name: &str,
+    ) -> Result<String, Error> {
         let Some(store) = &self.store else {
             return Ok("no store".to_owned());
         };
@@ -496,9 +497,7 @@ impl Decommission {
                 let id = if group == "default" {
                     RunnerGroupId(1)
                 } else {
-                    match target
-                        .client
-                        .get_runner_group_by_name(group)
+                    match again_on_token(|| target.client.get_runner_group_by_name(group))
                         .await
                         .map_err(github("looking up a runner group"))?
                     {
@@ -506,9 +505,7 @@ impl Decommission {
                         None => continue,
                     }
                 };
-                for set in target
-                    .client
-                    .list_scale_sets(Some(id))
+                for set in again_on_token(|| target.client.list_scale_sets(Some(id)))
                     .await
                     .map_err(github("listing the runner group's scale sets"))?
                 {
@@ -525,12 +522,11 @@ impl Decommission {
                     });
                 }
             }
+            tracing::debug!(entity = %target.entity, groups = ?target.groups, listed = listed.len(), "decommission: listed the entity's scale sets");
             if listed.is_empty() {
                 continue;
             }
-            for runner in target
-                .client
-                .list_runners()
+            for runner in again_on_token(|| target.client.list_runners())
                 .await
                 .map_err(github("listing the runners"))?
             {

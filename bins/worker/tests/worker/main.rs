@@ -3,6 +3,7 @@
 //! recovery after a wiped database or a kill -9.
 
 mod apps;
+mod decommission;
 mod helpers;
 mod logs;
 mod outage;

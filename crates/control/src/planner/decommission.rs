@@ -525,8 +525,7 @@ pub(crate) fn plan(input: &DecommissionInput) -> DecommissionPlan {
             None => true,
         };
         if goes
-            && let (Some(id), Some(session)) =
-                (stored.record.github_id, &stored.record.session_id)
+            && let (Some(id), Some(session)) = (stored.record.github_id, &stored.record.session_id)
         {
             sessions.push(Item {
                 subject: Subject::Session {

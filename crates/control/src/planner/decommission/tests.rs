@@ -143,7 +143,11 @@ fn only_what_carries_our_owner_label_or_pool_key_goes_in_the_order_applied() {
     assert_eq!(
         steps(&plan),
         vec![
-            step(Act::Delete, Why::OnOurSet, "runner web-a (id 11, scale set 1)"),
+            step(
+                Act::Delete,
+                Why::OnOurSet,
+                "runner web-a (id 11, scale set 1)"
+            ),
             step(
                 Act::Delete,
                 Why::PoolKey,
@@ -194,12 +198,18 @@ fn another_owners_label_is_never_ours_whatever_the_flags_and_the_store() {
         .iter()
         .find(|i| matches!(&i.subject, Subject::ScaleSet { github_id: 2, .. }))
         .unwrap();
-    assert_eq!((their_set.act, their_set.why), (Act::Skip, Why::ForeignOwner));
+    assert_eq!(
+        (their_set.act, their_set.why),
+        (Act::Skip, Why::ForeignOwner)
+    );
     assert!(
-        !plan
-            .items
-            .iter()
-            .any(|i| matches!(&i.subject, Subject::Runner { scale_set_id: 2, .. })),
+        !plan.items.iter().any(|i| matches!(
+            &i.subject,
+            Subject::Runner {
+                scale_set_id: 2,
+                ..
+            }
+        )),
         "no runner of a foreign set is even listed"
     );
 }
@@ -228,7 +238,10 @@ fn our_label_is_recognised_in_any_case_and_a_foreign_owner_label_by_its_prefix()
 fn a_busy_runner_is_waited_for_then_skipped_or_killed_by_flag() {
     let mut w = World::new();
     w.github = vec![set("acme", 1, "web", &[&label_of(OURS)])];
-    w.runners = vec![runner(1, 11, "web-busy", true), runner(1, 12, "web-idle", false)];
+    w.runners = vec![
+        runner(1, 11, "web-busy", true),
+        runner(1, 12, "web-idle", false),
+    ];
     w.instances = vec![instance(OURS, 1, "web-busy"), instance(OURS, 1, "web-idle")];
 
     w.waited_out = false;
@@ -280,7 +293,10 @@ fn the_store_proves_creation_and_an_adopted_set_is_detached_unless_included() {
         set("acme", 2, "adopted", &["linux"]),
         set("acme", 3, "known", &["linux"]),
     ];
-    w.runners = vec![runner(2, 21, "adopted-ours", false), runner(2, 22, "someone", false)];
+    w.runners = vec![
+        runner(2, 21, "adopted-ours", false),
+        runner(2, 22, "someone", false),
+    ];
     w.instances = vec![instance(OURS, 2, "adopted-ours")];
     w.stored = vec![
         created("acme", "made", 1),
@@ -297,15 +313,31 @@ fn the_store_proves_creation_and_an_adopted_set_is_detached_unless_included() {
                 Why::OurInstance,
                 "runner adopted-ours (id 21, scale set 2)"
             ),
-            step(Act::Skip, Why::NotOurRunner, "runner someone (id 22, scale set 2)"),
+            step(
+                Act::Skip,
+                Why::NotOurRunner,
+                "runner someone (id 22, scale set 2)"
+            ),
             step(
                 Act::Delete,
                 Why::PoolKey,
                 &format!("instance adopted-ours (provider fake, pool {OURS}_2)")
             ),
-            step(Act::Delete, Why::Created, "scale set acme/made (GitHub id 1)"),
-            step(Act::Detach, Why::Adopted, "scale set acme/adopted (GitHub id 2)"),
-            step(Act::Detach, Why::Adopted, "scale set acme/known (GitHub id 3)"),
+            step(
+                Act::Delete,
+                Why::Created,
+                "scale set acme/made (GitHub id 1)"
+            ),
+            step(
+                Act::Detach,
+                Why::Adopted,
+                "scale set acme/adopted (GitHub id 2)"
+            ),
+            step(
+                Act::Detach,
+                Why::Adopted,
+                "scale set acme/known (GitHub id 3)"
+            ),
             step(Act::Delete, Why::OurSession, "session s-2 (scale set 2)"),
             step(Act::Delete, Why::RecordOfGone, "record acme/made"),
             step(Act::Delete, Why::RecordOfGone, "record acme/adopted"),
@@ -339,7 +371,10 @@ fn an_adopted_set_with_our_label_is_ours_by_the_label() {
     for include in [false, true] {
         w.include_adopted = include;
         let plan = w.plan();
-        assert_eq!((plan.items[0].act, plan.items[0].why), (Act::Delete, Why::OwnerLabel));
+        assert_eq!(
+            (plan.items[0].act, plan.items[0].why),
+            (Act::Delete, Why::OwnerLabel)
+        );
     }
 }
 
@@ -357,8 +392,16 @@ fn a_kept_set_keeps_its_record_and_session_and_a_never_ensured_record_goes() {
     assert_eq!(
         steps(&w.plan()),
         vec![
-            step(Act::Skip, Why::StillBusy, "runner web-busy (id 11, scale set 1)"),
-            step(Act::Skip, Why::HasBusyRunners, "scale set acme/web (GitHub id 1)"),
+            step(
+                Act::Skip,
+                Why::StillBusy,
+                "runner web-busy (id 11, scale set 1)"
+            ),
+            step(
+                Act::Skip,
+                Why::HasBusyRunners,
+                "scale set acme/web (GitHub id 1)"
+            ),
             step(Act::Skip, Why::RecordKept, "record acme/web"),
             step(Act::Delete, Why::RecordOfGone, "record acme/never"),
         ]
@@ -528,7 +571,11 @@ fn the_digest_is_stable_and_follows_every_part_of_the_plan() {
     .chain([digest.clone()])
     .collect();
     let distinct: BTreeSet<&str> = digests.iter().map(PlanDigest::as_str).collect();
-    assert_eq!(distinct.len(), digests.len(), "every change is a new digest");
+    assert_eq!(
+        distinct.len(),
+        digests.len(),
+        "every change is a new digest"
+    );
 
     // Another controller's plan of the same world is another plan.
     let label = label_of(OURS);
