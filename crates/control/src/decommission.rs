@@ -247,6 +247,7 @@ impl Decommission {
             });
         }
         let allowed: BTreeSet<Subject> = first.items.iter().map(|i| i.subject.clone()).collect();
+        self.stop_serving(&first, &facts, options.wait).await?;
         let deadline = Instant::now().checked_add(options.wait);
         let mut report = DecommissionReport::default();
         let mut current = first;
@@ -397,6 +398,74 @@ impl Decommission {
         }
     }
 
+    /// Stops listening and creating before anything is deleted: the lease of every scale set
+    /// whose record goes is taken (a worker still serving one refuses the whole apply, before
+    /// any write) and the scale set disabled, so nothing serves or re-creates it meanwhile.
+    async fn stop_serving(
+        &self,
+        plan: &DecommissionPlan,
+        facts: &Facts,
+        wait: Duration,
+    ) -> Result<(), Error> {
+        for item in &plan.items {
+            if let (Subject::Record { entity, name }, Act::Delete) = (&item.subject, item.act) {
+                self.take(facts, entity, name, wait).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the lease of the stored scale set `entity`/`name` for `wait` and ten minutes, and
+    /// disables it; `None` without a store or a record.
+    async fn take(
+        &self,
+        facts: &Facts,
+        entity: &str,
+        name: &str,
+        wait: Duration,
+    ) -> Result<Option<(scaleset_store::Lease, scaleset_store::ScaleSetId)>, Error> {
+        let Some(store) = &self.store else {
+            return Ok(None);
+        };
+        let Some(stored) = facts
+            .stored
+            .iter()
+            .find(|s| s.entity == entity && s.record.spec.name == name)
+        else {
+            return Ok(None);
+        };
+        let id = stored.record.id;
+        let ttl = wait.saturating_add(Duration::from_secs(600));
+        let lease = match store
+            .acquire_lease(id, HOLDER, ttl)
+            .await
+            .map_err(store_err("taking the scale set's lease"))?
+        {
+            Acquisition::Acquired(lease) => lease,
+            Acquisition::Held { holder, .. } => {
+                return Err(Error::Config {
+                    what: format!("scale set {entity}/{name}"),
+                    reason: format!(
+                        "worker {holder:?} still serves it; stop the workers and decommission \
+                         again (nothing was changed)"
+                    ),
+                });
+            }
+        };
+        let mut current = store
+            .get_scale_set(id)
+            .await
+            .map_err(store_err("reading the scale set's record"))?;
+        if current.spec.enabled {
+            current.spec.enabled = false;
+            store
+                .update_scale_set(&current)
+                .await
+                .map_err(store_err("disabling the scale set"))?;
+        }
+        Ok(Some((lease, id)))
+    }
+
     /// Removes a scale set's record: its lease taken (a worker serving it refuses the
     /// removal), its instance rows (their instances are gone) and the row.
     async fn remove_record(
@@ -408,29 +477,8 @@ impl Decommission {
         let Some(store) = &self.store else {
             return Ok("no store".to_owned());
         };
-        let Some(stored) = facts
-            .stored
-            .iter()
-            .find(|s| s.entity == entity && s.record.spec.name == name)
-        else {
+        let Some((lease, id)) = self.take(facts, entity, name, Duration::ZERO).await? else {
             return Ok("already gone".to_owned());
-        };
-        let id = stored.record.id;
-        let lease = match store
-            .acquire_lease(id, HOLDER, Duration::from_secs(60))
-            .await
-            .map_err(store_err("taking the scale set's lease"))?
-        {
-            Acquisition::Acquired(lease) => lease,
-            Acquisition::Held { holder, .. } => {
-                return Err(Error::Config {
-                    what: format!("scale set {entity}/{name}"),
-                    reason: format!(
-                        "worker {holder:?} still serves it; stop the workers (or disable the \
-                         scale set) and decommission again"
-                    ),
-                });
-            }
         };
         let rows = store
             .list_instances(id)

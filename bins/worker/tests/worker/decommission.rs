@@ -289,3 +289,16 @@ async fn decommission_without_a_database_needs_the_pinned_controller_id() {
     assert_eq!(code, Some(1), "{out}");
     assert!(err.contains("controller_id"), "{err}");
 }
+
+#[tokio::test]
+async fn decommission_is_refused_while_a_worker_serves_the_database() {
+    let sim = RunningSim::start().await;
+    let site = Site::new(&sim, &["linux"]);
+    let worker = Worker::spawn(&site.config(), &worker_env());
+    let id = sim.listening("the worker listens on linux", "linux").await;
+    let (code, out, err) = decommission(&site.config(), &[]).await;
+    assert_eq!(code, Some(1), "{out}");
+    assert!(err.contains("another worker already serves"), "{err}");
+    assert!(sim.has_session(id), "nothing was touched");
+    assert_eq!(worker.signal_and_wait(Signal::SIGTERM).await, Some(0));
+}
