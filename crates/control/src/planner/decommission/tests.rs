@@ -445,6 +445,8 @@ fn scopes_narrow_to_one_entity_or_one_scale_set() {
     ];
     w.stored = vec![created("acme", "gone", 8), created("acme/app", "gone", 5)];
     w.instances.push(instance(OURS, 8, "gone-a"));
+    // Of a set GitHub no longer lists, stored under the other entity.
+    w.instances.push(instance(OURS, 5, "app-gone-a"));
     let subjects = |w: &World| -> BTreeSet<String> {
         w.plan()
             .items
@@ -454,7 +456,7 @@ fn scopes_narrow_to_one_entity_or_one_scale_set() {
             .collect()
     };
     let everything = subjects(&w);
-    assert_eq!(everything.len(), 11, "{everything:#?}");
+    assert_eq!(everything.len(), 12, "{everything:#?}");
     assert!(everything.contains(&format!("instance orphan (provider fake, pool {OURS}_9)")));
 
     w.scope = Scope::Entity("acme".to_owned());
@@ -465,6 +467,7 @@ fn scopes_narrow_to_one_entity_or_one_scale_set() {
     assert!(entity.contains(&format!("instance gone-a (provider fake, pool {OURS}_8)")));
     assert!(!entity.contains("scale set acme/app/web (GitHub id 3)"));
     assert!(!entity.contains("record acme/app/gone"));
+    assert!(!entity.iter().any(|s| s.contains("app-gone-a")));
     assert!(
         !entity.iter().any(|s| s.contains("orphan")),
         "an instance whose set is unknown is only the whole controller's"
