@@ -6,6 +6,12 @@
 //!
 //! Exit codes: 0 after a clean shutdown, 2 for an invalid configuration (nothing was opened),
 //! 1 when starting failed (database, lock, port) or the loop failed.
+//!
+//! `scaleset-worker decommission --config FILE` tears down what this controller owns, with no
+//! server and with or without its database (`decommission.rs`, docs/operations.md
+//! "Decommission").
+
+mod decommission;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,26 +28,43 @@ use tokio_util::sync::CancellationToken;
 #[command(name = "scaleset-worker", version)]
 struct Args {
     /// The configuration file (TOML; every key overridable as SCALESET_<SECTION>__<KEY>).
-    #[arg(long, value_name = "FILE")]
-    config: PathBuf,
+    #[arg(long, value_name = "FILE", global = true)]
+    config: Option<PathBuf>,
     /// Log format; the level is set by RUST_LOG (default: info).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
     /// Validate the configuration, print "configuration ok" and exit.
     #[arg(long)]
     check: bool,
+    /// What to do instead of serving.
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Tears down everything this controller owns, and nothing else: prints the plan, applies
+    /// it with --apply --digest (docs/operations.md, "Decommission").
+    Decommission(decommission::DecommissionArgs),
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
     let env = Env::from_process();
-    let config = match Config::load(&args.config, &env.vars) {
+    let Some(path) = &args.config else {
+        errln!("scaleset-worker: --config FILE is required (the worker's configuration file)");
+        return ExitCode::from(2);
+    };
+    let config = match Config::load(path, &env.vars) {
         Ok(config) => config,
         Err(e) => {
             errln!("scaleset-worker: {e}");
             return ExitCode::from(2);
         }
     };
+    if let Some(Command::Decommission(decommission)) = &args.command {
+        return decommission::main(path, &config, &env, decommission);
+    }
     if args.check {
         outln!("configuration ok");
         // Which App each key is for, without calling GitHub (issue 31).

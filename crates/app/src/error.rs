@@ -17,6 +17,14 @@ pub enum BuildError {
         /// The lock file.
         lock: String,
     },
+    /// A decommission without a database needs the controller id from the configuration.
+    #[error(
+        "no database to read the controller id from, and no controller_id in the \
+         configuration: without it nothing is provably ours (pool keys and the owner label are \
+         derived from it); set controller_id to the id this controller ran with (its scale \
+         sets' owner label scaleset-owner-<32 hex digits> shows it)"
+    )]
+    NoControllerId,
     /// The lock beside the SQLite file could not be taken for another reason.
     #[error("cannot lock the SQLite database")]
     Lock(#[source] scaleset_store::WriterLockError),

@@ -30,6 +30,7 @@ mod app;
 mod boot;
 pub mod console;
 mod crash;
+mod decommission;
 mod env;
 mod error;
 mod providers;
@@ -37,6 +38,17 @@ mod rotation;
 mod signals;
 
 pub use app::{App, FleetApplied, Running, Stopped};
+pub use decommission::{DecommissionSite, decommission};
+
+/// The decommission's options, plan and digest, for the binaries that print and apply it
+/// (they depend on this crate, not on `scaleset-control`).
+pub mod decommission_types {
+    pub use scaleset_control::{
+        DecommissionAct, DecommissionItem, DecommissionOptions, DecommissionPlan,
+        DecommissionReport, DecommissionScope, DecommissionSubject, DecommissionWhy, PlanDigest,
+        parse_scope,
+    };
+}
 pub use env::Env;
 pub use error::{BuildError, LoopError};
 pub use signals::Signals;

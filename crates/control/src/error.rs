@@ -83,6 +83,18 @@ pub enum Error {
         /// The digest planning gives now, when apply refused before writing.
         current: Option<crate::planner::fleet::PlanDigest>,
     },
+    /// A decommission was asked to apply a plan that is not the one planned now.
+    #[error(
+        "the reviewed decommission plan is stale: the plan is now {current} (reviewed: \
+         {reviewed}); the world changed, or the flags differ from the plan's: plan again, \
+         review it and apply its digest"
+    )]
+    StaleDecommission {
+        /// The digest of the plan now.
+        current: crate::planner::fleet::PlanDigest,
+        /// The digest given.
+        reviewed: crate::planner::fleet::PlanDigest,
+    },
     /// The control loop is stopping: a step was stopped mid-way (what it had opened is closed).
     #[error("stopped while serving scale set {scale_set}: the control loop is shutting down")]
     Cancelled {
@@ -112,9 +124,12 @@ impl Error {
         matches!(self, Self::Cancelled { .. })
     }
 
-    /// Whether a fleet apply refused a stale plan.
+    /// Whether a fleet apply or a decommission refused a stale plan.
     pub fn is_stale_plan(&self) -> bool {
-        matches!(self, Self::StalePlan { .. })
+        matches!(
+            self,
+            Self::StalePlan { .. } | Self::StaleDecommission { .. }
+        )
     }
 
     /// The GitHub error behind this one, if any.

@@ -28,6 +28,7 @@ mod checkpoint;
 mod client_factory;
 mod coalesce;
 mod controller;
+mod decommission;
 mod deletion;
 mod drain;
 mod ensure;
@@ -50,6 +51,7 @@ mod wait;
 pub use checkpoint::{Checkpoint, Checkpoints};
 pub use client_factory::{ClientFactory, StoreClientFactory, observed_clients};
 pub use controller::Controller;
+pub use decommission::{Decommission, DecommissionOptions, DecommissionReport, parse_scope};
 pub use deletion::delete_on_github;
 pub use ensure_once::{EnsureOnce, EnsureResult};
 pub use error::Error;
@@ -61,6 +63,10 @@ pub use metrics::{
     CallLabels, EndpointLabel, HistogramFamily, KindLabel, MAX_SCALE_SETS_EXPORTED, Metrics,
     PROVIDER_COMMANDS, ProviderLabels, SetLabels, SetReading, SetStateLabels, SetStatusLabels,
     StateLabel, StatusClassLabels, StatusLabel, WorkerLabel,
+};
+pub use planner::decommission::{
+    Act as DecommissionAct, DecommissionPlan, Item as DecommissionItem, Scope as DecommissionScope,
+    Subject as DecommissionSubject, Why as DecommissionWhy,
 };
 pub use planner::deletion::{Deletion, Detachment, GitHubDeletion, plan_deletion};
 pub use planner::fleet::{

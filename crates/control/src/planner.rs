@@ -9,10 +9,11 @@
 //! attention, is [`provider_backoff`]'s. Every other decision to remove a runner, delete
 //! an instance or forget a row (reconciliation, crash recovery, bootstrap deadlines) is the
 //! reconcile planner's, [`reconcile`]; whether deleting a scale set deletes it on GitHub is
-//! [`deletion`]'s.
+//! [`deletion`]'s; what tearing the controller down removes is [`decommission`]'s.
 
 use std::time::Duration;
 
+pub(crate) mod decommission;
 pub(crate) mod deletion;
 pub(crate) mod fleet;
 pub(crate) mod leases;

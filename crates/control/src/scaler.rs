@@ -739,7 +739,7 @@ impl Runners<'_> {
 
 /// Runs a call again once when GitHub rejected the admin token: the client has dropped it,
 /// so the second attempt runs the token chain anew (an expired token is not a failure).
-async fn again_on_token<T, F, Fut>(call: F) -> Result<T, scaleset_github::Error>
+pub(crate) async fn again_on_token<T, F, Fut>(call: F) -> Result<T, scaleset_github::Error>
 where
     F: Fn() -> Fut,
     Fut: Future<Output = Result<T, scaleset_github::Error>>,

@@ -4,6 +4,7 @@
 
 mod apps;
 mod dashboard;
+mod decommission;
 mod drain;
 mod helpers;
 mod logs;

@@ -164,4 +164,4 @@ impl fmt::Display for Deletion {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -860,10 +860,21 @@ fn preview(
 }
 
 /// Length-prefixed fields into SHA-256, so no two different plans feed the same bytes.
-struct Hasher(ring::digest::Context);
+pub(crate) struct Hasher(ring::digest::Context);
 
 impl Hasher {
-    fn field(&mut self, text: &str) {
+    /// A SHA-256 hasher (the decommission planner's digest is made the same way).
+    pub(crate) fn sha256() -> Self {
+        Self(ring::digest::Context::new(&ring::digest::SHA256))
+    }
+
+    /// The digest of everything fed in.
+    pub(crate) fn finish(self) -> PlanDigest {
+        let hash = self.0.finish();
+        PlanDigest(hash.as_ref().iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    pub(crate) fn field(&mut self, text: &str) {
         self.0.update(&(text.len() as u64).to_le_bytes());
         self.0.update(text.as_bytes());
     }
@@ -927,7 +938,7 @@ fn digest(
     scale_sets: &[ScaleSetStep],
     prune: bool,
 ) -> PlanDigest {
-    let mut h = Hasher(ring::digest::Context::new(&ring::digest::SHA256));
+    let mut h = Hasher::sha256();
     // v2: reasons are hashed as data, not as their text.
     h.field("scaleset fleet plan v2");
     h.field(&prune.to_string());
@@ -959,8 +970,7 @@ fn digest(
         h.option(step.existing.map(|id| id.to_string()).as_deref());
         h.changes(&step.changes);
     }
-    let hash = h.0.finish();
-    PlanDigest(hash.as_ref().iter().map(|b| format!("{b:02x}")).collect())
+    h.finish()
 }
 
 #[cfg(test)]

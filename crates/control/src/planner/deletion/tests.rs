@@ -12,7 +12,7 @@ use super::*;
 
 /// A record of creation of `github_id`, earned on the machine's create path against an empty
 /// GitHub.
-fn creation(github_id: u64) -> Creation {
+pub(crate) fn creation(github_id: u64) -> Creation {
     let mut machine = Machine::new(Input {
         desired: Desired {
             name: "ci".into(),
@@ -60,7 +60,7 @@ fn creation(github_id: u64) -> Creation {
     panic!("no outcome in 20 steps")
 }
 
-fn stored(github_id: Option<i64>, provenance: Option<Provenance>) -> ScaleSet {
+pub(crate) fn stored(github_id: Option<i64>, provenance: Option<Provenance>) -> ScaleSet {
     ScaleSet {
         id: ScaleSetId::generate(),
         entity_id: EntityId::generate(),

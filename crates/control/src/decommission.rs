@@ -1,0 +1,642 @@
+//! Decommission (issue 34): the I/O around the pure decommission planner
+//! ([`crate::planner::decommission`]). It reads the world — the scale sets in the configured
+//! entities' runner groups, their runners, the providers' instances listed by our pool keys,
+//! and the store when there is one — hands it to the planner, and carries out only the steps
+//! of the plan the operator reviewed (its digest). It decides nothing itself.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use scaleset_github::{Client, RunnerGroupId};
+use scaleset_provider::{InstanceId, Pool, PoolKey, Provider};
+use scaleset_store::{Acquisition, Store};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::client_factory::build_client;
+use crate::error::{Error, store};
+use crate::identity::ControllerIdentity;
+use crate::planner::decommission::{
+    Act, DecommissionInput, DecommissionPlan, FoundInstance, GitHubRunner, GitHubSet, Item, Scope,
+    StoredSet, Subject, plan,
+};
+use crate::planner::deletion::already_gone;
+use crate::planner::fleet::{Fleet, PlanDigest};
+use crate::scaler::again_on_token;
+use crate::wait::{Waited, wait_for};
+
+/// The lease holder a decommission takes scale sets' leases as.
+const HOLDER: &str = "scaleset-decommission";
+
+/// How often a `--wait` looks at busy runners again.
+const POLL: Duration = Duration::from_secs(2);
+
+/// What the operator asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecommissionOptions {
+    /// What to tear down.
+    pub scope: Scope,
+    /// Delete adopted scale sets on GitHub too.
+    pub include_adopted: bool,
+    /// Kill runners still busy when the wait runs out.
+    pub force_busy: bool,
+    /// How long to wait for busy runners (zero: not at all).
+    pub wait: Duration,
+}
+
+/// One entity this controller serves: its path, a client, and the runner groups its scale
+/// sets are declared or stored in.
+#[derive(Debug, Clone)]
+struct Target {
+    entity: String,
+    client: Client,
+    groups: BTreeSet<String>,
+}
+
+/// What applying did, step by step.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DecommissionReport {
+    /// Each step carried out, with its outcome in words.
+    pub done: Vec<(Item, String)>,
+    /// The steps left (waited for too long, skipped, or failed), with why.
+    pub left: Vec<(Item, String)>,
+}
+
+/// The world a decommission reads and changes: the configured entities (through their
+/// clients), the providers and, when there is one, the store.
+pub struct Decommission {
+    identity: ControllerIdentity,
+    targets: Vec<Target>,
+    providers: BTreeMap<String, Arc<dyn Provider>>,
+    store: Option<Arc<dyn Store>>,
+}
+
+impl std::fmt::Debug for Decommission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Decommission")
+            .field("identity", &self.identity)
+            .field("entities", &self.targets.len())
+            .field("store", &self.store.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+struct Facts {
+    github: Vec<GitHubSet>,
+    runners: Vec<GitHubRunner>,
+    instances: Vec<FoundInstance>,
+    stored: Vec<StoredSet>,
+    /// The provider id of each instance, by (provider, pool key, name).
+    instance_ids: HashMap<(String, String, String), InstanceId>,
+    /// The client of each listed scale set, by GitHub id.
+    clients: HashMap<i64, Client>,
+}
+
+impl Decommission {
+    /// A decommission of the entities the declared `fleet` and the `store` (if any) name,
+    /// with `providers`. `configure` adjusts every client (proxy, retries).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] when a client cannot be built, [`Error::Store`] when the store
+    /// cannot be read.
+    pub async fn new(
+        identity: ControllerIdentity,
+        fleet: &Fleet,
+        providers: BTreeMap<String, Arc<dyn Provider>>,
+        store: Option<Arc<dyn Store>>,
+        configure: &(
+             dyn Fn(scaleset_github::ClientConfig) -> scaleset_github::ClientConfig + Send + Sync
+         ),
+    ) -> Result<Self, Error> {
+        let mut targets: BTreeMap<String, Target> = BTreeMap::new();
+        for declared in &fleet.scale_sets {
+            let entity = declared.entity.path();
+            let group = declared.spec.runner_group.name.clone();
+            if let Some(target) = targets.get_mut(&entity) {
+                target.groups.insert(group);
+                continue;
+            }
+            let Some(credentials) = fleet
+                .credentials
+                .iter()
+                .find(|c| c.name == declared.credentials)
+            else {
+                // Credentials only in the store: the store's entities below bring the client.
+                continue;
+            };
+            let client = build_client(
+                &credentials.name,
+                &credentials.endpoint,
+                &credentials.auth,
+                &declared.entity,
+                configure,
+            )?;
+            targets.insert(
+                entity.clone(),
+                Target {
+                    entity,
+                    client,
+                    groups: BTreeSet::from([group]),
+                },
+            );
+        }
+        if let Some(store) = &store {
+            let entities = store
+                .list_entities()
+                .await
+                .map_err(crate::error::store("listing the stored entities"))?;
+            let sets = store
+                .list_scale_sets(None)
+                .await
+                .map_err(crate::error::store("listing the stored scale sets"))?;
+            for entity in entities {
+                let path = entity.kind.path();
+                let groups: BTreeSet<String> = sets
+                    .iter()
+                    .filter(|s| s.entity_id == entity.id)
+                    .map(|s| s.spec.runner_group.name.clone())
+                    .collect();
+                if let Some(target) = targets.get_mut(&path) {
+                    target.groups.extend(groups);
+                    continue;
+                }
+                let credentials = store
+                    .get_credentials(entity.credentials_id)
+                    .await
+                    .map_err(crate::error::store("reading an entity's credentials"))?;
+                let client = build_client(
+                    &credentials.name,
+                    &credentials.endpoint,
+                    &credentials.auth,
+                    &entity.kind,
+                    configure,
+                )?;
+                targets.insert(
+                    path.clone(),
+                    Target {
+                        entity: path,
+                        client,
+                        groups,
+                    },
+                );
+            }
+        }
+        Ok(Self {
+            identity,
+            targets: targets.into_values().collect(),
+            providers,
+            store,
+        })
+    }
+
+    /// Reads the world and plans; `waited_out` says whether busy runners are still waited for.
+    async fn look(
+        &self,
+        options: &DecommissionOptions,
+        waited_out: bool,
+    ) -> Result<(DecommissionPlan, Facts), Error> {
+        let facts = self.read().await?;
+        let label = self.identity.owner_label();
+        let plan = plan(&DecommissionInput {
+            controller: self.identity.id(),
+            owner_label: &label,
+            github: &facts.github,
+            runners: &facts.runners,
+            instances: &facts.instances,
+            stored: &facts.stored,
+            scope: &options.scope,
+            include_adopted: options.include_adopted,
+            force_busy: options.force_busy,
+            waited_out,
+        });
+        Ok((plan, facts))
+    }
+
+    /// The plan, as the operator reviews it (busy runners are shown as waited for when
+    /// `options.wait` is above zero, as skipped or killed otherwise).
+    ///
+    /// # Errors
+    ///
+    /// A GitHub, provider or store read that failed.
+    pub async fn plan(&self, options: &DecommissionOptions) -> Result<DecommissionPlan, Error> {
+        Ok(self.look(options, options.wait.is_zero()).await?.0)
+    }
+
+    /// Applies the plan whose digest is `reviewed`: refuses ([`Error::StaleDecommission`]) when the
+    /// world changed since; then carries out its steps in order, waits for busy runners up to
+    /// `options.wait` (looking again every few seconds, acting only on what the reviewed plan
+    /// named), and finally skips or kills what is still busy.
+    ///
+    /// # Errors
+    ///
+    /// A stale plan, a read that failed, or a step that failed (the steps before it stay done).
+    pub async fn apply(
+        &self,
+        options: &DecommissionOptions,
+        reviewed: &PlanDigest,
+        cancel: &CancellationToken,
+    ) -> Result<DecommissionReport, Error> {
+        let mut waited_out = options.wait.is_zero();
+        let (first, mut facts) = self.look(options, waited_out).await?;
+        if &first.digest != reviewed {
+            return Err(Error::StaleDecommission {
+                current: first.digest,
+                reviewed: reviewed.clone(),
+            });
+        }
+        let allowed: BTreeSet<Subject> = first.items.iter().map(|i| i.subject.clone()).collect();
+        self.stop_serving(&first, &facts, options.wait).await?;
+        let deadline = Instant::now().checked_add(options.wait);
+        let mut report = DecommissionReport::default();
+        let mut current = first;
+        loop {
+            self.carry_out(&current, &facts, &allowed, &mut report)
+                .await?;
+            if waited_out || current.count(Act::Wait) == 0 {
+                break;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                waited_out = true;
+            } else if wait_for(cancel, POLL).await == Waited::Cancelled {
+                break;
+            }
+            (current, facts) = self.look(options, waited_out).await?;
+        }
+        for item in &current.items {
+            if allowed.contains(&item.subject) && !item.act.writes() {
+                report.left.push((item.clone(), item.why.to_string()));
+            }
+        }
+        Ok(report)
+    }
+
+    async fn carry_out(
+        &self,
+        plan: &DecommissionPlan,
+        facts: &Facts,
+        allowed: &BTreeSet<Subject>,
+        report: &mut DecommissionReport,
+    ) -> Result<(), Error> {
+        for item in &plan.items {
+            if !item.act.writes() || !allowed.contains(&item.subject) {
+                continue;
+            }
+            let outcome = self.step(item, facts).await?;
+            tracing::info!(step = %item, outcome, "decommission step");
+            report.done.push((item.clone(), outcome));
+        }
+        Ok(())
+    }
+
+    async fn step(&self, item: &Item, facts: &Facts) -> Result<String, Error> {
+        let client_of = |id: i64| {
+            facts.clients.get(&id).ok_or_else(|| Error::Config {
+                what: format!("scale set {id}"),
+                reason: "no configured entity lists it any more; plan again".to_owned(),
+            })
+        };
+        let github = |during: &'static str, id: i64| {
+            move |source| Error::GitHub {
+                scale_set: id.to_string(),
+                during,
+                source,
+            }
+        };
+        match (&item.subject, item.act) {
+            (
+                Subject::Runner {
+                    scale_set_id, id, ..
+                },
+                Act::Delete | Act::Kill,
+            ) => {
+                let client = client_of(*scale_set_id)?;
+                let removal =
+                    again_on_token(|| client.remove_runner(scaleset_github::RunnerId(*id)))
+                        .await
+                        .map_err(github("removing a runner", *scale_set_id))?;
+                Ok(match removal {
+                    scaleset_github::Removal::Gone => "already gone".to_owned(),
+                    // Killed: its instance is deleted next, and the scale set's delete takes
+                    // the registration with it.
+                    scaleset_github::Removal::StillRunning => {
+                        "still running a job: its instance is deleted next".to_owned()
+                    }
+                    _ => "removed".to_owned(),
+                })
+            }
+            (
+                Subject::Instance {
+                    provider,
+                    pool_key,
+                    name,
+                },
+                _,
+            ) => {
+                let Some(found) = self.providers.get(provider) else {
+                    return Err(Error::Config {
+                        what: format!("provider {provider:?}"),
+                        reason: "not configured any more; plan again".to_owned(),
+                    });
+                };
+                let key = (provider.clone(), pool_key.clone(), name.clone());
+                let id = facts
+                    .instance_ids
+                    .get(&key)
+                    .cloned()
+                    .or_else(|| InstanceId::new(name.clone()))
+                    .ok_or_else(|| Error::Config {
+                        what: format!("instance {name:?}"),
+                        reason: "not a valid provider instance id".to_owned(),
+                    })?;
+                let pool = PoolKey::parse(pool_key).map_err(|e| Error::Config {
+                    what: format!("instance {name:?}"),
+                    reason: format!("its pool key is invalid: {e}"),
+                })?;
+                found
+                    .delete(&Pool::new(pool), &id)
+                    .await
+                    .map_err(|source| Error::Provider {
+                        provider: provider.clone(),
+                        during: "deleting an instance",
+                        source,
+                    })?;
+                Ok("deleted".to_owned())
+            }
+            (Subject::ScaleSet { github_id, .. }, Act::Delete) => {
+                let client = client_of(*github_id)?;
+                match again_on_token(|| client.delete_scale_set((*github_id).into())).await {
+                    Ok(()) => Ok("deleted on GitHub".to_owned()),
+                    Err(e) if already_gone(&e) => Ok("already gone on GitHub".to_owned()),
+                    Err(e) => Err(github("deleting the scale set", *github_id)(e)),
+                }
+            }
+            (Subject::ScaleSet { .. }, _) => Ok("left on GitHub (detached)".to_owned()),
+            (
+                Subject::Session {
+                    scale_set_id,
+                    session_id,
+                },
+                _,
+            ) => {
+                let Some(client) = facts.clients.get(scale_set_id) else {
+                    return Ok("its scale set is gone, and the session with it".to_owned());
+                };
+                match again_on_token(|| client.delete_session((*scale_set_id).into(), session_id))
+                    .await
+                {
+                    Ok(()) => Ok("deleted".to_owned()),
+                    Err(e) if e.status() == Some(404) || e.is_scale_set_not_found() => {
+                        Ok("already gone".to_owned())
+                    }
+                    Err(e) => Err(github("deleting our message session", *scale_set_id)(e)),
+                }
+            }
+            (Subject::Record { entity, name }, _) => self.remove_record(facts, entity, name).await,
+            (Subject::Runner { .. }, _) => Ok("left".to_owned()),
+        }
+    }
+
+    /// Stops listening and creating before anything is deleted: the lease of every scale set
+    /// whose record goes is taken (a worker still serving one refuses the whole apply, before
+    /// any write) and the scale set disabled, so nothing serves or re-creates it meanwhile.
+    async fn stop_serving(
+        &self,
+        plan: &DecommissionPlan,
+        facts: &Facts,
+        wait: Duration,
+    ) -> Result<(), Error> {
+        for item in &plan.items {
+            if let (Subject::Record { entity, name }, Act::Delete) = (&item.subject, item.act) {
+                self.take(facts, entity, name, wait).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the lease of the stored scale set `entity`/`name` for `wait` and ten minutes, and
+    /// disables it; `None` without a store or a record.
+    async fn take(
+        &self,
+        facts: &Facts,
+        entity: &str,
+        name: &str,
+        wait: Duration,
+    ) -> Result<Option<(scaleset_store::Lease, scaleset_store::ScaleSetId)>, Error> {
+        let Some(store) = &self.store else {
+            return Ok(None);
+        };
+        let Some(stored) = facts
+            .stored
+            .iter()
+            .find(|s| s.entity == entity && s.record.spec.name == name)
+        else {
+            return Ok(None);
+        };
+        let id = stored.record.id;
+        let ttl = wait.saturating_add(Duration::from_secs(600));
+        let lease = match store
+            .acquire_lease(id, HOLDER, ttl)
+            .await
+            .map_err(store_err("taking the scale set's lease"))?
+        {
+            Acquisition::Acquired(lease) => lease,
+            Acquisition::Held { holder, .. } => {
+                return Err(Error::Config {
+                    what: format!("scale set {entity}/{name}"),
+                    reason: format!(
+                        "worker {holder:?} still serves it; stop the workers and decommission \
+                         again (nothing was changed)"
+                    ),
+                });
+            }
+        };
+        let mut current = store
+            .get_scale_set(id)
+            .await
+            .map_err(store_err("reading the scale set's record"))?;
+        if current.spec.enabled {
+            current.spec.enabled = false;
+            store
+                .update_scale_set(&current)
+                .await
+                .map_err(store_err("disabling the scale set"))?;
+        }
+        Ok(Some((lease, id)))
+    }
+
+    /// Removes a scale set's record: its lease taken (a worker serving it refuses the
+    /// removal), its instance rows (their instances are gone) and the row.
+    async fn remove_record(
+        &self,
+        facts: &Facts,
+        entity: &str,
+        name: &str,
+    ) -> Result<String, Error> {
+        let Some(store) = &self.store else {
+            return Ok("no store".to_owned());
+        };
+        let Some((lease, id)) = self.take(facts, entity, name, Duration::ZERO).await? else {
+            return Ok("already gone".to_owned());
+        };
+        let rows = store
+            .list_instances(id)
+            .await
+            .map_err(store_err("listing the scale set's instance rows"))?;
+        for row in rows {
+            store
+                .delete_instance(&lease, &row.name)
+                .await
+                .map_err(store_err("removing an instance row"))?;
+        }
+        let current = store
+            .get_scale_set(id)
+            .await
+            .map_err(store_err("reading the scale set's record"))?;
+        store
+            .delete_scale_set(id, current.generation)
+            .await
+            .map_err(store_err("removing the scale set's record"))?;
+        Ok("removed".to_owned())
+    }
+
+    async fn read(&self) -> Result<Facts, Error> {
+        let mut facts = Facts {
+            github: Vec::new(),
+            runners: Vec::new(),
+            instances: Vec::new(),
+            stored: Vec::new(),
+            instance_ids: HashMap::new(),
+            clients: HashMap::new(),
+        };
+        let mut entity_paths: HashMap<scaleset_store::EntityId, String> = HashMap::new();
+        if let Some(store) = &self.store {
+            for entity in store
+                .list_entities()
+                .await
+                .map_err(store_err("listing the stored entities"))?
+            {
+                entity_paths.insert(entity.id, entity.kind.path());
+            }
+            for record in store
+                .list_scale_sets(None)
+                .await
+                .map_err(store_err("listing the stored scale sets"))?
+            {
+                let entity = entity_paths
+                    .get(&record.entity_id)
+                    .cloned()
+                    .unwrap_or_else(|| record.entity_id.to_string());
+                facts.stored.push(StoredSet { entity, record });
+            }
+        }
+        for target in &self.targets {
+            let github = |during: &'static str| {
+                let entity = target.entity.clone();
+                move |source| Error::GitHub {
+                    scale_set: format!("(entity {entity})"),
+                    during,
+                    source,
+                }
+            };
+            let mut listed: BTreeSet<i64> = BTreeSet::new();
+            for group in &target.groups {
+                let id = if group == "default" {
+                    RunnerGroupId(1)
+                } else {
+                    match again_on_token(|| target.client.get_runner_group_by_name(group))
+                        .await
+                        .map_err(github("looking up a runner group"))?
+                    {
+                        Some(found) => found.id,
+                        None => continue,
+                    }
+                };
+                for set in again_on_token(|| target.client.list_scale_sets(Some(id)))
+                    .await
+                    .map_err(github("listing the runner group's scale sets"))?
+                {
+                    let github_id = set.id.0;
+                    if !listed.insert(github_id) {
+                        continue;
+                    }
+                    facts.clients.insert(github_id, target.client.clone());
+                    facts.github.push(GitHubSet {
+                        entity: target.entity.clone(),
+                        github_id,
+                        name: set.name,
+                        labels: set.labels.into_iter().map(|l| l.name).collect(),
+                    });
+                }
+            }
+            tracing::debug!(entity = %target.entity, groups = ?target.groups, listed = listed.len(), "decommission: listed the entity's scale sets");
+            if listed.is_empty() {
+                continue;
+            }
+            for runner in again_on_token(|| target.client.list_runners())
+                .await
+                .map_err(github("listing the runners"))?
+            {
+                if listed.contains(&runner.runner_scale_set_id.0) {
+                    facts.runners.push(GitHubRunner {
+                        scale_set_id: runner.runner_scale_set_id.0,
+                        id: runner.id.0,
+                        name: runner.name,
+                        busy: runner.busy.unwrap_or(false),
+                    });
+                }
+            }
+        }
+        // Instances, only by our pool keys: of every listed set (a foreign set has none of
+        // ours, and listing costs nothing) and of every stored one.
+        let mut sets: BTreeSet<i64> = facts.github.iter().map(|s| s.github_id).collect();
+        sets.extend(facts.stored.iter().filter_map(|s| s.record.github_id));
+        for (name, provider) in &self.providers {
+            for set in &sets {
+                let key = self.identity.pool_key(*set);
+                let listed = provider
+                    .list(&Pool::new(key.clone()))
+                    .await
+                    .map_err(|source| Error::Provider {
+                        provider: name.clone(),
+                        during: "listing instances by our pool key",
+                        source,
+                    })?;
+                for instance in listed {
+                    facts.instance_ids.insert(
+                        (name.clone(), key.to_string(), instance.name.clone()),
+                        instance.id(),
+                    );
+                    facts.instances.push(FoundInstance {
+                        provider: name.clone(),
+                        pool_key: key.to_string(),
+                        name: instance.name,
+                    });
+                }
+            }
+        }
+        Ok(facts)
+    }
+}
+
+fn store_err(during: &'static str) -> impl FnOnce(scaleset_store::Error) -> Error {
+    store(during)
+}
+
+/// Parses a scope: `controller` (or nothing), an entity path, or `ENTITY:SCALE_SET`.
+pub fn parse_scope(entity: Option<&str>, scale_set: Option<&str>) -> Result<Scope, Error> {
+    match (entity, scale_set) {
+        (None, None) => Ok(Scope::Controller),
+        (Some(entity), None) => Ok(Scope::Entity(entity.to_owned())),
+        (Some(entity), Some(name)) => Ok(Scope::ScaleSet {
+            entity: entity.to_owned(),
+            name: name.to_owned(),
+        }),
+        (None, Some(name)) => Err(Error::Config {
+            what: format!("--scale-set {name}"),
+            reason: "a scale set is named within its entity: add --entity (e.g. --entity acme)"
+                .to_owned(),
+        }),
+    }
+}
