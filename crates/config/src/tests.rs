@@ -4,6 +4,7 @@ use super::*;
 
 mod app;
 mod doors;
+mod takeover;
 
 const KEY: &str = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=";
 

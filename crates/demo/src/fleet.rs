@@ -157,6 +157,7 @@ pub(crate) fn declared(github_url: &str) -> Result<Fleet, Error> {
                     name: ORGANIZATION.to_owned(),
                 },
                 spec: set.spec()?,
+                takeover: None,
             })
         })
         .collect::<Result<_, Error>>()?;

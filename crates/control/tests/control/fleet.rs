@@ -58,6 +58,7 @@ fn declared(h: &Harness, name: &str) -> DeclaredScaleSet {
             name: "acme".into(),
         },
         spec,
+        takeover: None,
     }
 }
 
@@ -174,6 +175,7 @@ async fn plan_previews_create_adopt_and_refuse_from_github(db: TestDb) {
         probe: false,
         identity: h.identity.adoption(),
         retry: scaleset_adopt::RetryBounds::default(),
+        takeover: None,
     };
     let run = run_once(&client, input, &NoHooks)
         .await

@@ -28,6 +28,7 @@ fn creation(github_id: u64) -> Creation {
             ControllerId::parse("3f2a9c1e-77b0-4d4e-9a55-0123456789ab").expect("a uuid"),
         ),
         retry: RetryBounds::default(),
+        takeover: None,
     });
     let mut step = machine.start();
     let mut created = Vec::new();

@@ -1,0 +1,218 @@
+//! `scalesetctl import garm` against a fake GARM: a loopback HTTP server answering each path
+//! with the `response` a real GARM gave there (`shared/reference/garm/api`, read by path), and
+//! refusing any request without its bearer token, as GARM does.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, post};
+use axum::{Json, Router};
+
+use crate::helpers::ctl_with_env;
+
+/// The JWT the fake GARM hands out and accepts.
+const JWT: &str = "eyJhbGciOiJIUzI1NiJ9.garm-test.signature";
+
+fn capture_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/garm/api")
+}
+
+/// GARM's read paths → the captured file answering them.
+fn answers() -> BTreeMap<&'static str, &'static str> {
+    BTreeMap::from([
+        ("/api/v1/controller-info", "controller-info.json"),
+        ("/api/v1/github/credentials", "github-credentials.json"),
+        ("/api/v1/organizations", "organizations.json"),
+        ("/api/v1/repositories", "repositories.json"),
+        ("/api/v1/enterprises", "enterprises.json"),
+        ("/api/v1/scalesets", "scalesets.json"),
+        ("/api/v1/pools", "pools.json"),
+        ("/api/v1/providers", "providers.json"),
+        ("/api/v1/instances", "instances.json"),
+    ])
+}
+
+async fn serve(uri: Uri, headers: HeaderMap) -> Response {
+    if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(&format!("Bearer {JWT}"))
+    {
+        return (
+            StatusCode::UNAUTHORIZED,
+            "{\"error\":\"Authentication failed\"}",
+        )
+            .into_response();
+    }
+    let Some(file) = answers().get(uri.path()).copied() else {
+        return (StatusCode::NOT_FOUND, "{\"error\":\"Not Found\"}").into_response();
+    };
+    let text = std::fs::read_to_string(capture_dir().join(file)).expect("the capture");
+    let whole: serde_json::Value = serde_json::from_str(&text).expect("captured JSON");
+    Json(whole["response"].clone()).into_response()
+}
+
+async fn login(Json(body): Json<serde_json::Value>) -> Response {
+    if body["username"] == "admin" && body["password"] == "s3cret" {
+        Json(serde_json::json!({"token": JWT})).into_response()
+    } else {
+        (
+            StatusCode::UNAUTHORIZED,
+            "{\"error\":\"Authentication failed\"}",
+        )
+            .into_response()
+    }
+}
+
+/// The fake GARM on `127.0.0.1:0`; stops when the returned runtime is dropped.
+fn fake_garm() -> (String, tokio::runtime::Runtime) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let app = Router::new()
+        .route("/api/v1/auth/login", post(login))
+        .fallback(any(serve));
+    runtime.spawn(async move { axum::serve(listener, app).await });
+    (url, runtime)
+}
+
+#[test]
+fn import_garm_writes_the_fleet_file_and_says_what_to_supply() {
+    let (url, _garm) = fake_garm();
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("garm.jwt");
+    std::fs::write(&token, format!("{JWT}\n")).unwrap();
+    let fleet = dir.path().join("fleet.toml");
+    let run = ctl_with_env(
+        &[
+            "import",
+            "garm",
+            "--url",
+            &url,
+            "--token-file",
+            token.to_str().unwrap(),
+            "--output-file",
+            fleet.to_str().unwrap(),
+        ],
+        // scaleset-server's settings are not GARM's: they must not be used.
+        &[
+            ("SCALESET_URL", "http://127.0.0.1:1"),
+            ("SCALESET_TOKEN", "sst_x"),
+        ],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout.contains(
+            "imported 2 scale set(s) from GARM controller 89a4130b-9de1-47c5-8ca8-e2640daa0e13"
+        ),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout.contains("GARM's API never returns secrets"),
+        "{run:?}"
+    );
+    assert!(run.stdout.contains("Stop GARM before applying"), "{run:?}");
+    assert!(
+        run.stdout.contains(
+            "scalesetctl credential create simpat --pat-file /etc/scaleset/garm-simpat.token"
+        ),
+        "{run:?}"
+    );
+    assert!(run.stdout.contains("provider \"rec\""), "{run:?}");
+    let text = std::fs::read_to_string(&fleet).unwrap();
+    assert!(text.contains("github_id = 3"), "{text}");
+    assert!(text.contains("github_id = 4"), "{text}");
+    assert!(!text.contains(JWT), "the token never reaches the file");
+    assert!(!run.stdout.contains(JWT) && !run.stderr.contains(JWT));
+    // The file is a fleet the server's own parser takes (as plan/apply send it), the
+    // takeover note included.
+    let parsed = scaleset_config::parse_fleet(
+        "fleet.toml",
+        &text,
+        None,
+        &["simpat".to_owned()].into(),
+        Some(&["rec".to_owned()].into()),
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let names: Vec<&str> = parsed
+        .scale_sets
+        .iter()
+        .map(|s| s.spec.name.as_str())
+        .collect();
+    assert_eq!(names, ["linux-small", "gpu-big"]);
+    assert_eq!(parsed.scale_sets[1].spec.runner_group.name, "gpu runners");
+}
+
+#[test]
+fn import_garm_logs_in_with_a_password_and_prints_json() {
+    let (url, _garm) = fake_garm();
+    let dir = tempfile::tempdir().unwrap();
+    let password = dir.path().join("password");
+    std::fs::write(&password, "s3cret\n").unwrap();
+    let run = ctl_with_env(
+        &[
+            "-o",
+            "json",
+            "import",
+            "garm",
+            "--url",
+            &url,
+            "--username",
+            "admin",
+            "--password-file",
+            password.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        report["garm_controller_id"],
+        "89a4130b-9de1-47c5-8ca8-e2640daa0e13"
+    );
+    assert_eq!(report["scale_sets"][1]["name"], "gpu-big");
+    assert_eq!(report["scale_sets"][1]["github_id"], 4);
+    assert!(
+        report["fleet"]
+            .as_str()
+            .unwrap()
+            .contains("[scale_set.takeover]")
+    );
+    assert!(!run.stdout.contains("s3cret") && !run.stderr.contains("s3cret"));
+}
+
+#[test]
+fn import_garm_with_a_wrong_token_names_garm_and_what_to_do() {
+    let (url, _garm) = fake_garm();
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("garm.jwt");
+    std::fs::write(&token, "stale").unwrap();
+    let run = ctl_with_env(
+        &[
+            "import",
+            "garm",
+            "--url",
+            &url,
+            "--token-file",
+            token.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("reading GARM's /api/v1/controller-info"),
+        "{run:?}"
+    );
+    assert!(run.stderr.contains("401"), "{run:?}");
+    assert!(!run.stderr.contains("stale"), "{run:?}");
+
+    let none = ctl_with_env(&["import", "garm", "--url", &url], &[]);
+    assert_eq!(none.code, 1, "{none:?}");
+    assert!(none.stderr.contains("--token-file FILE"), "{none:?}");
+}
