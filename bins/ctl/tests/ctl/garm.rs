@@ -216,3 +216,98 @@ fn import_garm_with_a_wrong_token_names_garm_and_what_to_do() {
     assert_eq!(none.code, 1, "{none:?}");
     assert!(none.stderr.contains("--token-file FILE"), "{none:?}");
 }
+
+/// Issue 37: the imported file, completed as the walk says (credentials and provider named as
+/// the server has them), planned against a GitHub holding GARM's scale sets under the ids the
+/// capture shows (3 and 4, after two of another controller's), with GARM's sessions still
+/// open: each imported set is an adopt naming GARM, nothing is written.
+#[test]
+fn plan_of_an_imported_fleet_shows_each_set_adopted_as_imported_from_garm() {
+    use crate::helpers::Server;
+    const GARM: &str = "89a4130b-9de1-47c5-8ca8-e2640daa0e13";
+    let (url, _garm) = fake_garm();
+    let server = Server::start();
+    server.with_acme();
+    let sim = &server.sim;
+    let gpu = sim.create_runner_group("acme", "gpu runners").unwrap();
+    sim.create_foreign_scale_set("acme", 1, "other-ctl-linux", "other-controller")
+        .unwrap();
+    sim.create_foreign_scale_set("acme", 1, "other-ctl-win", "other-controller")
+        .unwrap();
+    let owner = format!("garm-{GARM}");
+    let labels = |l: &[&str]| l.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    let linux = sim
+        .create_foreign_scale_set_with_labels(
+            "acme",
+            1,
+            "linux-small",
+            &owner,
+            &labels(&["linux", "x64-small"]),
+        )
+        .unwrap();
+    let big = sim
+        .create_foreign_scale_set_with_labels(
+            "acme",
+            gpu,
+            "gpu-big",
+            &owner,
+            &labels(&["gpu", "cuda"]),
+        )
+        .unwrap();
+    assert_eq!((linux.scale_set_id, big.scale_set_id), (3, 4));
+
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("garm.jwt");
+    std::fs::write(&token, JWT).unwrap();
+    let imported = ctl_with_env(
+        &[
+            "import",
+            "garm",
+            "--url",
+            &url,
+            "--token-file",
+            token.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(imported.code, 0, "{imported:?}");
+    // The operator's part: the credentials and the provider as the server has them.
+    let text = imported
+        .stdout
+        .replace("credentials = \"simpat\"", "credentials = \"sim\"")
+        .replace("provider = \"rec\"", "provider = \"fake\"");
+    let fleet = server.dir().join("garm-fleet.toml");
+    std::fs::write(&fleet, &text).unwrap();
+    let github_before = sim.state().scale_sets.len();
+
+    let plan = server.ctl(&["plan", "-f", fleet.to_str().unwrap()]);
+    assert_eq!(plan.code, 2, "{plan:?}");
+    for (name, id) in [("linux-small", 3), ("gpu-big", 4)] {
+        let line = plan
+            .stdout
+            .lines()
+            .find(|l| l.contains(name))
+            .unwrap_or_else(|| panic!("{name} in {plan:?}"));
+        assert!(line.starts_with("adopt"), "{line}");
+        assert!(
+            line.contains(&format!(
+                "imported from GARM {GARM}: GitHub's scale set {id}"
+            )),
+            "{line}"
+        );
+    }
+    assert!(plan.stdout.contains("2 adopt"), "{plan:?}");
+    let state = sim.state();
+    assert_eq!(
+        state.scale_sets.len(),
+        github_before,
+        "zero scale-set creates"
+    );
+    assert_eq!(
+        state
+            .scale_set(3)
+            .and_then(|s| s.session.as_ref())
+            .map(|s| s.owner_name.as_str()),
+        Some(owner.as_str())
+    );
+}
