@@ -226,7 +226,9 @@ fn plan_of_an_imported_fleet_shows_each_set_adopted_as_imported_from_garm() {
     use crate::helpers::Server;
     const GARM: &str = "89a4130b-9de1-47c5-8ca8-e2640daa0e13";
     let (url, _garm) = fake_garm();
-    let server = Server::start();
+    // A GitHub whose 409 names the session's owner (older backends do; github.com today does
+    // not, and then the state reason is the unnamed holder's).
+    let server = Server::start_with(|config| config.conflict_names_owner = true);
     server.with_acme();
     let sim = &server.sim;
     let gpu = sim.create_runner_group("acme", "gpu runners").unwrap();
@@ -310,4 +312,45 @@ fn plan_of_an_imported_fleet_shows_each_set_adopted_as_imported_from_garm() {
             .map(|s| s.owner_name.as_str()),
         Some(owner.as_str())
     );
+
+    // Applied while GARM still holds the sessions: stored under GitHub's ids, not served, and
+    // the operator is told to stop GARM; nothing is deleted.
+    let (_, planned) = server.json(&["plan", "-f", fleet.to_str().unwrap()]);
+    let digest = planned["digest"].as_str().unwrap().to_owned();
+    server.ok(&["apply", "-f", fleet.to_str().unwrap(), "--digest", &digest]);
+    let shown = server.eventually("the worker meets GARM's session", || {
+        let (_, shown) = server.json(&["scale-set", "show", "linux-small"]);
+        (shown["state"] == "foreign_session").then_some(shown)
+    });
+    assert_eq!(shown["github_id"], 3, "{shown}");
+    let reason = shown["state_reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("GARM still runs: stop it first."),
+        "{reason}"
+    );
+    assert!(reason.contains("Nothing was deleted"), "{reason}");
+    assert_eq!(sim.state().scale_sets.len(), github_before);
+
+    // GARM stops (its SIGTERM deletes its sessions): the sets are served under the same ids.
+    sim.evict_session(3).unwrap();
+    sim.evict_session(4).unwrap();
+    for (name, id) in [("linux-small", 3), ("gpu-big", 4)] {
+        server.eventually("the imported set is served", || {
+            let (_, shown) = server.json(&["scale-set", "show", name]);
+            (shown["state"] == "ready" && shown["github_id"] == id).then_some(())
+        });
+    }
+    let state = sim.state();
+    assert_eq!(
+        state.scale_sets.len(),
+        github_before,
+        "zero scale-set creates"
+    );
+    for id in [3, 4] {
+        let session = state.scale_set(id).and_then(|s| s.session.as_ref());
+        assert!(
+            session.is_some_and(|s| s.owner_name.starts_with("scaleset-")),
+            "{session:?}"
+        );
+    }
 }
