@@ -170,9 +170,10 @@ fn evidence_reads_as_words() {
             Evidence::CreatedThisRun,
             Evidence::StoredId,
             Evidence::OwnerLabel,
-            Evidence::OwnSession
+            Evidence::OwnSession,
+            Evidence::ImportedFrom
         ]),
-        "created by this run, stored id, owner label, our own stale session"
+        "created by this run, stored id, owner label, our own stale session, imported from GARM"
     );
 }
 
