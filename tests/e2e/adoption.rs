@@ -84,6 +84,7 @@ fn input(controller: &str, known_id: Option<ScaleSetId>, policy: Policy) -> Inpu
             base_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(5),
         },
+        takeover: None,
     }
 }
 

@@ -54,6 +54,25 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
+    /// `--url`, `--token-file`, `--ca-bundle` and `--timeout` as typed, for `import garm`,
+    /// where they name GARM (no environment or configuration file is read for it: those name
+    /// scaleset-server).
+    pub(crate) fn typed(
+        &self,
+    ) -> (
+        Option<&str>,
+        Option<&PathBuf>,
+        Option<&PathBuf>,
+        Option<&str>,
+    ) {
+        (
+            self.url.as_deref(),
+            self.token_file.as_ref(),
+            self.ca_bundle.as_ref(),
+            self.timeout.as_deref(),
+        )
+    }
+
     /// The flags, for `Settings::resolve`.
     pub(crate) fn flags(&self) -> Flags {
         Flags {
@@ -108,6 +127,34 @@ pub(crate) enum Command {
         #[arg(long, value_name = "SHA256")]
         digest: Option<String>,
     },
+    /// Import another manager's configuration as a fleet file (read-only on its side).
+    #[command(subcommand)]
+    Import(ImportCommand),
+}
+
+/// `import …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ImportCommand {
+    /// Read a running GARM's REST API (--url GARM's URL, --token-file a file holding the JWT
+    /// `garm-cli` logs in with, or --username with --password-file) and write a fleet file
+    /// with every GARM scale set, its GitHub id and a takeover note. Prints what the operator
+    /// must supply (secrets: GARM never returns them; providers) and what could not be
+    /// carried. Stop GARM before applying the file.
+    Garm(ImportGarm),
+}
+
+/// `import garm`.
+#[derive(Debug, Args)]
+pub(crate) struct ImportGarm {
+    /// Write the fleet file here (default: stdout, with the notes on stderr).
+    #[arg(long = "output-file", visible_alias = "out", value_name = "FILE")]
+    pub(crate) output_file: Option<PathBuf>,
+    /// Log in to GARM as this user (with --password-file) instead of --token-file.
+    #[arg(long, requires = "password_file")]
+    pub(crate) username: Option<String>,
+    /// A file holding the password of --username.
+    #[arg(long, value_name = "FILE", requires = "username")]
+    pub(crate) password_file: Option<PathBuf>,
 }
 
 /// The fleet file a plan or an apply is about.

@@ -6,6 +6,7 @@ mod controller;
 mod credential;
 mod entity;
 mod fleet;
+mod import;
 mod instance;
 mod pick;
 mod scale_set;
@@ -18,7 +19,7 @@ use std::io::Write as _;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, ImportCommand};
 use crate::client::Api;
 use crate::exit::Outcome;
 use crate::output::{Format, Output};
@@ -65,6 +66,10 @@ pub(crate) fn print_err(line: &str) {
 
 /// Runs the command.
 pub(crate) async fn run(cli: Cli, env: &BTreeMap<String, String>, out: &Output) -> Result<Outcome> {
+    // GARM's URL and token are not scaleset-server's: resolve nothing from the environment.
+    if let Command::Import(ImportCommand::Garm(args)) = cli.command {
+        return import::garm(&cli.connection, args, out).await;
+    }
     let settings = Settings::resolve(&cli.connection.flags(), env)?;
     if let Command::Config = cli.command {
         return config(&settings, out);
@@ -85,6 +90,9 @@ pub(crate) async fn run(cli: Cli, env: &BTreeMap<String, String>, out: &Output) 
         Command::Worker(command) => worker::run(&ctx, command).await,
         Command::Plan(args) => fleet::plan(&ctx, args).await,
         Command::Apply { fleet, digest } => fleet::apply(&ctx, fleet, digest).await,
+        Command::Import(ImportCommand::Garm(args)) => {
+            import::garm(&cli.connection, args, out).await
+        }
     }
 }
 

@@ -8,6 +8,7 @@ mod cli;
 mod client;
 mod commands;
 mod exit;
+mod garm;
 mod output;
 mod progress;
 mod settings;

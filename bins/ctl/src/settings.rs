@@ -265,7 +265,7 @@ fn relative(base: Option<&Path>, path: &Path) -> PathBuf {
     }
 }
 
-fn parse_url(text: &str) -> Result<Url> {
+pub(crate) fn parse_url(text: &str) -> Result<Url> {
     let url = Url::parse(text.trim()).map_err(|e| anyhow!("{text:?} is not a URL: {e}"))?;
     if !matches!(url.scheme(), "http" | "https") {
         bail!("{text:?}: the server URL must be http:// or https://");
@@ -281,7 +281,7 @@ fn parse_url(text: &str) -> Result<Url> {
 
 /// The one grammar of every door ([`scaleset_duration`]: `"30s"`, `"1m30s"`, `"7d"`, a bare
 /// number of seconds); a request timeout of zero is refused.
-fn parse_duration(text: &str) -> Option<Duration> {
+pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
     scaleset_duration::parse(text).ok().filter(|d| !d.is_zero())
 }
 

@@ -4,6 +4,7 @@
 use crate::identity::Identity;
 use crate::retry::RetryBounds;
 use crate::scale_set::{RunnerGroupId, ScaleSet, ScaleSetId};
+use crate::takeover::Takeover;
 
 /// Everything one run of the machine needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +32,10 @@ pub struct Input {
     pub identity: Identity,
     /// Which attempt this is and how retries back off.
     pub retry: RetryBounds,
+    /// The takeover note of a scale set imported from another manager (GARM): evidence for
+    /// the set with its id and name. Absent in serialised input: none.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub takeover: Option<Takeover>,
 }
 
 /// The desired scale set.

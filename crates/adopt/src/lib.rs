@@ -96,6 +96,7 @@
 //!     probe: false,
 //!     identity: Identity::new(ControllerId::parse("3f2a9c1e-77b0-4d4e-9a55-0123456789ab")?),
 //!     retry: RetryBounds::default(),
+//!     takeover: None,
 //! };
 //!
 //! // First run: nothing on GitHub, so the machine creates it; rollback may delete it.
@@ -128,6 +129,7 @@ mod refusal;
 mod retry;
 mod scale_set;
 mod settings;
+mod takeover;
 
 pub use command::{Command, CreateSpec, Patch};
 pub use command_kind::CommandKind;
@@ -143,3 +145,4 @@ pub use refusal::Refusal;
 pub use retry::RetryBounds;
 pub use scale_set::{RunnerGroupId, ScaleSet, ScaleSetId, ScaleSetRef, SessionId};
 pub use settings::Settings;
+pub use takeover::Takeover;

@@ -423,6 +423,9 @@ impl Machine {
         if identity.labelled_ours(&set) {
             evidence.push(Evidence::OwnerLabel);
         }
+        if self.imported(&set) {
+            evidence.push(Evidence::ImportedFrom);
+        }
         let provenance = if basis.stored {
             Provenance::Known
         } else {
@@ -527,10 +530,13 @@ impl Machine {
             .runner_group_id
             .is_some_and(|group| group != desired.runner_group_id);
         let drift = self.drift(&adoption.set);
-        if !moved && drift.is_none() {
+        // An imported set gets our owner label before anything else is done with it.
+        let imported = adoption.evidence.contains(&Evidence::ImportedFrom);
+        let unlabelled = imported && self.missing_owner_label(&adoption.set).is_some();
+        if !moved && drift.is_none() && !unlabelled {
             return self.ready(adoption, Vec::new());
         }
-        if adoption.provenance == Provenance::Known || self.input.repair {
+        if adoption.provenance == Provenance::Known || self.input.repair || imported {
             let id = adoption.set.id;
             let patch = Patch {
                 labels: self.wanted_labels(),
@@ -761,6 +767,14 @@ impl Machine {
             scale_set: set.to_ref(),
             label,
         })
+    }
+
+    /// Whether the takeover note vouches for `set` (its id and the desired name).
+    fn imported(&self, set: &ScaleSet) -> bool {
+        self.input
+            .takeover
+            .as_ref()
+            .is_some_and(|note| note.vouches_for(set, &self.input.desired.name))
     }
 
     /// Our settings and GitHub's, when they differ.

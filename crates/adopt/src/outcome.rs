@@ -191,6 +191,9 @@ pub enum Evidence {
     /// A session conflict named our session owner (our own stale listener session; never
     /// the probe owner).
     OwnSession,
+    /// The operator imported it from another manager (GARM) whose takeover note names this
+    /// GitHub id and name.
+    ImportedFrom,
 }
 
 /// What a rollback may do with a ready scale set (serialises, never deserialises: it may

@@ -70,6 +70,14 @@ pub enum Refusal {
         /// The holder's owner name.
         owner: String,
     },
+    /// An imported scale set's session is held by the manager it was imported from: that
+    /// manager (GARM) still runs.
+    ImportedStillRunning {
+        /// The scale set.
+        scale_set: ScaleSetRef,
+        /// The old manager's owner name (`garm-<controller id>`).
+        owner: String,
+    },
     /// Policy `owned`: no evidence that the scale set is ours (no stored id, no owner label of
     /// ours, no stale session of ours); the probe session opened, which proves nothing.
     OwnershipUnproven {
@@ -110,6 +118,7 @@ impl Refusal {
             Self::ForeignOwner { .. } => "ForeignOwner",
             Self::ScaleSetExists { .. } => "ScaleSetExists",
             Self::ForeignSession { .. } => "ForeignSession",
+            Self::ImportedStillRunning { .. } => "ImportedStillRunning",
             Self::OwnershipUnproven { .. } => "OwnershipUnproven",
             Self::Drifted { .. } => "Drifted",
             Self::RepairDidNotTake { .. } => "RepairDidNotTake",
@@ -158,6 +167,11 @@ impl Refusal {
             Self::ForeignSession { scale_set, owner } => format!(
                 "a listener named {owner:?} is serving {scale_set}: stop it, or use another name; \
                  if it is a dead listener of ours, wait for its session to expire and re-apply"
+            ),
+            Self::ImportedStillRunning { scale_set, owner } => format!(
+                "GARM still runs: stop it first ({owner:?} holds the session of {scale_set}; \
+                 stop that GARM, or wait for its session to expire after a crash), then \
+                 re-apply; nothing was deleted"
             ),
             Self::OwnershipUnproven { scale_set } => format!(
                 "nothing shows that {scale_set} is ours: set adoption policy `any` to adopt it \
@@ -238,6 +252,10 @@ impl fmt::Display for Refusal {
             Self::ForeignSession { scale_set, owner } => {
                 write!(f, "{scale_set} has an active session owned by {owner:?}")
             }
+            Self::ImportedStillRunning { scale_set, owner } => write!(
+                f,
+                "{scale_set} was imported from GARM, and GARM ({owner:?}) still holds its session"
+            ),
             Self::OwnershipUnproven { scale_set } => {
                 write!(f, "no evidence that {scale_set} belongs to this controller")
             }

@@ -23,6 +23,7 @@ fn input() -> Input {
             ControllerId::parse("0123abcd-4567-89ef-0123-456789abcdef").expect("a uuid"),
         ),
         retry: RetryBounds::default(),
+        takeover: None,
     }
 }
 

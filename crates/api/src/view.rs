@@ -107,6 +107,7 @@ fn evidence(evidence: &[store::Evidence]) -> Vec<v1::Evidence> {
             store::Evidence::StoredId => Some(v1::Evidence::StoredId),
             store::Evidence::OwnerLabel => Some(v1::Evidence::OwnerLabel),
             store::Evidence::OwnSession => Some(v1::Evidence::OwnSession),
+            store::Evidence::ImportedFrom => Some(v1::Evidence::ImportedFrom),
             _ => None,
         })
         .collect()

@@ -145,6 +145,19 @@ pub(crate) struct RawScaleSet {
     pub(crate) adoption_policy: Option<String>,
     pub(crate) repair: Option<bool>,
     pub(crate) extra_specs: Option<toml::Value>,
+    /// Written by `scalesetctl import garm` (`validate/takeover.rs`).
+    pub(crate) takeover: Option<RawTakeover>,
+}
+
+/// A scale set's takeover note: which other manager ran it, under which GitHub id.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTakeover {
+    pub(crate) from: Option<String>,
+    pub(crate) controller_id: Option<String>,
+    pub(crate) github_id: Option<i64>,
+    pub(crate) garm_id: Option<i64>,
+    pub(crate) pool_id: Option<String>,
 }
 
 /// A fleet on its own: the text `POST /api/v1/plan` and `/apply` take.

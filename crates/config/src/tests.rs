@@ -5,6 +5,7 @@ use super::*;
 mod app;
 mod doors;
 mod endpoint;
+mod takeover;
 
 const KEY: &str = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=";
 

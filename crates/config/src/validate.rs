@@ -19,6 +19,7 @@ use crate::{
 };
 
 mod app;
+mod takeover;
 pub use app::describe_credentials;
 
 /// Collects problems.
@@ -796,10 +797,15 @@ fn scale_sets(
                 );
                 continue;
             }
+            let takeover = s
+                .takeover
+                .as_ref()
+                .and_then(|raw| takeover::note(p, &key("takeover"), raw));
             out.push(DeclaredScaleSet {
                 credentials: cred.to_owned(),
                 entity,
                 spec,
+                takeover,
             });
         }
     }

@@ -123,6 +123,7 @@ pub(crate) async fn ensure(
         probe: false,
         identity: shared.identity.adoption(),
         retry: shared.settings.adoption_retry,
+        takeover: None,
     };
     input.retry.attempt = attempt;
     let run = run_once(client, input, &EnsureHooks { shared, id, cancel }).await?;

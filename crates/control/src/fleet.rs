@@ -28,7 +28,7 @@ use crate::error::{Error, chain, store};
 use crate::identity::ControllerIdentity;
 use crate::planner::fleet::{
     self, Action, CredentialsAction, DeclaredScaleSet, Fleet, FleetInput, FleetPlan, Lookup,
-    PlanDigest, ScaleSetKey, World, spec_changes,
+    PlanDigest, Reason, ScaleSetKey, World, spec_changes,
 };
 
 /// What GitHub has for a declared scale set the store does not hold (the plan's create /
@@ -428,10 +428,38 @@ async fn execute(store: &dyn Store, fleet: &Fleet, plan: FleetPlan) -> Result<Ap
                     })?;
                 let mut spec = declared.spec.clone();
                 spec.runner_group.id = None;
-                let row = store
+                let mut row = store
                     .create_scale_set(NewScaleSet { entity_id, spec })
                     .await
                     .map_err(written("storing a scale set"))?;
+                // A set adopted on a takeover note (import garm) keeps the GitHub id the note
+                // vouched for, so the ensure step confirms that very set by its id.
+                if let Reason::Adoptable {
+                    github_id,
+                    evidence,
+                    imported_from: Some(garm),
+                } = &step.reason
+                    && let Ok(id) = i64::try_from(*github_id)
+                {
+                    row.github_id = Some(id);
+                    row.provenance = Some(scaleset_store::Provenance::Adopted);
+                    row.evidence.clone_from(evidence);
+                    row = store
+                        .update_scale_set(&row)
+                        .await
+                        .map_err(written("recording an imported scale set's GitHub id"))?;
+                    store
+                        .append_event(
+                            row.id,
+                            "imported",
+                            &format!(
+                                "imported from GARM {garm}: GitHub scale set {github_id} is \
+                                 adopted on its takeover note"
+                            ),
+                        )
+                        .await
+                        .map_err(store_err("appending an event"))?;
+                }
                 store
                     .append_event(
                         row.id,

@@ -160,6 +160,7 @@ pub(crate) fn declared(github_url: &str, private_key: SecretString) -> Result<Fl
                     name: ORGANIZATION.to_owned(),
                 },
                 spec: set.spec()?,
+                takeover: None,
             })
         })
         .collect::<Result<_, Error>>()?;

@@ -29,6 +29,38 @@ pub(crate) fn runner_group(group: &RunnerGroup, size: usize) -> Value {
     })
 }
 
+/// A runner group as GitHub's REST API lists it (`GET …/actions/runner-groups`). `scope_url`
+/// is the scope's REST URL (`{origin}/api/v3/orgs/acme`). The simulator models no visibility or
+/// workflow restriction, so every group answers as GitHub answers an unrestricted one.
+pub(crate) fn rest_runner_group(group: &RunnerGroup, scope_url: &str, enterprise: bool) -> Value {
+    let id = group.id;
+    let mut value = json!({
+        "id": id,
+        "name": group.name,
+        "visibility": "all",
+        "default": group.is_default,
+        "runners_url": format!("{scope_url}/actions/runner-groups/{id}/runners"),
+        "allows_public_repositories": false,
+        "restricted_to_workflows": false,
+        "selected_workflows": [],
+        "workflow_restrictions_read_only": false,
+    });
+    if let Some(object) = value.as_object_mut() {
+        if enterprise {
+            object.insert(
+                "selected_organizations_url".to_owned(),
+                json!(format!(
+                    "{scope_url}/actions/runner-groups/{id}/organizations"
+                )),
+            );
+        } else {
+            // An organization's own groups; groups an enterprise shares with it are `true`.
+            object.insert("inherited".to_owned(), json!(false));
+        }
+    }
+    value
+}
+
 /// Statistics as the service names them.
 pub(crate) fn statistics(stats: &Statistics) -> Value {
     serde_json::to_value(stats).unwrap_or(Value::Null)

@@ -19,6 +19,8 @@ pub(crate) type Outcome = Result<Reply, ApiError>;
 pub(crate) struct Reply {
     pub(crate) status: u16,
     pub(crate) body: Body,
+    /// Headers of the answer beyond the content type (GitHub's `Link` for a paged list).
+    pub(crate) headers: Vec<(&'static str, String)>,
 }
 
 /// The body of a successful answer.
@@ -41,6 +43,7 @@ impl Reply {
         Self {
             status,
             body: Body::Json(body),
+            headers: Vec::new(),
         }
     }
 
@@ -49,6 +52,7 @@ impl Reply {
         Self {
             status,
             body: Body::Empty,
+            headers: Vec::new(),
         }
     }
 
@@ -60,7 +64,14 @@ impl Reply {
                 content_type,
                 bytes,
             },
+            headers: Vec::new(),
         }
+    }
+
+    /// The same answer with one more header.
+    pub(crate) fn with_header(mut self, name: &'static str, value: String) -> Self {
+        self.headers.push((name, value));
+        self
     }
 }
 

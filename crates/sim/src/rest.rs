@@ -118,6 +118,83 @@ pub(crate) fn runner_downloads(shared: &Shared, req: &Request, path: &str) -> Ou
     ))
 }
 
+/// `GET {orgs/{o}|enterprises/{e}}/actions/runner-groups[?per_page=&page=]`: the scope's runner
+/// groups in GitHub's REST shape, paged as GitHub pages (`per_page` 30 by default, at most 100;
+/// a `Link` header with `next`/`last` and `first`/`prev` where they exist). GARM resolves every
+/// group but `Default` this way (shared/reference/garm).
+pub(crate) fn runner_groups(shared: &Shared, req: &Request, path: &str) -> Outcome {
+    let scope = runner_admin_scope(shared, req, path)?;
+    let groups = lock(&shared.state).groups(&scope, None);
+    let page = Page::of(req.query("per_page"), req.query("page"));
+    let api = format!("{}/api/v3", req.origin);
+    let (scope_url, enterprise) = match &scope {
+        Scope::Enterprise(slug) => (format!("{api}/enterprises/{slug}"), true),
+        _ => (format!("{api}/orgs/{path}"), false),
+    };
+    let listed: Vec<Value> = groups
+        .iter()
+        .skip(page.skip())
+        .take(page.per_page)
+        .map(|g| protocol::rest_runner_group(g, &scope_url, enterprise))
+        .collect();
+    let reply = Reply::json(
+        200,
+        json!({ "total_count": groups.len(), "runner_groups": listed }),
+    );
+    let list_url = format!("{scope_url}/actions/runner-groups");
+    Ok(match page.link(&list_url, groups.len()) {
+        Some(link) => reply.with_header("link", link),
+        None => reply,
+    })
+}
+
+/// One page of a REST list, as `per_page` and `page` ask (GitHub's defaults for what is missing
+/// or not a positive number: the tolerant reading, as GitHub ignores a bad value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Page {
+    per_page: usize,
+    page: usize,
+}
+
+impl Page {
+    const DEFAULT_PER_PAGE: usize = 30;
+    const MAX_PER_PAGE: usize = 100;
+
+    fn of(per_page: Option<&str>, page: Option<&str>) -> Self {
+        let positive =
+            |raw: Option<&str>| raw.and_then(|r| r.parse::<usize>().ok()).filter(|n| *n > 0);
+        Self {
+            per_page: positive(per_page)
+                .unwrap_or(Self::DEFAULT_PER_PAGE)
+                .min(Self::MAX_PER_PAGE),
+            page: positive(page).unwrap_or(1),
+        }
+    }
+
+    fn skip(self) -> usize {
+        (self.page - 1).saturating_mul(self.per_page)
+    }
+
+    /// GitHub's `Link` header for this page of `total` items, `None` when one page holds them.
+    fn link(self, url: &str, total: usize) -> Option<String> {
+        let last = total.div_ceil(self.per_page).max(1);
+        if last == 1 {
+            return None;
+        }
+        let at = |page: usize| format!("<{url}?per_page={}&page={page}>", self.per_page);
+        let mut rels = Vec::new();
+        if self.page < last {
+            rels.push(format!("{}; rel=\"next\"", at(self.page + 1)));
+            rels.push(format!("{}; rel=\"last\"", at(last)));
+        }
+        if self.page > 1 {
+            rels.push(format!("{}; rel=\"prev\"", at(self.page.min(last + 1) - 1)));
+            rels.push(format!("{}; rel=\"first\"", at(1)));
+        }
+        Some(rels.join(", "))
+    }
+}
+
 /// `GET /rate_limit`: the simulated `core` quota (exhausted while `restRateLimit` is armed).
 /// Unauthenticated calls are answered too, as GitHub does; an unknown token is refused.
 pub(crate) fn rate_limit(shared: &Shared, req: &Request) -> Outcome {
@@ -236,5 +313,65 @@ pub(crate) fn rate_limited(
                 protocol::rate_limit_headers(&quota),
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Page;
+
+    #[test]
+    fn a_page_takes_githubs_defaults_for_what_is_missing_or_bad() {
+        assert_eq!(
+            Page::of(None, None),
+            Page {
+                per_page: 30,
+                page: 1
+            }
+        );
+        assert_eq!(
+            Page::of(Some("0"), Some("-1")),
+            Page {
+                per_page: 30,
+                page: 1
+            }
+        );
+        assert_eq!(
+            Page::of(Some("x"), Some("2")),
+            Page {
+                per_page: 30,
+                page: 2
+            }
+        );
+        assert_eq!(
+            Page::of(Some("500"), None),
+            Page {
+                per_page: 100,
+                page: 1
+            }
+        );
+        assert_eq!(Page::of(Some("7"), Some("3")).skip(), 14);
+    }
+
+    #[test]
+    fn the_link_header_names_the_neighbouring_and_end_pages() {
+        let url = "http://h/l";
+        let page = |per_page, page| Page { per_page, page };
+        assert_eq!(page(30, 1).link(url, 30), None);
+        assert_eq!(page(30, 1).link(url, 0), None);
+        assert_eq!(
+            page(10, 2).link(url, 31).as_deref(),
+            Some(
+                "<http://h/l?per_page=10&page=3>; rel=\"next\", <http://h/l?per_page=10&page=4>; rel=\"last\", \
+                 <http://h/l?per_page=10&page=1>; rel=\"prev\", <http://h/l?per_page=10&page=1>; rel=\"first\""
+            )
+        );
+        // Past the end: only the way back.
+        assert_eq!(
+            page(10, 9).link(url, 20).as_deref(),
+            Some(
+                "<http://h/l?per_page=10&page=2>; rel=\"prev\", <http://h/l?per_page=10&page=1>; rel=\"first\""
+            )
+        );
     }
 }

@@ -11,6 +11,9 @@ pub(crate) enum Endpoint {
     RunnerRegistration,
     /// `GET …/actions/runners/downloads` for a scope path (`acme`, `acme/w`, `enterprises/e`).
     RunnerDownloads(String),
+    /// `GET /api/v3/{orgs/{o}|enterprises/{e}}/actions/runner-groups`: the REST list GARM reads
+    /// to resolve a runner group other than `Default`, for a scope path (`acme`, `enterprises/e`).
+    RestRunnerGroups(String),
     /// `GET /api/v3/rate_limit`.
     RateLimit,
     /// `GET /actions/runner/releases/download/{tag}/{filename}`: a placeholder runner archive.
@@ -51,6 +54,7 @@ impl Endpoint {
             Self::RegistrationToken(_) => "registration_token",
             Self::RunnerRegistration => "runner_registration",
             Self::RunnerDownloads(_) => "runner_downloads",
+            Self::RestRunnerGroups(_) => "rest_runner_groups",
             Self::RateLimit => "rate_limit",
             Self::RunnerArchive { .. } => "runner_archive",
             Self::ListRunnerGroups => "list_runner_groups",
@@ -84,6 +88,7 @@ impl Endpoint {
                 | Self::RegistrationToken(_)
                 | Self::RunnerRegistration
                 | Self::RunnerDownloads(_)
+                | Self::RestRunnerGroups(_)
                 | Self::RateLimit
         )
     }
@@ -176,6 +181,13 @@ fn rest_route(method: &Method, rest: &str) -> Endpoint {
     if method == Method::GET {
         return match segs.as_slice() {
             ["rate_limit"] => Endpoint::RateLimit,
+            // Runner groups are an organization's or an enterprise's; a repository has none.
+            ["orgs", org, "actions", "runner-groups"] => {
+                Endpoint::RestRunnerGroups((*org).to_owned())
+            }
+            ["enterprises", ent, "actions", "runner-groups"] => {
+                Endpoint::RestRunnerGroups(format!("enterprises/{ent}"))
+            }
             _ => match runner_scope(&segs, "downloads") {
                 Some(scope) => Endpoint::RunnerDownloads(scope),
                 None => Endpoint::NotFound,
@@ -302,6 +314,26 @@ mod tests {
             ),
             (Method::GET, "/api/v3/rate_limit", Endpoint::RateLimit),
             (Method::POST, "/api/v3/rate_limit", Endpoint::NotFound),
+            (
+                Method::GET,
+                "/api/v3/orgs/acme/actions/runner-groups",
+                Endpoint::RestRunnerGroups("acme".to_owned()),
+            ),
+            (
+                Method::GET,
+                "/api/v3/enterprises/big/actions/runner-groups/",
+                Endpoint::RestRunnerGroups("enterprises/big".to_owned()),
+            ),
+            (
+                Method::GET,
+                "/api/v3/repos/acme/w/actions/runner-groups",
+                Endpoint::NotFound,
+            ),
+            (
+                Method::POST,
+                "/api/v3/orgs/acme/actions/runner-groups",
+                Endpoint::NotFound,
+            ),
             (
                 Method::GET,
                 "/api/v3/orgs/acme/actions/runners/downloads",

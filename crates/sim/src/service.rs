@@ -122,7 +122,11 @@ async fn answer(
     if let Some(ct) = content_type {
         headers.insert(CONTENT_TYPE, http::HeaderValue::from_static(ct));
     }
-    for (name, value) in extra_headers {
+    let reply_headers = outcome
+        .as_ref()
+        .map(|reply| reply.headers.clone())
+        .unwrap_or_default();
+    for (name, value) in extra_headers.into_iter().chain(reply_headers) {
         if let Ok(v) = http::HeaderValue::from_str(&value) {
             headers.insert(name, v);
         }
@@ -195,6 +199,7 @@ async fn dispatch(shared: &Arc<Shared>, req: &Request) -> Outcome {
         Endpoint::RegistrationToken(path) => rest::registration_token(shared, req, path),
         Endpoint::RunnerRegistration => rest::runner_registration(shared, req),
         Endpoint::RunnerDownloads(path) => rest::runner_downloads(shared, req, path),
+        Endpoint::RestRunnerGroups(path) => rest::runner_groups(shared, req, path),
         Endpoint::RateLimit => rest::rate_limit(shared, req),
         Endpoint::RunnerArchive { tag, filename } => rest::runner_archive(shared, tag, filename),
         Endpoint::GetMessage => queue::get_message(shared, req).await,

@@ -63,6 +63,11 @@ pub(crate) struct Server {
 impl Server {
     /// Starts the simulator and the API.
     pub(crate) fn start() -> Self {
+        Self::start_with(|_| {})
+    }
+
+    /// [`Server::start`] with the simulator's configuration changed by `configure`.
+    pub(crate) fn start_with(configure: impl FnOnce(&mut SimConfig)) -> Self {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -73,13 +78,14 @@ impl Server {
         let (url, token, github, sim) = runtime.block_on(async {
             // Short long-poll holds (a stop does not wait out a 50 s poll), busy seen at once,
             // and jobs that run until the test ends them.
-            let config = SimConfig {
+            let mut config = SimConfig {
                 long_poll_hold: std::time::Duration::from_millis(100),
                 tick_interval: std::time::Duration::from_millis(20),
                 job_started_delay: std::time::Duration::ZERO,
                 runner_job_duration: std::time::Duration::from_secs(3600),
                 ..SimConfig::default()
             };
+            configure(&mut config);
             let sim = Simulator::new(config).expect("the simulator");
             let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
             let github = format!("http://{}", listener.local_addr().expect("addr"));
@@ -112,6 +118,8 @@ impl Server {
                 drain_interval: std::time::Duration::from_millis(200),
                 backoff_base: std::time::Duration::from_millis(50),
                 backoff_max: std::time::Duration::from_millis(500),
+                // A foreign session that ends (a GARM stopped after an import) is seen soon.
+                foreign_session_recheck: std::time::Duration::from_millis(500),
                 ..ControlSettings::default()
             };
             // The worker: a fake cloud whose runners register and take jobs in the simulator.

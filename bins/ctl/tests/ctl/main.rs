@@ -4,6 +4,7 @@
 //! answers (usage, configuration, an unreachable server).
 
 mod fleet;
+mod garm;
 mod helpers;
 mod offline;
 mod online;

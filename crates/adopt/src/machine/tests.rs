@@ -143,6 +143,7 @@ fn ensure() -> Scenario {
                 base_delay: Duration::from_millis(10),
                 max_delay: Duration::from_millis(100),
             },
+            takeover: None,
         },
         script: Vec::new(),
     }
@@ -1476,4 +1477,137 @@ fn the_longest_path_issues_exactly_max_commands() {
         .close(4, "s-4", Fact::Closed);
     assert_eq!(outcome.script.len(), MAX_COMMANDS);
     assert_eq!(code(outcome.outcome()), "RepairDidNotTake");
+}
+
+// Takeover: a scale set imported from GARM (issue 37).
+
+const GARM: &str = "89a4130b-9de1-47c5-8ca8-e2640daa0e13";
+
+impl Scenario {
+    /// The set was imported from GARM under GitHub id `id`.
+    fn imported(mut self, id: u64) -> Self {
+        self.input.takeover = Some(crate::Takeover {
+            controller_id: GARM.into(),
+            github_id: ScaleSetId(id),
+        });
+        self
+    }
+}
+
+#[test]
+fn an_imported_set_with_its_id_and_name_is_adopted_and_gets_our_owner_label() {
+    // GARM's set carries no owner label of ours: the note is the evidence, and the label is
+    // added (the patch) before the set is ready.
+    let outcome = ensure()
+        .imported(5)
+        .lookup(vec![bare(5)])
+        .patch(5, Fact::Updated)
+        .read_set(ours(5))
+        .outcome();
+    let ready = ready(&outcome);
+    assert_eq!(
+        (ready.id, ready.provenance, ready.evidence, ready.permit),
+        (5, Provenance::Adopted, vec![Evidence::ImportedFrom], None)
+    );
+    // The patch is recorded (the event log shows the label was added).
+    assert!(
+        matches!(ready.notices.as_slice(), [Notice::SpecApplied { .. }]),
+        "{:?}",
+        ready.notices
+    );
+}
+
+#[test]
+fn an_imported_set_already_labelled_ours_needs_no_patch() {
+    let outcome = ensure().imported(5).lookup(vec![ours(5)]).outcome();
+    assert_eq!(
+        ready(&outcome),
+        plain(
+            5,
+            Provenance::Adopted,
+            &[Evidence::OwnerLabel, Evidence::ImportedFrom]
+        )
+    );
+}
+
+#[test]
+fn an_imported_set_with_owner_labels_off_is_adopted_without_a_patch() {
+    let outcome = ensure()
+        .owner_labels_off()
+        .imported(5)
+        .lookup(vec![bare(5)])
+        .outcome();
+    assert_eq!(
+        ready(&outcome),
+        plain(5, Provenance::Adopted, &[Evidence::ImportedFrom])
+    );
+}
+
+#[test]
+fn an_imported_set_that_drifted_is_patched_to_the_configuration() {
+    // The operator imported it and reviewed the plan: the file's settings win, as for a set
+    // known by its stored id.
+    let outcome = ensure()
+        .imported(5)
+        .lookup(vec![bare(5).updates(false)])
+        .patch(5, Fact::Updated)
+        .read_set(ours(5))
+        .outcome();
+    assert_eq!(ready(&outcome).evidence, vec![Evidence::ImportedFrom]);
+}
+
+#[test]
+fn a_takeover_note_for_another_id_is_no_evidence() {
+    // Same name, another GitHub id (GARM's set was deleted and someone made a new one).
+    let outcome = ensure().imported(6).lookup(vec![bare(5)]).outcome();
+    assert_eq!(code(outcome), "OwnershipUnproven");
+}
+
+#[test]
+fn a_takeover_note_does_not_beat_another_controllers_label_or_policy_never() {
+    let foreign = ensure().imported(5).lookup(vec![theirs(5)]).outcome();
+    assert_eq!(code(foreign), "ForeignOwner");
+    let never = ensure()
+        .policy(Policy::Never)
+        .imported(5)
+        .lookup(vec![bare(5)])
+        .outcome();
+    assert_eq!(code(never), "ScaleSetExists");
+}
+
+#[test]
+fn the_note_vouches_only_for_its_id_and_name() {
+    let note = crate::Takeover {
+        controller_id: GARM.into(),
+        github_id: ScaleSetId(5),
+    };
+    assert!(note.vouches_for(&bare(5), "ci"));
+    assert!(!note.vouches_for(&bare(6), "ci"));
+    assert!(!note.vouches_for(&bare(5).named("cd"), "ci"));
+    assert!(!note.vouches_for(&bare(5), "cd"));
+    assert_eq!(note.session_owner(), format!("garm-{GARM}"));
+}
+
+#[test]
+fn a_session_held_by_garm_is_refused_with_stop_it_first_and_others_are_not_its_business() {
+    let note = crate::Takeover {
+        controller_id: GARM.into(),
+        github_id: ScaleSetId(5),
+    };
+    let refusal = note
+        .conflict(&bare(5), &format!("garm-{GARM}"))
+        .expect("GARM's own session");
+    assert_eq!(refusal.code(), "ImportedStillRunning");
+    assert!(
+        refusal
+            .remediation()
+            .starts_with("GARM still runs: stop it first"),
+        "{}",
+        refusal.remediation()
+    );
+    assert!(refusal.remediation().contains("nothing was deleted"));
+    assert!(refusal.to_string().contains(&format!("garm-{GARM}")));
+    assert!(refusal.to_string().contains("ci"));
+    assert_eq!(note.conflict(&bare(5), RIVAL), None);
+    assert_eq!(note.conflict(&bare(5), "garm-another-controller"), None);
 }

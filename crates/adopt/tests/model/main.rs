@@ -271,6 +271,7 @@ fn setup(scenario: &Scenario) -> Result<(GitHub, Input), TestCaseError> {
             base_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(8),
         },
+        takeover: None,
     };
     if scenario.leak {
         leak_a_probe(&mut github, &input)?;

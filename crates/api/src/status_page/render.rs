@@ -48,6 +48,7 @@ pub(crate) fn evidence_words(evidence: &[Evidence]) -> String {
             Evidence::StoredId => "stored GitHub id matches",
             Evidence::OwnerLabel => "carries our owner label",
             Evidence::OwnSession => "a session conflict named our owner",
+            Evidence::ImportedFrom => "imported from GARM (its takeover note names it)",
             _ => "evidence this version does not name",
         })
         .collect::<Vec<_>>()

@@ -43,6 +43,8 @@ pub enum Evidence {
     OwnerLabel,
     /// A session conflict named this controller's session owner.
     OwnSession,
+    /// Imported from GARM: the declared takeover note names its GitHub id and name.
+    ImportedFrom,
 }
 
 /// The visible state of a scale set.

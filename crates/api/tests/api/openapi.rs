@@ -87,7 +87,13 @@ fn evidence_is_an_array_of_the_machines_evidence_names() {
     assert_eq!(names["type"], "string");
     assert_eq!(
         names["enum"],
-        serde_json::json!(["CreatedThisRun", "StoredId", "OwnerLabel", "OwnSession"])
+        serde_json::json!([
+            "CreatedThisRun",
+            "StoredId",
+            "OwnerLabel",
+            "OwnSession",
+            "ImportedFrom"
+        ])
     );
 }
 

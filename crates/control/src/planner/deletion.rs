@@ -115,6 +115,7 @@ fn evidence_words(evidence: &[Evidence]) -> String {
             Evidence::StoredId => "stored id",
             Evidence::OwnerLabel => "owner label",
             Evidence::OwnSession => "our own stale session",
+            Evidence::ImportedFrom => "imported from GARM",
             _ => "evidence this version does not name",
         })
         .collect();

@@ -47,6 +47,9 @@ pub struct DeclaredScaleSet {
     pub entity: EntityKind,
     /// The desired scale set (`runner_group.id` is ignored: the store caches it).
     pub spec: ScaleSetSpec,
+    /// The takeover note of a scale set imported from GARM (`scalesetctl import garm`):
+    /// evidence for the GitHub set with its id and name.
+    pub takeover: Option<scaleset_adopt::Takeover>,
 }
 
 impl DeclaredScaleSet {
@@ -190,6 +193,9 @@ pub enum Reason {
         github_id: u64,
         /// The evidence seen (empty under policy `any`).
         evidence: Vec<Evidence>,
+        /// The GARM controller id of a takeover note that vouched for it
+        /// ([`Evidence::ImportedFrom`]).
+        imported_from: Option<String>,
     },
     /// Adopt: the adoption machine would patch GitHub's drifted scale set (`repair = true`).
     AdoptRepairing {
@@ -267,10 +273,16 @@ impl fmt::Display for Reason {
             Self::Adoptable {
                 github_id,
                 evidence,
-            } => write!(
-                f,
-                "GitHub's scale set {github_id} is adopted on evidence {evidence:?}"
-            ),
+                imported_from,
+            } => {
+                if let Some(garm) = imported_from {
+                    write!(f, "imported from GARM {garm}: ")?;
+                }
+                write!(
+                    f,
+                    "GitHub's scale set {github_id} is adopted on evidence {evidence:?}"
+                )
+            }
             Self::AdoptRepairing { github_id } => write!(
                 f,
                 "GitHub's scale set {github_id} is ours but drifted; repair is on, so adoption \
@@ -796,6 +808,7 @@ fn preview(
         probe: false,
         identity: input.identity.clone(),
         retry: RetryBounds::default(),
+        takeover: declared.takeover.clone(),
     });
     let mut step = machine.start();
     // The machine ends in a bounded number of steps (rule 8); the bound here only keeps a
@@ -811,6 +824,11 @@ fn preview(
                     Action::Adopt,
                     Reason::Adoptable {
                         github_id: id,
+                        imported_from: declared
+                            .takeover
+                            .as_ref()
+                            .filter(|_| evidence.contains(&Evidence::ImportedFrom))
+                            .map(|note| note.controller_id.clone()),
                         evidence,
                     },
                 );
@@ -827,10 +845,20 @@ fn preview(
                 );
             }
             Step::Do(Command::Create(_)) => return (Action::Create, Reason::NotOnGitHub),
+            // An imported set is patched to carry our owner label (and the file's settings):
+            // the takeover note is the reason, not a repair.
             Step::Do(Command::Update {
                 id: GitHubId(id), ..
             }) => {
-                return (Action::Adopt, Reason::AdoptRepairing { github_id: id });
+                let reason = match &declared.takeover {
+                    Some(note) if note.github_id == GitHubId(id) => Reason::Adoptable {
+                        github_id: id,
+                        evidence: vec![Evidence::ImportedFrom],
+                        imported_from: Some(note.controller_id.clone()),
+                    },
+                    _ => Reason::AdoptRepairing { github_id: id },
+                };
+                return (Action::Adopt, reason);
             }
             Step::Do(Command::OpenSession {
                 id: GitHubId(id), ..
@@ -895,8 +923,12 @@ impl Hasher {
             Reason::Adoptable {
                 github_id,
                 evidence,
+                imported_from,
             } => {
                 self.field(&github_id.to_string());
+                if let Some(garm) = imported_from {
+                    self.field(garm);
+                }
                 // Evidence and refusals as their serialized data (the adoption machine's own
                 // names and values; never their `Display` text).
                 self.field(&serde_json::to_string(evidence).unwrap_or_default());

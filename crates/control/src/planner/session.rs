@@ -78,6 +78,14 @@ pub(crate) fn held_by(conflict: &Conflict<'_>) -> HeldBy {
     }
 }
 
+/// Whether `owner` is GARM's session owner, `garm-<controller id>` (observed in
+/// `shared/reference/garm`: GARM holds every scale set's session under it).
+pub(crate) fn is_garm_owner(owner: &str) -> bool {
+    owner
+        .strip_prefix("garm-")
+        .is_some_and(|id| uuid::Uuid::parse_str(id).is_ok())
+}
+
 impl HeldBy {
     /// Whether the holder may be this controller's own session (then it expires by itself and
     /// is rechecked on the short schedule).
@@ -95,6 +103,12 @@ impl HeldBy {
             recheck.as_secs().max(1)
         );
         match self {
+            Self::Another(owner) if is_garm_owner(owner) => format!(
+                "GARM still runs: stop it first. GARM's listener ({owner:?}) holds the message \
+                 session of this scale set, imported from GARM; stop GARM (after a crash, wait \
+                 for GitHub to drop its session, about {EXPECTED_EXPIRY_MINUTES} minutes) and \
+                 serving resumes by itself. Nothing was deleted"
+            ),
             Self::Another(owner) => format!(
                 "another listener ({owner:?}) holds the message session; stop it, or choose \
                  another scale-set name. Nothing was deleted"
@@ -175,6 +189,27 @@ mod tests {
             recorded_deleted: false,
             own_create_failed: false,
         }
+    }
+
+    #[test]
+    fn a_session_held_by_garm_says_stop_it_first_and_deletes_nothing() {
+        let garm = "garm-89a4130b-9de1-47c5-8ca8-e2640daa0e13";
+        assert!(is_garm_owner(garm));
+        assert!(!is_garm_owner("garm-not-a-uuid"));
+        assert!(!is_garm_owner("89a4130b-9de1-47c5-8ca8-e2640daa0e13"));
+        assert!(!is_garm_owner("other-controller"));
+        let held = held_by(&conflict(Some(garm)));
+        assert_eq!(held, HeldBy::Another(garm.to_owned()));
+        assert!(!held.may_be_ours());
+        let reason = held.reason(Duration::from_secs(30));
+        assert!(
+            reason.starts_with("GARM still runs: stop it first."),
+            "{reason}"
+        );
+        assert!(reason.contains(garm), "{reason}");
+        assert!(reason.ends_with("Nothing was deleted"), "{reason}");
+        let other = HeldBy::Another("garm-x".to_owned()).reason(Duration::from_secs(30));
+        assert!(other.starts_with("another listener"), "{other}");
     }
 
     #[test]

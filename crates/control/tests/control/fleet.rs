@@ -21,6 +21,7 @@ backend_tests!(
     plan_previews_create_adopt_and_refuse_from_github,
     the_worker_apply_stores_declared_scale_sets_once,
     issue_29_item_9_plan_and_apply_refuse_every_bad_spec_as_the_parser_does,
+    issue_37_an_imported_garm_set_is_planned_and_stored_as_adopted_by_its_note,
 );
 
 /// Plans `fleet` against the harness's store and `lookup`.
@@ -58,6 +59,7 @@ fn declared(h: &Harness, name: &str) -> DeclaredScaleSet {
             name: "acme".into(),
         },
         spec,
+        takeover: None,
     }
 }
 
@@ -174,6 +176,7 @@ async fn plan_previews_create_adopt_and_refuse_from_github(db: TestDb) {
         probe: false,
         identity: h.identity.adoption(),
         retry: scaleset_adopt::RetryBounds::default(),
+        takeover: None,
     };
     let run = run_once(&client, input, &NoHooks)
         .await
@@ -296,4 +299,102 @@ async fn issue_29_item_9_plan_and_apply_refuse_every_bad_spec_as_the_parser_does
         }
     }
     assert_eq!(snapshot(h.store.as_ref()).await, before, "nothing written");
+}
+
+/// Issue 37 item 2: a scale set GARM made (no owner label of ours, GARM's live session), declared
+/// with the takeover note `scalesetctl import garm` writes, is an adopt naming GARM in the plan;
+/// apply records the GitHub id the note vouched for; a foreign set of the same name in the
+/// group with another id is not adopted on the note, and nothing is written on GitHub.
+async fn issue_37_an_imported_garm_set_is_planned_and_stored_as_adopted_by_its_note(db: TestDb) {
+    const GARM: &str = "89a4130b-9de1-47c5-8ca8-e2640daa0e13";
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    let garm_owner = format!("garm-{GARM}");
+    let garm_set = h
+        .sim()
+        .create_foreign_scale_set("acme", 1, "linux-small", &garm_owner)
+        .expect("GARM's scale set");
+    // Another controller's set: its name is declared too, with a note for another id.
+    let other = h
+        .sim()
+        .create_foreign_scale_set("acme", 1, "other-ctl", "other-controller")
+        .expect("a foreign scale set");
+    let note = |github_id: i64| {
+        Some(scaleset_adopt::Takeover {
+            controller_id: GARM.into(),
+            github_id: scaleset_adopt::ScaleSetId(u64::try_from(github_id).unwrap()),
+        })
+    };
+    let mut fleet = declared_fleet(&h);
+    fleet.scale_sets.push(DeclaredScaleSet {
+        takeover: note(garm_set.scale_set_id),
+        ..declared(&h, "linux-small")
+    });
+    fleet.scale_sets.push(DeclaredScaleSet {
+        takeover: note(garm_set.scale_set_id),
+        ..declared(&h, "other-ctl")
+    });
+    let github_before = h.sim().state().scale_sets;
+
+    let plan = plan_of(&h, &GitHubLookup::new(), &fleet, false).await;
+    let step = |name: &str| {
+        plan.scale_sets
+            .iter()
+            .find(|s| s.key.name == name)
+            .expect("a step")
+            .clone()
+    };
+    let imported = step("linux-small");
+    assert_eq!(imported.action, Action::Adopt, "{}", imported.reason);
+    assert!(
+        imported.reason.to_string().starts_with(&format!(
+            "imported from GARM {GARM}: GitHub's scale set {}",
+            garm_set.scale_set_id
+        )),
+        "{}",
+        imported.reason
+    );
+    let foreign = step("other-ctl");
+    assert_eq!(foreign.action, Action::Refuse, "{}", foreign.reason);
+    assert!(
+        !foreign.reason.to_string().contains("imported from GARM"),
+        "{}",
+        foreign.reason
+    );
+
+    apply_with(&h, &GitHubLookup::new(), &fleet, &plan.digest)
+        .await
+        .expect("apply");
+    let rows = h.store.list_scale_sets(None).await.expect("scale sets");
+    let row = rows
+        .iter()
+        .find(|s| s.spec.name == "linux-small")
+        .expect("stored");
+    assert_eq!(row.github_id, Some(garm_set.scale_set_id));
+    assert_eq!(row.provenance, Some(scaleset_store::Provenance::Adopted));
+    assert_eq!(row.evidence, vec![scaleset_adopt::Evidence::ImportedFrom]);
+    assert!(rows.iter().all(|s| s.spec.name != "other-ctl"));
+    // Nothing was created, deleted or relabelled on GitHub by plan or apply; GARM's and the
+    // other controller's sessions are untouched.
+    let github_after = h.sim().state().scale_sets;
+    assert_eq!(github_after.len(), github_before.len());
+    for (before, after) in github_before.iter().zip(&github_after) {
+        let owner = |s: &scaleset_sim::ScaleSetInfo| {
+            s.session.as_ref().map(|session| session.owner_name.clone())
+        };
+        assert_eq!(
+            (before.id, &before.name, &before.labels, owner(before)),
+            (after.id, &after.name, &after.labels, owner(after))
+        );
+    }
+    let session_of = |id: i64| {
+        h.sim()
+            .state()
+            .scale_set(id)
+            .and_then(|s| s.session.as_ref().map(|session| session.owner_name.clone()))
+    };
+    assert_eq!(session_of(garm_set.scale_set_id), Some(garm_owner));
+    assert_eq!(
+        session_of(other.scale_set_id),
+        Some("other-controller".to_owned())
+    );
 }

@@ -255,3 +255,139 @@ async fn repeated_slashes_are_collapsed_before_routing() -> Result<()> {
     assert_eq!(counts.get("get_message"), Some(&1));
     sim.stop().await
 }
+
+/// GARM resolves every runner group but `Default` through REST (shared/reference/garm: its
+/// `GET /orgs/{org}/actions/runner-groups?per_page=100` got 404 from the simulator, so it could
+/// not create a scale set in another group). Served in GitHub's shape, with the ids the Actions
+/// service uses for the same groups.
+#[tokio::test]
+async fn rest_runner_groups_are_listed_as_github_lists_them_for_garm() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let spare = sim.sim.create_runner_group("acme", "spare")?;
+    let gpu = sim.sim.create_runner_group("acme", "gpu runners")?;
+    let answer = get_as(
+        &sim.url("/api/v3/orgs/acme/actions/runner-groups?per_page=100"),
+        PAT,
+    )
+    .await?;
+    assert_eq!(answer.status, 200);
+    assert!(
+        answer.headers.get("link").is_none(),
+        "one page needs no Link"
+    );
+    let json = answer.json()?;
+    assert_eq!(json["total_count"], 3);
+    let groups = json["runner_groups"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let listed: Vec<(i64, &str, bool)> = groups
+        .iter()
+        .map(|g| {
+            (
+                g["id"].as_i64().unwrap_or_default(),
+                g["name"].as_str().unwrap_or_default(),
+                g["default"].as_bool().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        vec![
+            (1, "Default", true),
+            (spare, "spare", false),
+            (gpu, "gpu runners", false)
+        ]
+    );
+    // Every field of the captured answer, with the runners URL under the caller's origin.
+    assert_eq!(
+        keys(&groups[2]),
+        BTreeSet::from([
+            "allows_public_repositories",
+            "default",
+            "id",
+            "inherited",
+            "name",
+            "restricted_to_workflows",
+            "runners_url",
+            "selected_workflows",
+            "visibility",
+            "workflow_restrictions_read_only",
+        ])
+    );
+    assert_eq!(
+        groups[2]["runners_url"],
+        sim.url(&format!(
+            "/api/v3/orgs/acme/actions/runner-groups/{gpu}/runners"
+        ))
+    );
+    assert_eq!(sim.sim.request_count("rest_runner_groups"), 1);
+    // Authenticated like every runner-admin REST call; an unknown organization is 404.
+    let anonymous = get(&sim.url("/api/v3/orgs/acme/actions/runner-groups")).await?;
+    assert_eq!(anonymous.status, 401);
+    let unknown = get_as(&sim.url("/api/v3/orgs/nobody/actions/runner-groups"), PAT).await?;
+    assert_eq!(unknown.status, 404);
+    // A repository has no runner groups.
+    let repo = get_as(
+        &sim.url("/api/v3/repos/acme/widgets/actions/runner-groups"),
+        PAT,
+    )
+    .await?;
+    assert_eq!(repo.status, 404);
+    sim.stop().await
+}
+
+#[tokio::test]
+async fn rest_runner_groups_page_with_link_headers_and_serve_enterprises() -> Result<()> {
+    let sim = TestSim::default().await?;
+    for name in ["b", "c", "d", "e"] {
+        sim.sim.create_runner_group("acme", name)?;
+    }
+    let url = sim.url("/api/v3/orgs/acme/actions/runner-groups");
+    let first = get_as(&format!("{url}?per_page=2"), PAT).await?;
+    assert_eq!(first.status, 200);
+    let json = first.json()?;
+    assert_eq!(json["total_count"], 5);
+    assert_eq!(json["runner_groups"].as_array().map(Vec::len), Some(2));
+    let link = first
+        .headers
+        .get("link")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(
+        link,
+        format!("<{url}?per_page=2&page=2>; rel=\"next\", <{url}?per_page=2&page=3>; rel=\"last\"")
+    );
+    let last = get_as(&format!("{url}?per_page=2&page=3"), PAT).await?;
+    let json = last.json()?;
+    assert_eq!(json["runner_groups"][0]["name"], "e");
+    assert_eq!(json["runner_groups"].as_array().map(Vec::len), Some(1));
+    let link = last
+        .headers
+        .get("link")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(
+        link,
+        format!(
+            "<{url}?per_page=2&page=2>; rel=\"prev\", <{url}?per_page=2&page=1>; rel=\"first\""
+        )
+    );
+
+    let enterprise = get_as(
+        &sim.url("/api/v3/enterprises/acme-corp/actions/runner-groups"),
+        PAT,
+    )
+    .await?;
+    assert_eq!(enterprise.status, 200);
+    let json = enterprise.json()?;
+    assert_eq!(json["runner_groups"][0]["name"], "Default");
+    assert_eq!(
+        json["runner_groups"][0]["selected_organizations_url"],
+        sim.url("/api/v3/enterprises/acme-corp/actions/runner-groups/1/organizations")
+    );
+    assert!(json["runner_groups"][0].get("inherited").is_none());
+    sim.stop().await
+}

@@ -93,6 +93,7 @@ pub(crate) fn creation(github_id: u64) -> scaleset_store::Creation {
             ControllerId::parse("3f2a9c1e-77b0-4d4e-9a55-0123456789ab").expect("a uuid"),
         ),
         retry: RetryBounds::default(),
+        takeover: None,
     };
     let mut created: Vec<ScaleSet> = Vec::new();
     let mut machine = Machine::new(input);

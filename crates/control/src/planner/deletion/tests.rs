@@ -28,6 +28,7 @@ pub(crate) fn creation(github_id: u64) -> Creation {
             ControllerId::parse("3f2a9c1e-77b0-4d4e-9a55-0123456789ab").expect("a uuid"),
         ),
         retry: RetryBounds::default(),
+        takeover: None,
     });
     let mut step = machine.start();
     let mut created = Vec::new();
@@ -171,9 +172,10 @@ fn evidence_reads_as_words() {
             Evidence::CreatedThisRun,
             Evidence::StoredId,
             Evidence::OwnerLabel,
-            Evidence::OwnSession
+            Evidence::OwnSession,
+            Evidence::ImportedFrom
         ]),
-        "created by this run, stored id, owner label, our own stale session"
+        "created by this run, stored id, owner label, our own stale session, imported from GARM"
     );
 }
 

@@ -52,6 +52,7 @@ fn declared(name: &str, credentials: &str) -> DeclaredScaleSet {
         credentials: credentials.into(),
         entity: org("acme"),
         spec: spec(name),
+        takeover: None,
     }
 }
 
@@ -464,11 +465,93 @@ fn our_owner_label_on_github_is_an_adopt() {
     );
     assert_eq!(step.action, Action::Adopt);
     assert!(
-        matches!(&step.reason, Reason::Adoptable { github_id: 42, evidence } if evidence.contains(&Evidence::OwnerLabel)),
+        matches!(&step.reason, Reason::Adoptable { github_id: 42, evidence, .. } if evidence.contains(&Evidence::OwnerLabel)),
         "{:?}",
         step.reason
     );
     assert_eq!(step.changes.len(), 18);
+}
+
+const GARM: &str = "89a4130b-9de1-47c5-8ca8-e2640daa0e13";
+
+fn imported(name: &str, github_id: u64) -> DeclaredScaleSet {
+    DeclaredScaleSet {
+        takeover: Some(scaleset_adopt::Takeover {
+            controller_id: GARM.into(),
+            github_id: GitHubId(github_id),
+        }),
+        ..declared(name, "main")
+    }
+}
+
+#[test]
+fn an_imported_garm_set_is_an_adopt_naming_garm_and_needs_no_repair_flag() {
+    let s = stored(&[]);
+    // GARM's set carries no owner label of ours: adopting it adds ours (a patch), which the
+    // plan shows as the import, not as a repair.
+    let step = one(
+        &fleet(vec![imported("web", 42)]),
+        &s.world,
+        Some(listed(vec![github(42, "web", &[])])),
+    );
+    assert_eq!(step.action, Action::Adopt);
+    assert_eq!(
+        step.reason,
+        Reason::Adoptable {
+            github_id: 42,
+            evidence: vec![Evidence::ImportedFrom],
+            imported_from: Some(GARM.into()),
+        }
+    );
+    assert!(
+        step.reason
+            .to_string()
+            .starts_with(&format!("imported from GARM {GARM}: GitHub's scale set 42")),
+        "{}",
+        step.reason
+    );
+    // Already labelled ours: no patch, both proofs shown.
+    let step = one(
+        &fleet(vec![imported("web", 42)]),
+        &s.world,
+        Some(listed(vec![github(42, "web", &[&owner_label(OURS)])])),
+    );
+    assert_eq!(
+        step.reason,
+        Reason::Adoptable {
+            github_id: 42,
+            evidence: vec![Evidence::OwnerLabel, Evidence::ImportedFrom],
+            imported_from: Some(GARM.into()),
+        }
+    );
+}
+
+#[test]
+fn a_takeover_note_for_another_id_vouches_for_nothing() {
+    let s = stored(&[]);
+    // The same name under another GitHub id (GARM's set was replaced): not what was imported.
+    let step = one(
+        &fleet(vec![imported("web", 41)]),
+        &s.world,
+        Some(listed(vec![github(42, "web", &[])])),
+    );
+    assert_eq!(step.action, Action::Refuse);
+    assert_eq!(step.reason.code(), "adoption_refused");
+    // A drifted set of ours with a note for another id is a plain repair.
+    let mut spec = spec("web");
+    spec.repair = true;
+    let mut other = imported("web", 41);
+    other.spec = spec;
+    let step = one(
+        &fleet(vec![other]),
+        &s.world,
+        Some(listed(vec![github(
+            42,
+            "web",
+            &[&owner_label(OURS), "extra"],
+        )])),
+    );
+    assert_eq!(step.reason, Reason::AdoptRepairing { github_id: 42 });
 }
 
 #[test]
@@ -763,6 +846,12 @@ fn issue_30_7_rewording_a_reason_keeps_the_digest_and_changing_its_data_does_not
     let adoptable = |github_id, evidence| Reason::Adoptable {
         github_id,
         evidence,
+        imported_from: None,
+    };
+    let imported = |garm: &str| Reason::Adoptable {
+        github_id: 42,
+        evidence: vec![Evidence::ImportedFrom],
+        imported_from: Some(garm.to_owned()),
     };
     let differing = [
         (Reason::NotOnGitHub, Reason::NoRunnerGroup),
@@ -781,6 +870,11 @@ fn issue_30_7_rewording_a_reason_keeps_the_digest_and_changing_its_data_does_not
         (
             adoptable(42, vec![]),
             adoptable(42, vec![Evidence::OwnerLabel]),
+        ),
+        (imported("garm-a"), imported("garm-b")),
+        (
+            imported("garm-a"),
+            adoptable(42, vec![Evidence::ImportedFrom]),
         ),
         (
             Reason::AdoptRepairing { github_id: 42 },
@@ -1045,7 +1139,7 @@ proptest! {
         let mut f = fleet(vec![]);
         f.credentials.push(new_credentials("other", "ghp_o"));
         for (spec, other) in declared_specs {
-            let d = DeclaredScaleSet { credentials: if other { "other" } else { "main" }.into(), entity: org("acme"), spec };
+            let d = DeclaredScaleSet { credentials: if other { "other" } else { "main" }.into(), entity: org("acme"), spec, takeover: None };
             if !f.scale_sets.iter().any(|x| x.key() == d.key()) {
                 f.scale_sets.push(d);
             }
