@@ -324,6 +324,8 @@ impl Runners<'_> {
                         let metrics = &self.shared.metrics;
                         metrics.count(&metrics.bootstrap_failures, self.scale_set.id);
                         tracing::warn!(runner = %name, error = %chain(&e), "instance create failed; removing the runner from GitHub");
+                        // The provider's own words, for the status page's "provider failing".
+                        let said = chain(&e).to_string();
                         // Contained (issue 33 item 3): the provider is backed off and the scale
                         // set flagged once it keeps failing; the task keeps listening.
                         self.provider_failed(&self.provider_error("creating an instance")(e))
@@ -336,7 +338,7 @@ impl Runners<'_> {
                             .map_err(store("reading an instance"))?;
                         self.shared
                             .store
-                            .set_provider_error(self.lease, Some(&chain(&e).to_string()))
+                            .set_provider_error(self.lease, Some(&said))
                             .await
                             .map_err(store("recording the provider's failure"))?;
                         return self.remove_everywhere(&instance).await;

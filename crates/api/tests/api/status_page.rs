@@ -44,6 +44,9 @@ fn spec(name: &str) -> ScaleSetSpec {
         enabled: true,
         adoption_policy: AdoptionPolicy::Owned,
         repair: false,
+        scale_down_delay: Duration::ZERO,
+        max_idle_lifetime: Duration::ZERO,
+        max_lifetime: Duration::ZERO,
     }
 }
 
