@@ -104,8 +104,13 @@ async fn every_metric_the_dashboard_queries_is_exported_by_a_running_worker() {
         "scaleset_scale_sets",
         "scaleset_jobs_seen_total",
         "scaleset_runners",
-        "scaleset_message_lag_seconds_bucket",
+        "scaleset_scale_set_jobs_waiting",
+        "scaleset_job_queued_to_runner_requested_seconds_bucket",
+        "scaleset_runner_requested_to_online_seconds_bucket",
         "scaleset_github_calls_total",
+        "scaleset_provider_calls_total",
+        "scaleset_provider_failures_total",
+        "scaleset_leases_held",
     ] {
         assert!(
             named.contains(metric),
