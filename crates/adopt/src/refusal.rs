@@ -3,8 +3,9 @@
 
 use std::fmt;
 
-use crate::scale_set::{RunnerGroupId, ScaleSetId, ScaleSetRef};
+use crate::scale_set::{RunnerGroupId, ScaleSet, ScaleSetId, ScaleSetRef};
 use crate::settings::Settings;
+use crate::takeover::Takeover;
 
 /// Why the machine refused. Refusals are final for this configuration: retrying will not
 /// change them until the operator (or the other owner) acts.
@@ -356,4 +357,16 @@ fn refs(sets: &[ScaleSetRef]) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+impl Takeover {
+    /// A session conflict on `set` held by `owner`: the old manager's owner means it still
+    /// runs, refused with the remedy to stop it (never a reason to delete anything). Any other
+    /// owner is not this note's business (`None`).
+    pub fn conflict(&self, set: &ScaleSet, owner: &str) -> Option<Refusal> {
+        (owner == self.session_owner()).then(|| Refusal::ImportedStillRunning {
+            scale_set: set.to_ref(),
+            owner: owner.to_owned(),
+        })
+    }
 }

@@ -1,9 +1,10 @@
 //! A takeover note: the operator imported this scale set from another manager (GARM), which
 //! ran it under a known GitHub id. The note is evidence of ownership for that one scale set
 //! (`Evidence::ImportedFrom`), and it names the session owner the old manager listens under,
-//! so that a session conflict naming it is refused with the remedy "stop it first".
+//! so that a session conflict naming it is refused with the remedy "stop it first"
+//! ([`Takeover::conflict`], beside the refusal it makes in `refusal.rs`: this module is read by
+//! `input`, which `refusal` reaches through `settings`, so it cannot name `Refusal`).
 
-use crate::refusal::Refusal;
 use crate::scale_set::{ScaleSet, ScaleSetId};
 
 /// Where an imported scale set came from.
@@ -27,15 +28,5 @@ impl Takeover {
     /// same-name set under another id, is not what was imported).
     pub fn vouches_for(&self, set: &ScaleSet, name: &str) -> bool {
         set.id == self.github_id && set.name == name
-    }
-
-    /// A session conflict on `set` held by `owner`: the old manager's owner means it still
-    /// runs, refused with the remedy to stop it (never a reason to delete anything). Any other
-    /// owner is not this note's business (`None`).
-    pub fn conflict(&self, set: &ScaleSet, owner: &str) -> Option<Refusal> {
-        (owner == self.session_owner()).then(|| Refusal::ImportedStillRunning {
-            scale_set: set.to_ref(),
-            owner: owner.to_owned(),
-        })
     }
 }

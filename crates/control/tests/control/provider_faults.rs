@@ -45,7 +45,15 @@ async fn issue_33_3_a_failing_create_flags_the_set_with_the_providers_message_an
         reason.contains("in a row"),
         "says it keeps failing: {reason}"
     );
-    assert!(h.events().await.iter().any(|e| e == "provider_failing"));
+    // The state is written before its event (`record`): wait for the event too.
+    eventually("the provider_failing event", || async {
+        h.events()
+            .await
+            .iter()
+            .any(|e| e == "provider_failing")
+            .then_some(())
+    })
+    .await;
     assert_eq!(h.stored().await.state, ScaleSetState::Error);
     assert!(
         h.sim()
