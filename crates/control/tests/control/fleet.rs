@@ -322,6 +322,8 @@ async fn issue_37_an_imported_garm_set_is_planned_and_stored_as_adopted_by_its_n
         Some(scaleset_adopt::Takeover {
             controller_id: GARM.into(),
             github_id: scaleset_adopt::ScaleSetId(u64::try_from(github_id).unwrap()),
+            pool_id: None,
+            runner_prefix: None,
         })
     };
     let mut fleet = declared_fleet(&h);
