@@ -32,12 +32,12 @@ use crate::ensure::record;
 use crate::error::{Error, chain, store};
 use crate::identity::runner_name;
 use crate::planner::provider_backoff::Attention;
-use crate::planner::takeover::Inherited;
 use crate::planner::reconcile::{
     AfterRemoval, Bootstrap, Life, Limits, Recovery, Retire, Served, after_removal, bootstrap,
     deadline_due, job_waits, lifecycle, owns_found_runner, recovered_creating,
     recovered_registered, recovery, retires_completed, teardown,
 };
+use crate::planner::takeover::Inherited;
 use crate::planner::{PlanInput, RunnerPhase, RunnerView, plan};
 use crate::shared::Shared;
 

@@ -103,9 +103,14 @@ fn every_wrong_part_of_a_note_is_named() {
     assert!(parse(&format!("from = \"garm\"\n{good}\npool_id = \"\"")).is_err());
     assert!(parse(&format!("from = \"ga\"\n{good}")).is_err());
     for prefix in ["", " ", "g pu"] {
-        let problems =
-            parse(&format!("from = \"garm\"\n{good}\nrunner_prefix = \"{prefix}\"")).unwrap_err();
-        assert_eq!(problems[0].key, "scale_set[0].takeover.runner_prefix", "{prefix:?}");
+        let problems = parse(&format!(
+            "from = \"garm\"\n{good}\nrunner_prefix = \"{prefix}\""
+        ))
+        .unwrap_err();
+        assert_eq!(
+            problems[0].key, "scale_set[0].takeover.runner_prefix",
+            "{prefix:?}"
+        );
     }
 }
 

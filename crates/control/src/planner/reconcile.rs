@@ -147,9 +147,7 @@ pub(crate) fn reconcile<'a>(world: &World<'a>) -> Vec<Action<'a>> {
                 .is_some_and(|garm| r.name.starts_with(garm.prefix))
     };
     for runner in world.runners.iter().filter(ours).filter(|r| {
-        prefixed(r)
-            && !world.recorded.contains(&r.name)
-            && !on_provider.contains(r.name.as_str())
+        prefixed(r) && !world.recorded.contains(&r.name) && !on_provider.contains(r.name.as_str())
     }) {
         actions.push(if is_busy(runner) {
             Action::AwaitJob(runner)

@@ -12,8 +12,8 @@ use scaleset_provider::{
     Command, EnvAllowList, Error, ExternalProvider, InstanceId, InstanceStatus, InterfaceVersion,
     OutputProblem, Pool, PoolKey, Provider, SecretString,
 };
-use uuid::Uuid;
 use tracing::instrument::WithSubscriber as _;
+use uuid::Uuid;
 
 use crate::helpers::{
     CONTROLLER, Call, JIT, Recorder, TOKEN, config, env_of, eventually, instance_json, pool,
@@ -1094,10 +1094,9 @@ async fn a_garm_pool_is_listed_and_deleted_with_garms_controller_id() {
         "provider",
         "case \"$GARM_COMMAND\" in\n ListInstances) echo '[]' ;;\n esac",
     );
-    let taken_over = Pool::new(
-        PoolKey::parse("linux-small-df2a9b56-d0d9-4e79-ad71-44d114828592").expect("key"),
-    )
-    .of_controller(garm);
+    let taken_over =
+        Pool::new(PoolKey::parse("linux-small-df2a9b56-d0d9-4e79-ad71-44d114828592").expect("key"))
+            .of_controller(garm);
     for version in [InterfaceVersion::V010, InterfaceVersion::V011] {
         let provider = provider(config(&exe, version));
         provider.list(&taken_over).await.expect("list");

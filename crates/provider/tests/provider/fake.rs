@@ -256,7 +256,9 @@ async fn a_planted_garm_instance_is_listed_by_its_pool_and_controller() {
     let garm = Uuid::from_u128(0x89a4_130b_9de1_47c5_8ca8_e264_0daa_0e13);
     let provider = FakeProvider::new(CONTROLLER);
     let key = PoolKey::parse("gpu-big-df2a9b56").expect("key");
-    let provider_id = provider.cloud().plant(garm, key.clone(), "gpu-g4wrcxxlxiik");
+    let provider_id = provider
+        .cloud()
+        .plant(garm, key.clone(), "gpu-g4wrcxxlxiik");
     assert_eq!(provider.cloud().create_calls(), 0);
     let listed = provider
         .list(&Pool::new(key.clone()).of_controller(garm))
