@@ -379,6 +379,9 @@ pub(crate) fn import(snapshot: &Snapshot) -> Import {
             "pool_id = {}",
             quoted(&pseudo_pool_id(&set.name, owner.garm_id))
         );
+        // GARM's prefix for the set: its runners on GitHub are recognised by it even if the
+        // operator changes the set's own runner_prefix.
+        let _ = writeln!(body, "runner_prefix = {}", quoted(prefix));
         if !set.os_type.is_empty() || !set.os_arch.is_empty() {
             out.not_carried.push(format!(
                 "scale set {:?}: os_type {:?} / os_arch {:?} (scaleset's providers take the \

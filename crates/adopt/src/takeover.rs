@@ -15,6 +15,16 @@ pub struct Takeover {
     pub controller_id: String,
     /// The GitHub scale-set id it ran the set under.
     pub github_id: ScaleSetId,
+    /// The pool id the old manager tagged the set's provider instances with (GARM's
+    /// `<scale set name>-<entity id>`), when known. The machine does not read it: the
+    /// controller lists the old manager's instances under it, to take over the running ones.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub pool_id: Option<String>,
+    /// The old manager's runner-name prefix for the set (GARM's `runner_prefix`, `garm` by
+    /// default), when known: its runners on GitHub are recognised by it. Not read by the
+    /// machine either.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub runner_prefix: Option<String>,
 }
 
 impl Takeover {

@@ -158,6 +158,7 @@ pub(crate) struct RawTakeover {
     pub(crate) github_id: Option<i64>,
     pub(crate) garm_id: Option<i64>,
     pub(crate) pool_id: Option<String>,
+    pub(crate) runner_prefix: Option<String>,
 }
 
 /// A fleet on its own: the text `POST /api/v1/plan` and `/apply` take.

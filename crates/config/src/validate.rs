@@ -800,7 +800,7 @@ fn scale_sets(
             let takeover = s
                 .takeover
                 .as_ref()
-                .and_then(|raw| takeover::note(p, &key("takeover"), raw));
+                .and_then(|raw| takeover::note(p, &key("takeover"), raw, spec.runner_prefix()));
             out.push(DeclaredScaleSet {
                 credentials: cred.to_owned(),
                 entity,

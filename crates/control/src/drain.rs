@@ -124,6 +124,7 @@ async fn pass(
         desired: None,
         listed: None,
         assigned: None,
+        inherited: crate::planner::takeover::inherited(scale_set.takeover.as_ref(), github_id),
     };
     let left = runners.drain().await?;
     let name = &scale_set.spec.name;

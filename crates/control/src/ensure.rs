@@ -123,7 +123,9 @@ pub(crate) async fn ensure(
         probe: false,
         identity: shared.identity.adoption(),
         retry: shared.settings.adoption_retry,
-        takeover: None,
+        // An imported set's note is evidence on every ensure, not only at the plan's apply:
+        // the worker's ensure adds our owner label to GARM's set after adopting it.
+        takeover: scale_set.takeover.clone(),
     };
     input.retry.attempt = attempt;
     let run = run_once(client, input, &EnsureHooks { shared, id, cancel }).await?;

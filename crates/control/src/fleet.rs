@@ -444,6 +444,9 @@ async fn execute(store: &dyn Store, fleet: &Fleet, plan: FleetPlan) -> Result<Ap
                     row.github_id = Some(id);
                     row.provenance = Some(scaleset_store::Provenance::Adopted);
                     row.evidence.clone_from(evidence);
+                    // Kept, so that every ensure by the worker sees the same evidence (and adds
+                    // our owner label) and GARM's running instances are found by its pool id.
+                    row.takeover.clone_from(&declared.takeover);
                     row = store
                         .update_scale_set(&row)
                         .await
@@ -488,6 +491,9 @@ async fn execute(store: &dyn Store, fleet: &Fleet, plan: FleetPlan) -> Result<Ap
                 let cached = row.spec.runner_group.id;
                 row.spec = declared.spec.clone();
                 row.spec.runner_group.id = cached;
+                if declared.takeover.is_some() {
+                    row.takeover.clone_from(&declared.takeover);
+                }
                 store
                     .update_scale_set(&row)
                     .await

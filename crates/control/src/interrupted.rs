@@ -107,6 +107,7 @@ mod tests {
             provenance: None,
             evidence: Vec::new(),
             refusal: None,
+            takeover: None,
             state: ScaleSetState::Pending,
             state_reason: String::new(),
             last_message_id: 0,

@@ -21,6 +21,7 @@ pub(crate) mod provider_backoff;
 pub(crate) mod reconcile;
 pub(crate) mod session;
 pub(crate) mod superseded;
+pub(crate) mod takeover;
 
 /// Where one of our runners is, as the planner sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -37,6 +37,7 @@ use crate::planner::reconcile::{
     deadline_due, job_waits, lifecycle, owns_found_runner, recovered_creating,
     recovered_registered, recovery, retires_completed, teardown,
 };
+use crate::planner::takeover::Inherited;
 use crate::planner::{PlanInput, RunnerPhase, RunnerView, plan};
 use crate::shared::Shared;
 
@@ -74,6 +75,9 @@ pub(crate) struct Runners<'a> {
     /// `totalAssignedJobs` of the last statistics this task planned from (whether a job waits
     /// for an idle runner; unknown before the first plan).
     pub(crate) assigned: Option<i64>,
+    /// GARM's pool and runner prefix, when this GitHub scale set was taken over from GARM
+    /// ([`crate::planner::takeover::inherited`]).
+    pub(crate) inherited: Option<Inherited>,
 }
 
 /// How long a runner has been idle at `now`: a `running` row was last written when it became
@@ -127,6 +131,15 @@ impl Runners<'_> {
             provider,
             during,
             source,
+        }
+    }
+
+    /// The pool a row's instance lives in: GARM's (with GARM's controller id) for a runner
+    /// taken over from GARM, else the served one.
+    pub(crate) fn pool_of(&self, instance: &Instance) -> &Pool {
+        match &self.inherited {
+            Some(garm) if garm.pool.key.as_str() == instance.pool_key => &garm.pool,
+            _ => &self.pool,
         }
     }
 
@@ -537,6 +550,7 @@ impl Runners<'_> {
                 max_lifetime: spec.max_lifetime,
             },
             job_waits: job_waits(self.assigned, busy),
+            inherited: self.inherited.as_ref().map(|garm| garm.pool.key.as_str()),
         };
         let reports = self.shared.settings.instance_urls().is_some();
         let mut retire = Vec::new();
@@ -633,7 +647,7 @@ impl Runners<'_> {
             }
             let deleted = self
                 .provider
-                .delete(&self.pool, &instance_id(instance)?)
+                .delete(self.pool_of(instance), &instance_id(instance)?)
                 .await;
             match deleted {
                 Ok(()) => self.provider_succeeded().await?,

@@ -199,6 +199,7 @@ async fn pass(
         desired: None,
         listed: None,
         assigned: None,
+        inherited: crate::planner::takeover::inherited(scale_set.takeover.as_ref(), github_id),
     };
     let mut listener = Listener {
         shared,

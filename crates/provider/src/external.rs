@@ -76,6 +76,19 @@ impl std::fmt::Debug for ExternalProvider {
     }
 }
 
+/// `env` with `GARM_CONTROLLER_ID` naming the controller whose pool it is, when that is not
+/// us ([`Pool::controller_id`]: a pool taken over from GARM).
+fn owned_by(pool: &Pool, mut env: Vec<(String, String)>) -> Vec<(String, String)> {
+    if let Some(controller) = pool.controller_id {
+        for (name, value) in &mut env {
+            if name == "GARM_CONTROLLER_ID" {
+                *value = controller.to_string();
+            }
+        }
+    }
+    env
+}
+
 impl ExternalProvider {
     /// Builds the provider. `env` is where operator-allowed variables are read
     /// from (the process environment in production, a map in tests).
@@ -240,11 +253,14 @@ impl ExternalProvider {
             InterfaceVersion::V010 => None,
             InterfaceVersion::V011 => Some(&pool.key),
         };
-        let env = self.environment(
-            command,
-            Some(pool.extra_specs.as_ref()),
-            pool_key,
-            Some(instance),
+        let env = owned_by(
+            pool,
+            self.environment(
+                command,
+                Some(pool.extra_specs.as_ref()),
+                pool_key,
+                Some(instance),
+            ),
         );
         self.call(
             command,
@@ -364,11 +380,14 @@ impl Provider for ExternalProvider {
 
     async fn list(&self, pool: &Pool) -> Result<Vec<ProviderInstance>, Error> {
         let command = Command::ListInstances;
-        let env = self.environment(
-            command,
-            Some(pool.extra_specs.as_ref()),
-            Some(&pool.key),
-            None,
+        let env = owned_by(
+            pool,
+            self.environment(
+                command,
+                Some(pool.extra_specs.as_ref()),
+                Some(&pool.key),
+                None,
+            ),
         );
         let stdout = self
             .call(command, env, None, "", &[], self.config.timeout)

@@ -94,6 +94,35 @@ impl FakeCloud {
         Self::default()
     }
 
+    /// Puts a running instance named `name` into the cloud as another manager made it
+    /// (tagged with its `controller_id` and `pool`), without a create call or the hook: what
+    /// GARM left running, for takeover tests. Returns its provider id.
+    pub fn plant(&self, controller_id: Uuid, pool: PoolKey, name: &str) -> String {
+        let mut state = self.lock();
+        state.next_id += 1;
+        let provider_id = format!("fake-{:06}", state.next_id);
+        let instance = ProviderInstance {
+            provider_id: provider_id.clone(),
+            name: name.to_owned(),
+            os_type: Some("linux".to_owned()),
+            os_name: Some("fake".to_owned()),
+            os_version: None,
+            os_arch: Some("amd64".to_owned()),
+            addresses: Vec::new(),
+            status: InstanceStatus::Running,
+            provider_fault: None,
+        };
+        state.instances.insert(
+            provider_id.clone(),
+            FakeInstance {
+                instance,
+                controller_id,
+                pool,
+            },
+        );
+        provider_id
+    }
+
     /// A provider acting for `controller_id` in this cloud.
     pub fn provider(&self, controller_id: Uuid) -> FakeProvider {
         FakeProvider {
@@ -361,6 +390,7 @@ impl Provider for FakeProvider {
             .instances
             .values()
             .filter(|i| i.pool == pool.key)
+            .filter(|i| pool.controller_id.is_none_or(|c| c == i.controller_id))
             .map(|i| i.instance.clone())
             .collect())
     }

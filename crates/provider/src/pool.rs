@@ -76,6 +76,10 @@ pub struct Pool {
     pub key: PoolKey,
     /// Provider-specific JSON the operator configured for this pool, if any.
     pub extra_specs: Option<serde_json::Value>,
+    /// The controller the pool's instances were created by, when it is not this one: a pool
+    /// taken over from GARM is listed and its instances deleted with GARM's controller id in
+    /// `GARM_CONTROLLER_ID` (providers may tag and filter by it). `None`: ours.
+    pub controller_id: Option<Uuid>,
 }
 
 impl Pool {
@@ -84,7 +88,15 @@ impl Pool {
         Self {
             key,
             extra_specs: None,
+            controller_id: None,
         }
+    }
+
+    /// The pool of another controller (`controller_id`): see [`Pool::controller_id`].
+    #[must_use]
+    pub fn of_controller(mut self, controller_id: Uuid) -> Self {
+        self.controller_id = Some(controller_id);
+        self
     }
 
     /// Sets the extra specs.

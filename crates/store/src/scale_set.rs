@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use scaleset_adopt::{DeletePermit, Evidence, Refusal};
+use scaleset_adopt::{DeletePermit, Evidence, Refusal, Takeover};
 
 use crate::clock::Timestamp;
 use crate::error::Result;
@@ -285,6 +285,12 @@ pub struct ScaleSet {
     /// The adoption machine's refusal, kept while the state is a refusal (`refused`,
     /// `drifted`, `foreign_session`); the store clears it with any other state.
     pub refusal: Option<Refusal>,
+    /// The takeover note of a scale set imported from GARM (`scalesetctl import garm`, kept
+    /// from the fleet file's `[scale_set.takeover]`): the adoption machine's evidence on every
+    /// ensure (so the worker adds our owner label), and the pool id and runner prefix under
+    /// which GARM's running instances and runners are taken over. Written by
+    /// [`ScaleSetStore::update_scale_set`]; `None` for every other scale set.
+    pub takeover: Option<Takeover>,
     /// The visible state.
     pub state: ScaleSetState,
     /// Why it is in that state, for operators.

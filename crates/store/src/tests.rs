@@ -347,6 +347,7 @@ fn healthy(name: &str) -> ScaleSet {
         provenance: None,
         evidence: Vec::new(),
         refusal: None,
+        takeover: None,
         state: ScaleSetState::Ready,
         state_reason: String::new(),
         last_message_id: 0,

@@ -213,12 +213,17 @@ fn render(out: &Output, plan: &PlanResponse) -> String {
         .iter()
         .map(|s| {
             let (action, tone) = action_text(s.action);
+            // An imported set says so where the action is read (issue 37).
+            let action = match (&s.imported_from, s.action) {
+                (Some(garm), PlanAction::Adopt) => format!("{action} (imported from GARM {garm})"),
+                _ => action.to_owned(),
+            };
             let mut why = s.reason.clone();
             if s.action == PlanAction::Update && !s.changes.is_empty() {
                 why = format!("{why}\n{}", changes_text(&s.changes));
             }
             vec![
-                out.toned(action, tone),
+                out.toned(&action, tone),
                 Cell::new(&s.name),
                 Cell::new(&s.entity),
                 Cell::new(why),

@@ -98,6 +98,9 @@ fn every_captured_scale_set_is_written_with_its_github_id_and_spec() {
         toml::Value::Array(vec!["gpu".into(), "cuda".into()])
     );
     assert_eq!(gpu["runner_prefix"].as_str(), Some("gpu"));
+    // GARM's prefix is in the note too: its runners are recognised by it.
+    assert_eq!(gpu["takeover"]["runner_prefix"].as_str(), Some("gpu"));
+    assert_eq!(linux["takeover"]["runner_prefix"].as_str(), Some("garm"));
     assert_eq!(gpu["disable_update"].as_bool(), Some(true));
     assert_eq!(gpu["bootstrap_timeout"].as_str(), Some("30m"));
     assert_eq!(gpu["image"].as_str(), Some("ubuntu-22.04-cuda"));

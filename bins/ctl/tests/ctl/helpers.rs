@@ -55,6 +55,8 @@ pub(crate) struct Server {
     pub(crate) github: String,
     /// The simulator, to look at GitHub's side and to plant foreign scale sets.
     pub(crate) sim: Simulator,
+    /// The worker's fake cloud, to look at instances and plant another manager's.
+    pub(crate) cloud: FakeCloud,
     runtime: Option<tokio::runtime::Runtime>,
     stop: CancellationToken,
     _dir: tempfile::TempDir,
@@ -75,6 +77,7 @@ impl Server {
             .expect("a runtime");
         let dir = tempfile::tempdir().expect("a temporary directory");
         let stop = CancellationToken::new();
+        let cloud = FakeCloud::new();
         let (url, token, github, sim) = runtime.block_on(async {
             // Short long-poll holds (a stop does not wait out a 50 s poll), busy seen at once,
             // and jobs that run until the test ends them.
@@ -123,7 +126,6 @@ impl Server {
                 ..ControlSettings::default()
             };
             // The worker: a fake cloud whose runners register and take jobs in the simulator.
-            let cloud = FakeCloud::new();
             cloud.on_create({
                 let sim = sim.clone();
                 move |runner: &CreatedRunner| {
@@ -168,6 +170,7 @@ impl Server {
             token,
             github,
             sim,
+            cloud,
             runtime: Some(runtime),
             stop,
             _dir: dir,
@@ -245,6 +248,14 @@ impl Server {
             let found = check();
             async move { found }
         }))
+    }
+
+    /// Runs `future` on the server's runtime (a test's own GitHub client, as GARM's).
+    pub(crate) fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        self.runtime
+            .as_ref()
+            .expect("the runtime runs")
+            .block_on(future)
     }
 
     /// A directory for the test's files (removed with the server).

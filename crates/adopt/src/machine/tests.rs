@@ -1489,6 +1489,8 @@ impl Scenario {
         self.input.takeover = Some(crate::Takeover {
             controller_id: GARM.into(),
             github_id: ScaleSetId(id),
+            pool_id: None,
+            runner_prefix: None,
         });
         self
     }
@@ -1580,6 +1582,8 @@ fn the_note_vouches_only_for_its_id_and_name() {
     let note = crate::Takeover {
         controller_id: GARM.into(),
         github_id: ScaleSetId(5),
+        pool_id: None,
+        runner_prefix: None,
     };
     assert!(note.vouches_for(&bare(5), "ci"));
     assert!(!note.vouches_for(&bare(6), "ci"));
@@ -1593,6 +1597,8 @@ fn a_session_held_by_garm_is_refused_with_stop_it_first_and_others_are_not_its_b
     let note = crate::Takeover {
         controller_id: GARM.into(),
         github_id: ScaleSetId(5),
+        pool_id: None,
+        runner_prefix: None,
     };
     let refusal = note
         .conflict(&bare(5), &format!("garm-{GARM}"))

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::routing::post;
 use axum::{Json, Router};
-use scaleset_control::{Action, Fleet, FleetPlan, GitHubLookup, PlanDigest};
+use scaleset_control::{Action, Fleet, FleetPlan, GitHubLookup, PlanDigest, Reason};
 
 use crate::error::{ApiError, chain};
 use crate::extract::Body;
@@ -200,6 +200,10 @@ pub(crate) fn view(plan: &FleetPlan) -> PlanResponse {
                 reason: s.reason.to_string(),
                 id: s.existing.map(|id| id.0),
                 changes: changes(&s.changes),
+                imported_from: match &s.reason {
+                    Reason::Adoptable { imported_from, .. } => imported_from.clone(),
+                    _ => None,
+                },
             })
             .collect(),
     }

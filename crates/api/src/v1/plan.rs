@@ -119,6 +119,10 @@ pub struct PlannedScaleSet {
     pub id: Option<Uuid>,
     /// The fields written (all of them for create and adopt).
     pub changes: Vec<FieldChange>,
+    /// GARM's controller id, when the scale set is adopted on the takeover note
+    /// `scalesetctl import garm` wrote (`adopt (imported from GARM <id>)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported_from: Option<String>,
 }
 
 /// A plan.

@@ -43,7 +43,20 @@ fn a_note_is_carried_to_the_declared_scale_set() {
         Some(Takeover {
             controller_id: CONTROLLER.into(),
             github_id: ScaleSetId(4),
+            pool_id: Some("gpu-big-x".into()),
+            // No prefix in the note: the scale set's (here its name, none being set).
+            runner_prefix: Some("gpu-big".into()),
         })
+    );
+    // GARM's prefix, when the note carries it.
+    let note = parse(&format!(
+        "from = \"garm\"\ncontroller_id = \"{CONTROLLER}\"\ngithub_id = 4\nrunner_prefix = \"gpu\""
+    ))
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        (note.pool_id, note.runner_prefix),
+        (None, Some("gpu".to_owned()))
     );
     // Without a note, none.
     let stored = BTreeSet::from(["simpat".to_owned()]);
@@ -89,6 +102,16 @@ fn every_wrong_part_of_a_note_is_named() {
     assert!(parse(&format!("from = \"garm\"\n{good}\ngarm_id = 0")).is_err());
     assert!(parse(&format!("from = \"garm\"\n{good}\npool_id = \"\"")).is_err());
     assert!(parse(&format!("from = \"ga\"\n{good}")).is_err());
+    for prefix in ["", " ", "g pu"] {
+        let problems = parse(&format!(
+            "from = \"garm\"\n{good}\nrunner_prefix = \"{prefix}\""
+        ))
+        .unwrap_err();
+        assert_eq!(
+            problems[0].key, "scale_set[0].takeover.runner_prefix",
+            "{prefix:?}"
+        );
+    }
 }
 
 #[test]

@@ -11,8 +11,15 @@ use crate::raw::RawTakeover;
 /// The one manager a note may name today.
 const GARM: &str = "garm";
 
-/// The note of table `at`, every problem reported.
-pub(super) fn note(p: &mut Problems, at: &str, raw: &RawTakeover) -> Option<Takeover> {
+/// The note of table `at`, every problem reported. A note without `runner_prefix` (written
+/// before the import carried it) takes the scale set's own prefix, `set_prefix`: the import
+/// writes GARM's prefix there.
+pub(super) fn note(
+    p: &mut Problems,
+    at: &str,
+    raw: &RawTakeover,
+    set_prefix: &str,
+) -> Option<Takeover> {
     let mut ok = true;
     match raw.from.as_deref() {
         Some(GARM) => {}
@@ -85,9 +92,37 @@ pub(super) fn note(p: &mut Problems, at: &str, raw: &RawTakeover) -> Option<Take
         );
         ok = false;
     }
+    let runner_prefix = match raw.runner_prefix.as_deref().map(str::trim) {
+        Some("") => {
+            p.add(
+                format!("{at}.runner_prefix"),
+                "is empty: GARM's runner_prefix of the set (`garm` when GARM shows none), or \
+                 leave it out to use the scale set's runner_prefix",
+            );
+            ok = false;
+            None
+        }
+        Some(prefix) if prefix.chars().any(|c| c.is_whitespace() || c.is_control()) => {
+            p.add(
+                format!("{at}.runner_prefix"),
+                format!("{prefix:?} is not a runner-name prefix (no spaces or control characters)"),
+            );
+            ok = false;
+            None
+        }
+        Some(prefix) => Some(prefix.to_owned()),
+        None => Some(set_prefix.to_owned()),
+    };
     Some(Takeover {
         controller_id: controller_id?,
         github_id: ScaleSetId(github_id?),
+        pool_id: raw
+            .pool_id
+            .as_deref()
+            .map(str::trim)
+            .filter(|id| !id.is_empty())
+            .map(str::to_owned),
+        runner_prefix,
     })
     .filter(|_| ok)
 }

@@ -41,6 +41,17 @@ pub(crate) struct World<'a> {
     pub(crate) at_provider: &'a [ProviderInstance],
     /// Every runner GitHub lists (of any scale set).
     pub(crate) runners: &'a [RunnerReference],
+    /// What the scale set inherited from GARM, when it was taken over (issue 37).
+    pub(crate) inherited: Option<Inherited<'a>>,
+}
+
+/// GARM's side of a scale set taken over from it (see [`crate::planner::takeover`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Inherited<'a> {
+    /// GARM's runner-name prefix, with its dash.
+    pub(crate) prefix: &'a str,
+    /// What the provider lists under GARM's pool id and controller id.
+    pub(crate) at_provider: &'a [ProviderInstance],
 }
 
 /// One thing a reconciliation pass does.
@@ -63,14 +74,30 @@ pub(crate) enum Action<'a> {
     RemoveRunner(&'a RunnerReference),
     /// The same, but running a job: left alone until a later pass finds it idle.
     AwaitJob(&'a RunnerReference),
+    /// An instance GARM left running under its pool id, named with its prefix, whose runner
+    /// GitHub still has in this scale set: recorded under GARM's pool key (status by
+    /// [`rerecorded_status`]), to be retired when its job ends (a busy one) or at once (an
+    /// idle one, see [`lifecycle`]).
+    Inherit {
+        /// The instance found under GARM's pool id.
+        instance: &'a ProviderInstance,
+        /// Its runner on GitHub.
+        runner: &'a RunnerReference,
+    },
+    /// An instance under GARM's pool id, named with its prefix, unrecorded, with no runner
+    /// in this scale set (its job ended, or its runner was removed): deleted under GARM's
+    /// pool, as GARM itself would.
+    DeleteInherited(&'a ProviderInstance),
 }
 
 fn is_busy(runner: &RunnerReference) -> bool {
     runner.busy == Some(true)
 }
 
-/// Plans one reconciliation pass: first what becomes of each unrecorded instance, then of each
-/// stray runner (see [`Action`]).
+/// Plans one reconciliation pass: first what becomes of each unrecorded instance (ours, then
+/// GARM's of a taken-over set), then of each stray runner (see [`Action`]). Under GARM's pool
+/// id only instances named with GARM's prefix are acted on (GARM made those); a runner with
+/// GARM's prefix is judged like one of ours: never removed while busy.
 pub(crate) fn reconcile<'a>(world: &World<'a>) -> Vec<Action<'a>> {
     let ours = |runner: &&RunnerReference| runner.runner_scale_set_id == world.scale_set;
     let mut actions = Vec::new();
@@ -89,11 +116,38 @@ pub(crate) fn reconcile<'a>(world: &World<'a>) -> Vec<Action<'a>> {
             None => Action::DeleteInstance(instance),
         });
     }
-    let on_provider: HashSet<&str> = world.at_provider.iter().map(|i| i.name.as_str()).collect();
-    for runner in world.runners.iter().filter(ours).filter(|r| {
+    let inherited = world.inherited.map_or(&[][..], |garm| garm.at_provider);
+    if let Some(garm) = world.inherited {
+        for instance in garm
+            .at_provider
+            .iter()
+            .filter(|i| i.name.starts_with(garm.prefix) && !world.recorded.contains(&i.name))
+        {
+            let runner = world
+                .runners
+                .iter()
+                .filter(ours)
+                .find(|r| r.name == instance.name);
+            actions.push(match runner {
+                Some(runner) => Action::Inherit { instance, runner },
+                None => Action::DeleteInherited(instance),
+            });
+        }
+    }
+    let on_provider: HashSet<&str> = world
+        .at_provider
+        .iter()
+        .chain(inherited)
+        .map(|i| i.name.as_str())
+        .collect();
+    let prefixed = |r: &RunnerReference| {
         r.name.starts_with(world.prefix)
-            && !world.recorded.contains(&r.name)
-            && !on_provider.contains(r.name.as_str())
+            || world
+                .inherited
+                .is_some_and(|garm| r.name.starts_with(garm.prefix))
+    };
+    for runner in world.runners.iter().filter(ours).filter(|r| {
+        prefixed(r) && !world.recorded.contains(&r.name) && !on_provider.contains(r.name.as_str())
     }) {
         actions.push(if is_busy(runner) {
             Action::AwaitJob(runner)
@@ -232,6 +286,8 @@ pub(crate) struct Served<'a> {
     pub(crate) limits: Limits,
     /// More jobs are assigned than runners run: an idle runner may be about to get one.
     pub(crate) job_waits: bool,
+    /// GARM's pool key, for a scale set taken over from GARM: its rows are GARM's runners.
+    pub(crate) inherited: Option<&'a str>,
 }
 
 /// Why [`lifecycle`] retires a runner (each is an event of that name).
@@ -248,6 +304,9 @@ pub(crate) enum Retire {
     MaxLifetime,
     /// Idle longer than `max_idle_lifetime` while no job waits.
     MaxIdleLifetime,
+    /// One of GARM's runners, taken over, and idle: ours come up in its place under our pool
+    /// key (a busy one is retired when its job ends).
+    Inherited,
 }
 
 impl Retire {
@@ -259,6 +318,7 @@ impl Retire {
             Self::Offline => "runner_offline",
             Self::MaxLifetime => "max_lifetime",
             Self::MaxIdleLifetime => "max_idle_lifetime",
+            Self::Inherited => "inherited_runner_retired",
         }
     }
 
@@ -271,6 +331,9 @@ impl Retire {
             Self::MaxLifetime => "it is idle and older than max_lifetime",
             Self::MaxIdleLifetime => {
                 "it has been idle longer than max_idle_lifetime, no job waiting"
+            }
+            Self::Inherited => {
+                "it is an idle runner GARM left (taken over); ours replace it under our pool key"
             }
         }
     }
@@ -292,14 +355,22 @@ fn reached(limit: Duration, lived: Duration) -> bool {
 /// asked for by an operator: that one is the scale planner's) of the served GitHub scale set's
 /// pool key, named with our prefix, that GitHub does not list busy. Its age counts from when
 /// it was recorded; its idleness from its last write (when it became `running`: an ephemeral
-/// runner is never idle again after a job).
+/// runner is never idle again after a job). An idle row under GARM's pool key (a taken-over
+/// set) goes at once, [`Retire::Inherited`].
 pub(crate) fn lifecycle(life: &Life<'_>, served: &Served<'_>) -> Option<Retire> {
     let row = life.instance;
     let ours = row.pool_key == served.pool_key && row.name.starts_with(served.prefix);
+    let garms = served.inherited == Some(row.pool_key.as_str());
     let idle = row.status == InstanceStatus::Running
         && row.removal_requested_at.is_none()
         && !life.runner.is_some_and(is_busy);
-    if !(ours && idle) {
+    if !idle {
+        return None;
+    }
+    if garms {
+        return Some(Retire::Inherited);
+    }
+    if !ours {
         return None;
     }
     let past_deadline = row.bootstrap_deadline.is_some_and(|d| d <= served.now);

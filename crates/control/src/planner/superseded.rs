@@ -8,9 +8,10 @@
 
 /// Whether an instance recorded under `pool_key` belongs to a scale set other than the one
 /// served under `current` (every instance carries the pool key of the GitHub scale set it was
-/// made for).
-pub(crate) fn is_superseded(pool_key: &str, current: &str) -> bool {
-    pool_key != current
+/// made for). GARM's pool key of a set taken over from it (`inherited`) is the served set's
+/// too: GARM's runners serve it until their jobs end.
+pub(crate) fn is_superseded(pool_key: &str, current: &str, inherited: Option<&str>) -> bool {
+    pool_key != current && inherited != Some(pool_key)
 }
 
 /// What GitHub says of a superseded instance's runner.
@@ -51,9 +52,13 @@ mod tests {
 
     #[test]
     fn only_a_different_pool_key_is_superseded() {
-        assert!(!is_superseded("c_7", "c_7"));
-        assert!(is_superseded("c_6", "c_7"));
-        assert!(is_superseded("c_7", "c_70"));
+        assert!(!is_superseded("c_7", "c_7", None));
+        assert!(is_superseded("c_6", "c_7", None));
+        assert!(is_superseded("c_7", "c_70", None));
+        // Issue 37: GARM's pool key of a taken-over set is current; any other is not.
+        assert!(!is_superseded("gpu-big-x", "c_7", Some("gpu-big-x")));
+        assert!(!is_superseded("c_7", "c_7", Some("gpu-big-x")));
+        assert!(is_superseded("c_6", "c_7", Some("gpu-big-x")));
     }
 
     #[test]

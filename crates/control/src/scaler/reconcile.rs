@@ -27,7 +27,7 @@ use scaleset_store::NewInstance;
 
 use super::{Runners, again_on_token};
 use crate::error::{Error, store};
-use crate::planner::reconcile::{Action, World, reconcile, rerecorded_status};
+use crate::planner::reconcile::{Action, Inherited, World, reconcile, rerecorded_status};
 
 impl Runners<'_> {
     fn prefix(&self) -> String {
@@ -68,6 +68,15 @@ impl Runners<'_> {
             .list(&self.pool)
             .await
             .map_err(self.provider_error("listing the instances of our pool"))?;
+        // A set taken over from GARM: GARM's instances, under its pool id and controller id.
+        let garms = match &self.inherited {
+            Some(garm) => self
+                .provider
+                .list(&garm.pool)
+                .await
+                .map_err(self.provider_error("listing the instances GARM left"))?,
+            None => Vec::new(),
+        };
         let result = again_on_token(|| self.client.list_runners()).await;
         let runners = result.map_err(self.github_error("listing runners"))?;
         let prefix = self.prefix();
@@ -77,6 +86,10 @@ impl Runners<'_> {
             recorded: &recorded,
             at_provider: &at_provider,
             runners: &runners,
+            inherited: self.inherited.as_ref().map(|garm| Inherited {
+                prefix: &garm.prefix,
+                at_provider: &garms,
+            }),
         };
         for action in reconcile(&world) {
             match action {
@@ -144,6 +157,61 @@ impl Runners<'_> {
                 }
                 Action::AwaitJob(runner) => {
                     tracing::debug!(runner = %runner.name, "stray runner is busy; later");
+                }
+                Action::Inherit { instance, runner } => {
+                    let Some(garm) = &self.inherited else {
+                        continue;
+                    };
+                    let timeout = self
+                        .scale_set
+                        .spec
+                        .bootstrap_timeout_or(self.shared.settings.default_bootstrap_timeout);
+                    let mut new = NewInstance::pending(
+                        instance.name.clone(),
+                        garm.pool.key.as_str().to_owned(),
+                        Some(self.shared.clock.now().saturating_add(timeout)),
+                    );
+                    new.status = rerecorded_status(runner);
+                    new.provider_id = Some(instance.provider_id.clone());
+                    new.github_runner_id = Some(i64::from(runner.id));
+                    self.shared
+                        .store
+                        .create_instance(self.lease, new)
+                        .await
+                        .map_err(store("recording an instance GARM left"))?;
+                    self.event(
+                        "instance_inherited",
+                        &format!(
+                            "GARM's instance {} (pool id {}) with runner {}{} is taken over: \
+                             retired when its job ends",
+                            instance.name,
+                            garm.pool.key,
+                            runner.id,
+                            if runner.busy == Some(true) {
+                                ", running a job,"
+                            } else {
+                                ""
+                            }
+                        ),
+                    )
+                    .await;
+                }
+                Action::DeleteInherited(instance) => {
+                    let Some(garm) = &self.inherited else {
+                        continue;
+                    };
+                    self.provider
+                        .delete(&garm.pool, &instance.id())
+                        .await
+                        .map_err(self.provider_error("deleting an instance GARM left"))?;
+                    self.event(
+                        "inherited_instance_deleted",
+                        &format!(
+                            "GARM's instance {} (pool id {}) has no runner on GitHub: deleted",
+                            instance.name, garm.pool.key
+                        ),
+                    )
+                    .await;
                 }
             }
         }

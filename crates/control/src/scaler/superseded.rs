@@ -17,7 +17,11 @@ use crate::planner::superseded::{OldRunner, Retirement, is_superseded, retiremen
 impl Runners<'_> {
     /// Whether `instance` was made for the GitHub scale set this task serves.
     pub(crate) fn is_current(&self, instance: &Instance) -> bool {
-        !is_superseded(&instance.pool_key, self.pool.key.as_str())
+        !is_superseded(
+            &instance.pool_key,
+            self.pool.key.as_str(),
+            self.inherited.as_ref().map(|garm| garm.pool.key.as_str()),
+        )
     }
 
     /// Retires every instance of a superseded GitHub scale set (see the module doc). A step

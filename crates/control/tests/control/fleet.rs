@@ -322,6 +322,8 @@ async fn issue_37_an_imported_garm_set_is_planned_and_stored_as_adopted_by_its_n
         Some(scaleset_adopt::Takeover {
             controller_id: GARM.into(),
             github_id: scaleset_adopt::ScaleSetId(u64::try_from(github_id).unwrap()),
+            pool_id: None,
+            runner_prefix: None,
         })
     };
     let mut fleet = declared_fleet(&h);
@@ -372,6 +374,8 @@ async fn issue_37_an_imported_garm_set_is_planned_and_stored_as_adopted_by_its_n
     assert_eq!(row.github_id, Some(garm_set.scale_set_id));
     assert_eq!(row.provenance, Some(scaleset_store::Provenance::Adopted));
     assert_eq!(row.evidence, vec![scaleset_adopt::Evidence::ImportedFrom]);
+    // The note is kept with the row: every ensure by the worker sees the same evidence.
+    assert_eq!(row.takeover, note(garm_set.scale_set_id));
     assert!(rows.iter().all(|s| s.spec.name != "other-ctl"));
     // Nothing was created, deleted or relabelled on GitHub by plan or apply; GARM's and the
     // other controller's sessions are untouched.

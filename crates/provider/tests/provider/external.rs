@@ -10,9 +10,10 @@ use std::time::Duration;
 use base64::Engine as _;
 use scaleset_provider::{
     Command, EnvAllowList, Error, ExternalProvider, InstanceId, InstanceStatus, InterfaceVersion,
-    OutputProblem, Provider, SecretString,
+    OutputProblem, Pool, PoolKey, Provider, SecretString,
 };
 use tracing::instrument::WithSubscriber as _;
+use uuid::Uuid;
 
 use crate::helpers::{
     CONTROLLER, Call, JIT, Recorder, TOKEN, config, env_of, eventually, instance_json, pool,
@@ -1080,4 +1081,44 @@ async fn a_provider_that_rejects_get_version_still_serves_every_other_call() {
     let failed = failure(provider.version().await.unwrap_err());
     assert_eq!(failed.command, Command::GetVersion);
     assert!(failed.stderr_tail.contains("unknown command"), "{failed:?}");
+}
+
+/// Issue 37: a pool taken over from GARM is listed, and its instances deleted, under GARM's
+/// pool id and with GARM's controller id (as GARM itself called the provider); our own pools
+/// keep ours, and a create is always ours.
+#[tokio::test]
+async fn a_garm_pool_is_listed_and_deleted_with_garms_controller_id() {
+    let garm = Uuid::parse_str("89a4130b-9de1-47c5-8ca8-e2640daa0e13").expect("uuid");
+    let rec = Recorder::new();
+    let exe = rec.script(
+        "provider",
+        "case \"$GARM_COMMAND\" in\n ListInstances) echo '[]' ;;\n esac",
+    );
+    let taken_over =
+        Pool::new(PoolKey::parse("linux-small-df2a9b56-d0d9-4e79-ad71-44d114828592").expect("key"))
+            .of_controller(garm);
+    for version in [InterfaceVersion::V010, InterfaceVersion::V011] {
+        let provider = provider(config(&exe, version));
+        provider.list(&taken_over).await.expect("list");
+        provider
+            .delete(&taken_over, &instance_id("gpu-g4wrcxxlxiik"))
+            .await
+            .expect("delete");
+        provider.list(&pool()).await.expect("list ours");
+    }
+    let calls = rec.calls();
+    assert_eq!(calls.len(), 6);
+    for (n, call) in calls.iter().enumerate() {
+        let expected = if n % 3 == 2 { CONTROLLER } else { garm };
+        assert_eq!(
+            call.env["GARM_CONTROLLER_ID"],
+            expected.to_string(),
+            "call {n}: {}",
+            call.env["GARM_COMMAND"]
+        );
+    }
+    assert_eq!(
+        calls[0].env["GARM_POOL_ID"],
+        "linux-small-df2a9b56-d0d9-4e79-ad71-44d114828592"
+    );
 }

@@ -248,3 +248,34 @@ async fn start_and_stop_change_status_and_need_an_instance() {
             .starts_with("scaleset-fake-")
     );
 }
+
+/// Issue 37: an instance GARM left running (planted with its controller id and pool id) is
+/// listed under that pool only with GARM's controller id, never under ours or another pool.
+#[tokio::test]
+async fn a_planted_garm_instance_is_listed_by_its_pool_and_controller() {
+    let garm = Uuid::from_u128(0x89a4_130b_9de1_47c5_8ca8_e264_0daa_0e13);
+    let provider = FakeProvider::new(CONTROLLER);
+    let key = PoolKey::parse("gpu-big-df2a9b56").expect("key");
+    let provider_id = provider
+        .cloud()
+        .plant(garm, key.clone(), "gpu-g4wrcxxlxiik");
+    assert_eq!(provider.cloud().create_calls(), 0);
+    let listed = provider
+        .list(&Pool::new(key.clone()).of_controller(garm))
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (listed[0].provider_id.as_str(), listed[0].name.as_str()),
+        (provider_id.as_str(), "gpu-g4wrcxxlxiik")
+    );
+    let other = Uuid::from_u128(7);
+    assert!(
+        provider
+            .list(&Pool::new(key).of_controller(other))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(provider.list(&pool(1)).await.unwrap().is_empty());
+}

@@ -20,7 +20,7 @@ use crate::scale_set::{
     AdoptionPolicy, Creation, NewScaleSet, Progress, Provenance, ProviderError, RunnerGroup,
     SAMPLE_WINDOW, Sample, ScaleSet, ScaleSetSpec, ScaleSetState, ScaleSetStore,
 };
-use scaleset_adopt::{Evidence, Refusal};
+use scaleset_adopt::{Evidence, Refusal, Takeover};
 
 const TABLE: &str = "scale_sets";
 
@@ -62,6 +62,7 @@ struct Row {
     scale_down_delay_secs: i64,
     max_idle_lifetime_secs: i64,
     max_lifetime_secs: i64,
+    takeover: Option<String>,
 }
 
 /// A `scale_set_health` row: what needs attention beyond the state.
@@ -136,6 +137,11 @@ fn from_row(row: Row, health: Option<Health>) -> Result<ScaleSet> {
         .as_deref()
         .map(|text| json_from_db::<Refusal>(TABLE, key, "refusal", text))
         .transpose()?;
+    let takeover = row
+        .takeover
+        .as_deref()
+        .map(|text| json_from_db::<Takeover>(TABLE, key, "takeover", text))
+        .transpose()?;
     Ok(ScaleSet {
         id: ScaleSetId(parse_uuid(TABLE, key, "id", &row.id)?),
         entity_id: EntityId(parse_uuid(TABLE, key, "entity_id", &row.entity_id)?),
@@ -180,6 +186,7 @@ fn from_row(row: Row, health: Option<Health>) -> Result<ScaleSet> {
         provenance,
         evidence: evidence.unwrap_or_default(),
         refusal,
+        takeover,
         state: enum_from_db(TABLE, key, "state", &row.state, ScaleSetState::from_stored)?,
         state_reason: row.state_reason,
         last_message_id: row.last_message_id,
@@ -289,6 +296,7 @@ fn new_row(ctx: &Context, new: &NewScaleSet) -> Result<Row> {
         last_message_at: None,
         jobs_waiting: 0,
         refusal: None,
+        takeover: None,
     })
 }
 
@@ -466,6 +474,11 @@ impl ScaleSetStore for DieselStore {
                     }
                     _ => None,
                 };
+                let takeover = wanted
+                    .takeover
+                    .as_ref()
+                    .map(|note| to_json("takeover", note))
+                    .transpose()?;
                 let spec = &wanted.spec;
                 let updated = diesel::update(
                     scale_sets::table
@@ -499,6 +512,7 @@ impl ScaleSetStore for DieselStore {
                             .eq(secs_to_db("max_idle_lifetime", spec.max_idle_lifetime)?),
                         scale_sets::max_lifetime_secs
                             .eq(secs_to_db("max_lifetime", spec.max_lifetime)?),
+                        scale_sets::takeover.eq(takeover),
                     ),
                     (
                         scale_sets::github_id.eq(wanted.github_id),

@@ -73,6 +73,7 @@ diesel::table! {
         scale_down_delay_secs -> BigInt,
         max_idle_lifetime_secs -> BigInt,
         max_lifetime_secs -> BigInt,
+        takeover -> Nullable<Text>,
     }
 }
 

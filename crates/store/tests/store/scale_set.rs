@@ -199,7 +199,16 @@ async fn scale_set_round_trip(db: TestDb) {
     changed.evidence = vec![Evidence::OwnerLabel];
     changed.state = ScaleSetState::Drifted;
     changed.state_reason = "labels differ".into();
+    // Issue 37: the takeover note of a set imported from GARM, read back whole.
+    assert_eq!(created.takeover, None);
+    changed.takeover = Some(scaleset_adopt::Takeover {
+        controller_id: "89a4130b-9de1-47c5-8ca8-e2640daa0e13".into(),
+        github_id: scaleset_adopt::ScaleSetId(7),
+        pool_id: Some("round-df2a9b56-d0d9-4e79-ad71-44d114828592".into()),
+        runner_prefix: Some("garm".into()),
+    });
     let updated = store.update_scale_set(&changed).await.unwrap();
+    assert_eq!(updated.takeover, changed.takeover);
     assert_eq!(updated.generation, 2);
     assert_eq!(updated.spec, changed.spec);
     assert_eq!(

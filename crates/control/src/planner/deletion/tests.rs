@@ -70,6 +70,7 @@ pub(crate) fn stored(github_id: Option<i64>, provenance: Option<Provenance>) -> 
         provenance,
         evidence: vec![Evidence::OwnerLabel],
         refusal: None,
+        takeover: None,
         state: ScaleSetState::Ready,
         state_reason: String::new(),
         last_message_id: 0,

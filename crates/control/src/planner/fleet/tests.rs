@@ -101,6 +101,7 @@ fn row(entity_id: EntityId, spec: ScaleSetSpec) -> ScaleSet {
         provenance: None,
         evidence: Vec::new(),
         refusal: None,
+        takeover: None,
         state: ScaleSetState::Pending,
         state_reason: String::new(),
         last_message_id: 0,
@@ -479,6 +480,8 @@ fn imported(name: &str, github_id: u64) -> DeclaredScaleSet {
         takeover: Some(scaleset_adopt::Takeover {
             controller_id: GARM.into(),
             github_id: GitHubId(github_id),
+            pool_id: None,
+            runner_prefix: None,
         }),
         ..declared(name, "main")
     }

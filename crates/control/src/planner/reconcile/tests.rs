@@ -60,6 +60,7 @@ fn world<'a>(
         recorded,
         at_provider,
         runners,
+        inherited: None,
     }
 }
 
@@ -350,6 +351,9 @@ proptest! {
                     prop_assert!(runner_here(runner) && stray(&world, &on_provider, runner));
                     prop_assert_eq!(runner.busy, Some(true));
                 }
+                Action::Inherit { .. } | Action::DeleteInherited(_) => {
+                    prop_assert!(false, "nothing was taken over: {action:?}");
+                }
             }
         }
         // And nothing is forgotten: one step per unrecorded instance, one per stray runner.
@@ -401,6 +405,7 @@ fn served(now_min: i64, limits: Limits, job_waits: bool) -> Served<'static> {
         now: Timestamp::from_unix_millis(now_min * MIN),
         limits,
         job_waits,
+        inherited: None,
     }
 }
 
@@ -666,7 +671,9 @@ proptest! {
         idle_limit in 0u64..100,
         life_limit in 0u64..100,
         waits in any::<bool>(),
+        taken_over in any::<bool>(),
     ) {
+        let pool = if taken_over && name.len() % 2 == 0 { "g_pool" } else { pool };
         let row = Instance {
             name: name.clone(),
             pool_key: pool.to_owned(),
@@ -683,14 +690,24 @@ proptest! {
             at_provider,
             bootstrap_failed,
         };
-        let set = served(now, limits(idle_limit, life_limit), waits);
+        let set = Served {
+            inherited: taken_over.then_some("g_pool"),
+            ..served(now, limits(idle_limit, life_limit), waits)
+        };
         if let Some(why) = lifecycle(&facts, &set) {
             prop_assert_eq!(row.status, InstanceStatus::Running);
             prop_assert!(row.removal_requested_at.is_none());
-            prop_assert_eq!(row.pool_key.as_str(), "c_5");
-            prop_assert!(row.name.starts_with(PREFIX));
             prop_assert!(listed.as_ref().is_none_or(|r| r.busy != Some(true)));
+            if why == Retire::Inherited {
+                // Issue 37: only a row under GARM's pool key of a taken-over set.
+                prop_assert!(taken_over);
+                prop_assert_eq!(row.pool_key.as_str(), "g_pool");
+            } else {
+                prop_assert_eq!(row.pool_key.as_str(), "c_5");
+                prop_assert!(row.name.starts_with(PREFIX));
+            }
             match why {
+                Retire::Inherited => {}
                 Retire::BootstrapFailed => prop_assert!(bootstrap_failed),
                 Retire::InstanceStopped => prop_assert!(matches!(
                     at_provider,
@@ -711,6 +728,11 @@ proptest! {
         }
         let quiet = Life { runner: None, at_provider: None, bootstrap_failed: false, ..facts };
         prop_assert_eq!(lifecycle(&quiet, &served(now, Limits::default(), waits)), None);
+        if row.pool_key == "g_pool" && taken_over {
+            // An idle runner GARM left goes whatever else is known; a busy one never.
+            let busy = Instance { status: InstanceStatus::Busy, ..row.clone() };
+            prop_assert_eq!(lifecycle(&Life { instance: &busy, ..quiet }, &set), None);
+        }
     }
 }
 
@@ -725,5 +747,169 @@ fn issue_33_5_a_re_recorded_runner_is_busy_when_github_lists_it_busy() {
             rerecorded_status(&runner(7, "ci-a", 5, busy, "online")),
             InstanceStatus::Running
         );
+    }
+}
+
+// ----- issue 37: a scale set taken over from GARM ---------------------------------------------
+
+const GARM_PREFIX: &str = "gpu-";
+
+fn taken_over<'a>(
+    recorded: &'a HashSet<String>,
+    at_provider: &'a [ProviderInstance],
+    garms: &'a [ProviderInstance],
+    runners: &'a [RunnerReference],
+) -> World<'a> {
+    World {
+        inherited: Some(Inherited {
+            prefix: GARM_PREFIX,
+            at_provider: garms,
+        }),
+        ..world(recorded, at_provider, runners)
+    }
+}
+
+#[test]
+fn issue_37_garms_instance_with_a_live_runner_is_inherited_and_one_without_is_deleted() {
+    let known = recorded(&[]);
+    let garms = [instance("gpu-g4wrcxxlxiik"), instance("gpu-tqirkoibjg3m")];
+    let runners = [runner(5, "gpu-g4wrcxxlxiik", 5, Some(true), "online")];
+    assert_eq!(
+        reconcile(&taken_over(&known, &[], &garms, &runners)),
+        [
+            Action::Inherit {
+                instance: &garms[0],
+                runner: &runners[0]
+            },
+            Action::DeleteInherited(&garms[1]),
+        ]
+    );
+    // Recorded already (a pass before): nothing.
+    let known = recorded(&["gpu-g4wrcxxlxiik", "gpu-tqirkoibjg3m"]);
+    assert!(reconcile(&taken_over(&known, &[], &garms, &runners)).is_empty());
+}
+
+#[test]
+fn issue_37_under_garms_pool_id_only_what_carries_garms_prefix_is_touched() {
+    // `orphan-1` (planted in the capture, not made by GARM) and an instance named with our
+    // prefix but listed under GARM's pool id are left alone, runner or not.
+    let known = recorded(&[]);
+    let garms = [instance("orphan-1"), instance("ci-x")];
+    let runners = [idle(9, "orphan-1")];
+    assert!(reconcile(&taken_over(&known, &[], &garms, &runners)).is_empty());
+}
+
+#[test]
+fn issue_37_garms_runners_without_an_instance_are_strays_never_removed_while_busy() {
+    let known = recorded(&[]);
+    let runners = [
+        runner(5, "gpu-busy", 5, Some(true), "online"),
+        runner(6, "gpu-idle", 5, Some(false), "offline"),
+        // Another scale set's runner with GARM's prefix, and a foreign runner here.
+        runner(7, "gpu-other", 6, Some(false), "online"),
+        runner(8, "other-runner-1", 5, Some(false), "online"),
+    ];
+    assert_eq!(
+        reconcile(&taken_over(&known, &[], &[], &runners)),
+        [
+            Action::AwaitJob(&runners[0]),
+            Action::RemoveRunner(&runners[1])
+        ]
+    );
+    // A runner with an instance under GARM's pool id is the instance's (inherited), not a
+    // stray.
+    let garms = [instance("gpu-idle")];
+    assert_eq!(
+        reconcile(&taken_over(&known, &[], &garms, &runners[1..2])),
+        [Action::Inherit {
+            instance: &garms[0],
+            runner: &runners[1]
+        }]
+    );
+    // Without the takeover, GARM's prefix is nobody's: nothing.
+    assert!(reconcile(&world(&known, &[], &runners)).is_empty());
+}
+
+#[test]
+fn issue_37_an_idle_runner_garm_left_is_retired_a_busy_one_finishes_its_job() {
+    let set = Served {
+        inherited: Some("g_pool"),
+        ..served(1, Limits::default(), true)
+    };
+    let idle_row = Instance {
+        name: "gpu-a".into(),
+        pool_key: "g_pool".into(),
+        ..row(InstanceStatus::Running, None)
+    };
+    assert_eq!(lifecycle(&life(&idle_row), &set), Some(Retire::Inherited));
+    let busy_row = Instance {
+        status: InstanceStatus::Busy,
+        ..idle_row.clone()
+    };
+    assert_eq!(lifecycle(&life(&busy_row), &set), None);
+    let listed_busy = runner(5, "gpu-a", 5, Some(true), "online");
+    let seen_busy = Life {
+        runner: Some(&listed_busy),
+        ..life(&idle_row)
+    };
+    assert_eq!(lifecycle(&seen_busy, &set), None);
+    // Not a taken-over set: a row of another pool key is nobody's here.
+    assert_eq!(
+        lifecycle(&life(&idle_row), &served(1, Limits::default(), true)),
+        None
+    );
+    assert_eq!(Retire::Inherited.event(), "inherited_runner_retired");
+    assert!(Retire::Inherited.reason().contains("GARM"));
+}
+
+proptest! {
+    /// Issue 37: with a takeover, GARM's instances are acted on only when listed under GARM's
+    /// pool id and named with GARM's prefix, recorded only with a runner of this scale set by
+    /// their name, deleted only without one; no busy runner is ever removed.
+    #[test]
+    fn issue_37_a_takeover_acts_only_on_what_garm_made(
+        rows in proptest::collection::hash_set(name(), 0..4),
+        listed in proptest::collection::vec(name(), 0..4),
+        garm_listed in proptest::collection::vec(
+            prop_oneof![name().prop_map(|n| format!("gpu-{n}")), name()], 0..5),
+        runners in proptest::collection::vec(
+            (any_runner(), any::<bool>()).prop_map(|(mut r, garm)| {
+                if garm { r.name = format!("gpu-{}", r.name); }
+                r
+            }), 0..8),
+    ) {
+        let at: Vec<ProviderInstance> = listed.iter().map(|n| instance(n)).collect();
+        let garms: Vec<ProviderInstance> = garm_listed.iter().map(|n| instance(n)).collect();
+        let world = taken_over(&rows, &at, &garms, &runners);
+        let garm_here = |i: &ProviderInstance| garms.iter().any(|a| std::ptr::eq(a, i));
+        for action in reconcile(&world) {
+            match action {
+                Action::Inherit { instance, runner } => {
+                    prop_assert!(garm_here(instance));
+                    prop_assert!(instance.name.starts_with(GARM_PREFIX));
+                    prop_assert!(!rows.contains(&instance.name));
+                    prop_assert_eq!(runner.runner_scale_set_id, OURS);
+                    prop_assert_eq!(&runner.name, &instance.name);
+                }
+                Action::DeleteInherited(instance) => {
+                    prop_assert!(garm_here(instance));
+                    prop_assert!(instance.name.starts_with(GARM_PREFIX));
+                    prop_assert!(!rows.contains(&instance.name));
+                    prop_assert!(!runners
+                        .iter()
+                        .any(|r| r.runner_scale_set_id == OURS && r.name == instance.name));
+                }
+                Action::Record { instance, .. } | Action::DeleteInstance(instance) => {
+                    prop_assert!(!garm_here(instance));
+                }
+                Action::RemoveRunner(runner) => {
+                    prop_assert_ne!(runner.busy, Some(true));
+                    prop_assert_eq!(runner.runner_scale_set_id, OURS);
+                    prop_assert!(runner.name.starts_with(PREFIX) || runner.name.starts_with(GARM_PREFIX));
+                    prop_assert!(!garms.iter().chain(&at).any(|i| i.name == runner.name));
+                }
+                Action::AwaitJob(runner) => prop_assert_eq!(runner.busy, Some(true)),
+            }
+        }
     }
 }

@@ -1,0 +1,1 @@
+ALTER TABLE scale_sets DROP COLUMN takeover;
