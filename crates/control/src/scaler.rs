@@ -3,7 +3,8 @@
 //!
 //! Order of a scale-up, each step durable before the next: a pending instance row (intent) →
 //! JIT config (the GitHub runner id recorded) → `creating` → provider create with the pool key
-//! → `running`. [`Runners::recover`] finishes or undoes whatever a crash interrupted: a runner
+//! → `running`; the runners one message asks for take each step together, one commit for all
+//! of them ([`Runners::create_runners`]). [`Runners::recover`] finishes or undoes whatever a crash interrupted: a runner
 //! whose instance was never created is removed from GitHub, an instance whose runner is gone is
 //! deleted, so nothing is duplicated or orphaned.
 //!
@@ -276,9 +277,10 @@ impl Runners<'_> {
     /// together: their intents in one commit, their JIT configs asked at once, their GitHub
     /// ids with `creating` in one commit, the provider creates, then their provider ids with
     /// `running` in one commit. A message of N jobs costs 3 commits instead of 3N, and its
-    /// last runner no longer waits for the provider creates of the first N - 1
-    /// (`docs/benchmarks.md`, issue 35: throughput). Returns the rows as stored when every
-    /// runner was created, `None` when any was not (the caller lists again).
+    /// last runner waits for no other runner's intent, JIT POST or commit, only for the
+    /// provider creates before its own (`docs/benchmarks.md`, issue 35: throughput). Returns
+    /// the rows as stored when every runner was created, `None` when any was not (the caller
+    /// lists again).
     async fn create_runners(&mut self, count: u32) -> Result<Option<Vec<Instance>>, Error> {
         let scale_set = self.scale_set;
         let spec = &scale_set.spec;
