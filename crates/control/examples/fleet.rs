@@ -9,6 +9,8 @@
 //! cargo run --release -p scaleset-control --example fleet -- density 10000 https2
 //! # job to instance: JOBS jobs/s spread over SETS scale sets for SECS seconds
 //! cargo run --release -p scaleset-control --example fleet -- latency 100 100 30 [http1|h2c|https2]
+//! # the same with N workers on one PostgreSQL database (SCALESET_TEST_DATABASE_URL names it)
+//! cargo run --release -p scaleset-control --example fleet -- workers 3 3000 300 30 [transport]
 //! ```
 //!
 //! The program re-executes itself as a child that serves only the simulator (latency 0, long
@@ -49,6 +51,9 @@ use uuid::Uuid;
 mod rss;
 #[path = "../../sim/examples/support/tls_child.rs"]
 mod tls_child;
+
+#[path = "fleet_support/workers.rs"]
+mod workers;
 
 use rss::rss_kib;
 use tls_child::SelfSigned;
@@ -105,6 +110,7 @@ fn main() -> Result<()> {
     breakdown.transpose()?;
     let runtime = tokio::runtime::Runtime::new()?;
     match args.get(1).map(String::as_str) {
+        Some("workers") => workers::main(&args[2..], &runtime),
         Some("recovery") => {
             let n = number(2, 1000)?;
             runtime.block_on(recovery(n as usize, Transport::parse(args.get(3))?))
@@ -123,7 +129,7 @@ fn main() -> Result<()> {
             ))
         }
         _ => bail!(
-            "usage: fleet recovery N [transport] | density N [transport] | latency SETS JOBS_PER_S SECS [transport]"
+            "usage: fleet recovery N [transport] | density N [transport] | latency SETS JOBS_PER_S SECS [transport] | workers N SETS JOBS_PER_S SECS [transport]"
         ),
     }
 }
@@ -372,8 +378,23 @@ async fn populate(
     max_runners: u32,
 ) -> Result<Arc<DieselStore>> {
     let url = DatabaseUrl::parse(&format!("sqlite://{}", dir.join(file).display()))?;
+    populate_at(url, sim, n, max_runners).await
+}
+
+/// The store options every worker of the benchmark opens its store with.
+fn store_options(url: DatabaseUrl) -> Result<StoreOptions> {
     let key = EncryptionKey::from_bytes("k1", &[7; 32])?;
-    let store = Arc::new(DieselStore::open(StoreOptions::new(url, Keyring::new(key))).await?);
+    Ok(StoreOptions::new(url, Keyring::new(key)))
+}
+
+/// [`populate`] on the database at `url`.
+async fn populate_at(
+    url: DatabaseUrl,
+    sim: &Sim,
+    n: usize,
+    max_runners: u32,
+) -> Result<Arc<DieselStore>> {
+    let store = Arc::new(DieselStore::open(store_options(url)?).await?);
     let credentials = store
         .create_credentials(NewCredentials {
             name: "sim".into(),
@@ -680,9 +701,12 @@ async fn latency(sets: usize, rate: u64, secs: u64, transport: Transport) -> Res
     tokio::time::sleep(Duration::from_secs(2)).await;
     lock(&timings.samples).clear();
     reset_breakdown();
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load = load_average();
+    // A marker for profilers (`callgrind_control --zero` when it appears).
+    println!("jobs start");
     sim.ask(&format!("jobs {rate} {secs}")).await?;
     tokio::time::sleep(Duration::from_secs(secs + 3)).await;
+    let load_after = load_average();
     let mut samples = lock(&timings.samples).clone();
     samples.sort_unstable();
     let expected = rate * secs;
@@ -690,7 +714,7 @@ async fn latency(sets: usize, rate: u64, secs: u64, transport: Transport) -> Res
         bail!("no instance was created");
     }
     let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
-    println!("load average at the start: {}", load.trim());
+    println!("load average at the start: {load}; at the end: {load_after}");
     println!(
         "creates timed: {} of {expected} jobs; p50 {:.2?}, p90 {:.2?}, p99 {:.2?}, max {:.2?}",
         samples.len(),
@@ -702,6 +726,15 @@ async fn latency(sets: usize, rate: u64, secs: u64, transport: Transport) -> Res
     print_breakdown();
     running.stop().await?;
     Ok(())
+}
+
+/// The first three fields of `/proc/loadavg` (1, 5 and 15 minutes).
+fn load_average() -> String {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    text.split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -119,6 +119,7 @@ async fn pass(
         pool: Pool::new(shared.identity.pool_key(i64::from(github_id))),
         rng: fastrand::Rng::new(),
         online: std::collections::HashSet::new(),
+        provider_error_shown: scale_set.provider_error.is_some(),
         last_reconciled: None,
         desired_written: None,
         desired: None,

@@ -3,7 +3,8 @@
 //!
 //! Order of a scale-up, each step durable before the next: a pending instance row (intent) →
 //! JIT config (the GitHub runner id recorded) → `creating` → provider create with the pool key
-//! → `running`. [`Runners::recover`] finishes or undoes whatever a crash interrupted: a runner
+//! → `running`; the runners one message asks for take each step together, one commit for all
+//! of them ([`Runners::create_runners`]). [`Runners::recover`] finishes or undoes whatever a crash interrupted: a runner
 //! whose instance was never created is removed from GitHub, an instance whose runner is gone is
 //! deleted, so nothing is duplicated or orphaned.
 //!
@@ -25,7 +26,9 @@ use scaleset_provider::{
     BootstrapInstance, CreateRequest, InstanceId, OsArch, OsType, Pool, Provider, SecretString,
     UserDataOptions,
 };
-use scaleset_store::{Instance, InstanceStatus, Lease, NewInstance, ScaleSet, ScaleSetState};
+use scaleset_store::{
+    Instance, InstanceAdvance, InstanceStatus, Lease, NewInstance, ScaleSet, ScaleSetState,
+};
 
 use crate::checkpoint::Checkpoint;
 use crate::ensure::record;
@@ -59,6 +62,9 @@ pub(crate) struct Runners<'a> {
     pub(crate) rng: fastrand::Rng,
     /// Runners seen online past their deadline in this pass: not asked about again.
     pub(crate) online: HashSet<String>,
+    /// Whether the store may show a provider failure for this scale set (read at the task's
+    /// start, set when this task records one): a create that works clears it only then.
+    pub(crate) provider_error_shown: bool,
     /// When the last reconciliation ran (see `reconcile.rs`).
     pub(crate) last_reconciled: Option<tokio::time::Instant>,
     /// The desired count last written by this task (written again only when it changes: an
@@ -252,77 +258,177 @@ impl Runners<'_> {
             return Ok(0);
         }
         self.listed = None;
-        for _ in 0..step.create {
-            // A provider backing off is not asked again before its wait is over.
-            if !self.provider_may_call() {
-                break;
-            }
-            self.create_runner().await?;
-        }
+        // A provider backing off is not asked again before its wait is over.
+        let created = if step.create > 0 && self.provider_may_call() {
+            self.create_runners(step.create).await?
+        } else {
+            None
+        };
         for name in &step.retire {
             if let Some(instance) = instances.iter().find(|i| &i.name == name) {
                 // A runner that took a job meanwhile is marked busy and kept.
                 self.remove_everywhere(instance).await?;
             }
         }
+        // The list stays true when every create went through and nothing was retired: the
+        // task is the only writer of its instances' rows under its lease, and the rows
+        // returned are as stored. The deadline check after this reads it instead of listing
+        // again (one list per message, not two).
+        if let Some(created) = created.filter(|_| step.retire.is_empty()) {
+            let mut instances = instances;
+            for row in created {
+                let at = instances.partition_point(|i| i.name < row.name);
+                instances.insert(at, row);
+            }
+            self.listed = Some(instances);
+        }
         Ok(step.create)
     }
 
-    /// Creates one runner: intent, JIT config, provider instance.
-    async fn create_runner(&mut self) -> Result<(), Error> {
-        let spec = &self.scale_set.spec;
-        let name = runner_name(spec.runner_prefix(), &mut self.rng);
+    /// Creates `count` runners: intent, JIT config, provider instance, each step durable
+    /// before the next (module documentation). The runners of one plan take each step
+    /// together: their intents in one commit, their JIT configs asked at once, their GitHub
+    /// ids with `creating` in one commit, the provider creates, then their provider ids with
+    /// `running` in one commit. A message of N jobs costs 3 commits instead of 3N, and its
+    /// last runner waits for no other runner's intent, JIT POST or commit, only for the
+    /// provider creates before its own (`docs/benchmarks.md`, issue 35: throughput). Returns
+    /// the rows as stored when every runner was created, `None` when any was not (the caller
+    /// lists again).
+    async fn create_runners(&mut self, count: u32) -> Result<Option<Vec<Instance>>, Error> {
+        let scale_set = self.scale_set;
+        let spec = &scale_set.spec;
         let timeout = spec.bootstrap_timeout_or(self.shared.settings.default_bootstrap_timeout);
         let deadline = self.shared.clock.now().saturating_add(timeout);
-        let pool_key = self.pool.key.as_str().to_owned();
-        let instance = self
+        let pool_key = self.pool.key.as_str();
+        let intents: Vec<NewInstance> = (0..count)
+            .map(|_| {
+                let name = runner_name(spec.runner_prefix(), &mut self.rng);
+                NewInstance::pending(name, pool_key, Some(deadline))
+            })
+            .collect();
+        let intents = self
             .shared
             .store
-            .create_instance(
-                self.lease,
-                NewInstance::pending(&name, pool_key, Some(deadline)),
-            )
+            .create_instances(self.lease, intents)
             .await
-            .map_err(store("recording a runner's intent"))?;
-        self.shared
-            .checkpoints
-            .reached(Checkpoint::RunnerIntentRecorded, self.name())
+            .map_err(store("recording runners' intents"))?;
+        for _ in &intents {
+            self.shared
+                .checkpoints
+                .reached(Checkpoint::RunnerIntentRecorded, self.name())
+                .await;
+        }
+        let requests: Vec<JitConfigRequest> = intents
+            .iter()
+            .map(|i| JitConfigRequest::new(&i.name))
+            .collect();
+        let (client, github_id) = (self.client, self.github_id);
+        let answers =
+            join_all(requests.iter().map(|request| {
+                again_on_token(move || client.generate_jit_config(github_id, request))
+            }))
             .await;
-        let request = JitConfigRequest::new(&name);
-        let result =
-            again_on_token(|| self.client.generate_jit_config(self.github_id, &request)).await;
-        let jit = match result {
-            Ok(jit) => jit,
-            Err(e) => {
-                // A committed-then-failed POST leaves a runner by this name: remove it with
-                // the intent, so the next step starts clean.
-                self.remove_everywhere(&instance).await?;
-                return Err(self.github_error("generating a JIT config")(e));
+        let mut failure = None;
+        let mut jits = Vec::with_capacity(intents.len());
+        for (intent, answer) in intents.iter().zip(answers) {
+            match answer {
+                Ok(jit) => jits.push((intent.name.clone(), jit)),
+                Err(e) => {
+                    // A committed-then-failed POST leaves a runner by this name: remove it with
+                    // the intent, so the next step starts clean.
+                    self.remove_everywhere(intent).await?;
+                    failure.get_or_insert(self.github_error("generating a JIT config")(e));
+                }
             }
-        };
-        let runner_id = jit.runner.id;
-        // The GitHub id and `creating` in one commit (recovery handles a `creating` row with
+        }
+        // The GitHub ids and `creating` in one commit (recovery handles a `creating` row with
         // or without a provider instance; a `pending` row never has a runner id now).
-        self.shared
+        let moves = jits
+            .iter()
+            .map(|(name, jit)| InstanceAdvance {
+                name: name.clone(),
+                to: InstanceStatus::Creating,
+                provider_id: None,
+                github_runner_id: Some(i64::from(jit.runner.id)),
+            })
+            .collect();
+        let creating = self
+            .shared
             .store
-            .advance_instance(
-                self.lease,
-                &name,
-                InstanceStatus::Creating,
-                None,
-                Some(i64::from(runner_id)),
-            )
+            .advance_instances(self.lease, moves)
             .await
-            .map_err(store("recording a runner's GitHub id"))?;
-        self.shared
-            .checkpoints
-            .reached(Checkpoint::JitConfigGenerated, self.name())
-            .await;
+            .map_err(store("recording runners' GitHub ids"))?;
+        for _ in &creating {
+            self.shared
+                .checkpoints
+                .reached(Checkpoint::JitConfigGenerated, self.name())
+                .await;
+        }
+        let mut launched = Vec::with_capacity(creating.len());
+        let mut all_created = failure.is_none();
+        for (row, (_, jit)) in creating.iter().zip(&jits) {
+            // After a failed create the provider backs off: the runners not asked yet are
+            // removed as a failed create's is (GitHub first; the row stays `deleting` until
+            // the provider may be asked again).
+            if !all_created && !self.provider_may_call() {
+                self.remove_everywhere(row).await?;
+                continue;
+            }
+            match self.launch(row, jit, timeout).await? {
+                Some(provider_id) => launched.push(InstanceAdvance {
+                    name: row.name.clone(),
+                    to: InstanceStatus::Running,
+                    provider_id: Some(provider_id),
+                    github_runner_id: None,
+                }),
+                None => all_created = false,
+            }
+        }
+        let running = self
+            .shared
+            .store
+            .advance_instances(self.lease, launched)
+            .await
+            .map_err(store("recording the provider ids"))?;
+        // A create that worked ends a run of provider failures; written only when one is
+        // shown (a write per job otherwise, `docs/benchmarks.md`).
+        if all_created && !running.is_empty() && self.provider_error_shown {
+            self.shared
+                .store
+                .set_provider_error(self.lease, None)
+                .await
+                .map_err(store("clearing the provider's failure"))?;
+            self.provider_error_shown = false;
+        }
+        for row in &running {
+            tracing::info!(runner = %row.name, runner_id = ?row.github_runner_id, provider_id = ?row.provider_id, "runner created");
+            self.shared
+                .checkpoints
+                .reached(Checkpoint::InstanceCreated, self.name())
+                .await;
+        }
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        Ok(all_created.then_some(running))
+    }
+
+    /// Asks the provider to create the instance of `row` (recorded `creating` with its
+    /// runner's GitHub id); returns its provider id, or `None` when the create failed and the
+    /// runner was removed (the failure is contained: the provider backs off, the scale set is
+    /// flagged once it keeps failing, the task keeps listening).
+    async fn launch(
+        &mut self,
+        row: &Instance,
+        jit: &scaleset_github::JitConfig,
+        timeout: std::time::Duration,
+    ) -> Result<Option<String>, Error> {
+        let name = &row.name;
         let access = self
-            .grant_access(&name, &jit.encoded_jit_config, timeout)
+            .grant_access(name, &jit.encoded_jit_config, timeout)
             .await?;
         let request = CreateRequest {
-            bootstrap: self.bootstrap(&name, access),
+            bootstrap: self.bootstrap(name, access),
             jit_config: Some(jit.encoded_jit_config.clone()),
             // GARM bounds a create by the bootstrap timeout; so does the external provider.
             bootstrap_timeout: Some(timeout),
@@ -331,7 +437,7 @@ impl Runners<'_> {
             Ok(created) => created,
             Err(e) => {
                 // A lost response may hide a created instance: look before giving up.
-                match self.provider.get(&self.pool, &instance_id_of(&name)?).await {
+                match self.provider.get(&self.pool, &instance_id_of(name)?).await {
                     Ok(found) => found,
                     Err(_) => {
                         let metrics = &self.shared.metrics;
@@ -339,14 +445,12 @@ impl Runners<'_> {
                         tracing::warn!(runner = %name, error = %chain(&e), "instance create failed; removing the runner from GitHub");
                         // The provider's own words, for the status page's "provider failing".
                         let said = chain(&e).to_string();
-                        // Contained (issue 33 item 3): the provider is backed off and the scale
-                        // set flagged once it keeps failing; the task keeps listening.
                         self.provider_failed(&self.provider_error("creating an instance")(e))
                             .await?;
                         let instance = self
                             .shared
                             .store
-                            .get_instance(&name)
+                            .get_instance(name)
                             .await
                             .map_err(store("reading an instance"))?;
                         self.shared
@@ -354,35 +458,15 @@ impl Runners<'_> {
                             .set_provider_error(self.lease, Some(&said))
                             .await
                             .map_err(store("recording the provider's failure"))?;
-                        return self.remove_everywhere(&instance).await;
+                        self.provider_error_shown = true;
+                        self.remove_everywhere(&instance).await?;
+                        return Ok(None);
                     }
                 }
             }
         };
-        self.shared
-            .store
-            .advance_instance(
-                self.lease,
-                &name,
-                InstanceStatus::Running,
-                Some(&created.provider_id),
-                None,
-            )
-            .await
-            .map_err(store("recording the provider id"))?;
-        // A create that worked ends a run of provider failures (a no-op write without one).
-        self.shared
-            .store
-            .set_provider_error(self.lease, None)
-            .await
-            .map_err(store("clearing the provider's failure"))?;
         self.provider_succeeded().await?;
-        tracing::info!(runner = %name, runner_id = runner_id.0, provider_id = %created.provider_id, "runner created");
-        self.shared
-            .checkpoints
-            .reached(Checkpoint::InstanceCreated, self.name())
-            .await;
-        Ok(())
+        Ok(Some(created.provider_id))
     }
 
     /// Grants the runner's instance its token and keeps its JIT config for it to fetch, when
@@ -764,6 +848,31 @@ where
         Err(e) if e.is_admin_token_rejected() => call().await,
         other => other,
     }
+}
+
+/// Runs `futures` at once on the calling task and returns their outputs in order (the JIT
+/// configs of one message's runners: N POSTs in flight, no task spawned).
+async fn join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+    let mut futures: Vec<std::pin::Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if output.is_none() {
+                match future.as_mut().poll(cx) {
+                    std::task::Poll::Ready(value) => *output = Some(value),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    outputs.into_iter().flatten().collect()
 }
 
 fn instance_id(instance: &Instance) -> Result<InstanceId, Error> {

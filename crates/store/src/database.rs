@@ -2,6 +2,13 @@
 //! PostgreSQL. Owns opening (connect, migrate, bind the controller id), running each
 //! operation on a pooled connection in `spawn_blocking`, and the row conversions shared by
 //! the per-aggregate impls in the submodules.
+//!
+//! A lookup by a unique key reads its row with `get_result`, not `first`: `first` adds a
+//! bound `LIMIT ?`, and SQLite (3.53, built with STAT4) marks a statement whose LIMIT is a
+//! bound parameter to be prepared again after every bind, so each such call parsed its SQL
+//! anew despite diesel's statement cache: a fifth of the worker's instructions per job
+//! (`docs/benchmarks.md`, issue 35: throughput). `first` stays only where the LIMIT is needed
+//! (the newest of several rows), off the per-job path; a test below keeps it so.
 
 mod api_token;
 mod connection;
@@ -88,11 +95,15 @@ impl DieselStore {
             source,
         })??;
 
+        // A PostgreSQL connection can die under the pool (a server restart, a dropped TCP
+        // connection), so it is pinged on every check-out; an SQLite connection is a file
+        // handle that cannot, and its ping was a statement of its own on every store call.
+        let ping = !matches!(options.url, DatabaseUrl::Sqlite { .. });
         let pool = Pool::builder()
             .max_size(options.pool_size)
             .min_idle(Some(0))
             .connection_timeout(options.connect_timeout)
-            .test_on_check_out(true)
+            .test_on_check_out(ping)
             .error_handler(Box::new(connection::LogErrors))
             .build_unchecked(connector);
         let mut store = Self {
@@ -258,4 +269,43 @@ fn secs_to_db(field: &'static str, duration: Duration) -> Result<i64> {
         field,
         reason: format!("{duration:?} is too long"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// The per-job and per-poll paths look rows up by unique key without a bound `LIMIT`
+    /// (module documentation); `first` is allowed only where several rows may match.
+    #[test]
+    fn unique_lookups_bind_no_limit() {
+        let files = [
+            ("instance.rs", include_str!("database/instance.rs")),
+            ("lease.rs", include_str!("database/lease.rs")),
+            ("scale_set.rs", include_str!("database/scale_set.rs")),
+            (
+                "instance_access.rs",
+                include_str!("database/instance_access.rs"),
+            ),
+            ("entity.rs", include_str!("database/entity.rs")),
+            ("credentials.rs", include_str!("database/credentials.rs")),
+            ("controller.rs", include_str!("database/controller.rs")),
+            ("event.rs", include_str!("database/event.rs")),
+        ];
+        // Several rows may match these: the newest event, the oldest to keep, a token's row
+        // among expired ones.
+        let allowed = [("event.rs", 2), ("instance_access.rs", 1)];
+        for (file, text) in files {
+            let found = text
+                .lines()
+                .filter(|l| l.contains(".first(") || l.contains(".first::<"))
+                .count();
+            let limit = allowed
+                .iter()
+                .find(|(f, _)| *f == file)
+                .map_or(0, |(_, n)| *n);
+            assert!(
+                found <= limit,
+                "{file}: {found} `.first` lookups (at most {limit}); use `get_result` for a unique key"
+            );
+        }
+    }
 }

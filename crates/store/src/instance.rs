@@ -95,6 +95,20 @@ impl NewInstance {
     }
 }
 
+/// One instance's move in [`InstanceStore::advance_instances`]: to `to` (checked against the
+/// transition table), with the ids given (`None` keeps a value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceAdvance {
+    /// The instance.
+    pub name: String,
+    /// Where it moves.
+    pub to: InstanceStatus,
+    /// The provider's id, once known.
+    pub provider_id: Option<String>,
+    /// GitHub's runner id, once known.
+    pub github_runner_id: Option<i64>,
+}
+
 /// A stored instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Instance {
@@ -127,6 +141,12 @@ pub trait InstanceStore: Send + Sync {
     /// Records a new instance of the lease's scale set. A duplicate name is
     /// [`crate::Error::Conflict`].
     async fn create_instance(&self, lease: &Lease, new: NewInstance) -> Result<Instance>;
+
+    /// Records several new instances of the lease's scale set in one commit, all or none (a
+    /// duplicate name among them is [`crate::Error::Conflict`] and records none): a message
+    /// that asks for N runners writes their N intents at once. Returned in the order given.
+    async fn create_instances(&self, lease: &Lease, new: Vec<NewInstance>)
+    -> Result<Vec<Instance>>;
 
     /// Reads an instance by name.
     async fn get_instance(&self, name: &str) -> Result<Instance>;
@@ -175,6 +195,16 @@ pub trait InstanceStore: Send + Sync {
         provider_id: Option<&str>,
         github_runner_id: Option<i64>,
     ) -> Result<Instance>;
+
+    /// [`InstanceStore::advance_instance`] for several instances of the lease's scale set in
+    /// one commit, all or none (a refused move or an unknown name among them writes none): the
+    /// GitHub ids of a message's N runners with `creating`, then their provider ids with
+    /// `running`. Returned in the order given.
+    async fn advance_instances(
+        &self,
+        lease: &Lease,
+        moves: Vec<InstanceAdvance>,
+    ) -> Result<Vec<Instance>>;
 
     /// Removes an instance row.
     async fn delete_instance(&self, lease: &Lease, name: &str) -> Result<()>;

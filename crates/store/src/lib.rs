@@ -88,7 +88,7 @@ pub use entity::{Entity, EntityKind, EntityStore, NewEntity};
 pub use error::{Error, ErrorClass, Result, chain};
 pub use event::{Event, EventStore};
 pub use id::{ApiTokenId, CredentialsId, EntityId, ScaleSetId};
-pub use instance::{Instance, InstanceStatus, InstanceStore, NewInstance};
+pub use instance::{Instance, InstanceAdvance, InstanceStatus, InstanceStore, NewInstance};
 pub use instance_access::{
     BootstrapReport, BootstrapStatus, INSTANCE_TOKEN_PREFIX, InstanceAccess, InstanceAccessStore,
     SystemInfo,

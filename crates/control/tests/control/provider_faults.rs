@@ -83,7 +83,15 @@ async fn issue_33_3_a_failing_create_flags_the_set_with_the_providers_message_an
         (stored.state == ScaleSetState::Ready).then_some(())
     })
     .await;
-    assert!(h.events().await.iter().any(|e| e == "provider_recovered"));
+    // The state is written before its event (`record`): wait for the event too.
+    eventually("the provider_recovered event", || async {
+        h.events()
+            .await
+            .iter()
+            .any(|e| e == "provider_recovered")
+            .then_some(())
+    })
+    .await;
     h.finish_jobs(github_id, 1).await;
     controller.stop().await;
 }

@@ -13,7 +13,7 @@ fn read(conn: &mut super::DbConnection) -> Result<Option<Uuid>> {
     let stored: Option<String> = controller::table
         .select(controller::controller_id)
         .filter(controller::singleton.eq(1))
-        .first(conn)
+        .get_result(conn)
         .optional()
         .map_err(Error::backend("read controller id"))?;
     stored

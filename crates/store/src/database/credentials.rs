@@ -136,7 +136,7 @@ fn load_one(conn: &mut DbConnection, ctx: &Context, id: CredentialsId) -> Result
     let row = credentials::table
         .find(id.to_string())
         .select(Row::as_select())
-        .first(conn)
+        .get_result(conn)
         .optional()
         .map_err(Error::backend("read credentials"))?
         .ok_or_else(|| Error::NotFound {
@@ -191,7 +191,7 @@ impl CredentialStore for DieselStore {
             let row = credentials::table
                 .filter(credentials::name.eq(&name))
                 .select(Row::as_select())
-                .first(conn)
+                .get_result(conn)
                 .optional()
                 .map_err(Error::backend("read credentials"))?
                 .ok_or(Error::NotFound {
@@ -227,7 +227,7 @@ impl CredentialStore for DieselStore {
                 let created_at: i64 = credentials::table
                     .find(id.to_string())
                     .select(credentials::created_at)
-                    .first(conn)
+                    .get_result(conn)
                     .optional()
                     .map_err(Error::backend("read credentials"))?
                     .ok_or_else(|| Error::NotFound {
@@ -248,7 +248,7 @@ impl CredentialStore for DieselStore {
                 let (id, created_at): (String, i64) = credentials::table
                     .filter(credentials::name.eq(&new.name))
                     .select((credentials::id, credentials::created_at))
-                    .first(conn)
+                    .get_result(conn)
                     .optional()
                     .map_err(Error::backend("read credentials"))?
                     .ok_or_else(|| Error::NotFound {

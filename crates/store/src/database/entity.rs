@@ -74,7 +74,7 @@ impl EntityStore for DieselStore {
             let row = entities::table
                 .find(id.to_string())
                 .select(Row::as_select())
-                .first(conn)
+                .get_result(conn)
                 .optional()
                 .map_err(Error::backend("read entity"))?
                 .ok_or_else(|| Error::NotFound {

@@ -78,7 +78,7 @@ impl EventStore for DieselStore {
                     let repeated: Row = events::table
                         .find(newest.id)
                         .select(Row::as_select())
-                        .first(conn)
+                        .get_result(conn)
                         .map_err(Error::backend("read the repeated event"))?;
                     return from_row(repeated);
                 }

@@ -10,7 +10,7 @@ use super::{DbConnection, DieselStore, enum_from_db, parse_uuid, write_transacti
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::id::ScaleSetId;
-use crate::instance::{Instance, InstanceStatus, InstanceStore, NewInstance};
+use crate::instance::{Instance, InstanceAdvance, InstanceStatus, InstanceStore, NewInstance};
 use crate::lease::Lease;
 
 const TABLE: &str = "instances";
@@ -68,7 +68,7 @@ fn load(
         query = query.filter(instances::scale_set_id.eq(scale_set_id.to_string()));
     }
     let row = query
-        .first(conn)
+        .get_result(conn)
         .optional()
         .map_err(Error::backend(during))?
         .ok_or_else(|| Error::NotFound {
@@ -78,10 +78,84 @@ fn load(
     from_row(row)
 }
 
+/// Moves instance `name` of the lease's scale set to `to` (checked against the transition
+/// table; `None` keeps the status) and records the ids given (`None` keeps a value), inside
+/// the caller's fenced transaction. Moving to the current status with no ids writes nothing.
+fn advance_row(
+    conn: &mut DbConnection,
+    lease: &Lease,
+    now: Timestamp,
+    name: String,
+    to: Option<InstanceStatus>,
+    (provider_id, github_runner_id): (Option<String>, Option<i64>),
+    operation: &'static str,
+) -> Result<Instance> {
+    let current = load(conn, &name, Some(lease.scale_set_id), "read instance")?;
+    let status = match to {
+        Some(to) if !current.status.can_move_to(to) => {
+            return Err(Error::InvalidTransition {
+                instance: name,
+                from: current.status,
+                to,
+            });
+        }
+        Some(to) => to,
+        None => current.status,
+    };
+    if to.is_some()
+        && status == current.status
+        && provider_id.is_none()
+        && github_runner_id.is_none()
+    {
+        return Ok(current);
+    }
+    let updated = Instance {
+        status,
+        provider_id: provider_id.or(current.provider_id),
+        github_runner_id: github_runner_id.or(current.github_runner_id),
+        updated_at: now,
+        ..current
+    };
+    diesel::update(instances::table.find(&name))
+        .set((
+            instances::status.eq(updated.status.as_str()),
+            instances::provider_id.eq(&updated.provider_id),
+            instances::github_runner_id.eq(updated.github_runner_id),
+            instances::updated_at.eq(updated.updated_at.unix_millis()),
+        ))
+        .execute(conn)
+        .map_err(Error::backend(operation))?;
+    Ok(updated)
+}
+
+/// Inserts a new instance of the lease's scale set, inside the caller's fenced transaction.
+fn insert_row(
+    conn: &mut DbConnection,
+    lease: &Lease,
+    now: i64,
+    new: NewInstance,
+) -> Result<Instance> {
+    let row = Row {
+        name: new.name,
+        scale_set_id: lease.scale_set_id.to_string(),
+        provider_id: new.provider_id,
+        github_runner_id: new.github_runner_id,
+        pool_key: new.pool_key,
+        status: new.status.as_str().to_owned(),
+        bootstrap_deadline: new.bootstrap_deadline.map(Timestamp::unix_millis),
+        created_at: now,
+        updated_at: now,
+        removal_requested_at: None,
+    };
+    diesel::insert_into(instances::table)
+        .values(&row)
+        .execute(conn)
+        .map_err(Error::write("instance", "create instance"))?;
+    from_row(row)
+}
+
 impl DieselStore {
-    /// One fenced commit that moves an instance to `to` (checked against the transition
-    /// table; `None` keeps the status) and records the ids given (`None` keeps a value).
-    /// Moving to the current status with no ids writes nothing.
+    /// One fenced commit that moves an instance to `to` (see [`advance_row`]).
     async fn advance(
         &self,
         lease: &Lease,
@@ -97,42 +171,15 @@ impl DieselStore {
         self.run(operation, move |conn, ctx| {
             write_transaction(conn, operation, |conn| {
                 check_fence(conn, &lease)?;
-                let current = load(conn, &name, Some(lease.scale_set_id), "read instance")?;
-                let status = match to {
-                    Some(to) if !current.status.can_move_to(to) => {
-                        return Err(Error::InvalidTransition {
-                            instance: name,
-                            from: current.status,
-                            to,
-                        });
-                    }
-                    Some(to) => to,
-                    None => current.status,
-                };
-                if to.is_some()
-                    && status == current.status
-                    && provider_id.is_none()
-                    && github_runner_id.is_none()
-                {
-                    return Ok(current);
-                }
-                let updated = Instance {
-                    status,
-                    provider_id: provider_id.or(current.provider_id),
-                    github_runner_id: github_runner_id.or(current.github_runner_id),
-                    updated_at: ctx.now(),
-                    ..current
-                };
-                diesel::update(instances::table.find(&name))
-                    .set((
-                        instances::status.eq(updated.status.as_str()),
-                        instances::provider_id.eq(&updated.provider_id),
-                        instances::github_runner_id.eq(updated.github_runner_id),
-                        instances::updated_at.eq(updated.updated_at.unix_millis()),
-                    ))
-                    .execute(conn)
-                    .map_err(Error::backend(operation))?;
-                Ok(updated)
+                advance_row(
+                    conn,
+                    &lease,
+                    ctx.now(),
+                    name,
+                    to,
+                    (provider_id, github_runner_id),
+                    operation,
+                )
             })
         })
         .await
@@ -146,24 +193,28 @@ impl InstanceStore for DieselStore {
         self.run("create instance", move |conn, ctx| {
             write_transaction(conn, "create instance", |conn| {
                 check_fence(conn, &lease)?;
+                insert_row(conn, &lease, ctx.now().unix_millis(), new)
+            })
+        })
+        .await
+    }
+
+    async fn create_instances(
+        &self,
+        lease: &Lease,
+        new: Vec<NewInstance>,
+    ) -> Result<Vec<Instance>> {
+        if new.is_empty() {
+            return Ok(Vec::new());
+        }
+        let lease = lease.clone();
+        self.run("create instances", move |conn, ctx| {
+            write_transaction(conn, "create instances", |conn| {
+                check_fence(conn, &lease)?;
                 let now = ctx.now().unix_millis();
-                let row = Row {
-                    name: new.name,
-                    scale_set_id: lease.scale_set_id.to_string(),
-                    provider_id: new.provider_id,
-                    github_runner_id: new.github_runner_id,
-                    pool_key: new.pool_key,
-                    status: new.status.as_str().to_owned(),
-                    bootstrap_deadline: new.bootstrap_deadline.map(Timestamp::unix_millis),
-                    created_at: now,
-                    updated_at: now,
-                    removal_requested_at: None,
-                };
-                diesel::insert_into(instances::table)
-                    .values(&row)
-                    .execute(conn)
-                    .map_err(Error::write("instance", "create instance"))?;
-                from_row(row)
+                new.into_iter()
+                    .map(|new| insert_row(conn, &lease, now, new))
+                    .collect()
             })
         })
         .await
@@ -301,6 +352,38 @@ impl InstanceStore for DieselStore {
             github_runner_id,
             "advance instance",
         )
+        .await
+    }
+
+    async fn advance_instances(
+        &self,
+        lease: &Lease,
+        moves: Vec<InstanceAdvance>,
+    ) -> Result<Vec<Instance>> {
+        if moves.is_empty() {
+            return Ok(Vec::new());
+        }
+        let lease = lease.clone();
+        self.run("advance instances", move |conn, ctx| {
+            write_transaction(conn, "advance instances", |conn| {
+                check_fence(conn, &lease)?;
+                let now = ctx.now();
+                moves
+                    .into_iter()
+                    .map(|m| {
+                        advance_row(
+                            conn,
+                            &lease,
+                            now,
+                            m.name,
+                            Some(m.to),
+                            (m.provider_id, m.github_runner_id),
+                            "advance instances",
+                        )
+                    })
+                    .collect()
+            })
+        })
         .await
     }
 

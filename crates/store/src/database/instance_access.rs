@@ -72,7 +72,7 @@ fn load(conn: &mut DbConnection, name: &str) -> Result<Option<InstanceAccess>> {
         .inner_join(instances::table)
         .filter(instance_access::instance_name.eq(name))
         .select((Row::as_select(), instances::scale_set_id))
-        .first::<(Row, String)>(conn)
+        .get_result::<(Row, String)>(conn)
         .optional()
         .map_err(Error::backend("read instance access"))?
         .map(|(row, scale_set_id)| from_row(row, &scale_set_id))
@@ -188,7 +188,7 @@ impl InstanceAccessStore for DieselStore {
             let (key_id, ciphertext): (String, Vec<u8>) = instance_access::table
                 .find(&name)
                 .select((instance_access::jit_key_id, instance_access::jit_ciphertext))
-                .first(conn)
+                .get_result(conn)
                 .optional()
                 .map_err(Error::backend("open instance JIT config"))?
                 .ok_or_else(|| not_granted(&name))?;

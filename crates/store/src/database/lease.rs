@@ -72,7 +72,7 @@ fn read(conn: &mut DbConnection, scale_set_id: ScaleSetId) -> Result<Option<Leas
     let row: Option<(String, i64, i64)> = leases::table
         .find(scale_set_id.to_string())
         .select((leases::holder, leases::token, leases::expires_at))
-        .first(conn)
+        .get_result(conn)
         .optional()
         .map_err(Error::backend("read lease"))?;
     Ok(row.map(|(holder, token, expires_at)| LeaseRecord {

@@ -99,7 +99,7 @@ fn ensure_health(conn: &mut DbConnection, id: &str) -> QueryResult<()> {
     let exists = scale_set_health::table
         .find(id)
         .select(scale_set_health::scale_set_id)
-        .first::<String>(conn)
+        .get_result::<String>(conn)
         .optional()?
         .is_some();
     if !exists {
@@ -245,7 +245,7 @@ fn load(conn: &mut DbConnection, id: ScaleSetId) -> Result<ScaleSet> {
     let row = scale_sets::table
         .find(id.to_string())
         .select(Row::as_select())
-        .first(conn)
+        .get_result(conn)
         .optional()
         .map_err(Error::backend("read scale set"))?
         .ok_or_else(|| Error::NotFound {
@@ -367,7 +367,7 @@ impl ScaleSetStore for DieselStore {
                 .filter(scale_sets::runner_group_name.eq(&runner_group))
                 .filter(scale_sets::name.eq(&name))
                 .select(Row::as_select())
-                .first(conn)
+                .get_result(conn)
                 .optional()
                 .map_err(Error::backend("find scale set"))?
                 .map(|row| {
@@ -425,7 +425,7 @@ impl ScaleSetStore for DieselStore {
                         scale_sets::generation,
                         scale_sets::provenance,
                     ))
-                    .first(conn)
+                    .get_result(conn)
                     .optional()
                     .map_err(Error::backend("read scale set"))?
                     .ok_or_else(|| Error::NotFound {
@@ -619,7 +619,7 @@ impl ScaleSetStore for DieselStore {
                 let exists = scale_sets::table
                     .find(&id)
                     .select(scale_sets::id)
-                    .first::<String>(conn)
+                    .get_result::<String>(conn)
                     .optional()?
                     .is_some();
                 if !exists {
@@ -759,7 +759,7 @@ impl ScaleSetStore for DieselStore {
                 let exists = scale_sets::table
                     .find(&key)
                     .select(scale_sets::id)
-                    .first::<String>(conn)
+                    .get_result::<String>(conn)
                     .optional()
                     .map_err(Error::backend("read scale set"))?
                     .is_some();

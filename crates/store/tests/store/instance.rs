@@ -1,7 +1,8 @@
 //! Instances: round trip, unique names and the status transition table.
 
 use scaleset_store::{
-    Error, InstanceStatus, InstanceStore as _, LeaseStore as _, NewInstance, Timestamp,
+    Error, InstanceAdvance, InstanceStatus, InstanceStore as _, LeaseStore as _, NewInstance,
+    Timestamp,
 };
 
 use crate::helpers::{TestDb, lease, store_tests};
@@ -11,6 +12,8 @@ store_tests!(
     duplicate_instance_name_is_a_conflict,
     transition_table_is_enforced,
     advancing_moves_and_records_ids_in_one_commit,
+    a_batch_of_intents_lands_together_or_not_at_all,
+    a_batch_of_moves_lands_together_or_not_at_all,
     instances_are_counted_by_status_across_scale_sets,
     a_removal_request_is_recorded_once_without_a_lease
 );
@@ -83,6 +86,182 @@ async fn advancing_moves_and_records_ids_in_one_commit(db: TestDb) {
             .is_lease_lost()
     );
     assert_eq!(store.get_instance("adv-1").await.unwrap(), running);
+}
+
+/// `create_instances` is the scaler's one commit for a message's N intents: all land, in the
+/// order given; a duplicate among them, or a lost lease, lands none.
+async fn a_batch_of_intents_lands_together_or_not_at_all(db: TestDb) {
+    let store = db.open().await;
+    let scale_set = crate::helpers::scale_set(&store, "batch").await;
+    let held = lease(&store, scale_set.id, "w").await;
+    let created = store
+        .create_instances(&held, vec![new("b-2"), new("b-1"), new("b-3")])
+        .await
+        .unwrap();
+    let names: Vec<&str> = created.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(names, ["b-2", "b-1", "b-3"], "in the order given");
+    assert_eq!(store.list_instances(scale_set.id).await.unwrap().len(), 3);
+    for instance in &created {
+        assert_eq!(&store.get_instance(&instance.name).await.unwrap(), instance);
+        assert_eq!(instance.status, InstanceStatus::Pending);
+    }
+    assert!(
+        store
+            .create_instances(&held, Vec::new())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // One name already taken: none of the batch is recorded.
+    let refused = store
+        .create_instances(&held, vec![new("b-4"), new("b-1"), new("b-5")])
+        .await
+        .unwrap_err();
+    assert!(refused.is_conflict(), "{refused:?}");
+    assert!(store.get_instance("b-4").await.unwrap_err().is_not_found());
+    assert!(store.get_instance("b-5").await.unwrap_err().is_not_found());
+
+    // A taken-over lease records nothing.
+    store.release_lease(&held).await.unwrap();
+    let _other = lease(&store, scale_set.id, "someone-else").await;
+    assert!(
+        store
+            .create_instances(&held, vec![new("b-6")])
+            .await
+            .unwrap_err()
+            .is_lease_lost()
+    );
+    assert!(store.get_instance("b-6").await.unwrap_err().is_not_found());
+    assert_eq!(store.list_instances(scale_set.id).await.unwrap().len(), 3);
+}
+
+fn advance(
+    name: &str,
+    to: InstanceStatus,
+    provider: Option<&str>,
+    runner: Option<i64>,
+) -> InstanceAdvance {
+    InstanceAdvance {
+        name: name.to_owned(),
+        to,
+        provider_id: provider.map(str::to_owned),
+        github_runner_id: runner,
+    }
+}
+
+/// `advance_instances` is the scaler's one commit for a message's N runners' GitHub ids with
+/// `creating`, then their provider ids with `running`: all land; a refused move, an unknown
+/// name, another scale set's instance or a lost lease lands none.
+async fn a_batch_of_moves_lands_together_or_not_at_all(db: TestDb) {
+    use InstanceStatus::{Creating, Running};
+    let store = db.open().await;
+    let scale_set = crate::helpers::scale_set(&store, "moves").await;
+    let other_set = crate::helpers::scale_set(&store, "moves-other").await;
+    let held = lease(&store, scale_set.id, "w").await;
+    let other = lease(&store, other_set.id, "w").await;
+    store
+        .create_instances(&held, vec![new("m-1"), new("m-2")])
+        .await
+        .unwrap();
+    store.create_instance(&other, new("o-1")).await.unwrap();
+
+    let creating = store
+        .advance_instances(
+            &held,
+            vec![
+                advance("m-1", Creating, None, Some(11)),
+                advance("m-2", Creating, None, Some(12)),
+            ],
+        )
+        .await
+        .unwrap();
+    for (instance, runner) in creating.iter().zip([11, 12]) {
+        assert_eq!(&store.get_instance(&instance.name).await.unwrap(), instance);
+        assert_eq!(
+            (instance.status, instance.github_runner_id),
+            (Creating, Some(runner))
+        );
+    }
+
+    // One refused move (creating cannot go back to pending): neither moves.
+    let refused = store
+        .advance_instances(
+            &held,
+            vec![
+                advance("m-1", Running, Some("p-1"), None),
+                advance("m-2", InstanceStatus::Pending, None, None),
+            ],
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, Error::InvalidTransition { .. }),
+        "{refused:?}"
+    );
+    // An unknown name, or another scale set's instance: neither moves.
+    for stranger in ["m-9", "o-1"] {
+        let refused = store
+            .advance_instances(
+                &held,
+                vec![
+                    advance("m-1", Running, Some("p-1"), None),
+                    advance(stranger, Running, Some("p-x"), None),
+                ],
+            )
+            .await
+            .unwrap_err();
+        assert!(refused.is_not_found(), "{stranger}: {refused:?}");
+    }
+    assert_eq!(store.get_instance("m-1").await.unwrap(), creating[0]);
+    assert_eq!(
+        store.get_instance("o-1").await.unwrap().status,
+        InstanceStatus::Pending
+    );
+
+    let running = store
+        .advance_instances(
+            &held,
+            vec![
+                advance("m-2", Running, Some("p-2"), None),
+                advance("m-1", Running, Some("p-1"), None),
+            ],
+        )
+        .await
+        .unwrap();
+    let seen: Vec<(&str, InstanceStatus, Option<&str>, Option<i64>)> = running
+        .iter()
+        .map(|i| {
+            (
+                i.name.as_str(),
+                i.status,
+                i.provider_id.as_deref(),
+                i.github_runner_id,
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("m-2", Running, Some("p-2"), Some(12)),
+            ("m-1", Running, Some("p-1"), Some(11))
+        ]
+    );
+
+    // A taken-over lease moves nothing.
+    store.release_lease(&held).await.unwrap();
+    let _taken = lease(&store, scale_set.id, "someone-else").await;
+    assert!(
+        store
+            .advance_instances(
+                &held,
+                vec![advance("m-1", InstanceStatus::Busy, None, None)]
+            )
+            .await
+            .unwrap_err()
+            .is_lease_lost()
+    );
+    assert_eq!(store.get_instance("m-1").await.unwrap().status, Running);
 }
 
 fn new(name: &str) -> NewInstance {
