@@ -35,6 +35,7 @@ mod ensure;
 mod ensure_once;
 mod error;
 mod fleet;
+mod hands_off;
 mod identity;
 mod interrupted;
 mod listener;
@@ -51,8 +52,12 @@ mod wait;
 pub use checkpoint::{Checkpoint, Checkpoints};
 pub use client_factory::{ClientFactory, StoreClientFactory, observed_clients};
 pub use controller::Controller;
-pub use decommission::{Decommission, DecommissionOptions, DecommissionReport, parse_scope};
+pub use decommission::{
+    ConfigureClient, Decommission, DecommissionOptions, DecommissionReport, DecommissionSource,
+    parse_scope,
+};
 pub use deletion::delete_on_github;
+pub use hands_off::HandsOff;
 pub use ensure_once::{EnsureOnce, EnsureResult};
 pub use error::Error;
 pub use fleet::{
