@@ -266,7 +266,7 @@ impl Decommission {
         let allowed: BTreeSet<Subject> = first.items.iter().map(|i| i.subject.clone()).collect();
         let let_go = self.let_go(&first, &facts);
         let applied = self
-            .apply_taken(options, first, facts, &allowed, cancel)
+            .apply_taken(options, first, &facts, allowed, cancel)
             .await;
         // Whatever is left of those scale sets (a busy runner skipped, a failed step) is the
         // control loop's to drain again once the decommission's lease runs out.
@@ -303,18 +303,46 @@ impl Decommission {
         &self,
         options: &DecommissionOptions,
         first: DecommissionPlan,
-        mut facts: Facts,
-        allowed: &BTreeSet<Subject>,
+        reviewed_facts: &Facts,
+        mut allowed: BTreeSet<Subject>,
         cancel: &CancellationToken,
     ) -> Result<DecommissionReport, Error> {
         let mut waited_out = options.wait.is_zero();
-        self.stop_serving(&first, &facts, options.wait, cancel)
+        self.stop_serving(&first, reviewed_facts, options.wait, cancel)
             .await?;
+        // Looked at again now that nothing serves the going scale sets: a worker may have
+        // started a runner for a job that arrived between the review and the stop. A runner
+        // or an instance of ours on a scale set the reviewed plan deletes, detaches or waits
+        // to delete is part of that reviewed decision (the set's delete would take it anyway);
+        // the planner decides its step as for any other.
+        let (mut current, mut facts) = self.look(options, waited_out).await?;
+        let going: BTreeSet<i64> = first
+            .items
+            .iter()
+            .filter_map(|item| match (&item.subject, item.act) {
+                (Subject::ScaleSet { github_id, .. }, Act::Delete | Act::Detach | Act::Wait) => {
+                    Some(*github_id)
+                }
+                _ => None,
+            })
+            .collect();
+        let prefix = format!("{}_", self.identity.id());
+        for item in &current.items {
+            let set = match &item.subject {
+                Subject::Runner { scale_set_id, .. } => Some(*scale_set_id),
+                Subject::Instance { pool_key, .. } => pool_key
+                    .strip_prefix(&prefix)
+                    .and_then(|id| id.parse::<i64>().ok()),
+                _ => None,
+            };
+            if set.is_some_and(|id| going.contains(&id)) {
+                allowed.insert(item.subject.clone());
+            }
+        }
         let deadline = Instant::now().checked_add(options.wait);
         let mut report = DecommissionReport::default();
-        let mut current = first;
         loop {
-            self.carry_out(&current, &facts, allowed, &mut report, cancel)
+            self.carry_out(&current, &facts, &allowed, &mut report, cancel)
                 .await?;
             if waited_out || current.count(Act::Wait) == 0 {
                 break;
@@ -699,6 +727,25 @@ impl Decommission {
         // ours, and listing costs nothing) and of every stored one.
         let mut sets: BTreeSet<i64> = facts.github.iter().map(|s| s.github_id).collect();
         sets.extend(facts.stored.iter().filter_map(|s| s.record.github_id));
+        // And of every pool of ours the providers hold, so an instance whose scale set is
+        // neither on GitHub nor in the store is found too (provably ours by its pool key).
+        let prefix = format!("{}_", self.identity.id());
+        for (name, provider) in &self.providers {
+            match provider.pools().await.map_err(|source| Error::Provider {
+                provider: name.clone(),
+                during: "listing the pools of this controller's instances",
+                source,
+            })? {
+                Some(pools) => sets.extend(pools.iter().filter_map(|key| {
+                    key.as_str().strip_prefix(&prefix)?.parse::<i64>().ok()
+                })),
+                None => tracing::warn!(
+                    provider = %name,
+                    "this provider cannot list instances across pools: an instance of a scale \
+                     set that is neither on GitHub nor in the store is not found through it"
+                ),
+            }
+        }
         for (name, provider) in &self.providers {
             for set in &sets {
                 let key = self.identity.pool_key(*set);

@@ -8,7 +8,7 @@ use scaleset_provider::{
     UserDataOptions,
 };
 
-use crate::helpers::Server;
+use crate::helpers::{CONTROLLER_ID, Server};
 
 const FOREIGN: u128 = 0x9b1d_2c3e_0000_4000_8000_0000_0000_beef;
 
@@ -93,6 +93,17 @@ fn decommission_through_the_server_deletes_ours_and_leaves_the_foreign() {
                 }),
         )
         .expect("the foreign instance");
+    // And an instance of ours whose scale set is neither on GitHub nor in the store (what a
+    // set deleted out of band with its record left behind): ours by its pool key alone.
+    let ours: uuid::Uuid = CONTROLLER_ID.parse().expect("uuid");
+    server
+        .runtime()
+        .block_on(server.cloud.provider(ours).create(&CreateRequest {
+            bootstrap: bootstrap("linux-orphan", scaleset_control::pool_key(ours, 99_999)),
+            jit_config: None,
+            bootstrap_timeout: None,
+        }))
+        .expect("the orphaned instance");
 
     // Not without a valid token.
     let refused = server.ctl_env(&["decommission"], &[("SCALESET_TOKEN", "sst_not-a-token")]);
@@ -114,6 +125,13 @@ fn decommission_through_the_server_deletes_ours_and_leaves_the_foreign() {
         "{plan}"
     );
     assert!(!plan.contains("their-runner"), "{plan}");
+    assert!(
+        plan.contains(&format!(
+            "delete instance linux-orphan (provider fake, pool {CONTROLLER_ID}_99999): tagged \
+             with our pool key"
+        )),
+        "the orphan is found by our pool-key prefix:\n{plan}"
+    );
     assert!(server.sim.state().scale_set(github_id).is_some());
 
     // A wrong digest, or the digest of another plan (without --force-busy), is refused.
@@ -125,7 +143,7 @@ fn decommission_through_the_server_deletes_ours_and_leaves_the_foreign() {
     let other_plan = server.ctl(&["decommission", "--apply", "--digest", &digest]);
     assert_eq!(other_plan.code, 2, "{other_plan:?}");
     assert!(server.sim.state().scale_set(github_id).is_some(), "nothing applied");
-    assert_eq!(server.cloud.instances().len(), 3, "nothing applied");
+    assert_eq!(server.cloud.instances().len(), 4, "nothing applied");
 
     // Applied as reviewed, while the server's worker serves the set: it lets it go.
     let applied = server.ok(&["decommission", "--force-busy", "--apply", "--digest", &digest]);

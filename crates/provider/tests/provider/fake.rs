@@ -248,3 +248,24 @@ async fn start_and_stop_change_status_and_need_an_instance() {
             .starts_with("scaleset-fake-")
     );
 }
+
+/// Issue 34: a decommission finds this controller's instances whatever their pool.
+#[tokio::test]
+async fn pools_lists_only_this_controllers_pools() {
+    let cloud = FakeCloud::new();
+    let ours = cloud.provider(CONTROLLER);
+    let other_controller = Uuid::from_u128(99);
+    ours.create(&request("a", &pool(2))).await.unwrap();
+    ours.create(&request("b", &pool(1))).await.unwrap();
+    ours.create(&request("c", &pool(2))).await.unwrap();
+    let their_pool = Pool::new(PoolKey::for_scale_set(other_controller, 3));
+    cloud
+        .provider(other_controller)
+        .create(&request("theirs", &their_pool))
+        .await
+        .unwrap();
+    assert_eq!(
+        ours.pools().await.unwrap(),
+        Some(vec![pool(1).key, pool(2).key])
+    );
+}
