@@ -37,7 +37,7 @@ async fn github_sets(demo: &Running) -> Result<Vec<String>> {
         bail!("/_sim/state answered {status}: {body}");
     }
     let state: Value = serde_json::from_str(&body)?;
-    let mut names: Vec<String> = state["scale_sets"]
+    let mut names: Vec<String> = state["scaleSets"]
         .as_array()
         .into_iter()
         .flatten()
