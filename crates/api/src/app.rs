@@ -14,8 +14,8 @@ use axum::response::{IntoResponse, Response};
 use crate::error::ApiError;
 use crate::extract::BodyLimit;
 use crate::routes::{
-    controller, credentials, decommission, entities, health, instance_facing, instances, plan, scale_sets,
-    tokens, workers,
+    controller, credentials, decommission, entities, health, instance_facing, instances, plan,
+    scale_sets, tokens, workers,
 };
 use crate::state::AppState;
 

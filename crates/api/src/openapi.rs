@@ -18,8 +18,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    controller, credentials, decommission, entities, health, instance_facing, instances, plan, scale_sets,
-    tokens, workers,
+    controller, credentials, decommission, entities, health, instance_facing, instances, plan,
+    scale_sets, tokens, workers,
 };
 use crate::state::AppState;
 use crate::v1;

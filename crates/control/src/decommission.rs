@@ -736,9 +736,11 @@ impl Decommission {
                 during: "listing the pools of this controller's instances",
                 source,
             })? {
-                Some(pools) => sets.extend(pools.iter().filter_map(|key| {
-                    key.as_str().strip_prefix(&prefix)?.parse::<i64>().ok()
-                })),
+                Some(pools) => sets.extend(
+                    pools
+                        .iter()
+                        .filter_map(|key| key.as_str().strip_prefix(&prefix)?.parse::<i64>().ok()),
+                ),
                 None => tracing::warn!(
                     provider = %name,
                     "this provider cannot list instances across pools: an instance of a scale \

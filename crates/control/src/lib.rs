@@ -57,12 +57,12 @@ pub use decommission::{
     parse_scope,
 };
 pub use deletion::delete_on_github;
-pub use hands_off::HandsOff;
 pub use ensure_once::{EnsureOnce, EnsureResult};
 pub use error::Error;
 pub use fleet::{
     Applied, FleetLookup, GitHubLookup, NoLookup, apply_declared, apply_fleet, plan_fleet,
 };
+pub use hands_off::HandsOff;
 pub use identity::{ControllerIdentity, pool_key, runner_name, validate_scale_set_name};
 pub use metrics::{
     CallLabels, EndpointLabel, HistogramFamily, KindLabel, MAX_SCALE_SETS_EXPORTED, Metrics,

@@ -57,9 +57,7 @@ pub(crate) async fn run(ctx: &Ctx<'_>, args: DecommissionArgs) -> Result<Outcome
         digest,
     };
     // The server waits for busy runners up to --wait before it answers.
-    let api = ctx
-        .api
-        .with_timeout(ctx.api.timeout().saturating_add(wait));
+    let api = ctx.api.with_timeout(ctx.api.timeout().saturating_add(wait));
     let applied: Result<DecommissionApplyResponse, ApiError> = crate::progress::while_waiting(
         "decommissioning",
         true,

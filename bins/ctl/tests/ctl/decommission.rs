@@ -79,19 +79,11 @@ fn decommission_through_the_server_deletes_ours_and_leaves_the_foreign() {
     let other = uuid::Uuid::from_u128(FOREIGN);
     server
         .runtime()
-        .block_on(
-            server
-                .cloud
-                .provider(other)
-                .create(&CreateRequest {
-                    bootstrap: bootstrap(
-                        "their-runner",
-                        scaleset_control::pool_key(other, foreign),
-                    ),
-                    jit_config: None,
-                    bootstrap_timeout: None,
-                }),
-        )
+        .block_on(server.cloud.provider(other).create(&CreateRequest {
+            bootstrap: bootstrap("their-runner", scaleset_control::pool_key(other, foreign)),
+            jit_config: None,
+            bootstrap_timeout: None,
+        }))
         .expect("the foreign instance");
     // And an instance of ours whose scale set is neither on GitHub nor in the store (what a
     // set deleted out of band with its record left behind): ours by its pool key alone.
@@ -121,7 +113,9 @@ fn decommission_through_the_server_deletes_ours_and_leaves_the_foreign() {
         "the busy runner is killed by flag, the idle one retired:\n{plan}"
     );
     assert!(
-        plan.contains(&format!("delete scale set acme/linux (GitHub id {github_id})")),
+        plan.contains(&format!(
+            "delete scale set acme/linux (GitHub id {github_id})"
+        )),
         "{plan}"
     );
     assert!(!plan.contains("their-runner"), "{plan}");
@@ -136,19 +130,36 @@ fn decommission_through_the_server_deletes_ours_and_leaves_the_foreign() {
 
     // A wrong digest, or the digest of another plan (without --force-busy), is refused.
     let wrong = "0".repeat(64);
-    let stale = server.ctl(&["decommission", "--force-busy", "--apply", "--digest", &wrong]);
+    let stale = server.ctl(&[
+        "decommission",
+        "--force-busy",
+        "--apply",
+        "--digest",
+        &wrong,
+    ]);
     assert_eq!(stale.code, 2, "{stale:?}");
     assert!(stale.stderr.contains("stale_plan"), "{stale:?}");
     let digest = digest_of(&plan);
     let other_plan = server.ctl(&["decommission", "--apply", "--digest", &digest]);
     assert_eq!(other_plan.code, 2, "{other_plan:?}");
-    assert!(server.sim.state().scale_set(github_id).is_some(), "nothing applied");
+    assert!(
+        server.sim.state().scale_set(github_id).is_some(),
+        "nothing applied"
+    );
     assert_eq!(server.cloud.instances().len(), 4, "nothing applied");
 
     // Applied as reviewed, while the server's worker serves the set: it lets it go.
-    let applied = server.ok(&["decommission", "--force-busy", "--apply", "--digest", &digest]);
+    let applied = server.ok(&[
+        "decommission",
+        "--force-busy",
+        "--apply",
+        "--digest",
+        &digest,
+    ]);
     assert!(
-        applied.stdout.contains("decommissioned: nothing of ours is left"),
+        applied
+            .stdout
+            .contains("decommissioned: nothing of ours is left"),
         "{applied:?}"
     );
     let state = server.sim.state();

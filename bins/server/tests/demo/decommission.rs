@@ -27,7 +27,10 @@ async fn post(url: &str, token: &str, body: &Value) -> Result<(u16, Value)> {
     let response = client.request(request).await?;
     let status = response.status().as_u16();
     let bytes = response.into_body().collect().await?.to_bytes();
-    Ok((status, serde_json::from_slice(&bytes).unwrap_or(Value::Null)))
+    Ok((
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    ))
 }
 
 /// The simulated GitHub's scale sets, by name.
@@ -55,7 +58,11 @@ fn machines(demo: &Running) -> Vec<(String, String)> {
     };
     for pool in pools.flatten() {
         let key = pool.file_name().to_string_lossy().into_owned();
-        for file in std::fs::read_dir(pool.path()).into_iter().flatten().flatten() {
+        for file in std::fs::read_dir(pool.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             let name = file.file_name().to_string_lossy().into_owned();
             if let Some(name) = name.strip_suffix(".json") {
                 found.push((key.clone(), name.to_owned()));
@@ -120,7 +127,13 @@ fn steps(plan: &Value) -> Vec<String> {
         .as_array()
         .into_iter()
         .flatten()
-        .map(|s| format!("{} {}", s["act"].as_str().unwrap_or(""), s["subject"].as_str().unwrap_or("")))
+        .map(|s| {
+            format!(
+                "{} {}",
+                s["act"].as_str().unwrap_or(""),
+                s["subject"].as_str().unwrap_or("")
+            )
+        })
         .collect()
 }
 
@@ -135,14 +148,20 @@ async fn the_decommission_walk_one_set_then_the_whole_demo_after_deleting_the_da
         .find(|(pool, _)| pool.starts_with(FOREIGN))
         .context("the demo seeds another controller's machine")?;
     assert_eq!(foreign_machine.1, "their-runner");
-    assert!(github_sets(&demo).await?.contains(&"their-linux".to_owned()));
+    assert!(
+        github_sets(&demo)
+            .await?
+            .contains(&"their-linux".to_owned())
+    );
 
     // One scale set: linux-x64 goes, with its runners and machines; the rest stays.
     let scope = json!({"entity": "acme", "scale_set": "linux-x64", "force_busy": true});
     let (plan, applied) = decommission(&demo, &scope).await?;
     let shown = steps(&plan);
     assert!(
-        shown.iter().any(|s| s.starts_with("delete scale set acme/linux-x64")),
+        shown
+            .iter()
+            .any(|s| s.starts_with("delete scale set acme/linux-x64")),
         "{shown:?}"
     );
     assert!(
@@ -176,13 +195,19 @@ async fn the_decommission_walk_one_set_then_the_whole_demo_after_deleting_the_da
     assert!(status.success(), "exit {status:?}");
     std::fs::remove_file(dir.path().join("scaleset.db"))?;
     let demo = start(dir.path()).await?;
-    assert!(demo.banner.contains("database was missing"), "{}", demo.banner);
+    assert!(
+        demo.banner.contains("database was missing"),
+        "{}",
+        demo.banner
+    );
     ready(&demo).await?;
 
     let (plan, applied) = decommission(&demo, &json!({"force_busy": true})).await?;
     let shown = steps(&plan);
     assert!(
-        shown.iter().any(|s| s.starts_with("skip scale set acme/their-linux")),
+        shown
+            .iter()
+            .any(|s| s.starts_with("skip scale set acme/their-linux")),
         "the other controller's scale set is shown left alone: {shown:?}"
     );
     assert_eq!(applied["busy_left"], false, "{applied}");

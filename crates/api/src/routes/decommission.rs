@@ -38,6 +38,7 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         (status = 400, description = "The body or the scope is invalid", body = ErrorBody),
         (status = 401, description = "No or an invalid token", body = ErrorBody),
         (status = 409, description = "no_providers: this server runs no worker", body = ErrorBody),
+        (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
         (status = 502, description = "GitHub failed", body = ErrorBody),
     ))]
 pub(crate) async fn plan(
@@ -73,6 +74,7 @@ pub(crate) async fn plan(
         (status = 400, description = "The body, the scope or the digest is invalid", body = ErrorBody),
         (status = 401, description = "No or an invalid token", body = ErrorBody),
         (status = 409, description = "stale_plan (the world changed since the plan), no_providers (no worker here), or in_use (another worker serves a scale set)", body = ErrorBody),
+        (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
         (status = 502, description = "GitHub failed", body = ErrorBody),
     ))]
 pub(crate) async fn apply(

@@ -43,7 +43,10 @@ async fn pools_lists_only_this_controllers_pool_directories() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().to_path_buf();
     let provider = DirectoryProvider::new(root.clone(), CONTROLLER);
-    assert_eq!(provider.pools().await.expect("no directory yet"), Some(vec![]));
+    assert_eq!(
+        provider.pools().await.expect("no directory yet"),
+        Some(vec![])
+    );
     for id in [7, 3] {
         let pool = Pool::new(PoolKey::for_scale_set(CONTROLLER, id));
         provider
