@@ -130,6 +130,38 @@ pub(crate) enum Command {
     /// Import another manager's configuration as a fleet file (read-only on its side).
     #[command(subcommand)]
     Import(ImportCommand),
+    /// Tear down everything this controller owns, and nothing else: prints the plan (delete,
+    /// detach, wait, kill or skip per runner, instance, scale set, session and record, with
+    /// why); applies it only with --apply --digest. Needs a server started with --with-worker
+    /// (docs/operations.md, "Decommission"). Exit 2 when the plan changed since it was
+    /// reviewed, or busy runners were left.
+    Decommission(DecommissionArgs),
+}
+
+/// `decommission`: its scope and flags (those of `scaleset-worker decommission`).
+#[derive(Debug, Args)]
+pub(crate) struct DecommissionArgs {
+    /// Only this entity (its path: `acme` for an organization, `acme/web` for a repository).
+    #[arg(long, value_name = "ENTITY")]
+    pub(crate) entity: Option<String>,
+    /// Only this scale set of --entity.
+    #[arg(long, value_name = "NAME", requires = "entity")]
+    pub(crate) scale_set: Option<String>,
+    /// Delete scale sets we adopted too (they are detached otherwise: left on GitHub).
+    #[arg(long)]
+    pub(crate) include_adopted: bool,
+    /// Wait this long for busy runners (e.g. 10m); 0 does not wait.
+    #[arg(long, value_name = "DURATION", default_value = "0s")]
+    pub(crate) wait: String,
+    /// Kill runners still busy when --wait runs out (their jobs fail), instead of leaving them.
+    #[arg(long)]
+    pub(crate) force_busy: bool,
+    /// Carry the plan out (without it, only print it).
+    #[arg(long, requires = "digest")]
+    pub(crate) apply: bool,
+    /// The digest of the reviewed plan: apply refuses if the plan is not that one any more.
+    #[arg(long, value_name = "SHA256")]
+    pub(crate) digest: Option<String>,
 }
 
 /// `import …`.

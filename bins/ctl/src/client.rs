@@ -172,6 +172,20 @@ impl Api {
         })
     }
 
+    /// How long one request may take.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The same connection with requests bounded by `timeout` instead (a decommission apply
+    /// that waits for busy runners lasts as long as its wait).
+    pub(crate) fn with_timeout(&self, timeout: Duration) -> Self {
+        Self {
+            timeout,
+            ..self.clone()
+        }
+    }
+
     /// The URL of `/api/v1/<segments…>?<query>`; segments are percent-encoded.
     pub(crate) fn url(&self, segments: &[&str], query: &[(&str, &str)]) -> Url {
         let mut url = self.base.clone();

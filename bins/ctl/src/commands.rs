@@ -4,6 +4,7 @@
 
 mod controller;
 mod credential;
+mod decommission;
 mod entity;
 mod fleet;
 mod import;
@@ -93,6 +94,7 @@ pub(crate) async fn run(cli: Cli, env: &BTreeMap<String, String>, out: &Output) 
         Command::Import(ImportCommand::Garm(args)) => {
             import::garm(&cli.connection, args, out).await
         }
+        Command::Decommission(args) => decommission::run(&ctx, args).await,
     }
 }
 

@@ -14,8 +14,8 @@ use axum::response::{IntoResponse, Response};
 use crate::error::ApiError;
 use crate::extract::BodyLimit;
 use crate::routes::{
-    controller, credentials, entities, health, instance_facing, instances, plan, scale_sets,
-    tokens, workers,
+    controller, credentials, decommission, entities, health, instance_facing, instances, plan,
+    scale_sets, tokens, workers,
 };
 use crate::state::AppState;
 
@@ -40,6 +40,7 @@ pub fn router_with(
         .merge(scale_sets::routes())
         .merge(instances::routes())
         .merge(plan::routes())
+        .merge(decommission::routes())
         .merge(tokens::routes())
         .merge(workers::routes())
         .merge(authenticated)

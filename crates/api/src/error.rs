@@ -170,6 +170,14 @@ pub enum ApiError {
         /// What changed and what to do.
         reason: String,
     },
+    /// A decommission asked of a server without the control loop's providers.
+    #[error(
+        "this server runs no worker, so it has no providers to find and delete this \
+         controller's instances with (a decommission without them would leave them running): \
+         run it on a server started with --with-worker, or use `scaleset-worker decommission \
+         --config FILE` on a worker's host"
+    )]
+    NoProviders,
     /// GitHub failed.
     #[error("github call failed while {during}: {reason}")]
     GitHub {
@@ -220,6 +228,7 @@ impl ApiError {
             Self::NotDrained { .. } => ErrorCode::NotDrained,
             Self::LeaseHeld { .. } => ErrorCode::LeaseHeld,
             Self::StalePlan { .. } => ErrorCode::StalePlan,
+            Self::NoProviders => ErrorCode::NoProviders,
             Self::GitHub { .. } => ErrorCode::GitHub,
             Self::Unavailable { .. } => ErrorCode::Unavailable,
             Self::Internal { .. } => ErrorCode::Internal,
@@ -269,6 +278,7 @@ pub fn status(code: ErrorCode) -> StatusCode {
         | ErrorCode::NotDrained
         | ErrorCode::LeaseHeld
         | ErrorCode::StalePlan
+        | ErrorCode::NoProviders
         | ErrorCode::JitConfigured => StatusCode::CONFLICT,
         ErrorCode::GitHub => StatusCode::BAD_GATEWAY,
         ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,

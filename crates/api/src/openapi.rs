@@ -18,8 +18,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    controller, credentials, entities, health, instance_facing, instances, plan, scale_sets,
-    tokens, workers,
+    controller, credentials, decommission, entities, health, instance_facing, instances, plan,
+    scale_sets, tokens, workers,
 };
 use crate::state::AppState;
 use crate::v1;
@@ -44,6 +44,7 @@ use crate::v1;
         scale_sets::create, scale_sets::list, scale_sets::show, scale_sets::update, scale_sets::delete, scale_sets::drain,
         instances::list, instances::list_of, instances::show, instances::delete,
         plan::plan, plan::apply,
+        decommission::plan, decommission::apply,
         tokens::list, tokens::revoke,
         workers::drain,
         instance_facing::registration_token, instance_facing::jit_file, instance_facing::cert_bundle,
@@ -62,6 +63,8 @@ use crate::v1;
         v1::DrainWorkerResult,
         v1::PlanRequest, v1::ApplyRequest, v1::PlanResponse, v1::ApplyResponse, v1::PlanAction,
         v1::FieldChange, v1::PlannedCredentials, v1::PlannedEntity, v1::PlannedScaleSet,
+        v1::DecommissionRequest, v1::DecommissionApplyRequest, v1::DecommissionPlanResponse,
+        v1::DecommissionApplyResponse, v1::DecommissionStep, v1::DecommissionOutcome,
     )),
     modifiers(&BearerAuth, &ClosedAuthInput),
     security(("bearer" = [])),
@@ -73,6 +76,7 @@ use crate::v1;
         (name = "scale-sets", description = "Scale sets, adoption, drain, ownership-aware delete"),
         (name = "instances", description = "Provider instances running runners"),
         (name = "fleet", description = "Plan and apply of a declarative fleet"),
+        (name = "decommission", description = "Tear down everything this controller owns, and nothing else"),
         (name = "workers", description = "Worker processes: drain one before stopping it"),
         (name = "tokens", description = "API tokens: list and revoke (created on the server host only)"),
         (name = "instance", description = "Called by booting instances with their instance token (GARM's metadata and callback URLs)"),

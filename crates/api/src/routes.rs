@@ -3,6 +3,7 @@
 
 pub(crate) mod controller;
 pub(crate) mod credentials;
+pub(crate) mod decommission;
 pub(crate) mod entities;
 pub(crate) mod health;
 pub(crate) mod instance_facing;

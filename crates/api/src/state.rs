@@ -10,7 +10,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
-use scaleset_control::{ClientFactory, ControllerIdentity, Metrics, Settings};
+use scaleset_control::{ClientFactory, ControllerIdentity, DecommissionSource, Metrics, Settings};
 use scaleset_store::{Clock, Store, SystemClock};
 
 /// Request limits.
@@ -59,6 +59,9 @@ pub struct AppState {
     pub worker: Option<String>,
     /// The clock `/readyz` compares lease expiry with.
     pub clock: Arc<dyn Clock>,
+    /// Where decommissions come from: the worker's providers, so `None` for an API-only
+    /// server (the decommission routes then answer `409 no_providers`).
+    pub decommission: Option<DecommissionSource>,
     pub(crate) http_metrics: HttpMetrics,
 }
 
@@ -103,6 +106,7 @@ impl AppState {
             providers: BTreeSet::new(),
             worker: None,
             clock: Arc::new(SystemClock),
+            decommission: None,
             http_metrics,
         }
     }
@@ -126,6 +130,13 @@ impl AppState {
     #[must_use]
     pub fn with_worker(mut self, name: impl Into<String>) -> Self {
         self.worker = Some(name.into());
+        self
+    }
+
+    /// Serves decommissions from `source` (a server that runs the control loop).
+    #[must_use]
+    pub fn with_decommission(mut self, source: DecommissionSource) -> Self {
+        self.decommission = Some(source);
         self
     }
 

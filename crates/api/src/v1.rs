@@ -10,6 +10,7 @@
 
 mod controller;
 mod credentials;
+mod decommission;
 mod entity;
 mod error;
 mod health;
@@ -22,6 +23,10 @@ mod worker;
 pub use controller::ControllerInfo;
 pub use credentials::{
     AuthInput, AuthKind, CreateCredentials, Credentials, Endpoint, EndpointInput,
+};
+pub use decommission::{
+    DecommissionApplyRequest, DecommissionApplyResponse, DecommissionOutcome,
+    DecommissionPlanResponse, DecommissionRequest, DecommissionStep,
 };
 pub use entity::{CreateEntity, Entity, EntityKind};
 pub use error::{ErrorBody, ErrorCode};

@@ -9,8 +9,8 @@ use prometheus_client::registry::Registry;
 use scaleset_api::{AppState, Limits};
 use scaleset_config::Config;
 use scaleset_control::{
-    Action, ClientFactory, Controller, ControllerIdentity, Metrics, Settings, StoreClientFactory,
-    apply_declared,
+    Action, ClientFactory, Controller, ControllerIdentity, DecommissionSource, Metrics, Settings,
+    StoreClientFactory, apply_declared,
 };
 use scaleset_provider::Provider;
 use scaleset_store::{ControllerBinding, DieselStore, Store, WriterLock, WriterLockError};
@@ -54,6 +54,8 @@ pub struct App {
     clock: Arc<dyn scaleset_store::Clock>,
     registry: Registry,
     controller: Option<(Controller, Arc<Metrics>)>,
+    /// The decommissions the API serves: with the control loop's providers, so only then.
+    decommission: Option<DecommissionSource>,
     applied: Option<FleetApplied>,
     database: String,
     lock: Option<WriterLock>,
@@ -90,7 +92,7 @@ impl App {
         let mut controller = Controller::new(
             app.store.clone(),
             app.clients.clone(),
-            providers,
+            providers.clone(),
             app.identity.clone(),
             app.settings.clone(),
             &mut app.registry,
@@ -99,6 +101,23 @@ impl App {
             controller = controller.with_checkpoints(hook);
         }
         let metrics = controller.metrics();
+        // The very providers the loop uses (an in-memory cloud built again would be empty),
+        // and the loop told to let a scale set go while a decommission takes it.
+        let proxy = scaleset_github::ProxyConfig::from_env(&Vars(&env.vars));
+        let release = app
+            .settings
+            .lease_ttl
+            .saturating_add(app.settings.watch_interval);
+        app.decommission = Some(
+            DecommissionSource::new(
+                app.identity.clone(),
+                config.fleet.clone(),
+                providers,
+                app.store.clone(),
+                Arc::new(move |c| c.with_proxy(proxy.clone())),
+            )
+            .with_hands_off(controller.hands_off(), release),
+        );
         app.controller = Some((controller, metrics));
         Ok(app)
     }
@@ -152,6 +171,7 @@ impl App {
             clock: env.clock.clone(),
             registry: Registry::default(),
             controller: None,
+            decommission: None,
             applied: None,
             database,
             lock: None,
@@ -198,6 +218,9 @@ impl App {
         .with_clock(self.clock);
         if controller.is_some() {
             state = state.with_worker(self.settings.worker.clone());
+        }
+        if let Some(source) = self.decommission {
+            state = state.with_decommission(source);
         }
         let cancel = CancellationToken::new();
         if !self.secret_files.is_empty() {

@@ -23,6 +23,7 @@ use crate::checkpoint::{Checkpoints, NoCheckpoints};
 use crate::client_factory::{ClientFactory, Observed};
 use crate::drain::drain;
 use crate::error::{Error, chain, store};
+use crate::hands_off::HandsOff;
 use crate::identity::ControllerIdentity;
 use crate::metrics::{Metrics, SetLabels, SetReading, StateLabel, StatusLabel};
 use crate::observed_provider::ObservedProvider;
@@ -34,6 +35,7 @@ use crate::task::serve;
 /// The control loop of one controller over all scale sets in its store.
 pub struct Controller {
     shared: Arc<Shared>,
+    hands_off: HandsOff,
 }
 
 impl std::fmt::Debug for Controller {
@@ -79,7 +81,9 @@ impl Controller {
                 (name, observed)
             })
             .collect();
+        let hands_off = HandsOff::new(settings.worker.clone());
         Self {
+            hands_off,
             shared: Arc::new(Shared {
                 store,
                 clients: Arc::new(Observed::new(clients, &metrics)),
@@ -123,6 +127,12 @@ impl Controller {
         self.shared.metrics.clone()
     }
 
+    /// The scale sets this controller lets go of while a decommission in the same process
+    /// takes them over ([`HandsOff`]); shared, so it may be handed out before [`Self::run`].
+    pub fn hands_off(&self) -> HandsOff {
+        self.hands_off.clone()
+    }
+
     /// Runs until `cancel` fires, then stops every task cleanly and returns. A failing scale
     /// set never stops the others; a failing store read is retried at the next tick.
     ///
@@ -153,9 +163,16 @@ impl Controller {
                     {
                         tracing::warn!(error = %chain(&error), "cannot resume scale sets an interrupted create left; retrying");
                     }
-                    let draining = self.draining(&scale_sets, &running).await;
-                    let share = self.plan_leases(&scale_sets, &draining, &running).await;
-                    self.reconcile(&scale_sets, &draining, &share, &mut running, &cancel);
+                    // Those a decommission in this process takes over are neither served nor
+                    // drained: their tasks stop (and release their leases) below.
+                    let ours: Vec<ScaleSet> = scale_sets
+                        .iter()
+                        .filter(|s| !self.hands_off.contains(s.id))
+                        .cloned()
+                        .collect();
+                    let draining = self.draining(&ours, &running).await;
+                    let share = self.plan_leases(&ours, &draining, &running).await;
+                    self.reconcile(&ours, &draining, &share, &mut running, &cancel);
                     self.observe(&scale_sets).await;
                 }
                 Err(e) => {

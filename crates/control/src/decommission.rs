@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client_factory::build_client;
 use crate::error::{Error, store};
+use crate::hands_off::HandsOff;
 use crate::identity::ControllerIdentity;
 use crate::planner::decommission::{
     Act, DecommissionInput, DecommissionPlan, FoundInstance, GitHubRunner, GitHubSet, Item, Scope,
@@ -31,6 +32,9 @@ const HOLDER: &str = "scaleset-decommission";
 
 /// How often a `--wait` looks at busy runners again.
 const POLL: Duration = Duration::from_secs(2);
+
+/// How often a lease this process's control loop is letting go of is tried again.
+const RELEASE_POLL: Duration = Duration::from_millis(250);
 
 /// What the operator asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +74,9 @@ pub struct Decommission {
     targets: Vec<Target>,
     providers: BTreeMap<String, Arc<dyn Provider>>,
     store: Option<Arc<dyn Store>>,
+    /// The control loop of this process, asked to let the going scale sets go, and how long
+    /// it may take (`None`: no control loop here; a lease held is a refusal).
+    hands_off: Option<(HandsOff, Duration)>,
 }
 
 impl std::fmt::Debug for Decommission {
@@ -188,7 +195,18 @@ impl Decommission {
             targets: targets.into_values().collect(),
             providers,
             store,
+            hands_off: None,
         })
+    }
+
+    /// Runs beside this process's control loop: a scale set that loop serves is not a
+    /// refusal; the loop is asked to let it go ([`HandsOff`]) and the lease is taken once it
+    /// has, within `release` (its lease time: a task that stops releases it at once, one that
+    /// cannot lets it expire).
+    #[must_use]
+    pub fn with_hands_off(mut self, hands_off: HandsOff, release: Duration) -> Self {
+        self.hands_off = Some((hands_off, release));
+        self
     }
 
     /// Reads the world and plans; `waited_out` says whether busy runners are still waited for.
@@ -238,8 +256,7 @@ impl Decommission {
         reviewed: &PlanDigest,
         cancel: &CancellationToken,
     ) -> Result<DecommissionReport, Error> {
-        let mut waited_out = options.wait.is_zero();
-        let (first, mut facts) = self.look(options, waited_out).await?;
+        let (first, facts) = self.look(options, options.wait.is_zero()).await?;
         if &first.digest != reviewed {
             return Err(Error::StaleDecommission {
                 current: first.digest,
@@ -247,12 +264,85 @@ impl Decommission {
             });
         }
         let allowed: BTreeSet<Subject> = first.items.iter().map(|i| i.subject.clone()).collect();
-        self.stop_serving(&first, &facts, options.wait).await?;
+        let let_go = self.let_go(&first, &facts);
+        let applied = self
+            .apply_taken(options, first, &facts, allowed, cancel)
+            .await;
+        // Whatever is left of those scale sets (a busy runner skipped, a failed step) is the
+        // control loop's to drain again once the decommission's lease runs out.
+        if let Some((hands_off, _)) = &self.hands_off {
+            for id in let_go {
+                hands_off.remove(id);
+            }
+        }
+        applied
+    }
+
+    /// The stored scale sets whose records the plan removes, handed to this process's
+    /// control loop to let go of (none without one).
+    fn let_go(&self, plan: &DecommissionPlan, facts: &Facts) -> Vec<scaleset_store::ScaleSetId> {
+        let Some((hands_off, _)) = &self.hands_off else {
+            return Vec::new();
+        };
+        let mut ids = Vec::new();
+        for item in &plan.items {
+            if let (Subject::Record { entity, name }, Act::Delete) = (&item.subject, item.act)
+                && let Some(stored) = facts
+                    .stored
+                    .iter()
+                    .find(|s| &s.entity == entity && &s.record.spec.name == name)
+            {
+                hands_off.insert(stored.record.id);
+                ids.push(stored.record.id);
+            }
+        }
+        ids
+    }
+
+    async fn apply_taken(
+        &self,
+        options: &DecommissionOptions,
+        first: DecommissionPlan,
+        reviewed_facts: &Facts,
+        mut allowed: BTreeSet<Subject>,
+        cancel: &CancellationToken,
+    ) -> Result<DecommissionReport, Error> {
+        let mut waited_out = options.wait.is_zero();
+        self.stop_serving(&first, reviewed_facts, options.wait, cancel)
+            .await?;
+        // Looked at again now that nothing serves the going scale sets: a worker may have
+        // started a runner for a job that arrived between the review and the stop. A runner
+        // or an instance of ours on a scale set the reviewed plan deletes, detaches or waits
+        // to delete is part of that reviewed decision (the set's delete would take it anyway);
+        // the planner decides its step as for any other.
+        let (mut current, mut facts) = self.look(options, waited_out).await?;
+        let going: BTreeSet<i64> = first
+            .items
+            .iter()
+            .filter_map(|item| match (&item.subject, item.act) {
+                (Subject::ScaleSet { github_id, .. }, Act::Delete | Act::Detach | Act::Wait) => {
+                    Some(*github_id)
+                }
+                _ => None,
+            })
+            .collect();
+        let prefix = format!("{}_", self.identity.id());
+        for item in &current.items {
+            let set = match &item.subject {
+                Subject::Runner { scale_set_id, .. } => Some(*scale_set_id),
+                Subject::Instance { pool_key, .. } => pool_key
+                    .strip_prefix(&prefix)
+                    .and_then(|id| id.parse::<i64>().ok()),
+                _ => None,
+            };
+            if set.is_some_and(|id| going.contains(&id)) {
+                allowed.insert(item.subject.clone());
+            }
+        }
         let deadline = Instant::now().checked_add(options.wait);
         let mut report = DecommissionReport::default();
-        let mut current = first;
         loop {
-            self.carry_out(&current, &facts, &allowed, &mut report)
+            self.carry_out(&current, &facts, &allowed, &mut report, cancel)
                 .await?;
             if waited_out || current.count(Act::Wait) == 0 {
                 break;
@@ -278,19 +368,25 @@ impl Decommission {
         facts: &Facts,
         allowed: &BTreeSet<Subject>,
         report: &mut DecommissionReport,
+        cancel: &CancellationToken,
     ) -> Result<(), Error> {
         for item in &plan.items {
             if !item.act.writes() || !allowed.contains(&item.subject) {
                 continue;
             }
-            let outcome = self.step(item, facts).await?;
+            let outcome = self.step(item, facts, cancel).await?;
             tracing::info!(step = %item, outcome, "decommission step");
             report.done.push((item.clone(), outcome));
         }
         Ok(())
     }
 
-    async fn step(&self, item: &Item, facts: &Facts) -> Result<String, Error> {
+    async fn step(
+        &self,
+        item: &Item,
+        facts: &Facts,
+        cancel: &CancellationToken,
+    ) -> Result<String, Error> {
         let client_of = |id: i64| {
             facts.clients.get(&id).ok_or_else(|| Error::Config {
                 what: format!("scale set {id}"),
@@ -393,7 +489,9 @@ impl Decommission {
                     Err(e) => Err(github("deleting our message session", *scale_set_id)(e)),
                 }
             }
-            (Subject::Record { entity, name }, _) => self.remove_record(facts, entity, name).await,
+            (Subject::Record { entity, name }, _) => {
+                self.remove_record(facts, entity, name, cancel).await
+            }
             (Subject::Runner { .. }, _) => Ok("left".to_owned()),
         }
     }
@@ -406,23 +504,27 @@ impl Decommission {
         plan: &DecommissionPlan,
         facts: &Facts,
         wait: Duration,
+        cancel: &CancellationToken,
     ) -> Result<(), Error> {
         for item in &plan.items {
             if let (Subject::Record { entity, name }, Act::Delete) = (&item.subject, item.act) {
-                self.take(facts, entity, name, wait).await?;
+                self.take(facts, entity, name, wait, cancel).await?;
             }
         }
         Ok(())
     }
 
     /// Takes the lease of the stored scale set `entity`/`name` for `wait` and ten minutes, and
-    /// disables it; `None` without a store or a record.
+    /// disables it; `None` without a store or a record. A lease this process's control loop
+    /// holds is waited for while the loop lets it go ([`Self::with_hands_off`]); any other
+    /// holder is a refusal.
     async fn take(
         &self,
         facts: &Facts,
         entity: &str,
         name: &str,
         wait: Duration,
+        cancel: &CancellationToken,
     ) -> Result<Option<(scaleset_store::Lease, scaleset_store::ScaleSetId)>, Error> {
         let Some(store) = &self.store else {
             return Ok(None);
@@ -436,20 +538,49 @@ impl Decommission {
         };
         let id = stored.record.id;
         let ttl = wait.saturating_add(Duration::from_secs(600));
-        let lease = match store
-            .acquire_lease(id, HOLDER, ttl)
-            .await
-            .map_err(store_err("taking the scale set's lease"))?
-        {
-            Acquisition::Acquired(lease) => lease,
-            Acquisition::Held { holder, .. } => {
-                return Err(Error::Config {
-                    what: format!("scale set {entity}/{name}"),
-                    reason: format!(
-                        "worker {holder:?} still serves it; stop the workers and decommission \
-                         again (nothing was changed)"
-                    ),
-                });
+        let released_by = self
+            .hands_off
+            .as_ref()
+            .and_then(|(_, release)| Instant::now().checked_add(*release));
+        let lease = loop {
+            match store
+                .acquire_lease(id, HOLDER, ttl)
+                .await
+                .map_err(store_err("taking the scale set's lease"))?
+            {
+                Acquisition::Acquired(lease) => break lease,
+                Acquisition::Held { holder, .. } => {
+                    let ours = self
+                        .hands_off
+                        .as_ref()
+                        .is_some_and(|(hands_off, _)| hands_off.worker() == holder);
+                    let in_time = released_by.is_some_and(|by| Instant::now() < by);
+                    if !ours || !in_time {
+                        return Err(Error::Config {
+                            what: format!("scale set {entity}/{name}"),
+                            reason: if ours {
+                                format!(
+                                    "this server's worker {holder:?} did not let it go in time; \
+                                     decommission again"
+                                )
+                            } else {
+                                format!(
+                                    "worker {holder:?} still serves it; stop (or drain: \
+                                     `scalesetctl worker drain {holder}`) the workers and \
+                                     decommission again"
+                                )
+                            },
+                        });
+                    }
+                    if wait_for(cancel, RELEASE_POLL).await == Waited::Cancelled {
+                        return Err(Error::Config {
+                            what: format!("scale set {entity}/{name}"),
+                            reason: "the decommission was stopped while this server's worker \
+                                     let it go"
+                                .to_owned(),
+                        });
+                    }
+                }
             }
         };
         let mut current = store
@@ -473,11 +604,15 @@ impl Decommission {
         facts: &Facts,
         entity: &str,
         name: &str,
+        cancel: &CancellationToken,
     ) -> Result<String, Error> {
         let Some(store) = &self.store else {
             return Ok("no store".to_owned());
         };
-        let Some((lease, id)) = self.take(facts, entity, name, Duration::ZERO).await? else {
+        let Some((lease, id)) = self
+            .take(facts, entity, name, Duration::ZERO, cancel)
+            .await?
+        else {
             return Ok("already gone".to_owned());
         };
         let rows = store
@@ -592,6 +727,27 @@ impl Decommission {
         // ours, and listing costs nothing) and of every stored one.
         let mut sets: BTreeSet<i64> = facts.github.iter().map(|s| s.github_id).collect();
         sets.extend(facts.stored.iter().filter_map(|s| s.record.github_id));
+        // And of every pool of ours the providers hold, so an instance whose scale set is
+        // neither on GitHub nor in the store is found too (provably ours by its pool key).
+        let prefix = format!("{}_", self.identity.id());
+        for (name, provider) in &self.providers {
+            match provider.pools().await.map_err(|source| Error::Provider {
+                provider: name.clone(),
+                during: "listing the pools of this controller's instances",
+                source,
+            })? {
+                Some(pools) => sets.extend(
+                    pools
+                        .iter()
+                        .filter_map(|key| key.as_str().strip_prefix(&prefix)?.parse::<i64>().ok()),
+                ),
+                None => tracing::warn!(
+                    provider = %name,
+                    "this provider cannot list instances across pools: an instance of a scale \
+                     set that is neither on GitHub nor in the store is not found through it"
+                ),
+            }
+        }
         for (name, provider) in &self.providers {
             for set in &sets {
                 let key = self.identity.pool_key(*set);
@@ -617,6 +773,82 @@ impl Decommission {
             }
         }
         Ok(facts)
+    }
+}
+
+/// How a GitHub client is adjusted (proxy, retries) before use.
+pub type ConfigureClient =
+    Arc<dyn Fn(scaleset_github::ClientConfig) -> scaleset_github::ClientConfig + Send + Sync>;
+
+/// What a long-running process (the server with its worker) needs to open a [`Decommission`]
+/// whenever one is asked for: the configured entities are read again each time, so an entity
+/// added through the API since the start is in it.
+#[derive(Clone)]
+pub struct DecommissionSource {
+    identity: ControllerIdentity,
+    fleet: Fleet,
+    providers: BTreeMap<String, Arc<dyn Provider>>,
+    store: Arc<dyn Store>,
+    configure: ConfigureClient,
+    hands_off: Option<(HandsOff, Duration)>,
+}
+
+impl std::fmt::Debug for DecommissionSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DecommissionSource")
+            .field("identity", &self.identity)
+            .field("providers", &self.providers.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl DecommissionSource {
+    /// The source of the decommissions of the controller `identity` over `store`, with the
+    /// declared `fleet`'s entities and the very `providers` the control loop uses (an
+    /// in-memory provider built twice would be another, empty cloud).
+    pub fn new(
+        identity: ControllerIdentity,
+        fleet: Fleet,
+        providers: BTreeMap<String, Arc<dyn Provider>>,
+        store: Arc<dyn Store>,
+        configure: ConfigureClient,
+    ) -> Self {
+        Self {
+            identity,
+            fleet,
+            providers,
+            store,
+            configure,
+            hands_off: None,
+        }
+    }
+
+    /// Beside this process's control loop: see [`Decommission::with_hands_off`].
+    #[must_use]
+    pub fn with_hands_off(mut self, hands_off: HandsOff, release: Duration) -> Self {
+        self.hands_off = Some((hands_off, release));
+        self
+    }
+
+    /// A decommission of what the store and the declared fleet name now.
+    ///
+    /// # Errors
+    ///
+    /// As [`Decommission::new`].
+    pub async fn open(&self) -> Result<Decommission, Error> {
+        let configure = self.configure.clone();
+        let decommission = Decommission::new(
+            self.identity.clone(),
+            &self.fleet,
+            self.providers.clone(),
+            Some(self.store.clone()),
+            &move |c| configure(c),
+        )
+        .await?;
+        Ok(match &self.hands_off {
+            Some((hands_off, release)) => decommission.with_hands_off(hands_off.clone(), *release),
+            None => decommission,
+        })
     }
 }
 

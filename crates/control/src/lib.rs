@@ -35,6 +35,7 @@ mod ensure;
 mod ensure_once;
 mod error;
 mod fleet;
+mod hands_off;
 mod identity;
 mod interrupted;
 mod listener;
@@ -51,13 +52,17 @@ mod wait;
 pub use checkpoint::{Checkpoint, Checkpoints};
 pub use client_factory::{ClientFactory, StoreClientFactory, observed_clients};
 pub use controller::Controller;
-pub use decommission::{Decommission, DecommissionOptions, DecommissionReport, parse_scope};
+pub use decommission::{
+    ConfigureClient, Decommission, DecommissionOptions, DecommissionReport, DecommissionSource,
+    parse_scope,
+};
 pub use deletion::delete_on_github;
 pub use ensure_once::{EnsureOnce, EnsureResult};
 pub use error::Error;
 pub use fleet::{
     Applied, FleetLookup, GitHubLookup, NoLookup, apply_declared, apply_fleet, plan_fleet,
 };
+pub use hands_off::HandsOff;
 pub use identity::{ControllerIdentity, pool_key, runner_name, validate_scale_set_name};
 pub use metrics::{
     CallLabels, EndpointLabel, HistogramFamily, KindLabel, MAX_SCALE_SETS_EXPORTED, Metrics,

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use scaleset_provider::{CreateRequest, Error, InstanceId, Pool, Provider, ProviderInstance};
+use scaleset_provider::{
+    CreateRequest, Error, InstanceId, Pool, PoolKey, Provider, ProviderInstance,
+};
 
 use crate::metrics::Metrics;
 
@@ -62,6 +64,10 @@ impl Provider for ObservedProvider {
 
     async fn remove_all(&self) -> Result<(), Error> {
         self.timed("remove_all", self.inner.remove_all()).await
+    }
+
+    async fn pools(&self) -> Result<Option<Vec<PoolKey>>, Error> {
+        self.timed("pools", self.inner.pools()).await
     }
 
     async fn start(&self, pool: &Pool, instance: &InstanceId) -> Result<(), Error> {

@@ -152,6 +152,7 @@ impl Demo {
         .await?;
         if first_run {
             fleet::seed_github(&github.sim, &identity)?;
+            fleet::seed_foreign(&github.sim, &dir.instances())?;
             github.save()?;
         }
 

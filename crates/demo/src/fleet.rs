@@ -4,6 +4,7 @@
 //! simulated GitHub, one of them already there carrying our owner label, as an earlier install
 //! would have left it, so the first run adopts it on evidence.
 
+use std::path::Path;
 use std::time::Duration;
 
 use scaleset_control::{ControllerIdentity, DeclaredScaleSet, Fleet};
@@ -134,6 +135,36 @@ pub(crate) fn seed_github(sim: &Simulator, identity: &ControllerIdentity) -> Res
         sim.seed_scale_set(ORGANIZATION, 0, declared.name, &labels)?;
     }
     Ok(())
+}
+
+/// Another controller sharing the demo's organization and cloud (issue 34): its id, whose
+/// owner label its scale set carries and whose pool key its machine is tagged with.
+pub const FOREIGN_CONTROLLER: &str = "9b1d2c3e-0000-4000-8000-00000000beef";
+/// The other controller's scale set on the simulated GitHub (beside ours, in the same group).
+pub const FOREIGN_SCALE_SET: &str = "their-linux";
+/// The other controller's machine in the fake cloud.
+pub const FOREIGN_INSTANCE: &str = "their-runner";
+
+/// Seeds, on a brand-new simulated GitHub and fake cloud, another controller's scale set
+/// (carrying its owner label) and one of its machines (tagged with its pool key), so a
+/// decommission walk can show that nothing of theirs is touched.
+pub(crate) fn seed_foreign(sim: &Simulator, instances: &Path) -> Result<(), Error> {
+    let label = format!("scaleset-owner-{}", FOREIGN_CONTROLLER.replace('-', ""));
+    let id = sim.seed_scale_set(
+        ORGANIZATION,
+        0,
+        FOREIGN_SCALE_SET,
+        &["linux".to_owned(), label],
+    )?;
+    let pool = instances.join(format!("{FOREIGN_CONTROLLER}_{id}"));
+    std::fs::create_dir_all(&pool).map_err(|e| Error::file("create", &pool, e))?;
+    let file = pool.join(format!("{FOREIGN_INSTANCE}.json"));
+    let text = serde_json::json!({
+        "name": FOREIGN_INSTANCE,
+        "pool": format!("{FOREIGN_CONTROLLER}_{id}"),
+    })
+    .to_string();
+    std::fs::write(&file, text).map_err(|e| Error::file("write", &file, e))
 }
 
 /// The demo's fleet as a fleet file would declare it: the credentials for the simulated GitHub

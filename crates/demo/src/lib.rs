@@ -7,7 +7,8 @@
 //!   data directory and "boot" simulated runners that take their jobs and finish them;
 //! - SQLite in the data directory, with the controller id and encryption key pinned beside it;
 //! - a declared fleet of three scale sets in organization `acme`, one of them already on the
-//!   simulated GitHub with our owner label (so the first run adopts it);
+//!   simulated GitHub with our owner label (so the first run adopts it); and another
+//!   controller's scale set and machine beside them, which a decommission must leave alone;
 //! - a configuration naming all of the above, built into a process by `scaleset-app`'s
 //!   `App::build`, the one composition root the worker and `scaleset-server --with-worker` use
 //!   too: the fleet applied by `apply_declared`, the fake provider from `[fake]`, and the
@@ -46,6 +47,9 @@ mod machine;
 pub use data_dir::DataDir;
 pub use demo::{Demo, DemoOptions};
 pub use error::Error;
-pub use fleet::{CREDENTIALS, Declared, FLEET, PROVIDER, spec};
+pub use fleet::{
+    CREDENTIALS, Declared, FLEET, FOREIGN_CONTROLLER, FOREIGN_INSTANCE, FOREIGN_SCALE_SET,
+    PROVIDER, spec,
+};
 pub use github::{APP_ID, INSTALLATION_ID, ORGANIZATION, PAT, sim_config};
 pub use jobs::JobStream;

@@ -21,7 +21,7 @@ use crate::bootstrap::CreateRequest;
 use crate::command::Command;
 use crate::error::Error;
 use crate::instance::{InstanceId, InstanceStatus, ProviderInstance, check_instance_name};
-use crate::pool::Pool;
+use crate::pool::{Pool, PoolKey};
 use crate::provider::Provider;
 
 /// What a created instance boots with: what a real machine's user data would carry.
@@ -307,6 +307,28 @@ impl Provider for DirectoryProvider {
             out.push(read(&entry.path(), command).await?);
         }
         Ok(out)
+    }
+
+    async fn pools(&self) -> Result<Option<Vec<PoolKey>>, Error> {
+        // The pool directories named with this controller's prefix (what `remove_all` removes).
+        let command = Command::ListInstances;
+        let prefix = format!("{}_", self.controller);
+        let mut entries = match tokio::fs::read_dir(&self.dir).await {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Some(Vec::new())),
+            Err(e) => return Err(io(command, &e)),
+        };
+        let mut pools = Vec::new();
+        while let Some(entry) = entries.next_entry().await.map_err(|e| io(command, &e))? {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with(&prefix)
+                && let Ok(key) = PoolKey::parse(&name)
+            {
+                pools.push(key);
+            }
+        }
+        pools.sort();
+        Ok(Some(pools))
     }
 
     async fn remove_all(&self) -> Result<(), Error> {

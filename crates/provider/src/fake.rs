@@ -356,6 +356,18 @@ impl Provider for FakeProvider {
         Ok(instance)
     }
 
+    async fn pools(&self) -> Result<Option<Vec<PoolKey>>, Error> {
+        let pools: std::collections::BTreeSet<PoolKey> = self
+            .cloud
+            .lock()
+            .instances
+            .values()
+            .filter(|i| i.controller_id == self.controller_id)
+            .map(|i| i.pool.clone())
+            .collect();
+        Ok(Some(pools.into_iter().collect()))
+    }
+
     async fn delete(&self, _pool: &Pool, instance: &InstanceId) -> Result<(), Error> {
         self.pause().await;
         let mut state = self.cloud.lock();

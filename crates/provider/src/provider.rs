@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use crate::bootstrap::CreateRequest;
 use crate::error::Error;
 use crate::instance::{InstanceId, ProviderInstance};
-use crate::pool::Pool;
+use crate::pool::{Pool, PoolKey};
 
 /// A compute provider: creates, finds and removes the machines runners run on.
 ///
@@ -37,6 +37,14 @@ pub trait Provider: Send + Sync {
 
     /// Removes every instance tagged with this controller's ID.
     async fn remove_all(&self) -> Result<(), Error>;
+
+    /// The pool keys of this controller's instances (tagged with its ID), whatever the pool:
+    /// what finds an instance again once its record and its scale set are both gone (a
+    /// decommission). `None` when the provider cannot list across pools (the GARM executable
+    /// protocol lists one pool at a time): callers say so rather than assume there is none.
+    async fn pools(&self) -> Result<Option<Vec<PoolKey>>, Error> {
+        Ok(None)
+    }
 
     /// Starts a stopped instance.
     async fn start(&self, pool: &Pool, instance: &InstanceId) -> Result<(), Error>;

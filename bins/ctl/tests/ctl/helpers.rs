@@ -9,7 +9,8 @@ use std::sync::Arc;
 use prometheus_client::registry::Registry;
 use scaleset_api::AppState;
 use scaleset_control::{
-    Controller, ControllerIdentity, Settings as ControlSettings, StoreClientFactory,
+    Controller, ControllerIdentity, DecommissionSource, Fleet, Settings as ControlSettings,
+    StoreClientFactory,
 };
 use scaleset_provider::{CreatedRunner, FakeCloud, Provider};
 use scaleset_sim::{SimConfig, Simulator};
@@ -55,7 +56,7 @@ pub(crate) struct Server {
     pub(crate) github: String,
     /// The simulator, to look at GitHub's side and to plant foreign scale sets.
     pub(crate) sim: Simulator,
-    /// The worker's fake cloud, to look at instances and plant another manager's.
+    /// The worker's fake cloud, to look at its instances and to plant foreign ones.
     pub(crate) cloud: FakeCloud,
     runtime: Option<tokio::runtime::Runtime>,
     stop: CancellationToken,
@@ -70,6 +71,16 @@ impl Server {
 
     /// [`Server::start`] with the simulator's configuration changed by `configure`.
     pub(crate) fn start_with(configure: impl FnOnce(&mut SimConfig)) -> Self {
+        Self::start_serving(configure, true)
+    }
+
+    /// [`Server::start`] whose API, as an API-only server's, serves no decommission (it has
+    /// no providers), beside a worker that still runs.
+    pub(crate) fn start_without_decommission() -> Self {
+        Self::start_serving(|_| {}, false)
+    }
+
+    fn start_serving(configure: impl FnOnce(&mut SimConfig), decommission: bool) -> Self {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -77,8 +88,7 @@ impl Server {
             .expect("a runtime");
         let dir = tempfile::tempdir().expect("a temporary directory");
         let stop = CancellationToken::new();
-        let cloud = FakeCloud::new();
-        let (url, token, github, sim) = runtime.block_on(async {
+        let (url, token, github, sim, cloud) = runtime.block_on(async {
             // Short long-poll holds (a stop does not wait out a 50 s poll), busy seen at once,
             // and jobs that run until the test ends them.
             let mut config = SimConfig {
@@ -126,6 +136,7 @@ impl Server {
                 ..ControlSettings::default()
             };
             // The worker: a fake cloud whose runners register and take jobs in the simulator.
+            let cloud = FakeCloud::new();
             cloud.on_create({
                 let sim = sim.clone();
                 move |runner: &CreatedRunner| {
@@ -136,17 +147,30 @@ impl Server {
                 }
             });
             let provider: Arc<dyn Provider> = Arc::new(cloud.provider(identity.id()));
+            let providers = std::collections::BTreeMap::from([("fake".to_owned(), provider)]);
             let mut registry = Registry::default();
             let controller = Controller::new(
                 dyn_store.clone(),
                 clients.clone(),
-                std::collections::BTreeMap::from([("fake".to_owned(), provider)]),
+                providers.clone(),
                 identity.clone(),
                 settings.clone(),
                 &mut registry,
             );
+            // As `App::build` wires it for `scaleset-server --with-worker`.
+            let source = DecommissionSource::new(
+                identity.clone(),
+                Fleet::default(),
+                providers,
+                dyn_store.clone(),
+                Arc::new(|c| c),
+            )
+            .with_hands_off(
+                controller.hands_off(),
+                settings.lease_ttl.saturating_add(settings.watch_interval),
+            );
             tokio::spawn(controller.run(stop.clone()));
-            let state = AppState::new(
+            let mut state = AppState::new(
                 dyn_store,
                 clients,
                 identity,
@@ -154,6 +178,9 @@ impl Server {
                 None,
                 Registry::default(),
             );
+            if decommission {
+                state = state.with_decommission(source);
+            }
             let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
             let url = format!("http://{}", listener.local_addr().expect("addr"));
             let app = scaleset_api::router(Arc::new(state.with_providers(["fake".to_owned()])));
@@ -163,7 +190,7 @@ impl Server {
                     scaleset_api::serve(listener, app, None, stop.cancelled_owned()).await
                 }
             });
-            (url, secret.expose_secret().to_owned(), github, sim)
+            (url, secret.expose_secret().to_owned(), github, sim, cloud)
         });
         Self {
             url,
@@ -256,6 +283,11 @@ impl Server {
             .as_ref()
             .expect("the runtime runs")
             .block_on(future)
+    }
+
+    /// The runtime the server runs on, to drive async helpers from a test.
+    pub(crate) fn runtime(&self) -> &tokio::runtime::Runtime {
+        self.runtime.as_ref().expect("the runtime runs")
     }
 
     /// A directory for the test's files (removed with the server).

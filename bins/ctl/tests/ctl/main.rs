@@ -3,6 +3,7 @@
 //! table and JSON output and its exit codes; and the errors a person meets before any server
 //! answers (usage, configuration, an unreachable server).
 
+mod decommission;
 mod fleet;
 mod garm;
 mod helpers;

@@ -8,6 +8,7 @@
 //! `SCALESET_REQUIRE_BROWSER=1` (set by `.ci/run`).
 
 mod browser;
+mod decommission;
 
 use std::path::PathBuf;
 use std::process::Stdio;

@@ -63,6 +63,10 @@ pub enum ErrorCode {
     /// 409: the fleet plan's digest is not what planning gives now: the world changed since
     /// the plan was reviewed. Plan again, review, apply the new digest.
     StalePlan,
+    /// 409: this server runs no control loop, so it has no providers to find and delete
+    /// instances with: decommission on a server started with `--with-worker`, or with
+    /// `scaleset-worker decommission --config FILE`.
+    NoProviders,
     /// 502: GitHub answered with an error or could not be reached.
     #[serde(rename = "github")]
     GitHub,
@@ -92,6 +96,7 @@ impl ErrorCode {
             Self::NotDrained => "not_drained",
             Self::LeaseHeld => "lease_held",
             Self::StalePlan => "stale_plan",
+            Self::NoProviders => "no_providers",
             Self::BootstrapFinished => "bootstrap_finished",
             Self::JitConfigured => "jit_configured",
             Self::GitHub => "github",

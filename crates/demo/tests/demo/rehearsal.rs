@@ -118,10 +118,20 @@ async fn disaster_rehearsal_a_deleted_database_is_rebuilt_by_adoption() -> Resul
         0,
         "none created"
     );
+    let on_github = second.simulator().state();
     assert_eq!(
-        second.simulator().state().scale_sets.len(),
+        on_github
+            .scale_sets
+            .iter()
+            .filter(|s| FLEET.iter().any(|d| d.name == s.name))
+            .count(),
         FLEET.len(),
         "no duplicate on GitHub"
+    );
+    assert_eq!(
+        on_github.scale_sets.len(),
+        FLEET.len() + 1,
+        "beside them, only the other controller's scale set the demo seeds"
     );
     for set in &sets {
         assert!(

@@ -36,3 +36,31 @@ async fn issue_29_instance_files_are_0600_in_0700_directories() {
         assert_eq!(mode(dir), 0o700, "{}", dir.display());
     }
 }
+
+/// Issue 34: the pool directories with this controller's prefix, and no other's.
+#[tokio::test]
+async fn pools_lists_only_this_controllers_pool_directories() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().to_path_buf();
+    let provider = DirectoryProvider::new(root.clone(), CONTROLLER);
+    assert_eq!(
+        provider.pools().await.expect("no directory yet"),
+        Some(vec![])
+    );
+    for id in [7, 3] {
+        let pool = Pool::new(PoolKey::for_scale_set(CONTROLLER, id));
+        provider
+            .create(&request(&format!("r{id}"), &pool))
+            .await
+            .expect("create");
+    }
+    let other = uuid::Uuid::from_u128(99);
+    std::fs::create_dir_all(root.join(format!("{other}_1"))).expect("a foreign pool");
+    assert_eq!(
+        provider.pools().await.expect("pools"),
+        Some(vec![
+            PoolKey::for_scale_set(CONTROLLER, 3),
+            PoolKey::for_scale_set(CONTROLLER, 7)
+        ])
+    );
+}

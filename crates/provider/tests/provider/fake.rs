@@ -279,3 +279,24 @@ async fn a_planted_garm_instance_is_listed_by_its_pool_and_controller() {
     );
     assert!(provider.list(&pool(1)).await.unwrap().is_empty());
 }
+
+/// Issue 34: a decommission finds this controller's instances whatever their pool.
+#[tokio::test]
+async fn pools_lists_only_this_controllers_pools() {
+    let cloud = FakeCloud::new();
+    let ours = cloud.provider(CONTROLLER);
+    let other_controller = Uuid::from_u128(99);
+    ours.create(&request("a", &pool(2))).await.unwrap();
+    ours.create(&request("b", &pool(1))).await.unwrap();
+    ours.create(&request("c", &pool(2))).await.unwrap();
+    let their_pool = Pool::new(PoolKey::for_scale_set(other_controller, 3));
+    cloud
+        .provider(other_controller)
+        .create(&request("theirs", &their_pool))
+        .await
+        .unwrap();
+    assert_eq!(
+        ours.pools().await.unwrap(),
+        Some(vec![pool(1).key, pool(2).key])
+    );
+}
