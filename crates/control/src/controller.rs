@@ -78,7 +78,9 @@ impl Controller {
                     Arc::new(ObservedProvider::new(&name, provider, &metrics));
                 (name, observed)
             })
-            .collect();
+            .collect::<BTreeMap<String, Arc<dyn Provider>>>();
+        let recoveries =
+            crate::shared::Recoveries::new(providers.keys(), settings.max_concurrent_recoveries);
         Self {
             shared: Arc::new(Shared {
                 store,
@@ -91,6 +93,7 @@ impl Controller {
                 checkpoints: Arc::new(NoCheckpoints),
                 runner_groups: RunnerGroups::default(),
                 starting,
+                recoveries,
                 renewals: Default::default(),
                 provider_health: Default::default(),
             }),

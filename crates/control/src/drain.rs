@@ -124,6 +124,7 @@ async fn pass(
         desired: None,
         listed: None,
         assigned: None,
+        touched: Default::default(),
     };
     let left = runners.drain().await?;
     let name = &scale_set.spec.name;

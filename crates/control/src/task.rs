@@ -114,7 +114,8 @@ async fn pass(
     held: &mut Option<Lease>,
     resume: &mut Resume,
 ) -> Result<Next, Error> {
-    // Held until the listener starts polling (or this pass ends).
+    // Held until the listener's session is open (or this pass ends): the recovery of the
+    // instances runs beside the listener, not under this permit (issue 35).
     let starting = tokio::select! {
         () = cancel.cancelled() => return Ok(Next::Stop),
         permit = shared.starting.acquire() => permit.ok(),
@@ -199,6 +200,7 @@ async fn pass(
         desired: None,
         listed: None,
         assigned: None,
+        touched: Default::default(),
     };
     let mut listener = Listener {
         shared,

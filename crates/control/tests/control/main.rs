@@ -12,6 +12,7 @@ mod provider_faults;
 mod recovery;
 mod scaling;
 mod sessions;
+mod start;
 mod superseded;
 mod supervisor;
 mod waits;
