@@ -11,6 +11,10 @@
 //! cargo run --release -p scaleset-control --example fleet -- latency 100 100 30 [http1|h2c|https2]
 //! # the same with N workers on one PostgreSQL database (SCALESET_TEST_DATABASE_URL names it)
 //! cargo run --release -p scaleset-control --example fleet -- workers 3 3000 300 30 [transport]
+//! # clean restart: N scale sets listening, the worker stopped cleanly and started again
+//! cargo run --release -p scaleset-control --example fleet -- restart 100 [http1|h2c|https2]
+//! # any mode, with a provider whose list by pool key takes SECS (a real cloud's ~1 s)
+//! cargo run --release -p scaleset-control --example fleet -- --list-delay 1 recovery 1000
 //! ```
 //!
 //! The program re-executes itself as a child that serves only the simulator (latency 0, long
@@ -88,9 +92,12 @@ impl Transport {
 }
 
 fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().collect();
+    let mut args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("--serve") {
         return serve(&args[2..]);
+    }
+    if let Some(secs) = take_option(&mut args, "--list-delay")? {
+        let _ = LIST_DELAY.set(Duration::from_secs_f64(secs));
     }
     let number = |i: usize, default: u64| -> Result<u64> {
         args.get(i)
@@ -128,8 +135,12 @@ fn main() -> Result<()> {
                 Transport::parse(args.get(5))?,
             ))
         }
+        Some("restart") => {
+            let n = number(2, 100)?;
+            runtime.block_on(restart(n as usize, Transport::parse(args.get(3))?))
+        }
         _ => bail!(
-            "usage: fleet recovery N [transport] | density N [transport] | latency SETS JOBS_PER_S SECS [transport] | workers N SETS JOBS_PER_S SECS [transport]"
+            "usage: fleet [--list-delay SECS] recovery N [transport] | density N [transport] | latency SETS JOBS_PER_S SECS [transport] | restart N [transport] | workers N SETS JOBS_PER_S SECS [transport]"
         ),
     }
 }
@@ -480,8 +491,71 @@ fn start(
     Running { cancel, handle }
 }
 
+/// How long the fake provider's list by pool key takes (`--list-delay SECS`; none by default).
+static LIST_DELAY: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+
+/// Removes `--NAME VALUE` from `args` and returns the value as a number.
+fn take_option(args: &mut Vec<String>, name: &str) -> Result<Option<f64>> {
+    let Some(at) = args.iter().position(|a| a == name) else {
+        return Ok(None);
+    };
+    let value = args
+        .get(at + 1)
+        .with_context(|| format!("{name} takes a number of seconds"))?
+        .parse()
+        .with_context(|| format!("{name} takes a number of seconds"))?;
+    args.drain(at..at + 2);
+    Ok(Some(value))
+}
+
 fn fake_provider() -> Arc<dyn Provider> {
-    Arc::new(FakeCloud::new().provider(Uuid::from_u128(CONTROLLER)))
+    let fake: Arc<dyn Provider> = Arc::new(FakeCloud::new().provider(Uuid::from_u128(CONTROLLER)));
+    match LIST_DELAY.get() {
+        Some(delay) if !delay.is_zero() => Arc::new(SlowList {
+            inner: fake,
+            delay: *delay,
+        }),
+        _ => fake,
+    }
+}
+
+/// The fake provider whose list by pool key takes `delay` (a cloud API listing by tag).
+struct SlowList {
+    inner: Arc<dyn Provider>,
+    delay: Duration,
+}
+
+#[async_trait]
+impl Provider for SlowList {
+    async fn create(&self, request: &CreateRequest) -> Result<ProviderInstance, ProviderError> {
+        self.inner.create(request).await
+    }
+    async fn delete(&self, pool: &Pool, instance: &InstanceId) -> Result<(), ProviderError> {
+        self.inner.delete(pool, instance).await
+    }
+    async fn get(
+        &self,
+        pool: &Pool,
+        instance: &InstanceId,
+    ) -> Result<ProviderInstance, ProviderError> {
+        self.inner.get(pool, instance).await
+    }
+    async fn list(&self, pool: &Pool) -> Result<Vec<ProviderInstance>, ProviderError> {
+        tokio::time::sleep(self.delay).await;
+        self.inner.list(pool).await
+    }
+    async fn remove_all(&self) -> Result<(), ProviderError> {
+        self.inner.remove_all().await
+    }
+    async fn start(&self, pool: &Pool, instance: &InstanceId) -> Result<(), ProviderError> {
+        self.inner.start(pool, instance).await
+    }
+    async fn stop(&self, pool: &Pool, instance: &InstanceId) -> Result<(), ProviderError> {
+        self.inner.stop(pool, instance).await
+    }
+    async fn version(&self) -> Result<String, ProviderError> {
+        self.inner.version().await
+    }
 }
 
 /// Waits until the simulator holds `n` long-polls (a listener polls only after its session is
@@ -530,7 +604,10 @@ fn print_counts(label: &str, counts: &BTreeMap<String, u64>) {
 async fn recovery(n: usize, transport: Transport) -> Result<()> {
     let mut sim = Sim::start(transport).await?;
     let dir = tempfile::tempdir()?;
-    println!("disaster recovery: {n} scale sets, transport {transport:?}");
+    println!(
+        "disaster recovery: {n} scale sets, transport {transport:?}, list delay {:?}",
+        LIST_DELAY.get().copied().unwrap_or_default()
+    );
 
     let first = populate(dir.path(), "first.db", &sim, n, 10).await?;
     let t0 = Instant::now();
@@ -561,6 +638,31 @@ async fn recovery(n: usize, transport: Transport) -> Result<()> {
     println!("worker RSS {} KiB", rss_kib(std::process::id())?);
     print_counts("calls during recovery", &sim.counts().await?);
     print_breakdown();
+    running.stop().await?;
+    Ok(())
+}
+
+/// A clean restart: `n` scale sets listening, the worker stopped cleanly (sessions deleted),
+/// and started again on the same database; the time until every set polls again.
+async fn restart(n: usize, transport: Transport) -> Result<()> {
+    let mut sim = Sim::start(transport).await?;
+    let dir = tempfile::tempdir()?;
+    println!(
+        "clean restart: {n} scale sets, transport {transport:?}, list delay {:?}",
+        LIST_DELAY.get().copied().unwrap_or_default()
+    );
+    let store = populate(dir.path(), "restart.db", &sim, n, 10).await?;
+    let t0 = Instant::now();
+    let running = start(store.clone(), transport, fake_provider(), None);
+    let listening = until_listening(&mut sim, &store, n, t0, Duration::from_secs(1800)).await?;
+    println!("first start: all listening after {listening:.2?}");
+    running.stop().await?;
+    sim.ask("clear").await?;
+    let t0 = Instant::now();
+    let running = start(store.clone(), transport, fake_provider(), None);
+    let listening = until_listening(&mut sim, &store, n, t0, Duration::from_secs(600)).await?;
+    println!("after the clean restart: all listening after {listening:.2?}");
+    print_counts("calls during the restart", &sim.counts().await?);
     running.stop().await?;
     Ok(())
 }

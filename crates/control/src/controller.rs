@@ -80,7 +80,9 @@ impl Controller {
                     Arc::new(ObservedProvider::new(&name, provider, &metrics));
                 (name, observed)
             })
-            .collect();
+            .collect::<BTreeMap<String, Arc<dyn Provider>>>();
+        let recoveries =
+            crate::shared::Recoveries::new(providers.keys(), settings.max_concurrent_recoveries);
         let hands_off = HandsOff::new(settings.worker.clone());
         Self {
             hands_off,
@@ -95,6 +97,7 @@ impl Controller {
                 checkpoints: Arc::new(NoCheckpoints),
                 runner_groups: RunnerGroups::default(),
                 starting,
+                recoveries,
                 renewals: Default::default(),
                 provider_health: Default::default(),
             }),

@@ -126,6 +126,7 @@ async fn pass(
         listed: None,
         assigned: None,
         inherited: crate::planner::takeover::inherited(scale_set.takeover.as_ref(), github_id),
+        touched: Default::default(),
     };
     let left = runners.drain().await?;
     let name = &scale_set.spec.name;

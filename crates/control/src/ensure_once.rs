@@ -84,6 +84,7 @@ impl EnsureOnce {
                 checkpoints: Arc::new(NoCheckpoints),
                 runner_groups: RunnerGroups::default(),
                 starting: tokio::sync::Semaphore::new(1),
+                recoveries: Default::default(),
                 renewals: Default::default(),
                 provider_health: Default::default(),
             },

@@ -32,7 +32,7 @@ use crate::ensure::record;
 use crate::error::{Error, chain, store};
 use crate::metrics::KindLabel;
 use crate::planner::session::{Conflict, held_by, recheck_after};
-use crate::scaler::Runners;
+use crate::scaler::{Landed, Recovering, Runners};
 use crate::shared::Shared;
 use crate::wait::{Waited, wait_until};
 
@@ -90,6 +90,15 @@ async fn unless_cancelled<T>(
     }
 }
 
+/// The facts of the recovery running beside the listener, when they land (never, when none
+/// runs).
+async fn landing(recovery: &mut Option<Recovering<'_>>) -> Landed {
+    match recovery {
+        Some(running) => running.await,
+        None => std::future::pending().await,
+    }
+}
+
 /// A queue token expiring within this margin is refreshed before the next poll.
 const QUEUE_TOKEN_MARGIN: Duration = Duration::from_secs(60);
 
@@ -105,7 +114,8 @@ pub(crate) struct Listener<'a> {
     pub(crate) github_id: GitHubScaleSetId,
     pub(crate) last_message_id: MessageId,
     pub(crate) statistics: Option<Statistics>,
-    /// The start permit, given back once polling begins.
+    /// The start permit, given back once the session is open (the recovery runs beside the
+    /// polls, holding none).
     pub(crate) starting: Option<tokio::sync::SemaphorePermit<'a>>,
     /// The jobs-waiting figure last written to the store for the status page (written again
     /// only when it changes).
@@ -171,8 +181,14 @@ impl Listener<'_> {
         session: &mut Session,
         cancel: &CancellationToken,
     ) -> Result<ListenEnd, Error> {
+        // Listen before listing (issue 35): the session is open, so the next scale set may
+        // begin, and the recovery of this one's instances (the provider's list, GitHub's
+        // runners) runs beside the polls; its facts are merged when they land
+        // (`scaler/recovery.rs`). Jobs arriving meanwhile are served.
+        self.starting = None;
+        let registered = self.statistics.map_or(0, |s| s.total_registered_runners);
+        let mut recovery = Some(self.runners.recovery(registered, cancel));
         let started = unless_cancelled(cancel, async {
-            Box::pin(self.runners.recover()).await?;
             Box::pin(self.scale()).await?;
             Box::pin(self.record_progress(None)).await
         })
@@ -180,8 +196,6 @@ impl Listener<'_> {
         if started.is_none() {
             return Ok(ListenEnd::Cancelled);
         }
-        // Started: the next scale set may begin.
-        self.starting = None;
         let capacity = self.runners.scale_set.spec.max_runners;
         let renew_every = self.shared.settings.lease_ttl / 3;
         // One deadline across polls: polls that end sooner than `renew_every` (messages
@@ -213,6 +227,18 @@ impl Listener<'_> {
                 loop {
                     tokio::select! {
                         result = &mut poll => break result,
+                        landed = landing(&mut recovery) => {
+                            recovery = None;
+                            let merged = unless_cancelled(cancel, async {
+                                Box::pin(self.runners.land(landed)).await?;
+                                // The warm pool waited for the recovery.
+                                Box::pin(self.scale()).await.map(drop)
+                            })
+                            .await?;
+                            if merged.is_none() {
+                                return Ok(ListenEnd::Cancelled);
+                            }
+                        }
                         waited = wait_until(cancel, renew_at) => match waited {
                             Waited::Cancelled => return Ok(ListenEnd::Cancelled),
                             Waited::Elapsed => {

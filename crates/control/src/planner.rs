@@ -9,7 +9,9 @@
 //! attention, is [`provider_backoff`]'s. Every other decision to remove a runner, delete
 //! an instance or forget a row (reconciliation, crash recovery, bootstrap deadlines) is the
 //! reconcile planner's, [`reconcile`]; whether deleting a scale set deletes it on GitHub is
-//! [`deletion`]'s; what tearing the controller down removes is [`decommission`]'s.
+//! [`deletion`]'s; what tearing the controller down removes is [`decommission`]'s. How the
+//! facts of a recovery that ran beside a listening scale set are merged when they land is
+//! [`start`]'s.
 
 use std::time::Duration;
 
@@ -20,6 +22,7 @@ pub(crate) mod leases;
 pub(crate) mod provider_backoff;
 pub(crate) mod reconcile;
 pub(crate) mod session;
+pub(crate) mod start;
 pub(crate) mod superseded;
 pub(crate) mod takeover;
 

@@ -14,7 +14,10 @@
 
 mod drain;
 mod reconcile;
+mod recovery;
 mod superseded;
+
+pub(crate) use recovery::{Landed, Recovering};
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -36,11 +39,11 @@ use crate::error::{Error, chain, store};
 use crate::identity::runner_name;
 use crate::planner::provider_backoff::Attention;
 use crate::planner::reconcile::{
-    AfterRemoval, Bootstrap, Life, Limits, Recovery, Retire, Served, after_removal, bootstrap,
-    deadline_due, job_waits, lifecycle, owns_found_runner, recovered_creating,
-    recovered_registered, recovery, retires_completed, teardown,
+    AfterRemoval, Bootstrap, Life, Limits, Retire, Served, after_removal, bootstrap, deadline_due,
+    job_waits, lifecycle, owns_found_runner, retires_completed, teardown,
 };
 use crate::planner::takeover::Inherited;
+use crate::planner::start::{unrecorded_runners, warm_pool};
 use crate::planner::{PlanInput, RunnerPhase, RunnerView, plan};
 use crate::shared::Shared;
 
@@ -84,6 +87,89 @@ pub(crate) struct Runners<'a> {
     /// GARM's pool and runner prefix, when this GitHub scale set was taken over from GARM
     /// ([`crate::planner::takeover::inherited`]).
     pub(crate) inherited: Option<Inherited>,
+    /// The names this task touched while a recovery runs beside it (see `scaler/recovery.rs`).
+    pub(crate) touched: Touched,
+}
+
+/// What a task remembers while its recovery runs beside it (`None`: none runs): the runner
+/// names it created, removed or saw finish a job (the recovery's facts about them are older
+/// than the task's, and the start planner, [`crate::planner::start`], leaves them out), and
+/// the runners GitHub had registered that the store did not know, counted as busy until the
+/// facts land.
+#[derive(Debug, Default)]
+pub(crate) struct Touched(std::sync::Mutex<Option<Beside>>);
+
+#[derive(Debug, Default)]
+pub(crate) struct Beside {
+    names: HashSet<String>,
+    /// GitHub's registered runners of the scale set when the recovery began.
+    registered: i64,
+    /// The ones the store did not know (worked out at the first plan).
+    unrecorded: Option<u32>,
+}
+
+impl Touched {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Beside>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A recovery begins, GitHub counting `registered` runners: names touched from now on are
+    /// remembered.
+    pub(crate) fn begin(&self, registered: i64) {
+        *self.lock() = Some(Beside {
+            registered,
+            ..Beside::default()
+        });
+    }
+
+    /// Remembers `name`, while a recovery runs.
+    pub(crate) fn touch(&self, name: &str) {
+        if let Some(beside) = self.lock().as_mut() {
+            beside.names.insert(name.to_owned());
+        }
+    }
+
+    /// Whether `name` was touched since the recovery began.
+    pub(crate) fn contains(&self, name: &str) -> bool {
+        self.lock()
+            .as_ref()
+            .is_some_and(|beside| beside.names.contains(name))
+    }
+
+    /// Whether a recovery is running (its facts have not landed).
+    pub(crate) fn recovering(&self) -> bool {
+        self.lock().is_some()
+    }
+
+    /// The runners counted as busy for the store's not knowing them yet: at the first plan
+    /// with `known` live rows, [`unrecorded_runners`]; less one per runner the store did not
+    /// know that finished its job since; none once the facts landed.
+    pub(crate) fn unrecorded(&self, known: u32) -> u32 {
+        match self.lock().as_mut() {
+            Some(beside) => *beside
+                .unrecorded
+                .get_or_insert_with(|| unrecorded_runners(beside.registered, known)),
+            None => 0,
+        }
+    }
+
+    /// A runner the store did not know finished its job.
+    pub(crate) fn unrecorded_finished(&self) {
+        if let Some(Beside {
+            unrecorded: Some(n),
+            ..
+        }) = self.lock().as_mut()
+        {
+            *n = n.saturating_sub(1);
+        }
+    }
+
+    /// The recovery has landed: the names touched, and no more remembering.
+    pub(crate) fn finish(&self) -> HashSet<String> {
+        self.lock().take().map(|b| b.names).unwrap_or_default()
+    }
 }
 
 /// How long a runner has been idle at `now`: a `running` row was last written when it became
@@ -166,64 +252,13 @@ impl Runners<'_> {
         Ok(())
     }
 
-    /// Finishes or undoes what a crash interrupted, and drops runners GitHub no longer has.
-    pub(crate) async fn recover(&mut self) -> Result<(), Error> {
-        // Rows of a superseded GitHub scale set are retired by the reconciliation below.
-        let instances = self.instances().await?;
-        for instance in instances.into_iter().filter(|i| self.is_current(i)) {
-            let mut found = None;
-            let step = match recovery(instance.status, instance.github_runner_id) {
-                Recovery::AskProvider => {
-                    match self
-                        .provider
-                        .get(&self.pool, &instance_id(&instance)?)
-                        .await
-                    {
-                        Ok(at_provider) => {
-                            found = Some(at_provider);
-                            recovered_creating(true)
-                        }
-                        Err(e) if e.is_not_found() => recovered_creating(false),
-                        Err(e) => return Err(self.provider_error("looking up an instance")(e)),
-                    }
-                }
-                Recovery::AskGitHub(runner) => {
-                    let result = again_on_token(|| self.client.get_runner(runner)).await;
-                    let runner = result.map_err(self.github_error("reading a runner"))?;
-                    recovered_registered(runner.as_ref())
-                }
-                step => step,
-            };
-            match (step, found) {
-                (Recovery::Remove, _) => self.remove_everywhere(&instance).await?,
-                (Recovery::RecordProviderId, Some(found)) => {
-                    self.shared
-                        .store
-                        .advance_instance(
-                            self.lease,
-                            &instance.name,
-                            InstanceStatus::Running,
-                            Some(&found.provider_id),
-                            None,
-                        )
-                        .await
-                        .map_err(store("recording the provider id"))?;
-                }
-                _ => {}
-            }
-        }
-        // What the store does not know (a wiped database, a stray runner) is reconciled
-        // against the provider and GitHub.
-        self.reconcile().await
-    }
-
     /// Plans and executes one scaling step from `assigned_jobs`.
     /// Returns how many runners it asked for.
     pub(crate) async fn scale(&mut self, assigned_jobs: i64) -> Result<u32, Error> {
         self.assigned = Some(assigned_jobs);
         let instances = self.instances().await?;
         let now = self.shared.clock.now();
-        let views: Vec<RunnerView> = instances
+        let mut views: Vec<RunnerView> = instances
             .iter()
             .map(|i| RunnerView {
                 name: i.name.clone(),
@@ -236,9 +271,28 @@ impl Runners<'_> {
                 idle_for: idle_for(i, now),
             })
             .collect();
+        let live = views
+            .iter()
+            .filter(|v| {
+                matches!(
+                    v.phase,
+                    RunnerPhase::Pending | RunnerPhase::Idle | RunnerPhase::Busy
+                )
+            })
+            .count();
+        let unrecorded = self
+            .touched
+            .unrecorded(u32::try_from(live).unwrap_or(u32::MAX));
+        // Runners GitHub has that the store does not know yet (a lost database) may be
+        // running the assigned jobs: counted as busy (never retired), so none is made twice.
+        views.extend((0..unrecorded).map(|_| RunnerView {
+            name: String::new(),
+            phase: RunnerPhase::Busy,
+            idle_for: std::time::Duration::ZERO,
+        }));
         let spec = &self.scale_set.spec;
         let step = plan(&PlanInput {
-            min_idle: spec.min_idle,
+            min_idle: warm_pool(spec.min_idle, !self.touched.recovering()),
             max_runners: spec.max_runners,
             assigned_jobs,
             scale_down_delay: spec.scale_down_delay,
@@ -303,6 +357,7 @@ impl Runners<'_> {
         let intents: Vec<NewInstance> = (0..count)
             .map(|_| {
                 let name = runner_name(spec.runner_prefix(), &mut self.rng);
+                self.touched.touch(&name);
                 NewInstance::pending(name, pool_key, Some(deadline))
             })
             .collect();
@@ -542,10 +597,15 @@ impl Runners<'_> {
 
     /// Retires the runner a `JobCompleted` named (ephemeral: it is done).
     pub(crate) async fn completed(&self, runner: &str) -> Result<(), Error> {
+        // Also a runner the store does not know yet: the recovery must not record it as busy.
+        self.touched.touch(runner);
         match self.shared.store.get_instance(runner).await {
             Ok(i) if retires_completed(&i, self.scale_set.id) => self.remove_everywhere(&i).await,
             Ok(_) => Ok(()),
-            Err(e) if e.is_not_found() => Ok(()),
+            Err(e) if e.is_not_found() => {
+                self.touched.unrecorded_finished();
+                Ok(())
+            }
             Err(e) => Err(store("reading an instance")(e)),
         }
     }
@@ -694,6 +754,7 @@ impl Runners<'_> {
     /// Removes a runner from GitHub (a busy one stays, marked busy), its instance from the
     /// provider, and its row from the store.
     async fn remove_everywhere(&self, instance: &Instance) -> Result<(), Error> {
+        self.touched.touch(&instance.name);
         let runner_id = match instance.github_runner_id {
             Some(id) => Some(RunnerId::from(id)),
             None => {

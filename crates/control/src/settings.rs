@@ -57,6 +57,12 @@ pub struct Settings {
     /// no bound every set takes one step at a time in lockstep and none is listening until
     /// nearly all are (`docs/benchmarks.md`, listener density).
     pub max_concurrent_starts: usize,
+    /// How many scale sets of one provider may be recovering at once (the provider's list by
+    /// pool key and its answers on rows a crash left `creating`). A recovery runs beside its
+    /// listening scale set and holds no start slot (issue 35, "listen before listing"), so
+    /// this bounds only how hard a start after a restart or a lost database hits the
+    /// provider; the provider's own concurrency limit still applies under it.
+    pub max_concurrent_recoveries: usize,
     /// How often a listener stores its scale set's sample for the status page's charts (jobs
     /// waiting, runners idle/busy/starting, job start latency); the store keeps an hour.
     pub sample_interval: Duration,
@@ -99,6 +105,7 @@ impl Default for Settings {
             reconcile_interval: Duration::from_secs(300),
             drain_interval: Duration::from_secs(30),
             max_concurrent_starts: 64,
+            max_concurrent_recoveries: 8,
             sample_interval: crate::sampler::SAMPLE_EVERY,
             provider_backoff_base: Duration::from_secs(5),
             provider_backoff_max: Duration::from_secs(300),

@@ -30,6 +30,9 @@ pub(crate) struct Shared {
     pub(crate) runner_groups: RunnerGroups,
     /// Permits for scale sets that are starting (`Settings::max_concurrent_starts`).
     pub(crate) starting: tokio::sync::Semaphore,
+    /// Permits for the recoveries of each provider's scale sets
+    /// (`Settings::max_concurrent_recoveries`).
+    pub(crate) recoveries: Recoveries,
     /// The listeners' lease renewals, joined into one store commit per short window.
     pub(crate) renewals: Renewals,
     /// Each scale set's provider, as its task last found it (the back-off of a failing
@@ -66,6 +69,34 @@ impl ProviderHealthBook {
         } else {
             sets.insert(id, health);
         }
+    }
+}
+
+/// One semaphore per provider for the recoveries running beside the listeners: a provider
+/// slow to list holds up its own scale sets' recoveries, never another provider's, and never a
+/// start (issue 35).
+#[derive(Default)]
+pub(crate) struct Recoveries {
+    by_provider: BTreeMap<String, Arc<tokio::sync::Semaphore>>,
+}
+
+impl Recoveries {
+    /// A semaphore of `permits` (at least one) for each provider named.
+    pub(crate) fn new<'a>(providers: impl IntoIterator<Item = &'a String>, permits: usize) -> Self {
+        Self {
+            by_provider: providers
+                .into_iter()
+                .map(|name| {
+                    let permits = Arc::new(tokio::sync::Semaphore::new(permits.max(1)));
+                    (name.clone(), permits)
+                })
+                .collect(),
+        }
+    }
+
+    /// The semaphore of `provider` (none for a provider this process does not run).
+    pub(crate) fn of(&self, provider: &str) -> Option<Arc<tokio::sync::Semaphore>> {
+        self.by_provider.get(provider).cloned()
     }
 }
 

@@ -114,7 +114,8 @@ async fn pass(
     held: &mut Option<Lease>,
     resume: &mut Resume,
 ) -> Result<Next, Error> {
-    // Held until the listener starts polling (or this pass ends).
+    // Held until the listener's session is open (or this pass ends): the recovery of the
+    // instances runs beside the listener, not under this permit (issue 35).
     let starting = tokio::select! {
         () = cancel.cancelled() => return Ok(Next::Stop),
         permit = shared.starting.acquire() => permit.ok(),
@@ -201,6 +202,7 @@ async fn pass(
         listed: None,
         assigned: None,
         inherited: crate::planner::takeover::inherited(scale_set.takeover.as_ref(), github_id),
+        touched: Default::default(),
     };
     let mut listener = Listener {
         shared,

@@ -1,6 +1,6 @@
-//! The three-way reconciliation (DESIGN §5), run after every recovery (so after every ensure
-//! or adoption, at the start of each listener pass) and then every `reconcile_interval` while
-//! listening: the provider's instances listed by our pool key × the store's instances ×
+//! The three-way reconciliation (DESIGN §5), run when every recovery lands (so after every
+//! ensure or adoption, beside the first polls of each listener pass: `recovery.rs`) and then
+//! every `reconcile_interval` while listening: the provider's instances listed by our pool key × the store's instances ×
 //! GitHub's runners of this scale set.
 //!
 //! - An instance under our pool key the store does not know, whose runner GitHub still has →
@@ -22,12 +22,14 @@
 
 use std::collections::HashSet;
 
-use scaleset_github::Removal;
+use scaleset_github::{Removal, RunnerReference};
+use scaleset_provider::ProviderInstance;
 use scaleset_store::NewInstance;
 
 use super::{Runners, again_on_token};
 use crate::error::{Error, store};
 use crate::planner::reconcile::{Action, Inherited, World, reconcile, rerecorded_status};
+use crate::planner::start::recorded_when_landed;
 
 impl Runners<'_> {
     fn prefix(&self) -> String {
@@ -47,6 +49,10 @@ impl Runners<'_> {
     /// Reconciles when `reconcile_interval` has passed since the last pass; says whether it
     /// ran.
     pub(crate) async fn reconcile_if_due(&mut self) -> Result<bool, Error> {
+        // While a recovery runs beside the listener, its landing is the reconciliation.
+        if self.touched.recovering() {
+            return Ok(false);
+        }
         let due = self
             .last_reconciled
             .is_none_or(|at| at.elapsed() >= self.shared.settings.reconcile_interval);
@@ -62,7 +68,6 @@ impl Runners<'_> {
         // Rows of a GitHub scale set deleted and replaced: retired as their runners go.
         self.retire_superseded().await?;
         let rows = self.instances().await?;
-        let recorded: HashSet<String> = rows.iter().map(|i| i.name.clone()).collect();
         let at_provider = self
             .provider
             .list(&self.pool)
@@ -79,16 +84,33 @@ impl Runners<'_> {
         };
         let result = again_on_token(|| self.client.list_runners()).await;
         let runners = result.map_err(self.github_error("listing runners"))?;
+        let recorded = recorded_when_landed(&rows, &HashSet::new());
+        self.apply_reconcile(&recorded, &rows, &at_provider, &garms, &runners)
+            .await
+    }
+
+    /// Carries out the reconcile planner's actions on the provider's instances and GitHub's
+    /// runners, with `recorded` the names counted as known and `garms` the instances GARM left
+    /// (for a set taken over from GARM), then retires the rows of `judged`
+    /// [`crate::planner::reconcile::lifecycle`] says are done.
+    pub(crate) async fn apply_reconcile(
+        &mut self,
+        recorded: &HashSet<String>,
+        judged: &[scaleset_store::Instance],
+        at_provider: &[ProviderInstance],
+        garms: &[ProviderInstance],
+        runners: &[RunnerReference],
+    ) -> Result<(), Error> {
         let prefix = self.prefix();
         let world = World {
             scale_set: self.github_id,
             prefix: &prefix,
-            recorded: &recorded,
-            at_provider: &at_provider,
-            runners: &runners,
+            recorded,
+            at_provider,
+            runners,
             inherited: self.inherited.as_ref().map(|garm| Inherited {
                 prefix: &garm.prefix,
-                at_provider: &garms,
+                at_provider: garms,
             }),
         };
         for action in reconcile(&world) {
@@ -217,7 +239,7 @@ impl Runners<'_> {
         }
         // The recorded runners, with what GitHub and the provider say of them now: stopped
         // or errored instances, runners an outage left offline, lifetimes.
-        self.retire_for_life(&rows, Some(&runners), Some(&at_provider))
+        self.retire_for_life(judged, Some(runners), Some(at_provider))
             .await
     }
 }

@@ -206,6 +206,17 @@ impl Harness {
         settings: Settings,
         checkpoints: Option<Arc<dyn Checkpoints>>,
     ) -> RunningController {
+        self.start_wrapped(settings, checkpoints, |provider| provider)
+    }
+
+    /// Starts a controller with `settings` whose provider `fake` is the fake cloud's as
+    /// `wrap` wraps it (a provider slow or silent in some calls).
+    pub(crate) fn start_wrapped(
+        &self,
+        settings: Settings,
+        checkpoints: Option<Arc<dyn Checkpoints>>,
+        wrap: impl FnOnce(Arc<dyn Provider>) -> Arc<dyn Provider>,
+    ) -> RunningController {
         let store: Arc<dyn Store> = self.store.clone();
         let clients = StoreClientFactory::new(store.clone()).with_config(|config| {
             config
@@ -221,7 +232,7 @@ impl Harness {
                 ))
         });
         let provider: Arc<dyn Provider> = Arc::new(self.cloud.provider(self.identity.id()));
-        let providers = BTreeMap::from([("fake".to_owned(), provider)]);
+        let providers = BTreeMap::from([("fake".to_owned(), wrap(provider))]);
         let mut registry = Registry::default();
         let mut controller = Controller::new(
             store,

@@ -13,6 +13,7 @@ mod provider_faults;
 mod recovery;
 mod scaling;
 mod sessions;
+mod start;
 mod superseded;
 mod supervisor;
 mod waits;
