@@ -124,6 +124,7 @@ async fn pass(
         desired: None,
         listed: None,
         assigned: None,
+        creating: tokio::task::JoinSet::new(),
     };
     let left = runners.drain().await?;
     let name = &scale_set.spec.name;

@@ -22,8 +22,8 @@ use std::time::SystemTime;
 
 use scaleset_github::{Client, JitConfigRequest, RunnerId, ScaleSetId as GitHubScaleSetId};
 use scaleset_provider::{
-    BootstrapInstance, CreateRequest, InstanceId, OsArch, OsType, Pool, Provider, SecretString,
-    UserDataOptions,
+    BootstrapInstance, CreateRequest, InstanceId, OsArch, OsType, Pool, Provider, ProviderInstance,
+    SecretString, UserDataOptions,
 };
 use scaleset_store::{Instance, InstanceStatus, Lease, NewInstance, ScaleSet, ScaleSetState};
 
@@ -74,6 +74,18 @@ pub(crate) struct Runners<'a> {
     /// `totalAssignedJobs` of the last statistics this task planned from (whether a job waits
     /// for an idle runner; unknown before the first plan).
     pub(crate) assigned: Option<i64>,
+    /// The provider creates in flight (issue 35: a burst is bounded by the cloud, not by this
+    /// task). At most the scale set's `max_runners`: each has a `creating` row the planner
+    /// counts. Dropped with the task, which stops them as a crash would (recovery finishes
+    /// or undoes their rows).
+    pub(crate) creating: tokio::task::JoinSet<Created>,
+}
+
+/// A provider create that landed: the runner it is for and the provider's answer.
+pub(crate) struct Created {
+    name: String,
+    runner_id: RunnerId,
+    result: Result<ProviderInstance, scaleset_provider::Error>,
 }
 
 /// How long a runner has been idle at `now`: a `running` row was last written when it became
@@ -314,39 +326,104 @@ impl Runners<'_> {
             // GARM bounds a create by the bootstrap timeout; so does the external provider.
             bootstrap_timeout: Some(timeout),
         };
-        let created = match self.provider.create(&request).await {
-            Ok(created) => created,
-            Err(e) => {
+        // The provider's part runs beside the listener (a cloud takes 30–90 s): the listener
+        // keeps polling and starts the next job's create meanwhile, and finishes this one
+        // when it lands ([`Runners::finish_create`]). The `creating` row counts as a runner
+        // to the planner, so nothing is asked for twice.
+        let provider = Arc::clone(&self.provider);
+        let pool = self.pool.clone();
+        let id = instance_id_of(&name)?;
+        let call = async move {
+            let result = match provider.create(&request).await {
+                Ok(created) => Ok(created),
                 // A lost response may hide a created instance: look before giving up.
-                match self.provider.get(&self.pool, &instance_id_of(&name)?).await {
-                    Ok(found) => found,
-                    Err(_) => {
-                        let metrics = &self.shared.metrics;
-                        metrics.count(&metrics.bootstrap_failures, self.scale_set.id);
-                        tracing::warn!(runner = %name, error = %chain(&e), "instance create failed; removing the runner from GitHub");
-                        // The provider's own words, for the status page's "provider failing".
-                        let said = chain(&e).to_string();
-                        // Contained (issue 33 item 3): the provider is backed off and the scale
-                        // set flagged once it keeps failing; the task keeps listening.
-                        self.provider_failed(&self.provider_error("creating an instance")(e))
-                            .await?;
-                        let instance = self
-                            .shared
-                            .store
-                            .get_instance(&name)
-                            .await
-                            .map_err(store("reading an instance"))?;
-                        self.shared
-                            .store
-                            .set_provider_error(self.lease, Some(&said))
-                            .await
-                            .map_err(store("recording the provider's failure"))?;
-                        return self.remove_everywhere(&instance).await;
-                    }
-                }
+                Err(e) => provider.get(&pool, &id).await.map_err(|_| e),
+            };
+            Created {
+                name,
+                runner_id,
+                result,
             }
         };
-        self.shared
+        self.creating
+            .spawn(tracing::Instrument::in_current_span(call));
+        Ok(())
+    }
+
+    /// The next create in flight to land, or `None` when none is in flight. A create task
+    /// that panicked is skipped: its row stays `creating` and the next recovery asks the
+    /// provider about it.
+    pub(crate) async fn next_created(&mut self) -> Option<Created> {
+        loop {
+            match self.creating.join_next().await? {
+                Ok(created) => return Some(created),
+                Err(e) => {
+                    tracing::error!(error = %e, "a provider create task failed; recovery looks at its instance");
+                }
+            }
+        }
+    }
+
+    /// Finishes the creates that have landed, without waiting for the others: called before a
+    /// message or an empty poll is handled, so what it says of a runner meets its row as the
+    /// provider left it.
+    pub(crate) async fn finish_landed(&mut self) -> Result<(), Error> {
+        while let Some(landed) = self.creating.try_join_next() {
+            match landed {
+                Ok(created) => self.finish_create(created).await?,
+                Err(e) => {
+                    tracing::error!(error = %e, "a provider create task failed; recovery looks at its instance");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for every create in flight and finishes each (the listener ends without a stop:
+    /// what it started is recorded, not abandoned).
+    pub(crate) async fn finish_in_flight(&mut self) -> Result<(), Error> {
+        while let Some(created) = self.next_created().await {
+            self.finish_create(created).await?;
+        }
+        Ok(())
+    }
+
+    /// Records what the provider answered to a create: the instance `running`, or the runner
+    /// removed from GitHub with its row and the failure fed to the provider's back-off.
+    pub(crate) async fn finish_create(&mut self, created: Created) -> Result<(), Error> {
+        let Created {
+            name,
+            runner_id,
+            result,
+        } = created;
+        let created = match result {
+            Ok(created) => created,
+            Err(e) => {
+                let metrics = &self.shared.metrics;
+                metrics.count(&metrics.bootstrap_failures, self.scale_set.id);
+                tracing::warn!(runner = %name, error = %chain(&e), "instance create failed; removing the runner from GitHub");
+                // The provider's own words, for the status page's "provider failing".
+                let said = chain(&e).to_string();
+                // Contained (issue 33 item 3): the provider is backed off and the scale
+                // set flagged once it keeps failing; the task keeps listening.
+                self.provider_failed(&self.provider_error("creating an instance")(e))
+                    .await?;
+                let instance = self
+                    .shared
+                    .store
+                    .get_instance(&name)
+                    .await
+                    .map_err(store("reading an instance"))?;
+                self.shared
+                    .store
+                    .set_provider_error(self.lease, Some(&said))
+                    .await
+                    .map_err(store("recording the provider's failure"))?;
+                return self.remove_everywhere(&instance).await;
+            }
+        };
+        let recorded = self
+            .shared
             .store
             .advance_instance(
                 self.lease,
@@ -355,8 +432,22 @@ impl Runners<'_> {
                 Some(&created.provider_id),
                 None,
             )
-            .await
-            .map_err(store("recording the provider id"))?;
+            .await;
+        match recorded {
+            Ok(_) => {}
+            // Its runner finished (or was removed) while the create was in flight, and its
+            // row went with it: the machine is ours (our pool key) and nothing will use it.
+            Err(e) if e.is_not_found() => {
+                tracing::info!(runner = %name, "runner removed while its instance was created; deleting the instance");
+                let deleted = self.provider.delete(&self.pool, &created.id()).await;
+                if let Err(e) = deleted {
+                    // The reconciliation deletes an instance without a runner or a row.
+                    tracing::warn!(runner = %name, error = %chain(&e), "could not delete the instance of a removed runner; the reconciliation will");
+                }
+                return Ok(());
+            }
+            Err(e) => return Err(store("recording the provider id")(e)),
+        }
         // A create that worked ends a run of provider failures (a no-op write without one).
         self.shared
             .store
@@ -465,7 +556,12 @@ impl Runners<'_> {
             Some(instances) => instances,
             None => self.instances().await?,
         };
-        self.retry_deletions(&instances).await?;
+        // Deletions left by failed creates wait while creates are in flight: the back-off
+        // judges the creates first (a delete that works in between would end a run of create
+        // failures, and a provider whose creates all fail would never be flagged).
+        if self.creating.is_empty() {
+            self.retry_deletions(&instances).await?;
+        }
         let now = self.shared.clock.now();
         let mut removed = HashSet::new();
         for instance in instances.iter().cloned() {

@@ -199,6 +199,7 @@ async fn pass(
         desired: None,
         listed: None,
         assigned: None,
+        creating: tokio::task::JoinSet::new(),
     };
     let mut listener = Listener {
         shared,

@@ -206,6 +206,18 @@ impl Harness {
         settings: Settings,
         checkpoints: Option<Arc<dyn Checkpoints>>,
     ) -> RunningController {
+        let provider: Arc<dyn Provider> = Arc::new(self.cloud.provider(self.identity.id()));
+        self.start_with_provider(settings, checkpoints, provider)
+    }
+
+    /// Starts a controller with `settings` whose provider `fake` is `provider` (a wrapper of
+    /// the harness's fake cloud, say).
+    pub(crate) fn start_with_provider(
+        &self,
+        settings: Settings,
+        checkpoints: Option<Arc<dyn Checkpoints>>,
+        provider: Arc<dyn Provider>,
+    ) -> RunningController {
         let store: Arc<dyn Store> = self.store.clone();
         let clients = StoreClientFactory::new(store.clone()).with_config(|config| {
             config
@@ -220,7 +232,6 @@ impl Harness {
                     Duration::from_millis(20),
                 ))
         });
-        let provider: Arc<dyn Provider> = Arc::new(self.cloud.provider(self.identity.id()));
         let providers = BTreeMap::from([("fake".to_owned(), provider)]);
         let mut registry = Registry::default();
         let mut controller = Controller::new(

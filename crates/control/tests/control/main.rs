@@ -2,6 +2,7 @@
 //! loopback, the fake provider, and the store on SQLite (always) and PostgreSQL (when
 //! `SCALESET_TEST_DATABASE_URL` is set).
 
+mod burst;
 mod calls;
 mod drain;
 mod faults;
