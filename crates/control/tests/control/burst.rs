@@ -21,6 +21,7 @@ use crate::helpers::{Harness, TestDb, backend_tests, eventually, settings, sim_c
 backend_tests!(
     issue_35_2_a_burst_has_every_create_in_flight_at_once_and_later_jobs_do_not_wait_for_it,
     issue_35_2_the_providers_concurrency_bounds_the_creates_in_flight,
+    issue_35_2_a_runner_done_before_its_create_lands_has_its_instance_deleted,
 );
 
 /// The harness's fake cloud behind a gate: each create counts itself running, waits until the
@@ -31,6 +32,9 @@ struct Gated {
     running: AtomicUsize,
     most: AtomicUsize,
     started: AtomicUsize,
+    /// Boots each runner in this simulator before the gate, as a machine that came up before
+    /// its create call returned.
+    boot: Option<scaleset_sim::Simulator>,
 }
 
 impl Gated {
@@ -42,6 +46,7 @@ impl Gated {
             running: AtomicUsize::new(0),
             most: AtomicUsize::new(0),
             started: AtomicUsize::new(0),
+            boot: None,
         });
         (gated, gate)
     }
@@ -57,6 +62,11 @@ impl Provider for Gated {
         self.started.fetch_add(1, Ordering::SeqCst);
         let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
         self.most.fetch_max(now, Ordering::SeqCst);
+        if let (Some(sim), Some(jit)) = (&self.boot, &request.jit_config) {
+            use scaleset_provider::ExposeSecret as _;
+            sim.start_runner(jit.expose_secret())
+                .expect("the simulator boots the runner");
+        }
         let mut open = self.open.clone();
         // A closed gate (the test ended) lets the create through.
         let _ = open.wait_for(|open| *open).await;
@@ -190,6 +200,62 @@ async fn issue_35_2_the_providers_concurrency_bounds_the_creates_in_flight(db: T
         gated.most.load(Ordering::SeqCst),
         4,
         "never more than four at once"
+    );
+    controller.stop().await;
+}
+
+/// A runner that ran its job and finished while its create call was still in flight (a
+/// machine up before the cloud answered) is removed with its row; the instance the create then
+/// returns is deleted, and the scale set goes on serving.
+async fn issue_35_2_a_runner_done_before_its_create_lands_has_its_instance_deleted(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    h.boot.store(false, Ordering::SeqCst);
+    let (gate, open) = watch::channel(false);
+    let gated = Arc::new(Gated {
+        inner: Arc::new(h.cloud.provider(h.identity.id())),
+        open,
+        running: AtomicUsize::new(0),
+        most: AtomicUsize::new(0),
+        started: AtomicUsize::new(0),
+        boot: Some(h.sim().clone()),
+    });
+    let controller = h.start_with_provider(settings(), None, gated.clone());
+    let github_id = h.ready().await;
+
+    h.sim()
+        .enqueue_jobs(github_id, &JobSpec::count(1))
+        .expect("enqueue");
+    eventually("the job runs while its create is in flight", || async {
+        let running = h.job_states(github_id) == ["running"];
+        (running && gated.running() == 1).then_some(())
+    })
+    .await;
+    h.sim().advance(std::time::Duration::from_secs(60));
+    eventually("the finished runner's row is removed", || async {
+        let done = h.job_states(github_id) == ["completed"];
+        (done && h.instances().await.is_empty()).then_some(())
+    })
+    .await;
+    assert_eq!(gated.running(), 1, "the create is still in flight");
+
+    gate.send_replace(true);
+    eventually("the instance the create returned is deleted", || async {
+        (h.cloud.create_calls() == 1 && h.cloud.instances().is_empty()).then_some(())
+    })
+    .await;
+    assert!(h.instances().await.is_empty());
+    assert!(
+        h.sim().state().agents.is_empty(),
+        "no runner left on GitHub"
+    );
+    // The task went on: the next job is served (its runner booted by the gated provider).
+    h.sim()
+        .enqueue_jobs(github_id, &JobSpec::count(1))
+        .expect("enqueue");
+    h.finish_jobs(github_id, 1).await;
+    assert!(
+        !h.events().await.iter().any(|e| e == "error"),
+        "the scale set's task never failed"
     );
     controller.stop().await;
 }
