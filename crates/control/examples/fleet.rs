@@ -15,7 +15,13 @@
 //! cargo run --release -p scaleset-control --example fleet -- restart 100 [http1|h2c|https2]
 //! # any mode, with a provider whose list by pool key takes SECS (a real cloud's ~1 s)
 //! cargo run --release -p scaleset-control --example fleet -- --list-delay 1 recovery 1000
+//! # a burst (issue 35): JOBS jobs at once over SETS scale sets, a provider whose create takes 30 s
+//! cargo run --release -p scaleset-control --example fleet -- --create-delay 30 burst 100 1000
 //! ```
+//!
+//! `--create-delay SECS` (any mode) makes every provider create take that long, as a real
+//! cloud's does, with the fake behind the provider's default call limits
+//! (`scaleset_provider::CallLimits`), as an external provider is.
 //!
 //! The program re-executes itself as a child that serves only the simulator (latency 0, long
 //! polls held 50 s as github.com does, request log off but counted) and answers commands on
@@ -36,7 +42,8 @@ use scaleset_control::{
 };
 use scaleset_github::Http2Config;
 use scaleset_provider::{
-    CreateRequest, Error as ProviderError, FakeCloud, InstanceId, Pool, Provider, ProviderInstance,
+    CallLimits, CreateRequest, Error as ProviderError, FakeCloud, InstanceId, Limited, Pool,
+    Provider, ProviderInstance,
 };
 use scaleset_store::{
     Auth, CredentialStore as _, DatabaseUrl, DieselStore, EncryptionKey, Endpoint, EntityKind,
@@ -99,6 +106,7 @@ fn main() -> Result<()> {
     if let Some(secs) = take_option(&mut args, "--list-delay")? {
         let _ = LIST_DELAY.set(Duration::from_secs_f64(secs));
     }
+    let args = take_create_delay(args)?;
     let number = |i: usize, default: u64| -> Result<u64> {
         args.get(i)
             .map_or(Ok(default), |a| a.parse())
@@ -139,8 +147,12 @@ fn main() -> Result<()> {
             let n = number(2, 100)?;
             runtime.block_on(restart(n as usize, Transport::parse(args.get(3))?))
         }
+        Some("burst") => {
+            let (sets, jobs) = (number(2, 100)?, number(3, 1000)?);
+            runtime.block_on(burst(sets as usize, jobs, Transport::parse(args.get(4))?))
+        }
         _ => bail!(
-            "usage: fleet [--list-delay SECS] recovery N [transport] | density N [transport] | latency SETS JOBS_PER_S SECS [transport] | restart N [transport] | workers N SETS JOBS_PER_S SECS [transport]"
+            "usage: fleet [--list-delay SECS] [--create-delay SECS] recovery N [transport] | density N [transport] | latency SETS JOBS_PER_S SECS [transport] | restart N [transport] | burst SETS JOBS [transport] | workers N SETS JOBS_PER_S SECS [transport]"
         ),
     }
 }
@@ -270,6 +282,16 @@ fn serve(args: &[String]) -> Result<()> {
                 "ok".to_owned()
             }
             ["cpu"] => cpu_ticks(std::process::id())?.to_string(),
+            ["burst", count] => {
+                let count: u64 = count.parse()?;
+                let ids: Vec<i64> = sim.state().scale_sets.iter().map(|s| s.id).collect();
+                for n in 0..count as usize {
+                    if let Some(id) = ids.get(n % ids.len().max(1)) {
+                        sim.enqueue_jobs(*id, &scaleset_sim::JobSpec::count(1))?;
+                    }
+                }
+                "ok".to_owned()
+            }
             ["jobs", rate, secs] => {
                 let (rate, secs): (u64, u64) = (rate.parse()?, secs.parse()?);
                 runtime.spawn(enqueue(sim.clone(), rate, secs));
@@ -510,12 +532,23 @@ fn take_option(args: &mut Vec<String>, name: &str) -> Result<Option<f64>> {
 
 fn fake_provider() -> Arc<dyn Provider> {
     let fake: Arc<dyn Provider> = Arc::new(FakeCloud::new().provider(Uuid::from_u128(CONTROLLER)));
-    match LIST_DELAY.get() {
+    let fake: Arc<dyn Provider> = match LIST_DELAY.get() {
         Some(delay) if !delay.is_zero() => Arc::new(SlowList {
             inner: fake,
             delay: *delay,
         }),
         _ => fake,
+    };
+    match CREATE_DELAY.get() {
+        Some(delay) => Arc::new(Limited::new(
+            SlowCreates {
+                inner: fake,
+                delay: *delay,
+                in_flight: Arc::clone(&IN_FLIGHT),
+            },
+            CallLimits::default(),
+        )),
+        None => fake,
     }
 }
 
@@ -837,6 +870,184 @@ fn load_average() -> String {
         .take(3)
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 35: a slow cloud, and a burst of jobs against it.
+
+/// `--create-delay SECS`: every provider create takes this long.
+static CREATE_DELAY: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+
+/// What the slow fake's creates are doing (`--create-delay`).
+static IN_FLIGHT: std::sync::LazyLock<Arc<InFlight>> = std::sync::LazyLock::new(Arc::default);
+
+/// Removes `--create-delay SECS` from the arguments and records it.
+fn take_create_delay(mut args: Vec<String>) -> Result<Vec<String>> {
+    if let Some(at) = args.iter().position(|a| a == "--create-delay") {
+        let secs: f64 = args
+            .get(at + 1)
+            .context("--create-delay takes a number of seconds")?
+            .parse()
+            .context("--create-delay takes a number of seconds")?;
+        let delay = Duration::try_from_secs_f64(secs).context("--create-delay: seconds ≥ 0")?;
+        let _ = CREATE_DELAY.set(delay);
+        args.drain(at..at + 2);
+    }
+    Ok(args)
+}
+
+/// Creates running now, the most at once, and when each began (after the provider's call
+/// limits admitted it: the moment a real cloud would be asked).
+#[derive(Debug, Default)]
+struct InFlight {
+    running: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+    starts: Mutex<Vec<Instant>>,
+}
+
+/// The fake provider with creates that take `delay` (a cloud whose create takes 30–90 s).
+struct SlowCreates {
+    inner: Arc<dyn Provider>,
+    delay: Duration,
+    in_flight: Arc<InFlight>,
+}
+
+#[async_trait]
+impl Provider for SlowCreates {
+    async fn create(&self, request: &CreateRequest) -> Result<ProviderInstance, ProviderError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        lock(&self.in_flight.starts).push(Instant::now());
+        let now = self.in_flight.running.fetch_add(1, SeqCst) + 1;
+        self.in_flight.most.fetch_max(now, SeqCst);
+        tokio::time::sleep(self.delay).await;
+        self.in_flight.running.fetch_sub(1, SeqCst);
+        self.inner.create(request).await
+    }
+    async fn delete(&self, pool: &Pool, instance: &InstanceId) -> Result<(), ProviderError> {
+        self.inner.delete(pool, instance).await
+    }
+    async fn get(
+        &self,
+        pool: &Pool,
+        instance: &InstanceId,
+    ) -> Result<ProviderInstance, ProviderError> {
+        self.inner.get(pool, instance).await
+    }
+    async fn list(&self, pool: &Pool) -> Result<Vec<ProviderInstance>, ProviderError> {
+        self.inner.list(pool).await
+    }
+    async fn remove_all(&self) -> Result<(), ProviderError> {
+        self.inner.remove_all().await
+    }
+    async fn start(&self, pool: &Pool, instance: &InstanceId) -> Result<(), ProviderError> {
+        self.inner.start(pool, instance).await
+    }
+    async fn stop(&self, pool: &Pool, instance: &InstanceId) -> Result<(), ProviderError> {
+        self.inner.stop(pool, instance).await
+    }
+    async fn version(&self) -> Result<String, ProviderError> {
+        self.inner.version().await
+    }
+}
+
+/// VmHWM (peak resident set) of this process in KiB.
+fn peak_rss_kib() -> Result<u64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("no VmHWM in /proc/self/status")
+}
+
+/// `jobs` jobs enqueued at once over `sets` scale sets (each allowed its share of runners),
+/// against the fake provider whose creates take `--create-delay` (30 s unless given): the
+/// delay from the burst to each create's start, how many ran at once, and the memory.
+async fn burst(sets: usize, jobs: u64, transport: Transport) -> Result<()> {
+    let delay = *CREATE_DELAY.get_or_init(|| Duration::from_secs(30));
+    let mut sim = Sim::start(transport).await?;
+    let dir = tempfile::tempdir()?;
+    println!(
+        "burst: {jobs} jobs at once over {sets} scale sets, creates take {delay:?}, transport {transport:?}"
+    );
+    let share = u32::try_from(jobs.div_ceil(sets.max(1) as u64)).unwrap_or(u32::MAX);
+    let store = populate(dir.path(), "burst.db", &sim, sets, share).await?;
+    let running = start(store.clone(), transport, fake_provider(), None);
+    until_listening(
+        &mut sim,
+        &store,
+        sets,
+        Instant::now(),
+        Duration::from_secs(600),
+    )
+    .await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let rss_before = rss_kib(std::process::id())?;
+    let peak_before = peak_rss_kib()?;
+    let load_before = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    lock(&IN_FLIGHT.starts).clear();
+    let t0 = Instant::now();
+    sim.ask(&format!("burst {jobs}")).await?;
+    let enqueued = t0.elapsed();
+    let expected = usize::try_from(jobs).unwrap_or(usize::MAX);
+    let limit = delay + Duration::from_secs(120);
+    let mut most_rss = rss_before;
+    loop {
+        let started = lock(&IN_FLIGHT.starts).len();
+        most_rss = most_rss.max(rss_kib(std::process::id())?);
+        if started >= expected {
+            break;
+        }
+        if t0.elapsed() > limit {
+            eprintln!("after {limit:?} only {started} of {expected} creates started");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let all_started = t0.elapsed();
+    // Every create lands: the instances are recorded.
+    tokio::time::sleep(delay + Duration::from_secs(5)).await;
+    most_rss = most_rss.max(rss_kib(std::process::id())?);
+    let mut delays: Vec<Duration> = lock(&IN_FLIGHT.starts)
+        .iter()
+        .map(|at| at.saturating_duration_since(t0))
+        .collect();
+    delays.sort_unstable();
+    if delays.is_empty() {
+        bail!("no create started");
+    }
+    let at = |q: f64| delays[((delays.len() - 1) as f64 * q).round() as usize];
+    let mut recorded = 0;
+    for set in store.list_scale_sets(None).await? {
+        recorded += scaleset_store::InstanceStore::list_instances(&*store, set.id)
+            .await?
+            .iter()
+            .filter(|i| i.status == scaleset_store::InstanceStatus::Running)
+            .count();
+    }
+    let load_after = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("load average before: {}", load_before.trim());
+    println!("load average after:  {}", load_after.trim());
+    println!("burst enqueued in the simulator in {enqueued:.2?}");
+    println!(
+        "creates started: {} of {expected}, all by {all_started:.2?}; delay from the burst p50 {:.2?}, p99 {:.2?}, max {:.2?}",
+        delays.len(),
+        at(0.50),
+        at(0.99),
+        at(1.0)
+    );
+    println!(
+        "creates in flight at once: at most {}",
+        IN_FLIGHT.most.load(std::sync::atomic::Ordering::SeqCst)
+    );
+    println!("instances recorded running after the creates landed: {recorded}");
+    println!(
+        "worker RSS before the burst {rss_before} KiB, highest sampled during it {most_rss} KiB; peak (VmHWM) before {peak_before} KiB, after {} KiB",
+        peak_rss_kib()?
+    );
+    print_breakdown();
+    running.stop().await?;
+    Ok(())
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

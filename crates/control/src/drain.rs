@@ -127,6 +127,7 @@ async fn pass(
         assigned: None,
         inherited: crate::planner::takeover::inherited(scale_set.takeover.as_ref(), github_id),
         touched: Default::default(),
+        creating: tokio::task::JoinSet::new(),
     };
     let left = runners.drain().await?;
     let name = &scale_set.spec.name;

@@ -162,8 +162,19 @@ impl Listener<'_> {
         };
         self.statistics = session.statistics.or(self.statistics);
         let end = self.serve(&mut session, cancel).await;
-        if matches!(end, Ok(ListenEnd::Cancelled)) {
-            Box::pin(self.close(&session)).await;
+        match end {
+            Ok(ListenEnd::Cancelled) => Box::pin(self.close(&session)).await,
+            // Not a stop: the creates in flight are finished before the task waits, so a
+            // lost session does not abandon a burst half-created.
+            Ok(ListenEnd::Reensure | ListenEnd::Wait { .. }) => {
+                if unless_cancelled(cancel, Box::pin(self.runners.finish_in_flight()))
+                    .await?
+                    .is_none()
+                {
+                    return Ok(ListenEnd::Cancelled);
+                }
+            }
+            Err(_) => {}
         }
         end
     }
@@ -246,6 +257,11 @@ impl Listener<'_> {
                                 renew_at = tokio::time::Instant::now() + renew_every;
                             }
                         },
+                        // A create that landed is recorded while the poll waits (disabled
+                        // while none is in flight).
+                        Some(created) = self.runners.next_created() => {
+                            Box::pin(self.runners.finish_create(created)).await?;
+                        }
                     }
                 }
             };
@@ -376,6 +392,7 @@ impl Listener<'_> {
 
     /// After an empty poll: scale, and remove runners past their bootstrap deadline.
     async fn idle(&mut self) -> Result<(), Error> {
+        self.runners.finish_landed().await?;
         self.scale().await?;
         self.runners.check_deadlines().await?;
         self.record_progress(None).await
@@ -432,6 +449,7 @@ impl Listener<'_> {
 
     /// Handles one batch; idempotent, so a redelivered message changes nothing twice.
     async fn handle(&mut self, session: &mut Session, message: &Message) -> Result<(), Error> {
+        self.runners.finish_landed().await?;
         let mut available = Vec::new();
         let now = SystemTime::now();
         // The queue times of jobs that came in this message, oldest first: the runners the

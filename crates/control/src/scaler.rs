@@ -26,8 +26,8 @@ use std::time::SystemTime;
 
 use scaleset_github::{Client, JitConfigRequest, RunnerId, ScaleSetId as GitHubScaleSetId};
 use scaleset_provider::{
-    BootstrapInstance, CreateRequest, InstanceId, OsArch, OsType, Pool, Provider, SecretString,
-    UserDataOptions,
+    BootstrapInstance, CreateRequest, InstanceId, OsArch, OsType, Pool, Provider, ProviderInstance,
+    SecretString, UserDataOptions,
 };
 use scaleset_store::{
     Instance, InstanceAdvance, InstanceStatus, Lease, NewInstance, ScaleSet, ScaleSetState,
@@ -89,6 +89,18 @@ pub(crate) struct Runners<'a> {
     pub(crate) inherited: Option<Inherited>,
     /// The names this task touched while a recovery runs beside it (see `scaler/recovery.rs`).
     pub(crate) touched: Touched,
+    /// The provider creates in flight (issue 35: a burst is bounded by the cloud, not by this
+    /// task). At most the scale set's `max_runners`: each has a `creating` row the planner
+    /// counts. Dropped with the task, which stops them as a crash would (recovery finishes
+    /// or undoes their rows).
+    pub(crate) creating: tokio::task::JoinSet<Created>,
+}
+
+/// A provider create that landed: the runner it is for and the provider's answer.
+pub(crate) struct Created {
+    name: String,
+    runner_id: RunnerId,
+    result: Result<ProviderInstance, scaleset_provider::Error>,
 }
 
 /// What a task remembers while its recovery runs beside it (`None`: none runs): the runner
@@ -342,12 +354,12 @@ impl Runners<'_> {
     /// Creates `count` runners: intent, JIT config, provider instance, each step durable
     /// before the next (module documentation). The runners of one plan take each step
     /// together: their intents in one commit, their JIT configs asked at once, their GitHub
-    /// ids with `creating` in one commit, the provider creates, then their provider ids with
-    /// `running` in one commit. A message of N jobs costs 3 commits instead of 3N, and its
-    /// last runner waits for no other runner's intent, JIT POST or commit, only for the
-    /// provider creates before its own (`docs/benchmarks.md`, issue 35: throughput). Returns
-    /// the rows as stored when every runner was created, `None` when any was not (the caller
-    /// lists again).
+    /// ids with `creating` in one commit, then the provider creates, each started beside the
+    /// listener ([`Runners::finish_create`] records it `running` when it lands). A message of
+    /// N jobs costs 2 commits before its creates instead of 2N, and its last runner waits for
+    /// no other runner's intent, JIT POST, commit or provider create (`docs/benchmarks.md`,
+    /// issue 35: throughput and bursts). Returns the rows as stored (`creating`) when every
+    /// runner's create was started, `None` when any was not (the caller lists again).
     async fn create_runners(&mut self, count: u32) -> Result<Option<Vec<Instance>>, Error> {
         let scale_set = self.scale_set;
         let spec = &scale_set.spec;
@@ -419,35 +431,167 @@ impl Runners<'_> {
                 .reached(Checkpoint::JitConfigGenerated, self.name())
                 .await;
         }
-        let mut launched = Vec::with_capacity(creating.len());
-        let mut all_created = failure.is_none();
+        let all_started = failure.is_none();
         for (row, (_, jit)) in creating.iter().zip(&jits) {
-            // After a failed create the provider backs off: the runners not asked yet are
-            // removed as a failed create's is (GitHub first; the row stays `deleting` until
-            // the provider may be asked again).
-            if !all_created && !self.provider_may_call() {
+            // After a failed JIT POST with the provider backing off, the runners not asked yet
+            // are removed as a failed create's is (GitHub first; the row stays `deleting`
+            // until the provider may be asked again).
+            if !all_started && !self.provider_may_call() {
                 self.remove_everywhere(row).await?;
                 continue;
             }
-            match self.launch(row, jit, timeout).await? {
-                Some(provider_id) => launched.push(InstanceAdvance {
-                    name: row.name.clone(),
-                    to: InstanceStatus::Running,
-                    provider_id: Some(provider_id),
-                    github_runner_id: None,
-                }),
-                None => all_created = false,
+            self.launch(row, jit, timeout).await?;
+        }
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        Ok(Some(creating))
+    }
+
+    /// Starts the provider's create of the instance of `row` (recorded `creating` with its
+    /// runner's GitHub id) beside the listener: a cloud takes 30–90 s, so the listener keeps
+    /// polling and starts the next job's create meanwhile, and finishes this one when it
+    /// lands ([`Runners::finish_create`]). The `creating` row counts as a runner to the
+    /// planner, so nothing is asked for twice.
+    async fn launch(
+        &mut self,
+        row: &Instance,
+        jit: &scaleset_github::JitConfig,
+        timeout: std::time::Duration,
+    ) -> Result<(), Error> {
+        let name = row.name.clone();
+        let access = self
+            .grant_access(&name, &jit.encoded_jit_config, timeout)
+            .await?;
+        let request = CreateRequest {
+            bootstrap: self.bootstrap(&name, access),
+            jit_config: Some(jit.encoded_jit_config.clone()),
+            // GARM bounds a create by the bootstrap timeout; so does the external provider.
+            bootstrap_timeout: Some(timeout),
+        };
+        let runner_id = jit.runner.id;
+        let provider = Arc::clone(&self.provider);
+        let pool = self.pool.clone();
+        let id = instance_id_of(&name)?;
+        let call = async move {
+            let result = match provider.create(&request).await {
+                Ok(created) => Ok(created),
+                // A lost response may hide a created instance: look before giving up.
+                Err(e) => provider.get(&pool, &id).await.map_err(|_| e),
+            };
+            Created {
+                name,
+                runner_id,
+                result,
+            }
+        };
+        self.creating
+            .spawn(tracing::Instrument::in_current_span(call));
+        Ok(())
+    }
+
+    /// The next create in flight to land, or `None` when none is in flight. A create task
+    /// that panicked is skipped: its row stays `creating` and the next recovery asks the
+    /// provider about it.
+    pub(crate) async fn next_created(&mut self) -> Option<Created> {
+        loop {
+            match self.creating.join_next().await? {
+                Ok(created) => return Some(created),
+                Err(e) => {
+                    tracing::error!(error = %e, "a provider create task failed; recovery looks at its instance");
+                }
             }
         }
-        let running = self
+    }
+
+    /// Finishes the creates that have landed, without waiting for the others: called before a
+    /// message or an empty poll is handled, so what it says of a runner meets its row as the
+    /// provider left it.
+    pub(crate) async fn finish_landed(&mut self) -> Result<(), Error> {
+        while let Some(landed) = self.creating.try_join_next() {
+            match landed {
+                Ok(created) => self.finish_create(created).await?,
+                Err(e) => {
+                    tracing::error!(error = %e, "a provider create task failed; recovery looks at its instance");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for every create in flight and finishes each (the listener ends without a stop:
+    /// what it started is recorded, not abandoned).
+    pub(crate) async fn finish_in_flight(&mut self) -> Result<(), Error> {
+        while let Some(created) = self.next_created().await {
+            self.finish_create(created).await?;
+        }
+        Ok(())
+    }
+
+    /// Records what the provider answered to a create: the instance `running`, or the runner
+    /// removed from GitHub with its row and the failure fed to the provider's back-off (the
+    /// failure is contained: the scale set is flagged once it keeps failing, the task keeps
+    /// listening).
+    pub(crate) async fn finish_create(&mut self, created: Created) -> Result<(), Error> {
+        let Created {
+            name,
+            runner_id,
+            result,
+        } = created;
+        let created = match result {
+            Ok(created) => created,
+            Err(e) => {
+                let metrics = &self.shared.metrics;
+                metrics.count(&metrics.bootstrap_failures, self.scale_set.id);
+                tracing::warn!(runner = %name, error = %chain(&e), "instance create failed; removing the runner from GitHub");
+                // The provider's own words, for the status page's "provider failing".
+                let said = chain(&e).to_string();
+                self.provider_failed(&self.provider_error("creating an instance")(e))
+                    .await?;
+                let instance = self
+                    .shared
+                    .store
+                    .get_instance(&name)
+                    .await
+                    .map_err(store("reading an instance"))?;
+                self.shared
+                    .store
+                    .set_provider_error(self.lease, Some(&said))
+                    .await
+                    .map_err(store("recording the provider's failure"))?;
+                self.provider_error_shown = true;
+                return self.remove_everywhere(&instance).await;
+            }
+        };
+        let recorded = self
             .shared
             .store
-            .advance_instances(self.lease, launched)
-            .await
-            .map_err(store("recording the provider ids"))?;
+            .advance_instance(
+                self.lease,
+                &name,
+                InstanceStatus::Running,
+                Some(&created.provider_id),
+                None,
+            )
+            .await;
+        match recorded {
+            Ok(_) => {}
+            // Its runner finished (or was removed) while the create was in flight, and its
+            // row went with it: the machine is ours (our pool key) and nothing will use it.
+            Err(e) if e.is_not_found() => {
+                tracing::info!(runner = %name, "runner removed while its instance was created; deleting the instance");
+                let deleted = self.provider.delete(&self.pool, &created.id()).await;
+                if let Err(e) = deleted {
+                    // The reconciliation deletes an instance without a runner or a row.
+                    tracing::warn!(runner = %name, error = %chain(&e), "could not delete the instance of a removed runner; the reconciliation will");
+                }
+                return Ok(());
+            }
+            Err(e) => return Err(store("recording the provider id")(e)),
+        }
         // A create that worked ends a run of provider failures; written only when one is
         // shown (a write per job otherwise, `docs/benchmarks.md`).
-        if all_created && !running.is_empty() && self.provider_error_shown {
+        if self.provider_error_shown {
             self.shared
                 .store
                 .set_provider_error(self.lease, None)
@@ -455,73 +599,13 @@ impl Runners<'_> {
                 .map_err(store("clearing the provider's failure"))?;
             self.provider_error_shown = false;
         }
-        for row in &running {
-            tracing::info!(runner = %row.name, runner_id = ?row.github_runner_id, provider_id = ?row.provider_id, "runner created");
-            self.shared
-                .checkpoints
-                .reached(Checkpoint::InstanceCreated, self.name())
-                .await;
-        }
-        if let Some(error) = failure {
-            return Err(error);
-        }
-        Ok(all_created.then_some(running))
-    }
-
-    /// Asks the provider to create the instance of `row` (recorded `creating` with its
-    /// runner's GitHub id); returns its provider id, or `None` when the create failed and the
-    /// runner was removed (the failure is contained: the provider backs off, the scale set is
-    /// flagged once it keeps failing, the task keeps listening).
-    async fn launch(
-        &mut self,
-        row: &Instance,
-        jit: &scaleset_github::JitConfig,
-        timeout: std::time::Duration,
-    ) -> Result<Option<String>, Error> {
-        let name = &row.name;
-        let access = self
-            .grant_access(name, &jit.encoded_jit_config, timeout)
-            .await?;
-        let request = CreateRequest {
-            bootstrap: self.bootstrap(name, access),
-            jit_config: Some(jit.encoded_jit_config.clone()),
-            // GARM bounds a create by the bootstrap timeout; so does the external provider.
-            bootstrap_timeout: Some(timeout),
-        };
-        let created = match self.provider.create(&request).await {
-            Ok(created) => created,
-            Err(e) => {
-                // A lost response may hide a created instance: look before giving up.
-                match self.provider.get(&self.pool, &instance_id_of(name)?).await {
-                    Ok(found) => found,
-                    Err(_) => {
-                        let metrics = &self.shared.metrics;
-                        metrics.count(&metrics.bootstrap_failures, self.scale_set.id);
-                        tracing::warn!(runner = %name, error = %chain(&e), "instance create failed; removing the runner from GitHub");
-                        // The provider's own words, for the status page's "provider failing".
-                        let said = chain(&e).to_string();
-                        self.provider_failed(&self.provider_error("creating an instance")(e))
-                            .await?;
-                        let instance = self
-                            .shared
-                            .store
-                            .get_instance(name)
-                            .await
-                            .map_err(store("reading an instance"))?;
-                        self.shared
-                            .store
-                            .set_provider_error(self.lease, Some(&said))
-                            .await
-                            .map_err(store("recording the provider's failure"))?;
-                        self.provider_error_shown = true;
-                        self.remove_everywhere(&instance).await?;
-                        return Ok(None);
-                    }
-                }
-            }
-        };
         self.provider_succeeded().await?;
-        Ok(Some(created.provider_id))
+        tracing::info!(runner = %name, runner_id = runner_id.0, provider_id = %created.provider_id, "runner created");
+        self.shared
+            .checkpoints
+            .reached(Checkpoint::InstanceCreated, self.name())
+            .await;
+        Ok(())
     }
 
     /// Grants the runner's instance its token and keeps its JIT config for it to fetch, when
@@ -622,7 +706,12 @@ impl Runners<'_> {
             Some(instances) => instances,
             None => self.instances().await?,
         };
-        self.retry_deletions(&instances).await?;
+        // Deletions left by failed creates wait while creates are in flight: the back-off
+        // judges the creates first (a delete that works in between would end a run of create
+        // failures, and a provider whose creates all fail would never be flagged).
+        if self.creating.is_empty() {
+            self.retry_deletions(&instances).await?;
+        }
         let now = self.shared.clock.now();
         let mut removed = HashSet::new();
         for instance in instances.iter().cloned() {

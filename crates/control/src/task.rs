@@ -203,6 +203,7 @@ async fn pass(
         assigned: None,
         inherited: crate::planner::takeover::inherited(scale_set.takeover.as_ref(), github_id),
         touched: Default::default(),
+        creating: tokio::task::JoinSet::new(),
     };
     let mut listener = Listener {
         shared,

@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::environment::EnvAllowList;
+use crate::limit::{CallLimits, CreateRate};
 
 /// One `[[provider]]` table as written by the operator.
 ///
@@ -46,8 +47,13 @@ pub struct RawProviderConfig {
     /// Limit of `CreateInstance` (external only; default: the scale set's
     /// bootstrap timeout, as GARM bounds a create by it).
     pub create_timeout: Option<String>,
-    /// Maximum simultaneous calls of the executable (external only; default 4).
+    /// Maximum simultaneous calls of the executable (external only; default
+    /// 1,000: [`crate::CallLimits::DEFAULT_CONCURRENCY`]).
     pub concurrency: Option<i64>,
+    /// Creates allowed to start per second, minute or hour, `"N/s"`, `"N/m"`
+    /// or `"N/h"`, for a cloud whose API throttles creates (external only;
+    /// default: no limit).
+    pub create_rate: Option<String>,
 }
 
 /// A validated provider configuration.
@@ -121,6 +127,8 @@ pub struct ExternalConfig {
     pub create_timeout: Option<Duration>,
     /// Maximum simultaneous calls.
     pub concurrency: NonZeroUsize,
+    /// How fast creates may start (`None`: as fast as they are asked for).
+    pub create_rate: Option<CreateRate>,
     /// Bound on stdout; more is [`crate::OutputProblem::TooLarge`].
     pub stdout_limit: usize,
     /// Bound on the stderr tail kept for errors.
@@ -136,8 +144,8 @@ impl ExternalConfig {
     /// Limit of `CreateInstance` when neither `create_timeout` nor the
     /// request gives one: GARM's default pool bootstrap timeout.
     pub const DEFAULT_BOOTSTRAP_TIMEOUT: Duration = Duration::from_secs(20 * 60);
-    /// Default concurrency.
-    pub const DEFAULT_CONCURRENCY: usize = 4;
+    /// Default concurrency: [`CallLimits::DEFAULT_CONCURRENCY`] (why: there).
+    pub const DEFAULT_CONCURRENCY: usize = CallLimits::DEFAULT_CONCURRENCY;
     /// Default stdout bound (a `ListInstances` of thousands of instances fits).
     pub const DEFAULT_STDOUT_LIMIT: usize = 4 * 1024 * 1024;
     /// Default stderr tail kept.
@@ -154,6 +162,7 @@ impl ExternalConfig {
             timeout: Self::DEFAULT_TIMEOUT,
             create_timeout: None,
             concurrency: NonZeroUsize::new(Self::DEFAULT_CONCURRENCY).unwrap_or(NonZeroUsize::MIN),
+            create_rate: None,
             stdout_limit: Self::DEFAULT_STDOUT_LIMIT,
             stderr_limit: Self::DEFAULT_STDERR_LIMIT,
         }
@@ -168,6 +177,14 @@ impl ExternalConfig {
         self.create_timeout
             .or(bootstrap_timeout)
             .unwrap_or(Self::DEFAULT_BOOTSTRAP_TIMEOUT)
+    }
+
+    /// The limits its calls run under.
+    pub fn limits(&self) -> CallLimits {
+        CallLimits {
+            concurrency: self.concurrency,
+            create_rate: self.create_rate,
+        }
     }
 }
 
@@ -319,10 +336,27 @@ fn validate(index: usize, raw: RawProviderConfig) -> Result<ProviderConfig, Vec<
                 Some(n) => {
                     let valid = usize::try_from(n).ok().and_then(NonZeroUsize::new);
                     if valid.is_none() {
-                        problem("concurrency", format!("{n} is not a positive number"));
+                        problem(
+                            "concurrency",
+                            format!(
+                                "{n} is not a positive number; give how many calls may run at \
+                                 once (default {})",
+                                ExternalConfig::DEFAULT_CONCURRENCY
+                            ),
+                        );
                     }
                     valid
                 }
+            };
+            let create_rate = match raw.create_rate.as_deref() {
+                None => Some(None),
+                Some(text) => match CreateRate::parse(text) {
+                    Ok(rate) => Some(Some(rate)),
+                    Err(message) => {
+                        problem("create_rate", message);
+                        None
+                    }
+                },
             };
             match (
                 executable,
@@ -332,6 +366,7 @@ fn validate(index: usize, raw: RawProviderConfig) -> Result<ProviderConfig, Vec<
                 timeout,
                 create_timeout,
                 concurrency,
+                create_rate,
             ) {
                 (
                     Some(executable),
@@ -341,6 +376,7 @@ fn validate(index: usize, raw: RawProviderConfig) -> Result<ProviderConfig, Vec<
                     Some(timeout),
                     Some(create_timeout),
                     Some(concurrency),
+                    Some(create_rate),
                 ) => Some(ProviderKind::External(ExternalConfig {
                     executable,
                     config_file,
@@ -350,6 +386,7 @@ fn validate(index: usize, raw: RawProviderConfig) -> Result<ProviderConfig, Vec<
                     timeout,
                     create_timeout,
                     concurrency,
+                    create_rate,
                     stdout_limit: ExternalConfig::DEFAULT_STDOUT_LIMIT,
                     stderr_limit: ExternalConfig::DEFAULT_STDERR_LIMIT,
                 })),
@@ -369,6 +406,7 @@ fn validate(index: usize, raw: RawProviderConfig) -> Result<ProviderConfig, Vec<
                 ("timeout", raw.timeout.is_some()),
                 ("create_timeout", raw.create_timeout.is_some()),
                 ("concurrency", raw.concurrency.is_some()),
+                ("create_rate", raw.create_rate.is_some()),
             ];
             for (field, present) in external_only {
                 if present {

@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use base64::Engine as _;
-use tokio::sync::Semaphore;
 use tracing::Instrument as _;
 use uuid::Uuid;
 
@@ -23,6 +22,7 @@ use crate::instance::{
     InstanceId, ProviderInstance, check_instance_name, fault_of, parse_instance,
     parse_instance_list,
 };
+use crate::limit::Limiter;
 use crate::pool::{Pool, PoolKey};
 use crate::provider::Provider;
 use secrecy::ExposeSecret;
@@ -49,8 +49,8 @@ const MIN_REDACTED_LEN: usize = 8;
 /// unless turned off, the proxy variables (captured when the provider is
 /// built). `CreateInstance` is bounded by `create_timeout` or the request's
 /// bootstrap timeout, every other call by `timeout`. At most `concurrency` calls run at
-/// once; the rest wait for a slot (the timeout starts when the executable
-/// starts). Each call is traced as `provider.exec{provider, command,
+/// once; the rest wait for a slot, and creates under a `create_rate` for their turn
+/// ([`crate::CallLimits`]; the timeout starts when the executable starts). Each call is traced as `provider.exec{provider, command,
 /// instance}` with its duration and exit code; the bootstrap JSON (which holds
 /// the instance token) is never logged. The stderr tail and provider fault of
 /// a failed call have the call's tokens and every passed-through value of at
@@ -60,7 +60,7 @@ pub struct ExternalProvider {
     config: ExternalConfig,
     controller_id: Uuid,
     passthrough: Vec<(String, String)>,
-    slots: Arc<Semaphore>,
+    limiter: Arc<Limiter>,
 }
 
 impl std::fmt::Debug for ExternalProvider {
@@ -99,13 +99,13 @@ impl ExternalProvider {
         env: &dyn EnvSource,
     ) -> Self {
         let passthrough = passthrough(&config.environment, config.forward_proxy_variables, env);
-        let slots = Arc::new(Semaphore::new(config.concurrency.get()));
+        let limiter = Arc::new(Limiter::new(config.limits()));
         Self {
             name: name.into(),
             config,
             controller_id,
             passthrough,
-            slots,
+            limiter,
         }
     }
 
@@ -191,9 +191,9 @@ impl ExternalProvider {
             .collect();
         secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
         async {
-            // The semaphore is never closed, so acquiring only fails if it
-            // were; treat that as "no limit" rather than panicking.
-            let _slot = self.slots.acquire().await.ok();
+            // The timeout starts once admitted: waiting for a slot or a
+            // create's turn under the rate is not the executable's time.
+            let _admitted = self.limiter.admit(command).await;
             let started = Instant::now();
             let result = process::run(process::Invocation {
                 command,

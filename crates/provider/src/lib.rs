@@ -16,7 +16,8 @@
 //!   process group (a create's is the scale set's bootstrap timeout), ends
 //!   when the executable exits, reads bounded stdout/stderr buffers
 //!   concurrently, and waits for a slot under a per-provider concurrency
-//!   limit. Interface v0.1.0 is the default: it is what the current GARM
+//!   limit and, for creates, an optional rate ([`CallLimits`]; [`Limited`]
+//!   puts any other provider under the same limits). Interface v0.1.0 is the default: it is what the current GARM
 //!   providers implement.
 //! - [`FakeProvider`] is an in-process, deterministic cloud ([`FakeCloud`]) for
 //!   tests and the quick start, with switchable faults and a hook that
@@ -100,6 +101,7 @@ mod error;
 mod external;
 mod fake;
 mod instance;
+mod limit;
 mod pool;
 mod provider;
 
@@ -119,6 +121,7 @@ pub use fake::{CreatedRunner, FakeCloud, FakeInstance, FakeProvider};
 pub use instance::{
     Address, INSTANCE_NAME_MAX, InstanceId, InstanceStatus, ProviderInstance, check_instance_name,
 };
+pub use limit::{Admission, CallLimits, CreateRate, Limited, Limiter};
 pub use pool::{InvalidPoolKey, Pool, PoolKey};
 pub use provider::Provider;
 /// Secrets (the instance token, download tokens, the runner's JIT config): `secrecy`'s, the

@@ -60,3 +60,33 @@ pub trait Provider: Send + Sync {
     /// it, and no other method of this crate calls it.
     async fn version(&self) -> Result<String, Error>;
 }
+
+/// A shared provider is a provider: [`crate::Limited`] can put an `Arc<dyn Provider>` (or one
+/// a test keeps a handle on) under limits.
+#[async_trait]
+impl<P: Provider + ?Sized> Provider for std::sync::Arc<P> {
+    async fn create(&self, request: &CreateRequest) -> Result<ProviderInstance, Error> {
+        (**self).create(request).await
+    }
+    async fn delete(&self, pool: &Pool, instance: &InstanceId) -> Result<(), Error> {
+        (**self).delete(pool, instance).await
+    }
+    async fn get(&self, pool: &Pool, instance: &InstanceId) -> Result<ProviderInstance, Error> {
+        (**self).get(pool, instance).await
+    }
+    async fn list(&self, pool: &Pool) -> Result<Vec<ProviderInstance>, Error> {
+        (**self).list(pool).await
+    }
+    async fn remove_all(&self) -> Result<(), Error> {
+        (**self).remove_all().await
+    }
+    async fn start(&self, pool: &Pool, instance: &InstanceId) -> Result<(), Error> {
+        (**self).start(pool, instance).await
+    }
+    async fn stop(&self, pool: &Pool, instance: &InstanceId) -> Result<(), Error> {
+        (**self).stop(pool, instance).await
+    }
+    async fn version(&self) -> Result<String, Error> {
+        (**self).version().await
+    }
+}

@@ -217,6 +217,28 @@ impl Harness {
         checkpoints: Option<Arc<dyn Checkpoints>>,
         wrap: impl FnOnce(Arc<dyn Provider>) -> Arc<dyn Provider>,
     ) -> RunningController {
+        self.start_built(settings, checkpoints, |cloud, id| {
+            wrap(Arc::new(cloud.provider(id)))
+        })
+    }
+
+    /// Starts a controller with `settings` whose provider `fake` is `provider` (a wrapper of
+    /// the harness's fake cloud, say).
+    pub(crate) fn start_with_provider(
+        &self,
+        settings: Settings,
+        checkpoints: Option<Arc<dyn Checkpoints>>,
+        provider: Arc<dyn Provider>,
+    ) -> RunningController {
+        self.start_built(settings, checkpoints, |_, _| provider)
+    }
+
+    fn start_built(
+        &self,
+        settings: Settings,
+        checkpoints: Option<Arc<dyn Checkpoints>>,
+        build: impl FnOnce(&FakeCloud, Uuid) -> Arc<dyn Provider>,
+    ) -> RunningController {
         let store: Arc<dyn Store> = self.store.clone();
         let clients = StoreClientFactory::new(store.clone()).with_config(|config| {
             config
@@ -231,8 +253,10 @@ impl Harness {
                     Duration::from_millis(20),
                 ))
         });
-        let provider: Arc<dyn Provider> = Arc::new(self.cloud.provider(self.identity.id()));
-        let providers = BTreeMap::from([("fake".to_owned(), wrap(provider))]);
+        let providers = BTreeMap::from([(
+            "fake".to_owned(),
+            build(&self.cloud, self.identity.id()),
+        )]);
         let mut registry = Registry::default();
         let mut controller = Controller::new(
             store,

@@ -3,6 +3,7 @@
 //! `SCALESET_TEST_DATABASE_URL` is set).
 
 mod batching;
+mod burst;
 mod calls;
 mod drain;
 mod faults;

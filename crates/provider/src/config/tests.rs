@@ -31,7 +31,11 @@ fn defaults_follow_garm() {
         ext.create_timeout_for(Some(Duration::from_secs(7 * 60))),
         Duration::from_secs(7 * 60)
     );
-    assert_eq!(ext.concurrency.get(), 4);
+    // Issue 35: a burst is bounded by the cloud, not by us (4 made 100 jobs wait 25 rounds
+    // of a 30 s create); no rate limit unless asked for, as GARM.
+    assert_eq!(ext.concurrency.get(), 1000);
+    assert_eq!(ext.create_rate, None);
+    assert_eq!(ext.limits(), CallLimits::default());
     // The programmatic defaults are the configuration defaults.
     assert_eq!(
         ExternalConfig::new(ext.executable.clone(), ext.config_file.clone()),
@@ -71,6 +75,7 @@ fn every_problem_is_reported_at_once() {
         timeout: Some("soon".into()),
         create_timeout: Some("0s".into()),
         concurrency: Some(0),
+        create_rate: Some("fast".into()),
     };
     let err = ProviderConfig::try_from(raw).unwrap_err();
     let fields: Vec<&str> = err.problems.iter().map(|p| p.field).collect();
@@ -84,7 +89,8 @@ fn every_problem_is_reported_at_once() {
             "environment",
             "timeout",
             "create_timeout",
-            "concurrency"
+            "concurrency",
+            "create_rate"
         ]
     );
     assert!(err.to_string().contains("must be an absolute path"));
@@ -171,4 +177,70 @@ fn timeouts_take_the_shared_duration_grammar() {
     let mut raw = external("p");
     raw.timeout = Some("soon".into());
     assert!(ProviderConfig::try_from(raw).is_err());
+}
+
+/// Issue 35: the rate of creates is a per-provider setting, parsed into typed limits.
+#[test]
+fn create_rate_and_concurrency_are_parsed_into_the_limits() {
+    for (text, interval) in [
+        ("5/s", Duration::from_millis(200)),
+        ("120/m", Duration::from_millis(500)),
+        (" 2 / h ", Duration::from_secs(1800)),
+    ] {
+        let mut raw = external("p");
+        raw.create_rate = Some(text.into());
+        raw.concurrency = Some(50);
+        let ProviderKind::External(ext) = ProviderConfig::try_from(raw).unwrap().kind else {
+            panic!("expected external");
+        };
+        let limits = ext.limits();
+        assert_eq!(limits.concurrency.get(), 50);
+        assert_eq!(
+            limits.create_rate.map(CreateRate::interval),
+            Some(interval),
+            "{text}"
+        );
+    }
+}
+
+/// Issue 35: an invalid rate or concurrency is refused naming the key, what is wrong and what
+/// to write instead.
+#[test]
+fn invalid_create_rates_and_concurrency_are_refused_naming_the_key() {
+    for (text, says) in [
+        ("0/s", "not a positive whole number"),
+        ("-3/s", "not a positive whole number"),
+        ("1.5/s", "not a positive whole number"),
+        ("10", "is not a rate"),
+        ("10/d", "is not a unit"),
+        ("", "is not a rate"),
+    ] {
+        let mut raw = external("lxd");
+        raw.create_rate = Some(text.into());
+        let err = ProviderConfig::try_from(raw).unwrap_err();
+        assert_eq!(err.problems.len(), 1, "{text}: {err}");
+        assert_eq!(err.problems[0].field, "create_rate");
+        let message = err.to_string();
+        assert!(message.contains("provider lxd: `create_rate`"), "{message}");
+        assert!(message.contains(says), "{text}: {message}");
+        assert!(message.contains("\"N/s\""), "the remedy: {message}");
+    }
+    for n in [0, -1, i64::MIN] {
+        let mut raw = external("lxd");
+        raw.concurrency = Some(n);
+        let err = ProviderConfig::try_from(raw).unwrap_err();
+        assert_eq!(err.problems[0].field, "concurrency");
+        let message = err.to_string();
+        assert!(message.contains("`concurrency`"), "{message}");
+        assert!(message.contains("not a positive number"), "{message}");
+    }
+    // In-process providers take no limits.
+    let raw = RawProviderConfig {
+        name: Some("fake".into()),
+        kind: Some("fake".into()),
+        create_rate: Some("1/s".into()),
+        ..RawProviderConfig::default()
+    };
+    let err = ProviderConfig::try_from(raw).unwrap_err();
+    assert_eq!(err.problems[0].field, "create_rate");
 }
