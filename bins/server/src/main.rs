@@ -31,7 +31,8 @@ fn main() -> ExitCode {
     #[cfg(feature = "demo")]
     if let Some(Command::Demo(demo)) = &args.command {
         init_tracing(args.log_format, "warn");
-        return block_on(demo::run(demo.clone()));
+        // The demo's store keeps the default pool of 8 connections.
+        return block_on(8, demo::run(demo.clone()));
     }
     let env = Env::from_process();
     let Some(path) = args.config.clone() else {
@@ -50,7 +51,7 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     init_tracing(args.log_format, "info");
-    block_on(async move {
+    block_on(config.store.configured_pool_size(), async move {
         match args.command {
             Some(Command::Token(command)) => {
                 let app = App::build_api_only(&config, &env).await?;
@@ -64,11 +65,10 @@ fn main() -> ExitCode {
     })
 }
 
-fn block_on(work: impl std::future::Future<Output = Result<()>>) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+/// Runs `work` on the binaries' runtime, its blocking pool sized for a store of `pool_size`
+/// connections.
+fn block_on(pool_size: u32, work: impl std::future::Future<Output = Result<()>>) -> ExitCode {
+    let runtime = match scaleset_app::runtime(pool_size) {
         Ok(runtime) => runtime,
         Err(e) => {
             errln!("scaleset-server: cannot start the async runtime: {e}");

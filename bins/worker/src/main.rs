@@ -74,10 +74,7 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     init_tracing(args.log_format, "info");
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match scaleset_app::runtime(config.store.configured_pool_size()) {
         Ok(runtime) => runtime,
         Err(e) => {
             errln!("scaleset-worker: cannot start the async runtime: {e}");

@@ -35,6 +35,7 @@ mod env;
 mod error;
 mod providers;
 mod rotation;
+mod runtime;
 mod signals;
 
 pub use app::{App, FleetApplied, Running, Stopped};
@@ -51,4 +52,5 @@ pub mod decommission_types {
 }
 pub use env::Env;
 pub use error::{BuildError, LoopError};
+pub use runtime::{BLOCKING_HEADROOM, blocking_threads, runtime};
 pub use signals::Signals;

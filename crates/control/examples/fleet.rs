@@ -123,7 +123,12 @@ fn main() -> Result<()> {
         tracing::subscriber::set_global_default(subscriber).map(|()| stats)
     });
     breakdown.transpose()?;
-    let runtime = tokio::runtime::Runtime::new()?;
+    // As the binaries build theirs: the blocking pool bounded near the store's 8 connections
+    // (`scaleset_app::blocking_threads`), not tokio's 512 threads waiting for one.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(8 + 16)
+        .build()?;
     match args.get(1).map(String::as_str) {
         Some("workers") => workers::main(&args[2..], &runtime),
         Some("recovery") => {
@@ -746,6 +751,12 @@ async fn density(n: usize, transport: Transport) -> Result<()> {
     print_breakdown();
     if let Some(pid) = sim.pid() {
         println!("simulator RSS {} KiB", rss_kib(pid)?);
+    }
+    if std::env::var_os("SCALESET_BENCH_EXIT_IDLE").is_some() {
+        // For a heap profiler (heaptrack's "leaked"): exit with every listener's allocations
+        // still live, so what is not freed is what an idle fleet holds.
+        drop(sim);
+        std::process::exit(0);
     }
     running.stop().await?;
     Ok(())

@@ -176,6 +176,24 @@ pub struct SetReading {
     pub runners: Vec<(InstanceStatus, u64)>,
 }
 
+/// One exported scale set's labels and gauges. The supervisor sets every gauge of every scale
+/// set each watch interval: through these handles (each shares its value with the series in
+/// the family), not by looking each series up by freshly copied labels, which at 10,000 scale
+/// sets was 160,000 lookups and half a million string copies every 10 s (docs/benchmarks.md,
+/// "Issue 35: memory").
+#[derive(Debug)]
+struct SetSeries {
+    labels: SetLabels,
+    /// One per [`ScaleSetState::ALL`], in its order.
+    states: Vec<Gauge>,
+    /// One per [`InstanceStatus::ALL`], in its order.
+    runners: Vec<Gauge>,
+    jobs_waiting: Gauge,
+    desired_runners: Gauge,
+    /// Present while the set has handled a message (the series is absent before).
+    last_message_age: Option<Gauge>,
+}
+
 /// Every metric of the control loop.
 #[derive(Debug)]
 pub struct Metrics {
@@ -237,8 +255,9 @@ pub struct Metrics {
     pub provider_call_duration: HistogramFamily<ProviderLabels>,
     /// Scale-set leases held, by worker (as this worker last read them).
     pub leases_held: Family<WorkerLabel, Gauge>,
-    /// The labels of every scale set exported, to record by id and remove when it is gone.
-    sets: Mutex<HashMap<ScaleSetId, SetLabels>>,
+    /// Every scale set exported: its labels, to record by id and remove when it is gone, and
+    /// its gauges.
+    sets: Mutex<HashMap<ScaleSetId, SetSeries>>,
     /// The workers whose lease counts are exported.
     workers: Mutex<HashSet<String>>,
 }
@@ -486,7 +505,7 @@ impl Metrics {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&id)
-            .cloned()
+            .map(|series| series.labels.clone())
     }
 
     /// Observes `seconds` in a scale set's histogram of `family`, if the set is exported
@@ -550,71 +569,103 @@ impl Metrics {
             .copied()
             .collect();
         for id in gone {
-            if let Some(labels) = sets.remove(&id) {
-                self.remove_set(&labels);
+            if let Some(series) = sets.remove(&id) {
+                self.remove_set(&series.labels);
             }
         }
         for reading in readings {
             let labels = &reading.labels;
             // A renamed set (or moved entity) drops its old series.
-            let known = match sets.insert(reading.id, labels.clone()) {
-                Some(old) if &old != labels => {
-                    self.remove_set(&old);
+            let known = match sets.get(&reading.id) {
+                Some(old) if &old.labels != labels => {
+                    self.remove_set(&old.labels);
                     false
                 }
                 Some(_) => true,
                 None => false,
             };
-            for state in ScaleSetState::ALL {
-                self.scale_set_state
-                    .get_or_create(&SetStateLabels {
-                        scale_set: labels.scale_set.clone(),
-                        entity: labels.entity.clone(),
-                        state: state.as_str().to_owned(),
-                    })
-                    .set(i64::from(*state == reading.state));
-            }
-            for status in InstanceStatus::ALL {
-                let count = reading
-                    .runners
-                    .iter()
-                    .find(|(s, _)| s == status)
-                    .map_or(0, |(_, n)| *n);
-                self.scale_set_runners
-                    .get_or_create(&SetStatusLabels {
-                        scale_set: labels.scale_set.clone(),
-                        entity: labels.entity.clone(),
-                        status: status.as_str().to_owned(),
-                    })
-                    .set(i64::try_from(count).unwrap_or(i64::MAX));
-            }
-            self.scale_set_jobs_waiting
-                .get_or_create(labels)
-                .set(i64::from(reading.jobs_waiting));
-            self.scale_set_desired_runners
-                .get_or_create(labels)
-                .set(i64::from(reading.desired_runners));
-            match reading.last_message_age {
-                Some(age) => {
-                    self.scale_set_last_message_age
-                        .get_or_create(labels)
-                        .set(i64::try_from(age.as_secs()).unwrap_or(i64::MAX));
-                }
-                None => {
-                    self.scale_set_last_message_age.remove(labels);
-                }
-            }
-            // A new set's counters and histograms, at 0; a known set's exist already.
             if !known {
+                // A new set's gauges, counters and histograms, at 0.
                 for family in self.timings() {
                     drop(family.get_or_create(labels));
                 }
                 drop(self.bootstrap_failures.get_or_create(labels));
                 drop(self.bootstrap_deadline_expiries.get_or_create(labels));
+                sets.insert(reading.id, self.new_series(labels));
+            }
+            let Some(series) = sets.get_mut(&reading.id) else {
+                continue;
+            };
+            for (state, gauge) in ScaleSetState::ALL.iter().zip(&series.states) {
+                gauge.set(i64::from(*state == reading.state));
+            }
+            for (status, gauge) in InstanceStatus::ALL.iter().zip(&series.runners) {
+                let count = reading
+                    .runners
+                    .iter()
+                    .find(|(s, _)| s == status)
+                    .map_or(0, |(_, n)| *n);
+                gauge.set(i64::try_from(count).unwrap_or(i64::MAX));
+            }
+            series.jobs_waiting.set(i64::from(reading.jobs_waiting));
+            series
+                .desired_runners
+                .set(i64::from(reading.desired_runners));
+            match reading.last_message_age {
+                Some(age) => {
+                    let seconds = i64::try_from(age.as_secs()).unwrap_or(i64::MAX);
+                    series
+                        .last_message_age
+                        .get_or_insert_with(|| {
+                            self.scale_set_last_message_age
+                                .get_or_create(labels)
+                                .clone()
+                        })
+                        .set(seconds);
+                }
+                None => {
+                    if series.last_message_age.take().is_some() {
+                        self.scale_set_last_message_age.remove(labels);
+                    }
+                }
             }
         }
         self.exported_gauge
             .set(i64::try_from(sets.len()).unwrap_or(i64::MAX));
+    }
+
+    /// A new set's gauges, created in their families (at 0 until set).
+    fn new_series(&self, labels: &SetLabels) -> SetSeries {
+        SetSeries {
+            labels: labels.clone(),
+            states: ScaleSetState::ALL
+                .iter()
+                .map(|state| {
+                    self.scale_set_state
+                        .get_or_create(&SetStateLabels {
+                            scale_set: labels.scale_set.clone(),
+                            entity: labels.entity.clone(),
+                            state: state.as_str().to_owned(),
+                        })
+                        .clone()
+                })
+                .collect(),
+            runners: InstanceStatus::ALL
+                .iter()
+                .map(|status| {
+                    self.scale_set_runners
+                        .get_or_create(&SetStatusLabels {
+                            scale_set: labels.scale_set.clone(),
+                            entity: labels.entity.clone(),
+                            status: status.as_str().to_owned(),
+                        })
+                        .clone()
+                })
+                .collect(),
+            jobs_waiting: self.scale_set_jobs_waiting.get_or_create(labels).clone(),
+            desired_runners: self.scale_set_desired_runners.get_or_create(labels).clone(),
+            last_message_age: None,
+        }
     }
 
     fn timings(&self) -> [&HistogramFamily<SetLabels>; 4] {
@@ -794,6 +845,46 @@ mod tests {
         assert_eq!(metrics.set_labels(a), None, "a deleted set records nothing");
         metrics.count(&metrics.bootstrap_failures, a);
         assert_eq!(lines_of(&render(&registry), "a"), Vec::<&str>::new());
+    }
+
+    /// A known set's gauges are set through the handles kept for it (issue 35: no lookup by
+    /// copied labels each tick): every later reading shows, and its message age comes and goes.
+    #[test]
+    fn a_known_sets_gauges_follow_every_reading() {
+        let mut registry = Registry::default();
+        let metrics = Metrics::new(&mut registry);
+        let a = ScaleSetId(uuid::Uuid::new_v4());
+        metrics.observe_scale_sets(&[reading(a, "a")]);
+        let mut later = reading(a, "a");
+        later.state = ScaleSetState::Error;
+        later.jobs_waiting = 5;
+        later.desired_runners = 4;
+        later.last_message_age = None;
+        later.runners = vec![(InstanceStatus::Running, 3)];
+        metrics.observe_scale_sets(&[later.clone()]);
+        let text = render(&registry);
+        let labels = "scale_set=\"a\",entity=\"organization acme\"";
+        for expected in [
+            format!("scaleset_scale_set_state{{{labels},state=\"ready\"}} 0"),
+            format!("scaleset_scale_set_state{{{labels},state=\"error\"}} 1"),
+            format!("scaleset_scale_set_jobs_waiting{{{labels}}} 5"),
+            format!("scaleset_scale_set_desired_runners{{{labels}}} 4"),
+            format!("scaleset_scale_set_runners{{{labels},status=\"busy\"}} 0"),
+            format!("scaleset_scale_set_runners{{{labels},status=\"running\"}} 3"),
+        ] {
+            assert!(text.lines().any(|l| l == expected), "{expected} in\n{text}");
+        }
+        assert!(
+            !text.contains("scaleset_scale_set_last_message_age_seconds{"),
+            "no age without a message:\n{text}"
+        );
+        later.last_message_age = Some(Duration::from_secs(9));
+        metrics.observe_scale_sets(&[later.clone()]);
+        later.last_message_age = Some(Duration::from_secs(11));
+        metrics.observe_scale_sets(&[later]);
+        let expected = format!("scaleset_scale_set_last_message_age_seconds{{{labels}}} 11");
+        let text = render(&registry);
+        assert!(text.lines().any(|l| l == expected), "{expected} in\n{text}");
     }
 
     #[test]

@@ -137,27 +137,31 @@ async fn pass(
         Err(e) if e.is_not_found() => return Ok(Next::Stop),
         Err(e) => return Err(store("acquiring the lease")(e)),
     };
-    let scale_set = match shared.store.get_scale_set(id).await {
-        Ok(s) => s,
-        Err(e) if e.is_not_found() => return Ok(Next::Stop),
-        Err(e) => return Err(store("reading the scale set")(e)),
-    };
-    if !scale_set.spec.enabled {
-        return Ok(Next::Stop);
-    }
-    let Some(provider) = shared.providers.get(&scale_set.spec.provider).cloned() else {
-        let error = Error::UnknownProvider {
-            scale_set: scale_set.spec.name.clone(),
-            provider: scale_set.spec.provider.clone(),
+    // Read again after the ensure below: this copy is dropped here, so a listening task does
+    // not keep two (docs/benchmarks.md, "Issue 35: memory").
+    let (provider, client, stored_id) = {
+        let scale_set = match shared.store.get_scale_set(id).await {
+            Ok(s) => s,
+            Err(e) if e.is_not_found() => return Ok(Next::Stop),
+            Err(e) => return Err(store("reading the scale set")(e)),
         };
-        record(shared, id, "config_error", &error.to_string(), |s| {
-            s.state = ScaleSetState::Error;
-        })
-        .await?;
-        return Ok(Next::After(shared.settings.refused_recheck));
+        if !scale_set.spec.enabled {
+            return Ok(Next::Stop);
+        }
+        let Some(provider) = shared.providers.get(&scale_set.spec.provider).cloned() else {
+            let error = Error::UnknownProvider {
+                scale_set: scale_set.spec.name.clone(),
+                provider: scale_set.spec.provider.clone(),
+            };
+            record(shared, id, "config_error", &error.to_string(), |s| {
+                s.state = ScaleSetState::Error;
+            })
+            .await?;
+            return Ok(Next::After(shared.settings.refused_recheck));
+        };
+        let client = shared.clients.client(&scale_set).await?;
+        (provider, client, scale_set.github_id)
     };
-    let client = shared.clients.client(&scale_set).await?;
-    let stored_id = scale_set.github_id;
     let resumed = resume
         .session
         .take()

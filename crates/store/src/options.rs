@@ -212,6 +212,13 @@ impl StoreOptions {
         self
     }
 
+    /// The most pooled connections, as [`StoreOptions::pool_size`] set them: at most this many
+    /// store operations run at once, so the process's blocking pool needs little more
+    /// (`scaleset_app::runtime`).
+    pub fn configured_pool_size(&self) -> u32 {
+        self.pool_size
+    }
+
     /// SQLite: how long a write waits for another writer's lock before failing.
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
         self.busy_timeout = timeout;
