@@ -174,8 +174,8 @@ struct Soak<'a> {
     runners_killed: usize,
     last_wipe: Option<Instant>,
     deleted_at: Vec<(Instant, String)>,
-    /// GitHub ids deleted out of band, with when.
-    deleted_ids_at: Vec<(Instant, i64)>,
+    /// Every out-of-band delete: name and GitHub id.
+    deleted_ids: Vec<(String, i64)>,
 }
 
 impl Soak<'_> {
@@ -293,7 +293,7 @@ impl Soak<'_> {
                     let lost = self.jobs_by_set.get(&id).map_or(0, Vec::len);
                     self.lost += lost;
                     self.deleted_at.push((Instant::now(), SETS[set].to_owned()));
-                    self.deleted_ids_at.push((Instant::now(), id));
+                    self.deleted_ids.push((SETS[set].to_owned(), id));
                     self.log(format!("{} (id {id}) deleted with {lost} jobs", SETS[set]));
                     true
                 }
@@ -721,7 +721,7 @@ pub(crate) async fn soak(settings: Settings) -> Option<Report> {
         runners_killed: 0,
         last_wipe: None,
         deleted_at: Vec::new(),
-        deleted_ids_at: Vec::new(),
+        deleted_ids: Vec::new(),
     };
     for index in 0..workers {
         soak.spawn(index);
@@ -858,13 +858,8 @@ pub(crate) async fn soak(settings: Settings) -> Option<Report> {
         recoveries: Recoveries {
             wiped: soak.last_wipe.is_some(),
             deleted_since_wipe,
+            deleted: soak.deleted_ids.clone(),
         },
-        deleted_then_wiped: soak
-            .deleted_ids_at
-            .iter()
-            .filter(|(at, _)| soak.last_wipe.is_some_and(|w| w > *at))
-            .map(|(_, id)| *id)
-            .collect(),
     };
     soak.figures.known_leaks = observed
         .instances_left
