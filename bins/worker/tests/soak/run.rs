@@ -421,6 +421,21 @@ impl Soak<'_> {
             self.undo(&undo);
         }
         for index in 0..self.slots.len() {
+            // A worker that ended without being told to is a failure of its own (the start-up
+            // apply race of seed 14 showed only at the next SIGTERM before this).
+            if let Some(w) = self.slots[index].worker.as_mut()
+                && let Ok(Some(status)) = w.child.try_wait()
+            {
+                let line = format!(
+                    "VIOLATION: worker {index} exited by itself ({status}) at {:.1}s",
+                    self.start.elapsed().as_secs_f64()
+                );
+                if let Some(w) = self.slots[index].worker.take() {
+                    self.slots[index].retire(&w);
+                }
+                self.history.push(line);
+                self.slots[index].restart_at = Some(now);
+            }
             if self.slots[index].wake_at.is_some_and(|at| at <= now) {
                 self.wake(index);
             }
