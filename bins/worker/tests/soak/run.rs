@@ -520,7 +520,18 @@ impl Soak<'_> {
             let found: Vec<_> = state.scale_sets_named(name).collect();
             found.len() == 1 && found[0].session.is_some()
         });
-        live_jobs_done && no_runners && sessions && our_instances(&self.site.cloud()).is_empty()
+        // The known leak (check::known_leak) never drains: waiting for it would spend the
+        // whole settle bound on every seed that meets it.
+        let leftovers = our_instances(&self.site.cloud()).into_iter().any(|i| {
+            let gone = i
+                .split('/')
+                .next()
+                .and_then(|key| key.rsplit_once('_'))
+                .and_then(|(_, id)| id.parse::<i64>().ok())
+                .is_some_and(|id| self.deleted_ids.iter().any(|(_, d)| *d == id));
+            !(gone && self.last_wipe.is_some())
+        });
+        live_jobs_done && no_runners && sessions && !leftovers
     }
 
     fn is_ours(&self, state: &StateSnapshot, id: i64) -> bool {
