@@ -347,9 +347,27 @@ pub async fn apply_declared(
             );
         }
     }
-    let plan = plan_fleet(store, &NoLookup, identity, fleet, false).await?;
-    apply_fleet(store, &NoLookup, identity, fleet, false, &plan.digest).await
+    // Workers started together on one empty database (PostgreSQL) apply the same fleet at the
+    // same moment: all but one find their plan stale (a row another just stored). The file is
+    // the reviewed input and applying it is idempotent, so a stale start-up plan is planned
+    // again rather than ending the process; the next plan sees the other's rows. Bounded: a
+    // world that keeps changing under every attempt is still an error (the chaos soak's seed 14
+    // found the exit 1).
+    let mut attempt = 1;
+    loop {
+        let plan = plan_fleet(store, &NoLookup, identity, fleet, false).await?;
+        match apply_fleet(store, &NoLookup, identity, fleet, false, &plan.digest).await {
+            Err(Error::StalePlan { reason, .. }) if attempt < DECLARED_APPLY_ATTEMPTS => {
+                tracing::info!(attempt, %reason, "the declared fleet changed under the start-up apply (another process applying it); planning again");
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
 }
+
+/// How many times the start-up apply plans again after finding its plan stale.
+const DECLARED_APPLY_ATTEMPTS: u32 = 5;
 
 fn stale(during: &str, error: &scaleset_store::Error) -> Error {
     Error::StalePlan {

@@ -8,6 +8,13 @@
 //! This is for tests, rehearsals and the one-command demo against the simulator; real fleets
 //! use external providers. The worker boots runners over the simulator's control API, the demo
 //! in process.
+//!
+//! Two files under the state directory serve the chaos soak (docs/operations.md), which drives
+//! the real worker binary and so cannot reach an in-process fake: every instance created is
+//! appended to [`LEDGER`] (the cloud's own record, which outlives a wiped database), and while
+//! [`FAIL_CREATES`] exists every create fails (a cloud refusing machines), after first
+//! sleeping the milliseconds written in [`SLOW_CREATES`] when that file exists (a cloud that
+//! hangs). Neither file exists unless a test writes it.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -47,6 +54,17 @@ pub trait Boot: Send + Sync {
     /// the instance tries again (until the bootstrap deadline removes it).
     async fn boot(&self, instance: &BootInstance<'_>) -> bool;
 }
+
+/// The file under the state directory every created instance is appended to, one line each:
+/// `<pool key> <name>`.
+pub const LEDGER: &str = ".ledger";
+
+/// While this file exists under the state directory, every create fails without creating.
+pub const FAIL_CREATES: &str = ".fail-creates";
+
+/// While this file exists under the state directory, every create first sleeps the number of
+/// milliseconds it holds.
+pub const SLOW_CREATES: &str = ".slow-creates";
 
 /// Instances recorded in a directory.
 pub struct DirectoryProvider {
@@ -152,6 +170,48 @@ impl DirectoryProvider {
         Ok(path)
     }
 
+    /// The soak's provider faults ([`SLOW_CREATES`], [`FAIL_CREATES`]).
+    async fn injected_faults(&self, command: Command) -> Result<(), Error> {
+        if let Ok(text) = tokio::fs::read_to_string(self.dir.join(SLOW_CREATES)).await {
+            // A file being written may read empty or partial: no delay then, never a failure.
+            if let Ok(ms) = text.trim().parse::<u64>() {
+                tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+            }
+        }
+        if tokio::fs::try_exists(self.dir.join(FAIL_CREATES))
+            .await
+            .unwrap_or(false)
+        {
+            // Shaped as the in-process fake's injected failures: a provider that exited 1.
+            return Err(Error::Failed {
+                command,
+                exit_code: Some(1),
+                stderr_tail: format!(
+                    "directory provider: {} exists: creates are refused until it is removed",
+                    self.dir.join(FAIL_CREATES).display()
+                ),
+                provider_fault: None,
+            });
+        }
+        Ok(())
+    }
+
+    /// Appends `line` to the [`LEDGER`] (one `write` of a short line in append mode, so lines of
+    /// several workers sharing the directory never interleave).
+    async fn append_ledger(&self, command: Command, line: &str) -> Result<(), Error> {
+        let mut file = tokio::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(self.dir.join(LEDGER))
+            .await
+            .map_err(|e| io(command, &e))?;
+        tokio::io::AsyncWriteExt::write_all(&mut file, line.as_bytes())
+            .await
+            .map_err(|e| io(command, &e))?;
+        file.sync_all().await.map_err(|e| io(command, &e))
+    }
+
     fn pool_dir(&self, pool: &Pool) -> PathBuf {
         self.dir.join(pool.key.as_str())
     }
@@ -239,6 +299,7 @@ impl Provider for DirectoryProvider {
         let bootstrap = &request.bootstrap;
         // The name becomes a file name under the state directory.
         check_instance_name(command, &bootstrap.name)?;
+        self.injected_faults(command).await?;
         let pool = Pool::new(bootstrap.pool_id.clone());
         let dir = self.pool_dir(&pool);
         private_dir(&dir).await.map_err(|e| io(command, &e))?;
@@ -270,6 +331,11 @@ impl Provider for DirectoryProvider {
             }
             Err(e) => return Err(io(command, &e)),
         }
+        self.append_ledger(
+            command,
+            &format!("{} {}\n", bootstrap.pool_id.as_str(), bootstrap.name),
+        )
+        .await?;
         self.finish_boot(&path).await;
         Ok(instance)
     }

@@ -113,7 +113,7 @@ pub use config::{
     ConfigError, ConfigProblem, ExternalConfig, InterfaceVersion, ProviderConfig, ProviderKind,
     RawProviderConfig,
 };
-pub use directory::{Boot, BootInstance, DirectoryProvider};
+pub use directory::{Boot, BootInstance, DirectoryProvider, FAIL_CREATES, LEDGER, SLOW_CREATES};
 pub use environment::{EnvAllowList, EnvSource, PROXY_VARIABLES, ProcessEnv};
 pub use error::{Error, OutputProblem};
 pub use external::ExternalProvider;

@@ -20,6 +20,7 @@ backend_tests!(
     a_plan_made_stale_by_a_concurrent_change_is_refused,
     plan_previews_create_adopt_and_refuse_from_github,
     the_worker_apply_stores_declared_scale_sets_once,
+    issue_36_workers_applying_the_declared_fleet_together_all_succeed,
     issue_29_item_9_plan_and_apply_refuse_every_bad_spec_as_the_parser_does,
     issue_37_an_imported_garm_set_is_planned_and_stored_as_adopted_by_its_note,
 );
@@ -254,6 +255,37 @@ async fn the_worker_apply_stores_declared_scale_sets_once(db: TestDb) {
         .expect("apply again");
     assert_eq!(second.writes, 0);
     assert_eq!(h.store.list_scale_sets(None).await.expect("sets").len(), 2);
+}
+
+/// Several workers started together on one empty database apply the same declared fleet at
+/// once: every one succeeds (none exits with a stale plan) and each scale set is stored once.
+/// Found by the chaos soak (issue 36, seed 14: two of three PostgreSQL workers exited 1).
+async fn issue_36_workers_applying_the_declared_fleet_together_all_succeed(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    let mut fleet = declared_fleet(&h);
+    for name in ["web", "api", "batch", "docs"] {
+        fleet.scale_sets.push(declared(&h, name));
+    }
+    let apply = || apply_declared(h.store.as_ref(), &h.identity, &fleet);
+    let (a, b, c) = tokio::join!(apply(), apply(), apply());
+    for (worker, result) in [("a", a), ("b", b), ("c", c)] {
+        if let Err(e) = result {
+            panic!("worker {worker}'s start-up apply failed: {e}");
+        }
+    }
+    let names: Vec<_> = h
+        .store
+        .list_scale_sets(None)
+        .await
+        .expect("sets")
+        .into_iter()
+        .map(|s| s.spec.name.to_string())
+        .collect();
+    assert_eq!(
+        names.len(),
+        5,
+        "each declared scale set stored once: {names:?}"
+    );
 }
 
 /// A fleet built in code (an embedder's, the demo's) meets the same spec rules as a parsed one:

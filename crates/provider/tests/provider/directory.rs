@@ -64,3 +64,50 @@ async fn pools_lists_only_this_controllers_pool_directories() {
         ])
     );
 }
+
+/// The chaos soak's view of the cloud (issue 36): every created instance is in the ledger,
+/// a duplicate create adds nothing, and the fault files refuse creates while they exist.
+#[tokio::test]
+async fn issue_36_the_ledger_records_every_create_and_the_fault_file_refuses_them() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let root = tmp.path().join("instances");
+    let provider = DirectoryProvider::new(root.clone(), CONTROLLER);
+    let pool = Pool::new(PoolKey::for_scale_set(CONTROLLER, 1));
+    provider
+        .create(&request("runner-a", &pool))
+        .await
+        .expect("create");
+    assert!(
+        provider.create(&request("runner-a", &pool)).await.is_err(),
+        "a duplicate name is refused"
+    );
+    std::fs::write(root.join(scaleset_provider::SLOW_CREATES), "1").expect("slow file");
+    provider
+        .create(&request("runner-b", &pool))
+        .await
+        .expect("a slow create still creates");
+    std::fs::write(root.join(scaleset_provider::FAIL_CREATES), "").expect("fault file");
+    let refused = provider
+        .create(&request("runner-c", &pool))
+        .await
+        .expect_err("creates fail while the fault file exists");
+    assert!(
+        refused
+            .to_string()
+            .contains(scaleset_provider::FAIL_CREATES),
+        "the refusal names its cause: {refused}"
+    );
+    assert!(!root.join(pool.key.as_str()).join("runner-c.json").exists());
+    std::fs::remove_file(root.join(scaleset_provider::FAIL_CREATES)).expect("clear the fault");
+    provider
+        .create(&request("runner-c", &pool))
+        .await
+        .expect("creates work again");
+    let ledger = std::fs::read_to_string(root.join(scaleset_provider::LEDGER)).expect("ledger");
+    let key = pool.key.as_str();
+    assert_eq!(
+        ledger,
+        format!("{key} runner-a\n{key} runner-b\n{key} runner-c\n"),
+        "one line per instance created, none for the refused ones"
+    );
+}
