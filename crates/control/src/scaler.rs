@@ -42,8 +42,8 @@ use crate::planner::reconcile::{
     AfterRemoval, Bootstrap, Life, Limits, Retire, Served, after_removal, bootstrap, deadline_due,
     job_waits, lifecycle, owns_found_runner, retires_completed, teardown,
 };
-use crate::planner::takeover::Inherited;
 use crate::planner::start::{unrecorded_runners, warm_pool};
+use crate::planner::takeover::Inherited;
 use crate::planner::{PlanInput, RunnerPhase, RunnerView, plan};
 use crate::shared::Shared;
 

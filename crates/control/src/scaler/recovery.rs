@@ -75,7 +75,16 @@ impl<'a> Runners<'a> {
         Box::pin(async move {
             let mut failures = 0u32;
             loop {
-                match gather(shared, client, scale_set, &*provider, &pool, inherited.as_ref()).await {
+                match gather(
+                    shared,
+                    client,
+                    scale_set,
+                    &*provider,
+                    &pool,
+                    inherited.as_ref(),
+                )
+                .await
+                {
                     Ok(landed) => return landed,
                     Err(error) => {
                         failures += 1;

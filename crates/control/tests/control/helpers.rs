@@ -253,10 +253,8 @@ impl Harness {
                     Duration::from_millis(20),
                 ))
         });
-        let providers = BTreeMap::from([(
-            "fake".to_owned(),
-            build(&self.cloud, self.identity.id()),
-        )]);
+        let providers =
+            BTreeMap::from([("fake".to_owned(), build(&self.cloud, self.identity.id()))]);
         let mut registry = Registry::default();
         let mut controller = Controller::new(
             store,
