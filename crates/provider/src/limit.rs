@@ -24,7 +24,7 @@ use crate::bootstrap::CreateRequest;
 use crate::command::Command;
 use crate::error::Error;
 use crate::instance::{InstanceId, ProviderInstance};
-use crate::pool::Pool;
+use crate::pool::{Pool, PoolKey};
 use crate::provider::Provider;
 
 /// A rate of creates: at most `count` per `per` (`"10/s"`, `"120/m"`, `"1000/h"`), spread
@@ -219,6 +219,11 @@ impl<P: Provider> Provider for Limited<P> {
     async fn version(&self) -> Result<String, Error> {
         let _admitted = self.limiter.admit(Command::GetVersion).await;
         self.inner.version().await
+    }
+    // Not a provider command (the in-process providers answer it from their own state, the
+    // external one answers `None`), so no slot is taken.
+    async fn pools(&self) -> Result<Option<Vec<PoolKey>>, Error> {
+        self.inner.pools().await
     }
 }
 

@@ -89,4 +89,9 @@ impl<P: Provider + ?Sized> Provider for std::sync::Arc<P> {
     async fn version(&self) -> Result<String, Error> {
         (**self).version().await
     }
+    // Forwarded, not left to the default: a wrapper holding an `Arc<dyn Provider>` calls this
+    // impl, and the default's `None` would hide the pools from a decommission.
+    async fn pools(&self) -> Result<Option<Vec<PoolKey>>, Error> {
+        (**self).pools().await
+    }
 }

@@ -300,3 +300,16 @@ async fn pools_lists_only_this_controllers_pools() {
         Some(vec![pool(1).key, pool(2).key])
     );
 }
+
+/// Issue 34: wrappers forward `pools` (the trait's default `None` would hide this controller's
+/// instances from a decommission; a shared `Arc` once did).
+#[tokio::test]
+async fn pools_are_forwarded_through_a_shared_provider_and_its_limits() {
+    let cloud = FakeCloud::new();
+    let ours = cloud.provider(CONTROLLER);
+    ours.create(&request("a", &pool(2))).await.unwrap();
+    let shared: std::sync::Arc<dyn Provider> = std::sync::Arc::new(ours);
+    assert_eq!(shared.pools().await.unwrap(), Some(vec![pool(2).key]));
+    let limited = scaleset_provider::Limited::new(shared, scaleset_provider::CallLimits::default());
+    assert_eq!(limited.pools().await.unwrap(), Some(vec![pool(2).key]));
+}
