@@ -411,9 +411,10 @@ impl Controller {
         let Ok(entities) = self.shared.store.list_entities().await else {
             return;
         };
-        let entities: HashMap<EntityId, String> = entities
+        // One copy of each entity's label for all its scale sets' series.
+        let entities: HashMap<EntityId, Arc<str>> = entities
             .into_iter()
-            .map(|e| (e.id, e.kind.to_string()))
+            .map(|e| (e.id, Arc::from(e.kind.to_string())))
             .collect();
         let now = self.shared.clock.now();
         let readings: Vec<SetReading> = scale_sets
@@ -421,11 +422,11 @@ impl Controller {
             .map(|s| SetReading {
                 id: s.id,
                 labels: SetLabels {
-                    scale_set: s.spec.name.clone(),
+                    scale_set: Arc::from(s.spec.name.as_str()),
                     entity: entities
                         .get(&s.entity_id)
                         .cloned()
-                        .unwrap_or_else(|| s.entity_id.to_string()),
+                        .unwrap_or_else(|| Arc::from(s.entity_id.to_string())),
                 },
                 state: s.state,
                 jobs_waiting: s.jobs_waiting,
