@@ -96,3 +96,50 @@ impl Signals {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use nix::sys::signal::{SigSet, Signal, raise};
+
+    use super::Deferred;
+
+    fn blocked(signal: Signal) -> bool {
+        SigSet::thread_get_mask()
+            .expect("this thread's signal mask")
+            .contains(signal)
+    }
+
+    /// Issue 36: a SIGTERM between the first line of `main` and the handlers waits for them
+    /// instead of taking its default action (which would end this test process), and is
+    /// delivered to them once they are installed.
+    #[test]
+    fn a_signal_before_the_handlers_waits_pending_and_reaches_them_once_installed() {
+        let deferred = Deferred::block();
+        assert!(blocked(Signal::SIGTERM) && blocked(Signal::SIGINT));
+        // Thread-directed: pending on this thread, which blocks it.
+        raise(Signal::SIGTERM).expect("raise SIGTERM");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let received = runtime.block_on(async {
+            let signals = deferred.install().expect("the handlers");
+            tokio::time::timeout(Duration::from_secs(30), signals.wait())
+                .await
+                .ok()
+        });
+        assert_eq!(received, Some("SIGTERM"));
+        assert!(!blocked(Signal::SIGTERM) && !blocked(Signal::SIGINT));
+    }
+
+    /// A path that serves nothing drops it: the signals are unblocked, as without it.
+    #[test]
+    fn dropped_without_install_it_unblocks_the_signals() {
+        let deferred = Deferred::block();
+        assert!(blocked(Signal::SIGTERM) && blocked(Signal::SIGINT));
+        drop(deferred);
+        assert!(!blocked(Signal::SIGTERM) && !blocked(Signal::SIGINT));
+    }
+}
