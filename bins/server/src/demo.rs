@@ -5,16 +5,19 @@
 //! everything is. Runs until SIGINT (Ctrl-C) or SIGTERM.
 
 use anyhow::{Context as _, Result};
-use scaleset_app::{Signals, out, outln};
+use scaleset_app::{Deferred, out, outln};
 use scaleset_demo::{Demo, DemoOptions};
 use scaleset_store::ExposeSecret as _;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::DemoArgs;
 
-pub(crate) async fn run(args: DemoArgs) -> Result<()> {
-    // Installed first, so a Ctrl-C at any point from here is a clean stop.
-    let signals = Signals::install().context("installing the SIGTERM and SIGINT handlers")?;
+pub(crate) async fn run(args: DemoArgs, signals: Deferred) -> Result<()> {
+    // Installed first (blocked since main's first line), so a Ctrl-C at any point is a clean
+    // stop.
+    let signals = signals
+        .install()
+        .context("installing the SIGTERM and SIGINT handlers")?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| {

@@ -20,19 +20,22 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 use clap::Parser as _;
 use scaleset_app::console::init_tracing;
-use scaleset_app::{App, Env, Signals, Stopped, errln, outln};
+use scaleset_app::{App, Deferred, Env, Stopped, errln, outln};
 use scaleset_config::Config;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{Args, Command};
 
 fn main() -> ExitCode {
+    // First of all: a SIGTERM or SIGINT from here on waits for the handlers `serve` (or the
+    // demo) installs, then stops the server cleanly (issue 36).
+    let signals = Deferred::block();
     let args = Args::parse();
     #[cfg(feature = "demo")]
     if let Some(Command::Demo(demo)) = &args.command {
         init_tracing(args.log_format, "warn");
         // The demo's store keeps the default pool of 8 connections.
-        return block_on(8, demo::run(demo.clone()));
+        return block_on(8, demo::run(demo.clone(), signals));
     }
     let env = Env::from_process();
     let Some(path) = args.config.clone() else {
@@ -54,10 +57,12 @@ fn main() -> ExitCode {
     block_on(config.store.configured_pool_size(), async move {
         match args.command {
             Some(Command::Token(command)) => {
+                // A one-shot command: a signal stops it at once.
+                drop(signals);
                 let app = App::build_api_only(&config, &env).await?;
                 token::run(app.store().as_ref(), command).await
             }
-            Some(Command::Serve) | None => serve(&config, &env, args.with_worker).await,
+            Some(Command::Serve) | None => serve(&config, &env, args.with_worker, signals).await,
             // main runs the demo before any configuration is read.
             #[cfg(feature = "demo")]
             Some(Command::Demo(_)) => anyhow::bail!("the demo takes no --config"),
@@ -86,7 +91,13 @@ fn block_on(pool_size: u32, work: impl std::future::Future<Output = Result<()>>)
 }
 
 /// `serve`: the API (and with `with_worker` the control loop) until a signal.
-async fn serve(config: &Config, env: &Env, with_worker: bool) -> Result<()> {
+async fn serve(config: &Config, env: &Env, with_worker: bool, signals: Deferred) -> Result<()> {
+    // Before anything a signal must stop cleanly (and so before the ready line); a signal that
+    // came while the process was starting is delivered now, and the server stops right after
+    // it started.
+    let signals = signals
+        .install()
+        .context("installing the SIGTERM and SIGINT handlers")?;
     let tls = match &config.server.tls {
         Some(files) => Some(
             scaleset_api::tls_config(&files.cert, &files.key)
@@ -94,8 +105,6 @@ async fn serve(config: &Config, env: &Env, with_worker: bool) -> Result<()> {
         ),
         None => None,
     };
-    // Installed before the ready line, so a signal sent as soon as it shows is handled.
-    let signals = Signals::install().context("installing the SIGTERM and SIGINT handlers")?;
     let app = if with_worker {
         App::build(config, env).await?
     } else {

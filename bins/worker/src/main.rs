@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result};
 use clap::Parser;
 use scaleset_app::console::{LogFormat, init_tracing};
-use scaleset_app::{App, Env, Signals, Stopped, errln, outln};
+use scaleset_app::{App, Deferred, Env, Stopped, errln, outln};
 use scaleset_config::Config;
 use tokio_util::sync::CancellationToken;
 
@@ -49,6 +49,9 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // First of all: a SIGTERM or SIGINT from here on waits for the handlers `run` installs,
+    // then stops the worker cleanly (issue 36).
+    let signals = Deferred::block();
     let args = Args::parse();
     let env = Env::from_process();
     let Some(path) = &args.config else {
@@ -63,6 +66,8 @@ fn main() -> ExitCode {
         }
     };
     if let Some(Command::Decommission(decommission)) = &args.command {
+        // A one-shot command whose steps can be run again: a signal stops it at once.
+        drop(signals);
         return decommission::main(path, &config, &env, decommission);
     }
     if args.check {
@@ -81,7 +86,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(&config, &env)) {
+    match runtime.block_on(run(&config, &env, signals)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = format!("{e:#}"), "scaleset-worker stopped");
@@ -91,8 +96,12 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(config: &Config, env: &Env) -> Result<()> {
-    let signals = Signals::install().context("installing the SIGTERM and SIGINT handlers")?;
+async fn run(config: &Config, env: &Env, signals: Deferred) -> Result<()> {
+    // Before anything a signal must stop cleanly; a signal that came while the process was
+    // starting is delivered now, and the loop below stops right after it started.
+    let signals = signals
+        .install()
+        .context("installing the SIGTERM and SIGINT handlers")?;
     let app = App::build(config, env).await?;
     let listener = tokio::net::TcpListener::bind(config.worker.listen)
         .await

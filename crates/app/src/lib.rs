@@ -53,4 +53,4 @@ pub mod decommission_types {
 pub use env::Env;
 pub use error::{BuildError, LoopError};
 pub use runtime::{BLOCKING_HEADROOM, blocking_threads, runtime};
-pub use signals::Signals;
+pub use signals::{Deferred, Signals};

@@ -356,8 +356,19 @@ impl Worker {
         .await
     }
 
-    /// Sends `signal` and waits (bounded) for the exit code.
+    /// Sends `signal` once the process is in `main` (see [`reached_main`]) and waits (bounded)
+    /// for the exit code.
     pub(crate) async fn signal_and_wait(mut self, signal: Signal) -> Option<i32> {
+        // Before `main` (the dynamic loader, Rust's runtime set-up) no binary can handle a
+        // signal; from `main`'s first line on the worker must (issue 36). A worker started a
+        // moment ago is still signalled during its start-up, which is what found that.
+        let waited = std::time::Instant::now();
+        while !reached_main(self.pid())
+            && matches!(self.child.try_wait(), Ok(None))
+            && waited.elapsed() < Duration::from_secs(30)
+        {
+            tokio::time::sleep(Duration::from_micros(100)).await;
+        }
         kill(self.pid(), signal).expect("signal the worker");
         let status = tokio::time::timeout(Duration::from_secs(60), self.child.wait())
             .await
@@ -374,6 +385,30 @@ impl Worker {
             .expect("wait for the worker");
         status.code()
     }
+}
+
+/// A signal's bit in the masks of `/proc/PID/status`.
+const fn signal_bit(signal: Signal) -> u64 {
+    1 << (signal as u64 - 1)
+}
+
+/// Whether Rust's runtime set-up of the process `pid` has run, seen from outside with no hook
+/// in the binary: it ignores SIGPIPE, then catches SIGSEGV (its stack-overflow handler), the
+/// last thing it does with a system call before it calls `main` (the `SigIgn` and `SigCgt`
+/// masks of `/proc/PID/status`). A few instructions of that set-up remain after it.
+pub(crate) fn reached_main(pid: Pid) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    let mask = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+            .unwrap_or(0)
+    };
+    mask("SigIgn:") & signal_bit(Signal::SIGPIPE) != 0
+        && mask("SigCgt:") & signal_bit(Signal::SIGSEGV) != 0
 }
 
 /// GET `path` from the worker's listener: status and body.

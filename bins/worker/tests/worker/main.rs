@@ -6,6 +6,7 @@ mod apps;
 mod dashboard;
 mod decommission;
 mod drain;
+mod early_signal;
 mod helpers;
 mod logs;
 mod metrics;
