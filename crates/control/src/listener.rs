@@ -260,7 +260,7 @@ impl Listener<'_> {
                         // A create that landed is recorded while the poll waits (disabled
                         // while none is in flight).
                         Some(created) = self.runners.next_created() => {
-                            Box::pin(self.runners.finish_create(created)).await?;
+                            Box::pin(self.runners.finish_landed_with(created)).await?;
                         }
                     }
                 }

@@ -504,26 +504,114 @@ impl Runners<'_> {
         }
     }
 
-    /// Finishes the creates that have landed, without waiting for the others: called before a
-    /// message or an empty poll is handled, so what it says of a runner meets its row as the
-    /// provider left it.
-    pub(crate) async fn finish_landed(&mut self) -> Result<(), Error> {
-        while let Some(landed) = self.creating.try_join_next() {
-            match landed {
-                Ok(created) => self.finish_create(created).await?,
+    /// `first` (when given) and every other create that has landed by now, without waiting for
+    /// the rest.
+    fn landed_with(&mut self, first: Option<Created>) -> Vec<Created> {
+        let mut landed: Vec<Created> = first.into_iter().collect();
+        while let Some(next) = self.creating.try_join_next() {
+            match next {
+                Ok(created) => landed.push(created),
                 Err(e) => {
                     tracing::error!(error = %e, "a provider create task failed; recovery looks at its instance");
                 }
             }
         }
-        Ok(())
+        landed
+    }
+
+    /// Finishes `first`, a create that landed, with every other that has landed by now
+    /// ([`Runners::finish_creates`]: one commit for them all).
+    pub(crate) async fn finish_landed_with(&mut self, first: Created) -> Result<(), Error> {
+        let landed = self.landed_with(Some(first));
+        self.finish_creates(landed).await
+    }
+
+    /// Finishes the creates that have landed, without waiting for the others: called before a
+    /// message or an empty poll is handled, so what it says of a runner meets its row as the
+    /// provider left it.
+    pub(crate) async fn finish_landed(&mut self) -> Result<(), Error> {
+        let landed = self.landed_with(None);
+        self.finish_creates(landed).await
     }
 
     /// Waits for every create in flight and finishes each (the listener ends without a stop:
     /// what it started is recorded, not abandoned).
     pub(crate) async fn finish_in_flight(&mut self) -> Result<(), Error> {
         while let Some(created) = self.next_created().await {
+            self.finish_landed_with(created).await?;
+        }
+        Ok(())
+    }
+
+    /// Records the creates in `landed`: the ones that worked `running` with their provider ids
+    /// in one commit (issue 35 item 4: a commit per runner was most of the store's work per
+    /// job once the creates ran beside the listener), each failed one as
+    /// [`Runners::finish_create`] does. When that commit is refused (a row removed while its
+    /// create was in flight: the batch writes all or none), each is finished on its own, as
+    /// before, so the missing one's instance is deleted and the others recorded.
+    pub(crate) async fn finish_creates(&mut self, landed: Vec<Created>) -> Result<(), Error> {
+        let (worked, failed): (Vec<Created>, Vec<Created>) =
+            landed.into_iter().partition(|c| c.result.is_ok());
+        // The failures after the successes: a batch with both leaves the failure shown and
+        // counted by the back-off, as the last word on the provider.
+        self.record_running(worked).await?;
+        for created in failed {
             self.finish_create(created).await?;
+        }
+        Ok(())
+    }
+
+    /// Records the creates in `worked` (each one that worked) `running` in one commit.
+    async fn record_running(&mut self, worked: Vec<Created>) -> Result<(), Error> {
+        if worked.len() < 2 {
+            for created in worked {
+                self.finish_create(created).await?;
+            }
+            return Ok(());
+        }
+        let moves = worked
+            .iter()
+            .filter_map(|c| {
+                c.result.as_ref().ok().map(|instance| InstanceAdvance {
+                    name: c.name.clone(),
+                    to: InstanceStatus::Running,
+                    provider_id: Some(instance.provider_id.clone()),
+                    github_runner_id: None,
+                })
+            })
+            .collect();
+        let recorded = self.shared.store.advance_instances(self.lease, moves).await;
+        if let Err(e) = recorded {
+            tracing::debug!(error = %e, count = worked.len(), "recording landed creates together was refused; recording each");
+            for created in worked {
+                self.finish_create(created).await?;
+            }
+            return Ok(());
+        }
+        self.clear_provider_error().await?;
+        for created in worked {
+            self.provider_succeeded().await?;
+            if let Ok(instance) = &created.result {
+                tracing::info!(runner = %created.name, runner_id = created.runner_id.0, provider_id = %instance.provider_id, "runner created");
+            }
+            self.shared
+                .checkpoints
+                .reached(Checkpoint::InstanceCreated, self.name())
+                .await;
+        }
+        Ok(())
+    }
+
+    /// A create that worked ends a run of provider failures; written only when one is shown
+    /// (a write per job otherwise, `docs/benchmarks.md`).
+    async fn clear_provider_error(&mut self) -> Result<(), Error> {
+        if self.provider_error_shown {
+            self.shared
+                .store
+                .set_provider_error(self.lease, None)
+                .await
+                .map_err(store("clearing the provider's failure"))?;
+            self.provider_error_shown = false;
         }
         Ok(())
     }
@@ -589,16 +677,7 @@ impl Runners<'_> {
             }
             Err(e) => return Err(store("recording the provider id")(e)),
         }
-        // A create that worked ends a run of provider failures; written only when one is
-        // shown (a write per job otherwise, `docs/benchmarks.md`).
-        if self.provider_error_shown {
-            self.shared
-                .store
-                .set_provider_error(self.lease, None)
-                .await
-                .map_err(store("clearing the provider's failure"))?;
-            self.provider_error_shown = false;
-        }
+        self.clear_provider_error().await?;
         self.provider_succeeded().await?;
         tracing::info!(runner = %name, runner_id = runner_id.0, provider_id = %created.provider_id, "runner created");
         self.shared

@@ -5,9 +5,10 @@
 //! wait at a gate, never timed.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use async_trait::async_trait;
+use scaleset_control::{Checkpoint, Checkpoints};
 use scaleset_provider::{
     CallLimits, CreateRequest, Error as ProviderError, InstanceId, Limited, Pool, Provider,
     ProviderInstance,
@@ -22,6 +23,7 @@ backend_tests!(
     issue_35_2_a_burst_has_every_create_in_flight_at_once_and_later_jobs_do_not_wait_for_it,
     issue_35_2_the_providers_concurrency_bounds_the_creates_in_flight,
     issue_35_2_a_runner_done_before_its_create_lands_has_its_instance_deleted,
+    issue_35_4_creates_that_landed_together_are_recorded_running_in_one_commit,
 );
 
 /// The harness's fake cloud behind a gate: each create counts itself running, waits until the
@@ -258,4 +260,85 @@ async fn issue_35_2_a_runner_done_before_its_create_lands_has_its_instance_delet
         "the scale set's task never failed"
     );
     controller.stop().await;
+}
+
+/// Holds the next message the task receives once armed, until released; freezes the task at
+/// the first instance recorded created (it never returns), so the test reads the store there.
+#[derive(Debug)]
+struct HoldThenFreeze {
+    armed: AtomicBool,
+    held: AtomicBool,
+    release: watch::Receiver<bool>,
+    frozen: AtomicBool,
+}
+
+#[async_trait]
+impl Checkpoints for HoldThenFreeze {
+    async fn reached(&self, point: Checkpoint, _scale_set: &str) {
+        match point {
+            Checkpoint::MessageReceived if self.armed.swap(false, Ordering::SeqCst) => {
+                self.held.store(true, Ordering::SeqCst);
+                let mut release = self.release.clone();
+                let _ = release.wait_for(|go| *go).await;
+            }
+            Checkpoint::InstanceCreated if !self.frozen.swap(true, Ordering::SeqCst) => {
+                std::future::pending::<()>().await;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Creates that land while the listener is busy are recorded `running` together, in one
+/// commit, not one per runner (issue 35 item 4): when the task first reports an instance
+/// created, every create that had landed is already `running` in the store.
+async fn issue_35_4_creates_that_landed_together_are_recorded_running_in_one_commit(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |spec| spec.max_runners = 5).await;
+    let (gated, gate) = Gated::new(Arc::new(h.cloud.provider(h.identity.id())));
+    let (release, released) = watch::channel(false);
+    let observer = Arc::new(HoldThenFreeze {
+        armed: AtomicBool::new(false),
+        held: AtomicBool::new(false),
+        release: released,
+        frozen: AtomicBool::new(false),
+    });
+    let controller = h.start_with_provider(settings(), Some(observer.clone()), gated.clone());
+    let github_id = h.ready().await;
+
+    h.sim()
+        .enqueue_jobs(github_id, &JobSpec::count(4))
+        .expect("enqueue");
+    eventually("four creates are in flight", || async {
+        (gated.running() == 4).then_some(())
+    })
+    .await;
+    // The listener is held on the next message while the four creates land.
+    observer.armed.store(true, Ordering::SeqCst);
+    h.sim()
+        .enqueue_jobs(github_id, &JobSpec::count(1))
+        .expect("enqueue");
+    eventually("the listener holds the next message", || async {
+        observer.held.load(Ordering::SeqCst).then_some(())
+    })
+    .await;
+    gate.send_replace(true);
+    eventually("the four creates land", || async {
+        (h.cloud.instances().len() == 4).then_some(())
+    })
+    .await;
+    release.send_replace(true);
+    eventually("the task reports the first instance created", || async {
+        observer.frozen.load(Ordering::SeqCst).then_some(())
+    })
+    .await;
+    let instances = h.instances().await;
+    let running = instances
+        .iter()
+        .filter(|i| i.status == InstanceStatus::Running && i.provider_id.is_some())
+        .count();
+    assert_eq!(
+        running, 4,
+        "the four landed creates are recorded running in the same commit: {instances:?}"
+    );
+    controller.crash().await;
 }
