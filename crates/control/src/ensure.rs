@@ -349,8 +349,9 @@ async fn resolve_group(
     Ok(Some(id))
 }
 
-/// Re-reads the scale set, applies `change`, writes it (retrying a stale generation:
-/// [`scaleset_store::ScaleSetStore::modify_scale_set`]), then records the event. A state that `change` leaves as it was (a recheck that finds the same
+/// Re-reads the scale set, applies `change`, writes it with the event in one commit
+/// (retrying a stale generation:
+/// [`scaleset_store::ScaleSetStore::modify_scale_set_with_event`]). A state that `change` leaves as it was (a recheck that finds the same
 /// refusal) is not written again, so the generation climbs only when something changed; the
 /// store counts a repeated event on its first entry. The returned event says which it was
 /// ([`Event::is_first`]): log a change, not each recheck.
@@ -362,17 +363,21 @@ pub(crate) async fn record(
     change: impl Fn(&mut ScaleSet) + Sync,
 ) -> Result<Event, Error> {
     let store: &dyn Store = shared.store.as_ref();
-    store
-        .modify_scale_set(id, &mut |scale_set| {
-            change(scale_set);
-            scale_set.state_reason = reason.to_owned();
-        })
+    // One commit for both: a start makes two of these per scale set (docs/benchmarks.md,
+    // issue 35: recovery).
+    let (_, event) = store
+        .modify_scale_set_with_event(
+            id,
+            &mut |scale_set| {
+                change(scale_set);
+                scale_set.state_reason = reason.to_owned();
+            },
+            kind,
+            reason,
+        )
         .await
-        .map_err(store_err("recording the scale set's state"))?;
-    store
-        .append_event(id, kind, reason)
-        .await
-        .map_err(store_err("appending an event"))
+        .map_err(store_err("recording the scale set's state and its event"))?;
+    Ok(event)
 }
 
 fn store_err(during: &'static str) -> impl FnOnce(scaleset_store::Error) -> Error {
