@@ -659,9 +659,11 @@ async fn recovery(n: usize, transport: Transport) -> Result<()> {
     let second = populate(dir.path(), "second.db", &sim, n, 10).await?;
     reset_breakdown();
     let (cpu_before, sim_cpu_before) = (cpu_ticks(std::process::id())?, sim.cpu().await?);
+    callgrind("--zero")?;
     let t0 = Instant::now();
     let running = start(second.clone(), transport, fake_provider(), None);
-    let listening = until_listening(&mut sim, &second, n, t0, Duration::from_secs(600)).await?;
+    let listening = until_listening(&mut sim, &second, n, t0, Duration::from_secs(1800)).await?;
+    callgrind("--dump=recovery")?;
     let wall = t0.elapsed();
     let cpu = cpu_ticks(std::process::id())? - cpu_before;
     let sim_cpu = sim.cpu().await? - sim_cpu_before;
@@ -677,6 +679,25 @@ async fn recovery(n: usize, transport: Transport) -> Result<()> {
     print_counts("calls during recovery", &sim.counts().await?);
     print_breakdown();
     running.stop().await?;
+    Ok(())
+}
+
+/// Under `valgrind --tool=callgrind` with `SCALESET_BENCH_CALLGRIND=1`: zeroes or dumps this
+/// process's counters (`callgrind_control ARG PID`), so a profile holds the worker's
+/// instructions from its start to all listening only, not the populating before it.
+fn callgrind(arg: &str) -> Result<()> {
+    if std::env::var_os("SCALESET_BENCH_CALLGRIND").is_none() {
+        return Ok(());
+    }
+    let status = std::process::Command::new("callgrind_control")
+        .arg(arg)
+        .arg(std::process::id().to_string())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .context("running callgrind_control (installed with valgrind)")?;
+    if !status.success() {
+        bail!("callgrind_control {arg} failed ({status}): is the example running under callgrind?");
+    }
     Ok(())
 }
 

@@ -90,7 +90,7 @@ pub(crate) async fn ensure(
         },
         None => resolve_group(shared, client, &scale_set).await,
     };
-    let Some(group) = resolved? else {
+    let Some((group, looked_up)) = resolved? else {
         let error = Error::UnknownRunnerGroup {
             scale_set: name.clone(),
             group: scale_set.spec.runner_group.name.clone(),
@@ -103,6 +103,14 @@ pub(crate) async fn ensure(
             after: shared.settings.refused_recheck,
             refusal: None,
         });
+    };
+    // A group id looked up now is cached with the outcome's record below, not in a commit of
+    // its own (one write fewer per scale set after a lost database: docs/benchmarks.md,
+    // issue 35: recovery).
+    let cache_group = |s: &mut ScaleSet| {
+        if let Some(gid) = looked_up {
+            s.spec.runner_group.id = Some(gid);
+        }
     };
     let known_id = scale_set
         .github_id
@@ -181,6 +189,7 @@ pub(crate) async fn ensure(
                 }
             );
             record(shared, id, "ready", &reason, |s| {
+                cache_group(s);
                 s.github_id = Some(github);
                 s.provenance = Some(recorded.clone());
                 s.evidence.clone_from(&evidence);
@@ -243,6 +252,7 @@ pub(crate) async fn ensure(
                 reason.remediation()
             );
             let event = record(shared, id, "refused", &text, |s| {
+                cache_group(s);
                 s.state = state;
                 s.refusal = Some(reason.clone());
             })
@@ -260,6 +270,7 @@ pub(crate) async fn ensure(
         Outcome::Failed { reason } => {
             let text = format!("adoption failed: {reason}");
             let event = record(shared, id, "failed", &text, |s| {
+                cache_group(s);
                 s.state = ScaleSetState::Error;
             })
             .await?;
@@ -277,6 +288,7 @@ pub(crate) async fn ensure(
             let text = format!("ensure retrying: {reason}");
             tracing::info!(reason = %text, ?after, "ensure will retry");
             record(shared, id, "retry", &text, |s| {
+                cache_group(s);
                 if s.state != ScaleSetState::Ready {
                     s.state = ScaleSetState::Pending;
                 }
@@ -291,17 +303,18 @@ pub(crate) async fn ensure(
     }
 }
 
-/// The runner group's id: the cached one, or a lookup by name that is then cached in the
-/// store. `None` when GitHub has no group of that name.
+/// The runner group's id: the cached one, or a lookup by name, with the id to cache in the
+/// store when it was looked up (the caller writes it with the ensure's outcome). `None` when
+/// GitHub has no group of that name.
 async fn resolve_group(
     shared: &Shared,
     client: &Client,
     scale_set: &ScaleSet,
-) -> Result<Option<u64>, Error> {
+) -> Result<Option<(u64, Option<i64>)>, Error> {
     if let Some(id) = scale_set.spec.runner_group.id
         && let Ok(id) = u64::try_from(id)
     {
-        return Ok(Some(id));
+        return Ok(Some((id, None)));
     }
     let name = &scale_set.spec.runner_group.name;
     // Scale sets of one entity share their groups: one lookup serves all of them (after a
@@ -335,22 +348,13 @@ async fn resolve_group(
     let Ok(id) = u64::try_from(gid) else {
         return Ok(None);
     };
-    // Cached in the store so later runs (and restarts) skip the lookup.
-    record(
-        shared,
-        scale_set.id,
-        "runner_group_resolved",
-        &format!("runner group {name:?} is id {gid}"),
-        |s| {
-            s.spec.runner_group.id = Some(gid);
-        },
-    )
-    .await?;
-    Ok(Some(id))
+    // Cached in the store (by the caller) so later runs (and restarts) skip the lookup.
+    Ok(Some((id, Some(gid))))
 }
 
-/// Re-reads the scale set, applies `change`, writes it (retrying a stale generation:
-/// [`scaleset_store::ScaleSetStore::modify_scale_set`]), then records the event. A state that `change` leaves as it was (a recheck that finds the same
+/// Re-reads the scale set, applies `change`, writes it with the event in one commit
+/// (retrying a stale generation:
+/// [`scaleset_store::ScaleSetStore::modify_scale_set_with_event`]). A state that `change` leaves as it was (a recheck that finds the same
 /// refusal) is not written again, so the generation climbs only when something changed; the
 /// store counts a repeated event on its first entry. The returned event says which it was
 /// ([`Event::is_first`]): log a change, not each recheck.
@@ -362,17 +366,21 @@ pub(crate) async fn record(
     change: impl Fn(&mut ScaleSet) + Sync,
 ) -> Result<Event, Error> {
     let store: &dyn Store = shared.store.as_ref();
-    store
-        .modify_scale_set(id, &mut |scale_set| {
-            change(scale_set);
-            scale_set.state_reason = reason.to_owned();
-        })
+    // One commit for both: a start makes two of these per scale set (docs/benchmarks.md,
+    // issue 35: recovery).
+    let (_, event) = store
+        .modify_scale_set_with_event(
+            id,
+            &mut |scale_set| {
+                change(scale_set);
+                scale_set.state_reason = reason.to_owned();
+            },
+            kind,
+            reason,
+        )
         .await
-        .map_err(store_err("recording the scale set's state"))?;
-    store
-        .append_event(id, kind, reason)
-        .await
-        .map_err(store_err("appending an event"))
+        .map_err(store_err("recording the scale set's state and its event"))?;
+    Ok(event)
 }
 
 fn store_err(during: &'static str) -> impl FnOnce(scaleset_store::Error) -> Error {

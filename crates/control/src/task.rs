@@ -201,7 +201,9 @@ async fn pass(
         online: std::collections::HashSet::new(),
         provider_error_shown: scale_set.provider_error.is_some(),
         last_reconciled: None,
-        desired_written: None,
+        // What the row holds counts as written: a start that computes the same figures
+        // (a fleet recovering idle, issue 35) writes no progress commit for them.
+        desired_written: Some(scale_set.desired_runners),
         desired: None,
         listed: None,
         assigned: None,
@@ -218,7 +220,7 @@ async fn pass(
         last_message_id: MessageId::from(scale_set.last_message_id),
         statistics: None,
         starting,
-        jobs_waiting_shown: None,
+        jobs_waiting_shown: Some(scale_set.jobs_waiting),
         sampler: crate::sampler::Sampler::default(),
         attempt,
     };

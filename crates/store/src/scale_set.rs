@@ -527,6 +527,24 @@ pub trait ScaleSetStore: Send + Sync {
         }
     }
 
+    /// [`ScaleSetStore::modify_scale_set`] and [`crate::EventStore::append_event`]`(id, kind,
+    /// reason)` in one commit: a state change and the event that records it are written
+    /// together or not at all, and cost one commit, not two (a start of 10,000 scale sets
+    /// makes two such records each: `docs/benchmarks.md`, issue 35: recovery). The event is
+    /// appended (or counted as a repeat) also when `change` leaves the row as it was.
+    ///
+    /// # Errors
+    ///
+    /// As [`ScaleSetStore::modify_scale_set`]; any error of the event's append, in which case
+    /// the change is not written either.
+    async fn modify_scale_set_with_event(
+        &self,
+        id: ScaleSetId,
+        change: &mut (dyn for<'s> FnMut(&'s mut ScaleSet) + Send),
+        kind: &str,
+        reason: &str,
+    ) -> Result<(ScaleSet, crate::event::Event)>;
+
     /// Records a listener's progress in one commit, if `lease` is still current
     /// ([`crate::Error::LeaseLost`] otherwise): after a message its cursor with the figures
     /// that changed while handling it, so a job costs one scale-set write, not three. An

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 
 use super::schema::events;
-use super::{DieselStore, parse_uuid, write_transaction};
+use super::{Context, DbConnection, DieselStore, parse_uuid, write_transaction};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::event::{Event, EventStore};
@@ -54,82 +54,7 @@ impl EventStore for DieselStore {
         let (kind, reason) = (kind.to_owned(), reason.to_owned());
         self.run("append event", move |conn, ctx| {
             write_transaction(conn, "append event", |conn| {
-                let key = scale_set_id.to_string();
-                let at = ctx.now().unix_millis();
-                let newest: Option<Row> = events::table
-                    .filter(events::scale_set_id.eq(&key))
-                    .order(events::id.desc())
-                    .select(Row::as_select())
-                    .first(conn)
-                    .optional()
-                    .map_err(Error::backend("read the newest event"))?;
-                if let Some(newest) = newest
-                    && newest.kind == kind
-                    && newest.reason == reason
-                {
-                    // A repeat, not a change: counted on the entry it repeats.
-                    diesel::update(events::table.find(newest.id))
-                        .set((
-                            events::count.eq(events::count + 1),
-                            events::last_at.eq(at.max(newest.at)),
-                        ))
-                        .execute(conn)
-                        .map_err(Error::write("event", "count a repeated event"))?;
-                    let repeated: Row = events::table
-                        .find(newest.id)
-                        .select(Row::as_select())
-                        .get_result(conn)
-                        .map_err(Error::backend("read the repeated event"))?;
-                    return from_row(repeated);
-                }
-                diesel::insert_into(events::table)
-                    .values((
-                        events::scale_set_id.eq(&key),
-                        events::kind.eq(&kind),
-                        events::reason.eq(&reason),
-                        events::at.eq(at),
-                        events::count.eq(1),
-                        events::last_at.eq(at),
-                    ))
-                    .execute(conn)
-                    .map_err(|e| match Error::write("event", "append event")(e) {
-                        Error::Conflict { .. } => Error::NotFound {
-                            entity: "scale set",
-                            key: key.clone(),
-                        },
-                        other => other,
-                    })?;
-                let newest: Vec<Row> = events::table
-                    .filter(events::scale_set_id.eq(&key))
-                    .order(events::id.desc())
-                    .limit(1)
-                    .select(Row::as_select())
-                    .load(conn)
-                    .map_err(Error::backend("read event"))?;
-                let event = newest.into_iter().next().ok_or_else(|| Error::NotFound {
-                    entity: "event",
-                    key: key.clone(),
-                })?;
-                // The oldest id to keep; everything older goes.
-                let keep_from: Option<i64> = events::table
-                    .filter(events::scale_set_id.eq(&key))
-                    .order(events::id.desc())
-                    .offset(i64::from(ctx.event_retention) - 1)
-                    .limit(1)
-                    .select(events::id)
-                    .first(conn)
-                    .optional()
-                    .map_err(Error::backend("trim events"))?;
-                if let Some(keep_from) = keep_from {
-                    diesel::delete(
-                        events::table
-                            .filter(events::scale_set_id.eq(&key))
-                            .filter(events::id.lt(keep_from)),
-                    )
-                    .execute(conn)
-                    .map_err(Error::backend("trim events"))?;
-                }
-                from_row(event)
+                append_in(conn, ctx, scale_set_id, &kind, &reason)
             })
         })
         .await
@@ -150,4 +75,90 @@ impl EventStore for DieselStore {
         })
         .await
     }
+}
+
+/// [`EventStore::append_event`] inside the caller's transaction.
+pub(super) fn append_in(
+    conn: &mut DbConnection,
+    ctx: &Context,
+    scale_set_id: ScaleSetId,
+    kind: &str,
+    reason: &str,
+) -> Result<Event> {
+    let key = scale_set_id.to_string();
+    let at = ctx.now().unix_millis();
+    let newest: Option<Row> = events::table
+        .filter(events::scale_set_id.eq(&key))
+        .order(events::id.desc())
+        .select(Row::as_select())
+        .first(conn)
+        .optional()
+        .map_err(Error::backend("read the newest event"))?;
+    if let Some(newest) = newest
+        && newest.kind == kind
+        && newest.reason == reason
+    {
+        // A repeat, not a change: counted on the entry it repeats.
+        diesel::update(events::table.find(newest.id))
+            .set((
+                events::count.eq(events::count + 1),
+                events::last_at.eq(at.max(newest.at)),
+            ))
+            .execute(conn)
+            .map_err(Error::write("event", "count a repeated event"))?;
+        let repeated: Row = events::table
+            .find(newest.id)
+            .select(Row::as_select())
+            .get_result(conn)
+            .map_err(Error::backend("read the repeated event"))?;
+        return from_row(repeated);
+    }
+    diesel::insert_into(events::table)
+        .values((
+            events::scale_set_id.eq(&key),
+            events::kind.eq(kind),
+            events::reason.eq(reason),
+            events::at.eq(at),
+            events::count.eq(1),
+            events::last_at.eq(at),
+        ))
+        .execute(conn)
+        .map_err(|e| match Error::write("event", "append event")(e) {
+            Error::Conflict { .. } => Error::NotFound {
+                entity: "scale set",
+                key: key.clone(),
+            },
+            other => other,
+        })?;
+    let newest: Vec<Row> = events::table
+        .filter(events::scale_set_id.eq(&key))
+        .order(events::id.desc())
+        .limit(1)
+        .select(Row::as_select())
+        .load(conn)
+        .map_err(Error::backend("read event"))?;
+    let event = newest.into_iter().next().ok_or_else(|| Error::NotFound {
+        entity: "event",
+        key: key.clone(),
+    })?;
+    // The oldest id to keep; everything older goes.
+    let keep_from: Option<i64> = events::table
+        .filter(events::scale_set_id.eq(&key))
+        .order(events::id.desc())
+        .offset(i64::from(ctx.event_retention) - 1)
+        .limit(1)
+        .select(events::id)
+        .first(conn)
+        .optional()
+        .map_err(Error::backend("trim events"))?;
+    if let Some(keep_from) = keep_from {
+        diesel::delete(
+            events::table
+                .filter(events::scale_set_id.eq(&key))
+                .filter(events::id.lt(keep_from)),
+        )
+        .execute(conn)
+        .map_err(Error::backend("trim events"))?;
+    }
+    from_row(event)
 }

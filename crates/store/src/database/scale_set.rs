@@ -6,6 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use diesel::prelude::*;
 
+use super::event::append_in;
 use super::lease::check_fence;
 use super::schema::{leases, scale_set_health, scale_set_samples, scale_sets};
 use super::{
@@ -14,11 +15,12 @@ use super::{
 };
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
+use crate::event::Event;
 use crate::id::{EntityId, ScaleSetId};
 use crate::lease::Lease;
 use crate::scale_set::{
-    AdoptionPolicy, Creation, NewScaleSet, Progress, Provenance, ProviderError, RunnerGroup,
-    SAMPLE_WINDOW, Sample, ScaleSet, ScaleSetSpec, ScaleSetState, ScaleSetStore,
+    AdoptionPolicy, Creation, MODIFY_ATTEMPTS, NewScaleSet, Progress, Provenance, ProviderError,
+    RunnerGroup, SAMPLE_WINDOW, Sample, ScaleSet, ScaleSetSpec, ScaleSetState, ScaleSetStore,
 };
 use scaleset_adopt::{Evidence, Refusal, Takeover};
 
@@ -413,137 +415,46 @@ impl ScaleSetStore for DieselStore {
         let wanted = scale_set.clone();
         self.run("update scale set", move |conn, ctx| {
             write_transaction(conn, "update scale set", |conn| {
-                let id = wanted.id.to_string();
-                let stale = || Error::Stale {
-                    id: id.clone(),
-                    expected: wanted.generation,
-                };
-                let current: (Option<i64>, i64, Option<String>) = scale_sets::table
-                    .find(&id)
-                    .select((
-                        scale_sets::github_id,
-                        scale_sets::generation,
-                        scale_sets::provenance,
-                    ))
-                    .get_result(conn)
-                    .optional()
-                    .map_err(Error::backend("read scale set"))?
-                    .ok_or_else(|| Error::NotFound {
-                        entity: "scale set",
-                        key: id.clone(),
-                    })?;
-                if current.1 != wanted.generation {
-                    return Err(stale());
-                }
-                let next_generation =
-                    wanted
-                        .generation
-                        .checked_add(1)
-                        .ok_or_else(|| Error::Corrupt {
-                            table: TABLE,
-                            key: id.clone(),
-                            column: "generation",
-                            reason: format!("{} cannot be incremented", wanted.generation),
-                        })?;
-                let stored = current
-                    .2
-                    .as_deref()
-                    .map(|text| provenance_from_db(&id, text, current.0))
-                    .transpose()?;
-                let provenance = Provenance::recorded(
-                    stored.as_ref(),
-                    current.0,
-                    wanted.provenance.clone(),
-                    wanted.github_id,
-                );
-                if let Some(Provenance::Created(creation)) = &provenance
-                    && Some(creation.github_id()) != wanted.github_id
-                {
-                    return Err(Error::Invalid {
-                        field: "provenance",
-                        reason: format!(
-                            "the record of creation is for GitHub scale set {}, not {:?}",
-                            creation.github_id(),
-                            wanted.github_id
-                        ),
-                    });
-                }
-                let refusal = match &wanted.refusal {
-                    Some(refusal) if wanted.state.is_refusal() => {
-                        Some(to_json("refusal", refusal)?)
-                    }
-                    _ => None,
-                };
-                let takeover = wanted
-                    .takeover
-                    .as_ref()
-                    .map(|note| to_json("takeover", note))
-                    .transpose()?;
-                let spec = &wanted.spec;
-                let updated = diesel::update(
-                    scale_sets::table
-                        .find(&id)
-                        .filter(scale_sets::generation.eq(wanted.generation)),
-                )
-                .set((
-                    (
-                        scale_sets::name.eq(&spec.name),
-                        scale_sets::runner_group_name.eq(&spec.runner_group.name),
-                        scale_sets::runner_group_id.eq(spec.runner_group.id),
-                        scale_sets::labels.eq(to_json("labels", &spec.labels)?),
-                        scale_sets::disable_update.eq(spec.disable_update),
-                        scale_sets::provider.eq(&spec.provider),
-                        scale_sets::image.eq(&spec.image),
-                        scale_sets::flavor.eq(&spec.flavor),
-                        scale_sets::min_idle.eq(i64::from(spec.min_idle)),
-                        scale_sets::max_runners.eq(i64::from(spec.max_runners)),
-                        scale_sets::bootstrap_timeout_secs
-                            .eq(secs_to_db("bootstrap_timeout", spec.bootstrap_timeout)?),
-                        scale_sets::runner_prefix.eq(&spec.runner_prefix),
-                        scale_sets::extra_specs.eq(to_json("extra_specs", &spec.extra_specs)?),
-                        scale_sets::enabled.eq(spec.enabled),
-                        scale_sets::adoption_policy.eq(spec.adoption_policy.as_str()),
-                        scale_sets::repair.eq(spec.repair),
-                    ),
-                    (
-                        scale_sets::scale_down_delay_secs
-                            .eq(secs_to_db("scale_down_delay", spec.scale_down_delay)?),
-                        scale_sets::max_idle_lifetime_secs
-                            .eq(secs_to_db("max_idle_lifetime", spec.max_idle_lifetime)?),
-                        scale_sets::max_lifetime_secs
-                            .eq(secs_to_db("max_lifetime", spec.max_lifetime)?),
-                        scale_sets::takeover.eq(takeover),
-                    ),
-                    (
-                        scale_sets::github_id.eq(wanted.github_id),
-                        scale_sets::provenance.eq(provenance.as_ref().map(Provenance::as_str)),
-                        scale_sets::evidence.eq(to_json("evidence", &wanted.evidence)?),
-                        scale_sets::refusal.eq(refusal),
-                        scale_sets::state.eq(wanted.state.as_str()),
-                        scale_sets::state_reason.eq(&wanted.state_reason),
-                        scale_sets::generation.eq(next_generation),
-                        scale_sets::updated_at.eq(ctx.now().unix_millis()),
-                    ),
-                ))
-                .execute(conn)
-                .map_err(Error::write("scale set", "update scale set"))?;
-                if updated == 0 {
-                    return Err(stale());
-                }
-                if current.0 != wanted.github_id {
-                    // The cursor and session belonged to the previous GitHub scale set.
-                    diesel::update(scale_sets::table.find(&id))
-                        .set((
-                            scale_sets::last_message_id.eq(0_i64),
-                            scale_sets::session_id.eq(None::<String>),
-                        ))
-                        .execute(conn)
-                        .map_err(Error::backend("reset message cursor"))?;
-                }
-                load(conn, wanted.id)
+                update_in(conn, ctx, &wanted)
             })
         })
         .await
+    }
+
+    async fn modify_scale_set_with_event(
+        &self,
+        id: ScaleSetId,
+        change: &mut (dyn for<'s> FnMut(&'s mut ScaleSet) + Send),
+        kind: &str,
+        reason: &str,
+    ) -> Result<(ScaleSet, Event)> {
+        // The change is made here, on the caller's side (it borrows the caller's state);
+        // the write and the event then share one transaction, checked against the generation
+        // read, and a stale one is read and changed again as `modify_scale_set` does.
+        let mut attempt = 1;
+        loop {
+            let stored = self.get_scale_set(id).await?;
+            let mut changed = stored.clone();
+            change(&mut changed);
+            let (kind, reason) = (kind.to_owned(), reason.to_owned());
+            let written = self
+                .run("update scale set with event", move |conn, ctx| {
+                    write_transaction(conn, "update scale set with event", |conn| {
+                        let row = if changed == stored {
+                            stored
+                        } else {
+                            update_in(conn, ctx, &changed)?
+                        };
+                        let event = append_in(conn, ctx, id, &kind, &reason)?;
+                        Ok((row, event))
+                    })
+                })
+                .await;
+            match written {
+                Err(e) if e.is_stale() && attempt < MODIFY_ATTEMPTS => attempt += 1,
+                written => return written,
+            }
+        }
     }
 
     async fn record_progress(&self, lease: &Lease, progress: Progress) -> Result<()> {
@@ -778,4 +689,133 @@ impl ScaleSetStore for DieselStore {
         })
         .await
     }
+}
+
+/// Writes `wanted` over its row if the row is still at `wanted.generation`
+/// ([`ScaleSetStore::update_scale_set`]'s rules), inside the caller's transaction.
+fn update_in(conn: &mut DbConnection, ctx: &Context, wanted: &ScaleSet) -> Result<ScaleSet> {
+    let id = wanted.id.to_string();
+    let stale = || Error::Stale {
+        id: id.clone(),
+        expected: wanted.generation,
+    };
+    let current: (Option<i64>, i64, Option<String>) = scale_sets::table
+        .find(&id)
+        .select((
+            scale_sets::github_id,
+            scale_sets::generation,
+            scale_sets::provenance,
+        ))
+        .get_result(conn)
+        .optional()
+        .map_err(Error::backend("read scale set"))?
+        .ok_or_else(|| Error::NotFound {
+            entity: "scale set",
+            key: id.clone(),
+        })?;
+    if current.1 != wanted.generation {
+        return Err(stale());
+    }
+    let next_generation = wanted
+        .generation
+        .checked_add(1)
+        .ok_or_else(|| Error::Corrupt {
+            table: TABLE,
+            key: id.clone(),
+            column: "generation",
+            reason: format!("{} cannot be incremented", wanted.generation),
+        })?;
+    let stored = current
+        .2
+        .as_deref()
+        .map(|text| provenance_from_db(&id, text, current.0))
+        .transpose()?;
+    let provenance = Provenance::recorded(
+        stored.as_ref(),
+        current.0,
+        wanted.provenance.clone(),
+        wanted.github_id,
+    );
+    if let Some(Provenance::Created(creation)) = &provenance
+        && Some(creation.github_id()) != wanted.github_id
+    {
+        return Err(Error::Invalid {
+            field: "provenance",
+            reason: format!(
+                "the record of creation is for GitHub scale set {}, not {:?}",
+                creation.github_id(),
+                wanted.github_id
+            ),
+        });
+    }
+    let refusal = match &wanted.refusal {
+        Some(refusal) if wanted.state.is_refusal() => Some(to_json("refusal", refusal)?),
+        _ => None,
+    };
+    let takeover = wanted
+        .takeover
+        .as_ref()
+        .map(|note| to_json("takeover", note))
+        .transpose()?;
+    let spec = &wanted.spec;
+    let updated = diesel::update(
+        scale_sets::table
+            .find(&id)
+            .filter(scale_sets::generation.eq(wanted.generation)),
+    )
+    .set((
+        (
+            scale_sets::name.eq(&spec.name),
+            scale_sets::runner_group_name.eq(&spec.runner_group.name),
+            scale_sets::runner_group_id.eq(spec.runner_group.id),
+            scale_sets::labels.eq(to_json("labels", &spec.labels)?),
+            scale_sets::disable_update.eq(spec.disable_update),
+            scale_sets::provider.eq(&spec.provider),
+            scale_sets::image.eq(&spec.image),
+            scale_sets::flavor.eq(&spec.flavor),
+            scale_sets::min_idle.eq(i64::from(spec.min_idle)),
+            scale_sets::max_runners.eq(i64::from(spec.max_runners)),
+            scale_sets::bootstrap_timeout_secs
+                .eq(secs_to_db("bootstrap_timeout", spec.bootstrap_timeout)?),
+            scale_sets::runner_prefix.eq(&spec.runner_prefix),
+            scale_sets::extra_specs.eq(to_json("extra_specs", &spec.extra_specs)?),
+            scale_sets::enabled.eq(spec.enabled),
+            scale_sets::adoption_policy.eq(spec.adoption_policy.as_str()),
+            scale_sets::repair.eq(spec.repair),
+        ),
+        (
+            scale_sets::scale_down_delay_secs
+                .eq(secs_to_db("scale_down_delay", spec.scale_down_delay)?),
+            scale_sets::max_idle_lifetime_secs
+                .eq(secs_to_db("max_idle_lifetime", spec.max_idle_lifetime)?),
+            scale_sets::max_lifetime_secs.eq(secs_to_db("max_lifetime", spec.max_lifetime)?),
+            scale_sets::takeover.eq(takeover),
+        ),
+        (
+            scale_sets::github_id.eq(wanted.github_id),
+            scale_sets::provenance.eq(provenance.as_ref().map(Provenance::as_str)),
+            scale_sets::evidence.eq(to_json("evidence", &wanted.evidence)?),
+            scale_sets::refusal.eq(refusal),
+            scale_sets::state.eq(wanted.state.as_str()),
+            scale_sets::state_reason.eq(&wanted.state_reason),
+            scale_sets::generation.eq(next_generation),
+            scale_sets::updated_at.eq(ctx.now().unix_millis()),
+        ),
+    ))
+    .execute(conn)
+    .map_err(Error::write("scale set", "update scale set"))?;
+    if updated == 0 {
+        return Err(stale());
+    }
+    if current.0 != wanted.github_id {
+        // The cursor and session belonged to the previous GitHub scale set.
+        diesel::update(scale_sets::table.find(&id))
+            .set((
+                scale_sets::last_message_id.eq(0_i64),
+                scale_sets::session_id.eq(None::<String>),
+            ))
+            .execute(conn)
+            .map_err(Error::backend("reset message cursor"))?;
+    }
+    load(conn, wanted.id)
 }

@@ -6,8 +6,8 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use scaleset_store::{
-    EntityId, Error, MODIFY_ATTEMPTS, NewScaleSet, Progress, Result, ScaleSet, ScaleSetId,
-    ScaleSetState, ScaleSetStore,
+    EntityId, Error, Event, EventStore as _, MODIFY_ATTEMPTS, NewScaleSet, Progress, Result,
+    ScaleSet, ScaleSetId, ScaleSetState, ScaleSetStore,
 };
 
 use crate::helpers::{TestDb, store_tests};
@@ -17,6 +17,9 @@ store_tests!(
     every_attempt_beaten_is_stale_after_the_last,
     a_change_that_changes_nothing_writes_nothing,
     an_unknown_scale_set_is_not_found,
+    a_change_and_its_event_are_one_write,
+    an_event_is_appended_even_when_the_change_changes_nothing,
+    a_change_with_an_event_of_an_unknown_scale_set_writes_nothing,
 );
 
 /// The database's store with another writer in front of it: before each of the first
@@ -100,6 +103,17 @@ impl<S: ScaleSetStore> ScaleSetStore for Contended<S> {
     async fn delete_scale_set(&self, id: ScaleSetId, generation: i64) -> Result<()> {
         self.inner.delete_scale_set(id, generation).await
     }
+    async fn modify_scale_set_with_event(
+        &self,
+        id: ScaleSetId,
+        change: &mut (dyn for<'s> FnMut(&'s mut ScaleSet) + Send),
+        kind: &str,
+        reason: &str,
+    ) -> Result<(ScaleSet, Event)> {
+        self.inner
+            .modify_scale_set_with_event(id, change, kind, reason)
+            .await
+    }
 }
 
 fn contended<S>(inner: S, interferences: u32) -> Contended<S> {
@@ -177,4 +191,61 @@ async fn an_unknown_scale_set_is_not_found(db: TestDb) {
         .await
         .expect_err("deleted");
     assert!(err.is_not_found(), "{err:?}");
+}
+
+async fn a_change_and_its_event_are_one_write(db: TestDb) {
+    let store = db.open().await;
+    let before = crate::helpers::scale_set(&store, "recorded").await;
+    let (written, event) = store
+        .modify_scale_set_with_event(
+            before.id,
+            &mut |s| s.state = ScaleSetState::Ready,
+            "ready",
+            "ready: listening",
+        )
+        .await
+        .unwrap();
+    assert_eq!(written.state, ScaleSetState::Ready);
+    assert_eq!(written.generation, before.generation + 1);
+    assert_eq!(store.get_scale_set(before.id).await.unwrap(), written);
+    assert_eq!(
+        (event.kind.as_str(), event.reason.as_str()),
+        ("ready", "ready: listening")
+    );
+    assert!(event.is_first());
+    let events = store.list_events(before.id, 10).await.unwrap();
+    assert_eq!(
+        events.first(),
+        Some(&event),
+        "the event is the newest of the trail"
+    );
+}
+
+async fn an_event_is_appended_even_when_the_change_changes_nothing(db: TestDb) {
+    let store = db.open().await;
+    let before = crate::helpers::scale_set(&store, "rechecked").await;
+    let state = before.state;
+    for round in 1..=2u64 {
+        let (read, event) = store
+            .modify_scale_set_with_event(before.id, &mut |s| s.state = state, "refused", "same")
+            .await
+            .unwrap();
+        assert_eq!(read, before, "nothing written, generation kept");
+        assert_eq!(event.count, round, "a repeat is counted on the first entry");
+    }
+}
+
+async fn a_change_with_an_event_of_an_unknown_scale_set_writes_nothing(db: TestDb) {
+    let store = db.open().await;
+    let known = crate::helpers::scale_set(&store, "gone").await;
+    store
+        .delete_scale_set(known.id, known.generation)
+        .await
+        .unwrap();
+    let err = store
+        .modify_scale_set_with_event(known.id, &mut |s| s.spec.enabled = false, "x", "y")
+        .await
+        .expect_err("deleted");
+    assert!(err.is_not_found(), "{err:?}");
+    assert!(store.list_events(known.id, 10).await.unwrap().is_empty());
 }
