@@ -62,7 +62,10 @@ fn another_controllers_scale_set_with_the_id_is_not_ours() {
     let theirs = Identity::new(ControllerId::from_bytes(Uuid::from_u128(9).into_bytes()));
     let label = theirs.controller_id().owner_label();
     let found = Answer::Found(vec!["linux".to_owned(), label.to_uppercase()]);
-    assert_eq!(proof(&identity(), &[found.clone()]), Proof::Gone);
+    assert_eq!(
+        proof(&identity(), std::slice::from_ref(&found)),
+        Proof::Gone
+    );
     assert_eq!(proof(&identity(), &[Answer::NotFound, found]), Proof::Gone);
 }
 
