@@ -16,6 +16,10 @@ use crate::metrics::Metrics;
 pub trait ClientFactory: Send + Sync {
     /// The client serving `scale_set`'s entity.
     async fn client(&self, scale_set: &ScaleSet) -> Result<Client, Error>;
+
+    /// The client serving the entity `entity` (the orphan sweep asks every stored entity,
+    /// whether or not a scale set of it is stored).
+    async fn entity_client(&self, entity: EntityId) -> Result<Client, Error>;
 }
 
 type Configure = Arc<dyn Fn(ClientConfig) -> ClientConfig + Send + Sync>;
@@ -41,6 +45,11 @@ impl Observed {
 impl ClientFactory for Observed {
     async fn client(&self, scale_set: &ScaleSet) -> Result<Client, Error> {
         let client = self.factory.client(scale_set).await?;
+        Ok(client.with_observer(self.metrics.clone()))
+    }
+
+    async fn entity_client(&self, entity: EntityId) -> Result<Client, Error> {
+        let client = self.factory.entity_client(entity).await?;
         Ok(client.with_observer(self.metrics.clone()))
     }
 }
@@ -96,14 +105,18 @@ impl StoreClientFactory {
 #[async_trait]
 impl ClientFactory for StoreClientFactory {
     async fn client(&self, scale_set: &ScaleSet) -> Result<Client, Error> {
+        self.entity_client(scale_set.entity_id).await
+    }
+
+    async fn entity_client(&self, entity_id: EntityId) -> Result<Client, Error> {
         // Held while a missing client is built: the others asking for it wait, then share it.
         let mut cache = self.cache.lock().await;
-        if let Some((_, client)) = cache.get(&scale_set.entity_id) {
+        if let Some((_, client)) = cache.get(&entity_id) {
             return Ok(client.clone());
         }
         let entity = self
             .store
-            .get_entity(scale_set.entity_id)
+            .get_entity(entity_id)
             .await
             .map_err(store("reading the scale set's entity"))?;
         let credentials = self
@@ -118,7 +131,7 @@ impl ClientFactory for StoreClientFactory {
             &entity.kind,
             self.configure.as_ref(),
         )?;
-        cache.insert(scale_set.entity_id, (credentials.id, client.clone()));
+        cache.insert(entity_id, (credentials.id, client.clone()));
         Ok(client)
     }
 }

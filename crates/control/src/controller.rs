@@ -28,6 +28,7 @@ use crate::identity::ControllerIdentity;
 use crate::metrics::{Metrics, SetLabels, SetReading, StateLabel, StatusLabel};
 use crate::observed_provider::ObservedProvider;
 use crate::planner::leases::{LeaseInput, plan_leases};
+use crate::planner::orphans::{SweepClock, sweep_due};
 use crate::settings::Settings;
 use crate::shared::{RunnerGroups, Shared};
 use crate::task::serve;
@@ -148,6 +149,7 @@ impl Controller {
     /// lease, so the others take its scale sets before it is stopped.
     pub async fn run(self, cancel: CancellationToken) -> Result<(), Error> {
         let mut running: HashMap<ScaleSetId, Running> = HashMap::new();
+        let mut sweeps = Sweeps::new();
         // A drain of an earlier process of this name (killed before it left the registry)
         // ends here: a worker that starts serves its share (issue 33 item 4).
         if let Err(e) = self
@@ -177,6 +179,10 @@ impl Controller {
                     let share = self.plan_leases(&ours, &draining, &running).await;
                     self.reconcile(&ours, &draining, &share, &mut running, &cancel);
                     self.observe(&scale_sets).await;
+                    let unensured = scale_sets
+                        .iter()
+                        .any(|s| s.spec.enabled && s.github_id.is_none());
+                    sweeps.tick(&self.shared, unensured, !self.hands_off.is_empty());
                 }
                 Err(e) => {
                     let error = store("listing scale sets")(e);
@@ -189,6 +195,8 @@ impl Controller {
                 break;
             }
         }
+        // A sweep cut short is done again by the next process: each step is idempotent.
+        drop(sweeps);
         for task in running.values() {
             task.cancel.cancel();
         }
@@ -366,7 +374,63 @@ impl Controller {
             );
         }
     }
+}
 
+/// The orphan sweeps of this control loop ([`crate::orphans`]): one at a time, in the
+/// background (a slow provider or GitHub must not hold up the heartbeat and the leases), when
+/// the planner says one is due.
+struct Sweeps {
+    started: tokio::time::Instant,
+    last: Option<tokio::time::Instant>,
+    running: Option<AbortOnDropHandle<()>>,
+}
+
+impl Sweeps {
+    fn new() -> Self {
+        Self {
+            started: tokio::time::Instant::now(),
+            last: None,
+            running: None,
+        }
+    }
+
+    fn tick(&mut self, shared: &Arc<Shared>, unensured: bool, hands_off: bool) {
+        let now = tokio::time::Instant::now();
+        let clock = SweepClock {
+            since_start: now.duration_since(self.started),
+            since_last: self.last.map(|last| now.duration_since(last)),
+            interval: shared.settings.reconcile_interval,
+        };
+        let running = self.running.as_ref().is_some_and(|h| !h.is_finished());
+        if !sweep_due(clock, unensured, running, hands_off) {
+            return;
+        }
+        self.last = Some(now);
+        let shared = shared.clone();
+        let span = tracing::info_span!("orphan_sweep");
+        self.running = Some(AbortOnDropHandle::new(tokio::spawn(
+            async move {
+                match crate::orphans::sweep(&shared).await {
+                    Ok(swept) if swept != crate::orphans::Swept::default() => {
+                        tracing::info!(
+                            deleted = swept.deleted,
+                            awaiting_jobs = swept.awaiting,
+                            unproven_pools = swept.unproven,
+                            "orphan sweep"
+                        );
+                    }
+                    Ok(_) => {}
+                    Err(error) => {
+                        tracing::warn!(error = %chain(&error), "orphan sweep failed; again at the next one");
+                    }
+                }
+            }
+            .instrument(span),
+        )));
+    }
+}
+
+impl Controller {
     async fn observe(&self, scale_sets: &[ScaleSet]) {
         let metrics = &self.shared.metrics;
         for state in ScaleSetState::ALL {

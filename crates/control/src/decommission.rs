@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::client_factory::build_client;
 use crate::error::{Error, store};
 use crate::hands_off::HandsOff;
-use crate::identity::ControllerIdentity;
+use crate::identity::{ControllerIdentity, our_pool};
 use crate::planner::decommission::{
     Act, DecommissionInput, DecommissionPlan, FoundInstance, GitHubRunner, GitHubSet, Item, Scope,
     StoredSet, Subject, plan,
@@ -326,13 +326,10 @@ impl Decommission {
                 _ => None,
             })
             .collect();
-        let prefix = format!("{}_", self.identity.id());
         for item in &current.items {
             let set = match &item.subject {
                 Subject::Runner { scale_set_id, .. } => Some(*scale_set_id),
-                Subject::Instance { pool_key, .. } => pool_key
-                    .strip_prefix(&prefix)
-                    .and_then(|id| id.parse::<i64>().ok()),
+                Subject::Instance { pool_key, .. } => our_pool(pool_key, self.identity.id()),
                 _ => None,
             };
             if set.is_some_and(|id| going.contains(&id)) {
@@ -729,7 +726,6 @@ impl Decommission {
         sets.extend(facts.stored.iter().filter_map(|s| s.record.github_id));
         // And of every pool of ours the providers hold, so an instance whose scale set is
         // neither on GitHub nor in the store is found too (provably ours by its pool key).
-        let prefix = format!("{}_", self.identity.id());
         for (name, provider) in &self.providers {
             match provider.pools().await.map_err(|source| Error::Provider {
                 provider: name.clone(),
@@ -739,7 +735,7 @@ impl Decommission {
                 Some(pools) => sets.extend(
                     pools
                         .iter()
-                        .filter_map(|key| key.as_str().strip_prefix(&prefix)?.parse::<i64>().ok()),
+                        .filter_map(|key| our_pool(key.as_str(), self.identity.id())),
                 ),
                 None => tracing::warn!(
                     provider = %name,

@@ -46,6 +46,11 @@ impl HandsOff {
         self.lock().contains(&id)
     }
 
+    /// Whether no scale set is to be let go (no decommission in this process holds any).
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<ScaleSetId>> {
         // A panic while holding this lock cannot leave the set half-changed (one insert or
         // remove), so a poisoned lock is still a good set.
@@ -62,10 +67,13 @@ mod tests {
         let a = HandsOff::new("w1");
         let b = a.clone();
         let id = ScaleSetId(uuid::Uuid::nil());
+        assert!(a.is_empty());
         a.insert(id);
         assert!(b.contains(id));
+        assert!(!b.is_empty());
         b.remove(id);
         assert!(!a.contains(id));
+        assert!(a.is_empty());
         assert_eq!(a.worker(), "w1");
     }
 }

@@ -122,6 +122,20 @@ fn pool_key_of(controller: ControllerId, github_scale_set_id: i64) -> PoolKey {
     }
 }
 
+/// The GitHub scale-set id of `pool_key` when it is exactly a pool key of `controller`
+/// ([`pool_key`] read backwards); `None` for anything else: another controller's key, GARM's
+/// pool ids, a key of ours with anything but the canonical id after the underscore. The one
+/// rule for "ours by pool key" (decommission and the orphan sweep both ask it).
+pub(crate) fn our_pool(pool_key: &str, controller: Uuid) -> Option<i64> {
+    let id: i64 = pool_key
+        .strip_prefix(controller.to_string().as_str())?
+        .strip_prefix('_')?
+        .parse()
+        .ok()?;
+    (pool_key_of(ControllerId::from_bytes(controller.into_bytes()), id).as_str() == pool_key)
+        .then_some(id)
+}
+
 /// Checks a desired scale-set name by the spec rules ([`scaleset_store::spec`]): one safe path
 /// component of `A-Za-z0-9._-`, and not starting with the owner-label prefix (such a name
 /// would read as another controller's ownership claim). For rows stored before the rules.
@@ -155,6 +169,32 @@ pub fn runner_name(prefix: &str, rng: &mut fastrand::Rng) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pool_key_is_ours_only_exactly_as_we_build_it() {
+        let ours = Uuid::from_u128(0x3f2a9c1e_77b0_4d4e_9a55_0123456789ab);
+        let key = pool_key(ours, 42);
+        assert_eq!(our_pool(key.as_str(), ours), Some(42));
+        assert_eq!(
+            our_pool(key.as_str(), Uuid::from_u128(7)),
+            None,
+            "another controller's"
+        );
+        let text = ours.to_string();
+        for odd in [
+            format!("{text}_042"),
+            format!("{text}_+42"),
+            format!("{text}_"),
+            format!("{text}42"),
+            format!("{text}_4_2"),
+            format!("{}_42", text.to_uppercase()),
+            format!("{}_42", ours.simple()),
+            "gpu-big-x".to_owned(),
+        ] {
+            assert_eq!(our_pool(&odd, ours), None, "{odd}");
+        }
+        assert_eq!(our_pool(pool_key(ours, -3).as_str(), ours), Some(-3));
+    }
 
     #[test]
     fn a_controller_id_must_be_a_uuid() {

@@ -41,6 +41,7 @@ mod interrupted;
 mod listener;
 mod metrics;
 mod observed_provider;
+mod orphans;
 mod planner;
 mod sampler;
 mod scaler;

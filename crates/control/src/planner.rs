@@ -5,7 +5,8 @@
 //! fleet planner (declared fleet × store × GitHub → plan/apply steps) is `fleet`, pure in the
 //! same way; the session planner (who holds a refused session, what the operator is told, when
 //! to look again) is `session`. What becomes of the instances of a scale set GitHub deleted
-//! (and we ensured anew) is [`superseded`]. When a failing provider is tried again, and when its scale set needs
+//! (and we ensured anew) is [`superseded`]; what becomes of the instances of such a set once
+//! a lost database took their rows too is [`orphans`]. When a failing provider is tried again, and when its scale set needs
 //! attention, is [`provider_backoff`]'s. Every other decision to remove a runner, delete
 //! an instance or forget a row (reconciliation, crash recovery, bootstrap deadlines) is the
 //! reconcile planner's, [`reconcile`]; whether deleting a scale set deletes it on GitHub is
@@ -19,6 +20,7 @@ pub(crate) mod decommission;
 pub(crate) mod deletion;
 pub(crate) mod fleet;
 pub(crate) mod leases;
+pub(crate) mod orphans;
 pub(crate) mod provider_backoff;
 pub(crate) mod reconcile;
 pub(crate) mod session;

@@ -389,6 +389,7 @@ impl Provider for DirectoryProvider {
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.starts_with(&prefix)
                 && let Ok(key) = PoolKey::parse(&name)
+                && holds_an_instance(&entry.path()).await
             {
                 pools.push(key);
             }
@@ -426,4 +427,19 @@ impl Provider for DirectoryProvider {
     async fn version(&self) -> Result<String, Error> {
         Ok("v0.1.0".to_owned())
     }
+}
+
+/// Whether a pool directory holds an instance file: a directory whose instances were all
+/// deleted is left behind, and is no pool of instances (`pools` lists those only, so a sweep
+/// does not ask GitHub about it for ever).
+async fn holds_an_instance(dir: &Path) -> bool {
+    let Ok(mut entries) = tokio::fs::read_dir(dir).await else {
+        return false;
+    };
+    while let Ok(Some(entry)) = entries.next_entry().await {
+        if entry.path().extension().is_some_and(|ext| ext == "json") {
+            return true;
+        }
+    }
+    false
 }

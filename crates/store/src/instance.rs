@@ -166,6 +166,10 @@ pub trait InstanceStore: Send + Sync {
     /// every watch to find disabled scale sets it must still drain.
     async fn scale_sets_with_instances(&self) -> Result<Vec<ScaleSetId>>;
 
+    /// Every pool key an instance row names, once each, in one query: the orphan sweep leaves
+    /// a pool any row names to its scale set's own cleanup.
+    async fn instance_pool_keys(&self) -> Result<Vec<String>>;
+
     /// Moves an instance to `to` if the transition table allows it.
     async fn transition_instance(
         &self,

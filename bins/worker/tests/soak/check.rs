@@ -79,23 +79,6 @@ pub(crate) struct Observed {
     pub(crate) recoveries: Recoveries,
 }
 
-/// Whether an instance left over (`<pool key>/<name>.json`) is the one leak the soak knows and
-/// reports without failing: an instance under the pool key of a scale set GitHub deleted, in a
-/// run with a wipe, whose row the wipe took before the superseded-instance cleanup ran (that
-/// cleanup starts from the rows; providers list by pool key only, and after a wipe nothing
-/// names the old GitHub id). Whether the wipe came before the cleanup is not visible from
-/// outside, so any wipe in the run counts; runs without a wipe stay strict. Found by seeds 102
-/// and 12 (docs/operations.md, "Chaos soak").
-pub(crate) fn known_leak(o: &Observed, instance: &str) -> bool {
-    o.recoveries.wiped
-        && instance
-            .split('/')
-            .next()
-            .and_then(|key| key.rsplit_once('_'))
-            .and_then(|(_, id)| id.parse::<i64>().ok())
-            .is_some_and(|id| o.recoveries.deleted.iter().any(|(_, gone)| *gone == id))
-}
-
 /// Every invariant the observation breaks, each in words that name the thing.
 pub(crate) fn violations(o: &Observed) -> Vec<String> {
     let mut out = Vec::new();
@@ -187,13 +170,10 @@ pub(crate) fn violations(o: &Observed) -> Vec<String> {
     }
 
     // Nothing of ours left over beyond what the desired state needs (no idle runner: min_idle 0).
-    let left: Vec<_> = o
-        .instances_left
-        .iter()
-        .filter(|i| !known_leak(o, i))
-        .collect();
-    if !left.is_empty() {
-        out.push(format!("instances left over: {left:?}"));
+    // Strict, wipes included: the orphan sweep (issue 36) deletes the instances of a scale set
+    // GitHub deleted whose rows a wipe took before the superseded cleanup ran.
+    if !o.instances_left.is_empty() {
+        out.push(format!("instances left over: {:?}", o.instances_left));
     }
     if !o.runners_left.is_empty() {
         out.push(format!("runners left over: {:?}", o.runners_left));
@@ -422,22 +402,14 @@ mod tests {
                 .iter()
                 .any(|v| v.contains("no dormant event"))
         );
-        // The known leak is told apart by its pool key only: another pool's leftover fails.
+        // No leak is tolerated any more (issue 36): a leftover of a scale set GitHub deleted,
+        // in a run with a wipe, fails like any other.
         let mut world = healthy();
         world.recoveries.deleted.push(("arm".into(), 2));
         world.instances_left.push("c_2/arm-a.json".into());
-        assert_eq!(violations(&world), Vec::<String>::new());
-        world.instances_left.push("c_3/arm-b.json".into());
         assert_eq!(
             violations(&world),
-            vec![r#"instances left over: ["c_3/arm-b.json"]"#.to_owned()]
-        );
-        // Without a wipe, a leftover of a deleted set fails too.
-        world.recoveries.wiped = false;
-        world.stored[0].trail[1].1 = "ready: scale set 1 created on evidence []".into();
-        assert_eq!(
-            violations(&world),
-            vec![r#"instances left over: ["c_2/arm-a.json", "c_3/arm-b.json"]"#.to_owned()]
+            vec![r#"instances left over: ["c_2/arm-a.json"]"#.to_owned()]
         );
         // A deleted id the worker never learned (not in the trail) needs no dormant event.
         let mut world = healthy();

@@ -49,8 +49,6 @@ pub(crate) struct Figures {
     pub(crate) longest_wait: Duration,
     pub(crate) settled_in: Option<Duration>,
     pub(crate) instances_created: usize,
-    /// Instances left by the known leak ([`check::known_leak`]): reported, not failed.
-    pub(crate) known_leaks: Vec<String>,
 }
 
 /// The outcome of one soak: its figures, and what is wrong with the end state.
@@ -89,13 +87,6 @@ impl Report {
         );
         for (kind, n) in &f.faults {
             let _ = write!(out, " {kind} {n};");
-        }
-        if !f.known_leaks.is_empty() {
-            let _ = write!(
-                out,
-                "\n  KNOWN LEAK (instances of a scale set GitHub deleted, their rows wiped before the cleanup): {:?}",
-                f.known_leaks
-            );
         }
         out
     }
@@ -520,17 +511,7 @@ impl Soak<'_> {
             let found: Vec<_> = state.scale_sets_named(name).collect();
             found.len() == 1 && found[0].session.is_some()
         });
-        // The known leak (check::known_leak) never drains: waiting for it would spend the
-        // whole settle bound on every seed that meets it.
-        let leftovers = our_instances(&self.site.cloud()).into_iter().any(|i| {
-            let gone = i
-                .split('/')
-                .next()
-                .and_then(|key| key.rsplit_once('_'))
-                .and_then(|(_, id)| id.parse::<i64>().ok())
-                .is_some_and(|id| self.deleted_ids.iter().any(|(_, d)| *d == id));
-            !(gone && self.last_wipe.is_some())
-        });
+        let leftovers = !our_instances(&self.site.cloud()).is_empty();
         live_jobs_done && no_runners && sessions && !leftovers
     }
 
@@ -887,12 +868,6 @@ pub(crate) async fn soak(settings: Settings) -> Option<Report> {
             deleted: soak.deleted_ids.clone(),
         },
     };
-    soak.figures.known_leaks = observed
-        .instances_left
-        .iter()
-        .filter(|i| check::known_leak(&observed, i))
-        .cloned()
-        .collect();
     violations.extend(check::violations(&observed));
     violations.extend(
         soak.history

@@ -24,6 +24,7 @@ use uuid::Uuid;
 
 use super::deletion::{Deletion, plan_deletion};
 use super::fleet::{Hasher, PlanDigest};
+use crate::identity::our_pool;
 
 /// What to tear down: the whole controller, one entity, or one scale set.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -360,15 +361,6 @@ fn verdict(labels: &[String], record: Option<&ScaleSet>, input: &DecommissionInp
         Some(_) => Verdict::Detach,
         None => Verdict::Skip(Why::NotProvablyOurs),
     }
-}
-
-/// The pool key's scale-set id when it is this controller's key; `None` otherwise.
-fn our_pool(pool_key: &str, controller: Uuid) -> Option<i64> {
-    let (prefix, id) = pool_key.split_once('_')?;
-    if Uuid::parse_str(prefix).ok()? != controller {
-        return None;
-    }
-    id.parse().ok()
 }
 
 /// Plans the decommission (module documentation).

@@ -10,6 +10,7 @@ mod faults;
 mod fleet;
 mod helpers;
 mod lifecycle;
+mod orphans;
 mod provider_faults;
 mod recovery;
 mod scaling;

@@ -63,6 +63,14 @@ async fn pools_lists_only_this_controllers_pool_directories() {
             PoolKey::for_scale_set(CONTROLLER, 7)
         ])
     );
+    // Issue 36: a pool whose last instance was deleted is no pool of instances any more.
+    let pool = Pool::new(PoolKey::for_scale_set(CONTROLLER, 3));
+    let id = scaleset_provider::InstanceId::new("r3").expect("id");
+    provider.delete(&pool, &id).await.expect("delete");
+    assert_eq!(
+        provider.pools().await.expect("pools"),
+        Some(vec![PoolKey::for_scale_set(CONTROLLER, 7)])
+    );
 }
 
 /// The chaos soak's view of the cloud (issue 36): every created instance is in the ledger,

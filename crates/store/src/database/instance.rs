@@ -308,6 +308,17 @@ impl InstanceStore for DieselStore {
         .await
     }
 
+    async fn instance_pool_keys(&self) -> Result<Vec<String>> {
+        self.run("list the instances' pool keys", move |conn, _| {
+            instances::table
+                .select(instances::pool_key)
+                .distinct()
+                .load(conn)
+                .map_err(Error::backend("list the instances' pool keys"))
+        })
+        .await
+    }
+
     async fn transition_instance(
         &self,
         lease: &Lease,

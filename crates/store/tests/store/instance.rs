@@ -15,6 +15,7 @@ store_tests!(
     a_batch_of_intents_lands_together_or_not_at_all,
     a_batch_of_moves_lands_together_or_not_at_all,
     instances_are_counted_by_status_across_scale_sets,
+    the_pool_keys_rows_name_are_listed_once_each,
     a_removal_request_is_recorded_once_without_a_lease
 );
 
@@ -532,5 +533,33 @@ async fn a_removal_request_is_recorded_once_without_a_lease(db: TestDb) {
             .await
             .unwrap_err()
             .is_not_found()
+    );
+}
+
+/// The orphan sweep's question (issue 36): which pool keys any row names, across scale sets.
+async fn the_pool_keys_rows_name_are_listed_once_each(db: TestDb) {
+    let store = db.open().await;
+    assert!(store.instance_pool_keys().await.unwrap().is_empty());
+    let first = crate::helpers::scale_set(&store, "keys-a").await;
+    let second = crate::helpers::scale_set(&store, "keys-b").await;
+    let (a, b) = (
+        lease(&store, first.id, "w").await,
+        lease(&store, second.id, "w").await,
+    );
+    store.create_instance(&a, new("a-1")).await.unwrap();
+    store.create_instance(&a, new("a-2")).await.unwrap();
+    let other = NewInstance::pending("b-1", "controller:8", None);
+    store.create_instance(&b, other).await.unwrap();
+    let mut keys = store.instance_pool_keys().await.unwrap();
+    keys.sort();
+    assert_eq!(
+        keys,
+        vec!["controller:7".to_owned(), "controller:8".to_owned()]
+    );
+    store.delete_instance(&b, "b-1").await.unwrap();
+    assert_eq!(
+        store.instance_pool_keys().await.unwrap(),
+        vec!["controller:7".to_owned()],
+        "a key no row names any more is not listed"
     );
 }
