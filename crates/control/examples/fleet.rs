@@ -19,6 +19,9 @@
 //! cargo run --release -p scaleset-control --example fleet -- --create-delay 30 burst 100 1000
 //! ```
 //!
+//! `SCALESET_BENCH_SETTLE=SECS` (density) waits that long after all listen before the idle
+//! window (20 s by default); 70 puts the window after every set's first empty poll.
+//!
 //! `--create-delay SECS` (any mode) makes every provider create take that long, as a real
 //! cloud's does, with the fake behind the provider's default call limits
 //! (`scaleset_provider::CallLimits`), as an external provider is.
@@ -738,7 +741,14 @@ async fn density(n: usize, transport: Transport) -> Result<()> {
     let listening = until_listening(&mut sim, &store, n, t0, Duration::from_secs(3000)).await?;
     println!("all {n} listening after {listening:.1?}");
     // Settle: the first reconciliation of every set and the start-up allocations are done.
-    tokio::time::sleep(Duration::from_secs(20)).await;
+    // `SCALESET_BENCH_SETTLE=SECS` settles longer: past 50 s every set has answered its first
+    // empty poll (the held poll's 50 s), so the window sees the steady idle state and not the
+    // first pass after the start.
+    let settle = std::env::var("SCALESET_BENCH_SETTLE")
+        .ok()
+        .and_then(|secs| secs.parse().ok())
+        .unwrap_or(20);
+    tokio::time::sleep(Duration::from_secs(settle)).await;
     let after = rss_kib(std::process::id())?;
     let window = Duration::from_secs(60);
     reset_breakdown();
