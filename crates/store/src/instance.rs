@@ -217,4 +217,10 @@ pub trait InstanceStore: Send + Sync {
     /// lease; the worker serving the scale set retires the instance when it next plans (a
     /// busy runner finishes its job first). Asking again keeps the first time.
     async fn request_instance_removal(&self, name: &str) -> Result<Instance>;
+
+    /// The scale sets with an instance an operator asked to go
+    /// ([`InstanceStore::request_instance_removal`]), once each, in one query: the supervisor
+    /// reads it every watch, so a listener that stands on its last instance list between empty
+    /// polls still sees the one write to its rows that comes from outside the worker.
+    async fn scale_sets_with_removal_requests(&self) -> Result<Vec<ScaleSetId>>;
 }

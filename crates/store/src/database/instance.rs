@@ -308,6 +308,21 @@ impl InstanceStore for DieselStore {
         .await
     }
 
+    async fn scale_sets_with_removal_requests(&self) -> Result<Vec<ScaleSetId>> {
+        self.run("list scale sets with removal requests", move |conn, _| {
+            let rows: Vec<String> = instances::table
+                .filter(instances::removal_requested_at.is_not_null())
+                .select(instances::scale_set_id)
+                .distinct()
+                .load(conn)
+                .map_err(Error::backend("list scale sets with removal requests"))?;
+            rows.iter()
+                .map(|id| Ok(ScaleSetId(parse_uuid(TABLE, id, "scale_set_id", id)?)))
+                .collect()
+        })
+        .await
+    }
+
     async fn instance_pool_keys(&self) -> Result<Vec<String>> {
         self.run("list the instances' pool keys", move |conn, _| {
             instances::table

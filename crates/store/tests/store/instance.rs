@@ -511,8 +511,26 @@ async fn a_removal_request_is_recorded_once_without_a_lease(db: TestDb) {
             .removal_requested_at,
         None
     );
+    store.create_instance(&held, new("rm-b")).await.unwrap();
+    let other = crate::helpers::scale_set(&store, "rm-other").await;
+    let other_lease = lease(&store, other.id, "w").await;
+    store
+        .create_instance(&other_lease, new("rm-c"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.scale_sets_with_removal_requests().await.unwrap(),
+        vec![],
+        "none asked for"
+    );
     let first = store.request_instance_removal("rm-a").await.unwrap();
     let at = first.removal_requested_at.expect("recorded");
+    store.request_instance_removal("rm-b").await.unwrap();
+    assert_eq!(
+        store.scale_sets_with_removal_requests().await.unwrap(),
+        vec![scale_set.id],
+        "the scale set once, however many of its rows were asked for; not the other"
+    );
     db.clock.advance(std::time::Duration::from_secs(5));
     let again = store.request_instance_removal("rm-a").await.unwrap();
     assert_eq!(
