@@ -101,6 +101,7 @@ impl Controller {
                 recoveries,
                 renewals: Default::default(),
                 provider_health: Default::default(),
+                removal_requests: Default::default(),
             }),
         }
     }
@@ -175,6 +176,7 @@ impl Controller {
                         .filter(|s| !self.hands_off.contains(s.id))
                         .cloned()
                         .collect();
+                    self.read_removal_requests().await;
                     let draining = self.draining(&ours, &running).await;
                     let share = self.plan_leases(&ours, &draining, &running).await;
                     self.reconcile(&ours, &draining, &share, &mut running, &cancel);
@@ -213,6 +215,20 @@ impl Controller {
             tracing::warn!(error = %chain(&error), "the other workers count this one until its heartbeat expires");
         }
         Ok(())
+    }
+
+    /// Reads which scale sets have an operator's removal request, for the listeners
+    /// ([`crate::shared::RemovalRequests`]); a failed read makes every listener list its rows.
+    async fn read_removal_requests(&self) {
+        let read = match self.shared.store.scale_sets_with_removal_requests().await {
+            Ok(ids) => Some(ids.into_iter().collect()),
+            Err(e) => {
+                let error = store("listing the scale sets with removal requests")(e);
+                tracing::warn!(error = %chain(&error), "cannot tell which scale sets have removal requests; every listener lists its instances");
+                None
+            }
+        };
+        self.shared.removal_requests.set(read);
     }
 
     /// The disabled scale sets that still have instances: each needs a drain task. When the

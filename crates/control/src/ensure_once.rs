@@ -87,6 +87,7 @@ impl EnsureOnce {
                 recoveries: Default::default(),
                 renewals: Default::default(),
                 provider_health: Default::default(),
+                removal_requests: Default::default(),
             },
         }
     }

@@ -24,7 +24,7 @@ use scaleset_github::{
     Client, JobMessage, Message, MessageId, ScaleSetId as GitHubScaleSetId, Session, Statistics,
     unverified_expiry,
 };
-use scaleset_store::{InstanceStatus, Lease, Progress, Sample, ScaleSetState};
+use scaleset_store::{Instance, InstanceStatus, Lease, Progress, Sample, ScaleSetState};
 use tokio_util::sync::CancellationToken;
 
 use crate::checkpoint::Checkpoint;
@@ -96,6 +96,33 @@ async fn landing(recovery: &mut Option<Recovering<'_>>) -> Landed {
     match recovery {
         Some(running) => running.await,
         None => std::future::pending().await,
+    }
+}
+
+/// The status page's runner counts of a list of rows.
+#[derive(Debug, Clone, Copy)]
+struct Counts {
+    idle: u32,
+    busy: u32,
+    starting: u32,
+}
+
+impl Counts {
+    fn of(instances: &[Instance]) -> Self {
+        let count = |wanted: &[InstanceStatus]| {
+            u32::try_from(
+                instances
+                    .iter()
+                    .filter(|i| wanted.contains(&i.status))
+                    .count(),
+            )
+            .unwrap_or(u32::MAX)
+        };
+        Self {
+            idle: count(&[InstanceStatus::Running]),
+            busy: count(&[InstanceStatus::Busy]),
+            starting: count(&[InstanceStatus::Pending, InstanceStatus::Creating]),
+        }
     }
 }
 
@@ -201,7 +228,7 @@ impl Listener<'_> {
         let mut recovery = Some(self.runners.recovery(registered, cancel));
         let started = unless_cancelled(cancel, async {
             Box::pin(self.scale()).await?;
-            Box::pin(self.record_progress(None)).await
+            Box::pin(self.record_progress(None, None)).await
         })
         .await?;
         if started.is_none() {
@@ -390,12 +417,37 @@ impl Listener<'_> {
         Ok(())
     }
 
-    /// After an empty poll: scale, and remove runners past their bootstrap deadline.
+    /// After an empty poll: scale, remove runners past their bootstrap deadline and retire
+    /// runners for their life; or, when the idle planner allows (nothing changed and nothing
+    /// came due since a pass that changed nothing, `planner::idle`), stand on that pass's list
+    /// and skip the store's list and the rules (issue 35 item 3: 200 empty polls a second at
+    /// 10,000 idle scale sets each listed the rows).
     async fn idle(&mut self) -> Result<(), Error> {
+        let now = self.shared.clock.now();
+        let assigned = self.assigned_jobs();
+        if self.runners.may_stand(now, assigned) {
+            self.shared.metrics.instance_lists_reused.inc();
+            let counts = self.kept_counts();
+            return self.record_progress(None, counts).await;
+        }
+        // A pass that fails half way keeps no list.
+        self.runners.idle_list = None;
+        let writes = self.runners.writes();
         self.runners.finish_landed().await?;
-        self.scale().await?;
-        self.runners.check_deadlines().await?;
-        self.record_progress(None).await
+        let requested = self.scale().await?;
+        let rows = self.runners.check_deadlines().await?;
+        self.runners
+            .keep_list(rows, now, writes, assigned, requested);
+        let counts = self.kept_counts();
+        self.record_progress(None, counts).await
+    }
+
+    /// The status page's counts of the list an empty poll stands on, if any.
+    fn kept_counts(&self) -> Option<Counts> {
+        self.runners
+            .idle_list
+            .as_ref()
+            .map(|kept| Counts::of(&kept.rows))
     }
 
     /// Handles a message, persists the cursor (fenced), then acks it.
@@ -405,7 +457,7 @@ impl Listener<'_> {
             .reached(Checkpoint::MessageReceived, self.name())
             .await;
         self.handle(session, message).await?;
-        self.record_progress(Some(i64::from(message.message_id)))
+        self.record_progress(Some(i64::from(message.message_id)), None)
             .await?;
         self.last_message_id = message.message_id;
         self.shared
@@ -575,12 +627,17 @@ impl Listener<'_> {
                 );
             }
         }
-        self.runners.check_deadlines().await
+        self.runners.check_deadlines().await.map(drop)
     }
 
     async fn scale(&mut self) -> Result<u32, Error> {
-        let assigned = self.statistics.map_or(0, |s| s.total_assigned_jobs);
+        let assigned = self.assigned_jobs();
         self.runners.scale(assigned).await
+    }
+
+    /// `totalAssignedJobs` of the last statistics (none yet: 0).
+    fn assigned_jobs(&self) -> i64 {
+        self.statistics.map_or(0, |s| s.total_assigned_jobs)
     }
 
     /// The jobs waiting for a runner, as the last statistics say.
@@ -596,7 +653,13 @@ impl Listener<'_> {
     /// desired count and jobs waiting when they changed; nothing when none of them is new.
     /// Merged because they always move together with a job: three commits per message were
     /// most of a job's wait for its instance (`docs/benchmarks.md`, job to instance).
-    async fn record_progress(&mut self, cursor: Option<i64>) -> Result<(), Error> {
+    /// `counts`: the runner counts of a list known to be true, for the status page's sample
+    /// (none: the sample lists the rows).
+    async fn record_progress(
+        &mut self,
+        cursor: Option<i64>,
+        counts: Option<Counts>,
+    ) -> Result<(), Error> {
         let changed = |now: Option<u32>, written: Option<u32>| now.filter(|_| now != written);
         let progress = Progress {
             last_message_id: cursor,
@@ -615,40 +678,36 @@ impl Listener<'_> {
             .map_err(store(during))?;
         self.runners.desired_written = self.runners.desired.or(self.runners.desired_written);
         self.jobs_waiting_shown = self.jobs_waiting().or(self.jobs_waiting_shown);
-        self.sample().await;
+        self.sample(counts).await;
         Ok(())
     }
 
     /// Writes the status page's sample of this scale set when one is due (once a minute). A
     /// failed write costs a point on a chart, not the listener: it is logged, not returned.
-    async fn sample(&mut self) {
+    /// The runner counts come from `counts` when given (a list known to be true), else from
+    /// a list of the rows.
+    async fn sample(&mut self, counts: Option<Counts>) {
         let now = tokio::time::Instant::now();
         if !self.sampler.due(now, self.shared.settings.sample_interval) {
             return;
         }
         let store = &self.shared.store;
-        let instances = match store.list_instances(self.lease.scale_set_id()).await {
-            Ok(instances) => instances,
-            Err(e) => {
-                tracing::warn!(error = %chain(&e), "could not list instances for the status page's sample");
-                return;
-            }
-        };
-        let count = |wanted: &[InstanceStatus]| {
-            u32::try_from(
-                instances
-                    .iter()
-                    .filter(|i| wanted.contains(&i.status))
-                    .count(),
-            )
-            .unwrap_or(u32::MAX)
+        let counts = match counts {
+            Some(counts) => counts,
+            None => match store.list_instances(self.lease.scale_set_id()).await {
+                Ok(instances) => Counts::of(&instances),
+                Err(e) => {
+                    tracing::warn!(error = %chain(&e), "could not list instances for the status page's sample");
+                    return;
+                }
+            },
         };
         let sample = Sample {
             at: self.shared.clock.now(),
             jobs_waiting: self.jobs_waiting().unwrap_or(0),
-            idle: count(&[InstanceStatus::Running]),
-            busy: count(&[InstanceStatus::Busy]),
-            starting: count(&[InstanceStatus::Pending, InstanceStatus::Creating]),
+            idle: counts.idle,
+            busy: counts.busy,
+            starting: counts.starting,
             start_latency: self.sampler.taken(now),
         };
         if let Err(e) = store.record_sample(&self.lease, &sample).await {

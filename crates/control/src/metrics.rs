@@ -221,6 +221,9 @@ pub struct Metrics {
     pub message_lag: Histogram,
     /// Messages whose jobs could not all be decoded.
     pub undecodable_messages: Counter<u64, AtomicU64>,
+    /// Empty polls that stood on their scale set's last instance list instead of listing the
+    /// rows again (nothing changed and nothing came due since).
+    pub instance_lists_reused: Counter<u64, AtomicU64>,
     /// Per scale set: 1 for its state, 0 for every other.
     pub scale_set_state: Family<SetStateLabels, Gauge>,
     /// Per scale set: jobs waiting for a runner (GitHub's last statistics).
@@ -278,6 +281,7 @@ impl Metrics {
             github_calls: Family::default(),
             message_lag: Histogram::new([0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0]),
             undecodable_messages: Counter::default(),
+            instance_lists_reused: Counter::default(),
             scale_set_state: Family::default(),
             scale_set_jobs_waiting: Family::default(),
             scale_set_runners: Family::default(),
@@ -340,6 +344,11 @@ impl Metrics {
             "undecodable_messages",
             "Messages with job messages that did not decode",
             metrics.undecodable_messages.clone(),
+        );
+        sub.register(
+            "instance_lists_reused",
+            "Empty polls that stood on their scale set's last instance list (nothing changed or came due since)",
+            metrics.instance_lists_reused.clone(),
         );
         sub.register(
             "scale_set_state",

@@ -12,13 +12,15 @@
 //! reconcile planner's, [`reconcile`]; whether deleting a scale set deletes it on GitHub is
 //! [`deletion`]'s; what tearing the controller down removes is [`decommission`]'s. How the
 //! facts of a recovery that ran beside a listening scale set are merged when they land is
-//! [`start`]'s.
+//! [`start`]'s. Whether an empty poll may stand on the last instance list, or must list the
+//! rows again, is [`idle`]'s.
 
 use std::time::Duration;
 
 pub(crate) mod decommission;
 pub(crate) mod deletion;
 pub(crate) mod fleet;
+pub(crate) mod idle;
 pub(crate) mod leases;
 pub(crate) mod orphans;
 pub(crate) mod provider_backoff;

@@ -37,6 +37,7 @@ use crate::checkpoint::Checkpoint;
 use crate::ensure::record;
 use crate::error::{Error, chain, store};
 use crate::identity::runner_name;
+use crate::planner::idle::{Listed, Poll, Row, Rules, next_due, reuse};
 use crate::planner::provider_backoff::Attention;
 use crate::planner::reconcile::{
     AfterRemoval, Bootstrap, Life, Limits, Retire, Served, after_removal, bootstrap, deadline_due,
@@ -94,6 +95,18 @@ pub(crate) struct Runners<'a> {
     /// counts. Dropped with the task, which stops them as a crash would (recovery finishes
     /// or undoes their rows).
     pub(crate) creating: tokio::task::JoinSet<Created>,
+    /// This task's writes to its scale set's instance rows so far, whatever the path (each
+    /// goes through [`Runners::rows`]): a list stays true while the count has not moved.
+    pub(crate) writes: std::sync::atomic::AtomicU64,
+    /// The list the last empty poll that changed nothing judged, for the next empty polls to
+    /// stand on while the idle planner ([`crate::planner::idle`]) allows.
+    pub(crate) idle_list: Option<IdleList>,
+}
+
+/// An instance list an empty poll may stand on, and when ([`crate::planner::idle::Listed`]).
+pub(crate) struct IdleList {
+    pub(crate) rows: Vec<Instance>,
+    pub(crate) listed: Listed,
 }
 
 /// A provider create that landed: the runner it is for and the provider's answer.
@@ -247,6 +260,83 @@ impl Runners<'_> {
         }
     }
 
+    /// The store, for a write to this scale set's instance rows: counted (before it is tried,
+    /// so a failed write counts too), so no list the idle planner stands on outlives a write.
+    fn rows(&self) -> &dyn scaleset_store::Store {
+        self.writes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        &*self.shared.store
+    }
+
+    /// How many writes to the rows this task has made ([`Runners::rows`]).
+    pub(crate) fn writes(&self) -> u64 {
+        self.writes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Whether the empty poll at `now`, the last statistics assigning `assigned` jobs, may
+    /// stand on the last list instead of listing the rows and running the rules again
+    /// ([`crate::planner::idle::reuse`]).
+    pub(crate) fn may_stand(&self, now: scaleset_store::Timestamp, assigned: i64) -> bool {
+        let poll = Poll {
+            now,
+            assigned,
+            writes: self.writes(),
+            beside: !self.creating.is_empty() || self.touched.recovering(),
+            reconcile_due: self.reconcile_due(),
+            removal_requested: self.shared.removal_requests.may_have(self.scale_set.id),
+            max_age: self.shared.settings.instance_list_max_age,
+        };
+        reuse(self.idle_list.as_ref().map(|kept| &kept.listed), &poll)
+    }
+
+    /// Keeps `rows`, the list an empty poll's pass judged, for the next empty polls: only
+    /// when the pass (begun at `listed_at`, after `writes` writes, planning from `assigned`
+    /// jobs) asked for no runner (`requested`: one the provider's back-off held back wrote
+    /// nothing), wrote nothing to the rows, and left no create or recovery running.
+    pub(crate) fn keep_list(
+        &mut self,
+        rows: Vec<Instance>,
+        listed_at: scaleset_store::Timestamp,
+        writes: u64,
+        assigned: i64,
+        requested: u32,
+    ) {
+        self.idle_list = None;
+        let quiet = requested == 0
+            && self.writes() == writes
+            && self.creating.is_empty()
+            && !self.touched.recovering();
+        if !quiet {
+            return;
+        }
+        let spec = &self.scale_set.spec;
+        let rules = Rules {
+            listed_at,
+            scale_down_delay: spec.scale_down_delay,
+            limits: Limits {
+                max_idle_lifetime: spec.max_idle_lifetime,
+                max_lifetime: spec.max_lifetime,
+            },
+            reports: self.shared.settings.instance_api_url.is_some(),
+        };
+        let due = next_due(
+            rows.iter().map(|instance| Row {
+                instance,
+                seen_online: self.online.contains(&instance.name),
+            }),
+            &rules,
+        );
+        self.idle_list = Some(IdleList {
+            rows,
+            listed: Listed {
+                at: listed_at,
+                due,
+                assigned,
+                writes,
+            },
+        });
+    }
+
     async fn instances(&self) -> Result<Vec<Instance>, Error> {
         self.shared
             .store
@@ -256,8 +346,7 @@ impl Runners<'_> {
     }
 
     async fn transition(&self, name: &str, to: InstanceStatus) -> Result<(), Error> {
-        self.shared
-            .store
+        self.rows()
             .transition_instance(self.lease, name, to)
             .await
             .map_err(store("moving an instance"))?;
@@ -374,8 +463,7 @@ impl Runners<'_> {
             })
             .collect();
         let intents = self
-            .shared
-            .store
+            .rows()
             .create_instances(self.lease, intents)
             .await
             .map_err(store("recording runners' intents"))?;
@@ -420,8 +508,7 @@ impl Runners<'_> {
             })
             .collect();
         let creating = self
-            .shared
-            .store
+            .rows()
             .advance_instances(self.lease, moves)
             .await
             .map_err(store("recording runners' GitHub ids"))?;
@@ -580,7 +667,7 @@ impl Runners<'_> {
                 })
             })
             .collect();
-        let recorded = self.shared.store.advance_instances(self.lease, moves).await;
+        let recorded = self.rows().advance_instances(self.lease, moves).await;
         if let Err(e) = recorded {
             tracing::debug!(error = %e, count = worked.len(), "recording landed creates together was refused; recording each");
             for created in worked {
@@ -652,8 +739,7 @@ impl Runners<'_> {
             }
         };
         let recorded = self
-            .shared
-            .store
+            .rows()
             .advance_instance(
                 self.lease,
                 &name,
@@ -700,8 +786,7 @@ impl Runners<'_> {
             return Ok(None);
         };
         let token = self
-            .shared
-            .store
+            .rows()
             .grant_instance_access(self.lease, name, jit_config, bootstrap_timeout)
             .await
             .map_err(store("granting an instance its token"))?;
@@ -773,8 +858,10 @@ impl Runners<'_> {
         }
     }
 
-    /// Removes runners that did not come online by their bootstrap deadline.
-    pub(crate) async fn check_deadlines(&mut self) -> Result<(), Error> {
+    /// Removes runners that did not come online by their bootstrap deadline (and reconciles
+    /// when due, retries deletions, retires runners for their life). Returns the rows it
+    /// judged, as listed, less the ones it removed for their deadline.
+    pub(crate) async fn check_deadlines(&mut self) -> Result<Vec<Instance>, Error> {
         let listed = self.listed.take();
         let listed = match self.reconcile_if_due().await? {
             false => listed,
@@ -835,7 +922,8 @@ impl Runners<'_> {
             .into_iter()
             .filter(|i| !removed.contains(&i.name))
             .collect();
-        self.retire_for_life(&left, None, None).await
+        self.retire_for_life(&left, None, None).await?;
+        Ok(left)
     }
 
     /// Retires the rows [`lifecycle`] says are done, from `instances`, GitHub's runner list
@@ -971,8 +1059,7 @@ impl Runners<'_> {
                 }
             }
         }
-        self.shared
-            .store
+        self.rows()
             .delete_instance(self.lease, &instance.name)
             .await
             .map_err(store("removing an instance row"))?;

@@ -66,6 +66,12 @@ pub struct Settings {
     /// How often a listener stores its scale set's sample for the status page's charts (jobs
     /// waiting, runners idle/busy/starting, job start latency); the store keeps an hour.
     pub sample_interval: Duration,
+    /// How long an empty poll may stand on the scale set's last instance list at most
+    /// (`planner::idle`: it lists again sooner whenever a write, a message, a due time-based
+    /// rule or an operator's removal request says so). The bound covers writes to the rows
+    /// that nothing reports (a hand edit of the database). The periodic reconciliation lists
+    /// too, so a bound above [`Settings::reconcile_interval`] changes nothing.
+    pub instance_list_max_age: Duration,
     /// The wait before a scale set's provider is asked again after a failed create or delete
     /// (issue 33 item 3); doubles per failure in a row up to
     /// [`Settings::provider_backoff_max`], jittered between half of it and all of it. Until
@@ -107,6 +113,7 @@ impl Default for Settings {
             max_concurrent_starts: 64,
             max_concurrent_recoveries: 8,
             sample_interval: crate::sampler::SAMPLE_EVERY,
+            instance_list_max_age: Duration::from_secs(300),
             provider_backoff_base: Duration::from_secs(5),
             provider_backoff_max: Duration::from_secs(300),
             provider_failures_flagged: 3,

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use scaleset_provider::Provider;
-use scaleset_store::{Clock, EntityId, Store};
+use scaleset_store::{Clock, EntityId, ScaleSetId, Store};
 
 use crate::checkpoint::Checkpoints;
 use crate::client_factory::ClientFactory;
@@ -38,6 +38,34 @@ pub(crate) struct Shared {
     /// Each scale set's provider, as its task last found it (the back-off of a failing
     /// provider outlives a pass: a failed pass must not make the provider be tried at once).
     pub(crate) provider_health: ProviderHealthBook,
+    /// The scale sets with an operator's removal request, as the supervisor last read them.
+    pub(crate) removal_requests: RemovalRequests,
+}
+
+/// The scale sets with an instance an operator asked to go, read by the supervisor once per
+/// watch (one query for the fleet): the one write to a scale set's rows from outside the
+/// worker, so a listener standing on its last instance list knows to list again
+/// ([`crate::planner::idle`]). Unknown (before the first read, or after one failed) counts as
+/// every scale set having one.
+#[derive(Default)]
+pub(crate) struct RemovalRequests(std::sync::Mutex<Option<std::collections::HashSet<ScaleSetId>>>);
+
+impl RemovalRequests {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<std::collections::HashSet<ScaleSetId>>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records what the supervisor read (`None`: the read failed).
+    pub(crate) fn set(&self, read: Option<std::collections::HashSet<ScaleSetId>>) {
+        *self.lock() = read;
+    }
+
+    /// Whether scale set `id` may have a removal request the listener has not seen.
+    pub(crate) fn may_have(&self, id: ScaleSetId) -> bool {
+        self.lock().as_ref().is_none_or(|ids| ids.contains(&id))
+    }
 }
 
 /// The provider back-off of every scale set served in this process

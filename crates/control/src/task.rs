@@ -210,6 +210,8 @@ async fn pass(
         inherited: crate::planner::takeover::inherited(scale_set.takeover.as_ref(), github_id),
         touched: Default::default(),
         creating: tokio::task::JoinSet::new(),
+        writes: Default::default(),
+        idle_list: None,
     };
     let mut listener = Listener {
         shared,

@@ -49,17 +49,20 @@ impl Runners<'_> {
     /// Reconciles when `reconcile_interval` has passed since the last pass; says whether it
     /// ran.
     pub(crate) async fn reconcile_if_due(&mut self) -> Result<bool, Error> {
-        // While a recovery runs beside the listener, its landing is the reconciliation.
-        if self.touched.recovering() {
-            return Ok(false);
-        }
-        let due = self
-            .last_reconciled
-            .is_none_or(|at| at.elapsed() >= self.shared.settings.reconcile_interval);
+        let due = self.reconcile_due();
         if due {
             self.reconcile().await?;
         }
         Ok(due)
+    }
+
+    /// Whether `reconcile_interval` has passed since the last pass (never while a recovery
+    /// runs beside the listener: its landing is the reconciliation).
+    pub(crate) fn reconcile_due(&self) -> bool {
+        !self.touched.recovering()
+            && self
+                .last_reconciled
+                .is_none_or(|at| at.elapsed() >= self.shared.settings.reconcile_interval)
     }
 
     /// One reconciliation pass.
@@ -128,8 +131,7 @@ impl Runners<'_> {
                     new.status = rerecorded_status(runner);
                     new.provider_id = Some(instance.provider_id.clone());
                     new.github_runner_id = Some(i64::from(runner.id));
-                    self.shared
-                        .store
+                    self.rows()
                         .create_instance(self.lease, new)
                         .await
                         .map_err(store("re-recording an instance"))?;
@@ -196,8 +198,7 @@ impl Runners<'_> {
                     new.status = rerecorded_status(runner);
                     new.provider_id = Some(instance.provider_id.clone());
                     new.github_runner_id = Some(i64::from(runner.id));
-                    self.shared
-                        .store
+                    self.rows()
                         .create_instance(self.lease, new)
                         .await
                         .map_err(store("recording an instance GARM left"))?;

@@ -126,8 +126,7 @@ impl<'a> Runners<'a> {
             match (step, found) {
                 (Recovery::Remove, _) => self.remove_everywhere(row).await?,
                 (Recovery::RecordProviderId, Some(found)) => {
-                    self.shared
-                        .store
+                    self.rows()
                         .advance_instance(
                             self.lease,
                             &row.name,

@@ -99,8 +99,7 @@ impl Runners<'_> {
                 .await
                 .map_err(self.provider_error("deleting a superseded instance"))?;
         }
-        self.shared
-            .store
+        self.rows()
             .delete_instance(self.lease, &instance.name)
             .await
             .map_err(store("removing a superseded instance row"))?;

@@ -9,6 +9,7 @@ mod drain;
 mod faults;
 mod fleet;
 mod helpers;
+mod idle;
 mod lifecycle;
 mod orphans;
 mod provider_faults;
