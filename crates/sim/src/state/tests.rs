@@ -410,7 +410,10 @@ fn issue_35_lookups_by_name_follow_renames_deletions_and_a_restore() {
     assert_eq!(found(&s, "LINUX"), vec![linux, other], "in id order");
     assert!(found(&s, "linu").is_empty(), "whole names only");
     let elsewhere = Scope::Organization("other".to_owned());
-    assert!(s.find_scale_sets(&elsewhere, None, Some("linux")).is_empty());
+    assert!(
+        s.find_scale_sets(&elsewhere, None, Some("linux"))
+            .is_empty()
+    );
 
     // A rename moves the set: found by its new name only, and its old name is free again.
     assert!(s.update_scale_set(&org(), linux, named("Windows")).is_ok());
@@ -424,7 +427,10 @@ fn issue_35_lookups_by_name_follow_renames_deletions_and_a_restore() {
         })
     );
     // An update that keeps the name keeps the set findable.
-    assert!(s.update_scale_set(&org(), mac, ScaleSetInput::default()).is_ok());
+    assert!(
+        s.update_scale_set(&org(), mac, ScaleSetInput::default())
+            .is_ok()
+    );
     assert_eq!(found(&s, "MAC"), vec![mac]);
 
     assert!(s.delete_scale_set(other).is_some());
@@ -491,7 +497,10 @@ fn issue_35_a_tick_visits_only_the_sets_a_timer_may_act_on() {
     assert!(s.timers.with_jobs.is_empty(), "listening, no jobs");
     assert!(s.timers.idle.is_empty(), "every set has its session");
     enqueue(&mut s, &c, busy, 1, t(0));
-    assert!(s.timers.with_jobs.is_empty(), "queued: no timer until released");
+    assert!(
+        s.timers.with_jobs.is_empty(),
+        "queued: no timer until released"
+    );
     let assigned = s.poll(busy, 0, None, c.assignment, t(0)).expect("assigned");
     assert_eq!(
         s.timers.with_jobs.iter().copied().collect::<Vec<_>>(),
@@ -504,7 +513,10 @@ fn issue_35_a_tick_visits_only_the_sets_a_timer_may_act_on() {
     assert!(s.start_runner(agent.id).is_ok());
     s.process(&c, t(1));
     assert!(s.timers.with_jobs.contains(&busy), "a delayed event waits");
-    assert!(s.poll(busy, assigned.id, None, c.assignment, t(1)).is_none());
+    assert!(
+        s.poll(busy, assigned.id, None, c.assignment, t(1))
+            .is_none()
+    );
     s.process(&c, t(6));
     let started = s
         .poll(busy, assigned.id, None, c.assignment, t(6))
