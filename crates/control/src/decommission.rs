@@ -17,13 +17,14 @@ use tokio_util::sync::CancellationToken;
 use crate::client_factory::build_client;
 use crate::error::{Error, store};
 use crate::hands_off::HandsOff;
-use crate::identity::{ControllerIdentity, our_pool};
+use crate::identity::ControllerIdentity;
 use crate::planner::decommission::{
     Act, DecommissionInput, DecommissionPlan, FoundInstance, GitHubRunner, GitHubSet, Item, Scope,
     StoredSet, Subject, plan,
 };
 use crate::planner::deletion::already_gone;
 use crate::planner::fleet::{Fleet, PlanDigest};
+use crate::pool_keys::our_pool;
 use crate::scaler::again_on_token;
 use crate::wait::{Waited, wait_for};
 

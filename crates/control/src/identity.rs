@@ -2,11 +2,12 @@
 //! id and every name derived from it, so a rebuilt database finds the same sessions, scale sets
 //! and instances again. The pool key and runner names are built here and nowhere else.
 
-use scaleset_adopt::{ControllerId, ScaleSetId};
+use scaleset_adopt::ControllerId;
 use scaleset_provider::PoolKey;
 use uuid::Uuid;
 
 use crate::error::Error;
+use crate::pool_keys::pool_key_of;
 
 /// The controller's identity: its id and the names derived from it. The names themselves come
 /// from [`scaleset_adopt::ControllerId`], the one place that derives them for every crate.
@@ -93,49 +94,6 @@ impl ControllerIdentity {
     }
 }
 
-/// The provider pool key: `<controller id>_<GitHub scale-set id>`. An underscore, because GCP
-/// label values and Kubernetes label values reject `:`. Every instance carries it, and nothing
-/// without it is ever touched.
-///
-/// ```
-/// let key = scaleset_control::pool_key(uuid::Uuid::nil(), 42);
-/// assert_eq!(key.as_str(), "00000000-0000-0000-0000-000000000000_42");
-/// ```
-pub fn pool_key(controller: Uuid, github_scale_set_id: i64) -> PoolKey {
-    pool_key_of(
-        ControllerId::from_bytes(controller.into_bytes()),
-        github_scale_set_id,
-    )
-}
-
-fn pool_key_of(controller: ControllerId, github_scale_set_id: i64) -> PoolKey {
-    // GitHub ids are positive; a negative one (never seen) keeps its sign in the text rather
-    // than wrapping, so it can never collide with a real scale set's key.
-    let text = match u64::try_from(github_scale_set_id) {
-        Ok(id) => controller.pool_key(ScaleSetId(id)),
-        Err(_) => format!("{controller}_{github_scale_set_id}"),
-    };
-    // Built from a UUID and an integer: never empty, never a control character.
-    match PoolKey::parse(&text) {
-        Ok(key) => key,
-        Err(_) => unreachable!("a UUID and an integer form a valid pool key"),
-    }
-}
-
-/// The GitHub scale-set id of `pool_key` when it is exactly a pool key of `controller`
-/// ([`pool_key`] read backwards); `None` for anything else: another controller's key, GARM's
-/// pool ids, a key of ours with anything but the canonical id after the underscore. The one
-/// rule for "ours by pool key" (decommission and the orphan sweep both ask it).
-pub(crate) fn our_pool(pool_key: &str, controller: Uuid) -> Option<i64> {
-    let id: i64 = pool_key
-        .strip_prefix(controller.to_string().as_str())?
-        .strip_prefix('_')?
-        .parse()
-        .ok()?;
-    (pool_key_of(ControllerId::from_bytes(controller.into_bytes()), id).as_str() == pool_key)
-        .then_some(id)
-}
-
 /// Checks a desired scale-set name by the spec rules ([`scaleset_store::spec`]): one safe path
 /// component of `A-Za-z0-9._-`, and not starting with the owner-label prefix (such a name
 /// would read as another controller's ownership claim). For rows stored before the rules.
@@ -169,32 +127,6 @@ pub fn runner_name(prefix: &str, rng: &mut fastrand::Rng) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_pool_key_is_ours_only_exactly_as_we_build_it() {
-        let ours = Uuid::from_u128(0x3f2a9c1e_77b0_4d4e_9a55_0123456789ab);
-        let key = pool_key(ours, 42);
-        assert_eq!(our_pool(key.as_str(), ours), Some(42));
-        assert_eq!(
-            our_pool(key.as_str(), Uuid::from_u128(7)),
-            None,
-            "another controller's"
-        );
-        let text = ours.to_string();
-        for odd in [
-            format!("{text}_042"),
-            format!("{text}_+42"),
-            format!("{text}_"),
-            format!("{text}42"),
-            format!("{text}_4_2"),
-            format!("{}_42", text.to_uppercase()),
-            format!("{}_42", ours.simple()),
-            "gpu-big-x".to_owned(),
-        ] {
-            assert_eq!(our_pool(&odd, ours), None, "{odd}");
-        }
-        assert_eq!(our_pool(pool_key(ours, -3).as_str(), ours), Some(-3));
-    }
 
     #[test]
     fn a_controller_id_must_be_a_uuid() {
@@ -263,7 +195,7 @@ mod tests {
         let id = ControllerIdentity::new(uuid);
         assert_eq!(
             id.pool_key(42).as_str(),
-            ControllerId::from_bytes(uuid.into_bytes()).pool_key(ScaleSetId(42))
+            ControllerId::from_bytes(uuid.into_bytes()).pool_key(scaleset_adopt::ScaleSetId(42))
         );
         assert_eq!(id.pool_key(42), PoolKey::for_scale_set(uuid, 42));
         assert_eq!(id.id(), uuid);

@@ -43,6 +43,7 @@ mod metrics;
 mod observed_provider;
 mod orphans;
 mod planner;
+mod pool_keys;
 mod sampler;
 mod scaler;
 mod settings;
@@ -64,7 +65,7 @@ pub use fleet::{
     Applied, FleetLookup, GitHubLookup, NoLookup, apply_declared, apply_fleet, plan_fleet,
 };
 pub use hands_off::HandsOff;
-pub use identity::{ControllerIdentity, pool_key, runner_name, validate_scale_set_name};
+pub use identity::{ControllerIdentity, runner_name, validate_scale_set_name};
 pub use metrics::{
     CallLabels, EndpointLabel, HistogramFamily, KindLabel, MAX_SCALE_SETS_EXPORTED, Metrics,
     PROVIDER_COMMANDS, ProviderLabels, SetLabels, SetReading, SetStateLabels, SetStatusLabels,
@@ -82,4 +83,5 @@ pub use planner::fleet::{
 };
 pub use planner::leases::{LeaseInput, LeasePlan, plan_leases};
 pub use planner::{Plan, PlanInput, RunnerPhase, RunnerView, plan};
+pub use pool_keys::pool_key;
 pub use settings::{InstanceUrls, Settings};

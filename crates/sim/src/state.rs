@@ -10,7 +10,7 @@
 //! world refuses). `State` owns them all, finds the one a call is about and hands the call to
 //! it; the modules never reach back into `State`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use crate::clock::SimTime;
@@ -34,7 +34,7 @@ use agent::Step;
 pub(crate) use agent::{Agent, AgentPhase};
 pub(crate) use error::StateError;
 pub(crate) use job::{Delivery, Job, JobEvent, JobState, MAX_JOBS_PER_ENQUEUE};
-use name::same_name;
+use name::{folded, same_name};
 pub(crate) use saved::{SAVED_VERSION, Saved};
 pub(crate) use scale_set::{Label, ScaleSet, ScaleSetInput};
 pub(crate) use session::Session;
@@ -45,6 +45,13 @@ pub(crate) use tenant::{RunnerGroup, Tenant};
 pub(crate) struct State {
     pub(crate) tenants: BTreeMap<Scope, Tenant>,
     pub(crate) scale_sets: BTreeMap<i64, ScaleSet>,
+    /// The ids of the scale sets of each scope by [`folded`] name, so a lookup by name (every
+    /// adoption's, every create's uniqueness check) does not compare with every scale set.
+    /// Changed only beside `scale_sets`, by the methods that add, rename or remove a set.
+    names: ScaleSetNames,
+    /// The scale sets a timer may act on, so a tick (one per request) does not visit every
+    /// scale set. Noted after every change of a set ([`State::noted`]).
+    timers: Timers,
     pub(crate) agents: BTreeMap<i64, Agent>,
     /// Installation token → (installation id, expiry).
     pub(crate) installation_tokens: HashMap<String, (i64, SimTime)>,
@@ -63,6 +70,8 @@ impl State {
         let mut state = Self {
             tenants: BTreeMap::new(),
             scale_sets: BTreeMap::new(),
+            names: ScaleSetNames::default(),
+            timers: Timers::default(),
             agents: BTreeMap::new(),
             installation_tokens: HashMap::new(),
             registration_tokens: HashMap::new(),
@@ -139,11 +148,30 @@ impl State {
             .ok_or(StateError::ScaleSetNotFound(id))
     }
 
-    fn scale_set_mut(&mut self, scope: &Scope, id: i64) -> Result<&mut ScaleSet, StateError> {
-        self.scale_sets
+    /// Changes the scale set `id` of `scope` with `change`, then notes it in the timers.
+    fn change_in_scope<R>(
+        &mut self,
+        scope: &Scope,
+        id: i64,
+        change: impl FnOnce(&mut ScaleSet) -> R,
+    ) -> Result<R, StateError> {
+        let set = self
+            .scale_sets
             .get_mut(&id)
             .filter(|s| &s.scope == scope)
-            .ok_or(StateError::ScaleSetNotFound(id))
+            .ok_or(StateError::ScaleSetNotFound(id))?;
+        let result = change(set);
+        self.timers.note(set);
+        Ok(result)
+    }
+
+    /// Changes the scale set `id` with `change`, then notes it in the timers; `None` if there
+    /// is no such set.
+    fn change<R>(&mut self, id: i64, change: impl FnOnce(&mut ScaleSet) -> R) -> Option<R> {
+        let set = self.scale_sets.get_mut(&id)?;
+        let result = change(set);
+        self.timers.note(set);
+        Some(result)
     }
 
     /// Scale sets of `scope`, optionally filtered by group and (case-insensitive) name.
@@ -153,11 +181,18 @@ impl State {
         group: Option<i64>,
         name: Option<&str>,
     ) -> Vec<&ScaleSet> {
-        self.scale_sets
-            .values()
-            .filter(|s| &s.scope == scope)
+        let Some(name) = name else {
+            return self
+                .scale_sets
+                .values()
+                .filter(|s| &s.scope == scope)
+                .filter(|s| group.is_none_or(|g| s.group_id == g))
+                .collect();
+        };
+        self.names
+            .ids(scope, name)
+            .filter_map(|id| self.scale_sets.get(&id))
             .filter(|s| group.is_none_or(|g| s.group_id == g))
-            .filter(|s| name.is_none_or(|n| same_name(&s.name, n)))
             .collect()
     }
 
@@ -188,8 +223,10 @@ impl State {
         }
         let id = self.next_scale_set_id;
         self.next_scale_set_id += 1;
-        self.scale_sets
-            .insert(id, ScaleSet::new(id, scope, name, group_id, input, now));
+        self.names.insert(scope, &name, id);
+        let set = ScaleSet::new(id, scope, name, group_id, input, now);
+        self.timers.note(&set);
+        self.scale_sets.insert(id, set);
         Ok(id)
     }
 
@@ -221,7 +258,13 @@ impl State {
         {
             return Err(StateError::ScaleSetExists { name });
         }
-        self.scale_set_mut(scope, id)?.apply(name, group_id, patch);
+        let (old, new) = self.change_in_scope(scope, id, |set| {
+            let old = std::mem::take(&mut set.name);
+            set.apply(name, group_id, patch);
+            (old, set.name.clone())
+        })?;
+        self.names.remove(scope, &old, id);
+        self.names.insert(scope, &new, id);
         Ok(())
     }
 
@@ -238,6 +281,8 @@ impl State {
     /// at its time and deregisters.
     pub(crate) fn delete_scale_set_keeping_runners(&mut self, id: i64) -> Option<ScaleSet> {
         let set = self.scale_sets.remove(&id)?;
+        self.names.remove(&set.scope, &set.name, id);
+        self.timers.forget(id);
         set.notify.notify_waiters();
         Some(set)
     }
@@ -253,8 +298,9 @@ impl State {
         now: SimTime,
         conflict_names_owner: bool,
     ) -> Result<Session, StateError> {
-        self.scale_set_mut(scope, id)?
-            .open_session(owner, now, conflict_names_owner)
+        self.change_in_scope(scope, id, |s| {
+            s.open_session(owner, now, conflict_names_owner)
+        })?
     }
 
     /// Refreshes the active session `sid` of scale set `id`; 404 `RunnerAdminException` if
@@ -266,7 +312,7 @@ impl State {
         sid: &str,
         now: SimTime,
     ) -> Result<Session, StateError> {
-        self.scale_set_mut(scope, id)?.refresh_session(sid, now)
+        self.change_in_scope(scope, id, |s| s.refresh_session(sid, now))?
     }
 
     /// Closes session `sid`; 400 `RunnerScaleSetSessionExpiredException` if unknown.
@@ -277,14 +323,12 @@ impl State {
         sid: &str,
         now: SimTime,
     ) -> Result<(), StateError> {
-        self.scale_set_mut(scope, id)?.close_session(sid, now)
+        self.change_in_scope(scope, id, |s| s.close_session(sid, now))?
     }
 
     /// Drops the scale set's session as if the service evicted it; true if there was one.
     pub(crate) fn evict_session(&mut self, id: i64, now: SimTime) -> bool {
-        self.scale_sets
-            .get_mut(&id)
-            .is_some_and(|s| s.evict_session(now))
+        self.change(id, |s| s.evict_session(now)).unwrap_or(false)
     }
 
     /// Whether `session` is still the active session of scale set `id`.
@@ -296,6 +340,8 @@ impl State {
 
     /// Records activity (a poll or an acknowledgement) on the session of scale set `id`.
     pub(crate) fn touch_session(&mut self, id: i64, now: SimTime) {
+        // Only the session's last activity changes, which the timers do not index (an
+        // expiry visits every set, see `process`).
         if let Some(set) = self.scale_sets.get_mut(&id) {
             set.touch_session(now);
         }
@@ -316,6 +362,7 @@ impl State {
         let set = self.scale_sets.get_mut(&id)?;
         set.release(capacity, mode, now);
         set.log_pending(now, &mut self.next_message_id);
+        self.timers.note(set);
         let message = set.message_after(last_message_id)?.clone();
         Some(Delivery {
             id: message.id,
@@ -326,9 +373,7 @@ impl State {
 
     /// Deletes (acknowledges) message `message_id` of scale set `id`.
     pub(crate) fn ack(&mut self, id: i64, message_id: i64) {
-        if let Some(set) = self.scale_sets.get_mut(&id) {
-            set.ack(message_id);
-        }
+        self.change(id, |s| s.ack(message_id));
     }
 
     /// Jobs of scale set `id` that are offered and not yet acquired.
@@ -338,9 +383,8 @@ impl State {
 
     /// Acquires the offered jobs among `request_ids`; returns the ids actually acquired.
     pub(crate) fn acquire(&mut self, id: i64, request_ids: &[i64]) -> Vec<i64> {
-        self.scale_sets
-            .get_mut(&id)
-            .map_or_else(Vec::new, |s| s.acquire(request_ids))
+        self.change(id, |s| s.acquire(request_ids))
+            .unwrap_or_default()
     }
 
     // ----- jobs ---------------------------------------------------------------------------------
@@ -395,6 +439,7 @@ impl State {
             } else {
                 spec.labels.clone()
             };
+            // A queued job has no timer until a poll releases it (noted there).
             set.enqueue(Job {
                 request_id,
                 wire_request_id: match mode {
@@ -534,6 +579,8 @@ impl State {
     /// and requeued, idle sessions expire, dormant scale sets are deleted. Returns the ids of
     /// the scale sets deleted for dormancy.
     pub(crate) fn process(&mut self, config: &SimConfig, now: SimTime) -> Vec<i64> {
+        #[cfg(test)]
+        self.timers.assert_indexes(&self.scale_sets);
         let mut finished = Vec::new();
         for agent in self.agents.values_mut() {
             let Some(set) = self.scale_sets.get_mut(&agent.scale_set_id) else {
@@ -544,30 +591,38 @@ impl State {
                 }
                 continue;
             };
-            if agent.work(set, config, now) == Step::Deregisters {
+            let step = agent.work(set, config, now);
+            self.timers.note(set);
+            if step == Step::Deregisters {
                 finished.push(agent.id);
             }
         }
         for id in finished {
             self.agents.remove(&id);
         }
-        for set in self.scale_sets.values_mut() {
-            set.wake_if_due(now);
-            if let Some(after) = config.reassign_after {
-                set.reassign(after, config.max_reassignments, now);
-            }
-            if let Some(expiry) = config.session_expiry {
-                set.expire_session(expiry, now);
-            }
+        // Sets with neither job events nor assigned jobs have nothing to wake or reassign; only
+        // a session expiry, which concerns every session, needs them all.
+        let visit: Vec<i64> = if config.session_expiry.is_some() {
+            self.scale_sets.keys().copied().collect()
+        } else {
+            self.timers.with_jobs.iter().copied().collect()
+        };
+        for id in visit {
+            self.change(id, |set| {
+                set.wake_if_due(now);
+                if let Some(after) = config.reassign_after {
+                    set.reassign(after, config.max_reassignments, now);
+                }
+                if let Some(expiry) = config.session_expiry {
+                    set.expire_session(expiry, now);
+                }
+            });
         }
         let mut deleted = Vec::new();
         if let Some(dormancy) = config.dormancy {
-            let dormant: Vec<i64> = self
-                .scale_sets
-                .values()
-                .filter(|s| s.session.is_none() && now.since(s.idle_since) >= dormancy)
-                .map(|s| s.id)
-                .collect();
+            let mut dormant = self.timers.idle_for(dormancy, now);
+            // In id order, as a scan of every set finds them.
+            dormant.sort_unstable();
             for id in dormant {
                 self.delete_scale_set(id);
                 deleted.push(id);
@@ -655,6 +710,129 @@ impl State {
             jobs,
             agents,
         }
+    }
+}
+
+/// The scale sets' ids by scope and [`folded`] name: two names [`same_name`] holds equal share
+/// one entry, so the ids under the folded form of a name are exactly the sets a scan with
+/// `same_name` would find, in id order.
+#[derive(Debug, Default)]
+struct ScaleSetNames(HashMap<Scope, HashMap<String, BTreeSet<i64>>>);
+
+impl ScaleSetNames {
+    /// The index of `sets`.
+    fn of<'a>(sets: impl IntoIterator<Item = &'a ScaleSet>) -> Self {
+        let mut names = Self::default();
+        for set in sets {
+            names.insert(&set.scope, &set.name, set.id);
+        }
+        names
+    }
+
+    fn insert(&mut self, scope: &Scope, name: &str, id: i64) {
+        self.0
+            .entry(scope.clone())
+            .or_default()
+            .entry(folded(name))
+            .or_default()
+            .insert(id);
+    }
+
+    fn remove(&mut self, scope: &Scope, name: &str, id: i64) {
+        let Some(names) = self.0.get_mut(scope) else {
+            return;
+        };
+        let key = folded(name);
+        if let Some(ids) = names.get_mut(&key) {
+            ids.remove(&id);
+            if ids.is_empty() {
+                names.remove(&key);
+            }
+        }
+    }
+
+    /// The ids of the sets of `scope` named `name` (case-insensitively), in id order.
+    fn ids(&self, scope: &Scope, name: &str) -> impl Iterator<Item = i64> + '_ {
+        self.0
+            .get(scope)
+            .and_then(|names| names.get(&folded(name)))
+            .into_iter()
+            .flatten()
+            .copied()
+    }
+}
+
+/// The scale sets a timer of [`State::process`] may act on. Every change of a set is noted
+/// ([`Timers::note`]) by the `State` method that made it, so a tick visits only these instead
+/// of every scale set (issue 35: at 10,000 sets the tick of every request was a scan).
+#[derive(Debug, Default)]
+struct Timers {
+    /// Sets with job events waiting or a job assigned ([`ScaleSet::has_job_timers`]).
+    with_jobs: BTreeSet<i64>,
+    /// Sets without a session, by when they became idle, for dormancy.
+    idle: BTreeSet<(SimTime, i64)>,
+    /// The `idle` entry of each set in it.
+    idle_since: HashMap<i64, SimTime>,
+}
+
+impl Timers {
+    /// The index of `sets`.
+    fn of<'a>(sets: impl IntoIterator<Item = &'a ScaleSet>) -> Self {
+        let mut timers = Self::default();
+        for set in sets {
+            timers.note(set);
+        }
+        timers
+    }
+
+    /// Files `set` as it is now.
+    fn note(&mut self, set: &ScaleSet) {
+        if set.has_job_timers() {
+            self.with_jobs.insert(set.id);
+        } else {
+            self.with_jobs.remove(&set.id);
+        }
+        let idle = set.session.is_none().then_some(set.idle_since);
+        let filed = self.idle_since.get(&set.id).copied();
+        if filed == idle {
+            return;
+        }
+        if let Some(since) = filed {
+            self.idle.remove(&(since, set.id));
+            self.idle_since.remove(&set.id);
+        }
+        if let Some(since) = idle {
+            self.idle.insert((since, set.id));
+            self.idle_since.insert(set.id, since);
+        }
+    }
+
+    /// Forgets a deleted set.
+    fn forget(&mut self, id: i64) {
+        self.with_jobs.remove(&id);
+        if let Some(since) = self.idle_since.remove(&id) {
+            self.idle.remove(&(since, id));
+        }
+    }
+
+    /// The sets without a session for at least `dormancy` at `now`: the longest idle come
+    /// first, so the walk stops at the first that is not.
+    fn idle_for(&self, dormancy: Duration, now: SimTime) -> Vec<i64> {
+        self.idle
+            .iter()
+            .take_while(|(since, _)| now.since(*since) >= dormancy)
+            .map(|(_, id)| *id)
+            .collect()
+    }
+
+    /// Panics unless the index is what noting every set of `sets` afresh gives: every test
+    /// that runs the timers checks that no change went un-noted.
+    #[cfg(test)]
+    fn assert_indexes(&self, sets: &BTreeMap<i64, ScaleSet>) {
+        let fresh = Self::of(sets.values());
+        assert_eq!(self.with_jobs, fresh.with_jobs, "sets with job timers");
+        assert_eq!(self.idle, fresh.idle, "idle sets");
+        assert_eq!(self.idle_since, fresh.idle_since, "idle sets by id");
     }
 }
 

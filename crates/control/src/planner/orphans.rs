@@ -6,7 +6,7 @@
 //! facts only (no I/O, no clock):
 //!
 //! - **ours**: the pool key is exactly one of this controller's
-//!   ([`crate::identity::our_pool`], the rule decommission uses);
+//!   ([`crate::pool_keys::our_pool`], the rule decommission uses);
 //! - **not the store's**: no stored scale set has the key's GitHub id and no instance row names
 //!   the key (rows are their scale set's to clean: reconciliation and the superseded cleanup);
 //! - **gone**: every entity the store knows answered the get-by-id with "not found" or with a
@@ -33,7 +33,7 @@ use scaleset_adopt::Identity;
 use uuid::Uuid;
 
 use super::superseded::OldRunner;
-use crate::identity::our_pool;
+use crate::pool_keys::our_pool;
 
 /// The pools worth looking at, as `(pool key, GitHub id)`: ours by the key, and named by
 /// nothing the store holds (`stored_ids`: the stored scale sets' GitHub ids; `row_keys`: the

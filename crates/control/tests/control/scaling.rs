@@ -186,10 +186,20 @@ async fn instances_without_our_pool_key_are_never_touched(db: TestDb) {
         })
         .await
         .expect("foreign instance");
+    // The other pool of ours names a scale set that exists on GitHub (not provably another
+    // controller's), so the orphan sweep leaves it too: a pool key naming an id gone on every
+    // entity is an orphan, and the sweep deletes it (`orphans` tests).
+    let other_set = h
+        .sim()
+        .create_foreign_scale_set("acme", 1, "other", "another-autoscaler")
+        .expect("the other pool's scale set");
     h.cloud
         .provider(h.identity.id())
         .create(&CreateRequest {
-            bootstrap: bootstrap("linux-otherpool", h.identity.pool_key(999)),
+            bootstrap: bootstrap(
+                "linux-otherpool",
+                h.identity.pool_key(other_set.scale_set_id),
+            ),
             jit_config: None,
             bootstrap_timeout: None,
         })

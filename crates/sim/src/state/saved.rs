@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Agent, ScaleSet, State, Tenant};
+use super::{Agent, ScaleSet, ScaleSetNames, State, Tenant, Timers};
 use crate::scope::Scope;
 
 /// The format version of the file; a file of another version is refused, not guessed at.
@@ -84,6 +84,8 @@ impl State {
             .unwrap_or(0);
         Self {
             tenants: saved.tenants.into_iter().collect(),
+            names: ScaleSetNames::of(scale_sets.values()),
+            timers: Timers::of(scale_sets.values()),
             scale_sets,
             agents,
             installation_tokens: HashMap::new(),

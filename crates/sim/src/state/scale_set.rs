@@ -362,6 +362,14 @@ impl ScaleSet {
         self.pending.len()
     }
 
+    /// Whether a timer may act on it besides its session's: job events wait to go out (a
+    /// delayed one wakes the polls when due), or a job is assigned (its assignment may be
+    /// cancelled). A set without either is left alone by [`Self::wake_if_due`] and
+    /// [`Self::reassign`].
+    pub(crate) fn has_job_timers(&self) -> bool {
+        !self.pending.is_empty() || self.jobs.values().any(|j| j.state == JobState::Assigned)
+    }
+
     /// Wakes the held polls when a delayed event (`JobStarted`) came due, so it goes out on its
     /// own.
     pub(crate) fn wake_if_due(&self, now: SimTime) {

@@ -382,3 +382,146 @@ fn a_huge_enqueue_is_refused_instead_of_exhausting_memory() {
         Ok(10_000)
     );
 }
+
+/// The ids of the sets `find_scale_sets` finds by `name` in any group.
+fn found(s: &State, name: &str) -> Vec<i64> {
+    s.find_scale_sets(&org(), None, Some(name))
+        .iter()
+        .map(|x| x.id)
+        .collect()
+}
+
+#[test]
+fn issue_35_lookups_by_name_follow_renames_deletions_and_a_restore() {
+    let (mut s, _) = world();
+    let gpu = s.create_group(&org(), "gpu").unwrap_or_default();
+    let linux = scale_set(&mut s, "Linux");
+    let other = s
+        .create_scale_set(
+            &org(),
+            ScaleSetInput {
+                group_id: gpu,
+                ..named("linux")
+            },
+            t(0),
+        )
+        .unwrap_or_default();
+    let mac = scale_set(&mut s, "mac");
+    assert_eq!(found(&s, "LINUX"), vec![linux, other], "in id order");
+    assert!(found(&s, "linu").is_empty(), "whole names only");
+    let elsewhere = Scope::Organization("other".to_owned());
+    assert!(
+        s.find_scale_sets(&elsewhere, None, Some("linux"))
+            .is_empty()
+    );
+
+    // A rename moves the set: found by its new name only, and its old name is free again.
+    assert!(s.update_scale_set(&org(), linux, named("Windows")).is_ok());
+    assert_eq!(found(&s, "windows"), vec![linux]);
+    assert_eq!(found(&s, "linux"), vec![other]);
+    assert!(s.create_scale_set(&org(), named("LINUX"), t(1)).is_ok());
+    assert_eq!(
+        s.update_scale_set(&org(), mac, named("windows")),
+        Err(StateError::ScaleSetExists {
+            name: "windows".into()
+        })
+    );
+    // An update that keeps the name keeps the set findable.
+    assert!(
+        s.update_scale_set(&org(), mac, ScaleSetInput::default())
+            .is_ok()
+    );
+    assert_eq!(found(&s, "MAC"), vec![mac]);
+
+    assert!(s.delete_scale_set(other).is_some());
+    assert_eq!(found(&s, "linux").len(), 1, "the deleted one is gone");
+    assert!(s.delete_scale_set(mac).is_some());
+    assert!(found(&s, "mac").is_empty());
+
+    // A restored world finds what the saved one did.
+    let json = serde_json::to_string(&s.to_saved(0)).unwrap_or_default();
+    let saved: Saved = serde_json::from_str(&json).expect("the saved world reads back");
+    let restored = State::from_saved(saved);
+    assert_eq!(found(&restored, "windows"), vec![linux]);
+    assert_eq!(found(&restored, "linux"), found(&s, "linux"));
+    assert!(found(&restored, "mac").is_empty());
+}
+
+#[test]
+fn issue_35_dormancy_counts_from_the_last_session_and_deletes_in_id_order() {
+    let (mut s, mut c) = world();
+    c.dormancy = Some(Duration::from_secs(100));
+    let first = scale_set(&mut s, "first");
+    let second = scale_set(&mut s, "second");
+    let evicted = scale_set(&mut s, "evicted");
+    // `first` is idle since 20 s (its session closed), `second` since 0 s, `evicted` since 50 s:
+    // the longest idle is not the lowest id.
+    let session = s
+        .create_session(&org(), first, "me", t(0), false)
+        .expect("session");
+    assert!(s.delete_session(&org(), first, &session.id, t(20)).is_ok());
+    assert!(s.create_session(&org(), evicted, "me", t(0), false).is_ok());
+    assert!(s.evict_session(evicted, t(50)));
+    assert!(s.process(&c, t(99)).is_empty());
+    assert_eq!(s.process(&c, t(100)), vec![second]);
+    assert!(s.process(&c, t(119)).is_empty());
+    assert_eq!(s.process(&c, t(120)), vec![first]);
+    assert!(s.process(&c, t(149)).is_empty());
+    assert_eq!(s.process(&c, t(150)), vec![evicted]);
+}
+
+#[test]
+fn issue_35_dormant_sets_found_together_are_deleted_in_id_order() {
+    let (mut s, mut c) = world();
+    c.dormancy = Some(Duration::from_secs(100));
+    let a = scale_set(&mut s, "a");
+    let b = scale_set(&mut s, "b");
+    // `a` is idle since 20 s, `b` since 0 s: both are dormant at 200 s.
+    let session = s
+        .create_session(&org(), a, "me", t(0), false)
+        .expect("session");
+    assert!(s.delete_session(&org(), a, &session.id, t(20)).is_ok());
+    assert_eq!(s.process(&c, t(200)), vec![a, b]);
+    assert!(s.scale_sets.is_empty());
+}
+
+#[test]
+fn issue_35_a_tick_visits_only_the_sets_a_timer_may_act_on() {
+    let (mut s, mut c) = world();
+    c.job_started_delay = Duration::from_secs(5);
+    let quiet = scale_set(&mut s, "quiet");
+    let busy = scale_set(&mut s, "busy");
+    for id in [quiet, busy] {
+        assert!(s.create_session(&org(), id, "me", t(0), false).is_ok());
+    }
+    assert!(s.timers.with_jobs.is_empty(), "listening, no jobs");
+    assert!(s.timers.idle.is_empty(), "every set has its session");
+    enqueue(&mut s, &c, busy, 1, t(0));
+    assert!(
+        s.timers.with_jobs.is_empty(),
+        "queued: no timer until released"
+    );
+    let assigned = s.poll(busy, 0, None, c.assignment, t(0)).expect("assigned");
+    assert_eq!(
+        s.timers.with_jobs.iter().copied().collect::<Vec<_>>(),
+        vec![busy],
+        "an assigned job may be reassigned"
+    );
+    // A runner takes it: its `JobStarted` waits 5 s, so the set stays watched until that event
+    // has gone out, then nothing is left to time.
+    let agent = s.register_agent(&org(), busy, "r1", t(0)).expect("agent");
+    assert!(s.start_runner(agent.id).is_ok());
+    s.process(&c, t(1));
+    assert!(s.timers.with_jobs.contains(&busy), "a delayed event waits");
+    assert!(
+        s.poll(busy, assigned.id, None, c.assignment, t(1))
+            .is_none()
+    );
+    s.process(&c, t(6));
+    let started = s
+        .poll(busy, assigned.id, None, c.assignment, t(6))
+        .expect("started");
+    assert_eq!(kinds(&started), vec!["Started"]);
+    assert!(s.timers.with_jobs.is_empty(), "running: nothing to time");
+    assert!(!s.timers.with_jobs.contains(&quiet));
+}
