@@ -366,6 +366,27 @@ pub async fn apply_declared(
     }
 }
 
+/// Deletes scale set `id`'s row, reading its generation again when a write of the worker (state,
+/// session, cursor) came between the read and the delete: those do not change what the plan
+/// decided (the set is undeclared), so they must not make the apply stale.
+async fn detach(store: &dyn Store, id: ScaleSetId) -> Result<(), Error> {
+    let mut attempt = 1;
+    loop {
+        let row = store
+            .get_scale_set(id)
+            .await
+            .map_err(written("reading a scale set to detach"))?;
+        match store.delete_scale_set(id, row.generation).await {
+            Ok(()) => return Ok(()),
+            Err(e) if e.is_stale() && attempt < DETACH_ATTEMPTS => attempt += 1,
+            Err(e) => return Err(written("detaching a scale set")(e)),
+        }
+    }
+}
+
+/// How many times a detach reads the row again after a concurrent write.
+const DETACH_ATTEMPTS: u32 = 5;
+
 /// How many times the start-up apply plans again after finding its plan stale.
 const DECLARED_APPLY_ATTEMPTS: u32 = 5;
 
@@ -495,27 +516,33 @@ async fn execute(store: &dyn Store, fleet: &Fleet, plan: FleetPlan) -> Result<Ap
                 created.push(row.id);
             }
             (Action::Update, Some(declared), Some(id)) => {
-                let mut row = store
-                    .get_scale_set(id)
+                // A read-modify-write that tolerates the worker's own writes to the row (state,
+                // session, cursor: they bump its generation too) between our read and our
+                // write: only a change of the spec makes the plan stale. Found by CI, where the
+                // worker recorded a set `ready` while an operator applied a spec change to it.
+                let mut spec_moved = false;
+                store
+                    .modify_scale_set(id, &mut |row| {
+                        spec_moved = spec_changes(Some(&row.spec), &declared.spec) != step.changes;
+                        if spec_moved {
+                            return;
+                        }
+                        // The cached runner group id stays: the group's name is part of the key.
+                        let cached = row.spec.runner_group.id;
+                        row.spec = declared.spec.clone();
+                        row.spec.runner_group.id = cached;
+                        if declared.takeover.is_some() {
+                            row.takeover.clone_from(&declared.takeover);
+                        }
+                    })
                     .await
-                    .map_err(written("reading a scale set to update"))?;
-                if spec_changes(Some(&row.spec), &declared.spec) != step.changes {
+                    .map_err(written("updating a scale set"))?;
+                if spec_moved {
                     return Err(Error::StalePlan {
                         reason: format!("scale set {} changed since the plan", step.key),
                         current: None,
                     });
                 }
-                // The cached runner group id stays: the group's name is part of the key.
-                let cached = row.spec.runner_group.id;
-                row.spec = declared.spec.clone();
-                row.spec.runner_group.id = cached;
-                if declared.takeover.is_some() {
-                    row.takeover.clone_from(&declared.takeover);
-                }
-                store
-                    .update_scale_set(&row)
-                    .await
-                    .map_err(written("updating a scale set"))?;
                 let fields: Vec<&str> = step.changes.iter().map(|c| c.field).collect();
                 store
                     .append_event(
@@ -527,14 +554,7 @@ async fn execute(store: &dyn Store, fleet: &Fleet, plan: FleetPlan) -> Result<Ap
                     .map_err(store_err("appending an event"))?;
             }
             (Action::Detach, None, Some(id)) => {
-                let row = store
-                    .get_scale_set(id)
-                    .await
-                    .map_err(written("reading a scale set to detach"))?;
-                store
-                    .delete_scale_set(id, row.generation)
-                    .await
-                    .map_err(written("detaching a scale set"))?;
+                detach(store, id).await?;
             }
             _ => continue,
         }

@@ -10,6 +10,9 @@ use scaleset_control::{
 };
 use scaleset_store::{EntityKind, NewCredentials, ScaleSet, ScaleSetStore, Store};
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use scaleset_store::test_util::simulator_credentials;
 
 use crate::helpers::{Harness, TestDb, backend_tests, sim_config};
@@ -18,6 +21,7 @@ backend_tests!(
     plan_writes_nothing,
     an_unchanged_plan_applies_as_a_noop,
     a_plan_made_stale_by_a_concurrent_change_is_refused,
+    the_workers_own_writes_between_plan_and_write_do_not_make_an_apply_stale,
     plan_previews_create_adopt_and_refuse_from_github,
     the_worker_apply_stores_declared_scale_sets_once,
     issue_36_workers_applying_the_declared_fleet_together_all_succeed,
@@ -151,6 +155,87 @@ async fn a_plan_made_stale_by_a_concurrent_change_is_refused(db: TestDb) {
         "a refused apply wrote"
     );
     assert_eq!(h.stored().await.spec.max_runners, 10);
+}
+
+/// The worker writes a scale set's row all the time (state, session, cursor), and each write
+/// bumps its generation. An apply whose spec change or detach lands between the worker's writes
+/// must still succeed: only a change of what the plan compared (the spec, the set's presence)
+/// makes it stale. Found by CI: `scalesetctl apply` exited 2 ("stale_plan") while the
+/// server's worker recorded the set it had just created `ready`.
+async fn the_workers_own_writes_between_plan_and_write_do_not_make_an_apply_stale(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    let lookup = GitHubLookup::new();
+    let mut fleet = declared_fleet(&h);
+    fleet.scale_sets.push(declared(&h, "undeclared-later"));
+    let plan = plan_of(&h, &lookup, &fleet, false).await;
+    apply_with(&h, &lookup, &fleet, &plan.digest)
+        .await
+        .expect("store the second set");
+    let ids: Vec<_> = h
+        .store
+        .list_scale_sets(None)
+        .await
+        .expect("sets")
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(ids.len(), 2);
+
+    // A stand-in for the worker: status writes to both rows, back to back, until told to stop.
+    let stop = Arc::new(AtomicBool::new(false));
+    let worker = {
+        let (store, stop, ids) = (h.store.clone(), stop.clone(), ids.clone());
+        tokio::spawn(async move {
+            let mut writes = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                for id in &ids {
+                    // The detached row is gone; the writer goes on with the other one.
+                    let _ = store
+                        .modify_scale_set(*id, &mut |row| {
+                            row.state_reason = format!("worker write {writes}");
+                        })
+                        .await;
+                    writes += 1;
+                }
+                tokio::task::yield_now().await;
+            }
+            writes
+        })
+    };
+
+    for max_runners in 1..=20 {
+        fleet.scale_sets[0].spec.max_runners = max_runners;
+        let plan = plan_of(&h, &lookup, &fleet, false).await;
+        assert_eq!(plan.scale_sets[0].action, Action::Update);
+        if let Err(e) = apply_with(&h, &lookup, &fleet, &plan.digest).await {
+            panic!("apply {max_runners} refused though only the worker wrote meanwhile: {e}");
+        }
+        assert_eq!(h.stored().await.spec.max_runners, max_runners);
+    }
+    // Pruning the set the fleet no longer declares, while the worker writes to it.
+    fleet.scale_sets.pop();
+    let plan = plan_of(&h, &lookup, &fleet, true).await;
+    assert_eq!(plan.count(Action::Detach), 1, "{plan:#?}");
+    let pruned = apply_fleet(
+        h.store.as_ref(),
+        &lookup,
+        &h.identity,
+        &fleet,
+        true,
+        &plan.digest,
+    )
+    .await;
+    stop.store(true, Ordering::Relaxed);
+    let writes = worker.await.expect("the writer");
+    if let Err(e) = pruned {
+        panic!("the prune was refused though only the worker wrote meanwhile: {e}");
+    }
+    assert_eq!(
+        h.store.list_scale_sets(None).await.expect("sets").len(),
+        1,
+        "the undeclared set is detached"
+    );
+    assert!(writes > 20, "the worker wrote throughout ({writes} writes)");
 }
 
 async fn plan_previews_create_adopt_and_refuse_from_github(db: TestDb) {
