@@ -22,6 +22,7 @@ use crate::snapshot::{
 };
 
 mod agent;
+mod agents;
 mod error;
 mod job;
 mod name;
@@ -32,6 +33,7 @@ mod tenant;
 
 use agent::Step;
 pub(crate) use agent::{Agent, AgentPhase};
+use agents::Agents;
 pub(crate) use error::StateError;
 pub(crate) use job::{Delivery, Job, JobEvent, JobState, MAX_JOBS_PER_ENQUEUE};
 use name::{folded, same_name};
@@ -52,7 +54,8 @@ pub(crate) struct State {
     /// The scale sets a timer may act on, so a tick (one per request) does not visit every
     /// scale set. Noted after every change of a set ([`State::noted`]).
     timers: Timers,
-    pub(crate) agents: BTreeMap<i64, Agent>,
+    /// The registered agents, indexed by name, scale set and whether a runner connected.
+    pub(crate) agents: Agents,
     /// Installation token → (installation id, expiry).
     pub(crate) installation_tokens: HashMap<String, (i64, SimTime)>,
     /// Registration token → (scope, expiry).
@@ -72,7 +75,7 @@ impl State {
             scale_sets: BTreeMap::new(),
             names: ScaleSetNames::default(),
             timers: Timers::default(),
-            agents: BTreeMap::new(),
+            agents: Agents::default(),
             installation_tokens: HashMap::new(),
             registration_tokens: HashMap::new(),
             next_scale_set_id: 1,
@@ -271,7 +274,7 @@ impl State {
     /// Deletes a scale set with its session, jobs, messages and agents.
     pub(crate) fn delete_scale_set(&mut self, id: i64) -> Option<ScaleSet> {
         let set = self.delete_scale_set_keeping_runners(id)?;
-        self.agents.retain(|_, a| a.scale_set_id != id);
+        self.agents.remove_set(id);
         Some(set)
     }
 
@@ -484,7 +487,7 @@ impl State {
             .get(&id)
             .map(ScaleSet::job_statistics)
             .unwrap_or_default();
-        for agent in self.agents.values().filter(|a| a.scale_set_id == id) {
+        for agent in self.agents.of_set(id) {
             stats.total_registered_runners += 1;
             if agent.is_busy() {
                 stats.total_busy_runners += 1;
@@ -509,11 +512,7 @@ impl State {
         if name.trim().is_empty() {
             return Err(StateError::EmptyRunnerName);
         }
-        if self
-            .agents
-            .values()
-            .any(|a| &a.scope == scope && same_name(&a.name, name))
-        {
+        if self.agents.named(scope, name).is_some() {
             return Err(StateError::AgentExists {
                 name: name.to_owned(),
             });
@@ -527,7 +526,7 @@ impl State {
             phase: AgentPhase::Registered,
         };
         self.next_agent_id += 1;
-        self.agents.insert(agent.id, agent.clone());
+        self.agents.insert(agent.clone());
         Ok(agent)
     }
 
@@ -541,6 +540,9 @@ impl State {
 
     /// Agents of `scope`, filtered by name (case-insensitive) when given.
     pub(crate) fn find_agents(&self, scope: &Scope, name: Option<&str>) -> Vec<&Agent> {
+        if let Some(name) = name {
+            return self.agents.named(scope, name).into_iter().collect();
+        }
         self.agents
             .values()
             .filter(|a| &a.scope == scope)
@@ -553,23 +555,17 @@ impl State {
         if self.agent(scope, id)?.is_busy() {
             return Err(StateError::JobStillRunning(id));
         }
-        self.agents.remove(&id);
+        self.agents.remove(id);
         Ok(())
     }
 
     /// Connects a simulated runner as agent `id`; it then takes one assigned job.
     pub(crate) fn start_runner(&mut self, id: i64) -> Result<(), StateError> {
-        self.agents
-            .get_mut(&id)
-            .ok_or(StateError::RunnerNotRegistered(id))?
-            .start()
+        self.agents.start(id)
     }
 
     pub(crate) fn disconnect_runner(&mut self, id: i64) -> Result<(), StateError> {
-        self.agents
-            .get_mut(&id)
-            .ok_or(StateError::AgentNotFound(id))?
-            .disconnect()
+        self.agents.disconnect(id)
     }
 
     // ----- timers -------------------------------------------------------------------------------
@@ -581,24 +577,39 @@ impl State {
     pub(crate) fn process(&mut self, config: &SimConfig, now: SimTime) -> Vec<i64> {
         #[cfg(test)]
         self.timers.assert_indexes(&self.scale_sets);
+        #[cfg(test)]
+        self.agents.assert_indexes();
         let mut finished = Vec::new();
-        for agent in self.agents.values_mut() {
-            let Some(set) = self.scale_sets.get_mut(&agent.scale_set_id) else {
-                // Its scale set was deleted with the runner left registered: the runner
-                // process still ends its job and deregisters (ephemeral).
-                if agent.finished_without_set(now) {
-                    finished.push(agent.id);
+        // Only the runners that connected act on a tick: under a stream of jobs most agents are
+        // registered by the JIT POST with their machine not up yet (issue 35: at 1,000 jobs/s
+        // every request visited thousands of agents and refiled each one's set).
+        for id in self.agents.started() {
+            let scale_sets = &mut self.scale_sets;
+            let timers = &mut self.timers;
+            let step = self.agents.change(id, |agent| {
+                let Some(set) = scale_sets.get_mut(&agent.scale_set_id) else {
+                    // Its scale set was deleted with the runner left registered: the runner
+                    // process still ends its job and deregisters (ephemeral).
+                    return if agent.finished_without_set(now) {
+                        Step::Deregisters
+                    } else {
+                        Step::Stays
+                    };
+                };
+                let before = agent.phase.clone();
+                let step = agent.work(set, config, now);
+                // A step that left the runner as it was left its set as it was too.
+                if step == Step::Deregisters || agent.phase != before {
+                    timers.note(set);
                 }
-                continue;
-            };
-            let step = agent.work(set, config, now);
-            self.timers.note(set);
-            if step == Step::Deregisters {
-                finished.push(agent.id);
+                step
+            });
+            if step == Some(Step::Deregisters) {
+                finished.push(id);
             }
         }
         for id in finished {
-            self.agents.remove(&id);
+            self.agents.remove(id);
         }
         // Sets with neither job events nor assigned jobs have nothing to wake or reassign; only
         // a session expiry, which concerns every session, needs them all.

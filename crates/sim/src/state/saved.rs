@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
+use super::agents::Agents;
 use super::{Agent, ScaleSet, ScaleSetNames, State, Tenant, Timers};
 use crate::scope::Scope;
 
@@ -69,7 +70,7 @@ impl State {
     pub(crate) fn from_saved(saved: Saved) -> Self {
         let scale_sets: BTreeMap<i64, ScaleSet> =
             saved.scale_sets.into_iter().map(|s| (s.id, s)).collect();
-        let agents: BTreeMap<i64, Agent> = saved.agents.into_iter().map(|a| (a.id, a)).collect();
+        let agents = Agents::of(saved.agents);
         let max_set = scale_sets.keys().max().copied().unwrap_or(0);
         let max_agent = agents.keys().max().copied().unwrap_or(0);
         let max_message = scale_sets
