@@ -100,6 +100,7 @@ impl Controller {
                 starting,
                 recoveries,
                 renewals: Default::default(),
+                samples: Default::default(),
                 provider_health: Default::default(),
                 removal_requests: Default::default(),
             }),

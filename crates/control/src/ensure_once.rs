@@ -86,6 +86,7 @@ impl EnsureOnce {
                 starting: tokio::sync::Semaphore::new(1),
                 recoveries: Default::default(),
                 renewals: Default::default(),
+                samples: Default::default(),
                 provider_health: Default::default(),
                 removal_requests: Default::default(),
             },

@@ -35,6 +35,8 @@ pub(crate) struct Shared {
     pub(crate) recoveries: Recoveries,
     /// The listeners' lease renewals, joined into one store commit per short window.
     pub(crate) renewals: Renewals,
+    /// The listeners' status-page samples, joined into one store commit per short window.
+    pub(crate) samples: Arc<Samples>,
     /// Each scale set's provider, as its task last found it (the back-off of a failing
     /// provider outlives a pass: a failed pass must not make the provider be tried at once).
     pub(crate) provider_health: ProviderHealthBook,
@@ -132,6 +134,12 @@ impl Recoveries {
 pub(crate) type Renewals = crate::coalesce::Coalesce<
     scaleset_store::Lease,
     Result<scaleset_store::Lease, scaleset_store::Error>,
+>;
+
+/// Status-page samples waiting for their batch (see `Listener::sample`).
+pub(crate) type Samples = crate::coalesce::Coalesce<
+    (scaleset_store::Lease, scaleset_store::Sample),
+    Result<(), scaleset_store::Error>,
 >;
 
 /// One lookup per (entity, runner-group name): the first scale set to need it looks it up,

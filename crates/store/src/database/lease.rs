@@ -39,6 +39,20 @@ pub(super) fn check_fence(conn: &mut DbConnection, lease: &Lease) -> Result<()> 
     }
 }
 
+/// The positions of `leases` in the order a batch locks their rows: by scale set. Every batch
+/// of writes to several lease rows takes them in this one order (PostgreSQL deadlocks two
+/// transactions that lock the same rows in different orders, and a worker's sample batch and
+/// renewal batch hold leases of the same scale sets).
+pub(super) fn in_lock_order<'a>(leases: impl IntoIterator<Item = &'a Lease>) -> Vec<usize> {
+    let mut order: Vec<(ScaleSetId, usize)> = leases
+        .into_iter()
+        .enumerate()
+        .map(|(at, lease)| (lease.scale_set_id, at))
+        .collect();
+    order.sort_unstable();
+    order.into_iter().map(|(_, at)| at).collect()
+}
+
 /// Extends `lease` to `expires_at` if it is still the stored one (holder and token).
 fn renew(conn: &mut DbConnection, lease: Lease, expires_at: Timestamp) -> Result<Lease> {
     let renewed = diesel::update(
@@ -222,12 +236,12 @@ impl LeaseStore for DieselStore {
         self.run("renew leases", move |conn, ctx| {
             let expires_at = ctx.now().saturating_add(ttl);
             write_transaction(conn, "renew leases", |conn| {
-                let mut renewed = Vec::with_capacity(leases.len());
-                for lease in leases {
-                    match renew(conn, lease, expires_at) {
+                let mut renewed: Vec<Result<Lease>> = leases.iter().map(|l| Err(lost(l))).collect();
+                for at in in_lock_order(&leases) {
+                    match renew(conn, leases[at].clone(), expires_at) {
                         // A lost lease is that lease's answer; a backend error ends the batch.
                         Err(e) if !e.is_lease_lost() => return Err(e),
-                        result => renewed.push(result),
+                        result => renewed[at] = result,
                     }
                 }
                 Ok(renewed)

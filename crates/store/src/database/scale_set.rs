@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 
 use super::event::append_in;
-use super::lease::check_fence;
+use super::lease::{check_fence, in_lock_order};
 use super::schema::{leases, scale_set_health, scale_set_samples, scale_sets};
 use super::{
     Context, DbConnection, DieselStore, count_from_db, enum_from_db, json_from_db, parse_uuid,
@@ -326,6 +326,44 @@ where
     })
 }
 
+/// Stores `sample` of the lease's scale set inside the caller's write transaction, fenced by
+/// `lease` (nothing is written when it was taken over), and prunes the set's samples older than
+/// [`SAMPLE_WINDOW`] before it.
+fn write_sample(conn: &mut DbConnection, lease: &Lease, sample: &Sample) -> Result<()> {
+    const OPERATION: &str = "record sample";
+    check_fence(conn, lease)?;
+    let id = lease.scale_set_id.to_string();
+    let at = sample.at.unix_millis();
+    let window = i64::try_from(SAMPLE_WINDOW.as_millis()).unwrap_or(i64::MAX);
+    let latency = sample
+        .start_latency
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    diesel::delete(
+        scale_set_samples::table
+            .filter(scale_set_samples::scale_set_id.eq(&id))
+            .filter(
+                scale_set_samples::at
+                    .lt(at.saturating_sub(window))
+                    .or(scale_set_samples::at.eq(at)),
+            ),
+    )
+    .execute(conn)
+    .map_err(Error::backend(OPERATION))?;
+    diesel::insert_into(scale_set_samples::table)
+        .values((
+            scale_set_samples::scale_set_id.eq(&id),
+            scale_set_samples::at.eq(at),
+            scale_set_samples::jobs_waiting.eq(i64::from(sample.jobs_waiting)),
+            scale_set_samples::idle.eq(i64::from(sample.idle)),
+            scale_set_samples::busy.eq(i64::from(sample.busy)),
+            scale_set_samples::starting.eq(i64::from(sample.starting)),
+            scale_set_samples::start_latency_ms.eq(latency),
+        ))
+        .execute(conn)
+        .map_err(Error::backend(OPERATION))?;
+    Ok(())
+}
+
 /// The columns a [`Progress`] writes (`None` leaves a column as it is).
 #[derive(AsChangeset)]
 #[diesel(table_name = scale_sets)]
@@ -567,33 +605,27 @@ impl ScaleSetStore for DieselStore {
         let lease = lease.clone();
         let sample = *sample;
         self.run("record sample", move |conn, _| {
-            let at = sample.at.unix_millis();
-            let window = i64::try_from(SAMPLE_WINDOW.as_millis()).unwrap_or(i64::MAX);
-            let latency = sample
-                .start_latency
-                .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-            fenced_update(conn, &lease, "record sample", |conn, id| {
-                diesel::delete(
-                    scale_set_samples::table
-                        .filter(scale_set_samples::scale_set_id.eq(&id))
-                        .filter(
-                            scale_set_samples::at
-                                .lt(at.saturating_sub(window))
-                                .or(scale_set_samples::at.eq(at)),
-                        ),
-                )
-                .execute(conn)?;
-                diesel::insert_into(scale_set_samples::table)
-                    .values((
-                        scale_set_samples::scale_set_id.eq(&id),
-                        scale_set_samples::at.eq(at),
-                        scale_set_samples::jobs_waiting.eq(i64::from(sample.jobs_waiting)),
-                        scale_set_samples::idle.eq(i64::from(sample.idle)),
-                        scale_set_samples::busy.eq(i64::from(sample.busy)),
-                        scale_set_samples::starting.eq(i64::from(sample.starting)),
-                        scale_set_samples::start_latency_ms.eq(latency),
-                    ))
-                    .execute(conn)
+            write_transaction(conn, "record sample", |conn| {
+                write_sample(conn, &lease, &sample)
+            })
+        })
+        .await
+    }
+
+    async fn record_samples(&self, samples: &[(Lease, Sample)]) -> Result<Vec<Result<()>>> {
+        let samples = samples.to_vec();
+        self.run("record samples", move |conn, _| {
+            write_transaction(conn, "record samples", |conn| {
+                let mut answers: Vec<Result<()>> = samples.iter().map(|_| Ok(())).collect();
+                for at in in_lock_order(samples.iter().map(|(lease, _)| lease)) {
+                    let (lease, sample) = &samples[at];
+                    match write_sample(conn, lease, sample) {
+                        // A lost lease is that sample's answer; a backend error ends the batch.
+                        Err(e) if !e.is_lease_lost() => return Err(e),
+                        answer => answers[at] = answer,
+                    }
+                }
+                Ok(answers)
             })
         })
         .await

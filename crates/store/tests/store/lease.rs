@@ -16,6 +16,8 @@ store_tests!(
     released_lease_is_retaken_with_a_greater_token,
     renewal_extends_and_keeps_the_token,
     renewing_together_fences_each_lease_by_its_own_token,
+    samples_recorded_together_are_each_fenced_and_answered_in_order,
+    sample_and_renewal_batches_of_the_same_leases_in_any_order_never_deadlock,
     stale_token_writes_are_lease_lost,
     fenced_write_waits_for_a_take_over_in_flight,
     lease_on_unknown_scale_set_is_not_found,
@@ -67,6 +69,104 @@ async fn renewing_together_fences_each_lease_by_its_own_token(db: TestDb) {
         (taken_b.holder(), taken_b.token(), taken_b.expires_at()),
         "the new holder's lease is untouched"
     );
+}
+
+fn sample_at(millis: i64, busy: u32) -> scaleset_store::Sample {
+    scaleset_store::Sample {
+        at: scaleset_store::Timestamp::from_unix_millis(millis),
+        jobs_waiting: 0,
+        idle: 1,
+        busy,
+        starting: 0,
+        start_latency: None,
+    }
+}
+
+/// One commit stores many scale sets' samples, each fenced by its own lease: a taken-over
+/// lease's sample is answered `LeaseLost` and not written, the others are; the answers follow
+/// the order given (not the order the rows are locked in).
+async fn samples_recorded_together_are_each_fenced_and_answered_in_order(db: TestDb) {
+    let store = db.open().await;
+    let mut sets = Vec::new();
+    for name in ["samples-a", "samples-b", "samples-c"] {
+        sets.push(crate::helpers::scale_set(&store, name).await);
+    }
+    let mut held = Vec::new();
+    for set in &sets {
+        held.push(lease(&store, set.id, "w").await);
+    }
+    store.release_lease(&held[1]).await.unwrap();
+    let _taken = lease(&store, sets[1].id, "other").await;
+    // Given in an order unlike the scale-set order the rows are locked in.
+    let mut batch: Vec<_> = held
+        .iter()
+        .enumerate()
+        .map(|(at, lease)| (lease.clone(), sample_at(60_000, u32::try_from(at).unwrap())))
+        .collect();
+    batch.sort_by_key(|(lease, _)| std::cmp::Reverse(lease.scale_set_id()));
+
+    let answers = store.record_samples(&batch).await.unwrap();
+    assert_eq!(answers.len(), 3);
+    for ((lease, _), answer) in batch.iter().zip(&answers) {
+        if lease.scale_set_id() == sets[1].id {
+            assert!(
+                answer.as_ref().is_err_and(|e| e.is_lease_lost()),
+                "{answer:?}"
+            );
+        } else {
+            assert!(answer.is_ok(), "{answer:?}");
+        }
+    }
+    let ids: Vec<ScaleSetId> = sets.iter().map(|s| s.id).collect();
+    let mut stored = store
+        .list_samples(&ids, scaleset_store::Timestamp::from_unix_millis(0))
+        .await
+        .unwrap();
+    stored.sort_by_key(|(id, _)| ids.iter().position(|i| i == id));
+    assert_eq!(
+        stored,
+        vec![
+            (sets[0].id, sample_at(60_000, 0)),
+            (sets[2].id, sample_at(60_000, 2))
+        ],
+        "each sample of a lease still held, none of the lost one"
+    );
+}
+
+/// A worker's sample batch and renewal batch hold leases of the same scale sets; given in
+/// opposite orders, at once, over and over, every batch commits. On PostgreSQL, two
+/// transactions that lock the same lease rows in different orders deadlock (one is aborted
+/// with "deadlock detected"): both batches lock in scale-set order.
+async fn sample_and_renewal_batches_of_the_same_leases_in_any_order_never_deadlock(db: TestDb) {
+    let store = db.open().await;
+    let mut held = Vec::new();
+    for at in 0..16 {
+        let set = crate::helpers::scale_set(&store, &format!("order-{at:02}")).await;
+        held.push(lease(&store, set.id, "w").await);
+    }
+    for round in 0..30i64 {
+        let mut reversed = held.clone();
+        reversed.reverse();
+        let samples: Vec<_> = reversed
+            .iter()
+            .map(|lease| (lease.clone(), sample_at(60_000 * (round + 1), 0)))
+            .collect();
+        let (renewed, sampled) = tokio::join!(
+            store.renew_leases(&held, Duration::from_secs(600)),
+            store.record_samples(&samples),
+        );
+        let renewed = renewed.unwrap_or_else(|e| panic!("round {round}: renewals: {e}"));
+        let sampled = sampled.unwrap_or_else(|e| panic!("round {round}: samples: {e}"));
+        assert!(
+            renewed.iter().all(Result::is_ok),
+            "round {round}: {renewed:?}"
+        );
+        assert!(
+            sampled.iter().all(Result::is_ok),
+            "round {round}: {sampled:?}"
+        );
+        held = renewed.into_iter().map(Result::unwrap).collect();
+    }
 }
 
 /// Take-over races run after the first acquisition race.

@@ -93,6 +93,12 @@ impl<S: ScaleSetStore> ScaleSetStore for Contended<S> {
     ) -> Result<()> {
         self.inner.record_sample(lease, sample).await
     }
+    async fn record_samples(
+        &self,
+        samples: &[(scaleset_store::Lease, scaleset_store::Sample)],
+    ) -> Result<Vec<Result<()>>> {
+        self.inner.record_samples(samples).await
+    }
     async fn list_samples(
         &self,
         ids: &[ScaleSetId],
