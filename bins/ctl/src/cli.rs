@@ -130,6 +130,9 @@ pub(crate) enum Command {
     /// Import another manager's configuration as a fleet file (read-only on its side).
     #[command(subcommand)]
     Import(ImportCommand),
+    /// The fleet file: export the stored scale sets as one.
+    #[command(subcommand)]
+    Fleet(FleetCommand),
     /// Tear down everything this controller owns, and nothing else: prints the plan (delete,
     /// detach, wait, kill or skip per runner, instance, scale set, session and record, with
     /// why); applies it only with --apply --digest. Needs a server started with --with-worker
@@ -162,6 +165,24 @@ pub(crate) struct DecommissionArgs {
     /// The digest of the reviewed plan: apply refuses if the plan is not that one any more.
     #[arg(long, value_name = "SHA256")]
     pub(crate) digest: Option<String>,
+}
+
+/// `fleet …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum FleetCommand {
+    /// Write every stored scale set as a fleet file ([[scale_set]] tables), which `plan`
+    /// shows as no change: declare it in the configuration file, and a database loss no
+    /// longer loses them. Credentials are named, not written (declare them with their
+    /// secret's file or variable).
+    Export(FleetExport),
+}
+
+/// `fleet export`.
+#[derive(Debug, Args)]
+pub(crate) struct FleetExport {
+    /// Write the fleet file here (default: stdout).
+    #[arg(long = "output-file", visible_alias = "out", value_name = "FILE")]
+    pub(crate) output_file: Option<PathBuf>,
 }
 
 /// `import …`.

@@ -20,7 +20,7 @@ use std::io::Write as _;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cli::{Cli, Command, ImportCommand};
+use crate::cli::{Cli, Command, FleetCommand, ImportCommand};
 use crate::client::Api;
 use crate::exit::Outcome;
 use crate::output::{Format, Output};
@@ -90,6 +90,7 @@ pub(crate) async fn run(cli: Cli, env: &BTreeMap<String, String>, out: &Output) 
         Command::Token(command) => token::run(&ctx, command).await,
         Command::Worker(command) => worker::run(&ctx, command).await,
         Command::Plan(args) => fleet::plan(&ctx, args).await,
+        Command::Fleet(FleetCommand::Export(args)) => fleet::export(&ctx, args).await,
         Command::Apply { fleet, digest } => fleet::apply(&ctx, fleet, digest).await,
         Command::Import(ImportCommand::Garm(args)) => {
             import::garm(&cli.connection, args, out).await

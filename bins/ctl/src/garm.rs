@@ -212,7 +212,7 @@ fn quoted(text: &str) -> String {
 }
 
 /// JSON → TOML for extra specs; TOML has no null, so nulls are dropped and named in `dropped`.
-fn to_toml(
+pub(crate) fn to_toml(
     value: &serde_json::Value,
     path: &str,
     dropped: &mut Vec<String>,

@@ -8,6 +8,7 @@ mod cli;
 mod client;
 mod commands;
 mod exit;
+mod fleet_file;
 mod garm;
 mod output;
 mod progress;

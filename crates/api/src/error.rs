@@ -164,6 +164,9 @@ pub enum ApiError {
         /// The lease holder.
         holder: String,
     },
+    /// A change through the API to a scale set the configuration file declares.
+    #[error("{0}")]
+    Declared(scaleset_control::DeclaredEdit),
     /// A fleet plan no longer matches the world.
     #[error("{reason}")]
     StalePlan {
@@ -227,6 +230,7 @@ impl ApiError {
             Self::StaleGeneration { .. } => ErrorCode::StaleGeneration,
             Self::NotDrained { .. } => ErrorCode::NotDrained,
             Self::LeaseHeld { .. } => ErrorCode::LeaseHeld,
+            Self::Declared(_) => ErrorCode::Declared,
             Self::StalePlan { .. } => ErrorCode::StalePlan,
             Self::NoProviders => ErrorCode::NoProviders,
             Self::GitHub { .. } => ErrorCode::GitHub,
@@ -277,6 +281,7 @@ pub fn status(code: ErrorCode) -> StatusCode {
         | ErrorCode::StaleGeneration
         | ErrorCode::NotDrained
         | ErrorCode::LeaseHeld
+        | ErrorCode::Declared
         | ErrorCode::StalePlan
         | ErrorCode::NoProviders
         | ErrorCode::JitConfigured => StatusCode::CONFLICT,

@@ -9,8 +9,12 @@ use std::time::Duration;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use scaleset_control::{ClientFactory, ControllerIdentity, DecommissionSource, Metrics, Settings};
+use scaleset_control::{
+    ClientFactory, ConfiguredFleet, ControllerIdentity, DecommissionSource, Metrics, ScaleSetKey,
+    Settings,
+};
 use scaleset_store::{Clock, Store, SystemClock};
 
 /// Request limits.
@@ -62,7 +66,11 @@ pub struct AppState {
     /// Where decommissions come from: the worker's providers, so `None` for an API-only
     /// server (the decommission routes then answer `409 no_providers`).
     pub decommission: Option<DecommissionSource>,
+    /// The fleet the configuration file declares (empty until [`AppState::with_configured`]):
+    /// its scale sets' specs are the file's, and the API refuses to change them.
+    pub configured: Arc<ConfiguredFleet>,
     pub(crate) http_metrics: HttpMetrics,
+    pub(crate) fleet_metrics: FleetMetrics,
 }
 
 impl std::fmt::Debug for AppState {
@@ -92,6 +100,7 @@ impl AppState {
         // The API's own GitHub calls (a scale set's DELETE) are counted as the worker's are.
         let clients = scaleset_control::observed_clients(clients, &metrics);
         let http_metrics = HttpMetrics::new(&mut registry);
+        let fleet_metrics = FleetMetrics::new(&mut registry);
         let api_holder = format!("{}/api", settings.worker);
         Self {
             store,
@@ -107,7 +116,9 @@ impl AppState {
             worker: None,
             clock: Arc::new(SystemClock),
             decommission: None,
+            configured: Arc::new(ConfiguredFleet::default()),
             http_metrics,
+            fleet_metrics,
         }
     }
 
@@ -138,6 +149,18 @@ impl AppState {
     pub fn with_decommission(mut self, source: DecommissionSource) -> Self {
         self.decommission = Some(source);
         self
+    }
+
+    /// Says which scale sets the configuration file declares (and the file's path).
+    #[must_use]
+    pub fn with_configured(mut self, configured: ConfiguredFleet) -> Self {
+        self.configured = Arc::new(configured);
+        self
+    }
+
+    /// The keys of the scale sets the configuration file declares.
+    pub(crate) fn configured_keys(&self) -> Vec<ScaleSetKey> {
+        self.configured.keys()
     }
 
     /// Replaces the clock (tests).
@@ -185,5 +208,24 @@ impl HttpMetrics {
                 status,
             })
             .inc();
+    }
+}
+
+/// `scaleset_scale_sets_not_declared`: set from the store at each scrape of `/metrics`.
+#[derive(Debug, Clone)]
+pub(crate) struct FleetMetrics {
+    pub(crate) not_declared: Gauge,
+}
+
+impl FleetMetrics {
+    fn new(registry: &mut Registry) -> Self {
+        let not_declared = Gauge::default();
+        registry.register(
+            "scaleset_scale_sets_not_declared",
+            "Stored scale sets the configuration file does not declare: only in the database, \
+             lost on a database loss (scalesetctl fleet export writes them as a fleet file)",
+            not_declared.clone(),
+        );
+        Self { not_declared }
     }
 }

@@ -253,7 +253,7 @@ async fn overview(
     }
     let filter = view::Filter::parse(query.as_deref());
     let now = Timestamp::from_system_time(SystemTime::now());
-    match view::overview(page.store.as_ref(), filter, now).await {
+    match view::overview(page.store.as_ref(), &page.configured, filter, now).await {
         Ok(view) => Html(render::overview(&view, SystemTime::now())).into_response(),
         Err(e) => unavailable(&e),
     }

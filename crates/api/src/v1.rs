@@ -41,8 +41,8 @@ pub use plan::{
 };
 pub use scale_set::{
     AdoptionPolicy, Attention, CreateScaleSet, DeleteAction, DeleteScaleSetResult,
-    DrainScaleSetResult, Event, Evidence, Provenance, Refusal, ScaleSet, ScaleSetSpec,
-    ScaleSetState, UpdateScaleSet,
+    DrainScaleSetResult, Event, Evidence, Provenance, Refusal, ScaleSet, ScaleSetList,
+    ScaleSetSpec, ScaleSetState, UpdateScaleSet,
 };
 pub use token::Token;
 pub use worker::DrainWorkerResult;
@@ -65,10 +65,6 @@ list! {
 list! {
     /// `GET /api/v1/entities`: by kind and name.
     EntityList of Entity
-}
-list! {
-    /// `GET /api/v1/scale-sets`: by name, then runner group (events are not included).
-    ScaleSetList of ScaleSet
 }
 list! {
     /// `GET /api/v1/tokens`: by name.

@@ -166,6 +166,7 @@ pub(crate) fn scale_set(s: &store::ScaleSet, events: &[store::Event]) -> v1::Sca
                 remedy: a.remedy,
             }),
         events: events.iter().map(event).collect(),
+        declared: false,
         created_at: time(s.created_at),
         updated_at: time(s.updated_at),
     }

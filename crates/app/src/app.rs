@@ -9,8 +9,8 @@ use prometheus_client::registry::Registry;
 use scaleset_api::{AppState, Limits};
 use scaleset_config::Config;
 use scaleset_control::{
-    Action, ClientFactory, Controller, ControllerIdentity, DecommissionSource, Metrics, Settings,
-    StoreClientFactory, apply_declared,
+    Action, ClientFactory, ConfiguredFleet, Controller, ControllerIdentity, DecommissionSource,
+    Metrics, Settings, StoreClientFactory, apply_declared,
 };
 use scaleset_provider::Provider;
 use scaleset_store::{ControllerBinding, DieselStore, Store, WriterLock, WriterLockError};
@@ -46,6 +46,8 @@ pub struct App {
     store_clients: Arc<StoreClientFactory>,
     /// The declared secrets in files, watched for rotation, and the credentials they belong to.
     secret_files: Vec<scaleset_config::SecretFile>,
+    /// The configuration's fleet and file: what the API refuses to change.
+    configured: ConfiguredFleet,
     declared: Vec<scaleset_store::NewCredentials>,
     settings: Settings,
     provider_names: Vec<String>,
@@ -164,6 +166,10 @@ impl App {
             store_clients: clients,
             secret_files: config.secret_files.clone(),
             declared: config.fleet.credentials.clone(),
+            configured: ConfiguredFleet {
+                file: config.source.clone(),
+                fleet: config.fleet.clone(),
+            },
             settings: config.settings.clone(),
             provider_names: config.providers.iter().map(|p| p.name.clone()).collect(),
             limits,
@@ -215,6 +221,7 @@ impl App {
         )
         .with_limits(self.limits)
         .with_providers(self.provider_names)
+        .with_configured(self.configured)
         .with_clock(self.clock);
         if controller.is_some() {
             state = state.with_worker(self.settings.worker.clone());

@@ -103,6 +103,9 @@ pub struct Config {
     pub fleet: Fleet,
     /// The fleet's credentials whose secret is in a file, watched for rotation.
     pub secret_files: Vec<SecretFile>,
+    /// Where it was read from (the file's path), as messages name it: the file a declared
+    /// scale set is edited in.
+    pub source: String,
 }
 
 /// The worker process's own settings (`[worker]`).
@@ -189,7 +192,9 @@ impl Config {
             }
             fail(vec![Problem::new(key_of(&message), message)])
         })?;
-        validate::validate(raw, env).map_err(fail)
+        let mut config = validate::validate(raw, env).map_err(fail)?;
+        config.source = source_name.to_owned();
+        Ok(config)
     }
 }
 

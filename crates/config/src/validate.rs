@@ -158,6 +158,7 @@ pub(crate) fn validate(
                     scale_sets,
                 },
                 secret_files,
+                source: String::new(),
             })
         }
         _ => Err(p.0),

@@ -28,7 +28,7 @@ use crate::error::{Error, chain, store};
 use crate::identity::ControllerIdentity;
 use crate::planner::fleet::{
     self, Action, CredentialsAction, DeclaredScaleSet, Fleet, FleetInput, FleetPlan, Lookup,
-    PlanDigest, Reason, ScaleSetKey, World, spec_changes,
+    PlanDigest, Reason, ScaleSetKey, World, applied_spec, spec_changes,
 };
 
 /// What GitHub has for a declared scale set the store does not hold (the plan's create /
@@ -165,7 +165,11 @@ pub struct Applied {
 }
 
 /// Reads the store (and, for pruning, instance counts) as the planner sees it.
-async fn read_world(store: &dyn Store, prune: bool) -> Result<World, Error> {
+async fn read_world(
+    store: &dyn Store,
+    configured: &[ScaleSetKey],
+    prune: bool,
+) -> Result<World, Error> {
     let credentials = store
         .list_credentials()
         .await
@@ -194,6 +198,7 @@ async fn read_world(store: &dyn Store, prune: bool) -> Result<World, Error> {
         entities,
         scale_sets,
         instances,
+        configured: configured.to_vec(),
     })
 }
 
@@ -227,7 +232,9 @@ fn check_declared(fleet: &Fleet) -> Result<(), Error> {
     }
 }
 
-/// Plans `fleet` against the store and GitHub; writes nothing.
+/// Plans `fleet` against the store and GitHub; writes nothing. `configured` are the keys of
+/// the scale sets the process's own configuration declares ([`Fleet::keys`] of the fleet every
+/// start applies): a stored one that `fleet` leaves out is shown as declared there, and kept.
 ///
 /// # Errors
 ///
@@ -238,10 +245,11 @@ pub async fn plan_fleet(
     lookup: &dyn FleetLookup,
     identity: &ControllerIdentity,
     fleet: &Fleet,
+    configured: &[ScaleSetKey],
     prune: bool,
 ) -> Result<FleetPlan, Error> {
     check_declared(fleet)?;
-    let world = read_world(store, prune).await?;
+    let world = read_world(store, configured, prune).await?;
     let mut lookups = HashMap::new();
     for declared in &fleet.scale_sets {
         let key = declared.key();
@@ -286,7 +294,8 @@ pub async fn plan_fleet(
     }))
 }
 
-/// Plans `fleet` again and, if the plan's digest is `expected`, executes its steps.
+/// Plans `fleet` again (with `configured` as [`plan_fleet`]) and, if the plan's digest is
+/// `expected`, executes its steps.
 ///
 /// # Errors
 ///
@@ -298,10 +307,11 @@ pub async fn apply_fleet(
     lookup: &dyn FleetLookup,
     identity: &ControllerIdentity,
     fleet: &Fleet,
+    configured: &[ScaleSetKey],
     prune: bool,
     expected: &PlanDigest,
 ) -> Result<Applied, Error> {
-    let plan = plan_fleet(store, lookup, identity, fleet, prune).await?;
+    let plan = plan_fleet(store, lookup, identity, fleet, configured, prune).await?;
     if &plan.digest != expected {
         return Err(Error::StalePlan {
             reason: format!(
@@ -354,9 +364,20 @@ pub async fn apply_declared(
     // world that keeps changing under every attempt is still an error (the chaos soak's seed 14
     // found the exit 1).
     let mut attempt = 1;
+    let configured = fleet.keys();
     loop {
-        let plan = plan_fleet(store, &NoLookup, identity, fleet, false).await?;
-        match apply_fleet(store, &NoLookup, identity, fleet, false, &plan.digest).await {
+        let plan = plan_fleet(store, &NoLookup, identity, fleet, &configured, false).await?;
+        match apply_fleet(
+            store,
+            &NoLookup,
+            identity,
+            fleet,
+            &configured,
+            false,
+            &plan.digest,
+        )
+        .await
+        {
             Err(Error::StalePlan { reason, .. }) if attempt < DECLARED_APPLY_ATTEMPTS => {
                 tracing::info!(attempt, %reason, "the declared fleet changed under the start-up apply (another process applying it); planning again");
                 attempt += 1;
@@ -527,10 +548,7 @@ async fn execute(store: &dyn Store, fleet: &Fleet, plan: FleetPlan) -> Result<Ap
                         if spec_moved {
                             return;
                         }
-                        // The cached runner group id stays: the group's name is part of the key.
-                        let cached = row.spec.runner_group.id;
-                        row.spec = declared.spec.clone();
-                        row.spec.runner_group.id = cached;
+                        row.spec = applied_spec(&row.spec, &declared.spec);
                         if declared.takeover.is_some() {
                             row.takeover.clone_from(&declared.takeover);
                         }
@@ -575,4 +593,112 @@ async fn execute(store: &dyn Store, fleet: &Fleet, plan: FleetPlan) -> Result<Ap
         writes,
         created,
     })
+}
+
+/// The fleet the process's configuration declares, and the file it is in (DESIGN §6, "one
+/// source of truth"): a declared scale set's spec is the file's. The API refuses to change it
+/// ([`ConfiguredFleet::refuse_edit`]), plans show a stored set the file declares as declared
+/// there, and every other stored set is "not declared": lost on a database loss.
+#[derive(Debug, Clone, Default)]
+pub struct ConfiguredFleet {
+    /// The configuration file's path, as messages name it.
+    pub file: String,
+    /// Its fleet.
+    pub fleet: Fleet,
+}
+
+/// Why the API refuses to change a declared scale set, naming the file and the keys to edit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeclaredEdit {
+    /// The scale set's name.
+    pub scale_set: String,
+    /// The configuration file that declares it.
+    pub file: String,
+    /// Its index among the file's `[[scale_set]]` tables.
+    pub index: usize,
+    /// The keys the request would change (`max_runners`, `labels`, ...; `enabled` when the
+    /// file disables the set).
+    pub fields: Vec<&'static str>,
+}
+
+impl std::fmt::Display for DeclaredEdit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keys: Vec<String> = self
+            .fields
+            .iter()
+            .map(|field| format!("scale_set[{}].{field}", self.index))
+            .collect();
+        write!(
+            f,
+            "scale set {:?} is declared in the configuration file {} (scale_set[{}]), which \
+             every start applies: a change through the API would be reverted there. Edit {} in \
+             that file and restart (draining and enabling are allowed through the API)",
+            self.scale_set,
+            self.file,
+            self.index,
+            keys.join(", ")
+        )
+    }
+}
+
+impl ConfiguredFleet {
+    /// The keys of the scale sets it declares.
+    pub fn keys(&self) -> Vec<ScaleSetKey> {
+        self.fleet.keys()
+    }
+
+    /// Whether it declares the scale set of `spec` in entity `entity`.
+    pub fn declares(&self, entity: &EntityKind, spec: &scaleset_store::ScaleSetSpec) -> bool {
+        self.declared(&ScaleSetKey {
+            entity: entity.clone(),
+            runner_group: spec.runner_group.name.clone(),
+            name: spec.name.clone(),
+        })
+        .is_some()
+    }
+
+    /// The declared scale set of `key`, with its index in the file.
+    pub fn declared(&self, key: &ScaleSetKey) -> Option<(usize, &DeclaredScaleSet)> {
+        self.fleet
+            .scale_sets
+            .iter()
+            .enumerate()
+            .find(|(_, declared)| &declared.key() == key)
+    }
+
+    /// Whether the API may change scale set `key` from `stored` to `wanted`: an undeclared set
+    /// is the API's; a declared one only changes `enabled` (drain and enable are operational
+    /// state, kept by every later apply), and is enabled only if the file does not disable it.
+    ///
+    /// # Errors
+    ///
+    /// [`DeclaredEdit`] naming the file and the keys to edit there.
+    pub fn refuse_edit(
+        &self,
+        key: &ScaleSetKey,
+        stored: &scaleset_store::ScaleSetSpec,
+        wanted: &scaleset_store::ScaleSetSpec,
+    ) -> Result<(), DeclaredEdit> {
+        let Some((index, declared)) = self.declared(key) else {
+            return Ok(());
+        };
+        let mut fields: Vec<&'static str> = spec_changes(Some(stored), wanted)
+            .into_iter()
+            .map(|change| change.field)
+            .filter(|field| *field != "enabled")
+            .collect();
+        if wanted.enabled && !stored.enabled && !declared.spec.enabled {
+            fields.push("enabled");
+        }
+        if fields.is_empty() {
+            Ok(())
+        } else {
+            Err(DeclaredEdit {
+                scale_set: key.name.clone(),
+                file: self.file.clone(),
+                index,
+                fields,
+            })
+        }
+    }
 }

@@ -125,6 +125,7 @@ fn config(
     config.worker.shutdown_timeout = options.shutdown_timeout;
     let key = scaleset_store::SecretString::from(dir.app_key()?);
     config.fleet = fleet::declared(github_url, key)?;
+    config.source = "the demo's built-in fleet (crates/demo/src/fleet.rs)".to_owned();
     Ok(config)
 }
 

@@ -9,13 +9,15 @@ use std::path::Path;
 use anyhow::{Context as _, Result};
 use comfy_table::Cell;
 use scaleset_api::v1::{
-    ApplyRequest, ApplyResponse, FieldChange, PlanAction, PlanRequest, PlanResponse,
+    ApplyRequest, ApplyResponse, EntityList, FieldChange, PlanAction, PlanRequest, PlanResponse,
+    ScaleSetList,
 };
 
 use super::Ctx;
-use crate::cli::FleetArgs;
+use crate::cli::{FleetArgs, FleetExport};
 use crate::client::ApiError;
 use crate::exit::Outcome;
+use crate::fleet_file::FleetFile;
 use crate::output::{Format, Output, Tone};
 
 fn read_fleet(path: &Path) -> Result<String> {
@@ -273,4 +275,37 @@ fn summary(out: &Output, plan: &PlanResponse) -> String {
         ),
         tone,
     )
+}
+
+/// `fleet export`: every stored scale set as a fleet file (the typed [`FleetFile`]), to stdout
+/// or `--output-file`; what could not be carried goes to stderr.
+pub(crate) async fn export(ctx: &Ctx<'_>, args: FleetExport) -> Result<Outcome> {
+    let sets: ScaleSetList = ctx.api.get(&["scale-sets"]).await?;
+    let entities: EntityList = ctx.api.get(&["entities"]).await?;
+    let (file, dropped) = FleetFile::of(&sets.items, &entities.items);
+    let mut text = String::from(
+        "# Written by `scalesetctl fleet export`: the stored scale sets as [[scale_set]] tables.\n\
+         # Put them in the configuration file (with [[credentials]] for the credentials they\n\
+         # name, their secret by file or variable) so a database loss does not lose them.\n",
+    );
+    text.push_str(&file.to_toml().context("writing the fleet as TOML")?);
+    for name in &dropped.without_entity {
+        eprintln!("scalesetctl: scale set {name} skipped: its entity is not listed");
+    }
+    for path in &dropped.nulls {
+        eprintln!("scalesetctl: {path} is null, which TOML cannot hold: left out");
+    }
+    match &args.output_file {
+        Some(path) => {
+            std::fs::write(path, &text)
+                .with_context(|| format!("cannot write the fleet file {}", path.display()))?;
+            eprintln!(
+                "wrote {} scale set(s) to {}",
+                file.scale_set.len(),
+                path.display()
+            );
+        }
+        None => print!("{text}"),
+    }
+    Ok(Outcome::Done)
 }

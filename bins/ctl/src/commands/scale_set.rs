@@ -174,6 +174,7 @@ pub(crate) fn table(out: &Output, items: &[ScaleSet], entities: &BTreeMap<Uuid, 
                     s.github_id
                         .map_or_else(|| "-".to_owned(), |id| id.to_string()),
                 ),
+                Cell::new(yes_no(s.declared)),
             ]
         })
         .collect();
@@ -186,12 +187,16 @@ pub(crate) fn table(out: &Output, items: &[ScaleSet], entities: &BTreeMap<Uuid, 
             "PROVENANCE",
             "RUNNERS",
             "GITHUB",
+            "DECLARED",
         ],
         rows,
         "no scale sets (create one with `scalesetctl scale-set create`, or apply a fleet file)",
     );
     if let Some(note) = attention_note(items.iter().map(|s| s.attention.is_some())) {
         text.push_str(&out.note(&note, Tone::Bad));
+    }
+    if let Some(note) = undeclared_note(items.iter().filter(|s| !s.declared).count()) {
+        text.push_str(&out.note(&note, Tone::Warn));
     }
     for s in items {
         let (state, tone) = state_text(s.state);
@@ -222,6 +227,17 @@ fn attention_note(needs: impl Iterator<Item = bool>) -> Option<String> {
         attention += usize::from(needs);
     }
     (attention > 0).then(|| format!("{attention} of {total} scale sets need attention"))
+}
+
+/// "N scale sets not declared: lost on a database loss", when any is: they exist only in the
+/// server's database (DESIGN §6).
+fn undeclared_note(count: usize) -> Option<String> {
+    (count > 0).then(|| {
+        format!(
+            "{count} scale set(s) not declared (DECLARED no): lost on a database loss; \
+             `scalesetctl fleet export` writes them as a fleet file to declare"
+        )
+    })
 }
 
 fn details(ctx: &Ctx<'_>, s: &ScaleSet, entities: &BTreeMap<Uuid, String>) -> String {

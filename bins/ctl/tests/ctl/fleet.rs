@@ -153,3 +153,107 @@ fn a_bad_fleet_file_is_exit_1_naming_the_key() {
         "{missing:?}"
     );
 }
+
+/// Regression: scale sets made through the API existed only in the database, said so nowhere,
+/// and could not be turned into a fleet file but by hand. `scale-set list` marks them (and
+/// counts them), and `fleet export` writes every stored set as a fleet file that `plan` then
+/// shows as no change.
+#[test]
+fn fleet_export_writes_every_stored_set_as_a_file_that_plans_as_no_change() {
+    let server = Server::start();
+    server.with_acme();
+    let linux = server.create_scale_set(
+        "linux",
+        5,
+        &[
+            "--label",
+            "linux",
+            "--label",
+            "x64",
+            "--image",
+            "ubuntu-24.04",
+            "--flavor",
+            "big",
+            "--min-idle",
+            "1",
+            "--bootstrap-timeout",
+            "90",
+            "--runner-prefix",
+            "lx",
+            "--extra-specs",
+            r#"{"disk": 40, "zones": ["a", "b"], "nested": {"k": "v"}}"#,
+            "--wait",
+            "0",
+        ],
+    );
+    assert_eq!(linux.code, 0, "{linux:?}");
+    let arm = server.create_scale_set(
+        "arm",
+        2,
+        &[
+            "--disabled",
+            "--adoption-policy",
+            "any",
+            "--repair",
+            "--disable-update",
+            "--wait",
+            "0",
+        ],
+    );
+    assert_eq!(arm.code, 0, "{arm:?}");
+
+    let list = server.ok(&["scale-set", "list"]);
+    assert!(
+        list.stdout
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains("DECLARED")),
+        "{list:?}"
+    );
+    assert!(
+        list.stdout
+            .contains("2 scale set(s) not declared (DECLARED no): lost on a database loss"),
+        "{list:?}"
+    );
+    let (_, json) = server.json(&["scale-set", "list"]);
+    assert_eq!(json["not_declared"], 2, "{json}");
+
+    let path = server.dir().join("exported.toml");
+    let file = path.to_str().expect("utf-8");
+    server.ok(&["fleet", "export", "--output-file", file]);
+    let text = std::fs::read_to_string(&path).expect("the export");
+    assert_eq!(
+        text.lines().filter(|l| *l == "[[scale_set]]").count(),
+        2,
+        "{text}"
+    );
+    let printed = server.ok(&["fleet", "export"]);
+    assert_eq!(
+        printed.stdout, text,
+        "stdout and the file are the same fleet"
+    );
+
+    let plan = server.ctl(&["plan", "-f", file]);
+    assert_eq!(
+        plan.code, 0,
+        "the export plans as no change: {plan:?}\n{text}"
+    );
+    assert!(plan.stdout.contains("no changes"), "{plan:?}");
+    let (_, json) = server.json(&["plan", "-f", file]);
+    let actions: Vec<(&str, &str)> = json["scale_sets"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap_or_default(),
+                s["action"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        [("arm", "unchanged"), ("linux", "unchanged")],
+        "{json}"
+    );
+}

@@ -96,6 +96,14 @@ async fn readiness(state: &AppState) -> (StatusCode, v1::Readiness) {
 #[utoipa::path(get, path = "/metrics", tag = "health", security(()),
     responses((status = 200, description = "OpenMetrics text", body = String, content_type = "application/openmetrics-text")))]
 pub(crate) async fn metrics(State(state): State<Arc<AppState>>) -> Result<Response, ApiError> {
+    // The undeclared count is the store's, read now; a store that does not answer leaves the
+    // last value (a scrape never fails on the database).
+    if let Ok(count) = not_declared(&state).await {
+        state
+            .fleet_metrics
+            .not_declared
+            .set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
     let mut body = String::new();
     prometheus_client::encoding::text::encode(&mut body, &state.registry).map_err(|e| {
         ApiError::Internal {
@@ -112,4 +120,18 @@ pub(crate) async fn metrics(State(state): State<Arc<AppState>>) -> Result<Respon
         body,
     )
         .into_response())
+}
+
+/// How many stored scale sets the configuration file does not declare.
+async fn not_declared(state: &AppState) -> scaleset_store::Result<usize> {
+    let entities = state.store.list_entities().await?;
+    let sets = state.store.list_scale_sets(None).await?;
+    Ok(sets
+        .iter()
+        .filter(|s| {
+            !entities
+                .iter()
+                .any(|e| e.id == s.entity_id && state.configured.declares(&e.kind, &s.spec))
+        })
+        .count())
 }

@@ -44,6 +44,7 @@ pub(crate) async fn plan(
         &GitHubLookup::new().with_observer(state.metrics.clone()),
         &state.identity,
         &fleet,
+        &state.configured_keys(),
         request.prune,
     )
     .await
@@ -75,6 +76,7 @@ pub(crate) async fn apply(
         &GitHubLookup::new().with_observer(state.metrics.clone()),
         &state.identity,
         &fleet,
+        &state.configured_keys(),
         request.prune,
         &digest,
     )

@@ -2,6 +2,7 @@
 //! it on GitHub), list, show, update at a generation, drain (stop serving; the worker retires
 //! idle runners and lets busy ones finish), and the ownership-aware delete.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,9 +10,9 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use scaleset_control::Deletion;
+use scaleset_control::{Deletion, ScaleSetKey};
 use scaleset_store::{
-    Acquisition, EntityId, InstanceStatus, NewScaleSet, RawScaleSetSpec,
+    Acquisition, EntityId, EntityKind, InstanceStatus, NewScaleSet, RawScaleSetSpec,
     ScaleSet as StoredScaleSet, ScaleSetId, ScaleSetSpec as StoredSpec, ScaleSetState, Timestamp,
 };
 use serde::Deserialize;
@@ -112,7 +113,12 @@ async fn with_events(state: &AppState, scale_set: &StoredScaleSet) -> Result<Sca
         .list_events(scale_set.id, state.limits.events_shown)
         .await
         .map_err(ApiError::store("reading events", not_found(scale_set.id)))?;
-    Ok(view::scale_set(scale_set, &events))
+    let mut shown = view::scale_set(scale_set, &events);
+    shown.declared = state
+        .configured
+        .declared(&key_of(state, scale_set).await?)
+        .is_some();
+    Ok(shown)
 }
 
 /// Stores a scale set as asked and answers at once, `pending`: the worker's task for it
@@ -243,11 +249,34 @@ pub(crate) async fn list(
         .map_err(ApiError::store("listing scale sets", || {
             "scale sets".to_owned()
         }))?;
-    let mut items: Vec<ScaleSet> = all.iter().map(|s| view::scale_set(s, &[])).collect();
+    let entities: HashMap<EntityId, EntityKind> = state
+        .store
+        .list_entities()
+        .await
+        .map_err(ApiError::store("listing entities", || {
+            "entities".to_owned()
+        }))?
+        .into_iter()
+        .map(|e| (e.id, e.kind))
+        .collect();
+    let mut items: Vec<ScaleSet> = all
+        .iter()
+        .map(|s| {
+            let mut shown = view::scale_set(s, &[]);
+            shown.declared = entities
+                .get(&s.entity_id)
+                .is_some_and(|kind| state.configured.declares(kind, &s.spec));
+            shown
+        })
+        .collect();
     items.sort_by(|a, b| {
         (&a.spec.name, &a.spec.runner_group, a.id).cmp(&(&b.spec.name, &b.spec.runner_group, b.id))
     });
-    Ok(Json(ScaleSetList { items }))
+    let not_declared = items.iter().filter(|s| !s.declared).count();
+    Ok(Json(ScaleSetList {
+        items,
+        not_declared: u32::try_from(not_declared).unwrap_or(u32::MAX),
+    }))
 }
 
 /// One scale set with its newest events.
@@ -272,7 +301,7 @@ pub(crate) async fn show(
     responses(
         (status = 200, body = ScaleSet),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 409, description = "stale_generation: changed since read", body = ErrorBody),
+        (status = 409, description = "stale_generation: changed since read; declared: the scale set is declared in the configuration file (only drain and enable go through the API)", body = ErrorBody),
         (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
     ))]
 pub(crate) async fn update(
@@ -323,7 +352,15 @@ pub(crate) async fn update(
     );
     patch(&mut raw.repair, change.repair);
     let group_id = scale_set.spec.runner_group.id;
-    scale_set.spec = parsed(&state, raw, check_provider)?;
+    let wanted = parsed(&state, raw, check_provider)?;
+    // A declared scale set's spec is the configuration file's: only drain and enable go
+    // through (operational state, kept by every later apply).
+    let key = key_of(&state, &scale_set).await?;
+    state
+        .configured
+        .refuse_edit(&key, &scale_set.spec, &wanted)
+        .map_err(ApiError::Declared)?;
+    scale_set.spec = wanted;
     // The resolved runner group stays: the group's name cannot change.
     scale_set.spec.runner_group.id = group_id;
     let updated = state
@@ -337,6 +374,23 @@ pub(crate) async fn update(
         .await
         .map_err(ApiError::store("appending an event", not_found(id)))?;
     Ok(Json(with_events(&state, &updated).await?))
+}
+
+/// The key the fleet knows `scale_set` by (its entity read from the store).
+async fn key_of(state: &AppState, scale_set: &StoredScaleSet) -> Result<ScaleSetKey, ApiError> {
+    let entity = state
+        .store
+        .get_entity(scale_set.entity_id)
+        .await
+        .map_err(ApiError::store(
+            "reading the entity",
+            not_found(scale_set.id),
+        ))?;
+    Ok(ScaleSetKey {
+        entity: entity.kind,
+        runner_group: scale_set.spec.runner_group.name.clone(),
+        name: scale_set.spec.name.clone(),
+    })
 }
 
 /// Query of the delete.

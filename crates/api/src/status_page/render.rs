@@ -158,6 +158,7 @@ pub(crate) fn overview(view: &Overview, now: SystemTime) -> String {
             div.card { b id="attention" { (t.attention) } span { "need attention" } }
             div.card { b id="desired" { (t.desired) } span { "desired runners" } }
             div.card { b id="jobs-waiting" { (t.jobs_waiting) } span { "jobs waiting" } }
+            div.card { b id="not-declared" { (t.not_declared) } span { "not declared: lost on a database loss" } }
         }
         form.filter method="get" action="/" {
             input type="search" name="q" placeholder="filter by name or entity" value=(view.filter.q) aria-label="filter";

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use scaleset_control::ConfiguredFleet;
 use scaleset_store::{
     Attention, Entity, EntityId, Event, Instance, InstanceStatus, SAMPLE_WINDOW, Sample, ScaleSet,
     ScaleSetId, ScaleSetState, Store, Timestamp,
@@ -117,6 +118,8 @@ pub(crate) struct Totals {
     pub(crate) attention: usize,
     pub(crate) desired: u64,
     pub(crate) jobs_waiting: u64,
+    /// Not declared in the configuration file: only in the database, lost on a database loss.
+    pub(crate) not_declared: usize,
 }
 
 /// The overview.
@@ -149,23 +152,25 @@ pub(crate) fn entity_label(entity: &Entity) -> String {
     format!("{kind} {}", entity.kind.path())
 }
 
-async fn entities(store: &dyn Store) -> scaleset_store::Result<HashMap<EntityId, String>> {
-    Ok(store
-        .list_entities()
-        .await?
-        .iter()
-        .map(|e| (e.id, entity_label(e)))
-        .collect())
-}
-
 /// Reads the overview for `filter` at `now` (the page is clamped to the last one).
 pub(crate) async fn overview(
     store: &dyn Store,
+    configured: &ConfiguredFleet,
     mut filter: Filter,
     now: Timestamp,
 ) -> scaleset_store::Result<Overview> {
-    let entities = entities(store).await?;
+    let listed = store.list_entities().await?;
+    let entities: HashMap<EntityId, String> =
+        listed.iter().map(|e| (e.id, entity_label(e))).collect();
     let mut sets = store.list_scale_sets(None).await?;
+    let not_declared = sets
+        .iter()
+        .filter(|s| {
+            !listed
+                .iter()
+                .any(|e| e.id == s.entity_id && configured.declares(&e.kind, &s.spec))
+        })
+        .count();
     sets.sort_by(|a, b| {
         a.spec
             .name
@@ -181,7 +186,10 @@ pub(crate) async fn overview(
             (s, attention)
         })
         .collect();
-    let totals = totals(&judged);
+    let totals = Totals {
+        not_declared,
+        ..totals(&judged)
+    };
     let label = |set: &ScaleSet| entities.get(&set.entity_id).cloned().unwrap_or_default();
     let matching: Vec<(ScaleSet, Option<Attention>)> = judged
         .into_iter()
@@ -226,6 +234,7 @@ fn totals(judged: &[(ScaleSet, Option<Attention>)]) -> Totals {
             .map(|(s, _)| u64::from(s.desired_runners))
             .sum(),
         jobs_waiting: judged.iter().map(|(s, _)| u64::from(s.jobs_waiting)).sum(),
+        not_declared: 0,
     }
 }
 

@@ -54,6 +54,8 @@ pub enum ErrorCode {
     NotDrained,
     /// 409: a worker holds the scale set's lease; disable it first.
     LeaseHeld,
+    /// 409: the scale set is declared in the configuration file: edit it there.
+    Declared,
     /// 403: an instance token whose instance has finished bootstrapping (reported `idle` or
     /// `failed`): the metadata and callbacks are closed to it, as GARM closes them.
     BootstrapFinished,
@@ -95,6 +97,7 @@ impl ErrorCode {
             Self::StaleGeneration => "stale_generation",
             Self::NotDrained => "not_drained",
             Self::LeaseHeld => "lease_held",
+            Self::Declared => "declared",
             Self::StalePlan => "stale_plan",
             Self::NoProviders => "no_providers",
             Self::BootstrapFinished => "bootstrap_finished",

@@ -110,7 +110,8 @@ pub struct PlannedScaleSet {
     /// What happens.
     pub action: PlanAction,
     /// A stable code for the reason (`not_on_github`, `adoptable`, `adoption_refused`,
-    /// `spec_changed`, `up_to_date`, `not_declared`, `pruned`, `has_instances`, ...).
+    /// `spec_changed`, `up_to_date`, `kept_disabled`, `not_declared`,
+    /// `declared_in_configuration`, `pruned`, `has_instances`, ...).
     pub reason_code: String,
     /// Why, and for a refusal what to do.
     pub reason: String,

@@ -366,10 +366,28 @@ pub struct ScaleSet {
     /// The newest events, newest first (on show, create and drain; empty in lists).
     #[serde(default)]
     pub events: Vec<Event>,
+    /// Whether the server's configuration file declares it. A declared scale set's spec is
+    /// the file's (an update through the API is 409 `declared`; drain and enable go through)
+    /// and a database loss restores it; one that is not declared (made through the API, or
+    /// applied from another fleet) exists only in the database: lost on a database loss
+    /// (`scalesetctl fleet export` writes it as a fleet file).
+    #[serde(default)]
+    pub declared: bool,
     /// When it was created (RFC 3339).
     pub created_at: String,
     /// When it was last written (RFC 3339).
     pub updated_at: String,
+}
+
+/// `GET /api/v1/scale-sets`: by name, then runner group (events are not included).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ScaleSetList {
+    /// The items.
+    pub items: Vec<ScaleSet>,
+    /// How many of the items are not declared in the server's configuration file: they exist
+    /// only in the database, and are lost on a database loss.
+    #[serde(default)]
+    pub not_declared: u32,
 }
 
 /// What a delete did on GitHub.

@@ -141,6 +141,15 @@ pub(crate) fn settings() -> Settings {
 impl App {
     /// Serves the API over a fresh database of `backend`, with a token.
     pub(crate) async fn start(backend: Backend, test: &str) -> Self {
+        Self::start_with(backend, test, scaleset_control::ConfiguredFleet::default()).await
+    }
+
+    /// [`App::start`] for a server whose configuration file declares `configured`.
+    pub(crate) async fn start_with(
+        backend: Backend,
+        test: &str,
+        configured: scaleset_control::ConfiguredFleet,
+    ) -> Self {
         let db = TestDb::create(backend, test)
             .await
             .expect("backend checked by run");
@@ -168,7 +177,8 @@ impl App {
         let app = scaleset_api::router(Arc::new(
             state
                 .with_limits(limits)
-                .with_providers(["fake".to_owned()]),
+                .with_providers(["fake".to_owned()])
+                .with_configured(configured),
         ));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await

@@ -3,6 +3,7 @@
 //! simulator in-process for GitHub.
 
 mod auth;
+mod declared;
 mod doors;
 mod helpers;
 mod input;

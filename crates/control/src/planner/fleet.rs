@@ -38,6 +38,13 @@ pub struct Fleet {
     pub scale_sets: Vec<DeclaredScaleSet>,
 }
 
+impl Fleet {
+    /// The keys of its scale sets, in declared order.
+    pub fn keys(&self) -> Vec<ScaleSetKey> {
+        self.scale_sets.iter().map(DeclaredScaleSet::key).collect()
+    }
+}
+
 /// One declared scale set.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeclaredScaleSet {
@@ -95,6 +102,10 @@ pub struct World {
     pub scale_sets: Vec<ScaleSet>,
     /// How many instances each stored scale set has (absent: none).
     pub instances: HashMap<ScaleSetId, usize>,
+    /// The scale sets the process's own configuration declares (the fleet every start
+    /// applies): a stored one that a plan's fleet leaves out is declared there, not made
+    /// through the API, and is never pruned (the next start would store it again).
+    pub configured: Vec<ScaleSetKey>,
 }
 
 /// What GitHub showed for a declared scale set the store does not hold.
@@ -227,8 +238,15 @@ pub enum Reason {
     SpecChanged,
     /// Unchanged: the stored spec is the declared one.
     UpToDate,
-    /// Unchanged: stored but not declared, and the plan does not prune.
+    /// Unchanged: the stored spec is the declared one but for `enabled`: the set was disabled
+    /// (drained) through the API, and a fleet never enables a disabled set.
+    KeptDisabled,
+    /// Unchanged: stored but declared nowhere (neither in this fleet nor in the
+    /// configuration), and the plan does not prune: lost on a database loss.
     NotDeclared,
+    /// Unchanged: not in this fleet, but declared in the process's configuration file, which
+    /// every start applies; never pruned.
+    DeclaredInConfiguration,
     /// Detach: stored, not declared, and the plan prunes.
     Pruned,
     /// Refuse: pruning would detach it, but it still has instances.
@@ -254,7 +272,9 @@ impl Reason {
             Self::HeldByOtherCredentials { .. } => "held_by_other_credentials",
             Self::SpecChanged => "spec_changed",
             Self::UpToDate => "up_to_date",
+            Self::KeptDisabled => "kept_disabled",
             Self::NotDeclared => "not_declared",
+            Self::DeclaredInConfiguration => "declared_in_configuration",
             Self::Pruned => "pruned",
             Self::HasInstances { .. } => "has_instances",
         }
@@ -314,8 +334,19 @@ impl fmt::Display for Reason {
             ),
             Self::SpecChanged => f.write_str("the declared spec differs from the stored one"),
             Self::UpToDate => f.write_str("the stored spec is the declared one"),
+            Self::KeptDisabled => f.write_str(
+                "the stored spec is the declared one, but the scale set was disabled (drained) \
+                 through the API and a fleet never enables it again: `scalesetctl scale-set \
+                 update NAME --enabled true` serves it again",
+            ),
             Self::NotDeclared => f.write_str(
-                "stored but not declared (made through the API); kept, as the plan does not prune",
+                "stored but declared nowhere (made through the API, or applied from another \
+                 fleet): not declared, lost on a database loss; kept, as the plan does not \
+                 prune (`scalesetctl fleet export` writes it as a fleet file)",
+            ),
+            Self::DeclaredInConfiguration => f.write_str(
+                "not in this fleet, but declared in the server's configuration file, which \
+                 every start applies: kept, never pruned (edit it there)",
             ),
             Self::Pruned => f.write_str(
                 "stored but not declared, and the plan prunes: removed from the store, left on \
@@ -517,12 +548,12 @@ pub fn plan(input: &FleetInput<'_>) -> FleetPlan {
             (true, Some(stored), _) => {
                 let changes = spec_changes(Some(&stored.spec), &declared.spec);
                 if changes.is_empty() {
-                    (
-                        Action::Unchanged,
-                        Reason::UpToDate,
-                        Some(stored.id),
-                        changes,
-                    )
+                    let reason = if stored.spec.enabled == declared.spec.enabled {
+                        Reason::UpToDate
+                    } else {
+                        Reason::KeptDisabled
+                    };
+                    (Action::Unchanged, reason, Some(stored.id), changes)
                 } else {
                     (
                         Action::Update,
@@ -581,13 +612,16 @@ pub fn plan(input: &FleetInput<'_>) -> FleetPlan {
                 .find(|c| c.id == entity.credentials_id)
                 .map_or_else(String::new, |c| c.name.clone());
             let count = input.world.instances.get(&stored.id).copied().unwrap_or(0);
-            let (action, reason) = match (input.prune, count) {
-                (false, _) => (Action::Unchanged, Reason::NotDeclared),
-                (true, 0) => (Action::Detach, Reason::Pruned),
-                (true, count) => (Action::Refuse, Reason::HasInstances { count }),
+            let key = key_of(world, stored)?;
+            let configured = world.configured.contains(&key);
+            let (action, reason) = match (configured, input.prune, count) {
+                (true, _, _) => (Action::Unchanged, Reason::DeclaredInConfiguration),
+                (false, false, _) => (Action::Unchanged, Reason::NotDeclared),
+                (false, true, 0) => (Action::Detach, Reason::Pruned),
+                (false, true, count) => (Action::Refuse, Reason::HasInstances { count }),
             };
             Some(ScaleSetStep {
-                key: key_of(world, stored)?,
+                key,
                 credentials,
                 action,
                 reason,
@@ -728,7 +762,15 @@ fn auth_kind(auth: &Auth) -> String {
 type Field = fn(&ScaleSetSpec) -> String;
 
 /// Every field of `to` that differs from `from` (all of them when there is no `from`). The
-/// runner group's cached id is not part of a spec the operator writes.
+/// runner group's cached id is not part of a spec the operator writes. Two rules for a stored
+/// `from`:
+///
+/// - a field the declared spec leaves at its default shows as `(default: value)`, so a reset
+///   (a key removed from the file) never reads as a change to nothing; the runner prefix is
+///   compared as used (empty means the name), so `""` and the name are no change;
+/// - `enabled` from false to true is no change: a fleet never enables a set that was disabled
+///   (drained) through the API, only `scalesetctl scale-set update NAME --enabled true` does
+///   (see [`applied_spec`]).
 pub(crate) fn spec_changes(from: Option<&ScaleSetSpec>, to: &ScaleSetSpec) -> Vec<Change> {
     let fields: [(&'static str, Field); 18] = [
         ("name", |s| s.name.clone()),
@@ -744,24 +786,68 @@ pub(crate) fn spec_changes(from: Option<&ScaleSetSpec>, to: &ScaleSetSpec) -> Ve
         ("scale_down_delay", |s| seconds(s.scale_down_delay)),
         ("max_idle_lifetime", |s| seconds(s.max_idle_lifetime)),
         ("max_lifetime", |s| seconds(s.max_lifetime)),
-        ("runner_prefix", |s| s.runner_prefix.clone()),
+        ("runner_prefix", |s| s.runner_prefix().to_owned()),
         ("extra_specs", |s| s.extra_specs.to_string()),
         ("enabled", |s| s.enabled.to_string()),
         ("adoption_policy", |s| s.adoption_policy.as_str().to_owned()),
         ("repair", |s| s.repair.to_string()),
     ];
+    let defaults = from.and_then(|_| defaults_of(to));
     fields
         .iter()
+        .filter(|(field, _)| {
+            !(*field == "enabled" && from.is_some_and(|f| !f.enabled) && to.enabled)
+        })
         .filter_map(|(field, get)| {
             let old = from.map(get);
             let new = get(to);
-            (old.as_deref() != Some(new.as_str())).then_some(Change {
+            if old.as_deref() == Some(new.as_str()) {
+                return None;
+            }
+            let shown = match &defaults {
+                Some(defaults) if default_of(*field, get, to, defaults) => {
+                    format!("(default: {})", if new.is_empty() { "empty" } else { &new })
+                }
+                _ => new,
+            };
+            Some(Change {
                 field,
                 from: old,
-                to: Some(new),
+                to: Some(shown),
             })
         })
         .collect()
+}
+
+/// Whether `to` leaves `field` at its default (the runner prefix: left empty, so the name).
+fn default_of(field: &str, get: &Field, to: &ScaleSetSpec, defaults: &ScaleSetSpec) -> bool {
+    match field {
+        // No default: the name is the key, and a provider must be named.
+        "name" | "provider" => false,
+        "runner_prefix" => to.runner_prefix.is_empty(),
+        _ => get(to) == get(defaults),
+    }
+}
+
+/// The spec the one parser makes of `spec`'s name and provider alone: every other field at
+/// its default.
+fn defaults_of(spec: &ScaleSetSpec) -> Option<ScaleSetSpec> {
+    ScaleSetSpec::parse(scaleset_store::RawScaleSetSpec {
+        name: Some(spec.name.clone()),
+        provider: Some(spec.provider.clone()),
+        ..scaleset_store::RawScaleSetSpec::default()
+    })
+    .ok()
+}
+
+/// What an update writes over `stored`: the declared spec, with the cached runner group id
+/// kept (the group's name is part of the key) and `enabled` only ever turned off (a set
+/// disabled through the API stays so; see [`spec_changes`]).
+pub(crate) fn applied_spec(stored: &ScaleSetSpec, declared: &ScaleSetSpec) -> ScaleSetSpec {
+    let mut spec = declared.clone();
+    spec.runner_group.id = stored.runner_group.id;
+    spec.enabled = stored.enabled && declared.enabled;
+    spec
 }
 
 fn seconds(duration: Duration) -> String {
@@ -948,7 +1034,9 @@ impl Hasher {
             | Reason::UnknownCredentials
             | Reason::SpecChanged
             | Reason::UpToDate
+            | Reason::KeptDisabled
             | Reason::NotDeclared
+            | Reason::DeclaredInConfiguration
             | Reason::Pruned => {}
         }
     }

@@ -24,6 +24,7 @@ backend_tests!(
     the_workers_own_writes_between_plan_and_write_do_not_make_an_apply_stale,
     plan_previews_create_adopt_and_refuse_from_github,
     the_worker_apply_stores_declared_scale_sets_once,
+    a_drain_survives_the_next_start_up_apply_of_the_fleet,
     issue_36_workers_applying_the_declared_fleet_together_all_succeed,
     issue_29_item_9_plan_and_apply_refuse_every_bad_spec_as_the_parser_does,
     issue_37_an_imported_garm_set_is_planned_and_stored_as_adopted_by_its_note,
@@ -31,7 +32,7 @@ backend_tests!(
 
 /// Plans `fleet` against the harness's store and `lookup`.
 async fn plan_of(h: &Harness, lookup: &GitHubLookup, fleet: &Fleet, prune: bool) -> FleetPlan {
-    plan_fleet(h.store.as_ref(), lookup, &h.identity, fleet, prune)
+    plan_fleet(h.store.as_ref(), lookup, &h.identity, fleet, &[], prune)
         .await
         .expect("plan")
 }
@@ -43,7 +44,16 @@ async fn apply_with(
     fleet: &Fleet,
     digest: &PlanDigest,
 ) -> Result<Applied, scaleset_control::Error> {
-    apply_fleet(h.store.as_ref(), lookup, &h.identity, fleet, false, digest).await
+    apply_fleet(
+        h.store.as_ref(),
+        lookup,
+        &h.identity,
+        fleet,
+        &[],
+        false,
+        digest,
+    )
+    .await
 }
 
 /// The harness's credentials, entity and scale set as a fleet declares them.
@@ -221,6 +231,7 @@ async fn the_workers_own_writes_between_plan_and_write_do_not_make_an_apply_stal
         &lookup,
         &h.identity,
         &fleet,
+        &[],
         true,
         &plan.digest,
     )
@@ -342,6 +353,47 @@ async fn the_worker_apply_stores_declared_scale_sets_once(db: TestDb) {
     assert_eq!(h.store.list_scale_sets(None).await.expect("sets").len(), 2);
 }
 
+/// Regression: a declared set drained through the API (stored disabled) was enabled again by
+/// the next start's apply of the file, with no message. The drain is operational state: every
+/// later apply keeps it, and says so; a spec change in the file still goes through.
+async fn a_drain_survives_the_next_start_up_apply_of_the_fleet(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    let fleet = declared_fleet(&h);
+    apply_declared(h.store.as_ref(), &h.identity, &fleet)
+        .await
+        .expect("apply");
+    let linux = |sets: Vec<ScaleSet>| {
+        sets.into_iter()
+            .find(|s| s.spec.name == "linux")
+            .expect("linux stored")
+    };
+    let stored = linux(h.store.list_scale_sets(None).await.expect("sets"));
+    h.store
+        .modify_scale_set(stored.id, &mut |row| row.spec.enabled = false)
+        .await
+        .expect("drain");
+    let again = apply_declared(h.store.as_ref(), &h.identity, &fleet)
+        .await
+        .expect("apply again");
+    assert_eq!(again.writes, 0, "{:#?}", again.plan);
+    let step = again
+        .plan
+        .scale_sets
+        .iter()
+        .find(|s| s.key.name == "linux")
+        .expect("a step");
+    assert_eq!(step.reason, Reason::KeptDisabled);
+    let mut changed = fleet.clone();
+    changed.scale_sets[0].spec.max_runners += 1;
+    let updated = apply_declared(h.store.as_ref(), &h.identity, &changed)
+        .await
+        .expect("apply a change");
+    assert_eq!(updated.plan.count(Action::Update), 1);
+    let row = linux(h.store.list_scale_sets(None).await.expect("sets"));
+    assert!(!row.spec.enabled, "still drained");
+    assert_eq!(row.spec.max_runners, changed.scale_sets[0].spec.max_runners);
+}
+
 /// Several workers started together on one empty database apply the same declared fleet at
 /// once: every one succeeds (none exits with a stale plan) and each scale set is stored once.
 /// Found by the chaos soak (issue 36, seed 14: two of three PostgreSQL workers exited 1).
@@ -388,7 +440,7 @@ async fn issue_29_item_9_plan_and_apply_refuse_every_bad_spec_as_the_parser_does
             .iter()
             .map(|p| format!("scale_set[0].{p}"))
             .collect();
-        let planned = plan_fleet(h.store.as_ref(), &lookup, &h.identity, &fleet, false)
+        let planned = plan_fleet(h.store.as_ref(), &lookup, &h.identity, &fleet, &[], false)
             .await
             .expect_err(case.what);
         let applied = apply_with(

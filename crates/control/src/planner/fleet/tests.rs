@@ -88,6 +88,7 @@ fn stored(sets: &[ScaleSetSpec]) -> Stored {
             entities: vec![entity],
             scale_sets,
             instances: HashMap::new(),
+            configured: Vec::new(),
         },
     }
 }
@@ -234,7 +235,11 @@ fn a_changed_field_is_an_update_naming_it() {
 
 #[test]
 fn every_spec_field_is_compared() {
-    let base = spec("web");
+    // A written prefix, so that another name is not another prefix too.
+    let base = ScaleSetSpec {
+        runner_prefix: "p".into(),
+        ..spec("web")
+    };
     let variants: Vec<(&str, ScaleSetSpec)> = vec![
         (
             "disable_update",
@@ -1180,4 +1185,183 @@ proptest! {
         // Planning is deterministic.
         prop_assert_eq!(run(&f, &s.world, &HashMap::new(), prune), plan);
     }
+}
+
+/// Plans `declared` over a store holding `stored` (both the harness's set `web`).
+fn update_of(stored_spec: ScaleSetSpec, declared_spec: ScaleSetSpec) -> ScaleSetStep {
+    let s = stored(&[stored_spec]);
+    let mut d = declared("web", "main");
+    d.spec = declared_spec;
+    one(&fleet(vec![d]), &s.world, None)
+}
+
+fn shown(step: &ScaleSetStep) -> Vec<(&'static str, Option<&str>, Option<&str>)> {
+    step.changes
+        .iter()
+        .map(|c| (c.field, c.from.as_deref(), c.to.as_deref()))
+        .collect()
+}
+
+/// Regression: a key removed from the file read as a change to nothing (`image: ubuntu-24.04
+/// →`), and a runner prefix equal to the name against an empty one (which means the name) as
+/// a change at all.
+#[test]
+fn a_reset_to_a_default_shows_the_default_and_an_empty_prefix_is_the_name() {
+    let custom = ScaleSetSpec {
+        image: "ubuntu-24.04".into(),
+        flavor: "big".into(),
+        max_runners: 7,
+        runner_prefix: "lx".into(),
+        ..spec("web")
+    };
+    let reset = ScaleSetSpec {
+        image: String::new(),
+        flavor: String::new(),
+        ..spec("web")
+    };
+    let step = update_of(custom, reset.clone());
+    assert_eq!(step.action, Action::Update);
+    assert_eq!(
+        shown(&step),
+        [
+            ("image", Some("ubuntu-24.04"), Some("(default: empty)")),
+            ("flavor", Some("big"), Some("(default: empty)")),
+            ("max_runners", Some("7"), Some("4")),
+            ("runner_prefix", Some("lx"), Some("(default: web)")),
+        ]
+    );
+    // max_runners 4 is the harness's, not the default (10): a reset to 10 says so.
+    let step = update_of(
+        spec("web"),
+        ScaleSetSpec {
+            max_runners: 10,
+            provider: "lxd".into(),
+            ..spec("web")
+        },
+    );
+    assert_eq!(
+        shown(&step),
+        [
+            ("provider", Some("fake"), Some("lxd")),
+            ("max_runners", Some("4"), Some("(default: 10)")),
+        ]
+    );
+    // The prefix written as the name, or left empty: the same prefix, no change.
+    let named = ScaleSetSpec {
+        runner_prefix: "web".into(),
+        ..spec("web")
+    };
+    let step = update_of(named.clone(), spec("web"));
+    assert_eq!(
+        (step.action, step.reason),
+        (Action::Unchanged, Reason::UpToDate)
+    );
+    let step = update_of(spec("web"), named);
+    assert_eq!(step.action, Action::Unchanged);
+    // A change to a value that is not the default shows the value.
+    let step = update_of(
+        reset,
+        ScaleSetSpec {
+            image: "debian".into(),
+            runner_prefix: "r".into(),
+            ..spec("web")
+        },
+    );
+    assert_eq!(
+        shown(&step),
+        [
+            ("image", Some(""), Some("debian")),
+            ("flavor", Some(""), Some("small")),
+            ("runner_prefix", Some("web"), Some("r")),
+        ]
+    );
+    // A create shows the values written, unmarked.
+    let created = spec_changes(None, &spec("web"));
+    assert!(
+        created
+            .iter()
+            .all(|c| !c.to.as_deref().unwrap_or("").contains("default"))
+    );
+}
+
+/// Regression: a set drained through the API (stored disabled) was enabled again by the next
+/// start's apply of the file. A fleet only ever disables.
+#[test]
+fn a_set_disabled_through_the_api_stays_disabled_under_a_fleet_that_enables_it() {
+    let disabled = ScaleSetSpec {
+        enabled: false,
+        ..spec("web")
+    };
+    let step = update_of(disabled.clone(), spec("web"));
+    assert_eq!(step.action, Action::Unchanged);
+    assert_eq!(step.reason, Reason::KeptDisabled);
+    assert_eq!(step.reason.code(), "kept_disabled");
+    assert!(step.reason.to_string().contains("--enabled true"));
+    // With another change: an update that leaves `enabled` alone.
+    let more = ScaleSetSpec {
+        max_runners: 9,
+        ..spec("web")
+    };
+    let step = update_of(disabled.clone(), more.clone());
+    assert_eq!(step.action, Action::Update);
+    assert_eq!(shown(&step), [("max_runners", Some("4"), Some("9"))]);
+    let mut stored_spec = disabled.clone();
+    stored_spec.runner_group.id = Some(17);
+    let written = applied_spec(&stored_spec, &more);
+    assert!(!written.enabled);
+    assert_eq!(written.max_runners, 9);
+    assert_eq!(written.runner_group.id, Some(17));
+    // The file disabling an enabled set is a change, and applied.
+    let step = update_of(spec("web"), disabled.clone());
+    assert_eq!(shown(&step), [("enabled", Some("true"), Some("false"))]);
+    assert!(!applied_spec(&spec("web"), &disabled).enabled);
+    assert!(applied_spec(&spec("web"), &spec("web")).enabled);
+}
+
+/// Regression: a plan of another file labelled the sets of the server's own configuration
+/// (the demo's `linux-arm64`, `release`) "made through the API"; and pruning would detach
+/// them, to be stored again at the next start.
+#[test]
+fn a_stored_set_the_configuration_declares_is_shown_as_declared_there_and_never_pruned() {
+    let mut s = stored(&[spec("conf"), spec("api")]);
+    let f = fleet(vec![declared("web", "main")]);
+    let conf = declared("conf", "main");
+    s.world.configured = Fleet {
+        credentials: Vec::new(),
+        scale_sets: vec![conf.clone()],
+    }
+    .keys();
+    assert_eq!(s.world.configured, [conf.key()]);
+    for prune in [false, true] {
+        let plan = run(&f, &s.world, &HashMap::new(), prune);
+        let reasons: Vec<(&str, Action, &str)> = plan.scale_sets[1..]
+            .iter()
+            .map(|s| (s.key.name.as_str(), s.action, s.reason.code()))
+            .collect();
+        let api = if prune {
+            (Action::Detach, "pruned")
+        } else {
+            (Action::Unchanged, "not_declared")
+        };
+        assert_eq!(
+            reasons,
+            [
+                ("api", api.0, api.1),
+                ("conf", Action::Unchanged, "declared_in_configuration"),
+            ]
+        );
+    }
+    let plan = run(&f, &s.world, &HashMap::new(), false);
+    assert!(
+        plan.scale_sets[1]
+            .reason
+            .to_string()
+            .contains("lost on a database loss")
+    );
+    assert!(
+        plan.scale_sets[2]
+            .reason
+            .to_string()
+            .contains("configuration file")
+    );
 }

@@ -1,0 +1,211 @@
+//! One source of truth for the fleet: a scale set the server's configuration file declares is
+//! read-only through the API for its spec (409 `declared`, naming the file and the key to
+//! edit), while drain and enable go through; the list, the status page and the metrics count
+//! the scale sets that are declared nowhere (lost on a database loss).
+
+use scaleset_control::{ConfiguredFleet, DeclaredScaleSet, Fleet};
+use scaleset_store::{EntityKind, RawScaleSetSpec, ScaleSetSpec};
+use serde_json::{Value, json};
+
+use crate::helpers::{App, Backend, backend_tests};
+
+const FILE: &str = "/etc/scaleset/server.toml";
+
+fn declared(name: &str, enabled: bool) -> DeclaredScaleSet {
+    DeclaredScaleSet {
+        credentials: "gh".to_owned(),
+        entity: EntityKind::Organization {
+            name: "acme".to_owned(),
+        },
+        spec: ScaleSetSpec::parse(RawScaleSetSpec {
+            name: Some(name.to_owned()),
+            provider: Some("fake".to_owned()),
+            enabled: Some(enabled),
+            ..RawScaleSetSpec::default()
+        })
+        .expect("a valid spec"),
+        takeover: None,
+    }
+}
+
+/// Credentials (never called: nothing here reaches GitHub) and organization `acme`.
+async fn entity(app: &App) -> String {
+    let credentials = app
+        .call(
+            "POST",
+            "/api/v1/credentials",
+            Some(json!({"name": "gh", "auth": {"kind": "pat", "token": "ghp_unused"},
+                        "endpoint": {"base_url": "http://127.0.0.1:9", "api_base_url": "http://127.0.0.1:9/api/v3"}})),
+        )
+        .await;
+    assert_eq!(credentials.status, 201, "{credentials:?}");
+    let entity = app
+        .call(
+            "POST",
+            "/api/v1/entities",
+            Some(json!({"kind": "organization", "name": "acme", "credentials": "gh"})),
+        )
+        .await;
+    assert_eq!(entity.status, 201, "{entity:?}");
+    entity.json["id"].as_str().expect("entity id").to_owned()
+}
+
+async fn create(app: &App, entity: &str, name: &str, enabled: bool) -> Value {
+    let created = app
+        .call(
+            "POST",
+            "/api/v1/scale-sets",
+            Some(json!({"entity_id": entity, "name": name, "provider": "fake", "max_runners": 10, "enabled": enabled})),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{created:?}");
+    created.json
+}
+
+async fn patch(app: &App, set: &Value, change: Value) -> crate::helpers::Answer {
+    let id = set["id"].as_str().expect("id");
+    let current = app
+        .call("GET", &format!("/api/v1/scale-sets/{id}"), None)
+        .await;
+    let mut body = change;
+    body["generation"] = current.json["generation"].clone();
+    app.call("PATCH", &format!("/api/v1/scale-sets/{id}"), Some(body))
+        .await
+}
+
+/// Raising a declared set's `max_runners` through the API was stored, and the next start's
+/// apply of the file reverted it without a word. Now it is refused, naming the file and the
+/// key; draining (and enabling again, where the file does not disable the set) goes through.
+async fn a_declared_scale_set_refuses_spec_updates_naming_the_file_and_key_but_drains(
+    backend: Backend,
+) {
+    let app = App::start_with(
+        backend,
+        "a_declared_scale_set_refuses_spec_updates_naming_the_file_and_key_but_drains",
+        ConfiguredFleet {
+            file: FILE.to_owned(),
+            fleet: Fleet {
+                credentials: Vec::new(),
+                scale_sets: vec![declared("linux", true), declared("off", false)],
+            },
+        },
+    )
+    .await;
+    let entity = entity(&app).await;
+    let linux = create(&app, &entity, "linux", true).await;
+    let off = create(&app, &entity, "off", false).await;
+    let adhoc = create(&app, &entity, "adhoc", true).await;
+    assert_eq!(linux["declared"], true, "{linux}");
+    assert_eq!(adhoc["declared"], false, "{adhoc}");
+
+    let before = app.written().await;
+    let refused = patch(&app, &linux, json!({"max_runners": 20, "labels": ["gpu"]})).await;
+    let message = refused.error(409, "declared");
+    assert!(
+        message.contains(FILE)
+            && message.contains("scale_set[0].max_runners")
+            && message.contains("scale_set[0].labels"),
+        "{message}"
+    );
+    assert_eq!(
+        app.written().await,
+        before,
+        "a refused update writes nothing"
+    );
+
+    // Drain: allowed, and shown disabled.
+    let id = linux["id"].as_str().expect("id");
+    let drained = app
+        .call("POST", &format!("/api/v1/scale-sets/{id}/drain"), None)
+        .await;
+    assert_eq!(drained.status, 200, "{drained:?}");
+    let shown = app
+        .call("GET", &format!("/api/v1/scale-sets/{id}"), None)
+        .await;
+    assert_eq!(shown.json["spec"]["enabled"], false, "{shown:?}");
+    // Enabled again: the file does not disable it.
+    let enabled = patch(&app, &linux, json!({"enabled": true})).await;
+    assert_eq!(enabled.status, 200, "{enabled:?}");
+    assert_eq!(enabled.json["spec"]["enabled"], true, "{enabled:?}");
+    // The file disables `off`: enabling it through the API would be reverted.
+    let refused = patch(&app, &off, json!({"enabled": true})).await;
+    let message = refused.error(409, "declared");
+    assert!(message.contains("scale_set[1].enabled"), "{message}");
+
+    // A set made through the API is the API's to change.
+    let changed = patch(&app, &adhoc, json!({"max_runners": 20})).await;
+    assert_eq!(changed.status, 200, "{changed:?}");
+    assert_eq!(changed.json["spec"]["max_runners"], 20, "{changed:?}");
+}
+
+/// A set created through the API appeared nowhere as at risk: a database loss took it with
+/// no sign. The list marks each set and counts those declared nowhere, and so do the metrics
+/// and the status page.
+async fn scale_sets_declared_nowhere_are_counted_in_the_list_the_metrics_and_the_page(
+    backend: Backend,
+) {
+    let app = App::start_with(
+        backend,
+        "scale_sets_declared_nowhere_are_counted_in_the_list_the_metrics_and_the_page",
+        ConfiguredFleet {
+            file: FILE.to_owned(),
+            fleet: Fleet {
+                credentials: Vec::new(),
+                scale_sets: vec![declared("linux", true)],
+            },
+        },
+    )
+    .await;
+    let entity = entity(&app).await;
+    create(&app, &entity, "linux", true).await;
+    create(&app, &entity, "adhoc", true).await;
+    create(&app, &entity, "other", true).await;
+
+    let list = app.call("GET", "/api/v1/scale-sets", None).await;
+    assert_eq!(list.status, 200, "{list:?}");
+    assert_eq!(list.json["not_declared"], 2, "{list:?}");
+    let declared: Vec<(&str, bool)> = list.json["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|s| {
+            (
+                s["spec"]["name"].as_str().expect("name"),
+                s["declared"].as_bool().expect("declared"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        declared,
+        [("adhoc", false), ("linux", true), ("other", false)]
+    );
+
+    let metrics = app.call("GET", "/metrics", None).await;
+    assert!(
+        metrics
+            .text
+            .lines()
+            .any(|l| l == "scaleset_scale_sets_not_declared 2"),
+        "{}",
+        metrics.text
+    );
+
+    let (status, _, page) = app
+        .send(
+            "GET",
+            "/",
+            &[("authorization", &format!("Bearer {}", app.token))],
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains(r#"<b id="not-declared">2</b>"#),
+        "the page counts them: {page}"
+    );
+}
+
+backend_tests!(
+    a_declared_scale_set_refuses_spec_updates_naming_the_file_and_key_but_drains,
+    scale_sets_declared_nowhere_are_counted_in_the_list_the_metrics_and_the_page,
+);
