@@ -805,7 +805,7 @@ pub(crate) fn spec_changes(from: Option<&ScaleSetSpec>, to: &ScaleSetSpec) -> Ve
                 return None;
             }
             let shown = match &defaults {
-                Some(defaults) if default_of(*field, get, to, defaults) => {
+                Some(defaults) if default_of(field, get, to, defaults) => {
                     format!("(default: {})", if new.is_empty() { "empty" } else { &new })
                 }
                 _ => new,
