@@ -819,12 +819,12 @@ pub(crate) fn spec_changes(from: Option<&ScaleSetSpec>, to: &ScaleSetSpec) -> Ve
         .collect()
 }
 
-/// Whether `to` leaves `field` at its default (the runner prefix: left empty, so the name).
+/// Whether `to` leaves `field` at its default, as the plan shows it (the runner prefix as
+/// used: the name, written or left empty).
 fn default_of(field: &str, get: &Field, to: &ScaleSetSpec, defaults: &ScaleSetSpec) -> bool {
     match field {
         // No default: the name is the key, and a provider must be named.
         "name" | "provider" => false,
-        "runner_prefix" => to.runner_prefix.is_empty(),
         _ => get(to) == get(defaults),
     }
 }

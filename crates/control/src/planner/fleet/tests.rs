@@ -1195,6 +1195,13 @@ fn update_of(stored_spec: ScaleSetSpec, declared_spec: ScaleSetSpec) -> ScaleSet
     one(&fleet(vec![d]), &s.world, None)
 }
 
+fn custom_prefix(prefix: &str) -> ScaleSetSpec {
+    ScaleSetSpec {
+        runner_prefix: prefix.into(),
+        ..spec("web")
+    }
+}
+
 fn shown(step: &ScaleSetStep) -> Vec<(&'static str, Option<&str>, Option<&str>)> {
     step.changes
         .iter()
@@ -1275,8 +1282,21 @@ fn a_reset_to_a_default_shows_the_default_and_an_empty_prefix_is_the_name() {
             ("runner_prefix", Some("web"), Some("r")),
         ]
     );
-    // A create shows the values written, unmarked.
+    // A prefix written as the name is the default prefix too.
+    let step = update_of(
+        custom_prefix("lx"),
+        ScaleSetSpec {
+            runner_prefix: "web".into(),
+            ..spec("web")
+        },
+    );
+    assert_eq!(
+        shown(&step),
+        [("runner_prefix", Some("lx"), Some("(default: web)"))]
+    );
+    // A create shows every value written, unmarked.
     let created = spec_changes(None, &spec("web"));
+    assert_eq!(created.len(), 18, "{created:?}");
     assert!(
         created
             .iter()
