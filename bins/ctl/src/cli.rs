@@ -175,6 +175,10 @@ pub(crate) enum FleetCommand {
     /// longer loses them. Credentials are named, not written (declare them with their
     /// secret's file or variable).
     Export(FleetExport),
+    /// List the scale sets on GitHub that carry this controller's owner label but that the
+    /// server neither stores nor declares (after a database loss: those made through the
+    /// API), each with the two remedies: declare it, or decommission it. Exit 2 when any.
+    Undeclared,
 }
 
 /// `fleet export`.

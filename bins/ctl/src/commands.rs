@@ -91,6 +91,7 @@ pub(crate) async fn run(cli: Cli, env: &BTreeMap<String, String>, out: &Output) 
         Command::Worker(command) => worker::run(&ctx, command).await,
         Command::Plan(args) => fleet::plan(&ctx, args).await,
         Command::Fleet(FleetCommand::Export(args)) => fleet::export(&ctx, args).await,
+        Command::Fleet(FleetCommand::Undeclared) => fleet::undeclared(&ctx).await,
         Command::Apply { fleet, digest } => fleet::apply(&ctx, fleet, digest).await,
         Command::Import(ImportCommand::Garm(args)) => {
             import::garm(&cli.connection, args, out).await

@@ -41,8 +41,8 @@ pub use plan::{
 };
 pub use scale_set::{
     AdoptionPolicy, Attention, CreateScaleSet, DeleteAction, DeleteScaleSetResult,
-    DrainScaleSetResult, Event, Evidence, Provenance, Refusal, ScaleSet, ScaleSetList,
-    ScaleSetSpec, ScaleSetState, UpdateScaleSet,
+    DrainScaleSetResult, Event, Evidence, OursUndeclared, OursUndeclaredList, Provenance, Refusal,
+    ScaleSet, ScaleSetList, ScaleSetSpec, ScaleSetState, UnlistedEntity, UpdateScaleSet,
 };
 pub use token::Token;
 pub use worker::DrainWorkerResult;

@@ -702,3 +702,94 @@ impl ConfiguredFleet {
         }
     }
 }
+
+/// A scale set on GitHub that carries our owner label, but that the store does not hold and
+/// the configuration file does not declare: ours, undeclared. After a database loss this is
+/// a set that was made through the API; it is ours, so only two things make sense: declare it
+/// (the next start adopts it by its owner label) or decommission it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OursUndeclared {
+    /// The entity it was listed in.
+    pub entity: EntityKind,
+    /// GitHub's id.
+    pub github_id: i64,
+    /// Its name.
+    pub name: String,
+    /// Its runner group's name, as GitHub showed it.
+    pub runner_group: String,
+}
+
+/// An entity whose scale sets could not be listed, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unlisted {
+    /// The entity.
+    pub entity: EntityKind,
+    /// What failed.
+    pub reason: String,
+}
+
+/// Lists, for every stored entity, GitHub's scale sets (one call per entity, every runner
+/// group: the decommission's listing without the group filter) and keeps those carrying our
+/// owner label that neither the store holds (by GitHub id or name) nor `configured` declares.
+///
+/// # Errors
+///
+/// [`Error::Store`] when the store cannot be read; an entity GitHub does not answer for is an
+/// [`Unlisted`], not an error.
+pub async fn ours_undeclared(
+    store: &dyn Store,
+    clients: &dyn crate::ClientFactory,
+    identity: &ControllerIdentity,
+    configured: &ConfiguredFleet,
+) -> Result<(Vec<OursUndeclared>, Vec<Unlisted>), Error> {
+    let owner = identity.owner_label();
+    let entities = store
+        .list_entities()
+        .await
+        .map_err(store_err("listing entities"))?;
+    let stored = store
+        .list_scale_sets(None)
+        .await
+        .map_err(store_err("listing scale sets"))?;
+    let (mut found, mut unlisted) = (Vec::new(), Vec::new());
+    for entity in &entities {
+        let listed = match clients.entity_client(entity.id).await {
+            Ok(client) => client.list_scale_sets(None).await.map_err(|e| chain(&e)),
+            Err(e) => Err(chain(&e)),
+        };
+        let listed = match listed {
+            Ok(listed) => listed,
+            Err(reason) => {
+                unlisted.push(Unlisted {
+                    entity: entity.kind.clone(),
+                    reason,
+                });
+                continue;
+            }
+        };
+        for set in listed {
+            let ours = set
+                .labels
+                .iter()
+                .any(|l| l.name.eq_ignore_ascii_case(&owner));
+            let held = stored.iter().any(|s| {
+                s.entity_id == entity.id
+                    && (s.github_id == Some(set.id.0) || s.spec.name == set.name)
+            });
+            let declared = configured
+                .fleet
+                .scale_sets
+                .iter()
+                .any(|d| d.entity == entity.kind && d.spec.name == set.name);
+            if ours && !held && !declared {
+                found.push(OursUndeclared {
+                    entity: entity.kind.clone(),
+                    github_id: set.id.0,
+                    name: set.name,
+                    runner_group: set.runner_group_name,
+                });
+            }
+        }
+    }
+    Ok((found, unlisted))
+}

@@ -62,8 +62,8 @@ pub use deletion::delete_on_github;
 pub use ensure_once::{EnsureOnce, EnsureResult};
 pub use error::Error;
 pub use fleet::{
-    Applied, ConfiguredFleet, DeclaredEdit, FleetLookup, GitHubLookup, NoLookup, apply_declared,
-    apply_fleet, plan_fleet,
+    Applied, ConfiguredFleet, DeclaredEdit, FleetLookup, GitHubLookup, NoLookup, OursUndeclared,
+    Unlisted, apply_declared, apply_fleet, ours_undeclared, plan_fleet,
 };
 pub use hands_off::HandsOff;
 pub use identity::{ControllerIdentity, runner_name, validate_scale_set_name};

@@ -9,8 +9,8 @@ use std::path::Path;
 use anyhow::{Context as _, Result};
 use comfy_table::Cell;
 use scaleset_api::v1::{
-    ApplyRequest, ApplyResponse, EntityList, FieldChange, PlanAction, PlanRequest, PlanResponse,
-    ScaleSetList,
+    ApplyRequest, ApplyResponse, EntityList, FieldChange, OursUndeclaredList, PlanAction,
+    PlanRequest, PlanResponse, ScaleSetList,
 };
 
 use super::Ctx;
@@ -308,4 +308,47 @@ pub(crate) async fn export(ctx: &Ctx<'_>, args: FleetExport) -> Result<Outcome> 
         None => print!("{text}"),
     }
     Ok(Outcome::Done)
+}
+
+/// `fleet undeclared`: our scale sets on GitHub that are declared nowhere, with the remedies;
+/// exit 2 when there is any (something to decide), 0 otherwise.
+pub(crate) async fn undeclared(ctx: &Ctx<'_>) -> Result<Outcome> {
+    let list: OursUndeclaredList = ctx.api.get(&["github", "ours-undeclared"]).await?;
+    ctx.show(&list, || {
+        let rows = list
+            .items
+            .iter()
+            .map(|s| {
+                vec![
+                    Cell::new(&s.entity),
+                    Cell::new(&s.name),
+                    Cell::new(&s.runner_group),
+                    Cell::new(s.github_id),
+                ]
+            })
+            .collect();
+        let mut text = ctx.out.table(
+            &["ENTITY", "NAME", "RUNNER GROUP", "GITHUB"],
+            rows,
+            "no scale set on GitHub is ours and undeclared",
+        );
+        for s in &list.items {
+            text.push_str(
+                &ctx.out
+                    .note(&format!("{}: {}", s.name, s.remedy), Tone::Warn),
+            );
+        }
+        for u in &list.unlisted {
+            text.push_str(&ctx.out.note(
+                &format!("{}: not listed ({})", u.entity, u.reason),
+                Tone::Bad,
+            ));
+        }
+        text
+    });
+    Ok(if list.items.is_empty() {
+        Outcome::Done
+    } else {
+        Outcome::Changes
+    })
 }

@@ -257,3 +257,42 @@ fn fleet_export_writes_every_stored_set_as_a_file_that_plans_as_no_change() {
         "{json}"
     );
 }
+
+/// Regression: after a database loss, a scale set made through the API stayed on GitHub with
+/// our owner label and appeared nowhere. `fleet undeclared` lists it with the two remedies
+/// (exit 2: something to decide), and not another controller's nor a stored one.
+#[test]
+fn fleet_undeclared_lists_our_sets_on_github_that_nothing_declares() {
+    let server = Server::start();
+    server.with_acme();
+    let none = server.ok(&["fleet", "undeclared"]);
+    assert!(
+        none.stdout
+            .contains("no scale set on GitHub is ours and undeclared"),
+        "{none:?}"
+    );
+    let ours = format!(
+        "scaleset-owner-{}",
+        crate::helpers::CONTROLLER_ID.replace('-', "")
+    );
+    let theirs = "scaleset-owner-9b1d2c3e00004000800000000000beef".to_owned();
+    for (name, label) in [("made-by-api", &ours), ("their-linux", &theirs)] {
+        server
+            .sim
+            .seed_scale_set("acme", 0, name, &["linux".to_owned(), label.clone()])
+            .expect("seed");
+    }
+    let listed = server.ctl(&["fleet", "undeclared"]);
+    assert_eq!(listed.code, 2, "{listed:?}");
+    assert!(
+        listed.stdout.contains("made-by-api")
+            && listed.stdout.contains("declare it")
+            && listed.stdout.contains("decommission")
+            && !listed.stdout.contains("their-linux"),
+        "{listed:?}"
+    );
+    let (code, json) = server.json(&["fleet", "undeclared"]);
+    assert_eq!(code, 2);
+    assert_eq!(json["items"][0]["name"], "made-by-api", "{json}");
+    assert_eq!(json["items"].as_array().map(Vec::len), Some(1), "{json}");
+}

@@ -21,8 +21,8 @@ use crate::error::{ApiError, chain};
 use crate::extract::{Body, Params, parse_id};
 use crate::state::AppState;
 use crate::v1::{
-    CreateScaleSet, DeleteAction, DeleteScaleSetResult, DrainScaleSetResult, ErrorBody, ScaleSet,
-    ScaleSetList, UpdateScaleSet,
+    CreateScaleSet, DeleteAction, DeleteScaleSetResult, DrainScaleSetResult, ErrorBody,
+    OursUndeclared, OursUndeclaredList, ScaleSet, ScaleSetList, UnlistedEntity, UpdateScaleSet,
 };
 use crate::{validate, view};
 
@@ -31,6 +31,7 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         .route("/scale-sets", get(list).post(create))
         .route("/scale-sets/{id}", get(show).patch(update).delete(delete))
         .route("/scale-sets/{id}/drain", post(drain))
+        .route("/github/ours-undeclared", get(ours_undeclared))
 }
 
 /// A spec parsed by the one spec parser ([`StoredSpec::parse`]), its provider checked against
@@ -374,6 +375,58 @@ pub(crate) async fn update(
         .await
         .map_err(ApiError::store("appending an event", not_found(id)))?;
     Ok(Json(with_events(&state, &updated).await?))
+}
+
+/// Scale sets on GitHub carrying our owner label that the store does not hold and the
+/// configuration file does not declare (after a database loss: those made through the API),
+/// with the two remedies. One GitHub call per stored entity.
+#[utoipa::path(get, path = "/api/v1/github/ours-undeclared", tag = "scale-sets",
+    responses((status = 200, body = OursUndeclaredList), (status = 401, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub(crate) async fn ours_undeclared(
+    State(state): State<Arc<AppState>>,
+) -> Result<Json<OursUndeclaredList>, ApiError> {
+    let (found, unlisted) = scaleset_control::ours_undeclared(
+        state.store.as_ref(),
+        state.clients.as_ref(),
+        &state.identity,
+        &state.configured,
+    )
+    .await
+    .map_err(|e| ApiError::Internal {
+        during: "listing GitHub's scale sets",
+        reason: chain(&e),
+    })?;
+    let entity = |kind: &EntityKind| kind.to_string();
+    let mut items: Vec<OursUndeclared> = found
+        .iter()
+        .map(|set| OursUndeclared {
+            entity: entity(&set.entity),
+            github_id: set.github_id,
+            name: set.name.clone(),
+            runner_group: set.runner_group.clone(),
+            remedy: format!(
+                "ours (our owner label), declared nowhere: declare it (a [[scale_set]] named \
+                 {:?} of {} in the configuration file: the next start adopts it by its owner \
+                 label), or decommission it (`scalesetctl decommission --entity {} \
+                 --scale-set {}`: it is found by our owner label)",
+                set.name,
+                set.entity.path(),
+                set.entity.path(),
+                set.name
+            ),
+        })
+        .collect();
+    items.sort_by(|a, b| (&a.entity, &a.name).cmp(&(&b.entity, &b.name)));
+    Ok(Json(OursUndeclaredList {
+        items,
+        unlisted: unlisted
+            .iter()
+            .map(|u| UnlistedEntity {
+                entity: entity(&u.entity),
+                reason: u.reason.clone(),
+            })
+            .collect(),
+    }))
 }
 
 /// The key the fleet knows `scale_set` by (its entity read from the store).

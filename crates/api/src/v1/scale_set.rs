@@ -390,6 +390,42 @@ pub struct ScaleSetList {
     pub not_declared: u32,
 }
 
+/// `GET /api/v1/github/ours-undeclared`: scale sets on GitHub that carry this controller's
+/// owner label but that the store does not hold and the configuration file does not declare
+/// (after a database loss: the ones made through the API).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct OursUndeclaredList {
+    /// The scale sets, by entity then name.
+    pub items: Vec<OursUndeclared>,
+    /// Entities whose scale sets GitHub did not list, and why (their sets are not judged).
+    #[serde(default)]
+    pub unlisted: Vec<UnlistedEntity>,
+}
+
+/// One scale set that is ours on GitHub and declared nowhere.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct OursUndeclared {
+    /// The entity (`organization acme`).
+    pub entity: String,
+    /// GitHub's id.
+    pub github_id: i64,
+    /// Its name.
+    pub name: String,
+    /// Its runner group's name on GitHub.
+    pub runner_group: String,
+    /// The two remedies: declare it, or decommission it.
+    pub remedy: String,
+}
+
+/// An entity whose scale sets GitHub did not list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct UnlistedEntity {
+    /// The entity.
+    pub entity: String,
+    /// What failed.
+    pub reason: String,
+}
+
 /// What a delete did on GitHub.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]

@@ -205,7 +205,63 @@ async fn scale_sets_declared_nowhere_are_counted_in_the_list_the_metrics_and_the
     );
 }
 
+/// Regression: after a database loss, a scale set made through the API stayed on GitHub with
+/// our owner label (and a live session) and appeared nowhere. It is listed as ours and
+/// undeclared, with the two remedies; a set declared in the file or held by the store, and
+/// another controller's, are not.
+async fn our_scale_sets_on_github_declared_nowhere_are_listed_with_the_remedies(backend: Backend) {
+    let sim = crate::helpers::RunningSim::start().await;
+    let app = App::start_with(
+        backend,
+        "our_scale_sets_on_github_declared_nowhere_are_listed_with_the_remedies",
+        ConfiguredFleet {
+            file: FILE.to_owned(),
+            fleet: Fleet {
+                credentials: Vec::new(),
+                scale_sets: vec![DeclaredScaleSet {
+                    credentials: "sim".to_owned(),
+                    ..declared("in-file", true)
+                }],
+            },
+        },
+    )
+    .await;
+    let entity = app.seed(&sim).await;
+    let ours = scaleset_control::ControllerIdentity::new(crate::helpers::CONTROLLER).owner_label();
+    let theirs = "scaleset-owner-9b1d2c3e00004000800000000000beef".to_owned();
+    for (name, label) in [
+        ("made-by-api", &ours),
+        ("in-file", &ours),
+        ("in-store", &ours),
+        ("their-linux", &theirs),
+    ] {
+        sim.sim
+            .seed_scale_set("acme", 0, name, &["linux".to_owned(), label.clone()])
+            .expect("seed");
+    }
+    create(&app, &entity, "in-store", true).await;
+
+    let answer = app
+        .call("GET", "/api/v1/github/ours-undeclared", None)
+        .await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let items = answer.json["items"].as_array().expect("items");
+    let names: Vec<&str> = items
+        .iter()
+        .map(|i| i["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names, ["made-by-api"], "{answer:?}");
+    let remedy = items[0]["remedy"].as_str().expect("remedy");
+    assert!(
+        remedy.contains("declare it") && remedy.contains("decommission"),
+        "{remedy}"
+    );
+    assert_eq!(items[0]["entity"], "organization acme");
+    assert_eq!(answer.json["unlisted"], json!([]), "{answer:?}");
+}
+
 backend_tests!(
     a_declared_scale_set_refuses_spec_updates_naming_the_file_and_key_but_drains,
     scale_sets_declared_nowhere_are_counted_in_the_list_the_metrics_and_the_page,
+    our_scale_sets_on_github_declared_nowhere_are_listed_with_the_remedies,
 );
