@@ -62,6 +62,10 @@ pub struct AppState {
     /// Where decommissions come from: the worker's providers, so `None` for an API-only
     /// server (the decommission routes then answer `409 no_providers`).
     pub decommission: Option<DecommissionSource>,
+    /// Whether browsers reach this server over HTTPS (it serves TLS, or sits behind a
+    /// TLS-terminating proxy): the sign-in cookie is then `Secure` and every answer carries
+    /// `Strict-Transport-Security`.
+    pub https: bool,
     pub(crate) http_metrics: HttpMetrics,
 }
 
@@ -107,6 +111,7 @@ impl AppState {
             worker: None,
             clock: Arc::new(SystemClock),
             decommission: None,
+            https: false,
             http_metrics,
         }
     }
@@ -137,6 +142,13 @@ impl AppState {
     #[must_use]
     pub fn with_decommission(mut self, source: DecommissionSource) -> Self {
         self.decommission = Some(source);
+        self
+    }
+
+    /// Says whether browsers reach this server over HTTPS ([`AppState::https`]).
+    #[must_use]
+    pub fn with_https(mut self, https: bool) -> Self {
+        self.https = https;
         self
     }
 
