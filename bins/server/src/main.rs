@@ -118,10 +118,17 @@ async fn serve(config: &Config, env: &Env, with_worker: bool, signals: Deferred)
     let mut running = app.start();
     let scheme = if tls.is_some() { "https" } else { "http" };
     let stop = CancellationToken::new();
-    let server = tokio::spawn(scaleset_api::serve(
+    let server = tokio::spawn(scaleset_api::serve_with(
         listener,
         running.api_router(),
         tls,
+        scaleset_api::ConnectionLimits {
+            header_read_timeout: config.server.header_read_timeout,
+            idle_timeout: config.server.idle_timeout,
+            max_connections: config.server.max_connections,
+            http2_max_concurrent_streams: config.server.http2_max_concurrent_streams,
+            http2_max_header_list_size: config.server.http2_max_header_list_size,
+        },
         stop.clone().cancelled_owned(),
     ));
     tracing::info!(listen = %listen, controller_id = %id, with_worker, database = %database, "scaleset-server started");

@@ -60,12 +60,31 @@ pub fn router_with(
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
+        .layer(middleware::map_response_with_state(
+            state.clone(),
+            strict_transport_security,
+        ))
         .layer(axum::Extension(BodyLimit(limit)))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             crate::request_id::layer,
         ))
         .with_state(state)
+}
+
+/// Over HTTPS ([`AppState::https`]) every answer tells the browser to come back only over
+/// HTTPS (a year; not the subdomains, which this server does not speak for).
+async fn strict_transport_security(
+    axum::extract::State(state): axum::extract::State<Arc<AppState>>,
+    mut response: Response,
+) -> Response {
+    if state.https {
+        response.headers_mut().insert(
+            axum::http::header::STRICT_TRANSPORT_SECURITY,
+            axum::http::HeaderValue::from_static("max-age=31536000"),
+        );
+    }
+    response
 }
 
 /// Only the probes and metrics (`/healthz`, `/readyz`, `/metrics`), for a process that serves

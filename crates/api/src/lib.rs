@@ -67,6 +67,6 @@ pub use extract::{Body, Params, parse_id};
 #[cfg(feature = "server")]
 pub use request_id::{REQUEST_ID_HEADER, RequestId};
 #[cfg(feature = "server")]
-pub use serve::{TlsError, serve, tls_config};
+pub use serve::{ConnectionLimits, TlsError, serve, serve_with, tls_config};
 #[cfg(feature = "server")]
 pub use state::{AppState, Limits};

@@ -69,6 +69,10 @@ pub struct AppState {
     /// The fleet the configuration file declares (empty until [`AppState::with_configured`]):
     /// its scale sets' specs are the file's, and the API refuses to change them.
     pub configured: Arc<ConfiguredFleet>,
+    /// Whether browsers reach this server over HTTPS (it serves TLS, or sits behind a
+    /// TLS-terminating proxy): the sign-in cookie is then `Secure` and every answer carries
+    /// `Strict-Transport-Security`.
+    pub https: bool,
     pub(crate) http_metrics: HttpMetrics,
     pub(crate) fleet_metrics: FleetMetrics,
 }
@@ -117,6 +121,7 @@ impl AppState {
             clock: Arc::new(SystemClock),
             decommission: None,
             configured: Arc::new(ConfiguredFleet::default()),
+            https: false,
             http_metrics,
             fleet_metrics,
         }
@@ -161,6 +166,13 @@ impl AppState {
     /// The keys of the scale sets the configuration file declares.
     pub(crate) fn configured_keys(&self) -> Vec<ScaleSetKey> {
         self.configured.keys()
+    }
+
+    /// Says whether browsers reach this server over HTTPS ([`AppState::https`]).
+    #[must_use]
+    pub fn with_https(mut self, https: bool) -> Self {
+        self.https = https;
+        self
     }
 
     /// Replaces the clock (tests).

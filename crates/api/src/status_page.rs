@@ -12,7 +12,8 @@
 //!
 //! **Auth.** The page uses the API's tokens: `GET /login` is a form, `POST /login` checks the
 //! token against the store and sets it as an `HttpOnly`, `SameSite=Strict` cookie
-//! (`scaleset_token`), `POST /logout` clears it. An `Authorization: Bearer` header works too
+//! (`scaleset_token`; also `Secure` when browsers reach the server over HTTPS,
+//! [`crate::AppState::https`]), `POST /logout` clears it. An `Authorization: Bearer` header works too
 //! (for curl). Without either, the pages redirect to `/login`. The API under `/api/v1` keeps
 //! requiring its bearer token; the cookie is not accepted there. A page reached with a cookie
 //! whose token no longer authenticates (revoked) clears the cookie and sends the browser to the
@@ -200,12 +201,18 @@ async fn signed_in(page: &Page, headers: &HeaderMap) -> Result<(), Response> {
     let mut response = Redirect::to("/login?why=revoked").into_response();
     response
         .headers_mut()
-        .insert(header::SET_COOKIE, clear_cookie());
+        .insert(header::SET_COOKIE, clear_cookie(page));
     Err(response)
 }
 
-fn clear_cookie() -> HeaderValue {
-    HeaderValue::from_static("scaleset_token=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
+fn clear_cookie(page: &Page) -> HeaderValue {
+    if page.https {
+        HeaderValue::from_static(
+            "scaleset_token=; Path=/; HttpOnly; SameSite=Strict; Secure; Max-Age=0",
+        )
+    } else {
+        HeaderValue::from_static("scaleset_token=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
+    }
 }
 
 /// Why the sign-in form was shown, from its query (`?why=revoked`).
@@ -308,8 +315,11 @@ async fn login(State(page): State<Page>, headers: HeaderMap, body: Bytes) -> Res
         }
         Err(response) => return response,
     }
-    // The token only ever travels back to this origin, never readable by scripts.
-    let cookie = format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict");
+    // The token only ever travels back to this origin, never readable by scripts; over HTTPS
+    // never in clear either (`Secure`: cookies are not port-scoped, so without it a browser
+    // would send it to any `http://` URL of the same host).
+    let secure = if page.https { "; Secure" } else { "" };
+    let cookie = format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict{secure}");
     let mut response = Redirect::to("/").into_response();
     match HeaderValue::from_str(&cookie) {
         Ok(value) => {
@@ -323,14 +333,14 @@ async fn login(State(page): State<Page>, headers: HeaderMap, body: Bytes) -> Res
     }
 }
 
-async fn logout(headers: HeaderMap) -> Response {
+async fn logout(State(page): State<Page>, headers: HeaderMap) -> Response {
     if !same_origin(&headers) {
         return cross_origin();
     }
     let mut response = Redirect::to("/login").into_response();
     response
         .headers_mut()
-        .insert(header::SET_COOKIE, clear_cookie());
+        .insert(header::SET_COOKIE, clear_cookie(&page));
     response
 }
 

@@ -52,6 +52,8 @@ pub struct App {
     settings: Settings,
     provider_names: Vec<String>,
     limits: Limits,
+    /// Browsers reach the server over HTTPS (`ServerConfig::https`).
+    https: bool,
     shutdown_timeout: Duration,
     clock: Arc<dyn scaleset_store::Clock>,
     registry: Registry,
@@ -158,6 +160,7 @@ impl App {
             max_body_bytes: config.server.max_body_size,
             ..Limits::default()
         };
+        let https = config.server.https();
         Ok(Self {
             id,
             store,
@@ -173,6 +176,7 @@ impl App {
             settings: config.settings.clone(),
             provider_names: config.providers.iter().map(|p| p.name.clone()).collect(),
             limits,
+            https,
             shutdown_timeout: config.worker.shutdown_timeout,
             clock: env.clock.clone(),
             registry: Registry::default(),
@@ -220,6 +224,7 @@ impl App {
             self.registry,
         )
         .with_limits(self.limits)
+        .with_https(self.https)
         .with_providers(self.provider_names)
         .with_configured(self.configured)
         .with_clock(self.clock);

@@ -128,6 +128,28 @@ pub struct ServerConfig {
     pub tls: Option<TlsFiles>,
     /// The largest request body, in bytes (default 262144: 256 KiB).
     pub max_body_size: usize,
+    /// How long a client may take to send a request's headers (default 10 s).
+    pub header_read_timeout: Duration,
+    /// How long a connection may stay open with no request in flight (default 60 s).
+    pub idle_timeout: Duration,
+    /// How many connections are served at once (default 1024).
+    pub max_connections: usize,
+    /// HTTP/2: the most concurrent streams per connection (default 100).
+    pub http2_max_concurrent_streams: u32,
+    /// HTTP/2: the largest request header list, in bytes (default 65536).
+    pub http2_max_header_list_size: u32,
+    /// Whether browsers reach the server through a TLS-terminating proxy: with it (or with the
+    /// server's own TLS) the sign-in cookie is `Secure` and answers carry
+    /// `Strict-Transport-Security` (default false).
+    pub behind_tls_proxy: bool,
+}
+
+impl ServerConfig {
+    /// Whether browsers reach this server over HTTPS: it serves TLS itself, or it is told it
+    /// sits behind a TLS-terminating proxy.
+    pub fn https(&self) -> bool {
+        self.tls.is_some() || self.behind_tls_proxy
+    }
 }
 
 /// The TLS certificate and key of the API server.

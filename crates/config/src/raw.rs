@@ -93,6 +93,12 @@ pub(crate) struct RawServer {
     pub(crate) tls_cert_file: Option<PathBuf>,
     pub(crate) tls_key_file: Option<PathBuf>,
     pub(crate) max_body_size: Option<i64>,
+    pub(crate) header_read_timeout: Option<String>,
+    pub(crate) idle_timeout: Option<String>,
+    pub(crate) max_connections: Option<i64>,
+    pub(crate) http2_max_concurrent_streams: Option<i64>,
+    pub(crate) http2_max_header_list_size: Option<i64>,
+    pub(crate) behind_tls_proxy: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -250,6 +250,48 @@ fn the_server_section_has_defaults_and_overrides() {
 }
 
 #[test]
+fn the_server_connection_limits_have_defaults_and_are_each_checked() {
+    let config = Config::parse("test.toml", GOOD, &base_env()).unwrap();
+    assert_eq!(config.server.header_read_timeout, Duration::from_secs(10));
+    assert_eq!(config.server.idle_timeout, Duration::from_secs(60));
+    assert_eq!(config.server.max_connections, 1024);
+    assert_eq!(config.server.http2_max_concurrent_streams, 100);
+    assert_eq!(config.server.http2_max_header_list_size, 65536);
+    assert!(!config.server.behind_tls_proxy);
+    assert!(!config.server.https());
+
+    let text = format!(
+        "{GOOD}\n[server]\nheader_read_timeout = \"2s\"\nidle_timeout = \"30s\"\n\
+         max_connections = 8\nhttp2_max_concurrent_streams = 4\n\
+         http2_max_header_list_size = 8192\nbehind_tls_proxy = true\n"
+    );
+    let config = Config::parse("test.toml", &text, &base_env()).unwrap();
+    assert_eq!(config.server.header_read_timeout, Duration::from_secs(2));
+    assert_eq!(config.server.idle_timeout, Duration::from_secs(30));
+    assert_eq!(config.server.max_connections, 8);
+    assert_eq!(config.server.http2_max_concurrent_streams, 4);
+    assert_eq!(config.server.http2_max_header_list_size, 8192);
+    assert!(config.server.https());
+
+    let text = format!(
+        "{GOOD}\n[server]\nheader_read_timeout = \"0s\"\nidle_timeout = \"soon\"\n\
+         max_connections = 0\nhttp2_max_concurrent_streams = -1\n\
+         http2_max_header_list_size = 10\n"
+    );
+    let found = problems(&text, &base_env());
+    let named = keys(&found);
+    for key in [
+        "server.header_read_timeout",
+        "server.idle_timeout",
+        "server.max_connections",
+        "server.http2_max_concurrent_streams",
+        "server.http2_max_header_list_size",
+    ] {
+        assert!(named.contains(&key), "{key}: {found:?}");
+    }
+}
+
+#[test]
 fn bad_server_values_are_each_named() {
     let text = format!(
         "{GOOD}\n[server]\nlisten = \"nowhere\"\ntls_cert_file = \"/nonexistent/cert.pem\"\nmax_body_size = 1\n"

@@ -424,10 +424,44 @@ fn server(p: &mut Problems, raw: &RawServer) -> ServerConfig {
             256 * 1024
         }
     };
+    let header_read_timeout = p.duration(
+        "server.header_read_timeout",
+        raw.header_read_timeout.as_deref(),
+        Duration::from_secs(10),
+    );
+    let idle_timeout = p.duration(
+        "server.idle_timeout",
+        raw.idle_timeout.as_deref(),
+        Duration::from_secs(60),
+    );
+    let max_connections = positive(p, "server.max_connections", raw.max_connections, 1024);
+    let http2_max_concurrent_streams = positive(
+        p,
+        "server.http2_max_concurrent_streams",
+        raw.http2_max_concurrent_streams,
+        100,
+    );
+    let http2_max_header_list_size = match raw.http2_max_header_list_size {
+        None => 64 * 1024,
+        Some(n) if (1024..=16 * 1024 * 1024).contains(&n) => u32::try_from(n).unwrap_or(64 * 1024),
+        Some(n) => {
+            p.add(
+                "server.http2_max_header_list_size",
+                format!("{n} is outside 1024–16777216 bytes"),
+            );
+            64 * 1024
+        }
+    };
     ServerConfig {
         listen,
         tls,
         max_body_size,
+        header_read_timeout,
+        idle_timeout,
+        max_connections: usize::try_from(max_connections).unwrap_or(1024),
+        http2_max_concurrent_streams,
+        http2_max_header_list_size,
+        behind_tls_proxy: raw.behind_tls_proxy.unwrap_or(false),
     }
 }
 

@@ -45,4 +45,11 @@ pub trait ControllerStore: Send + Sync {
     /// empty database takes the configured id, or a generated one if none is configured.
     /// Safe against concurrent first starts: exactly one id is ever stored.
     async fn bind_controller(&self, configured: Option<Uuid>) -> Result<ControllerBinding>;
+
+    /// Whether the database takes writes: `Ok` at once (without touching the database) while
+    /// no write has been refused; after a refused one ([`crate::Error::Unwritable`]: a full
+    /// disk, a read-only database) a small write of its own, invisible to every reader (a row
+    /// of a few KiB inserted and deleted in one transaction, so that a disk with no room for a
+    /// new page refuses it as it refuses a create), until one succeeds. `/readyz` asks it.
+    async fn check_writes(&self) -> Result<()>;
 }

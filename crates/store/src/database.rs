@@ -26,6 +26,7 @@ mod worker;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use diesel::connection::{AnsiTransactionManager, TransactionManager};
@@ -59,6 +60,8 @@ struct Context {
     event_retention: u32,
     pool_timeout: Duration,
     url: DatabaseUrl,
+    /// Whether the last write the database refused has not been followed by one it took.
+    unwritable: AtomicBool,
 }
 
 impl fmt::Debug for DieselStore {
@@ -114,6 +117,7 @@ impl DieselStore {
                 event_retention: options.event_retention,
                 pool_timeout: options.connect_timeout,
                 url: options.url,
+                unwritable: AtomicBool::new(false),
             }),
             // Replaced below, before the store is returned.
             binding: ControllerBinding::Generated(Uuid::nil()),
@@ -147,7 +151,9 @@ impl DieselStore {
     }
 
     /// Runs `f` on a pooled connection in `spawn_blocking`, in a `store{operation}` span
-    /// whose parent is the caller's span.
+    /// whose parent is the caller's span. A write the database refuses (a full disk, a
+    /// read-only database) comes back as [`Error::Unwritable`], and is noted for
+    /// [`crate::ControllerStore::check_writes`].
     async fn run<T, F>(&self, operation: &'static str, f: F) -> Result<T>
     where
         F: FnOnce(&mut DbConnection, &Context) -> Result<T> + Send + 'static,
@@ -156,7 +162,7 @@ impl DieselStore {
         let pool = self.pool.clone();
         let ctx = Arc::clone(&self.ctx);
         let span = tracing::debug_span!("store", operation);
-        tokio::task::spawn_blocking(move || {
+        let result = tokio::task::spawn_blocking(move || {
             let _entered = span.enter();
             let mut conn = pool.get().map_err(|source| Error::Pool {
                 timeout: ctx.pool_timeout,
@@ -165,13 +171,49 @@ impl DieselStore {
             f(&mut conn, &ctx)
         })
         .await
-        .map_err(|source| Error::Task { operation, source })?
+        .map_err(|source| Error::Task { operation, source })?;
+        match result {
+            Err(Error::Backend { operation, source }) if crate::error::refuses_writes(&source) => {
+                let error = Error::Unwritable {
+                    database: self.ctx.url.redacted(),
+                    operation,
+                    source,
+                };
+                self.ctx.writes_refused(&error);
+                Err(error)
+            }
+            result => result,
+        }
     }
 }
 
 impl Context {
     fn now(&self) -> Timestamp {
         self.clock.now()
+    }
+
+    /// Notes a refused write; warns when writes start failing (once, not per write).
+    fn writes_refused(&self, error: &Error) {
+        if !self.unwritable.swap(true, Ordering::SeqCst) {
+            tracing::warn!(
+                database = %self.url,
+                error = %crate::error::chain(error),
+                "the database refuses writes: requests that write answer 503 and /readyz is not \
+                 ready until a write succeeds again"
+            );
+        }
+    }
+
+    /// Notes a write the database took; says so when writes had been failing.
+    fn writes_taken(&self) {
+        if self.unwritable.swap(false, Ordering::SeqCst) {
+            tracing::info!(database = %self.url, "the database takes writes again");
+        }
+    }
+
+    /// Whether the last refused write has not been followed by a taken one.
+    fn writes_failing(&self) -> bool {
+        self.unwritable.load(Ordering::SeqCst)
     }
 }
 

@@ -145,6 +145,25 @@ pub enum Error {
         #[source]
         source: diesel::result::Error,
     },
+    /// The database refuses writes: its disk is full (SQLite's "database or disk is full",
+    /// PostgreSQL's `disk_full`) or it is read-only (PostgreSQL's `read_only_sql_transaction`,
+    /// e.g. a standby after a failover went wrong). An outage the operator ends by freeing
+    /// space (or making the database writable); nothing was written, and the same call succeeds
+    /// once it is over.
+    #[error(
+        "the database {database} refuses writes ({operation}): its disk is full or it is \
+         read-only; free space on the database's disk (PostgreSQL: or point the URL at a \
+         writable primary), and writes resume without a restart"
+    )]
+    Unwritable {
+        /// The database, password redacted.
+        database: String,
+        /// What the store was doing.
+        operation: &'static str,
+        /// The driver's error.
+        #[source]
+        source: diesel::result::Error,
+    },
     /// The blocking task running the database call panicked or was cancelled.
     #[error("the database task for {operation} did not complete")]
     Task {
@@ -194,10 +213,19 @@ impl Error {
         matches!(self, Self::Crypto { .. })
     }
 
+    /// The database refuses writes (a full disk, a read-only database): an outage, not a bug
+    /// ([`Error::Unwritable`]).
+    pub fn is_unwritable(&self) -> bool {
+        matches!(self, Self::Unwritable { .. })
+    }
+
     /// The classification the driver uses for retry policy.
     pub fn class(&self) -> ErrorClass {
         match self {
-            Self::Stale { .. } | Self::Pool { .. } | Self::Task { .. } => ErrorClass::Retryable,
+            Self::Stale { .. }
+            | Self::Pool { .. }
+            | Self::Task { .. }
+            | Self::Unwritable { .. } => ErrorClass::Retryable,
             Self::Backend { source, .. } => match source {
                 diesel::result::Error::DatabaseError(
                     diesel::result::DatabaseErrorKind::SerializationFailure
@@ -257,6 +285,31 @@ impl Error {
     /// Maps a diesel error from a read or a write without constraints of interest.
     pub(crate) fn backend(operation: &'static str) -> impl FnOnce(diesel::result::Error) -> Self {
         move |source| Self::Backend { operation, source }
+    }
+}
+
+/// Whether a driver error says the database cannot take writes: PostgreSQL's
+/// `read_only_sql_transaction` (SQLSTATE 25006, which diesel reports as its own kind), or a full
+/// disk, which diesel reports as `DatabaseErrorKind::Unknown`, so by its message: SQLite's
+/// `SQLITE_FULL` ("database or disk is full") and PostgreSQL's `disk_full` (SQLSTATE 53100,
+/// "could not extend file …: No space left on device"; the server's English defaults, as for
+/// [`is_lock_contention`]).
+pub(crate) fn refuses_writes(source: &diesel::result::Error) -> bool {
+    const MARKERS: [&str; 3] = [
+        "database or disk is full",
+        "no space left on device",
+        "could not extend file",
+    ];
+    match source {
+        diesel::result::Error::DatabaseError(
+            diesel::result::DatabaseErrorKind::ReadOnlyTransaction,
+            _,
+        ) => true,
+        diesel::result::Error::DatabaseError(_, info) => {
+            let message = info.message().to_ascii_lowercase();
+            MARKERS.iter().any(|marker| message.contains(marker))
+        }
+        _ => false,
     }
 }
 

@@ -182,6 +182,45 @@ fn lock_contention_is_retryable_and_other_backend_errors_are_fatal() {
 }
 
 #[test]
+fn a_full_disk_or_a_read_only_database_refuses_writes_and_nothing_else_does() {
+    let driver = |kind, message: &'static str| {
+        diesel::result::Error::DatabaseError(kind, Box::new(DatabaseMessage(message)))
+    };
+    use diesel::result::DatabaseErrorKind::{ReadOnlyTransaction, Unknown};
+    for refused in [
+        driver(Unknown, "database or disk is full"),
+        driver(
+            Unknown,
+            "could not extend file \"base/16384/16385\": No space left on device",
+        ),
+        driver(
+            Unknown,
+            "could not write to file \"pg_wal/xlogtemp.1\": No space left on device",
+        ),
+        driver(
+            ReadOnlyTransaction,
+            "cannot execute INSERT in a read-only transaction",
+        ),
+    ] {
+        assert!(crate::error::refuses_writes(&refused), "{refused}");
+    }
+    for other in [
+        driver(Unknown, "database is locked"),
+        driver(Unknown, "relation \"leases\" does not exist"),
+        diesel::result::Error::NotFound,
+    ] {
+        assert!(!crate::error::refuses_writes(&other), "{other}");
+    }
+    let unwritable = Error::Unwritable {
+        database: "sqlite:///var/lib/scaleset/scaleset.db".to_owned(),
+        operation: "create credentials",
+        source: driver(Unknown, "database or disk is full"),
+    };
+    assert!(unwritable.is_unwritable());
+    assert_eq!(unwritable.class(), ErrorClass::Retryable);
+}
+
+#[test]
 fn public_types_are_thread_safe_and_the_store_is_object_safe() {
     fn assert_send_sync<T: Send + Sync + 'static>() {}
     assert_send_sync::<Error>();

@@ -15,6 +15,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio_util::sync::CancellationToken;
 
+mod hardening;
+
 const BIN: &str = env!("CARGO_BIN_EXE_scaleset-server");
 
 fn config(dir: &Path, extra: &str) -> PathBuf {
@@ -63,6 +65,12 @@ impl Server {
         if with_worker {
             command.arg("--with-worker");
         }
+        Self::spawn(command)
+    }
+
+    /// Starts `command` (the server, perhaps through a shell that sets a limit and `exec`s it,
+    /// so that the child is the server) and waits for its listening line.
+    fn spawn(mut command: Command) -> Self {
         let mut child = command
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())

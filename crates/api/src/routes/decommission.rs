@@ -162,6 +162,12 @@ fn control(during: &'static str) -> impl FnOnce(scaleset_control::Error) -> ApiE
                 during,
                 reason: chain(&error),
             },
+            scaleset_control::Error::Store { source, .. } if source.is_unwritable() => {
+                ApiError::Unavailable {
+                    during,
+                    reason: chain(&error),
+                }
+            }
             _ => ApiError::Internal {
                 during,
                 reason: chain(&error),

@@ -1,5 +1,5 @@
-//! `/healthz` (the process answers), `/readyz` (the store answers: the one meaning of readiness
-//! in every scaleset process, [`crate::v1::Readiness`]) and `/metrics` (the process's registry in
+//! `/healthz` (the process answers), `/readyz` (the store answers, and takes writes once one was
+//! refused: the one meaning of readiness in every scaleset process, [`crate::v1::Readiness`]) and `/metrics` (the process's registry in
 //! the OpenMetrics text format). All three are public: probes and scrapers carry no API token.
 //! The server serves them beside the API; the worker and the demo serve them alone
 //! ([`crate::probes_router`]). The OpenAPI document, public too, is served by
@@ -52,8 +52,12 @@ async fn readiness(state: &AppState) -> (StatusCode, v1::Readiness) {
             v1::Readiness::new(false, crate::error::chain(e), None, None, None),
         )
     };
-    // The question is "does the store answer": one cheap read, whichever process asks.
+    // The question is "does the store answer": one cheap read, whichever process asks; and,
+    // once a write was refused (a full disk), whether it takes writes again.
     if let Err(e) = state.store.controller_id().await {
+        return unavailable(&e);
+    }
+    if let Err(e) = state.store.check_writes().await {
         return unavailable(&e);
     }
     let Some(worker) = &state.worker else {

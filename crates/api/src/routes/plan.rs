@@ -127,6 +127,13 @@ fn control(during: &'static str) -> impl FnOnce(scaleset_control::Error) -> ApiE
             ApiError::StalePlan {
                 reason: error.to_string(),
             }
+        } else if let scaleset_control::Error::Store { source, .. } = &error
+            && source.is_unwritable()
+        {
+            ApiError::Unavailable {
+                during,
+                reason: chain(&error),
+            }
         } else {
             ApiError::Internal {
                 during,

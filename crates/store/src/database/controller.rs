@@ -4,8 +4,8 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 use uuid::Uuid;
 
-use super::schema::controller;
-use super::{DieselStore, parse_uuid};
+use super::schema::{api_tokens, controller};
+use super::{DieselStore, parse_uuid, write_transaction};
 use crate::controller::{ControllerBinding, ControllerStore};
 use crate::error::{Error, Result};
 
@@ -25,6 +25,37 @@ fn read(conn: &mut super::DbConnection) -> Result<Option<Uuid>> {
 impl ControllerStore for DieselStore {
     async fn controller_id(&self) -> Result<Option<Uuid>> {
         self.run("read controller id", |conn, _| read(conn)).await
+    }
+
+    async fn check_writes(&self) -> Result<()> {
+        if !self.ctx.writes_failing() {
+            return Ok(());
+        }
+        const OPERATION: &str = "checks that it takes writes";
+        self.run(OPERATION, |conn, ctx| {
+            write_transaction(conn, OPERATION, |conn| {
+                // A row no reader ever sees (it is gone when the transaction commits), large
+                // enough to need pages of its own.
+                let id = Uuid::new_v4().to_string();
+                let filler = id.repeat(128).into_bytes();
+                diesel::insert_into(api_tokens::table)
+                    .values((
+                        api_tokens::id.eq(&id),
+                        api_tokens::name.eq(format!("scaleset write check {id}")),
+                        api_tokens::token_hash.eq(filler),
+                        api_tokens::created_at.eq(ctx.now().unix_millis()),
+                    ))
+                    .execute(conn)
+                    .map_err(Error::backend(OPERATION))?;
+                diesel::delete(api_tokens::table.find(&id))
+                    .execute(conn)
+                    .map_err(Error::backend(OPERATION))?;
+                Ok(())
+            })
+        })
+        .await?;
+        self.ctx.writes_taken();
+        Ok(())
     }
 
     async fn bind_controller(&self, configured: Option<Uuid>) -> Result<ControllerBinding> {
