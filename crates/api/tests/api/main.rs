@@ -3,6 +3,7 @@
 //! simulator in-process for GitHub.
 
 mod auth;
+mod door_values;
 mod doors;
 mod helpers;
 mod input;
