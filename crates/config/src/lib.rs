@@ -15,7 +15,7 @@
 //! commented example that a test loads.
 
 mod files;
-mod garm_hint;
+mod hint;
 mod overrides;
 mod raw;
 mod secret_file;
@@ -183,7 +183,7 @@ impl Config {
         }
         let raw: raw::RawConfig = toml::Value::Table(table).try_into().map_err(|e| {
             let mut message = syntax(&e.to_string());
-            message.push_str(garm_hint::for_unknown(&key_of(&message), &message).unwrap_or(""));
+            message.push_str(hint::for_message(&key_of(&message), &message).unwrap_or(""));
             if !applied.is_empty() {
                 message.push_str(&format!(
                     " (after applying the environment overrides {})",

@@ -138,3 +138,15 @@ fn a_garm_provider_table_points_to_moving_from_garm() {
     );
     assert!(!other[0].message.contains("GARM"), "{other:?}");
 }
+
+#[test]
+fn an_app_client_id_given_as_app_id_says_which_number_to_give() {
+    let text = GOOD.replace(
+        "token_env = \"GH_TOKEN\"",
+        "app_id = \"Iv23liABCDEF\"\ninstallation_id = 7\nprivate_key_env = \"KEY\"",
+    );
+    let found = problems(&text, &base_env());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].message.contains("Iv23liABCDEF"), "{found:?}");
+    assert!(found[0].message.contains("numeric \"App ID\""), "{found:?}");
+}
