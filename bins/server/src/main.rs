@@ -50,6 +50,11 @@ fn main() -> ExitCode {
         }
     };
     if args.check {
+        // Every file and directory the configuration names, as the process will use them.
+        if let Err(e) = config.check_files(&path.display().to_string()) {
+            errln!("scaleset-server: {e}");
+            return ExitCode::from(2);
+        }
         outln!("configuration ok");
         return ExitCode::SUCCESS;
     }

@@ -71,6 +71,11 @@ fn main() -> ExitCode {
         return decommission::main(path, &config, &env, decommission);
     }
     if args.check {
+        // Every file and directory the configuration names, as the process will use them.
+        if let Err(e) = config.check_files(&path.display().to_string()) {
+            errln!("scaleset-worker: {e}");
+            return ExitCode::from(2);
+        }
         outln!("configuration ok");
         // Which App each key is for, without calling GitHub (issue 31).
         for credentials in &config.fleet.credentials {

@@ -43,22 +43,26 @@ pub(crate) fn name(field: &str, text: &str, max: usize) -> Result<(), ApiError> 
     Ok(())
 }
 
-/// A PEM bundle of at least one certificate, each of which parses.
+/// A PEM bundle of at least one certificate, each of which the GitHub client can trust: its
+/// own parser ([`scaleset_github::ca_bundle_roots`]), so a bundle stored here is one the
+/// worker can use.
 pub(crate) fn ca_bundle(field: &str, pem: &str) -> Result<(), ApiError> {
-    use rustls_pki_types::CertificateDer;
-    use rustls_pki_types::pem::PemObject as _;
-    let mut count = 0;
-    for cert in CertificateDer::pem_slice_iter(pem.as_bytes()) {
-        cert.map_err(|e| invalid(field, format!("not a PEM certificate bundle: {e}")))?;
-        count += 1;
-    }
-    if count == 0 {
-        return Err(invalid(
-            field,
-            "contains no PEM certificate (-----BEGIN CERTIFICATE-----)",
-        ));
-    }
-    Ok(())
+    scaleset_github::ca_bundle_roots(pem.as_bytes())
+        .map(drop)
+        .map_err(|e| {
+            invalid(
+                field,
+                format!(
+                    "{e}; give the PEM certificates of the CA that signed the server's certificate"
+                ),
+            )
+        })
+}
+
+/// A personal access token the GitHub client can send ([`scaleset_github::check_pat`]: no
+/// line break or other control character).
+pub(crate) fn pat(field: &str, token: &str) -> Result<(), ApiError> {
+    scaleset_github::check_pat(token).map_err(|e| invalid(field, e.to_string()))
 }
 
 /// A secret: not empty, no whitespace at its ends (unless PEM), at most `max` characters
@@ -125,6 +129,13 @@ mod tests {
             ca_bundle(
                 "c",
                 "-----BEGIN CERTIFICATE-----\n!!!\n-----END CERTIFICATE-----\n"
+            )
+            .is_err()
+        );
+        assert!(
+            ca_bundle(
+                "c",
+                "-----BEGIN CERTIFICATE-----\nZZZZ\n-----END CERTIFICATE-----\n"
             )
             .is_err()
         );

@@ -14,6 +14,8 @@
 //! The format is documented in `docs/configuration.md`; `docs/examples/worker.toml` is a
 //! commented example that a test loads.
 
+mod files;
+mod hint;
 mod overrides;
 mod raw;
 mod secret_file;
@@ -206,6 +208,7 @@ impl Config {
         }
         let raw: raw::RawConfig = toml::Value::Table(table).try_into().map_err(|e| {
             let mut message = syntax(&e.to_string());
+            message.push_str(hint::for_message(&key_of(&message), &message).unwrap_or(""));
             if !applied.is_empty() {
                 message.push_str(&format!(
                     " (after applying the environment overrides {})",

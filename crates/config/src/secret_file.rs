@@ -52,6 +52,9 @@ impl SecretFile {
                          it holds a token"
                     ));
                 }
+                scaleset_github::check_pat(token).map_err(|e| {
+                    format!("{path}: {e}; keeping the token in use until it holds one token")
+                })?;
                 Ok(Auth::Pat {
                     token: SecretString::from(token.to_owned()),
                 })
@@ -102,6 +105,10 @@ mod tests {
         );
         std::fs::write(&path, "\n").unwrap();
         assert!(file.read().unwrap_err().contains("is empty"));
+        std::fs::write(&path, "ghp_one\nghp_two\n").unwrap();
+        let two_lines = file.read().unwrap_err();
+        assert!(two_lines.contains("line break"), "{two_lines}");
+        assert!(!two_lines.contains("ghp_"), "{two_lines}");
 
         let key = SecretFile {
             form: SecretForm::AppKey {

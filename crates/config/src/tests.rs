@@ -3,6 +3,7 @@ use std::collections::BTreeMap;
 use super::*;
 
 mod app;
+mod door_values;
 mod doors;
 mod endpoint;
 mod takeover;

@@ -269,11 +269,12 @@ fn worker(
     env: &BTreeMap<String, String>,
 ) -> (WorkerConfig, Settings) {
     let name = match raw.name.as_deref().map(str::trim) {
-        Some("") => {
-            p.add("worker.name", "is empty; give every worker a unique name");
-            String::new()
+        Some(name) => {
+            if let Some(problem) = scaleset_store::worker_name_problem(name) {
+                p.add("worker.name", problem);
+            }
+            name.to_owned()
         }
-        Some(name) => name.to_owned(),
         None => env
             .get("HOSTNAME")
             .filter(|h| !h.trim().is_empty())
@@ -569,16 +570,10 @@ fn credentials(
                 token: SecretString::from(token),
             })
         };
-        let ca_bundle = c.ca_bundle_file.as_ref().and_then(|file| {
-            std::fs::read_to_string(file)
-                .map_err(|e| {
-                    p.add(
-                        format!("{at}.ca_bundle_file"),
-                        format!("cannot read {}: {e}", file.display()),
-                    );
-                })
-                .ok()
-        });
+        let ca_bundle = c
+            .ca_bundle_file
+            .as_ref()
+            .and_then(|file| ca_bundle(p, &format!("{at}.ca_bundle_file"), file));
         let system_trust = trust_roots(p, &at, c);
         if let Some(name) = name
             && out.iter().any(|o| o.name == name)
@@ -624,6 +619,29 @@ fn credentials(
     (out, files)
 }
 
+/// The CA bundle in `file`, parsed by the GitHub client's own parser
+/// ([`scaleset_github::ca_bundle_roots`]): a bundle the client could not trust is refused here,
+/// naming its key, not at the first connection.
+fn ca_bundle(p: &mut Problems, key: &str, file: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| p.add(key, format!("cannot read {}: {e}", file.display())))
+        .ok()?;
+    match scaleset_github::ca_bundle_roots(text.as_bytes()) {
+        Ok(_) => Some(text),
+        Err(e) => {
+            p.add(
+                key,
+                format!(
+                    "{}: {e}; give the PEM certificates of the CA that signed the server's \
+                     certificate",
+                    file.display()
+                ),
+            );
+            None
+        }
+    }
+}
+
 /// `trust_roots` of table `at`: whether the machine's certificate store is trusted instead of
 /// the built-in roots.
 fn trust_roots(p: &mut Problems, at: &str, c: &RawCredentials) -> bool {
@@ -653,8 +671,31 @@ fn trust_roots(p: &mut Problems, at: &str, c: &RawCredentials) -> bool {
     system
 }
 
-/// The PAT form of table `at`: `token_env` or `token_file`, the token trimmed.
+/// The PAT form of table `at`: `token_env` or `token_file`, the token trimmed and one the
+/// GitHub client can send ([`scaleset_github::check_pat`]).
 fn pat(
+    p: &mut Problems,
+    at: &str,
+    c: &RawCredentials,
+    env: &BTreeMap<String, String>,
+) -> Option<String> {
+    let key = if c.token_env.is_some() {
+        format!("{at}.token_env")
+    } else {
+        format!("{at}.token_file")
+    };
+    let token = pat_text(p, at, c, env)?;
+    match scaleset_github::check_pat(&token) {
+        Ok(()) => Some(token),
+        Err(e) => {
+            p.add(key, e.to_string());
+            None
+        }
+    }
+}
+
+/// The PAT's text as `token_env` or `token_file` holds it, trimmed.
+fn pat_text(
     p: &mut Problems,
     at: &str,
     c: &RawCredentials,

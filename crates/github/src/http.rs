@@ -15,10 +15,9 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::connect::proxy::Tunnel;
 use hyper_util::client::proxy::matcher::{Intercept, Matcher};
 use hyper_util::rt::TokioExecutor;
-use rustls_pki_types::CertificateDer;
-use rustls_pki_types::pem::PemObject as _;
 use url::Url;
 
+use crate::ca_bundle::ca_bundle_roots;
 use crate::config::{Http2Config, ProxyConfig, TrustRoots, redacted_proxy};
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
@@ -332,23 +331,7 @@ fn tls_config(trust: &TrustRoots) -> Result<rustls::ClientConfig> {
                  (e.g. the ca-certificates package) or give a CA bundle"
                 ),
             })?,
-        TrustRoots::CaBundle(pem) => {
-            let mut roots = rustls::RootCertStore::empty();
-            for cert in CertificateDer::pem_slice_iter(pem) {
-                let cert = cert.map_err(|e| Error::InvalidCaBundle {
-                    reason: format!("cannot read a PEM certificate: {e}"),
-                })?;
-                roots.add(cert).map_err(|e| Error::InvalidCaBundle {
-                    reason: format!("certificate rejected as a trust anchor: {e}"),
-                })?;
-            }
-            if roots.is_empty() {
-                return Err(Error::InvalidCaBundle {
-                    reason: "the bundle contains no PEM certificate".to_owned(),
-                });
-            }
-            builder.with_root_certificates(roots)
-        }
+        TrustRoots::CaBundle(pem) => builder.with_root_certificates(ca_bundle_roots(pem)?),
     };
     Ok(builder.with_no_client_auth())
 }

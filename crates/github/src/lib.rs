@@ -102,6 +102,7 @@
 //! }
 //! ```
 
+mod ca_bundle;
 mod call;
 mod client;
 mod config;
@@ -116,6 +117,7 @@ mod jwt;
 mod lenient;
 mod message;
 mod observer;
+mod pat;
 mod retry;
 mod runner;
 mod scale_set;
@@ -125,6 +127,7 @@ mod timestamp;
 mod token;
 mod wire;
 
+pub use crate::ca_bundle::ca_bundle_roots;
 pub use crate::client::Client;
 pub use crate::config::{
     ClientConfig, ConfigUrl, Credentials, Environment, FORCE_GHES_VAR, GitHubApp, Http2Config,
@@ -140,6 +143,7 @@ pub use crate::job::AcquirableJob;
 pub use crate::jwt::{app_key_fingerprint, unverified_expiry};
 pub use crate::message::{JOB_MESSAGES_TYPE, JobInfo, JobMessage, Message};
 pub use crate::observer::{CallObserver, CallReport};
+pub use crate::pat::{UnsendableToken, check_pat};
 pub use crate::retry::{
     RandomSource, RetryPolicy, Sleeper, TokioSleeper, is_retryable_status, jittered,
     parse_retry_after,

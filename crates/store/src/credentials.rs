@@ -153,6 +153,15 @@ fn http_url(field: &str, text: &str) -> Result<url::Url, SpecProblem> {
     if parsed.host_str().is_none_or(str::is_empty) {
         return Err(problem(format!("{text:?} has no host")));
     }
+    if let Some(url::Host::Domain(host)) = parsed.host()
+        && let Some(why) = dns_name_problem(host)
+    {
+        // The text may be thousands of characters: only its start is quoted.
+        let shown: String = text.trim().chars().take(64).collect();
+        return Err(problem(format!(
+            "the host of {shown:?}… {why}; give the GitHub host's DNS name"
+        )));
+    }
     if parsed.query().is_some()
         || parsed.fragment().is_some()
         || !parsed.username().is_empty()
@@ -163,6 +172,33 @@ fn http_url(field: &str, text: &str) -> Result<url::Url, SpecProblem> {
         )));
     }
     Ok(parsed)
+}
+
+/// The longest DNS name, in characters (RFC 1035: 255 octets on the wire).
+const MAX_DNS_NAME: usize = 253;
+/// The longest DNS label, in characters (RFC 1035).
+const MAX_DNS_LABEL: usize = 63;
+
+/// Whether `host` (a domain name as the URL parser normalised it) can be a DNS name: at most
+/// [`MAX_DNS_NAME`] characters in all, each label 1 to [`MAX_DNS_LABEL`]. `None` when it can.
+fn dns_name_problem(host: &str) -> Option<String> {
+    let name = host.strip_suffix('.').unwrap_or(host);
+    if name.len() > MAX_DNS_NAME {
+        return Some(format!(
+            "is {} characters long, longer than a DNS name can be ({MAX_DNS_NAME})",
+            name.len()
+        ));
+    }
+    if let Some(label) = name.split('.').find(|l| l.len() > MAX_DNS_LABEL) {
+        return Some(format!(
+            "has a label of {} characters, longer than DNS allows ({MAX_DNS_LABEL})",
+            label.len()
+        ));
+    }
+    if name.split('.').any(str::is_empty) {
+        return Some("has an empty label (two dots in a row)".to_owned());
+    }
+    None
 }
 
 /// How to authenticate. `Debug` redacts the secrets.

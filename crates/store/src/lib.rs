@@ -108,7 +108,7 @@ pub use scaleset_adopt::{DeletePermit, Evidence, Refusal};
 /// `Debug` redacts and the value is wiped on drop.
 pub use secrecy::{ExposeSecret, SecretString};
 pub use spec::{RawScaleSetSpec, SpecProblem};
-pub use worker::WorkerStore;
+pub use worker::{MAX_WORKER_NAME, WorkerStore, worker_name_problem};
 pub use writer_lock::{WriterLock, WriterLockError};
 
 /// Every aggregate's store in one object-safe trait, for `Arc<dyn Store>`.

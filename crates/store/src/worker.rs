@@ -9,6 +9,34 @@ use async_trait::async_trait;
 
 use crate::error::Result;
 
+/// The longest worker name (a host name's limit: workers are named after their host by
+/// default).
+pub const MAX_WORKER_NAME: usize = 253;
+
+/// The one rule of a worker's name (`worker.name`, the holder of its leases), for every door
+/// that takes one: 1 to [`MAX_WORKER_NAME`] characters, none of them a control character (a
+/// name is printed in logs, the status page and `scalesetctl` tables). `None` when it is good,
+/// else what is wrong and what to write.
+pub fn worker_name_problem(name: &str) -> Option<String> {
+    let count = name.chars().count();
+    if name.trim().is_empty() {
+        return Some("is empty; give every worker a unique name".to_owned());
+    }
+    if count > MAX_WORKER_NAME {
+        return Some(format!(
+            "has {count} characters; give a name of at most {MAX_WORKER_NAME}"
+        ));
+    }
+    if let Some(bad) = name.chars().find(|c| c.is_control()) {
+        return Some(format!(
+            "{name:?} holds the control character U+{:04X}; give a name of printable \
+             characters (the host name, by default)",
+            u32::from(bad)
+        ));
+    }
+    None
+}
+
 /// The registry of live workers.
 #[async_trait]
 pub trait WorkerStore: Send + Sync {

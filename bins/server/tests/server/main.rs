@@ -749,3 +749,75 @@ fn issue_29_a_closed_stdout_or_stderr_is_not_a_panic() {
         "{created:?}"
     );
 }
+
+/// `scaleset-server --check` looks at every file and directory the configuration names, as the
+/// process will use them, naming each key: a provider executable that is not there, a provider
+/// `config_file` that cannot be read, an SQLite database in a directory that does not exist;
+/// and a GARM-style `[provider.external]` table points to docs/providers.md.
+#[test]
+fn check_refuses_files_and_directories_the_server_could_not_use_naming_each_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let (executable, provider_config) = (dir.path().join("provider"), dir.path().join("p.toml"));
+    let external = format!(
+        "[worker]\ninstance_api_url = \"https://scaleset.example.com\"\n\
+         [[provider]]\nname = \"lxd\"\nkind = \"external\"\nexecutable = \"{}\"\nconfig_file = \"{}\"\n",
+        executable.display(),
+        provider_config.display()
+    );
+    let path = config(dir.path(), &external);
+    let missing_db_dir = dir.path().join("no-such-dir").join("scaleset.db");
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        &dir.path().join("scaleset.db").display().to_string(),
+        &missing_db_dir.display().to_string(),
+    );
+    std::fs::write(&path, &text).unwrap();
+    let check = || {
+        Command::new(BIN)
+            .args(["--config", path.to_str().unwrap(), "--check"])
+            .output()
+            .unwrap()
+    };
+    let refused = check();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    for key in [
+        "database.url:",
+        "provider \"lxd\".executable:",
+        "provider \"lxd\".config_file:",
+    ] {
+        assert!(stderr.contains(key), "{key} not named in: {stderr}");
+    }
+
+    std::fs::create_dir(missing_db_dir.parent().unwrap()).unwrap();
+    std::fs::write(&executable, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(
+        &executable,
+        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::write(&provider_config, "").unwrap();
+    let accepted = check();
+    assert_eq!(accepted.status.code(), Some(0), "{accepted:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&accepted.stdout),
+        "configuration ok\n"
+    );
+
+    // A GARM provider table pasted as it is: the answer points to the migration notes.
+    std::fs::write(
+        &path,
+        format!(
+            "{text}\n[[provider]]\nname = \"garm\"\n[provider.external]\n\
+             provider_executable = \"/opt/garm/garm-provider-lxd\"\n"
+        ),
+    )
+    .unwrap();
+    let garm = check();
+    let stderr = String::from_utf8_lossy(&garm.stderr);
+    assert_eq!(garm.status.code(), Some(2), "{garm:?}");
+    assert!(stderr.contains("unknown field `external`"), "{stderr}");
+    assert!(
+        stderr.contains("docs/providers.md, \"Moving from GARM\""),
+        "{stderr}"
+    );
+}

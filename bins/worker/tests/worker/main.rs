@@ -3,6 +3,7 @@
 //! recovery after a wiped database or a kill -9.
 
 mod apps;
+mod check_files;
 mod dashboard;
 mod decommission;
 mod drain;
@@ -157,10 +158,11 @@ async fn each_configuration_error_exits_2_naming_the_key_before_connecting() {
             "{key} not named in: {stderr}"
         );
     }
-    // The valid file passes --check (so each case above failed for its own key only).
+    // The valid file passes --check (so each case above failed for its own key only), its
+    // database in a directory that exists (--check looks at it).
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("worker.toml");
-    std::fs::write(&path, VALID).expect("config");
+    std::fs::write(&path, with_database_in(dir.path(), VALID)).expect("config");
     let output = tokio::process::Command::new(BIN)
         .arg("--config")
         .arg(&path)
@@ -172,6 +174,14 @@ async fn each_configuration_error_exits_2_naming_the_key_before_connecting() {
         .await
         .expect("run");
     assert_eq!(output.status.code(), Some(0), "{output:?}");
+}
+
+/// `text` with its SQLite database in `dir`.
+fn with_database_in(dir: &std::path::Path, text: &str) -> String {
+    text.replace(
+        "sqlite:///nonexistent-dir-for-config-tests/scaleset.db",
+        &format!("sqlite://{}", dir.join("scaleset.db").display()),
+    )
 }
 
 /// Starts a worker on `site` and waits until `name` is listening; returns its GitHub id.
@@ -811,9 +821,25 @@ async fn a_listening_worker_reconciles_periodically_and_only_its_own_pool() {
 async fn issue_29_check_refuses_an_external_provider_without_instance_api_url() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("worker.toml");
-    let external = VALID.replace(
+    // A provider that is installed: --check looks at its files.
+    let (executable, config_file) = (
+        dir.path().join("garm-provider-lxd"),
+        dir.path().join("lxd.toml"),
+    );
+    std::fs::write(&executable, "#!/bin/sh\n").expect("executable");
+    std::fs::set_permissions(
+        &executable,
+        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
+    )
+    .expect("chmod");
+    std::fs::write(&config_file, "").expect("provider config");
+    let external = with_database_in(dir.path(), VALID).replace(
         "[[provider]]\nname = \"fake\"\nkind = \"fake\"",
-        "[[provider]]\nname = \"fake\"\nkind = \"fake\"\n[[provider]]\nname = \"lxd\"\nkind = \"external\"\nexecutable = \"/usr/local/bin/garm-provider-lxd\"\nconfig_file = \"/etc/scaleset/lxd.toml\"",
+        &format!(
+            "[[provider]]\nname = \"fake\"\nkind = \"fake\"\n[[provider]]\nname = \"lxd\"\nkind = \"external\"\nexecutable = \"{}\"\nconfig_file = \"{}\"",
+            executable.display(),
+            config_file.display()
+        ),
     );
     assert_ne!(external, VALID, "the external provider was added");
     let check = |text: String| {

@@ -52,6 +52,7 @@ fn checked(input: CreateCredentials, stored: Option<Endpoint>) -> Result<NewCred
     let auth = match input.auth {
         AuthInput::Pat { token } => {
             validate::secret("auth.token", &token, MAX_SECRET)?;
+            validate::pat("auth.token", &token)?;
             Auth::Pat {
                 token: SecretString::from(token),
             }

@@ -25,6 +25,7 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
     params(("name" = String, Path, description = "The worker's name (`worker.name`)")),
     responses(
         (status = 200, description = "Draining (or drained): how many leases it still holds", body = DrainWorkerResult),
+        (status = 400, description = "Not a worker name (empty, too long or holding a control character)", body = ErrorBody),
         (status = 401, body = ErrorBody),
         (status = 404, description = "No live worker of that name", body = ErrorBody),
     ))]
@@ -32,6 +33,12 @@ pub(crate) async fn drain(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
 ) -> Result<Json<DrainWorkerResult>, ApiError> {
+    // The one rule of a worker's name, as the configuration file's `worker.name` follows it.
+    if let Some(reason) = scaleset_store::worker_name_problem(&name) {
+        return Err(ApiError::InvalidParameter {
+            reason: format!("worker name {reason}"),
+        });
+    }
     let what = || {
         format!(
             "live worker {name:?} (a worker whose heartbeat is current; workers are named by \

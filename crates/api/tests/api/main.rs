@@ -4,6 +4,7 @@
 
 mod auth;
 mod declared;
+mod door_values;
 mod doors;
 mod helpers;
 mod input;

@@ -255,6 +255,70 @@ async fn issue_31_a_rotated_token_file_is_resealed_in_the_store_without_a_restar
     stop_sim.cancel();
 }
 
+/// A Secret volume as the kubelet updates it in place: the key is a symlink through `..data` to
+/// a timestamped directory, and an update writes a new directory and swaps `..data` atomically.
+/// The path the configuration names never changes; the file behind it does. The rotation must
+/// follow the link (a watcher that looked at the link itself would never see a change), so a
+/// token rotated in a Kubernetes Secret is used without a rollout (docs/kubernetes.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_in_a_kubernetes_secret_volume_updated_in_place_is_resealed_without_a_restart() {
+    let (sim, base, stop_sim) = simulator().await;
+    sim.add_pat(scaleset_sim::PatSeed {
+        token: "ghp_rotated".to_owned(),
+        scopes: Vec::new(),
+    });
+    let dir = tempfile::tempdir().expect("a directory");
+    let state = dir.path().join("fake");
+    let text = fleet(dir.path(), &base, &state);
+    let token = dir.path().join("token");
+    let generation = |name: &str, content: &str| {
+        let at = dir.path().join(name);
+        std::fs::create_dir(&at).expect("a generation directory");
+        std::fs::write(at.join("token"), content).expect("the generation's token");
+    };
+    let point_data_at = |name: &str| {
+        let staged = dir.path().join("..data_tmp");
+        std::os::unix::fs::symlink(name, &staged).expect("the staged link");
+        std::fs::rename(&staged, dir.path().join("..data")).expect("the atomic swap");
+    };
+    std::fs::remove_file(&token).expect("the plain token file goes");
+    generation("..2026_12_06_01_00_00.1", "ghp_simulator\n");
+    point_data_at("..2026_12_06_01_00_00.1");
+    std::os::unix::fs::symlink("..data/token", &token).expect("the key's link");
+    let config = config(dir.path(), &text);
+    let app = App::build(&config, &Env::new(Default::default()))
+        .await
+        .expect("built");
+    let running = app.start();
+    let store = running.store();
+    let secret = || async {
+        match store
+            .get_credentials_by_name("sim")
+            .await
+            .expect("stored")
+            .auth
+        {
+            scaleset_store::Auth::Pat { token } => {
+                scaleset_store::ExposeSecret::expose_secret(&token).to_owned()
+            }
+            other => panic!("a PAT was declared, got {other:?}"),
+        }
+    };
+    assert_eq!(secret().await, "ghp_simulator");
+
+    generation("..2026_12_06_01_05_00.2", "ghp_rotated\n");
+    point_data_at("..2026_12_06_01_05_00.2");
+    std::fs::remove_dir_all(dir.path().join("..2026_12_06_01_00_00.1"))
+        .expect("the old generation goes");
+    eventually(
+        "the token the swapped link points at is sealed in the store",
+        || async { (secret().await == "ghp_rotated").then_some(()) },
+    )
+    .await;
+    assert_eq!(running.stop().await.expect("stopped"), Stopped::Cleanly);
+    stop_sim.cancel();
+}
+
 /// The configuration of [`fleet`] read again, its token file as it is now.
 fn config_reread(dir: &Path, base: &str, state: &Path) -> Config {
     let token = dir.join("token");

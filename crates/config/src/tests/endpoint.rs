@@ -39,7 +39,7 @@ fn trust_roots_refuse_an_unknown_choice_and_a_ca_bundle_beside_them() {
 
     let dir = tempfile::tempdir().expect("temp dir");
     let bundle = dir.path().join("ca.pem");
-    std::fs::write(&bundle, "-----BEGIN CERTIFICATE-----\n").expect("bundle");
+    std::fs::write(&bundle, super::door_values::ca_certificate()).expect("bundle");
     let both = with(&format!(
         "trust_roots = \"system\"\nca_bundle_file = \"{}\"",
         bundle.display()
