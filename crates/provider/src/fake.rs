@@ -329,7 +329,8 @@ impl Provider for FakeProvider {
                     match bootstrap.os_type {
                         OsType::Windows => "windows",
                         OsType::Linux => "linux",
-                        _ => "unknown",
+                        OsType::Osx => "osx",
+                        OsType::Unknown => "unknown",
                     }
                     .to_owned(),
                 ),

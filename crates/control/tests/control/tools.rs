@@ -1,6 +1,6 @@
 //! The runner downloads of the entity (GARM's `tools`) in every bootstrap: read from GitHub
 //! once per entity however many scale sets ask, handed whole to each create, and no provider
-//! call while they cannot be read.
+//! call while they cannot be read; each scale set's OS and architecture beside them.
 
 use scaleset_sim::{Burst, Faults, JobSpec};
 use scaleset_store::test_util;
@@ -9,7 +9,7 @@ use scaleset_store::{NewScaleSet, ScaleSetState, ScaleSetStore as _};
 use crate::helpers::{Harness, TestDb, backend_tests, eventually, sim_config};
 
 backend_tests!(
-    every_bootstrap_carries_the_entitys_runner_downloads_read_once_for_all_its_scale_sets,
+    every_bootstrap_carries_its_sets_platform_and_the_entitys_runner_downloads_read_once,
     no_runner_is_created_while_the_runner_downloads_cannot_be_read
 );
 
@@ -28,7 +28,7 @@ fn platforms(tools: &[scaleset_provider::RunnerTool]) -> Vec<(String, String)> {
     all
 }
 
-async fn every_bootstrap_carries_the_entitys_runner_downloads_read_once_for_all_its_scale_sets(
+async fn every_bootstrap_carries_its_sets_platform_and_the_entitys_runner_downloads_read_once(
     db: TestDb,
 ) {
     let h = Harness::new(db, sim_config(), |_| {}).await;
@@ -36,7 +36,10 @@ async fn every_bootstrap_carries_the_entitys_runner_downloads_read_once_for_all_
         .store
         .create_scale_set(NewScaleSet {
             entity_id: h.scale_set.entity_id,
-            spec: test_util::spec("arm"),
+            spec: scaleset_store::ScaleSetSpec {
+                os_arch: scaleset_store::OsArch::Arm64,
+                ..test_util::spec("arm")
+            },
         })
         .await
         .expect("second scale set");
@@ -69,6 +72,20 @@ async fn every_bootstrap_carries_the_entitys_runner_downloads_read_once_for_all_
     .map(|(os, arch)| ((*os).to_owned(), (*arch).to_owned()))
     .collect();
     for runner in h.created.lock().unwrap().iter() {
+        // Each scale set's own OS and architecture, as GARM sends them.
+        let arch = serde_json::to_value(runner.bootstrap.arch).unwrap();
+        let os_type = serde_json::to_value(runner.bootstrap.os_type).unwrap();
+        let wanted = if runner.name.starts_with("arm-") {
+            "arm64"
+        } else {
+            "amd64"
+        };
+        assert_eq!(
+            (arch.as_str(), os_type.as_str()),
+            (Some(wanted), Some("linux")),
+            "{}",
+            runner.name
+        );
         let tools = &runner.bootstrap.tools;
         assert_eq!(
             platforms(tools),
