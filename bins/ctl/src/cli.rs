@@ -421,6 +421,12 @@ pub(crate) struct CreateScaleSet {
     /// The provider flavor.
     #[arg(long, default_value = "")]
     pub(crate) flavor: String,
+    /// The runners' operating system: linux, windows or osx [default: linux].
+    #[arg(long, value_name = "OS")]
+    pub(crate) os_type: Option<String>,
+    /// The runners' CPU architecture: amd64, arm64, arm or 386 [default: amd64].
+    #[arg(long, value_name = "ARCH")]
+    pub(crate) os_arch: Option<String>,
     /// How long an instance may take to register, seconds [default: 600].
     #[arg(long, value_name = "SECONDS")]
     pub(crate) bootstrap_timeout: Option<u64>,
@@ -477,6 +483,12 @@ pub(crate) struct UpdateScaleSet {
     /// New flavor.
     #[arg(long)]
     pub(crate) flavor: Option<String>,
+    /// New operating system: linux, windows or osx.
+    #[arg(long, value_name = "OS")]
+    pub(crate) os_type: Option<String>,
+    /// New CPU architecture: amd64, arm64, arm or 386.
+    #[arg(long, value_name = "ARCH")]
+    pub(crate) os_arch: Option<String>,
     /// New bootstrap timeout, seconds.
     #[arg(long, value_name = "SECONDS")]
     pub(crate) bootstrap_timeout: Option<u64>,

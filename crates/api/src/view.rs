@@ -137,6 +137,8 @@ pub(crate) fn scale_set(s: &store::ScaleSet, events: &[store::Event]) -> v1::Sca
             provider: spec.provider.clone(),
             image: spec.image.clone(),
             flavor: spec.flavor.clone(),
+            os_type: spec.os_type.as_str().to_owned(),
+            os_arch: spec.os_arch.as_str().to_owned(),
             min_idle: spec.min_idle,
             max_runners: spec.max_runners,
             bootstrap_timeout_secs: spec.bootstrap_timeout.as_secs(),

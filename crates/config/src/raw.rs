@@ -140,6 +140,8 @@ pub(crate) struct RawScaleSet {
     pub(crate) provider: Option<String>,
     pub(crate) image: Option<String>,
     pub(crate) flavor: Option<String>,
+    pub(crate) os_type: Option<String>,
+    pub(crate) os_arch: Option<String>,
     pub(crate) min_idle: Option<i64>,
     pub(crate) max_runners: Option<i64>,
     pub(crate) bootstrap_timeout: Option<String>,

@@ -830,6 +830,8 @@ fn scale_sets(
             provider: s.provider.clone(),
             image: s.image.clone(),
             flavor: s.flavor.clone(),
+            os_type: s.os_type.clone(),
+            os_arch: s.os_arch.clone(),
             min_idle: s.min_idle,
             max_runners: s.max_runners,
             bootstrap_timeout,

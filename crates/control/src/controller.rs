@@ -72,6 +72,7 @@ impl Controller {
         settings: Settings,
         registry: &mut Registry,
     ) -> Self {
+        let tools_refresh = settings.runner_tools_refresh();
         let starting = tokio::sync::Semaphore::new(settings.max_concurrent_starts.max(1));
         let metrics = Arc::new(Metrics::new(registry));
         let providers = providers
@@ -103,6 +104,7 @@ impl Controller {
                 samples: Default::default(),
                 provider_health: Default::default(),
                 removal_requests: Default::default(),
+                runner_tools: crate::runner_tools::RunnerTools::new(tools_refresh),
             }),
         }
     }

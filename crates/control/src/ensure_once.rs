@@ -72,6 +72,7 @@ impl EnsureOnce {
         settings: Settings,
         metrics: Arc<Metrics>,
     ) -> Self {
+        let tools_refresh = settings.runner_tools_refresh();
         Self {
             shared: Shared {
                 store,
@@ -89,6 +90,7 @@ impl EnsureOnce {
                 samples: Default::default(),
                 provider_health: Default::default(),
                 removal_requests: Default::default(),
+                runner_tools: crate::runner_tools::RunnerTools::new(tools_refresh),
             },
         }
     }

@@ -12,6 +12,22 @@ pub enum Error {
         /// Why, and what to do.
         reason: String,
     },
+    /// The runner downloads of the scale set's entity (GARM's `tools`) could not be read, and
+    /// none read before are held: no runner is created (a GARM provider refuses a bootstrap
+    /// without them), and the read is tried again.
+    #[error(
+        "no runner is created for scale set {scale_set}: the runner downloads of its GitHub \
+         entity (GET …/actions/runners/downloads, the `tools` every provider is given) could \
+         not be read; check that the credential may read the entity's runners (it is tried \
+         again)"
+    )]
+    RunnerTools {
+        /// The scale set's name.
+        scale_set: String,
+        /// Why the read failed.
+        #[source]
+        source: std::sync::Arc<scaleset_github::Error>,
+    },
     /// A GitHub call failed.
     #[error("github call failed while {during} (scale set {scale_set})")]
     GitHub {
@@ -136,6 +152,7 @@ impl Error {
     pub fn github(&self) -> Option<&scaleset_github::Error> {
         match self {
             Self::GitHub { source, .. } => Some(source),
+            Self::RunnerTools { source, .. } => Some(source),
             _ => None,
         }
     }

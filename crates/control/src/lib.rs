@@ -44,6 +44,7 @@ mod observed_provider;
 mod orphans;
 mod planner;
 mod pool_keys;
+mod runner_tools;
 mod sampler;
 mod scaler;
 mod settings;

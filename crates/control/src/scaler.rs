@@ -24,10 +24,12 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use scaleset_github::{Client, JitConfigRequest, RunnerId, ScaleSetId as GitHubScaleSetId};
+use scaleset_github::{
+    Client, JitConfigRequest, RunnerDownload, RunnerId, ScaleSetId as GitHubScaleSetId,
+};
 use scaleset_provider::{
     BootstrapInstance, CreateRequest, InstanceId, OsArch, OsType, Pool, Provider, ProviderInstance,
-    SecretString, UserDataOptions,
+    RunnerTool, SecretString, UserDataOptions,
 };
 use scaleset_store::{
     Instance, InstanceAdvance, InstanceStatus, Lease, NewInstance, ScaleSet, ScaleSetState,
@@ -452,6 +454,8 @@ impl Runners<'_> {
     async fn create_runners(&mut self, count: u32) -> Result<Option<Vec<Instance>>, Error> {
         let scale_set = self.scale_set;
         let spec = &scale_set.spec;
+        // Before any intent: without its tools a GARM provider refuses the bootstrap.
+        let tools = self.tools().await?;
         let timeout = spec.bootstrap_timeout_or(self.shared.settings.default_bootstrap_timeout);
         let deadline = self.shared.clock.now().saturating_add(timeout);
         let pool_key = self.pool.key.as_str();
@@ -527,7 +531,7 @@ impl Runners<'_> {
                 self.remove_everywhere(row).await?;
                 continue;
             }
-            self.launch(row, jit, timeout).await?;
+            self.launch(row, jit, timeout, &tools).await?;
         }
         if let Some(error) = failure {
             return Err(error);
@@ -545,13 +549,14 @@ impl Runners<'_> {
         row: &Instance,
         jit: &scaleset_github::JitConfig,
         timeout: std::time::Duration,
+        tools: &[RunnerDownload],
     ) -> Result<(), Error> {
         let name = row.name.clone();
         let access = self
             .grant_access(&name, &jit.encoded_jit_config, timeout)
             .await?;
         let request = CreateRequest {
-            bootstrap: self.bootstrap(&name, access),
+            bootstrap: self.bootstrap(&name, access, tools),
             jit_config: Some(jit.encoded_jit_config.clone()),
             // GARM bounds a create by the bootstrap timeout; so does the external provider.
             bootstrap_timeout: Some(timeout),
@@ -793,7 +798,30 @@ impl Runners<'_> {
         Ok(Some(InstanceAccessGrant { urls, token }))
     }
 
-    fn bootstrap(&self, name: &str, access: Option<InstanceAccessGrant>) -> BootstrapInstance {
+    /// The runner downloads of the scale set's entity (GARM's `tools`), read once per entity
+    /// per refresh ([`crate::runner_tools`]).
+    async fn tools(&self) -> Result<Arc<[RunnerDownload]>, Error> {
+        // Boxed as a `dyn Future`: the listener's future is deep enough already for the
+        // compiler's `Send` check to overflow with this one inlined.
+        let read: std::pin::Pin<Box<dyn Future<Output = _> + Send + '_>> = Box::pin(
+            self.shared
+                .runner_tools
+                .of(self.scale_set.entity_id, self.client),
+        );
+        read.await.map_err(|source| Error::RunnerTools {
+            scale_set: self.name().to_owned(),
+            source,
+        })
+    }
+
+    /// GARM's bootstrap parameters for runner `name`: `tools` is the entity's whole list of
+    /// runner downloads (the provider picks the one for the instance's OS and architecture).
+    fn bootstrap(
+        &self,
+        name: &str,
+        access: Option<InstanceAccessGrant>,
+        tools: &[RunnerDownload],
+    ) -> BootstrapInstance {
         let spec = &self.scale_set.spec;
         let (callback_url, metadata_url, instance_token) = match access {
             Some(grant) => (grant.urls.callback, grant.urls.metadata, grant.token),
@@ -801,7 +829,7 @@ impl Runners<'_> {
         };
         BootstrapInstance {
             name: name.to_owned(),
-            tools: vec![],
+            tools: tools.iter().map(runner_tool).collect(),
             repo_url: self.client.config_url().as_str().to_owned(),
             callback_url,
             metadata_url,
@@ -810,8 +838,17 @@ impl Runners<'_> {
             extra_specs: (!spec.extra_specs.is_null()).then(|| spec.extra_specs.clone()),
             github_runner_group: spec.runner_group.name.clone(),
             ca_cert_bundle: None,
-            arch: OsArch::Amd64,
-            os_type: OsType::Linux,
+            arch: match spec.os_arch {
+                scaleset_store::OsArch::Amd64 => OsArch::Amd64,
+                scaleset_store::OsArch::Arm64 => OsArch::Arm64,
+                scaleset_store::OsArch::Arm => OsArch::Arm,
+                scaleset_store::OsArch::I386 => OsArch::I386,
+            },
+            os_type: match spec.os_type {
+                scaleset_store::OsType::Linux => OsType::Linux,
+                scaleset_store::OsType::Windows => OsType::Windows,
+                scaleset_store::OsType::Osx => OsType::Osx,
+            },
             flavor: spec.flavor.clone(),
             image: spec.image.clone(),
             labels: spec.labels.clone(),
@@ -1193,6 +1230,20 @@ async fn join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Out
 
 fn instance_id(instance: &Instance) -> Result<InstanceId, Error> {
     instance_id_of(instance.provider_id.as_deref().unwrap_or(&instance.name))
+}
+
+/// One of GitHub's runner downloads as GARM hands it to providers (its `RunnerApplicationDownload`
+/// field names; empty fields left out, as Go's `omitempty` does).
+fn runner_tool(download: &RunnerDownload) -> RunnerTool {
+    let given = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+    RunnerTool {
+        os: given(&download.os),
+        architecture: given(&download.architecture),
+        download_url: given(&download.download_url),
+        filename: given(&download.filename),
+        temp_download_token: download.temp_download_token.clone(),
+        sha256_checksum: download.sha256_checksum.clone(),
+    }
 }
 
 fn instance_id_of(text: &str) -> Result<InstanceId, Error> {

@@ -91,6 +91,14 @@ pub struct Settings {
     /// and providers must boot runners from the JIT config they are handed (the fake and
     /// directory providers do; GARM's external providers cannot).
     pub instance_api_url: Option<url::Url>,
+    /// How long an entity's runner downloads (GARM's `tools`) are used before they are read
+    /// from GitHub again: one REST call per entity per refresh, whatever its number of scale
+    /// sets (GARM refreshes its tools on a timer too).
+    pub runner_tools_refresh: Duration,
+    /// After a failed read of an entity's runner downloads, how long until GitHub is asked
+    /// again (meanwhile its scale sets use the list read before, or, with none, create no
+    /// runner and show why).
+    pub runner_tools_retry: Duration,
 }
 
 impl Default for Settings {
@@ -118,6 +126,8 @@ impl Default for Settings {
             provider_backoff_max: Duration::from_secs(300),
             provider_failures_flagged: 3,
             instance_api_url: None,
+            runner_tools_refresh: Duration::from_secs(15 * 60),
+            runner_tools_retry: Duration::from_secs(60),
         }
     }
 }
@@ -133,6 +143,14 @@ impl Settings {
             metadata: format!("{base}/api/v1/metadata"),
             callback: format!("{base}/api/v1/callbacks/status"),
         })
+    }
+
+    /// When the runner downloads of an entity are read again.
+    pub(crate) fn runner_tools_refresh(&self) -> crate::runner_tools::Refresh {
+        crate::runner_tools::Refresh {
+            every: self.runner_tools_refresh,
+            retry: self.runner_tools_retry,
+        }
     }
 
     /// The provider back-off planner's settings.

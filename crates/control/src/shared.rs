@@ -42,6 +42,8 @@ pub(crate) struct Shared {
     pub(crate) provider_health: ProviderHealthBook,
     /// The scale sets with an operator's removal request, as the supervisor last read them.
     pub(crate) removal_requests: RemovalRequests,
+    /// Each entity's runner downloads (GARM's `tools`), read once per entity per refresh.
+    pub(crate) runner_tools: crate::runner_tools::RunnerTools,
 }
 
 /// The scale sets with an instance an operator asked to go, read by the supervisor once per

@@ -33,6 +33,8 @@ pub struct Declared {
     pub min_idle: u32,
     /// The most runners at once.
     pub max_runners: u32,
+    /// The runners' CPU architecture, as GARM spells it (`amd64`, `arm64`).
+    pub os_arch: &'static str,
     /// Whether the simulated GitHub already has it (with our owner label) on the first run.
     pub pre_existing: bool,
 }
@@ -44,6 +46,7 @@ pub const FLEET: [Declared; 3] = [
         labels: &["linux", "x64"],
         min_idle: 1,
         max_runners: 6,
+        os_arch: "amd64",
         pre_existing: false,
     },
     Declared {
@@ -51,6 +54,7 @@ pub const FLEET: [Declared; 3] = [
         labels: &["linux", "arm64"],
         min_idle: 0,
         max_runners: 4,
+        os_arch: "arm64",
         pre_existing: false,
     },
     Declared {
@@ -58,6 +62,7 @@ pub const FLEET: [Declared; 3] = [
         labels: &["linux", "release"],
         min_idle: 0,
         max_runners: 3,
+        os_arch: "amd64",
         pre_existing: true,
     },
 ];
@@ -69,7 +74,12 @@ impl Declared {
     ///
     /// [`Error::Spec`] if it breaks the spec rules (a bug in the demo's fleet).
     pub fn spec(&self) -> Result<ScaleSetSpec, Error> {
-        spec(self.name, self.labels, self.min_idle, self.max_runners)
+        let mut spec = spec(self.name, self.labels, self.min_idle, self.max_runners)?;
+        spec.os_arch = scaleset_store::OsArch::parse(self.os_arch).ok_or_else(|| Error::Spec {
+            name: self.name.to_owned(),
+            problems: format!("os_arch: {:?} is not an architecture", self.os_arch),
+        })?;
+        Ok(spec)
     }
 }
 
@@ -210,7 +220,10 @@ mod tests {
         for declared in FLEET {
             let spec = declared.spec().unwrap();
             assert_eq!(spec.runner_prefix(), declared.name);
+            assert_eq!(spec.os_arch.as_str(), declared.os_arch);
         }
+        let arm = FLEET.iter().find(|d| d.name == "linux-arm64").unwrap();
+        assert_eq!(arm.spec().unwrap().os_arch, scaleset_store::OsArch::Arm64);
         assert!(matches!(
             spec("../escape", &[], 0, 1),
             Err(Error::Spec { .. })

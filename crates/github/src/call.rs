@@ -312,17 +312,16 @@ impl Caller {
                     }
                     let now = SystemTime::now();
                     let retry_after = response.header("retry-after");
-                    let rate_limit_wait = (call.endpoint.is_token_chain()
-                        && matches!(status, 403 | 429))
-                    .then(|| {
-                        rate_limit_wait(
-                            retry_after.as_deref(),
-                            response.header("x-ratelimit-remaining").as_deref(),
-                            response.header("x-ratelimit-reset").as_deref(),
-                            now,
-                        )
-                    })
-                    .flatten();
+                    let rate_limit_wait = (call.endpoint.is_rest() && matches!(status, 403 | 429))
+                        .then(|| {
+                            rate_limit_wait(
+                                retry_after.as_deref(),
+                                response.header("x-ratelimit-remaining").as_deref(),
+                                response.header("x-ratelimit-reset").as_deref(),
+                                now,
+                            )
+                        })
+                        .flatten();
                     let mut error = ServiceError::from_response(
                         call.endpoint,
                         status,

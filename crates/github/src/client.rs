@@ -105,7 +105,15 @@ impl Client {
             .await
     }
 
-    fn admin(&self) -> AdminTokens<'_> {
+    /// Runs one REST call that authenticates itself (no admin connection), with retries.
+    pub(crate) async fn execute_rest(&self, call: &Call) -> Result<Incoming> {
+        self.inner
+            .caller
+            .execute_rest(call, self.observer.as_deref())
+            .await
+    }
+
+    pub(crate) fn admin(&self) -> AdminTokens<'_> {
         AdminTokens {
             chain: &self.inner.tokens,
             caller: &self.inner.caller,

@@ -14,6 +14,9 @@ pub enum Endpoint {
     RegistrationToken,
     /// `POST {api}/actions/runner-registration` (admin token and service URL).
     RunnerRegistration,
+    /// `GET {api}/{repos|orgs|enterprises}/…/actions/runners/downloads` (the runner
+    /// application downloads of every OS and architecture).
+    RunnerDownloads,
     /// (1) Runner group by name.
     GetRunnerGroupByName,
     /// (2) Scale set by name within a runner group.
@@ -60,6 +63,7 @@ impl Endpoint {
         Self::InstallationToken,
         Self::RegistrationToken,
         Self::RunnerRegistration,
+        Self::RunnerDownloads,
         Self::GetRunnerGroupByName,
         Self::GetScaleSetByName,
         Self::ListScaleSets,
@@ -87,6 +91,7 @@ impl Endpoint {
             Self::InstallationToken => "installation_token",
             Self::RegistrationToken => "registration_token",
             Self::RunnerRegistration => "runner_registration",
+            Self::RunnerDownloads => "runner_downloads",
             Self::GetRunnerGroupByName => "get_runner_group_by_name",
             Self::GetScaleSetByName => "get_scale_set_by_name",
             Self::ListScaleSets => "list_scale_sets",
@@ -125,6 +130,13 @@ impl Endpoint {
             self,
             Self::InstallationToken | Self::RegistrationToken | Self::RunnerRegistration
         )
+    }
+
+    /// True for every call to GitHub's REST API (the token chain and the runner downloads):
+    /// the calls GitHub's REST rate limit counts, whose 403/429 with rate-limit headers means
+    /// "wait and retry".
+    pub fn is_rest(self) -> bool {
+        self.is_token_chain() || matches!(self, Self::RunnerDownloads)
     }
 
     /// True for the calls authorised by the message-queue token, whose 401 means

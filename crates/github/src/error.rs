@@ -517,6 +517,7 @@ impl Error {
                     Endpoint::InstallationToken
                         | Endpoint::RegistrationToken
                         | Endpoint::RunnerRegistration
+                        | Endpoint::RunnerDownloads
                 )
         })
     }

@@ -120,6 +120,7 @@ mod observer;
 mod pat;
 mod retry;
 mod runner;
+mod runner_download;
 mod scale_set;
 mod session;
 mod statistics;
@@ -149,6 +150,7 @@ pub use crate::retry::{
     parse_retry_after,
 };
 pub use crate::runner::{JitConfig, JitConfigRequest, Removal, RunnerReference};
+pub use crate::runner_download::RunnerDownload;
 pub use crate::scale_set::{
     Label, NewRunnerScaleSet, RunnerGroup, RunnerScaleSet, RunnerScaleSetPatch, RunnerSetting,
 };

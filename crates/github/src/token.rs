@@ -191,21 +191,27 @@ impl AdminTokens<'_> {
         Ok(connection)
     }
 
-    /// Runs the whole chain once.
-    async fn fetch_admin_connection(&self) -> Result<AdminConnection> {
+    /// The token REST calls authenticate with: the PAT itself, or a new installation token
+    /// for App credentials (one `installation_token` call).
+    pub(crate) async fn rest_token(&self) -> Result<SecretString> {
         let secret = self.chain.secret();
-        let rest_token = match &secret.credentials {
-            Credentials::Pat(token) => token.clone(),
+        match &secret.credentials {
+            Credentials::Pat(token) => Ok(token.clone()),
             Credentials::App(app) => {
                 self.installation_token(&secret, &app.client_id, app.installation_id)
-                    .await?
+                    .await
             }
-        };
+        }
+    }
+
+    /// Runs the whole chain once.
+    async fn fetch_admin_connection(&self) -> Result<AdminConnection> {
+        let rest_token = self.rest_token().await?;
         let registration = self.registration_token(&rest_token).await?;
         self.runner_registration(&registration).await
     }
 
-    fn rest_url(&self, segments: &[&str]) -> Url {
+    pub(crate) fn rest_url(&self, segments: &[&str]) -> Url {
         let mut url = self.caller.api_base.clone();
         if let Ok(mut path) = url.path_segments_mut() {
             path.pop_if_empty().extend(segments);

@@ -35,6 +35,8 @@ pub enum OsType {
     Linux,
     /// Windows.
     Windows,
+    /// macOS (`osx`).
+    Osx,
     /// Not known.
     Unknown,
 }
@@ -45,7 +47,8 @@ pub enum OsType {
 pub enum OsArch {
     /// x86-64.
     Amd64,
-    /// 32-bit x86.
+    /// 32-bit x86 (GARM spells it `386`).
+    #[serde(rename = "386")]
     I386,
     /// 64-bit ARM.
     Arm64,

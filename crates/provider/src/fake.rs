@@ -50,6 +50,8 @@ pub struct CreatedRunner {
     pub callback_url: String,
     /// The bootstrap parameters' `instance-token`.
     pub instance_token: SecretString,
+    /// The whole bootstrap, as an external provider would read it on stdin.
+    pub bootstrap: crate::BootstrapInstance,
 }
 
 type CreateHook = Arc<dyn Fn(&CreatedRunner) + Send + Sync>;
@@ -327,7 +329,8 @@ impl Provider for FakeProvider {
                     match bootstrap.os_type {
                         OsType::Windows => "windows",
                         OsType::Linux => "linux",
-                        _ => "unknown",
+                        OsType::Osx => "osx",
+                        OsType::Unknown => "unknown",
                     }
                     .to_owned(),
                 ),
@@ -364,6 +367,7 @@ impl Provider for FakeProvider {
                 metadata_url: bootstrap.metadata_url.clone(),
                 callback_url: bootstrap.callback_url.clone(),
                 instance_token: bootstrap.instance_token.clone(),
+                bootstrap: bootstrap.clone(),
             });
         }
         if lost {

@@ -72,6 +72,7 @@ mod instance_access;
 mod keyring;
 mod lease;
 mod options;
+mod platform;
 mod scale_set;
 pub mod spec;
 #[cfg(feature = "test-util")]
@@ -96,6 +97,7 @@ pub use instance_access::{
 pub use keyring::{EncryptionKey, Keyring};
 pub use lease::{Acquisition, Lease, LeaseRecord, LeaseStore, LiveLease};
 pub use options::{DatabaseUrl, SqliteSync, StoreOptions};
+pub use platform::{OsArch, OsType};
 pub use scale_set::{
     AdoptionPolicy, Attention, Creation, MODIFY_ATTEMPTS, NewScaleSet, Progress, Provenance,
     ProviderError, RunnerGroup, SAMPLE_WINDOW, Sample, ScaleSet, ScaleSetSpec, ScaleSetState,

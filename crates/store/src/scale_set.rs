@@ -230,6 +230,10 @@ pub struct ScaleSetSpec {
     pub image: String,
     /// The provider flavor.
     pub flavor: String,
+    /// The runners' operating system (GARM's `os_type`).
+    pub os_type: crate::OsType,
+    /// The runners' CPU architecture (GARM's `arch`).
+    pub os_arch: crate::OsArch,
     /// Idle runners kept warm.
     pub min_idle: u32,
     /// The most runners at once.

@@ -18,7 +18,17 @@ use std::time::Duration;
 
 use scaleset_adopt::OWNER_LABEL_PREFIX;
 
+use crate::platform::{OsArch, OsType};
 use crate::scale_set::{AdoptionPolicy, RunnerGroup, ScaleSetSpec};
+
+/// `a, b or c`.
+fn spelled<const N: usize>(values: [&str; N]) -> String {
+    match values.split_last() {
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
 
 /// The longest scale-set name.
 pub const NAME_MAX: usize = 100;
@@ -95,6 +105,11 @@ pub struct RawScaleSetSpec {
     pub image: Option<String>,
     /// The provider flavor (default empty).
     pub flavor: Option<String>,
+    /// The runners' operating system as GARM spells it: `linux` (default), `windows`, `osx`.
+    pub os_type: Option<String>,
+    /// The runners' CPU architecture as GARM spells it: `amd64` (default), `arm64`, `arm`,
+    /// `386`.
+    pub os_arch: Option<String>,
     /// Idle runners kept warm (default 0).
     pub min_idle: Option<i64>,
     /// The most runners at once (default [`DEFAULT_MAX_RUNNERS`]).
@@ -131,6 +146,8 @@ impl From<&ScaleSetSpec> for RawScaleSetSpec {
             provider: Some(spec.provider.clone()),
             image: Some(spec.image.clone()),
             flavor: Some(spec.flavor.clone()),
+            os_type: Some(spec.os_type.as_str().to_owned()),
+            os_arch: Some(spec.os_arch.as_str().to_owned()),
             min_idle: Some(i64::from(spec.min_idle)),
             max_runners: Some(i64::from(spec.max_runners)),
             bootstrap_timeout: Some(spec.bootstrap_timeout),
@@ -197,6 +214,34 @@ impl ScaleSetSpec {
             DEFAULT_MAX_RUNNERS,
         );
         let min_idle = count(&mut problems, "min_idle", raw.min_idle, 0);
+        let os_type = match raw.os_type.as_deref() {
+            None => OsType::default(),
+            Some(text) => OsType::parse(text).unwrap_or_else(|| {
+                problems.push(SpecProblem::new(
+                    "os_type",
+                    format!(
+                        "{text:?} is not an operating system GARM's providers know; write one \
+                         of {}",
+                        spelled(OsType::ALL.map(OsType::as_str))
+                    ),
+                ));
+                OsType::default()
+            }),
+        };
+        let os_arch = match raw.os_arch.as_deref() {
+            None => OsArch::default(),
+            Some(text) => OsArch::parse(text).unwrap_or_else(|| {
+                problems.push(SpecProblem::new(
+                    "os_arch",
+                    format!(
+                        "{text:?} is not an architecture GARM's providers know; write one of {} \
+                         (GitHub's x64 is amd64)",
+                        spelled(OsArch::ALL.map(OsArch::as_str))
+                    ),
+                ));
+                OsArch::default()
+            }),
+        };
         let extra_specs = match raw.extra_specs {
             None | Some(serde_json::Value::Null) => serde_json::Value::Object(Default::default()),
             Some(value) => value,
@@ -214,6 +259,8 @@ impl ScaleSetSpec {
             provider,
             image: raw.image.unwrap_or_default(),
             flavor: raw.flavor.unwrap_or_default(),
+            os_type,
+            os_arch,
             min_idle,
             max_runners,
             bootstrap_timeout: raw.bootstrap_timeout.unwrap_or(DEFAULT_BOOTSTRAP_TIMEOUT),
@@ -443,6 +490,8 @@ fn placeholder() -> ScaleSetSpec {
         provider: "x".to_owned(),
         image: String::new(),
         flavor: String::new(),
+        os_type: OsType::Linux,
+        os_arch: OsArch::Amd64,
         min_idle: 0,
         max_runners: DEFAULT_MAX_RUNNERS,
         bootstrap_timeout: DEFAULT_BOOTSTRAP_TIMEOUT,
@@ -459,13 +508,15 @@ fn placeholder() -> ScaleSetSpec {
 
 /// The order fields are reported in: the spec's field order, then label index.
 fn field_order(field: &str) -> (usize, usize) {
-    const ORDER: [&str; 17] = [
+    const ORDER: [&str; 19] = [
         "name",
         "runner_group",
         "labels",
         "provider",
         "image",
         "flavor",
+        "os_type",
+        "os_arch",
         "max_runners",
         "min_idle",
         "bootstrap_timeout",

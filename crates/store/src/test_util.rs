@@ -104,6 +104,8 @@ pub fn spec(name: &str) -> ScaleSetSpec {
         provider: "fake".to_owned(),
         image: "ubuntu".to_owned(),
         flavor: "small".to_owned(),
+        os_type: Default::default(),
+        os_arch: Default::default(),
         min_idle: 0,
         max_runners: 10,
         bootstrap_timeout: Duration::from_secs(600),

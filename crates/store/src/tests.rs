@@ -370,6 +370,8 @@ fn healthy(name: &str) -> ScaleSet {
             provider: "lxd".to_owned(),
             image: String::new(),
             flavor: String::new(),
+            os_type: Default::default(),
+            os_arch: Default::default(),
             min_idle: 0,
             max_runners: 4,
             bootstrap_timeout: Duration::from_secs(600),

@@ -308,6 +308,10 @@ fn details(ctx: &Ctx<'_>, s: &ScaleSet, entities: &BTreeMap<Uuid, String>) -> St
                 spec.provider, spec.image, spec.flavor
             )),
         ),
+        (
+            "platform",
+            Cell::new(format!("{}/{}", spec.os_type, spec.os_arch)),
+        ),
         ("enabled", Cell::new(yes_no(spec.enabled))),
         (
             "adoption",
@@ -385,6 +389,8 @@ async fn create(ctx: &Ctx<'_>, args: CreateScaleSet) -> Result<Outcome> {
         provider: args.provider,
         image: args.image,
         flavor: args.flavor,
+        os_type: args.os_type,
+        os_arch: args.os_arch,
         min_idle: args.min_idle,
         max_runners: args.max_runners,
         bootstrap_timeout_secs: args.bootstrap_timeout,
@@ -484,6 +490,8 @@ async fn update(ctx: &Ctx<'_>, args: UpdateScaleSet) -> Result<Outcome> {
         provider: args.provider,
         image: args.image,
         flavor: args.flavor,
+        os_type: args.os_type,
+        os_arch: args.os_arch,
         min_idle: args.min_idle,
         max_runners: args.max_runners,
         bootstrap_timeout_secs: args.bootstrap_timeout,

@@ -62,6 +62,8 @@ fn raw_of(input: &CreateScaleSet) -> RawScaleSetSpec {
         provider: Some(input.provider.clone()),
         image: Some(input.image.clone()),
         flavor: Some(input.flavor.clone()),
+        os_type: input.os_type.clone(),
+        os_arch: input.os_arch.clone(),
         min_idle: Some(i64::from(input.min_idle)),
         max_runners: Some(i64::from(input.max_runners)),
         bootstrap_timeout: input.bootstrap_timeout_secs.map(Duration::from_secs),
@@ -326,6 +328,8 @@ pub(crate) async fn update(
     patch(&mut raw.provider, change.provider);
     patch(&mut raw.image, change.image);
     patch(&mut raw.flavor, change.flavor);
+    patch(&mut raw.os_type, change.os_type);
+    patch(&mut raw.os_arch, change.os_arch);
     patch(&mut raw.min_idle, change.min_idle.map(i64::from));
     patch(&mut raw.max_runners, change.max_runners.map(i64::from));
     patch(

@@ -269,6 +269,8 @@ pub(crate) fn detail(view: &Detail, now: SystemTime) -> String {
                     " — " span.error id="provider-error" { "failing since " (time_el(error.at, now)) ": " (error.message) }
                 }
             }
+            dt { "platform" }
+            dd id="platform" { (spec.os_type.as_str()) "/" (spec.os_arch.as_str()) }
             dt { "policy" }
             dd {
                 "adoption " (spec.adoption_policy.as_str())

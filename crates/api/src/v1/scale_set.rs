@@ -102,6 +102,10 @@ pub struct ScaleSetSpec {
     pub image: String,
     /// The provider flavor.
     pub flavor: String,
+    /// The runners' operating system as GARM spells it: `linux`, `windows` or `osx`.
+    pub os_type: String,
+    /// The runners' CPU architecture as GARM spells it: `amd64`, `arm64`, `arm` or `386`.
+    pub os_arch: String,
     /// Idle runners kept warm.
     pub min_idle: u32,
     /// The most runners at once.
@@ -174,6 +178,16 @@ pub struct CreateScaleSet {
     #[serde(default)]
     #[schema(max_length = 1000, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$")]
     pub flavor: String,
+    /// The runners' operating system as GARM spells it (default `linux`): sent to the
+    /// provider as `os_type`, which picks the runner download for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "^(linux|windows|osx)$")]
+    pub os_type: Option<String>,
+    /// The runners' CPU architecture as GARM spells it (default `amd64`): sent to the
+    /// provider as `arch`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "^(amd64|arm64|arm|386)$")]
+    pub os_arch: Option<String>,
     /// Idle runners kept warm (default 0; at most `max_runners`).
     #[serde(default)]
     #[schema(minimum = 0, maximum = 10000)]
@@ -253,6 +267,14 @@ pub struct UpdateScaleSet {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(max_length = 1000, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$")]
     pub flavor: Option<String>,
+    /// New operating system (`linux`, `windows`, `osx`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "^(linux|windows|osx)$")]
+    pub os_type: Option<String>,
+    /// New CPU architecture (`amd64`, `arm64`, `arm`, `386`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "^(amd64|arm64|arm|386)$")]
+    pub os_arch: Option<String>,
     /// New idle count (at most the maximum).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 0, maximum = 10000)]

@@ -664,6 +664,7 @@ backend_tests!(
     issue_29_7_a_disabled_create_says_how_to_enable_it,
     force_deletes_an_adopted_set_on_github,
     updates_need_the_current_generation,
+    the_runners_platform_is_stored_shown_and_changed,
     issue_29_a_repeated_event_shows_its_count_and_last_seen_time,
     issue29_a_created_set_stays_created_after_the_workers_ensure_and_is_deleted_on_github,
     issue30_a_refused_set_shows_its_typed_refusal_on_every_read,
@@ -760,4 +761,35 @@ async fn issue_30_7_markup_in_stored_text_is_escaped_on_the_status_page(backend:
             );
         }
     }
+}
+
+/// `os_type` and `os_arch` (GARM's spellings) default to linux/amd64, are stored as written,
+/// shown on every read and changed by an update.
+async fn the_runners_platform_is_stored_shown_and_changed(backend: Backend) {
+    let sim = RunningSim::start().await;
+    let app = App::start(backend, "the_runners_platform_is_stored_shown_and_changed").await;
+    let entity = app.seed(&sim).await;
+    let plain = post(&app, &entity, "linux").await;
+    assert_eq!(plain.json["spec"]["os_type"], "linux");
+    assert_eq!(plain.json["spec"]["os_arch"], "amd64");
+    let mut body = create_body(&entity, "arm");
+    body["os_type"] = json!("windows");
+    body["os_arch"] = json!("arm64");
+    let arm = app.call("POST", "/api/v1/scale-sets", Some(body)).await;
+    assert_eq!(arm.status, 201, "{arm:?}");
+    let id = arm.json["id"].as_str().unwrap();
+    let path = format!("/api/v1/scale-sets/{id}");
+    let read = app.call("GET", &path, None).await;
+    assert_eq!(read.json["spec"]["os_type"], "windows");
+    assert_eq!(read.json["spec"]["os_arch"], "arm64");
+    let updated = app
+        .call(
+            "PATCH",
+            &path,
+            Some(json!({"generation": read.json["generation"], "os_type": "linux", "os_arch": "386"})),
+        )
+        .await;
+    assert_eq!(updated.status, 200, "{updated:?}");
+    assert_eq!(updated.json["spec"]["os_type"], "linux");
+    assert_eq!(updated.json["spec"]["os_arch"], "386");
 }

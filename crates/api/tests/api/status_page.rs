@@ -36,6 +36,8 @@ fn spec(name: &str) -> ScaleSetSpec {
         provider: "fake".to_owned(),
         image: "ubuntu".to_owned(),
         flavor: "small".to_owned(),
+        os_type: Default::default(),
+        os_arch: Default::default(),
         min_idle: 0,
         max_runners: 4,
         bootstrap_timeout: Duration::from_secs(600),

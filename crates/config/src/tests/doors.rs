@@ -146,3 +146,43 @@ fn issue30_the_config_file_reads_a_policy_as_the_one_parser_does() {
         vec![(format!("scale_set[0].{}", parser.field), parser.message)]
     );
 }
+
+#[test]
+fn a_fleet_sets_the_runners_os_and_arch_in_garms_spelling_only() {
+    let stored = BTreeSet::from(["gh".to_owned()]);
+    let set = |extra: &str| {
+        format!(
+            "\n[[scale_set]]\nname = \"arm\"\ncredentials = \"gh\"\norganization = \"acme\"\nprovider = \"fake\"\n{extra}"
+        )
+    };
+    let fleet = parse_fleet(
+        "fleet",
+        &set("os_type = \"windows\"\nos_arch = \"arm64\"\n"),
+        None,
+        &stored,
+        None,
+    )
+    .expect("a valid fleet");
+    let spec = &fleet.scale_sets[0].spec;
+    assert_eq!(
+        (spec.os_type, spec.os_arch),
+        (
+            scaleset_store::OsType::Windows,
+            scaleset_store::OsArch::Arm64
+        )
+    );
+    let plain = parse_fleet("fleet", &set(""), None, &stored, None).expect("a valid fleet");
+    assert_eq!(
+        (
+            plain.scale_sets[0].spec.os_type,
+            plain.scale_sets[0].spec.os_arch
+        ),
+        (scaleset_store::OsType::Linux, scaleset_store::OsArch::Amd64)
+    );
+    let refused = match parse_fleet("fleet", &set("os_arch = \"x64\"\n"), None, &stored, None) {
+        Ok(_) => panic!("GitHub's spelling was accepted"),
+        Err(e) => e.problems,
+    };
+    let keys: Vec<&str> = refused.iter().map(|p| p.key.as_str()).collect();
+    assert_eq!(keys, ["scale_set[0].os_arch"]);
+}

@@ -772,7 +772,7 @@ type Field = fn(&ScaleSetSpec) -> String;
 ///   (drained) through the API, only `scalesetctl scale-set update NAME --enabled true` does
 ///   (see [`applied_spec`]).
 pub(crate) fn spec_changes(from: Option<&ScaleSetSpec>, to: &ScaleSetSpec) -> Vec<Change> {
-    let fields: [(&'static str, Field); 18] = [
+    let fields: [(&'static str, Field); 20] = [
         ("name", |s| s.name.clone()),
         ("runner_group", |s| s.runner_group.name.clone()),
         ("labels", |s| s.labels.join(",")),
@@ -780,6 +780,8 @@ pub(crate) fn spec_changes(from: Option<&ScaleSetSpec>, to: &ScaleSetSpec) -> Ve
         ("provider", |s| s.provider.clone()),
         ("image", |s| s.image.clone()),
         ("flavor", |s| s.flavor.clone()),
+        ("os_type", |s| s.os_type.as_str().to_owned()),
+        ("os_arch", |s| s.os_arch.as_str().to_owned()),
         ("min_idle", |s| s.min_idle.to_string()),
         ("max_runners", |s| s.max_runners.to_string()),
         ("bootstrap_timeout", |s| seconds(s.bootstrap_timeout)),

@@ -60,6 +60,7 @@ pub(crate) fn settings() -> Settings {
     settings.sample_interval = Duration::ZERO;
     settings.provider_backoff_base = Duration::from_millis(20);
     settings.provider_backoff_max = Duration::from_millis(200);
+    settings.runner_tools_retry = Duration::from_millis(50);
     settings
 }
 

@@ -19,4 +19,5 @@ mod sessions;
 mod start;
 mod superseded;
 mod supervisor;
+mod tools;
 mod waits;

@@ -843,3 +843,55 @@ async fn an_explicit_api_base_overrides_the_derived_one() {
     client.get_scale_set(ScaleSetId(1)).await.unwrap();
     assert_hit([&reg, &rr, &get]).await;
 }
+
+/// GitHub's downloads answer, trimmed to two entries (one with a download token, one with an
+/// entry GitHub would never send: no URL).
+const DOWNLOADS: &str = r#"[
+  {"os":"linux","architecture":"x64","download_url":"https://example.test/actions-runner-linux-x64-2.330.0.tar.gz","filename":"actions-runner-linux-x64-2.330.0.tar.gz","sha256_checksum":"13a6"},
+  {"os":"win","architecture":"arm64","download_url":"https://example.test/actions-runner-win-arm64-2.330.0.zip","filename":"actions-runner-win-arm64-2.330.0.zip","temp_download_token":"tdt","sha256_checksum":null},
+  {"os":"osx","architecture":"x64","download_url":null,"filename":"x"}
+]"#;
+
+#[tokio::test]
+async fn runner_downloads_are_read_at_the_entitys_rest_path_with_the_pat() {
+    for (path, rest) in [
+        (
+            "owner/repo",
+            "/api/v3/repos/owner/repo/actions/runners/downloads",
+        ),
+        ("acme", "/api/v3/orgs/acme/actions/runners/downloads"),
+        (
+            "enterprises/big-ent",
+            "/api/v3/enterprises/big-ent/actions/runners/downloads",
+        ),
+    ] {
+        let mut server = mockito::Server::new_async().await;
+        let downloads = server
+            .mock("GET", rest)
+            .match_header("authorization", "Bearer pat")
+            .match_header("accept", "application/vnd.github+json")
+            .match_header("user-agent", USER_AGENT)
+            .with_status(200)
+            .with_body(DOWNLOADS)
+            .expect(1)
+            .create_async()
+            .await;
+        let (client, _) = client_at(&server.url(), path, Credentials::pat("pat"), |c| c);
+        let listed = client.runner_downloads().await.unwrap();
+        downloads.assert_async().await;
+        assert_eq!(listed.len(), 2, "the entry without a URL is dropped");
+        assert_eq!(
+            (listed[0].os.as_str(), listed[0].architecture.as_str()),
+            ("linux", "x64")
+        );
+        assert_eq!(listed[0].sha256_checksum.as_deref(), Some("13a6"));
+        assert_eq!(
+            listed[1]
+                .temp_download_token
+                .as_ref()
+                .map(|t| t.expose_secret().to_owned()),
+            Some("tdt".to_owned())
+        );
+        assert_eq!(listed[1].sha256_checksum, None);
+    }
+}

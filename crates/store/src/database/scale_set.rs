@@ -65,6 +65,8 @@ struct Row {
     max_idle_lifetime_secs: i64,
     max_lifetime_secs: i64,
     takeover: Option<String>,
+    os_type: String,
+    os_arch: String,
 }
 
 /// A `scale_set_health` row: what needs attention beyond the state.
@@ -157,6 +159,8 @@ fn from_row(row: Row, health: Option<Health>) -> Result<ScaleSet> {
             provider: row.provider,
             image: row.image,
             flavor: row.flavor,
+            os_type: enum_from_db(TABLE, key, "os_type", &row.os_type, crate::OsType::parse)?,
+            os_arch: enum_from_db(TABLE, key, "os_arch", &row.os_arch, crate::OsArch::parse)?,
             min_idle: count_from_db(TABLE, key, "min_idle", row.min_idle)?,
             max_runners: count_from_db(TABLE, key, "max_runners", row.max_runners)?,
             bootstrap_timeout: Duration::from_secs(bootstrap_secs),
@@ -284,6 +288,8 @@ fn new_row(ctx: &Context, new: &NewScaleSet) -> Result<Row> {
         scale_down_delay_secs: secs_to_db("scale_down_delay", spec.scale_down_delay)?,
         max_idle_lifetime_secs: secs_to_db("max_idle_lifetime", spec.max_idle_lifetime)?,
         max_lifetime_secs: secs_to_db("max_lifetime", spec.max_lifetime)?,
+        os_type: spec.os_type.as_str().to_owned(),
+        os_arch: spec.os_arch.as_str().to_owned(),
         github_id: None,
         provenance: None,
         evidence: "null".to_owned(),
@@ -822,6 +828,8 @@ fn update_in(conn: &mut DbConnection, ctx: &Context, wanted: &ScaleSet) -> Resul
                 .eq(secs_to_db("max_idle_lifetime", spec.max_idle_lifetime)?),
             scale_sets::max_lifetime_secs.eq(secs_to_db("max_lifetime", spec.max_lifetime)?),
             scale_sets::takeover.eq(takeover),
+            scale_sets::os_type.eq(spec.os_type.as_str()),
+            scale_sets::os_arch.eq(spec.os_arch.as_str()),
         ),
         (
             scale_sets::github_id.eq(wanted.github_id),

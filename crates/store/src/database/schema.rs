@@ -74,6 +74,8 @@ diesel::table! {
         max_idle_lifetime_secs -> BigInt,
         max_lifetime_secs -> BigInt,
         takeover -> Nullable<Text>,
+        os_type -> Text,
+        os_arch -> Text,
     }
 }
 

@@ -333,3 +333,28 @@ fn issue_33_lifecycle_settings_are_whole_seconds_up_to_30_days_and_default_to_ze
         );
     }
 }
+
+#[test]
+fn os_type_and_arch_default_to_linux_amd64_and_take_garms_spellings_only() {
+    let spec = ScaleSetSpec::parse(raw("linux")).unwrap();
+    assert_eq!((spec.os_type, spec.os_arch), (OsType::Linux, OsArch::Amd64));
+    let arm = ScaleSetSpec::parse(RawScaleSetSpec {
+        os_type: Some("windows".into()),
+        os_arch: Some("arm64".into()),
+        ..raw("win")
+    })
+    .unwrap();
+    assert_eq!((arm.os_type, arm.os_arch), (OsType::Windows, OsArch::Arm64));
+    assert_eq!(
+        ScaleSetSpec::parse(RawScaleSetSpec::from(&arm)).unwrap(),
+        arm
+    );
+    assert_eq!(
+        fields(ScaleSetSpec::parse(RawScaleSetSpec {
+            os_type: Some("macos".into()),
+            os_arch: Some("x64".into()),
+            ..raw("mac")
+        })),
+        ["os_type", "os_arch"]
+    );
+}

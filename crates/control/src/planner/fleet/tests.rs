@@ -182,7 +182,7 @@ fn an_empty_store_creates_credentials_entity_and_scale_set() {
     assert_eq!(step.reason.code(), "not_looked_up");
     assert_eq!(step.existing, None);
     // Every field is written, the repair flag last.
-    assert_eq!(step.changes.len(), 18);
+    assert_eq!(step.changes.len(), 20);
     assert!(step.changes.iter().all(|c| c.from.is_none()));
     let max = step
         .changes
@@ -190,7 +190,7 @@ fn an_empty_store_creates_credentials_entity_and_scale_set() {
         .find(|c| c.field == "max_runners")
         .unwrap();
     assert_eq!(max.to.as_deref(), Some("4"));
-    assert_eq!(step.changes[17].field, "repair");
+    assert_eq!(step.changes[19].field, "repair");
     assert!(!plan.is_noop());
 }
 
@@ -259,6 +259,20 @@ fn every_spec_field_is_compared() {
             "image",
             ScaleSetSpec {
                 image: "debian".into(),
+                ..base.clone()
+            },
+        ),
+        (
+            "os_type",
+            ScaleSetSpec {
+                os_type: scaleset_store::OsType::Windows,
+                ..base.clone()
+            },
+        ),
+        (
+            "os_arch",
+            ScaleSetSpec {
+                os_arch: scaleset_store::OsArch::Arm64,
                 ..base.clone()
             },
         ),
@@ -457,7 +471,7 @@ fn a_new_scale_set_that_github_lacks_is_a_create() {
     );
     assert_eq!(step.action, Action::Create);
     assert_eq!(step.reason, Reason::NotOnGitHub);
-    assert_eq!(step.changes.len(), 18);
+    assert_eq!(step.changes.len(), 20);
 }
 
 #[test]
@@ -475,7 +489,7 @@ fn our_owner_label_on_github_is_an_adopt() {
         "{:?}",
         step.reason
     );
-    assert_eq!(step.changes.len(), 18);
+    assert_eq!(step.changes.len(), 20);
 }
 
 const GARM: &str = "89a4130b-9de1-47c5-8ca8-e2640daa0e13";
