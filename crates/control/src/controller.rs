@@ -103,6 +103,7 @@ impl Controller {
                 samples: Default::default(),
                 provider_health: Default::default(),
                 removal_requests: Default::default(),
+                refused_ids: Default::default(),
             }),
         }
     }

@@ -89,6 +89,7 @@ impl EnsureOnce {
                 samples: Default::default(),
                 provider_health: Default::default(),
                 removal_requests: Default::default(),
+                refused_ids: Default::default(),
             },
         }
     }

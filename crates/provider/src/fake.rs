@@ -146,6 +146,7 @@ impl FakeCloud {
             addresses: Vec::new(),
             status: InstanceStatus::Running,
             provider_fault: None,
+            pool_id: None,
         };
         state.add(
             provider_id.clone(),
@@ -339,6 +340,7 @@ impl Provider for FakeProvider {
                 addresses: Vec::new(),
                 status: InstanceStatus::Running,
                 provider_fault: None,
+                pool_id: None,
             };
             state.add(
                 provider_id,
