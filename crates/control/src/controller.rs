@@ -511,6 +511,7 @@ impl Controller {
                         .unwrap_or_else(|| Arc::from(s.entity_id.to_string())),
                 },
                 state: s.state,
+                enabled: s.spec.enabled,
                 jobs_waiting: s.jobs_waiting,
                 desired_runners: s.desired_runners,
                 last_message_age: s.last_message_at.map(|at| {
