@@ -117,6 +117,10 @@ pub(crate) struct Created {
     result: Result<ProviderInstance, scaleset_provider::Error>,
 }
 
+/// Landed creates judged by the claim planner: the accepted ones, and the refused ones with
+/// why.
+type Judged = (Vec<Created>, Vec<(Created, Refused)>);
+
 /// What a task remembers while its recovery runs beside it (`None`: none runs): the runner
 /// names it created, removed or saw finish a job (the recovery's facts about them are older
 /// than the task's, and the start planner, [`crate::planner::start`], leaves them out), and
@@ -653,8 +657,14 @@ impl Runners<'_> {
         // The failures after the successes: a batch with both leaves the failure shown and
         // counted by the back-off, as the last word on the provider.
         self.record_running(worked).await?;
+        // Removed first, the back-off fed after: the removals delete by name, and a back-off
+        // started by the first refusal must not leave the others' instances running.
+        let mut refusals = Vec::with_capacity(refused.len());
         for (created, refused) in refused {
-            self.refuse_answer(created, refused).await?;
+            refusals.push(self.refuse_answer(created, refused).await?);
+        }
+        for refusal in &refusals {
+            self.provider_failed(refusal).await?;
         }
         for created in failed {
             self.finish_create(created).await?;
@@ -665,11 +675,7 @@ impl Runners<'_> {
     /// Judges each answer in `worked` ([`crate::planner::claim::judge`]) against the rows of
     /// every scale set that claim its provider id, the other answers of the batch, and the ids
     /// refused before: the accepted ones, and the refused ones with why.
-    #[allow(clippy::type_complexity)]
-    async fn judge_answers(
-        &self,
-        worked: Vec<Created>,
-    ) -> Result<(Vec<Created>, Vec<(Created, Refused)>), Error> {
+    async fn judge_answers(&self, worked: Vec<Created>) -> Result<Judged, Error> {
         let mut claims = Vec::with_capacity(worked.len());
         for created in &worked {
             let rows = match &created.result {
@@ -733,9 +739,10 @@ impl Runners<'_> {
     /// Refuses a create's answer the claim planner refused: the answer is not recorded, its
     /// provider id is remembered as refused, rows of this scale set recorded with that id are
     /// deleted by their names from now on, the provider is shown failing with the reason (an
-    /// event, the scale set's provider error, the back-off), and the runner is removed as a
-    /// failed create's is: its instance deleted by the name we asked for, never by the id.
-    async fn refuse_answer(&mut self, created: Created, refused: Refused) -> Result<(), Error> {
+    /// event and the scale set's provider error; the returned error is for the back-off), and
+    /// the runner is removed as a failed create's is: its instance deleted by the name we asked
+    /// for, never by the id.
+    async fn refuse_answer(&mut self, created: Created, refused: Refused) -> Result<Error, Error> {
         let Created { name, result, .. } = created;
         if let Ok(answer) = &result {
             self.shared.refused_ids.insert(&answer.provider_id);
@@ -768,13 +775,12 @@ impl Runners<'_> {
             .append_event(self.scale_set.id, "provider_answer_refused", &reason)
             .await
             .map_err(store("appending an event"))?;
-        self.provider_failed(&Error::ProviderAnswerRefused {
+        let error = Error::ProviderAnswerRefused {
             provider,
             runner: name.clone(),
             code: refused.reason.code(),
             reason: refused.reason.to_string(),
-        })
-        .await?;
+        };
         self.shared
             .store
             .set_provider_error(self.lease, Some(&reason))
@@ -782,10 +788,11 @@ impl Runners<'_> {
             .map_err(store("recording the provider's failure"))?;
         self.provider_error_shown = true;
         match self.shared.store.get_instance(&name).await {
-            Ok(instance) => self.remove_everywhere(&instance).await,
-            Err(e) if e.is_not_found() => Ok(()),
-            Err(e) => Err(store("reading an instance")(e)),
+            Ok(instance) => self.remove_everywhere(&instance).await?,
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(store("reading an instance")(e)),
         }
+        Ok(error)
     }
 
     /// The id a delete of `instance` is sent with ([`crate::planner::claim::delete_id`]): its
