@@ -284,7 +284,7 @@ proptest! {
                         None => names[k].clone(),
                     };
                     let id = match s.id {
-                        IdChoice::Fixed(n) if n == 0 => "victim-foreign-1".to_owned(),
+                        IdChoice::Fixed(0) => "victim-foreign-1".to_owned(),
                         IdChoice::Fixed(n) => format!("i-{n}"),
                         // Only runners asked for before this batch (names are random in
                         // the scaler: a provider cannot know one before it is asked).
