@@ -27,6 +27,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 entity: format!("organization acme-{:03}", i % 100).into(),
             },
             state: ScaleSetState::Ready,
+            enabled: true,
             jobs_waiting: 1,
             desired_runners: 3,
             last_message_age: Some(Duration::from_secs(4)),

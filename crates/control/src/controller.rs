@@ -105,6 +105,7 @@ impl Controller {
                 provider_health: Default::default(),
                 removal_requests: Default::default(),
                 runner_tools: crate::runner_tools::RunnerTools::new(tools_refresh),
+                refused_ids: Default::default(),
             }),
         }
     }
@@ -512,6 +513,7 @@ impl Controller {
                         .unwrap_or_else(|| Arc::from(s.entity_id.to_string())),
                 },
                 state: s.state,
+                enabled: s.spec.enabled,
                 jobs_waiting: s.jobs_waiting,
                 desired_runners: s.desired_runners,
                 last_message_age: s.last_message_at.map(|at| {

@@ -91,6 +91,7 @@ impl EnsureOnce {
                 provider_health: Default::default(),
                 removal_requests: Default::default(),
                 runner_tools: crate::runner_tools::RunnerTools::new(tools_refresh),
+                refused_ids: Default::default(),
             },
         }
     }

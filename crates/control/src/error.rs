@@ -59,6 +59,23 @@ pub enum Error {
         #[source]
         source: scaleset_provider::Error,
     },
+    /// A provider answered a create with an instance that is not provably the one asked for
+    /// (another name, another pool, or a provider id another row claims): the answer is not
+    /// recorded (`crate::planner::claim`).
+    #[error(
+        "provider {provider:?} answered the create of runner {runner:?} with an instance that \
+         is not provably ours ({code}): {reason}; check the provider"
+    )]
+    ProviderAnswerRefused {
+        /// The provider's name.
+        provider: String,
+        /// The runner the create was for.
+        runner: String,
+        /// The refusal's stable code (`answered_other_name`, ...).
+        code: &'static str,
+        /// Why, in words.
+        reason: String,
+    },
     /// A scale set names a provider the controller was not given.
     #[error(
         "scale set {scale_set} names provider {provider:?}, which is not configured; add it to \

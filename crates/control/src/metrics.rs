@@ -168,6 +168,8 @@ pub struct SetReading {
     pub labels: SetLabels,
     /// Its state.
     pub state: ScaleSetState,
+    /// Whether it is served (`false`: disabled or draining, no new runners).
+    pub enabled: bool,
     /// Jobs waiting, as GitHub's last statistics said.
     pub jobs_waiting: u32,
     /// The runner count the scaler wants.
@@ -192,6 +194,7 @@ struct SetSeries {
     runners: Vec<Gauge>,
     jobs_waiting: Gauge,
     desired_runners: Gauge,
+    enabled: Gauge,
     /// Present while the set has handled a message (the series is absent before).
     last_message_age: Option<Gauge>,
 }
@@ -232,6 +235,9 @@ pub struct Metrics {
     pub scale_set_runners: Family<SetStatusLabels, Gauge>,
     /// Per scale set: the runner count the scaler wants.
     pub scale_set_desired_runners: Family<SetLabels, Gauge>,
+    /// Per scale set: 1 while it is served, 0 while disabled or draining (a `ready` state
+    /// then says nothing of new runners: none are made).
+    pub scale_set_enabled: Family<SetLabels, Gauge>,
     /// Per scale set: seconds since its last handled message (absent before the first).
     pub scale_set_last_message_age: Family<SetLabels, Gauge>,
     /// Per scale set: from a job's queueing until the scaler asked for a runner for it.
@@ -286,6 +292,7 @@ impl Metrics {
             scale_set_jobs_waiting: Family::default(),
             scale_set_runners: Family::default(),
             scale_set_desired_runners: Family::default(),
+            scale_set_enabled: Family::default(),
             scale_set_last_message_age: Family::default(),
             job_queued_to_runner_requested: Family::new_with_constructor(timing_histogram),
             runner_requested_to_online: Family::new_with_constructor(timing_histogram),
@@ -369,6 +376,11 @@ impl Metrics {
             "scale_set_desired_runners",
             "Per scale set: the runner count the scaler wants",
             metrics.scale_set_desired_runners.clone(),
+        );
+        sub.register(
+            "scale_set_enabled",
+            "Per scale set: 1 while it is served, 0 while disabled or draining (no new runners)",
+            metrics.scale_set_enabled.clone(),
         );
         sub.register(
             "scale_set_last_message_age_seconds",
@@ -622,6 +634,7 @@ impl Metrics {
             series
                 .desired_runners
                 .set(i64::from(reading.desired_runners));
+            series.enabled.set(i64::from(reading.enabled));
             match reading.last_message_age {
                 Some(age) => {
                     let seconds = i64::try_from(age.as_secs()).unwrap_or(i64::MAX);
@@ -675,6 +688,7 @@ impl Metrics {
                 .collect(),
             jobs_waiting: self.scale_set_jobs_waiting.get_or_create(labels).clone(),
             desired_runners: self.scale_set_desired_runners.get_or_create(labels).clone(),
+            enabled: self.scale_set_enabled.get_or_create(labels).clone(),
             last_message_age: None,
         }
     }
@@ -705,6 +719,7 @@ impl Metrics {
         }
         self.scale_set_jobs_waiting.remove(labels);
         self.scale_set_desired_runners.remove(labels);
+        self.scale_set_enabled.remove(labels);
         self.scale_set_last_message_age.remove(labels);
         for family in self.timings() {
             family.remove(labels);
@@ -790,6 +805,7 @@ mod tests {
                 entity: "organization acme".into(),
             },
             state: ScaleSetState::Ready,
+            enabled: true,
             jobs_waiting: 3,
             desired_runners: 2,
             last_message_age: Some(Duration::from_secs(7)),
@@ -824,6 +840,7 @@ mod tests {
             "scaleset_scale_set_state{scale_set=\"a\",entity=\"organization acme\",state=\"error\"} 0",
             "scaleset_scale_set_jobs_waiting{scale_set=\"a\",entity=\"organization acme\"} 3",
             "scaleset_scale_set_desired_runners{scale_set=\"a\",entity=\"organization acme\"} 2",
+            "scaleset_scale_set_enabled{scale_set=\"a\",entity=\"organization acme\"} 1",
             "scaleset_scale_set_last_message_age_seconds{scale_set=\"a\",entity=\"organization acme\"} 7",
             "scaleset_scale_set_runners{scale_set=\"a\",entity=\"organization acme\",status=\"busy\"} 2",
             "scaleset_scale_set_runners{scale_set=\"a\",entity=\"organization acme\",status=\"pending\"} 0",
@@ -870,9 +887,9 @@ mod tests {
         let (name, entity) = (first.labels.scale_set.clone(), first.labels.entity.clone());
         metrics.observe_scale_sets(std::slice::from_ref(&first));
         drop(first);
-        // Gauges by state and by status, jobs waiting, desired runners, message age, four
-        // timings, two counters; then the set's own record and this test's copy.
-        let series = ScaleSetState::ALL.len() + InstanceStatus::ALL.len() + 3 + 4 + 2;
+        // Gauges by state and by status, jobs waiting, desired runners, enabled, message age,
+        // four timings, two counters; then the set's own record and this test's copy.
+        let series = ScaleSetState::ALL.len() + InstanceStatus::ALL.len() + 4 + 4 + 2;
         assert_eq!(Arc::strong_count(&name), series + 2);
         assert_eq!(Arc::strong_count(&entity), series + 2);
         // A later reading of a known set (fresh strings) adds no copies.
@@ -899,6 +916,7 @@ mod tests {
         later.state = ScaleSetState::Error;
         later.jobs_waiting = 5;
         later.desired_runners = 4;
+        later.enabled = false;
         later.last_message_age = None;
         later.runners = vec![(InstanceStatus::Running, 3)];
         metrics.observe_scale_sets(&[later.clone()]);
@@ -909,6 +927,7 @@ mod tests {
             format!("scaleset_scale_set_state{{{labels},state=\"error\"}} 1"),
             format!("scaleset_scale_set_jobs_waiting{{{labels}}} 5"),
             format!("scaleset_scale_set_desired_runners{{{labels}}} 4"),
+            format!("scaleset_scale_set_enabled{{{labels}}} 0"),
             format!("scaleset_scale_set_runners{{{labels},status=\"busy\"}} 0"),
             format!("scaleset_scale_set_runners{{{labels},status=\"running\"}} 3"),
         ] {

@@ -13,10 +13,12 @@
 //! [`deletion`]'s; what tearing the controller down removes is [`decommission`]'s. How the
 //! facts of a recovery that ran beside a listening scale set are merged when they land is
 //! [`start`]'s. Whether an empty poll may stand on the last instance list, or must list the
-//! rows again, is [`idle`]'s.
+//! rows again, is [`idle`]'s. Whether a provider's answer to a create is recorded as our instance, and by
+//! which id an instance is deleted, is [`claim`]'s.
 
 use std::time::Duration;
 
+pub(crate) mod claim;
 pub(crate) mod decommission;
 pub(crate) mod deletion;
 pub(crate) mod fleet;

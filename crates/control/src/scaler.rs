@@ -39,6 +39,7 @@ use crate::checkpoint::Checkpoint;
 use crate::ensure::record;
 use crate::error::{Error, chain, store};
 use crate::identity::runner_name;
+use crate::planner::claim::{Answer, Asked, Recorded, Refused, delete_id, judge};
 use crate::planner::idle::{Listed, Poll, Row, Rules, next_due, reuse};
 use crate::planner::provider_backoff::Attention;
 use crate::planner::reconcile::{
@@ -117,6 +118,10 @@ pub(crate) struct Created {
     runner_id: RunnerId,
     result: Result<ProviderInstance, scaleset_provider::Error>,
 }
+
+/// Landed creates judged by the claim planner: the accepted ones, and the refused ones with
+/// why.
+type Judged = (Vec<Created>, Vec<(Created, Refused)>);
 
 /// What a task remembers while its recovery runs beside it (`None`: none runs): the runner
 /// names it created, removed or saw finish a job (the recovery's facts about them are older
@@ -393,9 +398,16 @@ impl Runners<'_> {
             phase: RunnerPhase::Busy,
             idle_for: std::time::Duration::ZERO,
         }));
+        let idle = u32::try_from(
+            views
+                .iter()
+                .filter(|v| v.phase == RunnerPhase::Idle)
+                .count(),
+        )
+        .unwrap_or(u32::MAX);
         let spec = &self.scale_set.spec;
         let step = plan(&PlanInput {
-            min_idle: warm_pool(spec.min_idle, !self.touched.recovering()),
+            min_idle: warm_pool(spec.min_idle, !self.touched.recovering(), idle),
             max_runners: spec.max_runners,
             assigned_jobs,
             scale_down_delay: spec.scale_down_delay,
@@ -644,13 +656,179 @@ impl Runners<'_> {
     pub(crate) async fn finish_creates(&mut self, landed: Vec<Created>) -> Result<(), Error> {
         let (worked, failed): (Vec<Created>, Vec<Created>) =
             landed.into_iter().partition(|c| c.result.is_ok());
+        // A provider's answer is a claim: only the ones the claim planner accepts are
+        // recorded; the refused ones are removed as a failed create's runner is.
+        let (worked, refused) = self.judge_answers(worked).await?;
         // The failures after the successes: a batch with both leaves the failure shown and
         // counted by the back-off, as the last word on the provider.
         self.record_running(worked).await?;
+        // Removed first, the back-off fed after: the removals delete by name, and a back-off
+        // started by the first refusal must not leave the others' instances running.
+        let mut refusals = Vec::with_capacity(refused.len());
+        for (created, refused) in refused {
+            refusals.push(self.refuse_answer(created, refused).await?);
+        }
+        for refusal in &refusals {
+            self.provider_failed(refusal).await?;
+        }
         for created in failed {
             self.finish_create(created).await?;
         }
         Ok(())
+    }
+
+    /// Judges each answer in `worked` ([`crate::planner::claim::judge`]) against the rows of
+    /// every scale set that claim its provider id, the other answers of the batch, and the ids
+    /// refused before: the accepted ones, and the refused ones with why.
+    async fn judge_answers(&self, worked: Vec<Created>) -> Result<Judged, Error> {
+        let mut claims = Vec::with_capacity(worked.len());
+        for created in &worked {
+            let rows = match &created.result {
+                Ok(instance) => self
+                    .shared
+                    .store
+                    .instances_claiming(&instance.provider_id)
+                    .await
+                    .map_err(store("looking up the rows claiming a provider id"))?,
+                Err(_) => Vec::new(),
+            };
+            claims.push(rows);
+        }
+        let verdicts: Vec<Result<(), Refused>> = worked
+            .iter()
+            .zip(&claims)
+            .map(|(created, rows)| {
+                let Ok(instance) = &created.result else {
+                    return Ok(());
+                };
+                let batch = worked.iter().filter_map(|other| {
+                    let answered = other.result.as_ref().ok()?;
+                    (other.name != created.name).then_some(Recorded {
+                        name: &other.name,
+                        provider_id: Some(&answered.provider_id),
+                    })
+                });
+                let recorded: Vec<Recorded<'_>> = rows
+                    .iter()
+                    .map(|row| Recorded {
+                        name: &row.name,
+                        provider_id: row.provider_id.as_deref(),
+                    })
+                    .chain(batch)
+                    .collect();
+                let asked = Asked {
+                    name: &created.name,
+                    pool_key: self.pool.key.as_str(),
+                };
+                let answer = Answer {
+                    name: &instance.name,
+                    provider_id: &instance.provider_id,
+                    pool_id: instance.pool_id.as_deref(),
+                };
+                self.shared
+                    .refused_ids
+                    .with(|refused| judge(&asked, &answer, &recorded, refused))
+            })
+            .collect();
+        let mut accepted = Vec::with_capacity(worked.len());
+        let mut refused = Vec::new();
+        for (created, verdict) in worked.into_iter().zip(verdicts) {
+            match verdict {
+                Ok(()) => accepted.push(created),
+                Err(why) => refused.push((created, why)),
+            }
+        }
+        Ok((accepted, refused))
+    }
+
+    /// Refuses a create's answer the claim planner refused: the answer is not recorded, its
+    /// provider id is remembered as refused, rows of this scale set recorded with that id are
+    /// deleted by their names from now on, the provider is shown failing with the reason (an
+    /// event and the scale set's provider error; the returned error is for the back-off), and
+    /// the runner is removed as a failed create's is: its instance deleted by the name we asked
+    /// for, never by the id.
+    async fn refuse_answer(&mut self, created: Created, refused: Refused) -> Result<Error, Error> {
+        let Created { name, result, .. } = created;
+        if let Ok(answer) = &result {
+            self.shared.refused_ids.insert(&answer.provider_id);
+        }
+        for other in &refused.disowns {
+            // A row of another scale set is not ours to write (its task's deletes look up
+            // who claims an id before sending it: [`Runners::delete_target`]).
+            match self
+                .rows()
+                .set_instance_ids(self.lease, other, Some(other), None)
+                .await
+            {
+                Ok(_) => {}
+                Err(e) if e.is_not_found() => {}
+                Err(e) => return Err(store("disowning a disputed provider id")(e)),
+            }
+        }
+        let provider = self.scale_set.spec.provider.clone();
+        let reason = format!(
+            "provider {provider:?} answered the create of runner {name:?} with an instance that \
+             is not provably ours: {}; the answer is not recorded and nothing is deleted by its \
+             id; check the provider",
+            refused.reason
+        );
+        tracing::error!(runner = %name, code = refused.reason.code(), %reason, "provider answer refused");
+        let metrics = &self.shared.metrics;
+        metrics.count(&metrics.bootstrap_failures, self.scale_set.id);
+        self.shared
+            .store
+            .append_event(self.scale_set.id, "provider_answer_refused", &reason)
+            .await
+            .map_err(store("appending an event"))?;
+        let error = Error::ProviderAnswerRefused {
+            provider,
+            runner: name.clone(),
+            code: refused.reason.code(),
+            reason: refused.reason.to_string(),
+        };
+        self.shared
+            .store
+            .set_provider_error(self.lease, Some(&reason))
+            .await
+            .map_err(store("recording the provider's failure"))?;
+        self.provider_error_shown = true;
+        match self.shared.store.get_instance(&name).await {
+            Ok(instance) => self.remove_everywhere(&instance).await?,
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(store("reading an instance")(e)),
+        }
+        Ok(error)
+    }
+
+    /// The id a delete of `instance` is sent with ([`crate::planner::claim::delete_id`]): its
+    /// recorded provider id while no other row claims it and no answer with it was refused,
+    /// else its name.
+    async fn delete_target(&self, instance: &Instance) -> Result<InstanceId, Error> {
+        let claimed = match instance.provider_id.as_deref() {
+            Some(id) if id != instance.name => self
+                .shared
+                .store
+                .instances_claiming(id)
+                .await
+                .map_err(store("looking up the rows claiming a provider id"))?,
+            _ => Vec::new(),
+        };
+        let others: Vec<Recorded<'_>> = claimed
+            .iter()
+            .map(|row| Recorded {
+                name: &row.name,
+                provider_id: row.provider_id.as_deref(),
+            })
+            .collect();
+        let row = Recorded {
+            name: &instance.name,
+            provider_id: instance.provider_id.as_deref(),
+        };
+        let id = self
+            .shared
+            .refused_ids
+            .with(|refused| delete_id(&row, &others, refused).to_owned());
+        instance_id_of(&id)
     }
 
     /// Records the creates in `worked` (each one that worked) `running` in one commit.
@@ -743,16 +921,19 @@ impl Runners<'_> {
                 return self.remove_everywhere(&instance).await;
             }
         };
-        let recorded = self
-            .rows()
-            .advance_instance(
-                self.lease,
-                &name,
-                InstanceStatus::Running,
-                Some(&created.provider_id),
-                None,
-            )
-            .await;
+        let advance = |to| {
+            self.rows()
+                .advance_instance(self.lease, &name, to, Some(&created.provider_id), None)
+        };
+        let recorded = match advance(InstanceStatus::Running).await {
+            // Its runner took its job before the create landed ([`Runners::started`]): it
+            // stays busy, with its provider id.
+            Err(scaleset_store::Error::InvalidTransition {
+                from: InstanceStatus::Busy,
+                ..
+            }) => advance(InstanceStatus::Busy).await,
+            other => other,
+        };
         match recorded {
             Ok(_) => {}
             // Its runner finished (or was removed) while the create was in flight, and its
@@ -860,10 +1041,16 @@ impl Runners<'_> {
     }
 
     /// Marks the runner busy (a `JobStarted` named it); `online_at` (when GitHub assigned it
-    /// the job) ends its boot in the metrics.
+    /// the job) ends its boot in the metrics. A job start is a fact whatever the row's state:
+    /// a runner made for a job takes it at once, often before its provider create has landed
+    /// (the row still `creating`); it is marked busy then, and the create's landing keeps it
+    /// so ([`Runners::finish_create`]).
     pub(crate) async fn started(&self, runner: &str, online_at: SystemTime) -> Result<(), Error> {
         match self.shared.store.get_instance(runner).await {
-            Ok(i) if i.scale_set_id == self.scale_set.id && i.status == InstanceStatus::Running => {
+            Ok(i)
+                if i.scale_set_id == self.scale_set.id
+                    && matches!(i.status, InstanceStatus::Running | InstanceStatus::Creating) =>
+            {
                 if let Ok(boot) = online_at.duration_since(i.created_at.to_system_time()) {
                     let metrics = &self.shared.metrics;
                     metrics.observe_timing(
@@ -1085,7 +1272,7 @@ impl Runners<'_> {
             }
             let deleted = self
                 .provider
-                .delete(self.pool_of(instance), &instance_id(instance)?)
+                .delete(self.pool_of(instance), &self.delete_target(instance).await?)
                 .await;
             match deleted {
                 Ok(()) => self.provider_succeeded().await?,

@@ -44,6 +44,32 @@ pub(crate) struct Shared {
     pub(crate) removal_requests: RemovalRequests,
     /// Each entity's runner downloads (GARM's `tools`), read once per entity per refresh.
     pub(crate) runner_tools: crate::runner_tools::RunnerTools,
+    /// The provider ids that came with a refused create answer ([`crate::planner::claim`]).
+    pub(crate) refused_ids: RefusedIds,
+}
+
+/// The provider ids that came with a create answer the claim planner refused, in this
+/// process: never recorded, and no delete is sent with one. One entry per refused create (a
+/// provider refused again and again backs off), so it stays small.
+#[derive(Default)]
+pub(crate) struct RefusedIds(std::sync::Mutex<std::collections::HashSet<String>>);
+
+impl RefusedIds {
+    /// Remembers `id` as refused.
+    pub(crate) fn insert(&self, id: &str) {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(id.to_owned());
+    }
+
+    /// Runs `f` with the ids refused so far.
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&std::collections::HashSet<String>) -> T) -> T {
+        f(&self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
 }
 
 /// The scale sets with an instance an operator asked to go, read by the supervisor once per

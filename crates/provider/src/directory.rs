@@ -261,6 +261,7 @@ fn instance(name: &str) -> ProviderInstance {
         addresses: Vec::new(),
         status: InstanceStatus::Running,
         provider_fault: None,
+        pool_id: None,
     }
 }
 

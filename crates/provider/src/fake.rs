@@ -148,6 +148,7 @@ impl FakeCloud {
             addresses: Vec::new(),
             status: InstanceStatus::Running,
             provider_fault: None,
+            pool_id: None,
         };
         state.add(
             provider_id.clone(),
@@ -342,6 +343,7 @@ impl Provider for FakeProvider {
                 addresses: Vec::new(),
                 status: InstanceStatus::Running,
                 provider_fault: None,
+                pool_id: None,
             };
             state.add(
                 provider_id,

@@ -82,6 +82,10 @@ pub struct ProviderInstance {
     /// An error message from the cloud, if the provider reported one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provider_fault: Option<String>,
+    /// The pool the instance belongs to, when the provider reports one (GARM's providers do
+    /// not; a provider that does is held to it: an answer naming another pool is not ours).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_id: Option<String>,
 }
 
 impl ProviderInstance {
@@ -221,6 +225,8 @@ struct RawInstance {
     status: Option<String>,
     #[serde(default)]
     provider_fault: Option<String>,
+    #[serde(default)]
+    pool_id: Option<String>,
 }
 
 impl RawInstance {
@@ -245,6 +251,7 @@ impl RawInstance {
             addresses: self.addresses.unwrap_or_default(),
             status,
             provider_fault: non_empty(self.provider_fault).map(decode_fault),
+            pool_id: non_empty(self.pool_id),
         })
     }
 }

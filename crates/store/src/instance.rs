@@ -12,12 +12,14 @@ crate::text_enum! {
     /// Where an instance is in its life.
     ///
     /// Allowed moves (anything else is [`crate::Error::InvalidTransition`]; moving to the
-    /// current status is an idempotent no-op):
+    /// current status is an idempotent no-op). `creating → busy` is a runner that took its job
+    /// before the provider's create landed (a job start is a fact whatever the row's state);
+    /// the create then records the provider id and the row stays `busy`:
     ///
     /// | from | to |
     /// | --- | --- |
     /// | pending | creating, deleting, failed |
-    /// | creating | running, deleting, failed |
+    /// | creating | running, busy, deleting, failed |
     /// | running | busy, deleting, failed |
     /// | busy | deleting, failed |
     /// | failed | deleting |
@@ -49,7 +51,7 @@ impl InstanceStatus {
             || matches!(
                 (self, to),
                 (Pending, Creating | Deleting | Failed)
-                    | (Creating, Running | Deleting | Failed)
+                    | (Creating, Running | Busy | Deleting | Failed)
                     | (Running, Busy | Deleting | Failed)
                     | (Busy, Deleting | Failed)
                     | (Failed, Deleting)
@@ -153,6 +155,11 @@ pub trait InstanceStore: Send + Sync {
 
     /// The instances of a scale set, by name.
     async fn list_instances(&self, scale_set_id: ScaleSetId) -> Result<Vec<Instance>>;
+
+    /// The rows of every scale set that claim provider id `id`: recorded with it, or named
+    /// it (a row without a provider id is addressed by its name). A provider's answer naming
+    /// such a row's instance for another runner is not ours to record.
+    async fn instances_claiming(&self, id: &str) -> Result<Vec<Instance>>;
 
     /// How many instances of all scale sets are in each status (statuses with none left out),
     /// in one query: metrics read it every few seconds over fleets of thousands of scale sets.

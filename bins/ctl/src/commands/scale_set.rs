@@ -163,11 +163,21 @@ pub(crate) fn table(out: &Output, items: &[ScaleSet], entities: &BTreeMap<Uuid, 
         .iter()
         .map(|s| {
             let (state, tone) = state_text(s.state);
+            // A disabled set is not served: its `ready` is no longer good news.
+            let tone = if s.spec.enabled { tone } else { Tone::Warn };
             vec![
                 Cell::new(short_id(&s.id)),
                 Cell::new(&s.spec.name),
                 Cell::new(entity_name(entities, s.entity_id)),
                 out.toned(state, tone),
+                out.toned(
+                    enabled_text(s.spec.enabled),
+                    if s.spec.enabled {
+                        Tone::Good
+                    } else {
+                        Tone::Warn
+                    },
+                ),
                 Cell::new(provenance_text(s.provenance)),
                 Cell::new(format!("{}/{}", s.desired_runners, s.spec.max_runners)),
                 Cell::new(
@@ -184,6 +194,7 @@ pub(crate) fn table(out: &Output, items: &[ScaleSet], entities: &BTreeMap<Uuid, 
             "NAME",
             "ENTITY",
             "STATE",
+            "ENABLED",
             "PROVENANCE",
             "RUNNERS",
             "GITHUB",
@@ -194,6 +205,9 @@ pub(crate) fn table(out: &Output, items: &[ScaleSet], entities: &BTreeMap<Uuid, 
     );
     if let Some(note) = attention_note(items.iter().map(|s| s.attention.is_some())) {
         text.push_str(&out.note(&note, Tone::Bad));
+    }
+    if let Some(note) = disabled_note(items.iter().map(|s| s.spec.enabled)) {
+        text.push_str(&out.note(&note, Tone::Warn));
     }
     if let Some(note) = undeclared_note(items.iter().filter(|s| !s.declared).count()) {
         text.push_str(&out.note(&note, Tone::Warn));
@@ -236,6 +250,28 @@ fn undeclared_note(count: usize) -> Option<String> {
         format!(
             "{count} scale set(s) not declared (DECLARED no): lost on a database loss; \
              `scalesetctl fleet export` writes them as a fleet file to declare"
+        )
+    })
+}
+
+/// The ENABLED column: `yes`, or `no (draining)` for a set that is not served (drained or
+/// disabled: no new runner is made, idle ones are retired, busy ones finish their jobs).
+fn enabled_text(enabled: bool) -> &'static str {
+    if enabled { "yes" } else { "no (draining)" }
+}
+
+/// "N of M scale sets are disabled or draining", when any is: not served whatever their state
+/// says, so jobs for them wait on GitHub.
+fn disabled_note(enabled: impl Iterator<Item = bool>) -> Option<String> {
+    let (mut total, mut disabled) = (0usize, 0usize);
+    for enabled in enabled {
+        total += 1;
+        disabled += usize::from(!enabled);
+    }
+    (disabled > 0).then(|| {
+        format!(
+            "{disabled} of {total} scale sets are disabled or draining: no new runners, their \
+             jobs wait on GitHub (serve one again: scalesetctl scale-set update NAME --enabled true)"
         )
     })
 }
@@ -556,5 +592,21 @@ mod tests {
             attention_note([false, true, true].into_iter()).as_deref(),
             Some("2 of 3 scale sets need attention")
         );
+    }
+
+    /// A drained or disabled scale set is not counted as served: the list says how many are
+    /// disabled or draining, and its ENABLED column says so.
+    #[test]
+    fn the_list_counts_the_disabled_or_draining_scale_sets() {
+        assert_eq!(disabled_note([true, true].into_iter()), None);
+        assert_eq!(
+            disabled_note([true, false].into_iter()).as_deref(),
+            Some(
+                "1 of 2 scale sets are disabled or draining: no new runners, their jobs wait on \
+                 GitHub (serve one again: scalesetctl scale-set update NAME --enabled true)"
+            )
+        );
+        assert_eq!(enabled_text(true), "yes");
+        assert_eq!(enabled_text(false), "no (draining)");
     }
 }

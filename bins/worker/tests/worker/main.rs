@@ -9,12 +9,14 @@ mod decommission;
 mod drain;
 mod early_signal;
 mod helpers;
+mod hostile;
 mod logs;
 mod metrics;
 mod outage;
 mod rotation;
 mod rules;
 mod spreading;
+mod warm;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

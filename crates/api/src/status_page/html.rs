@@ -108,7 +108,8 @@ td.spark { padding-top: 9px; }
 .s-ready { color: var(--ok); background: var(--okbg); border-color: #aceebb; }
 .s-pending { color: var(--info); background: var(--infobg); border-color: #b6e3ff; }
 .s-refused, .s-error, .s-foreign_session { color: var(--bad); background: var(--badbg); border-color: #ffcecb; }
-.s-drifted, .s-dormant { color: var(--warn); background: var(--warnbg); border-color: #f5e0a0; }
+.s-drifted, .s-dormant, .s-draining, .s-disabled { color: var(--warn); background: var(--warnbg); border-color: #f5e0a0; }
+tr[data-service="draining"] .s-ready, tr[data-service="disabled"] .s-ready { color: var(--muted); background: none; border-color: var(--muted); }
 .p-created { color: var(--info); } .p-adopted { color: #8250df; } .p-known { color: var(--muted); }
 .reason { max-width: 420px; color: var(--muted); font-size: 12px; overflow-wrap: anywhere; }
 ul.events { list-style: none; margin: 0; padding: 0; font-size: 12px; max-width: 360px; }

@@ -6,12 +6,12 @@ use std::time::SystemTime;
 
 use maud::{Markup, html};
 use scaleset_store::{
-    Attention, Event, Evidence, InstanceStatus, Provenance, ScaleSetState, Timestamp,
+    Attention, Event, Evidence, InstanceStatus, Provenance, ScaleSet, ScaleSetState, Timestamp,
 };
 
 use super::chart;
 use super::html::{page, query_value, time_el};
-use super::view::{Detail, Filter, Overview, Row};
+use super::view::{Detail, Filter, Overview, Row, Runners, service};
 
 const STATES: [&str; 7] = [
     "ready",
@@ -22,6 +22,17 @@ const STATES: [&str; 7] = [
     "dormant",
     "error",
 ];
+
+/// Beside the state badge of a set that is not served: `draining` or `disabled`
+/// ([`service`]), so a drained set never reads as a plain green `ready`.
+fn service_badge(set: &ScaleSet, runners: &Runners) -> Markup {
+    let service = service(set, runners);
+    html! {
+        @if service != "served" {
+            " " span class={ "badge s-" (service) } data-service=(service) { (service) }
+        }
+    }
+}
 
 fn state_badge(state: ScaleSetState) -> Markup {
     let name = state.as_str();
@@ -97,7 +108,7 @@ fn row_html(row: &Row, now: SystemTime) -> Markup {
     let name = &set.spec.name;
     let attention = if row.attention.is_some() { "yes" } else { "no" };
     html! {
-        tr.scale-set data-name=(name) data-state=(set.state.as_str()) data-attention=(attention) {
+        tr.scale-set data-name=(name) data-state=(set.state.as_str()) data-attention=(attention) data-service=(service(set, &row.runners)) {
             td.name {
                 a href={ "/scale-sets/" (set.id.0) } { (name) }
                 div.sub { (set.spec.labels.join(", ")) }
@@ -111,6 +122,7 @@ fn row_html(row: &Row, now: SystemTime) -> Markup {
             }
             td {
                 (state_badge(set.state))
+                (service_badge(set, &row.runners))
                 @if let Some(attention) = &row.attention {
                     (attention_html(attention))
                 } @else {
@@ -154,8 +166,9 @@ pub(crate) fn overview(view: &Overview, now: SystemTime) -> String {
     let body = html! {
         section.summary {
             div.card { b id="total" { (t.scale_sets) } span { "scale sets" } }
-            div.card { b id="ready" { (t.ready) } span { "ready, nothing wrong" } }
+            div.card { b id="ready" { (t.ready) } span { "ready and served, nothing wrong" } }
             div.card { b id="attention" { (t.attention) } span { "need attention" } }
+            div.card { b id="disabled" { (t.disabled) } span { "disabled or draining: no new runners" } }
             div.card { b id="desired" { (t.desired) } span { "desired runners" } }
             div.card { b id="jobs-waiting" { (t.jobs_waiting) } span { "jobs waiting" } }
             div.card { b id="not-declared" { (t.not_declared) } span { "not declared: lost on a database loss" } }
@@ -231,7 +244,7 @@ pub(crate) fn detail(view: &Detail, now: SystemTime) -> String {
         }
         dl.facts {
             dt { "state" }
-            dd { (state_badge(set.state)) " " span.reason { (set.state_reason) } }
+            dd { (state_badge(set.state)) (service_badge(set, &row.runners)) " " span.reason { (set.state_reason) } }
             dt { "entity" }
             dd { (row.entity) ", runner group " (spec.runner_group.name) }
             dt { "GitHub id" }

@@ -96,6 +96,20 @@ impl Runners {
     }
 }
 
+/// How a scale set is served, beside its state: `served`; or, disabled, `draining` while it
+/// has runners left and `disabled` once it has none. A disabled set makes no runner: its jobs
+/// wait on GitHub whatever its state says.
+pub(crate) fn service(set: &ScaleSet, runners: &Runners) -> &'static str {
+    match (
+        set.spec.enabled,
+        runners.idle + runners.busy + runners.starting,
+    ) {
+        (true, _) => "served",
+        (false, 0) => "disabled",
+        (false, _) => "draining",
+    }
+}
+
 /// One row of the overview.
 #[derive(Debug, Clone)]
 pub(crate) struct Row {
@@ -113,8 +127,10 @@ pub(crate) struct Row {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Totals {
     pub(crate) scale_sets: usize,
-    /// Ready and not needing attention.
+    /// Ready, served (enabled) and not needing attention.
     pub(crate) ready: usize,
+    /// Disabled or draining: not served, whatever the state says.
+    pub(crate) disabled: usize,
     pub(crate) attention: usize,
     pub(crate) desired: u64,
     pub(crate) jobs_waiting: u64,
@@ -226,8 +242,9 @@ fn totals(judged: &[(ScaleSet, Option<Attention>)]) -> Totals {
         scale_sets: judged.len(),
         ready: judged
             .iter()
-            .filter(|(s, a)| s.state == ScaleSetState::Ready && a.is_none())
+            .filter(|(s, a)| s.state == ScaleSetState::Ready && s.spec.enabled && a.is_none())
             .count(),
+        disabled: judged.iter().filter(|(s, _)| !s.spec.enabled).count(),
         attention: judged.iter().filter(|(_, a)| a.is_some()).count(),
         desired: judged
             .iter()

@@ -22,6 +22,7 @@ backend_tests!(
     issue_32_4_a_cross_origin_sign_in_is_refused,
     issue_32_4_after_a_revoked_token_the_sign_in_page_says_why,
     issue_32_2_an_unknown_url_is_html_for_a_browser_and_json_for_a_client,
+    a_drained_or_disabled_scale_set_is_shown_as_such_and_not_counted_as_ready,
 );
 
 fn spec(name: &str) -> ScaleSetSpec {
@@ -460,4 +461,91 @@ async fn issue_32_2_an_unknown_url_is_html_for_a_browser_and_json_for_a_client(b
             .unwrap()
             .starts_with("application/json")
     );
+}
+
+/// A drained scale set with a busy runner left, and a disabled one with none, are `ready` in
+/// the store (the worker leaves them so) but not served: the page counts them apart from the
+/// ready ones and shows `draining` and `disabled` beside their state; the API says
+/// `enabled: false`.
+async fn a_drained_or_disabled_scale_set_is_shown_as_such_and_not_counted_as_ready(
+    backend: Backend,
+) {
+    let sim = RunningSim::start().await;
+    let app = App::start(backend, "drained_sets_shown").await;
+    let entity = EntityId(app.seed(&sim).await.parse().unwrap());
+    let mut ids = std::collections::HashMap::new();
+    for name in ["served", "draining", "disabled"] {
+        let mut spec = spec(name);
+        spec.enabled = name == "served";
+        let set = app
+            .store
+            .create_scale_set(NewScaleSet {
+                entity_id: entity,
+                spec,
+            })
+            .await
+            .unwrap();
+        let mut set = app.store.get_scale_set(set.id).await.unwrap();
+        set.state = ScaleSetState::Ready;
+        set.github_id = Some(1);
+        app.store.update_scale_set(&set).await.unwrap();
+        ids.insert(name, set.id);
+    }
+    let held = lease(app.store.as_ref(), ids["draining"]).await;
+    app.store
+        .create_instance(&held, NewInstance::pending("runner-left", "pool", None))
+        .await
+        .unwrap();
+    for to in [
+        InstanceStatus::Creating,
+        InstanceStatus::Running,
+        InstanceStatus::Busy,
+    ] {
+        app.store
+            .advance_instance(&held, "runner-left", to, Some("prov-1"), Some(5))
+            .await
+            .unwrap();
+    }
+    let (status, _, page) = app
+        .send("GET", "/", &[("authorization", &bearer(&app))], None)
+        .await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(card(&page, "total"), 3);
+    assert_eq!(
+        card(&page, "ready"),
+        1,
+        "only the served set is ready: {page}"
+    );
+    assert_eq!(card(&page, "disabled"), 2, "{page}");
+    assert_eq!(card(&page, "attention"), 0);
+    let service = |name: &str| {
+        let row = page
+            .split(&format!(r#"<tr class="scale-set" data-name="{name}""#))
+            .nth(1)
+            .unwrap_or_else(|| panic!("row {name}: {page}"));
+        let tag = row.split('>').next().unwrap_or_default();
+        tag.split(r#"data-service=""#)
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(service("served"), "served");
+    assert_eq!(service("draining"), "draining");
+    assert_eq!(service("disabled"), "disabled");
+    assert!(
+        page.contains(r#"<span class="badge s-draining" data-service="draining">draining</span>"#),
+        "{page}"
+    );
+    let (status, _, body) = app
+        .send(
+            "GET",
+            &format!("/api/v1/scale-sets/{}", ids["draining"].0),
+            &[("authorization", &bearer(&app))],
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let json: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(json["spec"]["enabled"], false, "{json}");
 }

@@ -16,7 +16,8 @@
 //!   row) nor deleted twice, and a runner whose job completed meanwhile is not recorded as busy.
 //! - Only rows unchanged since the facts were gathered are judged for their life
 //!   ([`unchanged`]): a row the listener created or moved is not judged by lists older than it.
-//! - Until the recovery has landed, no idle runner is kept warm ([`warm_pool`]), and the
+//! - Until the recovery has landed, no runner is made for the warm pool, and the idle runners
+//!   the store knows stay ([`warm_pool`]: a restart keeps its warm runners); the
 //!   runners GitHub counts as registered beyond the rows the store knows count as busy
 //!   ([`unrecorded_runners`]): after a lost database those runners are the warm pool, or run
 //!   the very jobs GitHub counts as assigned. Runners for jobs beyond them are created at once.
@@ -84,9 +85,16 @@ pub(crate) fn unrecorded_runners(registered: i64, known: u32) -> u32 {
 }
 
 /// The idle runners kept warm: the scale set's `min_idle` once its recovery has landed
-/// (`recovered`), none before.
-pub(crate) fn warm_pool(min_idle: u32, recovered: bool) -> u32 {
-    if recovered { min_idle } else { 0 }
+/// (`recovered`); before, the idle runners the store knows (`idle`), up to `min_idle`. So a
+/// restart (clean, a kill -9, a lease taken over) keeps every idle runner it had and makes no
+/// new one for the warm pool until the facts land: what GitHub counts beyond the rows may be
+/// the warm pool already ([`unrecorded_runners`]).
+pub(crate) fn warm_pool(min_idle: u32, recovered: bool, idle: u32) -> u32 {
+    if recovered {
+        min_idle
+    } else {
+        idle.min(min_idle)
+    }
 }
 
 #[cfg(test)]
@@ -174,9 +182,34 @@ mod tests {
     }
 
     #[test]
-    fn no_warm_pool_before_the_recovery_lands() {
-        assert_eq!(warm_pool(3, false), 0);
-        assert_eq!(warm_pool(3, true), 3);
-        assert_eq!(warm_pool(0, true), 0);
+    fn before_the_recovery_lands_the_known_idle_runners_stay_warm_and_none_is_made() {
+        assert_eq!(warm_pool(3, false, 0), 0, "none made before the facts land");
+        assert_eq!(warm_pool(3, false, 2), 2, "the known idle runners stay");
+        assert_eq!(warm_pool(3, false, 5), 3, "never more than min_idle");
+        assert_eq!(warm_pool(3, true, 0), 3);
+        assert_eq!(warm_pool(3, true, 5), 3);
+        assert_eq!(warm_pool(0, true, 2), 0);
+        assert_eq!(warm_pool(0, false, 2), 0);
+    }
+
+    /// Regression: at start a worker planned with no warm pool until its recovery landed,
+    /// retired its idle runner, and made a new one once the facts landed.
+    #[test]
+    fn a_restart_keeps_its_idle_runner_before_the_recovery_lands() {
+        use crate::planner::{PlanInput, RunnerPhase, RunnerView, plan};
+        let runners = [RunnerView {
+            name: "r-1".to_owned(),
+            phase: RunnerPhase::Idle,
+            idle_for: std::time::Duration::from_secs(3600),
+        }];
+        let step = plan(&PlanInput {
+            min_idle: warm_pool(1, false, 1),
+            max_runners: 10,
+            assigned_jobs: 0,
+            scale_down_delay: std::time::Duration::ZERO,
+            runners: &runners,
+        });
+        assert!(step.retire.is_empty(), "{step:?}");
+        assert_eq!(step.create, 0);
     }
 }

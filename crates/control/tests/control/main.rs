@@ -5,6 +5,7 @@
 mod batching;
 mod burst;
 mod calls;
+mod claims;
 mod drain;
 mod faults;
 mod fleet;

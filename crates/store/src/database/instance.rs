@@ -243,6 +243,22 @@ impl InstanceStore for DieselStore {
         .await
     }
 
+    async fn instances_claiming(&self, id: &str) -> Result<Vec<Instance>> {
+        let id = id.to_owned();
+        self.run("list instances claiming a provider id", move |conn, _| {
+            instances::table
+                .filter(instances::provider_id.eq(&id).or(instances::name.eq(&id)))
+                .order(instances::name)
+                .select(Row::as_select())
+                .load(conn)
+                .map_err(Error::backend("list instances claiming a provider id"))?
+                .into_iter()
+                .map(from_row)
+                .collect()
+        })
+        .await
+    }
+
     async fn count_instances_by_status(&self) -> Result<Vec<(InstanceStatus, u64)>> {
         self.run("count instances", move |conn, _| {
             let rows: Vec<(String, i64)> = instances::table

@@ -402,6 +402,7 @@ async fn transition_table_is_enforced(db: TestDb) {
         (Pending, Deleting),
         (Pending, Failed),
         (Creating, Running),
+        (Creating, Busy),
         (Creating, Deleting),
         (Creating, Failed),
         (Running, Busy),

@@ -42,6 +42,7 @@ fn instance(name: &str) -> ProviderInstance {
         addresses: vec![],
         status: ProviderStatus::Running,
         provider_fault: None,
+        pool_id: None,
     }
 }
 

@@ -1,0 +1,1 @@
+DROP INDEX instances_by_provider_id;
