@@ -29,10 +29,10 @@ use scaleset_store::{Instance, InstanceStatus, Lease, Progress, Sample, ScaleSet
 use tokio_util::sync::CancellationToken;
 
 use crate::checkpoint::Checkpoint;
-use crate::ensure::record;
+use crate::ensure::{Ensured, ImportedWrites, ensure, record};
 use crate::error::{Error, chain, store};
 use crate::metrics::KindLabel;
-use crate::planner::session::{Conflict, held_by, recheck_after};
+use crate::planner::session::{Conflict, Rechecks, held_by, recheck_after};
 use crate::scaler::{Landed, Recovering, Runners};
 use crate::shared::{Samples, Shared};
 use crate::wait::{Waited, wait_until};
@@ -67,9 +67,22 @@ pub(crate) struct SessionAttempt {
     failed_creates: u32,
     /// When GitHub first answered a conflict, for the short recheck window.
     held_since: Option<tokio::time::Instant>,
+    /// For a scale set imported from GARM that no session of ours has held yet (its ensure
+    /// wrote nothing to it: `ImportedWrites::Wait`), GARM's controller id: the first suspect
+    /// for a held session, and the ensure runs again, writing, once our session opens.
+    awaiting: Option<String>,
 }
 
 impl SessionAttempt {
+    /// A first attempt after an ensure; `awaiting` as [`Ensured::Ready`] said
+    /// (`crate::ensure::Ensured::Ready`).
+    pub(crate) fn after_ensure(awaiting: Option<String>) -> Self {
+        Self {
+            awaiting,
+            ..Self::default()
+        }
+    }
+
     /// An attempt after a session was lost while listening: our recorded one is gone already.
     fn after_loss() -> Self {
         Self {
@@ -819,8 +832,40 @@ impl Listener<'_> {
                     })
                     .await?;
                 }
+                let awaiting = self.attempt.awaiting.take();
                 self.attempt = SessionAttempt::default();
                 tracing::info!(session_id = %session.session_id, "session opened");
+                if awaiting.is_some() {
+                    // The imported set's session is ours now: what its ensure held back (our
+                    // owner label, a patch to the configuration) is written.
+                    let ensured = Box::pin(ensure(
+                        self.shared,
+                        self.client,
+                        &self.lease,
+                        id,
+                        0,
+                        None,
+                        ImportedWrites::Allowed,
+                    ))
+                    .await?;
+                    let after = match ensured {
+                        Ensured::Ready { github_id, .. } if github_id == self.github_id => {
+                            return Ok(Opened::Session(Box::new(session)));
+                        }
+                        Ensured::Ready { .. } => None,
+                        Ensured::Retry { after } | Ensured::Wait { after, .. } => Some(after),
+                    };
+                    // Not servable after all: our session is given back, and the writes wait
+                    // for the next one.
+                    self.close(&session).await;
+                    return Ok(match after {
+                        Some(after) => {
+                            self.attempt.awaiting = awaiting;
+                            Opened::Wait(after)
+                        }
+                        None => Opened::Reensure,
+                    });
+                }
                 Ok(Opened::Session(Box::new(session)))
             }
             Err(e) if e.is_session_conflict() => {
@@ -831,6 +876,7 @@ impl Listener<'_> {
                     probe_owner: &self.shared.identity.probe_owner(),
                     recorded_deleted: self.attempt.recorded_deleted,
                     own_create_failed: self.attempt.failed_creates > 0,
+                    imported_from: self.attempt.awaiting.as_deref(),
                 });
                 let settings = &self.shared.settings;
                 let now = tokio::time::Instant::now();
@@ -838,11 +884,17 @@ impl Listener<'_> {
                 let after = recheck_after(
                     &held,
                     now.saturating_duration_since(since),
-                    settings.held_session_recheck,
-                    settings.held_session_window,
-                    settings.foreign_session_recheck,
+                    Rechecks {
+                        short: settings.held_session_recheck,
+                        window: settings.held_session_window,
+                        slow: settings.foreign_session_recheck,
+                        takeover: settings.takeover_session_recheck,
+                    },
                 );
-                let reason = held.reason(settings.held_session_recheck);
+                let reason = held.reason(
+                    settings.held_session_recheck,
+                    settings.takeover_session_recheck,
+                );
                 let shown = self
                     .shared
                     .store
