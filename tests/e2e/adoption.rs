@@ -85,6 +85,7 @@ fn input(controller: &str, known_id: Option<ScaleSetId>, policy: Policy) -> Inpu
             max_delay: Duration::from_millis(5),
         },
         takeover: None,
+        await_session: false,
     }
 }
 

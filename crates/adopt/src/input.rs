@@ -36,6 +36,14 @@ pub struct Input {
     /// the set with its id and name. Absent in serialised input: none.
     #[cfg_attr(feature = "serde", serde(default))]
     pub takeover: Option<Takeover>,
+    /// Whether the message session of an imported scale set is not ours yet (the old manager
+    /// may still run it): then nothing is written to a set the takeover note vouches for (no
+    /// owner label, no patch); the run ends ready with
+    /// [`Notice::WritesAwaitSession`](crate::Notice::WritesAwaitSession) saying what waits, and
+    /// the driver runs the machine again with this off once its session is ours. Absent in
+    /// serialised input: off.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub await_session: bool,
 }
 
 /// The desired scale set.

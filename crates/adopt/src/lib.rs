@@ -97,6 +97,7 @@
 //!     identity: Identity::new(ControllerId::parse("3f2a9c1e-77b0-4d4e-9a55-0123456789ab")?),
 //!     retry: RetryBounds::default(),
 //!     takeover: None,
+//!     await_session: false,
 //! };
 //!
 //! // First run: nothing on GitHub, so the machine creates it; rollback may delete it.

@@ -536,6 +536,20 @@ impl Machine {
         if !moved && drift.is_none() && !unlabelled {
             return self.ready(adoption, Vec::new());
         }
+        // Nothing is written to an imported set until its session is ours: the old manager
+        // may still run it.
+        if imported && self.input.await_session {
+            let notice = Notice::WritesAwaitSession {
+                scale_set: adoption.set.to_ref(),
+                label: self
+                    .input
+                    .identity
+                    .owner_label()
+                    .filter(|_| !self.input.identity.labelled_ours(&adoption.set)),
+                settings: drift,
+            };
+            return self.ready(adoption, vec![notice]);
+        }
         if adoption.provenance == Provenance::Known || self.input.repair || imported {
             let id = adoption.set.id;
             let patch = Patch {
@@ -599,11 +613,15 @@ impl Machine {
                 .set
                 .runner_group_id
                 .filter(|group| *group != self.input.desired.runner_group_id);
+            let label_added = identity
+                .owner_label()
+                .filter(|_| !identity.labelled_ours(&adoption.set) && identity.labelled_ours(&set));
             notices.push(Notice::SpecApplied {
                 scale_set: set.to_ref(),
                 before,
                 after,
                 moved_from,
+                label_added,
             });
         } else if adoption.provenance == Provenance::Known {
             notices.push(Notice::SpecNotApplied {

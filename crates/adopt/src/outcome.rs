@@ -98,6 +98,19 @@ pub enum Notice {
         after: Settings,
         /// The runner group it was moved from, when the group changed.
         moved_from: Option<RunnerGroupId>,
+        /// Our owner label, when the patch added it (the settings above leave it out).
+        #[cfg_attr(feature = "serde", serde(default))]
+        label_added: Option<String>,
+    },
+    /// An imported scale set whose message session is not ours yet: nothing was written to
+    /// it; what waits for the session is named (an event).
+    WritesAwaitSession {
+        /// The scale set.
+        scale_set: ScaleSetRef,
+        /// Our owner label, when it is still to be added.
+        label: Option<String>,
+        /// Our settings and GitHub's, when they differ (ours first).
+        settings: Option<(Settings, Settings)>,
     },
     /// A known scale set kept other settings after the PATCH (e.g. GHES without custom labels
     /// drops extra labels). It is ours and stays served: a warning.
@@ -124,7 +137,7 @@ impl Notice {
     /// Whether the operator should look (a warning) rather than just read it (an event).
     pub fn is_warning(&self) -> bool {
         match self {
-            Self::SpecApplied { .. } => false,
+            Self::SpecApplied { .. } | Self::WritesAwaitSession { .. } => false,
             Self::SpecNotApplied { .. } | Self::OwnerLabelMissing { .. } => true,
         }
     }
@@ -138,11 +151,49 @@ impl fmt::Display for Notice {
                 before,
                 after,
                 moved_from,
+                label_added,
             } => {
+                if before == after
+                    && moved_from.is_none()
+                    && let Some(label) = label_added
+                {
+                    return write!(
+                        f,
+                        "added our owner label {label} to {scale_set} (its settings were already \
+                         as configured: {after})"
+                    );
+                }
                 write!(f, "patched {scale_set} from {before} to {after}")?;
-                match moved_from {
-                    Some(group) => write!(f, ", moved from runner group {group}"),
+                if let Some(group) = moved_from {
+                    write!(f, ", moved from runner group {group}")?;
+                }
+                match label_added {
+                    Some(label) => write!(f, ", added our owner label {label}"),
                     None => Ok(()),
+                }
+            }
+            Self::WritesAwaitSession {
+                scale_set,
+                label,
+                settings,
+            } => {
+                write!(
+                    f,
+                    "{scale_set} is imported and its message session is not ours yet: nothing \
+                     is written to it until it is; then"
+                )?;
+                if let Some(label) = label {
+                    write!(f, " our owner label {label} is added")?;
+                    if settings.is_some() {
+                        write!(f, " and")?;
+                    }
+                }
+                match (label, settings) {
+                    (_, Some((ours, theirs))) => {
+                        write!(f, " it is patched from {theirs} to {ours}")
+                    }
+                    (None, None) => write!(f, " it is patched to the configuration"),
+                    (Some(_), None) => Ok(()),
                 }
             }
             Self::SpecNotApplied {
@@ -484,6 +535,7 @@ mod tests {
                     before: settings(false),
                     after: settings(true),
                     moved_from: Some(RunnerGroupId(2)),
+                    label_added: None,
                 }
                 .to_string(),
                 "patched scale set 7 \"ci\" in runner group 1 from labels [ci, linux], \
@@ -496,6 +548,7 @@ mod tests {
                     before: settings(false),
                     after: settings(true),
                     moved_from: None,
+                    label_added: None,
                 }
                 .to_string(),
                 "patched scale set 7 \"ci\" in runner group 1 from labels [ci, linux], \
@@ -527,7 +580,8 @@ mod tests {
                 scale_set: set(),
                 before: settings(true),
                 after: settings(true),
-                moved_from: None
+                moved_from: None,
+                label_added: None,
             }
             .is_warning()
         );

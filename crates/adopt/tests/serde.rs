@@ -24,6 +24,7 @@ fn input() -> Input {
         ),
         retry: RetryBounds::default(),
         takeover: None,
+        await_session: false,
     }
 }
 

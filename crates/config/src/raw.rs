@@ -82,7 +82,12 @@ pub(crate) struct RawWorker {
     pub(crate) backoff_max: Option<String>,
     pub(crate) refused_recheck: Option<String>,
     pub(crate) foreign_session_recheck: Option<String>,
+    pub(crate) takeover_session_recheck: Option<String>,
     pub(crate) reconcile_interval: Option<String>,
+    pub(crate) provider_backoff_base: Option<String>,
+    pub(crate) provider_backoff_max: Option<String>,
+    pub(crate) max_concurrent_starts: Option<i64>,
+    pub(crate) max_concurrent_recoveries: Option<i64>,
     pub(crate) instance_api_url: Option<String>,
 }
 

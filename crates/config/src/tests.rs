@@ -66,6 +66,74 @@ fn keys(problems: &[Problem]) -> Vec<&str> {
 }
 
 #[test]
+fn the_provider_back_off_start_bounds_and_takeover_recheck_are_configuration_keys() {
+    let defaults = scaleset_control::Settings::default();
+    let config = Config::parse("test.toml", GOOD, &base_env()).unwrap();
+    assert_eq!(
+        config.settings.provider_backoff_base,
+        defaults.provider_backoff_base
+    );
+    assert_eq!(
+        config.settings.provider_backoff_max,
+        defaults.provider_backoff_max
+    );
+    assert_eq!(
+        config.settings.max_concurrent_starts,
+        defaults.max_concurrent_starts
+    );
+    assert_eq!(
+        config.settings.max_concurrent_recoveries,
+        defaults.max_concurrent_recoveries
+    );
+    let tuned = GOOD.replace(
+        "lease_ttl = \"30s\"",
+        "lease_ttl = \"30s\"\nprovider_backoff_base = \"2s\"\nprovider_backoff_max = \"20s\"\n\
+         max_concurrent_starts = 16\nmax_concurrent_recoveries = 2\n\
+         takeover_session_recheck = \"3s\"",
+    );
+    let config = Config::parse("test.toml", &tuned, &base_env()).unwrap();
+    assert_eq!(
+        config.settings.provider_backoff_base,
+        Duration::from_secs(2)
+    );
+    assert_eq!(
+        config.settings.provider_backoff_max,
+        Duration::from_secs(20)
+    );
+    assert_eq!(config.settings.max_concurrent_starts, 16);
+    assert_eq!(config.settings.max_concurrent_recoveries, 2);
+    assert_eq!(
+        config.settings.takeover_session_recheck,
+        Duration::from_secs(3)
+    );
+    // A base above the default max raises the default max with it.
+    let long = GOOD.replace(
+        "lease_ttl = \"30s\"",
+        "lease_ttl = \"30s\"\nprovider_backoff_base = \"10m\"",
+    );
+    let config = Config::parse("test.toml", &long, &base_env()).unwrap();
+    assert_eq!(
+        config.settings.provider_backoff_max,
+        Duration::from_secs(600)
+    );
+    let bad = GOOD.replace(
+        "lease_ttl = \"30s\"",
+        "lease_ttl = \"30s\"\nprovider_backoff_base = \"1m\"\nprovider_backoff_max = \"10s\"\n\
+         max_concurrent_starts = 0\nmax_concurrent_recoveries = -1",
+    );
+    let found = problems(&bad, &base_env());
+    assert_eq!(
+        keys(&found),
+        [
+            "worker.provider_backoff_max",
+            "worker.max_concurrent_starts",
+            "worker.max_concurrent_recoveries"
+        ],
+        "{found:?}"
+    );
+}
+
+#[test]
 fn a_good_file_validates_to_typed_values() {
     let config = Config::parse("test.toml", GOOD, &base_env()).unwrap();
     assert_eq!(

@@ -337,6 +337,44 @@ fn worker(
         raw.reconcile_interval.as_deref(),
         defaults.reconcile_interval,
     );
+    settings.takeover_session_recheck = p.duration(
+        "worker.takeover_session_recheck",
+        raw.takeover_session_recheck.as_deref(),
+        defaults.takeover_session_recheck,
+    );
+    settings.provider_backoff_base = p.duration(
+        "worker.provider_backoff_base",
+        raw.provider_backoff_base.as_deref(),
+        defaults.provider_backoff_base,
+    );
+    settings.provider_backoff_max = p.duration(
+        "worker.provider_backoff_max",
+        raw.provider_backoff_max.as_deref(),
+        defaults
+            .provider_backoff_max
+            .max(settings.provider_backoff_base),
+    );
+    if settings.provider_backoff_max < settings.provider_backoff_base {
+        p.add(
+            "worker.provider_backoff_max",
+            format!(
+                "{:?} is shorter than provider_backoff_base ({:?}); make it at least as long",
+                settings.provider_backoff_max, settings.provider_backoff_base
+            ),
+        );
+    }
+    settings.max_concurrent_starts = positive(
+        p,
+        "worker.max_concurrent_starts",
+        raw.max_concurrent_starts,
+        u32::try_from(defaults.max_concurrent_starts).unwrap_or(u32::MAX),
+    ) as usize;
+    settings.max_concurrent_recoveries = positive(
+        p,
+        "worker.max_concurrent_recoveries",
+        raw.max_concurrent_recoveries,
+        u32::try_from(defaults.max_concurrent_recoveries).unwrap_or(u32::MAX),
+    ) as usize;
     settings.instance_api_url = raw.instance_api_url.as_deref().and_then(|text| {
         let url = http_url(p, "worker.instance_api_url", text)?;
         if url.query().is_some() || url.fragment().is_some() {

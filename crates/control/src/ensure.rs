@@ -37,6 +37,10 @@ pub(crate) enum Ensured {
         github_id: GitHubScaleSetId,
         /// A session the machine opened under our owner and handed over (policy `any`).
         session: Option<Box<Session>>,
+        /// For a scale set imported from another manager whose writes wait for our session
+        /// (nothing was written to it: [`ImportedWrites::Wait`]), that manager's controller
+        /// id: until our session opens, it is the first suspect for a session held.
+        awaiting: Option<String>,
     },
     /// The adoption machine asked to be run again after `after` (a transient failure): the
     /// task waits, then ensures again with the next attempt number. Nothing is held meanwhile.
@@ -54,6 +58,17 @@ pub(crate) enum Ensured {
     },
 }
 
+/// Whether an ensure may write to a scale set imported from another manager (GARM): only once
+/// its message session is ours, since the old manager may still run it (the adoption machine's
+/// `await_session`). Other scale sets are written either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ImportedWrites {
+    /// No session of ours is open on it: nothing is written.
+    Wait,
+    /// Our session is open on it.
+    Allowed,
+}
+
 /// Ensures one scale set: one run of the adoption machine as attempt number `attempt` (0 after
 /// anything but a retry). It never waits: a retry is [`Ensured::Retry`], and the caller waits
 /// (the task, cancel-aware and holding nothing) and calls again with `attempt + 1`.
@@ -64,6 +79,7 @@ pub(crate) async fn ensure(
     id: ScaleSetId,
     attempt: u32,
     cancel: Option<&CancellationToken>,
+    writes: ImportedWrites,
 ) -> Result<Ensured, Error> {
     let scale_set = shared
         .store
@@ -134,6 +150,7 @@ pub(crate) async fn ensure(
         // An imported set's note is evidence on every ensure, not only at the plan's apply:
         // the worker's ensure adds our owner label to GARM's set after adopting it.
         takeover: scale_set.takeover.clone(),
+        await_session: writes == ImportedWrites::Wait,
     };
     input.retry.attempt = attempt;
     let run = run_once(client, input, &EnsureHooks { shared, id, cancel }).await?;
@@ -230,9 +247,18 @@ pub(crate) async fn ensure(
                 }
             }
             tracing::info!(github_id = github_id.0, %reason, "scale set ensured");
+            let waits = notices
+                .iter()
+                .any(|n| matches!(n, scaleset_adopt::Notice::WritesAwaitSession { .. }));
+            let awaiting = scale_set
+                .takeover
+                .as_ref()
+                .filter(|_| waits)
+                .map(|note| note.controller_id.clone());
             Ok(Ensured::Ready {
                 github_id,
                 session: run.session.map(Box::new),
+                awaiting,
             })
         }
         Outcome::Refused { reason } => {

@@ -19,7 +19,7 @@ use scaleset_store::{Acquisition, ScaleSetId, Store, SystemClock};
 
 use crate::checkpoint::NoCheckpoints;
 use crate::client_factory::{ClientFactory, Observed};
-use crate::ensure::{Ensured, ensure};
+use crate::ensure::{Ensured, ImportedWrites, ensure};
 use crate::error::{Error, store};
 use crate::identity::ControllerIdentity;
 use crate::metrics::Metrics;
@@ -133,18 +133,23 @@ impl EnsureOnce {
         let client = shared.clients.client(&scale_set).await?;
         // One attempt: a retry the machine asks for is the worker's to wait for (the request
         // answers at once with the state the ensure recorded, `pending`).
-        Ok(match ensure(shared, &client, lease, id, 0, None).await? {
-            Ensured::Ready { github_id, session } => {
-                if let Some(session) = session {
-                    // Best effort: a session left open expires on GitHub.
-                    let _ = client.delete_session(github_id, &session.session_id).await;
+        // Never holding the session, it writes nothing to a set imported from GARM.
+        Ok(
+            match ensure(shared, &client, lease, id, 0, None, ImportedWrites::Wait).await? {
+                Ensured::Ready {
+                    github_id, session, ..
+                } => {
+                    if let Some(session) = session {
+                        // Best effort: a session left open expires on GitHub.
+                        let _ = client.delete_session(github_id, &session.session_id).await;
+                    }
+                    EnsureResult::Ready {
+                        github_id: i64::from(github_id),
+                    }
                 }
-                EnsureResult::Ready {
-                    github_id: i64::from(github_id),
-                }
-            }
-            Ensured::Wait { refusal, .. } => EnsureResult::NotReady { refusal },
-            Ensured::Retry { .. } => EnsureResult::NotReady { refusal: None },
-        })
+                Ensured::Wait { refusal, .. } => EnsureResult::NotReady { refusal },
+                Ensured::Retry { .. } => EnsureResult::NotReady { refusal: None },
+            },
+        )
     }
 }

@@ -29,10 +29,10 @@ use scaleset_store::{Instance, InstanceStatus, Lease, Progress, Sample, ScaleSet
 use tokio_util::sync::CancellationToken;
 
 use crate::checkpoint::Checkpoint;
-use crate::ensure::record;
+use crate::ensure::{Ensured, ImportedWrites, ensure, record};
 use crate::error::{Error, chain, store};
 use crate::metrics::KindLabel;
-use crate::planner::session::{Conflict, held_by, recheck_after};
+use crate::planner::session::{Conflict, Rechecks, held_by, recheck_after};
 use crate::scaler::{Landed, Recovering, Runners};
 use crate::shared::{Samples, Shared};
 use crate::wait::{Waited, wait_until};
@@ -67,9 +67,22 @@ pub(crate) struct SessionAttempt {
     failed_creates: u32,
     /// When GitHub first answered a conflict, for the short recheck window.
     held_since: Option<tokio::time::Instant>,
+    /// For a scale set imported from GARM that no session of ours has held yet (its ensure
+    /// wrote nothing to it: `ImportedWrites::Wait`), GARM's controller id: the first suspect
+    /// for a held session, and the ensure runs again, writing, once our session opens.
+    awaiting: Option<String>,
 }
 
 impl SessionAttempt {
+    /// A first attempt after an ensure; `awaiting` as [`Ensured::Ready`] said
+    /// (`crate::ensure::Ensured::Ready`).
+    pub(crate) fn after_ensure(awaiting: Option<String>) -> Self {
+        Self {
+            awaiting,
+            ..Self::default()
+        }
+    }
+
     /// An attempt after a session was lost while listening: our recorded one is gone already.
     fn after_loss() -> Self {
         Self {
@@ -163,6 +176,10 @@ const QUEUE_TOKEN_MARGIN: Duration = Duration::from_secs(60);
 
 /// How many poll failures in a row are absorbed before the task backs off as a whole.
 const MAX_POLL_FAILURES: u32 = 8;
+
+/// How many deliveries of a message whose body does not decode are tried before it is
+/// acknowledged and skipped (with a `message_undecodable` event).
+const MAX_UNDECODABLE_TRIES: u32 = 3;
 
 /// One scale set's listener.
 pub(crate) struct Listener<'a> {
@@ -273,6 +290,10 @@ impl Listener<'_> {
         // lease would expire under a busy listener and another worker could take it.
         let mut renew_at = tokio::time::Instant::now();
         let mut failures = 0u32;
+        // The message that did not decode, and how many deliveries of it in a row.
+        let mut undecodable: Option<(MessageId, u32)> = None;
+        // Deliveries in a row of messages already handled (GitHub re-delivering).
+        let mut redeliveries = 0u32;
         loop {
             if tokio::time::Instant::now() >= renew_at {
                 Box::pin(self.renew_lease()).await?;
@@ -329,6 +350,7 @@ impl Listener<'_> {
             match poll {
                 Ok(None) => {
                     failures = 0;
+                    redeliveries = 0;
                     if unless_cancelled(cancel, Box::pin(self.idle()))
                         .await?
                         .is_none()
@@ -336,8 +358,69 @@ impl Listener<'_> {
                         return Ok(ListenEnd::Cancelled);
                     }
                 }
+                Ok(Some(message)) if message.undecodable.is_some() => {
+                    failures = 0;
+                    let tries = match undecodable {
+                        Some((id, tries)) if id == message.message_id => tries + 1,
+                        _ => 1,
+                    };
+                    undecodable = Some((message.message_id, tries));
+                    let skip = Box::pin(self.on_undecodable(session, &message, tries));
+                    match unless_cancelled(cancel, skip).await? {
+                        None => return Ok(ListenEnd::Cancelled),
+                        Some(true) => undecodable = None,
+                        Some(false) => {
+                            let cancelled = Box::pin(self.back_off_polling(
+                                cancel,
+                                tries,
+                                &mut renew_at,
+                                renew_every,
+                            ))
+                            .await?;
+                            if cancelled {
+                                return Ok(ListenEnd::Cancelled);
+                            }
+                        }
+                    }
+                }
+                Ok(Some(message))
+                    if self.last_message_id.0 > 0 && message.message_id <= self.last_message_id =>
+                {
+                    // Handled before (the cursor is past it): GitHub lost our acknowledgement.
+                    // Acknowledged again, not handled again, and the next poll backs off while
+                    // GitHub keeps re-delivering.
+                    failures = 0;
+                    undecodable = None;
+                    redeliveries += 1;
+                    self.shared.metrics.redelivered_messages.inc();
+                    tracing::warn!(
+                        message_id = message.message_id.0,
+                        last_message_id = self.last_message_id.0,
+                        redeliveries,
+                        "GitHub delivered a message already handled; acknowledging it again"
+                    );
+                    let ack = self
+                        .client
+                        .delete_message(session, message.message_id)
+                        .await;
+                    if let Err(e) = ack {
+                        tracing::warn!(message_id = message.message_id.0, error = %chain(&e), "message ack failed");
+                    }
+                    let cancelled = Box::pin(self.back_off_polling(
+                        cancel,
+                        redeliveries,
+                        &mut renew_at,
+                        renew_every,
+                    ))
+                    .await?;
+                    if cancelled {
+                        return Ok(ListenEnd::Cancelled);
+                    }
+                }
                 Ok(Some(message)) => {
                     failures = 0;
+                    undecodable = None;
+                    redeliveries = 0;
                     if unless_cancelled(cancel, Box::pin(self.on_message(session, &message)))
                         .await?
                         .is_none()
@@ -392,29 +475,89 @@ impl Listener<'_> {
                     if failures > MAX_POLL_FAILURES {
                         return Err(self.github_error("polling for messages")(e));
                     }
-                    // Waited out here, keeping the session and renewing the lease: the
-                    // listener's poll loop is the task's wait while it listens.
-                    let backoff = crate::settings::jittered(
-                        self.shared.settings.backoff(failures),
-                        fastrand::f64(),
-                    );
-                    let until = tokio::time::Instant::now() + backoff;
-                    loop {
-                        if wait_until(cancel, until.min(renew_at)).await == Waited::Cancelled {
-                            return Ok(ListenEnd::Cancelled);
-                        }
-                        let now = tokio::time::Instant::now();
-                        if now >= renew_at {
-                            Box::pin(self.renew_lease()).await?;
-                            renew_at = tokio::time::Instant::now() + renew_every;
-                        }
-                        if now >= until {
-                            break;
-                        }
+                    let cancelled = Box::pin(self.back_off_polling(
+                        cancel,
+                        failures,
+                        &mut renew_at,
+                        renew_every,
+                    ))
+                    .await?;
+                    if cancelled {
+                        return Ok(ListenEnd::Cancelled);
                     }
                 }
             }
         }
+    }
+
+    /// Waits out the back-off after `failures` failed polls in a row, keeping the session and
+    /// renewing the lease (the listener's poll loop is the task's wait while it listens).
+    /// `true` when cancelled.
+    async fn back_off_polling(
+        &mut self,
+        cancel: &CancellationToken,
+        failures: u32,
+        renew_at: &mut tokio::time::Instant,
+        renew_every: Duration,
+    ) -> Result<bool, Error> {
+        let backoff =
+            crate::settings::jittered(self.shared.settings.backoff(failures), fastrand::f64());
+        let until = tokio::time::Instant::now() + backoff;
+        loop {
+            if wait_until(cancel, until.min(*renew_at)).await == Waited::Cancelled {
+                return Ok(true);
+            }
+            let now = tokio::time::Instant::now();
+            if now >= *renew_at {
+                Box::pin(self.renew_lease()).await?;
+                *renew_at = tokio::time::Instant::now() + renew_every;
+            }
+            if now >= until {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// A message whose envelope decoded but whose body did not, delivered for the `tries`-th
+    /// time in a row. Before [`MAX_UNDECODABLE_TRIES`] it is left unacknowledged (a body cut
+    /// short in transit decodes next time; the caller backs off); at the last try it is
+    /// acknowledged with a `message_undecodable` event quoting its type and the decode error,
+    /// and handled as a message whose jobs all failed to decode (GitHub's acquirable jobs are
+    /// read instead), so the scale set goes on. `true` when it was acknowledged.
+    async fn on_undecodable(
+        &mut self,
+        session: &mut Session,
+        message: &Message,
+        tries: u32,
+    ) -> Result<bool, Error> {
+        let error = message.undecodable.as_deref().unwrap_or_default();
+        if tries < MAX_UNDECODABLE_TRIES {
+            tracing::warn!(
+                message_id = message.message_id.0,
+                message_type = %message.message_type,
+                tries,
+                error,
+                "a message could not be decoded; it is not acknowledged yet, polling again"
+            );
+            return Ok(false);
+        }
+        let reason = format!(
+            "message {} of type {:?} could not be decoded in {tries} deliveries ({error}); \
+             acknowledged and skipped so the scale set goes on: the jobs it carried are read \
+             from GitHub's acquirable jobs, and the next message's statistics correct the counts",
+            message.message_id, message.message_type
+        );
+        tracing::warn!(message_id = message.message_id.0, "{reason}");
+        self.shared
+            .store
+            .append_event(self.runners.scale_set.id, "message_undecodable", &reason)
+            .await
+            .map_err(store("appending an event"))?;
+        let mut skipped = message.clone();
+        skipped.undecodable = None;
+        skipped.skipped_job_messages = skipped.skipped_job_messages.max(1);
+        Box::pin(self.on_message(session, &skipped)).await?;
+        Ok(true)
     }
 
     /// Extends the lease (fenced: a lease taken over fails with `LeaseLost`, which stops the
@@ -819,8 +962,40 @@ impl Listener<'_> {
                     })
                     .await?;
                 }
+                let awaiting = self.attempt.awaiting.take();
                 self.attempt = SessionAttempt::default();
                 tracing::info!(session_id = %session.session_id, "session opened");
+                if awaiting.is_some() {
+                    // The imported set's session is ours now: what its ensure held back (our
+                    // owner label, a patch to the configuration) is written.
+                    let ensured = Box::pin(ensure(
+                        self.shared,
+                        self.client,
+                        &self.lease,
+                        id,
+                        0,
+                        None,
+                        ImportedWrites::Allowed,
+                    ))
+                    .await?;
+                    let after = match ensured {
+                        Ensured::Ready { github_id, .. } if github_id == self.github_id => {
+                            return Ok(Opened::Session(Box::new(session)));
+                        }
+                        Ensured::Ready { .. } => None,
+                        Ensured::Retry { after } | Ensured::Wait { after, .. } => Some(after),
+                    };
+                    // Not servable after all: our session is given back, and the writes wait
+                    // for the next one.
+                    self.close(&session).await;
+                    return Ok(match after {
+                        Some(after) => {
+                            self.attempt.awaiting = awaiting;
+                            Opened::Wait(after)
+                        }
+                        None => Opened::Reensure,
+                    });
+                }
                 Ok(Opened::Session(Box::new(session)))
             }
             Err(e) if e.is_session_conflict() => {
@@ -831,6 +1006,7 @@ impl Listener<'_> {
                     probe_owner: &self.shared.identity.probe_owner(),
                     recorded_deleted: self.attempt.recorded_deleted,
                     own_create_failed: self.attempt.failed_creates > 0,
+                    imported_from: self.attempt.awaiting.as_deref(),
                 });
                 let settings = &self.shared.settings;
                 let now = tokio::time::Instant::now();
@@ -838,11 +1014,17 @@ impl Listener<'_> {
                 let after = recheck_after(
                     &held,
                     now.saturating_duration_since(since),
-                    settings.held_session_recheck,
-                    settings.held_session_window,
-                    settings.foreign_session_recheck,
+                    Rechecks {
+                        short: settings.held_session_recheck,
+                        window: settings.held_session_window,
+                        slow: settings.foreign_session_recheck,
+                        takeover: settings.takeover_session_recheck,
+                    },
                 );
-                let reason = held.reason(settings.held_session_recheck);
+                let reason = held.reason(
+                    settings.held_session_recheck,
+                    settings.takeover_session_recheck,
+                );
                 let shown = self
                     .shared
                     .store

@@ -224,6 +224,9 @@ pub struct Metrics {
     pub message_lag: Histogram,
     /// Messages whose jobs could not all be decoded.
     pub undecodable_messages: Counter<u64, AtomicU64>,
+    /// Messages GitHub delivered again after they were handled (acknowledged again, not
+    /// handled again).
+    pub redelivered_messages: Counter<u64, AtomicU64>,
     /// Empty polls that stood on their scale set's last instance list instead of listing the
     /// rows again (nothing changed and nothing came due since).
     pub instance_lists_reused: Counter<u64, AtomicU64>,
@@ -287,6 +290,7 @@ impl Metrics {
             github_calls: Family::default(),
             message_lag: Histogram::new([0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0]),
             undecodable_messages: Counter::default(),
+            redelivered_messages: Counter::default(),
             instance_lists_reused: Counter::default(),
             scale_set_state: Family::default(),
             scale_set_jobs_waiting: Family::default(),
@@ -351,6 +355,11 @@ impl Metrics {
             "undecodable_messages",
             "Messages with job messages that did not decode",
             metrics.undecodable_messages.clone(),
+        );
+        sub.register(
+            "redelivered_messages",
+            "Messages GitHub delivered again after they were handled (acknowledged again, not handled twice)",
+            metrics.redelivered_messages.clone(),
         );
         sub.register(
             "instance_lists_reused",

@@ -1307,7 +1307,10 @@ impl Runners<'_> {
         let policy = self.shared.settings.provider_backoff();
         let health = self.shared.provider_health.get(self.scale_set.id);
         let (next, attention) = health.failed(&policy, std::time::Instant::now(), fastrand::f64());
-        self.shared.provider_health.set(self.scale_set.id, next);
+        let provider = &self.scale_set.spec.provider;
+        self.shared
+            .provider_health
+            .set(self.scale_set.id, provider, next);
         if let Attention::Flag { failures, retry_in } = attention {
             let reason = format!(
                 "provider {:?} failed {failures} time(s) in a row: {}; no instance is created or \
@@ -1338,7 +1341,14 @@ impl Runners<'_> {
         let policy = self.shared.settings.provider_backoff();
         let health = self.shared.provider_health.get(self.scale_set.id);
         let (next, attention) = health.succeeded(&policy);
-        self.shared.provider_health.set(self.scale_set.id, next);
+        let provider = &self.scale_set.spec.provider;
+        self.shared
+            .provider_health
+            .set(self.scale_set.id, provider, next);
+        // The provider is back: its other scale sets stop waiting out their back-off.
+        self.shared
+            .provider_health
+            .provider_answered(provider, std::time::Instant::now());
         if attention == Attention::Clear {
             let reason = format!(
                 "provider {:?} answers again; serving",

@@ -39,6 +39,10 @@ pub struct Settings {
     /// [`Settings::foreign_session_recheck`]: about twice the time GitHub is expected to take to
     /// drop a crashed listener's session (docs/operations.md, "Disaster recovery").
     pub held_session_window: Duration,
+    /// How often a scale set imported from GARM whose session GARM holds (named so by GitHub,
+    /// or not named while no session of ours has held the set) is checked again: for as long
+    /// as GARM runs, so that serving starts within seconds of its stop.
+    pub takeover_session_recheck: Duration,
     /// The adoption machine's retry bounds (attempt is set by the driver).
     pub adoption_retry: RetryBounds,
     /// How long a new runner may take to come online before it is removed, for a stored spec
@@ -114,6 +118,7 @@ impl Default for Settings {
             own_session_retries: 6,
             held_session_recheck: Duration::from_secs(30),
             held_session_window: Duration::from_secs(600),
+            takeover_session_recheck: Duration::from_secs(5),
             adoption_retry: RetryBounds::default(),
             default_bootstrap_timeout: scaleset_store::spec::DEFAULT_BOOTSTRAP_TIMEOUT,
             reconcile_interval: Duration::from_secs(300),

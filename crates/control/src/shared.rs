@@ -102,7 +102,9 @@ impl RemovalRequests {
 /// ([`crate::planner::provider_backoff`]).
 #[derive(Default)]
 pub(crate) struct ProviderHealthBook {
-    sets: std::sync::Mutex<std::collections::HashMap<scaleset_store::ScaleSetId, ProviderHealth>>,
+    sets: std::sync::Mutex<
+        std::collections::HashMap<scaleset_store::ScaleSetId, (String, ProviderHealth)>,
+    >,
 }
 
 impl ProviderHealthBook {
@@ -112,12 +114,17 @@ impl ProviderHealthBook {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&id)
-            .copied()
+            .map(|(_, health)| *health)
             .unwrap_or_default()
     }
 
-    /// Records the scale set's provider health (a healthy one is forgotten).
-    pub(crate) fn set(&self, id: scaleset_store::ScaleSetId, health: ProviderHealth) {
+    /// Records the scale set's health of its provider `provider` (a healthy one is forgotten).
+    pub(crate) fn set(
+        &self,
+        id: scaleset_store::ScaleSetId,
+        provider: &str,
+        health: ProviderHealth,
+    ) {
         let mut sets = self
             .sets
             .lock()
@@ -125,7 +132,21 @@ impl ProviderHealthBook {
         if health == ProviderHealth::default() {
             sets.remove(&id);
         } else {
-            sets.insert(id, health);
+            sets.insert(id, (provider.to_owned(), health));
+        }
+    }
+
+    /// `provider` answered a call at `now`: the other scale sets backing off from it try again
+    /// at once ([`ProviderHealth::provider_answered`]).
+    pub(crate) fn provider_answered(&self, provider: &str, now: std::time::Instant) {
+        let mut sets = self
+            .sets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (of, health) in sets.values_mut() {
+            if of == provider {
+                *health = health.provider_answered(now);
+            }
         }
     }
 }
@@ -190,5 +211,43 @@ impl RunnerGroups {
             .entry((entity, name.to_owned()))
             .or_default()
             .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::planner::provider_backoff::BackoffPolicy;
+    use std::time::{Duration, Instant};
+
+    /// Regression: a 55 s provider outage kept a scale set waiting out its back-off minutes
+    /// after another set of the same provider was served again.
+    #[test]
+    fn an_answer_of_a_provider_wakes_its_other_backing_off_scale_sets_only() {
+        let book = ProviderHealthBook::default();
+        let policy = BackoffPolicy {
+            base: Duration::from_secs(60),
+            max: Duration::from_secs(300),
+            flag_after: 1,
+        };
+        let now = Instant::now();
+        let (failing, _) = ProviderHealth::default().failed(&policy, now, 0.9);
+        let (a, b, other) = (
+            ScaleSetId::generate(),
+            ScaleSetId::generate(),
+            ScaleSetId::generate(),
+        );
+        book.set(a, "cloud", failing);
+        book.set(b, "cloud", failing);
+        book.set(other, "elsewhere", failing);
+        let later = now + Duration::from_secs(1);
+        assert!(!book.get(b).may_call(later));
+        // `a`'s call works: `b` tries again at once; the other provider's set still waits.
+        book.set(a, "cloud", ProviderHealth::default());
+        book.provider_answered("cloud", later);
+        assert_eq!(book.get(a), ProviderHealth::default());
+        assert!(book.get(b).may_call(later));
+        assert_eq!(book.get(b).failures, 1);
+        assert!(!book.get(other).may_call(later));
     }
 }

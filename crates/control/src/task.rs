@@ -23,7 +23,7 @@ use scaleset_provider::Pool;
 use scaleset_store::{Acquisition, Lease, ScaleSetId, ScaleSetState};
 use tokio_util::sync::CancellationToken;
 
-use crate::ensure::{Ensured, ensure, record};
+use crate::ensure::{Ensured, ImportedWrites, ensure, record};
 use crate::error::{Error, chain, store};
 use crate::listener::{ListenEnd, Listener, SessionAttempt};
 use crate::scaler::Runners;
@@ -172,10 +172,23 @@ async fn pass(
             // Boxed: the ensure (the adoption machine's calls) is done before listening
             // starts, so its larger future need not stay in every listening task.
             let attempt = std::mem::take(&mut resume.ensure_attempt);
-            match Box::pin(ensure(shared, &client, &lease, id, attempt, Some(cancel))).await? {
-                Ensured::Ready { github_id, session } => {
-                    (github_id, session, SessionAttempt::default())
-                }
+            // Nothing is written to a set imported from GARM before our session is open on
+            // it: the listener ensures it again then.
+            let ensured = ensure(
+                shared,
+                &client,
+                &lease,
+                id,
+                attempt,
+                Some(cancel),
+                ImportedWrites::Wait,
+            );
+            match Box::pin(ensured).await? {
+                Ensured::Ready {
+                    github_id,
+                    session,
+                    awaiting,
+                } => (github_id, session, SessionAttempt::after_ensure(awaiting)),
                 Ensured::Retry { after } => {
                     resume.ensure_attempt = attempt + 1;
                     return Ok(Next::After(after));

@@ -32,6 +32,10 @@ pub struct Message {
     pub jobs: Vec<JobMessage>,
     /// Job messages skipped because their type is unknown or they did not decode.
     pub skipped_job_messages: usize,
+    /// Set when the envelope (`messageId`, `messageType`) decoded but the rest did not: the
+    /// decode error, with its causes. `jobs` and `statistics` are then empty; the caller
+    /// decides whether to acknowledge the message by its id.
+    pub undecodable: Option<String>,
 }
 
 /// Fields common to every job message (protocol §6.7).
@@ -275,6 +279,38 @@ impl Message {
             statistics: wire.statistics,
             jobs,
             skipped_job_messages: skipped,
+            undecodable: None,
+        })
+    }
+
+    /// The message of a body that failed to decode with `error`, when its envelope still
+    /// names a message id (> 0): id and type kept, `undecodable` holding the error. `None`
+    /// when no id can be read (nothing could acknowledge it).
+    pub fn undecodable(bytes: &[u8], error: &Error) -> Option<Self> {
+        let envelope: serde_json::Value =
+            serde_json::from_slice(crate::error::strip_bom(bytes)).ok()?;
+        let message_id: MessageId =
+            serde_json::from_value(envelope.get("messageId")?.clone()).ok()?;
+        if message_id.0 <= 0 {
+            return None;
+        }
+        let message_type = envelope
+            .get("messageType")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let mut text = error.to_string();
+        let mut source = std::error::Error::source(error);
+        while let Some(cause) = source {
+            text.push_str(": ");
+            text.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        Some(Self {
+            message_id,
+            message_type,
+            undecodable: Some(text),
+            ..Self::default()
         })
     }
 }
@@ -283,7 +319,9 @@ impl Client {
     /// (10) Long-polls `GET {messageQueueUrl}[?lastMessageId=M]` with the queue token and
     /// `X-ScaleSetMaxCapacity`. `Ok(None)` on 202 (nothing within the server's hold). On 401 the
     /// session is refreshed once and the poll retried once; a second 401 is returned
-    /// ([`Error::is_queue_token_expired`]). An empty 200 body is an error.
+    /// ([`Error::is_queue_token_expired`]). An empty 200 body is an error; a body whose
+    /// envelope names a message id but whose rest does not decode is answered as that message
+    /// with [`Message::undecodable`] set.
     pub async fn get_message(
         &self,
         session: &mut Session,
@@ -326,7 +364,12 @@ impl Client {
         if response.status == 202 {
             return Ok(None);
         }
-        Message::decode_with(endpoint, response.status, &response.body).map(Some)
+        match Message::decode_with(endpoint, response.status, &response.body) {
+            Ok(message) => Ok(Some(message)),
+            Err(error) => {
+                Message::undecodable(&response.body, &error).map_or(Err(error), |m| Ok(Some(m)))
+            }
+        }
     }
 
     /// (11) `DELETE {messageQueueUrl path}/{messageId}` (query kept) with the queue token;

@@ -38,6 +38,13 @@ pub struct Faults {
     pub empty_message_queue_url: bool,
     /// The next this-many message GETs answer 200 with an empty body.
     pub empty_message_body: u32,
+    /// The next this-many messages delivered carry a `body` that does not decode (their
+    /// `messageId` and `messageType` are intact), on every delivery until they are deleted.
+    pub undecodable_messages: u32,
+    /// The next this-many message GETs of a scale set that has had a message answer with the
+    /// message delivered to it last, again, whatever `lastMessageId` says (as GitHub does when
+    /// it lost an acknowledgement).
+    pub redeliver_messages: u32,
     /// The next this-many `runner-registration` calls answer 401.
     pub runner_registration_unauthorized: u32,
     /// The next this-many message GETs that are held (nothing to deliver yet) close their

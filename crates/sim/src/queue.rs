@@ -20,6 +20,14 @@ pub(crate) async fn get_message(shared: &Shared, req: &Request) -> Outcome {
     if take_count(&mut lock(&shared.faults).empty_message_body) {
         return Ok(Reply::empty(200));
     }
+    {
+        let delivered = lock(&shared.last_delivered);
+        if let Some(message) = delivered.get(&scale_set)
+            && take_count(&mut lock(&shared.faults).redeliver_messages)
+        {
+            return Ok(Reply::json(200, message.clone()));
+        }
+    }
     let last = match req.query("lastMessageId") {
         None | Some("") => 0,
         Some(raw) => raw.parse::<i64>().map_err(|_| {
@@ -64,7 +72,12 @@ pub(crate) async fn get_message(shared: &Shared, req: &Request) -> Outcome {
             if let Some(delivery) =
                 state.poll(scale_set, last, capacity, shared.config.assignment, now)
             {
-                return Ok(Reply::json(200, protocol::message(&delivery)));
+                let mut message = protocol::message(&delivery);
+                if garbled(shared, delivery.id) {
+                    message["body"] = serde_json::Value::String("[{\"messageType\":".to_owned());
+                }
+                lock(&shared.last_delivered).insert(scale_set, message.clone());
+                return Ok(Reply::json(200, message));
             }
         }
         if !held {
@@ -93,7 +106,22 @@ pub(crate) fn delete_message(shared: &Shared, req: &Request, message_id: i64) ->
     let mut state = lock(&shared.state);
     state.touch_session(scale_set, now);
     state.ack(scale_set, message_id);
+    lock(&shared.garbled_messages).remove(&message_id);
     Ok(Reply::empty(204))
+}
+
+/// Whether this delivery of message `id` is garbled: it was garbled before, or the
+/// `undecodable_messages` fault is armed (which then takes it).
+fn garbled(shared: &Shared, id: i64) -> bool {
+    let mut garbled = lock(&shared.garbled_messages);
+    if garbled.contains(&id) {
+        return true;
+    }
+    if take_count(&mut lock(&shared.faults).undecodable_messages) {
+        garbled.insert(id);
+        return true;
+    }
+    false
 }
 
 /// Marks one more held poll for the lifetime of the guard.

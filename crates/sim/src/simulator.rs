@@ -53,6 +53,12 @@ pub(crate) struct Shared {
     pub(crate) open_connections: AtomicUsize,
     /// Requests that arrived over HTTP/2, ever.
     pub(crate) http2_requests: AtomicUsize,
+    /// Messages made undecodable by [`crate::Faults::undecodable_messages`]: every delivery
+    /// of them is garbled until they are deleted.
+    pub(crate) garbled_messages: Mutex<std::collections::HashSet<i64>>,
+    /// The message each scale set was delivered last, for
+    /// [`crate::Faults::redeliver_messages`].
+    pub(crate) last_delivered: Mutex<std::collections::HashMap<i64, serde_json::Value>>,
     /// The TLS handshake side when serving HTTPS.
     pub(crate) tls: Option<tokio_rustls::TlsAcceptor>,
 }
@@ -212,6 +218,8 @@ impl Simulator {
             waiting_polls: AtomicUsize::new(0),
             open_connections: AtomicUsize::new(0),
             http2_requests: AtomicUsize::new(0),
+            garbled_messages: Mutex::default(),
+            last_delivered: Mutex::default(),
             tls,
             config,
         };

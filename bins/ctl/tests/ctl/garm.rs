@@ -733,3 +733,188 @@ fn issue_37_a_running_garm_is_taken_over_and_its_job_finishes_once_under_us() {
         ]
     );
 }
+
+/// The takeover on github.com, whose 409 names no session holder (the simulator's default):
+/// applied while GARM still runs, each imported set says GARM is most likely the holder and
+/// to stop it, and nothing at all is written to GARM's sets (no owner label, no patch); the
+/// short rechecks of a holder that may be our own are long over and the slow recheck is ten
+/// minutes, yet each set listens within seconds of GARM's stop, because an imported set no
+/// session of ours has held is rechecked on the takeover's own short schedule however long
+/// GARM keeps running. Only then is our owner label added, and the event names it; GARM's
+/// never-booted runner is retired for what it is.
+#[test]
+fn a_garm_takeover_on_github_com_writes_nothing_while_garm_runs_and_listens_within_seconds_of_its_stop()
+ {
+    use crate::helpers::{CONTROLLER_ID, Server};
+    use std::time::Duration;
+    let (url, _fake_garm) = fake_garm();
+    assert!(
+        !scaleset_sim::SimConfig::default().conflict_names_owner,
+        "github.com's behaviour"
+    );
+    let server = Server::start_tuned(|settings| {
+        // GARM stops after the window of short rechecks (ten minutes by default): only the
+        // takeover's schedule can see it go before the slow recheck.
+        settings.held_session_window = Duration::ZERO;
+        settings.held_session_recheck = Duration::from_secs(600);
+        settings.foreign_session_recheck = Duration::from_secs(600);
+        settings.takeover_session_recheck = Duration::from_millis(200);
+    });
+    server.with_acme();
+    let sim = &server.sim;
+    let gpu = sim.create_runner_group("acme", "gpu runners").unwrap();
+    sim.create_foreign_scale_set("acme", 1, "other-ctl-linux", "other-controller")
+        .unwrap();
+    sim.create_foreign_scale_set("acme", 1, "other-ctl-win", "other-controller")
+        .unwrap();
+    let mut garm = Garm::new(&server);
+    let linux = garm.add_scale_set("linux-small", 1, &["linux", "x64-small"], false);
+    let big = garm.add_scale_set("gpu-big", gpu, &["gpu", "cuda"], true);
+    assert_eq!((linux.0, big.0), (3, 4), "GitHub's ids as in the capture");
+    // A runner GARM registered on GitHub and never booted.
+    garm.runner(big, "gpu-big", "gpu-tqirkoibjg3m", false);
+
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("garm.jwt");
+    std::fs::write(&token, JWT).unwrap();
+    let imported = ctl_with_env(
+        &[
+            "import",
+            "garm",
+            "--url",
+            &url,
+            "--token-file",
+            token.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(imported.code, 0, "{imported:?}");
+    let text = imported
+        .stdout
+        .replace("credentials = \"simpat\"", "credentials = \"sim\"")
+        .replace("provider = \"rec\"", "provider = \"fake\"");
+    let fleet = server.dir().join("garm-fleet.toml");
+    std::fs::write(&fleet, &text).unwrap();
+    let fleet = fleet.to_str().unwrap();
+    let (_, planned) = server.json(&["plan", "-f", fleet]);
+    let digest = planned["digest"].as_str().unwrap().to_owned();
+    server.ok(&["apply", "-f", fleet, "--digest", &digest]);
+
+    let owner_label = format!(
+        "scaleset-owner-{}",
+        uuid::Uuid::parse_str(CONTROLLER_ID).unwrap().simple()
+    );
+    let events = |name: &str| -> Vec<(String, String)> {
+        let (_, shown) = server.json(&["scale-set", "show", name]);
+        shown["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["kind"].as_str().unwrap().to_owned(),
+                    e["reason"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    for name in ["linux-small", "gpu-big"] {
+        let shown = server.eventually("the worker meets GARM's session", || {
+            let (_, shown) = server.json(&["scale-set", "show", name]);
+            (shown["state"] == "foreign_session").then_some(shown)
+        });
+        let reason = shown["state_reason"].as_str().unwrap();
+        assert!(
+            reason.starts_with("GARM still runs: stop it first."),
+            "{reason}"
+        );
+        for part in [
+            "GitHub does not name",
+            "most likely GARM's",
+            Garm::ID,
+            "Nothing was written to it. Nothing was deleted",
+        ] {
+            assert!(reason.contains(part), "{part:?} in {reason}");
+        }
+        // What waits for our session is said.
+        assert!(
+            events(name).iter().any(|(kind, reason)| kind == "notice"
+                && reason.contains("message session is not ours yet")
+                && reason.contains(&owner_label)),
+            "{:?}",
+            events(name)
+        );
+    }
+    // Nothing is written to GARM's sets while it runs.
+    assert_eq!(sim.request_count("update_scale_set"), 0);
+    let state = sim.state();
+    for id in [linux.0, big.0] {
+        let set = state.scale_set(id).unwrap();
+        assert!(!set.labels.contains(&owner_label), "{set:?}");
+    }
+
+    // GARM stops: each set listens within seconds, under the same id.
+    garm.stop();
+    for (name, id) in [("linux-small", linux.0), ("gpu-big", big.0)] {
+        server.block_on(scaleset_eventually::eventually_within(
+            "the imported set listens within seconds of GARM's stop",
+            Duration::from_secs(30),
+            || {
+                let (_, shown) = server.json(&["scale-set", "show", name]);
+                let session = sim
+                    .state()
+                    .scale_set(id)
+                    .and_then(|s| s.session.clone())
+                    .map(|s| s.owner_name);
+                let listening = shown["state"] == "ready"
+                    && session.is_some_and(|owner| owner.starts_with("scaleset-"));
+                async move { listening.then_some(()) }
+            },
+        ));
+        // Then our owner label is added, and the event names it.
+        server.eventually("our owner label is added once our session is open", || {
+            sim.state()
+                .scale_set(id)?
+                .labels
+                .contains(&owner_label)
+                .then_some(())
+        });
+        let added = format!("added our owner label {owner_label}");
+        server.eventually("the event names the added label", || {
+            events(name)
+                .iter()
+                .any(|(_, reason)| reason.contains(&added))
+                .then_some(())
+        });
+    }
+    assert_eq!(
+        sim.request_count("update_scale_set"),
+        2,
+        "one patch per set"
+    );
+
+    // GARM's never-booted runner is retired, named for what it is.
+    server.eventually("GARM's never-booted runner is retired", || {
+        events("gpu-big")
+            .iter()
+            .any(|(kind, reason)| {
+                kind == "inherited_runner_offline" && reason.contains("gpu-tqirkoibjg3m")
+            })
+            .then_some(())
+    });
+    server.eventually("its instance is deleted", || {
+        (!server
+            .cloud
+            .instances()
+            .iter()
+            .any(|i| i.instance.name == "gpu-tqirkoibjg3m"))
+        .then_some(())
+    });
+    assert!(
+        !events("gpu-big")
+            .iter()
+            .any(|(kind, _)| kind == "inherited_runner_retired"),
+        "{:?}",
+        events("gpu-big")
+    );
+}

@@ -71,16 +71,25 @@ impl Server {
 
     /// [`Server::start`] with the simulator's configuration changed by `configure`.
     pub(crate) fn start_with(configure: impl FnOnce(&mut SimConfig)) -> Self {
-        Self::start_serving(configure, true)
+        Self::start_serving(configure, |_| {}, true)
+    }
+
+    /// [`Server::start`] with the worker's settings changed by `tune`.
+    pub(crate) fn start_tuned(tune: impl FnOnce(&mut ControlSettings)) -> Self {
+        Self::start_serving(|_| {}, tune, true)
     }
 
     /// [`Server::start`] whose API, as an API-only server's, serves no decommission (it has
     /// no providers), beside a worker that still runs.
     pub(crate) fn start_without_decommission() -> Self {
-        Self::start_serving(|_| {}, false)
+        Self::start_serving(|_| {}, |_| {}, false)
     }
 
-    fn start_serving(configure: impl FnOnce(&mut SimConfig), decommission: bool) -> Self {
+    fn start_serving(
+        configure: impl FnOnce(&mut SimConfig),
+        tune: impl FnOnce(&mut ControlSettings),
+        decommission: bool,
+    ) -> Self {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -125,7 +134,7 @@ impl Server {
             let identity = ControllerIdentity::new(CONTROLLER_ID.parse().expect("uuid"));
             let dyn_store: Arc<dyn Store> = store.clone();
             let clients = Arc::new(StoreClientFactory::new(dyn_store.clone()));
-            let settings = ControlSettings {
+            let mut settings = ControlSettings {
                 worker: "ctl-test-worker".to_owned(),
                 watch_interval: std::time::Duration::from_millis(100),
                 drain_interval: std::time::Duration::from_millis(200),
@@ -135,6 +144,7 @@ impl Server {
                 foreign_session_recheck: std::time::Duration::from_millis(500),
                 ..ControlSettings::default()
             };
+            tune(&mut settings);
             // The worker: a fake cloud whose runners register and take jobs in the simulator.
             let cloud = FakeCloud::new();
             cloud.on_create({

@@ -144,6 +144,7 @@ fn ensure() -> Scenario {
                 max_delay: Duration::from_millis(100),
             },
             takeover: None,
+            await_session: false,
         },
         script: Vec::new(),
     }
@@ -1126,6 +1127,7 @@ fn a_repair_patches_reads_back_and_reports_what_it_applied() {
                 before: Settings::observed(&before, &identity),
                 after: Settings::observed(&ours(5), &identity),
                 moved_from: None,
+                label_added: Some(OUR_LABEL.into()),
             }],
             ..plain(5, Provenance::Adopted, &[])
         }
@@ -1233,6 +1235,7 @@ fn a_known_set_whose_configuration_changed_is_patched_without_repair() {
             before: Settings::observed(&before, &identity),
             after: Settings::observed(&ours(9), &identity),
             moved_from: Some(RunnerGroupId(2)),
+            label_added: None,
         }]
     );
 }
@@ -1511,11 +1514,153 @@ fn an_imported_set_with_its_id_and_name_is_adopted_and_gets_our_owner_label() {
         (ready.id, ready.provenance, ready.evidence, ready.permit),
         (5, Provenance::Adopted, vec![Evidence::ImportedFrom], None)
     );
-    // The patch is recorded (the event log shows the label was added).
+    // The patch is recorded, naming what changed: the label (the settings were as configured).
+    let [notice @ Notice::SpecApplied { label_added, .. }] = ready.notices.as_slice() else {
+        panic!("{:?}", ready.notices);
+    };
+    assert_eq!(label_added.as_deref(), Some(OUR_LABEL));
+    assert_eq!(
+        notice.to_string(),
+        format!(
+            "added our owner label {OUR_LABEL} to {} (its settings were already as configured: \
+             {})",
+            ours(5).to_ref(),
+            Settings::observed(&bare(5), &identity())
+        )
+    );
+    assert!(!notice.is_warning());
+}
+
+impl Scenario {
+    /// The imported set's message session is not ours yet.
+    fn awaiting_session(mut self) -> Self {
+        self.input.await_session = true;
+        self
+    }
+}
+
+#[test]
+fn nothing_is_written_to_an_imported_set_until_its_session_is_ours() {
+    // Neither the owner label nor a drift is written while GARM may still run the set.
+    for (found, label, drift) in [
+        (bare(5), Some(OUR_LABEL), false),
+        (bare(5).updates(false), Some(OUR_LABEL), true),
+        (ours(5).updates(false), None, true),
+    ] {
+        let outcome = ensure()
+            .imported(5)
+            .awaiting_session()
+            .lookup(vec![found.clone()])
+            .outcome();
+        let ready = ready(&outcome);
+        assert_eq!(ready.id, 5);
+        assert!(ready.evidence.contains(&Evidence::ImportedFrom));
+        let identity = identity();
+        let settings = drift.then(|| {
+            (
+                Settings::desired(&ensure().input.desired, &identity),
+                Settings::observed(&found, &identity),
+            )
+        });
+        let [notice] = ready.notices.as_slice() else {
+            panic!("{:?}", ready.notices);
+        };
+        assert_eq!(
+            notice,
+            &Notice::WritesAwaitSession {
+                scale_set: found.to_ref(),
+                label: label.map(str::to_owned),
+                settings: settings.clone(),
+            }
+        );
+        assert!(!notice.is_warning());
+        let text = notice.to_string();
+        assert!(text.contains("not ours yet: nothing is written"), "{text}");
+        assert_eq!(text.contains(OUR_LABEL), label.is_some(), "{text}");
+        if let Some((ours, theirs)) = settings {
+            assert!(
+                text.contains(&format!("patched from {theirs} to {ours}")),
+                "{text}"
+            );
+        }
+    }
+    // Labelled and as configured: nothing waits, nothing is said.
+    let outcome = ensure()
+        .imported(5)
+        .awaiting_session()
+        .lookup(vec![ours(5)])
+        .outcome();
+    assert!(ready(&outcome).notices.is_empty());
+    // A set not imported is patched as before, awaiting or not.
+    let outcome = ensure()
+        .known(9)
+        .awaiting_session()
+        .read_set(ours(9).updates(false))
+        .patch(9, Fact::Updated)
+        .read_set(ours(9))
+        .outcome();
+    assert!(matches!(
+        ready(&outcome).notices.as_slice(),
+        [Notice::SpecApplied {
+            label_added: None,
+            ..
+        }]
+    ));
+}
+
+#[test]
+fn a_patch_names_the_owner_label_it_added_beside_the_settings() {
+    let notice = Notice::SpecApplied {
+        scale_set: bare(5).to_ref(),
+        before: Settings::observed(&bare(5).updates(false), &identity()),
+        after: Settings::observed(&bare(5), &identity()),
+        moved_from: Some(RunnerGroupId(2)),
+        label_added: Some(OUR_LABEL.into()),
+    };
+    let text = notice.to_string();
+    assert!(text.starts_with("patched scale set 5"), "{text}");
     assert!(
-        matches!(ready.notices.as_slice(), [Notice::SpecApplied { .. }]),
-        "{:?}",
-        ready.notices
+        text.ends_with(&format!(
+            ", moved from runner group 2, added our owner label {OUR_LABEL}"
+        )),
+        "{text}"
+    );
+    let moved_only = Notice::SpecApplied {
+        scale_set: bare(5).to_ref(),
+        before: Settings::observed(&bare(5), &identity()),
+        after: Settings::observed(&bare(5), &identity()),
+        moved_from: Some(RunnerGroupId(2)),
+        label_added: Some(OUR_LABEL.into()),
+    };
+    assert!(
+        moved_only.to_string().starts_with("patched"),
+        "{moved_only}"
+    );
+    assert!(!notice.is_warning());
+    let waits = Notice::WritesAwaitSession {
+        scale_set: bare(5).to_ref(),
+        label: None,
+        settings: None,
+    };
+    assert!(
+        waits
+            .to_string()
+            .ends_with("then it is patched to the configuration"),
+        "{waits}"
+    );
+    let both = Notice::WritesAwaitSession {
+        scale_set: bare(5).to_ref(),
+        label: Some(OUR_LABEL.into()),
+        settings: Some((
+            Settings::observed(&bare(5), &identity()),
+            Settings::observed(&bare(5).updates(false), &identity()),
+        )),
+    };
+    assert!(
+        both.to_string().contains(&format!(
+            "then our owner label {OUR_LABEL} is added and it is patched from"
+        )),
+        "{both}"
     );
 }
 

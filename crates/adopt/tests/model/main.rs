@@ -272,6 +272,7 @@ fn setup(scenario: &Scenario) -> Result<(GitHub, Input), TestCaseError> {
             max_delay: Duration::from_millis(8),
         },
         takeover: None,
+        await_session: false,
     };
     if scenario.leak {
         leak_a_probe(&mut github, &input)?;

@@ -897,6 +897,7 @@ fn preview(
         identity: input.identity.clone(),
         retry: RetryBounds::default(),
         takeover: declared.takeover.clone(),
+        await_session: false,
     });
     let mut step = machine.start();
     // The machine ends in a bounded number of steps (rule 8); the bound here only keeps a

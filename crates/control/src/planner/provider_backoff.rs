@@ -12,7 +12,9 @@
 //!   wakes the task: a poll, a message, a new pass);
 //! - from the `flag_after`-th failure in a row on, the scale set is flagged as needing attention
 //!   with the provider's own message (each failure refreshes it); the first success after a flag
-//!   clears it, and resets the count.
+//!   clears it, and resets the count;
+//! - when another scale set of the same provider gets an answer from it, the wait ends at once
+//!   ([`ProviderHealth::provider_answered`]): the provider is back.
 
 use std::time::{Duration, Instant};
 
@@ -92,6 +94,21 @@ impl ProviderHealth {
             Attention::Unchanged
         };
         (next, attention)
+    }
+
+    /// Another scale set of the same provider got an answer from it at `now`: the provider
+    /// answers again, so this one's wait ends now rather than being slept out (a 55 s outage
+    /// must not keep a scale set waiting minutes more). The count, and so any flag, stays
+    /// until this scale set's own call works.
+    pub(crate) fn provider_answered(self, now: Instant) -> Self {
+        if self.failures == 0 {
+            return self;
+        }
+        let due = self.retry_at.map_or(now, |at| at.min(now));
+        Self {
+            retry_at: Some(due),
+            ..self
+        }
     }
 
     /// After a create or delete that worked: the count starts again, and a flag is cleared.

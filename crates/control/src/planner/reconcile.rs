@@ -307,6 +307,9 @@ pub(crate) enum Retire {
     /// One of GARM's runners, taken over, and idle: ours come up in its place under our pool
     /// key (a busy one is retired when its job ends).
     Inherited,
+    /// One of GARM's runners, taken over, that GitHub lists offline: registered but never
+    /// booted (or its machine is gone). It can take no job; retired at once, like an idle one.
+    InheritedOffline,
 }
 
 impl Retire {
@@ -319,6 +322,7 @@ impl Retire {
             Self::MaxLifetime => "max_lifetime",
             Self::MaxIdleLifetime => "max_idle_lifetime",
             Self::Inherited => "inherited_runner_retired",
+            Self::InheritedOffline => "inherited_runner_offline",
         }
     }
 
@@ -334,6 +338,11 @@ impl Retire {
             }
             Self::Inherited => {
                 "it is an idle runner GARM left (taken over); ours replace it under our pool key"
+            }
+            Self::InheritedOffline => {
+                "it is a runner GARM registered that GitHub lists offline (never booted, or its \
+                 machine is gone; taken over): it can take no job; ours replace it under our \
+                 pool key"
             }
         }
     }
@@ -356,7 +365,8 @@ fn reached(limit: Duration, lived: Duration) -> bool {
 /// pool key, named with our prefix, that GitHub does not list busy. Its age counts from when
 /// it was recorded; its idleness from its last write (when it became `running`: an ephemeral
 /// runner is never idle again after a job). An idle row under GARM's pool key (a taken-over
-/// set) goes at once, [`Retire::Inherited`].
+/// set) goes at once, [`Retire::InheritedOffline`] when GitHub lists its runner offline, else
+/// [`Retire::Inherited`].
 pub(crate) fn lifecycle(life: &Life<'_>, served: &Served<'_>) -> Option<Retire> {
     let row = life.instance;
     let ours = row.pool_key == served.pool_key && row.name.starts_with(served.prefix);
@@ -367,16 +377,20 @@ pub(crate) fn lifecycle(life: &Life<'_>, served: &Served<'_>) -> Option<Retire> 
     if !idle {
         return None;
     }
+    let offline = life
+        .runner
+        .is_some_and(|r| r.status.eq_ignore_ascii_case("offline"));
     if garms {
-        return Some(Retire::Inherited);
+        return Some(if offline {
+            Retire::InheritedOffline
+        } else {
+            Retire::Inherited
+        });
     }
     if !ours {
         return None;
     }
     let past_deadline = row.bootstrap_deadline.is_some_and(|d| d <= served.now);
-    let offline = life
-        .runner
-        .is_some_and(|r| r.status.eq_ignore_ascii_case("offline"));
     if life.bootstrap_failed {
         Some(Retire::BootstrapFailed)
     } else if matches!(

@@ -37,6 +37,9 @@ pub(crate) struct Conflict<'a> {
     /// Whether a create of ours failed in transit earlier in this attempt (it may have
     /// succeeded on GitHub, leaving a session we never learnt the id of).
     pub(crate) own_create_failed: bool,
+    /// The controller id of the GARM the scale set was imported from, while no session of
+    /// ours has held it yet (its takeover is pending): that GARM is the first suspect.
+    pub(crate) imported_from: Option<&'a str>,
 }
 
 /// Who holds the session, as far as is known.
@@ -52,6 +55,16 @@ pub(crate) enum HeldBy {
         /// recorded).
         recorded_deleted: bool,
     },
+    /// The GARM an imported scale set was taken over from, while no session of ours has held
+    /// it: named by GitHub as GARM's owner, or not named (github.com names nobody; no session
+    /// of ours can hold it unless a create of ours failed in transit, and that case stays
+    /// [`HeldBy::Unnamed`]).
+    Importer {
+        /// GARM's controller id (from the takeover note).
+        controller: String,
+        /// Whether GitHub named the holder (as `garm-<controller id>`).
+        named: bool,
+    },
     /// Nobody named.
     Unnamed {
         /// Whether a recorded session of ours was deleted first.
@@ -63,6 +76,20 @@ pub(crate) enum HeldBy {
 
 /// Who holds the session, from a conflict's facts.
 pub(crate) fn held_by(conflict: &Conflict<'_>) -> HeldBy {
+    if let Some(controller) = conflict.imported_from {
+        let garm = format!("garm-{controller}");
+        let named = match conflict.holder {
+            Some(owner) if owner == garm => Some(true),
+            None if !conflict.own_create_failed => Some(false),
+            _ => None,
+        };
+        if let Some(named) = named {
+            return HeldBy::Importer {
+                controller: controller.to_owned(),
+                named,
+            };
+        }
+    }
     match conflict.holder {
         Some(owner) if owner == conflict.our_owner || owner == conflict.probe_owner => {
             HeldBy::OurOwn {
@@ -90,12 +117,12 @@ impl HeldBy {
     /// Whether the holder may be this controller's own session (then it expires by itself and
     /// is rechecked on the short schedule).
     pub(crate) fn may_be_ours(&self) -> bool {
-        !matches!(self, Self::Another(_))
+        matches!(self, Self::OurOwn { .. } | Self::Unnamed { .. })
     }
 
     /// What the operator is told: who holds it, what is known, what to do. `recheck` is the
     /// short recheck period, named in the text.
-    pub(crate) fn reason(&self, recheck: Duration) -> String {
+    pub(crate) fn reason(&self, recheck: Duration, takeover_recheck: Duration) -> String {
         let expiry = format!(
             "GitHub drops the session of a listener that stopped within about \
              {EXPECTED_EXPIRY_MINUTES} minutes, and serving resumes by itself (rechecked every \
@@ -103,6 +130,23 @@ impl HeldBy {
             recheck.as_secs().max(1)
         );
         match self {
+            Self::Importer { controller, named } => {
+                let who = if *named {
+                    format!("GARM's listener (\"garm-{controller}\") holds the message session")
+                } else {
+                    "GitHub does not name the listener holding the message session (github.com \
+                     names none), and no session of ours has held it yet: most likely GARM's"
+                        .to_owned()
+                };
+                format!(
+                    "GARM still runs: stop it first. {who}; this scale set was imported from \
+                     GARM {controller}. Stop GARM (its clean stop deletes its sessions; after a \
+                     crash GitHub drops them within about {EXPECTED_EXPIRY_MINUTES} minutes) and \
+                     serving resumes within seconds (rechecked every {}s until our first session \
+                     opens). Nothing was written to it. Nothing was deleted",
+                    takeover_recheck.as_secs().max(1)
+                )
+            }
             Self::Another(owner) if is_garm_owner(owner) => format!(
                 "GARM still runs: stop it first. GARM's listener ({owner:?}) holds the message \
                  session of this scale set, imported from GARM; stop GARM (after a crash, wait \
@@ -157,17 +201,34 @@ impl HeldBy {
     }
 }
 
+/// How often a held session is looked at again ([`recheck_after`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Rechecks {
+    /// While the holder may be our own, during `window`.
+    pub(crate) short: Duration,
+    /// How long the short rechecks go on (from the first conflict).
+    pub(crate) window: Duration,
+    /// Another owner's, or after the window.
+    pub(crate) slow: Duration,
+    /// An imported set's importer ([`HeldBy::Importer`]): for as long as it holds the
+    /// session, so that serving starts within seconds of the operator's stopping GARM,
+    /// however long after the import that is.
+    pub(crate) takeover: Duration,
+}
+
 /// When to look again at a scale set whose session is held, `held_for` after the first
-/// conflict: every `short` during `window` when the holder may be our own, then (or for
-/// another owner's) every `slow`.
-pub(crate) fn recheck_after(
-    held: &HeldBy,
-    held_for: Duration,
-    short: Duration,
-    window: Duration,
-    slow: Duration,
-) -> Duration {
-    if held.may_be_ours() && held_for < window {
+/// conflict: an importer's every `takeover`, whatever the time; every `short` during `window`
+/// when the holder may be our own, then (or for another owner's) every `slow`.
+pub(crate) fn recheck_after(held: &HeldBy, held_for: Duration, every: Rechecks) -> Duration {
+    let Rechecks {
+        short,
+        window,
+        slow,
+        takeover,
+    } = every;
+    if matches!(held, HeldBy::Importer { .. }) {
+        takeover
+    } else if held.may_be_ours() && held_for < window {
         short
     } else {
         slow
@@ -188,8 +249,16 @@ mod tests {
             probe_owner: PROBE,
             recorded_deleted: false,
             own_create_failed: false,
+            imported_from: None,
         }
     }
+
+    const EVERY: Rechecks = Rechecks {
+        short: Duration::from_secs(30),
+        window: Duration::from_secs(600),
+        slow: Duration::from_secs(300),
+        takeover: Duration::from_secs(5),
+    };
 
     #[test]
     fn a_session_held_by_garm_says_stop_it_first_and_deletes_nothing() {
@@ -201,14 +270,15 @@ mod tests {
         let held = held_by(&conflict(Some(garm)));
         assert_eq!(held, HeldBy::Another(garm.to_owned()));
         assert!(!held.may_be_ours());
-        let reason = held.reason(Duration::from_secs(30));
+        let reason = held.reason(Duration::from_secs(30), EVERY.takeover);
         assert!(
             reason.starts_with("GARM still runs: stop it first."),
             "{reason}"
         );
         assert!(reason.contains(garm), "{reason}");
         assert!(reason.ends_with("Nothing was deleted"), "{reason}");
-        let other = HeldBy::Another("garm-x".to_owned()).reason(Duration::from_secs(30));
+        let other =
+            HeldBy::Another("garm-x".to_owned()).reason(Duration::from_secs(30), EVERY.takeover);
         assert!(other.starts_with("another listener"), "{other}");
     }
 
@@ -276,7 +346,7 @@ mod tests {
     #[test]
     fn issue_29_5_an_unnamed_holder_says_what_is_known() {
         let recheck = Duration::from_secs(30);
-        let lost = held_by(&conflict(None)).reason(recheck);
+        let lost = held_by(&conflict(None)).reason(recheck, EVERY.takeover);
         for part in [
             "GitHub does not name",
             "no session of ours is recorded",
@@ -292,7 +362,7 @@ mod tests {
             recorded_deleted: true,
             ..conflict(None)
         })
-        .reason(recheck);
+        .reason(recheck, EVERY.takeover);
         assert!(cleared.contains("was deleted first"), "{cleared}");
         assert!(!cleared.contains("no session of ours"), "{cleared}");
         let leaked = held_by(&Conflict {
@@ -300,7 +370,7 @@ mod tests {
             recorded_deleted: true,
             ..conflict(None)
         })
-        .reason(recheck);
+        .reason(recheck, EVERY.takeover);
         assert!(leaked.contains("most likely our own"), "{leaked}");
         assert!(!leaked.contains("was deleted first"), "{leaked}");
     }
@@ -308,7 +378,7 @@ mod tests {
     #[test]
     fn our_own_named_session_says_it_is_ours_and_expires() {
         let recheck = Duration::from_millis(200);
-        let lost = held_by(&conflict(Some(OURS))).reason(recheck);
+        let lost = held_by(&conflict(Some(OURS))).reason(recheck, EVERY.takeover);
         for part in [
             "our own earlier session",
             OURS,
@@ -323,14 +393,15 @@ mod tests {
             recorded_deleted: true,
             ..conflict(Some(OURS))
         })
-        .reason(recheck);
+        .reason(recheck, EVERY.takeover);
         assert!(cleared.contains("never recorded"), "{cleared}");
         assert!(!cleared.contains("no session of ours"), "{cleared}");
     }
 
     #[test]
     fn another_owners_session_names_it_and_nothing_is_deleted() {
-        let text = held_by(&conflict(Some("rival"))).reason(Duration::from_secs(30));
+        let text =
+            held_by(&conflict(Some("rival"))).reason(Duration::from_secs(30), EVERY.takeover);
         assert!(text.contains("\"rival\""), "{text}");
         assert!(text.contains("Nothing was deleted"), "{text}");
         assert!(!text.contains("minutes"), "{text}");
@@ -338,25 +409,114 @@ mod tests {
 
     #[test]
     fn a_session_that_may_be_ours_is_rechecked_often_within_the_window_only() {
-        let (short, window, slow) = (
-            Duration::from_secs(30),
-            Duration::from_secs(600),
-            Duration::from_secs(300),
-        );
+        let Rechecks {
+            short,
+            window,
+            slow,
+            ..
+        } = EVERY;
         let ours = held_by(&conflict(None));
         let rival = held_by(&conflict(Some("rival")));
+        assert_eq!(recheck_after(&ours, Duration::ZERO, EVERY), short);
+        assert_eq!(recheck_after(&ours, Duration::from_secs(599), EVERY), short);
+        assert_eq!(recheck_after(&ours, window, EVERY), slow);
+        assert_eq!(recheck_after(&rival, Duration::ZERO, EVERY), slow);
+    }
+
+    const GARM_ID: &str = "89a4130b-9de1-47c5-8ca8-e2640daa0e13";
+
+    fn imported(holder: Option<&str>) -> Conflict<'_> {
+        Conflict {
+            imported_from: Some(GARM_ID),
+            ..conflict(holder)
+        }
+    }
+
+    /// github.com names no holder: for a set imported from GARM that no session of ours has
+    /// held, GARM is the first suspect, and the operator is told to stop it.
+    #[test]
+    fn an_unnamed_holder_of_an_imported_set_is_taken_for_its_garm() {
+        let garm = format!("garm-{GARM_ID}");
+        let unnamed = held_by(&imported(None));
         assert_eq!(
-            recheck_after(&ours, Duration::ZERO, short, window, slow),
-            short
+            unnamed,
+            HeldBy::Importer {
+                controller: GARM_ID.to_owned(),
+                named: false
+            }
+        );
+        let named = held_by(&imported(Some(&garm)));
+        assert_eq!(
+            named,
+            HeldBy::Importer {
+                controller: GARM_ID.to_owned(),
+                named: true
+            }
+        );
+        for held in [&unnamed, &named] {
+            assert!(!held.may_be_ours());
+            let text = held.reason(Duration::from_secs(30), Duration::from_secs(5));
+            for part in [
+                "GARM still runs: stop it first.",
+                GARM_ID,
+                "rechecked every 5s until our first session opens",
+                "Nothing was written to it. Nothing was deleted",
+            ] {
+                assert!(text.contains(part), "{part:?} in {text}");
+            }
+            assert!(
+                text.starts_with("GARM still runs: stop it first."),
+                "{text}"
+            );
+        }
+        let text = unnamed.reason(Duration::from_secs(30), EVERY.takeover);
+        assert!(text.contains("GitHub does not name"), "{text}");
+        assert!(text.contains("most likely GARM's"), "{text}");
+        let text = named.reason(Duration::from_secs(30), EVERY.takeover);
+        assert!(text.contains(&format!("({garm:?}) holds")), "{text}");
+        // Another holder, or a create of ours that may have succeeded, is judged as before.
+        assert_eq!(
+            held_by(&imported(Some("rival"))),
+            HeldBy::Another("rival".to_owned())
         );
         assert_eq!(
-            recheck_after(&ours, Duration::from_secs(599), short, window, slow),
-            short
+            held_by(&imported(Some("garm-00000000-0000-0000-0000-000000000000"))),
+            HeldBy::Another("garm-00000000-0000-0000-0000-000000000000".to_owned())
         );
-        assert_eq!(recheck_after(&ours, window, short, window, slow), slow);
+        assert!(held_by(&imported(Some(OURS))).may_be_ours());
         assert_eq!(
-            recheck_after(&rival, Duration::ZERO, short, window, slow),
-            slow
+            held_by(&Conflict {
+                own_create_failed: true,
+                ..imported(None)
+            }),
+            HeldBy::Unnamed {
+                recorded_deleted: false,
+                own_create_failed: true
+            }
+        );
+        assert_eq!(
+            held_by(&Conflict {
+                own_create_failed: true,
+                ..imported(Some(&garm))
+            }),
+            HeldBy::Importer {
+                controller: GARM_ID.to_owned(),
+                named: true
+            }
+        );
+    }
+
+    /// However long GARM keeps running, its imported set is looked at every few seconds.
+    #[test]
+    fn an_imported_set_held_by_its_garm_is_rechecked_within_seconds_for_ever() {
+        let held = held_by(&imported(None));
+        for held_for in [Duration::ZERO, EVERY.window, Duration::from_secs(86_400)] {
+            assert_eq!(recheck_after(&held, held_for, EVERY), EVERY.takeover);
+        }
+        let named = held_by(&imported(Some(&format!("garm-{GARM_ID}"))));
+        assert_eq!(
+            recheck_after(&named, Duration::from_secs(3600), EVERY),
+            EVERY.takeover
         );
     }
 }

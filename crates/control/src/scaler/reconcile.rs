@@ -116,6 +116,9 @@ impl Runners<'_> {
                 at_provider: garms,
             }),
         };
+        // GARM's runners recorded by this pass: judged with the rest below, so an idle or
+        // never-booted one is retired in the pass that finds it, not a pass later.
+        let mut inherited = Vec::new();
         for action in reconcile(&world) {
             match action {
                 Action::Record { instance, runner } => {
@@ -198,10 +201,12 @@ impl Runners<'_> {
                     new.status = rerecorded_status(runner);
                     new.provider_id = Some(instance.provider_id.clone());
                     new.github_runner_id = Some(i64::from(runner.id));
-                    self.rows()
+                    let row = self
+                        .rows()
                         .create_instance(self.lease, new)
                         .await
                         .map_err(store("recording an instance GARM left"))?;
+                    inherited.push(row);
                     self.event(
                         "instance_inherited",
                         &format!(
@@ -240,7 +245,14 @@ impl Runners<'_> {
         }
         // The recorded runners, with what GitHub and the provider say of them now: stopped
         // or errored instances, runners an outage left offline, lifetimes.
-        self.retire_for_life(judged, Some(runners), Some(at_provider))
+        if inherited.is_empty() {
+            return self
+                .retire_for_life(judged, Some(runners), Some(at_provider))
+                .await;
+        }
+        let judged: Vec<scaleset_store::Instance> =
+            judged.iter().cloned().chain(inherited).collect();
+        self.retire_for_life(&judged, Some(runners), Some(at_provider))
             .await
     }
 }

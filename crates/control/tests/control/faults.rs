@@ -7,13 +7,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use scaleset_sim::{Burst, JobSpec, RateLimit};
-use scaleset_store::{ScaleSetState, ScaleSetStore as _};
+use scaleset_store::{EventStore as _, ScaleSetState, ScaleSetStore as _};
 
 use crate::helpers::{Harness, TestDb, backend_tests, eventually, sim_config};
 
 backend_tests!(
     converges_under_injected_server_errors_and_rate_limits,
     undecodable_messages_are_skipped_without_losing_jobs,
+    a_message_that_never_decodes_is_acknowledged_after_three_tries_and_the_next_job_is_served,
+    a_message_github_delivers_again_after_it_was_handled_is_acknowledged_not_handled_twice,
     failed_instance_create_removes_the_runner_from_github,
     issue_32_a_failing_provider_needs_attention_until_a_create_works,
     runner_never_online_is_removed_at_its_bootstrap_deadline,
@@ -85,6 +87,95 @@ async fn undecodable_messages_are_skipped_without_losing_jobs(db: TestDb) {
         controller.metrics.undecodable_messages.get() >= 1,
         "the bad messages were counted"
     );
+    controller.stop().await;
+}
+
+/// A message whose body never decodes (the simulator garbles every delivery of it) blocked the
+/// scale set for ever: never acknowledged, polled again and again. It is acknowledged after
+/// three deliveries with an event quoting its type and the decode error, and the set goes on
+/// serving.
+async fn a_message_that_never_decodes_is_acknowledged_after_three_tries_and_the_next_job_is_served(
+    db: TestDb,
+) {
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    let (controller, github_id) = h.start_ready().await;
+    h.sim().update_faults(|f| f.undecodable_messages = 1);
+    h.sim()
+        .enqueue_jobs(github_id, &JobSpec::count(1))
+        .expect("enqueue");
+    let reason = eventually(
+        "the undecodable message is acknowledged with an event",
+        || async {
+            h.store
+                .list_events(h.scale_set.id, 200)
+                .await
+                .expect("events")
+                .into_iter()
+                .find(|e| e.kind == "message_undecodable")
+                .map(|e| e.reason)
+        },
+    )
+    .await;
+    assert!(
+        reason.contains("\"RunnerScaleSetJobMessages\""),
+        "the event names the message type: {reason}"
+    );
+    assert!(
+        reason.contains("cannot decode") && reason.contains("EOF"),
+        "the event quotes the decode error: {reason}"
+    );
+    assert!(
+        reason.contains("in 3 deliveries"),
+        "after a bounded number of tries: {reason}"
+    );
+    assert!(
+        controller.metrics.undecodable_messages.get() >= 1,
+        "the message was counted"
+    );
+    // The next message decodes: both jobs (the one the skipped message carried, counted by
+    // the next statistics, and the new one) are served.
+    h.sim()
+        .enqueue_jobs(github_id, &JobSpec::count(1))
+        .expect("enqueue");
+    h.finish_jobs(github_id, 2).await;
+    controller.stop().await;
+}
+
+/// GitHub delivering a message again after it was handled (a lost acknowledgement): it is
+/// acknowledged again and not handled a second time (no job message is counted twice), and the
+/// set goes on serving.
+async fn a_message_github_delivers_again_after_it_was_handled_is_acknowledged_not_handled_twice(
+    db: TestDb,
+) {
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    let (controller, github_id) = h.start_ready().await;
+    h.serve_jobs(github_id, 1).await;
+    let seen = |m: &scaleset_control::Metrics| -> u64 {
+        ["available", "assigned", "started", "completed"]
+            .iter()
+            .map(|kind| {
+                m.jobs_seen
+                    .get_or_create(&scaleset_control::KindLabel {
+                        kind: (*kind).to_owned(),
+                    })
+                    .get()
+            })
+            .sum()
+    };
+    let before = seen(&controller.metrics);
+    let acks = h.sim().request_count("delete_message");
+    h.sim().update_faults(|f| f.redeliver_messages = 3);
+    eventually("the three re-deliveries are acknowledged", || async {
+        (h.sim().request_count("delete_message") >= acks + 3).then_some(())
+    })
+    .await;
+    assert_eq!(
+        seen(&controller.metrics),
+        before,
+        "no job message of the re-delivered message was handled twice"
+    );
+    assert_eq!(controller.metrics.redelivered_messages.get(), 3);
+    h.serve_jobs(github_id, 1).await;
     controller.stop().await;
 }
 

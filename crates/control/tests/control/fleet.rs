@@ -274,6 +274,7 @@ async fn plan_previews_create_adopt_and_refuse_from_github(db: TestDb) {
         identity: h.identity.adoption(),
         retry: scaleset_adopt::RetryBounds::default(),
         takeover: None,
+        await_session: false,
     };
     let run = run_once(&client, input, &NoHooks)
         .await

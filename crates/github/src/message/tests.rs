@@ -98,3 +98,29 @@ proptest! {
         let _ = Message::from_json(doc.to_string().as_bytes());
     }
 }
+
+#[test]
+fn a_message_whose_body_does_not_decode_keeps_its_id_type_and_error() {
+    let bytes = br#"{"messageId":7,"messageType":"RunnerScaleSetJobMessages","body":"[{"}"#;
+    let err = Message::from_json(bytes).unwrap_err();
+    let message = Message::undecodable(bytes, &err).expect("the envelope names an id");
+    assert_eq!(message.message_id, crate::MessageId(7));
+    assert_eq!(message.message_type, "RunnerScaleSetJobMessages");
+    let text = message.undecodable.expect("the error is kept");
+    assert!(text.contains("cannot decode"), "{text}");
+    assert!(text.contains("EOF"), "the cause is quoted: {text}");
+    assert!(message.jobs.is_empty());
+}
+
+#[test]
+fn a_body_without_a_message_id_is_not_answered_as_a_message() {
+    for bytes in [
+        &b""[..],
+        b"{",
+        br#"{"body":"[{"}"#,
+        br#"{"messageId":0,"body":"[{"}"#,
+    ] {
+        let err = Message::from_json(bytes).unwrap_err();
+        assert_eq!(Message::undecodable(bytes, &err), None, "{bytes:?}");
+    }
+}

@@ -94,6 +94,7 @@ pub(crate) fn creation(github_id: u64) -> scaleset_store::Creation {
         ),
         retry: RetryBounds::default(),
         takeover: None,
+        await_session: false,
     };
     let mut created: Vec<ScaleSet> = Vec::new();
     let mut machine = Machine::new(input);

@@ -29,6 +29,7 @@ pub(crate) fn creation(github_id: u64) -> Creation {
         ),
         retry: RetryBounds::default(),
         takeover: None,
+        await_session: false,
     });
     let mut step = machine.start();
     let mut created = Vec::new();

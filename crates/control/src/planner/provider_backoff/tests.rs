@@ -165,3 +165,36 @@ fn a_minute_of_constant_failure_calls_the_provider_a_handful_of_times() {
         assert!(flagged, "draw {draw}: flagged within the minute");
     }
 }
+
+#[test]
+fn an_answer_to_another_scale_set_of_the_provider_ends_the_wait_and_keeps_the_count() {
+    let now = Instant::now();
+    let policy = policy();
+    let (failing, _) = ProviderHealth::default().failed(&policy, now, 0.5);
+    let (failing, _) = failing.failed(&policy, now, 0.5);
+    assert!(!failing.may_call(now));
+    let later = now + Duration::from_millis(1);
+    let woken = failing.provider_answered(later);
+    assert!(woken.may_call(later));
+    assert_eq!(
+        woken.failures, failing.failures,
+        "the flag stays until its own success"
+    );
+    assert_eq!(woken.retry_at, Some(later));
+    // A wait already over is not pushed back; a healthy one is left as it is.
+    let due = ProviderHealth {
+        failures: 1,
+        retry_at: Some(now),
+    };
+    assert_eq!(due.provider_answered(later), due);
+    assert_eq!(
+        ProviderHealth::default().provider_answered(later),
+        ProviderHealth::default()
+    );
+    // A wait too long for a deadline ends too.
+    let endless = ProviderHealth {
+        failures: 3,
+        retry_at: None,
+    };
+    assert!(endless.provider_answered(later).may_call(later));
+}

@@ -699,7 +699,7 @@ proptest! {
             prop_assert_eq!(row.status, InstanceStatus::Running);
             prop_assert!(row.removal_requested_at.is_none());
             prop_assert!(listed.as_ref().is_none_or(|r| r.busy != Some(true)));
-            if why == Retire::Inherited {
+            if matches!(why, Retire::Inherited | Retire::InheritedOffline) {
                 // Issue 37: only a row under GARM's pool key of a taken-over set.
                 prop_assert!(taken_over);
                 prop_assert_eq!(row.pool_key.as_str(), "g_pool");
@@ -708,7 +708,12 @@ proptest! {
                 prop_assert!(row.name.starts_with(PREFIX));
             }
             match why {
-                Retire::Inherited => {}
+                Retire::Inherited => {
+                    prop_assert!(listed.as_ref().is_none_or(|r| r.status != "offline"));
+                }
+                Retire::InheritedOffline => {
+                    prop_assert!(listed.as_ref().is_some_and(|r| r.status == "offline"));
+                }
                 Retire::BootstrapFailed => prop_assert!(bootstrap_failed),
                 Retire::InstanceStopped => prop_assert!(matches!(
                     at_provider,
@@ -861,6 +866,53 @@ fn issue_37_an_idle_runner_garm_left_is_retired_a_busy_one_finishes_its_job() {
     );
     assert_eq!(Retire::Inherited.event(), "inherited_runner_retired");
     assert!(Retire::Inherited.reason().contains("GARM"));
+}
+
+#[test]
+fn a_runner_garm_registered_that_never_came_online_is_retired_for_what_it_is() {
+    let set = Served {
+        inherited: Some("g_pool"),
+        ..served(1, Limits::default(), true)
+    };
+    let row = Instance {
+        name: "gpu-tqirkoibjg3m".into(),
+        pool_key: "g_pool".into(),
+        ..row(InstanceStatus::Running, None)
+    };
+    let never_booted = runner(6, "gpu-tqirkoibjg3m", 5, Some(false), "offline");
+    let seen = Life {
+        runner: Some(&never_booted),
+        ..life(&row)
+    };
+    assert_eq!(lifecycle(&seen, &set), Some(Retire::InheritedOffline));
+    // Online and idle: the idle one GARM left.
+    let online = runner(6, "gpu-tqirkoibjg3m", 5, Some(false), "Online");
+    let seen_online = Life {
+        runner: Some(&online),
+        ..life(&row)
+    };
+    assert_eq!(lifecycle(&seen_online, &set), Some(Retire::Inherited));
+    // Of ours, an offline runner waits for its bootstrap deadline as before.
+    let ours = Instance {
+        name: format!("{PREFIX}a"),
+        pool_key: "c_5".into(),
+        ..row.clone()
+    };
+    assert_eq!(
+        lifecycle(
+            &Life {
+                instance: &ours,
+                ..seen
+            },
+            &set
+        ),
+        None
+    );
+    assert_eq!(Retire::InheritedOffline.event(), "inherited_runner_offline");
+    let reason = Retire::InheritedOffline.reason();
+    assert!(reason.contains("GARM registered"), "{reason}");
+    assert!(reason.contains("offline (never booted"), "{reason}");
+    assert!(!reason.contains("idle"), "{reason}");
 }
 
 proptest! {
