@@ -23,6 +23,12 @@
 //! (which scale sets this worker serves among the live workers), [`Metrics`] and
 //! [`Error`]. Crash points for tests are observable through [`Checkpoints`].
 
+// The spawned scale-set task is one deep async state machine (listener, scaler, boxed rare
+// steps); proving it `Send` walks its whole type, which passed the default depth of 128 once
+// the listener boxed its acknowledgement of a re-delivered message ("overflow evaluating …
+// Send", E0275). A limit on type-checking depth only, not on the program.
+#![recursion_limit = "256"]
+
 pub mod adoption;
 mod checkpoint;
 mod client_factory;

@@ -399,10 +399,10 @@ impl Listener<'_> {
                         redeliveries,
                         "GitHub delivered a message already handled; acknowledging it again"
                     );
-                    let ack = self
-                        .client
-                        .delete_message(session, message.message_id)
-                        .await;
+                    // Boxed like every rare step: inline, this request's future made every
+                    // idle listener's task larger (task::tests::an_idle_listeners_task_stays_small).
+                    let ack =
+                        Box::pin(self.client.delete_message(session, message.message_id)).await;
                     if let Err(e) = ack {
                         tracing::warn!(message_id = message.message_id.0, error = %chain(&e), "message ack failed");
                     }

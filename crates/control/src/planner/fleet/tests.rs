@@ -1310,7 +1310,7 @@ fn a_reset_to_a_default_shows_the_default_and_an_empty_prefix_is_the_name() {
     );
     // A create shows every value written, unmarked.
     let created = spec_changes(None, &spec("web"));
-    assert_eq!(created.len(), 18, "{created:?}");
+    assert_eq!(created.len(), 20, "{created:?}");
     assert!(
         created
             .iter()
