@@ -909,7 +909,8 @@ fn issue_29_a_closed_stdout_or_stderr_is_not_a_panic() {
         }
         command.output().expect("run")
     };
-    let ok = run(VALID, true);
+    // --check looks at the database's directory: it must exist.
+    let ok = run(&with_database_in(dir.path(), VALID), true);
     assert_eq!(ok.status.code(), Some(0), "{ok:?}");
     assert!(
         !String::from_utf8_lossy(&ok.stderr).contains("panicked"),
