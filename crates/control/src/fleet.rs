@@ -731,6 +731,9 @@ pub struct Unlisted {
 /// Lists, for every stored entity, GitHub's scale sets (one call per entity, every runner
 /// group: the decommission's listing without the group filter) and keeps those carrying our
 /// owner label that neither the store holds (by GitHub id or name) nor `configured` declares.
+/// The whole listing takes at most `within`: an API request must answer in bounded time even
+/// when GitHub does not (each call retries for about 15 s), so an entity whose listing did not
+/// finish by then, or was not reached, is an [`Unlisted`] that says so.
 ///
 /// # Errors
 ///
@@ -741,7 +744,9 @@ pub async fn ours_undeclared(
     clients: &dyn crate::ClientFactory,
     identity: &ControllerIdentity,
     configured: &ConfiguredFleet,
+    within: std::time::Duration,
 ) -> Result<(Vec<OursUndeclared>, Vec<Unlisted>), Error> {
+    let deadline = tokio::time::Instant::now() + within;
     let owner = identity.owner_label();
     let entities = store
         .list_entities()
@@ -753,10 +758,21 @@ pub async fn ours_undeclared(
         .map_err(store_err("listing scale sets"))?;
     let (mut found, mut unlisted) = (Vec::new(), Vec::new());
     for entity in &entities {
-        let listed = match clients.entity_client(entity.id).await {
-            Ok(client) => client.list_scale_sets(None).await.map_err(|e| chain(&e)),
-            Err(e) => Err(chain(&e)),
+        let listing = async {
+            match clients.entity_client(entity.id).await {
+                Ok(client) => client.list_scale_sets(None).await.map_err(|e| chain(&e)),
+                Err(e) => Err(chain(&e)),
+            }
         };
+        let listed = tokio::time::timeout_at(deadline, listing)
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "not listed: GitHub did not answer within this listing's bound of {} s \
+                     (over every entity); ask again",
+                    within.as_secs()
+                ))
+            });
         let listed = match listed {
             Ok(listed) => listed,
             Err(reason) => {

@@ -381,6 +381,11 @@ pub(crate) async fn update(
     Ok(Json(with_events(&state, &updated).await?))
 }
 
+/// How long `GET /github/ours-undeclared` may spend asking GitHub, over every entity: under
+/// the 10 s a client (and schemathesis's default check) allows a request; the entities not
+/// listed by then are answered as `unlisted`, saying so.
+const OURS_UNDECLARED_WITHIN: std::time::Duration = std::time::Duration::from_secs(8);
+
 /// Scale sets on GitHub carrying our owner label that the store does not hold and the
 /// configuration file does not declare (after a database loss: those made through the API),
 /// with the two remedies. One GitHub call per stored entity.
@@ -394,6 +399,7 @@ pub(crate) async fn ours_undeclared(
         state.clients.as_ref(),
         &state.identity,
         &state.configured,
+        OURS_UNDECLARED_WITHIN,
     )
     .await
     .map_err(|e| ApiError::Internal {
