@@ -112,9 +112,14 @@ pub(crate) fn registration_token(shared: &Shared, req: &Request, path: &str) -> 
 /// by the simulator itself.
 pub(crate) fn runner_downloads(shared: &Shared, req: &Request, path: &str) -> Outcome {
     runner_admin_scope(shared, req, path)?;
+    let archives = if lock(&shared.faults).empty_runner_downloads {
+        &[][..]
+    } else {
+        shared.downloads.archives()
+    };
     Ok(Reply::json(
         200,
-        protocol::runner_downloads(shared.downloads.archives(), &req.origin),
+        protocol::runner_downloads(archives, &req.origin),
     ))
 }
 
