@@ -276,7 +276,7 @@ pub(crate) fn runner_registration(shared: &Shared, req: &Request) -> Outcome {
     ))
 }
 
-/// `GET /actions/runner/releases/download/{tag}/{filename}`: a placeholder runner archive.
+/// `GET /actions/runner/releases/download/{tag}/{filename}`: a runner archive.
 pub(crate) fn runner_archive(shared: &Shared, tag: &str, filename: &str) -> Outcome {
     shared
         .downloads

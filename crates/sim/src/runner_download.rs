@@ -1,5 +1,5 @@
 //! The runner application downloads GitHub lists under `…/actions/runners/downloads`: one small
-//! placeholder archive per usual platform, built once per simulator and served under the
+//! runner archive per usual platform, built once per simulator and served under the
 //! simulator's own origin at github.com's release path, with a SHA-256 that matches its bytes.
 //!
 //! The archives are real. A Windows `.zip` holds one text file that says what it is. A Linux or
@@ -28,7 +28,7 @@ const PLATFORMS: [(&str, &str); 7] = [
     ("win", "arm64"),
 ];
 
-/// One downloadable placeholder runner archive.
+/// One downloadable runner archive (a simulated runner on Linux and macOS).
 #[derive(Debug, Clone)]
 pub(crate) struct Archive {
     /// `osx`, `linux` or `win`.
@@ -50,7 +50,7 @@ pub(crate) struct RunnerDownloads {
 }
 
 impl RunnerDownloads {
-    /// Builds the placeholder archive of every platform.
+    /// Builds the archive of every platform.
     pub(crate) fn new() -> Self {
         let archives = PLATFORMS
             .iter()
@@ -59,9 +59,15 @@ impl RunnerDownloads {
                 let extension = if windows { "zip" } else { "tar.gz" };
                 let filename =
                     format!("actions-runner-{os}-{architecture}-{RUNNER_VERSION}.{extension}");
+                let contents = if windows {
+                    "It contains no runner."
+                } else {
+                    "Its config.sh and run.sh are a simulated runner that works against \
+                     scaleset-sim only."
+                };
                 let text = format!(
-                    "Placeholder for the GitHub Actions runner {RUNNER_VERSION} ({os}-{architecture}), \
-                     served by scaleset-sim. It contains no runner.\n"
+                    "Stand-in for the GitHub Actions runner {RUNNER_VERSION} ({os}-{architecture}), \
+                     served by scaleset-sim. {contents}\n"
                 );
                 let bytes = if windows {
                     zip("README.scaleset-sim.txt", text.as_bytes())
