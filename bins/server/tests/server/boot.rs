@@ -21,8 +21,7 @@ const PROVIDER: &str = include_str!("garm_like_provider.py");
 
 /// garm-provider-common's error for a bootstrap without a download for linux/amd64, as
 /// garm-provider-aws printed it (shared/reference/garm/providers.md).
-const NO_TOOLS: &str =
-    "failed to get runner spec: failed to get tools: failed to find tools for OS linux and arch amd64";
+const NO_TOOLS: &str = "failed to get runner spec: failed to get tools: failed to find tools for OS linux and arch amd64";
 
 /// The test provider installed in `dir` with its config file (naming its state directory).
 struct Provider {
@@ -246,8 +245,14 @@ async fn a_queued_job_boots_a_real_install_script_through_a_garm_like_provider_a
                     .ok()
                     .and_then(|s| s.trim().parse().ok());
             }
-            let (status, row) =
-                call(&server.addr, "GET", &format!("/api/v1/instances/{name}"), t, None).await;
+            let (status, row) = call(
+                &server.addr,
+                "GET",
+                &format!("/api/v1/instances/{name}"),
+                t,
+                None,
+            )
+            .await;
             if status == 200 {
                 if let Some(s) = row["bootstrap"]["status"].as_str()
                     && seen.bootstrap_statuses.last().map(String::as_str) != Some(s)
@@ -281,12 +286,18 @@ async fn a_queued_job_boots_a_real_install_script_through_a_garm_like_provider_a
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    let name = seen.instance.clone().expect("the provider created an instance");
+    let name = seen
+        .instance
+        .clone()
+        .expect("the provider created an instance");
 
     // Tools: scaleset read the entity's runner downloads and handed them over; the provider
     // picked linux x64 for the set's linux/amd64, and the script downloaded that archive.
     let counts = github.sim.request_counts();
-    assert!(counts.get("runner_downloads").copied().unwrap_or(0) >= 1, "{counts:?}");
+    assert!(
+        counts.get("runner_downloads").copied().unwrap_or(0) >= 1,
+        "{counts:?}"
+    );
     assert_eq!(counts.get("runner_archive").copied(), Some(1), "{counts:?}");
     let tool = seen.tool.as_ref().expect("the provider recorded its tool");
     assert_eq!(tool["os"], "linux", "{tool}");
@@ -294,7 +305,10 @@ async fn a_queued_job_boots_a_real_install_script_through_a_garm_like_provider_a
     assert_eq!(tool["filename"], "actions-runner-linux-x64-2.330.0.tar.gz");
     // Metadata: the JIT `.runner` file the script fetched with the instance token names the
     // agent that took the job, on this simulator.
-    let runner_file = seen.runner_file.as_ref().expect("the script fetched .runner");
+    let runner_file = seen
+        .runner_file
+        .as_ref()
+        .expect("the script fetched .runner");
     assert_eq!(runner_file["AgentName"], name.as_str(), "{runner_file}");
     assert!(
         runner_file["ServerUrl"]
@@ -304,7 +318,11 @@ async fn a_queued_job_boots_a_real_install_script_through_a_garm_like_provider_a
         "{runner_file}"
     );
     let agent_id = runner_file["AgentId"].as_i64().unwrap();
-    assert_eq!(seen.agent_id, Some(agent_id), "run.sh connected as that agent");
+    assert_eq!(
+        seen.agent_id,
+        Some(agent_id),
+        "run.sh connected as that agent"
+    );
     // Callbacks: the row went through `installing` to `idle` (the status posts).
     assert!(
         seen.bootstrap_statuses.iter().any(|s| s == "idle"),
@@ -322,8 +340,14 @@ async fn a_queued_job_boots_a_real_install_script_through_a_garm_like_provider_a
             .calls()
             .iter()
             .any(|(c, i, code)| c == "DeleteInstance" && i.ends_with(&name) && *code == 0);
-        let (status, _) =
-            call(&server.addr, "GET", &format!("/api/v1/instances/{name}"), t, None).await;
+        let (status, _) = call(
+            &server.addr,
+            "GET",
+            &format!("/api/v1/instances/{name}"),
+            t,
+            None,
+        )
+        .await;
         if deleted && provider.instances().is_empty() && status == 404 {
             break;
         }
@@ -335,7 +359,11 @@ async fn a_queued_job_boots_a_real_install_script_through_a_garm_like_provider_a
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(github.sim.state().agents.is_empty(), "{:?}", github.sim.state().agents);
+    assert!(
+        github.sim.state().agents.is_empty(),
+        "{:?}",
+        github.sim.state().agents
+    );
     let creates: Vec<_> = provider
         .calls()
         .into_iter()
@@ -411,7 +439,10 @@ async fn an_empty_tools_list_fails_the_create_as_garm_provider_common_does_and_t
                 .as_str()
                 .unwrap_or_default()
                 .contains(NO_TOOLS)
-            || set["state_reason"].as_str().unwrap_or_default().contains(NO_TOOLS);
+            || set["state_reason"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(NO_TOOLS);
         let refused = provider
             .calls()
             .iter()
@@ -445,7 +476,14 @@ async fn an_empty_tools_list_fails_the_create_as_garm_provider_common_does_and_t
         .unwrap();
     assert_ne!(job.state, "completed", "{job:?}");
     assert!(job.runner_name.is_none(), "{job:?}");
-    let (_, instances) = call(&server.addr, "GET", &format!("{set_path}/instances"), t, None).await;
+    let (_, instances) = call(
+        &server.addr,
+        "GET",
+        &format!("{set_path}/instances"),
+        t,
+        None,
+    )
+    .await;
     let running = instances["items"]
         .as_array()
         .into_iter()
