@@ -54,6 +54,10 @@ pub struct Faults {
     pub goaway: u32,
     /// Real-time delay added before every request is handled, in milliseconds.
     pub latency_ms: u64,
+    /// `…/actions/runners/downloads` answers an empty list `[]` (an entity GitHub lists no
+    /// runner downloads for): every provider built on garm-provider-common then refuses to create
+    /// an instance ("failed to find tools for OS … and arch …").
+    pub empty_runner_downloads: bool,
     /// Whether a 409 session conflict names the active session's owner (starts from
     /// [`crate::SimConfig::conflict_names_owner`]).
     pub conflict_names_owner: bool,

@@ -5,7 +5,7 @@
 //! - the GitHub REST surface under `/api/v3/` (as a GHES host would): installation tokens,
 //!   registration tokens for repositories, organizations and enterprises,
 //!   `actions/runner-registration` (also at the root path), the runner application downloads
-//!   (with placeholder archives) and `rate_limit`, so that other runner tools run against it
+//!   (with archives holding a simulated runner) and `rate_limit`, so that other runner tools run against it
 //!   unchanged;
 //! - the Actions service under a configurable base path (default `/tenant/1/`): runner groups,
 //!   scale sets, sessions, acquirable jobs, acquire, JIT configurations and agents;

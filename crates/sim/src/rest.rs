@@ -112,9 +112,14 @@ pub(crate) fn registration_token(shared: &Shared, req: &Request, path: &str) -> 
 /// by the simulator itself.
 pub(crate) fn runner_downloads(shared: &Shared, req: &Request, path: &str) -> Outcome {
     runner_admin_scope(shared, req, path)?;
+    let archives = if lock(&shared.faults).empty_runner_downloads {
+        &[][..]
+    } else {
+        shared.downloads.archives()
+    };
     Ok(Reply::json(
         200,
-        protocol::runner_downloads(shared.downloads.archives(), &req.origin),
+        protocol::runner_downloads(archives, &req.origin),
     ))
 }
 
@@ -271,7 +276,7 @@ pub(crate) fn runner_registration(shared: &Shared, req: &Request) -> Outcome {
     ))
 }
 
-/// `GET /actions/runner/releases/download/{tag}/{filename}`: a placeholder runner archive.
+/// `GET /actions/runner/releases/download/{tag}/{filename}`: a runner archive.
 pub(crate) fn runner_archive(shared: &Shared, tag: &str, filename: &str) -> Outcome {
     shared
         .downloads

@@ -16,7 +16,7 @@ pub(crate) enum Endpoint {
     RestRunnerGroups(String),
     /// `GET /api/v3/rate_limit`.
     RateLimit,
-    /// `GET /actions/runner/releases/download/{tag}/{filename}`: a placeholder runner archive.
+    /// `GET /actions/runner/releases/download/{tag}/{filename}`: a runner archive.
     RunnerArchive {
         /// The release tag, `v` and the runner version.
         tag: String,

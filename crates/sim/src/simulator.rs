@@ -45,7 +45,7 @@ pub(crate) struct Shared {
     pub(crate) pats: Mutex<crate::pats::Pats>,
     /// REST calls counted for `GET /api/v3/rate_limit`.
     pub(crate) quota: Mutex<RestQuota>,
-    /// The placeholder runner archives `…/actions/runners/downloads` lists.
+    /// The runner archives `…/actions/runners/downloads` lists.
     pub(crate) downloads: RunnerDownloads,
     pub(crate) shutdown: CancellationToken,
     pub(crate) waiting_polls: AtomicUsize,

@@ -1,7 +1,8 @@
 //! The real `scaleset-server` binary: `token create` prints a token once, `serve` runs the
 //! migrations and answers over loopback (401 without the token, 200 with it), `--with-worker`
 //! serves a scale set created through the API (which stays `created` across the worker's ensure
-//! and a restart, and is deleted on GitHub), and SIGTERM stops it cleanly.
+//! and a restart, and is deleted on GitHub), and SIGTERM stops it cleanly. `boot` runs a queued
+//! job through a GARM-like external provider whose install script is executed for real.
 
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio_util::sync::CancellationToken;
 
+mod boot;
 mod hardening;
 
 const BIN: &str = env!("CARGO_BIN_EXE_scaleset-server");

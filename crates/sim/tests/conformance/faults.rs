@@ -494,3 +494,26 @@ async fn rest_rate_limits_touch_only_the_token_chain_calls_they_name() -> Result
     assert_eq!(header(&minted, "retry-after"), Some("9"));
     sim.stop().await
 }
+
+/// `emptyRunnerDownloads`: GitHub lists no runner downloads for the entity (the bootstrap's
+/// `tools` becomes `[]`, which garm-provider-common refuses); switched off, the list is back.
+#[tokio::test]
+async fn empty_runner_downloads_answers_an_empty_list_until_switched_off() -> Result<()> {
+    let sim = TestSim::default().await?;
+    let list = || async {
+        let answer = raw(
+            "GET",
+            &sim.url("/api/v3/orgs/acme/actions/runners/downloads"),
+            &[("authorization", &format!("Bearer {PAT}"))],
+            None,
+        )
+        .await?;
+        assert_eq!(answer.status, 200);
+        anyhow::Ok(answer.json()?.as_array().map_or(0, Vec::len))
+    };
+    sim.sim.update_faults(|f| f.empty_runner_downloads = true);
+    assert_eq!(list().await?, 0);
+    sim.sim.update_faults(|f| f.empty_runner_downloads = false);
+    assert_eq!(list().await?, 7);
+    Ok(())
+}
