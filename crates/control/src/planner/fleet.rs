@@ -751,10 +751,10 @@ fn auth_kind(auth: &Auth) -> String {
     match auth {
         Auth::Pat { .. } => "pat".to_owned(),
         Auth::App {
-            app_id,
+            app,
             installation_id,
             ..
-        } => format!("app {app_id} installation {installation_id}"),
+        } => format!("app {app} installation {installation_id}"),
     }
 }
 
