@@ -186,7 +186,10 @@ async fn an_app_named_by_its_client_id_gets_an_installation_token_and_serves_job
                 key.display()
             ),
         );
-    assert!(text.contains(CLIENT_ID) && !text.contains("app_id"), "{text}");
+    assert!(
+        text.contains(CLIENT_ID) && !text.contains("app_id"),
+        "{text}"
+    );
     std::fs::write(site.config(), text).expect("config");
 
     let check = tokio::process::Command::new(BIN)

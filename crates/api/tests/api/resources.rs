@@ -178,7 +178,11 @@ async fn an_app_named_by_its_client_id_round_trips_without_its_key(backend: Back
     assert_eq!(by_id.json["app_id"], 12);
     assert!(by_id.json.get("client_id").is_none(), "{by_id:?}");
     for answer in [&created, &shown, &listed, &by_id] {
-        assert!(!answer.text.contains(key_body()), "a key was returned: {}", answer.text);
+        assert!(
+            !answer.text.contains(key_body()),
+            "a key was returned: {}",
+            answer.text
+        );
         assert!(!answer.text.contains("PRIVATE KEY"), "{}", answer.text);
     }
 
@@ -195,14 +199,26 @@ async fn an_app_named_by_its_client_id_round_trips_without_its_key(backend: Back
         "private_key": PEM_KEY,
     }))
     .await;
-    assert!(both.error(400, "invalid_input").contains("auth.client_id"), "{both:?}");
-    let neither = refused(json!({"kind": "app", "installation_id": 34, "private_key": PEM_KEY})).await;
-    assert!(neither.error(400, "invalid_input").contains("auth.app_id"), "{neither:?}");
+    assert!(
+        both.error(400, "invalid_input").contains("auth.client_id"),
+        "{both:?}"
+    );
+    let neither =
+        refused(json!({"kind": "app", "installation_id": 34, "private_key": PEM_KEY})).await;
+    assert!(
+        neither.error(400, "invalid_input").contains("auth.app_id"),
+        "{neither:?}"
+    );
     let spaced = refused(json!({
         "kind": "app", "client_id": "Iv23li ABC", "installation_id": 34, "private_key": PEM_KEY,
     }))
     .await;
-    assert!(spaced.error(400, "invalid_input").contains("auth.client_id"), "{spaced:?}");
+    assert!(
+        spaced
+            .error(400, "invalid_input")
+            .contains("auth.client_id"),
+        "{spaced:?}"
+    );
     for answer in [&both, &neither, &spaced] {
         assert!(!answer.text.contains(key_body()), "{}", answer.text);
     }

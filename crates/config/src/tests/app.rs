@@ -219,7 +219,10 @@ fn app_credentials_may_name_the_app_by_its_client_id() {
     ));
     let config = Config::parse("test.toml", &text, &base_env()).expect("valid");
     let client_id = AppIdentity::ClientId(ClientId::parse("Iv23liABCDEF12345678").unwrap());
-    assert_eq!(app_by(&config), (client_id.clone(), 678, APP_KEY.to_owned()));
+    assert_eq!(
+        app_by(&config),
+        (client_id.clone(), 678, APP_KEY.to_owned())
+    );
     assert_eq!(
         describe_credentials(&config.fleet.credentials[0]),
         format!(
@@ -239,11 +242,15 @@ fn app_credentials_may_name_the_app_by_its_client_id() {
         config.fleet.credentials[0].auth
     );
     // An older App's client id (`Iv1.` and hex) is a client id too: the prefix is not checked.
-    let older = app_file("client_id = \"Iv1.0123456789abcdef\"\ninstallation_id = 1\nprivate_key_env = \"APP_PEM\"");
+    let older = app_file(
+        "client_id = \"Iv1.0123456789abcdef\"\ninstallation_id = 1\nprivate_key_env = \"APP_PEM\"",
+    );
     let mut with_key = base_env();
     with_key.insert("APP_PEM".to_owned(), APP_KEY.to_owned());
     let config = Config::parse("test.toml", &older, &with_key).expect("valid");
-    assert!(matches!(app_by(&config).0, AppIdentity::ClientId(c) if c.as_str() == "Iv1.0123456789abcdef"));
+    assert!(
+        matches!(app_by(&config).0, AppIdentity::ClientId(c) if c.as_str() == "Iv1.0123456789abcdef")
+    );
 }
 
 /// Exactly one of `app_id` and `client_id` names the App: both, neither, or a client id that
@@ -270,7 +277,11 @@ fn an_app_named_both_ways_or_not_at_all_or_by_a_bad_client_id_is_refused() {
             "client_id = \"{bad}\"\ninstallation_id = 2\nprivate_key_env = \"APP_PEM\""
         ));
         let found = problems(&text, &env);
-        assert_eq!(keys(&found), ["credentials[0].client_id"], "{bad:?}: {found:?}");
+        assert_eq!(
+            keys(&found),
+            ["credentials[0].client_id"],
+            "{bad:?}: {found:?}"
+        );
         assert!(found[0].message.contains("Client ID"), "{found:?}");
     }
     let long = app_file(&format!(

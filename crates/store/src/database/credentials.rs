@@ -7,7 +7,9 @@ use secrecy::{ExposeSecret, SecretString};
 use super::schema::credentials;
 use super::{Context, DbConnection, DieselStore, parse_uuid, write_transaction};
 use crate::clock::Timestamp;
-use crate::credentials::{AppIdentity, Auth, ClientId, CredentialStore, Credentials, Endpoint, NewCredentials};
+use crate::credentials::{
+    AppIdentity, Auth, ClientId, CredentialStore, Credentials, Endpoint, NewCredentials,
+};
 use crate::error::{Error, Result};
 use crate::id::CredentialsId;
 

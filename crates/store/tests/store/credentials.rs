@@ -1,8 +1,8 @@
 //! Credentials: round trip, sealed secrets, wrong keys, rotation.
 
 use scaleset_store::{
-    AppIdentity, Auth, ClientId, CredentialStore as _, DieselStore, Endpoint, EntityKind, EntityStore as _, Error,
-    Keyring, NewCredentials, NewEntity, SecretString,
+    AppIdentity, Auth, ClientId, CredentialStore as _, DieselStore, Endpoint, EntityKind,
+    EntityStore as _, Error, Keyring, NewCredentials, NewEntity, SecretString,
 };
 
 use crate::helpers::{
@@ -408,16 +408,16 @@ async fn issue_31_system_trust_is_stored_and_updated(db: TestDb) {
 /// which one was given, a replacement switches cleanly between the two, and a row written
 /// before the `client_id` column existed (an `app_id`, `client_id` NULL) loads as it did. A
 /// row naming the App both ways is corrupt, not silently read one way.
-async fn an_app_named_by_client_id_is_stored_and_a_row_of_the_app_id_shape_still_loads(
-    db: TestDb,
-) {
+async fn an_app_named_by_client_id_is_stored_and_a_row_of_the_app_id_shape_still_loads(db: TestDb) {
     let store = db.open().await;
     let by_client_id = || {
         let mut new = app("by-client-id");
         new.auth = Auth::App {
             app: AppIdentity::ClientId(ClientId::parse("Iv23liABCDEF12345678").unwrap()),
             installation_id: 67890,
-            private_key: SecretString::from("-----BEGIN PRIVATE KEY-----\nk\n-----END PRIVATE KEY-----\n"),
+            private_key: SecretString::from(
+                "-----BEGIN PRIVATE KEY-----\nk\n-----END PRIVATE KEY-----\n",
+            ),
         };
         new
     };
@@ -428,10 +428,22 @@ async fn an_app_named_by_client_id_is_stored_and_a_row_of_the_app_id_shape_still
     // Replaced by an App ID, and back: the other column is cleared each time.
     let mut by_app_id = by_client_id();
     by_app_id.auth = app("x").auth;
-    store.update_credentials(stored.id, by_app_id.clone()).await.unwrap();
-    assert_eq!(store.get_credentials(stored.id).await.unwrap().auth, by_app_id.auth);
-    store.update_credentials(stored.id, by_client_id()).await.unwrap();
-    assert_eq!(store.get_credentials(stored.id).await.unwrap().auth, by_client_id().auth);
+    store
+        .update_credentials(stored.id, by_app_id.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get_credentials(stored.id).await.unwrap().auth,
+        by_app_id.auth
+    );
+    store
+        .update_credentials(stored.id, by_client_id())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get_credentials(stored.id).await.unwrap().auth,
+        by_client_id().auth
+    );
 
     // The shape every App row had before the migration: app_id set, client_id NULL.
     raw_sql(
@@ -457,7 +469,13 @@ async fn an_app_named_by_client_id_is_stored_and_a_row_of_the_app_id_shape_still
     .await;
     let both = store.get_credentials(stored.id).await.unwrap_err();
     assert!(
-        matches!(both, Error::Corrupt { column: "client_id", .. }),
+        matches!(
+            both,
+            Error::Corrupt {
+                column: "client_id",
+                ..
+            }
+        ),
         "{both:?}"
     );
 }

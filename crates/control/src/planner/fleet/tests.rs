@@ -4,9 +4,9 @@ use std::time::Duration;
 use proptest::prelude::*;
 use scaleset_adopt::{ControllerId, Identity, ScaleSet as GitHubScaleSet, ScaleSetId as GitHubId};
 use scaleset_store::{
-    AdoptionPolicy, AppIdentity, Auth, ClientId, Credentials, CredentialsId, Endpoint, Entity, EntityId, EntityKind,
-    NewCredentials, RunnerGroup, ScaleSet, ScaleSetId, ScaleSetSpec, ScaleSetState, SecretString,
-    Timestamp,
+    AdoptionPolicy, AppIdentity, Auth, ClientId, Credentials, CredentialsId, Endpoint, Entity,
+    EntityId, EntityKind, NewCredentials, RunnerGroup, ScaleSet, ScaleSetId, ScaleSetSpec,
+    ScaleSetState, SecretString, Timestamp,
 };
 
 use super::*;
@@ -479,14 +479,19 @@ fn an_app_renamed_from_its_app_id_to_its_client_id_is_an_auth_change() {
     };
     let mut s = stored(&[]);
     s.world.credentials[0].auth = by_id.credentials[0].auth.clone();
-    assert!(run(&by_id, &s.world, &HashMap::new(), false).credentials[0]
-        .changes
-        .is_empty());
+    assert!(
+        run(&by_id, &s.world, &HashMap::new(), false).credentials[0]
+            .changes
+            .is_empty()
+    );
     let step = &run(&by_client_id, &s.world, &HashMap::new(), false).credentials[0];
     assert_eq!(step.action, CredentialsAction::Update);
     let fields: Vec<&str> = step.changes.iter().map(|c| c.field).collect();
     assert_eq!(fields, ["auth"]);
-    assert_eq!(step.changes[0].from.as_deref(), Some("app 1 installation 2"));
+    assert_eq!(
+        step.changes[0].from.as_deref(),
+        Some("app 1 installation 2")
+    );
     assert_eq!(
         step.changes[0].to.as_deref(),
         Some("app client id Iv23liABCDEF installation 2")
