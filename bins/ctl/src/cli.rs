@@ -256,14 +256,19 @@ pub(crate) struct CreateCredential {
     /// A personal access token: read from this environment variable.
     #[arg(long, value_name = "VAR", group = "secret")]
     pub(crate) pat_env: Option<String>,
-    /// A GitHub App: its id (with --installation-id and --private-key-file).
+    /// A GitHub App: its numeric App ID (with --installation-id and --private-key-file); or
+    /// give --client-id instead.
     #[arg(long, requires_all = ["installation_id", "private_key_file"], group = "secret")]
     pub(crate) app_id: Option<i64>,
+    /// A GitHub App: its client id, `Iv23li…` (with --installation-id and
+    /// --private-key-file); or give --app-id instead.
+    #[arg(long, value_name = "ID", requires_all = ["installation_id", "private_key_file"], group = "secret")]
+    pub(crate) client_id: Option<String>,
     /// The GitHub App installation's id.
-    #[arg(long, requires = "app_id")]
+    #[arg(long)]
     pub(crate) installation_id: Option<i64>,
     /// The GitHub App's private key (PEM file).
-    #[arg(long, value_name = "FILE", requires = "app_id")]
+    #[arg(long, value_name = "FILE")]
     pub(crate) private_key_file: Option<PathBuf>,
     /// The GitHub web URL (a GHES host); github.com when omitted.
     #[arg(long, value_name = "URL")]

@@ -17,19 +17,25 @@ pub(crate) fn time(at: store::Timestamp) -> String {
 }
 
 pub(crate) fn credentials(c: &store::Credentials) -> v1::Credentials {
-    let (kind, app_id, installation_id) = match &c.auth {
+    let (kind, app, installation_id) = match &c.auth {
         store::Auth::App {
-            app_id,
+            app,
             installation_id,
             ..
-        } => (v1::AuthKind::App, Some(*app_id), Some(*installation_id)),
+        } => (v1::AuthKind::App, Some(app), Some(*installation_id)),
         store::Auth::Pat { .. } => (v1::AuthKind::Pat, None, None),
+    };
+    let (app_id, client_id) = match app {
+        Some(store::AppIdentity::Id(id)) => (Some(*id), None),
+        Some(store::AppIdentity::ClientId(client_id)) => (None, Some(client_id.to_string())),
+        None => (None, None),
     };
     v1::Credentials {
         id: c.id.0,
         name: c.name.clone(),
         kind,
         app_id,
+        client_id,
         installation_id,
         endpoint: v1::Endpoint {
             base_url: c.endpoint.base_url.clone(),

@@ -2,7 +2,7 @@
 //! GARM provider table (GARM's `provider_type`, `description` and `[provider.external]` are
 //! unknown here, and ``unknown field `external` `` alone does not say where the equivalent is
 //! written), and a GitHub App's client id (`Iv23li…`, which GitHub shows first) given as
-//! `app_id`, which takes the numeric App ID.
+//! `app_id`, which takes the numeric App ID (the client id has its own key, `client_id`).
 
 /// The keys of a GARM `[[provider]]` table that ours does not have.
 const GARM_PROVIDER_KEYS: [&str; 3] = ["external", "provider_type", "description"];
@@ -21,7 +21,8 @@ pub(crate) fn for_message(key: &str, message: &str) -> Option<&'static str> {
     if message.contains("invalid type: string") && message.contains(".app_id`") {
         return Some(
             "; app_id is the App's numeric \"App ID\", shown on the App's settings page beside \
-             its client id (Iv…): give the number",
+             its client id (Iv…): give the number, or give the client id as \
+             client_id = \"Iv…\" instead of app_id",
         );
     }
     None

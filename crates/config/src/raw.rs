@@ -125,6 +125,7 @@ pub(crate) struct RawCredentials {
     pub(crate) trust_roots: Option<String>,
     /// The GitHub App form (`validate/app.rs`).
     pub(crate) app_id: Option<i64>,
+    pub(crate) client_id: Option<String>,
     pub(crate) installation_id: Option<i64>,
     pub(crate) private_key_file: Option<PathBuf>,
     pub(crate) private_key_env: Option<String>,

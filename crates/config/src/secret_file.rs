@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use scaleset_store::{Auth, SecretString};
+use scaleset_store::{AppIdentity, Auth, SecretString};
 
 /// One `[[credentials]]` secret held in a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,15 +18,15 @@ pub struct SecretFile {
 }
 
 /// What a [`SecretFile`] holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SecretForm {
     /// A personal access token (`token_file`).
     Pat,
-    /// The private key of GitHub App `app_id`, installation `installation_id`
+    /// The private key of GitHub App `app`, installation `installation_id`
     /// (`private_key_file`).
     AppKey {
-        /// The App's id.
-        app_id: i64,
+        /// The App, by App ID or client id.
+        app: AppIdentity,
         /// The installation's id.
         installation_id: i64,
     },
@@ -43,7 +43,7 @@ impl SecretFile {
         let path = self.path.display();
         let text = std::fs::read_to_string(&self.path)
             .map_err(|e| format!("cannot read {path}: {e}; keeping the secret in use"))?;
-        match self.form {
+        match &self.form {
             SecretForm::Pat => {
                 let token = text.trim();
                 if token.is_empty() {
@@ -60,19 +60,19 @@ impl SecretFile {
                 })
             }
             SecretForm::AppKey {
-                app_id,
+                app,
                 installation_id,
             } => {
                 let private_key = SecretString::from(text);
                 scaleset_github::app_key_fingerprint(&private_key).map_err(|e| {
                     format!(
                         "{path}: {e}; keeping the key in use until it holds the PEM private key \
-                         GitHub generated for App {app_id}"
+                         GitHub generated for App {app}"
                     )
                 })?;
                 Ok(Auth::App {
-                    app_id,
-                    installation_id,
+                    app: app.clone(),
+                    installation_id: *installation_id,
                     private_key,
                 })
             }
@@ -112,7 +112,7 @@ mod tests {
 
         let key = SecretFile {
             form: SecretForm::AppKey {
-                app_id: 7,
+                app: AppIdentity::Id(7),
                 installation_id: 8,
             },
             ..file
@@ -125,7 +125,7 @@ mod tests {
         assert!(matches!(
             key.read().unwrap(),
             Auth::App {
-                app_id: 7,
+                app: AppIdentity::Id(7),
                 installation_id: 8,
                 ..
             }

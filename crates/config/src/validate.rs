@@ -623,14 +623,14 @@ fn credentials(
             let file = match &auth {
                 Auth::Pat { .. } => c.token_file.clone().map(|path| (path, SecretForm::Pat)),
                 Auth::App {
-                    app_id,
+                    app,
                     installation_id,
                     ..
                 } => c.private_key_file.clone().map(|path| {
                     (
                         path,
                         SecretForm::AppKey {
-                            app_id: *app_id,
+                            app: app.clone(),
                             installation_id: *installation_id,
                         },
                     )
@@ -771,7 +771,7 @@ fn pat_text(
             p.add(
                 at,
                 "give exactly one of `token_env` or `token_file` (never a token inline), or a \
-                 GitHub App (`app_id`, `installation_id` and `private_key_file` or \
+                 GitHub App (`app_id` or `client_id`, `installation_id` and `private_key_file` or \
                  `private_key_env`)",
             );
             None

@@ -171,11 +171,13 @@ impl StoreClientFactory {
 fn github_credentials(auth: &Auth) -> Credentials {
     match auth {
         Auth::Pat { token } => Credentials::pat(token.clone()),
+        // The JWT's issuer: the client id if the operator gave one, else the App ID. GitHub
+        // accepts either.
         Auth::App {
-            app_id,
+            app,
             installation_id,
             private_key,
-        } => Credentials::app(app_id.to_string(), *installation_id, private_key.clone()),
+        } => Credentials::app(app.issuer(), *installation_id, private_key.clone()),
     }
 }
 

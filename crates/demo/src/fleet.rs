@@ -187,7 +187,7 @@ pub(crate) fn declared(github_url: &str, private_key: SecretString) -> Result<Fl
         name: CREDENTIALS.to_owned(),
         endpoint: endpoint(github_url)?,
         auth: Auth::App {
-            app_id: APP_ID,
+            app: scaleset_store::AppIdentity::Id(APP_ID),
             installation_id: INSTALLATION_ID,
             private_key,
         },

@@ -201,6 +201,95 @@ fn dns_name_problem(host: &str) -> Option<String> {
     None
 }
 
+/// The longest client id accepted. GitHub's are about 20 characters (`Iv1.` and 16 hex digits,
+/// or `Iv23li` and 14 more); the bound only keeps a pasted paragraph out.
+pub const MAX_CLIENT_ID: usize = 128;
+
+/// A GitHub App's client id (`Iv23li…`), which GitHub shows first on the App's settings page
+/// and accepts as the issuer (`iss`) of the App's JWT in place of the numeric App ID. Build one
+/// with [`ClientId::parse`]. Not a secret (the client *secret* is; this crate never holds one).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ClientId(String);
+
+impl ClientId {
+    /// Parses a client id tolerantly: 1 to [`MAX_CLIENT_ID`] printable ASCII characters, no
+    /// white space (it is sent in a JWT claim and shown in messages). GitHub documents the
+    /// `Iv` prefix for GitHub Apps' client ids (`Iv1.` for older Apps, `Iv23li` for newer), but
+    /// the prefix is deliberately not required: GitHub has changed the shape before, and a
+    /// wrong id is refused by GitHub at the first token fetch anyway, naming the credentials.
+    ///
+    /// ```
+    /// use scaleset_store::ClientId;
+    ///
+    /// assert_eq!(ClientId::parse("Iv23liABCDEF").unwrap().as_str(), "Iv23liABCDEF");
+    /// assert!(ClientId::parse("Iv23li ABC").is_err());
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// What is wrong with the text, and what to give instead (the text is quoted only when it
+    /// is short).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        const GIVE: &str = "give the App's \"Client ID\" from its settings page (Iv23li… or Iv1.…)";
+        if text.is_empty() {
+            return Err(format!("empty; {GIVE}"));
+        }
+        if text.len() > MAX_CLIENT_ID {
+            return Err(format!(
+                "{} characters long, longer than a client id can be ({MAX_CLIENT_ID}); {GIVE}",
+                text.chars().count()
+            ));
+        }
+        if let Some(c) = text.chars().find(|c| !c.is_ascii_graphic()) {
+            return Err(format!(
+                "{text:?} holds {c:?}: a client id is printable ASCII without white space; {GIVE}"
+            ));
+        }
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The client id's text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for ClientId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Which GitHub App credentials are for: exactly one of its two public names, whichever the
+/// operator gave. Either one is the issuer (`iss`) of the App's JWT.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum AppIdentity {
+    /// The numeric App ID.
+    Id(i64),
+    /// The client id (`Iv23li…`).
+    ClientId(ClientId),
+}
+
+impl AppIdentity {
+    /// The JWT issuer: the client id if given, else the App ID as a string.
+    pub fn issuer(&self) -> String {
+        match self {
+            Self::Id(id) => id.to_string(),
+            Self::ClientId(client_id) => client_id.as_str().to_owned(),
+        }
+    }
+}
+
+/// `12345` for an App ID, `client id Iv23li…` for a client id: what follows "App " in a message.
+impl std::fmt::Display for AppIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Id(id) => write!(f, "{id}"),
+            Self::ClientId(client_id) => write!(f, "client id {client_id}"),
+        }
+    }
+}
+
 /// How to authenticate. `Debug` redacts the secrets.
 #[derive(Debug, Clone)]
 pub enum Auth {
@@ -211,8 +300,8 @@ pub enum Auth {
     },
     /// A GitHub App installation.
     App {
-        /// The app id.
-        app_id: i64,
+        /// The App, by App ID or client id.
+        app: AppIdentity,
         /// The installation id.
         installation_id: i64,
         /// The app's private key (PEM).
@@ -232,12 +321,12 @@ impl PartialEq for Auth {
             }
             (
                 Self::App {
-                    app_id: a_app,
+                    app: a_app,
                     installation_id: a_installation,
                     private_key: a_key,
                 },
                 Self::App {
-                    app_id: b_app,
+                    app: b_app,
                     installation_id: b_installation,
                     private_key: b_key,
                 },

@@ -83,7 +83,10 @@ mod writer_lock;
 pub use api_token::{API_TOKEN_PREFIX, ApiToken, ApiTokenStore};
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
 pub use controller::{ControllerBinding, ControllerStore};
-pub use credentials::{Auth, CredentialStore, Credentials, Endpoint, NewCredentials};
+pub use credentials::{
+    AppIdentity, Auth, ClientId, CredentialStore, Credentials, Endpoint, MAX_CLIENT_ID,
+    NewCredentials,
+};
 pub use database::DieselStore;
 pub use entity::{Entity, EntityKind, EntityStore, NewEntity};
 pub use error::{Error, ErrorClass, Result, chain};

@@ -105,8 +105,13 @@ fn details(ctx: &Ctx<'_>, c: &Credentials) -> String {
         ("name", Cell::new(&c.name)),
         ("kind", Cell::new(kind(c.kind))),
     ];
-    if let (Some(app), Some(installation)) = (c.app_id, c.installation_id) {
+    if let Some(app) = c.app_id {
         pairs.push(("app id", Cell::new(app)));
+    }
+    if let Some(client_id) = &c.client_id {
+        pairs.push(("client id", Cell::new(client_id)));
+    }
+    if let Some(installation) = c.installation_id {
         pairs.push(("installation id", Cell::new(installation)));
     }
     pairs.push(("base url", Cell::new(&c.endpoint.base_url)));
@@ -142,30 +147,40 @@ fn read_secret(path: &Path, what: &str) -> Result<String> {
 }
 
 async fn create(ctx: &Ctx<'_>, args: CreateCredential) -> Result<Outcome> {
-    let auth = match (&args.pat_file, &args.pat_env, args.app_id) {
-        (Some(path), _, _) => AuthInput::Pat {
+    let app = args.app_id.is_some() || args.client_id.is_some();
+    if !app && (args.installation_id.is_some() || args.private_key_file.is_some()) {
+        bail!(
+            "--installation-id and --private-key-file are for a GitHub App: give --app-id or \
+             --client-id with them"
+        );
+    }
+    let auth = match (&args.pat_file, &args.pat_env) {
+        (Some(path), _) => AuthInput::Pat {
             token: read_secret(path, "token")?.trim().to_owned(),
         },
-        (_, Some(var), _) => match ctx.env.get(var) {
+        (_, Some(var)) => match ctx.env.get(var) {
             Some(token) if !token.trim().is_empty() => AuthInput::Pat {
                 token: token.trim().to_owned(),
             },
             _ => bail!("the environment variable {var} (--pat-env) is not set or empty"),
         },
-        (_, _, Some(app_id)) => {
+        _ if app => {
             let (Some(installation_id), Some(key)) = (args.installation_id, &args.private_key_file)
             else {
                 bail!("a GitHub App needs --installation-id and --private-key-file");
             };
+            // The server checks the App's name (exactly one of the two, a plausible client
+            // id), as it does for every client.
             AuthInput::App {
-                app_id,
+                app_id: args.app_id,
+                client_id: args.client_id.clone(),
                 installation_id,
                 private_key: read_secret(key, "private key")?,
             }
         }
         _ => bail!(
             "give the secret: --pat-file FILE (\"-\" for stdin), --pat-env VAR, or --app-id \
-             with --installation-id and --private-key-file"
+             (or --client-id) with --installation-id and --private-key-file"
         ),
     };
     let endpoint = match &args.base_url {

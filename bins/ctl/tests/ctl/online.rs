@@ -539,3 +539,50 @@ fn has_session(sim: &scaleset_sim::Simulator, github_id: i64) -> bool {
         .scale_set(github_id)
         .is_some_and(|s| s.session.is_some())
 }
+
+/// `credential create --client-id` stores a GitHub App named by its client id (`Iv23li…`),
+/// and `credential show` says it (never the key); `--app-id` with `--client-id` is refused
+/// before anything is sent.
+#[test]
+fn a_github_app_credential_is_created_by_its_client_id() {
+    const KEY: &str = include_str!("../../../../crates/sim/tests/conformance/app-key.pem");
+    let server = Server::start();
+    let key = server.dir().join("app.pem");
+    std::fs::write(&key, KEY).expect("key file");
+    let key = key.to_str().expect("utf-8 path");
+    let created = server.ctl(&[
+        "credential",
+        "create",
+        "by-client-id",
+        "--client-id",
+        "Iv23liABCDEF12345678",
+        "--installation-id",
+        "77",
+        "--private-key-file",
+        key,
+    ]);
+    assert_eq!(created.code, 0, "{created:?}");
+    let show = server.ok(&["credential", "show", "by-client-id"]);
+    assert!(
+        show.stdout.contains("client id:") && show.stdout.contains("Iv23liABCDEF12345678"),
+        "{show:?}"
+    );
+    assert!(!show.stdout.contains("app id:"), "{show:?}");
+    assert!(!show.stdout.contains("PRIVATE KEY"), "{show:?}");
+
+    let both = server.ctl(&[
+        "credential",
+        "create",
+        "both",
+        "--app-id",
+        "1",
+        "--client-id",
+        "Iv23liABCDEF",
+        "--installation-id",
+        "77",
+        "--private-key-file",
+        key,
+    ]);
+    assert_eq!(both.code, 1, "a usage error: {both:?}");
+    assert!(both.stderr.contains("--client-id"), "{both:?}");
+}

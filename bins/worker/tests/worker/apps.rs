@@ -148,3 +148,85 @@ async fn issue_31_an_app_declared_fleet_survives_time_and_a_wiped_database_with_
         "one per start and one after the expiry: {chain:?}"
     );
 }
+
+/// The App's client id as the simulator registers it beside its App ID 4242, the way
+/// github.com shows both on the App's settings page.
+const CLIENT_ID: &str = "Iv23liSimulatorApp42";
+
+/// The twin of the App test above with the App named by its client id: `[[credentials]]`
+/// gives `client_id` and no `app_id`, so the only issuer the worker can sign its JWT with is
+/// the client id, and the simulator (which checks the signature against App 4242's key and
+/// maps the client id to that App) must mint an installation token for it before any job is
+/// served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_app_named_by_its_client_id_gets_an_installation_token_and_serves_jobs() {
+    let sim = RunningSim::start_with(|config| {
+        config.pats.clear();
+        config.apps = vec![AppSeed {
+            id: "4242".to_owned(),
+            client_id: Some(CLIENT_ID.to_owned()),
+            public_key: AppPublicKey::of_private_key_pem(APP_KEY).expect("test key"),
+        }];
+        config.installations = vec![InstallationSeed {
+            id: 77,
+            app_id: "4242".to_owned(),
+            accounts: vec!["acme".to_owned()],
+        }];
+    })
+    .await;
+    let site = Site::new(&sim, &["linux"]);
+    let key = site.dir.path().join("app.pem");
+    std::fs::write(&key, APP_KEY).expect("key file");
+    let text = std::fs::read_to_string(site.config())
+        .expect("config")
+        .replace(
+            "token_env = \"TEST_GITHUB_TOKEN\"",
+            &format!(
+                "client_id = \"{CLIENT_ID}\"\ninstallation_id = 77\nprivate_key_file = \"{}\"",
+                key.display()
+            ),
+        );
+    assert!(
+        text.contains(CLIENT_ID) && !text.contains("app_id"),
+        "{text}"
+    );
+    std::fs::write(site.config(), text).expect("config");
+
+    let check = tokio::process::Command::new(BIN)
+        .arg("--config")
+        .arg(site.config())
+        .arg("--check")
+        .env_clear()
+        .envs(worker_env())
+        .output()
+        .await
+        .expect("run --check");
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(0), "{check:?}");
+    assert!(
+        said.contains(&format!(
+            "credentials \"sim\": GitHub App client id {CLIENT_ID}, installation 77"
+        )),
+        "{said}"
+    );
+
+    let worker = Worker::spawn(&site.config(), &worker_env());
+    let id = eventually("the scale set listens", || async {
+        let id = sim.scale_set_id("linux")?;
+        sim.has_session(id).then_some(id)
+    })
+    .await;
+    serve_jobs(&sim, &site, id, 2).await;
+    assert_served_once(&sim, id);
+    assert_eq!(worker.signal_and_wait(Signal::SIGTERM).await, Some(0));
+
+    let chain = chain_calls(&sim);
+    assert!(
+        chain.iter().any(|(e, _)| e == "installation_token"),
+        "{chain:?}"
+    );
+    assert!(
+        chain.iter().all(|(_, status)| (200..300).contains(status)),
+        "no JWT was refused: {chain:?}"
+    );
+}

@@ -7,7 +7,9 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
-use scaleset_store::{Auth, CredentialsId, Endpoint, NewCredentials, SecretString};
+use scaleset_store::{
+    AppIdentity, Auth, ClientId, CredentialsId, Endpoint, NewCredentials, SecretString,
+};
 
 use crate::error::ApiError;
 use crate::extract::{Body, parse_id};
@@ -59,10 +61,11 @@ fn checked(input: CreateCredentials, stored: Option<Endpoint>) -> Result<NewCred
         }
         AuthInput::App {
             app_id,
+            client_id,
             installation_id,
             private_key,
         } => {
-            validate::range("auth.app_id", app_id, 1, i64::MAX)?;
+            let app = app_identity(app_id, client_id)?;
             validate::range("auth.installation_id", installation_id, 1, i64::MAX)?;
             validate::secret("auth.private_key", &private_key, MAX_SECRET)?;
             let private_key = SecretString::from(private_key);
@@ -79,7 +82,7 @@ fn checked(input: CreateCredentials, stored: Option<Endpoint>) -> Result<NewCred
                 });
             }
             Auth::App {
-                app_id,
+                app,
                 installation_id,
                 private_key,
             }
@@ -90,6 +93,35 @@ fn checked(input: CreateCredentials, stored: Option<Endpoint>) -> Result<NewCred
         endpoint,
         auth,
     })
+}
+
+/// The App a body names: exactly one of `auth.app_id` or `auth.client_id`, each checked by
+/// the store's own rule (the configuration file's door uses the same).
+fn app_identity(app_id: Option<i64>, client_id: Option<String>) -> Result<AppIdentity, ApiError> {
+    match (app_id, client_id) {
+        (Some(id), None) => {
+            validate::range("auth.app_id", id, 1, i64::MAX)?;
+            Ok(AppIdentity::Id(id))
+        }
+        (None, Some(text)) => ClientId::parse(&text)
+            .map(AppIdentity::ClientId)
+            .map_err(|reason| ApiError::InvalidInput {
+                field: "auth.client_id".to_owned(),
+                reason,
+            }),
+        (Some(_), Some(_)) => Err(ApiError::InvalidInput {
+            field: "auth.client_id".to_owned(),
+            reason: "given with app_id: both name the App; give one of them (client_id, \
+                     the Iv… text GitHub shows first, or app_id, the number)"
+                .to_owned(),
+        }),
+        (None, None) => Err(ApiError::InvalidInput {
+            field: "auth.app_id".to_owned(),
+            reason: "missing: a GitHub App is named by app_id (its numeric App ID) or \
+                     client_id (its Iv… client id); give one"
+                .to_owned(),
+        }),
+    }
 }
 
 /// Stores new credentials.

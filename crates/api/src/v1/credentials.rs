@@ -48,11 +48,19 @@ pub enum AuthInput {
         )]
         token: String,
     },
-    /// A GitHub App installation.
+    /// A GitHub App installation. The App is named by exactly one of `app_id` or `client_id`
+    /// (either is the issuer of the App's JWT); both or neither is a 400.
     App {
-        /// The App's id.
+        /// The App's numeric "App ID". Omit when giving `client_id`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         #[schema(minimum = 1)]
-        app_id: i64,
+        app_id: Option<i64>,
+        /// The App's client id (`Iv23li…` or `Iv1.…`), which GitHub shows first on the App's
+        /// settings page: 1–128 printable ASCII characters, no white space. Omit when giving
+        /// `app_id`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schema(min_length = 1, max_length = 128, pattern = "^[!-~]{1,128}$")]
+        client_id: Option<String>,
         /// The installation's id.
         #[schema(minimum = 1)]
         installation_id: i64,
@@ -72,11 +80,12 @@ impl std::fmt::Debug for AuthInput {
             Self::Pat { .. } => f.write_str("Pat { token: [redacted] }"),
             Self::App {
                 app_id,
+                client_id,
                 installation_id,
                 ..
             } => write!(
                 f,
-                "App {{ app_id: {app_id}, installation_id: {installation_id}, private_key: [redacted] }}"
+                "App {{ app_id: {app_id:?}, client_id: {client_id:?}, installation_id: {installation_id}, private_key: [redacted] }}"
             ),
         }
     }
@@ -137,9 +146,12 @@ pub struct Credentials {
     pub name: String,
     /// PAT or App.
     pub kind: AuthKind,
-    /// The App's id (apps only).
+    /// The App's id (apps named by their App ID only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub app_id: Option<i64>,
+    /// The App's client id (apps named by their client id only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
     /// The installation's id (apps only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub installation_id: Option<i64>,

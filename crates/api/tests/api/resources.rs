@@ -121,6 +121,109 @@ async fn credentials_secrets_are_write_only(backend: Backend) {
         .error(404, "not_found");
 }
 
+/// A GitHub App may be named by its client id (`Iv23li…`) instead of its App ID: created,
+/// shown, listed and replaced with the client id as given (and no `app_id`), the key never
+/// answered; both names or neither is a 400 naming the field.
+async fn an_app_named_by_its_client_id_round_trips_without_its_key(backend: Backend) {
+    let app = App::start(
+        backend,
+        "an_app_named_by_its_client_id_round_trips_without_its_key",
+    )
+    .await;
+    let body = |auth: serde_json::Value| json!({"name": "by-client-id", "auth": auth});
+    let created = app
+        .call(
+            "POST",
+            "/api/v1/credentials",
+            Some(body(json!({
+                "kind": "app", "client_id": "Iv23liABCDEF12345678", "installation_id": 34,
+                "private_key": PEM_KEY,
+            }))),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{created:?}");
+    assert_eq!(created.json["kind"], "app");
+    assert_eq!(created.json["client_id"], "Iv23liABCDEF12345678");
+    assert!(created.json.get("app_id").is_none(), "{created:?}");
+    assert_eq!(created.json["installation_id"], 34);
+    let id = created.json["id"].as_str().unwrap().to_owned();
+    let shown = app
+        .call("GET", &format!("/api/v1/credentials/{id}"), None)
+        .await;
+    assert_eq!(shown.json, created.json);
+    let listed = app.call("GET", "/api/v1/credentials", None).await;
+    assert_eq!(listed.json["items"][0], created.json);
+    let stored = app
+        .store
+        .get_credentials_by_name("by-client-id")
+        .await
+        .unwrap();
+    assert!(matches!(
+        &stored.auth,
+        scaleset_store::Auth::App { app: scaleset_store::AppIdentity::ClientId(c), .. }
+            if c.as_str() == "Iv23liABCDEF12345678"
+    ));
+
+    // Replaced by the App ID: the client id is gone from the answer.
+    let by_id = app
+        .call(
+            "PUT",
+            &format!("/api/v1/credentials/{id}"),
+            Some(body(json!({
+                "kind": "app", "app_id": 12, "installation_id": 34, "private_key": PEM_KEY,
+            }))),
+        )
+        .await;
+    assert_eq!(by_id.status, 200, "{by_id:?}");
+    assert_eq!(by_id.json["app_id"], 12);
+    assert!(by_id.json.get("client_id").is_none(), "{by_id:?}");
+    for answer in [&created, &shown, &listed, &by_id] {
+        assert!(
+            !answer.text.contains(key_body()),
+            "a key was returned: {}",
+            answer.text
+        );
+        assert!(!answer.text.contains("PRIVATE KEY"), "{}", answer.text);
+    }
+
+    // Both names, neither, or a client id that cannot be one.
+    let refused = |auth: serde_json::Value| {
+        let app = &app;
+        async move {
+            app.call("POST", "/api/v1/credentials", Some(body(auth)))
+                .await
+        }
+    };
+    let both = refused(json!({
+        "kind": "app", "app_id": 12, "client_id": "Iv23liABCDEF", "installation_id": 34,
+        "private_key": PEM_KEY,
+    }))
+    .await;
+    assert!(
+        both.error(400, "invalid_input").contains("auth.client_id"),
+        "{both:?}"
+    );
+    let neither =
+        refused(json!({"kind": "app", "installation_id": 34, "private_key": PEM_KEY})).await;
+    assert!(
+        neither.error(400, "invalid_input").contains("auth.app_id"),
+        "{neither:?}"
+    );
+    let spaced = refused(json!({
+        "kind": "app", "client_id": "Iv23li ABC", "installation_id": 34, "private_key": PEM_KEY,
+    }))
+    .await;
+    assert!(
+        spaced
+            .error(400, "invalid_input")
+            .contains("auth.client_id"),
+        "{spaced:?}"
+    );
+    for answer in [&both, &neither, &spaced] {
+        assert!(!answer.text.contains(key_body()), "{}", answer.text);
+    }
+}
+
 async fn entities_of_every_kind(backend: Backend) {
     let app = App::start(backend, "entities_of_every_kind").await;
     app.call(
@@ -196,6 +299,7 @@ async fn instances_on_an_empty_store(backend: Backend) {
 backend_tests!(
     controller_info_names_the_identity,
     credentials_secrets_are_write_only,
+    an_app_named_by_its_client_id_round_trips_without_its_key,
     entities_of_every_kind,
     instances_on_an_empty_store
 );

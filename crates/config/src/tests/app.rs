@@ -1,7 +1,7 @@
 //! The GitHub App form of `[[credentials]]`.
 
 use super::*;
-use scaleset_store::{Auth, ExposeSecret as _};
+use scaleset_store::{AppIdentity, Auth, ClientId, ExposeSecret as _};
 
 const APP_KEY: &str = include_str!("../../../github/tests/client/data/test-app-key.pem");
 /// `openssl rsa -in test-app-key.pem -pubout -outform DER | openssl sha256 -binary | base64`.
@@ -15,13 +15,20 @@ fn app_file(credentials: &str) -> String {
 }
 
 fn app_of(config: &Config) -> (i64, i64, String) {
+    match app_by(config) {
+        (AppIdentity::Id(id), installation_id, key) => (id, installation_id, key),
+        other => panic!("expected an App ID, got {other:?}"),
+    }
+}
+
+fn app_by(config: &Config) -> (AppIdentity, i64, String) {
     match &config.fleet.credentials[0].auth {
         Auth::App {
-            app_id,
+            app,
             installation_id,
             private_key,
         } => (
-            *app_id,
+            app.clone(),
             *installation_id,
             private_key.expose_secret().to_owned(),
         ),
@@ -173,7 +180,7 @@ fn issue_31_secrets_in_files_are_kept_for_rotation_and_environment_ones_are_not(
             credentials: "gh".to_owned(),
             path: key.clone(),
             form: SecretForm::AppKey {
-                app_id: 12345,
+                app: AppIdentity::Id(12345),
                 installation_id: 678,
             },
         }]
@@ -196,4 +203,92 @@ fn issue_31_secrets_in_files_are_kept_for_rotation_and_environment_ones_are_not(
 
     let config = Config::parse("test.toml", GOOD, &base_env()).expect("valid");
     assert!(config.secret_files.is_empty(), "token_env is not a file");
+}
+
+/// A GitHub App may be named by its client id (`Iv23li…`, which GitHub shows first and accepts
+/// as the JWT issuer) instead of its numeric App ID; the client id is read as given and said
+/// by `--check`.
+#[test]
+fn app_credentials_may_name_the_app_by_its_client_id() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let key = dir.path().join("app.pem");
+    std::fs::write(&key, APP_KEY).expect("key");
+    let text = app_file(&format!(
+        "client_id = \"Iv23liABCDEF12345678\"\ninstallation_id = 678\nprivate_key_file = \"{}\"",
+        key.display()
+    ));
+    let config = Config::parse("test.toml", &text, &base_env()).expect("valid");
+    let client_id = AppIdentity::ClientId(ClientId::parse("Iv23liABCDEF12345678").unwrap());
+    assert_eq!(
+        app_by(&config),
+        (client_id.clone(), 678, APP_KEY.to_owned())
+    );
+    assert_eq!(
+        describe_credentials(&config.fleet.credentials[0]),
+        format!(
+            "credentials \"gh\": GitHub App client id Iv23liABCDEF12345678, installation 678, private key {FINGERPRINT}, for https://api.github.com"
+        )
+    );
+    // The key file is watched for rotation with the App it belongs to.
+    assert_eq!(
+        config.secret_files[0].form,
+        SecretForm::AppKey {
+            app: client_id,
+            installation_id: 678,
+        }
+    );
+    assert_eq!(
+        config.secret_files[0].read().expect("readable"),
+        config.fleet.credentials[0].auth
+    );
+    // An older App's client id (`Iv1.` and hex) is a client id too: the prefix is not checked.
+    let older = app_file(
+        "client_id = \"Iv1.0123456789abcdef\"\ninstallation_id = 1\nprivate_key_env = \"APP_PEM\"",
+    );
+    let mut with_key = base_env();
+    with_key.insert("APP_PEM".to_owned(), APP_KEY.to_owned());
+    let config = Config::parse("test.toml", &older, &with_key).expect("valid");
+    assert!(
+        matches!(app_by(&config).0, AppIdentity::ClientId(c) if c.as_str() == "Iv1.0123456789abcdef")
+    );
+}
+
+/// Exactly one of `app_id` and `client_id` names the App: both, neither, or a client id that
+/// cannot be one is a problem naming the key and what to write.
+#[test]
+fn an_app_named_both_ways_or_not_at_all_or_by_a_bad_client_id_is_refused() {
+    let mut env = base_env();
+    env.insert("APP_PEM".to_owned(), APP_KEY.to_owned());
+    let both = app_file(
+        "app_id = 12345\nclient_id = \"Iv23liABCDEF\"\ninstallation_id = 2\nprivate_key_env = \"APP_PEM\"",
+    );
+    let found = problems(&both, &env);
+    assert_eq!(keys(&found), ["credentials[0].client_id"], "{found:?}");
+    assert!(found[0].message.contains("given with app_id"), "{found:?}");
+    assert!(found[0].message.contains("delete the other"), "{found:?}");
+
+    let neither = app_file("installation_id = 2\nprivate_key_env = \"APP_PEM\"");
+    let found = problems(&neither, &env);
+    assert_eq!(keys(&found), ["credentials[0].app_id"], "{found:?}");
+    assert!(found[0].message.contains("client_id = \"Iv"), "{found:?}");
+
+    for bad in ["", "Iv23li ABC", "Iv23li\\u00e9"] {
+        let text = app_file(&format!(
+            "client_id = \"{bad}\"\ninstallation_id = 2\nprivate_key_env = \"APP_PEM\""
+        ));
+        let found = problems(&text, &env);
+        assert_eq!(
+            keys(&found),
+            ["credentials[0].client_id"],
+            "{bad:?}: {found:?}"
+        );
+        assert!(found[0].message.contains("Client ID"), "{found:?}");
+    }
+    let long = app_file(&format!(
+        "client_id = \"Iv23li{}\"\ninstallation_id = 2\nprivate_key_env = \"APP_PEM\"",
+        "A".repeat(200)
+    ));
+    let found = problems(&long, &env);
+    assert_eq!(keys(&found), ["credentials[0].client_id"], "{found:?}");
+    assert!(found[0].message.contains("longer than"), "{found:?}");
 }

@@ -149,4 +149,6 @@ fn an_app_client_id_given_as_app_id_says_which_number_to_give() {
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].message.contains("Iv23liABCDEF"), "{found:?}");
     assert!(found[0].message.contains("numeric \"App ID\""), "{found:?}");
+    // And where the client id goes instead.
+    assert!(found[0].message.contains("client_id = \"Iv"), "{found:?}");
 }

@@ -26,7 +26,7 @@ use scaleset_adopt::{
 use scaleset_store::ExposeSecret as _;
 use scaleset_store::{
     Auth, Credentials, CredentialsId, Entity, EntityId, EntityKind, NewCredentials, ScaleSet,
-    ScaleSetId, ScaleSetSpec,
+    ScaleSetId, ScaleSetSpec, SecretString,
 };
 
 /// A declared fleet: what the fleet file (or an API request) asks for.
@@ -711,7 +711,11 @@ fn credentials_steps(fleet: &Fleet, world: &World) -> Vec<CredentialsStep> {
                 from(|c| auth_kind(&c.auth)),
                 auth_kind(&declared.auth),
             );
-            if stored.is_none_or(|c| c.auth != declared.auth) {
+            // The secret alone: an App renamed from its App ID to its client id (the `auth`
+            // change above) keeps its key, and the plan says so.
+            if stored.is_none_or(|c| {
+                secret(&c.auth).expose_secret() != secret(&declared.auth).expose_secret()
+            }) {
                 changes.push(Change {
                     field: "secret",
                     from: stored.map(|_| "sealed".to_owned()),
@@ -747,14 +751,22 @@ fn trust_roots(endpoint: &scaleset_store::Endpoint) -> String {
     }
 }
 
+/// The secret of `auth` (a PAT, an App's private key).
+fn secret(auth: &Auth) -> &SecretString {
+    match auth {
+        Auth::Pat { token } => token,
+        Auth::App { private_key, .. } => private_key,
+    }
+}
+
 fn auth_kind(auth: &Auth) -> String {
     match auth {
         Auth::Pat { .. } => "pat".to_owned(),
         Auth::App {
-            app_id,
+            app,
             installation_id,
             ..
-        } => format!("app {app_id} installation {installation_id}"),
+        } => format!("app {app} installation {installation_id}"),
     }
 }
 

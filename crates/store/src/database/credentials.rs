@@ -7,7 +7,9 @@ use secrecy::{ExposeSecret, SecretString};
 use super::schema::credentials;
 use super::{Context, DbConnection, DieselStore, parse_uuid, write_transaction};
 use crate::clock::Timestamp;
-use crate::credentials::{Auth, CredentialStore, Credentials, Endpoint, NewCredentials};
+use crate::credentials::{
+    AppIdentity, Auth, ClientId, CredentialStore, Credentials, Endpoint, NewCredentials,
+};
 use crate::error::{Error, Result};
 use crate::id::CredentialsId;
 
@@ -18,6 +20,7 @@ struct Row {
     name: String,
     kind: String,
     app_id: Option<i64>,
+    client_id: Option<String>,
     installation_id: Option<i64>,
     secret_key_id: String,
     secret_ciphertext: Vec<u8>,
@@ -46,13 +49,18 @@ fn to_row(
     created_at: Timestamp,
 ) -> Result<Row> {
     let id = id.to_string();
-    let (kind, app_id, installation_id, secret) = match &new.auth {
+    let (kind, app, installation_id, secret) = match &new.auth {
         Auth::Pat { token } => ("pat", None, None, token),
         Auth::App {
-            app_id,
+            app,
             installation_id,
             private_key,
-        } => ("app", Some(*app_id), Some(*installation_id), private_key),
+        } => ("app", Some(app), Some(*installation_id), private_key),
+    };
+    let (app_id, client_id) = match app {
+        Some(AppIdentity::Id(id)) => (Some(*id), None),
+        Some(AppIdentity::ClientId(client_id)) => (None, Some(client_id.as_str().to_owned())),
+        None => (None, None),
     };
     let (key_id, ciphertext) = ctx.keyring.seal(
         &aad(&id),
@@ -64,6 +72,7 @@ fn to_row(
         name: new.name.clone(),
         kind: kind.to_owned(),
         app_id,
+        client_id,
         installation_id,
         secret_key_id: key_id,
         secret_ciphertext: ciphertext,
@@ -74,6 +83,31 @@ fn to_row(
         created_at: created_at.unix_millis(),
         updated_at: ctx.now().unix_millis(),
     })
+}
+
+/// The App a row names: exactly one of `app_id` (every row written before client ids were
+/// accepted) or `client_id`.
+fn app_identity(row: &Row) -> Result<AppIdentity> {
+    let corrupt = |column, reason: String| Error::Corrupt {
+        table: "credentials",
+        key: row.id.clone(),
+        column,
+        reason,
+    };
+    match (row.app_id, &row.client_id) {
+        (Some(id), None) => Ok(AppIdentity::Id(id)),
+        (None, Some(text)) => ClientId::parse(text)
+            .map(AppIdentity::ClientId)
+            .map_err(|e| corrupt("client_id", e)),
+        (Some(_), Some(_)) => Err(corrupt(
+            "client_id",
+            "both app_id and client_id are set for a GitHub App (one names it)".to_owned(),
+        )),
+        (None, None) => Err(corrupt(
+            "app_id",
+            "NULL for a GitHub App, and so is client_id".to_owned(),
+        )),
+    }
 }
 
 fn from_row(ctx: &Context, row: Row) -> Result<Credentials> {
@@ -101,7 +135,7 @@ fn from_row(ctx: &Context, row: Row) -> Result<Credentials> {
     let auth = match row.kind.as_str() {
         "pat" => Auth::Pat { token: secret },
         "app" => Auth::App {
-            app_id: row.app_id.ok_or_else(|| missing("app_id"))?,
+            app: app_identity(&row)?,
             installation_id: row
                 .installation_id
                 .ok_or_else(|| missing("installation_id"))?,
@@ -152,6 +186,7 @@ fn store_row(conn: &mut DbConnection, row: &Row) -> Result<usize> {
             credentials::name.eq(&row.name),
             credentials::kind.eq(&row.kind),
             credentials::app_id.eq(row.app_id),
+            credentials::client_id.eq(&row.client_id),
             credentials::installation_id.eq(row.installation_id),
             credentials::secret_key_id.eq(&row.secret_key_id),
             credentials::secret_ciphertext.eq(&row.secret_ciphertext),

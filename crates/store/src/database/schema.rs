@@ -14,6 +14,7 @@ diesel::table! {
         name -> Text,
         kind -> Text,
         app_id -> Nullable<BigInt>,
+        client_id -> Nullable<Text>,
         installation_id -> Nullable<BigInt>,
         secret_key_id -> Text,
         secret_ciphertext -> Binary,

@@ -1,12 +1,12 @@
 //! Credentials: round trip, sealed secrets, wrong keys, rotation.
 
 use scaleset_store::{
-    Auth, CredentialStore as _, DieselStore, Endpoint, EntityKind, EntityStore as _, Error,
-    Keyring, NewCredentials, NewEntity, SecretString,
+    AppIdentity, Auth, ClientId, CredentialStore as _, DieselStore, Endpoint, EntityKind,
+    EntityStore as _, Error, Keyring, NewCredentials, NewEntity, SecretString,
 };
 
 use crate::helpers::{
-    Backend, HeldTransaction, TestDb, lock_waiter_seen, pat, store_tests, test_key,
+    Backend, HeldTransaction, TestDb, lock_waiter_seen, pat, raw_sql, store_tests, test_key,
 };
 
 store_tests!(
@@ -19,6 +19,7 @@ store_tests!(
     reseal_keeps_a_concurrent_update,
     secrets_are_redacted_in_debug,
     issue_31_system_trust_is_stored_and_updated,
+    an_app_named_by_client_id_is_stored_and_a_row_of_the_app_id_shape_still_loads,
 );
 
 fn app(name: &str) -> NewCredentials {
@@ -33,7 +34,7 @@ fn app(name: &str) -> NewCredentials {
             system_trust: false,
         },
         auth: Auth::App {
-            app_id: 12345,
+            app: AppIdentity::Id(12345),
             installation_id: 67890,
             private_key: SecretString::from(
                 "-----BEGIN PRIVATE KEY-----\nsecret-app-key\n-----END PRIVATE KEY-----\n",
@@ -400,5 +401,81 @@ async fn issue_31_system_trust_is_stored_and_updated(db: TestDb) {
             .unwrap()
             .endpoint
             .system_trust
+    );
+}
+
+/// An App may be named by its client id (`Iv23li…`) instead of its App ID: the store keeps
+/// which one was given, a replacement switches cleanly between the two, and a row written
+/// before the `client_id` column existed (an `app_id`, `client_id` NULL) loads as it did. A
+/// row naming the App both ways is corrupt, not silently read one way.
+async fn an_app_named_by_client_id_is_stored_and_a_row_of_the_app_id_shape_still_loads(db: TestDb) {
+    let store = db.open().await;
+    let by_client_id = || {
+        let mut new = app("by-client-id");
+        new.auth = Auth::App {
+            app: AppIdentity::ClientId(ClientId::parse("Iv23liABCDEF12345678").unwrap()),
+            installation_id: 67890,
+            private_key: SecretString::from(
+                "-----BEGIN PRIVATE KEY-----\nk\n-----END PRIVATE KEY-----\n",
+            ),
+        };
+        new
+    };
+    let stored = store.create_credentials(by_client_id()).await.unwrap();
+    assert_eq!(stored.auth, by_client_id().auth);
+    assert_eq!(store.get_credentials(stored.id).await.unwrap(), stored);
+
+    // Replaced by an App ID, and back: the other column is cleared each time.
+    let mut by_app_id = by_client_id();
+    by_app_id.auth = app("x").auth;
+    store
+        .update_credentials(stored.id, by_app_id.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get_credentials(stored.id).await.unwrap().auth,
+        by_app_id.auth
+    );
+    store
+        .update_credentials(stored.id, by_client_id())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get_credentials(stored.id).await.unwrap().auth,
+        by_client_id().auth
+    );
+
+    // The shape every App row had before the migration: app_id set, client_id NULL.
+    raw_sql(
+        &db,
+        &format!(
+            "UPDATE credentials SET app_id = 4242, client_id = NULL WHERE id = '{}'",
+            stored.id
+        ),
+    )
+    .await;
+    let Auth::App { app, .. } = store.get_credentials(stored.id).await.unwrap().auth else {
+        panic!("an App row loads as an App");
+    };
+    assert_eq!(app, AppIdentity::Id(4242));
+
+    raw_sql(
+        &db,
+        &format!(
+            "UPDATE credentials SET client_id = 'Iv23liABCDEF' WHERE id = '{}'",
+            stored.id
+        ),
+    )
+    .await;
+    let both = store.get_credentials(stored.id).await.unwrap_err();
+    assert!(
+        matches!(
+            both,
+            Error::Corrupt {
+                column: "client_id",
+                ..
+            }
+        ),
+        "{both:?}"
     );
 }

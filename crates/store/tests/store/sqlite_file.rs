@@ -21,7 +21,7 @@ async fn secrets_never_reach_the_database_file() {
             name: "app".into(),
             endpoint: Endpoint::github_com(),
             auth: Auth::App {
-                app_id: 1,
+                app: scaleset_store::AppIdentity::Id(1),
                 installation_id: 2,
                 private_key: SecretString::from("PLAINTEXT-PRIVATE-KEY-BODY"),
             },

@@ -4,9 +4,9 @@ use std::time::Duration;
 use proptest::prelude::*;
 use scaleset_adopt::{ControllerId, Identity, ScaleSet as GitHubScaleSet, ScaleSetId as GitHubId};
 use scaleset_store::{
-    AdoptionPolicy, Auth, Credentials, CredentialsId, Endpoint, Entity, EntityId, EntityKind,
-    NewCredentials, RunnerGroup, ScaleSet, ScaleSetId, ScaleSetSpec, ScaleSetState, SecretString,
-    Timestamp,
+    AdoptionPolicy, AppIdentity, Auth, ClientId, Credentials, CredentialsId, Endpoint, Entity,
+    EntityId, EntityKind, NewCredentials, RunnerGroup, ScaleSet, ScaleSetId, ScaleSetSpec,
+    ScaleSetState, SecretString, Timestamp,
 };
 
 use super::*;
@@ -439,7 +439,7 @@ fn endpoint_and_auth_kind_changes_are_named() {
         system_trust: true,
     };
     f.credentials[0].auth = Auth::App {
-        app_id: 1,
+        app: AppIdentity::Id(1),
         installation_id: 2,
         private_key: SecretString::from("key"),
     };
@@ -459,6 +459,43 @@ fn endpoint_and_auth_kind_changes_are_named() {
     assert_eq!(step.changes[2].to.as_deref(), Some("system"));
     assert_eq!(step.changes[3].to.as_deref(), Some("app 1 installation 2"));
     assert_eq!(step.changes[3].from.as_deref(), Some("pat"));
+}
+
+/// The same App named by its client id instead of its App ID is a change the plan shows (the
+/// JWT's issuer changes), with the client id in it; the key is not.
+#[test]
+fn an_app_renamed_from_its_app_id_to_its_client_id_is_an_auth_change() {
+    let mut by_id = fleet(vec![]);
+    by_id.credentials[0].auth = Auth::App {
+        app: AppIdentity::Id(1),
+        installation_id: 2,
+        private_key: SecretString::from("key"),
+    };
+    let mut by_client_id = by_id.clone();
+    by_client_id.credentials[0].auth = Auth::App {
+        app: AppIdentity::ClientId(ClientId::parse("Iv23liABCDEF").unwrap()),
+        installation_id: 2,
+        private_key: SecretString::from("key"),
+    };
+    let mut s = stored(&[]);
+    s.world.credentials[0].auth = by_id.credentials[0].auth.clone();
+    assert!(
+        run(&by_id, &s.world, &HashMap::new(), false).credentials[0]
+            .changes
+            .is_empty()
+    );
+    let step = &run(&by_client_id, &s.world, &HashMap::new(), false).credentials[0];
+    assert_eq!(step.action, CredentialsAction::Update);
+    let fields: Vec<&str> = step.changes.iter().map(|c| c.field).collect();
+    assert_eq!(fields, ["auth"]);
+    assert_eq!(
+        step.changes[0].from.as_deref(),
+        Some("app 1 installation 2")
+    );
+    assert_eq!(
+        step.changes[0].to.as_deref(),
+        Some("app client id Iv23liABCDEF installation 2")
+    );
 }
 
 #[test]
@@ -761,7 +798,7 @@ fn the_digest_is_stable_and_follows_every_part_of_the_plan() {
     secret.credentials[0] = new_credentials("main", "ghp_two");
     let mut app = f.clone();
     app.credentials[0].auth = Auth::App {
-        app_id: 1,
+        app: AppIdentity::Id(1),
         installation_id: 2,
         private_key: SecretString::from("k"),
     };
@@ -1097,7 +1134,7 @@ fn the_digest_follows_the_declared_secret() {
         token: SecretString::from(token),
     };
     let app = |key: &str| Auth::App {
-        app_id: 1,
+        app: AppIdentity::Id(1),
         installation_id: 2,
         private_key: SecretString::from(key),
     };

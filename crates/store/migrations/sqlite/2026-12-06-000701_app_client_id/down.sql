@@ -1,0 +1,1 @@
+ALTER TABLE credentials DROP COLUMN client_id;
