@@ -164,6 +164,18 @@ pub enum ApiError {
         /// The lease holder.
         holder: String,
     },
+    /// A retry asked of a scale set that is not served (disabled, or draining).
+    #[error(
+        "scale set {name} ({id}) is disabled (or draining), so nothing is served to retry; \
+         enable it first (`scalesetctl scale-set update {name} --enabled true`): a scale set \
+         enabled again starts at once, without a back-off"
+    )]
+    NotServed {
+        /// The scale set.
+        id: String,
+        /// Its name, for the command to run.
+        name: String,
+    },
     /// A change through the API to a scale set the configuration file declares.
     #[error("{0}")]
     Declared(scaleset_control::DeclaredEdit),
@@ -231,6 +243,7 @@ impl ApiError {
             Self::NotDrained { .. } => ErrorCode::NotDrained,
             Self::LeaseHeld { .. } => ErrorCode::LeaseHeld,
             Self::Declared(_) => ErrorCode::Declared,
+            Self::NotServed { .. } => ErrorCode::Disabled,
             Self::StalePlan { .. } => ErrorCode::StalePlan,
             Self::NoProviders => ErrorCode::NoProviders,
             Self::GitHub { .. } => ErrorCode::GitHub,
@@ -282,6 +295,7 @@ pub fn status(code: ErrorCode) -> StatusCode {
         | ErrorCode::NotDrained
         | ErrorCode::LeaseHeld
         | ErrorCode::Declared
+        | ErrorCode::Disabled
         | ErrorCode::StalePlan
         | ErrorCode::NoProviders
         | ErrorCode::JitConfigured => StatusCode::CONFLICT,

@@ -41,7 +41,7 @@ pub use plan::{
 };
 pub use scale_set::{
     AdoptionPolicy, Attention, CreateScaleSet, DeleteAction, DeleteScaleSetResult,
-    DrainScaleSetResult, Event, Evidence, OursUndeclared, OursUndeclaredList, Provenance, Refusal,
+    DrainScaleSetResult, Event, RetryScaleSetResult, Evidence, OursUndeclared, OursUndeclaredList, Provenance, Refusal,
     ScaleSet, ScaleSetList, ScaleSetSpec, ScaleSetState, UnlistedEntity, UpdateScaleSet,
 };
 pub use token::Token;
