@@ -176,6 +176,21 @@ pub enum ApiError {
         /// Its name, for the command to run.
         name: String,
     },
+    /// A delete through the API of a scale set the configuration file declares.
+    #[error(
+        "scale set {scale_set:?} is declared in the configuration file {file} (scale_set[{index}]), \
+         which every start applies: deleted through the API it would be stored again at the \
+         next start. Remove scale_set[{index}] from that file and restart, then delete it \
+         (to stop serving it meanwhile: `scalesetctl scale-set drain {scale_set}`)"
+    )]
+    DeclaredDelete {
+        /// The scale set's name.
+        scale_set: String,
+        /// The configuration file that declares it.
+        file: String,
+        /// Its index among the file's `[[scale_set]]` tables.
+        index: usize,
+    },
     /// A change through the API to a scale set the configuration file declares.
     #[error("{0}")]
     Declared(scaleset_control::DeclaredEdit),
@@ -242,7 +257,7 @@ impl ApiError {
             Self::StaleGeneration { .. } => ErrorCode::StaleGeneration,
             Self::NotDrained { .. } => ErrorCode::NotDrained,
             Self::LeaseHeld { .. } => ErrorCode::LeaseHeld,
-            Self::Declared(_) => ErrorCode::Declared,
+            Self::Declared(_) | Self::DeclaredDelete { .. } => ErrorCode::Declared,
             Self::NotServed { .. } => ErrorCode::Disabled,
             Self::StalePlan { .. } => ErrorCode::StalePlan,
             Self::NoProviders => ErrorCode::NoProviders,

@@ -480,7 +480,7 @@ pub(crate) struct DeleteQuery {
     responses(
         (status = 200, body = DeleteScaleSetResult),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 409, description = "stale_generation, not_drained (instances left) or lease_held (a worker serves it)", body = ErrorBody),
+        (status = 409, description = "stale_generation, not_drained (instances left), lease_held (a worker serves it) or declared (the configuration file declares it: remove it there first)", body = ErrorBody),
         (status = 502, description = "GitHub refused or failed the delete; the scale set is left disabled, retry the delete", body = ErrorBody),
     ))]
 pub(crate) async fn delete(
@@ -497,6 +497,14 @@ pub(crate) async fn delete(
             id: id.to_string(),
             given,
             current: scale_set.generation,
+        });
+    }
+    // A declared scale set is the configuration file's: the next start would store it again.
+    if let Some((index, _)) = state.configured.declared(&key_of(&state, &scale_set).await?) {
+        return Err(ApiError::DeclaredDelete {
+            scale_set: scale_set.spec.name.clone(),
+            file: state.configured.file.clone(),
+            index,
         });
     }
     // Whether GitHub's scale set goes too is the control crate's decision, from the stored
