@@ -41,8 +41,9 @@ pub use plan::{
 };
 pub use scale_set::{
     AdoptionPolicy, Attention, CreateScaleSet, DeleteAction, DeleteScaleSetResult,
-    DrainScaleSetResult, Event, RetryScaleSetResult, Evidence, OursUndeclared, OursUndeclaredList, Provenance, Refusal,
-    ScaleSet, ScaleSetList, ScaleSetSpec, ScaleSetState, UnlistedEntity, UpdateScaleSet,
+    DrainScaleSetResult, Event, Evidence, OursUndeclared, OursUndeclaredList, Provenance, Refusal,
+    RetryScaleSetResult, ScaleSet, ScaleSetList, ScaleSetSpec, ScaleSetState, UnlistedEntity,
+    UpdateScaleSet,
 };
 pub use token::Token;
 pub use worker::DrainWorkerResult;

@@ -360,7 +360,11 @@ mod tests {
         let later = now + Duration::from_secs(1);
         book.retry_now(asked, later);
         assert!(book.get(asked).may_call(later));
-        assert_eq!(book.get(asked).failures, 1, "the flag stays until a call works");
+        assert_eq!(
+            book.get(asked).failures,
+            1,
+            "the flag stays until a call works"
+        );
         assert!(!book.get(other).may_call(later));
         // A healthy scale set has nothing to cut short.
         let healthy = ScaleSetId::generate();

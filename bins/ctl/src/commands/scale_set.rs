@@ -10,8 +10,7 @@ use comfy_table::Cell;
 use scaleset_api::v1::{
     AdoptionPolicy, CreateScaleSet as CreateBody, DeleteAction, DeleteScaleSetResult,
     DrainScaleSetResult, EntityList, Evidence, Provenance, RetryScaleSetResult, ScaleSet,
-    ScaleSetList, ScaleSetState,
-    UpdateScaleSet as UpdateBody,
+    ScaleSetList, ScaleSetState, UpdateScaleSet as UpdateBody,
 };
 use uuid::Uuid;
 
@@ -511,7 +510,10 @@ async fn retry(ctx: &Ctx<'_>, wanted: &str) -> Result<Outcome> {
         .api
         .post(&["scale-sets", &id.to_string(), "retry"], &())
         .await?;
-    let line = format!("scale set {}: {}", result.scale_set.spec.name, result.reason);
+    let line = format!(
+        "scale set {}: {}",
+        result.scale_set.spec.name, result.reason
+    );
     ctx.done(&result, &line);
     Ok(Outcome::Done)
 }

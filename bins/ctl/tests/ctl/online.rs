@@ -551,7 +551,10 @@ fn scale_set_retry_asks_the_serving_worker_and_refuses_a_disabled_set() {
     assert_eq!(run.code, 0, "{run:?}");
     let (code, answer) = server.json(&["scale-set", "retry", "linux"]);
     assert_eq!(code, 0, "{answer}");
-    assert!(answer["served_by"].is_string(), "the worker serves it: {answer}");
+    assert!(
+        answer["served_by"].is_string(),
+        "the worker serves it: {answer}"
+    );
     let (_, set) = server.json(&["scale-set", "show", "linux"]);
     assert!(
         set["events"]

@@ -500,7 +500,10 @@ pub(crate) async fn delete(
         });
     }
     // A declared scale set is the configuration file's: the next start would store it again.
-    if let Some((index, _)) = state.configured.declared(&key_of(&state, &scale_set).await?) {
+    if let Some((index, _)) = state
+        .configured
+        .declared(&key_of(&state, &scale_set).await?)
+    {
         return Err(ApiError::DeclaredDelete {
             scale_set: scale_set.spec.name.clone(),
             file: state.configured.file.clone(),

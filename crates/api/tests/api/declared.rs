@@ -296,7 +296,11 @@ async fn a_declared_scale_set_cannot_be_deleted_through_the_api(backend: Backend
         message.contains(FILE) && message.contains("Remove scale_set[1]"),
         "{message}"
     );
-    assert_eq!(app.written().await, before, "a refused delete writes nothing");
+    assert_eq!(
+        app.written().await,
+        before,
+        "a refused delete writes nothing"
+    );
     let id = adhoc["id"].as_str().expect("id");
     let deleted = app
         .call("DELETE", &format!("/api/v1/scale-sets/{id}"), None)

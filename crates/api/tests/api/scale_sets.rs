@@ -729,7 +729,11 @@ async fn a_retry_is_recorded_for_the_worker_and_refused_for_a_disabled_or_unknow
             && message.contains("scalesetctl scale-set update linux --enabled true"),
         "{message}"
     );
-    assert_eq!(app.written().await, before, "a refused retry writes nothing");
+    assert_eq!(
+        app.written().await,
+        before,
+        "a refused retry writes nothing"
+    );
 }
 
 /// An event that repeats (a refusal found again at every recheck) is one entry: the API answers

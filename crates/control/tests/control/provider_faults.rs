@@ -245,7 +245,11 @@ async fn a_retry_request_ends_the_provider_back_off_at_once(db: TestDb) {
         (h.sim().request_count("get_message") >= polls + 10).then_some(())
     })
     .await;
-    assert_eq!(h.cloud.create_calls(), 1, "the back-off holds without a request");
+    assert_eq!(
+        h.cloud.create_calls(),
+        1,
+        "the back-off holds without a request"
+    );
 
     h.store
         .request_retry(h.scale_set.id)

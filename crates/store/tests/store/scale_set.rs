@@ -26,12 +26,23 @@ store_tests!(
 async fn each_retry_request_is_later_than_the_last_and_an_unknown_set_is_not_found(db: TestDb) {
     let store = db.open().await;
     let set = crate::helpers::scale_set(&store, "retried").await;
-    assert_eq!(store.get_scale_set(set.id).await.unwrap().retry_requested_at, None);
+    assert_eq!(
+        store
+            .get_scale_set(set.id)
+            .await
+            .unwrap()
+            .retry_requested_at,
+        None
+    );
     let first = store.request_retry(set.id).await.unwrap();
     let second = store.request_retry(set.id).await.unwrap();
     assert!(second > first, "{second:?} after {first:?}");
     assert_eq!(
-        store.get_scale_set(set.id).await.unwrap().retry_requested_at,
+        store
+            .get_scale_set(set.id)
+            .await
+            .unwrap()
+            .retry_requested_at,
         Some(second)
     );
     let listed = store.list_scale_sets(None).await.unwrap();
