@@ -375,6 +375,14 @@ pub(crate) enum ScaleSetCommand {
         /// Name, id or unique id prefix.
         scale_set: String,
     },
+    /// Retry now: a scale set backing off after its provider failed (or in `error`) tries
+    /// again at once instead of waiting out its back-off. The worker serving it acts at its
+    /// next watch; watch `scale-set show`. A disabled or draining scale set is refused
+    /// (enable it first). Exit 0 when the request is recorded.
+    Retry {
+        /// Name, id or unique id prefix.
+        scale_set: String,
+    },
     /// Delete a scale set: one this controller created is deleted on GitHub; an adopted or
     /// known one is only detached unless --force. Drain it first.
     Delete {

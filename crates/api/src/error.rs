@@ -164,6 +164,33 @@ pub enum ApiError {
         /// The lease holder.
         holder: String,
     },
+    /// A retry asked of a scale set that is not served (disabled, or draining).
+    #[error(
+        "scale set {name} ({id}) is disabled (or draining), so nothing is served to retry; \
+         enable it first (`scalesetctl scale-set update {name} --enabled true`): a scale set \
+         enabled again starts at once, without a back-off"
+    )]
+    NotServed {
+        /// The scale set.
+        id: String,
+        /// Its name, for the command to run.
+        name: String,
+    },
+    /// A delete through the API of a scale set the configuration file declares.
+    #[error(
+        "scale set {scale_set:?} is declared in the configuration file {file} (scale_set[{index}]), \
+         which every start applies: deleted through the API it would be stored again at the \
+         next start. Remove scale_set[{index}] from that file and restart, then delete it \
+         (to stop serving it meanwhile: `scalesetctl scale-set drain {scale_set}`)"
+    )]
+    DeclaredDelete {
+        /// The scale set's name.
+        scale_set: String,
+        /// The configuration file that declares it.
+        file: String,
+        /// Its index among the file's `[[scale_set]]` tables.
+        index: usize,
+    },
     /// A change through the API to a scale set the configuration file declares.
     #[error("{0}")]
     Declared(scaleset_control::DeclaredEdit),
@@ -230,7 +257,8 @@ impl ApiError {
             Self::StaleGeneration { .. } => ErrorCode::StaleGeneration,
             Self::NotDrained { .. } => ErrorCode::NotDrained,
             Self::LeaseHeld { .. } => ErrorCode::LeaseHeld,
-            Self::Declared(_) => ErrorCode::Declared,
+            Self::Declared(_) | Self::DeclaredDelete { .. } => ErrorCode::Declared,
+            Self::NotServed { .. } => ErrorCode::Disabled,
             Self::StalePlan { .. } => ErrorCode::StalePlan,
             Self::NoProviders => ErrorCode::NoProviders,
             Self::GitHub { .. } => ErrorCode::GitHub,
@@ -282,6 +310,7 @@ pub fn status(code: ErrorCode) -> StatusCode {
         | ErrorCode::NotDrained
         | ErrorCode::LeaseHeld
         | ErrorCode::Declared
+        | ErrorCode::Disabled
         | ErrorCode::StalePlan
         | ErrorCode::NoProviders
         | ErrorCode::JitConfigured => StatusCode::CONFLICT,

@@ -104,6 +104,7 @@ impl Controller {
                 samples: Default::default(),
                 provider_health: Default::default(),
                 removal_requests: Default::default(),
+                retries: Default::default(),
                 runner_tools: crate::runner_tools::RunnerTools::new(tools_refresh),
                 refused_ids: Default::default(),
             }),
@@ -181,6 +182,7 @@ impl Controller {
                         .cloned()
                         .collect();
                     self.read_removal_requests().await;
+                    self.notice_retries(&ours);
                     let draining = self.draining(&ours, &running).await;
                     let share = self.plan_leases(&ours, &draining, &running).await;
                     self.reconcile(&ours, &draining, &share, &mut running, &cancel);
@@ -233,6 +235,22 @@ impl Controller {
             }
         };
         self.shared.removal_requests.set(read);
+    }
+
+    /// Acts on the operators' new "retry now" requests ([`crate::shared::Retries`]): the
+    /// scale set's provider back-off ends and its task wakes. A request for a scale set
+    /// another worker serves is that worker's to act on (it reads the same rows).
+    fn notice_retries(&self, scale_sets: &[ScaleSet]) {
+        let read: Vec<(ScaleSetId, Option<scaleset_store::Timestamp>)> = scale_sets
+            .iter()
+            .map(|s| (s.id, s.retry_requested_at))
+            .collect();
+        let now = std::time::Instant::now();
+        for id in self.shared.retries.noticed(&read) {
+            tracing::info!(scale_set = %id, "retry asked for: the provider back-off ends and the scale set tries again now");
+            self.shared.provider_health.retry_now(id, now);
+            self.shared.retries.wake(id);
+        }
     }
 
     /// The disabled scale sets that still have instances: each needs a drain task. When the

@@ -90,6 +90,7 @@ impl EnsureOnce {
                 samples: Default::default(),
                 provider_health: Default::default(),
                 removal_requests: Default::default(),
+                retries: Default::default(),
                 runner_tools: crate::runner_tools::RunnerTools::new(tools_refresh),
                 refused_ids: Default::default(),
             },

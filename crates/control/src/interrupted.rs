@@ -120,6 +120,7 @@ mod tests {
             jobs_waiting: 0,
             jobs_waiting_since: None,
             provider_error: None,
+            retry_requested_at: None,
         };
         mutate(&mut scale_set);
         scale_set

@@ -313,6 +313,8 @@ impl Listener<'_> {
                 let last = self.last_message_id;
                 let poll = client.get_message(session, last, capacity);
                 tokio::pin!(poll);
+                // An operator's "retry now" (`shared::Retries`) scales while the poll waits.
+                let wake = self.shared.retries.wake_of(self.runners.scale_set.id);
                 // The poll is raced with the wait (`crate::wait`) for the next renewal, which also
                 // ends it on a stop.
                 loop {
@@ -341,6 +343,15 @@ impl Listener<'_> {
                         // while none is in flight).
                         Some(created) = self.runners.next_created() => {
                             Box::pin(self.runners.finish_landed_with(created)).await?;
+                        }
+                        () = wake.notified() => {
+                            let scaled = unless_cancelled(cancel, async {
+                                Box::pin(self.scale()).await.map(drop)
+                            })
+                            .await?;
+                            if scaled.is_none() {
+                                return Ok(ListenEnd::Cancelled);
+                            }
                         }
                     }
                 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use scaleset_provider::Provider;
-use scaleset_store::{Clock, EntityId, ScaleSetId, Store};
+use scaleset_store::{Clock, EntityId, ScaleSetId, Store, Timestamp};
 
 use crate::checkpoint::Checkpoints;
 use crate::client_factory::ClientFactory;
@@ -42,6 +42,9 @@ pub(crate) struct Shared {
     pub(crate) provider_health: ProviderHealthBook,
     /// The scale sets with an operator's removal request, as the supervisor last read them.
     pub(crate) removal_requests: RemovalRequests,
+    /// The operators' "retry now" requests the supervisor has seen, and the wake of each
+    /// scale set's task.
+    pub(crate) retries: Retries,
     /// Each entity's runner downloads (GARM's `tools`), read once per entity per refresh.
     pub(crate) runner_tools: crate::runner_tools::RunnerTools,
     /// The provider ids that came with a refused create answer ([`crate::planner::claim`]).
@@ -98,6 +101,83 @@ impl RemovalRequests {
     }
 }
 
+/// An operator's "retry now" (`scalesetctl scale-set retry`): the API writes its time in the
+/// store ([`scaleset_store::ScaleSetStore::request_retry`]), since the back-off it cuts short
+/// lives in the memory of the worker holding the lease, maybe another process. The supervisor
+/// reads the times with the scale sets at every watch ([`Retries::noticed`] decides which are
+/// new); for each new one it ends the set's provider back-off
+/// ([`ProviderHealthBook::retry_now`]) and wakes its task ([`Retries::wake`]), whether the task
+/// listens (it scales at once) or waits after a failed pass (it tries again at once).
+#[derive(Default)]
+pub(crate) struct Retries {
+    /// The request times seen, by scale set; `None` before the first watch of this process.
+    seen: std::sync::Mutex<Option<std::collections::HashMap<ScaleSetId, Timestamp>>>,
+    /// Each scale set task's wake.
+    wakes: std::sync::Mutex<std::collections::HashMap<ScaleSetId, Arc<tokio::sync::Notify>>>,
+}
+
+impl Retries {
+    /// The scale sets whose request is new in `read` (every stored scale set with the time of
+    /// its last request). The first read of a process is the baseline: a request made before
+    /// this process started found nothing of it backing off, so there is nothing to cut short.
+    /// After it, a time not seen before is a request (also for a scale set stored since).
+    pub(crate) fn noticed(&self, read: &[(ScaleSetId, Option<Timestamp>)]) -> Vec<ScaleSetId> {
+        let mut seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now: std::collections::HashMap<ScaleSetId, Timestamp> = read
+            .iter()
+            .filter_map(|(id, at)| at.map(|at| (*id, at)))
+            .collect();
+        let new = match seen.as_ref() {
+            None => Vec::new(),
+            Some(before) => {
+                let mut new: Vec<ScaleSetId> = now
+                    .iter()
+                    .filter(|(id, at)| before.get(id) != Some(at))
+                    .map(|(id, _)| *id)
+                    .collect();
+                new.sort_unstable();
+                new
+            }
+        };
+        *seen = Some(now);
+        new
+    }
+
+    /// The wake of scale set `id`'s task (one per scale set, made on first use).
+    pub(crate) fn wake_of(&self, id: ScaleSetId) -> Arc<tokio::sync::Notify> {
+        self.wakes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(id)
+            .or_default()
+            .clone()
+    }
+
+    /// Wakes scale set `id`'s task if it waits (a task in a pass needs no wake: the pass reads
+    /// the provider's health as it goes).
+    pub(crate) fn wake(&self, id: ScaleSetId) {
+        if let Some(wake) = self
+            .wakes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&id)
+        {
+            wake.notify_waiters();
+        }
+    }
+
+    /// Forgets scale set `id`'s wake (its task ended).
+    pub(crate) fn forget(&self, id: ScaleSetId) {
+        self.wakes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&id);
+    }
+}
+
 /// The provider back-off of every scale set served in this process
 /// ([`crate::planner::provider_backoff`]).
 #[derive(Default)]
@@ -133,6 +213,19 @@ impl ProviderHealthBook {
             sets.remove(&id);
         } else {
             sets.insert(id, (provider.to_owned(), health));
+        }
+    }
+
+    /// An operator asked scale set `id` to retry now: its back-off ends at `now` (the count,
+    /// and so any flag, stays until its own call works, as after another set's answer).
+    pub(crate) fn retry_now(&self, id: ScaleSetId, now: std::time::Instant) {
+        if let Some((_, health)) = self
+            .sets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get_mut(&id)
+        {
+            *health = health.provider_answered(now);
         }
     }
 
@@ -249,5 +342,76 @@ mod tests {
         assert!(book.get(b).may_call(later));
         assert_eq!(book.get(b).failures, 1);
         assert!(!book.get(other).may_call(later));
+    }
+
+    #[test]
+    fn a_retry_request_ends_that_scale_sets_back_off_only() {
+        let book = ProviderHealthBook::default();
+        let policy = BackoffPolicy {
+            base: Duration::from_secs(3600),
+            max: Duration::from_secs(3600),
+            flag_after: 1,
+        };
+        let now = Instant::now();
+        let (failing, _) = ProviderHealth::default().failed(&policy, now, 0.9);
+        let (asked, other) = (ScaleSetId::generate(), ScaleSetId::generate());
+        book.set(asked, "cloud", failing);
+        book.set(other, "cloud", failing);
+        let later = now + Duration::from_secs(1);
+        book.retry_now(asked, later);
+        assert!(book.get(asked).may_call(later));
+        assert_eq!(
+            book.get(asked).failures,
+            1,
+            "the flag stays until a call works"
+        );
+        assert!(!book.get(other).may_call(later));
+        // A healthy scale set has nothing to cut short.
+        let healthy = ScaleSetId::generate();
+        book.retry_now(healthy, later);
+        assert_eq!(book.get(healthy), ProviderHealth::default());
+    }
+
+    #[test]
+    fn a_retry_request_is_noticed_once_and_the_first_read_is_the_baseline() {
+        let retries = Retries::default();
+        let (old, fresh, stored_later) = (
+            ScaleSetId::generate(),
+            ScaleSetId::generate(),
+            ScaleSetId::generate(),
+        );
+        let t = Timestamp::from_unix_millis;
+        // Requests made before this process started are not acted on.
+        assert!(
+            retries
+                .noticed(&[(old, Some(t(10))), (fresh, None)])
+                .is_empty()
+        );
+        // Unchanged: nothing.
+        assert!(
+            retries
+                .noticed(&[(old, Some(t(10))), (fresh, None)])
+                .is_empty()
+        );
+        // A new request, on a set seen before and on one stored since.
+        let mut both = vec![fresh, stored_later];
+        both.sort_unstable();
+        assert_eq!(
+            retries.noticed(&[
+                (old, Some(t(10))),
+                (fresh, Some(t(20))),
+                (stored_later, Some(t(21)))
+            ]),
+            both
+        );
+        // Seen: not again; a later request on the old set is.
+        assert_eq!(
+            retries.noticed(&[
+                (old, Some(t(30))),
+                (fresh, Some(t(20))),
+                (stored_later, Some(t(21)))
+            ]),
+            vec![old]
+        );
     }
 }

@@ -57,6 +57,7 @@ struct Resume {
 pub(crate) async fn serve(shared: Arc<Shared>, id: ScaleSetId, cancel: CancellationToken) {
     let mut held = None;
     serve_holding(&shared, id, &cancel, &mut held).await;
+    shared.retries.forget(id);
     if let Some(lease) = held {
         // Lost already (taken over) is fine: the new holder has it.
         let _ = shared.store.release_lease(&lease).await;
@@ -100,8 +101,14 @@ async fn serve_holding(
                 shared.settings.backoff(failures)
             }
         };
-        // The task's one wait (see the module documentation).
-        if wait_jittered(cancel, wait).await == Waited::Cancelled {
+        // The task's one wait (see the module documentation), which an operator's "retry
+        // now" ends early (`shared::Retries`).
+        let wake = shared.retries.wake_of(id);
+        let waited = tokio::select! {
+            waited = wait_jittered(cancel, wait) => waited,
+            () = wake.notified() => Waited::Elapsed,
+        };
+        if waited == Waited::Cancelled {
             return;
         }
     }

@@ -324,6 +324,9 @@ pub struct ScaleSet {
     /// The provider's last failure for this scale set, until a provider call succeeds again
     /// (fenced, see [`ScaleSetStore::set_provider_error`]).
     pub provider_error: Option<ProviderError>,
+    /// When an operator last asked to retry now ([`ScaleSetStore::request_retry`]); the
+    /// worker serving the scale set ends its back-off when it sees this move.
+    pub retry_requested_at: Option<Timestamp>,
 }
 
 /// A provider call that failed for a scale set: the provider's own message and when.
@@ -623,6 +626,12 @@ pub trait ScaleSetStore: Send + Sync {
         )
         .await
     }
+
+    /// Records an operator's "retry now" and returns its time: later than any request before
+    /// it, even within one millisecond, so the worker that watches it sees every request.
+    /// Written whatever the scale set's state (the caller decides whether a retry makes
+    /// sense); an unknown scale set is [`crate::Error::NotFound`].
+    async fn request_retry(&self, id: ScaleSetId) -> Result<Timestamp>;
 
     /// Deletes a scale set at `generation` with its lease and events. Instances still
     /// recorded are [`crate::Error::Conflict`]; a changed row is [`crate::Error::Stale`].

@@ -401,6 +401,7 @@ fn healthy(name: &str) -> ScaleSet {
         jobs_waiting: 0,
         jobs_waiting_since: None,
         provider_error: None,
+        retry_requested_at: None,
     }
 }
 

@@ -9,8 +9,8 @@ use anyhow::{Context as _, Result, bail};
 use comfy_table::Cell;
 use scaleset_api::v1::{
     AdoptionPolicy, CreateScaleSet as CreateBody, DeleteAction, DeleteScaleSetResult,
-    DrainScaleSetResult, EntityList, Evidence, Provenance, ScaleSet, ScaleSetList, ScaleSetState,
-    UpdateScaleSet as UpdateBody,
+    DrainScaleSetResult, EntityList, Evidence, Provenance, RetryScaleSetResult, ScaleSet,
+    ScaleSetList, ScaleSetState, UpdateScaleSet as UpdateBody,
 };
 use uuid::Uuid;
 
@@ -34,6 +34,7 @@ pub(crate) async fn run(ctx: &Ctx<'_>, command: ScaleSetCommand) -> Result<Outco
         ScaleSetCommand::Create(args) => create(ctx, args).await,
         ScaleSetCommand::Update(args) => update(ctx, args).await,
         ScaleSetCommand::Drain { scale_set } => drain(ctx, &scale_set).await,
+        ScaleSetCommand::Retry { scale_set } => retry(ctx, &scale_set).await,
         ScaleSetCommand::Delete { scale_set, force } => delete(ctx, &scale_set, force).await,
     }
 }
@@ -499,6 +500,20 @@ async fn drain(ctx: &Ctx<'_>, wanted: &str) -> Result<Outcome> {
             result.instances, result.busy
         )
     };
+    ctx.done(&result, &line);
+    Ok(Outcome::Done)
+}
+
+async fn retry(ctx: &Ctx<'_>, wanted: &str) -> Result<Outcome> {
+    let id = resolve(ctx, wanted).await?;
+    let result: RetryScaleSetResult = ctx
+        .api
+        .post(&["scale-sets", &id.to_string(), "retry"], &())
+        .await?;
+    let line = format!(
+        "scale set {}: {}",
+        result.scale_set.spec.name, result.reason
+    );
     ctx.done(&result, &line);
     Ok(Outcome::Done)
 }

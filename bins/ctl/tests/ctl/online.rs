@@ -586,3 +586,45 @@ fn a_github_app_credential_is_created_by_its_client_id() {
     assert_eq!(both.code, 1, "a usage error: {both:?}");
     assert!(both.stderr.contains("--client-id"), "{both:?}");
 }
+
+/// `scale-set retry` against a real server with a worker: exit 0 naming the worker that
+/// acts on it, the request as an event; exit 1 with the remedy for a drained (disabled) set,
+/// and for a name nothing matches.
+#[test]
+fn scale_set_retry_asks_the_serving_worker_and_refuses_a_disabled_set() {
+    let server = Server::start();
+    server.with_acme();
+    let run = server.create_scale_set("linux", 2, &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let (code, answer) = server.json(&["scale-set", "retry", "linux"]);
+    assert_eq!(code, 0, "{answer}");
+    assert!(
+        answer["served_by"].is_string(),
+        "the worker serves it: {answer}"
+    );
+    let (_, set) = server.json(&["scale-set", "show", "linux"]);
+    assert!(
+        set["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .any(|e| e["kind"] == "retry_requested"),
+        "{set}"
+    );
+    let text = server.ok(&["scale-set", "retry", "linux"]);
+    assert!(text.stdout.contains("retry asked for"), "{text:?}");
+
+    let unknown = server.ctl(&["scale-set", "retry", "nothing-by-this-name"]);
+    assert_eq!(unknown.code, 1, "{unknown:?}");
+
+    server.ok(&["scale-set", "drain", "linux"]);
+    let refused = server.ctl(&["scale-set", "retry", "linux"]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused.stderr.contains("enable it first")
+            && refused
+                .stderr
+                .contains("scalesetctl scale-set update linux --enabled true"),
+        "{refused:?}"
+    );
+}

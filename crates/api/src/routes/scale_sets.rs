@@ -22,7 +22,8 @@ use crate::extract::{Body, Params, parse_id};
 use crate::state::AppState;
 use crate::v1::{
     CreateScaleSet, DeleteAction, DeleteScaleSetResult, DrainScaleSetResult, ErrorBody,
-    OursUndeclared, OursUndeclaredList, ScaleSet, ScaleSetList, UnlistedEntity, UpdateScaleSet,
+    OursUndeclared, OursUndeclaredList, RetryScaleSetResult, ScaleSet, ScaleSetList,
+    UnlistedEntity, UpdateScaleSet,
 };
 use crate::{validate, view};
 
@@ -31,6 +32,7 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         .route("/scale-sets", get(list).post(create))
         .route("/scale-sets/{id}", get(show).patch(update).delete(delete))
         .route("/scale-sets/{id}/drain", post(drain))
+        .route("/scale-sets/{id}/retry", post(retry))
         .route("/github/ours-undeclared", get(ours_undeclared))
 }
 
@@ -478,7 +480,7 @@ pub(crate) struct DeleteQuery {
     responses(
         (status = 200, body = DeleteScaleSetResult),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 409, description = "stale_generation, not_drained (instances left) or lease_held (a worker serves it)", body = ErrorBody),
+        (status = 409, description = "stale_generation, not_drained (instances left), lease_held (a worker serves it) or declared (the configuration file declares it: remove it there first)", body = ErrorBody),
         (status = 502, description = "GitHub refused or failed the delete; the scale set is left disabled, retry the delete", body = ErrorBody),
     ))]
 pub(crate) async fn delete(
@@ -495,6 +497,17 @@ pub(crate) async fn delete(
             id: id.to_string(),
             given,
             current: scale_set.generation,
+        });
+    }
+    // A declared scale set is the configuration file's: the next start would store it again.
+    if let Some((index, _)) = state
+        .configured
+        .declared(&key_of(&state, &scale_set).await?)
+    {
+        return Err(ApiError::DeclaredDelete {
+            scale_set: scale_set.spec.name.clone(),
+            file: state.configured.file.clone(),
+            index,
         });
     }
     // Whether GitHub's scale set goes too is the control crate's decision, from the stored
@@ -651,6 +664,72 @@ pub(crate) async fn drain(
         busy: u64::try_from(busy).unwrap_or(u64::MAX),
         drained: instances.is_empty() && !served,
     }))
+}
+
+/// Retry now: a scale set backing off after its provider failed (or after its task failed,
+/// in `error`) tries again at once instead of sleeping out its back-off. The back-off lives in
+/// the memory of the worker holding the scale set's lease, maybe another process, so the
+/// request is recorded in the store; that worker acts on it at its next watch (within its
+/// `watch_interval`): the provider back-off ends and the scale set's task wakes. A scale set
+/// that is not backing off is not harmed: it scales once more. A disabled (or draining) scale
+/// set is refused: nothing serves it, so there is nothing to retry.
+#[utoipa::path(post, path = "/api/v1/scale-sets/{id}/retry", tag = "scale-sets",
+    operation_id = "retry_scale_set",
+    params(("id" = uuid::Uuid, Path, description = "The scale set's id")),
+    responses(
+        (status = 202, description = "Recorded: the worker serving it retries at its next watch", body = RetryScaleSetResult),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, description = "disabled: the scale set is disabled or draining; enable it first", body = ErrorBody),
+    ))]
+pub(crate) async fn retry(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<RetryScaleSetResult>), ApiError> {
+    let id = ScaleSetId(parse_id(&id, "scale set")?);
+    let scale_set = read(&state, id).await?;
+    if !scale_set.spec.enabled {
+        return Err(ApiError::NotServed {
+            id: id.to_string(),
+            name: scale_set.spec.name.clone(),
+        });
+    }
+    let requested_at = state
+        .store
+        .request_retry(id)
+        .await
+        .map_err(ApiError::store("recording the retry", not_found(id)))?;
+    let now = Timestamp::from_system_time(std::time::SystemTime::now());
+    let served_by = state
+        .store
+        .get_lease(id)
+        .await
+        .map_err(ApiError::store("reading the lease", not_found(id)))?
+        .filter(|lease| lease.expires_at > now)
+        .map(|lease| lease.holder);
+    let reason = match &served_by {
+        Some(holder) => format!(
+            "retry asked for: worker {holder:?} ends the scale set's back-off at its next \
+             watch and tries again at once (watch state, state_reason and events)"
+        ),
+        None => "retry asked for: no worker serves the scale set now; the worker that takes \
+                 it starts without a back-off"
+            .to_owned(),
+    };
+    state
+        .store
+        .append_event(id, "retry_requested", &reason)
+        .await
+        .map_err(ApiError::store("appending an event", not_found(id)))?;
+    let scale_set = read(&state, id).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(RetryScaleSetResult {
+            scale_set: with_events(&state, &scale_set).await?,
+            requested_at: view::time(requested_at),
+            served_by,
+            reason,
+        }),
+    ))
 }
 
 /// A patch field: `Some` replaces the stored value, `None` (absent from the request) keeps it.

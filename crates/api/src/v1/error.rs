@@ -56,6 +56,9 @@ pub enum ErrorCode {
     LeaseHeld,
     /// 409: the scale set is declared in the configuration file: edit it there.
     Declared,
+    /// 409: the scale set is disabled (or draining), so there is nothing to retry: enable it
+    /// first.
+    Disabled,
     /// 403: an instance token whose instance has finished bootstrapping (reported `idle` or
     /// `failed`): the metadata and callbacks are closed to it, as GARM closes them.
     BootstrapFinished,
@@ -98,6 +101,7 @@ impl ErrorCode {
             Self::NotDrained => "not_drained",
             Self::LeaseHeld => "lease_held",
             Self::Declared => "declared",
+            Self::Disabled => "disabled",
             Self::StalePlan => "stale_plan",
             Self::NoProviders => "no_providers",
             Self::BootstrapFinished => "bootstrap_finished",

@@ -527,3 +527,18 @@ pub struct DrainScaleSetResult {
     /// No instance is left and no worker holds the scale set: a delete goes through now.
     pub drained: bool,
 }
+
+/// The answer to `POST /api/v1/scale-sets/{id}/retry`: the request is recorded; the worker
+/// serving the scale set acts on it at its next watch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RetryScaleSetResult {
+    /// The scale set, with its events (a `retry_requested` event first).
+    pub scale_set: ScaleSet,
+    /// When the retry was asked for (RFC 3339).
+    pub requested_at: String,
+    /// The worker holding the scale set's lease, which acts on the request; `None` when no
+    /// worker serves it now (its next worker starts without a back-off).
+    pub served_by: Option<String>,
+    /// What happens now, in words.
+    pub reason: String,
+}

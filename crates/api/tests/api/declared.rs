@@ -264,4 +264,46 @@ backend_tests!(
     a_declared_scale_set_refuses_spec_updates_naming_the_file_and_key_but_drains,
     scale_sets_declared_nowhere_are_counted_in_the_list_the_metrics_and_the_page,
     our_scale_sets_on_github_declared_nowhere_are_listed_with_the_remedies,
+    a_declared_scale_set_cannot_be_deleted_through_the_api,
 );
+
+/// Regression: a declared scale set could be deleted through the API, and the next start
+/// stored it again. The delete is refused, 409 `declared`, naming the file and the entry to
+/// remove, and writes nothing; a set made through the API is still the API's to delete.
+async fn a_declared_scale_set_cannot_be_deleted_through_the_api(backend: Backend) {
+    let app = App::start_with(
+        backend,
+        "a_declared_scale_set_cannot_be_deleted_through_the_api",
+        ConfiguredFleet {
+            file: FILE.to_owned(),
+            fleet: Fleet {
+                credentials: Vec::new(),
+                scale_sets: vec![declared("other", true), declared("linux", false)],
+            },
+        },
+    )
+    .await;
+    let entity = entity(&app).await;
+    let linux = create(&app, &entity, "linux", false).await;
+    let adhoc = create(&app, &entity, "adhoc", false).await;
+    let before = app.written().await;
+    let id = linux["id"].as_str().expect("id");
+    let refused = app
+        .call("DELETE", &format!("/api/v1/scale-sets/{id}"), None)
+        .await;
+    let message = refused.error(409, "declared");
+    assert!(
+        message.contains(FILE) && message.contains("Remove scale_set[1]"),
+        "{message}"
+    );
+    assert_eq!(
+        app.written().await,
+        before,
+        "a refused delete writes nothing"
+    );
+    let id = adhoc["id"].as_str().expect("id");
+    let deleted = app
+        .call("DELETE", &format!("/api/v1/scale-sets/{id}"), None)
+        .await;
+    assert_eq!(deleted.status, 200, "{deleted:?}");
+}

@@ -669,7 +669,74 @@ backend_tests!(
     issue29_a_created_set_stays_created_after_the_workers_ensure_and_is_deleted_on_github,
     issue30_a_refused_set_shows_its_typed_refusal_on_every_read,
     issue_30_7_markup_in_stored_text_is_escaped_on_the_status_page,
+    a_retry_is_recorded_for_the_worker_and_refused_for_a_disabled_or_unknown_set,
 );
+
+/// "Retry now" travels through the store to the worker holding the lease: the API records it
+/// (202, with an event, each request later than the last), answers 404 for an unknown scale
+/// set and refuses a disabled (drained) one with 409 `disabled`, saying to enable it first.
+async fn a_retry_is_recorded_for_the_worker_and_refused_for_a_disabled_or_unknown_set(
+    backend: Backend,
+) {
+    let sim = RunningSim::start().await;
+    let app = App::start(
+        backend,
+        "a_retry_is_recorded_for_the_worker_and_refused_for_a_disabled_or_unknown_set",
+    )
+    .await;
+    let entity = app.seed(&sim).await;
+    let posted = post(&app, &entity, "linux").await;
+    let id = posted.json["id"].as_str().expect("an id").to_owned();
+    let path = format!("/api/v1/scale-sets/{id}/retry");
+
+    let first = app.call("POST", &path, None).await;
+    assert_eq!(first.status, 202, "{first:?}");
+    assert_eq!(first.json["served_by"], Value::Null, "no worker runs here");
+    assert!(event_kinds(&first.json["scale_set"]).contains(&"retry_requested"));
+    let second = app.call("POST", &path, None).await;
+    assert_eq!(second.status, 202, "{second:?}");
+    let row = scaleset_store::ScaleSetStore::get_scale_set(
+        app.store.as_ref(),
+        ScaleSetId(id.parse().expect("a uuid")),
+    )
+    .await
+    .expect("the row");
+    let (first_at, second_at) = (
+        first.json["requested_at"].as_str().expect("a time"),
+        second.json["requested_at"].as_str().expect("a time"),
+    );
+    // Each request is a new time, which the worker acts on (the store's order is pinned by
+    // each_retry_request_is_later_than_the_last_and_an_unknown_set_is_not_found).
+    assert_ne!(second_at, first_at, "a second request is a new time");
+    assert!(row.retry_requested_at.is_some(), "recorded for the worker");
+
+    let unknown = app
+        .call(
+            "POST",
+            &format!("/api/v1/scale-sets/{}/retry", ScaleSetId::generate()),
+            None,
+        )
+        .await;
+    unknown.error(404, "not_found");
+
+    let drained = app
+        .call("POST", &format!("/api/v1/scale-sets/{id}/drain"), None)
+        .await;
+    assert_eq!(drained.status, 200, "{drained:?}");
+    let before = app.written().await;
+    let refused = app.call("POST", &path, None).await;
+    let message = refused.error(409, "disabled");
+    assert!(
+        message.contains("enable it first")
+            && message.contains("scalesetctl scale-set update linux --enabled true"),
+        "{message}"
+    );
+    assert_eq!(
+        app.written().await,
+        before,
+        "a refused retry writes nothing"
+    );
+}
 
 /// An event that repeats (a refusal found again at every recheck) is one entry: the API answers
 /// its count and when it was last seen, and the status page shows both (issue 29 item 14).

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use scaleset_sim::JobSpec;
-use scaleset_store::{InstanceStatus, ScaleSetState};
+use scaleset_store::{InstanceStatus, ScaleSetState, ScaleSetStore as _};
 
 use crate::helpers::{Harness, TestDb, backend_tests, eventually, settings, sim_config};
 
@@ -17,6 +17,7 @@ backend_tests!(
     issue_33_3_a_backing_off_provider_is_not_called_again_however_often_the_task_wakes,
     issue_33_3_a_failed_delete_is_retried_until_the_instance_is_gone,
     issue_33_3_an_instance_to_delete_survives_a_restart_and_is_deleted_after_it,
+    a_retry_request_ends_the_provider_back_off_at_once,
 );
 
 /// The provider's own words, as the fake provider fails.
@@ -213,5 +214,59 @@ async fn issue_33_3_an_instance_to_delete_survives_a_restart_and_is_deleted_afte
         "deleted as the recorded row {}, not found again as an orphan",
         left.name
     );
+    controller.stop().await;
+}
+
+/// An operator's "retry now" (`scalesetctl scale-set retry`, which writes the request in the
+/// store as the API does) reaches the worker's supervisor through the store, ends the set's
+/// provider back-off and wakes it: with an hour's back-off, the recovered provider is called
+/// again at once, the job runs and the flag clears; without the request nothing is tried.
+async fn a_retry_request_ends_the_provider_back_off_at_once(db: TestDb) {
+    let h = Harness::new(db, sim_config(), |_| {}).await;
+    let mut backing_off = settings();
+    backing_off.provider_backoff_base = Duration::from_secs(3600);
+    backing_off.provider_backoff_max = Duration::from_secs(3600);
+    backing_off.provider_failures_flagged = 1;
+    let controller = h.start_with(backing_off, None);
+    let github_id = h.ready().await;
+    h.cloud.fail_creates(usize::MAX);
+    h.sim()
+        .enqueue_jobs(github_id, &JobSpec::count(1))
+        .expect("enqueue");
+    eventually("the first failure flags the set", || async {
+        (h.stored().await.state == ScaleSetState::Error).then_some(())
+    })
+    .await;
+    assert_eq!(h.cloud.create_calls(), 1);
+    // The provider is back, but the set backs off for an hour: polls come and go, no create.
+    h.cloud.fail_creates(0);
+    let polls = h.sim().request_count("get_message");
+    eventually("ten more polls", || async {
+        (h.sim().request_count("get_message") >= polls + 10).then_some(())
+    })
+    .await;
+    assert_eq!(
+        h.cloud.create_calls(),
+        1,
+        "the back-off holds without a request"
+    );
+
+    h.store
+        .request_retry(h.scale_set.id)
+        .await
+        .expect("request a retry");
+    eventually("the job runs once retried", || async {
+        h.job_states(github_id)
+            .iter()
+            .all(|s| s == "running")
+            .then_some(())
+    })
+    .await;
+    assert_eq!(h.cloud.create_calls(), 2, "one create after the request");
+    eventually("the flag is cleared", || async {
+        (h.stored().await.state == ScaleSetState::Ready).then_some(())
+    })
+    .await;
+    h.finish_jobs(github_id, 1).await;
     controller.stop().await;
 }

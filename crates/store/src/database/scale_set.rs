@@ -77,6 +77,7 @@ struct Health {
     jobs_waiting_since: Option<i64>,
     provider_error: Option<String>,
     provider_error_at: Option<i64>,
+    retry_requested_at: Option<i64>,
 }
 
 /// The health rows of `keys` (all when `None`), by scale set id.
@@ -206,6 +207,10 @@ fn from_row(row: Row, health: Option<Health>) -> Result<ScaleSet> {
         jobs_waiting_since: health
             .as_ref()
             .and_then(|h| h.jobs_waiting_since)
+            .map(Timestamp::from_unix_millis),
+        retry_requested_at: health
+            .as_ref()
+            .and_then(|h| h.retry_requested_at)
             .map(Timestamp::from_unix_millis),
         provider_error: health.and_then(|h| match (h.provider_error, h.provider_error_at) {
             (Some(message), Some(at)) => Some(ProviderError {
@@ -680,6 +685,43 @@ impl ScaleSetStore for DieselStore {
                     ))
                 })
                 .collect()
+        })
+        .await
+    }
+
+    async fn request_retry(&self, id: ScaleSetId) -> Result<Timestamp> {
+        const OPERATION: &str = "request a retry";
+        self.run(OPERATION, move |conn, ctx| {
+            let now = ctx.now().unix_millis();
+            write_transaction(conn, OPERATION, |conn| {
+                let key = id.to_string();
+                let exists = scale_sets::table
+                    .find(&key)
+                    .select(scale_sets::id)
+                    .get_result::<String>(conn)
+                    .optional()
+                    .map_err(Error::backend(OPERATION))?
+                    .is_some();
+                if !exists {
+                    return Err(Error::NotFound {
+                        entity: "scale set",
+                        key,
+                    });
+                }
+                ensure_health(conn, &key).map_err(Error::backend(OPERATION))?;
+                let before: Option<i64> = scale_set_health::table
+                    .find(&key)
+                    .select(scale_set_health::retry_requested_at)
+                    .get_result(conn)
+                    .map_err(Error::backend(OPERATION))?;
+                // Strictly later than the last request: the worker acts on a change.
+                let at = before.map_or(now, |before| now.max(before.saturating_add(1)));
+                diesel::update(scale_set_health::table.find(&key))
+                    .set(scale_set_health::retry_requested_at.eq(Some(at)))
+                    .execute(conn)
+                    .map_err(Error::backend(OPERATION))?;
+                Ok(Timestamp::from_unix_millis(at))
+            })
         })
         .await
     }

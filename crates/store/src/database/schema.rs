@@ -86,6 +86,7 @@ diesel::table! {
         jobs_waiting_since -> Nullable<BigInt>,
         provider_error -> Nullable<Text>,
         provider_error_at -> Nullable<BigInt>,
+        retry_requested_at -> Nullable<BigInt>,
     }
 }
 

@@ -106,6 +106,9 @@ impl<S: ScaleSetStore> ScaleSetStore for Contended<S> {
     ) -> Result<Vec<(ScaleSetId, scaleset_store::Sample)>> {
         self.inner.list_samples(ids, since).await
     }
+    async fn request_retry(&self, id: ScaleSetId) -> Result<scaleset_store::Timestamp> {
+        self.inner.request_retry(id).await
+    }
     async fn delete_scale_set(&self, id: ScaleSetId, generation: i64) -> Result<()> {
         self.inner.delete_scale_set(id, generation).await
     }

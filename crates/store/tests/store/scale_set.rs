@@ -18,7 +18,41 @@ store_tests!(
     progress_writes_what_it_names_in_one_fenced_commit,
     issue29_a_later_known_never_overwrites_a_stored_created,
     issue_32_waiting_since_provider_failure_and_samples_are_kept_as_the_page_reads_them,
+    each_retry_request_is_later_than_the_last_and_an_unknown_set_is_not_found,
 );
+
+/// An operator's "retry now" travels through the store to the worker holding the lease, which
+/// acts on a change of the time: two requests in one millisecond must still be two changes.
+async fn each_retry_request_is_later_than_the_last_and_an_unknown_set_is_not_found(db: TestDb) {
+    let store = db.open().await;
+    let set = crate::helpers::scale_set(&store, "retried").await;
+    assert_eq!(
+        store
+            .get_scale_set(set.id)
+            .await
+            .unwrap()
+            .retry_requested_at,
+        None
+    );
+    let first = store.request_retry(set.id).await.unwrap();
+    let second = store.request_retry(set.id).await.unwrap();
+    assert!(second > first, "{second:?} after {first:?}");
+    assert_eq!(
+        store
+            .get_scale_set(set.id)
+            .await
+            .unwrap()
+            .retry_requested_at,
+        Some(second)
+    );
+    let listed = store.list_scale_sets(None).await.unwrap();
+    assert_eq!(listed[0].retry_requested_at, Some(second));
+    let err = store
+        .request_retry(scaleset_store::ScaleSetId::generate())
+        .await
+        .expect_err("an unknown scale set");
+    assert!(err.is_not_found(), "{err:?}");
+}
 
 /// A [`Progress`] naming these figures, in the order of `figures` below (`None`: left as is).
 fn progress(

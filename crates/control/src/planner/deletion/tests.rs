@@ -81,6 +81,7 @@ pub(crate) fn stored(github_id: Option<i64>, provenance: Option<Provenance>) -> 
         jobs_waiting: 0,
         jobs_waiting_since: None,
         provider_error: None,
+        retry_requested_at: None,
         generation: 1,
         created_at: Timestamp::EPOCH,
         updated_at: Timestamp::EPOCH,

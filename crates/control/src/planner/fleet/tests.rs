@@ -112,6 +112,7 @@ fn row(entity_id: EntityId, spec: ScaleSetSpec) -> ScaleSet {
         jobs_waiting: 0,
         jobs_waiting_since: None,
         provider_error: None,
+        retry_requested_at: None,
         generation: 1,
         created_at: Timestamp::EPOCH,
         updated_at: Timestamp::EPOCH,
