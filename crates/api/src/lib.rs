@@ -42,6 +42,8 @@ mod extract;
 #[cfg(feature = "server")]
 pub mod openapi;
 #[cfg(feature = "server")]
+mod ours_undeclared;
+
 mod request_id;
 #[cfg(feature = "server")]
 mod routes;

@@ -75,6 +75,8 @@ pub struct AppState {
     pub https: bool,
     pub(crate) http_metrics: HttpMetrics,
     pub(crate) fleet_metrics: FleetMetrics,
+    /// The last "ours, undeclared" listing, for the status page and `/metrics`.
+    pub(crate) ours_undeclared: Arc<crate::ours_undeclared::OursUndeclaredCache>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -124,6 +126,7 @@ impl AppState {
             https: false,
             http_metrics,
             fleet_metrics,
+            ours_undeclared: Arc::default(),
         }
     }
 
@@ -227,6 +230,8 @@ impl HttpMetrics {
 #[derive(Debug, Clone)]
 pub(crate) struct FleetMetrics {
     pub(crate) not_declared: Gauge,
+    pub(crate) ours_undeclared: Gauge,
+    pub(crate) ours_undeclared_unlisted: Gauge,
 }
 
 impl FleetMetrics {
@@ -238,6 +243,25 @@ impl FleetMetrics {
              lost on a database loss (scalesetctl fleet export writes them as a fleet file)",
             not_declared.clone(),
         );
-        Self { not_declared }
+        let ours_undeclared = Gauge::default();
+        registry.register(
+            "scaleset_scale_sets_ours_undeclared",
+            "Scale sets on GitHub carrying our owner label that neither the store holds nor the \
+             configuration file declares, at the last listing (every 10 minutes while the page \
+             is viewed or /metrics scraped): declare each, or decommission it",
+            ours_undeclared.clone(),
+        );
+        let ours_undeclared_unlisted = Gauge::default();
+        registry.register(
+            "scaleset_ours_undeclared_unlisted_entities",
+            "Entities the last ours-undeclared listing could not list (GitHub did not answer): \
+             scaleset_scale_sets_ours_undeclared may miss their scale sets",
+            ours_undeclared_unlisted.clone(),
+        );
+        Self {
+            not_declared,
+            ours_undeclared,
+            ours_undeclared_unlisted,
+        }
     }
 }

@@ -260,8 +260,12 @@ async fn overview(
     }
     let filter = view::Filter::parse(query.as_deref());
     let now = Timestamp::from_system_time(SystemTime::now());
+    crate::ours_undeclared::refresh_if_due(&page);
+    let ours_undeclared = page.ours_undeclared.known();
     match view::overview(page.store.as_ref(), &page.configured, filter, now).await {
-        Ok(view) => Html(render::overview(&view, SystemTime::now())).into_response(),
+        Ok(view) => {
+            Html(render::overview(&view, &ours_undeclared, SystemTime::now())).into_response()
+        }
         Err(e) => unavailable(&e),
     }
 }

@@ -12,6 +12,7 @@ use scaleset_store::{
 use super::chart;
 use super::html::{page, query_value, time_el};
 use super::view::{Detail, Filter, Overview, Row, Runners, service};
+use crate::ours_undeclared::Known;
 
 const STATES: [&str; 7] = [
     "ready",
@@ -159,8 +160,45 @@ fn link(filter: &Filter, page: usize) -> String {
     query
 }
 
+/// Scale sets on GitHub with our owner label that nothing declares (the last background
+/// listing): never a silent zero, so a listing not finished, failed or partial says so.
+fn ours_undeclared_card(known: &Known, now: SystemTime) -> Markup {
+    html! {
+        div.card {
+            @match known {
+                Known::NotYet => {
+                    b id="ours-undeclared" { "?" }
+                    span { "ours on GitHub, declared nowhere: not listed yet (a listing runs now; reload)" }
+                }
+                Known::Listed { at, found, unlisted } => {
+                    b id="ours-undeclared" { (found.len()) }
+                    span {
+                        "ours on GitHub, declared nowhere"
+                        @if !unlisted.is_empty() {
+                            ", and " span id="ours-undeclared-unlisted" { (unlisted.len()) }
+                            " entities not listed (" (unlisted.join("; ")) ")"
+                        }
+                        " · listed " (time_el(*at, now))
+                    }
+                    @if !found.is_empty() {
+                        span.sub {
+                            (found.join(", "))
+                            ": declare each in the configuration file, or decommission it \
+                             (scalesetctl fleet undeclared gives both commands)"
+                        }
+                    }
+                }
+                Known::Failed { at, reason } => {
+                    b id="ours-undeclared" { "?" }
+                    span { "ours on GitHub, declared nowhere: the listing failed " (time_el(*at, now)) ": " (reason) }
+                }
+            }
+        }
+    }
+}
+
 /// The overview page.
-pub(crate) fn overview(view: &Overview, now: SystemTime) -> String {
+pub(crate) fn overview(view: &Overview, ours_undeclared: &Known, now: SystemTime) -> String {
     let t = &view.totals;
     let selected = |v: &str| view.filter.state.as_deref() == Some(v);
     let body = html! {
@@ -172,6 +210,7 @@ pub(crate) fn overview(view: &Overview, now: SystemTime) -> String {
             div.card { b id="desired" { (t.desired) } span { "desired runners" } }
             div.card { b id="jobs-waiting" { (t.jobs_waiting) } span { "jobs waiting" } }
             div.card { b id="not-declared" { (t.not_declared) } span { "not declared: lost on a database loss" } }
+            (ours_undeclared_card(ours_undeclared, now))
         }
         form.filter method="get" action="/" {
             input type="search" name="q" placeholder="filter by name or entity" value=(view.filter.q) aria-label="filter";
@@ -379,4 +418,56 @@ pub(crate) fn login(error: Option<&str>) -> String {
         }
     };
     page("Sign in", &body, false, false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn card(known: &Known) -> String {
+        ours_undeclared_card(known, SystemTime::now()).into_string()
+    }
+
+    #[test]
+    fn the_ours_undeclared_card_never_shows_a_zero_it_does_not_know() {
+        let at = Timestamp::from_system_time(SystemTime::now());
+        let not_yet = card(&Known::NotYet);
+        assert!(
+            not_yet.contains(r#"<b id="ours-undeclared">?</b>"#)
+                && not_yet.contains("not listed yet"),
+            "{not_yet}"
+        );
+        let failed = card(&Known::Failed {
+            at,
+            reason: "the database did not answer".to_owned(),
+        });
+        assert!(
+            failed.contains(r#"<b id="ours-undeclared">?</b>"#)
+                && failed.contains("the database did not answer"),
+            "{failed}"
+        );
+        let partial = card(&Known::Listed {
+            at,
+            found: Vec::new(),
+            unlisted: vec!["organization acme: GitHub did not answer".to_owned()],
+        });
+        assert!(
+            partial.contains(r#"<b id="ours-undeclared">0</b>"#)
+                && partial.contains(r#"<span id="ours-undeclared-unlisted">1</span>"#)
+                && partial.contains("organization acme: GitHub did not answer"),
+            "{partial}"
+        );
+        let found = card(&Known::Listed {
+            at,
+            found: vec!["made-by-api (organization acme)".to_owned()],
+            unlisted: Vec::new(),
+        });
+        assert!(
+            found.contains(r#"<b id="ours-undeclared">1</b>"#)
+                && found.contains("made-by-api (organization acme)")
+                && found.contains("decommission")
+                && !found.contains("not listed"),
+            "{found}"
+        );
+    }
 }

@@ -258,6 +258,39 @@ async fn our_scale_sets_on_github_declared_nowhere_are_listed_with_the_remedies(
     );
     assert_eq!(items[0]["entity"], "organization acme");
     assert_eq!(answer.json["unlisted"], json!([]), "{answer:?}");
+
+    // Never only on demand: a scrape starts the background listing, and the gauge and the
+    // status page's card then count the one set (not the held, declared or foreign ones).
+    scaleset_eventually::eventually(
+        "the gauge counts the set that is ours and undeclared",
+        || async {
+            let metrics = app.call("GET", "/metrics", None).await;
+            let listed = metrics
+                .text
+                .lines()
+                .any(|l| l == "scaleset_scale_sets_ours_undeclared 1")
+                && metrics
+                    .text
+                    .lines()
+                    .any(|l| l == "scaleset_ours_undeclared_unlisted_entities 0");
+            listed.then_some(())
+        },
+    )
+    .await;
+    let (status, _, page) = app
+        .send(
+            "GET",
+            "/",
+            &[("authorization", &format!("Bearer {}", app.token))],
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains(r#"<b id="ours-undeclared">1</b>"#)
+            && page.contains("made-by-api (organization acme)"),
+        "the page counts and names it: {page}"
+    );
 }
 
 backend_tests!(
