@@ -1018,7 +1018,9 @@ impl Runners<'_> {
             ssh_keys: vec![],
             extra_specs: (!spec.extra_specs.is_null()).then(|| spec.extra_specs.clone()),
             github_runner_group: spec.runner_group.name.clone(),
-            ca_cert_bundle: None,
+            // The endpoint's own bundle, as GARM sends it: a runner of a GHES with a private CA
+            // must trust what we trust to reach it.
+            ca_cert_bundle: self.client.ca_bundle_pem().map(<[u8]>::to_vec),
             arch: match spec.os_arch {
                 scaleset_store::OsArch::Amd64 => OsArch::Amd64,
                 scaleset_store::OsArch::Arm64 => OsArch::Arm64,
