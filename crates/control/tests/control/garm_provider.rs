@@ -19,15 +19,17 @@ use crate::helpers::{FreezeAt, Harness, TestDb, backend_tests, eventually, setti
 
 backend_tests!(
     our_bootstrap_has_the_keys_and_value_types_of_garms_captured_create,
-    a_get_instance_failing_with_exit_1_for_a_missing_instance_never_blocks_the_set
+    a_get_instance_failing_with_exit_1_for_a_missing_instance_never_blocks_the_set,
+    a_sets_proxy_ssh_keys_and_user_data_options_reach_its_bootstrap
 );
 
 /// The differences from GARM's captured bootstrap that stay, each as `path: what`; the same
 /// list, with the reasons, is in docs/providers.md ("The bootstrap, compared with GARM's").
-const ALLOWED: [&str; 2] = [
-    "extra_specs.runner_install_template: only GARM's",
-    "labels: GARM null, ours array",
-];
+const ALLOWED: [&str; 1] = ["labels: GARM null, ours array"];
+
+/// A runner install template as an operator writes one: a shell script with
+/// garm-provider-common's Go-template values, which the provider renders.
+const TEMPLATE: &str = "#!/bin/bash\nset -e\ncurl -fsSL -o /tmp/runner.tgz '{{ .DownloadURL }}'\n";
 
 /// A provider as garm-provider-aws answers: instances kept as files under `DIR/instances`;
 /// every CreateInstance's stdin kept as `DIR/create-<pid>.json`; GetInstance of a missing
@@ -211,6 +213,8 @@ async fn our_bootstrap_has_the_keys_and_value_types_of_garms_captured_create(db:
                 specs.remove("runner_install_template");
             }
             spec.labels = vec!["x64-small".to_owned()];
+            // GARM sends its set's template on every create; so does a set naming one.
+            spec.runner_setup.runner_install_template = Some("garm-stub".to_owned());
         },
         pem.clone(),
     )
@@ -218,6 +222,11 @@ async fn our_bootstrap_has_the_keys_and_value_types_of_garms_captured_create(db:
     let dir = tempfile::tempdir().expect("tempdir");
     let mut settings = settings();
     settings.instance_api_url = Some(url::Url::parse("http://127.0.0.1:9/").expect("url"));
+    let template = dir.path().join("garm-stub.sh");
+    std::fs::write(&template, TEMPLATE).expect("write the template");
+    settings
+        .runner_install_templates
+        .insert("garm-stub".to_owned(), template);
     let controller = h.start_with_provider(
         settings,
         None,
@@ -269,6 +278,18 @@ async fn our_bootstrap_has_the_keys_and_value_types_of_garms_captured_create(db:
         assert_eq!(ours[key], garm[key], "{key}");
     }
     assert_eq!(ours["ssh-keys"], Value::Null, "none given: null, as GARM");
+    let sent = base64::engine::general_purpose::STANDARD
+        .decode(
+            ours["extra_specs"]["runner_install_template"]
+                .as_str()
+                .expect("a string"),
+        )
+        .expect("base64");
+    assert_eq!(
+        sent,
+        TEMPLATE.as_bytes(),
+        "the named template's file, as it is"
+    );
     assert_eq!(ours["extra_specs"]["disk_gb"], 50);
 }
 
@@ -321,4 +342,49 @@ async fn a_get_instance_failing_with_exit_1_for_a_missing_instance_never_blocks_
         stored.state_reason
     );
     second.stop().await;
+}
+
+/// The scale set's proxy (GARM #822: the runners', not the worker's), SSH keys and user-data
+/// options reach its bootstrap in GARM's fields.
+async fn a_sets_proxy_ssh_keys_and_user_data_options_reach_its_bootstrap(db: TestDb) {
+    let setup = scaleset_store::RunnerSetup {
+        http_proxy: Some("http://proxy.internal:3128".to_owned()),
+        https_proxy: Some("http://proxy.internal:3129".to_owned()),
+        no_proxy: Some("10.0.0.0/8,.internal".to_owned()),
+        ssh_keys: vec!["ssh-ed25519 AAAAC3Nza ops@example".to_owned()],
+        extra_packages: vec!["jq".to_owned(), "git".to_owned()],
+        disable_updates_on_boot: true,
+        enable_boot_debug: true,
+        runner_install_template: None,
+    };
+    let given = setup.clone();
+    let h = Harness::new(db, sim_config(), move |spec| spec.runner_setup = given).await;
+    let (controller, github_id) = h.start_ready().await;
+    h.sim()
+        .enqueue_jobs(github_id, &JobSpec::count(1))
+        .expect("enqueue");
+    let bootstrap = eventually("a runner is created", || async {
+        let created = h.created.lock().unwrap();
+        created.first().map(|r| r.bootstrap.clone())
+    })
+    .await;
+    controller.stop().await;
+    let json = serde_json::to_value(&bootstrap).expect("json");
+    assert_eq!(
+        json["proxy_config"],
+        serde_json::json!({
+            "http_proxy": "http://proxy.internal:3128",
+            "https_proxy": "http://proxy.internal:3129",
+            "no_proxy": "10.0.0.0/8,.internal",
+        })
+    );
+    assert_eq!(json["ssh-keys"], serde_json::json!(setup.ssh_keys));
+    assert_eq!(
+        json["user_data_options"],
+        serde_json::json!({
+            "disable_updates_on_boot": true,
+            "extra_packages": ["jq", "git"],
+            "enable_boot_debug": true,
+        })
+    );
 }
