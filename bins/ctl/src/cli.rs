@@ -359,10 +359,10 @@ pub(crate) enum ScaleSetCommand {
     /// Create a scale set: the server stores it and the worker adopts or creates it on
     /// GitHub; this waits (--wait) for the outcome and shows it (exit 2 when adoption is
     /// refused).
-    Create(CreateScaleSet),
+    Create(Box<CreateScaleSet>),
     /// Change a scale set's spec, at its current generation (refused if someone changed it
     /// meanwhile).
-    Update(UpdateScaleSet),
+    Update(Box<UpdateScaleSet>),
     /// Drain a scale set: it is no longer served (no new runners); the worker retires its idle
     /// runners and lets busy ones finish their jobs. Run it again to see what is left; delete
     /// it once drained.

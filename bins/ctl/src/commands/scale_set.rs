@@ -31,8 +31,8 @@ pub(crate) async fn run(ctx: &Ctx<'_>, command: ScaleSetCommand) -> Result<Outco
             ctx.show(&found, || details(ctx, &found, &entities));
             Ok(Outcome::Done)
         }
-        ScaleSetCommand::Create(args) => create(ctx, args).await,
-        ScaleSetCommand::Update(args) => update(ctx, args).await,
+        ScaleSetCommand::Create(args) => create(ctx, *args).await,
+        ScaleSetCommand::Update(args) => update(ctx, *args).await,
         ScaleSetCommand::Drain { scale_set } => drain(ctx, &scale_set).await,
         ScaleSetCommand::Delete { scale_set, force } => delete(ctx, &scale_set, force).await,
     }
