@@ -364,10 +364,10 @@ pub(crate) enum ScaleSetCommand {
     /// Create a scale set: the server stores it and the worker adopts or creates it on
     /// GitHub; this waits (--wait) for the outcome and shows it (exit 2 when adoption is
     /// refused).
-    Create(CreateScaleSet),
+    Create(Box<CreateScaleSet>),
     /// Change a scale set's spec, at its current generation (refused if someone changed it
     /// meanwhile).
-    Update(UpdateScaleSet),
+    Update(Box<UpdateScaleSet>),
     /// Drain a scale set: it is no longer served (no new runners); the worker retires its idle
     /// runners and lets busy ones finish their jobs. Run it again to see what is left; delete
     /// it once drained.
@@ -440,6 +440,30 @@ pub(crate) struct CreateScaleSet {
     /// The runners' CPU architecture: amd64, arm64, arm or 386 [default: amd64].
     #[arg(long, value_name = "ARCH")]
     pub(crate) os_arch: Option<String>,
+    /// The runners' http_proxy (not the worker's own proxy).
+    #[arg(long, value_name = "URL")]
+    pub(crate) http_proxy: Option<String>,
+    /// The runners' https_proxy.
+    #[arg(long, value_name = "URL")]
+    pub(crate) https_proxy: Option<String>,
+    /// The runners' no_proxy.
+    #[arg(long, value_name = "HOSTS")]
+    pub(crate) no_proxy: Option<String>,
+    /// An SSH public key for the runner user (repeat for more).
+    #[arg(long = "ssh-key", value_name = "KEY")]
+    pub(crate) ssh_keys: Vec<String>,
+    /// A package the machine installs on first boot (repeat for more).
+    #[arg(long = "extra-package", value_name = "NAME")]
+    pub(crate) extra_packages: Vec<String>,
+    /// Skip the operating system's updates on first boot.
+    #[arg(long)]
+    pub(crate) disable_updates_on_boot: bool,
+    /// Verbose boot logging.
+    #[arg(long)]
+    pub(crate) enable_boot_debug: bool,
+    /// A runner install template of the worker's configuration (worker.runner_install_templates).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) runner_install_template: Option<String>,
     /// How long an instance may take to register, seconds [default: 600].
     #[arg(long, value_name = "SECONDS")]
     pub(crate) bootstrap_timeout: Option<u64>,
@@ -502,6 +526,44 @@ pub(crate) struct UpdateScaleSet {
     /// New CPU architecture: amd64, arm64, arm or 386.
     #[arg(long, value_name = "ARCH")]
     pub(crate) os_arch: Option<String>,
+    /// New runners' http_proxy ("" for none).
+    #[arg(long, value_name = "URL")]
+    pub(crate) http_proxy: Option<String>,
+    /// New runners' https_proxy ("" for none).
+    #[arg(long, value_name = "URL")]
+    pub(crate) https_proxy: Option<String>,
+    /// New runners' no_proxy ("" for none).
+    #[arg(long, value_name = "HOSTS")]
+    pub(crate) no_proxy: Option<String>,
+    /// Replace the SSH keys (repeat for more; --clear-ssh-keys for none).
+    #[arg(
+        long = "ssh-key",
+        value_name = "KEY",
+        conflicts_with = "clear_ssh_keys"
+    )]
+    pub(crate) ssh_keys: Vec<String>,
+    /// Remove every SSH key.
+    #[arg(long)]
+    pub(crate) clear_ssh_keys: bool,
+    /// Replace the extra packages (repeat for more; --clear-extra-packages for none).
+    #[arg(
+        long = "extra-package",
+        value_name = "NAME",
+        conflicts_with = "clear_extra_packages"
+    )]
+    pub(crate) extra_packages: Vec<String>,
+    /// Remove every extra package.
+    #[arg(long)]
+    pub(crate) clear_extra_packages: bool,
+    /// Skip the operating system's updates on first boot, or not.
+    #[arg(long)]
+    pub(crate) disable_updates_on_boot: Option<bool>,
+    /// Verbose boot logging, or not.
+    #[arg(long)]
+    pub(crate) enable_boot_debug: Option<bool>,
+    /// New runner install template ("" for none: the provider's built-in script).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) runner_install_template: Option<String>,
     /// New bootstrap timeout, seconds.
     #[arg(long, value_name = "SECONDS")]
     pub(crate) bootstrap_timeout: Option<u64>,

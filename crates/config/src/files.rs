@@ -40,6 +40,14 @@ impl Config {
                 }
             }
         }
+        for (name, file) in &self.settings.runner_install_templates {
+            if let Some(why) = readable(file) {
+                problems.push(Problem::new(
+                    format!("worker.runner_install_templates.{name}"),
+                    why,
+                ));
+            }
+        }
         if let Some(tls) = &self.server.tls {
             for (key, path) in [
                 ("server.tls_cert_file", &tls.cert),

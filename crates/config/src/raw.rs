@@ -1,6 +1,7 @@
 //! The file as written by the operator: every table refuses unknown keys, every value is
 //! optional here so that validation can report all problems at once, naming each key.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use scaleset_provider::RawProviderConfig;
@@ -89,6 +90,9 @@ pub(crate) struct RawWorker {
     pub(crate) max_concurrent_starts: Option<i64>,
     pub(crate) max_concurrent_recoveries: Option<i64>,
     pub(crate) instance_api_url: Option<String>,
+    /// Runner install templates scale sets may name: name → file.
+    #[serde(default)]
+    pub(crate) runner_install_templates: BTreeMap<String, PathBuf>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -148,6 +152,17 @@ pub(crate) struct RawScaleSet {
     pub(crate) flavor: Option<String>,
     pub(crate) os_type: Option<String>,
     pub(crate) os_arch: Option<String>,
+    /// The runners' proxy, SSH keys and user-data options (GARM's bootstrap).
+    pub(crate) http_proxy: Option<String>,
+    pub(crate) https_proxy: Option<String>,
+    pub(crate) no_proxy: Option<String>,
+    #[serde(default)]
+    pub(crate) ssh_keys: Vec<String>,
+    #[serde(default)]
+    pub(crate) extra_packages: Vec<String>,
+    pub(crate) disable_updates_on_boot: Option<bool>,
+    pub(crate) enable_boot_debug: Option<bool>,
+    pub(crate) runner_install_template: Option<String>,
     pub(crate) min_idle: Option<i64>,
     pub(crate) max_runners: Option<i64>,
     pub(crate) bootstrap_timeout: Option<String>,

@@ -473,3 +473,40 @@ fn issue_33_lifecycle_settings_read_as_written_and_default_to_off() {
         "{found:#?}"
     );
 }
+
+/// Runner install templates are named files: read into the settings by name, a relative path
+/// or a bad name refused naming the key, and a missing file reported by `--check`.
+#[test]
+fn runner_install_templates_are_named_absolute_files_checked_by_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("kiosk.sh");
+    std::fs::write(&file, "#!/bin/bash\n").unwrap();
+    let with = |table: &str| {
+        GOOD.replace(
+            "lease_ttl = \"30s\"",
+            &format!("lease_ttl = \"30s\"\nrunner_install_templates = {{ {table} }}"),
+        )
+    };
+    let good = with(&format!("kiosk = \"{}\"", file.display()));
+    let config = Config::parse("test.toml", &good, &base_env()).unwrap();
+    assert_eq!(
+        config.settings.runner_install_templates.get("kiosk"),
+        Some(&file)
+    );
+    let found = problems(&with("kiosk = \"relative.sh\""), &base_env());
+    assert_eq!(
+        keys(&found),
+        ["worker.runner_install_templates.kiosk"],
+        "{found:#?}"
+    );
+    std::fs::remove_file(&file).unwrap();
+    let config = Config::parse("test.toml", &good, &base_env()).unwrap();
+    let missing = config.check_files("test.toml").expect_err("a missing file");
+    assert!(
+        missing
+            .problems
+            .iter()
+            .any(|p| p.key == "worker.runner_install_templates.kiosk"),
+        "{missing:?}"
+    );
+}

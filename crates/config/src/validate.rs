@@ -375,6 +375,27 @@ fn worker(
         raw.max_concurrent_recoveries,
         u32::try_from(defaults.max_concurrent_recoveries).unwrap_or(u32::MAX),
     ) as usize;
+    for (name, file) in &raw.runner_install_templates {
+        let key = format!("worker.runner_install_templates.{name}");
+        if !scaleset_store::is_template_name(name) {
+            p.add(
+                key,
+                "a template name is 1–64 of A-Z a-z 0-9 . _ -, starting with a letter or digit",
+            );
+        } else if !file.is_absolute() {
+            p.add(
+                key,
+                format!(
+                    "{} is not an absolute path; give the template file's full path",
+                    file.display()
+                ),
+            );
+        } else {
+            settings
+                .runner_install_templates
+                .insert(name.clone(), file.clone());
+        }
+    }
     settings.instance_api_url = raw.instance_api_url.as_deref().and_then(|text| {
         let url = http_url(p, "worker.instance_api_url", text)?;
         if url.query().is_some() || url.fragment().is_some() {
@@ -870,6 +891,16 @@ fn scale_sets(
             flavor: s.flavor.clone(),
             os_type: s.os_type.clone(),
             os_arch: s.os_arch.clone(),
+            runner_setup: scaleset_store::RunnerSetup {
+                http_proxy: s.http_proxy.clone(),
+                https_proxy: s.https_proxy.clone(),
+                no_proxy: s.no_proxy.clone(),
+                ssh_keys: s.ssh_keys.clone(),
+                extra_packages: s.extra_packages.clone(),
+                disable_updates_on_boot: s.disable_updates_on_boot.unwrap_or(false),
+                enable_boot_debug: s.enable_boot_debug.unwrap_or(false),
+                runner_install_template: s.runner_install_template.clone(),
+            },
             min_idle: s.min_idle,
             max_runners: s.max_runners,
             bootstrap_timeout,

@@ -29,7 +29,7 @@ use scaleset_github::{
 };
 use scaleset_provider::{
     BootstrapInstance, CreateRequest, InstanceId, OsArch, OsType, Pool, Provider, ProviderInstance,
-    RunnerTool, SecretString, UserDataOptions,
+    ProxyConfig, RunnerTool, SecretString, UserDataOptions,
 };
 use scaleset_store::{
     Instance, InstanceAdvance, InstanceStatus, Lease, NewInstance, ScaleSet, ScaleSetState,
@@ -468,6 +468,9 @@ impl Runners<'_> {
         let spec = &scale_set.spec;
         // Before any intent: without its tools a GARM provider refuses the bootstrap.
         let tools = self.tools().await?;
+        // Read before any intent is recorded: a set whose template cannot be read creates
+        // nothing and shows why, as a set without its runner downloads does.
+        let template = self.install_template().await?;
         let timeout = spec.bootstrap_timeout_or(self.shared.settings.default_bootstrap_timeout);
         let deadline = self.shared.clock.now().saturating_add(timeout);
         let pool_key = self.pool.key.as_str();
@@ -543,7 +546,8 @@ impl Runners<'_> {
                 self.remove_everywhere(row).await?;
                 continue;
             }
-            self.launch(row, jit, timeout, &tools).await?;
+            self.launch(row, jit, timeout, &tools, template.as_deref())
+                .await?;
         }
         if let Some(error) = failure {
             return Err(error);
@@ -562,13 +566,14 @@ impl Runners<'_> {
         jit: &scaleset_github::JitConfig,
         timeout: std::time::Duration,
         tools: &[RunnerDownload],
+        template: Option<&str>,
     ) -> Result<(), Error> {
         let name = row.name.clone();
         let access = self
             .grant_access(&name, &jit.encoded_jit_config, timeout)
             .await?;
         let request = CreateRequest {
-            bootstrap: self.bootstrap(&name, access, tools),
+            bootstrap: self.bootstrap(&name, access, tools, template),
             jit_config: Some(jit.encoded_jit_config.clone()),
             // GARM bounds a create by the bootstrap timeout; so does the external provider.
             bootstrap_timeout: Some(timeout),
@@ -979,6 +984,40 @@ impl Runners<'_> {
         Ok(Some(InstanceAccessGrant { urls, token }))
     }
 
+    /// The scale set's runner install template, base64-encoded as GARM sends it in
+    /// `extra_specs.runner_install_template` (a Go `[]byte`), or `None` when the set names
+    /// none. The file is sent as it is: garm-provider-common renders it as a Go template with
+    /// the instance's own values (`{{ .DownloadURL }}`, `{{ .MetadataURL }}`,
+    /// `{{ .CallbackToken }}`, …) in place of its built-in script, so nothing is rendered here.
+    async fn install_template(&self) -> Result<Option<String>, Error> {
+        let Some(name) = &self.scale_set.spec.runner_setup.runner_install_template else {
+            return Ok(None);
+        };
+        let config_error = |reason: String| Error::Config {
+            what: format!(
+                "scale set {:?}: runner install template {name:?}",
+                self.scale_set.spec.name
+            ),
+            reason,
+        };
+        let Some(path) = self.shared.settings.runner_install_templates.get(name) else {
+            return Err(config_error(format!(
+                "this worker's configuration has no template {name:?}; add it to \
+                 worker.runner_install_templates (name = \"/path/to/file\") or name one it has"
+            )));
+        };
+        let bytes = tokio::fs::read(path).await.map_err(|e| {
+            config_error(format!(
+                "cannot read {}: {e}; check the file named in worker.runner_install_templates",
+                path.display()
+            ))
+        })?;
+        use base64::Engine as _;
+        Ok(Some(
+            base64::engine::general_purpose::STANDARD.encode(bytes),
+        ))
+    }
+
     /// The runner downloads of the scale set's entity (GARM's `tools`), read once per entity
     /// per refresh ([`crate::runner_tools`]).
     async fn tools(&self) -> Result<Arc<[RunnerDownload]>, Error> {
@@ -1002,8 +1041,16 @@ impl Runners<'_> {
         name: &str,
         access: Option<InstanceAccessGrant>,
         tools: &[RunnerDownload],
+        template: Option<&str>,
     ) -> BootstrapInstance {
         let spec = &self.scale_set.spec;
+        let mut extra_specs = spec.extra_specs.clone();
+        if let (Some(template), serde_json::Value::Object(specs)) = (template, &mut extra_specs) {
+            specs.insert(
+                "runner_install_template".to_owned(),
+                serde_json::Value::String(template.to_owned()),
+            );
+        }
         let (callback_url, metadata_url, instance_token) = match access {
             Some(grant) => (grant.urls.callback, grant.urls.metadata, grant.token),
             None => (String::new(), String::new(), SecretString::from("")),
@@ -1015,10 +1062,12 @@ impl Runners<'_> {
             callback_url,
             metadata_url,
             instance_token,
-            ssh_keys: vec![],
-            extra_specs: (!spec.extra_specs.is_null()).then(|| spec.extra_specs.clone()),
+            ssh_keys: spec.runner_setup.ssh_keys.clone(),
+            extra_specs: (!extra_specs.is_null()).then_some(extra_specs),
             github_runner_group: spec.runner_group.name.clone(),
-            ca_cert_bundle: None,
+            // The endpoint's own bundle, as GARM sends it: a runner of a GHES with a private CA
+            // must trust what we trust to reach it.
+            ca_cert_bundle: self.client.ca_bundle_pem().map(<[u8]>::to_vec),
             arch: match spec.os_arch {
                 scaleset_store::OsArch::Amd64 => OsArch::Amd64,
                 scaleset_store::OsArch::Arm64 => OsArch::Arm64,
@@ -1034,9 +1083,18 @@ impl Runners<'_> {
             image: spec.image.clone(),
             labels: spec.labels.clone(),
             pool_id: self.pool.key.clone(),
-            user_data_options: UserDataOptions::default(),
+            user_data_options: UserDataOptions {
+                disable_updates_on_boot: spec.runner_setup.disable_updates_on_boot,
+                extra_packages: spec.runner_setup.extra_packages.clone(),
+                enable_boot_debug: spec.runner_setup.enable_boot_debug,
+            },
             jit_config_enabled: true,
-            proxy_config: None,
+            // The scale set's proxy for its runners (GARM #822), never the worker's own.
+            proxy_config: Some(ProxyConfig {
+                http_proxy: spec.runner_setup.http_proxy.clone(),
+                https_proxy: spec.runner_setup.https_proxy.clone(),
+                no_proxy: spec.runner_setup.no_proxy.clone(),
+            }),
         }
     }
 

@@ -95,6 +95,10 @@ pub struct Settings {
     /// and providers must boot runners from the JIT config they are handed (the fake and
     /// directory providers do; GARM's external providers cannot).
     pub instance_api_url: Option<url::Url>,
+    /// The runner install templates a scale set may name (`runner_install_template`), each a
+    /// file read at every create and sent base64-encoded as `extra_specs.runner_install_template`,
+    /// as GARM sends its scale set's template (`worker.runner_install_templates`).
+    pub runner_install_templates: std::collections::BTreeMap<String, std::path::PathBuf>,
     /// How long an entity's runner downloads (GARM's `tools`) are used before they are read
     /// from GitHub again: one REST call per entity per refresh, whatever its number of scale
     /// sets (GARM refreshes its tools on a timer too).
@@ -131,6 +135,7 @@ impl Default for Settings {
             provider_backoff_max: Duration::from_secs(300),
             provider_failures_flagged: 3,
             instance_api_url: None,
+            runner_install_templates: std::collections::BTreeMap::new(),
             runner_tools_refresh: Duration::from_secs(15 * 60),
             runner_tools_retry: Duration::from_secs(60),
         }

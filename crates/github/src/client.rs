@@ -85,6 +85,15 @@ impl Client {
         &self.inner.caller.config.config_url
     }
 
+    /// The PEM CA bundle this client trusts instead of the public roots (a GHES with a private
+    /// CA), if it was given one: what the runners of this endpoint must trust too.
+    pub fn ca_bundle_pem(&self) -> Option<&[u8]> {
+        match &self.inner.caller.config.trust_roots {
+            crate::config::TrustRoots::CaBundle(pem) => Some(pem),
+            _ => None,
+        }
+    }
+
     /// The REST API base in use (derived or overridden).
     pub fn api_base(&self) -> &Url {
         &self.inner.caller.api_base

@@ -83,34 +83,49 @@ pub struct RunnerTool {
     pub sha256_checksum: Option<String>,
 }
 
+/// Serializes an empty list as `null`, as GARM does (a Go nil slice): GARM sends
+/// `"ssh-keys": null` and `"extra_packages": null` when there are none.
+fn null_when_empty<S: Serializer>(list: &[String], serializer: S) -> Result<S::Ok, S::Error> {
+    if list.is_empty() {
+        serializer.serialize_none()
+    } else {
+        list.serialize(serializer)
+    }
+}
+
+/// Serializes an unset proxy setting as `""`, as GARM does (a Go `string`).
+fn empty_when_none<S: Serializer>(
+    value: &Option<String>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(value.as_deref().unwrap_or_default())
+}
+
 /// Options for the user data providers generate (GARM's `user_data_options`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct UserDataOptions {
     /// Skip OS updates on first boot.
     pub disable_updates_on_boot: bool,
-    /// Extra packages to install.
+    /// Extra packages to install (`null` when none, as GARM sends it).
+    #[serde(serialize_with = "null_when_empty")]
     pub extra_packages: Vec<String>,
     /// Verbose boot logging.
     pub enable_boot_debug: bool,
 }
 
-/// Proxy settings for the instance.
-///
-/// A scaleset extension: GARM's `BootstrapInstance` (garm-provider-common
-/// `params`) has no proxy field, so GARM providers ignore `proxy_config` (Go's
-/// JSON decoder skips unknown fields). It is only sent when set, for
-/// providers written to read it; to give a GARM provider's instances a proxy,
-/// use that provider's own configuration or extra specs.
+/// The proxy the instance's runner goes through (GARM's `proxy_config`, GARM #822): the
+/// scale set's, never the worker's own. GARM sends all three keys on every create, as empty
+/// strings when unset; so do we.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct ProxyConfig {
-    /// `http_proxy`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// `http_proxy` (`""` when unset).
+    #[serde(serialize_with = "empty_when_none")]
     pub http_proxy: Option<String>,
-    /// `https_proxy`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// `https_proxy` (`""` when unset).
+    #[serde(serialize_with = "empty_when_none")]
     pub https_proxy: Option<String>,
-    /// `no_proxy`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// `no_proxy` (`""` when unset).
+    #[serde(serialize_with = "empty_when_none")]
     pub no_proxy: Option<String>,
 }
 
@@ -137,8 +152,9 @@ pub struct BootstrapInstance {
     /// Bearer token the instance uses for the callback and metadata URLs.
     #[serde(rename = "instance-token", serialize_with = "exposed")]
     pub instance_token: SecretString,
-    /// SSH public keys to install, if the provider supports it.
-    #[serde(rename = "ssh-keys")]
+    /// SSH public keys to install, if the provider supports it (`null` when none, as GARM
+    /// sends it).
+    #[serde(rename = "ssh-keys", serialize_with = "null_when_empty")]
     pub ssh_keys: Vec<String>,
     /// Provider-specific JSON (omitted when none).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -146,7 +162,8 @@ pub struct BootstrapInstance {
     /// The GitHub runner group.
     #[serde(rename = "github-runner-group")]
     pub github_runner_group: String,
-    /// A CA bundle to trust, sent base64-encoded (Go `[]byte`), `null` when none.
+    /// The PEM CA bundle of the credentials' endpoint, for the runner to trust (a GHES with
+    /// a private CA), sent base64-encoded (Go `[]byte`); `""` when none, as GARM sends it.
     #[serde(rename = "ca-cert-bundle", serialize_with = "as_base64")]
     pub ca_cert_bundle: Option<Vec<u8>>,
     /// CPU architecture.
@@ -166,8 +183,8 @@ pub struct BootstrapInstance {
     /// Tell the instance to fetch a JIT config from the metadata URL instead of
     /// a registration token.
     pub jit_config_enabled: bool,
-    /// Proxy settings (omitted when none; not a GARM field, see [`ProxyConfig`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Proxy settings for the runner; `None` sends GARM's empty one (see [`ProxyConfig`]).
+    #[serde(serialize_with = "proxy_or_empty")]
     pub proxy_config: Option<ProxyConfig>,
 }
 
@@ -176,8 +193,15 @@ fn as_base64<S: Serializer>(bytes: &Option<Vec<u8>>, serializer: S) -> Result<S:
         Some(bytes) => {
             serializer.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
         }
-        None => serializer.serialize_none(),
+        None => serializer.serialize_str(""),
     }
+}
+
+fn proxy_or_empty<S: Serializer>(
+    proxy: &Option<ProxyConfig>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    proxy.clone().unwrap_or_default().serialize(serializer)
 }
 
 /// A request to create one instance.

@@ -73,6 +73,7 @@ mod keyring;
 mod lease;
 mod options;
 mod platform;
+mod runner_setup;
 mod scale_set;
 pub mod spec;
 #[cfg(feature = "test-util")]
@@ -101,6 +102,7 @@ pub use keyring::{EncryptionKey, Keyring};
 pub use lease::{Acquisition, Lease, LeaseRecord, LeaseStore, LiveLease};
 pub use options::{DatabaseUrl, SqliteSync, StoreOptions};
 pub use platform::{OsArch, OsType};
+pub use runner_setup::{RunnerSetup, SETUP_LIST_MAX, SETUP_TEXT_MAX, is_template_name};
 pub use scale_set::{
     AdoptionPolicy, Attention, Creation, MODIFY_ATTEMPTS, NewScaleSet, Progress, Provenance,
     ProviderError, RunnerGroup, SAMPLE_WINDOW, Sample, ScaleSet, ScaleSetSpec, ScaleSetState,

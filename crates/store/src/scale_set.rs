@@ -234,6 +234,9 @@ pub struct ScaleSetSpec {
     pub os_type: crate::OsType,
     /// The runners' CPU architecture (GARM's `arch`).
     pub os_arch: crate::OsArch,
+    /// What the machines are given besides the runner: the runners' proxy, SSH keys and the
+    /// user-data options of GARM's bootstrap.
+    pub runner_setup: crate::RunnerSetup,
     /// Idle runners kept warm.
     pub min_idle: u32,
     /// The most runners at once.

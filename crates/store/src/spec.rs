@@ -110,6 +110,9 @@ pub struct RawScaleSetSpec {
     /// The runners' CPU architecture as GARM spells it: `amd64` (default), `arm64`, `arm`,
     /// `386`.
     pub os_arch: Option<String>,
+    /// The runners' proxy, SSH keys and user-data options (default none; an empty proxy
+    /// setting is none).
+    pub runner_setup: crate::RunnerSetup,
     /// Idle runners kept warm (default 0).
     pub min_idle: Option<i64>,
     /// The most runners at once (default [`DEFAULT_MAX_RUNNERS`]).
@@ -148,6 +151,7 @@ impl From<&ScaleSetSpec> for RawScaleSetSpec {
             flavor: Some(spec.flavor.clone()),
             os_type: Some(spec.os_type.as_str().to_owned()),
             os_arch: Some(spec.os_arch.as_str().to_owned()),
+            runner_setup: spec.runner_setup.clone(),
             min_idle: Some(i64::from(spec.min_idle)),
             max_runners: Some(i64::from(spec.max_runners)),
             bootstrap_timeout: Some(spec.bootstrap_timeout),
@@ -246,6 +250,17 @@ impl ScaleSetSpec {
             None | Some(serde_json::Value::Null) => serde_json::Value::Object(Default::default()),
             Some(value) => value,
         };
+        let mut runner_setup = raw.runner_setup;
+        for proxy in [
+            &mut runner_setup.http_proxy,
+            &mut runner_setup.https_proxy,
+            &mut runner_setup.no_proxy,
+        ] {
+            // An empty setting is none: what an update sends to clear one.
+            if proxy.as_deref().is_some_and(str::is_empty) {
+                *proxy = None;
+            }
+        }
         let spec = Self {
             name,
             runner_group: RunnerGroup {
@@ -261,6 +276,7 @@ impl ScaleSetSpec {
             flavor: raw.flavor.unwrap_or_default(),
             os_type,
             os_arch,
+            runner_setup,
             min_idle,
             max_runners,
             bootstrap_timeout: raw.bootstrap_timeout.unwrap_or(DEFAULT_BOOTSTRAP_TIMEOUT),
@@ -401,6 +417,9 @@ impl ScaleSetSpec {
                 ));
             }
         }
+        for (field, message) in self.runner_setup.problems() {
+            p.push(SpecProblem::new(field, message));
+        }
         // Null is "none" as older versions stored it; a parse writes `{}`.
         if !(self.extra_specs.is_object() || self.extra_specs.is_null()) {
             p.push(SpecProblem::new(
@@ -492,6 +511,7 @@ fn placeholder() -> ScaleSetSpec {
         flavor: String::new(),
         os_type: OsType::Linux,
         os_arch: OsArch::Amd64,
+        runner_setup: crate::RunnerSetup::default(),
         min_idle: 0,
         max_runners: DEFAULT_MAX_RUNNERS,
         bootstrap_timeout: DEFAULT_BOOTSTRAP_TIMEOUT,
@@ -508,7 +528,7 @@ fn placeholder() -> ScaleSetSpec {
 
 /// The order fields are reported in: the spec's field order, then label index.
 fn field_order(field: &str) -> (usize, usize) {
-    const ORDER: [&str; 19] = [
+    const ORDER: [&str; 27] = [
         "name",
         "runner_group",
         "labels",
@@ -517,6 +537,14 @@ fn field_order(field: &str) -> (usize, usize) {
         "flavor",
         "os_type",
         "os_arch",
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
+        "ssh_keys",
+        "extra_packages",
+        "disable_updates_on_boot",
+        "enable_boot_debug",
+        "runner_install_template",
         "max_runners",
         "min_idle",
         "bootstrap_timeout",

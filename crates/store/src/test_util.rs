@@ -106,6 +106,7 @@ pub fn spec(name: &str) -> ScaleSetSpec {
         flavor: "small".to_owned(),
         os_type: Default::default(),
         os_arch: Default::default(),
+        runner_setup: Default::default(),
         min_idle: 0,
         max_runners: 10,
         bootstrap_timeout: Duration::from_secs(600),

@@ -372,6 +372,7 @@ fn healthy(name: &str) -> ScaleSet {
             flavor: String::new(),
             os_type: Default::default(),
             os_arch: Default::default(),
+            runner_setup: Default::default(),
             min_idle: 0,
             max_runners: 4,
             bootstrap_timeout: Duration::from_secs(600),

@@ -31,8 +31,8 @@ pub(crate) async fn run(ctx: &Ctx<'_>, command: ScaleSetCommand) -> Result<Outco
             ctx.show(&found, || details(ctx, &found, &entities));
             Ok(Outcome::Done)
         }
-        ScaleSetCommand::Create(args) => create(ctx, args).await,
-        ScaleSetCommand::Update(args) => update(ctx, args).await,
+        ScaleSetCommand::Create(args) => create(ctx, *args).await,
+        ScaleSetCommand::Update(args) => update(ctx, *args).await,
         ScaleSetCommand::Drain { scale_set } => drain(ctx, &scale_set).await,
         ScaleSetCommand::Retry { scale_set } => retry(ctx, &scale_set).await,
         ScaleSetCommand::Delete { scale_set, force } => delete(ctx, &scale_set, force).await,
@@ -349,6 +349,7 @@ fn details(ctx: &Ctx<'_>, s: &ScaleSet, entities: &BTreeMap<Uuid, String>) -> St
             "platform",
             Cell::new(format!("{}/{}", spec.os_type, spec.os_arch)),
         ),
+        ("runner setup", Cell::new(runner_setup(spec))),
         ("enabled", Cell::new(yes_no(spec.enabled))),
         (
             "adoption",
@@ -415,6 +416,51 @@ fn answered(ctx: &Ctx<'_>, s: &ScaleSet, entities: &BTreeMap<Uuid, String>) -> O
     }
 }
 
+/// An update's list: replaced when given, emptied when cleared, else unchanged.
+fn list_change(given: Vec<String>, clear: bool) -> Option<Vec<String>> {
+    if clear {
+        Some(Vec::new())
+    } else if given.is_empty() {
+        None
+    } else {
+        Some(given)
+    }
+}
+
+/// The runners' proxy, SSH keys and user-data options in one line (`none` when unset).
+fn runner_setup(spec: &scaleset_api::v1::ScaleSetSpec) -> String {
+    let mut parts = Vec::new();
+    for (name, value) in [
+        ("http_proxy", &spec.http_proxy),
+        ("https_proxy", &spec.https_proxy),
+        ("no_proxy", &spec.no_proxy),
+    ] {
+        if let Some(value) = value {
+            parts.push(format!("{name}={value}"));
+        }
+    }
+    if !spec.ssh_keys.is_empty() {
+        parts.push(format!("{} SSH keys", spec.ssh_keys.len()));
+    }
+    if !spec.extra_packages.is_empty() {
+        parts.push(format!("packages {}", spec.extra_packages.join(",")));
+    }
+    if spec.disable_updates_on_boot {
+        parts.push("no updates on boot".to_owned());
+    }
+    if spec.enable_boot_debug {
+        parts.push("boot debug".to_owned());
+    }
+    if let Some(name) = &spec.runner_install_template {
+        parts.push(format!("install template {name}"));
+    }
+    if parts.is_empty() {
+        "none".to_owned()
+    } else {
+        parts.join("; ")
+    }
+}
+
 async fn create(ctx: &Ctx<'_>, args: CreateScaleSet) -> Result<Outcome> {
     let entity_id = entity::resolve(ctx, &args.entity).await?;
     let body = CreateBody {
@@ -428,6 +474,14 @@ async fn create(ctx: &Ctx<'_>, args: CreateScaleSet) -> Result<Outcome> {
         flavor: args.flavor,
         os_type: args.os_type,
         os_arch: args.os_arch,
+        http_proxy: args.http_proxy,
+        https_proxy: args.https_proxy,
+        no_proxy: args.no_proxy,
+        ssh_keys: args.ssh_keys,
+        extra_packages: args.extra_packages,
+        disable_updates_on_boot: args.disable_updates_on_boot,
+        enable_boot_debug: args.enable_boot_debug,
+        runner_install_template: args.runner_install_template,
         min_idle: args.min_idle,
         max_runners: args.max_runners,
         bootstrap_timeout_secs: args.bootstrap_timeout,
@@ -543,6 +597,14 @@ async fn update(ctx: &Ctx<'_>, args: UpdateScaleSet) -> Result<Outcome> {
         flavor: args.flavor,
         os_type: args.os_type,
         os_arch: args.os_arch,
+        http_proxy: args.http_proxy,
+        https_proxy: args.https_proxy,
+        no_proxy: args.no_proxy,
+        ssh_keys: list_change(args.ssh_keys, args.clear_ssh_keys),
+        extra_packages: list_change(args.extra_packages, args.clear_extra_packages),
+        disable_updates_on_boot: args.disable_updates_on_boot,
+        enable_boot_debug: args.enable_boot_debug,
+        runner_install_template: args.runner_install_template,
         min_idle: args.min_idle,
         max_runners: args.max_runners,
         bootstrap_timeout_secs: args.bootstrap_timeout,

@@ -66,6 +66,16 @@ fn raw_of(input: &CreateScaleSet) -> RawScaleSetSpec {
         flavor: Some(input.flavor.clone()),
         os_type: input.os_type.clone(),
         os_arch: input.os_arch.clone(),
+        runner_setup: scaleset_store::RunnerSetup {
+            http_proxy: input.http_proxy.clone(),
+            https_proxy: input.https_proxy.clone(),
+            no_proxy: input.no_proxy.clone(),
+            ssh_keys: input.ssh_keys.clone(),
+            extra_packages: input.extra_packages.clone(),
+            disable_updates_on_boot: input.disable_updates_on_boot,
+            enable_boot_debug: input.enable_boot_debug,
+            runner_install_template: input.runner_install_template.clone(),
+        },
         min_idle: Some(i64::from(input.min_idle)),
         max_runners: Some(i64::from(input.max_runners)),
         bootstrap_timeout: input.bootstrap_timeout_secs.map(Duration::from_secs),
@@ -332,6 +342,28 @@ pub(crate) async fn update(
     patch(&mut raw.flavor, change.flavor);
     patch(&mut raw.os_type, change.os_type);
     patch(&mut raw.os_arch, change.os_arch);
+    let setup = &mut raw.runner_setup;
+    // `""` clears a proxy setting (the parser takes an empty one as none).
+    for (field, given) in [
+        (&mut setup.http_proxy, change.http_proxy),
+        (&mut setup.https_proxy, change.https_proxy),
+        (&mut setup.no_proxy, change.no_proxy),
+    ] {
+        if given.is_some() {
+            *field = given;
+        }
+    }
+    replace(&mut setup.ssh_keys, change.ssh_keys);
+    replace(&mut setup.extra_packages, change.extra_packages);
+    if let Some(given) = change.disable_updates_on_boot {
+        setup.disable_updates_on_boot = given;
+    }
+    if let Some(given) = change.enable_boot_debug {
+        setup.enable_boot_debug = given;
+    }
+    if let Some(given) = change.runner_install_template {
+        setup.runner_install_template = (!given.is_empty()).then_some(given);
+    }
     patch(&mut raw.min_idle, change.min_idle.map(i64::from));
     patch(&mut raw.max_runners, change.max_runners.map(i64::from));
     patch(

@@ -271,6 +271,41 @@ pub(crate) fn overview(view: &Overview, ours_undeclared: &Known, now: SystemTime
 }
 
 /// One scale set's page.
+/// The runners' proxy, SSH keys and user-data options in one line (`none` when unset); SSH
+/// keys are counted, not shown.
+fn runner_setup(setup: &scaleset_store::RunnerSetup) -> String {
+    let mut parts = Vec::new();
+    for (name, value) in [
+        ("http_proxy", &setup.http_proxy),
+        ("https_proxy", &setup.https_proxy),
+        ("no_proxy", &setup.no_proxy),
+    ] {
+        if let Some(value) = value {
+            parts.push(format!("{name}={value}"));
+        }
+    }
+    if !setup.ssh_keys.is_empty() {
+        parts.push(format!("{} SSH keys", setup.ssh_keys.len()));
+    }
+    if !setup.extra_packages.is_empty() {
+        parts.push(format!("packages {}", setup.extra_packages.join(",")));
+    }
+    if setup.disable_updates_on_boot {
+        parts.push("no updates on boot".to_owned());
+    }
+    if setup.enable_boot_debug {
+        parts.push("boot debug".to_owned());
+    }
+    if let Some(name) = &setup.runner_install_template {
+        parts.push(format!("install template {name}"));
+    }
+    if parts.is_empty() {
+        "none".to_owned()
+    } else {
+        parts.join("; ")
+    }
+}
+
 pub(crate) fn detail(view: &Detail, now: SystemTime) -> String {
     let row = &view.row;
     let set = &row.set;
@@ -323,6 +358,8 @@ pub(crate) fn detail(view: &Detail, now: SystemTime) -> String {
             }
             dt { "platform" }
             dd id="platform" { (spec.os_type.as_str()) "/" (spec.os_arch.as_str()) }
+            dt { "runner setup" }
+            dd id="runner-setup" { (runner_setup(&spec.runner_setup)) }
             dt { "policy" }
             dd {
                 "adoption " (spec.adoption_policy.as_str())

@@ -106,6 +106,28 @@ pub struct ScaleSetSpec {
     pub os_type: String,
     /// The runners' CPU architecture as GARM spells it: `amd64`, `arm64`, `arm` or `386`.
     pub os_arch: String,
+    /// The runners' `http_proxy` (GARM's `proxy_config`; the worker's own proxy is not the
+    /// runners').
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_proxy: Option<String>,
+    /// The runners' `https_proxy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub https_proxy: Option<String>,
+    /// The runners' `no_proxy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_proxy: Option<String>,
+    /// SSH public keys for the runner user (GARM's `ssh-keys`).
+    pub ssh_keys: Vec<String>,
+    /// Packages installed on first boot besides the provider's own.
+    pub extra_packages: Vec<String>,
+    /// Skip the operating system's updates on first boot.
+    pub disable_updates_on_boot: bool,
+    /// Verbose boot logging.
+    pub enable_boot_debug: bool,
+    /// The runner install template the set names (one of the worker's
+    /// `worker.runner_install_templates`); none: the provider's built-in script.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_install_template: Option<String>,
     /// Idle runners kept warm.
     pub min_idle: u32,
     /// The most runners at once.
@@ -188,6 +210,43 @@ pub struct CreateScaleSet {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(pattern = "^(amd64|arm64|arm|386)$")]
     pub os_arch: Option<String>,
+    /// The runners' `http_proxy` (GARM's `proxy_config`; not the worker's own proxy): at most 8192
+    /// characters, no control characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 8192, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$")]
+    pub http_proxy: Option<String>,
+    /// The runners' `https_proxy` (GARM's `proxy_config`; not the worker's own proxy): at most 8192
+    /// characters, no control characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 8192, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$")]
+    pub https_proxy: Option<String>,
+    /// The runners' `no_proxy` (GARM's `proxy_config`; not the worker's own proxy): at most 8192
+    /// characters, no control characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 8192, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$")]
+    pub no_proxy: Option<String>,
+    /// SSH public keys for the runner user (GARM's `ssh-keys`; default none): at most 100, one
+    /// line each.
+    #[serde(default)]
+    #[schema(schema_with = ssh_keys_schema)]
+    pub ssh_keys: Vec<String>,
+    /// Packages installed on first boot besides the provider's own (default none): at most
+    /// 100 names.
+    #[serde(default)]
+    #[schema(schema_with = packages_schema)]
+    pub extra_packages: Vec<String>,
+    /// Skip the operating system's updates on first boot (default false).
+    #[serde(default)]
+    pub disable_updates_on_boot: bool,
+    /// Verbose boot logging (default false).
+    #[serde(default)]
+    pub enable_boot_debug: bool,
+    /// A runner install template of the worker's configuration
+    /// (`worker.runner_install_templates`), sent as GARM sends a scale set's template
+    /// (default none: the provider's built-in install script).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
+    pub runner_install_template: Option<String>,
     /// Idle runners kept warm (default 0; at most `max_runners`).
     #[serde(default)]
     #[schema(minimum = 0, maximum = 10000)]
@@ -275,6 +334,39 @@ pub struct UpdateScaleSet {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(pattern = "^(amd64|arm64|arm|386)$")]
     pub os_arch: Option<String>,
+    /// The runners' `http_proxy` (`""` clears it) (GARM's `proxy_config`; not the worker's own proxy): at most 8192
+    /// characters, no control characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 8192, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$")]
+    pub http_proxy: Option<String>,
+    /// The runners' `https_proxy` (`""` clears it) (GARM's `proxy_config`; not the worker's own proxy): at most 8192
+    /// characters, no control characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 8192, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$")]
+    pub https_proxy: Option<String>,
+    /// The runners' `no_proxy` (`""` clears it) (GARM's `proxy_config`; not the worker's own proxy): at most 8192
+    /// characters, no control characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 8192, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$")]
+    pub no_proxy: Option<String>,
+    /// New SSH public keys (replace the list; `[]` clears it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = optional_ssh_keys_schema)]
+    pub ssh_keys: Option<Vec<String>>,
+    /// New extra packages (replace the list; `[]` clears it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = optional_packages_schema)]
+    pub extra_packages: Option<Vec<String>>,
+    /// Skip the operating system's updates on first boot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disable_updates_on_boot: Option<bool>,
+    /// Verbose boot logging.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enable_boot_debug: Option<bool>,
+    /// New runner install template (`""`: none, the provider's built-in script).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "^([A-Za-z0-9][A-Za-z0-9._-]{0,63})?$")]
+    pub runner_install_template: Option<String>,
     /// New idle count (at most the maximum).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 0, maximum = 10000)]
@@ -541,4 +633,47 @@ pub struct RetryScaleSetResult {
     pub served_by: Option<String>,
     /// What happens now, in words.
     pub reason: String,
+}
+
+/// SSH key lines: not blank, no control characters.
+const SSH_KEY_PATTERN: &str =
+    "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$";
+/// Package names: no whitespace or control characters.
+const PACKAGE_PATTERN: &str = "^[^\\s\\x00-\\x1f\\x7f-\\x9f]+$";
+
+/// At most 100 strings of at most 8192 characters matching `pattern`, or (`nullable`) null.
+fn setup_list(pattern: &str, nullable: bool) -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType, Type};
+    let array = ArrayBuilder::new()
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1))
+                .max_length(Some(8192))
+                .pattern(Some(pattern)),
+        )
+        .max_items(Some(100));
+    if nullable {
+        array
+            .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+            .build()
+    } else {
+        array.build()
+    }
+}
+
+fn ssh_keys_schema() -> utoipa::openapi::schema::Array {
+    setup_list(SSH_KEY_PATTERN, false)
+}
+
+fn optional_ssh_keys_schema() -> utoipa::openapi::schema::Array {
+    setup_list(SSH_KEY_PATTERN, true)
+}
+
+fn packages_schema() -> utoipa::openapi::schema::Array {
+    setup_list(PACKAGE_PATTERN, false)
+}
+
+fn optional_packages_schema() -> utoipa::openapi::schema::Array {
+    setup_list(PACKAGE_PATTERN, true)
 }

@@ -665,6 +665,7 @@ backend_tests!(
     force_deletes_an_adopted_set_on_github,
     updates_need_the_current_generation,
     the_runners_platform_is_stored_shown_and_changed,
+    the_runners_proxy_keys_and_boot_options_are_stored_shown_changed_and_cleared,
     issue_29_a_repeated_event_shows_its_count_and_last_seen_time,
     issue29_a_created_set_stays_created_after_the_workers_ensure_and_is_deleted_on_github,
     issue30_a_refused_set_shows_its_typed_refusal_on_every_read,
@@ -859,4 +860,62 @@ async fn the_runners_platform_is_stored_shown_and_changed(backend: Backend) {
     assert_eq!(updated.status, 200, "{updated:?}");
     assert_eq!(updated.json["spec"]["os_type"], "linux");
     assert_eq!(updated.json["spec"]["os_arch"], "386");
+}
+
+/// The runners' proxy (GARM's `proxy_config`), SSH keys and user-data options: none by
+/// default, stored as given, shown on every read, changed and cleared by an update (`""` and
+/// `[]`), and a newline in a proxy (it would break the cloud-config it is written into) is
+/// refused naming the field.
+async fn the_runners_proxy_keys_and_boot_options_are_stored_shown_changed_and_cleared(
+    backend: Backend,
+) {
+    let sim = RunningSim::start().await;
+    let app = App::start(backend, "the_runners_setup").await;
+    let entity = app.seed(&sim).await;
+    let plain = post(&app, &entity, "plain").await;
+    assert_eq!(plain.json["spec"]["ssh_keys"], json!([]));
+    assert!(plain.json["spec"].get("https_proxy").is_none());
+    let mut body = create_body(&entity, "proxied");
+    body["https_proxy"] = json!("http://proxy.internal:3128");
+    body["no_proxy"] = json!(".internal");
+    body["ssh_keys"] = json!(["ssh-ed25519 AAAA ops"]);
+    body["extra_packages"] = json!(["jq"]);
+    body["enable_boot_debug"] = json!(true);
+    let made = app.call("POST", "/api/v1/scale-sets", Some(body)).await;
+    assert_eq!(made.status, 201, "{made:?}");
+    let id = made.json["id"].as_str().unwrap();
+    let path = format!("/api/v1/scale-sets/{id}");
+    let read = app.call("GET", &path, None).await;
+    let spec = &read.json["spec"];
+    assert_eq!(spec["https_proxy"], "http://proxy.internal:3128");
+    assert_eq!(spec["no_proxy"], ".internal");
+    assert_eq!(spec["ssh_keys"], json!(["ssh-ed25519 AAAA ops"]));
+    assert_eq!(spec["extra_packages"], json!(["jq"]));
+    assert_eq!(spec["enable_boot_debug"], true);
+    assert_eq!(spec["disable_updates_on_boot"], false);
+    let updated = app
+        .call(
+            "PATCH",
+            &path,
+            Some(
+                json!({"generation": read.json["generation"], "https_proxy": "", "ssh_keys": [],
+                "http_proxy": "http://other:8080", "disable_updates_on_boot": true}),
+            ),
+        )
+        .await;
+    assert_eq!(updated.status, 200, "{updated:?}");
+    let spec = &updated.json["spec"];
+    assert!(spec.get("https_proxy").is_none(), "cleared: {spec}");
+    assert_eq!(spec["http_proxy"], "http://other:8080");
+    assert_eq!(spec["ssh_keys"], json!([]));
+    assert_eq!(spec["extra_packages"], json!(["jq"]), "unchanged");
+    assert_eq!(spec["disable_updates_on_boot"], true);
+    let mut bad = create_body(&entity, "bad");
+    bad["http_proxy"] = json!("http://p:3128\nruncmd: [reboot]");
+    let refused = app.call("POST", "/api/v1/scale-sets", Some(bad)).await;
+    assert_eq!(refused.status, 400, "{refused:?}");
+    assert!(
+        refused.json.to_string().contains("http_proxy"),
+        "names the field: {refused:?}"
+    );
 }

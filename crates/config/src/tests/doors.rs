@@ -186,3 +186,34 @@ fn a_fleet_sets_the_runners_os_and_arch_in_garms_spelling_only() {
     let keys: Vec<&str> = refused.iter().map(|p| p.key.as_str()).collect();
     assert_eq!(keys, ["scale_set[0].os_arch"]);
 }
+
+#[test]
+fn a_fleet_gives_the_runners_proxy_ssh_keys_and_boot_options() {
+    let stored = BTreeSet::from(["gh".to_owned()]);
+    let text = "\n[[scale_set]]\nname = \"behind-proxy\"\ncredentials = \"gh\"\norganization = \"acme\"\nprovider = \"fake\"\nhttps_proxy = \"http://proxy.internal:3128\"\nno_proxy = \".internal\"\nssh_keys = [\"ssh-ed25519 AAAA ops\"]\nextra_packages = [\"jq\"]\ndisable_updates_on_boot = true\n";
+    let fleet = parse_fleet("fleet", text, None, &stored, None).expect("a valid fleet");
+    let setup = &fleet.scale_sets[0].spec.runner_setup;
+    assert_eq!(
+        setup.https_proxy.as_deref(),
+        Some("http://proxy.internal:3128")
+    );
+    assert_eq!(setup.no_proxy.as_deref(), Some(".internal"));
+    assert_eq!(setup.http_proxy, None);
+    assert_eq!(setup.ssh_keys, ["ssh-ed25519 AAAA ops"]);
+    assert_eq!(setup.extra_packages, ["jq"]);
+    assert!(setup.disable_updates_on_boot && !setup.enable_boot_debug);
+    let refused = match parse_fleet(
+        "fleet",
+        &text.replace("[\"jq\"]", "[\"jq curl\"]"),
+        None,
+        &stored,
+        None,
+    ) {
+        Ok(_) => panic!("a spaced package name was accepted"),
+        Err(e) => e.problems,
+    };
+    assert!(
+        refused.iter().any(|p| p.key.contains("extra_packages[0]")),
+        "{refused:?}"
+    );
+}

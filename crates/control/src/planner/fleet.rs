@@ -784,7 +784,7 @@ type Field = fn(&ScaleSetSpec) -> String;
 ///   (drained) through the API, only `scalesetctl scale-set update NAME --enabled true` does
 ///   (see [`applied_spec`]).
 pub(crate) fn spec_changes(from: Option<&ScaleSetSpec>, to: &ScaleSetSpec) -> Vec<Change> {
-    let fields: [(&'static str, Field); 20] = [
+    let fields: [(&'static str, Field); 28] = [
         ("name", |s| s.name.clone()),
         ("runner_group", |s| s.runner_group.name.clone()),
         ("labels", |s| s.labels.join(",")),
@@ -794,6 +794,31 @@ pub(crate) fn spec_changes(from: Option<&ScaleSetSpec>, to: &ScaleSetSpec) -> Ve
         ("flavor", |s| s.flavor.clone()),
         ("os_type", |s| s.os_type.as_str().to_owned()),
         ("os_arch", |s| s.os_arch.as_str().to_owned()),
+        ("http_proxy", |s| {
+            s.runner_setup.http_proxy.clone().unwrap_or_default()
+        }),
+        ("https_proxy", |s| {
+            s.runner_setup.https_proxy.clone().unwrap_or_default()
+        }),
+        ("no_proxy", |s| {
+            s.runner_setup.no_proxy.clone().unwrap_or_default()
+        }),
+        ("ssh_keys", |s| s.runner_setup.ssh_keys.join("\n")),
+        ("extra_packages", |s| {
+            s.runner_setup.extra_packages.join(",")
+        }),
+        ("disable_updates_on_boot", |s| {
+            s.runner_setup.disable_updates_on_boot.to_string()
+        }),
+        ("enable_boot_debug", |s| {
+            s.runner_setup.enable_boot_debug.to_string()
+        }),
+        ("runner_install_template", |s| {
+            s.runner_setup
+                .runner_install_template
+                .clone()
+                .unwrap_or_default()
+        }),
         ("min_idle", |s| s.min_idle.to_string()),
         ("max_runners", |s| s.max_runners.to_string()),
         ("bootstrap_timeout", |s| seconds(s.bootstrap_timeout)),

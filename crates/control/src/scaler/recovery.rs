@@ -153,6 +153,15 @@ impl<'a> Runners<'a> {
     }
 }
 
+/// The instance of a pool's listing that is the row named `name` whose instance id is `id`
+/// (its provider id, or its name when the provider never answered one).
+fn listed_instance(listed: &[ProviderInstance], name: &str, id: &str) -> Option<ProviderInstance> {
+    listed
+        .iter()
+        .find(|i| i.provider_id == id || i.name == name)
+        .cloned()
+}
+
 /// The recovery's reads (see the module documentation).
 async fn gather(
     shared: &Shared,
@@ -200,6 +209,7 @@ async fn gather(
             Some(permits) => permits.acquire().await.ok(),
             None => None,
         };
+        let mut unanswered = Vec::new();
         for row in &rows {
             if recovery(row.status, row.github_runner_id) != Recovery::AskProvider {
                 continue;
@@ -209,12 +219,25 @@ async fn gather(
                 Some(garm) if garm.pool.key.as_str() == row.pool_key => &garm.pool,
                 _ => pool,
             };
-            match provider.get(row_pool, &instance_id(row)?).await {
+            let id = instance_id(row)?;
+            match provider.get(row_pool, &id).await {
                 Ok(found) => steps.push((row.name.clone(), recovered_creating(true), Some(found))),
                 Err(e) if e.is_not_found() => {
                     steps.push((row.name.clone(), recovered_creating(false), None));
                 }
-                Err(e) => return Err(provider_error("looking up an instance")(e)),
+                // GARM's real providers answer "not found" as any failure (garm-provider-aws
+                // exits 1, not 30, for an instance it cannot find by name): failing the
+                // recovery here would fail it on every retry, and the set would never serve
+                // again. The pool's listing below decides instead (GARM itself never asks
+                // GetInstance); a provider that cannot list fails the recovery there.
+                Err(e) => {
+                    tracing::warn!(
+                        instance = %row.name,
+                        error = %e,
+                        "the provider's GetInstance failed; the pool's listing decides whether the instance exists"
+                    );
+                    unanswered.push((row, id, row_pool.key.clone()));
+                }
             }
         }
         let ours = provider
@@ -229,6 +252,11 @@ async fn gather(
                 .map_err(provider_error("listing the instances GARM left"))?,
             None => Vec::new(),
         };
+        for (row, id, row_pool) in unanswered {
+            let listed = if row_pool == pool.key { &ours } else { &garms };
+            let found = listed_instance(listed, &row.name, id.as_str());
+            steps.push((row.name.clone(), recovered_creating(found.is_some()), found));
+        }
         (ours, garms)
     };
     for row in &rows {

@@ -72,6 +72,7 @@ async fn populate(
     sim: SocketAddr,
     spec: impl FnOnce(&mut ScaleSetSpec),
     clock: Option<&ManualClock>,
+    ca_bundle: Option<String>,
 ) -> (Arc<DieselStore>, ScaleSet) {
     let key = EncryptionKey::from_bytes("k1", &[1; 32]).expect("key");
     let mut options = StoreOptions::new(db.url.clone(), Keyring::new(key));
@@ -84,8 +85,9 @@ async fn populate(
         .connect_timeout(Duration::from_secs(20));
     let store = Arc::new(DieselStore::open(options).await.expect("open the store"));
     let base = format!("http://{sim}");
-    let entity =
-        test_util::create_organization(&*store, "acme", simulator_credentials(&base)).await;
+    let mut credentials = simulator_credentials(&base);
+    credentials.endpoint.ca_bundle = ca_bundle;
+    let entity = test_util::create_organization(&*store, "acme", credentials).await;
     let mut wanted = test_util::spec("linux");
     spec(&mut wanted);
     let scale_set = store
@@ -121,7 +123,18 @@ impl Harness {
         config: SimConfig,
         spec: impl FnOnce(&mut ScaleSetSpec),
     ) -> Self {
-        Self::build(db, config, spec, false).await
+        Self::build(db, config, spec, false, None).await
+    }
+
+    /// As [`Harness::new`], with the credentials' endpoint carrying the PEM CA bundle `pem`
+    /// (a GHES with a private CA; the simulator's plain HTTP never uses it).
+    pub(crate) async fn with_endpoint_ca_bundle(
+        db: TestDb,
+        config: SimConfig,
+        spec: impl FnOnce(&mut ScaleSetSpec),
+        pem: String,
+    ) -> Self {
+        Self::build(db, config, spec, false, Some(pem)).await
     }
 
     async fn build(
@@ -129,6 +142,7 @@ impl Harness {
         config: SimConfig,
         spec: impl FnOnce(&mut ScaleSetSpec),
         store_on_the_clock: bool,
+        ca_bundle: Option<String>,
     ) -> Self {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -136,8 +150,14 @@ impl Harness {
             .try_init();
         let clock = ManualClock::new(Timestamp::from_unix_millis(1_800_000_000_000));
         let github = RunningSim::start(config).await.expect("simulator");
-        let (store, scale_set) =
-            populate(&db, github.addr, spec, store_on_the_clock.then_some(&clock)).await;
+        let (store, scale_set) = populate(
+            &db,
+            github.addr,
+            spec,
+            store_on_the_clock.then_some(&clock),
+            ca_bundle,
+        )
+        .await;
         let cloud = FakeCloud::new();
         let boot = Arc::new(AtomicBool::new(true));
         let created = Arc::new(Mutex::new(Vec::new()));
@@ -174,14 +194,14 @@ impl Harness {
         config: SimConfig,
         spec: impl FnOnce(&mut ScaleSetSpec),
     ) -> Self {
-        Self::build(db, config, spec, true).await
+        Self::build(db, config, spec, true, None).await
     }
 
     /// Replaces the database with `db`, as a lost database restored from nothing would be:
     /// the same credentials, organization and scale set spec, and no GitHub id, session or
     /// instance. The simulator and the fake cloud are kept.
     pub(crate) async fn wipe_store(&mut self, db: TestDb, spec: impl FnOnce(&mut ScaleSetSpec)) {
-        let (store, scale_set) = populate(&db, self.github.addr, spec, None).await;
+        let (store, scale_set) = populate(&db, self.github.addr, spec, None, None).await;
         self.store = store;
         self.scale_set = scale_set;
         self._db = db;

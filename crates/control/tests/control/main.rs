@@ -9,6 +9,7 @@ mod claims;
 mod drain;
 mod faults;
 mod fleet;
+mod garm_provider;
 mod helpers;
 mod idle;
 mod lifecycle;

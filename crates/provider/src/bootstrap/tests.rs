@@ -56,6 +56,7 @@ fn bootstrap_json_uses_garm_field_names() {
             "name",
             "os_type",
             "pool_id",
+            "proxy_config",
             "repo_url",
             "ssh-keys",
             "tools",
@@ -65,10 +66,16 @@ fn bootstrap_json_uses_garm_field_names() {
     assert_eq!(json["arch"], "amd64");
     assert_eq!(json["os_type"], "linux");
     assert_eq!(json["instance-token"], "instance-token-secret");
-    assert_eq!(json["ca-cert-bundle"], serde_json::Value::Null);
+    // What GARM sends when a set has none of these (the captured stdin).
+    assert_eq!(json["ca-cert-bundle"], "");
+    assert_eq!(json["ssh-keys"], serde_json::Value::Null);
     assert_eq!(
         json["user_data_options"],
-        serde_json::json!({"disable_updates_on_boot": false, "extra_packages": [], "enable_boot_debug": false})
+        serde_json::json!({"disable_updates_on_boot": false, "extra_packages": null, "enable_boot_debug": false})
+    );
+    assert_eq!(
+        json["proxy_config"],
+        serde_json::json!({"http_proxy": "", "https_proxy": "", "no_proxy": ""})
     );
     let tool = &json["tools"][0];
     assert_eq!(tool["os"], "linux");
@@ -77,7 +84,7 @@ fn bootstrap_json_uses_garm_field_names() {
 }
 
 #[test]
-fn ca_bundle_is_base64_and_proxy_config_only_when_set() {
+fn ca_bundle_is_base64_and_proxy_config_has_garms_three_keys() {
     let mut bootstrap = sample_bootstrap("runner-1");
     bootstrap.ca_cert_bundle = Some(b"-----BEGIN CERTIFICATE-----".to_vec());
     bootstrap.proxy_config = Some(ProxyConfig {
@@ -91,7 +98,7 @@ fn ca_bundle_is_base64_and_proxy_config_only_when_set() {
     );
     assert_eq!(
         json["proxy_config"],
-        serde_json::json!({"https_proxy": "http://proxy:3128"})
+        serde_json::json!({"http_proxy": "", "https_proxy": "http://proxy:3128", "no_proxy": ""})
     );
 }
 

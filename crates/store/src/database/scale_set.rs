@@ -67,6 +67,7 @@ struct Row {
     takeover: Option<String>,
     os_type: String,
     os_arch: String,
+    runner_setup: String,
 }
 
 /// A `scale_set_health` row: what needs attention beyond the state.
@@ -162,6 +163,7 @@ fn from_row(row: Row, health: Option<Health>) -> Result<ScaleSet> {
             flavor: row.flavor,
             os_type: enum_from_db(TABLE, key, "os_type", &row.os_type, crate::OsType::parse)?,
             os_arch: enum_from_db(TABLE, key, "os_arch", &row.os_arch, crate::OsArch::parse)?,
+            runner_setup: json_from_db(TABLE, key, "runner_setup", &row.runner_setup)?,
             min_idle: count_from_db(TABLE, key, "min_idle", row.min_idle)?,
             max_runners: count_from_db(TABLE, key, "max_runners", row.max_runners)?,
             bootstrap_timeout: Duration::from_secs(bootstrap_secs),
@@ -295,6 +297,7 @@ fn new_row(ctx: &Context, new: &NewScaleSet) -> Result<Row> {
         max_lifetime_secs: secs_to_db("max_lifetime", spec.max_lifetime)?,
         os_type: spec.os_type.as_str().to_owned(),
         os_arch: spec.os_arch.as_str().to_owned(),
+        runner_setup: to_json("runner_setup", &spec.runner_setup)?,
         github_id: None,
         provenance: None,
         evidence: "null".to_owned(),
@@ -872,6 +875,7 @@ fn update_in(conn: &mut DbConnection, ctx: &Context, wanted: &ScaleSet) -> Resul
             scale_sets::takeover.eq(takeover),
             scale_sets::os_type.eq(spec.os_type.as_str()),
             scale_sets::os_arch.eq(spec.os_arch.as_str()),
+            scale_sets::runner_setup.eq(to_json("runner_setup", &spec.runner_setup)?),
         ),
         (
             scale_sets::github_id.eq(wanted.github_id),

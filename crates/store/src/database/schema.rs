@@ -77,6 +77,7 @@ diesel::table! {
         takeover -> Nullable<Text>,
         os_type -> Text,
         os_arch -> Text,
+        runner_setup -> Text,
     }
 }
 

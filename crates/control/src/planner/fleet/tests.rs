@@ -285,6 +285,86 @@ fn every_spec_field_is_compared() {
             },
         ),
         (
+            "http_proxy",
+            ScaleSetSpec {
+                runner_setup: scaleset_store::RunnerSetup {
+                    http_proxy: Some("http://p:3128".into()),
+                    ..Default::default()
+                },
+                ..base.clone()
+            },
+        ),
+        (
+            "https_proxy",
+            ScaleSetSpec {
+                runner_setup: scaleset_store::RunnerSetup {
+                    https_proxy: Some("http://p:3128".into()),
+                    ..Default::default()
+                },
+                ..base.clone()
+            },
+        ),
+        (
+            "no_proxy",
+            ScaleSetSpec {
+                runner_setup: scaleset_store::RunnerSetup {
+                    no_proxy: Some("localhost".into()),
+                    ..Default::default()
+                },
+                ..base.clone()
+            },
+        ),
+        (
+            "ssh_keys",
+            ScaleSetSpec {
+                runner_setup: scaleset_store::RunnerSetup {
+                    ssh_keys: vec!["ssh-ed25519 AAAA ops".into()],
+                    ..Default::default()
+                },
+                ..base.clone()
+            },
+        ),
+        (
+            "extra_packages",
+            ScaleSetSpec {
+                runner_setup: scaleset_store::RunnerSetup {
+                    extra_packages: vec!["jq".into()],
+                    ..Default::default()
+                },
+                ..base.clone()
+            },
+        ),
+        (
+            "disable_updates_on_boot",
+            ScaleSetSpec {
+                runner_setup: scaleset_store::RunnerSetup {
+                    disable_updates_on_boot: true,
+                    ..Default::default()
+                },
+                ..base.clone()
+            },
+        ),
+        (
+            "runner_install_template",
+            ScaleSetSpec {
+                runner_setup: scaleset_store::RunnerSetup {
+                    runner_install_template: Some("kiosk".into()),
+                    ..Default::default()
+                },
+                ..base.clone()
+            },
+        ),
+        (
+            "enable_boot_debug",
+            ScaleSetSpec {
+                runner_setup: scaleset_store::RunnerSetup {
+                    enable_boot_debug: true,
+                    ..Default::default()
+                },
+                ..base.clone()
+            },
+        ),
+        (
             "min_idle",
             ScaleSetSpec {
                 min_idle: 1,

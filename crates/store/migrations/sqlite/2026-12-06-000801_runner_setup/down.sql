@@ -1,0 +1,1 @@
+ALTER TABLE scale_sets DROP COLUMN runner_setup;
