@@ -10,11 +10,12 @@
 //! supervisor first sees it, and removed when it is gone from the store.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -120,6 +121,58 @@ pub struct WorkerLabel {
 
 /// A histogram family whose histograms share one set of buckets.
 pub type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// Whether this process exports the fleet-wide series: only the leader among the workers
+/// sharing a store does, so that a Prometheus summing every scraped process reads the truth
+/// once (issue 50 item 1; the rule is the export planner's, `planner::exports`). Shared by
+/// every [`FleetOnly`] metric of the process; false until the control loop says otherwise, and
+/// always in a process without one.
+#[derive(Debug, Clone, Default)]
+pub struct FleetRole(Arc<AtomicBool>);
+
+impl FleetRole {
+    /// Whether this process exports the fleet-wide series now.
+    pub fn exports(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn set(&self, exports: bool) {
+        self.0.store(exports, Ordering::Relaxed);
+    }
+}
+
+/// A fleet-wide metric: encoded (with its `# HELP` and `# TYPE`) only while its process
+/// exports the fleet-wide series ([`FleetRole`]), absent otherwise.
+#[derive(Debug, Clone)]
+pub struct FleetOnly<M> {
+    metric: M,
+    role: FleetRole,
+}
+
+impl<M> FleetOnly<M> {
+    /// `metric`, exported while `role` says so.
+    pub fn new(metric: M, role: FleetRole) -> Self {
+        Self { metric, role }
+    }
+}
+
+impl<M: EncodeMetric> EncodeMetric for FleetOnly<M> {
+    fn encode(&self, encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        if self.role.exports() {
+            self.metric.encode(encoder)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn metric_type(&self) -> MetricType {
+        self.metric.metric_type()
+    }
+
+    fn is_empty(&self) -> bool {
+        !self.role.exports() || self.metric.is_empty()
+    }
+}
 
 /// The job and boot timing buckets, in seconds: few (5), so 10,000 scale sets stay a bounded
 /// page (see docs/benchmarks.md), spanning a fast start to an hour's job.
@@ -267,8 +320,11 @@ pub struct Metrics {
     pub provider_failures: Family<ProviderLabels, Counter>,
     /// Provider call durations by provider and command.
     pub provider_call_duration: HistogramFamily<ProviderLabels>,
-    /// Scale-set leases held, by worker (as this worker last read them).
+    /// Scale-set leases this worker holds (one series, its own name: each worker exports its
+    /// own count, so a sum over the workers is the fleet's).
     pub leases_held: Family<WorkerLabel, Gauge>,
+    /// Whether this process exports the fleet-wide series.
+    fleet_role: FleetRole,
     /// Every scale set exported: its labels, to record by id and remove when it is gone, and
     /// its gauges.
     sets: Mutex<HashMap<ScaleSetId, SetSeries>>,
@@ -311,6 +367,7 @@ impl Metrics {
             provider_failures: Family::default(),
             provider_call_duration: Family::new_with_constructor(provider_histogram),
             leases_held: Family::default(),
+            fleet_role: FleetRole::default(),
             sets: Mutex::default(),
             workers: Mutex::default(),
         };
@@ -318,18 +375,21 @@ impl Metrics {
         let sub = registry.sub_registry_with_prefix("scaleset");
         sub.register(
             "scale_sets",
-            "Scale sets by state",
-            metrics.scale_sets.clone(),
+            "Scale sets by state (exported by the leading worker only)",
+            FleetOnly::new(metrics.scale_sets.clone(), metrics.fleet_role.clone()),
         );
         sub.register(
             "scale_sets_needing_attention",
-            "Scale sets whose state needs attention (every state but ready and pending)",
-            metrics.scale_sets_needing_attention.clone(),
+            "Scale sets whose state needs attention (every state but ready and pending; exported by the leading worker only)",
+            FleetOnly::new(
+                metrics.scale_sets_needing_attention.clone(),
+                metrics.fleet_role.clone(),
+            ),
         );
         sub.register(
             "runners",
-            "Runners (provider instances) by status",
-            metrics.runners.clone(),
+            "Runners (provider instances) by status (exported by the leading worker only)",
+            FleetOnly::new(metrics.runners.clone(), metrics.fleet_role.clone()),
         );
         sub.register(
             "jobs_seen",
@@ -458,7 +518,7 @@ impl Metrics {
         );
         sub.register(
             "leases_held",
-            "Scale-set leases held, by worker",
+            "Scale-set leases this worker holds",
             metrics.leases_held.clone(),
         );
         sub.register(
@@ -560,7 +620,20 @@ impl Metrics {
         }
     }
 
-    /// Sets the leases held by each worker; workers no longer holding any are removed.
+    /// The fleet-wide series' switch, for metrics registered elsewhere ([`FleetOnly`]).
+    pub fn fleet_role(&self) -> FleetRole {
+        self.fleet_role.clone()
+    }
+
+    /// Whether this process exports the fleet-wide series (the control loop decides, each
+    /// watch interval; see `planner::exports`). A process without a control loop never does,
+    /// unless told here (tests of the API alone).
+    pub fn set_fleet_exporter(&self, exports: bool) {
+        self.fleet_role.set(exports);
+    }
+
+    /// Sets the leases held by each worker; workers no longer holding any are removed. The
+    /// control loop passes only its own worker (each exports its own count).
     pub fn set_leases(&self, held: &HashMap<String, u64>) {
         let mut workers = self
             .workers
