@@ -106,7 +106,7 @@ impl AppState {
         // The API's own GitHub calls (a scale set's DELETE) are counted as the worker's are.
         let clients = scaleset_control::observed_clients(clients, &metrics);
         let http_metrics = HttpMetrics::new(&mut registry);
-        let fleet_metrics = FleetMetrics::new(&mut registry);
+        let fleet_metrics = FleetMetrics::new(&mut registry, metrics.fleet_role());
         let api_holder = format!("{}/api", settings.worker);
         Self {
             store,
@@ -226,7 +226,9 @@ impl HttpMetrics {
     }
 }
 
-/// `scaleset_scale_sets_not_declared`: set from the store at each scrape of `/metrics`.
+/// `scaleset_scale_sets_not_declared`: set from the store at each scrape of `/metrics`, by the
+/// process that exports the fleet-wide series only (the leading worker: a sum over every
+/// scraped process counts each set once).
 #[derive(Debug, Clone)]
 pub(crate) struct FleetMetrics {
     pub(crate) not_declared: Gauge,
@@ -235,13 +237,14 @@ pub(crate) struct FleetMetrics {
 }
 
 impl FleetMetrics {
-    fn new(registry: &mut Registry) -> Self {
+    fn new(registry: &mut Registry, role: scaleset_control::FleetRole) -> Self {
         let not_declared = Gauge::default();
         registry.register(
             "scaleset_scale_sets_not_declared",
             "Stored scale sets the configuration file does not declare: only in the database, \
-             lost on a database loss (scalesetctl fleet export writes them as a fleet file)",
-            not_declared.clone(),
+             lost on a database loss (scalesetctl fleet export writes them as a fleet file; \
+             exported by the leading worker only)",
+            scaleset_control::FleetOnly::new(not_declared.clone(), role),
         );
         let ours_undeclared = Gauge::default();
         registry.register(

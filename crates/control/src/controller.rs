@@ -27,6 +27,7 @@ use crate::hands_off::HandsOff;
 use crate::identity::ControllerIdentity;
 use crate::metrics::{Metrics, SetLabels, SetReading, StateLabel, StatusLabel};
 use crate::observed_provider::ObservedProvider;
+use crate::planner::exports::{ExportInput, Exports, plan_exports};
 use crate::planner::leases::{LeaseInput, plan_leases};
 use crate::planner::orphans::{SweepClock, sweep_due};
 use crate::settings::Settings;
@@ -156,6 +157,8 @@ impl Controller {
     pub async fn run(self, cancel: CancellationToken) -> Result<(), Error> {
         let mut running: HashMap<ScaleSetId, Running> = HashMap::new();
         let mut sweeps = Sweeps::new();
+        // What this worker exports; kept as it was when the registry cannot be read.
+        let mut exports: Exports<ScaleSetId> = Exports::default();
         // A drain of an earlier process of this name (killed before it left the registry)
         // ends here: a worker that starts serves its share (issue 33 item 4).
         if let Err(e) = self
@@ -184,9 +187,22 @@ impl Controller {
                     self.read_removal_requests().await;
                     self.notice_retries(&ours);
                     let draining = self.draining(&ours, &running).await;
-                    let share = self.plan_leases(&ours, &draining, &running).await;
+                    let (share, read) = self.plan_leases(&ours, &draining, &running).await;
                     self.reconcile(&ours, &draining, &share, &mut running, &cancel);
-                    self.observe(&scale_sets).await;
+                    if let Some(read) = read {
+                        let all: Vec<ScaleSetId> = scale_sets.iter().map(|s| s.id).collect();
+                        let serving: BTreeSet<ScaleSetId> =
+                            share.iter().chain(running.keys()).copied().collect();
+                        exports = plan_exports(&ExportInput {
+                            worker: &self.shared.settings.worker,
+                            live_workers: &read.live_workers,
+                            draining: &read.draining,
+                            scale_sets: &all,
+                            held: &read.held,
+                            serving: &serving,
+                        });
+                    }
+                    self.observe(&scale_sets, &exports).await;
                     let unensured = scale_sets
                         .iter()
                         .any(|s| s.spec.enabled && s.github_id.is_none());
@@ -284,15 +300,16 @@ impl Controller {
             .collect()
     }
 
-    /// Heartbeats this worker and plans which scale sets it serves. When the registry or the
-    /// leases cannot be read, it keeps serving what it runs (their tasks find out about the
-    /// store themselves) and takes nothing new.
+    /// Heartbeats this worker and plans which scale sets it serves, with what it read of the
+    /// registry and the leases (for [`plan_exports`]). When the registry or the leases cannot
+    /// be read, it keeps serving what it runs (their tasks find out about the store
+    /// themselves) and takes nothing new.
     async fn plan_leases(
         &self,
         scale_sets: &[ScaleSet],
         draining: &BTreeSet<ScaleSetId>,
         running: &HashMap<ScaleSetId, Running>,
-    ) -> BTreeSet<ScaleSetId> {
+    ) -> (BTreeSet<ScaleSetId>, Option<RegistryRead>) {
         let db = &self.shared.store;
         let worker = &self.shared.settings.worker;
         let read = async {
@@ -309,7 +326,7 @@ impl Controller {
             Err(e) => {
                 let error = store("reading the worker registry and leases")(e);
                 tracing::warn!(error = %chain(&error), "cannot plan the leases; keeping the scale sets being served");
-                return running.keys().copied().collect();
+                return (running.keys().copied().collect(), None);
             }
         };
         // Drains are shared out like the served scale sets: each takes the lease.
@@ -318,11 +335,13 @@ impl Controller {
             .filter(|s| s.spec.enabled || draining.contains(&s.id))
             .map(|s| s.id)
             .collect();
-        let mut per_worker: HashMap<String, u64> = HashMap::new();
-        for lease in &leases {
-            *per_worker.entry(lease.holder.clone()).or_default() += 1;
-        }
-        self.shared.metrics.set_leases(&per_worker);
+        // Only this worker's own count: every worker exports its own, so a sum over the
+        // scraped workers is the fleet's (each exporting everyone's read 3× with three).
+        let own = leases.iter().filter(|l| &l.holder == worker).count();
+        self.shared.metrics.set_leases(&HashMap::from([(
+            worker.clone(),
+            u64::try_from(own).unwrap_or(u64::MAX),
+        )]));
         let held: Vec<(ScaleSetId, String)> = leases
             .into_iter()
             .map(|l| (l.scale_set_id, l.holder))
@@ -347,7 +366,12 @@ impl Controller {
                 "over this worker's share: releasing scale sets for the others"
             );
         }
-        plan.serve.into_iter().collect()
+        let read = RegistryRead {
+            live_workers,
+            draining: draining_workers,
+            held,
+        };
+        (plan.serve.into_iter().collect(), Some(read))
     }
 
     fn reconcile(
@@ -414,6 +438,13 @@ impl Controller {
     }
 }
 
+/// What one tick read of the worker registry and the leases.
+struct RegistryRead {
+    live_workers: Vec<String>,
+    draining: Vec<String>,
+    held: Vec<(ScaleSetId, String)>,
+}
+
 /// The orphan sweeps of this control loop ([`crate::orphans`]): one at a time, in the
 /// background (a slow provider or GitHub must not hold up the heartbeat and the leases), when
 /// the planner says one is due.
@@ -469,8 +500,11 @@ impl Sweeps {
 }
 
 impl Controller {
-    async fn observe(&self, scale_sets: &[ScaleSet]) {
+    /// Sets the metrics from the store: the fleet-wide ones (exported only if `exports` says
+    /// this worker leads) and the series of the scale sets `exports` names.
+    async fn observe(&self, scale_sets: &[ScaleSet], exports: &Exports<ScaleSetId>) {
         let metrics = &self.shared.metrics;
+        metrics.set_fleet_exporter(exports.fleet);
         for state in ScaleSetState::ALL {
             let count = scale_sets.iter().filter(|s| s.state == *state).count();
             metrics
@@ -521,6 +555,7 @@ impl Controller {
         let now = self.shared.clock.now();
         let readings: Vec<SetReading> = scale_sets
             .iter()
+            .filter(|s| exports.sets.contains(&s.id))
             .map(|s| SetReading {
                 id: s.id,
                 labels: SetLabels {

@@ -75,9 +75,9 @@ pub use fleet::{
 pub use hands_off::HandsOff;
 pub use identity::{ControllerIdentity, runner_name, validate_scale_set_name};
 pub use metrics::{
-    CallLabels, EndpointLabel, HistogramFamily, KindLabel, MAX_SCALE_SETS_EXPORTED, Metrics,
-    PROVIDER_COMMANDS, ProviderLabels, SetLabels, SetReading, SetStateLabels, SetStatusLabels,
-    StateLabel, StatusClassLabels, StatusLabel, WorkerLabel,
+    CallLabels, EndpointLabel, FleetOnly, FleetRole, HistogramFamily, KindLabel,
+    MAX_SCALE_SETS_EXPORTED, Metrics, PROVIDER_COMMANDS, ProviderLabels, SetLabels, SetReading,
+    SetStateLabels, SetStatusLabels, StateLabel, StatusClassLabels, StatusLabel, WorkerLabel,
 };
 pub use planner::decommission::{
     Act as DecommissionAct, DecommissionPlan, Item as DecommissionItem, Scope as DecommissionScope,

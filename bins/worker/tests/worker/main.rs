@@ -15,6 +15,7 @@ mod metrics;
 mod outage;
 mod rotation;
 mod rules;
+mod scale_out_metrics;
 mod spreading;
 mod warm;
 

@@ -101,8 +101,11 @@ async fn readiness(state: &AppState) -> (StatusCode, v1::Readiness) {
     responses((status = 200, description = "OpenMetrics text", body = String, content_type = "application/openmetrics-text")))]
 pub(crate) async fn metrics(State(state): State<Arc<AppState>>) -> Result<Response, ApiError> {
     // The undeclared count is the store's, read now; a store that does not answer leaves the
-    // last value (a scrape never fails on the database).
-    if let Ok(count) = not_declared(&state).await {
+    // last value (a scrape never fails on the database). Only the process exporting the
+    // fleet-wide series reads it (the others do not export it).
+    if state.metrics.fleet_role().exports()
+        && let Ok(count) = not_declared(&state).await
+    {
         state
             .fleet_metrics
             .not_declared

@@ -162,13 +162,18 @@ impl App {
         let store = Arc::new(DieselStore::open(options).await.expect("open the store"));
         let (_, secret) = store.create_api_token("test").await.expect("token");
         let dyn_store: Arc<dyn Store> = store.clone();
+        // As in a process whose worker leads (`--with-worker`, alone): it exports the
+        // fleet-wide series, which an API-only process leaves to the leading worker.
+        let mut registry = Registry::default();
+        let metrics = Arc::new(scaleset_control::Metrics::new(&mut registry));
+        metrics.set_fleet_exporter(true);
         let state = AppState::new(
             dyn_store.clone(),
             Arc::new(fast_clients(dyn_store)),
             ControllerIdentity::new(CONTROLLER),
             settings(),
-            None,
-            Registry::default(),
+            Some(metrics),
+            registry,
         );
         let limits = scaleset_api::Limits {
             max_body_bytes: 64 * 1024,
