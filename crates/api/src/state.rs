@@ -244,22 +244,24 @@ impl FleetMetrics {
             "Stored scale sets the configuration file does not declare: only in the database, \
              lost on a database loss (scalesetctl fleet export writes them as a fleet file; \
              exported by the leading worker only)",
-            scaleset_control::FleetOnly::new(not_declared.clone(), role),
+            scaleset_control::FleetOnly::new(not_declared.clone(), role.clone()),
         );
         let ours_undeclared = Gauge::default();
         registry.register(
             "scaleset_scale_sets_ours_undeclared",
             "Scale sets on GitHub carrying our owner label that neither the store holds nor the \
              configuration file declares, at the last listing (every 10 minutes while the page \
-             is viewed or /metrics scraped): declare each, or decommission it",
-            ours_undeclared.clone(),
+             is viewed or /metrics scraped; exported by the leading worker only): declare each, \
+             or decommission it",
+            scaleset_control::FleetOnly::new(ours_undeclared.clone(), role.clone()),
         );
         let ours_undeclared_unlisted = Gauge::default();
         registry.register(
             "scaleset_ours_undeclared_unlisted_entities",
             "Entities the last ours-undeclared listing could not list (GitHub did not answer): \
-             scaleset_scale_sets_ours_undeclared may miss their scale sets",
-            ours_undeclared_unlisted.clone(),
+             scaleset_scale_sets_ours_undeclared may miss their scale sets (exported by the \
+             leading worker only)",
+            scaleset_control::FleetOnly::new(ours_undeclared_unlisted.clone(), role),
         );
         Self {
             not_declared,

@@ -111,7 +111,11 @@ pub(crate) async fn metrics(State(state): State<Arc<AppState>>) -> Result<Respon
             .not_declared
             .set(i64::try_from(count).unwrap_or(i64::MAX));
     }
-    crate::ours_undeclared::refresh_if_due(&state);
+    // Only the process exporting the fleet-wide series lists for them: a scrape of every
+    // other process costs GitHub nothing.
+    if state.metrics.fleet_role().exports() {
+        crate::ours_undeclared::refresh_if_due(&state);
+    }
     let mut body = String::new();
     prometheus_client::encoding::text::encode(&mut body, &state.registry).map_err(|e| {
         ApiError::Internal {
