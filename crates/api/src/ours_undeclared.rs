@@ -6,12 +6,10 @@
 //! shows the last one, or says that none finished yet. A listing that could not reach every
 //! entity says how many it missed, so a count of zero is only shown when it is one.
 
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
 
 use scaleset_store::Timestamp;
-
-use crate::state::AppState;
 
 /// How old a listing may be before a page view or a scrape starts the next one: at 1,000
 /// entities, 1,000 REST calls every 10 minutes (6,000 an hour, inside the budget the worker
@@ -20,7 +18,7 @@ pub(crate) const REFRESH: Duration = Duration::from_secs(600);
 
 /// How long one background listing may take over every entity (each call retries for about
 /// 15 s when GitHub does not answer): the entities not listed by then are counted as unlisted.
-const WITHIN: Duration = Duration::from_secs(60);
+pub(crate) const WITHIN: Duration = Duration::from_secs(60);
 
 /// What the last listing found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,7 +78,7 @@ impl OursUndeclaredCache {
 
     /// Whether a listing is due at `now` (none started yet, or the last one started
     /// [`REFRESH`] ago), marking one as running when it is.
-    fn claim(&self, now: tokio::time::Instant) -> bool {
+    pub(crate) fn claim(&self, now: tokio::time::Instant) -> bool {
         let mut inner = self.lock();
         let due = !inner.running
             && inner
@@ -93,61 +91,11 @@ impl OursUndeclaredCache {
         due
     }
 
-    fn finish(&self, known: Known) {
+    pub(crate) fn finish(&self, known: Known) {
         let mut inner = self.lock();
         inner.known = known;
         inner.running = false;
     }
-}
-
-/// Starts a listing in the background when one is due; returns at once.
-pub(crate) fn refresh_if_due(state: &Arc<AppState>) {
-    if !state.ours_undeclared.claim(tokio::time::Instant::now()) {
-        return;
-    }
-    let state = Arc::clone(state);
-    tokio::spawn(async move {
-        let listed = scaleset_control::ours_undeclared(
-            state.store.as_ref(),
-            state.clients.as_ref(),
-            &state.identity,
-            &state.configured,
-            WITHIN,
-        )
-        .await;
-        let at = Timestamp::from_system_time(SystemTime::now());
-        let known = match listed {
-            Ok((found, unlisted)) => Known::Listed {
-                at,
-                found: found
-                    .iter()
-                    .map(|s| format!("{} ({})", s.name, s.entity))
-                    .collect(),
-                unlisted: unlisted
-                    .iter()
-                    .map(|u| format!("{}: {}", u.entity, u.reason))
-                    .collect(),
-            },
-            Err(e) => Known::Failed {
-                at,
-                reason: crate::error::chain(&e),
-            },
-        };
-        if let Known::Listed {
-            found, unlisted, ..
-        } = &known
-        {
-            state
-                .fleet_metrics
-                .ours_undeclared
-                .set(i64::try_from(found.len()).unwrap_or(i64::MAX));
-            state
-                .fleet_metrics
-                .ours_undeclared_unlisted
-                .set(i64::try_from(unlisted.len()).unwrap_or(i64::MAX));
-        }
-        state.ours_undeclared.finish(known);
-    });
 }
 
 #[cfg(test)]

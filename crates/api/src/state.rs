@@ -226,6 +226,61 @@ impl HttpMetrics {
     }
 }
 
+impl AppState {
+    /// Starts an "ours, undeclared" listing in the background when one is due
+    /// ([`crate::ours_undeclared`]); returns at once.
+    pub(crate) fn refresh_ours_undeclared(self: &Arc<Self>) {
+        use crate::ours_undeclared::{Known, WITHIN};
+        use scaleset_store::Timestamp;
+        if !self.ours_undeclared.claim(tokio::time::Instant::now()) {
+            return;
+        }
+        let state = Arc::clone(self);
+        tokio::spawn(async move {
+            let listed = scaleset_control::ours_undeclared(
+                state.store.as_ref(),
+                state.clients.as_ref(),
+                &state.identity,
+                &state.configured,
+                WITHIN,
+            )
+            .await;
+            let at = Timestamp::from_system_time(std::time::SystemTime::now());
+            let known = match listed {
+                Ok((found, unlisted)) => Known::Listed {
+                    at,
+                    found: found
+                        .iter()
+                        .map(|s| format!("{} ({})", s.name, s.entity))
+                        .collect(),
+                    unlisted: unlisted
+                        .iter()
+                        .map(|u| format!("{}: {}", u.entity, u.reason))
+                        .collect(),
+                },
+                Err(e) => Known::Failed {
+                    at,
+                    reason: crate::error::chain(&e),
+                },
+            };
+            if let Known::Listed {
+                found, unlisted, ..
+            } = &known
+            {
+                state
+                    .fleet_metrics
+                    .ours_undeclared
+                    .set(i64::try_from(found.len()).unwrap_or(i64::MAX));
+                state
+                    .fleet_metrics
+                    .ours_undeclared_unlisted
+                    .set(i64::try_from(unlisted.len()).unwrap_or(i64::MAX));
+            }
+            state.ours_undeclared.finish(known);
+        });
+    }
+}
+
 /// `scaleset_scale_sets_not_declared`: set from the store at each scrape of `/metrics`, by the
 /// process that exports the fleet-wide series only (the leading worker: a sum over every
 /// scraped process counts each set once).

@@ -260,7 +260,7 @@ async fn overview(
     }
     let filter = view::Filter::parse(query.as_deref());
     let now = Timestamp::from_system_time(SystemTime::now());
-    crate::ours_undeclared::refresh_if_due(&page);
+    page.refresh_ours_undeclared();
     let ours_undeclared = page.ours_undeclared.known();
     match view::overview(page.store.as_ref(), &page.configured, filter, now).await {
         Ok(view) => {

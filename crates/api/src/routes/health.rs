@@ -114,7 +114,7 @@ pub(crate) async fn metrics(State(state): State<Arc<AppState>>) -> Result<Respon
     // Only the process exporting the fleet-wide series lists for them: a scrape of every
     // other process costs GitHub nothing.
     if state.metrics.fleet_role().exports() {
-        crate::ours_undeclared::refresh_if_due(&state);
+        state.refresh_ours_undeclared();
     }
     let mut body = String::new();
     prometheus_client::encoding::text::encode(&mut body, &state.registry).map_err(|e| {
