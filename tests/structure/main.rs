@@ -11,6 +11,7 @@
 
 mod config_edges;
 mod non_exhaustive;
+mod test_names;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;

@@ -27,7 +27,7 @@ fn allowed(relative: &str) -> bool {
 }
 
 /// Every `.rs` file under `dir`, build output left out.
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();
         if path.is_dir() {

@@ -415,7 +415,7 @@ fn the_instance_api_url_is_read_and_checked() {
 
 /// Issue 29 item 16: an external provider needs a reachable scaleset-server.
 #[test]
-fn issue_29_an_external_provider_needs_the_instance_api_url() {
+fn an_external_provider_needs_the_instance_api_url() {
     let external = GOOD.replacen(
         "[[provider]]",
         "[[provider]]\nname = \"lxd\"\nkind = \"external\"\nexecutable = \"/usr/local/bin/garm-provider-lxd\"\nconfig_file = \"/etc/scaleset/lxd.toml\"\n\n[[provider]]",
@@ -443,7 +443,7 @@ fn issue_29_an_external_provider_needs_the_instance_api_url() {
 /// Issue 33: the warm pool's delay and the runner lifetimes are durations of a scale set,
 /// default 0 (at once / off); a bad one is named with its key.
 #[test]
-fn issue_33_lifecycle_settings_read_as_written_and_default_to_off() {
+fn lifecycle_settings_read_as_written_and_default_to_off() {
     let config = Config::parse("test.toml", GOOD, &base_env()).unwrap();
     let spec = &config.fleet.scale_sets[0].spec;
     assert_eq!(spec.scale_down_delay, Duration::ZERO);

@@ -230,7 +230,7 @@ mod tests {
     /// from the config URL on its own (issue 29 item 12: the factory once forced a stored
     /// `…/api/v3` over the client's `api.<tenant>.ghe.com`).
     #[tokio::test]
-    async fn issue_29_item_12_clients_use_the_one_derivation_for_github_com_ghe_com_and_ghes() {
+    async fn clients_use_the_one_derivation_for_github_com_ghe_com_and_ghes() {
         let org = EntityKind::Organization {
             name: "acme".to_owned(),
         };

@@ -233,7 +233,7 @@ mod tests {
     /// The demo derives its endpoint as every door does (issue 29 item 12: it once wrote
     /// `…/api/v3` whatever the host).
     #[test]
-    fn issue_29_item_12_the_demo_endpoint_uses_the_one_derivation() {
+    fn the_demo_endpoint_uses_the_one_derivation() {
         let local = endpoint("http://127.0.0.1:8080/").unwrap();
         assert_eq!(local.base_url, "http://127.0.0.1:8080");
         assert_eq!(local.api_base_url, "http://127.0.0.1:8080/api/v3");

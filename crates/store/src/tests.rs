@@ -411,7 +411,7 @@ const NOW: i64 = 1_796_205_600_000;
 /// Issue 32 item 2: the one rule. Each case needs attention with a reason and a `scalesetctl`
 /// remedy; ready and pending with nothing wrong do not.
 #[test]
-fn issue_32_attention_covers_states_providers_and_long_waits() {
+fn attention_covers_states_providers_and_long_waits() {
     let now = Timestamp::from_unix_millis(NOW);
     let set = healthy("linux");
     assert_eq!(set.attention(now), None);
@@ -475,7 +475,7 @@ fn issue_32_attention_covers_states_providers_and_long_waits() {
 /// attention (a runner should have come by then); exactly the timeout does not, nor a stale
 /// date with no job waiting. At the maximum, the remedy raises it.
 #[test]
-fn issue_32_jobs_waiting_longer_than_the_bootstrap_timeout_need_attention() {
+fn jobs_waiting_longer_than_the_bootstrap_timeout_need_attention() {
     let now = Timestamp::from_unix_millis(NOW);
     let waiting = |since_ms: i64, jobs: u32, desired: u32| ScaleSet {
         jobs_waiting: jobs,

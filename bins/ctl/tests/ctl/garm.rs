@@ -498,7 +498,7 @@ impl<'a> Garm<'a> {
 /// scale-set creates; the foreign set, the planted instance and the foreign instance are
 /// untouched.
 #[test]
-fn issue_37_a_running_garm_is_taken_over_and_its_job_finishes_once_under_us() {
+fn a_running_garm_is_taken_over_and_its_job_finishes_once_under_us() {
     use crate::helpers::{CONTROLLER_ID, Server};
     use scaleset_sim::JobSpec;
     let (url, _fake_garm) = fake_garm();

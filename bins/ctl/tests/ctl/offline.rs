@@ -78,7 +78,7 @@ fn closed_pipe() -> std::process::Stdio {
 /// Issue 29 item 17a: `scalesetctl … | head` closing the pipe early, or a closed stderr, is not
 /// a panic (exit 101): the command exits with its own code.
 #[test]
-fn issue_29_a_closed_stdout_or_stderr_is_not_a_panic() {
+fn a_closed_stdout_or_stderr_is_not_a_panic() {
     for (args, stdout_closed, code) in [
         (&["config"][..], true, 0),
         (&["--help"][..], true, 0),

@@ -234,7 +234,7 @@ fn scale_set_create_list_show_update_delete() {
 /// serving, the idle runners are retired while the busy one finishes its job, and the delete
 /// goes through once drained.
 #[test]
-fn issue_29_6_drain_retires_idle_runners_lets_busy_ones_finish_then_delete() {
+fn drain_retires_idle_runners_lets_busy_ones_finish_then_delete() {
     let server = Server::start();
     server.with_acme();
     let run = server.create_scale_set("linux", 4, &["--min-idle", "2"]);
@@ -480,7 +480,7 @@ fn tokens_are_listed_and_revoked() {
 /// Issue 29 item 17e: a remedy the CLI prints is a scalesetctl command to run, not a raw API
 /// call.
 #[test]
-fn issue_29_remedies_are_scalesetctl_commands() {
+fn remedies_are_scalesetctl_commands() {
     let server = Server::start();
     let run = server.ctl(&[
         "entity",
@@ -503,7 +503,7 @@ fn issue_29_remedies_are_scalesetctl_commands() {
 /// worker let go of its scale sets (its session is deleted, its lease released) and says so
 /// once it holds none; an unknown worker is an error naming it.
 #[test]
-fn issue_33_4_worker_drain_hands_the_workers_scale_sets_over() {
+fn worker_drain_hands_the_workers_scale_sets_over() {
     let server = Server::start();
     server.with_acme();
     let run = server.create_scale_set("linux", 2, &[]);

@@ -249,7 +249,7 @@ async fn the_demo_serves_its_fleet_and_status_page_and_stops_on_ctrl_c() -> Resu
 /// of stdout is gone when the demo prints its farewell. That is no panic (exit 101): Ctrl-C
 /// still stops the demo cleanly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_29_ctrl_c_after_the_reader_of_stdout_went_away_is_a_clean_stop() -> Result<()> {
+async fn ctrl_c_after_the_reader_of_stdout_went_away_is_a_clean_stop() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let Running {
         mut child, lines, ..
@@ -365,7 +365,7 @@ async fn in_the_browser(demo: &Running, driver: &str, chromium: &str) -> Result<
         .await?;
     assert_eq!(filtered, 1);
 
-    issue_32_attention_and_charts(demo, &browser).await?;
+    attention_and_charts(demo, &browser).await?;
     browser.stop().await
 }
 
@@ -373,7 +373,7 @@ async fn in_the_browser(demo: &Running, driver: &str, chromium: &str) -> Result<
 /// the reason and the command to run, and the detail page draws the last hour. The facts are
 /// written into the demo's database as the worker records them (the listener's held-session
 /// state, the scaler's provider failure, an hour of samples the worker would have taken).
-async fn issue_32_attention_and_charts(demo: &Running, browser: &browser::Browser) -> Result<()> {
+async fn attention_and_charts(demo: &Running, browser: &browser::Browser) -> Result<()> {
     use diesel::{Connection as _, RunQueryDsl as _};
     let path = demo.dir.join("scaleset.db");
     let mut db = diesel::sqlite::SqliteConnection::establish(&path.display().to_string())?;

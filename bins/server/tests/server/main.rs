@@ -340,7 +340,7 @@ async fn with_worker_serves_a_scale_set_created_through_the_api() {
 /// declared scale set is stored on start and served, its machine kept as a file in
 /// `[fake] state_dir` and booted over the simulator at `[fake] simulator_url`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_30_with_worker_applies_the_declared_fleet_and_honours_fake() {
+async fn with_worker_applies_the_declared_fleet_and_honours_fake() {
     let sim_config = scaleset_sim::SimConfig {
         long_poll_hold: Duration::from_millis(100),
         ..scaleset_sim::SimConfig::default()
@@ -416,7 +416,7 @@ async fn issue_30_with_worker_applies_the_declared_fleet_and_honours_fake() {
 /// `pending`, disabled, with no event, for ever. The real server now answers at once with the
 /// record as asked (enabled, a `created` event, a reason saying the worker ensures it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_29_7_a_create_answers_at_once_while_github_never_answers() {
+async fn a_create_answers_at_once_while_github_never_answers() {
     let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let hanging = format!("http://{}", silent.local_addr().unwrap());
     tokio::spawn(async move {
@@ -713,7 +713,7 @@ fn closed_pipe() -> Stdio {
 /// Issue 29 item 17a: printing to a closed stdout (or stderr) is not a panic (exit 101): the
 /// output is lost, the command still does its work and exits with its own code.
 #[test]
-fn issue_29_a_closed_stdout_or_stderr_is_not_a_panic() {
+fn a_closed_stdout_or_stderr_is_not_a_panic() {
     let dir = tempfile::tempdir().unwrap();
     let config = config(dir.path(), "");
     let check = Command::new(BIN)

@@ -66,8 +66,7 @@ fn chain_calls(sim: &RunningSim) -> Vec<(String, u16)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_31_an_app_declared_fleet_survives_time_and_a_wiped_database_with_signatures_checked()
-{
+async fn an_app_declared_fleet_survives_time_and_a_wiped_database_with_signatures_checked() {
     let sim = app_only_sim().await;
     let site = app_site(&sim, &["linux", "arm"]);
 

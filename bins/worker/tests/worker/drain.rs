@@ -23,7 +23,7 @@ fn ours(site: &helpers::Site) -> Vec<(String, String)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_33_4_on_postgres_a_sigterm_mid_job_leaves_the_runner_and_the_taker_retires_it() {
+async fn on_postgres_a_sigterm_mid_job_leaves_the_runner_and_the_taker_retires_it() {
     let Some((_db, sim, site)) =
         helpers::postgres_site("the SIGTERM mid-job PostgreSQL test", &["linux"]).await
     else {
@@ -74,7 +74,7 @@ async fn issue_33_4_on_postgres_a_sigterm_mid_job_leaves_the_runner_and_the_take
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_33_4_on_postgres_a_drained_worker_hands_its_scale_sets_to_the_other() {
+async fn on_postgres_a_drained_worker_hands_its_scale_sets_to_the_other() {
     let names = ["s1", "s2", "s3", "s4"];
     let Some((db, sim, site)) =
         helpers::postgres_site("the worker drain PostgreSQL test", &names).await

@@ -72,7 +72,7 @@ fn strings(value: &serde_json::Value, out: &mut Vec<String>) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_29_json_logs_keep_the_scale_sets_name_and_hold_no_rust_debug_text() {
+async fn json_logs_keep_the_scale_sets_name_and_hold_no_rust_debug_text() {
     let (_sim, site) = helpers::linux_site().await;
     let worker = Worker::spawn_logging(&site.config(), &worker_env(), "json");
     let log = eventually("the scale set is ensured", || async {

@@ -821,7 +821,7 @@ async fn a_listening_worker_reconciles_periodically_and_only_its_own_pool() {
 /// `worker.instance_api_url`; without it they get no metadata URL and no token and can never
 /// register, so `--check` refuses the file, naming the key and the provider (issue 29 item 16).
 #[tokio::test]
-async fn issue_29_check_refuses_an_external_provider_without_instance_api_url() {
+async fn check_refuses_an_external_provider_without_instance_api_url() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("worker.toml");
     // A provider that is installed: --check looks at its files.
@@ -881,7 +881,7 @@ async fn issue_29_check_refuses_an_external_provider_without_instance_api_url() 
 /// an error to a closed stderr are not a panic (exit 101): the exit code is the check's own.
 /// (std's `Command`: tokio's `output()` replaces the stdout and stderr it is given with pipes.)
 #[test]
-fn issue_29_a_closed_stdout_or_stderr_is_not_a_panic() {
+fn a_closed_stdout_or_stderr_is_not_a_panic() {
     let closed_pipe = || {
         let (reader, writer) = std::io::pipe().expect("pipe");
         drop(reader);
@@ -926,7 +926,7 @@ fn issue_29_a_closed_stdout_or_stderr_is_not_a_panic() {
 /// a key that is gone; the declared ones replace them without being decrypted, and the second
 /// run serves again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_29_the_simulator_example_runs_twice_with_a_new_key_each_time() {
+async fn the_simulator_example_runs_twice_with_a_new_key_each_time() {
     let sim = RunningSim::start().await;
     let dir = tempfile::tempdir().expect("temp dir");
     let cloud = dir.path().join("cloud");

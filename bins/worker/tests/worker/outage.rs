@@ -13,7 +13,7 @@ use crate::helpers::{self, RunningSim, Site, Worker, eventually, worker_env_with
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(15);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_29_8_sigterm_during_an_outage_stops_within_shutdown_timeout_with_sessions_deleted() {
+async fn sigterm_during_an_outage_stops_within_shutdown_timeout_with_sessions_deleted() {
     let sim = RunningSim::start().await;
     let site = Site::new(&sim, &["linux", "gpu"]);
     let env = worker_env_with(&[("SCALESET_WORKER__SHUTDOWN_TIMEOUT", "15s")]);

@@ -23,7 +23,7 @@ fn uses(sim: &RunningSim, token: &str) -> u64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_31_a_pat_file_rotated_while_jobs_flow_is_used_without_a_restart() {
+async fn a_pat_file_rotated_while_jobs_flow_is_used_without_a_restart() {
     let sim = RunningSim::start().await;
     let site = Site::new(&sim, &["linux"]);
     let token = site.dir.path().join("github-token");

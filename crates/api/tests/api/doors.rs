@@ -11,12 +11,12 @@ use serde_json::{Value, json};
 use crate::helpers::{App, Backend, RunningSim, backend_tests};
 
 backend_tests!(
-    issue_29_item_9_create_refuses_every_bad_spec_as_the_parser_does,
-    issue_29_item_9_update_refuses_every_bad_spec_as_the_parser_does,
-    issue_29_item_9_plan_and_apply_refuse_every_bad_spec_as_the_parser_does,
-    issue_29_item_11_an_unknown_provider_is_refused_on_create_and_update,
-    issue_29_item_10_replacing_credentials_without_an_endpoint_keeps_the_stored_one,
-    issue_29_item_12_a_ghe_com_endpoint_gets_the_api_host,
+    create_refuses_every_bad_spec_as_the_parser_does,
+    update_refuses_every_bad_spec_as_the_parser_does,
+    plan_and_apply_refuse_every_bad_spec_as_the_parser_does,
+    an_unknown_provider_is_refused_on_create_and_update,
+    replacing_credentials_without_an_endpoint_keeps_the_stored_one,
+    a_ghe_com_endpoint_gets_the_api_host,
 );
 
 /// Asserts a 400 whose message names each problem as `field: message`, and nothing else.
@@ -54,7 +54,7 @@ fn assert_problems(answer: &crate::helpers::Answer, case: &BadSpec, prefix: &str
     assert_eq!(named, expected.len(), "{}: {message:?}", case.what);
 }
 
-async fn issue_29_item_9_create_refuses_every_bad_spec_as_the_parser_does(backend: Backend) {
+async fn create_refuses_every_bad_spec_as_the_parser_does(backend: Backend) {
     let sim = RunningSim::start().await;
     let app = App::start(backend, "create_refuses_every_bad_spec").await;
     let entity = app.seed(&sim).await;
@@ -70,7 +70,7 @@ async fn issue_29_item_9_create_refuses_every_bad_spec_as_the_parser_does(backen
     assert!(sim.sim.state().scale_sets_named("linux").next().is_none());
 }
 
-async fn issue_29_item_9_update_refuses_every_bad_spec_as_the_parser_does(backend: Backend) {
+async fn update_refuses_every_bad_spec_as_the_parser_does(backend: Backend) {
     let sim = RunningSim::start().await;
     let app = App::start(backend, "update_refuses_every_bad_spec").await;
     let entity = app.seed(&sim).await;
@@ -119,7 +119,7 @@ fn fleet(case: &BadSpec) -> String {
     text
 }
 
-async fn issue_29_item_9_plan_and_apply_refuse_every_bad_spec_as_the_parser_does(backend: Backend) {
+async fn plan_and_apply_refuse_every_bad_spec_as_the_parser_does(backend: Backend) {
     let sim = RunningSim::start().await;
     let app = App::start(backend, "plan_and_apply_refuse_every_bad_spec").await;
     app.seed(&sim).await;
@@ -142,7 +142,7 @@ async fn issue_29_item_9_plan_and_apply_refuse_every_bad_spec_as_the_parser_does
     assert_eq!(app.written().await, before, "nothing written");
 }
 
-async fn issue_29_item_11_an_unknown_provider_is_refused_on_create_and_update(backend: Backend) {
+async fn an_unknown_provider_is_refused_on_create_and_update(backend: Backend) {
     let sim = RunningSim::start().await;
     let app = App::start(backend, "an_unknown_provider_is_refused").await;
     let entity = app.seed(&sim).await;
@@ -197,9 +197,7 @@ async fn issue_29_item_11_an_unknown_provider_is_refused_on_create_and_update(ba
     );
 }
 
-async fn issue_29_item_10_replacing_credentials_without_an_endpoint_keeps_the_stored_one(
-    backend: Backend,
-) {
+async fn replacing_credentials_without_an_endpoint_keeps_the_stored_one(backend: Backend) {
     let sim = RunningSim::start().await;
     let app = App::start(backend, "replacing_credentials_keeps_the_endpoint").await;
     let entity = app.seed(&sim).await;
@@ -256,7 +254,7 @@ async fn issue_29_item_10_replacing_credentials_without_an_endpoint_keeps_the_st
     );
 }
 
-async fn issue_29_item_12_a_ghe_com_endpoint_gets_the_api_host(backend: Backend) {
+async fn a_ghe_com_endpoint_gets_the_api_host(backend: Backend) {
     let app = App::start(backend, "a_ghe_com_endpoint_gets_the_api_host").await;
     let created = app
         .call(

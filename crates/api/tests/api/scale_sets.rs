@@ -69,13 +69,9 @@ async fn silent_endpoint() -> (String, tokio::task::JoinHandle<()>) {
 /// Issue 29 item 7: `POST /scale-sets` used to run the ensure (and its retries) inside the
 /// request; with GitHub hanging the request never ended and the record stayed pending and
 /// disabled for ever. It is now stored as asked and answered at once; the worker ensures it.
-async fn issue_29_7_a_create_answers_at_once_while_github_hangs(backend: Backend) {
+async fn a_create_answers_at_once_while_github_hangs(backend: Backend) {
     let (hanging, _accepting) = silent_endpoint().await;
-    let app = App::start(
-        backend,
-        "issue_29_7_a_create_answers_at_once_while_github_hangs",
-    )
-    .await;
+    let app = App::start(backend, "a_create_answers_at_once_while_github_hangs").await;
     let credentials = app
         .call(
             "POST",
@@ -127,13 +123,9 @@ async fn issue_29_7_a_create_answers_at_once_while_github_hangs(backend: Backend
 }
 
 /// A scale set created disabled is stored so, and its reason says how to have it ensured.
-async fn issue_29_7_a_disabled_create_says_how_to_enable_it(backend: Backend) {
+async fn a_disabled_create_says_how_to_enable_it(backend: Backend) {
     let sim = RunningSim::start().await;
-    let app = App::start(
-        backend,
-        "issue_29_7_a_disabled_create_says_how_to_enable_it",
-    )
-    .await;
+    let app = App::start(backend, "a_disabled_create_says_how_to_enable_it").await;
     let entity = app.seed(&sim).await;
     let mut body = create_body(&entity, "off");
     body["enabled"] = json!(false);
@@ -339,13 +331,9 @@ async fn a_foreign_owned_set_is_refused_with_its_remedy(backend: Backend) {
 /// API refuses (1–10000). Drain is an operation: it stops the serving (no new runners), the
 /// worker retires idle runners and lets busy ones finish, and the delete works once drained.
 /// Every refusal names the `scalesetctl` command to run.
-async fn issue_29_6_a_served_set_is_drained_then_deleted_on_github(backend: Backend) {
+async fn a_served_set_is_drained_then_deleted_on_github(backend: Backend) {
     let sim = RunningSim::start().await;
-    let app = App::start(
-        backend,
-        "issue_29_6_a_served_set_is_drained_then_deleted_on_github",
-    )
-    .await;
+    let app = App::start(backend, "a_served_set_is_drained_then_deleted_on_github").await;
     let entity = app.seed(&sim).await;
     let created = create(&app, &entity, "linux").await;
     let id = created.json["id"].as_str().unwrap().to_owned();
@@ -659,17 +647,17 @@ backend_tests!(
     a_fresh_create_is_created_on_github,
     after_a_database_wipe_the_owner_label_adopts,
     a_foreign_owned_set_is_refused_with_its_remedy,
-    issue_29_6_a_served_set_is_drained_then_deleted_on_github,
-    issue_29_7_a_create_answers_at_once_while_github_hangs,
-    issue_29_7_a_disabled_create_says_how_to_enable_it,
+    a_served_set_is_drained_then_deleted_on_github,
+    a_create_answers_at_once_while_github_hangs,
+    a_disabled_create_says_how_to_enable_it,
     force_deletes_an_adopted_set_on_github,
     updates_need_the_current_generation,
     the_runners_platform_is_stored_shown_and_changed,
     the_runners_proxy_keys_and_boot_options_are_stored_shown_changed_and_cleared,
-    issue_29_a_repeated_event_shows_its_count_and_last_seen_time,
+    a_repeated_event_shows_its_count_and_last_seen_time,
     issue29_a_created_set_stays_created_after_the_workers_ensure_and_is_deleted_on_github,
     issue30_a_refused_set_shows_its_typed_refusal_on_every_read,
-    issue_30_7_markup_in_stored_text_is_escaped_on_the_status_page,
+    markup_in_stored_text_is_escaped_on_the_status_page,
     a_retry_is_recorded_for_the_worker_and_refused_for_a_disabled_or_unknown_set,
 );
 
@@ -741,10 +729,10 @@ async fn a_retry_is_recorded_for_the_worker_and_refused_for_a_disabled_or_unknow
 
 /// An event that repeats (a refusal found again at every recheck) is one entry: the API answers
 /// its count and when it was last seen, and the status page shows both (issue 29 item 14).
-async fn issue_29_a_repeated_event_shows_its_count_and_last_seen_time(backend: Backend) {
+async fn a_repeated_event_shows_its_count_and_last_seen_time(backend: Backend) {
     use scaleset_store::EventStore as _;
     let sim = RunningSim::start().await;
-    let app = App::start(backend, "issue_29_a_repeated_event_shows_its_count").await;
+    let app = App::start(backend, "a_repeated_event_shows_its_count").await;
     let entity = app.seed(&sim).await;
     // `create` stores it and runs the worker's ensure once: the answer is the record shown.
     let answer = create(&app, &entity, "linux").await;
@@ -793,10 +781,10 @@ async fn issue_29_a_repeated_event_shows_its_count_and_last_seen_time(backend: B
 /// A scale-set name, label, state reason or event stored with markup in it comes out of the
 /// status page as text, never as markup (issue 30 item 7: the page is written with `maud`,
 /// which escapes every value; the store does not judge its text).
-async fn issue_30_7_markup_in_stored_text_is_escaped_on_the_status_page(backend: Backend) {
+async fn markup_in_stored_text_is_escaped_on_the_status_page(backend: Backend) {
     use scaleset_store::{EventStore as _, ScaleSetStore as _};
     let sim = RunningSim::start().await;
-    let app = App::start(backend, "issue_30_7_markup_is_escaped").await;
+    let app = App::start(backend, "markup_is_escaped").await;
     let entity = app.seed(&sim).await;
     let answer = create(&app, &entity, "linux").await;
     assert_eq!(answer.status, 200, "{answer:?}");

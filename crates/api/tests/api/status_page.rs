@@ -17,11 +17,11 @@ use scaleset_store::{
 use crate::helpers::{App, Backend, RunningSim, backend_tests};
 
 backend_tests!(
-    issue_32_2_the_page_counts_and_shows_what_needs_attention,
-    issue_32_4_pages_carry_the_security_headers,
-    issue_32_4_a_cross_origin_sign_in_is_refused,
-    issue_32_4_after_a_revoked_token_the_sign_in_page_says_why,
-    issue_32_2_an_unknown_url_is_html_for_a_browser_and_json_for_a_client,
+    the_page_counts_and_shows_what_needs_attention,
+    pages_carry_the_security_headers,
+    a_cross_origin_sign_in_is_refused,
+    after_a_revoked_token_the_sign_in_page_says_why,
+    an_unknown_url_is_html_for_a_browser_and_json_for_a_client,
     a_drained_or_disabled_scale_set_is_shown_as_such_and_not_counted_as_ready,
 );
 
@@ -102,9 +102,9 @@ fn card(page: &str, id: &str) -> u64 {
         .unwrap_or_else(|| panic!("card {id} holds no number"))
 }
 
-async fn issue_32_2_the_page_counts_and_shows_what_needs_attention(backend: Backend) {
+async fn the_page_counts_and_shows_what_needs_attention(backend: Backend) {
     let sim = RunningSim::start().await;
-    let app = App::start(backend, "issue_32_2_attention").await;
+    let app = App::start(backend, "attention").await;
     let entity = EntityId(app.seed(&sim).await.parse().unwrap());
     let long = "n".repeat(100);
     let mut ids = std::collections::HashMap::new();
@@ -279,9 +279,9 @@ async fn issue_32_2_the_page_counts_and_shows_what_needs_attention(backend: Back
     );
 }
 
-async fn issue_32_4_pages_carry_the_security_headers(backend: Backend) {
+async fn pages_carry_the_security_headers(backend: Backend) {
     let sim = RunningSim::start().await;
-    let app = App::start(backend, "issue_32_4_headers").await;
+    let app = App::start(backend, "headers").await;
     let entity = EntityId(app.seed(&sim).await.parse().unwrap());
     let set = app
         .store
@@ -334,8 +334,8 @@ async fn issue_32_4_pages_carry_the_security_headers(backend: Backend) {
     assert_eq!(got["x-frame-options"], "DENY");
 }
 
-async fn issue_32_4_a_cross_origin_sign_in_is_refused(backend: Backend) {
-    let app = App::start(backend, "issue_32_4_cross_origin").await;
+async fn a_cross_origin_sign_in_is_refused(backend: Backend) {
+    let app = App::start(backend, "cross_origin").await;
     let host = app.base.trim_start_matches("http://").to_owned();
     let form = format!("token={}", app.token).into_bytes();
     let form_type = ("content-type", "application/x-www-form-urlencoded");
@@ -394,8 +394,8 @@ async fn issue_32_4_a_cross_origin_sign_in_is_refused(backend: Backend) {
     assert_eq!(status, 303, "a same-origin Referer without an Origin");
 }
 
-async fn issue_32_4_after_a_revoked_token_the_sign_in_page_says_why(backend: Backend) {
-    let app = App::start(backend, "issue_32_4_revoked").await;
+async fn after_a_revoked_token_the_sign_in_page_says_why(backend: Backend) {
+    let app = App::start(backend, "revoked").await;
     let (token, secret) = app.store.create_api_token("browser").await.unwrap();
     use scaleset_github::ExposeSecret as _;
     let cookie = format!("scaleset_token={}", secret.expose_secret());
@@ -421,8 +421,8 @@ async fn issue_32_4_after_a_revoked_token_the_sign_in_page_says_why(backend: Bac
     assert!(!text.contains("login-error"), "{text}");
 }
 
-async fn issue_32_2_an_unknown_url_is_html_for_a_browser_and_json_for_a_client(backend: Backend) {
-    let app = App::start(backend, "issue_32_2_unknown_url").await;
+async fn an_unknown_url_is_html_for_a_browser_and_json_for_a_client(backend: Backend) {
+    let app = App::start(backend, "unknown_url").await;
     let browser = ("accept", "text/html,application/xhtml+xml,*/*;q=0.8");
     let (status, got, text) = app.send("GET", "/no/such/page", &[browser], None).await;
     assert_eq!(status, 404);

@@ -10,12 +10,10 @@ use serde_json::json;
 
 use crate::helpers::{App, Backend, RunningSim, backend_tests};
 
-backend_tests!(issue_33_4_a_drain_marks_the_worker_and_counts_the_leases_it_still_holds);
+backend_tests!(a_drain_marks_the_worker_and_counts_the_leases_it_still_holds);
 
-async fn issue_33_4_a_drain_marks_the_worker_and_counts_the_leases_it_still_holds(
-    backend: Backend,
-) {
-    let app = App::start(backend, "issue_33_4_worker_drain").await;
+async fn a_drain_marks_the_worker_and_counts_the_leases_it_still_holds(backend: Backend) {
+    let app = App::start(backend, "worker_drain").await;
     let sim = RunningSim::start().await;
     let entity = app.seed(&sim).await;
     let created = app

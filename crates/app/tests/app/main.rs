@@ -201,7 +201,7 @@ async fn readyz_means_the_store_answers_in_every_process() {
 /// (a half-written, empty one is not taken), and a restart with the rotated file finds
 /// nothing to change.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_31_a_rotated_token_file_is_resealed_in_the_store_without_a_restart() {
+async fn a_rotated_token_file_is_resealed_in_the_store_without_a_restart() {
     let (sim, base, stop_sim) = simulator().await;
     sim.add_pat(scaleset_sim::PatSeed {
         token: "ghp_rotated".to_owned(),

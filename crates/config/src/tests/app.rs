@@ -165,7 +165,7 @@ fn a_fleet_sent_over_the_api_still_refuses_app_credentials() {
 /// Issue 31 item 3: the secrets in files are kept with where they came from, so a rotation
 /// (the file replaced) is read again; a secret from the environment is not watched.
 #[test]
-fn issue_31_secrets_in_files_are_kept_for_rotation_and_environment_ones_are_not() {
+fn secrets_in_files_are_kept_for_rotation_and_environment_ones_are_not() {
     let dir = tempfile::tempdir().expect("temp dir");
     let key = dir.path().join("app.pem");
     std::fs::write(&key, APP_KEY).expect("key");

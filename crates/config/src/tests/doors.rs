@@ -57,7 +57,7 @@ fn got(found: &[crate::Problem]) -> Vec<(String, String)> {
 }
 
 #[test]
-fn issue_29_item_9_the_config_file_refuses_every_bad_spec_as_the_parser_does() {
+fn the_config_file_refuses_every_bad_spec_as_the_parser_does() {
     for case in bad_specs() {
         let text = format!("{HEAD}{}", table(&case));
         assert_eq!(
@@ -70,7 +70,7 @@ fn issue_29_item_9_the_config_file_refuses_every_bad_spec_as_the_parser_does() {
 }
 
 #[test]
-fn issue_29_item_9_environment_overrides_refuse_every_bad_spec_as_the_parser_does() {
+fn environment_overrides_refuse_every_bad_spec_as_the_parser_does() {
     let good = format!(
         "{HEAD}\n[[scale_set]]\nname = \"linux\"\ncredentials = \"gh\"\norganization = \"acme\"\nprovider = \"fake\"\nmax_runners = 4\n"
     );
@@ -96,7 +96,7 @@ fn issue_29_item_9_environment_overrides_refuse_every_bad_spec_as_the_parser_doe
 }
 
 #[test]
-fn issue_29_item_9_a_fleet_for_plan_and_apply_refuses_every_bad_spec_as_the_parser_does() {
+fn a_fleet_for_plan_and_apply_refuses_every_bad_spec_as_the_parser_does() {
     let stored = BTreeSet::from(["gh".to_owned()]);
     for case in bad_specs() {
         let found = match parse_fleet("fleet", &table(&case), None, &stored, None) {
@@ -108,7 +108,7 @@ fn issue_29_item_9_a_fleet_for_plan_and_apply_refuses_every_bad_spec_as_the_pars
 }
 
 #[test]
-fn issue_29_item_12_a_ghe_com_endpoint_gets_the_api_host_not_api_v3() {
+fn a_ghe_com_endpoint_gets_the_api_host_not_api_v3() {
     let text = format!(
         "{}\n[[scale_set]]\nname = \"linux\"\ncredentials = \"gh\"\norganization = \"acme\"\nprovider = \"fake\"\n",
         HEAD.replace(

@@ -344,7 +344,7 @@ mod tests {
     /// Issue 29 item 5: after a crash and a lost database the holder is most likely us, and
     /// nothing was cleared; the text must not say otherwise.
     #[test]
-    fn issue_29_5_an_unnamed_holder_says_what_is_known() {
+    fn an_unnamed_holder_says_what_is_known() {
         let recheck = Duration::from_secs(30);
         let lost = held_by(&conflict(None)).reason(recheck, EVERY.takeover);
         for part in [

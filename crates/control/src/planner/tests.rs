@@ -210,7 +210,7 @@ proptest! {
 /// Issue 33 item 2: surplus idle runners younger (in idleness) than `scale_down_delay` stay;
 /// at exactly the delay they go.
 #[test]
-fn issue_33_2_surplus_idle_runners_stay_for_the_scale_down_delay() {
+fn surplus_idle_runners_stay_for_the_scale_down_delay() {
     let delay = Duration::from_secs(300);
     let view = |name: &str, secs: u64| RunnerView {
         name: name.to_owned(),
@@ -248,7 +248,7 @@ proptest! {
     /// least the delay; as many surplus runners are retired as are eligible, up to the
     /// surplus; creates are unaffected by the delay.
     #[test]
-    fn issue_33_2_scale_down_delay_keeps_a_warm_pool(
+    fn scale_down_delay_keeps_a_warm_pool(
         min_idle in 0u32..10,
         max in 1u32..20,
         assigned in 0i64..20,

@@ -20,10 +20,10 @@ use tokio::sync::watch;
 use crate::helpers::{Harness, TestDb, backend_tests, eventually, settings, sim_config};
 
 backend_tests!(
-    issue_35_2_a_burst_has_every_create_in_flight_at_once_and_later_jobs_do_not_wait_for_it,
-    issue_35_2_the_providers_concurrency_bounds_the_creates_in_flight,
-    issue_35_2_a_runner_done_before_its_create_lands_has_its_instance_deleted,
-    issue_35_4_creates_that_landed_together_are_recorded_running_in_one_commit,
+    a_burst_has_every_create_in_flight_at_once_and_later_jobs_do_not_wait_for_it,
+    the_providers_concurrency_bounds_the_creates_in_flight,
+    a_runner_done_before_its_create_lands_has_its_instance_deleted,
+    creates_that_landed_together_are_recorded_running_in_one_commit,
 );
 
 /// The harness's fake cloud behind a gate: each create counts itself running, waits until the
@@ -102,9 +102,7 @@ impl Provider for Gated {
     }
 }
 
-async fn issue_35_2_a_burst_has_every_create_in_flight_at_once_and_later_jobs_do_not_wait_for_it(
-    db: TestDb,
-) {
+async fn a_burst_has_every_create_in_flight_at_once_and_later_jobs_do_not_wait_for_it(db: TestDb) {
     let h = Harness::new(db, sim_config(), |spec| spec.max_runners = 30).await;
     let (gated, gate) = Gated::new(Arc::new(h.cloud.provider(h.identity.id())));
     let controller = h.start_with_provider(settings(), None, gated.clone());
@@ -161,7 +159,7 @@ async fn issue_35_2_a_burst_has_every_create_in_flight_at_once_and_later_jobs_do
     controller.stop().await;
 }
 
-async fn issue_35_2_the_providers_concurrency_bounds_the_creates_in_flight(db: TestDb) {
+async fn the_providers_concurrency_bounds_the_creates_in_flight(db: TestDb) {
     let h = Harness::new(db, sim_config(), |spec| spec.max_runners = 12).await;
     let (gated, gate) = Gated::new(Arc::new(h.cloud.provider(h.identity.id())));
     let limits = CallLimits {
@@ -209,7 +207,7 @@ async fn issue_35_2_the_providers_concurrency_bounds_the_creates_in_flight(db: T
 /// A runner that ran its job and finished while its create call was still in flight (a
 /// machine up before the cloud answered) is removed with its row; the instance the create then
 /// returns is deleted, and the scale set goes on serving.
-async fn issue_35_2_a_runner_done_before_its_create_lands_has_its_instance_deleted(db: TestDb) {
+async fn a_runner_done_before_its_create_lands_has_its_instance_deleted(db: TestDb) {
     let h = Harness::new(db, sim_config(), |_| {}).await;
     h.boot.store(false, Ordering::SeqCst);
     let (gate, open) = watch::channel(false);
@@ -292,7 +290,7 @@ impl Checkpoints for HoldThenFreeze {
 /// Creates that land while the listener is busy are recorded `running` together, in one
 /// commit, not one per runner (issue 35 item 4): when the task first reports an instance
 /// created, every create that had landed is already `running` in the store.
-async fn issue_35_4_creates_that_landed_together_are_recorded_running_in_one_commit(db: TestDb) {
+async fn creates_that_landed_together_are_recorded_running_in_one_commit(db: TestDb) {
     let h = Harness::new(db, sim_config(), |spec| spec.max_runners = 5).await;
     let (gated, gate) = Gated::new(Arc::new(h.cloud.provider(h.identity.id())));
     let (release, released) = watch::channel(false);

@@ -13,11 +13,11 @@ use scaleset_store::{
 use crate::helpers::{Harness, TestDb, backend_tests, eventually, sim_config};
 
 backend_tests!(
-    issue_29_6_a_disabled_set_retires_idle_runners_and_lets_busy_ones_finish,
-    issue_29_7_a_record_an_interrupted_create_left_is_ensured
+    a_disabled_set_retires_idle_runners_and_lets_busy_ones_finish,
+    a_record_an_interrupted_create_left_is_ensured
 );
 
-async fn issue_29_6_a_disabled_set_retires_idle_runners_and_lets_busy_ones_finish(db: TestDb) {
+async fn a_disabled_set_retires_idle_runners_and_lets_busy_ones_finish(db: TestDb) {
     let mut config = sim_config();
     // Busy is seen at once, and jobs run until the test ends them.
     config.job_started_delay = Duration::ZERO;
@@ -92,7 +92,7 @@ async fn issue_29_6_a_disabled_set_retires_idle_runners_and_lets_busy_ones_finis
     controller.stop().await;
 }
 
-async fn issue_29_7_a_record_an_interrupted_create_left_is_ensured(db: TestDb) {
+async fn a_record_an_interrupted_create_left_is_ensured(db: TestDb) {
     // What an older server's create stored before it ensured: disabled, pending, generation
     // 1, no event. Its request never finished.
     let h = Harness::new(db, sim_config(), |spec| spec.enabled = false).await;

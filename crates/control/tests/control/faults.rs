@@ -17,7 +17,7 @@ backend_tests!(
     a_message_that_never_decodes_is_acknowledged_after_three_tries_and_the_next_job_is_served,
     a_message_github_delivers_again_after_it_was_handled_is_acknowledged_not_handled_twice,
     failed_instance_create_removes_the_runner_from_github,
-    issue_32_a_failing_provider_needs_attention_until_a_create_works,
+    a_failing_provider_needs_attention_until_a_create_works,
     runner_never_online_is_removed_at_its_bootstrap_deadline,
     owner_label_prefixed_name_is_a_config_error,
 );
@@ -351,7 +351,7 @@ async fn text_plain_errors_never_lead_to_adoption(db: TestDb) {
 /// Issue 32 item 2: a provider whose creates fail is recorded on the scale set in its own
 /// words, so the one attention rule (status page, API, CLI, gauge) flags it; the first create
 /// that works clears it.
-async fn issue_32_a_failing_provider_needs_attention_until_a_create_works(db: TestDb) {
+async fn a_failing_provider_needs_attention_until_a_create_works(db: TestDb) {
     let h = Harness::new(db, sim_config(), |_| {}).await;
     let (controller, github_id) = h.start_ready().await;
     h.cloud.fail_creates(usize::MAX);

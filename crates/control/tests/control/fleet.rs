@@ -25,9 +25,9 @@ backend_tests!(
     plan_previews_create_adopt_and_refuse_from_github,
     the_worker_apply_stores_declared_scale_sets_once,
     a_drain_survives_the_next_start_up_apply_of_the_fleet,
-    issue_36_workers_applying_the_declared_fleet_together_all_succeed,
-    issue_29_item_9_plan_and_apply_refuse_every_bad_spec_as_the_parser_does,
-    issue_37_an_imported_garm_set_is_planned_and_stored_as_adopted_by_its_note,
+    workers_applying_the_declared_fleet_together_all_succeed,
+    plan_and_apply_refuse_every_bad_spec_as_the_parser_does,
+    an_imported_garm_set_is_planned_and_stored_as_adopted_by_its_note,
 );
 
 /// Plans `fleet` against the harness's store and `lookup`.
@@ -398,7 +398,7 @@ async fn a_drain_survives_the_next_start_up_apply_of_the_fleet(db: TestDb) {
 /// Several workers started together on one empty database apply the same declared fleet at
 /// once: every one succeeds (none exits with a stale plan) and each scale set is stored once.
 /// Found by the chaos soak (issue 36, seed 14: two of three PostgreSQL workers exited 1).
-async fn issue_36_workers_applying_the_declared_fleet_together_all_succeed(db: TestDb) {
+async fn workers_applying_the_declared_fleet_together_all_succeed(db: TestDb) {
     let h = Harness::new(db, sim_config(), |_| {}).await;
     let mut fleet = declared_fleet(&h);
     for name in ["web", "api", "batch", "docs"] {
@@ -429,7 +429,7 @@ async fn issue_36_workers_applying_the_declared_fleet_together_all_succeed(db: T
 /// A fleet built in code (an embedder's, the demo's) meets the same spec rules as a parsed one:
 /// plan, apply and the worker's start-up apply refuse each of the workspace's shared bad specs
 /// naming exactly the parser's problems, and write nothing (issue 29 item 9).
-async fn issue_29_item_9_plan_and_apply_refuse_every_bad_spec_as_the_parser_does(db: TestDb) {
+async fn plan_and_apply_refuse_every_bad_spec_as_the_parser_does(db: TestDb) {
     let h = Harness::new(db, sim_config(), |_| {}).await;
     let lookup = GitHubLookup::new();
     let before = snapshot(h.store.as_ref()).await;
@@ -475,7 +475,7 @@ async fn issue_29_item_9_plan_and_apply_refuse_every_bad_spec_as_the_parser_does
 /// with the takeover note `scalesetctl import garm` writes, is an adopt naming GARM in the plan;
 /// apply records the GitHub id the note vouched for; a foreign set of the same name in the
 /// group with another id is not adopted on the note, and nothing is written on GitHub.
-async fn issue_37_an_imported_garm_set_is_planned_and_stored_as_adopted_by_its_note(db: TestDb) {
+async fn an_imported_garm_set_is_planned_and_stored_as_adopted_by_its_note(db: TestDb) {
     const GARM: &str = "89a4130b-9de1-47c5-8ca8-e2640daa0e13";
     let h = Harness::new(db, sim_config(), |_| {}).await;
     let garm_owner = format!("garm-{GARM}");

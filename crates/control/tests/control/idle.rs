@@ -15,10 +15,10 @@ use crate::helpers::{
 };
 
 backend_tests!(
-    issue_35_3_an_idle_scale_set_stands_on_its_list_over_empty_polls,
-    issue_35_3_a_runner_past_max_idle_lifetime_is_retired_while_the_polls_stand,
-    issue_35_3_a_runner_past_its_bootstrap_deadline_is_removed_while_the_polls_stand,
-    issue_35_3_an_operators_removal_request_ends_the_standing_list,
+    an_idle_scale_set_stands_on_its_list_over_empty_polls,
+    a_runner_past_max_idle_lifetime_is_retired_while_the_polls_stand,
+    a_runner_past_its_bootstrap_deadline_is_removed_while_the_polls_stand,
+    an_operators_removal_request_ends_the_standing_list,
 );
 
 /// Leases long enough that advancing the clock never expires them; the periodic
@@ -75,7 +75,7 @@ async fn replaced(h: &Harness, gone: &str) {
     .await;
 }
 
-async fn issue_35_3_an_idle_scale_set_stands_on_its_list_over_empty_polls(db: TestDb) {
+async fn an_idle_scale_set_stands_on_its_list_over_empty_polls(db: TestDb) {
     let h = harness(db, |_| {}).await;
     let controller = h.start_with(idle_settings(), None);
     let github_id = h.ready().await;
@@ -99,7 +99,7 @@ async fn issue_35_3_an_idle_scale_set_stands_on_its_list_over_empty_polls(db: Te
     controller.stop().await;
 }
 
-async fn issue_35_3_a_runner_past_max_idle_lifetime_is_retired_while_the_polls_stand(db: TestDb) {
+async fn a_runner_past_max_idle_lifetime_is_retired_while_the_polls_stand(db: TestDb) {
     let h = harness(db, |spec| {
         spec.min_idle = 1;
         spec.max_idle_lifetime = Duration::from_secs(600);
@@ -123,9 +123,7 @@ async fn issue_35_3_a_runner_past_max_idle_lifetime_is_retired_while_the_polls_s
     controller.stop().await;
 }
 
-async fn issue_35_3_a_runner_past_its_bootstrap_deadline_is_removed_while_the_polls_stand(
-    db: TestDb,
-) {
+async fn a_runner_past_its_bootstrap_deadline_is_removed_while_the_polls_stand(db: TestDb) {
     let h = harness(db, |spec| {
         spec.min_idle = 1;
         spec.bootstrap_timeout = Duration::from_secs(300);
@@ -156,7 +154,7 @@ async fn issue_35_3_a_runner_past_its_bootstrap_deadline_is_removed_while_the_po
     controller.stop().await;
 }
 
-async fn issue_35_3_an_operators_removal_request_ends_the_standing_list(db: TestDb) {
+async fn an_operators_removal_request_ends_the_standing_list(db: TestDb) {
     let h = harness(db, |spec| spec.min_idle = 1).await;
     let controller = h.start_with(idle_settings(), None);
     h.ready().await;

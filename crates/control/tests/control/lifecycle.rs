@@ -16,13 +16,13 @@ use scaleset_store::{
 use crate::helpers::{Harness, TestDb, backend_tests, eventually, settings, sim_config};
 
 backend_tests!(
-    issue_33_1_a_failed_bootstrap_is_replaced_at_once,
-    issue_33_1_an_instance_that_dies_is_retired_and_replaced,
-    issue_33_1_a_runner_left_offline_by_an_outage_is_retired,
-    issue_33_1_an_idle_runner_is_retired_past_max_idle_lifetime,
-    issue_33_1_max_lifetime_retires_idle_runners_and_never_a_busy_one,
-    issue_33_2_surplus_idle_runners_stay_for_the_scale_down_delay,
-    issue_33_5_after_a_database_loss_runners_are_re_recorded_as_github_lists_them,
+    a_failed_bootstrap_is_replaced_at_once,
+    an_instance_that_dies_is_retired_and_replaced,
+    a_runner_left_offline_by_an_outage_is_retired,
+    an_idle_runner_is_retired_past_max_idle_lifetime,
+    max_lifetime_retires_idle_runners_and_never_a_busy_one,
+    surplus_idle_runners_stay_for_the_scale_down_delay,
+    after_a_database_loss_runners_are_re_recorded_as_github_lists_them,
 );
 
 /// Leases long enough that advancing the clock never expires them; reconciliation at every
@@ -78,7 +78,7 @@ async fn replaced(h: &Harness, gone: &str, left: usize) {
     .await;
 }
 
-async fn issue_33_1_a_failed_bootstrap_is_replaced_at_once(db: TestDb) {
+async fn a_failed_bootstrap_is_replaced_at_once(db: TestDb) {
     let h = harness(db, |spec| {
         spec.min_idle = 1;
         spec.bootstrap_timeout = Duration::from_secs(3600);
@@ -117,7 +117,7 @@ async fn issue_33_1_a_failed_bootstrap_is_replaced_at_once(db: TestDb) {
     controller.stop().await;
 }
 
-async fn issue_33_1_an_instance_that_dies_is_retired_and_replaced(db: TestDb) {
+async fn an_instance_that_dies_is_retired_and_replaced(db: TestDb) {
     let h = harness(db, |spec| spec.min_idle = 1).await;
     let controller = h.start_with(lifecycle_settings(), None);
     h.ready().await;
@@ -129,7 +129,7 @@ async fn issue_33_1_an_instance_that_dies_is_retired_and_replaced(db: TestDb) {
     controller.stop().await;
 }
 
-async fn issue_33_1_a_runner_left_offline_by_an_outage_is_retired(db: TestDb) {
+async fn a_runner_left_offline_by_an_outage_is_retired(db: TestDb) {
     let h = harness(db, |spec| {
         spec.min_idle = 1;
         spec.bootstrap_timeout = Duration::from_secs(60);
@@ -151,7 +151,7 @@ async fn issue_33_1_a_runner_left_offline_by_an_outage_is_retired(db: TestDb) {
     controller.stop().await;
 }
 
-async fn issue_33_1_an_idle_runner_is_retired_past_max_idle_lifetime(db: TestDb) {
+async fn an_idle_runner_is_retired_past_max_idle_lifetime(db: TestDb) {
     let h = harness(db, |spec| {
         spec.min_idle = 1;
         spec.max_idle_lifetime = Duration::from_secs(600);
@@ -169,7 +169,7 @@ async fn issue_33_1_an_idle_runner_is_retired_past_max_idle_lifetime(db: TestDb)
     controller.stop().await;
 }
 
-async fn issue_33_1_max_lifetime_retires_idle_runners_and_never_a_busy_one(db: TestDb) {
+async fn max_lifetime_retires_idle_runners_and_never_a_busy_one(db: TestDb) {
     let h = harness(db, |spec| {
         spec.min_idle = 1;
         spec.max_lifetime = Duration::from_secs(600);
@@ -214,7 +214,7 @@ async fn issue_33_1_max_lifetime_retires_idle_runners_and_never_a_busy_one(db: T
     controller.stop().await;
 }
 
-async fn issue_33_2_surplus_idle_runners_stay_for_the_scale_down_delay(db: TestDb) {
+async fn surplus_idle_runners_stay_for_the_scale_down_delay(db: TestDb) {
     let h = harness(db, |spec| {
         spec.min_idle = 2;
         spec.scale_down_delay = Duration::from_secs(600);
@@ -244,7 +244,7 @@ async fn issue_33_2_surplus_idle_runners_stay_for_the_scale_down_delay(db: TestD
     controller.stop().await;
 }
 
-async fn issue_33_5_after_a_database_loss_runners_are_re_recorded_as_github_lists_them(db: TestDb) {
+async fn after_a_database_loss_runners_are_re_recorded_as_github_lists_them(db: TestDb) {
     let mut h = Harness::new(db, sim_config(), |spec| spec.min_idle = 1).await;
     let (controller, github_id) = h.start_ready().await;
     running(&h, 1).await;
@@ -271,7 +271,7 @@ async fn issue_33_5_after_a_database_loss_runners_are_re_recorded_as_github_list
     // A clean stop leaves the runners running and deletes the session; then the database is
     // lost.
     controller.stop().await;
-    let fresh = h.another_db("issue_33_5_rerecord").await;
+    let fresh = h.another_db("rerecord").await;
     h.wipe_store(fresh, |spec| spec.min_idle = 1).await;
     let (controller, again) = h.start_ready().await;
     assert_eq!(again, github_id, "the same scale set, adopted");

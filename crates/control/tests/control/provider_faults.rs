@@ -13,19 +13,17 @@ use scaleset_store::{InstanceStatus, ScaleSetState, ScaleSetStore as _};
 use crate::helpers::{Harness, TestDb, backend_tests, eventually, settings, sim_config};
 
 backend_tests!(
-    issue_33_3_a_failing_create_flags_the_set_with_the_providers_message_and_clears_after,
-    issue_33_3_a_backing_off_provider_is_not_called_again_however_often_the_task_wakes,
-    issue_33_3_a_failed_delete_is_retried_until_the_instance_is_gone,
-    issue_33_3_an_instance_to_delete_survives_a_restart_and_is_deleted_after_it,
+    a_failing_create_flags_the_set_with_the_providers_message_and_clears_after,
+    a_backing_off_provider_is_not_called_again_however_often_the_task_wakes,
+    a_failed_delete_is_retried_until_the_instance_is_gone,
+    an_instance_to_delete_survives_a_restart_and_is_deleted_after_it,
     a_retry_request_ends_the_provider_back_off_at_once,
 );
 
 /// The provider's own words, as the fake provider fails.
 const INJECTED_CREATE: &str = "fake provider: injected create failure";
 
-async fn issue_33_3_a_failing_create_flags_the_set_with_the_providers_message_and_clears_after(
-    db: TestDb,
-) {
+async fn a_failing_create_flags_the_set_with_the_providers_message_and_clears_after(db: TestDb) {
     let h = Harness::new(db, sim_config(), |_| {}).await;
     let (controller, github_id) = h.start_ready().await;
     h.cloud.fail_creates(usize::MAX);
@@ -97,9 +95,7 @@ async fn issue_33_3_a_failing_create_flags_the_set_with_the_providers_message_an
     controller.stop().await;
 }
 
-async fn issue_33_3_a_backing_off_provider_is_not_called_again_however_often_the_task_wakes(
-    db: TestDb,
-) {
+async fn a_backing_off_provider_is_not_called_again_however_often_the_task_wakes(db: TestDb) {
     let h = Harness::new(db, sim_config(), |_| {}).await;
     let mut backing_off = settings();
     // A wait longer than the test: every create after the first would be a hot loop.
@@ -139,7 +135,7 @@ async fn issue_33_3_a_backing_off_provider_is_not_called_again_however_often_the
     controller.stop().await;
 }
 
-async fn issue_33_3_a_failed_delete_is_retried_until_the_instance_is_gone(db: TestDb) {
+async fn a_failed_delete_is_retried_until_the_instance_is_gone(db: TestDb) {
     let h = Harness::new(db, sim_config(), |_| {}).await;
     let (controller, github_id) = h.start_ready().await;
     h.sim()
@@ -171,7 +167,7 @@ async fn issue_33_3_a_failed_delete_is_retried_until_the_instance_is_gone(db: Te
     controller.stop().await;
 }
 
-async fn issue_33_3_an_instance_to_delete_survives_a_restart_and_is_deleted_after_it(db: TestDb) {
+async fn an_instance_to_delete_survives_a_restart_and_is_deleted_after_it(db: TestDb) {
     let h = Harness::new(db, sim_config(), |_| {}).await;
     let mut backing_off = settings();
     backing_off.provider_backoff_base = Duration::from_secs(3600);

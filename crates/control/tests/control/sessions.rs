@@ -14,7 +14,7 @@ backend_tests!(
     foreign_named_session_is_visible_and_untouched,
     our_session_alone_is_not_evidence_without_the_probe,
     dormancy_recreates_with_cursor_reset,
-    issue_29_an_unchanged_refusal_is_one_event_with_a_count,
+    an_unchanged_refusal_is_one_event_with_a_count,
 );
 
 async fn foreign_session(db: TestDb, names_owner: bool) {
@@ -287,7 +287,7 @@ async fn leaked_own_session_after_an_unusable_create_is_recovered(db: TestDb) {
 /// An unchanged refusal rechecked again and again is one event whose count and last-seen time
 /// grow, and the scale set's generation does not climb with each recheck (issue 29 item 14:
 /// 29 identical rows in 13 minutes, generation 4 → 31).
-async fn issue_29_an_unchanged_refusal_is_one_event_with_a_count(db: TestDb) {
+async fn an_unchanged_refusal_is_one_event_with_a_count(db: TestDb) {
     let mut config = sim_config();
     config.conflict_names_owner = true;
     let h = Harness::new(db, config, |spec| spec.disable_update = false).await;

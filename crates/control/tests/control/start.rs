@@ -14,8 +14,8 @@ use tokio::sync::Semaphore;
 use crate::helpers::{Harness, TestDb, backend_tests, eventually, settings, sim_config};
 
 backend_tests!(
-    issue_35_1_a_provider_whose_list_never_answers_does_not_stop_listening_and_serving,
-    issue_35_1_a_recovery_landing_after_a_served_job_neither_deletes_twice_nor_records_a_ghost,
+    a_provider_whose_list_never_answers_does_not_stop_listening_and_serving,
+    a_recovery_landing_after_a_served_job_neither_deletes_twice_nor_records_a_ghost,
 );
 
 /// The fake cloud's provider, except that its first `list` waits for the test: it takes its
@@ -94,9 +94,7 @@ impl Provider for Shared {
 /// The Done-when of issue 35: with a provider whose list never answers, the scale set listens
 /// and its jobs get runners, which run and are removed when done; a stop is not held up by
 /// the unanswered list.
-async fn issue_35_1_a_provider_whose_list_never_answers_does_not_stop_listening_and_serving(
-    db: TestDb,
-) {
+async fn a_provider_whose_list_never_answers_does_not_stop_listening_and_serving(db: TestDb) {
     let h = Harness::new(db, sim_config(), |_| {}).await;
     let gate = Arc::new(SlowList::new(
         Arc::new(h.cloud.provider(h.identity.id())),
@@ -125,7 +123,7 @@ async fn issue_35_1_a_provider_whose_list_never_answers_does_not_stop_listening_
 /// and its row. The recovery's facts then name an instance that is gone: it is not deleted
 /// again as an orphan nor recorded again, and the warm pool (`min_idle`), which waited for
 /// the recovery, is made once it landed.
-async fn issue_35_1_a_recovery_landing_after_a_served_job_neither_deletes_twice_nor_records_a_ghost(
+async fn a_recovery_landing_after_a_served_job_neither_deletes_twice_nor_records_a_ghost(
     db: TestDb,
 ) {
     let h = Harness::new(db, sim_config(), |spec| spec.min_idle = 1).await;

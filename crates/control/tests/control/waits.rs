@@ -12,10 +12,10 @@ use scaleset_store::{EventStore as _, NewScaleSet, ScaleSetState, ScaleSetStore 
 use crate::helpers::{Harness, TestDb, backend_tests, eventually, settings, sim_config};
 
 backend_tests!(
-    issue_29_8_a_stop_during_an_ensure_retry_wait_returns_promptly,
-    issue_29_8_a_set_waiting_on_a_retry_does_not_block_another_sets_start,
-    issue_29_5_an_unnamed_holder_after_a_lost_database_is_told_and_needs_attention,
-    issue_29_5_our_own_named_session_after_a_lost_database_needs_attention,
+    a_stop_during_an_ensure_retry_wait_returns_promptly,
+    a_set_waiting_on_a_retry_does_not_block_another_sets_start,
+    an_unnamed_holder_after_a_lost_database_is_told_and_needs_attention,
+    our_own_named_session_after_a_lost_database_needs_attention,
 );
 
 /// A retry hint far longer than any bound of these tests: a step that sleeps on it is seen.
@@ -30,7 +30,7 @@ async fn retrying(h: &Harness, scale_set: scaleset_store::ScaleSetId) {
     .await;
 }
 
-async fn issue_29_8_a_stop_during_an_ensure_retry_wait_returns_promptly(db: TestDb) {
+async fn a_stop_during_an_ensure_retry_wait_returns_promptly(db: TestDb) {
     let h = Harness::new(db, sim_config(), |_| {}).await;
     // Every lookup of the scale set fails: the machine's answer is a retry after LONG.
     h.sim().update_faults(|f| {
@@ -50,7 +50,7 @@ async fn issue_29_8_a_stop_during_an_ensure_retry_wait_returns_promptly(db: Test
     );
 }
 
-async fn issue_29_8_a_set_waiting_on_a_retry_does_not_block_another_sets_start(db: TestDb) {
+async fn a_set_waiting_on_a_retry_does_not_block_another_sets_start(db: TestDb) {
     let h = Harness::new(db, sim_config(), |_| {}).await;
     // `linux` is known by a stored id, so its ensure reads it by id, and every read by id
     // fails; a new scale set is looked up by name and created, which works.
@@ -141,9 +141,7 @@ async fn served_again(h: &Harness, github_id: i64) {
     );
 }
 
-async fn issue_29_5_an_unnamed_holder_after_a_lost_database_is_told_and_needs_attention(
-    db: TestDb,
-) {
+async fn an_unnamed_holder_after_a_lost_database_is_told_and_needs_attention(db: TestDb) {
     let (h, controller, reason, github_id) =
         crash_and_lose_the_database(db, false, "unnamed holder").await;
     assert!(
@@ -171,7 +169,7 @@ async fn issue_29_5_an_unnamed_holder_after_a_lost_database_is_told_and_needs_at
     controller.stop().await;
 }
 
-async fn issue_29_5_our_own_named_session_after_a_lost_database_needs_attention(db: TestDb) {
+async fn our_own_named_session_after_a_lost_database_needs_attention(db: TestDb) {
     let (h, controller, reason, github_id) =
         crash_and_lose_the_database(db, true, "own named holder").await;
     assert!(

@@ -12,7 +12,7 @@ use crate::helpers::{options, scale_sets};
 use scaleset_eventually::try_eventually;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue_29_8_the_demo_stops_promptly_while_github_lookups_fail() -> Result<()> {
+async fn the_demo_stops_promptly_while_github_lookups_fail() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let demo = Demo::start(options(dir.path())).await?;
     let store = demo.store();

@@ -223,7 +223,7 @@ async fn configurations_build_working_providers() {
 /// makes it (`<controller id>_<scale set id>`), so trying a provider by hand lists the same
 /// instances scaleset's own calls do.
 #[test]
-fn issue_29_the_documented_pool_ids_are_pool_keys() {
+fn the_documented_pool_ids_are_pool_keys() {
     let doc = include_str!("../../../../docs/providers.md");
     let values: Vec<&str> = doc
         .split("GARM_POOL_ID=")

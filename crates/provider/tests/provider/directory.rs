@@ -18,7 +18,7 @@ fn mode(path: &Path) -> u32 {
 }
 
 #[tokio::test]
-async fn issue_29_instance_files_are_0600_in_0700_directories() {
+async fn instance_files_are_0600_in_0700_directories() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let root = tmp.path().join("instances");
     let provider = DirectoryProvider::new(root.clone(), CONTROLLER);
@@ -76,7 +76,7 @@ async fn pools_lists_only_this_controllers_pool_directories() {
 /// The chaos soak's view of the cloud (issue 36): every created instance is in the ledger,
 /// a duplicate create adds nothing, and the fault files refuse creates while they exist.
 #[tokio::test]
-async fn issue_36_the_ledger_records_every_create_and_the_fault_file_refuses_them() {
+async fn the_ledger_records_every_create_and_the_fault_file_refuses_them() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let root = tmp.path().join("instances");
     let provider = DirectoryProvider::new(root.clone(), CONTROLLER);

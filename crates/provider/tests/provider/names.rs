@@ -9,7 +9,7 @@ use crate::helpers::{CONTROLLER, Recorder, instance_json, pool, request};
 const UNSAFE: [&str; 5] = ["../x", "a/b", "..", ".hidden", "a b"];
 
 #[tokio::test]
-async fn issue_29_item_9_the_directory_provider_refuses_unsafe_names() {
+async fn the_directory_provider_refuses_unsafe_names() {
     let root = tempfile::tempdir().expect("tempdir");
     let state = root.path().join("state");
     let provider = DirectoryProvider::new(state.clone(), CONTROLLER);
@@ -49,7 +49,7 @@ async fn issue_29_item_9_the_directory_provider_refuses_unsafe_names() {
 }
 
 #[tokio::test]
-async fn issue_29_item_9_the_external_provider_refuses_unsafe_names_without_running() {
+async fn the_external_provider_refuses_unsafe_names_without_running() {
     let recorder = Recorder::new();
     let body = format!(
         "echo '{}'",
@@ -68,7 +68,7 @@ async fn issue_29_item_9_the_external_provider_refuses_unsafe_names_without_runn
 }
 
 #[tokio::test]
-async fn issue_29_item_9_the_fake_provider_refuses_unsafe_names() {
+async fn the_fake_provider_refuses_unsafe_names() {
     let provider = FakeProvider::new(CONTROLLER);
     for name in UNSAFE {
         let err = provider.create(&request(name, &pool())).await.unwrap_err();

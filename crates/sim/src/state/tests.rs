@@ -392,7 +392,7 @@ fn found(s: &State, name: &str) -> Vec<i64> {
 }
 
 #[test]
-fn issue_35_lookups_by_name_follow_renames_deletions_and_a_restore() {
+fn lookups_by_name_follow_renames_deletions_and_a_restore() {
     let (mut s, _) = world();
     let gpu = s.create_group(&org(), "gpu").unwrap_or_default();
     let linux = scale_set(&mut s, "Linux");
@@ -448,7 +448,7 @@ fn issue_35_lookups_by_name_follow_renames_deletions_and_a_restore() {
 }
 
 #[test]
-fn issue_35_dormancy_counts_from_the_last_session_and_deletes_in_id_order() {
+fn dormancy_counts_from_the_last_session_and_deletes_in_id_order() {
     let (mut s, mut c) = world();
     c.dormancy = Some(Duration::from_secs(100));
     let first = scale_set(&mut s, "first");
@@ -471,7 +471,7 @@ fn issue_35_dormancy_counts_from_the_last_session_and_deletes_in_id_order() {
 }
 
 #[test]
-fn issue_35_dormant_sets_found_together_are_deleted_in_id_order() {
+fn dormant_sets_found_together_are_deleted_in_id_order() {
     let (mut s, mut c) = world();
     c.dormancy = Some(Duration::from_secs(100));
     let a = scale_set(&mut s, "a");
@@ -486,7 +486,7 @@ fn issue_35_dormant_sets_found_together_are_deleted_in_id_order() {
 }
 
 #[test]
-fn issue_35_a_tick_visits_only_the_sets_a_timer_may_act_on() {
+fn a_tick_visits_only_the_sets_a_timer_may_act_on() {
     let (mut s, mut c) = world();
     c.job_started_delay = Duration::from_secs(5);
     let quiet = scale_set(&mut s, "quiet");

@@ -300,7 +300,7 @@ fn issue30_runner_prefix_and_bootstrap_timeout_defaults_live_on_the_spec() {
 }
 
 #[test]
-fn issue_33_lifecycle_settings_are_whole_seconds_up_to_30_days_and_default_to_zero() {
+fn lifecycle_settings_are_whole_seconds_up_to_30_days_and_default_to_zero() {
     let spec = ScaleSetSpec::parse(raw("linux")).unwrap();
     assert_eq!(spec.scale_down_delay, Duration::ZERO);
     assert_eq!(spec.max_idle_lifetime, Duration::ZERO);

@@ -18,7 +18,7 @@ store_tests!(
     concurrent_reseals_reseal_every_row_once,
     reseal_keeps_a_concurrent_update,
     secrets_are_redacted_in_debug,
-    issue_31_system_trust_is_stored_and_updated,
+    system_trust_is_stored_and_updated,
     an_app_named_by_client_id_is_stored_and_a_row_of_the_app_id_shape_still_loads,
 );
 
@@ -370,7 +370,7 @@ async fn secrets_are_redacted_in_debug(db: TestDb) {
 
 /// Issue 31 item 4: `trust_roots = "system"` is kept with the endpoint (a migration adds the
 /// column, false for rows from before it) and follows an update.
-async fn issue_31_system_trust_is_stored_and_updated(db: TestDb) {
+async fn system_trust_is_stored_and_updated(db: TestDb) {
     let store = db.open().await;
     let mut system = pat("ghes", "ghp_x");
     system.endpoint.system_trust = true;

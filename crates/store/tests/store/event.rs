@@ -8,8 +8,8 @@ use crate::helpers::{TestDb, store_tests};
 store_tests!(
     events_round_trip_newest_first,
     retention_keeps_the_newest_per_scale_set,
-    issue_29_a_repeated_event_is_counted_on_the_newest_entry_not_appended,
-    issue_29_repeats_do_not_push_other_history_out_of_retention
+    a_repeated_event_is_counted_on_the_newest_entry_not_appended,
+    repeats_do_not_push_other_history_out_of_retention
 );
 
 async fn events_round_trip_newest_first(db: TestDb) {
@@ -70,7 +70,7 @@ async fn retention_keeps_the_newest_per_scale_set(db: TestDb) {
     assert_eq!(store.list_events(quiet.id, 100).await.unwrap().len(), 1);
 }
 
-async fn issue_29_a_repeated_event_is_counted_on_the_newest_entry_not_appended(db: TestDb) {
+async fn a_repeated_event_is_counted_on_the_newest_entry_not_appended(db: TestDb) {
     let store = db.open().await;
     let scale_set = crate::helpers::scale_set(&store, "rep").await;
     let first = store
@@ -125,7 +125,7 @@ async fn issue_29_a_repeated_event_is_counted_on_the_newest_entry_not_appended(d
     );
 }
 
-async fn issue_29_repeats_do_not_push_other_history_out_of_retention(db: TestDb) {
+async fn repeats_do_not_push_other_history_out_of_retention(db: TestDb) {
     let store = DieselStore::open(db.options().event_retention(3))
         .await
         .unwrap();

@@ -17,7 +17,7 @@ store_tests!(
     delete_during_a_fenced_write_does_not_deadlock,
     progress_writes_what_it_names_in_one_fenced_commit,
     issue29_a_later_known_never_overwrites_a_stored_created,
-    issue_32_waiting_since_provider_failure_and_samples_are_kept_as_the_page_reads_them,
+    waiting_since_provider_failure_and_samples_are_kept_as_the_page_reads_them,
     each_retry_request_is_later_than_the_last_and_an_unknown_set_is_not_found,
 );
 
@@ -542,9 +542,7 @@ async fn delete_during_a_fenced_write_does_not_deadlock(db: TestDb) {
 /// stays above, cleared at 0), the provider's failure (the first of a run keeps its time, a
 /// success clears it; fenced), and the samples (an hour kept, pruned on write, oldest first,
 /// gone with the scale set), read back by `get` and `list` alike.
-async fn issue_32_waiting_since_provider_failure_and_samples_are_kept_as_the_page_reads_them(
-    db: TestDb,
-) {
+async fn waiting_since_provider_failure_and_samples_are_kept_as_the_page_reads_them(db: TestDb) {
     use scaleset_store::{Clock as _, ProviderError, Sample};
     use std::time::Duration;
     let store = db.open().await;

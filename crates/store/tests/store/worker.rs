@@ -11,7 +11,7 @@ store_tests!(
     heartbeats_keep_workers_live_until_they_expire,
     a_removed_worker_is_gone_at_once_and_removing_twice_is_fine,
     live_leases_list_only_unexpired_unreleased_leases,
-    issue_33_4_a_drained_worker_stays_draining_until_it_leaves_the_registry,
+    a_drained_worker_stays_draining_until_it_leaves_the_registry,
 );
 
 const TTL: Duration = Duration::from_secs(30);
@@ -88,7 +88,7 @@ async fn live_leases_list_only_unexpired_unreleased_leases(db: TestDb) {
     );
 }
 
-async fn issue_33_4_a_drained_worker_stays_draining_until_it_leaves_the_registry(db: TestDb) {
+async fn a_drained_worker_stays_draining_until_it_leaves_the_registry(db: TestDb) {
     let store = db.open().await;
     store.heartbeat_worker("worker-a", TTL).await.unwrap();
     store.heartbeat_worker("worker-b", TTL).await.unwrap();

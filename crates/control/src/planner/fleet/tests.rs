@@ -495,7 +495,7 @@ fn changed_credentials_are_an_update_that_hides_the_secret() {
 /// Issue 31 item 4: credentials declared with `trust_roots = "system"` and stored so (the
 /// column follows the endpoint) plan nothing on the next start with the same file.
 #[test]
-fn issue_31_a_restart_with_the_same_trust_roots_plans_no_change() {
+fn a_restart_with_the_same_trust_roots_plans_no_change() {
     let mut s = stored(&[spec("web")]);
     s.world.credentials[0].endpoint.system_trust = true;
     let mut f = fleet(vec![declared("web", "main")]);
@@ -948,7 +948,7 @@ fn digest_with_reason() -> impl Fn(Reason) -> PlanDigest {
 /// themselves are code) keeps the digest; a different code, id, count, evidence or refusal
 /// changes it.
 #[test]
-fn issue_30_7_rewording_a_reason_keeps_the_digest_and_changing_its_data_does_not() {
+fn rewording_a_reason_keeps_the_digest_and_changing_its_data_does_not() {
     let digest_with_reason = digest_with_reason();
     let reworded = [
         (

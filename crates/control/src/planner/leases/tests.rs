@@ -45,7 +45,7 @@ fn plan_draining(
 }
 
 #[test]
-fn issue_33_4_a_draining_worker_releases_every_lease_and_takes_none() {
+fn a_draining_worker_releases_every_lease_and_takes_none() {
     let plan = plan_draining(
         "a",
         &["a", "b"],
@@ -67,7 +67,7 @@ fn issue_33_4_a_draining_worker_releases_every_lease_and_takes_none() {
 }
 
 #[test]
-fn issue_33_4_the_others_share_without_the_draining_worker() {
+fn the_others_share_without_the_draining_worker() {
     let sets = [1, 2, 3, 4];
     // Counted, b's share would be 2; without the draining a it is all four.
     let plan = plan_draining("b", &["a", "b"], &["a"], &sets, &[]);
@@ -286,7 +286,7 @@ proptest! {
     /// releases everything at its next turn, and two rounds of the others' turns leave every
     /// scale set served by the others within their share.
     #[test]
-    fn issue_33_4_a_drained_workers_sets_are_taken_by_the_others(
+    fn a_drained_workers_sets_are_taken_by_the_others(
         (n, sets, initial) in world(),
         drained in 0usize..5,
     ) {

@@ -437,7 +437,7 @@ fn life(instance: &Instance) -> Life<'_> {
 }
 
 #[test]
-fn issue_33_1_a_failed_bootstrap_is_replaced_at_once() {
+fn a_failed_bootstrap_is_replaced_at_once() {
     let row = aged(0, 0);
     let failed = Life {
         bootstrap_failed: true,
@@ -455,7 +455,7 @@ fn issue_33_1_a_failed_bootstrap_is_replaced_at_once() {
 }
 
 #[test]
-fn issue_33_1_an_instance_the_provider_reports_stopped_or_errored_is_retired() {
+fn an_instance_the_provider_reports_stopped_or_errored_is_retired() {
     let row = aged(0, 0);
     for status in [ProviderStatus::Stopped, ProviderStatus::Error] {
         let stopped = Life {
@@ -482,7 +482,7 @@ fn issue_33_1_an_instance_the_provider_reports_stopped_or_errored_is_retired() {
 }
 
 #[test]
-fn issue_33_1_a_runner_left_offline_past_its_deadline_is_retired() {
+fn a_runner_left_offline_past_its_deadline_is_retired() {
     let row = aged(0, 0);
     let offline = runner(7, "ci-a", 5, Some(false), "Offline");
     let online = idle(7, "ci-a");
@@ -522,7 +522,7 @@ fn issue_33_1_a_runner_left_offline_past_its_deadline_is_retired() {
 }
 
 #[test]
-fn issue_33_1_max_lifetime_retires_an_idle_runner_and_is_off_at_zero() {
+fn max_lifetime_retires_an_idle_runner_and_is_off_at_zero() {
     let row = aged(0, 50);
     let set = |now| served(now, limits(0, 60), true);
     assert_eq!(lifecycle(&life(&row), &set(59)), None);
@@ -547,7 +547,7 @@ fn issue_33_1_max_lifetime_retires_an_idle_runner_and_is_off_at_zero() {
 }
 
 #[test]
-fn issue_33_1_max_idle_lifetime_retires_only_while_no_job_waits() {
+fn max_idle_lifetime_retires_only_while_no_job_waits() {
     // Recorded at 0, running (idle) since 20: idleness counts from 20.
     let row = aged(0, 20);
     let set = |now, waits| served(now, limits(30, 0), waits);
@@ -564,7 +564,7 @@ fn issue_33_1_max_idle_lifetime_retires_only_while_no_job_waits() {
 }
 
 #[test]
-fn issue_33_1_the_reasons_come_in_order_and_name_their_events() {
+fn the_reasons_come_in_order_and_name_their_events() {
     let row = aged(0, 0);
     let offline = runner(7, "ci-a", 5, Some(false), "offline");
     let everything = Life {
@@ -619,7 +619,7 @@ fn issue_33_1_the_reasons_come_in_order_and_name_their_events() {
 }
 
 #[test]
-fn issue_33_1_a_job_waits_while_more_are_assigned_than_runners_run() {
+fn a_job_waits_while_more_are_assigned_than_runners_run() {
     assert!(
         job_waits(None, 0),
         "unknown before the first plan: nothing idle goes"
@@ -631,7 +631,7 @@ fn issue_33_1_a_job_waits_while_more_are_assigned_than_runners_run() {
 }
 
 #[test]
-fn issue_33_1_elapsed_is_zero_when_the_clock_went_back() {
+fn elapsed_is_zero_when_the_clock_went_back() {
     let at = |ms| Timestamp::from_unix_millis(ms);
     assert_eq!(elapsed(at(1_000), at(3_500)), Duration::from_millis(2_500));
     assert_eq!(elapsed(at(3_500), at(1_000)), Duration::ZERO);
@@ -657,7 +657,7 @@ proptest! {
     /// with our prefix, that GitHub does not list busy; and with every fact absent and both
     /// lifetimes off, nothing.
     #[test]
-    fn issue_33_1_lifecycle_never_retires_a_busy_runner_or_anything_not_ours(
+    fn lifecycle_never_retires_a_busy_runner_or_anything_not_ours(
         name in name(),
         status in any_status(),
         pool in prop_oneof![Just("c_5"), Just("c_6"), Just("d_5")],
@@ -743,7 +743,7 @@ proptest! {
 }
 
 #[test]
-fn issue_33_5_a_re_recorded_runner_is_busy_when_github_lists_it_busy() {
+fn a_re_recorded_runner_is_busy_when_github_lists_it_busy() {
     assert_eq!(
         rerecorded_status(&runner(7, "ci-a", 5, Some(true), "online")),
         InstanceStatus::Busy
@@ -776,7 +776,7 @@ fn taken_over<'a>(
 }
 
 #[test]
-fn issue_37_garms_instance_with_a_live_runner_is_inherited_and_one_without_is_deleted() {
+fn garms_instance_with_a_live_runner_is_inherited_and_one_without_is_deleted() {
     let known = recorded(&[]);
     let garms = [instance("gpu-g4wrcxxlxiik"), instance("gpu-tqirkoibjg3m")];
     let runners = [runner(5, "gpu-g4wrcxxlxiik", 5, Some(true), "online")];
@@ -796,7 +796,7 @@ fn issue_37_garms_instance_with_a_live_runner_is_inherited_and_one_without_is_de
 }
 
 #[test]
-fn issue_37_under_garms_pool_id_only_what_carries_garms_prefix_is_touched() {
+fn under_garms_pool_id_only_what_carries_garms_prefix_is_touched() {
     // `orphan-1` (planted in the capture, not made by GARM) and an instance named with our
     // prefix but listed under GARM's pool id are left alone, runner or not.
     let known = recorded(&[]);
@@ -806,7 +806,7 @@ fn issue_37_under_garms_pool_id_only_what_carries_garms_prefix_is_touched() {
 }
 
 #[test]
-fn issue_37_garms_runners_without_an_instance_are_strays_never_removed_while_busy() {
+fn garms_runners_without_an_instance_are_strays_never_removed_while_busy() {
     let known = recorded(&[]);
     let runners = [
         runner(5, "gpu-busy", 5, Some(true), "online"),
@@ -837,7 +837,7 @@ fn issue_37_garms_runners_without_an_instance_are_strays_never_removed_while_bus
 }
 
 #[test]
-fn issue_37_an_idle_runner_garm_left_is_retired_a_busy_one_finishes_its_job() {
+fn an_idle_runner_garm_left_is_retired_a_busy_one_finishes_its_job() {
     let set = Served {
         inherited: Some("g_pool"),
         ..served(1, Limits::default(), true)
@@ -920,7 +920,7 @@ proptest! {
     /// pool id and named with GARM's prefix, recorded only with a runner of this scale set by
     /// their name, deleted only without one; no busy runner is ever removed.
     #[test]
-    fn issue_37_a_takeover_acts_only_on_what_garm_made(
+    fn a_takeover_acts_only_on_what_garm_made(
         rows in proptest::collection::hash_set(name(), 0..4),
         listed in proptest::collection::vec(name(), 0..4),
         garm_listed in proptest::collection::vec(
