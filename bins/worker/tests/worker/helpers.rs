@@ -15,6 +15,11 @@ use hyper_util::rt::TokioExecutor;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use scaleset_sim::{JobSpec, SimConfig};
+use scaleset_store::test_util::test_key;
+use scaleset_store::{
+    DatabaseUrl, DieselStore, Event, EventStore as _, Keyring, ScaleSet, ScaleSetStore as _,
+    StoreOptions,
+};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::process::{Child, Command};
 
@@ -134,12 +139,15 @@ pub(crate) async fn postgres_site(
 /// A directory with the configuration, the database and the fake cloud.
 pub(crate) struct Site {
     pub(crate) dir: tempfile::TempDir,
+    /// The database the site's workers share (the SQLite file, or a PostgreSQL database).
+    database_url: String,
 }
 
 impl Site {
     pub(crate) fn new(sim: &RunningSim, scale_sets: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let site = Self { dir };
+        let database_url = format!("sqlite://{}", dir.path().join("scaleset.db").display());
+        let site = Self { dir, database_url };
         std::fs::create_dir_all(site.cloud()).expect("cloud dir");
         std::fs::write(site.config(), site.config_text(sim, scale_sets)).expect("config");
         site
@@ -159,7 +167,8 @@ impl Site {
 
     /// A site whose workers share the PostgreSQL database at `url`, each with a short lease.
     pub(crate) fn postgres(sim: &RunningSim, scale_sets: &[&str], url: &str) -> Self {
-        let site = Self::new(sim, scale_sets);
+        let mut site = Self::new(sim, scale_sets);
+        site.database_url = url.to_owned();
         let text = std::fs::read_to_string(site.config())
             .expect("config")
             .replace(
@@ -235,6 +244,42 @@ disable_update = true
         text
     }
 
+    /// The store the site's workers write, opened as another process would (no writer lock:
+    /// it only reads). What happened is learned from here, never from a worker's log.
+    pub(crate) async fn store(&self) -> DieselStore {
+        store_at(&self.database_url).await
+    }
+
+    /// A stored scale set by name.
+    pub(crate) async fn scale_set(&self, name: &str) -> Option<ScaleSet> {
+        scale_set_in(&self.database_url, name).await
+    }
+
+    /// The events of the scale set `name`, oldest first (empty while it is not stored).
+    pub(crate) async fn events(&self, name: &str) -> Vec<Event> {
+        let Some(set) = self.scale_set(name).await else {
+            return Vec::new();
+        };
+        let mut events = self
+            .store()
+            .await
+            .list_events(set.id, 1000)
+            .await
+            .expect("list events");
+        events.sort_by_key(|event| event.id);
+        events
+    }
+
+    /// How many events of `kind` the scale set `name` has had (a repeat counts again).
+    pub(crate) async fn count_events(&self, name: &str, kind: &str) -> u64 {
+        self.events(name)
+            .await
+            .iter()
+            .filter(|event| event.kind == kind)
+            .map(|event| event.count)
+            .sum()
+    }
+
     /// Every fake instance file: `(pool key, name)`.
     pub(crate) fn instances(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();
@@ -270,6 +315,25 @@ disable_update = true
             }
         }
     }
+}
+
+/// The store at `database_url`, opened as another process would (it takes no writer lock).
+pub(crate) async fn store_at(database_url: &str) -> DieselStore {
+    let url = DatabaseUrl::parse(database_url).expect("a database URL");
+    let options = StoreOptions::new(url, Keyring::new(test_key("k1", 1)))
+        .pool_size(1)
+        .busy_timeout(Duration::from_secs(20));
+    DieselStore::open(options).await.expect("open the store")
+}
+
+/// The scale set `name` stored at `database_url`, if stored.
+pub(crate) async fn scale_set_in(database_url: &str, name: &str) -> Option<ScaleSet> {
+    let sets = store_at(database_url)
+        .await
+        .list_scale_sets(None)
+        .await
+        .expect("list scale sets");
+    sets.into_iter().find(|set| set.spec.name == name)
 }
 
 /// [`worker_env`] with `extra` added after it.
@@ -341,6 +405,14 @@ impl Worker {
     /// Every log line so far.
     pub(crate) fn log(&self) -> String {
         self.lines.lock().expect("lines").join("\n")
+    }
+
+    /// The sum of this worker's series `name` whose labels include every pair of `labels`
+    /// (0 when it exports none), read from its `/metrics`.
+    pub(crate) async fn metric(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+        let (status, body) = get(self.listen().await, "/metrics").await;
+        assert_eq!(status, 200, "/metrics answered {status}: {body}");
+        sum_series(&body, name, labels)
     }
 
     /// The address of the health and metrics listener, from the start-up log line.
@@ -432,3 +504,46 @@ pub(crate) use scaleset_eventually::eventually;
 /// A fresh PostgreSQL database for one test (the workspace's harness): `None`, reported, when
 /// `SCALESET_TEST_DATABASE_URL` is unset; a failure then when `SCALESET_REQUIRE_POSTGRES=1`.
 pub(crate) use scaleset_store::test_util::PgDatabase;
+
+/// The sum of the series `name` in the exposition `text` whose labels include every pair of
+/// `labels`.
+pub(crate) fn sum_series(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            let (series_name, label_text) = match series.split_once('{') {
+                Some((series_name, rest)) => (series_name, rest.strip_suffix('}')?),
+                None => (series, ""),
+            };
+            let pairs: Vec<&str> = label_text
+                .split("\",")
+                .map(|p| p.trim_end_matches('"'))
+                .collect();
+            let matches = series_name == name
+                && labels
+                    .iter()
+                    .all(|(key, wanted)| pairs.contains(&format!("{key}=\"{wanted}").as_str()));
+            matches.then(|| value.parse::<f64>().ok()).flatten()
+        })
+        .sum()
+}
+
+#[test]
+fn sum_series_adds_the_series_whose_labels_match() {
+    let text = "# TYPE scaleset_provider_calls counter\n\
+                scaleset_provider_calls_total{provider=\"fake\",command=\"create\"} 2\n\
+                scaleset_provider_calls_total{provider=\"other\",command=\"create\"} 3\n\
+                scaleset_provider_calls_total{provider=\"fake\",subcommand=\"create\"} 5\n\
+                scaleset_provider_calls_total{provider=\"fake\",command=\"delete\"} 7\n\
+                scaleset_leases_held 1\n";
+    let calls = "scaleset_provider_calls_total";
+    assert_eq!(sum_series(text, calls, &[("command", "create")]), 5.0);
+    assert_eq!(
+        sum_series(text, calls, &[("provider", "fake"), ("command", "create")]),
+        2.0
+    );
+    assert_eq!(sum_series(text, calls, &[]), 17.0);
+    assert_eq!(sum_series(text, "scaleset_leases_held", &[]), 1.0);
+    assert_eq!(sum_series(text, "scaleset_absent", &[]), 0.0);
+}

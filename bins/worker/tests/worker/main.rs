@@ -26,6 +26,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use nix::sys::signal::Signal;
+use scaleset_store::Refusal;
 
 use helpers::{BIN, RunningSim, Site, Worker, eventually, get, worker_env, worker_env_with};
 
@@ -482,12 +483,7 @@ async fn a_wipe_while_runners_are_busy_re_records_them_and_touches_nothing_forei
     })
     .await;
     eventually("both busy instances are recorded again", || async {
-        worker
-            .log()
-            .matches("instance_rerecorded")
-            .count()
-            .eq(&2)
-            .then_some(())
+        (site.count_events("linux", "instance_rerecorded").await == 2).then_some(())
     })
     .await;
     assert_eq!(ours(&site), busy, "no instance deleted or created");
@@ -536,9 +532,17 @@ async fn two_controllers_on_one_organization_each_serve_only_their_own() {
     let (a, linux) = start_serving(&sim, &site, "linux").await;
     let b = Worker::spawn(&config_b, &worker_env());
     let arm = sim.listening("b's own scale set listens", "arm").await;
-    eventually("b refuses a's scale set", || async {
-        b.log().contains("ForeignOwner").then_some(())
-    })
+    let b_database = format!(
+        "sqlite://{}",
+        site.dir.path().join("scaleset-b.db").display()
+    );
+    eventually(
+        "b refuses a's scale set: it carries a's owner label",
+        || async {
+            let set = helpers::scale_set_in(&b_database, "linux").await?;
+            matches!(set.refusal, Some(Refusal::ForeignOwner { .. })).then_some(())
+        },
+    )
     .await;
 
     sim.enqueue(linux, 2);
@@ -707,11 +711,7 @@ async fn on_postgres_a_paused_worker_that_lost_its_leases_writes_nothing_when_it
     // Whichever a meets first: its renewal refused, its next acquisition held by b, or its
     // lease planner leaving the scale set to b.
     eventually("worker a notices it lost the lease", || async {
-        let log = a.log();
-        (log.contains("lease held by another worker")
-            || log.contains("is no longer current")
-            || log.contains("leaving the scale set to another worker"))
-        .then_some(())
+        (leases_held(&a).await == 0).then_some(())
     })
     .await;
     serve_jobs(&sim, &site, id, 3).await;
@@ -802,12 +802,11 @@ async fn a_listening_worker_reconciles_periodically_and_only_its_own_pool() {
         )
         .expect("instance");
     }
-    // The pass logs its event after the provider's delete: wait for both, or the log can be
-    // read in between (seen under load).
+    // The pass appends its event after the provider's delete: wait for both.
     eventually("a periodic pass deletes our orphan and says so", || async {
         (!ours.join("linux-orphan01.json").exists()
-            && worker.log().contains("orphan_instance_deleted"))
-        .then_some(())
+            && site.count_events("linux", "orphan_instance_deleted").await == 1)
+            .then_some(())
     })
     .await;
     assert!(

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use scaleset_sim::PatSeed;
+use scaleset_store::{Auth, CredentialStore as _, ExposeSecret as _};
 
 use crate::helpers::{RunningSim, Site, Worker, eventually, worker_env};
 use crate::{assert_served_once, finish, serve_jobs};
@@ -52,8 +53,14 @@ async fn a_pat_file_rotated_while_jobs_flow_is_used_without_a_restart() {
     let staged = site.dir.path().join("github-token.new");
     std::fs::write(&staged, format!("{NEW}\n")).expect("staged token");
     std::fs::rename(&staged, &token).expect("swap the token file");
-    eventually("the worker logs the rotation", || async {
-        worker.log().contains("credentials rotated").then_some(())
+    eventually("the worker seals the new token in the store", || async {
+        let stored = site
+            .store()
+            .await
+            .get_credentials_by_name("sim")
+            .await
+            .expect("the credentials are stored");
+        matches!(&stored.auth, Auth::Pat { token } if token.expose_secret() == NEW).then_some(())
     })
     .await;
     // The next token fetch (a job to scale for) presents the new PAT.

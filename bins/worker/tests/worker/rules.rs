@@ -69,12 +69,14 @@ async fn a_runner_without_an_instance_is_removed_when_idle_and_left_while_busy()
             .then_some(())
     })
     .await;
-    eventually("the removal is an event with its reason", || async {
-        worker
-            .log()
-            .lines()
-            .any(|l| l.contains("stray_runner_removed") && l.contains("linux-strayidle"))
-            .then_some(())
+    let removals = |events: Vec<scaleset_store::Event>, runner: &str| {
+        events
+            .iter()
+            .filter(|e| e.kind == "stray_runner_removed" && e.reason.contains(runner))
+            .count()
+    };
+    eventually("the removal is an event naming the runner", || async {
+        (removals(site.events("linux").await, "linux-strayidle") == 1).then_some(())
     })
     .await;
     // Three more reconciliations (every 200 ms here) meet the busy stray: it is left, and
@@ -93,15 +95,17 @@ async fn a_runner_without_an_instance_is_removed_when_idle_and_left_while_busy()
         agent_status(&sim, "other-runner").is_some(),
         "a runner without our prefix is never touched"
     );
-    let log = worker.log();
-    assert!(
-        !log.lines()
-            .any(|l| l.contains("stray_runner_removed") && l.contains("linux-straybusy")),
-        "{log}"
+    assert_eq!(
+        removals(site.events("linux").await, "linux-straybusy"),
+        0,
+        "no removal event for the busy stray"
     );
-    assert!(
-        !log.contains("scale set task failed"),
-        "a busy stray is not a failure: {log}"
+    let set = site.scale_set("linux").await.expect("stored");
+    assert_eq!(
+        set.state,
+        scaleset_store::ScaleSetState::Ready,
+        "a busy stray is not a failure: {}",
+        set.state_reason
     );
 
     // Its job done, the ephemeral stray deregisters; the foreign runner is still left alone.
