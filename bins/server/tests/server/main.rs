@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
+use scaleset_eventually::eventually;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio_util::sync::CancellationToken;
@@ -286,34 +287,24 @@ async fn with_worker_serves_a_scale_set_created_through_the_api() {
     // Stored and answered at once; the in-process worker ensures it.
     assert_eq!(set["state"], "pending", "{set}");
     let path = format!("/api/v1/scale-sets/{}", set["id"].as_str().unwrap());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let set = loop {
+    let set = eventually("the in-process worker ensures the set", || async {
         let (_, shown) = call(&server.addr, "GET", &path, t, None).await;
-        if shown["state"] != "pending" {
-            break shown;
-        }
-        assert!(Instant::now() < deadline, "never ensured: {shown}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+        (shown["state"] != "pending").then_some(shown)
+    })
+    .await;
     assert_eq!(set["state"], "ready", "{set}");
     let github_id = set["github_id"].as_i64().unwrap();
     // The in-process worker takes the scale set over and opens its message session.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let state = sim.state();
-        if let Some(session) = state.scale_set(github_id).and_then(|s| s.session.clone()) {
-            assert_eq!(
-                session.owner_name,
-                "scaleset-3f2a9c1e-77b0-4d4e-9a55-0123456789ab"
-            );
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the worker never opened a session: {state:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let session = eventually("the worker opens a session", || async {
+        sim.state()
+            .scale_set(github_id)
+            .and_then(|s| s.session.clone())
+    })
+    .await;
+    assert_eq!(
+        session.owner_name,
+        "scaleset-3f2a9c1e-77b0-4d4e-9a55-0123456789ab"
+    );
     // A second worker on the same SQLite file is refused by the shared lock.
     let second = Command::new(BIN)
         .args(["--config", config.to_str().unwrap(), "--with-worker"])
@@ -387,21 +378,20 @@ async fn with_worker_applies_the_declared_fleet_and_honours_fake() {
         .collect();
     assert_eq!(names, ["linux"], "{list}");
     // Served: created on GitHub, one idle runner booted by a machine in state_dir.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let state = sim.state();
-        let booted = state.scale_sets_named("linux").next().is_some_and(|set| {
-            state
-                .agents
-                .iter()
-                .any(|a| a.scale_set_id == set.id && a.status == "idle")
-        });
-        if booted {
-            break;
-        }
-        assert!(Instant::now() < deadline, "never served: {state:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually(
+        "linux is served: an idle runner of it is booted",
+        || async {
+            let state = sim.state();
+            let booted = state.scale_sets_named("linux").next().is_some_and(|set| {
+                state
+                    .agents
+                    .iter()
+                    .any(|a| a.scale_set_id == set.id && a.status == "idle")
+            });
+            booted.then_some(())
+        },
+    )
+    .await;
     assert!(
         std::fs::read_dir(&state).unwrap().count() >= 1,
         "the machine is a file in [fake] state_dir"

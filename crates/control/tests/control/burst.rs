@@ -34,6 +34,8 @@ struct Gated {
     running: AtomicUsize,
     most: AtomicUsize,
     started: AtomicUsize,
+    /// Creates whose answer is being returned to the caller.
+    returned: AtomicUsize,
     /// Boots each runner in this simulator before the gate, as a machine that came up before
     /// its create call returned.
     boot: Option<scaleset_sim::Simulator>,
@@ -48,6 +50,7 @@ impl Gated {
             running: AtomicUsize::new(0),
             most: AtomicUsize::new(0),
             started: AtomicUsize::new(0),
+            returned: AtomicUsize::new(0),
             boot: None,
         });
         (gated, gate)
@@ -73,7 +76,10 @@ impl Provider for Gated {
         // A closed gate (the test ended) lets the create through.
         let _ = open.wait_for(|open| *open).await;
         self.running.fetch_sub(1, Ordering::SeqCst);
-        self.inner.create(request).await
+        let created = self.inner.create(request).await;
+        // The scaler's create task has no await after this call: it ends in this same poll.
+        self.returned.fetch_add(1, Ordering::SeqCst);
+        created
     }
     async fn delete(&self, pool: &Pool, instance: &InstanceId) -> Result<(), ProviderError> {
         self.inner.delete(pool, instance).await
@@ -217,6 +223,7 @@ async fn a_runner_done_before_its_create_lands_has_its_instance_deleted(db: Test
         running: AtomicUsize::new(0),
         most: AtomicUsize::new(0),
         started: AtomicUsize::new(0),
+        returned: AtomicUsize::new(0),
         boot: Some(h.sim().clone()),
     });
     let controller = h.start_with_provider(settings(), None, gated.clone());
@@ -320,14 +327,12 @@ async fn creates_that_landed_together_are_recorded_running_in_one_commit(db: Tes
     })
     .await;
     gate.send_replace(true);
+    // The cloud holds an instance before its create call has returned (a loaded machine can
+    // pause the call in between): "landed" means the call returned to the create task.
     eventually("the four creates land", || async {
-        (h.cloud.instances().len() == 4).then_some(())
+        (h.cloud.instances().len() == 4 && gated.returned.load(Ordering::SeqCst) == 4).then_some(())
     })
     .await;
-    // The cloud holds the four before their create tasks have returned to the set's JoinSet;
-    // a loaded machine can pause a task in between. The settle makes "landed" mean finished
-    // (the rule under test is the batching, not how soon a task ends).
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     release.send_replace(true);
     eventually("the task reports the first instance created", || async {
         observer.frozen.load(Ordering::SeqCst).then_some(())
