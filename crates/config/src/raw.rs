@@ -115,6 +115,7 @@ pub(crate) struct RawServer {
 pub(crate) struct RawFake {
     pub(crate) state_dir: Option<PathBuf>,
     pub(crate) simulator_url: Option<String>,
+    pub(crate) allow: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -42,6 +42,9 @@ lease_ttl = "30s"
 name = "fake"
 kind = "fake"
 
+[fake]
+allow = true
+
 [[credentials]]
 name = "gh"
 token_env = "GH_TOKEN"
@@ -271,6 +274,37 @@ fn references_must_resolve() {
         ["scale_set[0].credentials", "scale_set[0].provider"],
         "{found:?}"
     );
+}
+
+#[test]
+fn a_fake_provider_is_refused_unless_the_file_says_it_is_meant() {
+    let unmeant = GOOD.replace("[fake]\nallow = true\n", "");
+    let found = problems(&unmeant, &base_env());
+    assert_eq!(keys(&found), ["provider \"fake\".kind"], "{found:?}");
+    let message = &found[0].message;
+    for part in [
+        "starts no machine",
+        "kind = \"external\"",
+        "[fake] allow = true",
+    ] {
+        assert!(message.contains(part), "{part:?} not in {message}");
+    }
+    let refused_too = GOOD.replace("allow = true", "allow = false");
+    assert_eq!(
+        keys(&problems(&refused_too, &base_env())),
+        ["provider \"fake\".kind"]
+    );
+
+    // The environment may say it for a file that does not, as for any key.
+    let mut env = base_env();
+    env.insert("SCALESET_FAKE__ALLOW".to_owned(), "true".to_owned());
+    assert!(Config::parse("test.toml", &unmeant, &env).is_ok());
+    // A file with no fake provider needs no opt-in.
+    let external_only = unmeant
+        .replace("name = \"fake\"\nkind = \"fake\"", "name = \"fake\"\nkind = \"external\"\nexecutable = \"/opt/p\"\nconfig_file = \"/etc/p.toml\"")
+        .replace("[worker]\n", "[worker]\ninstance_api_url = \"https://scaleset.example.com\"\n");
+    let config = Config::parse("test.toml", &external_only, &base_env());
+    assert!(config.is_ok(), "{config:?}");
 }
 
 #[test]

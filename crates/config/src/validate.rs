@@ -129,6 +129,9 @@ pub(crate) fn validate(
     if raw.worker.instance_api_url.is_none() {
         external_needs_instance_api_url(&mut p, &providers);
     }
+    if !raw.fake.as_ref().and_then(|f| f.allow).unwrap_or(false) {
+        fake_needs_opt_in(&mut p, &providers);
+    }
     let fake = fake(&mut p, raw.fake);
     let (credentials, secret_files) = credentials(&mut p, &raw.credentials, env);
     let names: BTreeSet<&str> = credentials.iter().map(|c| c.name.as_str()).collect();
@@ -565,6 +568,25 @@ fn external_needs_instance_api_url(p: &mut Problems, providers: &[ProviderConfig
             external.join(", ")
         ),
     );
+}
+
+/// The fake provider starts no machine: on a real GitHub its runners are registered and never
+/// come online, so jobs wait for them. A file that names it is a test's, a demo's, or a copied
+/// example nobody finished beside a real token, and only the first two say so with
+/// `[fake] allow = true`.
+fn fake_needs_opt_in(p: &mut Problems, providers: &[ProviderConfig]) {
+    for provider in providers {
+        if matches!(provider.kind, ProviderKind::Fake) {
+            p.add(
+                format!("provider {:?}.kind", provider.name),
+                "\"fake\" is the in-process stand-in for tests and the demo: it starts no \
+                 machine, so the runners it registers on GitHub never come online and jobs wait \
+                 for them; use a real provider (kind = \"external\", docs/providers.md), or, \
+                 for a test or a demo against the simulator, opt in with `[fake] allow = true` \
+                 (or SCALESET_FAKE__ALLOW=true)",
+            );
+        }
+    }
 }
 
 fn fake(p: &mut Problems, raw: Option<crate::raw::RawFake>) -> FakeConfig {

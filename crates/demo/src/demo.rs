@@ -114,7 +114,7 @@ fn config(
          [encryption]\nprimary_key_id = \"demo\"\n\
          [[encryption.keys]]\nid = \"demo\"\nfile = {key}\n\
          [[provider]]\nname = \"{provider}\"\nkind = \"fake\"\n\
-         [fake]\nstate_dir = {instances}\n",
+         [fake]\nallow = true\nstate_dir = {instances}\n",
         key = quote(&dir.encryption_key_file()),
         provider = fleet::PROVIDER,
         instances = quote(&dir.instances()),

@@ -244,7 +244,7 @@ async fn with_worker_serves_a_scale_set_created_through_the_api() {
     let config = config(
         dir.path(),
         "[worker]\nname = \"w1\"\nwatch_interval = \"100ms\"\nlisten = \"127.0.0.1:0\"\n\
-         [[provider]]\nname = \"fake\"\nkind = \"fake\"\n",
+         [[provider]]\nname = \"fake\"\nkind = \"fake\"\n[fake]\nallow = true\n",
     );
     let secret = String::from_utf8(token(&config, "admin").stdout)
         .unwrap()
@@ -352,7 +352,7 @@ async fn with_worker_applies_the_declared_fleet_and_honours_fake() {
         &format!(
             "[worker]\nname = \"w1\"\nwatch_interval = \"100ms\"\n\
              [[provider]]\nname = \"fake\"\nkind = \"fake\"\n\
-             [fake]\nstate_dir = \"{state}\"\nsimulator_url = \"{sim_base}\"\n\
+             [fake]\nallow = true\nstate_dir = \"{state}\"\nsimulator_url = \"{sim_base}\"\n\
              [[credentials]]\nname = \"sim\"\nbase_url = \"{sim_base}\"\ntoken_file = \"{token}\"\n\
              [[scale_set]]\nname = \"linux\"\ncredentials = \"sim\"\norganization = \"acme\"\n\
              labels = [\"linux\"]\nprovider = \"fake\"\nimage = \"ubuntu\"\nflavor = \"small\"\n\
@@ -419,7 +419,7 @@ async fn a_create_answers_at_once_while_github_never_answers() {
     // The provider is named in the configuration: the API refuses an unknown one (item 11).
     let config = config(
         dir.path(),
-        "[[provider]]\nname = \"fake\"\nkind = \"fake\"\n",
+        "[[provider]]\nname = \"fake\"\nkind = \"fake\"\n[fake]\nallow = true\n",
     );
     let secret = String::from_utf8(token(&config, "admin").stdout)
         .unwrap()
@@ -512,7 +512,7 @@ async fn issue29_a_created_scale_set_stays_created_across_ensure_and_restart_and
     let config = config(
         dir.path(),
         "[worker]\nname = \"w1\"\nwatch_interval = \"100ms\"\nlisten = \"127.0.0.1:0\"\n\
-         [[provider]]\nname = \"fake\"\nkind = \"fake\"\n",
+         [[provider]]\nname = \"fake\"\nkind = \"fake\"\n[fake]\nallow = true\n",
     );
     let secret = String::from_utf8(token(&config, "admin").stdout)
         .unwrap()

@@ -214,6 +214,7 @@ name = "fake"
 kind = "fake"
 
 [fake]
+allow = true
 state_dir = "{cloud}"
 simulator_url = "{base}"
 

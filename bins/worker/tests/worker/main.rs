@@ -62,6 +62,8 @@ env = "K"
 [[provider]]
 name = "fake"
 kind = "fake"
+[fake]
+allow = true
 [[credentials]]
 name = "gh"
 base_url = "http://127.0.0.1:9"
@@ -152,6 +154,18 @@ async fn each_configuration_error_exits_2_naming_the_key_before_connecting() {
             ]
             .concat(),
             "scale_set[0].name",
+        ),
+        // The fake provider starts no machine: without the opt-in it is refused, also when the
+        // opt-in is set to false by the environment.
+        (
+            VALID.replace("[fake]\nallow = true\n", ""),
+            env.to_vec(),
+            "provider \"fake\".kind",
+        ),
+        (
+            VALID.to_owned(),
+            [env.to_vec(), vec![("SCALESET_FAKE__ALLOW", "false")]].concat(),
+            "provider \"fake\".kind",
         ),
     ];
     for (text, env, key) in cases {

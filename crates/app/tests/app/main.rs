@@ -43,7 +43,7 @@ fn config(dir: &Path, extra: &str) -> Config {
          [database]\nurl = \"sqlite://{db}\"\n\
          [encryption]\nprimary_key_id = \"k1\"\n[[encryption.keys]]\nid = \"k1\"\nfile = \"{key}\"\n\
          [worker]\nname = \"w1\"\nwatch_interval = \"100ms\"\nbackoff_base = \"50ms\"\n\
-         [[provider]]\nname = \"fake\"\nkind = \"fake\"\n{extra}",
+         [[provider]]\nname = \"fake\"\nkind = \"fake\"\n[fake]\nallow = true\n{extra}",
         db = dir.join("scaleset.db").display(),
         key = key.display(),
     );
@@ -51,12 +51,13 @@ fn config(dir: &Path, extra: &str) -> Config {
 }
 
 /// One scale set `linux` keeping one idle runner, in organization `acme` of the simulator at
-/// `base`; the fake provider's machines in `state` and booted over the simulator.
+/// `base`; the fake provider's machines in `state` and booted over the simulator (the keys of
+/// `[fake]`, which [`config`] opens).
 fn fleet(dir: &Path, base: &str, state: &Path) -> String {
     let token = dir.join("token");
     std::fs::write(&token, "ghp_simulator").expect("the token file");
     format!(
-        "[fake]\nstate_dir = \"{state}\"\nsimulator_url = \"{base}\"\n\
+        "state_dir = \"{state}\"\nsimulator_url = \"{base}\"\n\
          [[credentials]]\nname = \"sim\"\nbase_url = \"{base}\"\ntoken_file = \"{token}\"\n\
          [[scale_set]]\nname = \"linux\"\ncredentials = \"sim\"\norganization = \"acme\"\n\
          labels = [\"linux\"]\nprovider = \"fake\"\nimage = \"ubuntu\"\nflavor = \"small\"\n\

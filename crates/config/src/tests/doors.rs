@@ -27,6 +27,9 @@ env = "TEST_KEY"
 name = "fake"
 kind = "fake"
 
+[fake]
+allow = true
+
 [[credentials]]
 name = "gh"
 token_env = "GH_TOKEN"
