@@ -135,7 +135,11 @@ async fn every_metric_the_dashboard_queries_is_exported_by_a_running_worker() {
     let (worker, id) = start_serving(&sim, &site, "linux").await;
     // Jobs through, so the labelled families have samples, not only their TYPE lines.
     serve_jobs(&sim, &site, id, 2).await;
-    let (status, metrics) = get(worker.listen().await, "/metrics").await;
+    let addr = worker.listen().await;
+    // A probe answered, so the request counter has a series (a family without one is not
+    // exposed at all).
+    assert_eq!(get(addr, "/healthz").await.0, 200);
+    let (status, metrics) = get(addr, "/metrics").await;
     assert_eq!(status, 200, "{metrics}");
     let missing = missing(&dashboard, &metrics);
     assert!(
