@@ -56,7 +56,7 @@ pub mod openapi;
 mod ours_undeclared;
 #[cfg(feature = "server")]
 mod process_metrics;
-
+#[cfg(feature = "server")]
 mod request_id;
 #[cfg(feature = "server")]
 mod routes;
