@@ -11,7 +11,7 @@ pub(crate) use scaleset_app::console::LogFormat;
 
 /// The scaleset REST API server.
 #[derive(Debug, Parser)]
-#[command(name = "scaleset-server", version)]
+#[command(name = "scaleset-server", version, long_version = scaleset_api::LONG_VERSION)]
 pub(crate) struct Args {
     /// The configuration file (TOML; every key overridable as SCALESET_<SECTION>__<KEY>).
     #[arg(long, value_name = "FILE", global = true)]

@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Serves GitHub Actions runner scale sets from the configured fleet.
 #[derive(Debug, Parser)]
-#[command(name = "scaleset-worker", version)]
+#[command(name = "scaleset-worker", version, long_version = scaleset_api::LONG_VERSION)]
 struct Args {
     /// The configuration file (TOML; every key overridable as SCALESET_<SECTION>__<KEY>).
     #[arg(long, value_name = "FILE", global = true)]

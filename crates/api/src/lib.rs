@@ -29,6 +29,17 @@
 
 pub mod v1;
 
+/// This build for `--version`: the version, the commit (`SCALESET_REVISION` at build time,
+/// `unknown` without it) and the compiler, as `scaleset_build_info` labels them.
+pub const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (revision ",
+    env!("SCALESET_BUILD_REVISION"),
+    ", rustc ",
+    env!("SCALESET_BUILD_RUSTC"),
+    ")"
+);
+
 #[cfg(feature = "server")]
 mod app;
 #[cfg(feature = "server")]
@@ -43,7 +54,9 @@ mod extract;
 pub mod openapi;
 #[cfg(feature = "server")]
 mod ours_undeclared;
-
+#[cfg(feature = "server")]
+mod process_metrics;
+#[cfg(feature = "server")]
 mod request_id;
 #[cfg(feature = "server")]
 mod routes;

@@ -106,6 +106,7 @@ impl AppState {
         // The API's own GitHub calls (a scale set's DELETE) are counted as the worker's are.
         let clients = scaleset_control::observed_clients(clients, &metrics);
         let http_metrics = HttpMetrics::new(&mut registry);
+        crate::process_metrics::register(&mut registry);
         let fleet_metrics = FleetMetrics::new(&mut registry, metrics.fleet_role());
         let api_holder = format!("{}/api", settings.worker);
         Self {

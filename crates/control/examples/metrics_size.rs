@@ -24,12 +24,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             labels: SetLabels {
                 // Realistic lengths: a 24-character name, an organization entity.
                 scale_set: format!("linux-x64-large-{i:08}").into(),
-                entity: format!("organization acme-{:03}", i % 100).into(),
+                entity_kind: "organization",
+                entity_name: format!("acme-{:03}", i % 100).into(),
             },
             state: ScaleSetState::Ready,
             enabled: true,
             jobs_waiting: 1,
             desired_runners: 3,
+            max_runners: 10,
+            min_idle: 1,
             last_message_age: Some(Duration::from_secs(4)),
             runners: vec![(InstanceStatus::Running, 1), (InstanceStatus::Busy, 2)],
         })

@@ -547,10 +547,10 @@ impl Controller {
         let Ok(entities) = self.shared.store.list_entities().await else {
             return;
         };
-        // One copy of each entity's label for all its scale sets' series.
-        let entities: HashMap<EntityId, Arc<str>> = entities
+        // One copy of each entity's name for all its scale sets' series.
+        let entities: HashMap<EntityId, (&'static str, Arc<str>)> = entities
             .into_iter()
-            .map(|e| (e.id, Arc::from(e.kind.to_string())))
+            .map(|e| (e.id, (e.kind.kind_str(), Arc::from(e.kind.path()))))
             .collect();
         let now = self.shared.clock.now();
         let readings: Vec<SetReading> = scale_sets
@@ -558,17 +558,24 @@ impl Controller {
             .filter(|s| exports.sets.contains(&s.id))
             .map(|s| SetReading {
                 id: s.id,
-                labels: SetLabels {
-                    scale_set: Arc::from(s.spec.name.as_str()),
-                    entity: entities
+                labels: {
+                    // An entity gone between the two reads: its id stands for its name.
+                    let (entity_kind, entity_name) = entities
                         .get(&s.entity_id)
                         .cloned()
-                        .unwrap_or_else(|| Arc::from(s.entity_id.to_string())),
+                        .unwrap_or_else(|| ("unknown", Arc::from(s.entity_id.to_string())));
+                    SetLabels {
+                        scale_set: Arc::from(s.spec.name.as_str()),
+                        entity_kind,
+                        entity_name,
+                    }
                 },
                 state: s.state,
                 enabled: s.spec.enabled,
                 jobs_waiting: s.jobs_waiting,
                 desired_runners: s.desired_runners,
+                max_runners: s.spec.max_runners,
+                min_idle: s.spec.min_idle,
                 last_message_age: s.last_message_at.map(|at| {
                     now.to_system_time()
                         .duration_since(at.to_system_time())

@@ -1,8 +1,9 @@
 //! The control loop's metrics, recorded with `prometheus-client` into a registry the binaries
 //! expose later: fleet-wide (scale sets by state, runners by status, jobs seen and acquired,
 //! message lag), per scale set (state, jobs waiting, runners by status, desired runners, last
-//! message age, job timings, bootstrap failures and deadline expiries; labels `scale_set` and
-//! `entity`, never a runner or job id), GitHub calls by endpoint, outcome class and status
+//! message age, enabled, `max_runners` and `min_idle`, job timings, bootstrap failures and
+//! deadline expiries; labels `scale_set`, `entity_kind` and `entity_name`, never a runner or job
+//! id), GitHub calls by endpoint, outcome class and status
 //! class with the `Retry-After` waits, provider calls by command, and leases per worker.
 //!
 //! Every counter is exported from start at 0: the label sets known at start (kinds, endpoints,
@@ -61,8 +62,12 @@ pub struct CallLabels {
 pub struct SetLabels {
     /// The scale set's name.
     pub scale_set: Arc<str>,
-    /// Its entity (`organization acme`, `repository acme/app`, `enterprise big`).
-    pub entity: Arc<str>,
+    /// Its entity's kind: `organization`, `repository` or `enterprise`.
+    pub entity_kind: &'static str,
+    /// Its entity's name: the organization (`acme`), the repository (`acme/app`) or the
+    /// enterprise (`big`). Two labels, not one joined by a space, so each can be selected on
+    /// its own.
+    pub entity_name: Arc<str>,
 }
 
 /// A scale set's labels and one of its states.
@@ -70,8 +75,10 @@ pub struct SetLabels {
 pub struct SetStateLabels {
     /// The scale set's name.
     pub scale_set: Arc<str>,
-    /// Its entity.
-    pub entity: Arc<str>,
+    /// Its entity's kind.
+    pub entity_kind: &'static str,
+    /// Its entity's name.
+    pub entity_name: Arc<str>,
     /// The state.
     pub state: &'static str,
 }
@@ -81,8 +88,10 @@ pub struct SetStateLabels {
 pub struct SetStatusLabels {
     /// The scale set's name.
     pub scale_set: Arc<str>,
-    /// Its entity.
-    pub entity: Arc<str>,
+    /// Its entity's kind.
+    pub entity_kind: &'static str,
+    /// Its entity's name.
+    pub entity_name: Arc<str>,
     /// The instance status.
     pub status: &'static str,
 }
@@ -232,6 +241,10 @@ pub struct SetReading {
     pub jobs_waiting: u32,
     /// The runner count the scaler wants.
     pub desired_runners: u32,
+    /// Its configured most runners at once.
+    pub max_runners: u32,
+    /// Its configured idle runners kept warm.
+    pub min_idle: u32,
     /// Since the last handled message; `None` before the first.
     pub last_message_age: Option<Duration>,
     /// Its instances by status (statuses with none left out).
@@ -253,6 +266,8 @@ struct SetSeries {
     jobs_waiting: Gauge,
     desired_runners: Gauge,
     enabled: Gauge,
+    max_runners: Gauge,
+    min_idle: Gauge,
     /// Present while the set has handled a message (the series is absent before).
     last_message_age: Option<Gauge>,
 }
@@ -299,6 +314,10 @@ pub struct Metrics {
     /// Per scale set: 1 while it is served, 0 while disabled or draining (a `ready` state
     /// then says nothing of new runners: none are made).
     pub scale_set_enabled: Family<SetLabels, Gauge>,
+    /// Per scale set: its configured `max_runners` (the ceiling the desired count is held to).
+    pub scale_set_max_runners: Family<SetLabels, Gauge>,
+    /// Per scale set: its configured `min_idle` (idle runners kept warm).
+    pub scale_set_min_idle: Family<SetLabels, Gauge>,
     /// Per scale set: seconds since its last handled message (absent before the first).
     pub scale_set_last_message_age: Family<SetLabels, Gauge>,
     /// Per scale set: from a job's queueing until the scaler asked for a runner for it.
@@ -358,6 +377,8 @@ impl Metrics {
             scale_set_runners: Family::default(),
             scale_set_desired_runners: Family::default(),
             scale_set_enabled: Family::default(),
+            scale_set_max_runners: Family::default(),
+            scale_set_min_idle: Family::default(),
             scale_set_last_message_age: Family::default(),
             job_queued_to_runner_requested: Family::new_with_constructor(timing_histogram),
             runner_requested_to_online: Family::new_with_constructor(timing_histogram),
@@ -455,6 +476,16 @@ impl Metrics {
             "scale_set_enabled",
             "Per scale set: 1 while it is served, 0 while disabled or draining (no new runners)",
             metrics.scale_set_enabled.clone(),
+        );
+        sub.register(
+            "scale_set_max_runners",
+            "Per scale set: its configured max_runners, the most runners at once",
+            metrics.scale_set_max_runners.clone(),
+        );
+        sub.register(
+            "scale_set_min_idle",
+            "Per scale set: its configured min_idle, the idle runners kept warm",
+            metrics.scale_set_min_idle.clone(),
         );
         sub.register(
             "scale_set_last_message_age_seconds",
@@ -722,6 +753,8 @@ impl Metrics {
                 .desired_runners
                 .set(i64::from(reading.desired_runners));
             series.enabled.set(i64::from(reading.enabled));
+            series.max_runners.set(i64::from(reading.max_runners));
+            series.min_idle.set(i64::from(reading.min_idle));
             match reading.last_message_age {
                 Some(age) => {
                     let seconds = i64::try_from(age.as_secs()).unwrap_or(i64::MAX);
@@ -755,7 +788,8 @@ impl Metrics {
                     self.scale_set_state
                         .get_or_create(&SetStateLabels {
                             scale_set: labels.scale_set.clone(),
-                            entity: labels.entity.clone(),
+                            entity_kind: labels.entity_kind,
+                            entity_name: labels.entity_name.clone(),
                             state: state.as_str(),
                         })
                         .clone()
@@ -767,7 +801,8 @@ impl Metrics {
                     self.scale_set_runners
                         .get_or_create(&SetStatusLabels {
                             scale_set: labels.scale_set.clone(),
-                            entity: labels.entity.clone(),
+                            entity_kind: labels.entity_kind,
+                            entity_name: labels.entity_name.clone(),
                             status: status.as_str(),
                         })
                         .clone()
@@ -776,6 +811,8 @@ impl Metrics {
             jobs_waiting: self.scale_set_jobs_waiting.get_or_create(labels).clone(),
             desired_runners: self.scale_set_desired_runners.get_or_create(labels).clone(),
             enabled: self.scale_set_enabled.get_or_create(labels).clone(),
+            max_runners: self.scale_set_max_runners.get_or_create(labels).clone(),
+            min_idle: self.scale_set_min_idle.get_or_create(labels).clone(),
             last_message_age: None,
         }
     }
@@ -793,20 +830,24 @@ impl Metrics {
         for state in ScaleSetState::ALL {
             self.scale_set_state.remove(&SetStateLabels {
                 scale_set: labels.scale_set.clone(),
-                entity: labels.entity.clone(),
+                entity_kind: labels.entity_kind,
+                entity_name: labels.entity_name.clone(),
                 state: state.as_str(),
             });
         }
         for status in InstanceStatus::ALL {
             self.scale_set_runners.remove(&SetStatusLabels {
                 scale_set: labels.scale_set.clone(),
-                entity: labels.entity.clone(),
+                entity_kind: labels.entity_kind,
+                entity_name: labels.entity_name.clone(),
                 status: status.as_str(),
             });
         }
         self.scale_set_jobs_waiting.remove(labels);
         self.scale_set_desired_runners.remove(labels);
         self.scale_set_enabled.remove(labels);
+        self.scale_set_max_runners.remove(labels);
+        self.scale_set_min_idle.remove(labels);
         self.scale_set_last_message_age.remove(labels);
         for family in self.timings() {
             family.remove(labels);
@@ -889,12 +930,15 @@ mod tests {
             id,
             labels: SetLabels {
                 scale_set: name.into(),
-                entity: "organization acme".into(),
+                entity_kind: "organization",
+                entity_name: "acme".into(),
             },
             state: ScaleSetState::Ready,
             enabled: true,
             jobs_waiting: 3,
             desired_runners: 2,
+            max_runners: 6,
+            min_idle: 1,
             last_message_age: Some(Duration::from_secs(7)),
             runners: vec![(InstanceStatus::Busy, 2)],
         }
@@ -959,16 +1003,18 @@ mod tests {
         metrics.observe_scale_sets(&[reading(a, "a"), reading(b, "b")]);
         let text = render(&registry);
         for expected in [
-            "scaleset_scale_set_state{scale_set=\"a\",entity=\"organization acme\",state=\"ready\"} 1",
-            "scaleset_scale_set_state{scale_set=\"a\",entity=\"organization acme\",state=\"error\"} 0",
-            "scaleset_scale_set_jobs_waiting{scale_set=\"a\",entity=\"organization acme\"} 3",
-            "scaleset_scale_set_desired_runners{scale_set=\"a\",entity=\"organization acme\"} 2",
-            "scaleset_scale_set_enabled{scale_set=\"a\",entity=\"organization acme\"} 1",
-            "scaleset_scale_set_last_message_age_seconds{scale_set=\"a\",entity=\"organization acme\"} 7",
-            "scaleset_scale_set_runners{scale_set=\"a\",entity=\"organization acme\",status=\"busy\"} 2",
-            "scaleset_scale_set_runners{scale_set=\"a\",entity=\"organization acme\",status=\"pending\"} 0",
-            "scaleset_bootstrap_failures_total{scale_set=\"a\",entity=\"organization acme\"} 0",
-            "scaleset_job_started_to_completed_seconds_count{scale_set=\"a\",entity=\"organization acme\"} 0",
+            "scaleset_scale_set_state{scale_set=\"a\",entity_kind=\"organization\",entity_name=\"acme\",state=\"ready\"} 1",
+            "scaleset_scale_set_state{scale_set=\"a\",entity_kind=\"organization\",entity_name=\"acme\",state=\"error\"} 0",
+            "scaleset_scale_set_jobs_waiting{scale_set=\"a\",entity_kind=\"organization\",entity_name=\"acme\"} 3",
+            "scaleset_scale_set_desired_runners{scale_set=\"a\",entity_kind=\"organization\",entity_name=\"acme\"} 2",
+            "scaleset_scale_set_enabled{scale_set=\"a\",entity_kind=\"organization\",entity_name=\"acme\"} 1",
+            "scaleset_scale_set_max_runners{scale_set=\"a\",entity_kind=\"organization\",entity_name=\"acme\"} 6",
+            "scaleset_scale_set_min_idle{scale_set=\"a\",entity_kind=\"organization\",entity_name=\"acme\"} 1",
+            "scaleset_scale_set_last_message_age_seconds{scale_set=\"a\",entity_kind=\"organization\",entity_name=\"acme\"} 7",
+            "scaleset_scale_set_runners{scale_set=\"a\",entity_kind=\"organization\",entity_name=\"acme\",status=\"busy\"} 2",
+            "scaleset_scale_set_runners{scale_set=\"a\",entity_kind=\"organization\",entity_name=\"acme\",status=\"pending\"} 0",
+            "scaleset_bootstrap_failures_total{scale_set=\"a\",entity_kind=\"organization\",entity_name=\"acme\"} 0",
+            "scaleset_job_started_to_completed_seconds_count{scale_set=\"a\",entity_kind=\"organization\",entity_name=\"acme\"} 0",
             "scaleset_scale_sets_exported 2",
         ] {
             assert!(text.lines().any(|l| l == expected), "{expected} in\n{text}");
@@ -977,10 +1023,10 @@ mod tests {
         metrics.observe_timing(&metrics.job_assigned_to_started, a, -1.0);
         let text = render(&registry);
         assert!(text.contains(
-            "scaleset_bootstrap_deadline_expiries_total{scale_set=\"a\",entity=\"organization acme\"} 1"
+            "scaleset_bootstrap_deadline_expiries_total{scale_set=\"a\",entity_kind=\"organization\",entity_name=\"acme\"} 1"
         ));
         assert!(text.contains(
-            "scaleset_job_assigned_to_started_seconds_bucket{le=\"5.0\",scale_set=\"a\",entity=\"organization acme\"} 1"
+            "scaleset_job_assigned_to_started_seconds_bucket{le=\"5.0\",scale_set=\"a\",entity_kind=\"organization\",entity_name=\"acme\"} 1"
         ), "a negative span counts as 0:\n{text}");
 
         // `a` deleted, `b` renamed `c`: neither old name is left; no age before a message.
@@ -998,6 +1044,38 @@ mod tests {
         assert_eq!(lines_of(&render(&registry), "a"), Vec::<&str>::new());
     }
 
+    /// The entity is two labels: a set whose organization `acme` becomes the enterprise `acme`
+    /// (same name, another kind) is another series, and the old one goes.
+    #[test]
+    fn a_sets_entity_is_its_kind_and_name_and_a_new_kind_replaces_its_series() {
+        let mut registry = Registry::default();
+        let metrics = Metrics::new(&mut registry);
+        let a = ScaleSetId(uuid::Uuid::new_v4());
+        metrics.observe_scale_sets(&[reading(a, "a")]);
+        let text = render(&registry);
+        assert!(
+            text.lines().any(|l| l
+                == "scaleset_scale_set_desired_runners{scale_set=\"a\",entity_kind=\"organization\",entity_name=\"acme\"} 2"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("entity=\""),
+            "no joined entity label:\n{text}"
+        );
+        let mut moved = reading(a, "a");
+        moved.labels.entity_kind = "enterprise";
+        metrics.observe_scale_sets(&[moved]);
+        let text = render(&registry);
+        let set_lines = lines_of(&text, "a");
+        assert!(!set_lines.is_empty());
+        assert!(
+            set_lines
+                .iter()
+                .all(|l| l.contains("entity_kind=\"enterprise\",entity_name=\"acme\"")),
+            "only the new kind's series are left: {set_lines:#?}"
+        );
+    }
+
     /// Every series of a scale set shares its name and entity strings rather than copying them
     /// (issue 35: they were 43 % of the metrics' memory at 10,000 sets), and removing the set
     /// lets them go.
@@ -1007,12 +1085,16 @@ mod tests {
         let metrics = Metrics::new(&mut registry);
         let a = ScaleSetId(uuid::Uuid::new_v4());
         let first = reading(a, "a");
-        let (name, entity) = (first.labels.scale_set.clone(), first.labels.entity.clone());
+        let (name, entity) = (
+            first.labels.scale_set.clone(),
+            first.labels.entity_name.clone(),
+        );
         metrics.observe_scale_sets(std::slice::from_ref(&first));
         drop(first);
-        // Gauges by state and by status, jobs waiting, desired runners, enabled, message age,
-        // four timings, two counters; then the set's own record and this test's copy.
-        let series = ScaleSetState::ALL.len() + InstanceStatus::ALL.len() + 4 + 4 + 2;
+        // Gauges by state and by status, jobs waiting, desired runners, enabled, max runners,
+        // min idle, message age, four timings, two counters; then the set's own record and
+        // this test's copy.
+        let series = ScaleSetState::ALL.len() + InstanceStatus::ALL.len() + 6 + 4 + 2;
         assert_eq!(Arc::strong_count(&name), series + 2);
         assert_eq!(Arc::strong_count(&entity), series + 2);
         // A later reading of a known set (fresh strings) adds no copies.
@@ -1040,17 +1122,21 @@ mod tests {
         later.jobs_waiting = 5;
         later.desired_runners = 4;
         later.enabled = false;
+        later.max_runners = 9;
+        later.min_idle = 0;
         later.last_message_age = None;
         later.runners = vec![(InstanceStatus::Running, 3)];
         metrics.observe_scale_sets(&[later.clone()]);
         let text = render(&registry);
-        let labels = "scale_set=\"a\",entity=\"organization acme\"";
+        let labels = "scale_set=\"a\",entity_kind=\"organization\",entity_name=\"acme\"";
         for expected in [
             format!("scaleset_scale_set_state{{{labels},state=\"ready\"}} 0"),
             format!("scaleset_scale_set_state{{{labels},state=\"error\"}} 1"),
             format!("scaleset_scale_set_jobs_waiting{{{labels}}} 5"),
             format!("scaleset_scale_set_desired_runners{{{labels}}} 4"),
             format!("scaleset_scale_set_enabled{{{labels}}} 0"),
+            format!("scaleset_scale_set_max_runners{{{labels}}} 9"),
+            format!("scaleset_scale_set_min_idle{{{labels}}} 0"),
             format!("scaleset_scale_set_runners{{{labels},status=\"busy\"}} 0"),
             format!("scaleset_scale_set_runners{{{labels},status=\"running\"}} 3"),
         ] {

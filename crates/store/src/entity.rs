@@ -32,8 +32,8 @@ pub enum EntityKind {
 }
 
 impl EntityKind {
-    /// The stored kind text.
-    pub(crate) fn kind_str(&self) -> &'static str {
+    /// The kind's name, as stored: `repository`, `organization` or `enterprise`.
+    pub fn kind_str(&self) -> &'static str {
         match self {
             Self::Repository { .. } => "repository",
             Self::Organization { .. } => "organization",

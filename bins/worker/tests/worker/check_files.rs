@@ -93,3 +93,25 @@ async fn check_refuses_a_missing_executable_an_unreadable_provider_config_and_a_
     assert_eq!(stdout, "configuration ok\n");
     assert!(!db.exists(), "--check created the database");
 }
+
+/// `--version` names the build as `scaleset_build_info` does: the version, the commit and the
+/// compiler.
+#[tokio::test]
+async fn the_long_version_names_the_revision_and_the_compiler() {
+    let output = tokio::process::Command::new(BIN)
+        .arg("--version")
+        .output()
+        .await
+        .expect("run scaleset-worker --version");
+    assert!(output.status.success(), "{output:?}");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        text.trim(),
+        format!("scaleset-worker {}", scaleset_api::LONG_VERSION)
+    );
+    assert!(
+        text.contains(&format!("{} (revision ", env!("CARGO_PKG_VERSION")))
+            && text.contains(", rustc "),
+        "{text}"
+    );
+}

@@ -111,6 +111,14 @@ async fn every_metric_the_dashboard_queries_is_exported_by_a_running_worker() {
         "scaleset_provider_calls_total",
         "scaleset_provider_failures_total",
         "scaleset_leases_held",
+        "scaleset_scale_set_desired_runners",
+        "scaleset_scale_set_max_runners",
+        "scaleset_scale_set_min_idle",
+        "scaleset_scale_set_last_message_age_seconds",
+        "scaleset_bootstrap_failures_total",
+        "scaleset_bootstrap_deadline_expiries_total",
+        "scaleset_api_requests_total",
+        "scaleset_build_info",
     ] {
         assert!(
             named.contains(metric),
@@ -127,7 +135,11 @@ async fn every_metric_the_dashboard_queries_is_exported_by_a_running_worker() {
     let (worker, id) = start_serving(&sim, &site, "linux").await;
     // Jobs through, so the labelled families have samples, not only their TYPE lines.
     serve_jobs(&sim, &site, id, 2).await;
-    let (status, metrics) = get(worker.listen().await, "/metrics").await;
+    let addr = worker.listen().await;
+    // A probe answered, so the request counter has a series (a family without one is not
+    // exposed at all).
+    assert_eq!(get(addr, "/healthz").await.0, 200);
+    let (status, metrics) = get(addr, "/metrics").await;
     assert_eq!(status, 200, "{metrics}");
     let missing = missing(&dashboard, &metrics);
     assert!(
@@ -135,6 +147,72 @@ async fn every_metric_the_dashboard_queries_is_exported_by_a_running_worker() {
         "deploy/grafana/scaleset.json queries metrics the worker does not export: {missing:?}\n\
          the worker's /metrics:\n{metrics}"
     );
+}
+
+/// The per-scale-set series: every metric whose series carry `scale_set`.
+fn per_set_metric(name: &str) -> bool {
+    name.starts_with("scaleset_scale_set_")
+        || name.starts_with("scaleset_bootstrap_")
+        || [
+            "scaleset_job_queued_to_runner_requested_seconds",
+            "scaleset_runner_requested_to_online_seconds",
+            "scaleset_job_assigned_to_started_seconds",
+            "scaleset_job_started_to_completed_seconds",
+        ]
+        .iter()
+        .any(|timing| name.starts_with(timing))
+}
+
+/// The queries naming a per-set metric that do not select on both variables.
+fn unfiltered(dashboard: &serde_json::Value) -> Vec<String> {
+    let mut all = Vec::new();
+    queries(dashboard, &mut all);
+    all.into_iter()
+        .filter(|q| metric_names(q).iter().any(|n| per_set_metric(n)))
+        .filter(|q| {
+            !(q.contains("entity_name=~\"$entity\"") && q.contains("scale_set=~\"$scale_set\""))
+        })
+        .collect()
+}
+
+/// `$entity` lists the `entity_name` values and `$scale_set` the sets of the chosen entities,
+/// both with "All" as `.*` (a regex: the per-set queries match with `=~`); every query of a
+/// per-set metric selects on both (a new per-set panel without them fails here).
+#[test]
+fn the_per_scale_set_panels_follow_the_entity_and_scale_set_variables() {
+    let dashboard = dashboard();
+    let variables = dashboard["templating"]["list"]
+        .as_array()
+        .expect("templating.list");
+    let variable = |name: &str| {
+        variables
+            .iter()
+            .find(|v| v["name"] == name)
+            .unwrap_or_else(|| panic!("no ${name} variable"))
+    };
+    let entity = variable("entity");
+    assert_eq!(
+        entity["definition"],
+        "label_values(scaleset_scale_set_state, entity_name)"
+    );
+    let scale_set = variable("scale_set");
+    assert_eq!(
+        scale_set["definition"],
+        "label_values(scaleset_scale_set_state{entity_name=~\"$entity\"}, scale_set)"
+    );
+    for v in [entity, scale_set] {
+        assert_eq!(v["query"]["query"], v["definition"], "{v}");
+        assert_eq!(v["includeAll"], true, "{v}");
+        assert_eq!(v["allValue"], ".*", "{v}");
+    }
+    assert_eq!(unfiltered(&dashboard), Vec::<String>::new());
+    // The rule catches a per-set query missing a variable.
+    let bare = serde_json::json!({"panels": [{"targets": [
+        {"expr": "sum by (scale_set) (scaleset_scale_set_desired_runners{scale_set=~\"$scale_set\"})"},
+        {"expr": "sum(rate(scaleset_bootstrap_failures_total[5m]))"},
+        {"expr": "sum by (state) (scaleset_scale_sets)"}
+    ]}]});
+    assert_eq!(unfiltered(&bare).len(), 2);
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Issue 32 item 1: a worker against the simulator exports every metric from start (counters
-//! at 0), per scale set under `scale_set` and `entity` only, and its job timings move after a
-//! job.
+//! at 0), per scale set under `scale_set`, `entity_kind` and `entity_name` only, its job timings
+//! move after a job, and it exports its own process series and build facts.
 
 use std::collections::BTreeSet;
 
@@ -45,7 +45,11 @@ fn label_names(text: &str) -> BTreeSet<String> {
     names
 }
 
-const SET: [(&str, &str); 2] = [("scale_set", "linux"), ("entity", "organization acme")];
+const SET: [(&str, &str); 3] = [
+    ("scale_set", "linux"),
+    ("entity_kind", "organization"),
+    ("entity_name", "acme"),
+];
 
 fn with<'a>(extra: (&'a str, &'a str)) -> Vec<(&'a str, &'a str)> {
     let mut labels = SET.to_vec();
@@ -62,6 +66,10 @@ const TIMINGS: [&str; 4] = [
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_exports_every_metric_per_scale_set_and_its_job_timings_move() {
+    let spawned_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs_f64();
     let (sim, site) = helpers::linux_site().await;
     let (worker, id) = start_serving(&sim, &site, "linux").await;
     let addr = worker.listen().await;
@@ -119,6 +127,29 @@ async fn a_worker_exports_every_metric_per_scale_set_and_its_job_timings_move() 
         ),
         0.0,
         "every endpoint and class is exported from start"
+    );
+    // The set's configuration, as gauges (the site declares max_runners = 10, no min_idle).
+    assert_eq!(must(&before, "scaleset_scale_set_max_runners", &SET), 10.0);
+    assert_eq!(must(&before, "scaleset_scale_set_min_idle", &SET), 0.0);
+    assert_eq!(must(&before, "scaleset_scale_set_enabled", &SET), 1.0);
+    // The worker's own process (started by this test, so not before it) and its build.
+    if cfg!(target_os = "linux") {
+        let start = must(&before, "process_start_time_seconds", &[]);
+        assert!(
+            start >= spawned_at.floor() - 1.0,
+            "the worker's start {start} is not before the test's {spawned_at}"
+        );
+        assert!(must(&before, "process_open_fds", &[]) >= 3.0);
+        assert!(must(&before, "process_resident_memory_bytes", &[]) > 0.0);
+        must(&before, "process_cpu_seconds_total", &[]);
+    }
+    assert_eq!(
+        must(
+            &before,
+            "scaleset_build_info",
+            &[("version", env!("CARGO_PKG_VERSION"))]
+        ),
+        1.0
     );
     // One gauge per state: the current one 1, the others 0.
     assert_eq!(
@@ -235,13 +266,17 @@ async fn a_worker_exports_every_metric_per_scale_set_and_its_job_timings_move() 
         "endpoint",
         "class",
         "scale_set",
-        "entity",
+        "entity_kind",
+        "entity_name",
         "provider",
         "command",
         "worker",
         "le",
         "method",
         "route",
+        "version",
+        "revision",
+        "rustc",
     ]
     .iter()
     .map(|s| (*s).to_owned())

@@ -202,6 +202,21 @@ async fn on_postgres_the_sum_over_three_workers_metrics_is_the_fleets_truth() {
                     truth as usize,
                 );
             }
+            for (metric, truth) in [
+                ("scaleset_scale_set_enabled", usize::from(set.spec.enabled)),
+                (
+                    "scaleset_scale_set_max_runners",
+                    set.spec.max_runners as usize,
+                ),
+                ("scaleset_scale_set_min_idle", set.spec.min_idle as usize),
+                (
+                    "scaleset_scale_set_desired_runners",
+                    set.desired_runners as usize,
+                ),
+            ] {
+                let got = sum(&scrapes, metric, &[("scale_set", name)]);
+                check(&mut wrong, format!("{name}'s {metric}"), got, truth);
+            }
             let got = sum(
                 &scrapes,
                 "scaleset_scale_set_jobs_waiting",
@@ -232,6 +247,17 @@ async fn on_postgres_the_sum_over_three_workers_metrics_is_the_fleets_truth() {
                 sum(&scrapes, "scaleset_leases_held", &[("worker", worker)]),
                 truth,
             );
+        }
+        // Each process exports its own build facts and process series.
+        for per_process in ["scaleset_build_info", "process_start_time_seconds"] {
+            let count = exporters(&scrapes, per_process);
+            if count != scrapes.len()
+                && (per_process.starts_with("scaleset_") || cfg!(target_os = "linux"))
+            {
+                wrong.push(format!(
+                    "{per_process} is exported by {count} workers, not each"
+                ));
+            }
         }
         for fleet in [
             "scaleset_scale_sets",

@@ -158,8 +158,84 @@ async fn probes_metrics_and_the_document_are_public(backend: Backend) {
     );
 }
 
+/// The samples of an exposition named `name`: their labels and value.
+fn samples_named(text: &str, name: &str) -> Vec<(Vec<(String, String)>, f64)> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            let (metric, labels) = match series.split_once('{') {
+                Some((metric, rest)) => (metric, rest.strip_suffix('}')?),
+                None => (series, ""),
+            };
+            (metric == name).then_some(())?;
+            let labels = labels
+                .split("\",")
+                .filter_map(|pair| {
+                    let (key, value) = pair.split_once('=')?;
+                    Some((key.to_owned(), value.trim_matches('"').to_owned()))
+                })
+                .collect();
+            Some((labels, value.parse().ok()?))
+        })
+        .collect()
+}
+
+/// `/metrics` carries the process series under their conventional names, describing this
+/// process, and one `scaleset_build_info` sample of 1 naming this build.
+async fn metrics_carry_the_process_series_and_the_build_info(backend: Backend) {
+    let app = App::start(
+        backend,
+        "metrics_carry_the_process_series_and_the_build_info",
+    )
+    .await;
+    let metrics = app.raw("GET", "/metrics", None, None, "").await;
+    assert_eq!(metrics.status, 200);
+    let text = &metrics.text;
+    let info = samples_named(text, "scaleset_build_info");
+    assert_eq!(info.len(), 1, "one build_info sample:\n{text}");
+    let (labels, value) = &info[0];
+    assert_eq!(*value, 1.0);
+    let label = |key: &str| {
+        labels
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("build_info has no {key}: {labels:?}"))
+    };
+    assert_eq!(label("version"), env!("CARGO_PKG_VERSION"));
+    assert!(!label("revision").is_empty());
+    let rustc = label("rustc");
+    assert!(
+        rustc.split('.').count() >= 3 && rustc.starts_with(|c: char| c.is_ascii_digit()),
+        "rustc is a version number: {rustc}"
+    );
+    if cfg!(target_os = "linux") {
+        let one = |name: &str| {
+            let found = samples_named(text, name);
+            assert_eq!(found.len(), 1, "one {name} sample:\n{text}");
+            found[0].1
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_secs_f64();
+        let start = one("process_start_time_seconds");
+        assert!(start <= now + 1.0 && start > now - 86_400.0, "{start}");
+        assert!(one("process_cpu_seconds_total") >= 0.0);
+        assert!(one("process_resident_memory_bytes") > 1_048_576.0);
+        assert!(one("process_virtual_memory_bytes") >= one("process_resident_memory_bytes"));
+        assert!(one("process_open_fds") >= 3.0);
+        assert!(
+            text.contains("# TYPE process_cpu_seconds counter"),
+            "{text}"
+        );
+    }
+}
+
 backend_tests!(
     every_route_needs_a_valid_token,
     a_revoked_token_is_refused,
-    probes_metrics_and_the_document_are_public
+    probes_metrics_and_the_document_are_public,
+    metrics_carry_the_process_series_and_the_build_info
 );
