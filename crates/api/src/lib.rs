@@ -43,6 +43,8 @@ mod extract;
 pub mod openapi;
 #[cfg(feature = "server")]
 mod ours_undeclared;
+#[cfg(feature = "server")]
+mod page;
 
 mod request_id;
 #[cfg(feature = "server")]
