@@ -155,7 +155,7 @@ pub(crate) async fn create(
 #[utoipa::path(get, path = "/api/v1/credentials", tag = "credentials",
     operation_id = "list_credentials",
     params(PageQuery),
-    responses((status = 200, description = "One page of credentials, by name (`next_cursor` is null on the last page)", body = CredentialsList), (status = 401, body = ErrorBody)))]
+    responses((status = 200, description = "One page of credentials, by name (`next_cursor` is null on the last page)", body = CredentialsList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<Arc<AppState>>,
     Params(query): Params<PageQuery>,

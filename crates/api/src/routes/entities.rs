@@ -114,7 +114,7 @@ pub(crate) async fn create(
 #[utoipa::path(get, path = "/api/v1/entities", tag = "entities",
     operation_id = "list_entities",
     params(PageQuery),
-    responses((status = 200, description = "One page of entities, by kind then name (`next_cursor` is null on the last page)", body = EntityList), (status = 401, body = ErrorBody)))]
+    responses((status = 200, description = "One page of entities, by kind then name (`next_cursor` is null on the last page)", body = EntityList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<Arc<AppState>>,
     Params(query): Params<PageQuery>,

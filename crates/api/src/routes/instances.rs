@@ -27,7 +27,7 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
 #[utoipa::path(get, path = "/api/v1/instances", tag = "instances",
     operation_id = "list_instances",
     params(PageQuery),
-    responses((status = 200, description = "One page of instances, by name (`next_cursor` is null on the last page)", body = InstanceList), (status = 401, body = ErrorBody)))]
+    responses((status = 200, description = "One page of instances, by name (`next_cursor` is null on the last page)", body = InstanceList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<Arc<AppState>>,
     Params(query): Params<PageQuery>,

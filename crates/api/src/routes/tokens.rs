@@ -45,7 +45,7 @@ async fn all(state: &AppState) -> Result<Vec<ApiToken>, ApiError> {
 #[utoipa::path(get, path = "/api/v1/tokens", tag = "tokens",
     operation_id = "list_tokens",
     params(PageQuery),
-    responses((status = 200, description = "One page of API tokens, by name, never their text (`next_cursor` is null on the last page)", body = TokenList), (status = 401, body = ErrorBody)))]
+    responses((status = 200, description = "One page of API tokens, by name, never their text (`next_cursor` is null on the last page)", body = TokenList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<Arc<AppState>>,
     Params(query): Params<PageQuery>,

@@ -317,6 +317,10 @@ fn the_lists_take_a_limit_and_a_cursor_and_answer_the_next_cursor() {
                 .unwrap_or_else(|| panic!("GET {path} has no query parameter {name}"))
                 .clone()
         };
+        assert!(
+            doc["paths"][path]["get"]["responses"]["400"].is_object(),
+            "GET {path} refuses a bad limit or cursor with 400, undocumented"
+        );
         let limit = named("limit");
         assert_eq!(limit["schema"]["minimum"], 1, "{path}");
         assert_eq!(limit["schema"]["maximum"], 1000, "{path}");
