@@ -15,6 +15,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject as _;
+use scaleset_api::v1::Paged;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use url::Url;
@@ -202,6 +203,37 @@ impl Api {
     pub(crate) async fn get<T: DeserializeOwned>(&self, segments: &[&str]) -> Result<T, ApiError> {
         self.send(Method::GET, self.url(segments, &[]), None::<&()>)
             .await
+    }
+
+    /// `GET` of a list with query parameters, every page of it: asks again with each
+    /// `next_cursor` until the last page, and answers the pages joined.
+    pub(crate) async fn get_all<T: DeserializeOwned + Paged>(
+        &self,
+        segments: &[&str],
+        query: &[(&str, &str)],
+    ) -> Result<T, ApiError> {
+        let mut all: T = self
+            .send(Method::GET, self.url(segments, query), None::<&()>)
+            .await?;
+        let mut seen = std::collections::HashSet::new();
+        while let Some(cursor) = all.next_cursor().map(str::to_owned) {
+            let mut next_query = query.to_vec();
+            next_query.push(("cursor", &cursor));
+            let url = self.url(segments, &next_query);
+            // A server that answers a cursor it answered before would page forever.
+            if !seen.insert(cursor.clone()) {
+                return Err(ApiError::Body {
+                    url: url.to_string(),
+                    reason: format!(
+                        "the server answered next_cursor {cursor:?} twice, so the list would \
+                         never end; is this a scaleset server?"
+                    ),
+                });
+            }
+            let next: T = self.send(Method::GET, url, None::<&()>).await?;
+            all.append(next);
+        }
+        Ok(all)
     }
 
     /// `POST` with a JSON body.

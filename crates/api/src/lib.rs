@@ -55,6 +55,8 @@ pub mod openapi;
 #[cfg(feature = "server")]
 mod ours_undeclared;
 #[cfg(feature = "server")]
+mod page;
+#[cfg(feature = "server")]
 mod process_metrics;
 #[cfg(feature = "server")]
 mod request_id;

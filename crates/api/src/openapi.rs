@@ -66,7 +66,11 @@ use crate::v1;
         v1::DecommissionRequest, v1::DecommissionApplyRequest, v1::DecommissionPlanResponse,
         v1::DecommissionApplyResponse, v1::DecommissionStep, v1::DecommissionOutcome,
     )),
-    modifiers(&BearerAuth, &ClosedAuthInput),
+    // Relative: the document is served by the server it describes, which listens wherever its
+    // configuration says (behind any proxy or port); a client resolves `/` against the URL it
+    // fetched the document from, and a generated client takes its base URL as a parameter.
+    servers((url = "/", description = "The server that serves this document")),
+    modifiers(&BearerAuth, &ClosedAuthInput, &ErrorDescriptions),
     security(("bearer" = [])),
     tags(
         (name = "health", description = "Probes, metrics and this document (no token)"),
@@ -139,6 +143,52 @@ impl Modify for ClosedAuthInput {
     }
 }
 
+/// The error answers every route shares mean the same everywhere; a route that leaves one
+/// without a description gets its meaning here (a route with more to say writes its own). The
+/// success answers have no such default: each route describes its own.
+struct ErrorDescriptions;
+
+/// The shared meaning of an error status, or `None` for one whose meaning is the route's own.
+fn error_description(status: &str) -> Option<&'static str> {
+    Some(match status {
+        "400" => "A path or query parameter, or the body, is invalid (`message` names it and why)",
+        "401" => "No token, or not a valid one (`message` says which)",
+        "403" => "The token is valid but does not open this (`message` says why)",
+        "404" => "Not found (`message` names what)",
+        "413" => "The body is larger than the server accepts (`message` gives the limit)",
+        "415" => "The body is not `application/json`",
+        _ => return None,
+    })
+}
+
+impl Modify for ErrorDescriptions {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::RefOr;
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.options,
+                &mut item.head,
+                &mut item.patch,
+                &mut item.trace,
+            ];
+            for operation in operations.into_iter().flatten() {
+                for (status, response) in &mut operation.responses.responses {
+                    if let RefOr::T(response) = response
+                        && response.description.is_empty()
+                        && let Some(meaning) = error_description(status)
+                    {
+                        meaning.clone_into(&mut response.description);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The document, with the server's version.
 pub fn document() -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
@@ -164,7 +214,7 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
 
 /// This document.
 #[utoipa::path(get, path = "/api/v1/openapi.json", tag = "health", security(()),
-    operation_id = "openapi",
+    operation_id = "get_openapi_document",
     responses((status = 200, description = "The OpenAPI 3.1 document", body = Object)))]
 pub(crate) async fn serve_document() -> Response {
     ([(header::CONTENT_TYPE, "application/json")], json()).into_response()

@@ -24,6 +24,10 @@ pub struct Limits {
     pub max_body_bytes: usize,
     /// How many events a scale set's show includes (default 20).
     pub events_shown: u32,
+    /// How many items a list answers when the request gives no `limit` (default
+    /// [`crate::v1::DEFAULT_PAGE_LIMIT`]; at most [`crate::v1::MAX_PAGE_LIMIT`]). Tests make it
+    /// small to page short lists.
+    pub page_size: u32,
 }
 
 impl Default for Limits {
@@ -31,6 +35,7 @@ impl Default for Limits {
         Self {
             max_body_bytes: 256 * 1024,
             events_shown: 20,
+            page_size: crate::v1::DEFAULT_PAGE_LIMIT,
         }
     }
 }

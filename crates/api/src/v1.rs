@@ -48,13 +48,43 @@ pub use scale_set::{
 pub use token::Token;
 pub use worker::DrainWorkerResult;
 
+/// How many items a list answers when the request gives no `limit`.
+pub const DEFAULT_PAGE_LIMIT: u32 = 500;
+
+/// The largest `limit` a list accepts; a larger one is a 400.
+pub const MAX_PAGE_LIMIT: u32 = 1000;
+
+/// One page of a list: its `next_cursor` is where the next page starts (`None` on the last),
+/// and [`Paged::append`] joins the next page onto this one, so a client that wants the whole
+/// list asks with each cursor in turn until there is none.
+pub trait Paged {
+    /// The cursor of the next page, or `None` when this page is the last.
+    fn next_cursor(&self) -> Option<&str>;
+    /// Adds the next page's items after this page's, and takes its cursor.
+    fn append(&mut self, next: Self);
+}
+
 macro_rules! list {
     ($(#[$meta:meta])* $name:ident of $item:ty) => {
         $(#[$meta])*
         #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
         pub struct $name {
-            /// The items.
+            /// The items of this page.
             pub items: Vec<$item>,
+            /// Pass it as `cursor` to get the next page; null on the last page.
+            #[serde(default)]
+            pub next_cursor: Option<String>,
+        }
+
+        impl Paged for $name {
+            fn next_cursor(&self) -> Option<&str> {
+                self.next_cursor.as_deref()
+            }
+
+            fn append(&mut self, next: Self) {
+                self.items.extend(next.items);
+                self.next_cursor = next.next_cursor;
+            }
         }
     };
 }

@@ -48,7 +48,7 @@ pub(crate) async fn resolve(ctx: &Ctx<'_>, wanted: &str) -> Result<Uuid> {
     if let Some(id) = full_id(wanted) {
         return Ok(id);
     }
-    let all: CredentialsList = ctx.api.get(&["credentials"]).await?;
+    let all: CredentialsList = ctx.api.get_all(&["credentials"], &[]).await?;
     let candidates: Vec<Candidate> = all
         .items
         .iter()
@@ -75,7 +75,7 @@ fn kind(kind: AuthKind) -> &'static str {
 }
 
 async fn list(ctx: &Ctx<'_>) -> Result<Outcome> {
-    let all: CredentialsList = ctx.api.get(&["credentials"]).await?;
+    let all: CredentialsList = ctx.api.get_all(&["credentials"], &[]).await?;
     ctx.show(&all, || {
         let rows = all
             .items

@@ -15,7 +15,7 @@ use crate::output::{short_id, short_time};
 pub(crate) async fn run(ctx: &Ctx<'_>, command: EntityCommand) -> Result<Outcome> {
     match command {
         EntityCommand::List => {
-            let all: EntityList = ctx.api.get(&["entities"]).await?;
+            let all: EntityList = ctx.api.get_all(&["entities"], &[]).await?;
             ctx.show(&all, || table(ctx, &all.items));
             Ok(Outcome::Done)
         }
@@ -61,7 +61,7 @@ pub(crate) async fn resolve(ctx: &Ctx<'_>, wanted: &str) -> Result<Uuid> {
     if let Some(id) = full_id(wanted) {
         return Ok(id);
     }
-    let all: EntityList = ctx.api.get(&["entities"]).await?;
+    let all: EntityList = ctx.api.get_all(&["entities"], &[]).await?;
     pick(
         "entity",
         "scalesetctl entity list",

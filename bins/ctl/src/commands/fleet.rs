@@ -280,8 +280,8 @@ fn summary(out: &Output, plan: &PlanResponse) -> String {
 /// `fleet export`: every stored scale set as a fleet file (the typed [`FleetFile`]), to stdout
 /// or `--output-file`; what could not be carried goes to stderr.
 pub(crate) async fn export(ctx: &Ctx<'_>, args: FleetExport) -> Result<Outcome> {
-    let sets: ScaleSetList = ctx.api.get(&["scale-sets"]).await?;
-    let entities: EntityList = ctx.api.get(&["entities"]).await?;
+    let sets: ScaleSetList = ctx.api.get_all(&["scale-sets"], &[]).await?;
+    let entities: EntityList = ctx.api.get_all(&["entities"], &[]).await?;
     let (file, dropped) = FleetFile::of(&sets.items, &entities.items);
     let mut text = String::from(
         "# Written by `scalesetctl fleet export`: the stored scale sets as [[scale_set]] tables.\n\

@@ -19,9 +19,11 @@ pub(crate) async fn run(ctx: &Ctx<'_>, command: InstanceCommand) -> Result<Outco
             let all: InstanceList = match scale_set {
                 Some(wanted) => {
                     let id = scale_set::resolve(ctx, &wanted).await?.to_string();
-                    ctx.api.get(&["scale-sets", &id, "instances"]).await?
+                    ctx.api
+                        .get_all(&["scale-sets", &id, "instances"], &[])
+                        .await?
                 }
-                None => ctx.api.get(&["instances"]).await?,
+                None => ctx.api.get_all(&["instances"], &[]).await?,
             };
             let names = if ctx.out.format == Format::Table {
                 scale_set_names(ctx).await?
@@ -52,7 +54,7 @@ pub(crate) async fn run(ctx: &Ctx<'_>, command: InstanceCommand) -> Result<Outco
 }
 
 async fn scale_set_names(ctx: &Ctx<'_>) -> Result<BTreeMap<Uuid, String>> {
-    let all: ScaleSetList = ctx.api.get(&["scale-sets"]).await?;
+    let all: ScaleSetList = ctx.api.get_all(&["scale-sets"], &[]).await?;
     Ok(all.items.into_iter().map(|s| (s.id, s.spec.name)).collect())
 }
 

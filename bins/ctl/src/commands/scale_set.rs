@@ -44,7 +44,7 @@ pub(crate) async fn resolve(ctx: &Ctx<'_>, wanted: &str) -> Result<Uuid> {
     if let Some(id) = full_id(wanted) {
         return Ok(id);
     }
-    let all: ScaleSetList = ctx.api.get(&["scale-sets"]).await?;
+    let all: ScaleSetList = ctx.api.get_all(&["scale-sets"], &[]).await?;
     let entities = entity_names(ctx).await?;
     let candidates: Vec<Candidate> = all
         .items
@@ -69,7 +69,7 @@ pub(crate) async fn resolve(ctx: &Ctx<'_>, wanted: &str) -> Result<Uuid> {
 
 /// Entity ids to `kind name`, for showing scale sets by their entity's name.
 pub(crate) async fn entity_names(ctx: &Ctx<'_>) -> Result<BTreeMap<Uuid, String>> {
-    let all: EntityList = ctx.api.get(&["entities"]).await?;
+    let all: EntityList = ctx.api.get_all(&["entities"], &[]).await?;
     Ok(all.items.into_iter().map(|e| (e.id, e.name)).collect())
 }
 
@@ -143,10 +143,11 @@ async fn list(ctx: &Ctx<'_>, entity_filter: Option<&str>) -> Result<Outcome> {
     let all: ScaleSetList = match entity_filter {
         Some(wanted) => {
             let id = entity::resolve(ctx, wanted).await?.to_string();
-            let url = ctx.api.url(&["scale-sets"], &[("entity_id", &id)]);
-            ctx.api.send(http::Method::GET, url, None::<&()>).await?
+            ctx.api
+                .get_all(&["scale-sets"], &[("entity_id", &id)])
+                .await?
         }
-        None => ctx.api.get(&["scale-sets"]).await?,
+        None => ctx.api.get_all(&["scale-sets"], &[]).await?,
     };
     let entities = if ctx.out.format == crate::output::Format::Table {
         entity_names(ctx).await?

@@ -13,7 +13,7 @@ use crate::output::short_time;
 pub(crate) async fn run(ctx: &Ctx<'_>, command: TokenCommand) -> Result<Outcome> {
     match command {
         TokenCommand::List => {
-            let all: TokenList = ctx.api.get(&["tokens"]).await?;
+            let all: TokenList = ctx.api.get_all(&["tokens"], &[]).await?;
             ctx.show(&all, || table(ctx, &all.items));
         }
         TokenCommand::Revoke { which } => {

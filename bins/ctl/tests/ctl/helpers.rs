@@ -193,7 +193,17 @@ impl Server {
             }
             let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
             let url = format!("http://{}", listener.local_addr().expect("addr"));
-            let app = scaleset_api::router(Arc::new(state.with_providers(["fake".to_owned()])));
+            // Two items a page: every list the CLI reads in these tests is more than one page
+            // as soon as it holds three items, so each command is seen following `next_cursor`.
+            let limits = scaleset_api::Limits {
+                page_size: 2,
+                ..scaleset_api::Limits::default()
+            };
+            let app = scaleset_api::router(Arc::new(
+                state
+                    .with_providers(["fake".to_owned()])
+                    .with_limits(limits),
+            ));
             tokio::spawn({
                 let stop = stop.clone();
                 async move {

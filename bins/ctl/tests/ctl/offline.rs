@@ -109,3 +109,30 @@ fn a_closed_stdout_or_stderr_is_not_a_panic() {
         );
     }
 }
+
+/// A server that answers the same `next_cursor` on every page would keep `list` asking for
+/// ever: the CLI stops at the first repeated cursor with exit 1, naming it.
+#[test]
+fn a_list_whose_cursor_repeats_ends_with_an_error_not_a_loop() {
+    use axum::routing::get;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let app = axum::Router::new().route(
+        "/api/v1/tokens",
+        get(|| async { axum::Json(serde_json::json!({"items": [], "next_cursor": "same"})) }),
+    );
+    runtime.spawn(async move { axum::serve(listener, app).await });
+    let run = crate::helpers::ctl_with_env(
+        &["--url", &url, "--timeout", "10", "token", "list"],
+        &[("SCALESET_TOKEN", "sst_any")],
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("next_cursor \"same\" twice"), "{run:?}");
+}

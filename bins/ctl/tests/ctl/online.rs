@@ -628,3 +628,61 @@ fn scale_set_retry_asks_the_serving_worker_and_refuses_a_disabled_set() {
         "{refused:?}"
     );
 }
+
+/// The test server answers two items a page (`helpers::Server`): each `list` follows
+/// `next_cursor` to the end, so tables and JSON hold every item, once, in the server's order.
+#[test]
+fn list_commands_read_every_page() {
+    let server = Server::start();
+    server.with_acme();
+    for name in ["zeta", "beta", "gamma", "alpha"] {
+        let run = server.ctl(&[
+            "entity",
+            "create",
+            "organization",
+            name,
+            "--credentials",
+            "sim",
+        ]);
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    for name in ["linux-c", "linux-a", "linux-b"] {
+        let run = server.create_scale_set(name, 1, &[]);
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+
+    let (code, entities) = server.json(&["entity", "list"]);
+    assert_eq!(code, 0);
+    let names: Vec<&str> = entities["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["acme", "alpha", "beta", "gamma", "zeta"],
+        "{entities}"
+    );
+    assert!(entities["next_cursor"].is_null(), "{entities}");
+
+    let (code, sets) = server.json(&["scale-set", "list"]);
+    assert_eq!(code, 0);
+    let names: Vec<&str> = sets["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|s| s["spec"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["linux-a", "linux-b", "linux-c"], "{sets}");
+    assert!(sets["next_cursor"].is_null(), "{sets}");
+    // The entity filter is kept on every page.
+    let (code, acme) = server.json(&["scale-set", "list", "--entity", "acme"]);
+    assert_eq!(code, 0);
+    assert_eq!(acme["items"].as_array().map(Vec::len), Some(3), "{acme}");
+
+    let table = server.ok(&["entity", "list"]);
+    for name in ["acme", "alpha", "beta", "gamma", "zeta"] {
+        assert!(table.stdout.contains(name), "{name} missing: {table:?}");
+    }
+}

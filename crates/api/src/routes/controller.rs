@@ -15,8 +15,9 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
 
 /// Who this controller is.
 #[utoipa::path(get, path = "/api/v1/controller", tag = "controller",
+    operation_id = "show_controller",
     responses(
-        (status = 200, body = ControllerInfo),
+        (status = 200, description = "This controller's identity and version", body = ControllerInfo),
         (status = 401, description = "No or an invalid token", body = ErrorBody),
     ))]
 pub(crate) async fn show(State(state): State<Arc<AppState>>) -> Json<ControllerInfo> {

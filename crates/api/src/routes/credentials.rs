@@ -12,7 +12,8 @@ use scaleset_store::{
 };
 
 use crate::error::ApiError;
-use crate::extract::{Body, parse_id};
+use crate::extract::{Body, Params, parse_id};
+use crate::page::{PageQuery, page};
 use crate::state::AppState;
 use crate::v1::{AuthInput, CreateCredentials, Credentials, CredentialsList, ErrorBody};
 use crate::{validate, view};
@@ -126,9 +127,10 @@ fn app_identity(app_id: Option<i64>, client_id: Option<String>) -> Result<AppIde
 
 /// Stores new credentials.
 #[utoipa::path(post, path = "/api/v1/credentials", tag = "credentials",
+    operation_id = "create_credentials",
     request_body = CreateCredentials,
     responses(
-        (status = 201, body = Credentials),
+        (status = 201, description = "Stored (the secret is never answered back)", body = Credentials),
         (status = 400, description = "Invalid body or value", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 409, description = "The name is taken", body = ErrorBody),
         (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
@@ -149,11 +151,14 @@ pub(crate) async fn create(
     Ok((StatusCode::CREATED, Json(view::credentials(&created))))
 }
 
-/// Every credentials, by name.
+/// The credentials, by name, one page at a time.
 #[utoipa::path(get, path = "/api/v1/credentials", tag = "credentials",
-    responses((status = 200, body = CredentialsList), (status = 401, body = ErrorBody)))]
+    operation_id = "list_credentials",
+    params(PageQuery),
+    responses((status = 200, description = "One page of credentials, by name (`next_cursor` is null on the last page)", body = CredentialsList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<Arc<AppState>>,
+    Params(query): Params<PageQuery>,
 ) -> Result<Json<CredentialsList>, ApiError> {
     let all = state
         .store
@@ -162,9 +167,14 @@ pub(crate) async fn list(
         .map_err(ApiError::store("listing credentials", || {
             "credentials".to_owned()
         }))?;
-    Ok(Json(CredentialsList {
-        items: all.iter().map(view::credentials).collect(),
-    }))
+    let (items, next_cursor) = page(
+        "credentials",
+        all.iter().map(view::credentials).collect(),
+        |c: &Credentials| vec![c.name.clone(), c.id.to_string()],
+        (query.limit, state.limits.page_size),
+        query.cursor.as_deref(),
+    )?;
+    Ok(Json(CredentialsList { items, next_cursor }))
 }
 
 /// The credentials `id`, or 404 naming it.
@@ -183,8 +193,9 @@ async fn read(
 
 /// One credentials.
 #[utoipa::path(get, path = "/api/v1/credentials/{id}", tag = "credentials",
+    operation_id = "show_credentials",
     params(("id" = uuid::Uuid, Path, description = "The credentials' id")),
-    responses((status = 200, body = Credentials), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 200, description = "The credentials (without the secret)", body = Credentials), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub(crate) async fn show(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -197,10 +208,11 @@ pub(crate) async fn show(
 /// Replaces name, endpoint and secret (the secret must be given again; without an `endpoint`
 /// the stored one is kept).
 #[utoipa::path(put, path = "/api/v1/credentials/{id}", tag = "credentials",
+    operation_id = "replace_credentials",
     params(("id" = uuid::Uuid, Path, description = "The credentials' id")),
     request_body = CreateCredentials,
-    responses((status = 200, body = Credentials), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
+    responses((status = 200, description = "Replaced (the secret is never answered back)", body = Credentials), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, description = "The name is taken", body = ErrorBody), (status = 413, body = ErrorBody),
         (status = 415, body = ErrorBody)))]
 pub(crate) async fn replace(
     State(state): State<Arc<AppState>>,
@@ -223,6 +235,7 @@ pub(crate) async fn replace(
 
 /// Deletes credentials no entity uses.
 #[utoipa::path(delete, path = "/api/v1/credentials/{id}", tag = "credentials",
+    operation_id = "delete_credentials",
     params(("id" = uuid::Uuid, Path, description = "The credentials' id")),
     responses((status = 204, description = "Deleted"), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 409, description = "An entity uses them", body = ErrorBody)))]

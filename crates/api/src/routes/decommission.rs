@@ -32,9 +32,10 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
 
 /// What decommissioning the scope would delete, wait for, detach and leave; writes nothing.
 #[utoipa::path(post, path = "/api/v1/decommission/plan", tag = "decommission",
+    operation_id = "plan_decommission",
     request_body = DecommissionRequest,
     responses(
-        (status = 200, body = DecommissionPlanResponse),
+        (status = 200, description = "What a decommission would do, step by step, and the plan's digest; nothing is changed", body = DecommissionPlanResponse),
         (status = 400, description = "The body or the scope is invalid", body = ErrorBody),
         (status = 401, description = "No or an invalid token", body = ErrorBody),
         (status = 409, description = "no_providers: this server runs no worker", body = ErrorBody),
@@ -68,6 +69,7 @@ pub(crate) async fn plan(
 /// runners, waits for busy ones up to `wait_seconds` (the request lasts that long), deletes
 /// instances, scale sets, sessions and records, in that order.
 #[utoipa::path(post, path = "/api/v1/decommission/apply", tag = "decommission",
+    operation_id = "apply_decommission",
     request_body = DecommissionApplyRequest,
     responses(
         (status = 200, description = "Applied: what was done and what was left", body = DecommissionApplyResponse),

@@ -11,7 +11,8 @@ use axum::{Json, Router};
 use scaleset_store::{EntityId, NewEntity};
 
 use crate::error::ApiError;
-use crate::extract::{Body, parse_id};
+use crate::extract::{Body, Params, parse_id};
+use crate::page::{PageQuery, page};
 use crate::state::AppState;
 use crate::v1::{CreateEntity, Entity, EntityKind, EntityList, ErrorBody};
 use crate::{validate, view};
@@ -55,9 +56,10 @@ fn kind(input: &CreateEntity) -> Result<scaleset_store::EntityKind, ApiError> {
 
 /// Stores an entity.
 #[utoipa::path(post, path = "/api/v1/entities", tag = "entities",
+    operation_id = "create_entity",
     request_body = CreateEntity,
     responses(
-        (status = 201, body = Entity),
+        (status = 201, description = "Stored", body = Entity),
         (status = 400, description = "Invalid body, name, or unknown credentials", body = ErrorBody),
         (status = 401, body = ErrorBody),
         (status = 409, description = "Already stored", body = ErrorBody),
@@ -108,10 +110,15 @@ pub(crate) async fn create(
     ))
 }
 
-/// Every entity.
+/// The entities, by kind then name, one page at a time.
 #[utoipa::path(get, path = "/api/v1/entities", tag = "entities",
-    responses((status = 200, body = EntityList), (status = 401, body = ErrorBody)))]
-pub(crate) async fn list(State(state): State<Arc<AppState>>) -> Result<Json<EntityList>, ApiError> {
+    operation_id = "list_entities",
+    params(PageQuery),
+    responses((status = 200, description = "One page of entities, by kind then name (`next_cursor` is null on the last page)", body = EntityList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)))]
+pub(crate) async fn list(
+    State(state): State<Arc<AppState>>,
+    Params(query): Params<PageQuery>,
+) -> Result<Json<EntityList>, ApiError> {
     let entities = state
         .store
         .list_entities()
@@ -129,18 +136,25 @@ pub(crate) async fn list(State(state): State<Arc<AppState>>) -> Result<Json<Enti
         .into_iter()
         .map(|c| (c.id, c.name))
         .collect();
-    let mut items: Vec<Entity> = entities
+    let items: Vec<Entity> = entities
         .iter()
         .map(|e| view::entity(e, names.get(&e.credentials_id).map_or("", String::as_str)))
         .collect();
-    items.sort_by(|a, b| (a.kind.as_str(), &a.name).cmp(&(b.kind.as_str(), &b.name)));
-    Ok(Json(EntityList { items }))
+    let (items, next_cursor) = page(
+        "entities",
+        items,
+        |e: &Entity| vec![e.kind.as_str().to_owned(), e.name.clone(), e.id.to_string()],
+        (query.limit, state.limits.page_size),
+        query.cursor.as_deref(),
+    )?;
+    Ok(Json(EntityList { items, next_cursor }))
 }
 
 /// One entity.
 #[utoipa::path(get, path = "/api/v1/entities/{id}", tag = "entities",
+    operation_id = "show_entity",
     params(("id" = uuid::Uuid, Path, description = "The entity's id")),
-    responses((status = 200, body = Entity), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 200, description = "The entity", body = Entity), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub(crate) async fn show(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -165,6 +179,7 @@ pub(crate) async fn show(
 
 /// Deletes an entity no scale set uses.
 #[utoipa::path(delete, path = "/api/v1/entities/{id}", tag = "entities",
+    operation_id = "delete_entity",
     params(("id" = uuid::Uuid, Path, description = "The entity's id")),
     responses((status = 204, description = "Deleted"), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 409, description = "A scale set uses it", body = ErrorBody)))]

@@ -116,8 +116,9 @@ async fn authenticate(
 /// A registration token (GARM's non-JIT path): never, since every scale-set runner has a
 /// JIT config; the route answers so an image that asks learns why.
 #[utoipa::path(get, path = "/api/v1/metadata/runner-registration-token", tag = "instance",
+    operation_id = "get_runner_registration_token",
     security(("instance_token" = [])),
-    responses((status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 409, description = "jit_configured: every scale-set runner has a JIT config, never a registration token", body = ErrorBody)))]
 pub(crate) async fn registration_token(Extension(Caller(access)): Extension<Caller>) -> ApiError {
     ApiError::JitConfigured {
         instance: access.instance_name,
@@ -127,6 +128,7 @@ pub(crate) async fn registration_token(Extension(Caller(access)): Extension<Call
 /// One file of the instance's JIT config (`runner`, `credentials`, `credentials_rsaparams`),
 /// as the runner's configuration directory holds it (`.runner`, …).
 #[utoipa::path(get, path = "/api/v1/metadata/credentials/{file}", tag = "instance",
+    operation_id = "get_instance_credentials_file",
     security(("instance_token" = [])),
     params(("file" = String, Path, description = "The file name without its leading dot")),
     responses((status = 200, description = "The file's contents", content_type = "application/octet-stream"),
@@ -182,8 +184,9 @@ pub(crate) async fn jit_file(
 /// The CA certificates the instance should trust besides its own: the GHES endpoint's bundle
 /// of the scale set's credentials (empty for github.com).
 #[utoipa::path(get, path = "/api/v1/metadata/system/cert-bundle", tag = "instance",
+    operation_id = "get_cert_bundle",
     security(("instance_token" = [])),
-    responses((status = 200, body = CertificateBundle), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
+    responses((status = 200, description = "The CA certificates the instance should trust (empty when none are configured)", body = CertificateBundle), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
 pub(crate) async fn cert_bundle(
     State(state): State<Arc<AppState>>,
     Extension(Caller(access)): Extension<Caller>,
@@ -204,6 +207,7 @@ pub(crate) async fn cert_bundle(
 
 /// The runner's systemd service name.
 #[utoipa::path(get, path = "/api/v1/metadata/system/service-name", tag = "instance",
+    operation_id = "get_service_name",
     security(("instance_token" = [])),
     responses((status = 200, description = "The service name", content_type = "text/plain"),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
@@ -221,6 +225,7 @@ pub(crate) async fn service_name(
 /// The query of the unit-file route.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub(crate) struct UnitFileQuery {
     /// The user the runner runs as (default `runner`).
     run_as_user: Option<String>,
@@ -228,6 +233,7 @@ pub(crate) struct UnitFileQuery {
 
 /// A systemd unit file for the runner's service.
 #[utoipa::path(get, path = "/api/v1/metadata/systemd/unit-file", tag = "instance",
+    operation_id = "get_systemd_unit_file",
     security(("instance_token" = [])), params(UnitFileQuery),
     responses((status = 200, description = "The unit file", content_type = "text/plain"),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
@@ -256,8 +262,9 @@ pub(crate) async fn unit_file(
 /// A status report: `installing` while bootstrapping, then `idle` (the runner started) or
 /// `failed`. A failure is also put on the scale set's event trail.
 #[utoipa::path(post, path = "/api/v1/callbacks/status", tag = "instance",
+    operation_id = "report_instance_status",
     security(("instance_token" = [])), request_body = StatusCallback,
-    responses((status = 200, body = InstanceBootstrap), (status = 400, body = ErrorBody),
+    responses((status = 200, description = "Recorded; the instance's bootstrap record as it now stands", body = InstanceBootstrap), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 413, body = ErrorBody),
         (status = 415, body = ErrorBody)))]
 pub(crate) async fn status(
@@ -308,8 +315,9 @@ pub(crate) async fn status(
 
 /// The instance's operating system.
 #[utoipa::path(post, path = "/api/v1/callbacks/system-info", tag = "instance",
+    operation_id = "report_instance_system_info",
     security(("instance_token" = [])), request_body = SystemInfoCallback,
-    responses((status = 200, body = InstanceBootstrap), (status = 400, body = ErrorBody),
+    responses((status = 200, description = "Recorded; the instance's bootstrap record as it now stands", body = InstanceBootstrap), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 413, body = ErrorBody),
         (status = 415, body = ErrorBody)))]
 pub(crate) async fn system_info(

@@ -10,7 +10,8 @@ use axum::{Json, Router};
 use scaleset_store::ScaleSetId;
 
 use crate::error::ApiError;
-use crate::extract::parse_id;
+use crate::extract::{Params, parse_id};
+use crate::page::{PageQuery, page};
 use crate::state::AppState;
 use crate::v1::{ErrorBody, Instance, InstanceList};
 use crate::{validate, view};
@@ -22,11 +23,14 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         .route("/scale-sets/{id}/instances", get(list_of))
 }
 
-/// Every recorded instance, by name.
+/// The recorded instances, by name, one page at a time.
 #[utoipa::path(get, path = "/api/v1/instances", tag = "instances",
-    responses((status = 200, body = InstanceList), (status = 401, body = ErrorBody)))]
+    operation_id = "list_instances",
+    params(PageQuery),
+    responses((status = 200, description = "One page of instances, by name (`next_cursor` is null on the last page)", body = InstanceList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<Arc<AppState>>,
+    Params(query): Params<PageQuery>,
 ) -> Result<Json<InstanceList>, ApiError> {
     let scale_sets = state
         .store
@@ -46,17 +50,25 @@ pub(crate) async fn list(
             }))?;
         items.extend(instances.iter().map(view::instance));
     }
-    items.sort_by(|a: &Instance, b: &Instance| a.name.cmp(&b.name));
-    Ok(Json(InstanceList { items }))
+    let (items, next_cursor) = page(
+        "instances",
+        items,
+        |i: &Instance| vec![i.name.clone()],
+        (query.limit, state.limits.page_size),
+        query.cursor.as_deref(),
+    )?;
+    Ok(Json(InstanceList { items, next_cursor }))
 }
 
-/// One scale set's instances, by name.
+/// One scale set's instances, by name, one page at a time.
 #[utoipa::path(get, path = "/api/v1/scale-sets/{id}/instances", tag = "instances",
-    params(("id" = uuid::Uuid, Path, description = "The scale set's id")),
-    responses((status = 200, body = InstanceList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    operation_id = "list_scale_set_instances",
+    params(("id" = uuid::Uuid, Path, description = "The scale set's id"), PageQuery),
+    responses((status = 200, description = "One page of the scale set's instances, by name (`next_cursor` is null on the last page)", body = InstanceList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub(crate) async fn list_of(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
+    Params(query): Params<PageQuery>,
 ) -> Result<Json<InstanceList>, ApiError> {
     let id = ScaleSetId(parse_id(&id, "scale set")?);
     state
@@ -73,16 +85,22 @@ pub(crate) async fn list_of(
         .map_err(ApiError::store("listing instances", || {
             format!("scale set {id}")
         }))?;
-    Ok(Json(InstanceList {
-        items: instances.iter().map(view::instance).collect(),
-    }))
+    let (items, next_cursor) = page(
+        "instances",
+        instances.iter().map(view::instance).collect(),
+        |i: &Instance| vec![i.name.clone()],
+        (query.limit, state.limits.page_size),
+        query.cursor.as_deref(),
+    )?;
+    Ok(Json(InstanceList { items, next_cursor }))
 }
 
 /// One instance.
 #[utoipa::path(get, path = "/api/v1/instances/{name}", tag = "instances",
+    operation_id = "show_instance",
     params(("name" = String, Path, description = "The instance's (and runner's) name: 1–200 of `A-Za-z0-9._-`, starting with a letter or digit",
         min_length = 1, max_length = 200, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")),
-    responses((status = 200, body = Instance), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 200, description = "The instance, with its bootstrap reports", body = Instance), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub(crate) async fn show(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,
@@ -117,9 +135,10 @@ pub(crate) async fn show(
 /// the scale set still wants as many runners. A busy runner finishes its job first (ephemeral
 /// runners leave after one job anyway).
 #[utoipa::path(delete, path = "/api/v1/instances/{name}", tag = "instances",
+    operation_id = "delete_instance",
     params(("name" = String, Path, description = "The instance's (and runner's) name: 1–200 of `A-Za-z0-9._-`, starting with a letter or digit",
         min_length = 1, max_length = 200, pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")),
-    responses((status = 202, body = Instance), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 202, description = "Removal recorded: the worker serving the scale set retires the runner", body = Instance), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub(crate) async fn delete(
     State(state): State<Arc<AppState>>,
     Path(name): Path<String>,

@@ -27,9 +27,10 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
 }
 
 /// What applying a fleet would do; writes nothing.
-#[utoipa::path(post, path = "/api/v1/plan", tag = "fleet", request_body = PlanRequest,
+#[utoipa::path(post, path = "/api/v1/plan", tag = "fleet",
+    operation_id = "plan_fleet", request_body = PlanRequest,
     responses(
-        (status = 200, body = PlanResponse),
+        (status = 200, description = "What applying the fleet would change, and the plan's digest; nothing is written", body = PlanResponse),
         (status = 400, description = "The body or the fleet text is invalid (every problem named)", body = ErrorBody),
         (status = 401, description = "No or an invalid token", body = ErrorBody),
         (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
@@ -53,7 +54,8 @@ pub(crate) async fn plan(
 }
 
 /// Applies a fleet if planning it now gives the reviewed digest.
-#[utoipa::path(post, path = "/api/v1/apply", tag = "fleet", request_body = ApplyRequest,
+#[utoipa::path(post, path = "/api/v1/apply", tag = "fleet",
+    operation_id = "apply_fleet", request_body = ApplyRequest,
     responses(
         (status = 200, description = "Applied (writes 0: the plan was unchanged)", body = ApplyResponse),
         (status = 400, description = "The body, the fleet text or the digest is invalid", body = ErrorBody),

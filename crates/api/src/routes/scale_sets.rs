@@ -19,6 +19,7 @@ use serde::Deserialize;
 
 use crate::error::{ApiError, chain};
 use crate::extract::{Body, Params, parse_id};
+use crate::page::page;
 use crate::state::AppState;
 use crate::v1::{
     CreateScaleSet, DeleteAction, DeleteScaleSetResult, DrainScaleSetResult, ErrorBody,
@@ -142,6 +143,7 @@ async fn with_events(state: &AppState, scale_set: &StoredScaleSet) -> Result<Sca
 /// request, so a GitHub that hangs cannot hold it (issue 29 item 7); a scale set stored
 /// disabled is not ensured until it is enabled, and its reason says so.
 #[utoipa::path(post, path = "/api/v1/scale-sets", tag = "scale-sets",
+    operation_id = "create_scale_set",
     request_body = CreateScaleSet,
     responses(
         (status = 201, description = "Stored, state pending: the worker ensures it on GitHub (watch state, state_reason and events)", body = ScaleSet),
@@ -247,12 +249,19 @@ async fn set_enabled(
 pub(crate) struct ListQuery {
     /// Only this entity's scale sets.
     entity_id: Option<uuid::Uuid>,
+    /// How many scale sets at most: 1 to 1000, 500 when absent.
+    #[param(minimum = 1, maximum = 1000)]
+    limit: Option<u32>,
+    /// The `next_cursor` of the previous page, as it was answered; absent for the first page.
+    cursor: Option<String>,
 }
 
-/// Every scale set (or one entity's), with state and reason; events only on show.
+/// The scale sets (or one entity's), one page at a time, with state and reason; events only on
+/// show.
 #[utoipa::path(get, path = "/api/v1/scale-sets", tag = "scale-sets",
+    operation_id = "list_scale_sets",
     params(ListQuery),
-    responses((status = 200, body = ScaleSetList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)))]
+    responses((status = 200, description = "One page of scale sets, by name then runner group (`next_cursor` is null on the last page)", body = ScaleSetList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)))]
 pub(crate) async fn list(
     State(state): State<Arc<AppState>>,
     Params(query): Params<ListQuery>,
@@ -274,7 +283,7 @@ pub(crate) async fn list(
         .into_iter()
         .map(|e| (e.id, e.kind))
         .collect();
-    let mut items: Vec<ScaleSet> = all
+    let items: Vec<ScaleSet> = all
         .iter()
         .map(|s| {
             let mut shown = view::scale_set(s, &[]);
@@ -284,20 +293,32 @@ pub(crate) async fn list(
             shown
         })
         .collect();
-    items.sort_by(|a, b| {
-        (&a.spec.name, &a.spec.runner_group, a.id).cmp(&(&b.spec.name, &b.spec.runner_group, b.id))
-    });
     let not_declared = items.iter().filter(|s| !s.declared).count();
+    let (items, next_cursor) = page(
+        "scale-sets",
+        items,
+        |s| {
+            vec![
+                s.spec.name.clone(),
+                s.spec.runner_group.clone(),
+                s.id.to_string(),
+            ]
+        },
+        (query.limit, state.limits.page_size),
+        query.cursor.as_deref(),
+    )?;
     Ok(Json(ScaleSetList {
         items,
         not_declared: u32::try_from(not_declared).unwrap_or(u32::MAX),
+        next_cursor,
     }))
 }
 
 /// One scale set with its newest events.
 #[utoipa::path(get, path = "/api/v1/scale-sets/{id}", tag = "scale-sets",
+    operation_id = "show_scale_set",
     params(("id" = uuid::Uuid, Path, description = "The scale set's id")),
-    responses((status = 200, body = ScaleSet), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 200, description = "The scale set with its newest events", body = ScaleSet), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub(crate) async fn show(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -311,10 +332,11 @@ pub(crate) async fn show(
 /// change up on its next watch (a changed spec restarts the scale set's task, which re-ensures
 /// it and PATCHes labels and settings on GitHub).
 #[utoipa::path(patch, path = "/api/v1/scale-sets/{id}", tag = "scale-sets",
+    operation_id = "update_scale_set",
     params(("id" = uuid::Uuid, Path, description = "The scale set's id")),
     request_body = UpdateScaleSet,
     responses(
-        (status = 200, body = ScaleSet),
+        (status = 200, description = "Updated; the worker serving it takes the change up on its next watch", body = ScaleSet),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 409, description = "stale_generation: changed since read; declared: the scale set is declared in the configuration file (only drain and enable go through the API)", body = ErrorBody),
         (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
@@ -424,7 +446,8 @@ const OURS_UNDECLARED_WITHIN: std::time::Duration = std::time::Duration::from_se
 /// configuration file does not declare (after a database loss: those made through the API),
 /// with the two remedies. One GitHub call per stored entity.
 #[utoipa::path(get, path = "/api/v1/github/ours-undeclared", tag = "scale-sets",
-    responses((status = 200, body = OursUndeclaredList), (status = 401, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    operation_id = "list_ours_undeclared",
+    responses((status = 200, description = "The undeclared scale sets found, and the entities GitHub did not list", body = OursUndeclaredList), (status = 401, body = ErrorBody), (status = 503, description = "The store does not answer; retry later", body = ErrorBody)))]
 pub(crate) async fn ours_undeclared(
     State(state): State<Arc<AppState>>,
 ) -> Result<Json<OursUndeclaredList>, ApiError> {
@@ -508,9 +531,10 @@ pub(crate) struct DeleteQuery {
 /// GitHub untouched) unless `force=true`; one never ensured is only removed. The answer's
 /// `reason` says which and why. A worker serving it must let it go first (disable it): 409 `lease_held`.
 #[utoipa::path(delete, path = "/api/v1/scale-sets/{id}", tag = "scale-sets",
+    operation_id = "delete_scale_set",
     params(("id" = uuid::Uuid, Path, description = "The scale set's id"), DeleteQuery),
     responses(
-        (status = 200, body = DeleteScaleSetResult),
+        (status = 200, description = "What the delete did (deleted, released or left on GitHub) and why", body = DeleteScaleSetResult),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 409, description = "stale_generation, not_drained (instances left), lease_held (a worker serves it) or declared (the configuration file declares it: remove it there first)", body = ErrorBody),
         (status = 502, description = "GitHub refused or failed the delete; the scale set is left disabled, retry the delete", body = ErrorBody),
@@ -650,6 +674,7 @@ async fn delete_held(
 /// keeps its session, so GitHub keeps assigning it jobs that nothing will run, and its worker
 /// keeps its lease, which a delete needs.
 #[utoipa::path(post, path = "/api/v1/scale-sets/{id}/drain", tag = "scale-sets",
+    operation_id = "drain_scale_set",
     params(("id" = uuid::Uuid, Path, description = "The scale set's id")),
     responses(
         (status = 200, description = "Draining (or drained): what is left", body = DrainScaleSetResult),

@@ -11,6 +11,8 @@ use axum::{Json, Router};
 use scaleset_store::ApiToken;
 
 use crate::error::ApiError;
+use crate::extract::Params;
+use crate::page::{PageQuery, page};
 use crate::state::AppState;
 use crate::v1::{ErrorBody, Token, TokenList};
 use crate::view;
@@ -39,20 +41,31 @@ async fn all(state: &AppState) -> Result<Vec<ApiToken>, ApiError> {
         }))
 }
 
-/// Every API token, by name (never their text).
+/// The API tokens, by name (never their text), one page at a time.
 #[utoipa::path(get, path = "/api/v1/tokens", tag = "tokens",
-    responses((status = 200, body = TokenList), (status = 401, body = ErrorBody)))]
-pub(crate) async fn list(State(state): State<Arc<AppState>>) -> Result<Json<TokenList>, ApiError> {
+    operation_id = "list_tokens",
+    params(PageQuery),
+    responses((status = 200, description = "One page of API tokens, by name, never their text (`next_cursor` is null on the last page)", body = TokenList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)))]
+pub(crate) async fn list(
+    State(state): State<Arc<AppState>>,
+    Params(query): Params<PageQuery>,
+) -> Result<Json<TokenList>, ApiError> {
     let tokens = all(&state).await?;
-    Ok(Json(TokenList {
-        items: tokens.iter().map(record).collect(),
-    }))
+    let (items, next_cursor) = page(
+        "tokens",
+        tokens.iter().map(record).collect(),
+        |t: &Token| vec![t.name.clone(), t.id.to_string()],
+        (query.limit, state.limits.page_size),
+        query.cursor.as_deref(),
+    )?;
+    Ok(Json(TokenList { items, next_cursor }))
 }
 
 /// Revokes a token, by id or name: requests with it are refused from now on.
 #[utoipa::path(delete, path = "/api/v1/tokens/{token}", tag = "tokens",
+    operation_id = "revoke_token",
     params(("token" = String, Path, description = "The token's id or name")),
-    responses((status = 200, body = Token), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 200, description = "Revoked: the token as it was", body = Token), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub(crate) async fn revoke(
     State(state): State<Arc<AppState>>,
     Path(wanted): Path<String>,

@@ -22,6 +22,7 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
 /// is how to watch it. The drain lasts until the worker stops (or restarts): stop it once
 /// `drained` is true.
 #[utoipa::path(post, path = "/api/v1/workers/{name}/drain", tag = "workers",
+    operation_id = "drain_worker",
     params(("name" = String, Path, description = "The worker's name (`worker.name`)")),
     responses(
         (status = 200, description = "Draining (or drained): how many leases it still holds", body = DrainWorkerResult),

@@ -493,15 +493,31 @@ pub struct ScaleSet {
     pub updated_at: String,
 }
 
-/// `GET /api/v1/scale-sets`: by name, then runner group (events are not included).
+/// `GET /api/v1/scale-sets`: one page, by name, then runner group, then id (events are not
+/// included).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ScaleSetList {
-    /// The items.
+    /// The items of this page.
     pub items: Vec<ScaleSet>,
-    /// How many of the items are not declared in the server's configuration file: they exist
-    /// only in the database, and are lost on a database loss.
+    /// How many of the listed scale sets (every page's, not only this one's) are not declared
+    /// in the server's configuration file: they exist only in the database, and are lost on a
+    /// database loss.
     #[serde(default)]
     pub not_declared: u32,
+    /// Pass it as `cursor` to get the next page; null on the last page.
+    #[serde(default)]
+    pub next_cursor: Option<String>,
+}
+
+impl super::Paged for ScaleSetList {
+    fn next_cursor(&self) -> Option<&str> {
+        self.next_cursor.as_deref()
+    }
+
+    fn append(&mut self, next: Self) {
+        self.items.extend(next.items);
+        self.next_cursor = next.next_cursor;
+    }
 }
 
 /// `GET /api/v1/github/ours-undeclared`: scale sets on GitHub that carry this controller's

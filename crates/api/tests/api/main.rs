@@ -10,6 +10,7 @@ mod helpers;
 mod input;
 mod instance_facing;
 mod openapi;
+mod pages;
 mod plan;
 mod resources;
 mod scale_sets;

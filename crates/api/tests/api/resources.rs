@@ -283,7 +283,10 @@ async fn entities_of_every_kind(backend: Backend) {
 async fn instances_on_an_empty_store(backend: Backend) {
     let app = App::start(backend, "instances_on_an_empty_store").await;
     let all = app.call("GET", "/api/v1/instances", None).await;
-    assert_eq!((all.status, &all.json), (200, &json!({"items": []})));
+    assert_eq!(
+        (all.status, &all.json),
+        (200, &json!({"items": [], "next_cursor": null}))
+    );
     app.call("GET", "/api/v1/instances/linux-abcdefgh", None)
         .await
         .error(404, "not_found");
