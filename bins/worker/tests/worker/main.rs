@@ -984,7 +984,7 @@ fn completions_and_the_man_page_name_the_worker_commands_and_a_usage_error_exits
         .unwrap();
     assert_eq!(bash.status.code(), Some(0), "{bash:?}");
     let script = String::from_utf8_lossy(&bash.stdout);
-    assert!(script.contains("complete -F _scaleset-worker"), "{script}");
+    assert!(script.contains("complete -F _scaleset__worker"), "{script}");
     assert!(script.contains("decommission"), "{script}");
     let dir = tempfile::tempdir().unwrap();
     let man = std::process::Command::new(BIN)
