@@ -11,7 +11,8 @@ use crate::settings::{Flags, Token};
 /// The command-line client of scaleset-server's REST API.
 ///
 /// Exit codes: 0 done (plan: no changes); 1 error; 2 refused (a scale set refused adoption,
-/// apply refused) or plan has changes.
+/// apply refused) or changes pending (plan, decommission); 3 partially done (busy runners
+/// left).
 #[derive(Debug, Parser)]
 #[command(name = "scalesetctl", version, max_term_width = 100)]
 pub(crate) struct Cli {
@@ -25,6 +26,43 @@ pub(crate) struct Cli {
     pub(crate) color: ColorChoice,
     #[command(subcommand)]
     pub(crate) command: Command,
+}
+
+/// `import garm --help` as it should read: the global connection flags described as GARM's
+/// (there they name GARM and read no environment, file or default), `--token` and `--config`
+/// left out. `None` for any other error or help, which clap's text serves.
+pub(crate) fn garm_help(error: &clap::Error, args: &[String]) -> Option<String> {
+    use clap::CommandFactory as _;
+    if error.kind() != clap::error::ErrorKind::DisplayHelp
+        || !args.windows(2).any(|w| w[0] == "import" && w[1] == "garm")
+    {
+        return None;
+    }
+    let mut command = Cli::command();
+    // Global flags reach the subcommands only when the command is built.
+    command.build();
+    let garm = command
+        .find_subcommand_mut("import")?
+        .find_subcommand_mut("garm")?
+        .clone()
+        .mut_arg("url", |a| {
+            a.help(
+                "GARM's URL, e.g. http://garm.internal:9997 (required; SCALESET_URL is not read)",
+            )
+        })
+        .mut_arg("token_file", |a| {
+            a.help("A file holding GARM's JWT; or --username with --password-file")
+        })
+        .mut_arg("ca_bundle", |a| {
+            a.help("CA certificates (PEM) to trust for an https:// GARM")
+        })
+        .mut_arg("timeout", |a| {
+            a.help("How long one request to GARM may take [default: 60s]")
+        })
+        .mut_arg("token", |a| a.hide(true))
+        .mut_arg("config", |a| a.hide(true));
+    let mut garm = garm;
+    Some(garm.render_help().to_string())
 }
 
 /// Where the server is and how to authenticate (flags win over the environment, which wins
@@ -103,6 +141,9 @@ pub(crate) enum Command {
     /// Scale sets: their state, provenance, evidence and events.
     #[command(subcommand, name = "scale-set", visible_alias = "scale-sets")]
     ScaleSet(ScaleSetCommand),
+    /// What happened to the scale sets and why (every scale set's, or one's), oldest first;
+    /// --follow keeps printing new ones until Ctrl-C.
+    Events(EventsArgs),
     /// Provider instances running runners.
     #[command(subcommand, visible_alias = "instances")]
     Instance(InstanceCommand),
@@ -136,9 +177,46 @@ pub(crate) enum Command {
     /// Tear down everything this controller owns, and nothing else: prints the plan (delete,
     /// detach, wait, kill or skip per runner, instance, scale set, session and record, with
     /// why); applies it only with --apply --digest. Needs a server started with --with-worker
-    /// (docs/operations.md, "Decommission"). Exit 2 when the plan changed since it was
-    /// reviewed, or busy runners were left.
+    /// (docs/operations.md, "Decommission"). Exit 2 when the plan has work in it (not applied)
+    /// or changed since it was reviewed; 3 when busy runners were left.
     Decommission(DecommissionArgs),
+    /// Print the shell completion script (bash, zsh, fish, elvish, powershell), e.g.
+    /// `scalesetctl completions bash > ~/.local/share/bash-completion/completions/scalesetctl`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: crate::manual::Shell,
+    },
+    /// Print the man page (or write one per command with --dir), e.g.
+    /// `scalesetctl man --dir ~/.local/share/man/man1`.
+    Man {
+        /// Write one page per command (`scalesetctl.1`, `scalesetctl-scale-set.1`, …) into
+        /// this directory instead of the main page to stdout.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+}
+
+/// `events`.
+#[derive(Debug, Args)]
+pub(crate) struct EventsArgs {
+    /// Only this scale set's (name, id or id prefix).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) scale_set: Option<String>,
+    /// Only events since then: a duration ago ("10m", "2h") or an RFC 3339 time
+    /// ("2026-12-06T10:00:00Z"); a repeated event counts by its last occurrence.
+    #[arg(long, value_name = "WHEN")]
+    pub(crate) since: Option<String>,
+    /// At most this many, the newest (1 to 1000).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(crate) limit: u32,
+    /// Keep printing new events as they are recorded (with -o json: one object per line),
+    /// until Ctrl-C.
+    #[arg(long, short = 'f')]
+    pub(crate) follow: bool,
+    /// How often --follow asks the server.
+    #[arg(long, value_name = "DURATION", default_value = "2s")]
+    pub(crate) interval: String,
 }
 
 /// `decommission`: its scope and flags (those of `scaleset-worker decommission`).

@@ -75,6 +75,18 @@ impl ApiError {
             _ => None,
         }
     }
+
+    /// The code `-o json` prints for this failure: the server's, or one of the client's own
+    /// (`unreachable`, `timeout`, `not_scaleset`, `invalid_answer`).
+    pub(crate) fn json_code(&self) -> &str {
+        match self {
+            Self::Status { body: Some(b), .. } => &b.code,
+            Self::Status { status, .. } if *status == StatusCode::NOT_FOUND => "not_scaleset",
+            Self::Status { .. } | Self::Decode { .. } | Self::Body { .. } => "invalid_answer",
+            Self::Unreachable { .. } => "unreachable",
+            Self::Timeout { .. } => "timeout",
+        }
+    }
 }
 
 impl fmt::Display for ApiError {
@@ -88,6 +100,15 @@ impl fmt::Display for ApiError {
                 while let Some(c) = cause {
                     last = c.to_string();
                     cause = c.source();
+                }
+                // rustls reading a plain-HTTP answer as a TLS record.
+                if last.contains("InvalidContentType") || last.contains("corrupt message") {
+                    let plain = url.replacen("https://", "http://", 1);
+                    return write!(
+                        f,
+                        "{last}: the server speaks plain HTTP, not HTTPS; use {plain} (or \
+                         configure server.tls_cert_file and server.tls_key_file on the server)"
+                    );
                 }
                 write!(
                     f,
@@ -116,17 +137,25 @@ impl fmt::Display for ApiError {
                     }
                     f.write_str(")")?;
                 }
+                if body.is_none() && *status == StatusCode::NOT_FOUND {
+                    return f.write_str(
+                        " without scaleset's error body: the server there is not a \
+                         scaleset-server (or not its API); give the URL scaleset-server listens \
+                         on with --url, SCALESET_URL or url in the configuration file",
+                    );
+                }
                 if *status == StatusCode::UNAUTHORIZED {
                     match token_source {
+                        // The server's message says how to create one; the demo mints its own.
                         Some(source) => write!(
                             f,
-                            "; the token from {source} was refused: create a new one with \
-                             `scaleset-server token create NAME`"
+                            "; the token from {source} was refused (against the demo, use the \
+                             token its banner printed: it mints a new one at each start)"
                         )?,
                         None => f.write_str(
-                            "; no token was given: create one with `scaleset-server token \
-                             create NAME` and pass it with --token-file, SCALESET_TOKEN or \
-                             token_file in the configuration file",
+                            "; no token was given: pass it with --token-file, SCALESET_TOKEN \
+                             or token_file in the configuration file (the demo's banner prints \
+                             one)",
                         )?,
                     }
                 }

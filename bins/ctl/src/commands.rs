@@ -6,6 +6,7 @@ mod controller;
 mod credential;
 mod decommission;
 mod entity;
+mod events;
 mod fleet;
 mod import;
 mod instance;
@@ -25,6 +26,8 @@ use crate::client::Api;
 use crate::exit::Outcome;
 use crate::output::{Format, Output};
 use crate::settings::Settings;
+
+pub(crate) use pick::NotFound;
 
 /// What every command works with.
 pub(crate) struct Ctx<'a> {
@@ -67,6 +70,18 @@ pub(crate) fn print_err(line: &str) {
 
 /// Runs the command.
 pub(crate) async fn run(cli: Cli, env: &BTreeMap<String, String>, out: &Output) -> Result<Outcome> {
+    // Nothing to connect to: generated from the command line's definition.
+    match &cli.command {
+        Command::Completions { shell } => {
+            print(&crate::manual::completions(*shell));
+            return Ok(Outcome::Done);
+        }
+        Command::Man { dir } => {
+            print(&crate::manual::man(dir.as_deref())?);
+            return Ok(Outcome::Done);
+        }
+        _ => {}
+    }
     // GARM's URL and token are not scaleset-server's: resolve nothing from the environment.
     if let Command::Import(ImportCommand::Garm(args)) = cli.command {
         return import::garm(&cli.connection, args, out).await;
@@ -86,6 +101,7 @@ pub(crate) async fn run(cli: Cli, env: &BTreeMap<String, String>, out: &Output) 
         Command::Credential(command) => credential::run(&ctx, command).await,
         Command::Entity(command) => entity::run(&ctx, command).await,
         Command::ScaleSet(command) => scale_set::run(&ctx, command).await,
+        Command::Events(args) => events::run(&ctx, args).await,
         Command::Instance(command) => instance::run(&ctx, command).await,
         Command::Token(command) => token::run(&ctx, command).await,
         Command::Worker(command) => worker::run(&ctx, command).await,
@@ -97,6 +113,7 @@ pub(crate) async fn run(cli: Cli, env: &BTreeMap<String, String>, out: &Output) 
             import::garm(&cli.connection, args, out).await
         }
         Command::Decommission(args) => decommission::run(&ctx, args).await,
+        Command::Completions { .. } | Command::Man { .. } => Ok(Outcome::Done),
     }
 }
 

@@ -1,10 +1,13 @@
-//! The process exit code, decided in one place so that scripts can rely on it:
+//! The process exit code, decided in one place so that scripts can rely on it. The table is the
+//! one every scaleset binary follows (`scaleset_app::Exit` for the server and the worker;
+//! docs/cli.md, "Exit codes"):
 //!
 //! | code | meaning |
 //! | --- | --- |
-//! | 0 | done; for `plan`: nothing to change |
+//! | 0 | done; for `plan` and `decommission`: nothing to change |
 //! | 1 | an error: bad usage, configuration, the server unreachable, refused the token, answered 4xx/5xx |
-//! | 2 | refused or changes pending: a scale set was refused adoption, `plan` has changes, `apply` was refused (the plan is stale or holds refusals) |
+//! | 2 | refused or changes pending: a scale set was refused adoption, `plan` or a `decommission` plan has work in it, `apply` or `decommission --apply` was refused (the plan is stale or holds refusals) |
+//! | 3 | partially done: `decommission --apply` left busy runners |
 
 use std::process::ExitCode;
 
@@ -15,8 +18,10 @@ pub(crate) enum Outcome {
     Done,
     /// The request was answered, and the answer is a refusal (adoption refused, apply refused).
     Refused,
-    /// `plan` found changes to make.
+    /// `plan` (or a decommission plan) found changes to make.
     Changes,
+    /// Partially done: busy runners were left.
+    Partial,
 }
 
 /// The exit code of a command's result. An error is printed by the caller first.
@@ -24,6 +29,7 @@ pub(crate) fn code(result: &anyhow::Result<Outcome>) -> ExitCode {
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::Refused | Outcome::Changes) => ExitCode::from(2),
+        Ok(Outcome::Partial) => ExitCode::from(3),
         Err(_) => ExitCode::FAILURE,
     }
 }

@@ -101,6 +101,7 @@ impl Settings {
         ])
         .unwrap_or_else(|| (DEFAULT_URL.to_owned(), "the default".to_owned()));
         let url = parse_url(&url_text).with_context(|| format!("{url_source} is not usable"))?;
+        let url = without_api_prefix(url);
 
         let (token, token_source) = match resolve_token(flags, env, &file, base, &shown)? {
             Some((token, source)) => (Some(token), Some(source)),
@@ -266,9 +267,22 @@ fn relative(base: Option<&Path>, path: &Path) -> PathBuf {
 }
 
 pub(crate) fn parse_url(text: &str) -> Result<Url> {
-    let url = Url::parse(text.trim()).map_err(|e| anyhow!("{text:?} is not a URL: {e}"))?;
+    // `127.0.0.1:8080` is "a relative URL" to the parser, `localhost:8080` one of scheme
+    // `localhost`: both are a host and port without their scheme.
+    let scheme_hint = |text: &str| {
+        if text.contains("://") {
+            String::new()
+        } else {
+            format!("; write the scheme too: http://{}", text.trim())
+        }
+    };
+    let url = Url::parse(text.trim())
+        .map_err(|e| anyhow!("{text:?} is not a URL: {e}{}", scheme_hint(text)))?;
     if !matches!(url.scheme(), "http" | "https") {
-        bail!("{text:?}: the server URL must be http:// or https://");
+        bail!(
+            "{text:?}: the server URL must be http:// or https://{}",
+            scheme_hint(text)
+        );
     }
     if url.host_str().is_none_or(str::is_empty) {
         bail!("{text:?}: the server URL has no host");
@@ -277,6 +291,17 @@ pub(crate) fn parse_url(text: &str) -> Result<Url> {
         bail!("{text:?}: the server URL must not have a query or fragment");
     }
     Ok(url)
+}
+
+/// The server's base URL without a trailing `/api/v1` (the demo's banner shows the API at
+/// `…/api/v1`, and requests add it again).
+pub(crate) fn without_api_prefix(mut url: Url) -> Url {
+    let path = url.path().trim_end_matches('/');
+    if let Some(base) = path.strip_suffix("/api/v1") {
+        let base = base.to_owned();
+        url.set_path(&base);
+    }
+    url
 }
 
 /// The one grammar of every door ([`scaleset_duration`]: `"30s"`, `"1m30s"`, `"7d"`, a bare

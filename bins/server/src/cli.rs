@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 pub(crate) use scaleset_app::console::LogFormat;
+use scaleset_app::manual::{ManArgs, Shell};
 
 /// The scaleset REST API server.
 #[derive(Debug, Parser)]
@@ -30,6 +31,29 @@ pub(crate) struct Args {
     pub(crate) command: Option<Command>,
 }
 
+/// `demo --help` as it should read: without `--config` and `--with-worker` (the demo makes its
+/// own configuration and always runs the worker) and with the demo's log level, `warn`.
+/// `None` for any other error or help, which clap's text serves.
+#[cfg(feature = "demo")]
+pub(crate) fn demo_help(error: &clap::Error, args: &[String]) -> Option<String> {
+    use clap::CommandFactory as _;
+    if error.kind() != clap::error::ErrorKind::DisplayHelp || !args.iter().any(|a| a == "demo") {
+        return None;
+    }
+    let mut command = Args::command();
+    // Global flags reach the subcommands only when the command is built.
+    command.build();
+    let mut demo = command
+        .find_subcommand_mut("demo")?
+        .clone()
+        .mut_arg("config", |a| a.hide(true))
+        .mut_arg("with_worker", |a| a.hide(true))
+        .mut_arg("log_format", |a| {
+            a.help("Log format; the level is set by RUST_LOG (default: warn)")
+        });
+    Some(demo.render_help().to_string())
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
@@ -38,6 +62,15 @@ pub(crate) enum Command {
     /// Manage API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Print the shell completion script (bash, zsh, fish, elvish, powershell), e.g.
+    /// `scaleset-server completions bash > /etc/bash_completion.d/scaleset-server`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+    /// Print the man page (or write one per command with --dir).
+    Man(ManArgs),
     /// Run the whole product on this machine: simulated GitHub, fake cloud, SQLite, worker,
     /// API and status page, in one process (no --config; docs/quickstart.md).
     #[cfg(feature = "demo")]

@@ -90,9 +90,11 @@ fn banner(demo: &Demo, api: &str, token: &str) -> String {
          \x20 simulated GitHub  {github}   (organization acme; control API under /_sim/)\n\
          \x20 data directory    {data}\n\
          \n\
-         Try:\n\
-         \x20 {ctl} --url {api} --token {token} scale-set list\n\
-         \x20 {ctl} --url {api} --token {token} instance list --scale-set linux-x64\n\
+         Try (the token in the environment, not on the command line, where the process list\n\
+         shows it to every local user):\n\
+         \x20 export SCALESET_URL={api} SCALESET_TOKEN={token}\n\
+         \x20 {ctl} scale-set list\n\
+         \x20 {ctl} instance list --scale-set linux-x64\n\
          \n\
          Rehearse a disaster: Ctrl-C, delete {db}, run the same command again\n\
          (docs/quickstart.md). Ctrl-C stops everything; --reset starts over.\n",

@@ -7,8 +7,9 @@
 //! the whole product on one machine with no configuration (`scaleset-demo`). Thin on purpose:
 //! the wiring lives in `scaleset-app`, the behaviour in `scaleset-api` and `scaleset-control`.
 //!
-//! Exit codes: 0 after a clean shutdown, 2 for an invalid command line or configuration
-//! (nothing was opened), 1 when starting or serving failed.
+//! Exit codes (`scaleset_app::Exit`, the table in docs/cli.md): 0 after a clean shutdown, 2 for
+//! an invalid configuration (nothing was opened), 1 for a command line not understood, or when
+//! starting or serving failed.
 
 mod cli;
 #[cfg(feature = "demo")]
@@ -18,9 +19,9 @@ mod token;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
-use clap::Parser as _;
+use clap::{CommandFactory as _, Parser as _};
 use scaleset_app::console::init_tracing;
-use scaleset_app::{App, Deferred, Env, Stopped, errln, outln};
+use scaleset_app::{App, Deferred, Env, Exit, Stopped, errln, outln};
 use scaleset_config::Config;
 use tokio_util::sync::CancellationToken;
 
@@ -30,9 +31,35 @@ fn main() -> ExitCode {
     // First of all: a SIGTERM or SIGINT from here on waits for the handlers `serve` (or the
     // demo) installs, then stops the server cleanly (issue 36).
     let signals = Deferred::block();
-    let args = Args::parse();
+    let args = match Args::try_parse() {
+        Ok(args) => args,
+        Err(e) => {
+            #[cfg(feature = "demo")]
+            if let Some(help) = cli::demo_help(&e, &std::env::args().collect::<Vec<_>>()) {
+                scaleset_app::console::out(&help);
+                return Exit::Done.into();
+            }
+            return Exit::usage(&e).into();
+        }
+    };
+    match &args.command {
+        Some(Command::Completions { shell }) => {
+            return scaleset_app::manual::print_completions(Args::command(), *shell).into();
+        }
+        Some(Command::Man(man)) => {
+            return scaleset_app::manual::print_man(Args::command(), man).into();
+        }
+        _ => {}
+    }
     #[cfg(feature = "demo")]
     if let Some(Command::Demo(demo)) = &args.command {
+        if args.config.is_some() || args.with_worker {
+            errln!(
+                "scaleset-server demo: the demo takes no --config or --with-worker: it makes its \
+                 own configuration and always runs the worker (scaleset-server demo --help)"
+            );
+            return Exit::Failed.into();
+        }
         init_tracing(args.log_format, "warn");
         // The demo's store keeps the default pool of 8 connections.
         return block_on(8, demo::run(demo.clone(), signals));
@@ -40,23 +67,23 @@ fn main() -> ExitCode {
     let env = Env::from_process();
     let Some(path) = args.config.clone() else {
         errln!("scaleset-server: --config FILE is required (docs/configuration.md)");
-        return ExitCode::from(2);
+        return Exit::Refused.into();
     };
     let config = match Config::load(&path, &env.vars) {
         Ok(config) => config,
         Err(e) => {
             errln!("scaleset-server: {e}");
-            return ExitCode::from(2);
+            return Exit::Refused.into();
         }
     };
     if args.check {
         // Every file and directory the configuration names, as the process will use them.
         if let Err(e) = config.check_files(&path.display().to_string()) {
             errln!("scaleset-server: {e}");
-            return ExitCode::from(2);
+            return Exit::Refused.into();
         }
         outln!("configuration ok");
-        return ExitCode::SUCCESS;
+        return Exit::Done.into();
     }
     init_tracing(args.log_format, "info");
     block_on(config.store.configured_pool_size(), async move {
@@ -68,7 +95,8 @@ fn main() -> ExitCode {
                 token::run(app.store().as_ref(), command).await
             }
             Some(Command::Serve) | None => serve(&config, &env, args.with_worker, signals).await,
-            // main runs the demo before any configuration is read.
+            // main runs these before any configuration is read.
+            Some(Command::Completions { .. } | Command::Man(_)) => Ok(()),
             #[cfg(feature = "demo")]
             Some(Command::Demo(_)) => anyhow::bail!("the demo takes no --config"),
         }
@@ -82,15 +110,15 @@ fn block_on(pool_size: u32, work: impl std::future::Future<Output = Result<()>>)
         Ok(runtime) => runtime,
         Err(e) => {
             errln!("scaleset-server: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
+            return Exit::Failed.into();
         }
     };
     match runtime.block_on(work) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => Exit::Done.into(),
         Err(e) => {
             tracing::error!(error = format!("{e:#}"), "scaleset-server stopped");
             errln!("scaleset-server: {e:#}");
-            ExitCode::FAILURE
+            Exit::Failed.into()
         }
     }
 }

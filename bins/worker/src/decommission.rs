@@ -2,19 +2,21 @@
 //! as reviewed (`--digest`). The decisions are the control crate's decommission planner's; this
 //! reads the arguments and prints.
 //!
-//! Exit codes: 0 (planned, or applied with nothing of ours left), 2 (invalid arguments or
-//! configuration), 1 (a read or a step failed, or the plan changed since it was reviewed),
-//! 3 (applied, but busy runners of ours were left: see the output).
+//! Exit codes (`scaleset_app::Exit`, the table in docs/cli.md, the same as `scalesetctl
+//! decommission`'s): 0 (a plan with nothing to do, or applied with nothing of ours left), 1 (bad
+//! arguments, a read or a step failed), 2 (a plan with work in it, shown and not applied; or
+//! refused: the plan changed since it was reviewed, or the configuration is invalid), 3
+//! (applied, but busy runners of ours were left: see the output).
 
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use scaleset_app::decommission_types::{
-    DecommissionAct, DecommissionOptions, DecommissionPlan, DecommissionWhy, PlanDigest,
-    parse_scope,
+    DecommissionAct, DecommissionError, DecommissionOptions, DecommissionPlan, DecommissionWhy,
+    PlanDigest, parse_scope,
 };
-use scaleset_app::{Env, errln, outln};
+use scaleset_app::{Env, Exit, errln, outln};
 use scaleset_config::Config;
 use tokio_util::sync::CancellationToken;
 
@@ -61,7 +63,7 @@ pub(crate) fn main(path: &Path, config: &Config, env: &Env, args: &DecommissionA
         Ok(scope) => scope,
         Err(e) => {
             errln!("scaleset-worker decommission: {e}");
-            return ExitCode::from(2);
+            return Exit::Failed.into();
         }
     };
     let options = DecommissionOptions {
@@ -78,10 +80,12 @@ pub(crate) fn main(path: &Path, config: &Config, env: &Env, args: &DecommissionA
         Ok(runtime) => runtime,
         Err(e) => {
             errln!("scaleset-worker decommission: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
+            return Exit::Failed.into();
         }
     };
-    runtime.block_on(run(path, config, env, args, &options))
+    runtime
+        .block_on(run(path, config, env, args, &options))
+        .into()
 }
 
 async fn run(
@@ -90,12 +94,12 @@ async fn run(
     env: &Env,
     args: &DecommissionArgs,
     options: &DecommissionOptions,
-) -> ExitCode {
+) -> Exit {
     let site = match scaleset_app::decommission(config, env, !args.no_database).await {
         Ok(site) => site,
         Err(e) => {
             errln!("scaleset-worker decommission: {}", chain(&e));
-            return ExitCode::FAILURE;
+            return Exit::Failed;
         }
     };
     outln!("records: {}", site.records);
@@ -106,7 +110,7 @@ async fn run(
                 "scaleset-worker decommission: planning failed: {}",
                 chain(&e)
             );
-            return ExitCode::FAILURE;
+            return Exit::Failed;
         }
     };
     print_plan(&plan);
@@ -118,14 +122,22 @@ async fn run(
             flags(args),
             plan.digest
         );
-        return ExitCode::SUCCESS;
+        return if has_work(&plan) {
+            Exit::Refused
+        } else {
+            Exit::Done
+        };
     };
     let cancel = CancellationToken::new();
     let report = match site.decommission.apply(options, reviewed, &cancel).await {
         Ok(report) => report,
+        Err(e @ DecommissionError::StaleDecommission { .. }) => {
+            errln!("scaleset-worker decommission: refused: {}", chain(&e));
+            return Exit::Refused;
+        }
         Err(e) => {
             errln!("scaleset-worker decommission: {}", chain(&e));
-            return ExitCode::FAILURE;
+            return Exit::Failed;
         }
     };
     for (item, outcome) in &report.done {
@@ -141,10 +153,17 @@ async fn run(
     }
     if busy_left {
         outln!("busy runners of ours were left: decommission again later, or with --force-busy");
-        return ExitCode::from(3);
+        return Exit::Partial;
     }
     outln!("decommissioned: nothing of ours is left in scope");
-    ExitCode::SUCCESS
+    Exit::Done
+}
+
+/// Whether carrying the plan out would change anything (a plan of skips alone would not).
+fn has_work(plan: &DecommissionPlan) -> bool {
+    plan.items
+        .iter()
+        .any(|item| item.act != DecommissionAct::Skip)
 }
 
 fn print_plan(plan: &DecommissionPlan) {

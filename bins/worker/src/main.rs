@@ -4,8 +4,9 @@
 //! `worker.listen`, and runs until SIGTERM or SIGINT. Thin on purpose: the wiring lives in
 //! `scaleset-app`, the behaviour in `scaleset-control`.
 //!
-//! Exit codes: 0 after a clean shutdown, 2 for an invalid configuration (nothing was opened),
-//! 1 when starting failed (database, lock, port) or the loop failed.
+//! Exit codes (`scaleset_app::Exit`, the table in docs/cli.md): 0 after a clean shutdown, 2 for
+//! an invalid configuration (nothing was opened), 1 for a command line not understood, or when
+//! starting failed (database, lock, port) or the loop failed.
 //!
 //! `scaleset-worker decommission --config FILE` tears down what this controller owns, with no
 //! server and with or without its database (`decommission.rs`, docs/operations.md
@@ -17,9 +18,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
-use clap::Parser;
+use clap::{CommandFactory as _, Parser};
 use scaleset_app::console::{LogFormat, init_tracing};
-use scaleset_app::{App, Deferred, Env, Stopped, errln, outln};
+use scaleset_app::manual::{ManArgs, Shell};
+use scaleset_app::{App, Deferred, Env, Exit, Stopped, errln, outln};
 use scaleset_config::Config;
 use tokio_util::sync::CancellationToken;
 
@@ -46,23 +48,44 @@ enum Command {
     /// Tears down everything this controller owns, and nothing else: prints the plan, applies
     /// it with --apply --digest (docs/operations.md, "Decommission").
     Decommission(decommission::DecommissionArgs),
+    /// Print the shell completion script (bash, zsh, fish, elvish, powershell), e.g.
+    /// `scaleset-worker completions bash > /etc/bash_completion.d/scaleset-worker`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+    /// Print the man page (or write one per command with --dir).
+    Man(ManArgs),
 }
 
 fn main() -> ExitCode {
     // First of all: a SIGTERM or SIGINT from here on waits for the handlers `run` installs,
     // then stops the worker cleanly (issue 36).
     let signals = Deferred::block();
-    let args = Args::parse();
+    let args = match Args::try_parse() {
+        Ok(args) => args,
+        Err(e) => return Exit::usage(&e).into(),
+    };
+    match &args.command {
+        Some(Command::Completions { shell }) => {
+            return scaleset_app::manual::print_completions(Args::command(), *shell).into();
+        }
+        Some(Command::Man(man)) => {
+            return scaleset_app::manual::print_man(Args::command(), man).into();
+        }
+        _ => {}
+    }
     let env = Env::from_process();
     let Some(path) = &args.config else {
         errln!("scaleset-worker: --config FILE is required (the worker's configuration file)");
-        return ExitCode::from(2);
+        return Exit::Refused.into();
     };
     let config = match Config::load(path, &env.vars) {
         Ok(config) => config,
         Err(e) => {
             errln!("scaleset-worker: {e}");
-            return ExitCode::from(2);
+            return Exit::Refused.into();
         }
     };
     if let Some(Command::Decommission(decommission)) = &args.command {
@@ -74,29 +97,29 @@ fn main() -> ExitCode {
         // Every file and directory the configuration names, as the process will use them.
         if let Err(e) = config.check_files(&path.display().to_string()) {
             errln!("scaleset-worker: {e}");
-            return ExitCode::from(2);
+            return Exit::Refused.into();
         }
         outln!("configuration ok");
         // Which App each key is for, without calling GitHub (issue 31).
         for credentials in &config.fleet.credentials {
             outln!("{}", scaleset_config::describe_credentials(credentials));
         }
-        return ExitCode::SUCCESS;
+        return Exit::Done.into();
     }
     init_tracing(args.log_format, "info");
     let runtime = match scaleset_app::runtime(config.store.configured_pool_size()) {
         Ok(runtime) => runtime,
         Err(e) => {
             errln!("scaleset-worker: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
+            return Exit::Failed.into();
         }
     };
     match runtime.block_on(run(&config, &env, signals)) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => Exit::Done.into(),
         Err(e) => {
             tracing::error!(error = format!("{e:#}"), "scaleset-worker stopped");
             errln!("scaleset-worker: {e:#}");
-            ExitCode::FAILURE
+            Exit::Failed.into()
         }
     }
 }

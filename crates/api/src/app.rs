@@ -14,8 +14,8 @@ use axum::response::{IntoResponse, Response};
 use crate::error::ApiError;
 use crate::extract::BodyLimit;
 use crate::routes::{
-    controller, credentials, decommission, entities, health, instance_facing, instances, plan,
-    scale_sets, tokens, workers,
+    controller, credentials, decommission, entities, events, health, instance_facing, instances,
+    plan, scale_sets, tokens, workers,
 };
 use crate::state::AppState;
 
@@ -38,6 +38,7 @@ pub fn router_with(
         .merge(credentials::routes())
         .merge(entities::routes())
         .merge(scale_sets::routes())
+        .merge(events::routes())
         .merge(instances::routes())
         .merge(plan::routes())
         .merge(decommission::routes())

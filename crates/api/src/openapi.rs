@@ -18,8 +18,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    controller, credentials, decommission, entities, health, instance_facing, instances, plan,
-    scale_sets, tokens, workers,
+    controller, credentials, decommission, entities, events, health, instance_facing, instances,
+    plan, scale_sets, tokens, workers,
 };
 use crate::state::AppState;
 use crate::v1;
@@ -42,6 +42,7 @@ use crate::v1;
         credentials::create, credentials::list, credentials::show, credentials::replace, credentials::delete,
         entities::create, entities::list, entities::show, entities::delete,
         scale_sets::create, scale_sets::list, scale_sets::show, scale_sets::update, scale_sets::delete, scale_sets::drain, scale_sets::retry, scale_sets::ours_undeclared,
+        events::list,
         instances::list, instances::list_of, instances::show, instances::delete,
         plan::plan, plan::apply,
         decommission::plan, decommission::apply,
@@ -57,6 +58,7 @@ use crate::v1;
         v1::CreateEntity, v1::Entity, v1::EntityKind, v1::EntityList,
         v1::CreateScaleSet, v1::UpdateScaleSet, v1::ScaleSet, v1::ScaleSetSpec, v1::ScaleSetState, v1::Attention, v1::Provenance, v1::Evidence,
         v1::AdoptionPolicy, v1::Refusal, v1::Event, v1::ScaleSetList, v1::OursUndeclaredList, v1::OursUndeclared, v1::UnlistedEntity, v1::DeleteScaleSetResult, v1::DeleteAction, v1::DrainScaleSetResult, v1::RetryScaleSetResult,
+        v1::EventList, v1::FleetEvent,
         v1::Instance, v1::InstanceStatus, v1::InstanceList, v1::InstanceBootstrap,
         v1::StatusCallback, v1::SystemInfoCallback, v1::CertificateBundle,
         v1::Token, v1::TokenList,

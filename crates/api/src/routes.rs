@@ -5,6 +5,7 @@ pub(crate) mod controller;
 pub(crate) mod credentials;
 pub(crate) mod decommission;
 pub(crate) mod entities;
+pub(crate) mod events;
 pub(crate) mod health;
 pub(crate) mod instance_facing;
 pub(crate) mod instances;

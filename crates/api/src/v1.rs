@@ -13,6 +13,7 @@ mod credentials;
 mod decommission;
 mod entity;
 mod error;
+mod events;
 mod health;
 mod instance;
 mod plan;
@@ -30,6 +31,7 @@ pub use decommission::{
 };
 pub use entity::{CreateEntity, Entity, EntityKind};
 pub use error::{ErrorBody, ErrorCode};
+pub use events::{EventList, FleetEvent};
 pub use health::Readiness;
 pub use instance::{
     CertificateBundle, Instance, InstanceBootstrap, InstanceStatus, StatusCallback,

@@ -33,6 +33,8 @@ mod crash;
 mod decommission;
 mod env;
 mod error;
+pub mod exit;
+pub mod manual;
 mod providers;
 mod rotation;
 mod runtime;
@@ -49,8 +51,13 @@ pub mod decommission_types {
         DecommissionReport, DecommissionScope, DecommissionSubject, DecommissionWhy, PlanDigest,
         parse_scope,
     };
+
+    /// A decommission that failed, or was refused (`StaleDecommission`: the plan changed since
+    /// it was reviewed).
+    pub use scaleset_control::Error as DecommissionError;
 }
 pub use env::Env;
 pub use error::{BuildError, LoopError};
+pub use exit::Exit;
 pub use runtime::{BLOCKING_HEADROOM, blocking_threads, runtime};
 pub use signals::{Deferred, Signals};

@@ -36,6 +36,20 @@ impl Event {
     }
 }
 
+/// Which entries [`EventStore::list_recent_events`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventFilter {
+    /// Only this scale set's entries (every scale set's when `None`).
+    pub scale_set_id: Option<ScaleSetId>,
+    /// Only entries that happened at or after this time (their last occurrence, so a refusal
+    /// rechecked since counts).
+    pub since: Option<Timestamp>,
+    /// Only entries appended after the one with this id (a follower's cursor).
+    pub after: Option<i64>,
+    /// At most this many: the newest of those that match.
+    pub limit: u32,
+}
+
 /// Event trails. There is no delete: entries leave only by retention, which keeps the newest
 /// [`crate::StoreOptions::event_retention`] entries of each scale set. The only update is the
 /// repeat count of the newest entry.
@@ -54,4 +68,8 @@ pub trait EventStore: Send + Sync {
 
     /// The newest `limit` entries, newest first.
     async fn list_events(&self, scale_set_id: ScaleSetId, limit: u32) -> Result<Vec<Event>>;
+
+    /// The newest `filter.limit` entries `filter` matches, of one scale set or all, oldest
+    /// first (in the order they were appended).
+    async fn list_recent_events(&self, filter: EventFilter) -> Result<Vec<Event>>;
 }

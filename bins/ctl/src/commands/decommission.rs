@@ -46,7 +46,12 @@ pub(crate) async fn run(ctx: &Ctx<'_>, args: DecommissionArgs) -> Result<Outcome
             );
             text
         });
-        return Ok(Outcome::Done);
+        // Carrying out a plan of skips alone would change nothing.
+        return Ok(if plan.steps.iter().any(|s| s.act != "skip") {
+            Outcome::Changes
+        } else {
+            Outcome::Done
+        });
     };
     let apply = DecommissionApplyRequest {
         entity: request.entity,
@@ -97,7 +102,7 @@ pub(crate) async fn run(ctx: &Ctx<'_>, args: DecommissionArgs) -> Result<Outcome
         text
     });
     Ok(if applied.busy_left {
-        Outcome::Refused
+        Outcome::Partial
     } else {
         Outcome::Done
     })

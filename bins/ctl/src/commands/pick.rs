@@ -56,7 +56,63 @@ pub(crate) fn pick(what: &str, list: &str, wanted: &str, candidates: &[Candidate
             ),
         }
     }
-    bail!("no {what} is named {wanted:?} or has an id starting with it; `{list}` lists them")
+    let nearest = nearest(wanted, candidates.iter().map(|c| c.name.as_str()));
+    Err(NotFound {
+        message: match nearest {
+            Some(name) => format!(
+                "no {what} is named {wanted:?} or has an id starting with it; did you mean \
+                 {name:?}? `{list}` lists them"
+            ),
+            None => format!(
+                "no {what} is named {wanted:?} or has an id starting with it; `{list}` lists them"
+            ),
+        },
+    }
+    .into())
+}
+
+/// No listed item is the one named (`-o json` answers it as `not_found`).
+#[derive(Debug)]
+pub(crate) struct NotFound {
+    message: String,
+}
+
+impl std::fmt::Display for NotFound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for NotFound {}
+
+/// The stored name closest to `wanted` when it is close enough to be a typo: at most a third
+/// of its characters (and at least one, at most three) edited, case ignored.
+fn nearest<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let wanted = wanted.to_lowercase();
+    let bound = (wanted.chars().count() / 3).clamp(1, 3);
+    names
+        .map(|name| (distance(&wanted, &name.to_lowercase()), name))
+        .filter(|(d, _)| *d <= bound)
+        .min_by_key(|(d, name)| (*d, *name))
+        .map(|(_, name)| name)
+}
+
+/// The Levenshtein distance (insertions, deletions, substitutions), by characters.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 fn describe(many: &[&Candidate]) -> String {
@@ -133,5 +189,21 @@ mod tests {
         );
         // Short prefixes are not ids.
         assert!(pick("scale set", "ls", "bbb", &set).is_err());
+    }
+
+    #[test]
+    fn a_mistyped_name_is_answered_with_the_nearest_stored_one() {
+        let e = pick("scale set", "ls", "linx", &set()).unwrap_err();
+        assert!(e.downcast_ref::<NotFound>().is_some(), "{e}");
+        assert!(e.to_string().contains("did you mean \"linux\"?"), "{e}");
+        let e = pick("scale set", "ls", "MAC", &set())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("did you mean \"mac\"?"), "{e}");
+        let e = pick("scale set", "ls", "windows", &set())
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("did you mean"), "nothing is near: {e}");
+        assert_eq!(distance("kitten", "sitting"), 3);
     }
 }

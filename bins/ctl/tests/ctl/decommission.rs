@@ -102,8 +102,10 @@ fn decommission_through_the_server_deletes_ours_and_leaves_the_foreign() {
     assert_eq!(refused.code, 1, "{refused:?}");
     assert!(refused.stderr.contains("401"), "{refused:?}");
 
-    // The plan changes nothing, and says what it would do and why.
-    let plan = server.ok(&["decommission", "--force-busy"]).stdout;
+    // The plan changes nothing, says what it would do and why, and exits 2: it has work in it.
+    let plan = server.ctl(&["decommission", "--force-busy"]);
+    assert_eq!(plan.code, 2, "{plan:?}");
+    let plan = plan.stdout;
     assert!(
         plan.contains("skip   scale set acme/their-linux") && plan.contains("not provably ours"),
         "the foreign set is shown skipped, with why:\n{plan}"
@@ -180,6 +182,7 @@ fn decommission_through_the_server_deletes_ours_and_leaves_the_foreign() {
     // The records went last: a new plan has nothing of ours (and, with no scale set stored
     // or declared, no runner group to look in).
     let after = server.ok(&["decommission"]).stdout;
+    // (Exit 0: a plan with nothing to do.)
     assert!(
         after.contains("delete 0, detach 0, wait 0, kill 0,") && !after.contains("acme/linux"),
         "nothing of ours is left:\n{after}"
@@ -197,4 +200,46 @@ fn a_server_without_providers_refuses_to_decommission_and_says_where_to_run_it()
             && run.stderr.contains("scaleset-worker decommission --config"),
         "{run:?}"
     );
+}
+
+#[test]
+fn decommission_exits_2_for_a_plan_with_work_and_3_when_busy_runners_are_left() {
+    let server = Server::start();
+    server.with_acme();
+    let run = server.create_scale_set("linux", 3, &["--min-idle", "1"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let (_, set) = server.json(&["scale-set", "show", "linux"]);
+    let github_id = set["github_id"].as_i64().expect("a GitHub id");
+    server
+        .sim
+        .enqueue_jobs(github_id, &scaleset_sim::JobSpec::count(1))
+        .expect("enqueue");
+    server.eventually("one busy and one idle runner of ours", || {
+        let state = server.sim.state();
+        let running = state
+            .jobs_of(github_id)
+            .filter(|j| j.state == "running")
+            .count();
+        (running == 1 && server.cloud.instances().len() == 2).then_some(())
+    });
+    let plan = server.ctl(&["decommission"]);
+    assert_eq!(plan.code, 2, "a plan with work in it: {plan:?}");
+    assert!(
+        plan.stdout.contains("delete runner"),
+        "the idle one: {plan:?}"
+    );
+    let applied = server.ctl(&[
+        "decommission",
+        "--apply",
+        "--digest",
+        &digest_of(&plan.stdout),
+    ]);
+    assert_eq!(applied.code, 3, "busy runners were left: {applied:?}");
+    assert!(
+        applied.stdout.contains("busy runners of ours were left"),
+        "{applied:?}"
+    );
+    let (code, json) = server.json(&["decommission", "--apply", "--digest", &"0".repeat(64)]);
+    assert_eq!(code, 2, "a stale plan is refused: {json}");
+    assert_eq!(json["code"], "stale_plan", "{json}");
 }

@@ -4,8 +4,10 @@
 //! answers (usage, configuration, an unreachable server).
 
 mod decommission;
+mod events;
 mod fleet;
 mod garm;
 mod helpers;
+mod messages;
 mod offline;
 mod online;

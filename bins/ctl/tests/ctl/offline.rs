@@ -136,3 +136,64 @@ fn a_list_whose_cursor_repeats_ends_with_an_error_not_a_loop() {
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("next_cursor \"same\" twice"), "{run:?}");
 }
+
+#[test]
+fn the_bash_completion_script_completes_every_subcommand() {
+    let run = ctl_with_env(&["completions", "bash"], &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout.contains("complete -F _scalesetctl"),
+        "a bash completion function for scalesetctl: {run:?}"
+    );
+    for command in [
+        "scale-set",
+        "events",
+        "decommission",
+        "instance",
+        "completions",
+        "man",
+    ] {
+        assert!(
+            run.stdout.contains(command),
+            "{command} is not completed:\n{}",
+            run.stdout
+        );
+    }
+    for shell in ["zsh", "fish"] {
+        let run = ctl_with_env(&["completions", shell], &[]);
+        assert_eq!(run.code, 0, "{run:?}");
+        assert!(run.stdout.contains("scale-set"), "{shell}: {run:?}");
+    }
+}
+
+#[test]
+fn the_man_page_renders_and_names_the_commands() {
+    let run = ctl_with_env(&["man"], &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l.starts_with(".TH scalesetctl 1")),
+        "a roff page titled scalesetctl(1):\n{}",
+        run.stdout
+    );
+    for command in ["scale\\-set", "events", "decommission", "completions"] {
+        assert!(
+            run.stdout.contains(command),
+            "{command} is not named:\n{}",
+            run.stdout
+        );
+    }
+    let dir = tempfile::tempdir().expect("a directory");
+    let run = ctl_with_env(&["man", "--dir", dir.path().to_str().expect("utf-8")], &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+    for page in [
+        "scalesetctl.1",
+        "scalesetctl-events.1",
+        "scalesetctl-scale-set-create.1",
+    ] {
+        let text = std::fs::read_to_string(dir.path().join(page))
+            .unwrap_or_else(|e| panic!("{page}: {e}"));
+        assert!(text.contains(".TH scalesetctl"), "{page}:\n{text}");
+    }
+}

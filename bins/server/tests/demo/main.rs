@@ -115,11 +115,16 @@ async fn the_demo_serves_its_fleet_and_status_page_and_stops_on_ctrl_c() -> Resu
     assert!(demo.token.starts_with("sst_"), "{}", demo.banner);
     assert!(
         demo.banner.contains(&format!(
-            "--url {} --token {} scale-set list",
+            "export SCALESET_URL={} SCALESET_TOKEN={}\n",
             demo.page.trim_end_matches('/'),
             demo.token
         )),
-        "the scalesetctl commands carry the URL and the token: {}",
+        "the banner passes the URL and the token through the environment: {}",
+        demo.banner
+    );
+    assert!(
+        !demo.banner.contains("--token"),
+        "no token on a command line, where the process list shows it: {}",
         demo.banner
     );
 

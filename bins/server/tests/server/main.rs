@@ -813,3 +813,52 @@ fn check_refuses_files_and_directories_the_server_could_not_use_naming_each_key(
         "{stderr}"
     );
 }
+
+#[test]
+fn completions_and_the_man_page_name_the_server_commands_and_a_usage_error_exits_1() {
+    let bash = Command::new(BIN)
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    assert_eq!(bash.status.code(), Some(0), "{bash:?}");
+    let script = String::from_utf8_lossy(&bash.stdout);
+    assert!(script.contains("complete -F _scaleset__server"), "{script}");
+    for command in ["serve", "token", "demo", "man"] {
+        assert!(script.contains(command), "{command}:\n{script}");
+    }
+    let man = Command::new(BIN).arg("man").output().unwrap();
+    assert_eq!(man.status.code(), Some(0), "{man:?}");
+    let page = String::from_utf8_lossy(&man.stdout);
+    assert!(
+        page.lines().any(|l| l.starts_with(".TH scaleset-server 1")),
+        "{page}"
+    );
+    assert!(page.contains("token") && page.contains("demo"), "{page}");
+    // 2 means "refused" in the table of exit codes (docs/cli.md); a typo is an error.
+    let typo = Command::new(BIN).arg("--bogus").output().unwrap();
+    assert_eq!(typo.status.code(), Some(1), "{typo:?}");
+}
+
+#[test]
+fn demo_help_lists_only_what_the_demo_takes_and_refuses_a_configuration() {
+    let help = Command::new(BIN).args(["demo", "--help"]).output().unwrap();
+    assert_eq!(help.status.code(), Some(0), "{help:?}");
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        !text.contains("--config <FILE>") && !text.contains("--with-worker"),
+        "the demo makes its own configuration and always runs the worker:\n{text}"
+    );
+    assert!(
+        text.contains("(default: warn)"),
+        "the demo logs at warn:\n{text}"
+    );
+    let refused = Command::new(BIN)
+        .args(["demo", "--config", "/nonexistent.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("the demo takes no --config"),
+        "{refused:?}"
+    );
+}

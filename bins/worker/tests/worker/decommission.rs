@@ -147,7 +147,8 @@ async fn decommission_with_the_database_skips_a_busy_runner_then_kills_it_by_fla
     let site = Site::new(&sim, &["linux"]);
     let (id, foreign) = served_and_stopped(&sim, &site).await;
 
-    // The plan alone changes nothing.
+    // The plan alone changes nothing; with the busy runner skipped (no --wait, no
+    // --force-busy) it has nothing to do either: exit 0.
     let (code, plan, err) = decommission(&site.config(), &[]).await;
     assert_eq!(code, Some(0), "{err}");
     assert!(plan.contains("records: database"), "{plan}");
@@ -163,10 +164,14 @@ async fn decommission_with_the_database_skips_a_busy_runner_then_kills_it_by_fla
 
     // Apply needs the reviewed digest, and refuses another.
     let (code, _, err) = decommission(&site.config(), &["--apply"]).await;
-    assert_eq!(code, Some(2), "--apply without --digest is refused: {err}");
+    assert_eq!(
+        code,
+        Some(1),
+        "--apply without --digest is a usage error: {err}"
+    );
     let wrong = "0".repeat(64);
     let (code, _, err) = decommission(&site.config(), &["--apply", "--digest", &wrong]).await;
-    assert_eq!(code, Some(1));
+    assert_eq!(code, Some(2), "a stale plan is refused: {err}");
     assert!(err.contains("stale"), "{err}");
     assert_eq!(ours_left(&sim, &site, id), (true, 1, 1), "nothing applied");
 
@@ -178,7 +183,7 @@ async fn decommission_with_the_database_skips_a_busy_runner_then_kills_it_by_fla
     assert_foreign_untouched(&sim, &site, &foreign);
     // A plan with --force-busy is another plan: the digest reviewed without it is refused.
     let (code, forced, err) = decommission(&site.config(), &["--force-busy"]).await;
-    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(code, Some(2), "{err}");
     assert!(forced.contains("kill   runner"), "{forced}");
     assert_ne!(digest_of(&forced), reviewed);
     let (code, _, err) = decommission(
@@ -188,7 +193,7 @@ async fn decommission_with_the_database_skips_a_busy_runner_then_kills_it_by_fla
     .await;
     assert_eq!(
         code,
-        Some(1),
+        Some(2),
         "the plan reviewed without --force-busy is not this one"
     );
     assert!(err.contains("stale"), "{err}");
@@ -203,7 +208,7 @@ async fn decommission_with_the_database_skips_a_busy_runner_then_kills_it_by_fla
     assert_foreign_untouched(&sim, &site, &foreign);
     // The record went last: a new plan has nothing of ours.
     let (code, after, _) = decommission(&site.config(), &[]).await;
-    assert_eq!(code, Some(0));
+    assert_eq!(code, Some(0), "a plan of skips alone has nothing to do");
     assert!(!after.contains("acme/linux (GitHub"), "{after}");
     assert!(!after.contains("record acme/linux"), "{after}");
     assert!(
@@ -220,7 +225,7 @@ async fn decommission_after_deleting_the_database_waits_for_a_busy_runner() {
     site.wipe_database();
 
     let (code, plan, err) = decommission(&site.config(), &["--wait", "5m"]).await;
-    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(code, Some(2), "{err}");
     assert!(plan.contains("records: no database"), "{plan}");
     assert!(
         plan.contains("wait   runner") && plan.contains("scale set acme/linux"),

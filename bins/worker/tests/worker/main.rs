@@ -988,3 +988,32 @@ async fn the_simulator_example_runs_twice_with_a_new_key_each_time() {
         "{log}"
     );
 }
+
+#[test]
+fn completions_and_the_man_page_name_the_worker_commands_and_a_usage_error_exits_1() {
+    let bash = std::process::Command::new(BIN)
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    assert_eq!(bash.status.code(), Some(0), "{bash:?}");
+    let script = String::from_utf8_lossy(&bash.stdout);
+    assert!(script.contains("complete -F _scaleset__worker"), "{script}");
+    assert!(script.contains("decommission"), "{script}");
+    let dir = tempfile::tempdir().unwrap();
+    let man = std::process::Command::new(BIN)
+        .args(["man", "--dir", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(man.status.code(), Some(0), "{man:?}");
+    let page = std::fs::read_to_string(dir.path().join("scaleset-worker-decommission.1")).unwrap();
+    assert!(
+        page.contains(".TH scaleset-worker-decommission 1"),
+        "{page}"
+    );
+    // 2 means "refused" in the table of exit codes (docs/cli.md); a typo is an error.
+    let typo = std::process::Command::new(BIN)
+        .arg("--bogus")
+        .output()
+        .unwrap();
+    assert_eq!(typo.status.code(), Some(1), "{typo:?}");
+}

@@ -6,6 +6,7 @@ mod auth;
 mod declared;
 mod door_values;
 mod doors;
+mod events;
 mod helpers;
 mod input;
 mod instance_facing;

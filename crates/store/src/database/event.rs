@@ -8,7 +8,7 @@ use super::schema::events;
 use super::{Context, DbConnection, DieselStore, parse_uuid, write_transaction};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
-use crate::event::{Event, EventStore};
+use crate::event::{Event, EventFilter, EventStore};
 use crate::id::ScaleSetId;
 
 #[derive(Queryable, Selectable)]
@@ -72,6 +72,33 @@ impl EventStore for DieselStore {
                 .into_iter()
                 .map(from_row)
                 .collect()
+        })
+        .await
+    }
+
+    async fn list_recent_events(&self, filter: EventFilter) -> Result<Vec<Event>> {
+        self.run("list recent events", move |conn, _| {
+            let mut query = events::table.into_boxed();
+            if let Some(id) = filter.scale_set_id {
+                query = query.filter(events::scale_set_id.eq(id.to_string()));
+            }
+            if let Some(since) = filter.since {
+                query = query.filter(events::last_at.ge(since.unix_millis()));
+            }
+            if let Some(after) = filter.after {
+                query = query.filter(events::id.gt(after));
+            }
+            let mut rows: Vec<Event> = query
+                .order(events::id.desc())
+                .limit(i64::from(filter.limit))
+                .select(Row::as_select())
+                .load(conn)
+                .map_err(Error::backend("list recent events"))?
+                .into_iter()
+                .map(from_row)
+                .collect::<Result<_>>()?;
+            rows.reverse();
+            Ok(rows)
         })
         .await
     }

@@ -1,7 +1,7 @@
 //! Events: append-only trail, newest first, bounded retention; an entry that repeats the newest
 //! one is counted on it, not appended again (issue 29 item 14).
 
-use scaleset_store::{DieselStore, EventStore as _, ScaleSetId};
+use scaleset_store::{DieselStore, EventFilter, EventStore as _, ScaleSetId};
 
 use crate::helpers::{TestDb, store_tests};
 
@@ -9,7 +9,8 @@ store_tests!(
     events_round_trip_newest_first,
     retention_keeps_the_newest_per_scale_set,
     a_repeated_event_is_counted_on_the_newest_entry_not_appended,
-    repeats_do_not_push_other_history_out_of_retention
+    repeats_do_not_push_other_history_out_of_retention,
+    recent_events_of_all_scale_sets_are_filtered_and_oldest_first
 );
 
 async fn events_round_trip_newest_first(db: TestDb) {
@@ -142,4 +143,89 @@ async fn repeats_do_not_push_other_history_out_of_retention(db: TestDb) {
     assert_eq!(kept.len(), 3, "{kept:?}");
     assert_eq!(kept[0].count, 50);
     assert_eq!(&kept[1..], &[ready, created]);
+}
+
+async fn recent_events_of_all_scale_sets_are_filtered_and_oldest_first(db: TestDb) {
+    let store = db.open().await;
+    let one = crate::helpers::scale_set(&store, "one").await;
+    let two = crate::helpers::scale_set(&store, "two").await;
+    let a = store.append_event(one.id, "created", "a").await.unwrap();
+    db.clock.advance(std::time::Duration::from_secs(60));
+    let b = store.append_event(two.id, "created", "b").await.unwrap();
+    db.clock.advance(std::time::Duration::from_secs(60));
+    let c = store.append_event(one.id, "ready", "c").await.unwrap();
+    let all = EventFilter {
+        scale_set_id: None,
+        since: None,
+        after: None,
+        limit: 100,
+    };
+    let kinds = |events: Vec<scaleset_store::Event>| -> Vec<i64> {
+        events.into_iter().map(|e| e.id).collect()
+    };
+    assert_eq!(
+        kinds(store.list_recent_events(all).await.unwrap()),
+        [a.id, b.id, c.id],
+        "every scale set's, oldest first"
+    );
+    assert_eq!(
+        kinds(
+            store
+                .list_recent_events(EventFilter { limit: 2, ..all })
+                .await
+                .unwrap()
+        ),
+        [b.id, c.id],
+        "the newest of them"
+    );
+    let of_one = EventFilter {
+        scale_set_id: Some(one.id),
+        ..all
+    };
+    assert_eq!(
+        kinds(store.list_recent_events(of_one).await.unwrap()),
+        [a.id, c.id]
+    );
+    assert_eq!(
+        kinds(
+            store
+                .list_recent_events(EventFilter {
+                    since: Some(b.at),
+                    ..all
+                })
+                .await
+                .unwrap()
+        ),
+        [b.id, c.id],
+        "since: at or after"
+    );
+    assert_eq!(
+        kinds(
+            store
+                .list_recent_events(EventFilter {
+                    after: Some(b.id),
+                    ..all
+                })
+                .await
+                .unwrap()
+        ),
+        [c.id],
+        "after: appended after the cursor"
+    );
+    // A repeat of an old entry counts as recent by its last occurrence.
+    db.clock.advance(std::time::Duration::from_secs(60));
+    let repeated = store.append_event(two.id, "created", "b").await.unwrap();
+    assert_eq!((repeated.id, repeated.count), (b.id, 2));
+    assert_eq!(
+        kinds(
+            store
+                .list_recent_events(EventFilter {
+                    since: Some(repeated.last_at),
+                    ..all
+                })
+                .await
+                .unwrap()
+        ),
+        [b.id]
+    );
 }
