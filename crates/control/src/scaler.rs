@@ -1026,7 +1026,7 @@ impl Runners<'_> {
         let read: std::pin::Pin<Box<dyn Future<Output = _> + Send + '_>> = Box::pin(
             self.shared
                 .runner_tools
-                .of(self.scale_set.entity_id, self.client),
+                .of(self.scale_set.entity_id, self.client, &*self.shared.store),
         );
         read.await.map_err(|source| Error::RunnerTools {
             scale_set: self.name().to_owned(),
