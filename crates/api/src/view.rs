@@ -192,11 +192,13 @@ pub(crate) fn scale_set(s: &store::ScaleSet, events: &[store::Event]) -> v1::Sca
 
 /// The download a new runner of `spec` would get from `stored` (the entity's runner
 /// downloads as a worker last recorded them, `None` before any), and what the scale set needs
-/// said as warnings with what to do. `entity` names the entity in them.
+/// said as warnings with what to do (a `declared` set's platform is changed in the
+/// configuration file). `entity` names the entity in them.
 pub(crate) fn runner_tool(
     spec: &store::ScaleSetSpec,
     entity: &store::EntityKind,
     stored: Option<&store::RunnerDownloads>,
+    declared: bool,
 ) -> (Option<v1::RunnerTool>, Vec<String>) {
     let (os_type, os_arch) = (spec.os_type, spec.os_arch);
     let platform = format!("{os_type}/{os_arch}");
@@ -243,29 +245,18 @@ pub(crate) fn runner_tool(
             warnings,
         ),
         None => {
-            let offered: Vec<String> = store::offered_platforms(list)
-                .into_iter()
-                .map(|(os, arch)| format!("{os}/{arch}"))
-                .collect();
-            let choose = if offered.is_empty() {
-                "GitHub lists no runner download at all for it; check the entity on GitHub"
-                    .to_owned()
+            let change = if declared {
+                "in the configuration file that declares it".to_owned()
             } else {
                 format!(
-                    "pick an os_type/os_arch GitHub offers: {} (scalesetctl scale-set update \
-                     {} --os-type OS --os-arch ARCH, or the fleet file)",
-                    offered.join(", "),
+                    "scalesetctl scale-set update {} --os-type OS --os-arch ARCH, or the fleet file",
                     spec.name
                 )
             };
             warnings.push(format!(
-                "the runner downloads of {entity} (read at {}) have none for {platform} \
-                 (GitHub's os {:?}, architecture {:?}): every provider built on \
-                 garm-provider-common refuses to create its runners (\"failed to find tools \
-                 for OS {os_type} and arch {os_arch}\"); {choose}",
+                "the runner downloads of {entity} (read at {}) {}",
                 time(*read_at),
-                os_type.github_os(),
-                os_arch.github_architecture(),
+                store::no_download(list, os_type, os_arch, &change)
             ));
             (None, warnings)
         }

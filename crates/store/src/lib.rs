@@ -104,7 +104,7 @@ pub use lease::{Acquisition, Lease, LeaseRecord, LeaseStore, LiveLease};
 pub use options::{DatabaseUrl, SqliteSync, StoreOptions};
 pub use platform::{OsArch, OsType};
 pub use runner_downloads::{
-    RunnerDownloadStore, RunnerDownloads, ToolDownload, offered as offered_platforms,
+    RunnerDownloadStore, RunnerDownloads, ToolDownload, no_download, offered as offered_platforms,
     pick as pick_download, runs_on,
 };
 pub use runner_setup::{RunnerSetup, SETUP_LIST_MAX, SETUP_TEXT_MAX, is_template_name};

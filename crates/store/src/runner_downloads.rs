@@ -68,6 +68,36 @@ pub fn offered(list: &[ToolDownload]) -> Vec<(OsType, OsArch)> {
         .collect()
 }
 
+/// Why `list` serves no runner of `os_type`/`os_arch` and what to do, to follow "the runner
+/// downloads of <entity>": the platforms GitHub offers instead (or that it offers none), and
+/// `change`, where the operator changes the set's platform.
+pub fn no_download(
+    list: &[ToolDownload],
+    os_type: OsType,
+    os_arch: OsArch,
+    change: &str,
+) -> String {
+    let offered: Vec<String> = offered(list)
+        .into_iter()
+        .map(|(os, arch)| format!("{os}/{arch}"))
+        .collect();
+    let choose = if offered.is_empty() {
+        "GitHub lists no runner download at all for it; check the entity on GitHub".to_owned()
+    } else {
+        format!(
+            "pick an os_type/os_arch GitHub offers: {} ({change})",
+            offered.join(", ")
+        )
+    };
+    format!(
+        "have none for {os_type}/{os_arch} (GitHub's os {:?}, architecture {:?}): every \
+         provider built on garm-provider-common refuses to create its runners (\"failed to find \
+         tools for OS {os_type} and arch {os_arch}\"); {choose}",
+        os_type.github_os(),
+        os_arch.github_architecture(),
+    )
+}
+
 /// The stored runner downloads of every entity.
 #[async_trait]
 pub trait RunnerDownloadStore: Send + Sync {

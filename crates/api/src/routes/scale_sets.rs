@@ -138,9 +138,9 @@ async fn with_events(state: &AppState, scale_set: &StoredScaleSet) -> Result<Sca
             "reading the entity's runner downloads",
             not_found(scale_set.id),
         ))?;
-    (shown.runner_tool, shown.warnings) =
-        view::runner_tool(&scale_set.spec, &key.entity, tools.as_ref());
     shown.declared = state.configured.declared(&key).is_some();
+    (shown.runner_tool, shown.warnings) =
+        view::runner_tool(&scale_set.spec, &key.entity, tools.as_ref(), shown.declared);
     Ok(shown)
 }
 
