@@ -83,6 +83,22 @@ fn main() -> ExitCode {
             return Exit::Refused.into();
         }
         outln!("configuration ok");
+        // What each declared scale set's runners would be installed from, or why none
+        // (warnings: GitHub's list may change, and the worker retries).
+        match scaleset_app::check_runner_tools(&config, &env) {
+            Ok(found) => {
+                for check in found {
+                    if check.warning {
+                        errln!("scaleset-server: warning: {}", check.text);
+                    } else {
+                        outln!("{}", check.text);
+                    }
+                }
+            }
+            Err(e) => {
+                errln!("scaleset-server: warning: the runner downloads were not checked: {e}")
+            }
+        }
         return Exit::Done.into();
     }
     init_tracing(args.log_format, "info");

@@ -100,7 +100,23 @@ fn main() -> ExitCode {
             return Exit::Refused.into();
         }
         outln!("configuration ok");
-        // Which App each key is for, without calling GitHub (issue 31).
+        // What each declared scale set's runners would be installed from, or why none
+        // (warnings: GitHub's list may change, and the worker retries).
+        match scaleset_app::check_runner_tools(&config, &env) {
+            Ok(found) => {
+                for check in found {
+                    if check.warning {
+                        errln!("scaleset-worker: warning: {}", check.text);
+                    } else {
+                        outln!("{}", check.text);
+                    }
+                }
+            }
+            Err(e) => {
+                errln!("scaleset-worker: warning: the runner downloads were not checked: {e}")
+            }
+        }
+        // Which App each key is for (read from the key files).
         for credentials in &config.fleet.credentials {
             outln!("{}", scaleset_config::describe_credentials(credentials));
         }

@@ -44,8 +44,8 @@ pub use plan::{
 pub use scale_set::{
     AdoptionPolicy, Attention, CreateScaleSet, DeleteAction, DeleteScaleSetResult,
     DrainScaleSetResult, Event, Evidence, OursUndeclared, OursUndeclaredList, Provenance, Refusal,
-    RetryScaleSetResult, ScaleSet, ScaleSetList, ScaleSetSpec, ScaleSetState, UnlistedEntity,
-    UpdateScaleSet,
+    RetryScaleSetResult, RunnerTool, ScaleSet, ScaleSetList, ScaleSetSpec, ScaleSetState,
+    UnlistedEntity, UpdateScaleSet,
 };
 pub use token::Token;
 pub use worker::DrainWorkerResult;

@@ -182,9 +182,84 @@ pub(crate) fn scale_set(s: &store::ScaleSet, events: &[store::Event]) -> v1::Sca
                 remedy: a.remedy,
             }),
         events: events.iter().map(event).collect(),
+        runner_tool: None,
+        warnings: Vec::new(),
         declared: false,
         created_at: time(s.created_at),
         updated_at: time(s.updated_at),
+    }
+}
+
+/// The download a new runner of `spec` would get from `stored` (the entity's runner
+/// downloads as a worker last recorded them, `None` before any), and what the scale set needs
+/// said as warnings with what to do (a `declared` set's platform is changed in the
+/// configuration file). `entity` names the entity in them.
+pub(crate) fn runner_tool(
+    spec: &store::ScaleSetSpec,
+    entity: &store::EntityKind,
+    stored: Option<&store::RunnerDownloads>,
+    declared: bool,
+) -> (Option<v1::RunnerTool>, Vec<String>) {
+    let (os_type, os_arch) = (spec.os_type, spec.os_arch);
+    let platform = format!("{os_type}/{os_arch}");
+    let mut warnings = Vec::new();
+    let (read, failure) = match stored {
+        Some(stored) => (stored.read.as_ref(), stored.failure.as_ref()),
+        None => (None, None),
+    };
+    let Some((list, read_at)) = read else {
+        warnings.push(match failure {
+            Some((failure, at)) => format!(
+                "reading the runner downloads of {entity} from GitHub failed at {}: \
+                 {failure}; no runner of this scale set can be created until a read succeeds \
+                 (the worker tries again); check that the credentials may read the entity's \
+                 self-hosted runners",
+                time(*at)
+            ),
+            None => format!(
+                "the runner downloads of {entity} have not been read yet (not an error): a \
+                 worker reads them from GitHub when it serves the entity's scale sets, then \
+                 this shows the download a {platform} runner gets"
+            ),
+        });
+        return (None, warnings);
+    };
+    if let Some((failure, at)) = failure {
+        warnings.push(format!(
+            "the last read of the runner downloads of {entity} failed at {}: {failure}; the \
+             list read at {} stays in use",
+            time(*at),
+            time(*read_at)
+        ));
+    }
+    match store::pick_download(list, os_type, os_arch) {
+        Some(download) => (
+            Some(v1::RunnerTool {
+                os: download.os.clone(),
+                architecture: download.architecture.clone(),
+                filename: download.filename.clone(),
+                download_url: download.download_url.clone(),
+                sha256_checksum: download.sha256_checksum.clone(),
+                read_at: time(*read_at),
+            }),
+            warnings,
+        ),
+        None => {
+            let change = if declared {
+                "in the configuration file that declares it".to_owned()
+            } else {
+                format!(
+                    "scalesetctl scale-set update {} --os-type OS --os-arch ARCH, or the fleet file",
+                    spec.name
+                )
+            };
+            warnings.push(format!(
+                "the runner downloads of {entity} (read at {}) {}",
+                time(*read_at),
+                store::no_download(list, os_type, os_arch, &change)
+            ));
+            (None, warnings)
+        }
     }
 }
 

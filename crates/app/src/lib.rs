@@ -28,6 +28,7 @@
 
 mod app;
 mod boot;
+mod check;
 pub mod console;
 mod crash;
 mod decommission;
@@ -41,6 +42,7 @@ mod runtime;
 mod signals;
 
 pub use app::{App, FleetApplied, Running, Stopped};
+pub use check::{ToolCheck, check_runner_tools};
 pub use decommission::{DecommissionSite, decommission};
 
 /// The decommission's options, plan and digest, for the binaries that print and apply it

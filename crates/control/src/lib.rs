@@ -56,6 +56,7 @@ mod scaler;
 mod settings;
 mod shared;
 mod task;
+mod tool_check;
 mod wait;
 
 pub use checkpoint::{Checkpoint, Checkpoints};
@@ -93,3 +94,4 @@ pub use planner::leases::{LeaseInput, LeasePlan, plan_leases};
 pub use planner::{Plan, PlanInput, RunnerPhase, RunnerView, plan};
 pub use pool_keys::pool_key;
 pub use settings::{InstanceUrls, Settings};
+pub use tool_check::{ToolCheck, check_runner_tools};

@@ -5,14 +5,18 @@
 //! whose entity's list cannot be had creates no runner until it can.
 //!
 //! When to read is decided by [`due`] (no I/O, no clock: the time comes in); [`RunnerTools`]
-//! carries it out, one read at a time per entity (the others wait for its answer).
+//! carries it out, one read at a time per entity (the others wait for its answer). Every read,
+//! good or failed, is also written to the store ([`scaleset_store::RunnerDownloadStore`]): the
+//! API server, which does not share this memory, reads it there to say which download a new
+//! runner of a scale set would get. The memory stays the hot path; a failed write costs only
+//! that view its freshness.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use scaleset_github::{Client, RunnerDownload};
-use scaleset_store::EntityId;
+use scaleset_store::{EntityId, RunnerDownloadStore, ToolDownload};
 use tokio::time::Instant;
 
 /// One entity's list as last read, and the last failed read.
@@ -88,12 +92,13 @@ impl RunnerTools {
     }
 
     /// The entity's list: the held one while fresh, else read with `client` (one REST call;
-    /// concurrent callers wait for it). A failed read keeps the held list in use until the
-    /// next try; with none held, the failure is the answer until then.
+    /// concurrent callers wait for it) and recorded in `store`. A failed read keeps the held
+    /// list in use until the next try; with none held, the failure is the answer until then.
     pub(crate) async fn of(
         &self,
         entity: EntityId,
         client: &Client,
+        store: &dyn RunnerDownloadStore,
     ) -> Result<Arc<[RunnerDownload]>, Arc<scaleset_github::Error>> {
         let entry = self.entry(entity);
         let mut entry = entry.lock().await;
@@ -118,11 +123,22 @@ impl RunnerTools {
                 let list: Arc<[RunnerDownload]> = list.into();
                 entry.list = Some((Arc::clone(&list), Instant::now()));
                 entry.failed = None;
+                let stored: Vec<ToolDownload> = list.iter().map(stored).collect();
+                if let Err(e) = store.record_runner_downloads(entity, &stored).await {
+                    tracing::warn!(%entity, error = %scaleset_store::chain(&e), "recording the runner downloads just read failed; the API shows the list recorded before until the next read");
+                }
                 Ok(list)
             }
             Err(error) => {
                 let error = Arc::new(error);
                 entry.failed = Some((Arc::clone(&error), Instant::now()));
+                let failure = crate::error::chain(&*error);
+                if let Err(e) = store
+                    .record_runner_downloads_failure(entity, &failure)
+                    .await
+                {
+                    tracing::warn!(%entity, error = %scaleset_store::chain(&e), "recording a failed read of the runner downloads failed");
+                }
                 match &entry.list {
                     Some((list, _)) => {
                         tracing::warn!(error = %crate::error::chain(&*error), "reading the runner downloads again failed; the list read before stays in use");
@@ -132,6 +148,17 @@ impl RunnerTools {
                 }
             }
         }
+    }
+}
+
+/// A download as the store keeps it: without the download token (a short-lived secret).
+pub(crate) fn stored(download: &RunnerDownload) -> ToolDownload {
+    ToolDownload {
+        os: download.os.clone(),
+        architecture: download.architecture.clone(),
+        filename: download.filename.clone(),
+        download_url: download.download_url.clone(),
+        sha256_checksum: download.sha256_checksum.clone(),
     }
 }
 

@@ -1026,7 +1026,7 @@ impl Runners<'_> {
         let read: std::pin::Pin<Box<dyn Future<Output = _> + Send + '_>> = Box::pin(
             self.shared
                 .runner_tools
-                .of(self.scale_set.entity_id, self.client),
+                .of(self.scale_set.entity_id, self.client, &*self.shared.store),
         );
         read.await.map_err(|source| Error::RunnerTools {
             scale_set: self.name().to_owned(),
@@ -1460,7 +1460,7 @@ where
 
 /// Runs `futures` at once on the calling task and returns their outputs in order (the JIT
 /// configs of one message's runners: N POSTs in flight, no task spawned).
-async fn join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+pub(crate) async fn join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
     let mut futures: Vec<std::pin::Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
     let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
     std::future::poll_fn(|cx| {

@@ -58,6 +58,10 @@ pub struct Faults {
     /// runner downloads for): every provider built on garm-provider-common then refuses to create
     /// an instance ("failed to find tools for OS … and arch …").
     pub empty_runner_downloads: bool,
+    /// `…/actions/runners/downloads` leaves out the downloads of these platforms, each
+    /// `os/architecture` in GitHub's spelling (`linux/arm64`, `win/x64`): an entity GitHub
+    /// builds the runner for only some platforms of.
+    pub omit_runner_downloads: Vec<String>,
     /// Whether a 409 session conflict names the active session's owner (starts from
     /// [`crate::SimConfig::conflict_names_owner`]).
     pub conflict_names_owner: bool,

@@ -112,14 +112,24 @@ pub(crate) fn registration_token(shared: &Shared, req: &Request, path: &str) -> 
 /// by the simulator itself.
 pub(crate) fn runner_downloads(shared: &Shared, req: &Request, path: &str) -> Outcome {
     runner_admin_scope(shared, req, path)?;
-    let archives = if lock(&shared.faults).empty_runner_downloads {
-        &[][..]
+    let faults = lock(&shared.faults).clone();
+    let archives: Vec<_> = if faults.empty_runner_downloads {
+        Vec::new()
     } else {
-        shared.downloads.archives()
+        shared
+            .downloads
+            .archives()
+            .iter()
+            .filter(|a| {
+                let platform = format!("{}/{}", a.os, a.architecture);
+                !faults.omit_runner_downloads.contains(&platform)
+            })
+            .cloned()
+            .collect()
     };
     Ok(Reply::json(
         200,
-        protocol::runner_downloads(archives, &req.origin),
+        protocol::runner_downloads(&archives, &req.origin),
     ))
 }
 

@@ -19,6 +19,7 @@ mod event;
 mod instance;
 mod instance_access;
 mod lease;
+mod runner_downloads;
 mod scale_set;
 mod schema;
 mod worker;

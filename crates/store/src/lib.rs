@@ -22,7 +22,7 @@
 //! Main types: [`DieselStore`] (open it with [`DieselStore::open`]), the [`Store`] trait
 //! that bundles the per-aggregate traits ([`ControllerStore`], [`CredentialStore`],
 //! [`EntityStore`], [`ScaleSetStore`], [`InstanceStore`], [`LeaseStore`], [`EventStore`],
-//! [`ApiTokenStore`], [`WorkerStore`]) so the control crate can hold an `Arc<dyn Store>`, [`Keyring`] and
+//! [`ApiTokenStore`], [`WorkerStore`], [`RunnerDownloadStore`]) so the control crate can hold an `Arc<dyn Store>`, [`Keyring`] and
 //! [`Error`].
 //!
 //! ```
@@ -73,6 +73,7 @@ mod keyring;
 mod lease;
 mod options;
 mod platform;
+mod runner_downloads;
 mod runner_setup;
 mod scale_set;
 pub mod spec;
@@ -102,6 +103,10 @@ pub use keyring::{EncryptionKey, Keyring};
 pub use lease::{Acquisition, Lease, LeaseRecord, LeaseStore, LiveLease};
 pub use options::{DatabaseUrl, SqliteSync, StoreOptions};
 pub use platform::{OsArch, OsType};
+pub use runner_downloads::{
+    RunnerDownloadStore, RunnerDownloads, ToolDownload, no_download, offered as offered_platforms,
+    pick as pick_download, runs_on,
+};
 pub use runner_setup::{RunnerSetup, SETUP_LIST_MAX, SETUP_TEXT_MAX, is_template_name};
 pub use scale_set::{
     AdoptionPolicy, Attention, Creation, MODIFY_ATTEMPTS, NewScaleSet, Progress, Provenance,
@@ -130,6 +135,7 @@ pub trait Store:
     + EventStore
     + ApiTokenStore
     + WorkerStore
+    + RunnerDownloadStore
     + Send
     + Sync
     + 'static
@@ -147,6 +153,7 @@ impl<T> Store for T where
         + EventStore
         + ApiTokenStore
         + WorkerStore
+        + RunnerDownloadStore
         + Send
         + Sync
         + 'static

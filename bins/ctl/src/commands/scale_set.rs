@@ -350,6 +350,7 @@ fn details(ctx: &Ctx<'_>, s: &ScaleSet, entities: &BTreeMap<Uuid, String>) -> St
             "platform",
             Cell::new(format!("{}/{}", spec.os_type, spec.os_arch)),
         ),
+        ("runner tool", runner_tool(ctx, s)),
         ("runner setup", Cell::new(runner_setup(spec))),
         ("enabled", Cell::new(yes_no(spec.enabled))),
         (
@@ -369,6 +370,9 @@ fn details(ctx: &Ctx<'_>, s: &ScaleSet, entities: &BTreeMap<Uuid, String>) -> St
         ("created", Cell::new(&s.created_at)),
         ("updated", Cell::new(&s.updated_at)),
     ]);
+    for warning in &s.warnings {
+        pairs.push(("warning", out.toned(warning, Tone::Warn)));
+    }
     let mut text = out.details(pairs);
     if !s.events.is_empty() {
         text.push('\n');
@@ -425,6 +429,15 @@ fn list_change(given: Vec<String>, clear: bool) -> Option<Vec<String>> {
         None
     } else {
         Some(given)
+    }
+}
+
+/// The runner download a new runner of the set would get (its file and URL), or that none is
+/// known (the warnings below it say why and what to do).
+fn runner_tool(ctx: &Ctx<'_>, s: &ScaleSet) -> Cell {
+    match &s.runner_tool {
+        Some(tool) => Cell::new(format!("{} ({})", tool.filename, tool.download_url)),
+        None => ctx.out.toned("none known (see the warning)", Tone::Warn),
     }
 }
 

@@ -229,6 +229,56 @@ fn scale_set_create_list_show_update_delete() {
     server.ok_starting_with(&["scale-set", "list"], "no scale sets");
 }
 
+/// `scale-set show` prints the runner download a new runner of the set would get, from the
+/// entity's list the worker read before creating its first runner, and, once the set asks for
+/// a platform GitHub builds no runner for, the warning saying which ones it does (the update
+/// still goes through).
+#[test]
+fn scale_set_show_prints_the_runner_tool_a_new_runner_gets_or_the_warning() {
+    let server = Server::start();
+    server.with_acme();
+    let run = server.create_scale_set("tooled", 3, &["--min-idle", "1"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    // The worker reads the entity's downloads before it creates the idle runner.
+    let tool = server.eventually("the runner tool is known", || {
+        let (_, json) = server.json(&["scale-set", "show", "tooled"]);
+        let tool = json["runner_tool"].clone();
+        (!tool.is_null()).then_some(tool)
+    });
+    assert_eq!(tool["os"], "linux");
+    assert_eq!(tool["architecture"], "x64");
+    let filename = tool["filename"].as_str().expect("a filename");
+    let url = tool["download_url"].as_str().expect("a URL");
+    assert!(filename.starts_with("actions-runner-linux-x64-"), "{tool}");
+    let show = server.ok(&["scale-set", "show", "tooled"]);
+    let line = show
+        .stdout
+        .lines()
+        .find(|l| l.contains("runner tool"))
+        .unwrap_or_else(|| panic!("no runner tool line: {show:?}"));
+    assert!(line.contains(filename), "{show:?}");
+    assert!(show.stdout.contains(url), "{show:?}");
+    assert!(!show.stdout.contains("warning"), "{show:?}");
+
+    // GitHub builds no 32-bit x86 runner: the update is stored, and warned about.
+    let updated = server.ok(&["scale-set", "update", "tooled", "--os-arch", "386"]);
+    assert!(updated.stdout.contains("warning"), "{updated:?}");
+    assert!(updated.stdout.contains("none for linux/386"), "{updated:?}");
+    assert!(
+        updated.stdout.contains("linux/amd64, linux/arm64"),
+        "{updated:?}"
+    );
+    let show = server.ok(&["scale-set", "show", "tooled"]);
+    assert!(show.stdout.contains("none known"), "{show:?}");
+    assert!(
+        show.stdout.contains("--os-type OS --os-arch ARCH"),
+        "{show:?}"
+    );
+    let (_, json) = server.json(&["scale-set", "show", "tooled"]);
+    assert_eq!(json["spec"]["os_arch"], "386");
+    assert_eq!(json["runner_tool"], serde_json::Value::Null);
+}
+
 /// Issue 29 item 6, through the CLI against the API and a worker: `delete` of a served scale
 /// set names the drain command (it used to name a PATCH the API refuses); `drain` stops the
 /// serving, the idle runners are retired while the busy one finishes its job, and the delete

@@ -4,6 +4,7 @@
 
 mod apps;
 mod check_files;
+mod check_tools;
 mod dashboard;
 mod decommission;
 mod drain;

@@ -130,10 +130,18 @@ async fn with_events(state: &AppState, scale_set: &StoredScaleSet) -> Result<Sca
         .await
         .map_err(ApiError::store("reading events", not_found(scale_set.id)))?;
     let mut shown = view::scale_set(scale_set, &events);
-    shown.declared = state
-        .configured
-        .declared(&key_of(state, scale_set).await?)
-        .is_some();
+    let key = key_of(state, scale_set).await?;
+    let tools = state
+        .store
+        .runner_downloads(scale_set.entity_id)
+        .await
+        .map_err(ApiError::store(
+            "reading the entity's runner downloads",
+            not_found(scale_set.id),
+        ))?;
+    shown.declared = state.configured.declared(&key).is_some();
+    (shown.runner_tool, shown.warnings) =
+        view::runner_tool(&scale_set.spec, &key.entity, tools.as_ref(), shown.declared);
     Ok(shown)
 }
 

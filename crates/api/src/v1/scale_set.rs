@@ -480,6 +480,17 @@ pub struct ScaleSet {
     /// The newest events, newest first (on show, create and drain; empty in lists).
     #[serde(default)]
     pub events: Vec<Event>,
+    /// The runner download a new runner of this scale set would get from the entity's list
+    /// as a worker last read it (the one for the set's `os_type`/`os_arch`, as
+    /// garm-provider-common picks it); null when there is none or no list has been read yet
+    /// (`warnings` says which), and in lists.
+    #[serde(default)]
+    pub runner_tool: Option<RunnerTool>,
+    /// What the scale set needs before its runners can be created, each with what to do: no
+    /// download for its OS/architecture in the entity's list (the provider would refuse every
+    /// runner), no list read yet, or the last read failed. Empty when all is well, and in lists.
+    #[serde(default)]
+    pub warnings: Vec<String>,
     /// Whether the server's configuration file declares it. A declared scale set's spec is
     /// the file's (an update through the API is 409 `declared`; drain and enable go through)
     /// and a database loss restores it; one that is not declared (made through the API, or
@@ -491,6 +502,25 @@ pub struct ScaleSet {
     pub created_at: String,
     /// When it was last written (RFC 3339).
     pub updated_at: String,
+}
+
+/// The runner download a new runner of a scale set would get (GARM's `tools` entry for its
+/// OS and architecture), in GitHub's spelling.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct RunnerTool {
+    /// GitHub's `os`: `linux`, `win` or `osx`.
+    pub os: String,
+    /// GitHub's `architecture`: `x64`, `arm64` or `arm`.
+    pub architecture: String,
+    /// The archive's file name.
+    pub filename: String,
+    /// Where the runner downloads it from.
+    pub download_url: String,
+    /// Lowercase hex SHA-256 of the archive, when GitHub gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256_checksum: Option<String>,
+    /// When a worker read the entity's list (RFC 3339).
+    pub read_at: String,
 }
 
 /// `GET /api/v1/scale-sets`: one page, by name, then runner group, then id (events are not

@@ -298,7 +298,66 @@ backend_tests!(
     scale_sets_declared_nowhere_are_counted_in_the_list_the_metrics_and_the_page,
     our_scale_sets_on_github_declared_nowhere_are_listed_with_the_remedies,
     a_declared_scale_set_cannot_be_deleted_through_the_api,
+    a_declared_sets_missing_runner_download_is_changed_in_the_file,
 );
+
+/// A declared set whose platform has no runner download is warned about like any other, but
+/// the change it names is the configuration file's (an update through the API is refused),
+/// while a set made through the API is told the scalesetctl command.
+async fn a_declared_sets_missing_runner_download_is_changed_in_the_file(backend: Backend) {
+    use scaleset_store::RunnerDownloadStore as _;
+    let mut arm = declared("arm", true);
+    arm.spec.os_arch = scaleset_store::OsArch::Arm;
+    let app = App::start_with(
+        backend,
+        "a_declared_sets_missing_runner_download",
+        ConfiguredFleet {
+            file: FILE.to_owned(),
+            fleet: Fleet {
+                credentials: Vec::new(),
+                scale_sets: vec![arm],
+            },
+        },
+    )
+    .await;
+    let entity = entity(&app).await;
+    let linux_x64 = scaleset_store::ToolDownload {
+        os: "linux".to_owned(),
+        architecture: "x64".to_owned(),
+        filename: "actions-runner-linux-x64-2.330.0.tar.gz".to_owned(),
+        download_url: "https://example.test/actions-runner-linux-x64-2.330.0.tar.gz".to_owned(),
+        sha256_checksum: None,
+    };
+    app.store
+        .record_runner_downloads(
+            scaleset_store::EntityId(entity.parse().expect("a uuid")),
+            &[linux_x64],
+        )
+        .await
+        .expect("record");
+    let mut body = json!({"entity_id": entity, "name": "arm", "provider": "fake", "max_runners": 10, "os_arch": "arm"});
+    let declared_set = app
+        .call("POST", "/api/v1/scale-sets", Some(body.clone()))
+        .await;
+    assert_eq!(declared_set.status, 201, "{declared_set:?}");
+    assert_eq!(declared_set.json["declared"], true);
+    let warning = declared_set.json["warnings"][0]
+        .as_str()
+        .expect("a warning");
+    assert!(warning.contains("have none for linux/arm"), "{warning}");
+    assert!(
+        warning.contains("linux/amd64 (in the configuration file that declares it)"),
+        "{warning}"
+    );
+    body["name"] = json!("adhoc");
+    let adhoc = app.call("POST", "/api/v1/scale-sets", Some(body)).await;
+    assert_eq!(adhoc.status, 201, "{adhoc:?}");
+    let warning = adhoc.json["warnings"][0].as_str().expect("a warning");
+    assert!(
+        warning.contains("(scalesetctl scale-set update adhoc --os-type OS --os-arch ARCH"),
+        "{warning}"
+    );
+}
 
 /// Regression: a declared scale set could be deleted through the API, and the next start
 /// stored it again. The delete is refused, 409 `declared`, naming the file and the entry to

@@ -5,7 +5,9 @@
 use std::time::Duration;
 
 use scaleset_github::{Client, ClientConfig, ConfigUrl, Credentials, Label, NewRunnerScaleSet};
-use scaleset_store::{InstanceStore as _, LeaseStore as _, NewInstance, ScaleSetId};
+use scaleset_store::{
+    InstanceStore as _, LeaseStore as _, NewInstance, RunnerDownloadStore as _, ScaleSetId,
+};
 use serde_json::{Value, json};
 
 use crate::helpers::{Answer, App, Backend, CONTROLLER, RunningSim, backend_tests};
@@ -653,6 +655,7 @@ backend_tests!(
     force_deletes_an_adopted_set_on_github,
     updates_need_the_current_generation,
     the_runners_platform_is_stored_shown_and_changed,
+    the_download_a_new_runner_gets_is_shown_and_a_platform_without_one_is_warned_about,
     the_runners_proxy_keys_and_boot_options_are_stored_shown_changed_and_cleared,
     a_repeated_event_shows_its_count_and_last_seen_time,
     issue29_a_created_set_stays_created_after_the_workers_ensure_and_is_deleted_on_github,
@@ -848,6 +851,146 @@ async fn the_runners_platform_is_stored_shown_and_changed(backend: Backend) {
     assert_eq!(updated.status, 200, "{updated:?}");
     assert_eq!(updated.json["spec"]["os_type"], "linux");
     assert_eq!(updated.json["spec"]["os_arch"], "386");
+}
+
+fn tool(os: &str, architecture: &str) -> scaleset_store::ToolDownload {
+    scaleset_store::ToolDownload {
+        os: os.to_owned(),
+        architecture: architecture.to_owned(),
+        filename: format!("actions-runner-{os}-{architecture}-2.330.0.tar.gz"),
+        download_url: format!("https://example.test/actions-runner-{os}-{architecture}.tar.gz"),
+        sha256_checksum: Some("cd".repeat(32)),
+    }
+}
+
+fn warnings(set: &Value) -> Vec<&str> {
+    set["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .map(|w| w.as_str().expect("a warning"))
+        .collect()
+}
+
+/// The scale-set view says which of the entity's runner downloads (as a worker recorded them)
+/// a new runner gets, by garm-provider-common's rule (GARM's `amd64` is GitHub's `x64`), and
+/// warns, without refusing the create or update, when none serves the set's OS/architecture
+/// (listing the ones GitHub offers), when no list was read yet, and when the last read failed.
+async fn the_download_a_new_runner_gets_is_shown_and_a_platform_without_one_is_warned_about(
+    backend: Backend,
+) {
+    let sim = RunningSim::start().await;
+    let app = App::start(backend, "the_download_a_new_runner_gets").await;
+    let entity = app.seed(&sim).await;
+    let entity_id = scaleset_store::EntityId(entity.parse().expect("a uuid"));
+    let created = post(&app, &entity, "linux").await;
+    assert_eq!(created.json["runner_tool"], Value::Null, "{created:?}");
+    let said = warnings(&created.json);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].contains("not been read yet (not an error)"),
+        "{}",
+        said[0]
+    );
+    assert!(said[0].contains("organization acme"), "{}", said[0]);
+
+    // What a worker records when it reads the list.
+    app.store
+        .record_runner_downloads(
+            entity_id,
+            &[
+                tool("osx", "x64"),
+                tool("linux", "arm64"),
+                tool("linux", "x64"),
+                tool("win", "x64"),
+            ],
+        )
+        .await
+        .expect("record");
+    let id = created.json["id"].as_str().unwrap();
+    let path = format!("/api/v1/scale-sets/{id}");
+    let shown = app.call("GET", &path, None).await;
+    assert_eq!(shown.status, 200, "{shown:?}");
+    assert_eq!(warnings(&shown.json), Vec::<&str>::new());
+    let runner_tool = &shown.json["runner_tool"];
+    assert_eq!(runner_tool["os"], "linux");
+    assert_eq!(runner_tool["architecture"], "x64");
+    assert_eq!(
+        runner_tool["filename"],
+        "actions-runner-linux-x64-2.330.0.tar.gz"
+    );
+    assert_eq!(
+        runner_tool["download_url"],
+        "https://example.test/actions-runner-linux-x64.tar.gz"
+    );
+    assert_eq!(runner_tool["sha256_checksum"], "cd".repeat(32));
+
+    // An update to a platform GitHub has no download for succeeds, with the warning.
+    let updated = app
+        .call(
+            "PATCH",
+            &path,
+            Some(json!({"generation": shown.json["generation"], "os_arch": "arm"})),
+        )
+        .await;
+    assert_eq!(updated.status, 200, "{updated:?}");
+    assert_eq!(updated.json["spec"]["os_arch"], "arm");
+    assert_eq!(updated.json["runner_tool"], Value::Null);
+    let said = warnings(&updated.json);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].contains("have none for linux/arm"), "{}", said[0]);
+    assert!(
+        said[0].contains("failed to find tools for OS linux and arch arm"),
+        "{}",
+        said[0]
+    );
+    assert!(
+        said[0].contains("GitHub offers: linux/amd64, linux/arm64, windows/amd64, osx/amd64"),
+        "{}",
+        said[0]
+    );
+    assert!(
+        said[0].contains("scalesetctl scale-set update linux --os-type OS --os-arch ARCH"),
+        "{}",
+        said[0]
+    );
+
+    // A create of such a platform succeeds too, with the warning.
+    let mut body = create_body(&entity, "mac-arm");
+    body["os_type"] = json!("osx");
+    body["os_arch"] = json!("arm64");
+    let mac = app.call("POST", "/api/v1/scale-sets", Some(body)).await;
+    assert_eq!(mac.status, 201, "{mac:?}");
+    assert!(
+        warnings(&mac.json)[0].contains("have none for osx/arm64"),
+        "{mac:?}"
+    );
+
+    // A failed later read keeps the list in use, and says so.
+    app.store
+        .record_runner_downloads_failure(entity_id, "GitHub answered 403 Forbidden")
+        .await
+        .expect("record");
+    let windows = app
+        .call(
+            "PATCH",
+            &path,
+            Some(json!({"generation": updated.json["generation"], "os_type": "windows", "os_arch": "amd64"})),
+        )
+        .await;
+    assert_eq!(windows.status, 200, "{windows:?}");
+    assert_eq!(
+        windows.json["runner_tool"]["filename"],
+        "actions-runner-win-x64-2.330.0.tar.gz"
+    );
+    let said = warnings(&windows.json);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].contains("failed at") && said[0].contains("GitHub answered 403 Forbidden"),
+        "{}",
+        said[0]
+    );
+    assert!(said[0].contains("stays in use"), "{}", said[0]);
 }
 
 /// The runners' proxy (GARM's `proxy_config`), SSH keys and user-data options: none by

@@ -4,7 +4,7 @@
 
 use scaleset_sim::{Burst, Faults, JobSpec};
 use scaleset_store::test_util;
-use scaleset_store::{NewScaleSet, ScaleSetState, ScaleSetStore as _};
+use scaleset_store::{NewScaleSet, RunnerDownloadStore as _, ScaleSetState, ScaleSetStore as _};
 
 use crate::helpers::{Harness, TestDb, backend_tests, eventually, sim_config};
 
@@ -114,6 +114,22 @@ async fn every_bootstrap_carries_its_sets_platform_and_the_entitys_runner_downlo
         1,
         "one read for the entity, not one per scale set or runner"
     );
+    // The list read is recorded for the API, which does not share the worker's memory.
+    let stored = h
+        .store
+        .runner_downloads(h.scale_set.entity_id)
+        .await
+        .expect("read the recorded downloads")
+        .expect("the worker recorded the list it read");
+    let (list, _) = stored.read.expect("a good read is recorded");
+    let mut recorded: Vec<(String, String)> = list
+        .iter()
+        .map(|d| (d.os.clone(), d.architecture.clone()))
+        .collect();
+    recorded.sort();
+    assert_eq!(recorded, expected);
+    assert!(list.iter().all(|d| d.sha256_checksum.is_some()));
+    assert_eq!(stored.failure, None);
     controller.stop().await;
 }
 
@@ -142,6 +158,16 @@ async fn no_runner_is_created_while_the_runner_downloads_cannot_be_read(db: Test
         "no runner intent is recorded without the tools"
     );
     assert!(h.events().await.iter().any(|kind| kind == "error"));
+    // The failure is recorded for the API, with no list to show.
+    let stored = h
+        .store
+        .runner_downloads(h.scale_set.entity_id)
+        .await
+        .expect("read the recorded downloads")
+        .expect("the worker recorded its failed read");
+    assert_eq!(stored.read, None);
+    let (failure, _) = stored.failure.expect("the failure is recorded");
+    assert!(failure.contains("403"), "{failure}");
 
     h.sim().set_faults(Faults::default());
     eventually("the job runs once the tools can be read", || async {
@@ -154,5 +180,13 @@ async fn no_runner_is_created_while_the_runner_downloads_cannot_be_read(db: Test
         7
     );
     assert_eq!(h.stored().await.state, ScaleSetState::Ready);
+    let stored = h
+        .store
+        .runner_downloads(h.scale_set.entity_id)
+        .await
+        .expect("read the recorded downloads")
+        .expect("recorded");
+    assert_eq!(stored.read.map(|(list, _)| list.len()), Some(7));
+    assert_eq!(stored.failure, None, "a good read clears the failure");
     controller.stop().await;
 }

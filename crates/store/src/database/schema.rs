@@ -177,6 +177,17 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    runner_downloads (entity_id) {
+        entity_id -> Text,
+        downloads -> Nullable<Text>,
+        read_at -> Nullable<BigInt>,
+        failure -> Nullable<Text>,
+        failed_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::joinable!(runner_downloads -> entities (entity_id));
 diesel::joinable!(instance_access -> instances (instance_name));
 diesel::joinable!(leases -> scale_sets (scale_set_id));
 diesel::joinable!(events -> scale_sets (scale_set_id));
@@ -187,6 +198,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     controller,
     credentials,
     entities,
+    runner_downloads,
     scale_sets,
     scale_set_samples,
     scale_set_health,

@@ -16,6 +16,7 @@ mod instance_access;
 mod lease;
 mod modify;
 mod open;
+mod runner_downloads;
 mod scale_set;
 mod skip;
 mod sqlite_file;
