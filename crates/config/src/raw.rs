@@ -87,6 +87,8 @@ pub(crate) struct RawWorker {
     pub(crate) reconcile_interval: Option<String>,
     pub(crate) provider_backoff_base: Option<String>,
     pub(crate) provider_backoff_max: Option<String>,
+    pub(crate) bootstrap_backoff_base: Option<String>,
+    pub(crate) bootstrap_backoff_max: Option<String>,
     pub(crate) max_concurrent_starts: Option<i64>,
     pub(crate) max_concurrent_recoveries: Option<i64>,
     pub(crate) instance_api_url: Option<String>,

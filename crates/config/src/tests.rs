@@ -92,7 +92,8 @@ fn the_provider_back_off_start_bounds_and_takeover_recheck_are_configuration_key
         "lease_ttl = \"30s\"",
         "lease_ttl = \"30s\"\nprovider_backoff_base = \"2s\"\nprovider_backoff_max = \"20s\"\n\
          max_concurrent_starts = 16\nmax_concurrent_recoveries = 2\n\
-         takeover_session_recheck = \"3s\"",
+         takeover_session_recheck = \"3s\"\nbootstrap_backoff_base = \"1s\"\n\
+         bootstrap_backoff_max = \"8s\"",
     );
     let config = Config::parse("test.toml", &tuned, &base_env()).unwrap();
     assert_eq!(
@@ -104,6 +105,13 @@ fn the_provider_back_off_start_bounds_and_takeover_recheck_are_configuration_key
         Duration::from_secs(20)
     );
     assert_eq!(config.settings.max_concurrent_starts, 16);
+    assert_eq!(
+        (
+            config.settings.bootstrap_backoff_base,
+            config.settings.bootstrap_backoff_max
+        ),
+        (Duration::from_secs(1), Duration::from_secs(8))
+    );
     assert_eq!(config.settings.max_concurrent_recoveries, 2);
     assert_eq!(
         config.settings.takeover_session_recheck,
@@ -122,6 +130,7 @@ fn the_provider_back_off_start_bounds_and_takeover_recheck_are_configuration_key
     let bad = GOOD.replace(
         "lease_ttl = \"30s\"",
         "lease_ttl = \"30s\"\nprovider_backoff_base = \"1m\"\nprovider_backoff_max = \"10s\"\n\
+         bootstrap_backoff_base = \"1m\"\nbootstrap_backoff_max = \"10s\"\n\
          max_concurrent_starts = 0\nmax_concurrent_recoveries = -1",
     );
     let found = problems(&bad, &base_env());
@@ -129,6 +138,7 @@ fn the_provider_back_off_start_bounds_and_takeover_recheck_are_configuration_key
         keys(&found),
         [
             "worker.provider_backoff_max",
+            "worker.bootstrap_backoff_max",
             "worker.max_concurrent_starts",
             "worker.max_concurrent_recoveries"
         ],

@@ -366,6 +366,27 @@ fn worker(
             ),
         );
     }
+    settings.bootstrap_backoff_base = p.duration(
+        "worker.bootstrap_backoff_base",
+        raw.bootstrap_backoff_base.as_deref(),
+        defaults.bootstrap_backoff_base,
+    );
+    settings.bootstrap_backoff_max = p.duration(
+        "worker.bootstrap_backoff_max",
+        raw.bootstrap_backoff_max.as_deref(),
+        defaults
+            .bootstrap_backoff_max
+            .max(settings.bootstrap_backoff_base),
+    );
+    if settings.bootstrap_backoff_max < settings.bootstrap_backoff_base {
+        p.add(
+            "worker.bootstrap_backoff_max",
+            format!(
+                "{:?} is shorter than bootstrap_backoff_base ({:?}); make it at least as long",
+                settings.bootstrap_backoff_max, settings.bootstrap_backoff_base
+            ),
+        );
+    }
     settings.max_concurrent_starts = positive(
         p,
         "worker.max_concurrent_starts",

@@ -104,6 +104,7 @@ impl Controller {
                 renewals: Default::default(),
                 samples: Default::default(),
                 provider_health: Default::default(),
+                boots: Default::default(),
                 removal_requests: Default::default(),
                 retries: Default::default(),
                 runner_tools: crate::runner_tools::RunnerTools::new(tools_refresh),
@@ -263,8 +264,9 @@ impl Controller {
             .collect();
         let now = std::time::Instant::now();
         for id in self.shared.retries.noticed(&read) {
-            tracing::info!(scale_set = %id, "retry asked for: the provider back-off ends and the scale set tries again now");
+            tracing::info!(scale_set = %id, "retry asked for: the provider and bootstrap back-offs end and the scale set tries again now");
             self.shared.provider_health.retry_now(id, now);
+            self.shared.boots.retry_now(id, self.shared.clock.now());
             self.shared.retries.wake(id);
         }
     }

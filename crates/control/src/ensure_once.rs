@@ -89,6 +89,7 @@ impl EnsureOnce {
                 renewals: Default::default(),
                 samples: Default::default(),
                 provider_health: Default::default(),
+                boots: Default::default(),
                 removal_requests: Default::default(),
                 retries: Default::default(),
                 runner_tools: crate::runner_tools::RunnerTools::new(tools_refresh),

@@ -7,7 +7,8 @@
 //! to look again) is `session`. What becomes of the instances of a scale set GitHub deleted
 //! (and we ensured anew) is [`superseded`]; what becomes of the instances of such a set once
 //! a lost database took their rows too is [`orphans`]. When a failing provider is tried again, and when its scale set needs
-//! attention, is [`provider_backoff`]'s. Every other decision to remove a runner, delete
+//! attention, is [`provider_backoff`]'s; when a scale set whose runners keep failing to boot
+//! creates the next one, [`bootstrap_backoff`]'s. Every other decision to remove a runner, delete
 //! an instance or forget a row (reconciliation, crash recovery, bootstrap deadlines) is the
 //! reconcile planner's, [`reconcile`]; whether deleting a scale set deletes it on GitHub is
 //! [`deletion`]'s; what tearing the controller down removes is [`decommission`]'s. How the
@@ -18,6 +19,7 @@
 
 use std::time::Duration;
 
+pub(crate) mod bootstrap_backoff;
 pub(crate) mod claim;
 pub(crate) mod decommission;
 pub(crate) mod deletion;

@@ -39,6 +39,7 @@ use crate::checkpoint::Checkpoint;
 use crate::ensure::record;
 use crate::error::{Error, chain, store};
 use crate::identity::runner_name;
+use crate::planner::bootstrap_backoff::Shown;
 use crate::planner::claim::{Answer, Asked, Recorded, Refused, delete_id, judge};
 use crate::planner::idle::{Listed, Poll, Row, Rules, next_due, reuse};
 use crate::planner::provider_backoff::Attention;
@@ -427,8 +428,9 @@ impl Runners<'_> {
             return Ok(0);
         }
         self.listed = None;
-        // A provider backing off is not asked again before its wait is over.
-        let created = if step.create > 0 && self.provider_may_call() {
+        // A provider backing off is not asked again before its wait is over, nor a set whose
+        // runners keep failing to boot.
+        let created = if step.create > 0 && self.provider_may_call() && self.boots_may_create() {
             self.create_runners(step.create).await?
         } else {
             None
@@ -1109,6 +1111,7 @@ impl Runners<'_> {
                 if i.scale_set_id == self.scale_set.id
                     && matches!(i.status, InstanceStatus::Running | InstanceStatus::Creating) =>
             {
+                self.boot_online(runner).await?;
                 if let Ok(boot) = online_at.duration_since(i.created_at.to_system_time()) {
                     let metrics = &self.shared.metrics;
                     metrics.observe_timing(
@@ -1178,6 +1181,7 @@ impl Runners<'_> {
             match bootstrap(runner.as_ref()) {
                 Bootstrap::Online => {
                     self.online.insert(instance.name.clone());
+                    self.boot_online(&instance.name).await?;
                 }
                 Bootstrap::Late => {
                     let metrics = &self.shared.metrics;
@@ -1196,6 +1200,8 @@ impl Runners<'_> {
                         .await
                         .map_err(store("appending an event"))?;
                     self.remove_everywhere(&instance).await?;
+                    self.boot_failed(&instance.name, "was not online by its bootstrap deadline")
+                        .await?;
                     removed.insert(instance.name.clone());
                 }
             }
@@ -1236,6 +1242,8 @@ impl Runners<'_> {
         };
         let reports = self.shared.settings.instance_urls().is_some();
         let mut retire = Vec::new();
+        // The instances that reported a failed bootstrap, with what each said.
+        let mut failed_reports: Vec<(String, String)> = Vec::new();
         for instance in instances {
             let runner = runners.and_then(|list| {
                 list.iter().find(|r| {
@@ -1250,14 +1258,24 @@ impl Runners<'_> {
             let booting = reports
                 && instance.status == InstanceStatus::Running
                 && !self.online.contains(&instance.name);
-            let bootstrap_failed = booting
-                && self
+            let report = match booting {
+                true => self
                     .shared
                     .store
                     .get_instance_access(&instance.name)
                     .await
-                    .map_err(store("reading an instance's bootstrap report"))?
-                    .is_some_and(|a| a.bootstrap_status == scaleset_store::BootstrapStatus::Failed);
+                    .map_err(store("reading an instance's bootstrap report"))?,
+                false => None,
+            };
+            let status = report.as_ref().map(|a| a.bootstrap_status);
+            if status == Some(scaleset_store::BootstrapStatus::Idle) {
+                self.boot_online(&instance.name).await?;
+            }
+            let bootstrap_failed = status == Some(scaleset_store::BootstrapStatus::Failed);
+            if bootstrap_failed {
+                let said = report.and_then(|a| a.status_message).unwrap_or_default();
+                failed_reports.push((instance.name.clone(), said));
+            }
             let life = Life {
                 instance,
                 runner,
@@ -1270,6 +1288,20 @@ impl Runners<'_> {
         }
         for (instance, why) in retire {
             self.retire(instance, why).await?;
+            if why == Retire::BootstrapFailed {
+                let metrics = &self.shared.metrics;
+                metrics.count(&metrics.bootstrap_failures, self.scale_set.id);
+                let said = failed_reports
+                    .iter()
+                    .find(|(name, _)| *name == instance.name)
+                    .map_or("", |(_, said)| said.as_str());
+                let why = if said.is_empty() {
+                    "reported a failed bootstrap".to_owned()
+                } else {
+                    format!("reported a failed bootstrap: {said:?}")
+                };
+                self.boot_failed(&instance.name, &why).await?;
+            }
         }
         Ok(())
     }
@@ -1350,7 +1382,90 @@ impl Runners<'_> {
     }
 }
 
+/// How a scale set's state reason backing off for failed bootstraps begins: the reason is
+/// cleared when a runner comes online only if it still says this.
+const BOOT_BACKOFF: &str = "runners fail to boot";
+
 impl Runners<'_> {
+    /// Whether runners may be created now: the set is not waiting after failed bootstraps
+    /// ([`crate::planner::bootstrap_backoff`]).
+    pub(crate) fn boots_may_create(&self) -> bool {
+        self.shared
+            .boots
+            .get(self.scale_set.id)
+            .may_create(self.shared.clock.now())
+    }
+
+    /// Feeds a failed bootstrap of `runner` (`why`: what it did) to the bootstrap back-off
+    /// planner, and shows on the scale set that its creates wait, why, and what to do.
+    async fn boot_failed(&self, runner: &str, why: &str) -> Result<(), Error> {
+        let policy = self.shared.settings.bootstrap_backoff();
+        let boots = self.shared.boots.get(self.scale_set.id);
+        let (next, shown) = boots.failed(&policy, self.shared.clock.now(), fastrand::f64());
+        self.shared.boots.set(self.scale_set.id, next);
+        let Shown::BackingOff { failures, retry_in } = shown else {
+            return Ok(());
+        };
+        let reason = format!(
+            "{BOOT_BACKOFF}: {failures} bootstrap(s) failed in a row, the last runner {runner} \
+             {why}; no runner is created before the next try in {}s (the wait doubles per \
+             round of failures, up to {}s, until a runner of the set comes online); check the \
+             image, the runner install template, the runner downloads and the instance's network \
+             (the install log on the instance says where it stopped), then `scalesetctl \
+             scale-set retry` to try at once",
+            retry_in.as_secs(),
+            policy.max.as_secs()
+        );
+        tracing::warn!(%reason, "bootstraps failing; creates back off");
+        record(
+            self.shared,
+            self.scale_set.id,
+            "bootstrap_backoff",
+            &reason,
+            |s| {
+                if matches!(s.state, ScaleSetState::Ready | ScaleSetState::Pending) {
+                    s.state = ScaleSetState::Error;
+                }
+            },
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// A runner of the scale set came online (`runner`): the bootstrap back-off ends and the
+    /// count starts again; the scale set is shown ready again when its failing boots were
+    /// what it showed.
+    async fn boot_online(&self, runner: &str) -> Result<(), Error> {
+        let boots = self.shared.boots.get(self.scale_set.id);
+        let (next, shown) = boots.online();
+        if let Shown::Recovered { failures } = shown {
+            self.shared.boots.set(self.scale_set.id, next);
+            let reason = format!(
+                "runner {runner} came online after {failures} failed bootstrap(s) in a row; \
+                 runners are created again"
+            );
+            tracing::info!(%reason, "bootstraps work again");
+            self.shared
+                .store
+                .modify_scale_set_with_event(
+                    self.scale_set.id,
+                    &mut |s| {
+                        if s.state == ScaleSetState::Error
+                            && s.state_reason.starts_with(BOOT_BACKOFF)
+                        {
+                            s.state = ScaleSetState::Ready;
+                            s.state_reason = reason.clone();
+                        }
+                    },
+                    "bootstrap_recovered",
+                    &reason,
+                )
+                .await
+                .map_err(store("recording that bootstraps work again"))?;
+        }
+        Ok(())
+    }
+
     /// Whether the provider may be asked to create or delete now (not backing off).
     pub(crate) fn provider_may_call(&self) -> bool {
         self.shared

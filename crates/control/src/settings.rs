@@ -88,6 +88,14 @@ pub struct Settings {
     /// attention (state `error`, the provider's own message as the reason); the first success
     /// after it serves it as `ready` again.
     pub provider_failures_flagged: u32,
+    /// The wait before a scale set creates its next runner after one failed to boot (its
+    /// instance reported a failed bootstrap, or it was not online by its bootstrap deadline);
+    /// doubles per round of failures up to [`Settings::bootstrap_backoff_max`], jittered
+    /// between half of it and all of it (`planner::bootstrap_backoff`). Only a runner of the
+    /// scale set coming online ends it.
+    pub bootstrap_backoff_base: Duration,
+    /// The longest wait between creates of a scale set whose runners keep failing to boot.
+    pub bootstrap_backoff_max: Duration,
     /// The server's URL as instances reach it (e.g. `https://scaleset.example.com`), from
     /// which their metadata and callback URLs are made (GARM's `metadata_url` and
     /// `callback_url`). When set, every new runner is granted an instance token and its JIT
@@ -134,6 +142,8 @@ impl Default for Settings {
             provider_backoff_base: Duration::from_secs(5),
             provider_backoff_max: Duration::from_secs(300),
             provider_failures_flagged: 3,
+            bootstrap_backoff_base: Duration::from_secs(10),
+            bootstrap_backoff_max: Duration::from_secs(600),
             instance_api_url: None,
             runner_install_templates: std::collections::BTreeMap::new(),
             runner_tools_refresh: Duration::from_secs(15 * 60),
@@ -160,6 +170,14 @@ impl Settings {
         crate::runner_tools::Refresh {
             every: self.runner_tools_refresh,
             retry: self.runner_tools_retry,
+        }
+    }
+
+    /// The bootstrap back-off planner's settings.
+    pub(crate) fn bootstrap_backoff(&self) -> crate::planner::bootstrap_backoff::BootPolicy {
+        crate::planner::bootstrap_backoff::BootPolicy {
+            base: self.bootstrap_backoff_base,
+            max: self.bootstrap_backoff_max,
         }
     }
 

@@ -12,6 +12,7 @@ use crate::checkpoint::Checkpoints;
 use crate::client_factory::ClientFactory;
 use crate::identity::ControllerIdentity;
 use crate::metrics::Metrics;
+use crate::planner::bootstrap_backoff::Boots;
 use crate::planner::provider_backoff::ProviderHealth;
 use crate::settings::Settings;
 
@@ -40,6 +41,10 @@ pub(crate) struct Shared {
     /// Each scale set's provider, as its task last found it (the back-off of a failing
     /// provider outlives a pass: a failed pass must not make the provider be tried at once).
     pub(crate) provider_health: ProviderHealthBook,
+    /// Each scale set's failed bootstraps in a row and the wait before its next create
+    /// ([`crate::planner::bootstrap_backoff`]). In memory: a restart, or another worker taking
+    /// the lease, starts the count again (the next failure backs off anew).
+    pub(crate) boots: BootsBook,
     /// The scale sets with an operator's removal request, as the supervisor last read them.
     pub(crate) removal_requests: RemovalRequests,
     /// The operators' "retry now" requests the supervisor has seen, and the wake of each
@@ -240,6 +245,41 @@ impl ProviderHealthBook {
             if of == provider {
                 *health = health.provider_answered(now);
             }
+        }
+    }
+}
+
+/// The bootstrap back-off of every scale set served in this process
+/// ([`crate::planner::bootstrap_backoff`]).
+#[derive(Default)]
+pub(crate) struct BootsBook(std::sync::Mutex<std::collections::HashMap<ScaleSetId, Boots>>);
+
+impl BootsBook {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<ScaleSetId, Boots>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The scale set's bootstraps (none failing when never seen failing).
+    pub(crate) fn get(&self, id: ScaleSetId) -> Boots {
+        self.lock().get(&id).copied().unwrap_or_default()
+    }
+
+    /// Records the scale set's bootstraps (a healthy one is forgotten).
+    pub(crate) fn set(&self, id: ScaleSetId, boots: Boots) {
+        let mut sets = self.lock();
+        if boots == Boots::default() {
+            sets.remove(&id);
+        } else {
+            sets.insert(id, boots);
+        }
+    }
+
+    /// An operator asked scale set `id` to retry now: its wait ends at `now`.
+    pub(crate) fn retry_now(&self, id: ScaleSetId, now: Timestamp) {
+        if let Some(boots) = self.lock().get_mut(&id) {
+            *boots = boots.retry_now(now);
         }
     }
 }

@@ -60,6 +60,7 @@ type CreateHook = Arc<dyn Fn(&CreatedRunner) + Send + Sync>;
 struct Faults {
     failing_creates: usize,
     failing_deletes: usize,
+    failing_lists: usize,
     lost_create_responses: usize,
     delay: Duration,
 }
@@ -197,6 +198,11 @@ impl FakeCloud {
     /// The next `count` deletes fail (exit code 1) without deleting anything.
     pub fn fail_deletes(&self, count: usize) {
         self.lock().faults.failing_deletes = count;
+    }
+
+    /// The next `count` lists (`ListInstances`) fail (exit code 1).
+    pub fn fail_lists(&self, count: usize) {
+        self.lock().faults.failing_lists = count;
     }
 
     /// The next `count` creates create the instance but report a timeout, as
@@ -422,9 +428,12 @@ impl Provider for FakeProvider {
 
     async fn list(&self, pool: &Pool) -> Result<Vec<ProviderInstance>, Error> {
         self.pause().await;
-        Ok(self
-            .cloud
-            .lock()
+        let mut state = self.cloud.lock();
+        if state.faults.failing_lists > 0 {
+            state.faults.failing_lists -= 1;
+            return Err(injected(Command::ListInstances, "list"));
+        }
+        Ok(state
             .instances
             .values()
             .filter(|i| i.pool == pool.key)

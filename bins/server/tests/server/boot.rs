@@ -70,6 +70,17 @@ impl Provider {
             .collect()
     }
 
+    /// When each `CreateInstance` that worked ended, in seconds since the epoch, in order.
+    fn creates(&self) -> Vec<f64> {
+        std::fs::read_to_string(self.state.join("calls.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .filter(|call| call["command"] == "CreateInstance" && call["exit"] == 0)
+            .map(|call| call["at"].as_f64().unwrap())
+            .collect()
+    }
+
     /// The instance directories present now.
     fn instances(&self) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(self.state.join("instances"))
@@ -106,20 +117,22 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// Starts `scaleset-server --with-worker` with the test provider as `local`, creates the
-/// simulator's organization and a scale set `boot` on it, and waits for its session. Returns
-/// the server, the admin token, the set's API path and its GitHub id.
+/// Starts `scaleset-server --with-worker` with the test provider as `local` (and `worker`,
+/// lines of the `[worker]` table), creates the simulator's organization and a scale set `boot`
+/// on it, and waits for its session. Returns the server, the admin token, the set's API path
+/// and its GitHub id.
 async fn serve(
     dir: &Path,
     github: &scaleset_sim::RunningSim,
     provider: &Provider,
+    worker: &str,
 ) -> (Server, String, String, i64) {
     let port = free_port();
     let path = config(
         dir,
         &format!(
             "[worker]\nname = \"w1\"\nwatch_interval = \"100ms\"\nlisten = \"127.0.0.1:0\"\n\
-             instance_api_url = \"http://127.0.0.1:{port}\"\n\
+             instance_api_url = \"http://127.0.0.1:{port}\"\n{worker}\
              [[provider]]\nname = \"local\"\nkind = \"external\"\nexecutable = \"{}\"\n\
              config_file = \"{}\"\nenvironment = [\"PATH=\"]\ntimeout = \"60s\"\n",
             provider.executable.display(),
@@ -207,7 +220,7 @@ async fn a_queued_job_boots_a_real_install_script_through_a_garm_like_provider_a
     let github = simulator().await;
     let dir = tempfile::tempdir().unwrap();
     let provider = Provider::install(dir.path());
-    let (server, secret, _, github_id) = serve(dir.path(), &github, &provider).await;
+    let (server, secret, _, github_id) = serve(dir.path(), &github, &provider, "").await;
     let t = Some(secret.as_str());
 
     let request = github
@@ -421,7 +434,7 @@ async fn an_empty_tools_list_fails_the_create_as_garm_provider_common_does_and_t
     assert!(provider.instances().is_empty());
 
     // Under scaleset.
-    let (server, secret, set_path, github_id) = serve(dir.path(), &github, &provider).await;
+    let (server, secret, set_path, github_id) = serve(dir.path(), &github, &provider, "").await;
     let t = Some(secret.as_str());
     let request = github
         .sim
@@ -491,6 +504,119 @@ async fn an_empty_tools_list_fails_the_create_as_garm_provider_common_does_and_t
         .filter(|i| i["status"] == "running")
         .count();
     assert_eq!(running, 0, "{instances}, set {set}");
+
+    let (status, stderr) = server.stop();
+    assert!(status.success(), "{status:?}: {stderr}");
+}
+
+/// Every install fails (the runner archive answers 404, so the script posts `failed` to its
+/// callback and exits): the set creates its next runner only after a wait that doubles per
+/// failure (here 2 s, capped at 8 s, each jittered between half of it and all of it), shows
+/// why and what to do, and once the archive is served again the next runner boots, takes the
+/// job that waited all along, and the back-off is over: the set is ready again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runners_whose_install_fails_are_created_again_only_after_a_growing_wait_until_one_boots() {
+    let github = simulator().await;
+    github.sim.set_faults(scaleset_sim::Faults {
+        server_errors: Some(scaleset_sim::Burst {
+            endpoint: Some("runner_archive".to_owned()),
+            ..scaleset_sim::Burst::new(u32::MAX, 404)
+        }),
+        ..scaleset_sim::Faults::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let provider = Provider::install(dir.path());
+    let (server, secret, set_path, github_id) = serve(
+        dir.path(),
+        &github,
+        &provider,
+        "bootstrap_backoff_base = \"2s\"\nbootstrap_backoff_max = \"8s\"\n",
+    )
+    .await;
+    let t = Some(secret.as_str());
+    let request = github
+        .sim
+        .enqueue_jobs(
+            github_id,
+            &scaleset_sim::JobSpec {
+                run_seconds: Some(1.0),
+                ..scaleset_sim::JobSpec::count(1)
+            },
+        )
+        .unwrap()[0];
+
+    // Five creates, each boot failing: the waits between them are at least half of 2, 4, 8,
+    // 8 s (without the back-off a failed runner was replaced within about a second).
+    let creates = scaleset_eventually::eventually("five runners were created", || async {
+        let creates = provider.creates();
+        (creates.len() >= 5).then_some(creates)
+    })
+    .await;
+    let least = [1.0, 2.0, 4.0, 4.0];
+    for (k, pair) in creates.windows(2).take(least.len()).enumerate() {
+        let gap = pair[1] - pair[0];
+        assert!(
+            gap >= least[k],
+            "create {} came {gap:.2}s after the one before, under the back-off's {}s: {creates:?}",
+            k + 2,
+            least[k]
+        );
+    }
+    let archive_fetches = github
+        .sim
+        .request_counts()
+        .get("runner_archive")
+        .copied()
+        .unwrap_or(0);
+    assert!(archive_fetches >= 4, "every boot tried: {archive_fetches}");
+    let (_, set) = call(&server.addr, "GET", &set_path, t, None).await;
+    assert_eq!(set["state"], "error", "{set}");
+    let reason = set["state_reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("bootstrap(s) failed in a row")
+            && reason.contains("failed to download tools")
+            && reason.contains("scalesetctl scale-set retry"),
+        "{set}"
+    );
+    let kinds = |set: &Value| -> Vec<String> {
+        set["events"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e["kind"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert!(
+        kinds(&set).iter().any(|k| k == "bootstrap_backoff"),
+        "{set}"
+    );
+    let job_state = |github: &scaleset_sim::RunningSim| {
+        let state = github.sim.state();
+        let job = state.jobs.iter().find(|j| j.runner_request_id == request);
+        job.map(|j| j.state.clone()).unwrap_or_default()
+    };
+    assert_ne!(job_state(&github), "completed");
+
+    // The archive is served again: the next runner boots and takes the job that waited, and
+    // the set is ready again.
+    github.sim.set_faults(scaleset_sim::Faults::default());
+    scaleset_eventually::eventually("the waiting job was run", || async {
+        (job_state(&github) == "completed").then_some(())
+    })
+    .await;
+    let set = scaleset_eventually::eventually("the set is ready again", || async {
+        let (_, set) = call(&server.addr, "GET", &set_path, t, None).await;
+        (set["state"] == "ready" && kinds(&set).iter().any(|k| k == "bootstrap_recovered"))
+            .then_some(set)
+    })
+    .await;
+    assert!(
+        set["state_reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("came online after"),
+        "{set}"
+    );
 
     let (status, stderr) = server.stop();
     assert!(status.success(), "{status:?}: {stderr}");

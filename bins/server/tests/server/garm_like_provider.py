@@ -19,7 +19,8 @@ Its "cloud" is this machine: an instance is a directory `<state_dir>/instances/<
 the install script runs as a process of its own session. DeleteInstance kills that session and
 removes the directory. `state_dir` comes from the provider config file
 (`state_dir = "/path"`), GARM_PROVIDER_CONFIG_FILE. Every call is appended to
-`<state_dir>/calls.jsonl` as {command, instance, exit} (never the bootstrap: it holds the token).
+`<state_dir>/calls.jsonl` as {command, instance, exit, at} (`at`: seconds since the epoch when
+the call ended; never the bootstrap: it holds the token).
 Standard library only.
 """
 
@@ -339,7 +340,7 @@ def main():
         code = 1
     try:
         with open(os.path.join(state_dir(), "calls.jsonl"), "a", encoding="utf-8") as log:
-            log.write(json.dumps({"command": command, "instance": instance, "exit": code}) + "\n")
+            log.write(json.dumps({"command": command, "instance": instance, "exit": code, "at": time.time()}) + "\n")
     except (Failure, OSError):
         pass
     return code

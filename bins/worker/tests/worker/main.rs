@@ -18,6 +18,7 @@ mod rotation;
 mod rules;
 mod scale_out_metrics;
 mod spreading;
+mod together;
 mod warm;
 
 use std::sync::Arc;

@@ -21,10 +21,11 @@ use std::pin::Pin;
 
 use scaleset_github::{Client, RunnerReference};
 use scaleset_provider::{Pool, Provider, ProviderInstance};
-use scaleset_store::{Instance, InstanceStatus, ScaleSet};
+use scaleset_store::{Instance, InstanceStatus, ScaleSet, ScaleSetState};
 use tokio_util::sync::CancellationToken;
 
 use super::{Runners, again_on_token, instance_id};
+use crate::ensure::record;
 use crate::error::{Error, chain, store};
 use crate::planner::reconcile::{Recovery, recovered_creating, recovered_registered, recovery};
 use crate::planner::start::{recorded_when_landed, still_applies, unchanged};
@@ -85,11 +86,17 @@ impl<'a> Runners<'a> {
                 )
                 .await
                 {
-                    Ok(landed) => return landed,
+                    Ok(landed) => {
+                        if failures > 0 {
+                            recovered(shared, scale_set, failures).await;
+                        }
+                        return landed;
+                    }
                     Err(error) => {
                         failures += 1;
                         tracing::warn!(error = %chain(&error), failures, "recovering the instances failed; listening on, and trying again after the backoff");
                         let backoff = shared.settings.backoff(failures);
+                        show_failure(shared, scale_set, &error).await;
                         if wait_jittered(cancel, backoff).await == Waited::Cancelled {
                             // The listener ends on the same stop and drops this.
                             return std::future::pending().await;
@@ -150,6 +157,60 @@ impl<'a> Runners<'a> {
         let judged = unchanged(&then, &rows, &touched);
         self.apply_reconcile(&recorded, &judged, &at_provider, &garms, &runners)
             .await
+    }
+}
+
+/// How a scale set's state reason begins while its recovery fails: a recovery that works
+/// afterwards clears the reason only if it still says this.
+const RECOVERY_FAILING: &str = "recovering the instances failed";
+
+/// Shows on the scale set that its recovery failed with `error`, what that holds up, and what
+/// to do: state `error` (counted by the attention metric), the reason, and a `recovery_failed`
+/// event. The reason names no count or wait, so a failure repeated with the same cause adds to
+/// one event's count instead of an event per try. A failed write is logged: the recovery is
+/// tried again whatever the store says.
+async fn show_failure(shared: &Shared, scale_set: &ScaleSet, error: &Error) {
+    let reason = format!(
+        "{RECOVERY_FAILING}: {}; jobs are served meanwhile, but no warm pool is made and what a \
+         crash left (instances being created, runners without a machine) is not finished or \
+         removed until it works; tried again with back-off (at most {}s apart); check that the \
+         provider {:?} can list and get instances (its ListInstances and GetInstance) and that \
+         GitHub answers with these credentials",
+        chain(error),
+        shared.settings.backoff_max.as_secs().max(1),
+        scale_set.spec.provider
+    );
+    let recorded = record(shared, scale_set.id, "recovery_failed", &reason, |s| {
+        if matches!(s.state, ScaleSetState::Ready | ScaleSetState::Pending) {
+            s.state = ScaleSetState::Error;
+        }
+    })
+    .await;
+    if let Err(e) = recorded {
+        tracing::warn!(error = %chain(&e), "could not show the failed recovery on the scale set");
+    }
+}
+
+/// The recovery worked after `failures` failed tries: an event says so, and the scale set is
+/// ready again when the failed recovery was what it showed.
+async fn recovered(shared: &Shared, scale_set: &ScaleSet, failures: u32) {
+    let reason = format!("recovering the instances worked after {failures} failed tries; serving");
+    let written = shared
+        .store
+        .modify_scale_set_with_event(
+            scale_set.id,
+            &mut |s| {
+                if s.state == ScaleSetState::Error && s.state_reason.starts_with(RECOVERY_FAILING) {
+                    s.state = ScaleSetState::Ready;
+                    s.state_reason = reason.clone();
+                }
+            },
+            "recovery_recovered",
+            &reason,
+        )
+        .await;
+    if let Err(e) = written {
+        tracing::warn!(error = %chain(&e), "could not show the recovery's success on the scale set");
     }
 }
 

@@ -61,6 +61,10 @@ pub(crate) fn settings() -> Settings {
     settings.provider_backoff_base = Duration::from_millis(20);
     settings.provider_backoff_max = Duration::from_millis(200);
     settings.runner_tools_retry = Duration::from_millis(50);
+    // The manual clock does not move by itself: a runner that failed to boot is replaced at
+    // once unless a test asks for the back-off.
+    settings.bootstrap_backoff_base = Duration::ZERO;
+    settings.bootstrap_backoff_max = Duration::ZERO;
     settings
 }
 

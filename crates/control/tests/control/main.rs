@@ -7,6 +7,7 @@ mod burst;
 mod calls;
 mod claims;
 mod drain;
+mod failing_boots;
 mod faults;
 mod fleet;
 mod garm_provider;
