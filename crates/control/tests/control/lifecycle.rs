@@ -16,7 +16,7 @@ use scaleset_store::{
 use crate::helpers::{Harness, TestDb, backend_tests, eventually, settings, sim_config};
 
 backend_tests!(
-    a_failed_bootstrap_is_replaced_at_once,
+    a_failed_bootstrap_is_retired_and_replaced,
     an_instance_that_dies_is_retired_and_replaced,
     a_runner_left_offline_by_an_outage_is_retired,
     an_idle_runner_is_retired_past_max_idle_lifetime,
@@ -78,7 +78,7 @@ async fn replaced(h: &Harness, gone: &str, left: usize) {
     .await;
 }
 
-async fn a_failed_bootstrap_is_replaced_at_once(db: TestDb) {
+async fn a_failed_bootstrap_is_retired_and_replaced(db: TestDb) {
     let h = harness(db, |spec| {
         spec.min_idle = 1;
         spec.bootstrap_timeout = Duration::from_secs(3600);

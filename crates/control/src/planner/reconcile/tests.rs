@@ -437,7 +437,7 @@ fn life(instance: &Instance) -> Life<'_> {
 }
 
 #[test]
-fn a_failed_bootstrap_is_replaced_at_once() {
+fn a_failed_bootstrap_is_retired_and_replaced() {
     let row = aged(0, 0);
     let failed = Life {
         bootstrap_failed: true,
