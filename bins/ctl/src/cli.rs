@@ -32,37 +32,45 @@ pub(crate) struct Cli {
 /// (there they name GARM and read no environment, file or default), `--token` and `--config`
 /// left out. `None` for any other error or help, which clap's text serves.
 pub(crate) fn garm_help(error: &clap::Error, args: &[String]) -> Option<String> {
-    use clap::CommandFactory as _;
     if error.kind() != clap::error::ErrorKind::DisplayHelp
         || !args.windows(2).any(|w| w[0] == "import" && w[1] == "garm")
     {
         return None;
     }
+    let mut command = built_with_garm_flags();
+    let mut garm = command
+        .find_subcommand_mut("import")?
+        .find_subcommand_mut("garm")?
+        .clone();
+    Some(garm.render_help().to_string())
+}
+
+/// The whole command as built for help and man pages: `import garm`'s global connection flags
+/// described as GARM's (see [`garm_help`]).
+pub(crate) fn built_with_garm_flags() -> clap::Command {
+    use clap::CommandFactory as _;
     let mut command = Cli::command();
     // Global flags reach the subcommands only when the command is built.
     command.build();
-    let garm = command
-        .find_subcommand_mut("import")?
-        .find_subcommand_mut("garm")?
-        .clone()
-        .mut_arg("url", |a| {
-            a.help(
-                "GARM's URL, e.g. http://garm.internal:9997 (required; SCALESET_URL is not read)",
-            )
-        })
-        .mut_arg("token_file", |a| {
-            a.help("A file holding GARM's JWT; or --username with --password-file")
-        })
-        .mut_arg("ca_bundle", |a| {
-            a.help("CA certificates (PEM) to trust for an https:// GARM")
-        })
-        .mut_arg("timeout", |a| {
-            a.help("How long one request to GARM may take [default: 60s]")
-        })
-        .mut_arg("token", |a| a.hide(true))
-        .mut_arg("config", |a| a.hide(true));
-    let mut garm = garm;
-    Some(garm.render_help().to_string())
+    command.mut_subcommand("import", |import| import.mut_subcommand("garm", garm_flags))
+}
+
+/// `import garm`'s connection flags, which name GARM there.
+fn garm_flags(garm: clap::Command) -> clap::Command {
+    garm.mut_arg("url", |a| {
+        a.help("GARM's URL, e.g. http://garm.internal:9997 (required; SCALESET_URL is not read)")
+    })
+    .mut_arg("token_file", |a| {
+        a.help("A file holding GARM's JWT; or --username with --password-file")
+    })
+    .mut_arg("ca_bundle", |a| {
+        a.help("CA certificates (PEM) to trust for an https:// GARM")
+    })
+    .mut_arg("timeout", |a| {
+        a.help("How long one request to GARM may take [default: 60s]")
+    })
+    .mut_arg("token", |a| a.hide(true))
+    .mut_arg("config", |a| a.hide(true))
 }
 
 /// Where the server is and how to authenticate (flags win over the environment, which wins

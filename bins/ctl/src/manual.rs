@@ -7,11 +7,8 @@ use std::path::Path;
 use anyhow::{Context as _, Result};
 pub(crate) use clap_complete::Shell;
 
-use crate::cli::Cli;
-
 fn command() -> clap::Command {
-    use clap::CommandFactory as _;
-    Cli::command()
+    crate::cli::built_with_garm_flags()
 }
 
 /// The completion script for `shell`.

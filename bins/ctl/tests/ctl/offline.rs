@@ -197,3 +197,33 @@ fn the_man_page_renders_and_names_the_commands() {
         assert!(text.contains(".TH scalesetctl"), "{page}:\n{text}");
     }
 }
+
+/// `import garm` reads none of scalesetctl's connection settings: its man page, like its
+/// `--help`, describes `--url` as GARM's and leaves `--token` and `--config` out.
+#[test]
+fn the_import_garm_man_page_describes_garms_flags_not_the_servers() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let run = ctl_with_env(&["man", "--dir", dir.path().to_str().expect("utf-8")], &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let page = std::fs::read_to_string(dir.path().join("scalesetctl-import-garm.1"))
+        .expect("the import garm page");
+    assert!(page.contains("GARM\\*(Aqs URL, e.g."), "{page}");
+    assert!(!page.contains("[default: http://127.0.0.1:8080]"), "{page}");
+    assert!(!page.contains("\\fB\\-\\-token\\fR"), "{page}");
+    assert!(!page.contains("\\-\\-config"), "{page}");
+    let list = std::fs::read_to_string(dir.path().join("scalesetctl-scale-set-list.1"))
+        .expect("another command's page");
+    assert!(
+        list.contains("SCALESET_URL"),
+        "other commands keep the server's: {list}"
+    );
+    for help in ["-h", "--help"] {
+        let run = ctl_with_env(&["import", "garm", help], &[]);
+        assert_eq!(run.code, 0, "{run:?}");
+        assert!(
+            run.stdout.contains("SCALESET_URL is not read"),
+            "{help}: {run:?}"
+        );
+        assert!(!run.stdout.contains("--config"), "{help}: {run:?}");
+    }
+}
