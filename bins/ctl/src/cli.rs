@@ -193,7 +193,7 @@ pub(crate) enum Command {
     Completions {
         /// The shell.
         #[arg(value_enum)]
-        shell: crate::manual::Shell,
+        shell: clap_complete::Shell,
     },
     /// Print the man page (or write one per command with --dir), e.g.
     /// `scalesetctl man --dir ~/.local/share/man/man1`.

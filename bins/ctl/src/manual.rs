@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use anyhow::{Context as _, Result};
-pub(crate) use clap_complete::Shell;
+use clap_complete::Shell;
 
 fn command() -> clap::Command {
     crate::cli::built_with_garm_flags()
