@@ -36,22 +36,28 @@ pub(crate) struct Args {
 /// `None` for any other error or help, which clap's text serves.
 #[cfg(feature = "demo")]
 pub(crate) fn demo_help(error: &clap::Error, args: &[String]) -> Option<String> {
-    use clap::CommandFactory as _;
     if error.kind() != clap::error::ErrorKind::DisplayHelp || !args.iter().any(|a| a == "demo") {
         return None;
     }
+    let mut command = built_for_help();
+    let mut demo = command.find_subcommand_mut("demo")?.clone();
+    Some(demo.render_help().to_string())
+}
+
+/// The whole command as built for help and man pages: `demo` without the global flags it
+/// refuses (`--config`, `--with-worker`), and with its own log level (see [`demo_help`]).
+pub(crate) fn built_for_help() -> clap::Command {
+    use clap::CommandFactory as _;
     let mut command = Args::command();
     // Global flags reach the subcommands only when the command is built.
     command.build();
-    let mut demo = command
-        .find_subcommand_mut("demo")?
-        .clone()
-        .mut_arg("config", |a| a.hide(true))
-        .mut_arg("with_worker", |a| a.hide(true))
-        .mut_arg("log_format", |a| {
-            a.help("Log format; the level is set by RUST_LOG (default: warn)")
-        });
-    Some(demo.render_help().to_string())
+    command.mut_subcommand("demo", |demo| {
+        demo.mut_arg("config", |a| a.hide(true))
+            .mut_arg("with_worker", |a| a.hide(true))
+            .mut_arg("log_format", |a| {
+                a.help("Log format; the level is set by RUST_LOG (default: warn)")
+            })
+    })
 }
 
 /// The subcommands.

@@ -47,7 +47,7 @@ fn main() -> ExitCode {
             return scaleset_app::manual::print_completions(Args::command(), *shell).into();
         }
         Some(Command::Man(man)) => {
-            return scaleset_app::manual::print_man(Args::command(), man).into();
+            return scaleset_app::manual::print_man(cli::built_for_help(), man).into();
         }
         _ => {}
     }

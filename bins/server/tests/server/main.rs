@@ -852,6 +852,24 @@ fn demo_help_lists_only_what_the_demo_takes_and_refuses_a_configuration() {
         text.contains("(default: warn)"),
         "the demo logs at warn:\n{text}"
     );
+    // Its man page says the same.
+    let dir = tempfile::tempdir().unwrap();
+    let man = Command::new(BIN)
+        .args(["man", "--dir", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(man.status.code(), Some(0), "{man:?}");
+    let page = std::fs::read_to_string(dir.path().join("scaleset-server-demo.1")).unwrap();
+    assert!(
+        !page.contains("\\-\\-with\\-worker") && !page.contains("\\fB\\-\\-config\\fR"),
+        "{page}"
+    );
+    assert!(page.contains("(default: warn)"), "{page}");
+    let serve = std::fs::read_to_string(dir.path().join("scaleset-server-serve.1")).unwrap();
+    assert!(
+        serve.contains("\\-\\-with\\-worker"),
+        "serve keeps it: {serve}"
+    );
     let refused = Command::new(BIN)
         .args(["demo", "--config", "/nonexistent.toml"])
         .output()
