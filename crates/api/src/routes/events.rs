@@ -35,10 +35,12 @@ pub(crate) struct EventsQuery {
     scale_set_id: Option<uuid::Uuid>,
     /// Only events that happened at or after this time (RFC 3339, e.g.
     /// `2026-12-06T10:00:00Z`); a repeated event counts by its last occurrence.
+    #[param(format = DateTime)]
     since: Option<String>,
     /// Only events appended after the one with this id (the `id` of the last event seen).
     after: Option<i64>,
     /// At most this many, the newest of those that match (default 100, at most 1000).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<u32>,
 }
 
