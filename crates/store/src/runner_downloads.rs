@@ -69,7 +69,7 @@ pub fn offered(list: &[ToolDownload]) -> Vec<(OsType, OsArch)> {
 }
 
 /// Why `list` serves no runner of `os_type`/`os_arch` and what to do, to follow "the runner
-/// downloads of <entity>": the platforms GitHub offers instead (or that it offers none), and
+/// downloads of `<entity>`": the platforms GitHub offers instead (or that it offers none), and
 /// `change`, where the operator changes the set's platform.
 pub fn no_download(
     list: &[ToolDownload],
