@@ -12,6 +12,10 @@ const TICK: Duration = Duration::from_millis(250);
 
 /// Runs `work`, showing `what` with the elapsed time on stderr while it takes longer than a
 /// moment. `show` is false under `--quiet`.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the progress line redraws every interval"
+)]
 pub(crate) async fn while_waiting<F: std::future::Future>(
     what: &str,
     show: bool,

@@ -101,17 +101,16 @@ async fn get(addr: &str, path: &str) -> Result<String> {
     Ok(answer)
 }
 
-/// Polls `GET /_sim/polls` until `waiting` polls are held, at most ~30 s (a bound for loaded
-/// CI machines, not a timing assertion).
+/// Polls `GET /_sim/polls` until `waiting` polls are held.
 async fn await_held_polls(addr: &str, waiting: u64) -> Result<()> {
     let want = format!(r#""waiting":{waiting}"#);
-    for _ in 0..3000 {
-        if get(addr, "/_sim/polls").await?.contains(&want) {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    bail!("never saw {waiting} held polls")
+    scaleset_eventually::try_eventually(&format!("{waiting} polls are held"), || async {
+        Ok(get(addr, "/_sim/polls")
+            .await?
+            .contains(&want)
+            .then_some(()))
+    })
+    .await
 }
 
 async fn terminate(running: Running) -> Result<()> {

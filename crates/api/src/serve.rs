@@ -123,6 +123,10 @@ pub async fn serve(
 /// accepted connection; it is logged when it starts and then at most every 10 s, with the
 /// number of failures since the last line. The connections waiting in the kernel's queue are
 /// accepted once descriptors are free, and the loop never spins. A connection beyond `max_connections` is closed at once.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "an accept error of the process (no descriptor) backs off instead of spinning"
+)]
 pub async fn serve_with(
     listener: TcpListener,
     app: Router,
@@ -326,6 +330,7 @@ async fn connection_opened(
     }
 }
 
+#[allow(clippy::disallowed_methods, reason = "a connection's idle deadline")]
 async fn connection<I>(
     io: I,
     app: Router,

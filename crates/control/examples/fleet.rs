@@ -32,6 +32,11 @@
 //! measured, is one worker: a `Controller` with default production settings, the fake provider,
 //! and a SQLite store in a temporary directory. Figures and method: `docs/benchmarks.md`.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a benchmark waits out its measurement windows by the clock"
+)]
+
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead as _, Write as _};
 use std::sync::{Arc, Mutex};

@@ -3,7 +3,7 @@
 //! jittered. Every wait in `src` goes through [`wait_until`]: the scale set task's and the drain
 //! task's waits between passes, the listener's lease renewal raced with its long-poll and its
 //! backoff after a failed poll, the controller's watch tick and the lease-renewal batch window.
-//! `tests/no_sleep.rs` fails if `sleep` appears anywhere else in `src`. A module of its own,
+//! Clippy (`clippy.toml`) refuses a sleep anywhere else. A module of its own,
 //! depending on nothing else here, so that any module may wait.
 
 use std::time::Duration;
@@ -24,6 +24,10 @@ pub(crate) enum Waited {
 
 /// The one wait of this crate: until `deadline`, unless `cancel` fires first. Nothing else in
 /// `src` sleeps (module documentation).
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the one wait of the control crate: clippy.toml refuses a sleep anywhere else"
+)]
 pub(crate) async fn wait_until(cancel: &CancellationToken, deadline: Instant) -> Waited {
     tokio::select! {
         biased;

@@ -79,6 +79,10 @@ pub(crate) struct Github {
 impl Github {
     /// Loads the world from `path` (or seeds a new one) and serves it on `listen`. Returns
     /// whether the world is new.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the demo saves the simulator's state every interval"
+    )]
     pub(crate) async fn start(
         config: SimConfig,
         path: PathBuf,

@@ -33,6 +33,10 @@ impl Default for JobStream {
 }
 
 /// Feeds jobs until `stop`.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the demo's job stream queues a job every interval"
+)]
 pub(crate) async fn run(sim: Simulator, stream: JobStream, stop: CancellationToken) {
     let mut rng = fastrand::Rng::new();
     loop {

@@ -13,7 +13,8 @@
 //!
 //! **Main items:** [`eventually`] (an async check returning `Some(value)` when done),
 //! [`try_eventually`] (the same for a check that can fail, e.g. an HTTP call in a test that
-//! returns `Result`), [`eventually_holds`] (a plain predicate).
+//! returns `Result`), [`eventually_holds`] (a plain predicate), [`eventually_seen`] (a check that
+//! says what it saw instead, for the failure message).
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -99,6 +100,86 @@ pub async fn eventually_holds(what: &str, mut check: impl FnMut() -> bool) {
     eventually(what, || std::future::ready(check().then_some(()))).await;
 }
 
+/// [`eventually`] for a check that says what it sees while it waits: `Err(seen)` means "not
+/// yet", and the last `seen` is in the failure message, so a timeout tells where the wait stuck
+/// (the calls a provider answered, the row as it stood) instead of only that it did.
+///
+/// # Panics
+///
+/// When [`BOUND`] passes first: `timed out waiting until {what}; last seen: {seen}`.
+pub async fn eventually_seen<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let deadline = tokio::time::Instant::now() + BOUND;
+    loop {
+        let seen = match check().await {
+            Ok(value) => return value,
+            Err(seen) => seen,
+        };
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what} (bound {BOUND:?}); last seen: {seen}"
+        );
+        pause().await;
+    }
+}
+
+/// A poll loop written out, for a check that keeps state from one attempt to the next (what it
+/// has seen so far): the loop calls [`Polling::again`] where it would otherwise sleep, and the
+/// bound and the pause stay here.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let polling = scaleset_eventually::Polling::new("three attempts");
+/// let mut seen = Vec::new();
+/// while seen.len() < 3 {
+///     seen.push(seen.len());
+///     polling.again(|| format!("seen {seen:?}")).await;
+/// }
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Polling {
+    what: String,
+    bound: Duration,
+    deadline: tokio::time::Instant,
+}
+
+impl Polling {
+    /// A loop bounded by [`BOUND`].
+    pub fn new(what: impl Into<String>) -> Self {
+        Self::within(what, BOUND)
+    }
+
+    /// A loop bounded by `bound`.
+    pub fn within(what: impl Into<String>, bound: Duration) -> Self {
+        Self {
+            what: what.into(),
+            bound,
+            deadline: tokio::time::Instant::now() + bound,
+        }
+    }
+
+    /// Pauses before the next attempt.
+    ///
+    /// # Panics
+    ///
+    /// When the bound has passed: `timed out waiting until {what} (bound …); last seen: {seen}`.
+    pub async fn again(&self, seen: impl FnOnce() -> String) {
+        assert!(
+            tokio::time::Instant::now() < self.deadline,
+            "timed out waiting until {} (bound {:?}); last seen: {}",
+            self.what,
+            self.bound,
+            seen()
+        );
+        pause().await;
+    }
+}
+
 /// The one poll loop behind every function here.
 async fn poll<T, E, F, Fut>(what: &str, bound: Duration, mut check: F) -> Result<T, E>
 where
@@ -114,8 +195,17 @@ where
             tokio::time::Instant::now() < deadline,
             "timed out waiting until {what} (bound {bound:?})"
         );
-        tokio::time::sleep(EVERY).await;
+        pause().await;
     }
+}
+
+/// The pause between two checks: the one sleep a test may take (clippy.toml forbids the rest).
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the poll's pause between checks: what every other test waits through"
+)]
+async fn pause() {
+    tokio::time::sleep(EVERY).await;
 }
 
 #[cfg(test)]
@@ -165,6 +255,45 @@ mod tests {
         })
         .await;
         assert_eq!(result, Ok(3));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn eventually_seen_returns_the_first_value() {
+        let polls = Cell::new(0);
+        let value = eventually_seen("the fourth poll", || {
+            polls.set(polls.get() + 1);
+            std::future::ready(if polls.get() == 4 {
+                Ok(polls.get())
+            } else {
+                Err(format!("poll {}", polls.get()))
+            })
+        })
+        .await;
+        assert_eq!(value, 4);
+    }
+
+    #[tokio::test(start_paused = true)]
+    #[should_panic(
+        expected = "timed out waiting until the impossible (bound 180s); last seen: still 7"
+    )]
+    async fn eventually_seen_fails_with_the_last_thing_it_saw() {
+        eventually_seen("the impossible", || {
+            std::future::ready(Err::<(), _>("still 7".to_owned()))
+        })
+        .await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    #[should_panic(
+        expected = "timed out waiting until a loop ends (bound 1s); last seen: round 51"
+    )]
+    async fn a_written_out_loop_fails_at_its_bound_with_what_it_saw() {
+        let polling = Polling::within("a loop ends", Duration::from_secs(1));
+        let mut round = 0;
+        loop {
+            round += 1;
+            polling.again(|| format!("round {round}")).await;
+        }
     }
 
     #[tokio::test(start_paused = true)]

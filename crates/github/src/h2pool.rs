@@ -343,6 +343,10 @@ impl H2Pool {
 
     /// The HTTP/2 handshake on `io`, the connection task, a first ping (after which the
     /// server's SETTINGS, sent first, are applied) and the keep-alive task.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the keep-alive pings every interval"
+    )]
     async fn start<T>(&self, io: T) -> Result<Arc<Conn>, PoolError>
     where
         T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -599,21 +603,15 @@ mod tests {
         assert_eq!(accepted.load(Ordering::SeqCst), 1);
 
         freeze.notify_waiters();
-        // Bounded wait for the keep-alive to give up on the frozen connection.
-        let mut dropped = false;
-        for _ in 0..3000 {
-            dropped = lock(&pool.hosts)
-                .values()
-                .all(|host| lock(&host.conns).iter().all(|c| !c.usable()));
-            if dropped {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        assert!(
-            dropped,
-            "the frozen connection was dropped after a missed ping"
-        );
+        scaleset_eventually::eventually_holds(
+            "the frozen connection is dropped after a missed ping",
+            || {
+                lock(&pool.hosts)
+                    .values()
+                    .all(|host| lock(&host.conns).iter().all(|c| !c.usable()))
+            },
+        )
+        .await;
         let second = pool.send(&url, request(), Bytes::new(), 1024).await;
         assert!(matches!(second, Ok(Ok((ref parts, _))) if parts.status == 200));
         assert_eq!(accepted.load(Ordering::SeqCst), 2, "a new connection");
@@ -621,16 +619,24 @@ mod tests {
 
     /// An h2c server whose first connection holds its first request (a long-poll), refuses
     /// the second with `REFUSED_STREAM`, sends `GOAWAY` and then answers the held one 202;
-    /// later connections answer 200. Counts connections and refused streams.
-    async fn goaway_server() -> (SocketAddr, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    /// later connections answer 200. Counts connections and refused streams, and says whether
+    /// it holds the poll.
+    async fn goaway_server() -> (
+        SocketAddr,
+        Arc<AtomicUsize>,
+        Arc<AtomicUsize>,
+        Arc<AtomicBool>,
+    ) {
         let (listener, addr) = loopback().await;
         let accepted = Arc::new(AtomicUsize::new(0));
         let refused = Arc::new(AtomicUsize::new(0));
-        let (a, r) = (accepted.clone(), refused.clone());
+        let holding = Arc::new(AtomicBool::new(false));
+        let (a, r, h) = (accepted.clone(), refused.clone(), holding.clone());
         tokio::spawn(async move {
             while let Ok((socket, _)) = listener.accept().await {
                 let first = a.fetch_add(1, Ordering::SeqCst) == 0;
                 let refused = r.clone();
+                let holding = h.clone();
                 tokio::spawn(async move {
                     let Ok(mut conn) = h2::server::handshake(socket).await else {
                         return;
@@ -641,6 +647,7 @@ mod tests {
                             let _ = respond.send_response(http::Response::new(()), true);
                         } else if held.is_none() {
                             held = Some(respond);
+                            holding.store(true, Ordering::SeqCst);
                         } else {
                             respond.send_reset(h2::Reason::REFUSED_STREAM);
                             refused.fetch_add(1, Ordering::SeqCst);
@@ -655,7 +662,7 @@ mod tests {
                 });
             }
         });
-        (addr, accepted, refused)
+        (addr, accepted, refused, holding)
     }
 
     /// A stream the server refused when it went away (GOAWAY mid-poll) is resent on a new
@@ -664,7 +671,7 @@ mod tests {
     /// (`MAX_UNPROCESSED_RESENDS` 0 gives the refusal to the caller).
     #[tokio::test]
     async fn a_stream_refused_at_goaway_is_resent_on_another_connection() {
-        let (addr, accepted, refused) = goaway_server().await;
+        let (addr, accepted, refused, holding) = goaway_server().await;
         let tls = client_tls();
         let pool = Arc::new(H2Pool::new(
             Http2Config::default().with_prior_knowledge(),
@@ -683,17 +690,11 @@ mod tests {
             let (pool, url, request) = (pool.clone(), url.clone(), request());
             async move { pool.send(&url, request, Bytes::new(), 1024).await }
         });
-        // The poll's stream is open (held) before the second request goes out.
-        for _ in 0..500 {
-            let open = lock(&pool.hosts)
-                .values()
-                .any(|host| !lock(&host.conns).is_empty());
-            if open {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        // The poll's stream is held by the server before the second request goes out.
+        scaleset_eventually::eventually_holds("the server holds the poll", || {
+            holding.load(Ordering::SeqCst)
+        })
+        .await;
         let second = pool.send(&url, request(), Bytes::new(), 1024).await;
         assert!(
             matches!(second, Ok(Ok((ref parts, _))) if parts.status == 200),

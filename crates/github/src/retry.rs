@@ -165,6 +165,10 @@ pub trait Sleeper: Send + Sync + 'static {
 pub struct TokioSleeper;
 
 impl Sleeper for TokioSleeper {
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the real sleeper between retries (tests pass their own)"
+    )]
     fn sleep(&self, duration: Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> {
         Box::pin(tokio::time::sleep(duration))
     }

@@ -171,6 +171,10 @@ impl DirectoryProvider {
     }
 
     /// The soak's provider faults ([`SLOW_CREATES`], [`FAIL_CREATES`]).
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the slow-create fault makes a create take the time it names"
+    )]
     async fn injected_faults(&self, command: Command) -> Result<(), Error> {
         if let Ok(text) = tokio::fs::read_to_string(self.dir.join(SLOW_CREATES)).await {
             // A file being written may read empty or partial: no delay then, never a failure.

@@ -277,6 +277,10 @@ impl FakeProvider {
         &self.cloud
     }
 
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the fake cloud's configured create delay stands in for a real cloud's"
+    )]
     async fn pause(&self) {
         let delay = self.cloud.delay();
         if !delay.is_zero() {

@@ -18,6 +18,11 @@
 //! over the sessions (each with its own copy of the session, as a listener holds), waits until
 //! the child holds all N, reads its RSS again and prints the difference divided by N.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a benchmark waits out its measurement windows by the clock"
+)]
+
 use std::io::{BufRead as _, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::Arc;

@@ -11,6 +11,11 @@
 //! message GETs spread over the sessions, waits until the child reports N held polls
 //! (`GET /_sim/polls`), reads the RSS again, and prints the difference divided by N.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a benchmark waits out its measurement windows by the clock"
+)]
+
 use std::io::{BufRead as _, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;

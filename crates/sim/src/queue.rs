@@ -15,6 +15,10 @@ use crate::request::{Outcome, Reply, Request};
 use crate::simulator::{Shared, lock};
 
 /// `GET {messageQueueUrl}[?lastMessageId=M]` with `X-ScaleSetMaxCapacity`.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the simulated long poll holds until its deadline, as GitHub's does"
+)]
 pub(crate) async fn get_message(shared: &Shared, req: &Request) -> Outcome {
     let (scale_set, session) = queue_grant(shared, req)?;
     if take_count(&mut lock(&shared.faults).empty_message_body) {

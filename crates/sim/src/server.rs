@@ -27,6 +27,10 @@ impl Simulator {
     /// `listener` until `shutdown` completes, then answers held long-polls with 202, closes
     /// every connection and returns. A simulator is served once: after shutdown its long-polls
     /// no longer wait.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "an accept error (EMFILE) backs off instead of spinning"
+    )]
     pub async fn serve(
         &self,
         listener: TcpListener,

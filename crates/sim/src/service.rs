@@ -140,6 +140,10 @@ async fn answer(
 
 /// Counts REST calls against the simulated quota, applies the request-level faults, then
 /// dispatches to the endpoint.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the simulator's configured latency"
+)]
 async fn serve_simulated(shared: &Arc<Shared>, req: &Request) -> (Outcome, ExtraHeaders) {
     let name = req.endpoint.name();
     let latency = lock(&shared.faults).latency_ms;

@@ -18,6 +18,10 @@ use crate::output::{Format, Output};
 const PAGE: u32 = 1000;
 
 /// `events`.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "`--follow` polls the server every interval"
+)]
 pub(crate) async fn run(ctx: &Ctx<'_>, args: EventsArgs) -> Result<Outcome> {
     let interval = scaleset_duration::parse(&args.interval)
         .map_err(anyhow::Error::msg)

@@ -535,6 +535,10 @@ async fn create(ctx: &Ctx<'_>, args: CreateScaleSet) -> Result<Outcome> {
 }
 
 /// Re-reads `created` until it leaves `pending` or `wait` has passed.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "`--wait` polls the server every interval"
+)]
 async fn settled(ctx: &Ctx<'_>, created: ScaleSet, wait: std::time::Duration) -> Result<ScaleSet> {
     let deadline = tokio::time::Instant::now() + wait;
     let id = created.id.to_string();

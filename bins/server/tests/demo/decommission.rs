@@ -93,7 +93,10 @@ async fn ready(demo: &Running) -> Result<()> {
 /// The demo's job stream keeps runners coming and going, so a plan can be stale by the time it
 /// is applied (409 `stale_plan`): as the docs say, plan again.
 async fn decommission(demo: &Running, scope: &Value) -> Result<(Value, Value)> {
-    for _ in 0..20 {
+    let polling =
+        scaleset_eventually::Polling::new("a decommission plan is applied before it goes stale");
+    let mut stale = 0;
+    loop {
         let (status, plan) = post(
             &format!("{}/decommission/plan", demo.api),
             &demo.token,
@@ -114,12 +117,14 @@ async fn decommission(demo: &Running, scope: &Value) -> Result<(Value, Value)> {
         match status {
             200 => return Ok((plan, applied)),
             409 if applied["code"] == "stale_plan" => {
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                stale += 1;
+                polling
+                    .again(|| format!("the plan was stale {stale} times"))
+                    .await;
             }
             _ => bail!("the apply answered {status}: {applied}"),
         }
     }
-    bail!("the plan was stale twenty times in a row")
 }
 
 fn steps(plan: &Value) -> Vec<String> {

@@ -11,8 +11,9 @@
 //! provider's state directory and call record.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use scaleset_eventually::Polling;
 use serde_json::{Value, json};
 
 use super::{Server, call, config, token};
@@ -185,7 +186,7 @@ async fn serve(
     .await;
     assert_eq!(status, 201, "{set}");
     let set_path = format!("/api/v1/scale-sets/{}", set["id"].as_str().unwrap());
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let polling = Polling::within("the scale set is served", Duration::from_secs(60));
     let github_id = loop {
         let (_, shown) = call(&server.addr, "GET", &set_path, t, None).await;
         if let Some(id) = shown["github_id"].as_i64()
@@ -197,8 +198,7 @@ async fn serve(
         {
             break id;
         }
-        assert!(Instant::now() < deadline, "never served: {shown}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        polling.again(|| format!("never served: {shown}")).await;
     };
     (server, secret, set_path, github_id)
 }
@@ -236,7 +236,7 @@ async fn a_queued_job_boots_a_real_install_script_through_a_garm_like_provider_a
 
     // Follow the instance while it lives: its directory, its row, the job.
     let mut seen = Seen::default();
-    let deadline = Instant::now() + Duration::from_secs(120);
+    let polling = Polling::within("the job completes", Duration::from_secs(120));
     let job = loop {
         if seen.instance.is_none() {
             seen.instance = provider.instances().into_iter().next();
@@ -285,9 +285,7 @@ async fn a_queued_job_boots_a_real_install_script_through_a_garm_like_provider_a
         if job.state == "completed" {
             break job;
         }
-        assert!(
-            Instant::now() < deadline,
-            "the job was never completed: {job:?}, seen {seen:?}, calls {:?}, install log {}",
+        polling.again(|| format!("the job was never completed: {job:?}, seen {seen:?}, calls {:?}, install log {}",
             provider.calls(),
             seen.instance
                 .as_ref()
@@ -295,9 +293,7 @@ async fn a_queued_job_boots_a_real_install_script_through_a_garm_like_provider_a
                     provider.state.join("instances").join(n).join("install.log")
                 )
                 .ok())
-                .unwrap_or_default()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
+                .unwrap_or_default())).await;
     };
     let name = seen
         .instance
@@ -347,7 +343,10 @@ async fn a_queued_job_boots_a_real_install_script_through_a_garm_like_provider_a
 
     // Then scaleset deletes the instance: the provider's DeleteInstance killed the script and
     // removed its directory, the row is gone and GitHub holds no runner.
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let polling = Polling::within(
+        "the instance is deleted everywhere",
+        Duration::from_secs(60),
+    );
     loop {
         let deleted = provider
             .calls()
@@ -364,13 +363,15 @@ async fn a_queued_job_boots_a_real_install_script_through_a_garm_like_provider_a
         if deleted && provider.instances().is_empty() && status == 404 {
             break;
         }
-        assert!(
-            Instant::now() < deadline,
-            "the instance was never deleted: calls {:?}, dirs {:?}, row {status}",
-            provider.calls(),
-            provider.instances()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        polling
+            .again(|| {
+                format!(
+                    "the instance was never deleted: calls {:?}, dirs {:?}, row {status}",
+                    provider.calls(),
+                    provider.instances()
+                )
+            })
+            .await;
     }
     assert!(
         github.sim.state().agents.is_empty(),
@@ -440,7 +441,10 @@ async fn an_empty_tools_list_fails_the_create_as_garm_provider_common_does_and_t
         .sim
         .enqueue_jobs(github_id, &scaleset_sim::JobSpec::count(1))
         .unwrap()[0];
-    let deadline = Instant::now() + Duration::from_secs(90);
+    let polling = Polling::within(
+        "the provider's refusal shows on the scale set",
+        Duration::from_secs(90),
+    );
     let set = loop {
         let (_, set) = call(&server.addr, "GET", &set_path, t, None).await;
         let shown = set["events"]
@@ -463,12 +467,14 @@ async fn an_empty_tools_list_fails_the_create_as_garm_provider_common_does_and_t
         if shown && refused {
             break set;
         }
-        assert!(
-            Instant::now() < deadline,
-            "the provider's error never showed on the set: {set}, calls {:?}",
-            provider.calls()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        polling
+            .again(|| {
+                format!(
+                    "the provider's error never showed on the set: {set}, calls {:?}",
+                    provider.calls()
+                )
+            })
+            .await;
     };
     // Nothing succeeded: no create exited 0, no instance exists anywhere, the job was not run.
     assert!(

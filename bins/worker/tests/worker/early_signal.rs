@@ -37,6 +37,10 @@ async fn a_sigterm_while_the_worker_starts_stops_it_with_exit_0_and_its_sessions
                 );
                 std::thread::yield_now();
             }
+            #[allow(
+                clippy::disallowed_methods,
+                reason = "the delay is the test's input (when in the start-up the signal lands), not a wait"
+            )]
             std::thread::sleep(Duration::from_micros(delay));
             kill(pid, Signal::SIGTERM).expect("signal the worker");
             let code = worker.exit_code().await;

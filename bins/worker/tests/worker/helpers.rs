@@ -440,7 +440,8 @@ impl Worker {
             && matches!(self.child.try_wait(), Ok(None))
             && waited.elapsed() < Duration::from_secs(30)
         {
-            tokio::time::sleep(Duration::from_micros(100)).await;
+            // Busy-polled: a pause between reads would let the start-up run past the window.
+            tokio::task::yield_now().await;
         }
         kill(self.pid(), signal).expect("signal the worker");
         let status = tokio::time::timeout(Duration::from_secs(60), self.child.wait())

@@ -272,22 +272,17 @@ async fn on_postgres_the_sum_over_three_workers_metrics_is_the_fleets_truth() {
         }
         wrong
     };
-    let last = std::sync::Mutex::new(Vec::new());
-    let settled = tokio::time::timeout(std::time::Duration::from_secs(60), async {
-        loop {
+    scaleset_eventually::eventually_seen(
+        "the sums over the three workers match the store",
+        || async {
             let wrong = mismatches().await;
             if wrong.is_empty() {
-                return;
+                Ok(())
+            } else {
+                Err(format!("{wrong:#?}"))
             }
-            *last.lock().expect("last") = wrong;
-            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        }
-    })
+        },
+    )
     .await;
-    assert!(
-        settled.is_ok(),
-        "the sums over the three workers never matched the store: {:#?}",
-        last.lock().expect("last")
-    );
     drop(workers);
 }

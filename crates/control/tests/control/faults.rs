@@ -35,7 +35,10 @@ async fn converges_under_injected_server_errors_and_rate_limits(db: TestDb) {
         let (sim, stop) = (h.sim().clone(), stop.clone());
         async move {
             let mut turn = 0u32;
+            // A pace, not a wait for anything: the faults re-arm every few milliseconds.
+            let mut pace = tokio::time::interval(Duration::from_millis(5));
             while !stop.load(Ordering::SeqCst) && turn < FAULTS {
+                pace.tick().await;
                 sim.update_faults(|f| {
                     if f.server_errors.is_none() && f.rate_limit.is_none() {
                         turn += 1;
@@ -46,7 +49,6 @@ async fn converges_under_injected_server_errors_and_rate_limits(db: TestDb) {
                         }
                     }
                 });
-                tokio::time::sleep(Duration::from_millis(5)).await;
             }
         }
     });

@@ -165,6 +165,10 @@ pub(crate) async fn run(invocation: Invocation<'_>) -> Result<Outcome, Error> {
     }
 }
 
+#[allow(
+    clippy::disallowed_methods,
+    reason = "a spawn that met ETXTBSY retries after a short pause: nothing to wait on but time"
+)]
 async fn spawn(process: &mut ProcessCommand, executable: &Path) -> Result<Child, Error> {
     let mut attempt = 0;
     loop {

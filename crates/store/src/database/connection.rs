@@ -45,6 +45,10 @@ impl Connector {
     }
 
     /// Opens one configured connection.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "SQLite's journal-mode switch is retried until busy_timeout: it gives no handle to wait on"
+    )]
     pub(crate) fn connect(&self) -> Result<DbConnection> {
         match &self.url {
             DatabaseUrl::Sqlite { path } => {

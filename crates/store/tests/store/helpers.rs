@@ -269,20 +269,23 @@ impl HeldTransaction {
     }
 }
 
-/// On PostgreSQL: polls (bounded, about ten seconds) until some session of the test database
-/// waits on a lock, and says whether one did; stops early, with `false`, once `finished`
-/// says the operation expected to wait has completed without waiting.
+/// On PostgreSQL: polls until some session of the test database waits on a lock, and says
+/// whether one did; stops early, with `false`, once `finished` says the operation expected to
+/// wait has completed without waiting (then the test's assertion says what went wrong).
 pub(crate) async fn lock_waiter_seen(db: &TestDb, finished: impl Fn() -> bool) -> bool {
-    let sql = "SELECT COUNT(*) AS n FROM pg_stat_activity \
-               WHERE datname = current_database() AND wait_event_type = 'Lock'";
-    for _ in 0..500 {
-        if count_rows(db, sql).await > 0 {
-            return true;
-        }
-        if finished() {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
+    scaleset_eventually::eventually(
+        "a session waits on a lock, or the operation finished",
+        || async {
+            if count_rows(db, LOCK_WAITERS).await > 0 {
+                Some(true)
+            } else {
+                finished().then_some(false)
+            }
+        },
+    )
+    .await
 }
+
+/// The sessions of the test database that wait on a lock.
+pub(crate) const LOCK_WAITERS: &str = "SELECT COUNT(*) AS n FROM pg_stat_activity \
+     WHERE datname = current_database() AND wait_event_type = 'Lock'";

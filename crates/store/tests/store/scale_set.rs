@@ -514,18 +514,8 @@ async fn delete_during_a_fenced_write_does_not_deadlock(db: TestDb) {
     });
     if db.backend == crate::helpers::Backend::Postgres {
         // Let the delete reach its lock wait before the writer continues.
-        let mut waiting = false;
-        for _ in 0..250 {
-            let sql = "SELECT COUNT(*) AS n FROM pg_stat_activity \
-                       WHERE datname = current_database() AND wait_event_type = 'Lock'";
-            if crate::helpers::count_rows(&db, sql).await > 0 {
-                waiting = true;
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
         assert!(
-            waiting,
+            crate::helpers::lock_waiter_seen(&db, || delete.is_finished()).await,
             "the delete never waited for the fenced write's lock"
         );
     }
