@@ -64,7 +64,9 @@ pub(crate) fn required_scope(method: &Method, route: &str) -> ApiScope {
     match route {
         // What an operator does to a scale set that exists: edit (max runners, min idle,
         // enable), delete, drain, retry now; and removing one instance.
-        "/scale-sets/{id}" | "/scale-sets/{id}/drain" | "/scale-sets/{id}/retry"
+        "/scale-sets/{id}"
+        | "/scale-sets/{id}/drain"
+        | "/scale-sets/{id}/retry"
         | "/instances/{name}" => ApiScope::Operate,
         // Credentials, entities, tokens, creating scale sets, plan/apply, decommission,
         // workers, and any route not named above.
@@ -91,10 +93,10 @@ pub(crate) async fn require_token(
     let method = request.method().clone();
     // Routed already (a route layer), so the pattern is known; without one the most
     // demanding scope is asked.
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| request.uri().path().to_owned(), |p| p.as_str().to_owned());
+    let route = request.extensions().get::<MatchedPath>().map_or_else(
+        || request.uri().path().to_owned(),
+        |p| p.as_str().to_owned(),
+    );
     guard(request, next, "scaleset", |header| async move {
         let caller = authenticate(&state, header).await?;
         caller.may(&method, &route)?;

@@ -244,9 +244,13 @@ async fn overview(
     page.refresh_ours_undeclared();
     let ours_undeclared = page.ours_undeclared.known();
     match view::overview(page.store.as_ref(), &page.configured, filter, now).await {
-        Ok(view) => {
-            Html(render::overview(&view, &ours_undeclared, SystemTime::now(), &session)).into_response()
-        }
+        Ok(view) => Html(render::overview(
+            &view,
+            &ours_undeclared,
+            SystemTime::now(),
+            &session,
+        ))
+        .into_response(),
         Err(e) => unavailable(&e),
     }
 }

@@ -90,14 +90,18 @@ pub(crate) async fn operate_from_the_page(demo: &Running, browser: &Browser) -> 
     let scope = text(browser, "#scope b").await?;
     assert_eq!(scope.as_deref(), Some("read"));
     let disabled = browser
-        .eval(&format!("return document.querySelector(\"{drain}\").disabled"))
+        .eval(&format!(
+            "return document.querySelector(\"{drain}\").disabled"
+        ))
         .await?;
     assert_eq!(disabled, true, "a read token's drain button is disabled");
     browser
         .screenshot(&screenshots().join("actions-read.png"))
         .await?;
     browser
-        .eval(&format!("document.querySelector(\"{drain}\").disabled = false; return null"))
+        .eval(&format!(
+            "document.querySelector(\"{drain}\").disabled = false; return null"
+        ))
         .await?;
     browser.click(drain).await?;
     let refused = try_eventually("the refusal page", || async {
@@ -175,7 +179,9 @@ pub(crate) async fn operate_from_the_page(demo: &Running, browser: &Browser) -> 
          organization = \"acme\"\nprovider = \"fake\"\nmax_runners = 3\n",
     )?;
     browser.goto(&format!("{}fleet", demo.page)).await?;
-    browser.type_into("#file", &file.display().to_string()).await?;
+    browser
+        .type_into("#file", &file.display().to_string())
+        .await?;
     browser.click("#plan").await?;
     apply_the_plan(browser, "uploaded", "fleet-upload-plan.png").await?;
     assert_eq!(scale_set(demo, "uploaded").await?["spec"]["max_runners"], 3);
@@ -214,6 +220,9 @@ async fn apply_the_plan(browser: &Browser, name: &str, shot: &str) -> Result<()>
         text(browser, "#notice").await
     })
     .await?;
-    assert!(notice.contains(&digest) && notice.contains("1 scale set(s) stored"), "{notice}");
+    assert!(
+        notice.contains(&digest) && notice.contains("1 scale set(s) stored"),
+        "{notice}"
+    );
     Ok(())
 }

@@ -310,14 +310,8 @@ fn fields_of(headers: &HeaderMap, body: &Bytes) -> Result<Fields, Response> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok());
-    form_data::parse(content_type, body).map_err(|e| {
-        refused_page(
-            StatusCode::BAD_REQUEST,
-            "Not done",
-            &format!("{e}."),
-            "/",
-        )
-    })
+    form_data::parse(content_type, body)
+        .map_err(|e| refused_page(StatusCode::BAD_REQUEST, "Not done", &format!("{e}."), "/"))
 }
 
 /// The id of a scale-set action's path, or the page for one that is not a scale set's.
@@ -371,8 +365,7 @@ fn generation(fields: &Fields) -> Result<i64, ApiError> {
         .parse()
         .map_err(|_| ApiError::InvalidInput {
             field: "generation".to_owned(),
-            reason: "the form carries no generation; reload the page and use its form"
-                .to_owned(),
+            reason: "the form carries no generation; reload the page and use its form".to_owned(),
         })
 }
 
@@ -382,9 +375,14 @@ async fn drain(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    scale_set_action(page, id, headers, body, ("drain", &DRAIN), |page, id, _| async move {
-        scale_sets::drain(State(page), Path(id)).await.map(drop)
-    })
+    scale_set_action(
+        page,
+        id,
+        headers,
+        body,
+        ("drain", &DRAIN),
+        |page, id, _| async move { scale_sets::drain(State(page), Path(id)).await.map(drop) },
+    )
     .await
 }
 
@@ -394,9 +392,14 @@ async fn retry(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    scale_set_action(page, id, headers, body, ("retry", &RETRY), |page, id, _| async move {
-        scale_sets::retry(State(page), Path(id)).await.map(drop)
-    })
+    scale_set_action(
+        page,
+        id,
+        headers,
+        body,
+        ("retry", &RETRY),
+        |page, id, _| async move { scale_sets::retry(State(page), Path(id)).await.map(drop) },
+    )
     .await
 }
 
@@ -422,13 +425,20 @@ async fn enable(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    scale_set_action(page, id, headers, body, ("enable", &UPDATE), |page, id, fields| async move {
-        let change = UpdateScaleSet {
-            enabled: Some(true),
-            ..UpdateScaleSet::default()
-        };
-        update(page, id, &fields, change).await
-    })
+    scale_set_action(
+        page,
+        id,
+        headers,
+        body,
+        ("enable", &UPDATE),
+        |page, id, fields| async move {
+            let change = UpdateScaleSet {
+                enabled: Some(true),
+                ..UpdateScaleSet::default()
+            };
+            update(page, id, &fields, change).await
+        },
+    )
     .await
 }
 
@@ -438,13 +448,20 @@ async fn disable(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    scale_set_action(page, id, headers, body, ("disable", &UPDATE), |page, id, fields| async move {
-        let change = UpdateScaleSet {
-            enabled: Some(false),
-            ..UpdateScaleSet::default()
-        };
-        update(page, id, &fields, change).await
-    })
+    scale_set_action(
+        page,
+        id,
+        headers,
+        body,
+        ("disable", &UPDATE),
+        |page, id, fields| async move {
+            let change = UpdateScaleSet {
+                enabled: Some(false),
+                ..UpdateScaleSet::default()
+            };
+            update(page, id, &fields, change).await
+        },
+    )
     .await
 }
 
@@ -466,14 +483,21 @@ async fn edit(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    scale_set_action(page, id, headers, body, ("edit", &UPDATE), |page, id, fields| async move {
-        let change = UpdateScaleSet {
-            max_runners: Some(count(&fields, "max_runners")?),
-            min_idle: Some(count(&fields, "min_idle")?),
-            ..UpdateScaleSet::default()
-        };
-        update(page, id, &fields, change).await
-    })
+    scale_set_action(
+        page,
+        id,
+        headers,
+        body,
+        ("edit", &UPDATE),
+        |page, id, fields| async move {
+            let change = UpdateScaleSet {
+                max_runners: Some(count(&fields, "max_runners")?),
+                min_idle: Some(count(&fields, "min_idle")?),
+                ..UpdateScaleSet::default()
+            };
+            update(page, id, &fields, change).await
+        },
+    )
     .await
 }
 
@@ -495,7 +519,12 @@ async fn confirm_delete(
     let set = match page.store.get_scale_set(scale_set_id).await {
         Ok(set) => set,
         Err(e) if e.is_not_found() => {
-            return refused_page(StatusCode::NOT_FOUND, "Not found", "No such scale set.", "/");
+            return refused_page(
+                StatusCode::NOT_FOUND,
+                "Not found",
+                "No such scale set.",
+                "/",
+            );
         }
         Err(e) => return unavailable(&e),
     };
@@ -747,11 +776,11 @@ async fn decommission_preview(State(page): State<Page>, headers: HeaderMap) -> R
     if let Err(e) = session.caller.may(&DECOMMISSION.0, DECOMMISSION.1) {
         return api_error_page(&e, "/");
     }
-    let planned =
-        match decommission::plan(State(page), Body(DecommissionRequest::default())).await {
-            Ok(Json(planned)) => planned,
-            Err(e) => return api_error_page(&e, "/"),
-        };
+    let planned = match decommission::plan(State(page), Body(DecommissionRequest::default())).await
+    {
+        Ok(Json(planned)) => planned,
+        Err(e) => return api_error_page(&e, "/"),
+    };
     let body = html! {
         p { a href="/" { "← all scale sets" } }
         h2 { "Decommission preview" }

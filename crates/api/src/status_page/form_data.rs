@@ -26,7 +26,9 @@ impl Fields {
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub(super) enum FormError {
     /// Neither content type.
-    #[error("the form was sent as {0:?}; send it as application/x-www-form-urlencoded or multipart/form-data")]
+    #[error(
+        "the form was sent as {0:?}; send it as application/x-www-form-urlencoded or multipart/form-data"
+    )]
     ContentType(String),
     /// A multipart body without a boundary, or parts that do not follow it.
     #[error("the multipart form is malformed: {0}")]
@@ -83,8 +85,9 @@ fn multipart(body: &[u8], boundary: &str) -> Result<Fields, FormError> {
         return Err(FormError::Multipart("the boundary is empty or too long"));
     }
     let delimiter = format!("--{boundary}");
-    let start = find(body, delimiter.as_bytes())
-        .ok_or(FormError::Multipart("the body does not start with the boundary"))?;
+    let start = find(body, delimiter.as_bytes()).ok_or(FormError::Multipart(
+        "the body does not start with the boundary",
+    ))?;
     let mut rest = &body[start + delimiter.len()..];
     let next = format!("\r\n--{boundary}");
     let mut fields = HashMap::new();
@@ -99,8 +102,9 @@ fn multipart(body: &[u8], boundary: &str) -> Result<Fields, FormError> {
             .ok_or(FormError::Multipart("a part is not closed by the boundary"))?;
         let part = &rest[..end];
         rest = &rest[end + next.len()..];
-        let split = find(part, b"\r\n\r\n")
-            .ok_or(FormError::Multipart("a part has no blank line after its headers"))?;
+        let split = find(part, b"\r\n\r\n").ok_or(FormError::Multipart(
+            "a part has no blank line after its headers",
+        ))?;
         let headers = String::from_utf8_lossy(&part[..split]);
         let content = &part[split + 4..];
         let disposition = headers
@@ -151,11 +155,7 @@ mod tests {
                     --XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"fleet.toml\"\r\n\
                     Content-Type: application/toml\r\n\r\n[[scale_set]]\r\nname = \"a\"\r\n\r\n\
                     --XyZ\r\nContent-Disposition: form-data; name=\"fleet\"\r\n\r\n\r\n--XyZ--\r\n";
-        let fields = parse(
-            Some("multipart/form-data; boundary=XyZ"),
-            body.as_bytes(),
-        )
-        .unwrap();
+        let fields = parse(Some("multipart/form-data; boundary=XyZ"), body.as_bytes()).unwrap();
         assert_eq!(fields.get("csrf"), "tok");
         assert_eq!(fields.get("file"), "[[scale_set]]\r\nname = \"a\"\r\n");
         assert_eq!(fields.get("fleet"), "");

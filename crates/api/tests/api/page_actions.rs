@@ -115,7 +115,9 @@ fn field(page: &str, action: &str, name: &str) -> String {
 
 /// The button of the form posting to `action`, as rendered.
 fn button(page: &str, action: &str) -> String {
-    let form = page.find(&format!("action=\"{action}\"")).expect("the form");
+    let form = page
+        .find(&format!("action=\"{action}\""))
+        .expect("the form");
     let rest = &page[form..];
     let at = rest.find("<button").expect("a button");
     rest[at..at + rest[at..].find('>').expect("the tag's end")].to_owned()
@@ -182,7 +184,10 @@ async fn the_fleet_page_plans_an_uploaded_file_and_applies_the_reviewed_plan(bac
         .await;
     assert_eq!(status, 200, "{planned}");
     assert_eq!(app.written().await, before, "a plan writes nothing");
-    assert!(planned.contains("data-name=\"linux\" data-action=\"create\""), "{planned}");
+    assert!(
+        planned.contains("data-name=\"linux\" data-action=\"create\""),
+        "{planned}"
+    );
     let digest = field(&planned, "/fleet/apply", "digest");
     assert_eq!(digest.len(), 64, "{digest}");
     assert!(planned.contains(&digest));
@@ -199,7 +204,10 @@ async fn the_fleet_page_plans_an_uploaded_file_and_applies_the_reviewed_plan(bac
     assert_eq!(status, 200, "{applied}");
     assert!(applied.contains("1 scale set(s) stored"), "{applied}");
     let listed = app.call("GET", "/api/v1/scale-sets", None).await;
-    assert_eq!(listed.json["items"][0]["spec"]["name"], "linux", "{listed:?}");
+    assert_eq!(
+        listed.json["items"][0]["spec"]["name"], "linux",
+        "{listed:?}"
+    );
     // The same digest again: the world changed (it is applied), so the API's stale_plan.
     let (status, _, again) = admin
         .post(
@@ -321,7 +329,10 @@ async fn page_actions_need_the_forms_token_this_site_and_the_scope(backend: Back
     assert_eq!(status, 403, "another site");
 
     // A read token sees the buttons disabled with the reason, and a POST anyway is refused.
-    assert!(button(&read_page, &drain).contains("disabled"), "{read_page}");
+    assert!(
+        button(&read_page, &drain).contains("disabled"),
+        "{read_page}"
+    );
     assert!(!button(&page, &drain).contains("disabled"), "{page}");
     assert!(read_page.contains("needs `operate`"), "{read_page}");
     let (status, _, refused) = reader
@@ -335,7 +346,13 @@ async fn page_actions_need_the_forms_token_this_site_and_the_scope(backend: Back
     // The fleet and decommission pages are admin's.
     let (_, fleet) = operator.get("/fleet").await;
     let (status, _, refused) = operator
-        .post("/fleet/plan", &[("csrf", &field(&fleet, "/fleet/plan", "csrf")), ("fleet", FLEET)])
+        .post(
+            "/fleet/plan",
+            &[
+                ("csrf", &field(&fleet, "/fleet/plan", "csrf")),
+                ("fleet", FLEET),
+            ],
+        )
         .await;
     assert_eq!(status, 403, "{refused}");
     assert!(refused.contains("needs `admin`"), "{refused}");
@@ -375,6 +392,8 @@ async fn the_delete_confirmation_states_what_happens_on_github_and_the_delete_go
         .await;
     assert_eq!(status, 200, "{done}");
     assert!(done.contains("Deleted"), "{done}");
-    let gone = app.call("GET", &format!("/api/v1/scale-sets/{id}"), None).await;
+    let gone = app
+        .call("GET", &format!("/api/v1/scale-sets/{id}"), None)
+        .await;
     assert_eq!(gone.status, 404);
 }
