@@ -306,24 +306,30 @@ async fn checked(
     Ok(session)
 }
 
-fn fields_of(headers: &HeaderMap, body: &Bytes) -> Result<Fields, Response> {
+fn fields_of(headers: &HeaderMap, body: &Bytes) -> Result<Fields, form_data::FormError> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok());
     form_data::parse(content_type, body)
-        .map_err(|e| refused_page(StatusCode::BAD_REQUEST, "Not done", &format!("{e}."), "/"))
 }
 
-/// The id of a scale-set action's path, or the page for one that is not a scale set's.
-fn scale_set_id(id: &str) -> Result<ScaleSetId, Response> {
-    uuid::Uuid::parse_str(id).map(ScaleSetId).map_err(|_| {
-        refused_page(
-            StatusCode::NOT_FOUND,
-            "Not found",
-            "No such scale set.",
-            "/",
-        )
-    })
+/// The page for a body that is no form this page reads.
+fn bad_form(e: &form_data::FormError) -> Response {
+    refused_page(StatusCode::BAD_REQUEST, "Not done", &format!("{e}."), "/")
+}
+
+/// The id of a scale-set action's path (`None`: not a scale set's, [`no_such_scale_set`]).
+fn scale_set_id(id: &str) -> Option<ScaleSetId> {
+    uuid::Uuid::parse_str(id).ok().map(ScaleSetId)
+}
+
+fn no_such_scale_set() -> Response {
+    refused_page(
+        StatusCode::NOT_FOUND,
+        "Not found",
+        "No such scale set.",
+        "/",
+    )
 }
 
 /// A scale-set action: checks, then `act` (the API route's handler), then a redirect to the
@@ -342,10 +348,10 @@ where
 {
     let fields = match fields_of(&headers, &body) {
         Ok(fields) => fields,
-        Err(response) => return response,
+        Err(e) => return bad_form(&e),
     };
-    if let Err(response) = scale_set_id(&id) {
-        return response;
+    if scale_set_id(&id).is_none() {
+        return no_such_scale_set();
     }
     let path = format!("/scale-sets/{id}/{verb}");
     if let Err(response) = checked(&page, &headers, &path, &fields, needs).await {
@@ -512,9 +518,8 @@ async fn confirm_delete(
         Ok(session) => session,
         Err(response) => return response,
     };
-    let scale_set_id = match scale_set_id(&id) {
-        Ok(id) => id,
-        Err(response) => return response,
+    let Some(scale_set_id) = scale_set_id(&id) else {
+        return no_such_scale_set();
     };
     let set = match page.store.get_scale_set(scale_set_id).await {
         Ok(set) => set,
@@ -573,10 +578,10 @@ async fn delete(
 ) -> Response {
     let fields = match fields_of(&headers, &body) {
         Ok(fields) => fields,
-        Err(response) => return response,
+        Err(e) => return bad_form(&e),
     };
-    if let Err(response) = scale_set_id(&id) {
-        return response;
+    if scale_set_id(&id).is_none() {
+        return no_such_scale_set();
     }
     let path = format!("/scale-sets/{id}/delete");
     if let Err(response) = checked(&page, &headers, &path, &fields, &DELETE).await {
@@ -687,7 +692,7 @@ fn plan_table(plan: &PlanResponse) -> Markup {
 async fn fleet_plan(State(page): State<Page>, headers: HeaderMap, body: Bytes) -> Response {
     let fields = match fields_of(&headers, &body) {
         Ok(fields) => fields,
-        Err(response) => return response,
+        Err(e) => return bad_form(&e),
     };
     let session = match checked(&page, &headers, "/fleet/plan", &fields, &PLAN).await {
         Ok(session) => session,
@@ -740,7 +745,7 @@ async fn fleet_plan(State(page): State<Page>, headers: HeaderMap, body: Bytes) -
 async fn fleet_apply(State(page): State<Page>, headers: HeaderMap, body: Bytes) -> Response {
     let fields = match fields_of(&headers, &body) {
         Ok(fields) => fields,
-        Err(response) => return response,
+        Err(e) => return bad_form(&e),
     };
     if let Err(response) = checked(&page, &headers, "/fleet/apply", &fields, &APPLY).await {
         return response;
