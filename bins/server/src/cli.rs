@@ -108,8 +108,12 @@ pub(crate) enum TokenCommand {
     Create {
         /// A unique name saying who or what uses it.
         name: String,
+        /// What it may do: `read` (the status page and GET routes), `operate` (also drain,
+        /// enable/disable, retry, edit and delete scale sets), `admin` (everything).
+        #[arg(long, value_name = "SCOPE", default_value = "admin", value_parser = ["read", "operate", "admin"])]
+        scope: String,
     },
-    /// List the tokens' names and creation times (never the tokens).
+    /// List the tokens' names, ids, creation times and scopes (never the tokens).
     List,
     /// Revoke a token by name.
     Revoke {

@@ -4,19 +4,22 @@
 use anyhow::{Context as _, Result, bail};
 use scaleset_app::{errln, outln};
 use scaleset_store::ExposeSecret as _;
-use scaleset_store::Store;
+use scaleset_store::{ApiScope, Store};
 
 use crate::cli::TokenCommand;
 
 pub(crate) async fn run(store: &dyn Store, command: TokenCommand) -> Result<()> {
     match command {
-        TokenCommand::Create { name } => {
+        TokenCommand::Create { name, scope } => {
+            let Some(scope) = ApiScope::parse(&scope) else {
+                bail!("the scope {scope:?} is not one of read, operate, admin");
+            };
             if name.trim().is_empty() || name.len() > 64 || name.chars().any(char::is_control) {
                 bail!(
                     "the token name {name:?} must have 1–64 characters and no control characters"
                 );
             }
-            let (record, secret) = store.create_api_token(&name).await.map_err(|e| {
+            let (record, secret) = store.create_scoped_api_token(&name, scope).await.map_err(|e| {
                 if e.is_conflict() {
                     anyhow::anyhow!("a token named {name:?} exists already; pick another name or revoke it first")
                 } else {
@@ -24,19 +27,21 @@ pub(crate) async fn run(store: &dyn Store, command: TokenCommand) -> Result<()> 
                 }
             })?;
             errln!(
-                "created API token {:?} ({}); it is shown once and stored only as a hash:",
+                "created API token {:?} ({}, scope {}); it is shown once and stored only as a hash:",
                 record.name,
-                record.id
+                record.id,
+                record.scope
             );
             outln!("{}", secret.expose_secret());
         }
         TokenCommand::List => {
             for token in store.list_api_tokens().await.context("listing tokens")? {
                 outln!(
-                    "{}\t{}\t{}",
+                    "{}\t{}\t{}\t{}",
                     token.name,
                     token.id,
-                    token.created_at.unix_millis()
+                    token.created_at.unix_millis(),
+                    token.scope
                 );
             }
         }

@@ -4,16 +4,24 @@
 //! `WWW-Authenticate: Bearer` header and a body that says how to get a token. It runs before
 //! any body is read, so an unauthenticated request never reaches a handler.
 //!
+//! **Scopes.** Each token has a scope ([`ApiScope`]: `read` < `operate` < `admin`), and each
+//! route needs one ([`required_scope`], the one table, from the method and the route's
+//! pattern): every GET is `read`; the scale-set actions (edit, delete, drain, retry) and removing
+//! an instance are `operate`; everything else is `admin`, so a route added without a thought
+//! for scopes is closed to all but admin tokens. A token whose scope is too narrow is answered
+//! 403 `insufficient_scope`, naming both scopes, before the body is read. The status page's
+//! actions check the same table for the API route they call.
+//!
 //! [`ApiTokenStore`]: scaleset_store::ApiTokenStore
 
 use std::future::Future;
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use scaleset_store::SecretString;
+use scaleset_store::{ApiScope, SecretString};
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -25,16 +33,74 @@ pub struct Caller {
     pub token_id: uuid::Uuid,
     /// The token's name.
     pub name: String,
+    /// What the token may do.
+    pub scope: ApiScope,
 }
 
-/// Middleware: authenticates the request or answers 401.
+impl Caller {
+    /// `Ok` if this caller's scope opens `method` on `route` (a pattern such as
+    /// `/api/v1/scale-sets/{id}`), otherwise the 403 naming both scopes.
+    pub(crate) fn may(&self, method: &Method, route: &str) -> Result<(), ApiError> {
+        let needed = required_scope(method, route);
+        if self.scope >= needed {
+            return Ok(());
+        }
+        Err(ApiError::InsufficientScope {
+            token: self.name.clone(),
+            scope: self.scope,
+            needed,
+            route: format!("{method} {route}"),
+        })
+    }
+}
+
+/// The scope `method` on the `/api/v1` route `route` needs (the route's pattern, with or
+/// without the `/api/v1` prefix): the one table of who may do what.
+pub(crate) fn required_scope(method: &Method, route: &str) -> ApiScope {
+    if method == Method::GET || method == Method::HEAD {
+        return ApiScope::Read;
+    }
+    let route = route.strip_prefix("/api/v1").unwrap_or(route);
+    match route {
+        // What an operator does to a scale set that exists: edit (max runners, min idle,
+        // enable), delete, drain, retry now; and removing one instance.
+        "/scale-sets/{id}"
+        | "/scale-sets/{id}/drain"
+        | "/scale-sets/{id}/retry"
+        | "/instances/{name}" => ApiScope::Operate,
+        // Credentials, entities, tokens, creating scale sets, plan/apply, decommission,
+        // workers, and any route not named above.
+        _ => ApiScope::Admin,
+    }
+}
+
+/// The wire form of a scope.
+pub(crate) fn wire_scope(scope: ApiScope) -> crate::v1::TokenScope {
+    match scope {
+        ApiScope::Read => crate::v1::TokenScope::Read,
+        ApiScope::Operate => crate::v1::TokenScope::Operate,
+        ApiScope::Admin => crate::v1::TokenScope::Admin,
+    }
+}
+
+/// Middleware: authenticates the request or answers 401, then checks the token's scope
+/// against the route's ([`required_scope`]) or answers 403.
 pub(crate) async fn require_token(
     State(state): State<Arc<AppState>>,
     request: Request,
     next: Next,
 ) -> Response {
+    let method = request.method().clone();
+    // Routed already (a route layer), so the pattern is known; without one the most
+    // demanding scope is asked.
+    let route = request.extensions().get::<MatchedPath>().map_or_else(
+        || request.uri().path().to_owned(),
+        |p| p.as_str().to_owned(),
+    );
     guard(request, next, "scaleset", |header| async move {
-        authenticate(&state, header).await
+        let caller = authenticate(&state, header).await?;
+        caller.may(&method, &route)?;
+        Ok(caller)
     })
     .await
 }
@@ -78,7 +144,7 @@ where
     }
 }
 
-async fn authenticate(
+pub(crate) async fn authenticate(
     state: &AppState,
     header: Option<Result<String, axum::http::header::ToStrError>>,
 ) -> Result<Caller, ApiError> {
@@ -100,6 +166,7 @@ async fn authenticate(
     Ok(Caller {
         token_id: record.id.0,
         name: record.name,
+        scope: record.scope,
     })
 }
 

@@ -65,6 +65,22 @@ pub enum ApiError {
         /// What was attempted.
         action: String,
     },
+    /// An API token whose scope is narrower than the route needs.
+    #[error(
+        "API token {token:?} has scope `{scope}`, and {route} needs `{needed}`: use a token of \
+         scope `{needed}` (`scaleset-server token create NAME --scope {needed}` on the server's \
+         host)"
+    )]
+    InsufficientScope {
+        /// The token's name.
+        token: String,
+        /// Its scope.
+        scope: scaleset_store::ApiScope,
+        /// The scope the route needs.
+        needed: scaleset_store::ApiScope,
+        /// The method and route (`POST /api/v1/scale-sets/{id}/drain`).
+        route: String,
+    },
     /// The body is not the JSON the route takes.
     #[error("the request body is not valid: {reason}")]
     InvalidBody {
@@ -241,6 +257,7 @@ impl ApiError {
             Self::MissingToken => ErrorCode::MissingToken,
             Self::InvalidToken => ErrorCode::InvalidToken,
             Self::Forbidden { .. } => ErrorCode::Forbidden,
+            Self::InsufficientScope { .. } => ErrorCode::InsufficientScope,
             Self::MissingInstanceToken => ErrorCode::MissingToken,
             Self::InvalidInstanceToken { .. } => ErrorCode::InvalidToken,
             Self::BootstrapFinished { .. } => ErrorCode::BootstrapFinished,
@@ -296,7 +313,9 @@ impl ApiError {
 pub fn status(code: ErrorCode) -> StatusCode {
     match code {
         ErrorCode::MissingToken | ErrorCode::InvalidToken => StatusCode::UNAUTHORIZED,
-        ErrorCode::Forbidden | ErrorCode::BootstrapFinished => StatusCode::FORBIDDEN,
+        ErrorCode::Forbidden | ErrorCode::InsufficientScope | ErrorCode::BootstrapFinished => {
+            StatusCode::FORBIDDEN
+        }
         ErrorCode::InvalidBody | ErrorCode::InvalidInput | ErrorCode::InvalidParameter => {
             StatusCode::BAD_REQUEST
         }

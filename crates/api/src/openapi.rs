@@ -61,7 +61,7 @@ use crate::v1;
         v1::EventList, v1::FleetEvent,
         v1::Instance, v1::InstanceStatus, v1::InstanceList, v1::InstanceBootstrap,
         v1::StatusCallback, v1::SystemInfoCallback, v1::CertificateBundle,
-        v1::Token, v1::TokenList,
+        v1::Token, v1::TokenScope, v1::TokenList,
         v1::DrainWorkerResult,
         v1::PlanRequest, v1::ApplyRequest, v1::PlanResponse, v1::ApplyResponse, v1::PlanAction,
         v1::FieldChange, v1::PlannedCredentials, v1::PlannedEntity, v1::PlannedScaleSet,
@@ -72,7 +72,7 @@ use crate::v1;
     // configuration says (behind any proxy or port); a client resolves `/` against the URL it
     // fetched the document from, and a generated client takes its base URL as a parameter.
     servers((url = "/", description = "The server that serves this document")),
-    modifiers(&BearerAuth, &ClosedAuthInput, &ErrorDescriptions),
+    modifiers(&BearerAuth, &ClosedAuthInput, &Scopes, &ErrorDescriptions),
     security(("bearer" = [])),
     tags(
         (name = "health", description = "Probes, metrics and this document (no token)"),
@@ -140,6 +140,70 @@ impl Modify for ClosedAuthInput {
             if let RefOr::T(Schema::Object(object)) = item {
                 object.additional_properties =
                     Some(Box::new(AdditionalProperties::FreeForm(false)));
+            }
+        }
+    }
+}
+
+/// Every route behind the API token (the operations without a `security` of their own) says
+/// which scope it needs, as `x-scaleset-scope`, and answers 403 `insufficient_scope` to a
+/// token of a narrower one; both from [`crate::auth::required_scope`], the table the server
+/// enforces.
+struct Scopes;
+
+impl Modify for Scopes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use axum::http::Method;
+        use utoipa::openapi::extensions::Extensions;
+        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+        for (path, item) in &mut openapi.paths.paths {
+            let operations = [
+                (Method::GET, &mut item.get),
+                (Method::PUT, &mut item.put),
+                (Method::POST, &mut item.post),
+                (Method::DELETE, &mut item.delete),
+                (Method::PATCH, &mut item.patch),
+            ];
+            for (method, operation) in operations {
+                let Some(operation) = operation.as_mut() else {
+                    continue;
+                };
+                if operation.security.is_some() || !path.starts_with("/api/v1/") {
+                    continue;
+                }
+                let needed = crate::auth::required_scope(&method, path);
+                let mut extensions = operation.extensions.take().unwrap_or_default();
+                extensions.merge(Extensions::from_iter([(
+                    "x-scaleset-scope",
+                    serde_json::Value::from(needed.as_str()),
+                )]));
+                operation.extensions = Some(extensions);
+                if needed == scaleset_store::ApiScope::Read {
+                    // Every token reads: a GET is never refused for its scope.
+                    continue;
+                }
+                let description = format!(
+                    "insufficient_scope: this route needs an API token of scope `{needed}`{}; \
+                     `message` names the token's scope",
+                    if needed == scaleset_store::ApiScope::Operate {
+                        " or `admin`"
+                    } else {
+                        ""
+                    }
+                );
+                let response = ResponseBuilder::new()
+                    .description(description)
+                    .content(
+                        "application/json",
+                        ContentBuilder::new()
+                            .schema(Some(Ref::from_schema_name("ErrorBody")))
+                            .build(),
+                    )
+                    .build();
+                operation
+                    .responses
+                    .responses
+                    .insert("403".to_owned(), response.into());
             }
         }
     }

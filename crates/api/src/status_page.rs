@@ -27,7 +27,9 @@
 //!
 //! [`crate::router`] mounts [`routes`] at the root, beside `/api/v1`.
 
+mod actions;
 mod chart;
+mod form_data;
 mod html;
 mod render;
 mod view;
@@ -64,6 +66,7 @@ pub fn routes() -> Router<Arc<AppState>> {
         .route("/logout", post(logout))
         .route("/static/status.css", get(stylesheet))
         .route("/static/refresh.js", get(script))
+        .merge(actions::routes())
         .layer(middleware::map_response(hardened))
 }
 
@@ -182,29 +185,6 @@ fn bearer_token(headers: &HeaderMap) -> Option<String> {
         .then(|| token.trim().to_owned())
 }
 
-/// Whether the request carries a valid API token (cookie or bearer header): `Ok(())`, or the
-/// response to send instead (to the sign-in form; saying why when a cookie's token no longer
-/// authenticates, which also clears that cookie).
-async fn signed_in(page: &Page, headers: &HeaderMap) -> Result<(), Response> {
-    if let Some(token) = bearer_token(headers) {
-        return match valid(page, &token).await? {
-            true => Ok(()),
-            false => Err(to_login()),
-        };
-    }
-    let Some(token) = cookie_token(headers) else {
-        return Err(to_login());
-    };
-    if valid(page, &token).await? {
-        return Ok(());
-    }
-    let mut response = Redirect::to("/login?why=revoked").into_response();
-    response
-        .headers_mut()
-        .insert(header::SET_COOKIE, clear_cookie(page));
-    Err(response)
-}
-
 fn clear_cookie(page: &Page) -> HeaderValue {
     if page.https {
         HeaderValue::from_static(
@@ -255,25 +235,40 @@ async fn overview(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(response) = signed_in(&page, &headers).await {
-        return response;
-    }
+    let session = match actions::session(&page, &headers).await {
+        Ok(session) => session,
+        Err(response) => return response,
+    };
     let filter = view::Filter::parse(query.as_deref());
     let now = Timestamp::from_system_time(SystemTime::now());
     page.refresh_ours_undeclared();
     let ours_undeclared = page.ours_undeclared.known();
     match view::overview(page.store.as_ref(), &page.configured, filter, now).await {
-        Ok(view) => {
-            Html(render::overview(&view, &ours_undeclared, SystemTime::now())).into_response()
-        }
+        Ok(view) => Html(render::overview(
+            &view,
+            &ours_undeclared,
+            SystemTime::now(),
+            &session,
+        ))
+        .into_response(),
         Err(e) => unavailable(&e),
     }
 }
 
-async fn detail(State(page): State<Page>, Path(id): Path<String>, headers: HeaderMap) -> Response {
-    if let Err(response) = signed_in(&page, &headers).await {
-        return response;
-    }
+async fn detail(
+    State(page): State<Page>,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let session = match actions::session(&page, &headers).await {
+        Ok(session) => session,
+        Err(response) => return response,
+    };
+    // What the action that redirected here did (`?done=drain`).
+    let done = url::form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes())
+        .find(|(key, _)| key == "done")
+        .map(|(_, value)| value.into_owned());
     let not_found = || {
         let body = html::page(
             "Not found",
@@ -291,7 +286,13 @@ async fn detail(State(page): State<Page>, Path(id): Path<String>, headers: Heade
     };
     let now = Timestamp::from_system_time(SystemTime::now());
     match view::detail(page.store.as_ref(), ScaleSetId(uuid), now).await {
-        Ok(view) => Html(render::detail(&view, SystemTime::now())).into_response(),
+        Ok(view) => Html(render::detail(
+            &view,
+            SystemTime::now(),
+            &session,
+            done.as_deref(),
+        ))
+        .into_response(),
         Err(e) if e.is_not_found() => not_found(),
         Err(e) => unavailable(&e),
     }

@@ -47,7 +47,7 @@ pub use scale_set::{
     RetryScaleSetResult, RunnerTool, ScaleSet, ScaleSetList, ScaleSetSpec, ScaleSetState,
     UnlistedEntity, UpdateScaleSet,
 };
-pub use token::Token;
+pub use token::{Token, TokenScope};
 pub use worker::DrainWorkerResult;
 
 /// How many items a list answers when the request gives no `limit`.

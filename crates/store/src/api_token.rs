@@ -35,6 +35,45 @@ pub(crate) fn token_hash(token: &SecretString) -> Vec<u8> {
         .to_vec()
 }
 
+/// What a token may do. Each scope includes the ones before it (`Read < Operate < Admin`), so
+/// "may this token do X" is `token.scope >= needed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ApiScope {
+    /// Read only: the status page and the API's GET routes (a dashboard, a teammate, a CI job).
+    Read,
+    /// Also the scale-set actions: drain, enable or disable, retry, edit, delete, and
+    /// instance removal.
+    Operate,
+    /// Everything: credentials, entities, tokens, creating scale sets, fleet plan/apply,
+    /// decommission, workers. Tokens made before scopes existed are `admin`.
+    Admin,
+}
+
+impl ApiScope {
+    /// Every scope, least first.
+    pub const ALL: [Self; 3] = [Self::Read, Self::Operate, Self::Admin];
+
+    /// The stored (and command-line, and wire) name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Operate => "operate",
+            Self::Admin => "admin",
+        }
+    }
+
+    /// The scope named `text` (`read`, `operate`, `admin`), `None` for anything else.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+}
+
+impl std::fmt::Display for ApiScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A stored API token (without the token itself, which is not stored).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiToken {
@@ -44,14 +83,26 @@ pub struct ApiToken {
     pub name: String,
     /// When it was created.
     pub created_at: Timestamp,
+    /// What it may do.
+    pub scope: ApiScope,
 }
 
 /// API tokens.
 #[async_trait]
 pub trait ApiTokenStore: Send + Sync {
-    /// Creates a token; returns the record and the token text, which is shown once and
-    /// cannot be recovered. A duplicate name is [`crate::Error::Conflict`].
-    async fn create_api_token(&self, name: &str) -> Result<(ApiToken, SecretString)>;
+    /// Creates an `admin` token (every right, as tokens had before scopes); see
+    /// [`Self::create_scoped_api_token`].
+    async fn create_api_token(&self, name: &str) -> Result<(ApiToken, SecretString)> {
+        self.create_scoped_api_token(name, ApiScope::Admin).await
+    }
+
+    /// Creates a token of `scope`; returns the record and the token text, which is shown once
+    /// and cannot be recovered. A duplicate name is [`crate::Error::Conflict`].
+    async fn create_scoped_api_token(
+        &self,
+        name: &str,
+        scope: ApiScope,
+    ) -> Result<(ApiToken, SecretString)>;
 
     /// The token's record if `presented` is a valid token (looked up by its hash).
     async fn authenticate_api_token(&self, presented: &SecretString) -> Result<Option<ApiToken>>;

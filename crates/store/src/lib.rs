@@ -82,7 +82,7 @@ pub mod test_util;
 mod worker;
 mod writer_lock;
 
-pub use api_token::{API_TOKEN_PREFIX, ApiToken, ApiTokenStore};
+pub use api_token::{API_TOKEN_PREFIX, ApiScope, ApiToken, ApiTokenStore};
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
 pub use controller::{ControllerBinding, ControllerStore};
 pub use credentials::{

@@ -9,6 +9,7 @@
 
 mod browser;
 mod decommission;
+mod page_actions;
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -371,6 +372,7 @@ async fn in_the_browser(demo: &Running, driver: &str, chromium: &str) -> Result<
     assert_eq!(filtered, 1);
 
     attention_and_charts(demo, &browser).await?;
+    page_actions::operate_from_the_page(demo, &browser).await?;
     browser.stop().await
 }
 

@@ -528,9 +528,9 @@ async fn key_of(state: &AppState, scale_set: &StoredScaleSet) -> Result<ScaleSet
 pub(crate) struct DeleteQuery {
     /// Also delete an adopted or known scale set on GitHub (default false: detach only).
     #[serde(default)]
-    force: bool,
+    pub(crate) force: bool,
     /// Delete only at this generation (default: whatever is stored).
-    generation: Option<i64>,
+    pub(crate) generation: Option<i64>,
 }
 
 /// Deletes a scale set, by ownership, as the control crate decides from the stored

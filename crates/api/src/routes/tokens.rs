@@ -28,6 +28,7 @@ fn record(token: &ApiToken) -> Token {
         id: token.id.0,
         name: token.name.clone(),
         created_at: view::time(token.created_at),
+        scope: crate::auth::wire_scope(token.scope),
     }
 }
 

@@ -125,6 +125,19 @@ pre { background: var(--bg); border:1px solid var(--line); border-radius: 6px; p
 .login { max-width: 420px; margin: 80px auto; border:1px solid var(--line); border-radius: 8px; padding: 24px; }
 .login input { width: 100%; font: inherit; padding: 7px 9px; margin: 8px 0 14px; border:1px solid var(--line); border-radius:6px; }
 .error { color: var(--bad); }
+/* The actions (status_page/actions.rs): forms that POST, inline; greyed out when the scope
+   does not open them. */
+.actions { display:flex; flex-wrap:wrap; align-items:center; gap:6px; margin:6px 0 10px; }
+.actions form, form.action { display:inline-flex; align-items:center; gap:6px; margin:0; }
+.actions button, form.action button, form.fleet button { font: inherit; font-size:.9em; padding:3px 10px;
+  border-radius:6px; border:1px solid var(--line); background:#fff; color:var(--ink); cursor:pointer; }
+.actions button.drain, button.delete { border-color: var(--bad); color: var(--bad); }
+.actions button:disabled, form.action button:disabled, form.fleet button:disabled { opacity:.45; cursor:not-allowed; }
+form.action.edit input { width:5em; font: inherit; }
+td.name .actions { margin:4px 0 0; }
+.notice { background: var(--infobg); border:1px solid var(--info); border-radius:6px; padding:6px 10px; }
+form.fleet { display:flex; flex-direction:column; gap:6px; max-width:60em; }
+form.fleet textarea { font-family: ui-monospace, monospace; font-size:.9em; }
 .empty { color: var(--muted); padding: 24px 0; }
 "#;
 

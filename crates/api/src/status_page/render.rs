@@ -9,6 +9,7 @@ use scaleset_store::{
     Attention, Event, Evidence, InstanceStatus, Provenance, ScaleSet, ScaleSetState, Timestamp,
 };
 
+use super::actions::{self, Session};
 use super::chart;
 use super::html::{page, query_value, time_el};
 use super::view::{Detail, Filter, Overview, Row, Runners, service};
@@ -104,7 +105,7 @@ fn attention_html(attention: &Attention) -> Markup {
     }
 }
 
-fn row_html(row: &Row, now: SystemTime) -> Markup {
+fn row_html(row: &Row, now: SystemTime, session: &Session) -> Markup {
     let set = &row.set;
     let name = &set.spec.name;
     let attention = if row.attention.is_some() { "yes" } else { "no" };
@@ -113,6 +114,7 @@ fn row_html(row: &Row, now: SystemTime) -> Markup {
             td.name {
                 a href={ "/scale-sets/" (set.id.0) } { (name) }
                 div.sub { (set.spec.labels.join(", ")) }
+                (actions::row_actions(session, set))
             }
             td {
                 (row.entity)
@@ -198,10 +200,16 @@ fn ours_undeclared_card(known: &Known, now: SystemTime) -> Markup {
 }
 
 /// The overview page.
-pub(crate) fn overview(view: &Overview, ours_undeclared: &Known, now: SystemTime) -> String {
+pub(crate) fn overview(
+    view: &Overview,
+    ours_undeclared: &Known,
+    now: SystemTime,
+    session: &Session,
+) -> String {
     let t = &view.totals;
     let selected = |v: &str| view.filter.state.as_deref() == Some(v);
     let body = html! {
+        (actions::overview_bar(session))
         section.summary {
             div.card { b id="total" { (t.scale_sets) } span { "scale sets" } }
             div.card { b id="ready" { (t.ready) } span { "ready and served, nothing wrong" } }
@@ -250,7 +258,7 @@ pub(crate) fn overview(view: &Overview, ours_undeclared: &Known, now: SystemTime
                     th { "recent events" }
                 } }
                 tbody {
-                    @for row in &view.rows { (row_html(row, now)) }
+                    @for row in &view.rows { (row_html(row, now, session)) }
                 }
             }
         }
@@ -306,13 +314,19 @@ fn runner_setup(setup: &scaleset_store::RunnerSetup) -> String {
     }
 }
 
-pub(crate) fn detail(view: &Detail, now: SystemTime) -> String {
+pub(crate) fn detail(
+    view: &Detail,
+    now: SystemTime,
+    session: &Session,
+    done: Option<&str>,
+) -> String {
     let row = &view.row;
     let set = &row.set;
     let spec = &set.spec;
     let body = html! {
         p { a href="/" { "← all scale sets" } }
         h2 id="name" { (spec.name) }
+        (actions::detail_actions(session, set, done))
         @if let Some(attention) = &row.attention {
             section id="attention-box" { (attention_html(attention)) }
         }

@@ -28,6 +28,9 @@ pub enum ErrorCode {
     InvalidToken,
     /// 403: the token is valid but may not do this.
     Forbidden,
+    /// 403: the API token's scope (`read`, `operate`, `admin`) is narrower than the route
+    /// needs; `message` names both. Use a token of the scope named.
+    InsufficientScope,
     /// 400: the body is not JSON, has a wrong type, a missing or an unknown field.
     InvalidBody,
     /// 400: a well-formed value is not allowed (a bad name, a bad URL, a range).
@@ -88,6 +91,7 @@ impl ErrorCode {
             Self::MissingToken => "missing_token",
             Self::InvalidToken => "invalid_token",
             Self::Forbidden => "forbidden",
+            Self::InsufficientScope => "insufficient_scope",
             Self::InvalidBody => "invalid_body",
             Self::InvalidInput => "invalid_input",
             Self::InvalidParameter => "invalid_parameter",

@@ -6,7 +6,7 @@ use secrecy::SecretString;
 
 use super::schema::api_tokens;
 use super::{DieselStore, parse_uuid};
-use crate::api_token::{ApiToken, ApiTokenStore, generate_token, token_hash};
+use crate::api_token::{ApiScope, ApiToken, ApiTokenStore, generate_token, token_hash};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::id::ApiTokenId;
@@ -17,19 +17,28 @@ struct Row {
     id: String,
     name: String,
     created_at: i64,
+    scope: String,
 }
 
 fn from_row(row: Row) -> Result<ApiToken> {
+    // A scope this build does not know (written by a newer one, or by hand) gives no right
+    // beyond reading: never more than the row says.
+    let scope = ApiScope::parse(&row.scope).unwrap_or(ApiScope::Read);
     Ok(ApiToken {
         id: ApiTokenId(parse_uuid("api_tokens", &row.id, "id", &row.id)?),
         name: row.name,
         created_at: Timestamp::from_unix_millis(row.created_at),
+        scope,
     })
 }
 
 #[async_trait]
 impl ApiTokenStore for DieselStore {
-    async fn create_api_token(&self, name: &str) -> Result<(ApiToken, SecretString)> {
+    async fn create_scoped_api_token(
+        &self,
+        name: &str,
+        scope: ApiScope,
+    ) -> Result<(ApiToken, SecretString)> {
         let name = name.to_owned();
         self.run("create api token", move |conn, ctx| {
             let secret = generate_token()?;
@@ -37,6 +46,7 @@ impl ApiTokenStore for DieselStore {
                 id: ApiTokenId::generate().to_string(),
                 name,
                 created_at: ctx.now().unix_millis(),
+                scope: scope.as_str().to_owned(),
             };
             diesel::insert_into(api_tokens::table)
                 .values((
@@ -44,6 +54,7 @@ impl ApiTokenStore for DieselStore {
                     api_tokens::name.eq(&row.name),
                     api_tokens::token_hash.eq(token_hash(&secret)),
                     api_tokens::created_at.eq(row.created_at),
+                    api_tokens::scope.eq(&row.scope),
                 ))
                 .execute(conn)
                 .map_err(Error::write("api token", "create api token"))?;

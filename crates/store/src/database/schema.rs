@@ -146,6 +146,7 @@ diesel::table! {
         name -> Text,
         token_hash -> Binary,
         created_at -> BigInt,
+        scope -> Text,
     }
 }
 

@@ -1,11 +1,73 @@
 //! API tokens: stored hashed, looked up by hash.
 
 use scaleset_store::ExposeSecret as _;
-use scaleset_store::{API_TOKEN_PREFIX, ApiTokenStore as _, SecretString};
+use scaleset_store::{API_TOKEN_PREFIX, ApiScope, ApiTokenStore as _, SecretString};
 
 use crate::helpers::{TestDb, store_tests};
 
-store_tests!(api_token_round_trip, api_tokens_are_stored_hashed);
+store_tests!(
+    api_token_round_trip,
+    api_tokens_are_stored_hashed,
+    a_token_keeps_the_scope_it_was_made_with,
+    a_token_stored_without_a_scope_is_admin
+);
+
+async fn a_token_keeps_the_scope_it_was_made_with(db: TestDb) {
+    let store = db.open().await;
+    for scope in ApiScope::ALL {
+        let (record, secret) = store
+            .create_scoped_api_token(scope.as_str(), scope)
+            .await
+            .unwrap();
+        assert_eq!(record.scope, scope);
+        let found = store.authenticate_api_token(&secret).await.unwrap();
+        assert_eq!(found.map(|t| t.scope), Some(scope));
+    }
+    let listed: Vec<_> = store
+        .list_api_tokens()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| (t.name, t.scope))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("admin".to_owned(), ApiScope::Admin),
+            ("operate".to_owned(), ApiScope::Operate),
+            ("read".to_owned(), ApiScope::Read),
+        ]
+    );
+    let (plain, _) = store.create_api_token("unscoped").await.unwrap();
+    assert_eq!(plain.scope, ApiScope::Admin, "today's rights by default");
+}
+
+/// A row written before the scope column existed (as the migration finds it) is `admin`:
+/// upgrading takes no right away from a token in use.
+async fn a_token_stored_without_a_scope_is_admin(db: TestDb) {
+    let store = db.open().await;
+    let text = "sst_written-before-scopes";
+    let hash = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
+    let hex: String = hash.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    let bytes = match db.backend {
+        crate::helpers::Backend::Sqlite => format!("X'{hex}'"),
+        crate::helpers::Backend::Postgres => format!("decode('{hex}', 'hex')"),
+    };
+    crate::helpers::raw_sql(
+        &db,
+        &format!(
+            "INSERT INTO api_tokens (id, name, token_hash, created_at) VALUES \
+             ('6f7d4a0e-8a55-4c1b-9d7e-0a1b2c3d4e5f', 'old', {bytes}, 0)"
+        ),
+    )
+    .await;
+    let found = store
+        .authenticate_api_token(&SecretString::from(text))
+        .await
+        .unwrap()
+        .expect("the old token still signs in");
+    assert_eq!(found.scope, ApiScope::Admin);
+}
 
 async fn api_token_round_trip(db: TestDb) {
     let store = db.open().await;
