@@ -125,6 +125,32 @@ pub(crate) struct Observed {
     pub(crate) convergence: Option<Convergence>,
 }
 
+/// What the fence's history shows, for the figures: sessions opened, takeovers (a session
+/// opened by another worker than the set's last), and the latest a worker acted on a set
+/// after another took it over.
+pub(crate) fn takeover_figures(t: &Takeovers) -> (usize, usize, Duration) {
+    let mut acts: Vec<&Act> = t.acts.iter().collect();
+    acts.sort_by_key(|a| a.at_ms);
+    let mut holder: BTreeMap<i64, (usize, u64)> = BTreeMap::new();
+    let (mut sessions, mut takeovers, mut latest) = (0, 0, 0);
+    for act in acts {
+        match (act.what, holder.get(&act.scale_set).copied()) {
+            (Acted::SessionOpened, last) => {
+                sessions += 1;
+                if last.is_some_and(|(w, _)| w != act.worker) {
+                    takeovers += 1;
+                }
+                holder.insert(act.scale_set, (act.worker, act.at_ms));
+            }
+            (_, Some((w, since))) if w != act.worker => {
+                latest = latest.max(act.at_ms.saturating_sub(since));
+            }
+            _ => {}
+        }
+    }
+    (sessions, takeovers, Duration::from_millis(latest))
+}
+
 /// The workers that went on creating runners or acquiring jobs on a scale set after another
 /// worker had taken it over (opened its session) for longer than the takeover allows.
 fn late_acts(t: &Takeovers) -> Vec<String> {
@@ -457,6 +483,14 @@ mod tests {
             scale_set: 1,
             what,
         }
+    }
+
+    #[test]
+    fn the_figures_count_sessions_takeovers_and_the_latest_act_after_one() {
+        assert_eq!(
+            takeover_figures(&healthy().takeovers),
+            (2, 1, Duration::from_secs(7))
+        );
     }
 
     #[test]

@@ -74,6 +74,9 @@ pub(crate) struct Figures {
     pub(crate) longest_wait: Duration,
     pub(crate) settled_in: Option<Duration>,
     pub(crate) instances_created: usize,
+    /// Partition soaks: sessions the workers opened, takeovers among them, and the latest a
+    /// worker created a runner or acquired a job after another had taken the set over.
+    pub(crate) fence: Option<(usize, usize, Duration)>,
 }
 
 /// The outcome of one soak: its figures, and what is wrong with the end state.
@@ -112,6 +115,13 @@ impl Report {
         );
         for (kind, n) in &f.faults {
             let _ = write!(out, " {kind} {n};");
+        }
+        if let Some((sessions, takeovers, latest)) = f.fence {
+            let _ = write!(
+                out,
+                "\n  fence: {sessions} sessions opened, {takeovers} takeovers; latest act of a worker after another took its set over: {:.1} s",
+                latest.as_secs_f64()
+            );
         }
         out
     }
@@ -1002,6 +1012,9 @@ pub(crate) async fn soak(settings: Settings) -> Option<Report> {
         .filter(|j| j.state == "completed")
         .count();
     soak.figures.instances_created = created.len();
+    if settings.partitions {
+        soak.figures.fence = Some(check::takeover_figures(&observed.takeovers));
+    }
     soak.figures.longest_wait = soak
         .enqueued_at
         .iter()
