@@ -130,7 +130,12 @@ fn main() -> ExitCode {
             return Exit::Failed.into();
         }
     };
-    match runtime.block_on(run(&config, &env, signals)) {
+    let result = runtime.block_on(run(&config, &env, signals));
+    // Dropping the runtime would wait for every blocking thread, and one stuck in a database
+    // call over a partitioned link (no answer, no reset) never returns: the exit does not wait
+    // for it (the chaos soak's partitions found a SIGTERM that never exited).
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match result {
         Ok(()) => Exit::Done.into(),
         Err(e) => {
             tracing::error!(error = format!("{e:#}"), "scaleset-worker stopped");

@@ -115,7 +115,14 @@ async fn answer(
         }
     };
     let peer = request.connection.peer;
-    lock(&shared.log).record(method.as_str(), &path, raw_query.as_deref(), name, status, peer);
+    lock(&shared.log).record(
+        method.as_str(),
+        &path,
+        raw_query.as_deref(),
+        name,
+        status,
+        peer,
+    );
     tracing::trace!(status, "answered");
     let mut response = Response::new(Full::new(Bytes::from(bytes)));
     *response.status_mut() =

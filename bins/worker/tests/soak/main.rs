@@ -20,6 +20,7 @@
 mod helpers;
 
 mod check;
+#[path = "../worker/link.rs"]
 mod link;
 mod run;
 mod schedule;
@@ -54,12 +55,7 @@ fn seconds(default: u64) -> u64 {
 
 /// Runs every seed on `backend`, prints each one's figures, and fails with the seed, the
 /// schedule and the history of every seed that broke an invariant.
-async fn soak_all(
-    backend: Backend,
-    partitions: bool,
-    default_seeds: &[u64],
-    default_seconds: u64,
-) {
+async fn soak_all(backend: Backend, partitions: bool, default_seeds: &[u64], default_seconds: u64) {
     let mut failures = Vec::new();
     let mut ran = 0;
     for seed in seeds(default_seeds) {

@@ -801,7 +801,13 @@ pub(crate) async fn soak(settings: Settings) -> Option<Report> {
         let text = std::fs::read_to_string(site.config()).expect("the site's configuration");
         std::fs::write(
             &config,
-            proxied_config(&text, sim.addr, github.addr, db.as_ref().map(|d| d.url.as_str()), database.as_ref().map(|l| l.addr)),
+            proxied_config(
+                &text,
+                sim.addr,
+                github.addr,
+                db.as_ref().map(|d| d.url.as_str()),
+                database.as_ref().map(|l| l.addr),
+            ),
         )
         .expect("the worker's configuration");
         configs.push(config);
@@ -1072,9 +1078,9 @@ fn postgres_addr(url: &str) -> SocketAddr {
     let parsed = url::Url::parse(url).expect("the database URL");
     let host = parsed.host_str().unwrap_or("127.0.0.1");
     let port = parsed.port().unwrap_or(5432);
-    format!("{host}:{port}")
-        .parse()
-        .unwrap_or_else(|e| panic!("the PostgreSQL host of the soak is an IP address ({host}): {e}"))
+    format!("{host}:{port}").parse().unwrap_or_else(|e| {
+        panic!("the PostgreSQL host of the soak is an IP address ({host}): {e}")
+    })
 }
 
 /// The site's configuration `text` with the credentials' GitHub URLs pointing at `github`

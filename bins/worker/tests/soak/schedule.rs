@@ -329,21 +329,33 @@ mod tests {
             .iter()
             .filter(|s| matches!(s.action, Action::Partition { .. }))
             .count();
-        assert!(partitions * 5 > cut.len() && partitions * 2 < cut.len(), "{partitions} of {}", cut.len());
+        assert!(
+            partitions * 5 > cut.len() && partitions * 2 < cut.len(),
+            "{partitions} of {}",
+            cut.len()
+        );
         assert!(cut.iter().all(|s| match s.action {
             Action::Partition { for_ms, fault, .. } =>
                 (1000..=12_000).contains(&for_ms) && fault != Fault::Pass,
             _ => true,
         }));
-        assert!(!plain.iter().any(|s| matches!(s.action, Action::Partition { .. })));
+        assert!(
+            !plain
+                .iter()
+                .any(|s| matches!(s.action, Action::Partition { .. }))
+        );
         // SQLite has no database link to cut.
-        assert!(plan(5, 600, 2, 1, Backend::Sqlite, true).iter().all(|s| !matches!(
-            s.action,
-            Action::Partition {
-                link: LinkTo::Database,
-                ..
-            }
-        )));
+        assert!(
+            plan(5, 600, 2, 1, Backend::Sqlite, true)
+                .iter()
+                .all(|s| !matches!(
+                    s.action,
+                    Action::Partition {
+                        link: LinkTo::Database,
+                        ..
+                    }
+                ))
+        );
     }
 
     #[test]

@@ -381,7 +381,9 @@ async fn get_from(sim: &TestSim, from: std::net::Ipv4Addr, path: &str) -> Result
     socket.bind((from, 0).into())?;
     let mut stream = socket.connect(sim.addr).await?;
     stream
-        .write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
         .await?;
     let mut answer = Vec::new();
     stream.read_to_end(&mut answer).await?;

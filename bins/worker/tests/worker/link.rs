@@ -70,7 +70,10 @@ pub(crate) struct Link {
 impl Link {
     /// A link on a fresh loopback port to `upstream`, connecting from `source` (port 0) when
     /// given.
-    pub(crate) async fn start(upstream: SocketAddr, source: Option<IpAddr>) -> std::io::Result<Self> {
+    pub(crate) async fn start(
+        upstream: SocketAddr,
+        source: Option<IpAddr>,
+    ) -> std::io::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let (fault, watching) = watch::channel(Fault::Pass);
@@ -273,7 +276,11 @@ mod tests {
             Some(b"one".to_vec())
         );
         let peer = peers.recv().await.expect("a peer");
-        assert_eq!(peer.ip(), IpAddr::from([127, 0, 0, 33]), "from its own source address");
+        assert_eq!(
+            peer.ip(),
+            IpAddr::from([127, 0, 0, 33]),
+            "from its own source address"
+        );
 
         // Dropping: the bytes are held, then delivered after the heal.
         link.set(Fault::Drop);
@@ -283,7 +290,10 @@ mod tests {
         );
         link.set(Fault::Pass);
         let mut buf = [0u8; 3];
-        stream.read_exact(&mut buf).await.expect("delivered after the heal");
+        stream
+            .read_exact(&mut buf)
+            .await
+            .expect("delivered after the heal");
         assert_eq!(&buf, b"two");
 
         // One way: requests pass, answers are held.
@@ -294,7 +304,10 @@ mod tests {
         );
         link.set(Fault::Pass);
         let mut one = [0u8; 1];
-        stream.read_exact(&mut one).await.expect("the answer after the heal");
+        stream
+            .read_exact(&mut one)
+            .await
+            .expect("the answer after the heal");
 
         // Slow: about the latency asked for.
         link.set(Fault::Slow {
@@ -302,8 +315,15 @@ mod tests {
             bytes_per_sec: 1_000_000,
         });
         let started = Instant::now();
-        assert!(round_trip(&mut stream, b"4", Duration::from_secs(5)).await.is_some());
-        assert!(started.elapsed() >= Duration::from_millis(300), "both ways delayed");
+        assert!(
+            round_trip(&mut stream, b"4", Duration::from_secs(5))
+                .await
+                .is_some()
+        );
+        assert!(
+            started.elapsed() >= Duration::from_millis(300),
+            "both ways delayed"
+        );
 
         // Reject: the open connection ends, a new one is closed at once.
         link.set(Fault::Reject);
@@ -312,7 +332,9 @@ mod tests {
             .await
             .expect("closed within 5 s");
         assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
-        let mut fresh = TcpStream::connect(link.addr).await.expect("accepted, then closed");
+        let mut fresh = TcpStream::connect(link.addr)
+            .await
+            .expect("accepted, then closed");
         let refused = tokio::time::timeout(Duration::from_secs(5), fresh.read(&mut end))
             .await
             .expect("closed within 5 s");
