@@ -593,20 +593,17 @@ impl Listener<'_> {
     async fn renew_lease(&mut self) -> Result<(), Error> {
         let asked = tokio::time::Instant::now();
         let renewal = Box::pin(self.renewal());
-        let renewed = match tokio::time::timeout_at(self.lease_deadline, renewal).await {
-            Ok(renewed) => renewed,
-            Err(_) => {
-                let name = self.name().to_owned();
-                self.shared
-                    .metrics
-                    .lease_in_doubt(self.runners.scale_set.id, &name);
-                tracing::warn!(
-                    scale_set = %name,
-                    lease_ttl = ?self.shared.settings.lease_ttl,
-                    "fenced: the lease could not be renewed within its TTL (the database does not answer); this worker stops creating runners and acknowledging messages on the scale set and abandons its session, and another worker takes it over"
-                );
-                return Err(Error::LeaseLost { scale_set: name });
-            }
+        let Ok(renewed) = tokio::time::timeout_at(self.lease_deadline, renewal).await else {
+            let name = self.name().to_owned();
+            self.shared
+                .metrics
+                .lease_in_doubt(self.runners.scale_set.id, &name);
+            tracing::warn!(
+                scale_set = %name,
+                lease_ttl = ?self.shared.settings.lease_ttl,
+                "fenced: the lease could not be renewed within its TTL (the database does not answer); this worker stops creating runners and acknowledging messages on the scale set and abandons its session, and another worker takes it over"
+            );
+            return Err(Error::LeaseLost { scale_set: name });
         };
         match renewed {
             Ok(lease) => {

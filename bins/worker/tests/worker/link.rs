@@ -152,9 +152,10 @@ async fn connection(
     let down = pump(server_read, client_write, Direction::Down, fault);
     // Either direction ending on a reject or an error ends both (the halves drop); an orderly
     // end of one direction waits for the other.
+    tokio::pin!(up, down);
     tokio::select! {
-        end = up => if end == End::Broken { return },
-        end = down => if end == End::Broken { return },
+        end = &mut up => if end == End::Closed { down.await; },
+        end = &mut down => if end == End::Closed { up.await; },
     }
 }
 
