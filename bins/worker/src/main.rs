@@ -130,7 +130,12 @@ fn main() -> ExitCode {
             return Exit::Failed.into();
         }
     };
-    match runtime.block_on(run(&config, &env, signals)) {
+    let result = runtime.block_on(run(&config, &env, signals));
+    // Dropping the runtime would wait for every blocking thread, and one stuck in a database
+    // call over a partitioned link (no answer, no reset) never returns: the exit does not wait
+    // for it (the chaos soak's partitions found a SIGTERM that never exited).
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match result {
         Ok(()) => Exit::Done.into(),
         Err(e) => {
             tracing::error!(error = format!("{e:#}"), "scaleset-worker stopped");
@@ -146,7 +151,18 @@ async fn run(config: &Config, env: &Env, signals: Deferred) -> Result<()> {
     let signals = signals
         .install()
         .context("installing the SIGTERM and SIGINT handlers")?;
-    let app = App::build(config, env).await?;
+    let stop = signals.wait();
+    tokio::pin!(stop);
+    // The build is raced with a signal: it waits on the database (the connection, the
+    // migrations, the fleet's apply), which a partition holds for as long as TCP retries, and a
+    // SIGTERM must still end the process (the partition soak found one that never did).
+    let app = tokio::select! {
+        app = App::build(config, env) => app?,
+        signal = &mut stop => {
+            tracing::info!(signal, "stopped while starting: nothing was served yet");
+            return Ok(());
+        }
+    };
     let listener = tokio::net::TcpListener::bind(config.worker.listen)
         .await
         .with_context(|| format!("cannot listen on {} (worker.listen)", config.worker.listen))?;
@@ -168,7 +184,7 @@ async fn run(config: &Config, env: &Env, signals: Deferred) -> Result<()> {
         "scaleset-worker started"
     );
     let signal = tokio::select! {
-        signal = signals.wait() => signal,
+        signal = &mut stop => signal,
         failed = running.failed() => {
             http_stop.cancel();
             return Err(failed.into());

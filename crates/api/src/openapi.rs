@@ -53,7 +53,7 @@ use crate::v1;
         instance_facing::system_info,
     ),
     components(schemas(
-        v1::ErrorBody, v1::ErrorCode, v1::Readiness, v1::ControllerInfo,
+        v1::ErrorBody, v1::ErrorCode, v1::Readiness, v1::NotReady, v1::ControllerInfo,
         v1::CreateCredentials, v1::AuthInput, v1::EndpointInput, v1::Credentials, v1::AuthKind, v1::Endpoint, v1::CredentialsList,
         v1::CreateEntity, v1::Entity, v1::EntityKind, v1::EntityList,
         v1::CreateScaleSet, v1::UpdateScaleSet, v1::ScaleSet, v1::ScaleSetSpec, v1::ScaleSetState, v1::Attention, v1::Provenance, v1::Evidence,

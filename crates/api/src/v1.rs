@@ -32,7 +32,7 @@ pub use decommission::{
 pub use entity::{CreateEntity, Entity, EntityKind};
 pub use error::{ErrorBody, ErrorCode};
 pub use events::{EventList, FleetEvent};
-pub use health::Readiness;
+pub use health::{NotReady, Readiness};
 pub use instance::{
     CertificateBundle, Instance, InstanceBootstrap, InstanceStatus, StatusCallback,
     SystemInfoCallback,

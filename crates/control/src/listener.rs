@@ -200,6 +200,10 @@ pub(crate) struct Listener<'a> {
     pub(crate) sampler: crate::sampler::Sampler,
     /// The session attempt this listener resumes (default: a new one).
     pub(crate) attempt: SessionAttempt,
+    /// Until when this worker can prove it holds the lease, on its own clock: the lease TTL
+    /// from before the last renewal (or the acquisition) was asked for. A renewal that has not
+    /// answered by then fences the listener ([`Listener::renew_lease`]).
+    pub(crate) lease_deadline: tokio::time::Instant,
 }
 
 enum Opened {
@@ -577,7 +581,55 @@ impl Listener<'_> {
     /// Renewals of all listeners are joined: one store commit renews every lease due within
     /// a short window (a thirtieth of the TTL, at most 1 s; each lease still fenced by its
     /// own token). A batch that fails as a whole is retried as this lease alone.
+    ///
+    /// **The fence.** A renewal that fails, or has not answered by the lease's deadline on this
+    /// worker's clock (a partition from the database: the connection hangs), ends the
+    /// listener: it stops creating runners and acknowledging messages at once (both come after
+    /// fenced writes this worker can no longer make), abandons its session (another worker's
+    /// ensure deletes it and opens its own) and marks the lease in doubt (`/readyz` says so,
+    /// and `scaleset_leases_in_doubt`) until a renewal or a new acquisition settles it. Whoever
+    /// took the lease over may begin at the lease's expiry in the database, which is no
+    /// earlier than this deadline.
     async fn renew_lease(&mut self) -> Result<(), Error> {
+        let asked = tokio::time::Instant::now();
+        let renewal = Box::pin(self.renewal());
+        let Ok(renewed) = tokio::time::timeout_at(self.lease_deadline, renewal).await else {
+            let name = self.name().to_owned();
+            self.shared
+                .metrics
+                .lease_in_doubt(self.runners.scale_set.id, &name);
+            tracing::warn!(
+                scale_set = %name,
+                lease_ttl = ?self.shared.settings.lease_ttl,
+                "fenced: the lease could not be renewed within its TTL (the database does not answer); this worker stops creating runners and acknowledging messages on the scale set and abandons its session, and another worker takes it over"
+            );
+            return Err(Error::LeaseLost { scale_set: name });
+        };
+        match renewed {
+            Ok(lease) => {
+                self.lease = lease;
+                self.lease_deadline = asked + self.shared.settings.lease_ttl;
+                self.shared.metrics.lease_settled(self.runners.scale_set.id);
+                Ok(())
+            }
+            Err(e) => {
+                if !e.is_lease_lost() {
+                    self.shared
+                        .metrics
+                        .lease_in_doubt(self.runners.scale_set.id, self.name());
+                    tracing::warn!(
+                        scale_set = %self.name(),
+                        error = %chain(&e),
+                        "fenced: renewing the lease failed; this worker stops creating runners and acknowledging messages on the scale set until it holds the lease again"
+                    );
+                }
+                Err(store("renewing the lease")(e))
+            }
+        }
+    }
+
+    /// One renewal of the lease, joined with the other listeners' (see [`Self::renew_lease`]).
+    async fn renewal(&self) -> Result<Lease, scaleset_store::Error> {
         let ttl = self.shared.settings.lease_ttl;
         let window = (ttl / 30).min(Duration::from_secs(1));
         let batch_store = self.shared.store.clone();
@@ -595,12 +647,10 @@ impl Listener<'_> {
                 }
             })
             .await;
-        let renewed = match batched {
+        match batched {
             Some(renewed) => renewed,
             None => self.shared.store.renew_lease(&self.lease, ttl).await,
-        };
-        self.lease = renewed.map_err(store("renewing the lease"))?;
-        Ok(())
+        }
     }
 
     /// After an empty poll: scale, remove runners past their bootstrap deadline and retire

@@ -347,6 +347,13 @@ pub struct Metrics {
     /// Scale-set leases this worker holds (one series, its own name: each worker exports its
     /// own count, so a sum over the workers is the fleet's).
     pub leases_held: Family<WorkerLabel, Gauge>,
+    /// Scale sets whose lease this worker cannot prove it still holds: a renewal failed or
+    /// did not answer within the lease's TTL (a partition from the database). The worker has
+    /// fenced itself on them (creates nothing, acknowledges nothing there) until a renewal or
+    /// a new acquisition settles it; `/readyz` reports them as the reason it is not ready.
+    pub leases_in_doubt: Gauge,
+    /// The names of the scale sets counted in `leases_in_doubt`.
+    doubts: Mutex<std::collections::BTreeMap<ScaleSetId, String>>,
     /// Whether this process exports the fleet-wide series.
     fleet_role: FleetRole,
     /// Every scale set exported: its labels, to record by id and remove when it is gone, and
@@ -393,6 +400,8 @@ impl Metrics {
             provider_failures: Family::default(),
             provider_call_duration: Family::new_with_constructor(provider_histogram),
             leases_held: Family::default(),
+            leases_in_doubt: Gauge::default(),
+            doubts: Mutex::default(),
             fleet_role: FleetRole::default(),
             sets: Mutex::default(),
             workers: Mutex::default(),
@@ -558,6 +567,11 @@ impl Metrics {
             metrics.leases_held.clone(),
         );
         sub.register(
+            "leases_in_doubt",
+            "Scale-set leases this worker could not renew within their TTL or at all (fenced: it creates and acknowledges nothing on them; another worker takes them over)",
+            metrics.leases_in_doubt.clone(),
+        );
+        sub.register(
             "scale_sets_unexported",
             "Scale sets without per-scale-set series (over the limit of 10000 per process)",
             metrics.unexported_gauge.clone(),
@@ -689,6 +703,44 @@ impl Metrics {
                 .set(i64::try_from(*count).unwrap_or(i64::MAX));
             workers.insert(worker.clone());
         }
+    }
+
+    /// Says that the lease of scale set `id` (named `name`) is in doubt: its renewal failed or
+    /// did not answer in time.
+    pub fn lease_in_doubt(&self, id: ScaleSetId, name: &str) {
+        let mut doubts = self
+            .doubts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        doubts.insert(id, name.to_owned());
+        self.leases_in_doubt
+            .set(i64::try_from(doubts.len()).unwrap_or(i64::MAX));
+    }
+
+    /// Says that the lease of scale set `id` is settled: renewed, acquired again, known to be
+    /// another worker's, or released.
+    pub fn lease_settled(&self, id: ScaleSetId) {
+        let mut doubts = self
+            .doubts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if doubts.remove(&id).is_some() {
+            self.leases_in_doubt
+                .set(i64::try_from(doubts.len()).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// The names of the scale sets whose lease is in doubt, sorted.
+    pub fn leases_in_doubt(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .doubts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect();
+        names.sort();
+        names
     }
 
     /// Sets every scale set's gauges from what the supervisor read, creates a new set's
@@ -1176,6 +1228,26 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("worker=\"w2\""), "{text}");
+    }
+
+    #[test]
+    fn a_lease_in_doubt_is_counted_and_named_until_it_is_settled() {
+        let mut registry = Registry::default();
+        let metrics = Metrics::new(&mut registry);
+        let (a, b) = (
+            ScaleSetId(uuid::Uuid::new_v4()),
+            ScaleSetId(uuid::Uuid::new_v4()),
+        );
+        assert!(render(&registry).contains("scaleset_leases_in_doubt 0"));
+        metrics.lease_in_doubt(b, "linux");
+        metrics.lease_in_doubt(a, "arm");
+        metrics.lease_in_doubt(a, "arm");
+        assert!(render(&registry).contains("scaleset_leases_in_doubt 2"));
+        assert_eq!(metrics.leases_in_doubt(), vec!["arm", "linux"]);
+        metrics.lease_settled(a);
+        metrics.lease_settled(a);
+        assert!(render(&registry).contains("scaleset_leases_in_doubt 1"));
+        assert_eq!(metrics.leases_in_doubt(), vec!["linux"]);
     }
 
     #[test]

@@ -62,6 +62,8 @@ pub(crate) async fn serve(shared: Arc<Shared>, id: ScaleSetId, cancel: Cancellat
         // Lost already (taken over) is fine: the new holder has it.
         let _ = shared.store.release_lease(&lease).await;
     }
+    // The task is over: this worker claims nothing of the scale set any more.
+    shared.metrics.lease_settled(id);
 }
 
 async fn serve_holding(
@@ -127,6 +129,9 @@ async fn pass(
         () = cancel.cancelled() => return Ok(Next::Stop),
         permit = shared.starting.acquire() => permit.ok(),
     };
+    // The lease runs from before it was asked for, as far as this worker can prove: the
+    // listener's fence counts its TTL from here (`Listener::lease_deadline`).
+    let asked = tokio::time::Instant::now();
     let lease = match shared
         .store
         .acquire_lease(id, &shared.settings.worker, shared.settings.lease_ttl)
@@ -134,10 +139,13 @@ async fn pass(
     {
         Ok(Acquisition::Acquired(lease)) => {
             *held = Some(lease.clone());
+            shared.metrics.lease_settled(id);
             lease
         }
         Ok(Acquisition::Held { holder, .. }) => {
             *held = None;
+            // Another worker's now: not ours to doubt.
+            shared.metrics.lease_settled(id);
             tracing::debug!(%holder, "lease held by another worker");
             return Ok(Next::After(shared.settings.lease_ttl / 2));
         }
@@ -245,6 +253,7 @@ async fn pass(
         jobs_waiting_shown: Some(scale_set.jobs_waiting),
         sampler: crate::sampler::Sampler::default(),
         attempt,
+        lease_deadline: asked + shared.settings.lease_ttl,
     };
     let end = listener.run(handed, cancel).await?;
     Ok(match end {

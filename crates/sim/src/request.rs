@@ -95,6 +95,8 @@ pub(crate) struct Connection {
     pub(crate) scheme: &'static str,
     /// Cancelled to close the connection gracefully (the `goaway` fault).
     pub(crate) goaway: tokio_util::sync::CancellationToken,
+    /// The client's address, recorded in the request log.
+    pub(crate) peer: Option<std::net::SocketAddr>,
 }
 
 impl Request {

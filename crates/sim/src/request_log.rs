@@ -11,6 +11,8 @@ pub(crate) struct RequestLog {
     next_seq: u64,
     counts: BTreeMap<String, u64>,
     records: VecDeque<RequestRecord>,
+    /// When the log began: records carry their real offset from it.
+    started: std::time::Instant,
 }
 
 impl RequestLog {
@@ -21,6 +23,7 @@ impl RequestLog {
             next_seq: 1,
             counts: BTreeMap::new(),
             records: VecDeque::new(),
+            started: std::time::Instant::now(),
         }
     }
 
@@ -32,6 +35,7 @@ impl RequestLog {
         query: Option<&str>,
         endpoint: &str,
         status: u16,
+        peer: Option<std::net::SocketAddr>,
     ) {
         *self.counts.entry(endpoint.to_owned()).or_default() += 1;
         if self.capacity == 0 {
@@ -47,6 +51,8 @@ impl RequestLog {
             query: query.map(str::to_owned),
             endpoint: endpoint.to_owned(),
             status,
+            peer: peer.map(|p| p.to_string()),
+            at_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
         });
         self.next_seq += 1;
     }
@@ -76,7 +82,7 @@ mod tests {
     fn keeps_counts_beyond_the_bounded_log() {
         let mut log = RequestLog::new(2);
         for _ in 0..3 {
-            log.record("GET", "/x", None, "get_message", 202);
+            log.record("GET", "/x", None, "get_message", 202, None);
         }
         assert_eq!(log.counts().get("get_message"), Some(&3));
         let records = log.records();

@@ -4,6 +4,7 @@
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use std::sync::Arc;
@@ -44,9 +45,9 @@ impl Simulator {
             tokio::select! {
                 () = &mut shutdown => break,
                 accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => {
+                    Ok((stream, peer)) => {
                         let shared = shared.clone();
-                        tracker.spawn(connection(shared, stream));
+                        tracker.spawn(connection(shared, stream, peer));
                     }
                     Err(error) => {
                         // Typically EMFILE: back off instead of spinning.
@@ -104,10 +105,10 @@ enum Versions {
     Http2,
 }
 
-async fn connection(shared: Arc<Shared>, stream: tokio::net::TcpStream) {
+async fn connection(shared: Arc<Shared>, stream: tokio::net::TcpStream, peer: SocketAddr) {
     let _open = OpenConnection::new(&shared);
     let Some(acceptor) = shared.tls.clone() else {
-        serve_http(shared, TokioIo::new(stream), "http", Versions::Either).await;
+        serve_http(shared, TokioIo::new(stream), "http", Versions::Either, peer).await;
         return;
     };
     let stream = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
@@ -127,20 +128,26 @@ async fn connection(shared: Arc<Shared>, stream: tokio::net::TcpStream) {
         // No ALPN: the client did not say; take either, as on plain TCP.
         _ => Versions::Either,
     };
-    serve_http(shared, TokioIo::new(stream), "https", versions).await;
+    serve_http(shared, TokioIo::new(stream), "https", versions, peer).await;
 }
 
 /// Serves HTTP on one established connection until the client leaves, the `goaway` fault
 /// closes it, or the simulator shuts down (both graceful: HTTP/2 `GOAWAY`, answers in flight
 /// still sent).
-async fn serve_http<I>(shared: Arc<Shared>, io: I, scheme: &'static str, versions: Versions)
-where
+async fn serve_http<I>(
+    shared: Arc<Shared>,
+    io: I,
+    scheme: &'static str,
+    versions: Versions,
+    peer: SocketAddr,
+) where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
     let goaway = CancellationToken::new();
     let context = Connection {
         scheme,
         goaway: goaway.clone(),
+        peer: Some(peer),
     };
     let handler = shared.clone();
     let service = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {

@@ -55,6 +55,7 @@ async fn answer(
         .unwrap_or_else(|| Connection {
             scheme: "http",
             goaway: tokio_util::sync::CancellationToken::new(),
+            peer: None,
         });
     // HTTP/2 carries the host in `:authority`, not in a Host header.
     let host = req
@@ -113,7 +114,15 @@ async fn answer(
             (rendered.status, rendered.content_type, rendered.body)
         }
     };
-    lock(&shared.log).record(method.as_str(), &path, raw_query.as_deref(), name, status);
+    let peer = request.connection.peer;
+    lock(&shared.log).record(
+        method.as_str(),
+        &path,
+        raw_query.as_deref(),
+        name,
+        status,
+        peer,
+    );
     tracing::trace!(status, "answered");
     let mut response = Response::new(Full::new(Bytes::from(bytes)));
     *response.status_mut() =

@@ -195,4 +195,13 @@ pub struct RequestRecord {
     pub endpoint: String,
     /// The status answered.
     pub status: u16,
+    /// The client's address as the simulator saw it (`ip:port`), when known. A test that
+    /// connects each client from its own loopback address (127.0.0.0/8) learns from this which
+    /// client sent what (the chaos soak's per-worker proxies do).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
+    /// When it was answered: real milliseconds since the simulator started (not simulated
+    /// time, which jumps), so the requests of several clients can be set on one time line.
+    #[serde(default)]
+    pub at_ms: u64,
 }

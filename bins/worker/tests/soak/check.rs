@@ -4,6 +4,7 @@
 //! by hand (below), broken one invariant at a time.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 /// A scale set as GitHub (the simulator) has it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +46,44 @@ pub(crate) struct Recoveries {
     pub(crate) deleted: Vec<(String, i64)>,
 }
 
+/// What a worker did on one of our scale sets, from the simulator's request log (each
+/// worker reaches it from its own loopback address in a partition soak).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Acted {
+    /// It opened a message session (it serves the set from here on).
+    SessionOpened,
+    /// It created a runner (a JIT config).
+    RunnerCreated,
+    /// It acquired jobs.
+    JobsAcquired,
+}
+
+/// One answered request of a worker on a scale set: `at_ms` is the simulator's real time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Act {
+    pub(crate) at_ms: u64,
+    pub(crate) worker: usize,
+    pub(crate) scale_set: i64,
+    pub(crate) what: Acted,
+}
+
+/// The fence, as GitHub saw it: once a worker opened its session on a scale set, no other
+/// worker creates a runner or acquires a job there later than `ttl + bound` after (the other
+/// lost its lease by then, so it must have fenced itself). Checked only in a partition soak.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Takeovers {
+    pub(crate) acts: Vec<Act>,
+    pub(crate) ttl: Duration,
+    pub(crate) bound: Duration,
+}
+
+/// How long the fleet took to converge after the last heal, and the bound it must meet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Convergence {
+    pub(crate) took: Option<Duration>,
+    pub(crate) bound: Duration,
+}
+
 /// Everything the invariants are checked over.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Observed {
@@ -77,6 +116,75 @@ pub(crate) struct Observed {
     /// Our store's scale sets.
     pub(crate) stored: Vec<StoredSet>,
     pub(crate) recoveries: Recoveries,
+    /// Distinct GitHub ids of ours that any request named: every scale set of ours that ever
+    /// existed (one per name, one more per out-of-band delete).
+    pub(crate) scale_sets_created: usize,
+    /// The fence as GitHub saw it (partition soaks; empty otherwise).
+    pub(crate) takeovers: Takeovers,
+    /// Convergence after the last heal (partition soaks).
+    pub(crate) convergence: Option<Convergence>,
+}
+
+/// What the fence's history shows, for the figures: sessions opened, takeovers (a session
+/// opened by another worker than the set's last), and the latest a worker acted on a set
+/// after another took it over.
+pub(crate) fn takeover_figures(t: &Takeovers) -> (usize, usize, Duration) {
+    let mut acts: Vec<&Act> = t.acts.iter().collect();
+    acts.sort_by_key(|a| a.at_ms);
+    let mut holder: BTreeMap<i64, (usize, u64)> = BTreeMap::new();
+    let (mut sessions, mut takeovers, mut latest) = (0, 0, 0);
+    for act in acts {
+        match (act.what, holder.get(&act.scale_set).copied()) {
+            (Acted::SessionOpened, last) => {
+                sessions += 1;
+                if last.is_some_and(|(w, _)| w != act.worker) {
+                    takeovers += 1;
+                }
+                holder.insert(act.scale_set, (act.worker, act.at_ms));
+            }
+            (_, Some((w, since))) if w != act.worker => {
+                latest = latest.max(act.at_ms.saturating_sub(since));
+            }
+            _ => {}
+        }
+    }
+    (sessions, takeovers, Duration::from_millis(latest))
+}
+
+/// The workers that went on creating runners or acquiring jobs on a scale set after another
+/// worker had taken it over (opened its session) for longer than the takeover allows.
+fn late_acts(t: &Takeovers) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut by_set: BTreeMap<i64, Vec<&Act>> = BTreeMap::new();
+    for act in &t.acts {
+        by_set.entry(act.scale_set).or_default().push(act);
+    }
+    let allowed = u64::try_from((t.ttl + t.bound).as_millis()).unwrap_or(u64::MAX);
+    for (set, mut acts) in by_set {
+        acts.sort_by_key(|a| a.at_ms);
+        let mut holder: Option<(usize, u64)> = None;
+        for act in acts {
+            match (act.what, holder) {
+                (Acted::SessionOpened, _) => holder = Some((act.worker, act.at_ms)),
+                (_, Some((worker, since)))
+                    if worker != act.worker && act.at_ms.saturating_sub(since) > allowed =>
+                {
+                    out.push(format!(
+                        "worker {} acted ({:?}) on scale set {set} at {:.1} s, {:.1} s after worker {worker} opened its session there (at {:.1} s): beyond the lease TTL {:?} plus {:?}",
+                        act.worker,
+                        act.what,
+                        act.at_ms as f64 / 1000.0,
+                        (act.at_ms - since) as f64 / 1000.0,
+                        since as f64 / 1000.0,
+                        t.ttl,
+                        t.bound,
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
+    out
 }
 
 /// Every invariant the observation breaks, each in words that name the thing.
@@ -206,6 +314,33 @@ pub(crate) fn violations(o: &Observed) -> Vec<String> {
         }
     }
 
+    // No scale set created twice: one per name, one more per out-of-band delete.
+    let allowed_sets = o.names.len() + o.recoveries.deleted.len();
+    if o.scale_sets_created > allowed_sets {
+        out.push(format!(
+            "{} scale sets of ours existed on GitHub, at most {allowed_sets} allowed ({} names, {} deleted out of band): one was created twice",
+            o.scale_sets_created,
+            o.names.len(),
+            o.recoveries.deleted.len()
+        ));
+    }
+    // The fence, from GitHub's side; and convergence after the last heal.
+    out.extend(late_acts(&o.takeovers));
+    if let Some(c) = o.convergence {
+        match c.took {
+            Some(took) if took <= c.bound => {}
+            Some(took) => out.push(format!(
+                "the fleet converged {:.1} s after the last heal, beyond the bound of {:?}",
+                took.as_secs_f64(),
+                c.bound
+            )),
+            None => out.push(format!(
+                "the fleet did not converge after the last heal (bound {:?})",
+                c.bound
+            )),
+        }
+    }
+
     // Every scale set ready in our store, with GitHub's id, and its trail explains it.
     for name in &o.names {
         let Some(stored) = o.stored.iter().find(|s| &s.name == name) else {
@@ -321,7 +456,41 @@ mod tests {
                 deleted_since_wipe: BTreeSet::new(),
                 deleted: Vec::new(),
             },
+            scale_sets_created: 1,
+            takeovers: Takeovers {
+                acts: vec![
+                    act(1_000, 0, Acted::SessionOpened),
+                    act(2_000, 0, Acted::RunnerCreated),
+                    // Worker 1 takes over; worker 0's last create lands within the TTL + bound.
+                    act(5_000, 1, Acted::SessionOpened),
+                    act(12_000, 0, Acted::RunnerCreated),
+                    act(13_000, 1, Acted::JobsAcquired),
+                ],
+                ttl: Duration::from_secs(3),
+                bound: Duration::from_secs(5),
+            },
+            convergence: Some(Convergence {
+                took: Some(Duration::from_secs(20)),
+                bound: Duration::from_secs(90),
+            }),
         }
+    }
+
+    fn act(at_ms: u64, worker: usize, what: Acted) -> Act {
+        Act {
+            at_ms,
+            worker,
+            scale_set: 1,
+            what,
+        }
+    }
+
+    #[test]
+    fn the_figures_count_sessions_takeovers_and_the_latest_act_after_one() {
+        assert_eq!(
+            takeover_figures(&healthy().takeovers),
+            (2, 1, Duration::from_secs(7))
+        );
     }
 
     #[test]
@@ -333,7 +502,23 @@ mod tests {
     #[test]
     fn each_broken_invariant_is_reported() {
         type Break = (&'static str, fn(&mut Observed));
-        let breaks: [Break; 17] = [
+        let breaks: [Break; 21] = [
+            ("one was created twice", |o| o.scale_sets_created = 2),
+            ("worker 0 acted (RunnerCreated) on scale set 1", |o| {
+                o.takeovers.acts.push(act(13_001, 0, Acted::RunnerCreated));
+            }),
+            ("converged 95.0 s after the last heal", |o| {
+                o.convergence = Some(Convergence {
+                    took: Some(Duration::from_secs(95)),
+                    bound: Duration::from_secs(90),
+                });
+            }),
+            ("did not converge after the last heal", |o| {
+                o.convergence = Some(Convergence {
+                    took: None,
+                    bound: Duration::from_secs(90),
+                });
+            }),
             ("duplicate scale set linux", |o| {
                 o.github.push(set(2, "linux", "x"))
             }),

@@ -8,6 +8,8 @@
 //! (`tests/worker/helpers.rs`), and so runs inside `cargo test --workspace` with nothing to wire.
 //! `SCALESET_SOAK_SEEDS` (comma-separated) and `SCALESET_SOAK_SECONDS` choose the run; by default
 //! one short seed per backend (`docs/operations.md`, "Chaos soak"). `.ci/run` runs a fixed set.
+//! The partition soak adds network partitions between each worker and PostgreSQL and GitHub
+//! (`link.rs`: a proxy per link) to the same schedule.
 
 #[path = "../worker/helpers.rs"]
 #[allow(
@@ -18,6 +20,8 @@
 mod helpers;
 
 mod check;
+#[path = "../worker/link.rs"]
+mod link;
 mod run;
 mod schedule;
 
@@ -51,7 +55,7 @@ fn seconds(default: u64) -> u64 {
 
 /// Runs every seed on `backend`, prints each one's figures, and fails with the seed, the
 /// schedule and the history of every seed that broke an invariant.
-async fn soak_all(backend: Backend, default_seeds: &[u64], default_seconds: u64) {
+async fn soak_all(backend: Backend, partitions: bool, default_seeds: &[u64], default_seconds: u64) {
     let mut failures = Vec::new();
     let mut ran = 0;
     for seed in seeds(default_seeds) {
@@ -60,6 +64,7 @@ async fn soak_all(backend: Backend, default_seeds: &[u64], default_seconds: u64)
             seconds: seconds(default_seconds),
             backend,
             settle: Duration::from_secs(180),
+            partitions,
         };
         let Some(report) = run::soak(settings).await else {
             return; // the backend is not available here; the harness said why
@@ -76,10 +81,21 @@ async fn soak_all(backend: Backend, default_seeds: &[u64], default_seconds: u64)
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chaos_soak_on_sqlite_serves_every_job_once_and_leaks_nothing() {
-    soak_all(Backend::Sqlite, &[1], 20).await;
+    soak_all(Backend::Sqlite, false, &[1], 20).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chaos_soak_on_postgres_with_three_workers_serves_every_job_once_and_leaks_nothing() {
-    soak_all(Backend::Postgres, &[2], 20).await;
+    soak_all(Backend::Postgres, false, &[2], 20).await;
+}
+
+/// The partition soak (docs/operations.md, "Partitions"): three workers on PostgreSQL, each
+/// reaching the database and GitHub through proxies of its own that the schedule cuts (drop,
+/// reject, slow, one way) and heals while every process keeps running, beside the other
+/// faults. Besides the soak's invariants: no worker creates a runner or acquires a job on a
+/// scale set later than the lease TTL plus a bound after another took it over, no scale set is
+/// created twice, and the fleet converges within a bound after the last heal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partition_soak_on_postgres_fences_cut_off_workers_and_converges_after_the_heal() {
+    soak_all(Backend::Postgres, true, &[3], 20).await;
 }

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -14,9 +15,12 @@ use scaleset_store::{
     DatabaseUrl, DieselStore, EventStore as _, Keyring, ScaleSetStore as _, StoreOptions,
 };
 
-use crate::check::{self, GitHubSet, Job, Observed, Recoveries, StoredSet};
+use crate::check::{
+    self, Act, Acted, Convergence, GitHubSet, Job, Observed, Recoveries, StoredSet, Takeovers,
+};
 use crate::helpers::{CONTROLLER, PgDatabase, RunningSim, Site, Worker, worker_env_with};
-use crate::schedule::{Action, Backend, Rng, Step, plan};
+use crate::link::{Fault, Link};
+use crate::schedule::{Action, Backend, LinkTo, Rng, Step, plan};
 
 /// Our scale sets.
 const SETS: [&str; 2] = ["linux", "arm"];
@@ -34,6 +38,27 @@ pub(crate) struct Settings {
     pub(crate) backend: Backend,
     /// How long quiescence may take before the invariants are checked anyway.
     pub(crate) settle: Duration,
+    /// Whether the schedule partitions the workers' links (each worker then reaches
+    /// PostgreSQL and the simulator through proxies of its own, `link.rs`).
+    pub(crate) partitions: bool,
+}
+
+/// The lease TTL of the workers on PostgreSQL (`Site::postgres`).
+pub(crate) const LEASE_TTL: Duration = Duration::from_secs(3);
+
+/// How long after another worker opened its session on a scale set a worker cut off from its
+/// lease may still be seen creating runners or acquiring jobs there, beyond [`LEASE_TTL`]: a
+/// request sent just before the fence, held in a partition's proxy and delivered at the heal,
+/// lands late; the slowest partition's latency (1.5 s a chunk) and a loaded machine's
+/// scheduling fit in 5 s.
+pub(crate) const TAKEOVER_BOUND: Duration = Duration::from_secs(5);
+
+/// How long after the last heal (quiescence) a partition soak must have converged.
+pub(crate) const CONVERGE_BOUND: Duration = Duration::from_secs(90);
+
+/// The loopback address worker `index` reaches the simulator from in a partition soak.
+fn worker_source(index: usize) -> std::net::IpAddr {
+    std::net::IpAddr::from([127, 0, 0, 10 + u8::try_from(index).unwrap_or(0)])
 }
 
 /// The figures of one soak.
@@ -49,6 +74,9 @@ pub(crate) struct Figures {
     pub(crate) longest_wait: Duration,
     pub(crate) settled_in: Option<Duration>,
     pub(crate) instances_created: usize,
+    /// Partition soaks: sessions the workers opened, takeovers among them, and the latest a
+    /// worker created a runner or acquired a job after another had taken the set over.
+    pub(crate) fence: Option<(usize, usize, Duration)>,
 }
 
 /// The outcome of one soak: its figures, and what is wrong with the end state.
@@ -88,6 +116,13 @@ impl Report {
         for (kind, n) in &f.faults {
             let _ = write!(out, " {kind} {n};");
         }
+        if let Some((sessions, takeovers, latest)) = f.fence {
+            let _ = write!(
+                out,
+                "\n  fence: {sessions} sessions opened, {takeovers} takeovers; latest act of a worker after another took its set over: {:.1} s",
+                latest.as_secs_f64()
+            );
+        }
         out
     }
 
@@ -123,6 +158,8 @@ impl Report {
 
 /// A worker slot: the process when it runs, and when it comes back or wakes.
 struct Slot {
+    /// Its configuration file (its own in a partition soak: it names its proxies).
+    config: PathBuf,
     env: Vec<(&'static str, String)>,
     worker: Option<Worker>,
     restart_at: Option<Instant>,
@@ -143,6 +180,22 @@ enum Undo {
     Latency,
     ProviderFails,
     ProviderSlow,
+    Heal { worker: usize, link: LinkTo },
+}
+
+/// A worker's proxied links in a partition soak.
+struct Links {
+    database: Option<Link>,
+    github: Link,
+}
+
+impl Links {
+    fn get(&self, link: LinkTo) -> Option<&Link> {
+        match link {
+            LinkTo::Database => self.database.as_ref(),
+            LinkTo::GitHub => Some(&self.github),
+        }
+    }
 }
 
 struct Soak<'a> {
@@ -150,6 +203,8 @@ struct Soak<'a> {
     site: &'a Site,
     db: Option<&'a PgDatabase>,
     slots: Vec<Slot>,
+    /// Each worker's links (empty unless partitions are on).
+    links: Vec<Links>,
     start: Instant,
     rng: Rng,
     history: Vec<String>,
@@ -179,7 +234,7 @@ impl Soak<'_> {
     }
 
     fn spawn(&mut self, index: usize) {
-        let worker = Worker::spawn(&self.site.config(), &self.slots[index].env);
+        let worker = Worker::spawn(&self.slots[index].config, &self.slots[index].env);
         let pid = worker.pid();
         self.slots[index].worker = Some(worker);
         self.slots[index].restart_at = None;
@@ -381,6 +436,23 @@ impl Soak<'_> {
                     false
                 }
             }
+            Action::Partition {
+                worker,
+                link,
+                fault,
+                for_ms,
+            } => match self.links.get(worker).and_then(|l| l.get(link)) {
+                Some(proxy) if proxy.fault() == Fault::Pass => {
+                    proxy.set(fault);
+                    self.undos.push((
+                        Instant::now() + Duration::from_millis(for_ms),
+                        Undo::Heal { worker, link },
+                    ));
+                    true
+                }
+                // Already cut (or no such link): one fault per link at a time.
+                _ => false,
+            },
             Action::CutDatabase => match self.db {
                 Some(db) => match cut_connections(&db.url).await {
                     Ok(n) => {
@@ -453,6 +525,12 @@ impl Soak<'_> {
                 let _ =
                     std::fs::remove_file(self.site.cloud().join(scaleset_provider::SLOW_CREATES));
                 self.log("provider fast again");
+            }
+            Undo::Heal { worker, link } => {
+                if let Some(proxy) = self.links.get(*worker).and_then(|l| l.get(*link)) {
+                    proxy.set(Fault::Pass);
+                }
+                self.log(format!("worker {worker}'s {link:?} link healed"));
             }
         }
     }
@@ -666,6 +744,7 @@ pub(crate) async fn soak(settings: Settings) -> Option<Report> {
         SETS.len(),
         workers,
         settings.backend,
+        settings.partitions,
     );
 
     // The foreign controller: a scale set holding its own session, and a machine of its own in
@@ -705,8 +784,43 @@ pub(crate) async fn soak(settings: Settings) -> Option<Report> {
         .map(github_set);
 
     let names = ["worker-a", "worker-b", "worker-c"];
+    let mut links = Vec::new();
+    let mut configs = Vec::new();
+    for index in 0..workers {
+        if !settings.partitions {
+            configs.push(site.config());
+            continue;
+        }
+        let github = Link::start(sim.addr, Some(worker_source(index)))
+            .await
+            .expect("a proxy for the worker's GitHub link");
+        let database = match &db {
+            Some(db) => Some(
+                Link::start(postgres_addr(&db.url), None)
+                    .await
+                    .expect("a proxy for the worker's database link"),
+            ),
+            None => None,
+        };
+        let config = site.dir.path().join(format!("worker-{index}.toml"));
+        let text = std::fs::read_to_string(site.config()).expect("the site's configuration");
+        std::fs::write(
+            &config,
+            proxied_config(
+                &text,
+                sim.addr,
+                github.addr,
+                db.as_ref().map(|d| d.url.as_str()),
+                database.as_ref().map(|l| l.addr),
+            ),
+        )
+        .expect("the worker's configuration");
+        configs.push(config);
+        links.push(Links { database, github });
+    }
     let slots = (0..workers)
         .map(|i| Slot {
+            config: configs[i].clone(),
             env: worker_env_with(&[("SCALESET_WORKER__NAME", names[i])]),
             worker: None,
             restart_at: None,
@@ -720,6 +834,7 @@ pub(crate) async fn soak(settings: Settings) -> Option<Report> {
         site: &site,
         db: db.as_ref(),
         slots,
+        links,
         start: Instant::now(),
         rng: Rng::new(settings.seed ^ 0xA5A5_5A5A_DEAD_BEEF),
         history: Vec::new(),
@@ -820,6 +935,7 @@ pub(crate) async fn soak(settings: Settings) -> Option<Report> {
         .filter(|(at, _)| soak.last_wipe.is_none_or(|w| *at > w))
         .map(|(_, name)| name.clone())
         .collect();
+    let log = sim.sim.request_log();
     let observed = Observed {
         owner: format!("scaleset-{CONTROLLER}"),
         names: SETS.iter().map(|s| (*s).to_owned()).collect(),
@@ -854,9 +970,7 @@ pub(crate) async fn soak(settings: Settings) -> Option<Report> {
         foreign_instance_left: foreign_instance.exists(),
         foreign_writes: {
             let path = format!("/runnerscalesets/{}", foreign.scale_set_id);
-            sim.sim
-                .request_log()
-                .into_iter()
+            log.iter()
                 .filter(|r| {
                     r.method != "GET"
                         && r.path
@@ -872,6 +986,29 @@ pub(crate) async fn soak(settings: Settings) -> Option<Report> {
             deleted_since_wipe,
             deleted: soak.deleted_ids.clone(),
         },
+        scale_sets_created: log
+            .iter()
+            .filter_map(|r| scale_set_in_path(&r.path))
+            .filter(|id| *id != foreign.scale_set_id)
+            .collect::<BTreeSet<_>>()
+            .len(),
+        takeovers: if settings.partitions {
+            Takeovers {
+                acts: log
+                    .iter()
+                    .filter_map(|r| act_of(r, workers))
+                    .filter(|a| a.scale_set != foreign.scale_set_id)
+                    .collect(),
+                ttl: LEASE_TTL,
+                bound: TAKEOVER_BOUND,
+            }
+        } else {
+            Takeovers::default()
+        },
+        convergence: settings.partitions.then_some(Convergence {
+            took: soak.figures.settled_in,
+            bound: CONVERGE_BOUND,
+        }),
     };
     violations.extend(check::violations(&observed));
     violations.extend(
@@ -886,6 +1023,9 @@ pub(crate) async fn soak(settings: Settings) -> Option<Report> {
         .filter(|j| j.state == "completed")
         .count();
     soak.figures.instances_created = created.len();
+    if settings.partitions {
+        soak.figures.fence = Some(check::takeover_figures(&observed.takeovers));
+    }
     soak.figures.longest_wait = soak
         .enqueued_at
         .iter()
@@ -895,6 +1035,18 @@ pub(crate) async fn soak(settings: Settings) -> Option<Report> {
     if violations.is_empty() {
         // The trails are part of the history only when something is wrong.
     } else {
+        if settings.partitions {
+            soak.log("what each worker did on our scale sets, as GitHub saw it (simulator time):");
+            for act in &observed.takeovers.acts {
+                soak.log(format!(
+                    "    {:>7.1}s  worker {} {:?} on scale set {}",
+                    act.at_ms as f64 / 1000.0,
+                    act.worker,
+                    act.what,
+                    act.scale_set
+                ));
+            }
+        }
         for set in &observed.stored {
             soak.log(format!("trail of {}:", set.name));
             for (kind, reason) in &set.trail {
@@ -923,5 +1075,74 @@ pub(crate) async fn soak(settings: Settings) -> Option<Report> {
         schedule,
         history: soak.history,
         logs,
+    })
+}
+
+/// The address of the PostgreSQL server in `url` (the soak's is on loopback).
+fn postgres_addr(url: &str) -> SocketAddr {
+    let parsed = url::Url::parse(url).expect("the database URL");
+    let host = parsed.host_str().unwrap_or("127.0.0.1");
+    let port = parsed.port().unwrap_or(5432);
+    format!("{host}:{port}").parse().unwrap_or_else(|e| {
+        panic!("the PostgreSQL host of the soak is an IP address ({host}): {e}")
+    })
+}
+
+/// The site's configuration `text` with the credentials' GitHub URLs pointing at `github`
+/// (the worker's proxy to the simulator at `sim`) and the database URL at `database`. The fake
+/// provider's `simulator_url` stays: the runner machines reach GitHub on their own, not
+/// through the worker.
+fn proxied_config(
+    text: &str,
+    sim: SocketAddr,
+    github: SocketAddr,
+    db_url: Option<&str>,
+    database: Option<SocketAddr>,
+) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let line = if line.starts_with("base_url =") || line.starts_with("api_base_url =") {
+            line.replace(&sim.to_string(), &github.to_string())
+        } else if let (Some(url), Some(proxy)) = (db_url, database)
+            && line == format!("url = \"{url}\"")
+        {
+            let mut proxied = url::Url::parse(url).expect("the database URL");
+            let _ = proxied.set_ip_host(proxy.ip());
+            let _ = proxied.set_port(Some(proxy.port()));
+            format!("url = \"{proxied}\"")
+        } else {
+            line.to_owned()
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The GitHub scale-set id a request's path names (`…/runnerscalesets/{id}[/…]`).
+fn scale_set_in_path(path: &str) -> Option<i64> {
+    let (_, rest) = path.split_once("/runnerscalesets/")?;
+    rest.split('/').next()?.parse().ok()
+}
+
+/// What a successful request of one of `workers` workers (told apart by its loopback source
+/// address, [`worker_source`]) did on a scale set, if it is one the fence is about.
+fn act_of(record: &scaleset_sim::RequestRecord, workers: usize) -> Option<Act> {
+    if !(200..300).contains(&record.status) {
+        return None;
+    }
+    let what = match record.endpoint.as_str() {
+        "create_session" => Acted::SessionOpened,
+        "generate_jit_config" => Acted::RunnerCreated,
+        "acquire_jobs" => Acted::JobsAcquired,
+        _ => return None,
+    };
+    let peer: SocketAddr = record.peer.as_deref()?.parse().ok()?;
+    let worker = (0..workers).find(|i| worker_source(*i) == peer.ip())?;
+    Some(Act {
+        at_ms: record.at_ms,
+        worker,
+        scale_set: scale_set_in_path(&record.path)?,
+        what,
     })
 }

@@ -7,6 +7,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::link::{Direction, Fault};
+
 /// SplitMix64 (Steele, Lea and Flood): a tiny, well-mixed generator, ample for a schedule and
 /// no new dependency.
 #[derive(Debug, Clone)]
@@ -43,6 +45,15 @@ pub(crate) enum Backend {
     Sqlite,
     /// Three workers on one PostgreSQL database (cuts terminate their connections).
     Postgres,
+}
+
+/// Which of a worker's links a partition cuts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LinkTo {
+    /// The worker's connections to PostgreSQL.
+    Database,
+    /// The worker's connections to GitHub (the simulator).
+    GitHub,
 }
 
 /// One thing the harness does to the world.
@@ -88,6 +99,14 @@ pub(crate) enum Action {
     /// PostgreSQL: every connection of the workers to their database terminated
     /// (`pg_terminate_backend`), the stand-in for a database restart on a shared server.
     CutDatabase,
+    /// A network partition: the worker's link `link` under `fault` (its proxy), healed after
+    /// `for_ms`; both sides keep running. Only in a partition soak.
+    Partition {
+        worker: usize,
+        link: LinkTo,
+        fault: Fault,
+        for_ms: u64,
+    },
 }
 
 impl Action {
@@ -111,7 +130,53 @@ impl Action {
             Self::Restart { .. } => "SIGTERM and restart",
             Self::Wipe { .. } => "database wiped",
             Self::CutDatabase => "database connections cut",
+            Self::Partition { link, fault, .. } => partition_kind(*link, *fault),
         }
+    }
+}
+
+/// The name a partition counts under: the link and the fault.
+fn partition_kind(link: LinkTo, fault: Fault) -> &'static str {
+    match (link, fault) {
+        (LinkTo::Database, Fault::Drop) => "partition: database drop",
+        (LinkTo::Database, Fault::Reject) => "partition: database reject",
+        (LinkTo::Database, Fault::Slow { .. }) => "partition: database slow",
+        (LinkTo::Database, Fault::OneWay(Direction::Up)) => "partition: database one-way (up held)",
+        (LinkTo::Database, Fault::OneWay(Direction::Down)) => {
+            "partition: database one-way (down held)"
+        }
+        (LinkTo::GitHub, Fault::Drop) => "partition: github drop",
+        (LinkTo::GitHub, Fault::Reject) => "partition: github reject",
+        (LinkTo::GitHub, Fault::Slow { .. }) => "partition: github slow",
+        (LinkTo::GitHub, Fault::OneWay(Direction::Up)) => "partition: github one-way (up held)",
+        (LinkTo::GitHub, Fault::OneWay(Direction::Down)) => "partition: github one-way (down held)",
+        (_, Fault::Pass) => "partition: none",
+    }
+}
+
+/// A partition of one of `workers`' links (the database link only on PostgreSQL), healed
+/// after 1 to 12 s: often beyond the soak's 3 s lease TTL, so another worker takes its sets.
+fn partition(rng: &mut Rng, workers: usize, backend: Backend) -> Action {
+    let worker = rng.index(workers);
+    let link = match backend {
+        Backend::Postgres if rng.range(0, 1) == 0 => LinkTo::Database,
+        Backend::Postgres | Backend::Sqlite => LinkTo::GitHub,
+    };
+    let fault = match rng.range(0, 4) {
+        0 => Fault::Drop,
+        1 => Fault::Reject,
+        2 => Fault::Slow {
+            latency_ms: rng.range(100, 1500),
+            bytes_per_sec: rng.range(2_000, 200_000),
+        },
+        3 => Fault::OneWay(Direction::Up),
+        _ => Fault::OneWay(Direction::Down),
+    };
+    Action::Partition {
+        worker,
+        link,
+        fault,
+        for_ms: rng.range(1000, 12_000),
     }
 }
 
@@ -133,19 +198,30 @@ impl fmt::Display for Step {
 const COMMIT_ENDPOINTS: [&str; 3] = ["create_scale_set", "create_session", "generate_jit_config"];
 
 /// The schedule of `seed` for a run of `seconds` over `sets` scale sets and `workers` workers on
-/// `backend`: an action every 0.3 to 2.5 s, jobs about half the time.
+/// `backend`: an action every 0.3 to 2.5 s, jobs about half the time. With `partitions`, about
+/// a third of the actions are network partitions instead (a schedule without them is the same
+/// as before they existed: the draw for one is made only in a partition soak).
 pub(crate) fn plan(
     seed: u64,
     seconds: u64,
     sets: usize,
     workers: usize,
     backend: Backend,
+    partitions: bool,
 ) -> Vec<Step> {
     let mut rng = Rng::new(seed);
     let mut steps = Vec::new();
     let end = Duration::from_secs(seconds);
     let mut at = Duration::from_millis(rng.range(300, 1500));
     while at < end {
+        if partitions && rng.range(0, 99) < 33 {
+            steps.push(Step {
+                at,
+                action: partition(&mut rng, workers, backend),
+            });
+            at += Duration::from_millis(rng.range(300, 2500));
+            continue;
+        }
         let action = match rng.range(0, 99) {
             0..=47 => Action::Jobs {
                 set: rng.index(sets),
@@ -214,9 +290,9 @@ mod tests {
 
     #[test]
     fn the_same_seed_gives_the_same_schedule_and_another_seed_another() {
-        let a = plan(7, 120, 2, 3, Backend::Postgres);
-        assert_eq!(a, plan(7, 120, 2, 3, Backend::Postgres));
-        assert_ne!(a, plan(8, 120, 2, 3, Backend::Postgres));
+        let a = plan(7, 120, 2, 3, Backend::Postgres, false);
+        assert_eq!(a, plan(7, 120, 2, 3, Backend::Postgres, false));
+        assert_ne!(a, plan(8, 120, 2, 3, Backend::Postgres, false));
         assert!(a.windows(2).all(|w| w[0].at < w[1].at), "in time order");
         assert!(a.iter().all(|s| s.at < Duration::from_secs(120)));
     }
@@ -224,7 +300,7 @@ mod tests {
     #[test]
     fn a_long_schedule_has_every_kind_for_its_backend_and_none_of_the_other() {
         let kinds = |backend| {
-            plan(1, 3600, 2, 3, backend)
+            plan(1, 3600, 2, 3, backend, false)
                 .into_iter()
                 .map(|s| s.action.kind())
                 .collect::<std::collections::BTreeSet<_>>()
@@ -240,15 +316,59 @@ mod tests {
     }
 
     #[test]
+    fn a_partition_schedule_cuts_both_links_every_way_and_heals_each_cut() {
+        let plain = plan(5, 600, 2, 3, Backend::Postgres, false);
+        let cut = plan(5, 600, 2, 3, Backend::Postgres, true);
+        let kinds: std::collections::BTreeSet<_> = cut
+            .iter()
+            .map(|s| s.action.kind())
+            .filter(|k| k.starts_with("partition"))
+            .collect();
+        assert_eq!(kinds.len(), 10, "both links, five faults each: {kinds:?}");
+        let partitions = cut
+            .iter()
+            .filter(|s| matches!(s.action, Action::Partition { .. }))
+            .count();
+        assert!(
+            partitions * 5 > cut.len() && partitions * 2 < cut.len(),
+            "{partitions} of {}",
+            cut.len()
+        );
+        assert!(cut.iter().all(|s| match s.action {
+            Action::Partition { for_ms, fault, .. } =>
+                (1000..=12_000).contains(&for_ms) && fault != Fault::Pass,
+            _ => true,
+        }));
+        assert!(
+            !plain
+                .iter()
+                .any(|s| matches!(s.action, Action::Partition { .. }))
+        );
+        // SQLite has no database link to cut.
+        assert!(
+            plan(5, 600, 2, 1, Backend::Sqlite, true)
+                .iter()
+                .all(|s| !matches!(
+                    s.action,
+                    Action::Partition {
+                        link: LinkTo::Database,
+                        ..
+                    }
+                ))
+        );
+    }
+
+    #[test]
     fn targets_stay_within_the_sets_and_workers_there_are() {
-        for step in plan(3, 3600, 2, 1, Backend::Sqlite) {
+        for step in plan(3, 3600, 2, 1, Backend::Sqlite, true) {
             match step.action {
                 Action::Jobs { set, .. }
                 | Action::EvictSession { set }
                 | Action::DeleteScaleSet { set } => assert!(set < 2),
                 Action::Kill { worker, .. }
                 | Action::Pause { worker, .. }
-                | Action::Restart { worker } => assert_eq!(worker, 0),
+                | Action::Restart { worker }
+                | Action::Partition { worker, .. } => assert_eq!(worker, 0),
                 _ => {}
             }
         }

@@ -32,24 +32,57 @@ pub(crate) async fn healthz() -> &'static str {
     "ok\n"
 }
 
-/// The store answers (the one meaning of readiness; a worker standing by is ready). When the
-/// process runs the control loop, the body also says how many scale sets it holds.
+/// The store answers within [`STORE_BOUND`], and no lease this worker serves is in doubt (the
+/// one meaning of readiness; a worker standing by is ready). When the process runs the control
+/// loop, the body also says how many scale sets it holds; when not ready, `reason` says why.
 #[utoipa::path(get, path = "/readyz", tag = "health", security(()),
     responses(
         (status = 200, description = "The store answers", body = v1::Readiness),
-        (status = 503, description = "The store does not answer (named in `store`)", body = v1::Readiness),
+        (status = 503, description = "Not ready: the store fails or does not answer in time, or leases are in doubt (`reason`)", body = v1::Readiness),
     ))]
 pub(crate) async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     let (status, body) = readiness(&state).await;
     (status, Json(body)).into_response()
 }
 
+/// How long `/readyz` waits for the store: a database cut off by the network holds a query
+/// (and the probe) for as long as TCP retries, where a probe must answer.
+pub(crate) const STORE_BOUND: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// What `/readyz` answers.
 async fn readiness(state: &AppState) -> (StatusCode, v1::Readiness) {
+    match tokio::time::timeout(STORE_BOUND, store_readiness(state)).await {
+        Ok((status, body)) => {
+            let doubts = state.metrics.leases_in_doubt();
+            if status == StatusCode::OK && state.worker.is_some() && !doubts.is_empty() {
+                let body = body.not_ready(v1::NotReady::LeasesInDoubt { scale_sets: doubts });
+                return (StatusCode::SERVICE_UNAVAILABLE, body);
+            }
+            (status, body)
+        }
+        Err(_) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            v1::Readiness::new(
+                false,
+                format!("the store did not answer within {STORE_BOUND:?}"),
+                state.worker.clone(),
+                None,
+                None,
+            )
+            .not_ready(v1::NotReady::StoreTimedOut {
+                after_ms: u64::try_from(STORE_BOUND.as_millis()).unwrap_or(u64::MAX),
+            }),
+        ),
+    }
+}
+
+/// What `/readyz` answers from the store alone.
+async fn store_readiness(state: &AppState) -> (StatusCode, v1::Readiness) {
     let unavailable = |e: &scaleset_store::Error| {
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            v1::Readiness::new(false, crate::error::chain(e), None, None, None),
+            v1::Readiness::new(false, crate::error::chain(e), None, None, None)
+                .not_ready(v1::NotReady::StoreFailed),
         )
     };
     // The question is "does the store answer": one cheap read, whichever process asks; and,
@@ -103,8 +136,9 @@ pub(crate) async fn metrics(State(state): State<Arc<AppState>>) -> Result<Respon
     // The undeclared count is the store's, read now; a store that does not answer leaves the
     // last value (a scrape never fails on the database). Only the process exporting the
     // fleet-wide series reads it (the others do not export it).
+    // Bounded as `/readyz` is: a database cut off by the network must not hold a scrape.
     if state.metrics.fleet_role().exports()
-        && let Ok(count) = not_declared(&state).await
+        && let Ok(Ok(count)) = tokio::time::timeout(STORE_BOUND, not_declared(&state)).await
     {
         state
             .fleet_metrics

@@ -4,8 +4,9 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-/// Whether this process is ready: **the store answers**. That is the one meaning of `/readyz`
-/// in every scaleset process. A worker standing by (holding no lease because other workers hold
+/// Whether this process is ready: **the store answers** (within a bound), and, in a worker, no
+/// lease it serves is in doubt. That is the one meaning of `/readyz` in every scaleset
+/// process; when not ready, `reason` says why in a type. A worker standing by (holding no lease because other workers hold
 /// every scale set) is ready: it is doing its job, waiting to take over, and a readiness that
 /// waited for a lease would stall rolling updates and take an API server running the control
 /// loop out of its load balancer. How much a worker serves is reported here for people
@@ -28,6 +29,31 @@ pub struct Readiness {
     /// while other workers hold them all), when this process runs the control loop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leases_held: Option<u64>,
+    /// Why the process is not ready (absent when it is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<NotReady>,
+}
+
+/// Why a process is not ready.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+#[non_exhaustive]
+pub enum NotReady {
+    /// The store answered with an error (named in `store`).
+    StoreFailed,
+    /// The store did not answer within `after_ms` milliseconds: a database cut off by the
+    /// network, or one too loaded to answer.
+    StoreTimedOut {
+        /// The bound it did not answer within.
+        after_ms: u64,
+    },
+    /// This worker could not renew the leases of these scale sets (failed, or no answer
+    /// within their TTL): it has fenced itself on them (creates no runner, acknowledges no
+    /// message there) and another worker takes them over.
+    LeasesInDoubt {
+        /// The scale sets' names.
+        scale_sets: Vec<String>,
+    },
 }
 
 impl Readiness {
@@ -45,6 +71,15 @@ impl Readiness {
             worker,
             scale_sets,
             leases_held,
+            reason: None,
         }
+    }
+
+    /// This answer, not ready for `reason`.
+    #[must_use]
+    pub fn not_ready(mut self, reason: NotReady) -> Self {
+        self.ready = false;
+        self.reason = Some(reason);
+        self
     }
 }

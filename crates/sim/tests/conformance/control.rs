@@ -372,3 +372,45 @@ async fn control_api_adds_revokes_and_counts_pats() -> Result<()> {
     );
     sim.stop().await
 }
+
+/// Sends one bodyless GET of `path` to the simulator from the loopback address `from`, and
+/// reads the answer to its end.
+async fn get_from(sim: &TestSim, from: std::net::Ipv4Addr, path: &str) -> Result<()> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind((from, 0).into())?;
+    let mut stream = socket.connect(sim.addr).await?;
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await?;
+    Ok(())
+}
+
+/// The request log says which client sent each request (its address) and when, in real time,
+/// it was answered: the chaos soak tells its workers apart this way (each connects through its
+/// own proxy from its own loopback address).
+#[tokio::test]
+async fn the_request_log_names_each_clients_address_and_when_it_was_answered() -> Result<()> {
+    let before = std::time::Instant::now();
+    let sim = TestSim::default().await?;
+    get_from(&sim, std::net::Ipv4Addr::new(127, 0, 0, 21), "/_sim/state").await?;
+    get_from(&sim, std::net::Ipv4Addr::new(127, 0, 0, 22), "/_sim/state").await?;
+    let log = sim.sim.request_log();
+    let peers: Vec<_> = log
+        .iter()
+        .map(|r| r.peer.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(peers.len(), 2, "{log:?}");
+    assert!(peers[0].starts_with("127.0.0.21:"), "{peers:?}");
+    assert!(peers[1].starts_with("127.0.0.22:"), "{peers:?}");
+    let elapsed = u64::try_from(before.elapsed().as_millis())?;
+    assert!(
+        log[0].at_ms <= log[1].at_ms && log[1].at_ms <= elapsed,
+        "in order, within the {elapsed} ms since the simulator started: {log:?}"
+    );
+    sim.stop().await
+}
