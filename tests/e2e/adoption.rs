@@ -1113,9 +1113,9 @@ impl Hooks for Recorder {
     async fn before_create(&self, spec: &CreateSpec) -> Result<(), scaleset_control::Error> {
         self.push(format!("intent {}", spec.name));
         if self.refuse_intent {
-            return Err(scaleset_control::Error::Adoption {
+            // As a fenced intent write fails when another worker took the lease over.
+            return Err(scaleset_control::Error::LeaseLost {
                 scale_set: spec.name.clone(),
-                reason: "the intent could not be recorded".to_owned(),
             });
         }
         Ok(())
