@@ -314,7 +314,8 @@ pub fn control_code(error: &scaleset_control::Error) -> ErrorCode {
 /// | --- | --- | --- |
 /// | `Invalid` | 400 | `invalid_input` |
 /// | `Conflict(StalePlan)` | 409 | `stale_plan` |
-/// | `Conflict(Contended)`, `Refusal` | 409 | `in_use` |
+/// | `Conflict(LeaseHeld)` | 409 | `lease_held` (as a scale-set delete answers it) |
+/// | `Conflict(Changed)`, `Refusal` | 409 | `in_use` |
 /// | `Retryable`/`Upstream` of GitHub | 502 | `github` |
 /// | `Retryable`/`Upstream` of a provider or the database, `Stopping` | 503 | `unavailable` |
 /// | `Internal` | 500 | `internal` |
@@ -322,7 +323,8 @@ pub fn class_code(class: ErrorClass) -> ErrorCode {
     match class {
         ErrorClass::Invalid => ErrorCode::InvalidInput,
         ErrorClass::Conflict(Conflict::StalePlan) => ErrorCode::StalePlan,
-        ErrorClass::Conflict(Conflict::Contended) | ErrorClass::Refusal => ErrorCode::InUse,
+        ErrorClass::Conflict(Conflict::LeaseHeld) => ErrorCode::LeaseHeld,
+        ErrorClass::Conflict(Conflict::Changed) | ErrorClass::Refusal => ErrorCode::InUse,
         ErrorClass::Retryable(Dependency::GitHub) | ErrorClass::Upstream(Dependency::GitHub) => {
             ErrorCode::GitHub
         }

@@ -290,9 +290,11 @@ pub enum Conflict {
     /// A reviewed plan (a fleet's or a decommission's) that the world no longer matches: plan
     /// again, review, apply the new digest.
     StalePlan,
-    /// Another holder: a worker serving the scale set, a writer that changed or removed the
-    /// row meanwhile. Read again and retry (or stop the other holder).
-    Contended,
+    /// Another worker serves the scale set (holds or took over its lease): stop or drain it,
+    /// then try again.
+    LeaseHeld,
+    /// Another writer changed or removed the row meanwhile: read again and retry.
+    Changed,
 }
 
 /// What an [`ErrorClass::Retryable`] or [`ErrorClass::Upstream`] failure came from.
@@ -326,7 +328,7 @@ impl Error {
             | Self::StalePlan { .. }
             | Self::StaleDecommission { .. } => ErrorClass::Conflict(Conflict::StalePlan),
             Self::LeaseHeld { .. } | Self::LeaseLost { .. } => {
-                ErrorClass::Conflict(Conflict::Contended)
+                ErrorClass::Conflict(Conflict::LeaseHeld)
             }
             Self::Cancelled { .. } | Self::DecommissionStopped { .. } => ErrorClass::Stopping,
             Self::RunnerTools { source, .. } => github_class(source),
@@ -339,10 +341,12 @@ impl Error {
                 }
             }
             Self::Store { source, .. } => {
-                if source.is_lease_lost() || source.is_conflict() || source.is_not_found() {
-                    // Another writer got there first (a lease taken over, a row written or
-                    // deleted meanwhile): the world changed under the step.
-                    return ErrorClass::Conflict(Conflict::Contended);
+                if source.is_lease_lost() {
+                    return ErrorClass::Conflict(Conflict::LeaseHeld);
+                }
+                if source.is_conflict() || source.is_not_found() {
+                    // Another writer got there first (a row written or deleted meanwhile).
+                    return ErrorClass::Conflict(Conflict::Changed);
                 }
                 match source.class() {
                     scaleset_store::ErrorClass::Retryable => {

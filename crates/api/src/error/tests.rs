@@ -63,7 +63,7 @@ fn a_stale_plan_is_a_409_stale_plan_for_fleets_and_decommissions_alike() {
 }
 
 #[test]
-fn a_contended_conflict_is_a_409_in_use() {
+fn a_scale_set_another_worker_serves_is_a_409_lease_held() {
     let held = [
         Error::LeaseHeld {
             scale_set: "acme/linux".to_owned(),
@@ -75,9 +75,25 @@ fn a_contended_conflict_is_a_409_in_use() {
         },
     ];
     for error in held {
-        assert_eq!(error.class(), ErrorClass::Conflict(Conflict::Contended));
-        assert_eq!(answered(error), (ErrorCode::InUse, StatusCode::CONFLICT));
+        assert_eq!(error.class(), ErrorClass::Conflict(Conflict::LeaseHeld));
+        assert_eq!(
+            answered(error),
+            (ErrorCode::LeaseHeld, StatusCode::CONFLICT)
+        );
     }
+}
+
+#[test]
+fn a_row_changed_meanwhile_is_a_409_in_use() {
+    let error = Error::Store {
+        during: "recording the plan",
+        source: scaleset_store::Error::Conflict {
+            entity: "scale set",
+            detail: "unique (entity, runner group, name)".to_owned(),
+        },
+    };
+    assert_eq!(error.class(), ErrorClass::Conflict(Conflict::Changed));
+    assert_eq!(answered(error), (ErrorCode::InUse, StatusCode::CONFLICT));
 }
 
 #[test]

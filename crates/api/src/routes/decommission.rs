@@ -76,7 +76,7 @@ pub(crate) async fn plan(
         (status = 200, description = "Applied: what was done and what was left", body = DecommissionApplyResponse),
         (status = 400, description = "The body, the scope or the digest is invalid", body = ErrorBody),
         (status = 401, description = "No or an invalid token", body = ErrorBody),
-        (status = 409, description = "stale_plan (the world changed since the plan), no_providers (no worker here), or in_use (another worker serves a scale set)", body = ErrorBody),
+        (status = 409, description = "stale_plan (the world changed since the plan), no_providers (no worker here), or lease_held (another worker serves a scale set)", body = ErrorBody),
         (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
         (status = 502, description = "GitHub failed", body = ErrorBody),
         (status = 503, description = "The store or a provider does not answer; retry later", body = ErrorBody),
