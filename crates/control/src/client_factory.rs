@@ -206,16 +206,15 @@ pub(crate) fn build_client(
     let url = ConfigUrl::parse(&format!("{base}/{path}"))
         .map_err(|e| refused(ClientPart::ConfigUrl)(e.into()))?;
     let mut config = ClientConfig::new(url, github_credentials(auth));
-    let api = url_parse(&endpoint.api_base_url)
-        .map_err(|e| refused(ClientPart::ApiBaseUrl)(e.into()))?;
+    let api =
+        url_parse(&endpoint.api_base_url).map_err(|e| refused(ClientPart::ApiBaseUrl)(e.into()))?;
     config = config.with_api_base(api);
     if let Some(bundle) = &endpoint.ca_bundle {
         config = config.with_ca_bundle_pem(bundle.as_bytes().to_vec());
     } else if endpoint.system_trust {
         config = config.with_trust_roots(scaleset_github::TrustRoots::System);
     }
-    Client::new(configure(config))
-        .map_err(|e| refused(ClientPart::Build)(e.into()))
+    Client::new(configure(config)).map_err(|e| refused(ClientPart::Build)(e.into()))
 }
 
 fn url_parse(text: &str) -> Result<url::Url, url::ParseError> {

@@ -164,14 +164,13 @@ pub(crate) async fn ensure(
             rollback,
             ..
         } => {
-            let github_id =
-                GitHubScaleSetId::try_from(github.0).map_err(|_| Error::Adoption {
-                    scale_set: name.clone(),
-                    stop: AdoptionStop::IdOutOfRange {
-                        what: "scale set",
-                        id: github.0,
-                    },
-                })?;
+            let github_id = GitHubScaleSetId::try_from(github.0).map_err(|_| Error::Adoption {
+                scale_set: name.clone(),
+                stop: AdoptionStop::IdOutOfRange {
+                    what: "scale set",
+                    id: github.0,
+                },
+            })?;
             let seen = match (provenance, rollback.permit()) {
                 // The one place a record of creation is made: from the permit the machine
                 // hands out on its create path only.

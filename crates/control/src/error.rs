@@ -25,7 +25,10 @@ pub enum Error {
     },
     /// Declared scale sets break the spec rules: every problem, each at its
     /// `scale_set[<index>].<field>`.
-    #[error("invalid configuration: the declared fleet: {}", DeclaredProblems(problems))]
+    #[error(
+        "invalid configuration: the declared fleet: {}",
+        DeclaredProblems(problems)
+    )]
     DeclaredSpec {
         /// Every problem, with the index of its `[[scale_set]]` table.
         problems: Vec<DeclaredProblem>,

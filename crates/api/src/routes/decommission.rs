@@ -55,10 +55,7 @@ pub(crate) async fn plan(
         request.include_adopted,
     )?;
     let decommission = open(&state).await?;
-    let plan = decommission
-        .plan(&options)
-        .await
-        .map_err(ApiError::from)?;
+    let plan = decommission.plan(&options).await.map_err(ApiError::from)?;
     Ok(Json(DecommissionPlanResponse {
         digest: plan.digest.to_string(),
         steps: plan.items.iter().map(step).collect(),

@@ -632,8 +632,7 @@ async fn delete_held(
                     "disabling a scale set",
                 ))?;
         }
-        scaleset_control::delete_on_github(state.clients.as_ref(), &scale_set, github)
-            .await?;
+        scaleset_control::delete_on_github(state.clients.as_ref(), &scale_set, github).await?;
     }
     state
         .store

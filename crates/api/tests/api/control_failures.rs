@@ -58,7 +58,9 @@ async fn a_scale_set_another_worker_serves_is_409_lease_held_on_delete_and_on_de
         .call(
             "POST",
             "/api/v1/scale-sets",
-            Some(json!({"entity_id": entity, "name": "linux", "provider": "fake", "max_runners": 2})),
+            Some(
+                json!({"entity_id": entity, "name": "linux", "provider": "fake", "max_runners": 2}),
+            ),
         )
         .await;
     let id = posted.json["id"].as_str().expect("an id").to_owned();
