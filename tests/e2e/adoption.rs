@@ -1113,9 +1113,9 @@ impl Hooks for Recorder {
     async fn before_create(&self, spec: &CreateSpec) -> Result<(), scaleset_control::Error> {
         self.push(format!("intent {}", spec.name));
         if self.refuse_intent {
-            return Err(scaleset_control::Error::Adoption {
+            // As a fenced intent write fails when another worker took the lease over.
+            return Err(scaleset_control::Error::LeaseLost {
                 scale_set: spec.name.clone(),
-                reason: "the intent could not be recorded".to_owned(),
             });
         }
         Ok(())
@@ -1187,11 +1187,7 @@ async fn an_intent_that_cannot_be_recorded_creates_nothing() -> Result<()> {
     let Err(error) = result else {
         bail!("expected the run to stop on the hook's error");
     };
-    assert!(
-        error
-            .to_string()
-            .contains("the intent could not be recorded")
-    );
+    assert!(error.is_lease_lost(), "the hook's own error: {error:?}");
     assert_eq!(github.sim.request_count("create_scale_set"), 0);
     assert!(named(&github).is_empty());
     Ok(())

@@ -300,11 +300,11 @@ pub(crate) fn build(raw: RawConfig, cli: &Cli) -> Result<SimConfig> {
 /// Reads a key file and parses it with `parse`, naming the file in any problem.
 fn read_key(
     file: &Path,
-    parse: fn(&str) -> std::result::Result<AppPublicKey, String>,
+    parse: fn(&str) -> std::result::Result<AppPublicKey, scaleset_sim::KeyError>,
 ) -> std::result::Result<AppPublicKey, String> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    parse(&text).map_err(|e| format!("{}: {e}", file.display()))
+    parse(&text).map_err(|e| format!("{}: {:#}", file.display(), anyhow::Error::new(e)))
 }
 
 /// The one grammar of every door ([`scaleset_duration`]): `250ms`, `50s`, `1m30s`, `7d`; a bare

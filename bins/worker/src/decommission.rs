@@ -49,7 +49,7 @@ pub(crate) struct DecommissionArgs {
     digest: Option<PlanDigest>,
 }
 
-fn duration(text: &str) -> Result<Duration, String> {
+fn duration(text: &str) -> Result<Duration, scaleset_duration::Error> {
     scaleset_duration::parse(text)
 }
 

@@ -1,9 +1,14 @@
 //! [`ApiError`]: every way a request can fail, mapped to its status and stable code in one
 //! function ([`ApiError::code`], whose [`ErrorCode`] knows its status), and rendered as the
-//! one JSON body ([`ErrorBody`]) with the request's id.
+//! one JSON body ([`ErrorBody`]) with the request's id. A failure of the control crate's
+//! operations becomes an [`ApiError`] through the one `From<scaleset_control::Error>`, and its
+//! code follows from its [`ErrorClass`] alone ([`class_code`]): the same failure answers
+//! the same on every route.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+
+use scaleset_control::{Conflict, Dependency, ErrorClass};
 
 use crate::v1::{ErrorBody, ErrorCode};
 
@@ -210,12 +215,11 @@ pub enum ApiError {
     /// A change through the API to a scale set the configuration file declares.
     #[error("{0}")]
     Declared(scaleset_control::DeclaredEdit),
-    /// A fleet plan no longer matches the world.
-    #[error("{reason}")]
-    StalePlan {
-        /// What changed and what to do.
-        reason: String,
-    },
+    /// A control operation failed (fleet plan or apply, decommission, a delete on GitHub,
+    /// the ours-undeclared listing); its class decides the code ([`control_code`]). The
+    /// message is the control error's chain: what failed, the cause, what to do.
+    #[error("{}", chain(.0))]
+    Control(scaleset_control::Error),
     /// A decommission asked of a server without the control loop's providers.
     #[error(
         "this server runs no worker, so it has no providers to find and delete this \
@@ -276,7 +280,7 @@ impl ApiError {
             Self::LeaseHeld { .. } => ErrorCode::LeaseHeld,
             Self::Declared(_) | Self::DeclaredDelete { .. } => ErrorCode::Declared,
             Self::NotServed { .. } => ErrorCode::Disabled,
-            Self::StalePlan { .. } => ErrorCode::StalePlan,
+            Self::Control(error) => control_code(error),
             Self::NoProviders => ErrorCode::NoProviders,
             Self::GitHub { .. } => ErrorCode::GitHub,
             Self::Unavailable { .. } => ErrorCode::Unavailable,
@@ -306,6 +310,45 @@ impl ApiError {
                 }
             }
         }
+    }
+}
+
+/// Every control failure enters the API here; [`ApiError::code`] gives its code by class.
+impl From<scaleset_control::Error> for ApiError {
+    fn from(error: scaleset_control::Error) -> Self {
+        Self::Control(error)
+    }
+}
+
+/// The code of a control failure: its class's ([`class_code`]).
+pub fn control_code(error: &scaleset_control::Error) -> ErrorCode {
+    class_code(error.class())
+}
+
+/// The code of each class of control failure, and through [`status`] its status:
+///
+/// | class | status | code |
+/// | --- | --- | --- |
+/// | `Invalid` | 400 | `invalid_input` |
+/// | `Conflict(StalePlan)` | 409 | `stale_plan` |
+/// | `Conflict(LeaseHeld)` | 409 | `lease_held` (as a scale-set delete answers it) |
+/// | `Conflict(Changed)`, `Refusal` | 409 | `in_use` |
+/// | `Retryable`/`Upstream` of GitHub | 502 | `github` |
+/// | `Retryable`/`Upstream` of a provider or the database, `Stopping` | 503 | `unavailable` |
+/// | `Internal` | 500 | `internal` |
+pub fn class_code(class: ErrorClass) -> ErrorCode {
+    match class {
+        ErrorClass::Invalid => ErrorCode::InvalidInput,
+        ErrorClass::Conflict(Conflict::StalePlan) => ErrorCode::StalePlan,
+        ErrorClass::Conflict(Conflict::LeaseHeld) => ErrorCode::LeaseHeld,
+        ErrorClass::Conflict(Conflict::Changed) | ErrorClass::Refusal => ErrorCode::InUse,
+        ErrorClass::Retryable(Dependency::GitHub) | ErrorClass::Upstream(Dependency::GitHub) => {
+            ErrorCode::GitHub
+        }
+        ErrorClass::Retryable(Dependency::Provider | Dependency::Database)
+        | ErrorClass::Upstream(Dependency::Provider | Dependency::Database)
+        | ErrorClass::Stopping => ErrorCode::Unavailable,
+        ErrorClass::Internal => ErrorCode::Internal,
     }
 }
 
@@ -375,3 +418,6 @@ pub(crate) fn render(failure: &Failure, request_id: &str, status: StatusCode) ->
 }
 
 pub(crate) use scaleset_store::chain;
+
+#[cfg(test)]
+mod tests;

@@ -78,7 +78,7 @@ pub use app::{probes_router, router, router_with};
 #[cfg(feature = "server")]
 pub use auth::Caller;
 #[cfg(feature = "server")]
-pub use error::{ApiError, status};
+pub use error::{ApiError, class_code, control_code, status};
 #[cfg(feature = "server")]
 pub use extract::{Body, Params, parse_id};
 #[cfg(feature = "server")]

@@ -43,32 +43,54 @@ pub fn print_man(command: clap::Command, args: &ManArgs) -> Exit {
             Exit::Done
         }
         Err(e) => {
-            crate::errln!("{name} man: {e}");
+            crate::errln!("{name} man: {}", scaleset_store::chain(&e));
             Exit::Failed
         }
     }
 }
 
+/// Why the man pages could not be rendered or written.
+#[derive(Debug, thiserror::Error)]
+enum ManError {
+    /// Rendering to memory failed.
+    #[error("cannot render the man page")]
+    Render(#[source] std::io::Error),
+    /// The directory could not be made.
+    #[error("cannot create the directory {}; give a writable --dir", dir.display())]
+    CreateDir {
+        /// The directory.
+        dir: std::path::PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The pages could not be written.
+    #[error("cannot write the man pages into {}; give a writable --dir", dir.display())]
+    Write {
+        /// The directory.
+        dir: std::path::PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// The man page of `command`, or with `dir` the line saying where the pages were written.
-fn man(command: clap::Command, dir: Option<&Path>) -> Result<String, String> {
+fn man(command: clap::Command, dir: Option<&Path>) -> Result<String, ManError> {
     let Some(dir) = dir else {
         let mut page = Vec::new();
         clap_mangen::Man::new(command)
             .render(&mut page)
-            .map_err(|e| format!("cannot render the man page: {e}"))?;
+            .map_err(ManError::Render)?;
         return Ok(String::from_utf8_lossy(&page).into_owned());
     };
-    std::fs::create_dir_all(dir).map_err(|e| {
-        format!(
-            "cannot create the directory {} ({e}); give a writable --dir",
-            dir.display()
-        )
+    std::fs::create_dir_all(dir).map_err(|source| ManError::CreateDir {
+        dir: dir.to_owned(),
+        source,
     })?;
-    clap_mangen::generate_to(command, dir).map_err(|e| {
-        format!(
-            "cannot write the man pages into {} ({e}); give a writable --dir",
-            dir.display()
-        )
+    clap_mangen::generate_to(command, dir).map_err(|source| ManError::Write {
+        dir: dir.to_owned(),
+        source,
     })?;
     Ok(format!("man pages written to {}\n", dir.display()))
 }

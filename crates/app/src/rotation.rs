@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use scaleset_config::SecretFile;
 use scaleset_control::StoreClientFactory;
-use scaleset_store::{Auth, NewCredentials, Store};
+use scaleset_store::{Auth, NewCredentials, Store, chain};
 use tokio_util::sync::CancellationToken;
 
 /// How often the secret files' modification times are looked at: a stat per file, cheap; a
@@ -83,9 +83,9 @@ async fn look(w: &mut Watched, store: &dyn Store, clients: &StoreClientFactory) 
     }
     let auth = match w.file.read() {
         Ok(auth) => auth,
-        Err(reason) => {
+        Err(e) => {
             // Not recorded as seen: a file replaced half-way is read again next time.
-            tracing::warn!(credentials = %name, reason = %reason, "rotated secret not taken");
+            tracing::warn!(credentials = %name, reason = %chain(&e), "rotated secret not taken");
             return;
         }
     };
@@ -102,12 +102,12 @@ async fn look(w: &mut Watched, store: &dyn Store, clients: &StoreClientFactory) 
                 w.modified = modified;
             }
             Err(e) => {
-                tracing::error!(credentials = %name, file = %path, error = %e,
+                tracing::error!(credentials = %name, file = %path, error = %chain(&e),
                     "rotated secret stored but refused by the GitHub client; fix the file");
             }
         },
-        Err(reason) => {
-            tracing::error!(credentials = %name, file = %path, reason = %reason,
+        Err(e) => {
+            tracing::error!(credentials = %name, file = %path, reason = %chain(&e),
                 "rotated secret not stored; retrying at the next check");
         }
     }
@@ -118,11 +118,11 @@ async fn reseal(
     store: &dyn Store,
     name: &str,
     auth: &Auth,
-) -> Result<scaleset_store::CredentialsId, String> {
+) -> Result<scaleset_store::CredentialsId, ResealError> {
     let stored = store
         .get_credentials_by_name(name)
         .await
-        .map_err(|e| format!("cannot read the stored credentials: {e}"))?;
+        .map_err(ResealError::Read)?;
     if stored.auth == *auth {
         // Another process watching the same file stored it first.
         return Ok(stored.id);
@@ -137,6 +137,17 @@ async fn reseal(
             },
         )
         .await
-        .map_err(|e| format!("cannot store the new secret: {e}"))?;
+        .map_err(ResealError::Write)?;
     Ok(updated.id)
+}
+
+/// Why a rotated secret was not stored (tried again at the next check).
+#[derive(Debug, thiserror::Error)]
+enum ResealError {
+    /// The stored credentials could not be read.
+    #[error("cannot read the stored credentials")]
+    Read(#[source] scaleset_store::Error),
+    /// The new secret could not be written.
+    #[error("cannot store the new secret")]
+    Write(#[source] scaleset_store::Error),
 }

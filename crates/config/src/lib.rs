@@ -34,7 +34,7 @@ use scaleset_provider::ProviderConfig;
 use scaleset_store::StoreOptions;
 use uuid::Uuid;
 
-pub use secret_file::{SecretFile, SecretForm};
+pub use secret_file::{SecretFile, SecretFileError, SecretForm};
 pub use validate::describe_credentials;
 
 /// The prefix of every environment override.
@@ -268,7 +268,11 @@ fn key_of(message: &str) -> String {
 
 /// Parses a duration in the file: the one grammar of every door ([`scaleset_duration`]:
 /// `"500ms"`, `"30s"`, `"1m30s"`, `"7d"`, a bare number of seconds).
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+///
+/// # Errors
+///
+/// [`scaleset_duration::Error`] naming the text and what to write instead.
+pub fn parse_duration(text: &str) -> Result<Duration, scaleset_duration::Error> {
     scaleset_duration::parse(text)
 }
 

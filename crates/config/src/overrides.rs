@@ -47,14 +47,52 @@ pub(crate) fn apply(
         }
         match set(table, &path, value) {
             Ok(()) => applied.push(name.clone()),
-            Err(reason) => problems.push(Problem::new(name.clone(), reason)),
+            Err(reason) => problems.push(Problem::new(name.clone(), reason.to_string())),
         }
     }
     applied
 }
 
-fn set(table: &mut Table, path: &[String], value: &str) -> Result<(), String> {
-    let (last, parents) = path.split_last().ok_or_else(|| "an empty key".to_owned())?;
+/// Why an override cannot be written into the file's table.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+enum SetError {
+    /// No key at all.
+    #[error("an empty key")]
+    EmptyKey,
+    /// A list named without an index after it.
+    #[error("{part} is a list: the next part must be an index")]
+    NoIndex {
+        /// The list's key.
+        part: String,
+    },
+    /// An index past the end of a list.
+    #[error("{part} has {len} entries; index {index} would leave a gap")]
+    Gap {
+        /// The list's key.
+        part: String,
+        /// Its length.
+        len: usize,
+        /// The index given.
+        index: usize,
+    },
+    /// An item of a list that is not a table.
+    #[error("{part}[{index}] is not a table")]
+    NotATableItem {
+        /// The list's key.
+        part: String,
+        /// The index given.
+        index: usize,
+    },
+    /// A value where the path needs a table.
+    #[error("{part} is a value, not a table")]
+    NotATable {
+        /// The value's key.
+        part: String,
+    },
+}
+
+fn set(table: &mut Table, path: &[String], value: &str) -> Result<(), SetError> {
+    let (last, parents) = path.split_last().ok_or(SetError::EmptyKey)?;
     let mut node = table;
     for (depth, part) in parents.iter().enumerate() {
         let next_is_index = path
@@ -72,13 +110,14 @@ fn set(table: &mut Table, path: &[String], value: &str) -> Result<(), String> {
             Value::Array(items) => {
                 // The next part is the index; the table is the item.
                 let Some(index) = path.get(depth + 1).and_then(|p| p.parse::<usize>().ok()) else {
-                    return Err(format!("{part} is a list: the next part must be an index"));
+                    return Err(SetError::NoIndex { part: part.clone() });
                 };
                 if index > items.len() {
-                    return Err(format!(
-                        "{part} has {} entries; index {index} would leave a gap",
-                        items.len()
-                    ));
+                    return Err(SetError::Gap {
+                        part: part.clone(),
+                        len: items.len(),
+                        index,
+                    });
                 }
                 if index == items.len() {
                     items.push(Value::Table(Table::new()));
@@ -88,10 +127,15 @@ fn set(table: &mut Table, path: &[String], value: &str) -> Result<(), String> {
                         // Skip the index part: continue below with its table.
                         return set(t, &path[depth + 2..], value);
                     }
-                    _ => return Err(format!("{part}[{index}] is not a table")),
+                    _ => {
+                        return Err(SetError::NotATableItem {
+                            part: part.clone(),
+                            index,
+                        });
+                    }
                 }
             }
-            _ => return Err(format!("{part} is a value, not a table")),
+            _ => return Err(SetError::NotATable { part: part.clone() }),
         };
     }
     let typed = match node.get(last) {

@@ -32,28 +32,78 @@ pub enum SecretForm {
     },
 }
 
+/// Why a secret file's content is not taken; the secret in use is kept. No message holds the
+/// secret, nor the file's text.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretFileError {
+    /// The file cannot be read.
+    #[error("cannot read {}; keeping the secret in use", path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// The read's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file holds no token.
+    #[error(
+        "{} is empty (replaced half-way?); keeping the token in use until it holds a token",
+        path.display()
+    )]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The token cannot be sent (a line break, a control character).
+    #[error("{}: keeping the token in use until it holds one token", path.display())]
+    Pat {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with the token.
+        #[source]
+        source: scaleset_github::UnsendableToken,
+    },
+    /// The file is not a private key the GitHub client can sign with.
+    #[error(
+        "{}: keeping the key in use until it holds the PEM private key GitHub generated for \
+         App {app}",
+        path.display()
+    )]
+    AppKey {
+        /// The file.
+        path: PathBuf,
+        /// The App the key is for.
+        app: AppIdentity,
+        /// What is wrong with the key.
+        #[source]
+        source: scaleset_github::Error,
+    },
+}
+
 impl SecretFile {
     /// The credentials' secret as the file holds it now, checked as at start (a PAT trimmed
     /// and not empty; an App key the GitHub client can sign with).
     ///
     /// # Errors
     ///
-    /// A message naming the file, what is wrong and what to do (the secret is never in it).
-    pub fn read(&self) -> Result<Auth, String> {
-        let path = self.path.display();
-        let text = std::fs::read_to_string(&self.path)
-            .map_err(|e| format!("cannot read {path}: {e}; keeping the secret in use"))?;
+    /// [`SecretFileError`] naming the file, what is wrong and what to do (the secret is never
+    /// in it).
+    pub fn read(&self) -> Result<Auth, SecretFileError> {
+        let path = || self.path.clone();
+        let text =
+            std::fs::read_to_string(&self.path).map_err(|source| SecretFileError::Unreadable {
+                path: path(),
+                source,
+            })?;
         match &self.form {
             SecretForm::Pat => {
                 let token = text.trim();
                 if token.is_empty() {
-                    return Err(format!(
-                        "{path} is empty (replaced half-way?); keeping the token in use until \
-                         it holds a token"
-                    ));
+                    return Err(SecretFileError::Empty { path: path() });
                 }
-                scaleset_github::check_pat(token).map_err(|e| {
-                    format!("{path}: {e}; keeping the token in use until it holds one token")
+                scaleset_github::check_pat(token).map_err(|source| SecretFileError::Pat {
+                    path: path(),
+                    source,
                 })?;
                 Ok(Auth::Pat {
                     token: SecretString::from(token.to_owned()),
@@ -64,11 +114,12 @@ impl SecretFile {
                 installation_id,
             } => {
                 let private_key = SecretString::from(text);
-                scaleset_github::app_key_fingerprint(&private_key).map_err(|e| {
-                    format!(
-                        "{path}: {e}; keeping the key in use until it holds the PEM private key \
-                         GitHub generated for App {app}"
-                    )
+                scaleset_github::app_key_fingerprint(&private_key).map_err(|source| {
+                    SecretFileError::AppKey {
+                        path: path(),
+                        app: app.clone(),
+                        source,
+                    }
                 })?;
                 Ok(Auth::App {
                     app: app.clone(),
@@ -95,7 +146,10 @@ mod tests {
             path: path.clone(),
             form: SecretForm::Pat,
         };
-        assert!(file.read().unwrap_err().contains("cannot read"));
+        assert!(matches!(
+            file.read(),
+            Err(SecretFileError::Unreadable { .. })
+        ));
         std::fs::write(&path, "  ghp_new\n").unwrap();
         assert_eq!(
             file.read().unwrap(),
@@ -104,11 +158,15 @@ mod tests {
             }
         );
         std::fs::write(&path, "\n").unwrap();
-        assert!(file.read().unwrap_err().contains("is empty"));
+        assert!(matches!(file.read(), Err(SecretFileError::Empty { .. })));
         std::fs::write(&path, "ghp_one\nghp_two\n").unwrap();
         let two_lines = file.read().unwrap_err();
-        assert!(two_lines.contains("line break"), "{two_lines}");
-        assert!(!two_lines.contains("ghp_"), "{two_lines}");
+        assert!(
+            matches!(two_lines, SecretFileError::Pat { .. }),
+            "{two_lines:?}"
+        );
+        let shown = scaleset_store::chain(&two_lines);
+        assert!(!shown.contains("ghp_"), "{shown}");
 
         let key = SecretFile {
             form: SecretForm::AppKey {
@@ -119,8 +177,18 @@ mod tests {
         };
         std::fs::write(&path, "-----BEGIN PRIVATE KEY-----\nnot a key\n").unwrap();
         let refused = key.read().unwrap_err();
-        assert!(refused.contains("App 7"), "{refused}");
-        assert!(!refused.contains("not a key"), "{refused}");
+        assert!(
+            matches!(
+                &refused,
+                SecretFileError::AppKey {
+                    app: AppIdentity::Id(7),
+                    ..
+                }
+            ),
+            "{refused:?}"
+        );
+        let shown = scaleset_store::chain(&refused);
+        assert!(!shown.contains("not a key"), "{shown}");
         std::fs::write(&path, KEY).unwrap();
         assert!(matches!(
             key.read().unwrap(),

@@ -41,7 +41,7 @@ impl Problems {
                     default
                 }
                 Err(e) => {
-                    self.add(key, e);
+                    self.add(key, e.to_string());
                     default
                 }
             },
@@ -900,11 +900,15 @@ fn scale_sets(
         // table); every rule of the spec itself is the store's one parser.
         let bootstrap_timeout = s.bootstrap_timeout.as_deref().and_then(|text| {
             parse_duration(text)
-                .map_err(|e| p.add(key("bootstrap_timeout"), e))
+                .map_err(|e| p.add(key("bootstrap_timeout"), e.to_string()))
                 .ok()
         });
         let mut lifecycle = |field: &str, text: Option<&str>| {
-            text.and_then(|text| parse_duration(text).map_err(|e| p.add(key(field), e)).ok())
+            text.and_then(|text| {
+                parse_duration(text)
+                    .map_err(|e| p.add(key(field), e.to_string()))
+                    .ok()
+            })
         };
         let scale_down_delay = lifecycle("scale_down_delay", s.scale_down_delay.as_deref());
         let max_idle_lifetime = lifecycle("max_idle_lifetime", s.max_idle_lifetime.as_deref());

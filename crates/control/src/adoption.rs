@@ -32,7 +32,7 @@ use scaleset_github::{
     ScaleSetId as GitHubScaleSetId, Session,
 };
 
-use crate::error::{Error, chain};
+use crate::error::{AdoptionStop, Error, chain};
 use tokio_util::sync::CancellationToken;
 
 /// What the embedder does around the driver's GitHub calls. Every method has a default that
@@ -103,9 +103,9 @@ impl Run {
 /// fit, a driver bug), and whatever [`Hooks::before_create`] returns.
 pub async fn run_once<H: Hooks>(client: &Client, input: Input, hooks: &H) -> Result<Run, Error> {
     let name = input.desired.name.clone();
-    let adoption = |reason: String| Error::Adoption {
+    let adoption = |stop: AdoptionStop| Error::Adoption {
         scale_set: name.clone(),
-        reason,
+        stop,
     };
     let mut machine = Machine::new(input);
     let mut step = machine.start();
@@ -149,11 +149,13 @@ pub async fn run_once<H: Hooks>(client: &Client, input: Input, hooks: &H) -> Res
                         scale_set: name.clone(),
                     });
                 };
-                let fact =
-                    fact.map_err(|e| adoption(format!("executing {}: {e}", command.kind())))?;
+                let fact = fact.map_err(adoption)?;
                 tracing::debug!(fact = %fact.kind(), "adoption fact");
-                step = machine.next(fact).map_err(|e| {
-                    adoption(format!("feeding the answer to {}: {e}", command.kind()))
+                step = machine.next(fact).map_err(|source| {
+                    adoption(AdoptionStop::Misfit {
+                        command: command.kind(),
+                        source,
+                    })
                 })?;
             }
             Step::Done(outcome) => {
@@ -162,7 +164,9 @@ pub async fn run_once<H: Hooks>(client: &Client, input: Input, hooks: &H) -> Res
                         session: Some(SessionId(sid)),
                         ..
                     } => Some(opened.remove(sid).ok_or_else(|| {
-                        adoption(format!("handed-over session {sid} was never opened"))
+                        adoption(AdoptionStop::SessionNotOpened {
+                            session: sid.clone(),
+                        })
                     })?),
                     _ => None,
                 };
@@ -222,7 +226,8 @@ async fn execute<H: Hooks>(
     command: &Command,
     opened: &mut BTreeMap<String, Session>,
     hooks: &H,
-) -> Result<Fact, String> {
+) -> Result<Fact, AdoptionStop> {
+    let failure = |error| failure(command.kind(), error);
     Ok(match command {
         Command::GetById { id } => {
             let result = client.get_scale_set(github_id(*id)?).await;
@@ -303,10 +308,9 @@ async fn execute<H: Hooks>(
             }
         }
         other => {
-            return Err(format!(
-                "this driver does not know the command {:?}",
-                other.kind()
-            ));
+            return Err(AdoptionStop::UnknownCommand {
+                command: other.kind(),
+            });
         }
     })
 }
@@ -329,7 +333,7 @@ fn is_session_gone(error: &GitHubError, session: &str) -> bool {
 /// 4xx → `BadRequest` with the exception's short name. Errors without a GitHub answer behind
 /// them (undecodable 2xx bodies, invalid requests) have no fact: the run stops with an error,
 /// never an adoption.
-fn failure(error: GitHubError) -> Result<Fact, String> {
+fn failure(command: CommandKind, error: GitHubError) -> Result<Fact, AdoptionStop> {
     if error.class() == ErrorClass::Retryable {
         return Ok(Fact::Transient {
             message: chain(&error),
@@ -342,22 +346,28 @@ fn failure(error: GitHubError) -> Result<Fact, String> {
                 .service_error()
                 .map_or_else(|| chain(&error), |s| s.message.clone()),
         }),
-        _ => Err(format!(
-            "a client error with no adoption fact: {}",
-            chain(&error)
-        )),
+        _ => Err(AdoptionStop::NoFact {
+            command,
+            source: error,
+        }),
     }
 }
 
 /// The machine's view of a scale set; a missing `runnerGroupId` stays `None`.
-fn observed(set: &RunnerScaleSet) -> Result<AdoptScaleSet, String> {
-    let id = u64::try_from(set.id).map_err(|e| format!("github returned {e}"))?;
+fn observed(set: &RunnerScaleSet) -> Result<AdoptScaleSet, AdoptionStop> {
+    let id = u64::try_from(set.id).map_err(|_| AdoptionStop::InvalidGitHubId {
+        what: "scale set",
+        id: set.id.into(),
+    })?;
     let runner_group_id = set
         .runner_group_id
         .map(|group| {
             u64::try_from(group)
                 .map(RunnerGroupId)
-                .map_err(|e| format!("github returned {e}"))
+                .map_err(|_| AdoptionStop::InvalidGitHubId {
+                    what: "runner group",
+                    id: group.into(),
+                })
         })
         .transpose()?;
     Ok(AdoptScaleSet {
@@ -369,16 +379,22 @@ fn observed(set: &RunnerScaleSet) -> Result<AdoptScaleSet, String> {
     })
 }
 
-pub(crate) fn observed_all(sets: &[RunnerScaleSet]) -> Result<Vec<AdoptScaleSet>, String> {
+pub(crate) fn observed_all(sets: &[RunnerScaleSet]) -> Result<Vec<AdoptScaleSet>, AdoptionStop> {
     sets.iter().map(observed).collect()
 }
 
-fn github_id(id: AdoptId) -> Result<GitHubScaleSetId, String> {
-    GitHubScaleSetId::try_from(id.0).map_err(|e| e.to_string())
+fn github_id(id: AdoptId) -> Result<GitHubScaleSetId, AdoptionStop> {
+    GitHubScaleSetId::try_from(id.0).map_err(|_| AdoptionStop::IdOutOfRange {
+        what: "scale set",
+        id: id.0,
+    })
 }
 
-fn github_group(group: RunnerGroupId) -> Result<GitHubRunnerGroupId, String> {
-    GitHubRunnerGroupId::try_from(group.0).map_err(|e| e.to_string())
+fn github_group(group: RunnerGroupId) -> Result<GitHubRunnerGroupId, AdoptionStop> {
+    GitHubRunnerGroupId::try_from(group.0).map_err(|_| AdoptionStop::IdOutOfRange {
+        what: "runner group",
+        id: group.0,
+    })
 }
 
 fn setting(disable_update: bool) -> RunnerSetting {
@@ -390,7 +406,7 @@ fn setting(disable_update: bool) -> RunnerSetting {
 
 /// The create body: exactly the spec's labels (the name, the configured labels, the owner
 /// label), each `System`, and `disableUpdate`.
-fn new_scale_set(spec: &CreateSpec) -> Result<NewRunnerScaleSet, String> {
+fn new_scale_set(spec: &CreateSpec) -> Result<NewRunnerScaleSet, AdoptionStop> {
     Ok(
         NewRunnerScaleSet::new(spec.name.clone(), github_group(spec.runner_group_id)?)
             .with_labels(spec.labels.iter().map(Label::system).collect())
@@ -398,7 +414,7 @@ fn new_scale_set(spec: &CreateSpec) -> Result<NewRunnerScaleSet, String> {
     )
 }
 
-fn github_patch(patch: &Patch) -> Result<RunnerScaleSetPatch, String> {
+fn github_patch(patch: &Patch) -> Result<RunnerScaleSetPatch, AdoptionStop> {
     Ok(RunnerScaleSetPatch {
         labels: Some(patch.labels.iter().map(Label::system).collect()),
         runner_setting: Some(setting(patch.disable_update)),

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use scaleset_github::{Client, ClientConfig, ConfigUrl, Credentials};
 use scaleset_store::{Auth, CredentialsId, Endpoint, EntityId, EntityKind, ScaleSet, Store};
 
-use crate::error::{Error, store};
+use crate::error::{ClientPart, ClientRefusal, Error, store};
 use crate::metrics::Metrics;
 
 /// Gives the GitHub client for a scale set (one per entity, shared by its scale sets).
@@ -143,7 +143,7 @@ impl StoreClientFactory {
     ///
     /// # Errors
     ///
-    /// [`Error::Config`] when the GitHub client refuses the new secret (the old one stays in
+    /// [`Error::Client`] when the GitHub client refuses the new secret (the old one stays in
     /// use).
     pub async fn rotate(&self, id: CredentialsId, name: &str, auth: &Auth) -> Result<usize, Error> {
         let cache = self.cache.lock().await;
@@ -156,9 +156,10 @@ impl StoreClientFactory {
             match client.rotate_credentials(github_credentials(auth)) {
                 Ok(()) => rotated += 1,
                 Err(e) => {
-                    refused.get_or_insert(Error::Config {
-                        what: format!("credentials {name:?}"),
-                        reason: format!("the rotated secret is refused: {e}"),
+                    refused.get_or_insert(Error::Client {
+                        credentials: name.to_owned(),
+                        part: ClientPart::RotatedSecret,
+                        source: e.into(),
                     });
                 }
             }
@@ -195,23 +196,25 @@ pub(crate) fn build_client(
         other => other.path(),
     };
     let base = endpoint.base_url.trim_end_matches('/');
-    let config_error = |reason: String| Error::Config {
-        what: format!("credentials {name:?}"),
-        reason,
+    let refused = |part: ClientPart| {
+        move |source: ClientRefusal| Error::Client {
+            credentials: name.to_owned(),
+            part,
+            source,
+        }
     };
     let url = ConfigUrl::parse(&format!("{base}/{path}"))
-        .map_err(|e| config_error(format!("the config URL is invalid: {e}")))?;
+        .map_err(|e| refused(ClientPart::ConfigUrl)(e.into()))?;
     let mut config = ClientConfig::new(url, github_credentials(auth));
-    let api = url_parse(&endpoint.api_base_url)
-        .map_err(|e| config_error(format!("the API base URL is invalid: {e}")))?;
+    let api =
+        url_parse(&endpoint.api_base_url).map_err(|e| refused(ClientPart::ApiBaseUrl)(e.into()))?;
     config = config.with_api_base(api);
     if let Some(bundle) = &endpoint.ca_bundle {
         config = config.with_ca_bundle_pem(bundle.as_bytes().to_vec());
     } else if endpoint.system_trust {
         config = config.with_trust_roots(scaleset_github::TrustRoots::System);
     }
-    Client::new(configure(config))
-        .map_err(|e| config_error(format!("cannot build a GitHub client: {e}")))
+    Client::new(configure(config)).map_err(|e| refused(ClientPart::Build)(e.into()))
 }
 
 fn url_parse(text: &str) -> Result<url::Url, url::ParseError> {

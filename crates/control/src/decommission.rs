@@ -107,7 +107,7 @@ impl Decommission {
     ///
     /// # Errors
     ///
-    /// [`Error::Config`] when a client cannot be built, [`Error::Store`] when the store
+    /// [`Error::Client`] when a client cannot be built, [`Error::Store`] when the store
     /// cannot be read.
     pub async fn new(
         identity: ControllerIdentity,
@@ -386,10 +386,10 @@ impl Decommission {
         cancel: &CancellationToken,
     ) -> Result<String, Error> {
         let client_of = |id: i64| {
-            facts.clients.get(&id).ok_or_else(|| Error::Config {
-                what: format!("scale set {id}"),
-                reason: "no configured entity lists it any more; plan again".to_owned(),
-            })
+            facts
+                .clients
+                .get(&id)
+                .ok_or(Error::UnlistedScaleSet { github_id: id })
         };
         let github = |during: &'static str, id: i64| {
             move |source| Error::GitHub {
@@ -429,9 +429,8 @@ impl Decommission {
                 _,
             ) => {
                 let Some(found) = self.providers.get(provider) else {
-                    return Err(Error::Config {
-                        what: format!("provider {provider:?}"),
-                        reason: "not configured any more; plan again".to_owned(),
+                    return Err(Error::ProviderGone {
+                        provider: provider.clone(),
                     });
                 };
                 let key = (provider.clone(), pool_key.clone(), name.clone());
@@ -440,13 +439,13 @@ impl Decommission {
                     .get(&key)
                     .cloned()
                     .or_else(|| InstanceId::new(name.clone()))
-                    .ok_or_else(|| Error::Config {
-                        what: format!("instance {name:?}"),
-                        reason: "not a valid provider instance id".to_owned(),
+                    .ok_or_else(|| Error::InstanceId {
+                        instance: name.clone(),
                     })?;
-                let pool = PoolKey::parse(pool_key).map_err(|e| Error::Config {
-                    what: format!("instance {name:?}"),
-                    reason: format!("its pool key is invalid: {e}"),
+                let pool = PoolKey::parse(pool_key).map_err(|source| Error::StoredPoolKey {
+                    instance: name.clone(),
+                    pool_key: pool_key.clone(),
+                    source,
                 })?;
                 found
                     .delete(&Pool::new(pool), &id)
@@ -554,28 +553,15 @@ impl Decommission {
                         .is_some_and(|(hands_off, _)| hands_off.worker() == holder);
                     let in_time = released_by.is_some_and(|by| Instant::now() < by);
                     if !ours || !in_time {
-                        return Err(Error::Config {
-                            what: format!("scale set {entity}/{name}"),
-                            reason: if ours {
-                                format!(
-                                    "this server's worker {holder:?} did not let it go in time; \
-                                     decommission again"
-                                )
-                            } else {
-                                format!(
-                                    "worker {holder:?} still serves it; stop (or drain: \
-                                     `scalesetctl worker drain {holder}`) the workers and \
-                                     decommission again"
-                                )
-                            },
+                        return Err(Error::LeaseHeld {
+                            scale_set: format!("{entity}/{name}"),
+                            holder,
+                            ours,
                         });
                     }
                     if wait_for(cancel, RELEASE_POLL).await == Waited::Cancelled {
-                        return Err(Error::Config {
-                            what: format!("scale set {entity}/{name}"),
-                            reason: "the decommission was stopped while this server's worker \
-                                     let it go"
-                                .to_owned(),
+                        return Err(Error::DecommissionStopped {
+                            scale_set: format!("{entity}/{name}"),
                         });
                     }
                 }
@@ -862,10 +848,8 @@ pub fn parse_scope(entity: Option<&str>, scale_set: Option<&str>) -> Result<Scop
             entity: entity.to_owned(),
             name: name.to_owned(),
         }),
-        (None, Some(name)) => Err(Error::Config {
-            what: format!("--scale-set {name}"),
-            reason: "a scale set is named within its entity: add --entity (e.g. --entity acme)"
-                .to_owned(),
+        (None, Some(name)) => Err(Error::ScopeWithoutEntity {
+            scale_set: name.to_owned(),
         }),
     }
 }

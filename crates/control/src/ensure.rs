@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::adoption::{Hooks, run_once};
 use crate::checkpoint::Checkpoint;
-use crate::error::{Error, chain, store};
+use crate::error::{AdoptionStop, Error, chain, store};
 use crate::identity::validate_scale_set_name;
 use crate::shared::Shared;
 
@@ -164,9 +164,12 @@ pub(crate) async fn ensure(
             rollback,
             ..
         } => {
-            let github_id = GitHubScaleSetId::try_from(github.0).map_err(|e| Error::Adoption {
+            let github_id = GitHubScaleSetId::try_from(github.0).map_err(|_| Error::Adoption {
                 scale_set: name.clone(),
-                reason: e.to_string(),
+                stop: AdoptionStop::IdOutOfRange {
+                    what: "scale set",
+                    id: github.0,
+                },
             })?;
             let seen = match (provenance, rollback.permit()) {
                 // The one place a record of creation is made: from the permit the machine
@@ -324,7 +327,9 @@ pub(crate) async fn ensure(
         }
         other => Err(Error::Adoption {
             scale_set: name,
-            reason: format!("the machine ended in an outcome this driver does not know: {other:?}"),
+            stop: AdoptionStop::UnknownOutcome {
+                outcome: format!("{other:?}"),
+            },
         }),
     }
 }

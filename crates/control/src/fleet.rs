@@ -24,7 +24,7 @@ use scaleset_store::{Auth, Endpoint, EntityKind, NewEntity, NewScaleSet, ScaleSe
 
 use crate::adoption::observed_all;
 use crate::client_factory::build_client;
-use crate::error::{Error, chain, store};
+use crate::error::{DeclaredProblem, Error, chain, store};
 use crate::identity::ControllerIdentity;
 use crate::planner::fleet::{
     self, Action, CredentialsAction, DeclaredScaleSet, Fleet, FleetInput, FleetPlan, Lookup,
@@ -146,7 +146,7 @@ impl FleetLookup for GitHubLookup {
                     runner_group_id,
                     scale_sets,
                 },
-                Err(why) => skipped(why),
+                Err(why) => skipped(why.to_string()),
             },
             Err(e) => skipped(format!("listing scale sets by name failed: {}", chain(&e))),
         }
@@ -210,7 +210,7 @@ fn store_err(during: &'static str) -> impl FnOnce(scaleset_store::Error) -> Erro
 /// the rules of the one spec parser): a fleet built in code rather than parsed from a file must
 /// not store what the file, the environment and the API refuse.
 fn check_declared(fleet: &Fleet) -> Result<(), Error> {
-    let problems: Vec<String> = fleet
+    let problems: Vec<DeclaredProblem> = fleet
         .scale_sets
         .iter()
         .enumerate()
@@ -219,16 +219,13 @@ fn check_declared(fleet: &Fleet) -> Result<(), Error> {
                 .spec
                 .problems()
                 .into_iter()
-                .map(move |problem| format!("scale_set[{index}].{problem}"))
+                .map(move |problem| DeclaredProblem { index, problem })
         })
         .collect();
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(Error::Config {
-            what: "the declared fleet".to_owned(),
-            reason: problems.join("; "),
-        })
+        Err(Error::DeclaredSpec { problems })
     }
 }
 
@@ -238,7 +235,7 @@ fn check_declared(fleet: &Fleet) -> Result<(), Error> {
 ///
 /// # Errors
 ///
-/// [`Error::Config`] naming every problem when a declared scale set breaks the spec rules;
+/// [`Error::DeclaredSpec`] naming every problem when a declared scale set breaks the spec rules;
 /// [`Error::Store`] when the store cannot be read.
 pub async fn plan_fleet(
     store: &dyn Store,

@@ -35,13 +35,7 @@ impl ControllerIdentity {
     pub fn parse(text: &str) -> Result<Self, Error> {
         ControllerId::parse(text.trim())
             .map(Self::from_controller_id)
-            .map_err(|e| Error::Config {
-                what: "controller_id".to_owned(),
-                reason: format!(
-                    "{e}; it names our sessions, scale sets and instances, so keep the id this \
-                     controller was first started with"
-                ),
-            })
+            .map_err(|source| Error::ControllerId { source })
     }
 
     /// Turns the owner label added to created scale sets on or off.
@@ -98,9 +92,9 @@ impl ControllerIdentity {
 /// component of `A-Za-z0-9._-`, and not starting with the owner-label prefix (such a name
 /// would read as another controller's ownership claim). For rows stored before the rules.
 pub fn validate_scale_set_name(name: &str) -> Result<(), Error> {
-    scaleset_store::spec::check_scale_set_name(name).map_err(|problem| Error::Config {
-        what: format!("scale set name {name:?}"),
-        reason: problem.message,
+    scaleset_store::spec::check_scale_set_name(name).map_err(|problem| Error::ScaleSetName {
+        name: name.to_owned(),
+        problem,
     })
 }
 

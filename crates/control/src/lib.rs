@@ -68,7 +68,10 @@ pub use decommission::{
 };
 pub use deletion::delete_on_github;
 pub use ensure_once::{EnsureOnce, EnsureResult};
-pub use error::Error;
+pub use error::{
+    AdoptionStop, ClientPart, ClientRefusal, Conflict, DeclaredProblem, Dependency, Error,
+    ErrorClass, TemplateProblem,
+};
 pub use fleet::{
     Applied, ConfiguredFleet, DeclaredEdit, FleetLookup, GitHubLookup, NoLookup, OursUndeclared,
     Unlisted, apply_declared, apply_fleet, ours_undeclared, plan_fleet,

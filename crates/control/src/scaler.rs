@@ -37,7 +37,7 @@ use scaleset_store::{
 
 use crate::checkpoint::Checkpoint;
 use crate::ensure::record;
-use crate::error::{Error, chain, store};
+use crate::error::{Error, TemplateProblem, chain, store};
 use crate::identity::runner_name;
 use crate::planner::bootstrap_backoff::Shown;
 use crate::planner::claim::{Answer, Asked, Recorded, Refused, delete_id, judge};
@@ -995,24 +995,19 @@ impl Runners<'_> {
         let Some(name) = &self.scale_set.spec.runner_setup.runner_install_template else {
             return Ok(None);
         };
-        let config_error = |reason: String| Error::Config {
-            what: format!(
-                "scale set {:?}: runner install template {name:?}",
-                self.scale_set.spec.name
-            ),
-            reason,
+        let refused = |problem: TemplateProblem| Error::InstallTemplate {
+            scale_set: self.scale_set.spec.name.clone(),
+            template: name.clone(),
+            problem,
         };
         let Some(path) = self.shared.settings.runner_install_templates.get(name) else {
-            return Err(config_error(format!(
-                "this worker's configuration has no template {name:?}; add it to \
-                 worker.runner_install_templates (name = \"/path/to/file\") or name one it has"
-            )));
+            return Err(refused(TemplateProblem::NotConfigured));
         };
-        let bytes = tokio::fs::read(path).await.map_err(|e| {
-            config_error(format!(
-                "cannot read {}: {e}; check the file named in worker.runner_install_templates",
-                path.display()
-            ))
+        let bytes = tokio::fs::read(path).await.map_err(|source| {
+            refused(TemplateProblem::Unreadable {
+                path: path.clone(),
+                source,
+            })
         })?;
         use base64::Engine as _;
         Ok(Some(
@@ -1617,8 +1612,7 @@ fn runner_tool(download: &RunnerDownload) -> RunnerTool {
 }
 
 fn instance_id_of(text: &str) -> Result<InstanceId, Error> {
-    InstanceId::new(text).ok_or_else(|| Error::Config {
-        what: format!("instance {text:?}"),
-        reason: "not a valid provider instance id".to_owned(),
+    InstanceId::new(text).ok_or_else(|| Error::InstanceId {
+        instance: text.to_owned(),
     })
 }

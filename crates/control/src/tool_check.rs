@@ -68,6 +68,7 @@ pub async fn check_runner_tools(
         let list = match read {
             Ok(list) => list,
             Err(why) => {
+                let why = chain(&why);
                 found.push(ToolCheck {
                     warning: true,
                     text: format!(
@@ -118,11 +119,11 @@ async fn read(
     name: &str,
     entity: &EntityKind,
     configure: &(dyn Fn(ClientConfig) -> ClientConfig + Send + Sync),
-) -> Result<Vec<ToolDownload>, String> {
+) -> Result<Vec<ToolDownload>, ReadError> {
     let Some(credentials) = fleet.credentials.iter().find(|c| c.name == name) else {
-        return Err(format!(
-            "its credentials {name:?} are not declared in this file (only in the database)"
-        ));
+        return Err(ReadError::Undeclared {
+            credentials: name.to_owned(),
+        });
     };
     let client = build_client(
         name,
@@ -131,13 +132,30 @@ async fn read(
         entity,
         configure,
     )
-    .map_err(|e| chain(&e))?;
+    .map_err(|e| ReadError::Client(Box::new(e)))?;
     match tokio::time::timeout(READ_WITHIN, client.runner_downloads()).await {
         Ok(Ok(list)) => Ok(list.iter().map(stored).collect()),
-        Ok(Err(e)) => Err(format!("reading them from GitHub failed: {}", chain(&e))),
-        Err(_) => Err(format!(
-            "GitHub did not answer within {}s",
-            READ_WITHIN.as_secs()
-        )),
+        Ok(Err(e)) => Err(ReadError::GitHub(e)),
+        Err(_) => Err(ReadError::Timeout),
     }
+}
+
+/// Why one entity's runner downloads were not read.
+#[derive(Debug, thiserror::Error)]
+enum ReadError {
+    /// The credentials are only in the database.
+    #[error("its credentials {credentials:?} are not declared in this file (only in the database)")]
+    Undeclared {
+        /// The credentials' name.
+        credentials: String,
+    },
+    /// No client can be built from the declared credentials.
+    #[error(transparent)]
+    Client(Box<crate::error::Error>),
+    /// GitHub answered with an error.
+    #[error("reading them from GitHub failed")]
+    GitHub(#[source] scaleset_github::Error),
+    /// GitHub did not answer in time.
+    #[error("GitHub did not answer within {}s", READ_WITHIN.as_secs())]
+    Timeout,
 }

@@ -41,7 +41,7 @@ impl SimBoot {
         url: &str,
         token: &str,
         body: Option<String>,
-    ) -> Result<Bytes, String> {
+    ) -> Result<Bytes, CallError> {
         let mut request = http::Request::builder()
             .method(method)
             .uri(url)
@@ -53,31 +53,41 @@ impl SimBoot {
         }
         let request = request
             .body(Full::new(Bytes::from(body.unwrap_or_default())))
-            .map_err(|e| format!("cannot build a request to {url}: {e}"))?;
-        let response = self
-            .http
-            .request(request)
-            .await
-            .map_err(|e| format!("{url} is unreachable: {e}"))?;
+            .map_err(|source| CallError::Build {
+                url: url.to_owned(),
+                source,
+            })?;
+        let response =
+            self.http
+                .request(request)
+                .await
+                .map_err(|source| CallError::Unreachable {
+                    url: url.to_owned(),
+                    source,
+                })?;
         let status = response.status();
         let bytes = response
             .into_body()
             .collect()
             .await
-            .map_err(|e| format!("reading the answer of {url}: {e}"))?
+            .map_err(|e| CallError::Read {
+                url: url.to_owned(),
+                source: e.into(),
+            })?
             .to_bytes();
         if status.is_success() {
             Ok(bytes)
         } else {
-            Err(format!(
-                "{url} answered {status}: {}",
-                String::from_utf8_lossy(&bytes)
-            ))
+            Err(CallError::Status {
+                url: url.to_owned(),
+                status,
+                body: String::from_utf8_lossy(&bytes).into_owned(),
+            })
         }
     }
 
     /// Fetches the JIT files and encodes them as GitHub does.
-    async fn fetch_jit_config(&self, instance: &BootInstance<'_>) -> Result<String, String> {
+    async fn fetch_jit_config(&self, instance: &BootInstance<'_>) -> Result<String, CallError> {
         let b64 = base64::engine::general_purpose::STANDARD;
         let base = instance.metadata_url.trim_end_matches('/');
         let mut files = BTreeMap::new();
@@ -88,7 +98,7 @@ impl SimBoot {
                 .await?;
             files.insert(format!(".{file}"), b64.encode(contents));
         }
-        let json = serde_json::to_vec(&files).map_err(|e| e.to_string())?;
+        let json = serde_json::to_vec(&files).map_err(CallError::Encode)?;
         Ok(b64.encode(json))
     }
 
@@ -98,7 +108,7 @@ impl SimBoot {
         if url.is_empty() {
             return;
         }
-        if let Err(reason) = self
+        if let Err(e) = self
             .call(
                 http::Method::POST,
                 url,
@@ -107,9 +117,55 @@ impl SimBoot {
             )
             .await
         {
+            let reason = scaleset_store::chain(&e);
             tracing::warn!(runner = %instance.name, %reason, "fake machine could not call home");
         }
     }
+}
+
+/// Why a fake machine's call to the server failed (tried again at the next look).
+#[derive(Debug, thiserror::Error)]
+enum CallError {
+    /// The request could not be built.
+    #[error("cannot build a request to {url}")]
+    Build {
+        /// The URL.
+        url: String,
+        /// The builder's error.
+        #[source]
+        source: http::Error,
+    },
+    /// The server could not be reached.
+    #[error("{url} is unreachable")]
+    Unreachable {
+        /// The URL.
+        url: String,
+        /// The client's error.
+        #[source]
+        source: hyper_util::client::legacy::Error,
+    },
+    /// The answer could not be read.
+    #[error("reading the answer of {url}")]
+    Read {
+        /// The URL.
+        url: String,
+        /// The body's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The server answered an error.
+    #[error("{url} answered {status}: {body}")]
+    Status {
+        /// The URL.
+        url: String,
+        /// The status.
+        status: http::StatusCode,
+        /// The body, as text.
+        body: String,
+    },
+    /// The JIT files could not be encoded.
+    #[error("cannot encode the JIT files")]
+    Encode(#[source] serde_json::Error),
 }
 
 #[async_trait]
@@ -134,8 +190,9 @@ impl Boot for SimBoot {
             .await;
             match self.fetch_jit_config(instance).await {
                 Ok(jit) => jit,
-                Err(reason) => {
+                Err(e) => {
                     // Tried again at the next look, until the bootstrap deadline removes it.
+                    let reason = scaleset_store::chain(&e);
                     tracing::warn!(runner = %instance.name, %reason, "fake machine could not fetch its JIT config");
                     return false;
                 }

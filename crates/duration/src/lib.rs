@@ -8,24 +8,55 @@
 
 use std::time::Duration;
 
-/// Parses a duration at any door. The message names the text, why it is not a duration and
-/// what to write instead; the caller adds which setting it was.
-pub fn parse(text: &str) -> Result<Duration, String> {
+/// Why a text is not a duration. The message names the text, why and what to write instead;
+/// the caller adds which setting it was.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    /// Nothing was written.
+    #[error("empty duration: write e.g. \"30s\", \"5m\", \"1m30s\" or \"7d\"")]
+    Empty,
+    /// Not in humantime's grammar.
+    #[error(
+        "{text:?} is not a duration ({cause}): write e.g. \"30s\", \"5m\", \"1m30s\" or \"7d\""
+    )]
+    NotADuration {
+        /// The text, trimmed.
+        text: String,
+        /// What humantime found.
+        cause: humantime::DurationError,
+    },
+    /// Digits and dots that are not a number of seconds (`1.2.3`, or too many).
+    #[error("{text:?} is not a number of seconds: write e.g. \"30\" or \"30s\"")]
+    NotSeconds {
+        /// The text, trimmed.
+        text: String,
+    },
+}
+
+/// Parses a duration at any door.
+///
+/// # Errors
+///
+/// [`Error`] naming the text, why it is not a duration and what to write instead.
+pub fn parse(text: &str) -> Result<Duration, Error> {
     let text = text.trim();
     if text.is_empty() {
-        return Err("empty duration: write e.g. \"30s\", \"5m\", \"1m30s\" or \"7d\"".to_owned());
+        return Err(Error::Empty);
     }
     if text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
         return bare_seconds(text);
     }
-    humantime::parse_duration(text).map_err(|e| {
-        format!("{text:?} is not a duration ({e}): write e.g. \"30s\", \"5m\", \"1m30s\" or \"7d\"")
+    humantime::parse_duration(text).map_err(|cause| Error::NotADuration {
+        text: text.to_owned(),
+        cause,
     })
 }
 
 /// A bare number: seconds, whole or not.
-fn bare_seconds(text: &str) -> Result<Duration, String> {
-    let bad = || format!("{text:?} is not a number of seconds: write e.g. \"30\" or \"30s\"");
+fn bare_seconds(text: &str) -> Result<Duration, Error> {
+    let bad = || Error::NotSeconds {
+        text: text.to_owned(),
+    };
     if let Ok(seconds) = text.parse::<u64>() {
         return Ok(Duration::from_secs(seconds));
     }
@@ -63,12 +94,32 @@ mod tests {
     }
 
     #[test]
-    fn what_is_not_a_duration_says_what_to_write() {
-        for text in ["", "  ", "soon", "s", "3x", "-5s", "1..5", ".", "1e999"] {
-            let message = parse(text).unwrap_err();
+    fn what_is_not_a_duration_is_refused_by_kind() {
+        for text in ["", "  "] {
+            assert_eq!(parse(text), Err(Error::Empty), "{text:?}");
+        }
+        for text in ["soon", "s", "3x", "-5s"] {
+            assert!(
+                matches!(parse(text), Err(Error::NotADuration { text: t, .. }) if t == text),
+                "{text:?}"
+            );
+        }
+        for text in ["1..5", ".", "1e999", "99999999999999999999999"] {
+            assert!(parse(text).is_err(), "{text:?}");
+        }
+        assert_eq!(
+            parse("1..5"),
+            Err(Error::NotSeconds {
+                text: "1..5".to_owned()
+            })
+        );
+    }
+
+    #[test]
+    fn every_refusal_says_what_to_write() {
+        for text in ["", "soon", "1..5"] {
+            let message = parse(text).unwrap_err().to_string();
             assert!(message.contains("write e.g."), "{text:?}: {message}");
         }
-        assert!(parse("99999999999999999999999").is_err(), "too large");
-        assert!(parse("soon").unwrap_err().contains("\"soon\""));
     }
 }

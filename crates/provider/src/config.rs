@@ -352,8 +352,8 @@ fn validate(index: usize, raw: RawProviderConfig) -> Result<ProviderConfig, Vec<
                 None => Some(None),
                 Some(text) => match CreateRate::parse(text) {
                     Ok(rate) => Some(Some(rate)),
-                    Err(message) => {
-                        problem("create_rate", message);
+                    Err(error) => {
+                        problem("create_rate", error.to_string());
                         None
                     }
                 },
@@ -448,8 +448,8 @@ fn positive_duration(
             None
         }
         Ok(d) => Some(d),
-        Err(message) => {
-            problem(field, message);
+        Err(error) => {
+            problem(field, error.to_string());
             None
         }
     }

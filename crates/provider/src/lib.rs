@@ -121,7 +121,7 @@ pub use fake::{CreatedRunner, FakeCloud, FakeInstance, FakeProvider};
 pub use instance::{
     Address, INSTANCE_NAME_MAX, InstanceId, InstanceStatus, ProviderInstance, check_instance_name,
 };
-pub use limit::{Admission, CallLimits, CreateRate, Limited, Limiter};
+pub use limit::{Admission, CallLimits, CreateRate, Limited, Limiter, RateError};
 pub use pool::{InvalidPoolKey, Pool, PoolKey};
 pub use provider::Provider;
 /// Secrets (the instance token, download tokens, the runner's JIT config): `secrecy`'s, the

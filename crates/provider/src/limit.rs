@@ -35,32 +35,70 @@ pub struct CreateRate {
     per: Duration,
 }
 
+/// Why a text is not a [`CreateRate`]; every message ends with what to write instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RateError {
+    /// No `/` between a count and a unit.
+    #[error("{text:?} is not a rate; {RATE_USAGE}")]
+    NotARate {
+        /// The text.
+        text: String,
+    },
+    /// A unit other than `s`, `m` or `h`.
+    #[error("{unit:?} is not a unit of {text:?}; {RATE_USAGE}")]
+    Unit {
+        /// The unit written.
+        unit: String,
+        /// The text.
+        text: String,
+    },
+    /// A count that is not a positive whole number.
+    #[error("{count:?} is not a positive whole number; {RATE_USAGE}")]
+    Count {
+        /// The count written.
+        count: String,
+    },
+}
+
+const RATE_USAGE: &str = "write creates per second, minute or hour as \"N/s\", \"N/m\" or \
+                          \"N/h\" with N a positive whole number (e.g. \"5/s\", \"120/m\")";
+
 impl CreateRate {
     /// `count` creates per `per`; `None` when `per` is zero.
     pub fn new(count: NonZeroU32, per: Duration) -> Option<Self> {
         (!per.is_zero()).then_some(Self { count, per })
     }
 
-    /// Parses `"N/s"`, `"N/m"` or `"N/h"` (N a positive whole number). The error says what
-    /// to write instead.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let usage = "write creates per second, minute or hour as \"N/s\", \"N/m\" or \"N/h\" \
-                     with N a positive whole number (e.g. \"5/s\", \"120/m\")";
+    /// Parses `"N/s"`, `"N/m"` or `"N/h"` (N a positive whole number).
+    ///
+    /// # Errors
+    ///
+    /// [`RateError`] naming what is wrong; its message says what to write instead.
+    pub fn parse(text: &str) -> Result<Self, RateError> {
         let Some((count, unit)) = text.trim().split_once('/') else {
-            return Err(format!("{text:?} is not a rate; {usage}"));
+            return Err(RateError::NotARate {
+                text: text.to_owned(),
+            });
         };
         let per = match unit.trim() {
             "s" => Duration::from_secs(1),
             "m" => Duration::from_secs(60),
             "h" => Duration::from_secs(3600),
-            other => return Err(format!("{other:?} is not a unit of {text:?}; {usage}")),
+            other => {
+                return Err(RateError::Unit {
+                    unit: other.to_owned(),
+                    text: text.to_owned(),
+                });
+            }
         };
         let count = count
             .trim()
             .parse::<u32>()
             .ok()
             .and_then(NonZeroU32::new)
-            .ok_or_else(|| format!("{:?} is not a positive whole number; {usage}", count.trim()))?;
+            .ok_or_else(|| RateError::Count {
+                count: count.trim().to_owned(),
+            })?;
         Ok(Self { count, per })
     }
 

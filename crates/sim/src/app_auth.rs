@@ -45,17 +45,15 @@ impl AppPublicKey {
     ///
     /// # Errors
     ///
-    /// A message saying what is wrong with the text.
-    pub fn from_pem(pem: &str) -> Result<Self, String> {
+    /// [`KeyError`] saying what is wrong with the text.
+    pub fn from_pem(pem: &str) -> Result<Self, KeyError> {
         let (label, der) = pem_block(pem)?;
         match label.as_str() {
             "RSA PUBLIC KEY" => Ok(Self::from_pkcs1_der(der)),
             "PUBLIC KEY" => spki_rsa_key(&der).map(Self::from_pkcs1_der),
-            other => Err(format!(
-                "a {other:?} PEM block is not a public key: give the App's public key \
-                 (BEGIN PUBLIC KEY or BEGIN RSA PUBLIC KEY; `openssl rsa -in app.pem -pubout` \
-                 writes one)"
-            )),
+            other => Err(KeyError::NotAPublicKey {
+                label: other.to_owned(),
+            }),
         }
     }
 
@@ -65,16 +63,22 @@ impl AppPublicKey {
     ///
     /// # Errors
     ///
-    /// A message saying what is wrong with the text.
-    pub fn of_private_key_pem(pem: &str) -> Result<Self, String> {
+    /// [`KeyError`] saying what is wrong with the text.
+    pub fn of_private_key_pem(pem: &str) -> Result<Self, KeyError> {
         use ring::signature::{KeyPair as _, RsaKeyPair};
         let (label, der) = pem_block(pem)?;
         let pair = match label.as_str() {
             "RSA PRIVATE KEY" => RsaKeyPair::from_der(&der),
             "PRIVATE KEY" => RsaKeyPair::from_pkcs8(&der),
-            other => return Err(format!("a {other:?} PEM block is not an RSA private key")),
+            other => {
+                return Err(KeyError::NotAPrivateKey {
+                    label: other.to_owned(),
+                });
+            }
         }
-        .map_err(|e| format!("not a usable RSA private key: {e}"))?;
+        .map_err(|e| KeyError::UnusablePrivateKey {
+            reason: e.to_string(),
+        })?;
         Ok(Self::from_pkcs1_der(pair.public_key().as_ref().to_vec()))
     }
 
@@ -100,23 +104,24 @@ impl AppPublicKey {
 }
 
 /// The first PEM block of `text`: its label and decoded body.
-fn pem_block(text: &str) -> Result<(String, Vec<u8>), String> {
-    let start = text
-        .find("-----BEGIN ")
-        .ok_or_else(|| "no PEM block (-----BEGIN …-----) found".to_owned())?;
+fn pem_block(text: &str) -> Result<(String, Vec<u8>), KeyError> {
+    let start = text.find("-----BEGIN ").ok_or(KeyError::NoPem)?;
     let rest = &text[start + "-----BEGIN ".len()..];
-    let (label, rest) = rest
-        .split_once("-----")
-        .ok_or_else(|| "the PEM BEGIN line is not closed with -----".to_owned())?;
+    let (label, rest) = rest.split_once("-----").ok_or(KeyError::UnclosedBegin)?;
     let end_marker = format!("-----END {label}-----");
     let body = rest
         .split_once(&end_marker)
         .map(|(body, _)| body)
-        .ok_or_else(|| format!("no {end_marker} line"))?;
+        .ok_or_else(|| KeyError::NoEnd {
+            label: label.to_owned(),
+        })?;
     let compact: String = body.chars().filter(|c| !c.is_whitespace()).collect();
     let der = STANDARD
         .decode(compact)
-        .map_err(|e| format!("the {label} PEM body is not base64: {e}"))?;
+        .map_err(|source| KeyError::NotBase64 {
+            label: label.to_owned(),
+            source,
+        })?;
     Ok((label.to_owned(), der))
 }
 
@@ -140,9 +145,9 @@ fn der_element(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
 }
 
 /// The PKCS#1 key inside a SubjectPublicKeyInfo of algorithm `rsaEncryption`.
-fn spki_rsa_key(der: &[u8]) -> Result<Vec<u8>, String> {
+fn spki_rsa_key(der: &[u8]) -> Result<Vec<u8>, KeyError> {
     const RSA_ENCRYPTION: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01];
-    let malformed = || "the PUBLIC KEY is not a valid SubjectPublicKeyInfo".to_owned();
+    let malformed = || KeyError::MalformedSpki;
     let (0x30, spki, _) = der_element(der).ok_or_else(malformed)? else {
         return Err(malformed());
     };
@@ -153,7 +158,7 @@ fn spki_rsa_key(der: &[u8]) -> Result<Vec<u8>, String> {
         return Err(malformed());
     };
     if oid != RSA_ENCRYPTION {
-        return Err("the PUBLIC KEY is not an RSA key (GitHub App keys are RSA)".to_owned());
+        return Err(KeyError::NotRsa);
     }
     let (0x03, bits, _) = der_element(rest).ok_or_else(malformed)? else {
         return Err(malformed());
@@ -162,6 +167,60 @@ fn spki_rsa_key(der: &[u8]) -> Result<Vec<u8>, String> {
         Some((0, key)) => Ok(key.to_vec()),
         _ => Err(malformed()),
     }
+}
+
+/// What is wrong with an App key's PEM text ([`AppPublicKey::from_pem`],
+/// [`AppPublicKey::of_private_key_pem`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    /// No `-----BEGIN …-----` line.
+    #[error("no PEM block (-----BEGIN …-----) found")]
+    NoPem,
+    /// The BEGIN line does not end with `-----`.
+    #[error("the PEM BEGIN line is not closed with -----")]
+    UnclosedBegin,
+    /// No END line for the block's label.
+    #[error("no -----END {label}----- line")]
+    NoEnd {
+        /// The block's label.
+        label: String,
+    },
+    /// The body is not base64.
+    #[error("the {label} PEM body is not base64")]
+    NotBase64 {
+        /// The block's label.
+        label: String,
+        /// The decoder's error.
+        #[source]
+        source: base64::DecodeError,
+    },
+    /// A block that is not a public key where one is needed.
+    #[error(
+        "a {label:?} PEM block is not a public key: give the App's public key (BEGIN PUBLIC KEY \
+         or BEGIN RSA PUBLIC KEY; `openssl rsa -in app.pem -pubout` writes one)"
+    )]
+    NotAPublicKey {
+        /// The block's label.
+        label: String,
+    },
+    /// A block that is not an RSA private key where one is needed.
+    #[error("a {label:?} PEM block is not an RSA private key")]
+    NotAPrivateKey {
+        /// The block's label.
+        label: String,
+    },
+    /// ring refused the private key.
+    #[error("not a usable RSA private key: {reason}")]
+    UnusablePrivateKey {
+        /// ring's words.
+        reason: String,
+    },
+    /// The PUBLIC KEY block is not a SubjectPublicKeyInfo.
+    #[error("the PUBLIC KEY is not a valid SubjectPublicKeyInfo")]
+    MalformedSpki,
+    /// The PUBLIC KEY is of another algorithm.
+    #[error("the PUBLIC KEY is not an RSA key (GitHub App keys are RSA)")]
+    NotRsa,
 }
 
 /// Why an App JWT was refused: each is GitHub's 401 with its message.

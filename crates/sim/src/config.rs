@@ -269,7 +269,7 @@ impl SimConfig {
         if let Some(identity) = &self.tls
             && let Err(problem) = crate::tls::server_config(identity)
         {
-            problems.push(problem);
+            problems.push(problem.to_string());
         }
         if self.tick_interval.is_zero() {
             problems.push("tick interval must be above zero".to_owned());

@@ -89,7 +89,7 @@ mod state;
 mod tls;
 mod token;
 
-pub use app_auth::AppPublicKey;
+pub use app_auth::{AppPublicKey, KeyError};
 pub use clock::SimTime;
 pub use config::{AppSeed, AssignmentMode, InstallationSeed, PatSeed, RunnerGroupSeed, SimConfig};
 pub use error::Error;

@@ -188,7 +188,7 @@ impl Simulator {
         let tls = match &config.tls {
             Some(identity) => Some(tokio_rustls::TlsAcceptor::from(
                 crate::tls::server_config(identity).map_err(|problem| Error::InvalidConfig {
-                    problems: vec![problem],
+                    problems: vec![problem.to_string()],
                 })?,
             )),
             None => None,

@@ -51,24 +51,43 @@ impl std::fmt::Debug for TlsIdentity {
     }
 }
 
+/// Why a [`TlsIdentity`] makes no server configuration; each message says what to fix.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TlsError {
+    /// The chain is not PEM.
+    #[error("tls: the certificate chain is not valid PEM ({0})")]
+    ChainPem(rustls_pki_types::pem::Error),
+    /// The chain holds no certificate.
+    #[error("tls: the certificate chain holds no PEM CERTIFICATE block")]
+    NoCertificate,
+    /// The key is not a PEM private key.
+    #[error("tls: the private key is not a PEM PKCS#8, PKCS#1 or SEC1 key ({0})")]
+    KeyPem(rustls_pki_types::pem::Error),
+    /// No protocol version is usable.
+    #[error("tls: no usable protocol version ({0})")]
+    Versions(rustls::Error),
+    /// The certificate and key do not go together.
+    #[error("tls: the certificate and key do not make a usable identity ({0})")]
+    Identity(rustls::Error),
+}
+
 /// The rustls server configuration for `identity`, or the problem in words that say what to fix.
-pub(crate) fn server_config(identity: &TlsIdentity) -> Result<Arc<ServerConfig>, String> {
+pub(crate) fn server_config(identity: &TlsIdentity) -> Result<Arc<ServerConfig>, TlsError> {
     let certs = CertificateDer::pem_slice_iter(identity.cert_chain_pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("tls: the certificate chain is not valid PEM ({e})"))?;
+        .map_err(TlsError::ChainPem)?;
     if certs.is_empty() {
-        return Err("tls: the certificate chain holds no PEM CERTIFICATE block".to_owned());
+        return Err(TlsError::NoCertificate);
     }
-    let key = PrivateKeyDer::from_pem_slice(identity.key_pem.as_bytes()).map_err(|e| {
-        format!("tls: the private key is not a PEM PKCS#8, PKCS#1 or SEC1 key ({e})")
-    })?;
+    let key =
+        PrivateKeyDer::from_pem_slice(identity.key_pem.as_bytes()).map_err(TlsError::KeyPem)?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("tls: no usable protocol version ({e})"))?
+        .map_err(TlsError::Versions)?
         .with_no_client_auth()
         .with_single_cert(certs, key)
-        .map_err(|e| format!("tls: the certificate and key do not make a usable identity ({e})"))?;
+        .map_err(TlsError::Identity)?;
     config.alpn_protocols = if identity.offer_h2 {
         vec![b"h2".to_vec(), b"http/1.1".to_vec()]
     } else {

@@ -227,23 +227,22 @@ impl ClientId {
     ///
     /// # Errors
     ///
-    /// What is wrong with the text, and what to give instead (the text is quoted only when it
-    /// is short).
-    pub fn parse(text: &str) -> Result<Self, String> {
-        const GIVE: &str = "give the App's \"Client ID\" from its settings page (Iv23li… or Iv1.…)";
+    /// [`ClientIdError`]: what is wrong with the text; its message says what to give instead
+    /// (the text is quoted only when it is short).
+    pub fn parse(text: &str) -> Result<Self, ClientIdError> {
         if text.is_empty() {
-            return Err(format!("empty; {GIVE}"));
+            return Err(ClientIdError::Empty);
         }
         if text.len() > MAX_CLIENT_ID {
-            return Err(format!(
-                "{} characters long, longer than a client id can be ({MAX_CLIENT_ID}); {GIVE}",
-                text.chars().count()
-            ));
+            return Err(ClientIdError::TooLong {
+                chars: text.chars().count(),
+            });
         }
         if let Some(c) = text.chars().find(|c| !c.is_ascii_graphic()) {
-            return Err(format!(
-                "{text:?} holds {c:?}: a client id is printable ASCII without white space; {GIVE}"
-            ));
+            return Err(ClientIdError::NotGraphic {
+                text: text.to_owned(),
+                found: c,
+            });
         }
         Ok(Self(text.to_owned()))
     }
@@ -253,6 +252,37 @@ impl ClientId {
         &self.0
     }
 }
+
+/// Why a text is not a GitHub App client id ([`ClientId::parse`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClientIdError {
+    /// Nothing was given.
+    #[error("empty; {CLIENT_ID_GIVE}")]
+    Empty,
+    /// Longer than [`MAX_CLIENT_ID`] bytes (the text is not quoted).
+    #[error(
+        "{chars} characters long, longer than a client id can be ({MAX_CLIENT_ID}); \
+         {CLIENT_ID_GIVE}"
+    )]
+    TooLong {
+        /// Its length in characters.
+        chars: usize,
+    },
+    /// A character that is not printable ASCII, or white space.
+    #[error(
+        "{text:?} holds {found:?}: a client id is printable ASCII without white space; \
+         {CLIENT_ID_GIVE}"
+    )]
+    NotGraphic {
+        /// The text (short: longer ones are [`ClientIdError::TooLong`]).
+        text: String,
+        /// The first such character.
+        found: char,
+    },
+}
+
+const CLIENT_ID_GIVE: &str =
+    "give the App's \"Client ID\" from its settings page (Iv23li… or Iv1.…)";
 
 impl std::fmt::Display for ClientId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

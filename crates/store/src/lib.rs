@@ -86,8 +86,8 @@ pub use api_token::{API_TOKEN_PREFIX, ApiScope, ApiToken, ApiTokenStore};
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
 pub use controller::{ControllerBinding, ControllerStore};
 pub use credentials::{
-    AppIdentity, Auth, ClientId, CredentialStore, Credentials, Endpoint, MAX_CLIENT_ID,
-    NewCredentials,
+    AppIdentity, Auth, ClientId, ClientIdError, CredentialStore, Credentials, Endpoint,
+    MAX_CLIENT_ID, NewCredentials,
 };
 pub use database::DieselStore;
 pub use entity::{Entity, EntityKind, EntityStore, NewEntity};

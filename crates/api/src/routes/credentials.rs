@@ -106,9 +106,9 @@ fn app_identity(app_id: Option<i64>, client_id: Option<String>) -> Result<AppIde
         }
         (None, Some(text)) => ClientId::parse(&text)
             .map(AppIdentity::ClientId)
-            .map_err(|reason| ApiError::InvalidInput {
+            .map_err(|e| ApiError::InvalidInput {
                 field: "auth.client_id".to_owned(),
-                reason,
+                reason: e.to_string(),
             }),
         (Some(_), Some(_)) => Err(ApiError::InvalidInput {
             field: "auth.client_id".to_owned(),

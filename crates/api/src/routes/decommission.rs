@@ -16,7 +16,7 @@ use scaleset_control::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::error::{ApiError, chain};
+use crate::error::ApiError;
 use crate::extract::Body;
 use crate::state::AppState;
 use crate::v1::{
@@ -41,6 +41,7 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         (status = 409, description = "no_providers: this server runs no worker", body = ErrorBody),
         (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
         (status = 502, description = "GitHub failed", body = ErrorBody),
+        (status = 503, description = "The store or a provider does not answer; retry later", body = ErrorBody),
     ))]
 pub(crate) async fn plan(
     State(state): State<Arc<AppState>>,
@@ -54,10 +55,7 @@ pub(crate) async fn plan(
         request.include_adopted,
     )?;
     let decommission = open(&state).await?;
-    let plan = decommission
-        .plan(&options)
-        .await
-        .map_err(control("planning the decommission"))?;
+    let plan = decommission.plan(&options).await.map_err(ApiError::from)?;
     Ok(Json(DecommissionPlanResponse {
         digest: plan.digest.to_string(),
         steps: plan.items.iter().map(step).collect(),
@@ -75,9 +73,10 @@ pub(crate) async fn plan(
         (status = 200, description = "Applied: what was done and what was left", body = DecommissionApplyResponse),
         (status = 400, description = "The body, the scope or the digest is invalid", body = ErrorBody),
         (status = 401, description = "No or an invalid token", body = ErrorBody),
-        (status = 409, description = "stale_plan (the world changed since the plan), no_providers (no worker here), or in_use (another worker serves a scale set)", body = ErrorBody),
+        (status = 409, description = "stale_plan (the world changed since the plan), no_providers (no worker here), or lease_held (another worker serves a scale set)", body = ErrorBody),
         (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
         (status = 502, description = "GitHub failed", body = ErrorBody),
+        (status = 503, description = "The store or a provider does not answer; retry later", body = ErrorBody),
     ))]
 pub(crate) async fn apply(
     State(state): State<Arc<AppState>>,
@@ -100,7 +99,7 @@ pub(crate) async fn apply(
     let report = decommission
         .apply(&options, &digest, &CancellationToken::new())
         .await
-        .map_err(control("applying the decommission"))?;
+        .map_err(ApiError::from)?;
     let outcome = |(item, outcome): &(DecommissionItem, String)| DecommissionOutcome {
         step: step(item),
         outcome: outcome.clone(),
@@ -125,11 +124,7 @@ fn options(
     force_busy: bool,
     include_adopted: bool,
 ) -> Result<DecommissionOptions, ApiError> {
-    let scope =
-        scaleset_control::parse_scope(entity, scale_set).map_err(|e| ApiError::InvalidInput {
-            field: "scale_set".to_owned(),
-            reason: e.to_string(),
-        })?;
+    let scope = scaleset_control::parse_scope(entity, scale_set)?;
     Ok(DecommissionOptions {
         scope,
         include_adopted,
@@ -142,40 +137,7 @@ async fn open(state: &AppState) -> Result<Decommission, ApiError> {
     let Some(source) = &state.decommission else {
         return Err(ApiError::NoProviders);
     };
-    source
-        .open()
-        .await
-        .map_err(control("reading the configured entities"))
-}
-
-fn control(during: &'static str) -> impl FnOnce(scaleset_control::Error) -> ApiError {
-    move |error| {
-        if error.is_stale_plan() {
-            return ApiError::StalePlan {
-                reason: error.to_string(),
-            };
-        }
-        match &error {
-            scaleset_control::Error::Config { what, reason } => ApiError::InUse {
-                what: what.clone(),
-                remedy: reason.clone(),
-            },
-            scaleset_control::Error::GitHub { .. } => ApiError::GitHub {
-                during,
-                reason: chain(&error),
-            },
-            scaleset_control::Error::Store { source, .. } if source.is_unwritable() => {
-                ApiError::Unavailable {
-                    during,
-                    reason: chain(&error),
-                }
-            }
-            _ => ApiError::Internal {
-                during,
-                reason: chain(&error),
-            },
-        }
-    }
+    Ok(source.open().await?)
 }
 
 fn step(item: &DecommissionItem) -> DecommissionStep {

@@ -12,7 +12,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use scaleset_control::{Action, Fleet, FleetPlan, GitHubLookup, PlanDigest, Reason};
 
-use crate::error::{ApiError, chain};
+use crate::error::ApiError;
 use crate::extract::Body;
 use crate::state::AppState;
 use crate::v1::{
@@ -34,6 +34,8 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         (status = 400, description = "The body or the fleet text is invalid (every problem named)", body = ErrorBody),
         (status = 401, description = "No or an invalid token", body = ErrorBody),
         (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
+        (status = 502, description = "GitHub failed", body = ErrorBody),
+        (status = 503, description = "The store does not answer; retry later", body = ErrorBody),
     ))]
 pub(crate) async fn plan(
     State(state): State<Arc<AppState>>,
@@ -49,7 +51,7 @@ pub(crate) async fn plan(
         request.prune,
     )
     .await
-    .map_err(control("planning the fleet"))?;
+    .map_err(ApiError::from)?;
     Ok(Json(view(&plan)))
 }
 
@@ -62,6 +64,8 @@ pub(crate) async fn plan(
         (status = 401, description = "No or an invalid token", body = ErrorBody),
         (status = 409, description = "stale_plan: the world changed since the plan", body = ErrorBody),
         (status = 413, body = ErrorBody), (status = 415, body = ErrorBody),
+        (status = 502, description = "GitHub failed", body = ErrorBody),
+        (status = 503, description = "The store does not answer; retry later", body = ErrorBody),
     ))]
 pub(crate) async fn apply(
     State(state): State<Arc<AppState>>,
@@ -83,7 +87,7 @@ pub(crate) async fn apply(
         &digest,
     )
     .await
-    .map_err(control("applying the fleet"))?;
+    .map_err(ApiError::from)?;
     Ok(Json(ApplyResponse {
         plan: view(&applied.plan),
         writes: applied.writes as u64,
@@ -121,28 +125,6 @@ async fn parse(state: &AppState, text: &str) -> Result<Fleet, ApiError> {
             .collect::<Vec<_>>()
             .join("; "),
     })
-}
-
-fn control(during: &'static str) -> impl FnOnce(scaleset_control::Error) -> ApiError {
-    move |error| {
-        if error.is_stale_plan() {
-            ApiError::StalePlan {
-                reason: error.to_string(),
-            }
-        } else if let scaleset_control::Error::Store { source, .. } = &error
-            && source.is_unwritable()
-        {
-            ApiError::Unavailable {
-                during,
-                reason: chain(&error),
-            }
-        } else {
-            ApiError::Internal {
-                during,
-                reason: chain(&error),
-            }
-        }
-    }
 }
 
 fn changes(changes: &[scaleset_control::Change]) -> Vec<FieldChange> {

@@ -17,7 +17,7 @@ use scaleset_store::{
 };
 use serde::Deserialize;
 
-use crate::error::{ApiError, chain};
+use crate::error::ApiError;
 use crate::extract::{Body, Params, parse_id};
 use crate::page::page;
 use crate::state::AppState;
@@ -466,11 +466,7 @@ pub(crate) async fn ours_undeclared(
         &state.configured,
         OURS_UNDECLARED_WITHIN,
     )
-    .await
-    .map_err(|e| ApiError::Internal {
-        during: "listing GitHub's scale sets",
-        reason: chain(&e),
-    })?;
+    .await?;
     let entity = |kind: &EntityKind| kind.to_string();
     let mut items: Vec<OursUndeclared> = found
         .iter()
@@ -546,6 +542,7 @@ pub(crate) struct DeleteQuery {
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 409, description = "stale_generation, not_drained (instances left), lease_held (a worker serves it) or declared (the configuration file declares it: remove it there first)", body = ErrorBody),
         (status = 502, description = "GitHub refused or failed the delete; the scale set is left disabled, retry the delete", body = ErrorBody),
+        (status = 503, description = "The store does not answer; retry later", body = ErrorBody),
     ))]
 pub(crate) async fn delete(
     State(state): State<Arc<AppState>>,
@@ -635,12 +632,7 @@ async fn delete_held(
                     "disabling a scale set",
                 ))?;
         }
-        scaleset_control::delete_on_github(state.clients.as_ref(), &scale_set, github)
-            .await
-            .map_err(|e| ApiError::GitHub {
-                during: "deleting the scale set on GitHub",
-                reason: chain(&e),
-            })?;
+        scaleset_control::delete_on_github(state.clients.as_ref(), &scale_set, github).await?;
     }
     state
         .store

@@ -78,7 +78,8 @@ pub enum ErrorCode {
     /// 502: GitHub answered with an error or could not be reached.
     #[serde(rename = "github")]
     GitHub,
-    /// 503: the database is unavailable.
+    /// 503: a dependency does not answer (the database, a compute provider) or the server is
+    /// stopping; retry later.
     Unavailable,
     /// 500: a bug or corrupt data; the log line with the request id says more.
     Internal,

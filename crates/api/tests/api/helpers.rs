@@ -14,7 +14,8 @@ use hyper_util::rt::TokioExecutor;
 use prometheus_client::registry::Registry;
 use scaleset_api::AppState;
 use scaleset_control::{
-    ControllerIdentity, EnsureOnce, EnsureResult, Metrics, Settings, StoreClientFactory,
+    ControllerIdentity, DecommissionSource, EnsureOnce, EnsureResult, Fleet, Metrics, Settings,
+    StoreClientFactory,
 };
 use scaleset_github::ExposeSecret as _;
 use scaleset_github::RetryPolicy;
@@ -169,11 +170,26 @@ impl App {
         metrics.set_fleet_exporter(true);
         let state = AppState::new(
             dyn_store.clone(),
-            Arc::new(fast_clients(dyn_store)),
+            Arc::new(fast_clients(dyn_store.clone())),
             ControllerIdentity::new(CONTROLLER),
             settings(),
             Some(metrics),
             registry,
+        );
+        // As in a server with its worker, but with no providers: a decommission finds the
+        // scale sets on GitHub and no instances.
+        let decommission = DecommissionSource::new(
+            ControllerIdentity::new(CONTROLLER),
+            Fleet::default(),
+            std::collections::BTreeMap::new(),
+            dyn_store.clone(),
+            Arc::new(|config: scaleset_github::ClientConfig| {
+                config.with_retry(RetryPolicy::new(
+                    2,
+                    Duration::from_millis(2),
+                    Duration::from_millis(10),
+                ))
+            }),
         );
         let limits = scaleset_api::Limits {
             max_body_bytes: 64 * 1024,
@@ -183,7 +199,8 @@ impl App {
             state
                 .with_limits(limits)
                 .with_providers(["fake".to_owned()])
-                .with_configured(configured),
+                .with_configured(configured)
+                .with_decommission(decommission),
         ));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await

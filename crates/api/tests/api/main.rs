@@ -3,6 +3,7 @@
 //! simulator in-process for GitHub.
 
 mod auth;
+mod control_failures;
 mod declared;
 mod door_values;
 mod doors;

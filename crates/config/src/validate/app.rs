@@ -117,7 +117,7 @@ fn identity(p: &mut Problems, at: &str, c: &RawCredentials) -> Option<AppIdentit
         (None, Some(text)) => match ClientId::parse(text) {
             Ok(client_id) => Some(AppIdentity::ClientId(client_id)),
             Err(e) => {
-                p.add(format!("{at}.client_id"), e);
+                p.add(format!("{at}.client_id"), e.to_string());
                 None
             }
         },

@@ -29,10 +29,12 @@ impl Runners<'_> {
         for instance in &before {
             // Each instance is deleted under the pool key it was created with (an instance of
             // an earlier GitHub id of this scale set carries that id's key).
-            let key = PoolKey::parse(&instance.pool_key).map_err(|e| Error::Config {
-                what: format!("instance {:?}", instance.name),
-                reason: e.to_string(),
-            })?;
+            let key =
+                PoolKey::parse(&instance.pool_key).map_err(|source| Error::StoredPoolKey {
+                    instance: instance.name.clone(),
+                    pool_key: instance.pool_key.clone(),
+                    source,
+                })?;
             self.pool = Pool::new(key);
             self.remove_everywhere(instance).await?;
         }

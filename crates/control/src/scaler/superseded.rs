@@ -52,15 +52,10 @@ impl Runners<'_> {
     async fn retire_old(&self, instance: &Instance) -> Result<(), Error> {
         let pool = PoolKey::parse(&instance.pool_key)
             .map(Pool::new)
-            .map_err(|e| Error::Config {
-                what: format!(
-                    "the pool key {:?} of instance {}",
-                    instance.pool_key, instance.name
-                ),
-                reason: format!(
-                    "{e}; the row cannot name its instance at the provider, so it is left: \
-                     delete the instance by hand and then its row"
-                ),
+            .map_err(|source| Error::StoredPoolKey {
+                instance: instance.name.clone(),
+                pool_key: instance.pool_key.clone(),
+                source,
             })?;
         let steps = teardown(instance.status);
         if steps.mark_deleting {

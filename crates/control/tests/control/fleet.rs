@@ -5,8 +5,9 @@
 use scaleset_adopt::{Desired, Input, Policy, RunnerGroupId};
 use scaleset_control::adoption::{NoHooks, run_once};
 use scaleset_control::{
-    Action, Applied, ClientFactory as _, DeclaredScaleSet, Fleet, FleetPlan, GitHubLookup,
-    PlanDigest, Reason, StoreClientFactory, apply_declared, apply_fleet, plan_fleet,
+    Action, Applied, ClientFactory as _, DeclaredProblem, DeclaredScaleSet, ErrorClass, Fleet,
+    FleetPlan, GitHubLookup, PlanDigest, Reason, StoreClientFactory, apply_declared, apply_fleet,
+    plan_fleet,
 };
 use scaleset_store::{EntityKind, NewCredentials, ScaleSet, ScaleSetStore, Store};
 
@@ -158,7 +159,11 @@ async fn a_plan_made_stale_by_a_concurrent_change_is_refused(db: TestDb) {
         .await
         .expect_err("a stale plan is refused");
     assert!(error.is_stale_plan(), "{error}");
-    assert!(error.to_string().contains("plan again"), "{error}");
+    assert_eq!(
+        error.class(),
+        ErrorClass::Conflict(scaleset_control::Conflict::StalePlan),
+        "{error}"
+    );
     assert_eq!(
         snapshot(h.store.as_ref()).await,
         before,
@@ -436,10 +441,13 @@ async fn plan_and_apply_refuse_every_bad_spec_as_the_parser_does(db: TestDb) {
     for case in scaleset_store::test_util::bad_specs() {
         let mut fleet = declared_fleet(&h);
         case.write_over(&mut fleet.scale_sets[0].spec);
-        let expected: Vec<String> = case
+        let expected: Vec<DeclaredProblem> = case
             .problems
             .iter()
-            .map(|p| format!("scale_set[0].{p}"))
+            .map(|problem| DeclaredProblem {
+                index: 0,
+                problem: problem.clone(),
+            })
             .collect();
         let planned = plan_fleet(h.store.as_ref(), &lookup, &h.identity, &fleet, &[], false)
             .await
@@ -456,16 +464,13 @@ async fn plan_and_apply_refuse_every_bad_spec_as_the_parser_does(db: TestDb) {
             .await
             .expect_err(case.what);
         for error in [planned, applied, declared] {
-            let text = error.to_string();
-            assert_eq!(
-                text,
-                format!(
-                    "invalid configuration: the declared fleet: {}",
-                    expected.join("; ")
-                ),
-                "{}",
-                case.what
-            );
+            assert_eq!(error.class(), ErrorClass::Invalid, "{}", case.what);
+            match error {
+                scaleset_control::Error::DeclaredSpec { problems } => {
+                    assert_eq!(problems, expected, "{}", case.what);
+                }
+                other => panic!("{}: not a declared-spec refusal: {other:?}", case.what),
+            }
         }
     }
     assert_eq!(snapshot(h.store.as_ref()).await, before, "nothing written");

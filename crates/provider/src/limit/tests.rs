@@ -160,9 +160,32 @@ fn rates_parse_and_print_in_their_own_words() {
         assert_eq!(rate.interval(), interval, "{text}");
         assert_eq!(rate.to_string(), shown);
     }
-    for text in ["0/s", "5", "5/d", "/s", "x/s", "-1/m", "4294967296/s"] {
+    for (text, expected) in [
+        ("0/s", RateError::Count { count: "0".into() }),
+        ("5", RateError::NotARate { text: "5".into() }),
+        (
+            "5/d",
+            RateError::Unit {
+                unit: "d".into(),
+                text: "5/d".into(),
+            },
+        ),
+        ("/s", RateError::Count { count: "".into() }),
+        ("x/s", RateError::Count { count: "x".into() }),
+        ("-1/m", RateError::Count { count: "-1".into() }),
+        (
+            "4294967296/s",
+            RateError::Count {
+                count: "4294967296".into(),
+            },
+        ),
+    ] {
         let err = CreateRate::parse(text).unwrap_err();
-        assert!(err.contains("\"N/s\""), "{text}: {err}");
+        assert_eq!(err, expected, "{text}");
+        assert!(
+            err.to_string().contains("\"N/s\""),
+            "says what to write: {err}"
+        );
     }
     assert_eq!(CreateRate::new(NonZeroU32::MIN, Duration::ZERO), None);
     assert_eq!(

@@ -165,8 +165,11 @@ fn public_keys_parse_from_pkcs1_and_spki_pem() {
         STANDARD.encode(spki)
     );
     assert_eq!(AppPublicKey::from_pem(&pem), Ok(key));
-    assert!(
-        AppPublicKey::from_pem(APP_KEY).is_err(),
+    assert_eq!(
+        AppPublicKey::from_pem(APP_KEY),
+        Err(KeyError::NotAPublicKey {
+            label: "PRIVATE KEY".to_owned()
+        }),
         "a private key is not a public key"
     );
     assert_eq!(
@@ -177,10 +180,10 @@ fn public_keys_parse_from_pkcs1_and_spki_pem() {
         AppPublicKey::of_private_key_pem(OTHER_KEY),
         Ok(public(OTHER_KEY))
     );
-    assert!(AppPublicKey::from_pem("no pem here").is_err());
-    assert!(
-        AppPublicKey::from_pem("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----")
-            .is_err()
+    assert_eq!(AppPublicKey::from_pem("no pem here"), Err(KeyError::NoPem));
+    assert_eq!(
+        AppPublicKey::from_pem("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----"),
+        Err(KeyError::MalformedSpki)
     );
 }
 

@@ -98,7 +98,7 @@ fn app_identity(row: &Row) -> Result<AppIdentity> {
         (Some(id), None) => Ok(AppIdentity::Id(id)),
         (None, Some(text)) => ClientId::parse(text)
             .map(AppIdentity::ClientId)
-            .map_err(|e| corrupt("client_id", e)),
+            .map_err(|e| corrupt("client_id", e.to_string())),
         (Some(_), Some(_)) => Err(corrupt(
             "client_id",
             "both app_id and client_id are set for a GitHub App (one names it)".to_owned(),
