@@ -29,6 +29,7 @@
 
 mod chart;
 mod html;
+mod reason;
 mod render;
 mod view;
 

@@ -111,9 +111,15 @@ pub(crate) async fn ensure(
             scale_set: name.clone(),
             group: scale_set.spec.runner_group.name.clone(),
         };
-        record(shared, id, ReasonCode::UnknownRunnerGroup, &error.to_string(), |s| {
-            s.state = ScaleSetState::Error;
-        })
+        record(
+            shared,
+            id,
+            ReasonCode::UnknownRunnerGroup,
+            &error.to_string(),
+            |s| {
+                s.state = ScaleSetState::Error;
+            },
+        )
         .await?;
         return Ok(Ensured::Wait {
             after: shared.settings.refused_recheck,
@@ -199,16 +205,18 @@ pub(crate) async fn ensure(
                     ReasonCode::ScaleSetConfirmed,
                     "created by this controller earlier, and found again",
                 ),
-                (Provenance::Adopted, Provenance::Known) => {
-                    (ReasonCode::ScaleSetConfirmed, "adopted earlier, and found again")
-                }
+                (Provenance::Adopted, Provenance::Known) => (
+                    ReasonCode::ScaleSetConfirmed,
+                    "adopted earlier, and found again",
+                ),
                 (Provenance::Adopted, _) => (ReasonCode::ScaleSetAdopted, "adopted"),
-                (Provenance::Known, _) => {
-                    (ReasonCode::ScaleSetConfirmed, "the one we knew, found again")
-                }
+                (Provenance::Known, _) => (
+                    ReasonCode::ScaleSetConfirmed,
+                    "known to us, and found again",
+                ),
             };
             let reason = format!(
-                "ready: GitHub scale set {github_id}, {how}{}{}",
+                "ready: GitHub scale set {github_id} {how}{}{}",
                 crate::planner::fleet::evidence_sentence(&evidence),
                 if reset_cursor {
                     "; GitHub had deleted the stored one, so the message cursor was reset"
@@ -473,4 +481,3 @@ fn notice_code(notice: &scaleset_adopt::Notice) -> ReasonCode {
         _ => ReasonCode::SpecApplied,
     }
 }
-

@@ -20,7 +20,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use scaleset_github::{CallObserver, ClientConfig};
-use scaleset_store::{Auth, Endpoint, EntityKind, NewEntity, NewScaleSet, ReasonCode, ScaleSetId, Store};
+use scaleset_store::{
+    Auth, Endpoint, EntityKind, NewEntity, NewScaleSet, ReasonCode, ScaleSetId, Store,
+};
 
 use crate::adoption::observed_all;
 use crate::client_factory::build_client;

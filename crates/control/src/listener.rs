@@ -974,9 +974,15 @@ impl Listener<'_> {
                     .await
                     .map_err(store("reading the scale set"))?;
                 if scale_set.state != ScaleSetState::Ready {
-                    record(self.shared, id, ReasonCode::SessionOpened, "ready: listening for jobs", |s| {
-                        s.state = ScaleSetState::Ready;
-                    })
+                    record(
+                        self.shared,
+                        id,
+                        ReasonCode::SessionOpened,
+                        "ready: listening for jobs",
+                        |s| {
+                            s.state = ScaleSetState::Ready;
+                        },
+                    )
                     .await?;
                 }
                 let awaiting = self.attempt.awaiting.take();

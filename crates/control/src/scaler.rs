@@ -32,7 +32,8 @@ use scaleset_provider::{
     ProxyConfig, RunnerTool, SecretString, UserDataOptions,
 };
 use scaleset_store::{
-    Instance, InstanceAdvance, InstanceStatus, Lease, NewInstance, ReasonCode, ScaleSet, ScaleSetState,
+    Instance, InstanceAdvance, InstanceStatus, Lease, NewInstance, ReasonCode, ScaleSet,
+    ScaleSetState,
 };
 
 use crate::checkpoint::Checkpoint;
@@ -784,7 +785,11 @@ impl Runners<'_> {
         metrics.count(&metrics.bootstrap_failures, self.scale_set.id);
         self.shared
             .store
-            .append_event(self.scale_set.id, ReasonCode::ProviderAnswerRefused, &reason)
+            .append_event(
+                self.scale_set.id,
+                ReasonCode::ProviderAnswerRefused,
+                &reason,
+            )
             .await
             .map_err(store("appending an event"))?;
         let error = Error::ProviderAnswerRefused {

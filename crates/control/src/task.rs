@@ -160,9 +160,15 @@ async fn pass(
                 scale_set: scale_set.spec.name.clone(),
                 provider: scale_set.spec.provider.clone(),
             };
-            record(shared, id, ReasonCode::UnknownProvider, &error.to_string(), |s| {
-                s.state = ScaleSetState::Error;
-            })
+            record(
+                shared,
+                id,
+                ReasonCode::UnknownProvider,
+                &error.to_string(),
+                |s| {
+                    s.state = ScaleSetState::Error;
+                },
+            )
             .await?;
             return Ok(Next::After(shared.settings.refused_recheck));
         };

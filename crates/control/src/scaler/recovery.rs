@@ -180,11 +180,17 @@ async fn show_failure(shared: &Shared, scale_set: &ScaleSet, error: &Error) {
         shared.settings.backoff_max.as_secs().max(1),
         scale_set.spec.provider
     );
-    let recorded = record(shared, scale_set.id, ReasonCode::RecoveryFailing, &reason, |s| {
-        if matches!(s.state, ScaleSetState::Ready | ScaleSetState::Pending) {
-            s.state = ScaleSetState::Error;
-        }
-    })
+    let recorded = record(
+        shared,
+        scale_set.id,
+        ReasonCode::RecoveryFailing,
+        &reason,
+        |s| {
+            if matches!(s.state, ScaleSetState::Ready | ScaleSetState::Pending) {
+                s.state = ScaleSetState::Error;
+            }
+        },
+    )
     .await;
     if let Err(e) = recorded {
         tracing::warn!(error = %chain(&e), "could not show the failed recovery on the scale set");

@@ -310,7 +310,10 @@ async fn an_unchanged_refusal_is_one_event_with_a_count(db: TestDb) {
             .list_events(h.scale_set.id, 100)
             .await
             .expect("events");
-        let refused: Vec<_> = events.into_iter().filter(|e| e.kind == EventKind::Refused).collect();
+        let refused: Vec<_> = events
+            .into_iter()
+            .filter(|e| e.kind == EventKind::Refused)
+            .collect();
         (refused.iter().map(|e| e.count).sum::<u64>() >= 4).then_some(refused)
     })
     .await;

@@ -331,6 +331,27 @@ codes! {
     SupersededInstanceDeleted = "superseded_instance_deleted", SupersededInstanceDeleted, "an instance of a deleted GitHub scale set was deleted";
 }
 
+impl ReasonCode {
+    /// The code of an adoption refusal. `Refusal` is the adoption crate's (non-exhaustive): one
+    /// this build does not name is coded as unproven ownership, the refusal that promises least.
+    pub fn of_refusal(refusal: &scaleset_adopt::Refusal) -> Self {
+        use scaleset_adopt::Refusal;
+        match refusal {
+            Refusal::KnownIdConflict { .. } => Self::KnownIdConflict,
+            Refusal::NameCaseCollision { .. } => Self::NameCaseCollision,
+            Refusal::GroupMismatch { .. } => Self::GroupMismatch,
+            Refusal::Ambiguous { .. } => Self::Ambiguous,
+            Refusal::ForeignOwner { .. } => Self::ForeignOwner,
+            Refusal::ScaleSetExists { .. } => Self::ScaleSetExists,
+            Refusal::ForeignSession { .. } => Self::SessionRefused,
+            Refusal::ImportedStillRunning { .. } => Self::ImportedStillRunning,
+            Refusal::Drifted { .. } => Self::Drifted,
+            Refusal::RepairDidNotTake { .. } => Self::RepairDidNotTake,
+            _ => Self::OwnershipUnproven,
+        }
+    }
+}
+
 impl fmt::Display for ReasonCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -353,7 +374,10 @@ mod tests {
 
     #[test]
     fn a_name_this_build_does_not_know_reads_as_the_fallback() {
-        assert_eq!(ReasonCode::from_stored("from_the_future"), ReasonCode::Unspecified);
+        assert_eq!(
+            ReasonCode::from_stored("from_the_future"),
+            ReasonCode::Unspecified
+        );
         assert_eq!(ReasonCode::from_stored(""), ReasonCode::Unspecified);
         assert_eq!(EventKind::from_stored("tick"), EventKind::Other);
     }
@@ -371,7 +395,10 @@ mod tests {
                 "{name}"
             );
             let summary = code.summary();
-            assert!(!summary.is_empty() && !summary.contains('\n') && summary.len() <= 100, "{name}: {summary}");
+            assert!(
+                !summary.is_empty() && !summary.contains('\n') && summary.len() <= 100,
+                "{name}: {summary}"
+            );
             assert!(!summary.contains('['), "{name}: {summary}");
         }
     }

@@ -63,12 +63,23 @@ async fn retention_keeps_the_newest_per_scale_set(db: TestDb) {
         .unwrap();
     let busy = crate::helpers::scale_set(&store, "busy").await;
     let quiet = crate::helpers::scale_set(&store, "quiet").await;
-    store.append_event(quiet.id, Code::CreatedByOperator, "q").await.unwrap();
+    store
+        .append_event(quiet.id, Code::CreatedByOperator, "q")
+        .await
+        .unwrap();
     let mut appended = Vec::new();
     for i in 0..7 {
         appended.push(
             store
-                .append_event(busy.id, if i % 2 == 0 { Code::Draining } else { Code::Drained }, &i.to_string())
+                .append_event(
+                    busy.id,
+                    if i % 2 == 0 {
+                        Code::Draining
+                    } else {
+                        Code::Drained
+                    },
+                    &i.to_string(),
+                )
                 .await
                 .unwrap(),
         );
@@ -84,7 +95,11 @@ async fn a_repeated_event_is_counted_on_the_newest_entry_not_appended(db: TestDb
     let store = db.open().await;
     let scale_set = crate::helpers::scale_set(&store, "rep").await;
     let first = store
-        .append_event(scale_set.id, Code::ForeignOwner, "foreign_owner (x); what to do: y")
+        .append_event(
+            scale_set.id,
+            Code::ForeignOwner,
+            "foreign_owner (x); what to do: y",
+        )
         .await
         .unwrap();
     assert_eq!((first.count, first.last_at), (1, first.at));
@@ -92,7 +107,11 @@ async fn a_repeated_event_is_counted_on_the_newest_entry_not_appended(db: TestDb
     for _ in 0..4 {
         db.clock.advance(std::time::Duration::from_secs(30));
         last = store
-            .append_event(scale_set.id, Code::ForeignOwner, "foreign_owner (x); what to do: y")
+            .append_event(
+                scale_set.id,
+                Code::ForeignOwner,
+                "foreign_owner (x); what to do: y",
+            )
             .await
             .unwrap();
     }
@@ -109,23 +128,39 @@ async fn a_repeated_event_is_counted_on_the_newest_entry_not_appended(db: TestDb
     // A change is a new entry; the same text again after it is a change too.
     db.clock.advance(std::time::Duration::from_secs(1));
     let ready = store
-        .append_event(scale_set.id, Code::ScaleSetAdopted, "ready: scale set 5 adopted")
+        .append_event(
+            scale_set.id,
+            Code::ScaleSetAdopted,
+            "ready: scale set 5 adopted",
+        )
         .await
         .unwrap();
     assert_eq!(ready.count, 1);
     let again = store
-        .append_event(scale_set.id, Code::ForeignOwner, "foreign_owner (x); what to do: y")
+        .append_event(
+            scale_set.id,
+            Code::ForeignOwner,
+            "foreign_owner (x); what to do: y",
+        )
         .await
         .unwrap();
     assert_ne!(again.id, last.id);
     assert_eq!(again.count, 1);
     // Same kind with another code, or another kind with the same text: a change.
     let other_reason = store
-        .append_event(scale_set.id, Code::OwnershipUnproven, "foreign_owner (z); what to do: y")
+        .append_event(
+            scale_set.id,
+            Code::OwnershipUnproven,
+            "foreign_owner (z); what to do: y",
+        )
         .await
         .unwrap();
     let other_kind = store
-        .append_event(scale_set.id, Code::AdoptionFailed, "foreign_owner (z); what to do: y")
+        .append_event(
+            scale_set.id,
+            Code::AdoptionFailed,
+            "foreign_owner (z); what to do: y",
+        )
         .await
         .unwrap();
     assert_eq!((other_reason.count, other_kind.count), (1, 1));
@@ -140,8 +175,14 @@ async fn repeats_do_not_push_other_history_out_of_retention(db: TestDb) {
         .await
         .unwrap();
     let set = crate::helpers::scale_set(&store, "hist").await;
-    let created = store.append_event(set.id, Code::CreatedByOperator, "c").await.unwrap();
-    let ready = store.append_event(set.id, Code::ScaleSetCreated, "r").await.unwrap();
+    let created = store
+        .append_event(set.id, Code::CreatedByOperator, "c")
+        .await
+        .unwrap();
+    let ready = store
+        .append_event(set.id, Code::ScaleSetCreated, "r")
+        .await
+        .unwrap();
     for _ in 0..50 {
         store
             .append_event(set.id, Code::UnknownRunnerGroup, "no runner group \"gpu\"")
@@ -158,11 +199,20 @@ async fn recent_events_of_all_scale_sets_are_filtered_and_oldest_first(db: TestD
     let store = db.open().await;
     let one = crate::helpers::scale_set(&store, "one").await;
     let two = crate::helpers::scale_set(&store, "two").await;
-    let a = store.append_event(one.id, Code::CreatedByOperator, "a").await.unwrap();
+    let a = store
+        .append_event(one.id, Code::CreatedByOperator, "a")
+        .await
+        .unwrap();
     db.clock.advance(std::time::Duration::from_secs(60));
-    let b = store.append_event(two.id, Code::CreatedByOperator, "b").await.unwrap();
+    let b = store
+        .append_event(two.id, Code::CreatedByOperator, "b")
+        .await
+        .unwrap();
     db.clock.advance(std::time::Duration::from_secs(60));
-    let c = store.append_event(one.id, Code::ScaleSetCreated, "c").await.unwrap();
+    let c = store
+        .append_event(one.id, Code::ScaleSetCreated, "c")
+        .await
+        .unwrap();
     let all = EventFilter {
         scale_set_id: None,
         since: None,
@@ -223,7 +273,10 @@ async fn recent_events_of_all_scale_sets_are_filtered_and_oldest_first(db: TestD
     );
     // A repeat of an old entry counts as recent by its last occurrence.
     db.clock.advance(std::time::Duration::from_secs(60));
-    let repeated = store.append_event(two.id, Code::CreatedByOperator, "b").await.unwrap();
+    let repeated = store
+        .append_event(two.id, Code::CreatedByOperator, "b")
+        .await
+        .unwrap();
     assert_eq!((repeated.id, repeated.count), (b.id, 2));
     assert_eq!(
         kinds(
@@ -243,15 +296,26 @@ async fn a_repeat_whose_counters_changed_is_counted_and_keeps_the_newest_detail(
     let store = db.open().await;
     let set = crate::helpers::scale_set(&store, "counters").await;
     let first = store
-        .append_event(set.id, Code::ProviderFailing, "provider failed 1 time(s); next try in 2s")
+        .append_event(
+            set.id,
+            Code::ProviderFailing,
+            "provider failed 1 time(s); next try in 2s",
+        )
         .await
         .unwrap();
     db.clock.advance(std::time::Duration::from_secs(30));
     let fourth = store
-        .append_event(set.id, Code::ProviderFailing, "provider failed 4 time(s); next try in 21s")
+        .append_event(
+            set.id,
+            Code::ProviderFailing,
+            "provider failed 4 time(s); next try in 21s",
+        )
         .await
         .unwrap();
-    assert_eq!((fourth.id, fourth.count, fourth.at), (first.id, 2, first.at));
+    assert_eq!(
+        (fourth.id, fourth.count, fourth.at),
+        (first.id, 2, first.at)
+    );
     assert!(fourth.last_at > first.at);
     assert_eq!(fourth.reason, "provider failed 4 time(s); next try in 21s");
     assert_eq!(

@@ -6,8 +6,8 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use scaleset_store::{
-    EntityId, Error, Event, EventStore as _, MODIFY_ATTEMPTS, NewScaleSet, Progress, ReasonCode, Result,
-    ScaleSet, ScaleSetId, ScaleSetState, ScaleSetStore,
+    EntityId, Error, Event, EventStore as _, MODIFY_ATTEMPTS, NewScaleSet, Progress, ReasonCode,
+    Result, ScaleSet, ScaleSetId, ScaleSetState, ScaleSetStore,
 };
 
 use crate::helpers::{TestDb, store_tests};
@@ -236,7 +236,12 @@ async fn an_event_is_appended_even_when_the_change_changes_nothing(db: TestDb) {
     let state = before.state;
     for round in 1..=2u64 {
         let (read, event) = store
-            .modify_scale_set_with_event(before.id, &mut |s| s.state = state, ReasonCode::ForeignOwner, "same")
+            .modify_scale_set_with_event(
+                before.id,
+                &mut |s| s.state = state,
+                ReasonCode::ForeignOwner,
+                "same",
+            )
             .await
             .unwrap();
         assert_eq!(read, before, "nothing written, generation kept");
@@ -252,7 +257,12 @@ async fn a_change_with_an_event_of_an_unknown_scale_set_writes_nothing(db: TestD
         .await
         .unwrap();
     let err = store
-        .modify_scale_set_with_event(known.id, &mut |s| s.spec.enabled = false, ReasonCode::Drained, "y")
+        .modify_scale_set_with_event(
+            known.id,
+            &mut |s| s.spec.enabled = false,
+            ReasonCode::Drained,
+            "y",
+        )
         .await
         .expect_err("deleted");
     assert!(err.is_not_found(), "{err:?}");

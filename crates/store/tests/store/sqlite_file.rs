@@ -122,7 +122,11 @@ async fn waiting_writes_do_not_block_the_runtime() {
         let store = store.clone();
         async move {
             store
-                .append_event(scale_set.id, scaleset_store::ReasonCode::Declared, "for the lock")
+                .append_event(
+                    scale_set.id,
+                    scaleset_store::ReasonCode::Declared,
+                    "for the lock",
+                )
                 .await
         }
     });
