@@ -247,6 +247,19 @@ pub enum Evidence {
     ImportedFrom,
 }
 
+/// Words for operators (events, plans): what the evidence is, not its name.
+impl fmt::Display for Evidence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::CreatedThisRun => "this controller having just created it",
+            Self::StoredId => "the GitHub id we stored",
+            Self::OwnerLabel => "our owner label",
+            Self::OwnSession => "a message session held under our owner name",
+            Self::ImportedFrom => "the takeover note of its import from GARM",
+        })
+    }
+}
+
 /// What a rollback may do with a ready scale set (serialises, never deserialises: it may
 /// carry a [`DeletePermit`]).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -31,6 +31,7 @@ mod actions;
 mod chart;
 mod form_data;
 mod html;
+mod reason;
 mod render;
 mod view;
 

@@ -266,7 +266,8 @@ pub(crate) fn runner_tool(
 fn event(e: &store::Event) -> v1::Event {
     v1::Event {
         id: e.id,
-        kind: e.kind.clone(),
+        kind: e.kind.as_str().to_owned(),
+        code: e.code.as_str().to_owned(),
         reason: e.reason.clone(),
         at: time(e.at),
         count: e.count,

@@ -137,7 +137,7 @@ async fn pass(
         if shown.is_some() || left.removed > 0 {
             runners
                 .drain_event(
-                    "drained",
+                    scaleset_store::ReasonCode::Drained,
                     &format!(
                         "drained: no instance is left; delete it with \
                          `scalesetctl scale-set delete {name}`, or enable it again"
@@ -152,7 +152,7 @@ async fn pass(
         *shown = now;
         runners
             .drain_event(
-                "draining",
+                scaleset_store::ReasonCode::Draining,
                 &format!(
                     "draining: {} instance(s) left, {} of them running a job (left to finish); \
                      idle runners are retired",

@@ -18,7 +18,7 @@ use scaleset_adopt::{
 };
 use scaleset_github::{Client, ScaleSetId as GitHubScaleSetId, Session};
 use scaleset_store::{
-    Creation, Event, Lease, Provenance, ScaleSet, ScaleSetId, ScaleSetState, Store,
+    Creation, Event, Lease, Provenance, ReasonCode, ScaleSet, ScaleSetId, ScaleSetState, Store,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -88,7 +88,7 @@ pub(crate) async fn ensure(
         .map_err(store("reading the scale set to ensure"))?;
     let name = scale_set.spec.name.clone();
     if let Err(error) = validate_scale_set_name(&name) {
-        record(shared, id, "config_error", &chain(&error), |s| {
+        record(shared, id, ReasonCode::InvalidName, &chain(&error), |s| {
             s.state = ScaleSetState::Error
         })
         .await?;
@@ -111,9 +111,15 @@ pub(crate) async fn ensure(
             scale_set: name.clone(),
             group: scale_set.spec.runner_group.name.clone(),
         };
-        record(shared, id, "config_error", &error.to_string(), |s| {
-            s.state = ScaleSetState::Error;
-        })
+        record(
+            shared,
+            id,
+            ReasonCode::UnknownRunnerGroup,
+            &error.to_string(),
+            |s| {
+                s.state = ScaleSetState::Error;
+            },
+        )
         .await?;
         return Ok(Ensured::Wait {
             after: shared.settings.refused_recheck,
@@ -194,21 +200,34 @@ pub(crate) async fn ensure(
                 Some(github),
             )
             .unwrap_or_else(|| seen.clone());
+            let (code, how) = match (&recorded, &seen) {
+                (Provenance::Created(_), Provenance::Created(_)) => {
+                    (ReasonCode::ScaleSetCreated, "created on GitHub")
+                }
+                (Provenance::Created(_), _) => (
+                    ReasonCode::ScaleSetConfirmed,
+                    "created by this controller earlier, and found again",
+                ),
+                (Provenance::Adopted, Provenance::Known) => (
+                    ReasonCode::ScaleSetConfirmed,
+                    "adopted earlier, and found again",
+                ),
+                (Provenance::Adopted, _) => (ReasonCode::ScaleSetAdopted, "adopted"),
+                (Provenance::Known, _) => (
+                    ReasonCode::ScaleSetConfirmed,
+                    "known to us, and found again",
+                ),
+            };
             let reason = format!(
-                "ready: scale set {github_id} {} on evidence {evidence:?}{}",
-                match (&recorded, &seen) {
-                    (Provenance::Created(_), Provenance::Created(_)) => "created",
-                    (Provenance::Created(_), _) => "created by this controller (confirmed)",
-                    (Provenance::Adopted, Provenance::Known) => "adopted (confirmed)",
-                    (other, _) => other.as_str(),
-                },
+                "ready: GitHub scale set {github_id} {how}{}{}",
+                crate::planner::fleet::evidence_sentence(&evidence),
                 if reset_cursor {
-                    " (GitHub had deleted the stored one: cursor reset)"
+                    "; GitHub had deleted the stored one, so the message cursor was reset"
                 } else {
                     ""
                 }
             );
-            record(shared, id, "ready", &reason, |s| {
+            record(shared, id, code, &reason, |s| {
                 cache_group(s);
                 s.github_id = Some(github);
                 s.provenance = Some(recorded.clone());
@@ -227,14 +246,9 @@ pub(crate) async fn ensure(
                 // Operators see these in the scale set's events: a warning (say, a GHES that
                 // dropped our owner label) is worth acting on, the rest is a record. Logged
                 // when it first appears, not at every ensure that finds it again.
-                let kind = if notice.is_warning() {
-                    "warning"
-                } else {
-                    "notice"
-                };
                 let event = shared
                     .store
-                    .append_event(id, kind, &notice.to_string())
+                    .append_event(id, notice_code(notice), &notice.to_string())
                     .await
                     .map_err(store("appending an adoption notice"))?;
                 match (event.is_first(), notice.is_warning()) {
@@ -275,12 +289,8 @@ pub(crate) async fn ensure(
                 }
                 _ => (ScaleSetState::Refused, shared.settings.refused_recheck),
             };
-            let text = format!(
-                "{} ({reason}); what to do: {}",
-                reason.code(),
-                reason.remediation()
-            );
-            let event = record(shared, id, "refused", &text, |s| {
+            let text = format!("{reason}; what to do: {}", reason.remediation());
+            let event = record(shared, id, ReasonCode::of_refusal(&reason), &text, |s| {
                 cache_group(s);
                 s.state = state;
                 s.refusal = Some(reason.clone());
@@ -298,7 +308,7 @@ pub(crate) async fn ensure(
         }
         Outcome::Failed { reason } => {
             let text = format!("adoption failed: {reason}");
-            let event = record(shared, id, "failed", &text, |s| {
+            let event = record(shared, id, ReasonCode::AdoptionFailed, &text, |s| {
                 cache_group(s);
                 s.state = ScaleSetState::Error;
             })
@@ -316,7 +326,7 @@ pub(crate) async fn ensure(
         Outcome::Retry { after, reason } => {
             let text = format!("ensure retrying: {reason}");
             tracing::info!(reason = %text, ?after, "ensure will retry");
-            record(shared, id, "retry", &text, |s| {
+            record(shared, id, ReasonCode::EnsureRetrying, &text, |s| {
                 cache_group(s);
                 if s.state != ScaleSetState::Ready {
                     s.state = ScaleSetState::Pending;
@@ -392,7 +402,7 @@ async fn resolve_group(
 pub(crate) async fn record(
     shared: &Shared,
     id: ScaleSetId,
-    kind: &str,
+    code: ReasonCode,
     reason: &str,
     change: impl Fn(&mut ScaleSet) + Sync,
 ) -> Result<Event, Error> {
@@ -406,7 +416,7 @@ pub(crate) async fn record(
                 change(scale_set);
                 scale_set.state_reason = reason.to_owned();
             },
-            kind,
+            code,
             reason,
         )
         .await
@@ -432,7 +442,7 @@ impl Hooks for EnsureHooks<'_> {
         record(
             self.shared,
             self.id,
-            "create_intent",
+            ReasonCode::CreateIntent,
             &format!(
                 "creating scale set {:?} in runner group {} on GitHub",
                 spec.name, spec.runner_group_id
@@ -460,5 +470,19 @@ impl Hooks for EnsureHooks<'_> {
 
     fn cancel(&self) -> Option<&CancellationToken> {
         self.cancel
+    }
+}
+
+/// The reason code of an adoption notice. `Notice` is the adoption crate's (non-exhaustive):
+/// a notice this build does not name is coded as the warning or note it says it is.
+fn notice_code(notice: &scaleset_adopt::Notice) -> ReasonCode {
+    use scaleset_adopt::Notice;
+    match notice {
+        Notice::SpecApplied { .. } => ReasonCode::SpecApplied,
+        Notice::WritesAwaitSession { .. } => ReasonCode::WritesAwaitSession,
+        Notice::SpecNotApplied { .. } => ReasonCode::SpecNotApplied,
+        Notice::OwnerLabelMissing { .. } => ReasonCode::OwnerLabelMissing,
+        other if other.is_warning() => ReasonCode::SpecNotApplied,
+        _ => ReasonCode::SpecApplied,
     }
 }

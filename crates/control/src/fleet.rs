@@ -20,7 +20,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use scaleset_github::{CallObserver, ClientConfig};
-use scaleset_store::{Auth, Endpoint, EntityKind, NewEntity, NewScaleSet, ScaleSetId, Store};
+use scaleset_store::{
+    Auth, Endpoint, EntityKind, NewEntity, NewScaleSet, ReasonCode, ScaleSetId, Store,
+};
 
 use crate::adoption::observed_all;
 use crate::client_factory::build_client;
@@ -511,7 +513,7 @@ async fn execute(store: &dyn Store, fleet: &Fleet, plan: FleetPlan) -> Result<Ap
                     store
                         .append_event(
                             row.id,
-                            "imported",
+                            ReasonCode::Imported,
                             &format!(
                                 "imported from GARM {garm}: GitHub scale set {github_id} is \
                                  adopted on its takeover note"
@@ -523,9 +525,9 @@ async fn execute(store: &dyn Store, fleet: &Fleet, plan: FleetPlan) -> Result<Ap
                 store
                     .append_event(
                         row.id,
-                        "declared",
+                        ReasonCode::Declared,
                         &format!(
-                            "stored by a fleet apply ({}: {}); the ensure step creates or adopts it",
+                            "stored by a fleet apply, planned as {}: {}",
                             step.action, step.reason
                         ),
                     )
@@ -562,7 +564,7 @@ async fn execute(store: &dyn Store, fleet: &Fleet, plan: FleetPlan) -> Result<Ap
                 store
                     .append_event(
                         id,
-                        "spec_updated",
+                        ReasonCode::SpecUpdated,
                         &format!("fleet apply changed {}", fields.join(", ")),
                     )
                     .await

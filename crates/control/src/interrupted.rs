@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use scaleset_store::{ScaleSet, ScaleSetState, Timestamp};
+use scaleset_store::{EventKind, ReasonCode, ScaleSet, ScaleSetState, Timestamp};
 
 use crate::error::{Error, store};
 use crate::shared::Shared;
@@ -20,7 +20,13 @@ use crate::shared::Shared;
 /// Event kinds that show a record's disabled state was somebody's choice: the current API's
 /// create (`created`), a fleet apply (`declared`, `spec_updated`), an update (`updated`) or a
 /// drain (`drain`). A record carrying any of them is left as it is.
-const CHOSEN: [&str; 5] = ["created", "declared", "spec_updated", "updated", "drain"];
+const CHOSEN: [EventKind; 5] = [
+    EventKind::Created,
+    EventKind::Declared,
+    EventKind::SpecUpdated,
+    EventKind::Updated,
+    EventKind::Drain,
+];
 
 /// Whether `scale_set`, with the event kinds `events`, is what an older server's create
 /// stored before it ensured: pending, disabled, never on GitHub, no event that shows a choice,
@@ -28,7 +34,7 @@ const CHOSEN: [&str; 5] = ["created", "declared", "spec_updated", "updated", "dr
 /// leaves it the time to).
 pub(crate) fn left_by_an_interrupted_create(
     scale_set: &ScaleSet,
-    events: &[&str],
+    events: &[EventKind],
     now: Timestamp,
     settle: Duration,
 ) -> bool {
@@ -55,7 +61,7 @@ pub(crate) async fn resume(shared: &Shared, scale_sets: &[ScaleSet]) -> Result<(
             .list_events(scale_set.id, 100)
             .await
             .map_err(store("reading the events of a pending scale set"))?;
-        let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+        let kinds: Vec<EventKind> = events.iter().map(|e| e.kind).collect();
         if !left_by_an_interrupted_create(
             scale_set,
             &kinds,
@@ -84,7 +90,7 @@ pub(crate) async fn resume(shared: &Shared, scale_sets: &[ScaleSet]) -> Result<(
         tracing::info!(scale_set = %scale_set.id, %name, "resuming a scale set an interrupted create left");
         shared
             .store
-            .append_event(scale_set.id, "resumed", &reason)
+            .append_event(scale_set.id, ReasonCode::Resumed, &reason)
             .await
             .map_err(store("appending an event"))?;
     }
@@ -140,7 +146,7 @@ mod tests {
         // Events of the ensure itself show no choice.
         assert!(left_by_an_interrupted_create(
             &left(|_| {}),
-            &["runner_group_resolved"],
+            &[EventKind::Other],
             NOW,
             SETTLE
         ));

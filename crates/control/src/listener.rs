@@ -25,7 +25,9 @@ use scaleset_github::{
     Client, JobMessage, Message, MessageId, ScaleSetId as GitHubScaleSetId, Session, Statistics,
     unverified_expiry,
 };
-use scaleset_store::{Instance, InstanceStatus, Lease, Progress, Sample, ScaleSetState, Store};
+use scaleset_store::{
+    Instance, InstanceStatus, Lease, Progress, ReasonCode, Sample, ScaleSetState, Store,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::checkpoint::Checkpoint;
@@ -450,7 +452,7 @@ impl Listener<'_> {
                     Box::pin(record(
                         self.shared,
                         self.runners.scale_set.id,
-                        "dormant",
+                        ReasonCode::Dormant,
                         reason,
                         |s| {
                             s.state = ScaleSetState::Dormant;
@@ -565,7 +567,11 @@ impl Listener<'_> {
         tracing::warn!(message_id = message.message_id.0, "{reason}");
         self.shared
             .store
-            .append_event(self.runners.scale_set.id, "message_undecodable", &reason)
+            .append_event(
+                self.runners.scale_set.id,
+                ReasonCode::MessageUndecodable,
+                &reason,
+            )
             .await
             .map_err(store("appending an event"))?;
         let mut skipped = message.clone();
@@ -997,7 +1003,7 @@ impl Listener<'_> {
                     .store
                     .append_event(
                         id,
-                        "stale_session_deleted",
+                        ReasonCode::StaleSessionDeleted,
                         &format!("deleted our stale session {stale}"),
                     )
                     .await
@@ -1018,9 +1024,15 @@ impl Listener<'_> {
                     .await
                     .map_err(store("reading the scale set"))?;
                 if scale_set.state != ScaleSetState::Ready {
-                    record(self.shared, id, "session_opened", "ready: listening", |s| {
-                        s.state = ScaleSetState::Ready;
-                    })
+                    record(
+                        self.shared,
+                        id,
+                        ReasonCode::SessionOpened,
+                        "ready: listening for jobs",
+                        |s| {
+                            s.state = ScaleSetState::Ready;
+                        },
+                    )
                     .await?;
                 }
                 let awaiting = self.attempt.awaiting.take();
@@ -1095,7 +1107,7 @@ impl Listener<'_> {
                 // Recorded once: a recheck that finds the same holder adds no event.
                 if shown.state != ScaleSetState::ForeignSession || shown.state_reason != reason {
                     tracing::warn!(%reason, holder = holder.as_deref().unwrap_or(""), "message session held");
-                    record(self.shared, id, "foreign_session", &reason, |s| {
+                    record(self.shared, id, ReasonCode::SessionHeld, &reason, |s| {
                         s.state = ScaleSetState::ForeignSession;
                     })
                     .await?;

@@ -32,7 +32,8 @@ use scaleset_provider::{
     ProxyConfig, RunnerTool, SecretString, UserDataOptions,
 };
 use scaleset_store::{
-    Instance, InstanceAdvance, InstanceStatus, Lease, NewInstance, ScaleSet, ScaleSetState,
+    Instance, InstanceAdvance, InstanceStatus, Lease, NewInstance, ReasonCode, ScaleSet,
+    ScaleSetState,
 };
 
 use crate::checkpoint::Checkpoint;
@@ -784,7 +785,11 @@ impl Runners<'_> {
         metrics.count(&metrics.bootstrap_failures, self.scale_set.id);
         self.shared
             .store
-            .append_event(self.scale_set.id, "provider_answer_refused", &reason)
+            .append_event(
+                self.scale_set.id,
+                ReasonCode::ProviderAnswerRefused,
+                &reason,
+            )
             .await
             .map_err(store("appending an event"))?;
         let error = Error::ProviderAnswerRefused {
@@ -1186,7 +1191,7 @@ impl Runners<'_> {
                         .store
                         .append_event(
                             self.scale_set.id,
-                            "bootstrap_timeout",
+                            ReasonCode::BootstrapTimeout,
                             &format!(
                                 "runner {} was not online by its bootstrap deadline; removed",
                                 instance.name
@@ -1307,7 +1312,7 @@ impl Runners<'_> {
             .store
             .append_event(
                 self.scale_set.id,
-                why.event(),
+                why.code(),
                 &format!("runner {}: {}; removed", instance.name, why.reason()),
             )
             .await
@@ -1415,7 +1420,7 @@ impl Runners<'_> {
         record(
             self.shared,
             self.scale_set.id,
-            "bootstrap_backoff",
+            ReasonCode::BootstrapBackoff,
             &reason,
             |s| {
                 if matches!(s.state, ScaleSetState::Ready | ScaleSetState::Pending) {
@@ -1452,7 +1457,7 @@ impl Runners<'_> {
                             s.state_reason = reason.clone();
                         }
                     },
-                    "bootstrap_recovered",
+                    ReasonCode::BootstrapRecovered,
                     &reason,
                 )
                 .await
@@ -1492,7 +1497,7 @@ impl Runners<'_> {
             record(
                 self.shared,
                 self.scale_set.id,
-                "provider_failing",
+                ReasonCode::ProviderFailing,
                 &reason,
                 |s| {
                     s.state = ScaleSetState::Error;
@@ -1526,7 +1531,7 @@ impl Runners<'_> {
             record(
                 self.shared,
                 self.scale_set.id,
-                "provider_recovered",
+                ReasonCode::ProviderRecovered,
                 &reason,
                 |s| {
                     if s.state == ScaleSetState::Error {

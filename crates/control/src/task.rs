@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use scaleset_github::{MessageId, ScaleSetId as GitHubScaleSetId};
 use scaleset_provider::Pool;
-use scaleset_store::{Acquisition, Lease, ScaleSetId, ScaleSetState};
+use scaleset_store::{Acquisition, Lease, ReasonCode, ScaleSetId, ScaleSetState};
 use tokio_util::sync::CancellationToken;
 
 use crate::ensure::{Ensured, ImportedWrites, ensure, record};
@@ -93,7 +93,7 @@ async fn serve_holding(
                 if error.is_lease_lost() {
                     *held = None;
                 } else {
-                    let _ = record(shared, id, "error", &reason, |s| {
+                    let _ = record(shared, id, ReasonCode::TaskFailed, &reason, |s| {
                         if s.state == ScaleSetState::Ready || s.state == ScaleSetState::Pending {
                             s.state = ScaleSetState::Error;
                         }
@@ -168,9 +168,15 @@ async fn pass(
                 scale_set: scale_set.spec.name.clone(),
                 provider: scale_set.spec.provider.clone(),
             };
-            record(shared, id, "config_error", &error.to_string(), |s| {
-                s.state = ScaleSetState::Error;
-            })
+            record(
+                shared,
+                id,
+                ReasonCode::UnknownProvider,
+                &error.to_string(),
+                |s| {
+                    s.state = ScaleSetState::Error;
+                },
+            )
             .await?;
             return Ok(Next::After(shared.settings.refused_recheck));
         };

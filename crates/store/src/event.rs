@@ -1,7 +1,13 @@
 //! The event aggregate: an append-only trail per scale set (what happened and why), kept to
 //! a bounded number of the most recent entries. One entry per change: what repeats the newest
 //! entry is counted on it (a refusal rechecked every few minutes is one entry, not hundreds
-//! that push the rest of the trail out of retention).
+//! that push the rest of the trail out of retention). "The same" means the same
+//! [`EventKind`] and [`ReasonCode`]: the detail text, which carries changing counters, is
+//! not compared; the newest detail is kept.
+
+mod code;
+
+pub use code::{EventKind, ReasonCode};
 
 use async_trait::async_trait;
 
@@ -16,9 +22,12 @@ pub struct Event {
     pub id: i64,
     /// The scale set.
     pub scale_set_id: ScaleSetId,
-    /// What happened (`adopted`, `session_opened`, …), named by the control crate.
-    pub kind: String,
-    /// Why, for operators.
+    /// What happened ([`ReasonCode::kind`] of its code).
+    pub kind: EventKind,
+    /// Why: compared to tell a repeat from a change, and rendered as a sentence at the edge
+    /// ([`ReasonCode::summary`]).
+    pub code: ReasonCode,
+    /// The detail, for operators: the newest occurrence's text.
     pub reason: String,
     /// When it happened first (when the entry was appended).
     pub at: Timestamp,
@@ -55,15 +64,16 @@ pub struct EventFilter {
 /// repeat count of the newest entry.
 #[async_trait]
 pub trait EventStore: Send + Sync {
-    /// Records that `kind` happened for `reason`. When the scale set's newest entry has the
-    /// same kind and reason, nothing is appended: that entry's `count` goes up and its
-    /// `last_at` moves to now, and it is returned. Otherwise a new entry is appended (count 1)
-    /// and the trail trimmed to the retention bound.
+    /// Records that `code.kind()` happened for `code`, with `detail` for operators. When the
+    /// scale set's newest entry has the same kind and code, nothing is appended: that entry's
+    /// `count` goes up, its `last_at` moves to now and its detail becomes `detail` (a repeat
+    /// whose counters changed is still a repeat), and it is returned. Otherwise a new entry is
+    /// appended (count 1) and the trail trimmed to the retention bound.
     async fn append_event(
         &self,
         scale_set_id: ScaleSetId,
-        kind: &str,
-        reason: &str,
+        code: ReasonCode,
+        detail: &str,
     ) -> Result<Event>;
 
     /// The newest `limit` entries, newest first.

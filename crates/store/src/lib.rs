@@ -92,7 +92,7 @@ pub use credentials::{
 pub use database::DieselStore;
 pub use entity::{Entity, EntityKind, EntityStore, NewEntity};
 pub use error::{Error, ErrorClass, Result, chain};
-pub use event::{Event, EventFilter, EventStore};
+pub use event::{Event, EventFilter, EventKind, EventStore, ReasonCode};
 pub use id::{ApiTokenId, CredentialsId, EntityId, ScaleSetId};
 pub use instance::{Instance, InstanceAdvance, InstanceStatus, InstanceStore, NewInstance};
 pub use instance_access::{

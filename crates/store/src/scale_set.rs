@@ -537,8 +537,8 @@ pub trait ScaleSetStore: Send + Sync {
         }
     }
 
-    /// [`ScaleSetStore::modify_scale_set`] and [`crate::EventStore::append_event`]`(id, kind,
-    /// reason)` in one commit: a state change and the event that records it are written
+    /// [`ScaleSetStore::modify_scale_set`] and [`crate::EventStore::append_event`]`(id, code,
+    /// detail)` in one commit: a state change and the event that records it are written
     /// together or not at all, and cost one commit, not two (a start of 10,000 scale sets
     /// makes two such records each: `docs/benchmarks.md`, issue 35: recovery). The event is
     /// appended (or counted as a repeat) also when `change` leaves the row as it was.
@@ -551,8 +551,8 @@ pub trait ScaleSetStore: Send + Sync {
         &self,
         id: ScaleSetId,
         change: &mut (dyn for<'s> FnMut(&'s mut ScaleSet) + Send),
-        kind: &str,
-        reason: &str,
+        code: crate::event::ReasonCode,
+        detail: &str,
     ) -> Result<(ScaleSet, crate::event::Event)>;
 
     /// Records a listener's progress in one commit, if `lease` is still current

@@ -108,6 +108,28 @@ fn screenshots() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots")
 }
 
+/// A screenshot that `docs/` shows: written under `target/tmp/screenshots/`, and copied into
+/// `docs/` when `SCALESET_UPDATE_DOCS=1` (as the OpenAPI document is regenerated), so the
+/// picture is the real page the caption describes; otherwise the docs' copy must exist.
+async fn doc_screenshot(browser: &browser::Browser, name: &str) -> Result<()> {
+    let taken = screenshots().join(name);
+    browser.screenshot(&taken).await?;
+    let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs")
+        .join(name);
+    if std::env::var_os("SCALESET_UPDATE_DOCS").is_some_and(|v| v == "1") {
+        std::fs::copy(&taken, &docs)
+            .with_context(|| format!("copying {} to {}", taken.display(), docs.display()))?;
+    } else {
+        anyhow::ensure!(
+            docs.exists(),
+            "{} is missing: run this test with SCALESET_UPDATE_DOCS=1 to write it",
+            docs.display()
+        );
+    }
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_serves_its_fleet_and_status_page_and_stops_on_ctrl_c() -> Result<()> {
     let dir = tempfile::tempdir()?;
@@ -340,9 +362,7 @@ async fn in_the_browser(demo: &Running, driver: &str, chromium: &str) -> Result<
     );
     let title = browser.eval("return document.title").await?;
     assert_eq!(title, "Scale sets · scaleset");
-    browser
-        .screenshot(&screenshots().join("status-page.png"))
-        .await?;
+    doc_screenshot(&browser, "status-page.png").await?;
 
     // The detail view of linux-x64 (it keeps an idle runner): its instances.
     browser
@@ -424,30 +444,24 @@ async fn attention_and_charts(demo: &Running, browser: &browser::Browser) -> Res
         let rows = browser
             .eval(
                 "return Array.from(document.querySelectorAll('#scale-sets tr.scale-set[data-attention=yes]')).map(function (r) { \
-                   return { name: r.dataset.name, why: r.querySelector('.attention .why').textContent, \
-                            remedy: r.querySelector('.attention .remedy code').textContent }; })",
+                   var why = r.querySelector('.reason'); \
+                   return { name: r.dataset.name, why: why.textContent, code: why.dataset.code }; })",
             )
             .await?;
         let list = rows.as_array().cloned().unwrap_or_default();
         anyhow::Ok((list.len() == 2).then_some(list))
     })
     .await?;
+    // The table says why in one line, from the reason's code; the full text is the detail
+    // page's.
     assert_eq!(flagged[0]["name"], "linux-arm64", "{flagged:?}");
-    assert!(
-        flagged[0]["why"]
-            .as_str()
-            .is_some_and(|w| w.starts_with("foreign_session: another listener")),
-        "{flagged:?}"
-    );
-    assert_eq!(
-        flagged[0]["remedy"],
-        "scalesetctl scale-set show 'linux-arm64'"
-    );
+    assert_eq!(flagged[0]["code"], "session_held", "{flagged:?}");
     assert_eq!(flagged[1]["name"], "release");
+    assert_eq!(flagged[1]["code"], "provider_failing", "{flagged:?}");
     assert!(
-        flagged[1]["why"]
+        !flagged[1]["why"]
             .as_str()
-            .is_some_and(|w| w.contains("failing") && w.contains("quota exceeded")),
+            .is_some_and(|w| w.contains("quota exceeded")),
         "{flagged:?}"
     );
     let cards = browser
@@ -467,9 +481,7 @@ async fn attention_and_charts(demo: &Running, browser: &browser::Browser) -> Res
         .eval("return document.querySelectorAll('#scale-sets svg.spark').length")
         .await?;
     assert_eq!(sparks, 3, "a sparkline per row");
-    browser
-        .screenshot(&screenshots().join("status-page-attention.png"))
-        .await?;
+    doc_screenshot(browser, "status-page-attention.png").await?;
 
     browser
         .click("tr.scale-set[data-name='linux-x64'] a")
@@ -514,5 +526,119 @@ async fn attention_and_charts(demo: &Running, browser: &browser::Browser) -> Res
     browser
         .screenshot(&screenshots().join("scale-set-provider-failing.png"))
         .await?;
+    fifty_failing(demo, browser).await
+}
+
+/// Rows of the overview at most this tall on average, in CSS pixels, with 50 failing scale
+/// sets: a one-line reason per row. (A 400-character provider error printed in the row made
+/// each about 300 px.)
+const ROW_HEIGHT_BOUND: f64 = 110.0;
+
+/// 47 more scale sets whose provider fails with a 400-character error, as the scaler records
+/// it (the state's reason quoting the provider's message): the overview groups them at the
+/// top, each row says why in one line and stays within [`ROW_HEIGHT_BOUND`], and the detail
+/// page prints the provider's message once.
+async fn fifty_failing(demo: &Running, browser: &browser::Browser) -> Result<()> {
+    use diesel::{Connection as _, RunQueryDsl as _};
+    let path = demo.dir.join("scaleset.db");
+    let mut db = diesel::sqlite::SqliteConnection::establish(&path.display().to_string())?;
+    let message = format!(
+        "CreateInstance: the provider failed (exit code 1); stderr ends with: {}",
+        "Error: Failed instance creation: Failed creating instance record: Failed \
+         initializing instance: Requested image's type \"virtual-machine\" doesn't match \
+         instance type \"container\" "
+            .repeat(2)
+    );
+    let reason = format!(
+        "provider \"fake\" failed 4 time(s) in a row: {message}; no instance is created or \
+         deleted before the next try in 21s"
+    );
+    let quoted = |text: &str| text.replace('\'', "''");
+    let mut sql = vec!["PRAGMA busy_timeout = 10000".to_owned()];
+    for i in 0..47 {
+        // A copy of `release`, disabled so no worker serves it: only its recorded state shows.
+        sql.push("DROP TABLE IF EXISTS temp.copy".to_owned());
+        sql.push(
+            "CREATE TEMP TABLE copy AS SELECT * FROM scale_sets WHERE name = 'release'".to_owned(),
+        );
+        sql.push(format!(
+            "UPDATE temp.copy SET id = '00000000-0000-4000-8000-{i:012}', name = 'failing-{i:02}', \
+             github_id = NULL, provenance = NULL, enabled = 0, state = 'error', \
+             state_reason = '{}'",
+            quoted(&reason)
+        ));
+        sql.push("INSERT INTO scale_sets SELECT * FROM temp.copy".to_owned());
+        sql.push(format!(
+            "INSERT INTO scale_set_health (scale_set_id, provider_error, provider_error_at) \
+             VALUES ('00000000-0000-4000-8000-{i:012}', '{}', 0)",
+            quoted(&message)
+        ));
+    }
+    for statement in sql {
+        diesel::sql_query(&statement).execute(&mut db)?;
+    }
+
+    browser.goto(&demo.page).await?;
+    let shown = try_eventually("the overview shows 50 rows, 49 needing attention", || async {
+        let shown = browser
+            .eval(
+                "return { rows: document.querySelectorAll('#scale-sets tr.scale-set').length, \
+                          flagged: document.querySelectorAll('#scale-sets tr.scale-set[data-attention=yes]').length, \
+                          groups: Array.from(document.querySelectorAll('#groups .group')).map(function (g) { \
+                            return { count: Number(g.dataset.count), text: g.querySelector('b').textContent }; }), \
+                          height: document.documentElement.scrollHeight, \
+                          table: document.querySelector('#scale-sets').getBoundingClientRect().height, \
+                          longest: Math.max.apply(null, Array.from(document.querySelectorAll('#scale-sets tr.scale-set')).map(function (r) { \
+                            return r.getBoundingClientRect().height; })) }",
+            )
+            .await?;
+        anyhow::Ok((shown["rows"] == 50 && shown["flagged"].as_u64() >= Some(48)).then_some(shown))
+    })
+    .await?;
+    println!("50 failing scale sets: {shown}");
+    let groups = shown["groups"].as_array().cloned().unwrap_or_default();
+    assert_eq!(
+        groups
+            .first()
+            .map(|g| (g["count"].as_u64(), g["text"].as_str())),
+        Some((Some(48), Some("48 scale sets: provider `fake` failing"))),
+        "the 47 copies and release fail for one reason, grouped at the top: {shown}"
+    );
+    let table = shown["table"].as_f64().unwrap_or(f64::MAX);
+    assert!(
+        table <= 51.0 * ROW_HEIGHT_BOUND,
+        "50 rows (and the head) within {ROW_HEIGHT_BOUND} px each on average: {shown}"
+    );
+    assert!(
+        shown["longest"].as_f64() <= Some(2.0 * ROW_HEIGHT_BOUND),
+        "no row is more than twice the bound: {shown}"
+    );
+    let page_text = browser.eval("return document.body.innerText").await?;
+    assert!(
+        !page_text.as_str().unwrap_or("").contains("virtual-machine"),
+        "the provider's message is the detail page's, not the table's"
+    );
+    doc_screenshot(browser, "status-page-50-failing.png").await?;
+
+    browser
+        .goto(&format!(
+            "{}scale-sets/00000000-0000-4000-8000-000000000003",
+            demo.page
+        ))
+        .await?;
+    let text = try_eventually("the detail page of a failing set", || async {
+        let text = browser.eval("return document.body.innerText").await?;
+        anyhow::Ok(
+            text.as_str()
+                .filter(|t| t.contains("failing-03"))
+                .map(str::to_owned),
+        )
+    })
+    .await?;
+    assert_eq!(
+        text.matches("Requested image's type").count(),
+        2,
+        "the provider's message (which says it twice) is printed once: {text}"
+    );
     Ok(())
 }

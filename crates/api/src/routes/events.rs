@@ -98,7 +98,8 @@ pub(crate) async fn list(
             scale_set_id: e.scale_set_id.0,
             // A scale set deleted between the two reads: its events went with it.
             scale_set: names.get(&e.scale_set_id).cloned().unwrap_or_default(),
-            kind: e.kind.clone(),
+            kind: e.kind.as_str().to_owned(),
+            code: e.code.as_str().to_owned(),
             reason: e.reason.clone(),
             at: view::time(e.at),
             count: e.count,

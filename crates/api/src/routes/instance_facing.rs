@@ -302,7 +302,7 @@ pub(crate) async fn status(
             .store
             .append_event(
                 access.scale_set_id,
-                "instance_bootstrap_failed",
+                scaleset_store::ReasonCode::InstanceBootstrapFailed,
                 &format!("instance {name} reported a failed bootstrap: {message}"),
             )
             .await

@@ -12,7 +12,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use scaleset_control::{Deletion, ScaleSetKey};
 use scaleset_store::{
-    Acquisition, EntityId, EntityKind, InstanceStatus, NewScaleSet, RawScaleSetSpec,
+    Acquisition, EntityId, EntityKind, InstanceStatus, NewScaleSet, RawScaleSetSpec, ReasonCode,
     ScaleSet as StoredScaleSet, ScaleSetId, ScaleSetSpec as StoredSpec, ScaleSetState, Timestamp,
 };
 use serde::Deserialize;
@@ -189,7 +189,7 @@ pub(crate) async fn create(
     // for one an interrupted older server left behind.
     state
         .store
-        .append_event(id, "created", &reason)
+        .append_event(id, ReasonCode::CreatedByOperator, &reason)
         .await
         .map_err(ApiError::store("appending an event", not_found(id)))?;
     let stored = set_pending_reason(&state, stored.id, &reason).await?;
@@ -439,7 +439,11 @@ pub(crate) async fn update(
         .map_err(write_failed(id, change.generation, "updating a scale set"))?;
     state
         .store
-        .append_event(id, "updated", "spec updated through the API")
+        .append_event(
+            id,
+            ReasonCode::UpdatedByOperator,
+            "spec updated through the API",
+        )
         .await
         .map_err(ApiError::store("appending an event", not_found(id)))?;
     Ok(Json(with_events(&state, &updated).await?))
@@ -692,7 +696,7 @@ pub(crate) async fn drain(
             .store
             .append_event(
                 id,
-                "drain",
+                ReasonCode::DrainRequested,
                 "drain asked for: no longer served (no new runners); idle runners are retired \
                  and busy ones finish their jobs; delete it once drained",
             )
@@ -774,7 +778,7 @@ pub(crate) async fn retry(
     };
     state
         .store
-        .append_event(id, "retry_requested", &reason)
+        .append_event(id, ReasonCode::RetryRequested, &reason)
         .await
         .map_err(ApiError::store("appending an event", not_found(id)))?;
     let scale_set = read(&state, id).await?;

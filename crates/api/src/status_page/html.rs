@@ -97,6 +97,9 @@ h2#name { overflow-wrap: anywhere; }
 .s-attention { color: var(--bad); background: var(--badbg); border-color: #ffcecb; }
 #attention-box { border: 1px solid #ffcecb; background: #fff8f7; border-radius: 8px; padding: 8px 14px; margin: 0 0 14px; }
 #attention-box .attention { max-width: none; font-size: 14px; }
+#groups { border: 1px solid #ffcecb; background: #fff8f7; border-radius: 8px; padding: 6px 14px; margin: 0 0 14px; }
+#groups .group { margin: 2px 0; }
+#groups .group b { color: var(--bad); }
 section.charts { display: flex; flex-wrap: wrap; gap: 16px; }
 figure.chart { margin: 0; border: 1px solid var(--line); border-radius: 8px; padding: 8px 10px; }
 figure.chart figcaption { font-size: 12px; color: var(--muted); margin-bottom: 4px; }

@@ -6,12 +6,14 @@ use std::time::SystemTime;
 
 use maud::{Markup, html};
 use scaleset_store::{
-    Attention, Event, Evidence, InstanceStatus, Provenance, ScaleSet, ScaleSetState, Timestamp,
+    Attention, Event, Evidence, InstanceStatus, Provenance, ReasonCode, ScaleSet, ScaleSetState,
+    Timestamp,
 };
 
 use super::actions::{self, Session};
 use super::chart;
 use super::html::{page, query_value, time_el};
+use super::reason;
 use super::view::{Detail, Filter, Overview, Row, Runners, service};
 use crate::ours_undeclared::Known;
 
@@ -68,6 +70,15 @@ pub(crate) fn evidence_words(evidence: &[Evidence]) -> String {
         .join(", ")
 }
 
+/// An event in one line: its code's sentence (the detail text is for the detail page); an
+/// entry without a code (older than codes) shows its kind.
+fn event_summary(e: &Event) -> &str {
+    match e.code {
+        ReasonCode::Unspecified => e.kind.as_str(),
+        code => code.summary(),
+    }
+}
+
 fn events_list(events: &[Event], now: SystemTime) -> Markup {
     html! {
         @if events.is_empty() {
@@ -75,8 +86,8 @@ fn events_list(events: &[Event], now: SystemTime) -> Markup {
         } @else {
             ul.events {
                 @for e in events {
-                    li title=(e.reason) {
-                        (time_el(e.last_at, now)) " " span.k { (e.kind) } (repeats(e, now)) " " (e.reason)
+                    li data-code=(e.code.as_str()) {
+                        (time_el(e.last_at, now)) " " span.k { (event_summary(e)) } (repeats(e, now))
                     }
                 }
             }
@@ -94,13 +105,35 @@ fn repeats(e: &Event, now: SystemTime) -> Markup {
     }
 }
 
-/// Why a scale set needs attention and the command to run.
-fn attention_html(attention: &Attention) -> Markup {
+/// Why a scale set needs attention (in one line: the full text is the state's, shown once on
+/// the detail page) and the command to run.
+fn attention_html(short: &reason::Short, attention: &Attention) -> Markup {
     html! {
         div.attention {
             span.badge.s-attention { "needs attention" }
-            div.why { (attention.reason) }
+            div.why { (short.text) }
             div.remedy { "run " code { (attention.remedy) } }
+        }
+    }
+}
+
+/// Scale sets that need attention for the same reason, at the top of the overview.
+fn groups_html(groups: &[reason::Group]) -> Markup {
+    /// Names shown per group before "and N more".
+    const NAMES: usize = 5;
+    html! {
+        @if !groups.is_empty() {
+            section id="groups" {
+                @for group in groups {
+                    div.group data-count=(group.names.len()) {
+                        b { (group.names.len()) " scale sets: " (group.text) }
+                        span.sub {
+                            " — " (group.names.iter().take(NAMES).cloned().collect::<Vec<_>>().join(", "))
+                            @if group.names.len() > NAMES { ", and " (group.names.len() - NAMES) " more" }
+                        }
+                    }
+                }
+            }
         }
     }
 }
@@ -126,11 +159,10 @@ fn row_html(row: &Row, now: SystemTime, session: &Session) -> Markup {
             td {
                 (state_badge(set.state))
                 (service_badge(set, &row.runners))
-                @if let Some(attention) = &row.attention {
-                    (attention_html(attention))
-                } @else {
-                    div.reason { (set.state_reason) }
+                @if row.attention.is_some() {
+                    span.badge.s-attention { "needs attention" }
                 }
+                div.reason data-code=(row.short.code.map_or("", ReasonCode::as_str)) { (row.short.text) }
             }
             td { (provenance(set.provenance.as_ref())) div.sub.evidence { (evidence_words(&set.evidence)) } }
             td.num.desired { (set.desired_runners) }
@@ -246,6 +278,7 @@ pub(crate) fn overview(
                 "States: needs attention, " (STATES.join(", ")) "."
             }
         }
+        (groups_html(&view.groups))
         @if view.rows.is_empty() {
             p.empty { "No scale set matches." }
         } @else {
@@ -328,7 +361,7 @@ pub(crate) fn detail(
         h2 id="name" { (spec.name) }
         (actions::detail_actions(session, set, done))
         @if let Some(attention) = &row.attention {
-            section id="attention-box" { (attention_html(attention)) }
+            section id="attention-box" { (attention_html(&row.short, attention)) }
         }
         dl.facts {
             dt { "state" }
@@ -367,7 +400,12 @@ pub(crate) fn detail(
             dd {
                 (spec.provider)
                 @if let Some(error) = &set.provider_error {
-                    " — " span.error id="provider-error" { "failing since " (time_el(error.at, now)) ": " (error.message) }
+                    // The provider's message once: the state's reason quotes it when the
+                    // provider's failure is what the state says.
+                    " — " span.error id="provider-error" {
+                        "failing since " (time_el(error.at, now))
+                        @if !set.state_reason.contains(error.message.as_str()) { ": " (error.message) }
+                    }
                 }
             }
             dt { "platform" }
@@ -440,8 +478,16 @@ pub(crate) fn detail(
                             td { (time_el(e.at, now)) }
                             td.last-seen { (time_el(e.last_at, now)) }
                             td.num.count { (e.count) }
-                            td { b { (e.kind) } }
-                            td { (e.reason) }
+                            td data-code=(e.code.as_str()) { b { (event_summary(e)) } }
+                            td.detail {
+                                // The state's reason is shown above; its event says so
+                                // instead of repeating it.
+                                @if e.reason == set.state_reason {
+                                    span.sub { "the state's reason, above" }
+                                } @else {
+                                    (e.reason)
+                                }
+                            }
                         }
                     }
                 }

@@ -8,6 +8,8 @@
 use std::collections::HashMap;
 
 use scaleset_control::ConfiguredFleet;
+
+use super::reason::{self, Group, Short};
 use scaleset_store::{
     Attention, Entity, EntityId, Event, Instance, InstanceStatus, SAMPLE_WINDOW, Sample, ScaleSet,
     ScaleSetId, ScaleSetState, Store, Timestamp,
@@ -121,6 +123,8 @@ pub(crate) struct Row {
     pub(crate) attention: Option<Attention>,
     /// Its samples of the last hour, oldest first.
     pub(crate) samples: Vec<Sample>,
+    /// Its reason in one line (the table shows this, the detail page the full text).
+    pub(crate) short: Short,
 }
 
 /// Totals over every scale set (not only the page).
@@ -149,6 +153,9 @@ pub(crate) struct Overview {
     pub(crate) shown: Option<(usize, usize)>,
     pub(crate) pages: usize,
     pub(crate) rows: Vec<Row>,
+    /// Scale sets that need attention for the same reason (over every matching set, not only
+    /// the page), largest group first.
+    pub(crate) groups: Vec<Group>,
 }
 
 /// One scale set in full.
@@ -224,9 +231,20 @@ pub(crate) async fn overview(
         let mut row = row(store, set.clone(), label(set), ROW_EVENTS).await?.0;
         row.attention = attention.clone();
         row.samples = samples.remove(&set.id).unwrap_or_default();
+        waiting_reason(&mut row);
         rows.push(row);
     }
+    // A row's reason may come from its events; a set off the page is judged by its own
+    // typed fields (refusal, provider failure) without an event read per set.
+    let groups = reason::groups(matching.iter().filter(|(_, a)| a.is_some()).map(|(s, _)| {
+        let short = rows
+            .iter()
+            .find(|r| r.set.id == s.id)
+            .map_or_else(|| reason::short(s, &[]), |r| r.short.clone());
+        (s.spec.name.clone(), short)
+    }));
     Ok(Overview {
+        groups,
         totals,
         matching: matching.len(),
         shown,
@@ -297,6 +315,7 @@ async fn row(
     events.sort_by(|a, b| b.at.cmp(&a.at).then(b.id.cmp(&a.id)));
     Ok((
         Row {
+            short: reason::short(&set, &events),
             runners: Runners::count(&instances),
             set,
             entity,
@@ -306,6 +325,20 @@ async fn row(
         },
         instances,
     ))
+}
+
+/// A set that needs attention only because jobs wait too long (its state and provider are
+/// fine) says so in its short reason: the store's rule words it in one line.
+fn waiting_reason(row: &mut Row) {
+    if let Some(attention) = &row.attention
+        && !row.set.state.needs_attention()
+        && row.set.provider_error.is_none()
+    {
+        row.short = Short {
+            code: None,
+            text: attention.reason.clone(),
+        };
+    }
 }
 
 /// Reads one scale set with its instances and its longer event trail.
@@ -322,6 +355,7 @@ pub(crate) async fn detail(
     let attention = set.attention(now);
     let (mut row, mut instances) = row(store, set, entity, DETAIL_EVENTS).await?;
     row.attention = attention;
+    waiting_reason(&mut row);
     row.samples = samples_by_set(store, &[id], now)
         .await?
         .remove(&id)

@@ -429,7 +429,12 @@ pub struct Event {
     pub id: i64,
     /// What happened (`ready`, `refused`, `create_intent`, `notice`, `warning`, …).
     pub kind: String,
-    /// Why, for people.
+    /// Why, as a stable snake_case code (`provider_failing`, `foreign_owner`, …): compare
+    /// this, not `reason`, whose words and counters change; `unspecified` for an entry written
+    /// before codes were kept. A repeat is the same `kind` and `code`.
+    #[serde(default)]
+    pub code: String,
+    /// The detail, for people: the newest occurrence's text.
     pub reason: String,
     /// When it happened first (RFC 3339).
     pub at: String,

@@ -1,7 +1,7 @@
 //! `GET /api/v1/events`: every scale set's events (or one's), the newest chosen and answered
 //! oldest first, narrowed by `since` and `after`, with the scale set's name on each.
 
-use scaleset_store::{EventStore as _, ScaleSetId};
+use scaleset_store::{EventStore as _, ReasonCode, ScaleSetId};
 use serde_json::{Value, json};
 
 use crate::helpers::{App, Backend, RunningSim, backend_tests};
@@ -38,9 +38,21 @@ async fn the_events_of_every_scale_set_oldest_first_narrowed_by_scale_set_since_
     let entity = app.seed(&sim).await;
     let linux = stored(&app, &entity, "linux").await;
     let mac = stored(&app, &entity, "mac").await;
-    let a = app.store.append_event(linux, "notice", "a").await.unwrap();
-    let b = app.store.append_event(mac, "notice", "b").await.unwrap();
-    let c = app.store.append_event(linux, "warning", "c").await.unwrap();
+    let a = app
+        .store
+        .append_event(linux, ReasonCode::SpecApplied, "a")
+        .await
+        .unwrap();
+    let b = app
+        .store
+        .append_event(mac, ReasonCode::SpecApplied, "b")
+        .await
+        .unwrap();
+    let c = app
+        .store
+        .append_event(linux, ReasonCode::OwnerLabelMissing, "c")
+        .await
+        .unwrap();
 
     let all = app.call("GET", "/api/v1/events", None).await;
     assert_eq!(all.status, 200, "{all:?}");
@@ -55,8 +67,12 @@ async fn the_events_of_every_scale_set_oldest_first_narrowed_by_scale_set_since_
     assert_eq!(last["scale_set"], "linux", "{last}");
     assert_eq!(last["scale_set_id"], linux.to_string(), "{last}");
     assert_eq!(
-        (&last["kind"], &last["reason"]),
-        (&json!("warning"), &json!("c"))
+        (&last["kind"], &last["code"], &last["reason"]),
+        (
+            &json!("warning"),
+            &json!("owner_label_missing"),
+            &json!("c")
+        )
     );
 
     let newest_two = app.call("GET", "/api/v1/events?limit=2", None).await;

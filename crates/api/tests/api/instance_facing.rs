@@ -348,9 +348,11 @@ async fn a_failed_bootstrap_is_put_on_the_scale_sets_trail(backend: Backend) {
         .await
         .unwrap();
     assert!(
-        events.iter().any(|e| e.kind == "instance_bootstrap_failed"
-            && e.reason.contains("runner-a")
-            && e.reason.contains("no space left on device")),
+        events.iter().any(
+            |e| e.code == scaleset_store::ReasonCode::InstanceBootstrapFailed
+                && e.reason.contains("runner-a")
+                && e.reason.contains("no space left on device")
+        ),
         "{events:?}"
     );
 }

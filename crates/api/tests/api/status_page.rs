@@ -217,16 +217,30 @@ async fn the_page_counts_and_shows_what_needs_attention(backend: Backend) {
         attention.contains("showing 1–3 of 3 matching (66 in all)"),
         "{attention}"
     );
+    // The table says why in one line (the reason code's sentence); the full text and the
+    // command are the detail page's.
     for said in [
-        "foreign_session: another listener (&quot;other-owner&quot;) holds the message session",
-        "provider &quot;fake&quot; failing: fake: quota exceeded",
+        r#"data-code="session_held">another owner holds its message session<"#,
+        r#"data-code="provider_failing">provider `fake` failing<"#,
         "12 jobs have waited for a runner for 60 min without a break, longer than the \
          bootstrap timeout (10 min)",
-        "scalesetctl scale-set show 'blocked'",
-        "scalesetctl scale-set show 'provider'",
-        "scalesetctl scale-set show 'waiting'",
     ] {
         assert!(attention.contains(said), "{said}: {attention}");
+    }
+    assert!(!attention.contains("quota exceeded"), "{attention}");
+    for (name, said) in [
+        (
+            "blocked",
+            "another listener (&quot;other-owner&quot;) holds the message session",
+        ),
+        ("provider", "fake: quota exceeded"),
+    ] {
+        let detail = get(format!("/scale-sets/{}", ids[name].0)).await;
+        assert_eq!(detail.matches(said).count(), 1, "{name}: once: {detail}");
+        assert!(
+            detail.contains(&format!("scalesetctl scale-set show '{name}'")),
+            "{name}: {detail}"
+        );
     }
     // The API and so the CLI say the same.
     let api = app.call("GET", "/api/v1/scale-sets", None).await;

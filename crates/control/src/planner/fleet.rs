@@ -287,8 +287,8 @@ impl fmt::Display for Reason {
             Self::NotOnGitHub => f.write_str("GitHub has no scale set of that name in the group"),
             Self::NotLookedUp { why } => write!(
                 f,
-                "GitHub was not asked ({why}); the ensure step creates or adopts it by the \
-                 adoption rules"
+                "GitHub was not asked ({why}); the worker creates or adopts it by the adoption \
+                 rules"
             ),
             Self::Adoptable {
                 github_id,
@@ -300,7 +300,8 @@ impl fmt::Display for Reason {
                 }
                 write!(
                     f,
-                    "GitHub's scale set {github_id} is adopted on evidence {evidence:?}"
+                    "GitHub's scale set {github_id} is adopted{}",
+                    evidence_sentence(evidence)
                 )
             }
             Self::AdoptRepairing { github_id } => write!(
@@ -1135,3 +1136,13 @@ fn digest(
 
 #[cfg(test)]
 mod tests;
+
+/// `, proven ours by our owner label and the GitHub id we stored`, or nothing for an adoption
+/// on policy alone: the evidence as words for operators, not as enum names.
+pub(crate) fn evidence_sentence(evidence: &[scaleset_adopt::Evidence]) -> String {
+    if evidence.is_empty() {
+        return String::new();
+    }
+    let words: Vec<String> = evidence.iter().map(ToString::to_string).collect();
+    format!(", proven ours by {}", words.join(" and "))
+}

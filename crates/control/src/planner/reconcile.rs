@@ -313,16 +313,17 @@ pub(crate) enum Retire {
 }
 
 impl Retire {
-    /// The event kind appended when a runner is retired for this reason.
-    pub(crate) fn event(self) -> &'static str {
+    /// The event's reason code when a runner is retired for this reason.
+    pub(crate) fn code(self) -> scaleset_store::ReasonCode {
+        use scaleset_store::ReasonCode as Code;
         match self {
-            Self::BootstrapFailed => "bootstrap_failed",
-            Self::InstanceStopped => "instance_stopped",
-            Self::Offline => "runner_offline",
-            Self::MaxLifetime => "max_lifetime",
-            Self::MaxIdleLifetime => "max_idle_lifetime",
-            Self::Inherited => "inherited_runner_retired",
-            Self::InheritedOffline => "inherited_runner_offline",
+            Self::BootstrapFailed => Code::BootstrapFailed,
+            Self::InstanceStopped => Code::InstanceStopped,
+            Self::Offline => Code::RunnerOffline,
+            Self::MaxLifetime => Code::MaxLifetime,
+            Self::MaxIdleLifetime => Code::MaxIdleLifetime,
+            Self::Inherited => Code::InheritedRunnerRetired,
+            Self::InheritedOffline => Code::InheritedRunnerOffline,
         }
     }
 

@@ -6,7 +6,7 @@
 //! Pending and creating instances, which never ran a job, are undone like idle ones.
 
 use scaleset_provider::{Pool, PoolKey};
-use scaleset_store::InstanceStatus;
+use scaleset_store::{InstanceStatus, ReasonCode};
 
 use super::Runners;
 use crate::error::{Error, store};
@@ -50,11 +50,11 @@ impl Runners<'_> {
     }
 
     /// Records a drain event.
-    pub(crate) async fn drain_event(&self, kind: &str, reason: &str) -> Result<(), Error> {
-        tracing::info!(event = kind, %reason, "draining");
+    pub(crate) async fn drain_event(&self, code: ReasonCode, reason: &str) -> Result<(), Error> {
+        tracing::info!(event = %code, %reason, "draining");
         self.shared
             .store
-            .append_event(self.scale_set.id, kind, reason)
+            .append_event(self.scale_set.id, code, reason)
             .await
             .map_err(store("appending an event"))?;
         Ok(())

@@ -24,7 +24,7 @@ use std::collections::HashSet;
 
 use scaleset_github::{Removal, RunnerReference};
 use scaleset_provider::ProviderInstance;
-use scaleset_store::NewInstance;
+use scaleset_store::{NewInstance, ReasonCode};
 
 use super::{Runners, again_on_token};
 use crate::error::{Error, store};
@@ -37,12 +37,12 @@ impl Runners<'_> {
         format!("{}-", spec.runner_prefix())
     }
 
-    async fn event(&self, kind: &str, reason: &str) {
-        tracing::info!(event = kind, %reason, "reconciled");
+    async fn event(&self, code: ReasonCode, reason: &str) {
+        tracing::info!(event = %code, %reason, "reconciled");
         let _ = self
             .shared
             .store
-            .append_event(self.scale_set.id, kind, reason)
+            .append_event(self.scale_set.id, code, reason)
             .await;
     }
 
@@ -139,7 +139,7 @@ impl Runners<'_> {
                         .await
                         .map_err(store("re-recording an instance"))?;
                     self.event(
-                        "instance_rerecorded",
+                        ReasonCode::InstanceRerecorded,
                         &format!(
                             "instance {} under our pool key has live runner {}: recorded again",
                             instance.name, runner.id
@@ -153,7 +153,7 @@ impl Runners<'_> {
                         .await
                         .map_err(self.provider_error("deleting an instance without a runner"))?;
                     self.event(
-                        "orphan_instance_deleted",
+                        ReasonCode::OrphanInstanceDeleted,
                         &format!(
                             "instance {} under our pool key has no runner on GitHub and no \
                              record: deleted",
@@ -167,7 +167,7 @@ impl Runners<'_> {
                     match result.map_err(self.github_error("removing a stray runner"))? {
                         Removal::Removed => {
                             self.event(
-                                "stray_runner_removed",
+                                ReasonCode::StrayRunnerRemoved,
                                 &format!(
                                     "runner {} ({}) has no instance and no record: removed",
                                     runner.name, runner.id
@@ -208,7 +208,7 @@ impl Runners<'_> {
                         .map_err(store("recording an instance GARM left"))?;
                     inherited.push(row);
                     self.event(
-                        "instance_inherited",
+                        ReasonCode::InstanceInherited,
                         &format!(
                             "GARM's instance {} (pool id {}) with runner {}{} is taken over: \
                              retired when its job ends",
@@ -233,7 +233,7 @@ impl Runners<'_> {
                         .await
                         .map_err(self.provider_error("deleting an instance GARM left"))?;
                     self.event(
-                        "inherited_instance_deleted",
+                        ReasonCode::InheritedInstanceDeleted,
                         &format!(
                             "GARM's instance {} (pool id {}) has no runner on GitHub: deleted",
                             instance.name, garm.pool.key

@@ -21,7 +21,7 @@ use std::pin::Pin;
 
 use scaleset_github::{Client, RunnerReference};
 use scaleset_provider::{Pool, Provider, ProviderInstance};
-use scaleset_store::{Instance, InstanceStatus, ScaleSet, ScaleSetState};
+use scaleset_store::{Instance, InstanceStatus, ReasonCode, ScaleSet, ScaleSetState};
 use tokio_util::sync::CancellationToken;
 
 use super::{Runners, again_on_token, instance_id};
@@ -180,11 +180,17 @@ async fn show_failure(shared: &Shared, scale_set: &ScaleSet, error: &Error) {
         shared.settings.backoff_max.as_secs().max(1),
         scale_set.spec.provider
     );
-    let recorded = record(shared, scale_set.id, "recovery_failed", &reason, |s| {
-        if matches!(s.state, ScaleSetState::Ready | ScaleSetState::Pending) {
-            s.state = ScaleSetState::Error;
-        }
-    })
+    let recorded = record(
+        shared,
+        scale_set.id,
+        ReasonCode::RecoveryFailing,
+        &reason,
+        |s| {
+            if matches!(s.state, ScaleSetState::Ready | ScaleSetState::Pending) {
+                s.state = ScaleSetState::Error;
+            }
+        },
+    )
     .await;
     if let Err(e) = recorded {
         tracing::warn!(error = %chain(&e), "could not show the failed recovery on the scale set");
@@ -205,7 +211,7 @@ async fn recovered(shared: &Shared, scale_set: &ScaleSet, failures: u32) {
                     s.state_reason = reason.clone();
                 }
             },
-            "recovery_recovered",
+            ReasonCode::RecoveryRecovered,
             &reason,
         )
         .await;

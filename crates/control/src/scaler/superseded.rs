@@ -7,7 +7,7 @@
 
 use scaleset_github::RunnerId;
 use scaleset_provider::{Pool, PoolKey};
-use scaleset_store::{Instance, InstanceStatus};
+use scaleset_store::{Instance, InstanceStatus, ReasonCode};
 
 use super::{Runners, again_on_token, instance_id};
 use crate::error::{Error, chain, store};
@@ -62,7 +62,7 @@ impl Runners<'_> {
             self.transition(&instance.name, InstanceStatus::Deleting)
                 .await?;
             self.note(
-                "superseded_instance",
+                ReasonCode::SupersededInstance,
                 &format!(
                     "instance {} was made for a GitHub scale set that no longer exists (pool \
                      key {}): it no longer counts, and is deleted once its runner is gone",
@@ -99,7 +99,7 @@ impl Runners<'_> {
             .await
             .map_err(store("removing a superseded instance row"))?;
         self.note(
-            "superseded_instance_deleted",
+            ReasonCode::SupersededInstanceDeleted,
             &format!(
                 "instance {} of a deleted GitHub scale set (pool key {}) has no runner left: \
                  deleted",
@@ -133,11 +133,11 @@ impl Runners<'_> {
         })
     }
 
-    async fn note(&self, kind: &str, reason: &str) -> Result<(), Error> {
-        tracing::info!(event = kind, %reason, "superseded instance");
+    async fn note(&self, code: ReasonCode, reason: &str) -> Result<(), Error> {
+        tracing::info!(event = %code, %reason, "superseded instance");
         self.shared
             .store
-            .append_event(self.scale_set.id, kind, reason)
+            .append_event(self.scale_set.id, code, reason)
             .await
             .map_err(store("appending an event"))?;
         Ok(())

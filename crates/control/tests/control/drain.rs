@@ -114,7 +114,7 @@ async fn a_record_an_interrupted_create_left_is_ensured(db: TestDb) {
     assert!(
         events
             .iter()
-            .any(|e| e.kind == "resumed" && e.reason.contains("interrupted")),
+            .any(|e| e.code == scaleset_store::ReasonCode::Resumed),
         "{events:?}"
     );
     controller.stop().await;

@@ -113,7 +113,7 @@ async fn a_message_that_never_decodes_is_acknowledged_after_three_tries_and_the_
                 .await
                 .expect("events")
                 .into_iter()
-                .find(|e| e.kind == "message_undecodable")
+                .find(|e| e.code == scaleset_store::ReasonCode::MessageUndecodable)
                 .map(|e| e.reason)
         },
     )

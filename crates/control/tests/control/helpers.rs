@@ -389,8 +389,21 @@ impl Harness {
             .await
             .expect("events")
             .into_iter()
-            .map(|e| e.kind)
+            .map(|e| e.kind.as_str().to_owned())
             .collect()
+    }
+
+    /// How many times events with `code` happened (repeats of one code are counted on one
+    /// entry, whatever their detail says).
+    pub(crate) async fn occurrences(&self, code: scaleset_store::ReasonCode) -> u64 {
+        self.store
+            .list_events(self.scale_set.id, 200)
+            .await
+            .expect("events")
+            .into_iter()
+            .filter(|e| e.code == code)
+            .map(|e| e.count)
+            .sum()
     }
 }
 

@@ -289,11 +289,9 @@ async fn after_a_database_loss_runners_are_re_recorded_as_github_lists_them(db: 
     assert_eq!(after, before, "busy as GitHub lists it busy, idle as idle");
     // The event follows the row's write.
     eventually("both re-recordings are events", || async {
-        let events = h.events().await;
-        let count = events
-            .iter()
-            .filter(|k| *k == "instance_rerecorded")
-            .count();
+        let count = h
+            .occurrences(scaleset_store::ReasonCode::InstanceRerecorded)
+            .await;
         (count == 2).then_some(())
     })
     .await;

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use scaleset_sim::JobSpec;
-use scaleset_store::{EventStore as _, ScaleSetState, ScaleSetStore as _};
+use scaleset_store::{EventKind, EventStore as _, ReasonCode, ScaleSetState, ScaleSetStore as _};
 
 use crate::helpers::{Harness, TestDb, backend_tests, eventually, sim_config};
 
@@ -81,12 +81,16 @@ async fn our_session_alone_is_not_evidence_without_the_probe(db: TestDb) {
         .create_foreign_scale_set("acme", 1, "linux", &h.identity.session_owner())
         .expect("scale set");
     let controller = h.start(None);
-    let reason = eventually("the scale set is refused", || async {
+    let refused = eventually("the scale set is refused", || async {
         let stored = h.stored().await;
-        (stored.state == ScaleSetState::Refused).then_some(stored.state_reason)
+        (stored.state == ScaleSetState::Refused).then_some(stored)
     })
     .await;
-    assert!(reason.contains("OwnershipUnproven"), "{reason}");
+    assert_eq!(
+        refused.refusal.as_ref().map(ReasonCode::of_refusal),
+        Some(ReasonCode::OwnershipUnproven),
+        "{refused:?}"
+    );
     assert_eq!(h.sim().request_count("create_session"), 0, "no probe");
     assert_eq!(h.sim().request_count("delete_session"), 0, "never deleted");
     assert_eq!(h.sim().request_count("create_scale_set"), 0, "no duplicate");
@@ -127,14 +131,14 @@ async fn dormancy_recreates_with_cursor_reset(db: TestDb) {
                 .list_events(h.scale_set.id, 100)
                 .await
                 .expect("events");
-            events
-                .iter()
-                .any(|e| e.kind == "ready" && e.reason.contains("cursor reset"))
-                .then_some(events)
+            // Newest first: ready again after GitHub's deletion was seen.
+            let ready = events.iter().position(|e| e.kind == EventKind::Ready);
+            let dormant = events.iter().position(|e| e.code == ReasonCode::Dormant);
+            matches!((ready, dormant), (Some(r), Some(d)) if r < d).then_some(events)
         },
     )
     .await;
-    assert!(events.iter().any(|e| e.kind == "dormant"));
+    assert!(events.iter().any(|e| e.kind == EventKind::Dormant));
     h.ready().await;
     h.sim()
         .enqueue_jobs(second, &JobSpec::count(1))
@@ -306,7 +310,10 @@ async fn an_unchanged_refusal_is_one_event_with_a_count(db: TestDb) {
             .list_events(h.scale_set.id, 100)
             .await
             .expect("events");
-        let refused: Vec<_> = events.into_iter().filter(|e| e.kind == "refused").collect();
+        let refused: Vec<_> = events
+            .into_iter()
+            .filter(|e| e.kind == EventKind::Refused)
+            .collect();
         (refused.iter().map(|e| e.count).sum::<u64>() >= 4).then_some(refused)
     })
     .await;

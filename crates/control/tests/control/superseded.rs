@@ -128,11 +128,8 @@ async fn deleted_while_busy(db: TestDb, keep_runners: bool) {
             && h.sim().state().agents.is_empty();
         // Each old instance's retirement is on the record, so an operator sees where it went.
         let retired = h
-            .events()
-            .await
-            .iter()
-            .filter(|k| *k == "superseded_instance_deleted")
-            .count();
+            .occurrences(scaleset_store::ReasonCode::SupersededInstanceDeleted)
+            .await;
         (done && clean && retired == 2 && busy() == 0).then_some(())
     })
     .await;

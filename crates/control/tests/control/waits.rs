@@ -25,7 +25,10 @@ const LONG: Duration = Duration::from_secs(600);
 async fn retrying(h: &Harness, scale_set: scaleset_store::ScaleSetId) {
     eventually("the ensure asks to be retried", || async {
         let events = h.store.list_events(scale_set, 50).await.expect("events");
-        events.iter().any(|e| e.kind == "retry").then_some(())
+        events
+            .iter()
+            .any(|e| e.kind == scaleset_store::EventKind::Retry)
+            .then_some(())
     })
     .await;
 }

@@ -8,7 +8,7 @@ use super::schema::events;
 use super::{Context, DbConnection, DieselStore, parse_uuid, write_transaction};
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
-use crate::event::{Event, EventFilter, EventStore};
+use crate::event::{Event, EventFilter, EventKind, EventStore, ReasonCode};
 use crate::id::ScaleSetId;
 
 #[derive(Queryable, Selectable)]
@@ -17,6 +17,7 @@ struct Row {
     id: i64,
     scale_set_id: String,
     kind: String,
+    code: String,
     reason: String,
     at: i64,
     count: i64,
@@ -33,7 +34,10 @@ fn from_row(row: Row) -> Result<Event> {
             "scale_set_id",
             &row.scale_set_id,
         )?),
-        kind: row.kind,
+        // A name this build does not know (an older row, a newer version's) reads as the
+        // fallback, never as an error: the trail is for reading.
+        kind: EventKind::from_stored(&row.kind),
+        code: ReasonCode::from_stored(&row.code),
         reason: row.reason,
         at: Timestamp::from_unix_millis(row.at),
         // Written as 1 and only ever incremented: a value below 1 is a hand-edited row, shown
@@ -48,13 +52,13 @@ impl EventStore for DieselStore {
     async fn append_event(
         &self,
         scale_set_id: ScaleSetId,
-        kind: &str,
-        reason: &str,
+        code: ReasonCode,
+        detail: &str,
     ) -> Result<Event> {
-        let (kind, reason) = (kind.to_owned(), reason.to_owned());
+        let detail = detail.to_owned();
         self.run("append event", move |conn, ctx| {
             write_transaction(conn, "append event", |conn| {
-                append_in(conn, ctx, scale_set_id, &kind, &reason)
+                append_in(conn, ctx, scale_set_id, code, &detail)
             })
         })
         .await
@@ -109,10 +113,11 @@ pub(super) fn append_in(
     conn: &mut DbConnection,
     ctx: &Context,
     scale_set_id: ScaleSetId,
-    kind: &str,
+    code: ReasonCode,
     reason: &str,
 ) -> Result<Event> {
     let key = scale_set_id.to_string();
+    let kind = code.kind().as_str();
     let at = ctx.now().unix_millis();
     let newest: Option<Row> = events::table
         .filter(events::scale_set_id.eq(&key))
@@ -123,13 +128,15 @@ pub(super) fn append_in(
         .map_err(Error::backend("read the newest event"))?;
     if let Some(newest) = newest
         && newest.kind == kind
-        && newest.reason == reason
+        && newest.code == code.as_str()
     {
-        // A repeat, not a change: counted on the entry it repeats.
+        // A repeat, not a change: counted on the entry it repeats, whose detail becomes the
+        // newest (its counters, its next try).
         diesel::update(events::table.find(newest.id))
             .set((
                 events::count.eq(events::count + 1),
                 events::last_at.eq(at.max(newest.at)),
+                events::reason.eq(reason),
             ))
             .execute(conn)
             .map_err(Error::write("event", "count a repeated event"))?;
@@ -144,6 +151,7 @@ pub(super) fn append_in(
         .values((
             events::scale_set_id.eq(&key),
             events::kind.eq(kind),
+            events::code.eq(code.as_str()),
             events::reason.eq(reason),
             events::at.eq(at),
             events::count.eq(1),

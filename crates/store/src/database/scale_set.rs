@@ -15,7 +15,7 @@ use super::{
 };
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
-use crate::event::Event;
+use crate::event::{Event, ReasonCode};
 use crate::id::{EntityId, ScaleSetId};
 use crate::lease::Lease;
 use crate::scale_set::{
@@ -477,8 +477,8 @@ impl ScaleSetStore for DieselStore {
         &self,
         id: ScaleSetId,
         change: &mut (dyn for<'s> FnMut(&'s mut ScaleSet) + Send),
-        kind: &str,
-        reason: &str,
+        code: ReasonCode,
+        detail: &str,
     ) -> Result<(ScaleSet, Event)> {
         // The change is made here, on the caller's side (it borrows the caller's state);
         // the write and the event then share one transaction, checked against the generation
@@ -488,7 +488,7 @@ impl ScaleSetStore for DieselStore {
             let stored = self.get_scale_set(id).await?;
             let mut changed = stored.clone();
             change(&mut changed);
-            let (kind, reason) = (kind.to_owned(), reason.to_owned());
+            let detail = detail.to_owned();
             let written = self
                 .run("update scale set with event", move |conn, ctx| {
                     write_transaction(conn, "update scale set with event", |conn| {
@@ -497,7 +497,7 @@ impl ScaleSetStore for DieselStore {
                         } else {
                             update_in(conn, ctx, &changed)?
                         };
-                        let event = append_in(conn, ctx, id, &kind, &reason)?;
+                        let event = append_in(conn, ctx, id, code, &detail)?;
                         Ok((row, event))
                     })
                 })

@@ -133,6 +133,7 @@ diesel::table! {
         id -> BigInt,
         scale_set_id -> Text,
         kind -> Text,
+        code -> Text,
         reason -> Text,
         at -> BigInt,
         count -> BigInt,

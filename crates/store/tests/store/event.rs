@@ -1,7 +1,10 @@
 //! Events: append-only trail, newest first, bounded retention; an entry that repeats the newest
-//! one is counted on it, not appended again (issue 29 item 14).
+//! one (same kind and reason code, whatever its detail says) is counted on it, not appended
+//! again; a code this build does not know reads back as the fallback.
 
-use scaleset_store::{DieselStore, EventFilter, EventStore as _, ScaleSetId};
+use scaleset_store::{
+    DieselStore, EventFilter, EventKind, EventStore as _, ReasonCode as Code, ScaleSetId,
+};
 
 use crate::helpers::{TestDb, store_tests};
 
@@ -10,26 +13,32 @@ store_tests!(
     retention_keeps_the_newest_per_scale_set,
     a_repeated_event_is_counted_on_the_newest_entry_not_appended,
     repeats_do_not_push_other_history_out_of_retention,
-    recent_events_of_all_scale_sets_are_filtered_and_oldest_first
+    recent_events_of_all_scale_sets_are_filtered_and_oldest_first,
+    a_repeat_whose_counters_changed_is_counted_and_keeps_the_newest_detail,
+    an_unknown_stored_code_reads_back_as_the_fallback
 );
 
 async fn events_round_trip_newest_first(db: TestDb) {
     let store = db.open().await;
     let scale_set = crate::helpers::scale_set(&store, "ev").await;
     let first = store
-        .append_event(scale_set.id, "created", "no match on GitHub")
+        .append_event(scale_set.id, Code::CreatedByOperator, "no match on GitHub")
         .await
         .unwrap();
     db.clock.advance(std::time::Duration::from_secs(1));
     let second = store
-        .append_event(scale_set.id, "session_opened", "owner scaleset-x")
+        .append_event(scale_set.id, Code::StaleSessionDeleted, "owner scaleset-x")
         .await
         .unwrap();
     assert!(second.id > first.id);
     assert!(second.at > first.at);
     assert_eq!(
-        (first.kind.as_str(), first.reason.as_str()),
-        ("created", "no match on GitHub")
+        (first.kind, first.code, first.reason.as_str()),
+        (
+            EventKind::Created,
+            Code::CreatedByOperator,
+            "no match on GitHub"
+        )
     );
     assert_eq!(
         store.list_events(scale_set.id, 10).await.unwrap(),
@@ -41,7 +50,7 @@ async fn events_round_trip_newest_first(db: TestDb) {
     );
     assert!(
         store
-            .append_event(ScaleSetId::generate(), "x", "y")
+            .append_event(ScaleSetId::generate(), Code::Declared, "y")
             .await
             .unwrap_err()
             .is_not_found()
@@ -54,12 +63,23 @@ async fn retention_keeps_the_newest_per_scale_set(db: TestDb) {
         .unwrap();
     let busy = crate::helpers::scale_set(&store, "busy").await;
     let quiet = crate::helpers::scale_set(&store, "quiet").await;
-    store.append_event(quiet.id, "created", "q").await.unwrap();
+    store
+        .append_event(quiet.id, Code::CreatedByOperator, "q")
+        .await
+        .unwrap();
     let mut appended = Vec::new();
     for i in 0..7 {
         appended.push(
             store
-                .append_event(busy.id, "tick", &i.to_string())
+                .append_event(
+                    busy.id,
+                    if i % 2 == 0 {
+                        Code::Draining
+                    } else {
+                        Code::Drained
+                    },
+                    &i.to_string(),
+                )
                 .await
                 .unwrap(),
         );
@@ -75,7 +95,11 @@ async fn a_repeated_event_is_counted_on_the_newest_entry_not_appended(db: TestDb
     let store = db.open().await;
     let scale_set = crate::helpers::scale_set(&store, "rep").await;
     let first = store
-        .append_event(scale_set.id, "refused", "foreign_owner (x); what to do: y")
+        .append_event(
+            scale_set.id,
+            Code::ForeignOwner,
+            "foreign_owner (x); what to do: y",
+        )
         .await
         .unwrap();
     assert_eq!((first.count, first.last_at), (1, first.at));
@@ -83,7 +107,11 @@ async fn a_repeated_event_is_counted_on_the_newest_entry_not_appended(db: TestDb
     for _ in 0..4 {
         db.clock.advance(std::time::Duration::from_secs(30));
         last = store
-            .append_event(scale_set.id, "refused", "foreign_owner (x); what to do: y")
+            .append_event(
+                scale_set.id,
+                Code::ForeignOwner,
+                "foreign_owner (x); what to do: y",
+            )
             .await
             .unwrap();
     }
@@ -100,23 +128,39 @@ async fn a_repeated_event_is_counted_on_the_newest_entry_not_appended(db: TestDb
     // A change is a new entry; the same text again after it is a change too.
     db.clock.advance(std::time::Duration::from_secs(1));
     let ready = store
-        .append_event(scale_set.id, "ready", "ready: scale set 5 adopted")
+        .append_event(
+            scale_set.id,
+            Code::ScaleSetAdopted,
+            "ready: scale set 5 adopted",
+        )
         .await
         .unwrap();
     assert_eq!(ready.count, 1);
     let again = store
-        .append_event(scale_set.id, "refused", "foreign_owner (x); what to do: y")
+        .append_event(
+            scale_set.id,
+            Code::ForeignOwner,
+            "foreign_owner (x); what to do: y",
+        )
         .await
         .unwrap();
     assert_ne!(again.id, last.id);
     assert_eq!(again.count, 1);
-    // Same kind with another reason, or another kind with the same reason: a change.
+    // Same kind with another code, or another kind with the same text: a change.
     let other_reason = store
-        .append_event(scale_set.id, "refused", "foreign_owner (z); what to do: y")
+        .append_event(
+            scale_set.id,
+            Code::OwnershipUnproven,
+            "foreign_owner (z); what to do: y",
+        )
         .await
         .unwrap();
     let other_kind = store
-        .append_event(scale_set.id, "failed", "foreign_owner (z); what to do: y")
+        .append_event(
+            scale_set.id,
+            Code::AdoptionFailed,
+            "foreign_owner (z); what to do: y",
+        )
         .await
         .unwrap();
     assert_eq!((other_reason.count, other_kind.count), (1, 1));
@@ -131,11 +175,17 @@ async fn repeats_do_not_push_other_history_out_of_retention(db: TestDb) {
         .await
         .unwrap();
     let set = crate::helpers::scale_set(&store, "hist").await;
-    let created = store.append_event(set.id, "created", "c").await.unwrap();
-    let ready = store.append_event(set.id, "ready", "r").await.unwrap();
+    let created = store
+        .append_event(set.id, Code::CreatedByOperator, "c")
+        .await
+        .unwrap();
+    let ready = store
+        .append_event(set.id, Code::ScaleSetCreated, "r")
+        .await
+        .unwrap();
     for _ in 0..50 {
         store
-            .append_event(set.id, "config_error", "no runner group \"gpu\"")
+            .append_event(set.id, Code::UnknownRunnerGroup, "no runner group \"gpu\"")
             .await
             .unwrap();
     }
@@ -149,11 +199,20 @@ async fn recent_events_of_all_scale_sets_are_filtered_and_oldest_first(db: TestD
     let store = db.open().await;
     let one = crate::helpers::scale_set(&store, "one").await;
     let two = crate::helpers::scale_set(&store, "two").await;
-    let a = store.append_event(one.id, "created", "a").await.unwrap();
+    let a = store
+        .append_event(one.id, Code::CreatedByOperator, "a")
+        .await
+        .unwrap();
     db.clock.advance(std::time::Duration::from_secs(60));
-    let b = store.append_event(two.id, "created", "b").await.unwrap();
+    let b = store
+        .append_event(two.id, Code::CreatedByOperator, "b")
+        .await
+        .unwrap();
     db.clock.advance(std::time::Duration::from_secs(60));
-    let c = store.append_event(one.id, "ready", "c").await.unwrap();
+    let c = store
+        .append_event(one.id, Code::ScaleSetCreated, "c")
+        .await
+        .unwrap();
     let all = EventFilter {
         scale_set_id: None,
         since: None,
@@ -214,7 +273,10 @@ async fn recent_events_of_all_scale_sets_are_filtered_and_oldest_first(db: TestD
     );
     // A repeat of an old entry counts as recent by its last occurrence.
     db.clock.advance(std::time::Duration::from_secs(60));
-    let repeated = store.append_event(two.id, "created", "b").await.unwrap();
+    let repeated = store
+        .append_event(two.id, Code::CreatedByOperator, "b")
+        .await
+        .unwrap();
     assert_eq!((repeated.id, repeated.count), (b.id, 2));
     assert_eq!(
         kinds(
@@ -228,4 +290,65 @@ async fn recent_events_of_all_scale_sets_are_filtered_and_oldest_first(db: TestD
         ),
         [b.id]
     );
+}
+
+async fn a_repeat_whose_counters_changed_is_counted_and_keeps_the_newest_detail(db: TestDb) {
+    let store = db.open().await;
+    let set = crate::helpers::scale_set(&store, "counters").await;
+    let first = store
+        .append_event(
+            set.id,
+            Code::ProviderFailing,
+            "provider failed 1 time(s); next try in 2s",
+        )
+        .await
+        .unwrap();
+    db.clock.advance(std::time::Duration::from_secs(30));
+    let fourth = store
+        .append_event(
+            set.id,
+            Code::ProviderFailing,
+            "provider failed 4 time(s); next try in 21s",
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (fourth.id, fourth.count, fourth.at),
+        (first.id, 2, first.at)
+    );
+    assert!(fourth.last_at > first.at);
+    assert_eq!(fourth.reason, "provider failed 4 time(s); next try in 21s");
+    assert_eq!(
+        (fourth.kind, fourth.code),
+        (EventKind::ProviderFailing, Code::ProviderFailing)
+    );
+    assert_eq!(store.list_events(set.id, 10).await.unwrap(), vec![fourth]);
+}
+
+async fn an_unknown_stored_code_reads_back_as_the_fallback(db: TestDb) {
+    let store = db.open().await;
+    let set = crate::helpers::scale_set(&store, "future").await;
+    let written = store
+        .append_event(set.id, Code::Drained, "drained")
+        .await
+        .unwrap();
+    crate::helpers::raw_sql(
+        &db,
+        &format!(
+            "UPDATE events SET code = 'from_a_newer_version', kind = 'also_newer' WHERE id = {}",
+            written.id
+        ),
+    )
+    .await;
+    let read = store.list_events(set.id, 10).await.unwrap();
+    assert_eq!(
+        read.iter().map(|e| (e.kind, e.code)).collect::<Vec<_>>(),
+        [(EventKind::Other, Code::Unspecified)]
+    );
+    // The unknown entry is no repeat of a known code: a new entry.
+    let next = store
+        .append_event(set.id, Code::Drained, "drained")
+        .await
+        .unwrap();
+    assert_ne!(next.id, written.id);
 }

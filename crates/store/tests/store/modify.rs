@@ -6,8 +6,8 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use scaleset_store::{
-    EntityId, Error, Event, EventStore as _, MODIFY_ATTEMPTS, NewScaleSet, Progress, Result,
-    ScaleSet, ScaleSetId, ScaleSetState, ScaleSetStore,
+    EntityId, Error, Event, EventStore as _, MODIFY_ATTEMPTS, NewScaleSet, Progress, ReasonCode,
+    Result, ScaleSet, ScaleSetId, ScaleSetState, ScaleSetStore,
 };
 
 use crate::helpers::{TestDb, store_tests};
@@ -116,11 +116,11 @@ impl<S: ScaleSetStore> ScaleSetStore for Contended<S> {
         &self,
         id: ScaleSetId,
         change: &mut (dyn for<'s> FnMut(&'s mut ScaleSet) + Send),
-        kind: &str,
-        reason: &str,
+        code: ReasonCode,
+        detail: &str,
     ) -> Result<(ScaleSet, Event)> {
         self.inner
-            .modify_scale_set_with_event(id, change, kind, reason)
+            .modify_scale_set_with_event(id, change, code, detail)
             .await
     }
 }
@@ -209,7 +209,7 @@ async fn a_change_and_its_event_are_one_write(db: TestDb) {
         .modify_scale_set_with_event(
             before.id,
             &mut |s| s.state = ScaleSetState::Ready,
-            "ready",
+            ReasonCode::ScaleSetCreated,
             "ready: listening",
         )
         .await
@@ -218,8 +218,8 @@ async fn a_change_and_its_event_are_one_write(db: TestDb) {
     assert_eq!(written.generation, before.generation + 1);
     assert_eq!(store.get_scale_set(before.id).await.unwrap(), written);
     assert_eq!(
-        (event.kind.as_str(), event.reason.as_str()),
-        ("ready", "ready: listening")
+        (event.code, event.reason.as_str()),
+        (ReasonCode::ScaleSetCreated, "ready: listening")
     );
     assert!(event.is_first());
     let events = store.list_events(before.id, 10).await.unwrap();
@@ -236,7 +236,12 @@ async fn an_event_is_appended_even_when_the_change_changes_nothing(db: TestDb) {
     let state = before.state;
     for round in 1..=2u64 {
         let (read, event) = store
-            .modify_scale_set_with_event(before.id, &mut |s| s.state = state, "refused", "same")
+            .modify_scale_set_with_event(
+                before.id,
+                &mut |s| s.state = state,
+                ReasonCode::ForeignOwner,
+                "same",
+            )
             .await
             .unwrap();
         assert_eq!(read, before, "nothing written, generation kept");
@@ -252,7 +257,12 @@ async fn a_change_with_an_event_of_an_unknown_scale_set_writes_nothing(db: TestD
         .await
         .unwrap();
     let err = store
-        .modify_scale_set_with_event(known.id, &mut |s| s.spec.enabled = false, "x", "y")
+        .modify_scale_set_with_event(
+            known.id,
+            &mut |s| s.spec.enabled = false,
+            ReasonCode::Drained,
+            "y",
+        )
         .await
         .expect_err("deleted");
     assert!(err.is_not_found(), "{err:?}");

@@ -371,7 +371,11 @@ async fn delete_checks_generation_and_instances(db: TestDb) {
     let scale_set = crate::helpers::scale_set(&store, "del").await;
     let held = lease(&store, scale_set.id, "w").await;
     store
-        .append_event(scale_set.id, "created", "test")
+        .append_event(
+            scale_set.id,
+            scaleset_store::ReasonCode::CreatedByOperator,
+            "test",
+        )
         .await
         .unwrap();
     store

@@ -122,7 +122,11 @@ async fn waiting_writes_do_not_block_the_runtime() {
         let store = store.clone();
         async move {
             store
-                .append_event(scale_set.id, "waited", "for the lock")
+                .append_event(
+                    scale_set.id,
+                    scaleset_store::ReasonCode::Declared,
+                    "for the lock",
+                )
                 .await
         }
     });
@@ -138,6 +142,6 @@ async fn waiting_writes_do_not_block_the_runtime() {
         .await
         .unwrap()
         .expect("the write succeeds once the lock is released");
-    assert_eq!(event.kind, "waited");
+    assert_eq!(event.code, scaleset_store::ReasonCode::Declared);
     holder.join().unwrap();
 }

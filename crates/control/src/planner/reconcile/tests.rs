@@ -600,7 +600,7 @@ fn the_reasons_come_in_order_and_name_their_events() {
         Retire::MaxLifetime,
         Retire::MaxIdleLifetime,
     ]
-    .map(|r| (r.event(), r.reason()));
+    .map(|r| (r.code().as_str(), r.reason()));
     assert_eq!(
         events.map(|(e, _)| e),
         [
@@ -864,7 +864,10 @@ fn an_idle_runner_garm_left_is_retired_a_busy_one_finishes_its_job() {
         lifecycle(&life(&idle_row), &served(1, Limits::default(), true)),
         None
     );
-    assert_eq!(Retire::Inherited.event(), "inherited_runner_retired");
+    assert_eq!(
+        Retire::Inherited.code().as_str(),
+        "inherited_runner_retired"
+    );
     assert!(Retire::Inherited.reason().contains("GARM"));
 }
 
@@ -908,7 +911,10 @@ fn a_runner_garm_registered_that_never_came_online_is_retired_for_what_it_is() {
         ),
         None
     );
-    assert_eq!(Retire::InheritedOffline.event(), "inherited_runner_offline");
+    assert_eq!(
+        Retire::InheritedOffline.code().as_str(),
+        "inherited_runner_offline"
+    );
     let reason = Retire::InheritedOffline.reason();
     assert!(reason.contains("GARM registered"), "{reason}");
     assert!(reason.contains("offline (never booted"), "{reason}");
