@@ -676,7 +676,7 @@ async fn stored(url: &str) -> Result<Vec<StoredSet>, String> {
             .await
             .map_err(|e| e.to_string())?
             .into_iter()
-            .map(|e| (e.kind, e.reason))
+            .map(|e| (e.kind.as_str().to_owned(), e.reason))
             .collect();
         trail.reverse();
         out.push(StoredSet {

@@ -272,7 +272,7 @@ disable_update = true
     }
 
     /// How many events of `kind` the scale set `name` has had (a repeat counts again).
-    pub(crate) async fn count_events(&self, name: &str, kind: &str) -> u64 {
+    pub(crate) async fn count_events(&self, name: &str, kind: scaleset_store::EventKind) -> u64 {
         self.events(name)
             .await
             .iter()

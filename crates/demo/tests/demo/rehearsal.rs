@@ -154,7 +154,7 @@ async fn disaster_rehearsal_a_deleted_database_is_rebuilt_by_adoption() -> Resul
                     .list_events(set.id, 100)
                     .await?
                     .iter()
-                    .any(|e| e.kind == "instance_rerecorded");
+                    .any(|e| e.kind == scaleset_store::EventKind::InstanceRerecorded);
             }
             anyhow::Ok((rerecorded && known.intersection(&machines).next().is_some()).then_some(()))
         }
