@@ -193,7 +193,7 @@ pub enum ApiError {
     },
     /// A change through the API to a scale set the configuration file declares.
     #[error("{0}")]
-    Declared(scaleset_control::DeclaredEdit),
+    Declared(scaleset_fleet::DeclaredEdit),
     /// A fleet plan no longer matches the world.
     #[error("{reason}")]
     StalePlan {

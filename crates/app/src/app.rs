@@ -9,9 +9,9 @@ use prometheus_client::registry::Registry;
 use scaleset_api::{AppState, Limits};
 use scaleset_config::Config;
 use scaleset_control::{
-    Action, ClientFactory, ConfiguredFleet, Controller, ControllerIdentity, DecommissionSource,
-    Metrics, Settings, StoreClientFactory, apply_declared,
+    ClientFactory, Controller, ControllerIdentity, Metrics, Settings, StoreClientFactory,
 };
+use scaleset_fleet::{Action, ConfiguredFleet, DecommissionSource, apply_declared};
 use scaleset_provider::Provider;
 use scaleset_store::{ControllerBinding, DieselStore, Store, WriterLock, WriterLockError};
 use tokio::task::JoinHandle;

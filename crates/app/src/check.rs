@@ -1,9 +1,9 @@
 //! `--check`'s one look at GitHub, shared by `scaleset-worker` and `scaleset-server`: whether
 //! each declared scale set's OS and architecture has a runner download in its entity's list
-//! (`scaleset_control::check_runner_tools`), through the same proxy settings the process uses.
+//! (`scaleset_fleet::check_runner_tools`), through the same proxy settings the process uses.
 
 use scaleset_config::Config;
-pub use scaleset_control::ToolCheck;
+pub use scaleset_fleet::ToolCheck;
 
 use crate::env::{Env, Vars};
 
@@ -21,7 +21,7 @@ pub fn check_runner_tools(config: &Config, env: &Env) -> std::io::Result<Vec<Too
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    Ok(runtime.block_on(scaleset_control::check_runner_tools(
+    Ok(runtime.block_on(scaleset_fleet::check_runner_tools(
         &config.fleet,
         &move |c| c.with_proxy(proxy.clone()),
     )))

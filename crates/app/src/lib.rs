@@ -7,7 +7,7 @@
 //! 2. the store, opened and migrated, and the controller binding it reports (an unpinned id is
 //!    logged);
 //! 3. the controller identity and the GitHub clients (proxy settings from [`Env`]);
-//! 4. the declared fleet applied through `scaleset_control::apply_declared` (so a wiped
+//! 4. the declared fleet applied through `scaleset_fleet::apply_declared` (so a wiped
 //!    database is rebuilt by a restart, the demo's disaster rehearsal included);
 //! 5. the providers (the fake one as `[fake]` says, booted by [`Env::fake_boot`] or the
 //!    simulator at `[fake] simulator_url`), and the `Controller` with its metrics;
@@ -48,7 +48,7 @@ pub use decommission::{DecommissionSite, decommission};
 /// The decommission's options, plan and digest, for the binaries that print and apply it
 /// (they depend on this crate, not on `scaleset-control`).
 pub mod decommission_types {
-    pub use scaleset_control::{
+    pub use scaleset_fleet::{
         DecommissionAct, DecommissionItem, DecommissionOptions, DecommissionPlan,
         DecommissionReport, DecommissionScope, DecommissionSubject, DecommissionWhy, PlanDigest,
         parse_scope,

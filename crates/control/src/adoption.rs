@@ -369,7 +369,8 @@ fn observed(set: &RunnerScaleSet) -> Result<AdoptScaleSet, String> {
     })
 }
 
-pub(crate) fn observed_all(sets: &[RunnerScaleSet]) -> Result<Vec<AdoptScaleSet>, String> {
+/// Every scale set of a GitHub listing as the adoption machine observes it.
+pub fn observed_all(sets: &[RunnerScaleSet]) -> Result<Vec<AdoptScaleSet>, String> {
     sets.iter().map(observed).collect()
 }
 

@@ -34,13 +34,10 @@ mod checkpoint;
 mod client_factory;
 mod coalesce;
 mod controller;
-mod decommission;
-mod deletion;
 mod drain;
 mod ensure;
 mod ensure_once;
 mod error;
-mod fleet;
 mod hands_off;
 mod identity;
 mod interrupted;
@@ -48,6 +45,7 @@ mod listener;
 mod metrics;
 mod observed_provider;
 mod orphans;
+mod plan_digest;
 mod planner;
 mod pool_keys;
 mod runner_tools;
@@ -56,23 +54,13 @@ mod scaler;
 mod settings;
 mod shared;
 mod task;
-mod tool_check;
 mod wait;
 
 pub use checkpoint::{Checkpoint, Checkpoints};
 pub use client_factory::{ClientFactory, StoreClientFactory, observed_clients};
 pub use controller::Controller;
-pub use decommission::{
-    ConfigureClient, Decommission, DecommissionOptions, DecommissionReport, DecommissionSource,
-    parse_scope,
-};
-pub use deletion::delete_on_github;
 pub use ensure_once::{EnsureOnce, EnsureResult};
 pub use error::Error;
-pub use fleet::{
-    Applied, ConfiguredFleet, DeclaredEdit, FleetLookup, GitHubLookup, NoLookup, OursUndeclared,
-    Unlisted, apply_declared, apply_fleet, ours_undeclared, plan_fleet,
-};
 pub use hands_off::HandsOff;
 pub use identity::{ControllerIdentity, runner_name, validate_scale_set_name};
 pub use metrics::{
@@ -80,18 +68,17 @@ pub use metrics::{
     MAX_SCALE_SETS_EXPORTED, Metrics, PROVIDER_COMMANDS, ProviderLabels, SetLabels, SetReading,
     SetStateLabels, SetStatusLabels, StateLabel, StatusClassLabels, StatusLabel, WorkerLabel,
 };
-pub use planner::decommission::{
-    Act as DecommissionAct, DecommissionPlan, Item as DecommissionItem, Scope as DecommissionScope,
-    Subject as DecommissionSubject, Why as DecommissionWhy,
-};
-pub use planner::deletion::{Deletion, Detachment, GitHubDeletion, plan_deletion};
-pub use planner::fleet::{
-    Action, Change, CredentialsAction, CredentialsStep, DeclaredScaleSet, EntityStep, Fleet,
-    FleetInput, FleetPlan, Lookup, PlanDigest, Reason, ScaleSetKey, ScaleSetStep, World,
-    plan as fleet_plan,
-};
+pub use plan_digest::PlanDigest;
 pub use planner::leases::{LeaseInput, LeasePlan, plan_leases};
 pub use planner::{Plan, PlanInput, RunnerPhase, RunnerView, plan};
 pub use pool_keys::pool_key;
+// What the fleet operations (`scaleset-fleet`) run through the loop's own parts: one client
+// builder, one adoption reading, one pool-key rule, one cancel-aware wait.
+pub use adoption::observed_all;
+pub use client_factory::build_client;
+pub use error::store as store_error;
+pub use pool_keys::our_pool;
+pub use runner_tools::stored as stored_download;
+pub use scaler::{again_on_token, join_all};
 pub use settings::{InstanceUrls, Settings};
-pub use tool_check::{ToolCheck, check_runner_tools};
+pub use wait::{Waited, wait_for};

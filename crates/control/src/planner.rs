@@ -21,10 +21,7 @@ use std::time::Duration;
 
 pub(crate) mod bootstrap_backoff;
 pub(crate) mod claim;
-pub(crate) mod decommission;
-pub(crate) mod deletion;
 pub(crate) mod exports;
-pub(crate) mod fleet;
 pub(crate) mod idle;
 pub(crate) mod leases;
 pub(crate) mod orphans;

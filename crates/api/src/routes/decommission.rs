@@ -1,5 +1,5 @@
 //! `POST /api/v1/decommission/plan` and `POST /api/v1/decommission/apply`: the control crate's
-//! decommission ([`scaleset_control::Decommission`], the planner and the I/O that
+//! decommission ([`scaleset_fleet::Decommission`], the planner and the I/O that
 //! `scaleset-worker decommission` runs too) over this server's store and its worker's
 //! providers. A server without a worker has no providers: `409 no_providers`, never a plan
 //! that silently leaves the instances out.
@@ -10,7 +10,7 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::routing::post;
 use axum::{Json, Router};
-use scaleset_control::{
+use scaleset_fleet::{
     Decommission, DecommissionAct, DecommissionItem, DecommissionOptions, DecommissionSubject,
     DecommissionWhy, PlanDigest,
 };
@@ -126,7 +126,7 @@ fn options(
     include_adopted: bool,
 ) -> Result<DecommissionOptions, ApiError> {
     let scope =
-        scaleset_control::parse_scope(entity, scale_set).map_err(|e| ApiError::InvalidInput {
+        scaleset_fleet::parse_scope(entity, scale_set).map_err(|e| ApiError::InvalidInput {
             field: "scale_set".to_owned(),
             reason: e.to_string(),
         })?;

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use scaleset_control::ConfiguredFleet;
+use scaleset_fleet::ConfiguredFleet;
 use scaleset_store::{
     Attention, Entity, EntityId, Event, Instance, InstanceStatus, SAMPLE_WINDOW, Sample, ScaleSet,
     ScaleSetId, ScaleSetState, Store, Timestamp,

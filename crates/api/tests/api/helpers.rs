@@ -141,14 +141,14 @@ pub(crate) fn settings() -> Settings {
 impl App {
     /// Serves the API over a fresh database of `backend`, with a token.
     pub(crate) async fn start(backend: Backend, test: &str) -> Self {
-        Self::start_with(backend, test, scaleset_control::ConfiguredFleet::default()).await
+        Self::start_with(backend, test, scaleset_fleet::ConfiguredFleet::default()).await
     }
 
     /// [`App::start`] for a server whose configuration file declares `configured`.
     pub(crate) async fn start_with(
         backend: Backend,
         test: &str,
-        configured: scaleset_control::ConfiguredFleet,
+        configured: scaleset_fleet::ConfiguredFleet,
     ) -> Self {
         let db = TestDb::create(backend, test)
             .await
