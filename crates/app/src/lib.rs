@@ -35,6 +35,7 @@ mod decommission;
 mod env;
 mod error;
 pub mod exit;
+mod lifecycle;
 pub mod manual;
 mod providers;
 mod rotation;
@@ -42,7 +43,7 @@ mod runtime;
 mod signals;
 
 pub use app::{App, FleetApplied, Running, Stopped};
-pub use check::{ToolCheck, check_runner_tools};
+pub use check::{ToolCheck, check, check_runner_tools, load};
 pub use decommission::{DecommissionSite, decommission};
 
 /// The decommission's options, plan and digest, for the binaries that print and apply it
@@ -61,5 +62,6 @@ pub mod decommission_types {
 pub use env::Env;
 pub use error::{BuildError, LoopError};
 pub use exit::Exit;
-pub use runtime::{BLOCKING_HEADROOM, blocking_threads, runtime};
+pub use lifecycle::{Role, ServeError, serve};
+pub use runtime::{BLOCKING_HEADROOM, block_on, blocking_threads, runtime};
 pub use signals::{Deferred, Signals};

@@ -8,7 +8,10 @@
 //! **long-poll** → **handle** (acquire, busy, retire) → **scale** (the pure [`plan`]) →
 //! **persist the cursor** (a fenced store write) → **ack**.
 //!
-//! What it deliberately does not do: parse configuration files, serve HTTP or expose metrics
+//! What it deliberately does not do: the operator's whole-fleet operations (fleet plan/apply,
+//! deleting a scale set, decommission: `scaleset-fleet`, which runs them through this crate's
+//! client builder, adoption reading and pool-key rule); parse configuration files, serve HTTP
+//! or expose metrics
 //! (the binaries do, from [`Metrics`]' registry), or delete anything it cannot attribute to
 //! itself: instances are touched only through their pool key ([`pool_key`]), runners only by
 //! the names and ids it recorded.
@@ -17,8 +20,6 @@
 //! [`ControllerIdentity`] and [`Settings`]; runs until a `CancellationToken` fires), the one
 //! adoption driver [`adoption::run_once`] (store-free; the ensure step and the whole-system
 //! tests both run it), [`EnsureOnce`] (the same ensure step run once, for tools and tests),
-//! [`plan_deletion`] with [`delete_on_github`] (whether deleting a scale set deletes it on
-//! GitHub, decided from its stored provenance, and the one GitHub delete),
 //! the pure [`plan`] with [`PlanInput`]/[`Plan`], the pure lease planner [`plan_leases`]
 //! (which scale sets this worker serves among the live workers), [`Metrics`] and
 //! [`Error`]. Crash points for tests are observable through [`Checkpoints`].
