@@ -50,11 +50,12 @@ use crate::planner::reconcile::{
 use crate::planner::start::{unrecorded_runners, warm_pool};
 use crate::planner::takeover::Inherited;
 use crate::planner::{PlanInput, RunnerPhase, RunnerView, plan};
+use crate::policies::Policies as _;
 use crate::shared::Shared;
 
 /// What an instance is given to reach the server's instance-facing endpoints.
 struct InstanceAccessGrant {
-    urls: crate::settings::InstanceUrls,
+    urls: scaleset_settings::InstanceUrls,
     token: SecretString,
 }
 

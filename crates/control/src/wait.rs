@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::settings::jittered;
+use scaleset_github::jittered;
 
 /// How a wait ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
