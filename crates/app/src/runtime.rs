@@ -31,6 +31,41 @@ pub fn runtime(pool_size: u32) -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
+/// Runs `work` for `program` on [`runtime`]`(pool_size)` and says how it ended: an error is
+/// printed with its causes (and logged), and is [`Exit::Failed`](crate::Exit::Failed).
+pub fn block_on<E>(
+    program: &str,
+    pool_size: u32,
+    work: impl std::future::Future<Output = Result<(), E>>,
+) -> crate::Exit
+where
+    E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+{
+    let runtime = match runtime(pool_size) {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            crate::errln!("{program}: cannot start the async runtime: {e}");
+            return crate::Exit::Failed;
+        }
+    };
+    match runtime.block_on(work) {
+        Ok(()) => crate::Exit::Done,
+        Err(e) => {
+            let e: Box<dyn std::error::Error + Send + Sync> = e.into();
+            let mut text = e.to_string();
+            let mut source = e.source();
+            while let Some(cause) = source {
+                text.push_str(": ");
+                text.push_str(&cause.to_string());
+                source = cause.source();
+            }
+            tracing::error!(error = text, "{program} stopped");
+            crate::errln!("{program}: {text}");
+            crate::Exit::Failed
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -86,40 +121,5 @@ mod tests {
             "{most} blocking threads ran at once, bound {bound}"
         );
         assert!(most > pool_size as usize, "the headroom is usable: {most}");
-    }
-}
-
-/// Runs `work` for `program` on [`runtime`]`(pool_size)` and says how it ended: an error is
-/// printed with its causes (and logged), and is [`Exit::Failed`](crate::Exit::Failed).
-pub fn block_on<E>(
-    program: &str,
-    pool_size: u32,
-    work: impl std::future::Future<Output = Result<(), E>>,
-) -> crate::Exit
-where
-    E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
-{
-    let runtime = match runtime(pool_size) {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            crate::errln!("{program}: cannot start the async runtime: {e}");
-            return crate::Exit::Failed;
-        }
-    };
-    match runtime.block_on(work) {
-        Ok(()) => crate::Exit::Done,
-        Err(e) => {
-            let e: Box<dyn std::error::Error + Send + Sync> = e.into();
-            let mut text = e.to_string();
-            let mut source = e.source();
-            while let Some(cause) = source {
-                text.push_str(": ");
-                text.push_str(&cause.to_string());
-                source = cause.source();
-            }
-            tracing::error!(error = text, "{program} stopped");
-            crate::errln!("{program}: {text}");
-            crate::Exit::Failed
-        }
     }
 }

@@ -39,11 +39,9 @@ impl Loop for FakeLoop {
     }
 }
 
-fn http(events: Events, stop: CancellationToken) -> impl Future<Output = ()> + Send + 'static {
-    async move {
-        stop.cancelled().await;
-        events.lock().expect("the events").push(Event::HttpStopped);
-    }
+async fn http(events: Events, stop: CancellationToken) {
+    stop.cancelled().await;
+    events.lock().expect("the events").push(Event::HttpStopped);
 }
 
 #[tokio::test]
