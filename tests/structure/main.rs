@@ -9,7 +9,7 @@
 //! as surely as the code does. A child using its parent (`use super::*`) is not a circle; a
 //! parent declares its children, and only edges between siblings are compared.
 
-mod config_edges;
+mod crate_edges;
 mod non_exhaustive;
 mod test_names;
 

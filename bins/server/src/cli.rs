@@ -121,3 +121,27 @@ pub(crate) enum TokenCommand {
         name: String,
     },
 }
+
+/// The exit of a command line clap could not parse, after printing clap's text (the demo's own
+/// `--help` where it applies).
+pub(crate) fn usage(error: &clap::Error) -> scaleset_app::Exit {
+    #[cfg(feature = "demo")]
+    if let Some(help) = demo_help(error, &std::env::args().collect::<Vec<_>>()) {
+        scaleset_app::console::out(&help);
+        return scaleset_app::Exit::Done;
+    }
+    scaleset_app::Exit::usage(error)
+}
+
+/// `completions` and `man`, which need no configuration; `None` for every other command.
+pub(crate) fn manual(args: &Args) -> Option<scaleset_app::Exit> {
+    use clap::CommandFactory as _;
+    match &args.command {
+        Some(Command::Completions { shell }) => Some(scaleset_app::manual::print_completions(
+            Args::command(),
+            *shell,
+        )),
+        Some(Command::Man(man)) => Some(scaleset_app::manual::print_man(built_for_help(), man)),
+        _ => None,
+    }
+}

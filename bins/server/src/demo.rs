@@ -5,14 +5,29 @@
 //! everything is. Runs until SIGINT (Ctrl-C) or SIGTERM.
 
 use anyhow::{Context as _, Result};
-use scaleset_app::{Deferred, out, outln};
+use scaleset_app::console::init_tracing;
+use scaleset_app::{Deferred, Exit, errln, out, outln};
 use scaleset_demo::{Demo, DemoOptions};
 use scaleset_store::ExposeSecret as _;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::DemoArgs;
+use crate::cli::{Args, DemoArgs};
 
-pub(crate) async fn run(args: DemoArgs, signals: Deferred) -> Result<()> {
+/// `scaleset-server demo`: refuses the flags the demo does not take, then runs it until a signal.
+pub(crate) fn main(args: &Args, demo: DemoArgs, signals: Deferred) -> Exit {
+    if args.config.is_some() || args.with_worker {
+        errln!(
+            "scaleset-server demo: the demo takes no --config or --with-worker: it makes its \
+             own configuration and always runs the worker (scaleset-server demo --help)"
+        );
+        return Exit::Failed;
+    }
+    init_tracing(args.log_format, "warn");
+    // The demo's store keeps the default pool of 8 connections.
+    scaleset_app::block_on("scaleset-server", 8, run(demo, signals))
+}
+
+async fn run(args: DemoArgs, signals: Deferred) -> Result<()> {
     // Installed first (blocked since main's first line), so a Ctrl-C at any point is a clean
     // stop.
     let signals = signals

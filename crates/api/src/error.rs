@@ -214,7 +214,7 @@ pub enum ApiError {
     },
     /// A change through the API to a scale set the configuration file declares.
     #[error("{0}")]
-    Declared(scaleset_control::DeclaredEdit),
+    Declared(scaleset_fleet::DeclaredEdit),
     /// A control operation failed (fleet plan or apply, decommission, a delete on GitHub,
     /// the ours-undeclared listing); its class decides the code ([`control_code`]). The
     /// message is the control error's chain: what failed, the cause, what to do.

@@ -13,7 +13,7 @@
 //! What it deliberately does not do: decide ownership or scaling, or call GitHub on a create.
 //! A scale-set create stores the record and answers at once (the worker's task ensures it);
 //! a drain disables it (the worker drains it); and the delete carries out the control crate's
-//! decision from the stored provenance ([`scaleset_control::plan_deletion`]: created: deleted
+//! decision from the stored provenance ([`scaleset_fleet::plan_deletion`]: created: deleted
 //! on GitHub; adopted or known: detached unless `force`). It opens no database and reads no files: the
 //! binary builds the [`AppState`].
 //!

@@ -11,10 +11,8 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use scaleset_control::{
-    ClientFactory, ConfiguredFleet, ControllerIdentity, DecommissionSource, Metrics, ScaleSetKey,
-    Settings,
-};
+use scaleset_control::{ClientFactory, ControllerIdentity, Metrics, Settings};
+use scaleset_fleet::{ConfiguredFleet, DecommissionSource, ScaleSetKey};
 use scaleset_store::{Clock, Store, SystemClock};
 
 /// Request limits.
@@ -243,7 +241,7 @@ impl AppState {
         }
         let state = Arc::clone(self);
         tokio::spawn(async move {
-            let listed = scaleset_control::ours_undeclared(
+            let listed = scaleset_fleet::ours_undeclared(
                 state.store.as_ref(),
                 state.clients.as_ref(),
                 &state.identity,

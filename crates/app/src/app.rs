@@ -9,9 +9,9 @@ use prometheus_client::registry::Registry;
 use scaleset_api::{AppState, Limits};
 use scaleset_config::Config;
 use scaleset_control::{
-    Action, ClientFactory, ConfiguredFleet, Controller, ControllerIdentity, DecommissionSource,
-    Metrics, Settings, StoreClientFactory, apply_declared,
+    ClientFactory, Controller, ControllerIdentity, Metrics, Settings, StoreClientFactory,
 };
+use scaleset_fleet::{Action, ConfiguredFleet, DecommissionSource, apply_declared};
 use scaleset_provider::Provider;
 use scaleset_store::{ControllerBinding, DieselStore, Store, WriterLock, WriterLockError};
 use tokio::task::JoinHandle;
@@ -101,6 +101,9 @@ impl App {
             app.settings.clone(),
             &mut app.registry,
         );
+        // The one clock of the process: the API's and the loop's bootstrap deadlines read the
+        // same time (a test's manual clock moves both).
+        controller = controller.with_clock(env.clock.clone());
         if let Some(hook) = crate::crash::from_vars(&env.vars) {
             controller = controller.with_checkpoints(hook);
         }
@@ -247,6 +250,7 @@ impl App {
             state: Arc::new(state),
             task,
             cancel,
+            http_stop: CancellationToken::new(),
             shutdown_timeout: self.shutdown_timeout,
             _lock: self.lock,
         }
@@ -267,6 +271,8 @@ pub struct Running {
     state: Arc<AppState>,
     task: Option<JoinHandle<Result<(), scaleset_control::Error>>>,
     cancel: CancellationToken,
+    /// Fired by [`Running::serve_until`] to stop the HTTP server (`crate::lifecycle`).
+    pub(crate) http_stop: CancellationToken,
     shutdown_timeout: Duration,
     _lock: Option<WriterLock>,
 }

@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use scaleset_config::Config;
-use scaleset_control::{ControllerIdentity, Decommission};
+use scaleset_control::ControllerIdentity;
+use scaleset_fleet::Decommission;
 use scaleset_store::{DatabaseUrl, DieselStore, Store, WriterLock};
 
 use crate::env::{Env, Vars};

@@ -7,7 +7,7 @@
 //! 2. the store, opened and migrated, and the controller binding it reports (an unpinned id is
 //!    logged);
 //! 3. the controller identity and the GitHub clients (proxy settings from [`Env`]);
-//! 4. the declared fleet applied through `scaleset_control::apply_declared` (so a wiped
+//! 4. the declared fleet applied through `scaleset_fleet::apply_declared` (so a wiped
 //!    database is rebuilt by a restart, the demo's disaster rehearsal included);
 //! 5. the providers (the fake one as `[fake]` says, booted by [`Env::fake_boot`] or the
 //!    simulator at `[fake] simulator_url`), and the `Controller` with its metrics;
@@ -35,6 +35,7 @@ mod decommission;
 mod env;
 mod error;
 pub mod exit;
+mod lifecycle;
 pub mod manual;
 mod providers;
 mod rotation;
@@ -42,13 +43,13 @@ mod runtime;
 mod signals;
 
 pub use app::{App, FleetApplied, Running, Stopped};
-pub use check::{ToolCheck, check_runner_tools};
+pub use check::{ToolCheck, check, check_runner_tools, load};
 pub use decommission::{DecommissionSite, decommission};
 
 /// The decommission's options, plan and digest, for the binaries that print and apply it
 /// (they depend on this crate, not on `scaleset-control`).
 pub mod decommission_types {
-    pub use scaleset_control::{
+    pub use scaleset_fleet::{
         DecommissionAct, DecommissionItem, DecommissionOptions, DecommissionPlan,
         DecommissionReport, DecommissionScope, DecommissionSubject, DecommissionWhy, PlanDigest,
         parse_scope,
@@ -61,5 +62,6 @@ pub mod decommission_types {
 pub use env::Env;
 pub use error::{BuildError, LoopError};
 pub use exit::Exit;
-pub use runtime::{BLOCKING_HEADROOM, blocking_threads, runtime};
+pub use lifecycle::{Role, ServeError, serve};
+pub use runtime::{BLOCKING_HEADROOM, block_on, blocking_threads, runtime};
 pub use signals::{Deferred, Signals};

@@ -31,6 +31,46 @@ pub fn runtime(pool_size: u32) -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
+/// Runs `work` for `program` on [`runtime`]`(pool_size)` and says how it ended: an error is
+/// printed with its causes (and logged), and is [`Exit::Failed`](crate::Exit::Failed).
+pub fn block_on<E>(
+    program: &str,
+    pool_size: u32,
+    work: impl std::future::Future<Output = Result<(), E>>,
+) -> crate::Exit
+where
+    E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+{
+    let runtime = match runtime(pool_size) {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            crate::errln!("{program}: cannot start the async runtime: {e}");
+            return crate::Exit::Failed;
+        }
+    };
+    let result = runtime.block_on(work);
+    // Dropping the runtime would wait for every blocking thread, and one stuck in a database
+    // call over a partitioned link (no answer, no reset) never returns: the exit does not wait
+    // for it (the chaos soak's partitions found a SIGTERM that never exited).
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match result {
+        Ok(()) => crate::Exit::Done,
+        Err(e) => {
+            let e: Box<dyn std::error::Error + Send + Sync> = e.into();
+            let mut text = e.to_string();
+            let mut source = e.source();
+            while let Some(cause) = source {
+                text.push_str(": ");
+                text.push_str(&cause.to_string());
+                source = cause.source();
+            }
+            tracing::error!(error = text, "{program} stopped");
+            crate::errln!("{program}: {text}");
+            crate::Exit::Failed
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

@@ -27,10 +27,10 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use scaleset_control::Settings;
 /// The declared fleet and its scale sets: the fleet planner's types, which this crate fills.
-pub use scaleset_control::{DeclaredScaleSet, Fleet};
+pub use scaleset_fleet::{DeclaredScaleSet, Fleet};
 use scaleset_provider::ProviderConfig;
+use scaleset_settings::Settings;
 use scaleset_store::StoreOptions;
 use uuid::Uuid;
 

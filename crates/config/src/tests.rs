@@ -70,7 +70,7 @@ fn keys(problems: &[Problem]) -> Vec<&str> {
 
 #[test]
 fn the_provider_back_off_start_bounds_and_takeover_recheck_are_configuration_keys() {
-    let defaults = scaleset_control::Settings::default();
+    let defaults = scaleset_settings::Settings::default();
     let config = Config::parse("test.toml", GOOD, &base_env()).unwrap();
     assert_eq!(
         config.settings.provider_backoff_base,

@@ -4,8 +4,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use scaleset_control::Settings;
 use scaleset_provider::{ProviderConfig, ProviderKind, RawProviderConfig};
+use scaleset_settings::Settings;
 use scaleset_store::{
     AdoptionPolicy, Auth, DatabaseUrl, EncryptionKey, Endpoint, EntityKind, Keyring,
     NewCredentials, RawScaleSetSpec, ScaleSetSpec, SecretString, SqliteSync, StoreOptions,

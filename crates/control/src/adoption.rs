@@ -379,7 +379,8 @@ fn observed(set: &RunnerScaleSet) -> Result<AdoptScaleSet, AdoptionStop> {
     })
 }
 
-pub(crate) fn observed_all(sets: &[RunnerScaleSet]) -> Result<Vec<AdoptScaleSet>, AdoptionStop> {
+/// Every scale set of a GitHub listing as the adoption machine observes it.
+pub fn observed_all(sets: &[RunnerScaleSet]) -> Result<Vec<AdoptScaleSet>, AdoptionStop> {
     sets.iter().map(observed).collect()
 }
 

@@ -184,7 +184,7 @@ fn github_credentials(auth: &Auth) -> Credentials {
 
 /// A client for `kind` under an endpoint and its authentication (the store's credentials, or
 /// declared ones not stored yet: the fleet planner's lookups).
-pub(crate) fn build_client(
+pub fn build_client(
     name: &str,
     endpoint: &Endpoint,
     auth: &Auth,

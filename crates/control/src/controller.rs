@@ -30,9 +30,10 @@ use crate::observed_provider::ObservedProvider;
 use crate::planner::exports::{ExportInput, Exports, plan_exports};
 use crate::planner::leases::{LeaseInput, plan_leases};
 use crate::planner::orphans::{SweepClock, sweep_due};
-use crate::settings::Settings;
+use crate::policies::Policies as _;
 use crate::shared::{RunnerGroups, Shared};
 use crate::task::serve;
+use scaleset_settings::Settings;
 
 /// The control loop of one controller over all scale sets in its store.
 pub struct Controller {

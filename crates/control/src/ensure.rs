@@ -220,7 +220,7 @@ pub(crate) async fn ensure(
             };
             let reason = format!(
                 "ready: GitHub scale set {github_id} {how}{}{}",
-                crate::planner::fleet::evidence_sentence(&evidence),
+                evidence_sentence(&evidence),
                 if reset_cursor {
                     "; GitHub had deleted the stored one, so the message cursor was reset"
                 } else {
@@ -485,4 +485,15 @@ fn notice_code(notice: &scaleset_adopt::Notice) -> ReasonCode {
         other if other.is_warning() => ReasonCode::SpecNotApplied,
         _ => ReasonCode::SpecApplied,
     }
+}
+
+/// `, proven ours by our owner label and the GitHub id we stored`, or nothing for an adoption
+/// on policy alone: the evidence as words for operators, not as enum names. The ready event
+/// and the fleet plan's adopt reason say it alike.
+pub fn evidence_sentence(evidence: &[scaleset_adopt::Evidence]) -> String {
+    if evidence.is_empty() {
+        return String::new();
+    }
+    let words: Vec<String> = evidence.iter().map(ToString::to_string).collect();
+    format!(", proven ours by {}", words.join(" and "))
 }

@@ -23,8 +23,9 @@ use crate::ensure::{Ensured, ImportedWrites, ensure};
 use crate::error::{Error, store};
 use crate::identity::ControllerIdentity;
 use crate::metrics::Metrics;
-use crate::settings::Settings;
+use crate::policies::Policies as _;
 use crate::shared::{RunnerGroups, Shared};
+use scaleset_settings::Settings;
 
 /// How one [`EnsureOnce::run`] ended. The scale set's row (state, reason, provenance,
 /// evidence, events) says the rest; read it after.

@@ -234,7 +234,7 @@ pub enum Error {
         /// What changed.
         reason: String,
         /// The digest planning gives now, when apply refused before writing.
-        current: Option<crate::planner::fleet::PlanDigest>,
+        current: Option<crate::plan_digest::PlanDigest>,
     },
     /// A decommission was asked to apply a plan that is not the one planned now.
     #[error(
@@ -244,9 +244,9 @@ pub enum Error {
     )]
     StaleDecommission {
         /// The digest of the plan now.
-        current: crate::planner::fleet::PlanDigest,
+        current: crate::plan_digest::PlanDigest,
         /// The digest given.
-        reviewed: crate::planner::fleet::PlanDigest,
+        reviewed: crate::plan_digest::PlanDigest,
     },
     /// The control loop is stopping: a step was stopped mid-way (what it had opened is closed).
     #[error("stopped while serving scale set {scale_set}: the control loop is shutting down")]
@@ -563,7 +563,7 @@ pub enum AdoptionStop {
 }
 
 /// A store error in context.
-pub(crate) fn store(during: &'static str) -> impl FnOnce(scaleset_store::Error) -> Error {
+pub fn store(during: &'static str) -> impl FnOnce(scaleset_store::Error) -> Error {
     move |source| Error::Store { during, source }
 }
 

@@ -8,7 +8,10 @@
 //! **long-poll** → **handle** (acquire, busy, retire) → **scale** (the pure [`plan`]) →
 //! **persist the cursor** (a fenced store write) → **ack**.
 //!
-//! What it deliberately does not do: parse configuration files, serve HTTP or expose metrics
+//! What it deliberately does not do: the operator's whole-fleet operations (fleet plan/apply,
+//! deleting a scale set, decommission: `scaleset-fleet`, which runs them through this crate's
+//! client builder, adoption reading and pool-key rule); parse configuration files, serve HTTP
+//! or expose metrics
 //! (the binaries do, from [`Metrics`]' registry), or delete anything it cannot attribute to
 //! itself: instances are touched only through their pool key ([`pool_key`]), runners only by
 //! the names and ids it recorded.
@@ -17,8 +20,6 @@
 //! [`ControllerIdentity`] and [`Settings`]; runs until a `CancellationToken` fires), the one
 //! adoption driver [`adoption::run_once`] (store-free; the ensure step and the whole-system
 //! tests both run it), [`EnsureOnce`] (the same ensure step run once, for tools and tests),
-//! [`plan_deletion`] with [`delete_on_github`] (whether deleting a scale set deletes it on
-//! GitHub, decided from its stored provenance, and the one GitHub delete),
 //! the pure [`plan`] with [`PlanInput`]/[`Plan`], the pure lease planner [`plan_leases`]
 //! (which scale sets this worker serves among the live workers), [`Metrics`] and
 //! [`Error`]. Crash points for tests are observable through [`Checkpoints`].
@@ -34,13 +35,10 @@ mod checkpoint;
 mod client_factory;
 mod coalesce;
 mod controller;
-mod decommission;
-mod deletion;
 mod drain;
 mod ensure;
 mod ensure_once;
 mod error;
-mod fleet;
 mod hands_off;
 mod identity;
 mod interrupted;
@@ -48,33 +46,25 @@ mod listener;
 mod metrics;
 mod observed_provider;
 mod orphans;
+mod plan_digest;
 mod planner;
+mod policies;
 mod pool_keys;
 mod runner_tools;
 mod sampler;
 mod scaler;
-mod settings;
 mod shared;
 mod task;
-mod tool_check;
 mod wait;
 
 pub use checkpoint::{Checkpoint, Checkpoints};
 pub use client_factory::{ClientFactory, StoreClientFactory, observed_clients};
 pub use controller::Controller;
-pub use decommission::{
-    ConfigureClient, Decommission, DecommissionOptions, DecommissionReport, DecommissionSource,
-    parse_scope,
-};
-pub use deletion::delete_on_github;
+pub use ensure::evidence_sentence;
 pub use ensure_once::{EnsureOnce, EnsureResult};
 pub use error::{
     AdoptionStop, ClientPart, ClientRefusal, Conflict, DeclaredProblem, Dependency, Error,
     ErrorClass, TemplateProblem,
-};
-pub use fleet::{
-    Applied, ConfiguredFleet, DeclaredEdit, FleetLookup, GitHubLookup, NoLookup, OursUndeclared,
-    Unlisted, apply_declared, apply_fleet, ours_undeclared, plan_fleet,
 };
 pub use hands_off::HandsOff;
 pub use identity::{ControllerIdentity, runner_name, validate_scale_set_name};
@@ -83,18 +73,17 @@ pub use metrics::{
     MAX_SCALE_SETS_EXPORTED, Metrics, PROVIDER_COMMANDS, ProviderLabels, SetLabels, SetReading,
     SetStateLabels, SetStatusLabels, StateLabel, StatusClassLabels, StatusLabel, WorkerLabel,
 };
-pub use planner::decommission::{
-    Act as DecommissionAct, DecommissionPlan, Item as DecommissionItem, Scope as DecommissionScope,
-    Subject as DecommissionSubject, Why as DecommissionWhy,
-};
-pub use planner::deletion::{Deletion, Detachment, GitHubDeletion, plan_deletion};
-pub use planner::fleet::{
-    Action, Change, CredentialsAction, CredentialsStep, DeclaredScaleSet, EntityStep, Fleet,
-    FleetInput, FleetPlan, Lookup, PlanDigest, Reason, ScaleSetKey, ScaleSetStep, World,
-    plan as fleet_plan,
-};
+pub use plan_digest::PlanDigest;
 pub use planner::leases::{LeaseInput, LeasePlan, plan_leases};
 pub use planner::{Plan, PlanInput, RunnerPhase, RunnerView, plan};
 pub use pool_keys::pool_key;
-pub use settings::{InstanceUrls, Settings};
-pub use tool_check::{ToolCheck, check_runner_tools};
+// What the fleet operations (`scaleset-fleet`) run through the loop's own parts: one client
+// builder, one adoption reading, one pool-key rule, one cancel-aware wait.
+pub use adoption::observed_all;
+pub use client_factory::build_client;
+pub use error::store as store_error;
+pub use pool_keys::our_pool;
+pub use runner_tools::stored as stored_download;
+pub use scaler::{again_on_token, join_all};
+pub use scaleset_settings::{InstanceUrls, Settings};
+pub use wait::{Waited, wait_for};

@@ -518,7 +518,7 @@ impl Listener<'_> {
         renew_every: Duration,
     ) -> Result<bool, Error> {
         let backoff =
-            crate::settings::jittered(self.shared.settings.backoff(failures), fastrand::f64());
+            scaleset_github::jittered(self.shared.settings.backoff(failures), fastrand::f64());
         let until = tokio::time::Instant::now() + backoff;
         loop {
             if wait_until(cancel, until.min(*renew_at)).await == Waited::Cancelled {

@@ -2,16 +2,14 @@
 //! create and idle runners to retire. No I/O and no clock (quinn-proto style); the scaler
 //! executes the plan and feeds the world back in on the next call.
 //! The lease planner (which scale sets this worker serves among several) is [`leases`]; the
-//! fleet planner (declared fleet × store × GitHub → plan/apply steps) is `fleet`, pure in the
-//! same way; the session planner (who holds a refused session, what the operator is told, when
+//! fleet, deletion and decommission planners are `scaleset-fleet`'s; the session planner (who holds a refused session, what the operator is told, when
 //! to look again) is `session`. What becomes of the instances of a scale set GitHub deleted
 //! (and we ensured anew) is [`superseded`]; what becomes of the instances of such a set once
 //! a lost database took their rows too is [`orphans`]. When a failing provider is tried again, and when its scale set needs
 //! attention, is [`provider_backoff`]'s; when a scale set whose runners keep failing to boot
 //! creates the next one, [`bootstrap_backoff`]'s. Every other decision to remove a runner, delete
 //! an instance or forget a row (reconciliation, crash recovery, bootstrap deadlines) is the
-//! reconcile planner's, [`reconcile`]; whether deleting a scale set deletes it on GitHub is
-//! [`deletion`]'s; what tearing the controller down removes is [`decommission`]'s. How the
+//! reconcile planner's, [`reconcile`]. How the
 //! facts of a recovery that ran beside a listening scale set are merged when they land is
 //! [`start`]'s. Whether an empty poll may stand on the last instance list, or must list the
 //! rows again, is [`idle`]'s. Whether a provider's answer to a create is recorded as our instance, and by
@@ -21,10 +19,7 @@ use std::time::Duration;
 
 pub(crate) mod bootstrap_backoff;
 pub(crate) mod claim;
-pub(crate) mod decommission;
-pub(crate) mod deletion;
 pub(crate) mod exports;
-pub(crate) mod fleet;
 pub(crate) mod idle;
 pub(crate) mod leases;
 pub(crate) mod orphans;

@@ -40,7 +40,7 @@ pub(crate) fn pool_key_of(controller: ControllerId, github_scale_set_id: i64) ->
 /// ([`pool_key`] read backwards); `None` for anything else: another controller's key, GARM's
 /// pool ids, a key of ours with anything but the canonical id after the underscore. The one
 /// rule for "ours by pool key" (decommission and the orphan sweep both ask it).
-pub(crate) fn our_pool(pool_key: &str, controller: Uuid) -> Option<i64> {
+pub fn our_pool(pool_key: &str, controller: Uuid) -> Option<i64> {
     let id: i64 = pool_key
         .strip_prefix(controller.to_string().as_str())?
         .strip_prefix('_')?

@@ -152,7 +152,7 @@ impl RunnerTools {
 }
 
 /// A download as the store keeps it: without the download token (a short-lived secret).
-pub(crate) fn stored(download: &RunnerDownload) -> ToolDownload {
+pub fn stored(download: &RunnerDownload) -> ToolDownload {
     ToolDownload {
         os: download.os.clone(),
         architecture: download.architecture.clone(),

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// How often a scale set is sampled by default (`Settings::sample_interval`).
+/// The default of `Settings::sample_interval`, for the tests.
+#[cfg(test)]
 pub(crate) const SAMPLE_EVERY: Duration = Duration::from_secs(60);
 
 /// A listener's sampling state.

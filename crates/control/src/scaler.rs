@@ -51,11 +51,12 @@ use crate::planner::reconcile::{
 use crate::planner::start::{unrecorded_runners, warm_pool};
 use crate::planner::takeover::Inherited;
 use crate::planner::{PlanInput, RunnerPhase, RunnerView, plan};
+use crate::policies::Policies as _;
 use crate::shared::Shared;
 
 /// What an instance is given to reach the server's instance-facing endpoints.
 struct InstanceAccessGrant {
-    urls: crate::settings::InstanceUrls,
+    urls: scaleset_settings::InstanceUrls,
     token: SecretString,
 }
 
@@ -1562,7 +1563,7 @@ impl Runners<'_> {
 
 /// Runs a call again once when GitHub rejected the admin token: the client has dropped it,
 /// so the second attempt runs the token chain anew (an expired token is not a failure).
-pub(crate) async fn again_on_token<T, F, Fut>(call: F) -> Result<T, scaleset_github::Error>
+pub async fn again_on_token<T, F, Fut>(call: F) -> Result<T, scaleset_github::Error>
 where
     F: Fn() -> Fut,
     Fut: Future<Output = Result<T, scaleset_github::Error>>,
@@ -1575,7 +1576,7 @@ where
 
 /// Runs `futures` at once on the calling task and returns their outputs in order (the JIT
 /// configs of one message's runners: N POSTs in flight, no task spawned).
-pub(crate) async fn join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+pub async fn join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
     let mut futures: Vec<std::pin::Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
     let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
     std::future::poll_fn(|cx| {

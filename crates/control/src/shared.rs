@@ -14,7 +14,7 @@ use crate::identity::ControllerIdentity;
 use crate::metrics::Metrics;
 use crate::planner::bootstrap_backoff::Boots;
 use crate::planner::provider_backoff::ProviderHealth;
-use crate::settings::Settings;
+use scaleset_settings::Settings;
 
 /// What every task shares.
 pub(crate) struct Shared {

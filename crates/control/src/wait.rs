@@ -11,11 +11,11 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::settings::jittered;
+use scaleset_github::jittered;
 
 /// How a wait ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Waited {
+pub enum Waited {
     /// The deadline passed.
     Elapsed,
     /// `cancel` fired first (or at the same time: a stop wins).
@@ -38,7 +38,7 @@ pub(crate) async fn wait_until(cancel: &CancellationToken, deadline: Instant) ->
 
 /// [`wait_until`] `after` from now. A wait too long to have a deadline (a setting of years)
 /// lasts until `cancel`.
-pub(crate) async fn wait_for(cancel: &CancellationToken, after: Duration) -> Waited {
+pub async fn wait_for(cancel: &CancellationToken, after: Duration) -> Waited {
     match Instant::now().checked_add(after) {
         Some(deadline) => wait_until(cancel, deadline).await,
         None => {

@@ -1,5 +1,5 @@
 //! The demo's fleet: three scale sets in organization `acme`, applied to the store on every
-//! start as a fleet file is (`scaleset_control::apply_declared`: what exists is left alone,
+//! start as a fleet file is (`scaleset_fleet::apply_declared`: what exists is left alone,
 //! what is missing, as after a lost database, is declared again), and, on a brand-new
 //! simulated GitHub, one of them already there carrying our owner label, as an earlier install
 //! would have left it, so the first run adopts it on evidence.
@@ -7,7 +7,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use scaleset_control::{ControllerIdentity, DeclaredScaleSet, Fleet};
+use scaleset_control::ControllerIdentity;
+
+use scaleset_fleet::{DeclaredScaleSet, Fleet};
 use scaleset_sim::Simulator;
 use scaleset_store::{
     AdoptionPolicy, Auth, Endpoint, EntityKind, NewCredentials, RawScaleSetSpec, ScaleSetSpec,
@@ -180,7 +182,7 @@ pub(crate) fn seed_foreign(sim: &Simulator, instances: &Path) -> Result<(), Erro
 /// The demo's fleet as a fleet file would declare it: the credentials for the simulated GitHub
 /// at `github_url` (which may change between runs), the demo's GitHub App with
 /// `private_key` (read from the data directory), and the three scale sets in organization
-/// `acme`. Applied on every start through `scaleset_control::apply_declared`, the production
+/// `acme`. Applied on every start through `scaleset_fleet::apply_declared`, the production
 /// path: what exists is left alone, what is missing (after a lost database) is stored again.
 pub(crate) fn declared(github_url: &str, private_key: SecretString) -> Result<Fleet, Error> {
     let credentials = NewCredentials {

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use prometheus_client::registry::Registry;
 use scaleset_api::AppState;
 use scaleset_control::{
-    Controller, ControllerIdentity, DecommissionSource, Fleet, Settings as ControlSettings,
-    StoreClientFactory,
+    Controller, ControllerIdentity, Settings as ControlSettings, StoreClientFactory,
 };
+use scaleset_fleet::{DecommissionSource, Fleet};
 use scaleset_provider::{CreatedRunner, FakeCloud, Provider};
 use scaleset_sim::{SimConfig, Simulator};
 use scaleset_store::ExposeSecret as _;

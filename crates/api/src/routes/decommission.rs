@@ -1,5 +1,5 @@
 //! `POST /api/v1/decommission/plan` and `POST /api/v1/decommission/apply`: the control crate's
-//! decommission ([`scaleset_control::Decommission`], the planner and the I/O that
+//! decommission ([`scaleset_fleet::Decommission`], the planner and the I/O that
 //! `scaleset-worker decommission` runs too) over this server's store and its worker's
 //! providers. A server without a worker has no providers: `409 no_providers`, never a plan
 //! that silently leaves the instances out.
@@ -10,7 +10,7 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::routing::post;
 use axum::{Json, Router};
-use scaleset_control::{
+use scaleset_fleet::{
     Decommission, DecommissionAct, DecommissionItem, DecommissionOptions, DecommissionSubject,
     DecommissionWhy, PlanDigest,
 };
@@ -124,7 +124,7 @@ fn options(
     force_busy: bool,
     include_adopted: bool,
 ) -> Result<DecommissionOptions, ApiError> {
-    let scope = scaleset_control::parse_scope(entity, scale_set)?;
+    let scope = scaleset_fleet::parse_scope(entity, scale_set)?;
     Ok(DecommissionOptions {
         scope,
         include_adopted,

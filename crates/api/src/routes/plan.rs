@@ -1,5 +1,5 @@
 //! `POST /api/v1/plan` and `POST /api/v1/apply`: the declared fleet through the control
-//! crate's plan/apply ([`scaleset_control::plan_fleet`], [`scaleset_control::apply_fleet`]),
+//! crate's plan/apply ([`scaleset_fleet::plan_fleet`], [`scaleset_fleet::apply_fleet`]),
 //! the same code the worker's start-up apply runs. Plan writes nothing (it asks GitHub about
 //! declared scale sets the store does not hold, to preview create / adopt / refuse); apply
 //! re-plans and answers `409 stale_plan` unless the digest is the reviewed one.
@@ -10,7 +10,7 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::routing::post;
 use axum::{Json, Router};
-use scaleset_control::{Action, Fleet, FleetPlan, GitHubLookup, PlanDigest, Reason};
+use scaleset_fleet::{Action, Fleet, FleetPlan, GitHubLookup, PlanDigest, Reason};
 
 use crate::error::ApiError;
 use crate::extract::Body;
@@ -42,7 +42,7 @@ pub(crate) async fn plan(
     Body(request): Body<PlanRequest>,
 ) -> Result<Json<PlanResponse>, ApiError> {
     let fleet = parse(&state, &request.fleet).await?;
-    let plan = scaleset_control::plan_fleet(
+    let plan = scaleset_fleet::plan_fleet(
         state.store.as_ref(),
         &GitHubLookup::new().with_observer(state.metrics.clone()),
         &state.identity,
@@ -77,7 +77,7 @@ pub(crate) async fn apply(
             .to_owned(),
     })?;
     let fleet = parse(&state, &request.fleet).await?;
-    let applied = scaleset_control::apply_fleet(
+    let applied = scaleset_fleet::apply_fleet(
         state.store.as_ref(),
         &GitHubLookup::new().with_observer(state.metrics.clone()),
         &state.identity,
@@ -127,7 +127,7 @@ async fn parse(state: &AppState, text: &str) -> Result<Fleet, ApiError> {
     })
 }
 
-fn changes(changes: &[scaleset_control::Change]) -> Vec<FieldChange> {
+fn changes(changes: &[scaleset_fleet::Change]) -> Vec<FieldChange> {
     changes
         .iter()
         .map(|c| FieldChange {

@@ -10,7 +10,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use scaleset_control::{Deletion, ScaleSetKey};
+use scaleset_fleet::{Deletion, ScaleSetKey};
 use scaleset_store::{
     Acquisition, EntityId, EntityKind, InstanceStatus, NewScaleSet, RawScaleSetSpec, ReasonCode,
     ScaleSet as StoredScaleSet, ScaleSetId, ScaleSetSpec as StoredSpec, ScaleSetState, Timestamp,
@@ -463,7 +463,7 @@ const OURS_UNDECLARED_WITHIN: std::time::Duration = std::time::Duration::from_se
 pub(crate) async fn ours_undeclared(
     State(state): State<Arc<AppState>>,
 ) -> Result<Json<OursUndeclaredList>, ApiError> {
-    let (found, unlisted) = scaleset_control::ours_undeclared(
+    let (found, unlisted) = scaleset_fleet::ours_undeclared(
         state.store.as_ref(),
         state.clients.as_ref(),
         &state.identity,
@@ -577,7 +577,7 @@ pub(crate) async fn delete(
     }
     // Whether GitHub's scale set goes too is the control crate's decision, from the stored
     // provenance (a record of creation, or force).
-    let deletion = scaleset_control::plan_deletion(&scale_set, query.force);
+    let deletion = scaleset_fleet::plan_deletion(&scale_set, query.force);
     let instances = state
         .store
         .list_instances(id)
@@ -636,7 +636,7 @@ async fn delete_held(
                     "disabling a scale set",
                 ))?;
         }
-        scaleset_control::delete_on_github(state.clients.as_ref(), &scale_set, github).await?;
+        scaleset_fleet::delete_on_github(state.clients.as_ref(), &scale_set, github).await?;
     }
     state
         .store

@@ -5,7 +5,7 @@
 //! ([`crate::routes::scale_sets`], [`crate::routes::plan`], [`crate::routes::decommission`]):
 //! the same checks, the same store writes, the same events; the delete's confirmation states
 //! what happens on GitHub from the same deletion planner the route carries out
-//! ([`scaleset_control::plan_deletion`]).
+//! ([`scaleset_fleet::plan_deletion`]).
 //!
 //! **Who may.** The token that signed the page in (cookie or bearer header) is checked against
 //! the scope of the API route the action calls ([`crate::auth::required_scope`]): a token
@@ -533,8 +533,8 @@ async fn confirm_delete(
         }
         Err(e) => return unavailable(&e),
     };
-    let plain = scaleset_control::plan_deletion(&set, false);
-    let forced = scaleset_control::plan_deletion(&set, true);
+    let plain = scaleset_fleet::plan_deletion(&set, false);
+    let forced = scaleset_fleet::plan_deletion(&set, true);
     let action = format!("/scale-sets/{id}/delete");
     let refusal = session.refusal(&DELETE.0, DELETE.1);
     let body = html! {

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use scaleset_control::ConfiguredFleet;
+use scaleset_fleet::ConfiguredFleet;
 
 use super::reason::{self, Group, Short};
 use scaleset_store::{

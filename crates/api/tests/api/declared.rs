@@ -3,7 +3,7 @@
 //! edit), while drain and enable go through; the list, the status page and the metrics count
 //! the scale sets that are declared nowhere (lost on a database loss).
 
-use scaleset_control::{ConfiguredFleet, DeclaredScaleSet, Fleet};
+use scaleset_fleet::{ConfiguredFleet, DeclaredScaleSet, Fleet};
 use scaleset_store::{EntityKind, RawScaleSetSpec, ScaleSetSpec};
 use serde_json::{Value, json};
 

@@ -14,9 +14,9 @@ use hyper_util::rt::TokioExecutor;
 use prometheus_client::registry::Registry;
 use scaleset_api::AppState;
 use scaleset_control::{
-    ControllerIdentity, DecommissionSource, EnsureOnce, EnsureResult, Fleet, Metrics, Settings,
-    StoreClientFactory,
+    ControllerIdentity, EnsureOnce, EnsureResult, Metrics, Settings, StoreClientFactory,
 };
+use scaleset_fleet::{DecommissionSource, Fleet};
 use scaleset_github::ExposeSecret as _;
 use scaleset_github::RetryPolicy;
 use scaleset_sim::{SimConfig, Simulator};
@@ -142,14 +142,14 @@ pub(crate) fn settings() -> Settings {
 impl App {
     /// Serves the API over a fresh database of `backend`, with a token.
     pub(crate) async fn start(backend: Backend, test: &str) -> Self {
-        Self::start_with(backend, test, scaleset_control::ConfiguredFleet::default()).await
+        Self::start_with(backend, test, scaleset_fleet::ConfiguredFleet::default()).await
     }
 
     /// [`App::start`] for a server whose configuration file declares `configured`.
     pub(crate) async fn start_with(
         backend: Backend,
         test: &str,
-        configured: scaleset_control::ConfiguredFleet,
+        configured: scaleset_fleet::ConfiguredFleet,
     ) -> Self {
         let db = TestDb::create(backend, test)
             .await

@@ -379,7 +379,7 @@ async fn the_delete_confirmation_states_what_happens_on_github_and_the_delete_go
         .get_scale_set(scaleset_store::ScaleSetId(id.parse().unwrap()))
         .await
         .unwrap();
-    let words = scaleset_control::plan_deletion(&stored, false).to_string();
+    let words = scaleset_fleet::plan_deletion(&stored, false).to_string();
     assert!(confirm.contains(&words), "{words} in {confirm}");
     let (status, _, done) = operator
         .post(

@@ -4,10 +4,10 @@
 
 use scaleset_adopt::{Desired, Input, Policy, RunnerGroupId};
 use scaleset_control::adoption::{NoHooks, run_once};
-use scaleset_control::{
-    Action, Applied, ClientFactory as _, DeclaredProblem, DeclaredScaleSet, ErrorClass, Fleet,
-    FleetPlan, GitHubLookup, PlanDigest, Reason, StoreClientFactory, apply_declared, apply_fleet,
-    plan_fleet,
+use scaleset_control::{ClientFactory as _, DeclaredProblem, ErrorClass, StoreClientFactory};
+use scaleset_fleet::{
+    Action, Applied, DeclaredScaleSet, Fleet, FleetPlan, GitHubLookup, PlanDigest, Reason,
+    apply_declared, apply_fleet, plan_fleet,
 };
 use scaleset_store::{EntityKind, NewCredentials, ScaleSet, ScaleSetStore, Store};
 

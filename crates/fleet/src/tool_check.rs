@@ -10,10 +10,10 @@ use std::time::Duration;
 use scaleset_github::ClientConfig;
 use scaleset_store::{EntityKind, ToolDownload};
 
-use crate::client_factory::build_client;
+use scaleset_control::{build_client, join_all, stored_download as stored};
+
 use crate::error::chain;
 use crate::planner::fleet::Fleet;
-use crate::runner_tools::stored;
 
 /// How long one entity's read may take, retries included: `--check` must answer.
 const READ_WITHIN: Duration = Duration::from_secs(20);
@@ -47,7 +47,7 @@ pub async fn check_runner_tools(
         .into_iter()
         .map(|((credentials, _), indexes)| (credentials, indexes))
         .collect();
-    let reads = crate::scaler::join_all(groups.iter().map(|(credentials, indexes)| {
+    let reads = join_all(groups.iter().map(|(credentials, indexes)| {
         read(
             fleet,
             credentials,

@@ -24,10 +24,9 @@ use scaleset_store::{
     Auth, Endpoint, EntityKind, NewEntity, NewScaleSet, ReasonCode, ScaleSetId, Store,
 };
 
-use crate::adoption::observed_all;
-use crate::client_factory::build_client;
-use crate::error::{DeclaredProblem, Error, chain, store};
-use crate::identity::ControllerIdentity;
+use scaleset_control::{ControllerIdentity, DeclaredProblem, build_client, observed_all};
+
+use crate::error::{Error, chain, store};
 use crate::planner::fleet::{
     self, Action, CredentialsAction, DeclaredScaleSet, Fleet, FleetInput, FleetPlan, Lookup,
     PlanDigest, Reason, ScaleSetKey, World, applied_spec, spec_changes,
@@ -740,7 +739,7 @@ pub struct Unlisted {
 /// [`Unlisted`], not an error.
 pub async fn ours_undeclared(
     store: &dyn Store,
-    clients: &dyn crate::ClientFactory,
+    clients: &dyn scaleset_control::ClientFactory,
     identity: &ControllerIdentity,
     configured: &ConfiguredFleet,
     within: std::time::Duration,

@@ -24,7 +24,7 @@ use uuid::Uuid;
 
 use super::deletion::{Deletion, plan_deletion};
 use super::fleet::{Hasher, PlanDigest};
-use crate::pool_keys::our_pool;
+use scaleset_control::our_pool;
 
 /// What to tear down: the whole controller, one entity, or one scale set.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -23,6 +23,7 @@ use scaleset_adopt::{
     Command, Desired, Evidence, Fact, Identity, Input, Machine, Outcome, Refusal, RetryBounds,
     RunnerGroupId, ScaleSet as GitHubScaleSet, ScaleSetId as GitHubId, Step,
 };
+pub use scaleset_control::PlanDigest;
 use scaleset_store::ExposeSecret as _;
 use scaleset_store::{
     Auth, Credentials, CredentialsId, Entity, EntityId, EntityKind, NewCredentials, ScaleSet,
@@ -301,7 +302,7 @@ impl fmt::Display for Reason {
                 write!(
                     f,
                     "GitHub's scale set {github_id} is adopted{}",
-                    evidence_sentence(evidence)
+                    scaleset_control::evidence_sentence(evidence)
                 )
             }
             Self::AdoptRepairing { github_id } => write!(
@@ -435,36 +436,6 @@ pub struct ScaleSetStep {
     pub existing: Option<ScaleSetId>,
     /// The fields written (all of them for create and adopt).
     pub changes: Vec<Change>,
-}
-
-/// A stable hash of a plan's data (every step's action, changes and reason — the reason's code
-/// and data, not its words): apply re-plans and refuses when the digest differs, so it does
-/// exactly what was reviewed, and a new version that only rewords a message does not make a
-/// reviewed plan stale. Shown as 64 lowercase hex digits.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct PlanDigest(String);
-
-impl PlanDigest {
-    /// The hex text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// Parses a digest shown by a plan; `None` unless it is 64 lowercase hex digits.
-    pub fn parse(text: &str) -> Option<Self> {
-        let text = text.trim();
-        (text.len() == 64
-            && text
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
-        .then(|| Self(text.to_owned()))
-    }
-}
-
-impl fmt::Display for PlanDigest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
 }
 
 /// The plan.
@@ -1026,7 +997,7 @@ impl Hasher {
     /// The digest of everything fed in.
     pub(crate) fn finish(self) -> PlanDigest {
         let hash = self.0.finish();
-        PlanDigest(hash.as_ref().iter().map(|b| format!("{b:02x}")).collect())
+        PlanDigest::from_sha256(hash.as_ref())
     }
 
     pub(crate) fn field(&mut self, text: &str) {
@@ -1136,13 +1107,3 @@ fn digest(
 
 #[cfg(test)]
 mod tests;
-
-/// `, proven ours by our owner label and the GitHub id we stored`, or nothing for an adoption
-/// on policy alone: the evidence as words for operators, not as enum names.
-pub(crate) fn evidence_sentence(evidence: &[scaleset_adopt::Evidence]) -> String {
-    if evidence.is_empty() {
-        return String::new();
-    }
-    let words: Vec<String> = evidence.iter().map(ToString::to_string).collect();
-    format!(", proven ours by {}", words.join(" and "))
-}

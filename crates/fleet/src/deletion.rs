@@ -5,7 +5,8 @@
 
 use scaleset_store::ScaleSet;
 
-use crate::client_factory::ClientFactory;
+use scaleset_control::ClientFactory;
+
 use crate::error::Error;
 use crate::planner::deletion::{GitHubDeletion, already_gone};
 

@@ -14,19 +14,17 @@ use scaleset_store::{Acquisition, Store};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::client_factory::build_client;
+use scaleset_control::{
+    ControllerIdentity, HandsOff, Waited, again_on_token, build_client, our_pool, wait_for,
+};
+
 use crate::error::{Error, store};
-use crate::hands_off::HandsOff;
-use crate::identity::ControllerIdentity;
 use crate::planner::decommission::{
     Act, DecommissionInput, DecommissionPlan, FoundInstance, GitHubRunner, GitHubSet, Item, Scope,
     StoredSet, Subject, plan,
 };
 use crate::planner::deletion::already_gone;
 use crate::planner::fleet::{Fleet, PlanDigest};
-use crate::pool_keys::our_pool;
-use crate::scaler::again_on_token;
-use crate::wait::{Waited, wait_for};
 
 /// The lease holder a decommission takes scale sets' leases as.
 const HOLDER: &str = "scaleset-decommission";

@@ -1,5 +1,12 @@
 //! How the control loop behaves: lease timing, backoff, how often it re-checks refused and
-//! foreign-held scale sets, and the adoption machine's retry bounds.
+//! foreign-held scale sets, and the adoption machine's retry bounds. A crate of its own, below
+//! the loop (`scaleset-control`, which re-exports it) and the configuration (`scaleset-config`,
+//! which fills it from the file), so that the configuration does not depend on the loop.
+//!
+//! ```
+//! let settings = scaleset_settings::Settings::default();
+//! assert_eq!(settings.backoff(1), settings.backoff_base);
+//! ```
 
 use std::time::Duration;
 
@@ -137,7 +144,7 @@ impl Default for Settings {
             drain_interval: Duration::from_secs(30),
             max_concurrent_starts: 64,
             max_concurrent_recoveries: 8,
-            sample_interval: crate::sampler::SAMPLE_EVERY,
+            sample_interval: Duration::from_secs(60),
             instance_list_max_age: Duration::from_secs(300),
             provider_backoff_base: Duration::from_secs(5),
             provider_backoff_max: Duration::from_secs(300),
@@ -165,31 +172,6 @@ impl Settings {
         })
     }
 
-    /// When the runner downloads of an entity are read again.
-    pub(crate) fn runner_tools_refresh(&self) -> crate::runner_tools::Refresh {
-        crate::runner_tools::Refresh {
-            every: self.runner_tools_refresh,
-            retry: self.runner_tools_retry,
-        }
-    }
-
-    /// The bootstrap back-off planner's settings.
-    pub(crate) fn bootstrap_backoff(&self) -> crate::planner::bootstrap_backoff::BootPolicy {
-        crate::planner::bootstrap_backoff::BootPolicy {
-            base: self.bootstrap_backoff_base,
-            max: self.bootstrap_backoff_max,
-        }
-    }
-
-    /// The provider back-off planner's settings.
-    pub(crate) fn provider_backoff(&self) -> crate::planner::provider_backoff::BackoffPolicy {
-        crate::planner::provider_backoff::BackoffPolicy {
-            base: self.provider_backoff_base,
-            max: self.provider_backoff_max,
-            flag_after: self.provider_failures_flagged,
-        }
-    }
-
     /// The wait after `failures` consecutive failures: `backoff_base × 2^(failures-1)`, capped.
     /// The task's wait jitters it (between half of it and all of it).
     pub fn backoff(&self, failures: u32) -> Duration {
@@ -199,11 +181,6 @@ impl Settings {
             .min(self.backoff_max)
     }
 }
-
-/// Every wait of a scale set's task is jittered (between half of it and all of it, never
-/// longer than the hint) so that thousands of scale sets failing together (a GitHub outage) do
-/// not retry together when it ends: the GitHub client's one jitter rule.
-pub(crate) use scaleset_github::jittered;
 
 /// Where an instance fetches its setup data and reports its progress.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -216,6 +193,8 @@ pub struct InstanceUrls {
 
 #[cfg(test)]
 mod tests {
+    use scaleset_github::jittered;
+
     use super::*;
 
     #[test]

@@ -1,0 +1,90 @@
+//! The crate graph as Cargo sees it (`cargo metadata`), not as the sources spell it: the
+//! operator's fleet operations (`scaleset-fleet`) sit beside the autoscaling loop
+//! (`scaleset-control`), and the configuration, the API and the composition root take the
+//! fleet's types from the fleet crate. Only normal dependencies count (a dev-dependency is a
+//! test's, and Cargo allows it to point back).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+
+/// Each workspace package and the workspace packages it depends on (normal dependencies).
+fn edges() -> BTreeMap<String, BTreeSet<String>> {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+    let output = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .output()
+        .expect("cargo metadata runs");
+    assert!(output.status.success(), "cargo metadata: {output:?}");
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("cargo metadata's JSON");
+    let packages = metadata["packages"].as_array().expect("packages");
+    let ours: BTreeSet<String> = packages
+        .iter()
+        .filter_map(|p| p["name"].as_str().map(str::to_owned))
+        .collect();
+    packages
+        .iter()
+        .map(|package| {
+            let name = package["name"].as_str().unwrap_or_default().to_owned();
+            let uses = package["dependencies"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|d| d["kind"].is_null())
+                .filter_map(|d| d["name"].as_str())
+                .filter(|d| ours.contains(*d))
+                .map(str::to_owned)
+                .collect();
+            (name, uses)
+        })
+        .collect()
+}
+
+fn uses(edges: &BTreeMap<String, BTreeSet<String>>, from: &str, to: &str) -> bool {
+    edges
+        .get(from)
+        .unwrap_or_else(|| panic!("{from} is not a workspace package"))
+        .contains(to)
+}
+
+#[test]
+fn the_fleet_types_come_from_the_fleet_crate_and_config_does_not_use_the_loop() {
+    let edges = edges();
+    for user in ["scaleset-api", "scaleset-config", "scaleset-app"] {
+        assert!(
+            uses(&edges, user, "scaleset-fleet"),
+            "{user} takes the fleet's types and operations from scaleset-fleet"
+        );
+    }
+    assert!(
+        !uses(&edges, "scaleset-config", "scaleset-control"),
+        "scaleset-config depends on the autoscaling loop; the fleet's types are scaleset-fleet's"
+    );
+    assert!(
+        !uses(&edges, "scaleset-control", "scaleset-fleet"),
+        "the autoscaling loop depends on the fleet operations; they run through the loop, not \
+         the reverse"
+    );
+}
+
+#[test]
+fn adopt_and_sim_depend_on_nothing_of_ours() {
+    let edges = edges();
+    for alone in ["scaleset-adopt", "scaleset-sim"] {
+        assert_eq!(
+            edges.get(alone).map(BTreeSet::len),
+            Some(0),
+            "{alone} uses {:?}",
+            edges.get(alone)
+        );
+    }
+}
