@@ -7,8 +7,9 @@ use std::str::FromStr;
 use crate::scale_set::{ScaleSet, ScaleSetId};
 
 /// Prefix of every scaleset owner label; a label with this prefix that is not ours is another
-/// controller's ownership claim (evidence against adoption).
-pub const OWNER_LABEL_PREFIX: &str = "scaleset-owner-";
+/// controller's ownership claim (evidence against adoption). Its one home is
+/// `scaleset-domain`, where a scale-set name and an operator's label are refused for it.
+pub use scaleset_domain::OWNER_LABEL_PREFIX;
 
 /// The controller id: a UUID, parsed once (std only), from which every durable name derives.
 ///
@@ -232,9 +233,7 @@ impl Identity {
 
     /// Whether `label` is any owner label: ours, or one carrying [`OWNER_LABEL_PREFIX`].
     pub fn is_owner_label(&self, label: &str) -> bool {
-        label
-            .get(..OWNER_LABEL_PREFIX.len())
-            .is_some_and(|head| head.eq_ignore_ascii_case(OWNER_LABEL_PREFIX))
+        scaleset_domain::has_owner_prefix(label)
     }
 
     /// Whether `label` is another controller's owner label.
