@@ -24,12 +24,12 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use scaleset_adopt::{
     Command, CommandKind, CreateSpec, Fact, Failure, Input, Machine, Notice, Outcome, Patch,
-    RetryReason, RunnerGroupId, ScaleSet as AdoptScaleSet, ScaleSetId as AdoptId, SessionId, Step,
+    RetryReason, RunnerGroupId, ScaleSet as AdoptScaleSet, SessionId, Step,
 };
 use scaleset_github::{
     Client, Error as GitHubError, ErrorClass, ExceptionKind, Label, NewRunnerScaleSet,
     RunnerGroupId as GitHubRunnerGroupId, RunnerScaleSet, RunnerScaleSetPatch, RunnerSetting,
-    ScaleSetId as GitHubScaleSetId, Session,
+    Session,
 };
 
 use crate::error::{Error, chain};
@@ -205,9 +205,6 @@ async fn delete_leaked(client: &Client, outcome: &Outcome) -> Vec<String> {
         } => (*id, session.clone()),
         _ => return Vec::new(),
     };
-    let Ok(id) = github_id(id) else {
-        return Vec::new();
-    };
     let result = client.delete_session(id, &session).await;
     if result.is_ok() {
         vec![session]
@@ -225,7 +222,7 @@ async fn execute<H: Hooks>(
 ) -> Result<Fact, String> {
     Ok(match command {
         Command::GetById { id } => {
-            let result = client.get_scale_set(github_id(*id)?).await;
+            let result = client.get_scale_set(*id).await;
             match result {
                 Ok(set) => Fact::ScaleSet(observed(&set)?),
                 Err(e) if e.is_scale_set_not_found() => Fact::NotFound,
@@ -260,7 +257,7 @@ async fn execute<H: Hooks>(
             }
         }
         Command::OpenSession { id, owner } => {
-            let result = client.create_session(github_id(*id)?, owner).await;
+            let result = client.create_session(*id, owner).await;
             match result {
                 Ok(session) => {
                     let sid = session.session_id.clone();
@@ -275,7 +272,7 @@ async fn execute<H: Hooks>(
             }
         }
         Command::CloseSession { id, session } => {
-            let result = client.delete_session(github_id(*id)?, &session.0).await;
+            let result = client.delete_session(*id, &session.0).await;
             match result {
                 Ok(()) => {
                     opened.remove(&session.0);
@@ -293,9 +290,7 @@ async fn execute<H: Hooks>(
             }
         }
         Command::Update { id, patch } => {
-            let result = client
-                .update_scale_set(github_id(*id)?, &github_patch(patch)?)
-                .await;
+            let result = client.update_scale_set(*id, &github_patch(patch)?).await;
             match result {
                 Ok(_) => Fact::Updated,
                 Err(e) if e.is_scale_set_not_found() => Fact::NotFound,
@@ -351,7 +346,6 @@ fn failure(error: GitHubError) -> Result<Fact, String> {
 
 /// The machine's view of a scale set; a missing `runnerGroupId` stays `None`.
 fn observed(set: &RunnerScaleSet) -> Result<AdoptScaleSet, String> {
-    let id = u64::try_from(set.id).map_err(|e| format!("github returned {e}"))?;
     let runner_group_id = set
         .runner_group_id
         .map(|group| {
@@ -361,7 +355,7 @@ fn observed(set: &RunnerScaleSet) -> Result<AdoptScaleSet, String> {
         })
         .transpose()?;
     Ok(AdoptScaleSet {
-        id: AdoptId(id),
+        id: set.id,
         name: set.name.clone(),
         runner_group_id,
         labels: set.labels.iter().map(|label| label.name.clone()).collect(),
@@ -371,10 +365,6 @@ fn observed(set: &RunnerScaleSet) -> Result<AdoptScaleSet, String> {
 
 pub(crate) fn observed_all(sets: &[RunnerScaleSet]) -> Result<Vec<AdoptScaleSet>, String> {
     sets.iter().map(observed).collect()
-}
-
-fn github_id(id: AdoptId) -> Result<GitHubScaleSetId, String> {
-    GitHubScaleSetId::try_from(id.0).map_err(|e| e.to_string())
 }
 
 fn github_group(group: RunnerGroupId) -> Result<GitHubRunnerGroupId, String> {
