@@ -51,7 +51,7 @@
 //!             ),
 //!             Command::Create(spec) => {
 //!                 let set = ScaleSet {
-//!                     id: GithubScaleSetId(self.sets.len() as u64 + 1),
+//!                     id: GithubScaleSetId(self.sets.len() as i64 + 1),
 //!                     name: spec.name,
 //!                     runner_group_id: Some(spec.runner_group_id),
 //!                     labels: spec.labels,
