@@ -11,7 +11,8 @@
 //!   never an owner label ([`OWNER_LABEL_PREFIX`]).
 //! - [`GithubScaleSetId`]: GitHub's id of a runner scale set, the one type every crate passes
 //!   (the store's own row id is another type, in `scaleset-store`).
-//! - [`pool_key_text`]: the provider pool key's one spelling.
+//! - [`pool_key_text`]: the provider pool key's one spelling; [`api_base_url`]: the one
+//!   derivation of GitHub's REST API base URL from a web base URL.
 //!
 //! What it deliberately does not do: no I/O, no clock, no knowledge of the spec as a whole
 //! (that is `scaleset-store`'s `ScaleSetSpec`), and it depends on no crate of ours, so every
@@ -26,11 +27,13 @@
 //! assert!(Label::parse("a,b").is_err());
 //! ```
 
+mod endpoint;
 mod github_id;
 mod label;
 mod name;
 mod pool_key;
 
+pub use endpoint::{api_base_url, enterprise_api_base_url, is_github_hosted};
 pub use github_id::GithubScaleSetId;
 pub use label::{
     LABEL_MAX, Label, LabelError, OWNER_LABEL_PREFIX, TextError, check_text, has_owner_prefix,
