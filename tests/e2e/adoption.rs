@@ -11,8 +11,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use scaleset_adopt::CommandKind::{CloseSession, Create, GetById, ListByName, OpenSession, Update};
 use scaleset_adopt::{
-    CommandKind, ControllerId, CreateSpec, Desired, Evidence, Failure, Identity, Input, Notice,
-    Outcome, Policy, Provenance, Refusal, RetryBounds, RetryReason, RunnerGroupId, ScaleSetId,
+    CommandKind, ControllerId, CreateSpec, Desired, Evidence, Failure, GithubScaleSetId, Identity,
+    Input, Notice, Outcome, Policy, Provenance, Refusal, RetryBounds, RetryReason, RunnerGroupId,
     SessionId,
 };
 use scaleset_control::adoption::Hooks;
@@ -20,7 +20,6 @@ use scaleset_e2e::RunningSim;
 use scaleset_e2e::adoption_driver::{Run, ensure, run_once};
 use scaleset_github::{
     Client, ClientConfig, ConfigUrl, Credentials, Label, RetryPolicy, RunnerScaleSetPatch,
-    ScaleSetId as GitHubScaleSetId,
 };
 use scaleset_sim::{
     Burst, ForeignScaleSet, NestedStyle, RaceCreate, RateLimit, ScaleSetInfo, SimConfig,
@@ -65,7 +64,7 @@ fn client(github: &RunningSim) -> Result<Client> {
     )
 }
 
-fn input(controller: &str, known_id: Option<ScaleSetId>, policy: Policy) -> Input {
+fn input(controller: &str, known_id: Option<GithubScaleSetId>, policy: Policy) -> Input {
     Input {
         desired: Desired {
             name: NAME.to_owned(),
@@ -113,12 +112,12 @@ fn owner_label(controller: &str) -> Result<String> {
 /// The fields of a `Ready` outcome the tests look at.
 #[derive(Debug)]
 struct Ready {
-    id: ScaleSetId,
+    id: GithubScaleSetId,
     provenance: Provenance,
     evidence: Vec<Evidence>,
     session: Option<SessionId>,
     reset_cursor: bool,
-    permit: Option<ScaleSetId>,
+    permit: Option<GithubScaleSetId>,
 }
 
 fn expect_ready(run: &Run) -> Result<Ready> {
@@ -145,7 +144,7 @@ fn expect_ready(run: &Run) -> Result<Ready> {
 }
 
 /// The run created a new scale set in place of `old` and resets the message cursor.
-fn expect_created_again(run: &Run, old: ScaleSetId) -> Result<Ready> {
+fn expect_created_again(run: &Run, old: GithubScaleSetId) -> Result<Ready> {
     let ready = expect_ready(run)?;
     assert_eq!(ready.provenance, Provenance::Created);
     assert!(ready.reset_cursor, "the old message cursor is meaningless");
@@ -202,18 +201,6 @@ fn only_one(github: &RunningSim) -> Result<ScaleSetInfo> {
     sets.pop().context("one scale set")
 }
 
-fn sim_id(id: ScaleSetId) -> Result<i64> {
-    Ok(i64::try_from(id.0)?)
-}
-
-fn github_id(id: ScaleSetId) -> Result<GitHubScaleSetId> {
-    Ok(GitHubScaleSetId::try_from(id.0)?)
-}
-
-fn adopt_id(id: i64) -> Result<ScaleSetId> {
-    Ok(ScaleSetId(u64::try_from(id)?))
-}
-
 /// Requests that change GitHub (create, update, delete, sessions).
 fn writes(github: &RunningSim) -> u64 {
     calls(github, WRITES)
@@ -244,14 +231,14 @@ fn rivals(github: &RunningSim) -> Result<ForeignScaleSet> {
 }
 
 /// [`start`], then the scale set created by controller `OURS`; returns its id too.
-async fn ours(config: SimConfig) -> Result<(RunningSim, Client, ScaleSetId)> {
+async fn ours(config: SimConfig) -> Result<(RunningSim, Client, GithubScaleSetId)> {
     let (github, client) = start(config).await?;
     let id = created_by_us(&client).await?;
     Ok((github, client, id))
 }
 
 /// Creates the scale set as controller `OURS` on a fresh simulator state.
-async fn created_by_us(client: &Client) -> Result<ScaleSetId> {
+async fn created_by_us(client: &Client) -> Result<GithubScaleSetId> {
     let run = run_once(client, input(OURS, None, Policy::Owned)).await?;
     Ok(expect_ready(&run)?.id)
 }
@@ -274,7 +261,7 @@ async fn a_fresh_ensure_creates_one_scale_set_with_a_delete_permit() -> Result<(
     assert_eq!(kinds(&run), [ListByName, Create]);
 
     let set = only_one(&github)?;
-    assert_eq!(set.id, sim_id(ready.id)?);
+    assert_eq!(set.id, ready.id.0);
     assert_eq!(
         set.labels,
         [NAME.to_owned(), "linux".to_owned(), owner_label(OURS)?],
@@ -285,7 +272,7 @@ async fn a_fresh_ensure_creates_one_scale_set_with_a_delete_permit() -> Result<(
         "the machine leaves no session behind"
     );
     assert_eq!(github.sim.request_count("create_scale_set"), 1);
-    let on_github = client.get_scale_set(GitHubScaleSetId(set.id)).await?;
+    let on_github = client.get_scale_set(GithubScaleSetId(set.id)).await?;
     assert!(on_github.runner_setting.disable_update);
     Ok(github.stop().await?)
 }
@@ -387,7 +374,7 @@ async fn a_lost_database_adopts_our_scale_set_by_its_owner_label() -> Result<()>
         "the list item is a full record: no re-read"
     );
     assert_eq!(writes(&github), 0, "no create, no probe session");
-    assert_eq!(only_one(&github)?.id, sim_id(id)?, "no duplicate");
+    assert_eq!(only_one(&github)?.id, id.0, "no duplicate");
 
     // Policy `never` accepts only the stored id, so the same loss is a refusal there.
     let run = run_once(&client, input(OURS, None, Policy::Never)).await?;
@@ -433,11 +420,11 @@ async fn a_foreign_scale_set_with_a_live_session_is_never_taken() -> Result<()> 
         let run = run_once(&client, probing(OURS, policy)).await?;
         match (policy, refusal(&run)?) {
             (Policy::Never, Refusal::ScaleSetExists { scale_set }) => {
-                assert_eq!(sim_id(scale_set.id)?, foreign.scale_set_id);
+                assert_eq!(scale_set.id.0, foreign.scale_set_id);
                 assert!(!kinds(&run).contains(&CommandKind::OpenSession));
             }
             (Policy::Owned | Policy::Any, Refusal::ForeignSession { scale_set, owner }) => {
-                assert_eq!(sim_id(scale_set.id)?, foreign.scale_set_id);
+                assert_eq!(scale_set.id.0, foreign.scale_set_id);
                 assert_eq!(owner, RIVAL);
             }
             (policy, other) => bail!("{policy:?}: unexpected refusal {other:?}"),
@@ -469,7 +456,7 @@ async fn an_unnamed_session_holder_is_waited_for_then_given_up_on() -> Result<()
             let RetryReason::SessionHeld { scale_set, owner } = retry_reason(run)? else {
                 bail!("{policy:?}: expected SessionHeld, got {:?}", run.outcome);
             };
-            assert_eq!(sim_id(scale_set.id)?, foreign.scale_set_id);
+            assert_eq!(scale_set.id.0, foreign.scale_set_id);
             assert_eq!(owner, &None);
         }
         let last = runs.last().context("a last run")?;
@@ -499,7 +486,7 @@ async fn a_foreign_scale_set_without_a_session_is_adopted_only_under_any() -> Re
     let (github, client) = start(SimConfig::default()).await?;
     let foreign = rivals(&github)?;
     github.sim.evict_session(foreign.scale_set_id)?;
-    let id = adopt_id(foreign.scale_set_id)?;
+    let id = GithubScaleSetId(foreign.scale_set_id);
 
     github.sim.clear_requests();
     let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
@@ -538,7 +525,7 @@ async fn a_foreign_scale_set_without_a_session_is_adopted_only_under_any() -> Re
         [NAME.to_owned(), "linux".to_owned(), owner_label(OURS)?]
     );
     client
-        .delete_session(GitHubScaleSetId(foreign.scale_set_id), &session.session_id)
+        .delete_session(GithubScaleSetId(foreign.scale_set_id), &session.session_id)
         .await?;
 
     let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
@@ -563,7 +550,7 @@ async fn a_competitor_that_wins_the_create_race_is_not_adopted() -> Result<()> {
     assert_eq!(owner, RIVAL);
     assert_eq!(kinds(&run), [ListByName, Create, ListByName, OpenSession]);
     let theirs = only_one(&github)?;
-    assert_eq!(theirs.id, sim_id(scale_set.id)?);
+    assert_eq!(theirs.id, scale_set.id.0);
     assert_eq!(theirs.labels, [NAME], "no owner label of ours");
     assert_eq!(theirs.session.map(|s| s.owner_name).as_deref(), Some(RIVAL));
     assert_eq!(
@@ -612,7 +599,7 @@ async fn a_create_committed_behind_a_5xx_is_found_again_by_its_owner_label() -> 
     assert_eq!(ready.permit, None);
     assert_eq!(kinds(&run), [ListByName, Create, ListByName]);
     assert_eq!(github.sim.request_count("create_scale_set"), 2, "one retry");
-    assert_eq!(only_one(&github)?.id, sim_id(ready.id)?, "no duplicate");
+    assert_eq!(only_one(&github)?.id, ready.id.0, "no duplicate");
     Ok(github.stop().await?)
 }
 
@@ -650,7 +637,7 @@ async fn a_retried_ensure_after_a_committed_5xx_adopts_instead_of_duplicating() 
     assert_eq!(ready.permit, None);
     assert_eq!(second.count(CommandKind::Create), 0);
     assert_eq!(github.sim.request_count("create_scale_set"), 1);
-    assert_eq!(only_one(&github)?.id, sim_id(ready.id)?, "no duplicate");
+    assert_eq!(only_one(&github)?.id, ready.id.0, "no duplicate");
     Ok(github.stop().await?)
 }
 
@@ -666,9 +653,7 @@ async fn a_crashed_listeners_session_proves_ownership_without_owner_labels() -> 
     assert_eq!(only_one(&github)?.labels, [NAME, "linux"]);
     // The listener opened its session and crashed without closing it.
     let identity = identity(OURS);
-    client
-        .create_session(github_id(id)?, &identity.session_owner())
-        .await?;
+    client.create_session(id, &identity.session_owner()).await?;
 
     // Without the opt-in probe nothing proves it ours.
     let run = run_once(&client, unlabelled.clone()).await?;
@@ -695,13 +680,13 @@ async fn a_crashed_listeners_session_proves_ownership_without_owner_labels() -> 
 #[tokio::test]
 async fn a_scale_set_deleted_out_of_band_is_created_again_with_a_cursor_reset() -> Result<()> {
     let (github, client, old) = ours(SimConfig::default()).await?;
-    github.sim.delete_scale_set(sim_id(old)?)?;
+    github.sim.delete_scale_set(old.0)?;
 
     let run = run_once(&client, input(OURS, Some(old), Policy::Owned)).await?;
     let ready = expect_created_again(&run, old)?;
     assert_eq!(ready.permit, Some(ready.id));
     assert_eq!(kinds(&run), [GetById, ListByName, Create]);
-    assert_eq!(only_one(&github)?.id, sim_id(ready.id)?);
+    assert_eq!(only_one(&github)?.id, ready.id.0);
     Ok(github.stop().await?)
 }
 
@@ -727,7 +712,7 @@ async fn a_dormant_scale_set_removed_by_github_is_created_again() -> Result<()> 
     assert_eq!(*command, CommandKind::GetById);
     assert!(message.contains("InvalidTokenException"), "{message}");
     let ready = expect_created_again(run, old)?;
-    assert_eq!(only_one(&github)?.id, sim_id(ready.id)?);
+    assert_eq!(only_one(&github)?.id, ready.id.0);
     Ok(github.stop().await?)
 }
 
@@ -747,9 +732,7 @@ async fn drifted_labels_are_refused_or_repaired_and_verified() -> Result<()> {
         Label::system("gpu"),
         Label::system(owner_label(OURS)?),
     ];
-    client
-        .update_scale_set(github_id(id)?, &relabel(ours_and_gpu))
-        .await?;
+    client.update_scale_set(id, &relabel(ours_and_gpu)).await?;
     github.sim.clear_requests();
 
     let run = run_once(&client, input(OURS, None, Policy::Owned)).await?;
@@ -777,7 +760,7 @@ async fn drifted_labels_are_refused_or_repaired_and_verified() -> Result<()> {
     // Now the labels are replaced, dropping ours; the worker restarts from the stored id.
     client
         .update_scale_set(
-            github_id(id)?,
+            id,
             &relabel(vec![Label::system(NAME), Label::system("gpu")]),
         )
         .await?;
@@ -814,7 +797,7 @@ async fn disable_update_repairs_to_true_but_cannot_be_turned_off() -> Result<()>
     let id = expect_ready(&run_once(&client, off.clone()).await?)?.id;
     assert!(
         !client
-            .get_scale_set(github_id(id)?)
+            .get_scale_set(id)
             .await?
             .runner_setting
             .disable_update
@@ -828,7 +811,7 @@ async fn disable_update_repairs_to_true_but_cannot_be_turned_off() -> Result<()>
     ));
     assert!(
         client
-            .get_scale_set(github_id(id)?)
+            .get_scale_set(id)
             .await?
             .runner_setting
             .disable_update
@@ -918,7 +901,7 @@ async fn githubs_quirks_do_not_change_the_verdicts() -> Result<()> {
         );
         assert_eq!(ready.evidence, vec![Evidence::OwnerLabel], "{style:?}");
 
-        github.sim.delete_scale_set(sim_id(id)?)?;
+        github.sim.delete_scale_set(id.0)?;
         github
             .sim
             .update_faults(|f| f.race_create = Some(RaceCreate::with_owner(RIVAL)));
@@ -947,7 +930,7 @@ async fn text_plain_errors_fail_safely_instead_of_replacing_or_adopting() -> Res
     let (github, client) = start(SimConfig::default()).await?;
     github.sim.update_faults(|f| f.text_plain_errors = true);
     let old = created_by_us(&client).await?;
-    github.sim.delete_scale_set(sim_id(old)?)?;
+    github.sim.delete_scale_set(old.0)?;
     github.sim.clear_requests();
 
     let run = run_once(&client, input(OURS, Some(old), Policy::Owned)).await?;
@@ -1024,7 +1007,7 @@ async fn a_leaked_probe_session_is_reported_and_never_counts_as_evidence() -> Re
 
     // The driver deletes what the machine reported; the next attempt probes afresh.
     client
-        .delete_session(GitHubScaleSetId(foreign.scale_set_id), &session.0)
+        .delete_session(GithubScaleSetId(foreign.scale_set_id), &session.0)
         .await?;
     next.retry.attempt = 2;
     let run = run_once(&client, next).await?;

@@ -3,7 +3,7 @@
 use crate::command_kind::CommandKind;
 use crate::error::Error;
 use crate::fact::Fact;
-use crate::scale_set::{RunnerGroupId, ScaleSetId, SessionId};
+use crate::scale_set::{GithubScaleSetId, RunnerGroupId, SessionId};
 
 /// One GitHub call for the driver to make; answer it with the matching [`Fact`](crate::Fact).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,7 +13,7 @@ pub enum Command {
     /// `GET runnerscalesets/{id}`; answer `ScaleSet`, `NotFound`, `BadRequest` or `Transient`.
     GetById {
         /// The scale set to read.
-        id: ScaleSetId,
+        id: GithubScaleSetId,
     },
     /// `GET runnerscalesets?runnerGroupId={group}&name={name}` (name percent-encoded); answer
     /// `ScaleSets` with every item returned (unfiltered), `BadRequest` or `Transient`.
@@ -35,7 +35,7 @@ pub enum Command {
     /// `Conflict` (409), `NotFound`, `BadRequest` or `Transient`.
     OpenSession {
         /// The scale set.
-        id: ScaleSetId,
+        id: GithubScaleSetId,
         /// The `ownerName` to send.
         owner: String,
     },
@@ -44,7 +44,7 @@ pub enum Command {
     /// sessions with it), `BadRequest` or `Transient`.
     CloseSession {
         /// The scale set.
-        id: ScaleSetId,
+        id: GithubScaleSetId,
         /// The session opened earlier in this run.
         session: SessionId,
     },
@@ -52,7 +52,7 @@ pub enum Command {
     /// or `Transient`.
     Update {
         /// The scale set.
-        id: ScaleSetId,
+        id: GithubScaleSetId,
         /// The fields to set.
         patch: Patch,
     },

@@ -3,7 +3,7 @@
 
 use crate::command_kind::CommandKind;
 use crate::fact::FactKind;
-use crate::scale_set::ScaleSetId;
+use crate::scale_set::GithubScaleSetId;
 
 /// A driver fed the machine something that does not answer the pending command. The machine
 /// is unchanged by an error: the driver may still feed the right fact.
@@ -28,8 +28,8 @@ pub enum Error {
     #[error("reading scale set {expected} returned scale set {got}")]
     WrongScaleSet {
         /// The id that was read.
-        expected: ScaleSetId,
+        expected: GithubScaleSetId,
         /// The id in the answer.
-        got: ScaleSetId,
+        got: GithubScaleSetId,
     },
 }

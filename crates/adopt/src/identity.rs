@@ -4,11 +4,12 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::scale_set::{ScaleSet, ScaleSetId};
+use crate::scale_set::{GithubScaleSetId, ScaleSet};
 
 /// Prefix of every scaleset owner label; a label with this prefix that is not ours is another
-/// controller's ownership claim (evidence against adoption).
-pub const OWNER_LABEL_PREFIX: &str = "scaleset-owner-";
+/// controller's ownership claim (evidence against adoption). Its one home is
+/// `scaleset-domain`, where a scale-set name and an operator's label are refused for it.
+pub use scaleset_domain::OWNER_LABEL_PREFIX;
 
 /// The controller id: a UUID, parsed once (std only), from which every durable name derives.
 ///
@@ -17,12 +18,12 @@ pub const OWNER_LABEL_PREFIX: &str = "scaleset-owner-";
 /// the store's and the provider's `Uuid` and this type name the same controller identically.
 ///
 /// ```
-/// use scaleset_adopt::{ControllerId, ScaleSetId};
+/// use scaleset_adopt::{ControllerId, GithubScaleSetId};
 /// let id: ControllerId = "3F2A9C1E-77B0-4D4E-9A55-0123456789AB".parse()?;
 /// assert_eq!(id.to_string(), "3f2a9c1e-77b0-4d4e-9a55-0123456789ab");
 /// assert_eq!(id.session_owner(), "scaleset-3f2a9c1e-77b0-4d4e-9a55-0123456789ab");
 /// assert_eq!(id.owner_label(), "scaleset-owner-3f2a9c1e77b04d4e9a550123456789ab");
-/// assert_eq!(id.pool_key(ScaleSetId(42)), "3f2a9c1e-77b0-4d4e-9a55-0123456789ab_42");
+/// assert_eq!(id.pool_key(GithubScaleSetId(42)), "3f2a9c1e-77b0-4d4e-9a55-0123456789ab_42");
 /// assert!("controller-1".parse::<ControllerId>().is_err());
 /// # Ok::<(), scaleset_adopt::ControllerIdError>(())
 /// ```
@@ -124,8 +125,8 @@ impl ControllerId {
     /// The provider pool key of one scale set: `<controller id>_<scale-set id>`, with no `:`
     /// (GCP and Kubernetes label values reject it). Tagged on every provider instance so
     /// instances are found again after a database loss.
-    pub fn pool_key(&self, scale_set: ScaleSetId) -> String {
-        format!("{self}_{scale_set}")
+    pub fn pool_key(&self, scale_set: GithubScaleSetId) -> String {
+        scaleset_domain::pool_key_text(self, scale_set)
     }
 }
 
@@ -232,9 +233,7 @@ impl Identity {
 
     /// Whether `label` is any owner label: ours, or one carrying [`OWNER_LABEL_PREFIX`].
     pub fn is_owner_label(&self, label: &str) -> bool {
-        label
-            .get(..OWNER_LABEL_PREFIX.len())
-            .is_some_and(|head| head.eq_ignore_ascii_case(OWNER_LABEL_PREFIX))
+        scaleset_domain::has_owner_prefix(label)
     }
 
     /// Whether `label` is another controller's owner label.
@@ -320,7 +319,7 @@ mod tests {
         assert!(!ours.is_our_owner_label(&second.owner_label()));
         assert!(ours.is_foreign_owner_label(&second.owner_label()));
         assert_eq!(
-            first.pool_key(ScaleSetId(7)),
+            first.pool_key(GithubScaleSetId(7)),
             "01890a5d-ac96-7000-8000-000000000001_7"
         );
         assert_eq!(

@@ -3,7 +3,7 @@
 
 use crate::identity::Identity;
 use crate::retry::RetryBounds;
-use crate::scale_set::{RunnerGroupId, ScaleSet, ScaleSetId};
+use crate::scale_set::{GithubScaleSetId, RunnerGroupId, ScaleSet};
 use crate::takeover::Takeover;
 
 /// Everything one run of the machine needs.
@@ -13,7 +13,7 @@ pub struct Input {
     /// The scale set the configuration asks for.
     pub desired: Desired,
     /// The GitHub id the store holds for this scale set, if any.
-    pub known_id: Option<ScaleSetId>,
+    pub known_id: Option<GithubScaleSetId>,
     /// When a same-name scale set we hold no record of may be adopted.
     pub policy: Policy,
     /// Whether drifted settings of a scale set found by name are patched (`true`) or refused

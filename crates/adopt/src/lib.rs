@@ -24,7 +24,7 @@
 //! ```
 //! use scaleset_adopt::{
 //!     Command, ControllerId, Desired, Fact, Identity, Input, Machine, Outcome, Policy,
-//!     Provenance, RetryBounds, RunnerGroupId, ScaleSet, ScaleSetId, Step,
+//!     Provenance, RetryBounds, RunnerGroupId, ScaleSet, GithubScaleSetId, Step,
 //! };
 //!
 //! /// A GitHub that holds scale sets in memory.
@@ -51,7 +51,7 @@
 //!             ),
 //!             Command::Create(spec) => {
 //!                 let set = ScaleSet {
-//!                     id: ScaleSetId(self.sets.len() as u64 + 1),
+//!                     id: GithubScaleSetId(self.sets.len() as i64 + 1),
 //!                     name: spec.name,
 //!                     runner_group_id: Some(spec.runner_group_id),
 //!                     labels: spec.labels,
@@ -144,6 +144,6 @@ pub use outcome::{
 };
 pub use refusal::Refusal;
 pub use retry::RetryBounds;
-pub use scale_set::{RunnerGroupId, ScaleSet, ScaleSetId, ScaleSetRef, SessionId};
+pub use scale_set::{GithubScaleSetId, RunnerGroupId, ScaleSet, ScaleSetRef, SessionId};
 pub use settings::Settings;
 pub use takeover::Takeover;

@@ -13,7 +13,7 @@ use crate::outcome::{
     DeletePermit, Evidence, Failure, Notice, Outcome, Provenance, RetryReason, Rollback,
 };
 use crate::refusal::Refusal;
-use crate::scale_set::{ScaleSet, ScaleSetId, ScaleSetRef, SessionId};
+use crate::scale_set::{GithubScaleSetId, ScaleSet, ScaleSetRef, SessionId};
 use crate::settings::Settings;
 
 #[cfg(test)]
@@ -74,13 +74,13 @@ enum Phase {
 #[derive(Debug, Clone)]
 enum State {
     /// Rule 1: `GetById` of the stored id.
-    KnownRead { id: ScaleSetId },
+    KnownRead { id: GithubScaleSetId },
     /// Rule 2 (and rule 5 when `race`): `ListByName`.
     NameList { stored: Stored, race: bool },
     /// Rule 5: `ListGroup` after the name filter found nothing.
     GroupList { stored: Stored },
     /// The full record of the single match, when the list item was thin.
-    MatchRead { id: ScaleSetId, basis: Basis },
+    MatchRead { id: GithubScaleSetId, basis: Basis },
     /// Rule 4: the answer to `Create`.
     CreateAnswer { stored: Stored },
     /// Rule 3: the answer to the ownership probe.
@@ -105,7 +105,7 @@ enum Stored {
     /// The by-id read omitted the group: the group-scoped lookup must list this id.
     Unconfirmed(ScaleSet),
     /// The by-id read answered not found: gone, unless the lookup still lists the id.
-    Missing(ScaleSetId),
+    Missing(GithubScaleSetId),
 }
 
 impl Stored {
@@ -127,7 +127,7 @@ struct Basis {
 /// A session a probe opened: handed over on `Ready`, closed otherwise.
 #[derive(Debug, Clone)]
 struct Held {
-    id: ScaleSetId,
+    id: GithubScaleSetId,
     session: SessionId,
 }
 
@@ -244,7 +244,7 @@ impl Machine {
     }
 
     /// Rule 1.
-    fn on_known_read(&mut self, id: ScaleSetId, fact: Fact) -> Step {
+    fn on_known_read(&mut self, id: GithubScaleSetId, fact: Fact) -> Step {
         match fact {
             Fact::ScaleSet(set) if set.name != self.input.desired.name => {
                 let reason = self.known_id_conflict(id, set.to_ref());
@@ -359,7 +359,7 @@ impl Machine {
     }
 
     /// The full record of a thin list match.
-    fn on_match_read(&mut self, id: ScaleSetId, basis: Basis, fact: Fact) -> Step {
+    fn on_match_read(&mut self, id: GithubScaleSetId, basis: Basis, fact: Fact) -> Step {
         match fact {
             Fact::ScaleSet(set) if set.name != self.input.desired.name => {
                 self.retry(RetryReason::ChangedWhileReading { id }, None)
@@ -759,7 +759,7 @@ impl Machine {
         self.issue(State::NameList { stored, race }, command)
     }
 
-    fn known_id_conflict(&self, stored: ScaleSetId, github: ScaleSetRef) -> Refusal {
+    fn known_id_conflict(&self, stored: GithubScaleSetId, github: ScaleSetRef) -> Refusal {
         Refusal::KnownIdConflict {
             stored,
             github,

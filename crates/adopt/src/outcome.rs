@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::command_kind::CommandKind;
 use crate::refusal::Refusal;
-use crate::scale_set::{RunnerGroupId, ScaleSetId, ScaleSetRef, SessionId};
+use crate::scale_set::{GithubScaleSetId, RunnerGroupId, ScaleSetRef, SessionId};
 use crate::settings::Settings;
 
 /// How a run of the machine ended.
@@ -20,7 +20,7 @@ pub enum Outcome {
     /// The scale set is ours to use.
     Ready {
         /// GitHub's id; store it.
-        id: ScaleSetId,
+        id: GithubScaleSetId,
         /// How we came to hold it.
         provenance: Provenance,
         /// Ownership evidence seen (empty only for an adoption under policy `any`).
@@ -58,7 +58,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// The scale set's id when the outcome is [`Outcome::Ready`].
-    pub fn ready_id(&self) -> Option<ScaleSetId> {
+    pub fn ready_id(&self) -> Option<GithubScaleSetId> {
         match self {
             Self::Ready { id, .. } => Some(*id),
             Self::Refused { .. } | Self::Failed { .. } | Self::Retry { .. } => None,
@@ -291,16 +291,16 @@ impl Rollback {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct DeletePermit {
-    id: ScaleSetId,
+    id: GithubScaleSetId,
 }
 
 impl DeletePermit {
-    pub(crate) fn new(id: ScaleSetId) -> Self {
+    pub(crate) fn new(id: GithubScaleSetId) -> Self {
         Self { id }
     }
 
     /// The scale set this run created.
-    pub fn id(&self) -> ScaleSetId {
+    pub fn id(&self) -> GithubScaleSetId {
         self.id
     }
 }
@@ -390,18 +390,18 @@ pub enum RetryReason {
     /// The scale set was deleted or renamed between two reads of this run.
     ChangedWhileReading {
         /// The scale set.
-        id: ScaleSetId,
+        id: GithubScaleSetId,
     },
     /// The stored id's read omitted the runner group and the group-scoped lookup does not list
     /// it yet (GitHub's lists lag): it is not confirmed in the desired group.
     KnownIdUnconfirmed {
         /// The stored id.
-        id: ScaleSetId,
+        id: GithubScaleSetId,
     },
     /// A session this run opened could not be closed; the driver should delete it.
     SessionNotClosed {
         /// The scale set.
-        id: ScaleSetId,
+        id: GithubScaleSetId,
         /// The session left open.
         session: SessionId,
     },
@@ -459,7 +459,7 @@ mod tests {
 
     fn set() -> ScaleSetRef {
         ScaleSetRef {
-            id: ScaleSetId(7),
+            id: GithubScaleSetId(7),
             name: "ci".into(),
             runner_group_id: Some(RunnerGroupId(1)),
         }
@@ -488,7 +488,9 @@ mod tests {
             (
                 Failure::AttemptsExhausted {
                     attempts: 3,
-                    last: RetryReason::ChangedWhileReading { id: ScaleSetId(7) },
+                    last: RetryReason::ChangedWhileReading {
+                        id: GithubScaleSetId(7),
+                    },
                 }
                 .to_string(),
                 "gave up after 3 attempts; last: scale set 7 changed or vanished between reads",
@@ -530,13 +532,16 @@ mod tests {
                 "create reported \"ci\" exists in runner group 1, but no lookup finds it",
             ),
             (
-                RetryReason::KnownIdUnconfirmed { id: ScaleSetId(7) }.to_string(),
+                RetryReason::KnownIdUnconfirmed {
+                    id: GithubScaleSetId(7),
+                }
+                .to_string(),
                 "stored scale set 7 did not list its runner group and the group's lookup does \
                  not show it yet",
             ),
             (
                 RetryReason::SessionNotClosed {
-                    id: ScaleSetId(7),
+                    id: GithubScaleSetId(7),
                     session,
                 }
                 .to_string(),

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::scale_set::{RunnerGroupId, ScaleSet, ScaleSetId, ScaleSetRef};
+use crate::scale_set::{GithubScaleSetId, RunnerGroupId, ScaleSet, ScaleSetRef};
 use crate::settings::Settings;
 use crate::takeover::Takeover;
 
@@ -17,7 +17,7 @@ pub enum Refusal {
     /// different name or group (rule 1), or the same-name set has another id (rule 3).
     KnownIdConflict {
         /// The id the store holds.
-        stored: ScaleSetId,
+        stored: GithubScaleSetId,
         /// What GitHub showed: the set under the stored id, or the same-name set found.
         github: ScaleSetRef,
         /// The desired name.

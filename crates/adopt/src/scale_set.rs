@@ -2,17 +2,9 @@
 
 use std::fmt;
 
-/// A scale set's id as GitHub assigned it (the `id` field of a `RunnerScaleSet`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(transparent))]
-pub struct ScaleSetId(pub u64);
-
-impl fmt::Display for ScaleSetId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
-    }
-}
+/// A scale set's id as GitHub assigned it (the `id` field of a `RunnerScaleSet`): the one
+/// type the client, this machine and the store share, from `scaleset-domain`.
+pub use scaleset_domain::GithubScaleSetId;
 
 /// A runner group's id (`runnerGroupId`; the default group is 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -50,7 +42,7 @@ impl fmt::Display for SessionId {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ScaleSet {
     /// GitHub's id.
-    pub id: ScaleSetId,
+    pub id: GithubScaleSetId,
     /// The name, exactly as GitHub returned it.
     pub name: String,
     /// The runner group, or `None` when the response omitted it.
@@ -85,7 +77,7 @@ impl ScaleSet {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ScaleSetRef {
     /// GitHub's id.
-    pub id: ScaleSetId,
+    pub id: GithubScaleSetId,
     /// The name as GitHub returned it.
     pub name: String,
     /// The runner group, when GitHub returned one.

@@ -5,7 +5,7 @@
 //! ([`Takeover::conflict`], beside the refusal it makes in `refusal.rs`: this module is read by
 //! `input`, which `refusal` reaches through `settings`, so it cannot name `Refusal`).
 
-use crate::scale_set::{ScaleSet, ScaleSetId};
+use crate::scale_set::{GithubScaleSetId, ScaleSet};
 
 /// Where an imported scale set came from.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -14,7 +14,7 @@ pub struct Takeover {
     /// The old manager's controller id (GARM's `controller_id`).
     pub controller_id: String,
     /// The GitHub scale-set id it ran the set under.
-    pub github_id: ScaleSetId,
+    pub github_id: GithubScaleSetId,
     /// The pool id the old manager tagged the set's provider instances with (GARM's
     /// `<scale set name>-<entity id>`), when known. The machine does not read it: the
     /// controller lists the old manager's instances under it, to take over the running ones.

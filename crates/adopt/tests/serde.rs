@@ -3,8 +3,8 @@
 #![cfg(feature = "serde")]
 
 use scaleset_adopt::{
-    Command, ControllerId, Desired, Fact, Identity, Input, Machine, Outcome, Policy, RetryBounds,
-    RunnerGroupId, ScaleSet, ScaleSetId, Step,
+    Command, ControllerId, Desired, Fact, GithubScaleSetId, Identity, Input, Machine, Outcome,
+    Policy, RetryBounds, RunnerGroupId, ScaleSet, Step,
 };
 
 fn input() -> Input {
@@ -15,7 +15,7 @@ fn input() -> Input {
             labels: vec!["linux".into()],
             disable_update: true,
         },
-        known_id: Some(ScaleSetId(7)),
+        known_id: Some(GithubScaleSetId(7)),
         policy: Policy::Any,
         repair: true,
         probe: true,
@@ -71,7 +71,7 @@ fn public_types_round_trip_through_json() {
     );
 
     let set = ScaleSet {
-        id: ScaleSetId(7),
+        id: GithubScaleSetId(7),
         name: "ci".into(),
         runner_group_id: Some(RunnerGroupId(1)),
         labels: vec![

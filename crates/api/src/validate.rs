@@ -13,34 +13,10 @@ fn invalid(field: &str, reason: impl Into<String>) -> ApiError {
     }
 }
 
-/// A name of `A-Za-z0-9._-`, 1 to `max` characters, starting with a letter or digit.
+/// A name by the one name rule ([`scaleset_domain::check_name`]): 1 to `max` characters
+/// (characters, not bytes) of `A-Za-z0-9._-`, starting with a letter or digit.
 pub(crate) fn name(field: &str, text: &str, max: usize) -> Result<(), ApiError> {
-    let allowed = format!("use 1–{max} of A-Z a-z 0-9 . _ -, starting with a letter or digit");
-    if text.is_empty() || text.len() > max {
-        return Err(invalid(
-            field,
-            format!(
-                "{text:?} has {} characters; {allowed}",
-                text.chars().count()
-            ),
-        ));
-    }
-    if !text.starts_with(|c: char| c.is_ascii_alphanumeric()) {
-        return Err(invalid(
-            field,
-            format!("{text:?} does not start with a letter or digit; {allowed}"),
-        ));
-    }
-    if let Some(bad) = text
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
-    {
-        return Err(invalid(
-            field,
-            format!("{text:?} contains {bad:?}; {allowed}"),
-        ));
-    }
-    Ok(())
+    scaleset_domain::check_name(text, max).map_err(|error| invalid(field, error.to_string()))
 }
 
 /// A PEM bundle of at least one certificate, each of which the GitHub client can trust: its
@@ -120,6 +96,12 @@ mod tests {
         assert!(name("n", "é", 100).is_err());
         assert!(name("n", &"a".repeat(101), 100).is_err());
         assert!(name("n", &"a".repeat(100), 100).is_ok());
+        // Counted in characters: refused for the character, not for 100 bytes it lacks.
+        let wide = format!("a{}", "é".repeat(50));
+        let Err(ApiError::InvalidInput { reason, .. }) = name("n", &wide, 100) else {
+            panic!("a name with é is refused")
+        };
+        assert!(reason.contains("contains 'é'"), "{reason}");
     }
 
     #[test]

@@ -24,12 +24,12 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use scaleset_adopt::{
     Command, CommandKind, CreateSpec, Fact, Failure, Input, Machine, Notice, Outcome, Patch,
-    RetryReason, RunnerGroupId, ScaleSet as AdoptScaleSet, ScaleSetId as AdoptId, SessionId, Step,
+    RetryReason, RunnerGroupId, ScaleSet as AdoptScaleSet, SessionId, Step,
 };
 use scaleset_github::{
     Client, Error as GitHubError, ErrorClass, ExceptionKind, Label, NewRunnerScaleSet,
     RunnerGroupId as GitHubRunnerGroupId, RunnerScaleSet, RunnerScaleSetPatch, RunnerSetting,
-    ScaleSetId as GitHubScaleSetId, Session,
+    Session,
 };
 
 use crate::error::{AdoptionStop, Error, chain};
@@ -209,9 +209,6 @@ async fn delete_leaked(client: &Client, outcome: &Outcome) -> Vec<String> {
         } => (*id, session.clone()),
         _ => return Vec::new(),
     };
-    let Ok(id) = github_id(id) else {
-        return Vec::new();
-    };
     let result = client.delete_session(id, &session).await;
     if result.is_ok() {
         vec![session]
@@ -230,7 +227,7 @@ async fn execute<H: Hooks>(
     let failure = |error| failure(command.kind(), error);
     Ok(match command {
         Command::GetById { id } => {
-            let result = client.get_scale_set(github_id(*id)?).await;
+            let result = client.get_scale_set(*id).await;
             match result {
                 Ok(set) => Fact::ScaleSet(observed(&set)?),
                 Err(e) if e.is_scale_set_not_found() => Fact::NotFound,
@@ -265,7 +262,7 @@ async fn execute<H: Hooks>(
             }
         }
         Command::OpenSession { id, owner } => {
-            let result = client.create_session(github_id(*id)?, owner).await;
+            let result = client.create_session(*id, owner).await;
             match result {
                 Ok(session) => {
                     let sid = session.session_id.clone();
@@ -280,7 +277,7 @@ async fn execute<H: Hooks>(
             }
         }
         Command::CloseSession { id, session } => {
-            let result = client.delete_session(github_id(*id)?, &session.0).await;
+            let result = client.delete_session(*id, &session.0).await;
             match result {
                 Ok(()) => {
                     opened.remove(&session.0);
@@ -298,9 +295,7 @@ async fn execute<H: Hooks>(
             }
         }
         Command::Update { id, patch } => {
-            let result = client
-                .update_scale_set(github_id(*id)?, &github_patch(patch)?)
-                .await;
+            let result = client.update_scale_set(*id, &github_patch(patch)?).await;
             match result {
                 Ok(_) => Fact::Updated,
                 Err(e) if e.is_scale_set_not_found() => Fact::NotFound,
@@ -355,10 +350,6 @@ fn failure(command: CommandKind, error: GitHubError) -> Result<Fact, AdoptionSto
 
 /// The machine's view of a scale set; a missing `runnerGroupId` stays `None`.
 fn observed(set: &RunnerScaleSet) -> Result<AdoptScaleSet, AdoptionStop> {
-    let id = u64::try_from(set.id).map_err(|_| AdoptionStop::InvalidGitHubId {
-        what: "scale set",
-        id: set.id.into(),
-    })?;
     let runner_group_id = set
         .runner_group_id
         .map(|group| {
@@ -371,7 +362,7 @@ fn observed(set: &RunnerScaleSet) -> Result<AdoptScaleSet, AdoptionStop> {
         })
         .transpose()?;
     Ok(AdoptScaleSet {
-        id: AdoptId(id),
+        id: set.id,
         name: set.name.clone(),
         runner_group_id,
         labels: set.labels.iter().map(|label| label.name.clone()).collect(),
@@ -382,13 +373,6 @@ fn observed(set: &RunnerScaleSet) -> Result<AdoptScaleSet, AdoptionStop> {
 /// Every scale set of a GitHub listing as the adoption machine observes it.
 pub fn observed_all(sets: &[RunnerScaleSet]) -> Result<Vec<AdoptScaleSet>, AdoptionStop> {
     sets.iter().map(observed).collect()
-}
-
-fn github_id(id: AdoptId) -> Result<GitHubScaleSetId, AdoptionStop> {
-    GitHubScaleSetId::try_from(id.0).map_err(|_| AdoptionStop::IdOutOfRange {
-        what: "scale set",
-        id: id.0,
-    })
 }
 
 fn github_group(group: RunnerGroupId) -> Result<GitHubRunnerGroupId, AdoptionStop> {

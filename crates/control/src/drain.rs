@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use scaleset_github::ScaleSetId as GitHubScaleSetId;
+use scaleset_github::GithubScaleSetId;
 use scaleset_provider::Pool;
 use scaleset_store::{Acquisition, Lease, ScaleSetId};
 use tokio_util::sync::CancellationToken;
@@ -108,7 +108,7 @@ async fn pass(
         });
     };
     let client = shared.clients.client(&scale_set).await?;
-    let github_id = GitHubScaleSetId::from(scale_set.github_id.unwrap_or(0));
+    let github_id = GithubScaleSetId::from(scale_set.github_id.unwrap_or(0));
     let mut runners = Runners {
         shared,
         client: &client,

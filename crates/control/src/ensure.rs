@@ -13,10 +13,8 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use scaleset_adopt::{
-    CreateSpec, Desired, Input, Outcome, Refusal, RunnerGroupId, ScaleSetId as AdoptId,
-};
-use scaleset_github::{Client, ScaleSetId as GitHubScaleSetId, Session};
+use scaleset_adopt::{CreateSpec, Desired, Input, Outcome, Refusal, RunnerGroupId};
+use scaleset_github::{Client, GithubScaleSetId, Session};
 use scaleset_store::{
     Creation, Event, Lease, Provenance, ReasonCode, ScaleSet, ScaleSetId, ScaleSetState, Store,
 };
@@ -34,7 +32,7 @@ pub(crate) enum Ensured {
     /// The scale set is ours; serve it.
     Ready {
         /// GitHub's id.
-        github_id: GitHubScaleSetId,
+        github_id: GithubScaleSetId,
         /// A session the machine opened under our owner and handed over (policy `any`).
         session: Option<Box<Session>>,
         /// For a scale set imported from another manager whose writes wait for our session
@@ -134,10 +132,7 @@ pub(crate) async fn ensure(
             s.spec.runner_group.id = Some(gid);
         }
     };
-    let known_id = scale_set
-        .github_id
-        .and_then(|id| u64::try_from(id).ok())
-        .map(AdoptId);
+    let known_id = scale_set.github_id.map(GithubScaleSetId);
     let mut input = Input {
         desired: Desired {
             name: name.clone(),
@@ -170,20 +165,13 @@ pub(crate) async fn ensure(
             rollback,
             ..
         } => {
-            let github_id = GitHubScaleSetId::try_from(github.0).map_err(|_| Error::Adoption {
-                scale_set: name.clone(),
-                stop: AdoptionStop::IdOutOfRange {
-                    what: "scale set",
-                    id: github.0,
-                },
-            })?;
+            let github_id = github;
             let seen = match (provenance, rollback.permit()) {
                 // The one place a record of creation is made: from the permit the machine
                 // hands out on its create path only.
-                (scaleset_adopt::Provenance::Created, Some(permit)) => Provenance::Created(
-                    Creation::from_permit(permit)
-                        .map_err(store("recording the created scale set"))?,
-                ),
+                (scaleset_adopt::Provenance::Created, Some(permit)) => {
+                    Provenance::Created(Creation::from_permit(permit))
+                }
                 (scaleset_adopt::Provenance::Known, _) => Provenance::Known,
                 // Adopted, or (never, by the machine's contract) created without a permit:
                 // nothing proves a creation, so nothing may delete it on GitHub.

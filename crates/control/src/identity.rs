@@ -189,9 +189,13 @@ mod tests {
         let id = ControllerIdentity::new(uuid);
         assert_eq!(
             id.pool_key(42).as_str(),
-            ControllerId::from_bytes(uuid.into_bytes()).pool_key(scaleset_adopt::ScaleSetId(42))
+            ControllerId::from_bytes(uuid.into_bytes())
+                .pool_key(scaleset_adopt::GithubScaleSetId(42))
         );
-        assert_eq!(id.pool_key(42), PoolKey::for_scale_set(uuid, 42));
+        assert_eq!(
+            id.pool_key(42),
+            PoolKey::for_scale_set(uuid, scaleset_adopt::GithubScaleSetId(42))
+        );
         assert_eq!(id.id(), uuid);
     }
 }

@@ -22,7 +22,7 @@ use std::time::{Duration, SystemTime};
 
 use scaleset_github::ExposeSecret as _;
 use scaleset_github::{
-    Client, JobMessage, Message, MessageId, ScaleSetId as GitHubScaleSetId, Session, Statistics,
+    Client, GithubScaleSetId, JobMessage, Message, MessageId, Session, Statistics,
     unverified_expiry,
 };
 use scaleset_store::{
@@ -189,7 +189,7 @@ pub(crate) struct Listener<'a> {
     pub(crate) client: &'a Client,
     pub(crate) lease: Lease,
     pub(crate) runners: Runners<'a>,
-    pub(crate) github_id: GitHubScaleSetId,
+    pub(crate) github_id: GithubScaleSetId,
     pub(crate) last_message_id: MessageId,
     pub(crate) statistics: Option<Statistics>,
     /// The start permit, given back once the session is open (the recovery runs beside the

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeSet;
 
-use scaleset_github::{Client, RunnerId, ScaleSetId};
+use scaleset_github::{Client, GithubScaleSetId, RunnerId};
 use scaleset_provider::{Pool, PoolKey, ProviderInstance};
 
 use crate::error::{Error, chain, store};
@@ -135,7 +135,7 @@ async fn retire(shared: &Shared, pools: Vec<Candidate>) -> Result<Swept, Error> 
         for client in &clients {
             answers.push(match client {
                 Some(client) => {
-                    let id = ScaleSetId::from(pool.id);
+                    let id = GithubScaleSetId::from(pool.id);
                     match again_on_token(|| client.get_scale_set(id)).await {
                         Ok(set) => Answer::Found(set.labels.into_iter().map(|l| l.name).collect()),
                         Err(e) if e.is_scale_set_not_found() => Answer::NotFound,

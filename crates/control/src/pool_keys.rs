@@ -3,7 +3,7 @@
 //! configuration errors) so that the pure planners can ask "is this pool ours?" without
 //! depending on the crate's error type.
 
-use scaleset_adopt::{ControllerId, ScaleSetId};
+use scaleset_adopt::{ControllerId, GithubScaleSetId};
 use scaleset_provider::PoolKey;
 use uuid::Uuid;
 
@@ -23,12 +23,9 @@ pub fn pool_key(controller: Uuid, github_scale_set_id: i64) -> PoolKey {
 }
 
 pub(crate) fn pool_key_of(controller: ControllerId, github_scale_set_id: i64) -> PoolKey {
-    // GitHub ids are positive; a negative one (never seen) keeps its sign in the text rather
-    // than wrapping, so it can never collide with a real scale set's key.
-    let text = match u64::try_from(github_scale_set_id) {
-        Ok(id) => controller.pool_key(ScaleSetId(id)),
-        Err(_) => format!("{controller}_{github_scale_set_id}"),
-    };
+    // GitHub ids are positive; a negative one (never seen) keeps its sign in the text, so it
+    // can never collide with a real scale set's key.
+    let text = controller.pool_key(GithubScaleSetId(github_scale_set_id));
     // Built from a UUID and an integer: never empty, never a control character.
     match PoolKey::parse(&text) {
         Ok(key) => key,

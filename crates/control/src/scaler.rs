@@ -24,9 +24,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use scaleset_github::{
-    Client, JitConfigRequest, RunnerDownload, RunnerId, ScaleSetId as GitHubScaleSetId,
-};
+use scaleset_github::{Client, GithubScaleSetId, JitConfigRequest, RunnerDownload, RunnerId};
 use scaleset_provider::{
     BootstrapInstance, CreateRequest, InstanceId, OsArch, OsType, Pool, Provider, ProviderInstance,
     ProxyConfig, RunnerTool, SecretString, UserDataOptions,
@@ -67,7 +65,7 @@ pub(crate) struct Runners<'a> {
     pub(crate) provider: Arc<dyn Provider>,
     pub(crate) lease: &'a Lease,
     pub(crate) scale_set: &'a ScaleSet,
-    pub(crate) github_id: GitHubScaleSetId,
+    pub(crate) github_id: GithubScaleSetId,
     pub(crate) pool: Pool,
     pub(crate) rng: fastrand::Rng,
     /// Runners seen online past their deadline in this pass: not asked about again.

@@ -18,7 +18,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use scaleset_github::{MessageId, ScaleSetId as GitHubScaleSetId};
+use scaleset_github::{GithubScaleSetId, MessageId};
 use scaleset_provider::Pool;
 use scaleset_store::{Acquisition, Lease, ReasonCode, ScaleSetId, ScaleSetState};
 use tokio_util::sync::CancellationToken;
@@ -48,7 +48,7 @@ struct Resume {
     ensure_attempt: u32,
     /// A session attempt to resume on the scale set GitHub knows by this id, without ensuring
     /// again (the ensure was done, and its id is still the stored one).
-    session: Option<(GitHubScaleSetId, SessionAttempt)>,
+    session: Option<(GithubScaleSetId, SessionAttempt)>,
 }
 
 /// Serves one scale set until `cancel` fires or it is disabled or deleted. However it ends

@@ -497,9 +497,8 @@ async fn execute(store: &dyn Store, fleet: &Fleet, plan: FleetPlan) -> Result<Ap
                     evidence,
                     imported_from: Some(garm),
                 } = &step.reason
-                    && let Ok(id) = i64::try_from(*github_id)
                 {
-                    row.github_id = Some(id);
+                    row.github_id = Some(github_id.0);
                     row.provenance = Some(scaleset_store::Provenance::Adopted);
                     row.evidence.clone_from(evidence);
                     // Kept, so that every ensure by the worker sees the same evidence (and adds

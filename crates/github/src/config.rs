@@ -92,10 +92,7 @@ impl ConfigUrl {
                 ));
             }
         };
-        let hosted = matches!(
-            host.as_str(),
-            "github.com" | "www.github.com" | "github.localhost"
-        ) || host.ends_with(".ghe.com");
+        let hosted = scaleset_domain::is_github_hosted(&host);
         Ok(Self {
             raw,
             url,
@@ -128,23 +125,18 @@ impl ConfigUrl {
     /// The REST API base: `scheme://api.HOST` when hosted (and not forced to GHES),
     /// `scheme://HOST[:port]/api/v3` otherwise.
     pub fn api_base(&self, force_ghes: bool) -> Url {
+        // The web base: the config URL without its entity path, query or fragment.
         let mut base = self.url.clone();
         base.set_query(None);
         base.set_fragment(None);
-        if self.hosted && !force_ghes {
-            let host = self.url.host_str().unwrap_or_default().to_ascii_lowercase();
-            let api_host = if host == "www.github.com" {
-                "api.github.com".to_owned()
-            } else {
-                format!("api.{host}")
-            };
-            // Setting a host name derived from a valid host cannot fail; keep the original on error.
-            let _ = base.set_host(Some(&api_host));
-            base.set_path("");
+        base.set_path("");
+        let api = if force_ghes {
+            scaleset_domain::enterprise_api_base_url(&base)
         } else {
-            base.set_path("/api/v3");
-        }
-        base
+            scaleset_domain::api_base_url(&base)
+        };
+        // Derived from a valid URL by the one rule: it parses; keep the web base if not.
+        Url::parse(&api).unwrap_or(base)
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::endpoint::Endpoint;
 use crate::exception::{Exception, ExceptionKind, collect_exceptions, session_conflict_owner};
-use crate::id::ScaleSetId;
+use crate::id::GithubScaleSetId;
 
 /// How much of a non-JSON error body is kept as the message.
 const MAX_MESSAGE_CHARS: usize = 1024;
@@ -126,7 +126,7 @@ pub enum Error {
         /// The HTTP status of the create response.
         status: u16,
         /// The scale set the session belongs to.
-        scale_set_id: ScaleSetId,
+        scale_set_id: GithubScaleSetId,
         /// The id of the session left open.
         session_id: String,
         /// What is wrong with the session.
@@ -408,7 +408,7 @@ impl Error {
 
     /// The session a create left open on the server ([`Error::UnusableSessionLeftOpen`]), as
     /// `(scale_set_id, session_id)`: delete it before creating another.
-    pub fn open_session(&self) -> Option<(ScaleSetId, &str)> {
+    pub fn open_session(&self) -> Option<(GithubScaleSetId, &str)> {
         match self.unshared() {
             Self::UnusableSessionLeftOpen {
                 scale_set_id,

@@ -15,6 +15,10 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+/// A runner scale set's id (`RunnerScaleSet.id`, `runnerScaleSetId`): the one type every crate
+/// passes, from `scaleset-domain` (the adoption machine and the store use it too).
+pub use scaleset_domain::GithubScaleSetId;
+
 /// A GitHub id that does not fit the other side of a conversion: a negative id (GitHub never
 /// sends one) cannot become an unsigned id, and one above `i64::MAX` is no GitHub id.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -94,11 +98,6 @@ macro_rules! github_id {
 }
 
 github_id!(
-    /// A runner scale set's id (`RunnerScaleSet.id`, `runnerScaleSetId`).
-    ScaleSetId,
-    "scale set"
-);
-github_id!(
     /// A runner group's id (`runnerGroupId`; the default group is 1).
     RunnerGroupId,
     "runner group"
@@ -127,31 +126,28 @@ mod tests {
 
     #[test]
     fn store_columns_convert_losslessly_both_ways() {
-        assert_eq!(i64::from(ScaleSetId::from(-7)), -7);
+        assert_eq!(i64::from(RunnerGroupId::from(-7)), -7);
         assert_eq!(i64::from(RunnerId(i64::MAX)), i64::MAX);
         assert_eq!(MessageId::from(42), MessageId(42));
     }
 
     #[test]
     fn unsigned_ids_convert_when_in_range() {
-        assert_eq!(u64::try_from(ScaleSetId(0)), Ok(0));
+        assert_eq!(u64::try_from(RunnerId(0)), Ok(0));
         assert_eq!(u64::try_from(RunnerGroupId(i64::MAX)), Ok(i64::MAX as u64));
         assert_eq!(RunnerGroupId::try_from(1_u64), Ok(RunnerGroupId(1)));
-        assert_eq!(
-            ScaleSetId::try_from(i64::MAX as u64),
-            Ok(ScaleSetId(i64::MAX))
-        );
+        assert_eq!(RunnerId::try_from(i64::MAX as u64), Ok(RunnerId(i64::MAX)));
     }
 
     #[test]
     fn negative_ids_are_refused_as_unsigned_naming_the_id() {
-        let error = u64::try_from(ScaleSetId(-1)).unwrap_err();
-        assert_eq!(error.kind, "scale set");
+        let error = u64::try_from(RunnerGroupId(-1)).unwrap_err();
+        assert_eq!(error.kind, "runner group");
         assert_eq!(error.value, "-1");
         assert!(
             error
                 .to_string()
-                .starts_with("scale set id -1 is out of range")
+                .starts_with("runner group id -1 is out of range")
         );
         assert!(u64::try_from(RunnerId(i64::MIN)).is_err());
     }
@@ -161,7 +157,7 @@ mod tests {
         let error = RunnerGroupId::try_from(u64::MAX).unwrap_err();
         assert_eq!(error.kind, "runner group");
         assert_eq!(error.value, u64::MAX.to_string());
-        assert!(ScaleSetId::try_from(i64::MAX as u64 + 1).is_err());
+        assert!(RunnerId::try_from(i64::MAX as u64 + 1).is_err());
     }
 
     #[test]

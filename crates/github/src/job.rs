@@ -7,7 +7,7 @@ use crate::call::{Auth, Call};
 use crate::client::Client;
 use crate::endpoint::Endpoint;
 use crate::error::Result;
-use crate::id::{RunnerRequestId, ScaleSetId};
+use crate::id::{GithubScaleSetId, RunnerRequestId};
 use crate::lenient::null_default;
 use crate::session::Session;
 use crate::wire::{List, decode};
@@ -47,7 +47,7 @@ impl Client {
     /// (12) `GET /_apis/runtime/runnerscalesets/{id}/acquirablejobs`; 204 means none.
     pub async fn get_acquirable_jobs(
         &self,
-        scale_set_id: ScaleSetId,
+        scale_set_id: GithubScaleSetId,
     ) -> Result<Vec<AcquirableJob>> {
         let call = Call::service(
             Endpoint::GetAcquirableJobs,

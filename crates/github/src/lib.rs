@@ -138,7 +138,7 @@ pub use crate::endpoint::Endpoint;
 pub use crate::error::{Error, ErrorBody, ErrorClass, Refusal, Result, ServiceError};
 pub use crate::exception::{Exception, ExceptionKind, short_type_name};
 pub use crate::id::{
-    IdOutOfRange, MessageId, RunnerGroupId, RunnerId, RunnerRequestId, ScaleSetId,
+    GithubScaleSetId, IdOutOfRange, MessageId, RunnerGroupId, RunnerId, RunnerRequestId,
 };
 pub use crate::job::AcquirableJob;
 pub use crate::jwt::{app_key_fingerprint, unverified_expiry};

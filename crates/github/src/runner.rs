@@ -9,7 +9,7 @@ use crate::call::Call;
 use crate::client::Client;
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
-use crate::id::{RunnerGroupId, RunnerId, ScaleSetId};
+use crate::id::{GithubScaleSetId, RunnerGroupId, RunnerId};
 use crate::lenient::{lenient_timestamp, null_default};
 use crate::scale_set::Label;
 use crate::timestamp::Timestamp;
@@ -31,7 +31,7 @@ pub struct RunnerReference {
     pub name: String,
     /// The scale set it belongs to.
     #[serde(default)]
-    pub runner_scale_set_id: ScaleSetId,
+    pub runner_scale_set_id: GithubScaleSetId,
     /// Operating system.
     #[serde(default, deserialize_with = "null_default")]
     pub os: String,
@@ -140,7 +140,7 @@ impl Client {
     /// A duplicate runner name gives an error for which [`Error::is_agent_exists`] is true.
     pub async fn generate_jit_config(
         &self,
-        scale_set_id: ScaleSetId,
+        scale_set_id: GithubScaleSetId,
         request: &JitConfigRequest,
     ) -> Result<JitConfig> {
         let call = Call::service(

@@ -8,7 +8,7 @@ use crate::call::Call;
 use crate::client::Client;
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
-use crate::id::{RunnerGroupId, ScaleSetId};
+use crate::id::{GithubScaleSetId, RunnerGroupId};
 use crate::lenient::{lenient_i64, lenient_opt_i64, lenient_timestamp, null_default};
 use crate::statistics::Statistics;
 use crate::timestamp::Timestamp;
@@ -90,7 +90,7 @@ fn is_false(value: &bool) -> bool {
 #[non_exhaustive]
 pub struct RunnerScaleSet {
     /// Server-assigned id.
-    pub id: ScaleSetId,
+    pub id: GithubScaleSetId,
     /// Name (also the default `runs-on` label).
     pub name: String,
     /// Runner group id, or `None` when the response omitted `runnerGroupId`.
@@ -129,7 +129,7 @@ pub struct RunnerScaleSet {
 #[serde(rename_all = "camelCase")]
 struct RunnerScaleSetWire {
     #[serde(default)]
-    id: ScaleSetId,
+    id: GithubScaleSetId,
     #[serde(default, deserialize_with = "null_default")]
     name: String,
     #[serde(default, deserialize_with = "lenient_opt_i64")]
@@ -359,7 +359,7 @@ impl Client {
     }
 
     /// (3) `GET /_apis/runtime/runnerscalesets/{id}`.
-    pub async fn get_scale_set(&self, scale_set_id: ScaleSetId) -> Result<RunnerScaleSet> {
+    pub async fn get_scale_set(&self, scale_set_id: GithubScaleSetId) -> Result<RunnerScaleSet> {
         let call = Call::service(
             Endpoint::GetScaleSet,
             Method::GET,
@@ -393,7 +393,7 @@ impl Client {
     /// (5) `PATCH /_apis/runtime/runnerscalesets/{id}` with only the fields set in `patch`.
     pub async fn update_scale_set(
         &self,
-        scale_set_id: ScaleSetId,
+        scale_set_id: GithubScaleSetId,
         patch: &RunnerScaleSetPatch,
     ) -> Result<RunnerScaleSet> {
         let mut body = patch.clone();
@@ -412,7 +412,7 @@ impl Client {
     }
 
     /// (6) `DELETE /_apis/runtime/runnerscalesets/{id}`; expects 204.
-    pub async fn delete_scale_set(&self, scale_set_id: ScaleSetId) -> Result<()> {
+    pub async fn delete_scale_set(&self, scale_set_id: GithubScaleSetId) -> Result<()> {
         let call = Call::service(
             Endpoint::DeleteScaleSet,
             Method::DELETE,

@@ -10,7 +10,7 @@ use crate::client::Client;
 use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
 use crate::http::Incoming;
-use crate::id::ScaleSetId;
+use crate::id::GithubScaleSetId;
 use crate::lenient::null_default;
 use crate::scale_set::RunnerScaleSet;
 use crate::statistics::Statistics;
@@ -45,12 +45,12 @@ pub struct Session {
     pub statistics: Option<Statistics>,
     /// The scale set the session was created for (set by the client, not the wire).
     #[serde(skip)]
-    pub(crate) scale_set_id: ScaleSetId,
+    pub(crate) scale_set_id: GithubScaleSetId,
 }
 
 impl Session {
     /// The scale-set id this session belongs to.
-    pub fn scale_set_id(&self) -> ScaleSetId {
+    pub fn scale_set_id(&self) -> GithubScaleSetId {
         if self.scale_set_id.0 != 0 {
             self.scale_set_id
         } else {
@@ -76,14 +76,14 @@ struct CreateSessionRequest<'a> {
     owner_name: &'a str,
 }
 
-fn sessions_path(scale_set_id: ScaleSetId) -> String {
+fn sessions_path(scale_set_id: GithubScaleSetId) -> String {
     format!("_apis/runtime/runnerscalesets/{scale_set_id}/sessions")
 }
 
 /// The path of one session. The session id comes from the server and is a UUID in practice,
 /// but it is escaped as one path segment so that a `/`, `?` or `#` in it can never address
 /// another resource.
-fn session_path(scale_set_id: ScaleSetId, session_id: &str) -> String {
+fn session_path(scale_set_id: GithubScaleSetId, session_id: &str) -> String {
     /// Everything but RFC 3986 unreserved characters is escaped.
     const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
         .remove(b'-')
@@ -108,7 +108,7 @@ impl Client {
     /// the session ([`Error::open_session`]) so the caller can delete it.
     pub async fn create_session(
         &self,
-        scale_set_id: ScaleSetId,
+        scale_set_id: GithubScaleSetId,
         owner_name: &str,
     ) -> Result<Session> {
         let call = Call::service(
@@ -169,7 +169,11 @@ impl Client {
     }
 
     /// (9) `DELETE /_apis/runtime/runnerscalesets/{id}/sessions/{sessionId}`; expects 204.
-    pub async fn delete_session(&self, scale_set_id: ScaleSetId, session_id: &str) -> Result<()> {
+    pub async fn delete_session(
+        &self,
+        scale_set_id: GithubScaleSetId,
+        session_id: &str,
+    ) -> Result<()> {
         let call = Call::service(
             Endpoint::DeleteSession,
             Method::DELETE,
@@ -203,7 +207,7 @@ impl Client {
 
 fn session_from(
     endpoint: Endpoint,
-    scale_set_id: ScaleSetId,
+    scale_set_id: GithubScaleSetId,
     response: &Incoming,
 ) -> Result<Session> {
     let mut session: Session = decode(endpoint, response.status, &response.body)?;

@@ -87,16 +87,17 @@ pub enum Error {
     /// or executable run (names become file names and command arguments).
     #[error(
         "{command}: refused the instance name {name:?}: {reason} (runner names are \
-         `<runner prefix>-<8 characters>`; give the scale set a runner prefix of A-Z a-z 0-9 \
-         . _ - starting with a letter or digit)"
+         `<runner prefix>-<8 characters>`; give the scale set a runner prefix that follows the \
+         same rule)"
     )]
     InvalidName {
         /// The command that was refused.
         command: Command,
         /// The name as given.
         name: String,
-        /// What is wrong with it.
-        reason: String,
+        /// What is wrong with it (the one name rule's refusal).
+        #[source]
+        reason: scaleset_domain::NameError,
     },
     /// The executable could not be started (missing, not executable, ...).
     #[error(

@@ -12,7 +12,8 @@ use crate::error::{Error, OutputProblem};
 /// The longest instance name accepted (a file name's limit on common file systems).
 pub const INSTANCE_NAME_MAX: usize = 255;
 
-/// Checks that an instance name is one safe path component: 1 to [`INSTANCE_NAME_MAX`] of
+/// Checks that an instance name is one safe path component by the one name rule
+/// ([`scaleset_domain::check_name`]): 1 to [`INSTANCE_NAME_MAX`] characters of
 /// `A-Za-z0-9._-`, starting with a letter or digit (so never empty, `.`, `..`, hidden, or
 /// holding a `/`). Every provider refuses any other name before it writes a file or runs an
 /// executable; the spec rules keep runner prefixes to the same characters, so a refusal here
@@ -29,26 +30,11 @@ pub const INSTANCE_NAME_MAX: usize = 255;
 ///
 /// [`Error::InvalidName`] saying what is wrong.
 pub fn check_instance_name(command: Command, name: &str) -> Result<(), Error> {
-    let reason = if name.is_empty() || name.len() > INSTANCE_NAME_MAX {
-        Some(format!(
-            "it has {} bytes; 1–{INSTANCE_NAME_MAX} are allowed",
-            name.len()
-        ))
-    } else if !name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
-        Some("it does not start with a letter or digit".to_owned())
-    } else {
-        name.chars()
-            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
-            .map(|bad| format!("it contains {bad:?}"))
-    };
-    match reason {
-        None => Ok(()),
-        Some(reason) => Err(Error::InvalidName {
-            command,
-            name: name.to_owned(),
-            reason,
-        }),
-    }
+    scaleset_domain::check_name(name, INSTANCE_NAME_MAX).map_err(|reason| Error::InvalidName {
+        command,
+        name: name.to_owned(),
+        reason,
+    })
 }
 
 /// An instance as the provider sees it (GARM's `ProviderInstance`).

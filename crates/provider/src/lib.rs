@@ -53,7 +53,7 @@
 //! cloud.on_create(|runner| println!("boot {} with its JIT config", runner.name));
 //! let provider = cloud.provider(controller);
 //!
-//! let pool = Pool::new(PoolKey::for_scale_set(controller, 7));
+//! let pool = Pool::new(PoolKey::for_scale_set(controller, scaleset_domain::GithubScaleSetId(7)));
 //! let bootstrap = BootstrapInstance {
 //!     name: "ci-abcdefgh".into(),
 //!     tools: vec![],

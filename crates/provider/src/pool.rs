@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use scaleset_domain::GithubScaleSetId;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -20,8 +21,8 @@ pub struct PoolKey(String);
 
 impl PoolKey {
     /// The key of a scale set owned by `controller`.
-    pub fn for_scale_set(controller: Uuid, scale_set_id: u64) -> Self {
-        Self(format!("{controller}_{scale_set_id}"))
+    pub fn for_scale_set(controller: Uuid, scale_set_id: GithubScaleSetId) -> Self {
+        Self(scaleset_domain::pool_key_text(controller, scale_set_id))
     }
 
     /// Accepts any key read back from a provider or a store: non-empty, no
@@ -114,13 +115,13 @@ mod tests {
     #[test]
     fn the_key_joins_the_lowercase_controller_id_and_scale_set_id_with_an_underscore() {
         let controller = Uuid::parse_str("0C0FFEE0-0000-4000-8000-000000000001").unwrap();
-        let key = PoolKey::for_scale_set(controller, 42);
+        let key = PoolKey::for_scale_set(controller, GithubScaleSetId(42));
         assert_eq!(key.as_str(), "0c0ffee0-0000-4000-8000-000000000001_42");
     }
 
     #[test]
     fn the_key_fits_gcp_label_values_and_kubernetes_label_values() {
-        let key = PoolKey::for_scale_set(Uuid::from_u128(u128::MAX), u64::MAX);
+        let key = PoolKey::for_scale_set(Uuid::from_u128(u128::MAX), GithubScaleSetId(i64::MAX));
         let text = key.as_str();
         // GCP: at most 63 of [a-z0-9_-]; Kubernetes: at most 63, alphanumeric at both ends.
         assert!(text.len() <= 63, "{text} is {} characters", text.len());

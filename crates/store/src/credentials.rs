@@ -87,21 +87,10 @@ impl Endpoint {
 
     /// The REST API base URL of a web base URL, the one derivation of it: `api.<host>` for
     /// github.com (and `www.github.com`), `github.localhost` and GHE.com tenants
-    /// (`<tenant>.ghe.com`); `<base>/api/v3` for a GitHub Enterprise Server. The same rule as
-    /// the GitHub client's for a config URL (`scaleset_github::ConfigUrl::api_base`).
+    /// (`<tenant>.ghe.com`); `<base>/api/v3` for a GitHub Enterprise Server. The one rule
+    /// ([`scaleset_domain::api_base_url`]), which the GitHub client's config URL also calls.
     pub fn derived_api_base_url(base: &url::Url) -> String {
-        let host = base.host_str().unwrap_or_default().to_ascii_lowercase();
-        let hosted = matches!(
-            host.as_str(),
-            "github.com" | "www.github.com" | "github.localhost"
-        ) || host.ends_with(".ghe.com");
-        if hosted {
-            let api_host = host.strip_prefix("www.").unwrap_or(&host);
-            let port = base.port().map(|p| format!(":{p}")).unwrap_or_default();
-            format!("{}://api.{api_host}{port}", base.scheme())
-        } else {
-            format!("{}/api/v3", trimmed(base))
-        }
+        scaleset_domain::api_base_url(base)
     }
 
     /// An endpoint as stored. A GHE.com endpoint whose stored API base URL is

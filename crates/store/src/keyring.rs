@@ -20,7 +20,8 @@ pub struct EncryptionKey {
 }
 
 impl EncryptionKey {
-    /// A key from 32 raw bytes. The id is 1 to 64 characters of `A-Z a-z 0-9 . _ -`.
+    /// A key from 32 raw bytes. The id follows the name rule: 1 to 64 characters of
+    /// `A-Z a-z 0-9 . _ -`, starting with a letter or digit.
     pub fn from_bytes(id: &str, bytes: &[u8]) -> Result<Self> {
         validate_key_id(id)?;
         let unbound = UnboundKey::new(&AES_256_GCM, bytes).map_err(|_| Error::Config {
@@ -61,21 +62,12 @@ impl fmt::Debug for EncryptionKey {
     }
 }
 
+/// The one name rule (a key id is kept beside every ciphertext it sealed, and read back from
+/// configuration): 1 to 64 characters of `A-Z a-z 0-9 . _ -`, starting with a letter or digit.
 fn validate_key_id(id: &str) -> Result<()> {
-    let ok = !id.is_empty()
-        && id.len() <= 64
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::Config {
-            reason: format!(
-                "encryption key id {id:?} must be 1 to 64 characters of A-Z a-z 0-9 . _ -"
-            ),
-        })
-    }
+    scaleset_domain::check_name(id, 64).map_err(|error| Error::Config {
+        reason: format!("encryption key id: {error}"),
+    })
 }
 
 /// The keys secrets are sealed and opened with: one primary key (used for every new write)

@@ -140,17 +140,10 @@ pub struct Creation {
 
 impl Creation {
     /// The record of the creation `permit` proves.
-    ///
-    /// # Errors
-    ///
-    /// [`crate::Error::Invalid`] for a GitHub id beyond the store's range (above `i64::MAX`).
-    pub fn from_permit(permit: &DeletePermit) -> Result<Self> {
-        let id = permit.id().0;
-        let github_id = i64::try_from(id).map_err(|_| crate::Error::Invalid {
-            field: "github_id",
-            reason: format!("GitHub scale set id {id} is beyond the store's range"),
-        })?;
-        Ok(Self { github_id })
+    pub fn from_permit(permit: &DeletePermit) -> Self {
+        Self {
+            github_id: permit.id().0,
+        }
     }
 
     /// A creation read back from a row (the store wrote it from a permit).

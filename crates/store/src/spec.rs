@@ -16,7 +16,7 @@ use std::fmt;
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
-use scaleset_adopt::OWNER_LABEL_PREFIX;
+use scaleset_domain::{Label, ProviderName, RunnerPrefix, ScaleSetName};
 
 use crate::platform::{OsArch, OsType};
 use crate::scale_set::{AdoptionPolicy, RunnerGroup, ScaleSetSpec};
@@ -30,16 +30,16 @@ fn spelled<const N: usize>(values: [&str; N]) -> String {
     }
 }
 
-/// The longest scale-set name.
-pub const NAME_MAX: usize = 100;
-/// The longest runner prefix (runner names add `-` and 8 characters).
-pub const RUNNER_PREFIX_MAX: usize = 40;
-/// The longest provider name.
-pub const PROVIDER_MAX: usize = 64;
+/// The longest scale-set name, in characters.
+pub const NAME_MAX: usize = scaleset_domain::SCALE_SET_NAME_MAX;
+/// The longest runner prefix, in characters (runner names add `-` and 8 characters).
+pub const RUNNER_PREFIX_MAX: usize = scaleset_domain::RUNNER_PREFIX_MAX;
+/// The longest provider name, in characters.
+pub const PROVIDER_MAX: usize = scaleset_domain::PROVIDER_MAX;
 /// The longest runner-group name.
 pub const RUNNER_GROUP_MAX: usize = 100;
-/// The longest label.
-pub const LABEL_MAX: usize = 100;
+/// The longest label, in characters.
+pub const LABEL_MAX: usize = scaleset_domain::LABEL_MAX;
 /// The most labels on one scale set.
 pub const LABELS_MAX: usize = 50;
 /// The longest image or flavor.
@@ -58,7 +58,7 @@ pub const LIFECYCLE_SECS_MAX: u64 = 30 * 86_400;
 pub const DEFAULT_RUNNER_GROUP: &str = "Default";
 /// What a name, runner prefix or provider name may be, as a regular expression (the length
 /// limits are separate: [`NAME_MAX`], [`RUNNER_PREFIX_MAX`], [`PROVIDER_MAX`]).
-pub const NAME_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._-]*$";
+pub const NAME_PATTERN: &str = scaleset_domain::NAME_PATTERN;
 
 /// One thing wrong with a spec.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -309,21 +309,11 @@ impl ScaleSetSpec {
     /// an embedder, a row written by an older version).
     pub fn problems(&self) -> Vec<SpecProblem> {
         let mut p = Vec::new();
-        if let Err(message) = name_rule(&self.name, NAME_MAX) {
-            p.push(SpecProblem::new("name", message));
-        } else if has_owner_prefix(&self.name) {
-            p.push(SpecProblem::new(
-                "name",
-                format!(
-                    "{:?} starts with {OWNER_LABEL_PREFIX:?}, which is reserved for owner labels \
-                     (the name is also a label, and would read as another controller's \
-                     ownership claim); rename it",
-                    self.name
-                ),
-            ));
+        if let Err(error) = ScaleSetName::parse(&self.name) {
+            p.push(SpecProblem::new("name", error.to_string()));
         }
-        if let Err(message) = text_rule(&self.runner_group.name, RUNNER_GROUP_MAX) {
-            p.push(SpecProblem::new("runner_group", message));
+        if let Err(error) = scaleset_domain::check_text(&self.runner_group.name, RUNNER_GROUP_MAX) {
+            p.push(SpecProblem::new("runner_group", error.to_string()));
         }
         if self.labels.len() > LABELS_MAX {
             p.push(SpecProblem::new(
@@ -336,16 +326,8 @@ impl ScaleSetSpec {
         }
         for (i, label) in self.labels.iter().enumerate() {
             let field = format!("labels[{i}]");
-            if let Err(message) = text_rule(label, LABEL_MAX) {
-                p.push(SpecProblem::new(field, message));
-            } else if has_owner_prefix(label) {
-                p.push(SpecProblem::new(
-                    field,
-                    format!(
-                        "{label:?} is an owner label: the controller adds its own, and GitHub \
-                         would be told another controller owns this scale set; remove it"
-                    ),
-                ));
+            if let Err(error) = Label::parse(label) {
+                p.push(SpecProblem::new(field, error.to_string()));
             } else if let Some(first) = self.labels[..i]
                 .iter()
                 .position(|l| l.eq_ignore_ascii_case(label))
@@ -359,8 +341,8 @@ impl ScaleSetSpec {
                 ));
             }
         }
-        if let Err(message) = name_rule(&self.provider, PROVIDER_MAX) {
-            p.push(SpecProblem::new("provider", message));
+        if let Err(error) = ProviderName::parse(&self.provider) {
+            p.push(SpecProblem::new("provider", error.to_string()));
         }
         for (field, value) in [("image", &self.image), ("flavor", &self.flavor)] {
             if value.chars().count() > IMAGE_MAX || value.chars().any(char::is_control) {
@@ -398,9 +380,9 @@ impl ScaleSetSpec {
             ));
         }
         if !self.runner_prefix.is_empty()
-            && let Err(message) = name_rule(&self.runner_prefix, RUNNER_PREFIX_MAX)
+            && let Err(error) = RunnerPrefix::parse(&self.runner_prefix)
         {
-            p.push(SpecProblem::new("runner_prefix", message));
+            p.push(SpecProblem::new("runner_prefix", error.to_string()));
         }
         for (field, value) in [
             ("scale_down_delay", self.scale_down_delay),
@@ -479,51 +461,15 @@ impl ScaleSetSpec {
 }
 
 /// Checks a scale-set name on its own (the ensure step's guard for rows written before these
-/// rules): the name rule and the owner-label prefix.
+/// rules): [`ScaleSetName::parse`], worded as the spec's `name` problem.
 ///
 /// # Errors
 ///
 /// The problem, naming the `name` field.
 pub fn check_scale_set_name(name: &str) -> Result<(), SpecProblem> {
-    let spec_problems = ScaleSetSpec {
-        name: name.to_owned(),
-        ..placeholder()
-    }
-    .problems();
-    match spec_problems.into_iter().find(|p| p.field == "name") {
-        Some(problem) => Err(problem),
-        None => Ok(()),
-    }
-}
-
-/// A valid spec to vary, for [`check_scale_set_name`].
-fn placeholder() -> ScaleSetSpec {
-    ScaleSetSpec {
-        name: "x".to_owned(),
-        runner_group: RunnerGroup {
-            name: DEFAULT_RUNNER_GROUP.to_owned(),
-            id: None,
-        },
-        labels: Vec::new(),
-        disable_update: false,
-        provider: "x".to_owned(),
-        image: String::new(),
-        flavor: String::new(),
-        os_type: OsType::Linux,
-        os_arch: OsArch::Amd64,
-        runner_setup: crate::RunnerSetup::default(),
-        min_idle: 0,
-        max_runners: DEFAULT_MAX_RUNNERS,
-        bootstrap_timeout: DEFAULT_BOOTSTRAP_TIMEOUT,
-        runner_prefix: String::new(),
-        extra_specs: serde_json::Value::Object(Default::default()),
-        enabled: true,
-        adoption_policy: AdoptionPolicy::Owned,
-        repair: false,
-        scale_down_delay: Duration::ZERO,
-        max_idle_lifetime: Duration::ZERO,
-        max_lifetime: Duration::ZERO,
-    }
+    ScaleSetName::parse(name)
+        .map(drop)
+        .map_err(|error| SpecProblem::new("name", error.to_string()))
 }
 
 /// The order fields are reported in: the spec's field order, then label index.
@@ -593,54 +539,6 @@ fn count(problems: &mut Vec<SpecProblem>, field: &str, value: Option<i64>, defau
 
 fn outside(value: impl fmt::Display, range: &RangeInclusive<u32>) -> String {
     format!("{value} is outside {}–{}", range.start(), range.end())
-}
-
-fn has_owner_prefix(text: &str) -> bool {
-    text.get(..OWNER_LABEL_PREFIX.len())
-        .is_some_and(|head| head.eq_ignore_ascii_case(OWNER_LABEL_PREFIX))
-}
-
-/// A name: 1 to `max` of `A-Za-z0-9._-`, starting with a letter or digit (so one safe path
-/// component: never `.`, `..`, empty, or containing `/`).
-fn name_rule(text: &str, max: usize) -> Result<(), String> {
-    let allowed = format!("use 1–{max} of A-Z a-z 0-9 . _ -, starting with a letter or digit");
-    let chars = text.chars().count();
-    if chars == 0 || chars > max {
-        return Err(format!("{text:?} has {chars} characters; {allowed}"));
-    }
-    if !text.starts_with(|c: char| c.is_ascii_alphanumeric()) {
-        return Err(format!(
-            "{text:?} does not start with a letter or digit; {allowed}"
-        ));
-    }
-    if let Some(bad) = text
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
-    {
-        return Err(format!("{text:?} contains {bad:?}; {allowed}"));
-    }
-    Ok(())
-}
-
-/// Free text shown on GitHub (a runner group, a label): 1 to `max` characters, no control
-/// character, no comma (labels travel comma-joined), no leading or trailing space.
-fn text_rule(value: &str, max: usize) -> Result<(), String> {
-    let chars = value.chars().count();
-    if chars == 0 || chars > max {
-        return Err(format!("{value:?} has {chars} characters; use 1–{max}"));
-    }
-    if value.trim() != value {
-        return Err(format!(
-            "{value:?} has leading or trailing spaces; remove them"
-        ));
-    }
-    if value.chars().any(|c| c.is_control() || c == ',') {
-        return Err(format!(
-            "{value:?} contains a control character or a comma (labels travel comma-joined); \
-             split or rename it"
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -371,7 +371,7 @@ struct Garm<'a> {
     server: &'a crate::helpers::Server,
     client: scaleset_github::Client,
     controller: uuid::Uuid,
-    sessions: Vec<(scaleset_github::ScaleSetId, scaleset_github::Session)>,
+    sessions: Vec<(scaleset_github::GithubScaleSetId, scaleset_github::Session)>,
 }
 
 impl<'a> Garm<'a> {
@@ -403,7 +403,7 @@ impl<'a> Garm<'a> {
         group: i64,
         tags: &[&str],
         disable_update: bool,
-    ) -> scaleset_github::ScaleSetId {
+    ) -> scaleset_github::GithubScaleSetId {
         use scaleset_github::{Label, NewRunnerScaleSet, RunnerGroupId, RunnerSetting};
         let labels = std::iter::once(name)
             .chain(tags.iter().copied())
@@ -428,7 +428,7 @@ impl<'a> Garm<'a> {
     }
 
     /// GARM's listener takes the job GitHub assigns to `set` and acknowledges it.
-    fn take_job(&self, set: scaleset_github::ScaleSetId) {
+    fn take_job(&self, set: scaleset_github::GithubScaleSetId) {
         use scaleset_github::MessageId;
         let (_, session) = self.sessions.iter().find(|(s, _)| *s == set).unwrap();
         let mut session = session.clone();
@@ -452,7 +452,13 @@ impl<'a> Garm<'a> {
 
     /// A runner of `set`, registered on GitHub (JIT) and its instance created in the provider
     /// under GARM's pool id; `boot` starts it in the simulator.
-    fn runner(&self, set: scaleset_github::ScaleSetId, set_name: &str, name: &str, boot: bool) {
+    fn runner(
+        &self,
+        set: scaleset_github::GithubScaleSetId,
+        set_name: &str,
+        name: &str,
+        boot: bool,
+    ) {
         use scaleset_github::JitConfigRequest;
         use scaleset_provider::{ExposeSecret as _, PoolKey};
         let jit = self

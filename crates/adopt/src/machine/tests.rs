@@ -25,14 +25,14 @@ fn identity() -> Identity {
 // Scale sets as GitHub shows them.
 
 /// Exactly as desired, in group 1, with our owner label: a full record.
-fn ours(id: u64) -> ScaleSet {
+fn ours(id: i64) -> ScaleSet {
     bare(id).with(&[OUR_LABEL])
 }
 
 /// Exactly as desired, in group 1, without any owner label.
-fn bare(id: u64) -> ScaleSet {
+fn bare(id: i64) -> ScaleSet {
     ScaleSet {
-        id: ScaleSetId(id),
+        id: GithubScaleSetId(id),
         name: "ci".into(),
         runner_group_id: Some(RunnerGroupId(1)),
         labels: vec!["ci".into(), "linux".into(), "x64".into()],
@@ -41,7 +41,7 @@ fn bare(id: u64) -> ScaleSet {
 }
 
 /// Exactly as desired, carrying another controller's owner label.
-fn theirs(id: u64) -> ScaleSet {
+fn theirs(id: i64) -> ScaleSet {
     bare(id).with(&[FOREIGN_LABEL])
 }
 
@@ -155,8 +155,8 @@ impl Scenario {
         self.input.policy = policy;
         self
     }
-    fn known(mut self, id: u64) -> Self {
-        self.input.known_id = Some(ScaleSetId(id));
+    fn known(mut self, id: i64) -> Self {
+        self.input.known_id = Some(GithubScaleSetId(id));
         self
     }
     fn repair(mut self) -> Self {
@@ -185,8 +185,13 @@ impl Scenario {
         self.script.push((command, fact));
         self
     }
-    fn read(self, id: u64, fact: Fact) -> Self {
-        self.then(Command::GetById { id: ScaleSetId(id) }, fact)
+    fn read(self, id: i64, fact: Fact) -> Self {
+        self.then(
+            Command::GetById {
+                id: GithubScaleSetId(id),
+            },
+            fact,
+        )
     }
     fn read_set(self, set: ScaleSet) -> Self {
         let id = set.id.0;
@@ -212,14 +217,14 @@ impl Scenario {
         let spec = Machine::new(self.input.clone()).create_spec();
         self.then(Command::Create(spec), fact)
     }
-    fn probe(self, id: u64, fact: Fact) -> Self {
+    fn probe(self, id: i64, fact: Fact) -> Self {
         let command = Command::OpenSession {
-            id: ScaleSetId(id),
+            id: GithubScaleSetId(id),
             owner: identity().probe_owner(),
         };
         self.then(command, fact)
     }
-    fn patch(self, id: u64, fact: Fact) -> Self {
+    fn patch(self, id: i64, fact: Fact) -> Self {
         let machine = Machine::new(self.input.clone());
         let patch = Patch {
             labels: machine.wanted_labels(),
@@ -227,14 +232,14 @@ impl Scenario {
             runner_group_id: RunnerGroupId(1),
         };
         let command = Command::Update {
-            id: ScaleSetId(id),
+            id: GithubScaleSetId(id),
             patch,
         };
         self.then(command, fact)
     }
-    fn close(self, id: u64, session: &str, fact: Fact) -> Self {
+    fn close(self, id: i64, session: &str, fact: Fact) -> Self {
         let command = Command::CloseSession {
-            id: ScaleSetId(id),
+            id: GithubScaleSetId(id),
             session: SessionId(session.into()),
         };
         self.then(command, fact)
@@ -271,12 +276,12 @@ impl Scenario {
 
 #[derive(Debug, PartialEq)]
 struct Ready {
-    id: u64,
+    id: i64,
     provenance: Provenance,
     evidence: Vec<Evidence>,
     session: Option<SessionId>,
     reset_cursor: bool,
-    permit: Option<ScaleSetId>,
+    permit: Option<GithubScaleSetId>,
     notices: Vec<Notice>,
 }
 
@@ -308,7 +313,7 @@ fn ready(outcome: &Outcome) -> Ready {
 }
 
 /// A ready scale set with the given provenance and evidence, and nothing else to say.
-fn plain(id: u64, provenance: Provenance, evidence: &[Evidence]) -> Ready {
+fn plain(id: i64, provenance: Provenance, evidence: &[Evidence]) -> Ready {
     Ready {
         id,
         provenance,
@@ -321,7 +326,7 @@ fn plain(id: u64, provenance: Provenance, evidence: &[Evidence]) -> Ready {
 }
 
 /// Ready from the stored id, which carries our owner label.
-fn known_ours(id: u64) -> Ready {
+fn known_ours(id: i64) -> Ready {
     plain(
         id,
         Provenance::Known,
@@ -378,8 +383,10 @@ fn retries_then_gives_up(scenario: impl Fn() -> Scenario, reason: RetryReason) {
     );
 }
 
-fn changed(id: u64) -> RetryReason {
-    RetryReason::ChangedWhileReading { id: ScaleSetId(id) }
+fn changed(id: i64) -> RetryReason {
+    RetryReason::ChangedWhileReading {
+        id: GithubScaleSetId(id),
+    }
 }
 
 // Scenario starts shared by several tests.
@@ -405,7 +412,7 @@ fn gone(scenario: Scenario) -> Scenario {
 }
 
 /// The lookup lists scale set `id` of ours as a thin item.
-fn thin_match(id: u64) -> Scenario {
+fn thin_match(id: i64) -> Scenario {
     ensure().lookup(vec![ours(id).thin()])
 }
 
@@ -444,7 +451,7 @@ fn missing_scale_set_is_created_with_a_delete_permit() {
     assert_eq!(
         ready(&outcome),
         Ready {
-            permit: Some(ScaleSetId(5)),
+            permit: Some(GithubScaleSetId(5)),
             ..plain(5, Provenance::Created, &[Evidence::CreatedThisRun])
         }
     );
@@ -622,7 +629,7 @@ fn a_stored_id_naming_another_set_is_a_known_id_conflict() {
     let reason = refusal(ensure().known(7).read_set(ours(7).named("other")).outcome());
     assert!(matches!(
         &reason,
-        Refusal::KnownIdConflict { stored: ScaleSetId(7), github, .. } if github.name == "other"
+        Refusal::KnownIdConflict { stored: GithubScaleSetId(7), github, .. } if github.name == "other"
     ));
 }
 
@@ -718,9 +725,9 @@ fn a_known_set_whose_lookup_shows_another_id_is_a_conflict() {
     assert!(matches!(
         &reason,
         Refusal::KnownIdConflict {
-            stored: ScaleSetId(7),
+            stored: GithubScaleSetId(7),
             github: ScaleSetRef {
-                id: ScaleSetId(42),
+                id: GithubScaleSetId(42),
                 ..
             },
             ..
@@ -732,7 +739,9 @@ fn a_known_set_whose_lookup_shows_another_id_is_a_conflict() {
 #[test]
 fn a_known_set_missing_from_a_lagging_lookup_is_a_bounded_retry() {
     let scenario = || unconfirmed().lookup(vec![]);
-    let reason = RetryReason::KnownIdUnconfirmed { id: ScaleSetId(7) };
+    let reason = RetryReason::KnownIdUnconfirmed {
+        id: GithubScaleSetId(7),
+    };
     retries_then_gives_up(scenario, reason);
 }
 
@@ -746,7 +755,7 @@ fn a_known_set_gone_on_github_is_created_again_with_a_cursor_reset() {
         ready(&outcome),
         Ready {
             reset_cursor: true,
-            permit: Some(ScaleSetId(8)),
+            permit: Some(GithubScaleSetId(8)),
             ..plain(8, Provenance::Created, &[Evidence::CreatedThisRun])
         }
     );
@@ -1018,7 +1027,7 @@ fn a_probe_session_leaked_under_any_never_reads_later_as_our_own() {
     assert_eq!(
         retry_reason(outcome),
         RetryReason::SessionNotClosed {
-            id: ScaleSetId(6),
+            id: GithubScaleSetId(6),
             session: SessionId("s-6".into())
         }
     );
@@ -1273,7 +1282,7 @@ fn a_session_that_cannot_be_closed_is_tried_three_times_then_reported() {
             .close(3, "s-1", transient())
     };
     let reason = RetryReason::SessionNotClosed {
-        id: ScaleSetId(3),
+        id: GithubScaleSetId(3),
         session: SessionId("s-1".into()),
     };
     retries_then_gives_up(scenario, reason);
@@ -1311,8 +1320,8 @@ fn a_fact_that_does_not_answer_the_command_is_a_typed_error_and_changes_nothing(
     assert_eq!(
         machine.next(Fact::ScaleSet(ours(8))),
         Err(Error::WrongScaleSet {
-            expected: ScaleSetId(7),
-            got: ScaleSetId(8)
+            expected: GithubScaleSetId(7),
+            got: GithubScaleSetId(8)
         })
     );
     assert_eq!(machine.commands_issued(), 1);
@@ -1338,7 +1347,7 @@ fn each_command_admits_exactly_its_documented_facts() {
         Fact::Updated,
         Fact::Closed,
     ];
-    let id = ScaleSetId(1);
+    let id = GithubScaleSetId(1);
     let patch = Patch {
         labels: vec![],
         disable_update: false,
@@ -1403,7 +1412,7 @@ fn every_refusal_has_a_remediation_naming_the_scale_set() {
     let (name, group) = (String::from("ci"), RunnerGroupId(1));
     let reasons = [
         Refusal::KnownIdConflict {
-            stored: ScaleSetId(7),
+            stored: GithubScaleSetId(7),
             github: scale_set.clone(),
             desired_name: name.clone(),
             desired_group: group,
@@ -1488,10 +1497,10 @@ const GARM: &str = "89a4130b-9de1-47c5-8ca8-e2640daa0e13";
 
 impl Scenario {
     /// The set was imported from GARM under GitHub id `id`.
-    fn imported(mut self, id: u64) -> Self {
+    fn imported(mut self, id: i64) -> Self {
         self.input.takeover = Some(crate::Takeover {
             controller_id: GARM.into(),
-            github_id: ScaleSetId(id),
+            github_id: GithubScaleSetId(id),
             pool_id: None,
             runner_prefix: None,
         });
@@ -1726,7 +1735,7 @@ fn a_takeover_note_does_not_beat_another_controllers_label_or_policy_never() {
 fn the_note_vouches_only_for_its_id_and_name() {
     let note = crate::Takeover {
         controller_id: GARM.into(),
-        github_id: ScaleSetId(5),
+        github_id: GithubScaleSetId(5),
         pool_id: None,
         runner_prefix: None,
     };
@@ -1741,7 +1750,7 @@ fn the_note_vouches_only_for_its_id_and_name() {
 fn a_session_held_by_garm_is_refused_with_stop_it_first_and_others_are_not_its_business() {
     let note = crate::Takeover {
         controller_id: GARM.into(),
-        github_id: ScaleSetId(5),
+        github_id: GithubScaleSetId(5),
         pool_id: None,
         runner_prefix: None,
     };

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use scaleset_adopt::{Command, Fact, RunnerGroupId, ScaleSet, ScaleSetId, SessionId};
+use scaleset_adopt::{Command, Fact, GithubScaleSetId, RunnerGroupId, ScaleSet, SessionId};
 
 /// Who created a scale set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,10 +112,10 @@ pub(crate) const FOREIGN_LABEL: &str = "scaleset-owner-ffffeeeedddd";
 /// The model.
 #[derive(Debug, Clone)]
 pub(crate) struct GitHub {
-    pub(crate) sets: BTreeMap<u64, Record>,
-    pub(crate) sessions: BTreeMap<u64, Session>,
+    pub(crate) sets: BTreeMap<i64, Record>,
+    pub(crate) sessions: BTreeMap<i64, Session>,
     pub(crate) quirks: Quirks,
-    next_id: u64,
+    next_id: i64,
     next_session: u64,
 }
 
@@ -131,14 +131,14 @@ impl GitHub {
     }
 
     /// Adds a scale set and returns its id.
-    pub(crate) fn insert(&mut self, record: Record) -> u64 {
+    pub(crate) fn insert(&mut self, record: Record) -> i64 {
         let id = self.next_id;
         self.next_id += 1;
         self.sets.insert(id, record);
         id
     }
 
-    pub(crate) fn open(&mut self, id: u64, owner: &str, by_probe: bool) -> String {
+    pub(crate) fn open(&mut self, id: i64, owner: &str, by_probe: bool) -> String {
         let session = format!("session-{}", self.next_session);
         self.next_session += 1;
         self.sessions.insert(
@@ -153,7 +153,7 @@ impl GitHub {
     }
 
     /// The foreign owner label on scale set `id`, if it carries one.
-    pub(crate) fn claimed(&self, id: u64) -> bool {
+    pub(crate) fn claimed(&self, id: i64) -> bool {
         self.sets
             .get(&id)
             .is_some_and(|r| r.labels.iter().any(|l| l == FOREIGN_LABEL))
@@ -187,7 +187,7 @@ impl GitHub {
                 }
             }
             Competitor::Delete { name } => {
-                let doomed: Vec<u64> = self
+                let doomed: Vec<i64> = self
                     .sets
                     .iter()
                     .filter(|(_, r)| r.name == name)
@@ -199,7 +199,7 @@ impl GitHub {
                 }
             }
             Competitor::HoldSession { name } => {
-                let free: Vec<u64> = self
+                let free: Vec<i64> = self
                     .sets
                     .iter()
                     .filter(|(id, r)| r.name == name && !self.sessions.contains_key(id))
@@ -360,9 +360,9 @@ impl GitHub {
     }
 }
 
-fn full(id: u64, record: &Record) -> ScaleSet {
+fn full(id: i64, record: &Record) -> ScaleSet {
     ScaleSet {
-        id: ScaleSetId(id),
+        id: GithubScaleSetId(id),
         name: record.name.clone(),
         runner_group_id: Some(RunnerGroupId(record.group)),
         labels: record.labels.clone(),

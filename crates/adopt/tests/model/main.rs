@@ -16,8 +16,8 @@ use github::{
     COMPETITOR_OWNER, Competitor, Creator, FOREIGN_LABEL, Fault, GitHub, NameFilter, Quirks, Record,
 };
 use scaleset_adopt::{
-    Command, ControllerId, Desired, Evidence, Fact, Failure, Identity, Input, MAX_COMMANDS,
-    Machine, Outcome, Policy, Provenance, RetryBounds, RetryReason, RunnerGroupId, ScaleSetId,
+    Command, ControllerId, Desired, Evidence, Fact, Failure, GithubScaleSetId, Identity, Input,
+    MAX_COMMANDS, Machine, Outcome, Policy, Provenance, RetryBounds, RetryReason, RunnerGroupId,
     Step,
 };
 
@@ -249,9 +249,9 @@ fn setup(scenario: &Scenario) -> Result<(GitHub, Input), TestCaseError> {
     }
     let known_id = match scenario.known {
         Known::None => None,
-        Known::Initial(n) if !ids.is_empty() => Some(ScaleSetId(ids[n % ids.len()])),
+        Known::Initial(n) if !ids.is_empty() => Some(GithubScaleSetId(ids[n % ids.len()])),
         Known::Initial(_) => None,
-        Known::Stale => Some(ScaleSetId(7)),
+        Known::Stale => Some(GithubScaleSetId(7)),
     };
     let input = Input {
         desired: Desired {
@@ -316,26 +316,26 @@ fn leak_a_probe(github: &mut GitHub, input: &Input) -> Result<(), TestCaseError>
 #[derive(Default)]
 struct Trace {
     /// Last (name, group) seen per id; an omitted group is the queried group.
-    last_view: BTreeMap<u64, (String, Option<u64>)>,
+    last_view: BTreeMap<i64, (String, Option<u64>)>,
     /// The last read showed a scale set with the exact name in the desired group.
     shows_desired: bool,
     creates: usize,
-    created: BTreeSet<u64>,
-    our_label: BTreeSet<u64>,
-    foreign_label: BTreeSet<u64>,
-    own_session: BTreeSet<u64>,
-    foreign_session: BTreeSet<u64>,
-    opened: Vec<(u64, String)>,
+    created: BTreeSet<i64>,
+    our_label: BTreeSet<i64>,
+    foreign_label: BTreeSet<i64>,
+    own_session: BTreeSet<i64>,
+    foreign_session: BTreeSet<i64>,
+    opened: Vec<(i64, String)>,
     closes: BTreeSet<String>,
     /// The stored id this run started from.
-    stored: Option<ScaleSetId>,
+    stored: Option<GithubScaleSetId>,
     /// GitHub answered 404 to the first read, of the stored id.
     stored_gone: bool,
     /// Ids whose session conflict was with a session our own probe opened.
-    probe_conflict: BTreeSet<u64>,
+    probe_conflict: BTreeSet<i64>,
     /// Ids the competitor gave a foreign owner label after this run last read their labels:
     /// a claim no read of the run could see.
-    claimed_unseen: BTreeSet<u64>,
+    claimed_unseen: BTreeSet<i64>,
 }
 
 impl Trace {
@@ -435,7 +435,7 @@ fn run(
                 );
                 let event = schedule.get(*clock).copied().unwrap_or_default();
                 *clock += 1;
-                let unclaimed: Vec<u64> = github
+                let unclaimed: Vec<i64> = github
                     .sets
                     .keys()
                     .copied()

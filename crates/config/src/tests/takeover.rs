@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use scaleset_adopt::{ScaleSetId, Takeover};
+use scaleset_adopt::{GithubScaleSetId, Takeover};
 
 use crate::{Problem, parse_fleet};
 
@@ -42,7 +42,7 @@ fn a_note_is_carried_to_the_declared_scale_set() {
         note,
         Some(Takeover {
             controller_id: CONTROLLER.into(),
-            github_id: ScaleSetId(4),
+            github_id: GithubScaleSetId(4),
             pool_id: Some("gpu-big-x".into()),
             // No prefix in the note: the scale set's (here its name, none being set).
             runner_prefix: Some("gpu-big".into()),

@@ -3,7 +3,7 @@
 //! adoption machine's evidence for exactly that set, so every part is checked here: a wrong
 //! id would let the note vouch for the wrong set.
 
-use scaleset_adopt::{ScaleSetId, Takeover};
+use scaleset_adopt::{GithubScaleSetId, Takeover};
 
 use super::Problems;
 use crate::raw::RawTakeover;
@@ -56,7 +56,7 @@ pub(super) fn note(
         }
     };
     let github_id = match raw.github_id {
-        Some(id) if id > 0 => u64::try_from(id).ok(),
+        Some(id) if id > 0 => Some(id),
         Some(id) => {
             p.add(
                 format!("{at}.github_id"),
@@ -115,7 +115,7 @@ pub(super) fn note(
     };
     Some(Takeover {
         controller_id: controller_id?,
-        github_id: ScaleSetId(github_id?),
+        github_id: GithubScaleSetId(github_id?),
         pool_id: raw
             .pool_id
             .as_deref()

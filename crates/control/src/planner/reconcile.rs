@@ -24,7 +24,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use scaleset_github::{Removal, RunnerId, RunnerReference, ScaleSetId as GitHubScaleSetId};
+use scaleset_github::{GithubScaleSetId, Removal, RunnerId, RunnerReference};
 use scaleset_provider::{InstanceStatus as ProviderStatus, ProviderInstance};
 use scaleset_store::{Instance, InstanceStatus, Timestamp};
 
@@ -32,7 +32,7 @@ use scaleset_store::{Instance, InstanceStatus, Timestamp};
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct World<'a> {
     /// The GitHub scale set this task serves.
-    pub(crate) scale_set: GitHubScaleSetId,
+    pub(crate) scale_set: GithubScaleSetId,
     /// The runner-name prefix of our runners, with its dash (`<runner_prefix>-`).
     pub(crate) prefix: &'a str,
     /// The names of every row the store holds for the scale set (of any pool key).
@@ -428,7 +428,7 @@ pub(crate) fn job_waits(assigned: Option<i64>, busy: usize) -> bool {
 /// Whether a runner found by the name of a row without a runner id is the row's: registered for
 /// the served scale set, or for none (an interrupted JIT POST registers by name; runner names
 /// are unique, so another scale set's runner of that name is not ours).
-pub(crate) fn owns_found_runner(runner: &RunnerReference, scale_set: GitHubScaleSetId) -> bool {
+pub(crate) fn owns_found_runner(runner: &RunnerReference, scale_set: GithubScaleSetId) -> bool {
     runner.runner_scale_set_id == scale_set || runner.runner_scale_set_id.0 == 0
 }
 

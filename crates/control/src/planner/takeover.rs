@@ -5,7 +5,7 @@
 //! planner decides what becomes of each instance and runner found.
 
 use scaleset_adopt::Takeover;
-use scaleset_github::ScaleSetId as GitHubScaleSetId;
+use scaleset_github::GithubScaleSetId;
 use scaleset_provider::{Pool, PoolKey};
 use uuid::Uuid;
 
@@ -25,9 +25,9 @@ pub(crate) struct Inherited {
 /// none without a note, when the note is for another GitHub id (GARM's set was deleted and
 /// this one is new: GARM's instances never served it), or when it names no pool id or no
 /// controller id that parses (nothing can be found then, and nothing is touched).
-pub(crate) fn inherited(note: Option<&Takeover>, served: GitHubScaleSetId) -> Option<Inherited> {
+pub(crate) fn inherited(note: Option<&Takeover>, served: GithubScaleSetId) -> Option<Inherited> {
     let note = note?;
-    if i64::try_from(note.github_id.0).ok() != Some(served.0) {
+    if note.github_id != served {
         return None;
     }
     let key = PoolKey::parse(note.pool_id.as_deref()?).ok()?;
@@ -46,7 +46,6 @@ pub(crate) fn inherited(note: Option<&Takeover>, served: GitHubScaleSetId) -> Op
 #[cfg(test)]
 mod tests {
     use super::*;
-    use scaleset_adopt::ScaleSetId;
 
     const GARM: &str = "89a4130b-9de1-47c5-8ca8-e2640daa0e13";
     const POOL: &str = "gpu-big-df2a9b56-d0d9-4e79-ad71-44d114828592";
@@ -54,7 +53,7 @@ mod tests {
     fn note() -> Takeover {
         Takeover {
             controller_id: GARM.into(),
-            github_id: ScaleSetId(4),
+            github_id: GithubScaleSetId(4),
             pool_id: Some(POOL.into()),
             runner_prefix: Some("gpu".into()),
         }
@@ -62,7 +61,7 @@ mod tests {
 
     #[test]
     fn the_set_garm_ran_inherits_its_pool_with_garms_controller_and_prefix() {
-        let got = inherited(Some(&note()), GitHubScaleSetId(4)).expect("inherited");
+        let got = inherited(Some(&note()), GithubScaleSetId(4)).expect("inherited");
         assert_eq!(got.pool.key.as_str(), POOL);
         assert_eq!(got.pool.controller_id, Some(Uuid::parse_str(GARM).unwrap()));
         assert_eq!(got.prefix, "gpu-");
@@ -75,35 +74,35 @@ mod tests {
                 runner_prefix: prefix,
                 ..note()
             };
-            let got = inherited(Some(&note), GitHubScaleSetId(4)).expect("inherited");
+            let got = inherited(Some(&note), GithubScaleSetId(4)).expect("inherited");
             assert_eq!(got.prefix, "garm-");
         }
     }
 
     #[test]
     fn nothing_is_inherited_by_another_set_or_from_an_incomplete_note() {
-        assert_eq!(inherited(None, GitHubScaleSetId(4)), None);
-        assert_eq!(inherited(Some(&note()), GitHubScaleSetId(5)), None);
+        assert_eq!(inherited(None, GithubScaleSetId(4)), None);
+        assert_eq!(inherited(Some(&note()), GithubScaleSetId(5)), None);
         let no_pool = Takeover {
             pool_id: None,
             ..note()
         };
-        assert_eq!(inherited(Some(&no_pool), GitHubScaleSetId(4)), None);
+        assert_eq!(inherited(Some(&no_pool), GithubScaleSetId(4)), None);
         let bad_pool = Takeover {
             pool_id: Some(String::new()),
             ..note()
         };
-        assert_eq!(inherited(Some(&bad_pool), GitHubScaleSetId(4)), None);
+        assert_eq!(inherited(Some(&bad_pool), GithubScaleSetId(4)), None);
         let bad_controller = Takeover {
             controller_id: "not-a-uuid".into(),
             ..note()
         };
-        assert_eq!(inherited(Some(&bad_controller), GitHubScaleSetId(4)), None);
-        // An id beyond i64 is never a served set.
-        let huge = Takeover {
-            github_id: ScaleSetId(u64::MAX),
+        assert_eq!(inherited(Some(&bad_controller), GithubScaleSetId(4)), None);
+        // A note for another id than the served one inherits nothing.
+        let other = Takeover {
+            github_id: GithubScaleSetId(i64::MAX),
             ..note()
         };
-        assert_eq!(inherited(Some(&huge), GitHubScaleSetId(-1)), None);
+        assert_eq!(inherited(Some(&other), GithubScaleSetId(-1)), None);
     }
 }

@@ -303,7 +303,7 @@ async fn plan_previews_create_adopt_and_refuse_from_github(db: TestDb) {
     let adopt = by_name("mine");
     assert_eq!(adopt.action, Action::Adopt, "{}", adopt.reason);
     assert!(
-        matches!(adopt.reason, Reason::Adoptable { github_id, .. } if github_id == mine),
+        matches!(adopt.reason, Reason::Adoptable { github_id, .. } if github_id.0 == mine),
         "{}",
         adopt.reason
     );
@@ -496,7 +496,7 @@ async fn an_imported_garm_set_is_planned_and_stored_as_adopted_by_its_note(db: T
     let note = |github_id: i64| {
         Some(scaleset_adopt::Takeover {
             controller_id: GARM.into(),
-            github_id: scaleset_adopt::ScaleSetId(u64::try_from(github_id).unwrap()),
+            github_id: scaleset_adopt::GithubScaleSetId(github_id),
             pool_id: None,
             runner_prefix: None,
         })

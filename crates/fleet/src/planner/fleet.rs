@@ -20,8 +20,8 @@ use std::fmt;
 use std::time::Duration;
 
 use scaleset_adopt::{
-    Command, Desired, Evidence, Fact, Identity, Input, Machine, Outcome, Refusal, RetryBounds,
-    RunnerGroupId, ScaleSet as GitHubScaleSet, ScaleSetId as GitHubId, Step,
+    Command, Desired, Evidence, Fact, GithubScaleSetId, Identity, Input, Machine, Outcome, Refusal,
+    RetryBounds, RunnerGroupId, ScaleSet as GitHubScaleSet, Step,
 };
 pub use scaleset_control::PlanDigest;
 use scaleset_store::ExposeSecret as _;
@@ -202,7 +202,7 @@ pub enum Reason {
     /// Adopt: GitHub's scale set carries ownership evidence (or policy `any` allows it).
     Adoptable {
         /// GitHub's id.
-        github_id: u64,
+        github_id: GithubScaleSetId,
         /// The evidence seen (empty under policy `any`).
         evidence: Vec<Evidence>,
         /// The GARM controller id of a takeover note that vouched for it
@@ -212,12 +212,12 @@ pub enum Reason {
     /// Adopt: the adoption machine would patch GitHub's drifted scale set (`repair = true`).
     AdoptRepairing {
         /// GitHub's id.
-        github_id: u64,
+        github_id: GithubScaleSetId,
     },
     /// Adopt: under policy `any`, unless the session probe finds another owner's listener.
     AdoptAfterProbe {
         /// GitHub's id.
-        github_id: u64,
+        github_id: GithubScaleSetId,
     },
     /// Refuse: the adoption machine refuses GitHub's scale set.
     Refused(Refusal),
@@ -913,11 +913,7 @@ fn preview(
     // machine bug from looping the planner.
     for _ in 0..scaleset_adopt::MAX_COMMANDS {
         let fact = match step {
-            Step::Done(Outcome::Ready {
-                id: GitHubId(id),
-                evidence,
-                ..
-            }) => {
+            Step::Done(Outcome::Ready { id, evidence, .. }) => {
                 return (
                     Action::Adopt,
                     Reason::Adoptable {
@@ -945,11 +941,9 @@ fn preview(
             Step::Do(Command::Create(_)) => return (Action::Create, Reason::NotOnGitHub),
             // An imported set is patched to carry our owner label (and the file's settings):
             // the takeover note is the reason, not a repair.
-            Step::Do(Command::Update {
-                id: GitHubId(id), ..
-            }) => {
+            Step::Do(Command::Update { id, .. }) => {
                 let reason = match &declared.takeover {
-                    Some(note) if note.github_id == GitHubId(id) => Reason::Adoptable {
+                    Some(note) if note.github_id == id => Reason::Adoptable {
                         github_id: id,
                         evidence: vec![Evidence::ImportedFrom],
                         imported_from: Some(note.controller_id.clone()),
@@ -958,9 +952,7 @@ fn preview(
                 };
                 return (Action::Adopt, reason);
             }
-            Step::Do(Command::OpenSession {
-                id: GitHubId(id), ..
-            }) => {
+            Step::Do(Command::OpenSession { id, .. }) => {
                 return (Action::Adopt, Reason::AdoptAfterProbe { github_id: id });
             }
             Step::Do(Command::GetById { id }) => listed

@@ -14,5 +14,5 @@ fn the_client_is_clone_send_sync_and_its_futures_are_send() {
     .unwrap();
     let mut session = crate::Session::default();
     assert_send(&client.get_message(&mut session, crate::MessageId(0), 1));
-    assert_send(&client.get_scale_set(crate::ScaleSetId(1)));
+    assert_send(&client.get_scale_set(crate::GithubScaleSetId(1)));
 }

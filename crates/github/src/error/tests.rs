@@ -211,14 +211,14 @@ fn unusable_success_responses_report_their_status() {
     assert_eq!(unexpected.class(), ErrorClass::Retryable);
     let left_open = Error::UnusableSessionLeftOpen {
         status: 201,
-        scale_set_id: ScaleSetId(5),
+        scale_set_id: GithubScaleSetId(5),
         session_id: "s-1".into(),
         reason: "no token".into(),
         cleanup: Box::new(service(500, "")),
     };
     assert_eq!(left_open.status(), Some(201));
     assert_eq!(left_open.endpoint(), Some(Endpoint::CreateSession));
-    assert_eq!(left_open.open_session(), Some((ScaleSetId(5), "s-1")));
+    assert_eq!(left_open.open_session(), Some((GithubScaleSetId(5), "s-1")));
     assert_eq!(unexpected.open_session(), None);
     assert_eq!(Error::JwtSigning.status(), None);
     assert_eq!(Error::JwtSigning.endpoint(), None);

@@ -19,7 +19,7 @@ fn nulls_and_odd_numbers_are_tolerated() {
             .unwrap();
     assert_eq!(
         (set.id, set.name.as_str(), set.status.as_str()),
-        (crate::ScaleSetId(7), "", "1")
+        (crate::GithubScaleSetId(7), "", "1")
     );
     assert!(set.labels.is_empty() && set.created_on.is_none());
 }

@@ -7,9 +7,9 @@ use mockito::{Matcher, Mock, ServerGuard};
 use ring::signature::{RSA_PKCS1_2048_8192_SHA256, UnparsedPublicKey};
 use scaleset_github::ExposeSecret as _;
 use scaleset_github::{
-    Client, Credentials, JitConfigRequest, Label, MessageId, NewRunnerScaleSet, Removal,
-    RunnerGroup, RunnerGroupId, RunnerId, RunnerRequestId, RunnerScaleSet, RunnerScaleSetPatch,
-    RunnerSetting, ScaleSetId,
+    Client, Credentials, GithubScaleSetId, JitConfigRequest, Label, MessageId, NewRunnerScaleSet,
+    Removal, RunnerGroup, RunnerGroupId, RunnerId, RunnerRequestId, RunnerScaleSet,
+    RunnerScaleSetPatch, RunnerSetting,
 };
 
 use crate::helpers::{
@@ -22,8 +22,8 @@ use crate::helpers::{
 async fn pat_chain_then_get_scale_set_by_id() {
     let mut h = harness().await;
     let mock = h.service_answer("GET", "_apis/runtime/runnerscalesets/5", API, r#"{"id":5,"name":"set","runnerGroupId":1,"runnerSetting":{"disableUpdate":true},"createdOn":"2024-05-06T07:08:09.1234567Z"}"#).await;
-    let set = h.client.get_scale_set(ScaleSetId(5)).await.unwrap();
-    assert_eq!(set.id, ScaleSetId(5));
+    let set = h.client.get_scale_set(GithubScaleSetId(5)).await.unwrap();
+    assert_eq!(set.id, GithubScaleSetId(5));
     assert_eq!(set.name, "set");
     assert!(set.runner_setting.disable_update);
     assert_eq!(set.created_on.unwrap().subsec_nanos(), 123_456_700);
@@ -184,7 +184,7 @@ async fn installation_token_must_be_201() {
         Credentials::app("1", 1, APP_KEY),
         |c| c,
     );
-    let err = client.get_scale_set(ScaleSetId(1)).await.unwrap_err();
+    let err = client.get_scale_set(GithubScaleSetId(1)).await.unwrap_err();
     assert_eq!(err.status(), Some(200));
     install.assert_async().await;
 }
@@ -264,7 +264,7 @@ async fn get_scale_set_by_name_decides_on_count() {
     let mut h = harness().await;
     let one = r#"{"count":1,"value":[{"id":5,"name":"set"}]}"#;
     let found = scale_set_by_name(&mut h, 1, "set", one).await.unwrap();
-    assert_eq!(found.id, ScaleSetId(5));
+    assert_eq!(found.id, GithubScaleSetId(5));
     // The item omitted `runnerGroupId`: that must read as "omitted", never as a group id, so
     // the adoption rules can count it as in the queried group.
     assert_eq!(found.runner_group_id, None);
@@ -308,7 +308,7 @@ async fn get_scale_set_by_name_keeps_only_the_exact_name() {
     let mut h = harness().await;
     let loose = r#"{"count":3,"value":[{"id":5,"name":"Set"},{"id":6,"name":"set-2"},{"id":7,"name":"set"}]}"#;
     let found = scale_set_by_name(&mut h, 1, "set", loose).await;
-    assert_eq!(found.map(|s| s.id), Some(ScaleSetId(7)));
+    assert_eq!(found.map(|s| s.id), Some(GithubScaleSetId(7)));
 
     let other_case = r#"{"count":1,"value":[{"id":5,"name":"Linux"}]}"#;
     assert!(
@@ -404,7 +404,7 @@ async fn create_scale_set_sends_runner_setting_and_default_label() {
         .create_scale_set(&NewRunnerScaleSet::new("set", RunnerGroupId(1)))
         .await
         .unwrap();
-    assert_eq!(created.id, ScaleSetId(11));
+    assert_eq!(created.id, GithubScaleSetId(11));
     assert_eq!(created.labels[0].id, Some(1));
     assert_eq!(created.runner_setting.ephemeral, Some(true));
     mock.assert_async().await;
@@ -436,7 +436,7 @@ async fn create_scale_set_sends_runner_setting_and_default_label() {
         .with_runner_setting(RunnerSetting::default());
     assert_eq!(
         h.client.create_scale_set(&request).await.unwrap().id,
-        ScaleSetId(12)
+        GithubScaleSetId(12)
     );
     labelled.assert_async().await;
 }
@@ -471,7 +471,7 @@ async fn update_scale_set_sends_only_set_fields() {
     };
     assert_eq!(
         h.client
-            .update_scale_set(ScaleSetId(5), &patch)
+            .update_scale_set(GithubScaleSetId(5), &patch)
             .await
             .unwrap()
             .runner_group_id,
@@ -501,7 +501,7 @@ async fn update_scale_set_sends_only_set_fields() {
         ..RunnerScaleSetPatch::default()
     };
     h.client
-        .update_scale_set(ScaleSetId(5), &patch)
+        .update_scale_set(GithubScaleSetId(5), &patch)
         .await
         .unwrap();
     settings.assert_async().await;
@@ -513,12 +513,12 @@ async fn delete_scale_set_expects_204() {
     let mock = h
         .service_status("DELETE", "_apis/runtime/runnerscalesets/5", 204)
         .await;
-    let deleted = exchange(&mock, h.client.delete_scale_set(ScaleSetId(5))).await;
+    let deleted = exchange(&mock, h.client.delete_scale_set(GithubScaleSetId(5))).await;
     deleted.unwrap();
     let wrong = h
         .service_status("DELETE", "_apis/runtime/runnerscalesets/6", 200)
         .await;
-    let answer = exchange(&wrong, h.client.delete_scale_set(ScaleSetId(6))).await;
+    let answer = exchange(&wrong, h.client.delete_scale_set(GithubScaleSetId(6))).await;
     assert_eq!(answer.unwrap_err().status(), Some(200));
 }
 
@@ -536,7 +536,7 @@ async fn session_create_refresh_delete() {
         .await;
     let session = h
         .client
-        .create_session(ScaleSetId(5), "scaleset-owner")
+        .create_session(GithubScaleSetId(5), "scaleset-owner")
         .await
         .unwrap();
     assert_eq!(session.session_id, "8e1f2b4c-0000-4000-8000-000000000001");
@@ -545,7 +545,7 @@ async fn session_create_refresh_delete() {
         "queue-1"
     );
     assert_eq!(session.statistics.unwrap().total_assigned_jobs, 2);
-    assert_eq!(session.scale_set_id(), ScaleSetId(5));
+    assert_eq!(session.scale_set_id(), GithubScaleSetId(5));
     create.assert_async().await;
 
     let refresh = h
@@ -573,7 +573,7 @@ async fn session_create_refresh_delete() {
         )
         .await;
     h.client
-        .delete_session(ScaleSetId(5), &refreshed.session_id)
+        .delete_session(GithubScaleSetId(5), &refreshed.session_id)
         .await
         .unwrap();
     delete.assert_async().await;
@@ -590,7 +590,7 @@ async fn session_ids_are_escaped_as_one_path_segment() {
         )
         .await;
     h.client
-        .delete_session(ScaleSetId(5), "a/b?c#d")
+        .delete_session(GithubScaleSetId(5), "a/b?c#d")
         .await
         .unwrap();
     delete.assert_async().await;
@@ -683,10 +683,10 @@ async fn acquirable_jobs_and_acquire_jobs() {
     let none = h
         .service_status("GET", "_apis/runtime/runnerscalesets/5/acquirablejobs", 204)
         .await;
-    let jobs = exchange(&none, h.client.get_acquirable_jobs(ScaleSetId(5))).await;
+    let jobs = exchange(&none, h.client.get_acquirable_jobs(GithubScaleSetId(5))).await;
     assert!(jobs.unwrap().is_empty());
     let some = h.service_answer("GET", "_apis/runtime/runnerscalesets/6/acquirablejobs", API, r#"{"count":1,"value":[{"runnerRequestId":7848922,"messageType":"JobAvailable","requestLabels":["x"]}]}"#).await;
-    let jobs = exchange(&some, h.client.get_acquirable_jobs(ScaleSetId(6))).await;
+    let jobs = exchange(&some, h.client.get_acquirable_jobs(GithubScaleSetId(6))).await;
     assert_eq!(
         jobs.unwrap()[0].runner_request_id,
         RunnerRequestId(7_848_922)
@@ -725,7 +725,7 @@ async fn runners_jit_get_list_remove() {
         .await;
     let config = h
         .client
-        .generate_jit_config(ScaleSetId(5), &JitConfigRequest::new("runner-1"))
+        .generate_jit_config(GithubScaleSetId(5), &JitConfigRequest::new("runner-1"))
         .await
         .unwrap();
     assert_eq!(config.runner.id, RunnerId(9));
@@ -749,7 +749,7 @@ async fn runners_jit_get_list_remove() {
         .await;
     h.client
         .generate_jit_config(
-            ScaleSetId(5),
+            GithubScaleSetId(5),
             &JitConfigRequest::new("runner-2").with_work_folder("_work"),
         )
         .await
@@ -760,7 +760,7 @@ async fn runners_jit_get_list_remove() {
     let runner = h.client.get_runner(RunnerId(9)).await.unwrap().unwrap();
     assert_eq!(
         (runner.id, runner.runner_scale_set_id, runner.busy),
-        (RunnerId(9), ScaleSetId(5), Some(true))
+        (RunnerId(9), GithubScaleSetId(5), Some(true))
     );
     by_id.assert_async().await;
 
@@ -840,7 +840,7 @@ async fn an_explicit_api_base_overrides_the_derived_one() {
         .with_api_base(url::Url::parse(&server.url()).unwrap())
         .with_sleeper(Arc::new(RecordingSleeper::default()));
     let client = Client::new(config).unwrap();
-    client.get_scale_set(ScaleSetId(1)).await.unwrap();
+    client.get_scale_set(GithubScaleSetId(1)).await.unwrap();
     assert_hit([&reg, &rr, &get]).await;
 }
 

@@ -2,7 +2,8 @@
 //! text/plain and empty bodies, and unusable success responses.
 
 use scaleset_github::{
-    Error, ErrorBody, ErrorClass, ExceptionKind, Refusal, Removal, RunnerId, ScaleSetId, Session,
+    Error, ErrorBody, ErrorClass, ExceptionKind, GithubScaleSetId, Refusal, Removal, RunnerId,
+    Session,
 };
 
 use crate::helpers::{API, Harness, harness, session_json};
@@ -107,7 +108,11 @@ async fn text_plain_and_empty_bodies_give_clear_errors() {
         .with_body("404 page not found")
         .create_async()
         .await;
-    let err = h.client.get_scale_set(ScaleSetId(1)).await.unwrap_err();
+    let err = h
+        .client
+        .get_scale_set(GithubScaleSetId(1))
+        .await
+        .unwrap_err();
     let service = err.service_error().unwrap();
     assert_eq!((service.status, service.body), (404, ErrorBody::Text));
     assert_eq!(service.message, "404 page not found");
@@ -117,7 +122,11 @@ async fn text_plain_and_empty_bodies_give_clear_errors() {
     let empty = h
         .service_status("GET", "_apis/runtime/runnerscalesets/2", 403)
         .await;
-    let err = h.client.get_scale_set(ScaleSetId(2)).await.unwrap_err();
+    let err = h
+        .client
+        .get_scale_set(GithubScaleSetId(2))
+        .await
+        .unwrap_err();
     let service = err.service_error().unwrap();
     assert_eq!((service.status, service.body), (403, ErrorBody::Empty));
     assert!(err.to_string().contains("empty response body"), "{err}");
@@ -126,7 +135,11 @@ async fn text_plain_and_empty_bodies_give_clear_errors() {
     let empty_ok = h
         .service_status("GET", "_apis/runtime/runnerscalesets/3", 200)
         .await;
-    let err = h.client.get_scale_set(ScaleSetId(3)).await.unwrap_err();
+    let err = h
+        .client
+        .get_scale_set(GithubScaleSetId(3))
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, Error::UnexpectedResponse { status: 200, .. }),
         "{err}"
@@ -144,7 +157,11 @@ async fn bom_is_stripped_from_success_and_error_bodies() {
         .service_answer("GET", "_apis/runtime/runnerscalesets/5", API, ok)
         .await;
     assert_eq!(
-        h.client.get_scale_set(ScaleSetId(5)).await.unwrap().name,
+        h.client
+            .get_scale_set(GithubScaleSetId(5))
+            .await
+            .unwrap()
+            .name,
         "bom"
     );
     good.assert_async().await;
@@ -159,7 +176,11 @@ async fn bom_is_stripped_from_success_and_error_bodies() {
         .with_body(bad)
         .create_async()
         .await;
-    let err = h.client.get_scale_set(ScaleSetId(6)).await.unwrap_err();
+    let err = h
+        .client
+        .get_scale_set(GithubScaleSetId(6))
+        .await
+        .unwrap_err();
     assert!(err.is_scale_set_not_found());
     assert_eq!(err.class(), ErrorClass::Refusal(Refusal::ScaleSetNotFound));
     missing.assert_async().await;
@@ -190,7 +211,7 @@ async fn session_predicates() {
     let expired = h
         .service_error("DELETE", "_apis/runtime/runnerscalesets/5/sessions/s-1", 400, r#"{"typeName":"X.RunnerScaleSetSessionExpiredException, X","message":"The session identifier s-1 is not valid."}"#)
         .await;
-    let err = h.client.delete_session(ScaleSetId(5), "s-1").await;
+    let err = h.client.delete_session(GithubScaleSetId(5), "s-1").await;
     assert!(err.unwrap_err().is_session_expired_or_unknown());
     expired.assert_async().await;
 
@@ -221,7 +242,11 @@ async fn open_session_of(h: &mut Harness, id: i64, queue: &str) -> Session {
             session_json(queue, "t"),
         )
         .await;
-    let session = h.client.create_session(ScaleSetId(id), "me").await.unwrap();
+    let session = h
+        .client
+        .create_session(GithubScaleSetId(id), "me")
+        .await
+        .unwrap();
     create.assert_async().await;
     session
 }

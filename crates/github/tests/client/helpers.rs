@@ -95,7 +95,7 @@ impl Harness {
             .await;
         let session = self
             .client
-            .create_session(scaleset_github::ScaleSetId(5), "o")
+            .create_session(scaleset_github::GithubScaleSetId(5), "o")
             .await
             .unwrap();
         create.assert_async().await;
@@ -171,7 +171,7 @@ impl Harness {
     /// Creates a session of scale set `id` for the owner `me`, which must fail.
     pub(crate) async fn failed_create_session(&self, id: i64) -> scaleset_github::Error {
         self.client
-            .create_session(scaleset_github::ScaleSetId(id), "me")
+            .create_session(scaleset_github::GithubScaleSetId(id), "me")
             .await
             .unwrap_err()
     }
@@ -186,7 +186,7 @@ impl Harness {
     pub(crate) async fn failed_jit_config(&self) -> scaleset_github::Error {
         let request = scaleset_github::JitConfigRequest::new("r");
         self.client
-            .generate_jit_config(scaleset_github::ScaleSetId(5), &request)
+            .generate_jit_config(scaleset_github::GithubScaleSetId(5), &request)
             .await
             .unwrap_err()
     }

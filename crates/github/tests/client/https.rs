@@ -14,7 +14,7 @@ use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
 };
 use rustls_pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
-use scaleset_github::{Client, ClientConfig, ConfigUrl, Credentials, Error, ScaleSetId};
+use scaleset_github::{Client, ClientConfig, ConfigUrl, Credentials, Error, GithubScaleSetId};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
@@ -112,7 +112,7 @@ async fn https_with_a_custom_ca_bundle() {
         .with_ca_bundle_pem(server.ca_pem.clone())
         .with_sleeper(Arc::new(RecordingSleeper::default()));
     let client = Client::new(config).unwrap();
-    let set = client.get_scale_set(ScaleSetId(5)).await.unwrap();
+    let set = client.get_scale_set(GithubScaleSetId(5)).await.unwrap();
     assert_eq!(set.name, "over-tls");
     server.task.abort();
 }
@@ -125,7 +125,7 @@ async fn an_untrusted_certificate_fails_without_retries() {
     let client =
         Client::new(ClientConfig::new(url, Credentials::pat("pat")).with_sleeper(sleeper.clone()))
             .unwrap();
-    let err = client.get_scale_set(ScaleSetId(5)).await.unwrap_err();
+    let err = client.get_scale_set(GithubScaleSetId(5)).await.unwrap_err();
     assert!(matches!(err.unshared(), Error::Tls { .. }), "{err:?}");
     assert!(err.to_string().contains("with_ca_bundle_pem"), "{err}");
     assert_eq!(err.class(), scaleset_github::ErrorClass::Fatal);
@@ -154,7 +154,7 @@ async fn the_system_trust_store_is_offered_and_does_not_trust_a_private_ca() {
     assert!(format!("{config:?}").contains("System"));
     match Client::new(config) {
         Ok(client) => {
-            let err = client.get_scale_set(ScaleSetId(5)).await.unwrap_err();
+            let err = client.get_scale_set(GithubScaleSetId(5)).await.unwrap_err();
             assert!(matches!(err.unshared(), Error::Tls { .. }), "{err:?}");
         }
         Err(err) => assert!(
@@ -174,7 +174,11 @@ async fn the_system_trust_store_is_offered_and_does_not_trust_a_private_ca() {
     assert!(!format!("{config:?}").contains("BEGIN CERTIFICATE"));
     let client = Client::new(config).unwrap();
     assert_eq!(
-        client.get_scale_set(ScaleSetId(5)).await.unwrap().name,
+        client
+            .get_scale_set(GithubScaleSetId(5))
+            .await
+            .unwrap()
+            .name,
         "over-tls"
     );
     server.task.abort();

@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use mockito::Matcher;
 use scaleset_github::{
-    CallObserver, CallReport, Endpoint, JitConfigRequest, MessageId, NewRunnerScaleSet,
-    RunnerGroupId, RunnerId, RunnerRequestId, RunnerScaleSetPatch, ScaleSetId,
+    CallObserver, CallReport, Endpoint, GithubScaleSetId, JitConfigRequest, MessageId,
+    NewRunnerScaleSet, RunnerGroupId, RunnerId, RunnerRequestId, RunnerScaleSetPatch,
 };
 
 use crate::helpers::{API, harness, pat_client_with, session_json};
@@ -51,7 +51,7 @@ async fn every_endpoint_call_is_reported_once_under_its_own_name() {
             r#"{"id":1,"name":"set"}"#,
         )
         .await;
-    client.get_scale_set(ScaleSetId(1)).await.unwrap();
+    client.get_scale_set(GithubScaleSetId(1)).await.unwrap();
     get.assert_async().await;
     assert_eq!(
         recorder.take(),
@@ -71,7 +71,10 @@ async fn every_endpoint_call_is_reported_once_under_its_own_name() {
             session_json(&queue, "queue-token"),
         )
         .await;
-    let mut session = client.create_session(ScaleSetId(5), "o").await.unwrap();
+    let mut session = client
+        .create_session(GithubScaleSetId(5), "o")
+        .await
+        .unwrap();
     create.assert_async().await;
     assert_eq!(recorder.take(), [(Endpoint::CreateSession, Ok(200), 1)]);
 
@@ -114,24 +117,27 @@ async fn every_endpoint_call_is_reported_once_under_its_own_name() {
         client.query_scale_sets_by_name(RunnerGroupId(1), "set")
     );
     reports!(Endpoint::ListScaleSets, client.list_scale_sets(None));
-    reports!(Endpoint::GetScaleSet, client.get_scale_set(ScaleSetId(2)));
+    reports!(
+        Endpoint::GetScaleSet,
+        client.get_scale_set(GithubScaleSetId(2))
+    );
     reports!(Endpoint::CreateScaleSet, client.create_scale_set(&set));
     reports!(
         Endpoint::UpdateScaleSet,
-        client.update_scale_set(ScaleSetId(2), &patch)
+        client.update_scale_set(GithubScaleSetId(2), &patch)
     );
     reports!(
         Endpoint::DeleteScaleSet,
-        client.delete_scale_set(ScaleSetId(2))
+        client.delete_scale_set(GithubScaleSetId(2))
     );
     reports!(
         Endpoint::CreateSession,
-        client.create_session(ScaleSetId(5), "o")
+        client.create_session(GithubScaleSetId(5), "o")
     );
     reports!(Endpoint::RefreshSession, client.refresh_session(&session));
     reports!(
         Endpoint::DeleteSession,
-        client.delete_session(ScaleSetId(5), "s")
+        client.delete_session(GithubScaleSetId(5), "s")
     );
     reports!(
         Endpoint::GetMessage,
@@ -143,7 +149,7 @@ async fn every_endpoint_call_is_reported_once_under_its_own_name() {
     );
     reports!(
         Endpoint::GetAcquirableJobs,
-        client.get_acquirable_jobs(ScaleSetId(5))
+        client.get_acquirable_jobs(GithubScaleSetId(5))
     );
     reports!(
         Endpoint::AcquireJobs,
@@ -151,7 +157,7 @@ async fn every_endpoint_call_is_reported_once_under_its_own_name() {
     );
     reports!(
         Endpoint::GenerateJitConfig,
-        client.generate_jit_config(ScaleSetId(5), &jit)
+        client.generate_jit_config(GithubScaleSetId(5), &jit)
     );
     reports!(Endpoint::GetRunner, client.get_runner(RunnerId(1)));
     reports!(Endpoint::GetRunnerByName, client.get_runner_by_name("r"));
@@ -233,7 +239,7 @@ async fn the_waits_a_server_asked_for_are_reported_with_the_call() {
     let ok = h
         .service_answer("GET", "_apis/runtime/runnerscalesets/5", API, r#"{"id":5}"#)
         .await;
-    observed.get_scale_set(ScaleSetId(5)).await.unwrap();
+    observed.get_scale_set(GithubScaleSetId(5)).await.unwrap();
     limited.assert_async().await;
     unavailable.assert_async().await;
     ok.assert_async().await;

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use scaleset_github::{
-    Client, ClientConfig, ConfigUrl, Credentials, Error, ProxyConfig, RetryPolicy, ScaleSetId,
+    Client, ClientConfig, ConfigUrl, Credentials, Error, GithubScaleSetId, ProxyConfig, RetryPolicy,
 };
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
@@ -161,7 +161,7 @@ async fn http_requests_go_through_http_proxy_from_the_environment() {
     let port = base.rsplit(':').next().unwrap().to_owned();
     let vars = env(&[("HTTP_PROXY", &proxy.url)]);
     let client = client_for(&base, ProxyConfig::from_env(&vars));
-    let set = client.get_scale_set(ScaleSetId(5)).await.unwrap();
+    let set = client.get_scale_set(GithubScaleSetId(5)).await.unwrap();
     assert_eq!(set.name, "proxied");
     for mock in &mocks {
         mock.assert_async().await;
@@ -188,7 +188,11 @@ async fn https_requests_are_tunnelled_and_tls_stays_end_to_end() {
     )
     .unwrap();
     assert_eq!(
-        client.get_scale_set(ScaleSetId(5)).await.unwrap().name,
+        client
+            .get_scale_set(GithubScaleSetId(5))
+            .await
+            .unwrap()
+            .name,
         "over-tls"
     );
     let targets: Vec<String> = proxy.seen().into_iter().map(|t| t.target).collect();
@@ -210,7 +214,11 @@ async fn no_proxy_hosts_go_direct() {
         let vars = env(&[("HTTP_PROXY", &proxy.url), ("NO_PROXY", no_proxy)]);
         let client = client_for(&base, ProxyConfig::from_env(&vars));
         assert_eq!(
-            client.get_scale_set(ScaleSetId(5)).await.unwrap().name,
+            client
+                .get_scale_set(GithubScaleSetId(5))
+                .await
+                .unwrap()
+                .name,
             "proxied"
         );
         assert!(proxy.seen().is_empty(), "NO_PROXY={no_proxy}");
@@ -221,7 +229,7 @@ async fn no_proxy_hosts_go_direct() {
     // A list that does not name the host leaves it proxied.
     let vars = env(&[("HTTP_PROXY", &proxy.url), ("NO_PROXY", "example.com")]);
     client_for(&base, ProxyConfig::from_env(&vars))
-        .get_scale_set(ScaleSetId(5))
+        .get_scale_set(GithubScaleSetId(5))
         .await
         .unwrap();
     assert!(!proxy.seen().is_empty());
@@ -239,7 +247,7 @@ async fn proxy_credentials_are_sent_as_basic_auth_and_never_shown() {
         "{shown}"
     );
     client_for(&base, config)
-        .get_scale_set(ScaleSetId(5))
+        .get_scale_set(GithubScaleSetId(5))
         .await
         .unwrap();
     let seen = proxy.seen();

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use scaleset_github::{
-    Client, ClientConfig, Credentials, Endpoint, Error, ErrorClass, MessageId, RetryPolicy,
-    ScaleSetId, Session, Timeouts,
+    Client, ClientConfig, Credentials, Endpoint, Error, ErrorClass, GithubScaleSetId, MessageId,
+    RetryPolicy, Session, Timeouts,
 };
 
 use crate::helpers::{
@@ -42,8 +42,12 @@ async fn server_errors_are_retried_then_succeed() {
         .create_async()
         .await;
     assert_eq!(
-        h.client.get_scale_set(ScaleSetId(5)).await.unwrap().id,
-        ScaleSetId(5)
+        h.client
+            .get_scale_set(GithubScaleSetId(5))
+            .await
+            .unwrap()
+            .id,
+        GithubScaleSetId(5)
     );
     failing.assert_async().await;
     ok.assert_async().await;
@@ -85,7 +89,7 @@ async fn retry_after_seconds_and_dates_are_honoured() {
     let ok = h
         .service_answer("GET", "_apis/runtime/runnerscalesets/5", API, r#"{"id":5}"#)
         .await;
-    h.client.get_scale_set(ScaleSetId(5)).await.unwrap();
+    h.client.get_scale_set(GithubScaleSetId(5)).await.unwrap();
     limited.assert_async().await;
     unavailable.assert_async().await;
     ok.assert_async().await;
@@ -116,7 +120,11 @@ async fn other_4xx_and_501_are_not_retried() {
             .expect(1)
             .create_async()
             .await;
-        let err = h.client.get_scale_set(ScaleSetId(id)).await.unwrap_err();
+        let err = h
+            .client
+            .get_scale_set(GithubScaleSetId(id))
+            .await
+            .unwrap_err();
         assert!(
             matches!(err.unshared(), Error::Service(_)),
             "{status}: {err}"
@@ -132,7 +140,7 @@ async fn registration_token_401_is_not_retried() {
     let mut server = mockito::Server::new_async().await;
     let reg = refused_registration_token(&mut server).await;
     let (client, sleeper) = pat_client(&server);
-    let err = client.get_scale_set(ScaleSetId(1)).await.unwrap_err();
+    let err = client.get_scale_set(GithubScaleSetId(1)).await.unwrap_err();
     assert_eq!(err.status(), Some(401));
     assert_eq!(
         err.endpoint(),
@@ -303,7 +311,7 @@ async fn transport_errors_are_retried_and_exhausted() {
     let port = listener.local_addr().unwrap().port();
     drop(listener);
     let (client, sleeper) = silent_client(&format!("http://127.0.0.1:{port}"), |config| config);
-    let err = client.get_scale_set(ScaleSetId(1)).await.unwrap_err();
+    let err = client.get_scale_set(GithubScaleSetId(1)).await.unwrap_err();
     let Error::RetriesExhausted { attempts, last, .. } = err.unshared() else {
         panic!("{err:?}")
     };
@@ -318,7 +326,7 @@ async fn per_request_timeouts_apply_and_are_retried() {
     let (base, server) = silent_server().await;
     let retry = RetryPolicy::new(2, Duration::from_millis(1), Duration::from_millis(1));
     let client = timing_out_client(&base, retry, 50, 50);
-    let err = client.get_scale_set(ScaleSetId(1)).await.unwrap_err();
+    let err = client.get_scale_set(GithubScaleSetId(1)).await.unwrap_err();
     let Error::RetriesExhausted {
         attempts: 2, last, ..
     } = err.unshared()
@@ -339,7 +347,7 @@ async fn per_request_timeouts_apply_and_are_retried() {
 async fn a_single_attempt_policy_returns_the_timeout_itself() {
     let (base, server) = silent_server().await;
     let client = timing_out_client(&base, RetryPolicy::never(), 50, 50);
-    let err = client.get_scale_set(ScaleSetId(1)).await.unwrap_err();
+    let err = client.get_scale_set(GithubScaleSetId(1)).await.unwrap_err();
     assert!(
         matches!(err.unshared(), Error::Timeout { timeout, host, .. }
             if *timeout == Duration::from_millis(50) && host == "127.0.0.1"),
@@ -367,7 +375,7 @@ async fn a_single_attempt_policy_returns_the_service_error_itself() {
     let failing = h
         .service_error("GET", "_apis/runtime/runnerscalesets/5", 503, body)
         .await;
-    let err = client.get_scale_set(ScaleSetId(5)).await.unwrap_err();
+    let err = client.get_scale_set(GithubScaleSetId(5)).await.unwrap_err();
     assert!(matches!(err.unshared(), Error::Service(_)), "{err:?}");
     assert_eq!(err.status(), Some(503));
     assert_eq!(err.exception_name(), Some("ServiceUnavailableException"));
@@ -572,7 +580,11 @@ async fn rate_limited_installation_token_and_runner_registration_wait_too() {
 async fn a_rate_limit_header_off_the_token_chain_changes_nothing() {
     let mut h = harness().await;
     let forbidden = get_scale_set_5(&mut h, 403, Some(("Retry-After", "17")), 1).await;
-    let err = h.client.get_scale_set(ScaleSetId(5)).await.unwrap_err();
+    let err = h
+        .client
+        .get_scale_set(GithubScaleSetId(5))
+        .await
+        .unwrap_err();
     assert_eq!(err.class(), ErrorClass::Fatal);
     assert!(h.sleeper.waits().is_empty());
     forbidden.assert_async().await;

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use mockito::Mock;
 use scaleset_github::{
-    ClientConfig, ConfigUrl, Credentials, MessageId, RetryPolicy, ScaleSetId, SecretString,
+    ClientConfig, ConfigUrl, Credentials, GithubScaleSetId, MessageId, RetryPolicy, SecretString,
 };
 
 use crate::helpers::{
@@ -50,7 +50,10 @@ async fn secrets_are_absent_from_debug_output() {
         .await;
     let config = h
         .client
-        .generate_jit_config(ScaleSetId(5), &scaleset_github::JitConfigRequest::new("r"))
+        .generate_jit_config(
+            GithubScaleSetId(5),
+            &scaleset_github::JitConfigRequest::new("r"),
+        )
         .await
         .unwrap();
     jit.assert_async().await;
@@ -65,7 +68,11 @@ async fn secrets_are_absent_from_debug_output() {
             r#"{"typeName":"X.BadException, X","message":"no"}"#,
         )
         .await;
-    let err = h.client.get_scale_set(ScaleSetId(9)).await.unwrap_err();
+    let err = h
+        .client
+        .get_scale_set(GithubScaleSetId(9))
+        .await
+        .unwrap_err();
     failing.assert_async().await;
     for text in [format!("{err}"), format!("{err:?}")] {
         for secret in [PAT, REGISTRATION_TOKEN, h.admin_token.as_str()] {

@@ -3,7 +3,7 @@
 use mockito::Matcher;
 use scaleset_github::ExposeSecret as _;
 use scaleset_github::{
-    Error, ErrorClass, MessageId, Refusal, RunnerRequestId, ScaleSetId, Session,
+    Error, ErrorClass, GithubScaleSetId, MessageId, Refusal, RunnerRequestId, Session,
 };
 
 use crate::helpers::{API, Harness, assert_hit, harness, session_json};
@@ -242,7 +242,11 @@ async fn an_unusable_created_session_is_deleted_before_the_error_returns() {
 async fn an_unusable_session_that_cannot_be_deleted_is_named_in_the_error() {
     let mut h = harness().await;
     let (err, mocks) = unusable_create(&mut h, session_json("", "t"), 403).await;
-    assert_eq!(err.open_session(), Some((ScaleSetId(5), SESSION)), "{err}");
+    assert_eq!(
+        err.open_session(),
+        Some((GithubScaleSetId(5), SESSION)),
+        "{err}"
+    );
     assert!(
         matches!(&err, Error::UnusableSessionLeftOpen { status: 200, reason, .. }
             if reason.contains("messageQueueUrl")),

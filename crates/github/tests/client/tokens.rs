@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mockito::{Matcher, Mock, ServerGuard};
-use scaleset_github::{Client, ClientConfig, MessageId, ScaleSetId, Session};
+use scaleset_github::{Client, ClientConfig, GithubScaleSetId, MessageId, Session};
 
 use crate::helpers::{
     API, HoldingServer, admin_jwt, assert_hit, issued_admin_token, issued_registration_token,
@@ -55,7 +55,7 @@ async fn reads_with_a_token_expiring_in(
     let get = scale_set_mock(&mut server, path, &token, calls).await;
     let (client, _) = pat_client_with(&server, adjust);
     for _ in 0..calls {
-        client.get_scale_set(ScaleSetId(1)).await.unwrap();
+        client.get_scale_set(GithubScaleSetId(1)).await.unwrap();
     }
     assert_hit(chain.iter().chain([&get])).await;
 }
@@ -92,8 +92,8 @@ async fn the_service_url_may_change_on_refresh() {
     )
     .await;
     let client = client(&server);
-    client.get_scale_set(ScaleSetId(1)).await.unwrap();
-    client.get_scale_set(ScaleSetId(1)).await.unwrap();
+    client.get_scale_set(GithubScaleSetId(1)).await.unwrap();
+    client.get_scale_set(GithubScaleSetId(1)).await.unwrap();
     assert_hit(chain_a.iter().chain(&chain_b).chain([&on_a, &on_b])).await;
     assert!(
         client
@@ -126,12 +126,12 @@ async fn concurrent_callers_cause_exactly_one_refresh() {
             let barrier = barrier.clone();
             tokio::spawn(async move {
                 barrier.wait().await;
-                client.get_scale_set(ScaleSetId(1)).await
+                client.get_scale_set(GithubScaleSetId(1)).await
             })
         })
         .collect();
     for task in tasks {
-        assert_eq!(task.await.unwrap().unwrap().id, ScaleSetId(1));
+        assert_eq!(task.await.unwrap().unwrap().id, GithubScaleSetId(1));
     }
     assert_hit(chain.iter().chain([&get])).await;
 }
@@ -151,10 +151,10 @@ async fn a_rejected_admin_token_is_fetched_again_on_the_next_call() {
         .await;
     let ok = scale_set_mock(&mut server, "/t/_apis/runtime/runnerscalesets/1", &token, 1).await;
     let client = client(&server);
-    let err = client.get_scale_set(ScaleSetId(1)).await.unwrap_err();
+    let err = client.get_scale_set(GithubScaleSetId(1)).await.unwrap_err();
     assert!(err.is_admin_token_rejected());
     assert_eq!(err.class(), scaleset_github::ErrorClass::Retryable);
-    client.get_scale_set(ScaleSetId(1)).await.unwrap();
+    client.get_scale_set(GithubScaleSetId(1)).await.unwrap();
     assert_hit(chain.iter().chain([&rejected, &ok])).await;
 }
 
@@ -186,7 +186,12 @@ async fn independent_calls_are_not_serialized_behind_one_in_flight() {
     };
     let admin = {
         let client = client.clone();
-        tokio::spawn(async move { client.get_scale_set(ScaleSetId(1)).await.map(|s| s.id) })
+        tokio::spawn(async move {
+            client
+                .get_scale_set(GithubScaleSetId(1))
+                .await
+                .map(|s| s.id)
+        })
     };
     // Bounded waits (generous for a loaded machine): a client that serialized its calls would
     // never let the second held call reach the server.
@@ -206,16 +211,18 @@ async fn independent_calls_are_not_serialized_behind_one_in_flight() {
     );
 
     // Both calls are in flight; this one must not wait for either (bounded, not timed).
-    let independent =
-        tokio::time::timeout(Duration::from_secs(60), client.get_scale_set(ScaleSetId(2)))
-            .await
-            .expect("an independent call waited behind an in-flight call")
-            .unwrap();
-    assert_eq!(independent.id, ScaleSetId(2));
+    let independent = tokio::time::timeout(
+        Duration::from_secs(60),
+        client.get_scale_set(GithubScaleSetId(2)),
+    )
+    .await
+    .expect("an independent call waited behind an in-flight call")
+    .unwrap();
+    assert_eq!(independent.id, GithubScaleSetId(2));
 
     held.release();
     assert!(poll.await.unwrap().unwrap());
-    assert_eq!(admin.await.unwrap().unwrap(), ScaleSetId(1));
+    assert_eq!(admin.await.unwrap().unwrap(), GithubScaleSetId(1));
     assert_hit([&reg, &rr]).await;
 }
 
@@ -232,7 +239,7 @@ async fn concurrent_callers_share_one_failed_refresh() {
     let tasks: Vec<_> = (0..CALLERS)
         .map(|_| {
             let client = client.clone();
-            tokio::spawn(async move { client.get_scale_set(ScaleSetId(1)).await })
+            tokio::spawn(async move { client.get_scale_set(GithubScaleSetId(1)).await })
         })
         .collect();
     let mut first: Option<std::sync::Arc<scaleset_github::Error>> = None;
@@ -259,7 +266,7 @@ async fn concurrent_callers_share_one_failed_refresh() {
         .expect(1)
         .create_async()
         .await;
-    client.get_scale_set(ScaleSetId(1)).await.unwrap_err();
+    client.get_scale_set(GithubScaleSetId(1)).await.unwrap_err();
     again.assert_async().await;
 }
 

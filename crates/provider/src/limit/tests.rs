@@ -90,7 +90,10 @@ impl Provider for Counting {
 }
 
 fn pool() -> Pool {
-    Pool::new(PoolKey::for_scale_set(uuid::Uuid::from_u128(1), 7))
+    Pool::new(PoolKey::for_scale_set(
+        uuid::Uuid::from_u128(1),
+        scaleset_domain::GithubScaleSetId(7),
+    ))
 }
 
 fn request(name: &str) -> CreateRequest {

@@ -208,7 +208,10 @@ async fn configurations_build_working_providers() {
     assert_eq!(call.env["OS_PASSWORD"], "hunter2");
 
     let fake = configs[1].build(CONTROLLER, &operator_env(), &cloud);
-    let pool = Pool::new(PoolKey::for_scale_set(CONTROLLER, 1));
+    let pool = Pool::new(PoolKey::for_scale_set(
+        CONTROLLER,
+        scaleset_domain::GithubScaleSetId(1),
+    ));
     fake.create(&request("runner-a", &pool))
         .await
         .expect("create");
@@ -238,11 +241,12 @@ fn the_documented_pool_ids_are_pool_keys() {
         let controller: uuid::Uuid = controller
             .parse()
             .unwrap_or_else(|e| panic!("{value:?}: {e}"));
-        let scale_set: u64 = scale_set
+        let scale_set: i64 = scale_set
             .parse()
             .unwrap_or_else(|e| panic!("{value:?}: {e}"));
         assert_eq!(
-            PoolKey::for_scale_set(controller, scale_set).as_str(),
+            PoolKey::for_scale_set(controller, scaleset_domain::GithubScaleSetId(scale_set))
+                .as_str(),
             value
         );
     }

@@ -22,7 +22,10 @@ async fn instance_files_are_0600_in_0700_directories() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let root = tmp.path().join("instances");
     let provider = DirectoryProvider::new(root.clone(), CONTROLLER);
-    let pool = Pool::new(PoolKey::for_scale_set(CONTROLLER, 1));
+    let pool = Pool::new(PoolKey::for_scale_set(
+        CONTROLLER,
+        scaleset_domain::GithubScaleSetId(1),
+    ));
     provider
         .create(&request("runner-a", &pool))
         .await
@@ -48,7 +51,10 @@ async fn pools_lists_only_this_controllers_pool_directories() {
         Some(vec![])
     );
     for id in [7, 3] {
-        let pool = Pool::new(PoolKey::for_scale_set(CONTROLLER, id));
+        let pool = Pool::new(PoolKey::for_scale_set(
+            CONTROLLER,
+            scaleset_domain::GithubScaleSetId(id),
+        ));
         provider
             .create(&request(&format!("r{id}"), &pool))
             .await
@@ -59,17 +65,23 @@ async fn pools_lists_only_this_controllers_pool_directories() {
     assert_eq!(
         provider.pools().await.expect("pools"),
         Some(vec![
-            PoolKey::for_scale_set(CONTROLLER, 3),
-            PoolKey::for_scale_set(CONTROLLER, 7)
+            PoolKey::for_scale_set(CONTROLLER, scaleset_domain::GithubScaleSetId(3)),
+            PoolKey::for_scale_set(CONTROLLER, scaleset_domain::GithubScaleSetId(7))
         ])
     );
     // Issue 36: a pool whose last instance was deleted is no pool of instances any more.
-    let pool = Pool::new(PoolKey::for_scale_set(CONTROLLER, 3));
+    let pool = Pool::new(PoolKey::for_scale_set(
+        CONTROLLER,
+        scaleset_domain::GithubScaleSetId(3),
+    ));
     let id = scaleset_provider::InstanceId::new("r3").expect("id");
     provider.delete(&pool, &id).await.expect("delete");
     assert_eq!(
         provider.pools().await.expect("pools"),
-        Some(vec![PoolKey::for_scale_set(CONTROLLER, 7)])
+        Some(vec![PoolKey::for_scale_set(
+            CONTROLLER,
+            scaleset_domain::GithubScaleSetId(7)
+        )])
     );
 }
 
@@ -80,7 +92,10 @@ async fn the_ledger_records_every_create_and_the_fault_file_refuses_them() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let root = tmp.path().join("instances");
     let provider = DirectoryProvider::new(root.clone(), CONTROLLER);
-    let pool = Pool::new(PoolKey::for_scale_set(CONTROLLER, 1));
+    let pool = Pool::new(PoolKey::for_scale_set(
+        CONTROLLER,
+        scaleset_domain::GithubScaleSetId(1),
+    ));
     provider
         .create(&request("runner-a", &pool))
         .await

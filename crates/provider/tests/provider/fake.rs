@@ -12,8 +12,11 @@ use uuid::Uuid;
 
 use crate::helpers::{CONTROLLER, JIT, request};
 
-fn pool(scale_set: u64) -> Pool {
-    Pool::new(PoolKey::for_scale_set(CONTROLLER, scale_set))
+fn pool(scale_set: i64) -> Pool {
+    Pool::new(PoolKey::for_scale_set(
+        CONTROLLER,
+        scaleset_domain::GithubScaleSetId(scale_set),
+    ))
 }
 
 fn id(text: &str) -> InstanceId {
@@ -197,7 +200,10 @@ async fn remove_all_only_touches_this_controllers_instances() {
     let other_controller = Uuid::from_u128(99);
     let theirs = cloud.provider(other_controller);
     ours.create(&request("ours", &pool(1))).await.unwrap();
-    let their_pool = Pool::new(PoolKey::for_scale_set(other_controller, 1));
+    let their_pool = Pool::new(PoolKey::for_scale_set(
+        other_controller,
+        scaleset_domain::GithubScaleSetId(1),
+    ));
     theirs
         .create(&request("theirs", &their_pool))
         .await
@@ -289,7 +295,10 @@ async fn pools_lists_only_this_controllers_pools() {
     ours.create(&request("a", &pool(2))).await.unwrap();
     ours.create(&request("b", &pool(1))).await.unwrap();
     ours.create(&request("c", &pool(2))).await.unwrap();
-    let their_pool = Pool::new(PoolKey::for_scale_set(other_controller, 3));
+    let their_pool = Pool::new(PoolKey::for_scale_set(
+        other_controller,
+        scaleset_domain::GithubScaleSetId(3),
+    ));
     cloud
         .provider(other_controller)
         .create(&request("theirs", &their_pool))

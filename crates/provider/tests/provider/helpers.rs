@@ -166,8 +166,11 @@ pub(crate) fn env_of(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 }
 
 pub(crate) fn pool() -> Pool {
-    Pool::new(PoolKey::for_scale_set(CONTROLLER, 42))
-        .with_extra_specs(serde_json::json!({"flavor_override": "big"}))
+    Pool::new(PoolKey::for_scale_set(
+        CONTROLLER,
+        scaleset_domain::GithubScaleSetId(42),
+    ))
+    .with_extra_specs(serde_json::json!({"flavor_override": "big"}))
 }
 
 pub(crate) fn bootstrap(name: &str, pool: &Pool) -> BootstrapInstance {

@@ -2,7 +2,7 @@
 //! (casing, query decoding, zero session ids, api-version, router 404s).
 
 use anyhow::Result;
-use scaleset_github::{MessageId, Removal, ScaleSetId};
+use scaleset_github::{GithubScaleSetId, MessageId, Removal};
 use serde_json::{Value, json};
 
 use crate::helpers::{TestSim, admin_token, config, create_set, raw, with_client};
@@ -68,7 +68,7 @@ async fn control_api_drives_every_operation() -> Result<()> {
     assert_eq!(status, 200);
     let foreign_id = foreign["scaleSetId"].as_i64().unwrap_or_default();
     let err = client
-        .create_session(ScaleSetId(foreign_id), "me")
+        .create_session(GithubScaleSetId(foreign_id), "me")
         .await
         .expect_err("held");
     assert!(err.is_session_conflict(), "{err:#}");

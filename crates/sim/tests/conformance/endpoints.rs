@@ -3,8 +3,8 @@
 use anyhow::Result;
 use scaleset_github::ExposeSecret as _;
 use scaleset_github::{
-    Credentials, JitConfigRequest, JobMessage, Label, MessageId, NewRunnerScaleSet, Removal,
-    RunnerGroupId, RunnerId, RunnerRequestId, RunnerScaleSetPatch, ScaleSetId,
+    Credentials, GithubScaleSetId, JitConfigRequest, JobMessage, Label, MessageId,
+    NewRunnerScaleSet, Removal, RunnerGroupId, RunnerId, RunnerRequestId, RunnerScaleSetPatch,
 };
 use scaleset_sim::{AssignmentMode, JobSpec};
 
@@ -168,7 +168,7 @@ async fn scale_set_create_get_list_update_delete() -> Result<()> {
     let group = sim.sim.create_runner_group("acme", "second")?;
     let client = sim.client("acme")?;
     let created = create_set(&client, "Linux x64").await?;
-    assert!(created.id > ScaleSetId(0));
+    assert!(created.id > GithubScaleSetId(0));
     assert_eq!(created.runner_group_id, Some(RunnerGroupId(1)));
     assert_eq!(created.runner_group_name, "Default");
     assert_eq!(

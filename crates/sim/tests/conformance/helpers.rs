@@ -9,8 +9,8 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
 use scaleset_github::{
-    Client, ClientConfig, ConfigUrl, Credentials, Message, MessageId, NewRunnerScaleSet,
-    RetryPolicy, RunnerGroupId, RunnerScaleSet, ScaleSetId, Session, Timeouts,
+    Client, ClientConfig, ConfigUrl, Credentials, GithubScaleSetId, Message, MessageId,
+    NewRunnerScaleSet, RetryPolicy, RunnerGroupId, RunnerScaleSet, Session, Timeouts,
 };
 use scaleset_sim::{JobSpec, RunningSim, SimConfig};
 use tokio::task::JoinSet;
@@ -183,7 +183,7 @@ pub(crate) async fn assign_one(
 /// session), all held by the simulator.
 pub(crate) struct HeldPolls {
     sets: Vec<(RunnerScaleSet, Session)>,
-    polls: JoinSet<(ScaleSetId, scaleset_github::Result<Option<Message>>)>,
+    polls: JoinSet<(GithubScaleSetId, scaleset_github::Result<Option<Message>>)>,
     count: usize,
 }
 

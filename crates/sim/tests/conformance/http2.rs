@@ -14,8 +14,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::{CertificateDer, ServerName};
 use scaleset_github::ExposeSecret as _;
 use scaleset_github::{
-    Client, ClientConfig, ConfigUrl, Credentials, Http2Config, MessageId, RetryPolicy, ScaleSetId,
-    Timeouts,
+    Client, ClientConfig, ConfigUrl, Credentials, GithubScaleSetId, Http2Config, MessageId,
+    RetryPolicy, Timeouts,
 };
 use scaleset_sim::{JobSpec, SimConfig, TlsIdentity};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -425,7 +425,7 @@ async fn goaway_mid_poll_loses_no_message_and_needs_no_retry() -> Result<()> {
         delivered.push(id);
     }
     delivered.sort_unstable();
-    let mut expected: Vec<ScaleSetId> = sets.iter().map(|(s, _)| s.id).collect();
+    let mut expected: Vec<GithubScaleSetId> = sets.iter().map(|(s, _)| s.id).collect();
     expected.sort_unstable();
     assert_eq!(delivered, expected, "every scale set got its job");
     sim.stop().await

@@ -49,6 +49,11 @@ fn key_parsing_rejects_bad_lengths_ids_and_base64() {
     assert!(EncryptionKey::from_bytes("k", &[0; 16]).is_err());
     assert!(EncryptionKey::from_bytes("bad id", &[0; 32]).is_err());
     assert!(EncryptionKey::from_bytes("", &[0; 32]).is_err());
+    // The one name rule: a key id starts with a letter or digit, and its limit counts
+    // characters.
+    assert!(EncryptionKey::from_bytes("-k", &[0; 32]).is_err());
+    assert!(EncryptionKey::from_bytes(&"k".repeat(64), &[0; 32]).is_ok());
+    assert!(EncryptionKey::from_bytes(&"k".repeat(65), &[0; 32]).is_err());
     assert!(EncryptionKey::from_base64("k", "not base64!").is_err());
     let text = base64::engine::general_purpose::STANDARD.encode([7u8; 32]);
     assert_eq!(

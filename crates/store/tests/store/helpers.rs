@@ -73,10 +73,10 @@ pub(crate) async fn scale_set(
 /// The record that this controller created GitHub scale set `github_id`, earned the only way
 /// there is: the adoption machine's create path, here answered by an empty GitHub that then
 /// returns the created set under `github_id`.
-pub(crate) fn creation(github_id: u64) -> scaleset_store::Creation {
+pub(crate) fn creation(github_id: i64) -> scaleset_store::Creation {
     use scaleset_adopt::{
-        Command, ControllerId, Desired, Fact, Identity, Input, Machine, Outcome, Policy,
-        RetryBounds, RunnerGroupId, ScaleSet, ScaleSetId, Step,
+        Command, ControllerId, Desired, Fact, GithubScaleSetId, Identity, Input, Machine, Outcome,
+        Policy, RetryBounds, RunnerGroupId, ScaleSet, Step,
     };
     let input = Input {
         desired: Desired {
@@ -103,14 +103,14 @@ pub(crate) fn creation(github_id: u64) -> scaleset_store::Creation {
         step = match step {
             Step::Done(Outcome::Ready { rollback, .. }) => {
                 let permit = rollback.permit().expect("a created scale set has a permit");
-                return scaleset_store::Creation::from_permit(permit).expect("in range");
+                return scaleset_store::Creation::from_permit(permit);
             }
             Step::Done(other) => panic!("the create path ended in {other:?}"),
             Step::Do(command) => {
                 let fact = match command {
                     Command::Create(spec) => {
                         let set = ScaleSet {
-                            id: ScaleSetId(github_id),
+                            id: GithubScaleSetId(github_id),
                             name: spec.name,
                             runner_group_id: Some(spec.runner_group_id),
                             labels: spec.labels,

@@ -237,7 +237,7 @@ async fn scale_set_round_trip(db: TestDb) {
     assert_eq!(created.takeover, None);
     changed.takeover = Some(scaleset_adopt::Takeover {
         controller_id: "89a4130b-9de1-47c5-8ca8-e2640daa0e13".into(),
-        github_id: scaleset_adopt::ScaleSetId(7),
+        github_id: scaleset_adopt::GithubScaleSetId(7),
         pool_id: Some("round-df2a9b56-d0d9-4e79-ad71-44d114828592".into()),
         runner_prefix: Some("garm".into()),
     });

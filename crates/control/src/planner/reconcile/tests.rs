@@ -8,7 +8,7 @@ use scaleset_store::ScaleSetId;
 
 use super::*;
 
-const OURS: GitHubScaleSetId = GitHubScaleSetId(5);
+const OURS: GithubScaleSetId = GithubScaleSetId(5);
 const PREFIX: &str = "ci-";
 
 fn runner(
@@ -21,7 +21,7 @@ fn runner(
     let mut runner = RunnerReference::default();
     runner.id = RunnerId::from(id);
     runner.name = name.to_owned();
-    runner.runner_scale_set_id = GitHubScaleSetId(scale_set);
+    runner.runner_scale_set_id = GithubScaleSetId(scale_set);
     runner.busy = busy;
     runner.status = status.to_owned();
     runner

@@ -56,7 +56,7 @@ fn record(entity: &str, name: &str, github_id: Option<i64>, p: Option<Provenance
 }
 
 fn created(entity: &str, name: &str, id: i64) -> StoredSet {
-    let creation = creation(u64::try_from(id).unwrap());
+    let creation = creation(id);
     record(entity, name, Some(id), Some(Provenance::Created(creation)))
 }
 

@@ -1,8 +1,8 @@
 //! The delete rule over every stored provenance, and the sentences the operator reads.
 
 use scaleset_adopt::{
-    Command, ControllerId, Desired, Fact, Identity, Input, Machine, Outcome, Policy, RetryBounds,
-    RunnerGroupId, ScaleSet as AdoptScaleSet, ScaleSetId as AdoptId, Step,
+    Command, ControllerId, Desired, Fact, GithubScaleSetId, Identity, Input, Machine, Outcome,
+    Policy, RetryBounds, RunnerGroupId, ScaleSet as AdoptScaleSet, Step,
 };
 use scaleset_store::{
     Creation, EntityId, Evidence, Provenance, ScaleSet, ScaleSetId, ScaleSetState, Timestamp,
@@ -12,7 +12,7 @@ use super::*;
 
 /// A record of creation of `github_id`, earned on the machine's create path against an empty
 /// GitHub.
-pub(crate) fn creation(github_id: u64) -> Creation {
+pub(crate) fn creation(github_id: i64) -> Creation {
     let mut machine = Machine::new(Input {
         desired: Desired {
             name: "ci".into(),
@@ -37,12 +37,12 @@ pub(crate) fn creation(github_id: u64) -> Creation {
         step = match step {
             Step::Done(Outcome::Ready { rollback, .. }) => {
                 let permit = rollback.permit().expect("created: a permit");
-                return Creation::from_permit(permit).expect("in range");
+                return Creation::from_permit(permit);
             }
             Step::Done(other) => panic!("{other:?}"),
             Step::Do(Command::Create(spec)) => {
                 let set = AdoptScaleSet {
-                    id: AdoptId(github_id),
+                    id: GithubScaleSetId(github_id),
                     name: spec.name,
                     runner_group_id: Some(spec.runner_group_id),
                     labels: spec.labels,

@@ -2,7 +2,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use proptest::prelude::*;
-use scaleset_adopt::{ControllerId, Identity, ScaleSet as GitHubScaleSet, ScaleSetId as GitHubId};
+use scaleset_adopt::{ControllerId, GithubScaleSetId, Identity, ScaleSet as GitHubScaleSet};
 use scaleset_store::{
     AdoptionPolicy, AppIdentity, Auth, ClientId, Credentials, CredentialsId, Endpoint, Entity,
     EntityId, EntityKind, NewCredentials, RunnerGroup, ScaleSet, ScaleSetId, ScaleSetSpec,
@@ -149,11 +149,11 @@ fn listed(sets: Vec<GitHubScaleSet>) -> Lookup {
     }
 }
 
-fn github(id: u64, name: &str, labels: &[&str]) -> GitHubScaleSet {
+fn github(id: i64, name: &str, labels: &[&str]) -> GitHubScaleSet {
     let mut all = vec![name.to_owned(), "linux".to_owned()];
     all.extend(labels.iter().map(|l| (*l).to_owned()));
     GitHubScaleSet {
-        id: GitHubId(id),
+        id: GithubScaleSetId(id),
         name: name.into(),
         runner_group_id: Some(scaleset_adopt::RunnerGroupId(1)),
         labels: all,
@@ -603,7 +603,7 @@ fn our_owner_label_on_github_is_an_adopt() {
     );
     assert_eq!(step.action, Action::Adopt);
     assert!(
-        matches!(&step.reason, Reason::Adoptable { github_id: 42, evidence, .. } if evidence.contains(&Evidence::OwnerLabel)),
+        matches!(&step.reason, Reason::Adoptable { github_id: GithubScaleSetId(42), evidence, .. } if evidence.contains(&Evidence::OwnerLabel)),
         "{:?}",
         step.reason
     );
@@ -612,11 +612,11 @@ fn our_owner_label_on_github_is_an_adopt() {
 
 const GARM: &str = "89a4130b-9de1-47c5-8ca8-e2640daa0e13";
 
-fn imported(name: &str, github_id: u64) -> DeclaredScaleSet {
+fn imported(name: &str, github_id: i64) -> DeclaredScaleSet {
     DeclaredScaleSet {
         takeover: Some(scaleset_adopt::Takeover {
             controller_id: GARM.into(),
-            github_id: GitHubId(github_id),
+            github_id: GithubScaleSetId(github_id),
             pool_id: None,
             runner_prefix: None,
         }),
@@ -638,7 +638,7 @@ fn an_imported_garm_set_is_an_adopt_naming_garm_and_needs_no_repair_flag() {
     assert_eq!(
         step.reason,
         Reason::Adoptable {
-            github_id: 42,
+            github_id: GithubScaleSetId(42),
             evidence: vec![Evidence::ImportedFrom],
             imported_from: Some(GARM.into()),
         }
@@ -659,7 +659,7 @@ fn an_imported_garm_set_is_an_adopt_naming_garm_and_needs_no_repair_flag() {
     assert_eq!(
         step.reason,
         Reason::Adoptable {
-            github_id: 42,
+            github_id: GithubScaleSetId(42),
             evidence: vec![Evidence::OwnerLabel, Evidence::ImportedFrom],
             imported_from: Some(GARM.into()),
         }
@@ -691,7 +691,12 @@ fn a_takeover_note_for_another_id_vouches_for_nothing() {
             &[&owner_label(OURS), "extra"],
         )])),
     );
-    assert_eq!(step.reason, Reason::AdoptRepairing { github_id: 42 });
+    assert_eq!(
+        step.reason,
+        Reason::AdoptRepairing {
+            github_id: GithubScaleSetId(42)
+        }
+    );
 }
 
 #[test]
@@ -751,7 +756,12 @@ fn policy_decides_an_unlabelled_scale_set() {
     d.spec.adoption_policy = AdoptionPolicy::Any;
     let step = one(&fleet(vec![d]), &s.world, Some(listed(vec![found])));
     assert_eq!(step.action, Action::Adopt);
-    assert_eq!(step.reason, Reason::AdoptAfterProbe { github_id: 42 });
+    assert_eq!(
+        step.reason,
+        Reason::AdoptAfterProbe {
+            github_id: GithubScaleSetId(42)
+        }
+    );
 }
 
 #[test]
@@ -769,7 +779,12 @@ fn drift_with_repair_is_an_adopt_that_patches() {
     d.spec.repair = true;
     let step = one(&fleet(vec![d]), &s.world, Some(listed(vec![found])));
     assert_eq!(step.action, Action::Adopt);
-    assert_eq!(step.reason, Reason::AdoptRepairing { github_id: 42 });
+    assert_eq!(
+        step.reason,
+        Reason::AdoptRepairing {
+            github_id: GithubScaleSetId(42)
+        }
+    );
 }
 
 #[test]
@@ -976,7 +991,7 @@ fn rewording_a_reason_keeps_the_digest_and_changing_its_data_does_not() {
     let foreign = |labels: Vec<String>| {
         Reason::Refused(Refusal::ForeignOwner {
             scale_set: scaleset_adopt::ScaleSetRef {
-                id: GitHubId(42),
+                id: GithubScaleSetId(42),
                 name: "web".into(),
                 runner_group_id: Some(scaleset_adopt::RunnerGroupId(1)),
             },
@@ -989,7 +1004,7 @@ fn rewording_a_reason_keeps_the_digest_and_changing_its_data_does_not() {
         imported_from: None,
     };
     let imported = |garm: &str| Reason::Adoptable {
-        github_id: 42,
+        github_id: GithubScaleSetId(42),
         evidence: vec![Evidence::ImportedFrom],
         imported_from: Some(garm.to_owned()),
     };
@@ -1000,33 +1015,45 @@ fn rewording_a_reason_keeps_the_digest_and_changing_its_data_does_not() {
             Reason::Undecided { why: "x".into() },
         ),
         (
-            adoptable(42, vec![Evidence::OwnerLabel]),
-            adoptable(43, vec![Evidence::OwnerLabel]),
+            adoptable(GithubScaleSetId(42), vec![Evidence::OwnerLabel]),
+            adoptable(GithubScaleSetId(43), vec![Evidence::OwnerLabel]),
         ),
         (
-            adoptable(42, vec![Evidence::OwnerLabel]),
-            adoptable(42, vec![Evidence::StoredId]),
+            adoptable(GithubScaleSetId(42), vec![Evidence::OwnerLabel]),
+            adoptable(GithubScaleSetId(42), vec![Evidence::StoredId]),
         ),
         (
-            adoptable(42, vec![]),
-            adoptable(42, vec![Evidence::OwnerLabel]),
+            adoptable(GithubScaleSetId(42), vec![]),
+            adoptable(GithubScaleSetId(42), vec![Evidence::OwnerLabel]),
         ),
         (imported("garm-a"), imported("garm-b")),
         (
             imported("garm-a"),
-            adoptable(42, vec![Evidence::ImportedFrom]),
+            adoptable(GithubScaleSetId(42), vec![Evidence::ImportedFrom]),
         ),
         (
-            Reason::AdoptRepairing { github_id: 42 },
-            Reason::AdoptRepairing { github_id: 43 },
+            Reason::AdoptRepairing {
+                github_id: GithubScaleSetId(42),
+            },
+            Reason::AdoptRepairing {
+                github_id: GithubScaleSetId(43),
+            },
         ),
         (
-            Reason::AdoptAfterProbe { github_id: 42 },
-            Reason::AdoptAfterProbe { github_id: 43 },
+            Reason::AdoptAfterProbe {
+                github_id: GithubScaleSetId(42),
+            },
+            Reason::AdoptAfterProbe {
+                github_id: GithubScaleSetId(43),
+            },
         ),
         (
-            Reason::AdoptRepairing { github_id: 42 },
-            Reason::AdoptAfterProbe { github_id: 42 },
+            Reason::AdoptRepairing {
+                github_id: GithubScaleSetId(42),
+            },
+            Reason::AdoptAfterProbe {
+                github_id: GithubScaleSetId(42),
+            },
         ),
         (
             foreign(vec![owner_label(THEIRS)]),
@@ -1237,7 +1264,13 @@ fn a_by_id_read_is_answered_with_the_listed_scale_set_of_that_id() {
     );
     assert_eq!(step.action, Action::Adopt);
     assert!(
-        matches!(&step.reason, Reason::Adoptable { github_id: 42, .. }),
+        matches!(
+            &step.reason,
+            Reason::Adoptable {
+                github_id: GithubScaleSetId(42),
+                ..
+            }
+        ),
         "{:?}",
         step.reason
     );
