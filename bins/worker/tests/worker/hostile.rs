@@ -107,7 +107,9 @@ async fn a_provider_answering_a_foreign_provider_id_never_gets_it_deleted() {
         "answers refused, the provider shown failing, runners removed by name",
         || async {
             let events = store.list_events(set.id, 200).await.ok()?;
-            let refused = events.iter().any(|e| e.kind == scaleset_store::EventKind::ProviderAnswerRefused);
+            let refused = events
+                .iter()
+                .any(|e| e.kind == scaleset_store::EventKind::ProviderAnswerRefused);
             let failing = store
                 .get_scale_set(set.id)
                 .await

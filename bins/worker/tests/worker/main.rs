@@ -501,7 +501,11 @@ async fn a_wipe_while_runners_are_busy_re_records_them_and_touches_nothing_forei
     })
     .await;
     eventually("both busy instances are recorded again", || async {
-        (site.count_events("linux", scaleset_store::EventKind::InstanceRerecorded).await == 2).then_some(())
+        (site
+            .count_events("linux", scaleset_store::EventKind::InstanceRerecorded)
+            .await
+            == 2)
+            .then_some(())
     })
     .await;
     assert_eq!(ours(&site), busy, "no instance deleted or created");
@@ -823,7 +827,10 @@ async fn a_listening_worker_reconciles_periodically_and_only_its_own_pool() {
     // The pass appends its event after the provider's delete: wait for both.
     eventually("a periodic pass deletes our orphan and says so", || async {
         (!ours.join("linux-orphan01.json").exists()
-            && site.count_events("linux", scaleset_store::EventKind::OrphanInstanceDeleted).await == 1)
+            && site
+                .count_events("linux", scaleset_store::EventKind::OrphanInstanceDeleted)
+                .await
+                == 1)
             .then_some(())
     })
     .await;

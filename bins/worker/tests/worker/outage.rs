@@ -31,10 +31,15 @@ async fn sigterm_during_an_outage_stops_within_shutdown_timeout_with_sessions_de
     sim.sim.update_faults(|f| {
         f.server_errors = Some(Burst::new(1_000_000, 503).on("list_scale_sets"));
     });
-    let retries_before = site.count_events("gpu", scaleset_store::EventKind::Retry).await;
+    let retries_before = site
+        .count_events("gpu", scaleset_store::EventKind::Retry)
+        .await;
     let worker = Worker::spawn(&site.config(), &env);
     eventually("linux listens again and gpu's ensure retries", || async {
-        let retrying = site.count_events("gpu", scaleset_store::EventKind::Retry).await > retries_before;
+        let retrying = site
+            .count_events("gpu", scaleset_store::EventKind::Retry)
+            .await
+            > retries_before;
         (retrying && sim.has_session(linux)).then_some(())
     })
     .await;

@@ -72,7 +72,9 @@ async fn a_runner_without_an_instance_is_removed_when_idle_and_left_while_busy()
     let removals = |events: Vec<scaleset_store::Event>, runner: &str| {
         events
             .iter()
-            .filter(|e| e.kind == scaleset_store::EventKind::StrayRunnerRemoved && e.reason.contains(runner))
+            .filter(|e| {
+                e.kind == scaleset_store::EventKind::StrayRunnerRemoved && e.reason.contains(runner)
+            })
             .count()
     };
     eventually("the removal is an event naming the runner", || async {

@@ -38,7 +38,12 @@ async fn the_demo_stops_promptly_while_github_lookups_fail() -> Result<()> {
         let store = store.clone();
         async move {
             let events = store.list_events(lost.id, 50).await?;
-            Ok::<_, anyhow::Error>(events.iter().any(|e| e.kind == scaleset_store::EventKind::Retry).then_some(()))
+            Ok::<_, anyhow::Error>(
+                events
+                    .iter()
+                    .any(|e| e.kind == scaleset_store::EventKind::Retry)
+                    .then_some(()),
+            )
         }
     })
     .await?;
