@@ -457,6 +457,30 @@ mod tests {
     use crate::command_kind::CommandKind;
     use crate::fact::FactKind;
 
+    #[test]
+    fn evidence_reads_as_words_for_operators_not_as_its_name() {
+        let words: Vec<String> = [
+            Evidence::CreatedThisRun,
+            Evidence::StoredId,
+            Evidence::OwnerLabel,
+            Evidence::OwnSession,
+            Evidence::ImportedFrom,
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        assert_eq!(
+            words,
+            [
+                "this controller having just created it",
+                "the GitHub id we stored",
+                "our owner label",
+                "a message session held under our owner name",
+                "the takeover note of its import from GARM",
+            ]
+        );
+    }
+
     fn set() -> ScaleSetRef {
         ScaleSetRef {
             id: GithubScaleSetId(7),
