@@ -36,7 +36,7 @@ pub(crate) async fn wait_until(cancel: &CancellationToken, deadline: Instant) ->
     }
 }
 
-/// [`wait_until`] `after` from now. A wait too long to have a deadline (a setting of years)
+/// `wait_until` `after` from now. A wait too long to have a deadline (a setting of years)
 /// lasts until `cancel`.
 pub async fn wait_for(cancel: &CancellationToken, after: Duration) -> Waited {
     match Instant::now().checked_add(after) {
