@@ -431,21 +431,7 @@ async fn enable(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    scale_set_action(
-        page,
-        id,
-        headers,
-        body,
-        ("enable", &UPDATE),
-        |page, id, fields| async move {
-            let change = UpdateScaleSet {
-                enabled: Some(true),
-                ..UpdateScaleSet::default()
-            };
-            update(page, id, &fields, change).await
-        },
-    )
-    .await
+    set_enabled(page, id, headers, body, true).await
 }
 
 async fn disable(
@@ -454,15 +440,27 @@ async fn disable(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    set_enabled(page, id, headers, body, false).await
+}
+
+/// Enable and disable: the same update of the one field, under the name the form posts.
+async fn set_enabled(
+    page: Page,
+    id: String,
+    headers: HeaderMap,
+    body: Bytes,
+    enabled: bool,
+) -> Response {
+    let name = if enabled { "enable" } else { "disable" };
     scale_set_action(
         page,
         id,
         headers,
         body,
-        ("disable", &UPDATE),
-        |page, id, fields| async move {
+        (name, &UPDATE),
+        move |page, id, fields| async move {
             let change = UpdateScaleSet {
-                enabled: Some(false),
+                enabled: Some(enabled),
                 ..UpdateScaleSet::default()
             };
             update(page, id, &fields, change).await
