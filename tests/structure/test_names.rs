@@ -4,18 +4,19 @@
 use std::fs;
 use std::path::Path;
 
-/// The functions in `text` whose name starts with `issue_` and a number.
+/// The functions in `text` whose name starts with `issue`, an optional `_`, and a number.
 fn named_after_an_issue(text: &str) -> Vec<String> {
     let mut found = Vec::new();
     for line in text.lines() {
-        let Some(at) = line.find("fn issue_") else {
+        let Some(at) = line.find("fn issue") else {
             continue;
         };
         let name: String = line[at + 3..]
             .chars()
             .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
             .collect();
-        if name["issue_".len()..].starts_with(|c: char| c.is_ascii_digit()) {
+        let rest = name["issue".len()..].trim_start_matches('_');
+        if rest.starts_with(|c: char| c.is_ascii_digit()) {
             found.push(name);
         }
     }
@@ -53,12 +54,18 @@ fn the_reader_finds_issue_numbered_names_only() {
         "n issue_29_item_9_refuses() {}\n",
         "f",
         "n issue_tracker_is_read() {}\n",
+        "f",
+        "n issue30_a_policy_round_trips() {}\n",
         "// f",
         "n issue_3_in_a_comment is still a name\n",
         "fn drains() {}",
     );
     assert_eq!(
         named_after_an_issue(text),
-        ["issue_29_item_9_refuses", "issue_3_in_a_comment"]
+        [
+            "issue_29_item_9_refuses",
+            "issue30_a_policy_round_trips",
+            "issue_3_in_a_comment"
+        ]
     );
 }

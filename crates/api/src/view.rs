@@ -320,7 +320,7 @@ mod tests {
     /// Issue 30 item 4: one policy mapping. Each stored policy goes out and comes back as
     /// itself, and the API's JSON spells it as the stored text the configuration file uses.
     #[test]
-    fn issue30_every_policy_goes_over_the_wire_and_back_under_its_stored_text() {
+    fn every_policy_goes_over_the_wire_and_back_under_its_stored_text() {
         for &stored in store::AdoptionPolicy::ALL {
             let wire = policy(stored);
             assert_eq!(policy_to_store(wire), stored);

@@ -326,7 +326,7 @@ fn provenance_of_one_github_scale_set_only_gains_information() {
 /// configuration's door), maps to the adoption machine's policy of the same meaning, and text
 /// naming none is one problem that lists them all.
 #[test]
-fn issue30_every_policy_parses_from_its_text_and_maps_to_the_machines_one() {
+fn every_policy_parses_from_its_text_and_maps_to_the_machines_one() {
     use scaleset_adopt::Policy;
     for &policy in AdoptionPolicy::ALL {
         assert_eq!(AdoptionPolicy::parse(policy.as_str()), Ok(policy));

@@ -362,7 +362,7 @@ fn drain_retires_idle_runners_lets_busy_ones_finish_then_delete() {
 /// loss leaves: our owner label on GitHub, no record) is adopted, and its delete detaches it
 /// saying so, instead of claiming this controller did not create it.
 #[test]
-fn issue29_deleting_an_adopted_set_says_it_was_adopted_by_its_owner_label() {
+fn deleting_an_adopted_set_says_it_was_adopted_by_its_owner_label() {
     let server = Server::start();
     server.with_acme();
     let owner = format!("scaleset-owner-{}", CONTROLLER_ID.replace('-', ""));

@@ -494,8 +494,7 @@ async fn ready_events(addr: &str, token: &str, id: &str) -> usize {
 /// `created` after the worker's ensure and after a restart, and its delete (without force)
 /// deletes it on GitHub.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn issue29_a_created_scale_set_stays_created_across_ensure_and_restart_and_is_deleted_on_github()
- {
+async fn a_created_scale_set_stays_created_across_ensure_and_restart_and_is_deleted_on_github() {
     let sim_config = scaleset_sim::SimConfig {
         long_poll_hold: Duration::from_millis(100),
         ..scaleset_sim::SimConfig::default()

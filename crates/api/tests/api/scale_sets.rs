@@ -508,11 +508,11 @@ async fn workers_ensure(app: &App, id: ScaleSetId) {
 /// Issue 29 item 3: a scale set this controller created stays `created` after the worker's
 /// ensure (which sees it by its stored id), and its delete deletes it on GitHub without
 /// `force`; one adopted after a database loss is detached, and the answer says why.
-async fn issue29_a_created_set_stays_created_after_the_workers_ensure_and_is_deleted_on_github(
+async fn a_created_set_stays_created_after_the_workers_ensure_and_is_deleted_on_github(
     backend: Backend,
 ) {
     let sim = RunningSim::start().await;
-    let name = "issue29_created_stays_created";
+    let name = "created_stays_created";
     let app = App::start(backend, name).await;
     let entity = app.seed(&sim).await;
     let created = create(&app, &entity, "linux").await;
@@ -570,9 +570,9 @@ async fn issue29_a_created_set_stays_created_after_the_workers_ensure_and_is_del
 
 /// Issue 30 item 5: the machine's refusal is stored typed and every read serves it, not only
 /// the create's answer.
-async fn issue30_a_refused_set_shows_its_typed_refusal_on_every_read(backend: Backend) {
+async fn a_refused_set_shows_its_typed_refusal_on_every_read(backend: Backend) {
     let sim = RunningSim::start().await;
-    let app = App::start(backend, "issue30_refusal_on_every_read").await;
+    let app = App::start(backend, "refusal_on_every_read").await;
     let entity = app.seed(&sim).await;
     let other = uuid::Uuid::from_u128(0xdead_beef_0000_4000_8000_0000_0000_0002);
     let config = ClientConfig::new(
@@ -659,8 +659,8 @@ backend_tests!(
     the_download_a_new_runner_gets_is_shown_and_a_platform_without_one_is_warned_about,
     the_runners_proxy_keys_and_boot_options_are_stored_shown_changed_and_cleared,
     a_repeated_event_shows_its_count_and_last_seen_time,
-    issue29_a_created_set_stays_created_after_the_workers_ensure_and_is_deleted_on_github,
-    issue30_a_refused_set_shows_its_typed_refusal_on_every_read,
+    a_created_set_stays_created_after_the_workers_ensure_and_is_deleted_on_github,
+    a_refused_set_shows_its_typed_refusal_on_every_read,
     markup_in_stored_text_is_escaped_on_the_status_page,
     a_retry_is_recorded_for_the_worker_and_refused_for_a_disabled_or_unknown_set,
 );

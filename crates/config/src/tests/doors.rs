@@ -132,7 +132,7 @@ fn a_ghe_com_endpoint_gets_the_api_host_not_api_v3() {
 /// Issue 30 item 4: the file's policy text is the store's one parser's: each policy's text
 /// gives that policy, and text naming none gives the parser's problem under the file's key.
 #[test]
-fn issue30_the_config_file_reads_a_policy_as_the_one_parser_does() {
+fn the_config_file_reads_a_policy_as_the_one_parser_does() {
     let with_policy = |text: &str| {
         format!(
             "{HEAD}\n[[scale_set]]\nname = \"linux\"\ncredentials = \"gh\"\norganization = \"acme\"\nprovider = \"fake\"\nadoption_policy = \"{text}\"\n"

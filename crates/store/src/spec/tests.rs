@@ -268,7 +268,7 @@ fn a_ghe_com_endpoint_stored_with_the_old_derivation_reads_as_the_derived_one() 
 /// its bootstrap timeout is the default until one is written; only a row from before the
 /// timeout was required (zero) takes the worker's fallback.
 #[test]
-fn issue30_runner_prefix_and_bootstrap_timeout_defaults_live_on_the_spec() {
+fn runner_prefix_and_bootstrap_timeout_defaults_live_on_the_spec() {
     let parse = |prefix: Option<&str>, timeout: Option<Duration>| {
         ScaleSetSpec::parse(RawScaleSetSpec {
             name: Some("linux".into()),

@@ -16,7 +16,7 @@ store_tests!(
     unknown_enum_text_is_a_corrupt_row_error,
     delete_during_a_fenced_write_does_not_deadlock,
     progress_writes_what_it_names_in_one_fenced_commit,
-    issue29_a_later_known_never_overwrites_a_stored_created,
+    a_later_known_never_overwrites_a_stored_created,
     waiting_since_provider_failure_and_samples_are_kept_as_the_page_reads_them,
     each_retry_request_is_later_than_the_last_and_an_unknown_set_is_not_found,
 );
@@ -79,7 +79,7 @@ async fn assert_deleted(store: &dyn scaleset_store::Store, id: scaleset_store::S
 /// Issue 29 item 3: provenance is history. The worker's ensure after the API's create sees the
 /// stored id and reports `Known`; writing that must keep the stored `Created` of the same GitHub
 /// scale set, or the delete later detaches a scale set this controller created.
-async fn issue29_a_later_known_never_overwrites_a_stored_created(db: TestDb) {
+async fn a_later_known_never_overwrites_a_stored_created(db: TestDb) {
     let store = db.open().await;
     let mut set = crate::helpers::scale_set(&store, "ours").await;
     set.github_id = Some(8);
