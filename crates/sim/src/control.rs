@@ -107,6 +107,13 @@ pub(crate) fn handle(shared: &std::sync::Arc<Shared>, req: &Request) -> Outcome 
         (&Method::GET, ["polls"]) => {
             Ok(Reply::json(200, json!({ "waiting": sim.waiting_polls() })))
         }
+        (&Method::GET, ["listening"]) => {
+            let scope = req
+                .query("scope")
+                .ok_or_else(|| ApiError::control(400, "the query parameter scope is required"))?;
+            let listening = sim.listening(scope).map_err(|e| fail(&e))?;
+            Ok(Reply::json(200, to_json(&listening)))
+        }
         (&Method::GET, ["pats"]) => Ok(Reply::json(200, to_json(&sim.pat_uses()))),
         (&Method::POST, ["pats"]) => {
             let body: PatBody = parse(req)?;

@@ -100,7 +100,7 @@ pub use pats::PatUse;
 pub use running::RunningSim;
 pub use simulator::{ForeignScaleSet, Simulator};
 pub use snapshot::{
-    AgentInfo, JobInfo, JobSpec, RequestRecord, RunnerGroupInfo, ScaleSetInfo, SessionInfo,
-    StateSnapshot, Statistics,
+    AgentInfo, JobInfo, JobSpec, Listening, RequestRecord, RunnerGroupInfo, ScaleSetInfo,
+    SessionInfo, StateSnapshot, Statistics,
 };
 pub use tls::TlsIdentity;

@@ -51,7 +51,7 @@ pub(crate) async fn get_message(shared: &Shared, req: &Request) -> Outcome {
     let deadline = now
         .checked_add(shared.config.long_poll_hold)
         .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400));
-    let _guard = PollGuard::new(shared);
+    let _guard = PollGuard::new(shared, scale_set);
     let goaway = &req.connection.goaway;
     let mut held = false;
     loop {
@@ -128,18 +128,26 @@ fn garbled(shared: &Shared, id: i64) -> bool {
     false
 }
 
-/// Marks one more held poll for the lifetime of the guard.
-pub(crate) struct PollGuard<'a>(&'a Shared);
+/// Marks one more held poll, on the scale set `.1`, for the lifetime of the guard.
+pub(crate) struct PollGuard<'a>(&'a Shared, i64);
 
 impl<'a> PollGuard<'a> {
-    pub(crate) fn new(shared: &'a Shared) -> Self {
+    pub(crate) fn new(shared: &'a Shared, scale_set: i64) -> Self {
         shared.waiting_polls.fetch_add(1, Ordering::SeqCst);
-        Self(shared)
+        *lock(&shared.held_polls).entry(scale_set).or_default() += 1;
+        Self(shared, scale_set)
     }
 }
 
 impl Drop for PollGuard<'_> {
     fn drop(&mut self) {
         self.0.waiting_polls.fetch_sub(1, Ordering::SeqCst);
+        let mut held = lock(&self.0.held_polls);
+        if let std::collections::hash_map::Entry::Occupied(mut entry) = held.entry(self.1) {
+            *entry.get_mut() -= 1;
+            if *entry.get() == 0 {
+                entry.remove();
+            }
+        }
     }
 }

@@ -20,7 +20,7 @@ use crate::request_log::RequestLog;
 use crate::route::Mounts;
 use crate::runner_download::RunnerDownloads;
 use crate::scope::Scope;
-use crate::snapshot::{JobSpec, RequestRecord, StateSnapshot};
+use crate::snapshot::{JobSpec, Listening, RequestRecord, StateSnapshot};
 use crate::state::{Label, SAVED_VERSION, Saved, ScaleSetInput, State};
 use crate::token::Signer;
 
@@ -49,6 +49,9 @@ pub(crate) struct Shared {
     pub(crate) downloads: RunnerDownloads,
     pub(crate) shutdown: CancellationToken,
     pub(crate) waiting_polls: AtomicUsize,
+    /// Message GETs held right now per scale set (for [`Simulator::listening`]). Never locked
+    /// together with `state`.
+    pub(crate) held_polls: Mutex<std::collections::HashMap<i64, usize>>,
     /// Client connections open right now.
     pub(crate) open_connections: AtomicUsize,
     /// Requests that arrived over HTTP/2, ever.
@@ -216,6 +219,7 @@ impl Simulator {
             signer: Signer::random(),
             shutdown: CancellationToken::new(),
             waiting_polls: AtomicUsize::new(0),
+            held_polls: Mutex::default(),
             open_connections: AtomicUsize::new(0),
             http2_requests: AtomicUsize::new(0),
             garbled_messages: Mutex::default(),
@@ -497,6 +501,44 @@ impl Simulator {
     /// How many message GETs are being held right now.
     pub fn waiting_polls(&self) -> usize {
         self.shared.waiting_polls.load(Ordering::SeqCst)
+    }
+
+    /// How many of `scope`'s scale sets (a config-URL path: `acme`, `acme/widgets`,
+    /// `enterprises/big`) exist, have a session, and have a message GET held now. Fails with
+    /// [`Error::BadRequest`] for a path that is no scope and [`Error::NotFound`] for an unseeded
+    /// one. Cheaper than [`Simulator::state`] (no copy of the world), so it can be asked often.
+    pub fn listening(&self, scope: &str) -> Result<Listening, Error> {
+        let scope = Scope::parse_path(scope).ok_or_else(|| Error::BadRequest {
+            what: format!("{scope:?} is not an organization, owner/repo or enterprises/slug"),
+        })?;
+        let mut answer = Listening::default();
+        // (id, has a session) of every scale set of the scope.
+        let sets: Vec<(i64, bool)> = {
+            let state = lock(&self.shared.state);
+            if !state.has_scope(&scope) {
+                return Err(Error::NotFound {
+                    what: format!("scope {scope}"),
+                });
+            }
+            state
+                .scale_sets
+                .values()
+                .filter(|s| s.scope == scope)
+                .map(|s| (s.id, s.session.is_some()))
+                .collect()
+        };
+        // The held polls are read after the state lock is let go (queue.rs never holds both),
+        // so this is a snapshot, not a fence: a poll may be counted beside a session closed a
+        // moment ago.
+        let held = lock(&self.shared.held_polls);
+        for (id, session) in sets {
+            let polls = held.get(&id).copied().unwrap_or(0);
+            answer.scale_sets += 1;
+            answer.sessions += usize::from(session);
+            answer.polls += polls;
+            answer.listening += usize::from(session && polls > 0);
+        }
+        Ok(answer)
     }
 
     /// How many client connections are open right now (HTTP/1.1 and HTTP/2 alike).

@@ -24,6 +24,22 @@ pub struct Statistics {
     pub total_idle_runners: i64,
 }
 
+/// How many of one scope's scale sets are listening, as `GET /_sim/listening?scope=…` returns it:
+/// what a benchmark waits for when it compares two controllers on one simulator (each in its
+/// own organization), since the global held-poll count cannot tell their listeners apart.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Listening {
+    /// Scale sets of the scope.
+    pub scale_sets: usize,
+    /// Those with an open message session.
+    pub sessions: usize,
+    /// Message GETs held right now on the scope's scale sets.
+    pub polls: usize,
+    /// Scale sets with a session and at least one message GET held: listening.
+    pub listening: usize,
+}
+
 /// What to enqueue: `count` jobs for one scale set. Every field is optional.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]

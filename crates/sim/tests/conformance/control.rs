@@ -414,3 +414,56 @@ async fn the_request_log_names_each_clients_address_and_when_it_was_answered() -
     );
     sim.stop().await
 }
+
+/// `listening(scope)` (and `GET /_sim/listening?scope=`) counts only that scope's scale sets:
+/// those with a session, the message GETs held on them, and those with both; a poll let go is
+/// no longer counted.
+#[tokio::test]
+async fn listening_counts_the_scopes_sessions_and_held_polls_only() -> Result<()> {
+    let mut cfg = config();
+    cfg.long_poll_hold = std::time::Duration::from_secs(3600);
+    cfg.organizations.push("other".to_owned());
+    let (sim, client) = with_client(cfg).await?;
+    let (_, mut polled) = crate::helpers::set_with_session(&client, "polled").await?;
+    crate::helpers::set_with_session(&client, "session-only").await?;
+    create_set(&client, "no-session").await?;
+    let other = sim.client("other")?;
+    let (_, mut elsewhere) = crate::helpers::set_with_session(&other, "elsewhere").await?;
+    let poll = tokio::spawn({
+        let client = client.clone();
+        async move { client.get_message(&mut polled, MessageId(0), 1).await }
+    });
+    let other_poll =
+        tokio::spawn(async move { other.get_message(&mut elsewhere, MessageId(0), 1).await });
+    let handle = sim.sim.clone();
+    crate::helpers::eventually("two held polls", || handle.waiting_polls() == 2).await;
+
+    assert_eq!(
+        sim.sim.listening("acme")?,
+        scaleset_sim::Listening {
+            scale_sets: 3,
+            sessions: 2,
+            polls: 1,
+            listening: 1,
+        }
+    );
+    let (status, body) = control(&sim, "GET", "listening?scope=other", None).await?;
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        json!({"scaleSets": 1, "sessions": 1, "polls": 1, "listening": 1})
+    );
+    let (status, _) = control(&sim, "GET", "listening?scope=nobody", None).await?;
+    assert_eq!(status, 404, "an unseeded scope");
+    let (status, _) = control(&sim, "GET", "listening", None).await?;
+    assert_eq!(status, 400, "no scope");
+
+    poll.abort();
+    let _ = poll.await;
+    crate::helpers::eventually("the aborted poll let go", || handle.waiting_polls() == 1).await;
+    let acme = sim.sim.listening("acme")?;
+    assert_eq!((acme.sessions, acme.polls, acme.listening), (2, 0, 0));
+    assert_eq!(sim.sim.listening("other")?.listening, 1);
+    other_poll.abort();
+    sim.stop().await
+}
