@@ -13,6 +13,9 @@
 //! cargo run --release -p scaleset-control --example fleet -- workers 3 3000 300 30 [transport]
 //! # clean restart: N scale sets listening, the worker stopped cleanly and started again
 //! cargo run --release -p scaleset-control --example fleet -- restart 100 [http1|h2c|https2]
+//! # scaleset beside another controller (GARM) on one simulator, each a process tree; without
+//! # --vs scaleset's figures alone (needs target/release/scaleset-worker)
+//! cargo run --release -p scaleset-control --example fleet -- compare 1000 [--vs 'COMMAND']
 //! # any mode, with a provider whose list by pool key takes SECS (a real cloud's ~1 s)
 //! cargo run --release -p scaleset-control --example fleet -- --list-delay 1 recovery 1000
 //! # a burst (issue 35): JOBS jobs at once over SETS scale sets, a provider whose create takes 30 s
@@ -73,6 +76,9 @@ mod tls_child;
 
 #[path = "fleet_support/workers.rs"]
 mod workers;
+
+#[path = "fleet_support/compare.rs"]
+mod compare;
 
 use rss::rss_kib;
 use tls_child::SelfSigned;
@@ -139,6 +145,8 @@ fn main() -> Result<()> {
         .build()?;
     match args.get(1).map(String::as_str) {
         Some("workers") => workers::main(&args[2..], &runtime),
+        Some("compare") => compare::main(&args[2..], &runtime),
+        Some("compare-worker") => compare::compare_worker(),
         Some("recovery") => {
             let n = number(2, 1000)?;
             runtime.block_on(recovery(n as usize, Transport::parse(args.get(3))?))
@@ -165,7 +173,7 @@ fn main() -> Result<()> {
             runtime.block_on(burst(sets as usize, jobs, Transport::parse(args.get(4))?))
         }
         _ => bail!(
-            "usage: fleet [--list-delay SECS] [--create-delay SECS] recovery N [transport] | density N [transport] | latency SETS JOBS_PER_S SECS [transport] | restart N [transport] | burst SETS JOBS [transport] | workers N SETS JOBS_PER_S SECS [transport]"
+            "usage: fleet [--list-delay SECS] [--create-delay SECS] recovery N [transport] | density N [transport] | latency SETS JOBS_PER_S SECS [transport] | restart N [transport] | burst SETS JOBS [transport] | workers N SETS JOBS_PER_S SECS [transport] | compare N [--vs COMMAND] [--worker PATH]"
         ),
     }
 }
@@ -269,12 +277,16 @@ where
 // The child: the simulator alone.
 
 fn serve(args: &[String]) -> Result<()> {
-    let config = scaleset_sim::SimConfig {
+    let mut config = scaleset_sim::SimConfig {
         request_log_capacity: 0,
         http2_max_concurrent_streams: STREAM_LIMIT,
         tls: tls_child::identity(args)?,
         ..scaleset_sim::SimConfig::default()
     };
+    // `compare`'s two sides, each in an organization of its own (unused by the other modes).
+    config
+        .organizations
+        .extend([compare::SCALESET_ORG.to_owned(), compare::VS_ORG.to_owned()]);
     let sim = scaleset_sim::Simulator::new(config)?;
     let runtime = tokio::runtime::Runtime::new()?;
     let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
@@ -289,6 +301,7 @@ fn serve(args: &[String]) -> Result<()> {
         let words: Vec<&str> = line.split_whitespace().collect();
         let answer = match words.as_slice() {
             ["polls"] => sim.waiting_polls().to_string(),
+            ["listening", scope] => serde_json::to_string(&sim.listening(scope)?)?,
             ["counts"] => serde_json::to_string(&sim.request_counts())?,
             ["clear"] => {
                 sim.clear_requests();
