@@ -409,6 +409,7 @@ async fn measure(
     let pid = child.id().context("the child has no pid")?;
     let mut side = Side {
         child: &mut child,
+        group: pid,
         who,
         stderr: &stderr_path,
     };
@@ -481,6 +482,8 @@ async fn listening(sim: &mut Sim, org: &str) -> Result<scaleset_sim::Listening> 
 /// A side's process and where its stderr goes.
 struct Side<'a> {
     child: &'a mut tokio::process::Child,
+    /// Its process group (its pid): what a command left running in the background is in.
+    group: u32,
     who: &'a str,
     stderr: &'a Path,
 }
@@ -489,6 +492,8 @@ impl Side<'_> {
     /// Fails, with the exit status and the end of stderr, when the side has exited.
     fn alive(&mut self) -> Result<()> {
         if let Some(status) = self.child.try_wait()? {
+            // What it started in the background would outlive it otherwise.
+            signal_group(self.group, "KILL");
             bail!(
                 "{} exited early ({status}); the end of its stderr ({}):\n{}",
                 self.who,
@@ -501,16 +506,13 @@ impl Side<'_> {
 
     /// SIGTERM to the side's process group, then SIGKILL if it is still there after 30 s.
     async fn stop(&mut self) {
-        let Some(pid) = self.child.id() else {
-            return;
-        };
-        signal_group(pid, "TERM");
+        signal_group(self.group, "TERM");
         let waited = tokio::time::timeout(Duration::from_secs(30), self.child.wait()).await;
         if waited.is_err() {
             eprintln!("{} did not stop within 30 s of SIGTERM: killed", self.who);
         }
         // Whatever of the group outlived its leader goes too.
-        signal_group(pid, "KILL");
+        signal_group(self.group, "KILL");
         let _ = self.child.wait().await;
     }
 }
