@@ -601,7 +601,7 @@ async fn fifty_failing(demo: &Running, browser: &browser::Browser) -> Result<()>
         groups
             .first()
             .map(|g| (g["count"].as_u64(), g["text"].as_str())),
-        Some((Some(48), Some("48 scale sets: provider `fake` failing"))),
+        Some((Some(48), Some("48 scale sets: provider fake failing"))),
         "the 47 copies and release fail for one reason, grouped at the top: {shown}"
     );
     let table = shown["table"].as_f64().unwrap_or(f64::MAX);

@@ -23,7 +23,7 @@ const FALLBACK_CHARS: usize = 80;
 pub(crate) fn short(set: &ScaleSet, events: &[Event]) -> Short {
     let provider_failing = || Short {
         code: Some(ReasonCode::ProviderFailing),
-        text: format!("provider `{}` failing", set.spec.provider),
+        text: format!("provider {} failing", set.spec.provider),
     };
     let of = |code: ReasonCode| match code {
         ReasonCode::ProviderFailing => provider_failing(),
@@ -77,8 +77,8 @@ fn clipped(text: &str) -> String {
     format!("{}…", &cut[..at_word.unwrap_or(cut.len())])
 }
 
-/// Scale sets that need attention for the same reason, two or more: `12 scale sets: provider
-/// `lxd` failing`, with their names.
+/// Scale sets that need attention for the same reason, two or more (`12 scale sets: provider
+/// lxd failing`), with their names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Group {
     pub(crate) text: String,
@@ -115,7 +115,7 @@ mod tests {
     #[test]
     fn sets_failing_for_the_same_reason_are_one_group_largest_first() {
         let failing = (0..12)
-            .map(|i| (format!("lxd-{i}"), short("provider `lxd` failing")))
+            .map(|i| (format!("lxd-{i}"), short("provider lxd failing")))
             .chain((0..3).map(|i| {
                 (
                     format!("gpu-{i}"),
@@ -133,7 +133,7 @@ mod tests {
                 .map(|g| (g.text.as_str(), g.names.len()))
                 .collect::<Vec<_>>(),
             [
-                ("provider `lxd` failing", 12),
+                ("provider lxd failing", 12),
                 ("refused: another controller owns it", 3)
             ],
             "a reason one set has is no group"

@@ -221,7 +221,7 @@ async fn the_page_counts_and_shows_what_needs_attention(backend: Backend) {
     // command are the detail page's.
     for said in [
         r#"data-code="session_held">another owner holds its message session<"#,
-        r#"data-code="provider_failing">provider `fake` failing<"#,
+        r#"data-code="provider_failing">provider fake failing<"#,
         "12 jobs have waited for a runner for 60 min without a break, longer than the \
          bootstrap timeout (10 min)",
     ] {
