@@ -203,15 +203,15 @@ pub(crate) fn collecting_since(window: Window) -> Markup {
     }
 }
 
-/// The overview's sparkline: jobs waiting and busy runners over the window; with no sample
-/// yet, a hint instead of an empty grey line.
+/// The overview's sparkline: jobs waiting and busy runners over the window; with fewer than
+/// two samples (nothing a line can be drawn through), a hint instead of an empty grey line.
 pub(crate) fn sparkline(samples: &[Sample], now: Timestamp) -> Markup {
     const SW: f64 = 100.0;
     const SH: f64 = 22.0;
-    if samples.is_empty() {
+    if samples.len() < 2 {
         return html! {
             span.sub.spark-empty title="the worker serving it writes a sample a minute" {
-                "no samples yet"
+                @if samples.is_empty() { "no samples yet" } @else { "collecting: one sample so far" }
             }
         };
     }
@@ -404,5 +404,8 @@ mod tests {
         let spark = sparkline(&[], now).into_string();
         assert!(spark.contains("no samples yet"), "{spark}");
         assert!(!spark.contains("<svg"), "{spark}");
+        let one = sparkline(&[sample(0, 1, 1)], now).into_string();
+        assert!(one.contains("collecting: one sample so far"), "{one}");
+        assert!(!one.contains("<svg"), "{one}");
     }
 }

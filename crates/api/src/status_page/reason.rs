@@ -29,7 +29,7 @@ pub(crate) fn short(set: &ScaleSet, events: &[Event]) -> Short {
         ReasonCode::ProviderFailing => provider_failing(),
         code => Short {
             code: Some(code),
-            text: code.summary().to_owned(),
+            text: beside_badge(code).to_owned(),
         },
     };
     if let Some(refusal) = set.refusal.as_ref().filter(|_| set.state.is_refusal()) {
@@ -64,6 +64,19 @@ pub(crate) fn short(set: &ScaleSet, events: &[Event]) -> Short {
     Short {
         code: None,
         text: clipped(&set.state_reason),
+    }
+}
+
+/// A code's sentence as it reads beside the state badge: the badge already says `ready`, so
+/// a ready code's sentence does not say it again (an event list, with no badge, keeps
+/// [`ReasonCode::summary`]).
+fn beside_badge(code: ReasonCode) -> &'static str {
+    match code {
+        ReasonCode::ScaleSetCreated => "created on GitHub by this controller",
+        ReasonCode::ScaleSetAdopted => "adopted",
+        ReasonCode::ScaleSetConfirmed => "the scale set we knew is still there",
+        ReasonCode::SessionOpened => "listening for jobs",
+        code => code.summary(),
     }
 }
 
@@ -137,6 +150,25 @@ mod tests {
                 ("refused: another controller owns it", 3)
             ],
             "a reason one set has is no group"
+        );
+    }
+
+    #[test]
+    fn a_ready_reason_does_not_repeat_the_badge() {
+        for code in ReasonCode::ALL {
+            if code.kind() == scaleset_store::EventKind::Ready || *code == ReasonCode::SessionOpened
+            {
+                let text = beside_badge(*code);
+                assert!(!text.starts_with("ready"), "{code:?}: {text}");
+                assert!(
+                    code.summary().ends_with(text),
+                    "{code:?}: the same sentence"
+                );
+            }
+        }
+        assert_eq!(
+            beside_badge(ReasonCode::ForeignOwner),
+            ReasonCode::ForeignOwner.summary()
         );
     }
 

@@ -71,11 +71,12 @@ pub(crate) fn evidence_words(evidence: &[Evidence]) -> String {
 }
 
 /// An event in one line: its code's sentence (the detail text is for the detail page); an
-/// entry without a code (older than codes) shows its kind.
-fn event_summary(e: &Event) -> &str {
+/// entry without a code (older than codes) shows its kind in words (`foreign session`, not
+/// the stored `foreign_session`).
+fn event_summary(e: &Event) -> String {
     match e.code {
-        ReasonCode::Unspecified => e.kind.as_str(),
-        code => code.summary(),
+        ReasonCode::Unspecified => e.kind.as_str().replace('_', " "),
+        code => code.summary().to_owned(),
     }
 }
 
@@ -654,6 +655,34 @@ mod tests {
         let now =
             std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_796_205_600_000 + 187_000);
         assert_eq!(for_how_long(at, now), "for 3 min");
+    }
+
+    #[test]
+    fn an_event_reads_as_its_codes_sentence_or_its_kind_in_words() {
+        let event = |kind, code| Event {
+            id: 1,
+            scale_set_id: scaleset_store::ScaleSetId(uuid::Uuid::from_u128(1)),
+            kind,
+            code,
+            reason: "detail".to_owned(),
+            at: Timestamp::from_unix_millis(0),
+            count: 1,
+            last_at: Timestamp::from_unix_millis(0),
+        };
+        assert_eq!(
+            event_summary(&event(
+                scaleset_store::EventKind::Ready,
+                ReasonCode::ScaleSetCreated
+            )),
+            "ready: created on GitHub by this controller"
+        );
+        assert_eq!(
+            event_summary(&event(
+                scaleset_store::EventKind::ForeignSession,
+                ReasonCode::Unspecified
+            )),
+            "foreign session"
+        );
     }
 
     fn card(known: &Known) -> String {
