@@ -507,7 +507,7 @@ fn ready_reason(
         "GitHub scale set {github_id} {how_words}{}{}",
         evidence_sentence(&evidence),
         if reset_cursor {
-            "; GitHub had deleted the one we stored, so its message cursor was reset"
+            "; GitHub had deleted the stored one, so its message cursor was reset"
         } else {
             ""
         }
@@ -556,7 +556,7 @@ mod tests {
             ),
             "GitHub scale set 7 was created by this controller earlier, and is still there, \
              proven ours by the GitHub id we stored and our owner label; GitHub had deleted \
-             the one we stored, so its message cursor was reset"
+             the stored one, so its message cursor was reset"
         );
         for how in [
             HowReady::Created,
