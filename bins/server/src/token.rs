@@ -35,6 +35,8 @@ pub(crate) async fn run(store: &dyn Store, command: TokenCommand) -> Result<()> 
             outln!("{}", secret.expose_secret());
         }
         TokenCommand::List => {
+            // Tab-separated for scripts, under a header that names each column.
+            outln!("NAME\tID\tCREATED (unix ms)\tSCOPE");
             for token in store.list_api_tokens().await.context("listing tokens")? {
                 outln!(
                     "{}\t{}\t{}\t{}",

@@ -198,7 +198,7 @@ fn clear_cookie(page: &Page) -> HeaderValue {
 
 /// Why the sign-in form was shown, from its query (`?why=revoked`).
 const REVOKED: &str = "Your token no longer signs you in: it was revoked (or never existed). \
-     Sign in with a current one (`scaleset-server token create NAME` makes one).";
+     Sign in with a current one (scaleset-server token create NAME makes one).";
 
 async fn valid(page: &Page, token: &str) -> Result<bool, Response> {
     if token.is_empty() || token.len() > MAX_TOKEN {

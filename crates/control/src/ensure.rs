@@ -188,33 +188,15 @@ pub(crate) async fn ensure(
                 Some(github),
             )
             .unwrap_or_else(|| seen.clone());
-            let (code, how) = match (&recorded, &seen) {
-                (Provenance::Created(_), Provenance::Created(_)) => {
-                    (ReasonCode::ScaleSetCreated, "created on GitHub")
-                }
-                (Provenance::Created(_), _) => (
-                    ReasonCode::ScaleSetConfirmed,
-                    "created by this controller earlier, and found again",
-                ),
-                (Provenance::Adopted, Provenance::Known) => (
-                    ReasonCode::ScaleSetConfirmed,
-                    "adopted earlier, and found again",
-                ),
-                (Provenance::Adopted, _) => (ReasonCode::ScaleSetAdopted, "adopted"),
-                (Provenance::Known, _) => (
-                    ReasonCode::ScaleSetConfirmed,
-                    "known to us, and found again",
-                ),
+            let how = match (&recorded, &seen) {
+                (Provenance::Created(_), Provenance::Created(_)) => HowReady::Created,
+                (Provenance::Created(_), _) => HowReady::CreatedEarlier,
+                (Provenance::Adopted, Provenance::Known) => HowReady::AdoptedEarlier,
+                (Provenance::Adopted, _) => HowReady::Adopted,
+                (Provenance::Known, _) => HowReady::Known,
             };
-            let reason = format!(
-                "ready: GitHub scale set {github_id} {how}{}{}",
-                evidence_sentence(&evidence),
-                if reset_cursor {
-                    "; GitHub had deleted the stored one, so the message cursor was reset"
-                } else {
-                    ""
-                }
-            );
+            let code = how.code();
+            let reason = ready_reason(github_id, how, &evidence, reset_cursor);
             record(shared, id, code, &reason, |s| {
                 cache_group(s);
                 s.github_id = Some(github);
@@ -431,10 +413,7 @@ impl Hooks for EnsureHooks<'_> {
             self.shared,
             self.id,
             ReasonCode::CreateIntent,
-            &format!(
-                "creating scale set {:?} in runner group {} on GitHub",
-                spec.name, spec.runner_group_id
-            ),
+            &create_intent_reason(&spec.name, spec.runner_group_id),
             |s| {
                 if s.state != ScaleSetState::Ready {
                     s.state = ScaleSetState::Pending;
@@ -475,6 +454,72 @@ fn notice_code(notice: &scaleset_adopt::Notice) -> ReasonCode {
     }
 }
 
+/// How a ready scale set came to be ours, as this run saw it against what the store recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HowReady {
+    /// Created on GitHub by this run.
+    Created,
+    /// Created by this controller before, and found again.
+    CreatedEarlier,
+    /// Adopted before, and found again by its stored id.
+    AdoptedEarlier,
+    /// Adopted by this run.
+    Adopted,
+    /// Known to us (by its stored id), with no record of how it came to be ours.
+    Known,
+}
+
+impl HowReady {
+    fn code(self) -> ReasonCode {
+        match self {
+            Self::Created => ReasonCode::ScaleSetCreated,
+            Self::Adopted => ReasonCode::ScaleSetAdopted,
+            Self::CreatedEarlier | Self::AdoptedEarlier | Self::Known => {
+                ReasonCode::ScaleSetConfirmed
+            }
+        }
+    }
+}
+
+/// The state's reason of a ready scale set, a sentence for operators: `GitHub scale set 4 was
+/// created by this controller`, `GitHub scale set 1 was adopted, proven ours by our owner
+/// label`. The state badge already says `ready`, so the sentence does not; the evidence that
+/// only repeats how it came to be ours (`CreatedThisRun` beside "created") is left out.
+fn ready_reason(
+    github_id: impl std::fmt::Display,
+    how: HowReady,
+    evidence: &[scaleset_adopt::Evidence],
+    reset_cursor: bool,
+) -> String {
+    let how_words = match how {
+        HowReady::Created => "was created by this controller",
+        HowReady::CreatedEarlier => "was created by this controller earlier, and is still there",
+        HowReady::AdoptedEarlier => "was adopted earlier, and is still there",
+        HowReady::Adopted => "was adopted",
+        HowReady::Known => "is known to us, and still there",
+    };
+    let evidence: Vec<scaleset_adopt::Evidence> = evidence
+        .iter()
+        .filter(|e| **e != scaleset_adopt::Evidence::CreatedThisRun)
+        .copied()
+        .collect();
+    format!(
+        "GitHub scale set {github_id} {how_words}{}{}",
+        evidence_sentence(&evidence),
+        if reset_cursor {
+            "; GitHub had deleted the stored one, so its message cursor was reset"
+        } else {
+            ""
+        }
+    )
+}
+
+/// The reason recorded before a create on GitHub: `creating scale set linux-x64 on GitHub (in
+/// runner group 1)`, the name as it is written (no quotes or escapes).
+fn create_intent_reason(name: &str, runner_group_id: impl std::fmt::Display) -> String {
+    format!("creating scale set {name} on GitHub, in runner group {runner_group_id}")
+}
+
 /// `, proven ours by our owner label and the GitHub id we stored`, or nothing for an adoption
 /// on policy alone: the evidence as words for operators, not as enum names. The ready event
 /// and the fleet plan's adopt reason say it alike.
@@ -484,4 +529,64 @@ pub fn evidence_sentence(evidence: &[scaleset_adopt::Evidence]) -> String {
     }
     let words: Vec<String> = evidence.iter().map(ToString::to_string).collect();
     format!(", proven ours by {}", words.join(" and "))
+}
+
+#[cfg(test)]
+mod tests {
+    use scaleset_adopt::Evidence;
+
+    use super::*;
+
+    #[test]
+    fn a_ready_reason_is_a_sentence_without_enum_names_or_doubled_words() {
+        assert_eq!(
+            ready_reason(4, HowReady::Created, &[Evidence::CreatedThisRun], false),
+            "GitHub scale set 4 was created by this controller"
+        );
+        assert_eq!(
+            ready_reason(1, HowReady::Adopted, &[Evidence::OwnerLabel], false),
+            "GitHub scale set 1 was adopted, proven ours by our owner label"
+        );
+        assert_eq!(
+            ready_reason(
+                7,
+                HowReady::CreatedEarlier,
+                &[Evidence::StoredId, Evidence::OwnerLabel],
+                true
+            ),
+            "GitHub scale set 7 was created by this controller earlier, and is still there, \
+             proven ours by the GitHub id we stored and our owner label; GitHub had deleted \
+             the stored one, so its message cursor was reset"
+        );
+        for how in [
+            HowReady::Created,
+            HowReady::CreatedEarlier,
+            HowReady::AdoptedEarlier,
+            HowReady::Adopted,
+            HowReady::Known,
+        ] {
+            let text = ready_reason(
+                3,
+                how,
+                &[Evidence::CreatedThisRun, Evidence::StoredId],
+                false,
+            );
+            assert!(
+                !text.contains('[') && !text.contains("CreatedThisRun"),
+                "{text}"
+            );
+            assert!(!text.starts_with("ready"), "the badge says ready: {text}");
+            assert_eq!(text.matches("GitHub").count(), 2, "{text}");
+        }
+        assert_eq!(HowReady::Created.code(), ReasonCode::ScaleSetCreated);
+        assert_eq!(HowReady::Known.code(), ReasonCode::ScaleSetConfirmed);
+    }
+
+    #[test]
+    fn a_create_intent_names_the_scale_set_as_written() {
+        assert_eq!(
+            create_intent_reason("linux-x64", 1),
+            "creating scale set linux-x64 on GitHub, in runner group 1"
+        );
+    }
 }

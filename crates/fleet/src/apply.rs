@@ -521,14 +521,7 @@ async fn execute(store: &dyn Store, fleet: &Fleet, plan: FleetPlan) -> Result<Ap
                         .map_err(store_err("appending an event"))?;
                 }
                 store
-                    .append_event(
-                        row.id,
-                        ReasonCode::Declared,
-                        &format!(
-                            "stored by a fleet apply, planned as {}: {}",
-                            step.action, step.reason
-                        ),
-                    )
+                    .append_event(row.id, ReasonCode::Declared, &declared_reason(&step.reason))
                     .await
                     .map_err(store_err("appending an event"))?;
                 created.push(row.id);
@@ -805,4 +798,54 @@ pub async fn ours_undeclared(
         }
     }
     Ok((found, unlisted))
+}
+
+/// The reason of the `declared` event of a scale set a fleet apply stored, a sentence for
+/// operators: what the worker does next, without the plan's own vocabulary ("planned as
+/// create") or the plan's reason repeated inside it.
+fn declared_reason(reason: &Reason) -> String {
+    match reason {
+        Reason::NotLookedUp { .. } => "stored by a fleet apply; the worker creates it on GitHub, \
+             or adopts a scale set of the same name there if it is provably ours"
+            .to_owned(),
+        Reason::NotOnGitHub => "stored by a fleet apply; GitHub has no scale set of its name in \
+             the runner group, so the worker creates it"
+            .to_owned(),
+        other => format!("stored by a fleet apply: {other}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_declared_event_says_what_happens_next_once() {
+        let not_asked = declared_reason(&Reason::NotLookedUp {
+            why: "this apply does not ask GitHub".to_owned(),
+        });
+        assert_eq!(
+            not_asked,
+            "stored by a fleet apply; the worker creates it on GitHub, or adopts a scale set of \
+             the same name there if it is provably ours"
+        );
+        let created = declared_reason(&Reason::NotOnGitHub);
+        assert_eq!(created.matches("creates").count(), 1, "{created}");
+        for text in [not_asked, created] {
+            assert!(
+                !text.contains("planned as") && !text.contains('(') && !text.contains('`'),
+                "{text}"
+            );
+        }
+        let adopted = declared_reason(&Reason::Adoptable {
+            github_id: scaleset_adopt::GithubScaleSetId(1),
+            evidence: vec![scaleset_adopt::Evidence::OwnerLabel],
+            imported_from: None,
+        });
+        assert_eq!(
+            adopted,
+            "stored by a fleet apply: GitHub's scale set 1 is adopted, proven ours by our owner \
+             label"
+        );
+    }
 }

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use comfy_table::Cell;
-use scaleset_api::v1::{Token, TokenList};
+use scaleset_api::v1::{Token, TokenList, TokenScope};
 
 use super::Ctx;
 use crate::cli::TokenCommand;
@@ -35,8 +35,20 @@ fn table(ctx: &Ctx<'_>, items: &[Token]) -> String {
                 Cell::new(&t.name),
                 Cell::new(t.id),
                 Cell::new(short_time(&t.created_at)),
+                Cell::new(scope(t.scope)),
             ]
         })
         .collect();
-    ctx.out.table(&["NAME", "ID", "CREATED"], rows, "no tokens")
+    ctx.out
+        .table(&["NAME", "ID", "CREATED", "SCOPE"], rows, "no tokens")
+}
+
+/// A scope as `token create --scope` names it.
+fn scope(scope: TokenScope) -> &'static str {
+    match scope {
+        TokenScope::Read => "read",
+        TokenScope::Operate => "operate",
+        TokenScope::Admin => "admin",
+        _ => "a scope this scalesetctl does not know",
+    }
 }

@@ -512,6 +512,17 @@ fn tokens_are_listed_and_revoked() {
     let server = Server::start();
     let list = server.ok_starting_with(&["token", "list"], "NAME");
     assert!(list.stdout.contains("tests"), "{list:?}");
+    let header = list.stdout.lines().next().unwrap_or_default();
+    assert!(header.trim_end().ends_with("SCOPE"), "{list:?}");
+    let row = list
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("tests"))
+        .unwrap_or_default();
+    assert!(
+        row.trim_end().ends_with("admin"),
+        "the scope of each token: {list:?}"
+    );
     assert!(!list.stdout.contains(&server.token[4..]), "{list:?}");
     let (code, json) = server.json(&["token", "list"]);
     assert_eq!(code, 0);

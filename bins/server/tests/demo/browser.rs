@@ -176,6 +176,17 @@ impl Browser {
         .await
     }
 
+    /// Sets the window's size (a taller one shows a whole detail page in one screenshot).
+    pub(crate) async fn resize(&self, width: u32, height: u32) -> Result<()> {
+        self.call(
+            "POST",
+            "/window/rect",
+            Some(json!({ "width": width, "height": height })),
+        )
+        .await?;
+        Ok(())
+    }
+
     /// Saves a PNG of the viewport at `path`.
     pub(crate) async fn screenshot(&self, path: &Path) -> Result<()> {
         let data = self.call("GET", "/screenshot", None).await?;

@@ -380,6 +380,66 @@ async fn in_the_browser(demo: &Running, driver: &str, chromium: &str) -> Result<
         .eval("return document.querySelector('#name').textContent")
         .await?;
     assert_eq!(heading, "linux-x64");
+    // The instances in an operator's words: idle or busy (never a bare `running`), created in
+    // UTC to the second, how long in this status, and no pool-key column.
+    let table = browser
+        .eval(
+            "return { statuses: Array.from(document.querySelectorAll('#instances td.status')).map(function (t) { return t.textContent; }), \
+                      created: Array.from(document.querySelectorAll('#instances td.created')).map(function (t) { return t.textContent; }), \
+                      since: Array.from(document.querySelectorAll('#instances td.since')).map(function (t) { return t.textContent; }), \
+                      heads: Array.from(document.querySelectorAll('#instances th')).map(function (t) { return t.textContent; }) }",
+        )
+        .await?;
+    let texts = |key: &str| -> Vec<String> {
+        table[key]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert!(
+        texts("statuses")
+            .iter()
+            .all(|s| ["idle", "busy", "starting", "deleting"]
+                .iter()
+                .any(|w| s.starts_with(w))),
+        "{table}"
+    );
+    assert!(
+        texts("created")
+            .iter()
+            .all(|c| c.ends_with(" UTC") && c.len() == "2026-12-06 17:37:34 UTC".len()),
+        "{table}"
+    );
+    assert!(
+        texts("since")
+            .iter()
+            .all(|s| s.starts_with("for ") || s == "just now"),
+        "{table}"
+    );
+    assert!(!texts("heads").iter().any(|h| h == "pool key"), "{table}");
+    // A fresh demo has minutes of samples, not an hour: the axis is those minutes, and the
+    // page says since when it collects.
+    let axis = browser
+        .eval(
+            "var s = document.querySelector('#collecting-since'); \
+             return { since: s ? s.textContent : null, \
+                      start: document.querySelector('#chart-waiting text.axis-start').textContent }",
+        )
+        .await?;
+    assert!(
+        axis["since"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("collecting since ") && s.contains(" UTC")),
+        "{axis}"
+    );
+    assert_eq!(
+        axis["start"], "5 min ago",
+        "a fresh demo's axis is the shortest: {axis}"
+    );
     browser
         .screenshot(&screenshots().join("scale-set.png"))
         .await?;
@@ -480,7 +540,14 @@ async fn attention_and_charts(demo: &Running, browser: &browser::Browser) -> Res
     let sparks = browser
         .eval("return document.querySelectorAll('#scale-sets svg.spark').length")
         .await?;
-    assert_eq!(sparks, 3, "a sparkline per row");
+    assert!(
+        sparks.as_u64() >= Some(1),
+        "a sparkline where an hour of samples is: {sparks}"
+    );
+    let cells = browser
+        .eval("return document.querySelectorAll('#scale-sets td.spark svg.spark, #scale-sets td.spark .spark-empty').length")
+        .await?;
+    assert_eq!(cells, 3, "a sparkline, or a hint, per row");
     doc_screenshot(browser, "status-page-attention.png").await?;
 
     browser
@@ -509,6 +576,17 @@ async fn attention_and_charts(demo: &Running, browser: &browser::Browser) -> Res
             .await?;
         assert_eq!(found, true, "{id}");
     }
+    let latency = browser
+        .eval("return document.querySelector('#chart-latency polyline').getAttribute('points').split(' ').length")
+        .await?;
+    assert!(
+        latency.as_u64() > Some(20),
+        "the latency chart has the hour's jobs: {latency}"
+    );
+    // The detail page as docs/ shows it: tall enough for the charts and the instances.
+    browser.resize(1500, 1500).await?;
+    doc_screenshot(browser, "status-page-scale-set.png").await?;
+    browser.resize(1500, 900).await?;
     browser
         .screenshot(&screenshots().join("scale-set-charts.png"))
         .await?;
@@ -601,7 +679,7 @@ async fn fifty_failing(demo: &Running, browser: &browser::Browser) -> Result<()>
         groups
             .first()
             .map(|g| (g["count"].as_u64(), g["text"].as_str())),
-        Some((Some(48), Some("48 scale sets: provider `fake` failing"))),
+        Some((Some(48), Some("48 scale sets: provider fake failing"))),
         "the 47 copies and release fail for one reason, grouped at the top: {shown}"
     );
     let table = shown["table"].as_f64().unwrap_or(f64::MAX);
@@ -613,6 +691,11 @@ async fn fifty_failing(demo: &Running, browser: &browser::Browser) -> Result<()>
         shown["longest"].as_f64() <= Some(2.0 * ROW_HEIGHT_BOUND),
         "no row is more than twice the bound: {shown}"
     );
+    // The copies have no samples: their sparkline cell says so instead of a grey line.
+    let hints = browser
+        .eval("return document.querySelectorAll('#scale-sets td.spark .spark-empty').length")
+        .await?;
+    assert!(hints.as_u64() >= Some(47), "{hints}");
     let page_text = browser.eval("return document.body.innerText").await?;
     assert!(
         !page_text.as_str().unwrap_or("").contains("virtual-machine"),

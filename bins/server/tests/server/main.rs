@@ -181,6 +181,33 @@ async fn token_create_then_serve_then_sigterm() {
         String::from_utf8_lossy(&again.stderr).contains("exists already"),
         "{again:?}"
     );
+    // `token list` names its columns, the scope among them.
+    let reader = Command::new(BIN)
+        .args([
+            "--config",
+            config.to_str().unwrap(),
+            "token",
+            "create",
+            "dashboard",
+        ])
+        .args(["--scope", "read"])
+        .output()
+        .expect("run scaleset-server token create --scope read");
+    assert!(reader.status.success(), "{reader:?}");
+    let listed = Command::new(BIN)
+        .args(["--config", config.to_str().unwrap(), "token", "list"])
+        .output()
+        .expect("run scaleset-server token list");
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    let rows: Vec<Vec<&str>> = listed.lines().map(|l| l.split('\t').collect()).collect();
+    assert_eq!(
+        rows[0],
+        ["NAME", "ID", "CREATED (unix ms)", "SCOPE"],
+        "{listed}"
+    );
+    let scopes: Vec<(&str, &str)> = rows[1..].iter().map(|r| (r[0], r[3])).collect();
+    assert!(scopes.contains(&("admin", "admin")), "{listed}");
+    assert!(scopes.contains(&("dashboard", "read")), "{listed}");
 
     let server = Server::start(&config, false);
     let (status, body) = call(&server.addr, "GET", "/api/v1/controller", None, None).await;

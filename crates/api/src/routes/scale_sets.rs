@@ -178,7 +178,7 @@ pub(crate) async fn create(
         "scale set {:?} in runner group {:?} of entity {entity_id}",
         spec.name, spec.runner_group.name
     );
-    let reason = pending_reason(&spec);
+    let reason = pending_reason(spec.enabled, &spec.name);
     let stored = state
         .store
         .create_scale_set(NewScaleSet { entity_id, spec })
@@ -200,16 +200,15 @@ pub(crate) async fn create(
 }
 
 /// What a just-stored scale set waits for.
-fn pending_reason(spec: &StoredSpec) -> String {
-    if spec.enabled {
-        "stored; a worker ensures it on GitHub (creates or adopts it) at its next watch; \
-         state, reason and events show the outcome"
+fn pending_reason(enabled: bool, name: &str) -> String {
+    if enabled {
+        "stored; a worker creates it on GitHub shortly (or adopts a scale set of the same \
+         name there, if it is provably ours), and this reason then says which"
             .to_owned()
     } else {
         format!(
-            "stored disabled: not ensured on GitHub until enabled \
-             (scalesetctl scale-set update {} --enabled true)",
-            spec.name
+            "stored disabled: nothing is created on GitHub until it is enabled \
+             (scalesetctl scale-set update {name} --enabled true)"
         )
     }
 }
@@ -804,5 +803,24 @@ fn replace<T>(field: &mut T, value: Option<T>) {
 fn patch<T>(field: &mut Option<T>, value: Option<T>) {
     if value.is_some() {
         *field = value;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_scale_set_says_what_happens_next_in_words() {
+        assert_eq!(
+            pending_reason(true, "linux-x64"),
+            "stored; a worker creates it on GitHub shortly (or adopts a scale set of the same \
+             name there, if it is provably ours), and this reason then says which"
+        );
+        assert_eq!(
+            pending_reason(false, "linux-x64"),
+            "stored disabled: nothing is created on GitHub until it is enabled \
+             (scalesetctl scale-set update linux-x64 --enabled true)"
+        );
     }
 }

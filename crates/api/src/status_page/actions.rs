@@ -193,10 +193,19 @@ fn notice(done: Option<&str>) -> Option<&'static str> {
             "Drain asked for: the scale set is no longer served (no new runners); idle runners \
              are retired and busy ones finish their jobs."
         }
-        "enable" => "Enabled: a worker serves it again at its next watch.",
+        "enable" => {
+            "Enabled: the worker serving it makes runners for it again within its watch \
+             interval (10 s by default)."
+        }
         "disable" => "Disabled: no longer served; its runners are retired as for a drain.",
-        "retry" => "Retry asked for: the worker serving it tries again at its next watch.",
-        "edit" => "Saved: the worker serving it takes the change up at its next watch.",
+        "retry" => {
+            "Retry asked for: the worker serving it tries again within its watch interval \
+             (10 s by default), without waiting out its back-off."
+        }
+        "edit" => {
+            "Saved: the worker serving it applies the change within its watch interval \
+             (10 s by default)."
+        }
         _ => return None,
     })
 }
@@ -807,4 +816,23 @@ async fn decommission_preview(State(page): State<Page>, headers: HeaderMap) -> R
         }
     };
     Html(page_of("Decommission preview", &body)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_notice_is_a_sentence_in_the_operators_words() {
+        for done in ["drain", "enable", "disable", "retry", "edit"] {
+            let text = notice(Some(done)).unwrap_or_default();
+            assert!(text.ends_with('.'), "{done}: {text}");
+            assert!(
+                !text.contains("next watch") && !text.contains('`') && !text.contains('['),
+                "{done}: {text}"
+            );
+        }
+        assert_eq!(notice(Some("unknown")), None);
+        assert_eq!(notice(None), None);
+    }
 }

@@ -1,8 +1,11 @@
 //! The status page's pictures: small SVG line charts of a scale set's last hour, drawn on the
 //! server from its stored samples (no script, no image files: the SVG is part of the page, so
 //! it shows with scripts off and under a CSP that allows no inline style). Pure: samples and
-//! `now` in, markup out. The x axis is always the hour before `now`, so charts of different
-//! scale sets compare; the y axis runs from 0 to the largest value drawn (at least 1).
+//! `now` in, markup out. The x axis runs from the first sample of the last hour to `now` (at
+//! least [`MIN_SPAN`]), so the first hour after a start, or after a rehearsal wiped the
+//! samples, fills the chart instead of a sliver at its right; a chart that does not cover the
+//! hour says since when it collects. The y axis runs from 0 to the largest value drawn (at
+//! least 1).
 
 use maud::{Markup, html};
 use scaleset_store::{SAMPLE_WINDOW, Sample, Timestamp};
@@ -14,28 +17,72 @@ pub(crate) struct Series {
     pub(crate) points: Vec<(i64, f64)>,
 }
 
-/// Where a chart's window starts and how long it is, in unix milliseconds.
-fn window(now: Timestamp) -> (i64, f64) {
-    let span = i64::try_from(SAMPLE_WINDOW.as_millis()).unwrap_or(i64::MAX);
-    (now.unix_millis().saturating_sub(span), span as f64)
+/// The shortest time axis drawn, so a handful of samples a minute apart is not stretched
+/// across the chart.
+pub(crate) const MIN_SPAN: std::time::Duration = std::time::Duration::from_secs(5 * 60);
+
+/// A chart's time axis, in unix milliseconds: from the first sample of the last hour (or
+/// [`MIN_SPAN`] before `now`, whichever is earlier) to `now`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Window {
+    pub(crate) start: i64,
+    pub(crate) end: i64,
+    /// The first sample's time, when it is later than the hour's start: collecting since.
+    pub(crate) collecting_since: Option<Timestamp>,
 }
 
-/// The polyline points of `points` in a `width` × `height` box for the hour before `now`, on a
-/// y scale whose top is `top`; points outside the hour are left out.
+impl Window {
+    /// The axis for `samples` (oldest first) at `now`.
+    pub(crate) fn of(samples: &[Sample], now: Timestamp) -> Self {
+        let millis = |d: std::time::Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        let end = now.unix_millis();
+        let hour_start = end.saturating_sub(millis(SAMPLE_WINDOW));
+        let first = samples
+            .iter()
+            .map(|s| s.at.unix_millis())
+            .filter(|at| *at >= hour_start && *at <= end)
+            .min();
+        let start = first
+            .unwrap_or(hour_start)
+            .min(end.saturating_sub(millis(MIN_SPAN)));
+        // A minute of slack: a sample taken just after the hour's start covers it.
+        let collecting_since = first
+            .filter(|at| *at > hour_start + 60_000)
+            .map(Timestamp::from_unix_millis);
+        Self {
+            start,
+            end,
+            collecting_since,
+        }
+    }
+
+    fn span(&self) -> f64 {
+        (self.end - self.start).max(1) as f64
+    }
+
+    /// The left end's label: `60 min ago`, `7 min ago`.
+    fn start_label(&self) -> String {
+        let minutes = (self.end - self.start + 30_000) / 60_000;
+        format!("{minutes} min ago")
+    }
+}
+
+/// The polyline points of `points` in a `width` × `height` box for `window`, on a y scale
+/// whose top is `top`; points outside the window are left out.
 pub(crate) fn polyline(
     points: &[(i64, f64)],
-    now: Timestamp,
+    window: Window,
     top: f64,
     width: f64,
     height: f64,
 ) -> String {
-    let (start, span) = window(now);
+    let span = window.span();
     let top = if top > 0.0 { top } else { 1.0 };
     points
         .iter()
-        .filter(|(at, _)| *at >= start && *at <= now.unix_millis())
+        .filter(|(at, _)| *at >= window.start && *at <= window.end)
         .map(|(at, value)| {
-            let x = (*at - start) as f64 / span * width;
+            let x = (*at - window.start) as f64 / span * width;
             let y = height - (value.max(0.0) / top).min(1.0) * height;
             format!("{x:.1},{y:.1}")
         })
@@ -43,14 +90,13 @@ pub(crate) fn polyline(
         .join(" ")
 }
 
-/// The largest value among the series' points in the hour (at least 1, so a flat zero line
+/// The largest value among the series' points in the window (at least 1, so a flat zero line
 /// sits on the axis).
-fn top(series: &[Series], now: Timestamp) -> f64 {
-    let (start, _) = window(now);
+fn top(series: &[Series], window: Window) -> f64 {
     series
         .iter()
         .flat_map(|s| s.points.iter())
-        .filter(|(at, _)| *at >= start)
+        .filter(|(at, _)| *at >= window.start)
         .map(|(_, v)| *v)
         .fold(1.0, f64::max)
 }
@@ -99,29 +145,36 @@ pub(crate) fn latency_series(samples: &[Sample]) -> Vec<Series> {
 const W: f64 = 320.0;
 const H: f64 = 90.0;
 
-/// A titled chart of `series` over the hour before `now`, with its legend.
-pub(crate) fn chart(id: &str, title: &str, series: &[Series], now: Timestamp) -> Markup {
-    let top = top(series, now);
-    let empty = series.iter().all(|s| s.points.is_empty());
+/// A titled chart of `series` over `window`, with its legend; `empty` says what an empty
+/// chart means (no sample yet, or samples but no job started).
+pub(crate) fn chart(
+    id: &str,
+    title: &str,
+    series: &[Series],
+    window: Window,
+    empty: &str,
+) -> Markup {
+    let top = top(series, window);
+    let nothing = series.iter().all(|s| s.points.is_empty());
     html! {
         figure.chart id=(id) {
             figcaption { (title) }
             svg xmlns="http://www.w3.org/2000/svg" viewBox={ "0 0 " (W + 40.0) " " (H + 18.0) }
                 width=(W + 40.0) height=(H + 18.0) role="img" aria-label=(title) {
-                title { (title) ", last hour" }
+                title { (title) ", the last " (window.start_label().trim_end_matches(" ago")) }
                 line x1="0" y1=(H) x2=(W) y2=(H) stroke="#d1d9e0" {}
                 line x1="0" y1="0" x2=(W) y2="0" stroke="#eef1f4" {}
                 text x=(W + 4.0) y="10" font-size="10" fill="#59636e" { (fmt_top(top)) }
                 text x=(W + 4.0) y=(H) font-size="10" fill="#59636e" { "0" }
-                text x="0" y=(H + 14.0) font-size="10" fill="#59636e" { "60 min ago" }
+                text.axis-start x="0" y=(H + 14.0) font-size="10" fill="#59636e" { (window.start_label()) }
                 text x=(W) y=(H + 14.0) font-size="10" fill="#59636e" text-anchor="end" { "now" }
                 @for s in series {
                     polyline.line data-series=(s.name) fill="none" stroke=(s.colour)
-                        stroke-width="1.8" points=(polyline(&s.points, now, top, W, H)) {}
+                        stroke-width="1.8" points=(polyline(&s.points, window, top, W, H)) {}
                 }
             }
-            @if empty {
-                div.sub { "no samples in the last hour yet" }
+            @if nothing {
+                div.sub.empty-chart { (empty) }
             } @else {
                 div.legend {
                     @for s in series {
@@ -138,10 +191,31 @@ pub(crate) fn chart(id: &str, title: &str, series: &[Series], now: Timestamp) ->
     }
 }
 
-/// The overview's sparkline: jobs waiting and busy runners over the last hour.
+/// Under the charts: since when samples are collected, when that is within the hour.
+pub(crate) fn collecting_since(window: Window) -> Markup {
+    html! {
+        @if let Some(since) = window.collecting_since {
+            p.sub id="collecting-since" {
+                "collecting since " (super::render::utc(since))
+                " (a sample a minute, kept for an hour)"
+            }
+        }
+    }
+}
+
+/// The overview's sparkline: jobs waiting and busy runners over the window; with fewer than
+/// two samples (nothing a line can be drawn through), a hint instead of an empty grey line.
 pub(crate) fn sparkline(samples: &[Sample], now: Timestamp) -> Markup {
     const SW: f64 = 100.0;
     const SH: f64 = 22.0;
+    if samples.len() < 2 {
+        return html! {
+            span.sub.spark-empty title="the worker serving it writes a sample a minute" {
+                @if samples.is_empty() { "no samples yet" } @else { "collecting: one sample so far" }
+            }
+        };
+    }
+    let window = Window::of(samples, now);
     let mut series = waiting_series(samples);
     series.push(Series {
         name: "busy",
@@ -151,15 +225,15 @@ pub(crate) fn sparkline(samples: &[Sample], now: Timestamp) -> Markup {
             .map(|s| (s.at.unix_millis(), f64::from(s.busy)))
             .collect(),
     });
-    let top = top(&series, now);
+    let top = top(&series, window);
     html! {
         svg.spark xmlns="http://www.w3.org/2000/svg" viewBox={ "0 0 " (SW) " " (SH) } width=(SW)
-            height=(SH) role="img" aria-label="jobs waiting (red) and busy runners (purple), last hour" {
-            title { "last hour: jobs waiting (red), busy runners (purple); top " (fmt_top(top)) }
+            height=(SH) role="img" aria-label="jobs waiting (red) and busy runners (purple)" {
+            title { "the last " (window.start_label().trim_end_matches(" ago")) ": jobs waiting (red), busy runners (purple); top " (fmt_top(top)) }
             line x1="0" y1=(SH) x2=(SW) y2=(SH) stroke="#d1d9e0" {}
             @for s in &series {
                 polyline fill="none" stroke=(s.colour) stroke-width="1.5"
-                    points=(polyline(&s.points, now, top, SW, SH)) {}
+                    points=(polyline(&s.points, window, top, SW, SH)) {}
             }
         }
     }
@@ -193,18 +267,26 @@ mod tests {
         }
     }
 
+    fn hour(now: Timestamp) -> Window {
+        Window {
+            start: now.unix_millis() - 3_600_000,
+            end: now.unix_millis(),
+            collecting_since: None,
+        }
+    }
+
     #[test]
-    fn points_span_the_hour_and_scale_to_the_top() {
+    fn points_span_the_window_and_scale_to_the_top() {
         let now = Timestamp::from_unix_millis(NOW);
         let points = [(NOW - 3_600_000, 0.0), (NOW - 1_800_000, 2.0), (NOW, 4.0)];
         assert_eq!(
-            polyline(&points, now, 4.0, 100.0, 50.0),
+            polyline(&points, hour(now), 4.0, 100.0, 50.0),
             "0.0,50.0 50.0,25.0 100.0,0.0"
         );
     }
 
     #[test]
-    fn points_outside_the_hour_are_left_out_and_values_clamped() {
+    fn points_outside_the_window_are_left_out_and_values_clamped() {
         let now = Timestamp::from_unix_millis(NOW);
         let points = [
             (NOW - 3_600_001, 9.0),
@@ -213,22 +295,66 @@ mod tests {
             (NOW, 8.0),
         ];
         assert_eq!(
-            polyline(&points, now, 4.0, 100.0, 50.0),
+            polyline(&points, hour(now), 4.0, 100.0, 50.0),
             "100.0,50.0 100.0,0.0"
         );
-        assert_eq!(polyline(&[(NOW, 0.0)], now, 0.0, 10.0, 10.0), "10.0,10.0");
+        assert_eq!(
+            polyline(&[(NOW, 0.0)], hour(now), 0.0, 10.0, 10.0),
+            "10.0,10.0"
+        );
     }
 
     #[test]
-    fn the_top_is_the_largest_value_in_the_hour_and_at_least_one() {
+    fn the_axis_starts_at_the_first_sample_and_says_since_when_it_collects() {
+        let now = Timestamp::from_unix_millis(NOW);
+        // Twenty minutes of samples: the axis is those twenty minutes, not the hour.
+        let samples: Vec<Sample> = (0..=20).rev().map(|m| sample(m, 1, 1)).collect();
+        let window = Window::of(&samples, now);
+        assert_eq!(window.start, NOW - 20 * 60_000);
+        assert_eq!(window.start_label(), "20 min ago");
+        assert_eq!(
+            window.collecting_since,
+            Some(Timestamp::from_unix_millis(NOW - 20 * 60_000))
+        );
+        let first = polyline(
+            &waiting_series(&samples)[0].points,
+            window,
+            1.0,
+            100.0,
+            10.0,
+        );
+        assert!(
+            first.starts_with("0.0,"),
+            "the first sample is at the left: {first}"
+        );
+        let said = collecting_since(window).into_string();
+        assert!(
+            said.contains("collecting since 2026-12-02 09:40:00 UTC"),
+            "{said}"
+        );
+        // A full hour: the hour, and nothing to say.
+        let full: Vec<Sample> = (0..60).rev().map(|m| sample(m, 1, 1)).collect();
+        let window = Window::of(&full, now);
+        assert_eq!(window.start_label(), "59 min ago");
+        assert_eq!(window.collecting_since, None);
+        assert_eq!(collecting_since(window).into_string(), "");
+        // One sample just now: at least five minutes, so one point is not the whole width.
+        let window = Window::of(&[sample(0, 1, 1)], now);
+        assert_eq!(window.start, NOW - 5 * 60_000);
+        // None: the hour.
+        assert_eq!(Window::of(&[], now).start, NOW - 3_600_000);
+    }
+
+    #[test]
+    fn the_top_is_the_largest_value_in_the_window_and_at_least_one() {
         let now = Timestamp::from_unix_millis(NOW);
         let old = Series {
             name: "a",
             colour: "#000",
             points: vec![(NOW - 4_000_000, 50.0), (NOW - 60_000, 3.0)],
         };
-        assert_eq!(top(&[old], now), 3.0);
-        assert_eq!(top(&[], now), 1.0);
+        assert_eq!(top(&[old], hour(now)), 3.0);
+        assert_eq!(top(&[], hour(now)), 1.0);
         assert_eq!(fmt_top(3.0), "3");
         assert_eq!(fmt_top(2.5), "2.5");
         assert_eq!(fmt_top(12.34), "12");
@@ -238,22 +364,48 @@ mod tests {
     fn a_chart_draws_a_line_per_series_and_says_when_it_has_nothing() {
         let now = Timestamp::from_unix_millis(NOW);
         let samples = [sample(30, 2, 1), sample(0, 4, 3)];
-        let drawn = chart("runners", "Runners", &runner_series(&samples), now).into_string();
+        let window = Window::of(&samples, now);
+        let drawn = chart(
+            "runners",
+            "Runners",
+            &runner_series(&samples),
+            window,
+            "nothing yet",
+        )
+        .into_string();
         assert_eq!(drawn.matches("<polyline").count(), 3, "{drawn}");
         assert!(drawn.contains(r#"data-series="busy""#), "{drawn}");
-        assert!(!drawn.contains("no samples"), "{drawn}");
+        assert!(!drawn.contains("nothing yet"), "{drawn}");
         let latency = latency_series(&samples);
         assert_eq!(
             latency[0].points,
             vec![(NOW - 1_800_000, 30.0), (NOW, 30.0)]
         );
-        let none = chart("w", "Jobs waiting", &waiting_series(&[]), now).into_string();
-        assert!(none.contains("no samples in the last hour yet"), "{none}");
+        let none = chart(
+            "w",
+            "Jobs waiting",
+            &waiting_series(&[]),
+            window,
+            "no samples yet",
+        )
+        .into_string();
+        assert!(none.contains("no samples yet"), "{none}");
         let spark = sparkline(&samples, now).into_string();
         assert_eq!(spark.matches("<polyline").count(), 2, "{spark}");
         assert!(
-            spark.contains("50.0,11.0 100.0,0.0"),
-            "waiting 2 then 4 of 4: {spark}"
+            spark.contains("0.0,11.0 100.0,0.0"),
+            "waiting 2 then 4 of 4, the axis from the first sample: {spark}"
         );
+    }
+
+    #[test]
+    fn an_empty_sparkline_says_so_instead_of_a_grey_line() {
+        let now = Timestamp::from_unix_millis(NOW);
+        let spark = sparkline(&[], now).into_string();
+        assert!(spark.contains("no samples yet"), "{spark}");
+        assert!(!spark.contains("<svg"), "{spark}");
+        let one = sparkline(&[sample(0, 1, 1)], now).into_string();
+        assert!(one.contains("collecting: one sample so far"), "{one}");
+        assert!(!one.contains("<svg"), "{one}");
     }
 }

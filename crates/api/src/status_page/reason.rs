@@ -23,13 +23,13 @@ const FALLBACK_CHARS: usize = 80;
 pub(crate) fn short(set: &ScaleSet, events: &[Event]) -> Short {
     let provider_failing = || Short {
         code: Some(ReasonCode::ProviderFailing),
-        text: format!("provider `{}` failing", set.spec.provider),
+        text: format!("provider {} failing", set.spec.provider),
     };
     let of = |code: ReasonCode| match code {
         ReasonCode::ProviderFailing => provider_failing(),
         code => Short {
             code: Some(code),
-            text: code.summary().to_owned(),
+            text: beside_badge(code).to_owned(),
         },
     };
     if let Some(refusal) = set.refusal.as_ref().filter(|_| set.state.is_refusal()) {
@@ -67,6 +67,19 @@ pub(crate) fn short(set: &ScaleSet, events: &[Event]) -> Short {
     }
 }
 
+/// A code's sentence as it reads beside the state badge: the badge already says `ready`, so
+/// a ready code's sentence does not say it again (an event list, with no badge, keeps
+/// [`ReasonCode::summary`]).
+fn beside_badge(code: ReasonCode) -> &'static str {
+    match code {
+        ReasonCode::ScaleSetCreated => "created on GitHub by this controller",
+        ReasonCode::ScaleSetAdopted => "adopted",
+        ReasonCode::ScaleSetConfirmed => "the scale set we knew is still there",
+        ReasonCode::SessionOpened => "listening for jobs",
+        code => code.summary(),
+    }
+}
+
 /// `text` cut at a word before [`FALLBACK_CHARS`] characters, with `…` when cut.
 fn clipped(text: &str) -> String {
     if text.chars().count() <= FALLBACK_CHARS {
@@ -77,8 +90,8 @@ fn clipped(text: &str) -> String {
     format!("{}…", &cut[..at_word.unwrap_or(cut.len())])
 }
 
-/// Scale sets that need attention for the same reason, two or more: `12 scale sets: provider
-/// `lxd` failing`, with their names.
+/// Scale sets that need attention for the same reason, two or more (`12 scale sets: provider
+/// lxd failing`), with their names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Group {
     pub(crate) text: String,
@@ -115,7 +128,7 @@ mod tests {
     #[test]
     fn sets_failing_for_the_same_reason_are_one_group_largest_first() {
         let failing = (0..12)
-            .map(|i| (format!("lxd-{i}"), short("provider `lxd` failing")))
+            .map(|i| (format!("lxd-{i}"), short("provider lxd failing")))
             .chain((0..3).map(|i| {
                 (
                     format!("gpu-{i}"),
@@ -133,10 +146,29 @@ mod tests {
                 .map(|g| (g.text.as_str(), g.names.len()))
                 .collect::<Vec<_>>(),
             [
-                ("provider `lxd` failing", 12),
+                ("provider lxd failing", 12),
                 ("refused: another controller owns it", 3)
             ],
             "a reason one set has is no group"
+        );
+    }
+
+    #[test]
+    fn a_ready_reason_does_not_repeat_the_badge() {
+        for code in ReasonCode::ALL {
+            if code.kind() == scaleset_store::EventKind::Ready || *code == ReasonCode::SessionOpened
+            {
+                let text = beside_badge(*code);
+                assert!(!text.starts_with("ready"), "{code:?}: {text}");
+                assert!(
+                    code.summary().ends_with(text),
+                    "{code:?}: the same sentence"
+                );
+            }
+        }
+        assert_eq!(
+            beside_badge(ReasonCode::ForeignOwner),
+            ReasonCode::ForeignOwner.summary()
         );
     }
 

@@ -6,13 +6,13 @@ use std::time::SystemTime;
 
 use maud::{Markup, html};
 use scaleset_store::{
-    Attention, Event, Evidence, InstanceStatus, Provenance, ReasonCode, ScaleSet, ScaleSetState,
-    Timestamp,
+    Attention, Event, Evidence, Instance, InstanceStatus, Provenance, ReasonCode, ScaleSet,
+    ScaleSetState, Timestamp,
 };
 
 use super::actions::{self, Session};
 use super::chart;
-use super::html::{page, query_value, time_el};
+use super::html::{ago, page, query_value, rfc3339, time_el};
 use super::reason;
 use super::view::{Detail, Filter, Overview, Row, Runners, service};
 use crate::ours_undeclared::Known;
@@ -71,11 +71,12 @@ pub(crate) fn evidence_words(evidence: &[Evidence]) -> String {
 }
 
 /// An event in one line: its code's sentence (the detail text is for the detail page); an
-/// entry without a code (older than codes) shows its kind.
-fn event_summary(e: &Event) -> &str {
+/// entry without a code (older than codes) shows its kind in words (`foreign session`, not
+/// the stored `foreign_session`).
+fn event_summary(e: &Event) -> String {
     match e.code {
-        ReasonCode::Unspecified => e.kind.as_str(),
-        code => code.summary(),
+        ReasonCode::Unspecified => e.kind.as_str().replace('_', " "),
+        code => code.summary().to_owned(),
     }
 }
 
@@ -419,26 +420,39 @@ pub(crate) fn detail(
             }
         }
         h2 { "Last hour" }
-        @let at = Timestamp::from_system_time(now);
+        @let window = chart::Window::of(&row.samples, Timestamp::from_system_time(now));
+        @let no_samples = "no samples yet: the worker serving it writes one a minute";
         section.charts {
-            (chart::chart("chart-waiting", "Jobs waiting", &chart::waiting_series(&row.samples), at))
-            (chart::chart("chart-runners", "Runners idle, busy, starting", &chart::runner_series(&row.samples), at))
-            (chart::chart("chart-latency", "Job start latency (queued to started, s)", &chart::latency_series(&row.samples), at))
+            (chart::chart("chart-waiting", "Jobs waiting", &chart::waiting_series(&row.samples), window, no_samples))
+            (chart::chart("chart-runners", "Runners idle, busy, starting", &chart::runner_series(&row.samples), window, no_samples))
+            (chart::chart("chart-latency", "Job start latency (queued to started, s)", &chart::latency_series(&row.samples), window,
+                if row.samples.is_empty() { no_samples } else { "no job started in this window" }))
         }
+        (chart::collecting_since(window))
         h2 { "Instances (" (view.instances.len()) ")" }
         @if view.instances.is_empty() {
             p.empty { "No instances." }
         } @else {
+            @let failing = set.provider_error.is_some();
             table id="instances" {
                 thead { tr {
-                    th { "name" } th { "status" } th { "provider id" } th { "GitHub runner id" }
-                    th { "pool key" } th { "created" } th { "bootstrap deadline" }
+                    th { "name" } th { "status" } th { "in this status" } th { "provider id" }
+                    th { "GitHub runner id" } th { "created (UTC)" } th { "bootstrap deadline" }
                 } }
                 tbody {
                     @for i in &view.instances {
                         tr.instance data-status=(i.status.as_str()) {
-                            td { code { (i.name) } }
-                            td { (i.status.as_str()) }
+                            // The pool key is rarely needed: the name's tooltip keeps it.
+                            td title={ "pool key " (i.pool_key) } { code { (i.name) } }
+                            td.status {
+                                (instance_status(i.status))
+                                @if let Some(waits) = waits_for(i, failing) {
+                                    div.sub.waits { (waits) }
+                                }
+                            }
+                            td.since title={ "last change " (utc(i.updated_at)) } {
+                                (for_how_long(i.updated_at, now))
+                            }
                             td { code { (i.provider_id.as_deref().unwrap_or("—")) } }
                             td {
                                 @match i.github_runner_id {
@@ -446,8 +460,7 @@ pub(crate) fn detail(
                                     None => "—",
                                 }
                             }
-                            td { code { (i.pool_key) } }
-                            td { (time_el(i.created_at, now)) }
+                            td.created { time datetime=(rfc3339(i.created_at)) { (utc(i.created_at)) } }
                             td.deadline {
                                 // Only a runner still coming up has a deadline that matters:
                                 // an online or busy one met it.
@@ -497,6 +510,58 @@ pub(crate) fn detail(
     page(&spec.name, &body, true, true)
 }
 
+/// An instance's status in the operator's words: `running` is a registered runner without a
+/// job, which newcomers read as "running a job", so it says `idle`.
+fn instance_status(status: InstanceStatus) -> &'static str {
+    match status {
+        InstanceStatus::Pending => "starting: the provider is about to be asked",
+        InstanceStatus::Creating => "starting: the provider creates it",
+        InstanceStatus::Running => "idle: online, no job",
+        InstanceStatus::Busy => "busy: running a job",
+        InstanceStatus::Deleting => "deleting",
+        InstanceStatus::Deleted => "deleted",
+        InstanceStatus::Failed => "failed: to be deleted",
+    }
+}
+
+/// What an instance waits for before it goes, where it waits: a `deleting` row for the
+/// provider to delete its machine (after the provider's back-off when it fails), a runner an
+/// operator asked to remove for its job to end.
+fn waits_for(instance: &Instance, provider_failing: bool) -> Option<&'static str> {
+    match (instance.status, instance.removal_requested_at.is_some()) {
+        (InstanceStatus::Deleting, _) if provider_failing => Some(
+            "its runner is removed from GitHub; waits for the provider, which is failing, to \
+             delete its machine (tried again after the back-off)",
+        ),
+        (InstanceStatus::Deleting, _) => {
+            Some("its runner is removed from GitHub; waits for the provider to delete its machine")
+        }
+        (InstanceStatus::Busy, true) => Some("removal asked for: retired when its job ends"),
+        (InstanceStatus::Pending | InstanceStatus::Creating | InstanceStatus::Running, true) => {
+            Some("removal asked for: retired within the worker's watch interval")
+        }
+        _ => None,
+    }
+}
+
+/// A time in UTC to the second, as people read it: `2026-12-06 17:37:34 UTC`.
+pub(crate) fn utc(at: Timestamp) -> String {
+    let text = rfc3339(at);
+    match text.strip_suffix('Z') {
+        Some(plain) => format!("{} UTC", plain.replacen('T', " ", 1)),
+        None => text,
+    }
+}
+
+/// How long since `since`, as `for 3 min` (never negative).
+fn for_how_long(since: Timestamp, now: SystemTime) -> String {
+    let ago = ago(since, now);
+    match ago.strip_suffix(" ago") {
+        Some(span) => format!("for {span}"),
+        None => "just now".to_owned(),
+    }
+}
+
 /// The sign-in form; `error` says why the last attempt failed.
 pub(crate) fn login(error: Option<&str>) -> String {
     let body = html! {
@@ -520,6 +585,105 @@ pub(crate) fn login(error: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn instance(status: InstanceStatus, removal: bool) -> Instance {
+        Instance {
+            name: "linux-x64-abc".to_owned(),
+            scale_set_id: scaleset_store::ScaleSetId(uuid::Uuid::from_u128(1)),
+            provider_id: Some("i-1".to_owned()),
+            github_runner_id: Some(5),
+            pool_key: "pool".to_owned(),
+            status,
+            bootstrap_deadline: None,
+            created_at: Timestamp::from_unix_millis(1_796_205_600_000),
+            updated_at: Timestamp::from_unix_millis(1_796_205_600_000),
+            removal_requested_at: removal.then(|| Timestamp::from_unix_millis(1_796_205_600_000)),
+        }
+    }
+
+    #[test]
+    fn an_idle_runner_says_idle_and_a_busy_one_says_it_runs_a_job() {
+        assert_eq!(
+            instance_status(InstanceStatus::Running),
+            "idle: online, no job"
+        );
+        assert_eq!(instance_status(InstanceStatus::Busy), "busy: running a job");
+        for status in [
+            InstanceStatus::Pending,
+            InstanceStatus::Creating,
+            InstanceStatus::Running,
+            InstanceStatus::Deleting,
+            InstanceStatus::Deleted,
+            InstanceStatus::Failed,
+        ] {
+            assert!(
+                !instance_status(status).contains("running"),
+                "{status:?} never reads as running a job"
+            );
+        }
+    }
+
+    #[test]
+    fn a_deleting_instance_says_what_it_waits_for() {
+        let deleting = instance(InstanceStatus::Deleting, false);
+        assert_eq!(
+            waits_for(&deleting, false),
+            Some("its runner is removed from GitHub; waits for the provider to delete its machine")
+        );
+        assert!(
+            waits_for(&deleting, true).is_some_and(|w| w.contains("failing")),
+            "a failing provider is named"
+        );
+        assert_eq!(
+            waits_for(&instance(InstanceStatus::Busy, true), false),
+            Some("removal asked for: retired when its job ends")
+        );
+        assert_eq!(
+            waits_for(&instance(InstanceStatus::Busy, false), false),
+            None
+        );
+        assert_eq!(
+            waits_for(&instance(InstanceStatus::Running, false), false),
+            None
+        );
+    }
+
+    #[test]
+    fn instance_times_are_in_utc_to_the_second_with_how_long_since() {
+        let at = Timestamp::from_unix_millis(1_796_205_600_000 + 7_000);
+        assert_eq!(utc(at), "2026-12-02 10:00:07 UTC");
+        let now =
+            std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_796_205_600_000 + 187_000);
+        assert_eq!(for_how_long(at, now), "for 3 min");
+    }
+
+    #[test]
+    fn an_event_reads_as_its_codes_sentence_or_its_kind_in_words() {
+        let event = |kind, code| Event {
+            id: 1,
+            scale_set_id: scaleset_store::ScaleSetId(uuid::Uuid::from_u128(1)),
+            kind,
+            code,
+            reason: "detail".to_owned(),
+            at: Timestamp::from_unix_millis(0),
+            count: 1,
+            last_at: Timestamp::from_unix_millis(0),
+        };
+        assert_eq!(
+            event_summary(&event(
+                scaleset_store::EventKind::Ready,
+                ReasonCode::ScaleSetCreated
+            )),
+            "ready: created on GitHub by this controller"
+        );
+        assert_eq!(
+            event_summary(&event(
+                scaleset_store::EventKind::ForeignSession,
+                ReasonCode::Unspecified
+            )),
+            "foreign session"
+        );
+    }
 
     fn card(known: &Known) -> String {
         ours_undeclared_card(known, SystemTime::now()).into_string()

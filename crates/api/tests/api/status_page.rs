@@ -221,7 +221,7 @@ async fn the_page_counts_and_shows_what_needs_attention(backend: Backend) {
     // command are the detail page's.
     for said in [
         r#"data-code="session_held">another owner holds its message session<"#,
-        r#"data-code="provider_failing">provider `fake` failing<"#,
+        r#"data-code="provider_failing">provider fake failing<"#,
         "12 jobs have waited for a runner for 60 min without a break, longer than the \
          bootstrap timeout (10 min)",
     ] {
@@ -287,6 +287,12 @@ async fn the_page_counts_and_shows_what_needs_attention(backend: Backend) {
 
     let detail = get(format!("/scale-sets/{}", ids["set-00"].0)).await;
     assert!(detail.contains("met (running a job)"), "{detail}");
+    // A busy runner reads as busy (and an idle one would read as idle, not `running`); the
+    // pool key is the name's tooltip, not a column; created is UTC to the second.
+    assert!(detail.contains("busy: running a job"), "{detail}");
+    assert!(!detail.contains("<th>pool key</th>"), "{detail}");
+    assert!(detail.contains(r#"title="pool key pool""#), "{detail}");
+    assert!(detail.contains("<th>created (UTC)</th>"), "{detail}");
     assert!(
         !detail.contains("in 60 min") && !detail.contains("in 59 min"),
         "a busy runner's deadline counts down: {detail}"
