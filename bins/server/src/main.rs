@@ -7,7 +7,8 @@
 //! the whole product on one machine with no configuration (`scaleset-demo`). Thin on purpose:
 //! the wiring lives in `scaleset-app`, the behaviour in `scaleset-api` and `scaleset-control`.
 //!
-//! Exit codes (`scaleset_app::Exit`, the table in docs/cli.md): 0 after a clean shutdown, 2 for
+//! Exit codes (`scaleset_app::Exit`, the table in docs/cli.md): 0 after a clean shutdown, 3 after
+//! one abandoned when it took longer than `worker.shutdown_timeout` (`--with-worker`), 2 for
 //! an invalid configuration (nothing was opened), 1 for a command line not understood, or when
 //! starting or serving failed.
 
@@ -64,5 +65,5 @@ fn main() -> ExitCode {
         with_worker: args.with_worker,
     };
     let serve = scaleset_app::serve(role, &config, &env, signals);
-    scaleset_app::block_on(PROGRAM, pool, async move { serve.await.map(|_| ()) }).into()
+    scaleset_app::block_on(PROGRAM, pool, serve).into()
 }

@@ -4,7 +4,8 @@
 //! `worker.listen`, and runs until SIGTERM or SIGINT. Thin on purpose: the wiring lives in
 //! `scaleset-app`, the behaviour in `scaleset-control`.
 //!
-//! Exit codes (`scaleset_app::Exit`, the table in docs/cli.md): 0 after a clean shutdown, 2 for
+//! Exit codes (`scaleset_app::Exit`, the table in docs/cli.md): 0 after a clean shutdown, 3 after
+//! one abandoned when it took longer than `worker.shutdown_timeout`, 2 for
 //! an invalid configuration (nothing was opened), 1 for a command line not understood, or when
 //! starting failed (database, lock, port) or the loop failed.
 //!
@@ -57,8 +58,5 @@ fn main() -> ExitCode {
     }
     init_tracing(args.log_format, "info");
     let serve = scaleset_app::serve(Role::Worker, &config, &env, signals);
-    scaleset_app::block_on(PROGRAM, config.store.configured_pool_size(), async move {
-        serve.await.map(|_| ())
-    })
-    .into()
+    scaleset_app::block_on(PROGRAM, config.store.configured_pool_size(), serve).into()
 }

@@ -262,7 +262,8 @@ impl App {
 pub enum Stopped {
     /// The control loop deleted its sessions and released its leases (or none ran).
     Cleanly,
-    /// It took longer than `worker.shutdown_timeout` and was abandoned (logged).
+    /// It took longer than `worker.shutdown_timeout` and was abandoned (logged; the process
+    /// exits 3, [`crate::Exit::Partial`]).
     TimedOut,
 }
 

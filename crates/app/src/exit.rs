@@ -7,7 +7,7 @@
 //! | 0 | done; nothing to change (a plan with no work in it) |
 //! | 1 | an error: the command line is not understood, a read, a start or a step failed |
 //! | 2 | changes pending or refused: a plan with work in it, a stale plan refused, an invalid configuration refused (nothing opened: systemd's `RestartPreventExitStatus=2` does not restart it) |
-//! | 3 | partially done: applied, but busy runners were left |
+//! | 3 | partially done: applied, but busy runners were left; or a stop that took longer than `worker.shutdown_timeout` and was abandoned |
 
 use std::process::ExitCode;
 
@@ -21,7 +21,9 @@ pub enum Exit {
     /// Changes pending (a plan with work in it) or refused (a stale plan, an invalid
     /// configuration): nothing was done. Exit 2.
     Refused,
-    /// Partially done: busy runners were left. Exit 3.
+    /// Partially done: busy runners were left, or a stop took longer than
+    /// `worker.shutdown_timeout` and was abandoned (sessions may be left until the leases
+    /// expire). Exit 3.
     Partial,
 }
 
@@ -45,6 +47,25 @@ impl Exit {
             Self::Failed
         } else {
             Self::Done
+        }
+    }
+}
+
+/// A run with nothing more to say than that it succeeded.
+impl From<()> for Exit {
+    fn from((): ()) -> Self {
+        Self::Done
+    }
+}
+
+/// A served process's exit after SIGTERM or SIGINT: a stop abandoned after
+/// `worker.shutdown_timeout` is not the clean stop exit 0 promises, and an operator (or a test)
+/// tells the two apart by the code alone.
+impl From<crate::Stopped> for Exit {
+    fn from(stopped: crate::Stopped) -> Self {
+        match stopped {
+            crate::Stopped::Cleanly => Self::Done,
+            crate::Stopped::TimedOut => Self::Partial,
         }
     }
 }

@@ -157,10 +157,10 @@ pub async fn serve(
         database = %database,
         "{program} started"
     );
-    if let Role::Server { .. } = role {
-        let scheme = if tls.is_some() { "https" } else { "http" };
-        crate::errln!("{program} listening on {scheme}://{listen}");
-    }
+    // The ready line, on stderr whatever the log format and filter: a supervisor (and a test)
+    // learns the bound address from it, never from a log line.
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    crate::errln!("{program} listening on {scheme}://{listen}");
     let stopped = running
         .serve_until(http, async move {
             let signal = signalled.await;

@@ -31,14 +31,17 @@ pub fn runtime(pool_size: u32) -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
-/// Runs `work` for `program` on [`runtime`]`(pool_size)` and says how it ended: an error is
-/// printed with its causes (and logged), and is [`Exit::Failed`](crate::Exit::Failed).
-pub fn block_on<E>(
+/// Runs `work` for `program` on [`runtime`]`(pool_size)` and says how it ended: what it
+/// returned as its [`Exit`](crate::Exit) (`()` is [`Exit::Done`](crate::Exit::Done), a
+/// [`Stopped`](crate::Stopped) says whether the stop was clean), or an error, printed with its
+/// causes (and logged), as [`Exit::Failed`](crate::Exit::Failed).
+pub fn block_on<T, E>(
     program: &str,
     pool_size: u32,
-    work: impl std::future::Future<Output = Result<(), E>>,
+    work: impl std::future::Future<Output = Result<T, E>>,
 ) -> crate::Exit
 where
+    T: Into<crate::Exit>,
     E: Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
 {
     let runtime = match runtime(pool_size) {
@@ -54,7 +57,7 @@ where
     // for it (the chaos soak's partitions found a SIGTERM that never exited).
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     match result {
-        Ok(()) => crate::Exit::Done,
+        Ok(done) => done.into(),
         Err(e) => {
             let e: Box<dyn std::error::Error + Send + Sync> = e.into();
             let mut text = e.to_string();

@@ -105,8 +105,9 @@ impl Server {
         Self { child, addr, lines }
     }
 
-    /// Sends SIGTERM; returns the exit status and the rest of stderr.
-    fn stop(mut self) -> (std::process::ExitStatus, String) {
+    /// Sends SIGTERM; returns the exit status and the rest of stderr (for a failure message:
+    /// [`Stderr`] cannot be searched, what happened is read from typed state).
+    fn stop(mut self) -> (std::process::ExitStatus, Stderr) {
         kill(
             Pid::from_raw(i32::try_from(self.child.id()).unwrap()),
             Signal::SIGTERM,
@@ -124,7 +125,16 @@ impl Server {
         {
             rest.push(line);
         }
-        (status, rest.join("\n"))
+        (status, Stderr(rest.join("\n")))
+    }
+}
+
+/// A server's stderr, for a failure message: `Display` only, no `contains`.
+struct Stderr(String);
+
+impl std::fmt::Display for Stderr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
     }
 }
 
@@ -228,9 +238,9 @@ async fn token_create_then_serve_then_sigterm() {
     );
     let (status, _) = call(&server.addr, "GET", "/readyz", None, None).await;
     assert_eq!(status, 200);
+    // Exit 0 is a clean stop (one abandoned after `worker.shutdown_timeout` exits 3).
     let (status, stderr) = server.stop();
     assert!(status.success(), "{status:?}: {stderr}");
-    assert!(stderr.contains("stopped cleanly"), "{stderr}");
 }
 
 #[test]

@@ -18,7 +18,9 @@ use scaleset_store::{
 use crate::check::{
     self, Act, Acted, Convergence, GitHubSet, Job, Observed, Recoveries, StoredSet, Takeovers,
 };
-use crate::helpers::{CONTROLLER, PgDatabase, RunningSim, Site, Worker, worker_env_with};
+use crate::helpers::{
+    CONTROLLER, PgDatabase, RunningSim, Site, Worker, eventually, worker_env_with,
+};
 use crate::link::{Fault, Link};
 use crate::schedule::{Action, Backend, LinkTo, Rng, Step, plan};
 
@@ -170,8 +172,7 @@ struct Slot {
 
 impl Slot {
     fn retire(&mut self, worker: &Worker) {
-        self.old_logs
-            .extend(worker.lines.lock().map(|l| l.clone()).unwrap_or_default());
+        self.old_logs.extend(worker.log_lines());
     }
 }
 
@@ -604,7 +605,7 @@ impl Soak<'_> {
         for (index, slot) in self.slots.iter().enumerate() {
             let mut lines = slot.old_logs.clone();
             if let Some(w) = &slot.worker {
-                lines.extend(w.lines.lock().map(|l| l.clone()).unwrap_or_default());
+                lines.extend(w.log_lines());
             }
             let notable: Vec<_> = lines
                 .iter()
@@ -661,10 +662,19 @@ async fn cut_connections(url: &str) -> Result<usize, String> {
 
 /// The store's scale sets with their trails (oldest first).
 async fn stored(url: &str) -> Result<Vec<StoredSet>, String> {
+    stored_in(&open(url).await?).await
+}
+
+/// The store at `url`.
+async fn open(url: &str) -> Result<DieselStore, String> {
     let url = DatabaseUrl::parse(url).map_err(|e| e.to_string())?;
-    let store = DieselStore::open(StoreOptions::new(url, Keyring::new(test_key("k1", 1))))
+    DieselStore::open(StoreOptions::new(url, Keyring::new(test_key("k1", 1))))
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())
+}
+
+/// What `store` holds of every scale set, as the check reads it.
+async fn stored_in(store: &DieselStore) -> Result<Vec<StoredSet>, String> {
     let mut out = Vec::new();
     for set in store
         .list_scale_sets(None)
@@ -689,6 +699,27 @@ async fn stored(url: &str) -> Result<Vec<StoredSet>, String> {
     Ok(out)
 }
 
+/// How long the store may take to follow GitHub's settled side before the check reads it.
+const STORE_FOLLOWS: Duration = Duration::from_secs(30);
+
+/// Whether every scale set of ours is stored `ready` with the id GitHub has for it: what the
+/// check reads of the store.
+async fn store_agrees(store: &DieselStore, github: &StateSnapshot) -> bool {
+    let Ok(stored) = stored_in(store).await else {
+        return false;
+    };
+    SETS.iter().all(|name| {
+        let on_github = github
+            .scale_sets
+            .iter()
+            .find(|s| s.name == *name)
+            .map(|s| s.id);
+        stored
+            .iter()
+            .any(|s| s.name == *name && s.state == "ready" && s.github_id == on_github)
+    })
+}
+
 /// Adds `bootstrap_timeout` to every scale set of the site's configuration: a machine that
 /// never registers (created just before a kill, say) is reaped within the settle time.
 fn shorten_bootstrap(site: &Site) {
@@ -705,8 +736,7 @@ fn shorten_bootstrap(site: &Site) {
 /// Runs one soak; `None` when its backend is not available here (PostgreSQL unset).
 #[allow(
     clippy::disallowed_methods,
-    reason = "the chaos schedule runs on wall time: its ticks pace the faults and the settle; \
-              the pause before reading the store is still a guess (to replace with a wait on state)"
+    reason = "the chaos schedule runs on wall time: its ticks pace the faults and the settle"
 )]
 pub(crate) async fn soak(settings: Settings) -> Option<Report> {
     let db = match settings.backend {
@@ -901,19 +931,30 @@ pub(crate) async fn soak(settings: Settings) -> Option<Report> {
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    // The store is read after a short pause: a state written just after the last change of
-    // GitHub's side (ready after a session opened) lands within a reconcile interval.
-    tokio::time::sleep(Duration::from_secs(2)).await;
     soak.log(match soak.figures.settled_in {
         Some(d) => format!("settled after {:.1} s", d.as_secs_f64()),
         None => format!("NOT settled within {:?}", settings.settle),
     });
-
-    let state = sim.sim.state();
     let url = match &db {
         Some(db) => db.url.clone(),
         None => format!("sqlite://{}", site.db().display()),
     };
+    if soak.figures.settled_in.is_some()
+        && let Ok(store) = open(&url).await
+    {
+        // GitHub's side settled; the store follows within a reconcile interval (a scale set
+        // is stored `ready` after its session opened). Wait for exactly what the check reads
+        // of it, bounded: a store that never agrees is what the check then reports.
+        let _agreed = tokio::time::timeout(
+            STORE_FOLLOWS,
+            eventually("the store agrees with GitHub", || async {
+                store_agrees(&store, &sim.sim.state()).await.then_some(())
+            }),
+        )
+        .await;
+    }
+
+    let state = sim.sim.state();
     let mut violations = Vec::new();
     let stored = match stored(&url).await {
         Ok(stored) => stored,

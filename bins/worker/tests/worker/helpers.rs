@@ -354,9 +354,30 @@ pub(crate) fn worker_env() -> Vec<(&'static str, String)> {
 }
 
 /// A running worker process.
+///
+/// Its stderr is kept for failure messages only: [`Worker::log`] can be printed but not
+/// searched, so a test learns what happened from typed state (the store, the simulator,
+/// `/readyz`, `/metrics`, the exit status), never from a log line. The tests whose subject is
+/// the log itself read it through [`Worker::log_lines`] (the structure test
+/// `process_tests_read_no_log_to_decide` names where).
 pub(crate) struct Worker {
     pub(crate) child: Child,
-    pub(crate) lines: Arc<Mutex<Vec<String>>>,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+/// A worker's stderr so far, for a failure message: `Display` only, no `contains`.
+pub(crate) struct Log(String);
+
+impl std::fmt::Display for Log {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::fmt::Debug for Log {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 impl Worker {
@@ -403,9 +424,21 @@ impl Worker {
         Pid::from_raw(i32::try_from(self.child.id().expect("running")).expect("pid"))
     }
 
-    /// Every log line so far.
-    pub(crate) fn log(&self) -> String {
-        self.lines.lock().expect("lines").join("\n")
+    /// Every stderr line so far, for a failure message (see [`Log`]).
+    pub(crate) fn log(&self) -> Log {
+        Log(self.lines.lock().expect("lines").join("\n"))
+    }
+
+    /// A handle on the stderr lines that stays readable after the process is waited for (the
+    /// reader may still be draining a dead process's pipe), for a failure message.
+    pub(crate) fn log_handle(&self) -> LogHandle {
+        LogHandle(self.lines.clone())
+    }
+
+    /// Every stderr line so far, as text: only for the tests whose subject is the log (its
+    /// format, its fields) and the soak's report of notable lines, never to learn what happened.
+    pub(crate) fn log_lines(&self) -> Vec<String> {
+        self.lines.lock().expect("lines").clone()
     }
 
     /// The sum of this worker's series `name` whose labels include every pair of `labels`
@@ -416,14 +449,15 @@ impl Worker {
         sum_series(&body, name, labels)
     }
 
-    /// The address of the health and metrics listener, from the start-up log line.
+    /// The address of the health and metrics listener, from the ready line the binary prints
+    /// whatever its log format (`scaleset-worker listening on http://ADDR`, docs/operations.md).
     pub(crate) async fn listen(&self) -> SocketAddr {
-        eventually("the worker logs its start", || async {
+        eventually("the worker prints its ready line", || async {
             self.lines.lock().expect("lines").iter().find_map(|line| {
-                let value: serde_json::Value = serde_json::from_str(line).ok()?;
-                (value["message"] == "scaleset-worker started")
-                    .then(|| value["listen"].as_str()?.parse().ok())
-                    .flatten()
+                line.strip_prefix("scaleset-worker listening on http://")?
+                    .trim()
+                    .parse()
+                    .ok()
             })
         })
         .await
@@ -452,12 +486,41 @@ impl Worker {
     }
 
     /// Waits (bounded) for the process to exit by itself.
-    pub(crate) async fn exit_code(mut self) -> Option<i32> {
-        let status = tokio::time::timeout(Duration::from_secs(60), self.child.wait())
+    pub(crate) async fn exit_code(self) -> Option<i32> {
+        self.exit_status().await.code()
+    }
+
+    /// Waits (bounded) for the process to exit by itself: its status (the signal that ended
+    /// it, if one did).
+    pub(crate) async fn exit_status(mut self) -> std::process::ExitStatus {
+        tokio::time::timeout(Duration::from_secs(60), self.child.wait())
             .await
             .expect("the worker exits within 60 s")
-            .expect("wait for the worker");
-        status.code()
+            .expect("wait for the worker")
+    }
+}
+
+/// A worker's stderr lines that outlive the [`Worker`] (consumed by a wait), for a failure
+/// message only.
+pub(crate) struct LogHandle(Arc<Mutex<Vec<String>>>);
+
+impl LogHandle {
+    /// Every stderr line so far.
+    pub(crate) fn log(&self) -> Log {
+        Log(self.0.lock().expect("lines").join("\n"))
+    }
+
+    /// The lines the binary printed to its operator (not log lines): `scaleset-worker: …`, the
+    /// error a refused or failed start explains itself with. Like a CLI's answer, that is the
+    /// binary's interface, not its log.
+    pub(crate) fn answer(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .expect("lines")
+            .iter()
+            .filter(|line| line.starts_with("scaleset-worker: "))
+            .cloned()
+            .collect()
     }
 }
 

@@ -1,5 +1,7 @@
 //! What the worker's logs say, read as a log collector reads them: `--log-format json` parsed
-//! line by line (issue 29 item 15).
+//! line by line (issue 29 item 15), text without colour codes. The log is these tests' subject,
+//! so they alone read it as text ([`Worker::log_lines`]); every other process test learns what
+//! happened from typed state.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -75,13 +77,13 @@ fn strings(value: &serde_json::Value, out: &mut Vec<String>) {
 async fn json_logs_keep_the_scale_sets_name_and_hold_no_rust_debug_text() {
     let (_sim, site) = helpers::linux_site().await;
     let worker = Worker::spawn_logging(&site.config(), &worker_env(), "json");
-    let log = eventually("the scale set is ensured", || async {
-        let log = worker.log();
-        log.contains("scale set ensured").then_some(log)
-    })
-    .await;
+    let log = ensured_logged(&worker).await;
     let mut ensured = None;
-    for line in log.lines() {
+    // The ready line is the binary's answer to a supervisor, not a log line.
+    for line in log
+        .iter()
+        .filter(|l| !l.starts_with("scaleset-worker listening on "))
+    {
         if let Err(e) = serde_json::from_str::<Strict>(line) {
             panic!("a log line is not one JSON object with unique keys ({e}): {line}");
         }
@@ -108,4 +110,28 @@ async fn json_logs_keep_the_scale_sets_name_and_hold_no_rust_debug_text() {
             .is_some_and(|spans| spans.iter().any(|s| s["scale_set"] == "linux")),
         "{ensured}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_logs_to_a_pipe_carry_no_terminal_colour_codes() {
+    let (_sim, site) = helpers::linux_site().await;
+    let worker = Worker::spawn_logging(&site.config(), &worker_env(), "text");
+    let log = ensured_logged(&worker).await;
+    assert!(
+        log.iter().all(|line| !line.contains('\u{1b}')),
+        "logs to a pipe are plain text, without terminal colour codes: {log:?}"
+    );
+}
+
+/// The worker's log lines once the ensure of a scale set is among them: the line these tests
+/// read is in the log, whatever happened before.
+async fn ensured_logged(worker: &Worker) -> Vec<String> {
+    eventually("the scale set's ensure is logged", || async {
+        let lines = worker.log_lines();
+        lines
+            .iter()
+            .any(|line| line.contains("scale set ensured"))
+            .then_some(lines)
+    })
+    .await
 }

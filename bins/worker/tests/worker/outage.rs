@@ -44,19 +44,16 @@ async fn sigterm_during_an_outage_stops_within_shutdown_timeout_with_sessions_de
     })
     .await;
 
-    let lines = worker.lines.clone();
+    let log = worker.log_handle();
     let asked = Instant::now();
     let code = worker.signal_and_wait(Signal::SIGTERM).await;
     let took = asked.elapsed();
-    let log = lines.lock().expect("lines").join("\n");
-    assert_eq!(code, Some(0), "{log}");
+    // Exit 0 is a clean stop; one the bound abandoned exits 3 (docs/operations.md).
+    assert_eq!(code, Some(0), "a clean stop, not the bound: {}", log.log());
     assert!(
         took < SHUTDOWN_TIMEOUT,
-        "stopped in {took:?}, within shutdown_timeout: {log}"
-    );
-    assert!(
-        log.contains("stopped cleanly") && !log.contains("took longer than"),
-        "a clean stop, not the bound: {log}"
+        "stopped in {took:?}, within shutdown_timeout: {}",
+        log.log()
     );
     assert!(
         !sim.has_session(linux),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use scaleset_control::Settings;
 use scaleset_provider::{InstanceId, InstanceStatus as ProviderStatus};
-use scaleset_sim::JobSpec;
+use scaleset_sim::{JobSpec, SimConfig};
 use scaleset_store::{
     BootstrapReport, BootstrapStatus, Instance, InstanceAccessStore as _, InstanceStatus,
     ScaleSetSpec, ScaleSetStore as _,
@@ -35,8 +35,17 @@ fn lifecycle_settings() -> Settings {
     }
 }
 
+/// The simulator with a job's start reported at once: these tests wait for a busy runner, and
+/// the default delay before the start (GitHub's, in real time) is most of their run.
+fn lifecycle_sim() -> SimConfig {
+    SimConfig {
+        job_started_delay: Duration::ZERO,
+        ..sim_config()
+    }
+}
+
 async fn harness(db: TestDb, spec: impl FnOnce(&mut ScaleSetSpec)) -> Harness {
-    Harness::with_store_on_the_clock(db, sim_config(), spec).await
+    Harness::with_store_on_the_clock(db, lifecycle_sim(), spec).await
 }
 
 /// Waits for `count` running instances and returns them.
@@ -245,7 +254,7 @@ async fn surplus_idle_runners_stay_for_the_scale_down_delay(db: TestDb) {
 }
 
 async fn after_a_database_loss_runners_are_re_recorded_as_github_lists_them(db: TestDb) {
-    let mut h = Harness::new(db, sim_config(), |spec| spec.min_idle = 1).await;
+    let mut h = Harness::new(db, lifecycle_sim(), |spec| spec.min_idle = 1).await;
     let (controller, github_id) = h.start_ready().await;
     running(&h, 1).await;
     h.sim()
