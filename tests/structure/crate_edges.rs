@@ -2,7 +2,9 @@
 //! operator's fleet operations (`scaleset-fleet`) sit beside the autoscaling loop
 //! (`scaleset-control`), and the configuration, the API and the composition root take the
 //! fleet's types from the fleet crate. Only normal dependencies count (a dev-dependency is a
-//! test's, and Cargo allows it to point back).
+//! test's, and Cargo allows it to point back). What a package reaches transitively is asked of
+//! `cargo tree`, which resolves features for that package alone, as building it does: the
+//! fleet's drivers (and with them the loop) are a feature the configuration does not turn on.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -49,6 +51,26 @@ fn edges() -> BTreeMap<String, BTreeSet<String>> {
         .collect()
 }
 
+/// Every workspace package `package` reaches through normal dependencies, with the features a
+/// build of `package` alone turns on (Cargo's own resolution, not the workspace's union).
+fn reaches(package: &str) -> BTreeSet<String> {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+    let output = Command::new(env!("CARGO"))
+        .args(["tree", "--offline", "--edges", "normal", "--prefix", "none"])
+        .args(["--format", "{p}", "--package", package])
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .output()
+        .expect("cargo tree runs");
+    assert!(output.status.success(), "cargo tree: {output:?}");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| name.starts_with("scaleset-") && *name != package)
+        .map(str::to_owned)
+        .collect()
+}
+
 fn uses(edges: &BTreeMap<String, BTreeSet<String>>, from: &str, to: &str) -> bool {
     edges
         .get(from)
@@ -74,6 +96,28 @@ fn the_fleet_types_come_from_the_fleet_crate_and_config_does_not_use_the_loop() 
         "the autoscaling loop depends on the fleet operations; they run through the loop, not \
          the reverse"
     );
+}
+
+#[test]
+fn config_does_not_reach_the_loop_even_through_the_fleet() {
+    let reached = reaches("scaleset-config");
+    assert!(
+        reached.contains("scaleset-fleet"),
+        "scaleset-config parses the fleet file into scaleset-fleet's types: {reached:?}"
+    );
+    assert!(
+        !reached.contains("scaleset-control"),
+        "scaleset-config reaches the autoscaling loop (through {reached:?}); it needs the declared \
+         fleet only, so take scaleset-fleet without its `driver` feature"
+    );
+}
+
+#[test]
+fn the_fleet_drivers_run_through_the_loop() {
+    // The other half of the fence: with its drivers, the fleet does reach the loop (else the
+    // check above would pass for a reason that says nothing).
+    assert!(reaches("scaleset-fleet").contains("scaleset-control"));
+    assert!(reaches("scaleset-api").contains("scaleset-control"));
 }
 
 #[test]

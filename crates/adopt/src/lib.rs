@@ -141,6 +141,7 @@ pub use input::{Desired, Input, Policy};
 pub use machine::{MAX_COMMANDS, Machine, Step};
 pub use outcome::{
     DeletePermit, Evidence, Failure, Notice, Outcome, Provenance, RetryReason, Rollback,
+    evidence_sentence,
 };
 pub use refusal::Refusal;
 pub use retry::RetryBounds;

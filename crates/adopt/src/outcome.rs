@@ -260,6 +260,17 @@ impl fmt::Display for Evidence {
     }
 }
 
+/// `, proven ours by our owner label and the GitHub id we stored`, or nothing for an adoption
+/// on policy alone: the evidence as words for operators, not as enum names. The ready event
+/// and the fleet plan's adopt reason say it alike.
+pub fn evidence_sentence(evidence: &[Evidence]) -> String {
+    if evidence.is_empty() {
+        return String::new();
+    }
+    let words: Vec<String> = evidence.iter().map(ToString::to_string).collect();
+    format!(", proven ours by {}", words.join(" and "))
+}
+
 /// What a rollback may do with a ready scale set (serialises, never deserialises: it may
 /// carry a [`DeletePermit`]).
 #[derive(Debug, Clone, PartialEq, Eq)]

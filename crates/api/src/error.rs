@@ -220,6 +220,11 @@ pub enum ApiError {
     /// message is the control error's chain: what failed, the cause, what to do.
     #[error("{}", chain(.0))]
     Control(scaleset_control::Error),
+    /// A fleet operation failed in a way only a fleet operation can (a stale plan, a declared
+    /// fleet that breaks the spec rules, a scale set still served); classified with the loop's
+    /// classes, so its code comes from the same table ([`class_code`]).
+    #[error("{}", chain(.0))]
+    Fleet(scaleset_fleet::Error),
     /// A decommission asked of a server without the control loop's providers.
     #[error(
         "this server runs no worker, so it has no providers to find and delete this \
@@ -281,6 +286,7 @@ impl ApiError {
             Self::Declared(_) | Self::DeclaredDelete { .. } => ErrorCode::Declared,
             Self::NotServed { .. } => ErrorCode::Disabled,
             Self::Control(error) => control_code(error),
+            Self::Fleet(error) => class_code(error.class()),
             Self::NoProviders => ErrorCode::NoProviders,
             Self::GitHub { .. } => ErrorCode::GitHub,
             Self::Unavailable { .. } => ErrorCode::Unavailable,
@@ -317,6 +323,17 @@ impl ApiError {
 impl From<scaleset_control::Error> for ApiError {
     fn from(error: scaleset_control::Error) -> Self {
         Self::Control(error)
+    }
+}
+
+/// Every fleet failure enters the API here: a loop failure it carries is a control failure,
+/// the rest keep the fleet's own words and take their code by class.
+impl From<scaleset_fleet::Error> for ApiError {
+    fn from(error: scaleset_fleet::Error) -> Self {
+        match error {
+            scaleset_fleet::Error::Control(error) => Self::Control(error),
+            error => Self::Fleet(error),
+        }
     }
 }
 

@@ -39,7 +39,7 @@ pub enum BuildError {
     },
     /// The declared fleet could not be applied to the store.
     #[error("applying the declared fleet to the database")]
-    Fleet(#[source] scaleset_control::Error),
+    Fleet(#[source] scaleset_fleet::Error),
 }
 
 /// How the control loop ended when nobody asked it to, or failed while stopping.

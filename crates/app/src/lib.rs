@@ -57,7 +57,7 @@ pub mod decommission_types {
 
     /// A decommission that failed, or was refused (`StaleDecommission`: the plan changed since
     /// it was reviewed).
-    pub use scaleset_control::Error as DecommissionError;
+    pub use scaleset_fleet::Error as DecommissionError;
 }
 pub use env::Env;
 pub use error::{BuildError, LoopError};

@@ -27,9 +27,9 @@ use scaleset_adopt::{
     RetryReason, RunnerGroupId, ScaleSet as AdoptScaleSet, SessionId, Step,
 };
 use scaleset_github::{
-    Client, Error as GitHubError, ErrorClass, ExceptionKind, Label, NewRunnerScaleSet,
+    Client, Error as GitHubError, ErrorClass, Label, NewRunnerScaleSet,
     RunnerGroupId as GitHubRunnerGroupId, RunnerScaleSet, RunnerScaleSetPatch, RunnerSetting,
-    Session,
+    Session, SessionGone,
 };
 
 use crate::error::{AdoptionStop, Error, chain};
@@ -283,7 +283,14 @@ async fn execute<H: Hooks>(
                     opened.remove(&session.0);
                     Fact::Closed
                 }
-                Err(e) if is_session_gone(&e, &session.0) => {
+                // Only GitHub naming the session is proof for the machine: a bare 404 (a
+                // router's, or a `text/plain` body) or a 403 that merely says "is not valid"
+                // stays a `BadRequest`, so the close is tried again and reported, never
+                // silently leaked.
+                Err(e)
+                    if e.session_gone(&session.0)
+                        .is_some_and(SessionGone::names_the_session) =>
+                {
                     opened.remove(&session.0);
                     Fact::SessionGone
                 }
@@ -308,20 +315,6 @@ async fn execute<H: Hooks>(
             });
         }
     })
-}
-
-/// Closing `session`: GitHub says it expired (`RunnerScaleSetSessionExpiredException`, outer
-/// or nested), or a 400/404 message names that very session id. A bare 404 (a router's, or a
-/// `text/plain` body) or a 403 that merely says "is not valid" is not proof: it stays a
-/// `BadRequest`, so the close is tried again and reported, never silently leaked.
-fn is_session_gone(error: &GitHubError, session: &str) -> bool {
-    let Some(service) = error.service_error() else {
-        return false;
-    };
-    service.has_exception(&ExceptionKind::RunnerScaleSetSessionExpired)
-        || (matches!(service.status, 400 | 404)
-            && !session.is_empty()
-            && service.message.contains(session))
 }
 
 /// Rule 6's translation of any other client error: retryable → `Transient`, any other HTTP

@@ -13,7 +13,9 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use scaleset_adopt::{CreateSpec, Desired, Input, Outcome, Refusal, RunnerGroupId};
+use scaleset_adopt::{
+    CreateSpec, Desired, Input, Outcome, Refusal, RunnerGroupId, evidence_sentence,
+};
 use scaleset_github::{Client, GithubScaleSetId, Session};
 use scaleset_store::{
     Creation, Event, Lease, Provenance, ReasonCode, ScaleSet, ScaleSetId, ScaleSetState, Store,
@@ -518,17 +520,6 @@ fn ready_reason(
 /// runner group 1)`, the name as it is written (no quotes or escapes).
 fn create_intent_reason(name: &str, runner_group_id: impl std::fmt::Display) -> String {
     format!("creating scale set {name} on GitHub, in runner group {runner_group_id}")
-}
-
-/// `, proven ours by our owner label and the GitHub id we stored`, or nothing for an adoption
-/// on policy alone: the evidence as words for operators, not as enum names. The ready event
-/// and the fleet plan's adopt reason say it alike.
-pub fn evidence_sentence(evidence: &[scaleset_adopt::Evidence]) -> String {
-    if evidence.is_empty() {
-        return String::new();
-    }
-    let words: Vec<String> = evidence.iter().map(ToString::to_string).collect();
-    format!(", proven ours by {}", words.join(" and "))
 }
 
 #[cfg(test)]

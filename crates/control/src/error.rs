@@ -23,16 +23,6 @@ pub enum Error {
         /// The rule it breaks, and what to write instead.
         problem: scaleset_store::spec::SpecProblem,
     },
-    /// Declared scale sets break the spec rules: every problem, each at its
-    /// `scale_set[<index>].<field>`.
-    #[error(
-        "invalid configuration: the declared fleet: {}",
-        DeclaredProblems(problems)
-    )]
-    DeclaredSpec {
-        /// Every problem, with the index of its `[[scale_set]]` table.
-        problems: Vec<DeclaredProblem>,
-    },
     /// A GitHub client cannot be built from credentials, or refused their rotated secret (the
     /// old one stays in use).
     #[error("invalid configuration: credentials {credentials:?}: {part}")]
@@ -84,52 +74,6 @@ pub enum Error {
     InstanceId {
         /// The text.
         instance: String,
-    },
-    /// A decommission step names a GitHub scale set that no configured entity lists any more.
-    #[error(
-        "scale set {github_id} is no longer listed by any configured entity; plan the \
-         decommission again"
-    )]
-    UnlistedScaleSet {
-        /// GitHub's id of the scale set.
-        github_id: i64,
-    },
-    /// A decommission step names a provider that is no longer configured.
-    #[error("provider {provider:?} is not configured any more; plan the decommission again")]
-    ProviderGone {
-        /// The provider's name.
-        provider: String,
-    },
-    /// A decommission cannot take a scale set's lease: a worker still serves it.
-    #[error(
-        "scale set {scale_set} is still served by worker {holder:?}; {}",
-        lease_remedy(*.ours, .holder)
-    )]
-    LeaseHeld {
-        /// The scale set (`<entity>/<name>`).
-        scale_set: String,
-        /// The worker holding its lease.
-        holder: String,
-        /// Whether the holder is this server's own worker (handing over timed out).
-        ours: bool,
-    },
-    /// A decommission was stopped while this server's worker let a scale set go.
-    #[error(
-        "the decommission was stopped while this server's worker let scale set {scale_set} go; \
-         decommission again"
-    )]
-    DecommissionStopped {
-        /// The scale set (`<entity>/<name>`).
-        scale_set: String,
-    },
-    /// A decommission scope names a scale set without its entity.
-    #[error(
-        "--scale-set {scale_set}: a scale set is named within its entity: add --entity (e.g. \
-         --entity acme)"
-    )]
-    ScopeWithoutEntity {
-        /// The scale set's name.
-        scale_set: String,
     },
     /// The runner downloads of the scale set's entity (GARM's `tools`) could not be read, and
     /// none read before are held: no runner is created (a GARM provider refuses a bootstrap
@@ -227,27 +171,6 @@ pub enum Error {
         #[source]
         stop: AdoptionStop,
     },
-    /// A fleet plan no longer matches the world: apply refused it (nothing written), or a
-    /// write found its row changed since the plan (the steps before it were written).
-    #[error("the fleet plan is stale: {reason}; plan again, review it and apply the new plan")]
-    StalePlan {
-        /// What changed.
-        reason: String,
-        /// The digest planning gives now, when apply refused before writing.
-        current: Option<crate::plan_digest::PlanDigest>,
-    },
-    /// A decommission was asked to apply a plan that is not the one planned now.
-    #[error(
-        "the reviewed decommission plan is stale: the plan is now {current} (reviewed: \
-         {reviewed}); the world changed, or the flags differ from the plan's: plan again, \
-         review it and apply its digest"
-    )]
-    StaleDecommission {
-        /// The digest of the plan now.
-        current: crate::plan_digest::PlanDigest,
-        /// The digest given.
-        reviewed: crate::plan_digest::PlanDigest,
-    },
     /// The control loop is stopping: a step was stopped mid-way (what it had opened is closed).
     #[error("stopped while serving scale set {scale_set}: the control loop is shutting down")]
     Cancelled {
@@ -317,23 +240,15 @@ impl Error {
         match self {
             Self::ControllerId { .. }
             | Self::ScaleSetName { .. }
-            | Self::DeclaredSpec { .. }
             | Self::Client { .. }
             | Self::InstallTemplate { .. }
-            | Self::ScopeWithoutEntity { .. }
             | Self::UnknownProvider { .. }
             | Self::UnknownRunnerGroup { .. } => ErrorClass::Invalid,
             Self::ProviderAnswerRefused { .. } => ErrorClass::Refusal,
             // A row that cannot name its instance: corrupt data. Nothing is deleted through it.
             Self::StoredPoolKey { .. } | Self::InstanceId { .. } => ErrorClass::Internal,
-            Self::UnlistedScaleSet { .. }
-            | Self::ProviderGone { .. }
-            | Self::StalePlan { .. }
-            | Self::StaleDecommission { .. } => ErrorClass::Conflict(Conflict::StalePlan),
-            Self::LeaseHeld { .. } | Self::LeaseLost { .. } => {
-                ErrorClass::Conflict(Conflict::LeaseHeld)
-            }
-            Self::Cancelled { .. } | Self::DecommissionStopped { .. } => ErrorClass::Stopping,
+            Self::LeaseLost { .. } => ErrorClass::Conflict(Conflict::LeaseHeld),
+            Self::Cancelled { .. } => ErrorClass::Stopping,
             Self::RunnerTools { source, .. } => github_class(source),
             Self::GitHub { source, .. } => github_class(source),
             Self::Provider { source, .. } => {
@@ -386,12 +301,6 @@ impl Error {
         matches!(self, Self::Cancelled { .. })
     }
 
-    /// Whether a fleet apply or a decommission refused a plan the world no longer matches
-    /// (its digest changed, or a step names a scale set or provider that is gone).
-    pub fn is_stale_plan(&self) -> bool {
-        self.class() == ErrorClass::Conflict(Conflict::StalePlan)
-    }
-
     /// The GitHub error behind this one, if any.
     pub fn github(&self) -> Option<&scaleset_github::Error> {
         match self {
@@ -410,47 +319,6 @@ fn github_class(error: &scaleset_github::Error) -> ErrorClass {
     match error.class() {
         scaleset_github::ErrorClass::Retryable => ErrorClass::Retryable(Dependency::GitHub),
         _ => ErrorClass::Upstream(Dependency::GitHub),
-    }
-}
-
-fn lease_remedy(ours: bool, holder: &str) -> String {
-    if ours {
-        "this server's worker did not let it go in time; decommission again".to_owned()
-    } else {
-        format!(
-            "stop (or drain: `scalesetctl worker drain {holder}`) the workers and decommission \
-             again"
-        )
-    }
-}
-
-/// One problem of a declared scale set.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeclaredProblem {
-    /// The index of its `[[scale_set]]` table.
-    pub index: usize,
-    /// The rule broken.
-    pub problem: scaleset_store::spec::SpecProblem,
-}
-
-impl std::fmt::Display for DeclaredProblem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "scale_set[{}].{}", self.index, self.problem)
-    }
-}
-
-/// Every problem, joined with `; `.
-struct DeclaredProblems<'a>(&'a [DeclaredProblem]);
-
-impl std::fmt::Display for DeclaredProblems<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, problem) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str("; ")?;
-            }
-            write!(f, "{problem}")?;
-        }
-        Ok(())
     }
 }
 

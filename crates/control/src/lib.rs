@@ -46,7 +46,6 @@ mod listener;
 mod metrics;
 mod observed_provider;
 mod orphans;
-mod plan_digest;
 mod planner;
 mod policies;
 mod pool_keys;
@@ -60,11 +59,10 @@ mod wait;
 pub use checkpoint::{Checkpoint, Checkpoints};
 pub use client_factory::{ClientFactory, StoreClientFactory, observed_clients};
 pub use controller::Controller;
-pub use ensure::evidence_sentence;
 pub use ensure_once::{EnsureOnce, EnsureResult};
 pub use error::{
-    AdoptionStop, ClientPart, ClientRefusal, Conflict, DeclaredProblem, Dependency, Error,
-    ErrorClass, TemplateProblem,
+    AdoptionStop, ClientPart, ClientRefusal, Conflict, Dependency, Error, ErrorClass,
+    TemplateProblem,
 };
 pub use hands_off::HandsOff;
 pub use identity::{ControllerIdentity, runner_name, validate_scale_set_name};
@@ -73,7 +71,6 @@ pub use metrics::{
     MAX_SCALE_SETS_EXPORTED, Metrics, PROVIDER_COMMANDS, ProviderLabels, SetLabels, SetReading,
     SetStateLabels, SetStatusLabels, StateLabel, StatusClassLabels, StatusLabel, WorkerLabel,
 };
-pub use plan_digest::PlanDigest;
 pub use planner::leases::{LeaseInput, LeasePlan, plan_leases};
 pub use planner::{Plan, PlanInput, RunnerPhase, RunnerView, plan};
 pub use pool_keys::pool_key;

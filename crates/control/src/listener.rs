@@ -461,11 +461,8 @@ impl Listener<'_> {
                     .await?;
                     return Ok(ListenEnd::Reensure);
                 }
-                Err(e)
-                    if e.is_session_expired_or_unknown()
-                        || e.is_queue_token_expired()
-                        || e.status() == Some(404) =>
-                {
+                // Any sign the session is gone will do: a new one is opened next either way.
+                Err(e) if e.session_gone(&session.session_id).is_some() => {
                     tracing::info!(error = %chain(&e), "session lost; creating a new one, keeping the cursor");
                     self.attempt = SessionAttempt::after_loss();
                     match Box::pin(self.open_session()).await? {
@@ -991,10 +988,10 @@ impl Listener<'_> {
                 let result = self.client.delete_session(self.github_id, &stale).await;
                 match result {
                     Ok(()) => {}
-                    Err(e)
-                        if e.is_session_expired_or_unknown()
-                            || e.status() == Some(404)
-                            || e.status() == Some(400) => {}
+                    // Any sign it is gone will do, and so does any 400: a new session is
+                    // opened next either way, and one still open shows up there as our own
+                    // session conflict.
+                    Err(e) if e.session_gone(&stale).is_some() || e.status() == Some(400) => {}
                     Err(e) if e.is_scale_set_not_found() => return Ok(Opened::Reensure),
                     Err(e) => return Err(self.github_error("deleting our stale session")(e)),
                 }

@@ -36,15 +36,10 @@ pub(crate) fn pool_key_of(controller: ControllerId, github_scale_set_id: i64) ->
 /// The GitHub scale-set id of `pool_key` when it is exactly a pool key of `controller`
 /// ([`pool_key`] read backwards); `None` for anything else: another controller's key, GARM's
 /// pool ids, a key of ours with anything but the canonical id after the underscore. The one
-/// rule for "ours by pool key" (decommission and the orphan sweep both ask it).
+/// rule for "ours by pool key" is [`scaleset_domain::pool_key_scale_set`]; this reads it with the
+/// loop's types.
 pub fn our_pool(pool_key: &str, controller: Uuid) -> Option<i64> {
-    let id: i64 = pool_key
-        .strip_prefix(controller.to_string().as_str())?
-        .strip_prefix('_')?
-        .parse()
-        .ok()?;
-    (pool_key_of(ControllerId::from_bytes(controller.into_bytes()), id).as_str() == pool_key)
-        .then_some(id)
+    scaleset_domain::pool_key_scale_set(pool_key, controller).map(i64::from)
 }
 
 #[cfg(test)]

@@ -42,4 +42,4 @@ pub use name::{
     NAME_PATTERN, NameError, PROVIDER_MAX, ProviderName, RUNNER_PREFIX_MAX, RunnerPrefix,
     SCALE_SET_NAME_MAX, ScaleSetName, ScaleSetNameError, check_name,
 };
-pub use pool_key::pool_key_text;
+pub use pool_key::{pool_key_scale_set, pool_key_text};

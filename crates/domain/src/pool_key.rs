@@ -21,3 +21,27 @@ use crate::GithubScaleSetId;
 pub fn pool_key_text(controller: impl Display, scale_set: GithubScaleSetId) -> String {
     format!("{controller}_{scale_set}")
 }
+
+/// The GitHub scale-set id of `pool_key` when it is exactly a pool key of `controller`
+/// ([`pool_key_text`] read backwards); `None` for anything else: another controller's key,
+/// GARM's pool ids, a key of ours with anything but the canonical id after the underscore.
+/// The one rule for "ours by pool key" (the decommission planner and the orphan sweep ask it).
+///
+/// ```
+/// use scaleset_domain::{GithubScaleSetId, pool_key_scale_set};
+///
+/// let ours = "00000000-0000-0000-0000-000000000000";
+/// assert_eq!(pool_key_scale_set(&format!("{ours}_42"), ours), Some(GithubScaleSetId(42)));
+/// assert_eq!(pool_key_scale_set(&format!("{ours}_042"), ours), None);
+/// assert_eq!(pool_key_scale_set("pool-7", ours), None);
+/// ```
+pub fn pool_key_scale_set(pool_key: &str, controller: impl Display) -> Option<GithubScaleSetId> {
+    let controller = controller.to_string();
+    let id: i64 = pool_key
+        .strip_prefix(controller.as_str())?
+        .strip_prefix('_')?
+        .parse()
+        .ok()?;
+    let id = GithubScaleSetId(id);
+    (pool_key_text(&controller, id) == pool_key).then_some(id)
+}

@@ -24,13 +24,14 @@ use scaleset_store::{
     Auth, Endpoint, EntityKind, NewEntity, NewScaleSet, ReasonCode, ScaleSetId, Store,
 };
 
-use scaleset_control::{ControllerIdentity, DeclaredProblem, build_client, observed_all};
+use scaleset_control::{ControllerIdentity, build_client, observed_all};
 
-use crate::error::{Error, chain, store};
+use crate::error::{DeclaredProblem, Error, chain, store};
 use crate::planner::fleet::{
     self, Action, CredentialsAction, DeclaredScaleSet, Fleet, FleetInput, FleetPlan, Lookup,
     PlanDigest, Reason, ScaleSetKey, World, applied_spec, spec_changes,
 };
+use scaleset_control::Error as LoopError;
 
 /// What GitHub has for a declared scale set the store does not hold (the plan's create /
 /// adopt / refuse preview).
@@ -423,7 +424,7 @@ fn written(during: &'static str) -> impl FnOnce(scaleset_store::Error) -> Error 
         if e.is_conflict() || e.is_stale() || e.is_not_found() {
             stale(during, &e)
         } else {
-            Error::Store { during, source: e }
+            Error::from(LoopError::Store { during, source: e })
         }
     }
 }

@@ -25,6 +25,7 @@ use crate::planner::decommission::{
 };
 use crate::planner::deletion::already_gone;
 use crate::planner::fleet::{Fleet, PlanDigest};
+use scaleset_control::Error as LoopError;
 
 /// The lease holder a decommission takes scale sets' leases as.
 const HOLDER: &str = "scaleset-decommission";
@@ -390,7 +391,7 @@ impl Decommission {
                 .ok_or(Error::UnlistedScaleSet { github_id: id })
         };
         let github = |during: &'static str, id: i64| {
-            move |source| Error::GitHub {
+            move |source| LoopError::GitHub {
                 scale_set: id.to_string(),
                 during,
                 source,
@@ -437,10 +438,10 @@ impl Decommission {
                     .get(&key)
                     .cloned()
                     .or_else(|| InstanceId::new(name.clone()))
-                    .ok_or_else(|| Error::InstanceId {
+                    .ok_or_else(|| LoopError::InstanceId {
                         instance: name.clone(),
                     })?;
-                let pool = PoolKey::parse(pool_key).map_err(|source| Error::StoredPoolKey {
+                let pool = PoolKey::parse(pool_key).map_err(|source| LoopError::StoredPoolKey {
                     instance: name.clone(),
                     pool_key: pool_key.clone(),
                     source,
@@ -448,7 +449,7 @@ impl Decommission {
                 found
                     .delete(&Pool::new(pool), &id)
                     .await
-                    .map_err(|source| Error::Provider {
+                    .map_err(|source| LoopError::Provider {
                         provider: provider.clone(),
                         during: "deleting an instance",
                         source,
@@ -460,7 +461,7 @@ impl Decommission {
                 match again_on_token(|| client.delete_scale_set((*github_id).into())).await {
                     Ok(()) => Ok("deleted on GitHub".to_owned()),
                     Err(e) if already_gone(&e) => Ok("already gone on GitHub".to_owned()),
-                    Err(e) => Err(github("deleting the scale set", *github_id)(e)),
+                    Err(e) => Err(github("deleting the scale set", *github_id)(e).into()),
                 }
             }
             (Subject::ScaleSet { .. }, _) => Ok("left on GitHub (detached)".to_owned()),
@@ -481,7 +482,7 @@ impl Decommission {
                     Err(e) if e.status() == Some(404) || e.is_scale_set_not_found() => {
                         Ok("already gone".to_owned())
                     }
-                    Err(e) => Err(github("deleting our message session", *scale_set_id)(e)),
+                    Err(e) => Err(github("deleting our message session", *scale_set_id)(e).into()),
                 }
             }
             (Subject::Record { entity, name }, _) => {
@@ -651,7 +652,7 @@ impl Decommission {
         for target in &self.targets {
             let github = |during: &'static str| {
                 let entity = target.entity.clone();
-                move |source| Error::GitHub {
+                move |source| LoopError::GitHub {
                     scale_set: format!("(entity {entity})"),
                     during,
                     source,
@@ -712,11 +713,14 @@ impl Decommission {
         // And of every pool of ours the providers hold, so an instance whose scale set is
         // neither on GitHub nor in the store is found too (provably ours by its pool key).
         for (name, provider) in &self.providers {
-            match provider.pools().await.map_err(|source| Error::Provider {
-                provider: name.clone(),
-                during: "listing the pools of this controller's instances",
-                source,
-            })? {
+            match provider
+                .pools()
+                .await
+                .map_err(|source| LoopError::Provider {
+                    provider: name.clone(),
+                    during: "listing the pools of this controller's instances",
+                    source,
+                })? {
                 Some(pools) => sets.extend(
                     pools
                         .iter()
@@ -735,7 +739,7 @@ impl Decommission {
                 let listed = provider
                     .list(&Pool::new(key.clone()))
                     .await
-                    .map_err(|source| Error::Provider {
+                    .map_err(|source| LoopError::Provider {
                         provider: name.clone(),
                         during: "listing instances by our pool key",
                         source,

@@ -7,8 +7,8 @@ use scaleset_store::ScaleSet;
 
 use scaleset_control::ClientFactory;
 
-use crate::error::Error;
 use crate::planner::deletion::{GitHubDeletion, already_gone};
+use scaleset_control::Error;
 
 /// Deletes the GitHub scale set `deletion` names, through `scale_set`'s client. Already gone
 /// on GitHub counts as deleted (the goal holds).

@@ -151,7 +151,7 @@ enum ReadError {
     },
     /// No client can be built from the declared credentials.
     #[error(transparent)]
-    Client(Box<crate::error::Error>),
+    Client(Box<scaleset_control::Error>),
     /// GitHub answered with an error.
     #[error("reading them from GitHub failed")]
     GitHub(#[source] scaleset_github::Error),

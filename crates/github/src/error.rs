@@ -485,6 +485,39 @@ impl Error {
         })
     }
 
+    /// Whether GitHub's answer says the message session `session` is gone, and how it says
+    /// so: the one reading of "the session is gone" for every caller. The callers differ on
+    /// purpose in how much they take as proof, and say so where they ask: the adoption machine
+    /// is told a session is gone only on [`SessionGone::names_the_session`] evidence (a bare
+    /// 404 may be a router's), while a listener that is about to open a new session anyway
+    /// takes any of them.
+    pub fn session_gone(&self, session: &str) -> Option<SessionGone> {
+        let service = self.service_error()?;
+        if service.has_exception(&ExceptionKind::RunnerScaleSetSessionExpired) {
+            return Some(SessionGone::Expired);
+        }
+        if matches!(service.status, 400 | 404)
+            && !session.is_empty()
+            && service.message.contains(session)
+        {
+            return Some(SessionGone::Named);
+        }
+        if service.status == 404
+            && matches!(
+                service.endpoint,
+                Endpoint::RefreshSession
+                    | Endpoint::DeleteSession
+                    | Endpoint::GetMessage
+                    | Endpoint::DeleteMessage
+            )
+            && !service.has_exception(&ExceptionKind::RunnerScaleSetNotFound)
+        {
+            return Some(SessionGone::Evicted);
+        }
+        self.is_queue_token_expired()
+            .then_some(SessionGone::QueueTokenExpired)
+    }
+
     /// `AgentExistsException`: a runner with that name is registered; also a 409 from the JIT
     /// config call whose body names no exception (text/plain or empty).
     pub fn is_agent_exists(&self) -> bool {
@@ -597,3 +630,28 @@ fn truncate(text: &str) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// How GitHub's answer says a message session is gone ([`Error::session_gone`]), strongest
+/// evidence first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SessionGone {
+    /// `RunnerScaleSetSessionExpiredException`, outer or nested.
+    Expired,
+    /// A 400 or 404 whose message names this very session id.
+    Named,
+    /// A 404 from a session's own endpoint (refresh, delete, get or acknowledge a message)
+    /// that names no missing scale set: the server evicted the session, or a router answered.
+    Evicted,
+    /// A 401 from the message queue that a session refresh did not cure: the session's queue
+    /// token is dead.
+    QueueTokenExpired,
+}
+
+impl SessionGone {
+    /// Whether GitHub named this session as gone ([`Self::Expired`], [`Self::Named`]): proof
+    /// enough to tell the adoption machine; a bare status is not.
+    pub fn names_the_session(self) -> bool {
+        matches!(self, Self::Expired | Self::Named)
+    }
+}

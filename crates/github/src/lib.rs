@@ -135,7 +135,7 @@ pub use crate::config::{
     ProcessEnvironment, ProxyConfig, Scope, Timeouts, TrustRoots,
 };
 pub use crate::endpoint::Endpoint;
-pub use crate::error::{Error, ErrorBody, ErrorClass, Refusal, Result, ServiceError};
+pub use crate::error::{Error, ErrorBody, ErrorClass, Refusal, Result, ServiceError, SessionGone};
 pub use crate::exception::{Exception, ExceptionKind, short_type_name};
 pub use crate::id::{
     GithubScaleSetId, IdOutOfRange, MessageId, RunnerGroupId, RunnerId, RunnerRequestId,

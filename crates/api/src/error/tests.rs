@@ -1,17 +1,18 @@
-//! The one mapping from a control failure to HTTP: each class answers one status, whatever
-//! the variant behind it.
+//! The one mapping from a control or fleet failure to HTTP: each class answers one status,
+//! whatever the variant (and the crate) behind it.
 
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use scaleset_control::{Conflict, Dependency, Error, ErrorClass, PlanDigest};
+use scaleset_control::{Conflict, Dependency, Error, ErrorClass};
+use scaleset_fleet::{Error as FleetError, PlanDigest};
 
 use super::{ApiError, class_code, status};
 use crate::v1::ErrorCode;
 
-/// The status a control failure answers, through the one `From`.
-fn answered(error: Error) -> (ErrorCode, StatusCode) {
-    let code = ApiError::from(error).code();
+/// The status a control or fleet failure answers, through its one `From`.
+fn answered(error: impl Into<ApiError>) -> (ErrorCode, StatusCode) {
+    let code = error.into().code();
     (code, status(code))
 }
 
@@ -26,7 +27,7 @@ fn an_invalid_control_failure_is_a_400_invalid_input() {
         ErrorCode::InvalidInput,
         "the class's code"
     );
-    let error = Error::ScopeWithoutEntity {
+    let error = FleetError::ScopeWithoutEntity {
         scale_set: "linux".to_owned(),
     };
     assert_eq!(error.class(), ErrorClass::Invalid);
@@ -39,16 +40,16 @@ fn an_invalid_control_failure_is_a_400_invalid_input() {
 #[test]
 fn a_stale_plan_is_a_409_stale_plan_for_fleets_and_decommissions_alike() {
     let stale = [
-        Error::StalePlan {
+        FleetError::StalePlan {
             reason: "scale set linux changed".to_owned(),
             current: None,
         },
-        Error::StaleDecommission {
+        FleetError::StaleDecommission {
             current: digest('a'),
             reviewed: digest('b'),
         },
-        Error::UnlistedScaleSet { github_id: 7 },
-        Error::ProviderGone {
+        FleetError::UnlistedScaleSet { github_id: 7 },
+        FleetError::ProviderGone {
             provider: "lxd".to_owned(),
         },
     ];
@@ -65,14 +66,14 @@ fn a_stale_plan_is_a_409_stale_plan_for_fleets_and_decommissions_alike() {
 #[test]
 fn a_scale_set_another_worker_serves_is_a_409_lease_held() {
     let held = [
-        Error::LeaseHeld {
+        FleetError::LeaseHeld {
             scale_set: "acme/linux".to_owned(),
             holder: "worker-2".to_owned(),
             ours: false,
         },
-        Error::LeaseLost {
+        FleetError::from(Error::LeaseLost {
             scale_set: "linux".to_owned(),
-        },
+        }),
     ];
     for error in held {
         assert_eq!(error.class(), ErrorClass::Conflict(Conflict::LeaseHeld));
@@ -81,6 +82,19 @@ fn a_scale_set_another_worker_serves_is_a_409_lease_held() {
             (ErrorCode::LeaseHeld, StatusCode::CONFLICT)
         );
     }
+}
+
+#[test]
+fn a_loop_failure_inside_a_fleet_failure_answers_as_the_loop_failure() {
+    let inside = || Error::Cancelled {
+        scale_set: "linux".to_owned(),
+    };
+    let through_fleet = ApiError::from(FleetError::from(inside()));
+    assert!(matches!(
+        through_fleet,
+        ApiError::Control(Error::Cancelled { .. })
+    ));
+    assert_eq!(through_fleet.code(), ApiError::from(inside()).code());
 }
 
 #[test]

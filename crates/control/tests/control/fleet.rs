@@ -4,10 +4,10 @@
 
 use scaleset_adopt::{Desired, Input, Policy, RunnerGroupId};
 use scaleset_control::adoption::{NoHooks, run_once};
-use scaleset_control::{ClientFactory as _, DeclaredProblem, ErrorClass, StoreClientFactory};
+use scaleset_control::{ClientFactory as _, ErrorClass, StoreClientFactory};
 use scaleset_fleet::{
-    Action, Applied, DeclaredScaleSet, Fleet, FleetPlan, GitHubLookup, PlanDigest, Reason,
-    apply_declared, apply_fleet, plan_fleet,
+    Action, Applied, DeclaredProblem, DeclaredScaleSet, Fleet, FleetPlan, GitHubLookup, PlanDigest,
+    Reason, apply_declared, apply_fleet, plan_fleet,
 };
 use scaleset_store::{EntityKind, NewCredentials, ScaleSet, ScaleSetStore, Store};
 
@@ -44,7 +44,7 @@ async fn apply_with(
     lookup: &GitHubLookup,
     fleet: &Fleet,
     digest: &PlanDigest,
-) -> Result<Applied, scaleset_control::Error> {
+) -> Result<Applied, scaleset_fleet::Error> {
     apply_fleet(
         h.store.as_ref(),
         lookup,
@@ -466,7 +466,7 @@ async fn plan_and_apply_refuse_every_bad_spec_as_the_parser_does(db: TestDb) {
         for error in [planned, applied, declared] {
             assert_eq!(error.class(), ErrorClass::Invalid, "{}", case.what);
             match error {
-                scaleset_control::Error::DeclaredSpec { problems } => {
+                scaleset_fleet::Error::DeclaredSpec { problems } => {
                     assert_eq!(problems, expected, "{}", case.what);
                 }
                 other => panic!("{}: not a declared-spec refusal: {other:?}", case.what),

@@ -24,7 +24,6 @@ use uuid::Uuid;
 
 use super::deletion::{Deletion, plan_deletion};
 use super::fleet::{Hasher, PlanDigest};
-use scaleset_control::our_pool;
 
 /// What to tear down: the whole controller, one entity, or one scale set.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -643,3 +642,9 @@ impl fmt::Display for Item {
 
 #[cfg(test)]
 mod tests;
+
+/// The GitHub scale-set id of `pool_key` when it is one of `controller`'s pool keys (the
+/// domain's one reading of a pool key).
+fn our_pool(pool_key: &str, controller: Uuid) -> Option<i64> {
+    scaleset_domain::pool_key_scale_set(pool_key, controller).map(i64::from)
+}

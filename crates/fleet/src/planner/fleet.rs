@@ -19,11 +19,11 @@ use std::collections::HashMap;
 use std::fmt;
 use std::time::Duration;
 
+pub use crate::plan_digest::PlanDigest;
 use scaleset_adopt::{
     Command, Desired, Evidence, Fact, GithubScaleSetId, Identity, Input, Machine, Outcome, Refusal,
     RetryBounds, RunnerGroupId, ScaleSet as GitHubScaleSet, Step,
 };
-pub use scaleset_control::PlanDigest;
 use scaleset_store::ExposeSecret as _;
 use scaleset_store::{
     Auth, Credentials, CredentialsId, Entity, EntityId, EntityKind, NewCredentials, ScaleSet,
@@ -302,7 +302,7 @@ impl fmt::Display for Reason {
                 write!(
                     f,
                     "GitHub's scale set {github_id} is adopted{}",
-                    scaleset_control::evidence_sentence(evidence)
+                    scaleset_adopt::evidence_sentence(evidence)
                 )
             }
             Self::AdoptRepairing { github_id } => write!(

@@ -290,3 +290,66 @@ fn a_text_body_is_cut_after_exactly_the_limit() {
     assert_eq!(err.message.chars().count(), MAX_MESSAGE_CHARS + 1);
     assert!(err.message.ends_with("é…"), "cut on characters, marked");
 }
+
+fn at(endpoint: Endpoint, status: u16, body: &str) -> Error {
+    ServiceError::from_response(endpoint, status, body.as_bytes(), None, None).into()
+}
+
+#[test]
+fn a_session_is_gone_by_its_exception_its_id_a_session_404_or_a_dead_queue_token() {
+    let id = "8f3c6a52-0000-4000-8000-000000000001";
+    let expired = at(
+        Endpoint::DeleteSession,
+        400,
+        r#"{"typeName":"X.RunnerScaleSetSessionExpiredException, X","message":"expired"}"#,
+    );
+    assert_eq!(expired.session_gone(id), Some(SessionGone::Expired));
+    let named = at(
+        Endpoint::DeleteSession,
+        400,
+        &format!(r#"{{"typeName":"X.ArgumentException, X","message":"session {id} not found"}}"#),
+    );
+    assert_eq!(named.session_gone(id), Some(SessionGone::Named));
+    for endpoint in [
+        Endpoint::RefreshSession,
+        Endpoint::DeleteSession,
+        Endpoint::GetMessage,
+        Endpoint::DeleteMessage,
+    ] {
+        assert_eq!(
+            at(endpoint, 404, "Not Found").session_gone(id),
+            Some(SessionGone::Evicted),
+            "{endpoint:?}"
+        );
+    }
+    assert_eq!(
+        at(Endpoint::GetMessage, 401, "").session_gone(id),
+        Some(SessionGone::QueueTokenExpired)
+    );
+}
+
+#[test]
+fn a_missing_scale_set_or_another_endpoints_404_is_no_sign_the_session_is_gone() {
+    let id = "8f3c6a52-0000-4000-8000-000000000001";
+    let scale_set_gone = at(
+        Endpoint::GetMessage,
+        404,
+        r#"{"typeName":"X.RunnerScaleSetNotFoundException, X","message":"no such scale set"}"#,
+    );
+    assert_eq!(scale_set_gone.session_gone(id), None);
+    assert_eq!(at(Endpoint::GetScaleSet, 404, "").session_gone(id), None);
+    assert_eq!(
+        at(Endpoint::DeleteSession, 403, "is not valid").session_gone(id),
+        None
+    );
+    assert_eq!(at(Endpoint::DeleteSession, 500, id).session_gone(id), None);
+}
+
+#[test]
+fn only_github_naming_the_session_is_proof_for_the_adoption_machine() {
+    // The adoption machine is fed `SessionGone` only on proof; a listener takes any sign.
+    assert!(SessionGone::Expired.names_the_session());
+    assert!(SessionGone::Named.names_the_session());
+    assert!(!SessionGone::Evicted.names_the_session());
+    assert!(!SessionGone::QueueTokenExpired.names_the_session());
+}
