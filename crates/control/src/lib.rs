@@ -55,6 +55,7 @@ mod sampler;
 mod scaler;
 mod shared;
 mod task;
+mod teardown;
 mod wait;
 
 pub use checkpoint::{Checkpoint, Checkpoints};
