@@ -915,6 +915,7 @@ impl Runners<'_> {
                 let core = Teardown::unrecorded(
                     name.clone(),
                     created.provider_id.clone(),
+                    self.pool.key.as_str(),
                     self.ours(),
                     std::time::Instant::now(),
                 );
@@ -1313,13 +1314,13 @@ impl Runners<'_> {
             Outcome::Unconfirmed => {
                 tracing::warn!(runner = %instance.name, "GitHub answered the runner's look-up with another runner; not torn down, asked again later");
             }
-            Outcome::Kept => {}
+            Outcome::Kept | Outcome::AlreadyGone => {}
         }
         Ok(())
     }
 
     /// What the served scale set owns, as the teardown core checks it.
-    fn ours(&self) -> teardown::Ours {
+    pub(crate) fn ours(&self) -> teardown::Ours {
         teardown::Ours {
             scale_set: self.github_id,
             pool_key: self.pool.key.as_str().to_owned(),
@@ -1334,7 +1335,7 @@ impl Runners<'_> {
     /// answers back with the time they came, and says how it ended, with a failed delete the
     /// core did not hand to the back-off. It decides nothing; a GitHub or store error ends it
     /// (the rows say where it stopped, and a teardown started again from them finishes).
-    async fn execute_teardown(&self, mut core: Teardown) -> Result<Ran, Error> {
+    pub(crate) async fn execute_teardown(&self, mut core: Teardown) -> Result<Ran, Error> {
         let mut failed = None;
         while let Some(command) = core.poll_command() {
             let fact = match command {
@@ -1426,12 +1427,12 @@ impl Runners<'_> {
 }
 
 /// How an executed teardown ended.
-struct Ran {
-    outcome: Outcome,
+pub(crate) struct Ran {
+    pub(crate) outcome: Outcome,
     /// A failed delete the core did not hand to the provider's back-off.
-    failed: Option<Error>,
+    pub(crate) failed: Option<Error>,
     /// When the core asks to be tried again ([`Teardown::poll_timeout`]).
-    wake: Option<std::time::Instant>,
+    pub(crate) wake: Option<std::time::Instant>,
 }
 
 /// How a scale set's state reason backing off for failed bootstraps begins: the reason is

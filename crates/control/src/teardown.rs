@@ -159,6 +159,8 @@ pub(crate) enum Outcome {
     /// evidence the row's runner is gone (it may run a job), so nothing is done; a later pass
     /// asks again.
     Unconfirmed,
+    /// A stray runner was not registered any more ([`Teardown::stray_runner`]).
+    AlreadyGone,
 }
 
 /// What the core needs to know of the row it tears down.
@@ -199,6 +201,17 @@ impl Ours {
     }
 }
 
+/// What a teardown takes down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// A recorded runner: its runner, its instance, its row ([`Teardown::new`]).
+    Row,
+    /// An instance no row records ([`Teardown::unrecorded`]).
+    Instance,
+    /// A runner no row records and no instance runs ([`Teardown::stray_runner`]).
+    Runner,
+}
+
 /// The answer the core waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Awaiting {
@@ -223,8 +236,8 @@ pub(crate) struct Teardown {
     now: Instant,
     /// The end of the back-off that deferred the delete.
     deferred_until: Option<Instant>,
-    /// No row: an unrecorded instance (see [`Teardown::unrecorded`]).
-    rowless: bool,
+    /// What is torn down.
+    mode: Mode,
     queue: VecDeque<Command>,
     awaiting: Option<Awaiting>,
     outcome: Option<Outcome>,
@@ -240,7 +253,7 @@ impl Teardown {
             health,
             now,
             deferred_until: None,
-            rowless: false,
+            mode: Mode::Row,
             queue: VecDeque::new(),
             awaiting: None,
             outcome: None,
@@ -261,33 +274,75 @@ impl Teardown {
         core
     }
 
-    /// Deletes the instance a create answered for runner `name` with `provider_id` in the
-    /// served pool, after its row went (its runner finished or was removed while the create
-    /// was in flight). The answer was judged ours before (`crate::planner::claim::judge`), so
-    /// the instance is addressed by that id. No back-off is fed and a failure is left to the
-    /// reconciliation, which deletes an instance without a runner or a row.
-    pub(crate) fn unrecorded(name: String, provider_id: String, ours: Ours, now: Instant) -> Self {
-        let pool_key = ours.pool_key.clone();
-        let mut core = Self {
-            pool: PoolOf::Served,
-            row: Row {
+    /// Deletes an instance no row records, by the `provider_id` it was found or answered
+    /// with, in the pool of `pool_key` (nothing, [`Outcome::NotOurs`], unless that pool is
+    /// ours): one whose row went while its create was in flight (the answer was judged ours
+    /// by `crate::planner::claim::judge`), or one the reconciliation found under our pool key
+    /// without a runner (`crate::planner::reconcile`). No back-off is fed; a failure is the
+    /// executor's to report ([`Outcome::Deferred`]).
+    pub(crate) fn unrecorded(
+        name: String,
+        provider_id: String,
+        pool_key: &str,
+        ours: Ours,
+        now: Instant,
+    ) -> Self {
+        let mut core = Self::bare(
+            Mode::Instance,
+            Row {
                 name,
                 status: InstanceStatus::Deleting,
                 runner_id: None,
                 provider_id: Some(provider_id.clone()),
-                pool_key,
+                pool_key: pool_key.to_owned(),
             },
+            ours,
+            now,
+        );
+        match core.ours.pool_of(pool_key) {
+            Some(pool) => {
+                core.pool = pool;
+                core.send_delete(provider_id);
+            }
+            None => core.outcome = Some(Outcome::NotOurs),
+        }
+        core
+    }
+
+    /// Removes from GitHub a runner of the served scale set that no row records and no
+    /// instance runs (the reconciliation found it idle, `crate::planner::reconcile`): removed
+    /// ([`Outcome::Removed`]), refused as busy ([`Outcome::Kept`]), or gone already
+    /// ([`Outcome::AlreadyGone`]).
+    pub(crate) fn stray_runner(id: RunnerId, name: String, ours: Ours, now: Instant) -> Self {
+        let mut core = Self::bare(
+            Mode::Runner,
+            Row {
+                name,
+                status: InstanceStatus::Running,
+                runner_id: Some(id),
+                provider_id: None,
+                pool_key: String::new(),
+            },
+            ours,
+            now,
+        );
+        core.remove_runner(id);
+        core
+    }
+
+    fn bare(mode: Mode, row: Row, ours: Ours, now: Instant) -> Self {
+        Self {
+            pool: PoolOf::Served,
+            row,
             ours,
             health: ProviderHealth::default(),
             now,
             deferred_until: None,
-            rowless: true,
+            mode,
             queue: VecDeque::new(),
             awaiting: None,
             outcome: None,
-        };
-        core.send_delete(provider_id);
-        core
+        }
     }
 
     /// The next I/O to do, if any (one at a time: the next is decided by its answer).
@@ -346,7 +401,12 @@ impl Teardown {
             }
             (Awaiting::Removed, Fact::RunnerRemoved(removal)) => {
                 self.awaiting = None;
-                self.after(after_removal(removal, self.row.status));
+                match (self.mode, removal) {
+                    (Mode::Runner, Removal::Removed) => self.outcome = Some(Outcome::Removed),
+                    (Mode::Runner, Removal::Gone) => self.outcome = Some(Outcome::AlreadyGone),
+                    (Mode::Runner, Removal::StillRunning) => self.outcome = Some(Outcome::Kept),
+                    _ => self.after(after_removal(removal, self.row.status)),
+                }
             }
             (Awaiting::Moved(to), Fact::Moved) => {
                 self.awaiting = None;
@@ -380,7 +440,7 @@ impl Teardown {
             }
             (Awaiting::Deleted, Fact::InstanceDeleted) => {
                 self.awaiting = None;
-                if self.rowless {
+                if self.mode == Mode::Instance {
                     self.outcome = Some(Outcome::Removed);
                 } else {
                     self.queue.push_back(Command::ProviderWorked);
@@ -391,7 +451,7 @@ impl Teardown {
                 self.awaiting = None;
                 // The row stays `deleting` (also across a restart) and is deleted again after
                 // the back-off; an unrecorded instance is the reconciliation's to delete.
-                if !self.rowless {
+                if self.mode == Mode::Row {
                     self.queue.push_back(Command::ProviderFailed);
                 }
                 self.outcome = Some(Outcome::Deferred);

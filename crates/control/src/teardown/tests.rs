@@ -771,7 +771,7 @@ fn a_running_row_whose_runner_took_a_job_is_marked_busy_and_kept() {
 #[test]
 fn an_unrecorded_instance_is_deleted_by_the_answered_id_in_the_served_pool() {
     let now = Instant::now();
-    let mut core = Teardown::unrecorded(NAME.to_owned(), MACHINE_ID.to_owned(), ours(), now);
+    let mut core = Teardown::unrecorded(NAME.to_owned(), MACHINE_ID.to_owned(), POOL, ours(), now);
     assert_eq!(
         core.poll_command(),
         Some(Command::DeleteInstance {
@@ -784,9 +784,212 @@ fn an_unrecorded_instance_is_deleted_by_the_answered_id_in_the_served_pool() {
     // Left to the reconciliation: no back-off fed, nothing else.
     assert_eq!(core.poll_command(), None);
     assert_eq!(core.outcome(), Some(Outcome::Deferred));
-    let mut core = Teardown::unrecorded(NAME.to_owned(), MACHINE_ID.to_owned(), ours(), now);
+    let mut core = Teardown::unrecorded(NAME.to_owned(), MACHINE_ID.to_owned(), POOL, ours(), now);
     core.poll_command();
     core.handle(Fact::InstanceDeleted, now);
     assert_eq!(core.poll_command(), None);
     assert_eq!(core.outcome(), Some(Outcome::Removed));
+}
+
+fn fact() -> impl Strategy<Value = Fact> {
+    let found = (
+        0i64..4,
+        prop_oneof![Just(NAME), Just("ci-b")],
+        prop_oneof![Just(OURS), Just(OTHER_SET), Just(GithubScaleSetId(0))],
+        any::<bool>(),
+    )
+        .prop_map(|(id, name, scale_set, busy)| FoundRunner {
+            id: RunnerId(id),
+            name: name.to_owned(),
+            scale_set,
+            busy,
+        });
+    let claim =
+        (prop_oneof![Just(NAME), Just("ci-c")], any::<bool>()).prop_map(|(name, has)| Claim {
+            name: name.to_owned(),
+            provider_id: has.then(|| MACHINE_ID.to_owned()),
+        });
+    prop_oneof![
+        proptest::option::of(found).prop_map(Fact::RunnerFound),
+        prop_oneof![
+            Just(Removal::Removed),
+            Just(Removal::Gone),
+            Just(Removal::StillRunning)
+        ]
+        .prop_map(Fact::RunnerRemoved),
+        Just(Fact::Moved),
+        (proptest::collection::vec(claim, 0..3), any::<bool>())
+            .prop_map(|(claimed, refused)| Fact::Claims { claimed, refused }),
+        Just(Fact::InstanceDeleted),
+        Just(Fact::InstanceDeleteFailed),
+        Just(Fact::RowDeleted),
+    ]
+}
+
+/// Which constructor a fuzzed core starts from.
+#[derive(Debug, Clone, Copy)]
+enum Start {
+    Row,
+    Unrecorded,
+    StrayRunner,
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// Whatever answers arrive, in whatever order and however often: a delete goes only to
+    /// the row's own pool when it is ours and names the row or its recorded id, a runner is
+    /// removed only by the recorded id or an id GitHub answered for the row's name, idle, in
+    /// our scale set (or none), and nothing is asked once the teardown ended.
+    #[test]
+    fn whatever_the_answers_a_teardown_acts_only_on_what_it_verified(
+        start in prop_oneof![Just(Start::Row), Just(Start::Unrecorded), Just(Start::StrayRunner)],
+        status in status(),
+        runner_id in proptest::option::of(0i64..4),
+        provider_id in proptest::option::of(prop_oneof![Just(MACHINE_ID), Just(NAME)]),
+        pool in 0u8..3,
+        backoff in any::<bool>(),
+        facts in proptest::collection::vec(fact(), 0..16),
+    ) {
+        let now = Instant::now();
+        let pool_key = [POOL, GARM_POOL, FOREIGN_POOL][usize::from(pool)];
+        let row = Row {
+            name: NAME.to_owned(),
+            status,
+            runner_id: runner_id.map(RunnerId),
+            provider_id: provider_id.map(str::to_owned),
+            pool_key: pool_key.to_owned(),
+        };
+        let health = if backoff {
+            ProviderHealth { failures: 1, retry_at: Some(now + Duration::from_secs(1)) }
+        } else {
+            ProviderHealth::default()
+        };
+        let id = provider_id.unwrap_or(MACHINE_ID).to_owned();
+        let mut core = match start {
+            Start::Row => Teardown::new(row.clone(), ours(), health, now),
+            Start::Unrecorded => {
+                Teardown::unrecorded(NAME.to_owned(), id.clone(), pool_key, ours(), now)
+            }
+            Start::StrayRunner => {
+                Teardown::stray_runner(RunnerId(runner_id.unwrap_or(1)), NAME.to_owned(), ours(), now)
+            }
+        };
+        let expected_pool = match pool {
+            0 => Some(PoolOf::Served),
+            1 => Some(PoolOf::Inherited),
+            _ => None,
+        };
+        let mut removable: HashSet<i64> = match start {
+            Start::Row => runner_id.into_iter().collect(),
+            Start::Unrecorded => HashSet::new(),
+            Start::StrayRunner => [runner_id.unwrap_or(1)].into_iter().collect(),
+        };
+        let mut commands = 0usize;
+        let mut ended_at = None;
+        let mut clock = now;
+        for fact in facts.into_iter().chain(std::iter::once(Fact::RowDeleted)) {
+            while let Some(command) = core.poll_command() {
+                commands += 1;
+                prop_assert!(commands <= 12, "more commands than a teardown has steps");
+                if let Some(at) = ended_at {
+                    prop_assert!(
+                        matches!(command, Command::ProviderWorked | Command::ProviderFailed),
+                        "{command:?} after the end at {at}"
+                    );
+                }
+                match command {
+                    Command::DeleteInstance { name, pool, id: sent } => {
+                        prop_assert_eq!(Some(pool), expected_pool);
+                        prop_assert_eq!(&name, NAME);
+                        match start {
+                            Start::Unrecorded => prop_assert_eq!(&sent, &id),
+                            _ => prop_assert!(
+                                sent == NAME || Some(sent.as_str()) == provider_id,
+                                "deleted by {sent}"
+                            ),
+                        }
+                        if matches!(start, Start::Row) {
+                            prop_assert!(health.may_call(clock), "deleted during the back-off");
+                        }
+                    }
+                    Command::RemoveRunner { id, name } => {
+                        prop_assert_eq!(&name, NAME);
+                        prop_assert!(removable.contains(&id.0), "removed runner {}", id.0);
+                    }
+                    Command::Transition { name, to } => {
+                        prop_assert_eq!(&name, NAME);
+                        prop_assert!(status.can_move_to(to) || to == InstanceStatus::Deleting);
+                    }
+                    _ => {}
+                }
+            }
+            if core.outcome().is_some() && ended_at.is_none() {
+                ended_at = Some(commands);
+            }
+            if core.outcome() == Some(Outcome::NotOurs) {
+                prop_assert_eq!(commands, 0);
+                prop_assert!(expected_pool.is_none());
+            }
+            if let Fact::RunnerFound(Some(found)) = &fact
+                && found.name == NAME
+                && !found.busy
+                && (found.scale_set == OURS || found.scale_set.0 == 0)
+            {
+                removable.insert(found.id.0);
+            }
+            clock += Duration::from_millis(100);
+            core.handle(fact, clock);
+        }
+    }
+}
+
+#[test]
+fn a_stray_runner_is_removed_kept_while_busy_or_found_gone() {
+    let now = Instant::now();
+    for (removal, outcome) in [
+        (Removal::Removed, Outcome::Removed),
+        (Removal::StillRunning, Outcome::Kept),
+        (Removal::Gone, Outcome::AlreadyGone),
+    ] {
+        let mut core = Teardown::stray_runner(RunnerId(3), NAME.to_owned(), ours(), now);
+        assert_eq!(
+            core.poll_command(),
+            Some(Command::RemoveRunner {
+                id: RunnerId(3),
+                name: NAME.to_owned()
+            })
+        );
+        core.handle(Fact::RunnerRemoved(removal), now);
+        assert_eq!(core.poll_command(), None);
+        assert_eq!(core.outcome(), Some(outcome));
+    }
+}
+
+#[test]
+fn an_unrecorded_instance_under_a_pool_key_not_ours_is_not_deleted() {
+    let now = Instant::now();
+    let mut core = Teardown::unrecorded(
+        NAME.to_owned(),
+        MACHINE_ID.to_owned(),
+        FOREIGN_POOL,
+        ours(),
+        now,
+    );
+    assert_eq!(core.poll_command(), None);
+    assert_eq!(core.outcome(), Some(Outcome::NotOurs));
+    let mut garm = Teardown::unrecorded(
+        NAME.to_owned(),
+        MACHINE_ID.to_owned(),
+        GARM_POOL,
+        ours(),
+        now,
+    );
+    assert!(matches!(
+        garm.poll_command(),
+        Some(Command::DeleteInstance {
+            pool: PoolOf::Inherited,
+            ..
+        })
+    ));
 }
