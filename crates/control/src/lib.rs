@@ -54,6 +54,7 @@ mod sampler;
 mod scaler;
 mod shared;
 mod task;
+mod teardown;
 mod wait;
 
 pub use checkpoint::{Checkpoint, Checkpoints};

@@ -39,18 +39,19 @@ use crate::ensure::record;
 use crate::error::{Error, TemplateProblem, chain, store};
 use crate::identity::runner_name;
 use crate::planner::bootstrap_backoff::Shown;
-use crate::planner::claim::{Answer, Asked, Recorded, Refused, delete_id, judge};
+use crate::planner::claim::{Answer, Asked, Recorded, Refused, judge};
 use crate::planner::idle::{Listed, Poll, Row, Rules, next_due, reuse};
 use crate::planner::provider_backoff::Attention;
 use crate::planner::reconcile::{
-    AfterRemoval, Bootstrap, Life, Limits, Retire, Served, after_removal, bootstrap, deadline_due,
-    job_waits, lifecycle, owns_found_runner, retires_completed, teardown,
+    Bootstrap, Life, Limits, Retire, Served, bootstrap, deadline_due, job_waits, lifecycle,
+    retires_completed,
 };
 use crate::planner::start::{unrecorded_runners, warm_pool};
 use crate::planner::takeover::Inherited;
 use crate::planner::{PlanInput, RunnerPhase, RunnerView, plan};
 use crate::policies::Policies as _;
 use crate::shared::Shared;
+use crate::teardown::{self, Claim, Command, Fact, FoundRunner, Outcome, PoolOf, Teardown};
 
 /// What an instance is given to reach the server's instance-facing endpoints.
 struct InstanceAccessGrant {
@@ -256,15 +257,6 @@ impl Runners<'_> {
             provider,
             during,
             source,
-        }
-    }
-
-    /// The pool a row's instance lives in: GARM's (with GARM's controller id) for a runner
-    /// taken over from GARM, else the served one.
-    pub(crate) fn pool_of(&self, instance: &Instance) -> &Pool {
-        match &self.inherited {
-            Some(garm) if garm.pool.key.as_str() == instance.pool_key => &garm.pool,
-            _ => &self.pool,
         }
     }
 
@@ -761,7 +753,7 @@ impl Runners<'_> {
         }
         for other in &refused.disowns {
             // A row of another scale set is not ours to write (its task's deletes look up
-            // who claims an id before sending it: [`Runners::delete_target`]).
+            // who claims an id before sending it: [`crate::teardown`]).
             match self
                 .rows()
                 .set_instance_ids(self.lease, other, Some(other), None)
@@ -809,37 +801,6 @@ impl Runners<'_> {
             Err(e) => return Err(store("reading an instance")(e)),
         }
         Ok(error)
-    }
-
-    /// The id a delete of `instance` is sent with ([`crate::planner::claim::delete_id`]): its
-    /// recorded provider id while no other row claims it and no answer with it was refused,
-    /// else its name.
-    async fn delete_target(&self, instance: &Instance) -> Result<InstanceId, Error> {
-        let claimed = match instance.provider_id.as_deref() {
-            Some(id) if id != instance.name => self
-                .shared
-                .store
-                .instances_claiming(id)
-                .await
-                .map_err(store("looking up the rows claiming a provider id"))?,
-            _ => Vec::new(),
-        };
-        let others: Vec<Recorded<'_>> = claimed
-            .iter()
-            .map(|row| Recorded {
-                name: &row.name,
-                provider_id: row.provider_id.as_deref(),
-            })
-            .collect();
-        let row = Recorded {
-            name: &instance.name,
-            provider_id: instance.provider_id.as_deref(),
-        };
-        let id = self
-            .shared
-            .refused_ids
-            .with(|refused| delete_id(&row, &others, refused).to_owned());
-        instance_id_of(&id)
     }
 
     /// Records the creates in `worked` (each one that worked) `running` in one commit.
@@ -951,8 +912,14 @@ impl Runners<'_> {
             // row went with it: the machine is ours (our pool key) and nothing will use it.
             Err(e) if e.is_not_found() => {
                 tracing::info!(runner = %name, "runner removed while its instance was created; deleting the instance");
-                let deleted = self.provider.delete(&self.pool, &created.id()).await;
-                if let Err(e) = deleted {
+                let core = Teardown::unrecorded(
+                    name.clone(),
+                    created.provider_id.clone(),
+                    self.pool.key.as_str(),
+                    self.ours(),
+                    std::time::Instant::now(),
+                );
+                if let Some(e) = self.execute_teardown(core).await?.failed {
                     // The reconciliation deletes an instance without a runner or a row.
                     tracing::warn!(runner = %name, error = %chain(&e), "could not delete the instance of a removed runner; the reconciliation will");
                 }
@@ -1321,64 +1288,151 @@ impl Runners<'_> {
     }
 
     /// Removes a runner from GitHub (a busy one stays, marked busy), its instance from the
-    /// provider, and its row from the store.
+    /// provider, and its row from the store: the teardown core ([`Teardown`]) decides each
+    /// step and [`Runners::execute_teardown`] carries it out.
     async fn remove_everywhere(&self, instance: &Instance) -> Result<(), Error> {
         self.touched.touch(&instance.name);
-        let runner_id = match instance.github_runner_id {
-            Some(id) => Some(RunnerId::from(id)),
-            None => {
-                // An interrupted JIT POST may have registered it: find it by its unique name.
-                let result =
-                    again_on_token(|| self.client.get_runner_by_name(&instance.name)).await;
-                result
-                    .map_err(self.github_error("looking up a runner by name"))?
-                    .filter(|r| owns_found_runner(r, self.github_id))
-                    .map(|r| r.id)
-            }
+        let row = teardown::Row {
+            name: instance.name.clone(),
+            status: instance.status,
+            runner_id: instance.github_runner_id.map(RunnerId::from),
+            provider_id: instance.provider_id.clone(),
+            pool_key: instance.pool_key.clone(),
         };
-        if let Some(runner) = runner_id {
-            let result = again_on_token(|| self.client.remove_runner(runner)).await;
-            let removal = result.map_err(self.github_error("removing a runner"))?;
-            match after_removal(removal, instance.status) {
-                AfterRemoval::Proceed => {}
-                AfterRemoval::MarkBusy => {
-                    return self.transition(&instance.name, InstanceStatus::Busy).await;
-                }
-                AfterRemoval::Keep => return Ok(()),
+        let health = self.shared.provider_health.get(self.scale_set.id);
+        let core = Teardown::new(row, self.ours(), health, std::time::Instant::now());
+        let ran = self.execute_teardown(core).await?;
+        match ran.outcome {
+            Outcome::Removed => tracing::info!(runner = %instance.name, "runner removed"),
+            Outcome::NotOurs => {
+                tracing::warn!(runner = %instance.name, pool_key = %instance.pool_key, "row of a pool key not ours: not torn down");
             }
-        }
-        let steps = teardown(instance.status);
-        if steps.mark_deleting {
-            self.transition(&instance.name, InstanceStatus::Deleting)
-                .await?;
-        }
-        if steps.delete_instance {
-            // The row is `deleting` now: if the provider is backing off or fails, it stays so
-            // (also across a restart) and is deleted again after the wait
-            // ([`Runners::retry_deletions`], and recovery at the start of every pass).
-            if !self.provider_may_call() {
-                return Ok(());
+            // Tried again by `retry_deletions` once the back-off allows.
+            Outcome::Deferred => {
+                tracing::debug!(runner = %instance.name, retry_at = ?ran.wake, "instance delete deferred; kept as deleting");
             }
-            let deleted = self
-                .provider
-                .delete(self.pool_of(instance), &self.delete_target(instance).await?)
-                .await;
-            match deleted {
-                Ok(()) => self.provider_succeeded().await?,
-                Err(e) => {
-                    let error = self.provider_error("deleting an instance")(e);
-                    tracing::warn!(runner = %instance.name, error = %chain(&error), "instance delete failed; kept as deleting, tried again after the back-off");
-                    return self.provider_failed(&error).await;
-                }
+            Outcome::Unconfirmed => {
+                tracing::warn!(runner = %instance.name, "GitHub answered the runner's look-up with another runner; not torn down, asked again later");
             }
+            Outcome::Kept | Outcome::AlreadyGone => {}
         }
-        self.rows()
-            .delete_instance(self.lease, &instance.name)
-            .await
-            .map_err(store("removing an instance row"))?;
-        tracing::info!(runner = %instance.name, "runner removed");
         Ok(())
     }
+
+    /// What the served scale set owns, as the teardown core checks it.
+    pub(crate) fn ours(&self) -> teardown::Ours {
+        teardown::Ours {
+            scale_set: self.github_id,
+            pool_key: self.pool.key.as_str().to_owned(),
+            inherited_pool_key: self
+                .inherited
+                .as_ref()
+                .map(|garm| garm.pool.key.as_str().to_owned()),
+        }
+    }
+
+    /// The teardown executor: carries out each command of `core` (one `match`), feeds the
+    /// answers back with the time they came, and says how it ended, with a failed delete the
+    /// core did not hand to the back-off. It decides nothing; a GitHub or store error ends it
+    /// (the rows say where it stopped, and a teardown started again from them finishes).
+    pub(crate) async fn execute_teardown(&self, mut core: Teardown) -> Result<Ran, Error> {
+        let mut failed = None;
+        while let Some(command) = core.poll_command() {
+            let fact = match command {
+                Command::FindRunner { name } => {
+                    let result = again_on_token(|| self.client.get_runner_by_name(&name)).await;
+                    let found = result.map_err(self.github_error("looking up a runner by name"))?;
+                    Some(Fact::RunnerFound(found.map(|r| FoundRunner {
+                        id: r.id,
+                        name: r.name,
+                        scale_set: r.runner_scale_set_id,
+                        busy: r.busy == Some(true),
+                    })))
+                }
+                Command::RemoveRunner { id, .. } => {
+                    let result = again_on_token(|| self.client.remove_runner(id)).await;
+                    let removal = result.map_err(self.github_error("removing a runner"))?;
+                    Some(Fact::RunnerRemoved(removal))
+                }
+                Command::Transition { name, to } => {
+                    self.transition(&name, to).await?;
+                    Some(Fact::Moved)
+                }
+                Command::LookUpClaims { provider_id } => {
+                    let rows = self
+                        .shared
+                        .store
+                        .instances_claiming(&provider_id)
+                        .await
+                        .map_err(store("looking up the rows claiming a provider id"))?;
+                    let refused = self
+                        .shared
+                        .refused_ids
+                        .with(|refused| refused.contains(&provider_id));
+                    Some(Fact::Claims {
+                        claimed: rows
+                            .into_iter()
+                            .map(|row| Claim {
+                                name: row.name,
+                                provider_id: row.provider_id,
+                            })
+                            .collect(),
+                        refused,
+                    })
+                }
+                Command::DeleteInstance { name, pool, id } => {
+                    let pool = match (pool, &self.inherited) {
+                        (PoolOf::Inherited, Some(garm)) => &garm.pool,
+                        _ => &self.pool,
+                    };
+                    match self.provider.delete(pool, &instance_id_of(&id)?).await {
+                        Ok(()) => Some(Fact::InstanceDeleted),
+                        Err(e) => {
+                            let error = self.provider_error("deleting an instance")(e);
+                            tracing::warn!(runner = %name, error = %chain(&error), "instance delete failed");
+                            failed = Some(error);
+                            Some(Fact::InstanceDeleteFailed)
+                        }
+                    }
+                }
+                Command::ProviderWorked => {
+                    self.provider_succeeded().await?;
+                    None
+                }
+                Command::ProviderFailed => {
+                    if let Some(error) = failed.take() {
+                        self.provider_failed(&error).await?;
+                    }
+                    None
+                }
+                Command::DeleteRow { name } => {
+                    self.rows()
+                        .delete_instance(self.lease, &name)
+                        .await
+                        .map_err(store("removing an instance row"))?;
+                    Some(Fact::RowDeleted)
+                }
+            };
+            if let Some(fact) = fact {
+                core.handle(fact, std::time::Instant::now());
+            }
+        }
+        // Every path of the core ends with an outcome once its commands are carried out.
+        Ok(Ran {
+            outcome: core.outcome().unwrap_or(Outcome::Deferred),
+            failed,
+            wake: core.poll_timeout(),
+        })
+    }
+}
+
+/// How an executed teardown ended.
+pub(crate) struct Ran {
+    pub(crate) outcome: Outcome,
+    /// A failed delete the core did not hand to the provider's back-off.
+    pub(crate) failed: Option<Error>,
+    /// When the core asks to be tried again ([`Teardown::poll_timeout`]).
+    pub(crate) wake: Option<std::time::Instant>,
 }
 
 /// How a scale set's state reason backing off for failed bootstraps begins: the reason is

@@ -13,7 +13,8 @@
 //!   offline past its bootstrap deadline (left so by an outage), one past `max_lifetime`, one
 //!   idle past `max_idle_lifetime` while no job waits.
 //! - [`owns_found_runner`], [`after_removal`] and [`teardown`]: the steps of removing one
-//!   runner everywhere (GitHub, then the provider, then the row).
+//!   runner everywhere (GitHub, then the provider, then the row), ordered by the teardown
+//!   core (`crate::teardown`).
 //!
 //! What holds for every answer (proven by the property tests beside it): nothing is acted on
 //! that the provider did not list under our pool key or that is not a runner of this scale set
@@ -425,11 +426,17 @@ pub(crate) fn job_waits(assigned: Option<i64>, busy: usize) -> bool {
     assigned.is_none_or(|a| a > i64::try_from(busy).unwrap_or(i64::MAX))
 }
 
-/// Whether a runner found by the name of a row without a runner id is the row's: registered for
+/// Whether a runner GitHub answered a look-up by the name `asked` with is the row's: answered
+/// for that very name (an answer naming another runner is never acted on), and registered for
 /// the served scale set, or for none (an interrupted JIT POST registers by name; runner names
 /// are unique, so another scale set's runner of that name is not ours).
-pub(crate) fn owns_found_runner(runner: &RunnerReference, scale_set: GithubScaleSetId) -> bool {
-    runner.runner_scale_set_id == scale_set || runner.runner_scale_set_id.0 == 0
+pub(crate) fn owns_found_runner(
+    asked: &str,
+    answered: &str,
+    registered: GithubScaleSetId,
+    scale_set: GithubScaleSetId,
+) -> bool {
+    answered == asked && (registered == scale_set || registered.0 == 0)
 }
 
 /// Whether the row a `JobCompleted` named is retired by the scale set serving it: only a row of

@@ -22,7 +22,7 @@
 
 use std::collections::HashSet;
 
-use scaleset_github::{Removal, RunnerReference};
+use scaleset_github::RunnerReference;
 use scaleset_provider::ProviderInstance;
 use scaleset_store::{NewInstance, ReasonCode};
 
@@ -30,6 +30,7 @@ use super::{Runners, again_on_token};
 use crate::error::{Error, store};
 use crate::planner::reconcile::{Action, Inherited, World, reconcile, rerecorded_status};
 use crate::planner::start::recorded_when_landed;
+use crate::teardown::{Outcome, Teardown};
 
 impl Runners<'_> {
     fn prefix(&self) -> String {
@@ -148,24 +149,38 @@ impl Runners<'_> {
                     .await;
                 }
                 Action::DeleteInstance(instance) => {
-                    self.provider
-                        .delete(&self.pool, &instance.id())
-                        .await
-                        .map_err(self.provider_error("deleting an instance without a runner"))?;
-                    self.event(
-                        ReasonCode::OrphanInstanceDeleted,
-                        &format!(
-                            "instance {} under our pool key has no runner on GitHub and no \
-                             record: deleted",
-                            instance.name
-                        ),
-                    )
-                    .await;
+                    let core = Teardown::unrecorded(
+                        instance.name.clone(),
+                        instance.provider_id.clone(),
+                        self.pool.key.as_str(),
+                        self.ours(),
+                        std::time::Instant::now(),
+                    );
+                    let ran = self.execute_teardown(core).await?;
+                    if let Some(error) = ran.failed {
+                        return Err(error);
+                    }
+                    if ran.outcome == Outcome::Removed {
+                        self.event(
+                            ReasonCode::OrphanInstanceDeleted,
+                            &format!(
+                                "instance {} under our pool key has no runner on GitHub and no \
+                                 record: deleted",
+                                instance.name
+                            ),
+                        )
+                        .await;
+                    }
                 }
                 Action::RemoveRunner(runner) => {
-                    let result = again_on_token(|| self.client.remove_runner(runner.id)).await;
-                    match result.map_err(self.github_error("removing a stray runner"))? {
-                        Removal::Removed => {
+                    let core = Teardown::stray_runner(
+                        runner.id,
+                        runner.name.clone(),
+                        self.ours(),
+                        std::time::Instant::now(),
+                    );
+                    match self.execute_teardown(core).await?.outcome {
+                        Outcome::Removed => {
                             self.event(
                                 ReasonCode::StrayRunnerRemoved,
                                 &format!(
@@ -175,7 +190,7 @@ impl Runners<'_> {
                             )
                             .await;
                         }
-                        Removal::StillRunning => {
+                        Outcome::Kept => {
                             tracing::debug!(runner = %runner.name, "stray runner is busy; later");
                         }
                         // Gone already: the goal holds.
@@ -228,18 +243,27 @@ impl Runners<'_> {
                     let Some(garm) = &self.inherited else {
                         continue;
                     };
-                    self.provider
-                        .delete(&garm.pool, &instance.id())
-                        .await
-                        .map_err(self.provider_error("deleting an instance GARM left"))?;
-                    self.event(
-                        ReasonCode::InheritedInstanceDeleted,
-                        &format!(
-                            "GARM's instance {} (pool id {}) has no runner on GitHub: deleted",
-                            instance.name, garm.pool.key
-                        ),
-                    )
-                    .await;
+                    let core = Teardown::unrecorded(
+                        instance.name.clone(),
+                        instance.provider_id.clone(),
+                        garm.pool.key.as_str(),
+                        self.ours(),
+                        std::time::Instant::now(),
+                    );
+                    let ran = self.execute_teardown(core).await?;
+                    if let Some(error) = ran.failed {
+                        return Err(error);
+                    }
+                    if ran.outcome == Outcome::Removed {
+                        self.event(
+                            ReasonCode::InheritedInstanceDeleted,
+                            &format!(
+                                "GARM's instance {} (pool id {}) has no runner on GitHub: deleted",
+                                instance.name, garm.pool.key
+                            ),
+                        )
+                        .await;
+                    }
                 }
             }
         }

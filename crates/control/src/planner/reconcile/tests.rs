@@ -237,16 +237,16 @@ fn a_runner_came_up_when_online_or_busy() {
 }
 
 #[test]
-fn a_runner_found_by_name_is_ours_in_our_scale_set_or_none() {
-    assert!(owns_found_runner(&idle(7, "ci-a"), OURS));
-    assert!(owns_found_runner(
-        &runner(7, "ci-a", 0, None, "offline"),
-        OURS
-    ));
+fn a_runner_found_by_name_is_ours_for_that_name_in_our_scale_set_or_none() {
+    assert!(owns_found_runner("ci-a", "ci-a", OURS, OURS));
+    assert!(owns_found_runner("ci-a", "ci-a", GithubScaleSetId(0), OURS));
     assert!(!owns_found_runner(
-        &runner(7, "ci-a", 6, None, "offline"),
+        "ci-a",
+        "ci-a",
+        GithubScaleSetId(6),
         OURS
     ));
+    assert!(!owns_found_runner("ci-a", "ci-b", OURS, OURS));
 }
 
 #[test]

@@ -1,0 +1,995 @@
+//! The teardown core against a model of GitHub, the cloud and the store, with a hostile
+//! GitHub look-up (answers naming other runners), a hostile provider (failures, ids claimed by
+//! other rows, instances of other controllers beside ours), jobs starting mid-teardown,
+//! re-delivered answers, a fake clock, a step bound and a crash between any two commands
+//! (the teardown started again from the persisted row).
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::{Duration, Instant};
+
+use proptest::prelude::*;
+use scaleset_github::{GithubScaleSetId, Removal, RunnerId};
+use scaleset_store::InstanceStatus;
+
+use super::*;
+use crate::planner::provider_backoff::ProviderHealth;
+
+const OURS: GithubScaleSetId = GithubScaleSetId(5);
+const OTHER_SET: GithubScaleSetId = GithubScaleSetId(6);
+const POOL: &str = "ctl_5";
+const GARM_POOL: &str = "garm_5";
+const FOREIGN_POOL: &str = "other-controller_5";
+const NAME: &str = "ci-a";
+
+fn ours() -> Ours {
+    Ours {
+        scale_set: OURS,
+        pool_key: POOL.to_owned(),
+        inherited_pool_key: Some(GARM_POOL.to_owned()),
+    }
+}
+
+/// A runner registered at GitHub.
+#[derive(Debug, Clone)]
+struct GhRunner {
+    name: String,
+    scale_set: GithubScaleSetId,
+    busy: bool,
+}
+
+/// A machine at the provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Machine {
+    provider_id: String,
+    name: String,
+    pool_key: String,
+}
+
+/// How GitHub answers a look-up by name.
+#[derive(Debug, Clone, Copy)]
+enum LookUp {
+    /// The runner of that name, if any.
+    Truthful,
+    /// Another runner registered (a different name).
+    OtherName,
+}
+
+/// One generated world and its hostility.
+#[derive(Debug, Clone)]
+struct Scenario {
+    status: InstanceStatus,
+    /// Whether the row records its runner id.
+    records_runner_id: bool,
+    /// Whether our runner is registered, and busy.
+    registered: Option<bool>,
+    /// A runner of our name in another scale set instead of ours (names are unique).
+    same_name_elsewhere: bool,
+    /// The row's recorded provider id: none, the machine's, or its name.
+    provider_id: Option<bool>,
+    /// The row's pool: 0 served, 1 GARM's, 2 another controller's.
+    pool: u8,
+    /// Another row claims the row's provider id.
+    claimed_by_other: bool,
+    /// A create answer with the row's provider id was refused.
+    refused: bool,
+    /// The provider backs off until this many ms after the start (0: no back-off).
+    backoff_ms: u64,
+    /// The provider fails the first this many deletes.
+    delete_failures: u8,
+    look_up: LookUp,
+    /// A job starts on our runner before this command (if it is still registered).
+    job_starts_at: Option<usize>,
+    /// Crash (drop the core, start again from the row) before these commands.
+    crashes: Vec<usize>,
+    /// Answers delivered twice.
+    redeliver: Vec<usize>,
+    /// Ms the clock moves per command.
+    tick_ms: u64,
+}
+
+fn status() -> impl Strategy<Value = InstanceStatus> {
+    prop_oneof![
+        Just(InstanceStatus::Pending),
+        Just(InstanceStatus::Creating),
+        Just(InstanceStatus::Running),
+        Just(InstanceStatus::Busy),
+        Just(InstanceStatus::Failed),
+        Just(InstanceStatus::Deleting),
+        Just(InstanceStatus::Deleted),
+    ]
+}
+
+prop_compose! {
+    fn scenario()(
+        status in status(),
+        records_runner_id in any::<bool>(),
+        registered in proptest::option::of(any::<bool>()),
+        same_name_elsewhere in any::<bool>(),
+        provider_id in proptest::option::of(any::<bool>()),
+        pool in 0u8..3,
+        claimed_by_other in any::<bool>(),
+        refused in any::<bool>(),
+        backoff_ms in prop_oneof![Just(0u64), 1u64..200],
+        delete_failures in 0u8..3,
+        look_up in prop_oneof![Just(LookUp::Truthful), Just(LookUp::OtherName)],
+        job_starts_at in proptest::option::of(0usize..12),
+        crashes in proptest::collection::vec(0usize..30, 0..4),
+        redeliver in proptest::collection::vec(0usize..30, 0..4),
+        tick_ms in 0u64..60,
+    ) -> Scenario {
+        Scenario {
+            status, records_runner_id, registered, same_name_elsewhere, provider_id, pool,
+            claimed_by_other, refused, backoff_ms, delete_failures, look_up, job_starts_at,
+            crashes, redeliver, tick_ms,
+        }
+    }
+}
+
+/// The world: GitHub's runners, the provider's machines, the store's rows, and what the
+/// core was told.
+struct World {
+    runners: BTreeMap<i64, GhRunner>,
+    machines: Vec<Machine>,
+    /// Our row (`None` once forgotten).
+    row: Option<Row>,
+    /// Other rows of the store: (name, provider id).
+    others: Vec<Claim>,
+    refused: HashSet<String>,
+    health: ProviderHealth,
+    delete_failures: u8,
+    look_up: LookUp,
+    /// Runner ids the core was told are busy, or were answered for another name.
+    never_remove: HashSet<i64>,
+    /// Runners removed while busy, and machines deleted that were not ours to delete.
+    violations: Vec<String>,
+    commands: usize,
+}
+
+const OUR_ID: i64 = 7;
+const ELSEWHERE_ID: i64 = 8;
+const STRANGER_ID: i64 = 9;
+const MACHINE_ID: &str = "i-ours";
+const OTHER_MACHINE_NAME: &str = "ci-b";
+
+impl World {
+    fn new(s: &Scenario, start: Instant) -> Self {
+        let mut runners = BTreeMap::new();
+        if let Some(busy) = s.registered {
+            runners.insert(
+                OUR_ID,
+                GhRunner {
+                    name: NAME.to_owned(),
+                    scale_set: OURS,
+                    busy,
+                },
+            );
+        } else if s.same_name_elsewhere {
+            runners.insert(
+                ELSEWHERE_ID,
+                GhRunner {
+                    name: NAME.to_owned(),
+                    scale_set: OTHER_SET,
+                    busy: false,
+                },
+            );
+        }
+        runners.insert(
+            STRANGER_ID,
+            GhRunner {
+                name: "ci-stranger".to_owned(),
+                scale_set: OURS,
+                busy: false,
+            },
+        );
+        let pool_key = [POOL, GARM_POOL, FOREIGN_POOL][usize::from(s.pool)].to_owned();
+        // The row records `MACHINE_ID`. Disputed (another row claims it, or a create answer
+        // with it was refused), that id names another machine under our pool key, and ours
+        // has an id we never learnt. Beside them: another row's machine under our pool key,
+        // and another controller's machine with the same id under its own pool key.
+        let disputed = s.provider_id == Some(true) && (s.claimed_by_other || s.refused);
+        let mut machines = vec![
+            Machine {
+                provider_id: "i-b".to_owned(),
+                name: OTHER_MACHINE_NAME.to_owned(),
+                pool_key: POOL.to_owned(),
+            },
+            Machine {
+                provider_id: MACHINE_ID.to_owned(),
+                name: "theirs".to_owned(),
+                pool_key: FOREIGN_POOL.to_owned(),
+            },
+        ];
+        // A row `deleted` says its machine is gone already.
+        if s.status != InstanceStatus::Deleted {
+            machines.push(Machine {
+                provider_id: if disputed { "i-unknown" } else { MACHINE_ID }.to_owned(),
+                name: NAME.to_owned(),
+                pool_key: pool_key.clone(),
+            });
+        }
+        if disputed {
+            machines.push(Machine {
+                provider_id: MACHINE_ID.to_owned(),
+                name: "ci-c".to_owned(),
+                pool_key: pool_key.clone(),
+            });
+        }
+        let provider_id = s.provider_id.map(|machine| {
+            if machine {
+                MACHINE_ID.to_owned()
+            } else {
+                NAME.to_owned()
+            }
+        });
+        let mut others = vec![Claim {
+            name: OTHER_MACHINE_NAME.to_owned(),
+            provider_id: Some("i-b".to_owned()),
+        }];
+        if s.claimed_by_other {
+            // A row recorded with the same id before the claim rules (its machine is the
+            // one this id names, as far as anyone can tell).
+            others.push(Claim {
+                name: "ci-c".to_owned(),
+                provider_id: Some(MACHINE_ID.to_owned()),
+            });
+        }
+        let mut refused = HashSet::new();
+        if s.refused {
+            refused.insert(MACHINE_ID.to_owned());
+        }
+        let health = if s.backoff_ms == 0 {
+            ProviderHealth::default()
+        } else {
+            ProviderHealth {
+                failures: 1,
+                retry_at: Some(start + Duration::from_millis(s.backoff_ms)),
+            }
+        };
+        let runner_id = (s.records_runner_id && s.registered.is_some()).then_some(RunnerId(OUR_ID));
+        Self {
+            runners,
+            machines,
+            row: Some(Row {
+                name: NAME.to_owned(),
+                status: s.status,
+                runner_id,
+                provider_id,
+                pool_key,
+            }),
+            others,
+            refused,
+            health,
+            delete_failures: s.delete_failures,
+            look_up: s.look_up,
+            never_remove: HashSet::new(),
+            violations: Vec::new(),
+            commands: 0,
+        }
+    }
+
+    /// Carries `command` out at `now`, as the executor would against this world.
+    fn execute(&mut self, command: Command, now: Instant) -> Option<Fact> {
+        self.commands += 1;
+        match command {
+            Command::FindRunner { name } => {
+                let truth = self.runners.iter().find(|(_, r)| r.name == name);
+                let answer = match self.look_up {
+                    LookUp::Truthful => truth,
+                    LookUp::OtherName => self.runners.iter().find(|(_, r)| r.name != name),
+                };
+                let found = answer.map(|(id, r)| FoundRunner {
+                    id: RunnerId(*id),
+                    name: r.name.clone(),
+                    scale_set: r.scale_set,
+                    busy: r.busy,
+                });
+                if let Some(found) = &found
+                    && (found.busy || found.name != name || found.scale_set == OTHER_SET)
+                {
+                    self.never_remove.insert(found.id.0);
+                }
+                Some(Fact::RunnerFound(found))
+            }
+            Command::RemoveRunner { id, name } => {
+                if self.never_remove.contains(&id.0) {
+                    self.violations
+                        .push(format!("removed runner {} it was told not to", id.0));
+                }
+                match self.runners.get(&id.0) {
+                    Some(r) if r.name != name => {
+                        self.violations
+                            .push(format!("removed runner {} named {}", id.0, r.name));
+                        Some(Fact::RunnerRemoved(Removal::Removed))
+                    }
+                    // GitHub refuses to remove a runner running a job.
+                    Some(r) if r.busy => Some(Fact::RunnerRemoved(Removal::StillRunning)),
+                    Some(_) => {
+                        self.runners.remove(&id.0);
+                        Some(Fact::RunnerRemoved(Removal::Removed))
+                    }
+                    None => Some(Fact::RunnerRemoved(Removal::Gone)),
+                }
+            }
+            Command::Transition { name, to } => {
+                let row = self.row.as_mut().filter(|r| r.name == name)?;
+                if !row.status.can_move_to(to) {
+                    // The store refuses: an error ends the executor (as a crash would).
+                    return None;
+                }
+                row.status = to;
+                Some(Fact::Moved)
+            }
+            Command::LookUpClaims { provider_id } => Some(Fact::Claims {
+                claimed: self
+                    .others
+                    .iter()
+                    .chain(
+                        self.row
+                            .iter()
+                            .map(|r| Claim {
+                                name: r.name.clone(),
+                                provider_id: r.provider_id.clone(),
+                            })
+                            .collect::<Vec<_>>()
+                            .iter(),
+                    )
+                    .filter(|c| {
+                        c.provider_id.as_deref() == Some(provider_id.as_str())
+                            || c.name == provider_id
+                    })
+                    .cloned()
+                    .collect(),
+                refused: self.refused.contains(&provider_id),
+            }),
+            Command::DeleteInstance { name, pool, id } => {
+                if !self.health.may_call(now) {
+                    self.violations.push("deleted while backing off".to_owned());
+                }
+                if self.runners.values().any(|r| r.name == name && r.busy) {
+                    self.violations
+                        .push("deleted the machine of a busy runner".to_owned());
+                }
+                if self.delete_failures > 0 {
+                    self.delete_failures -= 1;
+                    return Some(Fact::InstanceDeleteFailed);
+                }
+                let key = match pool {
+                    PoolOf::Served => POOL,
+                    PoolOf::Inherited => GARM_POOL,
+                };
+                for m in self
+                    .machines
+                    .iter()
+                    .filter(|m| m.pool_key == key && (m.provider_id == id || m.name == id))
+                {
+                    if m.name != name {
+                        self.violations
+                            .push(format!("deleted machine {} for row {name}", m.name));
+                    }
+                }
+                self.machines
+                    .retain(|m| !(m.pool_key == key && (m.provider_id == id || m.name == id)));
+                Some(Fact::InstanceDeleted)
+            }
+            Command::ProviderWorked => {
+                self.health = ProviderHealth::default();
+                None
+            }
+            Command::ProviderFailed => {
+                self.health = ProviderHealth {
+                    failures: self.health.failures + 1,
+                    retry_at: Some(now + Duration::from_millis(50)),
+                };
+                None
+            }
+            Command::DeleteRow { name } => {
+                if self.row.as_ref().is_some_and(|r| r.name == name) {
+                    self.row = None;
+                }
+                Some(Fact::RowDeleted)
+            }
+        }
+    }
+
+    fn start_job(&mut self) {
+        for runner in self.runners.values_mut() {
+            if runner.name == NAME && runner.scale_set == OURS {
+                runner.busy = true;
+            }
+        }
+    }
+}
+
+/// What one run of the scenario left.
+struct Ran {
+    world: World,
+    outcome: Option<Outcome>,
+    restarts: usize,
+}
+
+/// Bound on commands across all restarts: a teardown is at most 8 commands.
+const STEP_BOUND: usize = 60;
+
+fn run(s: &Scenario) -> Ran {
+    let start = Instant::now();
+    let mut now = start;
+    let mut world = World::new(s, start);
+    let mut step = 0usize;
+    let mut restarts = 0usize;
+    let mut outcome = None;
+    // Started again from the row after a crash; also after a deferral once the clock passed
+    // the back-off (as `retry_deletions` does), up to the bound.
+    'restart: while let Some(row) = world.row.clone() {
+        let mut core = Teardown::new(row, ours(), world.health, now);
+        loop {
+            let Some(command) = core.poll_command() else {
+                outcome = core.outcome();
+                match (outcome, core.poll_timeout()) {
+                    (Some(Outcome::Deferred), Some(wake)) if step < STEP_BOUND => {
+                        now = now.max(wake);
+                        restarts += 1;
+                        continue 'restart;
+                    }
+                    (Some(Outcome::Deferred), None) if step < STEP_BOUND => {
+                        restarts += 1;
+                        continue 'restart;
+                    }
+                    _ => break 'restart,
+                }
+            };
+            step += 1;
+            assert!(step <= STEP_BOUND, "no end within {STEP_BOUND} commands");
+            if s.job_starts_at == Some(step) {
+                world.start_job();
+            }
+            if s.crashes.contains(&step) {
+                restarts += 1;
+                continue 'restart;
+            }
+            now += Duration::from_millis(s.tick_ms);
+            let Some(fact) = world.execute(command, now) else {
+                continue;
+            };
+            core.handle(fact.clone(), now);
+            if s.redeliver.contains(&step) {
+                core.handle(fact, now);
+            }
+            if world.row.is_none() {
+                // Nothing is left to restart from: the core must have ended.
+                outcome = core.outcome();
+                assert!(core.poll_command().is_none());
+                break 'restart;
+            }
+        }
+    }
+    Ran {
+        world,
+        outcome,
+        restarts,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn a_teardown_never_deletes_what_is_not_ours_nor_removes_a_busy_runner(s in scenario()) {
+        let ran = run(&s);
+        prop_assert!(ran.world.violations.is_empty(), "{:?}", ran.world.violations);
+        // Another controller's machine and another row's machine are never touched.
+        prop_assert!(ran.world.machines.iter().any(|m| m.name == "theirs"));
+        prop_assert!(ran.world.machines.iter().any(|m| m.name == OTHER_MACHINE_NAME));
+        prop_assert!(
+            !(s.provider_id == Some(true) && (s.claimed_by_other || s.refused))
+                || ran.world.machines.iter().any(|m| m.name == "ci-c")
+        );
+    }
+
+    #[test]
+    fn a_row_of_a_pool_not_ours_is_left_alone(
+        s in scenario().prop_map(|s| Scenario { pool: 2, ..s }),
+    ) {
+        let ran = run(&s);
+        prop_assert_eq!(ran.outcome, Some(Outcome::NotOurs));
+        prop_assert_eq!(ran.world.commands, 0);
+        prop_assert!(ran.world.row.is_some());
+    }
+
+    #[test]
+    fn a_busy_runner_keeps_its_machine_and_its_row(
+        s in scenario().prop_map(|s| Scenario {
+            pool: s.pool % 2,
+            registered: Some(true),
+            look_up: if s.records_runner_id { s.look_up } else { LookUp::Truthful },
+            ..s
+        }),
+    ) {
+        let ran = run(&s);
+        prop_assert!(ran.world.row.is_some());
+        prop_assert!(
+            s.status == InstanceStatus::Deleted
+                || ran.world.machines.iter().any(|m| m.name == NAME)
+        );
+        prop_assert!(ran.world.runners.contains_key(&OUR_ID));
+        prop_assert_eq!(ran.outcome, Some(Outcome::Kept));
+    }
+
+    #[test]
+    fn an_idle_runner_is_taken_down_everywhere_whatever_crashes_and_redeliveries(
+        s in scenario().prop_map(|s| Scenario {
+            pool: s.pool % 2,
+            registered: s.registered.map(|_| false),
+            job_starts_at: None,
+            look_up: if s.records_runner_id && s.registered.is_some() {
+                s.look_up
+            } else {
+                LookUp::Truthful
+            },
+            ..s
+        }),
+    ) {
+        let ran = run(&s);
+        prop_assert_eq!(ran.outcome, Some(Outcome::Removed), "restarts {}", ran.restarts);
+        prop_assert!(ran.world.row.is_none());
+        prop_assert!(!ran.world.runners.contains_key(&OUR_ID));
+        // Our machine is gone, deleted by its id or its name, unless it was recorded by a
+        // disputed id: then by its name, which also finds it.
+        prop_assert!(!ran.world.machines.iter().any(|m| m.name == NAME));
+    }
+
+    #[test]
+    fn an_answer_naming_another_runner_is_no_evidence_of_absence(
+        s in scenario().prop_map(|s| Scenario {
+            pool: s.pool % 2,
+            look_up: LookUp::OtherName,
+            records_runner_id: false,
+            ..s
+        }),
+    ) {
+        let ran = run(&s);
+        prop_assert_eq!(ran.outcome, Some(Outcome::Unconfirmed));
+        prop_assert!(ran.world.row.is_some());
+        prop_assert!(
+            s.status == InstanceStatus::Deleted
+                || ran.world.machines.iter().any(|m| m.name == NAME)
+        );
+    }
+}
+
+#[test]
+fn an_instance_recorded_by_a_disputed_id_is_deleted_by_its_name() {
+    let now = Instant::now();
+    let row = Row {
+        name: NAME.to_owned(),
+        status: InstanceStatus::Deleting,
+        runner_id: None,
+        provider_id: Some(MACHINE_ID.to_owned()),
+        pool_key: POOL.to_owned(),
+    };
+    let mut core = Teardown::new(row.clone(), ours(), ProviderHealth::default(), now);
+    assert_eq!(
+        core.poll_command(),
+        Some(Command::FindRunner {
+            name: NAME.to_owned()
+        })
+    );
+    core.handle(Fact::RunnerFound(None), now);
+    assert_eq!(
+        core.poll_command(),
+        Some(Command::LookUpClaims {
+            provider_id: MACHINE_ID.to_owned()
+        })
+    );
+    core.handle(
+        Fact::Claims {
+            claimed: vec![Claim {
+                name: "ci-c".to_owned(),
+                provider_id: Some(MACHINE_ID.to_owned()),
+            }],
+            refused: false,
+        },
+        now,
+    );
+    assert_eq!(
+        core.poll_command(),
+        Some(Command::DeleteInstance {
+            name: NAME.to_owned(),
+            pool: PoolOf::Served,
+            id: NAME.to_owned(),
+        })
+    );
+    // Undisputed, and in GARM's pool: by the id, in GARM's pool.
+    let garm = Row {
+        pool_key: GARM_POOL.to_owned(),
+        ..row
+    };
+    let mut core = Teardown::new(garm, ours(), ProviderHealth::default(), now);
+    core.poll_command();
+    core.handle(Fact::RunnerFound(None), now);
+    core.poll_command();
+    core.handle(
+        Fact::Claims {
+            claimed: Vec::new(),
+            refused: false,
+        },
+        now,
+    );
+    assert_eq!(
+        core.poll_command(),
+        Some(Command::DeleteInstance {
+            name: NAME.to_owned(),
+            pool: PoolOf::Inherited,
+            id: MACHINE_ID.to_owned(),
+        })
+    );
+}
+
+#[test]
+fn a_teardown_in_back_off_keeps_the_row_deleting_and_wakes_when_it_ends() {
+    let now = Instant::now();
+    let retry_at = now + Duration::from_secs(30);
+    let health = ProviderHealth {
+        failures: 2,
+        retry_at: Some(retry_at),
+    };
+    let row = Row {
+        name: NAME.to_owned(),
+        status: InstanceStatus::Running,
+        runner_id: Some(RunnerId(OUR_ID)),
+        provider_id: None,
+        pool_key: POOL.to_owned(),
+    };
+    let mut core = Teardown::new(row, ours(), health, now);
+    assert_eq!(core.poll_timeout(), None);
+    core.poll_command();
+    core.handle(Fact::RunnerRemoved(Removal::Removed), now);
+    assert_eq!(
+        core.poll_command(),
+        Some(Command::Transition {
+            name: NAME.to_owned(),
+            to: InstanceStatus::Deleting
+        })
+    );
+    // The back-off ends one second before the answer: the delete goes out.
+    let mut late = Teardown::new(
+        Row {
+            name: NAME.to_owned(),
+            status: InstanceStatus::Deleting,
+            runner_id: None,
+            provider_id: None,
+            pool_key: POOL.to_owned(),
+        },
+        ours(),
+        health,
+        now,
+    );
+    late.poll_command();
+    late.handle(Fact::RunnerFound(None), retry_at);
+    assert!(matches!(
+        late.poll_command(),
+        Some(Command::DeleteInstance { .. })
+    ));
+    core.handle(Fact::Moved, now + Duration::from_secs(1));
+    assert_eq!(core.poll_command(), None);
+    assert_eq!(core.outcome(), Some(Outcome::Deferred));
+    assert_eq!(core.poll_timeout(), Some(retry_at));
+}
+
+#[test]
+fn a_failed_delete_is_fed_to_the_back_off_and_a_worked_one_too() {
+    let now = Instant::now();
+    let row = Row {
+        name: NAME.to_owned(),
+        status: InstanceStatus::Deleting,
+        runner_id: Some(RunnerId(OUR_ID)),
+        provider_id: None,
+        pool_key: POOL.to_owned(),
+    };
+    let mut core = Teardown::new(row.clone(), ours(), ProviderHealth::default(), now);
+    core.poll_command();
+    core.handle(Fact::RunnerRemoved(Removal::Gone), now);
+    core.poll_command();
+    core.handle(Fact::InstanceDeleteFailed, now);
+    assert_eq!(core.poll_command(), Some(Command::ProviderFailed));
+    assert_eq!(core.poll_command(), None);
+    assert_eq!(core.outcome(), Some(Outcome::Deferred));
+
+    let mut core = Teardown::new(row, ours(), ProviderHealth::default(), now);
+    core.poll_command();
+    core.handle(Fact::RunnerRemoved(Removal::Gone), now);
+    core.poll_command();
+    core.handle(Fact::InstanceDeleted, now);
+    assert_eq!(core.poll_command(), Some(Command::ProviderWorked));
+    assert_eq!(
+        core.poll_command(),
+        Some(Command::DeleteRow {
+            name: NAME.to_owned()
+        })
+    );
+    assert_eq!(core.outcome(), None);
+    core.handle(Fact::RowDeleted, now);
+    assert_eq!(core.outcome(), Some(Outcome::Removed));
+}
+
+#[test]
+fn a_deleted_row_is_only_forgotten() {
+    let now = Instant::now();
+    let row = Row {
+        name: NAME.to_owned(),
+        status: InstanceStatus::Deleted,
+        runner_id: None,
+        provider_id: Some(MACHINE_ID.to_owned()),
+        pool_key: POOL.to_owned(),
+    };
+    let mut core = Teardown::new(row, ours(), ProviderHealth::default(), now);
+    core.poll_command();
+    core.handle(Fact::RunnerFound(None), now);
+    assert_eq!(
+        core.poll_command(),
+        Some(Command::DeleteRow {
+            name: NAME.to_owned()
+        })
+    );
+}
+
+#[test]
+fn a_running_row_whose_runner_took_a_job_is_marked_busy_and_kept() {
+    let now = Instant::now();
+    let row = Row {
+        name: NAME.to_owned(),
+        status: InstanceStatus::Running,
+        runner_id: None,
+        provider_id: None,
+        pool_key: POOL.to_owned(),
+    };
+    let mut core = Teardown::new(row, ours(), ProviderHealth::default(), now);
+    core.poll_command();
+    core.handle(
+        Fact::RunnerFound(Some(FoundRunner {
+            id: RunnerId(OUR_ID),
+            name: NAME.to_owned(),
+            scale_set: OURS,
+            busy: true,
+        })),
+        now,
+    );
+    assert_eq!(
+        core.poll_command(),
+        Some(Command::Transition {
+            name: NAME.to_owned(),
+            to: InstanceStatus::Busy
+        })
+    );
+    // A re-delivered look-up answer is ignored.
+    core.handle(Fact::RunnerFound(None), now);
+    assert_eq!(core.poll_command(), None);
+    core.handle(Fact::Moved, now);
+    assert_eq!(core.outcome(), Some(Outcome::Kept));
+    assert_eq!(core.poll_command(), None);
+}
+
+#[test]
+fn an_unrecorded_instance_is_deleted_by_the_answered_id_in_the_served_pool() {
+    let now = Instant::now();
+    let mut core = Teardown::unrecorded(NAME.to_owned(), MACHINE_ID.to_owned(), POOL, ours(), now);
+    assert_eq!(
+        core.poll_command(),
+        Some(Command::DeleteInstance {
+            name: NAME.to_owned(),
+            pool: PoolOf::Served,
+            id: MACHINE_ID.to_owned(),
+        })
+    );
+    core.handle(Fact::InstanceDeleteFailed, now);
+    // Left to the reconciliation: no back-off fed, nothing else.
+    assert_eq!(core.poll_command(), None);
+    assert_eq!(core.outcome(), Some(Outcome::Deferred));
+    let mut core = Teardown::unrecorded(NAME.to_owned(), MACHINE_ID.to_owned(), POOL, ours(), now);
+    core.poll_command();
+    core.handle(Fact::InstanceDeleted, now);
+    assert_eq!(core.poll_command(), None);
+    assert_eq!(core.outcome(), Some(Outcome::Removed));
+}
+
+fn fact() -> impl Strategy<Value = Fact> {
+    let found = (
+        0i64..4,
+        prop_oneof![Just(NAME), Just("ci-b")],
+        prop_oneof![Just(OURS), Just(OTHER_SET), Just(GithubScaleSetId(0))],
+        any::<bool>(),
+    )
+        .prop_map(|(id, name, scale_set, busy)| FoundRunner {
+            id: RunnerId(id),
+            name: name.to_owned(),
+            scale_set,
+            busy,
+        });
+    let claim =
+        (prop_oneof![Just(NAME), Just("ci-c")], any::<bool>()).prop_map(|(name, has)| Claim {
+            name: name.to_owned(),
+            provider_id: has.then(|| MACHINE_ID.to_owned()),
+        });
+    prop_oneof![
+        proptest::option::of(found).prop_map(Fact::RunnerFound),
+        prop_oneof![
+            Just(Removal::Removed),
+            Just(Removal::Gone),
+            Just(Removal::StillRunning)
+        ]
+        .prop_map(Fact::RunnerRemoved),
+        Just(Fact::Moved),
+        (proptest::collection::vec(claim, 0..3), any::<bool>())
+            .prop_map(|(claimed, refused)| Fact::Claims { claimed, refused }),
+        Just(Fact::InstanceDeleted),
+        Just(Fact::InstanceDeleteFailed),
+        Just(Fact::RowDeleted),
+    ]
+}
+
+/// Which constructor a fuzzed core starts from.
+#[derive(Debug, Clone, Copy)]
+enum Start {
+    Row,
+    Unrecorded,
+    StrayRunner,
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// Whatever answers arrive, in whatever order and however often: a delete goes only to
+    /// the row's own pool when it is ours and names the row or its recorded id, a runner is
+    /// removed only by the recorded id or an id GitHub answered for the row's name, idle, in
+    /// our scale set (or none), and nothing is asked once the teardown ended.
+    #[test]
+    fn whatever_the_answers_a_teardown_acts_only_on_what_it_verified(
+        start in prop_oneof![Just(Start::Row), Just(Start::Unrecorded), Just(Start::StrayRunner)],
+        status in status(),
+        runner_id in proptest::option::of(0i64..4),
+        provider_id in proptest::option::of(prop_oneof![Just(MACHINE_ID), Just(NAME)]),
+        pool in 0u8..3,
+        backoff in any::<bool>(),
+        facts in proptest::collection::vec(fact(), 0..16),
+    ) {
+        let now = Instant::now();
+        let pool_key = [POOL, GARM_POOL, FOREIGN_POOL][usize::from(pool)];
+        let row = Row {
+            name: NAME.to_owned(),
+            status,
+            runner_id: runner_id.map(RunnerId),
+            provider_id: provider_id.map(str::to_owned),
+            pool_key: pool_key.to_owned(),
+        };
+        let health = if backoff {
+            ProviderHealth { failures: 1, retry_at: Some(now + Duration::from_secs(1)) }
+        } else {
+            ProviderHealth::default()
+        };
+        let id = provider_id.unwrap_or(MACHINE_ID).to_owned();
+        let mut core = match start {
+            Start::Row => Teardown::new(row.clone(), ours(), health, now),
+            Start::Unrecorded => {
+                Teardown::unrecorded(NAME.to_owned(), id.clone(), pool_key, ours(), now)
+            }
+            Start::StrayRunner => {
+                Teardown::stray_runner(RunnerId(runner_id.unwrap_or(1)), NAME.to_owned(), ours(), now)
+            }
+        };
+        let expected_pool = match pool {
+            0 => Some(PoolOf::Served),
+            1 => Some(PoolOf::Inherited),
+            _ => None,
+        };
+        let mut removable: HashSet<i64> = match start {
+            Start::Row => runner_id.into_iter().collect(),
+            Start::Unrecorded => HashSet::new(),
+            Start::StrayRunner => [runner_id.unwrap_or(1)].into_iter().collect(),
+        };
+        let mut commands = 0usize;
+        let mut ended_at = None;
+        let mut clock = now;
+        for fact in facts.into_iter().chain(std::iter::once(Fact::RowDeleted)) {
+            while let Some(command) = core.poll_command() {
+                commands += 1;
+                prop_assert!(commands <= 12, "more commands than a teardown has steps");
+                if let Some(at) = ended_at {
+                    prop_assert!(
+                        matches!(command, Command::ProviderWorked | Command::ProviderFailed),
+                        "{command:?} after the end at {at}"
+                    );
+                }
+                match command {
+                    Command::DeleteInstance { name, pool, id: sent } => {
+                        prop_assert_eq!(Some(pool), expected_pool);
+                        prop_assert_eq!(&name, NAME);
+                        match start {
+                            Start::Unrecorded => prop_assert_eq!(&sent, &id),
+                            _ => prop_assert!(
+                                sent == NAME || Some(sent.as_str()) == provider_id,
+                                "deleted by {sent}"
+                            ),
+                        }
+                        if matches!(start, Start::Row) {
+                            prop_assert!(health.may_call(clock), "deleted during the back-off");
+                        }
+                    }
+                    Command::RemoveRunner { id, name } => {
+                        prop_assert_eq!(&name, NAME);
+                        prop_assert!(removable.contains(&id.0), "removed runner {}", id.0);
+                    }
+                    Command::Transition { name, to } => {
+                        prop_assert_eq!(&name, NAME);
+                        prop_assert!(status.can_move_to(to) || to == InstanceStatus::Deleting);
+                    }
+                    _ => {}
+                }
+            }
+            if core.outcome().is_some() && ended_at.is_none() {
+                ended_at = Some(commands);
+            }
+            if core.outcome() == Some(Outcome::NotOurs) {
+                prop_assert_eq!(commands, 0);
+                prop_assert!(expected_pool.is_none());
+            }
+            if let Fact::RunnerFound(Some(found)) = &fact
+                && found.name == NAME
+                && !found.busy
+                && (found.scale_set == OURS || found.scale_set.0 == 0)
+            {
+                removable.insert(found.id.0);
+            }
+            clock += Duration::from_millis(100);
+            core.handle(fact, clock);
+        }
+    }
+}
+
+#[test]
+fn a_stray_runner_is_removed_kept_while_busy_or_found_gone() {
+    let now = Instant::now();
+    for (removal, outcome) in [
+        (Removal::Removed, Outcome::Removed),
+        (Removal::StillRunning, Outcome::Kept),
+        (Removal::Gone, Outcome::AlreadyGone),
+    ] {
+        let mut core = Teardown::stray_runner(RunnerId(3), NAME.to_owned(), ours(), now);
+        assert_eq!(
+            core.poll_command(),
+            Some(Command::RemoveRunner {
+                id: RunnerId(3),
+                name: NAME.to_owned()
+            })
+        );
+        core.handle(Fact::RunnerRemoved(removal), now);
+        assert_eq!(core.poll_command(), None);
+        assert_eq!(core.outcome(), Some(outcome));
+    }
+}
+
+#[test]
+fn an_unrecorded_instance_under_a_pool_key_not_ours_is_not_deleted() {
+    let now = Instant::now();
+    let mut core = Teardown::unrecorded(
+        NAME.to_owned(),
+        MACHINE_ID.to_owned(),
+        FOREIGN_POOL,
+        ours(),
+        now,
+    );
+    assert_eq!(core.poll_command(), None);
+    assert_eq!(core.outcome(), Some(Outcome::NotOurs));
+    let mut garm = Teardown::unrecorded(
+        NAME.to_owned(),
+        MACHINE_ID.to_owned(),
+        GARM_POOL,
+        ours(),
+        now,
+    );
+    assert!(matches!(
+        garm.poll_command(),
+        Some(Command::DeleteInstance {
+            pool: PoolOf::Inherited,
+            ..
+        })
+    ));
+}
