@@ -57,7 +57,7 @@ use crate::v1;
         v1::CreateCredentials, v1::AuthInput, v1::EndpointInput, v1::Credentials, v1::AuthKind, v1::Endpoint, v1::CredentialsList,
         v1::CreateEntity, v1::Entity, v1::EntityKind, v1::EntityList,
         v1::CreateScaleSet, v1::UpdateScaleSet, v1::ScaleSet, v1::ScaleSetSpec, v1::ScaleSetState, v1::Attention, v1::Provenance, v1::Evidence,
-        v1::AdoptionPolicy, v1::Refusal, v1::Event, v1::ScaleSetList, v1::OursUndeclaredList, v1::OursUndeclared, v1::UnlistedEntity, v1::DeleteScaleSetResult, v1::DeleteAction, v1::DrainScaleSetResult, v1::RetryScaleSetResult, v1::RunnerTool,
+        v1::AdoptionPolicy, v1::Refusal, v1::Event, v1::ScaleSetList, v1::OursUndeclaredList, v1::OursUndeclared, v1::UnlistedEntity, v1::DeleteScaleSetResult, v1::DeleteAction, v1::DrainScaleSetResult, v1::RetryScaleSetResult, v1::RunnerTool, v1::ServedBy, v1::LeaseStatus,
         v1::EventList, v1::FleetEvent,
         v1::Instance, v1::InstanceStatus, v1::InstanceList, v1::InstanceBootstrap,
         v1::StatusCallback, v1::SystemInfoCallback, v1::CertificateBundle,

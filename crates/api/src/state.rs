@@ -189,6 +189,20 @@ impl AppState {
         self
     }
 
+    /// Who serves scale set `set` (`enabled` or not) by its stored `lease`, now: in doubt
+    /// too when the holder is this process's own worker and it could not renew the lease.
+    pub(crate) fn served_by(
+        &self,
+        set: scaleset_store::ScaleSetId,
+        enabled: bool,
+        lease: Option<&scaleset_store::LeaseRecord>,
+    ) -> Option<crate::v1::ServedBy> {
+        let doubted_here = lease.is_some_and(|l| {
+            self.worker.as_deref() == Some(l.holder.as_str()) && self.metrics.is_lease_in_doubt(set)
+        });
+        crate::view::served_by(enabled, lease, doubted_here, self.clock.now())
+    }
+
     /// How long the lease taken by the API lasts.
     pub(crate) fn lease_ttl(&self) -> Duration {
         self.settings.lease_ttl

@@ -31,6 +31,7 @@ mod actions;
 mod chart;
 mod form_data;
 mod html;
+mod lease;
 mod reason;
 mod render;
 mod view;
@@ -244,7 +245,12 @@ async fn overview(
     let now = Timestamp::from_system_time(SystemTime::now());
     page.refresh_ours_undeclared();
     let ours_undeclared = page.ours_undeclared.known();
-    match view::overview(page.store.as_ref(), &page.configured, filter, now).await {
+    let read = async {
+        let mut view = view::overview(page.store.as_ref(), &page.configured, filter, now).await?;
+        lease::serve_rows(&page, &mut view.rows).await?;
+        Ok::<_, scaleset_store::Error>(view)
+    };
+    match read.await {
         Ok(view) => Html(render::overview(
             &view,
             &ours_undeclared,
@@ -286,7 +292,12 @@ async fn detail(
         return not_found();
     };
     let now = Timestamp::from_system_time(SystemTime::now());
-    match view::detail(page.store.as_ref(), ScaleSetId(uuid), now).await {
+    let read = async {
+        let mut view = view::detail(page.store.as_ref(), ScaleSetId(uuid), now).await?;
+        lease::serve_rows(&page, [&mut view.row]).await?;
+        Ok::<_, scaleset_store::Error>(view)
+    };
+    match read.await {
         Ok(view) => Html(render::detail(
             &view,
             SystemTime::now(),

@@ -43,9 +43,9 @@ pub use plan::{
 };
 pub use scale_set::{
     AdoptionPolicy, Attention, CreateScaleSet, DeleteAction, DeleteScaleSetResult,
-    DrainScaleSetResult, Event, Evidence, OursUndeclared, OursUndeclaredList, Provenance, Refusal,
-    RetryScaleSetResult, RunnerTool, ScaleSet, ScaleSetList, ScaleSetSpec, ScaleSetState,
-    UnlistedEntity, UpdateScaleSet,
+    DrainScaleSetResult, Event, Evidence, LeaseStatus, OursUndeclared, OursUndeclaredList,
+    Provenance, Refusal, RetryScaleSetResult, RunnerTool, ScaleSet, ScaleSetList, ScaleSetSpec,
+    ScaleSetState, ServedBy, UnlistedEntity, UpdateScaleSet,
 };
 pub use token::{Token, TokenScope};
 pub use worker::DrainWorkerResult;

@@ -184,10 +184,42 @@ pub(crate) fn scale_set(s: &store::ScaleSet, events: &[store::Event]) -> v1::Sca
         events: events.iter().map(event).collect(),
         runner_tool: None,
         warnings: Vec::new(),
+        served_by: None,
         declared: false,
         created_at: time(s.created_at),
         updated_at: time(s.updated_at),
     }
+}
+
+/// Who serves a scale set (`enabled` or not), from its lease row `lease` as the store has it at `now`:
+/// `doubted_here` says this process's own worker holds the lease but could not renew it (it
+/// has fenced itself before the lease ran out in the database). A lease that ran out without
+/// being released is in doubt (its holder is cut off, paused or dead, and nobody took the set
+/// over yet), except on a disabled set, which nobody is to serve; a released one (the epoch)
+/// and no row at all mean nobody serves it.
+pub(crate) fn served_by(
+    enabled: bool,
+    lease: Option<&store::LeaseRecord>,
+    doubted_here: bool,
+    now: store::Timestamp,
+) -> Option<v1::ServedBy> {
+    let lease = lease.filter(|l| l.expires_at != store::Timestamp::EPOCH)?;
+    let status = if lease.expires_at > now {
+        if doubted_here {
+            v1::LeaseStatus::InDoubt
+        } else {
+            v1::LeaseStatus::Held
+        }
+    } else if enabled {
+        v1::LeaseStatus::InDoubt
+    } else {
+        return None;
+    };
+    Some(v1::ServedBy {
+        worker: lease.holder.clone(),
+        lease: status,
+        expires_at: time(lease.expires_at),
+    })
 }
 
 /// The download a new runner of `spec` would get from `stored` (the entity's runner
@@ -329,5 +361,51 @@ mod tests {
                 serde_json::Value::String(stored.as_str().to_owned())
             );
         }
+    }
+
+    fn lease(holder: &str, expires_at: i64) -> store::LeaseRecord {
+        store::LeaseRecord {
+            holder: holder.to_owned(),
+            token: 3,
+            expires_at: store::Timestamp::from_unix_millis(expires_at),
+        }
+    }
+
+    #[test]
+    fn a_scale_set_is_served_by_its_lease_holder_in_doubt_once_the_lease_ran_out_unreleased() {
+        let now = store::Timestamp::from_unix_millis(10_000);
+        let status = |enabled, record: Option<&store::LeaseRecord>, doubted| {
+            served_by(enabled, record, doubted, now).map(|s| (s.worker, s.lease))
+        };
+        let held = lease("worker-a", 12_000);
+        assert_eq!(
+            status(true, Some(&held), false),
+            Some(("worker-a".to_owned(), v1::LeaseStatus::Held))
+        );
+        // This process's own worker could not renew it: in doubt before it runs out.
+        assert_eq!(
+            status(true, Some(&held), true),
+            Some(("worker-a".to_owned(), v1::LeaseStatus::InDoubt))
+        );
+        // Ran out without a release: its holder is cut off, paused or dead.
+        let ran_out = lease("worker-a", 9_000);
+        assert_eq!(
+            status(true, Some(&ran_out), false),
+            Some(("worker-a".to_owned(), v1::LeaseStatus::InDoubt))
+        );
+        // Nobody is to serve a disabled set; a released lease and none at all: nobody serves.
+        assert_eq!(status(false, Some(&ran_out), false), None);
+        assert_eq!(status(true, Some(&lease("worker-a", 0)), false), None);
+        assert_eq!(status(true, None, false), None);
+        let shown =
+            served_by(true, Some(&held), false, now).map(|s| serde_json::to_value(s).unwrap());
+        assert_eq!(
+            shown,
+            Some(serde_json::json!({
+                "worker": "worker-a",
+                "lease": "held",
+                "expires_at": "1970-01-01T00:00:12Z",
+            }))
+        );
     }
 }

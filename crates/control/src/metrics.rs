@@ -730,6 +730,15 @@ impl Metrics {
         }
     }
 
+    /// Whether this worker could not renew the lease of scale set `id` (it has fenced itself
+    /// there until a renewal or a new acquisition settles it).
+    pub fn is_lease_in_doubt(&self, id: ScaleSetId) -> bool {
+        self.doubts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains_key(&id)
+    }
+
     /// The names of the scale sets whose lease is in doubt, sorted.
     pub fn leases_in_doubt(&self) -> Vec<String> {
         let mut names: Vec<String> = self
@@ -1244,10 +1253,12 @@ mod tests {
         metrics.lease_in_doubt(a, "arm");
         assert!(render(&registry).contains("scaleset_leases_in_doubt 2"));
         assert_eq!(metrics.leases_in_doubt(), vec!["arm", "linux"]);
+        assert!(metrics.is_lease_in_doubt(a));
         metrics.lease_settled(a);
         metrics.lease_settled(a);
         assert!(render(&registry).contains("scaleset_leases_in_doubt 1"));
         assert_eq!(metrics.leases_in_doubt(), vec!["linux"]);
+        assert!(!metrics.is_lease_in_doubt(a) && metrics.is_lease_in_doubt(b));
     }
 
     #[test]

@@ -112,4 +112,8 @@ pub trait LeaseStore: Send + Sync {
 
     /// The lease as stored, if the scale set ever had one.
     async fn get_lease(&self, scale_set_id: ScaleSetId) -> Result<Option<LeaseRecord>>;
+
+    /// Every lease row, held, expired or released, by scale set (one read: the API and the
+    /// status page say who serves each scale set, and which lease is in doubt, from it).
+    async fn leases(&self) -> Result<Vec<(ScaleSetId, LeaseRecord)>>;
 }

@@ -77,11 +77,34 @@ pub(crate) struct Takeovers {
     pub(crate) bound: Duration,
 }
 
-/// How long the fleet took to converge after the last heal, and the bound it must meet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Convergence {
+/// How long the fleet took to converge after one heal (`None`: it never did before the
+/// checks ran).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Healed {
+    /// What healed: a partition's link, or the quiescence (every fault off).
+    pub(crate) what: String,
+    /// When, from the start of the chaos.
+    pub(crate) at: Duration,
     pub(crate) took: Option<Duration>,
+}
+
+/// How long the fleet took to converge after every heal, and the bound each must meet.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Convergence {
+    /// One per partition healed during the chaos, then the quiescence (the last heal).
+    pub(crate) heals: Vec<Healed>,
     pub(crate) bound: Duration,
+}
+
+impl Convergence {
+    /// How many heals converged, the median and the longest time they took.
+    pub(crate) fn figures(&self) -> (usize, Duration, Duration) {
+        let mut took: Vec<Duration> = self.heals.iter().filter_map(|h| h.took).collect();
+        took.sort_unstable();
+        let median = took.get(took.len() / 2).copied().unwrap_or_default();
+        let longest = took.last().copied().unwrap_or_default();
+        (took.len(), median, longest)
+    }
 }
 
 /// Everything the invariants are checked over.
@@ -121,7 +144,7 @@ pub(crate) struct Observed {
     pub(crate) scale_sets_created: usize,
     /// The fence as GitHub saw it (partition soaks; empty otherwise).
     pub(crate) takeovers: Takeovers,
-    /// Convergence after the last heal (partition soaks).
+    /// Convergence after every heal (partition soaks).
     pub(crate) convergence: Option<Convergence>,
 }
 
@@ -324,20 +347,26 @@ pub(crate) fn violations(o: &Observed) -> Vec<String> {
             o.recoveries.deleted.len()
         ));
     }
-    // The fence, from GitHub's side; and convergence after the last heal.
+    // The fence, from GitHub's side; and convergence after every heal.
     out.extend(late_acts(&o.takeovers));
-    if let Some(c) = o.convergence {
-        match c.took {
-            Some(took) if took <= c.bound => {}
-            Some(took) => out.push(format!(
-                "the fleet converged {:.1} s after the last heal, beyond the bound of {:?}",
-                took.as_secs_f64(),
-                c.bound
-            )),
-            None => out.push(format!(
-                "the fleet did not converge after the last heal (bound {:?})",
-                c.bound
-            )),
+    if let Some(c) = &o.convergence {
+        for heal in &c.heals {
+            match heal.took {
+                Some(took) if took <= c.bound => {}
+                Some(took) => out.push(format!(
+                    "the fleet converged {:.1} s after the heal of {} at {:.1} s, beyond the bound of {:?}",
+                    took.as_secs_f64(),
+                    heal.what,
+                    heal.at.as_secs_f64(),
+                    c.bound
+                )),
+                None => out.push(format!(
+                    "the fleet did not converge after the heal of {} at {:.1} s (bound {:?})",
+                    heal.what,
+                    heal.at.as_secs_f64(),
+                    c.bound
+                )),
+            }
         }
     }
 
@@ -470,9 +499,20 @@ mod tests {
                 bound: Duration::from_secs(5),
             },
             convergence: Some(Convergence {
-                took: Some(Duration::from_secs(20)),
+                heals: vec![
+                    healed("worker 1's Database link", 4, Some(6)),
+                    healed("the quiescence", 60, Some(20)),
+                ],
                 bound: Duration::from_secs(90),
             }),
+        }
+    }
+
+    fn healed(what: &str, at_secs: u64, took_secs: Option<u64>) -> Healed {
+        Healed {
+            what: what.to_owned(),
+            at: Duration::from_secs(at_secs),
+            took: took_secs.map(Duration::from_secs),
         }
     }
 
@@ -494,6 +534,17 @@ mod tests {
     }
 
     #[test]
+    fn the_convergence_figures_count_converged_heals_with_their_median_and_longest() {
+        let mut c = healthy().convergence.unwrap_or_default();
+        c.heals.push(healed("worker 0's GitHub link", 30, Some(3)));
+        c.heals.push(healed("worker 2's GitHub link", 40, None));
+        assert_eq!(
+            c.figures(),
+            (3, Duration::from_secs(6), Duration::from_secs(20))
+        );
+    }
+
+    #[test]
     fn a_healthy_world_has_no_violation() {
         assert_eq!(violations(&healthy()), Vec::<String>::new());
     }
@@ -502,23 +553,41 @@ mod tests {
     #[test]
     fn each_broken_invariant_is_reported() {
         type Break = (&'static str, fn(&mut Observed));
-        let breaks: [Break; 21] = [
+        let breaks: [Break; 23] = [
             ("one was created twice", |o| o.scale_sets_created = 2),
             ("worker 0 acted (RunnerCreated) on scale set 1", |o| {
                 o.takeovers.acts.push(act(13_001, 0, Acted::RunnerCreated));
             }),
-            ("converged 95.0 s after the last heal", |o| {
-                o.convergence = Some(Convergence {
-                    took: Some(Duration::from_secs(95)),
-                    bound: Duration::from_secs(90),
-                });
+            (
+                "converged 95.0 s after the heal of the quiescence at 60.0 s",
+                |o| {
+                    if let Some(c) = o.convergence.as_mut() {
+                        c.heals[1].took = Some(Duration::from_secs(95));
+                    }
+                },
+            ),
+            ("did not converge after the heal of the quiescence", |o| {
+                if let Some(c) = o.convergence.as_mut() {
+                    c.heals[1].took = None;
+                }
             }),
-            ("did not converge after the last heal", |o| {
-                o.convergence = Some(Convergence {
-                    took: None,
-                    bound: Duration::from_secs(90),
-                });
-            }),
+            // A heal in the middle of the chaos is held to the same bound as the last one.
+            (
+                "converged 91.0 s after the heal of worker 1's Database link at 4.0 s",
+                |o| {
+                    if let Some(c) = o.convergence.as_mut() {
+                        c.heals[0].took = Some(Duration::from_secs(91));
+                    }
+                },
+            ),
+            (
+                "did not converge after the heal of worker 1's Database link",
+                |o| {
+                    if let Some(c) = o.convergence.as_mut() {
+                        c.heals[0].took = None;
+                    }
+                },
+            ),
             ("duplicate scale set linux", |o| {
                 o.github.push(set(2, "linux", "x"))
             }),

@@ -16,7 +16,8 @@ use scaleset_store::{
 };
 
 use crate::check::{
-    self, Act, Acted, Convergence, GitHubSet, Job, Observed, Recoveries, StoredSet, Takeovers,
+    self, Act, Acted, Convergence, GitHubSet, Healed, Job, Observed, Recoveries, StoredSet,
+    Takeovers,
 };
 use crate::helpers::{
     CONTROLLER, PgDatabase, RunningSim, Site, Worker, eventually, worker_env_with,
@@ -55,7 +56,11 @@ pub(crate) const LEASE_TTL: Duration = Duration::from_secs(3);
 /// scheduling fit in 5 s.
 pub(crate) const TAKEOVER_BOUND: Duration = Duration::from_secs(5);
 
-/// How long after the last heal (quiescence) a partition soak must have converged.
+/// How long after each heal (a partition's, and the last one: quiescence) a partition soak
+/// must have converged: every scale set of ours on GitHub once, with a session, and every job
+/// waiting at the heal started (the cut-off worker's sets served by someone). The other
+/// faults go on after a heal in the chaos, so the bound covers the slowest start the soak has
+/// seen under them (a job's wait, up to about 35 s on a loaded machine) with room.
 pub(crate) const CONVERGE_BOUND: Duration = Duration::from_secs(90);
 
 /// The loopback address worker `index` reaches the simulator from in a partition soak.
@@ -79,6 +84,8 @@ pub(crate) struct Figures {
     /// Partition soaks: sessions the workers opened, takeovers among them, and the latest a
     /// worker created a runner or acquired a job after another had taken the set over.
     pub(crate) fence: Option<(usize, usize, Duration)>,
+    /// Partition soaks: heals, how many converged, the median and the longest convergence.
+    pub(crate) convergence: Option<(usize, usize, Duration, Duration)>,
 }
 
 /// The outcome of one soak: its figures, and what is wrong with the end state.
@@ -123,6 +130,14 @@ impl Report {
                 out,
                 "\n  fence: {sessions} sessions opened, {takeovers} takeovers; latest act of a worker after another took its set over: {:.1} s",
                 latest.as_secs_f64()
+            );
+        }
+        if let Some((heals, converged, median, longest)) = f.convergence {
+            let _ = write!(
+                out,
+                "\n  convergence: {heals} heals (the partitions healed and the quiescence), {converged} converged; median {:.1} s, longest {:.1} s (bound {CONVERGE_BOUND:?})",
+                median.as_secs_f64(),
+                longest.as_secs_f64()
             );
         }
         out
@@ -184,6 +199,14 @@ enum Undo {
     Heal { worker: usize, link: LinkTo },
 }
 
+/// A heal the fleet must converge after: what healed, when, and the jobs then waiting.
+struct Healing {
+    what: String,
+    at: Instant,
+    waiting: Vec<i64>,
+    took: Option<Duration>,
+}
+
 /// A worker's proxied links in a partition soak.
 struct Links {
     database: Option<Link>,
@@ -223,6 +246,8 @@ struct Soak<'a> {
     deleted_at: Vec<(Instant, String)>,
     /// Every out-of-band delete: name and GitHub id.
     deleted_ids: Vec<(String, i64)>,
+    /// Every partition healed, and whether the fleet converged after it.
+    heals: Vec<Healing>,
 }
 
 impl Soak<'_> {
@@ -531,6 +556,18 @@ impl Soak<'_> {
                 if let Some(proxy) = self.links.get(*worker).and_then(|l| l.get(*link)) {
                     proxy.set(Fault::Pass);
                 }
+                let waiting = self
+                    .enqueued_at
+                    .keys()
+                    .filter(|job| !self.started_at.contains_key(job))
+                    .copied()
+                    .collect();
+                self.heals.push(Healing {
+                    what: format!("worker {worker}'s {link:?} link"),
+                    at: Instant::now(),
+                    waiting,
+                    took: None,
+                });
                 self.log(format!("worker {worker}'s {link:?} link healed"));
             }
         }
@@ -553,6 +590,30 @@ impl Soak<'_> {
                 && self.enqueued_at.contains_key(&job.runner_request_id)
             {
                 self.started_at.insert(job.runner_request_id, now);
+            }
+        }
+    }
+
+    /// Notes the heals after which the fleet has now converged: every scale set of ours on
+    /// GitHub once with a session, and every job that waited at the heal started (or went with
+    /// a scale set deleted out of band). Call after [`Self::watch`].
+    fn converge(&mut self, state: &StateSnapshot) {
+        let sessions = SETS.iter().all(|name| {
+            let found: Vec<_> = state.scale_sets_named(name).collect();
+            found.len() == 1 && found[0].session.is_some()
+        });
+        if !sessions {
+            return;
+        }
+        let now = Instant::now();
+        let on_github: BTreeSet<i64> = state.jobs.iter().map(|j| j.runner_request_id).collect();
+        for heal in self.heals.iter_mut().filter(|h| h.took.is_none()) {
+            let served = heal
+                .waiting
+                .iter()
+                .all(|job| self.started_at.contains_key(job) || !on_github.contains(job));
+            if served {
+                heal.took = Some(now.duration_since(heal.at));
             }
         }
     }
@@ -879,6 +940,7 @@ pub(crate) async fn soak(settings: Settings) -> Option<Report> {
         last_wipe: None,
         deleted_at: Vec::new(),
         deleted_ids: Vec::new(),
+        heals: Vec::new(),
     };
     for index in 0..workers {
         soak.spawn(index);
@@ -902,6 +964,7 @@ pub(crate) async fn soak(settings: Settings) -> Option<Report> {
         if polled.elapsed() >= Duration::from_millis(250) {
             let state = sim.sim.state();
             soak.watch(&state);
+            soak.converge(&state);
             for s in &state.scale_sets {
                 if SETS.contains(&s.name.as_str()) {
                     soak.our_ids.insert(s.id);
@@ -913,6 +976,7 @@ pub(crate) async fn soak(settings: Settings) -> Option<Report> {
     }
 
     soak.quiesce(&initial);
+    let chaos_ended = soak.start.elapsed();
     let settle_start = Instant::now();
     while settle_start.elapsed() < settings.settle {
         // Simulated time moves on so the runs of the jobs end; real time is what the workers'
@@ -920,6 +984,7 @@ pub(crate) async fn soak(settings: Settings) -> Option<Report> {
         sim.sim.advance(Duration::from_secs(30));
         let state = sim.sim.state();
         soak.watch(&state);
+        soak.converge(&state);
         for s in &state.scale_sets {
             if SETS.contains(&s.name.as_str()) {
                 soak.our_ids.insert(s.id);
@@ -1046,8 +1111,23 @@ pub(crate) async fn soak(settings: Settings) -> Option<Report> {
         } else {
             Takeovers::default()
         },
-        convergence: settings.partitions.then_some(Convergence {
-            took: soak.figures.settled_in,
+        convergence: settings.partitions.then(|| Convergence {
+            heals: soak
+                .heals
+                .iter()
+                .map(|h| Healed {
+                    what: h.what.clone(),
+                    at: h.at.duration_since(soak.start),
+                    took: h.took,
+                })
+                // The last heal: every fault off; settled is the stronger test (nothing of
+                // ours left over either).
+                .chain([Healed {
+                    what: "the quiescence (every fault off)".to_owned(),
+                    at: chaos_ended,
+                    took: soak.figures.settled_in,
+                }])
+                .collect(),
             bound: CONVERGE_BOUND,
         }),
     };
@@ -1066,6 +1146,10 @@ pub(crate) async fn soak(settings: Settings) -> Option<Report> {
     soak.figures.instances_created = created.len();
     if settings.partitions {
         soak.figures.fence = Some(check::takeover_figures(&observed.takeovers));
+        if let Some(c) = &observed.convergence {
+            let (converged, median, longest) = c.figures();
+            soak.figures.convergence = Some((c.heals.len(), converged, median, longest));
+        }
     }
     soak.figures.longest_wait = soak
         .enqueued_at

@@ -12,8 +12,9 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use scaleset_fleet::{Deletion, ScaleSetKey};
 use scaleset_store::{
-    Acquisition, EntityId, EntityKind, InstanceStatus, NewScaleSet, RawScaleSetSpec, ReasonCode,
-    ScaleSet as StoredScaleSet, ScaleSetId, ScaleSetSpec as StoredSpec, ScaleSetState, Timestamp,
+    Acquisition, EntityId, EntityKind, InstanceStatus, LeaseRecord, NewScaleSet, RawScaleSetSpec,
+    ReasonCode, ScaleSet as StoredScaleSet, ScaleSetId, ScaleSetSpec as StoredSpec, ScaleSetState,
+    Timestamp,
 };
 use serde::Deserialize;
 
@@ -140,6 +141,15 @@ async fn with_events(state: &AppState, scale_set: &StoredScaleSet) -> Result<Sca
             not_found(scale_set.id),
         ))?;
     shown.declared = state.configured.declared(&key).is_some();
+    let lease = state
+        .store
+        .get_lease(scale_set.id)
+        .await
+        .map_err(ApiError::store(
+            "reading the scale set's lease",
+            not_found(scale_set.id),
+        ))?;
+    shown.served_by = state.served_by(scale_set.id, scale_set.spec.enabled, lease.as_ref());
     (shown.runner_tool, shown.warnings) =
         view::runner_tool(&scale_set.spec, &key.entity, tools.as_ref(), shown.declared);
     Ok(shown)
@@ -290,6 +300,14 @@ pub(crate) async fn list(
         .into_iter()
         .map(|e| (e.id, e.kind))
         .collect();
+    // Every lease row in one read (not one per scale set: 10,000 reads for a fleet that size).
+    let leases: HashMap<ScaleSetId, LeaseRecord> = state
+        .store
+        .leases()
+        .await
+        .map_err(ApiError::store("listing leases", || "leases".to_owned()))?
+        .into_iter()
+        .collect();
     let items: Vec<ScaleSet> = all
         .iter()
         .map(|s| {
@@ -297,6 +315,7 @@ pub(crate) async fn list(
             shown.declared = entities
                 .get(&s.entity_id)
                 .is_some_and(|kind| state.configured.declares(kind, &s.spec));
+            shown.served_by = state.served_by(s.id, s.spec.enabled, leases.get(&s.id));
             shown
         })
         .collect();

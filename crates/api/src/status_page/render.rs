@@ -13,6 +13,7 @@ use scaleset_store::{
 use super::actions::{self, Session};
 use super::chart;
 use super::html::{ago, page, query_value, rfc3339, time_el};
+use super::lease;
 use super::reason;
 use super::view::{Detail, Filter, Overview, Row, Runners, service};
 use crate::ours_undeclared::Known;
@@ -162,6 +163,9 @@ fn row_html(row: &Row, now: SystemTime, session: &Session) -> Markup {
                 (service_badge(set, &row.runners))
                 @if row.attention.is_some() {
                     span.badge.s-attention { "needs attention" }
+                }
+                @if row.served_by.is_some() {
+                    div.sub { (lease::served_by_html(row.served_by.as_ref(), false)) }
                 }
                 div.reason data-code=(row.short.code.map_or("", ReasonCode::as_str)) { (row.short.text) }
             }
@@ -367,6 +371,8 @@ pub(crate) fn detail(
         dl.facts {
             dt { "state" }
             dd { (state_badge(set.state)) (service_badge(set, &row.runners)) " " span.reason { (set.state_reason) } }
+            dt { "served by" }
+            dd id="served-by" { (lease::served_by_html(row.served_by.as_ref(), true)) }
             dt { "entity" }
             dd { (row.entity) ", runner group " (spec.runner_group.name) }
             dt { "GitHub id" }

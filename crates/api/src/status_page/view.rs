@@ -125,6 +125,8 @@ pub(crate) struct Row {
     pub(crate) samples: Vec<Sample>,
     /// Its reason in one line (the table shows this, the detail page the full text).
     pub(crate) short: Short,
+    /// The worker serving it (its lease holder), filled in by `lease::serve_rows`.
+    pub(crate) served_by: Option<crate::v1::ServedBy>,
 }
 
 /// Totals over every scale set (not only the page).
@@ -322,6 +324,7 @@ async fn row(
             events,
             attention: None,
             samples: Vec::new(),
+            served_by: None,
         },
         instances,
     ))

@@ -496,6 +496,11 @@ pub struct ScaleSet {
     /// runner), no list read yet, or the last read failed. Empty when all is well, and in lists.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The worker serving it: the holder of its lease as the store has it, and whether that
+    /// lease is current or in doubt; null when no worker holds it (never served yet, released
+    /// on a clean stop or a disable, or the fleet is down).
+    #[serde(default)]
+    pub served_by: Option<ServedBy>,
     /// Whether the server's configuration file declares it. A declared scale set's spec is
     /// the file's (an update through the API is 409 `declared`; drain and enable go through)
     /// and a database loss restores it; one that is not declared (made through the API, or
@@ -507,6 +512,34 @@ pub struct ScaleSet {
     pub created_at: String,
     /// When it was last written (RFC 3339).
     pub updated_at: String,
+}
+
+/// Which worker serves a scale set: the holder of its lease (`docs/operations.md`,
+/// "Partitions").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ServedBy {
+    /// The worker's name (its `worker.name`).
+    pub worker: String,
+    /// Whether the lease is current or in doubt.
+    pub lease: LeaseStatus,
+    /// When the lease expires unless its holder renews it (RFC 3339); in the past for a lease
+    /// in doubt that ran out.
+    pub expires_at: String,
+}
+
+/// The state of the lease of the worker serving a scale set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum LeaseStatus {
+    /// Renewed within its TTL: the worker serves the scale set.
+    Held,
+    /// In doubt: the lease ran out without being released (its worker is cut off from the
+    /// database, paused or dead, and no other worker has taken the set over yet), or the
+    /// worker answering could not renew it (it has fenced itself: it creates and acknowledges
+    /// nothing on the set). Another worker takes it over within a watch interval of the
+    /// expiry; until then nobody serves the set.
+    InDoubt,
 }
 
 /// The runner download a new runner of a scale set would get (GARM's `tools` entry for its

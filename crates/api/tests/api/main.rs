@@ -18,6 +18,7 @@ mod plan;
 mod resources;
 mod scale_sets;
 mod scopes;
+mod served_by;
 mod status_page;
 mod tokens;
 mod workers;

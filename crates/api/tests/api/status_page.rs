@@ -25,7 +25,7 @@ backend_tests!(
     a_drained_or_disabled_scale_set_is_shown_as_such_and_not_counted_as_ready,
 );
 
-fn spec(name: &str) -> ScaleSetSpec {
+pub(crate) fn spec(name: &str) -> ScaleSetSpec {
     ScaleSetSpec {
         name: name.to_owned(),
         runner_group: RunnerGroup {

@@ -297,4 +297,32 @@ impl LeaseStore for DieselStore {
         self.run("read lease", move |conn, _| read(conn, scale_set_id))
             .await
     }
+
+    async fn leases(&self) -> Result<Vec<(ScaleSetId, LeaseRecord)>> {
+        self.run("list leases", move |conn, _| {
+            let rows: Vec<(String, String, i64, i64)> = leases::table
+                .select((
+                    leases::scale_set_id,
+                    leases::holder,
+                    leases::token,
+                    leases::expires_at,
+                ))
+                .order(leases::scale_set_id.asc())
+                .load(conn)
+                .map_err(Error::backend("list leases"))?;
+            rows.into_iter()
+                .map(|(id, holder, token, expires_at)| {
+                    Ok((
+                        ScaleSetId(parse_uuid("leases", &id, "scale_set_id", &id)?),
+                        LeaseRecord {
+                            holder,
+                            token,
+                            expires_at: Timestamp::from_unix_millis(expires_at),
+                        },
+                    ))
+                })
+                .collect()
+        })
+        .await
+    }
 }

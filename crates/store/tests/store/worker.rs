@@ -11,6 +11,7 @@ store_tests!(
     heartbeats_keep_workers_live_until_they_expire,
     a_removed_worker_is_gone_at_once_and_removing_twice_is_fine,
     live_leases_list_only_unexpired_unreleased_leases,
+    every_lease_row_is_listed_held_expired_or_released,
     a_drained_worker_stays_draining_until_it_leaves_the_registry,
 );
 
@@ -85,6 +86,45 @@ async fn live_leases_list_only_unexpired_unreleased_leases(db: TestDb) {
     assert_eq!(
         (live[0].scale_set_id, live[0].holder.as_str()),
         (three.id, "worker-b")
+    );
+}
+
+/// The API and the status page say who serves each scale set, and which lease is in doubt
+/// (expired without a release), from one read of every lease row.
+async fn every_lease_row_is_listed_held_expired_or_released(db: TestDb) {
+    let store = db.open().await;
+    let one = crate::helpers::scale_set(&store, "rows-1").await;
+    let two = crate::helpers::scale_set(&store, "rows-2").await;
+    let never = crate::helpers::scale_set(&store, "rows-3").await;
+    assert!(store.leases().await.unwrap().is_empty());
+
+    let a = lease(&store, one.id, "worker-a").await;
+    let released = lease(&store, two.id, "worker-b").await;
+    store.release_lease(&released).await.unwrap();
+    // worker-a's lease runs out: still listed, with its holder and past expiry.
+    db.clock.advance(Duration::from_secs(31));
+
+    let rows = store.leases().await.unwrap();
+    let seen: std::collections::BTreeMap<_, _> = rows
+        .iter()
+        .map(|(id, r)| (*id, (r.holder.as_str(), r.token, r.expires_at)))
+        .collect();
+    assert_eq!(seen.len(), 2, "{rows:?}");
+    assert_eq!(
+        seen.get(&one.id),
+        Some(&("worker-a", a.token(), a.expires_at()))
+    );
+    assert_eq!(
+        seen.get(&two.id),
+        Some(&(
+            "worker-b",
+            released.token(),
+            scaleset_store::Timestamp::EPOCH
+        ))
+    );
+    assert!(
+        !seen.contains_key(&never.id),
+        "a set never leased has no row"
     );
 }
 
