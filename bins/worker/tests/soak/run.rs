@@ -63,6 +63,15 @@ pub(crate) const TAKEOVER_BOUND: Duration = Duration::from_secs(5);
 /// seen under them (a job's wait, up to about 35 s on a loaded machine) with room.
 pub(crate) const CONVERGE_BOUND: Duration = Duration::from_secs(90);
 
+/// How long after its start a worker that exits 1 while its database is out of reach counts
+/// as refused to start (docs/operations.md: it cannot start without its database), not as a
+/// worker that died by itself.
+const START_WINDOW: Duration = Duration::from_secs(30);
+
+/// How long a supervisor (systemd's `RestartSec`, Kubernetes' back-off) waits before it starts
+/// a worker that refused to start again.
+const RESTART_BACKOFF: Duration = Duration::from_secs(2);
+
 /// The loopback address worker `index` reaches the simulator from in a partition soak.
 fn worker_source(index: usize) -> std::net::IpAddr {
     std::net::IpAddr::from([127, 0, 0, 10 + u8::try_from(index).unwrap_or(0)])
@@ -78,6 +87,9 @@ pub(crate) struct Figures {
     pub(crate) kills: usize,
     pub(crate) wipes: usize,
     pub(crate) restarts: usize,
+    /// Starts refused because the worker's database was out of reach, each followed by a
+    /// supervisor's restart.
+    pub(crate) refused_starts: usize,
     pub(crate) longest_wait: Duration,
     pub(crate) settled_in: Option<Duration>,
     pub(crate) instances_created: usize,
@@ -104,7 +116,7 @@ impl Report {
         let f = &self.figures;
         let s = &self.settings;
         let mut out = format!(
-            "soak seed {} ({:?}, {} s): {} jobs served of {} enqueued; {} kills, {} wipes, {} restarts; \
+            "soak seed {} ({:?}, {} s): {} jobs served of {} enqueued; {} kills, {} wipes, {} restarts, {} refused starts; \
              longest job wait {:.1} s; {} instances created; settled in {}; {} actions skipped\n  faults injected:",
             s.seed,
             s.backend,
@@ -114,6 +126,7 @@ impl Report {
             f.kills,
             f.wipes,
             f.restarts,
+            f.refused_starts,
             f.longest_wait.as_secs_f64(),
             f.instances_created,
             f.settled_in.map_or_else(
@@ -179,6 +192,10 @@ struct Slot {
     config: PathBuf,
     env: Vec<(&'static str, String)>,
     worker: Option<Worker>,
+    /// When its process started.
+    started: Option<Instant>,
+    /// Until when its database link was last cut (partition soaks).
+    database_cut_until: Option<Instant>,
     restart_at: Option<Instant>,
     wake_at: Option<Instant>,
     /// Log lines of this slot's earlier processes.
@@ -243,6 +260,8 @@ struct Soak<'a> {
     lost: usize,
     runners_killed: usize,
     last_wipe: Option<Instant>,
+    /// When the database's connections were last cut.
+    last_db_cut: Option<Instant>,
     deleted_at: Vec<(Instant, String)>,
     /// Every out-of-band delete: name and GitHub id.
     deleted_ids: Vec<(String, i64)>,
@@ -263,6 +282,7 @@ impl Soak<'_> {
         let worker = Worker::spawn(&self.slots[index].config, &self.slots[index].env);
         let pid = worker.pid();
         self.slots[index].worker = Some(worker);
+        self.slots[index].started = Some(Instant::now());
         self.slots[index].restart_at = None;
         self.log(format!("worker {index} started (pid {pid})"));
     }
@@ -470,6 +490,10 @@ impl Soak<'_> {
             } => match self.links.get(worker).and_then(|l| l.get(link)) {
                 Some(proxy) if proxy.fault() == Fault::Pass => {
                     proxy.set(fault);
+                    if link == LinkTo::Database {
+                        self.slots[worker].database_cut_until =
+                            Some(Instant::now() + Duration::from_millis(for_ms));
+                    }
                     self.undos.push((
                         Instant::now() + Duration::from_millis(for_ms),
                         Undo::Heal { worker, link },
@@ -482,6 +506,7 @@ impl Soak<'_> {
             Action::CutDatabase => match self.db {
                 Some(db) => match cut_connections(&db.url).await {
                     Ok(n) => {
+                        self.last_db_cut = Some(Instant::now());
                         self.log(format!("{n} database connections terminated"));
                         true
                     }
@@ -515,15 +540,24 @@ impl Soak<'_> {
             if let Some(w) = self.slots[index].worker.as_mut()
                 && let Ok(Some(status)) = w.child.try_wait()
             {
-                let line = format!(
-                    "VIOLATION: worker {index} exited by itself ({status}) at {:.1}s",
-                    self.start.elapsed().as_secs_f64()
-                );
                 if let Some(w) = self.slots[index].worker.take() {
                     self.slots[index].retire(&w);
                 }
-                self.history.push(line);
-                self.slots[index].restart_at = Some(now);
+                let at = self.start.elapsed().as_secs_f64();
+                if status.code() == Some(1) && self.database_out_of_reach_at_start(index, now) {
+                    self.figures.refused_starts += 1;
+                    self.log(format!(
+                        "worker {index} refused to start ({status}): its database was out of reach; \
+                         restarted in {} s, as a supervisor would",
+                        RESTART_BACKOFF.as_secs()
+                    ));
+                    self.slots[index].restart_at = Some(now + RESTART_BACKOFF);
+                } else {
+                    self.history.push(format!(
+                        "VIOLATION: worker {index} exited by itself ({status}) at {at:.1}s"
+                    ));
+                    self.slots[index].restart_at = Some(now);
+                }
             }
             if self.slots[index].wake_at.is_some_and(|at| at <= now) {
                 self.wake(index);
@@ -534,6 +568,24 @@ impl Soak<'_> {
                 self.spawn(index);
             }
         }
+    }
+
+    /// Whether worker `index` was still starting when it exited and its database was out of
+    /// reach meanwhile: its database link cut while it ran, or the database's connections cut
+    /// since it started. The worker documents that it cannot start then (exit 1); a supervisor restarts
+    /// it.
+    fn database_out_of_reach_at_start(&self, index: usize, now: Instant) -> bool {
+        let Some(started) = self.slots[index].started else {
+            return false;
+        };
+        if now.duration_since(started) > START_WINDOW {
+            return false;
+        }
+        let link_cut = self.slots[index]
+            .database_cut_until
+            .is_some_and(|until| until >= started);
+        let connections_cut = self.last_db_cut.is_some_and(|at| at >= started);
+        link_cut || connections_cut
     }
 
     fn undo(&mut self, undo: &Undo) {
@@ -914,6 +966,8 @@ pub(crate) async fn soak(settings: Settings) -> Option<Report> {
             config: configs[i].clone(),
             env: worker_env_with(&[("SCALESET_WORKER__NAME", names[i])]),
             worker: None,
+            started: None,
+            database_cut_until: None,
             restart_at: None,
             wake_at: None,
             old_logs: Vec::new(),
@@ -938,6 +992,7 @@ pub(crate) async fn soak(settings: Settings) -> Option<Report> {
         lost: 0,
         runners_killed: 0,
         last_wipe: None,
+        last_db_cut: None,
         deleted_at: Vec::new(),
         deleted_ids: Vec::new(),
         heals: Vec::new(),
