@@ -67,7 +67,7 @@ pub use error::{
     ErrorClass, TemplateProblem,
 };
 pub use hands_off::HandsOff;
-pub use identity::{ControllerIdentity, runner_name, validate_scale_set_name};
+pub use identity::{ControllerIdentity, runner_name};
 pub use metrics::{
     CallLabels, EndpointLabel, FleetOnly, FleetRole, HistogramFamily, KindLabel,
     MAX_SCALE_SETS_EXPORTED, Metrics, PROVIDER_COMMANDS, ProviderLabels, SetLabels, SetReading,

@@ -176,7 +176,8 @@ pub(crate) async fn create(
         }))?;
     let what = format!(
         "scale set {:?} in runner group {:?} of entity {entity_id}",
-        spec.name, spec.runner_group.name
+        spec.name(),
+        spec.runner_group().name
     );
     let reason = pending_reason(&spec);
     let stored = state
@@ -201,7 +202,7 @@ pub(crate) async fn create(
 
 /// What a just-stored scale set waits for.
 fn pending_reason(spec: &StoredSpec) -> String {
-    if spec.enabled {
+    if spec.enabled() {
         "stored; a worker ensures it on GitHub (creates or adopts it) at its next watch; \
          state, reason and events show the outcome"
             .to_owned()
@@ -209,7 +210,7 @@ fn pending_reason(spec: &StoredSpec) -> String {
         format!(
             "stored disabled: not ensured on GitHub until enabled \
              (scalesetctl scale-set update {} --enabled true)",
-            spec.name
+            spec.name()
         )
     }
 }
@@ -245,7 +246,7 @@ async fn set_enabled(
 ) -> Result<StoredScaleSet, ApiError> {
     state
         .store
-        .modify_scale_set(id, &mut |scale_set| scale_set.spec.enabled = enabled)
+        .modify_scale_set(id, &mut |scale_set| scale_set.spec.set_enabled(enabled))
         .await
         .map_err(ApiError::store("disabling the scale set", not_found(id)))
 }
@@ -420,7 +421,7 @@ pub(crate) async fn update(
         change.adoption_policy.map(view::policy_to_store),
     );
     patch(&mut raw.repair, change.repair);
-    let group_id = scale_set.spec.runner_group.id;
+    let group_id = scale_set.spec.runner_group().id;
     let wanted = parsed(&state, raw, check_provider)?;
     // A declared scale set's spec is the configuration file's: only drain and enable go
     // through (operational state, kept by every later apply).
@@ -431,7 +432,7 @@ pub(crate) async fn update(
         .map_err(ApiError::Declared)?;
     scale_set.spec = wanted;
     // The resolved runner group stays: the group's name cannot change.
-    scale_set.spec.runner_group.id = group_id;
+    scale_set.spec.set_runner_group_id(group_id);
     let updated = state
         .store
         .update_scale_set(&scale_set)
@@ -516,8 +517,8 @@ async fn key_of(state: &AppState, scale_set: &StoredScaleSet) -> Result<ScaleSet
         ))?;
     Ok(ScaleSetKey {
         entity: entity.kind,
-        runner_group: scale_set.spec.runner_group.name.clone(),
-        name: scale_set.spec.name.clone(),
+        runner_group: scale_set.spec.runner_group().name.clone(),
+        name: scale_set.spec.name().to_string(),
     })
 }
 
@@ -570,7 +571,7 @@ pub(crate) async fn delete(
         .declared(&key_of(&state, &scale_set).await?)
     {
         return Err(ApiError::DeclaredDelete {
-            scale_set: scale_set.spec.name.clone(),
+            scale_set: scale_set.spec.name().to_string(),
             file: state.configured.file.clone(),
             index,
         });
@@ -586,7 +587,7 @@ pub(crate) async fn delete(
     if !instances.is_empty() {
         return Err(ApiError::NotDrained {
             id: id.to_string(),
-            name: scale_set.spec.name.clone(),
+            name: scale_set.spec.name().to_string(),
             instances: instances.len(),
         });
     }
@@ -602,7 +603,7 @@ pub(crate) async fn delete(
         Acquisition::Held { holder, .. } => {
             return Err(ApiError::LeaseHeld {
                 id: id.to_string(),
-                name: scale_set.spec.name.clone(),
+                name: scale_set.spec.name().to_string(),
                 holder,
             });
         }
@@ -624,8 +625,8 @@ async fn delete_held(
     if let Deletion::OnGitHub(github) = deletion {
         // Disabled first, so that if the row cannot be removed after GitHub's delete, nothing
         // ensures (re-creates) it meanwhile.
-        if scale_set.spec.enabled {
-            scale_set.spec.enabled = false;
+        if scale_set.spec.enabled() {
+            scale_set.spec.set_enabled(false);
             scale_set = state
                 .store
                 .update_scale_set(&scale_set)
@@ -646,7 +647,7 @@ async fn delete_held(
             if e.is_conflict() {
                 ApiError::NotDrained {
                     id: id.to_string(),
-                    name: scale_set.spec.name.clone(),
+                    name: scale_set.spec.name().to_string(),
                     instances: 1,
                 }
             } else {
@@ -690,7 +691,7 @@ pub(crate) async fn drain(
 ) -> Result<Json<DrainScaleSetResult>, ApiError> {
     let id = ScaleSetId(parse_id(&id, "scale set")?);
     let mut scale_set = read(&state, id).await?;
-    if scale_set.spec.enabled {
+    if scale_set.spec.enabled() {
         scale_set = set_enabled(&state, id, false).await?;
         state
             .store
@@ -748,10 +749,10 @@ pub(crate) async fn retry(
 ) -> Result<(StatusCode, Json<RetryScaleSetResult>), ApiError> {
     let id = ScaleSetId(parse_id(&id, "scale set")?);
     let scale_set = read(&state, id).await?;
-    if !scale_set.spec.enabled {
+    if !scale_set.spec.enabled() {
         return Err(ApiError::NotServed {
             id: id.to_string(),
-            name: scale_set.spec.name.clone(),
+            name: scale_set.spec.name().to_string(),
         });
     }
     let requested_at = state
