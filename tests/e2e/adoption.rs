@@ -1098,7 +1098,7 @@ impl Hooks for Recorder {
         if self.refuse_intent {
             // As a fenced intent write fails when another worker took the lease over.
             return Err(scaleset_control::Error::LeaseLost {
-                scale_set: spec.name.clone(),
+                scale_set: spec.name.to_string(),
             });
         }
         Ok(())

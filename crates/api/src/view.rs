@@ -135,35 +135,38 @@ pub(crate) fn scale_set(s: &store::ScaleSet, events: &[store::Event]) -> v1::Sca
         entity_id: s.entity_id.0,
         generation: s.generation,
         spec: v1::ScaleSetSpec {
-            name: spec.name.clone(),
-            runner_group: spec.runner_group.name.clone(),
-            runner_group_id: spec.runner_group.id,
-            labels: spec.labels.clone(),
-            disable_update: spec.disable_update,
-            provider: spec.provider.clone(),
-            image: spec.image.clone(),
-            flavor: spec.flavor.clone(),
-            os_type: spec.os_type.as_str().to_owned(),
-            os_arch: spec.os_arch.as_str().to_owned(),
-            http_proxy: spec.runner_setup.http_proxy.clone(),
-            https_proxy: spec.runner_setup.https_proxy.clone(),
-            no_proxy: spec.runner_setup.no_proxy.clone(),
-            ssh_keys: spec.runner_setup.ssh_keys.clone(),
-            extra_packages: spec.runner_setup.extra_packages.clone(),
-            disable_updates_on_boot: spec.runner_setup.disable_updates_on_boot,
-            enable_boot_debug: spec.runner_setup.enable_boot_debug,
-            runner_install_template: spec.runner_setup.runner_install_template.clone(),
-            min_idle: spec.min_idle,
-            max_runners: spec.max_runners,
-            bootstrap_timeout_secs: spec.bootstrap_timeout.as_secs(),
-            scale_down_delay_secs: spec.scale_down_delay.as_secs(),
-            max_idle_lifetime_secs: spec.max_idle_lifetime.as_secs(),
-            max_lifetime_secs: spec.max_lifetime.as_secs(),
-            runner_prefix: spec.runner_prefix.clone(),
-            extra_specs: spec.extra_specs.clone(),
-            enabled: spec.enabled,
-            adoption_policy: policy(spec.adoption_policy),
-            repair: spec.repair,
+            name: spec.name().to_string(),
+            runner_group: spec.runner_group().name.clone(),
+            runner_group_id: spec.runner_group().id,
+            labels: spec.label_texts(),
+            disable_update: spec.disable_update(),
+            provider: spec.provider().to_string(),
+            image: spec.image().to_owned(),
+            flavor: spec.flavor().to_owned(),
+            os_type: spec.os_type().as_str().to_owned(),
+            os_arch: spec.os_arch().as_str().to_owned(),
+            http_proxy: spec.runner_setup().http_proxy.clone(),
+            https_proxy: spec.runner_setup().https_proxy.clone(),
+            no_proxy: spec.runner_setup().no_proxy.clone(),
+            ssh_keys: spec.runner_setup().ssh_keys.clone(),
+            extra_packages: spec.runner_setup().extra_packages.clone(),
+            disable_updates_on_boot: spec.runner_setup().disable_updates_on_boot,
+            enable_boot_debug: spec.runner_setup().enable_boot_debug,
+            runner_install_template: spec.runner_setup().runner_install_template.clone(),
+            min_idle: spec.min_idle(),
+            max_runners: spec.max_runners(),
+            bootstrap_timeout_secs: spec.bootstrap_timeout().as_secs(),
+            scale_down_delay_secs: spec.scale_down_delay().as_secs(),
+            max_idle_lifetime_secs: spec.max_idle_lifetime().as_secs(),
+            max_lifetime_secs: spec.max_lifetime().as_secs(),
+            runner_prefix: spec
+                .own_runner_prefix()
+                .map(|p| p.as_str().to_owned())
+                .unwrap_or_default(),
+            extra_specs: spec.extra_specs().clone(),
+            enabled: spec.enabled(),
+            adoption_policy: policy(spec.adoption_policy()),
+            repair: spec.repair(),
         },
         github_id: s.github_id,
         provenance: s.provenance.as_ref().map(provenance),
@@ -232,7 +235,7 @@ pub(crate) fn runner_tool(
     stored: Option<&store::RunnerDownloads>,
     declared: bool,
 ) -> (Option<v1::RunnerTool>, Vec<String>) {
-    let (os_type, os_arch) = (spec.os_type, spec.os_arch);
+    let (os_type, os_arch) = (spec.os_type(), spec.os_arch());
     let platform = format!("{os_type}/{os_arch}");
     let mut warnings = Vec::new();
     let (read, failure) = match stored {
@@ -282,7 +285,7 @@ pub(crate) fn runner_tool(
             } else {
                 format!(
                     "scalesetctl scale-set update {} --os-type OS --os-arch ARCH, or the fleet file",
-                    spec.name
+                    spec.name()
                 )
             };
             warnings.push(format!(

@@ -156,8 +156,11 @@ fn a_good_file_validates_to_typed_values() {
     assert_eq!(config.settings.worker, "w1");
     assert_eq!(config.settings.lease_ttl, Duration::from_secs(30));
     assert_eq!(config.fleet.scale_sets.len(), 1);
-    assert_eq!(config.fleet.scale_sets[0].spec.max_runners, 4);
-    assert_eq!(config.fleet.scale_sets[0].spec.runner_group.name, "Default");
+    assert_eq!(config.fleet.scale_sets[0].spec.max_runners(), 4);
+    assert_eq!(
+        config.fleet.scale_sets[0].spec.runner_group().name,
+        "Default"
+    );
     assert_eq!(
         config.fleet.credentials[0].endpoint.api_base_url,
         "https://api.github.com"
@@ -182,7 +185,7 @@ fn environment_overrides_every_kind_of_key() {
     let config = Config::parse("test.toml", GOOD, &env).unwrap();
     assert_eq!(config.store.url().redacted(), "sqlite:///tmp/other.db");
     assert_eq!(config.settings.worker, "w2");
-    assert_eq!(config.fleet.scale_sets[0].spec.max_runners, 7);
+    assert_eq!(config.fleet.scale_sets[0].spec.max_runners(), 7);
     assert_eq!(config.controller_id, Some(Uuid::from_u128(1)));
 }
 
@@ -490,18 +493,18 @@ fn an_external_provider_needs_the_instance_api_url() {
 fn lifecycle_settings_read_as_written_and_default_to_off() {
     let config = Config::parse("test.toml", GOOD, &base_env()).unwrap();
     let spec = &config.fleet.scale_sets[0].spec;
-    assert_eq!(spec.scale_down_delay, Duration::ZERO);
-    assert_eq!(spec.max_idle_lifetime, Duration::ZERO);
-    assert_eq!(spec.max_lifetime, Duration::ZERO);
+    assert_eq!(spec.scale_down_delay(), Duration::ZERO);
+    assert_eq!(spec.max_idle_lifetime(), Duration::ZERO);
+    assert_eq!(spec.max_lifetime(), Duration::ZERO);
     let text = GOOD.replace(
         "max_runners = 4",
         "max_runners = 4\nscale_down_delay = \"5m\"\nmax_idle_lifetime = \"2h\"\nmax_lifetime = \"1d\"",
     );
     let config = Config::parse("test.toml", &text, &base_env()).unwrap();
     let spec = &config.fleet.scale_sets[0].spec;
-    assert_eq!(spec.scale_down_delay, Duration::from_secs(300));
-    assert_eq!(spec.max_idle_lifetime, Duration::from_secs(7200));
-    assert_eq!(spec.max_lifetime, Duration::from_secs(86_400));
+    assert_eq!(spec.scale_down_delay(), Duration::from_secs(300));
+    assert_eq!(spec.max_idle_lifetime(), Duration::from_secs(7200));
+    assert_eq!(spec.max_lifetime(), Duration::from_secs(86_400));
     let text = GOOD.replace(
         "max_runners = 4",
         "max_runners = 4\nscale_down_delay = \"soon\"\nmax_idle_lifetime = \"31d\"\nmax_lifetime = \"1.5s\"",

@@ -979,14 +979,15 @@ fn scale_sets(
         if let (Some(cred), Some(entity)) = (cred, entity) {
             if out.iter().any(|o| {
                 o.entity == entity
-                    && o.spec.name == spec.name
-                    && o.spec.runner_group.name == spec.runner_group.name
+                    && o.spec.name() == spec.name()
+                    && o.spec.runner_group().name == spec.runner_group().name
             }) {
                 p.add(
                     key("name"),
                     format!(
                         "{:?} is declared twice in runner group {:?}",
-                        spec.name, spec.runner_group.name
+                        spec.name(),
+                        spec.runner_group().name
                     ),
                 );
                 continue;

@@ -58,7 +58,7 @@ use scaleset_provider::{
 };
 use scaleset_store::{
     Auth, CredentialStore as _, DatabaseUrl, DieselStore, EncryptionKey, Endpoint, EntityKind,
-    EntityStore as _, Keyring, NewCredentials, NewEntity, NewScaleSet, ScaleSetSpec, ScaleSetState,
+    EntityStore as _, Keyring, NewCredentials, NewEntity, NewScaleSet, ScaleSetState,
     ScaleSetStore as _, SecretString, Store, StoreOptions,
 };
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
@@ -480,10 +480,9 @@ async fn populate_at(
         store
             .create_scale_set(NewScaleSet {
                 entity_id: entity.id,
-                spec: ScaleSetSpec {
-                    max_runners,
-                    ..scaleset_store::test_util::spec(&format!("bench-{i:05}"))
-                },
+                spec: scaleset_store::test_util::spec(&format!("bench-{i:05}"))
+                    .edit(|r| r.max_runners = Some(i64::from(max_runners)))
+                    .expect("a valid test spec"),
             })
             .await?;
     }

@@ -386,7 +386,7 @@ fn setting(disable_update: bool) -> RunnerSetting {
 /// label), each `System`, and `disableUpdate`.
 fn new_scale_set(spec: &CreateSpec) -> Result<NewRunnerScaleSet, AdoptionStop> {
     Ok(
-        NewRunnerScaleSet::new(spec.name.clone(), github_group(spec.runner_group_id)?)
+        NewRunnerScaleSet::new(spec.name.to_string(), github_group(spec.runner_group_id)?)
             .with_labels(spec.labels.iter().map(Label::system).collect())
             .with_runner_setting(setting(spec.disable_update)),
     )

@@ -59,7 +59,7 @@ struct Running {
 /// The spec without the runner-group id the ensure caches in it (caching is not a change).
 fn watched(spec: &ScaleSetSpec) -> ScaleSetSpec {
     let mut spec = spec.clone();
-    spec.runner_group.id = None;
+    spec.set_runner_group_id(None);
     spec
 }
 
@@ -207,7 +207,7 @@ impl Controller {
                     self.observe(&scale_sets, &exports).await;
                     let unensured = scale_sets
                         .iter()
-                        .any(|s| s.spec.enabled && s.github_id.is_none());
+                        .any(|s| s.spec.enabled() && s.github_id.is_none());
                     sweeps.tick(&self.shared, unensured, !self.hands_off.is_empty());
                 }
                 Err(e) => {
@@ -291,14 +291,14 @@ impl Controller {
                 tracing::warn!(error = %chain(&error), "cannot tell which disabled scale sets to drain; keeping the drains running");
                 running
                     .iter()
-                    .filter(|(_, task)| !task.spec.enabled)
+                    .filter(|(_, task)| !task.spec.enabled())
                     .map(|(id, _)| *id)
                     .collect()
             }
         };
         scale_sets
             .iter()
-            .filter(|s| !s.spec.enabled && with_instances.contains(&s.id))
+            .filter(|s| !s.spec.enabled() && with_instances.contains(&s.id))
             .map(|s| s.id)
             .collect()
     }
@@ -335,7 +335,7 @@ impl Controller {
         // Drains are shared out like the served scale sets: each takes the lease.
         let enabled: Vec<ScaleSetId> = scale_sets
             .iter()
-            .filter(|s| s.spec.enabled || draining.contains(&s.id))
+            .filter(|s| s.spec.enabled() || draining.contains(&s.id))
             .map(|s| s.id)
             .collect();
         // Only this worker's own count: every worker exports its own, so a sum over the
@@ -387,7 +387,7 @@ impl Controller {
     ) {
         let wanted: HashMap<ScaleSetId, &ScaleSet> = scale_sets
             .iter()
-            .filter(|s| (s.spec.enabled || draining.contains(&s.id)) && share.contains(&s.id))
+            .filter(|s| (s.spec.enabled() || draining.contains(&s.id)) && share.contains(&s.id))
             .map(|s| (s.id, s))
             .collect();
         running.retain(|id, task| {
@@ -415,12 +415,12 @@ impl Controller {
             let span = tracing::info_span!(
                 "scale_set",
                 id = %id,
-                scale_set = %scale_set.spec.name,
-                runner_group = %scale_set.spec.runner_group.name,
+                scale_set = %scale_set.spec.name(),
+                runner_group = %scale_set.spec.runner_group().name,
             );
             // Enabled: served. Disabled (so here only with instances left): drained. A change
             // of `enabled` changes the watched spec, which stops one task for the other.
-            let handle = if scale_set.spec.enabled {
+            let handle = if scale_set.spec.enabled() {
                 AbortOnDropHandle::new(tokio::spawn(
                     serve(self.shared.clone(), id, child.clone()).instrument(span),
                 ))
@@ -568,17 +568,17 @@ impl Controller {
                         .cloned()
                         .unwrap_or_else(|| ("unknown", Arc::from(s.entity_id.to_string())));
                     SetLabels {
-                        scale_set: Arc::from(s.spec.name.as_str()),
+                        scale_set: Arc::from(s.spec.name().as_str()),
                         entity_kind,
                         entity_name,
                     }
                 },
                 state: s.state,
-                enabled: s.spec.enabled,
+                enabled: s.spec.enabled(),
                 jobs_waiting: s.jobs_waiting,
                 desired_runners: s.desired_runners,
-                max_runners: s.spec.max_runners,
-                min_idle: s.spec.min_idle,
+                max_runners: s.spec.max_runners(),
+                min_idle: s.spec.min_idle(),
                 last_message_age: s.last_message_at.map(|at| {
                     now.to_system_time()
                         .duration_since(at.to_system_time())

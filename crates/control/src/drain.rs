@@ -98,13 +98,17 @@ async fn pass(
         Err(e) if e.is_not_found() => return Ok(None),
         Err(e) => return Err(store("reading the scale set to drain")(e)),
     };
-    if scale_set.spec.enabled {
+    if scale_set.spec.enabled() {
         return Ok(None);
     }
-    let Some(provider) = shared.providers.get(&scale_set.spec.provider).cloned() else {
+    let Some(provider) = shared
+        .providers
+        .get(scale_set.spec.provider().as_str())
+        .cloned()
+    else {
         return Err(Error::UnknownProvider {
-            scale_set: scale_set.spec.name.clone(),
-            provider: scale_set.spec.provider.clone(),
+            scale_set: scale_set.spec.name().to_string(),
+            provider: scale_set.spec.provider().to_string(),
         });
     };
     let client = shared.clients.client(&scale_set).await?;
@@ -132,7 +136,7 @@ async fn pass(
         idle_list: None,
     };
     let left = runners.drain().await?;
-    let name = &scale_set.spec.name;
+    let name = scale_set.spec.name().as_str();
     if left.instances == 0 {
         if shown.is_some() || left.removed > 0 {
             runners

@@ -24,8 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::adoption::{Hooks, run_once};
 use crate::checkpoint::Checkpoint;
-use crate::error::{AdoptionStop, Error, chain, store};
-use crate::identity::validate_scale_set_name;
+use crate::error::{AdoptionStop, Error, store};
 use crate::shared::Shared;
 
 /// How an ensure ended.
@@ -86,17 +85,8 @@ pub(crate) async fn ensure(
         .get_scale_set(id)
         .await
         .map_err(store("reading the scale set to ensure"))?;
-    let name = scale_set.spec.name.clone();
-    if let Err(error) = validate_scale_set_name(&name) {
-        record(shared, id, ReasonCode::InvalidName, &chain(&error), |s| {
-            s.state = ScaleSetState::Error
-        })
-        .await?;
-        return Ok(Ensured::Wait {
-            after: shared.settings.refused_recheck,
-            refusal: None,
-        });
-    }
+    // The name is a `ScaleSetName`: the parser's rule holds for every stored spec.
+    let name = scale_set.spec.name().to_string();
     // A lookup in flight (the client retrying it through an outage) is dropped on a stop.
     let resolved = match cancel {
         Some(cancel) => tokio::select! {
@@ -109,7 +99,7 @@ pub(crate) async fn ensure(
     let Some((group, looked_up)) = resolved? else {
         let error = Error::UnknownRunnerGroup {
             scale_set: name.clone(),
-            group: scale_set.spec.runner_group.name.clone(),
+            group: scale_set.spec.runner_group().name.clone(),
         };
         record(
             shared,
@@ -131,7 +121,7 @@ pub(crate) async fn ensure(
     // issue 35: recovery).
     let cache_group = |s: &mut ScaleSet| {
         if let Some(gid) = looked_up {
-            s.spec.runner_group.id = Some(gid);
+            s.spec.set_runner_group_id(Some(gid));
         }
     };
     let known_id = scale_set.github_id.map(GithubScaleSetId);
@@ -139,12 +129,12 @@ pub(crate) async fn ensure(
         desired: Desired {
             name: name.clone(),
             runner_group_id: RunnerGroupId(group),
-            labels: scale_set.spec.labels.clone(),
-            disable_update: scale_set.spec.disable_update,
+            labels: scale_set.spec.label_texts(),
+            disable_update: scale_set.spec.disable_update(),
         },
         known_id,
-        policy: scale_set.spec.adoption_policy.into(),
-        repair: scale_set.spec.repair,
+        policy: scale_set.spec.adoption_policy().into(),
+        repair: scale_set.spec.repair(),
         // The ownership probe stays off under `owned` (docs/adoption.md: GitHub's 409 names no
         // owner, so a probe only opens a session on a set not proven ours); `any` probes anyway.
         probe: false,
@@ -324,12 +314,12 @@ async fn resolve_group(
     client: &Client,
     scale_set: &ScaleSet,
 ) -> Result<Option<(u64, Option<i64>)>, Error> {
-    if let Some(id) = scale_set.spec.runner_group.id
+    if let Some(id) = scale_set.spec.runner_group().id
         && let Ok(id) = u64::try_from(id)
     {
         return Ok(Some((id, None)));
     }
-    let name = &scale_set.spec.runner_group.name;
+    let name = &scale_set.spec.runner_group().name;
     // Scale sets of one entity share their groups: one lookup serves all of them (after a
     // lost database, 1,000 scale sets in the Default group cost one lookup, not 1,000).
     enum Miss {
@@ -342,7 +332,7 @@ async fn resolve_group(
             let result = client.get_runner_group_by_name(name).await;
             let group = result.map_err(|source| {
                 Miss::Failed(Error::GitHub {
-                    scale_set: scale_set.spec.name.clone(),
+                    scale_set: scale_set.spec.name().to_string(),
                     during: "resolving the runner group",
                     source,
                 })
@@ -425,7 +415,7 @@ impl Hooks for EnsureHooks<'_> {
         .await?;
         self.shared
             .checkpoints
-            .reached(Checkpoint::ScaleSetCreateIntent, &spec.name)
+            .reached(Checkpoint::ScaleSetCreateIntent, spec.name.as_str())
             .await;
         Ok(())
     }
@@ -433,7 +423,7 @@ impl Hooks for EnsureHooks<'_> {
     async fn created(&self, spec: &CreateSpec) {
         self.shared
             .checkpoints
-            .reached(Checkpoint::ScaleSetCreated, &spec.name)
+            .reached(Checkpoint::ScaleSetCreated, spec.name.as_str())
             .await;
     }
 

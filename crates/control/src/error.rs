@@ -14,15 +14,6 @@ pub enum Error {
         #[source]
         source: scaleset_adopt::ControllerIdError,
     },
-    /// A scale-set name breaks the spec rules (a row stored before the rules, a name given to
-    /// a lookup).
-    #[error("scale set name {name:?} is not allowed: {}", problem.message)]
-    ScaleSetName {
-        /// The name.
-        name: String,
-        /// The rule it breaks, and what to write instead.
-        problem: scaleset_store::spec::SpecProblem,
-    },
     /// A GitHub client cannot be built from credentials, or refused their rotated secret (the
     /// old one stays in use).
     #[error("invalid configuration: credentials {credentials:?}: {part}")]
@@ -239,7 +230,6 @@ impl Error {
     pub fn class(&self) -> ErrorClass {
         match self {
             Self::ControllerId { .. }
-            | Self::ScaleSetName { .. }
             | Self::Client { .. }
             | Self::InstallTemplate { .. }
             | Self::UnknownProvider { .. }

@@ -88,16 +88,6 @@ impl ControllerIdentity {
     }
 }
 
-/// Checks a desired scale-set name by the spec rules ([`scaleset_store::spec`]): one safe path
-/// component of `A-Za-z0-9._-`, and not starting with the owner-label prefix (such a name
-/// would read as another controller's ownership claim). For rows stored before the rules.
-pub fn validate_scale_set_name(name: &str) -> Result<(), Error> {
-    scaleset_store::spec::check_scale_set_name(name).map_err(|problem| Error::ScaleSetName {
-        name: name.to_owned(),
-        problem,
-    })
-}
-
 /// The RFC 4648 base32 alphabet, lower-cased (runner names are case-insensitive on GitHub).
 const BASE32: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
 
@@ -149,15 +139,6 @@ mod tests {
         let key = id.pool_key(7);
         assert_eq!(key.as_str(), "00000000-0000-0000-0000-000000000001_7");
         assert!(!key.as_str().contains(':'));
-    }
-
-    #[test]
-    fn owner_label_prefixed_names_are_refused() {
-        assert!(validate_scale_set_name("scaleset-owner-abc").is_err());
-        assert!(validate_scale_set_name("ScaleSet-Owner-abc").is_err());
-        assert!(validate_scale_set_name("").is_err());
-        assert!(validate_scale_set_name("linux").is_ok());
-        assert!(validate_scale_set_name("scaleset-linux").is_ok());
     }
 
     #[test]

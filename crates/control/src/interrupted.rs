@@ -46,7 +46,7 @@ pub(crate) fn left_by_an_interrupted_create(
 /// Whether `scale_set` may be one: the checks that need no event read.
 fn candidate(scale_set: &ScaleSet) -> bool {
     scale_set.state == ScaleSetState::Pending
-        && !scale_set.spec.enabled
+        && !scale_set.spec.enabled()
         && scale_set.github_id.is_none()
         && scale_set.provenance.is_none()
 }
@@ -71,7 +71,7 @@ pub(crate) async fn resume(shared: &Shared, scale_sets: &[ScaleSet]) -> Result<(
             continue;
         }
         let mut resumed = scale_set.clone();
-        resumed.spec.enabled = true;
+        resumed.spec.set_enabled(true);
         resumed.state_reason =
             "a create an older server did not finish left it disabled; enabled so that the \
              worker ensures it"
@@ -81,7 +81,7 @@ pub(crate) async fn resume(shared: &Shared, scale_sets: &[ScaleSet]) -> Result<(
             Err(e) if e.is_stale() || e.is_not_found() => continue,
             Err(e) => return Err(store("enabling a scale set an interrupted create left")(e)),
         }
-        let name = &scale_set.spec.name;
+        let name = scale_set.spec.name().as_str();
         let reason = format!(
             "left pending and disabled by a create an older server never finished (interrupted \
              before it was ensured): enabled, so the worker ensures it now; \
@@ -103,7 +103,7 @@ mod tests {
 
     fn left(mutate: impl FnOnce(&mut ScaleSet)) -> ScaleSet {
         let mut spec = scaleset_store::test_util::spec("hang3");
-        spec.enabled = false;
+        spec.set_enabled(false);
         let at = Timestamp::from_unix_millis(1_000_000);
         let mut scale_set = ScaleSet {
             id: scaleset_store::ScaleSetId(uuid::Uuid::from_u128(1)),
@@ -162,7 +162,7 @@ mod tests {
         }
         type Change = fn(&mut ScaleSet);
         let cases: [(&str, Change); 4] = [
-            ("enabled", |s| s.spec.enabled = true),
+            ("enabled", |s| s.spec.set_enabled(true)),
             ("not pending", |s| s.state = ScaleSetState::Error),
             ("on GitHub", |s| s.github_id = Some(7)),
             ("with provenance", |s| {

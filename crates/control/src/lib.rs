@@ -66,7 +66,7 @@ pub use error::{
     TemplateProblem,
 };
 pub use hands_off::HandsOff;
-pub use identity::{ControllerIdentity, runner_name, validate_scale_set_name};
+pub use identity::{ControllerIdentity, runner_name};
 pub use metrics::{
     CallLabels, EndpointLabel, FleetOnly, FleetRole, HistogramFamily, KindLabel,
     MAX_SCALE_SETS_EXPORTED, Metrics, PROVIDER_COMMANDS, ProviderLabels, SetLabels, SetReading,

@@ -289,7 +289,7 @@ impl Listener<'_> {
         if started.is_none() {
             return Ok(ListenEnd::Cancelled);
         }
-        let capacity = self.runners.scale_set.spec.max_runners;
+        let capacity = self.runners.scale_set.spec.max_runners();
         let renew_every = self.shared.settings.lease_ttl / 3;
         // One deadline across polls: polls that end sooner than `renew_every` (messages
         // arriving often, a short long-poll hold) must not keep postponing the renewal, or the

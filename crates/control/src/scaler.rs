@@ -232,7 +232,7 @@ fn phase(instance: &Instance) -> RunnerPhase {
 impl Runners<'_> {
     /// The scale set's name, as errors and checkpoints name it.
     pub(crate) fn name(&self) -> &str {
-        &self.scale_set.spec.name
+        self.scale_set.spec.name().as_str()
     }
 
     /// Wraps a failed GitHub call made `during` an operation as this scale set's error.
@@ -252,7 +252,7 @@ impl Runners<'_> {
         &self,
         during: &'static str,
     ) -> impl FnOnce(scaleset_provider::Error) -> Error {
-        let provider = self.scale_set.spec.provider.clone();
+        let provider = self.scale_set.spec.provider().to_string();
         move |source| Error::Provider {
             provider,
             during,
@@ -312,10 +312,10 @@ impl Runners<'_> {
         let spec = &self.scale_set.spec;
         let rules = Rules {
             listed_at,
-            scale_down_delay: spec.scale_down_delay,
+            scale_down_delay: spec.scale_down_delay(),
             limits: Limits {
-                max_idle_lifetime: spec.max_idle_lifetime,
-                max_lifetime: spec.max_lifetime,
+                max_idle_lifetime: spec.max_idle_lifetime(),
+                max_lifetime: spec.max_lifetime(),
             },
             reports: self.shared.settings.instance_api_url.is_some(),
         };
@@ -400,10 +400,10 @@ impl Runners<'_> {
         .unwrap_or(u32::MAX);
         let spec = &self.scale_set.spec;
         let step = plan(&PlanInput {
-            min_idle: warm_pool(spec.min_idle, !self.touched.recovering(), idle),
-            max_runners: spec.max_runners,
+            min_idle: warm_pool(spec.min_idle(), !self.touched.recovering(), idle),
+            max_runners: spec.max_runners(),
             assigned_jobs,
-            scale_down_delay: spec.scale_down_delay,
+            scale_down_delay: spec.scale_down_delay(),
             runners: &views,
         });
         if step.create > 0 || !step.retire.is_empty() {
@@ -764,7 +764,7 @@ impl Runners<'_> {
                 Err(e) => return Err(store("disowning a disputed provider id")(e)),
             }
         }
-        let provider = self.scale_set.spec.provider.clone();
+        let provider = self.scale_set.spec.provider().to_string();
         let reason = format!(
             "provider {provider:?} answered the create of runner {name:?} with an instance that \
              is not provably ours: {}; the answer is not recorded and nothing is deleted by its \
@@ -963,11 +963,11 @@ impl Runners<'_> {
     /// the instance's own values (`{{ .DownloadURL }}`, `{{ .MetadataURL }}`,
     /// `{{ .CallbackToken }}`, …) in place of its built-in script, so nothing is rendered here.
     async fn install_template(&self) -> Result<Option<String>, Error> {
-        let Some(name) = &self.scale_set.spec.runner_setup.runner_install_template else {
+        let Some(name) = &self.scale_set.spec.runner_setup().runner_install_template else {
             return Ok(None);
         };
         let refused = |problem: TemplateProblem| Error::InstallTemplate {
-            scale_set: self.scale_set.spec.name.clone(),
+            scale_set: self.scale_set.spec.name().to_string(),
             template: name.clone(),
             problem,
         };
@@ -1012,7 +1012,7 @@ impl Runners<'_> {
         template: Option<&str>,
     ) -> BootstrapInstance {
         let spec = &self.scale_set.spec;
-        let mut extra_specs = spec.extra_specs.clone();
+        let mut extra_specs = spec.extra_specs().clone();
         if let (Some(template), serde_json::Value::Object(specs)) = (template, &mut extra_specs) {
             specs.insert(
                 "runner_install_template".to_owned(),
@@ -1030,38 +1030,38 @@ impl Runners<'_> {
             callback_url,
             metadata_url,
             instance_token,
-            ssh_keys: spec.runner_setup.ssh_keys.clone(),
+            ssh_keys: spec.runner_setup().ssh_keys.clone(),
             extra_specs: (!extra_specs.is_null()).then_some(extra_specs),
-            github_runner_group: spec.runner_group.name.clone(),
+            github_runner_group: spec.runner_group().name.clone(),
             // The endpoint's own bundle, as GARM sends it: a runner of a GHES with a private CA
             // must trust what we trust to reach it.
             ca_cert_bundle: self.client.ca_bundle_pem().map(<[u8]>::to_vec),
-            arch: match spec.os_arch {
+            arch: match spec.os_arch() {
                 scaleset_store::OsArch::Amd64 => OsArch::Amd64,
                 scaleset_store::OsArch::Arm64 => OsArch::Arm64,
                 scaleset_store::OsArch::Arm => OsArch::Arm,
                 scaleset_store::OsArch::I386 => OsArch::I386,
             },
-            os_type: match spec.os_type {
+            os_type: match spec.os_type() {
                 scaleset_store::OsType::Linux => OsType::Linux,
                 scaleset_store::OsType::Windows => OsType::Windows,
                 scaleset_store::OsType::Osx => OsType::Osx,
             },
-            flavor: spec.flavor.clone(),
-            image: spec.image.clone(),
-            labels: spec.labels.clone(),
+            flavor: spec.flavor().to_owned(),
+            image: spec.image().to_owned(),
+            labels: spec.label_texts(),
             pool_id: self.pool.key.clone(),
             user_data_options: UserDataOptions {
-                disable_updates_on_boot: spec.runner_setup.disable_updates_on_boot,
-                extra_packages: spec.runner_setup.extra_packages.clone(),
-                enable_boot_debug: spec.runner_setup.enable_boot_debug,
+                disable_updates_on_boot: spec.runner_setup().disable_updates_on_boot,
+                extra_packages: spec.runner_setup().extra_packages.clone(),
+                enable_boot_debug: spec.runner_setup().enable_boot_debug,
             },
             jit_config_enabled: true,
             // The scale set's proxy for its runners (GARM #822), never the worker's own.
             proxy_config: Some(ProxyConfig {
-                http_proxy: spec.runner_setup.http_proxy.clone(),
-                https_proxy: spec.runner_setup.https_proxy.clone(),
-                no_proxy: spec.runner_setup.no_proxy.clone(),
+                http_proxy: spec.runner_setup().http_proxy.clone(),
+                https_proxy: spec.runner_setup().https_proxy.clone(),
+                no_proxy: spec.runner_setup().no_proxy.clone(),
             }),
         }
     }
@@ -1200,8 +1200,8 @@ impl Runners<'_> {
             prefix: &prefix,
             now: self.shared.clock.now(),
             limits: Limits {
-                max_idle_lifetime: spec.max_idle_lifetime,
-                max_lifetime: spec.max_lifetime,
+                max_idle_lifetime: spec.max_idle_lifetime(),
+                max_lifetime: spec.max_lifetime(),
             },
             job_waits: job_waits(self.assigned, busy),
             inherited: self.inherited.as_ref().map(|garm| garm.pool.key.as_str()),
@@ -1533,7 +1533,7 @@ impl Runners<'_> {
         let policy = self.shared.settings.provider_backoff();
         let health = self.shared.provider_health.get(self.scale_set.id);
         let (next, attention) = health.failed(&policy, std::time::Instant::now(), fastrand::f64());
-        let provider = &self.scale_set.spec.provider;
+        let provider = self.scale_set.spec.provider().as_str();
         self.shared
             .provider_health
             .set(self.scale_set.id, provider, next);
@@ -1542,7 +1542,7 @@ impl Runners<'_> {
                 "provider {:?} failed {failures} time(s) in a row: {}; no instance is created or \
                  deleted before the next try in {}s (instances to delete are kept as deleting \
                  and deleted then); check the provider and its cloud",
-                self.scale_set.spec.provider,
+                self.scale_set.spec.provider(),
                 chain(error),
                 retry_in.as_secs()
             );
@@ -1567,7 +1567,7 @@ impl Runners<'_> {
         let policy = self.shared.settings.provider_backoff();
         let health = self.shared.provider_health.get(self.scale_set.id);
         let (next, attention) = health.succeeded(&policy);
-        let provider = &self.scale_set.spec.provider;
+        let provider = self.scale_set.spec.provider().as_str();
         self.shared
             .provider_health
             .set(self.scale_set.id, provider, next);
@@ -1578,7 +1578,7 @@ impl Runners<'_> {
         if attention == Attention::Clear {
             let reason = format!(
                 "provider {:?} answers again; serving",
-                self.scale_set.spec.provider
+                self.scale_set.spec.provider()
             );
             tracing::info!(%reason, "provider recovered");
             record(

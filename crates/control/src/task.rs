@@ -160,13 +160,17 @@ async fn pass(
             Err(e) if e.is_not_found() => return Ok(Next::Stop),
             Err(e) => return Err(store("reading the scale set")(e)),
         };
-        if !scale_set.spec.enabled {
+        if !scale_set.spec.enabled() {
             return Ok(Next::Stop);
         }
-        let Some(provider) = shared.providers.get(&scale_set.spec.provider).cloned() else {
+        let Some(provider) = shared
+            .providers
+            .get(scale_set.spec.provider().as_str())
+            .cloned()
+        else {
             let error = Error::UnknownProvider {
-                scale_set: scale_set.spec.name.clone(),
-                provider: scale_set.spec.provider.clone(),
+                scale_set: scale_set.spec.name().to_string(),
+                provider: scale_set.spec.provider().to_string(),
             };
             record(
                 shared,

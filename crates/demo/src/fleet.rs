@@ -77,10 +77,12 @@ impl Declared {
     /// [`Error::Spec`] if it breaks the spec rules (a bug in the demo's fleet).
     pub fn spec(&self) -> Result<ScaleSetSpec, Error> {
         let mut spec = spec(self.name, self.labels, self.min_idle, self.max_runners)?;
-        spec.os_arch = scaleset_store::OsArch::parse(self.os_arch).ok_or_else(|| Error::Spec {
-            name: self.name.to_owned(),
-            problems: format!("os_arch: {:?} is not an architecture", self.os_arch),
-        })?;
+        spec.set_os_arch(scaleset_store::OsArch::parse(self.os_arch).ok_or_else(|| {
+            Error::Spec {
+                name: self.name.to_owned(),
+                problems: format!("os_arch: {:?} is not an architecture", self.os_arch),
+            }
+        })?);
         Ok(spec)
     }
 }
@@ -222,10 +224,10 @@ mod tests {
         for declared in FLEET {
             let spec = declared.spec().unwrap();
             assert_eq!(spec.runner_prefix(), declared.name);
-            assert_eq!(spec.os_arch.as_str(), declared.os_arch);
+            assert_eq!(spec.os_arch().as_str(), declared.os_arch);
         }
         let arm = FLEET.iter().find(|d| d.name == "linux-arm64").unwrap();
-        assert_eq!(arm.spec().unwrap().os_arch, scaleset_store::OsArch::Arm64);
+        assert_eq!(arm.spec().unwrap().os_arch(), scaleset_store::OsArch::Arm64);
         assert!(matches!(
             spec("../escape", &[], 0, 1),
             Err(Error::Spec { .. })

@@ -98,7 +98,7 @@ pub enum LabelError {
 
 /// A label the operator gives a scale set: [`check_text`] with at most [`LABEL_MAX`]
 /// characters, and no owner label.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Label(String);
 
 impl Label {
@@ -145,6 +145,13 @@ impl std::str::FromStr for Label {
 impl AsRef<str> for Label {
     fn as_ref(&self) -> &str {
         &self.0
+    }
+}
+
+/// As the text's own `Debug` (quoted), as the names print.
+impl fmt::Debug for Label {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
     }
 }
 

@@ -175,6 +175,14 @@ macro_rules! serde_via_parse {
             }
         }
 
+        /// As the text's own `Debug` (quoted), so a message that quotes a name with `{:?}`
+        /// reads the same whether it holds the text or the name.
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Debug::fmt(&self.0, f)
+            }
+        }
+
         impl From<$name> for String {
             fn from(name: $name) -> Self {
                 name.0
@@ -197,7 +205,7 @@ macro_rules! serde_via_parse {
 
 /// A scale set's name on GitHub: the name rule with at most [`SCALE_SET_NAME_MAX`]
 /// characters, and never starting with the owner-label prefix.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ScaleSetName(String);
 
 impl ScaleSetName {
@@ -220,7 +228,7 @@ serde_via_parse!(ScaleSetName, ScaleSetNameError);
 
 /// The prefix of a scale set's runner names (`<prefix>-<8 characters>`): the name rule with
 /// at most [`RUNNER_PREFIX_MAX`] characters.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RunnerPrefix(String);
 
 impl RunnerPrefix {
@@ -237,7 +245,7 @@ impl RunnerPrefix {
 serde_via_parse!(RunnerPrefix, NameError);
 
 /// A configured provider's name: the name rule with at most [`PROVIDER_MAX`] characters.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ProviderName(String);
 
 impl ProviderName {

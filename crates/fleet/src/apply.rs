@@ -26,7 +26,7 @@ use scaleset_store::{
 
 use scaleset_control::{ControllerIdentity, build_client, observed_all};
 
-use crate::error::{DeclaredProblem, Error, chain, store};
+use crate::error::{Error, chain, store};
 use crate::planner::fleet::{
     self, Action, CredentialsAction, DeclaredScaleSet, Fleet, FleetInput, FleetPlan, Lookup,
     PlanDigest, Reason, ScaleSetKey, World, applied_spec, spec_changes,
@@ -208,36 +208,12 @@ fn store_err(during: &'static str) -> impl FnOnce(scaleset_store::Error) -> Erro
     store(during)
 }
 
-/// Refuses a fleet whose scale sets break the spec rules ([`scaleset_store::ScaleSetSpec::problems`],
-/// the rules of the one spec parser): a fleet built in code rather than parsed from a file must
-/// not store what the file, the environment and the API refuse.
-fn check_declared(fleet: &Fleet) -> Result<(), Error> {
-    let problems: Vec<DeclaredProblem> = fleet
-        .scale_sets
-        .iter()
-        .enumerate()
-        .flat_map(|(index, declared)| {
-            declared
-                .spec
-                .problems()
-                .into_iter()
-                .map(move |problem| DeclaredProblem { index, problem })
-        })
-        .collect();
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::DeclaredSpec { problems })
-    }
-}
-
 /// Plans `fleet` against the store and GitHub; writes nothing. `configured` are the keys of
 /// the scale sets the process's own configuration declares ([`Fleet::keys`] of the fleet every
 /// start applies): a stored one that `fleet` leaves out is shown as declared there, and kept.
 ///
 /// # Errors
 ///
-/// [`Error::DeclaredSpec`] naming every problem when a declared scale set breaks the spec rules;
 /// [`Error::Store`] when the store cannot be read.
 pub async fn plan_fleet(
     store: &dyn Store,
@@ -247,14 +223,13 @@ pub async fn plan_fleet(
     configured: &[ScaleSetKey],
     prune: bool,
 ) -> Result<FleetPlan, Error> {
-    check_declared(fleet)?;
     let world = read_world(store, configured, prune).await?;
     let mut lookups = HashMap::new();
     for declared in &fleet.scale_sets {
         let key = declared.key();
         let stored = world.scale_sets.iter().any(|s| {
-            s.spec.name == key.name
-                && s.spec.runner_group.name == key.runner_group
+            s.spec.name().as_str() == key.name
+                && s.spec.runner_group().name == key.runner_group
                 && world
                     .entities
                     .iter()
@@ -486,7 +461,7 @@ async fn execute(store: &dyn Store, fleet: &Fleet, plan: FleetPlan) -> Result<Ap
                         current: None,
                     })?;
                 let mut spec = declared.spec.clone();
-                spec.runner_group.id = None;
+                spec.set_runner_group_id(None);
                 let mut row = store
                     .create_scale_set(NewScaleSet { entity_id, spec })
                     .await
@@ -642,8 +617,8 @@ impl ConfiguredFleet {
     pub fn declares(&self, entity: &EntityKind, spec: &scaleset_store::ScaleSetSpec) -> bool {
         self.declared(&ScaleSetKey {
             entity: entity.clone(),
-            runner_group: spec.runner_group.name.clone(),
-            name: spec.name.clone(),
+            runner_group: spec.runner_group().name.clone(),
+            name: spec.name().to_string(),
         })
         .is_some()
     }
@@ -678,7 +653,7 @@ impl ConfiguredFleet {
             .map(|change| change.field)
             .filter(|field| *field != "enabled")
             .collect();
-        if wanted.enabled && !stored.enabled && !declared.spec.enabled {
+        if wanted.enabled() && !stored.enabled() && !declared.spec.enabled() {
             fields.push("enabled");
         }
         if fields.is_empty() {
@@ -781,13 +756,13 @@ pub async fn ours_undeclared(
                 .any(|l| l.name.eq_ignore_ascii_case(&owner));
             let held = stored.iter().any(|s| {
                 s.entity_id == entity.id
-                    && (s.github_id == Some(set.id.0) || s.spec.name == set.name)
+                    && (s.github_id == Some(set.id.0) || s.spec.name().as_str() == set.name)
             });
             let declared = configured
                 .fleet
                 .scale_sets
                 .iter()
-                .any(|d| d.entity == entity.kind && d.spec.name == set.name);
+                .any(|d| d.entity == entity.kind && d.spec.name().as_str() == set.name);
             if ours && !held && !declared {
                 found.push(OursUndeclared {
                     entity: entity.kind.clone(),

@@ -120,7 +120,7 @@ impl Decommission {
         let mut targets: BTreeMap<String, Target> = BTreeMap::new();
         for declared in &fleet.scale_sets {
             let entity = declared.entity.path();
-            let group = declared.spec.runner_group.name.clone();
+            let group = declared.spec.runner_group().name.clone();
             if let Some(target) = targets.get_mut(&entity) {
                 target.groups.insert(group);
                 continue;
@@ -163,7 +163,7 @@ impl Decommission {
                 let groups: BTreeSet<String> = sets
                     .iter()
                     .filter(|s| s.entity_id == entity.id)
-                    .map(|s| s.spec.runner_group.name.clone())
+                    .map(|s| s.spec.runner_group().name.clone())
                     .collect();
                 if let Some(target) = targets.get_mut(&path) {
                     target.groups.extend(groups);
@@ -290,7 +290,7 @@ impl Decommission {
                 && let Some(stored) = facts
                     .stored
                     .iter()
-                    .find(|s| &s.entity == entity && &s.record.spec.name == name)
+                    .find(|s| &s.entity == entity && s.record.spec.name().as_str() == name)
             {
                 hands_off.insert(stored.record.id);
                 ids.push(stored.record.id);
@@ -528,7 +528,7 @@ impl Decommission {
         let Some(stored) = facts
             .stored
             .iter()
-            .find(|s| s.entity == entity && s.record.spec.name == name)
+            .find(|s| s.entity == entity && s.record.spec.name() == name)
         else {
             return Ok(None);
         };
@@ -570,8 +570,8 @@ impl Decommission {
             .get_scale_set(id)
             .await
             .map_err(store_err("reading the scale set's record"))?;
-        if current.spec.enabled {
-            current.spec.enabled = false;
+        if current.spec.enabled() {
+            current.spec.set_enabled(false);
             store
                 .update_scale_set(&current)
                 .await

@@ -27,7 +27,7 @@ pub async fn delete_on_github(
         Ok(()) => Ok(()),
         Err(e) if already_gone(&e) => Ok(()),
         Err(source) => Err(Error::GitHub {
-            scale_set: scale_set.spec.name.clone(),
+            scale_set: scale_set.spec.name().to_string(),
             during: "deleting the scale set on GitHub",
             source,
         }),

@@ -11,16 +11,6 @@ use crate::plan_digest::PlanDigest;
 /// A failure of a fleet operation (plan, apply, deletion, decommission, `--check`).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// Declared scale sets break the spec rules: every problem, each at its
-    /// `scale_set[<index>].<field>`.
-    #[error(
-        "invalid configuration: the declared fleet: {}",
-        DeclaredProblems(problems)
-    )]
-    DeclaredSpec {
-        /// Every problem, with the index of its `[[scale_set]]` table.
-        problems: Vec<DeclaredProblem>,
-    },
     /// A decommission step names a GitHub scale set that no configured entity lists any more.
     #[error(
         "scale set {github_id} is no longer listed by any configured entity; plan the \
@@ -98,7 +88,7 @@ impl Error {
     /// The class of this error: what a caller may do about it (the loop's classes).
     pub fn class(&self) -> ErrorClass {
         match self {
-            Self::DeclaredSpec { .. } | Self::ScopeWithoutEntity { .. } => ErrorClass::Invalid,
+            Self::ScopeWithoutEntity { .. } => ErrorClass::Invalid,
             Self::UnlistedScaleSet { .. }
             | Self::ProviderGone { .. }
             | Self::StalePlan { .. }
@@ -124,36 +114,6 @@ fn lease_remedy(ours: bool, holder: &str) -> String {
             "stop (or drain: `scalesetctl worker drain {holder}`) the workers and decommission \
              again"
         )
-    }
-}
-
-/// One problem of a declared scale set.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeclaredProblem {
-    /// The index of its `[[scale_set]]` table.
-    pub index: usize,
-    /// The rule broken.
-    pub problem: scaleset_store::spec::SpecProblem,
-}
-
-impl std::fmt::Display for DeclaredProblem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "scale_set[{}].{}", self.index, self.problem)
-    }
-}
-
-/// Every problem, joined with `; `.
-struct DeclaredProblems<'a>(&'a [DeclaredProblem]);
-
-impl std::fmt::Display for DeclaredProblems<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, problem) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str("; ")?;
-            }
-            write!(f, "{problem}")?;
-        }
-        Ok(())
     }
 }
 

@@ -49,7 +49,7 @@ pub use decommission::{
 #[cfg(feature = "driver")]
 pub use deletion::delete_on_github;
 #[cfg(feature = "driver")]
-pub use error::{DeclaredProblem, Error};
+pub use error::Error;
 pub use planner::decommission::{
     Act as DecommissionAct, DecommissionPlan, Item as DecommissionItem, Scope as DecommissionScope,
     Subject as DecommissionSubject, Why as DecommissionWhy,

@@ -62,7 +62,7 @@ pub async fn check_runner_tools(
         let entity: &EntityKind = &sets[0].entity;
         let names = sets
             .iter()
-            .map(|s| format!("{:?}", s.spec.name))
+            .map(|s| format!("{:?}", s.spec.name()))
             .collect::<Vec<_>>()
             .join(", ");
         let list = match read {
@@ -81,7 +81,7 @@ pub async fn check_runner_tools(
             }
         };
         for set in sets {
-            let (os_type, os_arch) = (set.spec.os_type, set.spec.os_arch);
+            let (os_type, os_arch) = (set.spec.os_type(), set.spec.os_arch());
             found.push(
                 match scaleset_store::pick_download(&list, os_type, os_arch) {
                     Some(download) => ToolCheck {

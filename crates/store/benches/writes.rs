@@ -160,7 +160,7 @@ impl Bench {
 /// The harness's scale set `name`, its runner group already resolved to GitHub's id 1.
 fn spec(name: &str) -> ScaleSetSpec {
     let mut spec = test_util::spec(name);
-    spec.runner_group.id = Some(1);
+    spec.set_runner_group_id(Some(1));
     spec
 }
 

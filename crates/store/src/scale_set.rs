@@ -9,6 +9,8 @@ use async_trait::async_trait;
 
 use scaleset_adopt::{DeletePermit, Evidence, Refusal, Takeover};
 
+use scaleset_domain::{Label, ProviderName, RunnerPrefix, ScaleSetName};
+
 use crate::clock::Timestamp;
 use crate::error::Result;
 use crate::id::{EntityId, ScaleSetId};
@@ -206,54 +208,187 @@ pub struct RunnerGroup {
     pub id: Option<i64>,
 }
 
-/// What the operator asked for.
+/// What the operator asked for. Its fields are private: a spec exists only as
+/// [`ScaleSetSpec::parse`] (or the store, reading a row it wrote) made it, so every rule of the
+/// parser holds for every spec and no code that holds one checks it again. Read it through the
+/// accessors named like its fields; change it through [`ScaleSetSpec::edit`] (any field, parsed
+/// again as a whole) or the setters of the fields every value of which is valid.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScaleSetSpec {
+    pub(crate) name: ScaleSetName,
+    pub(crate) runner_group: RunnerGroup,
+    pub(crate) labels: Vec<Label>,
+    pub(crate) disable_update: bool,
+    pub(crate) provider: ProviderName,
+    pub(crate) image: String,
+    pub(crate) flavor: String,
+    pub(crate) os_type: crate::OsType,
+    pub(crate) os_arch: crate::OsArch,
+    pub(crate) runner_setup: crate::RunnerSetup,
+    pub(crate) min_idle: u32,
+    pub(crate) max_runners: u32,
+    pub(crate) bootstrap_timeout: Duration,
+    pub(crate) runner_prefix: Option<RunnerPrefix>,
+    pub(crate) extra_specs: serde_json::Value,
+    pub(crate) enabled: bool,
+    pub(crate) adoption_policy: AdoptionPolicy,
+    pub(crate) repair: bool,
+    pub(crate) scale_down_delay: Duration,
+    pub(crate) max_idle_lifetime: Duration,
+    pub(crate) max_lifetime: Duration,
+}
+
+impl ScaleSetSpec {
     /// The scale set's name on GitHub.
-    pub name: String,
+    pub fn name(&self) -> &ScaleSetName {
+        &self.name
+    }
+
     /// The runner group.
-    pub runner_group: RunnerGroup,
-    /// Labels (the owner label is added by the control crate, not stored here).
-    pub labels: Vec<String>,
+    pub fn runner_group(&self) -> &RunnerGroup {
+        &self.runner_group
+    }
+
+    /// Labels (the owner label is added by the control crate, not stored here); no two the
+    /// same to GitHub.
+    pub fn labels(&self) -> &[Label] {
+        &self.labels
+    }
+
+    /// The labels as text, in order.
+    pub fn label_texts(&self) -> Vec<String> {
+        self.labels.iter().map(|l| l.as_str().to_owned()).collect()
+    }
+
     /// GitHub's `disableUpdate`.
-    pub disable_update: bool,
+    pub fn disable_update(&self) -> bool {
+        self.disable_update
+    }
+
     /// The provider's name.
-    pub provider: String,
+    pub fn provider(&self) -> &ProviderName {
+        &self.provider
+    }
+
     /// The provider image.
-    pub image: String,
+    pub fn image(&self) -> &str {
+        &self.image
+    }
+
     /// The provider flavor.
-    pub flavor: String,
+    pub fn flavor(&self) -> &str {
+        &self.flavor
+    }
+
     /// The runners' operating system (GARM's `os_type`).
-    pub os_type: crate::OsType,
+    pub fn os_type(&self) -> crate::OsType {
+        self.os_type
+    }
+
     /// The runners' CPU architecture (GARM's `arch`).
-    pub os_arch: crate::OsArch,
+    pub fn os_arch(&self) -> crate::OsArch {
+        self.os_arch
+    }
+
     /// What the machines are given besides the runner: the runners' proxy, SSH keys and the
     /// user-data options of GARM's bootstrap.
-    pub runner_setup: crate::RunnerSetup,
-    /// Idle runners kept warm.
-    pub min_idle: u32,
+    pub fn runner_setup(&self) -> &crate::RunnerSetup {
+        &self.runner_setup
+    }
+
+    /// Idle runners kept warm (at most [`Self::max_runners`]).
+    pub fn min_idle(&self) -> u32 {
+        self.min_idle
+    }
+
     /// The most runners at once.
-    pub max_runners: u32,
-    /// How long an instance may take to register before it is deleted.
-    pub bootstrap_timeout: Duration,
-    /// The runner name prefix.
-    pub runner_prefix: String,
-    /// Provider-specific settings, passed through.
-    pub extra_specs: serde_json::Value,
+    pub fn max_runners(&self) -> u32 {
+        self.max_runners
+    }
+
+    /// How long an instance may take to register before it is deleted (zero only in a row an
+    /// older version wrote: see [`Self::bootstrap_timeout_or`]).
+    pub fn bootstrap_timeout(&self) -> Duration {
+        self.bootstrap_timeout
+    }
+
+    /// The runner-name prefix as written, if one was (see [`Self::runner_prefix`] for the one
+    /// runner names use).
+    pub fn own_runner_prefix(&self) -> Option<&RunnerPrefix> {
+        self.runner_prefix.as_ref()
+    }
+
+    /// Provider-specific settings, passed through (a table).
+    pub fn extra_specs(&self) -> &serde_json::Value {
+        &self.extra_specs
+    }
+
     /// Whether the scale set is served.
-    pub enabled: bool,
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
     /// The adoption policy.
-    pub adoption_policy: AdoptionPolicy,
+    pub fn adoption_policy(&self) -> AdoptionPolicy {
+        self.adoption_policy
+    }
+
     /// Whether adoption may repair drift.
-    pub repair: bool,
+    pub fn repair(&self) -> bool {
+        self.repair
+    }
+
     /// How long surplus idle runners stay after a burst before they are retired (zero: retired
     /// at once).
-    pub scale_down_delay: Duration,
+    pub fn scale_down_delay(&self) -> Duration {
+        self.scale_down_delay
+    }
+
     /// How long a runner may stay idle while no job waits for it before it is retired (zero:
     /// off).
-    pub max_idle_lifetime: Duration,
+    pub fn max_idle_lifetime(&self) -> Duration {
+        self.max_idle_lifetime
+    }
+
     /// How long a runner may live; past it, it is retired once idle (zero: off).
-    pub max_lifetime: Duration,
+    pub fn max_lifetime(&self) -> Duration {
+        self.max_lifetime
+    }
+
+    /// Serves the scale set or stops serving it (every value is valid).
+    pub fn set_enabled(&mut self, enabled: bool) {
+        self.enabled = enabled;
+    }
+
+    /// Sets whether adoption may repair drift.
+    pub fn set_repair(&mut self, repair: bool) {
+        self.repair = repair;
+    }
+
+    /// Sets the adoption policy.
+    pub fn set_adoption_policy(&mut self, policy: AdoptionPolicy) {
+        self.adoption_policy = policy;
+    }
+
+    /// Sets GitHub's `disableUpdate`.
+    pub fn set_disable_update(&mut self, disable_update: bool) {
+        self.disable_update = disable_update;
+    }
+
+    /// Sets the runners' operating system.
+    pub fn set_os_type(&mut self, os_type: crate::OsType) {
+        self.os_type = os_type;
+    }
+
+    /// Sets the runners' CPU architecture.
+    pub fn set_os_arch(&mut self, os_arch: crate::OsArch) {
+        self.os_arch = os_arch;
+    }
+
+    /// Records GitHub's id of the runner group once resolved (or forgets it with `None`).
+    pub fn set_runner_group_id(&mut self, id: Option<i64>) {
+        self.runner_group.id = id;
+    }
 }
 
 /// A scale set to create.
@@ -366,7 +501,7 @@ impl ScaleSet {
     /// without a break for longer than the bootstrap timeout (a runner should have come by
     /// then). The first that applies, in that order.
     pub fn attention(&self, now: Timestamp) -> Option<Attention> {
-        let name = shell_quote(&self.spec.name);
+        let name = shell_quote(self.spec.name.as_str());
         let show = format!("scalesetctl scale-set show {name}");
         if self.state.needs_attention() {
             let reason = if self.state_reason.is_empty() {

@@ -142,11 +142,11 @@ impl From<&ScaleSetSpec> for RawScaleSetSpec {
     /// again.
     fn from(spec: &ScaleSetSpec) -> Self {
         Self {
-            name: Some(spec.name.clone()),
+            name: Some(spec.name.as_str().to_owned()),
             runner_group: Some(spec.runner_group.name.clone()),
-            labels: spec.labels.clone(),
+            labels: spec.label_texts(),
             disable_update: Some(spec.disable_update),
-            provider: Some(spec.provider.clone()),
+            provider: Some(spec.provider.as_str().to_owned()),
             image: Some(spec.image.clone()),
             flavor: Some(spec.flavor.clone()),
             os_type: Some(spec.os_type.as_str().to_owned()),
@@ -155,7 +155,12 @@ impl From<&ScaleSetSpec> for RawScaleSetSpec {
             min_idle: Some(i64::from(spec.min_idle)),
             max_runners: Some(i64::from(spec.max_runners)),
             bootstrap_timeout: Some(spec.bootstrap_timeout),
-            runner_prefix: Some(spec.runner_prefix.clone()),
+            runner_prefix: Some(
+                spec.runner_prefix
+                    .as_ref()
+                    .map(|p| p.as_str().to_owned())
+                    .unwrap_or_default(),
+            ),
             extra_specs: Some(spec.extra_specs.clone()),
             enabled: Some(spec.enabled),
             adoption_policy: Some(spec.adoption_policy),
@@ -197,12 +202,12 @@ impl ScaleSetSpec {
     ///
     /// Every [`SpecProblem`], in field order.
     pub fn parse(raw: RawScaleSetSpec) -> Result<Self, Vec<SpecProblem>> {
-        let mut problems = Vec::new();
+        let mut p = Vec::new();
         let mut required = |field: &str, value: Option<String>, what: &str| match value {
-            Some(v) if !v.trim().is_empty() => v,
+            Some(v) if !v.trim().is_empty() => Some(v),
             _ => {
-                problems.push(SpecProblem::new(field, format!("missing; {what}")));
-                String::new()
+                p.push(SpecProblem::new(field, format!("missing; {what}")));
+                None
             }
         };
         let name = required("name", raw.name, "name the scale set");
@@ -211,17 +216,23 @@ impl ScaleSetSpec {
             raw.provider,
             "name one of the configured providers",
         );
-        let max_runners = count(
-            &mut problems,
-            "max_runners",
-            raw.max_runners,
-            DEFAULT_MAX_RUNNERS,
-        );
-        let min_idle = count(&mut problems, "min_idle", raw.min_idle, 0);
+        // A missing name or provider is reported once, not again as "empty".
+        let name = name.and_then(|name| {
+            ScaleSetName::parse(&name)
+                .map_err(|error| p.push(SpecProblem::new("name", error.to_string())))
+                .ok()
+        });
+        let provider = provider.and_then(|provider| {
+            ProviderName::parse(&provider)
+                .map_err(|error| p.push(SpecProblem::new("provider", error.to_string())))
+                .ok()
+        });
+        let max_runners = count(&mut p, "max_runners", raw.max_runners, DEFAULT_MAX_RUNNERS);
+        let min_idle = count(&mut p, "min_idle", raw.min_idle, 0);
         let os_type = match raw.os_type.as_deref() {
             None => OsType::default(),
             Some(text) => OsType::parse(text).unwrap_or_else(|| {
-                problems.push(SpecProblem::new(
+                p.push(SpecProblem::new(
                     "os_type",
                     format!(
                         "{text:?} is not an operating system GARM's providers know; write one \
@@ -235,7 +246,7 @@ impl ScaleSetSpec {
         let os_arch = match raw.os_arch.as_deref() {
             None => OsArch::default(),
             Some(text) => OsArch::parse(text).unwrap_or_else(|| {
-                problems.push(SpecProblem::new(
+                p.push(SpecProblem::new(
                     "os_arch",
                     format!(
                         "{text:?} is not an architecture GARM's providers know; write one of {} \
@@ -246,10 +257,17 @@ impl ScaleSetSpec {
                 OsArch::default()
             }),
         };
+        // Null is "none" as older versions stored it.
         let extra_specs = match raw.extra_specs {
             None | Some(serde_json::Value::Null) => serde_json::Value::Object(Default::default()),
             Some(value) => value,
         };
+        if !extra_specs.is_object() {
+            p.push(SpecProblem::new(
+                "extra_specs",
+                "must be a table (a JSON object), passed to the provider as it is",
+            ));
+        }
         let mut runner_setup = raw.runner_setup;
         for proxy in [
             &mut runner_setup.http_proxy,
@@ -261,90 +279,19 @@ impl ScaleSetSpec {
                 *proxy = None;
             }
         }
-        let spec = Self {
-            name,
-            runner_group: RunnerGroup {
-                name: raw
-                    .runner_group
-                    .unwrap_or_else(|| DEFAULT_RUNNER_GROUP.to_owned()),
-                id: None,
-            },
-            labels: raw.labels,
-            disable_update: raw.disable_update.unwrap_or(false),
-            provider,
-            image: raw.image.unwrap_or_default(),
-            flavor: raw.flavor.unwrap_or_default(),
-            os_type,
-            os_arch,
-            runner_setup,
-            min_idle,
-            max_runners,
-            bootstrap_timeout: raw.bootstrap_timeout.unwrap_or(DEFAULT_BOOTSTRAP_TIMEOUT),
-            runner_prefix: raw.runner_prefix.unwrap_or_default(),
-            extra_specs,
-            enabled: raw.enabled.unwrap_or(true),
-            adoption_policy: raw.adoption_policy.unwrap_or(AdoptionPolicy::Owned),
-            repair: raw.repair.unwrap_or(false),
-            scale_down_delay: raw.scale_down_delay.unwrap_or_default(),
-            max_idle_lifetime: raw.max_idle_lifetime.unwrap_or_default(),
-            max_lifetime: raw.max_lifetime.unwrap_or_default(),
-        };
-        // A missing name or provider is reported once, not again as "empty".
-        let missing: Vec<String> = problems.iter().map(|p| p.field.clone()).collect();
-        problems.extend(
-            spec.problems()
-                .into_iter()
-                .filter(|p| !missing.contains(&p.field)),
-        );
-        problems.sort_by_key(|p| field_order(&p.field));
-        if problems.is_empty() {
-            Ok(spec)
-        } else {
-            Err(problems)
+        for (field, message) in runner_setup.problems() {
+            p.push(SpecProblem::new(field, message));
         }
-    }
-
-    /// Every rule this spec breaks (empty when it is valid): what [`Self::parse`] checks after
-    /// filling in defaults. For a spec built in code rather than parsed (a fleet declared by
-    /// an embedder, a row written by an older version).
-    pub fn problems(&self) -> Vec<SpecProblem> {
-        let mut p = Vec::new();
-        if let Err(error) = ScaleSetName::parse(&self.name) {
-            p.push(SpecProblem::new("name", error.to_string()));
-        }
-        if let Err(error) = scaleset_domain::check_text(&self.runner_group.name, RUNNER_GROUP_MAX) {
+        let runner_group = raw
+            .runner_group
+            .unwrap_or_else(|| DEFAULT_RUNNER_GROUP.to_owned());
+        if let Err(error) = scaleset_domain::check_text(&runner_group, RUNNER_GROUP_MAX) {
             p.push(SpecProblem::new("runner_group", error.to_string()));
         }
-        if self.labels.len() > LABELS_MAX {
-            p.push(SpecProblem::new(
-                "labels",
-                format!(
-                    "{} labels; at most {LABELS_MAX} (the owner label is added on top)",
-                    self.labels.len()
-                ),
-            ));
-        }
-        for (i, label) in self.labels.iter().enumerate() {
-            let field = format!("labels[{i}]");
-            if let Err(error) = Label::parse(label) {
-                p.push(SpecProblem::new(field, error.to_string()));
-            } else if let Some(first) = self.labels[..i]
-                .iter()
-                .position(|l| l.eq_ignore_ascii_case(label))
-            {
-                p.push(SpecProblem::new(
-                    field,
-                    format!(
-                        "{label:?} repeats labels[{first}] (GitHub compares labels without \
-                         case and keeps one); remove it"
-                    ),
-                ));
-            }
-        }
-        if let Err(error) = ProviderName::parse(&self.provider) {
-            p.push(SpecProblem::new("provider", error.to_string()));
-        }
-        for (field, value) in [("image", &self.image), ("flavor", &self.flavor)] {
+        let labels = labels(&mut p, &raw.labels);
+        let image = raw.image.unwrap_or_default();
+        let flavor = raw.flavor.unwrap_or_default();
+        for (field, value) in [("image", &image), ("flavor", &flavor)] {
             if value.chars().count() > IMAGE_MAX || value.chars().any(char::is_control) {
                 p.push(SpecProblem::new(
                     field,
@@ -352,42 +299,46 @@ impl ScaleSetSpec {
                 ));
             }
         }
-        if !MAX_RUNNERS.contains(&self.max_runners) {
+        if !MAX_RUNNERS.contains(&max_runners) {
             p.push(SpecProblem::new(
                 "max_runners",
-                outside(self.max_runners, &MAX_RUNNERS),
+                outside(max_runners, &MAX_RUNNERS),
             ));
         }
-        if self.min_idle > self.max_runners {
+        if min_idle > max_runners {
             p.push(SpecProblem::new(
                 "min_idle",
                 format!(
-                    "{} is more than max_runners ({}); keep at most max_runners idle",
-                    self.min_idle, self.max_runners
+                    "{min_idle} is more than max_runners ({max_runners}); keep at most \
+                     max_runners idle"
                 ),
             ));
         }
-        let secs = self.bootstrap_timeout.as_secs();
-        if !BOOTSTRAP_TIMEOUT_SECS.contains(&secs) || self.bootstrap_timeout.subsec_nanos() != 0 {
+        let bootstrap_timeout = raw.bootstrap_timeout.unwrap_or(DEFAULT_BOOTSTRAP_TIMEOUT);
+        let secs = bootstrap_timeout.as_secs();
+        if !BOOTSTRAP_TIMEOUT_SECS.contains(&secs) || bootstrap_timeout.subsec_nanos() != 0 {
             p.push(SpecProblem::new(
                 "bootstrap_timeout",
                 format!(
-                    "{:?} is outside {}–{} whole seconds",
-                    self.bootstrap_timeout,
+                    "{bootstrap_timeout:?} is outside {}–{} whole seconds",
                     BOOTSTRAP_TIMEOUT_SECS.start(),
                     BOOTSTRAP_TIMEOUT_SECS.end()
                 ),
             ));
         }
-        if !self.runner_prefix.is_empty()
-            && let Err(error) = RunnerPrefix::parse(&self.runner_prefix)
-        {
-            p.push(SpecProblem::new("runner_prefix", error.to_string()));
-        }
+        let runner_prefix = match raw.runner_prefix.as_deref() {
+            None | Some("") => None,
+            Some(text) => RunnerPrefix::parse(text)
+                .map_err(|error| p.push(SpecProblem::new("runner_prefix", error.to_string())))
+                .ok(),
+        };
+        let scale_down_delay = raw.scale_down_delay.unwrap_or_default();
+        let max_idle_lifetime = raw.max_idle_lifetime.unwrap_or_default();
+        let max_lifetime = raw.max_lifetime.unwrap_or_default();
         for (field, value) in [
-            ("scale_down_delay", self.scale_down_delay),
-            ("max_idle_lifetime", self.max_idle_lifetime),
-            ("max_lifetime", self.max_lifetime),
+            ("scale_down_delay", scale_down_delay),
+            ("max_idle_lifetime", max_idle_lifetime),
+            ("max_lifetime", max_lifetime),
         ] {
             if value.as_secs() > LIFECYCLE_SECS_MAX || value.subsec_nanos() != 0 {
                 p.push(SpecProblem::new(
@@ -399,28 +350,93 @@ impl ScaleSetSpec {
                 ));
             }
         }
-        for (field, message) in self.runner_setup.problems() {
-            p.push(SpecProblem::new(field, message));
-        }
-        // Null is "none" as older versions stored it; a parse writes `{}`.
-        if !(self.extra_specs.is_object() || self.extra_specs.is_null()) {
-            p.push(SpecProblem::new(
-                "extra_specs",
-                "must be a table (a JSON object), passed to the provider as it is",
-            ));
-        }
         p.sort_by_key(|problem| field_order(&problem.field));
-        p
+        match (name, provider) {
+            (Some(name), Some(provider)) if p.is_empty() => Ok(Self {
+                name,
+                runner_group: RunnerGroup {
+                    name: runner_group,
+                    id: None,
+                },
+                labels,
+                disable_update: raw.disable_update.unwrap_or(false),
+                provider,
+                image,
+                flavor,
+                os_type,
+                os_arch,
+                runner_setup,
+                min_idle,
+                max_runners,
+                bootstrap_timeout,
+                runner_prefix,
+                extra_specs,
+                enabled: raw.enabled.unwrap_or(true),
+                adoption_policy: raw.adoption_policy.unwrap_or(AdoptionPolicy::Owned),
+                repair: raw.repair.unwrap_or(false),
+                scale_down_delay,
+                max_idle_lifetime,
+                max_lifetime,
+            }),
+            _ => Err(p),
+        }
+    }
+
+    /// This spec with `change` written over its raw form ([`RawScaleSetSpec::from`]), parsed
+    /// again as a whole: the one way to change a field that has a rule, so an edit can never
+    /// leave a spec the parser would refuse. The runner group's GitHub id is kept while the
+    /// group's name stays.
+    ///
+    /// ```
+    /// use scaleset_store::{RawScaleSetSpec, ScaleSetSpec};
+    ///
+    /// let spec = ScaleSetSpec::parse(RawScaleSetSpec {
+    ///     name: Some("linux".into()),
+    ///     provider: Some("lxd".into()),
+    ///     ..RawScaleSetSpec::default()
+    /// })
+    /// .unwrap();
+    /// let wider = spec.edit(|raw| raw.max_runners = Some(20)).unwrap();
+    /// assert_eq!(wider.max_runners(), 20);
+    /// let problems = spec.edit(|raw| raw.min_idle = Some(50)).unwrap_err();
+    /// assert_eq!(problems[0].field, "min_idle");
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// Every [`SpecProblem`] of the edited spec, in field order.
+    pub fn edit(
+        &self,
+        change: impl FnOnce(&mut RawScaleSetSpec),
+    ) -> Result<Self, Vec<SpecProblem>> {
+        let mut raw = RawScaleSetSpec::from(self);
+        change(&mut raw);
+        let mut edited = Self::parse(raw)?;
+        if edited.runner_group.name == self.runner_group.name {
+            edited.runner_group.id = self.runner_group.id;
+        }
+        Ok(edited)
+    }
+
+    /// [`Self::edit`] in place: on a problem the spec stays as it was.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::edit`].
+    pub fn change(
+        &mut self,
+        change: impl FnOnce(&mut RawScaleSetSpec),
+    ) -> Result<(), Vec<SpecProblem>> {
+        *self = self.edit(change)?;
+        Ok(())
     }
 
     /// The prefix of this scale set's runner names: the runner prefix, or the name when none
     /// is set. Runner names are `<prefix>-<8 characters>`.
     pub fn runner_prefix(&self) -> &str {
-        if self.runner_prefix.is_empty() {
-            &self.name
-        } else {
-            &self.runner_prefix
-        }
+        self.runner_prefix
+            .as_ref()
+            .map_or(self.name.as_str(), RunnerPrefix::as_str)
     }
 
     /// How long an instance of this scale set may take to register before it is deleted: the
@@ -460,16 +476,39 @@ impl ScaleSetSpec {
     }
 }
 
-/// Checks a scale-set name on its own (the ensure step's guard for rows written before these
-/// rules): [`ScaleSetName::parse`], worded as the spec's `name` problem.
-///
-/// # Errors
-///
-/// The problem, naming the `name` field.
-pub fn check_scale_set_name(name: &str) -> Result<(), SpecProblem> {
-    ScaleSetName::parse(name)
-        .map(drop)
-        .map_err(|error| SpecProblem::new("name", error.to_string()))
+/// The labels of `texts`, each parsed, at most [`LABELS_MAX`] and no two the same to GitHub;
+/// a problem for each that is not.
+fn labels(problems: &mut Vec<SpecProblem>, texts: &[String]) -> Vec<Label> {
+    if texts.len() > LABELS_MAX {
+        problems.push(SpecProblem::new(
+            "labels",
+            format!(
+                "{} labels; at most {LABELS_MAX} (the owner label is added on top)",
+                texts.len()
+            ),
+        ));
+    }
+    let mut labels: Vec<Label> = Vec::with_capacity(texts.len());
+    for (i, text) in texts.iter().enumerate() {
+        let field = format!("labels[{i}]");
+        match Label::parse(text) {
+            Err(error) => problems.push(SpecProblem::new(field, error.to_string())),
+            Ok(label) => {
+                if let Some(first) = texts[..i].iter().position(|l| l.eq_ignore_ascii_case(text)) {
+                    problems.push(SpecProblem::new(
+                        field,
+                        format!(
+                            "{text:?} repeats labels[{first}] (GitHub compares labels without \
+                             case and keeps one); remove it"
+                        ),
+                    ));
+                } else {
+                    labels.push(label);
+                }
+            }
+        }
+    }
+    labels
 }
 
 /// The order fields are reported in: the spec's field order, then label index.

@@ -22,8 +22,8 @@ use diesel::{Connection as _, PgConnection, RunQueryDsl as _};
 
 use crate::{
     AdoptionPolicy, Auth, CredentialsId, DatabaseUrl, DieselStore, EncryptionKey, Endpoint, Entity,
-    EntityKind, Keyring, ManualClock, NewCredentials, NewEntity, RunnerGroup, ScaleSetSpec,
-    SecretString, Store, StoreOptions, Timestamp,
+    EntityKind, Keyring, ManualClock, NewCredentials, NewEntity, ScaleSetSpec, SecretString, Store,
+    StoreOptions, Timestamp,
 };
 
 /// The variable naming the PostgreSQL server (an admin URL; tests create their own databases
@@ -90,35 +90,49 @@ pub async fn create_organization(
 /// A scale set `name` for the fake provider (image `ubuntu`, flavor `small`): group `Default`
 /// with no GitHub id yet, no labels, runner updates disabled, no idle runners, at most 10,
 /// bootstrap timeout 10 minutes, enabled, owned, no repair. Tests, benches and examples that
-/// need another value say it with struct-update syntax, e.g.
-/// `ScaleSetSpec { max_runners: 3, ..spec("linux") }`, so what they rely on stands in them.
+/// need another value say it through the parser, e.g.
+/// `spec_with("linux", |raw| raw.max_runners = Some(3))`, so what they rely on stands in them.
+///
+/// # Panics
+///
+/// When `name` is no scale-set name (test code: the test names its own scale sets).
 pub fn spec(name: &str) -> ScaleSetSpec {
-    ScaleSetSpec {
-        name: name.to_owned(),
-        runner_group: RunnerGroup {
-            name: "Default".to_owned(),
-            id: None,
-        },
-        labels: vec![],
-        disable_update: true,
-        provider: "fake".to_owned(),
-        image: "ubuntu".to_owned(),
-        flavor: "small".to_owned(),
-        os_type: Default::default(),
-        os_arch: Default::default(),
-        runner_setup: Default::default(),
-        min_idle: 0,
-        max_runners: 10,
-        bootstrap_timeout: Duration::from_secs(600),
-        runner_prefix: String::new(),
-        extra_specs: serde_json::Value::Null,
-        enabled: true,
-        adoption_policy: AdoptionPolicy::Owned,
-        repair: false,
-        scale_down_delay: Duration::ZERO,
-        max_idle_lifetime: Duration::ZERO,
-        max_lifetime: Duration::ZERO,
-    }
+    spec_with(name, |_| {})
+}
+
+/// [`spec`] with `change` written over its raw form before it is parsed.
+///
+/// # Panics
+///
+/// When the changed spec breaks a rule of [`ScaleSetSpec::parse`], naming the problems.
+pub fn spec_with(name: &str, change: impl FnOnce(&mut crate::RawScaleSetSpec)) -> ScaleSetSpec {
+    let mut raw = crate::RawScaleSetSpec {
+        name: Some(name.to_owned()),
+        runner_group: Some("Default".to_owned()),
+        disable_update: Some(true),
+        provider: Some("fake".to_owned()),
+        image: Some("ubuntu".to_owned()),
+        flavor: Some("small".to_owned()),
+        min_idle: Some(0),
+        max_runners: Some(10),
+        bootstrap_timeout: Some(Duration::from_secs(600)),
+        enabled: Some(true),
+        adoption_policy: Some(AdoptionPolicy::Owned),
+        repair: Some(false),
+        ..crate::RawScaleSetSpec::default()
+    };
+    change(&mut raw);
+    ScaleSetSpec::parse(raw).unwrap_or_else(|problems| panic!("a test spec: {problems:?}"))
+}
+
+/// Changes `spec` through the parser ([`ScaleSetSpec::change`]).
+///
+/// # Panics
+///
+/// When the changed spec breaks a rule, naming the problems.
+pub fn change_spec(spec: &mut ScaleSetSpec, change: impl FnOnce(&mut crate::RawScaleSetSpec)) {
+    spec.change(change)
+        .unwrap_or_else(|problems| panic!("a test spec change: {problems:?}"));
 }
 
 /// One spec every door must refuse, as a door's test feeds it: the fields of a valid base
@@ -137,38 +151,6 @@ pub struct BadSpec {
 }
 
 impl BadSpec {
-    /// Writes the case's fields over `spec` as code would (no parser on the way): the door
-    /// of an embedder that builds a fleet itself.
-    pub fn write_over(&self, spec: &mut ScaleSetSpec) {
-        for (key, value) in self.fields() {
-            let text = || value.as_str().unwrap_or_default().to_owned();
-            let count = || {
-                value
-                    .as_u64()
-                    .and_then(|n| u32::try_from(n).ok())
-                    .unwrap_or(u32::MAX)
-            };
-            match key.as_str() {
-                "name" => spec.name = text(),
-                "provider" => spec.provider = text(),
-                "runner_prefix" => spec.runner_prefix = text(),
-                "labels" => {
-                    spec.labels = value
-                        .as_array()
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(|l| l.as_str().map(str::to_owned))
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                }
-                "max_runners" => spec.max_runners = count(),
-                "min_idle" => spec.min_idle = count(),
-                other => panic!("bad spec field {other:?} has no writer"),
-            }
-        }
-    }
-
     /// The whole spec as JSON: the base with the overrides written over it.
     pub fn fields(&self) -> serde_json::Map<String, serde_json::Value> {
         let mut fields = bad_spec_base();

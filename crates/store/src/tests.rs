@@ -360,14 +360,14 @@ fn healthy(name: &str) -> ScaleSet {
         id: ScaleSetId(uuid::Uuid::from_u128(1)),
         entity_id: EntityId(uuid::Uuid::from_u128(2)),
         spec: ScaleSetSpec {
-            name: name.to_owned(),
+            name: scaleset_domain::ScaleSetName::parse(name).expect("a test name"),
             runner_group: RunnerGroup {
                 name: "Default".to_owned(),
                 id: None,
             },
             labels: Vec::new(),
             disable_update: false,
-            provider: "lxd".to_owned(),
+            provider: scaleset_domain::ProviderName::parse("lxd").expect("a provider name"),
             image: String::new(),
             flavor: String::new(),
             os_type: Default::default(),
@@ -376,7 +376,7 @@ fn healthy(name: &str) -> ScaleSet {
             min_idle: 0,
             max_runners: 4,
             bootstrap_timeout: Duration::from_secs(600),
-            runner_prefix: String::new(),
+            runner_prefix: None,
             extra_specs: serde_json::Value::Null,
             enabled: true,
             adoption_policy: AdoptionPolicy::Owned,
@@ -426,16 +426,16 @@ fn attention_covers_states_providers_and_long_waits() {
         let set = ScaleSet {
             state,
             state_reason: "held by \"other\"".to_owned(),
-            ..healthy("it's")
+            ..healthy("it.s")
         };
         let attention = set.attention(now);
         assert_eq!(attention.is_some(), state.needs_attention(), "{state}");
         if let Some(a) = attention {
             assert_eq!(a.reason, format!("{state}: held by \"other\""));
             let expected = if state == ScaleSetState::Drifted {
-                r"scalesetctl scale-set update 'it'\''s' --repair true"
+                "scalesetctl scale-set update 'it.s' --repair true"
             } else {
-                r"scalesetctl scale-set show 'it'\''s'"
+                "scalesetctl scale-set show 'it.s'"
             };
             assert_eq!(a.remedy, expected, "{state}");
         }

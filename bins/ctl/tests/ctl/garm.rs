@@ -142,10 +142,10 @@ fn import_garm_writes_the_fleet_file_and_says_what_to_supply() {
     let names: Vec<&str> = parsed
         .scale_sets
         .iter()
-        .map(|s| s.spec.name.as_str())
+        .map(|s| s.spec.name().as_str())
         .collect();
     assert_eq!(names, ["linux-small", "gpu-big"]);
-    assert_eq!(parsed.scale_sets[1].spec.runner_group.name, "gpu runners");
+    assert_eq!(parsed.scale_sets[1].spec.runner_group().name, "gpu runners");
 }
 
 #[test]

@@ -803,7 +803,7 @@ async fn stored_in(store: &DieselStore) -> Result<Vec<StoredSet>, String> {
             .collect();
         trail.reverse();
         out.push(StoredSet {
-            name: set.spec.name.to_string(),
+            name: set.spec.name().to_string(),
             state: set.state.as_str().to_owned(),
             github_id: set.github_id,
             trail,

@@ -334,7 +334,7 @@ pub(crate) async fn scale_set_in(database_url: &str, name: &str) -> Option<Scale
         .list_scale_sets(None)
         .await
         .expect("list scale sets");
-    sets.into_iter().find(|set| set.spec.name == name)
+    sets.into_iter().find(|set| set.spec.name() == name)
 }
 
 /// [`worker_env`] with `extra` added after it.

@@ -100,7 +100,7 @@ async fn a_provider_answering_a_foreign_provider_id_never_gets_it_deleted() {
             .await
             .ok()?
             .into_iter()
-            .find(|s| s.spec.name == "linux")
+            .find(|s| s.spec.name() == "linux")
     })
     .await;
     eventually(

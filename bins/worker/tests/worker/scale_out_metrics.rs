@@ -169,7 +169,7 @@ async fn on_postgres_the_sum_over_three_workers_metrics_is_the_fleets_truth() {
             );
         }
         for set in &sets {
-            let name = set.spec.name.as_str();
+            let name = set.spec.name().as_str();
             for state in ScaleSetState::ALL {
                 let got = sum(
                     &scrapes,
@@ -203,12 +203,15 @@ async fn on_postgres_the_sum_over_three_workers_metrics_is_the_fleets_truth() {
                 );
             }
             for (metric, truth) in [
-                ("scaleset_scale_set_enabled", usize::from(set.spec.enabled)),
+                (
+                    "scaleset_scale_set_enabled",
+                    usize::from(set.spec.enabled()),
+                ),
                 (
                     "scaleset_scale_set_max_runners",
-                    set.spec.max_runners as usize,
+                    set.spec.max_runners() as usize,
                 ),
-                ("scaleset_scale_set_min_idle", set.spec.min_idle as usize),
+                ("scaleset_scale_set_min_idle", set.spec.min_idle() as usize),
                 (
                     "scaleset_scale_set_desired_runners",
                     set.desired_runners as usize,

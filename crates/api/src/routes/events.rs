@@ -71,7 +71,7 @@ pub(crate) async fn list(
             "scale sets".to_owned()
         }))?
         .into_iter()
-        .map(|s| (s.id, s.spec.name))
+        .map(|s| (s.id, s.spec.name().to_string()))
         .collect();
     let scale_set_id = query.scale_set_id.map(ScaleSetId);
     if let Some(id) = scale_set_id

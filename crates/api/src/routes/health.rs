@@ -106,7 +106,7 @@ async fn store_readiness(state: &AppState) -> (StatusCode, v1::Readiness) {
     let now = state.clock.now();
     let mut enabled = 0u64;
     let mut held = 0u64;
-    for scale_set in scale_sets.iter().filter(|s| s.spec.enabled) {
+    for scale_set in scale_sets.iter().filter(|s| s.spec.enabled()) {
         enabled += 1;
         // A lease that cannot be read right now counts as not held: the count is information,
         // and readiness was decided by the store answering above.

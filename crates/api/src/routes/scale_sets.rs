@@ -149,7 +149,7 @@ async fn with_events(state: &AppState, scale_set: &StoredScaleSet) -> Result<Sca
             "reading the scale set's lease",
             not_found(scale_set.id),
         ))?;
-    shown.served_by = state.served_by(scale_set.id, scale_set.spec.enabled, lease.as_ref());
+    shown.served_by = state.served_by(scale_set.id, scale_set.spec.enabled(), lease.as_ref());
     (shown.runner_tool, shown.warnings) =
         view::runner_tool(&scale_set.spec, &key.entity, tools.as_ref(), shown.declared);
     Ok(shown)
@@ -186,9 +186,10 @@ pub(crate) async fn create(
         }))?;
     let what = format!(
         "scale set {:?} in runner group {:?} of entity {entity_id}",
-        spec.name, spec.runner_group.name
+        spec.name(),
+        spec.runner_group().name
     );
-    let reason = pending_reason(spec.enabled, &spec.name);
+    let reason = pending_reason(spec.enabled(), spec.name().as_str());
     let stored = state
         .store
         .create_scale_set(NewScaleSet { entity_id, spec })
@@ -254,7 +255,7 @@ async fn set_enabled(
 ) -> Result<StoredScaleSet, ApiError> {
     state
         .store
-        .modify_scale_set(id, &mut |scale_set| scale_set.spec.enabled = enabled)
+        .modify_scale_set(id, &mut |scale_set| scale_set.spec.set_enabled(enabled))
         .await
         .map_err(ApiError::store("disabling the scale set", not_found(id)))
 }
@@ -315,7 +316,7 @@ pub(crate) async fn list(
             shown.declared = entities
                 .get(&s.entity_id)
                 .is_some_and(|kind| state.configured.declares(kind, &s.spec));
-            shown.served_by = state.served_by(s.id, s.spec.enabled, leases.get(&s.id));
+            shown.served_by = state.served_by(s.id, s.spec.enabled(), leases.get(&s.id));
             shown
         })
         .collect();
@@ -438,7 +439,7 @@ pub(crate) async fn update(
         change.adoption_policy.map(view::policy_to_store),
     );
     patch(&mut raw.repair, change.repair);
-    let group_id = scale_set.spec.runner_group.id;
+    let group_id = scale_set.spec.runner_group().id;
     let wanted = parsed(&state, raw, check_provider)?;
     // A declared scale set's spec is the configuration file's: only drain and enable go
     // through (operational state, kept by every later apply).
@@ -449,7 +450,7 @@ pub(crate) async fn update(
         .map_err(ApiError::Declared)?;
     scale_set.spec = wanted;
     // The resolved runner group stays: the group's name cannot change.
-    scale_set.spec.runner_group.id = group_id;
+    scale_set.spec.set_runner_group_id(group_id);
     let updated = state
         .store
         .update_scale_set(&scale_set)
@@ -534,8 +535,8 @@ async fn key_of(state: &AppState, scale_set: &StoredScaleSet) -> Result<ScaleSet
         ))?;
     Ok(ScaleSetKey {
         entity: entity.kind,
-        runner_group: scale_set.spec.runner_group.name.clone(),
-        name: scale_set.spec.name.clone(),
+        runner_group: scale_set.spec.runner_group().name.clone(),
+        name: scale_set.spec.name().to_string(),
     })
 }
 
@@ -588,7 +589,7 @@ pub(crate) async fn delete(
         .declared(&key_of(&state, &scale_set).await?)
     {
         return Err(ApiError::DeclaredDelete {
-            scale_set: scale_set.spec.name.clone(),
+            scale_set: scale_set.spec.name().to_string(),
             file: state.configured.file.clone(),
             index,
         });
@@ -604,7 +605,7 @@ pub(crate) async fn delete(
     if !instances.is_empty() {
         return Err(ApiError::NotDrained {
             id: id.to_string(),
-            name: scale_set.spec.name.clone(),
+            name: scale_set.spec.name().to_string(),
             instances: instances.len(),
         });
     }
@@ -620,7 +621,7 @@ pub(crate) async fn delete(
         Acquisition::Held { holder, .. } => {
             return Err(ApiError::LeaseHeld {
                 id: id.to_string(),
-                name: scale_set.spec.name.clone(),
+                name: scale_set.spec.name().to_string(),
                 holder,
             });
         }
@@ -642,8 +643,8 @@ async fn delete_held(
     if let Deletion::OnGitHub(github) = deletion {
         // Disabled first, so that if the row cannot be removed after GitHub's delete, nothing
         // ensures (re-creates) it meanwhile.
-        if scale_set.spec.enabled {
-            scale_set.spec.enabled = false;
+        if scale_set.spec.enabled() {
+            scale_set.spec.set_enabled(false);
             scale_set = state
                 .store
                 .update_scale_set(&scale_set)
@@ -664,7 +665,7 @@ async fn delete_held(
             if e.is_conflict() {
                 ApiError::NotDrained {
                     id: id.to_string(),
-                    name: scale_set.spec.name.clone(),
+                    name: scale_set.spec.name().to_string(),
                     instances: 1,
                 }
             } else {
@@ -708,7 +709,7 @@ pub(crate) async fn drain(
 ) -> Result<Json<DrainScaleSetResult>, ApiError> {
     let id = ScaleSetId(parse_id(&id, "scale set")?);
     let mut scale_set = read(&state, id).await?;
-    if scale_set.spec.enabled {
+    if scale_set.spec.enabled() {
         scale_set = set_enabled(&state, id, false).await?;
         state
             .store
@@ -766,10 +767,10 @@ pub(crate) async fn retry(
 ) -> Result<(StatusCode, Json<RetryScaleSetResult>), ApiError> {
     let id = ScaleSetId(parse_id(&id, "scale set")?);
     let scale_set = read(&state, id).await?;
-    if !scale_set.spec.enabled {
+    if !scale_set.spec.enabled() {
         return Err(ApiError::NotServed {
             id: id.to_string(),
-            name: scale_set.spec.name.clone(),
+            name: scale_set.spec.name().to_string(),
         });
     }
     let requested_at = state

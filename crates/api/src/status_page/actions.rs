@@ -164,7 +164,7 @@ pub(crate) fn row_actions(session: &Session, set: &ScaleSet) -> Markup {
     let generation = [("generation", set.generation.to_string())];
     html! {
         div.actions {
-            @if set.spec.enabled {
+            @if set.spec.enabled() {
                 (button(session, &format!("{base}/drain"), "Drain", "drain", &[], &DRAIN))
                 (button(session, &format!("{base}/retry"), "Retry now", "retry", &[], &RETRY))
             } @else {
@@ -222,7 +222,7 @@ pub(crate) fn detail_actions(session: &Session, set: &ScaleSet, done: Option<&st
             p.notice id="notice" role="status" { (text) }
         }
         section.actions id="actions" {
-            @if set.spec.enabled {
+            @if set.spec.enabled() {
                 (button(session, &format!("{base}/drain"), "Drain", "drain", &[], &DRAIN))
                 (button(session, &format!("{base}/disable"), "Disable", "disable", std::slice::from_ref(&generation), &UPDATE))
                 (button(session, &format!("{base}/retry"), "Retry now", "retry", &[], &RETRY))
@@ -232,8 +232,8 @@ pub(crate) fn detail_actions(session: &Session, set: &ScaleSet, done: Option<&st
             form.action.edit id="edit" method="post" action=(edit) {
                 input type="hidden" name="csrf" value=(session.csrf(&edit));
                 input type="hidden" name="generation" value=(set.generation);
-                label { "max runners " input type="number" name="max_runners" min="0" value=(set.spec.max_runners) disabled[edit_refusal.is_some()]; }
-                label { "min idle " input type="number" name="min_idle" min="0" value=(set.spec.min_idle) disabled[edit_refusal.is_some()]; }
+                label { "max runners " input type="number" name="max_runners" min="0" value=(set.spec.max_runners()) disabled[edit_refusal.is_some()]; }
+                label { "min idle " input type="number" name="min_idle" min="0" value=(set.spec.min_idle()) disabled[edit_refusal.is_some()]; }
                 button type="submit" class="save" disabled[edit_refusal.is_some()] title=[edit_refusal.as_deref()] { "Save" }
             }
             a.delete href={ (base) "/delete" } { "Delete…" }
@@ -545,8 +545,8 @@ async fn confirm_delete(
     let action = format!("/scale-sets/{id}/delete");
     let refusal = session.refusal(&DELETE.0, DELETE.1);
     let body = html! {
-        p { a href={ "/scale-sets/" (id) } { "← " (set.spec.name) } }
-        h2 { "Delete scale set " (set.spec.name) "?" }
+        p { a href={ "/scale-sets/" (id) } { "← " (set.spec.name()) } }
+        h2 { "Delete scale set " (set.spec.name()) "?" }
         p id="what-happens" { "On GitHub: " (plain) "." }
         ul.sub {
             li { "Its instances must be gone first: drain it and wait until it shows none, or the delete is refused." }
@@ -562,7 +562,7 @@ async fn confirm_delete(
                     " Force: " (forced) "."
                 }
             }
-            button type="submit" class="delete" disabled[refusal.is_some()] title=[refusal.as_deref()] { "Delete " (set.spec.name) }
+            button type="submit" class="delete" disabled[refusal.is_some()] title=[refusal.as_deref()] { "Delete " (set.spec.name()) }
             " "
             a href={ "/scale-sets/" (id) } { "Cancel" }
         }
@@ -570,7 +570,7 @@ async fn confirm_delete(
             p.sub id="actions-refused" { (why) }
         }
     };
-    Html(page_of(&format!("Delete {}", set.spec.name), &body)).into_response()
+    Html(page_of(&format!("Delete {}", set.spec.name()), &body)).into_response()
 }
 
 fn page_of(title: &str, body: &Markup) -> String {

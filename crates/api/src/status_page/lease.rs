@@ -16,7 +16,7 @@ pub(super) async fn serve_rows<'a>(
 ) -> scaleset_store::Result<()> {
     for row in rows {
         let lease = state.store.get_lease(row.set.id).await?;
-        row.served_by = state.served_by(row.set.id, row.set.spec.enabled, lease.as_ref());
+        row.served_by = state.served_by(row.set.id, row.set.spec.enabled(), lease.as_ref());
     }
     Ok(())
 }

@@ -23,7 +23,7 @@ const FALLBACK_CHARS: usize = 80;
 pub(crate) fn short(set: &ScaleSet, events: &[Event]) -> Short {
     let provider_failing = || Short {
         code: Some(ReasonCode::ProviderFailing),
-        text: format!("provider {} failing", set.spec.provider),
+        text: format!("provider {} failing", set.spec.provider()),
     };
     let of = |code: ReasonCode| match code {
         ReasonCode::ProviderFailing => provider_failing(),

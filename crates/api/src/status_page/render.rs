@@ -142,19 +142,19 @@ fn groups_html(groups: &[reason::Group]) -> Markup {
 
 fn row_html(row: &Row, now: SystemTime, session: &Session) -> Markup {
     let set = &row.set;
-    let name = &set.spec.name;
+    let name = set.spec.name().as_str();
     let attention = if row.attention.is_some() { "yes" } else { "no" };
     html! {
         tr.scale-set data-name=(name) data-state=(set.state.as_str()) data-attention=(attention) data-service=(service(set, &row.runners)) {
             td.name {
                 a href={ "/scale-sets/" (set.id.0) } { (name) }
-                div.sub { (set.spec.labels.join(", ")) }
+                div.sub { (set.spec.label_texts().join(", ")) }
                 (actions::row_actions(session, set))
             }
             td {
                 (row.entity)
                 div.sub {
-                    "group " (set.spec.runner_group.name)
+                    "group " (set.spec.runner_group().name)
                     @if let Some(github) = set.github_id { " · GitHub id " (github) }
                 }
             }
@@ -363,7 +363,7 @@ pub(crate) fn detail(
     let spec = &set.spec;
     let body = html! {
         p { a href="/" { "← all scale sets" } }
-        h2 id="name" { (spec.name) }
+        h2 id="name" { (spec.name()) }
         (actions::detail_actions(session, set, done))
         @if let Some(attention) = &row.attention {
             section id="attention-box" { (attention_html(&row.short, attention)) }
@@ -374,7 +374,7 @@ pub(crate) fn detail(
             dt { "served by" }
             dd id="served-by" { (lease::served_by_html(row.served_by.as_ref(), true)) }
             dt { "entity" }
-            dd { (row.entity) ", runner group " (spec.runner_group.name) }
+            dd { (row.entity) ", runner group " (spec.runner_group().name) }
             dt { "GitHub id" }
             dd {
                 @match set.github_id {
@@ -387,11 +387,11 @@ pub(crate) fn detail(
             dt { "evidence" }
             dd { (evidence_words(&set.evidence)) }
             dt { "labels" }
-            dd { (spec.labels.join(", ")) }
+            dd { (spec.label_texts().join(", ")) }
             dt { "runners" }
             dd {
-                "desired " (set.desired_runners) " (min idle " (spec.min_idle) ", max "
-                (spec.max_runners) "); idle " (row.runners.idle) ", busy " (row.runners.busy)
+                "desired " (set.desired_runners) " (min idle " (spec.min_idle()) ", max "
+                (spec.max_runners()) "); idle " (row.runners.idle) ", busy " (row.runners.busy)
                 ", starting " (row.runners.starting)
             }
             dt { "jobs waiting" }
@@ -405,7 +405,7 @@ pub(crate) fn detail(
             }
             dt { "provider" }
             dd {
-                (spec.provider)
+                (spec.provider())
                 @if let Some(error) = &set.provider_error {
                     // The provider's message once: the state's reason quotes it when the
                     // provider's failure is what the state says.
@@ -416,13 +416,13 @@ pub(crate) fn detail(
                 }
             }
             dt { "platform" }
-            dd id="platform" { (spec.os_type.as_str()) "/" (spec.os_arch.as_str()) }
+            dd id="platform" { (spec.os_type().as_str()) "/" (spec.os_arch().as_str()) }
             dt { "runner setup" }
-            dd id="runner-setup" { (runner_setup(&spec.runner_setup)) }
+            dd id="runner-setup" { (runner_setup(spec.runner_setup())) }
             dt { "policy" }
             dd {
-                "adoption " (spec.adoption_policy.as_str())
-                @if spec.repair { ", repair on" }
+                "adoption " (spec.adoption_policy().as_str())
+                @if spec.repair() { ", repair on" }
             }
         }
         h2 { "Last hour" }
@@ -513,7 +513,7 @@ pub(crate) fn detail(
             }
         }
     };
-    page(&spec.name, &body, true, true)
+    page(spec.name().as_str(), &body, true, true)
 }
 
 /// An instance's status in the operator's words: `running` is a registered runner without a

@@ -64,7 +64,7 @@ impl Filter {
     fn matches(&self, set: &ScaleSet, entity: &str, attention: bool) -> bool {
         let q = self.q.to_lowercase();
         let text = q.is_empty()
-            || set.spec.name.to_lowercase().contains(&q)
+            || set.spec.name().as_str().to_lowercase().contains(&q)
             || entity.to_lowercase().contains(&q);
         let state = match self.state.as_deref() {
             None => true,
@@ -103,7 +103,7 @@ impl Runners {
 /// wait on GitHub whatever its state says.
 pub(crate) fn service(set: &ScaleSet, runners: &Runners) -> &'static str {
     match (
-        set.spec.enabled,
+        set.spec.enabled(),
         runners.idle + runners.busy + runners.starting,
     ) {
         (true, _) => "served",
@@ -198,9 +198,10 @@ pub(crate) async fn overview(
         .count();
     sets.sort_by(|a, b| {
         a.spec
-            .name
+            .name()
+            .as_str()
             .to_lowercase()
-            .cmp(&b.spec.name.to_lowercase())
+            .cmp(&b.spec.name().as_str().to_lowercase())
             .then(a.id.0.cmp(&b.id.0))
     });
     // Decided once per scale set: the cards, the filter and the rows read the same answer.
@@ -243,7 +244,7 @@ pub(crate) async fn overview(
             .iter()
             .find(|r| r.set.id == s.id)
             .map_or_else(|| reason::short(s, &[]), |r| r.short.clone());
-        (s.spec.name.clone(), short)
+        (s.spec.name().to_string(), short)
     }));
     Ok(Overview {
         groups,
@@ -262,9 +263,9 @@ fn totals(judged: &[(ScaleSet, Option<Attention>)]) -> Totals {
         scale_sets: judged.len(),
         ready: judged
             .iter()
-            .filter(|(s, a)| s.state == ScaleSetState::Ready && s.spec.enabled && a.is_none())
+            .filter(|(s, a)| s.state == ScaleSetState::Ready && s.spec.enabled() && a.is_none())
             .count(),
-        disabled: judged.iter().filter(|(s, _)| !s.spec.enabled).count(),
+        disabled: judged.iter().filter(|(s, _)| !s.spec.enabled()).count(),
         attention: judged.iter().filter(|(_, a)| a.is_some()).count(),
         desired: judged
             .iter()

@@ -307,7 +307,7 @@ backend_tests!(
 async fn a_declared_sets_missing_runner_download_is_changed_in_the_file(backend: Backend) {
     use scaleset_store::RunnerDownloadStore as _;
     let mut arm = declared("arm", true);
-    arm.spec.os_arch = scaleset_store::OsArch::Arm;
+    arm.spec.set_os_arch(scaleset_store::OsArch::Arm);
     let app = App::start_with(
         backend,
         "a_declared_sets_missing_runner_download",

@@ -106,8 +106,8 @@ async fn update_refuses_every_bad_spec_as_the_parser_does(backend: Backend) {
     }
     assert_eq!(tried, 7);
     let stored = &app.store.list_scale_sets(None).await.unwrap()[0];
-    assert_eq!(stored.spec.max_runners, 4);
-    assert!(stored.spec.labels.is_empty());
+    assert_eq!(stored.spec.max_runners(), 4);
+    assert!(stored.spec.labels().is_empty());
 }
 
 /// A `[[scale_set]]` table with the case's fields, naming the stored credentials `sim`.
@@ -192,7 +192,7 @@ async fn an_unknown_provider_is_refused_on_create_and_update(backend: Backend) {
     assert_eq!(
         app.store.list_scale_sets(None).await.unwrap()[0]
             .spec
-            .provider,
+            .provider(),
         "fake"
     );
 }

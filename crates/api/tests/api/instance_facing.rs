@@ -67,19 +67,15 @@ async fn instances(app: &App, names: &[&str], valid_for: Duration) -> Vec<String
         })
         .await
         .unwrap();
-    let spec = scaleset_store::ScaleSetSpec {
-        runner_group: scaleset_store::RunnerGroup {
-            name: "Default".to_owned(),
-            id: Some(1),
-        },
-        labels: vec!["linux".to_owned()],
-        disable_update: false,
-        image: "ubuntu-24.04".to_owned(),
-        max_runners: 0,
-        bootstrap_timeout: TTL,
-        runner_prefix: "linux".to_owned(),
-        ..scaleset_store::test_util::spec("linux")
-    };
+    let mut spec = scaleset_store::test_util::spec_with("linux", |raw| {
+        raw.labels = vec!["linux".to_owned()];
+        raw.disable_update = Some(false);
+        raw.image = Some("ubuntu-24.04".to_owned());
+        raw.max_runners = Some(1);
+        raw.bootstrap_timeout = Some(TTL);
+        raw.runner_prefix = Some("linux".to_owned());
+    });
+    spec.set_runner_group_id(Some(1));
     let scale_set = store
         .create_scale_set(NewScaleSet {
             entity_id: entity.id,

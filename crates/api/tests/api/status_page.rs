@@ -9,9 +9,8 @@
 use std::time::Duration;
 
 use scaleset_store::{
-    AdoptionPolicy, ApiTokenStore as _, EntityId, InstanceStatus, InstanceStore as _, ManualClock,
-    NewInstance, NewScaleSet, RunnerGroup, ScaleSetSpec, ScaleSetState, ScaleSetStore as _,
-    Timestamp,
+    ApiTokenStore as _, EntityId, InstanceStatus, InstanceStore as _, ManualClock, NewInstance,
+    NewScaleSet, ScaleSetSpec, ScaleSetState, ScaleSetStore as _, Timestamp,
 };
 
 use crate::helpers::{App, Backend, RunningSim, backend_tests};
@@ -26,32 +25,11 @@ backend_tests!(
 );
 
 pub(crate) fn spec(name: &str) -> ScaleSetSpec {
-    ScaleSetSpec {
-        name: name.to_owned(),
-        runner_group: RunnerGroup {
-            name: "Default".to_owned(),
-            id: None,
-        },
-        labels: vec!["linux".to_owned()],
-        disable_update: false,
-        provider: "fake".to_owned(),
-        image: "ubuntu".to_owned(),
-        flavor: "small".to_owned(),
-        os_type: Default::default(),
-        os_arch: Default::default(),
-        runner_setup: Default::default(),
-        min_idle: 0,
-        max_runners: 4,
-        bootstrap_timeout: Duration::from_secs(600),
-        runner_prefix: String::new(),
-        extra_specs: serde_json::Value::Null,
-        enabled: true,
-        adoption_policy: AdoptionPolicy::Owned,
-        repair: false,
-        scale_down_delay: Duration::ZERO,
-        max_idle_lifetime: Duration::ZERO,
-        max_lifetime: Duration::ZERO,
-    }
+    scaleset_store::test_util::spec_with(name, |raw| {
+        raw.labels = vec!["linux".to_owned()];
+        raw.disable_update = Some(false);
+        raw.max_runners = Some(4);
+    })
 }
 
 async fn lease(
@@ -497,7 +475,7 @@ async fn a_drained_or_disabled_scale_set_is_shown_as_such_and_not_counted_as_rea
     let mut ids = std::collections::HashMap::new();
     for name in ["served", "draining", "disabled"] {
         let mut spec = spec(name);
-        spec.enabled = name == "served";
+        spec.set_enabled(name == "served");
         let set = app
             .store
             .create_scale_set(NewScaleSet {

@@ -114,7 +114,7 @@ async fn the_declared_fleet_is_applied_and_served_with_the_fake_provider_as_conf
     assert_eq!(
         stored
             .iter()
-            .map(|s| s.spec.name.as_str())
+            .map(|s| s.spec.name().as_str())
             .collect::<Vec<_>>(),
         ["linux"]
     );

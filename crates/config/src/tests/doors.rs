@@ -141,7 +141,7 @@ fn the_config_file_reads_a_policy_as_the_one_parser_does() {
     for &policy in scaleset_store::AdoptionPolicy::ALL {
         let config =
             crate::Config::parse("test.toml", &with_policy(policy.as_str()), &base_env()).unwrap();
-        assert_eq!(config.fleet.scale_sets[0].spec.adoption_policy, policy);
+        assert_eq!(config.fleet.scale_sets[0].spec.adoption_policy(), policy);
     }
     let parser = scaleset_store::AdoptionPolicy::parse("sometimes").unwrap_err();
     assert_eq!(
@@ -168,7 +168,7 @@ fn a_fleet_sets_the_runners_os_and_arch_in_garms_spelling_only() {
     .expect("a valid fleet");
     let spec = &fleet.scale_sets[0].spec;
     assert_eq!(
-        (spec.os_type, spec.os_arch),
+        (spec.os_type(), spec.os_arch()),
         (
             scaleset_store::OsType::Windows,
             scaleset_store::OsArch::Arm64
@@ -177,8 +177,8 @@ fn a_fleet_sets_the_runners_os_and_arch_in_garms_spelling_only() {
     let plain = parse_fleet("fleet", &set(""), None, &stored, None).expect("a valid fleet");
     assert_eq!(
         (
-            plain.scale_sets[0].spec.os_type,
-            plain.scale_sets[0].spec.os_arch
+            plain.scale_sets[0].spec.os_type(),
+            plain.scale_sets[0].spec.os_arch()
         ),
         (scaleset_store::OsType::Linux, scaleset_store::OsArch::Amd64)
     );
@@ -195,7 +195,7 @@ fn a_fleet_gives_the_runners_proxy_ssh_keys_and_boot_options() {
     let stored = BTreeSet::from(["gh".to_owned()]);
     let text = "\n[[scale_set]]\nname = \"behind-proxy\"\ncredentials = \"gh\"\norganization = \"acme\"\nprovider = \"fake\"\nhttps_proxy = \"http://proxy.internal:3128\"\nno_proxy = \".internal\"\nssh_keys = [\"ssh-ed25519 AAAA ops\"]\nextra_packages = [\"jq\"]\ndisable_updates_on_boot = true\n";
     let fleet = parse_fleet("fleet", text, None, &stored, None).expect("a valid fleet");
-    let setup = &fleet.scale_sets[0].spec.runner_setup;
+    let setup = fleet.scale_sets[0].spec.runner_setup();
     assert_eq!(
         setup.https_proxy.as_deref(),
         Some("http://proxy.internal:3128")

@@ -178,7 +178,7 @@ async fn show_failure(shared: &Shared, scale_set: &ScaleSet, error: &Error) {
          GitHub answers with these credentials",
         chain(error),
         shared.settings.backoff_max.as_secs().max(1),
-        scale_set.spec.provider
+        scale_set.spec.provider()
     );
     let recorded = record(
         shared,
@@ -239,7 +239,7 @@ async fn gather(
     inherited: Option<&Inherited>,
 ) -> Result<Landed, Error> {
     let provider_error = |during: &'static str| {
-        let provider = scale_set.spec.provider.clone();
+        let provider = scale_set.spec.provider().to_string();
         move |source| Error::Provider {
             provider,
             during,
@@ -247,7 +247,7 @@ async fn gather(
         }
     };
     let github_error = |during: &'static str| {
-        let scale_set = scale_set.spec.name.clone();
+        let scale_set = scale_set.spec.name().to_string();
         move |source| Error::GitHub {
             scale_set,
             during,
@@ -271,7 +271,7 @@ async fn gather(
     let mut steps = Vec::with_capacity(rows.len());
     let (at_provider, garms) = {
         // Held for the provider's calls only: GitHub's below need no provider permit.
-        let permits = shared.recoveries.of(&scale_set.spec.provider);
+        let permits = shared.recoveries.of(scale_set.spec.provider().as_str());
         let _permit = match &permits {
             Some(permits) => permits.acquire().await.ok(),
             None => None,

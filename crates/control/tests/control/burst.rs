@@ -109,7 +109,11 @@ impl Provider for Gated {
 }
 
 async fn a_burst_has_every_create_in_flight_at_once_and_later_jobs_do_not_wait_for_it(db: TestDb) {
-    let h = Harness::new(db, sim_config(), |spec| spec.max_runners = 30).await;
+    let h = Harness::new(db, sim_config(), |spec| {
+        spec.change(|r| r.max_runners = Some(i64::from(30)))
+            .unwrap()
+    })
+    .await;
     let (gated, gate) = Gated::new(Arc::new(h.cloud.provider(h.identity.id())));
     let controller = h.start_with_provider(settings(), None, gated.clone());
     let github_id = h.ready().await;
@@ -166,7 +170,11 @@ async fn a_burst_has_every_create_in_flight_at_once_and_later_jobs_do_not_wait_f
 }
 
 async fn the_providers_concurrency_bounds_the_creates_in_flight(db: TestDb) {
-    let h = Harness::new(db, sim_config(), |spec| spec.max_runners = 12).await;
+    let h = Harness::new(db, sim_config(), |spec| {
+        spec.change(|r| r.max_runners = Some(i64::from(12)))
+            .unwrap()
+    })
+    .await;
     let (gated, gate) = Gated::new(Arc::new(h.cloud.provider(h.identity.id())));
     let limits = CallLimits {
         concurrency: std::num::NonZeroUsize::new(4).expect("non-zero"),
@@ -298,7 +306,10 @@ impl Checkpoints for HoldThenFreeze {
 /// commit, not one per runner (issue 35 item 4): when the task first reports an instance
 /// created, every create that had landed is already `running` in the store.
 async fn creates_that_landed_together_are_recorded_running_in_one_commit(db: TestDb) {
-    let h = Harness::new(db, sim_config(), |spec| spec.max_runners = 5).await;
+    let h = Harness::new(db, sim_config(), |spec| {
+        spec.change(|r| r.max_runners = Some(i64::from(5))).unwrap()
+    })
+    .await;
     let (gated, gate) = Gated::new(Arc::new(h.cloud.provider(h.identity.id())));
     let (release, released) = watch::channel(false);
     let observer = Arc::new(HoldThenFreeze {

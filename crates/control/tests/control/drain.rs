@@ -22,7 +22,10 @@ async fn a_disabled_set_retires_idle_runners_and_lets_busy_ones_finish(db: TestD
     // Busy is seen at once, and jobs run until the test ends them.
     config.job_started_delay = Duration::ZERO;
     config.runner_job_duration = Duration::from_secs(3600);
-    let h = Harness::new(db, config, |spec| spec.min_idle = 2).await;
+    let h = Harness::new(db, config, |spec| {
+        spec.change(|r| r.min_idle = Some(i64::from(2))).unwrap()
+    })
+    .await;
     let (controller, github_id) = h.start_ready().await;
     h.sim()
         .enqueue_jobs(github_id, &JobSpec::count(2))
@@ -42,7 +45,7 @@ async fn a_disabled_set_retires_idle_runners_and_lets_busy_ones_finish(db: TestD
     // Drained (disabled): the serving stops, and the idle runners are retired while the busy
     // ones run on.
     let mut stored = h.stored().await;
-    stored.spec.enabled = false;
+    stored.spec.set_enabled(false);
     h.store.update_scale_set(&stored).await.expect("disable");
     // Until the pass has said so too: a pass removes its runners one by one, and the rows can
     // show only the busy two while that pass is still going through the list. Time moved on in
@@ -95,12 +98,12 @@ async fn a_disabled_set_retires_idle_runners_and_lets_busy_ones_finish(db: TestD
 async fn a_record_an_interrupted_create_left_is_ensured(db: TestDb) {
     // What an older server's create stored before it ensured: disabled, pending, generation
     // 1, no event. Its request never finished.
-    let h = Harness::new(db, sim_config(), |spec| spec.enabled = false).await;
+    let h = Harness::new(db, sim_config(), |spec| spec.set_enabled(false)).await;
     assert_eq!(h.stored().await.generation, 1);
     let controller = h.start(None);
     let github_id = h.ready().await;
     let stored = h.stored().await;
-    assert!(stored.spec.enabled, "{stored:?}");
+    assert!(stored.spec.enabled(), "{stored:?}");
     assert_eq!(stored.state, ScaleSetState::Ready);
     assert_eq!(
         h.sim().state().scale_set(github_id).map(|s| s.name.clone()),

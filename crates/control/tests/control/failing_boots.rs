@@ -73,7 +73,8 @@ async fn runners_failing_to_boot_are_created_again_only_after_a_growing_wait_unt
     db: TestDb,
 ) {
     let h = Harness::with_store_on_the_clock(db, sim_config(), |spec| {
-        spec.bootstrap_timeout = Duration::from_secs(3600);
+        spec.change(|r| r.bootstrap_timeout = Some(Duration::from_secs(3600)))
+            .unwrap();
     })
     .await;
     h.boot.store(false, Ordering::SeqCst);

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use scaleset_sim::{Burst, JobSpec, RateLimit};
-use scaleset_store::{EventStore as _, ScaleSetState, ScaleSetStore as _};
+use scaleset_store::{EventStore as _, ScaleSetState};
 
 use crate::helpers::{Harness, TestDb, backend_tests, eventually, sim_config};
 
@@ -19,7 +19,6 @@ backend_tests!(
     failed_instance_create_removes_the_runner_from_github,
     a_failing_provider_needs_attention_until_a_create_works,
     runner_never_online_is_removed_at_its_bootstrap_deadline,
-    owner_label_prefixed_name_is_a_config_error,
 );
 
 async fn converges_under_injected_server_errors_and_rate_limits(db: TestDb) {
@@ -247,8 +246,9 @@ async fn failed_instance_create_removes_the_runner_from_github(db: TestDb) {
 
 async fn runner_never_online_is_removed_at_its_bootstrap_deadline(db: TestDb) {
     let h = Harness::new(db, sim_config(), |spec| {
-        spec.min_idle = 1;
-        spec.bootstrap_timeout = Duration::from_secs(300);
+        spec.change(|r| r.min_idle = Some(i64::from(1))).unwrap();
+        spec.change(|r| r.bootstrap_timeout = Some(Duration::from_secs(300)))
+            .unwrap();
     })
     .await;
     h.boot.store(false, Ordering::SeqCst);
@@ -295,28 +295,6 @@ async fn runner_never_online_is_removed_at_its_bootstrap_deadline(db: TestDb) {
         "the removal is a deadline expiry of its scale set"
     );
     controller.stop().await;
-}
-
-async fn owner_label_prefixed_name_is_a_config_error(db: TestDb) {
-    let h = Harness::new(db, sim_config(), |spec| {
-        spec.name = "scaleset-owner-linux".into()
-    })
-    .await;
-    let controller = h.start(None);
-    let reason = eventually("the scale set shows a configuration error", || async {
-        let stored = h.stored().await;
-        (stored.state == ScaleSetState::Error).then_some(stored.state_reason)
-    })
-    .await;
-    assert!(reason.contains("reserved for owner labels"), "{reason}");
-    assert_eq!(h.sim().request_count("create_scale_set"), 0);
-    assert!(h.sim().state().scale_sets.is_empty());
-    controller.stop().await;
-    let _ = h
-        .store
-        .list_scale_sets(None)
-        .await
-        .expect("store still readable");
 }
 
 backend_tests!(text_plain_errors_never_lead_to_adoption);

@@ -208,13 +208,17 @@ async fn our_bootstrap_has_the_keys_and_value_types_of_garms_captured_create(db:
         db,
         sim_config(),
         |spec| {
-            spec.extra_specs = garm["extra_specs"].clone();
-            if let Some(specs) = spec.extra_specs.as_object_mut() {
+            let mut extra_specs = garm["extra_specs"].clone();
+            if let Some(specs) = extra_specs.as_object_mut() {
                 specs.remove("runner_install_template");
             }
-            spec.labels = vec!["x64-small".to_owned()];
-            // GARM sends its set's template on every create; so does a set naming one.
-            spec.runner_setup.runner_install_template = Some("garm-stub".to_owned());
+            spec.change(|r| {
+                r.extra_specs = Some(extra_specs);
+                r.labels = vec!["x64-small".to_owned()];
+                // GARM sends its set's template on every create; so does a set naming one.
+                r.runner_setup.runner_install_template = Some("garm-stub".to_owned());
+            })
+            .unwrap();
         },
         pem.clone(),
     )
@@ -358,7 +362,10 @@ async fn a_sets_proxy_ssh_keys_and_user_data_options_reach_its_bootstrap(db: Tes
         runner_install_template: None,
     };
     let given = setup.clone();
-    let h = Harness::new(db, sim_config(), move |spec| spec.runner_setup = given).await;
+    let h = Harness::new(db, sim_config(), move |spec| {
+        spec.change(|r| r.runner_setup = given).unwrap();
+    })
+    .await;
     let (controller, github_id) = h.start_ready().await;
     h.sim()
         .enqueue_jobs(github_id, &JobSpec::count(1))

@@ -101,8 +101,9 @@ async fn an_idle_scale_set_stands_on_its_list_over_empty_polls(db: TestDb) {
 
 async fn a_runner_past_max_idle_lifetime_is_retired_while_the_polls_stand(db: TestDb) {
     let h = harness(db, |spec| {
-        spec.min_idle = 1;
-        spec.max_idle_lifetime = Duration::from_secs(600);
+        spec.change(|r| r.min_idle = Some(i64::from(1))).unwrap();
+        spec.change(|r| r.max_idle_lifetime = Some(Duration::from_secs(600)))
+            .unwrap();
     })
     .await;
     let controller = h.start_with(idle_settings(), None);
@@ -125,8 +126,9 @@ async fn a_runner_past_max_idle_lifetime_is_retired_while_the_polls_stand(db: Te
 
 async fn a_runner_past_its_bootstrap_deadline_is_removed_while_the_polls_stand(db: TestDb) {
     let h = harness(db, |spec| {
-        spec.min_idle = 1;
-        spec.bootstrap_timeout = Duration::from_secs(300);
+        spec.change(|r| r.min_idle = Some(i64::from(1))).unwrap();
+        spec.change(|r| r.bootstrap_timeout = Some(Duration::from_secs(300)))
+            .unwrap();
     })
     .await;
     // The runner never comes online.
@@ -155,7 +157,10 @@ async fn a_runner_past_its_bootstrap_deadline_is_removed_while_the_polls_stand(d
 }
 
 async fn an_operators_removal_request_ends_the_standing_list(db: TestDb) {
-    let h = harness(db, |spec| spec.min_idle = 1).await;
+    let h = harness(db, |spec| {
+        spec.change(|r| r.min_idle = Some(i64::from(1))).unwrap()
+    })
+    .await;
     let controller = h.start_with(idle_settings(), None);
     h.ready().await;
     let first = one_running(&h).await;

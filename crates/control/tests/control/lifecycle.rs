@@ -89,8 +89,9 @@ async fn replaced(h: &Harness, gone: &str, left: usize) {
 
 async fn a_failed_bootstrap_is_retired_and_replaced(db: TestDb) {
     let h = harness(db, |spec| {
-        spec.min_idle = 1;
-        spec.bootstrap_timeout = Duration::from_secs(3600);
+        spec.change(|r| r.min_idle = Some(i64::from(1))).unwrap();
+        spec.change(|r| r.bootstrap_timeout = Some(Duration::from_secs(3600)))
+            .unwrap();
     })
     .await;
     h.boot.store(false, std::sync::atomic::Ordering::SeqCst);
@@ -127,7 +128,10 @@ async fn a_failed_bootstrap_is_retired_and_replaced(db: TestDb) {
 }
 
 async fn an_instance_that_dies_is_retired_and_replaced(db: TestDb) {
-    let h = harness(db, |spec| spec.min_idle = 1).await;
+    let h = harness(db, |spec| {
+        spec.change(|r| r.min_idle = Some(i64::from(1))).unwrap()
+    })
+    .await;
     let controller = h.start_with(lifecycle_settings(), None);
     h.ready().await;
     let first = running(&h, 1).await.remove(0);
@@ -140,8 +144,9 @@ async fn an_instance_that_dies_is_retired_and_replaced(db: TestDb) {
 
 async fn a_runner_left_offline_by_an_outage_is_retired(db: TestDb) {
     let h = harness(db, |spec| {
-        spec.min_idle = 1;
-        spec.bootstrap_timeout = Duration::from_secs(60);
+        spec.change(|r| r.min_idle = Some(i64::from(1))).unwrap();
+        spec.change(|r| r.bootstrap_timeout = Some(Duration::from_secs(60)))
+            .unwrap();
     })
     .await;
     let controller = h.start_with(lifecycle_settings(), None);
@@ -162,8 +167,9 @@ async fn a_runner_left_offline_by_an_outage_is_retired(db: TestDb) {
 
 async fn an_idle_runner_is_retired_past_max_idle_lifetime(db: TestDb) {
     let h = harness(db, |spec| {
-        spec.min_idle = 1;
-        spec.max_idle_lifetime = Duration::from_secs(600);
+        spec.change(|r| r.min_idle = Some(i64::from(1))).unwrap();
+        spec.change(|r| r.max_idle_lifetime = Some(Duration::from_secs(600)))
+            .unwrap();
     })
     .await;
     let controller = h.start_with(lifecycle_settings(), None);
@@ -180,8 +186,9 @@ async fn an_idle_runner_is_retired_past_max_idle_lifetime(db: TestDb) {
 
 async fn max_lifetime_retires_idle_runners_and_never_a_busy_one(db: TestDb) {
     let h = harness(db, |spec| {
-        spec.min_idle = 1;
-        spec.max_lifetime = Duration::from_secs(600);
+        spec.change(|r| r.min_idle = Some(i64::from(1))).unwrap();
+        spec.change(|r| r.max_lifetime = Some(Duration::from_secs(600)))
+            .unwrap();
     })
     .await;
     let controller = h.start_with(lifecycle_settings(), None);
@@ -225,8 +232,9 @@ async fn max_lifetime_retires_idle_runners_and_never_a_busy_one(db: TestDb) {
 
 async fn surplus_idle_runners_stay_for_the_scale_down_delay(db: TestDb) {
     let h = harness(db, |spec| {
-        spec.min_idle = 2;
-        spec.scale_down_delay = Duration::from_secs(600);
+        spec.change(|r| r.min_idle = Some(i64::from(2))).unwrap();
+        spec.change(|r| r.scale_down_delay = Some(Duration::from_secs(600)))
+            .unwrap();
     })
     .await;
     let controller = h.start_with(lifecycle_settings(), None);
@@ -234,7 +242,9 @@ async fn surplus_idle_runners_stay_for_the_scale_down_delay(db: TestDb) {
     let warm = running(&h, 2).await;
     // The burst is over: nothing more is wanted.
     let mut row = h.stored().await;
-    row.spec.min_idle = 0;
+    row.spec
+        .change(|r| r.min_idle = Some(i64::from(0)))
+        .unwrap();
     h.store.update_scale_set(&row).await.expect("update");
     h.ready().await;
     a_few_polls(&h).await;
@@ -254,7 +264,10 @@ async fn surplus_idle_runners_stay_for_the_scale_down_delay(db: TestDb) {
 }
 
 async fn after_a_database_loss_runners_are_re_recorded_as_github_lists_them(db: TestDb) {
-    let mut h = Harness::new(db, lifecycle_sim(), |spec| spec.min_idle = 1).await;
+    let mut h = Harness::new(db, lifecycle_sim(), |spec| {
+        spec.change(|r| r.min_idle = Some(i64::from(1))).unwrap()
+    })
+    .await;
     let (controller, github_id) = h.start_ready().await;
     running(&h, 1).await;
     h.sim()
@@ -281,7 +294,10 @@ async fn after_a_database_loss_runners_are_re_recorded_as_github_lists_them(db: 
     // lost.
     controller.stop().await;
     let fresh = h.another_db("rerecord").await;
-    h.wipe_store(fresh, |spec| spec.min_idle = 1).await;
+    h.wipe_store(fresh, |spec| {
+        spec.change(|r| r.min_idle = Some(i64::from(1))).unwrap()
+    })
+    .await;
     let (controller, again) = h.start_ready().await;
     assert_eq!(again, github_id, "the same scale set, adopted");
     let after = eventually("both runners are recorded again", || async {

@@ -119,7 +119,10 @@ async fn whole_loop_acquire(db: TestDb) {
 }
 
 async fn back_to_min_idle(db: TestDb) {
-    let h = Harness::new(db, sim_config(), |spec| spec.min_idle = 1).await;
+    let h = Harness::new(db, sim_config(), |spec| {
+        spec.change(|r| r.min_idle = Some(i64::from(1))).unwrap()
+    })
+    .await;
     let (controller, github_id) = h.start_ready().await;
     eventually("one idle runner is kept warm", || async {
         (h.instances().await.len() == 1).then_some(())
@@ -243,7 +246,10 @@ async fn a_runner_is_handed_its_metadata_urls_and_a_token_that_opens_only_its_ji
     db: TestDb,
 ) {
     use scaleset_store::{ExposeSecret as _, InstanceAccessStore as _, SecretString};
-    let h = Harness::new(db, sim_config(), |spec| spec.min_idle = 2).await;
+    let h = Harness::new(db, sim_config(), |spec| {
+        spec.change(|r| r.min_idle = Some(i64::from(2))).unwrap()
+    })
+    .await;
     let mut settings = crate::helpers::settings();
     settings.instance_api_url = Some("https://scaleset.example.com/".parse().unwrap());
     let controller = h.start_with(settings, None);
@@ -295,7 +301,10 @@ async fn a_runner_is_handed_its_metadata_urls_and_a_token_that_opens_only_its_ji
 
 async fn without_an_instance_api_url_no_token_is_granted(db: TestDb) {
     use scaleset_store::{ExposeSecret as _, InstanceAccessStore as _};
-    let h = Harness::new(db, sim_config(), |spec| spec.min_idle = 1).await;
+    let h = Harness::new(db, sim_config(), |spec| {
+        spec.change(|r| r.min_idle = Some(i64::from(1))).unwrap()
+    })
+    .await;
     let (controller, _) = h.start_ready().await;
     let created = eventually("a runner is created", || async {
         h.created.lock().unwrap().first().cloned()
@@ -320,7 +329,10 @@ backend_tests!(an_instance_an_operator_asked_to_go_is_retired_and_replaced);
 
 async fn an_instance_an_operator_asked_to_go_is_retired_and_replaced(db: TestDb) {
     use scaleset_store::InstanceStore as _;
-    let h = Harness::new(db, sim_config(), |spec| spec.min_idle = 1).await;
+    let h = Harness::new(db, sim_config(), |spec| {
+        spec.change(|r| r.min_idle = Some(i64::from(1))).unwrap()
+    })
+    .await;
     let (controller, github_id) = h.start_ready().await;
     let first = eventually("one idle runner is kept warm", || async {
         let instances = h.instances().await;

@@ -20,7 +20,7 @@ backend_tests!(
 async fn foreign_session(db: TestDb, names_owner: bool) {
     let mut config = sim_config();
     config.conflict_names_owner = names_owner;
-    let h = Harness::new(db, config, |spec| spec.disable_update = false).await;
+    let h = Harness::new(db, config, |spec| spec.set_disable_update(false)).await;
     let foreign = h
         .sim()
         .create_foreign_scale_set("acme", 1, "linux", "another-autoscaler")
@@ -76,7 +76,7 @@ async fn foreign_named_session_is_visible_and_untouched(db: TestDb) {
 async fn our_session_alone_is_not_evidence_without_the_probe(db: TestDb) {
     let mut config = sim_config();
     config.conflict_names_owner = true;
-    let h = Harness::new(db, config, |spec| spec.disable_update = false).await;
+    let h = Harness::new(db, config, |spec| spec.set_disable_update(false)).await;
     h.sim()
         .create_foreign_scale_set("acme", 1, "linux", &h.identity.session_owner())
         .expect("scale set");
@@ -294,7 +294,7 @@ async fn leaked_own_session_after_an_unusable_create_is_recovered(db: TestDb) {
 async fn an_unchanged_refusal_is_one_event_with_a_count(db: TestDb) {
     let mut config = sim_config();
     config.conflict_names_owner = true;
-    let h = Harness::new(db, config, |spec| spec.disable_update = false).await;
+    let h = Harness::new(db, config, |spec| spec.set_disable_update(false)).await;
     h.sim()
         .create_foreign_scale_set("acme", 1, "linux", &h.identity.session_owner())
         .expect("scale set");

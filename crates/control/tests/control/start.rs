@@ -126,7 +126,10 @@ async fn a_provider_whose_list_never_answers_does_not_stop_listening_and_serving
 async fn a_recovery_landing_after_a_served_job_neither_deletes_twice_nor_records_a_ghost(
     db: TestDb,
 ) {
-    let h = Harness::new(db, sim_config(), |spec| spec.min_idle = 1).await;
+    let h = Harness::new(db, sim_config(), |spec| {
+        spec.change(|r| r.min_idle = Some(i64::from(1))).unwrap()
+    })
+    .await;
     let gate = Arc::new(SlowList::new(
         Arc::new(h.cloud.provider(h.identity.id())),
         false,

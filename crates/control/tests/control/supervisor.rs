@@ -16,8 +16,9 @@ async fn one_failing_scale_set_never_stops_another(db: TestDb) {
 
     // A second scale set naming a provider nobody configured.
     let mut spec = h.scale_set.spec.clone();
-    spec.name = "windows".into();
-    spec.provider = "nowhere".into();
+    spec.change(|r| r.name = Some("windows".into())).unwrap();
+    spec.change(|r| r.provider = Some("nowhere".into()))
+        .unwrap();
     let broken = h
         .store
         .create_scale_set(NewScaleSet {
@@ -51,7 +52,7 @@ async fn one_failing_scale_set_never_stops_another(db: TestDb) {
 
     // Disabled: its task stops cleanly and deletes the session.
     let mut stored = h.stored().await;
-    stored.spec.enabled = false;
+    stored.spec.set_enabled(false);
     h.store.update_scale_set(&stored).await.expect("disable");
     eventually("the disabled scale set's session is deleted", || async {
         h.sim()
@@ -65,7 +66,7 @@ async fn one_failing_scale_set_never_stops_another(db: TestDb) {
 
     // Enabled again: served again.
     let mut stored = h.stored().await;
-    stored.spec.enabled = true;
+    stored.spec.set_enabled(true);
     h.store.update_scale_set(&stored).await.expect("enable");
     h.ready().await;
 

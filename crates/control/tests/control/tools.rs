@@ -36,10 +36,9 @@ async fn every_bootstrap_carries_its_sets_platform_and_the_entitys_runner_downlo
         .store
         .create_scale_set(NewScaleSet {
             entity_id: h.scale_set.entity_id,
-            spec: scaleset_store::ScaleSetSpec {
-                os_arch: scaleset_store::OsArch::Arm64,
-                ..test_util::spec("arm")
-            },
+            spec: test_util::spec("arm")
+                .edit(|r| r.os_arch = Some(scaleset_store::OsArch::Arm64.as_str().to_owned()))
+                .expect("a valid test spec"),
         })
         .await
         .expect("second scale set");

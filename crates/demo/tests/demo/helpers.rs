@@ -28,6 +28,6 @@ pub(crate) fn options(dir: &Path) -> DemoOptions {
 /// The store's scale sets by name.
 pub(crate) async fn scale_sets(store: &dyn Store) -> Result<Vec<ScaleSet>> {
     let mut sets = store.list_scale_sets(None).await?;
-    sets.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
+    sets.sort_by(|a, b| a.spec.name().cmp(b.spec.name()));
     Ok(sets)
 }

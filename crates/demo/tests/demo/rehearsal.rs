@@ -32,7 +32,7 @@ async fn all_ready(demo: &Demo) -> Result<Vec<(String, Option<&'static str>)>> {
                 sets.iter()
                     .map(|s| {
                         (
-                            s.spec.name.clone(),
+                            s.spec.name().to_string(),
                             s.provenance.as_ref().map(Provenance::as_str),
                         )
                     })
@@ -137,7 +137,7 @@ async fn disaster_rehearsal_a_deleted_database_is_rebuilt_by_adoption() -> Resul
         assert!(
             !set.evidence.is_empty(),
             "{} shows its evidence",
-            set.spec.name
+            set.spec.name()
         );
     }
     // The running machines are recorded again, under the same names.
@@ -205,7 +205,7 @@ async fn a_foreign_controllers_scale_set_is_refused_with_its_reason() -> Result<
             let sets = scale_sets(store.as_ref()).await?;
             anyhow::Ok(
                 sets.into_iter()
-                    .find(|s| s.spec.name == "gpu" && s.state == ScaleSetState::Refused),
+                    .find(|s| s.spec.name() == "gpu" && s.state == ScaleSetState::Refused),
             )
         }
     })

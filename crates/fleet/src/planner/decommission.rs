@@ -391,7 +391,9 @@ pub(crate) fn plan(input: &DecommissionInput) -> DecommissionPlan {
     for stored in input.stored {
         if let Some(id) = stored.record.github_id
             && !listed.contains(&id)
-            && input.scope.covers(&stored.entity, &stored.record.spec.name)
+            && input
+                .scope
+                .covers(&stored.entity, stored.record.spec.name().as_str())
         {
             gone.insert(id);
         }
@@ -508,7 +510,10 @@ pub(crate) fn plan(input: &DecommissionInput) -> DecommissionPlan {
         });
     }
     for stored in input.stored {
-        if !input.scope.covers(&stored.entity, &stored.record.spec.name) {
+        if !input
+            .scope
+            .covers(&stored.entity, stored.record.spec.name().as_str())
+        {
             continue;
         }
         let goes = match stored.record.github_id {
@@ -530,7 +535,7 @@ pub(crate) fn plan(input: &DecommissionInput) -> DecommissionPlan {
         records.push(Item {
             subject: Subject::Record {
                 entity: stored.entity.clone(),
-                name: stored.record.spec.name.clone(),
+                name: stored.record.spec.name().to_string(),
             },
             act: if goes { Act::Delete } else { Act::Skip },
             why: if goes {

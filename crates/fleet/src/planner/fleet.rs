@@ -65,8 +65,8 @@ impl DeclaredScaleSet {
     pub fn key(&self) -> ScaleSetKey {
         ScaleSetKey {
             entity: self.entity.clone(),
-            runner_group: self.spec.runner_group.name.clone(),
-            name: self.spec.name.clone(),
+            runner_group: self.spec.runner_group().name.clone(),
+            name: self.spec.name().to_string(),
         }
     }
 }
@@ -520,7 +520,7 @@ pub fn plan(input: &FleetInput<'_>) -> FleetPlan {
             (true, Some(stored), _) => {
                 let changes = spec_changes(Some(&stored.spec), &declared.spec);
                 if changes.is_empty() {
-                    let reason = if stored.spec.enabled == declared.spec.enabled {
+                    let reason = if stored.spec.enabled() == declared.spec.enabled() {
                         Reason::UpToDate
                     } else {
                         Reason::KeptDisabled
@@ -636,8 +636,8 @@ fn key_of(world: &World, scale_set: &ScaleSet) -> Option<ScaleSetKey> {
         .find(|e| e.id == scale_set.entity_id)?;
     Some(ScaleSetKey {
         entity: entity.kind.clone(),
-        runner_group: scale_set.spec.runner_group.name.clone(),
-        name: scale_set.spec.name.clone(),
+        runner_group: scale_set.spec.runner_group().name.clone(),
+        name: scale_set.spec.name().to_string(),
     })
 }
 
@@ -757,57 +757,59 @@ type Field = fn(&ScaleSetSpec) -> String;
 ///   (see [`applied_spec`]).
 pub(crate) fn spec_changes(from: Option<&ScaleSetSpec>, to: &ScaleSetSpec) -> Vec<Change> {
     let fields: [(&'static str, Field); 28] = [
-        ("name", |s| s.name.clone()),
-        ("runner_group", |s| s.runner_group.name.clone()),
-        ("labels", |s| s.labels.join(",")),
-        ("disable_update", |s| s.disable_update.to_string()),
-        ("provider", |s| s.provider.clone()),
-        ("image", |s| s.image.clone()),
-        ("flavor", |s| s.flavor.clone()),
-        ("os_type", |s| s.os_type.as_str().to_owned()),
-        ("os_arch", |s| s.os_arch.as_str().to_owned()),
+        ("name", |s| s.name().to_string()),
+        ("runner_group", |s| s.runner_group().name.clone()),
+        ("labels", |s| s.label_texts().join(",")),
+        ("disable_update", |s| s.disable_update().to_string()),
+        ("provider", |s| s.provider().to_string()),
+        ("image", |s| s.image().to_owned()),
+        ("flavor", |s| s.flavor().to_owned()),
+        ("os_type", |s| s.os_type().as_str().to_owned()),
+        ("os_arch", |s| s.os_arch().as_str().to_owned()),
         ("http_proxy", |s| {
-            s.runner_setup.http_proxy.clone().unwrap_or_default()
+            s.runner_setup().http_proxy.clone().unwrap_or_default()
         }),
         ("https_proxy", |s| {
-            s.runner_setup.https_proxy.clone().unwrap_or_default()
+            s.runner_setup().https_proxy.clone().unwrap_or_default()
         }),
         ("no_proxy", |s| {
-            s.runner_setup.no_proxy.clone().unwrap_or_default()
+            s.runner_setup().no_proxy.clone().unwrap_or_default()
         }),
-        ("ssh_keys", |s| s.runner_setup.ssh_keys.join("\n")),
+        ("ssh_keys", |s| s.runner_setup().ssh_keys.join("\n")),
         ("extra_packages", |s| {
-            s.runner_setup.extra_packages.join(",")
+            s.runner_setup().extra_packages.join(",")
         }),
         ("disable_updates_on_boot", |s| {
-            s.runner_setup.disable_updates_on_boot.to_string()
+            s.runner_setup().disable_updates_on_boot.to_string()
         }),
         ("enable_boot_debug", |s| {
-            s.runner_setup.enable_boot_debug.to_string()
+            s.runner_setup().enable_boot_debug.to_string()
         }),
         ("runner_install_template", |s| {
-            s.runner_setup
+            s.runner_setup()
                 .runner_install_template
                 .clone()
                 .unwrap_or_default()
         }),
-        ("min_idle", |s| s.min_idle.to_string()),
-        ("max_runners", |s| s.max_runners.to_string()),
-        ("bootstrap_timeout", |s| seconds(s.bootstrap_timeout)),
-        ("scale_down_delay", |s| seconds(s.scale_down_delay)),
-        ("max_idle_lifetime", |s| seconds(s.max_idle_lifetime)),
-        ("max_lifetime", |s| seconds(s.max_lifetime)),
+        ("min_idle", |s| s.min_idle().to_string()),
+        ("max_runners", |s| s.max_runners().to_string()),
+        ("bootstrap_timeout", |s| seconds(s.bootstrap_timeout())),
+        ("scale_down_delay", |s| seconds(s.scale_down_delay())),
+        ("max_idle_lifetime", |s| seconds(s.max_idle_lifetime())),
+        ("max_lifetime", |s| seconds(s.max_lifetime())),
         ("runner_prefix", |s| s.runner_prefix().to_owned()),
-        ("extra_specs", |s| s.extra_specs.to_string()),
-        ("enabled", |s| s.enabled.to_string()),
-        ("adoption_policy", |s| s.adoption_policy.as_str().to_owned()),
-        ("repair", |s| s.repair.to_string()),
+        ("extra_specs", |s| s.extra_specs().to_string()),
+        ("enabled", |s| s.enabled().to_string()),
+        ("adoption_policy", |s| {
+            s.adoption_policy().as_str().to_owned()
+        }),
+        ("repair", |s| s.repair().to_string()),
     ];
     let defaults = from.and_then(|_| defaults_of(to));
     fields
         .iter()
         .filter(|(field, _)| {
-            !(*field == "enabled" && from.is_some_and(|f| !f.enabled) && to.enabled)
+            !(*field == "enabled" && from.is_some_and(|f| !f.enabled()) && to.enabled())
         })
         .filter_map(|(field, get)| {
             let old = from.map(get);
@@ -844,8 +846,8 @@ fn default_of(field: &str, get: &Field, to: &ScaleSetSpec, defaults: &ScaleSetSp
 /// its default.
 fn defaults_of(spec: &ScaleSetSpec) -> Option<ScaleSetSpec> {
     ScaleSetSpec::parse(scaleset_store::RawScaleSetSpec {
-        name: Some(spec.name.clone()),
-        provider: Some(spec.provider.clone()),
+        name: Some(spec.name().to_string()),
+        provider: Some(spec.provider().to_string()),
         ..scaleset_store::RawScaleSetSpec::default()
     })
     .ok()
@@ -856,8 +858,8 @@ fn defaults_of(spec: &ScaleSetSpec) -> Option<ScaleSetSpec> {
 /// disabled through the API stays so; see [`spec_changes`]).
 pub(crate) fn applied_spec(stored: &ScaleSetSpec, declared: &ScaleSetSpec) -> ScaleSetSpec {
     let mut spec = declared.clone();
-    spec.runner_group.id = stored.runner_group.id;
-    spec.enabled = stored.enabled && declared.enabled;
+    spec.set_runner_group_id(stored.runner_group().id);
+    spec.set_enabled(stored.enabled() && declared.enabled());
     spec
 }
 
@@ -894,14 +896,14 @@ fn preview(
     let spec = &declared.spec;
     let mut machine = Machine::new(Input {
         desired: Desired {
-            name: spec.name.clone(),
+            name: spec.name().to_string(),
             runner_group_id: RunnerGroupId(group),
-            labels: spec.labels.clone(),
-            disable_update: spec.disable_update,
+            labels: spec.label_texts(),
+            disable_update: spec.disable_update(),
         },
         known_id: None,
-        policy: spec.adoption_policy.into(),
-        repair: spec.repair,
+        policy: spec.adoption_policy().into(),
+        repair: spec.repair(),
         probe: false,
         identity: input.identity.clone(),
         retry: RetryBounds::default(),

@@ -23,6 +23,7 @@ use crate::scale_set::{
     RunnerGroup, SAMPLE_WINDOW, Sample, ScaleSet, ScaleSetSpec, ScaleSetState, ScaleSetStore,
 };
 use scaleset_adopt::{Evidence, Refusal, Takeover};
+use scaleset_domain::{ProviderName, RunnerPrefix, ScaleSetName};
 
 const TABLE: &str = "scale_sets";
 
@@ -158,7 +159,7 @@ fn from_row(row: Row, health: Option<Health>) -> Result<ScaleSet> {
             },
             labels: json_from_db(TABLE, key, "labels", &row.labels)?,
             disable_update: row.disable_update,
-            provider: row.provider,
+            provider: name_from_db(key, "provider", &row.provider, ProviderName::parse)?,
             image: row.image,
             flavor: row.flavor,
             os_type: enum_from_db(TABLE, key, "os_type", &row.os_type, crate::OsType::parse)?,
@@ -167,8 +168,21 @@ fn from_row(row: Row, health: Option<Health>) -> Result<ScaleSet> {
             min_idle: count_from_db(TABLE, key, "min_idle", row.min_idle)?,
             max_runners: count_from_db(TABLE, key, "max_runners", row.max_runners)?,
             bootstrap_timeout: Duration::from_secs(bootstrap_secs),
-            runner_prefix: row.runner_prefix,
-            extra_specs: json_from_db(TABLE, key, "extra_specs", &row.extra_specs)?,
+            runner_prefix: if row.runner_prefix.is_empty() {
+                None
+            } else {
+                Some(name_from_db(
+                    key,
+                    "runner_prefix",
+                    &row.runner_prefix,
+                    RunnerPrefix::parse,
+                )?)
+            },
+            // Null is "none" as older versions stored it; the spec holds a table.
+            extra_specs: match json_from_db(TABLE, key, "extra_specs", &row.extra_specs)? {
+                serde_json::Value::Null => serde_json::Value::Object(Default::default()),
+                value => value,
+            },
             enabled: row.enabled,
             adoption_policy: enum_from_db(
                 TABLE,
@@ -189,7 +203,7 @@ fn from_row(row: Row, health: Option<Health>) -> Result<ScaleSet> {
                 row.max_idle_lifetime_secs,
             )?,
             max_lifetime: secs_from_db(key, "max_lifetime_secs", row.max_lifetime_secs)?,
-            name: row.name,
+            name: name_from_db(key, "name", &row.name, ScaleSetName::parse)?,
         },
         github_id: row.github_id,
         provenance,
@@ -221,6 +235,22 @@ fn from_row(row: Row, health: Option<Health>) -> Result<ScaleSet> {
             }),
             _ => None,
         }),
+    })
+}
+
+/// A name column read through its domain type: a row the store wrote holds a parsed one, so
+/// one that does not parse was written by hand or by a version before the rule.
+fn name_from_db<T, E: std::fmt::Display>(
+    key: &str,
+    column: &'static str,
+    text: &str,
+    parse: impl FnOnce(&str) -> std::result::Result<T, E>,
+) -> Result<T> {
+    parse(text).map_err(|error| Error::Corrupt {
+        table: TABLE,
+        key: key.to_owned(),
+        column,
+        reason: error.to_string(),
     })
 }
 
@@ -276,18 +306,22 @@ fn new_row(ctx: &Context, new: &NewScaleSet) -> Result<Row> {
     Ok(Row {
         id: ScaleSetId::generate().to_string(),
         entity_id: new.entity_id.to_string(),
-        name: spec.name.clone(),
+        name: spec.name.as_str().to_owned(),
         runner_group_name: spec.runner_group.name.clone(),
         runner_group_id: spec.runner_group.id,
         labels: to_json("labels", &spec.labels)?,
         disable_update: spec.disable_update,
-        provider: spec.provider.clone(),
+        provider: spec.provider.as_str().to_owned(),
         image: spec.image.clone(),
         flavor: spec.flavor.clone(),
         min_idle: i64::from(spec.min_idle),
         max_runners: i64::from(spec.max_runners),
         bootstrap_timeout_secs: secs_to_db("bootstrap_timeout", spec.bootstrap_timeout)?,
-        runner_prefix: spec.runner_prefix.clone(),
+        runner_prefix: spec
+            .runner_prefix
+            .as_ref()
+            .map(|p| p.as_str().to_owned())
+            .unwrap_or_default(),
         extra_specs: to_json("extra_specs", &spec.extra_specs)?,
         enabled: spec.enabled,
         adoption_policy: spec.adoption_policy.as_str().to_owned(),
@@ -848,19 +882,19 @@ fn update_in(conn: &mut DbConnection, ctx: &Context, wanted: &ScaleSet) -> Resul
     )
     .set((
         (
-            scale_sets::name.eq(&spec.name),
+            scale_sets::name.eq(spec.name.as_str()),
             scale_sets::runner_group_name.eq(&spec.runner_group.name),
             scale_sets::runner_group_id.eq(spec.runner_group.id),
             scale_sets::labels.eq(to_json("labels", &spec.labels)?),
             scale_sets::disable_update.eq(spec.disable_update),
-            scale_sets::provider.eq(&spec.provider),
+            scale_sets::provider.eq(spec.provider.as_str()),
             scale_sets::image.eq(&spec.image),
             scale_sets::flavor.eq(&spec.flavor),
             scale_sets::min_idle.eq(i64::from(spec.min_idle)),
             scale_sets::max_runners.eq(i64::from(spec.max_runners)),
             scale_sets::bootstrap_timeout_secs
                 .eq(secs_to_db("bootstrap_timeout", spec.bootstrap_timeout)?),
-            scale_sets::runner_prefix.eq(&spec.runner_prefix),
+            scale_sets::runner_prefix.eq(spec.runner_prefix.as_ref().map_or("", |p| p.as_str())),
             scale_sets::extra_specs.eq(to_json("extra_specs", &spec.extra_specs)?),
             scale_sets::enabled.eq(spec.enabled),
             scale_sets::adoption_policy.eq(spec.adoption_policy.as_str()),

@@ -26,7 +26,8 @@ async fn concurrent_read_modify_write_loses_no_update(db: TestDb) {
                 let mut retries = 0_u32;
                 loop {
                     let mut current = store.get_scale_set(scale_set.id).await.unwrap();
-                    current.spec.max_runners += 1;
+                    let more = i64::from(current.spec.max_runners()) + 1;
+                    current.spec.change(|r| r.max_runners = Some(more)).unwrap();
                     match store.update_scale_set(&current).await {
                         Ok(_) => return retries,
                         Err(e) if e.is_stale() => retries += 1,
@@ -41,7 +42,11 @@ async fn concurrent_read_modify_write_loses_no_update(db: TestDb) {
         total_retries += task.await.unwrap();
     }
     let end = second.get_scale_set(scale_set.id).await.unwrap();
-    assert_eq!(end.spec.max_runners, 2 * TASKS_PER_STORE, "no update lost");
+    assert_eq!(
+        end.spec.max_runners(),
+        scale_set.spec.max_runners() + 2 * TASKS_PER_STORE,
+        "no update lost"
+    );
     assert_eq!(end.generation, 1 + i64::from(2 * TASKS_PER_STORE));
     eprintln!(
         "{} updates, {total_retries} retries on Stale",

@@ -26,20 +26,18 @@ pub(crate) fn pat(name: &str, token: &str) -> scaleset_store::NewCredentials {
 ///
 /// [`test_util::spec`]: scaleset_store::test_util::spec
 pub(crate) fn spec(name: &str, group: &str) -> scaleset_store::ScaleSetSpec {
-    scaleset_store::ScaleSetSpec {
-        runner_group: scaleset_store::RunnerGroup {
-            name: group.to_owned(),
-            id: Some(1),
-        },
-        labels: vec!["linux".to_owned(), "x64".to_owned()],
-        disable_update: false,
-        image: "ubuntu-24.04".to_owned(),
-        min_idle: 1,
-        max_runners: 0,
-        runner_prefix: name.to_owned(),
-        extra_specs: serde_json::json!({"disk": 20}),
-        ..scaleset_store::test_util::spec(name)
-    }
+    let mut spec = scaleset_store::test_util::spec_with(name, |raw| {
+        raw.runner_group = Some(group.to_owned());
+        raw.labels = vec!["linux".to_owned(), "x64".to_owned()];
+        raw.disable_update = Some(false);
+        raw.image = Some("ubuntu-24.04".to_owned());
+        raw.min_idle = Some(1);
+        raw.max_runners = Some(2);
+        raw.runner_prefix = Some(name.to_owned());
+        raw.extra_specs = Some(serde_json::json!({"disk": 20}));
+    });
+    spec.set_runner_group_id(Some(1));
+    spec
 }
 
 /// Credentials, an organization and one scale set `name` in group `Default`.

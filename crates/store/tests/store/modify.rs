@@ -60,7 +60,8 @@ impl<S: ScaleSetStore> ScaleSetStore for Contended<S> {
         };
         if interfere {
             let mut other = self.inner.get_scale_set(scale_set.id).await?;
-            other.spec.max_runners += 1;
+            let more = i64::from(other.spec.max_runners()) + 1;
+            other.spec.change(|r| r.max_runners = Some(more)).unwrap();
             self.inner.update_scale_set(&other).await?;
         }
         self.inner.update_scale_set(scale_set).await
@@ -147,7 +148,7 @@ async fn a_concurrent_write_is_read_again_and_the_change_applied_on_top(db: Test
         .expect("the third attempt is not beaten");
     assert_eq!(calls, 3, "the change runs once per attempt");
     // Both of the other writer's changes are kept, and ours is on top of them.
-    assert_eq!(written.spec.max_runners, before.spec.max_runners + 2);
+    assert_eq!(written.spec.max_runners(), before.spec.max_runners() + 2);
     assert_eq!(
         (written.state, written.state_reason.as_str()),
         (ScaleSetState::Error, "failing")
@@ -164,14 +165,18 @@ async fn every_attempt_beaten_is_stale_after_the_last(db: TestDb) {
     let err = store
         .modify_scale_set(before.id, &mut |s| {
             calls += 1;
-            s.spec.enabled = !s.spec.enabled;
+            s.spec.set_enabled(!s.spec.enabled());
         })
         .await
         .expect_err("every attempt is beaten");
     assert!(matches!(err, Error::Stale { .. }), "{err:?}");
     assert_eq!(calls, MODIFY_ATTEMPTS);
     let after = store.get_scale_set(before.id).await.unwrap();
-    assert_eq!(after.spec.enabled, before.spec.enabled, "ours never landed");
+    assert_eq!(
+        after.spec.enabled(),
+        before.spec.enabled(),
+        "ours never landed"
+    );
 }
 
 async fn a_change_that_changes_nothing_writes_nothing(db: TestDb) {
@@ -179,9 +184,9 @@ async fn a_change_that_changes_nothing_writes_nothing(db: TestDb) {
     let before = crate::helpers::scale_set(&store, "unchanged").await;
     // An interference would show as a bumped generation, were anything written.
     let store = contended(store, 1);
-    let enabled = before.spec.enabled;
+    let enabled = before.spec.enabled();
     let read = store
-        .modify_scale_set(before.id, &mut |s| s.spec.enabled = enabled)
+        .modify_scale_set(before.id, &mut |s| s.spec.set_enabled(enabled))
         .await
         .unwrap();
     assert_eq!(read, before);
@@ -196,7 +201,7 @@ async fn an_unknown_scale_set_is_not_found(db: TestDb) {
         .await
         .unwrap();
     let err = store
-        .modify_scale_set(known.id, &mut |s| s.spec.enabled = false)
+        .modify_scale_set(known.id, &mut |s| s.spec.set_enabled(false))
         .await
         .expect_err("deleted");
     assert!(err.is_not_found(), "{err:?}");
@@ -259,7 +264,7 @@ async fn a_change_with_an_event_of_an_unknown_scale_set_writes_nothing(db: TestD
     let err = store
         .modify_scale_set_with_event(
             known.id,
-            &mut |s| s.spec.enabled = false,
+            &mut |s| s.spec.set_enabled(false),
             ReasonCode::Drained,
             "y",
         )

@@ -217,17 +217,35 @@ async fn scale_set_round_trip(db: TestDb) {
     );
 
     let mut changed = created.clone();
-    changed.spec.labels = vec!["gpu".into()];
-    changed.spec.runner_group.id = Some(42);
-    changed.spec.disable_update = true;
-    changed.spec.max_runners = 10;
-    changed.spec.min_idle = 0;
-    changed.spec.bootstrap_timeout = std::time::Duration::from_secs(1200);
-    changed.spec.extra_specs = serde_json::json!({"zone": "b", "tags": [1, 2]});
-    changed.spec.enabled = false;
-    changed.spec.adoption_policy = AdoptionPolicy::Any;
-    changed.spec.repair = true;
-    changed.spec.runner_prefix = "pfx".into();
+    changed
+        .spec
+        .change(|r| r.labels = vec!["gpu".into()])
+        .unwrap();
+    changed.spec.set_runner_group_id(Some(42));
+    changed.spec.set_disable_update(true);
+    changed
+        .spec
+        .change(|r| r.max_runners = Some(i64::from(10)))
+        .unwrap();
+    changed
+        .spec
+        .change(|r| r.min_idle = Some(i64::from(0)))
+        .unwrap();
+    changed
+        .spec
+        .change(|r| r.bootstrap_timeout = Some(std::time::Duration::from_secs(1200)))
+        .unwrap();
+    changed
+        .spec
+        .change(|r| r.extra_specs = Some(serde_json::json!({"zone": "b", "tags": [1, 2]})))
+        .unwrap();
+    changed.spec.set_enabled(false);
+    changed.spec.set_adoption_policy(AdoptionPolicy::Any);
+    changed.spec.set_repair(true);
+    changed
+        .spec
+        .change(|r| r.runner_prefix = Some("pfx".into()))
+        .unwrap();
     changed.github_id = Some(7);
     changed.provenance = Some(Provenance::Adopted);
     changed.evidence = vec![Evidence::OwnerLabel];
@@ -328,11 +346,15 @@ async fn stale_generation_is_refused_and_row_unchanged(db: TestDb) {
     let read_by_b = read_by_a.clone();
 
     let mut a = read_by_a.clone();
-    a.spec.max_runners = 5;
+    a.spec
+        .change(|r| r.max_runners = Some(i64::from(5)))
+        .unwrap();
     let after_a = store.update_scale_set(&a).await.unwrap();
 
     let mut b = read_by_b;
-    b.spec.max_runners = 9;
+    b.spec
+        .change(|r| r.max_runners = Some(i64::from(9)))
+        .unwrap();
     b.state = ScaleSetState::Error;
     let err = store.update_scale_set(&b).await.unwrap_err();
     assert!(err.is_stale(), "{err:?}");

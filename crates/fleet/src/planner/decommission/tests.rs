@@ -48,7 +48,10 @@ fn instance(controller: &str, set: i64, name: &str) -> FoundInstance {
 
 fn record(entity: &str, name: &str, github_id: Option<i64>, p: Option<Provenance>) -> StoredSet {
     let mut record = stored(github_id, p);
-    record.spec.name = name.to_owned();
+    record
+        .spec
+        .change(|r| r.name = Some(name.to_owned()))
+        .unwrap();
     StoredSet {
         entity: entity.to_owned(),
         record,

@@ -5,8 +5,8 @@ use proptest::prelude::*;
 use scaleset_adopt::{ControllerId, GithubScaleSetId, Identity, ScaleSet as GitHubScaleSet};
 use scaleset_store::{
     AdoptionPolicy, AppIdentity, Auth, ClientId, Credentials, CredentialsId, Endpoint, Entity,
-    EntityId, EntityKind, NewCredentials, RunnerGroup, ScaleSet, ScaleSetId, ScaleSetSpec,
-    ScaleSetState, SecretString, Timestamp,
+    EntityId, EntityKind, NewCredentials, ScaleSet, ScaleSetId, ScaleSetSpec, ScaleSetState,
+    SecretString, Timestamp,
 };
 
 use super::*;
@@ -29,12 +29,13 @@ fn org(name: &str) -> EntityKind {
 /// The harness's scale set `name`, but labelled `linux`, with runner updates on and at most 4
 /// runners: the values these plans were written against.
 fn spec(name: &str) -> ScaleSetSpec {
-    ScaleSetSpec {
-        labels: vec!["linux".into()],
-        disable_update: false,
-        max_runners: 4,
-        ..scaleset_store::test_util::spec(name)
-    }
+    scaleset_store::test_util::spec(name)
+        .edit(|r| {
+            r.labels = vec!["linux".into()];
+            r.disable_update = Some(false);
+            r.max_runners = Some(i64::from(4));
+        })
+        .expect("a valid test spec")
 }
 
 fn new_credentials(name: &str, token: &str) -> NewCredentials {
@@ -212,7 +213,7 @@ fn the_same_world_plans_unchanged_and_is_a_noop() {
 #[test]
 fn a_cached_runner_group_id_is_no_change() {
     let mut cached = spec("web");
-    cached.runner_group.id = Some(7);
+    cached.set_runner_group_id(Some(7));
     let s = stored(&[cached]);
     let step = one(&fleet(vec![declared("web", "main")]), &s.world, None);
     assert_eq!(step.action, Action::Unchanged);
@@ -222,8 +223,10 @@ fn a_cached_runner_group_id_is_no_change() {
 fn a_changed_field_is_an_update_naming_it() {
     let s = stored(&[spec("web")]);
     let mut d = declared("web", "main");
-    d.spec.max_runners = 9;
-    d.spec.labels.push("gpu".into());
+    d.spec
+        .change(|r| r.max_runners = Some(i64::from(9)))
+        .unwrap();
+    d.spec.change(|r| r.labels.push("gpu".into())).unwrap();
     let step = one(&fleet(vec![d]), &s.world, None);
     assert_eq!(step.action, Action::Update);
     assert_eq!(step.reason, Reason::SpecChanged);
@@ -237,219 +240,204 @@ fn a_changed_field_is_an_update_naming_it() {
 #[test]
 fn every_spec_field_is_compared() {
     // A written prefix, so that another name is not another prefix too.
-    let base = ScaleSetSpec {
-        runner_prefix: "p".into(),
-        ..spec("web")
-    };
+    let base = spec("web")
+        .edit(|r| r.runner_prefix = Some("p".into()))
+        .expect("a valid test spec");
     let variants: Vec<(&str, ScaleSetSpec)> = vec![
         (
             "disable_update",
-            ScaleSetSpec {
-                disable_update: true,
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| r.disable_update = Some(true))
+                .expect("a valid test spec"),
         ),
         (
             "provider",
-            ScaleSetSpec {
-                provider: "lxd".into(),
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| r.provider = Some("lxd".into()))
+                .expect("a valid test spec"),
         ),
         (
             "image",
-            ScaleSetSpec {
-                image: "debian".into(),
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| r.image = Some("debian".into()))
+                .expect("a valid test spec"),
         ),
         (
             "os_type",
-            ScaleSetSpec {
-                os_type: scaleset_store::OsType::Windows,
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| r.os_type = Some(scaleset_store::OsType::Windows.as_str().to_owned()))
+                .expect("a valid test spec"),
         ),
         (
             "os_arch",
-            ScaleSetSpec {
-                os_arch: scaleset_store::OsArch::Arm64,
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| r.os_arch = Some(scaleset_store::OsArch::Arm64.as_str().to_owned()))
+                .expect("a valid test spec"),
         ),
         (
             "flavor",
-            ScaleSetSpec {
-                flavor: "big".into(),
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| r.flavor = Some("big".into()))
+                .expect("a valid test spec"),
         ),
         (
             "http_proxy",
-            ScaleSetSpec {
-                runner_setup: scaleset_store::RunnerSetup {
-                    http_proxy: Some("http://p:3128".into()),
-                    ..Default::default()
-                },
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| {
+                    r.runner_setup = scaleset_store::RunnerSetup {
+                        http_proxy: Some("http://p:3128".into()),
+                        ..Default::default()
+                    }
+                })
+                .expect("a valid test spec"),
         ),
         (
             "https_proxy",
-            ScaleSetSpec {
-                runner_setup: scaleset_store::RunnerSetup {
-                    https_proxy: Some("http://p:3128".into()),
-                    ..Default::default()
-                },
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| {
+                    r.runner_setup = scaleset_store::RunnerSetup {
+                        https_proxy: Some("http://p:3128".into()),
+                        ..Default::default()
+                    }
+                })
+                .expect("a valid test spec"),
         ),
         (
             "no_proxy",
-            ScaleSetSpec {
-                runner_setup: scaleset_store::RunnerSetup {
-                    no_proxy: Some("localhost".into()),
-                    ..Default::default()
-                },
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| {
+                    r.runner_setup = scaleset_store::RunnerSetup {
+                        no_proxy: Some("localhost".into()),
+                        ..Default::default()
+                    }
+                })
+                .expect("a valid test spec"),
         ),
         (
             "ssh_keys",
-            ScaleSetSpec {
-                runner_setup: scaleset_store::RunnerSetup {
-                    ssh_keys: vec!["ssh-ed25519 AAAA ops".into()],
-                    ..Default::default()
-                },
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| {
+                    r.runner_setup = scaleset_store::RunnerSetup {
+                        ssh_keys: vec!["ssh-ed25519 AAAA ops".into()],
+                        ..Default::default()
+                    }
+                })
+                .expect("a valid test spec"),
         ),
         (
             "extra_packages",
-            ScaleSetSpec {
-                runner_setup: scaleset_store::RunnerSetup {
-                    extra_packages: vec!["jq".into()],
-                    ..Default::default()
-                },
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| {
+                    r.runner_setup = scaleset_store::RunnerSetup {
+                        extra_packages: vec!["jq".into()],
+                        ..Default::default()
+                    }
+                })
+                .expect("a valid test spec"),
         ),
         (
             "disable_updates_on_boot",
-            ScaleSetSpec {
-                runner_setup: scaleset_store::RunnerSetup {
-                    disable_updates_on_boot: true,
-                    ..Default::default()
-                },
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| {
+                    r.runner_setup = scaleset_store::RunnerSetup {
+                        disable_updates_on_boot: true,
+                        ..Default::default()
+                    }
+                })
+                .expect("a valid test spec"),
         ),
         (
             "runner_install_template",
-            ScaleSetSpec {
-                runner_setup: scaleset_store::RunnerSetup {
-                    runner_install_template: Some("kiosk".into()),
-                    ..Default::default()
-                },
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| {
+                    r.runner_setup = scaleset_store::RunnerSetup {
+                        runner_install_template: Some("kiosk".into()),
+                        ..Default::default()
+                    }
+                })
+                .expect("a valid test spec"),
         ),
         (
             "enable_boot_debug",
-            ScaleSetSpec {
-                runner_setup: scaleset_store::RunnerSetup {
-                    enable_boot_debug: true,
-                    ..Default::default()
-                },
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| {
+                    r.runner_setup = scaleset_store::RunnerSetup {
+                        enable_boot_debug: true,
+                        ..Default::default()
+                    }
+                })
+                .expect("a valid test spec"),
         ),
         (
             "min_idle",
-            ScaleSetSpec {
-                min_idle: 1,
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| r.min_idle = Some(i64::from(1)))
+                .expect("a valid test spec"),
         ),
         (
             "bootstrap_timeout",
-            ScaleSetSpec {
-                bootstrap_timeout: Duration::from_secs(5),
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| r.bootstrap_timeout = Some(Duration::from_secs(5)))
+                .expect("a valid test spec"),
         ),
         (
             "scale_down_delay",
-            ScaleSetSpec {
-                scale_down_delay: Duration::from_secs(60),
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| r.scale_down_delay = Some(Duration::from_secs(60)))
+                .expect("a valid test spec"),
         ),
         (
             "max_idle_lifetime",
-            ScaleSetSpec {
-                max_idle_lifetime: Duration::from_secs(60),
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| r.max_idle_lifetime = Some(Duration::from_secs(60)))
+                .expect("a valid test spec"),
         ),
         (
             "max_lifetime",
-            ScaleSetSpec {
-                max_lifetime: Duration::from_secs(60),
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| r.max_lifetime = Some(Duration::from_secs(60)))
+                .expect("a valid test spec"),
         ),
         (
             "runner_prefix",
-            ScaleSetSpec {
-                runner_prefix: "r".into(),
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| r.runner_prefix = Some("r".into()))
+                .expect("a valid test spec"),
         ),
         (
             "extra_specs",
-            ScaleSetSpec {
-                extra_specs: serde_json::json!({"a": 1}),
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| r.extra_specs = Some(serde_json::json!({"a": 1})))
+                .expect("a valid test spec"),
         ),
         (
             "enabled",
-            ScaleSetSpec {
-                enabled: false,
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| r.enabled = Some(false))
+                .expect("a valid test spec"),
         ),
         (
             "adoption_policy",
-            ScaleSetSpec {
-                adoption_policy: AdoptionPolicy::Any,
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| r.adoption_policy = Some(AdoptionPolicy::Any))
+                .expect("a valid test spec"),
         ),
         (
             "repair",
-            ScaleSetSpec {
-                repair: true,
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| r.repair = Some(true))
+                .expect("a valid test spec"),
         ),
         (
             "name",
-            ScaleSetSpec {
-                name: "other".into(),
-                ..base.clone()
-            },
+            base.clone()
+                .edit(|r| r.name = Some("other".into()))
+                .expect("a valid test spec"),
         ),
         (
             "runner_group",
-            ScaleSetSpec {
-                runner_group: RunnerGroup {
-                    name: "g".into(),
-                    id: None,
-                },
-                ..base.clone()
-            },
+            base.edit(|r| r.runner_group = Some("g".into()))
+                .expect("a valid test spec"),
         ),
     ];
     for (field, variant) in variants {
@@ -460,10 +448,10 @@ fn every_spec_field_is_compared() {
     assert_eq!(
         spec_changes(
             Some(&base),
-            &ScaleSetSpec {
-                bootstrap_timeout: Duration::from_secs(5),
-                ..base.clone()
-            }
+            &base
+                .clone()
+                .edit(|r| r.bootstrap_timeout = Some(Duration::from_secs(5)))
+                .expect("a valid test spec")
         )[0]
         .to
         .as_deref(),
@@ -679,7 +667,7 @@ fn a_takeover_note_for_another_id_vouches_for_nothing() {
     assert_eq!(step.reason.code(), "adoption_refused");
     // A drifted set of ours with a note for another id is a plain repair.
     let mut spec = spec("web");
-    spec.repair = true;
+    spec.set_repair(true);
     let mut other = imported("web", 41);
     other.spec = spec;
     let step = one(
@@ -746,14 +734,14 @@ fn policy_decides_an_unlabelled_scale_set() {
         Some(listed(vec![found.clone()])),
     );
     assert_eq!(step.action, Action::Refuse, "owned: no evidence");
-    d.spec.adoption_policy = AdoptionPolicy::Never;
+    d.spec.set_adoption_policy(AdoptionPolicy::Never);
     let step = one(
         &fleet(vec![d.clone()]),
         &s.world,
         Some(listed(vec![found.clone()])),
     );
     assert!(matches!(&step.reason, Reason::Refused(r) if r.code() == "ScaleSetExists"));
-    d.spec.adoption_policy = AdoptionPolicy::Any;
+    d.spec.set_adoption_policy(AdoptionPolicy::Any);
     let step = one(&fleet(vec![d]), &s.world, Some(listed(vec![found])));
     assert_eq!(step.action, Action::Adopt);
     assert_eq!(
@@ -776,7 +764,7 @@ fn drift_with_repair_is_an_adopt_that_patches() {
         Some(listed(vec![found.clone()])),
     );
     assert!(matches!(&step.reason, Reason::Refused(r) if r.code() == "Drifted"));
-    d.spec.repair = true;
+    d.spec.set_repair(true);
     let step = one(&fleet(vec![d]), &s.world, Some(listed(vec![found])));
     assert_eq!(step.action, Action::Adopt);
     assert_eq!(
@@ -899,7 +887,10 @@ fn the_digest_is_stable_and_follows_every_part_of_the_plan() {
         private_key: SecretString::from("k"),
     };
     let mut changed = f.clone();
-    changed.scale_sets[0].spec.max_runners = 1;
+    changed.scale_sets[0]
+        .spec
+        .change(|r| r.max_runners = Some(i64::from(1)))
+        .unwrap();
     let mut more = f.clone();
     more.scale_sets.push(declared("api", "main"));
     let mut other_world = stored(&[spec("web")]);
@@ -1142,7 +1133,9 @@ fn changed_credentials_alone_are_not_a_noop() {
 fn a_scale_set_update_alone_is_not_a_noop() {
     let s = stored(&[spec("web")]);
     let mut d = declared("web", "main");
-    d.spec.max_runners = 9;
+    d.spec
+        .change(|r| r.max_runners = Some(i64::from(9)))
+        .unwrap();
     let plan = run(&fleet(vec![d]), &s.world, &HashMap::new(), false);
     assert_eq!(plan.credentials[0].action, CredentialsAction::Unchanged);
     assert!(plan.entities.iter().all(|e| e.existing.is_some()));
@@ -1219,7 +1212,9 @@ fn the_digest_follows_the_values_a_change_writes() {
     let s = stored(&[spec("web")]);
     let digest = |max: u32| {
         let mut d = declared("web", "main");
-        d.spec.max_runners = max;
+        d.spec
+            .change(|r| r.max_runners = Some(i64::from(max)))
+            .unwrap();
         let plan = run(&fleet(vec![d]), &s.world, &HashMap::new(), false);
         assert_eq!(plan.scale_sets[0].action, Action::Update);
         plan.digest
@@ -1277,15 +1272,15 @@ fn a_by_id_read_is_answered_with_the_listed_scale_set_of_that_id() {
 }
 
 fn arb_spec() -> impl Strategy<Value = ScaleSetSpec> {
-    (0..3u8, 0..3u32, any::<bool>(), 0..3u8).prop_map(|(name, max, enabled, group)| ScaleSetSpec {
-        name: format!("set{name}"),
-        runner_group: RunnerGroup {
-            name: format!("g{group}"),
-            id: None,
-        },
-        max_runners: max,
-        enabled,
-        ..spec("x")
+    (0..3u8, 1..4u32, any::<bool>(), 0..3u8).prop_map(|(name, max, enabled, group)| {
+        spec("x")
+            .edit(|r| {
+                r.name = Some(format!("set{name}"));
+                r.runner_group = Some(format!("g{group}"));
+                r.max_runners = Some(i64::from(max));
+                r.enabled = Some(enabled);
+            })
+            .expect("a valid test spec")
     })
 }
 
@@ -1301,7 +1296,7 @@ proptest! {
     ) {
         let mut s = stored(&[]);
         for spec in stored_specs {
-            let dup = s.world.scale_sets.iter().any(|r| r.spec.name == spec.name && r.spec.runner_group.name == spec.runner_group.name);
+            let dup = s.world.scale_sets.iter().any(|r| r.spec.name() == spec.name() && r.spec.runner_group().name == spec.runner_group().name);
             if !dup {
                 s.world.scale_sets.push(row(s.entity, spec));
             }
@@ -1361,10 +1356,9 @@ fn update_of(stored_spec: ScaleSetSpec, declared_spec: ScaleSetSpec) -> ScaleSet
 }
 
 fn custom_prefix(prefix: &str) -> ScaleSetSpec {
-    ScaleSetSpec {
-        runner_prefix: prefix.into(),
-        ..spec("web")
-    }
+    spec("web")
+        .edit(|r| r.runner_prefix = Some(prefix.into()))
+        .expect("a valid test spec")
 }
 
 fn shown(step: &ScaleSetStep) -> Vec<(&'static str, Option<&str>, Option<&str>)> {
@@ -1379,18 +1373,20 @@ fn shown(step: &ScaleSetStep) -> Vec<(&'static str, Option<&str>, Option<&str>)>
 /// a change at all.
 #[test]
 fn a_reset_to_a_default_shows_the_default_and_an_empty_prefix_is_the_name() {
-    let custom = ScaleSetSpec {
-        image: "ubuntu-24.04".into(),
-        flavor: "big".into(),
-        max_runners: 7,
-        runner_prefix: "lx".into(),
-        ..spec("web")
-    };
-    let reset = ScaleSetSpec {
-        image: String::new(),
-        flavor: String::new(),
-        ..spec("web")
-    };
+    let custom = spec("web")
+        .edit(|r| {
+            r.image = Some("ubuntu-24.04".into());
+            r.flavor = Some("big".into());
+            r.max_runners = Some(i64::from(7));
+            r.runner_prefix = Some("lx".into());
+        })
+        .expect("a valid test spec");
+    let reset = spec("web")
+        .edit(|r| {
+            r.image = Some(String::new());
+            r.flavor = Some(String::new());
+        })
+        .expect("a valid test spec");
     let step = update_of(custom, reset.clone());
     assert_eq!(step.action, Action::Update);
     assert_eq!(
@@ -1405,11 +1401,12 @@ fn a_reset_to_a_default_shows_the_default_and_an_empty_prefix_is_the_name() {
     // max_runners 4 is the harness's, not the default (10): a reset to 10 says so.
     let step = update_of(
         spec("web"),
-        ScaleSetSpec {
-            max_runners: 10,
-            provider: "lxd".into(),
-            ..spec("web")
-        },
+        spec("web")
+            .edit(|r| {
+                r.max_runners = Some(i64::from(10));
+                r.provider = Some("lxd".into());
+            })
+            .expect("a valid test spec"),
     );
     assert_eq!(
         shown(&step),
@@ -1419,10 +1416,9 @@ fn a_reset_to_a_default_shows_the_default_and_an_empty_prefix_is_the_name() {
         ]
     );
     // The prefix written as the name, or left empty: the same prefix, no change.
-    let named = ScaleSetSpec {
-        runner_prefix: "web".into(),
-        ..spec("web")
-    };
+    let named = spec("web")
+        .edit(|r| r.runner_prefix = Some("web".into()))
+        .expect("a valid test spec");
     let step = update_of(named.clone(), spec("web"));
     assert_eq!(
         (step.action, step.reason),
@@ -1433,11 +1429,12 @@ fn a_reset_to_a_default_shows_the_default_and_an_empty_prefix_is_the_name() {
     // A change to a value that is not the default shows the value.
     let step = update_of(
         reset,
-        ScaleSetSpec {
-            image: "debian".into(),
-            runner_prefix: "r".into(),
-            ..spec("web")
-        },
+        spec("web")
+            .edit(|r| {
+                r.image = Some("debian".into());
+                r.runner_prefix = Some("r".into());
+            })
+            .expect("a valid test spec"),
     );
     assert_eq!(
         shown(&step),
@@ -1450,10 +1447,9 @@ fn a_reset_to_a_default_shows_the_default_and_an_empty_prefix_is_the_name() {
     // A prefix written as the name is the default prefix too.
     let step = update_of(
         custom_prefix("lx"),
-        ScaleSetSpec {
-            runner_prefix: "web".into(),
-            ..spec("web")
-        },
+        spec("web")
+            .edit(|r| r.runner_prefix = Some("web".into()))
+            .expect("a valid test spec"),
     );
     assert_eq!(
         shown(&step),
@@ -1473,34 +1469,32 @@ fn a_reset_to_a_default_shows_the_default_and_an_empty_prefix_is_the_name() {
 /// start's apply of the file. A fleet only ever disables.
 #[test]
 fn a_set_disabled_through_the_api_stays_disabled_under_a_fleet_that_enables_it() {
-    let disabled = ScaleSetSpec {
-        enabled: false,
-        ..spec("web")
-    };
+    let disabled = spec("web")
+        .edit(|r| r.enabled = Some(false))
+        .expect("a valid test spec");
     let step = update_of(disabled.clone(), spec("web"));
     assert_eq!(step.action, Action::Unchanged);
     assert_eq!(step.reason, Reason::KeptDisabled);
     assert_eq!(step.reason.code(), "kept_disabled");
     assert!(step.reason.to_string().contains("--enabled true"));
     // With another change: an update that leaves `enabled` alone.
-    let more = ScaleSetSpec {
-        max_runners: 9,
-        ..spec("web")
-    };
+    let more = spec("web")
+        .edit(|r| r.max_runners = Some(i64::from(9)))
+        .expect("a valid test spec");
     let step = update_of(disabled.clone(), more.clone());
     assert_eq!(step.action, Action::Update);
     assert_eq!(shown(&step), [("max_runners", Some("4"), Some("9"))]);
     let mut stored_spec = disabled.clone();
-    stored_spec.runner_group.id = Some(17);
+    stored_spec.set_runner_group_id(Some(17));
     let written = applied_spec(&stored_spec, &more);
-    assert!(!written.enabled);
-    assert_eq!(written.max_runners, 9);
-    assert_eq!(written.runner_group.id, Some(17));
+    assert!(!written.enabled());
+    assert_eq!(written.max_runners(), 9);
+    assert_eq!(written.runner_group().id, Some(17));
     // The file disabling an enabled set is a change, and applied.
     let step = update_of(spec("web"), disabled.clone());
     assert_eq!(shown(&step), [("enabled", Some("true"), Some("false"))]);
-    assert!(!applied_spec(&spec("web"), &disabled).enabled);
-    assert!(applied_spec(&spec("web"), &spec("web")).enabled);
+    assert!(!applied_spec(&spec("web"), &disabled).enabled());
+    assert!(applied_spec(&spec("web"), &spec("web")).enabled());
 }
 
 /// Regression: a plan of another file labelled the sets of the server's own configuration
