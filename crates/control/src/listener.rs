@@ -775,6 +775,24 @@ impl Listener<'_> {
                         .and_then(|t| t.to_system_time())
                         .unwrap_or(now);
                     self.runners.started(runner_name, online_at).await?;
+                    // For the status page only: a failure to record it costs the job's
+                    // names there, not the message.
+                    if let Err(e) = self
+                        .shared
+                        .store
+                        .record_job(
+                            &self.lease,
+                            runner_name,
+                            scaleset_store::JobShown::new(
+                                &job.owner_name,
+                                &job.repository_name,
+                                &job.job_workflow_ref,
+                            ),
+                        )
+                        .await
+                    {
+                        tracing::warn!(error = %chain(&e), runner = %runner_name, "could not record the job a runner runs");
+                    }
                     let assigned = job.scale_set_assign_time.or(job.queue_time);
                     if let Some(seconds) = since(assigned, now) {
                         metrics.observe_timing(&metrics.job_assigned_to_started, id, seconds);

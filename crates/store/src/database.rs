@@ -18,6 +18,7 @@ mod entity;
 mod event;
 mod instance;
 mod instance_access;
+mod instance_job;
 mod lease;
 mod runner_downloads;
 mod scale_set;

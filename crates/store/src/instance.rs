@@ -136,6 +136,58 @@ pub struct Instance {
     pub removal_requested_at: Option<Timestamp>,
 }
 
+/// The longest repository or workflow text [`JobShown::new`] keeps, in characters: GitHub's
+/// names are far shorter; anything longer is cut (with `…`) so one odd message cannot bloat
+/// the row or the status page.
+pub const JOB_TEXT_MAX: usize = 256;
+
+/// The job a busy runner runs, as GitHub's `JobStarted` named it, for display: each part is
+/// absent when GitHub left it out or empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobShown {
+    /// `owner/repo` (or the repository alone when GitHub gave no owner).
+    pub repository: Option<String>,
+    /// The workflow ref, e.g. `owner/repo/.github/workflows/ci.yml@refs/heads/main`.
+    pub workflow: Option<String>,
+}
+
+impl JobShown {
+    /// From a job message's `ownerName`, `repositoryName` and `jobWorkflowRef`, any of which
+    /// may be empty: blanks are dropped, over-long text is cut at [`JOB_TEXT_MAX`].
+    pub fn new(owner: &str, repository: &str, workflow_ref: &str) -> Self {
+        let (owner, repository) = (owner.trim(), repository.trim());
+        let repository = match (owner.is_empty(), repository.is_empty()) {
+            (_, true) => None,
+            (true, false) => Some(repository.to_owned()),
+            // The repository name may already carry its owner (`owner/repo`).
+            (false, false) if repository.contains('/') => Some(repository.to_owned()),
+            (false, false) => Some(format!("{owner}/{repository}")),
+        };
+        Self {
+            repository: repository.map(|r| cut(&r)),
+            workflow: Some(workflow_ref.trim()).filter(|w| !w.is_empty()).map(cut),
+        }
+    }
+
+    /// Whether GitHub named nothing to show.
+    pub fn is_empty(&self) -> bool {
+        self.repository.is_none() && self.workflow.is_none()
+    }
+}
+
+/// `text` cut to [`JOB_TEXT_MAX`] characters (on a character boundary), with control
+/// characters dropped.
+fn cut(text: &str) -> String {
+    let clean: Vec<char> = text.chars().filter(|c| !c.is_control()).collect();
+    if clean.len() <= JOB_TEXT_MAX {
+        return clean.into_iter().collect();
+    }
+    clean[..JOB_TEXT_MAX - 1]
+        .iter()
+        .chain(['…'].iter())
+        .collect()
+}
+
 /// Instances. Writes carry the lease of the instance's scale set and fail with
 /// [`crate::Error::LeaseLost`] once another holder has taken it over.
 #[async_trait]
@@ -230,4 +282,53 @@ pub trait InstanceStore: Send + Sync {
     /// reads it every watch, so a listener that stands on its last instance list between empty
     /// polls still sees the one write to its rows that comes from outside the worker.
     async fn scale_sets_with_removal_requests(&self) -> Result<Vec<ScaleSetId>>;
+
+    /// Records the job instance `name` of the lease's scale set runs (a later start replaces
+    /// it). Display only: an instance that is gone, or not the lease's set's, is ignored
+    /// (`Ok(false)`); the row goes with the instance.
+    async fn record_job(&self, lease: &Lease, name: &str, job: JobShown) -> Result<bool>;
+
+    /// The jobs recorded for the instances of `scale_set_id`, by instance name.
+    async fn list_instance_jobs(&self, scale_set_id: ScaleSetId)
+    -> Result<Vec<(String, JobShown)>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{JOB_TEXT_MAX, JobShown};
+
+    #[test]
+    fn a_job_joins_owner_and_repository_and_drops_what_github_left_empty() {
+        assert_eq!(
+            JobShown::new(
+                "octo",
+                "app",
+                "octo/app/.github/workflows/ci.yml@refs/heads/main"
+            ),
+            JobShown {
+                repository: Some("octo/app".to_owned()),
+                workflow: Some("octo/app/.github/workflows/ci.yml@refs/heads/main".to_owned()),
+            }
+        );
+        assert_eq!(
+            JobShown::new("", "app", " ").repository.as_deref(),
+            Some("app")
+        );
+        assert_eq!(
+            JobShown::new("octo", "octo/app", "").repository.as_deref(),
+            Some("octo/app")
+        );
+        assert!(JobShown::new("octo", "", "").is_empty());
+        assert!(JobShown::new("", "  ", "\t").is_empty());
+    }
+
+    #[test]
+    fn an_absurdly_long_name_is_cut_on_a_character_boundary() {
+        let job = JobShown::new("", &"é".repeat(10_000), &"w\u{7}".repeat(10));
+        let repository = job.repository.unwrap();
+        assert_eq!(repository.chars().count(), JOB_TEXT_MAX);
+        assert!(repository.ends_with('…'));
+        // Control characters are dropped, not shown.
+        assert_eq!(job.workflow.as_deref(), Some("wwwwwwwwww"));
+    }
 }

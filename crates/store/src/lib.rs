@@ -94,7 +94,9 @@ pub use entity::{Entity, EntityKind, EntityStore, NewEntity};
 pub use error::{Error, ErrorClass, Result, chain};
 pub use event::{Event, EventFilter, EventKind, EventStore, ReasonCode};
 pub use id::{ApiTokenId, CredentialsId, EntityId, ScaleSetId};
-pub use instance::{Instance, InstanceAdvance, InstanceStatus, InstanceStore, NewInstance};
+pub use instance::{
+    Instance, InstanceAdvance, InstanceStatus, InstanceStore, JOB_TEXT_MAX, JobShown, NewInstance,
+};
 pub use instance_access::{
     BootstrapReport, BootstrapStatus, INSTANCE_TOKEN_PREFIX, InstanceAccess, InstanceAccessStore,
     SystemInfo,

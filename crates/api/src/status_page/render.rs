@@ -6,8 +6,8 @@ use std::time::SystemTime;
 
 use maud::{Markup, html};
 use scaleset_store::{
-    Attention, Event, Evidence, Instance, InstanceStatus, Provenance, ReasonCode, ScaleSet,
-    ScaleSetState, Timestamp,
+    Attention, Event, Evidence, Instance, InstanceStatus, JobShown, Provenance, ReasonCode,
+    ScaleSet, ScaleSetState, Timestamp,
 };
 
 use super::actions::{self, Session};
@@ -450,12 +450,7 @@ pub(crate) fn detail(
                         tr.instance data-status=(i.status.as_str()) {
                             // The pool key is rarely needed: the name's tooltip keeps it.
                             td title={ "pool key " (i.pool_key) } { code { (i.name) } }
-                            td.status {
-                                (instance_status(i.status))
-                                @if let Some(waits) = waits_for(i, failing) {
-                                    div.sub.waits { (waits) }
-                                }
-                            }
+                            (status_cell(i, view.jobs.get(&i.name), failing))
                             td.since title={ "last change " (utc(i.updated_at)) } {
                                 (for_how_long(i.updated_at, now))
                             }
@@ -528,6 +523,42 @@ fn instance_status(status: InstanceStatus) -> &'static str {
         InstanceStatus::Deleted => "deleted",
         InstanceStatus::Failed => "failed: to be deleted",
     }
+}
+
+/// An instance's status cell: its status (naming a busy runner's job) and what it waits for.
+fn status_cell(i: &Instance, job: Option<&JobShown>, provider_failing: bool) -> Markup {
+    html! {
+        td.status {
+            @match busy_with(i.status, job) {
+                Some(job) => (job),
+                None => (instance_status(i.status)),
+            }
+            @if let Some(waits) = waits_for(i, provider_failing) {
+                div.sub.waits { (waits) }
+            }
+        }
+    }
+}
+
+/// A busy runner's status naming the job it runs, where GitHub named it:
+/// `busy: owner/repo · .github/workflows/ci.yml@refs/heads/main` (the workflow ref loses the
+/// repository it starts with; either part may be missing). `None` for any other status, or a
+/// job with no names (then [`instance_status`] says `busy: running a job`).
+fn busy_with(status: InstanceStatus, job: Option<&JobShown>) -> Option<String> {
+    let job = job.filter(|j| status == InstanceStatus::Busy && !j.is_empty())?;
+    let workflow = job.workflow.as_deref().map(|w| {
+        job.repository
+            .as_deref()
+            .and_then(|r| w.strip_prefix(r))
+            .and_then(|rest| rest.strip_prefix('/'))
+            .filter(|rest| !rest.is_empty())
+            .unwrap_or(w)
+    });
+    let parts: Vec<&str> = [job.repository.as_deref(), workflow]
+        .into_iter()
+        .flatten()
+        .collect();
+    Some(format!("busy: {}", parts.join(" · ")))
 }
 
 /// What an instance waits for before it goes, where it waits: a `deleting` row for the
@@ -605,6 +636,66 @@ mod tests {
             updated_at: Timestamp::from_unix_millis(1_796_205_600_000),
             removal_requested_at: removal.then(|| Timestamp::from_unix_millis(1_796_205_600_000)),
         }
+    }
+
+    #[test]
+    fn a_busy_runner_names_its_job_with_what_github_gave() {
+        let job = |repository: Option<&str>, workflow: Option<&str>| JobShown {
+            repository: repository.map(str::to_owned),
+            workflow: workflow.map(str::to_owned),
+        };
+        let ci = "octo/app/.github/workflows/ci.yml@refs/heads/main";
+        let busy = |j: &JobShown| busy_with(InstanceStatus::Busy, Some(j));
+        assert_eq!(
+            busy(&job(Some("octo/app"), Some(ci))).as_deref(),
+            Some("busy: octo/app · .github/workflows/ci.yml@refs/heads/main")
+        );
+        assert_eq!(
+            busy(&job(Some("octo/app"), None)).as_deref(),
+            Some("busy: octo/app")
+        );
+        assert_eq!(
+            busy(&job(None, Some(ci))).as_deref(),
+            Some(&*format!("busy: {ci}"))
+        );
+        // A workflow from another repository (a reusable one) is shown whole.
+        let shared = "octo/shared/.github/workflows/build.yml@v1";
+        assert_eq!(
+            busy(&job(Some("octo/app"), Some(shared))).as_deref(),
+            Some(&*format!("busy: octo/app · {shared}"))
+        );
+        // Nothing named, no job recorded, or not busy: the plain words.
+        assert_eq!(busy(&job(None, None)), None);
+        assert_eq!(busy_with(InstanceStatus::Busy, None), None);
+        assert_eq!(
+            busy_with(
+                InstanceStatus::Running,
+                Some(&job(Some("octo/app"), Some(ci)))
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn a_busy_row_shows_its_job_escaped_and_one_without_names_says_running_a_job() {
+        let busy = instance(InstanceStatus::Busy, false);
+        let job = JobShown {
+            repository: Some("octo/<app>".to_owned()),
+            workflow: Some(".github/workflows/ci.yml@refs/heads/main".to_owned()),
+        };
+        let named = status_cell(&busy, Some(&job), false).into_string();
+        assert_eq!(
+            named,
+            r#"<td class="status">busy: octo/&lt;app&gt; · .github/workflows/ci.yml@refs/heads/main</td>"#
+        );
+        let unnamed = status_cell(&busy, None, false).into_string();
+        assert_eq!(unnamed, r#"<td class="status">busy: running a job</td>"#);
+        // A removal asked for still says so beside the job.
+        let leaving = status_cell(&instance(InstanceStatus::Busy, true), Some(&job), false);
+        assert!(
+            leaving.into_string().contains("retired when its job ends"),
+            "the waits line stays"
+        );
     }
 
     #[test]

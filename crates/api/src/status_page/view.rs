@@ -11,8 +11,8 @@ use scaleset_fleet::ConfiguredFleet;
 
 use super::reason::{self, Group, Short};
 use scaleset_store::{
-    Attention, Entity, EntityId, Event, Instance, InstanceStatus, SAMPLE_WINDOW, Sample, ScaleSet,
-    ScaleSetId, ScaleSetState, Store, Timestamp,
+    Attention, Entity, EntityId, Event, Instance, InstanceStatus, JobShown, SAMPLE_WINDOW, Sample,
+    ScaleSet, ScaleSetId, ScaleSetState, Store, Timestamp,
 };
 
 /// Rows per page.
@@ -165,6 +165,8 @@ pub(crate) struct Overview {
 pub(crate) struct Detail {
     pub(crate) row: Row,
     pub(crate) instances: Vec<Instance>,
+    /// The job each busy instance runs, as GitHub's `JobStarted` named it, by instance name.
+    pub(crate) jobs: HashMap<String, JobShown>,
 }
 
 /// `organization acme`, `repository o/r`, `enterprise e`.
@@ -365,7 +367,12 @@ pub(crate) async fn detail(
         .remove(&id)
         .unwrap_or_default();
     instances.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(Detail { row, instances })
+    let jobs = store.list_instance_jobs(id).await?.into_iter().collect();
+    Ok(Detail {
+        row,
+        instances,
+        jobs,
+    })
 }
 
 #[cfg(test)]

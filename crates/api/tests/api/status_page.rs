@@ -9,8 +9,8 @@
 use std::time::Duration;
 
 use scaleset_store::{
-    ApiTokenStore as _, EntityId, InstanceStatus, InstanceStore as _, ManualClock, NewInstance,
-    NewScaleSet, ScaleSetSpec, ScaleSetState, ScaleSetStore as _, Timestamp,
+    ApiTokenStore as _, EntityId, InstanceStatus, InstanceStore as _, JobShown, ManualClock,
+    NewInstance, NewScaleSet, ScaleSetSpec, ScaleSetState, ScaleSetStore as _, Timestamp,
 };
 
 use crate::helpers::{App, Backend, RunningSim, backend_tests};
@@ -145,16 +145,40 @@ async fn the_page_counts_and_shows_what_needs_attention(backend: Backend) {
         )
         .await
         .unwrap();
+    // Beside it, a busy runner whose job GitHub named.
+    app.store
+        .create_instance(&held, NewInstance::pending("runner-job", "pool", None))
+        .await
+        .unwrap();
     for to in [
         InstanceStatus::Creating,
         InstanceStatus::Running,
         InstanceStatus::Busy,
     ] {
-        app.store
-            .advance_instance(&held, "runner-busy", to, Some("prov-1"), Some(5))
-            .await
-            .unwrap();
+        for (name, ids) in [("runner-busy", (1, 5)), ("runner-job", (2, 6))] {
+            app.store
+                .advance_instance(
+                    &held,
+                    name,
+                    to,
+                    Some(&format!("prov-{}", ids.0)),
+                    Some(ids.1),
+                )
+                .await
+                .unwrap();
+        }
     }
+    let job = JobShown::new(
+        "acme",
+        "app",
+        "acme/app/.github/workflows/ci.yml@refs/heads/main",
+    );
+    assert!(
+        app.store
+            .record_job(&held, "runner-job", job)
+            .await
+            .unwrap()
+    );
 
     let auth = bearer(&app);
     let get = |path: String| {
@@ -268,6 +292,10 @@ async fn the_page_counts_and_shows_what_needs_attention(backend: Backend) {
     // A busy runner reads as busy (and an idle one would read as idle, not `running`); the
     // pool key is the name's tooltip, not a column; created is UTC to the second.
     assert!(detail.contains("busy: running a job"), "{detail}");
+    assert!(
+        detail.contains("busy: acme/app · .github/workflows/ci.yml@refs/heads/main"),
+        "{detail}"
+    );
     assert!(!detail.contains("<th>pool key</th>"), "{detail}");
     assert!(detail.contains(r#"title="pool key pool""#), "{detail}");
     assert!(detail.contains("<th>created (UTC)</th>"), "{detail}");

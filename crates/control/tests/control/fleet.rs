@@ -6,8 +6,8 @@ use scaleset_adopt::{Desired, Input, Policy, RunnerGroupId};
 use scaleset_control::adoption::{NoHooks, run_once};
 use scaleset_control::{ClientFactory as _, ErrorClass, StoreClientFactory};
 use scaleset_fleet::{
-    Action, Applied, DeclaredScaleSet, Fleet, FleetPlan, GitHubLookup, PlanDigest,
-    Reason, apply_declared, apply_fleet, plan_fleet,
+    Action, Applied, DeclaredScaleSet, Fleet, FleetPlan, GitHubLookup, PlanDigest, Reason,
+    apply_declared, apply_fleet, plan_fleet,
 };
 use scaleset_store::{EntityKind, NewCredentials, ScaleSet, ScaleSetStore, Store};
 

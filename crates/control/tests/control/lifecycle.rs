@@ -10,7 +10,7 @@ use scaleset_provider::{InstanceId, InstanceStatus as ProviderStatus};
 use scaleset_sim::{JobSpec, SimConfig};
 use scaleset_store::{
     BootstrapReport, BootstrapStatus, Instance, InstanceAccessStore as _, InstanceStatus,
-    ScaleSetSpec, ScaleSetStore as _,
+    InstanceStore as _, JobShown, ScaleSetSpec, ScaleSetStore as _,
 };
 
 use crate::helpers::{Harness, TestDb, backend_tests, eventually, settings, sim_config};
@@ -21,6 +21,7 @@ backend_tests!(
     a_runner_left_offline_by_an_outage_is_retired,
     an_idle_runner_is_retired_past_max_idle_lifetime,
     max_lifetime_retires_idle_runners_and_never_a_busy_one,
+    a_started_job_is_recorded_with_its_repository_and_workflow_for_the_busy_runner,
     surplus_idle_runners_stay_for_the_scale_down_delay,
     after_a_database_loss_runners_are_re_recorded_as_github_lists_them,
 );
@@ -227,6 +228,54 @@ async fn max_lifetime_retires_idle_runners_and_never_a_busy_one(db: TestDb) {
     );
     assert!(h.sim().state().agents.iter().any(|a| a.name == busy));
     assert_eq!(h.job_states(github_id), ["running"]);
+    controller.stop().await;
+}
+
+/// Issue 51 item 8: the status page names the job a busy runner runs, from what GitHub's
+/// `JobStarted` carried.
+async fn a_started_job_is_recorded_with_its_repository_and_workflow_for_the_busy_runner(
+    db: TestDb,
+) {
+    let h = harness(db, |_| {}).await;
+    let controller = h.start_with(lifecycle_settings(), None);
+    let github_id = h.ready().await;
+    let workflow = "octo/app/.github/workflows/ci.yml@refs/heads/main";
+    h.sim()
+        .enqueue_jobs(
+            github_id,
+            &JobSpec {
+                repository: Some("app".to_owned()),
+                owner: Some("octo".to_owned()),
+                workflow_ref: Some(workflow.to_owned()),
+                run_seconds: Some(3600.0),
+                ..JobSpec::count(1)
+            },
+        )
+        .expect("enqueue");
+    let jobs = eventually("the busy runner's job is recorded", || async {
+        let busy = h
+            .instances()
+            .await
+            .into_iter()
+            .find(|i| i.status == InstanceStatus::Busy)?;
+        let jobs = h
+            .store
+            .list_instance_jobs(h.scale_set.id)
+            .await
+            .expect("jobs");
+        jobs.iter()
+            .any(|(name, _)| *name == busy.name)
+            .then_some(jobs)
+    })
+    .await;
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert_eq!(
+        jobs[0].1,
+        JobShown {
+            repository: Some("octo/app".to_owned()),
+            workflow: Some(workflow.to_owned()),
+        }
+    );
     controller.stop().await;
 }
 

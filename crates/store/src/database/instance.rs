@@ -10,7 +10,9 @@ use super::{DbConnection, DieselStore, enum_from_db, parse_uuid, write_transacti
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::id::ScaleSetId;
-use crate::instance::{Instance, InstanceAdvance, InstanceStatus, InstanceStore, NewInstance};
+use crate::instance::{
+    Instance, InstanceAdvance, InstanceStatus, InstanceStore, JobShown, NewInstance,
+};
 use crate::lease::Lease;
 
 const TABLE: &str = "instances";
@@ -472,6 +474,25 @@ impl InstanceStore for DieselStore {
                     ..current
                 })
             })
+        })
+        .await
+    }
+
+    async fn record_job(&self, lease: &Lease, name: &str, job: JobShown) -> Result<bool> {
+        let lease = lease.clone();
+        let name = name.to_owned();
+        self.run("record instance job", move |conn, ctx| {
+            super::instance_job::record(conn, &lease, ctx.now().unix_millis(), &name, &job)
+        })
+        .await
+    }
+
+    async fn list_instance_jobs(
+        &self,
+        scale_set_id: ScaleSetId,
+    ) -> Result<Vec<(String, JobShown)>> {
+        self.run("list instance jobs", move |conn, _| {
+            super::instance_job::list(conn, scale_set_id)
         })
         .await
     }

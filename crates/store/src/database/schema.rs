@@ -180,6 +180,15 @@ diesel::table! {
 }
 
 diesel::table! {
+    instance_jobs (instance_name) {
+        instance_name -> Text,
+        repository -> Nullable<Text>,
+        workflow -> Nullable<Text>,
+        started_at -> BigInt,
+    }
+}
+
+diesel::table! {
     runner_downloads (entity_id) {
         entity_id -> Text,
         downloads -> Nullable<Text>,
@@ -191,6 +200,7 @@ diesel::table! {
 
 diesel::joinable!(runner_downloads -> entities (entity_id));
 diesel::joinable!(instance_access -> instances (instance_name));
+diesel::joinable!(instance_jobs -> instances (instance_name));
 diesel::joinable!(leases -> scale_sets (scale_set_id));
 diesel::joinable!(events -> scale_sets (scale_set_id));
 diesel::joinable!(scale_set_samples -> scale_sets (scale_set_id));
@@ -206,6 +216,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     scale_set_health,
     instances,
     instance_access,
+    instance_jobs,
     leases,
     workers,
     events,

@@ -13,6 +13,7 @@ mod entity;
 mod event;
 mod instance;
 mod instance_access;
+mod instance_job;
 mod lease;
 mod modify;
 mod open;
