@@ -469,6 +469,19 @@ mod tests {
     use crate::fact::FactKind;
 
     #[test]
+    fn the_evidence_sentence_joins_the_proofs_in_words_and_is_empty_without_any() {
+        assert_eq!(evidence_sentence(&[]), "");
+        assert_eq!(
+            evidence_sentence(&[Evidence::OwnerLabel]),
+            ", proven ours by our owner label"
+        );
+        assert_eq!(
+            evidence_sentence(&[Evidence::OwnerLabel, Evidence::StoredId]),
+            ", proven ours by our owner label and the GitHub id we stored"
+        );
+    }
+
+    #[test]
     fn evidence_reads_as_words_for_operators_not_as_its_name() {
         let words: Vec<String> = [
             Evidence::CreatedThisRun,
