@@ -196,7 +196,7 @@ pub(crate) fn collecting_since(window: Window) -> Markup {
     html! {
         @if let Some(since) = window.collecting_since {
             p.sub id="collecting-since" {
-                "collecting since " (super::render::utc(since))
+                "collecting since " (super::html::utc(since))
                 " (a sample a minute, kept for an hour)"
             }
         }

@@ -28,6 +28,15 @@ pub(crate) fn rfc3339(at: Timestamp) -> String {
         .unwrap_or_else(|| format!("{} ms", at.unix_millis()))
 }
 
+/// A time in UTC to the second, as people read it: `2026-12-06 17:37:34 UTC`.
+pub(crate) fn utc(at: Timestamp) -> String {
+    let text = rfc3339(at);
+    match text.strip_suffix('Z') {
+        Some(plain) => format!("{} UTC", plain.replacen('T', " ", 1)),
+        None => text,
+    }
+}
+
 /// How long before `now` `at` was, in words (`12 s ago`, `3 min ago`, `2 h ago`).
 pub(crate) fn ago(at: Timestamp, now: SystemTime) -> String {
     let now_ms = now

@@ -12,7 +12,7 @@ use scaleset_store::{
 
 use super::actions::{self, Session};
 use super::chart;
-use super::html::{ago, page, query_value, rfc3339, time_el};
+use super::html::{ago, page, query_value, rfc3339, time_el, utc};
 use super::lease;
 use super::reason;
 use super::view::{Detail, Filter, Overview, Row, Runners, service};
@@ -578,15 +578,6 @@ fn waits_for(instance: &Instance, provider_failing: bool) -> Option<&'static str
             Some("removal asked for: retired within the worker's watch interval")
         }
         _ => None,
-    }
-}
-
-/// A time in UTC to the second, as people read it: `2026-12-06 17:37:34 UTC`.
-pub(crate) fn utc(at: Timestamp) -> String {
-    let text = rfc3339(at);
-    match text.strip_suffix('Z') {
-        Some(plain) => format!("{} UTC", plain.replacen('T', " ", 1)),
-        None => text,
     }
 }
 
