@@ -171,7 +171,7 @@ impl Runners<'_> {
                 }
                 Action::DeleteInstance(instance) => {
                     let pool_key = self.pool.key.as_str().to_owned();
-                    if self.delete_unrecorded(&instance, &pool_key).await? {
+                    if self.delete_unrecorded(instance, &pool_key).await? {
                         self.event(
                             ReasonCode::OrphanInstanceDeleted,
                             &format!(
@@ -255,7 +255,7 @@ impl Runners<'_> {
                         continue;
                     };
                     let pool_key = garm.pool.key.as_str().to_owned();
-                    if self.delete_unrecorded(&instance, &pool_key).await? {
+                    if self.delete_unrecorded(instance, &pool_key).await? {
                         self.event(
                             ReasonCode::InheritedInstanceDeleted,
                             &format!(
