@@ -1,6 +1,8 @@
 //! A fleet file as typed data: the `[[scale_set]]` tables of `docs/configuration.md` with the
 //! keys the server's fleet parser reads, serialized by `toml` (never assembled as text), so
-//! `scalesetctl fleet export` writes what `plan` reads back as the stored specs.
+//! `scalesetctl fleet export` writes what `plan` reads back as the stored specs, and
+//! `scalesetctl import garm` writes what GARM ran, with its takeover note, through the same
+//! serializer.
 
 use std::collections::BTreeMap;
 
@@ -14,8 +16,9 @@ pub(crate) struct FleetFile {
     pub(crate) scale_set: Vec<FleetScaleSet>,
 }
 
-/// One `[[scale_set]]` table. Empty and default-free values are written out in full, so the
-/// file states the stored spec, not the parser's defaults of the day.
+/// One `[[scale_set]]` table. An export writes every value out in full, so the file states the
+/// stored spec, not the parser's defaults of the day; an import leaves out (`None`) what GARM
+/// has no value for, so the parser's default applies.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct FleetScaleSet {
     pub(crate) name: String,
@@ -32,18 +35,44 @@ pub(crate) struct FleetScaleSet {
     pub(crate) provider: String,
     pub(crate) image: String,
     pub(crate) flavor: String,
-    pub(crate) min_idle: u32,
-    pub(crate) max_runners: u32,
-    pub(crate) bootstrap_timeout: String,
-    pub(crate) scale_down_delay: String,
-    pub(crate) max_idle_lifetime: String,
-    pub(crate) max_lifetime: String,
+    /// Signed as GARM's answers are: an import writes what GARM had, and the fleet parser
+    /// refuses a negative count with its own message.
+    pub(crate) min_idle: i64,
+    pub(crate) max_runners: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) bootstrap_timeout: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) scale_down_delay: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) max_idle_lifetime: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) max_lifetime: Option<String>,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub(crate) runner_prefix: String,
     pub(crate) enabled: bool,
     pub(crate) adoption_policy: String,
-    pub(crate) repair: bool,
-    pub(crate) extra_specs: toml::Table,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) repair: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) extra_specs: Option<toml::Table>,
+    /// `[scale_set.takeover]`: whose scale set it was (written by an import, never exported:
+    /// it matters only until the set is adopted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) takeover: Option<FleetTakeover>,
+}
+
+/// A scale set's takeover note: the manager that ran it and under which ids, the evidence
+/// adoption takes it on (`docs/adoption.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct FleetTakeover {
+    pub(crate) from: String,
+    pub(crate) controller_id: String,
+    pub(crate) github_id: u64,
+    pub(crate) garm_id: u64,
+    pub(crate) pool_id: String,
+    /// The other manager's runner prefix: its runners on GitHub are recognised by it even if
+    /// the operator changes the set's own `runner_prefix`.
+    pub(crate) runner_prefix: String,
 }
 
 /// What an export could not carry, for the operator.
@@ -87,20 +116,21 @@ impl FleetFile {
                 provider: spec.provider.clone(),
                 image: spec.image.clone(),
                 flavor: spec.flavor.clone(),
-                min_idle: spec.min_idle,
-                max_runners: spec.max_runners,
-                bootstrap_timeout: seconds(spec.bootstrap_timeout_secs),
-                scale_down_delay: seconds(spec.scale_down_delay_secs),
-                max_idle_lifetime: seconds(spec.max_idle_lifetime_secs),
-                max_lifetime: seconds(spec.max_lifetime_secs),
+                min_idle: i64::from(spec.min_idle),
+                max_runners: i64::from(spec.max_runners),
+                bootstrap_timeout: Some(seconds(spec.bootstrap_timeout_secs)),
+                scale_down_delay: Some(seconds(spec.scale_down_delay_secs)),
+                max_idle_lifetime: Some(seconds(spec.max_idle_lifetime_secs)),
+                max_lifetime: Some(seconds(spec.max_lifetime_secs)),
                 runner_prefix: spec.runner_prefix.clone(),
                 enabled: spec.enabled,
                 adoption_policy: serde_json::to_value(spec.adoption_policy)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_owned))
                     .unwrap_or_else(|| "owned".to_owned()),
-                repair: spec.repair,
-                extra_specs,
+                repair: Some(spec.repair),
+                extra_specs: Some(extra_specs),
+                takeover: None,
             });
         }
         scale_set.sort_by(|a, b| {

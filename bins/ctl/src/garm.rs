@@ -13,6 +13,8 @@ use std::fmt::Write as _;
 
 use serde::Deserialize;
 
+use crate::fleet_file::{FleetFile, FleetScaleSet, FleetTakeover};
+
 /// What the fleet file calls GARM in a takeover note (`[scale_set.takeover] from`).
 pub(crate) const FROM_GARM: &str = "garm";
 
@@ -288,7 +290,7 @@ fn owner<'a>(snapshot: &'a Snapshot, set: &ScaleSet) -> Option<Owner<'a>> {
 pub(crate) fn import(snapshot: &Snapshot) -> Import {
     let controller = &snapshot.controller.controller_id;
     let mut out = Import::default();
-    let mut body = String::new();
+    let mut fleet = FleetFile::default();
     let mut used_credentials: BTreeSet<&str> = BTreeSet::new();
     let mut used_providers: BTreeSet<&str> = BTreeSet::new();
 
@@ -324,64 +326,64 @@ pub(crate) fn import(snapshot: &Snapshot) -> Import {
         } else {
             &set.runner_prefix
         };
-        let labels: Vec<String> = set.tags.iter().map(|t| quoted(&t.name)).collect();
-        let _ = writeln!(body, "\n[[scale_set]]");
-        let _ = writeln!(body, "name = {}", quoted(&set.name));
-        let _ = writeln!(body, "credentials = {}", quoted(owner.credentials));
-        let _ = writeln!(body, "{} = {}", owner.key, quoted(&owner.value));
-        let _ = writeln!(body, "runner_group = {}", quoted(group));
-        let _ = writeln!(body, "labels = [{}]", labels.join(", "));
-        let _ = writeln!(body, "provider = {}", quoted(&set.provider_name));
-        let _ = writeln!(body, "image = {}", quoted(&set.image));
-        let _ = writeln!(body, "flavor = {}", quoted(&set.flavor));
-        let _ = writeln!(body, "min_idle = {}", set.min_idle_runners);
-        let _ = writeln!(body, "max_runners = {}", set.max_runners);
-        if set.runner_bootstrap_timeout > 0 {
-            let _ = writeln!(
-                body,
-                "bootstrap_timeout = \"{}m\"",
-                set.runner_bootstrap_timeout
-            );
-        }
-        let _ = writeln!(body, "runner_prefix = {}", quoted(prefix));
-        let _ = writeln!(body, "enabled = {}", set.enabled);
-        let _ = writeln!(body, "disable_update = {}", set.disable_update);
-        let _ = writeln!(body, "adoption_policy = \"owned\"");
         let mut dropped = Vec::new();
-        if let Some(specs) = &set.extra_specs
-            && let Some(value) = to_toml(specs, "extra_specs", &mut dropped)
+        let extra_specs = match set
+            .extra_specs
+            .as_ref()
+            .and_then(|specs| to_toml(specs, "extra_specs", &mut dropped))
         {
-            match value {
-                toml::Value::Table(table) if table.is_empty() => {}
-                toml::Value::Table(table) => {
-                    let _ = writeln!(body, "extra_specs = {}", toml::Value::Table(table));
-                }
-                _ => out.not_carried.push(format!(
+            Some(toml::Value::Table(table)) if table.is_empty() => None,
+            Some(toml::Value::Table(table)) => Some(table),
+            Some(_) => {
+                out.not_carried.push(format!(
                     "scale set {:?}: extra_specs is not a JSON object; set it by hand",
                     set.name
-                )),
+                ));
+                None
             }
-        }
+            None => None,
+        };
         for path in dropped {
             out.not_carried.push(format!(
                 "scale set {:?}: {path} is null, which TOML cannot write; it was left out",
                 set.name
             ));
         }
-        // The takeover note: whose scale set it was, so adoption can take it on this evidence.
-        let _ = writeln!(body, "[scale_set.takeover]");
-        let _ = writeln!(body, "from = {}", quoted(FROM_GARM));
-        let _ = writeln!(body, "controller_id = {}", quoted(controller));
-        let _ = writeln!(body, "github_id = {}", set.scale_set_id);
-        let _ = writeln!(body, "garm_id = {}", set.id);
-        let _ = writeln!(
-            body,
-            "pool_id = {}",
-            quoted(&pseudo_pool_id(&set.name, owner.garm_id))
-        );
-        // GARM's prefix for the set: its runners on GitHub are recognised by it even if the
-        // operator changes the set's own runner_prefix.
-        let _ = writeln!(body, "runner_prefix = {}", quoted(prefix));
+        let named = |wanted: &str| (owner.key == wanted).then(|| owner.value.clone());
+        fleet.scale_set.push(FleetScaleSet {
+            name: set.name.clone(),
+            credentials: owner.credentials.to_owned(),
+            organization: named("organization"),
+            repository: named("repository"),
+            enterprise: named("enterprise"),
+            runner_group: group.to_owned(),
+            labels: set.tags.iter().map(|t| t.name.clone()).collect(),
+            disable_update: set.disable_update,
+            provider: set.provider_name.clone(),
+            image: set.image.clone(),
+            flavor: set.flavor.clone(),
+            min_idle: set.min_idle_runners,
+            max_runners: set.max_runners,
+            bootstrap_timeout: (set.runner_bootstrap_timeout > 0)
+                .then(|| format!("{}m", set.runner_bootstrap_timeout)),
+            scale_down_delay: None,
+            max_idle_lifetime: None,
+            max_lifetime: None,
+            runner_prefix: prefix.to_owned(),
+            enabled: set.enabled,
+            adoption_policy: "owned".to_owned(),
+            repair: None,
+            extra_specs,
+            // Whose scale set it was, so adoption can take it on this evidence.
+            takeover: Some(FleetTakeover {
+                from: FROM_GARM.to_owned(),
+                controller_id: controller.clone(),
+                github_id: set.scale_set_id,
+                garm_id: set.id,
+                pool_id: pseudo_pool_id(&set.name, owner.garm_id),
+                runner_prefix: prefix.to_owned(),
+            }),
+        });
         if !set.os_type.is_empty() || !set.os_arch.is_empty() {
             out.not_carried.push(format!(
                 "scale set {:?}: os_type {:?} / os_arch {:?} (scaleset's providers take the \
@@ -548,7 +550,14 @@ pub(crate) fn import(snapshot: &Snapshot) -> Import {
             ));
         }
     }
-    out.fleet = format!("{head}{body}");
+    // The comments above are for the operator; the tables are typed data, written by the one
+    // fleet serializer `fleet export` uses. `toml` writes every value these tables hold.
+    match fleet.to_toml() {
+        Ok(body) => out.fleet = format!("{head}\n{body}"),
+        Err(e) => out.not_carried.push(format!(
+            "the fleet tables could not be written as TOML: {e}"
+        )),
+    }
     out
 }
 

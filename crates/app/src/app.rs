@@ -206,6 +206,14 @@ impl App {
         self.applied
     }
 
+    /// The clock the control loop reads (`None` without the control loop): the process's one
+    /// clock, [`Env::clock`], so a test's manual clock moves the loop's deadlines too.
+    pub fn loop_clock(&self) -> Option<Arc<dyn scaleset_store::Clock>> {
+        self.controller
+            .as_ref()
+            .map(|(controller, _)| controller.clock())
+    }
+
     /// The database URL, its password redacted (for logs).
     pub fn database(&self) -> &str {
         &self.database

@@ -128,6 +128,11 @@ impl Controller {
         self
     }
 
+    /// The clock the loop reads "now" from (the one [`Self::with_clock`] gave it).
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        self.shared.clock.clone()
+    }
+
     /// Reports every [`crate::Checkpoint`] reached to `checkpoints`.
     #[must_use]
     pub fn with_checkpoints(mut self, checkpoints: Arc<dyn Checkpoints>) -> Self {

@@ -101,16 +101,17 @@ pub async fn eventually_holds(what: &str, mut check: impl FnMut() -> bool) {
 }
 
 /// [`eventually`] for a check that says what it sees while it waits: `Err(seen)` means "not
-/// yet", and the last `seen` is in the failure message, so a timeout tells where the wait stuck
+/// yet" (`seen` anything that prints: a sentence, a row, a typed state), and the last `seen` is in the failure message, so a timeout tells where the wait stuck
 /// (the calls a provider answered, the row as it stood) instead of only that it did.
 ///
 /// # Panics
 ///
 /// When [`BOUND`] passes first: `timed out waiting until {what}; last seen: {seen}`.
-pub async fn eventually_seen<T, F, Fut>(what: &str, mut check: F) -> T
+pub async fn eventually_seen<T, S, F, Fut>(what: &str, mut check: F) -> T
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, String>>,
+    Fut: Future<Output = Result<T, S>>,
+    S: std::fmt::Display,
 {
     let deadline = tokio::time::Instant::now() + BOUND;
     loop {

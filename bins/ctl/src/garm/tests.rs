@@ -287,3 +287,68 @@ fn repositories_enterprises_apps_and_github_com_map_to_their_fleet_forms() {
             .contains("# app_id = 12\n# installation_id = 34")
     );
 }
+
+/// The import's tables go through the one fleet serializer, and the server's fleet parser reads
+/// back exactly what the import decided: every scale set, its spec and its takeover note.
+#[test]
+fn an_imported_fleet_reads_back_through_the_fleet_parser_as_the_import_wrote_it() {
+    let snapshot = captured();
+    let import = import(&snapshot);
+    let stored = std::collections::BTreeSet::from(["simpat".to_owned()]);
+    let fleet = scaleset_config::parse_fleet("import", &import.fleet, None, &stored, None)
+        .unwrap_or_else(|e| panic!("the fleet parser refused the import: {e}\n{}", import.fleet));
+    let names: Vec<String> = fleet
+        .scale_sets
+        .iter()
+        .map(|s| s.spec.name().to_string())
+        .collect();
+    assert_eq!(names, ["linux-small", "gpu-big"]);
+    for declared in &fleet.scale_sets {
+        let spec = &declared.spec;
+        let garm = snapshot
+            .scale_sets
+            .iter()
+            .find(|s| s.name == spec.name().as_str())
+            .expect("each parsed set is one GARM had");
+        let prefix = if garm.runner_prefix.is_empty() {
+            "garm"
+        } else {
+            &garm.runner_prefix
+        };
+        let tags: Vec<String> = garm.tags.iter().map(|t| t.name.clone()).collect();
+        assert_eq!(declared.credentials, "simpat");
+        assert_eq!(spec.label_texts(), tags);
+        assert_eq!(spec.provider().as_str(), garm.provider_name);
+        assert_eq!(spec.image(), garm.image);
+        assert_eq!(spec.flavor(), garm.flavor);
+        assert_eq!(i64::from(spec.min_idle()), garm.min_idle_runners);
+        assert_eq!(i64::from(spec.max_runners()), garm.max_runners);
+        assert_eq!(spec.enabled(), garm.enabled);
+        assert_eq!(spec.disable_update(), garm.disable_update);
+        assert_eq!(
+            spec.bootstrap_timeout().as_secs(),
+            u64::try_from(garm.runner_bootstrap_timeout).unwrap() * 60
+        );
+        assert_eq!(
+            spec.own_runner_prefix().map(|p| p.as_str()),
+            Some(prefix),
+            "the set keeps GARM's prefix"
+        );
+        assert_eq!(
+            Some(spec.extra_specs()),
+            garm.extra_specs.as_ref(),
+            "extra specs as GARM had them"
+        );
+        let note = declared.takeover.as_ref().expect("a takeover note");
+        assert_eq!(note.controller_id, CONTROLLER);
+        assert_eq!(
+            i64::from(note.github_id),
+            i64::try_from(garm.scale_set_id).unwrap()
+        );
+        assert_eq!(note.runner_prefix.as_deref(), Some(prefix));
+        assert_eq!(
+            note.pool_id.as_deref(),
+            Some(pseudo_pool_id(&garm.name, ORG).as_str())
+        );
+    }
+}

@@ -157,6 +157,31 @@ async fn the_declared_fleet_is_applied_and_served_with_the_fake_provider_as_conf
     stop_sim.cancel();
 }
 
+/// The process has one clock: the one in [`Env`] is the one the control loop reads, so a
+/// manual clock moved by a test moves the loop's bootstrap deadlines as it moves the API's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_control_loop_reads_the_processes_one_clock() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let config = config(dir.path(), "");
+    let start = scaleset_store::Timestamp::from_unix_millis(1_000_000_000_000);
+    let manual = scaleset_store::ManualClock::new(start);
+    let mut env = Env::new(Default::default());
+    env.clock = std::sync::Arc::new(manual.clone());
+    let app = App::build(&config, &env).await.expect("built");
+    let clock = app.loop_clock().expect("a process with the control loop");
+    assert_eq!(clock.now(), start, "the loop reads the manual clock");
+    manual.advance(Duration::from_secs(3600));
+    assert_eq!(
+        clock.now().unix_millis(),
+        start.unix_millis() + 3_600_000,
+        "the loop's clock is the manual clock itself, not a copy of its time"
+    );
+    let api_only = App::build_api_only(&config, &Env::new(Default::default()))
+        .await
+        .expect("built");
+    assert!(api_only.loop_clock().is_none(), "no loop, no loop clock");
+}
+
 /// `/readyz` had two meanings (the API: the database answers; the worker: it holds a lease).
 /// Now one, in every process: the store answers. A worker that holds nothing (starting, or
 /// standing by) is ready and says so; an API-only server reports no leases.

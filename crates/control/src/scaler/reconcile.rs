@@ -38,6 +38,27 @@ impl Runners<'_> {
         format!("{}-", spec.runner_prefix())
     }
 
+    /// Takes down an instance no row records, found under `pool_key`, through the teardown
+    /// core: whether it is gone now (the core refuses what is not ours).
+    async fn delete_unrecorded(
+        &self,
+        instance: &ProviderInstance,
+        pool_key: &str,
+    ) -> Result<bool, Error> {
+        let core = Teardown::unrecorded(
+            instance.name.clone(),
+            instance.provider_id.clone(),
+            pool_key,
+            self.ours(),
+            std::time::Instant::now(),
+        );
+        let ran = self.execute_teardown(core).await?;
+        if let Some(error) = ran.failed {
+            return Err(error);
+        }
+        Ok(ran.outcome == Outcome::Removed)
+    }
+
     async fn event(&self, code: ReasonCode, reason: &str) {
         tracing::info!(event = %code, %reason, "reconciled");
         let _ = self
@@ -149,18 +170,8 @@ impl Runners<'_> {
                     .await;
                 }
                 Action::DeleteInstance(instance) => {
-                    let core = Teardown::unrecorded(
-                        instance.name.clone(),
-                        instance.provider_id.clone(),
-                        self.pool.key.as_str(),
-                        self.ours(),
-                        std::time::Instant::now(),
-                    );
-                    let ran = self.execute_teardown(core).await?;
-                    if let Some(error) = ran.failed {
-                        return Err(error);
-                    }
-                    if ran.outcome == Outcome::Removed {
+                    let pool_key = self.pool.key.as_str().to_owned();
+                    if self.delete_unrecorded(instance, &pool_key).await? {
                         self.event(
                             ReasonCode::OrphanInstanceDeleted,
                             &format!(
@@ -243,18 +254,8 @@ impl Runners<'_> {
                     let Some(garm) = &self.inherited else {
                         continue;
                     };
-                    let core = Teardown::unrecorded(
-                        instance.name.clone(),
-                        instance.provider_id.clone(),
-                        garm.pool.key.as_str(),
-                        self.ours(),
-                        std::time::Instant::now(),
-                    );
-                    let ran = self.execute_teardown(core).await?;
-                    if let Some(error) = ran.failed {
-                        return Err(error);
-                    }
-                    if ran.outcome == Outcome::Removed {
+                    let pool_key = garm.pool.key.as_str().to_owned();
+                    if self.delete_unrecorded(instance, &pool_key).await? {
                         self.event(
                             ReasonCode::InheritedInstanceDeleted,
                             &format!(
