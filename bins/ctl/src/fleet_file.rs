@@ -97,11 +97,10 @@ impl FleetFile {
             };
             let spec = &set.spec;
             let path = format!("{}.extra_specs", spec.name);
-            let extra_specs =
-                match crate::garm::to_toml(&spec.extra_specs, &path, &mut dropped.nulls) {
-                    Some(toml::Value::Table(table)) => table,
-                    _ => toml::Table::new(),
-                };
+            let extra_specs = match to_toml(&spec.extra_specs, &path, &mut dropped.nulls) {
+                Some(toml::Value::Table(table)) => table,
+                _ => toml::Table::new(),
+            };
             let kind = entity.kind.as_str();
             let named = |wanted: &str| (kind == wanted).then(|| entity.name.clone());
             scale_set.push(FleetScaleSet {
@@ -162,4 +161,40 @@ impl FleetFile {
 
 fn seconds(secs: u64) -> String {
     format!("{secs}s")
+}
+
+/// JSON → TOML for extra specs; TOML has no null, so nulls are dropped and named in `dropped`.
+pub(crate) fn to_toml(
+    value: &serde_json::Value,
+    path: &str,
+    dropped: &mut Vec<String>,
+) -> Option<toml::Value> {
+    use serde_json::Value as J;
+    Some(match value {
+        J::Null => {
+            dropped.push(path.to_owned());
+            return None;
+        }
+        J::Bool(b) => toml::Value::Boolean(*b),
+        J::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => toml::Value::Integer(i),
+            (None, Some(f)) => toml::Value::Float(f),
+            (None, None) => toml::Value::String(n.to_string()),
+        },
+        J::String(s) => toml::Value::String(s.clone()),
+        J::Array(items) => toml::Value::Array(
+            items
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| to_toml(v, &format!("{path}[{i}]"), dropped))
+                .collect(),
+        ),
+        J::Object(map) => toml::Value::Table(
+            map.iter()
+                .filter_map(|(k, v)| {
+                    Some((k.clone(), to_toml(v, &format!("{path}.{k}"), dropped)?))
+                })
+                .collect(),
+        ),
+    })
 }

@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 
 use serde::Deserialize;
 
-use crate::fleet_file::{FleetFile, FleetScaleSet, FleetTakeover};
+use crate::fleet_file::{FleetFile, FleetScaleSet, FleetTakeover, to_toml};
 
 /// What the fleet file calls GARM in a takeover note (`[scale_set.takeover] from`).
 pub(crate) const FROM_GARM: &str = "garm";
@@ -211,42 +211,6 @@ pub(crate) fn pseudo_pool_id(scale_set: &str, entity_id: &str) -> String {
 /// A TOML string literal.
 fn quoted(text: &str) -> String {
     toml::Value::String(text.to_owned()).to_string()
-}
-
-/// JSON → TOML for extra specs; TOML has no null, so nulls are dropped and named in `dropped`.
-pub(crate) fn to_toml(
-    value: &serde_json::Value,
-    path: &str,
-    dropped: &mut Vec<String>,
-) -> Option<toml::Value> {
-    use serde_json::Value as J;
-    Some(match value {
-        J::Null => {
-            dropped.push(path.to_owned());
-            return None;
-        }
-        J::Bool(b) => toml::Value::Boolean(*b),
-        J::Number(n) => match (n.as_i64(), n.as_f64()) {
-            (Some(i), _) => toml::Value::Integer(i),
-            (None, Some(f)) => toml::Value::Float(f),
-            (None, None) => toml::Value::String(n.to_string()),
-        },
-        J::String(s) => toml::Value::String(s.clone()),
-        J::Array(items) => toml::Value::Array(
-            items
-                .iter()
-                .enumerate()
-                .filter_map(|(i, v)| to_toml(v, &format!("{path}[{i}]"), dropped))
-                .collect(),
-        ),
-        J::Object(map) => toml::Value::Table(
-            map.iter()
-                .filter_map(|(k, v)| {
-                    Some((k.clone(), to_toml(v, &format!("{path}.{k}"), dropped)?))
-                })
-                .collect(),
-        ),
-    })
 }
 
 /// Which entity a scale set belongs to: the fleet key and value, its credentials and GARM's id.
