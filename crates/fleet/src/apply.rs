@@ -214,7 +214,7 @@ fn store_err(during: &'static str) -> impl FnOnce(scaleset_store::Error) -> Erro
 ///
 /// # Errors
 ///
-/// [`Error::Store`] when the store cannot be read.
+/// [`Error::Control`] when the store cannot be read.
 pub async fn plan_fleet(
     store: &dyn Store,
     lookup: &dyn FleetLookup,
@@ -275,7 +275,7 @@ pub async fn plan_fleet(
 ///
 /// [`Error::StalePlan`] (nothing written) when the fresh plan differs from the reviewed one,
 /// or (the steps before it written) when a write finds the row changed underneath it;
-/// [`Error::Store`] for any other store failure.
+/// [`Error::Control`] for any other store failure.
 pub async fn apply_fleet(
     store: &dyn Store,
     lookup: &dyn FleetLookup,
@@ -703,7 +703,7 @@ pub struct Unlisted {
 ///
 /// # Errors
 ///
-/// [`Error::Store`] when the store cannot be read; an entity GitHub does not answer for is an
+/// [`Error::Control`] when the store cannot be read; an entity GitHub does not answer for is an
 /// [`Unlisted`], not an error.
 pub async fn ours_undeclared(
     store: &dyn Store,

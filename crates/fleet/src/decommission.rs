@@ -106,8 +106,8 @@ impl Decommission {
     ///
     /// # Errors
     ///
-    /// [`Error::Client`] when a client cannot be built, [`Error::Store`] when the store
-    /// cannot be read.
+    /// [`Error::Control`] when a client cannot be built or the store cannot be
+    /// read.
     pub async fn new(
         identity: ControllerIdentity,
         fleet: &Fleet,
