@@ -628,6 +628,13 @@ impl Soak<'_> {
                 if let Some(proxy) = self.links.get(*worker).and_then(|l| l.get(*link)) {
                     proxy.set(Fault::Pass);
                 }
+                // Cut until now, not until the window's planned end: a loaded harness heals late,
+                // and a worker started meanwhile met the cut link.
+                if *link == LinkTo::Database
+                    && let Some(slot) = self.slots.get_mut(*worker)
+                {
+                    slot.database_cut_until = Some(Instant::now());
+                }
                 let waiting = self
                     .enqueued_at
                     .keys()
