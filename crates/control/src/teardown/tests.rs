@@ -924,6 +924,20 @@ fn fact() -> impl Strategy<Value = Fact> {
         Just(Fact::InstanceDeleted),
         Just(Fact::InstanceDeleteFailed),
         Just(Fact::RowDeleted),
+        (
+            0usize..2,
+            0i64..4,
+            prop_oneof![
+                Just(Removal::Removed),
+                Just(Removal::Gone),
+                Just(Removal::StillRunning)
+            ]
+        )
+            .prop_map(|(entity, id, removal)| Fact::RegistrationRemoved {
+                entity,
+                id: RunnerId(id),
+                removal
+            }),
     ]
 }
 
@@ -934,6 +948,7 @@ enum Start {
     Unrecorded,
     StrayRunner,
     Superseded,
+    Orphan,
 }
 
 proptest! {
@@ -950,6 +965,7 @@ proptest! {
             Just(Start::Unrecorded),
             Just(Start::StrayRunner),
             Just(Start::Superseded),
+            Just(Start::Orphan),
         ],
         status in status(),
         runner_id in proptest::option::of(0i64..4),
@@ -985,6 +1001,16 @@ proptest! {
                 let key = PoolKey::parse(pool_key).expect("a valid pool key");
                 Teardown::superseded(row.clone(), key, ours(), now)
             }
+            // An orphan under our key (pool 0) or not; its registration busy when `backoff`.
+            Start::Orphan => Teardown::orphan(
+                Orphan { id: id.clone(), ..orphan(orphan_key(pool)) },
+                CTL,
+                &[
+                    registered(0, runner_id.unwrap_or(1), NAME, backoff),
+                    registered(1, 2, "ci-b", false),
+                ],
+                now,
+            ),
         };
         let expected_pool = match (start, pool) {
             // Only a row of a pool the scale set does not serve is superseded, and it is
@@ -993,13 +1019,18 @@ proptest! {
                 PoolKey::parse(FOREIGN_POOL).expect("a valid pool key"),
             )),
             (Start::Superseded, _) => None,
+            (Start::Orphan, 0) if !backoff => Some(PoolOf::Orphaned {
+                provider: PROVIDER.to_owned(),
+                key: orphan_key(0),
+            }),
+            (Start::Orphan, _) => None,
             (_, 0) => Some(PoolOf::Served),
             (_, 1) => Some(PoolOf::Inherited),
             _ => None,
         };
         let mut removable: HashSet<i64> = match start {
             Start::Row | Start::Superseded => runner_id.into_iter().collect(),
-            Start::Unrecorded => HashSet::new(),
+            Start::Unrecorded | Start::Orphan => HashSet::new(),
             Start::StrayRunner => [runner_id.unwrap_or(1)].into_iter().collect(),
         };
         let mut commands = 0usize;
@@ -1020,7 +1051,7 @@ proptest! {
                         prop_assert_eq!(Some(pool), expected_pool.clone());
                         prop_assert_eq!(&name, NAME);
                         match start {
-                            Start::Unrecorded => prop_assert_eq!(&sent, &id),
+                            Start::Unrecorded | Start::Orphan => prop_assert_eq!(&sent, &id),
                             _ => prop_assert!(
                                 sent == NAME || Some(sent.as_str()) == provider_id,
                                 "deleted by {sent}"
@@ -1033,6 +1064,13 @@ proptest! {
                     Command::RemoveRunner { id, name } => {
                         prop_assert_eq!(&name, NAME);
                         prop_assert!(removable.contains(&id.0), "removed runner {}", id.0);
+                    }
+                    // Only an orphan's idle registration of its name, in our pool.
+                    Command::RemoveRegistered { entity, id, name } => {
+                        prop_assert!(matches!(start, Start::Orphan));
+                        prop_assert_eq!(&name, NAME);
+                        prop_assert_eq!((entity, id.0), (0, runner_id.unwrap_or(1)));
+                        prop_assert!(pool == 0 && !backoff);
                     }
                     Command::Transition { name, to } => {
                         prop_assert_eq!(&name, NAME);
@@ -1620,6 +1658,11 @@ fn an_orphans_idle_runners_are_removed_on_each_entity_then_its_instance_deleted(
         })
     );
     assert_eq!(core.poll_command(), None);
+    // Nor is an answer for the same entity's other runner, or the same id on another entity.
+    core.handle(removed(2, 11, Removal::Removed), now);
+    core.handle(removed(0, 13, Removal::Removed), now);
+    assert_eq!(core.poll_command(), None);
+    assert_eq!(core.outcome(), None);
     core.handle(removed(2, 13, Removal::Gone), now);
     assert_eq!(
         core.poll_command(),
