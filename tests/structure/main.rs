@@ -10,6 +10,7 @@
 //! parent declares its children, and only edges between siblings are compared.
 
 mod crate_edges;
+mod executors;
 mod log_reads;
 mod non_exhaustive;
 mod test_names;

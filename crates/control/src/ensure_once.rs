@@ -24,6 +24,7 @@ use crate::error::{Error, store};
 use crate::identity::ControllerIdentity;
 use crate::metrics::Metrics;
 use crate::policies::Policies as _;
+use crate::session;
 use crate::shared::{RunnerGroups, Shared};
 use scaleset_settings::Settings;
 
@@ -144,7 +145,11 @@ impl EnsureOnce {
                 } => {
                     if let Some(session) = session {
                         // Best effort: a session left open expires on GitHub.
-                        let _ = client.delete_session(github_id, &session.session_id).await;
+                        let command = session::Command::Delete {
+                            scale_set: github_id,
+                            session: &session.session_id,
+                        };
+                        let _ = session::execute(&client, command).await;
                     }
                     EnsureResult::Ready {
                         github_id: i64::from(github_id),

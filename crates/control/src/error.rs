@@ -174,6 +174,13 @@ pub enum Error {
         /// The scale set's name.
         scale_set: String,
     },
+    /// A teardown core gave its executor a command that executor cannot carry out (the
+    /// orphan sweep has no rows; a served scale set reaches no other entity): a bug.
+    #[error("the teardown executor cannot carry out {command} here")]
+    Misrouted {
+        /// The command's name.
+        command: &'static str,
+    },
 }
 
 /// How a caller treats a control error: the one input to the driver's retry policy and to
@@ -237,6 +244,7 @@ impl Error {
             Self::ProviderAnswerRefused { .. } => ErrorClass::Refusal,
             // A row that cannot name its instance: corrupt data. Nothing is deleted through it.
             Self::StoredPoolKey { .. } | Self::InstanceId { .. } => ErrorClass::Internal,
+            Self::Misrouted { .. } => ErrorClass::Internal,
             Self::LeaseLost { .. } => ErrorClass::Conflict(Conflict::LeaseHeld),
             Self::Cancelled { .. } => ErrorClass::Stopping,
             Self::RunnerTools { source, .. } => github_class(source),

@@ -52,6 +52,7 @@ mod pool_keys;
 mod runner_tools;
 mod sampler;
 mod scaler;
+mod session;
 mod shared;
 mod task;
 mod teardown;

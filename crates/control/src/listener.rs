@@ -34,8 +34,12 @@ use crate::checkpoint::Checkpoint;
 use crate::ensure::{Ensured, ImportedWrites, ensure, record};
 use crate::error::{Error, chain, store};
 use crate::metrics::KindLabel;
-use crate::planner::session::{Conflict, Rechecks, held_by, recheck_after};
+use crate::planner::session::{
+    AfterStaleDelete, Conflict, Rechecks, after_stale_delete, forget_after_close, held_by,
+    recheck_after,
+};
 use crate::scaler::{Landed, Recovering, Runners};
+use crate::session;
 use crate::shared::{Samples, Shared};
 use crate::wait::{Waited, wait_until};
 
@@ -1003,15 +1007,19 @@ impl Listener<'_> {
                 .map_err(store("reading the stored session"))?
                 .session_id;
             if let Some(stale) = stored {
-                let result = self.client.delete_session(self.github_id, &stale).await;
-                match result {
-                    Ok(()) => {}
-                    // Any sign it is gone will do, and so does any 400: a new session is
-                    // opened next either way, and one still open shows up there as our own
-                    // session conflict.
-                    Err(e) if e.session_gone(&stale).is_some() || e.status() == Some(400) => {}
-                    Err(e) if e.is_scale_set_not_found() => return Ok(Opened::Reensure),
-                    Err(e) => return Err(self.github_error("deleting our stale session")(e)),
+                let command = session::Command::Delete {
+                    scale_set: self.github_id,
+                    session: &stale,
+                };
+                let result = session::execute(self.client, command).await;
+                match after_stale_delete(session::answer(&result, &stale)) {
+                    AfterStaleDelete::Forget => {}
+                    AfterStaleDelete::Reensure => return Ok(Opened::Reensure),
+                    AfterStaleDelete::Fail => {
+                        if let Err(e) = result {
+                            return Err(self.github_error("deleting our stale session")(e));
+                        }
+                    }
                 }
                 self.store_session(None).await?;
                 self.shared
@@ -1149,20 +1157,18 @@ impl Listener<'_> {
 
     /// Deletes the session on clean shutdown.
     async fn close(&self, session: &Session) {
-        let result = self
-            .client
-            .delete_session(self.github_id, &session.session_id)
-            .await;
-        match result {
-            Ok(()) => {
-                if let Err(e) = self.store_session(None).await {
-                    tracing::warn!(error = %chain(&e), "could not clear the stored session id");
-                }
-                tracing::info!("session deleted on shutdown");
+        let command = session::Command::Delete {
+            scale_set: self.github_id,
+            session: &session.session_id,
+        };
+        let result = session::execute(self.client, command).await;
+        if forget_after_close(session::answer(&result, &session.session_id)) {
+            if let Err(e) = self.store_session(None).await {
+                tracing::warn!(error = %chain(&e), "could not clear the stored session id");
             }
-            Err(e) => {
-                tracing::warn!(error = %chain(&e), "could not delete the session on shutdown; the next start deletes it")
-            }
+            tracing::info!("session deleted on shutdown");
+        } else if let Err(e) = result {
+            tracing::warn!(error = %chain(&e), "could not delete the session on shutdown; the next start deletes it");
         }
     }
 }

@@ -3,23 +3,23 @@
 //! ([`Provider::pools`]; the GARM executable protocol cannot, so an external provider's
 //! orphans are not swept: said once per sweep at debug level), keeps the pools nothing in the
 //! store names, lists their instances, asks every stored entity's GitHub whether the pool's
-//! scale set exists, and for a pool proven gone retires each instance as the superseded
-//! cleanup does: a busy runner's machine is left, an idle runner removed, then the instance
-//! deleted. A failed read leaves the pools it concerns for the next sweep. GitHub is asked
+//! scale set exists, and for a pool proven gone hands each instance to the teardown core
+//! ([`Teardown::orphan`]), which retires it as the superseded cleanup does (a busy runner's
+//! machine is left, an idle runner removed, then the instance deleted), and its executor
+//! ([`crate::scaler::execute`]), which carries that out. A failed read leaves the pools it concerns for the next sweep. GitHub is asked
 //! only about pools that still hold instances and are named by nothing stored, so a settled
 //! fleet costs no GitHub call at all.
 
 use std::collections::BTreeSet;
 
-use scaleset_github::{Client, GithubScaleSetId, RunnerId};
+use scaleset_github::{Client, GithubScaleSetId};
 use scaleset_provider::{Pool, PoolKey, ProviderInstance};
 
 use crate::error::{Error, chain, store};
-use crate::planner::orphans::{Answer, Proof, Registered, Unproven, candidates, old_runner, proof};
-use crate::planner::reconcile::{AfterRemoval, after_removal};
-use crate::planner::superseded::{Retirement, retirement};
-use crate::scaler::again_on_token;
+use crate::planner::orphans::{Answer, Proof, Registered, Unproven, candidates, proof};
+use crate::scaler::{At, again_on_token, execute};
 use crate::shared::Shared;
+use crate::teardown::{Orphan, Outcome, Teardown};
 
 /// What one sweep did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -164,11 +164,13 @@ async fn retire(shared: &Shared, pools: Vec<Candidate>) -> Result<Swept, Error> 
     if gone.is_empty() {
         return Ok(swept);
     }
+    // Every entity could be asked (a pool is proven gone only then): each has its client.
+    let clients: Vec<Client> = clients.into_iter().flatten().collect();
+    if clients.len() != entities.len() {
+        return Ok(swept);
+    }
     let mut runners = Vec::new();
     for (entity, client) in clients.iter().enumerate() {
-        let Some(client) = client else {
-            return Ok(swept);
-        };
         let found = again_on_token(|| client.list_runners())
             .await
             .map_err(|source| Error::GitHub {
@@ -183,62 +185,45 @@ async fn retire(shared: &Shared, pools: Vec<Candidate>) -> Result<Swept, Error> 
             busy: r.busy == Some(true),
         }));
     }
+    let controller = shared.identity.id();
     for pool in gone {
-        for (provider, instance) in &pool.instances {
-            let (state, idle) = old_runner(&instance.name, &runners);
-            match retirement(state) {
-                Retirement::AwaitJob => {
-                    swept.awaiting += 1;
-                    continue;
-                }
-                Retirement::RemoveRunner => {
-                    let mut keep = false;
-                    for (entity, id) in idle {
-                        let Some(client) = &clients[entity] else {
-                            keep = true;
-                            continue;
-                        };
-                        let removal = again_on_token(|| client.remove_runner(RunnerId::from(id)))
-                            .await
-                            .map_err(|source| Error::GitHub {
-                                scale_set: entities[entity].kind.to_string(),
-                                during: "removing the runner of an orphaned instance",
-                                source,
-                            })?;
-                        // The row-less machine is on its way out whatever GitHub says; a
-                        // runner that took a job after all keeps it until the job ends.
-                        if after_removal(removal, scaleset_store::InstanceStatus::Deleting)
-                            != AfterRemoval::Proceed
-                        {
-                            keep = true;
-                        }
-                    }
-                    if keep {
-                        swept.awaiting += 1;
-                        continue;
-                    }
-                }
-                Retirement::DeleteInstance => {}
-            }
-            let Some(at) = shared.providers.get(provider) else {
-                continue;
+        for (provider, instance) in pool.instances {
+            let orphan = Orphan {
+                name: instance.name.clone(),
+                id: instance.id().as_str().to_owned(),
+                provider: provider.clone(),
+                key: pool.key.clone(),
             };
-            at.delete(&Pool::new(pool.key.clone()), &instance.id())
-                .await
-                .map_err(|source| Error::Provider {
-                    provider: provider.clone(),
-                    during: "deleting an orphaned instance",
-                    source,
-                })?;
-            swept.deleted += 1;
-            tracing::info!(
-                event = "orphaned_pool_instance_deleted",
-                instance = %instance.name,
-                pool = %pool.key,
-                provider = %provider,
-                "deleted an instance of a GitHub scale set that no longer exists on any entity \
-                 this controller serves, which nothing in the store named (its rows were lost)"
-            );
+            // The teardown core decides (busy anywhere: left; idle: removed first; then the
+            // instance), its executor carries it out.
+            let core = Teardown::orphan(orphan, controller, &runners, std::time::Instant::now());
+            let at = At::Sweep {
+                shared,
+                entities: &entities,
+                clients: &clients,
+            };
+            let ran = execute(core, at).await?;
+            match ran.outcome {
+                Outcome::Removed => {
+                    swept.deleted += 1;
+                    tracing::info!(
+                        event = "orphaned_pool_instance_deleted",
+                        instance = %instance.name,
+                        pool = %pool.key,
+                        provider = %provider,
+                        "deleted an instance of a GitHub scale set that no longer exists on any \
+                         entity this controller serves, which nothing in the store named (its \
+                         rows were lost)"
+                    );
+                }
+                Outcome::Kept => swept.awaiting += 1,
+                Outcome::Deferred => {
+                    if let Some(failed) = ran.failed {
+                        return Err(failed);
+                    }
+                }
+                Outcome::NotOurs | Outcome::Unconfirmed | Outcome::AlreadyGone => {}
+            }
         }
     }
     Ok(swept)

@@ -13,10 +13,12 @@
 //! carries out what comes back.
 
 mod drain;
+mod executor;
 mod reconcile;
 mod recovery;
 mod superseded;
 
+pub(crate) use executor::{At, execute};
 pub(crate) use recovery::{Landed, Recovering};
 
 use std::collections::HashSet;
@@ -51,7 +53,7 @@ use crate::planner::takeover::Inherited;
 use crate::planner::{PlanInput, RunnerPhase, RunnerView, plan};
 use crate::policies::Policies as _;
 use crate::shared::Shared;
-use crate::teardown::{self, Claim, Command, Fact, FoundRunner, Outcome, PoolOf, Teardown};
+use crate::teardown::{self, Outcome, Teardown};
 
 /// What an instance is given to reach the server's instance-facing endpoints.
 struct InstanceAccessGrant {
@@ -490,12 +492,7 @@ impl Runners<'_> {
             .iter()
             .map(|i| JitConfigRequest::new(&i.name))
             .collect();
-        let (client, github_id) = (self.client, self.github_id);
-        let answers =
-            join_all(requests.iter().map(|request| {
-                again_on_token(move || client.generate_jit_config(github_id, request))
-            }))
-            .await;
+        let answers = self.generate_jit_configs(&requests).await;
         let mut failure = None;
         let mut jits = Vec::with_capacity(intents.len());
         for (intent, answer) in intents.iter().zip(answers) {
@@ -1330,109 +1327,6 @@ impl Runners<'_> {
                 .map(|garm| garm.pool.key.as_str().to_owned()),
         }
     }
-
-    /// The teardown executor: carries out each command of `core` (one `match`), feeds the
-    /// answers back with the time they came, and says how it ended, with a failed delete the
-    /// core did not hand to the back-off. It decides nothing; a GitHub or store error ends it
-    /// (the rows say where it stopped, and a teardown started again from them finishes).
-    pub(crate) async fn execute_teardown(&self, mut core: Teardown) -> Result<Ran, Error> {
-        let mut failed = None;
-        while let Some(command) = core.poll_command() {
-            let fact = match command {
-                Command::FindRunner { name } => {
-                    let result = again_on_token(|| self.client.get_runner_by_name(&name)).await;
-                    let found = result.map_err(self.github_error("looking up a runner by name"))?;
-                    Some(Fact::RunnerFound(found.map(|r| FoundRunner {
-                        id: r.id,
-                        name: r.name,
-                        scale_set: r.runner_scale_set_id,
-                        busy: r.busy == Some(true),
-                    })))
-                }
-                Command::RemoveRunner { id, .. } => {
-                    let result = again_on_token(|| self.client.remove_runner(id)).await;
-                    let removal = result.map_err(self.github_error("removing a runner"))?;
-                    Some(Fact::RunnerRemoved(removal))
-                }
-                Command::Transition { name, to } => {
-                    self.transition(&name, to).await?;
-                    Some(Fact::Moved)
-                }
-                Command::LookUpClaims { provider_id } => {
-                    let rows = self
-                        .shared
-                        .store
-                        .instances_claiming(&provider_id)
-                        .await
-                        .map_err(store("looking up the rows claiming a provider id"))?;
-                    let refused = self
-                        .shared
-                        .refused_ids
-                        .with(|refused| refused.contains(&provider_id));
-                    Some(Fact::Claims {
-                        claimed: rows
-                            .into_iter()
-                            .map(|row| Claim {
-                                name: row.name,
-                                provider_id: row.provider_id,
-                            })
-                            .collect(),
-                        refused,
-                    })
-                }
-                Command::DeleteInstance { name, pool, id } => {
-                    let pool = match (pool, &self.inherited) {
-                        (PoolOf::Inherited, Some(garm)) => &garm.pool,
-                        _ => &self.pool,
-                    };
-                    match self.provider.delete(pool, &instance_id_of(&id)?).await {
-                        Ok(()) => Some(Fact::InstanceDeleted),
-                        Err(e) => {
-                            let error = self.provider_error("deleting an instance")(e);
-                            tracing::warn!(runner = %name, error = %chain(&error), "instance delete failed");
-                            failed = Some(error);
-                            Some(Fact::InstanceDeleteFailed)
-                        }
-                    }
-                }
-                Command::ProviderWorked => {
-                    self.provider_succeeded().await?;
-                    None
-                }
-                Command::ProviderFailed => {
-                    if let Some(error) = failed.take() {
-                        self.provider_failed(&error).await?;
-                    }
-                    None
-                }
-                Command::DeleteRow { name } => {
-                    self.rows()
-                        .delete_instance(self.lease, &name)
-                        .await
-                        .map_err(store("removing an instance row"))?;
-                    Some(Fact::RowDeleted)
-                }
-            };
-            if let Some(fact) = fact {
-                core.handle(fact, std::time::Instant::now());
-            }
-        }
-        // Every path of the core ends with an outcome once its commands are carried out.
-        Ok(Ran {
-            outcome: core.outcome().unwrap_or(Outcome::Deferred),
-            failed,
-            wake: core.poll_timeout(),
-        })
-    }
-}
-
-/// How an executed teardown ended.
-pub(crate) struct Ran {
-    pub(crate) outcome: Outcome,
-    /// A failed delete the core did not hand to the provider's back-off.
-    pub(crate) failed: Option<Error>,
-    /// When the core asks to be tried again ([`Teardown::poll_timeout`]).
-    pub(crate) wake: Option<std::time::Instant>,
 }
 
 /// How a scale set's state reason backing off for failed bootstraps begins: the reason is

@@ -6,8 +6,8 @@
 //! `now` the executor read; the I/O to do comes out through [`Teardown::poll_command`], one
 //! [`Command`] at a time (the next one is decided by the answer to the last), and
 //! [`Teardown::poll_timeout`] says when a teardown the provider's back-off deferred may be
-//! tried again. The executor (`Runners::execute_teardown` in the scaler) carries the commands
-//! out with one `match` and feeds the answers back; it decides nothing.
+//! tried again. The executor (`crate::scaler::execute`, in `scaler/executor.rs`) carries the
+//! commands out with one `match` and feeds the answers back; it decides nothing.
 //!
 //! What it guarantees, whatever the answers (property-tested in `teardown/tests.rs` against a
 //! hostile model of GitHub, the cloud and the store, with crashes between any two commands):
@@ -22,19 +22,28 @@
 //! - every step is idempotent, so a teardown restarted from the persisted row after a crash
 //!   between any two commands finishes the same way.
 //!
-//! Not here yet: the reconciliation's and the orphan sweep's deletes, and the superseded
-//! instances' retirement (`scaler/reconcile.rs`, `orphans.rs`, `scaler/superseded.rs`), which
-//! still call the provider and GitHub themselves.
+//! Besides a recorded runner ([`Teardown::new`]) it takes down an instance no row records
+//! ([`Teardown::unrecorded`]), a runner no row records ([`Teardown::stray_runner`]), an
+//! instance of a superseded GitHub scale set ([`Teardown::superseded`]: deleted under the pool
+//! key its row was recorded with, once its runner is gone) and an orphaned instance the sweep
+//! found under a pool key of ours that nothing stored names ([`Teardown::orphan`]: its runner
+//! removed on every entity it is registered with, then the instance deleted at the provider
+//! that listed it).
 
 use std::collections::VecDeque;
 use std::time::Instant;
 
 use scaleset_github::{GithubScaleSetId, Removal, RunnerId};
+use scaleset_provider::PoolKey;
 use scaleset_store::InstanceStatus;
+use uuid::Uuid;
 
 use crate::planner::claim::{Recorded, delete_id};
+use crate::planner::orphans::{Registered, old_runner};
 use crate::planner::provider_backoff::ProviderHealth;
 use crate::planner::reconcile::{AfterRemoval, after_removal, owns_found_runner, teardown};
+use crate::planner::superseded::{OldRunner, Retirement, is_superseded, retirement};
+use crate::pool_keys::our_pool;
 
 /// The I/O a teardown asks for, one at a time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,11 +54,27 @@ pub(crate) enum Command {
         /// The row's name.
         name: String,
     },
+    /// Read the runner GitHub registered under `id` (a superseded row's recorded runner).
+    /// Answered by [`Fact::RunnerFound`].
+    GetRunner {
+        /// The row's runner id.
+        id: RunnerId,
+    },
     /// Remove the runner from GitHub. Answered by [`Fact::RunnerRemoved`].
     RemoveRunner {
         /// The runner's id.
         id: RunnerId,
         /// The row's name (for the log).
+        name: String,
+    },
+    /// Remove a runner registered on one of the stored entities (the orphan sweep's
+    /// `entity` index). Answered by [`Fact::RegistrationRemoved`].
+    RemoveRegistered {
+        /// Which entity's GitHub.
+        entity: usize,
+        /// The runner's id there.
+        id: RunnerId,
+        /// The orphaned instance's (and runner's) name.
         name: String,
     },
     /// Move the row to `to`. Answered by [`Fact::Moved`].
@@ -85,15 +110,42 @@ pub(crate) enum Command {
         /// The row's name.
         name: String,
     },
+    /// Append `note` to the scale set's events. Needs no answer.
+    Note {
+        /// What to say.
+        note: Note,
+        /// The row's name.
+        name: String,
+        /// The pool key it was recorded with.
+        pool_key: String,
+    },
 }
 
-/// Which of the scale set's pools a delete goes to.
+/// An event a teardown appends (the executor renders its words).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Note {
+    /// A superseded row no longer counts, and is deleted once its runner is gone.
+    Superseded,
+    /// A superseded row's instance and row are gone.
+    SupersededDeleted,
+}
+
+/// Which pool a delete goes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum PoolOf {
     /// The served pool.
     Served,
     /// GARM's pool, taken over (deleted with GARM's controller id).
     Inherited,
+    /// The pool key a superseded row was recorded with, at the served scale set's provider.
+    Recorded(PoolKey),
+    /// A pool of ours nothing stored names, at the provider that listed it.
+    Orphaned {
+        /// The provider's name.
+        provider: String,
+        /// The pool's key.
+        key: PoolKey,
+    },
 }
 
 /// A runner GitHub answered a look-up by name with.
@@ -125,6 +177,16 @@ pub(crate) enum Fact {
     RunnerFound(Option<FoundRunner>),
     /// What GitHub answered to [`Command::RemoveRunner`].
     RunnerRemoved(Removal),
+    /// What GitHub answered to [`Command::RemoveRegistered`] (an orphan may have several
+    /// registrations: the answer names which).
+    RegistrationRemoved {
+        /// The entity asked.
+        entity: usize,
+        /// The runner's id there.
+        id: RunnerId,
+        /// What it answered.
+        removal: Removal,
+    },
     /// The row moved ([`Command::Transition`]).
     Moved,
     /// The answer to [`Command::LookUpClaims`].
@@ -161,6 +223,19 @@ pub(crate) enum Outcome {
     Unconfirmed,
     /// A stray runner was not registered any more ([`Teardown::stray_runner`]).
     AlreadyGone,
+}
+
+/// An instance the orphan sweep found under a pool key of ours that nothing stored names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Orphan {
+    /// Its name (and its runner's).
+    pub(crate) name: String,
+    /// The id the provider listed it with.
+    pub(crate) id: String,
+    /// The provider that listed it.
+    pub(crate) provider: String,
+    /// The pool key it was listed under.
+    pub(crate) key: PoolKey,
 }
 
 /// What the core needs to know of the row it tears down.
@@ -210,6 +285,10 @@ enum Mode {
     Instance,
     /// A runner no row records and no instance runs ([`Teardown::stray_runner`]).
     Runner,
+    /// A row of a superseded GitHub scale set ([`Teardown::superseded`]).
+    Superseded,
+    /// An instance of an orphaned pool ([`Teardown::orphan`]).
+    Orphan,
 }
 
 /// The answer the core waits for.
@@ -217,6 +296,8 @@ enum Mode {
 enum Awaiting {
     Found,
     Removed,
+    /// One of an orphan's registrations removed.
+    Registration(usize, RunnerId),
     /// Moved to `deleting` (then the instance), or to `busy` (then done).
     Moved(InstanceStatus),
     Claims,
@@ -241,6 +322,13 @@ pub(crate) struct Teardown {
     queue: VecDeque<Command>,
     awaiting: Option<Awaiting>,
     outcome: Option<Outcome>,
+    /// Whether the row's instance is still to be deleted (a superseded row `deleted` has
+    /// none left).
+    delete_step: bool,
+    /// An orphan's idle registrations still to remove, as `(entity, runner id)`.
+    removals: VecDeque<(usize, RunnerId)>,
+    /// Whether an orphan's runner refused to go (it took a job): its machine stays.
+    keep: bool,
 }
 
 impl Teardown {
@@ -257,13 +345,16 @@ impl Teardown {
             queue: VecDeque::new(),
             awaiting: None,
             outcome: None,
+            delete_step: true,
+            removals: VecDeque::new(),
+            keep: false,
         };
         match core.ours.pool_of(&core.row.pool_key) {
             None => core.outcome = Some(Outcome::NotOurs),
             Some(pool) => {
                 core.pool = pool;
                 match core.row.runner_id {
-                    Some(id) => core.remove_runner(id),
+                    Some(id) => core.unregister(id),
                     None => {
                         let name = core.row.name.clone();
                         core.ask(Command::FindRunner { name }, Awaiting::Found);
@@ -326,7 +417,95 @@ impl Teardown {
             ours,
             now,
         );
-        core.remove_runner(id);
+        core.unregister(id);
+        core
+    }
+
+    /// Retires `row`, recorded under `key` (its own pool key, parsed) for a GitHub scale set
+    /// that was deleted and replaced: marked `deleting` (it counts for nothing from then on),
+    /// its runner looked up (by its recorded id, else by its name), then left to end its job
+    /// when busy ([`Outcome::Kept`], asked again at the next reconciliation), removed when
+    /// idle, and once it is gone the instance deleted under `key` and the row forgotten. A row
+    /// of a pool the scale set serves is not superseded: nothing is done
+    /// ([`Outcome::NotOurs`]). No back-off is consulted or fed; a failed delete is the
+    /// executor's to report ([`Outcome::Deferred`]).
+    pub(crate) fn superseded(row: Row, key: PoolKey, ours: Ours, now: Instant) -> Self {
+        let steps = teardown(row.status);
+        let mut core = Self::bare(Mode::Superseded, row, ours, now);
+        core.delete_step = steps.delete_instance;
+        let superseded = is_superseded(
+            &core.row.pool_key,
+            &core.ours.pool_key,
+            core.ours.inherited_pool_key.as_deref(),
+        );
+        if !superseded || key.as_str() != core.row.pool_key {
+            core.outcome = Some(Outcome::NotOurs);
+            return core;
+        }
+        core.pool = PoolOf::Recorded(key);
+        if steps.mark_deleting {
+            let name = core.row.name.clone();
+            core.ask(
+                Command::Transition {
+                    name,
+                    to: InstanceStatus::Deleting,
+                },
+                Awaiting::Moved(InstanceStatus::Deleting),
+            );
+        } else {
+            core.look_up();
+        }
+        core
+    }
+
+    /// Retires an instance the orphan sweep found under a pool key of `controller` that
+    /// nothing stored names, whose scale set was proven gone (`crate::planner::orphans`):
+    /// left to end its job when a runner of its name is busy on any entity
+    /// ([`Outcome::Kept`]), else every registration of its name (in `registered`) removed,
+    /// then the instance deleted at the provider that listed it ([`Outcome::Removed`]). A
+    /// pool key not exactly one of `controller`'s is never touched ([`Outcome::NotOurs`]).
+    pub(crate) fn orphan(
+        orphan: Orphan,
+        controller: Uuid,
+        registered: &[Registered],
+        now: Instant,
+    ) -> Self {
+        let mut core = Self::bare(
+            Mode::Orphan,
+            Row {
+                name: orphan.name,
+                status: InstanceStatus::Deleting,
+                runner_id: None,
+                provider_id: Some(orphan.id),
+                pool_key: orphan.key.as_str().to_owned(),
+            },
+            Ours {
+                scale_set: GithubScaleSetId(0),
+                pool_key: String::new(),
+                inherited_pool_key: None,
+            },
+            now,
+        );
+        if our_pool(orphan.key.as_str(), controller).is_none() {
+            core.outcome = Some(Outcome::NotOurs);
+            return core;
+        }
+        core.pool = PoolOf::Orphaned {
+            provider: orphan.provider,
+            key: orphan.key,
+        };
+        let (state, idle) = old_runner(&core.row.name, registered);
+        match retirement(state) {
+            Retirement::AwaitJob => core.outcome = Some(Outcome::Kept),
+            Retirement::RemoveRunner => {
+                core.removals = idle
+                    .into_iter()
+                    .map(|(entity, id)| (entity, RunnerId(id)))
+                    .collect();
+                core.next_removal();
+            }
+            Retirement::DeleteInstance => core.delete_orphan(),
+        }
         core
     }
 
@@ -342,6 +521,9 @@ impl Teardown {
             queue: VecDeque::new(),
             awaiting: None,
             outcome: None,
+            delete_step: true,
+            removals: VecDeque::new(),
+            keep: false,
         }
     }
 
@@ -370,6 +552,25 @@ impl Teardown {
             return;
         };
         match (awaiting, fact) {
+            (Awaiting::Found, Fact::RunnerFound(found)) if self.mode == Mode::Superseded => {
+                self.awaiting = None;
+                // The old scale set's id is not the served one: the name is the check. An
+                // answer for another name says nothing of this row's runner.
+                let (state, id) = match found {
+                    Some(runner) if runner.name != self.row.name => {
+                        self.outcome = Some(Outcome::Unconfirmed);
+                        return;
+                    }
+                    Some(runner) if runner.busy => (OldRunner::Busy, None),
+                    Some(runner) => (OldRunner::Idle, Some(runner.id)),
+                    None => (OldRunner::Gone, None),
+                };
+                match (retirement(state), id) {
+                    (Retirement::AwaitJob, _) => self.outcome = Some(Outcome::Kept),
+                    (Retirement::RemoveRunner, Some(id)) => self.unregister(id),
+                    _ => self.retire_instance(),
+                }
+            }
             (Awaiting::Found, Fact::RunnerFound(found)) => {
                 self.awaiting = None;
                 match found {
@@ -387,7 +588,7 @@ impl Teardown {
                             // Not asked to go: a busy runner keeps its machine.
                             self.after(AfterRemoval::from_busy(self.row.status));
                         } else {
-                            self.remove_runner(runner.id);
+                            self.unregister(runner.id);
                         }
                     }
                     // An answer for another name says nothing of this one.
@@ -405,13 +606,41 @@ impl Teardown {
                     (Mode::Runner, Removal::Removed) => self.outcome = Some(Outcome::Removed),
                     (Mode::Runner, Removal::Gone) => self.outcome = Some(Outcome::AlreadyGone),
                     (Mode::Runner, Removal::StillRunning) => self.outcome = Some(Outcome::Kept),
+                    // The row is `deleting` (or `deleted`): a runner that took a job after
+                    // all keeps its machine until the job ends, and the row is not marked busy.
+                    (Mode::Superseded, removal) => match after_removal(removal, self.row.status) {
+                        AfterRemoval::Proceed => self.retire_instance(),
+                        AfterRemoval::MarkBusy | AfterRemoval::Keep => {
+                            self.outcome = Some(Outcome::Kept);
+                        }
+                    },
                     _ => self.after(after_removal(removal, self.row.status)),
                 }
+            }
+            (
+                Awaiting::Registration(entity, id),
+                Fact::RegistrationRemoved {
+                    entity: answered,
+                    id: removed,
+                    removal,
+                },
+            ) if answered == entity && removed == id => {
+                self.awaiting = None;
+                // The row-less machine is on its way out whatever GitHub says; a runner that
+                // took a job after all keeps it until the job ends.
+                if after_removal(removal, InstanceStatus::Deleting) != AfterRemoval::Proceed {
+                    self.keep = true;
+                }
+                self.next_removal();
             }
             (Awaiting::Moved(to), Fact::Moved) => {
                 self.awaiting = None;
                 if to == InstanceStatus::Busy {
                     self.outcome = Some(Outcome::Kept);
+                } else if self.mode == Mode::Superseded {
+                    self.row.status = to;
+                    self.note(Note::Superseded);
+                    self.look_up();
                 } else {
                     self.row.status = to;
                     self.delete_instance();
@@ -440,11 +669,13 @@ impl Teardown {
             }
             (Awaiting::Deleted, Fact::InstanceDeleted) => {
                 self.awaiting = None;
-                if self.mode == Mode::Instance {
-                    self.outcome = Some(Outcome::Removed);
-                } else {
-                    self.queue.push_back(Command::ProviderWorked);
-                    self.forget_row();
+                match self.mode {
+                    Mode::Instance | Mode::Orphan => self.outcome = Some(Outcome::Removed),
+                    Mode::Superseded => self.forget_row(),
+                    Mode::Row | Mode::Runner => {
+                        self.queue.push_back(Command::ProviderWorked);
+                        self.forget_row();
+                    }
                 }
             }
             (Awaiting::Deleted, Fact::InstanceDeleteFailed) => {
@@ -458,11 +689,65 @@ impl Teardown {
             }
             (Awaiting::RowDeleted, Fact::RowDeleted) => {
                 self.awaiting = None;
+                if self.mode == Mode::Superseded {
+                    self.note(Note::SupersededDeleted);
+                }
                 self.outcome = Some(Outcome::Removed);
             }
             // Not the answer waited for: a re-delivery or a stray.
             _ => {}
         }
+    }
+
+    fn note(&mut self, note: Note) {
+        self.queue.push_back(Command::Note {
+            note,
+            name: self.row.name.clone(),
+            pool_key: self.row.pool_key.clone(),
+        });
+    }
+
+    /// A superseded row's runner: by its recorded id, else by its name (an interrupted JIT
+    /// POST may have registered it; names are unique).
+    fn look_up(&mut self) {
+        match self.row.runner_id {
+            Some(id) => self.ask(Command::GetRunner { id }, Awaiting::Found),
+            None => {
+                let name = self.row.name.clone();
+                self.ask(Command::FindRunner { name }, Awaiting::Found);
+            }
+        }
+    }
+
+    /// A superseded row's runner is gone: its instance (unless it has none), then the row.
+    fn retire_instance(&mut self) {
+        if self.delete_step {
+            self.delete_instance();
+        } else {
+            self.forget_row();
+        }
+    }
+
+    /// The next idle registration of an orphan to remove; once none is left, its instance
+    /// (unless a runner refused to go).
+    fn next_removal(&mut self) {
+        match self.removals.pop_front() {
+            Some((entity, id)) => {
+                let name = self.row.name.clone();
+                self.ask(
+                    Command::RemoveRegistered { entity, id, name },
+                    Awaiting::Registration(entity, id),
+                );
+            }
+            None if self.keep => self.outcome = Some(Outcome::Kept),
+            None => self.delete_orphan(),
+        }
+    }
+
+    /// An orphan is deleted by the id the provider listed it with.
+    fn delete_orphan(&mut self) {
+        let id = self.row.provider_id.clone().unwrap_or_default();
+        self.send_delete(id);
     }
 
     fn forget_row(&mut self) {
@@ -475,7 +760,7 @@ impl Teardown {
         self.awaiting = Some(awaiting);
     }
 
-    fn remove_runner(&mut self, id: RunnerId) {
+    fn unregister(&mut self, id: RunnerId) {
         let name = self.row.name.clone();
         self.ask(Command::RemoveRunner { id, name }, Awaiting::Removed);
     }
@@ -535,7 +820,7 @@ impl Teardown {
 
     fn send_delete(&mut self, id: String) {
         let name = self.row.name.clone();
-        let pool = self.pool;
+        let pool = self.pool.clone();
         self.ask(
             Command::DeleteInstance { name, pool, id },
             Awaiting::Deleted,

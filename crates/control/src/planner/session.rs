@@ -235,9 +235,91 @@ pub(crate) fn recheck_after(held: &HeldBy, held_for: Duration, every: Rechecks) 
     }
 }
 
+/// What GitHub answered to deleting a session (the session executor's fact,
+/// `crate::session::answer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DeleteAnswer {
+    /// Deleted.
+    Deleted,
+    /// GitHub says the session is gone already.
+    Gone,
+    /// Any other 400.
+    BadRequest,
+    /// The scale set itself is gone (`RunnerScaleSetNotFoundException`).
+    ScaleSetNotFound,
+    /// Anything else (after the client's retries).
+    Failed,
+}
+
+/// What follows deleting our recorded (stale) session before opening ours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AfterStaleDelete {
+    /// Forget the recorded id, say so, and open ours.
+    Forget,
+    /// The scale set is gone: ensure it again.
+    Reensure,
+    /// The delete failed: the attempt fails (the task retries with back-off).
+    Fail,
+}
+
+/// What follows the answer to deleting our stale session. Any sign it is gone will do, and so
+/// does any 400: a new session is opened next either way, and one still open shows up there
+/// as our own session conflict.
+pub(crate) fn after_stale_delete(answer: DeleteAnswer) -> AfterStaleDelete {
+    match answer {
+        DeleteAnswer::Deleted | DeleteAnswer::Gone | DeleteAnswer::BadRequest => {
+            AfterStaleDelete::Forget
+        }
+        DeleteAnswer::ScaleSetNotFound => AfterStaleDelete::Reensure,
+        DeleteAnswer::Failed => AfterStaleDelete::Fail,
+    }
+}
+
+/// Whether the recorded session id is cleared after deleting our session at shutdown: only
+/// when GitHub deleted it; otherwise the next start deletes it ([`after_stale_delete`]).
+pub(crate) fn forget_after_close(answer: DeleteAnswer) -> bool {
+    answer == DeleteAnswer::Deleted
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stale_session_gone_any_way_is_forgotten_and_a_gone_scale_set_is_ensured_again() {
+        for answer in [
+            DeleteAnswer::Deleted,
+            DeleteAnswer::Gone,
+            DeleteAnswer::BadRequest,
+        ] {
+            assert_eq!(
+                after_stale_delete(answer),
+                AfterStaleDelete::Forget,
+                "{answer:?}"
+            );
+        }
+        assert_eq!(
+            after_stale_delete(DeleteAnswer::ScaleSetNotFound),
+            AfterStaleDelete::Reensure
+        );
+        assert_eq!(
+            after_stale_delete(DeleteAnswer::Failed),
+            AfterStaleDelete::Fail
+        );
+    }
+
+    #[test]
+    fn only_a_session_deleted_at_shutdown_is_forgotten() {
+        assert!(forget_after_close(DeleteAnswer::Deleted));
+        for answer in [
+            DeleteAnswer::Gone,
+            DeleteAnswer::BadRequest,
+            DeleteAnswer::ScaleSetNotFound,
+            DeleteAnswer::Failed,
+        ] {
+            assert!(!forget_after_close(answer), "{answer:?}");
+        }
+    }
 
     const OURS: &str = "scaleset-0000";
     const PROBE: &str = "scaleset-0000-probe";

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use scaleset_github::{GithubScaleSetId, Removal, RunnerId};
+use scaleset_provider::PoolKey;
 use scaleset_store::InstanceStatus;
 
 use super::*;
@@ -143,8 +144,17 @@ struct World {
     /// Runners removed while busy, and machines deleted that were not ours to delete.
     violations: Vec<String>,
     commands: usize,
+    /// The pool key the row was recorded with: the only one its machine may be deleted in.
+    recorded_key: String,
+    /// The events the core appended.
+    notes: Vec<Note>,
 }
 
+/// The GitHub scale set a superseded row was made for.
+const OLD_SET: GithubScaleSetId = GithubScaleSetId(4);
+/// Its pool key (ours), and an old GARM pool key a row of a former takeover carries.
+const OLD_POOL: &str = "ctl_4";
+const OLD_GARM_POOL: &str = "garm_4";
 const OUR_ID: i64 = 7;
 const ELSEWHERE_ID: i64 = 8;
 const STRANGER_ID: i64 = 9;
@@ -264,7 +274,41 @@ impl World {
             never_remove: HashSet::new(),
             violations: Vec::new(),
             commands: 0,
+            recorded_key: [POOL, GARM_POOL, FOREIGN_POOL][usize::from(s.pool)].to_owned(),
+            notes: Vec::new(),
         }
+    }
+
+    /// The world of a row recorded under `key` for the GitHub scale set `OLD_SET`, deleted
+    /// and replaced by the served one: its runner (if any) registered with the old set, its
+    /// machine (and a disputed one) under `key`.
+    fn superseded(s: &Scenario, key: &str, start: Instant) -> Self {
+        let mut world = Self::new(s, start);
+        for m in &mut world.machines {
+            if m.name == NAME || m.name == "ci-c" {
+                m.pool_key = key.to_owned();
+            }
+        }
+        for r in world.runners.values_mut() {
+            if r.name == NAME {
+                r.scale_set = OLD_SET;
+            }
+        }
+        if let Some(row) = &mut world.row {
+            row.pool_key = key.to_owned();
+        }
+        world.recorded_key = key.to_owned();
+        world
+    }
+
+    /// Answers a look-up with `found`, remembering what the core was told not to remove.
+    fn found(&mut self, found: Option<FoundRunner>, name: &str) -> Option<Fact> {
+        if let Some(found) = &found
+            && (found.busy || found.name != name || found.scale_set == OTHER_SET)
+        {
+            self.never_remove.insert(found.id.0);
+        }
+        Some(Fact::RunnerFound(found))
     }
 
     /// Carries `command` out at `now`, as the executor would against this world.
@@ -283,12 +327,40 @@ impl World {
                     scale_set: r.scale_set,
                     busy: r.busy,
                 });
-                if let Some(found) = &found
-                    && (found.busy || found.name != name || found.scale_set == OTHER_SET)
-                {
-                    self.never_remove.insert(found.id.0);
+                self.found(found, &name)
+            }
+            Command::GetRunner { id } => {
+                let answer = match self.look_up {
+                    LookUp::Truthful => self.runners.get_key_value(&id.0),
+                    LookUp::OtherName => self.runners.iter().find(|(_, r)| r.name != NAME),
+                };
+                let found = answer.map(|(id, r)| FoundRunner {
+                    id: RunnerId(*id),
+                    name: r.name.clone(),
+                    scale_set: r.scale_set,
+                    busy: r.busy,
+                });
+                self.found(found, NAME)
+            }
+            Command::RemoveRegistered { entity, id, .. } => {
+                self.violations
+                    .push("removed a runner of another entity for a row".to_owned());
+                Some(Fact::RegistrationRemoved {
+                    entity,
+                    id,
+                    removal: Removal::Gone,
+                })
+            }
+            Command::Note {
+                note,
+                name,
+                pool_key,
+            } => {
+                if name != NAME || pool_key != self.recorded_key {
+                    self.violations.push(format!("noted {name} of {pool_key}"));
                 }
-                Some(Fact::RunnerFound(found))
+                self.notes.push(note);
+                None
             }
             Command::RemoveRunner { id, name } => {
                 if self.never_remove.contains(&id.0) {
@@ -353,10 +425,19 @@ impl World {
                     self.delete_failures -= 1;
                     return Some(Fact::InstanceDeleteFailed);
                 }
-                let key = match pool {
+                let key = match &pool {
                     PoolOf::Served => POOL,
                     PoolOf::Inherited => GARM_POOL,
-                };
+                    PoolOf::Recorded(key) => key.as_str(),
+                    PoolOf::Orphaned { key, .. } => key.as_str(),
+                }
+                .to_owned();
+                if key != self.recorded_key {
+                    self.violations.push(format!(
+                        "deleted in pool {key}, recorded in {}",
+                        self.recorded_key
+                    ));
+                }
                 for m in self
                     .machines
                     .iter()
@@ -410,17 +491,33 @@ struct Ran {
 /// Bound on commands across all restarts: a teardown is at most 8 commands.
 const STEP_BOUND: usize = 60;
 
+/// Which teardown a run starts (again, after a crash) from the row.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Row,
+    Superseded,
+}
+
 fn run(s: &Scenario) -> Ran {
     let start = Instant::now();
+    run_in(s, World::new(s, start), start, Kind::Row)
+}
+
+fn run_in(s: &Scenario, mut world: World, start: Instant, kind: Kind) -> Ran {
     let mut now = start;
-    let mut world = World::new(s, start);
     let mut step = 0usize;
     let mut restarts = 0usize;
     let mut outcome = None;
     // Started again from the row after a crash; also after a deferral once the clock passed
     // the back-off (as `retry_deletions` does), up to the bound.
     'restart: while let Some(row) = world.row.clone() {
-        let mut core = Teardown::new(row, ours(), world.health, now);
+        let mut core = match kind {
+            Kind::Row => Teardown::new(row, ours(), world.health, now),
+            Kind::Superseded => {
+                let key = PoolKey::parse(&row.pool_key).expect("a valid pool key");
+                Teardown::superseded(row, key, ours(), now)
+            }
+        };
         loop {
             let Some(command) = core.poll_command() else {
                 outcome = core.outcome();
@@ -455,9 +552,13 @@ fn run(s: &Scenario) -> Ran {
                 core.handle(fact, now);
             }
             if world.row.is_none() {
-                // Nothing is left to restart from: the core must have ended.
+                // Nothing is left to restart from: the core must have ended, with at most an
+                // event left to append.
+                while let Some(command) = core.poll_command() {
+                    assert!(matches!(command, Command::Note { .. }), "{command:?}");
+                    world.execute(command, now);
+                }
                 outcome = core.outcome();
-                assert!(core.poll_command().is_none());
                 break 'restart;
             }
         }
@@ -823,6 +924,20 @@ fn fact() -> impl Strategy<Value = Fact> {
         Just(Fact::InstanceDeleted),
         Just(Fact::InstanceDeleteFailed),
         Just(Fact::RowDeleted),
+        (
+            0usize..2,
+            0i64..4,
+            prop_oneof![
+                Just(Removal::Removed),
+                Just(Removal::Gone),
+                Just(Removal::StillRunning)
+            ]
+        )
+            .prop_map(|(entity, id, removal)| Fact::RegistrationRemoved {
+                entity,
+                id: RunnerId(id),
+                removal
+            }),
     ]
 }
 
@@ -832,6 +947,8 @@ enum Start {
     Row,
     Unrecorded,
     StrayRunner,
+    Superseded,
+    Orphan,
 }
 
 proptest! {
@@ -843,7 +960,13 @@ proptest! {
     /// our scale set (or none), and nothing is asked once the teardown ended.
     #[test]
     fn whatever_the_answers_a_teardown_acts_only_on_what_it_verified(
-        start in prop_oneof![Just(Start::Row), Just(Start::Unrecorded), Just(Start::StrayRunner)],
+        start in prop_oneof![
+            Just(Start::Row),
+            Just(Start::Unrecorded),
+            Just(Start::StrayRunner),
+            Just(Start::Superseded),
+            Just(Start::Orphan),
+        ],
         status in status(),
         runner_id in proptest::option::of(0i64..4),
         provider_id in proptest::option::of(prop_oneof![Just(MACHINE_ID), Just(NAME)]),
@@ -874,15 +997,40 @@ proptest! {
             Start::StrayRunner => {
                 Teardown::stray_runner(RunnerId(runner_id.unwrap_or(1)), NAME.to_owned(), ours(), now)
             }
+            Start::Superseded => {
+                let key = PoolKey::parse(pool_key).expect("a valid pool key");
+                Teardown::superseded(row.clone(), key, ours(), now)
+            }
+            // An orphan under our key (pool 0) or not; its registration busy when `backoff`.
+            Start::Orphan => Teardown::orphan(
+                Orphan { id: id.clone(), ..orphan(orphan_key(pool)) },
+                CTL,
+                &[
+                    registered(0, runner_id.unwrap_or(1), NAME, backoff),
+                    registered(1, 2, "ci-b", false),
+                ],
+                now,
+            ),
         };
-        let expected_pool = match pool {
-            0 => Some(PoolOf::Served),
-            1 => Some(PoolOf::Inherited),
+        let expected_pool = match (start, pool) {
+            // Only a row of a pool the scale set does not serve is superseded, and it is
+            // deleted under its own key.
+            (Start::Superseded, 2) => Some(PoolOf::Recorded(
+                PoolKey::parse(FOREIGN_POOL).expect("a valid pool key"),
+            )),
+            (Start::Superseded, _) => None,
+            (Start::Orphan, 0) if !backoff => Some(PoolOf::Orphaned {
+                provider: PROVIDER.to_owned(),
+                key: orphan_key(0),
+            }),
+            (Start::Orphan, _) => None,
+            (_, 0) => Some(PoolOf::Served),
+            (_, 1) => Some(PoolOf::Inherited),
             _ => None,
         };
         let mut removable: HashSet<i64> = match start {
-            Start::Row => runner_id.into_iter().collect(),
-            Start::Unrecorded => HashSet::new(),
+            Start::Row | Start::Superseded => runner_id.into_iter().collect(),
+            Start::Unrecorded | Start::Orphan => HashSet::new(),
             Start::StrayRunner => [runner_id.unwrap_or(1)].into_iter().collect(),
         };
         let mut commands = 0usize;
@@ -900,10 +1048,10 @@ proptest! {
                 }
                 match command {
                     Command::DeleteInstance { name, pool, id: sent } => {
-                        prop_assert_eq!(Some(pool), expected_pool);
+                        prop_assert_eq!(Some(pool), expected_pool.clone());
                         prop_assert_eq!(&name, NAME);
                         match start {
-                            Start::Unrecorded => prop_assert_eq!(&sent, &id),
+                            Start::Unrecorded | Start::Orphan => prop_assert_eq!(&sent, &id),
                             _ => prop_assert!(
                                 sent == NAME || Some(sent.as_str()) == provider_id,
                                 "deleted by {sent}"
@@ -916,6 +1064,13 @@ proptest! {
                     Command::RemoveRunner { id, name } => {
                         prop_assert_eq!(&name, NAME);
                         prop_assert!(removable.contains(&id.0), "removed runner {}", id.0);
+                    }
+                    // Only an orphan's idle registration of its name, in our pool.
+                    Command::RemoveRegistered { entity, id, name } => {
+                        prop_assert!(matches!(start, Start::Orphan));
+                        prop_assert_eq!(&name, NAME);
+                        prop_assert_eq!((entity, id.0), (0, runner_id.unwrap_or(1)));
+                        prop_assert!(pool == 0 && !backoff);
                     }
                     Command::Transition { name, to } => {
                         prop_assert_eq!(&name, NAME);
@@ -931,10 +1086,14 @@ proptest! {
                 prop_assert_eq!(commands, 0);
                 prop_assert!(expected_pool.is_none());
             }
+            // A superseded row's runner is registered with the old scale set: its name is
+            // the check.
             if let Fact::RunnerFound(Some(found)) = &fact
                 && found.name == NAME
                 && !found.busy
-                && (found.scale_set == OURS || found.scale_set.0 == 0)
+                && (matches!(start, Start::Superseded)
+                    || found.scale_set == OURS
+                    || found.scale_set.0 == 0)
             {
                 removable.insert(found.id.0);
             }
@@ -992,4 +1151,571 @@ fn an_unrecorded_instance_under_a_pool_key_not_ours_is_not_deleted() {
             ..
         })
     ));
+}
+
+fn superseded_scenario() -> impl Strategy<Value = (Scenario, &'static str)> {
+    (
+        scenario(),
+        prop_oneof![
+            3 => Just(OLD_POOL),
+            1 => Just(OLD_GARM_POOL),
+            1 => Just(POOL),
+            1 => Just(GARM_POOL),
+        ],
+    )
+        .prop_map(|(s, key)| {
+            (
+                Scenario {
+                    // The retirement consults no back-off; names are unique.
+                    backoff_ms: 0,
+                    same_name_elsewhere: false,
+                    ..s
+                },
+                key,
+            )
+        })
+}
+
+fn run_superseded(s: &Scenario, key: &str) -> Ran {
+    let start = Instant::now();
+    run_in(s, World::superseded(s, key, start), start, Kind::Superseded)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// A superseded row's machine is deleted only under the key the row was recorded with,
+    /// only once no runner of its name is busy, and nothing else is touched.
+    #[test]
+    fn a_superseded_retirement_deletes_only_under_the_recorded_key((s, key) in superseded_scenario()) {
+        let ran = run_superseded(&s, key);
+        prop_assert!(ran.world.violations.is_empty(), "{:?}", ran.world.violations);
+        prop_assert!(ran.world.machines.iter().any(|m| m.name == "theirs"));
+        prop_assert!(ran.world.machines.iter().any(|m| m.name == OTHER_MACHINE_NAME));
+        prop_assert!(ran.world.runners.contains_key(&STRANGER_ID));
+        prop_assert!(
+            !(s.provider_id == Some(true) && (s.claimed_by_other || s.refused))
+                || ran.world.machines.iter().any(|m| m.name == "ci-c")
+        );
+    }
+
+    #[test]
+    fn a_row_of_a_served_pool_is_not_superseded(
+        (s, key) in superseded_scenario().prop_filter("served", |(_, k)| *k == POOL || *k == GARM_POOL),
+    ) {
+        let ran = run_superseded(&s, key);
+        prop_assert_eq!(ran.outcome, Some(Outcome::NotOurs));
+        prop_assert_eq!(ran.world.commands, 0);
+        prop_assert_eq!(ran.world.row.map(|r| r.status), Some(s.status));
+    }
+
+    #[test]
+    fn a_superseded_busy_runner_keeps_its_machine_and_its_row_stops_counting(
+        (s, key) in superseded_scenario().prop_map(|(s, key)| (Scenario {
+            registered: Some(true),
+            look_up: LookUp::Truthful,
+            ..s
+        }, if key == POOL || key == GARM_POOL { OLD_POOL } else { key })),
+    ) {
+        let ran = run_superseded(&s, key);
+        prop_assert_eq!(ran.outcome, Some(Outcome::Kept));
+        let expected = if s.status == InstanceStatus::Deleted {
+            InstanceStatus::Deleted
+        } else {
+            InstanceStatus::Deleting
+        };
+        prop_assert_eq!(ran.world.row.map(|r| r.status), Some(expected));
+        prop_assert!(
+            s.status == InstanceStatus::Deleted
+                || ran.world.machines.iter().any(|m| m.name == NAME)
+        );
+        prop_assert!(ran.world.runners.contains_key(&OUR_ID));
+    }
+
+    #[test]
+    fn a_superseded_idle_or_gone_runner_frees_its_machine_whatever_crashes(
+        (s, key) in superseded_scenario().prop_map(|(s, key)| (Scenario {
+            registered: s.registered.map(|_| false),
+            look_up: LookUp::Truthful,
+            job_starts_at: None,
+            ..s
+        }, if key == POOL || key == GARM_POOL { OLD_GARM_POOL } else { key })),
+    ) {
+        let ran = run_superseded(&s, key);
+        prop_assert_eq!(ran.outcome, Some(Outcome::Removed), "restarts {}", ran.restarts);
+        prop_assert!(ran.world.row.is_none());
+        prop_assert!(!ran.world.runners.contains_key(&OUR_ID));
+        prop_assert!(!ran.world.machines.iter().any(|m| m.name == NAME));
+        prop_assert_eq!(ran.world.notes.last(), Some(&Note::SupersededDeleted));
+    }
+
+    #[test]
+    fn a_superseded_look_up_answered_for_another_name_touches_nothing(
+        (s, key) in superseded_scenario().prop_map(|(s, key)| (Scenario {
+            look_up: LookUp::OtherName,
+            ..s
+        }, if key == POOL || key == GARM_POOL { OLD_POOL } else { key })),
+    ) {
+        let ran = run_superseded(&s, key);
+        prop_assert_eq!(ran.outcome, Some(Outcome::Unconfirmed));
+        prop_assert!(ran.world.row.is_some());
+        prop_assert!(
+            s.status == InstanceStatus::Deleted
+                || ran.world.machines.iter().any(|m| m.name == NAME)
+        );
+        prop_assert!(ran.world.runners.values().any(|r| r.name == "ci-stranger"));
+    }
+}
+
+fn old_key() -> PoolKey {
+    PoolKey::parse(OLD_POOL).expect("a valid pool key")
+}
+
+fn superseded_row(status: InstanceStatus, runner_id: Option<i64>) -> Row {
+    Row {
+        name: NAME.to_owned(),
+        status,
+        runner_id: runner_id.map(RunnerId),
+        provider_id: None,
+        pool_key: OLD_POOL.to_owned(),
+    }
+}
+
+#[test]
+fn a_superseded_row_stops_counting_then_goes_once_its_idle_runner_is_removed() {
+    let now = Instant::now();
+    let row = superseded_row(InstanceStatus::Running, Some(OUR_ID));
+    let mut core = Teardown::superseded(row, old_key(), ours(), now);
+    assert_eq!(
+        core.poll_command(),
+        Some(Command::Transition {
+            name: NAME.to_owned(),
+            to: InstanceStatus::Deleting
+        })
+    );
+    assert_eq!(core.poll_command(), None);
+    core.handle(Fact::Moved, now);
+    assert_eq!(
+        core.poll_command(),
+        Some(Command::Note {
+            note: Note::Superseded,
+            name: NAME.to_owned(),
+            pool_key: OLD_POOL.to_owned()
+        })
+    );
+    assert_eq!(
+        core.poll_command(),
+        Some(Command::GetRunner {
+            id: RunnerId(OUR_ID)
+        })
+    );
+    core.handle(
+        Fact::RunnerFound(Some(FoundRunner {
+            id: RunnerId(OUR_ID),
+            name: NAME.to_owned(),
+            scale_set: OLD_SET,
+            busy: false,
+        })),
+        now,
+    );
+    assert_eq!(
+        core.poll_command(),
+        Some(Command::RemoveRunner {
+            id: RunnerId(OUR_ID),
+            name: NAME.to_owned()
+        })
+    );
+    core.handle(Fact::RunnerRemoved(Removal::Removed), now);
+    assert_eq!(
+        core.poll_command(),
+        Some(Command::DeleteInstance {
+            name: NAME.to_owned(),
+            pool: PoolOf::Recorded(old_key()),
+            id: NAME.to_owned(),
+        })
+    );
+    core.handle(Fact::InstanceDeleted, now);
+    // No back-off is fed: the old pool's deletes are not the served provider's health.
+    assert_eq!(
+        core.poll_command(),
+        Some(Command::DeleteRow {
+            name: NAME.to_owned()
+        })
+    );
+    assert_eq!(core.outcome(), None);
+    core.handle(Fact::RowDeleted, now);
+    assert_eq!(
+        core.poll_command(),
+        Some(Command::Note {
+            note: Note::SupersededDeleted,
+            name: NAME.to_owned(),
+            pool_key: OLD_POOL.to_owned()
+        })
+    );
+    assert_eq!(core.poll_command(), None);
+    assert_eq!(core.outcome(), Some(Outcome::Removed));
+}
+
+#[test]
+fn a_superseded_runner_that_is_busy_or_took_a_job_keeps_its_machine() {
+    let now = Instant::now();
+    let deleting = superseded_row(InstanceStatus::Deleting, Some(OUR_ID));
+    let mut core = Teardown::superseded(deleting.clone(), old_key(), ours(), now);
+    assert_eq!(
+        core.poll_command(),
+        Some(Command::GetRunner {
+            id: RunnerId(OUR_ID)
+        })
+    );
+    core.handle(
+        Fact::RunnerFound(Some(FoundRunner {
+            id: RunnerId(OUR_ID),
+            name: NAME.to_owned(),
+            scale_set: OLD_SET,
+            busy: true,
+        })),
+        now,
+    );
+    assert_eq!(core.poll_command(), None);
+    assert_eq!(core.outcome(), Some(Outcome::Kept));
+
+    let mut core = Teardown::superseded(deleting, old_key(), ours(), now);
+    core.poll_command();
+    core.handle(
+        Fact::RunnerFound(Some(FoundRunner {
+            id: RunnerId(OUR_ID),
+            name: NAME.to_owned(),
+            scale_set: OLD_SET,
+            busy: false,
+        })),
+        now,
+    );
+    core.poll_command();
+    core.handle(Fact::RunnerRemoved(Removal::StillRunning), now);
+    // Kept, and not marked busy: the row stays `deleting`.
+    assert_eq!(core.poll_command(), None);
+    assert_eq!(core.outcome(), Some(Outcome::Kept));
+}
+
+#[test]
+fn a_superseded_row_without_a_machine_or_runner_is_only_forgotten() {
+    let now = Instant::now();
+    let row = superseded_row(InstanceStatus::Deleted, None);
+    let mut core = Teardown::superseded(row, old_key(), ours(), now);
+    assert_eq!(
+        core.poll_command(),
+        Some(Command::FindRunner {
+            name: NAME.to_owned()
+        })
+    );
+    core.handle(Fact::RunnerFound(None), now);
+    assert_eq!(
+        core.poll_command(),
+        Some(Command::DeleteRow {
+            name: NAME.to_owned()
+        })
+    );
+    // A gone runner of a `deleting` row: the machine, then the row.
+    let row = superseded_row(InstanceStatus::Deleting, None);
+    let mut core = Teardown::superseded(row, old_key(), ours(), now);
+    core.poll_command();
+    core.handle(Fact::RunnerFound(None), now);
+    assert!(matches!(
+        core.poll_command(),
+        Some(Command::DeleteInstance { .. })
+    ));
+    core.handle(Fact::InstanceDeleteFailed, now);
+    // The failure is the executor's to report; no back-off is fed and the row stays.
+    assert_eq!(core.poll_command(), None);
+    assert_eq!(core.outcome(), Some(Outcome::Deferred));
+}
+
+#[test]
+fn a_superseded_retirement_refuses_a_served_key_or_a_key_not_the_rows() {
+    let now = Instant::now();
+    for key in [POOL, GARM_POOL] {
+        let row = Row {
+            pool_key: key.to_owned(),
+            ..superseded_row(InstanceStatus::Running, Some(OUR_ID))
+        };
+        let parsed = PoolKey::parse(key).expect("a valid pool key");
+        let mut core = Teardown::superseded(row, parsed, ours(), now);
+        assert_eq!(core.poll_command(), None, "{key}");
+        assert_eq!(core.outcome(), Some(Outcome::NotOurs), "{key}");
+    }
+    let row = superseded_row(InstanceStatus::Running, Some(OUR_ID));
+    let other = PoolKey::parse(OLD_GARM_POOL).expect("a valid pool key");
+    let mut core = Teardown::superseded(row, other, ours(), now);
+    assert_eq!(core.poll_command(), None);
+    assert_eq!(core.outcome(), Some(Outcome::NotOurs));
+}
+
+/// The controller whose pools the orphan sweep retires.
+const CTL: uuid::Uuid = uuid::Uuid::from_u128(0x3f2a_9c1e_77b0_4d4e_9a55_0123_4567_89ab);
+const ORPHAN_ID: &str = "i-orphan";
+const PROVIDER: &str = "lxd";
+
+fn orphan_key(which: u8) -> PoolKey {
+    match which {
+        0 => crate::pool_keys::pool_key(CTL, 4),
+        1 => crate::pool_keys::pool_key(uuid::Uuid::from_u128(2), 4),
+        _ => PoolKey::parse(GARM_POOL).expect("a valid pool key"),
+    }
+}
+
+fn orphan(key: PoolKey) -> Orphan {
+    Orphan {
+        name: NAME.to_owned(),
+        id: ORPHAN_ID.to_owned(),
+        provider: PROVIDER.to_owned(),
+        key,
+    }
+}
+
+fn registered(entity: usize, id: i64, name: &str, busy: bool) -> Registered {
+    Registered {
+        entity,
+        id,
+        name: name.to_owned(),
+        busy,
+    }
+}
+
+/// GitHub on several entities and one provider, as the orphan sweep sees them.
+struct Sweep {
+    /// (entity, id) → (name, busy).
+    runners: BTreeMap<(usize, i64), (String, bool)>,
+    /// The registrations the core was told of: those it may remove (idle, of its name).
+    removable: HashSet<(usize, i64)>,
+    machine: bool,
+    fail_delete: bool,
+    violations: Vec<String>,
+    commands: usize,
+}
+
+impl Sweep {
+    fn execute(&mut self, command: Command, key: &PoolKey) -> Option<Fact> {
+        self.commands += 1;
+        match command {
+            Command::RemoveRegistered { entity, id, name } => {
+                if name != NAME || !self.removable.contains(&(entity, id.0)) {
+                    self.violations
+                        .push(format!("removed {} on entity {entity}", id.0));
+                }
+                let removal = match self.runners.get(&(entity, id.0)) {
+                    Some((_, true)) => Removal::StillRunning,
+                    Some(_) => {
+                        self.runners.remove(&(entity, id.0));
+                        Removal::Removed
+                    }
+                    None => Removal::Gone,
+                };
+                Some(Fact::RegistrationRemoved {
+                    entity,
+                    id,
+                    removal,
+                })
+            }
+            Command::DeleteInstance { name, pool, id } => {
+                let expected = PoolOf::Orphaned {
+                    provider: PROVIDER.to_owned(),
+                    key: key.clone(),
+                };
+                if pool != expected || id != ORPHAN_ID || name != NAME {
+                    self.violations.push(format!("deleted {id} in {pool:?}"));
+                }
+                if crate::pool_keys::our_pool(key.as_str(), CTL).is_none() {
+                    self.violations
+                        .push("deleted in a pool not ours".to_owned());
+                }
+                if self.runners.values().any(|(n, busy)| n == NAME && *busy) {
+                    self.violations
+                        .push("deleted the machine of a busy runner".to_owned());
+                }
+                if self.fail_delete {
+                    return Some(Fact::InstanceDeleteFailed);
+                }
+                self.machine = false;
+                Some(Fact::InstanceDeleted)
+            }
+            other => {
+                self.violations.push(format!("{other:?} in the sweep"));
+                None
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// An orphan is deleted only in its own pool of ours at the provider that listed it, only
+    /// after every idle registration of its name is removed and none is busy; a runner of
+    /// another name, or busy, is never removed.
+    #[test]
+    fn an_orphan_is_retired_only_when_ours_and_no_runner_of_its_name_is_busy(
+        registrations in proptest::collection::vec(proptest::option::of(any::<bool>()), 0..4),
+        which in prop_oneof![3 => Just(0u8), 1 => Just(1u8), 1 => Just(2u8)],
+        job_starts_at in proptest::option::of(0usize..5),
+        fail_delete in any::<bool>(),
+        redeliver in proptest::collection::vec(0usize..6, 0..3),
+    ) {
+        let key = orphan_key(which);
+        let mut told = vec![registered(0, 99, "ci-stranger", false)];
+        for (entity, busy) in registrations.iter().enumerate() {
+            if let Some(busy) = busy {
+                told.push(registered(entity, 100 + i64::try_from(entity).unwrap_or(0), NAME, *busy));
+            }
+        }
+        let mut sweep = Sweep {
+            runners: told.iter().map(|r| ((r.entity, r.id), (r.name.clone(), r.busy))).collect(),
+            removable: told.iter().filter(|r| r.name == NAME && !r.busy).map(|r| (r.entity, r.id)).collect(),
+            machine: true,
+            fail_delete,
+            violations: Vec::new(),
+            commands: 0,
+        };
+        let busy_at_start = told.iter().any(|r| r.name == NAME && r.busy);
+        let now = Instant::now();
+        let mut core = Teardown::orphan(orphan(key.clone()), CTL, &told, now);
+        let mut step = 0;
+        while let Some(command) = core.poll_command() {
+            step += 1;
+            prop_assert!(step <= 8, "no end within 8 commands");
+            if job_starts_at == Some(step) {
+                for (name, busy) in sweep.runners.values_mut() {
+                    if name == NAME {
+                        *busy = true;
+                    }
+                }
+            }
+            if let Some(fact) = sweep.execute(command, &key) {
+                core.handle(fact.clone(), now);
+                if redeliver.contains(&step) {
+                    core.handle(fact, now);
+                }
+            }
+        }
+        prop_assert!(sweep.violations.is_empty(), "{:?}", sweep.violations);
+        prop_assert!(sweep.runners.contains_key(&(0, 99)), "a stranger was removed");
+        let outcome = core.outcome();
+        if which != 0 {
+            prop_assert_eq!(outcome, Some(Outcome::NotOurs));
+            prop_assert_eq!(sweep.commands, 0);
+        } else if busy_at_start {
+            prop_assert_eq!(outcome, Some(Outcome::Kept));
+            prop_assert_eq!(sweep.commands, 0);
+        } else if job_starts_at.is_none() && !fail_delete {
+            prop_assert_eq!(outcome, Some(Outcome::Removed));
+            prop_assert!(!sweep.machine);
+            prop_assert!(!sweep.runners.values().any(|(n, _)| n == NAME));
+        }
+        match outcome {
+            Some(Outcome::Kept) => prop_assert!(sweep.machine),
+            Some(Outcome::Removed) => prop_assert!(!sweep.machine),
+            Some(Outcome::Deferred) => prop_assert!(fail_delete && sweep.machine),
+            Some(Outcome::NotOurs) => prop_assert!(which != 0),
+            other => prop_assert!(false, "ended {other:?}"),
+        }
+    }
+}
+
+fn removed(entity: usize, id: i64, removal: Removal) -> Fact {
+    Fact::RegistrationRemoved {
+        entity,
+        id: RunnerId(id),
+        removal,
+    }
+}
+
+#[test]
+fn an_orphans_idle_runners_are_removed_on_each_entity_then_its_instance_deleted() {
+    let now = Instant::now();
+    let told = [
+        registered(0, 11, NAME, false),
+        registered(1, 12, "ci-other", false),
+        registered(2, 13, NAME, false),
+    ];
+    let mut core = Teardown::orphan(orphan(orphan_key(0)), CTL, &told, now);
+    assert_eq!(
+        core.poll_command(),
+        Some(Command::RemoveRegistered {
+            entity: 0,
+            id: RunnerId(11),
+            name: NAME.to_owned()
+        })
+    );
+    assert_eq!(core.poll_command(), None);
+    core.handle(removed(0, 11, Removal::Removed), now);
+    // A re-delivered answer is not the next registration's.
+    core.handle(removed(0, 11, Removal::Removed), now);
+    assert_eq!(
+        core.poll_command(),
+        Some(Command::RemoveRegistered {
+            entity: 2,
+            id: RunnerId(13),
+            name: NAME.to_owned()
+        })
+    );
+    assert_eq!(core.poll_command(), None);
+    // Nor is an answer for the same entity's other runner, or the same id on another entity.
+    core.handle(removed(2, 11, Removal::Removed), now);
+    core.handle(removed(0, 13, Removal::Removed), now);
+    assert_eq!(core.poll_command(), None);
+    assert_eq!(core.outcome(), None);
+    core.handle(removed(2, 13, Removal::Gone), now);
+    assert_eq!(
+        core.poll_command(),
+        Some(Command::DeleteInstance {
+            name: NAME.to_owned(),
+            pool: PoolOf::Orphaned {
+                provider: PROVIDER.to_owned(),
+                key: orphan_key(0)
+            },
+            id: ORPHAN_ID.to_owned(),
+        })
+    );
+    core.handle(Fact::InstanceDeleted, now);
+    // No row to forget, no back-off to feed.
+    assert_eq!(core.poll_command(), None);
+    assert_eq!(core.outcome(), Some(Outcome::Removed));
+
+    // One registration that took a job meanwhile: the others are still removed, the machine
+    // stays.
+    let mut core = Teardown::orphan(orphan(orphan_key(0)), CTL, &told, now);
+    core.poll_command();
+    core.handle(removed(0, 11, Removal::StillRunning), now);
+    assert!(matches!(
+        core.poll_command(),
+        Some(Command::RemoveRegistered { entity: 2, .. })
+    ));
+    core.handle(removed(2, 13, Removal::Removed), now);
+    assert_eq!(core.poll_command(), None);
+    assert_eq!(core.outcome(), Some(Outcome::Kept));
+}
+
+#[test]
+fn an_orphan_busy_anywhere_or_in_a_pool_not_ours_is_left() {
+    let now = Instant::now();
+    let busy = [
+        registered(0, 11, NAME, false),
+        registered(1, 12, NAME, true),
+    ];
+    let mut core = Teardown::orphan(orphan(orphan_key(0)), CTL, &busy, now);
+    assert_eq!(core.poll_command(), None);
+    assert_eq!(core.outcome(), Some(Outcome::Kept));
+    for which in [1, 2] {
+        let mut core = Teardown::orphan(orphan(orphan_key(which)), CTL, &[], now);
+        assert_eq!(core.poll_command(), None);
+        assert_eq!(core.outcome(), Some(Outcome::NotOurs));
+    }
+    // None registered: straight to the instance; a failed delete is the sweep's to report.
+    let mut core = Teardown::orphan(orphan(orphan_key(0)), CTL, &[], now);
+    assert!(matches!(
+        core.poll_command(),
+        Some(Command::DeleteInstance { .. })
+    ));
+    core.handle(Fact::InstanceDeleteFailed, now);
+    assert_eq!(core.poll_command(), None);
+    assert_eq!(core.outcome(), Some(Outcome::Deferred));
 }
