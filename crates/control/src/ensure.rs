@@ -103,7 +103,7 @@ pub(crate) async fn ensure(
         };
         record(
             shared,
-            id,
+            lease,
             ReasonCode::UnknownRunnerGroup,
             &error.to_string(),
             |s| {
@@ -146,7 +146,16 @@ pub(crate) async fn ensure(
         await_session: writes == ImportedWrites::Wait,
     };
     input.retry.attempt = attempt;
-    let run = run_once(client, input, &EnsureHooks { shared, id, cancel }).await?;
+    let run = run_once(
+        client,
+        input,
+        &EnsureHooks {
+            shared,
+            lease,
+            cancel,
+        },
+    )
+    .await?;
     match run.outcome {
         Outcome::Ready {
             id: github,
@@ -189,7 +198,7 @@ pub(crate) async fn ensure(
             };
             let code = how.code();
             let reason = ready_reason(github_id, how, &evidence, reset_cursor);
-            record(shared, id, code, &reason, |s| {
+            record(shared, lease, code, &reason, |s| {
                 cache_group(s);
                 s.github_id = Some(github);
                 s.provenance = Some(recorded.clone());
@@ -252,7 +261,7 @@ pub(crate) async fn ensure(
                 _ => (ScaleSetState::Refused, shared.settings.refused_recheck),
             };
             let text = format!("{reason}; what to do: {}", reason.remediation());
-            let event = record(shared, id, ReasonCode::of_refusal(&reason), &text, |s| {
+            let event = record(shared, lease, ReasonCode::of_refusal(&reason), &text, |s| {
                 cache_group(s);
                 s.state = state;
                 s.refusal = Some(reason.clone());
@@ -270,7 +279,7 @@ pub(crate) async fn ensure(
         }
         Outcome::Failed { reason } => {
             let text = format!("adoption failed: {reason}");
-            let event = record(shared, id, ReasonCode::AdoptionFailed, &text, |s| {
+            let event = record(shared, lease, ReasonCode::AdoptionFailed, &text, |s| {
                 cache_group(s);
                 s.state = ScaleSetState::Error;
             })
@@ -288,7 +297,7 @@ pub(crate) async fn ensure(
         Outcome::Retry { after, reason } => {
             let text = format!("ensure retrying: {reason}");
             tracing::info!(reason = %text, ?after, "ensure will retry");
-            record(shared, id, ReasonCode::EnsureRetrying, &text, |s| {
+            record(shared, lease, ReasonCode::EnsureRetrying, &text, |s| {
                 cache_group(s);
                 if s.state != ScaleSetState::Ready {
                     s.state = ScaleSetState::Pending;
@@ -355,15 +364,18 @@ async fn resolve_group(
     Ok(Some((id, Some(gid))))
 }
 
-/// Re-reads the scale set, applies `change`, writes it with the event in one commit
-/// (retrying a stale generation:
-/// [`scaleset_store::ScaleSetStore::modify_scale_set_with_event`]). A state that `change` leaves as it was (a recheck that finds the same
+/// Re-reads the lease's scale set, applies `change`, writes it with the event in one commit
+/// if `lease` is still current (retrying a stale generation:
+/// [`scaleset_store::ScaleSetStore::modify_leased_scale_set_with_event`]). Fenced because
+/// every caller serves the set under that lease: a worker that lost it (cut off from the
+/// database, paused) and records a failure late must not overwrite the state the worker that
+/// took the set over recorded; its write fails with `LeaseLost` and writes nothing. A state that `change` leaves as it was (a recheck that finds the same
 /// refusal) is not written again, so the generation climbs only when something changed; the
 /// store counts a repeated event on its first entry. The returned event says which it was
 /// ([`Event::is_first`]): log a change, not each recheck.
 pub(crate) async fn record(
     shared: &Shared,
-    id: ScaleSetId,
+    lease: &Lease,
     code: ReasonCode,
     reason: &str,
     change: impl Fn(&mut ScaleSet) + Sync,
@@ -372,8 +384,8 @@ pub(crate) async fn record(
     // One commit for both: a start makes two of these per scale set (docs/benchmarks.md,
     // issue 35: recovery).
     let (_, event) = store
-        .modify_scale_set_with_event(
-            id,
+        .modify_leased_scale_set_with_event(
+            lease,
             &mut |scale_set| {
                 change(scale_set);
                 scale_set.state_reason = reason.to_owned();
@@ -394,7 +406,7 @@ fn store_err(during: &'static str) -> impl FnOnce(scaleset_store::Error) -> Erro
 /// the POST, the crash checkpoints around it, and every GitHub call counted.
 struct EnsureHooks<'a> {
     shared: &'a Shared,
-    id: ScaleSetId,
+    lease: &'a Lease,
     cancel: Option<&'a CancellationToken>,
 }
 
@@ -403,7 +415,7 @@ impl Hooks for EnsureHooks<'_> {
     async fn before_create(&self, spec: &CreateSpec) -> Result<(), Error> {
         record(
             self.shared,
-            self.id,
+            self.lease,
             ReasonCode::CreateIntent,
             &create_intent_reason(&spec.name, spec.runner_group_id),
             |s| {

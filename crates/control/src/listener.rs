@@ -455,7 +455,7 @@ impl Listener<'_> {
                     tracing::warn!("{reason}");
                     Box::pin(record(
                         self.shared,
-                        self.runners.scale_set.id,
+                        &self.lease,
                         ReasonCode::Dormant,
                         reason,
                         |s| {
@@ -1049,7 +1049,7 @@ impl Listener<'_> {
                 if scale_set.state != ScaleSetState::Ready {
                     record(
                         self.shared,
-                        id,
+                        &self.lease,
                         ReasonCode::SessionOpened,
                         "ready: listening for jobs",
                         |s| {
@@ -1130,9 +1130,15 @@ impl Listener<'_> {
                 // Recorded once: a recheck that finds the same holder adds no event.
                 if shown.state != ScaleSetState::ForeignSession || shown.state_reason != reason {
                     tracing::warn!(%reason, holder = holder.as_deref().unwrap_or(""), "message session held");
-                    record(self.shared, id, ReasonCode::SessionHeld, &reason, |s| {
-                        s.state = ScaleSetState::ForeignSession;
-                    })
+                    record(
+                        self.shared,
+                        &self.lease,
+                        ReasonCode::SessionHeld,
+                        &reason,
+                        |s| {
+                            s.state = ScaleSetState::ForeignSession;
+                        },
+                    )
                     .await?;
                 }
                 Ok(Opened::Wait(after))

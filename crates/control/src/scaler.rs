@@ -1366,7 +1366,7 @@ impl Runners<'_> {
         tracing::warn!(%reason, "bootstraps failing; creates back off");
         record(
             self.shared,
-            self.scale_set.id,
+            self.lease,
             ReasonCode::BootstrapBackoff,
             &reason,
             |s| {
@@ -1394,8 +1394,8 @@ impl Runners<'_> {
             tracing::info!(%reason, "bootstraps work again");
             self.shared
                 .store
-                .modify_scale_set_with_event(
-                    self.scale_set.id,
+                .modify_leased_scale_set_with_event(
+                    self.lease,
                     &mut |s| {
                         if s.state == ScaleSetState::Error
                             && s.state_reason.starts_with(BOOT_BACKOFF)
@@ -1443,7 +1443,7 @@ impl Runners<'_> {
             tracing::error!(%reason, "provider failing");
             record(
                 self.shared,
-                self.scale_set.id,
+                self.lease,
                 ReasonCode::ProviderFailing,
                 &reason,
                 |s| {
@@ -1477,7 +1477,7 @@ impl Runners<'_> {
             tracing::info!(%reason, "provider recovered");
             record(
                 self.shared,
-                self.scale_set.id,
+                self.lease,
                 ReasonCode::ProviderRecovered,
                 &reason,
                 |s| {

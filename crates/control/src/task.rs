@@ -92,14 +92,22 @@ async fn serve_holding(
                 tracing::error!(error = %reason, failures, "scale set task failed; backing off");
                 if error.is_lease_lost() {
                     *held = None;
-                } else {
-                    let _ = record(shared, id, ReasonCode::TaskFailed, &reason, |s| {
+                } else if let Some(lease) = held.as_ref() {
+                    // Fenced: a failure met after another worker took the set over (this one
+                    // cut off from the database meanwhile) is not the set's state; written
+                    // late, its `error` stayed on a set the other worker served.
+                    let recorded = record(shared, lease, ReasonCode::TaskFailed, &reason, |s| {
                         if s.state == ScaleSetState::Ready || s.state == ScaleSetState::Pending {
                             s.state = ScaleSetState::Error;
                         }
                     })
                     .await;
+                    if recorded.as_ref().is_err_and(Error::is_lease_lost) {
+                        *held = None;
+                    }
                 }
+                // Without a lease (its acquisition failed) the set is not this worker's to
+                // mark: the failure is logged above, and whoever serves it records its state.
                 shared.settings.backoff(failures)
             }
         };
@@ -174,7 +182,7 @@ async fn pass(
             };
             record(
                 shared,
-                id,
+                &lease,
                 ReasonCode::UnknownProvider,
                 &error.to_string(),
                 |s| {

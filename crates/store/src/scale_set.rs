@@ -683,6 +683,24 @@ pub trait ScaleSetStore: Send + Sync {
         detail: &str,
     ) -> Result<(ScaleSet, crate::event::Event)>;
 
+    /// [`ScaleSetStore::modify_scale_set_with_event`] on the lease's scale set, if `lease` is
+    /// still current ([`crate::Error::LeaseLost`] otherwise, with neither the change nor the
+    /// event written). How a serving worker records its scale set's state: one cut off from
+    /// the database long enough to lose the lease must not overwrite, after the heal, what the
+    /// worker that took the set over recorded (a late `error` would stay on a set that is
+    /// served: nothing of the new holder's writes it again).
+    ///
+    /// # Errors
+    ///
+    /// As [`ScaleSetStore::modify_scale_set_with_event`], and [`crate::Error::LeaseLost`].
+    async fn modify_leased_scale_set_with_event(
+        &self,
+        lease: &Lease,
+        change: &mut (dyn for<'s> FnMut(&'s mut ScaleSet) + Send),
+        code: crate::event::ReasonCode,
+        detail: &str,
+    ) -> Result<(ScaleSet, crate::event::Event)>;
+
     /// Records a listener's progress in one commit, if `lease` is still current
     /// ([`crate::Error::LeaseLost`] otherwise): after a message its cursor with the figures
     /// that changed while handling it, so a job costs one scale-set write, not three. An

@@ -21,7 +21,7 @@ use std::pin::Pin;
 
 use scaleset_github::{Client, RunnerReference};
 use scaleset_provider::{Pool, Provider, ProviderInstance};
-use scaleset_store::{Instance, InstanceStatus, ReasonCode, ScaleSet, ScaleSetState};
+use scaleset_store::{Instance, InstanceStatus, Lease, ReasonCode, ScaleSet, ScaleSetState};
 use tokio_util::sync::CancellationToken;
 
 use super::{Runners, again_on_token, instance_id};
@@ -70,6 +70,7 @@ impl<'a> Runners<'a> {
         let shared: &'a Shared = self.shared;
         let client: &'a Client = self.client;
         let scale_set: &'a ScaleSet = self.scale_set;
+        let lease: &'a Lease = self.lease;
         let provider = self.provider.clone();
         let pool = self.pool.clone();
         let inherited = self.inherited.clone();
@@ -88,7 +89,7 @@ impl<'a> Runners<'a> {
                 {
                     Ok(landed) => {
                         if failures > 0 {
-                            recovered(shared, scale_set, failures).await;
+                            recovered(shared, lease, failures).await;
                         }
                         return landed;
                     }
@@ -96,7 +97,7 @@ impl<'a> Runners<'a> {
                         failures += 1;
                         tracing::warn!(error = %chain(&error), failures, "recovering the instances failed; listening on, and trying again after the backoff");
                         let backoff = shared.settings.backoff(failures);
-                        show_failure(shared, scale_set, &error).await;
+                        show_failure(shared, lease, scale_set, &error).await;
                         if wait_jittered(cancel, backoff).await == Waited::Cancelled {
                             // The listener ends on the same stop and drops this.
                             return std::future::pending().await;
@@ -169,7 +170,7 @@ const RECOVERY_FAILING: &str = "recovering the instances failed";
 /// event. The reason names no count or wait, so a failure repeated with the same cause adds to
 /// one event's count instead of an event per try. A failed write is logged: the recovery is
 /// tried again whatever the store says.
-async fn show_failure(shared: &Shared, scale_set: &ScaleSet, error: &Error) {
+async fn show_failure(shared: &Shared, lease: &Lease, scale_set: &ScaleSet, error: &Error) {
     let reason = format!(
         "{RECOVERY_FAILING}: {}; jobs are served meanwhile, but no warm pool is made and what a \
          crash left (instances being created, runners without a machine) is not finished or \
@@ -180,17 +181,11 @@ async fn show_failure(shared: &Shared, scale_set: &ScaleSet, error: &Error) {
         shared.settings.backoff_max.as_secs().max(1),
         scale_set.spec.provider()
     );
-    let recorded = record(
-        shared,
-        scale_set.id,
-        ReasonCode::RecoveryFailing,
-        &reason,
-        |s| {
-            if matches!(s.state, ScaleSetState::Ready | ScaleSetState::Pending) {
-                s.state = ScaleSetState::Error;
-            }
-        },
-    )
+    let recorded = record(shared, lease, ReasonCode::RecoveryFailing, &reason, |s| {
+        if matches!(s.state, ScaleSetState::Ready | ScaleSetState::Pending) {
+            s.state = ScaleSetState::Error;
+        }
+    })
     .await;
     if let Err(e) = recorded {
         tracing::warn!(error = %chain(&e), "could not show the failed recovery on the scale set");
@@ -199,12 +194,12 @@ async fn show_failure(shared: &Shared, scale_set: &ScaleSet, error: &Error) {
 
 /// The recovery worked after `failures` failed tries: an event says so, and the scale set is
 /// ready again when the failed recovery was what it showed.
-async fn recovered(shared: &Shared, scale_set: &ScaleSet, failures: u32) {
+async fn recovered(shared: &Shared, lease: &Lease, failures: u32) {
     let reason = format!("recovering the instances worked after {failures} failed tries; serving");
     let written = shared
         .store
-        .modify_scale_set_with_event(
-            scale_set.id,
+        .modify_leased_scale_set_with_event(
+            lease,
             &mut |s| {
                 if s.state == ScaleSetState::Error && s.state_reason.starts_with(RECOVERY_FAILING) {
                     s.state = ScaleSetState::Ready;

@@ -9,6 +9,7 @@ mod claims;
 mod drain;
 mod failing_boots;
 mod faults;
+mod fence;
 mod fleet;
 mod garm_provider;
 mod helpers;

@@ -514,33 +514,18 @@ impl ScaleSetStore for DieselStore {
         code: ReasonCode,
         detail: &str,
     ) -> Result<(ScaleSet, Event)> {
-        // The change is made here, on the caller's side (it borrows the caller's state);
-        // the write and the event then share one transaction, checked against the generation
-        // read, and a stale one is read and changed again as `modify_scale_set` does.
-        let mut attempt = 1;
-        loop {
-            let stored = self.get_scale_set(id).await?;
-            let mut changed = stored.clone();
-            change(&mut changed);
-            let detail = detail.to_owned();
-            let written = self
-                .run("update scale set with event", move |conn, ctx| {
-                    write_transaction(conn, "update scale set with event", |conn| {
-                        let row = if changed == stored {
-                            stored
-                        } else {
-                            update_in(conn, ctx, &changed)?
-                        };
-                        let event = append_in(conn, ctx, id, code, &detail)?;
-                        Ok((row, event))
-                    })
-                })
-                .await;
-            match written {
-                Err(e) if e.is_stale() && attempt < MODIFY_ATTEMPTS => attempt += 1,
-                written => return written,
-            }
-        }
+        self.modify_with_event(id, None, change, code, detail).await
+    }
+
+    async fn modify_leased_scale_set_with_event(
+        &self,
+        lease: &Lease,
+        change: &mut (dyn for<'s> FnMut(&'s mut ScaleSet) + Send),
+        code: ReasonCode,
+        detail: &str,
+    ) -> Result<(ScaleSet, Event)> {
+        self.modify_with_event(lease.scale_set_id, Some(lease), change, code, detail)
+            .await
     }
 
     async fn record_progress(&self, lease: &Lease, progress: Progress) -> Result<()> {
@@ -938,4 +923,50 @@ fn update_in(conn: &mut DbConnection, ctx: &Context, wanted: &ScaleSet) -> Resul
             .map_err(Error::backend("reset message cursor"))?;
     }
     load(conn, wanted.id)
+}
+
+impl DieselStore {
+    /// [`ScaleSetStore::modify_scale_set_with_event`], fenced by `lease` when one is given:
+    /// its check runs first in the write's transaction, so a taken-over lease writes neither
+    /// the change nor the event.
+    async fn modify_with_event(
+        &self,
+        id: ScaleSetId,
+        lease: Option<&Lease>,
+        change: &mut (dyn for<'s> FnMut(&'s mut ScaleSet) + Send),
+        code: ReasonCode,
+        detail: &str,
+    ) -> Result<(ScaleSet, Event)> {
+        // The change is made here, on the caller's side (it borrows the caller's state);
+        // the write and the event then share one transaction, checked against the generation
+        // read, and a stale one is read and changed again as `modify_scale_set` does.
+        let mut attempt = 1;
+        loop {
+            let stored = self.get_scale_set(id).await?;
+            let mut changed = stored.clone();
+            change(&mut changed);
+            let detail = detail.to_owned();
+            let lease = lease.cloned();
+            let written = self
+                .run("update scale set with event", move |conn, ctx| {
+                    write_transaction(conn, "update scale set with event", |conn| {
+                        if let Some(lease) = &lease {
+                            check_fence(conn, lease)?;
+                        }
+                        let row = if changed == stored {
+                            stored
+                        } else {
+                            update_in(conn, ctx, &changed)?
+                        };
+                        let event = append_in(conn, ctx, id, code, &detail)?;
+                        Ok((row, event))
+                    })
+                })
+                .await;
+            match written {
+                Err(e) if e.is_stale() && attempt < MODIFY_ATTEMPTS => attempt += 1,
+                written => return written,
+            }
+        }
+    }
 }

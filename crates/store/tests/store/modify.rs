@@ -20,6 +20,7 @@ store_tests!(
     a_change_and_its_event_are_one_write,
     an_event_is_appended_even_when_the_change_changes_nothing,
     a_change_with_an_event_of_an_unknown_scale_set_writes_nothing,
+    a_leased_change_of_a_taken_over_lease_writes_nothing,
 );
 
 /// The database's store with another writer in front of it: before each of the first
@@ -122,6 +123,17 @@ impl<S: ScaleSetStore> ScaleSetStore for Contended<S> {
     ) -> Result<(ScaleSet, Event)> {
         self.inner
             .modify_scale_set_with_event(id, change, code, detail)
+            .await
+    }
+    async fn modify_leased_scale_set_with_event(
+        &self,
+        lease: &scaleset_store::Lease,
+        change: &mut (dyn for<'s> FnMut(&'s mut ScaleSet) + Send),
+        code: ReasonCode,
+        detail: &str,
+    ) -> Result<(ScaleSet, Event)> {
+        self.inner
+            .modify_leased_scale_set_with_event(lease, change, code, detail)
             .await
     }
 }
@@ -272,4 +284,38 @@ async fn a_change_with_an_event_of_an_unknown_scale_set_writes_nothing(db: TestD
         .expect_err("deleted");
     assert!(err.is_not_found(), "{err:?}");
     assert!(store.list_events(known.id, 10).await.unwrap().is_empty());
+}
+
+/// A worker cut off from the database while another took its scale set over records, after
+/// the heal, a state with its old lease: nothing of it lands (neither the state nor the
+/// event), and the holder's lease writes as before.
+async fn a_leased_change_of_a_taken_over_lease_writes_nothing(db: TestDb) {
+    const TTL: std::time::Duration = std::time::Duration::from_secs(30);
+    let store = db.open().await;
+    let set = crate::helpers::scale_set(&store, "fenced").await;
+    let old = crate::helpers::lease(&store, set.id, "worker-a").await;
+    db.clock.advance(TTL + std::time::Duration::from_millis(1));
+    let new = crate::helpers::lease(&store, set.id, "worker-b").await;
+    let (served, _) = store
+        .modify_leased_scale_set_with_event(
+            &new,
+            &mut |s| s.state = ScaleSetState::Ready,
+            ReasonCode::SessionOpened,
+            "ready: listening for jobs",
+        )
+        .await
+        .unwrap();
+    let err = store
+        .modify_leased_scale_set_with_event(
+            &old,
+            &mut |s| s.state = ScaleSetState::Error,
+            ReasonCode::TaskFailed,
+            "late",
+        )
+        .await
+        .expect_err("the lease was taken over");
+    assert!(err.is_lease_lost(), "{err:?}");
+    assert_eq!(store.get_scale_set(set.id).await.unwrap(), served);
+    let events = store.list_events(set.id, 10).await.unwrap();
+    assert!(events.iter().all(|e| e.reason != "late"), "{events:?}");
 }
