@@ -196,9 +196,10 @@ async fn github_call_metrics_count_each_call_once_under_the_clients_endpoint_nam
     // The simulator counts a request when it answers; the client counts it when the answer
     // arrives. A stop between the two cancels a call the client never saw succeed, so the
     // stop waits for the client's count.
-    eventually("the client counted the reconciliation's list_runners", || async {
-        (metrics.github_call_count("list_runners", "ok") >= 1).then_some(())
-    })
+    eventually(
+        "the client counted the reconciliation's list_runners",
+        || async { (metrics.github_call_count("list_runners", "ok") >= 1).then_some(()) },
+    )
     .await;
     controller.stop().await;
     let answered = counted(&h, "create (first worker start)");
