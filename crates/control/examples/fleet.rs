@@ -16,6 +16,8 @@
 //! # scaleset beside another controller (GARM) on one simulator, each a process tree; without
 //! # --vs scaleset's figures alone (needs target/release/scaleset-worker)
 //! cargo run --release -p scaleset-control --example fleet -- compare 1000 [--vs 'COMMAND']
+//! # SETS scale sets across WORKERS worker processes on one PostgreSQL (issue 53 item 2)
+//! cargo run --release -p scaleset-control --example fleet -- scale 8 100000 [transport]
 //! # any mode, with a provider whose list by pool key takes SECS (a real cloud's ~1 s)
 //! cargo run --release -p scaleset-control --example fleet -- --list-delay 1 recovery 1000
 //! # a burst (issue 35): JOBS jobs at once over SETS scale sets, a provider whose create takes 30 s
@@ -79,6 +81,9 @@ mod workers;
 
 #[path = "fleet_support/compare.rs"]
 mod compare;
+
+#[path = "fleet_support/scale.rs"]
+mod scale;
 
 use rss::rss_kib;
 use tls_child::SelfSigned;
@@ -147,6 +152,8 @@ fn main() -> Result<()> {
         Some("workers") => workers::main(&args[2..], &runtime),
         Some("compare") => compare::main(&args[2..], &runtime),
         Some("compare-worker") => compare::compare_worker(),
+        Some("scale") => scale::main(&args[2..], &runtime),
+        Some("--scale-worker") => scale::worker_child(&args[2..], &runtime),
         Some("recovery") => {
             let n = number(2, 1000)?;
             runtime.block_on(recovery(n as usize, Transport::parse(args.get(3))?))
@@ -173,7 +180,7 @@ fn main() -> Result<()> {
             runtime.block_on(burst(sets as usize, jobs, Transport::parse(args.get(4))?))
         }
         _ => bail!(
-            "usage: fleet [--list-delay SECS] [--create-delay SECS] recovery N [transport] | density N [transport] | latency SETS JOBS_PER_S SECS [transport] | restart N [transport] | burst SETS JOBS [transport] | workers N SETS JOBS_PER_S SECS [transport] | compare N [--vs COMMAND] [--worker PATH]"
+            "usage: fleet [--list-delay SECS] [--create-delay SECS] recovery N [transport] | density N [transport] | latency SETS JOBS_PER_S SECS [transport] | restart N [transport] | burst SETS JOBS [transport] | workers N SETS JOBS_PER_S SECS [transport] | compare N [--vs COMMAND] [--worker PATH] | scale WORKERS SETS [transport]"
         ),
     }
 }
