@@ -705,6 +705,20 @@ async fn recovery(n: usize, transport: Transport) -> Result<()> {
     println!("worker RSS {} KiB", rss_kib(std::process::id())?);
     print_counts("calls during recovery", &sim.counts().await?);
     print_breakdown();
+    // What the worker keeps once the recovery is over (issue 53 item 1: back under the idle
+    // bound within a minute?), every 10 s for `SCALESET_BENCH_AFTER` seconds (60 by default).
+    let after = std::env::var("SCALESET_BENCH_AFTER")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60u64);
+    for _ in 0..after / 10 {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        println!(
+            "  {:.0?} after all listened: worker RSS {:.1} MiB",
+            t0.elapsed().saturating_sub(listening),
+            rss_kib(std::process::id())? as f64 / 1024.0
+        );
+    }
     running.stop().await?;
     Ok(())
 }
