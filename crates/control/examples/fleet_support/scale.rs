@@ -18,6 +18,9 @@
 //!    and starts them again: the time until every set polls, and the simulator's
 //!    `create_scale_set` count (zero when every set was adopted).
 //!
+//! `SCALESET_BENCH_WATCH_SECS` sets the workers' watch interval; `SCALESET_BENCH_IDLE_ONLY=1`
+//! stops after the idle window.
+//!
 //! Kept apart from `fleet.rs`, as `workers.rs` is.
 
 use std::collections::{BTreeMap, HashMap};
@@ -81,10 +84,18 @@ pub(crate) fn worker_child(args: &[String], runtime: &tokio::runtime::Runtime) -
                 config
             }
         });
-        let settings = Settings {
+        let mut settings = Settings {
             worker: name.clone(),
             ..Settings::default()
         };
+        // `SCALESET_BENCH_WATCH_SECS`: the supervisor's watch interval (10 s by default), to
+        // show what the watch's read of every scale set costs the database.
+        if let Some(secs) = std::env::var("SCALESET_BENCH_WATCH_SECS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+        {
+            settings.watch_interval = Duration::from_secs(secs);
+        }
         let mut registry = Registry::default();
         let controller = Controller::new(
             store,
@@ -97,11 +108,17 @@ pub(crate) fn worker_child(args: &[String], runtime: &tokio::runtime::Runtime) -
         let cancel = tokio_util::sync::CancellationToken::new();
         let stop = cancel.clone();
         // A thread: the workspace's tokio has no `io-std`.
+        // `SCALESET_BENCH_EXIT_IDLE=1`: exit in place instead, so that under heaptrack what
+        // is "leaked" is exactly what the idle worker holds.
+        let exit_in_place = std::env::var_os("SCALESET_BENCH_EXIT_IDLE").is_some();
         std::thread::spawn(move || {
             for line in std::io::stdin().lines() {
                 if line.is_err() {
                     break;
                 }
+            }
+            if exit_in_place {
+                std::process::exit(0);
             }
             stop.cancel();
         });
@@ -134,7 +151,21 @@ fn start_workers(
     for i in 0..count {
         let name = format!("scale-worker-{i}");
         let stderr = std::fs::File::create(logs.join(format!("{name}.stderr")))?;
-        let child = tokio::process::Command::new(std::env::current_exe()?)
+        // `SCALESET_BENCH_HEAPTRACK=DIR`: the first worker runs under heaptrack, its profile
+        // written to DIR (its RSS below is then heaptrack's script's, not the worker's).
+        let heaptrack = std::env::var_os("SCALESET_BENCH_HEAPTRACK").filter(|_| i == 0);
+        let mut command = match &heaptrack {
+            Some(dir) => {
+                let mut command = tokio::process::Command::new("heaptrack");
+                command
+                    .arg("-o")
+                    .arg(std::path::Path::new(dir).join(&name))
+                    .arg(std::env::current_exe()?);
+                command
+            }
+            None => tokio::process::Command::new(std::env::current_exe()?),
+        };
+        let child = command
             .args(["--scale-worker", &name, url, transport])
             .env(
                 "RUST_LOG",
@@ -318,9 +349,13 @@ async fn run(count: usize, sets: usize, transport: Transport, admin: String) -> 
         secs_from_env("SCALESET_BENCH_WINDOW", 60),
     );
     let ttl = Settings::default().lease_ttl;
+    let watch = std::env::var("SCALESET_BENCH_WATCH_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .map_or(Settings::default().watch_interval, Duration::from_secs);
     println!(
         "scale: {sets} scale sets across {count} worker processes on one PostgreSQL database, \
-         transport {transport:?}, lease TTL {ttl:?}; worker logs in {}",
+         transport {transport:?}, lease TTL {ttl:?}, watch interval {watch:?}; worker logs in {}",
         logs_path.display()
     );
     let admin_for_create = admin.clone();
@@ -415,6 +450,13 @@ async fn run(count: usize, sets: usize, transport: Transport, admin: String) -> 
         "  GitHub calls in the window and settling: {:?}",
         idle_counts
     );
+
+    if std::env::var_os("SCALESET_BENCH_IDLE_ONLY").is_some() {
+        stop_workers(workers).await?;
+        drop(store);
+        tokio::task::spawn_blocking(move || drop(database)).await?;
+        return Ok(());
+    }
 
     // 3. One worker killed.
     let mut killed = workers.remove(0);
