@@ -461,6 +461,23 @@ async fn populate_at(
     max_runners: u32,
 ) -> Result<Arc<DieselStore>> {
     let store = Arc::new(DieselStore::open(store_options(url)?).await?);
+    let entity = record_entity(&store, sim).await?;
+    for i in 0..n {
+        store
+            .create_scale_set(NewScaleSet {
+                entity_id: entity.id,
+                spec: scaleset_store::test_util::spec(&format!("bench-{i:05}"))
+                    .edit(|r| r.max_runners = Some(i64::from(max_runners)))
+                    .expect("a valid test spec"),
+            })
+            .await?;
+    }
+    Ok(store)
+}
+
+/// Records the simulator's credentials and organization `acme` in `store`: the entity every
+/// benchmark's scale sets belong to.
+async fn record_entity(store: &DieselStore, sim: &Sim) -> Result<scaleset_store::Entity> {
     let credentials = store
         .create_credentials(NewCredentials {
             name: "sim".into(),
@@ -483,17 +500,7 @@ async fn populate_at(
             credentials_id: credentials.id,
         })
         .await?;
-    for i in 0..n {
-        store
-            .create_scale_set(NewScaleSet {
-                entity_id: entity.id,
-                spec: scaleset_store::test_util::spec(&format!("bench-{i:05}"))
-                    .edit(|r| r.max_runners = Some(i64::from(max_runners)))
-                    .expect("a valid test spec"),
-            })
-            .await?;
-    }
-    Ok(store)
+    Ok(entity)
 }
 
 /// A running controller.

@@ -32,14 +32,15 @@ use prometheus_client::registry::Registry;
 use scaleset_control::{Controller, ControllerIdentity, Settings, StoreClientFactory};
 use scaleset_store::test_util::PgDatabase;
 use scaleset_store::{
-    Auth, CredentialStore as _, DatabaseUrl, DieselStore, Endpoint, EntityKind, EntityStore as _,
-    LeaseStore as _, NewCredentials, NewEntity, NewScaleSet, ScaleSetStore as _, SecretString,
-    Store,
+    DatabaseUrl, DieselStore, LeaseStore as _, NewScaleSet, ScaleSetStore as _, Store,
 };
 use uuid::Uuid;
 
 use super::rss::rss_kib;
-use super::{CONTROLLER, Sim, Transport, cpu_ticks, fake_provider, load_average, store_options};
+use super::{
+    CONTROLLER, Sim, Transport, cpu_ticks, fake_provider, load_average, record_entity,
+    store_options,
+};
 
 /// The variable that names the PostgreSQL server (the tests' variable).
 const PG_VAR: &str = "SCALESET_TEST_DATABASE_URL";
@@ -224,28 +225,7 @@ fn all_alive(workers: &mut [Worker], logs: &std::path::Path) -> Result<()> {
 /// `bench-000000`… in the database at `url`, `POPULATE_TASKS` at a time.
 async fn populate(url: &DatabaseUrl, sim: &Sim, sets: usize) -> Result<Arc<DieselStore>> {
     let store = Arc::new(DieselStore::open(store_options(url.clone())?).await?);
-    let credentials = store
-        .create_credentials(NewCredentials {
-            name: "sim".into(),
-            endpoint: Endpoint {
-                base_url: sim.base.clone(),
-                api_base_url: format!("{}/api/v3", sim.base),
-                ca_bundle: sim.ca.clone(),
-                system_trust: false,
-            },
-            auth: Auth::Pat {
-                token: SecretString::from("ghp_simulator"),
-            },
-        })
-        .await?;
-    let entity = store
-        .create_entity(NewEntity {
-            kind: EntityKind::Organization {
-                name: "acme".into(),
-            },
-            credentials_id: credentials.id,
-        })
-        .await?;
+    let entity = record_entity(&store, sim).await?;
     let mut tasks = tokio::task::JoinSet::new();
     for task in 0..POPULATE_TASKS {
         let store = store.clone();
