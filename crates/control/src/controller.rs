@@ -33,6 +33,7 @@ use crate::planner::orphans::{SweepClock, sweep_due};
 use crate::policies::Policies as _;
 use crate::shared::{RunnerGroups, Shared};
 use crate::task::serve;
+use crate::watch::Watch;
 use scaleset_settings::Settings;
 
 /// The control loop of one controller over all scale sets in its store.
@@ -177,19 +178,24 @@ impl Controller {
             let error = store("entering the worker registry")(e);
             tracing::warn!(error = %chain(&error), "a drain of an earlier run of this worker may still hold");
         }
+        let mut watch = Watch::default();
         loop {
-            match self.shared.store.list_scale_sets(None).await {
-                Ok(scale_sets) => {
+            match watch
+                .refresh(&*self.shared.store, tokio::time::Instant::now())
+                .await
+            {
+                Ok(_) => {
+                    let scale_sets = watch.scale_sets();
                     if let Err(error) = crate::interrupted::resume(&self.shared, &scale_sets).await
                     {
                         tracing::warn!(error = %chain(&error), "cannot resume scale sets an interrupted create left; retrying");
                     }
                     // Those a decommission in this process takes over are neither served nor
                     // drained: their tasks stop (and release their leases) below.
-                    let ours: Vec<ScaleSet> = scale_sets
+                    let ours: Vec<&ScaleSet> = scale_sets
                         .iter()
                         .filter(|s| !self.hands_off.contains(s.id))
-                        .cloned()
+                        .copied()
                         .collect();
                     self.read_removal_requests().await;
                     self.notice_retries(&ours);
@@ -263,7 +269,7 @@ impl Controller {
     /// Acts on the operators' new "retry now" requests ([`crate::shared::Retries`]): the
     /// scale set's provider back-off ends and its task wakes. A request for a scale set
     /// another worker serves is that worker's to act on (it reads the same rows).
-    fn notice_retries(&self, scale_sets: &[ScaleSet]) {
+    fn notice_retries(&self, scale_sets: &[&ScaleSet]) {
         let read: Vec<(ScaleSetId, Option<scaleset_store::Timestamp>)> = scale_sets
             .iter()
             .map(|s| (s.id, s.retry_requested_at))
@@ -281,7 +287,7 @@ impl Controller {
     /// store cannot say, the drain tasks running go on (they find out themselves).
     async fn draining(
         &self,
-        scale_sets: &[ScaleSet],
+        scale_sets: &[&ScaleSet],
         running: &HashMap<ScaleSetId, Running>,
     ) -> BTreeSet<ScaleSetId> {
         let with_instances: BTreeSet<ScaleSetId> = match self
@@ -314,7 +320,7 @@ impl Controller {
     /// themselves) and takes nothing new.
     async fn plan_leases(
         &self,
-        scale_sets: &[ScaleSet],
+        scale_sets: &[&ScaleSet],
         draining: &BTreeSet<ScaleSetId>,
         running: &HashMap<ScaleSetId, Running>,
     ) -> (BTreeSet<ScaleSetId>, Option<RegistryRead>) {
@@ -384,7 +390,7 @@ impl Controller {
 
     fn reconcile(
         &self,
-        scale_sets: &[ScaleSet],
+        scale_sets: &[&ScaleSet],
         draining: &BTreeSet<ScaleSetId>,
         share: &BTreeSet<ScaleSetId>,
         running: &mut HashMap<ScaleSetId, Running>,
@@ -393,7 +399,7 @@ impl Controller {
         let wanted: HashMap<ScaleSetId, &ScaleSet> = scale_sets
             .iter()
             .filter(|s| (s.spec.enabled() || draining.contains(&s.id)) && share.contains(&s.id))
-            .map(|s| (s.id, s))
+            .map(|s| (s.id, *s))
             .collect();
         running.retain(|id, task| {
             let keep = wanted
@@ -510,7 +516,7 @@ impl Sweeps {
 impl Controller {
     /// Sets the metrics from the store: the fleet-wide ones (exported only if `exports` says
     /// this worker leads) and the series of the scale sets `exports` names.
-    async fn observe(&self, scale_sets: &[ScaleSet], exports: &Exports<ScaleSetId>) {
+    async fn observe(&self, scale_sets: &[&ScaleSet], exports: &Exports<ScaleSetId>) {
         let metrics = &self.shared.metrics;
         metrics.set_fleet_exporter(exports.fleet);
         for state in ScaleSetState::ALL {

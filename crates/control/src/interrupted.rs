@@ -54,7 +54,7 @@ fn candidate(scale_set: &ScaleSet) -> bool {
 /// Enables every record an interrupted create left (see the module doc), with a `resumed`
 /// event. A concurrent write (another worker, an operator) wins: the record is looked at again
 /// at the next watch.
-pub(crate) async fn resume(shared: &Shared, scale_sets: &[ScaleSet]) -> Result<(), Error> {
+pub(crate) async fn resume(shared: &Shared, scale_sets: &[&ScaleSet]) -> Result<(), Error> {
     for scale_set in scale_sets.iter().filter(|s| candidate(s)) {
         let events = shared
             .store
@@ -70,7 +70,7 @@ pub(crate) async fn resume(shared: &Shared, scale_sets: &[ScaleSet]) -> Result<(
         ) {
             continue;
         }
-        let mut resumed = scale_set.clone();
+        let mut resumed = (*scale_set).clone();
         resumed.spec.set_enabled(true);
         resumed.state_reason =
             "a create an older server did not finish left it disabled; enabled so that the \

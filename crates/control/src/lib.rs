@@ -57,6 +57,7 @@ mod shared;
 mod task;
 mod teardown;
 mod wait;
+mod watch;
 
 pub use checkpoint::{Checkpoint, Checkpoints};
 pub use client_factory::{ClientFactory, StoreClientFactory, observed_clients};

@@ -602,6 +602,38 @@ pub struct Progress {
     pub jobs_waiting: Option<u32>,
 }
 
+/// Where a scale set's row stands in the order of writes: every write of the row or of its
+/// health takes a higher one. What [`ScaleSetStore::scale_sets_changed_since`] reads from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Revision(i64);
+
+impl Revision {
+    /// The revision the store wrote as `value`.
+    #[must_use]
+    pub const fn new(value: i64) -> Self {
+        Self(value)
+    }
+
+    /// The stored value.
+    #[must_use]
+    pub const fn get(self) -> i64 {
+        self.0
+    }
+}
+
+/// What [`ScaleSetStore::scale_sets_changed_since`] read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScaleSetChanges {
+    /// The scale sets written (they or their health) after the revision asked for, each as it
+    /// is now; every scale set when none was given.
+    pub changed: Vec<ScaleSet>,
+    /// How many scale sets there are, read before `changed`: a reader whose copy holds more
+    /// missed a delete and lists the ids ([`ScaleSetStore::list_scale_set_ids`]).
+    pub count: u64,
+    /// The highest revision written, read before `changed`: every later write is above it.
+    pub revision: Revision,
+}
+
 /// Scale sets.
 #[async_trait]
 pub trait ScaleSetStore: Send + Sync {
@@ -622,6 +654,17 @@ pub trait ScaleSetStore: Send + Sync {
 
     /// All scale sets, or those of one entity.
     async fn list_scale_sets(&self, entity_id: Option<EntityId>) -> Result<Vec<ScaleSet>>;
+
+    /// The scale sets written since `since` (all when `None`), with how many there are and
+    /// the highest revision, for a reader that keeps a copy of every row and reads only what
+    /// changed (the worker's watch). On PostgreSQL a revision is taken before its write
+    /// commits, so a write can become visible after a higher revision was read: a reader
+    /// passes a revision a few reads old, not the last one. A deleted row is not in
+    /// `changed`; `count` tells the reader to look ([`ScaleSetStore::list_scale_set_ids`]).
+    async fn scale_sets_changed_since(&self, since: Option<Revision>) -> Result<ScaleSetChanges>;
+
+    /// The id of every scale set, in id order.
+    async fn list_scale_set_ids(&self) -> Result<Vec<ScaleSetId>>;
 
     /// Writes the spec, GitHub id, provenance, evidence, refusal, state and reason of
     /// `scale_set` if its generation is still the stored one, and returns the row with the

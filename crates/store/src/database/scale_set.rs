@@ -20,12 +20,17 @@ use crate::id::{EntityId, ScaleSetId};
 use crate::lease::Lease;
 use crate::scale_set::{
     AdoptionPolicy, Creation, MODIFY_ATTEMPTS, NewScaleSet, Progress, Provenance, ProviderError,
-    RunnerGroup, SAMPLE_WINDOW, Sample, ScaleSet, ScaleSetSpec, ScaleSetState, ScaleSetStore,
+    Revision, RunnerGroup, SAMPLE_WINDOW, Sample, ScaleSet, ScaleSetChanges, ScaleSetSpec,
+    ScaleSetState, ScaleSetStore,
 };
 use scaleset_adopt::{Evidence, Refusal, Takeover};
 use scaleset_domain::{ProviderName, RunnerPrefix, ScaleSetName};
 
 const TABLE: &str = "scale_sets";
+
+/// The most health rows read by key in one statement; more are read all at once (SQLite
+/// allows 32,766 parameters in a statement, PostgreSQL 65,535).
+const HEALTH_KEYS_MAX: usize = 1_000;
 
 #[derive(Queryable, Selectable, Insertable)]
 #[diesel(table_name = scale_sets)]
@@ -493,6 +498,79 @@ impl ScaleSetStore for DieselStore {
                     from_row(row, found)
                 })
                 .collect()
+        })
+        .await
+    }
+
+    async fn scale_sets_changed_since(&self, since: Option<Revision>) -> Result<ScaleSetChanges> {
+        self.run("read changed scale sets", move |conn, _| {
+            // Count and revision before the rows: a write between the reads is then either in
+            // `changed` or above `revision` (read again next time), never lost.
+            let count: i64 = scale_sets::table
+                .count()
+                .get_result(conn)
+                .map_err(Error::backend("count scale sets"))?;
+            let highest: Option<i64> = scale_sets::table
+                .select(diesel::dsl::max(scale_sets::revision))
+                .get_result(conn)
+                .map_err(Error::backend("read the scale sets' revision"))?;
+            let highest_health: Option<i64> = scale_set_health::table
+                .select(diesel::dsl::max(scale_set_health::revision))
+                .get_result(conn)
+                .map_err(Error::backend("read the scale sets' revision"))?;
+            let revision = Revision::new(highest.max(highest_health).unwrap_or(0));
+            let mut query = scale_sets::table.select(Row::as_select()).into_boxed();
+            if let Some(since) = since {
+                let health_written = scale_set_health::table
+                    .filter(scale_set_health::revision.gt(since.get()))
+                    .select(scale_set_health::scale_set_id);
+                query = query.filter(
+                    scale_sets::revision
+                        .gt(since.get())
+                        .or(scale_sets::id.eq_any(health_written)),
+                );
+            }
+            let rows: Vec<Row> = query
+                .load(conn)
+                .map_err(Error::backend("read changed scale sets"))?;
+            // Their health rows by key when few (a backend limits the parameters of one
+            // statement), else every health row in one read.
+            let mut healths = if rows.len() <= HEALTH_KEYS_MAX {
+                let keys: Vec<String> = rows.iter().map(|row| row.id.clone()).collect();
+                health(conn, Some(&keys))?
+            } else {
+                health(conn, None)?
+            };
+            let changed = rows
+                .into_iter()
+                .map(|row| {
+                    let found = healths.remove(&row.id);
+                    from_row(row, found)
+                })
+                .collect::<Result<Vec<ScaleSet>>>()?;
+            Ok(ScaleSetChanges {
+                changed,
+                // COUNT(*) is never negative.
+                count: u64::try_from(count).unwrap_or_default(),
+                revision,
+            })
+        })
+        .await
+    }
+
+    async fn list_scale_set_ids(&self) -> Result<Vec<ScaleSetId>> {
+        self.run("list scale set ids", move |conn, _| {
+            let ids: Vec<String> = scale_sets::table
+                .select(scale_sets::id)
+                .load(conn)
+                .map_err(Error::backend("list scale set ids"))?;
+            // Sorted here, not by the database's collation of the text.
+            let mut ids = ids
+                .iter()
+                .map(|id| Ok(ScaleSetId(parse_uuid(TABLE, id, "id", id)?)))
+                .collect::<Result<Vec<ScaleSetId>>>()?;
+            ids.sort_unstable();
+            Ok(ids)
         })
         .await
     }

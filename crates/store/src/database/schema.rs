@@ -78,6 +78,7 @@ diesel::table! {
         os_type -> Text,
         os_arch -> Text,
         runner_setup -> Text,
+        revision -> BigInt,
     }
 }
 
@@ -88,6 +89,7 @@ diesel::table! {
         provider_error -> Nullable<Text>,
         provider_error_at -> Nullable<BigInt>,
         retry_requested_at -> Nullable<BigInt>,
+        revision -> BigInt,
     }
 }
 

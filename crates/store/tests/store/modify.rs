@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use scaleset_store::{
     EntityId, Error, Event, EventStore as _, MODIFY_ATTEMPTS, NewScaleSet, Progress, ReasonCode,
-    Result, ScaleSet, ScaleSetId, ScaleSetState, ScaleSetStore,
+    Result, Revision, ScaleSet, ScaleSetChanges, ScaleSetId, ScaleSetState, ScaleSetStore,
 };
 
 use crate::helpers::{TestDb, store_tests};
@@ -51,6 +51,12 @@ impl<S: ScaleSetStore> ScaleSetStore for Contended<S> {
     }
     async fn list_scale_sets(&self, entity_id: Option<EntityId>) -> Result<Vec<ScaleSet>> {
         self.inner.list_scale_sets(entity_id).await
+    }
+    async fn scale_sets_changed_since(&self, since: Option<Revision>) -> Result<ScaleSetChanges> {
+        self.inner.scale_sets_changed_since(since).await
+    }
+    async fn list_scale_set_ids(&self) -> Result<Vec<ScaleSetId>> {
+        self.inner.list_scale_set_ids().await
     }
     async fn update_scale_set(&self, scale_set: &ScaleSet) -> Result<ScaleSet> {
         let interfere = {

@@ -19,7 +19,85 @@ store_tests!(
     a_later_known_never_overwrites_a_stored_created,
     waiting_since_provider_failure_and_samples_are_kept_as_the_page_reads_them,
     each_retry_request_is_later_than_the_last_and_an_unknown_set_is_not_found,
+    a_watch_reads_only_the_rows_written_since_its_revision,
 );
+
+/// The worker's watch keeps a copy of every row and reads only what changed: every write of a
+/// row or of its health (the API's edit, a fenced progress write, an operator's retry) is read
+/// once after the revision before it, an unchanged row is not read again, and a delete shows
+/// in the count and the ids.
+async fn a_watch_reads_only_the_rows_written_since_its_revision(db: TestDb) {
+    let store = db.open().await;
+    let edited = crate::helpers::scale_set(&store, "edited").await;
+    let retried = crate::helpers::scale_set(&store, "retried").await;
+    let progressed = crate::helpers::scale_set(&store, "progressed").await;
+    let ids = |changes: &scaleset_store::ScaleSetChanges| {
+        let mut ids: Vec<_> = changes.changed.iter().map(|s| s.id).collect();
+        ids.sort();
+        ids
+    };
+    let sorted = |mut ids: Vec<scaleset_store::ScaleSetId>| {
+        ids.sort();
+        ids
+    };
+
+    let first = store.scale_sets_changed_since(None).await.unwrap();
+    assert_eq!(
+        ids(&first),
+        sorted(vec![edited.id, retried.id, progressed.id])
+    );
+    assert_eq!(first.count, 3);
+    let quiet = store
+        .scale_sets_changed_since(Some(first.revision))
+        .await
+        .unwrap();
+    assert_eq!(ids(&quiet), vec![], "nothing was written since");
+    assert_eq!(quiet.count, 3);
+    assert_eq!(quiet.revision, first.revision);
+
+    let more = i64::from(edited.spec.max_runners()) + 1;
+    store
+        .modify_scale_set(edited.id, &mut |s| {
+            s.spec.change(|r| r.max_runners = Some(more)).unwrap();
+        })
+        .await
+        .unwrap();
+    let asked = store.request_retry(retried.id).await.unwrap();
+    let held = lease(&store, progressed.id, "worker-a").await;
+    store
+        .record_progress(&held, progress(Some(7), Some(3), Some(2)))
+        .await
+        .unwrap();
+    let written = store
+        .scale_sets_changed_since(Some(first.revision))
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&written),
+        sorted(vec![edited.id, retried.id, progressed.id])
+    );
+    assert!(written.revision > first.revision);
+    let by_id = |id| written.changed.iter().find(|s| s.id == id).unwrap();
+    assert_eq!(i64::from(by_id(edited.id).spec.max_runners()), more);
+    assert_eq!(by_id(retried.id).retry_requested_at, Some(asked));
+    assert_eq!(by_id(progressed.id).last_message_id, 7);
+
+    let deleted = store.get_scale_set(edited.id).await.unwrap();
+    store
+        .delete_scale_set(deleted.id, deleted.generation)
+        .await
+        .unwrap();
+    let after_delete = store
+        .scale_sets_changed_since(Some(written.revision))
+        .await
+        .unwrap();
+    assert_eq!(ids(&after_delete), vec![]);
+    assert_eq!(after_delete.count, 2, "the count shows the delete");
+    assert_eq!(
+        store.list_scale_set_ids().await.unwrap(),
+        sorted(vec![retried.id, progressed.id])
+    );
+}
 
 /// An operator's "retry now" travels through the store to the worker holding the lease, which
 /// acts on a change of the time: two requests in one millisecond must still be two changes.
