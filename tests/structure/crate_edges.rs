@@ -134,3 +134,50 @@ fn adopt_uses_only_the_domain_and_sim_and_domain_nothing_of_ours() {
     only("scaleset-sim", &[]);
     only("scaleset-domain", &[]);
 }
+
+/// Every normal dependency of `package`, ours or not, by name.
+fn direct_dependencies(package: &str) -> BTreeSet<String> {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+    let output = Command::new(env!("CARGO"))
+        .args(["tree", "--offline", "--edges", "normal", "--depth", "1"])
+        .args(["--prefix", "none", "--format", "{p}", "--package", package])
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .output()
+        .expect("cargo tree runs");
+    assert!(output.status.success(), "cargo tree: {output:?}");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != package)
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_decisions_crate_has_no_runtime_clock_or_randomness_of_its_own() {
+    // The per-scale-set decisions take facts and the time as arguments and return commands:
+    // with no async runtime, no randomness and nothing of the loop among its dependencies, the
+    // compiler keeps them so (a clock it could still read from std; the planners take `now`).
+    let dependencies = direct_dependencies("scaleset-plan");
+    let allowed: BTreeSet<String> = [
+        "scaleset-adopt",
+        "scaleset-domain",
+        "scaleset-github",
+        "scaleset-provider",
+        "scaleset-store",
+        "uuid",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    assert_eq!(
+        dependencies, allowed,
+        "scaleset-plan depends on {dependencies:?}: its decisions take what they need as \
+         arguments; only the types' crates belong here"
+    );
+    assert!(
+        reaches("scaleset-control").contains("scaleset-plan"),
+        "the loop executes the decisions of scaleset-plan"
+    );
+}

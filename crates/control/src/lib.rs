@@ -46,18 +46,19 @@ mod listener;
 mod metrics;
 mod observed_provider;
 mod orphans;
-mod planner;
 mod policies;
-mod pool_keys;
 mod runner_tools;
 mod sampler;
 mod scaler;
 mod session;
 mod shared;
 mod task;
-mod teardown;
 mod wait;
 mod watch;
+
+// The decisions live in `scaleset-plan`; the loop's modules name them by their old paths.
+use scaleset_plan as planner;
+use scaleset_plan::{pool_keys, teardown};
 
 pub use checkpoint::{Checkpoint, Checkpoints};
 pub use client_factory::{ClientFactory, StoreClientFactory, observed_clients};

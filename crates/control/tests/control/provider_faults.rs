@@ -3,7 +3,7 @@
 //! provider's own message while it keeps listening, and an instance whose delete failed stays
 //! `deleting` in the store until it is gone, also across a restart. The back-off itself (the
 //! jittered wait, when to flag, the count of calls over a minute) is the planner's
-//! (`src/planner/provider_backoff/tests.rs`).
+//! (`crates/plan/src/provider_backoff/tests.rs`).
 
 use std::time::Duration;
 

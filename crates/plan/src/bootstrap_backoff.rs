@@ -22,29 +22,29 @@ use std::time::Duration;
 
 use scaleset_store::Timestamp;
 
-/// The back-off settings ([`crate::Settings::bootstrap_backoff_base`] and its sibling).
+/// The back-off settings (`Settings::bootstrap_backoff_base` and its sibling, `scaleset-settings`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct BootPolicy {
+pub struct BootPolicy {
     /// The wait after the first round of failures; doubles per round.
-    pub(crate) base: Duration,
+    pub base: Duration,
     /// The longest wait.
-    pub(crate) max: Duration,
+    pub max: Duration,
 }
 
 /// One scale set's bootstraps, as its task last found them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct Boots {
+pub struct Boots {
     /// Failed bootstraps since a runner of the scale set last came online.
-    pub(crate) failures: u32,
+    pub failures: u32,
     /// Rounds of failures: failures that each began a wait.
-    pub(crate) rounds: u32,
+    pub rounds: u32,
     /// No runner is created before this.
-    pub(crate) retry_at: Option<Timestamp>,
+    pub retry_at: Option<Timestamp>,
 }
 
 /// What the scale set is to show after a fact.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Shown {
+pub enum Shown {
     /// Nothing to record.
     Unchanged,
     /// Creates wait: `failures` in a row so far, the next create not before `retry_in`.
@@ -63,7 +63,7 @@ pub(crate) enum Shown {
 
 /// The wait after `rounds` rounds of failures, jittered by `random` (a draw in `[0, 1)`):
 /// `base × 2^(rounds-1)` capped at `max`, between half of it and all of it.
-pub(crate) fn delay(policy: &BootPolicy, rounds: u32, random: f64) -> Duration {
+pub fn delay(policy: &BootPolicy, rounds: u32, random: f64) -> Duration {
     let exponent = rounds.saturating_sub(1).min(30);
     let ceiling = policy.base.saturating_mul(1u32 << exponent).min(policy.max);
     scaleset_github::jittered(ceiling, random)
@@ -77,12 +77,12 @@ fn until(now: Timestamp, at: Timestamp) -> Duration {
 
 impl Boots {
     /// Whether a runner may be created at `now`.
-    pub(crate) fn may_create(&self, now: Timestamp) -> bool {
+    pub fn may_create(&self, now: Timestamp) -> bool {
         self.retry_at.is_none_or(|at| now >= at)
     }
 
     /// A bootstrap failed at `now`: counted; a new round of waiting begins unless one runs.
-    pub(crate) fn failed(self, policy: &BootPolicy, now: Timestamp, random: f64) -> (Self, Shown) {
+    pub fn failed(self, policy: &BootPolicy, now: Timestamp, random: f64) -> (Self, Shown) {
         let failures = self.failures.saturating_add(1);
         let next = match self.retry_at {
             Some(at) if now < at => Self { failures, ..self },
@@ -100,7 +100,7 @@ impl Boots {
     }
 
     /// A runner of the scale set came online: the count starts again and creates may go on.
-    pub(crate) fn online(self) -> (Self, Shown) {
+    pub fn online(self) -> (Self, Shown) {
         let shown = if self.failures > 0 {
             Shown::Recovered {
                 failures: self.failures,
@@ -113,7 +113,7 @@ impl Boots {
 
     /// An operator asked the scale set to retry now: the wait ends at `now` (the count stays
     /// until a runner comes online, so the next failure waits longer still).
-    pub(crate) fn retry_now(self, now: Timestamp) -> Self {
+    pub fn retry_now(self, now: Timestamp) -> Self {
         match self.retry_at {
             Some(at) if at > now => Self {
                 retry_at: Some(now),

@@ -5,8 +5,8 @@ use scaleset_adopt::{ControllerId, Identity};
 use uuid::Uuid;
 
 use super::*;
-use crate::planner::superseded::{Retirement, retirement};
 use crate::pool_keys::pool_key;
+use crate::superseded::{Retirement, retirement};
 
 fn ours() -> Uuid {
     Uuid::from_u128(0x0c0f_fee0_0000_4000_8000_0000_0000_0001)

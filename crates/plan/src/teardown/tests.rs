@@ -13,7 +13,7 @@ use scaleset_provider::PoolKey;
 use scaleset_store::InstanceStatus;
 
 use super::*;
-use crate::planner::provider_backoff::ProviderHealth;
+use crate::provider_backoff::ProviderHealth;
 
 const OURS: GithubScaleSetId = GithubScaleSetId(5);
 const OTHER_SET: GithubScaleSetId = GithubScaleSetId(6);

@@ -26,46 +26,46 @@
 
 /// What we asked the provider to create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Asked<'a> {
+pub struct Asked<'a> {
     /// The instance (runner) name.
-    pub(crate) name: &'a str,
+    pub name: &'a str,
     /// Our pool key, passed as `GARM_POOL_ID`.
-    pub(crate) pool_key: &'a str,
+    pub pool_key: &'a str,
 }
 
 /// What the provider answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Answer<'a> {
+pub struct Answer<'a> {
     /// The name it reports.
-    pub(crate) name: &'a str,
+    pub name: &'a str,
     /// The provider id it reports.
-    pub(crate) provider_id: &'a str,
+    pub provider_id: &'a str,
     /// The pool id it reports, if it reports one.
-    pub(crate) pool_id: Option<&'a str>,
+    pub pool_id: Option<&'a str>,
 }
 
 /// A row recorded already (of any scale set), or another answer of the same batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Recorded<'a> {
+pub struct Recorded<'a> {
     /// Its name.
-    pub(crate) name: &'a str,
+    pub name: &'a str,
     /// Its provider id, if recorded.
-    pub(crate) provider_id: Option<&'a str>,
+    pub provider_id: Option<&'a str>,
 }
 
 /// An answer not recorded as ours: why, and the rows whose recorded id it leaves unverified.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Refused {
+pub struct Refused {
     /// Why.
-    pub(crate) reason: Refusal,
+    pub reason: Refusal,
     /// The other rows recorded with the refused provider id: it is no longer proof of
     /// anything, so each is deleted by its own name from now on.
-    pub(crate) disowns: Vec<String>,
+    pub disowns: Vec<String>,
 }
 
 /// Why an answer is not recorded as ours.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Refusal {
+pub enum Refusal {
     /// It names another instance than the one asked for.
     OtherName {
         /// The name asked for.
@@ -96,7 +96,7 @@ pub(crate) enum Refusal {
 
 impl Refusal {
     /// A stable code for events and metrics.
-    pub(crate) fn code(&self) -> &'static str {
+    pub fn code(&self) -> &'static str {
         match self {
             Self::OtherName { .. } => "answered_other_name",
             Self::OtherPool { .. } => "answered_other_pool",
@@ -137,7 +137,7 @@ impl std::fmt::Display for Refusal {
 /// (and other answers of the same batch) in `recorded` and the provider ids of answers
 /// `refused` before. `recorded` may hold the asked row itself; it claims nothing against its
 /// own answer.
-pub(crate) fn judge(
+pub fn judge(
     asked: &Asked<'_>,
     answer: &Answer<'_>,
     recorded: &[Recorded<'_>],
@@ -182,7 +182,7 @@ pub(crate) fn judge(
 /// it) and no answer with it was `refused`; else its name, as GARM addresses an instance whose
 /// provider never answered. A row recorded before these rules, or beside a row of another
 /// scale set whose answer carried the same id, is so never deleted by a disputed id.
-pub(crate) fn delete_id<'a>(
+pub fn delete_id<'a>(
     row: &Recorded<'a>,
     claimed: &[Recorded<'_>],
     refused: &std::collections::HashSet<String>,

@@ -34,20 +34,13 @@ use scaleset_store::{Instance, InstanceStatus};
 /// Whether a recovery step decided for a row from facts gathered when the row had status
 /// `then` may still be carried out: the row is there now with that same status (`now`), and
 /// the listener did not touch its name since (`touched`).
-pub(crate) fn still_applies(
-    then: InstanceStatus,
-    now: Option<InstanceStatus>,
-    touched: bool,
-) -> bool {
+pub fn still_applies(then: InstanceStatus, now: Option<InstanceStatus>, touched: bool) -> bool {
     !touched && now == Some(then)
 }
 
 /// The names the late reconciliation counts as recorded: the rows now (`rows`) and the names
 /// the listener touched since the lists were asked for.
-pub(crate) fn recorded_when_landed(
-    rows: &[Instance],
-    touched: &HashSet<String>,
-) -> HashSet<String> {
+pub fn recorded_when_landed(rows: &[Instance], touched: &HashSet<String>) -> HashSet<String> {
     rows.iter()
         .map(|i| i.name.clone())
         .chain(touched.iter().cloned())
@@ -56,11 +49,7 @@ pub(crate) fn recorded_when_landed(
 
 /// The rows of `now` to judge for their life with lists gathered when the rows were `then`:
 /// those [`still_applies`] keeps.
-pub(crate) fn unchanged(
-    then: &[Instance],
-    now: &[Instance],
-    touched: &HashSet<String>,
-) -> Vec<Instance> {
+pub fn unchanged(then: &[Instance], now: &[Instance], touched: &HashSet<String>) -> Vec<Instance> {
     now.iter()
         .filter(|row| {
             then.iter()
@@ -78,7 +67,7 @@ pub(crate) fn unchanged(
 /// as busy, because after a lost database they may be running the very jobs GitHub counts as
 /// assigned, and a runner made for such a job would be a second one. Rows whose runner is gone
 /// meanwhile count too, so this errs towards making fewer runners until the facts land.
-pub(crate) fn unrecorded_runners(registered: i64, known: u32) -> u32 {
+pub fn unrecorded_runners(registered: i64, known: u32) -> u32 {
     u32::try_from(registered.max(0))
         .unwrap_or(u32::MAX)
         .saturating_sub(known)
@@ -89,7 +78,7 @@ pub(crate) fn unrecorded_runners(registered: i64, known: u32) -> u32 {
 /// restart (clean, a kill -9, a lease taken over) keeps every idle runner it had and makes no
 /// new one for the warm pool until the facts land: what GitHub counts beyond the rows may be
 /// the warm pool already ([`unrecorded_runners`]).
-pub(crate) fn warm_pool(min_idle: u32, recovered: bool, idle: u32) -> u32 {
+pub fn warm_pool(min_idle: u32, recovered: bool, idle: u32) -> u32 {
     if recovered {
         min_idle
     } else {
@@ -196,7 +185,7 @@ mod tests {
     /// retired its idle runner, and made a new one once the facts landed.
     #[test]
     fn a_restart_keeps_its_idle_runner_before_the_recovery_lands() {
-        use crate::planner::{PlanInput, RunnerPhase, RunnerView, plan};
+        use crate::{PlanInput, RunnerPhase, RunnerView, plan};
         let runners = [RunnerView {
             name: "r-1".to_owned(),
             phase: RunnerPhase::Idle,

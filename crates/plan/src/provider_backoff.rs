@@ -18,29 +18,29 @@
 
 use std::time::{Duration, Instant};
 
-/// The back-off settings ([`crate::Settings::provider_backoff_base`] and its siblings).
+/// The back-off settings (`Settings::provider_backoff_base` and its siblings, `scaleset-settings`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct BackoffPolicy {
+pub struct BackoffPolicy {
     /// The wait after the first failure; doubles per failure in a row.
-    pub(crate) base: Duration,
+    pub base: Duration,
     /// The longest wait.
-    pub(crate) max: Duration,
+    pub max: Duration,
     /// After how many failures in a row the scale set needs attention (at least 1).
-    pub(crate) flag_after: u32,
+    pub flag_after: u32,
 }
 
 /// One scale set's provider, as its task last found it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct ProviderHealth {
+pub struct ProviderHealth {
     /// Failed creates and deletes in a row.
-    pub(crate) failures: u32,
+    pub failures: u32,
     /// No create or delete before this.
-    pub(crate) retry_at: Option<Instant>,
+    pub retry_at: Option<Instant>,
 }
 
 /// What the store is to show after an answer of the provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Attention {
+pub enum Attention {
     /// Nothing to record.
     Unchanged,
     /// Flag the scale set as needing attention with the provider's message; the next try is
@@ -57,7 +57,7 @@ pub(crate) enum Attention {
 
 /// The wait before the next try after `failures` failures in a row, jittered by `random` (a
 /// draw in `[0, 1)`): `base × 2^(failures-1)` capped at `max`, between half of it and all of it.
-pub(crate) fn delay(policy: &BackoffPolicy, failures: u32, random: f64) -> Duration {
+pub fn delay(policy: &BackoffPolicy, failures: u32, random: f64) -> Duration {
     let exponent = failures.saturating_sub(1).min(30);
     let ceiling = policy.base.saturating_mul(1u32 << exponent).min(policy.max);
     scaleset_github::jittered(ceiling, random)
@@ -65,7 +65,7 @@ pub(crate) fn delay(policy: &BackoffPolicy, failures: u32, random: f64) -> Durat
 
 impl ProviderHealth {
     /// Whether a create or delete may be tried at `now`.
-    pub(crate) fn may_call(&self, now: Instant) -> bool {
+    pub fn may_call(&self, now: Instant) -> bool {
         match self.retry_at {
             Some(at) => now >= at,
             // A wait too long for a deadline (a setting of years) lasts until the task stops.
@@ -75,12 +75,7 @@ impl ProviderHealth {
 
     /// After a failed create or delete at `now`: the next try is backed off, and the scale set
     /// is flagged once `flag_after` failures came in a row.
-    pub(crate) fn failed(
-        self,
-        policy: &BackoffPolicy,
-        now: Instant,
-        random: f64,
-    ) -> (Self, Attention) {
+    pub fn failed(self, policy: &BackoffPolicy, now: Instant, random: f64) -> (Self, Attention) {
         let failures = self.failures.saturating_add(1);
         let retry_in = delay(policy, failures, random);
         let next = Self {
@@ -100,7 +95,7 @@ impl ProviderHealth {
     /// answers again, so this one's wait ends now rather than being slept out (a 55 s outage
     /// must not keep a scale set waiting minutes more). The count, and so any flag, stays
     /// until this scale set's own call works.
-    pub(crate) fn provider_answered(self, now: Instant) -> Self {
+    pub fn provider_answered(self, now: Instant) -> Self {
         if self.failures == 0 {
             return self;
         }
@@ -112,7 +107,7 @@ impl ProviderHealth {
     }
 
     /// After a create or delete that worked: the count starts again, and a flag is cleared.
-    pub(crate) fn succeeded(self, policy: &BackoffPolicy) -> (Self, Attention) {
+    pub fn succeeded(self, policy: &BackoffPolicy) -> (Self, Attention) {
         let attention = if self.failures >= policy.flag_after.max(1) {
             Attention::Clear
         } else {

@@ -19,32 +19,32 @@ use std::time::Duration;
 /// for about 4 minutes (runner-style clients: about 240 s) to 5–7.5 (ARC in 2023: 10 tries
 /// every 30–45 s), so 5 minutes is what an operator is told, and the short rechecks run for
 /// twice that by default (`Settings::held_session_window`).
-pub(crate) const EXPECTED_EXPIRY_MINUTES: u64 = 5;
+pub const EXPECTED_EXPIRY_MINUTES: u64 = 5;
 
 /// The facts of one refused session create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Conflict<'a> {
+pub struct Conflict<'a> {
     /// The owner GitHub's 409 named, if it named one.
-    pub(crate) holder: Option<&'a str>,
+    pub holder: Option<&'a str>,
     /// Our own session owner (`scaleset-<controller id>`).
-    pub(crate) our_owner: &'a str,
+    pub our_owner: &'a str,
     /// Our probe owner (`scaleset-<controller id>-probe`): under policy `any` the adoption
     /// probe's session is handed to the listener and keeps this owner, so after a crash and a
     /// lost database a conflict may name it; it is ours as much as the session owner is.
-    pub(crate) probe_owner: &'a str,
+    pub probe_owner: &'a str,
     /// Whether a session id of ours was recorded, and deleted, before this create.
-    pub(crate) recorded_deleted: bool,
+    pub recorded_deleted: bool,
     /// Whether a create of ours failed in transit earlier in this attempt (it may have
     /// succeeded on GitHub, leaving a session we never learnt the id of).
-    pub(crate) own_create_failed: bool,
+    pub own_create_failed: bool,
     /// The controller id of the GARM the scale set was imported from, while no session of
     /// ours has held it yet (its takeover is pending): that GARM is the first suspect.
-    pub(crate) imported_from: Option<&'a str>,
+    pub imported_from: Option<&'a str>,
 }
 
 /// Who holds the session, as far as is known.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum HeldBy {
+pub enum HeldBy {
     /// Another owner, named by GitHub.
     Another(String),
     /// Our own owner, named by GitHub: an earlier session of ours whose id we do not have.
@@ -75,7 +75,7 @@ pub(crate) enum HeldBy {
 }
 
 /// Who holds the session, from a conflict's facts.
-pub(crate) fn held_by(conflict: &Conflict<'_>) -> HeldBy {
+pub fn held_by(conflict: &Conflict<'_>) -> HeldBy {
     if let Some(controller) = conflict.imported_from {
         let garm = format!("garm-{controller}");
         let named = match conflict.holder {
@@ -107,7 +107,7 @@ pub(crate) fn held_by(conflict: &Conflict<'_>) -> HeldBy {
 
 /// Whether `owner` is GARM's session owner, `garm-<controller id>` (observed in
 /// `shared/reference/garm`: GARM holds every scale set's session under it).
-pub(crate) fn is_garm_owner(owner: &str) -> bool {
+pub fn is_garm_owner(owner: &str) -> bool {
     owner
         .strip_prefix("garm-")
         .is_some_and(|id| uuid::Uuid::parse_str(id).is_ok())
@@ -116,13 +116,13 @@ pub(crate) fn is_garm_owner(owner: &str) -> bool {
 impl HeldBy {
     /// Whether the holder may be this controller's own session (then it expires by itself and
     /// is rechecked on the short schedule).
-    pub(crate) fn may_be_ours(&self) -> bool {
+    pub fn may_be_ours(&self) -> bool {
         matches!(self, Self::OurOwn { .. } | Self::Unnamed { .. })
     }
 
     /// What the operator is told: who holds it, what is known, what to do. `recheck` is the
     /// short recheck period, named in the text.
-    pub(crate) fn reason(&self, recheck: Duration, takeover_recheck: Duration) -> String {
+    pub fn reason(&self, recheck: Duration, takeover_recheck: Duration) -> String {
         let expiry = format!(
             "GitHub drops the session of a listener that stopped within about \
              {EXPECTED_EXPIRY_MINUTES} minutes, and serving resumes by itself (rechecked every \
@@ -203,23 +203,23 @@ impl HeldBy {
 
 /// How often a held session is looked at again ([`recheck_after`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Rechecks {
+pub struct Rechecks {
     /// While the holder may be our own, during `window`.
-    pub(crate) short: Duration,
+    pub short: Duration,
     /// How long the short rechecks go on (from the first conflict).
-    pub(crate) window: Duration,
+    pub window: Duration,
     /// Another owner's, or after the window.
-    pub(crate) slow: Duration,
+    pub slow: Duration,
     /// An imported set's importer ([`HeldBy::Importer`]): for as long as it holds the
     /// session, so that serving starts within seconds of the operator's stopping GARM,
     /// however long after the import that is.
-    pub(crate) takeover: Duration,
+    pub takeover: Duration,
 }
 
 /// When to look again at a scale set whose session is held, `held_for` after the first
 /// conflict: an importer's every `takeover`, whatever the time; every `short` during `window`
 /// when the holder may be our own, then (or for another owner's) every `slow`.
-pub(crate) fn recheck_after(held: &HeldBy, held_for: Duration, every: Rechecks) -> Duration {
+pub fn recheck_after(held: &HeldBy, held_for: Duration, every: Rechecks) -> Duration {
     let Rechecks {
         short,
         window,
@@ -238,7 +238,7 @@ pub(crate) fn recheck_after(held: &HeldBy, held_for: Duration, every: Rechecks) 
 /// What GitHub answered to deleting a session (the session executor's fact,
 /// `crate::session::answer`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum DeleteAnswer {
+pub enum DeleteAnswer {
     /// Deleted.
     Deleted,
     /// GitHub says the session is gone already.
@@ -253,7 +253,7 @@ pub(crate) enum DeleteAnswer {
 
 /// What follows deleting our recorded (stale) session before opening ours.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum AfterStaleDelete {
+pub enum AfterStaleDelete {
     /// Forget the recorded id, say so, and open ours.
     Forget,
     /// The scale set is gone: ensure it again.
@@ -265,7 +265,7 @@ pub(crate) enum AfterStaleDelete {
 /// What follows the answer to deleting our stale session. Any sign it is gone will do, and so
 /// does any 400: a new session is opened next either way, and one still open shows up there
 /// as our own session conflict.
-pub(crate) fn after_stale_delete(answer: DeleteAnswer) -> AfterStaleDelete {
+pub fn after_stale_delete(answer: DeleteAnswer) -> AfterStaleDelete {
     match answer {
         DeleteAnswer::Deleted | DeleteAnswer::Gone | DeleteAnswer::BadRequest => {
             AfterStaleDelete::Forget
@@ -277,7 +277,7 @@ pub(crate) fn after_stale_delete(answer: DeleteAnswer) -> AfterStaleDelete {
 
 /// Whether the recorded session id is cleared after deleting our session at shutdown: only
 /// when GitHub deleted it; otherwise the next start deletes it ([`after_stale_delete`]).
-pub(crate) fn forget_after_close(answer: DeleteAnswer) -> bool {
+pub fn forget_after_close(answer: DeleteAnswer) -> bool {
     answer == DeleteAnswer::Deleted
 }
 

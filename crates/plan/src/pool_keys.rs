@@ -1,5 +1,5 @@
 //! Pool keys (DESIGN §3): `<controller id>_<GitHub scale-set id>`, built and read back here and
-//! nowhere else. Apart from [`crate::identity`] (which names sessions and runners, and reports
+//! nowhere else. Apart from `scaleset_control`'s `identity` (which names sessions and runners, and reports
 //! configuration errors) so that the pure planners can ask "is this pool ours?" without
 //! depending on the crate's error type.
 
@@ -12,7 +12,7 @@ use uuid::Uuid;
 /// without it is ever touched.
 ///
 /// ```
-/// let key = scaleset_control::pool_key(uuid::Uuid::nil(), 42);
+/// let key = scaleset_plan::pool_keys::pool_key(uuid::Uuid::nil(), 42);
 /// assert_eq!(key.as_str(), "00000000-0000-0000-0000-000000000000_42");
 /// ```
 pub fn pool_key(controller: Uuid, github_scale_set_id: i64) -> PoolKey {
@@ -22,7 +22,8 @@ pub fn pool_key(controller: Uuid, github_scale_set_id: i64) -> PoolKey {
     )
 }
 
-pub(crate) fn pool_key_of(controller: ControllerId, github_scale_set_id: i64) -> PoolKey {
+/// [`pool_key`] for a controller id already typed.
+pub fn pool_key_of(controller: ControllerId, github_scale_set_id: i64) -> PoolKey {
     // GitHub ids are positive; a negative one (never seen) keeps its sign in the text, so it
     // can never collide with a real scale set's key.
     let text = controller.pool_key(GithubScaleSetId(github_scale_set_id));

@@ -14,18 +14,18 @@ const GARM_DEFAULT_PREFIX: &str = "garm";
 
 /// What the served scale set inherited from GARM.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Inherited {
+pub struct Inherited {
     /// GARM's pool: its pool id, with GARM's controller id.
-    pub(crate) pool: Pool,
+    pub pool: Pool,
     /// GARM's runner-name prefix, with its dash.
-    pub(crate) prefix: String,
+    pub prefix: String,
 }
 
 /// The pool and prefix inherited by the GitHub scale set `served` from the takeover `note`:
 /// none without a note, when the note is for another GitHub id (GARM's set was deleted and
 /// this one is new: GARM's instances never served it), or when it names no pool id or no
 /// controller id that parses (nothing can be found then, and nothing is touched).
-pub(crate) fn inherited(note: Option<&Takeover>, served: GithubScaleSetId) -> Option<Inherited> {
+pub fn inherited(note: Option<&Takeover>, served: GithubScaleSetId) -> Option<Inherited> {
     let note = note?;
     if note.github_id != served {
         return None;

@@ -26,29 +26,29 @@ use std::collections::{BTreeMap, BTreeSet};
 /// What the export planner decides from: the lease planner's read of the store, and what this
 /// worker is about to serve.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ExportInput<'a, K> {
+pub struct ExportInput<'a, K> {
     /// This worker's name.
-    pub(crate) worker: &'a str,
+    pub worker: &'a str,
     /// The workers whose heartbeat has not expired.
-    pub(crate) live_workers: &'a [String],
+    pub live_workers: &'a [String],
     /// The live workers being drained.
-    pub(crate) draining: &'a [String],
+    pub draining: &'a [String],
     /// Every scale set in the store.
-    pub(crate) scale_sets: &'a [K],
+    pub scale_sets: &'a [K],
     /// Every unexpired lease: the scale set and its holder.
-    pub(crate) held: &'a [(K, String)],
+    pub held: &'a [(K, String)],
     /// The scale sets this worker serves or is about to serve (its lease plan's, and its
     /// running tasks).
-    pub(crate) serving: &'a BTreeSet<K>,
+    pub serving: &'a BTreeSet<K>,
 }
 
 /// What this worker exports.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Exports<K> {
+pub struct Exports<K> {
     /// Whether it exports the fleet-wide series (it is the leader).
-    pub(crate) fleet: bool,
+    pub fleet: bool,
     /// The scale sets whose series it exports.
-    pub(crate) sets: BTreeSet<K>,
+    pub sets: BTreeSet<K>,
 }
 
 impl<K> Default for Exports<K> {
@@ -62,7 +62,7 @@ impl<K> Default for Exports<K> {
 }
 
 /// Decides what this worker exports (see the module documentation for the rule).
-pub(crate) fn plan_exports<K: Ord + Clone>(input: &ExportInput<'_, K>) -> Exports<K> {
+pub fn plan_exports<K: Ord + Clone>(input: &ExportInput<'_, K>) -> Exports<K> {
     let draining = |worker: &str| input.draining.iter().any(|d| d == worker);
     let candidates: BTreeSet<&str> = input
         .live_workers

@@ -34,7 +34,7 @@ use super::reconcile::{Limits, elapsed};
 
 /// When the rows of a list next need the rules run over them again, with no change to them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Due {
+pub enum Due {
     /// At the next empty poll: a row waits on something the list cannot show.
     Now,
     /// Once this moment is reached.
@@ -57,29 +57,29 @@ impl Due {
 
 /// The scale set's side of [`next_due`].
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Rules {
+pub struct Rules {
     /// When the list was taken: moments at or before it were judged.
-    pub(crate) listed_at: Timestamp,
+    pub listed_at: Timestamp,
     /// How long a surplus idle runner stays warm (zero: retired at once).
-    pub(crate) scale_down_delay: Duration,
+    pub scale_down_delay: Duration,
     /// The lifetime settings.
-    pub(crate) limits: Limits,
+    pub limits: Limits,
     /// Instances report their bootstrap through the server (a record beside the row).
-    pub(crate) reports: bool,
+    pub reports: bool,
 }
 
 /// One row of the list, with what the task knows of it beside the row.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Row<'a> {
+pub struct Row<'a> {
     /// The row as listed.
-    pub(crate) instance: &'a Instance,
+    pub instance: &'a Instance,
     /// Seen online past its bootstrap deadline in this pass: not asked about again.
-    pub(crate) seen_online: bool,
+    pub seen_online: bool,
 }
 
 /// When the rows of a list next need a look with nothing changed: the earliest of each row's
 /// [`row_due`].
-pub(crate) fn next_due<'a>(rows: impl IntoIterator<Item = Row<'a>>, rules: &Rules) -> Due {
+pub fn next_due<'a>(rows: impl IntoIterator<Item = Row<'a>>, rules: &Rules) -> Due {
     rows.into_iter()
         .fold(Due::Never, |due, row| due.min(row_due(&row, rules)))
 }
@@ -90,7 +90,7 @@ pub(crate) fn next_due<'a>(rows: impl IntoIterator<Item = Row<'a>>, rules: &Rule
 /// while it boots and may report a failed bootstrap, or an operator asked for it to go; any
 /// other status at once (a create in flight or left by a crash, a delete waiting for the
 /// provider's back-off, a removal half done).
-pub(crate) fn row_due(row: &Row<'_>, rules: &Rules) -> Due {
+pub fn row_due(row: &Row<'_>, rules: &Rules) -> Due {
     let instance = row.instance;
     match instance.status {
         InstanceStatus::Busy => return Due::Never,
@@ -130,39 +130,39 @@ pub(crate) fn row_due(row: &Row<'_>, rules: &Rules) -> Due {
 
 /// What a pass that changed nothing left for the next empty polls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Listed {
+pub struct Listed {
     /// When the list was taken.
-    pub(crate) at: Timestamp,
+    pub at: Timestamp,
     /// [`next_due`] of its rows.
-    pub(crate) due: Due,
+    pub due: Due,
     /// The assigned jobs the pass planned from.
-    pub(crate) assigned: i64,
+    pub assigned: i64,
     /// The task's count of its own writes to the rows when the pass began.
-    pub(crate) writes: u64,
+    pub writes: u64,
 }
 
 /// The facts at an empty poll.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Poll {
+pub struct Poll {
     /// Now.
-    pub(crate) now: Timestamp,
+    pub now: Timestamp,
     /// The assigned jobs of the last statistics.
-    pub(crate) assigned: i64,
+    pub assigned: i64,
     /// The task's count of its own writes to the rows now.
-    pub(crate) writes: u64,
+    pub writes: u64,
     /// Creates in flight, or a recovery running beside the listener.
-    pub(crate) beside: bool,
+    pub beside: bool,
     /// The periodic reconciliation is due.
-    pub(crate) reconcile_due: bool,
+    pub reconcile_due: bool,
     /// The supervisor's last watch found an operator's removal request for the scale set.
-    pub(crate) removal_requested: bool,
+    pub removal_requested: bool,
     /// How long a list may stand at most (writes nobody accounts for).
-    pub(crate) max_age: Duration,
+    pub max_age: Duration,
 }
 
 /// Whether the empty poll `poll` may stand on `listed` instead of listing the rows again (the
 /// module documentation says when). No list to stand on, or a clock that went back: list.
-pub(crate) fn reuse(listed: Option<&Listed>, poll: &Poll) -> bool {
+pub fn reuse(listed: Option<&Listed>, poll: &Poll) -> bool {
     let Some(listed) = listed else {
         return false;
     };

@@ -10,13 +10,13 @@
 /// served under `current` (every instance carries the pool key of the GitHub scale set it was
 /// made for). GARM's pool key of a set taken over from it (`inherited`) is the served set's
 /// too: GARM's runners serve it until their jobs end.
-pub(crate) fn is_superseded(pool_key: &str, current: &str, inherited: Option<&str>) -> bool {
+pub fn is_superseded(pool_key: &str, current: &str, inherited: Option<&str>) -> bool {
     pool_key != current && inherited != Some(pool_key)
 }
 
 /// What GitHub says of a superseded instance's runner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum OldRunner {
+pub enum OldRunner {
     /// Registered and running a job.
     Busy,
     /// Registered and not running a job (idle, or its machine never connected).
@@ -27,7 +27,7 @@ pub(crate) enum OldRunner {
 
 /// The next step for one superseded instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Retirement {
+pub enum Retirement {
     /// Its runner runs a job: the machine is left to finish it; asked again later.
     AwaitJob,
     /// Its runner can never get a job: remove it from GitHub, then delete the instance.
@@ -38,7 +38,7 @@ pub(crate) enum Retirement {
 
 /// The step for a superseded instance whose runner is as GitHub says. A machine is deleted
 /// only once nothing is registered for it, so a job that runs on it is never cut short.
-pub(crate) fn retirement(runner: OldRunner) -> Retirement {
+pub fn retirement(runner: OldRunner) -> Retirement {
     match runner {
         OldRunner::Busy => Retirement::AwaitJob,
         OldRunner::Idle => Retirement::RemoveRunner,

@@ -38,16 +38,16 @@ use scaleset_provider::PoolKey;
 use scaleset_store::InstanceStatus;
 use uuid::Uuid;
 
-use crate::planner::claim::{Recorded, delete_id};
-use crate::planner::orphans::{Registered, old_runner};
-use crate::planner::provider_backoff::ProviderHealth;
-use crate::planner::reconcile::{AfterRemoval, after_removal, owns_found_runner, teardown};
-use crate::planner::superseded::{OldRunner, Retirement, is_superseded, retirement};
+use crate::claim::{Recorded, delete_id};
+use crate::orphans::{Registered, old_runner};
 use crate::pool_keys::our_pool;
+use crate::provider_backoff::ProviderHealth;
+use crate::reconcile::{AfterRemoval, after_removal, owns_found_runner, teardown};
+use crate::superseded::{OldRunner, Retirement, is_superseded, retirement};
 
 /// The I/O a teardown asks for, one at a time.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Command {
+pub enum Command {
     /// Look the runner up on GitHub by its (unique) name: a row without a runner id may have
     /// been registered by an interrupted JIT POST. Answered by [`Fact::RunnerFound`].
     FindRunner {
@@ -123,7 +123,7 @@ pub(crate) enum Command {
 
 /// An event a teardown appends (the executor renders its words).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Note {
+pub enum Note {
     /// A superseded row no longer counts, and is deleted once its runner is gone.
     Superseded,
     /// A superseded row's instance and row are gone.
@@ -132,7 +132,7 @@ pub(crate) enum Note {
 
 /// Which pool a delete goes to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum PoolOf {
+pub enum PoolOf {
     /// The served pool.
     Served,
     /// GARM's pool, taken over (deleted with GARM's controller id).
@@ -150,29 +150,29 @@ pub(crate) enum PoolOf {
 
 /// A runner GitHub answered a look-up by name with.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct FoundRunner {
+pub struct FoundRunner {
     /// Its id.
-    pub(crate) id: RunnerId,
+    pub id: RunnerId,
     /// The name GitHub answered with.
-    pub(crate) name: String,
+    pub name: String,
     /// The scale set it is registered for (0: none).
-    pub(crate) scale_set: GithubScaleSetId,
+    pub scale_set: GithubScaleSetId,
     /// Whether GitHub says it runs a job.
-    pub(crate) busy: bool,
+    pub busy: bool,
 }
 
 /// A row claiming a provider id (name, and the provider id it was recorded with).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Claim {
+pub struct Claim {
     /// The row's name.
-    pub(crate) name: String,
+    pub name: String,
     /// Its recorded provider id.
-    pub(crate) provider_id: Option<String>,
+    pub provider_id: Option<String>,
 }
 
 /// The answer to a [`Command`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Fact {
+pub enum Fact {
     /// What GitHub answered to [`Command::FindRunner`] (`None`: no runner of that name).
     RunnerFound(Option<FoundRunner>),
     /// What GitHub answered to [`Command::RemoveRunner`].
@@ -206,7 +206,7 @@ pub(crate) enum Fact {
 
 /// How a teardown ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Outcome {
+pub enum Outcome {
     /// Runner, instance and row are gone.
     Removed,
     /// The runner runs a job: it keeps its machine (the row marked `busy` when it was
@@ -227,41 +227,41 @@ pub(crate) enum Outcome {
 
 /// An instance the orphan sweep found under a pool key of ours that nothing stored names.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Orphan {
+pub struct Orphan {
     /// Its name (and its runner's).
-    pub(crate) name: String,
+    pub name: String,
     /// The id the provider listed it with.
-    pub(crate) id: String,
+    pub id: String,
     /// The provider that listed it.
-    pub(crate) provider: String,
+    pub provider: String,
     /// The pool key it was listed under.
-    pub(crate) key: PoolKey,
+    pub key: PoolKey,
 }
 
 /// What the core needs to know of the row it tears down.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Row {
+pub struct Row {
     /// The row's (runner's and instance's) name.
-    pub(crate) name: String,
+    pub name: String,
     /// Its status when the teardown starts.
-    pub(crate) status: InstanceStatus,
+    pub status: InstanceStatus,
     /// Its GitHub runner id, if recorded.
-    pub(crate) runner_id: Option<RunnerId>,
+    pub runner_id: Option<RunnerId>,
     /// Its recorded provider id.
-    pub(crate) provider_id: Option<String>,
+    pub provider_id: Option<String>,
     /// The pool key it was recorded with.
-    pub(crate) pool_key: String,
+    pub pool_key: String,
 }
 
 /// What the scale set owns: the GitHub scale set it serves and its pool keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Ours {
+pub struct Ours {
     /// The served GitHub scale set.
-    pub(crate) scale_set: GithubScaleSetId,
+    pub scale_set: GithubScaleSetId,
     /// The served pool's key.
-    pub(crate) pool_key: String,
+    pub pool_key: String,
     /// GARM's pool key, when its runners were taken over.
-    pub(crate) inherited_pool_key: Option<String>,
+    pub inherited_pool_key: Option<String>,
 }
 
 impl Ours {
@@ -309,7 +309,7 @@ enum Awaiting {
 /// t.poll_command() { let fact = execute(c); if let Some(f) = fact { t.handle(f, now) } }`,
 /// then [`Teardown::outcome`].
 #[derive(Debug)]
-pub(crate) struct Teardown {
+pub struct Teardown {
     row: Row,
     pool: PoolOf,
     ours: Ours,
@@ -333,7 +333,7 @@ pub(crate) struct Teardown {
 
 impl Teardown {
     /// Starts the teardown of `row` at `now`, the provider's back-off as `health` says.
-    pub(crate) fn new(row: Row, ours: Ours, health: ProviderHealth, now: Instant) -> Self {
+    pub fn new(row: Row, ours: Ours, health: ProviderHealth, now: Instant) -> Self {
         let mut core = Self {
             pool: PoolOf::Served,
             row,
@@ -368,10 +368,10 @@ impl Teardown {
     /// Deletes an instance no row records, by the `provider_id` it was found or answered
     /// with, in the pool of `pool_key` (nothing, [`Outcome::NotOurs`], unless that pool is
     /// ours): one whose row went while its create was in flight (the answer was judged ours
-    /// by `crate::planner::claim::judge`), or one the reconciliation found under our pool key
-    /// without a runner (`crate::planner::reconcile`). No back-off is fed; a failure is the
+    /// by `crate::claim::judge`), or one the reconciliation found under our pool key
+    /// without a runner (`crate::reconcile`). No back-off is fed; a failure is the
     /// executor's to report ([`Outcome::Deferred`]).
-    pub(crate) fn unrecorded(
+    pub fn unrecorded(
         name: String,
         provider_id: String,
         pool_key: &str,
@@ -401,10 +401,10 @@ impl Teardown {
     }
 
     /// Removes from GitHub a runner of the served scale set that no row records and no
-    /// instance runs (the reconciliation found it idle, `crate::planner::reconcile`): removed
+    /// instance runs (the reconciliation found it idle, `crate::reconcile`): removed
     /// ([`Outcome::Removed`]), refused as busy ([`Outcome::Kept`]), or gone already
     /// ([`Outcome::AlreadyGone`]).
-    pub(crate) fn stray_runner(id: RunnerId, name: String, ours: Ours, now: Instant) -> Self {
+    pub fn stray_runner(id: RunnerId, name: String, ours: Ours, now: Instant) -> Self {
         let mut core = Self::bare(
             Mode::Runner,
             Row {
@@ -429,7 +429,7 @@ impl Teardown {
     /// of a pool the scale set serves is not superseded: nothing is done
     /// ([`Outcome::NotOurs`]). No back-off is consulted or fed; a failed delete is the
     /// executor's to report ([`Outcome::Deferred`]).
-    pub(crate) fn superseded(row: Row, key: PoolKey, ours: Ours, now: Instant) -> Self {
+    pub fn superseded(row: Row, key: PoolKey, ours: Ours, now: Instant) -> Self {
         let steps = teardown(row.status);
         let mut core = Self::bare(Mode::Superseded, row, ours, now);
         core.delete_step = steps.delete_instance;
@@ -459,12 +459,12 @@ impl Teardown {
     }
 
     /// Retires an instance the orphan sweep found under a pool key of `controller` that
-    /// nothing stored names, whose scale set was proven gone (`crate::planner::orphans`):
+    /// nothing stored names, whose scale set was proven gone (`crate::orphans`):
     /// left to end its job when a runner of its name is busy on any entity
     /// ([`Outcome::Kept`]), else every registration of its name (in `registered`) removed,
     /// then the instance deleted at the provider that listed it ([`Outcome::Removed`]). A
     /// pool key not exactly one of `controller`'s is never touched ([`Outcome::NotOurs`]).
-    pub(crate) fn orphan(
+    pub fn orphan(
         orphan: Orphan,
         controller: Uuid,
         registered: &[Registered],
@@ -528,25 +528,25 @@ impl Teardown {
     }
 
     /// The next I/O to do, if any (one at a time: the next is decided by its answer).
-    pub(crate) fn poll_command(&mut self) -> Option<Command> {
+    pub fn poll_command(&mut self) -> Option<Command> {
         self.queue.pop_front()
     }
 
     /// When to start the teardown again: the end of the provider's back-off, when the delete
     /// waited for it. After a failed delete the back-off's new end is the back-off planner's
     /// (fed by [`Command::ProviderFailed`]), not known here.
-    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+    pub fn poll_timeout(&self) -> Option<Instant> {
         self.deferred_until
     }
 
     /// How the teardown ended (`None` while it runs).
-    pub(crate) fn outcome(&self) -> Option<Outcome> {
+    pub fn outcome(&self) -> Option<Outcome> {
         self.outcome
     }
 
     /// The answer to the last command, at `now`. An answer the core does not wait for (a
     /// re-delivery, or one to a command it did not give) is ignored.
-    pub(crate) fn handle(&mut self, fact: Fact, now: Instant) {
+    pub fn handle(&mut self, fact: Fact, now: Instant) {
         self.now = now;
         let Some(awaiting) = self.awaiting else {
             return;

@@ -1,6 +1,13 @@
-//! The scale planner: pure arithmetic from statistics and the runners we know to runners to
-//! create and idle runners to retire. No I/O and no clock (quinn-proto style); the scaler
-//! executes the plan and feeds the world back in on the next call.
+//! The decisions of one served scale set, with no I/O, no clock and no randomness of their
+//! own (quinn-proto style): `scaleset-control`'s executors feed them facts and carry out what
+//! they decide. In a crate of their own so that they can be read, tested and mutated alone:
+//! a mutant here rebuilds this crate's tests only, not the whole control loop (issue 48: the
+//! mutation run of every planner, `.ci/mutants-full`).
+//!
+//! The scale planner (this module): pure arithmetic from statistics and the runners we know to
+//! runners to create and idle runners to retire; the scaler executes the plan and feeds the
+//! world back in on the next call. The teardown core is [`teardown`], and the pool-key rule
+//! [`pool_keys`].
 //! The lease planner (which scale sets this worker serves among several) is [`leases`]; the
 //! fleet, deletion and decommission planners are `scaleset-fleet`'s; the session planner (who holds a refused session, what the operator is told, when
 //! to look again) is `session`. What becomes of the instances of a scale set GitHub deleted
@@ -17,18 +24,20 @@
 
 use std::time::Duration;
 
-pub(crate) mod bootstrap_backoff;
-pub(crate) mod claim;
-pub(crate) mod exports;
-pub(crate) mod idle;
-pub(crate) mod leases;
-pub(crate) mod orphans;
-pub(crate) mod provider_backoff;
-pub(crate) mod reconcile;
-pub(crate) mod session;
-pub(crate) mod start;
-pub(crate) mod superseded;
-pub(crate) mod takeover;
+pub mod bootstrap_backoff;
+pub mod claim;
+pub mod exports;
+pub mod idle;
+pub mod leases;
+pub mod orphans;
+pub mod pool_keys;
+pub mod provider_backoff;
+pub mod reconcile;
+pub mod session;
+pub mod start;
+pub mod superseded;
+pub mod takeover;
+pub mod teardown;
 
 /// Where one of our runners is, as the planner sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

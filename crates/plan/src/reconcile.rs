@@ -31,33 +31,33 @@ use scaleset_store::{Instance, InstanceStatus, Timestamp};
 
 /// The facts of one reconciliation pass.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct World<'a> {
+pub struct World<'a> {
     /// The GitHub scale set this task serves.
-    pub(crate) scale_set: GithubScaleSetId,
+    pub scale_set: GithubScaleSetId,
     /// The runner-name prefix of our runners, with its dash (`<runner_prefix>-`).
-    pub(crate) prefix: &'a str,
+    pub prefix: &'a str,
     /// The names of every row the store holds for the scale set (of any pool key).
-    pub(crate) recorded: &'a HashSet<String>,
+    pub recorded: &'a HashSet<String>,
     /// What the provider lists under our pool key (it lists nothing else).
-    pub(crate) at_provider: &'a [ProviderInstance],
+    pub at_provider: &'a [ProviderInstance],
     /// Every runner GitHub lists (of any scale set).
-    pub(crate) runners: &'a [RunnerReference],
+    pub runners: &'a [RunnerReference],
     /// What the scale set inherited from GARM, when it was taken over (issue 37).
-    pub(crate) inherited: Option<Inherited<'a>>,
+    pub inherited: Option<Inherited<'a>>,
 }
 
-/// GARM's side of a scale set taken over from it (see [`crate::planner::takeover`]).
+/// GARM's side of a scale set taken over from it (see [`crate::takeover`]).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Inherited<'a> {
+pub struct Inherited<'a> {
     /// GARM's runner-name prefix, with its dash.
-    pub(crate) prefix: &'a str,
+    pub prefix: &'a str,
     /// What the provider lists under GARM's pool id and controller id.
-    pub(crate) at_provider: &'a [ProviderInstance],
+    pub at_provider: &'a [ProviderInstance],
 }
 
 /// One thing a reconciliation pass does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Action<'a> {
+pub enum Action<'a> {
     /// An instance under our pool key the store does not know, whose runner GitHub still has:
     /// record it again (status by [`rerecorded_status`], with both ids and a fresh bootstrap
     /// deadline).
@@ -99,7 +99,7 @@ fn is_busy(runner: &RunnerReference) -> bool {
 /// GARM's of a taken-over set), then of each stray runner (see [`Action`]). Under GARM's pool
 /// id only instances named with GARM's prefix are acted on (GARM made those); a runner with
 /// GARM's prefix is judged like one of ours: never removed while busy.
-pub(crate) fn reconcile<'a>(world: &World<'a>) -> Vec<Action<'a>> {
+pub fn reconcile<'a>(world: &World<'a>) -> Vec<Action<'a>> {
     let ours = |runner: &&RunnerReference| runner.runner_scale_set_id == world.scale_set;
     let mut actions = Vec::new();
     for instance in world
@@ -163,7 +163,7 @@ pub(crate) fn reconcile<'a>(world: &World<'a>) -> Vec<Action<'a>> {
 /// lists its runner running a job (it counts as busy at once: never planned as idle surplus,
 /// never retired for its lifetime, and the metrics say so), else `running` (its bootstrap
 /// deadline then asks whether it is online).
-pub(crate) fn rerecorded_status(runner: &RunnerReference) -> InstanceStatus {
+pub fn rerecorded_status(runner: &RunnerReference) -> InstanceStatus {
     if is_busy(runner) {
         InstanceStatus::Busy
     } else {
@@ -173,7 +173,7 @@ pub(crate) fn rerecorded_status(runner: &RunnerReference) -> InstanceStatus {
 
 /// What recovery does with one row of the GitHub scale set this task serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Recovery {
+pub enum Recovery {
     /// Nothing to do.
     Keep,
     /// Remove it everywhere (see [`after_removal`] and [`teardown`]).
@@ -187,7 +187,7 @@ pub(crate) enum Recovery {
 }
 
 /// What recovery does first with a row in `status` whose runner has the GitHub id `runner`.
-pub(crate) fn recovery(status: InstanceStatus, runner: Option<i64>) -> Recovery {
+pub fn recovery(status: InstanceStatus, runner: Option<i64>) -> Recovery {
     match (status, runner) {
         (InstanceStatus::Creating, _) => Recovery::AskProvider,
         (InstanceStatus::Running | InstanceStatus::Busy, Some(id)) => {
@@ -201,7 +201,7 @@ pub(crate) fn recovery(status: InstanceStatus, runner: Option<i64>) -> Recovery 
 }
 
 /// Recovery of a `creating` row, after the provider was asked whether it has the instance.
-pub(crate) fn recovered_creating(at_provider: bool) -> Recovery {
+pub fn recovered_creating(at_provider: bool) -> Recovery {
     if at_provider {
         Recovery::RecordProviderId
     } else {
@@ -211,7 +211,7 @@ pub(crate) fn recovered_creating(at_provider: bool) -> Recovery {
 
 /// Recovery of a `running` or `busy` row, after GitHub was asked for its runner: a runner
 /// that is gone finished (ephemeral) while nobody was listening.
-pub(crate) fn recovered_registered(runner: Option<&RunnerReference>) -> Recovery {
+pub fn recovered_registered(runner: Option<&RunnerReference>) -> Recovery {
     match runner {
         Some(_) => Recovery::Keep,
         None => Recovery::Remove,
@@ -221,12 +221,7 @@ pub(crate) fn recovered_registered(runner: Option<&RunnerReference>) -> Recovery
 /// Whether `instance` is to be checked against its bootstrap deadline at `now`: a `running`
 /// row of the served GitHub scale set (`current`) whose deadline has come, not yet seen online
 /// in this pass (`seen_online`).
-pub(crate) fn deadline_due(
-    instance: &Instance,
-    current: bool,
-    now: Timestamp,
-    seen_online: bool,
-) -> bool {
+pub fn deadline_due(instance: &Instance, current: bool, now: Timestamp, seen_online: bool) -> bool {
     instance.status == InstanceStatus::Running
         && current
         && instance.bootstrap_deadline.is_some_and(|d| d <= now)
@@ -235,7 +230,7 @@ pub(crate) fn deadline_due(
 
 /// What a runner past its bootstrap deadline is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Bootstrap {
+pub enum Bootstrap {
     /// Online or busy: it came up (remembered; not asked about again in this pass).
     Online,
     /// Not registered, or registered and offline: remove it everywhere.
@@ -244,7 +239,7 @@ pub(crate) enum Bootstrap {
 
 /// Whether a runner past its deadline came up, from what GitHub says of it (`None`: not
 /// registered, or the row has no runner id).
-pub(crate) fn bootstrap(runner: Option<&RunnerReference>) -> Bootstrap {
+pub fn bootstrap(runner: Option<&RunnerReference>) -> Bootstrap {
     match runner {
         Some(r) if r.status.eq_ignore_ascii_case("online") || is_busy(r) => Bootstrap::Online,
         _ => Bootstrap::Late,
@@ -253,47 +248,47 @@ pub(crate) fn bootstrap(runner: Option<&RunnerReference>) -> Bootstrap {
 
 /// The lifetime settings of a scale set (zero: off).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct Limits {
+pub struct Limits {
     /// How long a runner may idle while no job waits for it.
-    pub(crate) max_idle_lifetime: Duration,
+    pub max_idle_lifetime: Duration,
     /// How long a runner may live; past it, it goes once idle.
-    pub(crate) max_lifetime: Duration,
+    pub max_lifetime: Duration,
 }
 
 /// What is known of one row for [`lifecycle`]; a fact not looked up in this pass is absent
 /// (`None`, `false`), never taken as bad news.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Life<'a> {
+pub struct Life<'a> {
     /// The row.
-    pub(crate) instance: &'a Instance,
+    pub instance: &'a Instance,
     /// GitHub's listing of its runner, when GitHub was asked in this pass.
-    pub(crate) runner: Option<&'a RunnerReference>,
+    pub runner: Option<&'a RunnerReference>,
     /// The status the provider lists it with, when the provider was asked in this pass.
-    pub(crate) at_provider: Option<ProviderStatus>,
+    pub at_provider: Option<ProviderStatus>,
     /// Its instance reported its bootstrap `failed`.
-    pub(crate) bootstrap_failed: bool,
+    pub bootstrap_failed: bool,
 }
 
 /// The scale set's side of [`lifecycle`].
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Served<'a> {
+pub struct Served<'a> {
     /// The pool key of the GitHub scale set served now.
-    pub(crate) pool_key: &'a str,
+    pub pool_key: &'a str,
     /// Our runner-name prefix, with its dash.
-    pub(crate) prefix: &'a str,
+    pub prefix: &'a str,
     /// Now.
-    pub(crate) now: Timestamp,
+    pub now: Timestamp,
     /// The lifetime settings.
-    pub(crate) limits: Limits,
+    pub limits: Limits,
     /// More jobs are assigned than runners run: an idle runner may be about to get one.
-    pub(crate) job_waits: bool,
+    pub job_waits: bool,
     /// GARM's pool key, for a scale set taken over from GARM: its rows are GARM's runners.
-    pub(crate) inherited: Option<&'a str>,
+    pub inherited: Option<&'a str>,
 }
 
 /// Why [`lifecycle`] retires a runner (each is an event of that name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Retire {
+pub enum Retire {
     /// Its instance reported its bootstrap `failed`: replaced at once, not at the deadline.
     BootstrapFailed,
     /// The provider lists its instance stopped or errored: it will not run a job.
@@ -315,7 +310,7 @@ pub(crate) enum Retire {
 
 impl Retire {
     /// The event's reason code when a runner is retired for this reason.
-    pub(crate) fn code(self) -> scaleset_store::ReasonCode {
+    pub fn code(self) -> scaleset_store::ReasonCode {
         use scaleset_store::ReasonCode as Code;
         match self {
             Self::BootstrapFailed => Code::BootstrapFailed,
@@ -329,7 +324,7 @@ impl Retire {
     }
 
     /// Why, for the event's text.
-    pub(crate) fn reason(self) -> &'static str {
+    pub fn reason(self) -> &'static str {
         match self {
             Self::BootstrapFailed => "its instance reported a failed bootstrap",
             Self::InstanceStopped => "the provider reports its instance stopped or errored",
@@ -351,7 +346,7 @@ impl Retire {
 }
 
 /// The time from `then` to `now` (zero when the clock went back).
-pub(crate) fn elapsed(then: Timestamp, now: Timestamp) -> Duration {
+pub fn elapsed(then: Timestamp, now: Timestamp) -> Duration {
     let millis = now.unix_millis().saturating_sub(then.unix_millis());
     Duration::from_millis(u64::try_from(millis).unwrap_or(0))
 }
@@ -369,7 +364,7 @@ fn reached(limit: Duration, lived: Duration) -> bool {
 /// runner is never idle again after a job). An idle row under GARM's pool key (a taken-over
 /// set) goes at once, [`Retire::InheritedOffline`] when GitHub lists its runner offline, else
 /// [`Retire::Inherited`].
-pub(crate) fn lifecycle(life: &Life<'_>, served: &Served<'_>) -> Option<Retire> {
+pub fn lifecycle(life: &Life<'_>, served: &Served<'_>) -> Option<Retire> {
     let row = life.instance;
     let ours = row.pool_key == served.pool_key && row.name.starts_with(served.prefix);
     let garms = served.inherited == Some(row.pool_key.as_str());
@@ -422,7 +417,7 @@ pub(crate) fn lifecycle(life: &Life<'_>, served: &Served<'_>) -> Option<Retire> 
 /// Whether a job waits for an idle runner: more jobs assigned (`assigned`, the last
 /// statistics; unknown counts as waiting, so nothing idle is retired before the first plan)
 /// than runners run (`busy`).
-pub(crate) fn job_waits(assigned: Option<i64>, busy: usize) -> bool {
+pub fn job_waits(assigned: Option<i64>, busy: usize) -> bool {
     assigned.is_none_or(|a| a > i64::try_from(busy).unwrap_or(i64::MAX))
 }
 
@@ -430,7 +425,7 @@ pub(crate) fn job_waits(assigned: Option<i64>, busy: usize) -> bool {
 /// for that very name (an answer naming another runner is never acted on), and registered for
 /// the served scale set, or for none (an interrupted JIT POST registers by name; runner names
 /// are unique, so another scale set's runner of that name is not ours).
-pub(crate) fn owns_found_runner(
+pub fn owns_found_runner(
     asked: &str,
     answered: &str,
     registered: GithubScaleSetId,
@@ -442,13 +437,13 @@ pub(crate) fn owns_found_runner(
 /// Whether the row a `JobCompleted` named is retired by the scale set serving it: only a row of
 /// that scale set (the message names a runner by name; a row of another scale set of ours with
 /// that name is that scale set's to retire, never this one's).
-pub(crate) fn retires_completed(row: &Instance, served: scaleset_store::ScaleSetId) -> bool {
+pub fn retires_completed(row: &Instance, served: scaleset_store::ScaleSetId) -> bool {
     row.scale_set_id == served
 }
 
 /// What follows GitHub's answer to removing the runner of a row in `status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum AfterRemoval {
+pub enum AfterRemoval {
     /// The runner is gone: delete the instance and the row ([`teardown`]).
     Proceed,
     /// It runs a job: keep the machine, and mark the row `busy` so it counts as such.
@@ -459,7 +454,7 @@ pub(crate) enum AfterRemoval {
 
 /// The step after removing the runner of a row in `status`: a runner that is still running a
 /// job keeps its machine.
-pub(crate) fn after_removal(removal: Removal, status: InstanceStatus) -> AfterRemoval {
+pub fn after_removal(removal: Removal, status: InstanceStatus) -> AfterRemoval {
     match removal {
         Removal::Removed | Removal::Gone => AfterRemoval::Proceed,
         Removal::StillRunning if status == InstanceStatus::Running => AfterRemoval::MarkBusy,
@@ -471,15 +466,15 @@ pub(crate) fn after_removal(removal: Removal, status: InstanceStatus) -> AfterRe
 /// How a row in `status`, whose runner is gone, is taken down: marked `deleting` first (unless
 /// already), its instance deleted at the provider (unless already), then the row forgotten.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Teardown {
+pub struct Teardown {
     /// Move the row to `deleting` before asking the provider.
-    pub(crate) mark_deleting: bool,
+    pub mark_deleting: bool,
     /// Ask the provider to delete the instance.
-    pub(crate) delete_instance: bool,
+    pub delete_instance: bool,
 }
 
 /// The teardown of a row in `status` (see [`Teardown`]).
-pub(crate) fn teardown(status: InstanceStatus) -> Teardown {
+pub fn teardown(status: InstanceStatus) -> Teardown {
     Teardown {
         mark_deleting: !matches!(status, InstanceStatus::Deleting | InstanceStatus::Deleted),
         delete_instance: status != InstanceStatus::Deleted,

@@ -2,7 +2,7 @@
 //! and that nothing in the store names any more. The superseded-instance cleanup
 //! ([`super::superseded`]) starts from the store's rows; once a database loss took the rows of
 //! a scale set GitHub had deleted, only the providers still know those instances, by their
-//! pool key. The sweep ([`crate::orphans`]) finds them there and this planner decides, from
+//! pool key. The sweep (`scaleset_control`'s `orphans`) finds them there and this planner decides, from
 //! facts only (no I/O, no clock):
 //!
 //! - **ours**: the pool key is exactly one of this controller's
@@ -38,7 +38,7 @@ use crate::pool_keys::our_pool;
 /// The pools worth looking at, as `(pool key, GitHub id)`: ours by the key, and named by
 /// nothing the store holds (`stored_ids`: the stored scale sets' GitHub ids; `row_keys`: the
 /// pool keys instance rows name). Each key once, in order.
-pub(crate) fn candidates(
+pub fn candidates(
     controller: Uuid,
     listed: &[String],
     stored_ids: &BTreeSet<i64>,
@@ -56,7 +56,7 @@ pub(crate) fn candidates(
 
 /// What one entity's GitHub answered to the get-by-id of a pool key's scale-set id.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Answer {
+pub enum Answer {
     /// No scale set with that id (`RunnerScaleSetNotFoundException`).
     NotFound,
     /// A scale set with that id, with its label names.
@@ -67,7 +67,7 @@ pub(crate) enum Answer {
 
 /// Why a pool is left alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Unproven {
+pub enum Unproven {
     /// The store knows no entity to ask.
     NoEntity,
     /// An entity could not be asked.
@@ -78,7 +78,7 @@ pub(crate) enum Unproven {
 
 /// Whether the scale set of a pool key is gone, from every known entity's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Proof {
+pub enum Proof {
     /// Gone on every known entity: its instances are orphans.
     Gone,
     /// Not proven gone: nothing is touched.
@@ -86,7 +86,7 @@ pub(crate) enum Proof {
 }
 
 /// Judges a pool key's scale-set id from the answers of every entity the store knows.
-pub(crate) fn proof(identity: &Identity, answers: &[Answer]) -> Proof {
+pub fn proof(identity: &Identity, answers: &[Answer]) -> Proof {
     if answers.is_empty() {
         return Proof::Unproven(Unproven::NoEntity);
     }
@@ -108,21 +108,21 @@ pub(crate) fn proof(identity: &Identity, answers: &[Answer]) -> Proof {
 
 /// A runner registered on one of the known entities.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Registered {
+pub struct Registered {
     /// Which entity (an index into the sweep's entities).
-    pub(crate) entity: usize,
+    pub entity: usize,
     /// GitHub's runner id.
-    pub(crate) id: i64,
+    pub id: i64,
     /// Its name.
-    pub(crate) name: String,
+    pub name: String,
     /// Whether it is running a job.
-    pub(crate) busy: bool,
+    pub busy: bool,
 }
 
 /// What GitHub says of an orphan instance's runner (named as the instance), across every
 /// known entity: busy anywhere wins; then the idle registrations to remove, as
 /// `(entity, runner id)`; none is gone.
-pub(crate) fn old_runner(name: &str, runners: &[Registered]) -> (OldRunner, Vec<(usize, i64)>) {
+pub fn old_runner(name: &str, runners: &[Registered]) -> (OldRunner, Vec<(usize, i64)>) {
     let named: Vec<&Registered> = runners.iter().filter(|r| r.name == name).collect();
     if named.iter().any(|r| r.busy) {
         return (OldRunner::Busy, Vec::new());
@@ -137,24 +137,19 @@ pub(crate) fn old_runner(name: &str, runners: &[Registered]) -> (OldRunner, Vec<
 
 /// When the last sweep was, as the supervisor's tick sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct SweepClock {
+pub struct SweepClock {
     /// Since this control loop started.
-    pub(crate) since_start: Duration,
+    pub since_start: Duration,
     /// Since the last sweep began (`None`: none yet).
-    pub(crate) since_last: Option<Duration>,
+    pub since_last: Option<Duration>,
     /// The reconcile interval.
-    pub(crate) interval: Duration,
+    pub interval: Duration,
 }
 
 /// Whether a sweep starts at this tick (see the module documentation): `unensured` says
 /// whether an enabled stored scale set still lacks its GitHub id, `running` whether the last
 /// sweep is still going, `hands_off` whether a decommission in this process holds scale sets.
-pub(crate) fn sweep_due(
-    clock: SweepClock,
-    unensured: bool,
-    running: bool,
-    hands_off: bool,
-) -> bool {
+pub fn sweep_due(clock: SweepClock, unensured: bool, running: bool, hands_off: bool) -> bool {
     if running || hands_off {
         return false;
     }
