@@ -28,6 +28,8 @@ pub(crate) struct Watch {
     /// The revisions read at each refresh of the last [`REREAD`] and the one before, oldest
     /// first.
     reads: VecDeque<(Instant, Revision)>,
+    /// The store's count of deletions at the last refresh.
+    deletions: Option<u64>,
 }
 
 /// How a refresh read the store, for tests and the benchmark's reasoning.
@@ -79,9 +81,9 @@ impl Watch {
             }
         }
         // The copy holds every row that exists (each written after `since` was read, the
-        // rest were read before) and perhaps some deleted ones: a count that differs means a
-        // delete (or a write not yet seen), and the ids tell which.
-        let listed_ids = u64::try_from(self.rows.len()).unwrap_or(u64::MAX) != changes.count;
+        // rest were read before) and perhaps some deleted ones: a count of deletions that
+        // moved means a delete, and the ids tell which. A full read is the ids.
+        let listed_ids = since.is_some() && self.deletions != Some(changes.deletions);
         if listed_ids {
             let ids: BTreeSet<ScaleSetId> = store.list_scale_set_ids().await?.into_iter().collect();
             self.rows.retain(|id, _| ids.contains(id));
@@ -99,6 +101,7 @@ impl Watch {
                 }
             }
         }
+        self.deletions = Some(changes.deletions);
         // Reads older than the newest one at least REREAD old are never read from again.
         while self.reads.len() > 1 && now.saturating_duration_since(self.reads[1].0) >= REREAD {
             self.reads.pop_front();
@@ -197,7 +200,7 @@ mod tests {
             .await
             .unwrap();
         let deleted = watch.refresh(&store, start + REREAD * 3).await.unwrap();
-        assert!(deleted.listed_ids, "the count shows the delete");
+        assert!(deleted.listed_ids, "the deletions counted show the delete");
         assert_eq!(names(&watch), ["edited", "kept"]);
         assert_eq!(watch.rows.get(&kept.id).unwrap().id, kept.id);
         let settled = watch

@@ -627,9 +627,9 @@ pub struct ScaleSetChanges {
     /// The scale sets written (they or their health) after the revision asked for, each as it
     /// is now; every scale set when none was given.
     pub changed: Vec<ScaleSet>,
-    /// How many scale sets there are, read before `changed`: a reader whose copy holds more
-    /// missed a delete and lists the ids ([`ScaleSetStore::list_scale_set_ids`]).
-    pub count: u64,
+    /// How many scale sets were ever deleted, read before `changed`: a reader that saw
+    /// another number lists the ids ([`ScaleSetStore::list_scale_set_ids`]) to drop them.
+    pub deletions: u64,
     /// The highest revision written, read before `changed`: every later write is above it.
     pub revision: Revision,
 }
@@ -655,12 +655,12 @@ pub trait ScaleSetStore: Send + Sync {
     /// All scale sets, or those of one entity.
     async fn list_scale_sets(&self, entity_id: Option<EntityId>) -> Result<Vec<ScaleSet>>;
 
-    /// The scale sets written since `since` (all when `None`), with how many there are and
+    /// The scale sets written since `since` (all when `None`), with the deletions counted and
     /// the highest revision, for a reader that keeps a copy of every row and reads only what
     /// changed (the worker's watch). On PostgreSQL a revision is taken before its write
     /// commits, so a write can become visible after a higher revision was read: a reader
     /// passes a revision a few reads old, not the last one. A deleted row is not in
-    /// `changed`; `count` tells the reader to look ([`ScaleSetStore::list_scale_set_ids`]).
+    /// `changed`; `deletions` tells the reader to look ([`ScaleSetStore::list_scale_set_ids`]).
     async fn scale_sets_changed_since(&self, since: Option<Revision>) -> Result<ScaleSetChanges>;
 
     /// The id of every scale set, in id order.

@@ -94,6 +94,13 @@ diesel::table! {
 }
 
 diesel::table! {
+    scale_set_deletions (singleton) {
+        singleton -> Integer,
+        value -> BigInt,
+    }
+}
+
+diesel::table! {
     scale_set_samples (scale_set_id, at) {
         scale_set_id -> Text,
         at -> BigInt,

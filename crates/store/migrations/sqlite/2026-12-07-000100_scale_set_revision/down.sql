@@ -1,3 +1,5 @@
+DROP TRIGGER scale_sets_deletion;
+DROP TABLE scale_set_deletions;
 DROP TRIGGER scale_set_health_revision_update;
 DROP TRIGGER scale_set_health_revision_insert;
 DROP TRIGGER scale_sets_revision_update;

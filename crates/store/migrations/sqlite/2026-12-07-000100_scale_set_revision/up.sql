@@ -13,6 +13,17 @@ CREATE TABLE scale_set_revision (
     value BIGINT NOT NULL
 );
 INSERT INTO scale_set_revision (singleton, value) VALUES (1, 0);
+-- How many scale sets were ever deleted: a watch lists the ids only when it moved (a count of
+-- the rows would scan the table at every read).
+CREATE TABLE scale_set_deletions (
+    singleton INTEGER PRIMARY KEY NOT NULL CHECK (singleton = 1),
+    value BIGINT NOT NULL
+);
+INSERT INTO scale_set_deletions (singleton, value) VALUES (1, 0);
+CREATE TRIGGER scale_sets_deletion AFTER DELETE ON scale_sets
+BEGIN
+    UPDATE scale_set_deletions SET value = value + 1;
+END;
 -- AFTER triggers: SQLite's BEFORE triggers cannot set NEW. The WHEN keeps the trigger's own
 -- UPDATE from counting twice should recursive triggers ever be turned on.
 CREATE TRIGGER scale_sets_revision_insert AFTER INSERT ON scale_sets
