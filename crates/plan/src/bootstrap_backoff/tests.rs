@@ -57,6 +57,24 @@ fn no_runner_is_created_before_the_wait_after_a_failed_bootstrap_is_over() {
 }
 
 #[test]
+fn a_failure_at_the_very_end_of_a_wait_starts_the_next_round() {
+    // At its deadline the wait is over (a create may go), so a failure found then belongs to
+    // the next round and doubles the wait, like one found later.
+    let (waiting, _) = Boots::default().failed(&policy(), at(0), 1.0);
+    assert!(waiting.may_create(at(10)));
+    let (next, shown) = waiting.failed(&policy(), at(10), 1.0);
+    assert_eq!(
+        shown,
+        Shown::BackingOff {
+            failures: 2,
+            retry_in: 20 * SECOND
+        }
+    );
+    assert!(!next.may_create(at(29)));
+    assert!(next.may_create(at(30)));
+}
+
+#[test]
 fn failures_landing_during_a_wait_are_counted_without_doubling_it() {
     let (mut boots, _) = Boots::default().failed(&policy(), at(0), 1.0);
     // Nine more runners of the same burst fail over the next seconds.
@@ -211,9 +229,15 @@ proptest! {
         let mut boots = Boots::default();
         let mut now = at(0);
         let mut creates: Vec<Timestamp> = Vec::new();
+        // No wait is longer than `max`: a driver that wakes more often than that finds it
+        // over (and a rule that never lets it create fails here, not by hanging the test).
+        let most_wakes = p.max.as_millis() / u128::from(step_ms) + 1;
         for (i, boot) in boot_ms.iter().enumerate() {
             // The driver wakes every `step_ms` and creates as soon as it may.
+            let mut wakes = 0u128;
             while !boots.may_create(now) {
+                wakes += 1;
+                prop_assert!(wakes <= most_wakes, "still waiting after {wakes} wakes");
                 now = now.saturating_add(Duration::from_millis(step_ms));
             }
             creates.push(now);
