@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
-use scaleset_store::{Revision, ScaleSet, ScaleSetId, ScaleSetStore};
+use scaleset_store::{Revision, ScaleSet, ScaleSetChanges, ScaleSetId, ScaleSetStore};
 use tokio::time::Instant;
 
 /// How old a revision must be before the watch reads from it. On PostgreSQL a write takes its
@@ -28,8 +28,8 @@ pub(crate) struct Watch {
     /// The revisions read at each refresh of the last [`REREAD`] and the one before, oldest
     /// first.
     reads: VecDeque<(Instant, Revision)>,
-    /// The store's count of deletions at the last refresh.
-    deletions: Option<u64>,
+    /// The database and its count of deletions at the last refresh.
+    last: Option<(String, u64)>,
 }
 
 /// How a refresh read the store, for tests and the benchmark's reasoning.
@@ -59,6 +59,23 @@ impl Watch {
             .map(|(_, revision)| *revision)
     }
 
+    /// Whether `changes` come from another database than the last refresh read: another
+    /// incarnation, or one whose revisions or deletions went back (restored from a backup; a
+    /// delete of the newest-written row also lowers the highest revision, and costs one whole
+    /// read).
+    fn another_database(&self, changes: &ScaleSetChanges) -> bool {
+        let went_back = self
+            .reads
+            .back()
+            .is_some_and(|(_, revision)| changes.revision < *revision);
+        match &self.last {
+            Some((incarnation, deletions)) => {
+                *incarnation != changes.incarnation || changes.deletions < *deletions || went_back
+            }
+            None => went_back,
+        }
+    }
+
     /// Reads what changed since the last refreshes and updates the copy. On an error the copy
     /// stays as it was (the next refresh reads from the same revision).
     pub(crate) async fn refresh(
@@ -66,8 +83,15 @@ impl Watch {
         store: &dyn ScaleSetStore,
         now: Instant,
     ) -> Result<Refreshed, scaleset_store::Error> {
-        let since = self.since(now);
-        let changes = store.scale_sets_changed_since(since).await?;
+        let mut since = self.since(now);
+        let mut changes = store.scale_sets_changed_since(since).await?;
+        if since.is_some() && self.another_database(&changes) {
+            // Wiped, restored from a backup or another one: its revisions say nothing of the
+            // copy, so it is read whole again.
+            self.reads.clear();
+            since = None;
+            changes = store.scale_sets_changed_since(None).await?;
+        }
         let rows_read = changes.changed.len();
         if since.is_none() {
             self.rows = changes
@@ -83,7 +107,8 @@ impl Watch {
         // The copy holds every row that exists (each written after `since` was read, the
         // rest were read before) and perhaps some deleted ones: a count of deletions that
         // moved means a delete, and the ids tell which. A full read is the ids.
-        let listed_ids = since.is_some() && self.deletions != Some(changes.deletions);
+        let listed_ids = since.is_some()
+            && self.last.as_ref().map(|(_, deletions)| *deletions) != Some(changes.deletions);
         if listed_ids {
             let ids: BTreeSet<ScaleSetId> = store.list_scale_set_ids().await?.into_iter().collect();
             self.rows.retain(|id, _| ids.contains(id));
@@ -101,7 +126,7 @@ impl Watch {
                 }
             }
         }
-        self.deletions = Some(changes.deletions);
+        self.last = Some((changes.incarnation, changes.deletions));
         // Reads older than the newest one at least REREAD old are never read from again.
         while self.reads.len() > 1 && now.saturating_duration_since(self.reads[1].0) >= REREAD {
             self.reads.pop_front();
@@ -208,5 +233,21 @@ mod tests {
             .await
             .unwrap();
         assert!(!settled.listed_ids);
+
+        // The database replaced under the worker (wiped, or another): read whole again, even
+        // though its revisions are lower and nothing in it was deleted.
+        let replaced = db.another("watch_replaced").await;
+        let other_store = replaced.open().await;
+        let other_entity =
+            create_organization(&other_store, "org", simulator_credentials("http://sim"))
+                .await
+                .id;
+        create(&other_store, other_entity, "declared-again").await;
+        let after_wipe = watch
+            .refresh(&other_store, start + REREAD * 3 + tick * 2)
+            .await
+            .unwrap();
+        assert!(after_wipe.full, "another database is read whole");
+        assert_eq!(names(&watch), ["declared-again"]);
     }
 }

@@ -627,6 +627,9 @@ pub struct ScaleSetChanges {
     /// The scale sets written (they or their health) after the revision asked for, each as it
     /// is now; every scale set when none was given.
     pub changed: Vec<ScaleSet>,
+    /// Which database this is: a new one (wiped, or another) has another, and its revisions
+    /// say nothing of a copy read from the one before.
+    pub incarnation: String,
     /// How many scale sets were ever deleted, read before `changed`: a reader that saw
     /// another number lists the ids ([`ScaleSetStore::list_scale_set_ids`]) to drop them.
     pub deletions: u64,

@@ -8,7 +8,7 @@ use diesel::prelude::*;
 
 use super::event::append_in;
 use super::lease::{check_fence, in_lock_order};
-use super::schema::{leases, scale_set_deletions, scale_set_health, scale_set_samples, scale_sets};
+use super::schema::{leases, scale_set_health, scale_set_samples, scale_set_watch, scale_sets};
 use super::{
     Context, DbConnection, DieselStore, count_from_db, enum_from_db, json_from_db, parse_uuid,
     secs_to_db, write_transaction,
@@ -104,6 +104,30 @@ fn health(
         .into_iter()
         .map(|h| (h.scale_set_id.clone(), h))
         .collect())
+}
+
+/// The last revision the store handed out (the SQLite counter's row, the PostgreSQL sequence's
+/// last value; 0 before the first).
+fn revision_counter(conn: &mut DbConnection) -> Result<i64> {
+    #[derive(QueryableByName)]
+    struct Counter {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        value: i64,
+    }
+    let read = match conn {
+        DbConnection::Sqlite(conn) => {
+            diesel::sql_query("SELECT value FROM scale_set_revision").get_result::<Counter>(conn)
+        }
+        // `last_value` is 1 before the first `nextval`, with `is_called` false.
+        DbConnection::Postgres(conn) => diesel::sql_query(
+            "SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END AS value \
+             FROM scale_set_revision",
+        )
+        .get_result::<Counter>(conn),
+    };
+    Ok(read
+        .map_err(Error::backend("read the scale sets' revision"))?
+        .value)
 }
 
 /// Makes sure the scale set has a health row to update.
@@ -504,21 +528,15 @@ impl ScaleSetStore for DieselStore {
 
     async fn scale_sets_changed_since(&self, since: Option<Revision>) -> Result<ScaleSetChanges> {
         self.run("read changed scale sets", move |conn, _| {
-            // The deletions and the revision before the rows: a write between the reads is
+            // The database, the deletions and the revision before the rows: a write between the reads is
             // then either in `changed` or above `revision` (read again next time), never lost.
-            let deletions: i64 = scale_set_deletions::table
-                .select(scale_set_deletions::value)
+            let (incarnation, deletions): (String, i64) = scale_set_watch::table
+                .select((scale_set_watch::incarnation, scale_set_watch::deletions))
                 .get_result(conn)
                 .map_err(Error::backend("read the scale sets' deletions"))?;
-            let highest: Option<i64> = scale_sets::table
-                .select(diesel::dsl::max(scale_sets::revision))
-                .get_result(conn)
-                .map_err(Error::backend("read the scale sets' revision"))?;
-            let highest_health: Option<i64> = scale_set_health::table
-                .select(diesel::dsl::max(scale_set_health::revision))
-                .get_result(conn)
-                .map_err(Error::backend("read the scale sets' revision"))?;
-            let revision = Revision::new(highest.max(highest_health).unwrap_or(0));
+            // The counter, not the highest revision of a row: deleting the newest-written row
+            // would lower that, which a reader takes for another database.
+            let revision = Revision::new(revision_counter(conn)?);
             // Two index range scans, not one query with an OR across the tables: PostgreSQL
             // plans that as a scan of every row (220 ms at 100,000 scale sets).
             let mut query = scale_sets::table.select(Row::as_select()).into_boxed();
@@ -567,10 +585,11 @@ impl ScaleSetStore for DieselStore {
                 .collect::<Result<Vec<ScaleSet>>>()?;
             Ok(ScaleSetChanges {
                 changed,
+                incarnation,
                 deletions: u64::try_from(deletions).map_err(|_| Error::Corrupt {
-                    table: "scale_set_deletions",
+                    table: "scale_set_watch",
                     key: "1".to_owned(),
-                    column: "value",
+                    column: "deletions",
                     reason: format!("{deletions} is not a count"),
                 })?,
                 revision,

@@ -94,9 +94,10 @@ diesel::table! {
 }
 
 diesel::table! {
-    scale_set_deletions (singleton) {
+    scale_set_watch (singleton) {
         singleton -> Integer,
-        value -> BigInt,
+        incarnation -> Text,
+        deletions -> BigInt,
     }
 }
 

@@ -1,6 +1,6 @@
 DROP TRIGGER scale_sets_deletion ON scale_sets;
 DROP FUNCTION scale_set_count_deletion();
-DROP TABLE scale_set_deletions;
+DROP TABLE scale_set_watch;
 DROP TRIGGER scale_set_health_revision ON scale_set_health;
 DROP TRIGGER scale_sets_revision ON scale_sets;
 DROP FUNCTION scale_set_next_revision();

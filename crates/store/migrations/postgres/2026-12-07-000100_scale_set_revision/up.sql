@@ -22,17 +22,21 @@ CREATE TRIGGER scale_sets_revision BEFORE INSERT OR UPDATE ON scale_sets
     FOR EACH ROW EXECUTE FUNCTION scale_set_next_revision();
 CREATE TRIGGER scale_set_health_revision BEFORE INSERT OR UPDATE ON scale_set_health
     FOR EACH ROW EXECUTE FUNCTION scale_set_next_revision();
--- How many scale sets were ever deleted: a watch lists the ids only when it moved (a count of
--- the rows would scan the table at every read). Deletes are rare (an operator's), so one row
--- updated by each is no contention.
-CREATE TABLE scale_set_deletions (
+-- What a watch needs beside the revisions: which database this is (a watch whose database
+-- was replaced under it, wiped or another, reads everything again: the revisions of another
+-- database say nothing of its copy) and how many scale sets were ever deleted (it lists the
+-- ids only when that moved; a count of the rows would scan the table at every read). Deletes
+-- are rare (an operator's), so one row updated by each is no contention.
+CREATE TABLE scale_set_watch (
     singleton INTEGER PRIMARY KEY NOT NULL CHECK (singleton = 1),
-    value BIGINT NOT NULL
+    incarnation TEXT NOT NULL,
+    deletions BIGINT NOT NULL
 );
-INSERT INTO scale_set_deletions (singleton, value) VALUES (1, 0);
+INSERT INTO scale_set_watch (singleton, incarnation, deletions)
+    VALUES (1, md5(random()::text || clock_timestamp()::text), 0);
 CREATE FUNCTION scale_set_count_deletion() RETURNS trigger AS $$
 BEGIN
-    UPDATE scale_set_deletions SET value = value + 1;
+    UPDATE scale_set_watch SET deletions = deletions + 1;
     RETURN NULL;
 END;
 $$ LANGUAGE plpgsql;

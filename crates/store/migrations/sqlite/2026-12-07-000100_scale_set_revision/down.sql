@@ -1,5 +1,5 @@
 DROP TRIGGER scale_sets_deletion;
-DROP TABLE scale_set_deletions;
+DROP TABLE scale_set_watch;
 DROP TRIGGER scale_set_health_revision_update;
 DROP TRIGGER scale_set_health_revision_insert;
 DROP TRIGGER scale_sets_revision_update;

@@ -13,16 +13,20 @@ CREATE TABLE scale_set_revision (
     value BIGINT NOT NULL
 );
 INSERT INTO scale_set_revision (singleton, value) VALUES (1, 0);
--- How many scale sets were ever deleted: a watch lists the ids only when it moved (a count of
--- the rows would scan the table at every read).
-CREATE TABLE scale_set_deletions (
+-- What a watch needs beside the revisions: which database this is (a watch whose database
+-- was replaced under it, wiped or another, reads everything again: the revisions of another
+-- database say nothing of its copy) and how many scale sets were ever deleted (it lists the
+-- ids only when that moved; a count of the rows would scan the table at every read).
+CREATE TABLE scale_set_watch (
     singleton INTEGER PRIMARY KEY NOT NULL CHECK (singleton = 1),
-    value BIGINT NOT NULL
+    incarnation TEXT NOT NULL,
+    deletions BIGINT NOT NULL
 );
-INSERT INTO scale_set_deletions (singleton, value) VALUES (1, 0);
+INSERT INTO scale_set_watch (singleton, incarnation, deletions)
+    VALUES (1, lower(hex(randomblob(16))), 0);
 CREATE TRIGGER scale_sets_deletion AFTER DELETE ON scale_sets
 BEGIN
-    UPDATE scale_set_deletions SET value = value + 1;
+    UPDATE scale_set_watch SET deletions = deletions + 1;
 END;
 -- AFTER triggers: SQLite's BEFORE triggers cannot set NEW. The WHEN keeps the trigger's own
 -- UPDATE from counting twice should recursive triggers ever be turned on.
