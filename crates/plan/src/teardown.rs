@@ -606,14 +606,9 @@ impl Teardown {
                     (Mode::Runner, Removal::Removed) => self.outcome = Some(Outcome::Removed),
                     (Mode::Runner, Removal::Gone) => self.outcome = Some(Outcome::AlreadyGone),
                     (Mode::Runner, Removal::StillRunning) => self.outcome = Some(Outcome::Kept),
-                    // The row is `deleting` (or `deleted`): a runner that took a job after
-                    // all keeps its machine until the job ends, and the row is not marked busy.
-                    (Mode::Superseded, removal) => match after_removal(removal, self.row.status) {
-                        AfterRemoval::Proceed => self.retire_instance(),
-                        AfterRemoval::MarkBusy | AfterRemoval::Keep => {
-                            self.outcome = Some(Outcome::Kept);
-                        }
-                    },
+                    // A superseded row is `deleting` (or `deleted`) by now: it is moved before
+                    // its runner is looked up. So a runner that took a job after all keeps its
+                    // machine until the job ends (`Keep`), and the row is never marked busy.
                     _ => self.after(after_removal(removal, self.row.status)),
                 }
             }
