@@ -726,6 +726,32 @@ fn an_instance_recorded_by_a_disputed_id_is_deleted_by_its_name() {
 }
 
 #[test]
+fn an_instance_recorded_by_its_own_name_is_deleted_by_it_without_asking_the_claims() {
+    // No other row can claim an id that is this row's name: no lookup, the delete at once.
+    let now = Instant::now();
+    for provider_id in [None, Some(NAME.to_owned())] {
+        let row = Row {
+            name: NAME.to_owned(),
+            status: InstanceStatus::Deleting,
+            runner_id: None,
+            provider_id,
+            pool_key: POOL.to_owned(),
+        };
+        let mut core = Teardown::new(row, ours(), ProviderHealth::default(), now);
+        core.poll_command();
+        core.handle(Fact::RunnerFound(None), now);
+        assert_eq!(
+            core.poll_command(),
+            Some(Command::DeleteInstance {
+                name: NAME.to_owned(),
+                pool: PoolOf::Served,
+                id: NAME.to_owned(),
+            })
+        );
+    }
+}
+
+#[test]
 fn a_teardown_in_back_off_keeps_the_row_deleting_and_wakes_when_it_ends() {
     let now = Instant::now();
     let retry_at = now + Duration::from_secs(30);
