@@ -51,13 +51,19 @@ fn edges() -> BTreeMap<String, BTreeSet<String>> {
         .collect()
 }
 
-/// Every workspace package `package` reaches through normal dependencies, with the features a
-/// build of `package` alone turns on (Cargo's own resolution, not the workspace's union).
-fn reaches(package: &str) -> BTreeSet<String> {
+/// The packages `cargo tree` names for `package` (itself left out) through normal
+/// dependencies, `depth` levels down (all when `None`), with the features a build of `package`
+/// alone turns on (Cargo's own resolution, not the workspace's union).
+fn tree(package: &str, depth: Option<u32>) -> BTreeSet<String> {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
-    let output = Command::new(env!("CARGO"))
+    let mut command = Command::new(env!("CARGO"));
+    command
         .args(["tree", "--offline", "--edges", "normal", "--prefix", "none"])
-        .args(["--format", "{p}", "--package", package])
+        .args(["--format", "{p}", "--package", package]);
+    if let Some(depth) = depth {
+        command.args(["--depth", &depth.to_string()]);
+    }
+    let output = command
         .arg("--manifest-path")
         .arg(&manifest)
         .output()
@@ -66,8 +72,16 @@ fn reaches(package: &str) -> BTreeSet<String> {
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .filter_map(|line| line.split_whitespace().next())
-        .filter(|name| name.starts_with("scaleset-") && *name != package)
+        .filter(|name| *name != package)
         .map(str::to_owned)
+        .collect()
+}
+
+/// Every workspace package `package` reaches through normal dependencies.
+fn reaches(package: &str) -> BTreeSet<String> {
+    tree(package, None)
+        .into_iter()
+        .filter(|name| name.starts_with("scaleset-"))
         .collect()
 }
 
@@ -135,31 +149,12 @@ fn adopt_uses_only_the_domain_and_sim_and_domain_nothing_of_ours() {
     only("scaleset-domain", &[]);
 }
 
-/// Every normal dependency of `package`, ours or not, by name.
-fn direct_dependencies(package: &str) -> BTreeSet<String> {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
-    let output = Command::new(env!("CARGO"))
-        .args(["tree", "--offline", "--edges", "normal", "--depth", "1"])
-        .args(["--prefix", "none", "--format", "{p}", "--package", package])
-        .arg("--manifest-path")
-        .arg(&manifest)
-        .output()
-        .expect("cargo tree runs");
-    assert!(output.status.success(), "cargo tree: {output:?}");
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| line.split_whitespace().next())
-        .filter(|name| *name != package)
-        .map(str::to_owned)
-        .collect()
-}
-
 #[test]
 fn the_decisions_crate_has_no_runtime_clock_or_randomness_of_its_own() {
     // The per-scale-set decisions take facts and the time as arguments and return commands:
     // with no async runtime, no randomness and nothing of the loop among its dependencies, the
     // compiler keeps them so (a clock it could still read from std; the planners take `now`).
-    let dependencies = direct_dependencies("scaleset-plan");
+    let dependencies = tree("scaleset-plan", Some(1));
     let allowed: BTreeSet<String> = [
         "scaleset-adopt",
         "scaleset-domain",
