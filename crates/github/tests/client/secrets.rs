@@ -81,42 +81,6 @@ async fn secrets_are_absent_from_debug_output() {
     }
 }
 
-/// Collects everything a `fmt` subscriber writes.
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    /// Installs a TRACE `fmt` subscriber (no colours) as this thread's default, writing here;
-    /// the default lasts as long as the returned guard. The tests run on a current-thread
-    /// runtime, so every poll happens on this thread, under this default.
-    fn trace_logs() -> (Self, tracing::subscriber::DefaultGuard) {
-        let captured = Self::default();
-        let writer = captured.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::TRACE)
-            .with_ansi(false)
-            .with_writer(move || writer.clone())
-            .finish();
-        (captured, tracing::subscriber::set_default(subscriber))
-    }
-
-    /// Everything written so far.
-    fn text(&self) -> String {
-        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
-    }
-}
-
 /// The poll of the queue `/q` carrying the refreshed queue token.
 fn refreshed_poll(h: &mut Harness) -> Mock {
     h.server
@@ -126,7 +90,7 @@ fn refreshed_poll(h: &mut Harness) -> Mock {
 
 #[tokio::test]
 async fn secrets_are_absent_from_trace_logs() {
-    let (captured, _guard) = Captured::trace_logs();
+    let (captured, _guard) = scaleset_trace_capture::capture();
 
     let mut h = harness().await;
     let queue = format!("{}/q", h.server.url());
@@ -174,7 +138,7 @@ async fn secrets_are_absent_from_trace_logs() {
 
 #[tokio::test]
 async fn app_chain_secrets_are_absent_from_trace_logs_and_errors() {
-    let (captured, _guard) = Captured::trace_logs();
+    let (captured, _guard) = scaleset_trace_capture::capture();
 
     let mut server = mockito::Server::new_async().await;
     let jwt_seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));

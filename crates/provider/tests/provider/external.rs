@@ -12,7 +12,6 @@ use scaleset_provider::{
     Command, EnvAllowList, Error, ExternalProvider, InstanceId, InstanceStatus, InterfaceVersion,
     OutputProblem, Pool, PoolKey, Provider, SecretString,
 };
-use tracing::instrument::WithSubscriber as _;
 use uuid::Uuid;
 
 use crate::helpers::{
@@ -780,19 +779,13 @@ async fn a_busy_executable_is_retried_not_failed() {
 async fn each_call_is_traced_with_command_duration_and_exit_code_but_no_secrets() {
     let rec = Recorder::new();
     let provider = rec.provider(&prints_runner_1(), InterfaceVersion::V011);
-    // The trace goes to a file in the recorder's directory, read back after the call.
-    let trace = rec.path().join("trace.log");
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(Arc::new(std::fs::File::create(&trace).expect("trace file")))
-        .finish();
+    let (captured, guard) = scaleset_trace_capture::capture();
     provider
         .create(&request("runner-1", &pool()))
-        .with_subscriber(subscriber)
         .await
         .expect("create");
-    let log = std::fs::read_to_string(&trace).expect("trace");
+    drop(guard);
+    let log = captured.text();
     assert!(log.contains("provider.exec"), "{log}");
     assert!(log.contains("CreateInstance"), "{log}");
     assert!(log.contains("runner-1"), "{log}");
