@@ -943,10 +943,11 @@ impl Listener<'_> {
         Ok(())
     }
 
-    /// Writes the status page's sample of this scale set when one is due (once a minute). A
-    /// failed write costs a point on a chart, not the listener: it is logged, not returned.
-    /// The runner counts come from `counts` when given (a list known to be true), else from
-    /// a list of the rows.
+    /// Writes the status page's sample of this scale set when its figures are due to be
+    /// considered (once a minute) and say something the last sample did not
+    /// ([`crate::sampler::Sampler::consider`]). A failed write costs a point on a chart, not
+    /// the listener: it is logged, not returned. The runner counts come from `counts` when
+    /// given (a list known to be true), else from a list of the rows.
     async fn sample(&mut self, counts: Option<Counts>) {
         let now = tokio::time::Instant::now();
         if !self.sampler.due(now, self.shared.settings.sample_interval) {
@@ -963,13 +964,22 @@ impl Listener<'_> {
                 }
             },
         };
-        let sample = Sample {
-            at: self.shared.clock.now(),
+        let figures = crate::sampler::Figures {
             jobs_waiting: self.jobs_waiting().unwrap_or(0),
             idle: counts.idle,
             busy: counts.busy,
             starting: counts.starting,
-            start_latency: self.sampler.taken(now),
+        };
+        let Some(start_latency) = self.sampler.consider(now, figures) else {
+            return;
+        };
+        let sample = Sample {
+            at: self.shared.clock.now(),
+            jobs_waiting: figures.jobs_waiting,
+            idle: figures.idle,
+            busy: figures.busy,
+            starting: figures.starting,
+            start_latency,
         };
         // Written beside the listener, not awaited: a chart's point must not hold up the next
         // poll, and the samples of every listener due within a short window share one commit

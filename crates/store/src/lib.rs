@@ -112,8 +112,8 @@ pub use runner_downloads::{
 pub use runner_setup::{RunnerSetup, SETUP_LIST_MAX, SETUP_TEXT_MAX, is_template_name};
 pub use scale_set::{
     AdoptionPolicy, Attention, Creation, MODIFY_ATTEMPTS, NewScaleSet, Progress, Provenance,
-    ProviderError, Revision, RunnerGroup, SAMPLE_WINDOW, Sample, ScaleSet, ScaleSetChanges,
-    ScaleSetSpec, ScaleSetState, ScaleSetStore,
+    ProviderError, Revision, RunnerGroup, SAMPLE_HELD_AT_MOST, SAMPLE_WINDOW, Sample, ScaleSet,
+    ScaleSetChanges, ScaleSetSpec, ScaleSetState, ScaleSetStore,
 };
 /// The adoption machine's typed proofs the store keeps: the evidence of a ready scale set and
 /// the refusal of a refused one (a [`Creation`] is made from its `DeletePermit`).

@@ -564,8 +564,9 @@ impl ScaleSet {
     }
 }
 
-/// One minute of a scale set's figures, for the status page's charts (the worker writes one a
-/// minute, the store keeps the last [`SAMPLE_WINDOW`]).
+/// A scale set's figures at one minute, for the status page's charts (the worker writes one
+/// when they change, [`SAMPLE_HELD_AT_MOST`] apart at most; the store keeps the last
+/// [`SAMPLE_WINDOW`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sample {
     /// When it was taken.
@@ -582,8 +583,15 @@ pub struct Sample {
     pub start_latency: Option<Duration>,
 }
 
-/// How far back samples are kept: the charts draw the last hour.
+/// How far back samples are kept: the charts draw the last hour. The newest sample before
+/// the hour is kept too, because its figures hold into it ([`SAMPLE_HELD_AT_MOST`]).
 pub const SAMPLE_WINDOW: Duration = Duration::from_secs(3600);
+
+/// The longest a sample's figures are drawn as holding: a listener writes a sample when its
+/// figures change, and at least this often while they do not, so the page draws the minutes
+/// after a sample as that sample up to this long, and nothing after it (a scale set nobody
+/// serves shows a gap, not figures nobody measured).
+pub const SAMPLE_HELD_AT_MOST: Duration = Duration::from_secs(15 * 60);
 
 /// How many times [`ScaleSetStore::modify_scale_set`] reads and writes before it gives up on
 /// concurrent writers: each write that meets another one is a worker and the API touching the
@@ -789,8 +797,9 @@ pub trait ScaleSetStore: Send + Sync {
     async fn set_provider_error(&self, lease: &Lease, message: Option<&str>) -> Result<()>;
 
     /// Stores a sample of the lease's scale set, if `lease` is still current, and drops its
-    /// samples older than [`SAMPLE_WINDOW`] before `sample.at` (so a scale set holds about
-    /// one a minute for an hour). A second sample at the same millisecond replaces the first.
+    /// samples older than [`SAMPLE_WINDOW`] before `sample.at` but the newest of those (its
+    /// figures hold into the window), so a scale set holds at most about one a minute for an
+    /// hour. A second sample at the same millisecond replaces the first.
     async fn record_sample(&self, lease: &Lease, sample: &Sample) -> Result<()>;
 
     /// Stores several scale sets' samples in one commit, each as
@@ -803,7 +812,9 @@ pub trait ScaleSetStore: Send + Sync {
     /// deadlock on PostgreSQL.
     async fn record_samples(&self, samples: &[(Lease, Sample)]) -> Result<Vec<Result<()>>>;
 
-    /// The samples of `ids` taken at or after `since`, oldest first per scale set.
+    /// The samples of `ids` taken at or after `since`, oldest first per scale set, each set's
+    /// preceded by its newest sample before `since` when there is one (its figures hold from
+    /// then until the next sample, [`SAMPLE_HELD_AT_MOST`] at most).
     async fn list_samples(
         &self,
         ids: &[ScaleSetId],

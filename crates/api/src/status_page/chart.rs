@@ -8,7 +8,44 @@
 //! least 1).
 
 use maud::{Markup, html};
-use scaleset_store::{SAMPLE_WINDOW, Sample, Timestamp};
+use scaleset_store::{SAMPLE_HELD_AT_MOST, SAMPLE_WINDOW, Sample, Timestamp};
+
+/// How far apart the held minutes are drawn.
+const MINUTE: i64 = 60_000;
+
+/// The samples as the charts draw them. A listener writes a sample only when its figures
+/// change (and at least every [`SAMPLE_HELD_AT_MOST`]), so each stored sample's figures are
+/// repeated once a minute until the next sample, for [`SAMPLE_HELD_AT_MOST`] at most and never
+/// past `now`: a scale set nobody serves any more shows a gap, not figures nobody measured. A
+/// repeated minute carries no start latency (no job started in it). `stored` is oldest first;
+/// its samples before `since` only lend their figures to the minutes from `since` on.
+pub(crate) fn held_each_minute(stored: &[Sample], since: Timestamp, now: Timestamp) -> Vec<Sample> {
+    let held_at_most = i64::try_from(SAMPLE_HELD_AT_MOST.as_millis()).unwrap_or(i64::MAX);
+    let (since, now) = (since.unix_millis(), now.unix_millis());
+    let mut drawn = Vec::new();
+    for (at, sample) in stored.iter().enumerate() {
+        let from = sample.at.unix_millis();
+        if from >= since && from <= now {
+            drawn.push(*sample);
+        }
+        let next = stored
+            .get(at + 1)
+            .map_or(i64::MAX, |next| next.at.unix_millis());
+        let last = from.saturating_add(held_at_most).min(now);
+        let mut minute = from.saturating_add(MINUTE);
+        while minute < next && minute <= last {
+            if minute >= since {
+                drawn.push(Sample {
+                    at: Timestamp::from_unix_millis(minute),
+                    start_latency: None,
+                    ..*sample
+                });
+            }
+            minute = minute.saturating_add(MINUTE);
+        }
+    }
+    drawn
+}
 
 /// One line: its name (for the legend), its colour, and its points (`(unix ms, value)`).
 pub(crate) struct Series {
@@ -273,6 +310,70 @@ mod tests {
             end: now.unix_millis(),
             collecting_since: None,
         }
+    }
+
+    fn at(minutes_ago: i64) -> Timestamp {
+        Timestamp::from_unix_millis(NOW - minutes_ago * 60_000)
+    }
+
+    #[test]
+    fn a_sample_is_drawn_each_minute_until_the_next_one() {
+        let stored = [sample(10, 2, 1), sample(7, 0, 3)];
+        let drawn = held_each_minute(&stored, at(60), at(5));
+        let minutes: Vec<(Timestamp, u32, u32)> = drawn
+            .iter()
+            .map(|s| (s.at, s.jobs_waiting, s.busy))
+            .collect();
+        assert_eq!(
+            minutes,
+            [
+                (at(10), 2, 1),
+                (at(9), 2, 1),
+                (at(8), 2, 1),
+                (at(7), 0, 3),
+                (at(6), 0, 3),
+                (at(5), 0, 3),
+            ]
+        );
+        assert_eq!(drawn[0].start_latency, Some(Duration::from_secs(30)));
+        assert!(
+            drawn[1..3].iter().all(|s| s.start_latency.is_none()),
+            "a held minute started no job"
+        );
+    }
+
+    #[test]
+    fn a_sample_is_held_for_fifteen_minutes_at_most_then_the_chart_shows_a_gap() {
+        let held = i64::try_from(SAMPLE_HELD_AT_MOST.as_secs() / 60).unwrap();
+        let drawn = held_each_minute(&[sample(40, 1, 1)], at(60), at(0));
+        assert_eq!(drawn.len(), usize::try_from(held + 1).unwrap());
+        assert_eq!(drawn.last().map(|s| s.at), Some(at(40 - held)));
+    }
+
+    #[test]
+    fn a_sample_before_the_window_lends_its_figures_to_the_window_only() {
+        let drawn = held_each_minute(&[sample(65, 4, 2), sample(55, 0, 0)], at(60), at(54));
+        let minutes: Vec<(Timestamp, u32)> = drawn.iter().map(|s| (s.at, s.jobs_waiting)).collect();
+        assert_eq!(
+            minutes,
+            [
+                (at(60), 4),
+                (at(59), 4),
+                (at(58), 4),
+                (at(57), 4),
+                (at(56), 4),
+                (at(55), 0),
+                (at(54), 0),
+            ]
+        );
+    }
+
+    #[test]
+    fn nothing_is_drawn_past_now_or_from_nothing() {
+        assert!(held_each_minute(&[], at(60), at(0)).is_empty());
+        let drawn = held_each_minute(&[sample(2, 1, 1)], at(60), at(0));
+        assert_eq!(drawn.last().map(|s| s.at), Some(at(0)));
+        assert!(drawn.iter().all(|s| s.at <= at(0)));
     }
 
     #[test]

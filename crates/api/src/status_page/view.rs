@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use scaleset_fleet::ConfiguredFleet;
 
+use super::chart;
 use super::reason::{self, Group, Short};
 use scaleset_store::{
     Attention, Entity, EntityId, Event, Instance, InstanceStatus, JobShown, SAMPLE_WINDOW, Sample,
@@ -288,7 +289,8 @@ fn page_of(matching: usize, page: &mut usize) -> (usize, Option<(usize, usize)>)
     (pages, shown)
 }
 
-/// The last hour's samples of `ids`, by scale set.
+/// The last hour's samples of `ids`, by scale set, each minute drawn
+/// ([`chart::held_each_minute`]).
 async fn samples_by_set(
     store: &dyn Store,
     ids: &[ScaleSetId],
@@ -304,6 +306,9 @@ async fn samples_by_set(
     }
     for (id, sample) in store.list_samples(ids, since).await? {
         by_set.entry(id).or_default().push(sample);
+    }
+    for samples in by_set.values_mut() {
+        *samples = chart::held_each_minute(samples, since, now);
     }
     Ok(by_set)
 }

@@ -405,7 +405,7 @@ where
 
 /// Stores `sample` of the lease's scale set inside the caller's write transaction, fenced by
 /// `lease` (nothing is written when it was taken over), and prunes the set's samples older than
-/// [`SAMPLE_WINDOW`] before it.
+/// [`SAMPLE_WINDOW`] before it, all but the newest of them (its figures hold into the window).
 fn write_sample(conn: &mut DbConnection, lease: &Lease, sample: &Sample) -> Result<()> {
     const OPERATION: &str = "record sample";
     check_fence(conn, lease)?;
@@ -415,12 +415,18 @@ fn write_sample(conn: &mut DbConnection, lease: &Lease, sample: &Sample) -> Resu
     let latency = sample
         .start_latency
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let newest_before_the_window: Option<i64> = scale_set_samples::table
+        .filter(scale_set_samples::scale_set_id.eq(&id))
+        .filter(scale_set_samples::at.lt(at.saturating_sub(window)))
+        .select(diesel::dsl::max(scale_set_samples::at))
+        .get_result(conn)
+        .map_err(Error::backend(OPERATION))?;
     diesel::delete(
         scale_set_samples::table
             .filter(scale_set_samples::scale_set_id.eq(&id))
             .filter(
                 scale_set_samples::at
-                    .lt(at.saturating_sub(window))
+                    .lt(newest_before_the_window.unwrap_or(i64::MIN))
                     .or(scale_set_samples::at.eq(at)),
             ),
     )
@@ -790,21 +796,49 @@ impl ScaleSetStore for DieselStore {
         let keys: Vec<String> = ids.iter().map(ToString::to_string).collect();
         self.run("list samples", move |conn, _| {
             type SampleRow = (String, i64, i64, i64, i64, i64, Option<i64>);
-            let rows: Vec<SampleRow> = scale_set_samples::table
+            let columns = (
+                scale_set_samples::scale_set_id,
+                scale_set_samples::at,
+                scale_set_samples::jobs_waiting,
+                scale_set_samples::idle,
+                scale_set_samples::busy,
+                scale_set_samples::starting,
+                scale_set_samples::start_latency_ms,
+            );
+            let in_the_window: Vec<SampleRow> = scale_set_samples::table
                 .filter(scale_set_samples::scale_set_id.eq_any(&keys))
                 .filter(scale_set_samples::at.ge(since.unix_millis()))
                 .order((scale_set_samples::scale_set_id, scale_set_samples::at))
-                .select((
-                    scale_set_samples::scale_set_id,
-                    scale_set_samples::at,
-                    scale_set_samples::jobs_waiting,
-                    scale_set_samples::idle,
-                    scale_set_samples::busy,
-                    scale_set_samples::starting,
-                    scale_set_samples::start_latency_ms,
-                ))
+                .select(columns)
                 .load(conn)
                 .map_err(Error::backend("list samples"))?;
+            // Before `since`, the prune leaves a set at most the samples of the hour before its
+            // last write: the newest of them is the one whose figures hold into the window.
+            let before: Vec<SampleRow> = scale_set_samples::table
+                .filter(scale_set_samples::scale_set_id.eq_any(&keys))
+                .filter(scale_set_samples::at.lt(since.unix_millis()))
+                .order((
+                    scale_set_samples::scale_set_id,
+                    scale_set_samples::at.desc(),
+                ))
+                .select(columns)
+                .load(conn)
+                .map_err(Error::backend("list samples"))?;
+            let mut held: std::collections::HashMap<String, SampleRow> =
+                std::collections::HashMap::new();
+            for row in before {
+                held.entry(row.0.clone()).or_insert(row);
+            }
+            let mut rows = Vec::with_capacity(in_the_window.len() + held.len());
+            for row in in_the_window {
+                if let Some(carried) = held.remove(&row.0) {
+                    rows.push(carried);
+                }
+                rows.push(row);
+            }
+            let mut only_held: Vec<SampleRow> = held.into_values().collect();
+            only_held.sort_by(|a, b| a.0.cmp(&b.0));
+            rows.extend(only_held);
             const SAMPLES: &str = "scale_set_samples";
             rows.into_iter()
                 .map(|(id, at, waiting, idle, busy, starting, latency)| {

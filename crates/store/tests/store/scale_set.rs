@@ -702,33 +702,60 @@ async fn waiting_since_provider_failure_and_samples_are_kept_as_the_page_reads_t
         starting: 0,
         start_latency: Some(Duration::from_millis(1500)),
     };
+    let record = |minutes, busy| {
+        let (store, held) = (&store, &held);
+        async move {
+            store
+                .record_sample(held, &sample(minutes, busy))
+                .await
+                .unwrap();
+        }
+    };
+    let list = |since: scaleset_store::Timestamp| {
+        let store = &store;
+        async move { store.list_samples(&[set.id], since).await.unwrap() }
+    };
+    let everything = scaleset_store::Timestamp::from_unix_millis(0);
     for (minutes, busy) in [(0, 1), (30, 2), (30, 3), (61, 4)] {
-        store
-            .record_sample(&held, &sample(minutes, busy))
-            .await
-            .unwrap();
+        record(minutes, busy).await;
     }
-    let kept = store
-        .list_samples(&[set.id], scaleset_store::Timestamp::from_unix_millis(0))
-        .await
-        .unwrap();
     assert_eq!(
-        kept,
-        vec![(set.id, sample(30, 3)), (set.id, sample(61, 4))],
-        "the minute-0 sample fell out of the hour; the second at minute 30 replaced the first"
+        list(everything).await,
+        vec![
+            (set.id, sample(0, 1)),
+            (set.id, sample(30, 3)),
+            (set.id, sample(61, 4))
+        ],
+        "the minute-0 sample is the newest before the hour, so it stays (its figures hold \
+         into the hour); the second at minute 30 replaced the first"
     );
-    let since = store
-        .list_samples(&[set.id], sample(31, 0).at)
-        .await
-        .unwrap();
-    assert_eq!(since, vec![(set.id, sample(61, 4))]);
+    record(92, 5).await;
+    assert_eq!(
+        list(everything).await,
+        vec![
+            (set.id, sample(30, 3)),
+            (set.id, sample(61, 4)),
+            (set.id, sample(92, 5))
+        ],
+        "minute 0 fell out once minute 30 was before the hour too"
+    );
+    assert_eq!(
+        list(sample(62, 0).at).await,
+        vec![(set.id, sample(61, 4)), (set.id, sample(92, 5))],
+        "the newest sample before `since` comes first, its figures holding into the window"
+    );
+    assert_eq!(
+        list(sample(93, 0).at).await,
+        vec![(set.id, sample(92, 5))],
+        "with none in the window, the held one alone"
+    );
 
     // A worker that lost the lease writes none of it.
     db.clock.advance(Duration::from_secs(31));
     let taken = lease(&store, set.id, "worker-b").await;
     for answer in [
         store.set_provider_error(&held, Some("late")).await,
-        store.record_sample(&held, &sample(62, 9)).await,
+        store.record_sample(&held, &sample(93, 9)).await,
     ] {
         assert!(answer.is_err_and(|e| e.is_lease_lost()));
     }
