@@ -18,8 +18,9 @@
 //!    and starts them again: the time until every set polls, and the simulator's
 //!    `create_scale_set` count (zero when every set was adopted).
 //!
-//! `SCALESET_BENCH_WATCH_SECS` sets the workers' watch interval; `SCALESET_BENCH_IDLE_ONLY=1`
-//! stops after the idle window.
+//! `SCALESET_BENCH_WATCH_SECS` sets the workers' watch interval, `SCALESET_BENCH_LEASE_TTL_SECS`
+//! their lease TTL (renewals every TTL / 3: fewer writes, a slower takeover);
+//! `SCALESET_BENCH_IDLE_ONLY=1` stops after the idle window.
 //!
 //! Kept apart from `fleet.rs`, as `workers.rs` is.
 
@@ -97,6 +98,7 @@ pub(crate) fn worker_child(args: &[String], runtime: &tokio::runtime::Runtime) -
         {
             settings.watch_interval = Duration::from_secs(secs);
         }
+        settings.lease_ttl = lease_ttl();
         let mut registry = Registry::default();
         let controller = Controller::new(
             store,
@@ -311,6 +313,14 @@ fn postgres_ticks() -> Result<u64> {
 }
 
 /// Seconds from an environment variable, or `default`.
+/// The workers' lease TTL: `SCALESET_BENCH_LEASE_TTL_SECS`, else the default setting's.
+fn lease_ttl() -> Duration {
+    secs_from_env(
+        "SCALESET_BENCH_LEASE_TTL_SECS",
+        Settings::default().lease_ttl.as_secs(),
+    )
+}
+
 fn secs_from_env(name: &str, default: u64) -> Duration {
     Duration::from_secs(
         std::env::var(name)
@@ -328,7 +338,7 @@ async fn run(count: usize, sets: usize, transport: Transport, admin: String) -> 
         secs_from_env("SCALESET_BENCH_SETTLE", 20),
         secs_from_env("SCALESET_BENCH_WINDOW", 60),
     );
-    let ttl = Settings::default().lease_ttl;
+    let ttl = lease_ttl();
     let watch = std::env::var("SCALESET_BENCH_WATCH_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
