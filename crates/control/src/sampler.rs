@@ -6,9 +6,8 @@
 //! it says something the last one did not: its figures changed, a job started since, or the
 //! last is [`SAMPLE_HELD_AT_MOST`] old. The page draws each minute without a sample as the last
 //! one, so an idle scale set costs one row every [`SAMPLE_HELD_AT_MOST`] instead of one a
-//! minute: at 100,000 idle scale sets, 111 inserts a second instead of 1,667, each with its
-//! lease check. The first is written as soon as a listener serves, so a restarted worker's
-//! charts resume at once.
+//! minute (figures in docs/benchmarks.md, "Session 26"). The first is written as soon as a
+//! listener serves, so a restarted worker's charts resume at once.
 
 use std::time::Duration;
 
