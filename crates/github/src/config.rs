@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -405,7 +406,8 @@ impl Timeouts {
 /// By default `https://` hosts are asked for `h2` through ALPN (falling back to HTTP/1.1 when
 /// they offer only `http/1.1`) and calls to a host that speaks it are multiplexed over a few
 /// connections: a new one is opened when every connection carries as many streams as the server
-/// allows (`SETTINGS_MAX_CONCURRENT_STREAMS`), up to `max_connections_per_host`. `http://` hosts
+/// allows (`SETTINGS_MAX_CONCURRENT_STREAMS`), as many as the calls need unless
+/// `max_connections_per_host` bounds them. `http://` hosts
 /// stay on HTTP/1.1 unless `prior_knowledge` is set (h2c). Calls through a proxy use HTTP/1.1.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -415,9 +417,12 @@ pub struct Http2Config {
     /// Speak HTTP/2 to `http://` hosts without negotiation (h2c by prior knowledge; default
     /// `false`). The server must support it.
     pub prior_knowledge: bool,
-    /// The most HTTP/2 connections opened to one host (default 128); beyond it, requests wait
-    /// for a free stream.
-    pub max_connections_per_host: usize,
+    /// The most HTTP/2 connections opened to one host; beyond it, requests wait for a free
+    /// stream. `None` (the default): as many as the calls in flight need, which is about
+    /// one per `SETTINGS_MAX_CONCURRENT_STREAMS` held long-polls. A fixed default (it was 128)
+    /// left every long-poll beyond 128 × the server's stream limit unheard, with nothing to say
+    /// so, once a worker served more scale sets of one host than that (12,800 at 100 streams).
+    pub max_connections_per_host: Option<NonZeroUsize>,
     /// How often an HTTP/2 connection is pinged (default 30 s).
     pub keepalive_interval: Duration,
     /// How long a ping may go unanswered before the connection is dropped (default 20 s).
@@ -429,7 +434,7 @@ impl Default for Http2Config {
         Self {
             enabled: true,
             prior_knowledge: false,
-            max_connections_per_host: 128,
+            max_connections_per_host: None,
             keepalive_interval: Duration::from_secs(30),
             keepalive_timeout: Duration::from_secs(20),
         }
@@ -451,9 +456,10 @@ impl Http2Config {
         self
     }
 
-    /// Bounds the HTTP/2 connections per host (at least 1).
+    /// Bounds the HTTP/2 connections per host (at least 1). Calls beyond the bound's streams
+    /// wait for one to free up: a long-poll waiting there hears nothing.
     pub fn with_max_connections_per_host(mut self, max: usize) -> Self {
-        self.max_connections_per_host = max.max(1);
+        self.max_connections_per_host = NonZeroUsize::new(max.max(1));
         self
     }
 

@@ -6,8 +6,8 @@
 //! (hyperium/hyper issues 2197 and 3623). This pool, over the `h2` crate directly (hyper's
 //! `conn::http2` does not expose the server's limit), counts the streams each connection
 //! carries against the limit the server advertised, gives a request the least loaded connection
-//! with a free stream, and opens a new connection when every one is full, up to a bound per host
-//! (beyond it, requests queue inside `h2` for a free stream). Each connection is checked with a
+//! with a free stream, and opens a new connection when every one is full (up to a bound per host
+//! when one is configured; beyond it, requests queue inside `h2` for a free stream). Each connection is checked with a
 //! ping once open (which also makes sure the server's SETTINGS were applied) and then every
 //! keep-alive interval; a connection that misses a ping is dropped.
 //!
@@ -269,7 +269,10 @@ impl H2Pool {
         if host.http1_only.load(Ordering::SeqCst) {
             return Ok(None);
         }
-        if lock(&host.conns).len() >= self.config.max_connections_per_host
+        if self
+            .config
+            .max_connections_per_host
+            .is_some_and(|max| lock(&host.conns).len() >= max.get())
             && let Some(stream) = least_loaded(host, false)
         {
             // At the bound: the request waits inside h2 for a free stream.

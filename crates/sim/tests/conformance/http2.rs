@@ -508,3 +508,34 @@ async fn connections_per_host_are_bounded_and_extra_polls_wait_for_a_stream() ->
     );
     sim.stop().await
 }
+
+#[tokio::test]
+async fn by_default_a_host_gets_as_many_connections_as_its_held_polls_need() -> Result<()> {
+    // One stream per connection, so 130 held polls need 130 connections: more than the 128
+    // the pool once stopped at, which left every poll beyond them unheard.
+    let mut one_stream = ten_streams();
+    one_stream.http2_max_concurrent_streams = 1;
+    let (sim, ca, base) = https_sim(one_stream, true).await?;
+    let client = h2_client(&base, Some(&ca), Http2Config::default(), fast_retry())?;
+    let (set, session) = set_with_session(&client, "unbounded").await?;
+    let mut polls = tokio::task::JoinSet::new();
+    for _ in 0..130 {
+        let (client, mut session) = (client.clone(), session.clone());
+        polls.spawn(async move { client.get_message(&mut session, MessageId(0), 10).await });
+    }
+    let handle = sim.sim.clone();
+    eventually("130 held polls", || handle.waiting_polls() == 130).await;
+    assert!(
+        sim.sim.open_connections() >= 130,
+        "one connection per held poll at one stream each: {}",
+        sim.sim.open_connections()
+    );
+    sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
+    let mut answered = 0;
+    while let Some(joined) = polls.join_next().await {
+        assert!(joined??.is_some(), "every poll gets the unacknowledged job");
+        answered += 1;
+    }
+    assert_eq!(answered, 130);
+    sim.stop().await
+}
