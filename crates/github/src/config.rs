@@ -459,7 +459,7 @@ impl Http2Config {
     /// Bounds the HTTP/2 connections per host (at least 1). Calls beyond the bound's streams
     /// wait for one to free up: a long-poll waiting there hears nothing.
     pub fn with_max_connections_per_host(mut self, max: usize) -> Self {
-        self.max_connections_per_host = NonZeroUsize::new(max.max(1));
+        self.max_connections_per_host = Some(NonZeroUsize::new(max).unwrap_or(NonZeroUsize::MIN));
         self
     }
 

@@ -7,9 +7,9 @@
 //! `conn::http2` does not expose the server's limit), counts the streams each connection
 //! carries against the limit the server advertised, gives a request the least loaded connection
 //! with a free stream, and opens a new connection when every one is full (up to a bound per host
-//! when one is configured; beyond it, requests queue inside `h2` for a free stream). Each connection is checked with a
-//! ping once open (which also makes sure the server's SETTINGS were applied) and then every
-//! keep-alive interval; a connection that misses a ping is dropped.
+//! when one is configured; beyond it, requests queue inside `h2` for a free stream). Each
+//! connection is checked with a ping once open (which also makes sure the server's SETTINGS
+//! were applied) and then every keep-alive interval; a connection that misses a ping is dropped.
 //!
 //! A request the server never processed (refused by `GOAWAY`, or the connection was already
 //! closing) is sent again on another connection at once: that is safe for any call. A request

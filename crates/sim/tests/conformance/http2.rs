@@ -14,8 +14,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::{CertificateDer, ServerName};
 use scaleset_github::ExposeSecret as _;
 use scaleset_github::{
-    Client, ClientConfig, ConfigUrl, Credentials, GithubScaleSetId, Http2Config, MessageId,
-    RetryPolicy, Timeouts,
+    Client, ClientConfig, ConfigUrl, Credentials, GithubScaleSetId, Http2Config, Message,
+    MessageId, RetryPolicy, Session, Timeouts,
 };
 use scaleset_sim::{JobSpec, SimConfig, TlsIdentity};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -484,19 +484,11 @@ async fn connections_per_host_are_bounded_and_extra_polls_wait_for_a_stream() ->
     let http2 = Http2Config::default().with_max_connections_per_host(2);
     let client = h2_client(&base, Some(&ca), http2, fast_retry())?;
     let (set, session) = set_with_session(&client, "bounded").await?;
-    let mut polls = tokio::task::JoinSet::new();
-    for _ in 0..30 {
-        let (client, mut session) = (client.clone(), session.clone());
-        polls.spawn(async move { client.get_message(&mut session, MessageId(0), 10).await });
-    }
+    let mut polls = spawn_polls(&client, &session, 30);
     let handle = sim.sim.clone();
     eventually("20 held polls", || handle.waiting_polls() == 20).await;
     sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
-    let mut answered = 0;
-    while let Some(joined) = polls.join_next().await {
-        assert!(joined??.is_some(), "every poll gets the unacknowledged job");
-        answered += 1;
-    }
+    let answered = answered_with_the_job(&mut polls).await?;
     assert_eq!(
         answered, 30,
         "the 10 polls beyond the bound waited for a stream"
@@ -518,11 +510,7 @@ async fn by_default_a_host_gets_as_many_connections_as_its_held_polls_need() -> 
     let (sim, ca, base) = https_sim(one_stream, true).await?;
     let client = h2_client(&base, Some(&ca), Http2Config::default(), fast_retry())?;
     let (set, session) = set_with_session(&client, "unbounded").await?;
-    let mut polls = tokio::task::JoinSet::new();
-    for _ in 0..130 {
-        let (client, mut session) = (client.clone(), session.clone());
-        polls.spawn(async move { client.get_message(&mut session, MessageId(0), 10).await });
-    }
+    let mut polls = spawn_polls(&client, &session, 130);
     let handle = sim.sim.clone();
     eventually("130 held polls", || handle.waiting_polls() == 130).await;
     assert!(
@@ -531,11 +519,33 @@ async fn by_default_a_host_gets_as_many_connections_as_its_held_polls_need() -> 
         sim.sim.open_connections()
     );
     sim.sim.enqueue_jobs(set.id.0, &JobSpec::count(1))?;
+    let answered = answered_with_the_job(&mut polls).await?;
+    assert_eq!(answered, 130);
+    sim.stop().await
+}
+
+/// `count` long-polls of `session` at once, each waiting up to 10 s for a message.
+fn spawn_polls(
+    client: &Client,
+    session: &Session,
+    count: usize,
+) -> tokio::task::JoinSet<scaleset_github::Result<Option<Message>>> {
+    let mut polls = tokio::task::JoinSet::new();
+    for _ in 0..count {
+        let (client, mut session) = (client.clone(), session.clone());
+        polls.spawn(async move { client.get_message(&mut session, MessageId(0), 10).await });
+    }
+    polls
+}
+
+/// How many of `polls` answered, each with the unacknowledged job (any other answer fails).
+async fn answered_with_the_job(
+    polls: &mut tokio::task::JoinSet<scaleset_github::Result<Option<Message>>>,
+) -> Result<usize> {
     let mut answered = 0;
     while let Some(joined) = polls.join_next().await {
         assert!(joined??.is_some(), "every poll gets the unacknowledged job");
         answered += 1;
     }
-    assert_eq!(answered, 130);
-    sim.stop().await
+    Ok(answered)
 }
