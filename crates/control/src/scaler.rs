@@ -33,7 +33,7 @@ use scaleset_provider::{
 };
 use scaleset_store::{
     Instance, InstanceAdvance, InstanceStatus, Lease, NewInstance, ReasonCode, ScaleSet,
-    ScaleSetState, Unclaimed,
+    ScaleSetState,
 };
 
 use crate::checkpoint::Checkpoint;
@@ -653,10 +653,7 @@ impl Runners<'_> {
         let (worked, failed): (Vec<Created>, Vec<Created>) =
             landed.into_iter().partition(|c| c.result.is_ok());
         // A provider's answer is a claim: only the ones the claim planner accepts are
-        // recorded; the refused ones are removed as a failed create's runner is. Most
-        // answers claim nothing anyone else holds, and are judged and recorded in one commit;
-        // the rest take the long way (the claims read, then judged).
-        let worked = self.record_unclaimed(worked).await?;
+        // recorded; the refused ones are removed as a failed create's runner is.
         let (worked, refused) = self.judge_answers(worked).await?;
         // The failures after the successes: a batch with both leaves the failure shown and
         // counted by the back-off, as the last word on the provider.
@@ -676,52 +673,6 @@ impl Runners<'_> {
         Ok(())
     }
 
-    /// Records `running` with their provider ids, in one commit, the answers in `worked` that
-    /// the claim planner accepts on what the scaler knows (the names and pool asked, the other
-    /// answers of the batch, the ids refused before) and that no row claims
-    /// ([`scaleset_store::InstanceStore::advance_instances_unclaimed`] checks that in the same
-    /// commit). Returns them all, for [`Runners::judge_answers`] and
-    /// [`Runners::record_running`] to take the long way, when any is refused, claimed, or the
-    /// commit is refused (a row removed or busy while its create was in flight); none when
-    /// they were recorded.
-    async fn record_unclaimed(&mut self, worked: Vec<Created>) -> Result<Vec<Created>, Error> {
-        if worked.is_empty() {
-            return Ok(worked);
-        }
-        let unread = vec![Vec::new(); worked.len()];
-        if self.verdicts(&worked, &unread).iter().any(Result::is_err) {
-            return Ok(worked);
-        }
-        let moves = worked
-            .iter()
-            .filter_map(|c| {
-                c.result.as_ref().ok().map(|instance| InstanceAdvance {
-                    name: c.name.clone(),
-                    to: InstanceStatus::Running,
-                    provider_id: Some(instance.provider_id.clone()),
-                    github_runner_id: None,
-                })
-            })
-            .collect();
-        match self
-            .rows()
-            .advance_instances_unclaimed(self.lease, moves)
-            .await
-        {
-            Ok(Unclaimed::Recorded(_)) => {}
-            Ok(Unclaimed::Claimed { name }) => {
-                tracing::debug!(runner = %name, "a create's provider id is claimed; judging the answers against the claims");
-                return Ok(worked);
-            }
-            Err(e) => {
-                tracing::debug!(error = %e, count = worked.len(), "recording landed creates together was refused; recording each");
-                return Ok(worked);
-            }
-        }
-        self.recorded_running(&worked).await?;
-        Ok(Vec::new())
-    }
-
     /// Judges each answer in `worked` ([`crate::planner::claim::judge`]) against the rows of
     /// every scale set that claim its provider id, the other answers of the batch, and the ids
     /// refused before: the accepted ones, and the refused ones with why.
@@ -739,25 +690,9 @@ impl Runners<'_> {
             };
             claims.push(rows);
         }
-        let verdicts = self.verdicts(&worked, &claims);
-        let mut accepted = Vec::with_capacity(worked.len());
-        let mut refused = Vec::new();
-        for (created, verdict) in worked.into_iter().zip(verdicts) {
-            match verdict {
-                Ok(()) => accepted.push(created),
-                Err(why) => refused.push((created, why)),
-            }
-        }
-        Ok((accepted, refused))
-    }
-
-    /// The claim planner's verdict on each answer in `worked`, given `claims[i]`, the rows
-    /// claiming the provider id of `worked[i]`, the other answers of the batch and the ids
-    /// refused before.
-    fn verdicts(&self, worked: &[Created], claims: &[Vec<Instance>]) -> Vec<Result<(), Refused>> {
-        worked
+        let verdicts: Vec<Result<(), Refused>> = worked
             .iter()
-            .zip(claims)
+            .zip(&claims)
             .map(|(created, rows)| {
                 let Ok(instance) = &created.result else {
                     return Ok(());
@@ -790,7 +725,16 @@ impl Runners<'_> {
                     .refused_ids
                     .with(|refused| judge(&asked, &answer, &recorded, refused))
             })
-            .collect()
+            .collect();
+        let mut accepted = Vec::with_capacity(worked.len());
+        let mut refused = Vec::new();
+        for (created, verdict) in worked.into_iter().zip(verdicts) {
+            match verdict {
+                Ok(()) => accepted.push(created),
+                Err(why) => refused.push((created, why)),
+            }
+        }
+        Ok((accepted, refused))
     }
 
     /// Refuses a create's answer the claim planner refused: the answer is not recorded, its
@@ -883,12 +827,6 @@ impl Runners<'_> {
             }
             return Ok(());
         }
-        self.recorded_running(&worked).await
-    }
-
-    /// What follows the commit that recorded the creates in `worked` `running`: the provider
-    /// shown working again, the back-off told, each runner logged and its checkpoint reached.
-    async fn recorded_running(&mut self, worked: &[Created]) -> Result<(), Error> {
         self.clear_provider_error().await?;
         for created in worked {
             self.provider_succeeded().await?;

@@ -111,19 +111,6 @@ pub struct InstanceAdvance {
     pub github_runner_id: Option<i64>,
 }
 
-/// What [`InstanceStore::advance_instances_unclaimed`] did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Unclaimed {
-    /// Every move was recorded; the rows as stored, in the order given.
-    Recorded(Vec<Instance>),
-    /// Nothing was written: the provider id of the move named here is claimed by another row
-    /// or another move of the batch.
-    Claimed {
-        /// The instance whose move records a claimed provider id.
-        name: String,
-    },
-}
-
 /// A stored instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Instance {
@@ -281,19 +268,6 @@ pub trait InstanceStore: Send + Sync {
         lease: &Lease,
         moves: Vec<InstanceAdvance>,
     ) -> Result<Vec<Instance>>;
-
-    /// [`InstanceStore::advance_instances`] for moves that record provider ids a provider
-    /// answered, only while no row claims one of those ids for another instance (as
-    /// [`InstanceStore::instances_claiming`] finds them: recorded with it, or named it), nor
-    /// another move of the batch: the claim check and the write in one commit, where reading
-    /// the claims first cost a job a store call of its own (issue 53: 1,000 jobs a second).
-    /// [`Unclaimed::Claimed`] when one is claimed, and then nothing is written: the caller
-    /// reads the claims and judges them.
-    async fn advance_instances_unclaimed(
-        &self,
-        lease: &Lease,
-        moves: Vec<InstanceAdvance>,
-    ) -> Result<Unclaimed>;
 
     /// Removes an instance row.
     async fn delete_instance(&self, lease: &Lease, name: &str) -> Result<()>;

@@ -96,7 +96,6 @@ pub use event::{Event, EventFilter, EventKind, EventStore, ReasonCode};
 pub use id::{ApiTokenId, CredentialsId, EntityId, ScaleSetId};
 pub use instance::{
     Instance, InstanceAdvance, InstanceStatus, InstanceStore, JOB_TEXT_MAX, JobShown, NewInstance,
-    Unclaimed,
 };
 pub use instance_access::{
     BootstrapReport, BootstrapStatus, INSTANCE_TOKEN_PREFIX, InstanceAccess, InstanceAccessStore,

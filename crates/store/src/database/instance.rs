@@ -11,7 +11,7 @@ use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::id::ScaleSetId;
 use crate::instance::{
-    Instance, InstanceAdvance, InstanceStatus, InstanceStore, JobShown, NewInstance, Unclaimed,
+    Instance, InstanceAdvance, InstanceStatus, InstanceStore, JobShown, NewInstance,
 };
 use crate::lease::Lease;
 
@@ -426,62 +426,6 @@ impl InstanceStore for DieselStore {
                         )
                     })
                     .collect()
-            })
-        })
-        .await
-    }
-
-    async fn advance_instances_unclaimed(
-        &self,
-        lease: &Lease,
-        moves: Vec<InstanceAdvance>,
-    ) -> Result<Unclaimed> {
-        const OPERATION: &str = "advance instances unclaimed";
-        if moves.is_empty() {
-            return Ok(Unclaimed::Recorded(Vec::new()));
-        }
-        let lease = lease.clone();
-        self.run(OPERATION, move |conn, ctx| {
-            write_transaction(conn, OPERATION, |conn| {
-                check_fence(conn, &lease)?;
-                // Every claim is checked before any move is written: a claimed one leaves the
-                // transaction with nothing to roll back.
-                for (i, m) in moves.iter().enumerate() {
-                    let Some(id) = m.provider_id.as_deref() else {
-                        continue;
-                    };
-                    let in_batch = moves.iter().enumerate().any(|(j, other)| {
-                        j != i && (other.provider_id.as_deref() == Some(id) || other.name == id)
-                    });
-                    let claimed_by: Option<String> = instances::table
-                        .filter(instances::provider_id.eq(id).or(instances::name.eq(id)))
-                        .filter(instances::name.ne(&m.name))
-                        .select(instances::name)
-                        .first(conn)
-                        .optional()
-                        .map_err(Error::backend(OPERATION))?;
-                    if in_batch || claimed_by.is_some() {
-                        return Ok(Unclaimed::Claimed {
-                            name: m.name.clone(),
-                        });
-                    }
-                }
-                let now = ctx.now();
-                let recorded = moves
-                    .into_iter()
-                    .map(|m| {
-                        advance_row(
-                            conn,
-                            &lease,
-                            now,
-                            m.name,
-                            Some(m.to),
-                            (m.provider_id, m.github_runner_id),
-                            OPERATION,
-                        )
-                    })
-                    .collect::<Result<_>>()?;
-                Ok(Unclaimed::Recorded(recorded))
             })
         })
         .await

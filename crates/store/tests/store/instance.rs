@@ -2,7 +2,7 @@
 
 use scaleset_store::{
     Error, InstanceAdvance, InstanceStatus, InstanceStore as _, LeaseStore as _, NewInstance,
-    Timestamp, Unclaimed,
+    Timestamp,
 };
 
 use crate::helpers::{TestDb, lease, store_tests};
@@ -14,7 +14,6 @@ store_tests!(
     advancing_moves_and_records_ids_in_one_commit,
     a_batch_of_intents_lands_together_or_not_at_all,
     a_batch_of_moves_lands_together_or_not_at_all,
-    a_batch_recording_a_claimed_provider_id_lands_none_of_its_moves,
     instances_are_counted_by_status_across_scale_sets,
     the_pool_keys_rows_name_are_listed_once_each,
     a_removal_request_is_recorded_once_without_a_lease
@@ -264,154 +263,6 @@ async fn a_batch_of_moves_lands_together_or_not_at_all(db: TestDb) {
             .is_lease_lost()
     );
     assert_eq!(store.get_instance("m-1").await.unwrap().status, Running);
-}
-
-/// `advance_instances_unclaimed` records a batch of provider answers only while no row claims
-/// their ids (recorded with one, or named so, in any scale set) and no two moves of the batch
-/// claim one another's: a claimed id lands none of the batch and names the move; an answer
-/// with the runner's own name as its id claims nothing; a lost lease or a refused move lands
-/// none either.
-async fn a_batch_recording_a_claimed_provider_id_lands_none_of_its_moves(db: TestDb) {
-    use InstanceStatus::{Creating, Running};
-    let store = db.open().await;
-    let scale_set = crate::helpers::scale_set(&store, "claims").await;
-    let other_set = crate::helpers::scale_set(&store, "claims-other").await;
-    let held = lease(&store, scale_set.id, "w").await;
-    let other = lease(&store, other_set.id, "w").await;
-    store
-        .create_instances(&held, vec![new("c-1"), new("c-2"), new("c-3")])
-        .await
-        .unwrap();
-    let creating = store
-        .advance_instances(
-            &held,
-            vec![
-                advance("c-1", Creating, None, Some(1)),
-                advance("c-2", Creating, None, Some(2)),
-                advance("c-3", Creating, None, Some(3)),
-            ],
-        )
-        .await
-        .unwrap();
-    store.create_instance(&other, new("o-1")).await.unwrap();
-    store
-        .advance_instance(&other, "o-1", Creating, Some("theirs"), Some(9))
-        .await
-        .unwrap();
-
-    let claimed = |name: &str| Unclaimed::Claimed {
-        name: name.to_owned(),
-    };
-    let cases: [(&str, Vec<InstanceAdvance>, &str); 4] = [
-        (
-            "recorded for another scale set's row",
-            vec![
-                advance("c-1", Running, Some("p-1"), None),
-                advance("c-2", Running, Some("theirs"), None),
-            ],
-            "c-2",
-        ),
-        (
-            "another row's name",
-            vec![advance("c-1", Running, Some("o-1"), None)],
-            "c-1",
-        ),
-        (
-            "answered for two moves of the batch",
-            vec![
-                advance("c-1", Running, Some("twice"), None),
-                advance("c-2", Running, Some("twice"), None),
-            ],
-            "c-1",
-        ),
-        (
-            "another move's name",
-            vec![
-                advance("c-3", Running, Some("p-3"), None),
-                advance("c-1", Running, Some("c-3"), None),
-            ],
-            "c-1",
-        ),
-    ];
-    for (case, moves, by) in cases {
-        let answer = store
-            .advance_instances_unclaimed(&held, moves)
-            .await
-            .unwrap();
-        assert_eq!(answer, claimed(by), "{case}");
-        for row in &creating {
-            assert_eq!(
-                &store.get_instance(&row.name).await.unwrap(),
-                row,
-                "{case}: nothing of the batch lands"
-            );
-        }
-    }
-
-    // A refused move (creating cannot go back to pending) lands none of the batch.
-    let refused = store
-        .advance_instances_unclaimed(
-            &held,
-            vec![
-                advance("c-1", Running, Some("p-1"), None),
-                advance("c-2", InstanceStatus::Pending, None, None),
-            ],
-        )
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(refused, Error::InvalidTransition { .. }),
-        "{refused:?}"
-    );
-    assert_eq!(store.get_instance("c-1").await.unwrap(), creating[0]);
-
-    // Unclaimed ids, one of them the runner's own name: all land, in the order given.
-    let Unclaimed::Recorded(recorded) = store
-        .advance_instances_unclaimed(
-            &held,
-            vec![
-                advance("c-2", Running, Some("c-2"), None),
-                advance("c-1", Running, Some("p-1"), None),
-            ],
-        )
-        .await
-        .unwrap()
-    else {
-        panic!("unclaimed ids are recorded");
-    };
-    let seen: Vec<(&str, InstanceStatus, Option<&str>, Option<i64>)> = recorded
-        .iter()
-        .map(|i| {
-            (
-                i.name.as_str(),
-                i.status,
-                i.provider_id.as_deref(),
-                i.github_runner_id,
-            )
-        })
-        .collect();
-    assert_eq!(
-        seen,
-        [
-            ("c-2", Running, Some("c-2"), Some(2)),
-            ("c-1", Running, Some("p-1"), Some(1))
-        ]
-    );
-    for row in &recorded {
-        assert_eq!(&store.get_instance(&row.name).await.unwrap(), row);
-    }
-
-    // A taken-over lease records nothing.
-    store.release_lease(&held).await.unwrap();
-    let _taken = lease(&store, scale_set.id, "someone-else").await;
-    assert!(
-        store
-            .advance_instances_unclaimed(&held, vec![advance("c-3", Running, Some("p-3"), None)])
-            .await
-            .unwrap_err()
-            .is_lease_lost()
-    );
-    assert_eq!(store.get_instance("c-3").await.unwrap(), creating[2]);
 }
 
 fn new(name: &str) -> NewInstance {
