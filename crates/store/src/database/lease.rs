@@ -34,8 +34,8 @@ pub(super) fn check_fence(conn: &mut DbConnection, lease: &Lease) -> Result<()> 
         .filter(leases::token.eq(lease.token))
         .select(leases::token);
     let held: Option<i64> = match conn {
-        DbConnection::Postgres(c) => current.for_update().first(c).optional(),
-        DbConnection::Sqlite(c) => current.first(c).optional(),
+        DbConnection::Postgres(c) => current.for_update().get_result(c).optional(),
+        DbConnection::Sqlite(c) => current.get_result(c).optional(),
     }
     .map_err(Error::backend("check lease"))?;
     match held {
