@@ -20,27 +20,22 @@ use crate::id::ScaleSetId;
 use crate::lease::{Acquisition, Lease, LeaseRecord, LeaseStore, LiveLease};
 
 /// Fails with [`Error::LeaseLost`] unless `lease`'s token is still the current one. Run it
-/// first inside the write's transaction, so a take-over cannot commit between this check and
-/// the write: on PostgreSQL the read locks the lease row (`FOR UPDATE`); on SQLite the
-/// transaction holds the database's one write lock already (`BEGIN IMMEDIATE`), so a plain
-/// read is enough. Both only read: the no-op `UPDATE` this was wrote the lease row in every
-/// fenced commit (a page of the WAL on SQLite, a new row version on PostgreSQL; issue 53,
-/// 1,000 jobs a second).
+/// first inside the write's transaction: the no-op `UPDATE` locks the lease row (PostgreSQL)
+/// so a take-over cannot commit between this check and the write.
 pub(super) fn check_fence(conn: &mut DbConnection, lease: &Lease) -> Result<()> {
-    let id = lease.scale_set_id.to_string();
-    let current = leases::table
-        .find(&id)
-        .filter(leases::holder.eq(&lease.holder))
-        .filter(leases::token.eq(lease.token))
-        .select(leases::token);
-    let held: Option<i64> = match conn {
-        DbConnection::Postgres(c) => current.for_update().get_result(c).optional(),
-        DbConnection::Sqlite(c) => current.get_result(c).optional(),
-    }
+    let touched = diesel::update(
+        leases::table
+            .filter(leases::scale_set_id.eq(lease.scale_set_id.to_string()))
+            .filter(leases::holder.eq(&lease.holder))
+            .filter(leases::token.eq(lease.token)),
+    )
+    .set(leases::token.eq(leases::token))
+    .execute(conn)
     .map_err(Error::backend("check lease"))?;
-    match held {
-        Some(_) => Ok(()),
-        None => Err(lost(lease)),
+    if touched == 1 {
+        Ok(())
+    } else {
+        Err(lost(lease))
     }
 }
 

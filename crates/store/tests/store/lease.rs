@@ -403,8 +403,8 @@ async fn stale_token_writes_are_lease_lost(db: TestDb) {
     assert_eq!(message_cursor(&store, scale_set.id).await, 11);
 }
 
-/// A fenced write locks the lease row (on PostgreSQL a `SELECT … FOR UPDATE` matching holder
-/// and token), it does not merely read it: a take-over in flight makes it wait, and once the take-over commits it is
+/// A fenced write locks the lease row (a no-op `UPDATE` matching holder and token), it does not
+/// merely read it: a take-over in flight makes it wait, and once the take-over commits it is
 /// `LeaseLost` and writes nothing. A raw transaction takes the lease over and stays open; on
 /// PostgreSQL the fenced write must be seen waiting on a lock. Were the fence a plain `SELECT`,
 /// it would read the committed (old) token without waiting and the write would land under a
